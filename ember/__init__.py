@@ -1,0 +1,138 @@
+"""ember: PyTorch's API, NumPy's footprint, code you can read.
+
+``import ember as torch`` and write PyTorch. CPU arrays are NumPy arrays; CUDA arrays are CuPy's.
+"""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from . import _dtype
+from ._backend import device
+from ._dtype import (
+    bfloat16,
+    float16,
+    float32,
+    float64,
+    get_default_dtype,
+    int8,
+    int16,
+    int32,
+    int64,
+    promote_types,
+    result_type,
+    set_default_dtype,
+    uint8,
+)
+from ._dtype import bool_ as bool  # noqa: A001 - PyTorch's name
+from ._dtype import can_cast
+from ._dtype import dtype as dtype
+from ._size import Size
+from ._tensor import Tensor
+from .autograd.grad_mode import (
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    is_inference_mode_enabled,
+    no_grad,
+    set_grad_enabled,
+)
+from ._creation import (
+    arange,
+    as_tensor,
+    asarray,
+    empty,
+    empty_like,
+    empty_strided,
+    eye,
+    from_numpy,
+    full,
+    full_like,
+    linspace,
+    logspace,
+    ones,
+    ones_like,
+    scalar_tensor,
+    tensor,
+    zeros,
+    zeros_like,
+)
+from ._creation import range_ as range  # noqa: A001 - PyTorch's (deprecated) name
+from ._random import (
+    Generator,
+    bernoulli,
+    default_generator,
+    get_rng_state,
+    initial_seed,
+    manual_seed,
+    multinomial,
+    normal,
+    rand,
+    rand_like,
+    randint,
+    randint_like,
+    randn,
+    randn_like,
+    randperm,
+    seed,
+    set_rng_state,
+)
+from .ops.elementwise import *  # noqa: F403
+from .ops.reduction import *  # noqa: F403
+from .ops.linalg import *  # noqa: F403
+from .ops.shape import *  # noqa: F403
+from .ops.indexing import *  # noqa: F403
+from . import autograd, cuda, backends, accelerator  # noqa: E402
+
+# PyTorch's dtype aliases
+float = float32  # noqa: A001
+double = float64
+half = float16
+long = int64
+int = int32  # noqa: A001
+short = int16
+cfloat = None
+uint16 = uint32 = uint64 = None
+
+
+def is_tensor(obj: object) -> bool:
+    return isinstance(obj, Tensor)
+
+
+def is_floating_point(t: Tensor) -> bool:
+    return t.is_floating_point()
+
+
+def numel(t: Tensor) -> int:
+    return t.numel()
+
+
+def _legacy(dt: "dtype") -> type:
+    class _LegacyTensor(Tensor):
+        """Legacy typed constructor (``torch.FloatTensor([1, 2])``); instances are plain Tensors."""
+
+        def __new__(cls, *args: object, **kwargs: object) -> Tensor:  # type: ignore[misc]
+            t = Tensor(*args, **kwargs)
+            return t.to(dt)
+
+        def __instancecheck__(cls, obj: object) -> bool:  # pragma: no cover
+            return isinstance(obj, Tensor) and obj.dtype is dt
+
+    return _LegacyTensor
+
+
+FloatTensor = _legacy(float32)
+DoubleTensor = _legacy(float64)
+HalfTensor = _legacy(float16)
+LongTensor = _legacy(int64)
+IntTensor = _legacy(int32)
+ShortTensor = _legacy(int16)
+CharTensor = _legacy(int8)
+ByteTensor = _legacy(uint8)
+BoolTensor = _legacy(bool)
+for _n, _c in (("FloatTensor", FloatTensor), ("DoubleTensor", DoubleTensor),
+               ("HalfTensor", HalfTensor), ("LongTensor", LongTensor), ("IntTensor", IntTensor),
+               ("ShortTensor", ShortTensor), ("CharTensor", CharTensor),
+               ("ByteTensor", ByteTensor), ("BoolTensor", BoolTensor)):
+    _c.__name__ = _c.__qualname__ = _n
+del _n, _c

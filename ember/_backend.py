@@ -1,0 +1,168 @@
+"""Devices and array modules. THE ONLY module that knows CuPy.
+
+A ``device`` names where a tensor lives; ``device.xp`` is the array module that computes there
+(NumPy on ``cpu``, CuPy on ``cuda``). CuPy is imported the first time a CUDA device is used.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import numpy as np
+
+_cupy: Any = None
+
+
+def _import_cupy() -> Any:
+    global _cupy
+    if _cupy is None:
+        try:
+            import cupy
+        except ImportError as e:
+            raise RuntimeError(
+                "ember's CUDA device needs CuPy, which is not installed: "
+                "pip install 'ember[cuda]' (or cupy-cuda12x), on a machine with an NVIDIA GPU. "
+                "Use device='cpu' to run without a GPU."
+            ) from e
+        try:
+            n = cupy.cuda.runtime.getDeviceCount()
+        except Exception as e:  # noqa: BLE001 - CuPy raises driver-specific errors
+            raise RuntimeError(f"CuPy is installed but no CUDA GPU is usable: {e}") from e
+        if n == 0:
+            raise RuntimeError("CuPy is installed but this machine has no CUDA GPU; use device='cpu'")
+        _cupy = cupy
+    return _cupy
+
+
+def cuda_available() -> bool:
+    try:
+        _import_cupy()
+    except RuntimeError:
+        return False
+    return True
+
+
+def cuda_device_count() -> int:
+    return _cupy.cuda.runtime.getDeviceCount() if cuda_available() else 0
+
+
+class device:
+    """``ember.device("cpu" | "cuda" | "cuda:N")``, or ``device("cuda", N)``."""
+
+    __slots__ = ("type", "index")
+
+    def __new__(cls, spec: Any = "cpu", index: int | None = None) -> device:
+        if type(spec) is device:
+            return spec
+        return _parse(str(spec) if not isinstance(spec, int) else f"cuda:{spec}", index)
+
+    def __repr__(self) -> str:
+        if self.index is None:
+            return f"device(type='{self.type}')"
+        return f"device(type='{self.type}', index={self.index})"
+
+    def __str__(self) -> str:
+        return self.type if self.index is None else f"{self.type}:{self.index}"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, str):
+            try:
+                other = device(other)
+            except (RuntimeError, ValueError):
+                return False
+        if not isinstance(other, device):
+            return NotImplemented
+        return self.type == other.type and self.index == other.index
+
+    def __hash__(self) -> int:
+        return hash((self.type, self.index))
+
+    def __reduce__(self) -> tuple:
+        return (device, (str(self),))
+
+    @property
+    def xp(self) -> Any:
+        """The array module computing on this device."""
+        if self.type == "cpu":
+            return np
+        return _import_cupy()
+
+
+@functools.lru_cache(maxsize=64)
+def _parse(spec: str, index: int | None) -> device:
+    spec = spec.strip()
+    kind, _, idx = spec.partition(":")
+    if idx:
+        if index is not None:
+            raise RuntimeError(f"device string {spec!r} already has an index; don't pass index={index}")
+        if not idx.isdigit():
+            raise RuntimeError(f"Invalid device string: {spec!r}")
+        index = int(idx)
+    if kind not in ("cpu", "cuda", "mps", "meta", "xpu"):
+        raise RuntimeError(
+            f"Expected one of cpu, cuda, mps device type at start of device string: {spec!r}"
+        )
+    d = object.__new__(device)
+    d.type = kind
+    d.index = index
+    return d
+
+
+CPU = device("cpu")
+
+
+def check_available(dev: device) -> device:
+    """Raise a helpful error for devices ember cannot compute on; returns the canonical device."""
+    if dev.type == "cpu":
+        return CPU
+    if dev.type == "cuda":
+        _import_cupy()
+        n = _cupy.cuda.runtime.getDeviceCount()
+        index = 0 if dev.index is None else dev.index
+        if index >= n:
+            raise RuntimeError(f"CUDA error: invalid device ordinal: cuda:{index} (this machine has {n})")
+        return device("cuda", index)
+    if dev.type == "mps":
+        raise RuntimeError(
+            "the 'mps' device (Apple GPUs) is not available in ember: "
+            "ember computes on 'cpu' (NumPy) and 'cuda' (CuPy). "
+            "Check ember.backends.mps.is_available() first, as PyTorch scripts do."
+        )
+    raise RuntimeError(f"ember does not support the '{dev.type}' device; use 'cpu' or 'cuda'")
+
+
+def device_of(arr: Any) -> device:
+    if type(arr) is np.ndarray:
+        return CPU
+    if _cupy is not None and isinstance(arr, _cupy.ndarray):
+        return device("cuda", arr.device.id)
+    return CPU
+
+
+def xp_of(arr: Any) -> Any:
+    """The array module of ``arr``."""
+    if type(arr) is np.ndarray or _cupy is None:
+        return np
+    return _cupy.get_array_module(arr)
+
+
+def to_device(arr: Any, dev: device, copy: bool = False) -> Any:
+    """``arr`` on ``dev`` (the same object when already there, unless ``copy``)."""
+    src = device_of(arr)
+    if src == dev:
+        return arr.copy() if copy else arr
+    if dev.type == "cpu":
+        return arr.get()
+    cp = _import_cupy()
+    with cp.cuda.Device(dev.index or 0):
+        return cp.asarray(arr)
+
+
+def is_array(x: Any) -> bool:
+    return type(x) is np.ndarray or (_cupy is not None and isinstance(x, _cupy.ndarray))
+
+
+def synchronize(dev: device | None = None) -> None:
+    if _cupy is not None:
+        _cupy.cuda.Device((dev.index or 0) if dev is not None else None).synchronize()

@@ -1,0 +1,196 @@
+"""dtype objects and type promotion (PyTorch's ``torch.result_type`` rules).
+
+A ``dtype`` wraps a NumPy dtype. Promotion works by category (bool < integer < floating):
+a higher category always wins, Python scalars never upcast a tensor of their own category,
+and within a category NumPy's rules apply (uint8 + int8 -> int16, float16 + bfloat16 -> float32).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+try:  # bfloat16 is optional: NumPy has no native bfloat16
+    import ml_dtypes as _ml_dtypes
+
+    _BF16 = np.dtype(_ml_dtypes.bfloat16)
+except ImportError:  # pragma: no cover - depends on the environment
+    _ml_dtypes = None
+    _BF16 = None
+
+
+class dtype:
+    """A tensor element type, e.g. ``ember.float32``. Compare with ``==`` or ``is``."""
+
+    __slots__ = ("name", "np", "is_floating_point", "is_signed", "itemsize", "_category")
+
+    is_complex = False
+
+    def __init__(self, name: str, np_dtype: Any, category: int) -> None:
+        self.name = name
+        self.np = np_dtype
+        self._category = category  # 0 bool, 1 integer, 2 floating
+        self.is_floating_point = category == 2
+        self.itemsize = np_dtype.itemsize if np_dtype is not None else 2
+        self.is_signed = name not in ("uint8", "bool")
+
+    def __repr__(self) -> str:
+        # PyTorch's spelling, so scripts that print or parse dtypes behave the same under ember.
+        return f"torch.{self.name}"
+
+    def __reduce__(self) -> str:
+        return self.name
+
+    def to_real(self) -> dtype:
+        return self
+
+    @property
+    def is_bfloat16_available(self) -> bool:
+        return _BF16 is not None
+
+
+bool_ = dtype("bool", np.dtype(np.bool_), 0)
+uint8 = dtype("uint8", np.dtype(np.uint8), 1)
+int8 = dtype("int8", np.dtype(np.int8), 1)
+int16 = dtype("int16", np.dtype(np.int16), 1)
+int32 = dtype("int32", np.dtype(np.int32), 1)
+int64 = dtype("int64", np.dtype(np.int64), 1)
+float16 = dtype("float16", np.dtype(np.float16), 2)
+bfloat16 = dtype("bfloat16", _BF16, 2)
+float32 = dtype("float32", np.dtype(np.float32), 2)
+float64 = dtype("float64", np.dtype(np.float64), 2)
+
+ALL = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64)
+
+# PyTorch's aliases
+ALIASES = {
+    "float": float32, "double": float64, "half": float16, "long": int64, "int": int32,
+    "short": int16, "bool": bool_, "float32": float32, "float64": float64, "float16": float16,
+    "bfloat16": bfloat16, "int64": int64, "int32": int32, "int16": int16, "int8": int8,
+    "uint8": uint8,
+}
+
+_FROM_NP: dict[Any, dtype] = {d.np: d for d in ALL if d.np is not None}
+_default_float = float32
+
+
+def from_numpy(np_dtype: Any) -> dtype:
+    """The ember dtype of a NumPy dtype; a clear error for types ember has no tensor for."""
+    try:
+        return _FROM_NP[np_dtype]
+    except KeyError:
+        pass
+    np_dtype = np.dtype(np_dtype)
+    if np_dtype in _FROM_NP:
+        return _FROM_NP[np_dtype]
+    if np_dtype == np.uint16 or np_dtype == np.uint32 or np_dtype == np.uint64:
+        raise TypeError(
+            f"can't convert np.ndarray of type numpy.{np_dtype}. The only supported types are: "
+            "float64, float32, float16, bfloat16, int64, int32, int16, int8, uint8, and bool."
+        )
+    raise TypeError(f"ember has no dtype for NumPy's {np_dtype}")
+
+
+def to_dtype(d: Any) -> dtype:
+    """Accepts an ember dtype, a NumPy dtype/type, a PyTorch-like name or Python's float/int/bool."""
+    if type(d) is dtype:
+        return d
+    if d is float:
+        return float64
+    if d is int:
+        return int64
+    if d is bool:
+        return bool_
+    if isinstance(d, str):
+        name = d.removeprefix("torch.").removeprefix("ember.")
+        if name in ALIASES:
+            return _require(ALIASES[name])
+        raise TypeError(f"unknown dtype {d!r}")
+    if hasattr(d, "name") and type(d).__name__ == "dtype" and type(d).__module__.startswith("torch"):
+        return to_dtype(str(d))  # a real torch.dtype (interop)
+    return _require(from_numpy(d))
+
+
+def _require(d: dtype) -> dtype:
+    if d.np is None:
+        raise RuntimeError("bfloat16 needs the optional package ml_dtypes: pip install ml_dtypes")
+    return d
+
+
+def get_default_dtype() -> dtype:
+    return _default_float
+
+
+def set_default_dtype(d: Any) -> None:
+    global _default_float
+    d = to_dtype(d)
+    if not d.is_floating_point:
+        raise TypeError(f"only floating-point types are supported as the default type, got {d}")
+    _default_float = d
+
+
+def promote_types(a: dtype, b: dtype) -> dtype:
+    """``torch.promote_types``: the smallest dtype both can be cast to, category first."""
+    if a is b:
+        return a
+    ca, cb = a._category, b._category
+    if ca != cb:
+        return a if ca > cb else b
+    if ca == 2:
+        if {a.name, b.name} == {"float16", "bfloat16"}:
+            return float32
+        return a if a.itemsize >= b.itemsize else b
+    return _FROM_NP[np.promote_types(a.np, b.np)]
+
+
+def scalar_dtype(x: Any) -> dtype:
+    """The dtype a Python scalar takes when it becomes a tensor (float -> default float)."""
+    if isinstance(x, bool):
+        return bool_
+    if isinstance(x, int):
+        return int64
+    if isinstance(x, float):
+        return _default_float
+    if isinstance(x, complex):
+        raise TypeError("ember does not support complex numbers yet")
+    if isinstance(x, np.generic):
+        return from_numpy(x.dtype)
+    raise TypeError(f"expected a number, got {type(x).__name__}")
+
+
+def result_type(*operands: Any) -> dtype:
+    """``torch.result_type`` for tensors (dim > 0), 0-dim tensors and Python scalars.
+
+    Each group is promoted on its own; a lower-priority group only counts when it is of a
+    higher category (so ``float16_tensor * 2.5`` stays float16, ``int_tensor * 2.5`` is float32).
+    """
+    dim_r = zero_r = wrapped_r = None
+    for x in operands:
+        d = getattr(x, "_data", None)
+        if d is not None:
+            t = _FROM_NP.get(d.dtype) or from_numpy(d.dtype)
+            if d.ndim:
+                dim_r = t if dim_r is None else promote_types(dim_r, t)
+            else:
+                zero_r = t if zero_r is None else promote_types(zero_r, t)
+        else:
+            t = scalar_dtype(x)
+            wrapped_r = t if wrapped_r is None else promote_types(wrapped_r, t)
+    return _combine(dim_r, _combine(zero_r, wrapped_r))
+
+
+def _combine(higher: dtype | None, lower: dtype | None) -> dtype | None:
+    if higher is None:
+        return lower
+    if lower is None or lower._category <= higher._category:
+        return higher
+    # the lower-priority group has a higher category: it decides the category
+    if lower._category == 2 and higher._category < 2:
+        return lower
+    return promote_types(higher, lower)
+
+
+def can_cast(from_: dtype, to: dtype) -> bool:
+    """``torch.can_cast``: casting that does not lower the category."""
+    return from_._category <= to._category

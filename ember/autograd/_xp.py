@@ -1,0 +1,137 @@
+"""ember's NumPy-like namespace: what ``ctx.xp`` is while a backward rule runs on tensors
+(``create_graph=True``). Each name takes NumPy's argument names and calls ember ops, so a rule
+written for arrays records a differentiable graph when handed tensors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..ops import elementwise as _ew
+
+
+def _t(x: Any) -> Any:
+    return _ew.as_tensor_arg(x)
+
+
+exp = _ew.exp
+exp2 = _ew.exp2
+expm1 = _ew.expm1
+log = _ew.log
+log1p = _ew.log1p
+log2 = _ew.log2
+log10 = _ew.log10
+sqrt = _ew.sqrt
+sin = _ew.sin
+cos = _ew.cos
+tan = _ew.tan
+tanh = _ew.tanh
+sinh = _ew.sinh
+cosh = _ew.cosh
+arctan = _ew.atan
+abs = _ew.abs
+sign = _ew.sign
+floor = _ew.floor
+ceil = _ew.ceil
+trunc = _ew.trunc
+maximum = _ew.maximum
+minimum = _ew.minimum
+logaddexp = _ew.logaddexp
+
+
+def where(cond: Any, a: Any, b: Any) -> Any:
+    return _ew.where(_t(cond), a, b)
+
+
+def zeros_like(x: Any, dtype: Any = None) -> Any:
+    from .._creation import zeros_like as zl
+
+    return zl(x, dtype=dtype)
+
+
+def ones_like(x: Any, dtype: Any = None) -> Any:
+    from .._creation import ones_like as ol
+
+    return ol(x, dtype=dtype)
+
+
+def zeros(shape: Any, dtype: Any = None) -> Any:
+    from .._creation import zeros as z
+
+    return z(*shape, dtype=dtype)
+
+
+def broadcast_to(x: Any, shape: Any) -> Any:
+    from ..ops import shape as _sh
+
+    return _sh.broadcast_to(_t(x), tuple(shape))
+
+
+def expand_dims(x: Any, axis: Any) -> Any:
+    from ..ops import shape as _sh
+
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    nd = x.ndim + len(axes)
+    for a in sorted(ax % nd for ax in axes):
+        x = _sh.unsqueeze(x, a)
+    return x
+
+
+def transpose(x: Any, axes: Any = None) -> Any:
+    from ..ops import shape as _sh
+
+    if axes is None:
+        axes = tuple(range(x.ndim - 1, -1, -1))
+    return _sh.permute(x, *axes)
+
+
+def swapaxes(x: Any, a: int, b: int) -> Any:
+    from ..ops import shape as _sh
+
+    return _sh.transpose(x, a, b)
+
+
+def moveaxis(x: Any, src: Any, dst: Any) -> Any:
+    from ..ops import shape as _sh
+
+    return _sh.movedim(x, src, dst)
+
+
+def matmul(a: Any, b: Any) -> Any:
+    from ..ops import linalg as _la
+
+    return _la.matmul(a, b)
+
+
+def einsum(eq: str, *ops: Any) -> Any:
+    from ..ops import linalg as _la
+
+    return _la.einsum(eq, *ops)
+
+
+def sum(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
+    return x.sum(axis=axis, keepdims=keepdims)
+
+
+def reshape(x: Any, shape: Any) -> Any:
+    return x.reshape(shape)
+
+
+def squeeze(x: Any, axis: Any = None) -> Any:
+    return x.squeeze(axis) if axis is not None else x.squeeze()
+
+
+def concatenate(xs: Any, axis: int = 0) -> Any:
+    from ..ops import shape as _sh
+
+    return _sh.cat(list(xs), axis)
+
+
+def stack(xs: Any, axis: int = 0) -> Any:
+    from ..ops import shape as _sh
+
+    return _sh.stack(list(xs), axis)
+
+
+def asarray(x: Any, dtype: Any = None) -> Any:
+    t = _t(x)
+    return t if dtype is None else t.to(dtype)

@@ -1,0 +1,383 @@
+"""``Function``: one differentiable operation, forward and backward side by side.
+
+Every built-in op is a ``Function`` subclass, and so is a user's custom op. ``Function.apply``
+unwraps tensors, checks devices, runs ``forward`` and, only when grad mode is on and an input
+requires grad, records a ``Node`` (the ``ctx`` both methods receive) that ``backward`` will call.
+
+Built-in ops (subclasses of ``ember.ops._op.Op``) see raw arrays in ``forward`` and ``backward``:
+the fast path. A user's ``Function`` sees tensors, as in PyTorch. Under ``create_graph=True`` a
+built-in op's ``backward`` sees tensors too, and ``ctx.xp`` is ember's NumPy-like namespace, so
+the same rule records a graph for higher-order gradients.
+"""
+
+from __future__ import annotations
+
+import traceback
+import weakref
+from typing import Any
+
+import numpy as np
+
+from . import grad_mode
+
+_FREED_MSG = (
+    "Trying to backward through the graph a second time (or directly access saved tensors after "
+    "they have already been freed). Saved intermediate values of the graph are freed when you call "
+    ".backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the "
+    "graph a second time or if you need to access saved tensors after calling backward."
+)
+
+anomaly_enabled = False  # set by ember.autograd.anomaly
+
+
+class Node:
+    """A recorded op in the autograd graph (``tensor.grad_fn``), and the ``ctx`` of its Function.
+
+    ``next_functions`` holds, per forward argument, the edge ``(node, output_nr)`` its gradient
+    flows to (``(None, 0)`` for arguments that need none).
+    """
+
+    __slots__ = (
+        "next_functions", "needs_input_grad", "xp", "_saved", "_saved_src", "_versions", "_meta",
+        "_n_out", "_out_meta", "_pre_hooks", "_post_hooks", "_retain", "_freed", "_tensor_mode",
+        "_non_diff", "_materialize", "_trace", "_inputs", "__dict__", "__weakref__",
+    )
+    _fn: Any = None  # the Function class whose backward this node runs
+
+    def __init__(self) -> None:
+        self.next_functions = ()
+        self._saved = None
+        self._saved_src = None
+        self._versions = None
+        self._pre_hooks = None
+        self._post_hooks = None
+        self._retain = None
+        self._freed = False
+        self._tensor_mode = False
+        self._non_diff = None
+        self._materialize = True
+        self._trace = None
+        self._n_out = 1
+        self._out_meta = None
+
+    def name(self) -> str:
+        return type(self).__name__
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} object at {hex(id(self))}>"
+
+    # -- the ctx API ------------------------------------------------------------------------
+    def save_for_backward(self, *values: Any) -> None:
+        """Keep arrays (tensors, in a custom Function) for ``backward``."""
+        self._saved = values
+
+    @property
+    def saved_tensors(self) -> tuple:
+        if self._saved is None:
+            if self._freed:
+                raise RuntimeError(_FREED_MSG)
+            return ()
+        if self._tensor_mode:
+            return self._saved_as_tensors()
+        return self._saved
+
+    saved = saved_tensors
+
+    def mark_non_differentiable(self, *outputs: Any) -> None:
+        self._non_diff = {id(o) for o in outputs}
+
+    def mark_dirty(self, *tensors: Any) -> None:  # accepted for compatibility
+        pass
+
+    def set_materialize_grads(self, value: bool) -> None:
+        self._materialize = bool(value)
+
+    def call(self, op: Any, *args: Any) -> Any:
+        """Run another Function from inside ``backward``: on raw arrays it is just its forward;
+        under ``create_graph`` it is recorded, so the backward itself can be differentiated."""
+        if self._tensor_mode:
+            return op.apply(*args)
+        return op.forward(op._node_cls(), *args)
+
+    # -- hooks ------------------------------------------------------------------------------
+    def register_hook(self, fn: Any) -> Any:
+        """``fn(grad_inputs, grad_outputs)`` runs after this node's backward."""
+        if self._post_hooks is None:
+            self._post_hooks = []
+        self._post_hooks.append(fn)
+        return _RemovableHandle(self._post_hooks, fn)
+
+    def register_prehook(self, fn: Any) -> Any:
+        """``fn(grad_outputs)`` runs before this node's backward and may return replacements."""
+        return self._add_pre_hook(-1, fn)
+
+    def _add_pre_hook(self, output_nr: int, fn: Any) -> Any:
+        if self._pre_hooks is None:
+            self._pre_hooks = []
+        entry = (output_nr, fn)
+        self._pre_hooks.append(entry)
+        return _RemovableHandle(self._pre_hooks, entry)
+
+    # -- engine internals -------------------------------------------------------------------
+    def _saved_as_tensors(self) -> tuple:
+        from .._tensor import Tensor
+
+        out = []
+        for arr, src in zip(self._saved, self._saved_src or (None,) * len(self._saved)):
+            if isinstance(src, Tensor):
+                out.append(src)
+            elif type(src) is int:  # an output of this very node
+                out.append(Tensor._make(arr, True, self, src))
+            elif isinstance(arr, Tensor):
+                out.append(arr)
+            else:
+                out.append(Tensor._make(arr) if arr is not None else None)
+        return tuple(out)
+
+    def _check_versions(self) -> None:
+        for counter, seen, k in self._versions:
+            if counter[0] != seen:
+                raise RuntimeError(
+                    "one of the variables needed for gradient computation has been modified by an "
+                    f"inplace operation: saved tensor {k} of {self.name()} is at version "
+                    f"{counter[0]}; expected version {seen} instead. Hint: replace the in-place "
+                    "op (x += ..., x.add_(...), x[...] = ...) with its out-of-place form "
+                    "(x = x + ...), or clone() the tensor before modifying it."
+                )
+
+    def _release(self) -> None:
+        if self._saved is not None:
+            self._saved = None
+            self._saved_src = None
+            self._freed = True
+        self._inputs = None
+        self.__dict__.clear()
+
+
+class AccumulateGrad(Node):
+    """The node at a leaf tensor: adds the incoming gradient into ``variable.grad``."""
+
+    __slots__ = ("variable",)
+
+    def __init__(self, variable: Any) -> None:
+        Node.__init__(self)
+        self.variable = variable
+
+
+class _RemovableHandle:
+    __slots__ = ("_list", "_item")
+
+    def __init__(self, lst: list, item: Any) -> None:
+        self._list, self._item = lst, item
+
+    def remove(self) -> None:
+        try:
+            self._list.remove(self._item)
+        except ValueError:
+            pass
+
+
+class FunctionMeta(type):
+    """Gives each Function its node class, named as PyTorch names it (``MulBackward0``)."""
+
+    def __init__(cls, name: str, bases: tuple, ns: dict) -> None:
+        super().__init__(name, bases, ns)
+        node_name = ns.get("node_name") or (
+            f"{name}Backward0" if cls.__module__.startswith("ember.") else f"{name}Backward"
+        )
+        cls._node_cls = type(node_name, (Node,), {"__slots__": (), "_fn": cls})
+
+
+class Function(metaclass=FunctionMeta):
+    """Base class of differentiable operations.
+
+    Subclass it with two static methods, as in PyTorch::
+
+        class Exp(ember.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                y = x.exp()
+                ctx.save_for_backward(y)
+                return y
+
+            @staticmethod
+            def backward(ctx, grad):
+                (y,) = ctx.saved_tensors
+                return grad * y
+
+        Exp.apply(t)
+    """
+
+    _tensor_io = True  # user Functions see tensors; built-in ops (ember.ops._op.Op) see arrays
+    is_view = False  # outputs share the first input's storage (and version counter)
+    _node_cls: Any = Node
+
+    @staticmethod
+    def forward(ctx: Node, *args: Any) -> Any:
+        raise NotImplementedError
+
+    @staticmethod
+    def backward(ctx: Node, *grads: Any) -> Any:
+        raise NotImplementedError
+
+    @classmethod
+    def apply(cls, *args: Any) -> Any:
+        from .._tensor import Tensor
+
+        make = Tensor._make
+        raw = []
+        requires = False
+        on_cpu = True
+        for a in args:
+            if isinstance(a, Tensor):
+                d = a._data
+                if a.requires_grad:
+                    requires = True
+                if type(d) is not np.ndarray:
+                    on_cpu = False
+                raw.append(d)
+            else:
+                raw.append(a)
+        if not on_cpu:
+            _check_devices(cls, args, raw)
+        record = requires and grad_mode.enabled
+        ctx = cls._node_cls()
+        if record:
+            ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
+        else:
+            ctx.needs_input_grad = (False,) * len(args)
+
+        if cls._tensor_io:
+            ctx.xp = np if on_cpu else _xp_of_args(raw)
+            with grad_mode.no_grad():
+                out = cls.forward(ctx, *args)
+            is_tuple = type(out) is tuple
+            outs_raw = tuple(o._data if isinstance(o, Tensor) else o for o in (out if is_tuple else (out,)))
+            if ctx._saved is not None:
+                saved_t = ctx._saved
+                ctx._saved = tuple(s._data if isinstance(s, Tensor) else s for s in saved_t)
+            if ctx._non_diff is not None:
+                outs_list = out if is_tuple else (out,)
+                ctx._non_diff = {id(o._data) for o in outs_list if id(o) in ctx._non_diff}
+        else:
+            ctx.xp = np if on_cpu else _xp_of_args(raw)
+            out = cls.forward(ctx, *raw)
+            is_tuple = type(out) is tuple
+            outs_raw = out if is_tuple else (out,)
+
+        if not record:
+            if is_tuple:
+                return tuple(make(o) if o is not None else None for o in outs_raw)
+            return make(out if not cls._tensor_io else outs_raw[0])
+
+        # -- record the node --------------------------------------------------------------
+        edges = []
+        meta = []
+        for a in args:
+            if isinstance(a, Tensor) and a.requires_grad:
+                fn = a.grad_fn
+                edges.append((fn, a._output_nr) if fn is not None else (_accumulator(a), 0))
+                d = a._data
+                meta.append((d.shape, d.dtype))
+            else:
+                edges.append((None, 0))
+                meta.append(None)
+        ctx.next_functions = tuple(edges)
+        ctx._meta = meta
+        non_diff = ctx._non_diff
+        outputs = []
+        for k, o in enumerate(outs_raw):
+            if o is None:
+                outputs.append(None)
+                continue
+            differentiable = non_diff is None or id(o) not in non_diff
+            t = make(o, differentiable, ctx if differentiable else None, k)
+            outputs.append(t)
+        if is_tuple:
+            ctx._n_out = len(outs_raw)
+            ctx._out_meta = tuple((o.shape, o.dtype) if o is not None else None for o in outs_raw)
+        if cls.is_view:
+            first = args[0]
+            counter = first._version_counter()
+            for t in outputs:
+                if t is not None:
+                    t._version = counter
+                    t._base = first if first._base is None else first._base
+        if ctx._saved:
+            _track_saved(ctx, args, raw, outs_raw, outputs)
+        if anomaly_enabled:
+            ctx._trace = traceback.format_stack()[:-2]
+        return tuple(outputs) if is_tuple else outputs[0]
+
+
+def _track_saved(ctx: Node, args: tuple, raw: list, outs_raw: tuple, outputs: list) -> None:
+    """Remember where each saved array came from (for version checks and double backward)."""
+    src = []
+    versions = []
+    for k, s in enumerate(ctx._saved):
+        found: Any = None
+        for a, r in zip(args, raw):
+            if r is s and r is not None and hasattr(a, "_data"):
+                found = a
+                counter = a._version_counter()
+                versions.append((counter, counter[0], k))
+                break
+        else:
+            for j, o in enumerate(outs_raw):
+                if o is s and o is not None:
+                    found = j
+                    t = outputs[j]
+                    if t is not None:
+                        counter = t._version_counter()
+                        versions.append((counter, counter[0], k))
+                    break
+        src.append(found)
+    ctx._saved_src = tuple(src)
+    ctx._versions = versions or None
+
+
+def _accumulator(leaf: Any) -> AccumulateGrad:
+    """The leaf's AccumulateGrad node, shared by every op that uses the leaf in this graph."""
+    ref = leaf._accum
+    acc = ref() if ref is not None else None
+    if acc is None:
+        acc = AccumulateGrad(leaf)
+        leaf._accum = weakref.ref(acc)
+    return acc
+
+
+def _xp_of_args(raw: list) -> Any:
+    from .._backend import is_array, xp_of
+
+    for r in raw:
+        if is_array(r):
+            return xp_of(r)
+    return np
+
+
+def _check_devices(cls: Any, args: tuple, raw: list) -> None:
+    """All tensor arguments on one device (0-dim CPU tensors may join a CUDA op, as in PyTorch)."""
+    from .._backend import device_of, to_device
+
+    devs = []
+    for i, a in enumerate(args):
+        if hasattr(a, "_data") and hasattr(a, "grad_fn"):
+            devs.append((i, device_of(raw[i]), a))
+    main = [d for i, d, a in devs if not (d.type == "cpu" and a._data.ndim == 0)]
+    if not main:
+        return
+    target = main[0]
+    for i, d, a in devs:
+        if d != target:
+            if d.type == "cpu" and a._data.ndim == 0:
+                raw[i] = to_device(raw[i], target)
+                continue
+            described = ", ".join(
+                f"arg {j}: shape {tuple(t._data.shape)} on {dd}" for j, dd, t in devs
+            )
+            name = cls.__name__.lower()
+            raise RuntimeError(
+                f"Expected all tensors to be on the same device, but found at least two devices, "
+                f"{target} and {d}! ({name}: {described}). Move them to one device first, "
+                f"e.g. x = x.to({str(target)!r}) (and the model with model.to(device))."
+            )

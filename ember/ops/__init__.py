@@ -1,0 +1,15 @@
+"""ember's operations, one module per family; each op is forward + backward side by side.
+
+Conventions every op follows (see docs/design.md):
+
+- An op is a subclass of ``Op`` (``ember/ops/_op.py``). ``forward(ctx, *args)`` receives backend
+  arrays (Python scalars stay plain constants) and returns an array; ``backward(ctx, *grads)``
+  returns one gradient per forward argument (``None`` for arguments that need none).
+- The docstring states the derivative as math, one formula per input.
+- Backward rules use only operators, array methods that ember's Tensor also has (``.sum(axis=,
+  keepdims=)``, ``.reshape``, ``.T``) and ``ctx.xp.<fn>``. Under ``create_graph=True`` the same
+  rule then runs on tensors (``ctx.xp`` is ``ember.autograd._xp``) and records a graph, which is
+  how higher-order gradients work. A rule that needs another op calls ``ctx.call(OtherOp, ...)``.
+- Broadcasting is undone in one place, the engine: return the gradient in the broadcast shape.
+- Composite ops (built from other ops) are plain functions without a backward.
+"""

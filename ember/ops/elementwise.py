@@ -1,0 +1,1498 @@
+"""Elementwise ops: arithmetic, math functions, comparisons, logic, clamping, casting.
+
+Binary ops promote their operands with PyTorch's ``result_type`` rules before NumPy sees them,
+so a float32 tensor never meets a float64 array by accident.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from .. import _backend, _dtype
+from .._special import erf as _erf
+from .._special import erfinv as _erfinv
+from ._op import Op
+
+__all__ = [
+    "clone",
+    "add",
+    "sub",
+    "subtract",
+    "mul",
+    "multiply",
+    "div",
+    "true_divide",
+    "divide",
+    "floor_divide",
+    "remainder",
+    "fmod",
+    "pow",
+    "float_power",
+    "neg",
+    "negative",
+    "positive",
+    "addcmul",
+    "addcdiv",
+    "exp",
+    "exp2",
+    "expm1",
+    "log",
+    "log2",
+    "log10",
+    "log1p",
+    "sqrt",
+    "rsqrt",
+    "sin",
+    "cos",
+    "tan",
+    "asin",
+    "arcsin",
+    "acos",
+    "arccos",
+    "atan",
+    "arctan",
+    "sinh",
+    "cosh",
+    "tanh",
+    "asinh",
+    "arcsinh",
+    "acosh",
+    "arccosh",
+    "atanh",
+    "arctanh",
+    "sigmoid",
+    "erf",
+    "erfc",
+    "erfinv",
+    "frac",
+    "reciprocal",
+    "atan2",
+    "arctan2",
+    "relu",
+    "abs",
+    "absolute",
+    "square",
+    "floor",
+    "ceil",
+    "trunc",
+    "fix",
+    "round",
+    "sign",
+    "sgn",
+    "signbit",
+    "maximum",
+    "minimum",
+    "fmax",
+    "fmin",
+    "clamp",
+    "clip",
+    "clamp_min",
+    "clamp_max",
+    "where",
+    "lerp",
+    "logaddexp",
+    "logaddexp2",
+    "hypot",
+    "xlogy",
+    "copysign",
+    "heaviside",
+    "deg2rad",
+    "rad2deg",
+    "logit",
+    "sinc",
+    "lgamma",
+    "digamma",
+    "mvlgamma",
+    "nan_to_num",
+    "isnan",
+    "isinf",
+    "isposinf",
+    "isneginf",
+    "isfinite",
+    "isreal",
+    "eq",
+    "ne",
+    "not_equal",
+    "lt",
+    "less",
+    "le",
+    "less_equal",
+    "gt",
+    "greater",
+    "ge",
+    "greater_equal",
+    "equal",
+    "isclose",
+    "allclose",
+    "logical_and",
+    "logical_or",
+    "logical_xor",
+    "logical_not",
+    "bitwise_and",
+    "bitwise_or",
+    "bitwise_xor",
+    "bitwise_not",
+]
+
+
+def _tensor_cls() -> Any:
+    from .._tensor import Tensor
+
+    return Tensor
+
+
+def _is_t(x: Any) -> bool:
+    return hasattr(x, "_data") and hasattr(x, "grad_fn")
+
+
+def as_tensor_arg(x: Any) -> Any:
+    """Numbers stay numbers; NumPy arrays and lists become tensors."""
+    if _is_t(x) or isinstance(x, int | float | bool):
+        return x
+    from .._creation import tensor
+
+    if isinstance(x, np.generic):
+        return x.item()
+    return tensor(x)
+
+
+def _promote(a: Any, b: Any, to_float: bool = False) -> tuple[Any, Any]:
+    """Cast tensor operands to ``result_type(a, b)`` (floating when ``to_float``)."""
+    a, b = as_tensor_arg(a), as_tensor_arg(b)
+    ta, tb = _is_t(a), _is_t(b)
+    if ta and tb:
+        if a._data.dtype == b._data.dtype and not (to_float and a._data.dtype.kind not in "fV"):
+            return a, b
+    elif ta and not tb:
+        k = a._data.dtype.kind
+        if k == "f" and not to_float:
+            return a, b
+        if k == "f" or (k in "iu" and type(b) is int and not to_float):
+            return a, b
+    elif tb and not ta:
+        k = b._data.dtype.kind
+        if k == "f" or (k in "iu" and type(a) is int and not to_float):
+            return a, b
+    rt = _dtype.result_type(a, b)
+    if to_float and not rt.is_floating_point:
+        rt = _dtype.get_default_dtype()
+    if ta and a._data.dtype != rt.np:
+        a = cast(a, rt)
+    if tb and b._data.dtype != rt.np:
+        b = cast(b, rt)
+    if not ta and not tb:
+        raise TypeError("expected at least one tensor operand")
+    if not ta and rt.is_floating_point is False and isinstance(a, float):
+        a = rt.np.type(a)
+    return a, b
+
+
+def _float_unary(x: Any) -> Any:
+    """Math functions of integer tensors compute in the default float dtype, as in PyTorch."""
+    x = as_tensor_arg(x)
+    if x._data.dtype.kind not in "fV":
+        return cast(x, _dtype.get_default_dtype())
+    return x
+
+
+# ---------------------------------------------------------------------------------------------
+# casting and copies
+
+
+class Cast(Op):
+    """out = x as another dtype          grad_x = grad (cast back by the engine)"""
+
+    node_name = "ToCopyBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, x: Any, np_dtype: Any) -> Any:
+        return x.astype(np_dtype)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        return grad, None
+
+
+def cast(x: Any, dt: Any) -> Any:
+    dt = _dtype.to_dtype(dt)
+    if x._data.dtype == dt.np:
+        return x
+    if x._rg and not dt.is_floating_point:
+        # integer results carry no gradient
+        return _tensor_cls()._make(x._data.astype(dt.np))
+    return Cast.apply(x, dt.np)
+
+
+class ToDevice(Op):
+    """out = x on another device          grad_x = grad moved back"""
+
+    node_name = "ToCopyBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, x: Any, dev: Any) -> Any:
+        ctx.src = _backend.device_of(x)
+        return _backend.to_device(x, dev)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        return ctx.call(ToDevice, grad, ctx.src), None
+
+
+def to_device(x: Any, dev: Any) -> Any:
+    return ToDevice.apply(x, dev)
+
+
+class Clone(Op):
+    """out = copy of x          grad_x = grad"""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        return x.copy()
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        return grad
+
+
+def clone(x: Any, memory_format: Any = None) -> Any:
+    return Clone.apply(x)
+
+
+class CopyFrom(Op):
+    """out = src broadcast to x's shape and cast to x's dtype          grad_src = grad"""
+
+    node_name = "CopyBackwards"
+
+    @staticmethod
+    def forward(ctx: Any, x: Any, src: Any) -> Any:
+        xp = ctx.xp
+        if _backend.device_of(src) != _backend.device_of(x):
+            src = _backend.to_device(src, _backend.device_of(x))
+        return xp.broadcast_to(xp.asarray(src, dtype=x.dtype), x.shape).copy()
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        return None, grad
+
+
+def copy_from(x: Any, src: Any) -> Any:
+    """The value ``x.copy_(src)`` writes (src broadcast to x's shape, in x's dtype)."""
+    if not _is_t(src):
+        src = as_tensor_arg(src)
+    return CopyFrom.apply(x, src)
+
+
+def fill(x: Any, value: Any) -> Any:
+    """The value ``x.fill_(value)`` writes."""
+    if _is_t(value):
+        if value._data.ndim != 0:
+            raise RuntimeError(
+                f"fill_ only supports 0-dimension value tensor but got tensor with "
+                f"{value._data.ndim} dimensions."
+            )
+        return copy_from(x, value)
+    T = _tensor_cls()
+    return T._make(x._data.dtype.type(value) if False else _full_like(x._data, value))
+
+
+def _full_like(arr: Any, value: Any) -> Any:
+    xp = _backend.xp_of(arr)
+    return xp.full(arr.shape, value, dtype=arr.dtype)
+
+
+# ---------------------------------------------------------------------------------------------
+# arithmetic
+
+
+class Add(Op):
+    """out = a + b          grad_a = grad          grad_b = grad"""
+
+    @staticmethod
+    def forward(ctx: Any, a: Any, b: Any) -> Any:
+        return a + b
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        return grad, grad
+
+
+class Sub(Op):
+    """out = a - b          grad_a = grad          grad_b = -grad"""
+
+    @staticmethod
+    def forward(ctx: Any, a: Any, b: Any) -> Any:
+        return a - b
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        return grad, -grad
+
+
+class Mul(Op):
+    """out = a * b          grad_a = grad * b          grad_b = grad * a"""
+
+    @staticmethod
+    def forward(ctx: Any, a: Any, b: Any) -> Any:
+        ctx.save_for_backward(a if ctx.needs_input_grad[1] else None,
+                              b if ctx.needs_input_grad[0] else None)
+        return a * b
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        a, b = ctx.saved
+        return (grad * b if ctx.needs_input_grad[0] else None,
+                grad * a if ctx.needs_input_grad[1] else None)
+
+
+class Div(Op):
+    """out = a / b          grad_a = grad / b          grad_b = -grad * a / b**2"""
+
+    @staticmethod
+    def forward(ctx: Any, a: Any, b: Any) -> Any:
+        ctx.save_for_backward(a if ctx.needs_input_grad[1] else None, b)
+        return a / b
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        a, b = ctx.saved
+        ga = grad / b if ctx.needs_input_grad[0] else None
+        gb = -grad * a / (b * b) if ctx.needs_input_grad[1] else None
+        return ga, gb
+
+
+class Neg(Op):
+    """out = -x          grad_x = -grad"""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        return -x
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        return -grad
+
+
+class Pow(Op):
+    """out = a ** b
+    grad_a = grad * b * a ** (b - 1)
+    grad_b = grad * out * log(a)   (0 where a == 0 and b >= 0)"""
+
+    @staticmethod
+    def forward(ctx: Any, a: Any, b: Any) -> Any:
+        out = a**b
+        ctx.save_for_backward(a, b, out if ctx.needs_input_grad[1] else None)
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        a, b, out = ctx.saved
+        xp = ctx.xp
+        ga = gb = None
+        if ctx.needs_input_grad[0]:
+            if isinstance(b, int | float) and b == 2:
+                ga = grad * 2 * a
+            elif isinstance(b, int | float) and b == 0:
+                ga = grad * 0
+            else:
+                ga = grad * b * a ** (b - 1)
+        if ctx.needs_input_grad[1]:
+            safe = xp.where((a == 0) & (b >= 0), 1, a) if not isinstance(a, int | float) else (a or 1)
+            gb = xp.where((a == 0) & (b >= 0), 0, grad * out * xp.log(safe))
+        return ga, gb
+
+
+class Remainder(Op):
+    """out = a - floor(a / b) * b          grad_a = grad          grad_b = -grad * floor(a / b)"""
+
+    @staticmethod
+    def forward(ctx: Any, a: Any, b: Any) -> Any:
+        ctx.save_for_backward(a, b)
+        return ctx.xp.remainder(a, b)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        a, b = ctx.saved
+        return grad, -grad * ctx.xp.floor(a / b)
+
+
+class Fmod(Op):
+    """out = a - trunc(a / b) * b          grad_a = grad          grad_b = -grad * trunc(a / b)"""
+
+    @staticmethod
+    def forward(ctx: Any, a: Any, b: Any) -> Any:
+        ctx.save_for_backward(a, b)
+        return ctx.xp.fmod(a, b)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        a, b = ctx.saved
+        return grad, -grad * ctx.xp.trunc(a / b)
+
+
+def add(a: Any, b: Any, *, alpha: Any = 1, out: Any = None) -> Any:
+    """``a + alpha * b`` with broadcasting."""
+    if alpha != 1:
+        b = mul(b, alpha)
+    a, b = _promote(a, b)
+    return _out(Add.apply(a, b), out)
+
+
+def sub(a: Any, b: Any, *, alpha: Any = 1, out: Any = None) -> Any:
+    """``a - alpha * b`` with broadcasting."""
+    if _is_t(a) and _is_t(b) and a._data.dtype == np.bool_ and b._data.dtype == np.bool_:
+        raise RuntimeError(
+            "Subtraction, the `-` operator, with two bool tensors is not supported. "
+            "Use the `^` or `logical_xor()` operator instead."
+        )
+    if alpha != 1:
+        b = mul(b, alpha)
+    a, b = _promote(a, b)
+    return _out(Sub.apply(a, b), out)
+
+
+subtract = sub
+
+
+def mul(a: Any, b: Any, *, out: Any = None) -> Any:
+    a, b = _promote(a, b)
+    return _out(Mul.apply(a, b), out)
+
+
+multiply = mul
+
+
+def div(a: Any, b: Any, *, rounding_mode: str | None = None, out: Any = None) -> Any:
+    """True division (integers give floats); ``rounding_mode`` 'trunc' or 'floor'."""
+    if rounding_mode is None:
+        a, b = _promote(a, b, to_float=True)
+        return _out(Div.apply(a, b), out)
+    if rounding_mode == "floor":
+        return floor_divide(a, b)
+    if rounding_mode == "trunc":
+        a2, b2 = _promote(a, b)
+        t = _is_t(a2) and a2 or b2
+        if t._data.dtype.kind in "iub":
+            return _nograd(lambda x, y: _trunc_int_div(x, y), a2, b2)
+        return trunc(div(a, b))
+    raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'")
+
+
+def _trunc_int_div(x: Any, y: Any) -> Any:
+    q = np.floor_divide(x, y)
+    return q + ((q < 0) & (np.remainder(x, y) != 0))
+
+
+true_divide = div
+divide = div
+
+
+def floor_divide(a: Any, b: Any) -> Any:
+    """``a // b``: integer tensors stay integer; floats round toward -inf (no gradient)."""
+    a, b = _promote(a, b)
+    return _nograd(lambda x, y: x // y, a, b)
+
+
+def remainder(a: Any, b: Any) -> Any:
+    a, b = _promote(a, b)
+    return Remainder.apply(a, b)
+
+
+def fmod(a: Any, b: Any) -> Any:
+    a, b = _promote(a, b)
+    return Fmod.apply(a, b)
+
+
+def pow(a: Any, b: Any) -> Any:
+    """``a ** b``. Integer tensors to a float power give floats, as in PyTorch."""
+    a, b = _promote(a, b)
+    if (_is_t(a) and a._data.dtype.kind in "iu" and
+            ((_is_t(b) and b._data.dtype.kind in "iu" and (b._data < 0).any())
+             or (isinstance(b, int) and b < 0))):
+        raise RuntimeError("Integers to negative integer powers are not allowed.")
+    return Pow.apply(a, b)
+
+
+def float_power(a: Any, b: Any) -> Any:
+    a = cast(as_tensor_arg(a), _dtype.float64) if _is_t(as_tensor_arg(a)) else float(a)
+    b = cast(as_tensor_arg(b), _dtype.float64) if _is_t(as_tensor_arg(b)) else float(b)
+    return pow(a, b)
+
+
+def neg(x: Any) -> Any:
+    if x._data.dtype == np.bool_:
+        raise RuntimeError(
+            "Negation, the `-` operator, on a bool tensor is not supported. "
+            "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead."
+        )
+    return Neg.apply(x)
+
+
+negative = neg
+
+
+def positive(x: Any) -> Any:
+    return x
+
+
+def addcmul(x: Any, t1: Any, t2: Any, *, value: Any = 1) -> Any:
+    return add(x, mul(mul(t1, t2), value))
+
+
+def addcdiv(x: Any, t1: Any, t2: Any, *, value: Any = 1) -> Any:
+    return add(x, mul(div(t1, t2), value))
+
+
+def _out(result: Any, out: Any) -> Any:
+    if out is None:
+        return result
+    out.copy_(result)
+    return out
+
+
+def _nograd(fn: Any, *args: Any) -> Any:
+    """Apply a function with no gradient (integer or piecewise-constant results)."""
+    raw = [a._data if _is_t(a) else a for a in args]
+    return _tensor_cls()._make(fn(*raw))
+
+
+# ---------------------------------------------------------------------------------------------
+# unary math
+
+
+class Exp(Op):
+    """out = exp(x)          grad_x = grad * out"""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        out = ctx.xp.exp(x)
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (out,) = ctx.saved
+        return grad * out
+
+
+class Exp2(Op):
+    """out = 2 ** x          grad_x = grad * out * ln 2"""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        out = ctx.xp.exp2(x)
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (out,) = ctx.saved
+        return grad * out * math.log(2.0)
+
+
+class Expm1(Op):
+    """out = exp(x) - 1          grad_x = grad * (out + 1)"""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        out = ctx.xp.expm1(x)
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (out,) = ctx.saved
+        return grad * (out + 1)
+
+
+class Log(Op):
+    """out = log(x)          grad_x = grad / x"""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        ctx.save_for_backward(x)
+        return ctx.xp.log(x)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (x,) = ctx.saved
+        return grad / x
+
+
+class Log2(Op):
+    """out = log2(x)          grad_x = grad / (x ln 2)"""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        ctx.save_for_backward(x)
+        return ctx.xp.log2(x)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (x,) = ctx.saved
+        return grad / (x * math.log(2.0))
+
+
+class Log10(Op):
+    """out = log10(x)          grad_x = grad / (x ln 10)"""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        ctx.save_for_backward(x)
+        return ctx.xp.log10(x)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (x,) = ctx.saved
+        return grad / (x * math.log(10.0))
+
+
+class Log1p(Op):
+    """out = log(1 + x)          grad_x = grad / (1 + x)"""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        ctx.save_for_backward(x)
+        return ctx.xp.log1p(x)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (x,) = ctx.saved
+        return grad / (x + 1)
+
+
+class Sqrt(Op):
+    """out = sqrt(x)          grad_x = grad / (2 out)"""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        out = ctx.xp.sqrt(x)
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (out,) = ctx.saved
+        return grad / (out * 2)
+
+
+class Rsqrt(Op):
+    """out = 1 / sqrt(x)          grad_x = -grad * out**3 / 2"""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        out = 1 / ctx.xp.sqrt(x)
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (out,) = ctx.saved
+        return grad * out * out * out * -0.5
+
+
+class Reciprocal(Op):
+    """out = 1 / x          grad_x = -grad * out**2"""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        out = 1 / x
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (out,) = ctx.saved
+        return -grad * out * out
+
+
+class Sin(Op):
+    """out = sin(x)          grad_x = grad * cos(x)"""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        ctx.save_for_backward(x)
+        return ctx.xp.sin(x)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (x,) = ctx.saved
+        return grad * ctx.xp.cos(x)
+
+
+class Cos(Op):
+    """out = cos(x)          grad_x = -grad * sin(x)"""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        ctx.save_for_backward(x)
+        return ctx.xp.cos(x)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (x,) = ctx.saved
+        return -grad * ctx.xp.sin(x)
+
+
+class Tan(Op):
+    """out = tan(x)          grad_x = grad * (1 + out**2)"""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        out = ctx.xp.tan(x)
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (out,) = ctx.saved
+        return grad * (out * out + 1)
+
+
+class Asin(Op):
+    """out = asin(x)          grad_x = grad / sqrt(1 - x**2)"""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        ctx.save_for_backward(x)
+        return ctx.xp.arcsin(x)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (x,) = ctx.saved
+        return grad / ctx.xp.sqrt(1 - x * x)
+
+
+class Acos(Op):
+    """out = acos(x)          grad_x = -grad / sqrt(1 - x**2)"""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        ctx.save_for_backward(x)
+        return ctx.xp.arccos(x)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (x,) = ctx.saved
+        return -grad / ctx.xp.sqrt(1 - x * x)
+
+
+class Atan(Op):
+    """out = atan(x)          grad_x = grad / (1 + x**2)"""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        ctx.save_for_backward(x)
+        return ctx.xp.arctan(x)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (x,) = ctx.saved
+        return grad / (x * x + 1)
+
+
+class Atan2(Op):
+    """out = atan2(a, b)          grad_a = grad * b / (a² + b²)          grad_b = -grad * a / (a² + b²)"""
+
+    @staticmethod
+    def forward(ctx: Any, a: Any, b: Any) -> Any:
+        ctx.save_for_backward(a, b)
+        return ctx.xp.arctan2(a, b)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        a, b = ctx.saved
+        r = a * a + b * b
+        return grad * b / r, -grad * a / r
+
+
+class Sinh(Op):
+    """out = sinh(x)          grad_x = grad * cosh(x)"""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        ctx.save_for_backward(x)
+        return ctx.xp.sinh(x)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (x,) = ctx.saved
+        return grad * ctx.xp.cosh(x)
+
+
+class Cosh(Op):
+    """out = cosh(x)          grad_x = grad * sinh(x)"""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        ctx.save_for_backward(x)
+        return ctx.xp.cosh(x)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (x,) = ctx.saved
+        return grad * ctx.xp.sinh(x)
+
+
+class Tanh(Op):
+    """out = tanh(x)          grad_x = grad * (1 - out**2)"""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        out = ctx.xp.tanh(x)
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (out,) = ctx.saved
+        return grad * (1 - out * out)
+
+
+class Asinh(Op):
+    """out = asinh(x)          grad_x = grad / sqrt(x**2 + 1)"""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        ctx.save_for_backward(x)
+        return ctx.xp.arcsinh(x)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (x,) = ctx.saved
+        return grad / ctx.xp.sqrt(x * x + 1)
+
+
+class Acosh(Op):
+    """out = acosh(x)          grad_x = grad / sqrt(x**2 - 1)"""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        ctx.save_for_backward(x)
+        return ctx.xp.arccosh(x)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (x,) = ctx.saved
+        return grad / ctx.xp.sqrt(x * x - 1)
+
+
+class Atanh(Op):
+    """out = atanh(x)          grad_x = grad / (1 - x**2)"""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        ctx.save_for_backward(x)
+        return ctx.xp.arctanh(x)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (x,) = ctx.saved
+        return grad / (1 - x * x)
+
+
+class Sigmoid(Op):
+    """out = 1 / (1 + exp(-x))          grad_x = grad * out * (1 - out)"""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        xp = ctx.xp
+        # exp of a negative argument only, so large |x| never overflows
+        e = xp.exp(-xp.abs(x))
+        out = xp.where(x >= 0, 1 / (1 + e), e / (1 + e))
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (out,) = ctx.saved
+        return grad * out * (1 - out)
+
+
+class Relu(Op):
+    """out = max(x, 0)          grad_x = grad * (out > 0)   (relu'(0) = 0)"""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        out = ctx.xp.maximum(x, 0)
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (out,) = ctx.saved
+        return grad * (out > 0)
+
+
+class Abs(Op):
+    """out = |x|          grad_x = grad * sign(x)   (abs'(0) = 0)"""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        ctx.save_for_backward(x)
+        return ctx.xp.abs(x)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (x,) = ctx.saved
+        return grad * ctx.xp.sign(x)
+
+
+class Erf(Op):
+    """out = erf(x)          grad_x = grad * 2/sqrt(pi) * exp(-x**2)"""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        ctx.save_for_backward(x)
+        return _erf(x)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (x,) = ctx.saved
+        return grad * (2 / math.sqrt(math.pi)) * ctx.xp.exp(-(x * x))
+
+
+class Erfc(Op):
+    """out = 1 - erf(x)          grad_x = -grad * 2/sqrt(pi) * exp(-x**2)"""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        ctx.save_for_backward(x)
+        return 1 - _erf(x)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (x,) = ctx.saved
+        return grad * (-2 / math.sqrt(math.pi)) * ctx.xp.exp(-(x * x))
+
+
+class Erfinv(Op):
+    """out = erfinv(x)          grad_x = grad * sqrt(pi)/2 * exp(out**2)"""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        out = _erfinv(x)
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (out,) = ctx.saved
+        return grad * (math.sqrt(math.pi) / 2) * ctx.xp.exp(out * out)
+
+
+class Square(Op):
+    """out = x**2          grad_x = 2 grad x"""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (x,) = ctx.saved
+        return grad * 2 * x
+
+
+class Frac(Op):
+    """out = x - trunc(x)          grad_x = grad"""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        return x - ctx.xp.trunc(x)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        return grad
+
+
+class ZeroGrad(Op):
+    """Piecewise-constant functions (floor, ceil, round, trunc, sign): grad_x = 0."""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any, fn: Any) -> Any:
+        return fn(x)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        return grad * 0, None
+
+
+def _unary(op: Any) -> Any:
+    def fn(x: Any, *, out: Any = None) -> Any:
+        return _out(op.apply(_float_unary(x)), out)
+
+    fn.__name__ = op.__name__.lower()
+    fn.__doc__ = op.__doc__
+    return fn
+
+
+exp = _unary(Exp)
+exp2 = _unary(Exp2)
+expm1 = _unary(Expm1)
+log = _unary(Log)
+log2 = _unary(Log2)
+log10 = _unary(Log10)
+log1p = _unary(Log1p)
+sqrt = _unary(Sqrt)
+rsqrt = _unary(Rsqrt)
+sin = _unary(Sin)
+cos = _unary(Cos)
+tan = _unary(Tan)
+asin = arcsin = _unary(Asin)
+acos = arccos = _unary(Acos)
+atan = arctan = _unary(Atan)
+sinh = _unary(Sinh)
+cosh = _unary(Cosh)
+tanh = _unary(Tanh)
+asinh = arcsinh = _unary(Asinh)
+acosh = arccosh = _unary(Acosh)
+atanh = arctanh = _unary(Atanh)
+sigmoid = _unary(Sigmoid)
+erf = _unary(Erf)
+erfc = _unary(Erfc)
+erfinv = _unary(Erfinv)
+frac = _unary(Frac)
+
+
+def reciprocal(x: Any) -> Any:
+    return Reciprocal.apply(_float_unary(x))
+
+
+def atan2(a: Any, b: Any) -> Any:
+    a, b = _promote(a, b, to_float=True)
+    return Atan2.apply(a, b)
+
+
+arctan2 = atan2
+
+
+def relu(x: Any) -> Any:
+    if x._data.dtype == np.bool_:
+        raise RuntimeError("relu is not implemented for bool tensors")
+    return Relu.apply(x)
+
+
+def abs(x: Any) -> Any:
+    if x._data.dtype == np.bool_:
+        return x.clone()
+    return Abs.apply(x)
+
+
+absolute = abs
+
+
+def square(x: Any) -> Any:
+    if x._data.dtype == np.bool_:
+        x = cast(x, _dtype.int64)
+    return Square.apply(x)
+
+
+def _piecewise(x: Any, fn: Any) -> Any:
+    if x._rg:
+        return ZeroGrad.apply(x, fn)
+    return _tensor_cls()._make(fn(x._data))
+
+
+def floor(x: Any) -> Any:
+    return x.clone() if x._data.dtype.kind in "iub" else _piecewise(x, _backend.xp_of(x._data).floor)
+
+
+def ceil(x: Any) -> Any:
+    return x.clone() if x._data.dtype.kind in "iub" else _piecewise(x, _backend.xp_of(x._data).ceil)
+
+
+def trunc(x: Any) -> Any:
+    return x.clone() if x._data.dtype.kind in "iub" else _piecewise(x, _backend.xp_of(x._data).trunc)
+
+
+fix = trunc
+
+
+def round(x: Any, *, decimals: int = 0) -> Any:
+    """Round half to even, as PyTorch does."""
+    xp = _backend.xp_of(x._data)
+    if x._data.dtype.kind in "iub":
+        return x.clone()
+    return _piecewise(x, lambda a: xp.round(a, decimals))
+
+
+def sign(x: Any) -> Any:
+    if x._data.dtype == np.bool_:
+        return x.clone()
+    return _piecewise(x, _backend.xp_of(x._data).sign)
+
+
+sgn = sign
+
+
+def signbit(x: Any) -> Any:
+    return _nograd(np.signbit, x)
+
+
+# ---------------------------------------------------------------------------------------------
+# binary math, clamping, selection
+
+
+class Maximum(Op):
+    """out = max(a, b)    grad_a = grad where a > b (grad/2 at ties)    grad_b likewise"""
+
+    @staticmethod
+    def forward(ctx: Any, a: Any, b: Any) -> Any:
+        ctx.save_for_backward(a, b)
+        return ctx.xp.maximum(a, b)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        a, b = ctx.saved
+        share = (a > b) + (a == b) * 0.5
+        return grad * share, grad * (1 - share)
+
+
+class Minimum(Op):
+    """out = min(a, b)    grad_a = grad where a < b (grad/2 at ties)    grad_b likewise"""
+
+    @staticmethod
+    def forward(ctx: Any, a: Any, b: Any) -> Any:
+        ctx.save_for_backward(a, b)
+        return ctx.xp.minimum(a, b)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        a, b = ctx.saved
+        share = (a < b) + (a == b) * 0.5
+        return grad * share, grad * (1 - share)
+
+
+def maximum(a: Any, b: Any) -> Any:
+    if not (_is_t(a) and _is_t(b)):
+        raise TypeError("maximum(): argument 'other' must be Tensor (use clamp(min=...) for numbers)")
+    a, b = _promote(a, b)
+    return Maximum.apply(a, b)
+
+
+def minimum(a: Any, b: Any) -> Any:
+    if not (_is_t(a) and _is_t(b)):
+        raise TypeError("minimum(): argument 'other' must be Tensor (use clamp(max=...) for numbers)")
+    a, b = _promote(a, b)
+    return Minimum.apply(a, b)
+
+
+def fmax(a: Any, b: Any) -> Any:
+    a, b = _promote(a, b)
+    return where(isnan(b) | (a >= b) | (~isnan(a) & isnan(b)), a, b) if a._data.dtype.kind == "f" else maximum(a, b)
+
+
+def fmin(a: Any, b: Any) -> Any:
+    a, b = _promote(a, b)
+    return where(isnan(b) | (a <= b) | (~isnan(a) & isnan(b)), a, b) if a._data.dtype.kind == "f" else minimum(a, b)
+
+
+class Clamp(Op):
+    """out = min(max(x, lo), hi)          grad_x = grad where lo <= x <= hi, else 0
+    (tensor bounds get the gradient where they are the ones selected)"""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any, lo: Any, hi: Any) -> Any:
+        xp = ctx.xp
+        ctx.save_for_backward(x, lo, hi)
+        out = x
+        if lo is not None:
+            out = xp.maximum(out, lo)
+        if hi is not None:
+            out = xp.minimum(out, hi)
+        return out if out is not x else x.copy()
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        x, lo, hi = ctx.saved
+        inside = None
+        glo = ghi = None
+        if lo is not None:
+            inside = x >= lo
+            if ctx.needs_input_grad[1]:
+                glo = grad * ((x < lo) if hi is None else ((x < lo) & (lo <= hi)))
+        if hi is not None:
+            below = x <= hi
+            inside = below if inside is None else inside & below
+            if ctx.needs_input_grad[2]:
+                ghi = grad * ((x > hi) if lo is None else ((x > hi) | (lo > hi)))
+        if lo is not None and hi is not None and ctx.needs_input_grad[1]:
+            pass
+        return grad * inside, glo, ghi
+
+
+def clamp(x: Any, min: Any = None, max: Any = None) -> Any:
+    """Clamp into [min, max] (numbers or tensors); both None is an error, as in PyTorch."""
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    lo, hi = min, max
+    if _is_t(lo) or _is_t(hi):
+        if lo is not None:
+            x, lo = _promote(x, lo)
+        if hi is not None:
+            x, hi = _promote(x, hi)
+        return Clamp.apply(x, lo, hi)
+    if x._data.dtype.kind in "iub" and (isinstance(lo, float) or isinstance(hi, float)):
+        x = cast(x, _dtype.get_default_dtype())
+    return Clamp.apply(x, lo, hi)
+
+
+clip = clamp
+
+
+def clamp_min(x: Any, min: Any) -> Any:
+    return clamp(x, min, None)
+
+
+def clamp_max(x: Any, max: Any) -> Any:
+    return clamp(x, None, max)
+
+
+class Where(Op):
+    """out = cond ? a : b          grad_a = grad where cond          grad_b = grad where not cond"""
+
+    @staticmethod
+    def forward(ctx: Any, cond: Any, a: Any, b: Any) -> Any:
+        ctx.save_for_backward(cond)
+        return ctx.xp.where(cond, a, b)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (cond,) = ctx.saved
+        xp = ctx.xp
+        return None, xp.where(cond, grad, 0), xp.where(cond, 0, grad)
+
+
+def where(condition: Any, input: Any = None, other: Any = None) -> Any:
+    """``where(cond, a, b)`` picks from a where cond else b; ``where(cond)`` is ``nonzero``."""
+    if input is None and other is None:
+        from . import indexing
+
+        return indexing.nonzero(condition, as_tuple=True)
+    condition = as_tensor_arg(condition)
+    if condition._data.dtype != np.bool_:
+        if condition._data.dtype == np.uint8:
+            condition = cast(condition, _dtype.bool_)
+        else:
+            raise RuntimeError(
+                f"where expected condition to be a boolean tensor, but got a tensor with dtype "
+                f"{condition.dtype}; compare first, e.g. where(x > 0, a, b)"
+            )
+    a, b = _promote(input, other)
+    if not _is_t(a) and not _is_t(b):
+        a = as_tensor_arg(a)
+    return Where.apply(condition, a, b)
+
+
+def lerp(start: Any, end: Any, weight: Any) -> Any:
+    """``start + weight * (end - start)``."""
+    return add(start, mul(weight, sub(end, start)))
+
+
+class LogAddExp(Op):
+    """out = log(exp(a) + exp(b))          grad_a = grad * exp(a - out)          grad_b = grad * exp(b - out)"""
+
+    @staticmethod
+    def forward(ctx: Any, a: Any, b: Any) -> Any:
+        out = ctx.xp.logaddexp(a, b)
+        ctx.save_for_backward(a, b, out)
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        a, b, out = ctx.saved
+        xp = ctx.xp
+        return grad * xp.exp(a - out), grad * xp.exp(b - out)
+
+
+def logaddexp(a: Any, b: Any) -> Any:
+    a, b = _promote(a, b, to_float=True)
+    return LogAddExp.apply(a, b)
+
+
+def logaddexp2(a: Any, b: Any) -> Any:
+    ln2 = math.log(2.0)
+    return div(logaddexp(mul(a, ln2), mul(b, ln2)), ln2)
+
+
+def hypot(a: Any, b: Any) -> Any:
+    return sqrt(add(mul(a, a), mul(b, b)))
+
+
+def xlogy(a: Any, b: Any) -> Any:
+    a, b = _promote(a, b, to_float=True)
+    a_t = a if _is_t(a) else as_tensor_arg(float(a))
+    prod = mul(a_t, log(b if _is_t(b) else as_tensor_arg(float(b))))
+    return where(eq(a_t, 0) & ~isnan(b if _is_t(b) else as_tensor_arg(float(b))), 0.0, prod)
+
+
+def copysign(a: Any, b: Any) -> Any:
+    a, b = _promote(a, b, to_float=True)
+    sgn_b = _nograd(lambda y: np.where(np.signbit(y), -1.0, 1.0), b) if _is_t(b) else (-1.0 if math.copysign(1, b) < 0 else 1.0)
+    return mul(abs(a), sgn_b)
+
+
+def heaviside(x: Any, values: Any) -> Any:
+    x, values = _promote(x, values)
+    return _nograd(np.heaviside, x, values)
+
+
+def deg2rad(x: Any) -> Any:
+    return mul(_float_unary(x), math.pi / 180)
+
+
+def rad2deg(x: Any) -> Any:
+    return mul(_float_unary(x), 180 / math.pi)
+
+
+def logit(x: Any, eps: float | None = None) -> Any:
+    x = _float_unary(x)
+    if eps is not None:
+        x = clamp(x, eps, 1 - eps)
+    return log(div(x, sub(1, x)))
+
+
+def sinc(x: Any) -> Any:
+    x = _float_unary(x)
+    px = mul(x, math.pi)
+    safe = where(eq(x, 0), 1.0, px)
+    return where(eq(x, 0), 1.0, div(sin(safe), safe))
+
+
+def lgamma(x: Any) -> Any:
+    from .._special import lgamma as _lgamma
+
+    return _nograd(_lgamma, _float_unary(x))
+
+
+def digamma(x: Any) -> Any:
+    from .._special import digamma as _digamma
+
+    return _nograd(_digamma, _float_unary(x))
+
+
+def mvlgamma(x: Any, p: int) -> Any:
+    raise NotImplementedError("ember does not implement torch.mvlgamma yet")
+
+
+def nan_to_num(x: Any, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None) -> Any:
+    """Replace NaN and infinities (default: the dtype's largest finite values)."""
+    if x._data.dtype.kind != "f":
+        return x.clone()
+    fin = np.finfo(x._data.dtype)
+    hi = fin.max if posinf is None else posinf
+    lo = fin.min if neginf is None else neginf
+    bad_nan, bad_pos, bad_neg = isnan(x), isposinf(x), isneginf(x)
+    return where(bad_nan, nan, where(bad_pos, hi, where(bad_neg, lo, x)))
+
+
+# ---------------------------------------------------------------------------------------------
+# predicates and comparisons (no gradient)
+
+
+def isnan(x: Any) -> Any:
+    return _nograd(_backend.xp_of(x._data).isnan, x)
+
+
+def isinf(x: Any) -> Any:
+    return _nograd(_backend.xp_of(x._data).isinf, x)
+
+
+def isposinf(x: Any) -> Any:
+    return _nograd(lambda a: _backend.xp_of(a).isposinf(a) if a.dtype.kind == "f" else a != a, x)
+
+
+def isneginf(x: Any) -> Any:
+    return _nograd(lambda a: _backend.xp_of(a).isneginf(a) if a.dtype.kind == "f" else a != a, x)
+
+
+def isfinite(x: Any) -> Any:
+    return _nograd(_backend.xp_of(x._data).isfinite, x)
+
+
+def isreal(x: Any) -> Any:
+    return _nograd(lambda a: a == a if False else _backend.xp_of(a).ones(a.shape, bool), x)
+
+
+def _compare(fn: Any) -> Any:
+    def compare(a: Any, b: Any, *, out: Any = None) -> Any:
+        a, b = _promote(a, b)
+        return _out(_nograd(fn, a, b), out)
+
+    compare.__name__ = fn.__name__
+    return compare
+
+
+eq = _compare(lambda a, b: a == b)
+ne = not_equal = _compare(lambda a, b: a != b)
+lt = less = _compare(lambda a, b: a < b)
+le = less_equal = _compare(lambda a, b: a <= b)
+gt = greater = _compare(lambda a, b: a > b)
+ge = greater_equal = _compare(lambda a, b: a >= b)
+for _f, _n in ((eq, "eq"), (ne, "ne"), (lt, "lt"), (le, "le"), (gt, "gt"), (ge, "ge")):
+    _f.__name__ = _n
+
+
+def equal(a: Any, b: Any) -> bool:
+    """True when both have the same shape and elements."""
+    return a._data.shape == b._data.shape and bool((a._data == b._data).all())
+
+
+def isclose(a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> Any:
+    a, b = _promote(a, b)
+    xp = _backend.xp_of(a._data if _is_t(a) else b._data)
+    return _nograd(lambda x, y: xp.isclose(x, y, rtol=rtol, atol=atol, equal_nan=equal_nan), a, b)
+
+
+def allclose(a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:
+    return bool(isclose(a, b, rtol, atol, equal_nan)._data.all())
+
+
+def _logical(fn: Any, name: str) -> Any:
+    def logical(a: Any, b: Any) -> Any:
+        a, b = as_tensor_arg(a), as_tensor_arg(b)
+        return _nograd(fn, a, b)
+
+    logical.__name__ = name
+    return logical
+
+
+logical_and = _logical(np.logical_and, "logical_and")
+logical_or = _logical(np.logical_or, "logical_or")
+logical_xor = _logical(np.logical_xor, "logical_xor")
+
+
+def logical_not(x: Any) -> Any:
+    return _nograd(np.logical_not, x)
+
+
+def _bitwise(fn: Any, name: str) -> Any:
+    def bitwise(a: Any, b: Any) -> Any:
+        a, b = _promote(a, b)
+        for t in (a, b):
+            if _is_t(t) and t._data.dtype.kind == "f":
+                raise TypeError(
+                    f"{name} is only supported for integer and bool tensors, got {t.dtype}; for "
+                    "masks, compare first: (x > 0) & (y < 1)"
+                )
+        return _nograd(fn, a, b)
+
+    bitwise.__name__ = name
+    return bitwise
+
+
+bitwise_and = _bitwise(lambda a, b: a & b, "bitwise_and")
+bitwise_or = _bitwise(lambda a, b: a | b, "bitwise_or")
+bitwise_xor = _bitwise(lambda a, b: a ^ b, "bitwise_xor")
+
+
+def bitwise_not(x: Any) -> Any:
+    if x._data.dtype.kind == "f":
+        raise TypeError(
+            f"~ (bitwise_not) is only supported for integer and bool tensors, got {x.dtype}"
+        )
+    return _nograd(lambda a: ~a, x)
