@@ -125,13 +125,13 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
 
 
 def gradcheck(*args: Any, **kwargs: Any) -> bool:
-    from .gradcheck import gradcheck as _gc
+    from ._gradcheck import gradcheck as _gc
 
     return _gc(*args, **kwargs)
 
 
 def gradgradcheck(*args: Any, **kwargs: Any) -> bool:
-    from .gradcheck import gradgradcheck as _ggc
+    from ._gradcheck import gradgradcheck as _ggc
 
     return _ggc(*args, **kwargs)
 

@@ -1,0 +1,9 @@
+"""``ember.nn.functional`` (``F``): every layer as a function.
+
+The functions live with their ops (``ember/ops/activation.py``, ``ember/ops/nn.py``,
+``ember/ops/conv.py``); this module is the PyTorch-shaped place users import them from.
+"""
+
+from ..ops.activation import *  # noqa: F403
+from ..ops.conv import *  # noqa: F403
+from ..ops.nn import *  # noqa: F403

@@ -1,0 +1,1 @@
+"""``ember.optim`` (placeholder: being written)."""

@@ -1,0 +1,143 @@
+"""Shared checks for the op tests: one lambda runs on ember and on torch (tinygrad's trick).
+
+``check_op(fn, *arrays)`` where ``fn(m, *tensors)`` uses module ``m`` (ember or torch), e.g.
+``check_op(lambda m, x, y: m.maximum(x, y), a, b)``. It checks, in order:
+
+1. forward against a NumPy reference (``ref(*arrays)``), when given;
+2. float32 in -> float32 out (no silent float64 upcast);
+3. float64 gradcheck with a random cotangent (central differences);
+4. gradgradcheck when ``gradgrad=True``;
+5. parity with PyTorch (values, dtypes, gradients for the same random cotangent), when torch
+   is importable.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+import ember
+
+try:
+    import torch
+
+    HAVE_TORCH = True
+except ImportError:  # pragma: no cover - CI installs torch
+    torch = None
+    HAVE_TORCH = False
+
+
+def _to_ember(a: Any, requires_grad: bool, dtype: Any = None) -> Any:
+    if isinstance(a, np.ndarray):
+        arr = a if dtype is None else a.astype(dtype)
+        t = ember.tensor(arr)
+        if requires_grad and t.is_floating_point():
+            t.requires_grad_()
+        return t
+    return a
+
+
+def _to_torch(a: Any, requires_grad: bool, dtype: Any = None) -> Any:
+    if isinstance(a, np.ndarray):
+        arr = a if dtype is None else a.astype(dtype)
+        t = torch.tensor(arr)
+        if requires_grad and t.is_floating_point():
+            t.requires_grad_()
+        return t
+    return a
+
+
+def _outs(x: Any) -> list:
+    if isinstance(x, tuple | list):
+        return [o for o in x if hasattr(o, "shape") and not isinstance(o, np.ndarray)]
+    return [x]
+
+
+def check_op(
+    fn: Callable,
+    *arrays: Any,
+    ref: Callable | None = None,
+    grad: bool = True,
+    gradgrad: bool = False,
+    torch_fn: Callable | None = None,
+    atol: float = 1e-6,
+    rtol: float = 1e-5,
+    grad_atol: float = 1e-5,
+    grad_rtol: float = 1e-3,
+    check_float32: bool = True,
+    grad_inputs: tuple[int, ...] | None = None,
+) -> None:
+    """See the module docstring. ``arrays`` are float64 NumPy arrays (ints stay ints) or scalars."""
+    wants = lambda i, a: isinstance(a, np.ndarray) and a.dtype.kind == "f" and (
+        grad_inputs is None or i in grad_inputs)
+
+    # 1. forward vs NumPy
+    e_in = [_to_ember(a, False) for a in arrays]
+    e_out = fn(ember, *e_in)
+    if ref is not None:
+        expected = ref(*arrays)
+        for o, r in zip(_outs(e_out), expected if isinstance(expected, tuple) else (expected,)):
+            np.testing.assert_allclose(o.detach().numpy(), r, atol=atol, rtol=rtol)
+
+    # 2. float32 stays float32
+    if check_float32 and any(isinstance(a, np.ndarray) and a.dtype == np.float64 for a in arrays):
+        f32 = [_to_ember(a, False, np.float32 if isinstance(a, np.ndarray) and a.dtype == np.float64 else None)
+               for a in arrays]
+        for o in _outs(fn(ember, *f32)):
+            if o.is_floating_point():
+                assert o.dtype == ember.float32, f"float32 inputs gave {o.dtype}"
+
+    # 3./4. gradients
+    if grad:
+        g_in = [_to_ember(a, wants(i, a)) for i, a in enumerate(arrays)]
+        if any(getattr(t, "requires_grad", False) for t in g_in):
+            ember.autograd.gradcheck(lambda *xs: fn(ember, *xs), tuple(g_in),
+                                     atol=grad_atol, rtol=grad_rtol)
+            if gradgrad:
+                ember.autograd.gradgradcheck(lambda *xs: fn(ember, *xs), tuple(g_in),
+                                             atol=grad_atol, rtol=grad_rtol)
+
+    # 5. parity with PyTorch
+    if HAVE_TORCH:
+        tfn = torch_fn or fn
+        e_in = [_to_ember(a, grad and wants(i, a)) for i, a in enumerate(arrays)]
+        t_in = [_to_torch(a, grad and wants(i, a)) for i, a in enumerate(arrays)]
+        e_o, t_o = _outs(fn(ember, *e_in)), _outs(tfn(torch, *t_in))
+        assert len(e_o) == len(t_o)
+        rng = np.random.default_rng(0)
+        e_roots, t_roots, e_gs, t_gs = [], [], [], []
+        for eo, to in zip(e_o, t_o):
+            assert tuple(eo.shape) == tuple(to.shape), f"shape {tuple(eo.shape)} vs torch {tuple(to.shape)}"
+            assert str(eo.dtype) == str(to.dtype), f"dtype {eo.dtype} vs torch {to.dtype}"
+            tv = to.detach().numpy()
+            ev = eo.detach().numpy()
+            if tv.dtype.kind == "f":
+                np.testing.assert_allclose(ev, tv, atol=atol, rtol=rtol, equal_nan=True)
+            else:
+                np.testing.assert_array_equal(ev, tv)
+            if grad and getattr(eo, "requires_grad", False) and to.requires_grad:
+                v = rng.standard_normal(tuple(eo.shape))
+                e_roots.append(eo)
+                t_roots.append(to)
+                e_gs.append(ember.tensor(v, dtype=eo.dtype))
+                t_gs.append(torch.tensor(v, dtype=to.dtype))
+        if e_roots:
+            e_leaves = [t for t in e_in if getattr(t, "requires_grad", False)]
+            t_leaves = [t for t in t_in if getattr(t, "requires_grad", False)]
+            eg = ember.autograd.grad(e_roots, e_leaves, e_gs, allow_unused=True)
+            tg = torch.autograd.grad(t_roots, t_leaves, t_gs, allow_unused=True)
+            for a, b in zip(eg, tg):
+                if b is None:
+                    assert a is None or not a.numpy().any()
+                    continue
+                assert a is not None, "ember gave no gradient where torch did"
+                np.testing.assert_allclose(a.numpy(), b.numpy(), atol=grad_atol, rtol=grad_rtol)
+
+
+def randn(*shape: int, seed: int = 0) -> np.ndarray:
+    return np.random.default_rng(seed + 7 * len(shape) + sum(shape)).standard_normal(shape)
+
+
+def positive(*shape: int, seed: int = 0) -> np.ndarray:
+    return np.abs(randn(*shape, seed=seed)) + 0.5
