@@ -132,9 +132,16 @@ def check_available(dev: device) -> device:
     raise RuntimeError(f"ember does not support the '{dev.type}' device; use 'cpu' or 'cuda'")
 
 
+class FakeCudaArray(np.ndarray):
+    """Test double: a NumPy array that says it lives on ``cuda:0``, so device checks and
+    transfers are tested on machines without a GPU. Never created by ember itself."""
+
+
 def device_of(arr: Any) -> device:
     if type(arr) is np.ndarray:
         return CPU
+    if isinstance(arr, FakeCudaArray):
+        return device("cuda", 0)
     if _cupy is not None and isinstance(arr, _cupy.ndarray):
         return device("cuda", arr.device.id)
     return CPU
@@ -153,14 +160,17 @@ def to_device(arr: Any, dev: device, copy: bool = False) -> Any:
     if src == dev:
         return arr.copy() if copy else arr
     if dev.type == "cpu":
-        return arr.get()
+        return np.asarray(arr) if isinstance(arr, FakeCudaArray) else arr.get()
+    if _cupy is None:  # only reachable from a FakeCudaArray (tests): Tensor.to checks first
+        return np.asarray(arr).view(FakeCudaArray)
     cp = _import_cupy()
     with cp.cuda.Device(dev.index or 0):
         return cp.asarray(arr)
 
 
 def is_array(x: Any) -> bool:
-    return type(x) is np.ndarray or (_cupy is not None and isinstance(x, _cupy.ndarray))
+    return (type(x) is np.ndarray or isinstance(x, FakeCudaArray)
+            or (_cupy is not None and isinstance(x, _cupy.ndarray)))
 
 
 def synchronize(dev: device | None = None) -> None:

@@ -14,3 +14,13 @@ def _seed_and_grad_mode():
     ember.set_default_dtype(ember.float32)
     yield
     ember.autograd.grad_mode._set(True)
+
+
+def pytest_sessionstart(session):
+    import os
+
+    if os.environ.get("CI"):
+        try:
+            import torch  # noqa: F401
+        except ImportError:
+            raise pytest.UsageError("CI runs the PyTorch parity tests: install torch==2.13.0") from None

@@ -261,7 +261,12 @@ class Function(metaclass=FunctionMeta):
                 ctx._non_diff = {id(o._data) for o in outs_list if id(o) in ctx._non_diff}
         else:
             ctx.xp = np if on_cpu else _xp_of_args(raw)
-            out = cls.forward(ctx, *raw)
+            try:
+                out = cls.forward(ctx, *raw)
+            except ValueError as e:
+                if "broadcast" in str(e):
+                    raise RuntimeError(_broadcast_message(cls, raw)) from None
+                raise
             is_tuple = type(out) is tuple
             outs_raw = out if is_tuple else (out,)
 
@@ -334,6 +339,23 @@ def _track_saved(ctx: Node, args: tuple, raw: list, outs_raw: tuple, outputs: li
         src.append(found)
     ctx._saved_src = tuple(src)
     ctx._versions = versions or None
+
+
+def _broadcast_message(cls: Any, raw: list) -> str:
+    shapes = [tuple(r.shape) for r in raw if hasattr(r, "shape") and hasattr(r, "ndim")]
+    detail = ""
+    if len(shapes) >= 2:
+        a, b = shapes[0], shapes[1]
+        for i in range(1, min(len(a), len(b)) + 1):
+            if a[-i] != b[-i] and a[-i] != 1 and b[-i] != 1:
+                dim = max(len(a), len(b)) - i
+                detail = (f"The size of tensor a ({a[-i]}) must match the size of tensor b "
+                          f"({b[-i]}) at non-singleton dimension {dim}. ")
+                break
+    listed = " and ".join(str(s) for s in shapes)
+    return (f"{detail}{cls.__name__.lower()}: shapes {listed} do not broadcast. Shapes broadcast "
+            "when, aligned from the right, each pair of sizes is equal or one of them is 1; "
+            "reshape one operand (e.g. x.unsqueeze(-1), x.view(-1, 1)) so they line up.")
 
 
 def _accumulator(leaf: Any) -> AccumulateGrad:

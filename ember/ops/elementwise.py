@@ -150,12 +150,12 @@ def _is_t(x: Any) -> bool:
 
 def as_tensor_arg(x: Any) -> Any:
     """Numbers stay numbers; NumPy arrays and lists become tensors."""
+    if isinstance(x, np.generic):  # NumPy scalars act as Python scalars, as in PyTorch
+        return x.item()
     if _is_t(x) or isinstance(x, int | float | bool):
         return x
     from .._creation import tensor
 
-    if isinstance(x, np.generic):
-        return x.item()
     return tensor(x)
 
 
@@ -1282,9 +1282,12 @@ def where(condition: Any, input: Any = None, other: Any = None) -> Any:
                 f"where expected condition to be a boolean tensor, but got a tensor with dtype "
                 f"{condition.dtype}; compare first, e.g. where(x > 0, a, b)"
             )
+    input, other = as_tensor_arg(input), as_tensor_arg(other)
+    if not _is_t(input) and not _is_t(other):
+        from .._creation import tensor
+
+        input = tensor(input, dtype=_dtype.result_type(input, other), device=condition.device)
     a, b = _promote(input, other)
-    if not _is_t(a) and not _is_t(b):
-        a = as_tensor_arg(a)
     return Where.apply(condition, a, b)
 
 

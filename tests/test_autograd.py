@@ -1,0 +1,399 @@
+"""Engine property tests: the seeds' autograd snippets, graph shapes, modes, hooks, errors."""
+
+import gc
+import weakref
+
+import numpy as np
+import pytest
+
+import ember
+from ember.autograd import Function
+
+# -- the seeds ---------------------------------------------------------------------------------
+
+
+def test_seed_scalar_autograd():
+    x = ember.tensor(2.0, requires_grad=True)
+    w = ember.tensor(3.0, requires_grad=True)
+    y = w * x**2 + 1
+    assert y.item() == 13
+    y.backward()
+    assert x.grad.item() == 12 and w.grad.item() == 4
+    assert repr(x.grad) == "tensor(12.)" and repr(w.grad) == "tensor(4.)"
+    assert y.grad_fn.name() == "AddBackward0"
+    assert repr(y.grad_fn).startswith("<AddBackward0 object at 0x")
+
+
+def test_seed_accumulation():
+    w = ember.tensor(1.0, requires_grad=True)
+    seen = []
+    for _ in range(2):
+        (w * 3).backward()
+        seen.append(w.grad.item())
+    assert seen == [3.0, 6.0]
+
+
+# -- graph structure ---------------------------------------------------------------------------
+
+
+def test_leaf_and_grad_fn():
+    a = ember.tensor([1.0, 2.0], requires_grad=True)
+    b = a * 2
+    assert a.is_leaf and not b.is_leaf
+    assert b.requires_grad and b.grad_fn.name() == "MulBackward0"
+    fn, nr = b.grad_fn.next_functions[0]
+    assert type(fn).__name__ == "AccumulateGrad" and fn.variable is a and nr == 0
+    c = ember.tensor([1.0])
+    assert (c * 2).grad_fn is None and not (c * 2).requires_grad
+
+
+def test_reuse_and_fan_out():
+    x = ember.tensor(3.0, requires_grad=True)
+    (x * x).backward()
+    assert x.grad.item() == 6
+    x.grad = None
+    y = x * 2
+    (y + y * y).backward()  # d/dx (2x + 4x^2) = 2 + 8x
+    assert x.grad.item() == 26
+
+
+def test_diamond():
+    x = ember.tensor(2.0, requires_grad=True)
+    a = x * 3
+    b = a.exp()
+    c = a * a
+    (b + c).backward()
+    expected = 3 * np.exp(6.0) + 2 * 6 * 3
+    assert np.isclose(x.grad.item(), expected, rtol=1e-5)
+
+
+def test_deep_chain_no_recursion():
+    x = ember.tensor(1.0, requires_grad=True)
+    y = x
+    for _ in range(100_000):
+        y = y * 1.0
+    y.backward()
+    assert x.grad.item() == 1.0
+
+
+def test_broadcast_grads_reduce_to_input_shape():
+    a = ember.ones(3, 1, requires_grad=True)
+    b = ember.ones(4, requires_grad=True)
+    (a * b).sum().backward()
+    assert a.grad.shape == (3, 1) and np.all(a.grad.numpy() == 4)
+    assert b.grad.shape == (4,) and np.all(b.grad.numpy() == 3)
+
+
+def test_grads_are_not_shared_between_leaves():
+    a = ember.ones(3, requires_grad=True)
+    b = ember.ones(3, requires_grad=True)
+    (a + b).sum().backward()
+    assert not np.shares_memory(a.grad.numpy(), b.grad.numpy())
+    a.grad.mul_(5)
+    assert b.grad.numpy().tolist() == [1, 1, 1]
+
+
+def test_grad_dtype_matches_leaf():
+    a = ember.ones(3, requires_grad=True)
+    (a * ember.ones(3, dtype=ember.float64)).sum().backward()
+    assert a.grad.dtype == ember.float32
+
+
+# -- modes -------------------------------------------------------------------------------------
+
+
+def test_no_grad_records_nothing():
+    w = ember.ones(2, requires_grad=True)
+    with ember.no_grad():
+        y = w * 2
+    assert y.grad_fn is None and not y.requires_grad
+    assert ember.is_grad_enabled()
+
+    @ember.no_grad()
+    def f(t):
+        return t * 2
+
+    assert f(w).grad_fn is None
+
+    @ember.no_grad
+    def g(t):
+        return t * 2
+
+    assert g(w).grad_fn is None
+
+
+def test_set_grad_enabled_and_inference_mode():
+    w = ember.ones(2, requires_grad=True)
+    with ember.set_grad_enabled(False):
+        assert (w * 2).grad_fn is None
+    assert ember.is_grad_enabled()
+    ember.set_grad_enabled(False)
+    assert not ember.is_grad_enabled()
+    ember.set_grad_enabled(True)
+    with ember.inference_mode():
+        assert (w * 2).grad_fn is None
+    with ember.no_grad():
+        with ember.enable_grad():
+            assert (w * 2).grad_fn is not None
+
+
+# -- errors ------------------------------------------------------------------------------------
+
+
+def test_backward_twice_raises_without_retain_graph():
+    x = ember.tensor(2.0, requires_grad=True)
+    y = x * x
+    y.backward(retain_graph=True)
+    y.backward()
+    assert x.grad.item() == 8
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        y.backward()
+
+
+def test_non_scalar_backward_raises():
+    x = ember.ones(3, requires_grad=True)
+    with pytest.raises(RuntimeError, match=r"scalar outputs.*shape \(3,\).*mean\(\)"):
+        (x * 2).backward()
+    (x * 2).backward(ember.ones(3))
+    assert x.grad.tolist() == [2, 2, 2]
+
+
+def test_backward_on_tensor_without_grad_explains():
+    with pytest.raises(RuntimeError, match="does not require grad.*requires_grad=True"):
+        ember.ones(1).backward()
+
+
+def test_inplace_on_leaf_requiring_grad_raises():
+    w = ember.ones(2, requires_grad=True)
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        w.add_(1)
+    with ember.no_grad():
+        w.add_(1)
+    assert w.tolist() == [2, 2]
+
+
+def test_modified_saved_tensor_raises():
+    a = ember.ones(3, requires_grad=True)
+    b = a * 1
+    c = b * b  # saves b
+    b.add_(1)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        c.sum().backward()
+
+
+def test_inplace_on_non_leaf_joins_graph():
+    a = ember.tensor([1.0, 2.0], requires_grad=True)
+    b = a * 2
+    b.mul_(3)
+    assert b.grad_fn.name() == "MulBackward0"
+    b.sum().backward()
+    assert a.grad.tolist() == [6, 6]
+
+
+def test_inplace_without_grad_writes_shared_buffer():
+    arr = np.zeros(3, np.float32)
+    t = ember.from_numpy(arr)
+    t.add_(2)
+    t += 1
+    assert arr.tolist() == [3, 3, 3]
+    with pytest.raises(RuntimeError, match="can't be cast"):
+        ember.zeros(2, dtype=ember.int64).add_(1.5)
+    with pytest.raises(RuntimeError, match="doesn't match the broadcast shape"):
+        ember.zeros(3).add_(ember.zeros(2, 3))
+
+
+# -- hooks and retain_grad ---------------------------------------------------------------------
+
+
+def test_register_hook_changes_grad():
+    x = ember.tensor([1.0, 2.0], requires_grad=True)
+    h = x.register_hook(lambda g: g * 10)
+    (x * 2).sum().backward()
+    assert x.grad.tolist() == [20, 20]
+    h.remove()
+    x.grad = None
+    (x * 2).sum().backward()
+    assert x.grad.tolist() == [2, 2]
+
+
+def test_hook_on_non_leaf_and_retain_grad():
+    x = ember.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 3
+    y.retain_grad()
+    seen = []
+    y.register_hook(lambda g: seen.append(g.tolist()))
+    (y * y).sum().backward()
+    assert seen == [[6.0, 12.0]]
+    assert y.grad.tolist() == [6.0, 12.0]
+    assert x.grad.tolist() == [18.0, 36.0]
+
+
+def test_grad_of_non_leaf_is_none_without_retain():
+    x = ember.ones(2, requires_grad=True)
+    y = x * 2
+    y.sum().backward()
+    assert y.grad is None
+
+
+# -- autograd.grad and higher order ------------------------------------------------------------
+
+
+def test_autograd_grad_does_not_touch_dot_grad():
+    x = ember.tensor([1.0, 2.0], requires_grad=True)
+    (g,) = ember.autograd.grad((x * x).sum(), x)
+    assert g.tolist() == [2, 4] and x.grad is None
+
+
+def test_autograd_grad_unused_input():
+    x = ember.ones(2, requires_grad=True)
+    z = ember.ones(2, requires_grad=True)
+    with pytest.raises(RuntimeError, match="allow_unused=True"):
+        ember.autograd.grad((x * 2).sum(), [x, z])
+    gx, gz = ember.autograd.grad((x * 2).sum(), [x, z], allow_unused=True)
+    assert gz is None and gx.tolist() == [2, 2]
+
+
+def test_second_derivative_and_hvp():
+    x = ember.tensor(3.0, requires_grad=True)
+    y = x**3
+    (g,) = ember.autograd.grad(y, x, create_graph=True)
+    assert g.item() == 27
+    (h,) = ember.autograd.grad(g, x)
+    assert h.item() == 18
+    # Hessian-vector product of f(w) = sum(w^2 * exp(w))
+    w = ember.tensor([0.5, -1.0, 2.0], dtype=ember.float64, requires_grad=True)
+    v = ember.tensor([1.0, 2.0, -1.0], dtype=ember.float64)
+    f = (w * w * w.exp()).sum()
+    (gw,) = ember.autograd.grad(f, w, create_graph=True)
+    (hv,) = ember.autograd.grad((gw * v).sum(), w)
+    wn = w.detach().numpy()
+    hess_diag = np.exp(wn) * (2 + 4 * wn + wn**2)
+    np.testing.assert_allclose(hv.numpy(), hess_diag * v.numpy(), rtol=1e-10)
+
+
+def test_gradient_penalty():
+    w = ember.tensor([1.0, 2.0], dtype=ember.float64, requires_grad=True)
+    x = ember.tensor([3.0, -1.0], dtype=ember.float64, requires_grad=True)
+    out = (w * x).exp().sum()
+    (gx,) = ember.autograd.grad(out, x, create_graph=True)
+    penalty = (gx * gx).sum()
+    penalty.backward()
+    # d/dw sum((w e^{wx})^2) = sum(2 w e^{2wx} (1 + w x))
+    wn, xn = w.detach().numpy(), x.detach().numpy()
+    expected = 2 * wn * np.exp(2 * wn * xn) * (1 + wn * xn)
+    np.testing.assert_allclose(w.grad.numpy(), expected, rtol=1e-10)
+
+
+def test_backward_create_graph_double_backward():
+    x = ember.tensor(2.0, requires_grad=True)
+    y = x**3
+    y.backward(create_graph=True)
+    g = x.grad
+    assert g.requires_grad and g.item() == 12
+    x.grad = None
+    g.backward()
+    assert x.grad.item() == 12  # d2/dx2 x^3 = 6x
+
+
+# -- custom Function ---------------------------------------------------------------------------
+
+
+class MyExp(Function):
+    @staticmethod
+    def forward(ctx, x):
+        y = x.exp()
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, grad):
+        (y,) = ctx.saved_tensors
+        return grad * y
+
+
+class Clamp01(Function):
+    @staticmethod
+    def forward(ctx, x, lo):
+        ctx.lo = lo
+        ctx.save_for_backward(x)
+        return x.clamp(min=lo)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        assert ctx.needs_input_grad == (True, False)
+        return grad * (x >= ctx.lo), None
+
+
+class SortWithIndex(Function):
+    @staticmethod
+    def forward(ctx, x):
+        idx = ember.tensor(np.argsort(x.detach().numpy()))
+        out = x.clone()
+        ctx.mark_non_differentiable(idx)
+        return out, idx
+
+    @staticmethod
+    def backward(ctx, g_out, g_idx):
+        return g_out
+
+
+def test_custom_function():
+    x = ember.tensor([0.0, 1.0], dtype=ember.float64, requires_grad=True)
+    y = MyExp.apply(x)
+    assert y.grad_fn.name() == "MyExpBackward"
+    y.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), np.exp([0.0, 1.0]))
+    assert ember.autograd.gradcheck(MyExp.apply, (x,))
+    x2 = ember.tensor([-1.0, 2.0], requires_grad=True)
+    Clamp01.apply(x2, 0.0).sum().backward()
+    assert x2.grad.tolist() == [0, 1]
+    out, idx = SortWithIndex.apply(ember.tensor([2.0, 1.0], requires_grad=True))
+    assert out.requires_grad and not idx.requires_grad
+
+
+def test_custom_function_double_backward():
+    x = ember.tensor([0.3, -0.2], dtype=ember.float64, requires_grad=True)
+    assert ember.autograd.gradgradcheck(MyExp.apply, (x,))
+
+
+# -- memory --------------------------------------------------------------------------------------
+
+
+def test_graph_freed_after_backward():
+    x = ember.ones(1000, requires_grad=True)
+    y = (x * 2).exp()
+    node = y.grad_fn
+    y.sum().backward()
+    assert node._saved is None  # saved arrays released
+    ref = weakref.ref(node)
+    del y, node
+    gc.collect()
+    assert ref() is None
+
+
+def test_training_loop_does_not_grow_graph():
+    w = ember.ones(10, requires_grad=True)
+    x = ember.ones(10)
+    refs = []
+    for i in range(200):
+        loss = ((w * x).exp() * 0.001).sum()
+        refs.append(weakref.ref(loss.grad_fn))
+        loss.backward()
+        with ember.no_grad():
+            w -= 0.01 * w.grad
+        w.grad = None
+    del loss
+    assert sum(r() is not None for r in refs) == 0  # no cycles: freed by refcount alone
+
+
+# -- anomaly -------------------------------------------------------------------------------------
+
+
+def test_detect_anomaly_names_op_and_line():
+    x = ember.tensor([0.0, 1.0], requires_grad=True)
+    with ember.autograd.detect_anomaly():
+        y = ember.sqrt(x) * 0  # this line
+        with pytest.raises(RuntimeError, match=r"SqrtBackward0.*nan(.|\n)*this line"):
+            with np.errstate(all="ignore"):
+                y.sum().backward()
