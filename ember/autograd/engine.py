@@ -82,6 +82,7 @@ def run_backward(
         handed_out.add(id(g))
 
     ready = [n for n in dict.fromkeys(root_nodes) if deps.get(n, 0) == 0]
+    fast = not create_graph and capture is None
     with grad_mode.set_grad_enabled(create_graph):
         while ready:
             node = ready.pop()
@@ -98,7 +99,17 @@ def run_backward(
                     if capture is None:
                         _accumulate(node.variable, buf[0], create_graph, handed_out)
                 else:
-                    grads = _call_backward(node, buf, create_graph, Tensor)
+                    fn = node._fn
+                    if (fast and node._n_out == 1 and node._post_hooks is None
+                            and not fn._tensor_io and not node._freed
+                            and not _function.anomaly_enabled):
+                        if node._versions is not None:
+                            node._check_versions()
+                        grads = fn.backward(node, buf[0])  # the hot path: one array in
+                        if type(grads) is not tuple:
+                            grads = (grads,)
+                    else:
+                        grads = _call_backward(node, buf, create_graph, Tensor)
                     if not retain_graph:
                         node._release()
                     _send(node, grads, buffers, create_graph)

@@ -39,26 +39,25 @@ class Node:
 
     __slots__ = (
         "next_functions", "needs_input_grad", "xp", "_saved", "_saved_src", "_versions", "_meta",
-        "_n_out", "_out_meta", "_pre_hooks", "_post_hooks", "_retain", "_freed", "_tensor_mode",
-        "_non_diff", "_materialize", "_trace", "_inputs", "__dict__", "__weakref__",
+        "_n_out", "__dict__", "__weakref__",
     )
     _fn: Any = None  # the Function class whose backward this node runs
+    # Rarely used fields: class-level defaults, set per node only when needed.
+    _pre_hooks: Any = None
+    _post_hooks: Any = None
+    _retain: Any = None
+    _freed = False
+    _tensor_mode = False
+    _non_diff: Any = None
+    _materialize = True
+    _trace: Any = None
+    _out_meta: Any = None
 
     def __init__(self) -> None:
         self.next_functions = ()
         self._saved = None
-        self._saved_src = None
         self._versions = None
-        self._pre_hooks = None
-        self._post_hooks = None
-        self._retain = None
-        self._freed = False
-        self._tensor_mode = False
-        self._non_diff = None
-        self._materialize = True
-        self._trace = None
         self._n_out = 1
-        self._out_meta = None
 
     def name(self) -> str:
         return type(self).__name__
@@ -123,7 +122,7 @@ class Node:
         from .._tensor import Tensor
 
         out = []
-        for arr, src in zip(self._saved, self._saved_src or (None,) * len(self._saved)):
+        for arr, src in zip(self._saved, getattr(self, "_saved_src", None) or (None,) * len(self._saved)):
             if isinstance(src, Tensor):
                 out.append(src)
             elif type(src) is int:  # an output of this very node
@@ -146,12 +145,12 @@ class Node:
                 )
 
     def _release(self) -> None:
-        if self._saved is not None:
-            self._saved = None
-            self._saved_src = None
+        had_saved = self._saved is not None
+        self._saved = None
+        self._saved_src = None
+        self.__dict__.clear()  # ctx attributes the op stored (shapes, masks...)
+        if had_saved:
             self._freed = True
-        self._inputs = None
-        self.__dict__.clear()
 
 
 class AccumulateGrad(Node):
@@ -222,8 +221,7 @@ class Function(metaclass=FunctionMeta):
 
     @classmethod
     def apply(cls, *args: Any) -> Any:
-        from .._tensor import Tensor
-
+        Tensor = _Tensor or _load_tensor()
         make = Tensor._make
         raw = []
         requires = False
@@ -231,7 +229,7 @@ class Function(metaclass=FunctionMeta):
         for a in args:
             if isinstance(a, Tensor):
                 d = a._data
-                if a.requires_grad:
+                if a._rg:
                     requires = True
                 if type(d) is not np.ndarray:
                     on_cpu = False
@@ -242,25 +240,23 @@ class Function(metaclass=FunctionMeta):
             _check_devices(cls, args, raw)
         record = requires and grad_mode.enabled
         ctx = cls._node_cls()
+        ctx.xp = np if on_cpu else _xp_of_args(raw)
         if record:
-            ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
+            ctx.needs_input_grad = tuple([isinstance(a, Tensor) and a._rg for a in args])
         else:
-            ctx.needs_input_grad = (False,) * len(args)
+            ctx.needs_input_grad = _NO_GRADS[len(args)] if len(args) < 8 else (False,) * len(args)
 
         if cls._tensor_io:
-            ctx.xp = np if on_cpu else _xp_of_args(raw)
             with grad_mode.no_grad():
                 out = cls.forward(ctx, *args)
             is_tuple = type(out) is tuple
-            outs_raw = tuple(o._data if isinstance(o, Tensor) else o for o in (out if is_tuple else (out,)))
+            outs = out if is_tuple else (out,)
+            outs_raw = tuple([o._data if isinstance(o, Tensor) else o for o in outs])
             if ctx._saved is not None:
-                saved_t = ctx._saved
-                ctx._saved = tuple(s._data if isinstance(s, Tensor) else s for s in saved_t)
+                ctx._saved = tuple([s._data if isinstance(s, Tensor) else s for s in ctx._saved])
             if ctx._non_diff is not None:
-                outs_list = out if is_tuple else (out,)
-                ctx._non_diff = {id(o._data) for o in outs_list if id(o) in ctx._non_diff}
+                ctx._non_diff = {id(o._data) for o in outs if id(o) in ctx._non_diff}
         else:
-            ctx.xp = np if on_cpu else _xp_of_args(raw)
             try:
                 out = cls.forward(ctx, *raw)
             except ValueError as e:
@@ -272,42 +268,45 @@ class Function(metaclass=FunctionMeta):
 
         if not record:
             if is_tuple:
-                return tuple(make(o) if o is not None else None for o in outs_raw)
-            return make(out if not cls._tensor_io else outs_raw[0])
+                return tuple([make(o) if o is not None else None for o in outs_raw])
+            return make(outs_raw[0])
 
         # -- record the node --------------------------------------------------------------
         edges = []
         meta = []
         for a in args:
-            if isinstance(a, Tensor) and a.requires_grad:
+            if isinstance(a, Tensor) and a._rg:
                 fn = a.grad_fn
                 edges.append((fn, a._output_nr) if fn is not None else (_accumulator(a), 0))
                 d = a._data
                 meta.append((d.shape, d.dtype))
             else:
-                edges.append((None, 0))
+                edges.append(_NO_EDGE)
                 meta.append(None)
         ctx.next_functions = tuple(edges)
         ctx._meta = meta
-        non_diff = ctx._non_diff
-        outputs = []
-        for k, o in enumerate(outs_raw):
-            if o is None:
-                outputs.append(None)
-                continue
-            differentiable = non_diff is None or id(o) not in non_diff
-            t = make(o, differentiable, ctx if differentiable else None, k)
-            outputs.append(t)
-        if is_tuple:
-            ctx._n_out = len(outs_raw)
-            ctx._out_meta = tuple((o.shape, o.dtype) if o is not None else None for o in outs_raw)
+        if not is_tuple and ctx._non_diff is None:
+            outputs = [make(outs_raw[0], True, ctx, 0)]
+        else:
+            non_diff = ctx._non_diff
+            outputs = []
+            for k, o in enumerate(outs_raw):
+                if o is None:
+                    outputs.append(None)
+                    continue
+                differentiable = non_diff is None or id(o) not in non_diff
+                outputs.append(make(o, differentiable, ctx if differentiable else None, k))
+            if is_tuple:
+                ctx._n_out = len(outs_raw)
+                ctx._out_meta = tuple([(o.shape, o.dtype) if o is not None else None for o in outs_raw])
         if cls.is_view:
             first = args[0]
             counter = first._version_counter()
+            base = first if first._base is None else first._base
             for t in outputs:
                 if t is not None:
                     t._version = counter
-                    t._base = first if first._base is None else first._base
+                    t._base = base
         if ctx._saved:
             _track_saved(ctx, args, raw, outs_raw, outputs)
         if anomaly_enabled:
@@ -315,29 +314,54 @@ class Function(metaclass=FunctionMeta):
         return tuple(outputs) if is_tuple else outputs[0]
 
 
+_NO_GRADS = [(False,) * n for n in range(8)]
+_NO_EDGE = (None, 0)
+_Tensor: Any = None
+
+
+def _load_tensor() -> Any:
+    global _Tensor
+    from .._tensor import Tensor
+
+    _Tensor = Tensor
+    return Tensor
+
+
 def _track_saved(ctx: Node, args: tuple, raw: list, outs_raw: tuple, outputs: list) -> None:
-    """Remember where each saved array came from (for version checks and double backward)."""
+    """Remember where each saved array came from (for version checks and double backward):
+    an input tensor, an output index, or None for an intermediate array."""
     src = []
     versions = []
-    for k, s in enumerate(ctx._saved):
+    k = 0
+    for s in ctx._saved:
         found: Any = None
-        for a, r in zip(args, raw):
-            if r is s and r is not None and hasattr(a, "_data"):
-                found = a
-                counter = a._version_counter()
-                versions.append((counter, counter[0], k))
-                break
-        else:
-            for j, o in enumerate(outs_raw):
-                if o is s and o is not None:
-                    found = j
-                    t = outputs[j]
-                    if t is not None:
-                        counter = t._version_counter()
-                        versions.append((counter, counter[0], k))
+        if s is not None:
+            i = 0
+            for r in raw:
+                if r is s and isinstance(args[i], _Tensor):
+                    found = args[i]
+                    counter = found._version
+                    if counter is None:
+                        counter = found._version = [0]
+                    versions.append((counter, counter[0], k))
                     break
+                i += 1
+            else:
+                j = 0
+                for o in outs_raw:
+                    if o is s:
+                        found = j
+                        t = outputs[j]
+                        if t is not None:
+                            counter = t._version
+                            if counter is None:
+                                counter = t._version = [0]
+                            versions.append((counter, 0, k))
+                        break
+                    j += 1
         src.append(found)
-    ctx._saved_src = tuple(src)
+        k += 1
+    ctx._saved_src = src
     ctx._versions = versions or None
 
 

@@ -138,21 +138,29 @@ __all__ = [
 ]
 
 
-def _tensor_cls() -> Any:
-    from .._tensor import Tensor
+_Tensor: Any = None
 
-    return Tensor
+
+def _tensor_cls() -> Any:
+    global _Tensor
+    if _Tensor is None:
+        from .._tensor import Tensor
+
+        _Tensor = Tensor
+    return _Tensor
 
 
 def _is_t(x: Any) -> bool:
-    return hasattr(x, "_data") and hasattr(x, "grad_fn")
+    return isinstance(x, _Tensor or _tensor_cls())
 
 
 def as_tensor_arg(x: Any) -> Any:
     """Numbers stay numbers; NumPy arrays and lists become tensors."""
+    if isinstance(x, _Tensor or _tensor_cls()):
+        return x
     if isinstance(x, np.generic):  # NumPy scalars act as Python scalars, as in PyTorch
         return x.item()
-    if _is_t(x) or isinstance(x, int | float | bool):
+    if isinstance(x, int | float | bool):
         return x
     from .._creation import tensor
 
@@ -161,8 +169,14 @@ def as_tensor_arg(x: Any) -> Any:
 
 def _promote(a: Any, b: Any, to_float: bool = False) -> tuple[Any, Any]:
     """Cast tensor operands to ``result_type(a, b)`` (floating when ``to_float``)."""
-    a, b = as_tensor_arg(a), as_tensor_arg(b)
-    ta, tb = _is_t(a), _is_t(b)
+    T = _Tensor or _tensor_cls()
+    ta, tb = isinstance(a, T), isinstance(b, T)
+    if not ta:
+        a = as_tensor_arg(a)
+        ta = isinstance(a, T)
+    if not tb:
+        b = as_tensor_arg(b)
+        tb = isinstance(b, T)
     if ta and tb:
         if a._data.dtype == b._data.dtype and not (to_float and a._data.dtype.kind not in "fV"):
             return a, b
@@ -442,7 +456,8 @@ def add(a: Any, b: Any, *, alpha: Any = 1, out: Any = None) -> Any:
 
 def sub(a: Any, b: Any, *, alpha: Any = 1, out: Any = None) -> Any:
     """``a - alpha * b`` with broadcasting."""
-    if _is_t(a) and _is_t(b) and a._data.dtype == np.bool_ and b._data.dtype == np.bool_:
+    if (getattr(a, "_data", None) is not None and getattr(b, "_data", None) is not None
+            and a._data.dtype == np.bool_ and b._data.dtype == np.bool_):
         raise RuntimeError(
             "Subtraction, the `-` operator, with two bool tensors is not supported. "
             "Use the `^` or `logical_xor()` operator instead."
