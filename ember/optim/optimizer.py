@@ -1,0 +1,484 @@
+"""``Optimizer``: the base class of every algorithm in ``ember.optim`` (MLX's split).
+
+The base class owns everything that is the same for all algorithms: parameter groups with
+per-group options, the per-parameter ``state``, ``zero_grad``, hooks, and ``state_dict`` /
+``load_state_dict`` in PyTorch's layout. ``step`` walks the groups and the parameters that have
+a gradient and hands each one to the algorithm's ``_update``, which changes the parameter's
+array in place. Updates run on raw arrays (NumPy or CuPy), so no graph is built and nothing is
+allocated beyond the few temporaries the formula needs.
+
+An algorithm is two methods::
+
+    def _prepare(self, group) -> h:         # once per group and step: floats and flags
+    def _update(self, p, g, h) -> None:     # once per parameter: p.Tensor, g = p.grad array
+
+State lives in ``self.state[p]`` as tensors with PyTorch's keys (``'step'`` a 0-d float32
+tensor, ``'exp_avg'``...), so ``state_dict()`` interchanges with PyTorch's.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections import OrderedDict, defaultdict
+from collections.abc import Callable, Iterable
+from copy import deepcopy
+from itertools import chain
+from typing import Any
+
+import numpy as np
+
+from .. import _backend, _dtype
+from .._tensor import Tensor
+from ..autograd import grad_mode
+
+__all__ = ["Optimizer", "required", "ParamsT"]
+
+ParamsT = Iterable[Tensor] | Iterable[dict[str, Any]] | Iterable[tuple[str, Tensor]]
+
+
+class _RequiredParameter:
+    """Marks a hyperparameter without a default (each group must then give it)."""
+
+    def __repr__(self) -> str:
+        return "<required parameter>"
+
+
+required = _RequiredParameter()
+
+_global_step_pre_hooks: OrderedDict = OrderedDict()
+_global_step_post_hooks: OrderedDict = OrderedDict()
+
+
+class _HookHandle:
+    """``handle.remove()`` unregisters a hook."""
+
+    _next_id = 0
+
+    def __init__(self, hooks: OrderedDict) -> None:
+        self._hooks = hooks
+        self.id = _HookHandle._next_id
+        _HookHandle._next_id += 1
+
+    def remove(self) -> None:
+        self._hooks.pop(self.id, None)
+
+    def __enter__(self) -> _HookHandle:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.remove()
+
+
+def _add_hook(hooks: OrderedDict, hook: Callable, prepend: bool = False) -> _HookHandle:
+    h = _HookHandle(hooks)
+    hooks[h.id] = hook
+    if prepend:
+        hooks.move_to_end(h.id, last=False)
+    return h
+
+
+def register_optimizer_step_pre_hook(hook: Callable) -> _HookHandle:
+    """Register ``hook(optimizer, args, kwargs)`` to run before every optimizer's ``step``."""
+    return _add_hook(_global_step_pre_hooks, hook)
+
+
+def register_optimizer_step_post_hook(hook: Callable) -> _HookHandle:
+    """Register ``hook(optimizer, args, kwargs)`` to run after every optimizer's ``step``."""
+    return _add_hook(_global_step_post_hooks, hook)
+
+
+def _typename(obj: Any) -> str:
+    if isinstance(obj, Tensor):
+        from .._tensor import _legacy_type_name
+
+        return _legacy_type_name(obj)
+    return type(obj).__name__
+
+
+def _scalar_dtype() -> Any:
+    """The dtype of ``state['step']``: float32, or float64 when that is the default dtype."""
+    return np.float64 if _dtype.get_default_dtype() is _dtype.float64 else np.float32
+
+
+def _step_tensor(value: float = 0.0, like: Any = None) -> Tensor:
+    """A 0-d ``state['step']`` tensor (on ``like``'s device)."""
+    arr = np.array(value, dtype=_scalar_dtype())
+    if like is not None and type(like) is not np.ndarray:
+        arr = _backend.to_device(arr, _backend.device_of(like))
+    return Tensor._make(arr)
+
+
+def _zeros_state(p: Any) -> Tensor:
+    """A zero state buffer shaped, typed and placed like the parameter array ``p``."""
+    return Tensor._make(_backend.xp_of(p).zeros_like(p))
+
+
+def _value(x: Any) -> float:
+    """A hyperparameter as a Python float (from a float, a NumPy scalar or a 0-d tensor)."""
+    return x if type(x) is float else float(x)
+
+
+def _check_lr(lr: Any) -> None:
+    if isinstance(lr, Tensor) and lr.numel() != 1:
+        raise ValueError("Tensor lr must be 1-element")
+    if not 0.0 <= lr:
+        raise ValueError(f"Invalid learning rate: {lr}")
+
+
+def _check_betas(betas: Any) -> None:
+    if not 0.0 <= betas[0] < 1.0:
+        raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+    if not 0.0 <= betas[1] < 1.0:
+        raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+
+
+def _check_nonneg(name: str, value: Any) -> None:
+    if not 0.0 <= value:
+        raise ValueError(f"Invalid {name} value: {value}")
+
+
+def _to_array(v: Any) -> Any:
+    """An ember tensor, a NumPy array or another library's tensor (PyTorch's) as an array."""
+    if isinstance(v, Tensor):
+        return v._data
+    if _backend.is_array(v):
+        return v
+    if hasattr(v, "detach") and hasattr(v, "cpu") and hasattr(v, "numpy"):
+        return v.detach().cpu().numpy()  # a torch.Tensor from a PyTorch checkpoint
+    return None
+
+
+class Optimizer:
+    """Base class for all optimizers.
+
+    Args:
+        params: an iterable of tensors, of ``(name, tensor)`` pairs, or of dicts (parameter
+            groups: ``{'params': [...], 'lr': 0.1, ...}``, options a group omits come from
+            ``defaults``).
+        defaults: the default value of every option of the algorithm.
+
+    Example::
+
+        opt = ember.optim.SGD(model.parameters(), lr=0.1)
+        opt.zero_grad(); loss_fn(model(x), y).backward(); opt.step()
+    """
+
+    def __init__(self, params: ParamsT, defaults: dict[str, Any]) -> None:
+        self.defaults = defaults
+        self._init_hooks()
+        if isinstance(params, Tensor):
+            raise TypeError(
+                "params argument given to the optimizer should be an iterable of Tensors or "
+                f"dicts, but got {_typename(params)}"
+            )
+        self.state: defaultdict = defaultdict(dict)
+        self.param_groups: list[dict[str, Any]] = []
+        param_groups = list(params)
+        if len(param_groups) == 0:
+            raise ValueError("optimizer got an empty parameter list")
+        if not isinstance(param_groups[0], dict):
+            param_groups = [{"params": param_groups}]
+        for group in param_groups:
+            self.add_param_group(group)
+
+    def _init_hooks(self) -> None:
+        self._optimizer_step_pre_hooks: OrderedDict = OrderedDict()
+        self._optimizer_step_post_hooks: OrderedDict = OrderedDict()
+        self._optimizer_state_dict_pre_hooks: OrderedDict = OrderedDict()
+        self._optimizer_state_dict_post_hooks: OrderedDict = OrderedDict()
+        self._optimizer_load_state_dict_pre_hooks: OrderedDict = OrderedDict()
+        self._optimizer_load_state_dict_post_hooks: OrderedDict = OrderedDict()
+
+    # -- pickling (what PyTorch keeps: defaults, state, param_groups) ---------------------------
+    def __getstate__(self) -> dict[str, Any]:
+        return {
+            "defaults": self.defaults,
+            "state": self.state,
+            "param_groups": self.param_groups,
+        }
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        if "_optimizer_step_pre_hooks" not in self.__dict__:
+            self._init_hooks()
+        # Groups saved by an older version may lack newer options: fill them from defaults.
+        for group in self.param_groups:
+            for k, v in self.defaults.items():
+                if v is not required:
+                    group.setdefault(k, v)
+
+    def __repr__(self) -> str:
+        lines = [self.__class__.__name__ + " ("]
+        for i, group in enumerate(self.param_groups):
+            lines.append(f"Parameter Group {i}")
+            for key in sorted(group.keys()):
+                if key != "params":
+                    lines.append(f"    {key}: {group[key]}")
+        lines.append(")")
+        return "\n".join(lines)
+
+    # -- parameter groups ---------------------------------------------------------------------
+    def add_param_group(self, param_group: dict[str, Any]) -> None:
+        """Add a group of parameters (with its own options) to ``param_groups``."""
+        if not isinstance(param_group, dict):
+            raise TypeError(f"param_group must be a dict, but got {type(param_group)}")
+        params = param_group["params"]
+        if isinstance(params, Tensor):
+            params = [params]
+        elif isinstance(params, set):
+            raise TypeError(
+                "optimizer parameters need to be organized in ordered collections, but the "
+                "ordering of tensors in sets will change between runs. Please use a list instead."
+            )
+        else:
+            params = list(params)
+        tensors, names = [], []
+        for p in params:
+            if isinstance(p, tuple) and len(p) == 2 and isinstance(p[0], str):
+                names.append(p[0])
+                tensors.append(p[1])
+            else:
+                tensors.append(p)
+        param_group["params"] = tensors
+        if names:
+            if len(names) != len(tensors):
+                raise ValueError(
+                    "all optimizer params should be with/without names. Some param names are "
+                    "missing"
+                )
+            param_group["param_names"] = names
+        for p in tensors:
+            if not isinstance(p, Tensor):
+                raise TypeError(
+                    f"optimizer can only optimize Tensors, but one of the params is {_typename(p)}"
+                )
+            if not self.defaults.get("differentiable", None) and not (
+                p.is_leaf or p.retains_grad
+            ):
+                raise ValueError("can't optimize a non-leaf Tensor")
+        for name, default in self.defaults.items():
+            if default is required and name not in param_group:
+                raise ValueError(
+                    "parameter group didn't specify a value of required optimization parameter "
+                    f"{name}"
+                )
+            param_group.setdefault(name, default)
+        if len({id(p) for p in tensors}) != len(tensors):
+            warnings.warn(
+                "optimizer contains a parameter group with duplicate parameters; in future, this "
+                "will cause an error; see github.com/pytorch/pytorch/issues/40967 for more "
+                "information",
+                stacklevel=3,
+            )
+        seen = {id(p) for group in self.param_groups for p in group["params"]}
+        if any(id(p) in seen for p in tensors):
+            raise ValueError("some parameters appear in more than one parameter group")
+        if self.param_groups and (
+            ("param_names" in param_group) != ("param_names" in self.param_groups[0])
+        ):
+            raise ValueError("all optimizer param groups should be with/without names.")
+        self.param_groups.append(param_group)
+
+    # -- gradients ------------------------------------------------------------------------------
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Reset the gradients of all optimized parameters (to ``None``, or to zeros in place)."""
+        for group in self.param_groups:
+            for p in group["params"]:
+                g = p.grad
+                if g is None:
+                    continue
+                if set_to_none:
+                    p.grad = None
+                    continue
+                if g.grad_fn is not None:
+                    g.detach_()
+                else:
+                    g._rg = False
+                d = g._data
+                if d.flags.writeable:
+                    d.fill(0)
+                else:
+                    g._data = _backend.xp_of(d).zeros_like(d)
+
+    # -- the step -------------------------------------------------------------------------------
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        """Perform one optimization step: update every parameter that has a gradient.
+
+        Args:
+            closure: a callable that re-evaluates the model and returns the loss (needed by
+                LBFGS; optional for the others). It runs with gradients enabled.
+        Returns:
+            The closure's loss, or ``None``.
+        """
+        if self._optimizer_step_pre_hooks or _global_step_pre_hooks:
+            args, kwargs = self._run_pre_hooks((closure,), {})
+            closure = args[0] if args else kwargs.get("closure")
+        loss = self._step(closure)
+        if self._optimizer_step_post_hooks or _global_step_post_hooks:
+            for hook in chain(self._optimizer_step_post_hooks.values(),
+                              _global_step_post_hooks.values()):
+                hook(self, (closure,), {})
+        return loss
+
+    def _run_pre_hooks(self, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+        for hook in chain(_global_step_pre_hooks.values(), self._optimizer_step_pre_hooks.values()):
+            res = hook(self, args, kwargs)
+            if res is not None:
+                if not (isinstance(res, tuple) and len(res) == 2):
+                    raise RuntimeError(
+                        f"{hook} must return None or a tuple of (new_args, new_kwargs), but got "
+                        f"{res}."
+                    )
+                args, kwargs = res
+        return args, kwargs
+
+    def _step(self, closure: Callable[[], Any] | None) -> Any:
+        loss = None
+        if closure is not None:
+            with grad_mode.enable_grad():
+                loss = closure()
+        update = self._update
+        for group in self.param_groups:
+            h = self._prepare(group)
+            for p in group["params"]:
+                g = p.grad
+                if g is None:
+                    continue
+                update(p, g._data, h)
+                v = p._version
+                if v is not None:  # the parameter changed in place: saved copies are stale
+                    v[0] += 1
+        return loss
+
+    def _prepare(self, group: dict[str, Any]) -> Any:
+        """The group's options in the form ``_update`` wants (called once per group per step)."""
+        return group
+
+    def _update(self, p: Tensor, g: Any, h: Any) -> None:
+        """Update parameter ``p`` in place from its gradient array ``g``."""
+        raise NotImplementedError(
+            f"{type(self).__name__} must implement _update(p, g, h) (or override step())"
+        )
+
+    # -- hooks ----------------------------------------------------------------------------------
+    def register_step_pre_hook(self, hook: Callable) -> _HookHandle:
+        """``hook(optimizer, args, kwargs) -> None | (args, kwargs)`` runs before ``step``."""
+        return _add_hook(self._optimizer_step_pre_hooks, hook)
+
+    def register_step_post_hook(self, hook: Callable) -> _HookHandle:
+        """``hook(optimizer, args, kwargs)`` runs after ``step``."""
+        return _add_hook(self._optimizer_step_post_hooks, hook)
+
+    def register_state_dict_pre_hook(self, hook: Callable, prepend: bool = False) -> _HookHandle:
+        """``hook(optimizer)`` runs before ``state_dict()`` builds its result."""
+        return _add_hook(self._optimizer_state_dict_pre_hooks, hook, prepend)
+
+    def register_state_dict_post_hook(self, hook: Callable, prepend: bool = False) -> _HookHandle:
+        """``hook(optimizer, state_dict) -> None | state_dict`` runs after ``state_dict()``."""
+        return _add_hook(self._optimizer_state_dict_post_hooks, hook, prepend)
+
+    def register_load_state_dict_pre_hook(
+        self, hook: Callable, prepend: bool = False
+    ) -> _HookHandle:
+        """``hook(optimizer, state_dict) -> None | state_dict`` runs before loading."""
+        return _add_hook(self._optimizer_load_state_dict_pre_hooks, hook, prepend)
+
+    def register_load_state_dict_post_hook(
+        self, hook: Callable, prepend: bool = False
+    ) -> _HookHandle:
+        """``hook(optimizer)`` runs after ``load_state_dict``."""
+        return _add_hook(self._optimizer_load_state_dict_post_hooks, hook, prepend)
+
+    # -- state_dict -----------------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        """The optimizer's state in PyTorch's layout.
+
+        ``{'state': {0: {'step': ..., 'exp_avg': ...}, 1: ...}, 'param_groups': [{'lr': ...,
+        'params': [0, 1]}]}``: parameters are numbered in the order the groups list them. The
+        state tensors are the live ones (as in PyTorch); save or copy them to keep a snapshot.
+        """
+        for hook in self._optimizer_state_dict_pre_hooks.values():
+            hook(self)
+        index: dict[int, int] = {}
+        groups = []
+        for group in self.param_groups:
+            packed = {k: v for k, v in group.items() if k != "params"}
+            for p in group["params"]:
+                index.setdefault(id(p), len(index))
+            packed["params"] = [index[id(p)] for p in group["params"]]
+            groups.append(packed)
+        state = {
+            (index[id(k)] if isinstance(k, Tensor) else k): dict(v) for k, v in self.state.items()
+        }
+        sd = {"state": state, "param_groups": groups}
+        for hook in self._optimizer_state_dict_post_hooks.values():
+            res = hook(self, sd)
+            if res is not None:
+                sd = res
+        return sd
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Load a state from ``state_dict()`` (ember's or PyTorch's): a resumed optimizer
+        continues the identical trajectory. State tensors are copied, cast to each parameter's
+        dtype (``'step'`` keeps its own) and moved to its device."""
+        state_dict = dict(state_dict)
+        for hook in self._optimizer_load_state_dict_pre_hooks.values():
+            res = hook(self, state_dict)
+            if res is not None:
+                state_dict = res
+        groups = self.param_groups
+        saved_groups = deepcopy(state_dict["param_groups"])
+        if len(groups) != len(saved_groups):
+            raise ValueError(
+                "loaded state dict has a different number of parameter groups"
+                f" ({len(saved_groups)} saved, this optimizer has {len(groups)})"
+            )
+        for g, s in zip(groups, saved_groups):
+            if len(g["params"]) != len(s["params"]):
+                raise ValueError(
+                    "loaded state dict contains a parameter group that doesn't match the size of "
+                    f"optimizer's group ({len(s['params'])} saved vs {len(g['params'])} here)"
+                )
+        id_map = dict(
+            zip(
+                chain.from_iterable(s["params"] for s in saved_groups),
+                chain.from_iterable(g["params"] for g in groups),
+            )
+        )
+        state: defaultdict = defaultdict(dict)
+        for k, v in state_dict["state"].items():
+            if k in id_map:
+                p = id_map[k]
+                state[p] = {key: _cast_state(p, val, key) for key, val in v.items()}
+            else:
+                state[k] = v
+        new_groups = []
+        for g, s in zip(groups, saved_groups):
+            s["params"] = g["params"]
+            if "param_names" in g and "param_names" not in s:
+                s["param_names"] = g["param_names"]
+            new_groups.append(s)
+        self.__setstate__({"state": state, "param_groups": new_groups})
+        for hook in self._optimizer_load_state_dict_post_hooks.values():
+            hook(self)
+
+
+def _cast_state(p: Tensor, value: Any, key: Any) -> Any:
+    """A loaded state value as this optimizer keeps it: a copy, on ``p``'s device, floating
+    tensors in ``p``'s dtype except ``'step'`` (kept as saved; a number becomes a tensor)."""
+    if isinstance(value, dict):
+        return {k: _cast_state(p, v, k) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(_cast_state(p, v, key) for v in value)
+    arr = _to_array(value)
+    if arr is None:
+        if key == "step" and isinstance(value, int | float):
+            return _step_tensor(float(value), p._data)
+        return value
+    arr = _backend.to_device(arr, p.device, copy=False)
+    xp = _backend.xp_of(arr)
+    if key != "step" and arr.dtype.kind == "f" and p.is_floating_point():
+        arr = arr.astype(p._data.dtype, copy=True)
+    else:
+        arr = xp.array(arr, copy=True)
+    return Tensor._make(arr)
