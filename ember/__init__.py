@@ -82,6 +82,7 @@ from .ops.reduction import *  # noqa: F403
 from .ops.linalg import *  # noqa: F403
 from .ops.shape import *  # noqa: F403
 from .ops.indexing import *  # noqa: F403
+from ._tensor_str import get_printoptions, set_printoptions
 from . import autograd, cuda, backends, accelerator  # noqa: E402
 
 # PyTorch's dtype aliases

@@ -408,10 +408,11 @@ def erfcx(x: Any) -> Any:
     xp, x, dt = _prep(x)
     ax = xp.abs(x)
     pos = _erfcx_pos(xp, ax)
-    # erfcx(-a) = 2 exp(a^2) - erfcx(a); overflows to inf for a > ~26.6, as it should
-    big = xp.minimum(ax, 27.0)
-    neg = 2.0 * xp.exp(big * big) / _exp_neg_square(xp, big) / xp.exp(big * big) - pos
-    neg = xp.where(ax > 26.7, xp.inf, neg)
+    # erfcx(-a) = 2 exp(a^2) - erfcx(a), which overflows to inf for a > 26.63
+    a = xp.where(x < 0, xp.minimum(ax, 27.0), 0.0)
+    hi = a.astype(np.float32).astype(np.float64)
+    with np.errstate(over="ignore"):
+        neg = 2.0 * xp.exp(hi * hi) * xp.exp((a - hi) * (a + hi)) - pos
     return _done(xp, xp.where(x < 0, neg, pos), dt)
 
 
@@ -429,7 +430,7 @@ def erfinv(x: Any) -> Any:
     # Halley steps on f(y) = erf(y) - a: f' = 2/sqrt(pi) exp(-y^2), f'' = -2y f'
     central = a < 0.5
     q = 1.0 - a  # exact for a >= 1/2
-    for _ in range(3):
+    for _ in range(2):
         y_small = y < 0.5
         ec = _erfc_pos(xp, y)
         er = xp.where(y_small, _erf_small(xp.where(y_small, y, 0.0)), 1.0 - ec)
@@ -453,7 +454,7 @@ def _lgamma_pos(xp: Any, x: Any) -> Any:
         prod = prod * xp.where(n >= k, xs - k, 1.0)
     corr = xp.where(
         below, -xp.log(xs) - xp.log1p(xs),
-        xp.where(one, -xp.log1p(xp.where(one, xs - 1.0, 0.0)), xp.log(prod)),
+        xp.where(one, -xp.log1p(xp.where(one & ~below, xs - 1.0, 0.0)), xp.log(prod)),
     )
     small = z * _poly(z, _LGAMMA2_COEFS) + corr
     # Stirling's series
@@ -493,12 +494,13 @@ def _digamma_pos(xp: Any, x: Any) -> Any:
     base = ((y - _DIGAMMA_ROOT_HI) - _DIGAMMA_ROOT_LO) * _poly(y - 1.5, _DIGAMMA_COEFS)
     acc = xp.zeros_like(xs)
     for k in range(int(_SERIES_START - 2.0) + 1, 0, -1):  # smallest terms first
-        acc = acc + xp.where(n >= k, 1.0 / (xs - k), 0.0)
+        acc = acc + xp.where(n >= k, 1.0 / xp.where(n >= k, xs - k, 1.0), 0.0)
     small = base + xp.where(below, -1.0 / xs, acc)
     # asymptotic series
     xl = xp.where(mid | xp.isnan(x), _SERIES_START, x)
-    r2 = 1.0 / (xl * xl)
-    large = xp.log(xl) - 0.5 / xl - r2 * _poly(r2, _DIGAMMA_ASYMPTOTIC)
+    r = 1.0 / xl
+    r2 = r * r
+    large = xp.log(xl) - 0.5 * r - r2 * _poly(r2, _DIGAMMA_ASYMPTOTIC)
     out = xp.where(mid, small, large)
     return xp.where(xp.isnan(x), x, out)
 

@@ -482,3 +482,8 @@ def _cast_state(p: Tensor, value: Any, key: Any) -> Any:
     else:
         arr = xp.array(arr, copy=True)
     return Tensor._make(arr)
+
+
+def _xp(arr: Any) -> Any:
+    """The array module of a parameter array (NumPy fast path first)."""
+    return np if type(arr) is np.ndarray else _backend.xp_of(arr)

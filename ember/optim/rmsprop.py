@@ -1,0 +1,124 @@
+"""RMSprop: divide the gradient by a running root-mean-square (Hinton's lecture 6e)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .._tensor import Tensor
+from .optimizer import (
+    Optimizer,
+    ParamsT,
+    _check_lr,
+    _check_nonneg,
+    _step_tensor,
+    _value,
+    _xp,
+    _zeros_state,
+)
+
+__all__ = ["RMSprop"]
+
+
+class RMSprop(Optimizer):
+    r"""RMSprop, PyTorch's algorithm::
+
+        g = -grad if maximize else grad;  g = g + weight_decay * p    (if weight_decay)
+        v = alpha * v + (1 - alpha) * g^2
+        centered:  a = alpha * a + (1 - alpha) * g;   r = sqrt(v - a^2) + eps
+        otherwise: r = sqrt(v) + eps
+        momentum > 0:  b = momentum * b + g / r;  p = p - lr * b
+        otherwise:     p = p - lr * g / r
+
+    State per parameter: ``'step'``, ``'square_avg'`` (v), ``'momentum_buffer'`` (b, with
+    momentum), ``'grad_avg'`` (a, when centered).
+
+    Args:
+        params: parameters or parameter groups.
+        lr: learning rate. Default 1e-2.
+        alpha: smoothing constant. Default 0.99.
+        eps: denominator term. Default 1e-8.
+        weight_decay: L2 penalty. Default 0.
+        momentum: momentum factor. Default 0.
+        centered: normalise by the estimated variance instead of the raw second moment.
+        maximize: ascend the objective.
+        capturable, foreach, differentiable: accepted for PyTorch compatibility; ignored.
+
+    Example::
+
+        opt = ember.optim.RMSprop(model.parameters(), lr=1e-3, momentum=0.9)
+    """
+
+    def __init__(
+        self,
+        params: ParamsT,
+        lr: float | Tensor = 1e-2,
+        alpha: float = 0.99,
+        eps: float = 1e-8,
+        weight_decay: float = 0,
+        momentum: float = 0,
+        centered: bool = False,
+        capturable: bool = False,
+        foreach: bool | None = None,
+        maximize: bool = False,
+        differentiable: bool = False,
+    ) -> None:
+        _check_lr(lr)
+        _check_nonneg("epsilon", eps)
+        _check_nonneg("momentum", momentum)
+        _check_nonneg("weight_decay", weight_decay)
+        _check_nonneg("alpha", alpha)
+        defaults = dict(
+            lr=lr, momentum=momentum, alpha=alpha, eps=eps, centered=centered,
+            weight_decay=weight_decay, capturable=capturable, foreach=foreach,
+            maximize=maximize, differentiable=differentiable,
+        )
+        super().__init__(params, defaults)
+
+    def _prepare(self, group: dict[str, Any]) -> tuple:
+        return (
+            _value(group["lr"]), _value(group["alpha"]), _value(group["eps"]),
+            _value(group["weight_decay"]), _value(group["momentum"]), group["centered"],
+            group["maximize"],
+        )
+
+    def _update(self, p: Tensor, g: Any, h: tuple) -> None:
+        lr, alpha, eps, wd, momentum, centered, maximize = h
+        d = p._data
+        state = self.state[p]
+        if not state:
+            state["step"] = _step_tensor(0.0, d)
+            state["square_avg"] = _zeros_state(d)
+            if momentum > 0:
+                state["momentum_buffer"] = _zeros_state(d)
+            if centered:
+                state["grad_avg"] = _zeros_state(d)
+        state["step"]._data += 1
+        if maximize:
+            g = -g
+        if wd != 0:
+            g = g + wd * d
+        v = state["square_avg"]._data
+        v *= alpha
+        r = g * g
+        r *= 1.0 - alpha
+        v += r
+        xp = _xp(d)
+        if centered:
+            a = state["grad_avg"]._data
+            a *= alpha
+            a += (1.0 - alpha) * g
+            xp.multiply(a, a, out=r)
+            xp.subtract(v, r, out=r)
+            xp.sqrt(r, out=r)
+        else:
+            xp.sqrt(v, out=r)
+        r += eps
+        xp.divide(g, r, out=r)
+        if momentum > 0:
+            b = state["momentum_buffer"]._data
+            b *= momentum
+            b += r
+            d -= lr * b
+        else:
+            r *= lr
+            d -= r

@@ -1,0 +1,87 @@
+"""SGD: stochastic gradient descent with optional momentum (heavy-ball or Nesterov)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .._tensor import Tensor
+from .optimizer import Optimizer, ParamsT, _check_lr, _check_nonneg, _value
+
+__all__ = ["SGD"]
+
+
+class SGD(Optimizer):
+    r"""Stochastic gradient descent, PyTorch's algorithm::
+
+        g = -grad if maximize else grad
+        g = g + weight_decay * p                         (if weight_decay)
+        b = g  (first step)  |  b = momentum * b + (1 - dampening) * g
+        g = g + momentum * b  (nesterov)  |  g = b        (if momentum)
+        p = p - lr * g
+
+    State per parameter: ``'momentum_buffer'`` (only when ``momentum != 0``).
+
+    Args:
+        params: parameters or parameter groups.
+        lr: learning rate (a float or a 0-d tensor). Default 1e-3.
+        momentum, dampening, weight_decay: as above (defaults 0).
+        nesterov: Nesterov momentum (needs ``momentum > 0`` and ``dampening == 0``).
+        maximize: ascend the objective instead of descending it.
+        foreach, differentiable, fused: accepted for PyTorch compatibility; ignored.
+
+    Example::
+
+        opt = ember.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    """
+
+    def __init__(
+        self,
+        params: ParamsT,
+        lr: float | Tensor = 1e-3,
+        momentum: float = 0,
+        dampening: float = 0,
+        weight_decay: float | Tensor = 0,
+        nesterov: bool = False,
+        *,
+        maximize: bool = False,
+        foreach: bool | None = None,
+        differentiable: bool = False,
+        fused: bool | None = None,
+    ) -> None:
+        _check_lr(lr)
+        _check_nonneg("momentum", momentum)
+        _check_nonneg("weight_decay", weight_decay)
+        if nesterov and (momentum <= 0 or dampening != 0):
+            raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+        defaults = dict(
+            lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
+            nesterov=nesterov, maximize=maximize, foreach=foreach,
+            differentiable=differentiable, fused=fused,
+        )
+        super().__init__(params, defaults)
+
+    def _prepare(self, group: dict[str, Any]) -> tuple:
+        return (
+            _value(group["lr"]), _value(group["momentum"]), _value(group["dampening"]),
+            _value(group["weight_decay"]), group["nesterov"], group["maximize"],
+        )
+
+    def _update(self, p: Tensor, g: Any, h: tuple) -> None:
+        lr, momentum, dampening, wd, nesterov, maximize = h
+        d = p._data
+        if maximize:
+            g = -g
+        if wd != 0:
+            g = g + wd * d
+        if momentum != 0:
+            state = self.state[p]
+            buf_t = state.get("momentum_buffer")
+            if buf_t is None:
+                state["momentum_buffer"] = buf_t = Tensor._make(g.copy())
+                buf = buf_t._data
+            else:
+                buf = buf_t._data
+                buf *= momentum
+                buf += g * (1.0 - dampening) if dampening != 0 else g
+            g = g + momentum * buf if nesterov else buf
+        d -= lr * g
