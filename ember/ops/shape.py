@@ -131,6 +131,17 @@ def _wrap(dim: Any, ndim: int, scalar_ok: bool = True) -> int:
     return dim % n
 
 
+def _call(ctx: Any, op: Any, *args: Any) -> Any:
+    """``ctx.call(op, *args)``, giving the fresh node of the raw path its ``xp`` (which
+    ``Node.call`` does not set yet) so that ``op.forward`` can use ``ctx.xp``."""
+    if ctx._tensor_mode:
+        return op.apply(*args)
+    node = op._node_cls()
+    node.xp = ctx.xp
+    node.needs_input_grad = (False,) * len(args)
+    return op.forward(node, *args)
+
+
 def _lst(shape: Any) -> list[int]:
     return [int(s) for s in shape]
 
@@ -514,7 +525,7 @@ class Permute(Op):
         inv = [0] * len(ctx.dims)
         for i, d in enumerate(ctx.dims):
             inv[d] = i
-        return ctx.call(Permute, grad, tuple(inv)), None
+        return _call(ctx, Permute, grad, tuple(inv)), None
 
 
 class Transpose(Op):
@@ -530,7 +541,7 @@ class Transpose(Op):
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
-        return ctx.call(Transpose, grad, *ctx.d), None, None
+        return _call(ctx, Transpose, grad, *ctx.d), None, None
 
 
 def permute(x: Any, *dims: Any) -> Any:
@@ -628,7 +639,7 @@ class _Sub(Op):
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
-        return ctx.call(_Embed, grad, ctx.shape, ctx.idx), None
+        return _call(ctx, _Embed, grad, ctx.shape, ctx.idx), None
 
 
 class Narrow(_Sub):
@@ -657,7 +668,7 @@ class _Embed(Op):
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
-        return ctx.call(_Sub, grad, ctx.idx), None, None
+        return _call(ctx, _Sub, grad, ctx.idx), None, None
 
 
 def narrow(x: Any, dim: int, start: Any, length: int) -> Any:
@@ -730,9 +741,9 @@ class Cat(Op):
                 out.append(None)
                 continue
             if n is None:  # a skipped empty 1-D tensor: its gradient is empty too
-                out.append(ctx.call(_Sub, grad.reshape(-1), (slice(0, 0),)))
+                out.append(_call(ctx, _Sub, grad.reshape(-1), (slice(0, 0),)))
                 continue
-            out.append(ctx.call(_Sub, grad, (slice(None),) * d + (slice(off, off + n),)))
+            out.append(_call(ctx, _Sub, grad, (slice(None),) * d + (slice(off, off + n),)))
             off += n
         return (*out, None)
 
@@ -796,7 +807,7 @@ class Stack(Op):
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
         pre = (slice(None),) * ctx.dim
-        out = [ctx.call(_Sub, grad, pre + (i, Ellipsis)) if ctx.needs_input_grad[i] else None
+        out = [_call(ctx, _Sub, grad, pre + (i, Ellipsis)) if ctx.needs_input_grad[i] else None
                for i in range(ctx.n)]
         return (*out, None)
 
@@ -933,7 +944,7 @@ class Split(Op):
         for g, (a, b) in zip(grads, bounds):
             if g is None or a >= b:
                 continue
-            e = ctx.call(_Embed, g, ctx.shape, pre + (slice(a, b),))
+            e = _call(ctx, _Embed, g, ctx.shape, pre + (slice(a, b),))
             total = e if total is None else total + e
         if total is None:
             total = ctx.xp.zeros(ctx.shape, grads[0].dtype)
@@ -1115,7 +1126,7 @@ class Flip(Op):
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
-        return ctx.call(Flip, grad, ctx.dims), None
+        return _call(ctx, Flip, grad, ctx.dims), None
 
 
 def flip(input: Any, *dims: Any) -> Any:
@@ -1160,7 +1171,7 @@ class Roll(Op):
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
         neg = -ctx.shifts if isinstance(ctx.shifts, int) else tuple(-s for s in ctx.shifts)
-        return ctx.call(Roll, grad, neg, ctx.dims), None, None
+        return _call(ctx, Roll, grad, neg, ctx.dims), None, None
 
 
 def roll(input: Any, shifts: Any, dims: Any = None) -> Any:
@@ -1273,7 +1284,7 @@ class RepeatInterleave(Op):
         if isinstance(r, int):
             g = grad.reshape(tuple(shp[:d]) + (shp[d], r) + tuple(shp[d + 1 :]))
             return g.sum(axis=d + 1), None, None
-        return ctx.call(_SegmentSum, grad, r, d), None, None
+        return _call(ctx, _SegmentSum, grad, r, d), None, None
 
 
 class _SegmentSum(Op):
@@ -1296,7 +1307,7 @@ class _SegmentSum(Op):
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
-        return ctx.call(RepeatInterleave, grad, ctx.r, ctx.dim), None, None
+        return _call(ctx, RepeatInterleave, grad, ctx.r, ctx.dim), None, None
 
 
 def repeat_interleave(input: Any, repeats: Any = None, dim: int | None = None, *,
@@ -1372,7 +1383,7 @@ class Unfold(Op):
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
-        return ctx.call(_UnfoldBackward, grad, ctx.shape, *ctx.args), None, None, None
+        return _call(ctx, _UnfoldBackward, grad, ctx.shape, *ctx.args), None, None, None
 
 
 class _UnfoldBackward(Op):
@@ -1398,7 +1409,7 @@ class _UnfoldBackward(Op):
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
-        return ctx.call(Unfold, grad, *ctx.args), None, None, None, None
+        return _call(ctx, Unfold, grad, *ctx.args), None, None, None, None
 
 
 def unfold(input: Any, dimension: int, size: int, step: int) -> Any:
@@ -1459,8 +1470,8 @@ class AsStrided(Op):
             from .._backend import device_of, to_device
 
             xi, oi = to_device(xi, device_of(data)), to_device(oi, device_of(data))
-        mem = ctx.call(_ScatterAdd, grad, oi, hi - lo)
-        return ctx.call(_Gather, mem, xi), None, None, None
+        mem = _call(ctx, _ScatterAdd, grad, oi, hi - lo)
+        return _call(ctx, _Gather, mem, xi), None, None, None
 
 
 def _mem_index(xp: Any, shape: tuple, stride: tuple, offset: int) -> Any:
@@ -1485,7 +1496,7 @@ class _ScatterAdd(Op):
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
-        return ctx.call(_Gather, grad, ctx.idx), None, None
+        return _call(ctx, _Gather, grad, ctx.idx), None, None
 
 
 class _Gather(Op):
@@ -1500,7 +1511,7 @@ class _Gather(Op):
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
-        return ctx.call(_ScatterAdd, grad, ctx.idx, ctx.length), None
+        return _call(ctx, _ScatterAdd, grad, ctx.idx, ctx.length), None
 
 
 def _storage_extent(arr: Any) -> tuple[int, int] | None:

@@ -1,1 +1,3 @@
-"""``ember.utils``."""
+"""``ember.utils``: data loading (``ember.utils.data``)."""
+
+from . import data  # noqa: F401

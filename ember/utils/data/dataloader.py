@@ -1,0 +1,337 @@
+"""``DataLoader``: batches from a dataset, shuffled each epoch, loaded in parallel by workers.
+
+``__iter__`` is a generator. With ``num_workers > 0`` each worker is a real process that fetches
+and collates whole batches; batches come back in order; a worker's exception is re-raised here
+with its traceback; a worker that dies or a ``timeout`` that passes raises instead of hanging.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import queue
+import random
+import traceback
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from ._collate import default_collate, default_convert
+from .dataset import IterableDataset, TensorDataset
+from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
+
+__all__ = ["DataLoader", "get_worker_info", "WorkerInfo"]
+
+_POLL = 0.1  # seconds between liveness checks while waiting for a worker
+
+
+@dataclass
+class WorkerInfo:
+    """What ``get_worker_info()`` returns inside a worker process."""
+
+    id: int
+    num_workers: int
+    seed: int
+    dataset: Any
+
+
+_worker_info: WorkerInfo | None = None
+
+
+def get_worker_info() -> WorkerInfo | None:
+    """The current worker's id, count, seed and dataset copy; ``None`` in the main process."""
+    return _worker_info
+
+
+class _ExceptionWrapper:
+    """An exception raised in a worker, carried to the main process with its traceback."""
+
+    def __init__(self, exc: BaseException, where: str) -> None:
+        self.exc_type = type(exc)
+        self.message = (
+            f"Caught {type(exc).__name__} {where}.\nOriginal "
+            + "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+        )
+
+    def reraise(self) -> None:
+        try:
+            err = self.exc_type(self.message)
+        except Exception:  # noqa: BLE001 - exception types with unusual constructors
+            err = RuntimeError(self.message)
+        raise err
+
+
+class _IterationEnd:
+    """A worker's iterable dataset is exhausted."""
+
+
+def _fetch(dataset: Any, indices: Any, auto_collation: bool, collate_fn: Any) -> Any:
+    if not auto_collation:
+        return collate_fn(dataset[indices])
+    if collate_fn is default_collate and isinstance(dataset, TensorDataset):
+        return dataset._batch(indices)  # whole batch in one index op per tensor
+    if hasattr(dataset, "__getitems__"):
+        return collate_fn(dataset.__getitems__(indices))
+    return collate_fn([dataset[i] for i in indices])
+
+
+def _worker_loop(dataset: Any, index_q: Any, result_q: Any, collate_fn: Any, auto_collation: bool,
+                 iterable: bool, batch_size: int | None, drop_last: bool, worker_id: int,
+                 num_workers: int, seed: int, init_fn: Any) -> None:
+    global _worker_info
+    from ... import _random
+
+    _random.manual_seed(seed)
+    random.seed(seed)
+    _worker_info = WorkerInfo(worker_id, num_workers, seed, dataset)
+    try:
+        if init_fn is not None:
+            init_fn(worker_id)
+        it = iter(dataset) if iterable else None
+    except Exception as e:  # noqa: BLE001 - reported to the main process
+        result_q.put((-1, _ExceptionWrapper(e, f"in DataLoader worker process {worker_id}")))
+        return
+    while True:
+        try:
+            msg = index_q.get()
+        except (EOFError, OSError):
+            return
+        if msg is None:
+            return
+        task, indices = msg
+        try:
+            if iterable:
+                if auto_collation:
+                    items = []
+                    for _ in range(batch_size):
+                        try:
+                            items.append(next(it))
+                        except StopIteration:
+                            break
+                    if not items or (drop_last and len(items) < batch_size):
+                        data: Any = _IterationEnd()
+                    else:
+                        data = collate_fn(items)
+                else:
+                    try:
+                        data = collate_fn(next(it))
+                    except StopIteration:
+                        data = _IterationEnd()
+            else:
+                data = _fetch(dataset, indices, auto_collation, collate_fn)
+        except Exception as e:  # noqa: BLE001 - reported to the main process
+            data = _ExceptionWrapper(e, f"in DataLoader worker process {worker_id}")
+        result_q.put((task, data))
+
+
+class DataLoader:
+    """Batches of ``dataset``: ``for xb, yb in DataLoader(ds, batch_size=64, shuffle=True)``.
+
+    Args (PyTorch's): batch_size, shuffle, sampler, batch_sampler, num_workers, collate_fn,
+    pin_memory (accepted; a no-op on ember), drop_last, timeout, worker_init_fn,
+    multiprocessing_context, generator, prefetch_factor, persistent_workers.
+    """
+
+    def __init__(self, dataset: Any, batch_size: int | None = 1, shuffle: bool | None = None,
+                 sampler: Sampler | Any = None, batch_sampler: Any = None, num_workers: int = 0,
+                 collate_fn: Any = None, pin_memory: bool = False, drop_last: bool = False,
+                 timeout: float = 0, worker_init_fn: Any = None, multiprocessing_context: Any = None,
+                 generator: Any = None, *, prefetch_factor: int | None = None,
+                 persistent_workers: bool = False, pin_memory_device: str = "",
+                 in_order: bool = True) -> None:
+        if num_workers < 0:
+            raise ValueError("num_workers option should be non-negative; use num_workers=0 to disable multiprocessing.")
+        if timeout < 0:
+            raise ValueError("timeout option should be non-negative")
+        if num_workers == 0 and prefetch_factor is not None:
+            raise ValueError("prefetch_factor option could only be specified in multiprocessing.let num_workers > 0 to enable multiprocessing, otherwise set prefetch_factor to None.")
+        if persistent_workers and num_workers == 0:
+            raise ValueError("persistent_workers option needs num_workers > 0")
+        self.dataset = dataset
+        self.num_workers = num_workers
+        self.prefetch_factor = 2 if prefetch_factor is None and num_workers > 0 else prefetch_factor
+        self.pin_memory = pin_memory
+        self.timeout = timeout
+        self.worker_init_fn = worker_init_fn
+        self.multiprocessing_context = multiprocessing_context
+        self.generator = generator
+        self.persistent_workers = persistent_workers
+        self._iterable = isinstance(dataset, IterableDataset)
+
+        if self._iterable:
+            if shuffle not in (None, False):
+                raise ValueError(f"DataLoader with IterableDataset: expected unspecified shuffle option, but got shuffle={shuffle}")
+            if sampler is not None or batch_sampler is not None:
+                raise ValueError("DataLoader with IterableDataset: expected unspecified sampler/batch_sampler option")
+        if batch_sampler is not None:
+            if batch_size != 1 or shuffle or sampler is not None or drop_last:
+                raise ValueError("batch_sampler option is mutually exclusive with batch_size, shuffle, sampler, and drop_last")
+            batch_size = None
+            drop_last = False
+        elif batch_size is None and drop_last:
+            raise ValueError("batch_size=None option disables auto-batching and is mutually exclusive with drop_last")
+        if sampler is not None and shuffle:
+            raise ValueError("sampler option is mutually exclusive with shuffle")
+        if sampler is None and not self._iterable:
+            sampler = RandomSampler(dataset, generator=generator) if shuffle else SequentialSampler(dataset)
+        if batch_size is not None and batch_sampler is None and not self._iterable:
+            batch_sampler = BatchSampler(sampler, batch_size, drop_last)
+        self.batch_size = batch_size
+        self.drop_last = drop_last
+        self.sampler = sampler
+        self.batch_sampler = batch_sampler
+        self._auto_collation = batch_sampler is not None or (self._iterable and batch_size is not None)
+        if collate_fn is None:
+            collate_fn = default_collate if self._auto_collation else default_convert
+        self.collate_fn = collate_fn
+
+    def __len__(self) -> int:
+        if self._iterable:
+            n = len(self.dataset)
+            if self.batch_size is None:
+                return n
+            return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
+        if self.batch_sampler is not None:
+            return len(self.batch_sampler)
+        return len(self.sampler)
+
+    def _index_stream(self) -> Iterator:
+        if self._iterable:
+            while True:
+                yield None
+        yield from (self.batch_sampler if self.batch_sampler is not None else self.sampler)
+
+    def __iter__(self) -> Iterator:
+        if self.num_workers == 0:
+            return self._single_process()
+        return self._multi_process()
+
+    def _single_process(self) -> Iterator:
+        if self._iterable:
+            it = iter(self.dataset)
+            if not self._auto_collation:
+                for item in it:
+                    yield self.collate_fn(item)
+                return
+            while True:
+                items = []
+                for _ in range(self.batch_size):
+                    try:
+                        items.append(next(it))
+                    except StopIteration:
+                        break
+                if not items or (self.drop_last and len(items) < self.batch_size):
+                    return
+                yield self.collate_fn(items)
+                if len(items) < self.batch_size:
+                    return
+        for indices in self._index_stream():
+            yield _fetch(self.dataset, indices, self._auto_collation, self.collate_fn)
+
+    def _multi_process(self) -> Iterator:
+        from ... import _random
+
+        ctx = self.multiprocessing_context
+        if ctx is None:
+            ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context()
+        elif isinstance(ctx, str):
+            ctx = mp.get_context(ctx)
+        base_seed = int(_random._rng(self.generator).integers(0, 2**62))
+        n = self.num_workers
+        result_q = ctx.Queue()
+        index_qs = [ctx.Queue() for _ in range(n)]
+        workers = []
+        for w in range(n):
+            p = ctx.Process(
+                target=_worker_loop,
+                args=(self.dataset, index_qs[w], result_q, self.collate_fn, self._auto_collation,
+                      self._iterable, self.batch_size, self.drop_last, w, n, base_seed + w,
+                      self.worker_init_fn),
+                daemon=True,
+            )
+            p.start()
+            workers.append(p)
+        try:
+            yield from self._ordered_results(workers, index_qs, result_q)
+        finally:
+            for q in index_qs:
+                try:
+                    q.put(None)
+                except (OSError, ValueError):
+                    pass
+            for p in workers:
+                p.join(timeout=1.0)
+                if p.is_alive():
+                    p.terminate()
+                    p.join(timeout=1.0)
+            for q in [*index_qs, result_q]:
+                q.cancel_join_thread()
+                q.close()
+
+    def _ordered_results(self, workers: list, index_qs: list, result_q: Any) -> Iterator:
+        import time
+
+        stream = self._index_stream()
+        n = len(workers)
+        active = list(range(n))  # workers still producing (iterable datasets end per worker)
+        sent = 0
+        task_worker: dict[int, int] = {}
+        exhausted = False
+
+        def send_next() -> None:
+            nonlocal sent, exhausted
+            if exhausted or not active:
+                return
+            try:
+                indices = next(stream)
+            except StopIteration:
+                exhausted = True
+                return
+            w = active[sent % len(active)]
+            index_qs[w].put((sent, indices))
+            task_worker[sent] = w
+            sent += 1
+
+        for _ in range(self.prefetch_factor * n):
+            send_next()
+        waiting: dict[int, Any] = {}
+        next_task = 0
+        while next_task < sent:
+            if next_task in waiting:
+                data = waiting.pop(next_task)
+            else:
+                start = time.monotonic()
+                while True:
+                    try:
+                        task, data = result_q.get(timeout=_POLL)
+                        break
+                    except queue.Empty:
+                        for w, p in enumerate(workers):
+                            if not p.is_alive() and (w in active):
+                                raise RuntimeError(
+                                    f"DataLoader worker (pid {p.pid}) exited unexpectedly with exit "
+                                    f"code {p.exitcode}. A worker can die from running out of "
+                                    "memory or from a signal; run with num_workers=0 to see the "
+                                    "error in the main process."
+                                ) from None
+                        if self.timeout and time.monotonic() - start > self.timeout:
+                            raise RuntimeError(
+                                f"DataLoader timed out after {self.timeout} seconds waiting for a "
+                                "batch from its workers"
+                            ) from None
+                if task == -1 and isinstance(data, _ExceptionWrapper):
+                    data.reraise()
+                if task != next_task:
+                    waiting[task] = data
+                    continue
+            next_task += 1
+            if isinstance(data, _ExceptionWrapper):
+                data.reraise()
+            if isinstance(data, _IterationEnd):
+                w = task_worker.pop(next_task - 1, None)
+                if w in active:
+                    active.remove(w)
+                    # tasks already queued on that worker will also end; keep the order going
+                send_next()
+                continue
+            send_next()
+            yield data
