@@ -137,3 +137,9 @@ for _n, _c in (("FloatTensor", FloatTensor), ("DoubleTensor", DoubleTensor),
                ("ByteTensor", ByteTensor), ("BoolTensor", BoolTensor)):
     _c.__name__ = _c.__qualname__ = _n
 del _n, _c
+
+
+def __getattr__(name: str) -> object:
+    from ._missing import attribute_error
+
+    raise attribute_error("torch", name)

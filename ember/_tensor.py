@@ -890,6 +890,12 @@ class Tensor:
     def __dlpack_device__(self) -> Any:
         return self._data.__dlpack_device__()
 
+    def __getattr__(self, name: str) -> Any:
+        # only reached when normal lookup fails: a PyTorch method ember lacks, or a typo
+        from ._missing import attribute_error
+
+        raise attribute_error("torch.Tensor", name, what="object")
+
     # -- everything else is a one-line call into ember.ops --------------------------------
     # (defined below the class: ``_METHODS`` maps a method name to its op function)
 

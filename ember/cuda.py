@@ -71,3 +71,9 @@ def max_memory_allocated(device: Any = None) -> int:
 
 def reset_peak_memory_stats(device: Any = None) -> None:
     pass
+
+
+def __getattr__(name: str) -> object:
+    from ._missing import attribute_error
+
+    raise attribute_error("torch.cuda", name)

@@ -149,3 +149,9 @@ def set_detect_anomaly(mode: bool, check_nan: bool = True) -> Any:
 
 
 from . import function  # noqa: E402
+
+
+def __getattr__(name: str) -> object:
+    from .._missing import attribute_error
+
+    raise attribute_error("torch.autograd", name)

@@ -135,3 +135,38 @@ def stack(xs: Any, axis: int = 0) -> Any:
 def asarray(x: Any, dtype: Any = None) -> Any:
     t = _t(x)
     return t if dtype is None else t.to(dtype)
+
+
+# -- shape helpers (ember/ops/shape.py), NumPy argument names ---------------------------------
+
+
+def flip(x: Any, axis: Any = None) -> Any:
+    from ..ops import shape as _sh
+
+    if axis is None:
+        axis = tuple(range(x.ndim))
+    return _sh.flip(x, axis if isinstance(axis, tuple | list) else (axis,))
+
+
+def roll(x: Any, shift: Any, axis: Any = None) -> Any:
+    from ..ops import shape as _sh
+
+    return _sh.roll(x, shift, axis)
+
+
+def tile(x: Any, reps: Any) -> Any:
+    from ..ops import shape as _sh
+
+    return _sh.tile(x, tuple(reps) if isinstance(reps, tuple | list) else (reps,))
+
+
+def repeat(x: Any, repeats: Any, axis: Any = None) -> Any:
+    from ..ops import shape as _sh
+
+    return _sh.repeat_interleave(x, repeats, axis)
+
+
+def ascontiguousarray(x: Any) -> Any:
+    from ..ops import shape as _sh
+
+    return _sh.contiguous(x)

@@ -3,3 +3,9 @@
 from . import functional, init, utils  # noqa: F401
 from .modules import *  # noqa: F403
 from .parameter import *  # noqa: F403
+
+
+def __getattr__(name: str) -> object:
+    from .._missing import attribute_error
+
+    raise attribute_error("torch.nn", name)

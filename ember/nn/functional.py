@@ -7,3 +7,9 @@ The functions live with their ops (``ember/ops/activation.py``, ``ember/ops/nn.p
 from ..ops.activation import *  # noqa: F403
 from ..ops.conv import *  # noqa: F403
 from ..ops.nn import *  # noqa: F403
+
+
+def __getattr__(name: str) -> object:
+    from .._missing import attribute_error
+
+    raise attribute_error("torch.nn.functional", name)

@@ -64,6 +64,13 @@ def _sig(xp: Any, x: Any) -> Any:
     return xp.where(x >= 0, 1 / (1 + e), e / (1 + e))
 
 
+def _xp(ctx: Any, arr: Any) -> Any:
+    # ctx.xp, or the array's namespace when the op runs through ctx.call from another op's
+    # backward (Node.call does not set xp on the fresh node)
+    xp = getattr(ctx, "xp", None)
+    return xp if xp is not None else _backend.xp_of(arr)
+
+
 def _inplace(x: Tensor, fn: Any, *args: Any, **kwargs: Any) -> Tensor:
     return x._inplace(fn, *args, **kwargs)
 
@@ -169,7 +176,7 @@ class Elu(Op):
         (x,) = ctx.saved
         alpha, scale, s = ctx.args
         xp = ctx.xp
-        neg = grad * (xp.exp(xp.minimum(x, 0) * s) * (alpha * scale * s))
+        neg = grad * (xp.exp(xp.where(x < 0, x, 0) * s) * (alpha * scale * s))
         return xp.where(x > 0, grad * scale, neg), None, None, None
 
 
@@ -276,8 +283,9 @@ def silu(input: Tensor, inplace: bool = False) -> Tensor:
 
 
 def _softplus_arr(xp: Any, x: Any) -> Any:
-    # log(1 + exp(x)) without overflow: max(x, 0) + log1p(exp(-|x|))
-    return xp.maximum(x, 0) + xp.log1p(xp.exp(-xp.abs(x)))
+    # log(1 + exp(x)) without overflow: max(x, 0) + log1p(exp(-|x|)); written with where
+    # because backward rules also run on tensors (create_graph), where minimum needs two tensors
+    return xp.where(x > 0, x, 0) + xp.log1p(xp.exp(-xp.abs(x)))
 
 
 class Mish(Op):
@@ -308,7 +316,7 @@ def mish(input: Tensor, inplace: bool = False) -> Tensor:
 
 class Hardswish(Op):
     """out = x * relu6(x + 3) / 6
-    grad_x = 0 if x < -3; grad * (x / 3 + 1/2) if -3 <= x <= 3; grad if x > 3   (PyTorch's kinks)"""
+    grad_x = 0 if x <= -3; grad * (x / 3 + 1/2) if -3 < x < 3; grad if x >= 3   (PyTorch's kinks)"""
 
     @staticmethod
     def forward(ctx: Any, x: Any) -> Any:
@@ -321,7 +329,7 @@ class Hardswish(Op):
         (x,) = ctx.saved
         xp = ctx.xp
         mid = grad * (x / 3 + 0.5)
-        return xp.where(x < -3, grad * 0, xp.where(x <= 3, mid, grad))
+        return xp.where(x <= -3, grad * 0, xp.where(x < 3, mid, grad))
 
 
 def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
@@ -689,9 +697,8 @@ def softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: 
 
     if dim is None:
         dim = _softmax_dim("softmax", input.ndim, _stacklevel)
-    if dtype is not None:
-        input = input.to(dtype)
-    return _softmax(input, dim)
+    x = input if dtype is None else input.to(dtype)
+    return _softmax(x, dim)
 
 
 def log_softmax(
@@ -702,18 +709,16 @@ def log_softmax(
 
     if dim is None:
         dim = _softmax_dim("log_softmax", input.ndim, _stacklevel)
-    if dtype is not None:
-        input = input.to(dtype)
-    return _log_softmax(input, dim)
+    x = input if dtype is None else input.to(dtype)
+    return _log_softmax(x, dim)
 
 
 def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None) -> Tensor:
     """softmax(-x) along ``dim``."""
     if dim is None:
         dim = _softmax_dim("softmin", input.ndim, _stacklevel)
-    if dtype is not None:
-        input = input.to(dtype)
-    return softmax(-input, dim)
+    x = input if dtype is None else input.to(dtype)
+    return softmax(-x, dim)
 
 
 def gumbel_softmax(
@@ -764,7 +769,7 @@ class Linear(Op):
         if need[0]:
             gx = (g2 @ w).reshape(tuple(x.shape))
         if need[1]:
-            gw = g2.T @ x.reshape(rows, x.shape[-1])
+            gw = g2.swapaxes(0, 1) @ x.reshape(rows, x.shape[-1])
         if need[2]:
             gb = g2.sum(axis=0)
         return gx, gw, gb
@@ -817,31 +822,47 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
 
 
 class Bilinear(Op):
-    """out_k = x1^T W_k x2 + b_k
+    """out_k = x1^T W_k x2 + b_k   (batch dims flattened; every contraction is one GEMM)
     grad_x1 = sum_k grad_k W_k x2          grad_x2 = sum_k grad_k W_k^T x1
     grad_W_k = sum over batch of grad_k x1 x2^T          grad_b = sum grad"""
 
     @staticmethod
     def forward(ctx: Any, x1: Any, x2: Any, w: Any, b: Any) -> Any:
-        xp = ctx.xp
         ctx.save_for_backward(x1, x2, w)
-        out = xp.einsum("...i,kij,...j->...k", x1, w, x2)
+        k, i, j = w.shape
+        a1, a2 = x1.reshape(-1, i), x2.reshape(-1, j)
+        u = _x1_w(a1, w)  # (B, K, J)
+        out = (u * a2.reshape(-1, 1, j)).sum(axis=2)
         if b is not None:
             out = out + b
-        return out
+        return out.reshape(x1.shape[:-1] + (k,))
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
         x1, x2, w = ctx.saved
-        xp = ctx.xp
         need = ctx.needs_input_grad
-        g1 = xp.einsum("...k,kij,...j->...i", grad, w, x2) if need[0] else None
-        g2 = xp.einsum("...k,kij,...i->...j", grad, w, x1) if need[1] else None
-        gw = xp.einsum("...k,...i,...j->kij", grad, x1, x2) if need[2] else None
-        gb = None
+        k, i, j = tuple(w.shape)
+        g = grad.reshape(-1, k)
+        n = g.shape[0]
+        a1, a2 = x1.reshape(n, i), x2.reshape(n, j)
+        g1 = g2 = gw = gb = None
+        if need[0]:
+            t = (a2 @ w.reshape(k * i, j).swapaxes(0, 1)).reshape(n, k, i)
+            g1 = (g.reshape(n, k, 1) * t).sum(axis=1).reshape(tuple(x1.shape))
+        if need[1]:
+            g2 = (g.reshape(n, k, 1) * _x1_w(a1, w)).sum(axis=1).reshape(tuple(x2.shape))
+        if need[2]:
+            gk_a1 = (g.reshape(n, k, 1) * a1.reshape(n, 1, i)).reshape(n, k * i)
+            gw = (gk_a1.swapaxes(0, 1) @ a2).reshape(k, i, j)
         if need[3]:
-            gb = grad.reshape(-1, w.shape[0]).sum(axis=0)
+            gb = g.sum(axis=0)
         return g1, g2, gw, gb
+
+
+def _x1_w(a1: Any, w: Any) -> Any:
+    """(B, I) x (K, I, J) -> (B, K, J): sum_i a1[b, i] w[k, i, j], as one GEMM."""
+    k, i, j = tuple(w.shape)
+    return (a1 @ w.swapaxes(0, 1).reshape(i, k * j)).reshape(a1.shape[0], k, j)
 
 
 def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
@@ -1027,7 +1048,7 @@ class EmbeddingBackward(Op):
 
     @staticmethod
     def forward(ctx: Any, grad: Any, idx: Any, num_weights: int) -> Any:
-        xp = ctx.xp
+        xp = _xp(ctx, grad)
         ctx.save_for_backward(idx)
         d = grad.shape[-1]
         g2 = grad.reshape(-1, d)
@@ -1187,7 +1208,7 @@ class ConstantPad(Op):
 
     @staticmethod
     def forward(ctx: Any, x: Any, pads: tuple, value: float) -> Any:
-        xp = ctx.xp
+        xp = _xp(ctx, x)
         ctx.pads = pads
         widths = [(max(lo, 0), max(hi, 0)) for lo, hi in pads]
         crop = tuple(slice(max(-lo, 0), x.shape[i] - max(-hi, 0)) for i, (lo, hi) in enumerate(pads))
@@ -1215,7 +1236,7 @@ class GatherAlong(Op):
     def forward(ctx: Any, x: Any, idx: Any, axis: int) -> Any:
         ctx.save_for_backward(idx)
         ctx.axis, ctx.n = axis, x.shape[axis]
-        return ctx.xp.take(x, idx, axis=axis)
+        return _xp(ctx, x).take(x, idx, axis=axis)
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
@@ -1229,7 +1250,7 @@ class ScatterAlong(Op):
 
     @staticmethod
     def forward(ctx: Any, x: Any, idx: Any, axis: int, n: int) -> Any:
-        xp = ctx.xp
+        xp = _xp(ctx, x)
         ctx.save_for_backward(idx)
         ctx.axis = axis
         onehot = (idx[:, None] == xp.arange(n)).astype(x.dtype)  # (len(idx), n)

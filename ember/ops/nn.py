@@ -43,6 +43,7 @@ __all__ = [
     "rms_norm",
     "batch_norm",
     "instance_norm",
+    "local_response_norm",
     "scaled_dot_product_attention",
 ]
 
@@ -400,10 +401,10 @@ def _class_target_checks(name: str, input: Any, target: Any, weight: Any) -> Any
     """Validate class-index targets; returns the target as int64."""
     ishape, tshape = tuple(input.shape), tuple(target.shape)
     if target.dtype not in (_dtype.int64, _dtype.uint8):
-        hint = ""
+        hint = " Class-index targets must be int64: use target.long()."
         if target.is_floating_point():
-            hint = (" Class-index targets must be int64: use target.long(). Or, to pass class "
-                    f"probabilities, give a float target of the input's shape {list(ishape)}.")
+            hint += (" Or, to pass class probabilities, give a float target of the input's "
+                     f"shape {list(ishape)}.")
         raise RuntimeError(
             f"expected target dtype to be Long or Byte, but got {_dtype_name(target)} "
             f"(expected scalar type Long but found {_dtype_name(target)}; {name} got input "
@@ -543,7 +544,7 @@ class BinaryCrossEntropy(Op):
             g = g * w
         gx = gt = None
         if ctx.needs_input_grad[0]:
-            gx = g * (x - t) / xp.maximum(x * (1 - x), 1e-12)
+            gx = g * (x - t) / (x * (1 - x)).clip(1e-12, None)
         if ctx.needs_input_grad[1]:
             with _quiet(xp):
                 gt = g * (xp.log1p(-x) - xp.log(x))
@@ -1223,6 +1224,67 @@ def _no_grad() -> Any:
     from ..autograd.grad_mode import no_grad
 
     return no_grad()
+
+
+def _shift_channels(xp: Any, a: Any, d: int) -> Any:
+    """b[:, c] = a[:, c - d] (zero where c - d falls outside the channels)."""
+    C = a.shape[1]
+    if d == 0:
+        return a
+    if abs(d) >= C:
+        return a * 0
+    if d > 0:
+        return xp.concatenate([a[:, :d] * 0, a[:, : C - d]], axis=1)
+    return xp.concatenate([a[:, -d:], a[:, :(-d)] * 0], axis=1)
+
+
+def _channel_window_sum(xp: Any, a: Any, before: int, after: int) -> Any:
+    """s[:, c] = sum of a[:, c - before .. c + after] (zero padded)."""
+    s = a
+    for d in range(-after, before + 1):
+        if d != 0:
+            s = s + _shift_channels(xp, a, d)
+    return s
+
+
+class LocalResponseNorm(Op):
+    """D_c = k + alpha / n * sum_{c' in win(c)} x_c'^2;  out = x * D^-beta
+    grad_x_c' = grad_c' D_c'^-beta - 2 beta alpha / n * x_c' * sum_{c: c' in win(c)} grad_c x_c D_c^(-beta-1)"""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any, size: int, alpha: float, beta: float, k: float) -> Any:
+        d = _lrn_denominator(ctx.xp, x, size, alpha, k)
+        ctx.size, ctx.alpha, ctx.beta, ctx.k = size, alpha, beta, k
+        ctx.save_for_backward(x, d)
+        return x * d ** (-beta)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        x, d = ctx.saved
+        xp, size, alpha, beta = ctx.xp, ctx.size, ctx.alpha, ctx.beta
+        if _graphing(ctx):
+            d = _lrn_denominator(xp, x, size, alpha, ctx.k)
+        inner = _channel_window_sum(xp, grad * x * d ** (-beta - 1), (size - 1) // 2, size // 2)
+        gx = grad * d ** (-beta) - (2 * beta * alpha / size) * x * inner
+        return gx, None, None, None, None
+
+
+def _lrn_denominator(xp: Any, x: Any, size: int, alpha: float, k: float) -> Any:
+    return k + (alpha / size) * _channel_window_sum(xp, x * x, size // 2, (size - 1) // 2)
+
+
+def local_response_norm(input: Any, size: int, alpha: float = 1e-4, beta: float = 0.75,
+                        k: float = 1.0) -> Any:
+    """Normalize each channel by the squared activity of ``size`` neighbouring channels."""
+    if input.ndim < 3:
+        raise ValueError(
+            f"Expected 3D or higher dimensionality input (got {input.ndim} dimensions; "
+            f"local_response_norm takes (N, C, *), got shape {list(input.shape)})"
+        )
+    if input.numel() == 0:
+        return input * 1
+    _check_floating("local_response_norm", input)
+    return LocalResponseNorm.apply(input, int(size), float(alpha), float(beta), float(k))
 
 
 # ---------------------------------------------------------------------------------------------

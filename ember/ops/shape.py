@@ -276,19 +276,21 @@ class Unsqueeze(Reshape):
     node_name = "UnsqueezeBackward0"
 
 
-def reshape(x: Any, *shape: Any) -> Any:
+def reshape(x: Any, *size: Any, shape: Any = None) -> Any:
     """Tensor with the same data in ``shape`` (a view when the layout allows, else a copy)."""
-    shape = _infer_shape(_shape_arg(shape), x._data.size)
+    shape = _infer_shape(_shape_arg(size if shape is None else (shape,)), x._data.size)
     if _can_view(x._data, shape):
         return Reshape.apply(x, shape)
     return ReshapeCopy.apply(x, shape)
 
 
-def view(x: Any, *shape: Any) -> Any:
+def view(x: Any, *shape: Any, size: Any = None) -> Any:
     """View of ``x`` with another shape (no copy; an error when strides do not allow it).
 
     ``x.view(dtype)`` reinterprets the bytes as another dtype of the same size.
     """
+    if size is not None:
+        shape = (size,)
     if len(shape) == 1 and not isinstance(shape[0], int | tuple | list) and not _is_t(shape[0]):
         return _view_dtype(x, shape[0])
     shape = _infer_shape(_shape_arg(shape), x._data.size)
@@ -544,9 +546,9 @@ class Transpose(Op):
         return _call(ctx, Transpose, grad, *ctx.d), None, None
 
 
-def permute(x: Any, *dims: Any) -> Any:
+def permute(x: Any, *order: Any, dims: Any = None) -> Any:
     """View of ``x`` with dims in the order ``dims``."""
-    dims = _dims_arg(dims)
+    dims = _dims_arg(order if dims is None else (dims,))
     nd = x._data.ndim
     if len(dims) != nd:
         raise RuntimeError(
@@ -752,7 +754,7 @@ def cat(tensors: Any, dim: int = 0, *, out: Any = None) -> Any:
     """Concatenate tensors along an existing dim (dtypes promoted; empty 1-D tensors skipped)."""
     ts = _tensor_list(tensors, "cat")
     if not ts:
-        raise RuntimeError("torch.cat(): expected a non-empty list of Tensors")
+        raise ValueError("torch.cat(): expected a non-empty list of Tensors")
     for i, t in enumerate(ts):
         if t._data.ndim == 0:
             raise RuntimeError(
@@ -1129,9 +1131,9 @@ class Flip(Op):
         return _call(ctx, Flip, grad, ctx.dims), None
 
 
-def flip(input: Any, *dims: Any) -> Any:
+def flip(input: Any, *order: Any, dims: Any = None) -> Any:
     """Reverse the order of elements along ``dims`` (a copy, as in PyTorch)."""
-    ds = _dims_arg(dims)
+    ds = _dims_arg(order if dims is None else (dims,))
     nd = input._data.ndim
     w = tuple(_wrap(d, nd) for d in ds)
     if len(set(w)) != len(w):
@@ -1274,17 +1276,19 @@ class RepeatInterleave(Op):
     node_name = "RepeatInterleaveBackward0"
 
     @staticmethod
-    def forward(ctx: Any, x: Any, repeats: Any, dim: int) -> Any:
-        ctx.shape, ctx.repeats, ctx.dim = x.shape, repeats, dim
+    def forward(ctx: Any, x: Any, repeats: Any, dim: int, idx: Any = None) -> Any:
+        ctx.shape, ctx.repeats, ctx.dim, ctx.idx = x.shape, repeats, dim, idx
+        if idx is not None:  # per-slice repeats: gather with the precomputed index
+            return ctx.xp.take(x, idx, axis=dim)
         return ctx.xp.repeat(x, repeats, axis=dim)
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
         r, d, shp = ctx.repeats, ctx.dim, ctx.shape
-        if isinstance(r, int):
+        if ctx.idx is None:
             g = grad.reshape(tuple(shp[:d]) + (shp[d], r) + tuple(shp[d + 1 :]))
-            return g.sum(axis=d + 1), None, None
-        return _call(ctx, _SegmentSum, grad, r, d), None, None
+            return g.sum(axis=d + 1), None, None, None
+        return _call(ctx, _SegmentSum, grad, r, d, ctx.idx), None, None, None
 
 
 class _SegmentSum(Op):
@@ -1293,9 +1297,9 @@ class _SegmentSum(Op):
     node_name = "RepeatInterleaveBackwardBackward0"
 
     @staticmethod
-    def forward(ctx: Any, g: Any, r: Any, dim: int) -> Any:
+    def forward(ctx: Any, g: Any, r: Any, dim: int, idx: Any) -> Any:
         xp = ctx.xp
-        ctx.r, ctx.dim = r, dim
+        ctx.r, ctx.dim, ctx.idx = r, dim, idx
         shape = g.shape[:dim] + (r.shape[0],) + g.shape[dim + 1 :]
         out = xp.zeros(shape, g.dtype)
         if g.shape[dim] == 0 or g.size == 0:
@@ -1307,12 +1311,14 @@ class _SegmentSum(Op):
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
-        return _call(ctx, RepeatInterleave, grad, ctx.r, ctx.dim), None, None
+        return _call(ctx, RepeatInterleave, grad, ctx.r, ctx.dim, ctx.idx), None, None, None
 
 
 def repeat_interleave(input: Any, repeats: Any = None, dim: int | None = None, *,
                       output_size: int | None = None) -> Any:
     """Repeat each element (or slice along ``dim``) ``repeats`` times (int or 1-D tensor)."""
+    from .._backend import CPU, device_of, to_device
+
     if repeats is None:  # repeat_interleave(repeats): indices 0..n-1 repeated
         r = input._data
         if r.ndim > 1 or r.dtype.kind not in "iu":
@@ -1320,13 +1326,11 @@ def repeat_interleave(input: Any, repeats: Any = None, dim: int | None = None, *
                 f"repeat_interleave: repeats must be a 0-dim or 1-dim integer tensor, got shape "
                 f"{_lst(r.shape)} and dtype {input.dtype}"
             )
-        from .._backend import xp_of
-
-        xp = xp_of(r)
-        r = r.reshape(-1)
-        if (r < 0).any():
+        rh = np.asarray(to_device(r, CPU)).reshape(-1)
+        if (rh < 0).any():
             raise RuntimeError("repeats can not be negative")
-        return _make(xp.repeat(xp.arange(r.shape[0], dtype=np.int64), r))
+        idx = np.repeat(np.arange(rh.shape[0], dtype=np.int64), rh)
+        return _make(to_device(idx, device_of(r)))
     x = input
     if dim is None:
         x = reshape(x, (-1,))
@@ -1337,18 +1341,20 @@ def repeat_interleave(input: Any, repeats: Any = None, dim: int | None = None, *
             x = reshape(x, (1,))
     n = x._data.shape[d]
     if _is_t(repeats) and repeats._data.ndim == 1 and repeats._data.shape[0] != 1:
-        r = repeats._data
-        if r.dtype.kind not in "iu":
+        if repeats._data.dtype.kind not in "iu":
             raise RuntimeError(f"repeat_interleave: repeats must have an integer dtype, got "
                                f"{repeats.dtype}")
-        if r.shape[0] != n:
+        rh = np.asarray(to_device(repeats._data, CPU)).astype(np.int64)
+        if rh.shape[0] != n:
             raise RuntimeError(
                 f"repeats must have the same size as input along dim, but got repeats.size(0) = "
-                f"{r.shape[0]} and input.size({d}) = {n}"
+                f"{rh.shape[0]} and input.size({d}) = {n}"
             )
-        if (r < 0).any():
+        if (rh < 0).any():
             raise RuntimeError("repeats can not be negative")
-        return RepeatInterleave.apply(x, r.astype(np.int64), d)
+        dev = device_of(x._data)
+        idx = np.repeat(np.arange(n, dtype=np.int64), rh)
+        return RepeatInterleave.apply(x, to_device(rh, dev), d, to_device(idx, dev))
     if _is_t(repeats) and repeats._data.ndim > 1:
         raise RuntimeError(
             f"repeat_interleave: repeats must be 0-dim or 1-dim tensor, got shape "

@@ -1,1 +1,33 @@
-"""``ember.optim`` (placeholder: being written)."""
+"""``ember.optim``: optimizers and learning-rate schedulers, with PyTorch's interface.
+
+``Optimizer`` walks parameter groups and parameters; each algorithm writes only its in-place
+per-parameter update on arrays (see ``optimizer.py``).
+"""
+
+from . import lr_scheduler
+from .adadelta import Adadelta
+from .adagrad import Adagrad
+from .adam import Adam
+from .adamax import Adamax
+from .adamw import AdamW
+from .lbfgs import LBFGS
+from .nadam import NAdam
+from .optimizer import Optimizer
+from .radam import RAdam
+from .rmsprop import RMSprop
+from .sgd import SGD
+
+__all__ = [
+    "Adadelta",
+    "Adagrad",
+    "Adam",
+    "AdamW",
+    "Adamax",
+    "LBFGS",
+    "NAdam",
+    "Optimizer",
+    "RAdam",
+    "RMSprop",
+    "SGD",
+    "lr_scheduler",
+]

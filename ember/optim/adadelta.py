@@ -94,14 +94,12 @@ class Adadelta(Optimizer):
         tmp = g * g
         tmp *= 1.0 - rho
         v += tmp
-        std = v + eps
-        xp.sqrt(std, out=std)
-        xp.add(u, eps, out=tmp)
-        xp.sqrt(tmp, out=tmp)
+        std = xp.sqrt(v + eps)
+        tmp = xp.sqrt(u + eps)
         tmp /= std
         tmp *= g  # tmp is now the step dx
         u *= rho
-        xp.multiply(tmp, tmp, out=std)
+        std = tmp * tmp
         std *= 1.0 - rho
         u += std
         tmp *= lr

@@ -94,8 +94,8 @@ class Adagrad(Optimizer):
         xp = _xp(d)
         tmp = g * g
         acc += tmp
-        xp.sqrt(acc, out=tmp)
+        tmp = xp.sqrt(acc)
         tmp += eps
-        xp.divide(g, tmp, out=tmp)
+        tmp = g / tmp
         tmp *= clr
         d -= tmp

@@ -120,9 +120,11 @@ class Adam(Optimizer):
             vmax = state["max_exp_avg_sq"]._data
             xp.maximum(vmax, v, out=vmax)
             v = vmax
-        denom = xp.sqrt(v, out=gg)  # reuse the temporary
+        # temporaries are updated with in-place operators, never out=: for a 0-d parameter
+        # NumPy hands back scalars, which out= cannot take
+        denom = xp.sqrt(v)
         denom /= math.sqrt(1.0 - b2**t)
         denom += eps
-        xp.divide(m, denom, out=denom)
-        denom *= lr / (1.0 - b1**t)
-        d -= denom
+        upd = m / denom
+        upd *= lr / (1.0 - b1**t)
+        d -= upd

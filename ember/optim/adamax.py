@@ -98,6 +98,6 @@ class Adamax(Optimizer):
         tmp = xp.abs(g)
         tmp += eps
         xp.maximum(u, tmp, out=u)
-        xp.divide(m, u, out=tmp)
+        tmp = m / u
         tmp *= lr / (1.0 - b1**t)
         d -= tmp

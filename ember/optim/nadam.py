@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from .._tensor import Tensor
@@ -120,13 +119,12 @@ class NAdam(Optimizer):
         r = g * g
         r *= 1.0 - b2
         v += r
-        xp.divide(v, 1.0 - b2**t, out=r)
-        xp.sqrt(r, out=r)
+        r = xp.sqrt(v / (1.0 - b2**t))
         r += eps
         # two terms: the current gradient's and the momentum's
         upd = g / r
         upd *= lr * (1.0 - mu) / (1.0 - mu_product)
         d -= upd
-        xp.divide(m, r, out=upd)
+        upd = m / r
         upd *= lr * mu_next / (1.0 - mu_product * mu_next)
         d -= upd

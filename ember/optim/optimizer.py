@@ -463,9 +463,13 @@ class Optimizer:
             hook(self)
 
 
+_SCALAR_KEYS = ("step", "mu_product")
+
+
 def _cast_state(p: Tensor, value: Any, key: Any) -> Any:
     """A loaded state value as this optimizer keeps it: a copy, on ``p``'s device, floating
-    tensors in ``p``'s dtype except ``'step'`` (kept as saved; a number becomes a tensor)."""
+    tensors in ``p``'s dtype except the scalar counters ``'step'`` and ``'mu_product'`` (kept as
+    saved, so a resumed run repeats the original's rounding; a number becomes a tensor)."""
     if isinstance(value, dict):
         return {k: _cast_state(p, v, k) for k, v in value.items()}
     if isinstance(value, list | tuple):
@@ -477,7 +481,7 @@ def _cast_state(p: Tensor, value: Any, key: Any) -> Any:
         return value
     arr = _backend.to_device(arr, p.device, copy=False)
     xp = _backend.xp_of(arr)
-    if key != "step" and arr.dtype.kind == "f" and p.is_floating_point():
+    if key not in _SCALAR_KEYS and arr.dtype.kind == "f" and p.is_floating_point():
         arr = arr.astype(p._data.dtype, copy=True)
     else:
         arr = xp.array(arr, copy=True)

@@ -118,9 +118,9 @@ class RAdam(Optimizer):
                 (rho_t - 4.0) * (rho_t - 2.0) * rho_inf / ((rho_inf - 4.0) * (rho_inf - 2.0) * rho_t)
             )
             xp = _xp(d)
-            xp.sqrt(v, out=tmp)
+            tmp = xp.sqrt(v)
             tmp += eps
-            xp.divide(m, tmp, out=tmp)
+            tmp = m / tmp
             tmp *= lr * rect * math.sqrt(bc2) / bc1
         else:
             tmp = m * (lr / bc1)

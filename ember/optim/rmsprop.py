@@ -107,13 +107,11 @@ class RMSprop(Optimizer):
             a = state["grad_avg"]._data
             a *= alpha
             a += (1.0 - alpha) * g
-            xp.multiply(a, a, out=r)
-            xp.subtract(v, r, out=r)
-            xp.sqrt(r, out=r)
+            r = xp.sqrt(v - a * a)
         else:
-            xp.sqrt(v, out=r)
+            r = xp.sqrt(v)
         r += eps
-        xp.divide(g, r, out=r)
+        r = g / r
         if momentum > 0:
             b = state["momentum_buffer"]._data
             b *= momentum

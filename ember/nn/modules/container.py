@@ -174,9 +174,10 @@ class Sequential(Module):
         return self
 
     def forward(self, input: Any) -> Any:
+        x = input
         for module in self:
-            input = module(input)
-        return input
+            x = module(x)
+        return x
 
 
 class ModuleList(Module):
@@ -356,12 +357,14 @@ class ModuleDict(Module):
             self[m[0]] = m[1]
 
 
-def _param_line(k: Any, p: Any) -> str:
+def _param_line(k: Any, p: Any, typename: bool = False) -> str:
+    # ParameterList shows the dtype (torch.float32), ParameterDict the type (torch.FloatTensor)
     if isinstance(p, Tensor):
         size = "x".join(str(s) for s in p.size())
         dev = f" ({p.device})" if p.device.type == "cuda" else ""
         kind = "Parameter" if isinstance(p, Parameter) else "Tensor"
-        return f"  ({k}): {kind} containing: [{p.dtype} of size {size}{dev}]"
+        what = p.type() if typename else p.dtype
+        return f"  ({k}): {kind} containing: [{what} of size {size}{dev}]"
     return f"  ({k}): Object of type: {type(p).__name__}"
 
 
@@ -545,7 +548,7 @@ class ParameterDict(Module):
             self[p[0]] = p[1]
 
     def extra_repr(self) -> str:
-        return "\n".join(_param_line(k, p) for k, p in self.items())
+        return "\n".join(_param_line(k, p, typename=True) for k, p in self.items())
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("ParameterDict should not be called.")

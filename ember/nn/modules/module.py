@@ -23,7 +23,7 @@ from ..parameter import Buffer, Parameter
 __all__ = ["Module", "RemovableHandle"]
 
 
-class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
+class _IncompatibleKeys(namedtuple("_IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
     __slots__ = ()
 
     def __repr__(self) -> str:
@@ -440,7 +440,7 @@ class Module:
         if recurse:
             for m in self.children():
                 m._apply(fn)
-        for key, p in self._parameters.items():
+        for p in self._parameters.values():
             if p is None:
                 continue
             with grad_mode.no_grad():

@@ -28,3 +28,9 @@ __all__ = [
     "SubsetRandomSampler", "WeightedRandomSampler", "BatchSampler", "DistributedSampler",
     "default_collate", "default_convert", "get_worker_info", "WorkerInfo",
 ]
+
+
+def __getattr__(name: str) -> object:
+    from ..._missing import attribute_error
+
+    raise attribute_error("torch.utils.data", name)

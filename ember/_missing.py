@@ -1,0 +1,51 @@
+"""What happens when a PyTorch program reaches for an API that ember lacks.
+
+Names that exist in PyTorch 2.13 (listed in ``_torch_api.txt``) raise ``NotImplementedYet``:
+"ember does not implement torch.<name> yet", at the point of use. It is also an AttributeError,
+so ``hasattr(torch, name)`` is simply False, as feature probes expect. Other names get Python's
+usual AttributeError (a typo is a typo). ``ember run --report`` lists what a run reached for.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+touched: dict[str, None] = {}  # ordered set of "torch.x.y" names a run asked for and ember lacks
+
+
+class NotImplementedYet(NotImplementedError, AttributeError):
+    """An API PyTorch has and ember does not implement yet."""
+
+
+@functools.lru_cache(maxsize=1)
+def _api() -> dict[str, frozenset[str]]:
+    out: dict[str, frozenset[str]] = {}
+    section = None
+    for line in (Path(__file__).with_name("_torch_api.txt")).read_text().splitlines():
+        if line.startswith("#") or not line.strip():
+            continue
+        if line.startswith("["):
+            section = line.strip("[]")
+        elif section is not None:
+            out[section] = frozenset(line.split())
+    return out
+
+
+def attribute_error(namespace: str, name: str, what: str = "module") -> AttributeError:
+    """The error for ``namespace.name``: NotImplementedYet if PyTorch has it, else AttributeError."""
+    if not name.startswith("_") and name in _api().get(namespace, ()):
+        full = f"{namespace}.{name}"
+        touched[full] = None
+        return NotImplementedYet(f"ember does not implement {full} yet")
+    if what == "module":
+        return AttributeError(f"module '{namespace}' has no attribute '{name}'")
+    return AttributeError(f"'{namespace.rsplit('.', 1)[-1]}' object has no attribute '{name}'")
+
+
+def report() -> str:
+    if not touched:
+        return "ember run --report: the run used no PyTorch API that ember lacks."
+    lines = ["ember run --report: PyTorch APIs this run reached for that ember does not implement yet:"]
+    lines += [f"  {name}" for name in touched]
+    return "\n".join(lines)
