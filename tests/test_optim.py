@@ -673,7 +673,10 @@ def test_hooks() -> None:
     h2.remove()
     opt.step()
     assert calls == ["pre", "post"]
-    opt.register_state_dict_post_hook(lambda o, sd: sd.setdefault("extra", 1))
+    def add_extra(o: object, sd: dict) -> None:
+        sd["extra"] = 1
+
+    opt.register_state_dict_post_hook(add_extra)
     assert opt.state_dict()["extra"] == 1
     seen = []
     opt.register_load_state_dict_post_hook(lambda o: seen.append(1))

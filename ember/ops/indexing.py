@@ -57,13 +57,23 @@ __all__ = [
     "histc",
 ]
 
-# PyTorch's ``torch.return_types``: named tuples of (values, indices).
-_sort_rt = namedtuple("sort", ["values", "indices"])
-_topk_rt = namedtuple("topk", ["values", "indices"])
-_kthvalue_rt = namedtuple("kthvalue", ["values", "indices"])
-for _rt in (_sort_rt, _topk_rt, _kthvalue_rt):
-    _rt.__module__ = "ember.return_types"
-del _rt
+
+
+def _return_type(name: str) -> type:
+    """PyTorch's ``torch.return_types.<name>``: a named tuple (values, indices), same repr."""
+
+    def __repr__(self: Any) -> str:
+        return f"torch.return_types.{name}(\nvalues={self.values!r},\nindices={self.indices!r})"
+
+    cls = type(name, (namedtuple(name, ["values", "indices"]),),
+               {"__slots__": (), "__repr__": __repr__})
+    cls.__qualname__ = f"_{name}_rt"  # where pickle finds it (this module's attribute)
+    return cls
+
+
+_sort_rt = _return_type("sort")
+_topk_rt = _return_type("topk")
+_kthvalue_rt = _return_type("kthvalue")
 
 _INDEX_DTYPE_MSG = "tensors used as indices must be long, int, byte or bool tensors"
 
@@ -370,8 +380,8 @@ class _Key:
         acc = _accumulate(xp, comb, g.reshape(-1), m * r_tot, grad.dtype)
         acc = acc.reshape(tuple(sizes) + tuple(rest))
         order = dims + rest_dims
-        if order != sorted(order):
-            acc = acc.transpose(tuple(int(i) for i in np.argsort(order)))
+        if order != sorted(order):  # back to the view's dim order
+            acc = acc.transpose(tuple(sorted(range(len(order)), key=order.__getitem__)))
         return acc
 
 
@@ -765,7 +775,9 @@ class ScatterReduce(Op):
         w = src.reshape(-1)
         size = x.size
         flat = x.reshape(-1)
-        cnt = xp.bincount(lin, minlength=size)
+        cnt = None
+        if reduce == "mean" or (reduce == "sum" and not include_self):
+            cnt = xp.bincount(lin, minlength=size)
         if reduce in ("sum", "mean"):
             acc = _accumulate(xp, lin, w, size, x.dtype)
             total = flat + acc if include_self else acc
@@ -793,8 +805,13 @@ class ScatterReduce(Op):
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
+        # coefficients are computed on raw arrays (bx); only products with grad use ctx.xp, so
+        # the rule also runs under create_graph (prod excepted: its coefficients depend on x)
         xp = ctx.xp
         lin, cnt, reduce, inc = ctx.lin, ctx.cnt, ctx.reduce, ctx.include_self
+        bx = _backend.xp_of(lin)
+        if cnt is None:
+            cnt = bx.bincount(lin, minlength=_numel(tuple(grad.shape)))
         g = grad.reshape(-1)
         hit = cnt > 0
         dt = _raw(grad).dtype
@@ -802,14 +819,13 @@ class ScatterReduce(Op):
             gx = g if inc else xp.where(hit, 0, g)
             gs = g[lin]
         elif reduce == "mean":
-            n = (cnt + 1 if inc else xp.maximum(cnt, 1)).astype(dt)
+            n = (cnt + 1 if inc else bx.maximum(cnt, 1)).astype(dt)
             gn = g / n
             gx = gn if inc else xp.where(hit, 0, g)
             gs = gn[lin]
         else:
             x, src, out = (_raw(s) for s in ctx.saved)
             flat, w, r = x.reshape(-1), src.reshape(-1), out.reshape(-1)
-            bx = _backend.xp_of(flat)
             self_member = (~hit) | inc
             if reduce == "prod":
                 if _is_t(grad):

@@ -236,16 +236,17 @@ class _LogSoftmaxFromLse(Op):
         return grad - ctx.xp.exp(out) * grad.sum(axis=ctx.axis, keepdims=True), None, None
 
 
-def _softmax_stats(xp: Any, x: Any, axis: int) -> tuple[Any, Any]:
-    """(softmax(x), logsumexp(x)) along ``axis`` with keepdims, stable for any finite x."""
+def _softmax_stats(xp: Any, x: Any, axis: int, need_p: bool) -> tuple[Any, Any]:
+    """(softmax(x) or None, logsumexp(x)) along ``axis`` with keepdims, stable for finite x."""
     m = x.max(axis=axis, keepdims=True)
     with _quiet(xp):
         m = xp.where(xp.isfinite(m), m, 0)
         e = xp.exp(x - m)
         s = e.sum(axis=axis, keepdims=True)
-        e /= s
         lse = xp.log(s) + m
-    return e, lse
+        if need_p:
+            e /= s
+    return (e if need_p else None), lse
 
 
 # ---------------------------------------------------------------------------------------------
@@ -273,7 +274,7 @@ class CrossEntropy(Op):
         wshape = [1] * x.ndim
         wshape[ax] = C
         w_b = weight.reshape(wshape) if weight is not None else None
-        p, lse = _softmax_stats(xp, x, ax)
+        p, lse = _softmax_stats(xp, x, ax, ctx.needs_input_grad[0])
         ctx.ax, ctx.reduction, ctx.eps, ctx.probs, ctx.C = ax, reduction, eps, probs, C
         if probs:
             q = target if eps == 0 else target * (1 - eps) + eps / C
@@ -329,19 +330,20 @@ class CrossEntropy(Op):
             x, p_saved, tk, cls, wt, valid, w_b, den = ctx.saved
         if ctx.reduction == "mean":
             g = g / den
-        p = ctx.call(_SoftmaxCached, x, p_saved, ax)
         gx = gt = None
         if ctx.probs:
             q = target if eps == 0 else target * (1 - eps) + eps / C
             if w_b is not None:
                 q = q * w_b
             if ctx.needs_input_grad[0]:
+                p = ctx.call(_SoftmaxCached, x, p_saved, ax)
                 gx = g * (p * q.sum(axis=ax, keepdims=True) - q)
             if ctx.needs_input_grad[1]:
                 lsm = ctx.call(_LogSoftmaxFromLse, x, lse, ax)
                 coef = -(1 - eps) * lsm
                 gt = g * (coef * w_b if w_b is not None else coef)
             return gx, gt, None, None, None, None, None
+        p = ctx.call(_SoftmaxCached, x, p_saved, ax)
         onehot = cls == tk
         if eps == 0:
             gx = g * wt * (p - onehot)

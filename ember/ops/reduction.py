@@ -241,6 +241,15 @@ def _sum_arr(x: Any, axes: Any, keepdim: bool) -> Any:
     return x.sum(axis=axes, keepdims=keepdim, dtype=x.dtype)
 
 
+def _wide(x: Any) -> Any:
+    """Half-precision floats compute in float32 (no overflow in sums of squares), as PyTorch."""
+    return x.astype("float32") if x.dtype.kind == "f" and x.dtype.itemsize < 4 else x
+
+
+def _narrow(out: Any, dtype: Any) -> Any:
+    return out if out.dtype == dtype else out.astype(dtype)
+
+
 def _need(ctx: Any, i: int = 0) -> bool:
     nig = getattr(ctx, "needs_input_grad", None)
     return bool(nig and nig[i])
@@ -321,10 +330,11 @@ class Mean(Op):
         ctx.shape, ctx.axes, ctx.keepdim = x.shape, axes, keepdim
         n = _count(x.shape, axes)
         ctx.n = n
+        xw = _wide(x)
         if n:
-            return _sum_arr(x, axes, keepdim) / n
+            return _narrow(xw.sum(axis=axes, keepdims=keepdim) / n, x.dtype)
         with _quiet(ctx.xp):  # the mean of nothing is NaN, as in PyTorch
-            return _sum_arr(x, axes, keepdim) / 0.0
+            return _narrow(xw.sum(axis=axes, keepdims=keepdim) / 0.0, x.dtype)
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
@@ -714,10 +724,10 @@ class Var(Op):
         n = _count(x.shape, axes)
         ctx.shape, ctx.axes, ctx.keepdim, ctx.n = x.shape, axes, keepdim, n
         ctx.dof = _dof(n, correction, "var")
+        xw = _wide(x)
         with _quiet(ctx.xp):
-            mu = _sum_arr(x, axes, True) / n if n else _sum_arr(x, axes, True) / 0.0
-            d = x - mu
-            out = _sum_arr(d * d, axes, keepdim) / ctx.dof
+            d = xw - xw.sum(axis=axes, keepdims=True) / (n or 0.0)
+            out = _narrow((d * d).sum(axis=axes, keepdims=keepdim) / ctx.dof, x.dtype)
         if _need(ctx):
             ctx.save_for_backward(x)
         return out
@@ -740,10 +750,10 @@ class Std(Op):
         n = _count(x.shape, axes)
         ctx.shape, ctx.axes, ctx.keepdim, ctx.n = x.shape, axes, keepdim, n
         ctx.dof = _dof(n, correction, "std")
+        xw = _wide(x)
         with _quiet(ctx.xp):
-            mu = _sum_arr(x, axes, True) / n if n else _sum_arr(x, axes, True) / 0.0
-            d = x - mu
-            out = ctx.xp.sqrt(_sum_arr(d * d, axes, keepdim) / ctx.dof)
+            d = xw - xw.sum(axis=axes, keepdims=True) / (n or 0.0)
+            out = _narrow(ctx.xp.sqrt((d * d).sum(axis=axes, keepdims=keepdim) / ctx.dof), x.dtype)
         if _need(ctx):
             ctx.save_for_backward(x, out)
         return out
@@ -842,13 +852,15 @@ class Norm(Op):
     def forward(ctx: Any, x: Any, p: float, axes: Any, keepdim: bool) -> Any:
         xp = ctx.xp
         ctx.shape, ctx.axes, ctx.keepdim, ctx.p = x.shape, axes, keepdim, p
+        xw = _wide(x)
         if p == 2:
-            out = xp.sqrt(_sum_arr(x * x, axes, keepdim))
+            out = _narrow(xp.sqrt((xw * xw).sum(axis=axes, keepdims=keepdim)), x.dtype)
         elif p == 0:
             out = (x != 0).sum(axis=axes, keepdims=keepdim).astype(x.dtype)
         else:
             with _quiet(xp):
-                out = _sum_arr(xp.abs(x) ** p, axes, keepdim) ** (1.0 / p)
+                out = (xp.abs(xw) ** p).sum(axis=axes, keepdims=keepdim) ** (1.0 / p)
+            out = _narrow(out, x.dtype)
         if _need(ctx) and p != 0:
             ctx.save_for_backward(x, out)
         return out

@@ -21,7 +21,8 @@ class LBFGS(Optimizer):
        the very first direction is ``-g``;
     2. step size ``t = min(1, 1 / |g|_1) * lr`` on the first iteration, ``lr`` afterwards, or
        the strong-Wolfe line search's (``c1 = 1e-4, c2 = 0.9``, cubic interpolation, at most 25
-       evaluations) with ``line_search_fn='strong_wolfe'``;
+       evaluations, and no more than ``max_eval`` allows) with
+       ``line_search_fn='strong_wolfe'``;
     3. stop when ``max|g| <= tolerance_grad``, the directional derivative is above
        ``-tolerance_change``, the step or the loss change falls under ``tolerance_change``, or
        ``max_iter`` / ``max_eval`` are reached.
@@ -209,7 +210,7 @@ class LBFGS(Optimizer):
                     return self._directional_evaluate(closure, x, t_, d_)
 
                 loss, flat_grad, t, ls_func_evals = _strong_wolfe(
-                    obj_func, t, d, loss, flat_grad, gtd
+                    obj_func, t, d, loss, flat_grad, gtd, max_ls=max_eval - current_evals
                 )
                 self._add_grad(t, d)
                 opt_cond = float(xp.abs(flat_grad).max()) <= tolerance_grad
@@ -238,6 +239,7 @@ class LBFGS(Optimizer):
             if abs(loss - prev_loss) < tolerance_change:
                 break
 
+        state["al"] = al
         state["d"] = Tensor._make(d)
         state["t"] = t
         state["old_dirs"] = [Tensor._make(x) for x in old_dirs]
@@ -246,7 +248,6 @@ class LBFGS(Optimizer):
         state["H_diag"] = h_diag
         state["prev_flat_grad"] = Tensor._make(prev_flat_grad)
         state["prev_loss"] = prev_loss
-        state["al"] = al
         return orig_loss
 
 

@@ -112,10 +112,10 @@ class Module:
         d["_non_persistent_buffers_set"] = set()
         d["_modules"] = {}
         d["_forward_pre_hooks"] = OrderedDict()
-        d["_forward_pre_hooks_with_kwargs"] = {}
+        d["_forward_pre_hooks_with_kwargs"] = OrderedDict()
         d["_forward_hooks"] = OrderedDict()
-        d["_forward_hooks_with_kwargs"] = {}
-        d["_forward_hooks_always_called"] = {}
+        d["_forward_hooks_with_kwargs"] = OrderedDict()
+        d["_forward_hooks_always_called"] = OrderedDict()
         d["_backward_pre_hooks"] = OrderedDict()
         d["_backward_hooks"] = OrderedDict()
         d["_is_full_backward_hook"] = None
@@ -291,9 +291,9 @@ class Module:
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
         defaults: dict[str, Any] = {
-            "_forward_pre_hooks": OrderedDict, "_forward_pre_hooks_with_kwargs": dict,
-            "_forward_hooks": OrderedDict, "_forward_hooks_with_kwargs": dict,
-            "_forward_hooks_always_called": dict, "_backward_pre_hooks": OrderedDict,
+            "_forward_pre_hooks": OrderedDict, "_forward_pre_hooks_with_kwargs": OrderedDict,
+            "_forward_hooks": OrderedDict, "_forward_hooks_with_kwargs": OrderedDict,
+            "_forward_hooks_always_called": OrderedDict, "_backward_pre_hooks": OrderedDict,
             "_backward_hooks": OrderedDict, "_state_dict_hooks": OrderedDict,
             "_state_dict_pre_hooks": OrderedDict, "_load_state_dict_pre_hooks": OrderedDict,
             "_load_state_dict_post_hooks": OrderedDict, "_non_persistent_buffers_set": set,

@@ -1,3 +1,171 @@
-"""(placeholder: being written)"""
+"""Pooling layers: max, average and adaptive pooling in 1-D and 2-D."""
 
-__all__: list[str] = []
+from __future__ import annotations
+
+from typing import Any
+
+from ..._tensor import Tensor
+from ...ops import conv as C
+from .module import Module
+
+__all__ = [
+    "MaxPool1d",
+    "MaxPool2d",
+    "AvgPool1d",
+    "AvgPool2d",
+    "AdaptiveAvgPool1d",
+    "AdaptiveAvgPool2d",
+    "AdaptiveMaxPool1d",
+    "AdaptiveMaxPool2d",
+]
+
+
+def _single(v: Any) -> tuple:
+    return tuple(v) if isinstance(v, tuple | list) else (v,)
+
+
+class _MaxPoolNd(Module):
+    def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0,
+                 dilation: Any = 1, return_indices: bool = False,
+                 ceil_mode: bool = False) -> None:
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = stride if (stride is not None) else kernel_size
+        self.padding = padding
+        self.dilation = dilation
+        self.return_indices = return_indices
+        self.ceil_mode = ceil_mode
+
+    def extra_repr(self) -> str:
+        return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
+                f"dilation={self.dilation}, ceil_mode={self.ceil_mode}")
+
+
+class MaxPool1d(_MaxPoolNd):
+    """Max over sliding windows of an (N, C, L) or (C, L) input.
+
+    Args: kernel_size; stride (default kernel_size); padding (-inf, at most half the kernel);
+    dilation; return_indices (also return the argmax positions); ceil_mode (round the
+    output length up).
+    """
+
+    def forward(self, input: Tensor) -> Any:
+        return C.max_pool1d(input, self.kernel_size, self.stride, self.padding, self.dilation,
+                            ceil_mode=self.ceil_mode, return_indices=self.return_indices)
+
+
+class MaxPool2d(_MaxPoolNd):
+    """Max over sliding windows of an (N, C, H, W) or (C, H, W) input.
+
+    Args: kernel_size; stride (default kernel_size); padding (-inf, at most half the kernel);
+    dilation; return_indices (also return flat argmax positions h * W + w); ceil_mode.
+
+    Example::
+
+        >>> nn.MaxPool2d(2)(torch.randn(64, 16, 24, 24)).shape
+        torch.Size([64, 16, 12, 12])
+    """
+
+    def forward(self, input: Tensor) -> Any:
+        return C.max_pool2d(input, self.kernel_size, self.stride, self.padding, self.dilation,
+                            ceil_mode=self.ceil_mode, return_indices=self.return_indices)
+
+
+class AvgPool1d(Module):
+    """Mean over sliding windows of an (N, C, L) or (C, L) input.
+
+    Args: kernel_size; stride (default kernel_size); padding (zeros); ceil_mode;
+    count_include_pad (count padding zeros in the divisor).
+    """
+
+    def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0,
+                 ceil_mode: bool = False, count_include_pad: bool = True) -> None:
+        super().__init__()
+        self.kernel_size = _single(kernel_size)
+        self.stride = _single(stride if stride is not None else kernel_size)
+        self.padding = _single(padding)
+        self.ceil_mode = ceil_mode
+        self.count_include_pad = count_include_pad
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+    def forward(self, input: Tensor) -> Tensor:
+        return C.avg_pool1d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                            self.count_include_pad)
+
+
+class AvgPool2d(Module):
+    """Mean over sliding windows of an (N, C, H, W) or (C, H, W) input.
+
+    Args: kernel_size; stride (default kernel_size); padding (zeros); ceil_mode;
+    count_include_pad (count padding zeros in the divisor); divisor_override.
+    """
+
+    def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0,
+                 ceil_mode: bool = False, count_include_pad: bool = True,
+                 divisor_override: int | None = None) -> None:
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = stride if (stride is not None) else kernel_size
+        self.padding = padding
+        self.ceil_mode = ceil_mode
+        self.count_include_pad = count_include_pad
+        self.divisor_override = divisor_override
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+    def forward(self, input: Tensor) -> Tensor:
+        return C.avg_pool2d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                            self.count_include_pad, self.divisor_override)
+
+
+class _AdaptivePool(Module):
+    def __init__(self, output_size: Any) -> None:
+        super().__init__()
+        self.output_size = output_size
+
+    def extra_repr(self) -> str:
+        return f"output_size={self.output_size}"
+
+
+class AdaptiveAvgPool1d(_AdaptivePool):
+    """Average pooling to a fixed output length: window o covers
+    [floor(o L / out), ceil((o + 1) L / out))."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return C.adaptive_avg_pool1d(input, self.output_size)
+
+
+class AdaptiveAvgPool2d(_AdaptivePool):
+    """Average pooling to a fixed (H, W) (an int for both; None keeps that dim).
+
+    Example::
+
+        >>> nn.AdaptiveAvgPool2d((1, 1))(torch.randn(8, 64, 7, 7)).shape
+        torch.Size([8, 64, 1, 1])
+    """
+
+    def forward(self, input: Tensor) -> Tensor:
+        return C.adaptive_avg_pool2d(input, self.output_size)
+
+
+class _AdaptiveMaxPool(_AdaptivePool):
+    def __init__(self, output_size: Any, return_indices: bool = False) -> None:
+        super().__init__(output_size)
+        self.return_indices = return_indices
+
+
+class AdaptiveMaxPool1d(_AdaptiveMaxPool):
+    """Max pooling to a fixed output length (optionally returning the argmax positions)."""
+
+    def forward(self, input: Tensor) -> Any:
+        return C.adaptive_max_pool1d(input, self.output_size, self.return_indices)
+
+
+class AdaptiveMaxPool2d(_AdaptiveMaxPool):
+    """Max pooling to a fixed (H, W) (optionally returning flat argmax positions)."""
+
+    def forward(self, input: Tensor) -> Any:
+        return C.adaptive_max_pool2d(input, self.output_size, self.return_indices)

@@ -1,0 +1,1 @@
+"""ember's demo: a small CNN trained on scikit-learn's bundled handwritten digits."""

@@ -1,0 +1,303 @@
+"""``ember.linalg``: PyTorch's ``torch.linalg`` namespace.
+
+Differentiable: matmul, multi_dot, vecdot, cross, diagonal, vector_norm, matrix_norm / norm
+(except the spectral orders 2, -2 and 'nuc'), inv, det, slogdet, solve, cholesky, matrix_power.
+Computed without a derivative (backward raises a clear error): qr, svd, svdvals, eigh,
+eigvalsh, pinv, matrix_rank. The ops themselves live in ``ember/ops/linalg.py``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import namedtuple
+from typing import Any
+
+from .ops import linalg as _la
+from .ops.linalg import LinAlgError, cholesky, matmul, matrix_power, solve  # noqa: F401
+
+__all__ = [
+    "LinAlgError",
+    "matmul",
+    "multi_dot",
+    "vecdot",
+    "cross",
+    "diagonal",
+    "vector_norm",
+    "matrix_norm",
+    "norm",
+    "inv",
+    "inv_ex",
+    "det",
+    "slogdet",
+    "solve",
+    "cholesky",
+    "matrix_power",
+    "qr",
+    "svd",
+    "svdvals",
+    "eigh",
+    "eigvalsh",
+    "pinv",
+    "matrix_rank",
+]
+
+_qr_result = namedtuple("linalg_qr", ["Q", "R"])
+_svd_result = namedtuple("linalg_svd", ["U", "S", "Vh"])
+_eigh_result = namedtuple("linalg_eigh", ["eigenvalues", "eigenvectors"])
+_slogdet_result = namedtuple("linalg_slogdet", ["sign", "logabsdet"])
+_inv_ex_result = namedtuple("linalg_inv_ex", ["inverse", "info"])
+
+
+def _t(x: Any, fn: str, arg: str = "A") -> Any:
+    return _la._tensor(x, fn, arg, 1)
+
+
+def _square_float(fn: str, a: Any) -> Any:
+    a = _t(a, fn)
+    _la._check_float(fn, a)
+    _la._check_square(fn, a)
+    return a
+
+
+def vector_norm(x: Any, ord: float = 2, dim: Any = None, keepdim: bool = False, *,
+                dtype: Any = None, out: Any = None) -> Any:
+    """The vector ``ord``-norm of x over ``dim`` (all elements when None)."""
+    from .ops.reduction import vector_norm as _vector_norm
+
+    return _la._result(_vector_norm(x, ord, dim, keepdim, dtype=dtype), out)
+
+
+def _move_to_end(a: Any, d0: int, d1: int) -> Any:
+    return a.movedim((d0, d1), (-2, -1))
+
+
+def _restore_dims(r: Any, d0: int, d1: int, keepdim: bool) -> Any:
+    if keepdim:
+        for d in sorted((d0, d1)):
+            r = r.unsqueeze(d)
+    return r
+
+
+def matrix_norm(A: Any, ord: Any = "fro", dim: tuple = (-2, -1), keepdim: bool = False, *,
+                dtype: Any = None, out: Any = None) -> Any:
+    """A matrix norm over the two dims ``dim``: 'fro', 'nuc', inf, -inf, 1, -1, 2 or -2."""
+    a = _t(A, "linalg.matrix_norm")
+    if dtype is not None:
+        a = a.to(dtype)
+    _la._check_float("linalg.matrix_norm", a)
+    nd = a.ndim
+    if nd < 2:
+        raise RuntimeError(
+            f"linalg.matrix_norm: The input tensor A must have at least 2 dimensions (got shape "
+            f"{tuple(a.shape)}); use torch.linalg.vector_norm for vectors"
+        )
+    if not isinstance(dim, tuple | list) or len(dim) != 2:
+        raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {dim}")
+    d0, d1 = _la._wrap_dim(dim[0], nd), _la._wrap_dim(dim[1], nd)
+    if d0 == d1:
+        raise RuntimeError(f"linalg.matrix_norm: dims must be different. Got ({dim[0]}, {dim[1]})")
+    if ord == "fro":
+        res = vector_norm(a, 2, (d0, d1), keepdim)
+    elif ord in ("nuc", 2, -2):
+        s = svdvals(_move_to_end(a, d0, d1))
+        r = s.sum(-1) if ord == "nuc" else (s.amax(-1) if ord == 2 else s.amin(-1))
+        res = _restore_dims(r, d0, d1, keepdim)
+    elif ord in (math.inf, -math.inf, 1, -1):
+        # inf: max over rows of the row sums |A|; 1: max over columns of the column sums
+        inner, outer_ = (d1, d0) if ord in (math.inf, -math.inf) else (d0, d1)
+        sums = a.abs().sum(inner, keepdim=True)
+        r = sums.amax(outer_, keepdim=True) if ord > 0 else sums.amin(outer_, keepdim=True)
+        res = r if keepdim else r.squeeze(max(d0, d1)).squeeze(min(d0, d1))
+    else:
+        raise RuntimeError(
+            f"linalg.matrix_norm: Order {ord} not supported; use 'fro', 'nuc', inf, -inf, 1, -1, "
+            "2 or -2"
+        )
+    return _la._result(res, out)
+
+
+def norm(A: Any, ord: Any = None, dim: Any = None, keepdim: bool = False, *, out: Any = None,
+         dtype: Any = None) -> Any:
+    """A vector norm (1-D input or an int ``dim``) or a matrix norm (2-D input or two dims)."""
+    a = _t(A, "linalg.norm")
+    if isinstance(dim, int):
+        dim = (dim,)
+    if dim is not None:
+        dim = tuple(dim)
+        if len(dim) == 1:
+            if isinstance(ord, str):
+                raise RuntimeError(
+                    f"linalg.norm: If dim is specified, it mut be of length 1 or 2. Got {dim} "
+                    f"with a matrix norm ord={ord!r}; pass two dims for a matrix norm"
+                )
+            return vector_norm(a, 2 if ord is None else ord, dim, keepdim, dtype=dtype, out=out)
+        if len(dim) == 2:
+            return matrix_norm(a, "fro" if ord is None else ord, dim, keepdim, dtype=dtype,
+                               out=out)
+        raise RuntimeError(f"linalg.norm: If dim is specified, it mut be of length 1 or 2. Got {dim}")
+    if ord is None:
+        return vector_norm(a, 2, None, keepdim, dtype=dtype, out=out)
+    if a.ndim == 1 and not isinstance(ord, str):
+        return vector_norm(a, ord, None, keepdim, dtype=dtype, out=out)
+    if a.ndim == 2:
+        return matrix_norm(a, ord, (-2, -1), keepdim, dtype=dtype, out=out)
+    raise RuntimeError(
+        f"linalg.norm: If dim is not specified but ord is, the input must be 1D or 2D. Got "
+        f"{a.ndim}D (shape {tuple(a.shape)}); pass dim="
+    )
+
+
+def multi_dot(tensors: Any, *, out: Any = None) -> Any:
+    """The product of a chain of matrices (the first may be a row vector, the last a column)."""
+    ts = list(tensors)
+    if len(ts) < 2:
+        raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {len(ts)}")
+    for i, x in enumerate(ts):
+        _t(x, "linalg.multi_dot", "tensors")
+        ok = x.ndim == 2 or (x.ndim == 1 and i in (0, len(ts) - 1))
+        if not ok:
+            where = "first and last" if i in (0, len(ts) - 1) else "middle"
+            raise RuntimeError(
+                f"multi_dot(): tensor {i} must be 2D{' or 1D' if where != 'middle' else ''} but "
+                f"got {x.ndim}D (shape {tuple(x.shape)})"
+            )
+    res = ts[0]
+    for x in ts[1:]:
+        res = matmul(res, x)
+    return _la._result(res, out)
+
+
+def vecdot(x: Any, y: Any, *, dim: int = -1, out: Any = None) -> Any:
+    """sum(x * y) over ``dim`` (broadcasting), the batched dot product."""
+    x = _t(x, "linalg.vecdot", "x")
+    y = _t(y, "linalg.vecdot", "y")
+    return _la._result((x * y).sum(dim), out)
+
+
+def cross(input: Any, other: Any, *, dim: int = -1, out: Any = None) -> Any:
+    """Cross product of 3-vectors along ``dim`` (default the last), broadcasting the rest."""
+    return _la._result(_la._cross("linalg.cross", input, other, dim), out)
+
+
+def diagonal(A: Any, *, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Any:
+    """The ``offset`` diagonal of each matrix (default: over the last two dims)."""
+    return _la.diagonal(A, offset, dim1, dim2)
+
+
+def inv(A: Any, *, out: Any = None) -> Any:
+    """The inverse of a square matrix (or of each in a batch); LinAlgError when singular."""
+    return _la.inverse(A, out=out)
+
+
+def inv_ex(A: Any, *, check_errors: bool = False, out: Any = None) -> Any:
+    """(inverse, info): the inverse and a 0 error code per matrix (errors are raised)."""
+    from ._creation import zeros
+
+    res = _la.inverse(A)
+    info = zeros(tuple(res.shape[:-2]), dtype="int32", device=res.device)
+    return _inv_ex_result(res, info)
+
+
+def det(A: Any, *, out: Any = None) -> Any:
+    """The determinant of a square matrix (or of each in a batch)."""
+    return _la._result(_la.det(A), out)
+
+
+def slogdet(A: Any, *, out: Any = None) -> Any:
+    """(sign, log|det|) of a square matrix (or of each in a batch)."""
+    sign, logabs = _la.slogdet(A)
+    return _slogdet_result(sign, logabs)
+
+
+def qr(A: Any, mode: str = "reduced", *, out: Any = None) -> Any:
+    """(Q, R) with A = Q R; ``mode`` 'reduced', 'complete' or 'r' (Q empty). No derivative yet."""
+    a = _t(A, "linalg.qr")
+    _la._check_decomposable("linalg.qr", a)
+    if mode not in ("reduced", "complete", "r"):
+        raise RuntimeError(
+            f"qr received unrecognized mode '{mode}' but expected one of 'reduced' (default), "
+            "'r', or 'complete'"
+        )
+    q, r = _la.Qr.apply(a, mode)
+    return _qr_result(q, r)
+
+
+def svd(A: Any, full_matrices: bool = True, *, driver: Any = None, out: Any = None) -> Any:
+    """(U, S, Vh) with A = U diag(S) Vh, S descending. No derivative yet."""
+    a = _t(A, "linalg.svd")
+    _la._check_decomposable("linalg.svd", a)
+    u, s, vh = _la.Svd.apply(a, bool(full_matrices))
+    return _svd_result(u, s, vh)
+
+
+def svdvals(A: Any, *, driver: Any = None, out: Any = None) -> Any:
+    """The singular values of A, descending. No derivative yet."""
+    a = _t(A, "linalg.svdvals")
+    _la._check_decomposable("linalg.svdvals", a)
+    return _la._result(_la.Svdvals.apply(a), out)
+
+
+def _check_uplo(fn: str, uplo: str) -> str:
+    if uplo not in ("L", "U"):
+        raise RuntimeError(f"{fn}: Expected UPLO argument to be 'L' or 'U', but got {uplo}")
+    return uplo
+
+
+def eigh(A: Any, UPLO: str = "L", *, out: Any = None) -> Any:
+    """(eigenvalues ascending, eigenvectors) of a symmetric matrix. No derivative yet."""
+    a = _square_float("linalg.eigh", A)
+    w, v = _la.Eigh.apply(a, _check_uplo("linalg.eigh", UPLO))
+    return _eigh_result(w, v)
+
+
+def eigvalsh(A: Any, UPLO: str = "L", *, out: Any = None) -> Any:
+    """The eigenvalues of a symmetric matrix, ascending. No derivative yet."""
+    a = _square_float("linalg.eigvalsh", A)
+    return _la._result(_la.Eigvalsh.apply(a, _check_uplo("linalg.eigvalsh", UPLO)), out)
+
+
+def pinv(A: Any, *, atol: Any = None, rtol: Any = None, hermitian: bool = False,
+         out: Any = None) -> Any:
+    """The Moore-Penrose pseudo-inverse (singular values below rtol * max are dropped)."""
+    a = _t(A, "linalg.pinv")
+    _la._check_decomposable("linalg.pinv", a)
+    if atol is not None:
+        raise NotImplementedError(
+            "ember's linalg.pinv supports rtol only; pass rtol= (relative to the largest "
+            "singular value) instead of atol="
+        )
+    if rtol is None:
+        import numpy as np
+
+        rtol = float(np.finfo(a._data.dtype).eps) * max(a.shape[-2:])
+    return _la._result(_la.Pinv.apply(a, float(rtol), bool(hermitian)), out)
+
+
+def matrix_rank(A: Any, *, atol: Any = None, rtol: Any = None, hermitian: bool = False,
+                out: Any = None) -> Any:
+    """The number of singular values above max(atol, rtol * largest) per matrix (int64)."""
+    import numpy as np
+
+    a = _t(A, "linalg.matrix_rank")
+    _la._check_decomposable("linalg.matrix_rank", a)
+    from .autograd.grad_mode import no_grad
+
+    with no_grad():
+        s = eigvalsh(a).abs() if hermitian else svdvals(a)
+        if s.shape[-1] == 0:
+            smax = s.sum(-1)
+        else:
+            smax = s.amax(-1)
+        if atol is None and rtol is None:
+            rtol = float(np.finfo(a._data.dtype).eps) * max(a.shape[-2:])
+        tol = smax * (0.0 if rtol is None else rtol)
+        if atol is not None:
+            tol = tol.clamp_min(atol)
+        res = (s > tol.unsqueeze(-1)).sum(-1)
+    return _la._result(res, out)
+
+
+def __getattr__(name: str) -> Any:
+    from ._missing import attribute_error
+
+    raise attribute_error("torch.linalg", name)

@@ -1,0 +1,1 @@
+../ember/demo/digits_cnn.py

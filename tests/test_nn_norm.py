@@ -1,0 +1,369 @@
+"""Normalization layers and scaled dot-product attention against NumPy and PyTorch."""
+
+import numpy as np
+import pytest
+from helpers import HAVE_TORCH, check_op, positive, randn
+
+import ember
+import ember.nn  # noqa: F401
+import ember.nn.functional as EF
+
+needs_torch = pytest.mark.skipif(not HAVE_TORCH, reason="needs torch")
+
+
+def F(m):
+    return m.nn.functional
+
+
+def _ln_ref(x, k, w=None, b=None, eps=1e-5):
+    axes = tuple(range(x.ndim - k, x.ndim))
+    mu = x.mean(axes, keepdims=True)
+    var = x.var(axes, keepdims=True)
+    y = (x - mu) / np.sqrt(var + eps)
+    return y * (1 if w is None else w) + (0 if b is None else b)
+
+
+# ---------------------------------------------------------------------------------------------
+# layer / group / rms norm
+
+
+@pytest.mark.parametrize("shape,norm", [((3, 5), (5,)), ((2, 3, 4), (3, 4)), ((6,), (6,)),
+                                        ((2, 1, 4), (4,))])
+def test_layer_norm(shape, norm):
+    k = len(norm)
+    check_op(lambda m, x, w, b: F(m).layer_norm(x, norm, w, b), randn(*shape), randn(*norm, seed=1),
+             randn(*norm, seed=2), ref=lambda x, w, b: _ln_ref(x, k, w, b), gradgrad=True)
+    check_op(lambda m, x: F(m).layer_norm(x, norm, eps=1e-2), randn(*shape),
+             ref=lambda x: _ln_ref(x, k, eps=1e-2), gradgrad=True)
+
+
+def test_layer_norm_constant_rows_and_errors():
+    x = ember.ones(2, 4, requires_grad=True)
+    y = EF.layer_norm(x, (4,))
+    y.sum().backward()
+    assert not y.detach().numpy().any() and np.isfinite(x.grad.numpy()).all()
+    with pytest.raises(RuntimeError, match=r"Given normalized_shape=\[5\], expected input with "
+                                           r"shape \[\*, 5\], but got input of size\[3, 4\]"):
+        EF.layer_norm(ember.randn(3, 4), (5,))
+    with pytest.raises(RuntimeError, match=r"expected weight of shape \[4\]"):
+        EF.layer_norm(ember.randn(3, 4), (4,), weight=ember.ones(3))
+
+
+@pytest.mark.parametrize("shape,groups", [((2, 6, 3), 3), ((2, 4), 2), ((3, 4, 2, 2), 1),
+                                          ((2, 4, 3), 4)])
+def test_group_norm(shape, groups):
+    C = shape[1]
+    check_op(lambda m, x, w, b: F(m).group_norm(x, groups, w, b), randn(*shape), randn(C, seed=1),
+             randn(C, seed=2), gradgrad=True)
+    check_op(lambda m, x: F(m).group_norm(x, groups, eps=0.1), randn(*shape))
+    with pytest.raises(RuntimeError, match="divisible by num_groups"):
+        EF.group_norm(ember.randn(2, 6), 4)
+
+
+@pytest.mark.parametrize("shape,norm", [((3, 5), (5,)), ((2, 3, 4), (3, 4))])
+def test_rms_norm(shape, norm):
+    k = len(norm)
+    axes = tuple(range(len(shape) - k, len(shape)))
+
+    def ref(x, w, eps=np.finfo(np.float64).eps):
+        return x / np.sqrt((x * x).mean(axes, keepdims=True) + eps) * w
+
+    check_op(lambda m, x, w: F(m).rms_norm(x, norm, w), randn(*shape), randn(*norm, seed=1),
+             ref=ref, gradgrad=True)
+    check_op(lambda m, x: F(m).rms_norm(x, norm, eps=0.5), randn(*shape),
+             ref=lambda x: ref(x, 1.0, 0.5))
+
+
+def test_rms_norm_default_eps_is_finfo_eps():
+    x = ember.zeros(2, 3)
+    assert not EF.rms_norm(x, (3,)).numpy().any()
+    x = ember.tensor([[1e-4, 0.0, 0.0]])
+    expected = 1e-4 / np.sqrt(1e-8 / 3 + np.finfo(np.float32).eps)
+    np.testing.assert_allclose(EF.rms_norm(x, (3,)).numpy()[0, 0], expected, rtol=1e-5)
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 5, 8])
+def test_local_response_norm(size):
+    check_op(lambda m, x: F(m).local_response_norm(x, size, alpha=0.3, beta=0.8, k=1.5),
+             randn(2, 6, 3), gradgrad=size == 3)
+    check_op(lambda m, x: F(m).local_response_norm(x, size), randn(2, 4, 2, 2))
+
+
+@needs_torch
+@pytest.mark.parametrize("name,args,kwargs,shape", [
+    ("LayerNorm", (5,), {}, (3, 5)),
+    ("LayerNorm", ((3, 4),), {"eps": 1e-3, "bias": False}, (2, 3, 4)),
+    ("LayerNorm", (4,), {"elementwise_affine": False}, (2, 4)),
+    ("GroupNorm", (2, 6), {}, (3, 6, 4)),
+    ("GroupNorm", (3, 6), {"affine": False}, (2, 6, 2, 2)),
+    ("GroupNorm", (3, 6), {"bias": False}, (2, 6, 2)),
+    ("RMSNorm", ([2, 3],), {}, (4, 2, 3)),
+    ("RMSNorm", (3,), {"eps": 1e-3, "elementwise_affine": False}, (4, 3)),
+    ("LocalResponseNorm", (3,), {"alpha": 0.1}, (2, 5, 3)),
+])
+def test_norm_modules_match_torch(name, args, kwargs, shape):
+    import torch
+
+    e_mod = getattr(ember.nn, name)(*args, **kwargs).double()
+    t_mod = getattr(torch.nn, name)(*args, **kwargs).double()
+    assert repr(e_mod) == repr(t_mod)
+    t_sd = t_mod.state_dict()
+    assert list(e_mod.state_dict()) == list(t_sd)
+    rng = np.random.default_rng(0)
+    with torch.no_grad():
+        for p in t_mod.parameters():
+            p.copy_(torch.tensor(rng.standard_normal(tuple(p.shape))))
+    e_mod.load_state_dict({k: ember.tensor(v.numpy()) for k, v in t_mod.state_dict().items()})
+    x = rng.standard_normal(shape)
+    ex, tx = ember.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    eo, to = e_mod(ex), t_mod(tx)
+    np.testing.assert_allclose(eo.detach().numpy(), to.detach().numpy(), rtol=1e-7, atol=1e-10)
+    g = rng.standard_normal(shape)
+    eo.backward(ember.tensor(g))
+    to.backward(torch.tensor(g))
+    np.testing.assert_allclose(ex.grad.numpy(), tx.grad.numpy(), rtol=1e-7, atol=1e-10)
+    for (n, ep), (_, tp) in zip(e_mod.named_parameters(), t_mod.named_parameters()):
+        np.testing.assert_allclose(ep.grad.numpy(), tp.grad.numpy(), rtol=1e-7, atol=1e-10,
+                                   err_msg=n)
+
+
+def test_layer_norm_float32_and_module_defaults():
+    ln = ember.nn.LayerNorm(4)
+    assert ln.weight.dtype == ember.float32 and (ln.weight.detach().numpy() == 1).all()
+    assert not ln.bias.detach().numpy().any()
+    assert ln(ember.randn(2, 4)).dtype == ember.float32
+    with pytest.raises(ValueError, match="num_channels must be divisible by num_groups"):
+        ember.nn.GroupNorm(4, 6)
+
+
+# ---------------------------------------------------------------------------------------------
+# batch norm
+
+
+@pytest.mark.parametrize("shape", [(5, 3), (4, 3, 6), (2, 3, 4, 5)])
+def test_batch_norm_functional_training(shape):
+    C = shape[1]
+    check_op(lambda m, x, w, b: F(m).batch_norm(x, None, None, w, b, training=True),
+             randn(*shape), randn(C, seed=1), randn(C, seed=2), gradgrad=True)
+    check_op(lambda m, x: F(m).batch_norm(x, None, None, training=True, eps=0.1), randn(*shape))
+
+
+def test_batch_norm_functional_eval_and_running_update():
+    x = randn(6, 3, 2)
+    rm, rv = randn(3, seed=3), positive(3, seed=4)
+    check_op(lambda m, x, w, b: F(m).batch_norm(x, m.tensor(rm), m.tensor(rv), w, b,
+                                                training=False),
+             x, randn(3, seed=1), randn(3, seed=2), gradgrad=True)
+    erm, erv = ember.tensor(rm), ember.tensor(rv)
+    alias = erm[:]  # a view: the update must be in place
+    EF.batch_norm(ember.tensor(x), erm, erv, training=True, momentum=0.25)
+    mean = x.mean((0, 2))
+    var = x.var((0, 2), ddof=1)  # unbiased, as PyTorch
+    np.testing.assert_allclose(erm.numpy(), 0.75 * rm + 0.25 * mean)
+    np.testing.assert_allclose(erv.numpy(), 0.75 * rv + 0.25 * var)
+    np.testing.assert_allclose(alias.numpy(), erm.numpy())
+
+
+def test_batch_norm_errors():
+    with pytest.raises(ValueError, match=r"Expected more than 1 value per channel when training, "
+                                         r"got input size torch.Size\(\[1, 3\]\)"):
+        EF.batch_norm(ember.randn(1, 3), ember.zeros(3), ember.ones(3), training=True)
+    with pytest.raises(RuntimeError, match="running_mean should contain 3 elements not 4"):
+        EF.batch_norm(ember.randn(4, 3), ember.zeros(4), ember.ones(3))
+    with pytest.raises(ValueError, match=r"expected 2D or 3D input \(got 4D input"):
+        ember.nn.BatchNorm1d(3)(ember.randn(2, 3, 4, 4))
+    with pytest.raises(ValueError, match=r"expected 4D input \(got 3D input"):
+        ember.nn.BatchNorm2d(3)(ember.randn(2, 3, 4))
+    with pytest.raises(ValueError, match=r"expected 5D input"):
+        ember.nn.BatchNorm3d(3)(ember.randn(2, 3, 4))
+
+
+@needs_torch
+@pytest.mark.parametrize("name,shape", [("BatchNorm1d", (8, 3)), ("BatchNorm1d", (6, 3, 5)),
+                                        ("BatchNorm2d", (4, 3, 2, 3)),
+                                        ("BatchNorm3d", (2, 3, 2, 2, 3))])
+@pytest.mark.parametrize("momentum", [0.1, 0.5, None])
+def test_batch_norm_modules_match_torch_over_steps(name, shape, momentum):
+    """Several training steps (outputs, grads, running stats), then eval outputs."""
+    import torch
+
+    rng = np.random.default_rng(0)
+    e_bn = getattr(ember.nn, name)(3, momentum=momentum).double()
+    t_bn = getattr(torch.nn, name)(3, momentum=momentum).double()
+    assert repr(e_bn) == repr(t_bn)
+    with torch.no_grad():
+        t_bn.weight.copy_(torch.tensor(rng.standard_normal(3)))
+        t_bn.bias.copy_(torch.tensor(rng.standard_normal(3)))
+    e_bn.load_state_dict({k: ember.tensor(v.numpy()) for k, v in t_bn.state_dict().items()})
+    for _ in range(4):
+        x = rng.standard_normal(shape) * 2 + 1
+        g = rng.standard_normal(shape)
+        ex, tx = ember.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+        eo, to = e_bn(ex), t_bn(tx)
+        np.testing.assert_allclose(eo.detach().numpy(), to.detach().numpy(), rtol=1e-7, atol=1e-9)
+        eo.backward(ember.tensor(g))
+        to.backward(torch.tensor(g))
+        np.testing.assert_allclose(ex.grad.numpy(), tx.grad.numpy(), rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(e_bn.weight.grad.numpy(), t_bn.weight.grad.numpy(), rtol=1e-7)
+    np.testing.assert_allclose(e_bn.bias.grad.numpy(), t_bn.bias.grad.numpy(), rtol=1e-7)
+    e_sd, t_sd = e_bn.state_dict(), t_bn.state_dict()
+    assert list(e_sd) == list(t_sd) == ["weight", "bias", "running_mean", "running_var",
+                                        "num_batches_tracked"]
+    for k in t_sd:
+        np.testing.assert_allclose(e_sd[k].numpy(), t_sd[k].numpy(), rtol=1e-10, err_msg=k)
+    assert e_sd["num_batches_tracked"].dtype == ember.int64
+    assert e_sd["num_batches_tracked"].item() == 4
+    e_bn.eval()
+    t_bn.eval()
+    x = rng.standard_normal(shape)
+    np.testing.assert_allclose(e_bn(ember.tensor(x)).detach().numpy(),
+                               t_bn(torch.tensor(x)).detach().numpy(), rtol=1e-7, atol=1e-10)
+
+
+@needs_torch
+def test_batch_norm_options_match_torch():
+    import torch
+
+    rng = np.random.default_rng(1)
+    for kw in [{"affine": False}, {"track_running_stats": False}, {"bias": False},
+               {"eps": 0.1, "momentum": 0.9}]:
+        e_bn, t_bn = ember.nn.BatchNorm1d(4, **kw).double(), torch.nn.BatchNorm1d(4, **kw).double()
+        assert repr(e_bn) == repr(t_bn)
+        assert list(e_bn.state_dict()) == list(t_bn.state_dict())
+        for training in [True, True, False]:
+            e_bn.train(training)
+            t_bn.train(training)
+            x = rng.standard_normal((5, 4))
+            np.testing.assert_allclose(e_bn(ember.tensor(x)).detach().numpy(),
+                                       t_bn(torch.tensor(x)).detach().numpy(), rtol=1e-7,
+                                       err_msg=str(kw))
+
+
+def test_batch_norm_module_details():
+    bn = ember.nn.BatchNorm2d(3)
+    assert bn.weight.dtype == ember.float32 and bn.running_mean.dtype == ember.float32
+    out = bn(ember.randn(4, 3, 2, 2) * 3 + 2)
+    assert out.dtype == ember.float32
+    assert not (bn.running_mean.numpy() == 0).all()
+    bn.reset_running_stats()
+    assert not bn.running_mean.numpy().any() and (bn.running_var.numpy() == 1).all()
+    assert bn.num_batches_tracked.item() == 0
+    # old checkpoints without num_batches_tracked still load
+    sd = {k: v for k, v in bn.state_dict().items() if k != "num_batches_tracked"}
+    sd = type(bn.state_dict())(sd)
+    sd._metadata = {"": {"version": 1}}
+    bn.load_state_dict(sd)
+    # eval mode without running stats uses the batch statistics
+    bn2 = ember.nn.BatchNorm1d(2, track_running_stats=False).eval()
+    y = bn2(ember.tensor([[1.0, 2.0], [3.0, 6.0]]))
+    np.testing.assert_allclose(y.detach().numpy(), [[-1, -1], [1, 1]], atol=1e-4)
+
+
+# ---------------------------------------------------------------------------------------------
+# scaled dot-product attention
+
+
+def _sdpa_ref(q, k, v, mask=None, causal=False, scale=None):
+    s = q @ np.swapaxes(k, -1, -2) * (scale if scale is not None else 1 / np.sqrt(q.shape[-1]))
+    L, S = s.shape[-2:]
+    if causal:
+        mask = np.tril(np.ones((L, S), bool))
+    if mask is not None and mask.dtype == bool:
+        s = np.where(mask, s, -np.inf)
+    elif mask is not None:
+        s = s + mask
+    m = s.max(-1, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0)
+    e = np.exp(s - m)
+    den = e.sum(-1, keepdims=True)
+    return (e / np.where(den == 0, 1, den)) @ v
+
+
+Q, K, V = randn(2, 3, 4, 5), randn(2, 3, 6, 5, seed=1), randn(2, 3, 6, 7, seed=2)
+
+
+def test_sdpa_plain():
+    check_op(lambda m, q, k, v: F(m).scaled_dot_product_attention(q, k, v), Q, K, V,
+             ref=_sdpa_ref, gradgrad=True)
+
+
+@pytest.mark.parametrize("L,S", [(4, 6), (5, 5), (6, 4)])
+def test_sdpa_causal_and_scale(L, S):
+    q, k, v = randn(2, L, 3), randn(2, S, 3, seed=1), randn(2, S, 2, seed=2)
+    check_op(lambda m, q, k, v: F(m).scaled_dot_product_attention(q, k, v, is_causal=True,
+                                                                  scale=0.7),
+             q, k, v, ref=lambda q, k, v: _sdpa_ref(q, k, v, causal=True, scale=0.7))
+
+
+def test_sdpa_bool_mask_with_fully_masked_row():
+    mask = np.random.default_rng(0).random((4, 6)) > 0.4
+    mask[1] = False  # nothing to attend: PyTorch returns zeros (and zero gradients)
+    check_op(lambda m, q, k, v: F(m).scaled_dot_product_attention(q, k, v,
+                                                                  attn_mask=m.tensor(mask)),
+             Q, K, V, ref=lambda q, k, v: _sdpa_ref(q, k, v, mask), gradgrad=True)
+    out = EF.scaled_dot_product_attention(ember.tensor(Q), ember.tensor(K), ember.tensor(V),
+                                          attn_mask=ember.tensor(mask))
+    assert not out.numpy()[:, :, 1].any()
+
+
+def test_sdpa_float_mask_gets_gradient():
+    check_op(lambda m, q, k, v, msk: F(m).scaled_dot_product_attention(q, k, v, attn_mask=msk),
+             Q, K, V, randn(3, 4, 6, seed=5), ref=lambda q, k, v, msk: _sdpa_ref(q, k, v, msk))
+    big = np.where(np.random.default_rng(2).random((4, 6)) > 0.5, 0.0, -np.inf)
+    big[:, 0] = 0.0
+    check_op(lambda m, q, k, v: F(m).scaled_dot_product_attention(q, k, v,
+                                                                  attn_mask=m.tensor(big)),
+             Q, K, V, ref=lambda q, k, v: _sdpa_ref(q, k, v, big))
+
+
+def test_sdpa_broadcast_batch_and_heads():
+    check_op(lambda m, q, k, v: F(m).scaled_dot_product_attention(q, k, v),
+             randn(2, 1, 4, 5), randn(1, 3, 6, 5, seed=1), randn(3, 6, 7, seed=2),
+             ref=_sdpa_ref)
+    check_op(lambda m, q, k, v: F(m).scaled_dot_product_attention(q, k, v),
+             randn(4, 5), randn(6, 5, seed=1), randn(6, 2, seed=2), ref=_sdpa_ref)
+
+
+def test_sdpa_grouped_query_attention():
+    q, k, v = randn(2, 6, 4, 5), randn(2, 2, 6, 5, seed=1), randn(2, 2, 6, 3, seed=2)
+    ref = lambda q, k, v: _sdpa_ref(q, np.repeat(k, 3, axis=1), np.repeat(v, 3, axis=1))
+    check_op(lambda m, q, k, v: F(m).scaled_dot_product_attention(q, k, v, enable_gqa=True),
+             q, k, v, ref=ref, gradgrad=True)
+    with pytest.raises(RuntimeError, match="must be a multiple of the key/value heads"):
+        EF.scaled_dot_product_attention(ember.randn(1, 5, 2, 3), ember.randn(1, 2, 2, 3),
+                                        ember.randn(1, 2, 2, 3), enable_gqa=True)
+    with pytest.raises(RuntimeError, match="enable_gqa=True"):
+        EF.scaled_dot_product_attention(ember.randn(1, 6, 2, 3), ember.randn(1, 2, 2, 3),
+                                        ember.randn(1, 2, 2, 3))
+
+
+def test_sdpa_float32_large_scores_and_errors():
+    q = ember.randn(2, 4, 8) * 100
+    out = EF.scaled_dot_product_attention(q, q, ember.randn(2, 4, 8), is_causal=True)
+    assert out.dtype == ember.float32 and np.isfinite(out.numpy()).all()
+    with pytest.raises(RuntimeError, match="Explicit attn_mask should not be set when "
+                                           "is_causal=True"):
+        EF.scaled_dot_product_attention(q, q, q, attn_mask=ember.ones(4, 4, dtype=ember.bool),
+                                        is_causal=True)
+    with pytest.raises(RuntimeError, match="must agree in E"):
+        EF.scaled_dot_product_attention(ember.randn(2, 4), ember.randn(3, 5), ember.randn(3, 5))
+    with pytest.raises(RuntimeError, match="does not broadcast"):
+        EF.scaled_dot_product_attention(q, q, q, attn_mask=ember.ones(3, 4, dtype=ember.bool))
+
+
+def test_sdpa_dropout():
+    ember.manual_seed(0)
+    q, k = ember.randn(1, 2, 64, 8), ember.randn(1, 2, 64, 8)
+    v = ember.ones(1, 2, 64, 8, requires_grad=True)
+    out = EF.scaled_dot_product_attention(q, k, v, dropout_p=0.5)
+    # rows of attention weights sum to 1 on average after inverted dropout
+    assert abs(out.detach().numpy().mean() - 1.0) < 0.1
+    assert not np.allclose(out.detach().numpy(), 1.0)
+    out.sum().backward()
+    assert v.grad is not None and np.isfinite(v.grad.numpy()).all()
+    np.testing.assert_allclose(v.grad.numpy().sum(), out.detach().numpy().sum() / 1.0 * 1.0,
+                               rtol=1e-4)
+    # dropout_p=0 is deterministic
+    a = EF.scaled_dot_product_attention(q, k, v, dropout_p=0.0)
+    b = EF.scaled_dot_product_attention(q, k, v)
+    np.testing.assert_array_equal(a.detach().numpy(), b.detach().numpy())
