@@ -397,3 +397,12 @@ def test_detect_anomaly_names_op_and_line():
         with pytest.raises(RuntimeError, match=r"SqrtBackward0.*nan(.|\n)*this line"):
             with np.errstate(all="ignore"):
                 y.sum().backward()
+
+
+def test_view_made_without_graph_shares_version():
+    w = ember.randn(3, requires_grad=True)
+    x = ember.randn(3)
+    y = (w * x).sum()
+    x.view(-1).mul_(2)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.backward()

@@ -514,6 +514,27 @@ def test_module_with_torch_weights_matches(spec, shape):
         np.testing.assert_allclose(pe.grad.numpy(), pt.grad.numpy(), atol=1e-10, err_msg=n)
 
 
+@needs_torch
+@pytest.mark.parametrize("mode", ["reflect", "replicate", "circular"])
+def test_conv_padding_modes_match_torch(mode):
+    t = torch.nn.Conv2d(2, 3, 3, padding=(1, 2), padding_mode=mode).double()
+    e = nn.Conv2d(2, 3, 3, padding=(1, 2), padding_mode=mode).double()
+    e.load_state_dict({k: ember.tensor(v.detach().numpy()) for k, v in t.state_dict().items()})
+    x = randn(2, 2, 5, 6)
+    np.testing.assert_allclose(e(ember.tensor(x)).detach().numpy(),
+                               t(torch.tensor(x)).detach().numpy(), atol=1e-10)
+
+
+@needs_torch
+def test_empty_batch_pools():
+    x = randn(0, 2, 6, 6)
+    _parity(lambda a: F.max_pool2d(a, 2), lambda a: TF.max_pool2d(a, 2), x)
+    _parity(lambda a: F.avg_pool2d(a, 3, 2, 1), lambda a: TF.avg_pool2d(a, 3, 2, 1), x)
+    _parity(lambda a: F.adaptive_avg_pool2d(a, 4), lambda a: TF.adaptive_avg_pool2d(a, 4), x)
+    _parity(lambda a: F.interpolate(a, scale_factor=2, mode="bilinear"),
+            lambda a: TF.interpolate(a, scale_factor=2, mode="bilinear"), x)
+
+
 def test_conv_module_default_init_bounds():
     ember.manual_seed(0)
     c = nn.Conv2d(16, 32, 5)

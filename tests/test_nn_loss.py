@@ -17,6 +17,42 @@ def F(m):
     return m.nn.functional
 
 
+def strict_parity(fn, *arrays, grad_inputs=None, grad=True, **_):
+    """float64 values and gradients (random cotangent) equal PyTorch's to rtol 1e-6."""
+    if not HAVE_TORCH:
+        return
+    import torch
+
+    def wants(i, a):
+        return (grad and isinstance(a, np.ndarray) and a.dtype.kind == "f"
+                and (grad_inputs is None or i in grad_inputs))
+
+    e_in = [ember.tensor(a, requires_grad=wants(i, a)) if isinstance(a, np.ndarray) else a
+            for i, a in enumerate(arrays)]
+    t_in = [torch.tensor(a, requires_grad=wants(i, a)) if isinstance(a, np.ndarray) else a
+            for i, a in enumerate(arrays)]
+    eo, to = fn(ember, *e_in), fn(torch, *t_in)
+    np.testing.assert_allclose(eo.detach().numpy(), to.detach().numpy(), rtol=1e-6, atol=1e-10)
+    e_leaves = [t for t in e_in if getattr(t, "requires_grad", False)]
+    t_leaves = [t for t in t_in if getattr(t, "requires_grad", False)]
+    if not e_leaves:
+        return
+    v = np.random.default_rng(1).standard_normal(tuple(to.shape))
+    eg = ember.autograd.grad([eo], e_leaves, [ember.tensor(v)], allow_unused=True)
+    tg = torch.autograd.grad([to], t_leaves, [torch.tensor(v)], allow_unused=True)
+    for a, b in zip(eg, tg):
+        if b is None:
+            assert a is None or not a.numpy().any()
+        else:
+            np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-6, atol=1e-10)
+
+
+def check(fn, *arrays, **kw):
+    """check_op (reference, float32, gradcheck, loose parity) plus strict float64 parity."""
+    check_op(fn, *arrays, **kw)
+    strict_parity(fn, *arrays, **kw)
+
+
 def _ce_ref(x, t):
     m = x.max(1, keepdims=True)
     lse = np.log(np.exp(x - m).sum(1)) + m[:, 0]
@@ -37,7 +73,7 @@ T_IGN = np.array([1, -100, 4, 2])
 
 
 def test_cross_entropy_reference():
-    check_op(lambda m, x, t: F(m).cross_entropy(x, t), randn(4, 5), T,
+    check(lambda m, x, t: F(m).cross_entropy(x, t), randn(4, 5), T,
              ref=lambda x, t: _ce_ref(x, t), gradgrad=True)
 
 
@@ -51,26 +87,26 @@ def test_cross_entropy_indices(reduction, weighted, smoothing, ignore):
     if weighted:
         fn = lambda m, x, w: F(m).cross_entropy(x, m.tensor(t), weight=w, reduction=reduction,
                                                 label_smoothing=smoothing)
-        check_op(fn, randn(4, 5), w, grad_inputs=(0,), gradgrad=True)
+        check(fn, randn(4, 5), w, grad_inputs=(0,), gradgrad=True)
     else:
         fn = lambda m, x: F(m).cross_entropy(x, m.tensor(t), reduction=reduction,
                                              label_smoothing=smoothing)
-        check_op(fn, randn(4, 5), gradgrad=True)
+        check(fn, randn(4, 5), gradgrad=True)
 
 
 @pytest.mark.parametrize("reduction", REDS)
 def test_cross_entropy_spatial(reduction):
     t = np.random.default_rng(1).integers(0, 5, (2, 3, 2))
     t[0, 1, 1] = -100
-    check_op(lambda m, x, w: F(m).cross_entropy(x, m.tensor(t), weight=w, reduction=reduction,
+    check(lambda m, x, w: F(m).cross_entropy(x, m.tensor(t), weight=w, reduction=reduction,
                                                 label_smoothing=0.1),
              randn(2, 5, 3, 2), positive(5), grad_inputs=(0,))
 
 
 @pytest.mark.parametrize("reduction", REDS)
 def test_cross_entropy_single_sample(reduction):
-    check_op(lambda m, x: F(m).cross_entropy(x, m.tensor(3), reduction=reduction), randn(5))
-    check_op(lambda m, x, p: F(m).cross_entropy(x, p, reduction=reduction), randn(5),
+    check(lambda m, x: F(m).cross_entropy(x, m.tensor(3), reduction=reduction), randn(5))
+    check(lambda m, x, p: F(m).cross_entropy(x, p, reduction=reduction), randn(5),
              probs(1, 5)[0])
 
 
@@ -83,14 +119,14 @@ def test_cross_entropy_probabilities(reduction, weighted, smoothing):
     fn = lambda m, x, p: F(m).cross_entropy(
         x, p, weight=None if w is None else m.tensor(w), reduction=reduction,
         label_smoothing=smoothing)
-    check_op(fn, randn(4, 5), probs(4, 5), gradgrad=True)
-    check_op(fn, randn(4, 5), probs(4, 5), grad_inputs=(1,))  # only the target needs a grad
-    check_op(lambda m, x, p: F(m).cross_entropy(x, p, reduction=reduction),
+    check(fn, randn(4, 5), probs(4, 5), gradgrad=True)
+    check(fn, randn(4, 5), probs(4, 5), grad_inputs=(1,))  # only the target needs a grad
+    check(lambda m, x, p: F(m).cross_entropy(x, p, reduction=reduction),
              randn(2, 5, 3), probs(2, 5, 3))
 
 
 def test_cross_entropy_uint8_target():
-    check_op(lambda m, x: F(m).cross_entropy(x, m.tensor(T.astype(np.uint8))), randn(4, 5))
+    check(lambda m, x: F(m).cross_entropy(x, m.tensor(T.astype(np.uint8))), randn(4, 5))
 
 
 @pytest.mark.parametrize("dtype", [ember.float32, ember.float64])
@@ -158,13 +194,13 @@ def test_cross_entropy_errors():
 @pytest.mark.parametrize("weighted", [False, True])
 def test_nll_loss(reduction, weighted):
     if weighted:
-        check_op(lambda m, x, w: F(m).nll_loss(x, m.tensor(T_IGN), weight=w, reduction=reduction),
+        check(lambda m, x, w: F(m).nll_loss(x, m.tensor(T_IGN), weight=w, reduction=reduction),
                  randn(4, 5), positive(5), grad_inputs=(0,), gradgrad=True)
     else:
-        check_op(lambda m, x: F(m).nll_loss(x, m.tensor(T_IGN), reduction=reduction),
+        check(lambda m, x: F(m).nll_loss(x, m.tensor(T_IGN), reduction=reduction),
                  randn(4, 5), gradgrad=True)
     t = np.random.default_rng(1).integers(0, 5, (2, 3))
-    check_op(lambda m, x: F(m).nll_loss(x, m.tensor(t), reduction=reduction), randn(2, 5, 3))
+    check(lambda m, x: F(m).nll_loss(x, m.tensor(t), reduction=reduction), randn(2, 5, 3))
 
 
 def test_nll_loss_errors():
@@ -195,10 +231,10 @@ def test_legacy_size_average_reduce():
 def test_binary_cross_entropy(reduction):
     p = np.random.default_rng(0).random((3, 4)) * 0.9 + 0.05
     t = np.random.default_rng(1).random((3, 4))
-    check_op(lambda m, x, y: F(m).binary_cross_entropy(x, y, reduction=reduction), p, t,
+    check(lambda m, x, y: F(m).binary_cross_entropy(x, y, reduction=reduction), p, t,
              ref=None if reduction != "none" else
              lambda x, y: -(y * np.log(x) + (1 - y) * np.log(1 - x)), gradgrad=True)
-    check_op(lambda m, x, y, w: F(m).binary_cross_entropy(x, y, weight=w, reduction=reduction),
+    check(lambda m, x, y, w: F(m).binary_cross_entropy(x, y, weight=w, reduction=reduction),
              p, t, positive(4), grad_inputs=(0, 1))
 
 
@@ -206,7 +242,7 @@ def test_binary_cross_entropy_clamps_at_edges():
     """log is clamped at -100 and the gradient uses max(x(1-x), 1e-12), as in PyTorch."""
     x = np.array([0.0, 1.0, 1e-30, 1 - 1e-16, 0.5])
     t = np.array([0.0, 1.0, 1.0, 0.0, 0.3])
-    check_op(lambda m, x, y: F(m).binary_cross_entropy(x, y, reduction="none"), x, t,
+    check(lambda m, x, y: F(m).binary_cross_entropy(x, y, reduction="none"), x, t,
              grad=False, check_float32=False)
     ex = ember.tensor(x, requires_grad=True)
     loss = EF.binary_cross_entropy(ex, ember.tensor(t), reduction="sum")
@@ -236,10 +272,10 @@ def test_binary_cross_entropy_errors():
 def test_binary_cross_entropy_with_logits(reduction):
     x = randn(3, 4) * 3
     t = np.random.default_rng(1).random((3, 4))
-    check_op(lambda m, x, y: F(m).binary_cross_entropy_with_logits(x, y, reduction=reduction),
+    check(lambda m, x, y: F(m).binary_cross_entropy_with_logits(x, y, reduction=reduction),
              x, t, ref=None if reduction != "none" else
              lambda x, y: np.logaddexp(0, x) - x * y, gradgrad=True)
-    check_op(lambda m, x, y, w, pw: F(m).binary_cross_entropy_with_logits(
+    check(lambda m, x, y, w, pw: F(m).binary_cross_entropy_with_logits(
         x, y, weight=w, pos_weight=pw, reduction=reduction),
         x, t, positive(3, 1), positive(4, seed=5) * 2, grad_inputs=(0, 1), gradgrad=True)
 
@@ -273,9 +309,9 @@ def _with_ties(a, b):
 def test_mse_l1(reduction):
     a = randn(3, 4)
     b = _with_ties(a, randn(3, 4, seed=1))
-    check_op(lambda m, x, y: F(m).mse_loss(x, y, reduction=reduction), a, b,
+    check(lambda m, x, y: F(m).mse_loss(x, y, reduction=reduction), a, b,
              ref=None if reduction != "none" else lambda x, y: (x - y) ** 2, gradgrad=True)
-    check_op(lambda m, x, y: F(m).l1_loss(x, y, reduction=reduction), a, b,
+    check(lambda m, x, y: F(m).l1_loss(x, y, reduction=reduction), a, b,
              ref=None if reduction != "none" else lambda x, y: np.abs(x - y))
 
 
@@ -284,9 +320,9 @@ def test_mse_l1(reduction):
 def test_smooth_l1_and_huber(reduction, beta):
     a = randn(3, 4)
     b = _with_ties(a, randn(3, 4, seed=1))
-    check_op(lambda m, x, y: F(m).smooth_l1_loss(x, y, reduction=reduction, beta=beta), a, b)
+    check(lambda m, x, y: F(m).smooth_l1_loss(x, y, reduction=reduction, beta=beta), a, b)
     if beta > 0:
-        check_op(lambda m, x, y: F(m).huber_loss(x, y, reduction=reduction, delta=beta), a, b)
+        check(lambda m, x, y: F(m).huber_loss(x, y, reduction=reduction, delta=beta), a, b)
 
 
 def test_smooth_l1_at_kinks_matches_torch_exactly():
@@ -355,7 +391,7 @@ def test_kl_div(reduction, log_target):
         tgt[0, 0] = 0.0  # 0 * log 0 = 0
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        check_op(lambda m, x, y: F(m).kl_div(x, y, reduction=reduction, log_target=log_target),
+        check(lambda m, x, y: F(m).kl_div(x, y, reduction=reduction, log_target=log_target),
                  lp, tgt, gradgrad=True, grad_inputs=(0,) if not log_target else None)
 
 
@@ -367,10 +403,10 @@ def test_kl_div_mean_warns():
 @pytest.mark.parametrize("reduction", REDS)
 def test_cosine_embedding_loss(reduction):
     y = np.array([1.0, -1.0, 1.0, -1.0])
-    check_op(lambda m, a, b: F(m).cosine_embedding_loss(a, b, m.tensor(y), margin=0.1,
+    check(lambda m, a, b: F(m).cosine_embedding_loss(a, b, m.tensor(y), margin=0.1,
                                                          reduction=reduction),
              randn(4, 3), randn(4, 3, seed=1))
-    check_op(lambda m, a, b: F(m).cosine_embedding_loss(a, b, m.tensor(-1.0), margin=-0.5,
+    check(lambda m, a, b: F(m).cosine_embedding_loss(a, b, m.tensor(-1.0), margin=-0.5,
                                                          reduction=reduction),
              randn(3), randn(3, seed=1))
 
@@ -378,7 +414,7 @@ def test_cosine_embedding_loss(reduction):
 @pytest.mark.parametrize("reduction", REDS)
 def test_margin_ranking_loss(reduction):
     y = np.array([1.0, -1.0, 1.0, -1.0])
-    check_op(lambda m, a, b, y: F(m).margin_ranking_loss(a, b, y, margin=0.2, reduction=reduction),
+    check(lambda m, a, b, y: F(m).margin_ranking_loss(a, b, y, margin=0.2, reduction=reduction),
              randn(4), randn(4, seed=1), y, grad_inputs=(0, 1))
     with pytest.raises(RuntimeError, match="All input tensors should have same dimension"):
         EF.margin_ranking_loss(ember.randn(4), ember.randn(4), ember.randn(4, 1))
@@ -387,7 +423,7 @@ def test_margin_ranking_loss(reduction):
 @pytest.mark.parametrize("reduction", REDS)
 @pytest.mark.parametrize("p,swap", [(2, False), (2, True), (1, False), (3, True)])
 def test_triplet_margin_loss(reduction, p, swap):
-    check_op(lambda m, a, b, c: F(m).triplet_margin_loss(a, b, c, margin=1.5, p=p, swap=swap,
+    check(lambda m, a, b, c: F(m).triplet_margin_loss(a, b, c, margin=1.5, p=p, swap=swap,
                                                          reduction=reduction),
              randn(5, 3), randn(5, 3, seed=1), randn(5, 3, seed=2))
     with pytest.raises(RuntimeError, match="anchor 2D, positive 2D, and negative 1D"):
@@ -397,11 +433,11 @@ def test_triplet_margin_loss(reduction, p, swap):
 @pytest.mark.parametrize("reduction", REDS)
 def test_soft_margin_hinge_multilabel(reduction):
     y = np.array([[1.0, -1.0, 1.0], [-1.0, -1.0, 1.0]])
-    check_op(lambda m, x, y: F(m).soft_margin_loss(x, y, reduction=reduction), randn(2, 3) * 4,
+    check(lambda m, x, y: F(m).soft_margin_loss(x, y, reduction=reduction), randn(2, 3) * 4,
              y, grad_inputs=(0,), gradgrad=True)
-    check_op(lambda m, x, y: F(m).hinge_embedding_loss(x, y, margin=0.7, reduction=reduction),
+    check(lambda m, x, y: F(m).hinge_embedding_loss(x, y, margin=0.7, reduction=reduction),
              randn(2, 3), y, grad_inputs=(0,))
-    check_op(lambda m, x, y, w: F(m).multilabel_soft_margin_loss(x, y, weight=w,
+    check(lambda m, x, y, w: F(m).multilabel_soft_margin_loss(x, y, weight=w,
                                                                  reduction=reduction),
              randn(2, 3), (y > 0) * 1.0, positive(3), grad_inputs=(0,))
 
@@ -409,18 +445,18 @@ def test_soft_margin_hinge_multilabel(reduction):
 @pytest.mark.parametrize("reduction", REDS)
 def test_poisson_and_gaussian_nll(reduction):
     rates = np.random.default_rng(3).random((4, 3)) * 4
-    check_op(lambda m, x, y: F(m).poisson_nll_loss(x, y, full=True, reduction=reduction),
+    check(lambda m, x, y: F(m).poisson_nll_loss(x, y, full=True, reduction=reduction),
              randn(4, 3), rates, grad_inputs=(0,))
-    check_op(lambda m, x, y: F(m).poisson_nll_loss(x, y, log_input=False, reduction=reduction),
+    check(lambda m, x, y: F(m).poisson_nll_loss(x, y, log_input=False, reduction=reduction),
              positive(4, 3), rates, grad_inputs=(0,))
     var = positive(4, 1)
     var[0, 0] = 0.1  # clamped to eps, gradient passes straight through (PyTorch)
-    check_op(lambda m, x, y, v: F(m).gaussian_nll_loss(x, y, v, full=True, eps=0.3,
+    check(lambda m, x, y, v: F(m).gaussian_nll_loss(x, y, v, full=True, eps=0.3,
                                                        reduction=reduction),
              randn(4, 3), randn(4, 3, seed=1), var, grad_inputs=(0, 1))
-    check_op(lambda m, x, y, v: F(m).gaussian_nll_loss(x, y, v, reduction=reduction),
+    check(lambda m, x, y, v: F(m).gaussian_nll_loss(x, y, v, reduction=reduction),
              randn(4, 3), randn(4, 3, seed=1), positive(4, 3), gradgrad=True)
-    check_op(lambda m, x, y, v: F(m).gaussian_nll_loss(x, y, v, reduction=reduction),
+    check(lambda m, x, y, v: F(m).gaussian_nll_loss(x, y, v, reduction=reduction),
              randn(4, 3), randn(4, 3, seed=1), positive(4))
     with pytest.raises(ValueError, match="var is of incorrect size"):
         EF.gaussian_nll_loss(ember.randn(4, 3), ember.randn(4, 3), ember.ones(2))

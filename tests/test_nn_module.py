@@ -657,3 +657,22 @@ def test_parameterlist_parameterdict():
     m = nn.Module()
     m.params = nn.ParameterDict({"x": ember.ones(1)})
     assert list(m.state_dict()) == ["params.x"]
+
+
+def test_apply_to_a_second_device_keeps_identity():
+    from ember import _backend
+
+    def fake_cuda(t):
+        return ember.Tensor._make(np.asarray(t._data).view(_backend.FakeCudaArray))
+
+    model = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2))
+    params = list(model.parameters())
+    model._apply(fake_cuda)
+    assert list(model.parameters()) == params
+    assert all(p.device == "cuda:0" and isinstance(p, nn.Parameter) for p in params)
+    out = model(fake_cuda(ember.randn(5, 3)))
+    assert out.device == "cuda:0"
+    out.sum().backward()
+    assert params[0].grad.device == "cuda:0"
+    with pytest.raises(RuntimeError, match="same device"):
+        model(ember.randn(5, 3))

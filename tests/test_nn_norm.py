@@ -15,6 +15,42 @@ def F(m):
     return m.nn.functional
 
 
+def strict_parity(fn, *arrays, grad_inputs=None, grad=True, **_):
+    """float64 values and gradients (random cotangent) equal PyTorch's to rtol 1e-6."""
+    if not HAVE_TORCH:
+        return
+    import torch
+
+    def wants(i, a):
+        return (grad and isinstance(a, np.ndarray) and a.dtype.kind == "f"
+                and (grad_inputs is None or i in grad_inputs))
+
+    e_in = [ember.tensor(a, requires_grad=wants(i, a)) if isinstance(a, np.ndarray) else a
+            for i, a in enumerate(arrays)]
+    t_in = [torch.tensor(a, requires_grad=wants(i, a)) if isinstance(a, np.ndarray) else a
+            for i, a in enumerate(arrays)]
+    eo, to = fn(ember, *e_in), fn(torch, *t_in)
+    np.testing.assert_allclose(eo.detach().numpy(), to.detach().numpy(), rtol=1e-6, atol=1e-10)
+    e_leaves = [t for t in e_in if getattr(t, "requires_grad", False)]
+    t_leaves = [t for t in t_in if getattr(t, "requires_grad", False)]
+    if not e_leaves:
+        return
+    v = np.random.default_rng(1).standard_normal(tuple(to.shape))
+    eg = ember.autograd.grad([eo], e_leaves, [ember.tensor(v)], allow_unused=True)
+    tg = torch.autograd.grad([to], t_leaves, [torch.tensor(v)], allow_unused=True)
+    for a, b in zip(eg, tg):
+        if b is None:
+            assert a is None or not a.numpy().any()
+        else:
+            np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-6, atol=1e-10)
+
+
+def check(fn, *arrays, **kw):
+    """check_op (reference, float32, gradcheck, loose parity) plus strict float64 parity."""
+    check_op(fn, *arrays, **kw)
+    strict_parity(fn, *arrays, **kw)
+
+
 def _ln_ref(x, k, w=None, b=None, eps=1e-5):
     axes = tuple(range(x.ndim - k, x.ndim))
     mu = x.mean(axes, keepdims=True)
@@ -31,9 +67,9 @@ def _ln_ref(x, k, w=None, b=None, eps=1e-5):
                                         ((2, 1, 4), (4,))])
 def test_layer_norm(shape, norm):
     k = len(norm)
-    check_op(lambda m, x, w, b: F(m).layer_norm(x, norm, w, b), randn(*shape), randn(*norm, seed=1),
+    check(lambda m, x, w, b: F(m).layer_norm(x, norm, w, b), randn(*shape), randn(*norm, seed=1),
              randn(*norm, seed=2), ref=lambda x, w, b: _ln_ref(x, k, w, b), gradgrad=True)
-    check_op(lambda m, x: F(m).layer_norm(x, norm, eps=1e-2), randn(*shape),
+    check(lambda m, x: F(m).layer_norm(x, norm, eps=1e-2), randn(*shape),
              ref=lambda x: _ln_ref(x, k, eps=1e-2), gradgrad=True)
 
 
@@ -53,9 +89,9 @@ def test_layer_norm_constant_rows_and_errors():
                                           ((2, 4, 3), 4)])
 def test_group_norm(shape, groups):
     C = shape[1]
-    check_op(lambda m, x, w, b: F(m).group_norm(x, groups, w, b), randn(*shape), randn(C, seed=1),
+    check(lambda m, x, w, b: F(m).group_norm(x, groups, w, b), randn(*shape), randn(C, seed=1),
              randn(C, seed=2), gradgrad=True)
-    check_op(lambda m, x: F(m).group_norm(x, groups, eps=0.1), randn(*shape))
+    check(lambda m, x: F(m).group_norm(x, groups, eps=0.1), randn(*shape))
     with pytest.raises(RuntimeError, match="divisible by num_groups"):
         EF.group_norm(ember.randn(2, 6), 4)
 
@@ -68,9 +104,9 @@ def test_rms_norm(shape, norm):
     def ref(x, w, eps=np.finfo(np.float64).eps):
         return x / np.sqrt((x * x).mean(axes, keepdims=True) + eps) * w
 
-    check_op(lambda m, x, w: F(m).rms_norm(x, norm, w), randn(*shape), randn(*norm, seed=1),
+    check(lambda m, x, w: F(m).rms_norm(x, norm, w), randn(*shape), randn(*norm, seed=1),
              ref=ref, gradgrad=True)
-    check_op(lambda m, x: F(m).rms_norm(x, norm, eps=0.5), randn(*shape),
+    check(lambda m, x: F(m).rms_norm(x, norm, eps=0.5), randn(*shape),
              ref=lambda x: ref(x, 1.0, 0.5))
 
 
@@ -84,9 +120,9 @@ def test_rms_norm_default_eps_is_finfo_eps():
 
 @pytest.mark.parametrize("size", [1, 2, 3, 5, 8])
 def test_local_response_norm(size):
-    check_op(lambda m, x: F(m).local_response_norm(x, size, alpha=0.3, beta=0.8, k=1.5),
+    check(lambda m, x: F(m).local_response_norm(x, size, alpha=0.3, beta=0.8, k=1.5),
              randn(2, 6, 3), gradgrad=size == 3)
-    check_op(lambda m, x: F(m).local_response_norm(x, size), randn(2, 4, 2, 2))
+    check(lambda m, x: F(m).local_response_norm(x, size), randn(2, 4, 2, 2))
 
 
 @needs_torch
@@ -143,15 +179,15 @@ def test_layer_norm_float32_and_module_defaults():
 @pytest.mark.parametrize("shape", [(5, 3), (4, 3, 6), (2, 3, 4, 5)])
 def test_batch_norm_functional_training(shape):
     C = shape[1]
-    check_op(lambda m, x, w, b: F(m).batch_norm(x, None, None, w, b, training=True),
+    check(lambda m, x, w, b: F(m).batch_norm(x, None, None, w, b, training=True),
              randn(*shape), randn(C, seed=1), randn(C, seed=2), gradgrad=True)
-    check_op(lambda m, x: F(m).batch_norm(x, None, None, training=True, eps=0.1), randn(*shape))
+    check(lambda m, x: F(m).batch_norm(x, None, None, training=True, eps=0.1), randn(*shape))
 
 
 def test_batch_norm_functional_eval_and_running_update():
     x = randn(6, 3, 2)
     rm, rv = randn(3, seed=3), positive(3, seed=4)
-    check_op(lambda m, x, w, b: F(m).batch_norm(x, m.tensor(rm), m.tensor(rv), w, b,
+    check(lambda m, x, w, b: F(m).batch_norm(x, m.tensor(rm), m.tensor(rv), w, b,
                                                 training=False),
              x, randn(3, seed=1), randn(3, seed=2), gradgrad=True)
     erm, erv = ember.tensor(rm), ember.tensor(rv)
@@ -283,14 +319,14 @@ Q, K, V = randn(2, 3, 4, 5), randn(2, 3, 6, 5, seed=1), randn(2, 3, 6, 7, seed=2
 
 
 def test_sdpa_plain():
-    check_op(lambda m, q, k, v: F(m).scaled_dot_product_attention(q, k, v), Q, K, V,
+    check(lambda m, q, k, v: F(m).scaled_dot_product_attention(q, k, v), Q, K, V,
              ref=_sdpa_ref, gradgrad=True)
 
 
 @pytest.mark.parametrize("L,S", [(4, 6), (5, 5), (6, 4)])
 def test_sdpa_causal_and_scale(L, S):
     q, k, v = randn(2, L, 3), randn(2, S, 3, seed=1), randn(2, S, 2, seed=2)
-    check_op(lambda m, q, k, v: F(m).scaled_dot_product_attention(q, k, v, is_causal=True,
+    check(lambda m, q, k, v: F(m).scaled_dot_product_attention(q, k, v, is_causal=True,
                                                                   scale=0.7),
              q, k, v, ref=lambda q, k, v: _sdpa_ref(q, k, v, causal=True, scale=0.7))
 
@@ -298,7 +334,7 @@ def test_sdpa_causal_and_scale(L, S):
 def test_sdpa_bool_mask_with_fully_masked_row():
     mask = np.random.default_rng(0).random((4, 6)) > 0.4
     mask[1] = False  # nothing to attend: PyTorch returns zeros (and zero gradients)
-    check_op(lambda m, q, k, v: F(m).scaled_dot_product_attention(q, k, v,
+    check(lambda m, q, k, v: F(m).scaled_dot_product_attention(q, k, v,
                                                                   attn_mask=m.tensor(mask)),
              Q, K, V, ref=lambda q, k, v: _sdpa_ref(q, k, v, mask), gradgrad=True)
     out = EF.scaled_dot_product_attention(ember.tensor(Q), ember.tensor(K), ember.tensor(V),
@@ -307,27 +343,27 @@ def test_sdpa_bool_mask_with_fully_masked_row():
 
 
 def test_sdpa_float_mask_gets_gradient():
-    check_op(lambda m, q, k, v, msk: F(m).scaled_dot_product_attention(q, k, v, attn_mask=msk),
+    check(lambda m, q, k, v, msk: F(m).scaled_dot_product_attention(q, k, v, attn_mask=msk),
              Q, K, V, randn(3, 4, 6, seed=5), ref=lambda q, k, v, msk: _sdpa_ref(q, k, v, msk))
     big = np.where(np.random.default_rng(2).random((4, 6)) > 0.5, 0.0, -np.inf)
     big[:, 0] = 0.0
-    check_op(lambda m, q, k, v: F(m).scaled_dot_product_attention(q, k, v,
+    check(lambda m, q, k, v: F(m).scaled_dot_product_attention(q, k, v,
                                                                   attn_mask=m.tensor(big)),
              Q, K, V, ref=lambda q, k, v: _sdpa_ref(q, k, v, big))
 
 
 def test_sdpa_broadcast_batch_and_heads():
-    check_op(lambda m, q, k, v: F(m).scaled_dot_product_attention(q, k, v),
+    check(lambda m, q, k, v: F(m).scaled_dot_product_attention(q, k, v),
              randn(2, 1, 4, 5), randn(1, 3, 6, 5, seed=1), randn(3, 6, 7, seed=2),
              ref=_sdpa_ref)
-    check_op(lambda m, q, k, v: F(m).scaled_dot_product_attention(q, k, v),
+    check(lambda m, q, k, v: F(m).scaled_dot_product_attention(q, k, v),
              randn(4, 5), randn(6, 5, seed=1), randn(6, 2, seed=2), ref=_sdpa_ref)
 
 
 def test_sdpa_grouped_query_attention():
     q, k, v = randn(2, 6, 4, 5), randn(2, 2, 6, 5, seed=1), randn(2, 2, 6, 3, seed=2)
     ref = lambda q, k, v: _sdpa_ref(q, np.repeat(k, 3, axis=1), np.repeat(v, 3, axis=1))
-    check_op(lambda m, q, k, v: F(m).scaled_dot_product_attention(q, k, v, enable_gqa=True),
+    check(lambda m, q, k, v: F(m).scaled_dot_product_attention(q, k, v, enable_gqa=True),
              q, k, v, ref=ref, gradgrad=True)
     with pytest.raises(RuntimeError, match="must be a multiple of the key/value heads"):
         EF.scaled_dot_product_attention(ember.randn(1, 5, 2, 3), ember.randn(1, 2, 2, 3),
@@ -367,3 +403,18 @@ def test_sdpa_dropout():
     a = EF.scaled_dot_product_attention(q, k, v, dropout_p=0.0)
     b = EF.scaled_dot_product_attention(q, k, v)
     np.testing.assert_array_equal(a.detach().numpy(), b.detach().numpy())
+
+
+def test_instance_norm():
+    check(lambda m, x, w, b: F(m).instance_norm(x, weight=w, bias=b), randn(2, 3, 4, 2),
+          randn(3, seed=1), randn(3, seed=2))
+    if HAVE_TORCH:
+        import torch
+
+        x = randn(2, 3, 5)
+        erm, erv = ember.zeros(3, dtype=ember.float64), ember.ones(3, dtype=ember.float64)
+        trm, trv = torch.zeros(3, dtype=torch.float64), torch.ones(3, dtype=torch.float64)
+        EF.instance_norm(ember.tensor(x), erm, erv, momentum=0.3)
+        torch.nn.functional.instance_norm(torch.tensor(x), trm, trv, momentum=0.3)
+        np.testing.assert_allclose(erm.numpy(), trm.numpy(), atol=1e-12)
+        np.testing.assert_allclose(erv.numpy(), trv.numpy(), atol=1e-12)

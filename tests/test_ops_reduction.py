@@ -760,3 +760,12 @@ def test_double_backward_through_softmax_norm_and_sum():
     (g,) = ember.autograd.grad(x.norm() ** 2, x, create_graph=True)
     (gg,) = ember.autograd.grad(g.sum(), x)
     np.testing.assert_allclose(gg.numpy(), np.full(5, 2.0), atol=1e-10)
+
+
+@needs_torch
+def test_half_precision_accumulates_in_float32():
+    a = np.full(20000, 10, np.float16)
+    for op in ("mean", "var", "std", "norm"):
+        e, t = getattr(ember.tensor(a), op)(), getattr(torch.tensor(a), op)()
+        assert e.dtype == ember.float16 and np.isfinite(e.item())
+        np.testing.assert_allclose(e.item(), t.item())

@@ -380,7 +380,8 @@ def _lbfgs_run(lib: object, opt_cls: type, kwargs: dict, x0: np.ndarray, steps: 
         x = np.concatenate([a.detach().numpy(), b.detach().numpy()])
         f, g = _rosen_like(x)
         a.grad, b.grad = lib.tensor(g[:3]), lib.tensor(g[3:])
-        return lib.tensor(f)
+        # (np.float64: ember.tensor(python_float, dtype=float64) rounds through float32)
+        return lib.tensor(np.float64(f))
 
     for _ in range(steps):
         losses.append(float(opt.step(closure)))

@@ -96,7 +96,10 @@ class Node:
         under ``create_graph`` it is recorded, so the backward itself can be differentiated."""
         if self._tensor_mode:
             return op.apply(*args)
-        return op.forward(op._node_cls(), *args)
+        ctx = op._node_cls()
+        ctx.xp = self.xp
+        ctx.needs_input_grad = (False,) * len(args)
+        return op.forward(ctx, *args)
 
     # -- hooks ------------------------------------------------------------------------------
     def register_hook(self, fn: Any) -> Any:
@@ -268,8 +271,12 @@ class Function(metaclass=FunctionMeta):
 
         if not record:
             if is_tuple:
-                return tuple([make(o) if o is not None else None for o in outs_raw])
-            return make(outs_raw[0])
+                outputs = [make(o) if o is not None else None for o in outs_raw]
+            else:
+                outputs = [make(outs_raw[0])]
+            if cls.is_view:
+                _share_version(args[0], outputs)
+            return tuple(outputs) if is_tuple else outputs[0]
 
         # -- record the node --------------------------------------------------------------
         edges = []
@@ -300,18 +307,22 @@ class Function(metaclass=FunctionMeta):
                 ctx._n_out = len(outs_raw)
                 ctx._out_meta = tuple([(o.shape, o.dtype) if o is not None else None for o in outs_raw])
         if cls.is_view:
-            first = args[0]
-            counter = first._version_counter()
-            base = first if first._base is None else first._base
-            for t in outputs:
-                if t is not None:
-                    t._version = counter
-                    t._base = base
+            _share_version(args[0], outputs)
         if ctx._saved:
             _track_saved(ctx, args, raw, outs_raw, outputs)
         if anomaly_enabled:
             ctx._trace = traceback.format_stack()[:-2]
         return tuple(outputs) if is_tuple else outputs[0]
+
+
+def _share_version(first: Any, outputs: list) -> None:
+    """Views share their base's version counter, so an in-place write through either is seen."""
+    counter = first._version_counter()
+    base = first if first._base is None else first._base
+    for t in outputs:
+        if t is not None:
+            t._version = counter
+            t._base = base
 
 
 _NO_GRADS = [(False,) * n for n in range(8)]

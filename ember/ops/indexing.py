@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from .. import _backend, _dtype
+from ..autograd import grad_mode
 from . import elementwise as _ew
 from ._op import Op
 
@@ -395,9 +396,44 @@ def _index_broadcast(shapes: list) -> tuple:
         ) from None
 
 
+def _parse_basic(shape: tuple, key: tuple) -> _Key | None:
+    """The fast path for keys of plain ints and slices (``x[0]``, ``x[:, 1:3]``); None when
+    the key needs the general parser."""
+    if len(key) > len(shape):
+        return None
+    vshape = []
+    trivial = True
+    for d, k in enumerate(key):
+        t = type(k)
+        if t is int:
+            size = shape[d]
+            if not -size <= k < size:
+                raise IndexError(f"index {k} is out of bounds for dimension {d} with size {size}")
+            trivial = False
+        elif t is slice:
+            a, b, c = k.start, k.stop, k.step
+            if (a is not None and type(a) is not int) or (b is not None and type(b) is not int) \
+                    or (c is not None and (type(c) is not int or c <= 0)):
+                return None
+            vshape.append(len(range(*k.indices(shape[d]))))
+            trivial = trivial and a is None and b is None and c is None
+        else:
+            return None
+    vshape.extend(shape[len(key):])
+    kk = _Key()
+    kk.shape, kk.basic, kk.trivial, kk.vshape = shape, key + (Ellipsis,), trivial, tuple(vshape)
+    kk.vkey, kk.adv, kk.unique = None, [], True
+    return kk
+
+
 def _parse_key(x: Any, key: Any) -> _Key:
     """Parse ``key`` for the raw array ``x`` (PyTorch's rules and errors)."""
     shape = tuple(x.shape)
+    t = type(key)
+    if t is int or t is slice or t is tuple:
+        kk = _parse_basic(shape, key if t is tuple else (key,))
+        if kk is not None:
+            return kk
     ndim = len(shape)
     dev = _backend.device_of(x)
     if type(key) is not tuple:
@@ -638,6 +674,8 @@ def getitem(x: Any, key: Any) -> Any:
     Basic keys (integers, slices, None, Ellipsis) return a view; any tensor, list or mask
     makes an advanced index (a copy), placed by NumPy's rules after integers are applied."""
     k = _parse_key(x._data, key)
+    if not (x._rg and grad_mode.enabled):  # nothing to record: skip Function.apply's overhead
+        return _make(k.gather(x._data))
     return (IndexView if k.vkey is None else Index).apply(x, k)
 
 
