@@ -550,3 +550,50 @@ def test_pad_sequence():
     out = pad_sequence([ember.tensor(a), ember.tensor(b)], batch_first=True, padding_side="left")
     np.testing.assert_allclose(out.numpy()[1, 2], b[0])
     np.testing.assert_array_equal(out.numpy()[1, :2], 0)
+
+
+@needs_torch
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+@pytest.mark.parametrize("padding_idx", [None, 2])
+def test_embedding_bag_matches_torch(mode, padding_idx):
+    w = randn(6, 3)
+    cases = [(np.array([1, 2, 4, 5, 4, 3, 2, 0]), np.array([0, 2, 2, 5])),
+             (np.array([[1, 2, 4], [5, 2, 3]]), None)]
+    for idx, off in cases:
+        ew = ember.tensor(w, requires_grad=True)
+        tw = torch.tensor(w, requires_grad=True)
+        eo = F.embedding_bag(ember.tensor(idx), ew, None if off is None else ember.tensor(off),
+                             mode=mode, padding_idx=padding_idx)
+        to = torch.nn.functional.embedding_bag(torch.tensor(idx), tw,
+                                               None if off is None else torch.tensor(off),
+                                               mode=mode, padding_idx=padding_idx)
+        np.testing.assert_allclose(eo.detach().numpy(), to.detach().numpy(), rtol=1e-12)
+        v = randn(*tuple(to.shape), seed=2)
+        eo.backward(ember.tensor(v))
+        to.backward(torch.tensor(v))
+        np.testing.assert_allclose(ew.grad.numpy(), tw.grad.numpy(), rtol=1e-12, atol=1e-15)
+
+
+@needs_torch
+def test_embedding_bag_module_and_weights():
+    eb, tb = nn.EmbeddingBag(10, 3, mode="sum", padding_idx=2, max_norm=1.0), \
+        torch.nn.EmbeddingBag(10, 3, mode="sum", padding_idx=2, max_norm=1.0)
+    assert repr(eb) == repr(tb) and repr(nn.EmbeddingBag(4, 2)) == repr(torch.nn.EmbeddingBag(4, 2))
+    idx, off, psw = np.array([1, 3, 3, 7]), np.array([0, 1]), randn(4)
+    w = randn(10, 3)
+    ew = ember.tensor(w, requires_grad=True)
+    tw = torch.tensor(w, requires_grad=True)
+    e_psw, t_psw = ember.tensor(psw, requires_grad=True), torch.tensor(psw, requires_grad=True)
+    eo = F.embedding_bag(ember.tensor(idx), ew, ember.tensor(off), mode="sum",
+                         per_sample_weights=e_psw)
+    to = torch.nn.functional.embedding_bag(torch.tensor(idx), tw, torch.tensor(off), mode="sum",
+                                           per_sample_weights=t_psw)
+    np.testing.assert_allclose(eo.detach().numpy(), to.detach().numpy(), rtol=1e-12)
+    eo.sum().backward()
+    to.sum().backward()
+    np.testing.assert_allclose(e_psw.grad.numpy(), t_psw.grad.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(ew.grad.numpy(), tw.grad.numpy(), rtol=1e-12)
+    with pytest.raises(NotImplementedError, match="only supported for mode='sum'"):
+        F.embedding_bag(ember.tensor(idx), ew, ember.tensor(off), per_sample_weights=e_psw)
+    out = nn.EmbeddingBag(10, 3)(ember.tensor([[1, 2], [3, 4]]))
+    assert tuple(out.shape) == (2, 3)

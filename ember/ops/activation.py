@@ -1241,6 +1241,11 @@ def embedding_bag(
         off = offsets._data.astype(xp.int64)
         if off.ndim != 1:
             raise ValueError("offsets has to be a 1D Tensor")
+        if off.shape[0] and int(off[0]) != 0:
+            raise RuntimeError(
+                "offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to start "
+                f"from position 0. However, got {int(off[0])}"
+            )
         if include_last_offset:
             off = off[:-1]
         nbags = off.shape[0]
@@ -1256,14 +1261,14 @@ def embedding_bag(
     rows = embedding(Tensor._make(flat), weight, padding_idx, max_norm, norm_type,
                      scale_grad_by_freq)
     if mode == "max":
+        # a (bags, longest bag) matrix of row numbers (and its mask) over the valid entries
         counts = xp.bincount(bag_ids[valid], minlength=nbags)
         length = int(counts.max()) if counts.size else 0
         starts = xp.zeros(nbags + 1, dtype=xp.int64)
         starts[1:] = xp.cumsum(xp.bincount(bag_ids, minlength=nbags))
+        before = xp.cumsum(valid) - valid  # valid entries before each position
+        slot = before - before[starts[bag_ids]]  # rank among its bag's valid entries
         order = xp.nonzero(valid)[0]
-        rank = xp.arange(flat.shape[0]) - starts[bag_ids]  # position inside its bag
-        slot = xp.cumsum(valid) - 1 - (xp.cumsum(valid) - valid)[starts[bag_ids]]
-        del rank
         mat = xp.zeros((nbags, max(length, 1)), dtype=xp.int64)
         mask = xp.zeros((nbags, max(length, 1)), dtype=bool)
         mat[bag_ids[order], slot[order]] = order

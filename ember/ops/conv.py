@@ -402,7 +402,8 @@ class MaxPoolGather(Op):
         if out is not None:
             return out
         rows, n = _rows(x.shape, nsp)
-        got = _xp(ctx, x).take_along_axis(x.reshape(rows, n), idx.reshape(rows, -1), axis=1)
+        m = _rows(idx.shape, nsp)[1]
+        got = _xp(ctx, x).take_along_axis(x.reshape(rows, n), idx.reshape(rows, m), axis=1)
         return got.reshape(idx.shape)
 
     @staticmethod
@@ -428,8 +429,9 @@ class IndexScatter(Op):
     def forward(ctx: Any, gy: Any, idx: Any, shape: tuple, nsp: int, unique: bool) -> Any:
         xp = _xp(ctx, gy)
         rows, n = _rows(shape, nsp)
-        gf = gy.reshape(rows, -1)
-        idf = idx.reshape(rows, -1)
+        m = _rows(idx.shape, nsp)[1]
+        gf = gy.reshape(rows, m)
+        idf = idx.reshape(rows, m)
         flat = (idf + (xp.arange(rows) * n)[:, None]).ravel()
         if unique:  # windows don't overlap: every index is hit at most once
             out = xp.zeros(rows * n, dtype=gy.dtype)

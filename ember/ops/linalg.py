@@ -1344,10 +1344,10 @@ def _cross(fn: str, a: Any, b: Any, dim: int | None) -> Any:
     sa, sb = _shape(a), _shape(b)
     _same_dtype(fn, a, b)
     _no_bool(fn, a, b)
-    if fn == "cross" and len(sa) != len(sb):
+    if len(sa) != len(sb):
         raise RuntimeError(
-            f"linalg.cross: inputs must have the same number of dimensions. (cross: shapes {sa} "
-            f"and {sb}; use torch.linalg.cross to broadcast, or unsqueeze the smaller one)"
+            f"linalg.cross: inputs must have the same number of dimensions. ({fn}: shapes {sa} "
+            f"and {sb}; unsqueeze the smaller one, e.g. b[None])"
         )
     shape = _broadcast_batch(fn, sa, sb, sa, sb)
     if dim is None:

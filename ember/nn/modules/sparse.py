@@ -11,7 +11,7 @@ from .. import init
 from ..parameter import Parameter
 from .module import Module
 
-__all__ = ["Embedding"]
+__all__ = ["Embedding", "EmbeddingBag"]
 
 
 class Embedding(Module):
@@ -107,3 +107,84 @@ class Embedding(Module):
         return cls(num_embeddings=rows, embedding_dim=cols, _weight=embeddings, _freeze=freeze,
                    padding_idx=padding_idx, max_norm=max_norm, norm_type=norm_type,
                    scale_grad_by_freq=scale_grad_by_freq, sparse=sparse)
+
+
+class EmbeddingBag(Module):
+    """Sums, means or maxes of embedding rows per bag, without the intermediate (B, N, D).
+
+    ``forward(input, offsets=None, per_sample_weights=None)``: a (B, N) input holds one bag per
+    row; a 1-D input is split into bags at ``offsets``. ``weight`` is drawn from N(0, 1).
+    """
+
+    def __init__(
+        self, num_embeddings: int, embedding_dim: int, max_norm: float | None = None,
+        norm_type: float = 2.0, scale_grad_by_freq: bool = False, mode: str = "mean",
+        sparse: bool = False, _weight: Tensor | None = None, include_last_offset: bool = False,
+        padding_idx: int | None = None, device: Any = None, dtype: Any = None,
+    ) -> None:
+        super().__init__()
+        self.num_embeddings = num_embeddings
+        self.embedding_dim = embedding_dim
+        self.max_norm = max_norm
+        self.norm_type = norm_type
+        self.scale_grad_by_freq = scale_grad_by_freq
+        if padding_idx is not None:
+            if not -num_embeddings <= padding_idx < num_embeddings:
+                raise AssertionError("padding_idx must be within num_embeddings")
+            if padding_idx < 0:
+                padding_idx = num_embeddings + padding_idx
+        self.padding_idx = padding_idx
+        if _weight is None:
+            self.weight = Parameter(
+                _creation.empty((num_embeddings, embedding_dim), device=device, dtype=dtype))
+            self.reset_parameters()
+        else:
+            if tuple(_weight.shape) != (num_embeddings, embedding_dim):
+                raise AssertionError("Shape of weight does not match num_embeddings and embedding_dim")
+            self.weight = Parameter(_weight)
+        self.mode = mode
+        self.sparse = sparse
+        self.include_last_offset = include_last_offset
+
+    def reset_parameters(self) -> None:
+        """Re-draw the table from N(0, 1) (the padding row set to zero)."""
+        init.normal_(self.weight)
+        if self.padding_idx is not None:
+            self.weight._data[self.padding_idx] = 0
+            self.weight._bump_version()
+
+    def forward(self, input: Tensor, offsets: Tensor | None = None,
+                per_sample_weights: Tensor | None = None) -> Tensor:
+        return F.embedding_bag(input, self.weight, offsets, self.max_norm, self.norm_type,
+                               self.scale_grad_by_freq, self.mode, self.sparse,
+                               per_sample_weights, self.include_last_offset, self.padding_idx)
+
+    def extra_repr(self) -> str:
+        s = f"{self.num_embeddings}, {self.embedding_dim}"
+        if self.max_norm is not None:
+            s += f", max_norm={self.max_norm}"
+        if self.norm_type != 2:
+            s += f", norm_type={self.norm_type}"
+        if self.scale_grad_by_freq is not False:
+            s += f", scale_grad_by_freq={self.scale_grad_by_freq}"
+        s += f", mode={self.mode!r}"
+        if self.padding_idx is not None:
+            s += f", padding_idx={self.padding_idx}"
+        return s
+
+    @classmethod
+    def from_pretrained(
+        cls, embeddings: Tensor, freeze: bool = True, max_norm: float | None = None,
+        norm_type: float = 2.0, scale_grad_by_freq: bool = False, mode: str = "mean",
+        sparse: bool = False, include_last_offset: bool = False, padding_idx: int | None = None,
+    ) -> EmbeddingBag:
+        """An EmbeddingBag over ``embeddings`` (frozen unless ``freeze=False``)."""
+        if embeddings.dim() != 2:
+            raise AssertionError("Embeddings parameter is expected to be 2-dimensional")
+        rows, cols = tuple(embeddings.shape)
+        bag = cls(num_embeddings=rows, embedding_dim=cols, _weight=embeddings, max_norm=max_norm,
+                  norm_type=norm_type, scale_grad_by_freq=scale_grad_by_freq, mode=mode,
+                  sparse=sparse, include_last_offset=include_last_offset,
+                  padding_idx=padding_idx)
+        bag.weight.requires_grad = not freeze
+        return bag
