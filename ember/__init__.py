@@ -139,7 +139,20 @@ for _n, _c in (("FloatTensor", FloatTensor), ("DoubleTensor", DoubleTensor),
 del _n, _c
 
 
+# Submodules load on first use (``ember.nn``, ``ember.optim``...), keeping ``import ember`` fast.
+_LAZY_SUBMODULES = frozenset({"nn", "optim", "utils", "linalg", "serialization", "demo", "amp",
+                              "special", "distributed", "testing"})
+
+
 def __getattr__(name: str) -> object:
+    if name in _LAZY_SUBMODULES:
+        import importlib
+
+        try:
+            return importlib.import_module(f"ember.{name}")
+        except ModuleNotFoundError as e:
+            if e.name != f"ember.{name}":
+                raise
     from ._missing import attribute_error
 
     raise attribute_error("torch", name)

@@ -8,12 +8,18 @@ eigvalsh, pinv, matrix_rank. The ops themselves live in ``ember/ops/linalg.py``.
 
 from __future__ import annotations
 
-import math
 from collections import namedtuple
 from typing import Any
 
 from .ops import linalg as _la
-from .ops.linalg import LinAlgError, cholesky, matmul, matrix_power, solve  # noqa: F401
+from .ops.linalg import (  # noqa: F401
+    LinAlgError,
+    cholesky,
+    matmul,
+    matrix_norm,
+    matrix_power,
+    solve,
+)
 
 __all__ = [
     "LinAlgError",
@@ -65,55 +71,6 @@ def vector_norm(x: Any, ord: float = 2, dim: Any = None, keepdim: bool = False, 
     from .ops.reduction import vector_norm as _vector_norm
 
     return _la._result(_vector_norm(x, ord, dim, keepdim, dtype=dtype), out)
-
-
-def _move_to_end(a: Any, d0: int, d1: int) -> Any:
-    return a.movedim((d0, d1), (-2, -1))
-
-
-def _restore_dims(r: Any, d0: int, d1: int, keepdim: bool) -> Any:
-    if keepdim:
-        for d in sorted((d0, d1)):
-            r = r.unsqueeze(d)
-    return r
-
-
-def matrix_norm(A: Any, ord: Any = "fro", dim: tuple = (-2, -1), keepdim: bool = False, *,
-                dtype: Any = None, out: Any = None) -> Any:
-    """A matrix norm over the two dims ``dim``: 'fro', 'nuc', inf, -inf, 1, -1, 2 or -2."""
-    a = _t(A, "linalg.matrix_norm")
-    if dtype is not None:
-        a = a.to(dtype)
-    _la._check_float("linalg.matrix_norm", a)
-    nd = a.ndim
-    if nd < 2:
-        raise RuntimeError(
-            f"linalg.matrix_norm: The input tensor A must have at least 2 dimensions (got shape "
-            f"{tuple(a.shape)}); use torch.linalg.vector_norm for vectors"
-        )
-    if not isinstance(dim, tuple | list) or len(dim) != 2:
-        raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {dim}")
-    d0, d1 = _la._wrap_dim(dim[0], nd), _la._wrap_dim(dim[1], nd)
-    if d0 == d1:
-        raise RuntimeError(f"linalg.matrix_norm: dims must be different. Got ({dim[0]}, {dim[1]})")
-    if ord == "fro":
-        res = vector_norm(a, 2, (d0, d1), keepdim)
-    elif ord in ("nuc", 2, -2):
-        s = svdvals(_move_to_end(a, d0, d1))
-        r = s.sum(-1) if ord == "nuc" else (s.amax(-1) if ord == 2 else s.amin(-1))
-        res = _restore_dims(r, d0, d1, keepdim)
-    elif ord in (math.inf, -math.inf, 1, -1):
-        # inf: max over rows of the row sums |A|; 1: max over columns of the column sums
-        inner, outer_ = (d1, d0) if ord in (math.inf, -math.inf) else (d0, d1)
-        sums = a.abs().sum(inner, keepdim=True)
-        r = sums.amax(outer_, keepdim=True) if ord > 0 else sums.amin(outer_, keepdim=True)
-        res = r if keepdim else r.squeeze(max(d0, d1)).squeeze(min(d0, d1))
-    else:
-        raise RuntimeError(
-            f"linalg.matrix_norm: Order {ord} not supported; use 'fro', 'nuc', inf, -inf, 1, -1, "
-            "2 or -2"
-        )
-    return _la._result(res, out)
 
 
 def norm(A: Any, ord: Any = None, dim: Any = None, keepdim: bool = False, *, out: Any = None,

@@ -7,11 +7,11 @@ import time
 
 import numpy as np
 import pytest
+from helpers import HAVE_TORCH, check_op, randn
 
 import ember
 import ember.nn as nn
 import ember.nn.functional as F
-from helpers import HAVE_TORCH, check_op, randn
 
 if HAVE_TORCH:
     import torch
@@ -168,6 +168,20 @@ def test_conv_float32_stays_float32():
     assert w.grad.dtype == ember.float32 and b.grad.dtype == ember.float32
     assert F.conv_transpose2d(x, ember.randn(3, 2, 3, 3), stride=2).dtype == ember.float32
     assert F.conv1d(ember.randn(2, 3, 8), ember.randn(4, 3, 3)).dtype == ember.float32
+
+
+@pytest.mark.parametrize("dt", ["float16", "bfloat16"])
+def test_low_precision_dtypes_are_kept(dt):
+    dtype = getattr(ember, dt)
+    x = ember.randn(2, 3, 8, 8).to(dtype).requires_grad_()
+    w = ember.randn(4, 3, 3, 3).to(dtype).requires_grad_()
+    y = F.max_pool2d(F.conv2d(x, w, padding=1), 2)
+    outs = [y, F.avg_pool2d(y, 2), F.adaptive_avg_pool2d(y, 3), F.adaptive_max_pool2d(y, 3),
+            F.interpolate(y, size=5, mode="bilinear"), F.unfold(y, 2),
+            F.conv_transpose2d(y, ember.randn(4, 2, 3, 3).to(dtype))]
+    assert all(o.dtype == dtype for o in outs)
+    sum(o.float().sum() for o in outs).backward()
+    assert x.grad.dtype == dtype and w.grad.dtype == dtype
 
 
 def test_conv_no_grad_records_nothing():

@@ -6,11 +6,11 @@ import warnings
 
 import numpy as np
 import pytest
+from helpers import HAVE_TORCH, check_op, randn
 
 import ember
 import ember.nn.functional as F
 from ember import nn
-from helpers import HAVE_TORCH, check_op, randn
 
 if HAVE_TORCH:
     import torch
@@ -204,7 +204,8 @@ def test_linear_empty_and_float32():
     out = lin(ember.randn(0, 3))
     assert tuple(out.shape) == (0, 2) and out.dtype == ember.float32
     assert lin(ember.randn(7, 3)).dtype == ember.float32
-    z = nn.Linear(0, 2)
+    with pytest.warns(UserWarning, match="zero-element"):
+        z = nn.Linear(0, 2)  # PyTorch warns too
     assert tuple(z(ember.randn(4, 0)).shape) == (4, 2)
 
 
@@ -440,7 +441,7 @@ def test_softmax_family_and_implicit_dim_warning():
     x = randn(2, 3, 4)
     for name in ["softmax", "log_softmax", "softmin"]:
         for dim in [0, 1, -1]:
-            check_op(lambda m, t: getattr(m.nn.functional, name)(t, dim), x)
+            check_op(lambda m, t, name=name, dim=dim: getattr(m.nn.functional, name)(t, dim), x)
         with pytest.warns(UserWarning, match="Implicit dimension choice"):
             out = getattr(F, name)(ember.tensor(x))
         with warnings.catch_warnings():
@@ -597,3 +598,11 @@ def test_embedding_bag_module_and_weights():
         F.embedding_bag(ember.tensor(idx), ew, ember.tensor(off), per_sample_weights=e_psw)
     out = nn.EmbeddingBag(10, 3)(ember.tensor([[1, 2], [3, 4]]))
     assert tuple(out.shape) == (2, 3)
+
+
+def test_pdist_and_channel_shuffle():
+    check_op(lambda m, x: m.nn.functional.pdist(x), randn(5, 3))
+    check_op(lambda m, x: m.nn.functional.pdist(x, p=1.0), randn(4, 2))
+    check_op(lambda m, x: m.nn.functional.channel_shuffle(x, 2), randn(2, 6, 3))
+    with pytest.raises(RuntimeError, match="divisible by groups"):
+        F.channel_shuffle(ember.randn(1, 5, 2), 2)

@@ -5,10 +5,10 @@ import math
 
 import numpy as np
 import pytest
+from helpers import HAVE_TORCH, check_op, randn
 
 import ember
 import ember.linalg  # noqa: F401 - the namespace under test
-from helpers import HAVE_TORCH, check_op, randn
 
 if HAVE_TORCH:
     import torch
@@ -533,8 +533,8 @@ def test_chain_and_power():
     check_op(lambda m, a, b, c: m.linalg.multi_dot([a, b, c]), randn(3), b, randn(4, seed=3),
              ref=lambda a, b, c: a @ b @ c)
     for n in (0, 1, 2, 3, 5, -1, -2):
-        check_op(lambda m, x: m.matrix_power(x, n), well(3), grad=n != 0,
-                 ref=lambda x: np.linalg.matrix_power(x, n), rtol=1e-4, atol=1e-5)
+        check_op(lambda m, x, n=n: m.matrix_power(x, n), well(3), grad=n != 0,
+                 ref=lambda x, n=n: np.linalg.matrix_power(x, n), rtol=1e-4, atol=1e-5)
     check_op(lambda m, x: m.linalg.matrix_power(x, 3), randn(2, 3, 3),
              ref=lambda x: np.linalg.matrix_power(x, 3), rtol=1e-4)
     check_op(lambda m, x, y: m.linalg.vecdot(x, y, dim=0), randn(3, 2), randn(3, 1, seed=1),
@@ -555,12 +555,21 @@ def test_inv_det_slogdet():
     check_op(lambda m, a: m.logdet(a), spd(3), ref=lambda a: np.linalg.slogdet(a)[1], rtol=1e-4)
 
 
+def _det3(m, a):
+    """det of a 3x3 matrix by cofactor expansion: its autograd gives the exact derivative."""
+    return (a[0, 0] * (a[1, 1] * a[2, 2] - a[1, 2] * a[2, 1])
+            - a[0, 1] * (a[1, 0] * a[2, 2] - a[1, 2] * a[2, 0])
+            + a[0, 2] * (a[1, 0] * a[2, 1] - a[1, 1] * a[2, 0]))
+
+
 def test_det_singular_gradient():
+    # the derivative of det is the cofactor matrix, non-zero at rank n-1 (torch 2.x returns
+    # zeros here; the explicit polynomial is the reference)
     a = np.array([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [1.0, 0.0, 1.0]])  # rank 2
-    check_op(lambda m, a: m.linalg.det(a), a, ref=np.linalg.det, atol=1e-6)
+    check_op(lambda m, a: m.linalg.det(a), a, ref=np.linalg.det, atol=1e-6, torch_fn=_det3)
     z = np.zeros((3, 3))
-    z[0, 0] = 1.0  # rank 1: gradient is zero
-    check_op(lambda m, a: m.linalg.det(a), z, ref=np.linalg.det)
+    z[0, 0] = 1.0  # rank 1: the cofactors, and so the gradient, are zero
+    check_op(lambda m, a: m.linalg.det(a), z, ref=np.linalg.det, torch_fn=_det3)
 
 
 def test_logdet_negative_is_nan():
@@ -615,13 +624,27 @@ def test_linalg_errors():
     assert not hasattr(ember.linalg, "lu_factor")
 
 
+def _sym(a):
+    """A symmetric positive-definite function of a (the input cholesky and eigh are defined on:
+    they read one triangle only, so a gradcheck must perturb symmetrically)."""
+    return a @ a.mT + 3 * a.shape[-1] ** 0.5
+
+
 def test_cholesky():
-    check_op(lambda m, a: m.linalg.cholesky(a), spd(3), ref=np.linalg.cholesky, rtol=1e-4,
-             gradgrad=True,
-             torch_fn=lambda m, a: m.linalg.cholesky(a))
-    check_op(lambda m, a: m.linalg.cholesky(a, upper=True), spd(3, batch=(2,)), rtol=1e-4,
-             ref=lambda a: np.swapaxes(np.linalg.cholesky(a), -1, -2))
-    check_op(lambda m, a: m.cholesky(a), spd(2), ref=np.linalg.cholesky, rtol=1e-4)
+    def sym_np(a):
+        return a @ np.swapaxes(a, -1, -2) + 3 * a.shape[-1] ** 0.5
+
+    check_op(lambda m, a: m.linalg.cholesky(_sym(a)), randn(3, 3), rtol=1e-4, gradgrad=True,
+             ref=lambda a: np.linalg.cholesky(sym_np(a)))
+    check_op(lambda m, a: m.linalg.cholesky(_sym(a), upper=True), randn(2, 3, 3), rtol=1e-4,
+             ref=lambda a: np.swapaxes(np.linalg.cholesky(sym_np(a)), -1, -2))
+    check_op(lambda m, a: m.cholesky(_sym(a)), randn(2, 2), rtol=1e-4,
+             ref=lambda a: np.linalg.cholesky(sym_np(a)))
+    # the gradient itself is symmetric, as PyTorch's
+    a = ember.tensor(spd(3), requires_grad=True)
+    g = ember.randn(3, 3, dtype=ember.float64)
+    (ember.linalg.cholesky(a) * g).sum().backward()
+    np.testing.assert_allclose(a.grad.numpy(), a.grad.numpy().T, atol=1e-12)
 
 
 # ---------------------------------------------------------------------------------------------

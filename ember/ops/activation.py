@@ -27,7 +27,8 @@ __all__ = [
     "logsigmoid", "glu", "prelu", "rrelu", "rrelu_", "softshrink", "hardshrink", "sigmoid",
     "tanh", "softmax", "log_softmax", "softmin", "gumbel_softmax", "linear", "bilinear",
     "dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout",
-    "embedding", "embedding_bag", "one_hot", "pad", "normalize", "cosine_similarity", "pairwise_distance",
+    "embedding", "embedding_bag", "one_hot", "pad", "normalize", "cosine_similarity",
+    "pairwise_distance", "pdist", "channel_shuffle",
 ]
 
 _SELU_ALPHA = 1.6732632423543772848170429916717
@@ -1191,10 +1192,10 @@ class _BagMax(Op):
         xp = ctx.xp
         filled = xp.where(mask[..., None], rows, -xp.inf)
         arg = filled.argmax(axis=1)  # (B, D)
-        ctx.save_for_backward(arg)
-        ctx.shape = rows.shape
         out = xp.take_along_axis(rows, arg[:, None, :], axis=1)[:, 0, :]
         empty = ~mask.any(axis=1)
+        ctx.save_for_backward(xp.where(empty[:, None], -1, arg))  # empty bags: no gradient
+        ctx.shape = rows.shape
         return xp.where(empty[:, None], 0, out).astype(rows.dtype)
 
     @staticmethod
@@ -1486,6 +1487,33 @@ def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6,
     """||x1 - x2 + eps||_p along the last dim."""
     dim = max(x1.ndim, x2.ndim) - 1
     return (x1 - x2 + eps).norm(p, dim if dim >= 0 else None, keepdim=keepdim)
+
+
+def pdist(input: Tensor, p: float = 2) -> Tensor:
+    """||x_i - x_j||_p for every row pair i < j of a 2-D input (the condensed upper triangle)."""
+    if input.ndim != 2:
+        raise RuntimeError(
+            f"pdist only supports 2D tensors, got: {input.ndim}D (shape {tuple(input.shape)})"
+        )
+    xp = _backend.xp_of(input._data)
+    i, j = xp.triu_indices(input.shape[0], 1)
+    from .indexing import getitem
+
+    diff = getitem(input, Tensor._make(i)) - getitem(input, Tensor._make(j))
+    return diff.norm(p, 1)
+
+
+def channel_shuffle(input: Tensor, groups: int) -> Tensor:
+    """Split the channels (dim 1) into ``groups`` and interleave them (ShuffleNet)."""
+    c = input.shape[1]
+    if groups <= 0 or c % groups:
+        raise RuntimeError(
+            f"Number of channels must be divisible by groups. Got {c} channels and {groups} "
+            "groups."
+        )
+    shape = tuple(input.shape)
+    x = input.reshape(shape[0], groups, c // groups, *shape[2:])
+    return x.transpose(1, 2).reshape(shape)
 
 
 def _wrap_dim(dim: int, ndim: int) -> int:

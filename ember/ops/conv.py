@@ -226,7 +226,7 @@ class Conv(Op):
             y = xp.matmul(w4.reshape(O, Cg * kh * kw), cols[:, 0])
         else:
             y = xp.matmul(w4.reshape(groups, O // groups, Cg * kh * kw), cols).reshape(N, O, g.L)
-        y = _from_cols(xp, y, g)
+        y = _from_cols(xp, y.astype(x.dtype, copy=False), g)  # (bfloat16 matmul gives float32)
         if b is not None:
             y += b.reshape(1, O, 1, 1)
         ctx.save_for_backward(x if _need(ctx, 1) else None,
@@ -270,6 +270,7 @@ class ConvTranspose(Op):
         else:
             wm = w4.reshape(groups, O // groups, Cg * kh * kw).swapaxes(1, 2)
             cols = xp.matmul(wm, gl.reshape(N, groups, O // groups, g.L))
+        cols = cols.astype(gy.dtype, copy=False)
         out = _crop(xp, _col2im(xp, cols.reshape(N, C, kh, kw, g.L), g), g)
         if b is not None:
             out += b.reshape(1, C, 1, 1)
@@ -308,7 +309,7 @@ class ConvWeight(Op):
         g = _Geom((H, W), k, stride, pad, dil, (OH, OW))
         cols = _im2col(xp, _pad(xp, x4, g), g, groups)
         gl = _to_cols(xp, g4, g).reshape(N, groups, O // groups, g.L)
-        gw = xp.matmul(gl, cols.swapaxes(2, 3)).sum(axis=0)
+        gw = xp.matmul(gl, cols.swapaxes(2, 3)).sum(axis=0).astype(x.dtype, copy=False)
         ctx.save_for_backward(x if _need(ctx, 1) else None,
                               gy if _need(ctx, 0) else None)
         ctx.args = (stride, pad, dil, groups)
@@ -477,7 +478,7 @@ def _max_search(xp: Any, taps: list, shape: tuple, init: Any, dtype: Any, need_i
         xp.maximum(y, v, out=y)
     if not need_idx:
         return y, None
-    is_float = np.dtype(dtype).kind == "f"
+    is_float = np.dtype(dtype).kind in "fV"
     low = -np.inf if is_float else np.iinfo(dtype).min
     if base is not None and len(taps) <= _LUT_TAPS:
         # bit k of ``code`` says tap k equals the max; a table maps the code to an offset
@@ -1057,7 +1058,7 @@ def _max_pool(fn: str, nd: int, input: Any, kernel_size: Any, stride: Any, paddi
     x4 = _4d(x)
     need_grad = grad_mode.enabled and input.requires_grad
     need_idx = return_indices or need_grad
-    fill = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
+    fill = -np.inf if x.dtype.kind in "fV" else np.iinfo(x.dtype).min
     xpad = _pad(xp, x4, g, fill)
     init = base = None
     if need_idx:
@@ -1130,7 +1131,7 @@ def _avg_pool(fn: str, nd: int, input: Any, kernel_size: Any, stride: Any, paddi
     input, unbatched, g = _pool_args(  # noqa: A001
         fn, nd, input, kernel_size, stride, padding, 1, ceil_mode)
     x = input._data
-    if x.dtype.kind != "f":
+    if x.dtype.kind not in "fV":
         raise RuntimeError(f'"{fn}" not implemented for \'{_tname(input)}\' (input dtype '
                            f"{input.dtype}); convert it first, e.g. x.float()")
     if divisor_override is not None:
@@ -1195,7 +1196,7 @@ def _adaptive_args(fn: str, nd: int, input: Any, output_size: Any) -> tuple[Any,
 
 def _adaptive_avg(fn: str, nd: int, input: Any, output_size: Any) -> Any:
     input, out = _adaptive_args(fn, nd, input, output_size)  # noqa: A001
-    if input._data.dtype.kind != "f":
+    if input._data.dtype.kind not in "fV":
         raise RuntimeError(f'"{fn}" not implemented for \'{_tname(input)}\' (input dtype '
                            f"{input.dtype}); convert it first, e.g. x.float()")
     sizes = input._data.shape[-nd:]
@@ -1397,7 +1398,7 @@ def interpolate(input: Any, size: Any = None, scale_factor: Any = None, mode: st
         maps = tuple(_nearest_map(n, o, s, mode == "nearest-exact")
                      for n, o, s in zip(sizes, out, sc))
     else:
-        if x.dtype.kind != "f":
+        if x.dtype.kind not in "fV":
             raise RuntimeError(f'"upsample_{mode}" not implemented for \'{_tname(input)}\' '
                                f"(input dtype {input.dtype}); convert it first, e.g. x.float()")
         maps = tuple(None if (n == o and not align_corners and s in (None, 1.0)) else

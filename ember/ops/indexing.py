@@ -101,13 +101,6 @@ def _make(arr: Any) -> Any:
     return _tensor_cls()._make(arr)
 
 
-def _fxp(ctx: Any, arr: Any) -> Any:
-    """The array module inside a forward. ``ctx.call`` runs a forward on a bare node without
-    ``xp`` set, so fall back to the array's own module."""
-    xp = getattr(ctx, "xp", None)
-    return xp if xp is not None else _backend.xp_of(arr)
-
-
 def _wrap_dim(dim: Any, ndim: int) -> int:
     dim = operator.index(dim)
     n = max(ndim, 1)
@@ -596,7 +589,7 @@ class IndexPutAdd(Op):
     @staticmethod
     def forward(ctx: Any, g: Any, key: _Key) -> Any:
         ctx.key = key
-        return key.scatter_add(g, _fxp(ctx, g))
+        return key.scatter_add(g, ctx.xp)
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
@@ -647,7 +640,7 @@ class _Expand(Op):
 
     @staticmethod
     def forward(ctx: Any, x: Any, shape: tuple) -> Any:
-        return _fxp(ctx, x).broadcast_to(x, shape)
+        return ctx.xp.broadcast_to(x, shape)
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
@@ -749,7 +742,7 @@ class Gather(Op):
         if any(index.shape[d] < x.shape[d] for d in range(x.ndim) if d != dim):
             x = x[tuple(slice(None) if d == dim else slice(0, index.shape[d])
                         for d in range(x.ndim))]
-        return _fxp(ctx, x).take_along_axis(x, index, axis=dim)
+        return ctx.xp.take_along_axis(x, index, axis=dim)
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
@@ -763,7 +756,7 @@ class ScatterAdd(Op):
     @staticmethod
     def forward(ctx: Any, src: Any, dim: int, index: Any, shape: tuple) -> Any:
         ctx.dim, ctx.index = dim, index
-        xp = _fxp(ctx, src)
+        xp = ctx.xp
         lin = _dim_lin(xp, index, dim, shape).reshape(-1)
         return _accumulate(xp, lin, src.reshape(-1), _numel(shape), src.dtype).reshape(shape)
 
@@ -780,7 +773,7 @@ class Scatter(Op):
     def forward(ctx: Any, x: Any, src: Any, dim: int, index: Any) -> Any:
         ctx.dim, ctx.index = dim, index
         out = x.copy()
-        lin = _dim_lin(_fxp(ctx, x), index, dim, x.shape).reshape(-1)
+        lin = _dim_lin(ctx.xp, index, dim, x.shape).reshape(-1)
         flat = out.reshape(-1)
         flat[lin] = src.reshape(-1) if _backend.is_array(src) else src
         return out
@@ -808,7 +801,7 @@ class ScatterReduce(Op):
     @staticmethod
     def forward(ctx: Any, x: Any, src: Any, dim: int, index: Any, reduce: str,
                 include_self: bool) -> Any:
-        xp = _fxp(ctx, x)
+        xp = ctx.xp
         lin = _dim_lin(xp, index, dim, x.shape).reshape(-1)
         w = src.reshape(-1)
         size = x.size
@@ -1217,7 +1210,7 @@ class MaskedFill(Op):
 
     @staticmethod
     def forward(ctx: Any, x: Any, value: Any, mask: Any) -> Any:
-        xp = _fxp(ctx, x)
+        xp = ctx.xp
         ctx.mask = mask
         v = xp.asarray(value).astype(x.dtype)
         return xp.where(mask, v, x)
@@ -1594,7 +1587,7 @@ class FillDiagonal(Op):
     def forward(ctx: Any, x: Any, value: Any, wrap: bool) -> Any:
         ctx.wrap = wrap
         out = x.copy()
-        _fxp(ctx, x).fill_diagonal(out, value, wrap=wrap)
+        ctx.xp.fill_diagonal(out, value, wrap=wrap)
         return out
 
     @staticmethod

@@ -1771,3 +1771,54 @@ def pinverse(input: Any, rcond: float = 1e-15) -> Any:
     a = _tensor(input, "pinverse", "input", 1)
     _check_decomposable("linalg.pinv", a)
     return Pinv.apply(a, rcond, False)
+
+
+def _move_to_end(a: Any, d0: int, d1: int) -> Any:
+    return a.movedim((d0, d1), (-2, -1))
+
+
+def _restore_dims(r: Any, d0: int, d1: int, keepdim: bool) -> Any:
+    if keepdim:
+        for d in sorted((d0, d1)):
+            r = r.unsqueeze(d)
+    return r
+
+
+def matrix_norm(A: Any, ord: Any = "fro", dim: tuple = (-2, -1), keepdim: bool = False, *,
+                dtype: Any = None, out: Any = None) -> Any:
+    """A matrix norm over the two dims ``dim``: 'fro', 'nuc', inf, -inf, 1, -1, 2 or -2."""
+    a = _tensor(A, "linalg.matrix_norm", "A", 1)
+    if dtype is not None:
+        a = a.to(dtype)
+    _check_float("linalg.matrix_norm", a)
+    nd = a.ndim
+    if nd < 2:
+        raise RuntimeError(
+            f"linalg.matrix_norm: The input tensor A must have at least 2 dimensions (got shape "
+            f"{tuple(a.shape)}); use torch.linalg.vector_norm for vectors"
+        )
+    if not isinstance(dim, tuple | list) or len(dim) != 2:
+        raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {dim}")
+    d0, d1 = _wrap_dim(dim[0], nd), _wrap_dim(dim[1], nd)
+    if d0 == d1:
+        raise RuntimeError(f"linalg.matrix_norm: dims must be different. Got ({dim[0]}, {dim[1]})")
+    if ord == "fro":
+        from .reduction import vector_norm
+
+        res = vector_norm(a, 2, (d0, d1), keepdim)
+    elif ord in ("nuc", 2, -2):
+        s = Svdvals.apply(_move_to_end(a, d0, d1))
+        r = s.sum(-1) if ord == "nuc" else (s.amax(-1) if ord == 2 else s.amin(-1))
+        res = _restore_dims(r, d0, d1, keepdim)
+    elif ord in (math.inf, -math.inf, 1, -1):
+        # inf: max over rows of the row sums |A|; 1: max over columns of the column sums
+        inner, outer_ = (d1, d0) if ord in (math.inf, -math.inf) else (d0, d1)
+        sums = a.abs().sum(inner, keepdim=True)
+        r = sums.amax(outer_, keepdim=True) if ord > 0 else sums.amin(outer_, keepdim=True)
+        res = r if keepdim else r.squeeze(max(d0, d1)).squeeze(min(d0, d1))
+    else:
+        raise RuntimeError(
+            f"linalg.matrix_norm: Order {ord} not supported; use 'fro', 'nuc', inf, -inf, 1, -1, "
+            "2 or -2"
+        )
+    return _result(res, out)

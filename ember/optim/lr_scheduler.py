@@ -719,13 +719,13 @@ class OneCycleLR(LRScheduler):
                 group["max_lr"] = m
                 group["min_lr"] = group["initial_lr"] / final_div_factor
         self.cycle_momentum = cycle_momentum
-        self.use_beta1 = "betas" in optimizer.defaults
         if cycle_momentum:
             if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
                 raise ValueError(
                     "optimizer must support momentum or beta1 with `cycle_momentum` option "
                     "enabled"
                 )
+            self.use_beta1 = "betas" in optimizer.defaults
             max_ms = _format_param("max_momentum", optimizer, max_momentum)
             base_ms = _format_param("base_momentum", optimizer, base_momentum)
             if last_epoch == -1:
