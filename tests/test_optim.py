@@ -738,3 +738,20 @@ def test_step_overhead_small() -> None:
         opt.step()
     per_step = (time.perf_counter() - t0) / n
     assert per_step < 2e-3, f"Adam step with 10 params took {per_step * 1e6:.0f} us"
+
+
+def test_state_follows_parameter_device_and_step_stays_on_cpu() -> None:
+    """With a (simulated) CUDA parameter, moment buffers live on its device; 'step' on the CPU."""
+    from ember._backend import FakeCudaArray
+
+    p = ember.zeros(3, requires_grad=True)
+    p._data = np.zeros(3, np.float32).view(FakeCudaArray)
+    opt = eopt.Adam([p], lr=0.1)
+    g = ember.ones(3)
+    g._data = np.ones(3, np.float32).view(FakeCudaArray)
+    p.grad = g
+    opt.step()
+    st = opt.state[p]
+    assert p.device.type == "cuda" and st["exp_avg"].device.type == "cuda"
+    assert st["step"].device.type == "cpu"
+    np.testing.assert_allclose(np.asarray(p._data), [-0.1, -0.1, -0.1], rtol=1e-5)

@@ -23,7 +23,7 @@ def _dependencies(roots: list[Node]) -> dict[Node, int]:
     stack = list(seen)
     while stack:
         node = stack.pop()
-        for nxt, _ in node.next_functions:
+        for nxt, _ in node._edges:
             if nxt is not None:
                 deps[nxt] = deps.get(nxt, 0) + 1
                 if nxt not in seen:
@@ -40,14 +40,14 @@ def _needed(roots: list[Node], deps: dict[Node, int], targets: set[Node]) -> set
     while ready:
         node = ready.pop()
         order.append(node)
-        for nxt, _ in node.next_functions:
+        for nxt, _ in node._edges:
             if nxt is not None:
                 deps[nxt] -= 1
                 if deps[nxt] == 0:
                     ready.append(nxt)
     needed = set()
     for node in reversed(order):
-        if node in targets or any(n in needed for n, _ in node.next_functions if n is not None):
+        if node in targets or any(n in needed for n, _ in node._edges if n is not None):
             needed.add(node)
     return needed
 
@@ -113,7 +113,7 @@ def run_backward(
                     if not retain_graph:
                         node._release()
                     _send(node, grads, buffers, create_graph)
-            for nxt, _ in node.next_functions:
+            for nxt, _ in node._edges:
                 if nxt is not None:
                     left = deps[nxt] - 1
                     deps[nxt] = left
@@ -170,7 +170,7 @@ def _call_backward(node: Node, buf: list, create_graph: bool, Tensor: Any) -> tu
 
 
 def _send(node: Node, grads: tuple, buffers: dict, create_graph: bool) -> None:
-    edges = node.next_functions
+    edges = node._edges
     if len(grads) < len(edges):
         needed = [i for i, (n, _) in enumerate(edges) if n is not None]
         if needed and needed[-1] >= len(grads):

@@ -33,12 +33,13 @@ anomaly_enabled = False  # set by ember.autograd.anomaly
 class Node:
     """A recorded op in the autograd graph (``tensor.grad_fn``), and the ``ctx`` of its Function.
 
-    ``next_functions`` holds, per forward argument, the edge ``(node, output_nr)`` its gradient
-    flows to (``(None, 0)`` for arguments that need none).
+    ``_edges`` holds, per forward argument, the edge ``(node, output_nr)`` its gradient flows to
+    (``(None, 0)`` for arguments that need none); ``next_functions`` shows the edges of tensor and
+    number arguments, as PyTorch does.
     """
 
     __slots__ = (
-        "next_functions", "needs_input_grad", "xp", "_saved", "_saved_src", "_versions", "_meta",
+        "_edges", "needs_input_grad", "xp", "_saved", "_saved_src", "_versions", "_meta",
         "_n_out", "__dict__", "__weakref__",
     )
     _fn: Any = None  # the Function class whose backward this node runs
@@ -54,10 +55,14 @@ class Node:
     _out_meta: Any = None
 
     def __init__(self) -> None:
-        self.next_functions = ()
+        self._edges = ()
         self._saved = None
         self._versions = None
         self._n_out = 1
+
+    @property
+    def next_functions(self) -> tuple:
+        return tuple(e for e in self._edges if e is not _NOT_INPUT)
 
     def name(self) -> str:
         return type(self).__name__
@@ -288,9 +293,10 @@ class Function(metaclass=FunctionMeta):
                 d = a._data
                 meta.append((d.shape, d.dtype))
             else:
-                edges.append(_NO_EDGE)
+                edges.append(_NO_EDGE if isinstance(a, Tensor | float | int) and a is not True
+                             and a is not False else _NOT_INPUT)
                 meta.append(None)
-        ctx.next_functions = tuple(edges)
+        ctx._edges = tuple(edges)
         ctx._meta = meta
         if not is_tuple and ctx._non_diff is None:
             outputs = [make(outs_raw[0], True, ctx, 0)]
@@ -327,6 +333,7 @@ def _share_version(first: Any, outputs: list) -> None:
 
 _NO_GRADS = [(False,) * n for n in range(8)]
 _NO_EDGE = (None, 0)
+_NOT_INPUT = tuple([None, 0])  # a distinct object: an argument that is not a tensor or a number
 _Tensor: Any = None
 
 

@@ -625,6 +625,7 @@ def _adaptive_windows(n_in: int, n_out: int) -> tuple[np.ndarray, np.ndarray]:
     return (o * n_in) // n_out, ((o + 1) * n_in + n_out - 1) // n_out
 
 
+@functools.lru_cache(maxsize=256)  # maps are reused step after step
 def _adaptive_avg_map(n_in: int, n_out: int) -> _AxisMap:
     if n_in % n_out == 0:
         k = n_in // n_out
@@ -1286,6 +1287,7 @@ def adaptive_max_pool2d_with_indices(input: Any, output_size: Any,
 _MODES = ("nearest", "linear", "bilinear", "bicubic", "trilinear", "area", "nearest-exact")
 
 
+@functools.lru_cache(maxsize=256)  # maps are reused step after step
 def _nearest_map(n_in: int, n_out: int, scale: float | None, exact: bool) -> _AxisMap:
     """PyTorch's source index, computed in float32 as its kernels do."""
     o = np.arange(n_out)
@@ -1301,6 +1303,7 @@ def _nearest_map(n_in: int, n_out: int, scale: float | None, exact: bool) -> _Ax
     return _AxisMap(src[:, None], None, n_in)
 
 
+@functools.lru_cache(maxsize=256)  # maps are reused step after step
 def _linear_map(n_in: int, n_out: int, scale: float | None, align: bool, dtype: Any) -> _AxisMap:
     """Two taps per output (PyTorch's source index and lambdas, in the input's precision)."""
     ft = np.dtype(dtype).type
@@ -1402,7 +1405,7 @@ def interpolate(input: Any, size: Any = None, scale_factor: Any = None, mode: st
             raise RuntimeError(f'"upsample_{mode}" not implemented for \'{_tname(input)}\' '
                                f"(input dtype {input.dtype}); convert it first, e.g. x.float()")
         maps = tuple(None if (n == o and not align_corners and s in (None, 1.0)) else
-                     _linear_map(n, o, s, bool(align_corners), x.dtype)
+                     _linear_map(n, o, s, bool(align_corners), np.dtype(x.dtype))
                      for n, o, s in zip(sizes, out, sc))
     return Resample.apply(input, maps)
 

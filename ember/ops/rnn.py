@@ -530,6 +530,11 @@ def _check_cell(name: str, input: Tensor, hx: list, w_ih: Tensor, w_hh: Tensor) 
                 f"{h.shape[0]} ({name}: input {tuple(input.shape)}, hidden{k} "
                 f"{tuple(h.shape)}; pass one state row per input row)"
             )
+        if h.dtype != w_hh.dtype:
+            raise RuntimeError(
+                f"{name}: hidden{k} has dtype {h.dtype} but the weights have {w_hh.dtype}; "
+                f"convert the state, e.g. h.to({w_hh.dtype})"
+            )
         if h.shape[1] != w_hh.shape[1]:
             raise RuntimeError(
                 f"hidden{k} has inconsistent hidden_size: got {h.shape[1]}, expected "
@@ -592,7 +597,14 @@ def _run(kind: str, relu: bool, input: Tensor, batch_sizes: Any, hx: tuple, para
             f"{dirs} direction(s); expected a multiple of {max(units, 1)}"
         )
     stride = len(params) // units
-    proj = kind == "lstm" and stride == (5 if has_biases else 3)
+    base = 4 if has_biases else 2
+    proj = kind == "lstm" and stride == base + 1
+    if stride != base and not proj:
+        raise RuntimeError(
+            f"{kind}: got {len(params)} parameter tensors for num_layers={num_layers}, "
+            f"{dirs} direction(s) and has_biases={has_biases}; expected {base * units} "
+            f"(w_ih, w_hh{', b_ih, b_hh' if has_biases else ''} per layer and direction)"
+        )
     if batch_sizes is None:
         if input.ndim != 3:
             raise RuntimeError(

@@ -31,3 +31,10 @@ __all__ = [
     "SGD",
     "lr_scheduler",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # PyTorch names ember lacks (Rprop, ASGD, SparseAdam...) fail clearly at the point of use.
+    from .._missing import attribute_error
+
+    raise attribute_error("torch.optim", name)

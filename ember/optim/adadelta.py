@@ -79,7 +79,7 @@ class Adadelta(Optimizer):
         d = p._data
         state = self.state[p]
         if not state:
-            state["step"] = _step_tensor(0.0, d)
+            state["step"] = _step_tensor(0.0)
             state["square_avg"] = _zeros_state(d)
             state["acc_delta"] = _zeros_state(d)
         state["step"]._data += 1

@@ -68,7 +68,7 @@ class Adagrad(Optimizer):
     def _init_state(self, p: Tensor, init: float) -> dict:
         d = p._data
         state = self.state[p]
-        state["step"] = _step_tensor(0.0, d)
+        state["step"] = _step_tensor(0.0)
         state["sum"] = Tensor._make(_xp(d).full_like(d, init))
         return state
 

@@ -92,7 +92,7 @@ class Adam(Optimizer):
         d = p._data
         state = self.state[p]
         if not state:
-            state["step"] = _step_tensor(0.0, d)
+            state["step"] = _step_tensor(0.0)
             state["exp_avg"] = _zeros_state(d)
             state["exp_avg_sq"] = _zeros_state(d)
             if amsgrad:

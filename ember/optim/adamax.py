@@ -79,7 +79,7 @@ class Adamax(Optimizer):
         d = p._data
         state = self.state[p]
         if not state:
-            state["step"] = _step_tensor(0.0, d)
+            state["step"] = _step_tensor(0.0)
             state["exp_avg"] = _zeros_state(d)
             state["exp_inf"] = _zeros_state(d)
         s = state["step"]._data

@@ -1166,3 +1166,9 @@ class ChainedScheduler(LRScheduler):
         self.__dict__.update(state_dict)
         for s, sd in zip(self._schedulers, inner):
             s.load_state_dict(sd)
+
+
+def __getattr__(name: str) -> object:
+    from .._missing import attribute_error
+
+    raise attribute_error("torch.optim.lr_scheduler", name)

@@ -91,8 +91,8 @@ class NAdam(Optimizer):
         d = p._data
         state = self.state[p]
         if not state:
-            state["step"] = _step_tensor(0.0, d)
-            state["mu_product"] = _step_tensor(1.0, d)
+            state["step"] = _step_tensor(0.0)
+            state["mu_product"] = _step_tensor(1.0)
             state["exp_avg"] = _zeros_state(d)
             state["exp_avg_sq"] = _zeros_state(d)
         s = state["step"]._data

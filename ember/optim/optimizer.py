@@ -100,12 +100,10 @@ def _scalar_dtype() -> Any:
     return np.float64 if _dtype.get_default_dtype() is _dtype.float64 else np.float32
 
 
-def _step_tensor(value: float = 0.0, like: Any = None) -> Tensor:
-    """A 0-d ``state['step']`` tensor (on ``like``'s device)."""
-    arr = np.array(value, dtype=_scalar_dtype())
-    if like is not None and type(like) is not np.ndarray:
-        arr = _backend.to_device(arr, _backend.device_of(like))
-    return Tensor._make(arr)
+def _step_tensor(value: float = 0.0) -> Tensor:
+    """A 0-d ``state['step']`` tensor. It lives on the CPU whatever the parameter's device (as
+    in PyTorch without ``capturable``): reading it each step then needs no device sync."""
+    return Tensor._make(np.array(value, dtype=_scalar_dtype()))
 
 
 def _zeros_state(p: Any) -> Tensor:
@@ -295,7 +293,7 @@ class Optimizer:
                 else:
                     g._rg = False
                 d = g._data
-                if d.flags.writeable:
+                if getattr(d.flags, "writeable", True):  # (CuPy arrays are always writeable)
                     d.fill(0)
                 else:
                     g._data = _backend.xp_of(d).zeros_like(d)
@@ -477,8 +475,10 @@ def _cast_state(p: Tensor, value: Any, key: Any) -> Any:
     arr = _to_array(value)
     if arr is None:
         if key == "step" and isinstance(value, int | float):
-            return _step_tensor(float(value), p._data)
+            return _step_tensor(float(value))
         return value
+    if key in _SCALAR_KEYS and arr.ndim == 0:  # counters stay on the CPU (see _step_tensor)
+        return Tensor._make(np.array(_backend.to_device(arr, _backend.CPU), copy=True))
     arr = _backend.to_device(arr, p.device, copy=False)
     xp = _backend.xp_of(arr)
     if key not in _SCALAR_KEYS and arr.dtype.kind == "f" and p.is_floating_point():

@@ -86,7 +86,7 @@ class RMSprop(Optimizer):
         d = p._data
         state = self.state[p]
         if not state:
-            state["step"] = _step_tensor(0.0, d)
+            state["step"] = _step_tensor(0.0)
             state["square_avg"] = _zeros_state(d)
             if momentum > 0:
                 state["momentum_buffer"] = _zeros_state(d)

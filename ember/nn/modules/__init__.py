@@ -14,3 +14,4 @@ from .conv import *  # noqa: F403
 from .pooling import *  # noqa: F403
 from .upsampling import *  # noqa: F403
 from .fold import *  # noqa: F403
+from .rnn import *  # noqa: F403
