@@ -64,8 +64,9 @@ def _unnest(data: Any) -> Any:
     return data
 
 
-def _infer(data: Any) -> np.ndarray:
-    """PyTorch's inference: Python floats -> default float, ints -> int64, bools -> bool."""
+def _infer(data: Any, dtype: Any = None) -> np.ndarray:
+    """PyTorch's inference: Python floats -> default float, ints -> int64, bools -> bool.
+    With ``dtype`` given, Python numbers go straight to it (no detour through float32)."""
     if isinstance(data, np.ndarray):
         arr = data
     elif isinstance(data, np.generic):
@@ -77,7 +78,9 @@ def _infer(data: Any) -> np.ndarray:
             arr = np.array(data)
         except ValueError as e:
             raise ValueError(f"could not build a tensor from this data: {e}") from None
-        if arr.dtype == np.float64:
+        if dtype is not None:
+            arr = arr.astype(dtype.np)
+        elif arr.dtype == np.float64:
             arr = arr.astype(_dtype.get_default_dtype().np)
         elif arr.dtype.kind in "iu" and arr.dtype != np.uint8:
             arr = arr.astype(np.int64)
@@ -120,7 +123,7 @@ def tensor(data: Any, *, dtype: Any = None, device: Any = None, requires_grad: b
         arr = data.get()
         device = device or _backend.device_of(data)
     else:
-        arr = _infer(data)
+        arr = _infer(data, _dtype.to_dtype(dtype) if dtype is not None else None)
         if arr is data:
             arr = arr.copy()
     dt = _dtype.to_dtype(dtype) if dtype is not None else None

@@ -186,7 +186,8 @@ def _run(data: bytes, find_global: Callable, persistent_load: Callable) -> Any:
             stack.append(unpack_from(">d", data, pos)[0])
             pos += 8
         elif op == _TUPLE:
-            stack.append(tuple(pop_mark()))
+            items = pop_mark()  # first: pop_mark rebinds ``stack``
+            stack.append(tuple(items))
         elif op == _TUPLE1:
             stack[-1] = (stack[-1],)
         elif op == _TUPLE2:

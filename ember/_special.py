@@ -266,6 +266,73 @@ def digamma(x: Any) -> Any:
     return _done(xp, out, dt)
 
 
+def _cot_derivative_poly(n: int) -> tuple:
+    """Coefficients of P_n with d^n/du^n cot(u) = P_n(cot u): P_0 = c, P_{k+1} = -(1 + c^2) P_k'."""
+    p = [0.0, 1.0]
+    for _ in range(n):
+        d = [k * p[k] for k in range(1, len(p))] + [0.0]  # P'
+        q = [0.0] * (len(d) + 2)
+        for k, v in enumerate(d):
+            q[k] -= v
+            q[k + 2] -= v
+        p = q
+    return tuple(p)
+
+
+def _polygamma_pos(xp: Any, n: int, x: Any) -> Any:
+    """polygamma(n, x) for n >= 1 and x > 0 (inf and nan allowed), float64."""
+    sign = -1.0 if n % 2 == 0 else 1.0  # (-1)^(n+1)
+    start = float(_SERIES_START + 2 * n)
+    mid = (x > 0) & (x < start)
+    xs = xp.where(mid, x, start)
+    steps = xp.where(mid, xp.ceil(start - xs), 0.0)  # move up to [start, start + 1)
+    acc = xp.zeros_like(xs)
+    with np.errstate(over="ignore"):  # 1/x^(n+1) overflows to inf next to 0, as it should
+        for k in range(int(start) + 1, -1, -1):  # smallest terms first
+            acc = acc + xp.where(steps > k, xp.where(steps > k, xs + k, 1.0) ** -(n + 1.0), 0.0)
+    y = xs + steps
+    # asymptotic: (n-1)!/y^n + n!/(2 y^(n+1)) + sum_k B_2k (2k+n-1)! / ((2k)! y^(2k+n))
+    r = 1.0 / y
+    r2 = r * r
+    coefs = tuple(
+        b * math.factorial(2 * k + 2 + n - 1) / math.factorial(2 * k + 2)
+        for k, b in enumerate(_BERNOULLI)
+    )
+    series = r**n * (math.factorial(n - 1) + 0.5 * math.factorial(n) * r + r2 * _poly(r2, coefs))
+    with np.errstate(over="ignore"):
+        out = sign * (series + math.factorial(n) * acc)
+    big = xp.where(mid | xp.isnan(x), 1.0, x)  # beyond `start` directly
+    rb = 1.0 / big
+    rb2 = rb * rb
+    far = sign * rb**n * (
+        math.factorial(n - 1) + 0.5 * math.factorial(n) * rb + rb2 * _poly(rb2, coefs)
+    )
+    out = xp.where(mid, out, far)
+    return xp.where(xp.isnan(x), x, out)
+
+
+def polygamma(n: int, x: Any) -> Any:
+    """The n-th derivative of digamma, elementwise (n = 0 is digamma itself)."""
+    n = int(n)
+    if n < 0:
+        raise RuntimeError(f"polygamma(n, x) does not support negative n (got n={n})")
+    if n == 0:
+        return digamma(x)
+    xp, x, dt = _prep(x)
+    neg = x <= 0
+    pos = _polygamma_pos(xp, n, xp.where(neg, 1.0 - x, x))
+    # reflection: psi_n(x) = (-1)^n psi_n(1 - x) - pi^(n+1) P_n(cot(pi x))
+    xn = xp.where(neg & xp.isfinite(x), x, -0.5)
+    r = xn - xp.round(xn)
+    pole = r == 0
+    cot = 1.0 / xp.tan(math.pi * xp.where(pole, 0.25, r))
+    with np.errstate(over="ignore", invalid="ignore"):
+        refl = (-1.0) ** n * pos - math.pi ** (n + 1) * _poly(cot, _cot_derivative_poly(n))
+    pole_value = math.inf if n % 2 else -math.inf  # the sign of (-1)^(n+1) n! / x^(n+1)
+    refl = xp.where(pole, pole_value, xp.where(xp.isinf(x), xp.nan, refl))
+    return _done(xp, xp.where(neg, refl, pos), dt)
+
+
 # -- generated tables (see the module docstring) -------------------------------------------------
 _ERF_TABLE64 = (  # row k: [k/4, (k+1)/4], degree 11
     (

@@ -6,7 +6,6 @@ its conversions, and the autograd fields. Where is ``mul`` defined? ``ember/ops/
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,15 +14,15 @@ import numpy as np
 from . import _backend, _dtype
 from ._dtype import dtype as _dtype_cls
 from ._size import Size
+from ._tensor_methods import TensorMethods
 from .autograd import grad_mode
 from .ops import elementwise as _ew
 from .ops import indexing as _ix
 from .ops import linalg as _la
-from .ops import reduction as _red
 from .ops import shape as _sh
 
 
-class Tensor:
+class Tensor(TensorMethods):
     """A multi-dimensional array with a dtype, a device and optional gradient tracking.
 
     Create tensors with ``ember.tensor``, ``ember.zeros``, ``ember.randn``...; ``ember.Tensor(...)``
@@ -34,7 +33,8 @@ class Tensor:
         "_data", "_rg", "grad", "grad_fn", "_output_nr", "_version", "_base", "_accum",
         "_hooks", "_post_accumulate_hooks", "_name", "__weakref__", "__dict__",
     )
-    __array_priority__ = 1000  # NumPy defers to Tensor's reflected operators
+    __array_priority__ = 1000
+    __array_ufunc__ = None  # NumPy ufuncs and operators defer to Tensor's (reflected) operators
     _data: Any
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -526,6 +526,22 @@ class Tensor:
 
         return _creation.tensor(data, **self._like_kwargs(kw))
 
+    # -- transposes ---------------------------------------------------------------------------
+    @property
+    def T(self) -> Tensor:
+        """All dimensions reversed (the transpose of a matrix)."""
+        if self._data.ndim <= 2:
+            return _la.t(self)
+        return _sh.permute(self, *range(self._data.ndim - 1, -1, -1))
+
+    @property
+    def mT(self) -> Tensor:
+        """The last two dimensions swapped (a batch of transposed matrices)."""
+        return _sh.transpose(self, -2, -1)
+
+    H = T
+    mH = mT
+
     # -- arithmetic operators (ops/elementwise.py) -----------------------------------------
     def __add__(self, o: Any) -> Tensor:
         return _ew.add(self, o)
@@ -896,8 +912,7 @@ class Tensor:
 
         raise attribute_error("torch.Tensor", name, what="object")
 
-    # -- everything else is a one-line call into ember.ops --------------------------------
-    # (defined below the class: ``_METHODS`` maps a method name to its op function)
+    # -- everything else is a one-line call into ember.ops: see _tensor_methods.py --------
 
 
 def _init(t: Tensor, data: Any) -> None:
@@ -969,70 +984,3 @@ _LEGACY_TYPES = {
 def _legacy_type_name(t: Tensor) -> str:
     prefix = "torch.cuda." if t.is_cuda else "torch."
     return prefix + _legacy_name(t.dtype) + "Tensor"
-
-
-# Methods that are plain calls into an op function: name -> (module, function name).
-# Each op module defines the function with PyTorch's signature; the method passes self first.
-_METHODS = {
-    _ew: (
-        "add sub mul div true_divide floor_divide remainder fmod pow neg negative abs absolute "
-        "exp exp2 log log1p expm1 log2 log10 sqrt rsqrt sin cos tan asin acos atan atan2 arcsin "
-        "arccos arctan arctan2 sinh cosh tanh asinh acosh atanh sigmoid relu erf erfc erfinv "
-        "reciprocal sign sgn signbit floor ceil round trunc fix frac clamp clip clamp_min "
-        "clamp_max maximum minimum fmax fmin lerp square logaddexp logaddexp2 nan_to_num isnan "
-        "isinf isposinf isneginf isfinite isreal eq ne lt le gt ge greater less greater_equal "
-        "less_equal not_equal equal allclose isclose logical_and logical_or logical_xor "
-        "logical_not bitwise_and bitwise_or bitwise_xor bitwise_not addcmul addcdiv hypot "
-        "xlogy copysign heaviside deg2rad rad2deg logit sinc float_power positive subtract "
-        "multiply divide mvlgamma lgamma digamma"
-    ),
-    _red: (
-        "sum mean nansum nanmean prod max min amax amin aminmax argmax argmin var std norm "
-        "logsumexp cumsum cumprod cummax cummin all any count_nonzero median nanmedian mode "
-        "softmax log_softmax var_mean std_mean"
-    ),
-    _la: (
-        "matmul mm bmm mv dot vdot inner outer ger addmm addmv addbmm baddbmm t tril triu diag "
-        "diagonal diag_embed trace kron cross"
-    ),
-    _sh: (
-        "reshape view view_as flatten unflatten squeeze unsqueeze expand expand_as repeat "
-        "repeat_interleave permute movedim moveaxis transpose swapaxes swapdims split "
-        "tensor_split chunk unbind flip fliplr flipud roll narrow select tile broadcast_to "
-        "ravel unfold rot90 as_strided hsplit vsplit"
-    ),
-    _ix: (
-        "gather scatter scatter_add scatter_reduce index_select index_add index_fill "
-        "index_copy index_put masked_fill masked_select masked_scatter take take_along_dim "
-        "nonzero argwhere topk sort argsort msort unique unique_consecutive kthvalue "
-        "searchsorted bincount histc put"
-    ),
-}
-
-
-def _make_method(module: Any, name: str) -> Any:
-    def method(self: Tensor, *args: Any, **kwargs: Any) -> Any:
-        return getattr(module, name)(self, *args, **kwargs)
-
-    method.__name__ = method.__qualname__ = name
-    method.__doc__ = f"See ``ember.{name}`` ({module.__name__})."
-    return method
-
-
-for _module, _names in _METHODS.items():
-    for _name in _names.split():
-        if _name not in Tensor.__dict__:
-            setattr(Tensor, _name, _make_method(_module, _name))
-del _module, _names, _name
-
-
-def _t_prop(self: Tensor) -> Tensor:
-    return _la.t(self) if self._data.ndim <= 2 else _sh.permute(self, *range(self._data.ndim - 1, -1, -1))
-
-
-Tensor.T = property(_t_prop, doc="Reverse all dimensions (the transpose of a matrix).")
-Tensor.mT = property(lambda self: _sh.transpose(self, -2, -1), doc="Transpose the last two dims.")
-Tensor.H = Tensor.T
-Tensor.mH = Tensor.mT
-Tensor.__array_ufunc__ = None  # NumPy ufuncs on a Tensor defer to Tensor's operators
-_ = operator

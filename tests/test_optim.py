@@ -695,8 +695,8 @@ def test_repr() -> None:
 
 
 def test_signatures_match_torch() -> None:
-    for name in ["SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam",
-                 "RAdam", "LBFGS"]:
+    for name in ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta",
+                 "Adamax", "NAdam", "RAdam", "LBFGS"]:
         es = inspect.signature(getattr(eopt, name)).parameters
         ts = inspect.signature(getattr(torch.optim, name)).parameters
         assert list(es) == list(ts), name
@@ -755,3 +755,29 @@ def test_state_follows_parameter_device_and_step_stays_on_cpu() -> None:
     assert p.device.type == "cuda" and st["exp_avg"].device.type == "cuda"
     assert st["step"].device.type == "cpu"
     np.testing.assert_allclose(np.asarray(p._data), [-0.1, -0.1, -0.1], rtol=1e-5)
+
+
+@pytest.mark.parametrize("kwargs", [dict(lr=0.5, max_iter=3), dict(line_search_fn="strong_wolfe",
+                                                                   max_iter=3, history_size=4)],
+                         ids=str)
+def test_lbfgs_state_dict_round_trip(kwargs: dict) -> None:
+    x0 = np.array([-1.2, 1.0, 0.5, -0.3, 0.8, 1.5])
+    straight, _, _ = _lbfgs_run(ember, eopt.LBFGS, kwargs, x0, 5)
+    x2, _, opt = _lbfgs_run(ember, eopt.LBFGS, kwargs, x0, 2)
+    sd = pickle.loads(pickle.dumps(opt.state_dict()))
+    a = ember.tensor(x2[:3].copy(), requires_grad=True)
+    b = ember.tensor(x2[3:].copy(), requires_grad=True)
+    opt2 = eopt.LBFGS([a, b], **kwargs)
+    opt2.load_state_dict(sd)
+
+    def closure() -> object:
+        opt2.zero_grad()
+        x = np.concatenate([a.detach().numpy(), b.detach().numpy()])
+        f, g = _rosen_like(x)
+        a.grad, b.grad = ember.tensor(g[:3]), ember.tensor(g[3:])
+        return ember.tensor(np.float64(f))
+
+    for _ in range(3):
+        opt2.step(closure)
+    np.testing.assert_allclose(np.concatenate([a.detach().numpy(), b.detach().numpy()]),
+                               straight, atol=1e-12, rtol=0)

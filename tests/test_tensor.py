@@ -326,3 +326,8 @@ def test_where_requires_bool():
     with pytest.raises(RuntimeError, match="boolean"):
         ember.where(ember.ones(2), ember.ones(2), ember.zeros(2))
     assert ember.where(ember.tensor([True, False]), 1.0, 0.0).tolist() == [1, 0]
+
+
+def test_requested_dtype_applies_before_default():
+    assert ember.tensor(0.1, dtype=ember.float64).item() == 0.1
+    assert ember.tensor([0.1, 0.2], dtype=ember.float64).tolist() == [0.1, 0.2]

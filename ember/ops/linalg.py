@@ -10,6 +10,7 @@ shape; the engine sums broadcast batch dims, and the rules drop the promoted uni
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from collections import namedtuple
@@ -181,6 +182,9 @@ def _is_low(dt: Any) -> bool:
 def _mm_arrays(a: Any, b: Any) -> Any:
     """a @ b on arrays: half types through float32, (batch..., n, k) @ (k, m) as one GEMM."""
     dt = a.dtype
+    if a.ndim <= 2 and b.ndim <= 2 and dt.itemsize != 2:  # the common case, straight to BLAS
+        out = a @ b
+        return np.asarray(out) if isinstance(out, np.generic) else out
     low = _is_low(dt)
     if low:
         a = a.astype(np.float32)
@@ -189,7 +193,8 @@ def _mm_arrays(a: Any, b: Any) -> Any:
         out = (a.reshape(-1, a.shape[-1]) @ b).reshape(a.shape[:-1] + (b.shape[-1],))
     else:
         out = a @ b
-    out = _backend.xp_of(a).asarray(out)  # 1-D @ 1-D gives a NumPy scalar
+    if isinstance(out, np.generic):  # NumPy's 1-D @ 1-D gives a scalar
+        out = np.asarray(out)
     return out.astype(dt) if low or out.dtype != dt else out
 
 
@@ -271,8 +276,9 @@ class Matmul(Op):
     @staticmethod
     def forward(ctx: Any, a: Any, b: Any) -> Any:
         need = _needs(ctx)
-        ctx.shapes = (tuple(a.shape), tuple(b.shape))
-        ctx.save_for_backward(a if need[1] else None, b if need[0] else None)
+        if need[0] or need[1]:
+            ctx.shapes = (a.shape, b.shape)
+            ctx.save_for_backward(a if need[1] else None, b if need[0] else None)
         return _mm_arrays(a, b)
 
     @staticmethod
@@ -351,14 +357,17 @@ class Vdot(Dot):
 
 
 def _check_matmul(fn: str, a: Any, b: Any) -> None:
-    sa, sb = _shape(a), _shape(b)
+    da, db = a._data, b._data
+    sa, sb = da.shape, db.shape
     if not sa or not sb:
         raise RuntimeError(
             f"both arguments to {fn} need to be at least 1D, but they are {len(sa)}D and "
             f"{len(sb)}D (shapes {sa} and {sb}); use a * b for a scalar product"
         )
-    _same_dtype_mm(fn, a, b)
-    _no_bool("addmm_impl_cpu_", a, b)
+    if da.dtype != db.dtype:
+        _same_dtype_mm(fn, a, b)
+    if da.dtype == np.bool_:
+        _no_bool("addmm_impl_cpu_", a)
     ka = sa[-1]
     kb = sb[0] if len(sb) == 1 else sb[-2]
     if ka != kb:
@@ -372,7 +381,8 @@ def _check_matmul(fn: str, a: Any, b: Any) -> None:
             f"of the first operand must equal {where} dim of the second; check the layer sizes, "
             f"or transpose an operand (e.g. b.mT)"
         )
-    _broadcast_batch(fn, sa[:-2], sb[:-2], sa, sb)
+    if len(sa) > 2 or len(sb) > 2:
+        _broadcast_batch(fn, sa[:-2], sb[:-2], sa, sb)
 
 
 def matmul(input: Any, other: Any, *, out: Any = None) -> Any:
@@ -842,8 +852,7 @@ def _einsum_arrays(xp: Any, ins: list, out: str, arrays: list, sizes: dict) -> A
     dt = fixed[0].dtype if fixed else None
     if low:
         fixed = [f.astype(np.float32) for f in fixed]
-    res = xp.einsum(eq, *fixed, optimize=len(fixed) > 1)
-    res = xp.asarray(res)
+    res = xp.asarray(xp.einsum(eq, *fixed, optimize=len(fixed) > 1))
     return res.astype(dt) if low else res
 
 
@@ -934,7 +943,8 @@ def _parse_sublist(args: tuple) -> tuple[str, list]:
     return eq, ops
 
 
-def _parse_einsum(eq: str, shapes: list) -> tuple[list, str, dict]:
+@functools.lru_cache(maxsize=512)
+def _parse_einsum(eq: str, shapes: tuple) -> tuple[tuple, str, dict]:
     """Explicit per-operand subscripts (ellipses expanded), the output, and each letter's size."""
     eq = eq.replace(" ", "")
     if "->" in eq:
@@ -1017,7 +1027,7 @@ def _parse_einsum(eq: str, shapes: list) -> tuple[list, str, dict]:
         for c in "".join(ins):
             counts[c] = counts.get(c, 0) + 1
         out = ell + "".join(sorted(c for c, k in counts.items() if k == 1 and c not in ell))
-    return ins, out, sizes
+    return tuple(ins), out, sizes
 
 
 def einsum(equation: Any, *operands: Any) -> Any:
@@ -1036,7 +1046,7 @@ def einsum(equation: Any, *operands: Any) -> Any:
     if not ops:
         raise RuntimeError("einsum(): must provide at least one operand")
     _same_dtype("einsum", *ops)
-    ins, out, sizes = _parse_einsum(equation, [_shape(o) for o in ops])
+    ins, out, sizes = _parse_einsum(equation, tuple(_shape(o) for o in ops))
     if ops[0]._data.dtype == np.bool_:  # PyTorch sums booleans as integers
         ops = [_ew.cast(o, "int64") for o in ops]
     return Einsum.apply((ins, out, sizes), *ops)

@@ -117,7 +117,7 @@ class RNNSequence(Op):
     def forward(ctx: Any, xw: Any, h0: Any, w_hh: Any, b_hh: Any, sizes: tuple, reverse: bool,
                 relu: bool) -> Any:
         xp = ctx.xp
-        dt = xw.dtype
+        dt = w_hh.dtype  # the model dtype (linear may hand back float32 for bfloat16)
         wd = _work_dtype(dt)
         need = any(ctx.needs_input_grad)
         xw_w, w, b = _cast(xw, wd), _cast(w_hh, wd), _cast(b_hh, wd)
@@ -201,7 +201,7 @@ class LSTMSequence(Op):
     def forward(ctx: Any, xw: Any, h0: Any, c0: Any, w_hh: Any, b_hh: Any, w_hr: Any,
                 sizes: tuple, reverse: bool) -> Any:
         xp = ctx.xp
-        dt = xw.dtype
+        dt = w_hh.dtype  # the model dtype (linear may hand back float32 for bfloat16)
         wd = _work_dtype(dt)
         need = any(ctx.needs_input_grad)
         xw_w, w, b, wr = _cast(xw, wd), _cast(w_hh, wd), _cast(b_hh, wd), _cast(w_hr, wd)
@@ -333,7 +333,7 @@ class GRUSequence(Op):
     def forward(ctx: Any, xw: Any, h0: Any, w_hh: Any, b_hh: Any, sizes: tuple,
                 reverse: bool) -> Any:
         xp = ctx.xp
-        dt = xw.dtype
+        dt = w_hh.dtype  # the model dtype (linear may hand back float32 for bfloat16)
         wd = _work_dtype(dt)
         need = any(ctx.needs_input_grad)
         xw_w, w, b = _cast(xw, wd), _cast(w_hh, wd), _cast(b_hh, wd)
