@@ -1,4 +1,4 @@
-"""Special functions NumPy lacks: erf, erfc, erfcx, erfinv, lgamma, digamma.
+"""Special functions NumPy lacks: erf, erfc, erfcx, erfinv, lgamma, digamma, polygamma.
 
 Vectorised over NumPy or CuPy arrays (the array module is taken from the argument), no SciPy,
 no per-element Python loops. Results keep the input's floating dtype (integer and bool inputs
@@ -23,6 +23,9 @@ Methods
   formula for x < 0.
 - digamma(x), x > 0: (x - x0) Q(x - 3/2) on [1, 2] (x0 the positive root, in two parts), reached by
   the recurrence; the asymptotic series for x >= 10; the reflection formula for x < 0.
+- polygamma(n, x), n >= 1, x > 0: the recurrence up to x >= 10 + 2n (all its terms have one sign),
+  then the asymptotic series; x <= 0 by differentiating the reflection formula n times
+  (d^n/du^n cot u is a polynomial in cot u). About 1e-15 for x > 0.
 
 The tables at the end of this file are Chebyshev interpolants (first-kind points, computed with
 mpmath at 50 digits) converted to monomials in the interval's centred variable;

@@ -754,6 +754,9 @@ class _Loader:
             raise _refuse(f"checkpoint record {info.filename!r} is encrypted")
         if info.compress_size != info.file_size:
             raise _refuse(f"checkpoint record {info.filename!r}: stored size mismatch")
+        if not 0 <= info.header_offset <= self.file_len - 30:
+            raise _refuse(f"checkpoint record {info.filename!r}: header offset "
+                          f"{info.header_offset} outside the file (truncated or corrupted)")
         self.fh.seek(info.header_offset)
         head = self.fh.read(30)
         if len(head) != 30 or head[:4] != b"PK\x03\x04":

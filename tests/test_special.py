@@ -225,6 +225,48 @@ def test_digamma_special_values():
 
 
 # ---------------------------------------------------------------------------------------------
+# polygamma
+
+
+@needs_mp
+@pytest.mark.parametrize("n", [1, 2, 3, 5])
+def test_polygamma_vs_mpmath(n):
+    x = np.concatenate([RNG.uniform(0, 30, 300), 10.0 ** RNG.uniform(-100, 100, 100)])
+    ref = np.array([float(mp.polygamma(n, mp.mpf(v))) for v in x])
+    keep = (np.abs(ref) > 1e-300) & (np.abs(ref) < 1e300)  # normal, finite results
+    assert rel_err(S.polygamma(n, x)[keep], ref[keep]).max() <= 4e-15
+    xn = RNG.uniform(-8, 0, 200)
+    ref = np.array([float(mp.polygamma(n, mp.mpf(v))) for v in xn])
+    np.testing.assert_allclose(S.polygamma(n, xn), ref, rtol=1e-12)
+
+
+def test_polygamma_identities_and_values():
+    x = RNG.uniform(0.1, 30, 500)
+    np.testing.assert_array_equal(S.polygamma(0, x), S.digamma(x))
+    h = 1e-5
+    fd = (S.digamma(x + h) - S.digamma(x - h)) / (2 * h)
+    np.testing.assert_allclose(S.polygamma(1, x), fd, rtol=1e-7)
+    np.testing.assert_allclose(S.polygamma(1, np.array([1.0, 0.5])),
+                               [math.pi**2 / 6, math.pi**2 / 2], rtol=1e-15)
+    np.testing.assert_allclose(S.polygamma(1, x + 1), S.polygamma(1, x) - 1 / x**2, rtol=1e-13)
+    y = S.polygamma(2, np.array([0.0, -1.0, np.inf, np.nan]))
+    assert y[0] == -np.inf and y[1] == -np.inf and y[2] == 0 and np.isnan(y[3])
+    assert S.polygamma(1, np.array([0.0, -3.0])).tolist() == [np.inf, np.inf]
+    assert S.polygamma(3, np.array([0.5], dtype=np.float32)).dtype == np.float32
+    with pytest.raises(RuntimeError, match="negative n"):
+        S.polygamma(-1, x)
+
+
+@pytest.mark.skipif(not HAVE_TORCH, reason="needs torch")
+def test_polygamma_matches_torch():
+    x = np.concatenate([RNG.uniform(-6, 12, 400), [0.5, -0.5, 1e-8, 1e5]])
+    x = x[np.abs(x - np.round(x)) > 1e-3]
+    for n in (1, 2, 3):  # torch's polygamma is only good to ~1e-9 (mpmath checks ours above)
+        np.testing.assert_allclose(S.polygamma(n, x), torch.polygamma(n, torch.tensor(x)).numpy(),
+                                   rtol=1e-8, err_msg=str(n))
+
+
+# ---------------------------------------------------------------------------------------------
 # dtypes, shapes
 
 

@@ -82,6 +82,7 @@ class GradScaler:
         self._growth_factor = float(growth_factor)
         self._backoff_factor = float(backoff_factor)
         self._growth_interval = growth_interval
+        self._init_growth_tracker = 0
         self._per_optimizer_states: dict[int, dict[str, Any]] = {}
 
     # -- the scale as a tensor ------------------------------------------------------------------
@@ -89,7 +90,7 @@ class GradScaler:
         from .._creation import full
 
         self._scale = full((), self._init_scale, dtype=_dtype.float32, device=device)
-        self._growth_tracker = full((), 0, dtype=_dtype.int32, device=device)
+        self._growth_tracker = full((), self._init_growth_tracker, dtype=_dtype.int32, device=device)
 
     def _state(self, optimizer: Any) -> dict[str, Any]:
         return self._per_optimizer_states.setdefault(id(optimizer), _fresh_state())
@@ -147,8 +148,11 @@ class GradScaler:
                     g = p.grad
                     if g is None:
                         continue
-                    if g.dtype is _dtype.float16 and False:  # PyTorch's allow_fp16 (optimizer)
-                        raise ValueError("Attempting to unscale FP16 gradients.")
+                    if g.dtype is _dtype.float16:
+                        raise ValueError(
+                            "Attempting to unscale FP16 gradients. Keep the parameters in "
+                            "float32 (autocast computes in float16 for you) when using GradScaler."
+                        )
                     xp = _xp(g)
                     arr = g._data
                     if not found and not bool(xp.isfinite(arr).all()):

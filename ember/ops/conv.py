@@ -93,7 +93,7 @@ class _Geom:
                    (self.Wp - self.dw * (self.kw - 1) - 1) // self.sw + 1)
         self.OH, self.OW = out
         self.wide = wide and self.sh == 1 and self.sw == 1 and self.OH > 0 and self.OW > 0
-        self.L = (self.OH - 1) * self.Wp + self.OW if self.wide else self.OH * self.OW
+        self.L = self.OH * self.Wp if self.wide else self.OH * self.OW
 
     @property
     def padded(self) -> bool:
@@ -139,59 +139,96 @@ def _crop(xp: Any, xpad: Any, g: _Geom) -> Any:
     return xp.ascontiguousarray(xpad[:, :, g.pt:g.pt + g.H, g.pl:g.pl + g.W])
 
 
-def _im2col(xp: Any, xpad: Any, g: _Geom, groups: int) -> Any:
-    """Padded (N, C, Hp, Wp) -> columns (N, groups, C/groups * kh * kw, L): one copy."""
+def _unfold_cols(xp: Any, xpad: Any, g: _Geom) -> Any:
+    """Padded (N, C, Hp, Wp) -> unfold's columns (N, C * kh * kw, OH * OW): one copy."""
     N, C = xpad.shape[:2]
-    strided = xp.lib.stride_tricks.as_strided
-    if g.wide:
-        flat = xp.ascontiguousarray(xpad).reshape(N, C, g.Hp * g.Wp)
-        s0, s1, s2 = flat.strides
-        v = strided(flat, (N, C, g.kh, g.kw, g.L), (s0, s1, g.dh * g.Wp * s2, g.dw * s2, s2))
-    else:
-        s0, s1, s2, s3 = xpad.strides
-        v = strided(xpad, (N, C, g.kh, g.kw, g.OH, g.OW),
-                    (s0, s1, g.dh * s2, g.dw * s3, g.sh * s2, g.sw * s3))
-    return v.reshape(N, groups, (C // groups) * g.kh * g.kw, g.L)
+    s0, s1, s2, s3 = xpad.strides
+    v = xp.lib.stride_tricks.as_strided(
+        xpad, (N, C, g.kh, g.kw, g.OH, g.OW),
+        (s0, s1, g.dh * s2, g.dw * s3, g.sh * s2, g.sw * s3))
+    return v.reshape(N, C * g.kh * g.kw, g.OH * g.OW)
 
 
-def _col2im(xp: Any, cols: Any, g: _Geom) -> Any:
-    """Columns (N, C, kh, kw, L) -> padded (N, C, Hp, Wp), summing overlapping windows.
-
-    One vectorised add per kernel tap (kh * kw of them)."""
-    N, C = cols.shape[:2]
-    if g.wide:
-        out = xp.zeros((N, C, g.Hp * g.Wp), dtype=cols.dtype)
-        for i in range(g.kh):
-            for j in range(g.kw):
-                o = i * g.dh * g.Wp + j * g.dw
-                out[:, :, o:o + g.L] += cols[:, :, i, j]
-        return out.reshape(N, C, g.Hp, g.Wp)
-    out = xp.zeros((N, C, g.Hp, g.Wp), dtype=cols.dtype)
-    c = cols.reshape(N, C, g.kh, g.kw, g.OH, g.OW)
+def _fold_cols(xp: Any, cols: Any, g: _Geom) -> Any:
+    """Fold's columns (N, C * kh * kw, OH * OW) -> padded (N, C, Hp, Wp), overlaps summed."""
+    N = cols.shape[0]
+    c = cols.reshape(N, cols.shape[1] // (g.kh * g.kw), g.kh, g.kw, g.OH, g.OW)
+    out = xp.zeros((N, c.shape[1], g.Hp, g.Wp), dtype=cols.dtype)
     for i in range(g.kh):
         for j in range(g.kw):
             out[g.window(i, j)] += c[:, :, i, j]
     return out
 
 
-def _from_cols(xp: Any, y: Any, g: _Geom) -> Any:
-    """GEMM result (N, O, L) -> (N, O, OH, OW), dropping the wide layout's extra columns."""
-    N, O = y.shape[:2]
-    if not g.wide or g.OW == g.Wp or g.OH == 1:
-        return y.reshape(N, O, g.OH, g.OW)
-    s0, s1, s2 = y.strides
-    v = xp.lib.stride_tricks.as_strided(y, (N, O, g.OH, g.OW), (s0, s1, g.Wp * s2, s2))
+# The convolution kernels keep their columns channel-major, (C * kh * kw, N * L), so that each
+# convolution step is ONE large GEMM (a batch of N small GEMMs wakes the BLAS threads N times).
+# ``L`` is the number of window positions per image: OH * OW, or OH * Wp in the wide layout.
+
+
+def _conv_input(xp: Any, x4: Any, g: _Geom) -> Any:
+    """(N, C, H, W) -> the padded buffer the windows read (one extra zero row when wide)."""
+    if not g.wide:
+        return _pad(xp, x4, g)
+    N, C = x4.shape[:2]
+    buf = xp.zeros((N, C, g.Hp + 1, g.Wp), dtype=x4.dtype)
+    buf[:, :, g.pt:g.pt + g.H, g.pl:g.pl + g.W] = x4
+    return buf
+
+
+def _cols(xp: Any, buf: Any, g: _Geom, groups: int) -> Any:
+    """im2col: padded buffer (N, C, ...) -> columns (groups, C / groups * kh * kw, N * L)."""
+    N, C = buf.shape[:2]
+    strided = xp.lib.stride_tricks.as_strided
+    if g.wide:  # every kernel tap is one contiguous run of each flattened image
+        flat = buf.reshape(N, C, -1)
+        s0, s1, s2 = flat.strides
+        v = strided(flat, (C, g.kh, g.kw, N, g.L), (s1, g.dh * g.Wp * s2, g.dw * s2, s0, s2))
+    else:
+        s0, s1, s2, s3 = buf.strides
+        v = strided(buf, (C, g.kh, g.kw, N, g.OH, g.OW),
+                    (s1, g.dh * s2, g.dw * s3, s0, g.sh * s2, g.sw * s3))
+    return v.reshape(groups, (C // groups) * g.kh * g.kw, N * g.L)
+
+
+def _out_from_cols(xp: Any, y: Any, g: _Geom, N: int) -> Any:
+    """GEMM result (O, N * L) -> (N, O, OH, OW), dropping the wide layout's extra columns."""
+    O = y.shape[0]
+    s = y.itemsize
+    row = g.Wp if g.wide else g.OW
+    v = xp.lib.stride_tricks.as_strided(y, (N, O, g.OH, g.OW), (g.L * s, N * g.L * s, row * s, s))
     return xp.ascontiguousarray(v)
 
 
-def _to_cols(xp: Any, gy: Any, g: _Geom) -> Any:
-    """(N, O, OH, OW) -> (N, O, L), zeros in the wide layout's extra columns."""
+def _grad_to_cols(xp: Any, gy: Any, g: _Geom) -> Any:
+    """(N, O, OH, OW) -> (O, N * L), zeros in the wide layout's extra columns."""
     N, O = gy.shape[:2]
-    if not g.wide or g.OW == g.Wp or g.OH == 1:
-        return gy.reshape(N, O, g.L)
-    buf = xp.zeros((N, O, g.OH, g.Wp), dtype=gy.dtype)
-    buf[..., :g.OW] = gy
-    return buf.reshape(N, O, g.OH * g.Wp)[..., :g.L]
+    if g.wide:
+        buf = xp.zeros((O, N, g.OH, g.Wp), dtype=gy.dtype)
+        buf[..., :g.OW] = gy.transpose(1, 0, 2, 3)
+        return buf.reshape(O, N * g.L)
+    return xp.ascontiguousarray(gy.transpose(1, 0, 2, 3)).reshape(O, N * g.L)
+
+
+def _col2im(xp: Any, cols: Any, g: _Geom, N: int) -> Any:
+    """Columns (C * kh * kw, N * L) -> (N, C, H, W): each tap's values added back where it read
+    them (one vectorised add per kernel tap), then the padding cropped."""
+    C = cols.shape[0] // (g.kh * g.kw)
+    if g.wide:
+        c = cols.reshape(C, g.kh, g.kw, N, g.L)
+        out = xp.zeros((C, N, (g.Hp + 1) * g.Wp), dtype=cols.dtype)
+        for i in range(g.kh):
+            for j in range(g.kw):
+                o = i * g.dh * g.Wp + j * g.dw
+                out[:, :, o:o + g.L] += c[:, i, j]
+        out = out.reshape(C, N, g.Hp + 1, g.Wp)
+    else:
+        c = cols.reshape(C, g.kh, g.kw, N, g.OH, g.OW)
+        out = xp.zeros((C, N, g.Hp, g.Wp), dtype=cols.dtype)
+        for i in range(g.kh):
+            for j in range(g.kw):
+                out[g.window(i, j)] += c[:, i, j]
+    out = out[:, :, g.pt:g.pt + g.H, g.pl:g.pl + g.W]
+    return xp.ascontiguousarray(out.transpose(1, 0, 2, 3))
 
 
 def _spatial_axes(ndim: int) -> tuple[int, ...]:
@@ -221,12 +258,10 @@ class Conv(Op):
         N, C, H, W = x4.shape
         O, Cg, kh, kw = w4.shape
         g = _Geom((H, W), (kh, kw), stride, pad, dil, out_hw)
-        cols = _im2col(xp, _pad(xp, x4, g), g, groups)
-        if groups == 1:
-            y = xp.matmul(w4.reshape(O, Cg * kh * kw), cols[:, 0])
-        else:
-            y = xp.matmul(w4.reshape(groups, O // groups, Cg * kh * kw), cols).reshape(N, O, g.L)
-        y = _from_cols(xp, y.astype(x.dtype, copy=False), g)  # (bfloat16 matmul gives float32)
+        cols = _cols(xp, _conv_input(xp, x4, g), g, groups)
+        y = xp.matmul(w4.reshape(groups, O // groups, Cg * kh * kw), cols)
+        # (a bfloat16 matmul returns float32)
+        y = _out_from_cols(xp, y.reshape(O, N * g.L).astype(x.dtype, copy=False), g, N)
         if b is not None:
             y += b.reshape(1, O, 1, 1)
         ctx.save_for_backward(x if _need(ctx, 1) else None,
@@ -264,14 +299,10 @@ class ConvTranspose(Op):
         _, Cg, kh, kw = w4.shape
         C = Cg * groups
         g = _Geom(in_hw, (kh, kw), stride, pad, dil, (OH, OW))
-        gl = _to_cols(xp, g4, g)
-        if groups == 1:
-            cols = xp.matmul(w4.reshape(O, Cg * kh * kw).T, gl)
-        else:
-            wm = w4.reshape(groups, O // groups, Cg * kh * kw).swapaxes(1, 2)
-            cols = xp.matmul(wm, gl.reshape(N, groups, O // groups, g.L))
-        cols = cols.astype(gy.dtype, copy=False)
-        out = _crop(xp, _col2im(xp, cols.reshape(N, C, kh, kw, g.L), g), g)
+        gt = _grad_to_cols(xp, g4, g).reshape(groups, O // groups, N * g.L)
+        wm = w4.reshape(groups, O // groups, Cg * kh * kw).swapaxes(1, 2)
+        cols = xp.matmul(wm, gt).astype(gy.dtype, copy=False)
+        out = _col2im(xp, cols.reshape(C * kh * kw, N * g.L), g, N)
         if b is not None:
             out += b.reshape(1, C, 1, 1)
         ctx.save_for_backward(gy if _need(ctx, 1) else None,
@@ -307,9 +338,9 @@ class ConvWeight(Op):
         N, C, H, W = x4.shape
         _, O, OH, OW = g4.shape
         g = _Geom((H, W), k, stride, pad, dil, (OH, OW))
-        cols = _im2col(xp, _pad(xp, x4, g), g, groups)
-        gl = _to_cols(xp, g4, g).reshape(N, groups, O // groups, g.L)
-        gw = xp.matmul(gl, cols.swapaxes(2, 3)).sum(axis=0).astype(x.dtype, copy=False)
+        cols = _cols(xp, _conv_input(xp, x4, g), g, groups)
+        gt = _grad_to_cols(xp, g4, g).reshape(groups, O // groups, N * g.L)
+        gw = xp.matmul(gt, cols.swapaxes(1, 2)).astype(x.dtype, copy=False)
         ctx.save_for_backward(x if _need(ctx, 1) else None,
                               gy if _need(ctx, 0) else None)
         ctx.args = (stride, pad, dil, groups)
@@ -698,8 +729,8 @@ class Im2col(Op):
     def forward(ctx: Any, x: Any, g: _Geom) -> Any:
         N, C = x.shape[:2]
         ctx.geom = g
-        cols = _im2col(_xp(ctx, x), _pad(_xp(ctx, x), x, g), g, 1)
-        return cols.reshape(N, C * g.kh * g.kw, g.L)
+        xp = _xp(ctx, x)
+        return _unfold_cols(xp, _pad(xp, x, g), g)
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
@@ -716,10 +747,8 @@ class Col2im(Op):
     @staticmethod
     def forward(ctx: Any, cols: Any, g: _Geom) -> Any:
         xp = _xp(ctx, cols)
-        N, CK, L = cols.shape
         ctx.geom = g
-        c5 = cols.reshape(N, CK // (g.kh * g.kw), g.kh, g.kw, L)
-        return _crop(xp, _col2im(xp, c5, g), g)
+        return _crop(xp, _fold_cols(xp, cols, g), g)
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:

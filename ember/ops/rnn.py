@@ -514,6 +514,15 @@ def _check_cell(name: str, input: Tensor, hx: list, w_ih: Tensor, w_hh: Tensor) 
             f"{name}: input must be 2-D (batch, input_size), got shape {tuple(input.shape)}; "
             "unsqueeze(0) a single sample"
         )
+    if input.dtype != w_ih.dtype:
+        legacy = {"float64": "Double", "float32": "Float", "float16": "Half",
+                  "bfloat16": "BFloat16"}
+        a, b = (legacy.get(d.name, d.name) for d in (input.dtype, w_ih.dtype))
+        raise RuntimeError(
+            f"mat1 and mat2 must have the same dtype, but got {a} and {b} ({name}: input "
+            f"{input.dtype}, weights {w_ih.dtype}); convert the input, e.g. x.to({w_ih.dtype}), "
+            "or the module, e.g. cell.to(x.dtype)"
+        )
     if input.shape[1] != w_ih.shape[1]:
         raise RuntimeError(
             f"input has inconsistent input_size: got {input.shape[1]} expected {w_ih.shape[1]} "
