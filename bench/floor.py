@@ -64,15 +64,15 @@ def _products(spec: list[Gemm], rng: np.random.Generator) -> list[tuple]:
     made = []
     f32 = np.float32
     for _, b, m, k, n, da, db in spec:
-        shape = (lambda *s: s if b > 1 else s[1:])
-        A = rng.standard_normal(shape(b, m, k), dtype=f32)
-        Bm = rng.standard_normal(shape(b, k, n), dtype=f32)
-        dC = rng.standard_normal(shape(b, m, n), dtype=f32)
-        made.append((A, Bm, np.empty(shape(b, m, n), f32)))
+        lead = (b,) if b > 1 else ()
+        A = rng.standard_normal((*lead, m, k), dtype=f32)
+        Bm = rng.standard_normal((*lead, k, n), dtype=f32)
+        dC = rng.standard_normal((*lead, m, n), dtype=f32)
+        made.append((A, Bm, np.empty((*lead, m, n), f32)))
         if da:
-            made.append((dC, Bm.swapaxes(-1, -2), np.empty(shape(b, m, k), f32)))
+            made.append((dC, Bm.swapaxes(-1, -2), np.empty((*lead, m, k), f32)))
         if db:
-            made.append((A.swapaxes(-1, -2), dC, np.empty(shape(b, k, n), f32)))
+            made.append((A.swapaxes(-1, -2), dC, np.empty((*lead, k, n), f32)))
     return made
 
 
@@ -83,11 +83,12 @@ def gflop(spec: list[Gemm]) -> float:
     return total / 1e9
 
 
-def measure(name: str, min_time: float = 0.5, min_reps: int = 10) -> dict:
-    """Median seconds over repetitions of one step's products (after a warm-up)."""
+def measure(name: str, min_time: float = 0.5, min_reps: int = 10, max_time: float = 4.0) -> dict:
+    """Median seconds over repetitions of one step's products (after a warm-up): at least
+    ``min_reps`` and ``min_time`` seconds, but no more than ``max_time`` once 3 are in."""
     prods = _products(STEPS[name], np.random.default_rng(0))
     matmul = np.matmul
-    for _ in range(3):
+    for _ in range(2):
         for a, b, out in prods:
             matmul(a, b, out=out)
     times = []
@@ -97,7 +98,7 @@ def measure(name: str, min_time: float = 0.5, min_reps: int = 10) -> dict:
         for a, b, out in prods:
             matmul(a, b, out=out)
         times.append(time.perf_counter() - t0)
-        if len(times) >= 500:
+        if len(times) >= 500 or (len(times) >= 3 and time.perf_counter() - start > max_time):
             break
     times.sort()
     return {"ms": 1e3 * times[len(times) // 2], "ms_min": 1e3 * times[0],

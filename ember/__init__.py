@@ -108,7 +108,7 @@ def numel(t: Tensor) -> int:
     return t.numel()
 
 
-def _legacy(dt: "dtype") -> type:
+def _legacy(dt: dtype) -> type:
     class _LegacyTensor(Tensor):
         """Legacy typed constructor (``torch.FloatTensor([1, 2])``); instances are plain Tensors."""
 

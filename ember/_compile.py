@@ -10,7 +10,8 @@ already run each op as one vectorised kernel, so there is nothing to fuse at thi
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from .nn.modules.module import Module
 

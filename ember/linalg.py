@@ -1,9 +1,10 @@
 """``ember.linalg``: PyTorch's ``torch.linalg`` namespace.
 
-Differentiable: matmul, multi_dot, vecdot, cross, diagonal, vector_norm, matrix_norm / norm
-(except the spectral orders 2, -2 and 'nuc'), inv, det, slogdet, solve, cholesky, matrix_power.
-Computed without a derivative (backward raises a clear error): qr, svd, svdvals, eigh,
-eigvalsh, pinv, matrix_rank. The ops themselves live in ``ember/ops/linalg.py``.
+Differentiable (also twice): matmul, multi_dot, vecdot, cross, diagonal, vector_norm,
+matrix_norm, norm, inv, det, slogdet, solve, cholesky, matrix_power, svd, svdvals, eigh, eigvalsh,
+pinv. Without a derivative (backward raises a clear error): qr. matrix_rank is an integer.
+The gradients of svd and eigh are finite for distinct singular values / eigenvalues only, as in
+PyTorch. The ops themselves live in ``ember/ops/linalg.py``.
 """
 
 from __future__ import annotations
@@ -180,7 +181,7 @@ def qr(A: Any, mode: str = "reduced", *, out: Any = None) -> Any:
 
 
 def svd(A: Any, full_matrices: bool = True, *, driver: Any = None, out: Any = None) -> Any:
-    """(U, S, Vh) with A = U diag(S) Vh, S descending. No derivative yet."""
+    """(U, S, Vh) with A = U diag(S) Vh, S descending (the columns' signs are LAPACK's)."""
     a = _t(A, "linalg.svd")
     _la._check_decomposable("linalg.svd", a)
     u, s, vh = _la.Svd.apply(a, bool(full_matrices))
@@ -188,7 +189,7 @@ def svd(A: Any, full_matrices: bool = True, *, driver: Any = None, out: Any = No
 
 
 def svdvals(A: Any, *, driver: Any = None, out: Any = None) -> Any:
-    """The singular values of A, descending. No derivative yet."""
+    """The singular values of A, descending."""
     a = _t(A, "linalg.svdvals")
     _la._check_decomposable("linalg.svdvals", a)
     return _la._result(_la.Svdvals.apply(a), out)
@@ -201,14 +202,14 @@ def _check_uplo(fn: str, uplo: str) -> str:
 
 
 def eigh(A: Any, UPLO: str = "L", *, out: Any = None) -> Any:
-    """(eigenvalues ascending, eigenvectors) of a symmetric matrix. No derivative yet."""
+    """(eigenvalues ascending, eigenvectors) of a symmetric matrix (reads the UPLO triangle)."""
     a = _square_float("linalg.eigh", A)
     w, v = _la.Eigh.apply(a, _check_uplo("linalg.eigh", UPLO))
     return _eigh_result(w, v)
 
 
 def eigvalsh(A: Any, UPLO: str = "L", *, out: Any = None) -> Any:
-    """The eigenvalues of a symmetric matrix, ascending. No derivative yet."""
+    """The eigenvalues of a symmetric matrix, ascending."""
     a = _square_float("linalg.eigvalsh", A)
     return _la._result(_la.Eigvalsh.apply(a, _check_uplo("linalg.eigvalsh", UPLO)), out)
 

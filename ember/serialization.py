@@ -980,6 +980,11 @@ class _Loader:
             else:
                 dev = self._device_for(st.location)
             return Tensor._make(_backend.to_device(np.empty(size, dt.np), dev), requires_grad)
+        if numel > max(capacity, 1) * 2**20 and numel > 2**32:
+            raise _refuse(
+                f"refused tensor of size {tuple(size)} on storage {st.key} of {capacity} elements: "
+                f"{numel} elements through zero or overlapping strides (a memory bomb)"
+            )
         last = offset + sum((n - 1) * s for n, s in zip(size, stride, strict=True))
         if last >= capacity:
             raise _refuse(

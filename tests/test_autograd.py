@@ -376,7 +376,7 @@ def test_training_loop_does_not_grow_graph():
     w = ember.ones(10, requires_grad=True)
     x = ember.ones(10)
     refs = []
-    for i in range(200):
+    for _ in range(200):
         loss = ((w * x).exp() * 0.001).sum()
         refs.append(weakref.ref(loss.grad_fn))
         loss.backward()

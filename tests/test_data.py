@@ -10,9 +10,22 @@ import pytest
 
 import ember
 from ember.utils.data import (
-    BatchSampler, ConcatDataset, DataLoader, Dataset, DistributedSampler, IterableDataset,
-    RandomSampler, SequentialSampler, StackDataset, Subset, SubsetRandomSampler, TensorDataset,
-    WeightedRandomSampler, default_collate, get_worker_info, random_split,
+    BatchSampler,
+    ConcatDataset,
+    DataLoader,
+    Dataset,
+    DistributedSampler,
+    IterableDataset,
+    RandomSampler,
+    SequentialSampler,
+    StackDataset,
+    Subset,
+    SubsetRandomSampler,
+    TensorDataset,
+    WeightedRandomSampler,
+    default_collate,
+    get_worker_info,
+    random_split,
 )
 
 

@@ -7,11 +7,11 @@ import time
 
 import numpy as np
 import pytest
-from helpers import HAVE_TORCH, check_op, randn
 
 import ember
 import ember.nn as nn
 import ember.nn.functional as F
+from helpers import HAVE_TORCH, check_op, randn
 
 if HAVE_TORCH:
     import torch

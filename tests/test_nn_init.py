@@ -6,11 +6,11 @@ import warnings
 
 import numpy as np
 import pytest
-from helpers import HAVE_TORCH
 
 import ember
 from ember import nn
 from ember.nn import init
+from helpers import HAVE_TORCH
 
 if HAVE_TORCH:
     import torch

@@ -6,11 +6,11 @@ import warnings
 
 import numpy as np
 import pytest
-from helpers import HAVE_TORCH, check_op, randn
 
 import ember
 import ember.nn.functional as F
 from ember import nn
+from helpers import HAVE_TORCH, check_op, randn
 
 if HAVE_TORCH:
     import torch

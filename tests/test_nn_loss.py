@@ -4,11 +4,11 @@ import warnings
 
 import numpy as np
 import pytest
-from helpers import HAVE_TORCH, check_op, positive, randn
 
 import ember
 import ember.nn  # noqa: F401
 import ember.nn.functional as EF
+from helpers import HAVE_TORCH, check_op, positive, randn
 
 REDS = ["mean", "sum", "none"]
 

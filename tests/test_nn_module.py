@@ -7,10 +7,10 @@ from collections import OrderedDict
 
 import numpy as np
 import pytest
-from helpers import HAVE_TORCH, randn
 
 import ember
 from ember import nn
+from helpers import HAVE_TORCH, randn
 
 if HAVE_TORCH:
     import torch

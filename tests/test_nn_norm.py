@@ -2,11 +2,11 @@
 
 import numpy as np
 import pytest
-from helpers import HAVE_TORCH, check_op, positive, randn
 
 import ember
 import ember.nn  # noqa: F401
 import ember.nn.functional as EF
+from helpers import HAVE_TORCH, check_op, positive, randn
 
 needs_torch = pytest.mark.skipif(not HAVE_TORCH, reason="needs torch")
 

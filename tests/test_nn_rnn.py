@@ -7,12 +7,12 @@ import warnings
 
 import numpy as np
 import pytest
-from helpers import HAVE_TORCH, check_op
 
 import ember
 from ember import nn
 from ember.nn.utils import rnn_packing as P
 from ember.ops import rnn as R
+from helpers import HAVE_TORCH, check_op
 
 if HAVE_TORCH:
     import torch
@@ -97,11 +97,13 @@ def _fns(kind, relu=False, bias=True):
 @pytest.mark.parametrize("bias", [True, False])
 def test_sequence_op_check_op(kind, relu, bias):
     rng = _rng(1)
-    x = rng.standard_normal((3, 2, I))
-    h0 = rng.standard_normal((1, 2, H)) * 0.5
-    c0 = rng.standard_normal((1, 2, H)) * 0.5
+    hid = 3
+    x = rng.standard_normal((3, 2, 2))
+    h0 = rng.standard_normal((1, 2, hid)) * 0.5
+    c0 = rng.standard_normal((1, 2, hid)) * 0.5
     fn, ref = _fns(kind, relu, bias)
-    check_op(fn, x, h0, c0, *_params(kind, rng, bias=bias), ref=ref, gradgrad=True,
+    # double backward (the recompute path) is slow to check numerically: once per kind
+    check_op(fn, x, h0, c0, *_params(kind, rng, 2, hid, bias=bias), ref=ref, gradgrad=bias,
              atol=1e-10, rtol=1e-7, grad_atol=1e-6, grad_rtol=1e-4)
 
 
@@ -312,6 +314,7 @@ def test_cell_loop_matches_lstm_module():
 
 
 @needs_torch
+@pytest.mark.filterwarnings("ignore:LSTM with projections is not supported with oneDNN")
 @pytest.mark.parametrize("mode", list(MODES))
 @pytest.mark.parametrize("cfg", range(len(CONFIGS)))
 def test_state_dict_interchange(mode, cfg):
@@ -624,7 +627,8 @@ def test_packed_sequence_op_gradcheck(kind, reverse):
         return R.RNNSequence.apply(xw, h0, w, b, sizes, reverse, False)
 
     assert ember.autograd.gradcheck(fn, tuple(t))
-    assert ember.autograd.gradgradcheck(fn, tuple(t))
+    if reverse:  # double backward through the packed recompute (slow to check: once per kind)
+        assert ember.autograd.gradgradcheck(fn, tuple(t))
     # the composite (used for double backward) agrees with the fused forward
     outs = fn(*t)
     comp = R._composite(kind, *t[:3] if kind == "lstm" else (t[0], t[1], None),

@@ -5,9 +5,9 @@ import time
 import numpy as np
 import pytest
 import torch
-from helpers import check_op, randn
 
 import ember
+from helpers import check_op, randn
 
 RNG = np.random.default_rng(0)
 

@@ -5,10 +5,10 @@ import math
 
 import numpy as np
 import pytest
-from helpers import HAVE_TORCH, check_op, randn
 
 import ember
 import ember.linalg  # noqa: F401 - the namespace under test
+from helpers import HAVE_TORCH, check_op, randn
 
 if HAVE_TORCH:
     import torch
@@ -662,11 +662,10 @@ def test_matrix_norm_differentiable(ord):
 
 @pytest.mark.parametrize("ord", ["nuc", 2, -2])
 def test_matrix_norm_spectral(ord):
-    check_op(lambda m, a: m.linalg.matrix_norm(a, ord), randn(3, 4), grad=False,
-             ref=lambda a: np.linalg.norm(a, ord), rtol=1e-5)
+    check_op(lambda m, a: m.linalg.matrix_norm(a, ord), randn(3, 4),
+             ref=lambda a: np.linalg.norm(a, ord), rtol=1e-5, gradgrad=True)
     check_op(lambda m, a: m.linalg.matrix_norm(a, ord, dim=(2, 0), keepdim=True), randn(3, 2, 4),
-             grad=False, ref=lambda a: np.linalg.norm(a, ord, axis=(2, 0), keepdims=True),
-             rtol=1e-5)
+             ref=lambda a: np.linalg.norm(a, ord, axis=(2, 0), keepdims=True), rtol=1e-5)
 
 
 def test_norm_dispatch():
@@ -717,14 +716,66 @@ def test_decompositions_forward():
     assert q32.dtype == ember.float32
 
 
-def test_decompositions_backward_error():
+def test_qr_backward_error():
     a = ember.randn(3, 3, requires_grad=True)
-    u, s, vh = ember.linalg.svd(a)
-    with pytest.raises(RuntimeError, match="derivative of torch.linalg.svd"):
-        s.sum().backward()
-    w, v = ember.linalg.eigh(a)
-    with pytest.raises(RuntimeError, match="linalg.eigh.*no_grad"):
-        w.sum().backward()
+    q, r = ember.linalg.qr(a)
+    with pytest.raises(RuntimeError, match="derivative of torch.linalg.qr.*no_grad"):
+        r.sum().backward()
+
+
+def _svd_f(m, a):
+    """A function of the SVD that does not depend on the singular vectors' signs."""
+    u, s, vh = m.linalg.svd(a, full_matrices=False)
+    return (u * (s + 1.0)) @ vh, u @ u.mT, vh.mT @ (vh * s.unsqueeze(-1))
+
+
+@pytest.mark.parametrize("shape", [(4, 3), (3, 4), (3, 3), (2, 4, 3)])
+def test_svd_gradients(shape):
+    check_op(_svd_f, randn(*shape), gradgrad=shape == (4, 3), rtol=1e-4,
+             ref=lambda a: (a + np.linalg.svd(a, full_matrices=False)[0]
+                            @ np.swapaxes(np.linalg.svd(a, full_matrices=False)[2], -1, -2)
+                            @ np.linalg.svd(a, full_matrices=False)[2]
+                            if False else (a, None, None))[0] * 0 + _svd_np(a))
+    check_op(lambda m, a: m.linalg.svdvals(a), randn(*shape), gradgrad=True,
+             ref=lambda a: np.linalg.svd(a, compute_uv=False))
+
+
+def _svd_np(a):
+    u, s, vh = np.linalg.svd(a, full_matrices=False)
+    return (u * (s + 1.0)[..., None, :]) @ vh
+
+
+def test_svd_full_matrices_gradient():
+    def f(m, a):
+        u, s, vh = m.linalg.svd(a, full_matrices=True)
+        k = s.shape[-1]
+        return (u[..., :k] * s) @ vh[..., :k, :]
+
+    check_op(f, randn(4, 3), ref=lambda a: a)
+    check_op(f, randn(2, 5), ref=lambda a: a)
+
+
+def test_eigh_gradients():
+    def f(m, a):
+        w, v = m.linalg.eigh(_sym(a))
+        return (v * w.exp()) @ v.mT, w
+
+    def ref(a):
+        s = a @ np.swapaxes(a, -1, -2) + 3 * a.shape[-1] ** 0.5
+        w, v = np.linalg.eigh(s)
+        return (v * np.exp(w)[..., None, :]) @ np.swapaxes(v, -1, -2), w
+
+    check_op(f, randn(3, 3) * 0.3, ref=ref, gradgrad=True, rtol=1e-4)
+    check_op(f, randn(2, 3, 3) * 0.3, ref=ref, rtol=1e-4)
+    check_op(lambda m, a: m.linalg.eigvalsh(_sym(a)), randn(3, 3), gradgrad=True, rtol=1e-4,
+             ref=lambda a: ref(a)[1])
+
+
+@pytest.mark.parametrize("shape", [(4, 3), (3, 4), (3, 3)])
+def test_pinv_gradients(shape):
+    check_op(lambda m, a: m.linalg.pinv(a), randn(*shape), ref=np.linalg.pinv, rtol=1e-4,
+             gradgrad=shape == (4, 3))
+    check_op(lambda m, a: m.pinverse(a), randn(*shape), ref=np.linalg.pinv, rtol=1e-4)
 
 
 @pytest.mark.skipif(not HAVE_TORCH, reason="needs torch")

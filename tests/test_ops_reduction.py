@@ -9,10 +9,9 @@ import warnings
 
 import numpy as np
 import pytest
-from helpers import HAVE_TORCH, check_op, positive, randn
 
 import ember
-from ember import _tensor
+from helpers import HAVE_TORCH, check_op, positive, randn
 
 if HAVE_TORCH:
     import torch

@@ -3,9 +3,9 @@ views sharing memory, version counters, node names and error messages."""
 
 import numpy as np
 import pytest
-from helpers import HAVE_TORCH, check_op, randn
 
 import ember
+from helpers import HAVE_TORCH, check_op, randn
 
 if HAVE_TORCH:
     import torch

@@ -6,8 +6,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parent.parent
 SEEDS = ROOT / "examples" / "seeds"
 
@@ -41,7 +39,7 @@ def test_seed_accumulation():
 
 
 def test_seed_tensors_and_devices():
-    ember_run("000_tensors_devices.py", "print(tuple(g['c'].shape))").strip() == "(3, 2)"
+    assert ember_run("000_tensors_devices.py", "print(tuple(g['c'].shape))").strip() == "(3, 2)"
 
 
 def test_seed_tensor_attributes():

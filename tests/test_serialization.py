@@ -607,6 +607,7 @@ def _malicious(canary: Path) -> dict[str, bytes]:
         "out-of-bounds view (offset)": _zip(_tensor_pkl(4, 2, (3,), (1,)), {"0": f16}),
         "out-of-bounds view (stride)": _zip(_tensor_pkl(4, 0, (2, 2), (3, 1)), {"0": f16}),
         "out-of-bounds view (huge stride)": _zip(_tensor_pkl(4, 0, (2,), (2**30,)), {"0": f16}),
+        "zero-stride memory bomb": _zip(_tensor_pkl(4, 0, (2**20, 2**20), (0, 0)), {"0": f16}),
         "negative stride": _zip(_tensor_pkl(4, 3, (4,), (-1,)), {"0": f16}),
         "negative offset": _zip(_tensor_pkl(4, -1, (1,), (1,)), {"0": f16}),
         "negative size": _zip(_tensor_pkl(4, 0, (-1,), (1,)), {"0": f16}),

@@ -8,10 +8,10 @@ import math
 
 import numpy as np
 import pytest
-from helpers import HAVE_TORCH, check_op, randn
 
 import ember
 from ember import _special as S
+from helpers import HAVE_TORCH, check_op, randn
 
 if HAVE_TORCH:
     import torch

@@ -1,7 +1,7 @@
 """Tensor API: identity, dtypes and promotion, devices, creation, conversions, errors."""
 
-import pickle
 import copy
+import pickle
 
 import numpy as np
 import pytest

@@ -12,8 +12,6 @@ import statistics
 import sys
 import time
 
-PROCESS_START = time.perf_counter()
-
 
 def parse_args(description: str, steps: int, warmup: int, quick_steps: int = 5,
                quick_warmup: int = 2, argv: list[str] | None = None) -> argparse.Namespace:
@@ -76,7 +74,6 @@ def report(workload: str, torch_module, timer: StepTimer, warmup: int, unit: str
         "steps_per_s": len(timed) / total,
         "step_ms_median": 1e3 * statistics.median(timed),
         "step_ms_min": 1e3 * min(timed),
-        "script_s": time.perf_counter() - PROCESS_START,
     }
     if ops_per_step:
         out["ops_per_step"] = ops_per_step

@@ -2,9 +2,8 @@
 cross-entropy, 5 epochs of 16 batches with an evaluation after each. A step is one batch: loading
 it, forward, backward and the update (evaluation is not timed)."""
 
-from _common import StepTimer, parse_args, report
-
 import torch
+from _common import StepTimer, parse_args, report
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 

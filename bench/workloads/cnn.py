@@ -1,9 +1,8 @@
 """CNN on 64x1x28x28: Conv2d(1,16,5)-ReLU-MaxPool-Conv2d(16,32,5)-ReLU-MaxPool-Linear-ReLU-Linear,
 SGD with momentum, cross-entropy."""
 
-from _common import StepTimer, parse_args, report
-
 import torch
+from _common import StepTimer, parse_args, report
 from torch import nn
 
 args = parse_args(__doc__, steps=30, warmup=3, quick_steps=2, quick_warmup=1)

@@ -8,9 +8,8 @@ import re
 import sys
 from pathlib import Path
 
-from _common import StepTimer, parse_args, report
-
 import torch
+from _common import StepTimer, parse_args, report
 
 args = parse_args(__doc__, steps=3, warmup=0, quick_steps=1, quick_warmup=0)
 DEMO = Path(__file__).resolve().parents[2] / "ember" / "demo" / "digits_cnn.py"

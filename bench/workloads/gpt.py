@@ -2,10 +2,9 @@
 batch 16, AdamW, gradient clipping at 1.0. Batches are sampled from a synthetic token stream the
 way nanoGPT's get_batch does (random offsets, stacked slices)."""
 
-from _common import StepTimer, parse_args, report
-
 import torch
 import torch.nn.functional as F
+from _common import StepTimer, parse_args, report
 from torch import nn
 
 VOCAB, BLOCK, LAYERS, HEADS, EMBD, BATCH = 65, 64, 4, 4, 128, 16

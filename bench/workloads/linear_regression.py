@@ -1,8 +1,7 @@
 """Seed loop 2: linear regression (seeds/000 step 3): nn.Linear(1, 1), MSELoss, SGD, 500 steps."""
 
-from _common import StepTimer, parse_args, report
-
 import torch
+from _common import StepTimer, parse_args, report
 from torch import nn
 
 args = parse_args(__doc__, steps=480, warmup=20, quick_steps=10, quick_warmup=2)
@@ -16,7 +15,7 @@ opt = torch.optim.SGD(model.parameters(), lr=0.5)
 
 timer = StepTimer()
 timer.start()
-for step in range(args.warmup + args.steps):
+for _ in range(args.warmup + args.steps):
     pred = model(X)              # 1. forward
     loss = loss_fn(pred, y)      # 2. loss
     opt.zero_grad()              # 3. clear last step's gradients

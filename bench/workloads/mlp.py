@@ -1,8 +1,7 @@
 """MLP 784-512-512-10 on a batch of 128 (random MNIST-sized inputs), AdamW, cross-entropy."""
 
-from _common import StepTimer, parse_args, report
-
 import torch
+from _common import StepTimer, parse_args, report
 from torch import nn
 
 args = parse_args(__doc__, steps=60, warmup=5, quick_steps=3, quick_warmup=1)

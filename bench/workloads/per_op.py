@@ -1,9 +1,8 @@
 """Per-op overhead: a chain of 20 small ops on (8, 8) float32 tensors with autograd, then
 backward. Reports microseconds per op (forward + its share of backward)."""
 
-from _common import StepTimer, parse_args, report
-
 import torch
+from _common import StepTimer, parse_args, report
 
 args = parse_args(__doc__, steps=3000, warmup=100, quick_steps=10, quick_warmup=2)
 torch.manual_seed(args.seed)

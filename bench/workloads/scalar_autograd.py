@@ -3,9 +3,8 @@
 y = w * x**2 + 1, y.backward(), read the gradients, clear them; one step per repetition.
 """
 
-from _common import StepTimer, parse_args, report
-
 import torch
+from _common import StepTimer, parse_args, report
 
 args = parse_args(__doc__, steps=20000, warmup=200, quick_steps=20, quick_warmup=5)
 x = torch.tensor(2.0, requires_grad=True)

@@ -1,9 +1,8 @@
 """Seed loop 4: the sine regression (seeds/003, the canonical loop): 256 points, batch 32 with
 shuffling, Linear(1,32)-ReLU-Linear(32,1), SGD, MSE, 300 epochs. A step is one batch."""
 
-from _common import StepTimer, parse_args, report
-
 import torch
+from _common import StepTimer, parse_args, report
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
@@ -21,7 +20,7 @@ loss_fn = nn.MSELoss()
 
 timer = StepTimer()
 timer.start()
-for epoch in range(epochs):
+for _epoch in range(epochs):
     for xb, yb in loader:
         xb, yb = xb.to(device), yb.to(device)   # data must live where the model lives
         loss = loss_fn(model(xb), yb)           # forward pass and loss

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from . import engine, grad_mode
+from . import engine, grad_mode  # noqa: F401 - ember.autograd.grad_mode is public
 from .function import Function, Node
 from .grad_mode import enable_grad, inference_mode, no_grad, set_grad_enabled
 

@@ -42,8 +42,8 @@ def gradcheck(
     **_: Any,
 ) -> bool:
     """Check ``fn``'s gradients w.r.t. every input with ``requires_grad`` (use float64 inputs)."""
-    from . import grad as autograd_grad
     from .._tensor import Tensor
+    from . import grad as autograd_grad
 
     inputs = _as_tuple(inputs)
     diff = [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x.requires_grad]
@@ -110,8 +110,8 @@ def gradgradcheck(
     **_: Any,
 ) -> bool:
     """Check second derivatives: gradcheck of ``v -> grad(fn(x), x, v)`` (needs create_graph)."""
-    from . import grad as autograd_grad
     from .._tensor import Tensor
+    from . import grad as autograd_grad
 
     inputs = _as_tuple(inputs)
     rng = np.random.default_rng(seed)

@@ -6,7 +6,8 @@ The flag is a module global, not thread-local: reading it is on every op's hot p
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 enabled = True
 

@@ -180,7 +180,7 @@ def _cols(xp: Any, buf: Any, g: _Geom, groups: int) -> Any:
     N, C = buf.shape[:2]
     strided = xp.lib.stride_tricks.as_strided
     if g.wide:  # every kernel tap is one contiguous run of each flattened image
-        flat = buf.reshape(N, C, -1)
+        flat = buf.reshape(N, C, buf.shape[2] * buf.shape[3])
         s0, s1, s2 = flat.strides
         v = strided(flat, (C, g.kh, g.kw, N, g.L), (s1, g.dh * g.Wp * s2, g.dw * s2, s0, s2))
     else:

@@ -1,5 +1,6 @@
 """Linear algebra: matmul and friends, einsum, transposes, triangular parts, diagonals, and the
-matrix functions with derivatives (inverse, det, slogdet, solve).
+matrix functions (inverse, det, slogdet, solve, cholesky, svd, eigh, pinv; qr without a
+derivative) that ``ember.linalg`` exposes.
 
 The matmul family follows ``torch.matmul``: 1-D operands are promoted to matrices (and the unit
 dim dropped again), batch dims broadcast, both operands must have the same dtype (no promotion,
@@ -1082,6 +1083,13 @@ def t(input: Any) -> Any:
     return T.apply(x)
 
 
+def _triangle(xp: Any, x: Any, k: int, lower: bool) -> Any:
+    """x with the elements above (``lower``) or below diagonal k of each matrix zeroed."""
+    n, m = x.shape[-2:]
+    keep = xp.tri(n, m, k, dtype=bool) if lower else ~xp.tri(n, m, k - 1, dtype=bool)
+    return xp.where(keep, x, xp.zeros((), dtype=x.dtype))
+
+
 class Tril(Op):
     """out = x with the elements above diagonal k of each matrix zeroed     grad_x = tril(grad, k)"""
 
@@ -1090,7 +1098,7 @@ class Tril(Op):
     @staticmethod
     def forward(ctx: Any, x: Any, k: int) -> Any:
         ctx.k = k
-        return ctx.xp.tril(x, k)
+        return _triangle(ctx.xp, x, k, lower=True)
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
@@ -1105,7 +1113,7 @@ class Triu(Op):
     @staticmethod
     def forward(ctx: Any, x: Any, k: int) -> Any:
         ctx.k = k
-        return ctx.xp.triu(x, k)
+        return _triangle(ctx.xp, x, k, lower=False)
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
@@ -1687,61 +1695,188 @@ class Qr(_ForwardOnly):
         return q, r
 
 
-class Svd(_ForwardOnly):
-    """(U, S, Vh) = svd(A), A = U diag(S) Vh          (no derivative yet)"""
+def _row(v: Any) -> Any:
+    """(..., k) -> (..., 1, k)"""
+    return v.reshape(tuple(v.shape[:-1]) + (1, v.shape[-1]))
+
+
+def _col(v: Any) -> Any:
+    """(..., k) -> (..., k, 1)"""
+    return v.reshape(tuple(v.shape) + (1,))
+
+
+def _eye_like(v: Any) -> Any:
+    """The k x k identity for a (..., k) array or tensor ``v``."""
+    return _const(v, lambda xp, dt, k=v.shape[-1]: xp.eye(k, dtype=dt))
+
+
+class Svd(Op):
+    """(U, S, Vh) = svd(A), A = U diag(S) Vh  (reduced; full_matrices uses the first k columns)
+    grad_A = U [ (skew(U^T gU) S + S skew(V^T gV)) / E + diag(gS) ] Vh, E_ij = S_j^2 - S_i^2,
+    skew(X) = X - X^T, plus the parts of gU (m > n) or gV (m < n) outside the column spaces:
+    (I - U U^T) gU S^-1 Vh and U S^-1 gV^T (I - V V^T). Finite for distinct S only."""
 
     node_name = "LinalgSvdBackward0"
-    fn_name = "linalg.svd"
 
     @staticmethod
     def forward(ctx: Any, a: Any, full_matrices: bool) -> Any:
         u, s, vh = ctx.xp.linalg.svd(a, full_matrices=full_matrices)
+        ctx.save_for_backward(u, s, vh)
+        ctx.set_materialize_grads(False)
+        ctx.full = full_matrices
         return u, s, vh
 
+    @staticmethod
+    def backward(ctx: Any, gu: Any, gs: Any, gvh: Any) -> Any:
+        u, s, vh = ctx.saved
+        if gu is None and gs is None and gvh is None:
+            return None, None
+        k = s.shape[-1]
+        if ctx.full:
+            u, vh = u[..., :k], vh[..., :k, :]
+            gu = gu[..., :k] if gu is not None else None
+            gvh = gvh[..., :k, :] if gvh is not None else None
+        m, n = u.shape[-2], vh.shape[-1]
+        if gu is None and gvh is None:  # singular values only
+            return ctx.call(Matmul, u * _row(gs), vh), None
+        eye = _eye_like(s)
+        v = vh.swapaxes(-1, -2)
+        s2 = s * s
+        e = _row(s2) - _col(s2) + eye  # 1 on the diagonal, where the numerators are 0
+        num = None
+        if gu is not None:
+            uhgu = ctx.call(Matmul, u.swapaxes(-1, -2), gu)
+            num = (uhgu - uhgu.swapaxes(-1, -2)) * _row(s)
+        if gvh is not None:
+            gv = gvh.swapaxes(-1, -2)
+            vhgv = ctx.call(Matmul, vh, gv)
+            term = _col(s) * (vhgv - vhgv.swapaxes(-1, -2))
+            num = term if num is None else num + term
+        inner = num / e
+        if gs is not None:
+            inner = inner + eye * _row(gs)
+        if m > n and gu is not None:
+            ga = ctx.call(Matmul, u, inner)
+            gus = gu / _row(s)
+            ga = ga + gus - ctx.call(Matmul, u, ctx.call(Matmul, u.swapaxes(-1, -2), gus))
+            return ctx.call(Matmul, ga, vh), None
+        if m < n and gvh is not None:
+            ga = ctx.call(Matmul, inner, vh)
+            gvs = gv / _row(s)
+            rest = gvs - ctx.call(Matmul, v, ctx.call(Matmul, vh, gvs))
+            return ctx.call(Matmul, u, ga + rest.swapaxes(-1, -2)), None
+        return ctx.call(Matmul, u, ctx.call(Matmul, inner, vh)), None
 
-class Svdvals(_ForwardOnly):
-    """S = the singular values of A, descending          (no derivative yet)"""
+
+class Svdvals(Op):
+    """S = the singular values of A, descending          grad_A = U diag(gS) Vh"""
 
     node_name = "LinalgSvdBackward0"
-    fn_name = "linalg.svdvals"
 
     @staticmethod
     def forward(ctx: Any, a: Any) -> Any:
-        return ctx.xp.linalg.svd(a, compute_uv=False)
+        xp = ctx.xp
+        need = getattr(ctx, "needs_input_grad", None)
+        if not need or not need[0]:
+            return xp.linalg.svd(a, compute_uv=False)
+        u, s, vh = xp.linalg.svd(a, full_matrices=False)
+        ctx.save_for_backward(a, u, vh)
+        return s
+
+    @staticmethod
+    def backward(ctx: Any, gs: Any) -> Any:
+        a, u, vh = ctx.saved
+        if _is_t(gs):  # under create_graph: U and Vh must carry their own dependence on A
+            u, _, vh = ctx.call(Svd, a, False)
+        return ctx.call(Matmul, u * _row(gs), vh)
 
 
-class Eigh(_ForwardOnly):
-    """(L, V) = eigh(A), A = V diag(L) V^T for symmetric A          (no derivative yet)"""
+class Eigh(Op):
+    """(L, V) = eigh(A), A = V diag(L) V^T for symmetric A
+    grad_A = V (diag(gL) + F o (X - X^T) / 2) V^T, X = V^T gV, F_ij = 1 / (L_j - L_i) (i != j),
+    F_ii = 0: symmetric, as PyTorch's. Finite for distinct eigenvalues only."""
 
     node_name = "LinalgEighBackward0"
-    fn_name = "linalg.eigh"
 
     @staticmethod
     def forward(ctx: Any, a: Any, uplo: str) -> Any:
         w, v = ctx.xp.linalg.eigh(a, UPLO=uplo)
+        ctx.save_for_backward(w, v)
+        ctx.set_materialize_grads(False)
         return w, v
 
+    @staticmethod
+    def backward(ctx: Any, gw: Any, gv: Any) -> Any:
+        w, v = ctx.saved
+        vt = v.swapaxes(-1, -2)
+        if gv is None:
+            if gw is None:
+                return None, None
+            return ctx.call(Matmul, v * _row(gw), vt), None
+        eye = _eye_like(w)
+        f = 1.0 / (_row(w) - _col(w) + eye) - eye
+        x = ctx.call(Matmul, vt, gv)
+        inner = f * (0.5 * (x - x.swapaxes(-1, -2)))
+        if gw is not None:
+            inner = inner + eye * _row(gw)
+        return ctx.call(Matmul, ctx.call(Matmul, v, inner), vt), None
 
-class Eigvalsh(_ForwardOnly):
-    """L = the eigenvalues of symmetric A, ascending          (no derivative yet)"""
+
+class Eigvalsh(Op):
+    """L = the eigenvalues of symmetric A, ascending          grad_A = V diag(gL) V^T"""
 
     node_name = "LinalgEighBackward0"
-    fn_name = "linalg.eigvalsh"
 
     @staticmethod
     def forward(ctx: Any, a: Any, uplo: str) -> Any:
-        return ctx.xp.linalg.eigvalsh(a, UPLO=uplo)
+        xp = ctx.xp
+        need = getattr(ctx, "needs_input_grad", None)
+        if not need or not need[0]:
+            return xp.linalg.eigvalsh(a, UPLO=uplo)
+        w, v = xp.linalg.eigh(a, UPLO=uplo)
+        ctx.save_for_backward(a, v)
+        ctx.uplo = uplo
+        return w
+
+    @staticmethod
+    def backward(ctx: Any, gw: Any) -> Any:
+        a, v = ctx.saved
+        if _is_t(gw):  # under create_graph: V must carry its own dependence on A
+            _, v = ctx.call(Eigh, a, ctx.uplo)
+        return ctx.call(Matmul, v * _row(gw), v.swapaxes(-1, -2)), None
 
 
-class Pinv(_ForwardOnly):
-    """A^+ = the Moore-Penrose pseudo-inverse of A          (no derivative yet)"""
+class Pinv(Op):
+    """P = A^+ (the Moore-Penrose pseudo-inverse)
+    grad_A = -P^T G P^T + (I - A P) G^T P P^T + P^T P G^T (I - P A)  (G = grad; valid where the
+    rank of A does not change)"""
 
     node_name = "LinalgPinvBackward0"
-    fn_name = "linalg.pinv"
 
     @staticmethod
     def forward(ctx: Any, a: Any, rtol: float, hermitian: bool) -> Any:
-        return ctx.xp.linalg.pinv(a, rcond=rtol, hermitian=hermitian)
+        xp = ctx.xp
+        if hermitian:  # CuPy's pinv has no `hermitian`; the result is the same without it
+            out = xp.linalg.pinv(a, rcond=rtol, hermitian=True)
+        else:
+            out = xp.linalg.pinv(a, rcond=rtol)
+        ctx.save_for_backward(a, out)
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, g: Any) -> Any:
+        a, p = ctx.saved
+
+        def mm(x: Any, y: Any) -> Any:
+            return ctx.call(Matmul, x, y)
+
+        pt, gt = p.swapaxes(-1, -2), g.swapaxes(-1, -2)
+        term1 = -mm(mm(pt, g), pt)
+        gt_ppt = mm(gt, mm(p, pt))
+        term2 = gt_ppt - mm(a, mm(p, gt_ppt))  # (I - A P) G^T P P^T
+        ptp_gt = mm(mm(pt, p), gt)
+        term3 = ptp_gt - mm(mm(ptp_gt, p), a)  # P^T P G^T (I - P A)
+        return term1 + term2 + term3, None, None
 
 
 _qr_result = namedtuple("qr", ["Q", "R"])

@@ -1,12 +1,25 @@
-"""``pad_sequence``: stack variable-length sequences into one padded tensor."""
+"""``torch.nn.utils.rnn``: ``pad_sequence`` (here) and the packing utilities
+(``PackedSequence``, ``pack_padded_sequence``, ... from ``rnn_packing.py``)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 from ..._tensor import Tensor
+from .rnn_packing import (
+    PackedSequence,
+    invert_permutation,
+    pack_padded_sequence,
+    pack_sequence,
+    pad_packed_sequence,
+    unpack_sequence,
+    unpad_sequence,
+)
 
-__all__ = ["pad_sequence"]
+__all__ = [
+    "pad_sequence", "PackedSequence", "invert_permutation", "pack_padded_sequence",
+    "pad_packed_sequence", "unpad_sequence", "pack_sequence", "unpack_sequence",
+]
 
 
 def pad_sequence(
