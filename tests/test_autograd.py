@@ -406,3 +406,44 @@ def test_view_made_without_graph_shares_version():
     x.view(-1).mul_(2)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         y.backward()
+
+
+def test_wrongly_shaped_backward_rule_raises():
+    from ember.ops._op import Op
+
+    class BadRule(Op):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad[:1]  # wrong: one element for a (3,) input
+
+    x = ember.ones(3, requires_grad=True)
+    with pytest.raises(RuntimeError, match=r"BadRuleBackward.*shape \(1,\).*shape \(3,\)"):
+        BadRule.apply(x).sum().backward()
+
+
+def test_long_training_loop_keeps_memory_flat():
+    import tracemalloc
+
+    w = ember.randn(64, 64, requires_grad=True)
+    x = ember.randn(32, 64)
+
+    def step():
+        loss = (x @ w).tanh().pow(2).mean()
+        loss.backward()
+        with ember.no_grad():
+            w.sub_(0.01 * w.grad)
+        w.grad = None
+
+    for _ in range(50):
+        step()
+    tracemalloc.start()
+    base = tracemalloc.get_traced_memory()[0]
+    for _ in range(2000):
+        step()
+    grown = tracemalloc.get_traced_memory()[0] - base
+    tracemalloc.stop()
+    assert grown < 1_000_000, grown

@@ -14,9 +14,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench import floor, runner  # noqa: E402
-
 import ember  # noqa: E402
+from bench import floor, runner  # noqa: E402
 
 NAMES = [w.name for w in runner.WORKLOADS]
 HAS_SKLEARN = importlib.util.find_spec("sklearn") is not None

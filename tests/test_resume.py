@@ -112,11 +112,10 @@ def test_resume_is_bit_identical(tmp_path):
     for k in straight:
         assert straight[k] == resumed[k], f"{k} differs after resuming"
 
-    # The check can fail: without either RNG state the run diverges (dropout masks, batch order).
-    for mode in ("resume_without_rng", "resume_without_loader_rng"):
-        _run(tmp_path, mode, "5", str(tmp_path / "ckpt.pt"), str(tmp_path / "bad.pt"))
-        bad = _bits(load(tmp_path / "bad.pt"))
-        assert any(bad[k] != straight[k] for k in straight), mode
+    # The check can fail: without the default RNG's state the dropout masks differ.
+    _run(tmp_path, "resume_without_rng", "5", str(tmp_path / "ckpt.pt"), str(tmp_path / "bad.pt"))
+    bad = _bits(load(tmp_path / "bad.pt"))
+    assert any(bad[k] != straight[k] for k in straight)
 
 
 @pytest.mark.parametrize("steps_first", [7, 9])
@@ -125,4 +124,10 @@ def test_resume_at_and_after_an_epoch_boundary(tmp_path, steps_first):
     _run(tmp_path, "first", str(steps_first), "-", str(tmp_path / "ckpt.pt"))
     _run(tmp_path, "resume", str(12 - steps_first), str(tmp_path / "ckpt.pt"),
          str(tmp_path / "resumed.pt"))
-    assert _bits(load(tmp_path / "straight.pt")) == _bits(load(tmp_path / "resumed.pt"))
+    straight = _bits(load(tmp_path / "straight.pt"))
+    assert straight == _bits(load(tmp_path / "resumed.pt"))
+    if steps_first == 9:
+        # in epoch 1 the loader's generator has moved on: without its state the order differs
+        _run(tmp_path, "resume_without_loader_rng", "3", str(tmp_path / "ckpt.pt"),
+             str(tmp_path / "bad.pt"))
+        assert _bits(load(tmp_path / "bad.pt")) != straight

@@ -33,8 +33,25 @@ sign = _ew.sign
 floor = _ew.floor
 ceil = _ew.ceil
 trunc = _ew.trunc
-maximum = _ew.maximum
-minimum = _ew.minimum
+
+
+def maximum(a: Any, b: Any) -> Any:
+    """NumPy's maximum: either side may be a number."""
+    if not isinstance(a, _ew._tensor_cls()):
+        a, b = b, a
+    if not isinstance(b, _ew._tensor_cls()):
+        return _ew.clamp(a, min=b)
+    return _ew.maximum(a, b)
+
+
+def minimum(a: Any, b: Any) -> Any:
+    """NumPy's minimum: either side may be a number."""
+    if not isinstance(a, _ew._tensor_cls()):
+        a, b = b, a
+    if not isinstance(b, _ew._tensor_cls()):
+        return _ew.clamp(a, max=b)
+    return _ew.minimum(a, b)
+
 logaddexp = _ew.logaddexp
 
 
