@@ -115,7 +115,7 @@ def _run(data: bytes, find_global: Callable, persistent_load: Callable) -> Any:
     memo: dict[int, Any] = {}
     unpack_from = struct.unpack_from
 
-    def need(k: int) -> None:
+    def need(k: int) -> None:  # where a short slice would not raise by itself
         if pos + k > n:
             raise _refuse(f"truncated checkpoint pickle: needs {k} more bytes at byte {pos}")
 
@@ -142,11 +142,9 @@ def _run(data: bytes, find_global: Callable, persistent_load: Callable) -> Any:
                 )
             first = False
         if op == _BINPUT:
-            need(1)
             memo[data[pos]] = stack[-1]
             pos += 1
         elif op == _BINGET:
-            need(1)
             idx = data[pos]
             pos += 1
             if idx not in memo:
@@ -156,22 +154,18 @@ def _run(data: bytes, find_global: Callable, persistent_load: Callable) -> Any:
             metastack.append(stack)
             stack = []
         elif op == _BINUNICODE:
-            need(4)
             (ln,) = unpack_from("<I", data, pos)
             pos += 4
             need(ln)
             stack.append(str(data[pos:pos + ln], "utf-8", "surrogatepass"))
             pos += ln
         elif op == _BININT1:
-            need(1)
             stack.append(data[pos])
             pos += 1
         elif op == _BININT2:
-            need(2)
             stack.append(unpack_from("<H", data, pos)[0])
             pos += 2
         elif op == _BININT:
-            need(4)
             stack.append(unpack_from("<i", data, pos)[0])
             pos += 4
         elif op == _LONG1:
@@ -182,7 +176,6 @@ def _run(data: bytes, find_global: Callable, persistent_load: Callable) -> Any:
             stack.append(int.from_bytes(data[pos:pos + ln], "little", signed=True))
             pos += ln
         elif op == _BINFLOAT:
-            need(8)
             stack.append(unpack_from(">d", data, pos)[0])
             pos += 8
         elif op == _TUPLE:

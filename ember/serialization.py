@@ -277,7 +277,10 @@ def _plan_storages(tensors: list[Tensor]) -> tuple[dict[int, tuple], list[_OutSt
         for lo, hi, ms in comps:
             base = ms[0][3]
             isz = base.itemsize
-            region = _as_strided(base, ((hi - lo) // isz,), (isz,))
+            if len(ms) == 1 and base.flags.c_contiguous:
+                region = base.reshape(-1)  # the common case: one whole contiguous tensor
+            else:
+                region = _as_strided(base, ((hi - lo) // isz,), (isz,))
             st = new_storage(_dtype.from_numpy(base.dtype), region, key[1])
             for mlo, _, t, arr, _ in ms:
                 cstr = _contiguous_strides(tuple(arr.shape))
@@ -704,6 +707,7 @@ class _Loader:
         self._mm: Any = None
         self.storages: dict[str, _Storage] = {}
         self.big_endian = False
+        self._devices: dict[str, _backend.device] = {}
         self.globals = self._allowed_globals()
 
     # -- archive ------------------------------------------------------------------------------
@@ -881,6 +885,12 @@ class _Loader:
         return st
 
     def _device_for(self, location: str) -> _backend.device:
+        dev = self._devices.get(location)
+        if dev is None:
+            dev = self._devices[location] = self._resolve_device(location)
+        return dev
+
+    def _resolve_device(self, location: str) -> _backend.device:
         ml = self.map_location
         if isinstance(ml, dict):
             target = ml.get(location, location)
@@ -993,6 +1003,8 @@ class _Loader:
                 f"(out of bounds)"
             )
         base = self._storage_array(st, dt.np)
+        if list(stride) == _contiguous_strides(size):  # the common case: a plain reshape
+            return Tensor._make(base[offset:offset + numel].reshape(size), requires_grad)
         strides = tuple(s * itemsize if n > 1 else (s * itemsize if s < 2**40 else 0)
                         for n, s in zip(size, stride, strict=True))
         view = _as_strided(base[offset:], tuple(size), strides)

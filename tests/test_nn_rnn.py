@@ -722,3 +722,17 @@ def test_cell_errors():
     with pytest.raises(RuntimeError, match="expected 4 \\(w_ih, w_hh, b_ih, b_hh"):
         R.gru(ember.randn(2, 1, 3), ember.zeros(1, 1, 4), list(gru.parameters())[:3], True, 1,
               0.0, False, False, False)
+
+
+@pytest.mark.parametrize("make", [lambda: nn.LSTM(I, H, proj_size=2), lambda: nn.GRU(I, H),
+                                  lambda: nn.RNN(I, H, nonlinearity="relu")])
+def test_retain_graph_second_backward_accumulates(make):
+    m = make()
+    x = ember.randn(T, B, I, requires_grad=True)
+    out = m(x)[0]
+    out.sum().backward(retain_graph=True)
+    first = [p.grad.numpy().copy() for p in m.parameters()] + [x.grad.numpy().copy()]
+    out.sum().backward()
+    second = [p.grad.numpy() for p in m.parameters()] + [x.grad.numpy()]
+    for a, b in zip(first, second):
+        np.testing.assert_allclose(b, 2 * a, rtol=1e-5, atol=1e-6)

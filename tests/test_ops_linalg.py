@@ -282,6 +282,15 @@ def test_einsum_integers():
     out = ember.einsum("ij->j", a)
     np.testing.assert_array_equal(out.numpy(), [3, 5, 7])
     assert out.dtype == ember.int64
+    a32 = a.int()
+    assert ember.einsum("ij->j", a32).dtype == ember.int64  # a sum, as torch.sum
+    assert ember.einsum("ij->ji", a32).dtype == ember.int32
+    assert ember.einsum("ij,kj->ik", a32, a32).dtype == ember.int32
+    b = ember.ones(2, 3, dtype=ember.bool)
+    assert ember.einsum("ij->j", b).tolist() == [2, 2, 2]
+    assert ember.einsum("ij->ji", b).dtype == ember.bool
+    with pytest.raises(NotImplementedError, match="Bool"):
+        ember.einsum("ij,jk", b, b.mT)
 
 
 def test_einsum_errors():

@@ -113,7 +113,7 @@ def run_backward(
                     if not retain_graph:
                         node._release()
                     _send(node, grads, buffers, create_graph)
-            for nxt, _ in node._edges:
+            for nxt, _ in node._edges:  # this node is done: its inputs' nodes may now run
                 if nxt is not None:
                     left = deps[nxt] - 1
                     deps[nxt] = left
@@ -170,6 +170,8 @@ def _call_backward(node: Node, buf: list, create_graph: bool, Tensor: Any) -> tu
 
 
 def _send(node: Node, grads: tuple, buffers: dict, create_graph: bool) -> None:
+    """Route each input gradient to the node it flows to, summed to the input's shape and cast
+    to its dtype (the one place broadcasting is undone)."""
     edges = node._edges
     if len(grads) < len(edges):
         needed = [i for i, (n, _) in enumerate(edges) if n is not None]
@@ -179,7 +181,9 @@ def _send(node: Node, grads: tuple, buffers: dict, create_graph: bool) -> None:
                 f"(expected {len(edges)}, got {len(grads)})"
             )
     meta = node._meta
-    for i, (nxt, nr) in enumerate(edges):
+    i = -1
+    for nxt, nr in edges:
+        i += 1
         if nxt is None:
             continue
         g = grads[i]

@@ -153,12 +153,13 @@ class Node:
                 )
 
     def _release(self) -> None:
-        had_saved = self._saved is not None
-        self._saved = None
-        self._saved_src = None
-        self.__dict__.clear()  # ctx attributes the op stored (shapes, masks...)
-        if had_saved:
+        if self._saved is not None:
+            self._saved = None
+            self._saved_src = None
+            self.__dict__.clear()  # ctx attributes the op stored (shapes, masks...)
             self._freed = True
+        elif self.__dict__:
+            self.__dict__.clear()
 
 
 class AccumulateGrad(Node):
@@ -232,6 +233,7 @@ class Function(metaclass=FunctionMeta):
         Tensor = _Tensor or _load_tensor()
         make = Tensor._make
         raw = []
+        flags = []
         requires = False
         on_cpu = True
         for a in args:
@@ -239,20 +241,21 @@ class Function(metaclass=FunctionMeta):
                 d = a._data
                 if a._rg:
                     requires = True
+                    flags.append(True)
+                else:
+                    flags.append(False)
                 if type(d) is not np.ndarray:
                     on_cpu = False
                 raw.append(d)
             else:
                 raw.append(a)
+                flags.append(False)
         if not on_cpu:
             _check_devices(cls, args, raw)
         record = requires and grad_mode.enabled
         ctx = cls._node_cls()
         ctx.xp = np if on_cpu else _xp_of_args(raw)
-        if record:
-            ctx.needs_input_grad = tuple([isinstance(a, Tensor) and a._rg for a in args])
-        else:
-            ctx.needs_input_grad = _NO_GRADS[len(args)] if len(args) < 8 else (False,) * len(args)
+        ctx.needs_input_grad = tuple(flags) if record else _no_grads(len(args))
 
         if cls._tensor_io:
             with grad_mode.no_grad():
@@ -332,6 +335,10 @@ def _share_version(first: Any, outputs: list) -> None:
 
 
 _NO_GRADS = [(False,) * n for n in range(8)]
+
+
+def _no_grads(n: int) -> tuple:
+    return _NO_GRADS[n] if n < 8 else (False,) * n
 _NO_EDGE = (None, 0)
 _NOT_INPUT = tuple([None, 0])  # a distinct object: an argument that is not a tensor or a number
 _Tensor: Any = None

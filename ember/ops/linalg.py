@@ -1048,8 +1048,15 @@ def einsum(equation: Any, *operands: Any) -> Any:
         raise RuntimeError("einsum(): must provide at least one operand")
     _same_dtype("einsum", *ops)
     ins, out, sizes = _parse_einsum(equation, tuple(_shape(o) for o in ops))
-    if ops[0]._data.dtype == np.bool_:  # PyTorch sums booleans as integers
-        ops = [_ew.cast(o, "int64") for o in ops]
+    kind = ops[0]._data.dtype.kind
+    if kind in "biu":  # PyTorch: a one-operand sum gives int64; contractions keep the dtype
+        if len(ops) == 1 and set(ins[0]) - set(out):
+            ops = [_ew.cast(ops[0], "int64")]
+        elif len(ops) > 1 and kind == "b":
+            raise NotImplementedError(
+                "\"bmm\" not implemented for 'Bool' (einsum of bool tensors); convert first, "
+                "e.g. x.long()"
+            )
     return Einsum.apply((ins, out, sizes), *ops)
 
 

@@ -51,13 +51,9 @@ def _offsets(sizes: tuple) -> list[int]:
     return offs
 
 
-def _work_dtype(dt: Any) -> Any:
+def _work_dtype(xp: Any, dt: Any) -> Any:
     """float16 / bfloat16 are computed in float32 (the engine casts gradients back)."""
-    if dt.itemsize == 2:
-        import numpy as np
-
-        return np.dtype(np.float32)
-    return dt
+    return xp.dtype(xp.float32) if dt.itemsize == 2 else dt
 
 
 def _cast(a: Any, wd: Any) -> Any:
@@ -118,7 +114,7 @@ class RNNSequence(Op):
                 relu: bool) -> Any:
         xp = ctx.xp
         dt = w_hh.dtype  # the model dtype (linear may hand back float32 for bfloat16)
-        wd = _work_dtype(dt)
+        wd = _work_dtype(xp, dt)
         need = any(ctx.needs_input_grad)
         xw_w, w, b = _cast(xw, wd), _cast(w_hh, wd), _cast(b_hh, wd)
         pre = xw_w + b if b is not None else xw_w
@@ -202,7 +198,7 @@ class LSTMSequence(Op):
                 sizes: tuple, reverse: bool) -> Any:
         xp = ctx.xp
         dt = w_hh.dtype  # the model dtype (linear may hand back float32 for bfloat16)
-        wd = _work_dtype(dt)
+        wd = _work_dtype(xp, dt)
         need = any(ctx.needs_input_grad)
         xw_w, w, b, wr = _cast(xw, wd), _cast(w_hh, wd), _cast(b_hh, wd), _cast(w_hr, wd)
         pre = xw_w + b if b is not None else xw_w
@@ -334,7 +330,7 @@ class GRUSequence(Op):
                 reverse: bool) -> Any:
         xp = ctx.xp
         dt = w_hh.dtype  # the model dtype (linear may hand back float32 for bfloat16)
-        wd = _work_dtype(dt)
+        wd = _work_dtype(xp, dt)
         need = any(ctx.needs_input_grad)
         xw_w, w, b = _cast(xw, wd), _cast(w_hh, wd), _cast(b_hh, wd)
         wT = w.T
