@@ -58,19 +58,27 @@ _SERIES_START = 10.0  # lgamma and digamma use their asymptotic series from here
 
 
 # -- helpers -------------------------------------------------------------------------------------
-def _prep(x: Any, low_precision: bool = False) -> tuple[Any, Any, Any]:
-    """(xp, x as a float64 array, the dtype to return); float32 when ``low_precision`` allows."""
+def _prep(x: Any, low_precision: bool = False) -> tuple[Any, Any, tuple]:
+    """(xp, x as a float64 array, (dtype, array type) to return); float32 when ``low_precision``
+    allows."""
     xp = xp_of(x)
-    x = xp.asarray(x)
+    if not hasattr(x, "ndim") or isinstance(x, np.generic):
+        x = xp.asarray(x)
     out_dtype = x.dtype if x.dtype.kind in "fV" else np.dtype(np.float64)
     work = np.float64
     if low_precision and out_dtype != np.float64:
         work = np.float32
-    return xp, x.astype(work, copy=False), out_dtype
+    return xp, x.astype(work, copy=False), (out_dtype, type(x))
 
 
-def _done(xp: Any, y: Any, dtype: Any) -> Any:
-    return xp.asarray(y).astype(dtype, copy=False)
+def _done(xp: Any, y: Any, out: tuple) -> Any:
+    dtype, cls = out
+    if isinstance(y, np.generic):
+        y = np.asarray(y)
+    y = y.astype(dtype, copy=False)
+    if cls is not type(y) and isinstance(y, np.ndarray) and issubclass(cls, np.ndarray):
+        y = y.view(cls)  # an ndarray subclass in, the same subclass out
+    return y
 
 
 def _poly(z: Any, coefs: tuple) -> Any:

@@ -70,6 +70,7 @@ def check_op(
     grad_inputs: tuple[int, ...] | None = None,
 ) -> None:
     """See the module docstring. ``arrays`` are float64 NumPy arrays (ints stay ints) or scalars."""
+    arrays = tuple(np.asarray(a) if isinstance(a, np.generic) else a for a in arrays)
     wants = lambda i, a: isinstance(a, np.ndarray) and a.dtype.kind == "f" and (
         grad_inputs is None or i in grad_inputs)
 

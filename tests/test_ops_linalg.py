@@ -49,6 +49,8 @@ MATMUL_SHAPES = [
     ((3, 0), (0, 2)),
     ((0, 3, 4), (4, 2)),
     ((1, 1), (1, 1)),
+    ((2, 3, 0), (0, 4)),
+    ((2, 0, 3), (3,)),
 ]
 
 
@@ -639,6 +641,7 @@ def _sym(a):
     return a @ a.mT + 3 * a.shape[-1] ** 0.5
 
 
+@pytest.mark.filterwarnings("ignore:torch.cholesky is deprecated")
 def test_cholesky():
     def sym_np(a):
         return a @ np.swapaxes(a, -1, -2) + 3 * a.shape[-1] ** 0.5

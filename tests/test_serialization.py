@@ -501,6 +501,54 @@ def test_torch_save_of_unsupported_dtype_is_refused_clearly():
 
 
 @needs_torch
+def test_ember_containers_and_values_load_in_torch():
+    od = OrderedDict(w=ember.ones(2))
+    od._metadata = OrderedDict({"": {"version": 1}})
+    obj = {"dtype": ember.bfloat16, "bool_dtype": ember.bool, "dev": ember.device("cpu"),
+           "size": ember.Size([2, 3]), "bytes": b"\x00\xff", "ba": bytearray(b"ab"), "set": {1, 2},
+           "complex": 1 + 2j, "counter": Counter("aab"), "od": od, "big": -(2**70), "none": None,
+           "nested": [(1, 2.5, "s"), {"k": [ember.zeros(1)]}], "i32": 2**31 - 1, "m": 65535}
+    buf = io.BytesIO()
+    save(obj, buf)
+    buf.seek(0)
+    r = torch.load(buf, weights_only=True)
+    assert r["dtype"] is torch.bfloat16 and r["bool_dtype"] is torch.bool
+    assert r["dev"] == torch.device("cpu") and r["size"] == torch.Size([2, 3])
+    assert type(r["size"]) is torch.Size
+    for k in ("bytes", "ba", "set", "complex", "counter", "big", "none", "i32", "m"):
+        assert r[k] == obj[k] and type(r[k]) is type(obj[k]), k
+    assert type(r["od"]) is OrderedDict and r["od"]._metadata == od._metadata
+    assert r["nested"][0] == (1, 2.5, "s") and torch.equal(r["nested"][1]["k"][0], torch.zeros(1))
+
+
+@needs_torch
+def test_torch_tensor_and_parameter_attributes():
+    t = torch.ones(2)
+    t.note = "hi"
+    p = torch.nn.Parameter(torch.ones(2))
+    p.tag = 3
+    buf = io.BytesIO()
+    torch.save({"t": t, "p": p}, buf)
+    buf.seek(0)
+    r = load(buf)
+    assert r["t"].note == "hi" and type(r["t"]) is ember.Tensor
+    assert r["p"].tag == 3 and type(r["p"]) is Parameter and r["p"].requires_grad
+
+
+def test_ember_never_imports_torch_for_checkpoints(tmp_path):
+    code = (
+        "import sys, io, ember\n"
+        "from ember.serialization import save, load\n"
+        "b = io.BytesIO(); save({'w': ember.ones(3)}, b); b.seek(0); load(b)\n"
+        "assert 'torch' not in sys.modules, 'torch was imported'\n"
+    )
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    res = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         timeout=60)
+    assert res.returncode == 0, res.stderr
+
+
+@needs_torch
 def test_torch_legacy_format_is_refused(tmp_path):
     path = tmp_path / "legacy.pt"
     torch.save({"a": torch.ones(2)}, path, _use_new_zipfile_serialization=False)

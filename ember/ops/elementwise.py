@@ -488,7 +488,7 @@ def div(a: Any, b: Any, *, rounding_mode: str | None = None, out: Any = None) ->
         return floor_divide(a, b)
     if rounding_mode == "trunc":
         a2, b2 = _promote(a, b)
-        t = _is_t(a2) and a2 or b2
+        t = a2 if _is_t(a2) else b2
         if t._data.dtype.kind in "iub":
             return _nograd(lambda x, y: _trunc_int_div(x, y), a2, b2)
         return trunc(div(a, b))

@@ -191,7 +191,8 @@ def _mm_arrays(a: Any, b: Any) -> Any:
         a = a.astype(np.float32)
         b = b.astype(np.float32)
     if a.ndim > 2 and b.ndim == 2 and a.flags.c_contiguous:
-        out = (a.reshape(-1, a.shape[-1]) @ b).reshape(a.shape[:-1] + (b.shape[-1],))
+        rows = math.prod(a.shape[:-1])
+        out = (a.reshape(rows, a.shape[-1]) @ b).reshape(a.shape[:-1] + (b.shape[-1],))
     else:
         out = a @ b
     if isinstance(out, np.generic):  # NumPy's 1-D @ 1-D gives a scalar
@@ -286,7 +287,7 @@ class Matmul(Op):
     def backward(ctx: Any, grad: Any) -> Any:
         a, b = ctx.saved
         need_a, need_b = ctx.needs_input_grad[:2]
-        if a is None:  # only grad_b... wanted: the other operand's shape is all the rule reads
+        if a is None:  # a is saved for grad_b only; without it, its shape is all the rule reads
             a = _Shape(ctx.shapes[0])
         if b is None:
             b = _Shape(ctx.shapes[1])
@@ -517,7 +518,7 @@ def inner(input: Any, other: Any, *, out: Any = None) -> Any:
     if len(sa) == 1 and len(sb) == 1:
         return _result(dot(a, b), out)
     k = sa[-1]
-    res = mm(a.reshape(-1, k), b.reshape(-1, k).mT)
+    res = mm(a.reshape(math.prod(sa[:-1]), k), b.reshape(math.prod(sb[:-1]), k).mT)
     return _result(res.reshape(sa[:-1] + sb[:-1]), out)
 
 
@@ -572,12 +573,12 @@ def tensordot(a: Any, b: Any, dims: Any = 2, out: Any = None) -> Any:
     _same_dtype_mm("tensordot", a, b)
     free_a = [i for i in range(len(sa)) if i not in da]
     free_b = [i for i in range(len(sb)) if i not in db]
-    k = 1
-    for x in da:
-        k *= sa[x]
+    k = math.prod(sa[x] for x in da)
+    rows = math.prod(sa[i] for i in free_a)
+    cols = math.prod(sb[i] for i in free_b)
     pa = a.permute(*(free_a + da)) if free_a + da != list(range(len(sa))) else a
     pb = b.permute(*(db + free_b)) if db + free_b != list(range(len(sb))) else b
-    res = mm(pa.reshape(-1, k), pb.reshape(k, -1))
+    res = mm(pa.reshape(rows, k), pb.reshape(k, cols))
     return _result(res.reshape(tuple(sa[i] for i in free_a) + tuple(sb[i] for i in free_b)), out)
 
 
@@ -1195,7 +1196,7 @@ class Diagonal(Op):
         ctx.args = (tuple(x.shape), offset, d1, d2)
         out = ctx.xp.diagonal(x, offset, d1, d2)
         if type(out) is np.ndarray and not out.flags.writeable and x.flags.writeable:
-            out.flags.writeable = True  # a view PyTorch-style writes go through, like torch's
+            out.flags.writeable = True  # writes through the view reach x, as in PyTorch
         return out
 
     @staticmethod
@@ -1245,8 +1246,6 @@ def diagonal(input: Any, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Any:
     x = _tensor(input, "diagonal", "input", 1)
     nd = x._data.ndim
     d1, d2 = _wrap_dim(dim1, nd), _wrap_dim(dim2, nd)
-    if nd < 2:
-        _wrap_dim(max(dim1, dim2) if dim1 >= 0 else min(dim1, dim2), 1 if nd < 2 else nd)
     if d1 == d2:
         raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
     return Diagonal.apply(x, int(offset), d1, d2)
