@@ -46,7 +46,10 @@ from ._pickle_reader import Callable_, Marker, UnsafeCheckpointError, unpickle
 from ._size import Size
 from ._tensor import Tensor
 
-__all__ = ["save", "load", "UnsafeCheckpointError", "DEFAULT_PROTOCOL"]
+__all__ = [
+    "save", "load", "UnsafeCheckpointError", "DEFAULT_PROTOCOL", "add_safe_globals",
+    "clear_safe_globals", "get_safe_globals", "safe_globals",
+]
 
 DEFAULT_PROTOCOL = 2
 _ALIGN = 64
@@ -838,10 +841,13 @@ class _Loader:
             raise _refuse(f"refused global {full}: ember does not support it in checkpoints "
                           "(ember loads dense tensors of bool, uint8, int8-64, float16, "
                           "bfloat16, float32 and float64)")
+        note = (" Allowlisting it with add_safe_globals does not change this in ember."
+                if full in _user_safe_globals else "")
         raise _refuse(
             f"refused global {full}: ember.load rebuilds only tensors and plain containers and "
-            "never imports or calls what a checkpoint names (this one could run code). If you "
-            "trust the file, load it with PyTorch and re-save only its tensors."
+            "never imports or calls what a checkpoint names (this one could run code), even "
+            "with weights_only=False. If you trust the file, load it with PyTorch and re-save "
+            f"only its tensors and plain values.{note}"
         )
 
     # -- storages -------------------------------------------------------------------------------
@@ -1027,6 +1033,49 @@ class _Loader:
 
     def _rebuild_v1(self, storage: Any, offset: Any, size: Any, stride: Any) -> Tensor:
         return self._rebuild_v2(storage, offset, size, stride, False, None)
+
+
+# -- PyTorch's allowlist API: accepted, recorded, never widening what ember.load rebuilds ------
+
+_user_safe_globals: dict[str, Any] = {}
+
+
+def _global_name(obj: Any) -> str:
+    if isinstance(obj, tuple) and len(obj) == 2 and isinstance(obj[1], str):
+        return obj[1]
+    return f"{getattr(obj, '__module__', '?')}.{getattr(obj, '__qualname__', repr(obj))}"
+
+
+def add_safe_globals(safe_globals: list[Any]) -> None:
+    """Accepted for PyTorch compatibility: ember records the names, but ``ember.load`` still
+    rebuilds only tensors and plain containers (its refusal then mentions the allowlist)."""
+    for g in safe_globals:
+        _user_safe_globals[_global_name(g)] = g
+
+
+def clear_safe_globals() -> None:
+    """Forget the names given to ``add_safe_globals``."""
+    _user_safe_globals.clear()
+
+
+def get_safe_globals() -> list[Any]:
+    """The objects given to ``add_safe_globals``."""
+    return list(_user_safe_globals.values())
+
+
+class safe_globals:  # noqa: N801 - PyTorch's name
+    """Context manager form of ``add_safe_globals`` (restores the previous list on exit)."""
+
+    def __init__(self, safe_globals: list[Any]) -> None:
+        self._globals = safe_globals
+
+    def __enter__(self) -> None:
+        self._saved = dict(_user_safe_globals)
+        add_safe_globals(self._globals)
+
+    def __exit__(self, *exc: Any) -> None:
+        _user_safe_globals.clear()
+        _user_safe_globals.update(self._saved)
 
 
 def _not_zip_message(head: bytes) -> str:

@@ -447,3 +447,15 @@ def test_long_training_loop_keeps_memory_flat():
     grown = tracemalloc.get_traced_memory()[0] - base
     tracemalloc.stop()
     assert grown < 1_000_000, grown
+
+
+def test_second_backward_through_metadata_only_nodes_works_like_pytorch():
+    x = ember.randn(2, 3, requires_grad=True)
+    y = x.reshape(3, 2)  # ViewBackward0 keeps only a shape
+    y.sum().backward()
+    y.sum().backward()
+    assert x.grad.tolist() == [[2.0] * 3] * 2
+    z = x.exp()  # ExpBackward0 saves its output: freed after backward
+    z.sum().backward()
+    with pytest.raises(RuntimeError, match="second time"):
+        z.sum().backward()

@@ -740,6 +740,17 @@ def test_malicious_files_raise_one_error_and_run_nothing(tmp_path):
     assert issubclass(UnsafeCheckpointError, RuntimeError)
 
 
+def test_add_safe_globals_does_not_widen_the_allowlist():
+    raw = _zip(P2 + _g("collections", "defaultdict") + b")R.")
+    with ser.safe_globals([__import__("collections").defaultdict]):
+        assert ser.get_safe_globals()
+        with pytest.raises(UnsafeCheckpointError, match="add_safe_globals"):
+            load(io.BytesIO(raw))
+    assert ser.get_safe_globals() == []
+    with pytest.raises(UnsafeCheckpointError, match="collections.defaultdict"):
+        load(io.BytesIO(raw))
+
+
 def test_the_payload_is_real(tmp_path):
     """The same bytes given to pickle.load do run the command: the canary test can fail."""
     canary = tmp_path / "canary"

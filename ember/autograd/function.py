@@ -153,13 +153,20 @@ class Node:
                 )
 
     def _release(self) -> None:
-        if self._saved is not None:
-            self._saved = None
-            self._saved_src = None
-            self.__dict__.clear()  # ctx attributes the op stored (shapes, masks...)
+        """Free what backward needed: saved arrays, and ctx attributes that hold arrays. A node
+        that kept only metadata (shapes, dims) stays usable, as in PyTorch."""
+        freed = self._saved is not None
+        self._saved = None
+        self._saved_src = None
+        d = self.__dict__
+        if d:
+            for v in d.values():
+                if hasattr(v, "dtype") and hasattr(v, "shape"):
+                    d.clear()
+                    freed = True
+                    break
+        if freed:
             self._freed = True
-        elif self.__dict__:
-            self.__dict__.clear()
 
 
 class AccumulateGrad(Node):

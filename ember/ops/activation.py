@@ -756,6 +756,8 @@ class Linear(Op):
         ctx.save_for_backward(x, w)
         rows = math.prod(x.shape[:-1])
         out = x.reshape(rows, x.shape[-1]) @ w.T
+        if out.dtype != x.dtype:  # NumPy computes bfloat16 products in float32
+            out = out.astype(x.dtype)
         if b is not None:
             out += b
         return out.reshape(x.shape[:-1] + (w.shape[0],))

@@ -15,9 +15,11 @@ file (run through ``ctx.call``) and double backward works for free:
 - ``MaxPoolGather`` / ``IndexScatter``: max pooling is a non-differentiable argmax search
   followed by a gather of the chosen elements; the gather's adjoint scatters.
 
-Stride-1 convolutions use a *wide* im2col: with the padded image flattened, every kernel offset
-is one contiguous slice, so im2col and col2im move long rows instead of 8-element pieces (a few
-times faster); the GEMM computes ``kw - 1`` throw-away columns per row, dropped afterwards.
+Convolution columns are channel-major, (C * kh * kw, N * L), so forward, weight gradient and
+input gradient are one large GEMM each. Stride-1 convolutions use a *wide* im2col: with the
+padded image flattened, every kernel offset is one contiguous slice, so im2col and col2im move
+long rows instead of 8-element pieces (several times faster); the GEMM computes ``kw - 1``
+throw-away columns per output row, dropped afterwards.
 """
 
 from __future__ import annotations
