@@ -144,7 +144,25 @@ _LAZY_SUBMODULES = frozenset({"nn", "optim", "utils", "linalg", "serialization",
                               "special", "distributed", "testing"})
 
 
+# Top-level functions that live in modules loaded on first use: name -> module.
+_LAZY_ATTRS = {
+    **dict.fromkeys(
+        ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "max_pool1d", "max_pool2d",
+         "avg_pool1d", "adaptive_avg_pool1d", "adaptive_max_pool1d", "pixel_shuffle",
+         "pixel_unshuffle"], "ember.ops.conv"),
+    **dict.fromkeys(["dropout", "layer_norm", "group_norm", "batch_norm", "embedding",
+                     "prelu", "selu", "celu", "threshold", "rrelu", "hardshrink", "cosine_similarity",
+                     "pairwise_distance", "pdist", "alpha_dropout"], "ember.nn.functional"),
+}
+
+
 def __getattr__(name: str) -> object:
+    if name in _LAZY_ATTRS:
+        import importlib
+
+        module = importlib.import_module(_LAZY_ATTRS[name])
+        if hasattr(module, name):
+            return getattr(module, name)
     if name in _LAZY_SUBMODULES:
         import importlib
 
