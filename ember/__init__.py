@@ -146,6 +146,8 @@ _LAZY_SUBMODULES = frozenset({"nn", "optim", "utils", "linalg", "serialization",
 
 # Top-level functions that live in modules loaded on first use: name -> module.
 _LAZY_ATTRS = {
+    **dict.fromkeys(["save", "load"], "ember.serialization"),
+    "from_dlpack": "ember.utils.dlpack",
     **dict.fromkeys(
         ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "max_pool1d", "max_pool2d",
          "avg_pool1d", "adaptive_avg_pool1d", "adaptive_max_pool1d", "pixel_shuffle",

@@ -39,8 +39,8 @@ class dtype:
         # PyTorch's spelling, so scripts that print or parse dtypes behave the same under ember.
         return f"torch.{self.name}"
 
-    def __reduce__(self) -> str:
-        return self.name
+    def __reduce__(self) -> tuple:
+        return (to_dtype, (self.name,))
 
     def to_real(self) -> dtype:
         return self

@@ -331,3 +331,8 @@ def test_where_requires_bool():
 def test_requested_dtype_applies_before_default():
     assert ember.tensor(0.1, dtype=ember.float64).item() == 0.1
     assert ember.tensor([0.1, 0.2], dtype=ember.float64).tolist() == [0.1, 0.2]
+
+
+def test_dtypes_pickle_to_the_same_object():
+    for d in (ember.bool, ember.float32, ember.int64, ember.bfloat16):
+        assert pickle.loads(pickle.dumps(d)) is d

@@ -1,3 +1,3 @@
 """``ember.utils``: data loading (``ember.utils.data``)."""
 
-from . import data  # noqa: F401
+from . import data, dlpack  # noqa: F401
