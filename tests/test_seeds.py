@@ -70,3 +70,30 @@ def test_seed_sine_regression_near_noise_floor():
         "print(((g['model'](g['X']) - g['Y']) ** 2).mean().item())",
     ))
     assert mse < 0.015  # within 50% of the noise floor 0.01
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in SEEDS.glob("*.py")))
+def test_every_seed_program_runs_on_ember(name):
+    ember_run(name)
+
+
+def test_seed_inspect_objects():
+    out = ember_run("002_inspect_objects.py").splitlines()
+    assert out == ["cpu", "cpu", "torch.float32 torch.Size([64, 1])"]
+
+
+def test_seed_inspect_grad_prints_a_gradient():
+    out = ember_run("002_inspect_grad.py")
+    assert out.startswith("tensor([[") and out.rstrip().endswith("]])")
+
+
+def test_seed_numpy_engine_prints_what_the_seed_documents():
+    seed_text = (ROOT.parent / "shared" / "seeds" / "003_8c868e238b6de56d.txt")
+    expected = [
+        "epoch   1: training MSE 0.3872", "epoch  10: training MSE 0.3726",
+        "epoch  50: training MSE 0.1327", "epoch 100: training MSE 0.0332",
+        "epoch 300: training MSE 0.0127", "noise floor (variance of the added noise): 0.0100",
+    ]
+    if seed_text.exists():
+        assert all(line in seed_text.read_text() for line in expected)
+    assert ember_run("003_numpy_engine.py").splitlines() == expected

@@ -243,7 +243,9 @@ class GradScaler:
     def _get_growth_tracker(self) -> int:
         if not self._enabled:
             return 0
-        return 0 if self._growth_tracker is None else int(self._growth_tracker.item())
+        if self._growth_tracker is None:
+            return self._init_growth_tracker
+        return int(self._growth_tracker.item())
 
     def state_dict(self) -> dict[str, Any]:
         """``{'scale', 'growth_factor', 'backoff_factor', 'growth_interval', '_growth_tracker'}``

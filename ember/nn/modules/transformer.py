@@ -435,6 +435,13 @@ class MultiheadAttention(Module):
                 is_causal: bool = False) -> tuple[Tensor, Tensor | None]:
         """Attend from ``query`` to ``key``/``value``; returns ``(output, weights or None)``."""
         is_batched = query.dim() == 3
+        if (key_padding_mask is not None and attn_mask is not None
+                and (key_padding_mask.dtype is _dtype.bool_) != (attn_mask.dtype is _dtype.bool_)):
+            warnings.warn(
+                "Support for mismatched key_padding_mask and attn_mask is deprecated. Use same "
+                "type for both instead.",
+                stacklevel=3,
+            )
         key_padding_mask = _canonical_mask(key_padding_mask, "key_padding_mask", query.dtype)
         attn_mask = _canonical_mask(attn_mask, "attn_mask", query.dtype)
         if self.batch_first and is_batched:

@@ -1,0 +1,23 @@
+# From ../shared/seeds/002 ("PyTorch in 5 minutes"): the training loop, in five steps.
+# --- setup (not in the seed): the names this fragment uses ---
+import torch
+import torch.nn as nn
+from torch.utils.data import DataLoader, TensorDataset
+
+torch.manual_seed(0)
+device = "cpu"
+x = torch.randn(64, 1)
+y = 2.0 * x + 1.0 + 0.1 * torch.randn(64, 1)
+model = nn.Linear(1, 1)
+loss_fn = nn.MSELoss()
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+train_loader = DataLoader(TensorDataset(x, y), batch_size=32, shuffle=True)
+validation_x, validation_y = x[:16], y[:16]
+pred = model(x)
+loss = loss_fn(pred, y)
+# --- verbatim from the seed ---
+pred = model(x)              # 1. forward pass
+loss = loss_fn(pred, y)      # 2. measure the error
+optimizer.zero_grad()        # 3. clear previous gradients
+loss.backward()              # 4. compute new gradients
+optimizer.step()             # 5. update parameters
