@@ -827,17 +827,25 @@ class Tensor(TensorMethods):
     def triu_(self, diagonal: int = 0) -> Tensor:
         return self._inplace(_la.triu, diagonal)
 
+    def _restride(self, fn: Any, *args: Any) -> Tensor:
+        """In-place view ops (``t_``, ``squeeze_``...): this tensor becomes the view."""
+        out = fn(self, *args)
+        self._data = out._data
+        if out.grad_fn is not None:
+            self.grad_fn, self._output_nr, self._rg = out.grad_fn, out._output_nr, out._rg
+        return self
+
     def t_(self) -> Tensor:
-        return self._inplace(_la.t)
+        return self._restride(_la.t)
 
     def squeeze_(self, dim: Any = None) -> Tensor:
-        return self._inplace(_sh.squeeze, dim)
+        return self._restride(_sh.squeeze, dim)
 
     def unsqueeze_(self, dim: int) -> Tensor:
-        return self._inplace(_sh.unsqueeze, dim)
+        return self._restride(_sh.unsqueeze, dim)
 
     def transpose_(self, dim0: int, dim1: int) -> Tensor:
-        return self._inplace(_sh.transpose, dim0, dim1)
+        return self._restride(_sh.transpose, dim0, dim1)
 
     def resize_(self, *size: Any) -> Tensor:
         shape = _sh._shape_arg(size)

@@ -687,6 +687,50 @@ class TensorMethods:
         """``cross(other, dim=None, *, out=None)``: see ``ember.ops.linalg.cross``."""
         return _la.cross(self, *args, **kwargs)
 
+    def inverse(self, *args: Any, **kwargs: Any) -> Any:
+        """See ``ember.ops.linalg.inverse``."""
+        return _la.inverse(self, *args, **kwargs)
+
+    def det(self, *args: Any, **kwargs: Any) -> Any:
+        """See ``ember.ops.linalg.det``."""
+        return _la.det(self, *args, **kwargs)
+
+    def logdet(self, *args: Any, **kwargs: Any) -> Any:
+        """See ``ember.ops.linalg.logdet``."""
+        return _la.logdet(self, *args, **kwargs)
+
+    def slogdet(self, *args: Any, **kwargs: Any) -> Any:
+        """See ``ember.ops.linalg.slogdet``."""
+        return _la.slogdet(self, *args, **kwargs)
+
+    def matrix_power(self, *args: Any, **kwargs: Any) -> Any:
+        """See ``ember.ops.linalg.matrix_power``."""
+        return _la.matrix_power(self, *args, **kwargs)
+
+    def addr(self, *args: Any, **kwargs: Any) -> Any:
+        """See ``ember.ops.linalg.addr``."""
+        return _la.addr(self, *args, **kwargs)
+
+    def cholesky(self, *args: Any, **kwargs: Any) -> Any:
+        """See ``ember.ops.linalg.cholesky``."""
+        return _la.cholesky(self, *args, **kwargs)
+
+    def qr(self, *args: Any, **kwargs: Any) -> Any:
+        """See ``ember.ops.linalg.qr``."""
+        return _la.qr(self, *args, **kwargs)
+
+    def svd(self, *args: Any, **kwargs: Any) -> Any:
+        """See ``ember.ops.linalg.svd``."""
+        return _la.svd(self, *args, **kwargs)
+
+    def pinverse(self, *args: Any, **kwargs: Any) -> Any:
+        """See ``ember.ops.linalg.pinverse``."""
+        return _la.pinverse(self, *args, **kwargs)
+
+    def diagflat(self, *args: Any, **kwargs: Any) -> Any:
+        """See ``ember.ops.linalg.diagflat``."""
+        return _la.diagflat(self, *args, **kwargs)
+
     # -- shapes and views: ember/ops/shape.py ------------------------------------------------
 
     def reshape(self, *args: Any, **kwargs: Any) -> Any:

@@ -151,7 +151,7 @@ def test_optimizer_groups_and_training_lowers_the_loss():
     # a learnable sequence: each token is the previous one plus one (mod 20)
     start = ember.randint(0, 20, (8, 1))
     seq = (start + ember.arange(17)) % 20
-    x, y = seq[:, :-1], seq[:, 1:]
+    x, y = seq[:, :-1].contiguous(), seq[:, 1:].contiguous()
     losses = []
     for it in range(30):
         for g in opt.param_groups:

@@ -13,6 +13,7 @@ import numpy as np
 
 from .. import _backend, _dtype
 from .._special import erf as _erf
+from .._special import erfc as _erfc
 from .._special import erfinv as _erfinv
 from ._op import Op
 
@@ -975,7 +976,7 @@ class Erfc(Op):
     @staticmethod
     def forward(ctx: Any, x: Any) -> Any:
         ctx.save_for_backward(x)
-        return 1 - _erf(x)
+        return _erfc(x)  # not 1 - erf(x): that loses all precision in the tail
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
