@@ -188,9 +188,9 @@ def test_comparison_operators_and_logic():
     with pytest.raises(TypeError, match="integer and bool"):
         ember.ones(2) & ember.ones(2)
     with pytest.raises(RuntimeError, match="logical_not"):
-        -(a > 1)
+        _ = -(a > 1)
     with pytest.raises(RuntimeError, match="logical_xor"):
-        (a > 1) - (a > 2)
+        _ = (a > 1) - (a > 2)
 
 
 def test_predicates():
