@@ -29,10 +29,17 @@ class Tensor(TensorMethods):
     is PyTorch's legacy constructor (a list -> float32 data, ints -> an uninitialised shape).
     """
 
-    __slots__ = (
-        "_data", "_rg", "grad", "grad_fn", "_output_nr", "_version", "_base", "_accum",
-        "_hooks", "_post_accumulate_hooks", "_name", "__weakref__", "__dict__",
-    )
+    # Set on every tensor: slots. Rarely set (leaf grads, hooks, views' bases, version counters):
+    # class-level defaults, stored per tensor only when assigned, so creating a tensor is cheap.
+    __slots__ = ("_data", "_rg", "grad_fn", "_output_nr", "__weakref__", "__dict__")
+    grad: Tensor | None = None
+    _version: list | None = None
+    _base: Tensor | None = None
+    _accum: Any = None
+    _hooks: list | None = None
+    _post_accumulate_hooks: list | None = None
+    _INTERNAL = frozenset({"grad", "_version", "_base", "_accum", "_hooks", "_post_accumulate_hooks"})
+
     __array_priority__ = 1000
     __array_ufunc__ = None  # NumPy ufuncs and operators defer to Tensor's (reflected) operators
     _data: Any
@@ -60,14 +67,8 @@ class Tensor(TensorMethods):
                 data = np.asarray(data)
         t._data = data
         t._rg = requires_grad
-        t.grad = None
         t.grad_fn = grad_fn
         t._output_nr = output_nr
-        t._version = None
-        t._base = None
-        t._accum = None
-        t._hooks = None
-        t._post_accumulate_hooks = None
         return t
 
     # -- identity ---------------------------------------------------------------------------
@@ -390,10 +391,11 @@ class Tensor(TensorMethods):
         Tensor._init_from(t, self._data.copy(), self._rg)
         if self.grad is not None:
             t.grad = Tensor._make(self.grad._data.copy())
-        for k, v in getattr(self, "__dict__", {}).items():
-            import copy
+        import copy
 
-            setattr(t, k, copy.deepcopy(v, memo))
+        for k, v in self.__dict__.items():
+            if k not in Tensor._INTERNAL:  # user attributes only
+                setattr(t, k, copy.deepcopy(v, memo))
         memo[id(self)] = t
         return t
 
@@ -926,14 +928,8 @@ class Tensor(TensorMethods):
 def _init(t: Tensor, data: Any) -> None:
     t._data = data
     t._rg = False
-    t.grad = None
     t.grad_fn = None
     t._output_nr = 0
-    t._version = None
-    t._base = None
-    t._accum = None
-    t._hooks = None
-    t._post_accumulate_hooks = None
 
 
 def _rebuild(arr: np.ndarray, requires_grad: bool) -> Tensor:

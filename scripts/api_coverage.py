@@ -135,7 +135,9 @@ def classify(namespace: str, names: list[str]) -> dict[str, list[str]]:
         except (AttributeError, NotImplementedError):
             groups["missing"].append(name)
             continue
-        if obj is None or _raises_not_implemented(obj):
+        # a None module attribute is a placeholder (torch.cfloat); on the Tensor class it is the
+        # class-level default of an instance field (Tensor.grad)
+        if (obj is None and not inspect.isclass(ns)) or _raises_not_implemented(obj):
             groups["stub"].append(name)
         else:
             groups["implemented"].append(name)
@@ -178,7 +180,7 @@ def render(api: dict[str, list[str]]) -> str:
         counted = len(g["implemented"]) + len(g["stub"]) + len(g["missing"])
         pct = 100.0 * len(g["implemented"]) / counted if counted else 100.0
         lines.append(
-            f"| [`{ns}`](#{ns.replace('.', '')}) | {counted} | {len(g['implemented'])} | "
+            f"| [`{ns}`](#{ns.replace('.', '').lower()}) | {counted} | {len(g['implemented'])} | "
             f"{len(g['stub'])} | {len(g['missing'])} | {pct:.0f}% |"
         )
         tot["names"] += counted
