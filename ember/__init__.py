@@ -92,8 +92,6 @@ half = float16
 long = int64
 int = int32  # noqa: A001
 short = int16
-cfloat = None
-uint16 = uint32 = uint64 = None
 
 
 def is_tensor(obj: object) -> bool:

@@ -32,13 +32,16 @@ class Tensor(TensorMethods):
     # Set on every tensor: slots. Rarely set (leaf grads, hooks, views' bases, version counters):
     # class-level defaults, stored per tensor only when assigned, so creating a tensor is cheap.
     __slots__ = ("_data", "_rg", "grad_fn", "_output_nr", "__weakref__", "__dict__")
-    grad: Tensor | None = None
+    _grad: Tensor | None = None
     _version: list | None = None
     _base: Tensor | None = None
     _accum: Any = None
     _hooks: list | None = None
     _post_accumulate_hooks: list | None = None
-    _INTERNAL = frozenset({"grad", "_version", "_base", "_accum", "_hooks", "_post_accumulate_hooks"})
+    _gen = 0  # bumped when an in-place op gives this tensor a new place in the graph
+    _gen_seen = 0  # for a view: its base's _gen when the view's graph position was made
+    _INTERNAL = frozenset({"_grad", "_version", "_base", "_accum", "_hooks", "_post_accumulate_hooks",
+                           "_gen", "_gen_seen"})
 
     __array_priority__ = 1000
     __array_ufunc__ = None  # NumPy ufuncs and operators defer to Tensor's (reflected) operators
@@ -206,6 +209,35 @@ class Tensor(TensorMethods):
         return self
 
     @property
+    def grad(self) -> Tensor | None:
+        """The accumulated gradient (leaves, or non-leaves after ``retain_grad()``)."""
+        g = self._grad
+        if g is None and self.grad_fn is not None and not self.retains_grad:
+            import warnings
+
+            warnings.warn(
+                "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its "
+                ".grad attribute won't be populated during autograd.backward(). If you indeed want "
+                "the .grad field to be populated for a non-leaf Tensor, use .retain_grad() on the "
+                "non-leaf Tensor. If you access the non-leaf Tensor by mistake, make sure you "
+                "access the leaf Tensor instead (e.g. the model's parameters, not an activation).",
+                UserWarning,
+                stacklevel=2,
+            )
+        return g
+
+    @grad.setter
+    def grad(self, value: Tensor | None) -> None:
+        if value is not None and not isinstance(value, Tensor):
+            raise TypeError(f"assigned grad expected to be a Tensor or None but got {type(value).__name__}")
+        if value is not None and tuple(value.shape) != tuple(self.shape):
+            raise RuntimeError(
+                f"assigned grad has data of a different size: grad {tuple(value.shape)} vs "
+                f"tensor {tuple(self.shape)}"
+            )
+        self._grad = value
+
+    @property
     def is_leaf(self) -> bool:
         return self.grad_fn is None
 
@@ -364,9 +396,7 @@ class Tensor(TensorMethods):
         return complex(self.item())
 
     def __format__(self, spec: str) -> str:
-        if self._data.size == 1 and self._data.ndim == 0 and spec:
-            return format(self.item(), spec)
-        if self._data.ndim == 0 and spec:
+        if self._data.ndim == 0:  # f"{loss:.4f}" and f"{loss}" format the number, as PyTorch does
             return format(self.item(), spec)
         return format(str(self), spec)
 
@@ -687,13 +717,22 @@ class Tensor(TensorMethods):
                     "(Update parameters inside `with torch.no_grad():`, or use an out-of-place "
                     "op such as x = x + y.)"
                 )
-            old = Tensor._make(self._data, self._rg, self.grad_fn, self._output_nr)
+            if self._base is not None:
+                return self._inplace_on_view(fn, args, kwargs)
+            # the op runs on a snapshot (it may save its input); the result is written back into
+            # this tensor's buffer, so views of it see the new values
+            old = Tensor._make(self._data.copy(), self._rg, self.grad_fn, self._output_nr)
             out = fn(old, *args, **kwargs)
             _check_inplace_result(self, out, fn)
-            self._data = out._data
+            d = self._data
+            if d.flags.writeable:
+                d[...] = out._data
+            else:
+                self._data = out._data
             self.grad_fn = out.grad_fn
             self._output_nr = out._output_nr
             self._rg = out._rg
+            self._gen = self._gen + 1  # views taken earlier now have a stale graph position
         else:
             with grad_mode.no_grad():
                 out = fn(self, *args, **kwargs)
@@ -704,6 +743,32 @@ class Tensor(TensorMethods):
                     d[...] = out._data
                 else:
                     self._data = out._data.astype(d.dtype, copy=True)
+        self._bump_version()
+        return self
+
+    def _inplace_on_view(self, fn: Any, args: tuple, kwargs: dict) -> Tensor:
+        """An in-place op on a view of a tensor in the graph (PyTorch's CopySlices): the base
+        becomes "base with the view's window replaced by fn(view)", and the view becomes that
+        window of the new base, so gradients flow through both."""
+        base = self._base
+        geom = _sh.window_geometry(base._data, self._data)
+        if geom is None:
+            raise NotImplementedError(
+                f"ember cannot yet apply an in-place op to this view (shape {tuple(self.shape)}) "
+                "of a tensor that is part of the autograd graph (its base is not contiguous). "
+                "Use an out-of-place op instead, e.g. y = torch.where(mask, new, y) or torch.cat."
+            )
+        snapshot = Tensor._make(self._data.copy(), self._rg, self.grad_fn, self._output_nr)
+        new_view = fn(snapshot, *args, **kwargs)
+        _check_inplace_result(self, new_view, fn)
+        old_base = Tensor._make(base._data, base._rg, base.grad_fn, base._output_nr)
+        new_base = _sh.StridedScatter.apply(old_base, new_view, *geom)
+        base._data[...] = new_base._data  # the view's values change in memory too
+        base.grad_fn, base._output_nr, base._rg = new_base.grad_fn, 0, True
+        base._gen = base._gen + 1
+        window = _sh.StridedWindow.apply(base, *geom)
+        self.grad_fn, self._output_nr, self._rg = window.grad_fn, 0, True
+        self._gen_seen = base._gen
         self._bump_version()
         return self
 

@@ -676,3 +676,8 @@ def test_apply_to_a_second_device_keeps_identity():
     assert params[0].grad.device == "cuda:0"
     with pytest.raises(RuntimeError, match="same device"):
         model(ember.randn(5, 3))
+
+
+def test_print_parameter_says_parameter_containing():
+    p = ember.nn.Parameter(ember.ones(2))
+    assert str(p).startswith("Parameter containing:\ntensor(")

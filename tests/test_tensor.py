@@ -336,3 +336,26 @@ def test_requested_dtype_applies_before_default():
 def test_dtypes_pickle_to_the_same_object():
     for d in (ember.bool, ember.float32, ember.int64, ember.bfloat16):
         assert pickle.loads(pickle.dumps(d)) is d
+
+
+def test_format_of_zero_dim_tensor_is_the_number():
+    loss = ember.tensor(0.5)
+    assert f"{loss}" == "0.5" and f"{loss:.3f}" == "0.500"
+    assert f"{ember.tensor([1.0])}" == "tensor([1.])"
+
+
+def test_grad_of_non_leaf_warns_like_pytorch():
+    x = ember.ones(2, requires_grad=True)
+    y = x * 2
+    y.sum().backward()
+    with pytest.warns(UserWarning, match="not a leaf Tensor"):
+        assert y.grad is None
+    with pytest.raises(RuntimeError, match="different size"):
+        x.grad = ember.zeros(3)
+
+
+def test_device_mismatch_hint_points_to_the_parameters_device():
+    w = ember.Tensor._make(ember.ones(3, 2)._data.view(_backend.FakeCudaArray)).requires_grad_()
+    x = ember.ones(4, 3)
+    with pytest.raises(RuntimeError, match=r"parameters are on cuda:0.*x\.to\('cuda:0'\)"):
+        x @ w

@@ -123,9 +123,8 @@ def test_mha_self_attention_bool_and_3d_masks(batch_first):
             tm.zero_grad()
             em.zero_grad()
             # self-attention: the same tensor as query, key and value
-            _run_both(tm, em, [x], lambda m, x, am: m(x, x, x, attn_mask=am, need_weights=nw,
-                                                      average_attn_weights=avg),
-                      masks=(am,))
+            _run_both(tm, em, [x], lambda m, x, am, nw=nw, avg=avg: m(
+                x, x, x, attn_mask=am, need_weights=nw, average_attn_weights=avg), masks=(am,))
 
 
 def test_mha_is_causal_float_key_padding_and_unbatched():
@@ -144,8 +143,8 @@ def test_mha_is_causal_float_key_padding_and_unbatched():
     x1 = rng.standard_normal((6, 8))
     kpm1 = np.array([False] * 5 + [True])
     for nw in (True, False):
-        _run_both(tm, em, [x1], lambda m, x, kpm: m(x, x, x, key_padding_mask=kpm,
-                                                    need_weights=nw), masks=(kpm1,))
+        _run_both(tm, em, [x1], lambda m, x, kpm, nw=nw: m(x, x, x, key_padding_mask=kpm,
+                                                           need_weights=nw), masks=(kpm1,))
 
 
 def test_mha_dropout_in_training_only():
@@ -479,7 +478,7 @@ def test_grad_scaler_misc_matches_torch():
     ts = torch.amp.GradScaler("cpu", init_scale=4.0, growth_interval=2)
     p, opt, s = _scaler_setup()
     for bad in (1.0, float("inf"), 1.0, 1.0, 1.0):
-        for sc, par, o, lib in ((ts, tp, topt, torch), (s, p, opt, ember)):
+        for sc, par, o in ((ts, tp, topt), (s, p, opt)):
             o.zero_grad()
             sc.scale((par * bad).sum()).backward()
             sc.step(o)

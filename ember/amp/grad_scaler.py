@@ -18,7 +18,9 @@ from enum import Enum
 from typing import Any
 
 from .. import _dtype
-from .._tensor import Tensor
+
+# ``Tensor`` is imported where used: ``ember.amp`` must import without ``ember._tensor`` so that
+# ops modules can consult ``autocast_mode`` while ember itself is still importing.
 
 __all__ = ["GradScaler", "OptState"]
 
@@ -77,8 +79,8 @@ class GradScaler:
                     f"growth_interval must be a positive int, got {growth_interval!r}"
                 )
         self._init_scale = float(init_scale)
-        self._scale: Tensor | None = None
-        self._growth_tracker: Tensor | None = None
+        self._scale: Any = None  # 0-d float32 tensor, made on first scale()
+        self._growth_tracker: Any = None  # 0-d int32 tensor
         self._growth_factor = float(growth_factor)
         self._backoff_factor = float(backoff_factor)
         self._growth_interval = growth_interval
@@ -101,6 +103,8 @@ class GradScaler:
         disabled."""
         if not self._enabled:
             return outputs
+        from .._tensor import Tensor
+
         if isinstance(outputs, Tensor):
             if self._scale is None:
                 self._lazy_init(outputs.device)
@@ -182,14 +186,14 @@ class GradScaler:
         state["stage"] = OptState.STEPPED
         return retval
 
-    def update(self, new_scale: float | Tensor | None = None) -> None:
+    def update(self, new_scale: Any = None) -> None:
         """Adapt the scale for the next iteration (or set it to ``new_scale``)."""
         if not self._enabled:
             return
         if self._scale is None:
             return
         if new_scale is not None:
-            value = float(new_scale.item()) if isinstance(new_scale, Tensor) else float(new_scale)
+            value = float(new_scale.item()) if hasattr(new_scale, "item") else float(new_scale)
             self._scale.fill_(value)
         else:
             found = [s["found_inf"] for s in self._per_optimizer_states.values()
@@ -284,7 +288,7 @@ class GradScaler:
                 f"enabled={self._enabled})")
 
 
-def _xp(t: Tensor) -> Any:
+def _xp(t: Any) -> Any:
     from .._backend import xp_of
 
     return xp_of(t._data)

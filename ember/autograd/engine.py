@@ -257,10 +257,10 @@ def _run_pre_hooks(node: Node, buf: list) -> None:
             if t is None or g is None:
                 continue
             gd = g._data if isinstance(g, Tensor) else g
-            if t.grad is None:
-                t.grad = g.detach() if isinstance(g, Tensor) else Tensor._make(gd.copy())
+            if t._grad is None:
+                t._grad = g.detach() if isinstance(g, Tensor) else Tensor._make(gd.copy())
             else:
-                t.grad = Tensor._make(t.grad._data + gd)
+                t._grad = Tensor._make(t._grad._data + gd)
 
 
 def _accumulate(leaf: Any, g: Any, create_graph: bool, handed_out: set[int]) -> None:
@@ -272,23 +272,21 @@ def _accumulate(leaf: Any, g: Any, create_graph: bool, handed_out: set[int]) -> 
             res = hook(g if isinstance(g, Tensor) else Tensor._make(g))
             if res is not None:
                 g = res if create_graph else res._data
-    if leaf._post_accumulate_hooks:
-        pass  # run below, after .grad is updated
     if create_graph:
         gt = g if isinstance(g, Tensor) else Tensor._make(g)
-        leaf.grad = gt if leaf.grad is None else leaf.grad + gt
+        leaf._grad = gt if leaf._grad is None else leaf._grad + gt
     else:
         if isinstance(g, Tensor):
             g = g._data
-        cur = leaf.grad
+        cur = leaf._grad
         if cur is None:
             if id(g) in handed_out or not _owns(g):
                 g = g.copy()
             handed_out.add(id(g))
-            leaf.grad = Tensor._make(g)
+            leaf._grad = Tensor._make(g)
         else:
             new = cur._data + g  # a new array: never += into a buffer another may share
-            cur._data = new if type(new) is not np.float32 and hasattr(new, "flags") else np.asarray(new)
+            cur._data = np.asarray(new) if isinstance(new, np.generic) else new
             handed_out.add(id(cur._data))
     if leaf._post_accumulate_hooks:
         for hook in leaf._post_accumulate_hooks:

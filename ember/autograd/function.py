@@ -298,6 +298,8 @@ class Function(metaclass=FunctionMeta):
         meta = []
         for a in args:
             if isinstance(a, Tensor) and a._rg:
+                if a._base is not None and a._gen_seen != a._base._gen:
+                    _stale_view(a)
                 fn = a.grad_fn
                 edges.append((fn, a._output_nr) if fn is not None else (_accumulator(a), 0))
                 d = a._data
@@ -331,14 +333,26 @@ class Function(metaclass=FunctionMeta):
         return tuple(outputs) if is_tuple else outputs[0]
 
 
+def _stale_view(t: Any) -> None:
+    raise RuntimeError(
+        f"this tensor (shape {tuple(t.shape)}) is a view of a tensor that was modified by an "
+        "in-place operation after the view was taken, while autograd was recording. ember cannot "
+        "re-derive the view's gradient (PyTorch can): take the view again after the in-place op, "
+        "or use out-of-place ops."
+    )
+
+
 def _share_version(first: Any, outputs: list) -> None:
     """Views share their base's version counter, so an in-place write through either is seen."""
     counter = first._version_counter()
     base = first if first._base is None else first._base
+    gen = base._gen
     for t in outputs:
         if t is not None:
             t._version = counter
             t._base = base
+            if gen:
+                t._gen_seen = gen
 
 
 _NO_GRADS = [(False,) * n for n in range(8)]
@@ -434,17 +448,19 @@ def _xp_of_args(raw: list) -> Any:
 
 
 def _check_devices(cls: Any, args: tuple, raw: list) -> None:
-    """All tensor arguments on one device (0-dim CPU tensors may join a CUDA op, as in PyTorch)."""
+    """All tensor arguments on one device (0-d CPU tensors may join a CUDA op, as in PyTorch)."""
     from .._backend import device_of, to_device
 
     devs = []
     for i, a in enumerate(args):
         if hasattr(a, "_data") and hasattr(a, "grad_fn"):
             devs.append((i, device_of(raw[i]), a))
-    main = [d for i, d, a in devs if not (d.type == "cpu" and a._data.ndim == 0)]
+    main = [(d, a) for i, d, a in devs if not (d.type == "cpu" and a._data.ndim == 0)]
     if not main:
         return
-    target = main[0]
+    # the device to move to: the parameters' (leaves that require grad), else the first tensor's
+    params = [d for d, a in main if a._rg and a.grad_fn is None]
+    target = params[0] if params else main[0][0]
     for i, d, a in devs:
         if d != target:
             if d.type == "cpu" and a._data.ndim == 0:
@@ -453,9 +469,11 @@ def _check_devices(cls: Any, args: tuple, raw: list) -> None:
             described = ", ".join(
                 f"arg {j}: shape {tuple(t._data.shape)} on {dd}" for j, dd, t in devs
             )
-            name = cls.__name__.lower()
+            name = cls._node_cls.__name__.removesuffix("Backward0").removesuffix("Backward")
+            where = "the model's parameters are" if params else "the first tensor is"
             raise RuntimeError(
                 f"Expected all tensors to be on the same device, but found at least two devices, "
-                f"{target} and {d}! ({name}: {described}). Move them to one device first, "
-                f"e.g. x = x.to({str(target)!r}) (and the model with model.to(device))."
+                f"{target} and {d}! ({name}: {described}). {where.capitalize()} on {target}: "
+                f"move the other tensors there, e.g. x = x.to({str(target)!r}) for each batch, "
+                "or move the model once with model.to(device)."
             )

@@ -53,6 +53,8 @@ class Parameter(Tensor):
     def __repr__(self) -> str:
         return "Parameter containing:\n" + super().__repr__()
 
+    __str__ = __repr__
+
     def __reduce_ex__(self, protocol: int) -> Any:
         return (_rebuild_parameter, (self.detach().cpu().numpy(), self.requires_grad))
 

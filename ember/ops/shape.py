@@ -1570,3 +1570,67 @@ def as_strided(input: Any, size: Any, stride: Any, storage_offset: int | None = 
                 f"{(before + avail) * x._data.itemsize}"
             )
     return AsStrided.apply(x, size, stride, delta)
+
+
+# ---------------------------------------------------------------------------------------------
+# In-place writes through a view of a tensor in the graph (PyTorch's CopySlices)
+
+
+def _window(arr: Any, xp: Any, shape: tuple, strides: tuple, offset: int) -> Any:
+    """The strided window of a C-contiguous array (strides and offset in elements)."""
+    flat = arr.reshape(-1)
+    item = arr.itemsize
+    return xp.lib.stride_tricks.as_strided(
+        flat[offset:], shape=shape, strides=tuple(s * item for s in strides)
+    )
+
+
+def window_geometry(base: Any, view: Any) -> tuple | None:
+    """(shape, strides, offset) of ``view`` inside the C-contiguous ``base``, or None."""
+    if not base.flags.c_contiguous or base.dtype != view.dtype:
+        return None
+    item = base.itemsize
+    start = base.__array_interface__["data"][0] if hasattr(base, "__array_interface__") else base.data.ptr
+    vstart = view.__array_interface__["data"][0] if hasattr(view, "__array_interface__") else view.data.ptr
+    off, rem = divmod(vstart - start, item)
+    if rem or off < 0 or any(s % item for s in view.strides) or off >= max(base.size, 1):
+        return None
+    return tuple(view.shape), tuple(s // item for s in view.strides), int(off)
+
+
+class StridedWindow(Op):
+    """out = the strided window of base (a view)
+    grad_base = zeros with grad written into the window"""
+
+    node_name = "AsStridedBackward0"
+    is_view = True
+
+    @staticmethod
+    def forward(ctx: Any, base: Any, shape: tuple, strides: tuple, offset: int) -> Any:
+        ctx.base_shape, ctx.dtype, ctx.geom = base.shape, base.dtype, (shape, strides, offset)
+        return _window(base, ctx.xp, shape, strides, offset)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        zeros = ctx.xp.zeros(ctx.base_shape, ctx.dtype)
+        return ctx.call(StridedScatter, zeros, grad, *ctx.geom), None, None, None
+
+
+class StridedScatter(Op):
+    """out = base with its strided window replaced by src
+    grad_base = grad with the window zeroed          grad_src = grad's window"""
+
+    node_name = "CopySlices"
+
+    @staticmethod
+    def forward(ctx: Any, base: Any, src: Any, shape: tuple, strides: tuple, offset: int) -> Any:
+        ctx.geom = (shape, strides, offset)
+        out = ctx.xp.ascontiguousarray(base).copy()
+        _window(out, ctx.xp, shape, strides, offset)[...] = src
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        window = ctx.call(StridedWindow, grad, *ctx.geom)
+        g_base = ctx.call(StridedScatter, grad, ctx.xp.zeros_like(window), *ctx.geom)
+        return g_base, window, None, None, None

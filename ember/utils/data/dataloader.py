@@ -82,14 +82,18 @@ def _worker_loop(dataset: Any, index_q: Any, result_q: Any, collate_fn: Any, aut
 
     _random.manual_seed(seed)
     random.seed(seed)
+    import numpy as np
+
+    np.random.seed(seed % 2**32)  # or every worker draws the same NumPy "random" augmentations
     _worker_info = WorkerInfo(worker_id, num_workers, seed, dataset)
     try:
         if init_fn is not None:
             init_fn(worker_id)
-        it = iter(dataset) if iterable else None
     except Exception as e:  # noqa: BLE001 - reported to the main process
-        result_q.put((-1, _ExceptionWrapper(e, f"in DataLoader worker process {worker_id}")))
+        result_q.put((-1, -1, _ExceptionWrapper(e, f"in DataLoader worker process {worker_id}")))
         return
+    it = None
+    cur_epoch = None
     while True:
         try:
             msg = index_q.get()
@@ -97,8 +101,10 @@ def _worker_loop(dataset: Any, index_q: Any, result_q: Any, collate_fn: Any, aut
             return
         if msg is None:
             return
-        task, indices = msg
+        epoch, task, indices = msg
         try:
+            if iterable and epoch != cur_epoch:  # a new epoch restarts the stream
+                it, cur_epoch = iter(dataset), epoch
             if iterable:
                 if auto_collation:
                     items = []
@@ -120,7 +126,7 @@ def _worker_loop(dataset: Any, index_q: Any, result_q: Any, collate_fn: Any, aut
                 data = _fetch(dataset, indices, auto_collation, collate_fn)
         except Exception as e:  # noqa: BLE001 - reported to the main process
             data = _ExceptionWrapper(e, f"in DataLoader worker process {worker_id}")
-        result_q.put((task, data))
+        result_q.put((epoch, task, data))
 
 
 class DataLoader:
@@ -227,7 +233,7 @@ class DataLoader:
         for indices in self._index_stream():
             yield _fetch(self.dataset, indices, self._auto_collation, self.collate_fn)
 
-    def _multi_process(self) -> Iterator:
+    def _start_workers(self) -> tuple:
         from ... import _random
 
         ctx = self.multiprocessing_context
@@ -250,24 +256,54 @@ class DataLoader:
             )
             p.start()
             workers.append(p)
-        try:
-            yield from self._ordered_results(workers, index_qs, result_q)
-        finally:
-            for q in index_qs:
-                try:
-                    q.put(None)
-                except (OSError, ValueError):
-                    pass
-            for p in workers:
-                p.join(timeout=1.0)
-                if p.is_alive():
-                    p.terminate()
-                    p.join(timeout=1.0)
-            for q in [*index_qs, result_q]:
-                q.cancel_join_thread()
-                q.close()
+        return workers, index_qs, result_q
 
-    def _ordered_results(self, workers: list, index_qs: list, result_q: Any) -> Iterator:
+    @staticmethod
+    def _stop_workers(pool: tuple) -> None:
+        workers, index_qs, result_q = pool
+        for q in index_qs:
+            try:
+                q.put(None)
+            except (OSError, ValueError):
+                pass
+        for p in workers:
+            p.join(timeout=1.0)
+            if p.is_alive():
+                p.terminate()
+                p.join(timeout=1.0)
+        for q in [*index_qs, result_q]:
+            q.cancel_join_thread()
+            q.close()
+
+    def _multi_process(self) -> Iterator:
+        pool = getattr(self, "_pool", None)
+        if pool is not None and not all(p.is_alive() for p in pool[0]):
+            self._stop_workers(pool)
+            pool = None
+        if pool is None:
+            pool = self._start_workers()
+            if self.persistent_workers:
+                self._pool = pool
+        self._epoch = getattr(self, "_epoch", 0) + 1
+        failed = True
+        try:
+            yield from self._ordered_results(*pool, self._epoch)
+            failed = False
+        finally:
+            if not self.persistent_workers or failed:
+                self._stop_workers(pool)
+                self._pool = None
+
+    def __del__(self) -> None:
+        pool = getattr(self, "_pool", None)
+        if pool is not None:
+            self._pool = None
+            try:
+                self._stop_workers(pool)
+            except Exception:  # noqa: BLE001 - interpreter shutdown
+                pass
+
+    def _ordered_results(self, workers: list, index_qs: list, result_q: Any, epoch: int) -> Iterator:
         import time
 
         stream = self._index_stream()
@@ -287,7 +323,7 @@ class DataLoader:
                 exhausted = True
                 return
             w = active[sent % len(active)]
-            index_qs[w].put((sent, indices))
+            index_qs[w].put((epoch, sent, indices))
             task_worker[sent] = w
             sent += 1
 
@@ -302,7 +338,9 @@ class DataLoader:
                 start = time.monotonic()
                 while True:
                     try:
-                        task, data = result_q.get(timeout=_POLL)
+                        got_epoch, task, data = result_q.get(timeout=_POLL)
+                        if got_epoch != epoch and got_epoch != -1:
+                            continue  # left over from an epoch that was stopped early
                         break
                     except queue.Empty:
                         for w, p in enumerate(workers):
