@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .ops.elementwise import erf, erfc, erfinv, logit, sigmoid, sinc, xlogy
-from .ops.elementwise import exp2, expm1, log1p
+from .ops.elementwise import erf, erfc, erfinv, exp2, expm1, log1p, logit, sigmoid, sinc, xlogy
 from .ops.reduction import log_softmax, logsumexp, softmax
 
 __all__ = [
