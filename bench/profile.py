@@ -43,7 +43,7 @@ def cprofile(script: Path, args: list[str], env: dict, top: int) -> str:
         stats = pstats.Stats(str(out))
     total = max(stats.total_tt, 1e-9)
     rows = []
-    for (file, line, func), (cc, nc, tt, ct, _) in stats.stats.items():
+    for (file, line, func), (_cc, nc, tt, ct, _) in stats.stats.items():
         rows.append((tt, ct, nc, f"{_short(file)}:{line}:{func}"))
     text = io.StringIO()
     text.write(f"cProfile: {total:.2f} s total\n\nby own time (tottime):\n")
@@ -57,14 +57,17 @@ def cprofile(script: Path, args: list[str], env: dict, top: int) -> str:
     return text.getvalue()
 
 
-def pyspy(script: Path, args: list[str], env: dict, top: int, rate: int, native: bool) -> str:
+def pyspy(script: Path, args: list[str], env: dict, top: int, rate: int, native: bool,
+          lines: bool = False) -> str:
     exe = shutil.which("py-spy", path=os.path.dirname(sys.executable) + os.pathsep
                        + os.environ.get("PATH", ""))
     if exe is None:
         return "py-spy is not installed (pip install py-spy)"
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "spy.txt"
-        cmd = [exe, "record", "-f", "raw", "-r", str(rate), "-o", str(out), "--nolineno"]
+        cmd = [exe, "record", "-f", "raw", "-r", str(rate), "-o", str(out)]
+        if not lines:
+            cmd.append("--nolineno")
         if native:
             cmd.append("--native")
         cmd += ["--", sys.executable, "-m", "ember", "run", str(script), *args]
@@ -116,13 +119,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--rate", type=int, default=250, help="py-spy samples per second")
     p.add_argument("--native", action="store_true", help="py-spy: include C frames")
+    p.add_argument("--lines", action="store_true", help="py-spy: per source line, not function")
     opts = p.parse_args(argv)
     script = WORKLOADS_DIR / f"{opts.name}.py"
     env = engine_env(opts.threads)
     if opts.tool in ("cprofile", "both"):
         print(cprofile(script, extra, env, opts.top))
     if opts.tool in ("pyspy", "both"):
-        print(pyspy(script, extra, env, opts.top, opts.rate, opts.native))
+        print(pyspy(script, extra, env, opts.top, opts.rate, opts.native, opts.lines))
     return 0
 
 

@@ -145,6 +145,10 @@ _LAZY_SUBMODULES = frozenset({"nn", "optim", "utils", "linalg", "serialization",
 # Top-level functions that live in modules loaded on first use: name -> module.
 _LAZY_ATTRS = {
     **dict.fromkeys(["save", "load"], "ember.serialization"),
+    **dict.fromkeys(["autocast", "is_autocast_enabled", "set_autocast_enabled",
+                     "get_autocast_dtype", "set_autocast_dtype", "is_autocast_cache_enabled",
+                     "set_autocast_cache_enabled", "clear_autocast_cache"], "ember.amp.autocast_mode"),
+    "compile": "ember._compile",
     "from_dlpack": "ember.utils.dlpack",
     **dict.fromkeys(
         ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "max_pool1d", "max_pool2d",

@@ -23,6 +23,10 @@ class TorchAlias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
     def create_module(self, spec: Any) -> ModuleType:
         real = "ember" + spec.name[len(_PREFIX):]
+        if real == "ember.cuda.amp":  # ember.cuda is a module; its amp lives in ember.amp
+            from .amp import cuda_amp
+
+            return cuda_amp
         try:
             return importlib.import_module(real)
         except ModuleNotFoundError as e:

@@ -74,6 +74,13 @@ def reset_peak_memory_stats(device: Any = None) -> None:
 
 
 def __getattr__(name: str) -> object:
+    if name == "amp":  # torch.cuda.amp (deprecated spellings of torch.amp)
+        import sys
+
+        from .amp import cuda_amp
+
+        sys.modules.setdefault("ember.cuda.amp", cuda_amp)
+        return cuda_amp
     from ._missing import attribute_error
 
     raise attribute_error("torch.cuda", name)

@@ -223,10 +223,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     p.add_argument("--dtype", default=None, choices=["float32", "bfloat16", "float16"],
                    help="autocast dtype (default: bfloat16/float16 on CUDA, float32 on CPU)")
-    p.add_argument("--max-iters", type=int, default=2000)
+    p.add_argument("--max-iters", type=int, default=1000)
     p.add_argument("--time-limit", type=float, default=0.0,
                    help="stop (and evaluate) after this many minutes (0: no limit)")
-    p.add_argument("--eval-interval", type=int, default=250)
+    p.add_argument("--eval-interval", type=int, default=100)
     p.add_argument("--eval-iters", type=int, default=20)
     p.add_argument("--batch-size", type=int, default=16)
     p.add_argument("--block-size", type=int, default=64)

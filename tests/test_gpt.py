@@ -232,3 +232,15 @@ def test_ember_run_char_gpt_end_to_end_and_resume(tmp_path):
                       "--init-from", "resume", "--max-iters", "40")
     assert out.returncode == 0, out.stderr
     assert "step 40:" in out.stdout
+
+
+def test_tied_weight_is_saved_once_and_loads_shared(tmp_path):
+    _, em = _twin_models(vocab_size=500, n_embd=64)
+    path = tmp_path / "sd.pt"
+    ember.save(em.state_dict(), path)
+    n_floats = sum(v.numel() for k, v in em.state_dict().items() if k != "lm_head.weight")
+    assert path.stat().st_size < 8 * n_floats + 64 * 1024  # float64: one copy of the tied weight
+    sd = ember.load(path)
+    assert np.shares_memory(sd["transformer.wte.weight"].numpy(), sd["lm_head.weight"].numpy())
+    t_sd = torch.load(path)  # PyTorch reads it, tied storage included
+    assert t_sd["lm_head.weight"].data_ptr() == t_sd["transformer.wte.weight"].data_ptr()

@@ -6,7 +6,7 @@ y = w * x**2 + 1, y.backward(), read the gradients, clear them; one step per rep
 import torch
 from _common import StepTimer, parse_args, report
 
-args = parse_args(__doc__, steps=20000, warmup=200, quick_steps=20, quick_warmup=5)
+args = parse_args(__doc__, steps=2000, warmup=200, quick_steps=20, quick_warmup=5)
 x = torch.tensor(2.0, requires_grad=True)
 w = torch.tensor(3.0, requires_grad=True)
 timer = StepTimer()

@@ -10,6 +10,10 @@ from ..ops.nn import *  # noqa: F403
 
 
 def __getattr__(name: str) -> object:
+    if name == "multi_head_attention_forward":  # lives with MultiheadAttention (import cycle)
+        from .modules.transformer import multi_head_attention_forward
+
+        return multi_head_attention_forward
     from .._missing import attribute_error
 
     raise attribute_error("torch.nn.functional", name)

@@ -233,7 +233,19 @@ class Gelu(Op):
         ctx.save_for_backward(x)
         ctx.approximate = approximate
         if approximate == "tanh":
-            return x * 0.5 * (1 + xp.tanh((x + x * x * x * 0.044715) * _SQRT_2_OVER_PI))
+            # in-place steps on fresh temporaries: this runs on every GPT MLP activation
+            u = x * x
+            u *= 0.044715
+            u += 1
+            u *= x
+            u *= _SQRT_2_OVER_PI
+            t = xp.tanh(u)
+            if any(ctx.needs_input_grad):
+                ctx.t = t  # reused by backward (recomputed from x under create_graph)
+            out = t + 1
+            out *= x
+            out *= 0.5
+            return out
         return x * 0.5 * (1 + ctx.call(_ew.Erf, x * _INV_SQRT2))
 
     @staticmethod
@@ -241,10 +253,23 @@ class Gelu(Op):
         (x,) = ctx.saved
         xp = ctx.xp
         if ctx.approximate == "tanh":
-            t = xp.tanh((x + x * x * x * 0.044715) * _SQRT_2_OVER_PI)
-            d = 0.5 * (1 + t) + x * 0.5 * (1 - t * t) * _SQRT_2_OVER_PI * (
-                1 + x * x * (3 * 0.044715))
-            return grad * d, None
+            if ctx._tensor_mode:  # create_graph: build d from x with recorded ops
+                t = xp.tanh((x + x * x * x * 0.044715) * _SQRT_2_OVER_PI)
+                d = 0.5 * (1 + t) + x * 0.5 * (1 - t * t) * _SQRT_2_OVER_PI * (
+                    1 + x * x * (3 * 0.044715))
+                return grad * d, None
+            t = ctx.t
+            a = x * x
+            a *= 3 * 0.044715 * 0.5 * _SQRT_2_OVER_PI
+            a += 0.5 * _SQRT_2_OVER_PI          # 0.5 c (1 + 3k x^2)
+            d = t * t
+            d -= 1
+            d *= x
+            d *= a                              # -0.5 c x (1 - t^2)(1 + 3k x^2)
+            d -= t * 0.5
+            d -= 0.5                            # -(derivative)
+            d *= grad
+            return -d, None
         cdf = 0.5 * (1 + ctx.call(_ew.Erf, x * _INV_SQRT2))
         pdf = xp.exp(x * x * -0.5) * _INV_SQRT_2PI
         return grad * (cdf + x * pdf), None

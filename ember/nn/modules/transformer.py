@@ -41,7 +41,6 @@ __all__ = [
     "TransformerDecoderLayer",
     "TransformerDecoder",
     "Transformer",
-    "multi_head_attention_forward",
 ]
 
 
@@ -590,7 +589,7 @@ def _why_not_nested(layer: Module) -> str:
     if layer.norm1.eps != layer.norm2.eps:
         return f"{prefix}.norm1.eps was not equal to {prefix}.norm2.eps"
     if layer.self_attn.num_heads % 2 == 1:
-        return "num_head is odd"
+        return f"{prefix}.self_attn.num_heads is odd"
     return ""
 
 
