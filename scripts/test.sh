@@ -16,5 +16,5 @@ if [ "${EMBER_NO_TORCH:-0}" != "1" ]; then
     echo "torch 2.13.0 is not installable here: the parity tests will be skipped"
   fi
 fi
-.venv/bin/ruff check ember tests
+.venv/bin/ruff check .
 exec .venv/bin/python -m pytest -q -p no:cacheprovider "$@"
