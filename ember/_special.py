@@ -136,15 +136,43 @@ class _ErfParts:
         return xp.where(self.small, 1.0 - self.xs * self.p, big)
 
 
+# -- SciPy fast path --------------------------------------------------------------------------------
+# When SciPy is installed (the demo extra brings it), its compiled special functions are several
+# times faster than the vectorised NumPy code below and as accurate; the code below is what runs
+# with NumPy alone, and on CuPy. ``USE_SCIPY = False`` forces the NumPy code (the tests do).
+USE_SCIPY = True
+_scipy_special: Any = None
+
+
+def _scipy(name: str, x: Any) -> Any:
+    global _scipy_special, USE_SCIPY
+    if not USE_SCIPY or type(x) is not np.ndarray or x.dtype not in (np.float32, np.float64):
+        return None
+    if _scipy_special is None:
+        try:
+            from scipy import special
+        except ImportError:
+            USE_SCIPY = False
+            return None
+        _scipy_special = special
+    return getattr(_scipy_special, name)(x)
+
+
 # -- public functions ----------------------------------------------------------------------------
 def erf(x: Any) -> Any:
     """The error function 2/sqrt(pi) * integral_0^x exp(-t^2) dt, elementwise."""
+    fast = _scipy("erf", x)
+    if fast is not None:
+        return fast
     xp, x, dt = _prep(x, low_precision=True)
     return _done(xp, _ErfParts(xp, x).erf(), dt)
 
 
 def erfc(x: Any) -> Any:
     """The complementary error function 1 - erf(x), accurate where erf(x) is close to 1."""
+    fast = _scipy("erfc", x)
+    if fast is not None:
+        return fast
     xp, x, dt = _prep(x, low_precision=True)
     return _done(xp, _ErfParts(xp, x).erfc(), dt)
 
@@ -166,6 +194,9 @@ def erfcx(x: Any) -> Any:
 
 def erfinv(x: Any) -> Any:
     """The inverse error function: erfinv(erf(y)) = y; +-inf at +-1, nan outside [-1, 1]."""
+    fast = _scipy("erfinv", x)
+    if fast is not None:
+        return fast
     xp, x, dt = _prep(x)
     ax = xp.abs(x)
     ok = ax < 1.0

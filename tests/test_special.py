@@ -13,6 +13,24 @@ import ember
 from ember import _special as S
 from helpers import HAVE_TORCH, check_op, randn
 
+
+@pytest.fixture(autouse=True)
+def _numpy_implementation(monkeypatch):
+    """These tests check ember's own NumPy implementation, not SciPy's fast path."""
+    monkeypatch.setattr(S, "USE_SCIPY", False)
+
+
+def test_scipy_fast_path_agrees_with_numpy_implementation(monkeypatch):
+    pytest.importorskip("scipy")
+    x = np.linspace(-6, 6, 1001)
+    u = np.linspace(-0.999, 0.999, 1001)
+    pure = [S.erf(x), S.erfc(x), S.erfinv(u), S.erf(x.astype(np.float32))]
+    monkeypatch.setattr(S, "USE_SCIPY", True)
+    fast = [S.erf(x), S.erfc(x), S.erfinv(u), S.erf(x.astype(np.float32))]
+    for p, f in zip(pure, fast):
+        assert p.dtype == f.dtype
+        np.testing.assert_allclose(f, p, rtol=2e-6 if p.dtype == np.float32 else 1e-13, atol=1e-300)
+
 if HAVE_TORCH:
     import torch
 
