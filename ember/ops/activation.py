@@ -246,7 +246,12 @@ class Gelu(Op):
             out *= x
             out *= 0.5
             return out
-        return x * 0.5 * (1 + ctx.call(_ew.Erf, x * _INV_SQRT2))
+        cdf = ctx.call(_ew.Erf, x * _INV_SQRT2)
+        cdf += 1
+        cdf *= 0.5
+        if any(ctx.needs_input_grad):
+            ctx.cdf = cdf  # reused by backward (recomputed from x under create_graph)
+        return x * cdf
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
@@ -270,9 +275,18 @@ class Gelu(Op):
             d -= 0.5                            # -(derivative)
             d *= grad
             return -d, None
-        cdf = 0.5 * (1 + ctx.call(_ew.Erf, x * _INV_SQRT2))
-        pdf = xp.exp(x * x * -0.5) * _INV_SQRT_2PI
-        return grad * (cdf + x * pdf), None
+        if ctx._tensor_mode:
+            cdf = 0.5 * (1 + ctx.call(_ew.Erf, x * _INV_SQRT2))
+            pdf = xp.exp(x * x * -0.5) * _INV_SQRT_2PI
+            return grad * (cdf + x * pdf), None
+        d = x * x
+        d *= -0.5
+        d = xp.exp(d, out=d)
+        d *= x
+        d *= _INV_SQRT_2PI
+        d += ctx.cdf
+        d *= grad
+        return d, None
 
 
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:
