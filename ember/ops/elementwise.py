@@ -447,8 +447,22 @@ class Fmod(Op):
         return grad, -grad * ctx.xp.trunc(a / b)
 
 
+def _as_is(a: Any, b: Any) -> bool:
+    """True when no promotion is needed (the hot path): two tensors of one floating dtype, or a
+    floating tensor and a Python number."""
+    T = _Tensor or _tensor_cls()
+    if isinstance(a, T):
+        da = a._data.dtype
+        if isinstance(b, T):
+            return b._data.dtype == da and da.kind == "f"
+        return da.kind == "f" and (type(b) is float or type(b) is int)
+    return isinstance(b, T) and b._data.dtype.kind == "f" and (type(a) is float or type(a) is int)
+
+
 def add(a: Any, b: Any, *, alpha: Any = 1, out: Any = None) -> Any:
     """``a + alpha * b`` with broadcasting."""
+    if alpha == 1 and out is None and _as_is(a, b):
+        return Add.apply(a, b)
     if alpha != 1:
         b = mul(b, alpha)
     a, b = _promote(a, b)
@@ -457,6 +471,8 @@ def add(a: Any, b: Any, *, alpha: Any = 1, out: Any = None) -> Any:
 
 def sub(a: Any, b: Any, *, alpha: Any = 1, out: Any = None) -> Any:
     """``a - alpha * b`` with broadcasting."""
+    if alpha == 1 and out is None and _as_is(a, b):
+        return Sub.apply(a, b)
     if (getattr(a, "_data", None) is not None and getattr(b, "_data", None) is not None
             and a._data.dtype == np.bool_ and b._data.dtype == np.bool_):
         raise RuntimeError(
@@ -473,6 +489,9 @@ subtract = sub
 
 
 def mul(a: Any, b: Any, *, out: Any = None) -> Any:
+    """``a * b`` with broadcasting."""
+    if out is None and _as_is(a, b):
+        return Mul.apply(a, b)
     a, b = _promote(a, b)
     return _out(Mul.apply(a, b), out)
 
@@ -483,6 +502,8 @@ multiply = mul
 def div(a: Any, b: Any, *, rounding_mode: str | None = None, out: Any = None) -> Any:
     """True division (integers give floats); ``rounding_mode`` 'trunc' or 'floor'."""
     if rounding_mode is None:
+        if out is None and _as_is(a, b):
+            return Div.apply(a, b)
         a, b = _promote(a, b, to_float=True)
         return _out(Div.apply(a, b), out)
     if rounding_mode == "floor":
