@@ -2,8 +2,9 @@
 
 Runs the workload under ``ember run`` with cProfile (deterministic; inflates tiny functions) and,
 when installed, py-spy (sampling; honest proportions). Prints the top functions by own time
-(tottime / self samples) and by cumulative time. ``--tool``, ``--top``, and any extra arguments
-after ``--`` go to the workload (e.g. ``-- --steps 10``).
+(tottime / self samples) and by cumulative time. ``--tool ops`` instead times every op's forward
+and backward (``bench/op_timer.py``). Extra arguments after ``--`` go to the workload
+(e.g. ``-- --steps 10``).
 """
 
 from __future__ import annotations
@@ -114,7 +115,9 @@ def main(argv: list[str] | None = None) -> int:
         argv, extra = argv[:i], argv[i + 1:]
     p = argparse.ArgumentParser(prog="python -m bench.profile", description=__doc__)
     p.add_argument("name", choices=list(BY_NAME))
-    p.add_argument("--tool", choices=["cprofile", "pyspy", "both"], default="both")
+    p.add_argument("--tool", choices=["cprofile", "pyspy", "both", "ops"], default="both",
+                   help="ops: ms per step per op class (bench/op_timer.py)")
+    p.add_argument("--steps", type=int, default=20, help="steps for --tool ops (default 20)")
     p.add_argument("--top", type=int, default=25)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--rate", type=int, default=250, help="py-spy samples per second")
@@ -123,6 +126,12 @@ def main(argv: list[str] | None = None) -> int:
     opts = p.parse_args(argv)
     script = WORKLOADS_DIR / f"{opts.name}.py"
     env = engine_env(opts.threads)
+    if opts.tool == "ops":
+        res = subprocess.run([sys.executable, "-m", "bench.op_timer", str(script), str(opts.steps),
+                              *extra], cwd=ROOT, env=env, capture_output=True, text=True)
+        print(res.stdout[res.stdout.find("ms per step"):] if res.returncode == 0
+              else f"op timer failed:\n{res.stderr[-2000:]}")
+        return res.returncode
     if opts.tool in ("cprofile", "both"):
         print(cprofile(script, extra, env, opts.top))
     if opts.tool in ("pyspy", "both"):

@@ -17,6 +17,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -91,17 +92,12 @@ def run_process(cmd: list[str], env: dict[str, str], timeout: float) -> dict:
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         t0 = time.perf_counter()
         proc = subprocess.Popen(cmd, stdout=out, stderr=err, cwd=ROOT, env=env)
-        deadline = t0 + timeout
-        status = rusage = None
-        while True:
-            pid, status, rusage = os.wait4(proc.pid, os.WNOHANG)
-            if pid:
-                break
-            if time.perf_counter() > deadline:
-                proc.kill()
-                _, status, rusage = os.wait4(proc.pid, 0)
-                break
-            time.sleep(0.002)
+        killer = threading.Timer(timeout, proc.kill)  # the runner blocks in wait4, no polling
+        killer.start()
+        try:
+            _, status, rusage = os.wait4(proc.pid, 0)
+        finally:
+            killer.cancel()
         wall = time.perf_counter() - t0
         proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
         out.seek(0)
@@ -147,9 +143,16 @@ def _read(path: str) -> str:
         return ""
 
 
+def _cpuinfo(field: str) -> str | None:
+    return next((line.split(":", 1)[1].strip() for line in _read("/proc/cpuinfo").splitlines()
+                 if line.split(":", 1)[0].strip() == field), None)
+
+
 def machine_info() -> dict:
-    cpu = next((line.split(":", 1)[1].strip() for line in _read("/proc/cpuinfo").splitlines()
-                if line.startswith("model name")), platform.processor() or "unknown")
+    cpu = _cpuinfo("model name") or platform.processor() or "unknown"
+    family, model = _cpuinfo("cpu family"), _cpuinfo("model")
+    if family and model:
+        cpu += f" (family {family}, model {model})"
     mem = next((line.split()[1] for line in _read("/proc/meminfo").splitlines()
                 if line.startswith("MemTotal")), None)
     try:
@@ -229,7 +232,7 @@ def benchmark(opts: argparse.Namespace) -> dict:
     results: dict = {
         "date": _dt.datetime.now().astimezone().isoformat(timespec="seconds"),
         "machine": machine_info(), "quick": opts.quick, "runs": opts.runs,
-        "engines": engines, "load_before": load_average(), "by_threads": {},
+        "engines": engines, "load_before": load_average(), "by_threads": {}, "loads": [],
     }
     print(f"machine: {results['machine']['cpu']}, {results['machine']['usable_cpus']} usable "
           f"CPUs, load average {results['load_before']}", flush=True)
@@ -249,6 +252,7 @@ def benchmark(opts: argparse.Namespace) -> dict:
                 print(f"-- {w.name}: skipped (needs {', '.join(missing)})", flush=True)
                 section["workloads"][w.name] = {"skipped": f"needs {', '.join(missing)}"}
                 continue
+            results["loads"].append(load_average())
             cells = {e: Cell() for e in engines}
             if not opts.quick:  # warm-up round: file caches, imports, CPU frequency
                 for e in engines:
@@ -350,6 +354,8 @@ def render(results: dict) -> str:
         f"{m['ember_commit']}.",
         f"- Load average (1, 5, 15 min): {results['load_before']} before, "
         f"{results['load_after']} after"
+        + ("; 1-min load at the start of each workload: "
+           + ", ".join(x.split()[0] for x in results["loads"]) if results.get("loads") else "")
         + (" - the machine was busy, so the numbers are noisy." if _busy(results, m) else "."),
         "- `OPENBLAS_CORETYPE` and `OPENBLAS_L2_SIZE` are unset in every benchmark process "
         "(this shell: " + (", ".join(f"{k}={v}" for k, v in
@@ -377,11 +383,13 @@ def render(results: dict) -> str:
 
 
 def _busy(results: dict, m: dict) -> bool:
+    """Any 1-min load average seen during the run above half the usable CPUs."""
+    loads = [results["load_before"], results["load_after"], *results.get("loads", [])]
     try:
-        load = float(results["load_before"].split()[0])
+        peak = max(float(x.split()[0]) for x in loads)
     except (ValueError, IndexError):
         return False
-    return load > 0.5 * (m["usable_cpus"] or 1)
+    return peak > 0.5 * (m["usable_cpus"] or 1)
 
 
 def _table(section: dict, engines: list[str]) -> str:
@@ -541,6 +549,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
                    help="comma-separated: torch,ember (default: both when torch is importable)")
     p.add_argument("--no-floor", action="store_true", help="skip the BLAS floor measurement")
     p.add_argument("--timeout", type=float, default=900, help="seconds per process (default 900)")
+    p.add_argument("--raw-dir", default=str(RAW_DIR),
+                   help="where the raw JSON and the Markdown report go (default .bench/)")
     p.add_argument("--write-doc", action="store_true",
                    help="write the results into docs/benchmarks.md (between its markers)")
     opts = p.parse_args(argv)
@@ -569,13 +579,14 @@ def main(argv: list[str] | None = None) -> int:
     opts = parse(argv)
     results = benchmark(opts)
     report = render(results)
-    RAW_DIR.mkdir(exist_ok=True)
+    raw = Path(opts.raw_dir)
+    raw.mkdir(parents=True, exist_ok=True)
     stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    for path in (RAW_DIR / f"results-{stamp}.json", RAW_DIR / "latest.json"):
+    for path in (raw / f"results-{stamp}.json", raw / "latest.json"):
         path.write_text(json.dumps(results, indent=1))
-    (RAW_DIR / "latest.md").write_text(report)
+    (raw / "latest.md").write_text(report)
     print("\n" + report)
-    print(f"raw results: {RAW_DIR / 'latest.json'}; report: {RAW_DIR / 'latest.md'}")
+    print(f"raw results: {raw / 'latest.json'}; report: {raw / 'latest.md'}")
     if opts.write_doc:
         write_doc(report)
         print(f"wrote {DOC.relative_to(ROOT)}")

@@ -94,6 +94,34 @@ int = int32  # noqa: A001
 short = int16
 
 
+_num_threads = None
+
+
+def set_num_threads(n: object) -> None:
+    """Threads for CPU math: NumPy's BLAS pool (through threadpoolctl when installed)."""
+    import builtins
+
+    global _num_threads
+    n = builtins.int(n)  # `int` in this module is PyTorch's dtype alias
+    if n < 1:
+        raise RuntimeError(f"set_num_threads expects a positive integer, got {n}")
+    _num_threads = n
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        return
+    threadpool_limits(n)
+
+
+def get_num_threads() -> object:
+    """The thread count set by ``set_num_threads``, else the CPUs this process may use."""
+    import os
+
+    if _num_threads is not None:
+        return _num_threads
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+
+
 def is_tensor(obj: object) -> bool:
     return isinstance(obj, Tensor)
 

@@ -68,11 +68,13 @@ def test_runner_quick_run_and_report(tmp_path, monkeypatch):
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     out = subprocess.run(
         [sys.executable, "-m", "bench", "--quick", "--only", "per_op", "--engines", "ember",
-         "--threads", "1", "--no-floor"],
+         "--threads", "1", "--no-floor", "--raw-dir", str(tmp_path)],
         capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:] + out.stdout[-3000:]
     assert "| per_op | step |" in out.stdout
     assert "OPENBLAS_CORETYPE" in out.stdout
+    saved = json.loads((tmp_path / "latest.json").read_text())
+    assert saved["quick"] and list(saved["by_threads"]) == ["1"]
 
 
 def test_engine_env_sets_threads_and_unsets_openblas_overrides(monkeypatch):
@@ -138,3 +140,13 @@ def test_write_doc_keeps_other_sections(tmp_path, monkeypatch):
     assert "first" not in text and text.count(runner.BEGIN) == 1
     assert text.index("second") < text.index("## GPT on Shakespeare") and "theirs" in text
     assert "intro" in text
+
+
+def test_op_timer_reports_ms_per_op_class(tmp_path):
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    out = subprocess.run(
+        [sys.executable, "-m", "bench.profile", "mlp", "--tool", "ops", "--steps", "2"],
+        capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:] + out.stdout[-3000:]
+    assert "Linear.forward" in out.stdout and "Linear.backward" in out.stdout
+    assert "Adam._update" in out.stdout  # the MLP trains with AdamW

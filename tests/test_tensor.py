@@ -359,3 +359,12 @@ def test_device_mismatch_hint_points_to_the_parameters_device():
     x = ember.ones(4, 3)
     with pytest.raises(RuntimeError, match=r"parameters are on cuda:0.*x\.to\('cuda:0'\)"):
         x @ w
+
+
+def test_num_threads():
+    before = ember.get_num_threads()
+    ember.set_num_threads(1)
+    assert ember.get_num_threads() == 1
+    with pytest.raises(RuntimeError):
+        ember.set_num_threads(0)
+    ember.set_num_threads(before)
