@@ -16,6 +16,7 @@ from ._dtype import dtype as _dtype_cls
 from ._size import Size
 from ._tensor_methods import TensorMethods
 from .autograd import grad_mode
+from .autograd.function import _MULTI_OUTPUT, _NO_GRAD_VIEW
 from .ops import elementwise as _ew
 from .ops import indexing as _ix
 from .ops import linalg as _la
@@ -31,17 +32,17 @@ class Tensor(TensorMethods):
 
     # Set on every tensor: slots. Rarely set (leaf grads, hooks, views' bases, version counters):
     # class-level defaults, stored per tensor only when assigned, so creating a tensor is cheap.
-    __slots__ = ("_data", "_rg", "grad_fn", "_output_nr", "__weakref__", "__dict__")
+    __slots__ = ("_data", "_rg", "_grad_fn", "_output_nr", "__weakref__", "__dict__")
     _grad: Tensor | None = None
-    _version: list | None = None
-    _base: Tensor | None = None
+    _version: list | None = None  # [n]: shared by a tensor, its views and its detach()es
+    _base: Tensor | None = None  # for a view: the tensor (not itself a view) whose memory it shows
+    _attr_version = 0  # for a view: the version its grad_fn was derived at (see _refresh_view)
+    _view_kind = 0  # for a view: _MULTI_OUTPUT | _NO_GRAD_VIEW flags (in-place is refused)
     _accum: Any = None
     _hooks: list | None = None
     _post_accumulate_hooks: list | None = None
-    _gen = 0  # bumped when an in-place op gives this tensor a new place in the graph
-    _gen_seen = 0  # for a view: its base's _gen when the view's graph position was made
     _INTERNAL = frozenset({"_grad", "_version", "_base", "_accum", "_hooks", "_post_accumulate_hooks",
-                           "_gen", "_gen_seen"})
+                           "_attr_version", "_view_kind"})
 
     __array_priority__ = 1000
     __array_ufunc__ = None  # NumPy ufuncs and operators defer to Tensor's (reflected) operators
@@ -70,7 +71,7 @@ class Tensor(TensorMethods):
                 data = np.asarray(data)
         t._data = data
         t._rg = requires_grad
-        t.grad_fn = grad_fn
+        t._grad_fn = grad_fn
         t._output_nr = output_nr
         return t
 
@@ -172,9 +173,7 @@ class Tensor(TensorMethods):
     def __iter__(self) -> Iterator[Tensor]:
         if self._data.ndim == 0:
             raise TypeError("iteration over a 0-d tensor")
-        if not (self._rg and grad_mode.enabled):
-            return (Tensor._make(row) for row in self._data)
-        return iter(_sh.unbind(self, 0))
+        return iter(_sh.unbind(self, 0))  # views of the rows, as PyTorch's iteration gives
 
     def __reversed__(self) -> Tensor:
         return _sh.flip(self, 0)
@@ -186,7 +185,21 @@ class Tensor(TensorMethods):
 
     # -- autograd fields --------------------------------------------------------------------
     @property
+    def grad_fn(self) -> Any:
+        """The node that made this tensor (None for a leaf). A view whose base (or another view
+        of it) was modified in place since the view's history was recorded gets that history
+        re-derived from the base first, as in PyTorch (``AsStridedBackward0``)."""
+        if self._base is not None and self._attr_version != self._version[0]:
+            _refresh_view(self)
+        return self._grad_fn
+
+    @property
     def requires_grad(self) -> bool:
+        base = self._base
+        if base is not None:
+            if self._attr_version != self._version[0]:
+                _refresh_view(self)
+            return self._rg or base._rg  # a view of a tensor that requires grad does too
         return self._rg
 
     @requires_grad.setter
@@ -331,7 +344,13 @@ class Tensor(TensorMethods):
         return t
 
     def detach_(self) -> Tensor:
-        self.grad_fn = None
+        if self._base is not None:
+            raise RuntimeError(
+                "Can't detach views in-place. Use detach() instead. (This tensor of shape "
+                f"{tuple(self.shape)} is a view; if you want to detach it from the graph and keep "
+                "it a view, use x = x.detach().)"
+            )
+        self._grad_fn = None
         self._rg = False
         return self
 
@@ -704,72 +723,73 @@ class Tensor(TensorMethods):
 
     # -- in-place machinery -----------------------------------------------------------------
     def _inplace(self, fn: Any, *args: Any, **kwargs: Any) -> Tensor:
-        """Run ``fn(self, *args)`` and make its result this tensor's new value, PyTorch-style:
-        a recorded op when autograd is tracking (the tensor joins the graph), otherwise a write
-        into the existing buffer (so views and ``numpy()`` arrays see it)."""
-        tracking = grad_mode.enabled and (
-            self._rg or any(isinstance(a, Tensor) and a._rg for a in args)
+        """Run ``fn(self, *args)`` and make its result this tensor's new value, PyTorch-style.
+
+        The new values are always written into this tensor's memory, so its views, its base and
+        ``numpy()`` arrays see them, and the version counter they share is bumped (a saved
+        tensor modified this way makes backward raise, as in PyTorch). When autograd is tracking
+        (grad mode on and the tensor or an argument requires grad) the op is also recorded: on
+        a plain tensor it becomes the tensor's ``grad_fn``; on a view, the base's history
+        becomes "base with the view's window replaced" (``CopySlices``) and the view becomes
+        that window of the new base."""
+        base = self._base
+        if base is not None:
+            if self._attr_version != self._version[0]:
+                _refresh_view(self)
+            _check_no_overlap(self)
+        tracking = grad_mode.state.enabled and (
+            self._rg or (base is not None and base._rg)
+            or any(isinstance(a, Tensor) and a._rg for a in args)
         )
-        if tracking:
-            if self._rg and self.grad_fn is None:
-                raise RuntimeError(
-                    "a leaf Variable that requires grad is being used in an in-place operation. "
-                    "(Update parameters inside `with torch.no_grad():`, or use an out-of-place "
-                    "op such as x = x + y.)"
-                )
-            if self._base is not None:
-                return self._inplace_on_view(fn, args, kwargs)
-            # the op runs on a snapshot (it may save its input); the result is written back into
-            # this tensor's buffer, so views of it see the new values
-            old = Tensor._make(self._data.copy(), self._rg, self.grad_fn, self._output_nr)
-            out = fn(old, *args, **kwargs)
-            _check_inplace_result(self, out, fn)
-            d = self._data
-            if d.flags.writeable:
-                d[...] = out._data
-            else:
-                self._data = out._data
-            self.grad_fn = out.grad_fn
-            self._output_nr = out._output_nr
-            self._rg = out._rg
-            self._gen = self._gen + 1  # views taken earlier now have a stale graph position
-        else:
+        if not tracking:
             with grad_mode.no_grad():
                 out = fn(self, *args, **kwargs)
             _check_inplace_result(self, out, fn)
-            d = self._data
-            if out._data is not d:
-                if d.flags.writeable:
-                    d[...] = out._data
-                else:
-                    self._data = out._data.astype(d.dtype, copy=True)
+            _write(self, out._data)
+            self._bump_version()
+            return self
+        if base is not None:
+            return self._inplace_on_view(fn, args, kwargs)
+        if self._rg and self._grad_fn is None:
+            raise RuntimeError(
+                "a leaf Variable that requires grad is being used in an in-place operation. "
+                "(Update parameters inside `with torch.no_grad():`, or use an out-of-place "
+                "op such as x = x + y.)"
+            )
+        # the op runs on a snapshot (it may save its input); the result is written back into
+        # this tensor's memory
+        old = Tensor._make(self._data.copy(), self._rg, self._grad_fn, self._output_nr)
+        out = fn(old, *args, **kwargs)
+        _check_inplace_result(self, out, fn)
+        _write(self, out._data)
+        self._grad_fn = out._grad_fn
+        self._output_nr = out._output_nr
+        self._rg = out._rg
         self._bump_version()
+        _adopt_saved_output(out, self)
         return self
 
     def _inplace_on_view(self, fn: Any, args: tuple, kwargs: dict) -> Tensor:
-        """An in-place op on a view of a tensor in the graph (PyTorch's CopySlices): the base
+        """An in-place op on a view while autograd tracks (PyTorch's CopySlices): the base
         becomes "base with the view's window replaced by fn(view)", and the view becomes that
         window of the new base, so gradients flow through both."""
         base = self._base
+        _check_view_inplace(self, base)
         geom = _sh.window_geometry(base._data, self._data)
         if geom is None:
-            raise NotImplementedError(
-                f"ember cannot yet apply an in-place op to this view (shape {tuple(self.shape)}) "
-                "of a tensor that is part of the autograd graph (its base is not contiguous). "
-                "Use an out-of-place op instead, e.g. y = torch.where(mask, new, y) or torch.cat."
-            )
-        snapshot = Tensor._make(self._data.copy(), self._rg, self.grad_fn, self._output_nr)
+            _no_geometry(self, base)
+        snapshot = Tensor._make(self._data.copy(), self._rg, self._grad_fn, self._output_nr)
         new_view = fn(snapshot, *args, **kwargs)
         _check_inplace_result(self, new_view, fn)
-        old_base = Tensor._make(base._data, base._rg, base.grad_fn, base._output_nr)
+        old_base = Tensor._make(base._data, base._rg, base._grad_fn, base._output_nr)
         new_base = _sh.StridedScatter.apply(old_base, new_view, *geom)
         base._data[...] = new_base._data  # the view's values change in memory too
-        base.grad_fn, base._output_nr, base._rg = new_base.grad_fn, 0, True
-        base._gen = base._gen + 1
-        window = _sh.StridedWindow.apply(base, *geom)
-        self.grad_fn, self._output_nr, self._rg = window.grad_fn, 0, True
-        self._gen_seen = base._gen
+        base._grad_fn, base._output_nr, base._rg = new_base._grad_fn, 0, new_base._rg
         self._bump_version()
+        window = _sh.StridedWindow.apply(base, *geom)
+        self._grad_fn, self._output_nr, self._rg = window._grad_fn, 0, window._rg
+        self._attr_version = self._version[0]
+        _adopt_saved_output(new_view, self)
         return self
 
     def add_(self, other: Any, alpha: Any = 1) -> Tensor:
@@ -883,7 +903,7 @@ class Tensor(TensorMethods):
         return self._inplace(_ew.fill, value)
 
     def zero_(self) -> Tensor:
-        return self._inplace(_ew.fill, 0)
+        return self._inplace(_ew.zero)
 
     def fill_diagonal_(self, fill_value: Any, wrap: bool = False) -> Tensor:
         return self._inplace(_ix.fill_diagonal, fill_value, wrap)
@@ -898,8 +918,8 @@ class Tensor(TensorMethods):
         """In-place view ops (``t_``, ``squeeze_``...): this tensor becomes the view."""
         out = fn(self, *args)
         self._data = out._data
-        if out.grad_fn is not None:
-            self.grad_fn, self._output_nr, self._rg = out.grad_fn, out._output_nr, out._rg
+        if out._grad_fn is not None:
+            self._grad_fn, self._output_nr, self._rg = out._grad_fn, out._output_nr, out._rg
         return self
 
     def t_(self) -> Tensor:
@@ -993,8 +1013,112 @@ class Tensor(TensorMethods):
 def _init(t: Tensor, data: Any) -> None:
     t._data = data
     t._rg = False
-    t.grad_fn = None
+    t._grad_fn = None
     t._output_nr = 0
+
+
+# -- views and in-place ops: the rules PyTorch applies, in one place ------------------------------
+
+def _refresh_view(t: Tensor) -> None:
+    """Re-derive a view's history after its base (or another view of it) changed in place.
+
+    The view's recorded ``grad_fn`` describes the base as it was; PyTorch re-creates it as the
+    view's window of the base's current history. We do the same, lazily, when the view's
+    ``grad_fn``/``requires_grad`` is read or the view is used by an op."""
+    base = t._base
+    t._attr_version = t._version[0]
+    if not base._rg:
+        return  # the base has no history to derive from: the view keeps its own
+    geom = _sh.window_geometry(base._data, t._data)
+    if geom is None:
+        _no_geometry(t, base)
+    with grad_mode.enable_grad():
+        window = _sh.StridedWindow.apply(base, *geom)
+    t._grad_fn, t._output_nr, t._rg = window._grad_fn, 0, True
+
+
+def _no_geometry(t: Tensor, base: Tensor) -> None:
+    raise RuntimeError(
+        f"ember cannot express this view (shape {tuple(t.shape)}, stride {t.stride()}) as a "
+        f"window of its base (shape {tuple(base.shape)}, stride {base.stride()}), which it needs "
+        "to track an in-place change to either of them under autograd (the base's memory is not "
+        "C-contiguous). Call .contiguous() on the base before taking the view, or use "
+        "out-of-place ops."
+    )
+
+
+def _check_no_overlap(t: Tensor) -> None:
+    d = t._data
+    if d.size > 1 and any(s == 0 and n > 1 for s, n in zip(d.strides, d.shape)):
+        raise RuntimeError(
+            "unsupported operation: more than one element of the written-to tensor refers to a "
+            f"single memory location (shape {tuple(d.shape)}, stride {t.stride()}: made by "
+            "expand() or broadcast_to()). Please clone() the tensor before performing the "
+            "operation."
+        )
+
+
+def _check_view_inplace(view: Tensor, base: Tensor) -> None:
+    """The in-place ops on views that PyTorch refuses while autograd tracks."""
+    kind = view._view_kind
+    if kind & _MULTI_OUTPUT:
+        if kind & _NO_GRAD_VIEW:
+            raise RuntimeError(
+                "A view was created in no_grad mode and is being modified inplace with grad mode "
+                "enabled. This view is the output of a function that returns multiple views. "
+                "Such functions do not allow the output views to be modified inplace. You should "
+                "replace the inplace operation by an out-of-place one."
+            )
+        raise RuntimeError(
+            f"Output {view._output_nr} of {_view_op_name(view)} is a view and is being modified "
+            "inplace. This view is the output of a function that returns multiple views (unbind, "
+            "split, chunk, iterating over a tensor). Such functions do not allow the output views "
+            "to be modified inplace. You should replace the inplace operation by an out-of-place "
+            "one, or clone() the view first."
+        )
+    if kind & _NO_GRAD_VIEW:
+        raise RuntimeError(
+            "A view was created in no_grad mode and is being modified inplace with grad mode "
+            "enabled. Given that this use case is ambiguous and error-prone, it is forbidden. "
+            "You can clarify your code by moving both the view and the inplace either both "
+            "inside the no_grad block (if you don't want the inplace to be tracked) or both "
+            "outside (if you want the inplace to be tracked)."
+        )
+    if base._rg and base._grad_fn is None:
+        raise RuntimeError(
+            "a view of a leaf Variable that requires grad is being used in an in-place operation. "
+            "(Modify the parameter itself inside `with torch.no_grad():`, or build a new tensor "
+            "out of place, e.g. with torch.cat or torch.where.)"
+        )
+
+
+def _view_op_name(view: Tensor) -> str:
+    fn = view._grad_fn
+    name = type(fn).__name__ if fn is not None else "the view op"
+    return name.removesuffix("Backward0")
+
+
+def _write(t: Tensor, arr: Any) -> None:
+    """Put ``arr``'s values into t's memory (or take ``arr`` when t's memory is read-only)."""
+    d = t._data
+    if arr is d:
+        return
+    if d.flags.writeable:
+        d[...] = arr
+    else:
+        t._data = arr.astype(d.dtype, copy=True) if arr.dtype != d.dtype else arr
+
+
+def _adopt_saved_output(out: Tensor, t: Tensor) -> None:
+    """An in-place op's own result lives on in ``t``: if the op saved it for backward (``exp_``
+    saves its result), a later in-place change of ``t`` must fail that backward, as in PyTorch."""
+    fn = out._grad_fn
+    own = out._version
+    if fn is None or own is None or fn._versions is None:
+        return
+    counter = t._version
+    now = counter[0]
+    fn._versions = [(counter, now, k) if c is own else (c, seen, k) for c, seen, k in fn._versions]
 
 
 def _rebuild(arr: np.ndarray, requires_grad: bool) -> Tensor:

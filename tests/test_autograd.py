@@ -486,15 +486,13 @@ def test_inplace_through_views_matches_pytorch(case):
     np.testing.assert_allclose(eg, tg)
 
 
-def test_stale_view_after_inplace_on_base_raises_clearly():
+def test_view_taken_before_inplace_on_base_rederives_its_history():
     w = ember.ones(2, 3, requires_grad=True)
     x = w * 1
     v = x[0]
     x.mul_(2)
-    with pytest.raises(RuntimeError, match="view of a tensor that was modified by an in-place"):
-        v * 1
-    v2 = x[0]  # taken again: fine
-    (v2 * 1).sum().backward()
+    assert type(v.grad_fn).__name__ == "AsStridedBackward0"  # PyTorch's name too
+    (v * 1).sum().backward()
     assert w.grad.tolist() == [[2, 2, 2], [0, 0, 0]]
 
 

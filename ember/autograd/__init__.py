@@ -24,7 +24,7 @@ def _roots(tensors: Sequence[Any], grads: Sequence[Any] | None, create_graph: bo
         raise RuntimeError(f"grad can be implicitly created only for scalar outputs; got {len(grads)} "
                            f"gradients for {len(tensors)} outputs")
     for t, g in zip(tensors, grads):
-        if not t._rg:
+        if not t.requires_grad:
             raise RuntimeError(
                 "element 0 of tensors does not require grad and does not have a grad_fn. "
                 f"({what} was called on a tensor of shape {tuple(t.shape)} that no "

@@ -246,6 +246,8 @@ class Function(metaclass=FunctionMeta):
         for a in args:
             if isinstance(a, Tensor):
                 d = a._data
+                if a._base is not None and a._attr_version != a._version[0]:
+                    _refresh_view(a)  # its base changed in place since its history was recorded
                 if a._rg:
                     requires = True
                     flags.append(True)
@@ -259,7 +261,7 @@ class Function(metaclass=FunctionMeta):
                 flags.append(False)
         if not on_cpu:
             _check_devices(cls, args, raw)
-        record = requires and grad_mode.enabled
+        record = requires and grad_mode.state.enabled
         ctx = cls._node_cls()
         ctx.xp = np if on_cpu else _xp_of_args(raw)
         ctx.needs_input_grad = tuple(flags) if record else _no_grads(len(args))
@@ -290,7 +292,7 @@ class Function(metaclass=FunctionMeta):
             else:
                 outputs = [make(outs_raw[0])]
             if cls.is_view:
-                _share_version(args[0], outputs)
+                _share_version(args[0], outputs, is_tuple)
             return tuple(outputs) if is_tuple else outputs[0]
 
         # -- record the node --------------------------------------------------------------
@@ -298,9 +300,7 @@ class Function(metaclass=FunctionMeta):
         meta = []
         for a in args:
             if isinstance(a, Tensor) and a._rg:
-                if a._base is not None and a._gen_seen != a._base._gen:
-                    _stale_view(a)
-                fn = a.grad_fn
+                fn = a._grad_fn
                 edges.append((fn, a._output_nr) if fn is not None else (_accumulator(a), 0))
                 d = a._data
                 meta.append((d.shape, d.dtype))
@@ -325,7 +325,7 @@ class Function(metaclass=FunctionMeta):
                 ctx._n_out = len(outs_raw)
                 ctx._out_meta = tuple([(o.shape, o.dtype) if o is not None else None for o in outs_raw])
         if cls.is_view:
-            _share_version(args[0], outputs)
+            _share_version(args[0], outputs, is_tuple)
         if ctx._saved:
             _track_saved(ctx, args, raw, outs_raw, outputs)
         if anomaly_enabled:
@@ -333,26 +333,33 @@ class Function(metaclass=FunctionMeta):
         return tuple(outputs) if is_tuple else outputs[0]
 
 
-def _stale_view(t: Any) -> None:
-    raise RuntimeError(
-        f"this tensor (shape {tuple(t.shape)}) is a view of a tensor that was modified by an "
-        "in-place operation after the view was taken, while autograd was recording. ember cannot "
-        "re-derive the view's gradient (PyTorch can): take the view again after the in-place op, "
-        "or use out-of-place ops."
-    )
-
-
-def _share_version(first: Any, outputs: list) -> None:
-    """Views share their base's version counter, so an in-place write through either is seen."""
+def _share_version(first: Any, outputs: list, multi: bool = False) -> None:
+    """Views share their base's memory and version counter, and remember the base (the first
+    tensor of the chain that is not a view) and how they were made, for in-place ops later."""
     counter = first._version_counter()
-    base = first if first._base is None else first._base
-    gen = base._gen
+    base = first._base
+    kind = 0 if grad_mode.state.enabled else _NO_GRAD_VIEW
+    if multi:
+        kind |= _MULTI_OUTPUT
+    if base is None:
+        base = first
+    else:
+        kind |= first._view_kind
+    now = counter[0]
     for t in outputs:
         if t is not None:
             t._version = counter
             t._base = base
-            if gen:
-                t._gen_seen = gen
+            if now:
+                t._attr_version = now
+            if kind:
+                t._view_kind = kind
+
+
+def link_view(first: Any, out: Any) -> Any:
+    """Mark ``out`` (made without ``apply``) as a view of ``first``; returns ``out``."""
+    _share_version(first, [out])
+    return out
 
 
 _NO_GRADS = [(False,) * n for n in range(8)]
@@ -363,14 +370,18 @@ def _no_grads(n: int) -> tuple:
 _NO_EDGE = (None, 0)
 _NOT_INPUT = tuple([None, 0])  # a distinct object: an argument that is not a tensor or a number
 _Tensor: Any = None
+_refresh_view: Any = None
+_MULTI_OUTPUT = 1  # view kinds (Tensor._view_kind): made by an op returning several views
+_NO_GRAD_VIEW = 2  # made while grad mode was off
 
 
 def _load_tensor() -> Any:
-    global _Tensor
-    from .._tensor import Tensor
+    global _Tensor, _refresh_view
+    from .. import _tensor
 
-    _Tensor = Tensor
-    return Tensor
+    _Tensor = _tensor.Tensor
+    _refresh_view = _tensor._refresh_view
+    return _Tensor
 
 
 def _track_saved(ctx: Node, args: tuple, raw: list, outs_raw: tuple, outputs: list) -> None:

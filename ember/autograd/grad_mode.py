@@ -1,24 +1,32 @@
 """Grad mode: whether operations record a graph. ``no_grad`` and friends switch it.
 
-The flag is a module global, not thread-local: reading it is on every op's hot path.
+The mode is per thread, as in PyTorch: two threads training their own models do not switch
+each other's recording off. ``state`` is a ``threading.local`` whose class attributes are the
+defaults a new thread starts with (grad on, inference off); ops read ``grad_mode.state.enabled``.
 """
 
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Callable
 from typing import Any
 
-enabled = True
+
+class _ThreadState(threading.local):
+    enabled = True  # grad mode: ops record a graph
+    inference = False  # inside inference_mode(True)
+
+
+state = _ThreadState()
 
 
 def is_grad_enabled() -> bool:
-    return enabled
+    return state.enabled
 
 
 def _set(mode: bool) -> None:
-    global enabled
-    enabled = bool(mode)
+    state.enabled = bool(mode)
 
 
 class _GradModeContext:
@@ -27,7 +35,7 @@ class _GradModeContext:
     mode = True
 
     def __enter__(self) -> None:
-        self._prev = enabled
+        self._prev = state.enabled
         _set(self.mode)
 
     def __exit__(self, *exc: Any) -> None:
@@ -78,7 +86,7 @@ class set_grad_enabled(_GradModeContext):
     """Sets grad mode now (as a call) and restores the previous mode on leaving a ``with``."""
 
     def __init__(self, mode: bool) -> None:
-        self._prev = enabled
+        self._prev = state.enabled
         self.mode = bool(mode)
         _set(mode)
 
@@ -101,12 +109,14 @@ class set_grad_enabled(_GradModeContext):
 
 
 class inference_mode(_GradModeContext):
-    """Like ``no_grad`` (ember keeps no extra bookkeeping to skip)."""
+    """Like ``no_grad``, and ``is_inference_mode_enabled()`` is True inside (ember keeps no
+    extra bookkeeping to skip). ``inference_mode(False)`` turns grad mode back on, as in PyTorch."""
 
     def __init__(self, mode: bool = True) -> None:
         if callable(mode):  # used as a bare decorator
             self._fn = mode
             mode = True
+        self.inference = bool(mode)
         self.mode = not mode
 
     def __new__(cls, mode: Any = True) -> Any:
@@ -116,8 +126,18 @@ class inference_mode(_GradModeContext):
             return self(mode)
         return self
 
+    def __enter__(self) -> None:
+        self._prev = state.enabled
+        self._prev_inference = state.inference
+        state.enabled = self.mode
+        state.inference = self.inference
+
+    def __exit__(self, *exc: Any) -> None:
+        state.enabled = self._prev
+        state.inference = self._prev_inference
+
     def __call__(self, fn: Callable) -> Callable:
-        mode = not self.mode
+        mode = self.inference
 
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -126,6 +146,9 @@ class inference_mode(_GradModeContext):
 
         return wrapper
 
+    def clone(self) -> inference_mode:
+        return inference_mode(self.inference)
+
 
 def is_inference_mode_enabled() -> bool:
-    return not enabled
+    return state.inference

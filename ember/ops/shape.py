@@ -1577,8 +1577,11 @@ def as_strided(input: Any, size: Any, stride: Any, storage_offset: int | None = 
 
 
 def _window(arr: Any, xp: Any, shape: tuple, strides: tuple, offset: int) -> Any:
-    """The strided window of a C-contiguous array (strides and offset in elements)."""
-    flat = arr.reshape(-1)
+    """The strided window of an array's C-order layout (strides and offset in elements).
+
+    A gradient may arrive broadcast (``sum``'s backward hands out a stride-0 array) or otherwise
+    non-contiguous: it is made C-contiguous first, so the window reads the right elements."""
+    flat = xp.ascontiguousarray(arr).reshape(-1)
     item = arr.itemsize
     return xp.lib.stride_tricks.as_strided(
         flat[offset:], shape=shape, strides=tuple(s * item for s in strides)
