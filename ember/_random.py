@@ -293,7 +293,7 @@ def fill_(t: Any, kind: str, *args: Any, generator: Generator | None = None) -> 
     vals = np.asarray(vals).astype(t._data.dtype)
     from .autograd import grad_mode
 
-    if t._rg and t.grad_fn is None and grad_mode.enabled:
+    if t._rg and t.grad_fn is None and grad_mode.state.enabled:
         raise RuntimeError(
             "a leaf Variable that requires grad is being used in an in-place operation. "
             "(Initialise parameters inside `with torch.no_grad():`.)"

@@ -1088,7 +1088,7 @@ def _max_pool(fn: str, nd: int, input: Any, kernel_size: Any, stride: Any, paddi
     x = input._data
     xp = _backend.xp_of(x)
     x4 = _4d(x)
-    need_grad = grad_mode.enabled and input.requires_grad
+    need_grad = grad_mode.state.enabled and input.requires_grad
     need_idx = return_indices or need_grad
     fill = -np.inf if x.dtype.kind in "fV" else np.iinfo(x.dtype).min
     xpad = _pad(xp, x4, g, fill)
@@ -1254,7 +1254,7 @@ def _adaptive_max(fn: str, nd: int, input: Any, output_size: Any, return_indices
     x4 = _4d(x)
     N, C, H, W = x4.shape
     OH, OW = _to2(out, 1)
-    need_grad = grad_mode.enabled and input.requires_grad
+    need_grad = grad_mode.state.enabled and input.requires_grad
     need_idx = return_indices or need_grad
     sh, eh = _adaptive_windows(H, OH)
     sw, ew = _adaptive_windows(W, OW)

@@ -290,7 +290,8 @@ class CopyFrom(Op):
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
-        return None, grad
+        # x's old values are overwritten: they get a zero gradient (x stays in the graph)
+        return (ctx.xp.zeros_like(grad) if ctx.needs_input_grad[0] else None), grad
 
 
 def copy_from(x: Any, src: Any) -> Any:
@@ -309,13 +310,32 @@ def fill(x: Any, value: Any) -> Any:
                 f"{value._data.ndim} dimensions."
             )
         return copy_from(x, value)
-    T = _tensor_cls()
-    return T._make(x._data.dtype.type(value) if False else _full_like(x._data, value))
+    return Fill.apply(x, value)
 
 
-def _full_like(arr: Any, value: Any) -> Any:
-    xp = _backend.xp_of(arr)
-    return xp.full(arr.shape, value, dtype=arr.dtype)
+def zero(x: Any) -> Any:
+    """The value ``x.zero_()`` writes."""
+    return Zero.apply(x, 0)
+
+
+class Fill(Op):
+    """out = value everywhere (x's shape and dtype)          grad_x = 0"""
+
+    node_name = "FillBackward2"
+
+    @staticmethod
+    def forward(ctx: Any, x: Any, value: Any) -> Any:
+        return ctx.xp.full(x.shape, value, dtype=x.dtype)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        return ctx.xp.zeros_like(grad), None
+
+
+class Zero(Fill):
+    """out = 0 everywhere (x's shape and dtype)          grad_x = 0"""
+
+    node_name = "ZeroBackward0"
 
 
 # ---------------------------------------------------------------------------------------------

@@ -25,6 +25,7 @@ import numpy as np
 
 from .. import _backend, _dtype
 from ..autograd import grad_mode
+from ..autograd.function import link_view
 from . import elementwise as _ew
 from ._op import Op
 
@@ -667,8 +668,9 @@ def getitem(x: Any, key: Any) -> Any:
     Basic keys (integers, slices, None, Ellipsis) return a view; any tensor, list or mask
     makes an advanced index (a copy), placed by NumPy's rules after integers are applied."""
     k = _parse_key(x._data, key)
-    if not (x._rg and grad_mode.enabled):  # nothing to record: skip Function.apply's overhead
-        return _make(k.gather(x._data))
+    if not (grad_mode.state.enabled and x.requires_grad):  # nothing to record: skip apply
+        out = _make(k.gather(x._data))
+        return out if k.vkey is not None else link_view(x, out)
     return (IndexView if k.vkey is None else Index).apply(x, k)
 
 

@@ -179,7 +179,7 @@ def _not_differentiable(fn: str, arg: str, t: Any) -> None:
     """PyTorch's error for a requires-grad tensor in an argument it does not differentiate."""
     from ..autograd import grad_mode
 
-    if t is not None and _is_t(t) and t.requires_grad and grad_mode.enabled:
+    if t is not None and _is_t(t) and t.requires_grad and grad_mode.state.enabled:
         raise RuntimeError(
             f"The function '{fn}' is not differentiable with respect to argument '{arg}'. This "
             f"input cannot have requires_grad True. (Pass {arg}.detach() if it should stay fixed.)"
