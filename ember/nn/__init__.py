@@ -1,7 +1,8 @@
 """``ember.nn``: modules, parameters, functional, init, utils."""
 
-from . import functional, init, utils  # noqa: F401
+from . import functional, init, parallel, utils  # noqa: F401
 from .modules import *  # noqa: F403
+from .parallel import DataParallel  # noqa: F401
 from .parameter import *  # noqa: F403
 
 
