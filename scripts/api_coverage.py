@@ -3,6 +3,11 @@
     .venv/bin/python scripts/api_coverage.py            # rewrite docs/api-coverage.md
     .venv/bin/python scripts/api_coverage.py --check    # exit 1 if the file is out of date
     .venv/bin/python scripts/api_coverage.py --stdout   # print the page instead
+    .venv/bin/python scripts/api_coverage.py --rank DIR # count uses in DIR's .py files first
+
+``--rank DIR`` counts how often the ``.py`` files under DIR (a folder of public PyTorch programs,
+one sub-folder per repository; never committed) use each PyTorch name, and writes the counts to
+``scripts/api_usage.tsv``. The page then ranks the names ember lacked at counting time by use.
 
 The list of PyTorch's names is ``ember/_torch_api.txt`` (the same list ember uses at run time to
 answer a missing name with "ember does not implement torch.X yet"). PyTorch itself is not needed.
@@ -28,6 +33,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 API_FILE = ROOT / "ember" / "_torch_api.txt"
 OUT_FILE = ROOT / "docs" / "api-coverage.md"
+USAGE_FILE = ROOT / "scripts" / "api_usage.tsv"
+RANK_TOP = 150
+
+# Tensor method names that programs mostly call on Python objects (dict.values(), list.index(),
+# module.name...): a text count cannot tell them apart, so they are left out of the ranking.
+AMBIGUOUS_METHODS = frozenset(
+    "values index name new resize indices storage layout map_ apply_ volatile module_load".split()
+)
 
 # Names in _torch_api.txt that are not PyTorch API: modules and helpers PyTorch's own files import
 # (found once by inspecting torch 2.13: stdlib modules, typing/functools objects, build flags).
@@ -202,7 +215,160 @@ def render(api: dict[str, list[str]]) -> str:
         lines += [f"**Missing ({len(g['missing'])}):** {_names(g['missing'])}", ""]
         if g["incidental"]:
             lines += [f"Not counted ({len(g['incidental'])}): {_names(g['incidental'])}", ""]
+    lines += render_ranking()
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _module_aliases(tree: ast.Module, namespaces: set[str]) -> dict[str, str]:
+    """Local names bound to PyTorch modules in one file (``F`` -> ``torch.nn.functional``)."""
+    alias = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name == "torch" or a.name.startswith("torch."):
+                    if a.asname:
+                        alias[a.asname] = a.name
+                    else:
+                        alias["torch"] = "torch"
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module == "torch" or node.module.startswith("torch."):
+                for a in node.names:
+                    full = f"{node.module}.{a.name}"
+                    if full in namespaces or full in ("torch.nn", "torch.optim"):
+                        alias[a.asname or a.name] = full
+    return alias
+
+
+def _dotted(node: ast.AST, alias: dict[str, str]) -> str | None:
+    """``F.relu`` -> ``torch.nn.functional.relu`` when the chain starts at a torch alias."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name) and node.id in alias:
+        return ".".join([alias[node.id], *reversed(parts)])
+    return None
+
+
+def count_usage(corpus: Path, api: dict[str, list[str]]) -> dict[tuple[str, str], list[int]]:
+    """``{(namespace, name): [files, uses, repos]}`` over the ``.py`` files under ``corpus``.
+
+    Counted: ``torch.X``-style references resolved through each file's imports (``import
+    torch.nn.functional as F``, ``from torch import nn``), names imported with ``from torch.x
+    import X``, and ``.X`` attribute uses (calls for methods) whose name is a Tensor attribute and
+    whose receiver is not a torch module.
+    """
+    names = {ns: set(v) for ns, v in api.items()}
+    namespaces = set(names)
+    tensor_names = names["torch.Tensor"] - AMBIGUOUS_METHODS
+    counts: dict[tuple[str, str], list[int]] = {}
+    repos: dict[tuple[str, str], set[str]] = {}
+    for path in sorted(corpus.rglob("*.py")):
+        try:
+            tree = ast.parse(path.read_text(errors="replace"))
+        except (SyntaxError, ValueError, RecursionError):
+            continue
+        alias = _module_aliases(tree, namespaces)
+        if not alias:
+            continue
+        here: dict[tuple[str, str], int] = {}
+        for node in ast.walk(tree):
+            key = None
+            if isinstance(node, ast.ImportFrom) and node.module in namespaces and node.level == 0:
+                for a in node.names:
+                    if a.name in names[node.module]:
+                        k = (node.module, a.name)
+                        here[k] = here.get(k, 0) + 1
+                continue
+            if not isinstance(node, ast.Attribute):
+                continue
+            full = _dotted(node, alias)
+            if full is not None:
+                ns, _, name = full.rpartition(".")
+                if ns in namespaces and name in names[ns]:
+                    key = (ns, name)
+            elif node.attr in tensor_names and _dotted(node.value, alias) is None:
+                key = ("torch.Tensor", node.attr)
+            if key is not None:
+                here[key] = here.get(key, 0) + 1
+        repo = path.relative_to(corpus).parts[0]
+        for k, n in here.items():
+            c = counts.setdefault(k, [0, 0, 0])
+            c[0] += 1
+            c[1] += n
+            repos.setdefault(k, set()).add(repo)
+    for k, c in counts.items():
+        c[2] = len(repos[k])
+    return counts
+
+
+def write_usage(corpus: Path, api: dict[str, list[str]]) -> None:
+    """Count uses in ``corpus`` and write ``scripts/api_usage.tsv`` (with the names ember lacked)."""
+    counts = count_usage(corpus, api)
+    lacking = set()
+    for ns, names in api.items():
+        g = classify(ns, names)
+        lacking.update((ns, n) for n in g["missing"] + g["stub"])
+    repos = sorted(p.name for p in corpus.iterdir() if p.is_dir())
+    n_files = sum(1 for _ in corpus.rglob("*.py"))
+    rows = sorted(counts.items(), key=lambda kv: (-kv[1][2], -kv[1][0], -kv[1][1], kv[0]))
+    lines = [
+        f"# Uses of PyTorch names in {n_files} .py files of {len(repos)} public repositories:",
+        "# " + ", ".join(r.replace("+", "/") for r in repos),
+        "# written by `scripts/api_coverage.py --rank DIR`; columns: name, files, uses, repos,",
+        "# lacking (1 if ember lacked the name when counted)",
+    ]
+    for (ns, name), (files, uses, nrepos) in rows:
+        lines.append(f"{ns}.{name}\t{files}\t{uses}\t{nrepos}\t{int((ns, name) in lacking)}")
+    USAGE_FILE.write_text("\n".join(lines) + "\n")
+    print(f"wrote {USAGE_FILE.relative_to(ROOT)} ({len(rows)} names)")
+
+
+def read_usage() -> tuple[list[str], list[tuple[str, int, int, int, bool]]]:
+    """The header comments and rows of ``scripts/api_usage.tsv`` (empty when absent)."""
+    if not USAGE_FILE.exists():
+        return [], []
+    header, rows = [], []
+    for line in USAGE_FILE.read_text().splitlines():
+        if line.startswith("#"):
+            header.append(line[1:].strip())
+            continue
+        full, files, uses, nrepos, lacking = line.split("\t")
+        rows.append((full, int(files), int(uses), int(nrepos), lacking == "1"))
+    return header, rows
+
+
+def _is_done(full: str) -> bool:
+    ns, _, name = full.rpartition(".")
+    return name in classify(ns, [name])["implemented"]
+
+
+def render_ranking() -> list[str]:
+    """The ranking section: the most used names ember lacked when counted, and their status."""
+    header, rows = read_usage()
+    if not rows:
+        return []
+    lacking = [r for r in rows if r[4]][:RANK_TOP]
+    done = sum(_is_done(r[0]) for r in lacking)
+    lines = [
+        "",
+        f"## The {len(lacking)} most used names ember lacked",
+        "",
+        f"{header[0]} {header[1]}. Counted by `scripts/api_coverage.py --rank` (references "
+        "resolved through each file's imports: `torch.X`, `F.X`, `nn.X`, `from torch.x import X`; "
+        "for Tensor methods, `.X` on anything that is not a torch module) into "
+        "`scripts/api_usage.tsv`. Ranked by the number of repositories that use the name, then "
+        "files, then uses (so one large repository does not decide the order); names ember "
+        "lacked at counting time only. Method names that are mostly Python's own (`.values()`, "
+        f"`.index()`, `.name`...) are not counted. **{done} of {len(lacking)} are now done.**",
+        "",
+        "| rank | name | repos | files | uses | status |",
+        "| ---: | --- | ---: | ---: | ---: | --- |",
+    ]
+    for i, (full, files, uses, nrepos, _) in enumerate(lacking, 1):
+        status = "done" if _is_done(full) else "missing"
+        lines.append(f"| {i} | `{full}` | {nrepos} | {files} | {uses} | {status} |")
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -210,8 +376,12 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--check", action="store_true", help="fail if docs/api-coverage.md is stale")
     p.add_argument("--stdout", action="store_true", help="print instead of writing the file")
+    p.add_argument("--rank", type=Path, metavar="DIR",
+                   help="count uses in DIR's .py files into scripts/api_usage.tsv first")
     args = p.parse_args(argv)
     sys.path.insert(0, str(ROOT))
+    if args.rank is not None:
+        write_usage(args.rank, read_api())
     page = render(read_api())
     if args.stdout:
         sys.stdout.write(page)
