@@ -84,6 +84,9 @@ class Generator:
 
 
 default_generator = Generator()
+# As in PyTorch, the default generator starts from a fresh seed in each process (an unseeded run
+# does not repeat the last one); new ``Generator()`` objects start from _DEFAULT_SEED.
+default_generator.seed()
 
 
 def manual_seed(seed: int) -> Generator:
