@@ -503,3 +503,100 @@ def test_views_of_parameters_survive_optimizer_updates():
         w.mul_(2)
     (v * 1).sum().backward()
     assert w.grad.tolist() == [1, 1, 1, 1]
+
+
+def test_anomaly_finds_user_frames_in_a_folder_named_ember(tmp_path):
+    import subprocess
+    import sys
+
+    folder = tmp_path / "ember" / "work"
+    folder.mkdir(parents=True)
+    script = folder / "train.py"
+    script.write_text(
+        "import numpy as np\n"
+        "import ember\n"
+        "x = ember.tensor([0.0, 1.0], requires_grad=True)\n"
+        "with ember.autograd.detect_anomaly():\n"
+        "    y = ember.sqrt(x) * 0  # the user's line\n"
+        "    try:\n"
+        "        with np.errstate(all='ignore'):\n"
+        "            y.sum().backward()\n"
+        "    except RuntimeError as e:\n"
+        "        print(e)\n"
+    )
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                         cwd=folder, timeout=120)
+    assert "the user's line" in out.stdout, out.stdout + out.stderr
+    assert "function.py" not in out.stdout  # ember's own frames are left out
+
+
+# -- grad mode per thread --------------------------------------------------------------------
+
+
+def test_grad_mode_is_per_thread():
+    import threading
+
+    seen = {}
+    inside = threading.Event()
+    release = threading.Event()
+
+    def worker():
+        with ember.no_grad():
+            inside.set()
+            release.wait(10)
+            seen["worker"] = ember.is_grad_enabled()
+
+    t = threading.Thread(target=worker)
+    t.start()
+    inside.wait(10)
+    seen["main"] = ember.is_grad_enabled()  # the worker's no_grad does not reach this thread
+    w = ember.ones(2, requires_grad=True)
+    y = (w * 2).sum()
+    release.set()
+    t.join()
+    assert seen == {"main": True, "worker": False}
+    assert y.requires_grad
+    fresh = {}
+    with ember.no_grad():  # a new thread starts with grad mode on, as in PyTorch
+        th = threading.Thread(target=lambda: fresh.setdefault("on", ember.is_grad_enabled()))
+        th.start()
+        th.join()
+    assert fresh == {"on": True}
+
+
+def test_two_threads_training_never_lose_gradients():
+    import threading
+
+    errors = []
+
+    def train(seed):
+        try:
+            g = ember.Generator().manual_seed(seed)
+            w = ember.randn(8, 8, generator=g, requires_grad=True)
+            for _ in range(200):
+                w.grad = None
+                loss = (w @ w).sum()
+                loss.backward()
+                assert w.grad is not None
+                with ember.no_grad():
+                    w -= 1e-4 * w.grad
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(repr(e))
+
+    threads = [threading.Thread(target=train, args=(s,)) for s in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+
+
+def test_inference_mode_is_not_no_grad():
+    assert not ember.is_inference_mode_enabled()
+    with ember.no_grad():
+        assert not ember.is_inference_mode_enabled()
+    with ember.inference_mode():
+        assert ember.is_inference_mode_enabled() and not ember.is_grad_enabled()
+        with ember.inference_mode(False):
+            assert not ember.is_inference_mode_enabled() and ember.is_grad_enabled()
+    assert not ember.is_inference_mode_enabled() and ember.is_grad_enabled()

@@ -339,7 +339,7 @@ def test_autocast_state_nesting_and_decorator():
         assert ember.amp.autocast_mode.is_autocast_enabled("cpu")
         assert ac.fast_dtype is ember.bfloat16
     assert not ember.amp.autocast_mode.is_autocast_enabled("cpu")
-    assert not ember.amp.autocast_mode.active
+    assert not ember.amp.autocast_mode.state.active
 
     @ember.amp.autocast("cpu", dtype=ember.float16)
     def f():

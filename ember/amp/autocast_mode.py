@@ -9,17 +9,18 @@ Other ops run in their inputs' dtype. The casts are ordinary differentiable ``.t
 gradients reach float32 parameters in float32.
 
 How ops take part: an op function asks ``lower(*tensors)`` (or ``fp32(*tensors)``) for its
-inputs before computing. The check is one global flag, ``active``, so code outside autocast pays
+inputs before computing. The check is one flag, ``state.active``, so code outside autocast pays
 one attribute read. Until an op calls the hook, autocast is a no-op for that op (it still keeps
 the state scripts query: ``is_autocast_enabled``, ``get_autocast_dtype``).
 
-Like ember's grad mode (and unlike PyTorch, where it is per thread) the state is process-global.
+Like grad mode, the state is per thread, as in PyTorch.
 On the CPU there is no speed to gain from it: NumPy has no bfloat16/float16 BLAS.
 """
 
 from __future__ import annotations
 
 import functools
+import threading
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -44,15 +45,20 @@ _DEVICE_TYPES = ("cpu", "cuda")
 
 # The state: per device type, whether autocast is on and its dtype. ``active`` is True when any
 # device type is enabled: the one thing an op's hook reads when autocast is off.
-_enabled: dict[str, bool] = {"cpu": False, "cuda": False}
-_dtypes: dict[str, Any] = {"cpu": _dtype.bfloat16, "cuda": _dtype.float16}
-_cache_enabled = True
-active = False
+class _ThreadState(threading.local):
+    active = False
+
+    def __init__(self) -> None:  # runs once in each thread that reads the state
+        self.enabled: dict[str, bool] = {"cpu": False, "cuda": False}
+        self.dtypes: dict[str, Any] = {"cpu": _dtype.bfloat16, "cuda": _dtype.float16}
+        self.cache_enabled = True
+
+
+state = _ThreadState()
 
 
 def _refresh() -> None:
-    global active
-    active = _enabled["cpu"] or _enabled["cuda"]
+    state.active = state.enabled["cpu"] or state.enabled["cuda"]
 
 
 def _check_device_type(device_type: Any) -> str:
@@ -73,36 +79,35 @@ def is_autocast_available(device_type: str) -> bool:
 
 def is_autocast_enabled(device_type: str | None = None) -> bool:
     """Whether autocast is on for ``device_type`` (no argument: 'cuda', PyTorch's legacy form)."""
-    return _enabled[_check_device_type("cuda" if device_type is None else device_type)]
+    return state.enabled[_check_device_type("cuda" if device_type is None else device_type)]
 
 
 def set_autocast_enabled(device_type: Any, enabled: bool | None = None) -> None:
     """Switch autocast on or off for a device type (``set_autocast_enabled(True)``: 'cuda')."""
     if enabled is None:  # legacy one-argument form
         device_type, enabled = "cuda", device_type
-    _enabled[_check_device_type(device_type)] = bool(enabled)
+    state.enabled[_check_device_type(device_type)] = bool(enabled)
     _refresh()
 
 
 def get_autocast_dtype(device_type: str) -> Any:
     """The dtype autocast uses on ``device_type`` (defaults: cpu bfloat16, cuda float16)."""
-    return _dtypes[_check_device_type(device_type)]
+    return state.dtypes[_check_device_type(device_type)]
 
 
 def set_autocast_dtype(device_type: str, dtype: Any) -> None:
     """Set the dtype autocast uses on ``device_type``."""
-    _dtypes[_check_device_type(device_type)] = dtype
+    state.dtypes[_check_device_type(device_type)] = dtype
 
 
 def is_autocast_cache_enabled() -> bool:
     """Whether casts of weights are cached (accepted; ember does not cache)."""
-    return _cache_enabled
+    return state.cache_enabled
 
 
 def set_autocast_cache_enabled(enabled: bool) -> None:
     """Accepted for compatibility: ember casts each time (no cache)."""
-    global _cache_enabled
-    _cache_enabled = bool(enabled)
+    state.cache_enabled = bool(enabled)
 
 
 def clear_autocast_cache() -> None:
@@ -130,7 +135,7 @@ class autocast:
         self.device = _check_device_type(device_type)
         self.fast_dtype = get_autocast_dtype(device_type) if dtype is None else dtype
         self._enabled = bool(enabled)
-        self._cache_enabled = _cache_enabled if cache_enabled is None else bool(cache_enabled)
+        self._cache_enabled = state.cache_enabled if cache_enabled is None else bool(cache_enabled)
         if not isinstance(self.fast_dtype, _dtype.dtype):
             raise ValueError(f"autocast: dtype must be a torch dtype, got {self.fast_dtype!r}")
         if self._enabled and self.device == "cpu" and self.fast_dtype not in (
@@ -162,17 +167,17 @@ class autocast:
         self._saved: list[tuple[bool, Any, bool]] = []
 
     def __enter__(self) -> autocast:
-        global _cache_enabled
-        self._saved.append((_enabled[self.device], _dtypes[self.device], _cache_enabled))
-        _enabled[self.device] = self._enabled
-        _dtypes[self.device] = self.fast_dtype
-        _cache_enabled = self._cache_enabled
+        st = state
+        self._saved.append((st.enabled[self.device], st.dtypes[self.device], st.cache_enabled))
+        st.enabled[self.device] = self._enabled
+        st.dtypes[self.device] = self.fast_dtype
+        st.cache_enabled = self._cache_enabled
         _refresh()
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        global _cache_enabled
-        _enabled[self.device], _dtypes[self.device], _cache_enabled = self._saved.pop()
+        st = state
+        st.enabled[self.device], st.dtypes[self.device], st.cache_enabled = self._saved.pop()
         _refresh()
 
     def __call__(self, func: Callable) -> Callable:
@@ -198,16 +203,16 @@ def _target(t: Any) -> Any:
     if t.dtype is _dtype.float64:
         return None
     dev = t.device.type
-    if not _enabled.get(dev, False):
+    if not state.enabled.get(dev, False):
         return None
-    dt = _dtypes[dev]
+    dt = state.dtypes[dev]
     return None if t.dtype is dt else dt
 
 
 def lower(*tensors: Any) -> tuple:
     """For an op on autocast's lower-precision list: its inputs cast to the autocast dtype of
     their device (float64, non-floating and None inputs pass through). Differentiable."""
-    if not active:
+    if not state.active:
         return tensors
     out = []
     for t in tensors:
@@ -218,13 +223,13 @@ def lower(*tensors: Any) -> tuple:
 
 def fp32(*tensors: Any) -> tuple:
     """For an op on autocast's float32 list: float16/bfloat16 inputs cast to float32."""
-    if not active:
+    if not state.active:
         return tensors
     out = []
     for t in tensors:
         if (hasattr(t, "is_floating_point") and t.is_floating_point()
                 and t.dtype in (_dtype.float16, _dtype.bfloat16)
-                and _enabled.get(t.device.type, False)):
+                and state.enabled.get(t.device.type, False)):
             t = t.to(_dtype.float32)
         out.append(t)
     return tuple(out)
@@ -243,7 +248,7 @@ def custom_fwd(fwd: Callable | None = None, *, device_type: str = "cuda",
 
     @functools.wraps(fwd)
     def decorate_fwd(*args: Any, **kwargs: Any) -> Any:
-        if cast_inputs is None or not _enabled[device_type]:
+        if cast_inputs is None or not state.enabled[device_type]:
             return fwd(*args, **kwargs)
 
         def cast(a: Any) -> Any:

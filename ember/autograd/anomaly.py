@@ -20,8 +20,7 @@ def check_grads(node: Any, grads: tuple) -> None:
         if g is not None and _has_nan(g):
             where = ""
             if node._trace:
-                user = [f for f in node._trace if "/ember/" not in f.split("\n")[0]]
-                where = "\nThe forward call that created it:\n" + "".join(user[-6:] or node._trace[-6:])
+                where = "\nThe forward call that created it:\n" + "".join(node._trace[-6:])
             raise RuntimeError(
                 f"Function '{node.name()}' returned nan values in its {i}th output.{where}\n"
                 "Look for log/sqrt/div of zero or negative values, or overflowing exp, in that line."

@@ -12,6 +12,7 @@ the same rule records a graph for higher-order gradients.
 
 from __future__ import annotations
 
+import sys
 import traceback
 import weakref
 from typing import Any
@@ -329,8 +330,23 @@ class Function(metaclass=FunctionMeta):
         if ctx._saved:
             _track_saved(ctx, args, raw, outs_raw, outputs)
         if anomaly_enabled:
-            ctx._trace = traceback.format_stack()[:-2]
+            ctx._trace = _user_stack()
         return tuple(outputs) if is_tuple else outputs[0]
+
+
+def _user_stack() -> list[str]:
+    """The formatted stack of the code that called into ember, innermost last: frames are
+    recognised as ember's by their module's name, not by their file's path (a clone of the
+    project may sit in any folder, including one called ``ember``)."""
+    frames = []
+    f = sys._getframe(2)
+    while f is not None:
+        name = f.f_globals.get("__name__", "")
+        if not (name == "ember" or name.startswith("ember.")):
+            frames.append((f, f.f_lineno))
+        f = f.f_back
+    frames.reverse()
+    return traceback.StackSummary.extract(frames).format()
 
 
 def _share_version(first: Any, outputs: list, multi: bool = False) -> None:

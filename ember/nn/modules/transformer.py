@@ -637,7 +637,7 @@ class TransformerEncoder(Module):
             return None
         from ...amp import autocast_mode
 
-        if autocast_mode.active:
+        if autocast_mode.state.active:
             return None
         if grad_mode.is_grad_enabled() and (src.requires_grad or any(
                 p.requires_grad for p in self.parameters())):
