@@ -3,6 +3,7 @@ resolves to ember's module of the same path. Nothing is installed into, or patch
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.abc
 import importlib.machinery
@@ -31,6 +32,9 @@ class TorchAlias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
             return importlib.import_module(real)
         except ModuleNotFoundError as e:
             if e.name and (e.name == real or real.startswith(e.name + ".")):
+                from ._missing import record
+
+                record(spec.name)
                 raise ModuleNotFoundError(
                     f"ember does not implement {spec.name} yet (looked for {real})", name=spec.name
                 ) from None
@@ -52,8 +56,64 @@ def install() -> None:
 
 
 def uninstall() -> None:
+    """Undo :func:`install` and :func:`install_for_children`."""
+    _uninstall_for_children()
     if _hook in sys.meta_path:
         sys.meta_path.remove(_hook)
     for name in [m for m in sys.modules if m == _PREFIX or m.startswith(_PREFIX + ".")]:
         if getattr(sys.modules[name], "__name__", "").startswith("ember"):
             del sys.modules[name]
+
+
+# --- children started by multiprocessing (spawn and forkserver) --------------------------------
+#
+# A spawned child is a fresh interpreter: it unpickles the parent's "preparation data", then
+# re-imports the parent's main script (as __mp_main__) so that classes defined there can be
+# unpickled. That re-import runs the script's `import torch`, so the alias must be in place first.
+# We add one entry to the preparation data whose unpickling installs the alias; unpickling
+# happens before multiprocessing prepares the child, so the script, and every object sent to the
+# child after it, sees ember. Forkserver children are prepared the same way. Plain subprocesses
+# (`subprocess.run([sys.executable, ...])`) are left alone: they run whatever Python they name.
+
+_PREP_KEY = "ember_run_torch_alias"
+
+
+def _install_in_child() -> None:
+    """Called by unpickling in a multiprocessing child: install the alias (for its children too)."""
+    install()
+    install_for_children()
+
+
+class _AliasInChild:
+    """Pickles as a call to :func:`_install_in_child`; it carries no data."""
+
+    def __reduce__(self) -> tuple[Any, tuple[()]]:
+        return (_install_in_child, ())
+
+
+def install_for_children() -> None:
+    """Make processes started by ``multiprocessing`` (spawn, forkserver) install the alias too.
+
+    Forked children inherit it without help.
+    """
+    import multiprocessing.spawn as spawn
+
+    if getattr(spawn.get_preparation_data, "_ember_original", None) is not None:
+        return
+    original = spawn.get_preparation_data
+
+    @functools.wraps(original)
+    def get_preparation_data(name: str) -> dict[str, Any]:
+        data: dict[str, Any] = {_PREP_KEY: _AliasInChild()}  # first: unpickled before the rest
+        data.update(original(name))
+        return data
+
+    get_preparation_data._ember_original = original  # type: ignore[attr-defined]
+    spawn.get_preparation_data = get_preparation_data
+
+
+def _uninstall_for_children() -> None:
+    spawn = sys.modules.get("multiprocessing.spawn")
+    original = getattr(getattr(spawn, "get_preparation_data", None), "_ember_original", None)
+    if original is not None:
+        spawn.get_preparation_data = original  # type: ignore[union-attr]

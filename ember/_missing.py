@@ -43,7 +43,13 @@ def attribute_error(namespace: str, name: str, what: str = "module") -> Attribut
     return AttributeError(f"'{namespace.rsplit('.', 1)[-1]}' object has no attribute '{name}'")
 
 
+def record(name: str) -> None:
+    """Note that the run reached for ``name`` (e.g. ``"torch.fft"``), which ember lacks."""
+    touched[name] = None
+
+
 def report() -> str:
+    """The text ``ember run --report`` prints at exit."""
     if not touched:
         return "ember run --report: the run used no PyTorch API that ember lacks."
     lines = ["ember run --report: PyTorch APIs this run reached for that ember does not implement yet:"]

@@ -3,30 +3,168 @@
 from __future__ import annotations
 
 import argparse
+import os
 import runpy
 import sys
+import traceback
+import types
+from typing import Any
+
+# Frames of the launcher itself: a traceback printed for the user starts below them.
+_LAUNCHER_FILES = frozenset({
+    __file__,
+    runpy.run_path.__code__.co_filename,  # "<frozen runpy>" on 3.11
+    "<frozen importlib._bootstrap>",
+    "<frozen importlib._bootstrap_external>",
+})
+_RUNPY_FILES = _LAUNCHER_FILES - {__file__}
+_launcher_main: Any = None  # the launcher's own __main__ module, kept alive once the script's replaces it
+
+
+def _set_path0(directory: str) -> None:
+    """Put ``directory`` first on ``sys.path`` as ``python`` does, in place of the launcher's."""
+    if sys.flags.safe_path:  # python -P: nothing is prepended
+        return
+    launcher_dirs = {"", os.getcwd(), os.path.dirname(os.path.abspath(sys.argv[0] or "."))}
+    if sys.path and sys.path[0] in launcher_dirs:
+        sys.path[0] = directory
+    else:
+        sys.path.insert(0, directory)
+
+
+def _exit_code(code: Any) -> int:
+    """What ``SystemExit(code)`` makes the interpreter do: None -> 0, int -> it, else print -> 1."""
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    sys.stdout.flush()
+    print(code, file=sys.stderr)
+    return 1
+
+
+def _user_traceback(tb: types.TracebackType | None) -> types.TracebackType | None:
+    """``tb`` without the launcher's frames (cli.py, runpy, importlib) above the user's code."""
+    first = tb
+    while first is not None and first.tb_frame.f_code.co_filename in _LAUNCHER_FILES:
+        first = first.tb_next
+    return first if first is not None else tb
+
+
+def _raised_by_launcher(exc: BaseException, files: frozenset[str] = _RUNPY_FILES) -> bool:
+    """True when ``exc`` was raised in ``files`` (runpy: module not found...), not by user code."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb is not None and tb.tb_frame.f_code.co_filename in files
+
+
+def _note_missing(exc: BaseException) -> None:
+    """Record in ``--report`` a missing torch name the run died on (``from torch.x import y``)."""
+    if type(exc) is ImportError and exc.name and exc.args:
+        module = exc.name
+        if module == "ember" or module.startswith("ember."):
+            module = "torch" + module[len("ember"):]
+        msg = str(exc.args[0])
+        if module.startswith("torch") and msg.startswith("cannot import name '"):
+            from ._missing import record
+
+            record(f"{module}.{msg.split(chr(39))[1]}")
+
+
+def _report_uncaught(exc: BaseException) -> int:
+    """Print ``exc`` as the interpreter would for an uncaught exception; return the exit code."""
+    _note_missing(exc)
+    # A script that does not compile gets no traceback, only the error (as with python).
+    tb = None if isinstance(exc, SyntaxError) and _raised_by_launcher(exc, _LAUNCHER_FILES) \
+        else _user_traceback(exc.__traceback__)
+    exc.__traceback__ = tb
+    sys.last_type, sys.last_value, sys.last_traceback = type(exc), exc, tb
+    sys.stdout.flush()
+    try:
+        sys.excepthook(type(exc), exc, tb)
+    except BaseException as hook_error:  # as the interpreter does: show both
+        print("Error in sys.excepthook:", file=sys.stderr)
+        traceback.print_exception(hook_error)
+        print("\nOriginal exception was:", file=sys.stderr)
+        traceback.print_exception(type(exc), exc, tb)
+    return 130 if isinstance(exc, KeyboardInterrupt) else 1
+
+
+def _exec_script(path: str) -> None:
+    """Run the file at ``path`` as ``__main__``, as ``python path`` does."""
+    global _launcher_main
+    abspath = os.path.abspath(path)
+    with open(abspath, "rb") as f:  # the caller has checked that it opens
+        source = f.read()
+    code = compile(source, abspath, "exec", dont_inherit=True)
+    import builtins
+    import importlib.machinery
+
+    main = types.ModuleType("__main__")
+    main.__dict__.update(__file__=abspath, __cached__=None, __builtins__=builtins, __spec__=None,
+                         __package__=None,
+                         __loader__=importlib.machinery.SourceFileLoader("__main__", abspath))
+    _launcher_main = sys.modules.get("__main__")
+    sys.modules["__main__"] = main
+    exec(code, main.__dict__)
 
 
 def _run(args: argparse.Namespace) -> int:
     from . import _alias
 
     _alias.install()
+    _alias.install_for_children()
     if args.report:
         import atexit
 
         from ._missing import report
 
         atexit.register(lambda: print(report(), file=sys.stderr))
-    if args.module:
-        sys.argv = [args.target, *args.args]
-        runpy.run_module(args.target, run_name="__main__", alter_sys=True)
-    else:
-        sys.argv = [args.target, *args.args]
-        import os
-
-        sys.path.insert(0, os.path.dirname(os.path.abspath(args.target)))
-        runpy.run_path(args.target, run_name="__main__")
+    sys.argv = [args.target, *args.args]
+    try:
+        if args.module:
+            _set_path0(os.getcwd())
+            try:
+                runpy.run_module(args.target, run_name="__main__", alter_sys=True)
+            except ImportError as e:
+                if not _raised_by_launcher(e):
+                    raise
+                print(f"ember: {e}", file=sys.stderr)  # python: "No module named x"
+                return 1
+        elif os.path.isdir(args.target) or _is_zip(args.target):
+            if sys.path and not sys.flags.safe_path:
+                _set_path0(os.path.abspath(args.target))
+            try:
+                runpy.run_path(args.target, run_name="__main__")
+            except ImportError as e:
+                if not _raised_by_launcher(e):
+                    raise
+                print(f"ember: {e}", file=sys.stderr)  # "can't find '__main__' module in ..."
+                return 1
+        else:
+            try:
+                open(args.target, "rb").close()
+            except OSError as e:
+                print(f"ember: can't open file {os.path.abspath(args.target)!r}: "
+                      f"[Errno {e.errno}] {e.strerror}", file=sys.stderr)
+                return 2
+            _set_path0(os.path.dirname(os.path.realpath(args.target)))
+            _exec_script(args.target)
+    except SystemExit as e:  # the script's own exit code, or its message
+        return _exit_code(e.code)
+    except BaseException as e:  # noqa: BLE001 - the interpreter's own top level
+        return _report_uncaught(e)
     return 0
+
+
+def _is_zip(path: str) -> bool:
+    import zipfile
+
+    try:
+        return zipfile.is_zipfile(path)
+    except OSError:
+        return False
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -70,9 +208,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.func(args)
-    except SystemExit as e:  # the script's own exit code
-        code = e.code
-        return code if isinstance(code, int) else (0 if code is None else 1)
+    except SystemExit as e:  # a subcommand's own exit
+        return _exit_code(e.code)
 
 
 if __name__ == "__main__":

@@ -95,3 +95,179 @@ def test_demo_trains_and_writes_outputs(tmp_path):
     for name in ("curves.png", "predictions.png", "model.pt"):
         assert (tmp_path / "d" / name).exists(), out
         assert f"wrote {tmp_path / 'd' / name}" in out
+
+
+def python(*args, cwd=None, env=None):
+    return subprocess.run([sys.executable, *args], capture_output=True, text=True, cwd=cwd,
+                          timeout=120, env=env)
+
+
+def ember(*args, cwd=None, env=None):
+    return subprocess.run([sys.executable, "-m", "ember", *args], capture_output=True, text=True,
+                          cwd=cwd, timeout=300, env=env)
+
+
+def test_run_module_puts_cwd_first_like_python_m(tmp_path):
+    # micrograd-style: tests in a package import the project from the current directory
+    (tmp_path / "mylib.py").write_text("NAME = 'from cwd'\n")
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "__init__.py").write_text("")
+    (tmp_path / "tests" / "t.py").write_text(
+        "import os, sys\nimport mylib\nprint(mylib.NAME, sys.path[0] == os.getcwd())\n")
+    env = {k: v for k, v in __import__("os").environ.items() if k != "PYTHONPATH"}
+    ref = python("-m", "tests.t", cwd=tmp_path, env=env)
+    out = ember("run", "-m", "tests.t", cwd=tmp_path, env=env)
+    assert ref.returncode == 0, ref.stderr
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == ref.stdout == "from cwd True\n"
+
+
+def test_main_module_file_argv_and_path_like_python(tmp_path):
+    (tmp_path / "sub").mkdir()
+    script = tmp_path / "sub" / "s.py"
+    script.write_text("import sys\nprint(__file__, sys.argv, sys.path[0], __name__, __spec__,"
+                      " sys.modules['__main__'].__file__)\n")
+    ref = python("sub/s.py", "x", cwd=tmp_path)
+    out = ember("run", "sub/s.py", "x", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == ref.stdout
+    assert f"{tmp_path}/sub/s.py ['sub/s.py', 'x'] {tmp_path}/sub" in out.stdout
+
+
+@pytest.mark.parametrize("body, code, err", [
+    ("sys.exit('stopping: no data')", 1, "stopping: no data\n"),
+    ("sys.exit(None)", 0, ""),
+    ("sys.exit()", 0, ""),
+    ("sys.exit(3)", 3, ""),
+    ("raise SystemExit(['a', 1])", 1, "['a', 1]\n"),
+])
+def test_sys_exit_like_python(tmp_path, body, code, err):
+    script = tmp_path / "e.py"
+    script.write_text(f"import sys\nprint('before')\n{body}\n")
+    ref = python(str(script))
+    out = ember("run", str(script))
+    assert (ref.returncode, ref.stderr, ref.stdout) == (code, err, "before\n")
+    assert (out.returncode, out.stderr, out.stdout) == (code, err, "before\n")
+
+
+def test_traceback_starts_at_user_code(tmp_path):
+    (tmp_path / "helper.py").write_text("def f(x):\n    return 1 / x\n")
+    script = tmp_path / "boom.py"
+    script.write_text("import torch\nfrom helper import f\n\ndef main():\n    f(0)\n\nmain()\n")
+    out = ember("run", str(script))
+    assert out.returncode == 1
+    assert "cli.py" not in out.stderr and "runpy" not in out.stderr
+    lines = out.stderr.splitlines()
+    assert lines[0] == "Traceback (most recent call last):"
+    assert lines[1] == f'  File "{script}", line 7, in <module>'
+    assert lines[-1] == "ZeroDivisionError: division by zero"
+    # the same text python prints (the script imports nothing torch-specific that fails)
+    script.write_text(script.read_text().replace("import torch\n", "import os\n"))
+    assert ember("run", str(script)).stderr == python(str(script)).stderr
+    # and for -m, python's own runpy frames are not shown either
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "m.py").write_text("raise KeyError('k')\n")
+    out = ember("run", "-m", "pkg.m", cwd=tmp_path)
+    assert out.returncode == 1
+    assert out.stderr.splitlines()[1] == f'  File "{pkg / "m.py"}", line 1, in <module>'
+    assert "runpy" not in out.stderr and "cli.py" not in out.stderr
+
+
+def test_exception_chain_and_excepthook_kept(tmp_path):
+    script = tmp_path / "c.py"
+    script.write_text(textwrap.dedent("""
+        import sys
+        def hook(t, v, tb):
+            print('hook saw', t.__name__, tb.tb_frame.f_code.co_filename == __file__)
+        if len(sys.argv) > 1:
+            sys.excepthook = hook
+        try:
+            {}['k']
+        except KeyError as e:
+            raise ValueError('wrapped') from e
+    """))
+    ref, out = python(str(script)), ember("run", str(script))
+    assert out.returncode == ref.returncode == 1
+    assert out.stderr == ref.stderr and "The above exception was the direct cause" in out.stderr
+    out = ember("run", str(script), "hook")
+    assert out.returncode == 1 and out.stdout == "hook saw ValueError True\n"
+
+
+def test_syntax_error_like_python(tmp_path):
+    script = tmp_path / "syn.py"
+    script.write_text("x = 1\ndef (\n")
+    ref, out = python(str(script)), ember("run", str(script))
+    assert out.returncode == ref.returncode == 1
+    assert out.stderr == ref.stderr and "Traceback" not in out.stderr
+
+
+def test_missing_script_and_module_messages(tmp_path):
+    ref = python("missing.py", cwd=tmp_path)
+    out = ember("run", "missing.py", cwd=tmp_path)
+    assert out.returncode == ref.returncode == 2
+    message = f"can't open file '{tmp_path / 'missing.py'}': [Errno 2] No such file or directory\n"
+    assert ref.stderr == f"{sys.executable}: {message}"
+    assert out.stderr == f"ember: {message}"
+    out = ember("run", "-m", "no_such_module_here", cwd=tmp_path)
+    assert (out.returncode, out.stderr) == (1, "ember: No module named no_such_module_here\n")
+    (tmp_path / "emptydir").mkdir()
+    out = ember("run", "emptydir", cwd=tmp_path)
+    assert out.returncode == 1
+    assert out.stderr == "ember: can't find '__main__' module in 'emptydir'\n"
+
+
+def test_report_lists_what_ended_the_run(tmp_path):
+    script = tmp_path / "r.py"
+    script.write_text("import torch\nprint(torch.ones(1).item())\nimport torch.onnx\n")
+    out = ember("run", "--report", str(script))
+    assert out.returncode == 1 and out.stdout == "1.0\n"
+    assert "ModuleNotFoundError: ember does not implement torch.onnx yet" in out.stderr
+    report = out.stderr.split("ember run --report")[-1]
+    assert "no PyTorch API" not in report and "  torch.onnx" in report.splitlines()
+    # `from torch.x import name` where the module exists but the name does not
+    script.write_text("from torch.utils.data.sampler import NoSuchSampler\n")
+    out = ember("run", "--report", str(script))
+    assert out.returncode == 1
+    assert "  torch.utils.data.sampler.NoSuchSampler" in out.stderr.splitlines()
+    # a module probed and caught is listed too, and the run goes on
+    script.write_text("try:\n    import torch.onnx\nexcept ImportError:\n    print('no onnx')\n")
+    out = ember("run", "--report", str(script))
+    assert out.returncode == 0 and out.stdout == "no onnx\n"
+    assert "  torch.onnx" in out.stderr.splitlines()
+
+
+SPAWN_SCRIPT = """
+import sys
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+
+class Squares(Dataset):
+    def __len__(self):
+        return 8
+
+    def __getitem__(self, i):
+        return torch.tensor([float(i * i)])
+
+
+if __name__ == "__main__":
+    dl = DataLoader(Squares(), batch_size=4, num_workers=2, multiprocessing_context=sys.argv[1])
+    print([b.flatten().tolist() for b in dl], type(torch.ones(1)).__module__.split('.')[0])
+"""
+
+
+@pytest.mark.parametrize("context", ["spawn", "forkserver"])
+def test_spawned_dataloader_workers_get_the_alias(tmp_path, context):
+    # a `torch` that cannot be imported shadows any real one: the workers must get ember
+    fake = tmp_path / "fake" / "torch"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("raise ImportError('real torch imported')\n")
+    script = tmp_path / "workers.py"
+    script.write_text(SPAWN_SCRIPT)
+    env = {**__import__("os").environ, "PYTHONPATH": str(tmp_path / "fake")}
+    out = ember("run", str(script), context, env=env)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == "[[0.0, 1.0, 4.0, 9.0], [16.0, 25.0, 36.0, 49.0]] ember\n"
+    assert "real torch imported" not in out.stderr
