@@ -1,28 +1,17 @@
-"""``ember.backends``: the switches PyTorch scripts probe (mps, cuda matmul tf32, cudnn)."""
+"""``ember.backends``: the switches PyTorch scripts set and probe.
 
-from __future__ import annotations
+``torch.backends.cudnn.benchmark = True``, ``torch.backends.cuda.matmul.allow_tf32 = True``,
+``torch.backends.mps.is_available()``... Each submodule stores what a script sets and reports
+honestly what ember has: no cuDNN, MPS, MKL-DNN or OpenMP backend (NumPy/CuPy do the math), so
+those ``is_available()`` are False. The flags change nothing in ember's numerics.
+"""
 
-from types import SimpleNamespace
+from . import cpu, cuda, cudnn, mkl, mkldnn, mps, openmp, opt_einsum  # noqa: F401
 
-
-class _Mps:
-    @staticmethod
-    def is_available() -> bool:
-        """Always False: ember has no Apple-GPU backend."""
-        return False
-
-    @staticmethod
-    def is_built() -> bool:
-        return False
+__all__ = ["cpu", "cuda", "cudnn", "mkl", "mkldnn", "mps", "openmp", "opt_einsum"]
 
 
-mps = _Mps()
-cuda = SimpleNamespace(matmul=SimpleNamespace(allow_tf32=False, allow_fp16_reduced_precision_reduction=True,
-                                              allow_bf16_reduced_precision_reduction=True),
-                       is_built=lambda: False, enable_flash_sdp=lambda enabled: None,
-                       enable_mem_efficient_sdp=lambda enabled: None,
-                       enable_math_sdp=lambda enabled: None)
-cudnn = SimpleNamespace(allow_tf32=True, benchmark=False, deterministic=False, enabled=True,
-                        is_available=lambda: False)
-mkldnn = SimpleNamespace(is_available=lambda: False)
-openmp = SimpleNamespace(is_available=lambda: False)
+def __getattr__(name: str) -> object:
+    from .._missing import attribute_error
+
+    raise attribute_error("torch.backends", name)
