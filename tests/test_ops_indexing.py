@@ -131,7 +131,6 @@ def test_getitem_empty_and_zero_size():
     ((slice(None), [0, 7]), IndexError, "index 7 is out of bounds for dimension 1 with size 4"),
     ([0, -4], IndexError, "index -4 is out of bounds for dimension 0 with size 3"),
     ((0, 0, 0, 0), IndexError, "too many indices for tensor of dimension 3"),
-    ((Ellipsis, Ellipsis), IndexError, "single ellipsis"),
     ("bad_mask", IndexError, "The shape of the mask [2] at index 0 does not match"),
     (([0, 1], [0, 1, 2]), IndexError, "shape mismatch"),
     ("float_index", IndexError, "tensors used as indices must be long, int, byte or bool"),

@@ -180,15 +180,22 @@ def _check_bounds(arr: Any, size: int, dim: int, name: str = "", exc: type = Ind
         raise exc(f"{prefix}index {bad} is out of bounds for dimension {dim} with size {size}")
 
 
-def _check_nonneg_bounds(arr: Any, size: int, dim: int, name: str) -> None:
-    """For gather/scatter, which do not wrap negative indices (RuntimeError, as PyTorch)."""
+def _check_nonneg_bounds(arr: Any, size: int, dim: int, name: str,
+                         exc: type = RuntimeError, torch_msg: str = "") -> None:
+    """For ops that do not wrap negative indices (gather/scatter, index_select/add/copy,
+    embedding): any index outside ``[0, size)`` raises ``exc``, the exception PyTorch raises
+    (``torch_msg``, PyTorch's own wording, is kept at the end of ours)."""
     if arr.size == 0:
         return
     lo, hi = int(arr.min()), int(arr.max())
     bad = hi if hi >= size else (lo if lo < 0 else None)
     if bad is not None:
-        raise RuntimeError(
+        hint = (f"; {name} does not count negative indices from the end: use index % {size}"
+                if bad < 0 and bad >= -size else "")
+        tail = f" ({torch_msg})" if torch_msg else ""
+        raise exc(
             f"{name}(): index {bad} is out of bounds for dimension {dim} with size {size}"
+            f"{hint}{tail}"
         )
 
 
@@ -231,39 +238,98 @@ def _seq_as_tuple(key: Any) -> bool:
     if not isinstance(key, list) or len(key) >= 32:
         return False
     for k in key:
-        if k is None or k is Ellipsis or isinstance(k, slice | list | tuple) or _is_t(k):
+        if k is None or k is Ellipsis or isinstance(k, slice | list | tuple | range) or _is_t(k):
             return True
         if isinstance(k, np.ndarray):
             return True
     return False
 
 
+def _type_name(k: Any) -> str:
+    t = type(k)
+    return t.__name__ if t.__module__ == "builtins" else f"{t.__module__.split('.')[0]}.{t.__name__}"
+
+
+def _seq_index_array(k: Any) -> Any:
+    """A list/tuple/range used as an index, as a NumPy array: PyTorch converts sequences like
+    ``torch.tensor`` would but makes them long, so float entries truncate (``[1.7] -> [1]``);
+    tensors inside the sequence keep their own rules (a float tensor is refused)."""
+    if isinstance(k, range):
+        return np.arange(k.start, k.stop, k.step, dtype=np.int64)
+    if len(k) == 0:
+        return np.zeros(0, np.int64)
+    if any(_is_t(e) for e in k):
+        from .._creation import tensor
+
+        arr = tensor(list(k))._data
+        if arr.dtype not in (np.int64, np.int32, np.uint8, np.bool_):
+            raise TypeError(
+                "only integer tensors of a single element can be converted to an index (got a "
+                f"sequence of {arr.dtype} tensors)"
+            )
+        return arr
+    if any(isinstance(e, str | bytes) for e in k):
+        raise TypeError(
+            f"an index sequence may hold only integers or booleans (got {_type_name(k[0])} "
+            "entries)"
+        )
+    arr = np.asarray(k)
+    if arr.dtype.kind == "f":
+        arr = arr.astype(np.int64)
+    elif arr.dtype.kind in "iu":
+        arr = arr.astype(np.int64, copy=False)
+    elif arr.dtype.kind != "b":
+        raise TypeError(
+            f"an index sequence may hold only integers or booleans (got dtype {arr.dtype})"
+        )
+    return arr
+
+
 def _index_array(k: Any, dev: Any) -> Any:
-    """A tensor/array/list used as an index, as a bool or integer array on ``dev``."""
+    """A tensor/array/list/range used as an index, as a bool or integer array on ``dev``.
+
+    PyTorch's rules per kind: index *tensors* must be int64, int32, uint8 (a mask) or bool;
+    NumPy arrays and Python sequences are converted first, so any NumPy integer dtype works and
+    float entries are truncated to integers. A CPU index may index a CUDA tensor; a CUDA index
+    of a CPU tensor is PyTorch's error."""
     if _is_t(k):
         arr = k._data
+        if arr.dtype not in (np.int64, np.int32, np.uint8, np.bool_):
+            raise IndexError(f"{_INDEX_DTYPE_MSG} (got an index tensor of dtype {k.dtype})")
     elif _backend.is_array(k):
         arr = k
-    elif isinstance(k, list | tuple):
-        if len(k) == 0:
-            arr = np.zeros(0, np.int64)
-        else:
-            from .._creation import tensor
-
-            arr = tensor(list(k))._data
+        kind = arr.dtype.kind
+        if kind == "f":
+            arr = arr.astype(np.int64)
+        elif kind in "iu" and arr.dtype != np.uint8:
+            arr = arr.astype(np.int64, copy=False)
+        elif kind != "b" and arr.dtype != np.uint8:
+            raise TypeError(
+                f"can't index with a NumPy array of dtype {arr.dtype}: index arrays must hold "
+                "integers or booleans"
+            )
+    elif isinstance(k, list | tuple | range):
+        arr = _seq_index_array(k)
+    elif isinstance(k, str | bytes):
+        raise TypeError(
+            f"a tensor cannot be indexed by a {type(k).__name__} ({k!r}): use integers, slices, "
+            "None, Ellipsis, or integer/bool tensors"
+        )
     else:
         raise IndexError(
             "only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are "
-            f"valid indices (got {type(k).__name__})"
+            f"valid indices (got {_type_name(k)})"
         )
-    kind = arr.dtype.kind
-    if kind == "b":
-        pass
-    elif arr.dtype == np.uint8:
+    if arr.dtype == np.uint8:
         arr = arr.astype(bool)  # PyTorch's deprecated byte masks
-    elif kind not in "iu":
-        raise IndexError(f"{_INDEX_DTYPE_MSG} (got an index of dtype {arr.dtype})")
-    if _backend.device_of(arr) != dev:
+    adev = _backend.device_of(arr)
+    if adev != dev:
+        if dev.type == "cpu" and arr.ndim > 0:
+            raise RuntimeError(
+                f"indices should be either on cpu or on the same device as the indexed tensor "
+                f"({dev}): got an index on {adev}; move the index with index.cpu() (or the "
+                f"tensor with .to({str(adev)!r}))"
+            )
         arr = _backend.to_device(arr, dev)
     return arr
 
@@ -439,11 +505,10 @@ def _parse_key(x: Any, key: Any) -> _Key:
         if k is None:
             items.append((_NONE, None))
         elif k is Ellipsis:
-            if seen_ellipsis:
-                raise IndexError("an index can only have a single ellipsis ('...')")
+            # PyTorch accepts several: the first expands to the remaining dims, later ones to none
+            items.append((_ELL, None) if not seen_ellipsis else (_NONE, False))
             seen_ellipsis = True
-            items.append((_ELL, None))
-        elif isinstance(k, bool | np.bool_):
+        elif isinstance(k, bool):
             items.append((_BOOL, bool(k)))
         elif isinstance(k, int | np.integer):
             items.append((_INT, int(k)))
@@ -480,13 +545,15 @@ def _parse_key(x: Any, key: Any) -> _Key:
     vshape: list = []
     adv: list = []
     d = 0
-    for pos, (kind, p) in enumerate(items):
+    for kind, p in items:
         if kind == _ELL:
             n = ndim - consumed
             basic.extend([slice(None)] * n)
             vshape.extend(shape[d:d + n])
             d += n
         elif kind == _NONE:
+            if p is False:  # a second Ellipsis: no dims
+                continue
             basic.append(None)
             vshape.append(1)
         elif kind == _BOOL:
@@ -512,9 +579,10 @@ def _parse_key(x: Any, key: Any) -> _Key:
         else:  # _MASK
             k = p.ndim
             if tuple(p.shape) != shape[d:d + k]:
+                j = next(j for j in range(k) if p.shape[j] != shape[d + j])
                 raise IndexError(
-                    f"The shape of the mask {list(p.shape)} at index {pos} does not match the "
-                    f"shape of the indexed tensor {list(shape)} at index {d}"
+                    f"The shape of the mask {list(p.shape)} at index {j} does not match the "
+                    f"shape of the indexed tensor {list(shape)} at index {d + j}"
                 )
             basic.extend([slice(None)] * k)
             adv.append((len(vshape), p, True))
@@ -1032,7 +1100,11 @@ def take_along_dim(input: Any, indices: Any, dim: int | None = None) -> Any:
     xp = _backend.xp_of(idx)
     x = _expand(input, tuple(xb))
     idx = xp.broadcast_to(idx, tuple(b))
-    _check_nonneg_bounds(idx, xs_d, dim, "take_along_dim")
+    # PyTorch counts negative indices from the end here (unlike gather); beyond [-size, size)
+    # it reads unchecked memory, which we refuse
+    _check_bounds(idx, xs_d, dim, "take_along_dim", RuntimeError)
+    if idx.size and int(idx.min()) < 0:
+        idx = xp.where(idx < 0, idx + xs_d, idx)
     return Gather.apply(x, dim, idx)
 
 
@@ -1056,14 +1128,21 @@ def _index_1d(index: Any, name: str) -> Any:
     return idx.reshape(-1)
 
 
+_OUT_OF_RANGE = "index out of range in self"
+
+
 def index_select(input: Any, dim: int, index: Any) -> Any:
-    """The slices of ``input`` along ``dim`` at the 1-D ``index`` (repeats allowed)."""
+    """The slices of ``input`` along ``dim`` at the 1-D ``index`` (repeats allowed; negative
+    indices are out of range, as in PyTorch: ``IndexError``)."""
     idx = _index_1d(index, "index_select")
     if input._data.ndim == 0:
+        _wrap_dim(dim, 0)
+        _check_nonneg_bounds(idx, 1, 0, "index_select", IndexError, _OUT_OF_RANGE)
         out = index_select(_atleast_1d(input), 0, _make(idx))
         return _reshape(out, ())
     dim = _wrap_dim(dim, input._data.ndim)
-    _check_bounds(idx, input._data.shape[dim], dim, "index_select")
+    _check_nonneg_bounds(idx, input._data.shape[dim], dim, "index_select", IndexError,
+                         _OUT_OF_RANGE)
     return Index.apply(input, _dim_key(input._data, dim, idx))
 
 
@@ -1084,37 +1163,70 @@ def _check_index_source(input: Any, dim: int, idx: Any, source: Any, name: str) 
         )
 
 
+def _zero_dim_case(input: Any, dim: Any, idx: Any, source: Any, name: str) -> tuple:
+    """``index_add``/``index_copy``/``index_fill`` of a 0-d tensor: PyTorch treats it as one
+    element along dim 0. Returns (input, source) as 1-element vectors."""
+    _wrap_dim(dim, 0)
+    if source is None:
+        return _atleast_1d(input), None
+    ok = tuple(source._data.shape) == () or (
+        name == "index_copy" and tuple(source._data.shape) == (1,))
+    if not ok:
+        raise RuntimeError(
+            f"{name}(): source tensor shape must match self tensor shape, excluding the "
+            f"specified dimension. Got self.shape = [] source.shape = "
+            f"{list(source._data.shape)}"
+        )
+    if source._data.dtype != input._data.dtype:
+        _check_index_source(input, 0, idx, source, name)
+    return _atleast_1d(input), _reshape(source, (1,) * idx.size)
+
+
 def index_add(input: Any, dim: int, index: Any, source: Any, *, alpha: Any = 1) -> Any:
-    """Out-of-place ``index_add_``: ``out[..., index[i], ...] += alpha * source[..., i, ...]``."""
+    """Out-of-place ``index_add_``: ``out[..., index[i], ...] += alpha * source[..., i, ...]``
+    (indices must lie in ``[0, size)``: PyTorch's ``RuntimeError`` otherwise)."""
     idx = _index_1d(index, "index_add")
+    if input._data.ndim == 0:
+        x1, s1 = _zero_dim_case(input, dim, idx, source, "index_add")
+        _check_nonneg_bounds(idx, 1, 0, "index_add", IndexError, _OUT_OF_RANGE)
+        return _reshape(index_add(x1, 0, _make(idx), s1, alpha=alpha), ())
     dim = _wrap_dim(dim, input._data.ndim)
     _check_index_source(input, dim, idx, source, "index_add")
-    _check_bounds(idx, input._data.shape[dim], dim, "index_add")
+    _check_nonneg_bounds(idx, input._data.shape[dim], dim, "index_add")
     if alpha != 1:
         source = _ew.mul(source, alpha)
     return _ew.add(input, IndexPutAdd.apply(source, _dim_key(input._data, dim, idx)))
 
 
 def index_copy(input: Any, dim: int, index: Any, source: Any) -> Any:
-    """Out-of-place ``index_copy_``: ``out[..., index[i], ...] = source[..., i, ...]``."""
+    """Out-of-place ``index_copy_``: ``out[..., index[i], ...] = source[..., i, ...]``
+    (indices must lie in ``[0, size)``: PyTorch's ``IndexError`` otherwise)."""
     idx = _index_1d(index, "index_copy")
+    if input._data.ndim == 0:
+        x1, s1 = _zero_dim_case(input, dim, idx, source, "index_copy")
+        _check_nonneg_bounds(idx, 1, 0, "index_copy", IndexError)
+        return _reshape(index_copy(x1, 0, _make(idx), s1), ())
     dim = _wrap_dim(dim, input._data.ndim)
     _check_index_source(input, dim, idx, source, "index_copy")
-    _check_bounds(idx, input._data.shape[dim], dim, "index_copy")
+    _check_nonneg_bounds(idx, input._data.shape[dim], dim, "index_copy", IndexError)
     k = _dim_key(input._data, dim, idx)
     return IndexPut.apply(input, source, k)
 
 
 def index_fill(input: Any, dim: int, index: Any, value: Any) -> Any:
-    """Out-of-place ``index_fill_``: the slices at ``index`` along ``dim`` set to ``value``."""
+    """Out-of-place ``index_fill_``: the slices at ``index`` along ``dim`` set to ``value``
+    (negative indices count from the end, as in PyTorch)."""
     idx = _index_1d(index, "index_fill")
-    dim = _wrap_dim(dim, input._data.ndim)
     if _is_t(value) and value._data.ndim != 0:
         raise RuntimeError(
             "index_fill_ only supports a 0-dimensional value tensor, but got tensor with "
             f"{value._data.ndim} dimension(s)."
         )
-    _check_bounds(idx, input._data.shape[dim] if input._data.ndim else 1, dim, "index_fill")
+    if input._data.ndim == 0:
+        x1, _ = _zero_dim_case(input, dim, idx, None, "index_fill")
+        return _reshape(index_fill(x1, 0, _make(idx), value), ())
+    dim = _wrap_dim(dim, input._data.ndim)
+    _check_bounds(idx, input._data.shape[dim], dim, "index_fill")
     k = _dim_key(input._data, dim, idx)
     return IndexPut.apply(input, _value_for(input, value, k), k)
 
