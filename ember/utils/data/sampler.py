@@ -1,26 +1,91 @@
-"""Samplers: which indices, in which order; ``BatchSampler`` groups them into batches."""
+"""Samplers: which indices, in which order; ``BatchSampler`` groups them into batches.
+
+Every sampler here is lazy: its memory does not grow with ``num_samples``. Draws with replacement
+come 32 at a time (as PyTorch's ``RandomSampler`` does); a permutation of ``n`` items is one
+array for ``n`` up to ``_EAGER_PERM_MAX`` and beyond that a keyed bijection of ``range(n)``
+computed a chunk at a time, so even ``RandomSampler(range(10**10))`` starts at once.
+"""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Iterator, Sequence
+from itertools import islice
 from typing import Any
 
 import numpy as np
 
 __all__ = [
     "Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler",
-    "WeightedRandomSampler", "BatchSampler", "DistributedSampler",
+    "WeightedRandomSampler", "BatchSampler",
 ]
 
+_DRAW_CHUNK = 32  # indices drawn per call with replacement (PyTorch's RandomSampler draws 32)
+_PERM_CHUNK = 1024  # permutation entries turned into Python ints at a time
+_EAGER_PERM_MAX = 1 << 22  # above this, permutations are computed lazily (32 MiB of int64)
 
-def _numpy_rng(generator: Any) -> np.random.Generator:
-    """A fresh NumPy generator seeded from ``generator`` (or ember's default generator), so every
-    epoch gets a new order and ``manual_seed`` makes the sequence of epochs reproducible."""
+
+def _sampler_rng(generator: Any) -> np.random.Generator:
+    """The NumPy stream behind ``generator``; without one, a fresh generator seeded from ember's
+    default generator (PyTorch's ``RandomSampler`` does the same), so ``manual_seed`` makes the
+    sequence of epochs reproducible."""
     from ... import _random
 
-    seed = int(_random._rng(generator).integers(0, 2**63 - 1))
+    if generator is not None:
+        return _random._rng(generator)
+    seed = int(_random._rng(None).integers(0, 2**63 - 1))
     return np.random.default_rng(seed)
+
+
+def _mix(x: np.ndarray) -> np.ndarray:
+    """A 64-bit avalanche mix (splitmix64's finaliser) on a uint64 array; wraps modulo 2**64."""
+    x = x ^ (x >> np.uint64(30))
+    x = x * np.uint64(0xBF58476D1CE4E5B9)
+    x = x ^ (x >> np.uint64(27))
+    x = x * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
+
+
+class _LazyPermutation:
+    """A pseudo-random bijection of ``range(n)`` in O(1) memory: a 4-round Feistel network over
+    the smallest even-bit-width domain holding ``n``, cycle-walking values that land past ``n``."""
+
+    def __init__(self, n: int, rng: np.random.Generator) -> None:
+        bits = max(2, (n - 1).bit_length())
+        self.half = np.uint64((bits + 1) // 2)
+        self.mask = np.uint64((1 << int(self.half)) - 1)
+        self.n = np.uint64(n)
+        self.keys = [np.uint64(k) for k in rng.integers(0, 2**63, size=4, dtype=np.uint64)]
+
+    def _round_trip(self, x: np.ndarray) -> np.ndarray:
+        left, right = x >> self.half, x & self.mask
+        for k in self.keys:
+            left, right = right, left ^ (_mix(right ^ k) & self.mask)
+        return (left << self.half) | right
+
+    def __call__(self, positions: np.ndarray) -> np.ndarray:
+        out = self._round_trip(positions.astype(np.uint64))
+        bad = out >= self.n
+        while bad.any():  # the domain is < 4n, so a few walks at most on average
+            out[bad] = self._round_trip(out[bad])
+            bad = out >= self.n
+        return out.astype(np.int64)
+
+
+def _permutation_chunks(n: int, rng: np.random.Generator) -> Iterator[list[int]]:
+    """A random permutation of ``range(n)`` as successive lists of at most ``_PERM_CHUNK``."""
+    if n <= _EAGER_PERM_MAX:
+        perm = rng.permutation(n)
+        for start in range(0, n, _PERM_CHUNK):
+            yield perm[start : start + _PERM_CHUNK].tolist()
+        return
+    lazy = _LazyPermutation(n, rng)
+    for start in range(0, n, _PERM_CHUNK):
+        yield lazy(np.arange(start, min(start + _PERM_CHUNK, n), dtype=np.uint64)).tolist()
+
+
+def _permutation(n: int, rng: np.random.Generator) -> Iterator[int]:
+    for chunk in _permutation_chunks(n, rng):
+        yield from chunk
 
 
 class Sampler:
@@ -47,7 +112,15 @@ class SequentialSampler(Sampler):
 
 
 class RandomSampler(Sampler):
-    """A random permutation each epoch (or ``num_samples`` draws with ``replacement``)."""
+    """A random permutation each epoch, or ``num_samples`` draws with ``replacement``.
+
+    Args:
+        data_source: anything with ``len``.
+        replacement: draw with replacement (``num_samples`` independent uniform draws).
+        num_samples: how many indices per epoch (default ``len(data_source)``); without
+            replacement, more than ``len`` repeats whole permutations.
+        generator: an ``ember.Generator`` to draw from.
+    """
 
     def __init__(self, data_source: Any, replacement: bool = False, num_samples: int | None = None,
                  generator: Any = None) -> None:
@@ -66,27 +139,32 @@ class RandomSampler(Sampler):
 
     def __iter__(self) -> Iterator[int]:
         n = len(self.data_source)
-        rng = _numpy_rng(self.generator)
+        rng = _sampler_rng(self.generator)
+        total = self.num_samples
         if self.replacement:
-            yield from rng.integers(0, n, size=self.num_samples).tolist()
+            for _ in range(total // _DRAW_CHUNK):
+                yield from rng.integers(0, n, size=_DRAW_CHUNK, dtype=np.int64).tolist()
+            yield from rng.integers(0, n, size=total % _DRAW_CHUNK, dtype=np.int64).tolist()
             return
-        for _ in range(self.num_samples // n):
-            yield from rng.permutation(n).tolist()
-        yield from rng.permutation(n)[: self.num_samples % n].tolist()
+        for _ in range(total // n):
+            yield from _permutation(n, rng)
+        yield from islice(_permutation(n, rng), total % n)
 
     def __len__(self) -> int:
         return self.num_samples
 
 
 class SubsetRandomSampler(Sampler):
-    """The given indices in a random order each epoch."""
+    """The given indices in a random order each epoch (lazy even for ``range(10**10)``)."""
 
     def __init__(self, indices: Sequence[int], generator: Any = None) -> None:
         self.indices = indices
         self.generator = generator
 
     def __iter__(self) -> Iterator[int]:
-        for i in _numpy_rng(self.generator).permutation(len(self.indices)).tolist():
+        from ... import _random
+
+        for i in _permutation(len(self.indices), _random._rng(self.generator)):
             yield self.indices[i]
 
     def __len__(self) -> int:
@@ -94,13 +172,22 @@ class SubsetRandomSampler(Sampler):
 
 
 class WeightedRandomSampler(Sampler):
-    """``num_samples`` indices drawn with probability proportional to ``weights``."""
+    """``num_samples`` indices drawn with probability proportional to ``weights``.
+
+    With replacement the draws come in chunks (memory independent of ``num_samples``); without,
+    ``num_samples`` may not exceed ``len(weights)`` (PyTorch's error).
+    """
 
     def __init__(self, weights: Sequence[float], num_samples: int, replacement: bool = True,
                  generator: Any = None) -> None:
+        from ..._creation import as_tensor
+        from ..._dtype import float64
+
         if not isinstance(num_samples, int) or isinstance(num_samples, bool) or num_samples <= 0:
             raise ValueError(f"num_samples should be a positive integer value, but got num_samples={num_samples}")
-        w = np.asarray(weights.tolist() if hasattr(weights, "tolist") else weights, dtype=np.float64)
+        if not isinstance(replacement, bool):
+            raise ValueError(f"replacement should be a boolean value, but got replacement={replacement}")
+        w = as_tensor(weights, dtype=float64)
         if w.ndim != 1:
             raise ValueError(f"weights should be a 1d sequence but given weights have shape {tuple(w.shape)}")
         self.weights = w
@@ -110,11 +197,27 @@ class WeightedRandomSampler(Sampler):
 
     def __iter__(self) -> Iterator[int]:
         from ... import _random
-        from ..._tensor import Tensor
 
-        draws = _random.multinomial(Tensor._make(self.weights), self.num_samples,
-                                    self.replacement, generator=self.generator)
-        yield from draws.tolist()
+        if not self.replacement:  # at most len(weights) draws: bounded by the weights' size
+            draws = _random.multinomial(self.weights, self.num_samples, False,
+                                        generator=self.generator)
+            yield from draws.tolist()
+            return
+        w = np.asarray(self.weights.detach().cpu().numpy(), dtype=np.float64)
+        if not np.isfinite(w).all() or (w < 0).any():
+            raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
+        cdf = np.cumsum(w)
+        total = cdf[-1] if cdf.size else 0.0
+        if not total > 0:
+            raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
+        last = int(np.flatnonzero(w)[-1])  # rounding can put u * total on the top edge
+        rng = _random._rng(self.generator)
+        left = self.num_samples
+        while left:
+            k = min(left, _DRAW_CHUNK)
+            idx = np.searchsorted(cdf, rng.random(k) * total, side="right")
+            yield from np.minimum(idx, last).tolist()
+            left -= k
 
     def __len__(self) -> int:
         return self.num_samples
@@ -133,13 +236,11 @@ class BatchSampler(Sampler):
         self.drop_last = drop_last
 
     def __iter__(self) -> Iterator[list[int]]:
-        batch: list[int] = []
-        for idx in self.sampler:
-            batch.append(idx)
-            if len(batch) == self.batch_size:
-                yield batch
-                batch = []
-        if batch and not self.drop_last:
+        it = iter(self.sampler)
+        while True:
+            batch = list(islice(it, self.batch_size))
+            if not batch or (self.drop_last and len(batch) < self.batch_size):
+                return
             yield batch
 
     def __len__(self) -> int:
@@ -147,46 +248,11 @@ class BatchSampler(Sampler):
         return n // self.batch_size if self.drop_last else (n + self.batch_size - 1) // self.batch_size
 
 
-class DistributedSampler(Sampler):
-    """Each of ``num_replicas`` processes sees its own 1/num_replicas of the data (padded so all
-    see the same count unless ``drop_last``); call ``set_epoch(e)`` each epoch to reshuffle."""
+def __getattr__(name: str) -> object:
+    if name == "DistributedSampler":  # kept importable from here (it lives in .distributed)
+        from .distributed import DistributedSampler
 
-    def __init__(self, dataset: Any, num_replicas: int | None = None, rank: int | None = None,
-                 shuffle: bool = True, seed: int = 0, drop_last: bool = False) -> None:
-        if num_replicas is None or rank is None:
-            raise RuntimeError(
-                "DistributedSampler needs num_replicas and rank (ember's distributed package is "
-                "not initialised); pass them explicitly"
-            )
-        if rank >= num_replicas or rank < 0:
-            raise ValueError(f"Invalid rank {rank}, rank should be in the interval [0, {num_replicas - 1}]")
-        self.dataset, self.num_replicas, self.rank = dataset, num_replicas, rank
-        self.epoch, self.shuffle, self.seed, self.drop_last = 0, shuffle, seed, drop_last
-        n = len(dataset)
-        if drop_last and n % num_replicas:
-            self.num_samples = math.ceil((n - num_replicas) / num_replicas)
-        else:
-            self.num_samples = math.ceil(n / num_replicas)
-        self.total_size = self.num_samples * num_replicas
+        return DistributedSampler
+    from ..._missing import attribute_error
 
-    def __iter__(self) -> Iterator[int]:
-        n = len(self.dataset)
-        if self.shuffle:
-            indices = np.random.default_rng(self.seed + self.epoch).permutation(n).tolist()
-        else:
-            indices = list(range(n))
-        if not self.drop_last:
-            pad = self.total_size - len(indices)
-            if pad <= len(indices):
-                indices += indices[:pad]
-            else:
-                indices += (indices * math.ceil(pad / len(indices)))[:pad]
-        else:
-            indices = indices[: self.total_size]
-        return iter(indices[self.rank : self.total_size : self.num_replicas])
-
-    def __len__(self) -> int:
-        return self.num_samples
-
-    def set_epoch(self, epoch: int) -> None:
-        self.epoch = epoch
+    raise attribute_error("torch.utils.data.sampler", name)
