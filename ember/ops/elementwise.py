@@ -295,9 +295,18 @@ class CopyFrom(Op):
 
 
 def copy_from(x: Any, src: Any) -> Any:
-    """The value ``x.copy_(src)`` writes (src broadcast to x's shape, in x's dtype)."""
+    """The value ``x.copy_(src)`` writes (src broadcast to x's shape, in x's dtype).
+
+    ``src`` may live on another device, as in PyTorch: it is moved to x's device first by a
+    recorded ``ToDevice`` (so a gradient flows back to src's device), and the copy itself then
+    sees two tensors on one device."""
     if not _is_t(src):
         src = as_tensor_arg(src)
+        if not _is_t(src):  # a number
+            src = _tensor_cls()._make(np.asarray(src, dtype=x._data.dtype))
+    dev = _backend.device_of(x._data)
+    if _backend.device_of(src._data) != dev:
+        src = to_device(src, dev)
     return CopyFrom.apply(x, src)
 
 
@@ -382,20 +391,57 @@ class Mul(Op):
                 grad * a if ctx.needs_input_grad[1] else None)
 
 
+# Float division by zero gives inf/nan silently, as in PyTorch (NumPy would warn).
+_QUIET = {"divide": "ignore", "invalid": "ignore", "over": "ignore"}
+
+
+def _safe_divisor(b: Any) -> bool:
+    """True when dividing by ``b`` cannot raise a NumPy floating-point warning (a Python number
+    of magnitude >= 1): the hot ``x / 2`` path skips ``np.errstate``."""
+    return (type(b) is float or type(b) is int) and (b >= 1 or b <= -1)
+
+
 class Div(Op):
     """out = a / b          grad_a = grad / b          grad_b = -grad * a / b**2"""
 
     @staticmethod
     def forward(ctx: Any, a: Any, b: Any) -> Any:
         ctx.save_for_backward(a if ctx.needs_input_grad[1] else None, b)
-        return a / b
+        if _safe_divisor(b):
+            return a / b
+        with np.errstate(**_QUIET):
+            return a / b
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
         a, b = ctx.saved
-        ga = grad / b if ctx.needs_input_grad[0] else None
-        gb = -grad * a / (b * b) if ctx.needs_input_grad[1] else None
+        with np.errstate(**_QUIET):
+            ga = grad / b if ctx.needs_input_grad[0] else None
+            gb = -grad * a / (b * b) if ctx.needs_input_grad[1] else None
         return ga, gb
+
+
+def _is_int_arg(x: Any) -> bool:
+    """An integer (or bool) tensor, or a Python/NumPy integer: its division is exact."""
+    if _is_t(x):
+        return x._data.dtype.kind in "iub"
+    return isinstance(x, int | np.integer)
+
+
+def _check_int_divisor(a: Any, b: Any, name: str) -> None:
+    """Integer division and remainder by zero raise, as in PyTorch (a ``RuntimeError`` whose
+    message is ``ZeroDivisionError``); NumPy would give 0 with a warning."""
+    if not (_is_int_arg(a) and _is_int_arg(b)):
+        return
+    if any(_is_t(t) and t._data.size == 0 for t in (a, b)):
+        return  # an empty result divides nothing
+    zero = bool((b._data == 0).any()) if _is_t(b) else b == 0
+    if zero:
+        raise RuntimeError(
+            f"ZeroDivisionError: integer {name} by zero (the divisor"
+            f"{' tensor' if _is_t(b) else ''} holds 0). Integer tensors have no inf/nan: check "
+            "the divisor first, or divide as floats (x.float()) to get inf/nan"
+        )
 
 
 class Neg(Op):
@@ -445,12 +491,14 @@ class Remainder(Op):
     @staticmethod
     def forward(ctx: Any, a: Any, b: Any) -> Any:
         ctx.save_for_backward(a, b)
-        return ctx.xp.remainder(a, b)
+        with np.errstate(**_QUIET):
+            return ctx.xp.remainder(a, b)
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
         a, b = ctx.saved
-        return grad, -grad * ctx.xp.floor(a / b)
+        with np.errstate(**_QUIET):
+            return grad, -grad * ctx.xp.floor(a / b)
 
 
 class Fmod(Op):
@@ -459,12 +507,14 @@ class Fmod(Op):
     @staticmethod
     def forward(ctx: Any, a: Any, b: Any) -> Any:
         ctx.save_for_backward(a, b)
-        return ctx.xp.fmod(a, b)
+        with np.errstate(**_QUIET):
+            return ctx.xp.fmod(a, b)
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
         a, b = ctx.saved
-        return grad, -grad * ctx.xp.trunc(a / b)
+        with np.errstate(**_QUIET):
+            return grad, -grad * ctx.xp.trunc(a / b)
 
 
 def _as_is(a: Any, b: Any) -> bool:
@@ -532,14 +582,21 @@ def div(a: Any, b: Any, *, rounding_mode: str | None = None, out: Any = None) ->
         a2, b2 = _promote(a, b)
         t = a2 if _is_t(a2) else b2
         if t._data.dtype.kind in "iub":
-            return _nograd(lambda x, y: _trunc_int_div(x, y), a2, b2)
+            _check_int_divisor(a2, b2, "division")
+            return _nograd(_trunc_int_div, a2, b2)
         return trunc(div(a, b))
     raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'")
 
 
 def _trunc_int_div(x: Any, y: Any) -> Any:
-    q = np.floor_divide(x, y)
-    return q + ((q < 0) & (np.remainder(x, y) != 0))
+    with np.errstate(**_QUIET):  # (INT_MIN // -1 wraps, as in PyTorch)
+        q = np.floor_divide(x, y)
+        return q + ((q < 0) & (np.remainder(x, y) != 0))
+
+
+def _floor_div(x: Any, y: Any) -> Any:
+    with np.errstate(**_QUIET):
+        return x // y
 
 
 true_divide = div
@@ -549,16 +606,21 @@ divide = div
 def floor_divide(a: Any, b: Any) -> Any:
     """``a // b``: integer tensors stay integer; floats round toward -inf (no gradient)."""
     a, b = _promote(a, b)
-    return _nograd(lambda x, y: x // y, a, b)
+    _check_int_divisor(a, b, "division")
+    return _nograd(_floor_div, a, b)
 
 
 def remainder(a: Any, b: Any) -> Any:
+    """``a % b`` with the sign of ``b`` (Python's rule); integer ``b == 0`` raises."""
     a, b = _promote(a, b)
+    _check_int_divisor(a, b, "modulo")
     return Remainder.apply(a, b)
 
 
 def fmod(a: Any, b: Any) -> Any:
+    """C's ``fmod``: the remainder with the sign of ``a``; integer ``b == 0`` raises."""
     a, b = _promote(a, b)
+    _check_int_divisor(a, b, "modulo")
     return Fmod.apply(a, b)
 
 
