@@ -64,6 +64,7 @@ _EMPTY_DICT, _SETITEM, _SETITEMS = 0x7D, 0x73, 0x75
 _GLOBAL, _REDUCE, _BUILD, _BINPERSID = 0x63, 0x52, 0x62, 0x51
 _BINGET, _LONG_BINGET, _BINPUT, _LONG_BINPUT = 0x68, 0x6A, 0x71, 0x72
 _PROTO = 0x80
+_NEWOBJ = 0x81
 
 # names of refused opcodes, for error messages
 _NAMES = {
@@ -89,15 +90,20 @@ def unpickle(
     data: bytes,
     find_global: Callable[[str, str], Any],
     persistent_load: Callable[[Any], Any],
+    user_allowed: Callable[[Any], bool] | None = None,
 ) -> Any:
     """Interpret ``data`` (a protocol-2 pickle) without executing anything it names.
 
     ``find_global(module, name)`` returns the object a GLOBAL stands for (a value, a ``Marker``
     or a ``Callable_``) or raises ``UnsafeCheckpointError``; ``persistent_load(pid)`` turns a
-    persistent id into a storage. Any malformation raises ``UnsafeCheckpointError``.
+    persistent id into a storage. ``user_allowed(obj)`` says whether ``obj`` is a class or
+    function the user allowlisted (``add_safe_globals``): only those may be called by REDUCE,
+    instantiated by NEWOBJ, or given state by BUILD, and never with the reader's own objects
+    as arguments. Any malformation raises ``UnsafeCheckpointError``.
     """
+    allowed = user_allowed or (lambda obj: False)
     try:
-        result = _run(data, find_global, persistent_load)
+        result = _run(data, find_global, persistent_load, allowed)
     except UnsafeCheckpointError:
         raise
     except (IndexError, KeyError, TypeError, ValueError, struct.error, UnicodeError,
@@ -107,7 +113,8 @@ def unpickle(
     return result
 
 
-def _run(data: bytes, find_global: Callable, persistent_load: Callable) -> Any:
+def _run(data: bytes, find_global: Callable, persistent_load: Callable,
+         allowed: Callable[[Any], bool]) -> Any:
     n = len(data)
     pos = 0
     stack: list[Any] = []
@@ -210,6 +217,12 @@ def _run(data: bytes, find_global: Callable, persistent_load: Callable) -> Any:
         elif op == _REDUCE:
             args = stack.pop()
             fn = stack[-1]
+            if type(fn) is not Callable_ and _is_allowed(allowed, fn):
+                if type(args) is not tuple:
+                    raise _refuse(f"refused REDUCE at byte {at}: arguments are not a tuple")
+                _check_plain(args, f"the arguments of {_qualname(fn)} (REDUCE at byte {at})")
+                stack[-1] = fn(*args)
+                continue
             if type(fn) is not Callable_:
                 raise _refuse(
                     f"refused REDUCE at byte {at}: {_describe(fn)} is not an allowed function "
@@ -225,7 +238,8 @@ def _run(data: bytes, find_global: Callable, persistent_load: Callable) -> Any:
         elif op == _SETITEMS:
             items = pop_mark()
             target = stack[-1]
-            if type(target) not in _DICT_TYPES:
+            if type(target) not in _DICT_TYPES and not (
+                    isinstance(target, dict) and _is_allowed(allowed, type(target))):
                 raise _refuse(f"refused SETITEMS at byte {at} on {_describe(target)}")
             if len(items) % 2:
                 raise _refuse(f"malformed checkpoint pickle: odd SETITEMS at byte {at}")
@@ -235,19 +249,22 @@ def _run(data: bytes, find_global: Callable, persistent_load: Callable) -> Any:
             v = stack.pop()
             k = stack.pop()
             target = stack[-1]
-            if type(target) not in _DICT_TYPES:
+            if type(target) not in _DICT_TYPES and not (
+                    isinstance(target, dict) and _is_allowed(allowed, type(target))):
                 raise _refuse(f"refused SETITEM at byte {at} on {_describe(target)}")
             target[k] = v
         elif op == _APPENDS:
             items = pop_mark()
             target = stack[-1]
-            if type(target) is not list:
+            if type(target) is not list and not (
+                    isinstance(target, list) and _is_allowed(allowed, type(target))):
                 raise _refuse(f"refused APPENDS at byte {at} on {_describe(target)}")
             target.extend(items)
         elif op == _APPEND:
             v = stack.pop()
             target = stack[-1]
-            if type(target) is not list:
+            if type(target) is not list and not (
+                    isinstance(target, list) and _is_allowed(allowed, type(target))):
                 raise _refuse(f"refused APPEND at byte {at} on {_describe(target)}")
             target.append(v)
         elif op == _LONG_BINPUT:
@@ -270,7 +287,18 @@ def _run(data: bytes, find_global: Callable, persistent_load: Callable) -> Any:
             pos += ln
         elif op == _BUILD:
             state = stack.pop()
-            _build(stack[-1], state, at)
+            _build(stack[-1], state, at, allowed)
+        elif op == _NEWOBJ:
+            args = stack.pop()
+            cls = stack.pop()
+            if not (isinstance(cls, type) and _is_allowed(allowed, cls)):
+                raise _refuse(
+                    f"refused NEWOBJ at byte {at}: {_describe(cls)} is not an allowlisted class "
+                    "(add it with torch.serialization.add_safe_globals if you trust it)")
+            if type(args) is not tuple:
+                raise _refuse(f"refused NEWOBJ at byte {at}: arguments are not a tuple")
+            _check_plain(args, f"the arguments of {_qualname(cls)} (NEWOBJ at byte {at})")
+            stack.append(cls.__new__(cls, *args))
         elif op == _PROTO:
             need(1)
             proto = data[pos]
@@ -303,8 +331,28 @@ def _line(data: bytes, pos: int) -> tuple[str, int]:
     return s.decode("ascii"), end + 1
 
 
-def _build(inst: Any, state: Any, at: int) -> None:
-    """BUILD: only ``OrderedDict`` attributes (``state_dict()._metadata``), plain names."""
+def _build(inst: Any, state: Any, at: int, allowed: Callable[[Any], bool]) -> None:
+    """BUILD: ``OrderedDict`` attributes (``state_dict()._metadata``, plain names), or the
+    state of an instance of a user-allowlisted class (``__setstate__`` or its ``__dict__``)."""
+    if type(inst) is not OrderedDict and not isinstance(inst, type) and _is_allowed(
+            allowed, type(inst)):
+        _check_plain(state, f"the state of a {_qualname(type(inst))} (BUILD at byte {at})")
+        if getattr(type(inst), "__setstate__", None) is not None:
+            inst.__setstate__(state)
+            return
+        slots = None
+        if type(state) is tuple and len(state) == 2:
+            state, slots = state
+        if state:
+            if not isinstance(state, dict):
+                raise _refuse(f"refused BUILD at byte {at}: state {_describe(state)}")
+            inst.__dict__.update(state)
+        if slots:
+            if not isinstance(slots, dict):
+                raise _refuse(f"refused BUILD at byte {at}: slot state {_describe(slots)}")
+            for k, v in slots.items():
+                setattr(inst, k, v)
+        return
     if type(inst) is not OrderedDict or type(state) is not dict:
         raise _refuse(f"refused BUILD at byte {at}: it sets state on {_describe(inst)}; only an "
                       "OrderedDict's attributes (a state dict's _metadata) may be set")
@@ -318,7 +366,42 @@ def _build(inst: Any, state: Any, at: int) -> None:
 def _describe(obj: Any) -> str:
     if isinstance(obj, Callable_ | Marker):
         return repr(obj)
+    if isinstance(obj, type):
+        return f"class {_qualname(obj)}"
     return f"an object of type {type(obj).__name__}"
+
+
+def _qualname(obj: Any) -> str:
+    return f"{getattr(obj, '__module__', '?')}.{getattr(obj, '__qualname__', type(obj).__name__)}"
+
+
+def _is_allowed(allowed: Callable[[Any], bool], obj: Any) -> bool:
+    try:
+        return bool(allowed(obj))
+    except TypeError:  # unhashable values are never allowlisted globals
+        return False
+
+
+def _check_plain(x: Any, what: str) -> None:
+    """No reader object (storage, storage type, rebuild function) inside ``x``'s containers:
+    user code (an allowlisted class or function) only ever sees rebuilt values."""
+    todo, seen = [x], set()
+    while todo:
+        obj = todo.pop()
+        t = type(obj)
+        if t in _LEAVES:
+            continue
+        if isinstance(obj, Callable_ | Marker):
+            raise _refuse(f"refused {what}: it contains {obj!r}, an object of the checkpoint "
+                          "reader, not a value")
+        if id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        if t in (list, tuple, set, frozenset):
+            todo.extend(obj)
+        elif t in _DICT_TYPES:
+            todo.extend(obj.keys())
+            todo.extend(obj.values())
 
 
 _LEAVES = (str, int, float, bool, bytes, bytearray, complex, type(None))
@@ -341,10 +424,16 @@ def _check_result(result: Any) -> None:
         if id(obj) in seen:
             continue
         seen.add(id(obj))
-        if t in (list, tuple, set):
+        if t in (list, tuple, set, frozenset):
             todo.extend(obj)
         elif t in _DICT_TYPES:
             todo.extend(obj.keys())
             todo.extend(obj.values())
-            if t is OrderedDict:
-                todo.extend(obj.__dict__.values())
+        if isinstance(obj, type):
+            continue  # an allowlisted class as a value: nothing of the reader inside
+        # attribute state: an OrderedDict's _metadata, a tensor's Python attributes, an
+        # allowlisted class's instance dict; none may carry reader internals either
+        d = getattr(obj, "__dict__", None)
+        if type(d) is dict:
+            todo.extend(d.keys())
+            todo.extend(d.values())

@@ -27,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+import pickle
 import re
 import secrets
 import stat
@@ -107,7 +108,14 @@ def save(obj: Any, f: str | os.PathLike | IO[bytes], pickle_module: Any = None,
             "ember.save writes only the zip checkpoint format; the legacy format "
             "(_use_new_zipfile_serialization=False) is not supported"
         )
-    pkl, storages = _Pickler().dump(obj)
+    try:
+        pkl, storages = _Pickler().dump(obj)
+    except _NeedsFullPickle:
+        pkl = b""
+    if not pkl:
+        # objects beyond what torch.load's weights_only reader rebuilds (a whole module, a
+        # NumPy array, a user's class): pickled as torch.save pickles them
+        pkl, storages = _full_pickle(obj)
     if isinstance(f, str | os.PathLike):
         path = os.fspath(f)
         name = _archive_name(path)
@@ -125,8 +133,63 @@ def _archive_name(path: str) -> str:
     return stem if re.fullmatch(r"[A-Za-z0-9_\-]{1,100}", stem) else "archive"
 
 
+_TMP_SUFFIX = ".tmp"
+
+
+def _host_tag() -> str:
+    """8 hex digits naming this machine in temporary file names (pids are per machine)."""
+    import socket
+
+    return hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
+
+
+def _temp_name(base: str) -> str:
+    """``.<base>.ember-<host>-<pid>-<random>.tmp``: recognisably ours, for this path."""
+    return f".{base}.ember-{_host_tag()}-{os.getpid()}-{secrets.token_hex(6)}{_TMP_SUFFIX}"
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True  # exists (another user's), or we cannot tell: keep its file
+    return True
+
+
+def _remove_stale_temps(folder: str, base: str) -> None:
+    """Delete temporary files that an interrupted ``save`` to ``base`` left behind.
+
+    Only names made by ``_temp_name`` for this exact file name, written on this machine by
+    a process that no longer exists, and only regular files (never links) are removed.
+    """
+    pat = re.compile(re.escape(f".{base}.ember-") + r"([0-9a-f]{8})-([0-9]{1,10})-[0-9a-f]{12}"
+                     + re.escape(_TMP_SUFFIX))
+    host = _host_tag()
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return
+    for e in entries:
+        m = pat.fullmatch(e.name)
+        if m is None or m.group(1) != host or int(m.group(2)) == os.getpid():
+            continue
+        try:
+            if not e.is_file(follow_symlinks=False) or _pid_alive(int(m.group(2))):
+                continue
+            os.unlink(e.path)
+        except OSError:
+            pass
+
+
 def _atomic_write(path: str, write: Callable[[IO[bytes]], None]) -> None:
-    """Write through a temporary file in ``path``'s folder: flush, fsync, rename, fsync folder."""
+    """Write through a temporary file in ``path``'s folder: flush, fsync, rename, fsync folder.
+
+    The temporary file is created with its final permission bits (an existing file's mode, or
+    the umask-derived default for a new file), so it is never more readable than the result.
+    Temporary files left by an interrupted save to the same path are removed first.
+    """
     if os.path.islink(path):
         path = os.path.realpath(path)  # replace the file the link points to, not the link
     folder = os.path.dirname(os.path.abspath(path))
@@ -134,13 +197,23 @@ def _atomic_write(path: str, write: Callable[[IO[bytes]], None]) -> None:
         raise RuntimeError(f"Parent directory {folder} does not exist.")
     if os.path.isdir(path):
         raise IsADirectoryError(f"ember.save: {path!r} is a directory; give a file name")
-    tmp = os.path.join(folder, f".{os.path.basename(path)}.{secrets.token_hex(6)}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+    base = os.path.basename(path)
+    _remove_stale_temps(folder, base)
     try:
-        try:
-            os.chmod(tmp, stat.S_IMODE(os.stat(path).st_mode))  # keep an existing file's mode
-        except OSError:
-            pass
+        mode: int | None = stat.S_IMODE(os.stat(path).st_mode)  # keep an existing file's mode
+    except OSError:
+        mode = None  # a new file: 0o666 less the umask, as open() gives it
+    tmp = os.path.join(folder, _temp_name(base))
+    # the kernel applies the umask to the creation mode, so the file starts at most as open
+    # as the final mode; fchmod then sets an existing file's exact bits (never wider)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0),
+                 0o666 if mode is None else mode)
+    try:
+        if mode is not None and hasattr(os, "fchmod"):
+            try:
+                os.fchmod(fd, mode)
+            except OSError:
+                pass
         with os.fdopen(fd, "wb") as fh:
             write(fh)
             fh.flush()
@@ -544,8 +617,184 @@ def _collect(obj: Any, tensors: list[Tensor], seen: set[int], path: tuple) -> No
     else:
         hint = ("checkpoints hold tensors, numbers, strings, None, dtypes, devices and "
                 "dict/list/tuple/set containers of them; save the object's state_dict() instead")
-    raise TypeError(f"ember.save cannot save {_where(path)} of type {t.__module__}.{t.__qualname__}: "
-                    f"{hint} (torch.load's safe reader could not load it either)")
+    raise _NeedsFullPickle(f"{_where(path)} of type {t.__module__}.{t.__qualname__}: {hint}")
+
+
+class _NeedsFullPickle(Exception):
+    """``obj`` holds more than tensors and plain values: use the general pickler."""
+
+
+# -- the general pickler: anything Python's pickle handles, in torch.save's format -----------
+
+# ember classes whose PyTorch home differs from ``'torch' + cls.__module__[5:]``
+_TORCH_HOME = {
+    "ember._backend.device": "torch.device", "ember._dtype.dtype": "torch.dtype",
+    "ember._size.Size": "torch.Size", "ember._tensor.Tensor": "torch.Tensor",
+    "ember.nn.modules.transformer.MultiheadAttention":
+        "torch.nn.modules.activation.MultiheadAttention",
+    "ember.nn.modules.transformer.NonDynamicallyQuantizableLinear":
+        "torch.nn.modules.linear.NonDynamicallyQuantizableLinear",
+    "ember.nn.modules.upsampling.PixelShuffle": "torch.nn.modules.pixelshuffle.PixelShuffle",
+    "ember.nn.modules.upsampling.PixelUnshuffle": "torch.nn.modules.pixelshuffle.PixelUnshuffle",
+    "ember.nn.utils.rnn_packing.PackedSequence": "torch.nn.utils.rnn.PackedSequence",
+    "ember.utils.data.sampler.DistributedSampler":
+        "torch.utils.data.distributed.DistributedSampler",
+}
+# public namespaces, in the order a function's PyTorch name is looked for
+_FUNCTION_HOMES = ("ember.nn.functional", "ember.nn.init", "ember.optim.lr_scheduler",
+                   "ember.nn.utils", "ember.utils.data", "ember.autograd", "ember.linalg",
+                   "ember.special", "ember.fft", "ember")
+
+
+def _torch_global(obj: Any) -> tuple[str, str] | None:
+    """PyTorch's ``(module, name)`` for an ember class or function, or None if not ember's.
+
+    Classes are named by PyTorch's module path (``torch.nn.modules.linear.Linear``), so real
+    ``torch.load`` finds them; functions by the public namespace that has them
+    (``torch.nn.functional.relu``).
+    """
+    import importlib
+
+    mod = getattr(obj, "__module__", None)
+    qual = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None)
+    if not isinstance(mod, str) or not isinstance(qual, str):
+        return None
+    if mod != "ember" and not mod.startswith("ember."):
+        return None
+    full = _TORCH_HOME.get(f"{mod}.{qual}")
+    if full is not None:
+        m, _, n = full.rpartition(".")
+        return m, n
+    if not isinstance(obj, type) and "." not in qual:
+        for ns in _FUNCTION_HOMES:
+            if getattr(importlib.import_module(ns), qual, None) is obj:
+                return "torch" + ns[5:], qual
+    return "torch" + mod[5:], qual
+
+
+class _TorchGlobal:
+    """A name written as a pickle GLOBAL (``torch._utils._rebuild_tensor_v2``)."""
+
+    __slots__ = ("module", "name")
+
+    def __init__(self, module: str, name: str) -> None:
+        self.module = module
+        self.name = name
+
+    def __call__(self, *args: Any) -> Any:  # pickle's save_reduce wants a callable
+        raise TypeError(f"{self.module}.{self.name} is only a name in a pickle")
+
+
+_G_TENSOR = _TorchGlobal("torch._utils", "_rebuild_tensor_v2")
+_G_PARAM = _TorchGlobal("torch._utils", "_rebuild_parameter")
+_G_PARAM_STATE = _TorchGlobal("torch._utils", "_rebuild_parameter_with_state")
+_G_FROM_TYPE = _TorchGlobal("torch._tensor", "_rebuild_from_type_v2")
+_G_ODICT = _TorchGlobal("collections", "OrderedDict")
+
+
+class _PlainTensor:
+    """The bare tensor inside a parameter or a subclass rebuild."""
+
+    __slots__ = ("t",)
+
+    def __init__(self, t: Tensor) -> None:
+        self.t = t
+
+
+def _user_state(t: Tensor) -> dict:
+    return {k: v for k, v in t.__dict__.items() if k not in Tensor._INTERNAL}
+
+
+class _FullPickler(pickle._Pickler):  # the Python pickler: its save_global can be replaced
+    """Protocol-2 pickler writing ``torch.save``'s object layout.
+
+    Tensors become ``torch._utils._rebuild_tensor_v2(storage, ...)`` calls over persistent
+    storage ids, ember's classes and functions are named by their PyTorch paths, and anything
+    else is pickled as Python pickles it. With ``plan=None`` it only gathers the tensors.
+    """
+
+    dispatch = dict(pickle._Pickler.dispatch)
+
+    def __init__(self, file: IO[bytes], plan: dict[int, tuple] | None) -> None:
+        super().__init__(file, protocol=DEFAULT_PROTOCOL)
+        self.plan = plan
+        self.tensors: list[Tensor] = []
+        self.seen: set[int] = set()
+
+    def persistent_id(self, obj: Any) -> Any:
+        if type(obj) is _OutStorage:
+            return ("storage", _TorchGlobal("torch", _STORAGE_OF[obj.dtype.name]), obj.key,
+                    obj.location, obj.numel)
+        return None
+
+    def _tensor_args(self, t: Tensor, requires_grad: bool) -> tuple:
+        if self.plan is None:
+            if id(t) not in self.seen:
+                self.seen.add(id(t))
+                self.tensors.append(t)
+            st, offset, stride = None, 0, ()
+        else:
+            st, offset, stride = self.plan[id(t)]
+        return (st, offset, tuple(int(n) for n in t._data.shape), tuple(stride), requires_grad,
+                OrderedDict())
+
+    def reducer_override(self, obj: Any) -> Any:
+        t = type(obj)
+        if t is _PlainTensor:
+            return (_G_TENSOR, self._tensor_args(obj.t, False))
+        if isinstance(obj, Tensor):
+            state = _user_state(obj)
+            if _is_parameter(obj):
+                if type(obj).__name__ == "Parameter" and t.__module__ == "ember.nn.parameter":
+                    inner = _PlainTensor(obj)
+                    if state:
+                        return (_G_PARAM_STATE, (inner, obj.requires_grad, OrderedDict(), state))
+                    return (_G_PARAM, (inner, obj.requires_grad, OrderedDict()))
+            elif t is Tensor and not state:
+                return (_G_TENSOR, self._tensor_args(obj, bool(obj.requires_grad)))
+            args = self._tensor_args(obj, bool(obj.requires_grad))
+            return (_G_FROM_TYPE, (_G_TENSOR, t, args, state))
+        if t is _backend.device:
+            return (_TorchGlobal("torch", "device"), (str(obj),))
+        if t is Size:
+            return (_TorchGlobal("torch", "Size"), (tuple(obj),))
+        return NotImplemented
+
+    def _write_global(self, module: str, name: str, obj: Any) -> None:
+        self.write(pickle.GLOBAL + f"{module}\n{name}\n".encode())
+        self.memoize(obj)
+
+    def save_global(self, obj: Any, name: str | None = None) -> None:
+        tg = _torch_global(obj)
+        if tg is None:
+            super().save_global(obj, name)
+        else:
+            self._write_global(tg[0], tg[1], obj)
+
+    def _save_torch_global(self, obj: _TorchGlobal) -> None:
+        self._write_global(obj.module, obj.name, obj)
+
+    def _save_dtype(self, obj: _dtype_cls) -> None:
+        self._write_global("torch", obj.name, obj)
+
+    dispatch[_TorchGlobal] = _save_torch_global
+    dispatch[_dtype_cls] = _save_dtype
+
+
+class _NullSink:
+    def write(self, b: Any) -> int:
+        return len(b)
+
+
+def _full_pickle(obj: Any) -> tuple[bytes, list[_OutStorage]]:
+    """``obj`` pickled as ``torch.save`` pickles it: a first pass finds the tensors (so views
+    share storages), the second writes."""
+    gather = _FullPickler(_NullSink(), None)  # type: ignore[arg-type]
+    gather.dump(obj)
+    plan, storages = _plan_storages(gather.tensors)
+    buf = io.BytesIO()
+    _FullPickler(buf, plan).dump(obj)
+    return buf.getvalue(), storages
 
 
 class _ZipWriter:
@@ -650,6 +899,7 @@ def load(f: str | os.PathLike | IO[bytes], map_location: Any = None, pickle_modu
 
         >>> sd = ember.load("ckpt.pt", map_location="cpu")
     """
+    weights_only = _resolve_weights_only(weights_only, pickle_module)
     if isinstance(f, str | os.PathLike):
         path: str | None = os.fspath(f)
         fh: IO[bytes] = open(path, "rb")  # noqa: SIM115 - closed below
@@ -663,7 +913,7 @@ def load(f: str | os.PathLike | IO[bytes], map_location: Any = None, pickle_modu
     if mmap and path is None:
         raise ValueError("f must be a file path in order to use the mmap argument")
     try:
-        return _Loader(fh, path, map_location, bool(mmap)).load()
+        return _Loader(fh, path, map_location, bool(mmap), weights_only, pickle_module).load()
     finally:
         if owned:
             fh.close()
@@ -702,7 +952,10 @@ def _is_int(x: Any) -> bool:
 
 
 class _Loader:
-    def __init__(self, fh: IO[bytes], path: str | None, map_location: Any, mmap: bool) -> None:
+    def __init__(self, fh: IO[bytes], path: str | None, map_location: Any, mmap: bool,
+                 weights_only: bool = True, pickle_module: Any = None) -> None:
+        self.weights_only = weights_only
+        self.pickle_module = pickle_module
         self.fh = fh
         self.path = path
         self.map_location = map_location
@@ -732,6 +985,13 @@ class _Loader:
                 UnicodeDecodeError) as e:
             raise _refuse(f"not a readable checkpoint archive (truncated or corrupted zip): {e}") from None
         self.infos = {i.filename: i for i in infos}
+        if len(self.infos) != len(infos):
+            dups = sorted(n for n, c in Counter(i.filename for i in infos).items() if c > 1)
+            raise _refuse(
+                f"refused a checkpoint archive with duplicate records {dups[:5]}: readers "
+                "disagree on which copy counts (PyTorch takes the first, Python's zipfile the "
+                "last), so the file could load different weights in different programs"
+            )
         pkls = [n for n in self.infos if n.endswith("/data.pkl") and n.count("/") == 1]
         if len(pkls) != 1:
             raise _refuse(
@@ -748,7 +1008,46 @@ class _Loader:
                 raise _refuse(f"checkpoint byteorder record is {order[:16]!r}, not 'little' or 'big'")
             self.big_endian = order == b"big"
         data = bytes(self._read_member(self.infos[pkls[0]]))
-        return unpickle(data, self._find_global, self._persistent_load)
+        if not self.weights_only:
+            return self._full_unpickle(data)
+        self.user = _user_allowlist()
+        return unpickle(data, self._find_global, self._persistent_load,
+                        lambda obj: id(obj) in self.user.ids)
+
+    def _full_unpickle(self, data: bytes) -> Any:
+        """``weights_only=False``: Python's unpickler, which imports and calls what the file
+        names (trusted files only). ``torch.*`` names resolve to ember's objects."""
+        mod = self.pickle_module if self.pickle_module is not None else pickle
+        loader = self
+
+        class _Unpickler(mod.Unpickler):  # type: ignore[name-defined,misc]
+            def find_class(self, module: str, name: str) -> Any:
+                return loader._full_global(module, name, super().find_class)
+
+            def persistent_load(self, pid: Any) -> Any:
+                return loader._persistent_load(pid)
+
+        return _Unpickler(io.BytesIO(data), encoding="utf-8").load()
+
+    def _full_global(self, module: str, name: str, find_class: Callable[[str, str], Any]) -> Any:
+        full = f"{'builtins' if module == '__builtin__' else module}.{name}"
+        if full == "torch._tensor._rebuild_from_type_v2":
+            return _rebuild_from_type_v2_full
+        hit = self.globals.get(full)
+        if type(hit) is Callable_:
+            return hit.fn
+        if type(hit) is Marker:
+            return _tensor_class(hit.value)
+        if hit is not None:
+            return hit  # a dtype, or a storage type for persistent ids
+        if module == "torch" or module.startswith("torch."):
+            obj = _ember_object(module, name)
+            if obj is _MISSING:
+                raise pickle.UnpicklingError(
+                    f"this checkpoint names {full}, which ember does not have (ember has no "
+                    f"{'ember' + module[5:]}.{name}); the file needs PyTorch to load")
+            return obj
+        return find_class(module, name)
 
     def _member_offset(self, info: zipfile.ZipInfo) -> int:
         """Where ``info``'s bytes start in the file, after checking they lie inside it."""
@@ -784,7 +1083,12 @@ class _Loader:
         if self.mmap and n > 0 and info.filename.startswith(f"{self.prefix}/data/"):
             if self._mm is None:
                 self._mm = np.memmap(self.path, dtype=np.uint8, mode="c")
-            return self._mm[off:off + n].view(np.ndarray)
+            region = self._mm[off:off + n].view(np.ndarray)
+            # one pass over the mapped bytes (page cache, no private copy) before any tensor
+            # sees them: a corrupted record is refused as it is without mmap
+            if zlib.crc32(region) != info.CRC:
+                raise _refuse(f"checkpoint record {info.filename!r} is corrupted (CRC mismatch)")
+            return region
         buf = np.empty(n, np.uint8)
         self.fh.seek(off)
         got = self.fh.readinto(memoryview(buf)) if n else 0
@@ -834,6 +1138,9 @@ class _Loader:
         hit = self.globals.get(full)
         if hit is not None:
             return hit
+        user = self.user.lookup(module, name)
+        if user is not _MISSING:
+            return user
         if module == "torch" and name.endswith("Storage"):
             raise _refuse(f"refused global {full}: ember has no tensors of this storage type "
                           "(complex and quantized tensors are not supported)")
@@ -841,14 +1148,7 @@ class _Loader:
             raise _refuse(f"refused global {full}: ember does not support it in checkpoints "
                           "(ember loads dense tensors of bool, uint8, int8-64, float16, "
                           "bfloat16, float32 and float64)")
-        note = (" Allowlisting it with add_safe_globals does not change this in ember."
-                if full in _user_safe_globals else "")
-        raise _refuse(
-            f"refused global {full}: ember.load rebuilds only tensors and plain containers and "
-            "never imports or calls what a checkpoint names (this one could run code), even "
-            "with weights_only=False. If you trust the file, load it with PyTorch and re-save "
-            f"only its tensors and plain values.{note}"
-        )
+        raise _refuse(_unsupported_global_message(module, name))
 
     # -- storages -------------------------------------------------------------------------------
     def _persistent_load(self, pid: Any) -> _Storage:
@@ -1035,47 +1335,204 @@ class _Loader:
         return self._rebuild_v2(storage, offset, size, stride, False, None)
 
 
-# -- PyTorch's allowlist API: accepted, recorded, never widening what ember.load rebuilds ------
+# -- weights_only, and PyTorch's allowlist API ------------------------------------------------
 
-_user_safe_globals: dict[str, Any] = {}
+_MISSING = object()
 
 
-def _global_name(obj: Any) -> str:
+def _env_true(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in ("1", "y", "yes", "true")
+
+
+_PICKLE_MODULE_MSG = "Can not safely load weights when explicit pickle_module is specified"
+
+
+def _resolve_weights_only(weights_only: bool | None, pickle_module: Any) -> bool:
+    """PyTorch 2.13's rules: True by default; ``pickle_module`` or
+    ``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1`` make an unspecified ``weights_only`` False;
+    ``TORCH_FORCE_WEIGHTS_ONLY_LOAD=1`` makes it True whatever the call says."""
+    if _env_true("TORCH_FORCE_WEIGHTS_ONLY_LOAD"):
+        if pickle_module is not None:
+            raise RuntimeError(_PICKLE_MODULE_MSG)
+        return True
+    if weights_only is None:
+        if pickle_module is not None:
+            return False
+        if _env_true("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD"):
+            import warnings
+
+            warnings.warn(
+                "Environment variable TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD detected, since the "
+                "`weights_only` argument was not explicitly passed to `torch.load`, forcing "
+                "weights_only=False.", UserWarning, stacklevel=3)
+            return False
+        return True
+    if weights_only and pickle_module is not None:
+        raise RuntimeError(_PICKLE_MODULE_MSG)
+    return bool(weights_only)
+
+
+def _ember_object(module: str, name: str, import_modules: bool = True) -> Any:
+    """The ember object at PyTorch's path ``module.name`` (``torch.nn.modules.linear``,
+    ``Linear``), or ``_MISSING``. Without ``import_modules`` only modules already imported
+    are consulted (a weights-only load imports nothing a file names)."""
+    import importlib
+
+    full = f"{module}.{name}"
+    for emb, tor in _TORCH_HOME.items():
+        if tor == full:
+            module, name = emb.rsplit(".", 1)
+            module = "torch" + module[5:]
+            break
+    real = "ember" + module[5:]
+    m = sys.modules.get(real)
+    if m is None and import_modules:
+        try:
+            m = importlib.import_module(real)
+        except ImportError:
+            return _MISSING
+    if m is None:
+        return _MISSING
+    obj: Any = m
+    for part in name.split("."):
+        obj = getattr(obj, part, _MISSING)
+        if obj is _MISSING:
+            return _MISSING
+    return obj
+
+
+def _tensor_class(kind: str) -> type:
+    if kind == "parameter":
+        from .nn.parameter import Parameter
+
+        return Parameter
+    return Tensor
+
+
+def _rebuild_from_type_v2_full(func: Any, new_type: Any, args: Any, state: Any) -> Any:
+    """``weights_only=False``: a tensor subclass with its Python attributes."""
+    t = func(*args)
+    if isinstance(new_type, type) and issubclass(new_type, Tensor) and type(t) is not new_type:
+        from .nn.parameter import Parameter
+
+        if issubclass(new_type, Parameter) and not isinstance(t, Parameter):
+            t = Parameter(t, t.requires_grad)
+        if type(t) is not new_type:
+            t.__class__ = new_type
+    if state:
+        slots = None
+        if type(state) is tuple and len(state) == 2:
+            state, slots = state
+        for k, v in (state or {}).items():
+            setattr(t, k, v)
+        for k, v in (slots or {}).items():
+            setattr(t, k, v)
+    return t
+
+
+_user_safe_globals: list[Any] = []
+
+
+def _names_of(obj: Any) -> list[str]:
+    """The dotted names a checkpoint may use for an allowlisted object."""
     if isinstance(obj, tuple) and len(obj) == 2 and isinstance(obj[1], str):
-        return obj[1]
-    return f"{getattr(obj, '__module__', '?')}.{getattr(obj, '__qualname__', repr(obj))}"
+        return [obj[1]]
+    names = []
+    mod = getattr(obj, "__module__", None)
+    for attr in ("__qualname__", "__name__"):
+        q = getattr(obj, attr, None)
+        if isinstance(mod, str) and isinstance(q, str):
+            names.append(f"{mod}.{q}")
+    tg = _torch_global(obj)
+    if tg is not None:
+        names.append(f"{tg[0]}.{tg[1]}")
+    return names
+
+
+class _UserAllowlist:
+    """A snapshot of the allowlisted globals for one load."""
+
+    def __init__(self, entries: list[Any]) -> None:
+        self.by_name: dict[str, Any] = {}
+        self.ids: set[int] = set()
+        for e in entries:
+            obj = e[0] if isinstance(e, tuple) and len(e) == 2 and isinstance(e[1], str) else e
+            self.ids.add(id(obj))
+            for n in _names_of(e):
+                self.by_name.setdefault(n, obj)
+        self.keep = entries
+
+    def lookup(self, module: str, name: str) -> Any:
+        hit = self.by_name.get(f"{module}.{name}", _MISSING)
+        if hit is not _MISSING or not self.ids:
+            return hit
+        if module == "torch" or module.startswith("torch."):  # another path to the same object
+            obj = _ember_object(module, name, import_modules=False)
+            if obj is not _MISSING and id(obj) in self.ids:
+                return obj
+        return _MISSING
+
+
+def _user_allowlist() -> _UserAllowlist:
+    return _UserAllowlist(list(_user_safe_globals))
+
+
+def _unsupported_global_message(module: str, name: str) -> str:
+    full = f"{module}.{name}"
+    lacks = ""
+    if module == "torch" or module.startswith("torch."):
+        if ("ember" + module[5:] in sys.modules
+                and _ember_object(module, name, import_modules=False) is _MISSING):
+            lacks = f" (ember may not have {'ember' + module[5:]}.{name} at all)"
+    return (
+        f"refused global {full}{lacks}: ember.load with weights_only=True (the default) "
+        "rebuilds only tensors, plain containers and the classes or functions you allowlist, "
+        "and never imports or calls anything else a checkpoint names (that could run code). "
+        "Nothing from the file was run. If you trust this class or function, allowlist it: "
+        f"torch.serialization.add_safe_globals([{full}]), or load inside `with "
+        f"torch.serialization.safe_globals([{full}]):`. If you trust the whole file, "
+        "torch.load(f, weights_only=False) loads it as a full pickle, which can execute "
+        "arbitrary code."
+    )
 
 
 def add_safe_globals(safe_globals: list[Any]) -> None:
-    """Accepted for PyTorch compatibility: ember records the names, but ``ember.load`` still
-    rebuilds only tensors and plain containers (its refusal then mentions the allowlist)."""
+    """Allowlist classes and functions for ``weights_only=True`` loading.
+
+    A checkpoint may then name them: classes are instantiated (``NEWOBJ``/``REDUCE``) and
+    given their pickled state (``__setstate__`` or ``__dict__``), functions are called with
+    rebuilt values. An entry may be ``(obj, "dotted.name")`` to match another name.
+
+    Args:
+        safe_globals: classes/functions, or ``(obj, name)`` pairs.
+    """
     for g in safe_globals:
-        _user_safe_globals[_global_name(g)] = g
+        if not any(g is e or (isinstance(g, tuple) and g == e) for e in _user_safe_globals):
+            _user_safe_globals.append(g)
 
 
 def clear_safe_globals() -> None:
-    """Forget the names given to ``add_safe_globals``."""
+    """Forget every global given to ``add_safe_globals``."""
     _user_safe_globals.clear()
 
 
 def get_safe_globals() -> list[Any]:
-    """The objects given to ``add_safe_globals``."""
-    return list(_user_safe_globals.values())
+    """The globals given to ``add_safe_globals`` (and active ``safe_globals`` blocks)."""
+    return list(_user_safe_globals)
 
 
 class safe_globals:  # noqa: N801 - PyTorch's name
-    """Context manager form of ``add_safe_globals`` (restores the previous list on exit)."""
+    """Context manager: allowlist ``safe_globals`` for ``weights_only`` loads in the block."""
 
     def __init__(self, safe_globals: list[Any]) -> None:
-        self._globals = safe_globals
+        self.safe_globals = safe_globals
 
     def __enter__(self) -> None:
-        self._saved = dict(_user_safe_globals)
-        add_safe_globals(self._globals)
+        self._saved = list(_user_safe_globals)
+        add_safe_globals(self.safe_globals)
 
     def __exit__(self, *exc: Any) -> None:
-        _user_safe_globals.clear()
-        _user_safe_globals.update(self._saved)
+        _user_safe_globals[:] = self._saved
 
 
 def _not_zip_message(head: bytes) -> str:
@@ -1213,6 +1670,7 @@ def _set_attributes(t: Tensor, state: Any) -> None:
     if type(state) not in (dict, OrderedDict):
         raise _refuse(f"refused tensor state {_short(state)}")
     for k in state:
-        if type(k) is not str or not k.isidentifier() or k.startswith("__") or hasattr(type(t), k):
+        if (type(k) is not str or not k.isidentifier() or k.startswith("__")
+                or hasattr(type(t), k) or k in Tensor._INTERNAL):
             raise _refuse(f"refused tensor attribute {_short(k)}")
     t.__dict__.update(state)

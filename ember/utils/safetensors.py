@@ -58,8 +58,9 @@ def _tensors(arrays: dict[str, np.ndarray], device: Any) -> dict[str, Tensor]:
     dev = _backend.check_available(_backend.device(device))
     out: dict[str, Tensor] = {}
     for k, a in arrays.items():
-        if a.dtype.kind == "u" and a.dtype.itemsize > 1:
-            raise TypeError(f"safetensors tensor {k!r} is {a.dtype}, which ember has no tensors of")
+        if a.dtype.kind in "uc" and a.dtype.itemsize > 1 or a.dtype.kind not in "biufcV":
+            raise TypeError(f"safetensors tensor {k!r} is {a.dtype}, which ember has no tensors "
+                            f"of; ember reads {_SUPPORTED}")
         if not a.flags.writeable:  # frombuffer over immutable bytes: own the memory
             a = a.copy()
         out[k] = Tensor._make(_backend.to_device(a, dev))
@@ -75,6 +76,54 @@ _ST_DTYPES = {
     "F64": np.float64, "F32": np.float32, "F16": np.float16, "I64": np.int64, "I32": np.int32,
     "I16": np.int16, "I8": np.int8, "U8": np.uint8, "BOOL": np.bool_,
 }
+_SUPPORTED = "BOOL, U8, I8, I16, I32, I64, F16, BF16, F32, F64"
+
+
+def _refuse_dtype(name: str, code: str) -> TypeError:
+    what = ("complex" if code.startswith("C") else "float8" if code.startswith("F8")
+            else "sub-byte float" if code[:2] in ("F4", "F6") else "unsigned" if code[:1] == "U"
+            else "")
+    return TypeError(
+        f"safetensors tensor {name!r} has dtype {code}{f' ({what})' if what else ''}, which ember "
+        f"has no tensors of; ember reads {_SUPPORTED} (bool, uint8, int8-64, float16, bfloat16, "
+        "float32, float64). Convert it where it was saved (e.g. t.float())"
+    )
+
+
+def _np_dtype(name: str, code: Any) -> Any:
+    """The NumPy dtype of a safetensors dtype code, or a ``TypeError`` naming the tensor."""
+    if code == "BF16":
+        np_dt = _dtype.bfloat16.np
+        if np_dt is None:
+            raise RuntimeError("bfloat16 tensors need the optional package ml_dtypes: "
+                               "pip install ml_dtypes")
+        return np_dt
+    if code in _ST_DTYPES:
+        return np.dtype(_ST_DTYPES[code])
+    raise _refuse_dtype(name, str(code))
+
+
+def _check_file_dtypes(filename: str) -> None:
+    """Read ``filename``'s JSON header and refuse dtypes ember cannot hold, before loading."""
+    import json
+    import struct
+
+    with open(filename, "rb") as fh:
+        head = fh.read(8)
+        if len(head) != 8:
+            return  # not a safetensors file: the package's own error is clearer
+        (n,) = struct.unpack("<Q", head)
+        if n > 100_000_000:
+            return
+        try:
+            header = json.loads(fh.read(n))
+        except ValueError:
+            return
+    if not isinstance(header, dict):
+        return
+    for name, info in header.items():
+        if name != "__metadata__" and isinstance(info, dict):
+            _np_dtype(name, info.get("dtype"))
 
 
 def load(data: bytes, device: Any = "cpu") -> dict[str, Tensor]:
@@ -84,17 +133,7 @@ def load(data: bytes, device: Any = "cpu") -> dict[str, Tensor]:
     _st_numpy()
     arrays = {}
     for name, view in safetensors.deserialize(data):
-        code = view["dtype"]
-        if code == "BF16":
-            np_dt = _dtype.bfloat16.np
-            if np_dt is None:
-                raise RuntimeError("bfloat16 tensors need the optional package ml_dtypes: "
-                                   "pip install ml_dtypes")
-        elif code in _ST_DTYPES:
-            np_dt = np.dtype(_ST_DTYPES[code])
-        else:
-            raise TypeError(f"safetensors tensor {name!r} has dtype {code}, which ember has no "
-                            "tensors of")
+        np_dt = _np_dtype(name, view["dtype"])
         arrays[name] = np.frombuffer(view["data"], dtype=np_dt).reshape(view["shape"])
     return _tensors(arrays, device)
 
@@ -111,4 +150,5 @@ def save_file(tensors: dict[str, Tensor], filename: str | os.PathLike,
 def load_file(filename: str | os.PathLike, device: Any = "cpu") -> dict[str, Tensor]:
     """Tensors from ``filename``: ``{name: Tensor}`` on ``device``."""
     stn = _st_numpy()
+    _check_file_dtypes(os.fspath(filename))
     return _tensors(stn.load_file(os.fspath(filename)), device)
