@@ -5,7 +5,8 @@
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+from ._version import __ember_version__, __version__  # "2.13.0+ember": the API implemented
+from . import version  # torch.version (__version__, cuda, hip...)
 
 from . import _dtype
 from ._backend import device

@@ -187,6 +187,10 @@ def _demo(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="ember", description="ember: PyTorch's API on NumPy.")
+    from ._version import TORCH_API_VERSION, __ember_version__
+
+    parser.add_argument("--version", action="version",
+                        version=f"ember {__ember_version__} (PyTorch {TORCH_API_VERSION} API)")
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="run an unmodified PyTorch script on ember (import torch -> ember)")
     run.add_argument("--report", action="store_true",
