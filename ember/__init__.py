@@ -168,7 +168,8 @@ del _n, _c
 
 # Submodules load on first use (``ember.nn``, ``ember.optim``...), keeping ``import ember`` fast.
 _LAZY_SUBMODULES = frozenset({"nn", "optim", "utils", "linalg", "serialization", "demo", "amp",
-                              "special", "distributed", "testing"})
+                              "special", "distributed", "testing", "multiprocessing",
+                              "onnx"})
 
 
 # Top-level functions that live in modules loaded on first use: name -> module.

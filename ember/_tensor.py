@@ -504,7 +504,19 @@ class Tensor(TensorMethods):
         return False
 
     def share_memory_(self) -> Tensor:
-        return self
+        """Move the data into shared memory (a no-op on CUDA): processes forked or spawned later,
+        or sent this tensor through a ``torch.multiprocessing`` Queue, see in-place writes."""
+        from .multiprocessing._shared import share_tensor_
+
+        return share_tensor_(self)
+
+    def is_shared(self) -> bool:
+        """Whether the data lives in shared memory (``share_memory_``; always True on CUDA)."""
+        if type(self._data) is not np.ndarray:
+            return True
+        from .multiprocessing._shared import is_shared_array
+
+        return is_shared_array(self._data)
 
     def type(self, dtype: Any = None, non_blocking: bool = False) -> Any:
         if dtype is None:

@@ -518,8 +518,9 @@ class Module:
         )
 
     def share_memory(self) -> Module:
-        """A no-op kept for API compatibility."""
-        return self
+        """Move parameters, their grads and buffers into shared memory (``Tensor.share_memory_``),
+        so processes started afterwards update the same weights (Hogwild training)."""
+        return self._apply(lambda t: t.share_memory_())
 
     def ipu(self, device: Any = None) -> Module:  # pragma: no cover - API compatibility
         raise RuntimeError("ember has no IPU backend")
