@@ -1,0 +1,57 @@
+"""``ember.distributions`` (``torch.distributions``): probability distributions with sampling,
+log-densities and KL divergences, built on ember ops so gradients flow through ``rsample`` and
+``log_prob``. Random draws come from ember's generator (``manual_seed`` reproduces them).
+See docs/distributions.md.
+"""
+
+from __future__ import annotations
+
+from . import constraints, transforms
+from .bernoulli import Bernoulli
+from .beta import Beta
+from .binomial import Binomial
+from .categorical import Categorical
+from .dirichlet import Dirichlet
+from .distribution import Distribution, ExponentialFamily
+from .exponential import Exponential
+from .gamma import Gamma
+from .geometric import Geometric
+from .independent import Independent
+from .kl import kl_divergence, register_kl
+from .laplace import Laplace
+from .log_normal import LogNormal
+from .multivariate_normal import MultivariateNormal
+from .normal import Normal
+from .one_hot_categorical import OneHotCategorical
+from .poisson import Poisson
+from .studentT import StudentT
+from .transformed_distribution import TransformedDistribution
+from .transforms import (
+    AbsTransform,
+    AffineTransform,
+    ComposeTransform,
+    ExpTransform,
+    PowerTransform,
+    SigmoidTransform,
+    SoftplusTransform,
+    TanhTransform,
+    Transform,
+    identity_transform,
+)
+from .uniform import Uniform
+
+__all__ = [
+    "AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Binomial", "Categorical",
+    "ComposeTransform", "Dirichlet", "Distribution", "ExpTransform", "Exponential",
+    "ExponentialFamily", "Gamma", "Geometric", "Independent", "Laplace", "LogNormal",
+    "MultivariateNormal", "Normal", "OneHotCategorical", "Poisson", "PowerTransform",
+    "SigmoidTransform", "SoftplusTransform", "StudentT", "TanhTransform", "Transform",
+    "TransformedDistribution", "Uniform", "constraints", "identity_transform", "kl_divergence",
+    "register_kl", "transforms",
+]
+
+
+def __getattr__(name: str) -> object:
+    from .._missing import attribute_error
+
+    raise attribute_error("torch.distributions", name)

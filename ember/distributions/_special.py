@@ -1,0 +1,189 @@
+"""Differentiable special functions and the Gamma sampler the distributions need.
+
+``lgamma``, ``digamma`` and ``polygamma`` here carry gradients (lgamma' = digamma,
+digamma' = polygamma(1), polygamma(n)' = polygamma(n + 1)), to any order. The values come from
+``ember._special``.
+
+``standard_gamma(alpha)`` draws Gamma(alpha, 1) samples from ember's generator and is
+reparameterised by *implicit differentiation*: for a sample x with CDF F(x; alpha),
+dx/dalpha = -(dF/dalpha) / f(x; alpha). F is the regularised lower incomplete gamma function
+(series below x < alpha + 1, continued fraction above, in float64), and dF/dalpha is its central
+difference in alpha.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from .. import _special as sp
+from ..ops._op import Op
+
+
+def _to_array_module(ctx: Any, x: Any) -> Any:
+    return x
+
+
+class _Polygamma(Op):
+    """out = polygamma(n, x)          grad_x = grad * polygamma(n + 1, x)"""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any, n: int) -> Any:
+        ctx.save_for_backward(x)
+        ctx.n = n
+        if n == -1:
+            return sp.lgamma(x)
+        if n == 0:
+            return sp.digamma(x)
+        return sp.polygamma(n, x)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (x,) = ctx.saved
+        return grad * ctx.call(_Polygamma, x, ctx.n + 1), None
+
+
+def _float(x: Any) -> Any:
+    if x._data.dtype.kind != "f":
+        return x.float()
+    return x
+
+
+def lgamma(x: Any) -> Any:
+    """log|Gamma(x)|, differentiable."""
+    return _Polygamma.apply(_float(x), -1)
+
+
+def digamma(x: Any) -> Any:
+    """The derivative of lgamma, differentiable."""
+    return _Polygamma.apply(_float(x), 0)
+
+
+def polygamma(n: int, x: Any) -> Any:
+    """The n-th derivative of digamma, differentiable."""
+    return _Polygamma.apply(_float(x), int(n))
+
+
+# ---------------------------------------------------------------------------------------------
+# the regularised lower incomplete gamma function P(a, x), float64, NumPy
+
+
+def _log_prefactor(a: np.ndarray, x: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore"):
+        return a * np.log(x) - x - np.asarray(sp.lgamma(a))
+
+
+def gammainc(a: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """P(a, x) = gamma(a, x) / Gamma(a) for a > 0, x >= 0 (float64 arrays of one shape)."""
+    a = np.asarray(a, np.float64)
+    x = np.asarray(x, np.float64)
+    out = np.zeros(np.broadcast_shapes(a.shape, x.shape))
+    a, x = np.broadcast_to(a, out.shape), np.broadcast_to(x, out.shape)
+    pos = x > 0
+    series = pos & (x < a + 1)
+    frac = pos & ~series
+    if series.any():
+        aa, xx = a[series], x[series]
+        term = 1.0 / aa
+        total = term.copy()
+        n = 0
+        while True:  # terms shrink geometrically once n > x - a
+            n += 1
+            term = term * xx / (aa + n)
+            total += term
+            if n > 20000 or np.all(np.abs(term) <= np.abs(total) * 1e-17):
+                break
+        out[series] = np.exp(_log_prefactor(aa, xx) + np.log(total))
+    if frac.any():  # modified Lentz for the continued fraction of Q = 1 - P
+        aa, xx = a[frac], x[frac]
+        tiny = 1e-300
+        b = xx + 1.0 - aa
+        c = np.full_like(b, 1.0 / tiny)
+        d = 1.0 / b
+        h = d.copy()
+        i = 0
+        while True:
+            i += 1
+            an = -i * (i - aa)
+            b = b + 2.0
+            d = an * d + b
+            d = np.where(np.abs(d) < tiny, tiny, d)
+            c = b + an / c
+            c = np.where(np.abs(c) < tiny, tiny, c)
+            d = 1.0 / d
+            delta = d * c
+            h = h * delta
+            if i > 20000 or np.all(np.abs(delta - 1.0) <= 1e-16):
+                break
+        out[frac] = 1.0 - np.exp(_log_prefactor(aa, xx)) * h
+    return out
+
+
+def standard_gamma_grad(alpha: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """dx/dalpha for a Gamma(alpha, 1) sample x, by implicit differentiation (float64)."""
+    a = np.asarray(alpha, np.float64)
+    x = np.asarray(x, np.float64)
+    h = np.maximum(a, 1e-3) * 1e-5
+    dP = (gammainc(a + h, x) - gammainc(a - h, x)) / (2 * h)
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        log_pdf = (a - 1) * np.log(x) - x - np.asarray(sp.lgamma(a))
+        g = -dP * np.exp(-log_pdf)
+    return np.where(np.isfinite(g), g, 0.0)
+
+
+class _StandardGamma(Op):
+    """out = a Gamma(alpha, 1) sample (drawn before)      grad_alpha = grad * dx/dalpha"""
+
+    @staticmethod
+    def forward(ctx: Any, alpha: Any, sample: Any) -> Any:
+        ctx.save_for_backward(alpha, sample)
+        return sample
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        alpha, sample = ctx.saved
+        return grad * ctx.call(_StandardGammaGrad, alpha, sample), None
+
+
+class _StandardGammaGrad(Op):
+    """dx/dalpha of a Gamma sample (not differentiable further)."""
+
+    @staticmethod
+    def forward(ctx: Any, alpha: Any, sample: Any) -> Any:
+        dev = None
+        if not isinstance(alpha, np.ndarray):  # CuPy: compute on the host
+            dev = alpha
+            alpha, sample = alpha.get(), sample.get()
+        g = standard_gamma_grad(alpha, sample).astype(alpha.dtype)
+        if dev is not None:
+            import cupy  # noqa: F401 - only reached with CuPy arrays
+
+            return dev.__array_namespace__().asarray(g)
+        return g
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        raise RuntimeError("the second derivative of a Gamma sample with respect to its "
+                           "concentration is not implemented in ember")
+
+
+def standard_gamma(alpha: Any, shape: tuple) -> Any:
+    """Gamma(alpha, 1) samples of ``shape`` (alpha broadcast to it), from ember's generator,
+    reparameterised: gradients flow to ``alpha``."""
+    import ember
+
+    from .._random import _rng
+
+    a = alpha.detach().expand(shape).cpu().numpy().astype(np.float64)
+    draw = _rng(None).standard_gamma(a)
+    tiny = np.finfo(alpha._data.dtype).tiny
+    draw = np.maximum(draw, tiny)
+    sample = ember.as_tensor(draw.astype(alpha._data.dtype), device=alpha.device)
+    if alpha.requires_grad and ember.is_grad_enabled():
+        return _StandardGamma.apply(alpha.expand(shape), sample)
+    return sample
+
+
+_HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)

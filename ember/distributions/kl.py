@@ -1,0 +1,218 @@
+"""``kl_divergence(p, q)`` and ``register_kl``: closed-form KL(p || q) for pairs of families."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+from ._special import digamma, lgamma
+from .bernoulli import Bernoulli
+from .beta import Beta
+from .categorical import Categorical
+from .dirichlet import Dirichlet
+from .distribution import Distribution
+from .exponential import Exponential
+from .gamma import Gamma
+from .geometric import Geometric
+from .independent import Independent, _sum_rightmost
+from .laplace import Laplace
+from .multivariate_normal import MultivariateNormal, _tri_solve
+from .normal import Normal
+from .one_hot_categorical import OneHotCategorical
+from .poisson import Poisson
+from .transformed_distribution import TransformedDistribution
+from .uniform import Uniform
+
+__all__ = ["kl_divergence", "register_kl"]
+
+_KL_REGISTRY: dict = {}
+_KL_MEMOIZE: dict = {}
+
+
+def register_kl(type_p: type, type_q: type) -> Any:
+    """Decorator registering ``fn(p, q)`` as KL(p || q) for ``type_p`` x ``type_q`` (and their
+    subclasses, the most specific registration winning)."""
+    if not (isinstance(type_p, type) and issubclass(type_p, Distribution)):
+        raise TypeError(f"Expected type_p to be a Distribution subclass but got {type_p}")
+    if not (isinstance(type_q, type) and issubclass(type_q, Distribution)):
+        raise TypeError(f"Expected type_q to be a Distribution subclass but got {type_q}")
+
+    def decorator(fun: Any) -> Any:
+        _KL_REGISTRY[type_p, type_q] = fun
+        _KL_MEMOIZE.clear()
+        return fun
+
+    return decorator
+
+
+def _dispatch_kl(type_p: type, type_q: type) -> Any:
+    matches = [(sp, sq) for sp, sq in _KL_REGISTRY if issubclass(type_p, sp) and issubclass(type_q, sq)]
+    if not matches:
+        return NotImplemented
+    mro_p, mro_q = type_p.__mro__, type_q.__mro__
+
+    def rank(m: tuple) -> tuple:
+        return (mro_p.index(m[0]), mro_q.index(m[1]))
+
+    ranked = sorted(matches, key=rank)
+    best = ranked[0]
+    left = min(matches, key=lambda m: (mro_p.index(m[0]), mro_q.index(m[1])))
+    right = min(matches, key=lambda m: (mro_q.index(m[1]), mro_p.index(m[0])))
+    if _KL_REGISTRY[left] is not _KL_REGISTRY[right]:
+        warnings.warn(
+            f"Ambiguous kl_divergence({type_p.__name__}, {type_q.__name__}). Please register_kl"
+            f"({left[0].__name__}, {right[1].__name__})", RuntimeWarning, stacklevel=3
+        )
+    return _KL_REGISTRY[best]
+
+
+def kl_divergence(p: Distribution, q: Distribution) -> Any:
+    """KL(p || q), batched over ``batch_shape``; NotImplementedError for unregistered pairs."""
+    key = (type(p), type(q))
+    fun = _KL_MEMOIZE.get(key)
+    if fun is None:
+        fun = _dispatch_kl(*key)
+        _KL_MEMOIZE[key] = fun
+    if fun is NotImplemented:
+        raise NotImplementedError(
+            f"No KL(p || q) is implemented for p type {type(p).__name__} and q type "
+            f"{type(q).__name__} (register one with torch.distributions.register_kl)"
+        )
+    return fun(p, q)
+
+
+def _inf_like(t: Any) -> Any:
+    import ember
+
+    return ember.full_like(t, float("inf"))
+
+
+@register_kl(Normal, Normal)
+def _kl_normal_normal(p: Normal, q: Normal) -> Any:
+    var_ratio = (p.scale / q.scale).pow(2)
+    t1 = ((p.loc - q.loc) / q.scale).pow(2)
+    return 0.5 * (var_ratio + t1 - 1 - var_ratio.log())
+
+
+@register_kl(Bernoulli, Bernoulli)
+def _kl_bernoulli_bernoulli(p: Bernoulli, q: Bernoulli) -> Any:
+    import ember
+
+    from ..nn.functional import softplus
+
+    t1 = p.probs * (softplus(-q.logits) - softplus(-p.logits))
+    t1 = ember.where(p.probs == 0, 0.0, t1)
+    t2 = (1 - p.probs) * (softplus(q.logits) - softplus(p.logits))
+    t2 = ember.where(p.probs == 1, 0.0, t2)
+    return t1 + t2
+
+
+@register_kl(Categorical, Categorical)
+def _kl_categorical_categorical(p: Categorical, q: Categorical) -> Any:
+    import ember
+
+    t = p.probs * (p.logits - q.logits)
+    t = ember.where((q.probs == 0).expand_as(t), float("inf"), t)
+    t = ember.where((p.probs == 0).expand_as(t), 0.0, t)
+    return t.sum(-1)
+
+
+@register_kl(OneHotCategorical, OneHotCategorical)
+def _kl_onehot_onehot(p: OneHotCategorical, q: OneHotCategorical) -> Any:
+    return _kl_categorical_categorical(p._categorical, q._categorical)
+
+
+@register_kl(Uniform, Uniform)
+def _kl_uniform_uniform(p: Uniform, q: Uniform) -> Any:
+    import ember
+
+    result = ((q.high - q.low) / (p.high - p.low)).log()
+    return ember.where((q.low > p.low) | (q.high < p.high), float("inf"), result)
+
+
+@register_kl(Exponential, Exponential)
+def _kl_exponential_exponential(p: Exponential, q: Exponential) -> Any:
+    rate_ratio = q.rate / p.rate
+    return -rate_ratio.log() + rate_ratio - 1
+
+
+@register_kl(Laplace, Laplace)
+def _kl_laplace_laplace(p: Laplace, q: Laplace) -> Any:
+    scale_ratio = p.scale / q.scale
+    diff = (p.loc - q.loc).abs()
+    return -scale_ratio.log() + diff / q.scale + scale_ratio * (-diff / p.scale).exp() - 1
+
+
+@register_kl(Gamma, Gamma)
+def _kl_gamma_gamma(p: Gamma, q: Gamma) -> Any:
+    t1 = q.concentration * (p.rate / q.rate).log()
+    t2 = lgamma(q.concentration) - lgamma(p.concentration)
+    t3 = (p.concentration - q.concentration) * digamma(p.concentration)
+    t4 = (q.rate - p.rate) * (p.concentration / p.rate)
+    return t1 + t2 + t3 + t4
+
+
+@register_kl(Beta, Beta)
+def _kl_beta_beta(p: Beta, q: Beta) -> Any:
+    a1, b1, a2, b2 = p.concentration1, p.concentration0, q.concentration1, q.concentration0
+    s1, s2 = a1 + b1, a2 + b2
+    t1 = lgamma(a2) + lgamma(b2) + lgamma(s1)
+    t2 = lgamma(a1) + lgamma(b1) + lgamma(s2)
+    return t1 - t2 + (a1 - a2) * digamma(a1) + (b1 - b2) * digamma(b1) + (s2 - s1) * digamma(s1)
+
+
+@register_kl(Dirichlet, Dirichlet)
+def _kl_dirichlet_dirichlet(p: Dirichlet, q: Dirichlet) -> Any:
+    cp, cq = p.concentration, q.concentration
+    sp, sq = cp.sum(-1), cq.sum(-1)
+    t1 = lgamma(sp) - lgamma(sq)
+    t2 = (lgamma(cp) - lgamma(cq)).sum(-1)
+    t4 = digamma(cp) - digamma(sp).unsqueeze(-1)
+    return t1 - t2 + ((cp - cq) * t4).sum(-1)
+
+
+@register_kl(Poisson, Poisson)
+def _kl_poisson_poisson(p: Poisson, q: Poisson) -> Any:
+    return p.rate * (p.rate.log() - q.rate.log()) - (p.rate - q.rate)
+
+
+@register_kl(Geometric, Geometric)
+def _kl_geometric_geometric(p: Geometric, q: Geometric) -> Any:
+    return -p.entropy() - (-q.probs).log1p() / p.probs - q.logits
+
+
+@register_kl(MultivariateNormal, MultivariateNormal)
+def _kl_mvn_mvn(p: MultivariateNormal, q: MultivariateNormal) -> Any:
+    import ember
+
+    if p.event_shape != q.event_shape:
+        raise ValueError("KL-divergence between two Multivariate Normals with different event "
+                         "shapes cannot be computed")
+    lp, lq = p._unbroadcasted_scale_tril, q._unbroadcasted_scale_tril
+    half_det_diff = q._half_log_det() - p._half_log_det()
+    k = p.event_shape[0]
+    shape = ember.broadcast_shapes(tuple(lq.shape[:-2]), tuple(lp.shape[:-2]))
+    a = lq.expand(tuple(shape) + (k, k))
+    b = lp.expand(tuple(shape) + (k, k))
+    term_tr = ember.linalg.solve(a, b).pow(2).sum((-2, -1))  # ||Lq^-1 Lp||_F^2
+    term_m = _tri_solve(lq, q.loc - p.loc).pow(2).sum(-1)
+    return half_det_diff + 0.5 * (term_tr + term_m - k)
+
+
+@register_kl(Independent, Independent)
+def _kl_independent_independent(p: Independent, q: Independent) -> Any:
+    if p.reinterpreted_batch_ndims != q.reinterpreted_batch_ndims:
+        raise NotImplementedError
+    result = kl_divergence(p.base_dist, q.base_dist)
+    return _sum_rightmost(result, p.reinterpreted_batch_ndims)
+
+
+@register_kl(TransformedDistribution, TransformedDistribution)
+def _kl_transformed_transformed(p: TransformedDistribution, q: TransformedDistribution) -> Any:
+    if p.transforms != q.transforms:
+        raise NotImplementedError
+    if p.event_shape != q.event_shape:
+        raise NotImplementedError
+    return kl_divergence(p.base_dist, q.base_dist)
+
+

@@ -1,0 +1,484 @@
+"""``torch.distributions.transforms``: invertible maps with log-abs-det Jacobians.
+
+Implemented: ``ExpTransform``, ``AffineTransform``, ``SigmoidTransform``, ``TanhTransform``,
+``SoftplusTransform``, ``PowerTransform``, ``AbsTransform``, ``ComposeTransform`` and
+``identity_transform``. With ``cache_size=1`` a transform remembers its last (x, y) pair, so
+``inv(t(x))`` returns ``x`` exactly (what keeps SAC's tanh-squashed log-probabilities finite).
+"""
+
+from __future__ import annotations
+
+import math
+import weakref
+from typing import Any
+
+from . import constraints
+
+__all__ = ["AbsTransform", "AffineTransform", "ComposeTransform", "ExpTransform", "PowerTransform",
+           "SigmoidTransform", "SoftplusTransform", "TanhTransform", "Transform", "identity_transform"]
+
+
+def _sum_rightmost(value: Any, dim: int) -> Any:
+    if dim == 0:
+        return value
+    return value.reshape(tuple(value.shape[: value.dim() - dim]) + (-1,)).sum(-1)
+
+
+class Transform:
+    """An invertible (or at least injective) map y = t(x) with ``log_abs_det_jacobian(x, y)``.
+
+    Args:
+        cache_size: 0 (no cache) or 1 (remember the latest pair).
+    """
+
+    bijective = False
+    sign: Any = 1
+    domain: Any = constraints.real
+    codomain: Any = constraints.real
+
+    def __init__(self, cache_size: int = 0) -> None:
+        if cache_size not in (0, 1):
+            raise ValueError("cache_size must be 0 or 1")
+        self._cache_size = cache_size
+        self._cached_x_y: Any = (None, None)
+        self._inv: Any = None
+
+    @property
+    def event_dim(self) -> int:
+        if self.domain.event_dim == self.codomain.event_dim:
+            return self.domain.event_dim
+        raise ValueError("Please use either .domain.event_dim or .codomain.event_dim")
+
+    @property
+    def inv(self) -> Transform:
+        """The inverse transform (``t.inv(t(x)) == x``)."""
+        inv = None if self._inv is None else self._inv()
+        if inv is None:
+            inv = _InverseTransform(self)
+            self._inv = weakref.ref(inv)
+        return inv
+
+    def with_cache(self, cache_size: int = 1) -> Transform:
+        if self._cache_size == cache_size:
+            return self
+        if type(self).__init__ is Transform.__init__:
+            return type(self)(cache_size=cache_size)
+        raise NotImplementedError(f"{type(self)}.with_cache is not implemented")
+
+    def __eq__(self, other: object) -> bool:
+        return self is other
+
+    def __ne__(self, other: object) -> bool:
+        return not self.__eq__(other)
+
+    __hash__ = object.__hash__
+
+    def __call__(self, x: Any) -> Any:
+        if self._cache_size == 0:
+            return self._call(x)
+        x_old, y_old = self._cached_x_y
+        if x is x_old:
+            return y_old
+        y = self._call(x)
+        self._cached_x_y = (x, y)
+        return y
+
+    def _inv_call(self, y: Any) -> Any:
+        if self._cache_size == 0:
+            return self._inverse(y)
+        x_old, y_old = self._cached_x_y
+        if y is y_old:
+            return x_old
+        x = self._inverse(y)
+        self._cached_x_y = (x, y)
+        return x
+
+    def _call(self, x: Any) -> Any:
+        raise NotImplementedError
+
+    def _inverse(self, y: Any) -> Any:
+        raise NotImplementedError
+
+    def log_abs_det_jacobian(self, x: Any, y: Any) -> Any:
+        raise NotImplementedError
+
+    def forward_shape(self, shape: Any) -> Any:
+        return shape
+
+    def inverse_shape(self, shape: Any) -> Any:
+        return shape
+
+    def __repr__(self) -> str:
+        return type(self).__name__ + "()"
+
+
+class _InverseTransform(Transform):
+    """The inverse of another transform."""
+
+    def __init__(self, transform: Transform) -> None:
+        super().__init__(cache_size=transform._cache_size)
+        self._inv_t = transform
+
+    @property
+    def domain(self) -> Any:  # type: ignore[override]
+        return self._inv_t.codomain
+
+    @property
+    def codomain(self) -> Any:  # type: ignore[override]
+        return self._inv_t.domain
+
+    @property
+    def bijective(self) -> bool:  # type: ignore[override]
+        return self._inv_t.bijective
+
+    @property
+    def sign(self) -> Any:  # type: ignore[override]
+        return self._inv_t.sign
+
+    @property
+    def inv(self) -> Transform:
+        return self._inv_t
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _InverseTransform) and self._inv_t == other._inv_t
+
+    __hash__ = object.__hash__
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._inv_t!r})"
+
+    def __call__(self, x: Any) -> Any:
+        return self._inv_t._inv_call(x)
+
+    def log_abs_det_jacobian(self, x: Any, y: Any) -> Any:
+        return -self._inv_t.log_abs_det_jacobian(y, x)
+
+
+class ComposeTransform(Transform):
+    """Apply ``parts`` in order: ``ComposeTransform([f, g])(x) == g(f(x))``."""
+
+    def __init__(self, parts: list, cache_size: int = 0) -> None:
+        if cache_size:
+            parts = [p.with_cache(cache_size) for p in parts]
+        super().__init__(cache_size=cache_size)
+        self.parts = list(parts)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ComposeTransform) and self.parts == other.parts
+
+    __hash__ = object.__hash__
+
+    @property
+    def domain(self) -> Any:  # type: ignore[override]
+        if not self.parts:
+            return constraints.real
+        domain = self.parts[0].domain
+        event_dim = self.parts[-1].codomain.event_dim
+        for part in reversed(self.parts):
+            event_dim += part.domain.event_dim - part.codomain.event_dim
+            event_dim = max(event_dim, part.domain.event_dim)
+        if event_dim > domain.event_dim:
+            domain = constraints.independent(domain, event_dim - domain.event_dim)
+        return domain
+
+    @property
+    def codomain(self) -> Any:  # type: ignore[override]
+        if not self.parts:
+            return constraints.real
+        codomain = self.parts[-1].codomain
+        event_dim = self.parts[0].domain.event_dim
+        for part in self.parts:
+            event_dim += part.codomain.event_dim - part.domain.event_dim
+            event_dim = max(event_dim, part.codomain.event_dim)
+        if event_dim > codomain.event_dim:
+            codomain = constraints.independent(codomain, event_dim - codomain.event_dim)
+        return codomain
+
+    @property
+    def bijective(self) -> bool:  # type: ignore[override]
+        return all(p.bijective for p in self.parts)
+
+    @property
+    def sign(self) -> Any:  # type: ignore[override]
+        sign = 1
+        for p in self.parts:
+            sign = sign * p.sign
+        return sign
+
+    @property
+    def inv(self) -> Transform:
+        return ComposeTransform([p.inv for p in reversed(self.parts)])
+
+    def with_cache(self, cache_size: int = 1) -> Transform:
+        if self._cache_size == cache_size:
+            return self
+        return ComposeTransform(self.parts, cache_size=cache_size)
+
+    def __call__(self, x: Any) -> Any:
+        for part in self.parts:
+            x = part(x)
+        return x
+
+    def log_abs_det_jacobian(self, x: Any, y: Any) -> Any:
+        import ember
+
+        if not self.parts:
+            return ember.zeros_like(x)
+        xs = [x]
+        for part in self.parts[:-1]:
+            xs.append(part(xs[-1]))
+        xs.append(y)
+        terms = []
+        event_dim = self.domain.event_dim
+        for part, a, b in zip(self.parts, xs[:-1], xs[1:]):
+            terms.append(_sum_rightmost(part.log_abs_det_jacobian(a, b),
+                                        event_dim - part.domain.event_dim))
+            event_dim += part.codomain.event_dim - part.domain.event_dim
+        total = terms[0]
+        for t in terms[1:]:
+            total = total + t
+        return total
+
+    def __repr__(self) -> str:
+        inner = ",\n    ".join(repr(p) for p in self.parts)
+        return f"{type(self).__name__}(\n    {inner}\n)"
+
+
+identity_transform = ComposeTransform([])
+
+
+class ExpTransform(Transform):
+    """y = exp(x)."""
+
+    domain = constraints.real
+    codomain = constraints.positive
+    bijective = True
+    sign = 1
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ExpTransform)
+
+    __hash__ = object.__hash__
+
+    def _call(self, x: Any) -> Any:
+        return x.exp()
+
+    def _inverse(self, y: Any) -> Any:
+        return y.log()
+
+    def log_abs_det_jacobian(self, x: Any, y: Any) -> Any:
+        return x
+
+
+class PowerTransform(Transform):
+    """y = x ** exponent (for positive x)."""
+
+    domain = constraints.positive
+    codomain = constraints.positive
+    bijective = True
+
+    def __init__(self, exponent: Any, cache_size: int = 0) -> None:
+        super().__init__(cache_size=cache_size)
+        self.exponent = exponent
+
+    def with_cache(self, cache_size: int = 1) -> Transform:
+        return self if self._cache_size == cache_size else PowerTransform(self.exponent, cache_size)
+
+    @property
+    def sign(self) -> Any:  # type: ignore[override]
+        return self.exponent.sign() if hasattr(self.exponent, "sign") else (1 if self.exponent > 0 else -1)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, PowerTransform):
+            return False
+        return bool((self.exponent == other.exponent) if not hasattr(self.exponent, "all")
+                    else (self.exponent == other.exponent).all())
+
+    __hash__ = object.__hash__
+
+    def _call(self, x: Any) -> Any:
+        return x.pow(self.exponent)
+
+    def _inverse(self, y: Any) -> Any:
+        return y.pow(1 / self.exponent)
+
+    def log_abs_det_jacobian(self, x: Any, y: Any) -> Any:
+        return (self.exponent * y / x).abs().log()
+
+
+class SigmoidTransform(Transform):
+    """y = sigmoid(x)."""
+
+    domain = constraints.real
+    codomain = constraints.unit_interval
+    bijective = True
+    sign = 1
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, SigmoidTransform)
+
+    __hash__ = object.__hash__
+
+    def _call(self, x: Any) -> Any:
+        from .utils import clamp_probs
+
+        return clamp_probs(x.sigmoid())
+
+    def _inverse(self, y: Any) -> Any:
+        from .utils import clamp_probs
+
+        y = clamp_probs(y)
+        return y.log() - (-y).log1p()
+
+    def log_abs_det_jacobian(self, x: Any, y: Any) -> Any:
+        from ..nn.functional import softplus
+
+        return -softplus(-x) - softplus(x)
+
+
+class SoftplusTransform(Transform):
+    """y = log(1 + exp(x))."""
+
+    domain = constraints.real
+    codomain = constraints.positive
+    bijective = True
+    sign = 1
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, SoftplusTransform)
+
+    __hash__ = object.__hash__
+
+    def _call(self, x: Any) -> Any:
+        from ..nn.functional import softplus
+
+        return softplus(x)
+
+    def _inverse(self, y: Any) -> Any:
+        return (-(-y).expm1()).log() + y
+
+    def log_abs_det_jacobian(self, x: Any, y: Any) -> Any:
+        from ..nn.functional import softplus
+
+        return -softplus(-x)
+
+
+class TanhTransform(Transform):
+    """y = tanh(x) (the squashing of SAC-style policies; use ``cache_size=1`` there)."""
+
+    domain = constraints.real
+    codomain = constraints.interval(-1.0, 1.0)
+    bijective = True
+    sign = 1
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, TanhTransform)
+
+    __hash__ = object.__hash__
+
+    def _call(self, x: Any) -> Any:
+        return x.tanh()
+
+    def _inverse(self, y: Any) -> Any:
+        return y.atanh()
+
+    def log_abs_det_jacobian(self, x: Any, y: Any) -> Any:
+        from ..nn.functional import softplus
+
+        # log(1 - tanh(x)^2), stable for large |x|
+        return 2.0 * (math.log(2.0) - x - softplus(-2.0 * x))
+
+
+class AbsTransform(Transform):
+    """y = |x| (not bijective)."""
+
+    domain = constraints.real
+    codomain = constraints.positive
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, AbsTransform)
+
+    __hash__ = object.__hash__
+
+    def _call(self, x: Any) -> Any:
+        return x.abs()
+
+    def _inverse(self, y: Any) -> Any:
+        return y
+
+
+class AffineTransform(Transform):
+    """y = loc + scale * x, over ``event_dim`` trailing dimensions."""
+
+    bijective = True
+
+    def __init__(self, loc: Any, scale: Any, event_dim: int = 0, cache_size: int = 0) -> None:
+        super().__init__(cache_size=cache_size)
+        self.loc = loc
+        self.scale = scale
+        self._event_dim = event_dim
+
+    @property
+    def event_dim(self) -> int:
+        return self._event_dim
+
+    @property
+    def domain(self) -> Any:  # type: ignore[override]
+        if self._event_dim == 0:
+            return constraints.real
+        return constraints.independent(constraints.real, self._event_dim)
+
+    @property
+    def codomain(self) -> Any:  # type: ignore[override]
+        return self.domain
+
+    def with_cache(self, cache_size: int = 1) -> Transform:
+        if self._cache_size == cache_size:
+            return self
+        return AffineTransform(self.loc, self.scale, self._event_dim, cache_size=cache_size)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, AffineTransform):
+            return False
+        for a, b in ((self.loc, other.loc), (self.scale, other.scale)):
+            eq = a == b
+            if not (bool(eq.all()) if hasattr(eq, "all") else bool(eq)):
+                return False
+        return True
+
+    __hash__ = object.__hash__
+
+    @property
+    def sign(self) -> Any:  # type: ignore[override]
+        if isinstance(self.scale, (int, float)):
+            return 1 if float(self.scale) > 0 else -1 if float(self.scale) < 0 else 0
+        return self.scale.sign()
+
+    def _call(self, x: Any) -> Any:
+        return self.loc + self.scale * x
+
+    def _inverse(self, y: Any) -> Any:
+        return (y - self.loc) / self.scale
+
+    def log_abs_det_jacobian(self, x: Any, y: Any) -> Any:
+        import ember
+
+        shape = x.shape
+        scale = self.scale
+        if isinstance(scale, (int, float)):
+            result = ember.full_like(x, math.log(abs(scale)))
+        else:
+            result = scale.abs().log()
+        if self._event_dim:
+            result_size = tuple(result.shape[: result.dim() - self._event_dim]) + (-1,)
+            result = result.reshape(result_size).sum(-1)
+            shape = shape[: len(shape) - self._event_dim]
+        return result.expand(shape)
+
+    def forward_shape(self, shape: Any) -> Any:
+        import ember
+
+        return ember.broadcast_shapes(tuple(shape), tuple(getattr(self.loc, "shape", ())),
+                                      tuple(getattr(self.scale, "shape", ())))
+
+    inverse_shape = forward_shape
