@@ -1,0 +1,178 @@
+"""``ember.multiprocessing``: re-exports, spawn/start_processes, and tensors in shared memory."""
+
+from __future__ import annotations
+
+import inspect
+import multiprocessing
+import os
+
+import numpy as np
+import pytest
+
+import ember
+import ember.multiprocessing as mp
+from ember import nn
+
+FORK = "fork" in multiprocessing.get_all_start_methods()
+needs_fork = pytest.mark.skipif(not FORK, reason="needs the fork start method")
+
+
+# -- children (module level: spawned children import them) --------------------------------
+def _add_rank(rank, tensors):
+    with ember.no_grad():
+        for t in tensors:
+            t.add_(rank + 1)
+
+
+def _sgd_step(rank, model, x):
+    opt = ember.optim.SGD(model.parameters(), lr=0.5)
+    opt.zero_grad()
+    model(x).sum().backward()
+    opt.step()
+
+
+def _check_param_and_add(rank, p):
+    if not isinstance(p, nn.Parameter) or not p.requires_grad or not p.is_shared():
+        raise TypeError(f"got {type(p).__name__}, requires_grad={p.requires_grad}")
+    with ember.no_grad():
+        p.add_(10 * (rank + 1))
+
+
+def _fail_on_one(rank):
+    if rank == 1:
+        raise KeyError("boom")
+
+
+def _exit_three(rank):
+    os._exit(3)
+
+
+def _from_queue(q, done):
+    t = q.get()
+    t.add_(5)
+    done.put(float(t.sum()))
+
+
+# -- the module -----------------------------------------------------------------------------
+def test_reexports_multiprocessing():
+    for name in ("Process", "Queue", "SimpleQueue", "get_context", "set_start_method",
+                 "get_start_method", "cpu_count", "Pool", "Lock", "Event", "Manager"):
+        assert getattr(mp, name) is getattr(multiprocessing, name), name
+        assert name in mp.__all__
+    assert mp.get_sharing_strategy() == "file_descriptor"
+    assert mp.get_all_sharing_strategies() == {"file_descriptor", "file_system"}
+
+
+def test_spawn_signature_matches_pytorch():
+    torch = pytest.importorskip("torch")
+    import torch.multiprocessing as tmp
+
+    for name in ("spawn", "start_processes"):
+        ours = inspect.signature(getattr(mp, name)).parameters
+        theirs = inspect.signature(getattr(tmp, name)).parameters
+        assert [(p.name, p.default) for p in ours.values()] == \
+            [(p.name, p.default) for p in theirs.values()]
+    del torch
+
+
+# -- shared memory --------------------------------------------------------------------------
+def test_share_memory_in_place_keeps_values_and_numpy_views():
+    t = ember.arange(6, dtype=ember.float32).reshape(2, 3)
+    assert not t.is_shared()
+    assert t.share_memory_() is t
+    assert t.is_shared() and t.dtype == ember.float32 and t.tolist() == [[0, 1, 2], [3, 4, 5]]
+    n = t.numpy()
+    t.add_(1)
+    assert n.tolist() == [[1, 2, 3], [4, 5, 6]]
+    assert t.share_memory_() is t and t.numpy() is n  # already shared: nothing moves
+    v = t[1]
+    assert v.is_shared()  # a view of shared memory
+    nc = ember.arange(6.0).reshape(2, 3).t().share_memory_()
+    assert nc.is_shared() and nc.tolist() == [[0, 3], [1, 4], [2, 5]]
+    e = ember.zeros(0).share_memory_()
+    assert e.is_shared() and e.shape == (0,)
+
+
+def test_module_share_memory():
+    m = nn.Sequential(nn.Linear(3, 2), nn.BatchNorm1d(2))
+    before = {k: v.clone() for k, v in m.state_dict().items()}
+    assert m.share_memory() is m
+    for k, v in m.state_dict().items():
+        assert v.is_shared(), k
+        assert np.array_equal(v.numpy(), before[k].numpy())
+    assert all(isinstance(p, nn.Parameter) for p in m.parameters())
+
+
+@needs_fork
+def test_hogwild_children_update_the_parents_parameters():
+    ember.manual_seed(0)
+    model = nn.Linear(3, 2)
+    x = ember.ones(4, 3)
+    ref = nn.Linear(3, 2)
+    ref.load_state_dict(model.state_dict())
+    model.share_memory()
+    mp.start_processes(_sgd_step, args=(model, x), nprocs=2, start_method="fork")
+    # two SGD steps on the same weights: the gradient of sum(Wx+b) does not depend on W
+    for _ in range(2):
+        _sgd_step(0, ref, x)
+    for p, r in zip(model.parameters(), ref.parameters(), strict=True):
+        assert np.allclose(p.detach().numpy(), r.detach().numpy())
+        assert not np.allclose(p.detach().numpy(), 0)
+
+
+@needs_fork
+def test_unshared_tensors_are_not_shared_with_a_forked_child():
+    t = ember.zeros(3)
+    s = ember.zeros(3).share_memory_()
+    mp.start_processes(_add_rank, args=([t, s],), nprocs=2, start_method="fork")
+    assert t.tolist() == [0, 0, 0]
+    assert s.tolist() == [3, 3, 3]  # 1 + 2
+
+
+@needs_fork
+def test_shared_tensor_through_a_queue_stays_shared():
+    ctx = mp.get_context("fork")
+    q, done = ctx.Queue(), ctx.Queue()
+    p = ctx.Process(target=_from_queue, args=(q, done))
+    p.start()
+    t = ember.ones(4).share_memory_()  # made after the fork: only the queue can carry it
+    q.put(t)
+    assert done.get(timeout=30) == 24.0
+    p.join(30)
+    assert t.tolist() == [6, 6, 6, 6]
+    p = ctx.Process(target=_from_queue, args=(q, done))
+    p.start()
+    u = ember.ones(4)
+    q.put(u)  # not shared: pickled by value
+    assert done.get(timeout=30) == 24.0
+    p.join(30)
+    assert u.tolist() == [1, 1, 1, 1]
+
+
+def test_spawn_shares_parameters_with_spawned_children():
+    p = nn.Parameter(ember.zeros(2))
+    p.share_memory_()
+    assert mp.spawn(_check_param_and_add, args=(p,), nprocs=2) is None
+    assert p.tolist() == [30, 30]
+
+
+@needs_fork
+def test_start_processes_reports_a_childs_exception():
+    with pytest.raises(mp.ProcessRaisedException) as info:
+        mp.start_processes(_fail_on_one, nprocs=2, start_method="fork")
+    msg = str(info.value)
+    assert "-- Process 1 terminated with the following error:" in msg
+    assert "KeyError: 'boom'" in msg and "Traceback (most recent call last)" in msg
+    assert info.value.error_index == 1
+
+
+@needs_fork
+def test_start_processes_reports_an_exit_code_and_join_false():
+    with pytest.raises(mp.ProcessExitedException, match="process 0 terminated with exit code 3") as info:
+        mp.start_processes(_exit_three, nprocs=1, start_method="fork")
+    assert info.value.exit_code == 3
+    ctx = mp.start_processes(_add_rank, args=([],), nprocs=2, join=False, start_method="fork")
+    assert isinstance(ctx, mp.ProcessContext) and len(ctx.pids()) == 2
+    while not ctx.join():
+        pass
+    assert all(p.exitcode == 0 for p in ctx.processes)
