@@ -311,6 +311,8 @@ class Optimizer:
         if self._optimizer_step_pre_hooks or _global_step_pre_hooks:
             args, kwargs = self._run_pre_hooks((closure,), {})
             closure = args[0] if args else kwargs.get("closure")
+        if self._load_problem is not None:
+            raise OptimizerStateError(f"{type(self).__name__}.step(): {self._load_problem}")
         loss = self._step(closure)
         if self._optimizer_step_post_hooks or _global_step_post_hooks:
             for hook in chain(self._optimizer_step_post_hooks.values(),
@@ -336,17 +338,39 @@ class Optimizer:
             with grad_mode.enable_grad():
                 loss = closure()
         update = self._update
+        bad = self._bad_state
         for group in self.param_groups:
             h = self._prepare(group)
             for p in group["params"]:
                 g = p.grad
                 if g is None:
                     continue
+                if bad is not None and id(p) in bad:
+                    self._check_loaded_state(p)
                 update(p, g._data, h)
                 v = p._version
                 if v is not None:  # the parameter changed in place: saved copies are stale
                     v[0] += 1
         return loss
+
+    def _check_loaded_state(self, p: Tensor) -> None:
+        """Raise when ``p``'s loaded state tensors do not have ``p``'s shape (PyTorch fails at
+        this step too, with a bare broadcasting error); forget ``p`` once its state fits."""
+        index = self._bad_state[id(p)]
+        for key, value in self.state.get(p, {}).items():
+            shape = _state_shape(value)
+            if shape is not None and shape != tuple(p.shape):
+                raise RuntimeError(
+                    f"{type(self).__name__}.step(): the optimizer state loaded by "
+                    f"load_state_dict() does not fit parameter {index}: state[{key!r}] has shape "
+                    f"{list(shape)} but the parameter has shape {list(p.shape)}. The checkpoint's "
+                    "optimizer state was saved for parameters of other shapes (another model, or "
+                    "the parameters in another order): load the optimizer state saved with this "
+                    "model, or skip optimizer.load_state_dict() to start the optimizer fresh."
+                )
+        del self._bad_state[id(p)]
+        if not self._bad_state:
+            self._bad_state = None
 
     def _prepare(self, group: dict[str, Any]) -> Any:
         """The group's options in the form ``_update`` wants (called once per group per step)."""
@@ -450,6 +474,15 @@ class Optimizer:
                 state[p] = {key: _cast_state(p, val, key) for key, val in v.items()}
             else:
                 state[k] = v
+        problem = _missing_options(self, saved_groups)
+        bad: dict[int, Any] = {}
+        if type(self)._step is Optimizer._step:  # (LBFGS keeps flat, not per-parameter, state)
+            for k in state_dict["state"]:
+                p = id_map.get(k)
+                if p is not None and any(
+                    _state_shape(val) not in (None, tuple(p.shape)) for val in state[p].values()
+                ):
+                    bad[id(p)] = k
         new_groups = []
         for g, s in zip(groups, saved_groups):
             s["params"] = g["params"]
@@ -457,11 +490,66 @@ class Optimizer:
                 s["param_names"] = g["param_names"]
             new_groups.append(s)
         self.__setstate__({"state": state, "param_groups": new_groups})
+        self._load_problem = problem
+        self._bad_state = bad or None
         for hook in self._optimizer_load_state_dict_post_hooks.values():
             hook(self)
 
 
 _SCALAR_KEYS = ("step", "mu_product")
+
+# A loaded param group must carry each option the algorithm reads at every step: PyTorch's
+# optimizers fail at step() with a KeyError when one is missing (the classic case: an Adam
+# state_dict loaded into SGD has no 'momentum'). Flags (bool/None defaults) are filled in by
+# PyTorch's __setstate__, and so are these per-class options:
+_FILLED_ON_LOAD = {
+    "Adagrad": frozenset({"initial_accumulator_value"}),
+    "RMSprop": frozenset({"momentum", "centered"}),
+}
+
+# Optimizer attributes set by load_state_dict (class-level defaults keep pickled optimizers and
+# subclasses that skip __init__ working).
+Optimizer._load_problem = None
+Optimizer._bad_state = None
+
+
+class OptimizerStateError(KeyError):
+    """A loaded optimizer state that this optimizer cannot step with: a ``KeyError`` like
+    PyTorch's (which names only the missing key), with a message that says why and the fix."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+def _missing_options(opt: Optimizer, saved_groups: list) -> str | None:
+    """Why ``opt`` cannot step with the loaded ``saved_groups`` (options missing), else None.
+    Only ember's own algorithms are checked: a user's subclass gets its defaults filled in."""
+    cls = type(opt)
+    if not cls.__module__.startswith("ember.optim"):
+        return None
+    filled = _FILLED_ON_LOAD.get(cls.__name__, frozenset())
+    for i, s in enumerate(saved_groups):
+        missing = [k for k, v in opt.defaults.items()
+                   if k not in s and k not in filled and not (v is None or isinstance(v, bool))
+                   and v is not required]
+        if missing:
+            has = sorted(k for k in s if k not in ("params", "param_names"))
+            return (
+                f"parameter group {i} of the state_dict given to load_state_dict() has no "
+                f"{', '.join(repr(k) for k in missing)} (it has {', '.join(has)}), so it was saved "
+                f"by another optimizer class. Load it into the optimizer class that saved it, or "
+                f"skip optimizer.load_state_dict() and start this {cls.__name__} fresh."
+            )
+    return None
+
+
+def _state_shape(value: Any) -> tuple | None:
+    """The shape of a per-parameter state tensor; None for scalars (``'step'``...) and
+    non-tensors, whose shape need not match the parameter's."""
+    arr = _to_array(value)
+    if arr is None or arr.ndim == 0:
+        return None
+    return tuple(arr.shape)
 
 
 def _cast_state(p: Tensor, value: Any, key: Any) -> Any:
