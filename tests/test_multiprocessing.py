@@ -176,3 +176,70 @@ def test_start_processes_reports_an_exit_code_and_join_false():
     while not ctx.join():
         pass
     assert all(p.exitcode == 0 for p in ctx.processes)
+
+
+# -- DataLoader workers: errors and Ctrl-C --------------------------------------------------
+class _MissingKey(ember.utils.data.Dataset):
+    def __len__(self):
+        return 8
+
+    def __getitem__(self, i):
+        return {"a": 1}["missing"]
+
+
+@needs_fork
+def test_worker_keyerror_is_readable():
+    from ember.utils.data import DataLoader
+
+    with pytest.raises(KeyError) as info:
+        for _ in DataLoader(_MissingKey(), batch_size=2, num_workers=2):
+            pass
+    msg = str(info.value)
+    assert msg.startswith("Caught KeyError in DataLoader worker process ")
+    assert "\nOriginal Traceback (most recent call last):\n" in msg  # real newlines, not "\\n"
+    assert "\\n" not in msg
+    assert msg.rstrip().endswith("KeyError: 'missing'")
+    assert 'return {"a": 1}["missing"]' in msg
+
+
+_CTRL_C_SCRIPT = """
+import time
+import ember
+from ember.utils.data import DataLoader, Dataset
+
+class Slow(Dataset):
+    def __len__(self):
+        return 10**6
+
+    def __getitem__(self, i):
+        time.sleep(0.01)
+        return ember.tensor(i)
+
+for i, b in enumerate(DataLoader(Slow(), batch_size=2, num_workers=2)):
+    if i == 2:
+        print("running", flush=True)
+"""
+
+
+@needs_fork
+def test_ctrl_c_with_workers_prints_one_traceback(tmp_path):
+    import signal
+    import subprocess
+    import sys
+
+    script = tmp_path / "ctrl_c.py"
+    script.write_text(_CTRL_C_SCRIPT)
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        for line in proc.stdout:
+            if "running" in line:
+                break
+        os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C does: the whole process group
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode != 0
+    assert err.count("Traceback (most recent call last)") == 1, err
+    assert err.rstrip().endswith("KeyboardInterrupt"), err

@@ -8,8 +8,10 @@ with its traceback; a worker that dies or a ``timeout`` that passes raises inste
 from __future__ import annotations
 
 import multiprocessing as mp
+import os
 import queue
 import random
+import signal
 import traceback
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -22,6 +24,7 @@ from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
 __all__ = ["DataLoader", "get_worker_info", "WorkerInfo"]
 
 _POLL = 0.1  # seconds between liveness checks while waiting for a worker
+_WATCHDOG = 2.0  # seconds between a worker's checks that the main process is still there
 
 
 @dataclass
@@ -42,6 +45,14 @@ def get_worker_info() -> WorkerInfo | None:
     return _worker_info
 
 
+class _KeyErrorMessage(str):
+    """``str(KeyError(m))`` is ``repr(m)``: one escaped line. This message's repr is itself, so a
+    worker's KeyError shows its traceback over several readable lines, as PyTorch's does."""
+
+    def __repr__(self) -> str:
+        return str.__str__(self)
+
+
 class _ExceptionWrapper:
     """An exception raised in a worker, carried to the main process with its traceback."""
 
@@ -53,10 +64,13 @@ class _ExceptionWrapper:
         )
 
     def reraise(self) -> None:
+        msg = self.message
+        if self.exc_type is KeyError:
+            msg = _KeyErrorMessage(msg)
         try:
-            err = self.exc_type(self.message)
+            err = self.exc_type(msg)
         except Exception:  # noqa: BLE001 - exception types with unusual constructors
-            err = RuntimeError(self.message)
+            raise RuntimeError(msg) from None
         raise err
 
 
@@ -77,9 +91,28 @@ def _fetch(dataset: Any, indices: Any, auto_collation: bool, collate_fn: Any) ->
 def _worker_loop(dataset: Any, index_q: Any, result_q: Any, collate_fn: Any, auto_collation: bool,
                  iterable: bool, batch_size: int | None, drop_last: bool, worker_id: int,
                  num_workers: int, seed: int, init_fn: Any) -> None:
+    # Ctrl-C reaches every process in the terminal's process group: the main process raises
+    # KeyboardInterrupt and stops the workers, so workers ignore SIGINT instead of each printing
+    # a traceback of their own.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        _worker_body(dataset, index_q, result_q, collate_fn, auto_collation, iterable, batch_size,
+                     drop_last, worker_id, num_workers, seed, init_fn)
+    except KeyboardInterrupt:
+        pass  # the main process reports it
+
+
+def _parent_alive(ppid: int) -> bool:
+    return os.getppid() == ppid
+
+
+def _worker_body(dataset: Any, index_q: Any, result_q: Any, collate_fn: Any, auto_collation: bool,
+                 iterable: bool, batch_size: int | None, drop_last: bool, worker_id: int,
+                 num_workers: int, seed: int, init_fn: Any) -> None:
     global _worker_info
     from ... import _random
 
+    ppid = os.getppid()
     _random.manual_seed(seed)
     random.seed(seed)
     import numpy as np
@@ -96,7 +129,11 @@ def _worker_loop(dataset: Any, index_q: Any, result_q: Any, collate_fn: Any, aut
     cur_epoch = None
     while True:
         try:
-            msg = index_q.get()
+            msg = index_q.get(timeout=_WATCHDOG)
+        except queue.Empty:
+            if not _parent_alive(ppid):
+                return  # the main process died without stopping us
+            continue
         except (EOFError, OSError):
             return
         if msg is None:
