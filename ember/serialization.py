@@ -628,8 +628,6 @@ class _NeedsFullPickle(Exception):
 
 # ember classes whose PyTorch home differs from ``'torch' + cls.__module__[5:]``
 _TORCH_HOME = {
-    "ember._backend.device": "torch.device", "ember._dtype.dtype": "torch.dtype",
-    "ember._size.Size": "torch.Size", "ember._tensor.Tensor": "torch.Tensor",
     "ember.nn.modules.transformer.MultiheadAttention":
         "torch.nn.modules.activation.MultiheadAttention",
     "ember.nn.modules.transformer.NonDynamicallyQuantizableLinear":
@@ -640,10 +638,43 @@ _TORCH_HOME = {
     "ember.utils.data.sampler.DistributedSampler":
         "torch.utils.data.distributed.DistributedSampler",
 }
-# public namespaces, in the order a function's PyTorch name is looked for
-_FUNCTION_HOMES = ("ember.nn.functional", "ember.nn.init", "ember.optim.lr_scheduler",
-                   "ember.nn.utils", "ember.utils.data", "ember.autograd", "ember.linalg",
-                   "ember.special", "ember.fft", "ember")
+# public namespaces, in the order an object's PyTorch name is looked for
+_HOMES = ("ember.nn.functional", "ember", "ember.nn", "ember.nn.init", "ember.nn.utils.rnn",
+          "ember.nn.utils", "ember.optim.lr_scheduler", "ember.optim", "ember.utils.data",
+          "ember.autograd", "ember.linalg", "ember.special", "ember.fft")
+_alias_index: dict[int, tuple[str, str]] = {}
+
+
+def _homes() -> list[tuple[str, Any]]:
+    import importlib
+
+    out = []
+    for ns in _HOMES:
+        try:
+            out.append((ns, importlib.import_module(ns)))
+        except ImportError:
+            continue
+    return out
+
+
+def _public_name(obj: Any, name: str) -> tuple[str, str] | None:
+    """``('torch.<ns>', name)`` for the first public namespace holding ``obj`` as ``name``,
+    else under any name (an alias such as ``absolute`` for ``abs``)."""
+    homes = _homes()
+    if isinstance(obj, type):  # classes: the top-level namespaces first (torch.finfo)
+        homes = homes[1:3] + homes[:1] + homes[3:]
+    for ns, home in homes:
+        exported = getattr(home, "__all__", None)
+        if getattr(home, name, None) is obj and (exported is None or name in exported):
+            return "torch" + ns[5:], name
+    if not _alias_index:
+        for ns, home in reversed(_homes()):
+            exported = getattr(home, "__all__", None)
+            for k, v in vars(home).items():
+                if (not k.startswith("_") and callable(v)
+                        and (exported is None or k in exported)):
+                    _alias_index[id(v)] = ("torch" + ns[5:], k)
+    return _alias_index.get(id(obj))
 
 
 def _torch_global(obj: Any) -> tuple[str, str] | None:
@@ -653,8 +684,6 @@ def _torch_global(obj: Any) -> tuple[str, str] | None:
     ``torch.load`` finds them; functions by the public namespace that has them
     (``torch.nn.functional.relu``).
     """
-    import importlib
-
     mod = getattr(obj, "__module__", None)
     qual = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None)
     if not isinstance(mod, str) or not isinstance(qual, str):
@@ -665,10 +694,11 @@ def _torch_global(obj: Any) -> tuple[str, str] | None:
     if full is not None:
         m, _, n = full.rpartition(".")
         return m, n
-    if not isinstance(obj, type) and "." not in qual:
-        for ns in _FUNCTION_HOMES:
-            if getattr(importlib.import_module(ns), qual, None) is obj:
-                return "torch" + ns[5:], qual
+    private = any(p.startswith("_") for p in mod.split(".")) or "<locals>" in qual
+    if private or not isinstance(obj, type):
+        hit = _public_name(obj, getattr(obj, "__name__", qual))
+        if hit is not None:
+            return hit
     return "torch" + mod[5:], qual
 
 

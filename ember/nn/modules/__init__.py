@@ -17,3 +17,13 @@ from .rnn import *  # noqa: F403
 from .sparse import *  # noqa: F403
 from .transformer import *  # noqa: F403
 from .upsampling import *  # noqa: F403
+
+# classes at the module paths PyTorch gives them (pickles and safe_globals lists name these)
+# isort: split
+from . import activation as _activation
+from . import linear as _linear
+from .transformer import MultiheadAttention as _MHA
+from .transformer import NonDynamicallyQuantizableLinear as _NDQL
+
+_activation.MultiheadAttention = _MHA  # type: ignore[attr-defined]
+_linear.NonDynamicallyQuantizableLinear = _NDQL  # type: ignore[attr-defined]
