@@ -169,7 +169,7 @@ del _n, _c
 # Submodules load on first use (``ember.nn``, ``ember.optim``...), keeping ``import ember`` fast.
 _LAZY_SUBMODULES = frozenset({"nn", "optim", "utils", "linalg", "serialization", "demo", "amp",
                               "special", "distributed", "testing", "multiprocessing",
-                              "onnx"})
+                              "onnx", "distributions", "func"})
 
 
 # Top-level functions that live in modules loaded on first use: name -> module.
@@ -179,6 +179,7 @@ _LAZY_ATTRS = {
                      "get_autocast_dtype", "set_autocast_dtype", "is_autocast_cache_enabled",
                      "set_autocast_cache_enabled", "clear_autocast_cache"], "ember.amp.autocast_mode"),
     "compile": "ember._compile",
+    "vmap": "ember.func",
     "from_dlpack": "ember.utils.dlpack",
     **dict.fromkeys(
         ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "max_pool1d", "max_pool2d",
