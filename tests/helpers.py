@@ -99,6 +99,7 @@ def check_op(
             if gradgrad:
                 ember.autograd.gradgradcheck(lambda *xs: fn(ember, *xs), tuple(g_in),
                                              atol=grad_atol, rtol=grad_rtol)
+            _check_odd_cotangents(fn, g_in)
 
     # 5. parity with PyTorch
     if HAVE_TORCH:
@@ -135,6 +136,39 @@ def check_op(
                     continue
                 assert a is not None, "ember gave no gradient where torch did"
                 np.testing.assert_allclose(a.numpy(), b.numpy(), atol=grad_atol, rtol=grad_rtol)
+
+
+def _check_odd_cotangents(fn: Callable, g_in: list) -> None:
+    """6. A gradient may arrive broadcast (``sum``'s backward hands out a stride-0 array) or
+    non-contiguous: the op's backward must give the same result as for a contiguous copy."""
+    roots = [o for o in _outs(fn(ember, *g_in)) if getattr(o, "requires_grad", False)]
+    leaves = [t for t in g_in if getattr(t, "requires_grad", False)]
+    if not roots or not leaves:
+        return
+    rng = np.random.default_rng(1)
+    for layout in ("broadcast", "fortran"):
+        odd, plain = [], []
+        for o in roots:
+            shape = tuple(o.shape)
+            dt = o.detach().numpy().dtype
+            if layout == "broadcast":
+                row = rng.standard_normal((1,) + shape[1:]).astype(dt) if shape else np.ones((), dt)
+                arr = np.broadcast_to(row, shape)
+            else:  # column-major (asfortranarray would make a 0-d array 1-d)
+                arr = np.asarray(rng.standard_normal(shape), dtype=dt)
+                arr = np.asfortranarray(arr) if arr.ndim else arr
+            odd.append(ember.Tensor._make(arr))
+            plain.append(ember.Tensor._make(np.array(arr, order="C")))
+        outs = [o for o in _outs(fn(ember, *g_in)) if getattr(o, "requires_grad", False)]
+        got = ember.autograd.grad(outs, leaves, odd, allow_unused=True)
+        outs = [o for o in _outs(fn(ember, *g_in)) if getattr(o, "requires_grad", False)]
+        want = ember.autograd.grad(outs, leaves, plain, allow_unused=True)
+        for a, b in zip(got, want):
+            if a is None or b is None:
+                assert a is None and b is None
+                continue
+            np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-12, atol=1e-12,
+                                       err_msg=f"{layout} cotangent gave another gradient")
 
 
 def randn(*shape: int, seed: int = 0) -> np.ndarray:

@@ -1,0 +1,278 @@
+"""In-place ops through views under autograd, each program run on ember and on PyTorch.
+
+Every case is a function of the module (``ember`` or ``torch``) returning what a user would look
+at: values, gradients, ``grad_fn`` names, ``requires_grad``. Both engines must agree, including on
+whether the program raises (the messages may differ: ours add the fix).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ember
+
+torch = pytest.importorskip("torch")
+
+
+def _val(x):
+    if x is None or isinstance(x, bool | int | float | str):
+        return x
+    if isinstance(x, tuple | list):
+        return [_val(v) for v in x]
+    if hasattr(x, "detach"):
+        return np.asarray(x.detach().numpy(), dtype=np.float64).round(5).tolist()
+    return type(x).__name__  # a grad_fn node: compare by name
+
+
+def _run(case, mod):
+    try:
+        return ("ok", _val(case(mod)))
+    except RuntimeError as e:
+        return ("RuntimeError", str(e).split(".")[0][:40])
+
+
+def issue_example(t):
+    a = t.ones(4, requires_grad=True)
+    b = a * 2
+    b[:2].mul_(3)
+    b.sum().backward()
+    return a.grad
+
+
+def mean_after_view_add(t):
+    a = t.arange(6.0, dtype=t.float64).requires_grad_()
+    b = a * 1
+    b[1:4].add_(5)
+    b.mean().backward()
+    return a.grad, b
+
+
+def large_view_then_sum_is_finite(t):
+    a = t.ones(1 << 16, requires_grad=True)
+    b = a * 2
+    b[:100].mul_(3)
+    b.sum().backward()
+    return float(a.grad.sum()), bool(t.isfinite(a.grad).all())
+
+
+def view_of_view(t):
+    a = t.ones(4, requires_grad=True)
+    b = a * 2
+    w = b.view(2, 2)[0]
+    w.mul_(3)
+    b.sum().backward()
+    return a.grad, type(w.grad_fn).__name__
+
+
+def step_slice_exp(t):
+    a = t.ones(4, requires_grad=True)
+    b = a * 1
+    b[::2].exp_()
+    b.sum().backward()
+    return a.grad
+
+
+def transposed_row(t):
+    a = t.ones(2, 3, requires_grad=True)
+    b = a * 1
+    b.t()[0].mul_(2)
+    b.sum().backward()
+    return a.grad
+
+
+def two_dim_slice_zero(t):
+    a = t.arange(12.0).reshape(3, 4).requires_grad_()
+    b = a * a
+    b[1:, 2:].zero_()
+    b.sum().backward()
+    return a.grad, type(b.grad_fn).__name__
+
+
+def view_rederived_after_base_changes(t):
+    a = t.ones(4, requires_grad=True)
+    b = a * 2
+    v = b[:2]
+    b.mul_(3)
+    name = type(v.grad_fn).__name__
+    (v * 1).sum().backward()
+    return a.grad, name
+
+
+def diagonal_after_base_add(t):
+    a = t.ones(3, 3, requires_grad=True)
+    b = a * 2
+    d = b.diagonal()
+    b.add_(1)
+    (d * d).sum().backward()
+    return a.grad
+
+
+def other_view_sees_new_history(t):
+    b = t.zeros(4)
+    v2 = b[2:]
+    x = t.ones(2, requires_grad=True)
+    b[:2].copy_(x)
+    return v2.requires_grad, v2.grad_fn, b.requires_grad, b.grad_fn
+
+
+def copy_into_view_of_plain_tensor(t):
+    x = t.ones(4)
+    w = t.full((2,), 3.0, requires_grad=True)
+    v = x[:2]
+    v.mul_(w)
+    x.sum().backward()
+    return w.grad, x, x.grad_fn
+
+
+def zero_base_keeps_history(t):
+    a = t.ones(4, requires_grad=True)
+    b = a * 1
+    v = b[:2]
+    b.zero_()
+    return v.requires_grad, v.grad_fn, b.grad_fn
+
+
+def fill_part_keeps_rest(t):
+    a = t.arange(4.0).requires_grad_()
+    b = a * a
+    b[1:3].fill_(7)
+    (b * b).sum().backward()
+    return a.grad, b
+
+
+def leaf_view_inplace(t):
+    a = t.ones(4, requires_grad=True)
+    a[:2].mul_(2)
+
+
+def no_grad_view_inplace(t):
+    a = t.ones(4, requires_grad=True)
+    b = a * 2
+    with t.no_grad():
+        v = b[:2]
+    v.mul_(2)
+
+
+def unbind_output_inplace(t):
+    a = t.ones(4, requires_grad=True)
+    b = a * 2
+    b.unbind(0)[0].mul_(2)
+
+
+def split_output_inplace(t):
+    a = t.ones(4, 2, requires_grad=True)
+    b = a * 2
+    b.split(2)[0].mul_(2)
+
+
+def unbind_output_inplace_no_grad_is_fine(t):
+    a = t.ones(4, requires_grad=True)
+    b = a * 2
+    with t.no_grad():
+        b.unbind(0)[0].mul_(2)
+    return b
+
+
+def saved_output_modified_through_view(t):
+    a = t.ones(4, requires_grad=True)
+    b = a.sigmoid()
+    b[:2].mul_(2)
+    b.sum().backward()
+
+
+def saved_output_modified_in_no_grad_view(t):
+    a = t.ones(4, requires_grad=True)
+    b = a.exp()
+    with t.no_grad():
+        v = b[:2]
+        v.mul_(2)
+    b.sum().backward()
+
+
+def detached_alias_modified(t):
+    a = t.ones(4, requires_grad=True)
+    b = a.exp()
+    b.detach().mul_(2)
+    b.sum().backward()
+
+
+def exp_inplace_result_modified_again(t):
+    a = t.ones(4, requires_grad=True)
+    b = a * 1
+    b.exp_()
+    b.mul_(2)
+    b.sum().backward()
+
+
+def exp_inplace_on_view_then_modified(t):
+    a = t.ones(4, requires_grad=True)
+    b = a * 1
+    v = b[:2]
+    v.exp_()
+    v.mul_(2)
+    b.sum().backward()
+
+
+def inplace_on_expanded(t):
+    a = t.ones(4, requires_grad=True)
+    b = a * 1
+    b.expand(3, 4).mul_(2)
+
+
+def view_modified_in_no_grad_keeps_history(t):
+    a = t.ones(4, requires_grad=True)
+    b = a * 2
+    v = b[:2]
+    with t.no_grad():
+        v.mul_(2)
+    b.sum().backward()
+    return a.grad, v.grad_fn, b.grad_fn, b
+
+
+def nested_window(t):
+    a = t.ones(4, requires_grad=True)
+    b = a * 2
+    v = b[1:3]
+    v[0:1].mul_(5)
+    b.sum().backward()
+    return a.grad, v.grad_fn
+
+
+def detach_view_in_place(t):
+    a = t.ones(4, requires_grad=True)
+    b = a * 2
+    b[:2].detach_()
+
+
+def iterate_rows_then_inplace(t):
+    a = t.ones(2, 3, requires_grad=True)
+    b = a * 2
+    for row in b:
+        row.mul_(2)
+
+
+CASES = [
+    issue_example, mean_after_view_add, large_view_then_sum_is_finite, view_of_view,
+    step_slice_exp, transposed_row, two_dim_slice_zero, view_rederived_after_base_changes,
+    diagonal_after_base_add, other_view_sees_new_history, copy_into_view_of_plain_tensor,
+    zero_base_keeps_history, fill_part_keeps_rest, leaf_view_inplace, no_grad_view_inplace,
+    unbind_output_inplace, split_output_inplace, unbind_output_inplace_no_grad_is_fine,
+    saved_output_modified_through_view, saved_output_modified_in_no_grad_view,
+    detached_alias_modified, exp_inplace_result_modified_again,
+    exp_inplace_on_view_then_modified, inplace_on_expanded,
+    view_modified_in_no_grad_keeps_history, nested_window, detach_view_in_place,
+    iterate_rows_then_inplace,
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.__name__ for c in CASES])
+def test_same_as_pytorch(case):
+    got, want = _run(case, ember), _run(case, torch)
+    assert got[0] == want[0], f"ember: {got}\ntorch: {want}"
+    if got[0] == "ok":
+        assert got[1] == want[1]
+
+
+def test_issue_example_values():
+    assert issue_example(ember).tolist() == [6.0, 6.0, 2.0, 2.0]
