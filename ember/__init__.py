@@ -83,6 +83,9 @@ from .ops.reduction import *  # noqa: F403
 from .ops.linalg import *  # noqa: F403
 from .ops.shape import *  # noqa: F403
 from .ops.indexing import *  # noqa: F403
+from ._functions import *  # noqa: F403
+from .ops.extra import digamma, erfcx as _erfcx, lgamma, mvlgamma, polygamma  # noqa: F401
+from . import random  # noqa: E402
 from ._tensor_str import get_printoptions, set_printoptions
 from . import autograd, cuda, backends, accelerator  # noqa: E402
 
@@ -169,7 +172,8 @@ del _n, _c
 # Submodules load on first use (``ember.nn``, ``ember.optim``...), keeping ``import ember`` fast.
 _LAZY_SUBMODULES = frozenset({"nn", "optim", "utils", "linalg", "serialization", "demo", "amp",
                               "special", "distributed", "testing", "multiprocessing",
-                              "onnx", "distributions", "func"})
+                              "onnx", "distributions", "func",
+                              "cpu", "xpu", "mps"})
 
 
 # Top-level functions that live in modules loaded on first use: name -> module.
@@ -185,6 +189,9 @@ _LAZY_ATTRS = {
         ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "max_pool1d", "max_pool2d",
          "avg_pool1d", "adaptive_avg_pool1d", "adaptive_max_pool1d", "pixel_shuffle",
          "pixel_unshuffle"], "ember.ops.conv"),
+    **dict.fromkeys(["relu_", "selu_", "celu_", "rrelu_", "threshold_"], "ember.ops.activation"),
+    **dict.fromkeys(["rms_norm", "bilinear", "channel_shuffle", "feature_alpha_dropout"],
+                    "ember.nn.functional"),
     **dict.fromkeys(["dropout", "layer_norm", "group_norm", "batch_norm", "embedding",
                      "prelu", "selu", "celu", "threshold", "rrelu", "hardshrink", "cosine_similarity",
                      "pairwise_distance", "pdist", "alpha_dropout"], "ember.nn.functional"),

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import _functions as _fn
 from .ops import elementwise as _ew
+from .ops import extra as _extra
 from .ops import indexing as _ix
 from .ops import linalg as _la
 from .ops import reduction as _red
@@ -464,16 +466,16 @@ class TensorMethods:
         return _ew.div(self, *args, **kwargs)
 
     def mvlgamma(self, *args: Any, **kwargs: Any) -> Any:
-        """``mvlgamma(p)``: see ``ember.ops.elementwise.mvlgamma``."""
-        return _ew.mvlgamma(self, *args, **kwargs)
+        """``mvlgamma(p)``: see ``ember.ops.extra.mvlgamma``."""
+        return _extra.mvlgamma(self, *args, **kwargs)
 
     def lgamma(self, *args: Any, **kwargs: Any) -> Any:
-        """``lgamma()``: see ``ember.ops.elementwise.lgamma``."""
-        return _ew.lgamma(self, *args, **kwargs)
+        """``lgamma()``: see ``ember.ops.extra.lgamma``."""
+        return _extra.lgamma(self, *args, **kwargs)
 
     def digamma(self, *args: Any, **kwargs: Any) -> Any:
-        """``digamma()``: see ``ember.ops.elementwise.digamma``."""
-        return _ew.digamma(self, *args, **kwargs)
+        """``digamma()``: see ``ember.ops.extra.digamma``."""
+        return _extra.digamma(self, *args, **kwargs)
 
     # -- reductions: ember/ops/reduction.py --------------------------------------------------
 
@@ -982,3 +984,256 @@ class TensorMethods:
     def put(self, *args: Any, **kwargs: Any) -> Any:
         """``put(index, source, accumulate=False)``: see ``ember.ops.indexing.put``."""
         return _ix.put(self, *args, **kwargs)
+
+    # -- composites and small names: ember/_functions.py, ember/ops/extra.py --------------------
+
+    def where(self, condition: Any, other: Any) -> Any:
+        """``where(condition, other)``: ``self`` where ``condition``, else ``other``."""
+        return _ew.where(condition, self, other)
+
+    def reshape_as(self, other: Any) -> Any:
+        """``reshape_as(other)``: ``self.reshape(other.shape)``."""
+        return _sh.reshape(self, tuple(other.shape))
+
+    def polygamma(self, n: int) -> Any:
+        """``polygamma(n)``: see ``ember.ops.extra.polygamma``."""
+        return _extra.polygamma(n, self)
+
+    def gcd(self, other: Any) -> Any:
+        """``gcd(other)``: see ``ember._functions.gcd``."""
+        return _fn.gcd(self, other)
+
+    def lcm(self, other: Any) -> Any:
+        """``lcm(other)``: see ``ember._functions.lcm``."""
+        return _fn.lcm(self, other)
+
+    def diff(self, *args: Any, **kwargs: Any) -> Any:
+        """``diff(n=1, dim=-1, prepend=None, append=None)``: see ``ember._functions.diff``."""
+        return _fn.diff(self, *args, **kwargs)
+
+    def angle(self) -> Any:
+        """``angle()``: see ``ember._functions.angle``."""
+        return _fn.angle(self)
+
+    def dist(self, other: Any, p: float = 2) -> Any:
+        """``dist(other, p=2)``: see ``ember._functions.dist``."""
+        return _fn.dist(self, other, p)
+
+    def cov(self, *args: Any, **kwargs: Any) -> Any:
+        """``cov(*, correction=1, fweights=None, aweights=None)``: see ``ember._functions.cov``."""
+        return _fn.cov(self, *args, **kwargs)
+
+    def corrcoef(self) -> Any:
+        """``corrcoef()``: see ``ember._functions.corrcoef``."""
+        return _fn.corrcoef(self)
+
+    def quantile(self, *args: Any, **kwargs: Any) -> Any:
+        """``quantile(q, dim=None, keepdim=False, *, interpolation='linear')``."""
+        return _fn.quantile(self, *args, **kwargs)
+
+    def nanquantile(self, *args: Any, **kwargs: Any) -> Any:
+        """``nanquantile(q, dim=None, keepdim=False, *, interpolation='linear')``."""
+        return _fn.nanquantile(self, *args, **kwargs)
+
+    def logcumsumexp(self, dim: int) -> Any:
+        """``logcumsumexp(dim)``: see ``ember._functions.logcumsumexp``."""
+        return _fn.logcumsumexp(self, dim)
+
+    def histogram(self, *args: Any, **kwargs: Any) -> Any:
+        """``histogram(bins, *, range=None, weight=None, density=False)``."""
+        return _fn.histogram(self, *args, **kwargs)
+
+    def multinomial(self, *args: Any, **kwargs: Any) -> Any:
+        """``multinomial(num_samples, replacement=False, *, generator=None)``."""
+        from ._random import multinomial
+
+        return multinomial(self, *args, **kwargs)
+
+    def split_with_sizes(self, split_sizes: Any, dim: int = 0) -> Any:
+        """``split_with_sizes(split_sizes, dim=0)``: sizes must add up to the dim's length."""
+        return _fn.split_with_sizes(self, split_sizes, dim)
+
+    def unsafe_chunk(self, chunks: int, dim: int = 0) -> Any:
+        return _fn.unsafe_chunk(self, chunks, dim)
+
+    def unsafe_split(self, split_size: Any, dim: int = 0) -> Any:
+        return _fn.unsafe_split(self, split_size, dim)
+
+    def unsafe_split_with_sizes(self, split_sizes: Any, dim: int = 0) -> Any:
+        return _fn.unsafe_split_with_sizes(self, split_sizes, dim)
+
+    def sum_to_size(self, *size: Any) -> Any:
+        """``sum_to_size(*size)``: sum down to ``size`` (undo a broadcast)."""
+        return _fn.sum_to_size(self, *size)
+
+    def renorm(self, p: float, dim: int, maxnorm: float) -> Any:
+        """``renorm(p, dim, maxnorm)``: see ``ember._functions.renorm``."""
+        return _fn.renorm(self, p, dim, maxnorm)
+
+    def ldexp(self, other: Any) -> Any:
+        """``ldexp(other)``: ``self * 2 ** other``."""
+        return _fn.ldexp(self, other)
+
+    def frexp(self) -> Any:
+        """``frexp()``: ``(mantissa, exponent)``."""
+        return _fn.frexp(self)
+
+    def nextafter(self, other: Any) -> Any:
+        """``nextafter(other)``: the next float towards ``other``."""
+        return _fn.nextafter(self, other)
+
+    def bitwise_left_shift(self, other: Any) -> Any:
+        """``bitwise_left_shift(other)``: ``self << other``."""
+        return _fn.bitwise_left_shift(self, other)
+
+    def bitwise_right_shift(self, other: Any) -> Any:
+        """``bitwise_right_shift(other)``: ``self >> other``."""
+        return _fn.bitwise_right_shift(self, other)
+
+    def select_scatter(self, src: Any, dim: int, index: int) -> Any:
+        return _fn.select_scatter(self, src, dim, index)
+
+    def slice_scatter(self, src: Any, *args: Any, **kwargs: Any) -> Any:
+        return _fn.slice_scatter(self, src, *args, **kwargs)
+
+    def diagonal_scatter(self, src: Any, *args: Any, **kwargs: Any) -> Any:
+        return _fn.diagonal_scatter(self, src, *args, **kwargs)
+
+    def adjoint(self) -> Any:
+        """``adjoint()``: the conjugate transpose of the last two dims (a transpose here)."""
+        return _sh.transpose(self, -2, -1)
+
+    def narrow_copy(self, dim: int, start: int, length: int) -> Any:
+        return _fn.narrow_copy(self, dim, start, length)
+
+    def resize_as_(self, other: Any) -> Any:
+        """``resize_as_(other)``: ``self.resize_(other.shape)``."""
+        return self.resize_(tuple(other.shape))
+
+    def new_empty_strided(self, size: Any, stride: Any, **kwargs: Any) -> Any:
+        """``new_empty_strided(size, stride, ...)``: ember arrays pick their own strides."""
+        return self.new_empty(tuple(size), **kwargs)
+
+    # real tensors: the conjugate is the tensor itself
+    def conj(self) -> Any:
+        return self
+
+    def conj_physical(self) -> Any:
+        return _ew.clone(self)
+
+    def resolve_conj(self) -> Any:
+        return self
+
+    def resolve_neg(self) -> Any:
+        return self
+
+    def is_conj(self) -> bool:
+        return False
+
+    def is_neg(self) -> bool:
+        return False
+
+    @property
+    def real(self) -> Any:
+        """The tensor itself (a real tensor is its own real part)."""
+        return self
+
+    @property
+    def imag(self) -> Any:
+        """Raises as in PyTorch: real tensors have no imaginary part."""
+        raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
+
+    def dequantize(self) -> Any:
+        """The tensor itself: ember has no quantized tensors."""
+        return self
+
+    def to_dense(self, dtype: Any = None, *, masked_grad: Any = None) -> Any:
+        """The tensor itself (already dense), or a copy in ``dtype``."""
+        return self if dtype is None else self.to(dtype)
+
+    def is_signed(self) -> bool:
+        return self.dtype.is_signed
+
+    def is_nonzero(self) -> bool:
+        """``bool`` of a one-element tensor; more or fewer elements raise."""
+        n = self.numel()
+        if n != 1:
+            more = "more than one value" if n else "no values"
+            raise RuntimeError(f"Boolean value of Tensor with {more} is ambiguous")
+        return bool(self.item())
+
+    def is_same_size(self, other: Any) -> bool:
+        return tuple(self.shape) == tuple(other.shape)
+
+    def is_inference(self) -> bool:
+        return False
+
+    def is_shared(self) -> bool:
+        return False
+
+    def is_set_to(self, tensor: Any) -> bool:
+        """True when both tensors view the same memory with the same shape and strides."""
+        return (self.data_ptr() == tensor.data_ptr() and tuple(self.shape) == tuple(tensor.shape)
+                and self.stride() == tensor.stride())
+
+    def dim_order(self) -> tuple:
+        """The dims from outermost to innermost in memory (largest stride first)."""
+        st = self.stride()
+        return tuple(sorted(range(self.dim()), key=lambda d: -st[d]))
+
+    def const_data_ptr(self) -> int:
+        return self.data_ptr()
+
+    @property
+    def layout(self) -> Any:
+        return _fn.strided
+
+    # device and storage predicates: ember tensors live on the CPU (NumPy) or CUDA (CuPy) and
+    # are dense, unquantized and not nested
+    is_sparse = property(lambda self: False, doc="False: ember tensors are dense.")
+    is_sparse_csr = property(lambda self: False, doc="False: ember tensors are dense.")
+    is_quantized = property(lambda self: False, doc="False: ember has no quantized tensors.")
+    is_nested = property(lambda self: False, doc="False: ember has no nested tensors.")
+    is_meta = property(lambda self: False, doc="False: ember has no meta device.")
+    is_mkldnn = property(lambda self: False, doc="False: no MKL-DNN layout.")
+    is_xpu = property(lambda self: False, doc="False: ember runs on cpu and cuda only.")
+    is_mps = property(lambda self: False, doc="False: ember runs on cpu and cuda only.")
+    is_vulkan = property(lambda self: False, doc="False: ember runs on cpu and cuda only.")
+    is_ipu = property(lambda self: False, doc="False: ember runs on cpu and cuda only.")
+    is_xla = property(lambda self: False, doc="False: ember runs on cpu and cuda only.")
+    is_mtia = property(lambda self: False, doc="False: ember runs on cpu and cuda only.")
+    is_maia = property(lambda self: False, doc="False: ember runs on cpu and cuda only.")
+
+    def is_distributed(self) -> bool:
+        return False
+
+
+def _inplace_method(name: str) -> Any:
+    """``x.name_(*args)``: ``x.name(*args)`` written back into ``x`` (``Tensor._inplace``)."""
+    base = getattr(TensorMethods, name, None)
+
+    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+        fn = base if base is not None else getattr(type(self), name)
+        return self._inplace(fn, *args, **kwargs)
+
+    method.__name__ = method.__qualname__ = f"{name}_"
+    method.__doc__ = f"``{name}_(...)``: in-place ``{name}``."
+    return method
+
+
+# In-place forms PyTorch has whose out-of-place op ember has; each is the out-of-place op written
+# back into the tensor (float results into an integer tensor raise, as in PyTorch).
+_INPLACE = (
+    "absolute acos acosh addbmm addmm addmv addr arccos arccosh arcsin arcsinh arctan arctan2 "
+    "arctanh asin asinh atan atan2 atanh baddbmm bitwise_and bitwise_not bitwise_or bitwise_xor "
+    "bitwise_left_shift bitwise_right_shift copysign cos cosh cumprod cumsum deg2rad digamma "
+    "divide eq erf erfc erfinv exp2 expm1 fix floor_divide fmod frac gcd ge greater "
+    "greater_equal gt heaviside hypot le lcm ldexp less less_equal lgamma log10 log1p log2 "
+    "logical_and logical_not logical_or logical_xor logit lt multiply mvlgamma nan_to_num ne "
+    "negative nextafter not_equal polygamma rad2deg remainder renorm rsqrt sgn sign sin sinc sinh "
+    "subtract tan true_divide xlogy"
+).split()
+for _name in _INPLACE:
+    if f"{_name}_" not in TensorMethods.__dict__:
+        setattr(TensorMethods, f"{_name}_", _inplace_method(_name))
+del _name
