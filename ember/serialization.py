@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import mmap as _mmap_module
 import os
 import pickle
 import re
@@ -36,7 +37,9 @@ import sys
 import zipfile
 import zlib
 from collections import Counter, OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from enum import Enum
 from typing import IO, Any
 
 import numpy as np
@@ -49,7 +52,12 @@ from ._tensor import Tensor
 
 __all__ = [
     "save", "load", "UnsafeCheckpointError", "DEFAULT_PROTOCOL", "add_safe_globals",
-    "clear_safe_globals", "get_safe_globals", "safe_globals",
+    "clear_safe_globals", "get_safe_globals", "safe_globals", "get_unsafe_globals_in_checkpoint",
+    "skip_data", "SourceChangeWarning", "LoadEndianness", "get_default_load_endianness",
+    "set_default_load_endianness", "get_default_mmap_options", "set_default_mmap_options",
+    "get_crc32_options", "set_crc32_options", "mkdtemp", "register_package", "location_tag",
+    "default_restore_location", "validate_cuda_device", "normalize_storage_type",
+    "storage_to_tensor_type", "check_module_version_greater_or_equal", "StorageType",
 ]
 
 DEFAULT_PROTOCOL = 2
@@ -893,7 +901,9 @@ def _write_archive(fh: IO[bytes], name: str, pkl: bytes, storages: list[_OutStor
     w.add(f"{name}/.storage_alignment", b"64")
     w.add(f"{name}/byteorder", b"little")
     for s in storages:
-        digest.update(struct.pack("<I", w.add(f"{name}/data/{s.key}", s.host_bytes())))
+        data = (np.zeros(s.numel * s.dtype.itemsize, np.uint8) if _skip_data.active
+                else s.host_bytes())  # skip_data: the records keep their size, zero bytes
+        digest.update(struct.pack("<I", w.add(f"{name}/data/{s.key}", data)))
     w.add(f"{name}/version", b"3\n")
     sid = str(int.from_bytes(digest.digest(), "little") % 10**40).zfill(40)
     w.add(f"{name}/.data/serialization_id", sid.encode())
@@ -1037,6 +1047,9 @@ class _Loader:
             if order not in (b"little", b"big"):
                 raise _refuse(f"checkpoint byteorder record is {order[:16]!r}, not 'little' or 'big'")
             self.big_endian = order == b"big"
+        else:  # old archives have no record: the fallback set_default_load_endianness gives
+            self.big_endian = _load_endianness[0] is LoadEndianness.BIG or (
+                _load_endianness[0] is LoadEndianness.NATIVE and sys.byteorder == "big")
         data = bytes(self._read_member(self.infos[pkls[0]]))
         if not self.weights_only:
             return self._full_unpickle(data)
@@ -1112,7 +1125,8 @@ class _Loader:
         n = info.file_size
         if self.mmap and n > 0 and info.filename.startswith(f"{self.prefix}/data/"):
             if self._mm is None:
-                self._mm = np.memmap(self.path, dtype=np.uint8, mode="c")
+                shared = _mmap_flags[0] == MAP_SHARED  # writes reach the file
+                self._mm = np.memmap(self.path, dtype=np.uint8, mode="r+" if shared else "c")
             region = self._mm[off:off + n].view(np.ndarray)
             # one pass over the mapped bytes (page cache, no private copy) before any tensor
             # sees them: a corrupted record is refused as it is without mmap
@@ -1261,7 +1275,9 @@ class _Loader:
             return hit
         raw = st.arrays.get("raw")
         if raw is None:
-            raw = self._read_member(self.infos[f"{self.prefix}/data/{st.key}"])
+            info = self.infos[f"{self.prefix}/data/{st.key}"]
+            raw = (np.zeros(info.file_size, np.uint8) if _skip_data.active
+                   else self._read_member(info))
             st.arrays["raw"] = raw
         if raw.size % np_dtype.itemsize:
             raise _refuse(f"storage {st.key} ({raw.size} bytes) is not a whole number of "
@@ -1563,6 +1579,260 @@ class safe_globals:  # noqa: N801 - PyTorch's name
 
     def __exit__(self, *exc: Any) -> None:
         _user_safe_globals[:] = self._saved
+
+
+# -- the other helpers of torch.serialization ---------------------------------------------------
+
+
+class SourceChangeWarning(Warning):
+    """PyTorch warns with this when a pickled module's source changed (ember never does)."""
+
+
+class LoadEndianness(Enum):
+    """Byte order assumed for checkpoints without a ``byteorder`` record (pre-1.10 files)."""
+
+    NATIVE = 1
+    LITTLE = 2
+    BIG = 3
+
+
+_load_endianness: list[LoadEndianness | None] = [None]
+MAP_PRIVATE = getattr(_mmap_module, "MAP_PRIVATE", 2)
+MAP_SHARED = getattr(_mmap_module, "MAP_SHARED", 1)
+_mmap_flags = [MAP_PRIVATE]
+_crc32 = [True]
+
+
+def get_default_load_endianness() -> LoadEndianness | None:
+    """The byte order assumed for archives without a ``byteorder`` record (None: little)."""
+    return _load_endianness[0]
+
+
+def set_default_load_endianness(endianness: LoadEndianness | None) -> None:
+    """Set the byte order assumed for archives without a ``byteorder`` record."""
+    if endianness is not None and not isinstance(endianness, LoadEndianness):
+        raise TypeError("Invalid argument type in function set_default_load_endianness")
+    _load_endianness[0] = endianness
+
+
+def get_default_mmap_options() -> int | None:
+    """The ``mmap`` flags ``load(mmap=True)`` uses: ``MAP_PRIVATE`` (default) or ``MAP_SHARED``."""
+    return _mmap_flags[0]
+
+
+class set_default_mmap_options:  # noqa: N801 - PyTorch's name
+    """Set the ``mmap`` flags of ``load(mmap=True)``; also a context manager that restores them.
+
+    ``MAP_PRIVATE`` (default): writes to loaded tensors stay in memory. ``MAP_SHARED``: they
+    are written to the file.
+    """
+
+    def __init__(self, flags: int) -> None:
+        if flags not in (MAP_PRIVATE, MAP_SHARED):
+            raise ValueError(
+                "Invalid argument in function set_default_mmap_options, expected "
+                f"mmap.MAP_PRIVATE or mmap.MAP_SHARED, but got {flags}")
+        self.prev = _mmap_flags[0]
+        _mmap_flags[0] = flags
+
+    def __enter__(self) -> None:
+        pass
+
+    def __exit__(self, *exc: Any) -> None:
+        _mmap_flags[0] = self.prev
+
+
+def get_crc32_options() -> bool:
+    """Whether ``save`` computes each record's CRC-32 (ember always does)."""
+    return _crc32[0]
+
+
+def set_crc32_options(compute_crc32: bool) -> None:
+    """Accepted for compatibility: ember always writes CRC-32s (``load`` checks them)."""
+    _crc32[0] = bool(compute_crc32)
+
+
+class skip_data:  # noqa: N801 - PyTorch's name
+    """Context manager: ``save`` writes every storage record at full size but with zero bytes,
+    and ``load`` gives tensors of the right shapes filled with zeros, reading no storage bytes.
+
+    Args:
+        materialize_fake_tensors: accepted for compatibility (ember has no fake tensors).
+    """
+
+    active = False
+
+    def __init__(self, materialize_fake_tensors: bool = False) -> None:
+        self.materialize_fake_tensors = materialize_fake_tensors
+
+    def __enter__(self) -> skip_data:
+        self.prev = skip_data.active
+        skip_data.active = True
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        skip_data.active = self.prev
+
+
+_skip_data = skip_data
+
+
+@contextmanager
+def mkdtemp() -> Iterator[str]:
+    """A temporary directory for the block, removed afterwards."""
+    import shutil
+    import tempfile
+
+    path = tempfile.mkdtemp()
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+_packages: list[tuple[int, Callable, Callable]] = []
+
+
+def register_package(priority: int, tagger: Callable[[Any], str | None],
+                     deserializer: Callable[[Any, str], Any]) -> None:
+    """Register a ``tagger(storage) -> location`` and ``deserializer(storage, location)``
+    pair, consulted (lowest priority first) by ``location_tag`` and ``default_restore_location``."""
+    _packages.append((priority, tagger, deserializer))
+    _packages.sort(key=lambda p: p[0])
+
+
+def location_tag(storage: Any) -> str:
+    """Where a tensor (ember's storages are tensors) lives, as a checkpoint names it."""
+    for _, tagger, _ in _packages:
+        tag = tagger(storage)
+        if tag:
+            return tag
+    if isinstance(storage, Tensor):
+        return _location(storage._data)
+    raise RuntimeError(f"don't know how to determine data location of {type(storage).__name__}")
+
+
+def validate_cuda_device(location: Any) -> int:
+    """The CUDA device index of ``location`` (``'cuda:1'``), checking that it exists."""
+    dev = _backend.device(location)
+    if not _backend.cuda_available():
+        raise RuntimeError(
+            "Attempting to deserialize object on a CUDA device but torch.cuda.is_available() "
+            "is False. If you are running on a CPU-only machine, please use torch.load with "
+            "map_location=torch.device('cpu') to map your storages to the CPU.")
+    from . import cuda
+
+    index = dev.index or 0
+    count = cuda.device_count()
+    if index >= count:
+        raise RuntimeError(
+            f"Attempting to deserialize object on CUDA device {index} but "
+            f"torch.cuda.device_count() is {count}. Please use torch.load with map_location to "
+            "map your storages to an existing device.")
+    return index
+
+
+def default_restore_location(storage: Any, location: str) -> Any:
+    """``storage`` (a tensor) moved to ``location`` (``'cpu'``, ``'cuda:0'``)."""
+    for _, _, deserializer in _packages:
+        out = deserializer(storage, location)
+        if out is not None:
+            return out
+    if location.startswith("cuda"):
+        validate_cuda_device(location)
+    try:
+        return storage.to(_backend.device(location))
+    except (RuntimeError, ValueError):
+        raise RuntimeError(
+            f"don't know how to restore data location of {type(storage).__name__} (tagged "
+            f"with {location})") from None
+
+
+def normalize_storage_type(storage_type: Any) -> Any:
+    """The storage type itself (ember has no separate typed-storage classes)."""
+    return storage_type
+
+
+def storage_to_tensor_type(storage: Any) -> Any:
+    """The legacy tensor type of a storage type name (``FloatStorage`` -> ``FloatTensor``)."""
+    import ember
+
+    name = storage if isinstance(storage, str) else getattr(
+        storage, "__name__", type(storage).__name__)
+    return getattr(ember, name.replace("Storage", "Tensor"))
+
+
+def check_module_version_greater_or_equal(module: Any, req_version_tuple: tuple,
+                                          error_if_malformed: bool = True) -> bool:
+    """Whether ``module.__version__`` is at least ``req_version_tuple`` (e.g. ``(1, 2)``)."""
+    version = getattr(module, "__version__", "")
+    try:
+        parts = version.split(".")
+        have = tuple(type(req_version_tuple[i])(parts[i]) for i in range(len(req_version_tuple)))
+    except (ValueError, IndexError, TypeError) as e:
+        message = (f"'{module.__name__}' module version string is malformed '{version}' and "
+                   f"cannot be compared with tuple {req_version_tuple}")
+        if error_if_malformed:
+            raise RuntimeError(message) from e
+        import warnings
+
+        warnings.warn(message + ", but continuing assuming that requirement is met",
+                      stacklevel=2)
+        return True
+    return have >= tuple(req_version_tuple)
+
+
+def get_unsafe_globals_in_checkpoint(f: str | os.PathLike | IO[bytes]) -> list[str]:
+    """The globals a checkpoint names that a ``weights_only`` load would refuse (not built in,
+    not allowlisted with ``add_safe_globals``), read without loading anything."""
+    import pickletools
+
+    if isinstance(f, str | os.PathLike):
+        with open(f, "rb") as fh:
+            raw = fh.read()
+    else:
+        raw = f.read()
+    zf = zipfile.ZipFile(io.BytesIO(raw))
+    pkls = [n for n in zf.namelist() if n.endswith("/data.pkl") and n.count("/") == 1]
+    if len(pkls) != 1:
+        raise _refuse("not a PyTorch checkpoint archive: expected one '<name>/data.pkl' record")
+    data = zf.read(pkls[0])
+    builtin = _Loader(io.BytesIO(), None, None, False).globals
+    user = _user_allowlist()
+    found: list[str] = []
+    strings: list[str] = []
+    for op, arg, _ in pickletools.genops(data):
+        if op.name in ("GLOBAL", "INST"):
+            module, name = arg.split(" ", 1)
+        elif op.name == "STACK_GLOBAL" and len(strings) >= 2:
+            module, name = strings[-2], strings[-1]
+        else:
+            if isinstance(arg, str):
+                strings.append(arg)
+            continue
+        module = "builtins" if module == "__builtin__" else module
+        full = f"{module}.{name}"
+        if full in builtin or user.lookup(module, name) is not _MISSING or full in found:
+            continue
+        found.append(full)
+    return found
+
+
+class StorageType:
+    """A storage type named in a checkpoint (``torch.FloatStorage`` -> its dtype)."""
+
+    def __init__(self, name: str) -> None:
+        dt = _DTYPE_OF_STORAGE.get(name)
+        if dt is None:
+            raise RuntimeError(f"unknown storage type {name}")
+        self._dtype = _dtype.ALIASES[dt]
+
+    @property
+    def dtype(self) -> _dtype_cls:
+        return self._dtype
+
+    def __str__(self) -> str:
+        return f"StorageType(dtype={self.dtype})"
 
 
 def _not_zip_message(head: bytes) -> str:
