@@ -294,3 +294,23 @@ def test_summary_writer_does_not_import_pytorch_and_hints_when_missing():
     assert res.returncode == 1
     assert "ImportError: TensorBoard logging requires" in res.stderr
     assert "pip install 'ember[tensorboard]'" in res.stderr
+
+
+def test_fsdp_and_elastic_names():
+    from ember.distributed.elastic.multiprocessing.errors import record
+    from ember.distributed.fsdp import (
+        FullyShardedDataParallel,
+        MixedPrecision,
+        ShardingStrategy,
+        StateDictType,
+    )
+
+    @record
+    def main(x):
+        return x + 1
+
+    assert main(1) == 2 and main.__name__ == "main"
+    assert ShardingStrategy.FULL_SHARD.value == 1 and StateDictType.FULL_STATE_DICT.value == 1
+    assert MixedPrecision(param_dtype=ember.bfloat16).param_dtype is ember.bfloat16
+    with pytest.raises(ValueError, match="Default process group"):
+        FullyShardedDataParallel(nn.Linear(2, 2))

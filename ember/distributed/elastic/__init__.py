@@ -1,0 +1,1 @@
+"""``ember.distributed.elastic``: the parts of torchelastic that single-process programs import."""
