@@ -546,11 +546,20 @@ class _Pickler:
         if self._get(key):
             return
         is_param = _is_parameter(t)
-        if is_param:
-            self._global("torch._utils", "_rebuild_parameter")
-        self._global("torch._utils", "_rebuild_tensor_v2")
-        st, offset, stride = self.plan[id(t)]
+        state = _user_state(t)  # Python attributes (t.note = ...), saved as torch.save does
         out = self.out
+        if is_param:
+            self._global("torch._utils", "_rebuild_parameter_with_state" if state
+                         else "_rebuild_parameter")
+            out += b"("
+        elif state:
+            self._global("torch._tensor", "_rebuild_from_type_v2")
+            out += b"("
+            self._global("torch._utils", "_rebuild_tensor_v2")
+            self._global("torch", "Tensor")
+        if not state or is_param:
+            self._global("torch._utils", "_rebuild_tensor_v2")
+        st, offset, stride = self.plan[id(t)]
         out += b"("
         if not self._get(("storage", id(st))):
             out += b"("
@@ -568,12 +577,17 @@ class _Pickler:
         self.save(False if is_param else bool(t.requires_grad))
         self._global("collections", "OrderedDict")
         out += b")R"
-        out += b"tR"
+        out += b"t" if state and not is_param else b"tR"
         if is_param:
             self.save(bool(t.requires_grad))
             self._global("collections", "OrderedDict")
             out += b")R"
-            out += b"\x87R"
+            if state:
+                self.save(state)
+        elif state:
+            self.save(state)
+        if is_param or state:
+            out += b"tR"
         self._put(key)
 
 
@@ -601,6 +615,12 @@ def _collect(obj: Any, tensors: list[Tensor], seen: set[int], path: tuple) -> No
         if id(obj) not in seen:
             seen.add(id(obj))
             tensors.append(obj)
+            if type(obj) is not Tensor and not (_is_parameter(obj)
+                                                and type(obj).__name__ == "Parameter"):
+                raise _NeedsFullPickle(f"{_where(path)} is a tensor subclass")
+            state = _user_state(obj)
+            if state:
+                _collect(state, tensors, seen, path)
         return
     if t is Size:
         return
@@ -740,7 +760,9 @@ class _PlainTensor:
 
 
 def _user_state(t: Tensor) -> dict:
-    return {k: v for k, v in t.__dict__.items() if k not in Tensor._INTERNAL}
+    """A tensor's own Python attributes (``t.note = ...``); names starting with ``_`` are
+    ember's bookkeeping (gradients, versions, hooks) and are not saved."""
+    return {k: v for k, v in t.__dict__.items() if not k.startswith("_")}
 
 
 class _FullPickler(pickle._Pickler):  # the Python pickler: its save_global can be replaced
