@@ -8,6 +8,17 @@ from __future__ import annotations
 from ._version import __ember_version__, __version__  # "2.13.0+ember": the API implemented
 from . import version  # torch.version (__version__, cuda, hip...)
 
+import numpy as _np
+
+# PyTorch prints nothing for log(0), exp(1000), 0 * inf, sqrt(-1), nan -> int...: the results are
+# inf/nan and that is the answer. NumPy would warn from inside every op (mul, sub, the engine's
+# gradient sums, its own reductions), so its floating-point warnings are switched off once here.
+# A per-op np.errstate would cost ~1 us on every call (~40% of a small op's forward); this costs
+# nothing. Side effect: NumPy code in the same thread no longer warns either (np.errstate or
+# np.seterr turns them back on); threads started later begin from NumPy's defaults (warnings
+# on). tests/test_warnings.py holds ember to PyTorch's silence.
+_np.seterr(all="ignore")
+
 from . import _dtype
 from ._backend import device
 from ._dtype import (

@@ -62,9 +62,10 @@ def ndtr(x: Any) -> Any:
 
 def entr(x: Any) -> Any:
     """-x log x (0 at x = 0, -inf for x < 0), elementwise."""
-    from .ops.elementwise import where
+    from .ops.elementwise import isnan, where
 
-    return where(x > 0, -xlogy(x, x), where(x == 0, 0.0, float("-inf")))
+    out = where(x > 0, -xlogy(x, x), where(x == 0, 0.0, float("-inf")))
+    return where(isnan(x), x, out)
 
 
 def __getattr__(name: str) -> object:
