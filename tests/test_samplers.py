@@ -101,8 +101,10 @@ def test_weighted_random_sampler_huge_is_lazy_and_follows_weights():
 
 
 def test_weighted_random_sampler_errors():
-    with pytest.raises(RuntimeError, match="element < 0"):
+    with pytest.raises(RuntimeError, match="encountering probability entry < 0"):
         list(WeightedRandomSampler([1.0, -1.0], 3))
+    with pytest.raises(RuntimeError, match="`inf`, `nan`"):
+        list(WeightedRandomSampler([1.0, float("nan")], 3))
     with pytest.raises(RuntimeError, match="sum of probabilities"):
         list(WeightedRandomSampler([0.0, 0.0], 3))
     with pytest.raises(RuntimeError, match="without replacement"):

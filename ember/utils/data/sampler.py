@@ -204,8 +204,10 @@ class WeightedRandomSampler(Sampler):
             yield from draws.tolist()
             return
         w = np.asarray(self.weights.detach().cpu().numpy(), dtype=np.float64)
-        if not np.isfinite(w).all() or (w < 0).any():
+        if not np.isfinite(w).all():
             raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
+        if (w < 0).any():
+            raise RuntimeError("invalid multinomial distribution (encountering probability entry < 0)")
         cdf = np.cumsum(w)
         total = cdf[-1] if cdf.size else 0.0
         if not total > 0:
