@@ -1050,9 +1050,9 @@ class _Loader:
         if len(self.infos) != len(infos):
             dups = sorted(n for n, c in Counter(i.filename for i in infos).items() if c > 1)
             raise _refuse(
-                f"refused a checkpoint archive with duplicate records {dups[:5]}: readers "
-                "disagree on which copy counts (PyTorch takes the first, Python's zipfile the "
-                "last), so the file could load different weights in different programs"
+                f"refused a checkpoint archive with duplicate records {dups[:5]}: zip readers "
+                "differ in which copy they use, so such a file can load different weights in "
+                "different programs (torch.save never writes one; it was edited or crafted)"
             )
         pkls = [n for n in self.infos if n.endswith("/data.pkl") and n.count("/") == 1]
         if len(pkls) != 1:

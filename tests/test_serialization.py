@@ -977,6 +977,10 @@ def test_kill_during_save_leaves_previous_checkpoint(tmp_path):
     assert leftovers  # killed mid-write: the partial temp file is all that was lost
     with pytest.raises(UnsafeCheckpointError):
         load(leftovers[0])
+    # the next save to the same path removes what the dead writer left behind
+    save({"step": 2}, path)
+    assert [p.name for p in tmp_path.iterdir()] == ["ckpt.pt"]
+    assert load(path)["step"] == 2
 
 
 # ----------------------------------------------------------------------------------------------
