@@ -165,6 +165,19 @@ def test_data_parallel_on_cpu_matches_pytorch():
     assert nn.parallel.DataParallel is nn.DataParallel
 
 
+def test_data_parallel_with_several_gpus_uses_the_first(monkeypatch):
+    import importlib
+
+    dp_module = importlib.import_module("ember.nn.parallel.data_parallel")
+    monkeypatch.setattr(dp_module, "_cuda_count", lambda: 2)
+    with pytest.warns(UserWarning, match="one GPU"):
+        dp = nn.DataParallel(nn.Linear(2, 2))
+    assert dp.device_ids == [0, 1] and dp.output_device == 0
+    assert str(dp.src_device_obj) == "cuda:0"
+    single = nn.DataParallel(nn.Linear(2, 2), device_ids=[1])
+    assert single.device_ids == [1] and str(single.src_device_obj) == "cuda:1"
+
+
 def test_data_parallel_checkpoint_round_trip():
     inner = nn.Linear(2, 2)
     dp = nn.DataParallel(inner)

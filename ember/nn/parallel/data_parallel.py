@@ -68,7 +68,9 @@ class DataParallel(Module):
         self.dim = dim
         self.device_ids = ids
         self.output_device = _index(output_device) if output_device is not None else ids[0]
-        self.src_device_obj = f"cuda:{ids[0]}"
+        from ..._backend import device
+
+        self.src_device_obj = device(f"cuda:{ids[0]}")
 
     def forward(self, *inputs: Any, **kwargs: Any) -> Any:
         if not self.device_ids:
