@@ -93,7 +93,7 @@ def gammainc(a: np.ndarray, x: np.ndarray) -> np.ndarray:
             n += 1
             term = term * xx / (aa + n)
             total += term
-            if n > 20000 or np.all(np.abs(term) <= np.abs(total) * 1e-17):
+            if n > 5000 or np.all(np.abs(term) <= np.abs(total) * 1e-16):
                 break
         out[series] = np.exp(_log_prefactor(aa, xx) + np.log(total))
     if frac.any():  # modified Lentz for the continued fraction of Q = 1 - P
@@ -115,7 +115,7 @@ def gammainc(a: np.ndarray, x: np.ndarray) -> np.ndarray:
             d = 1.0 / d
             delta = d * c
             h = h * delta
-            if i > 20000 or np.all(np.abs(delta - 1.0) <= 1e-16):
+            if i > 5000 or np.all(np.abs(delta - 1.0) <= 2e-15):
                 break
         out[frac] = 1.0 - np.exp(_log_prefactor(aa, xx)) * h
     return out

@@ -7,7 +7,7 @@ from typing import Any
 from . import constraints
 from ._special import digamma, lgamma, standard_gamma
 from .distribution import ExponentialFamily
-from .utils import broadcast_all, finfo_eps, finfo_tiny
+from .utils import broadcast_all, finfo_eps, finfo_tiny, xlogy
 
 __all__ = ["Beta"]
 
@@ -55,7 +55,7 @@ class Beta(ExponentialFamily):
         if self._validate_args:
             self._validate_sample(value)
         a, b = self.concentration1, self.concentration0
-        return ((a - 1).xlogy(value) + (b - 1).xlogy(1 - value)
+        return (xlogy(a - 1, value) + xlogy(b - 1, 1 - value)
                 + lgamma(a + b) - lgamma(a) - lgamma(b))
 
     def entropy(self) -> Any:

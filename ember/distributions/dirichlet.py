@@ -7,7 +7,7 @@ from typing import Any
 from . import constraints
 from ._special import digamma, lgamma, standard_gamma
 from .distribution import ExponentialFamily
-from .utils import finfo_eps, finfo_tiny
+from .utils import finfo_eps, finfo_tiny, xlogy
 
 __all__ = ["Dirichlet"]
 
@@ -60,7 +60,7 @@ class Dirichlet(ExponentialFamily):
         if self._validate_args:
             self._validate_sample(value)
         c = self.concentration
-        return ((c - 1).xlogy(value).sum(-1) + lgamma(c.sum(-1)) - lgamma(c).sum(-1))
+        return (xlogy(c - 1, value).sum(-1) + lgamma(c.sum(-1)) - lgamma(c).sum(-1))
 
     def entropy(self) -> Any:
         c = self.concentration

@@ -7,7 +7,7 @@ from typing import Any
 from . import constraints
 from ._special import digamma, lgamma, standard_gamma
 from .distribution import ExponentialFamily
-from .utils import broadcast_all, finfo_tiny
+from .utils import broadcast_all, finfo_tiny, xlogy
 
 __all__ = ["Gamma"]
 
@@ -48,7 +48,7 @@ class Gamma(ExponentialFamily):
             self._validate_sample(value)
         value = ember.as_tensor(value, dtype=self.rate.dtype, device=self.rate.device)
         c, r = self.concentration, self.rate
-        return c.xlogy(r) + (c - 1).xlogy(value) - r * value - lgamma(c)
+        return xlogy(c, r) + xlogy(c - 1, value) - r * value - lgamma(c)
 
     def entropy(self) -> Any:
         c = self.concentration

@@ -9,7 +9,7 @@ import numpy as np
 from . import constraints
 from ._special import lgamma
 from .distribution import ExponentialFamily
-from .utils import broadcast_all
+from .utils import broadcast_all, xlogy
 
 __all__ = ["Poisson"]
 
@@ -50,4 +50,4 @@ class Poisson(ExponentialFamily):
         if self._validate_args:
             self._validate_sample(value)
         rate, value = broadcast_all(self.rate, value)
-        return value.xlogy(rate) - rate - lgamma(value + 1)
+        return xlogy(value, rate) - rate - lgamma(value + 1)

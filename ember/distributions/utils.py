@@ -111,3 +111,15 @@ def vec_to_tril_matrix(vec: Any, diag: int = 0) -> Any:
     idx = ember.as_tensor((rows * n + cols).astype(np.int64), device=vec.device)
     flat = flat.index_add(-1, idx, vec)
     return flat.reshape(tuple(vec.shape[:-1]) + (n, n))
+
+
+def xlogy(x: Any, y: Any) -> Any:
+    """x * log(y), 0 where x == 0 and y == 0, with d/dx = log(y) also at x == 0 (as PyTorch)."""
+    import ember
+
+    if not _is_tensor(x):
+        x = ember.as_tensor(x, dtype=y.dtype, device=y.device)
+    if not _is_tensor(y):
+        y = ember.as_tensor(y, dtype=x.dtype, device=x.device)
+    y_safe = ember.where((x == 0) & (y == 0), 1.0, y)
+    return x * y_safe.log()
