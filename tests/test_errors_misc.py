@@ -141,6 +141,14 @@ def test_integer_division_by_zero_matches_torch(op, dtype, divisor):
             run(ember)
 
 
+@pytest.mark.parametrize("op", [k for k in DIV_OPS if k != "true_div"])
+def test_bool_integer_division_is_not_implemented_like_torch(op):
+    for m in (torch, ember):
+        with pytest.raises(NotImplementedError):
+            DIV_OPS[op](m, m.tensor([True, False]), m.tensor([True, True]))
+    assert _same_outcome(lambda m: DIV_OPS[op](m, m.tensor([True, False]), 2)) is None
+
+
 def test_integer_division_without_zero_still_works():
     a, b = ember.tensor([7, -7, 6]), ember.tensor([2, 2, -4])
     assert (a // b).tolist() == [3, -4, -2] and (a % b).tolist() == [1, 1, -2]

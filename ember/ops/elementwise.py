@@ -433,6 +433,11 @@ def _check_int_divisor(a: Any, b: Any, name: str) -> None:
     message is ``ZeroDivisionError``); NumPy would give 0 with a warning."""
     if not (_is_int_arg(a) and _is_int_arg(b)):
         return
+    if any(_is_t(t) and t._data.dtype == np.bool_ for t in (a, b)):  # (after promotion)
+        raise NotImplementedError(
+            f"integer {name} is not implemented for 'Bool' tensors (as in PyTorch); convert "
+            "first, e.g. x.long()"
+        )
     if any(_is_t(t) and t._data.size == 0 for t in (a, b)):
         return  # an empty result divides nothing
     zero = bool((b._data == 0).any()) if _is_t(b) else b == 0
