@@ -748,7 +748,8 @@ class Tensor(TensorMethods):
         if base is not None:
             if self._attr_version != self._version[0]:
                 _refresh_view(self)
-            _check_no_overlap(self)
+            if fn not in _OVERLAP_OK:
+                _check_no_overlap(self)
         tracking = grad_mode.state.enabled and (
             self._rg or (base is not None and base._rg)
             or any(isinstance(a, Tensor) and a._rg for a in args)
@@ -774,11 +775,13 @@ class Tensor(TensorMethods):
         out = fn(old, *args, **kwargs)
         _check_inplace_result(self, out, fn)
         _write(self, out._data)
+        old_fn = self._grad_fn
         self._grad_fn = out._grad_fn
         self._output_nr = out._output_nr
         self._rg = out._rg
         self._bump_version()
         _adopt_saved_output(out, self)
+        _move_retain_grad(self, old_fn)
         return self
 
     def _inplace_on_view(self, fn: Any, args: tuple, kwargs: dict) -> Tensor:
@@ -790,18 +793,22 @@ class Tensor(TensorMethods):
         geom = _sh.window_geometry(base._data, self._data)
         if geom is None:
             _no_geometry(self, base)
-        snapshot = Tensor._make(self._data.copy(), self._rg, self._grad_fn, self._output_nr)
+        old_fn = self._grad_fn
+        snapshot = Tensor._make(self._data.copy(), self._rg, old_fn, self._output_nr)
         new_view = fn(snapshot, *args, **kwargs)
         _check_inplace_result(self, new_view, fn)
-        old_base = Tensor._make(base._data, base._rg, base._grad_fn, base._output_nr)
-        new_base = _sh.StridedScatter.apply(old_base, new_view, *geom)
+        old_base_fn = base._grad_fn
+        old_base = Tensor._make(base._data, base._rg, old_base_fn, base._output_nr)
+        new_base = _sh.StridedScatter.apply(old_base, new_view, geom)
         base._data[...] = new_base._data  # the view's values change in memory too
         base._grad_fn, base._output_nr, base._rg = new_base._grad_fn, 0, new_base._rg
         self._bump_version()
-        window = _sh.StridedWindow.apply(base, *geom)
+        window = _sh.StridedWindow.apply(base, geom)
         self._grad_fn, self._output_nr, self._rg = window._grad_fn, 0, window._rg
         self._attr_version = self._version[0]
         _adopt_saved_output(new_view, self)
+        _move_retain_grad(self, old_fn)
+        _move_retain_grad(base, old_base_fn)
         return self
 
     def add_(self, other: Any, alpha: Any = 1) -> Tensor:
@@ -1041,11 +1048,29 @@ def _refresh_view(t: Tensor) -> None:
     t._attr_version = t._version[0]
     if not base._rg:
         return  # the base has no history to derive from: the view keeps its own
+    if t._view_kind & _NO_GRAD_VIEW:
+        t._attr_version = -1  # stays stale: every use raises
+        raise RuntimeError(
+            "A view was created in no_grad mode and its base or another view of its base has been "
+            "modified inplace with grad mode enabled. Given that this use case is ambiguous and "
+            "error-prone, it is forbidden. You can clarify your code by moving both the view and "
+            "the inplace either both inside the no_grad block (if you don't want the inplace to "
+            "be tracked) or both outside (if you want the inplace to be tracked)."
+        )
+    if t._view_kind & _MULTI_OUTPUT:
+        t._attr_version = -1  # stays stale: every use raises
+        raise RuntimeError(
+            f"Output {t._output_nr} of {_view_op_name(t)} is a view and its base or another view "
+            "of its base has been modified inplace. This view is the output of a function that "
+            "returns multiple views (unbind, split, chunk, iterating over a tensor). Such functions "
+            "do not allow the output views to be modified inplace. You should replace the inplace "
+            "operation by an out-of-place one, or clone() the views before the in-place change."
+        )
     geom = _sh.window_geometry(base._data, t._data)
     if geom is None:
         _no_geometry(t, base)
     with grad_mode.enable_grad():
-        window = _sh.StridedWindow.apply(base, *geom)
+        window = _sh.StridedWindow.apply(base, geom)
     t._grad_fn, t._output_nr, t._rg = window._grad_fn, 0, True
 
 
@@ -1057,6 +1082,11 @@ def _no_geometry(t: Tensor, base: Tensor) -> None:
         "C-contiguous). Call .contiguous() on the base before taking the view, or use "
         "out-of-place ops."
     )
+
+
+# in-place ops PyTorch lets write into memory that several elements share (an expand()ed tensor)
+_OVERLAP_OK = frozenset({_ew.fill, _ew.zero, _ix.masked_fill, _ix.setitem, _ix.index_fill,
+                         _ix.index_put})
 
 
 def _check_no_overlap(t: Tensor) -> None:
@@ -1119,6 +1149,17 @@ def _write(t: Tensor, arr: Any) -> None:
         d[...] = arr
     else:
         t._data = arr.astype(d.dtype, copy=True) if arr.dtype != d.dtype else arr
+
+
+def _move_retain_grad(t: Tensor, old_fn: Any) -> None:
+    """``retain_grad()`` follows the tensor to its new place in the graph, as in PyTorch."""
+    if old_fn is None or old_fn._retain is None:
+        return
+    mine = [e for e in old_fn._retain if e[1]() is t]
+    if mine:
+        old_fn._retain = [e for e in old_fn._retain if e[1]() is not t] or None
+        if t._grad_fn is not None:
+            t.retain_grad()
 
 
 def _adopt_saved_output(out: Tensor, t: Tensor) -> None:

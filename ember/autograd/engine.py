@@ -82,10 +82,13 @@ def run_backward(
         handed_out.add(id(g))
 
     ready = [n for n in dict.fromkeys(root_nodes) if deps.get(n, 0) == 0]
+    # leaves' AccumulateGrad nodes run as soon as they are ready, before other ready nodes, as
+    # PyTorch orders them (so a later error leaves the same .grads behind)
+    ready_leaves: list[Node] = []
     fast = not create_graph and capture is None
     with grad_mode.set_grad_enabled(create_graph):
-        while ready:
-            node = ready.pop()
+        while ready or ready_leaves:
+            node = ready_leaves.pop() if ready_leaves else ready.pop()
             buf = buffers.pop(node, None)
             if buf is not None and (needed is None or node in needed):
                 if node._pre_hooks is not None or node._retain is not None:
@@ -118,7 +121,7 @@ def run_backward(
                     left = deps[nxt] - 1
                     deps[nxt] = left
                     if left == 0:
-                        ready.append(nxt)
+                        (ready_leaves if type(nxt) is AccumulateGrad else ready).append(nxt)
 
 
 def _call_backward(node: Node, buf: list, create_graph: bool, Tensor: Any) -> tuple:
@@ -256,11 +259,12 @@ def _run_pre_hooks(node: Node, buf: list) -> None:
             g = buf[nr]
             if t is None or g is None:
                 continue
-            gd = g._data if isinstance(g, Tensor) else g
-            if t._grad is None:
-                t._grad = g.detach() if isinstance(g, Tensor) else Tensor._make(gd.copy())
+            if isinstance(g, Tensor):  # create_graph: the retained grad keeps its own graph
+                t._grad = g if t._grad is None else t._grad + g
+            elif t._grad is None:
+                t._grad = Tensor._make(g.copy())
             else:
-                t._grad = Tensor._make(t._grad._data + gd)
+                t._grad = Tensor._make(t._grad._data + g)
 
 
 def _accumulate(leaf: Any, g: Any, create_graph: bool, handed_out: set[int]) -> None:

@@ -247,8 +247,12 @@ class Function(metaclass=FunctionMeta):
         for a in args:
             if isinstance(a, Tensor):
                 d = a._data
-                if a._base is not None and a._attr_version != a._version[0]:
-                    _refresh_view(a)  # its base changed in place since its history was recorded
+                base = a._base
+                if base is not None:
+                    if a._attr_version != a._version[0]:
+                        _refresh_view(a)  # its base changed in place since the view was recorded
+                    if base._rg and not a._rg:  # a view made under no_grad: the result requires
+                        requires = True  # grad, but no gradient flows back through it (PyTorch)
                 if a._rg:
                     requires = True
                     flags.append(True)
@@ -354,9 +358,13 @@ def _share_version(first: Any, outputs: list, multi: bool = False) -> None:
     tensor of the chain that is not a view) and how they were made, for in-place ops later."""
     counter = first._version_counter()
     base = first._base
-    kind = 0 if grad_mode.state.enabled else _NO_GRAD_VIEW
-    if multi:
-        kind |= _MULTI_OUTPUT
+    if not grad_mode.state.enabled:
+        kind = _NO_GRAD_VIEW
+    elif multi:  # PyTorch's rule: such views of a tensor that needs no grad count as no-grad too
+        kind = _MULTI_OUTPUT if first._rg or (base is not None and base._rg) else (
+            _MULTI_OUTPUT | _NO_GRAD_VIEW)
+    else:
+        kind = 0
     if base is None:
         base = first
     else:

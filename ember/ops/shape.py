@@ -410,7 +410,9 @@ class Expand(Op):
 
     @staticmethod
     def forward(ctx: Any, x: Any, shape: tuple) -> Any:
-        return ctx.xp.broadcast_to(x, shape)
+        # a writable view (broadcast_to's is read-only): writes through it reach x, as in PyTorch
+        out = ctx.xp.broadcast_to(x, shape)
+        return ctx.xp.lib.stride_tricks.as_strided(x, out.shape, out.strides)
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
@@ -1576,64 +1578,99 @@ def as_strided(input: Any, size: Any, stride: Any, storage_offset: int | None = 
 # In-place writes through a view of a tensor in the graph (PyTorch's CopySlices)
 
 
-def _window(arr: Any, xp: Any, shape: tuple, strides: tuple, offset: int) -> Any:
-    """The strided window of an array's C-order layout (strides and offset in elements).
+def _in_memory_order(arr: Any, xp: Any, perm: tuple) -> Any:
+    """``arr``'s elements as a flat array in the memory order of a base laid out as ``perm``
+    (the base's dims from largest stride to smallest). For the base itself this is a view of
+    its memory; for a gradient (any layout, broadcast included) it is a copy in that order."""
+    t = arr if perm == tuple(range(arr.ndim)) else arr.transpose(perm)
+    return xp.ascontiguousarray(t).reshape(-1)
 
-    A gradient may arrive broadcast (``sum``'s backward hands out a stride-0 array) or otherwise
-    non-contiguous: it is made C-contiguous first, so the window reads the right elements."""
-    flat = xp.ascontiguousarray(arr).reshape(-1)
-    item = arr.itemsize
+
+def _window(flat: Any, xp: Any, shape: tuple, strides: tuple, offset: int) -> Any:
+    """The strided window of a flat array (strides and offset in elements)."""
+    item = flat.itemsize
     return xp.lib.stride_tricks.as_strided(
         flat[offset:], shape=shape, strides=tuple(s * item for s in strides)
     )
 
 
+def _from_memory_order(flat: Any, shape: tuple, perm: tuple) -> Any:
+    """Inverse of ``_in_memory_order``: the flat memory as an array of ``shape``."""
+    if perm == tuple(range(len(shape))):
+        return flat.reshape(shape)
+    permuted = flat.reshape(tuple(shape[p] for p in perm))
+    inverse = [0] * len(perm)
+    for i, p in enumerate(perm):
+        inverse[p] = i
+    return permuted.transpose(inverse)
+
+
 def window_geometry(base: Any, view: Any) -> tuple | None:
-    """(shape, strides, offset) of ``view`` inside the C-contiguous ``base``, or None."""
-    if not base.flags.c_contiguous or base.dtype != view.dtype:
+    """Where ``view`` lies in ``base``'s memory: ``(perm, shape, strides, offset)``, with strides
+    and offset in elements of the base's memory block, or None when that cannot be expressed.
+
+    The base may have any dense layout (C-contiguous, or a permutation of it, as NumPy gives
+    for elementwise ops on transposed inputs): ``perm`` orders its dims by decreasing stride."""
+    if base.dtype != view.dtype:
         return None
     item = base.itemsize
+    if any(s < 0 or s % item for s in base.strides) or any(s < 0 or s % item for s in view.strides):
+        return None
+    perm = tuple(sorted(range(base.ndim), key=lambda d: (-base.strides[d], d)))
+    if not (base.transpose(perm).flags.c_contiguous if base.ndim else True):
+        return None
     start = base.__array_interface__["data"][0] if hasattr(base, "__array_interface__") else base.data.ptr
     vstart = view.__array_interface__["data"][0] if hasattr(view, "__array_interface__") else view.data.ptr
     off, rem = divmod(vstart - start, item)
-    if rem or off < 0 or any(s % item for s in view.strides) or off >= max(base.size, 1):
+    extent = off + sum((n - 1) * (s // item) for n, s in zip(view.shape, view.strides)) + 1
+    if rem or off < 0 or (view.size and extent > max(base.size, 1)):
         return None
-    return tuple(view.shape), tuple(s // item for s in view.strides), int(off)
+    return perm, tuple(view.shape), tuple(s // item for s in view.strides), int(off)
 
 
 class StridedWindow(Op):
-    """out = the strided window of base (a view)
+    """out = the window of base's memory that a view shows (a view)
     grad_base = zeros with grad written into the window"""
 
     node_name = "AsStridedBackward0"
     is_view = True
 
     @staticmethod
-    def forward(ctx: Any, base: Any, shape: tuple, strides: tuple, offset: int) -> Any:
-        ctx.base_shape, ctx.dtype, ctx.geom = base.shape, base.dtype, (shape, strides, offset)
-        return _window(base, ctx.xp, shape, strides, offset)
+    def forward(ctx: Any, base: Any, geom: tuple) -> Any:
+        ctx.base_shape, ctx.dtype, ctx.geom = base.shape, base.dtype, geom
+        perm, shape, strides, offset = geom
+        return _window(_in_memory_order(base, ctx.xp, perm), ctx.xp, shape, strides, offset)
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
         zeros = ctx.xp.zeros(ctx.base_shape, ctx.dtype)
-        return ctx.call(StridedScatter, zeros, grad, *ctx.geom), None, None, None
+        return ctx.call(StridedScatter, zeros, grad, ctx.geom), None
 
 
 class StridedScatter(Op):
-    """out = base with its strided window replaced by src
+    """out = base with the window of its memory that a view shows replaced by src
     grad_base = grad with the window zeroed          grad_src = grad's window"""
 
     node_name = "CopySlices"
 
     @staticmethod
-    def forward(ctx: Any, base: Any, src: Any, shape: tuple, strides: tuple, offset: int) -> Any:
-        ctx.geom = (shape, strides, offset)
-        out = ctx.xp.ascontiguousarray(base).copy()
-        _window(out, ctx.xp, shape, strides, offset)[...] = src
-        return out
+    def forward(ctx: Any, base: Any, src: Any, geom: tuple) -> Any:
+        ctx.geom = geom
+        perm, shape, strides, offset = geom
+        flat = _in_memory_order(base, ctx.xp, perm).copy()
+        _window(flat, ctx.xp, shape, strides, offset)[...] = src
+        return _from_memory_order(flat, base.shape, perm)
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
-        window = ctx.call(StridedWindow, grad, *ctx.geom)
-        g_base = ctx.call(StridedScatter, grad, ctx.xp.zeros_like(window), *ctx.geom)
-        return g_base, window, None, None, None
+        _, shape, strides, _ = ctx.geom
+        if any(s == 0 and n > 1 for s, n in zip(strides, shape)):  # PyTorch refuses here too
+            raise RuntimeError(
+                "unsupported operation: more than one element of the written-to tensor refers to "
+                "a single memory location. Please clone() the tensor before performing the "
+                f"operation. (An in-place op wrote through an expand()ed view of shape "
+                f"{list(shape)}; its gradient cannot be split among the elements.)"
+            )
+        window = ctx.call(StridedWindow, grad, ctx.geom)
+        g_base = ctx.call(StridedScatter, grad, ctx.xp.zeros_like(window), ctx.geom)
+        return g_base, window, None
