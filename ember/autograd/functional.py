@@ -134,9 +134,18 @@ def _check_v(v: tuple, refs: tuple, fn_name: str, what: str) -> None:
             )
 
 
-def _call(func: Callable, inputs: tuple, fn_name: str) -> tuple[bool, tuple]:
+def _call(func: Callable, inputs: tuple, fn_name: str, strict: bool = False) -> tuple[bool, tuple]:
     out = func(*inputs)
-    return _as_tuple(out, "outputs of the user-provided function", fn_name)
+    is_tuple, outs = _as_tuple(out, "outputs of the user-provided function", fn_name)
+    if strict:
+        for i, o in enumerate(outs):
+            if not o.requires_grad:
+                raise RuntimeError(
+                    f"Output {i} of the user-provided function does not require gradients. The "
+                    "outputs must be computed in a differentiable manner from the input when "
+                    "running in strict mode."
+                )
+    return is_tuple, outs
 
 
 def vjp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = False,
@@ -155,7 +164,7 @@ def vjp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = False,
     with enable_grad():
         is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "vjp")
         inputs = _prepare_inputs(inputs, create_graph, True)
-        is_outputs_tuple, outputs = _call(func, inputs, "vjp")
+        is_outputs_tuple, outputs = _call(func, inputs, "vjp", strict)
         if v is not None:
             _, v = _as_tuple(v, "v", "vjp")
             _check_v(v, outputs, "vjp", "outputs of the user-provided function")
@@ -194,7 +203,7 @@ def jvp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = False,
                 raise RuntimeError("The vector v can only be None if the input to the "
                                    "user-provided function is a single Tensor with a single element.")
             v = (ember.ones_like(inputs[0]),)
-        is_outputs_tuple, outputs = _call(func, inputs, "jvp")
+        is_outputs_tuple, outputs = _call(func, inputs, "jvp", strict)
         dummies = tuple(ember.zeros_like(o).requires_grad_(True) for o in outputs)
         g = _grads(outputs, inputs, dummies, create_graph=True)
         g_pairs = [(gi, vi) for gi, vi in zip(g, v) if gi is not None and gi.requires_grad]
@@ -243,7 +252,7 @@ def jacobian(func: Callable, inputs: Any, create_graph: bool = False, strict: bo
     with enable_grad():
         is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jacobian")
         inputs = _prepare_inputs(inputs, create_graph, True)
-        is_outputs_tuple, outputs = _call(func, inputs, "jacobian")
+        is_outputs_tuple, outputs = _call(func, inputs, "jacobian", strict)
         jac: list = []
         for i, out in enumerate(outputs):
             n = out.numel()
@@ -288,10 +297,12 @@ def hessian(func: Callable, inputs: Any, create_graph: bool = False, strict: boo
     def ensure_single_output_function(*inp: Any) -> Any:
         out = func(*inp)
         is_out_tuple, t_out = _as_tuple(out, "outputs of the user-provided function", "hessian")
-        if is_out_tuple or t_out[0].numel() != 1:
-            raise RuntimeError("The function given to hessian should return a single Tensor "
-                               "with a single element (the Hessian is of a scalar function); "
-                               f"got {'a tuple' if is_out_tuple else tuple(t_out[0].shape)}")
+        if is_out_tuple:
+            raise RuntimeError("The function given to hessian should return a single Tensor")
+        if t_out[0].numel() != 1:
+            raise RuntimeError("The Tensor returned by the function given to hessian should "
+                               f"contain a single element (it has shape {tuple(t_out[0].shape)}; "
+                               "the Hessian is of a scalar function)")
         return t_out[0].reshape(())
 
     def jac_func(*inp: Any) -> Any:
@@ -319,10 +330,12 @@ def vhp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = False,
                 raise RuntimeError("The vector v can only be None if the input to the "
                                    "user-provided function is a single Tensor with a single element.")
             v = (ember.ones_like(inputs[0]),)
-        is_outputs_tuple, outputs = _call(func, inputs, "vhp")
-        if is_outputs_tuple or outputs[0].numel() != 1:
-            raise RuntimeError("The function given to vhp should return a single Tensor with a "
-                               "single element.")
+        is_outputs_tuple, outputs = _call(func, inputs, "vhp", strict)
+        if is_outputs_tuple:
+            raise RuntimeError("The function given to vhp should return a single Tensor")
+        if outputs[0].numel() != 1:
+            raise RuntimeError("The Tensor returned by the function given to vhp should contain "
+                               f"a single element (it has shape {tuple(outputs[0].shape)})")
         jac = _grads(outputs, inputs, (ember.ones_like(outputs[0]),), create_graph=True)
         if strict and any(g is None for g in jac):
             i = next(i for i, g in enumerate(jac) if g is None)
