@@ -343,3 +343,35 @@ def test_random_keys_write_like_torch(key):
         return
     if ok:
         check_write(key)
+
+
+# ---------------------------------------------------------------------------------------------
+# the value of a write
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "int8", "int16", "int32", "int64", "bool",
+                                   "float16", "float32"])
+@pytest.mark.parametrize("value", [300, -1, 2**40, float("inf"), float("nan"), 1e10, -129,
+                                   2**63, -2.5, 255.9, -1.5, 40000, True])
+def test_written_number_fits_the_dtype_like_torch(dtype, value):
+    def run(m):
+        x = m.zeros(2, dtype=getattr(m, dtype))
+        x[0] = value
+        return x
+
+    try:
+        want = run(torch)
+    except Exception as e:  # noqa: BLE001
+        with pytest.raises(type(e)):
+            run(ember)
+        return
+    np.testing.assert_array_equal(run(ember).numpy(), want.numpy())
+
+
+@pytest.mark.parametrize("value", [[1.0, 2.0, 3.0, 4.0, 5.0], np.ones(5), np.float32(3.5), "a",
+                                   (1.0,) * 5])
+def test_written_value_must_be_a_number_or_tensor(value):
+    with pytest.raises(TypeError):
+        torch.zeros(3, 5)[0] = value
+    with pytest.raises(TypeError, match=r"can't assign a .* x\[key\] = torch.tensor\(value\)"):
+        ember.zeros(3, 5)[0] = value

@@ -250,6 +250,13 @@ def _type_name(k: Any) -> str:
     return t.__name__ if t.__module__ == "builtins" else f"{t.__module__.split('.')[0]}.{t.__name__}"
 
 
+def _ok_index_dtype(dt: Any) -> bool:
+    """An index *tensor* dtype PyTorch accepts: int64, int32, uint8 (a mask) or bool."""
+    kind = dt.kind
+    return kind == "b" or (kind == "i" and dt.itemsize in (4, 8)) or (kind == "u" and
+                                                                      dt.itemsize == 1)
+
+
 def _seq_index_array(k: Any) -> Any:
     """A list/tuple/range used as an index, as a NumPy array: PyTorch converts sequences like
     ``torch.tensor`` would but makes them long, so float entries truncate (``[1.7] -> [1]``);
@@ -262,7 +269,7 @@ def _seq_index_array(k: Any) -> Any:
         from .._creation import tensor
 
         arr = tensor(list(k))._data
-        if arr.dtype not in (np.int64, np.int32, np.uint8, np.bool_):
+        if not _ok_index_dtype(arr.dtype):
             raise TypeError(
                 "only integer tensors of a single element can be converted to an index (got a "
                 f"sequence of {arr.dtype} tensors)"
@@ -294,7 +301,7 @@ def _index_array(k: Any, dev: Any) -> Any:
     of a CPU tensor is PyTorch's error."""
     if _is_t(k):
         arr = k._data
-        if arr.dtype not in (np.int64, np.int32, np.uint8, np.bool_):
+        if not _ok_index_dtype(arr.dtype):
             raise IndexError(f"{_INDEX_DTYPE_MSG} (got an index tensor of dtype {k.dtype})")
     elif _backend.is_array(k):
         arr = k
@@ -777,11 +784,49 @@ def _bad_value_shape(vshape: tuple, target: tuple, what: str) -> None:
     )
 
 
+def _check_scalar_value(x: Any, value: Any) -> Any:
+    """A Python number written by ``x[key] = value``, checked as PyTorch checks it: it must fit
+    x's dtype (integers wrap only when negative into an unsigned dtype); lists, arrays, NumPy
+    scalars and strings are refused (PyTorch's ``TypeError``)."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        if not -(2**63) <= value < 2**63:
+            raise ValueError(f"Overflow when unpacking long long: {value} does not fit 64 bits")
+    elif isinstance(value, complex):
+        raise RuntimeError(f"value {value} cannot be converted to type {_dtype.from_numpy(x._data.dtype)} "
+                           "without overflow (ember has no complex dtypes)")
+    elif not isinstance(value, float):
+        if _is_t(value):
+            return value
+        raise TypeError(
+            f"can't assign a {_type_name(value)} to a tensor with x[key] = value: the value must "
+            "be a number or a tensor (wrap it: x[key] = torch.tensor(value))"
+        )
+    dt = x._data.dtype
+    if dt.kind not in "iu":
+        return value
+    info = np.iinfo(dt)
+    if isinstance(value, float):  # (a float must lie in the dtype's range, unsigned included)
+        bad = not math.isfinite(value) or value > info.max or value < info.min
+        v = 0 if bad else int(value)
+    else:
+        v = value
+        bad = v > info.max or (v < info.min if dt.kind == "i" else False)
+    if bad:
+        raise RuntimeError(
+            f"value {value} cannot be converted to type {_dtype.from_numpy(dt)} without overflow"
+        )
+    return v % (info.max + 1) if v < 0 and dt.kind == "u" else v
+
+
 def setitem(x: Any, key: Any, value: Any) -> Any:
     """The new value of x after ``x[key] = value`` (``Tensor.__setitem__`` makes it in place).
 
     ``value`` (a number or tensor) is broadcast to ``x[key]``'s shape and cast to x's dtype.
     Differentiable w.r.t. x (zero gradient where written) and value (``grad[key]``)."""
+    if not _is_t(value):
+        value = _check_scalar_value(x, value)
     k = _parse_key(x._data, key)
     return IndexPut.apply(x, _value_for(x, value, k), k)
 
