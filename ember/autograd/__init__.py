@@ -153,6 +153,10 @@ from . import functional  # noqa: E402, F401 - torch.autograd.functional
 
 
 def __getattr__(name: str) -> object:
+    if name == "profiler":  # torch.autograd.profiler, loaded on first use
+        import importlib
+
+        return importlib.import_module(f"{__name__}.profiler")
     from .._missing import attribute_error
 
     raise attribute_error("torch.autograd", name)

@@ -7,6 +7,10 @@ from .parameter import *  # noqa: F403
 
 
 def __getattr__(name: str) -> object:
+    if name == "attention":  # torch.nn.attention, loaded on first use
+        import importlib
+
+        return importlib.import_module(f"{__name__}.attention")
     from .._missing import attribute_error
 
     raise attribute_error("torch.nn", name)
