@@ -207,14 +207,20 @@ def selu_(input: Tensor) -> Tensor:
     return selu(input, inplace=True)
 
 
+class Celu(Elu):
+    """celu is elu with scale 1 and input scale 1/alpha (the rule is Elu's)."""
+
+    node_name = "CeluBackward0"
+
+
 def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     """max(0, x) + min(0, alpha * (exp(x / alpha) - 1))."""
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError: celu: alpha must be nonzero (got alpha=0)")
     _float_input(input, "celu")
     if inplace:
-        return _inplace(input, lambda t: Elu.apply(t, alpha, 1.0, 1.0 / alpha))
-    return Elu.apply(input, alpha, 1.0, 1.0 / alpha)
+        return _inplace(input, lambda t: Celu.apply(t, alpha, 1.0, 1.0 / alpha))
+    return Celu.apply(input, alpha, 1.0, 1.0 / alpha)
 
 
 def celu_(input: Tensor, alpha: float = 1.0) -> Tensor:
@@ -432,6 +438,8 @@ def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tenso
 class Softsign(Op):
     """out = x / (1 + |x|)          grad_x = grad / (1 + |x|)^2"""
 
+    node_name = "DivBackward0"  # PyTorch computes softsign as a division
+
     @staticmethod
     def forward(ctx: Any, x: Any) -> Any:
         ctx.save_for_backward(x)
@@ -452,6 +460,8 @@ def softsign(input: Tensor) -> Tensor:
 
 class Tanhshrink(Op):
     """out = x - tanh(x)          grad_x = grad * tanh(x)^2"""
+
+    node_name = "SubBackward0"  # PyTorch computes tanhshrink as a subtraction
 
     @staticmethod
     def forward(ctx: Any, x: Any) -> Any:
@@ -691,6 +701,14 @@ class Shrink(Op):
         return grad * ((x > ctx.lambd) | (x < -ctx.lambd)), None, None
 
 
+class Softshrink(Shrink):
+    node_name = "SoftshrinkBackward0"
+
+
+class Hardshrink(Shrink):
+    node_name = "HardshrinkBackward0"
+
+
 def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
     """x - lambd for x > lambd, x + lambd for x < -lambd, 0 otherwise."""
     if lambd < 0:
@@ -698,13 +716,13 @@ def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
             f"lambda must be greater or equal to 0, but found to be {lambd}."
         )
     _float_input(input, "softshrink")
-    return Shrink.apply(input, lambd, True)
+    return Softshrink.apply(input, lambd, True)
 
 
 def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
     """x where |x| > lambd, else 0."""
     _float_input(input, "hardshrink")
-    return Shrink.apply(input, lambd, False)
+    return Hardshrink.apply(input, lambd, False)
 
 
 def sigmoid(input: Tensor) -> Tensor:
@@ -817,6 +835,32 @@ class Linear(Op):
         return gx, gw, gb
 
 
+# PyTorch's node for linear depends on the input's rank and the bias (it lowers to mm/addmm with
+# views around them); the rule is Linear's in every case.
+class LinearMm(Linear):
+    node_name = "MmBackward0"
+
+
+class LinearView(Linear):
+    node_name = "ViewBackward0"
+
+
+class LinearUnsafeView(Linear):
+    node_name = "UnsafeViewBackward0"
+
+
+class LinearSqueeze(Linear):
+    node_name = "SqueezeBackward4"
+
+
+def _linear_op(ndim: int, bias: Any) -> type:
+    if ndim == 2:
+        return Linear if bias is not None else LinearMm
+    if bias is not None:
+        return LinearView
+    return LinearSqueeze if ndim == 1 else LinearUnsafeView
+
+
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """x W^T + b, x of shape (*, in_features), W of shape (out_features, in_features)."""
     try:
@@ -830,7 +874,7 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     # the common case in one test: matching dtypes, 2-D weight, in_features that agree
     if (x.dtype == w.dtype and w.ndim == 2 and x.ndim and x.shape[-1] == w.shape[1]
             and (b is None or (b.dtype == w.dtype and b.shape == (w.shape[0],)))):
-        return Linear.apply(input, weight, bias)
+        return _linear_op(x.ndim, b).apply(input, weight, bias)
     return _linear_checked(input, weight, bias)
 
 
@@ -867,7 +911,7 @@ def _linear_checked(input: Tensor, weight: Tensor, bias: Tensor | None) -> Tenso
             f"linear(): bias of shape {tuple(bias.shape)} does not match out_features="
             f"{weight.shape[0]} (weight of shape {tuple(weight.shape)})"
         )
-    out = Linear.apply(input, weight, bias)
+    out = _linear_op(input.ndim, bias).apply(input, weight, bias)
     if squeeze_out:
         out = out.squeeze(-1)
     return out

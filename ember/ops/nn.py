@@ -265,6 +265,8 @@ class CrossEntropy(Op):
     number of samples (probabilities), as PyTorch does.
     """
 
+    node_name = "NllLossBackward0"  # PyTorch's last step is nll_loss
+
     @staticmethod
     def forward(ctx: Any, x: Any, target: Any, weight: Any, ignore_index: int, reduction: str,
                 eps: float, probs: bool) -> Any:
@@ -1299,7 +1301,7 @@ class ScaledDotProductAttention(Op):
     grad_v = P_d^T grad;  dP = (grad v^T) * keep / (1 - p_drop);  dS = P * (dP - sum(dP * P))
     grad_q = scale * dS k;  grad_k = scale * dS^T q;  grad_mask (float) = dS"""
 
-    node_name = "ScaledDotProductAttentionBackward0"
+    node_name = "ScaledDotProductFlashAttentionForCpuBackward0"  # PyTorch's (CPU kernel) name
 
     @staticmethod
     def forward(ctx: Any, q: Any, k: Any, v: Any, fmask: Any, bmask: Any, scale: float,

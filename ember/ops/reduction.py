@@ -343,6 +343,26 @@ class Mean(Op):
         return ctx.xp.broadcast_to(g, ctx.shape), None, None
 
 
+# PyTorch names the node of a reduction over given dims ``...Backward1`` (``SumBackward1``) and
+# the full reduction ``...Backward0``: same rule, second class for the name.
+class SumDim(Sum):
+    """Sum over given dims (the rule is Sum's)."""
+
+    node_name = "SumBackward1"
+
+
+class NanSum(Sum):
+    """nansum's final sum (NaNs already replaced by 0; the rule is Sum's)."""
+
+    node_name = "NansumBackward0"
+
+
+class MeanDim(Mean):
+    """Mean over given dims (the rule is Mean's)."""
+
+    node_name = "MeanBackward1"
+
+
 def sum(  # noqa: A001 - PyTorch's name
     input: Any, dim: Any = None, keepdim: bool = False, *, dtype: Any = None, axis: Any = None,
     keepdims: bool | None = None,
@@ -351,7 +371,7 @@ def sum(  # noqa: A001 - PyTorch's name
     x = _t(input)
     dim, keepdim = _alias(dim, keepdim, axis, keepdims)
     x = _int_to_long(x) if dtype is None else _with_dtype(x, dtype)
-    return Sum.apply(x, _axes(dim, x, "sum"), keepdim)
+    return (Sum if dim is None else SumDim).apply(x, _axes(dim, x, "sum"), keepdim)
 
 
 def mean(
@@ -368,7 +388,7 @@ def mean(
             f"complex dtype. Got: {_legacy(x)}. Convert first, e.g. x.float().mean(), or pass "
             "dtype=torch.float32"
         )
-    return Mean.apply(x, _axes(dim, x, "mean"), keepdim)
+    return (Mean if dim is None else MeanDim).apply(x, _axes(dim, x, "mean"), keepdim)
 
 
 def nansum(
@@ -377,9 +397,12 @@ def nansum(
 ) -> Any:
     """Sum treating NaN as zero (the gradient at NaN positions is 0)."""
     x = _t(input)
-    if x.is_floating_point():
-        x = _ew.where(_ew.isnan(x), 0.0, x)
-    return sum(x, dim, keepdim, dtype=dtype, axis=axis, keepdims=keepdims)
+    if not x.is_floating_point():
+        return sum(x, dim, keepdim, dtype=dtype, axis=axis, keepdims=keepdims)
+    x = _ew.where(_ew.isnan(x), 0.0, x)
+    dim, keepdim = _alias(dim, keepdim, axis, keepdims)
+    x = _with_dtype(x, dtype)
+    return NanSum.apply(x, _axes(dim, x, "nansum"), keepdim)
 
 
 def nanmean(
@@ -441,6 +464,12 @@ class Prod(Op):
         return g * d, None, None
 
 
+class ProdDim(Prod):
+    """Product over one given dim (the rule is Prod's)."""
+
+    node_name = "ProdBackward1"
+
+
 def prod(
     input: Any, dim: Any = None, keepdim: bool = False, *, dtype: Any = None, axis: Any = None,
     keepdims: bool | None = None,
@@ -454,7 +483,7 @@ def prod(
     d = _one(dim, x, "prod")
     if x._data.ndim == 0:
         return Prod.apply(x, None, False)
-    return Prod.apply(x, d, keepdim)
+    return ProdDim.apply(x, d, keepdim)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -498,6 +527,8 @@ class AMax(_EvenSplit):
     """out = max over dims of x
     grad_x = grad / k at the k positions attaining the max (ties share evenly), 0 elsewhere"""
 
+    node_name = "AmaxBackward0"
+
     @staticmethod
     def _value(ctx: Any, x: Any, axes: Any) -> Any:
         return x.max(axis=axes, keepdims=True)
@@ -507,9 +538,23 @@ class AMin(_EvenSplit):
     """out = min over dims of x
     grad_x = grad / k at the k positions attaining the min (ties share evenly), 0 elsewhere"""
 
+    node_name = "AminBackward0"
+
     @staticmethod
     def _value(ctx: Any, x: Any, axes: Any) -> Any:
         return x.min(axis=axes, keepdims=True)
+
+
+class MaxAll(AMax):
+    """``max(x)`` of all elements (the rule is AMax's)."""
+
+    node_name = "MaxBackward1"
+
+
+class MinAll(AMin):
+    """``min(x)`` of all elements (the rule is AMin's)."""
+
+    node_name = "MinBackward1"
 
 
 class _Select(Op):
@@ -622,7 +667,7 @@ def max(  # noqa: A001 - PyTorch's name
     dim, keepdim = _alias(dim, keepdim, axis, keepdims)
     if dim is None:
         _nonempty(x, None, "max")
-        return AMax.apply(x, None, False)
+        return MaxAll.apply(x, None, False)
     return _extreme_dim(x, dim, keepdim, MaxDim, "max", max_t)
 
 
@@ -638,7 +683,7 @@ def min(  # noqa: A001 - PyTorch's name
     dim, keepdim = _alias(dim, keepdim, axis, keepdims)
     if dim is None:
         _nonempty(x, None, "min")
-        return AMin.apply(x, None, False)
+        return MinAll.apply(x, None, False)
     return _extreme_dim(x, dim, keepdim, MinDim, "min", min_t)
 
 
@@ -966,6 +1011,8 @@ class LogSumExp(Op):
     """out = m + log(sum over dims of exp(x - m)), m = max (0 where the max is not finite)
     grad_x = grad * exp(x - out)"""
 
+    node_name = "LogsumexpBackward0"
+
     @staticmethod
     def forward(ctx: Any, x: Any, axes: Any, keepdim: bool) -> Any:
         xp = ctx.xp
@@ -1011,6 +1058,8 @@ def logsumexp(
 class CumSum(Op):
     """out_i = sum_{j <= i} x_j along dim          grad_x_j = sum_{i >= j} grad_i"""
 
+    node_name = "CumsumBackward0"
+
     @staticmethod
     def forward(ctx: Any, x: Any, axis: int) -> Any:
         ctx.axis = axis
@@ -1040,6 +1089,8 @@ class CumProd(Op):
     grad_x_k = sum_{i >= k} grad_i prod_{j <= i, j != k} x_j, that is
     revcumsum(grad * out)_k / x_k before a slice's first zero, the same sum with that zero
     skipped at the first zero, and 0 after it"""
+
+    node_name = "CumprodBackward0"
 
     @staticmethod
     def forward(ctx: Any, x: Any, axis: int) -> Any:
@@ -1107,6 +1158,8 @@ class CumMax(Op):
     """(values, indices) = running max along dim (indices: the last position among ties)
     grad_x_j = sum of grad_i over the i whose running max is x_j"""
 
+    node_name = "CummaxBackward0"
+
     _ufunc = "maximum"
 
     @staticmethod
@@ -1132,6 +1185,8 @@ class CumMax(Op):
 class CumMin(CumMax):
     """(values, indices) = running min along dim (indices: the last position among ties)
     grad_x_j = sum of grad_i over the i whose running min is x_j"""
+
+    node_name = "CumminBackward0"
 
     _ufunc = "minimum"
 
