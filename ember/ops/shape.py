@@ -410,9 +410,10 @@ class Expand(Op):
 
     @staticmethod
     def forward(ctx: Any, x: Any, shape: tuple) -> Any:
-        # a writable view (broadcast_to's is read-only): writes through it reach x, as in PyTorch
         out = ctx.xp.broadcast_to(x, shape)
-        return ctx.xp.lib.stride_tricks.as_strided(x, out.shape, out.strides)
+        if isinstance(out, np.ndarray) and x.flags.writeable:
+            out.flags.writeable = True  # NumPy's is read-only; PyTorch's writes through to x
+        return out
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
