@@ -34,6 +34,7 @@ import secrets
 import stat
 import struct
 import sys
+import types
 import zipfile
 import zlib
 from collections import Counter, OrderedDict
@@ -702,7 +703,14 @@ def _public_name(obj: Any, name: str) -> tuple[str, str] | None:
                 if (not k.startswith("_") and callable(v)
                         and (exported is None or k in exported)):
                     _alias_index[id(v)] = ("torch" + ns[5:], k)
-    return _alias_index.get(id(obj))
+    hit = _alias_index.get(id(obj))
+    if hit is None and not isinstance(obj, type):
+        # an internal function with a public twin (ember.ops.activation.relu, which a
+        # TransformerEncoderLayer stores): PyTorch's public function of that name
+        for ns, home in homes:
+            if callable(getattr(home, name, None)):
+                return "torch" + ns[5:], name
+    return hit
 
 
 def _torch_global(obj: Any) -> tuple[str, str] | None:
@@ -816,6 +824,14 @@ class _FullPickler(pickle._Pickler):  # the Python pickler: its save_global can 
             return (_G_FROM_TYPE, (_G_TENSOR, t, args, state))
         if t is _backend.device:
             return (_TorchGlobal("torch", "device"), (str(obj),))
+        d = getattr(obj, "__dict__", None)
+        if type(d) is dict and "_flat_weights_names" in d and "_flat_weights" not in d:
+            # an RNN: PyTorch's pickled RNNs carry their weights list too (its forward uses it)
+            rv = obj.__reduce_ex__(DEFAULT_PROTOCOL)
+            if isinstance(rv, tuple) and len(rv) >= 3 and isinstance(rv[2], dict):
+                state = dict(rv[2])
+                state["_flat_weights"] = [getattr(obj, n, None) for n in d["_flat_weights_names"]]
+                return (rv[0], rv[1], state, *rv[3:])
         if t is Size:
             return (_TorchGlobal("torch", "Size"), (tuple(obj),))
         return NotImplemented
@@ -837,8 +853,12 @@ class _FullPickler(pickle._Pickler):  # the Python pickler: its save_global can 
     def _save_dtype(self, obj: _dtype_cls) -> None:
         self._write_global("torch", obj.name, obj)
 
+    def _save_function(self, obj: Any) -> None:
+        self.save_global(obj)  # the base table holds pickle's own save_global
+
     dispatch[_TorchGlobal] = _save_torch_global
     dispatch[_dtype_cls] = _save_dtype
+    dispatch[types.FunctionType] = _save_function
 
 
 class _NullSink:
