@@ -111,6 +111,9 @@ def test_sample_shapes_dtypes_and_expand(name):
         s, st = e.sample(shape), t.sample(shape)
         assert tuple(s.shape) == tuple(st.shape)
         assert s.dtype == getattr(ember, str(st.dtype).removeprefix("torch."))
+        lp = e.log_prob(s)  # samples lie in the support (validation is on) and score per draw
+        assert tuple(lp.shape) == tuple(t.log_prob(st).shape)
+        assert bool(lp.isfinite().all())
     if e.has_rsample:
         r = e.rsample((5,))
         assert tuple(r.shape) == tuple(t.rsample((5,)).shape)

@@ -13,17 +13,12 @@ difference in alpha.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
 
 from .. import _special as sp
 from ..ops._op import Op
-
-
-def _to_array_module(ctx: Any, x: Any) -> Any:
-    return x
 
 
 class _Polygamma(Op):
@@ -152,16 +147,12 @@ class _StandardGammaGrad(Op):
 
     @staticmethod
     def forward(ctx: Any, alpha: Any, sample: Any) -> Any:
-        dev = None
-        if not isinstance(alpha, np.ndarray):  # CuPy: compute on the host
-            dev = alpha
-            alpha, sample = alpha.get(), sample.get()
-        g = standard_gamma_grad(alpha, sample).astype(alpha.dtype)
-        if dev is not None:
-            import cupy  # noqa: F401 - only reached with CuPy arrays
+        if isinstance(alpha, np.ndarray):
+            return standard_gamma_grad(alpha, sample).astype(alpha.dtype)
+        import cupy  # CuPy arrays: compute on the host, move back
 
-            return dev.__array_namespace__().asarray(g)
-        return g
+        g = standard_gamma_grad(cupy.asnumpy(alpha), cupy.asnumpy(sample))
+        return cupy.asarray(g.astype(alpha.dtype))
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
@@ -185,5 +176,3 @@ def standard_gamma(alpha: Any, shape: tuple) -> Any:
         return _StandardGamma.apply(alpha.expand(shape), sample)
     return sample
 
-
-_HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
