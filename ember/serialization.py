@@ -14,10 +14,15 @@ A checkpoint is a zip archive (the layout ``torch.save`` writes)::
     <name>/version                    "3\\n"
     <name>/.data/serialization_id     40 decimal digits
 
-``ember.save`` writes it (``torch.load(f)`` with ``weights_only=True`` reads the result), and
-``ember.load`` reads it with the interpreter in ``ember._pickle_reader``: no ``pickle.load``,
-only the opcodes and globals a tensor checkpoint needs, every size, offset and stride checked
-against the archive before memory is touched. Anything else raises ``UnsafeCheckpointError``.
+``ember.save`` writes it: tensors and plain values exactly as ``torch.load``'s default
+``weights_only=True`` reader expects, anything else (a whole module, a NumPy array, a user's
+class) with Python's pickler as ``torch.save`` does, ember's classes named by their PyTorch paths
+(``torch.nn.modules.linear.Linear``). ``ember.load`` follows PyTorch 2.13's contract: by default
+(``weights_only=True``) it reads with the interpreter in ``ember._pickle_reader`` (no
+``pickle.load``; only the opcodes and globals a tensor checkpoint needs, plus the classes and
+functions given to ``add_safe_globals``; every size, offset and stride checked against the
+archive before memory is touched; anything else raises ``UnsafeCheckpointError``).
+``weights_only=False`` unpickles the file with Python's unpickler, which trusts it completely.
 Writes to a path are atomic (temporary file in the same folder, fsync, ``os.replace``).
 See docs/checkpoints.md.
 """
@@ -89,18 +94,22 @@ _LOCATION_RE = re.compile(r"[a-z]{1,16}(:[0-9]{1,6})?")
 def save(obj: Any, f: str | os.PathLike | IO[bytes], pickle_module: Any = None,
          pickle_protocol: int = DEFAULT_PROTOCOL, _use_new_zipfile_serialization: bool = True,
          _disable_byteorder_record: bool = False) -> None:
-    """Save ``obj`` (tensors, numbers, strings, containers) in PyTorch's checkpoint format.
+    """Save ``obj`` in PyTorch's checkpoint format (``torch.load`` and ``ember.load`` read it).
 
-    ``torch.load(f)`` reads the file, and so does ``ember.load``. Tensors that view one array
+    Tensors, numbers, strings and containers (state dicts) are written exactly as
+    ``torch.load``'s default ``weights_only=True`` reader expects; anything else Python can
+    pickle (a whole ``nn.Module``, a NumPy array, a user's class) is pickled as ``torch.save``
+    pickles it, ember's classes and functions named by their PyTorch paths, so loading it
+    needs ``weights_only=False`` or ``add_safe_globals`` (on either side). Tensors that view one array
     are saved as one storage with offsets and strides (they share memory again when loaded).
     To a path, the write is atomic: a temporary file in the same folder is written, flushed,
     fsynced and renamed over ``f``, so a crash never leaves a half-written checkpoint. A
     file-like ``f`` (``io.BytesIO``) is written in place.
 
     Args:
-        obj: what to save: ``Tensor``/``Parameter``, ``int``, ``float``, ``bool``, ``str``,
-            ``bytes``, ``None``, ``dtype``, ``device``, ``Size`` and ``dict``/``OrderedDict``/
-            ``list``/``tuple``/``set`` of these (``model.state_dict()``, ``opt.state_dict()``).
+        obj: what to save: usually ``model.state_dict()``/``opt.state_dict()`` (tensors,
+            numbers, strings, ``None``, dtypes, devices, ``Size`` in dicts/lists/tuples/sets);
+            any picklable object also works.
         f: a path, or a binary file object with ``write``.
 
     Example::
@@ -960,13 +969,19 @@ def _write_archive(fh: IO[bytes], name: str, pkl: bytes, storages: list[_OutStor
 def load(f: str | os.PathLike | IO[bytes], map_location: Any = None, pickle_module: Any = None,
          *, weights_only: bool | None = None, mmap: bool | None = None,
          **pickle_load_args: Any) -> Any:
-    """Load a checkpoint written by ``torch.save`` or ``ember.save``, running no code from it.
+    """Load a checkpoint written by ``torch.save`` or ``ember.save``.
 
-    Only tensors (dense, of ember's dtypes), numbers, strings, bytes, ``None``, dtypes,
-    devices, ``Size`` and dict/``OrderedDict``/list/tuple/set containers are rebuilt; every
-    storage size, offset and stride is checked against the archive first. Anything else
-    raises ``UnsafeCheckpointError`` naming what was refused. ``weights_only=False`` is
-    accepted for compatibility but changes nothing: ember never unpickles arbitrary objects.
+    With ``weights_only=True`` (the default, as in PyTorch 2.13) nothing from the file is
+    imported or run: only tensors (dense, of ember's dtypes), numbers, strings, bytes,
+    ``None``, dtypes, devices, ``Size``, dict/``OrderedDict``/list/tuple/set containers and the
+    classes/functions allowlisted with ``add_safe_globals`` (or ``with safe_globals([...])``)
+    are rebuilt; every storage size, offset and stride is checked against the archive first;
+    anything else raises ``UnsafeCheckpointError`` naming what was refused and how to allow
+    it. ``weights_only=False`` (or ``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1`` when the call passes
+    no ``weights_only``, or a ``pickle_module``) loads the file as a full pickle: it can import
+    any module and call any function the file names, so use it only on files you trust.
+    ``TORCH_FORCE_WEIGHTS_ONLY_LOAD=1`` makes every load weights-only. ``torch.*`` names in
+    the file resolve to ember's objects at the same paths.
 
     Args:
         f: a path or a binary file object (seekable; positioned at the archive's start).
@@ -974,8 +989,12 @@ def load(f: str | os.PathLike | IO[bytes], map_location: Any = None, pickle_modu
             mapping saved locations to new ones (``{'cuda:0': 'cpu'}``), or a callable
             ``(storage, location) -> tensor | None`` (``storage`` is a 1-D CPU tensor). By
             default tensors return to the device they were saved from.
+        pickle_module: the module whose ``Unpickler`` a full load uses (implies
+            ``weights_only=False``; an error with ``weights_only=True``).
+        weights_only: see above; ``None`` means PyTorch's default (True).
         mmap: memory-map the file's storages instead of reading them (``f`` must be a
-            path); pages are read on first use, writes to the tensors stay private.
+            path); each record's CRC is checked over the mapped bytes once at load, writes
+            to the tensors stay private (see ``set_default_mmap_options``).
 
     Example::
 
