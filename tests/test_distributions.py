@@ -367,6 +367,8 @@ def _error(fn):
     lambda m: m.Exponential(2.0).log_prob(m.tensor(-1.0)),
     lambda m: m.Poisson(2.0).log_prob(m.tensor(1.5)),
     lambda m: m.Uniform(0.0, 1.0).log_prob(m.tensor(2.0)),
+    lambda m: m.Uniform(1.0, 0.0),
+    lambda m: m.Uniform(m.tensor([0.0, 2.0]), m.tensor([1.0, 1.0])),
     lambda m: m.Categorical(m.tensor([-0.2, 0.8])),
     lambda m: m.MultivariateNormal(m.zeros(2), covariance_matrix=m.tensor([[1.0, 2.0], [2.0, 1.0]])),
 ])

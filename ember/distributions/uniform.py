@@ -14,15 +14,16 @@ __all__ = ["Uniform"]
 class Uniform(Distribution):
     """Uniform on ``[low, high)``, reparameterised."""
 
-    arg_constraints = {"low": constraints.dependent(is_discrete=False, event_dim=0),
-                       "high": constraints.dependent(is_discrete=False, event_dim=0)}
     has_rsample = True
 
     def __init__(self, low: Any, high: Any, validate_args: bool | None = None) -> None:
         self.low, self.high = broadcast_all(low, high)
         super().__init__(self.low.size(), validate_args=validate_args)
-        if self._validate_args and not bool((self.low < self.high).all()):
-            raise ValueError("Uniform is not defined when low>= high")
+
+    @property
+    def arg_constraints(self) -> dict:  # type: ignore[override]
+        """low < high, checked both ways (PyTorch's constraints)."""
+        return {"low": constraints.less_than(self.high), "high": constraints.greater_than(self.low)}
 
     @constraints.dependent_property(is_discrete=False, event_dim=0)
     def support(self) -> Any:
