@@ -232,3 +232,21 @@ def test_warning_text_matches_pytorch():
         warnings.simplefilter("always")
         checkpoint(lambda a: a * 2, ember.ones(1, requires_grad=True))
     assert [str(w.message) for w in ours] == [str(w.message) for w in theirs]
+
+
+def test_recomputation_repeats_the_autocast_state():
+    seen = []
+
+    def f(a):
+        on = ember.is_autocast_enabled("cpu")
+        seen.append((on, ember.get_autocast_dtype("cpu")))
+        return (a.to(ember.bfloat16) if on else a) * 3  # what a lowered op would do
+
+    x = ember.randn(3, 4, requires_grad=True)
+    with ember.autocast("cpu", dtype=ember.bfloat16):
+        y = checkpoint(f, x, use_reentrant=True)
+    assert y.dtype == ember.bfloat16
+    y.float().sum().backward()  # outside autocast: the recomputation runs under it again
+    assert seen == [(True, ember.bfloat16), (True, ember.bfloat16)]
+    assert not ember.is_autocast_enabled("cpu")
+    np.testing.assert_array_equal(x.grad.numpy(), np.full((3, 4), 3.0, np.float32))

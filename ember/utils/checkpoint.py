@@ -2,9 +2,10 @@
 
 ``checkpoint(fn, *args)`` runs ``fn`` without recording a graph (so none of its intermediate
 activations are kept) and returns its outputs attached to a single ``CheckpointFunctionBackward``
-node. When backward reaches that node, ``fn`` runs again with autograd on, from the saved inputs and
-with the random state it had the first time (so dropout draws the same mask), and the gradients
-flow through the recomputed graph into the inputs and into the parameters ``fn`` used.
+node. When backward reaches that node, ``fn`` runs again with autograd on, from the saved inputs,
+with the random state it had the first time (so dropout draws the same mask) and under the same
+autocast state, and the gradients flow through the recomputed graph into the inputs and into the
+parameters ``fn`` used.
 
 It is an ordinary :class:`ember.autograd.Function` (one that sees tensors); the engine knows
 nothing about it.
@@ -63,6 +64,26 @@ def _set_rng_state(state: Any) -> None:
     set_rng_state(state)
 
 
+def _autocast_state() -> list[tuple[str, bool, Any]]:
+    """Whether autocast is on, and its dtype, per device type (the recomputation repeats it)."""
+    from ..amp import autocast_mode as am
+
+    return [(dev, am.is_autocast_enabled(dev), am.get_autocast_dtype(dev))
+            for dev in ("cpu", "cuda")]
+
+
+def _autocast_as(saved: list[tuple[str, bool, Any]]) -> contextlib.ExitStack:
+    """Enter the autocast regions needed to recreate ``saved`` (none if it already holds)."""
+    from ..amp import autocast_mode as am
+
+    stack = contextlib.ExitStack()
+    for dev, enabled, dtype in saved:
+        now = am.is_autocast_enabled(dev), am.get_autocast_dtype(dev)
+        if now != (enabled, dtype) and (enabled or now[0]):
+            stack.enter_context(am.autocast(dev, dtype=dtype, enabled=enabled))
+    return stack
+
+
 def _leaves_of(roots: Iterable[Any]) -> list[Any]:
     """Every leaf tensor (AccumulateGrad node) the graphs of ``roots`` reach, in visit order."""
     seen: set[int] = set()
@@ -99,6 +120,7 @@ class CheckpointFunction(Function):
         ctx.n_args = sum(1 for v in plain if v is _SLOT)
         if preserve:
             ctx.rng_state = _rng_state()
+        ctx.autocast = _autocast_state()
         ctx.save_for_backward(*tensors)
         args, kwargs = _rebuild(spec, plain, tensors)
         out = fn(*args, **kwargs)
@@ -133,7 +155,7 @@ class CheckpointFunction(Function):
         try:
             if ctx.preserve:
                 _set_rng_state(ctx.rng_state)
-            with grad_mode.enable_grad(), ctx.recompute_ctx:
+            with grad_mode.enable_grad(), _autocast_as(ctx.autocast), ctx.recompute_ctx:
                 out = ctx.fn(*args, **kwargs)
         finally:
             if outer_state is not None:
