@@ -179,6 +179,16 @@ def test_float_division_by_zero_is_quiet_inf_nan(expr):
     assert str(got.dtype) == str(want.dtype)
 
 
+def test_quiet_division_leaves_numpys_error_state_alone():
+    before = np.geterr()
+    ember.tensor([1.0]) / ember.tensor([0.0])
+    assert np.geterr() == before
+    with np.errstate(divide="raise"):
+        ember.tensor([1.0]) / ember.tensor([0.0])  # ember's own ops stay quiet
+        with pytest.raises(FloatingPointError):
+            np.array([1.0]) / np.array([0.0])  # the user's setting still holds for NumPy
+
+
 def test_float_division_by_zero_gradient_is_quiet():
     x = ember.tensor([1.0, 0.0], requires_grad=True)
     d = ember.tensor([0.0, 0.0], requires_grad=True)

@@ -393,11 +393,34 @@ class Mul(Op):
 
 # Float division by zero gives inf/nan silently, as in PyTorch (NumPy would warn).
 _QUIET = {"divide": "ignore", "invalid": "ignore", "over": "ignore"}
+try:  # np.errstate costs microseconds per use; setting NumPy's context variable directly does not
+    from numpy._core._ufunc_config import _extobj_contextvar as _EXTOBJ
+
+    with np.errstate(**_QUIET):
+        _QUIET_EXTOBJ = _EXTOBJ.get()
+except (ImportError, AttributeError):  # pragma: no cover - another NumPy layout
+    _EXTOBJ = None
+
+
+def _quietly(fn: Any, *args: Any) -> Any:
+    """``fn(*args)`` with NumPy's floating-point warnings off (division by zero, 0/0...)."""
+    if _EXTOBJ is None:  # pragma: no cover
+        with np.errstate(**_QUIET):
+            return fn(*args)
+    token = _EXTOBJ.set(_QUIET_EXTOBJ)
+    try:
+        return fn(*args)
+    finally:
+        _EXTOBJ.reset(token)
+
+
+def _truediv(a: Any, b: Any) -> Any:
+    return a / b
 
 
 def _safe_divisor(b: Any) -> bool:
     """True when dividing by ``b`` cannot raise a NumPy floating-point warning (a Python number
-    of magnitude >= 1): the hot ``x / 2`` path skips ``np.errstate``."""
+    of magnitude >= 1): the hot ``x / 2`` path skips ``_quietly``."""
     return (type(b) is float or type(b) is int) and (b >= 1 or b <= -1)
 
 
@@ -409,15 +432,19 @@ class Div(Op):
         ctx.save_for_backward(a if ctx.needs_input_grad[1] else None, b)
         if _safe_divisor(b):
             return a / b
-        with np.errstate(**_QUIET):
+        if _EXTOBJ is None:  # pragma: no cover
+            return _quietly(_truediv, a, b)
+        token = _EXTOBJ.set(_QUIET_EXTOBJ)  # (_quietly, inlined: this is a hot path)
+        try:
             return a / b
+        finally:
+            _EXTOBJ.reset(token)
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
         a, b = ctx.saved
-        with np.errstate(**_QUIET):
-            ga = grad / b if ctx.needs_input_grad[0] else None
-            gb = -grad * a / (b * b) if ctx.needs_input_grad[1] else None
+        ga = _quietly(_truediv, grad, b) if ctx.needs_input_grad[0] else None
+        gb = _quietly(_truediv, -grad * a, b * b) if ctx.needs_input_grad[1] else None
         return ga, gb
 
 
@@ -496,14 +523,12 @@ class Remainder(Op):
     @staticmethod
     def forward(ctx: Any, a: Any, b: Any) -> Any:
         ctx.save_for_backward(a, b)
-        with np.errstate(**_QUIET):
-            return ctx.xp.remainder(a, b)
+        return _quietly(ctx.xp.remainder, a, b)
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
         a, b = ctx.saved
-        with np.errstate(**_QUIET):
-            return grad, -grad * ctx.xp.floor(a / b)
+        return grad, -grad * ctx.xp.floor(_quietly(_truediv, a, b))
 
 
 class Fmod(Op):
@@ -512,14 +537,12 @@ class Fmod(Op):
     @staticmethod
     def forward(ctx: Any, a: Any, b: Any) -> Any:
         ctx.save_for_backward(a, b)
-        with np.errstate(**_QUIET):
-            return ctx.xp.fmod(a, b)
+        return _quietly(ctx.xp.fmod, a, b)
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
         a, b = ctx.saved
-        with np.errstate(**_QUIET):
-            return grad, -grad * ctx.xp.trunc(a / b)
+        return grad, -grad * ctx.xp.trunc(_quietly(_truediv, a, b))
 
 
 def _as_is(a: Any, b: Any) -> bool:
@@ -594,14 +617,16 @@ def div(a: Any, b: Any, *, rounding_mode: str | None = None, out: Any = None) ->
 
 
 def _trunc_int_div(x: Any, y: Any) -> Any:
-    with np.errstate(**_QUIET):  # (INT_MIN // -1 wraps, as in PyTorch)
-        q = np.floor_divide(x, y)
-        return q + ((q < 0) & (np.remainder(x, y) != 0))
+    q = _quietly(np.floor_divide, x, y)  # (INT_MIN // -1 wraps, as in PyTorch)
+    return q + ((q < 0) & (_quietly(np.remainder, x, y) != 0))
 
 
 def _floor_div(x: Any, y: Any) -> Any:
-    with np.errstate(**_QUIET):
-        return x // y
+    return _quietly(_floordiv, x, y)
+
+
+def _floordiv(x: Any, y: Any) -> Any:
+    return x // y
 
 
 true_divide = div
