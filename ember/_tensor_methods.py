@@ -1207,6 +1207,116 @@ class TensorMethods:
     def is_distributed(self) -> bool:
         return False
 
+    def arccosh(self) -> Any:
+        """``arccosh()``: alias of ``acosh``."""
+        return _ew.acosh(self)
+
+    def arcsinh(self) -> Any:
+        """``arcsinh()``: alias of ``asinh``."""
+        return _ew.asinh(self)
+
+    def arctanh(self) -> Any:
+        """``arctanh()``: alias of ``atanh``."""
+        return _ew.atanh(self)
+
+    def dsplit(self, *args: Any, **kwargs: Any) -> Any:
+        """``dsplit(indices_or_sections)``: see ``ember.ops.shape.dsplit``."""
+        return _sh.dsplit(self, *args, **kwargs)
+
+    def hardshrink(self, lambd: float = 0.5) -> Any:
+        """``hardshrink(lambd=0.5)``: see ``ember.ops.activation.hardshrink``."""
+        from .ops.activation import hardshrink
+
+        return hardshrink(self, lambd)
+
+    def prelu(self, weight: Any) -> Any:
+        """``prelu(weight)``: see ``ember.ops.activation.prelu``."""
+        from .ops.activation import prelu
+
+        return prelu(self, weight)
+
+    def bernoulli(self, *args: Any, **kwargs: Any) -> Any:
+        """``bernoulli(p=None, *, generator=None)``: 0/1 draws with probabilities ``self``."""
+        from ._random import bernoulli
+
+        return bernoulli(self, *args, **kwargs)
+
+    def put_(self, index: Any, source: Any, accumulate: bool = False) -> Any:
+        """``put_(index, source, accumulate=False)``: in-place ``put``."""
+        return self._inplace(_ix.put, index, source, accumulate)
+
+    def index_reduce(self, dim: int, index: Any, source: Any, reduce: str, *,
+                     include_self: bool = True) -> Any:
+        """``index_reduce(dim, index, source, reduce)``: reduce ('prod', 'mean', 'amax',
+        'amin') the slices of ``source`` into the slices of ``self`` that ``index`` names."""
+        if reduce not in ("prod", "mean", "amax", "amin"):
+            raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax "
+                               f"or amin but got {reduce}.")
+        if index.dim() != 1:
+            raise IndexError(f"index_reduce_(): Index is supposed to be a vector, got "
+                             f"{index.dim()}-D")
+        d = dim % max(self.dim(), 1)
+        shape = [1] * source.dim()
+        shape[d] = index.shape[0]
+        full = index.reshape(shape).expand(tuple(source.shape))
+        return _ix.scatter_reduce(self, d, full, source, reduce, include_self=include_self)
+
+    def index_reduce_(self, dim: int, index: Any, source: Any, reduce: str, *,
+                      include_self: bool = True) -> Any:
+        """In-place ``index_reduce``."""
+        return self._inplace(lambda t: t.index_reduce(dim, index, source, reduce,
+                                                      include_self=include_self))
+
+    def apply_(self, callable: Any) -> Any:
+        """``apply_(fn)``: replace each element by ``fn(element)`` (CPU tensors; slow, as in
+        PyTorch)."""
+        if self.device.type != "cpu":
+            raise TypeError("apply_ is only implemented on CPU tensors")
+        flat = self._data.reshape(-1)
+        flat[...] = [callable(v) for v in flat.tolist()]
+        return self
+
+    def map_(self, tensor: Any, callable: Any) -> Any:
+        """``map_(other, fn)``: ``self[i] = fn(self[i], other[i])`` (``other`` broadcast)."""
+        import numpy as np
+
+        if self.device.type != "cpu":
+            raise TypeError("map_ is only implemented on CPU tensors")
+        other = np.broadcast_to(tensor._data, self._data.shape).reshape(-1).tolist()
+        flat = self._data.reshape(-1)
+        flat[...] = [callable(a, b) for a, b in zip(flat.tolist(), other, strict=True)]
+        return self
+
+    def record_stream(self, stream: Any) -> None:
+        """Nothing to record: ember's CuPy arrays are freed by reference counting."""
+
+    def conj_physical_(self) -> Any:
+        """The tensor itself: a real tensor is its own conjugate."""
+        return self
+
+    def new(self, *args: Any, **kwargs: Any) -> Any:
+        """Legacy constructor: ``x.new(2, 3)`` (uninitialised, x's dtype and device),
+        ``x.new([1, 2])`` or ``x.new(tensor)`` (data in x's dtype), ``x.new()`` (empty)."""
+        from ._creation import tensor
+
+        if kwargs.get("device") is not None and str(kwargs["device"]) != str(self.device):
+            raise RuntimeError(f"Expected device {self.device} but got {kwargs['device']}")
+        if not args:
+            return self.new_empty((0,))
+        first = args[0]
+        if len(args) == 1 and hasattr(first, "_data"):
+            if first.dtype != self.dtype:
+                raise TypeError(f"expected {self.dtype} (got {first.dtype}) for x.new(tensor); "
+                                "use x.new_tensor(t) to convert")
+            return first.detach()
+        from ._size import Size
+
+        if len(args) == 1 and isinstance(first, Size):
+            return self.new_empty(tuple(first))
+        if len(args) == 1 and isinstance(first, (list, tuple)):
+            return tensor(first, dtype=self.dtype, device=self.device)
+        return self.new_empty(tuple(int(a) for a in args))
+
 
 def _inplace_method(name: str) -> Any:
     """``x.name_(*args)``: ``x.name(*args)`` written back into ``x`` (``Tensor._inplace``)."""

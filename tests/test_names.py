@@ -554,3 +554,41 @@ def test_unseeded_processes_differ_and_manual_seed_repeats():
         warnings.simplefilter("error")
         ember.manual_seed(5)
         assert ember.initial_seed() == 5
+
+
+def test_more_tensor_methods():
+    a = randn(3, 4)
+    check_op(lambda m, x: (x * 0.5).arctanh(), a)
+    check_op(lambda m, x: x.arcsinh(), a)
+    check_op(lambda m, x: (x.abs() + 1.5).arccosh(), a)
+    check_op(lambda m, x: x.reshape(1, 3, 4).dsplit(2)[1], a)
+    check_op(lambda m, x: x.hardshrink(0.3), a)
+    check_op(lambda m, x, w: x.prelu(w), a, np.array([0.25]))
+    for reduce in ("prod", "mean", "amax", "amin"):
+        for include_self in (True, False):
+            check_op(lambda m, x, s, r=reduce, inc=include_self: x.index_reduce(
+                0, m.tensor([0, 2, 0, 1]), s, r, include_self=inc), a, randn(4, 4, seed=1))
+    e, t = ember.tensor(a), torch.tensor(a)
+    e.index_reduce_(1, ember.tensor([3, 3]), ember.ones(3, 2, dtype=e.dtype) * 2, "prod")
+    t.index_reduce_(1, torch.tensor([3, 3]), torch.ones(3, 2, dtype=t.dtype) * 2, "prod")
+    same(e, t)
+    e, t = ember.zeros(5), torch.zeros(5)
+    e.put_(ember.tensor([1, 3]), ember.tensor([2.0, 4.0]))
+    t.put_(torch.tensor([1, 3]), torch.tensor([2.0, 4.0]))
+    same(e, t)
+    for m in (ember, torch):
+        y = m.arange(6.0).reshape(3, 2)
+        y.apply_(lambda v: v * 2 + 1)
+        assert y.tolist() == [[1.0, 3.0], [5.0, 7.0], [9.0, 11.0]]
+        y.map_(m.tensor([1.0, -1.0]), lambda u, v: u * v)
+        assert y.tolist() == [[1.0, -3.0], [5.0, -7.0], [9.0, -11.0]]
+        assert y.conj_physical_() is y
+        x = m.ones(3, 2)
+        assert x.new(2, 3).shape == (2, 3) and x.new().shape == (0,)
+        assert x.new(m.Size([4])).shape == (4,)
+        z = x.new((2, 3))
+        assert z.tolist() == [2.0, 3.0] and z.dtype == m.float32
+    assert ember.ones(2).record_stream(None) is None  # (torch's needs a real CUDA stream)
+    ember.manual_seed(1)
+    assert set(ember.full((50,), 0.5).bernoulli().tolist()) == {0.0, 1.0}
+    assert ember.ones(3).bernoulli(0.0).tolist() == [0.0, 0.0, 0.0]
