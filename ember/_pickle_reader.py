@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pickle import UnpicklingError
 from typing import Any
 
-__all__ = ["UnsafeCheckpointError", "Callable_", "unpickle"]
+__all__ = ["UnsafeCheckpointError", "Callable_", "Marker", "unpickle", "check_plain"]
 
 
 class UnsafeCheckpointError(UnpicklingError, RuntimeError):
@@ -220,7 +220,7 @@ def _run(data: bytes, find_global: Callable, persistent_load: Callable,
             if type(fn) is not Callable_ and _is_allowed(allowed, fn):
                 if type(args) is not tuple:
                     raise _refuse(f"refused REDUCE at byte {at}: arguments are not a tuple")
-                _check_plain(args, f"the arguments of {_qualname(fn)} (REDUCE at byte {at})")
+                check_plain(args, f"the arguments of {_qualname(fn)} (REDUCE at byte {at})")
                 stack[-1] = fn(*args)
                 continue
             if type(fn) is not Callable_:
@@ -297,7 +297,7 @@ def _run(data: bytes, find_global: Callable, persistent_load: Callable,
                     "(add it with torch.serialization.add_safe_globals if you trust it)")
             if type(args) is not tuple:
                 raise _refuse(f"refused NEWOBJ at byte {at}: arguments are not a tuple")
-            _check_plain(args, f"the arguments of {_qualname(cls)} (NEWOBJ at byte {at})")
+            check_plain(args, f"the arguments of {_qualname(cls)} (NEWOBJ at byte {at})")
             stack.append(cls.__new__(cls, *args))
         elif op == _PROTO:
             need(1)
@@ -336,7 +336,7 @@ def _build(inst: Any, state: Any, at: int, allowed: Callable[[Any], bool]) -> No
     state of an instance of a user-allowlisted class (``__setstate__`` or its ``__dict__``)."""
     if type(inst) is not OrderedDict and not isinstance(inst, type) and _is_allowed(
             allowed, type(inst)):
-        _check_plain(state, f"the state of a {_qualname(type(inst))} (BUILD at byte {at})")
+        check_plain(state, f"the state of a {_qualname(type(inst))} (BUILD at byte {at})")
         if getattr(type(inst), "__setstate__", None) is not None:
             inst.__setstate__(state)
             return
@@ -382,7 +382,7 @@ def _is_allowed(allowed: Callable[[Any], bool], obj: Any) -> bool:
         return False
 
 
-def _check_plain(x: Any, what: str) -> None:
+def check_plain(x: Any, what: str) -> None:
     """No reader object (storage, storage type, rebuild function) inside ``x``'s containers:
     user code (an allowlisted class or function) only ever sees rebuilt values."""
     todo, seen = [x], set()
@@ -402,6 +402,8 @@ def _check_plain(x: Any, what: str) -> None:
         elif t in _DICT_TYPES:
             todo.extend(obj.keys())
             todo.extend(obj.values())
+            if t is OrderedDict:
+                todo.extend(obj.__dict__.values())
 
 
 _LEAVES = (str, int, float, bool, bytes, bytearray, complex, type(None))

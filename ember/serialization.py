@@ -52,7 +52,7 @@ import numpy as np
 
 from . import _backend, _dtype
 from ._dtype import dtype as _dtype_cls
-from ._pickle_reader import Callable_, Marker, UnsafeCheckpointError, unpickle
+from ._pickle_reader import Callable_, Marker, UnsafeCheckpointError, check_plain, unpickle
 from ._size import Size
 from ._tensor import Tensor
 
@@ -2030,6 +2030,7 @@ def _set_attributes(t: Tensor, state: Any) -> None:
         state = state[0]
     if type(state) not in (dict, OrderedDict):
         raise _refuse(f"refused tensor state {_short(state)}")
+    check_plain(state, "a tensor's attributes")
     for k in state:
         if (type(k) is not str or not k.isidentifier() or k.startswith("__")
                 or hasattr(type(t), k) or k in Tensor._INTERNAL):

@@ -228,11 +228,15 @@ PID0 = b"(" + _u("storage") + _g("torch", "FloatStorage") + _u("0") + _u("cpu") 
 ARGS = b"(" + PID0 + b"K\x00K\x04\x85K\x01\x85\x89" + _g("collections", "OrderedDict") + b")Rt"
 
 
-def _from_type(state: bytes) -> bytes:
+def _from_type_expr(state: bytes) -> bytes:
     """_rebuild_from_type_v2(_rebuild_tensor_v2, torch.Tensor, args, <state>)"""
-    return (b"\x80\x02" + _g("torch._tensor", "_rebuild_from_type_v2") + b"("
+    return (_g("torch._tensor", "_rebuild_from_type_v2") + b"("
             + _g("torch._utils", "_rebuild_tensor_v2") + _g("torch", "Tensor") + ARGS + state
-            + b"tR.")
+            + b"tR")
+
+
+def _from_type(state: bytes) -> bytes:
+    return b"\x80\x02" + _from_type_expr(state) + b"."
 
 
 def _param_with_state(state: bytes) -> bytes:
@@ -299,6 +303,9 @@ def test_internals_cannot_reach_allowlisted_code():
     calls = []
 
     class Box:
+        def __init__(self, *args):
+            calls.append(args)
+
         def __setstate__(self, state):
             calls.append(state)
 
@@ -308,6 +315,10 @@ def test_internals_cannot_reach_allowlisted_code():
         "REDUCE with a storage": b"\x80\x02" + _g("mymod", "Box") + b"(" + PID0 + b"tR.",
         "NEWOBJ with a storage": b"\x80\x02" + _g("mymod", "Box") + b"(" + PID0 + b"t\x81.",
         "BUILD with a storage": pkl_newobj + b"}" + _u("s") + PID0 + b"sb.",
+        "REDUCE with a tensor holding a storage": b"\x80\x02" + _g("mymod", "Box") + b"("
+        + _from_type_expr(b"}" + _u("s") + PID0 + b"s") + b"tR.",
+        "REDUCE with a state dict holding a storage in _metadata": b"\x80\x02" + _g("mymod", "Box")
+        + b"(" + _g("collections", "OrderedDict") + b")R}" + _u("m") + PID0 + b"sbtR.",
         "BUILD with a rebuild function": pkl_newobj + b"}" + _u("f") + _g("torch._utils", "_rebuild_tensor_v2") + b"sb.",
     }
     with ser.safe_globals([Box]):
