@@ -132,6 +132,23 @@ def test_jit_save_load_raise_not_implemented_naming_the_call(name, tmp_path):
         getattr(jit, name)(*args)
 
 
+def test_scripted_module_save_method_explains(tmp_path):
+    m = _quiet(jit.script, nn.Linear(1, 1))
+    with pytest.raises(NotImplementedError, match="torch.jit.save"):
+        m.save(str(tmp_path / "m.pt"))
+    assert list(m.state_dict()) == ["weight", "bias"]
+
+
+def test_deprecation_warning_is_hidden_by_default_filters_as_in_pytorch():
+    import subprocess
+    import sys
+
+    code = ("import ember.jit, ember.nn\n@ember.jit.script\ndef f(x):\n    return x\n"
+            "ember.jit.trace(ember.nn.Linear(1, 1), ember.ones(1, 1))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and "deprecated" not in out.stderr
+
+
 def test_jit_freeze_checks_like_pytorch():
     lin = nn.Linear(2, 2)
     with pytest.raises(RuntimeError, match="Freezing expects a ScriptModule"):

@@ -57,8 +57,10 @@ class ScriptWarning(Warning):
 
 
 def _deprecated(what: str) -> None:
+    # attributed to this module, as PyTorch attributes it to its own: hidden by Python's default
+    # filters, shown under pytest or -W default
     warnings.warn(f"`torch.jit.{what}` is deprecated. Please switch to `torch.compile` or "
-                  "`torch.export`.", DeprecationWarning, stacklevel=3)
+                  "`torch.export`.", DeprecationWarning, stacklevel=2)
 
 
 def _module_cls() -> type:
@@ -168,6 +170,8 @@ class ScriptFunction:
 
 def _mark(module: Any, kind: str) -> Any:
     object.__setattr__(module, _MARK, kind)
+    if not hasattr(type(module), "save"):  # scripted.save(path): PyTorch's method, explained
+        object.__setattr__(module, "save", functools.partial(save, module))
     return module
 
 
