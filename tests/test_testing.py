@@ -294,3 +294,15 @@ def test_make_tensor_signature_matches_pytorch():
 
 def test_testing_reachable_as_attribute():
     assert ember.testing.assert_close is assert_close
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("a,e", [([1.0, 2.0], [1.0, 2.5]), ([1.0, 2.0, 3.0], [1.01, 2.0, 3.1]),
+                                 ([0.1, 100.0], [0.1001, 101.0]), ([1.0, 2.0], [1.0, 2.0])])
+def test_half_precision_parity(dtype, a, e):
+    torch = pytest.importorskip("torch")
+    theirs = _outcome(torch.testing.assert_close, torch.tensor(a, dtype=getattr(torch, dtype)),
+                      torch.tensor(e, dtype=getattr(torch, dtype)), {})
+    ours = _outcome(assert_close, ember.tensor(a, dtype=getattr(ember, dtype)),
+                    ember.tensor(e, dtype=getattr(ember, dtype)), {})
+    assert ours == theirs
