@@ -168,6 +168,22 @@ def to_device(arr: Any, dev: device, copy: bool = False) -> Any:
         return cp.asarray(arr)
 
 
+def partial_overlap(a: Any, b: Any) -> bool:
+    """Whether arrays ``a`` and ``b`` share some memory without being the very same view of it
+    (PyTorch refuses such an operand of an in-place op). Exact, but cheap when their address
+    ranges do not meet."""
+    if a.shape == b.shape and a.strides == b.strides and _address(a) == _address(b):
+        return False
+    xp = xp_of(a)
+    if not xp.may_share_memory(a, b):
+        return False
+    return bool(xp.shares_memory(a, b)) if xp is np else True
+
+
+def _address(a: Any) -> int:
+    return a.__array_interface__["data"][0] if isinstance(a, np.ndarray) else int(a.data.ptr)
+
+
 def is_array(x: Any) -> bool:
     return (type(x) is np.ndarray or isinstance(x, FakeCudaArray)
             or (_cupy is not None and isinstance(x, _cupy.ndarray)))

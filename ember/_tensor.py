@@ -750,6 +750,8 @@ class Tensor(TensorMethods):
                 _refresh_view(self)
             if fn not in _OVERLAP_OK:
                 _check_no_overlap(self)
+        if fn not in _OVERLAP_OK:
+            _check_operands_overlap(self, args)
         tracking = grad_mode.state.enabled and (
             self._rg or (base is not None and base._rg)
             or any(isinstance(a, Tensor) and a._rg for a in args)
@@ -1071,7 +1073,9 @@ def _refresh_view(t: Tensor) -> None:
         _no_geometry(t, base)
     with grad_mode.enable_grad():
         window = _sh.StridedWindow.apply(base, geom)
+    old_fn = t._grad_fn
     t._grad_fn, t._output_nr, t._rg = window._grad_fn, 0, True
+    _move_retain_grad(t, old_fn)
 
 
 def _no_geometry(t: Tensor, base: Tensor) -> None:
@@ -1098,6 +1102,19 @@ def _check_no_overlap(t: Tensor) -> None:
             "expand() or broadcast_to()). Please clone() the tensor before performing the "
             "operation."
         )
+
+
+def _check_operands_overlap(t: Tensor, args: tuple) -> None:
+    d = t._data
+    for a in args:
+        if isinstance(a, Tensor) and a._data is not d and _backend.partial_overlap(d, a._data):
+            raise RuntimeError(
+                "unsupported operation: some elements of the input tensor and the written-to "
+                "tensor refer to a single memory location. Please clone() the tensor before "
+                f"performing the operation. (The in-place op writes a tensor of shape "
+                f"{tuple(d.shape)} while reading an argument of shape {tuple(a._data.shape)} that "
+                "views the same memory differently, e.g. x.mul_(x.t()): use x.mul_(x.t().clone()).)"
+            )
 
 
 def _check_view_inplace(view: Tensor, base: Tensor) -> None:
@@ -1146,6 +1163,10 @@ def _write(t: Tensor, arr: Any) -> None:
     if arr is d:
         return
     if d.flags.writeable:
+        if d.size > 1 and 0 in d.strides:  # expand()ed memory (fill_, x[i] = v...): write only
+            changed = arr != d  # what changed, or unchanged copies would overwrite it
+            d[changed] = arr[changed]
+            return
         d[...] = arr
     else:
         t._data = arr.astype(d.dtype, copy=True) if arr.dtype != d.dtype else arr

@@ -1644,8 +1644,13 @@ class StridedWindow(Op):
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
+        perm, shape, strides, offset = ctx.geom
+        if any(s == 0 and n > 1 for s, n in zip(strides, shape)):  # an expand()ed window: the
+            dims = tuple(i for i, (s, n) in enumerate(zip(strides, shape)) if s == 0 and n > 1)
+            grad = grad.sum(axis=dims, keepdims=True)  # copies of one element sum their grads
+            shape = tuple(1 if i in dims else n for i, n in enumerate(shape))
         zeros = ctx.xp.zeros(ctx.base_shape, ctx.dtype)
-        return ctx.call(StridedScatter, zeros, grad, ctx.geom), None
+        return ctx.call(StridedScatter, zeros, grad, (perm, shape, strides, offset)), None
 
 
 class StridedScatter(Op):
@@ -1657,6 +1662,7 @@ class StridedScatter(Op):
     @staticmethod
     def forward(ctx: Any, base: Any, src: Any, geom: tuple) -> Any:
         ctx.geom = geom
+        ctx.save_for_backward()  # like PyTorch's CopySlices: released after one backward
         perm, shape, strides, offset = geom
         flat = _in_memory_order(base, ctx.xp, perm).copy()
         _window(flat, ctx.xp, shape, strides, offset)[...] = src
