@@ -1249,7 +1249,8 @@ class _Loader:
         if module == "torch" and name.endswith("Storage"):
             raise _refuse(f"refused global {full}: ember has no tensors of this storage type "
                           "(complex and quantized tensors are not supported)")
-        if module in ("torch", "torch._utils"):
+        if module in ("torch", "torch._utils") and _ember_object(
+                module, name, import_modules=False) is _MISSING:
             raise _refuse(f"refused global {full}: ember does not support it in checkpoints "
                           "(ember loads dense tensors of bool, uint8, int8-64, float16, "
                           "bfloat16, float32 and float64)")
@@ -1906,8 +1907,8 @@ def _not_zip_message(head: bytes) -> str:
             "not read. Re-save it with a current PyTorch: torch.save(torch.load(f), f)"
         )
     if head[:1] == b"\x80":
-        return ("refused a bare pickle: not a PyTorch checkpoint archive (ember never unpickles "
-                "arbitrary files)")
+        return ("refused a bare pickle: not a PyTorch checkpoint archive (ember reads the zip "
+                "archives torch.save writes)")
     return f"not a PyTorch checkpoint: a zip archive starts with b'PK\\x03\\x04', this file with {head[:8]!r}"
 
 
