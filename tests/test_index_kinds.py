@@ -375,3 +375,23 @@ def test_written_value_must_be_a_number_or_tensor(value):
         torch.zeros(3, 5)[0] = value
     with pytest.raises(TypeError, match=r"can't assign a .* x\[key\] = torch.tensor\(value\)"):
         ember.zeros(3, 5)[0] = value
+
+
+def test_basic_write_copies_across_devices():
+    """``x[0] = v`` copies into a view of x, which PyTorch does across devices (``copy_``)."""
+    x = _fake_cuda(ember.zeros(3, 4))
+    x[0] = ember.arange(4.0)
+    x[1:, ::2] = ember.ones(2, 2)
+    np.testing.assert_array_equal(np.asarray(x._data)[0], np.arange(4.0))
+    assert np.asarray(x._data)[1:, ::2].sum() == 4.0 and x.device == "cuda:0"
+    # the gradient flows back to the value's device
+    v = ember.ones(4, requires_grad=True)
+    y = _fake_cuda(ember.zeros(3, 4)) * 1
+    y[2] = v * 3
+    y.sum().backward()
+    assert v.grad.device == "cpu" and v.grad.tolist() == [3.0] * 4
+    # an advanced key needs the values on x's device (a 0-d CPU value may join, as in PyTorch)
+    with pytest.raises(RuntimeError, match="same device"):
+        x[ember.tensor([0, 1])] = ember.ones(2, 4)
+    x[ember.tensor([0, 1])] = ember.tensor(5.0)
+    assert np.asarray(x._data)[:2].sum() == 40.0

@@ -828,6 +828,11 @@ def setitem(x: Any, key: Any, value: Any) -> Any:
     if not _is_t(value):
         value = _check_scalar_value(x, value)
     k = _parse_key(x._data, key)
+    if k.vkey is None and _is_t(value):
+        # a basic key writes by copying into a view, which PyTorch does across devices too
+        dev = _backend.device_of(x._data)
+        if _backend.device_of(value._data) != dev:
+            value = _ew.to_device(value, dev)
     return IndexPut.apply(x, _value_for(x, value, k), k)
 
 
