@@ -306,3 +306,14 @@ def test_half_precision_parity(dtype, a, e):
     ours = _outcome(assert_close, ember.tensor(a, dtype=getattr(ember, dtype)),
                     ember.tensor(e, dtype=getattr(ember, dtype)), {})
     assert ours == theirs
+
+
+def test_device_mismatch_with_a_fake_cuda_tensor():
+    from ember import _backend
+
+    cpu = ember.ones(2)
+    fake = ember.Tensor._make(np.ones(2, np.float32).view(_backend.FakeCudaArray))
+    kind, msg = _message(cpu, fake)
+    assert (kind, msg) == ("AssertionError",
+                           "The values for attribute 'device' do not match: cpu != cuda:0.")
+    assert_close(cpu, fake, check_device=False)
