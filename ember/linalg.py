@@ -46,6 +46,15 @@ __all__ = [
     "eigvalsh",
     "pinv",
     "matrix_rank",
+    "solve_triangular",
+    "solve_ex",
+    "cholesky_ex",
+    "vander",
+    "matrix_exp",
+    "cond",
+    "tensorinv",
+    "tensorsolve",
+    "lstsq",
 ]
 
 _qr_result = namedtuple("linalg_qr", ["Q", "R"])
@@ -53,6 +62,9 @@ _svd_result = namedtuple("linalg_svd", ["U", "S", "Vh"])
 _eigh_result = namedtuple("linalg_eigh", ["eigenvalues", "eigenvectors"])
 _slogdet_result = namedtuple("linalg_slogdet", ["sign", "logabsdet"])
 _inv_ex_result = namedtuple("linalg_inv_ex", ["inverse", "info"])
+_cholesky_ex_result = namedtuple("linalg_cholesky_ex", ["L", "info"])
+_solve_ex_result = namedtuple("linalg_solve_ex", ["result", "info"])
+_lstsq_result = namedtuple("linalg_lstsq", ["solution", "residuals", "rank", "singular_values"])
 
 
 def _t(x: Any, fn: str, arg: str = "A") -> Any:
@@ -253,6 +265,178 @@ def matrix_rank(A: Any, *, atol: Any = None, rtol: Any = None, hermitian: bool =
             tol = tol.clamp_min(atol)
         res = (s > tol.unsqueeze(-1)).sum(-1)
     return _la._result(res, out)
+
+
+# -- composites of the ops above (their gradients come from those ops) ------------------------
+
+def _info(like: Any) -> Any:
+    from ._creation import zeros
+
+    return zeros(tuple(like.shape[:-2]), dtype="int32", device=like.device)
+
+
+def solve_triangular(A: Any, B: Any, *, upper: bool, left: bool = True,
+                     unitriangular: bool = False, out: Any = None) -> Any:
+    """X with A X = B (``left=False``: X A = B) reading only A's upper or lower triangle (and a
+    unit diagonal when ``unitriangular``)."""
+    a = _square_float("linalg.solve_triangular", A)
+    t = _la.triu(a) if upper else _la.tril(a)
+    if unitriangular:
+        d = _la.diagonal(t, 0, -2, -1)
+        t = t - _la.diag_embed(d) + _la.diag_embed(d * 0 + 1)
+    if left:
+        return _la.solve(t, B)
+    return _la.solve(t.mT, B.mT).mT
+
+
+def solve_ex(A: Any, B: Any, *, left: bool = True, check_errors: bool = False,
+             out: Any = None) -> Any:
+    """(result, info): ``solve`` and a 0 error code per matrix (singular matrices raise)."""
+    res = _la.solve(A, B, left=left)
+    return _solve_ex_result(res, _info(_t(A, "linalg.solve_ex")))
+
+
+def cholesky_ex(A: Any, *, upper: bool = False, check_errors: bool = False,
+                out: Any = None) -> Any:
+    """(L, info): ``cholesky`` and an error code per matrix (the order of the first minor that
+    is not positive-definite, 0 when none; with ``check_errors`` that raises instead)."""
+    a = _square_float("linalg.cholesky_ex", A)
+    try:
+        L = _la.cholesky(a, upper=upper)
+        return _cholesky_ex_result(L, _info(a))
+    except _la.LinAlgError:
+        if check_errors:
+            raise
+    import numpy as np
+
+    from ._creation import tensor
+
+    data = a.detach().cpu().numpy()
+    batch = data.shape[:-2]
+    n = data.shape[-1]
+    flat = data.reshape(-1, n, n)
+    infos = np.zeros(len(flat), np.int32)
+    for k, m in enumerate(flat):
+        for order in range(1, n + 1):
+            try:
+                np.linalg.cholesky(m[:order, :order])
+            except np.linalg.LinAlgError:
+                infos[k] = order
+                break
+    info = tensor(infos.reshape(batch), device=a.device)
+    return _cholesky_ex_result(a.new_zeros(tuple(a.shape)), info)
+
+
+def vander(x: Any, *, N: int | None = None) -> Any:
+    """Columns x^0, x^1, ..., x^(N-1) along a new last dim: shape (*, n, N)."""
+    from .ops.shape import stack
+
+    x = _t(x, "linalg.vander", "x")
+    if x.dim() == 0:
+        raise RuntimeError("linalg.vander: x must have at least one dimension")
+    n = x.shape[-1] if N is None else int(N)
+    if n <= 1 and N is not None and n < 1:
+        raise RuntimeError(f"N must be greater than 1. got {n}")
+    cols = [x * 0 + 1] if n else []
+    for _ in range(1, n):
+        cols.append(cols[-1] * x)
+    return stack(cols, -1) if cols else x.unsqueeze(-1)[..., :0]
+
+
+def matrix_exp(A: Any) -> Any:
+    """exp(A) = sum_k A^k / k!, by scaling and squaring: the Taylor series (18 terms) of
+    A / 2^s with ||A / 2^s||_1 <= 1/2, squared s times."""
+    import math
+
+    import numpy as np
+
+    a = _square_float("linalg.matrix_exp", A)
+    if a.shape[-1] == 0:
+        return a * 1
+    norm = float(np.abs(a.detach().cpu().numpy()).sum(-2).max()) if a.numel() else 0.0
+    s = max(0, int(math.ceil(math.log2(norm))) + 1) if norm > 0 and math.isfinite(norm) else 0
+    x = a * (0.5 ** s)
+    eye = _la.diag_embed(_la.diagonal(a, 0, -2, -1) * 0 + 1)
+    term = eye
+    out = eye
+    for k in range(1, 19):
+        term = _la.matmul(term, x) * (1.0 / k)
+        out = out + term
+    for _ in range(s):
+        out = _la.matmul(out, out)
+    return out
+
+
+def cond(A: Any, p: Any = None, *, out: Any = None) -> Any:
+    """The condition number of A in the p-norm: sigma_max / sigma_min for p = None or 2
+    (p = -2: the inverse), else ||A||_p ||A^-1||_p ('fro', 'nuc', inf, -inf, 1, -1)."""
+    a = _t(A, "linalg.cond")
+    if p is None or p in (2, -2):
+        sv = svdvals(a)
+        hi, lo = sv[..., 0], sv[..., -1]
+        return lo / hi if p == -2 else hi / lo
+    if p not in ("fro", "nuc", float("inf"), float("-inf"), 1, -1):
+        raise RuntimeError(f"linalg.cond got an invalid norm type: {p}")
+    _la._check_square("linalg.cond", a)
+    return _la.matrix_norm(a, p) * _la.matrix_norm(_la.inverse(a), p)
+
+
+def tensorinv(A: Any, ind: int = 2, *, out: Any = None) -> Any:
+    """The inverse of A for ``tensordot(A, ., ind)``: shape A.shape[ind:] + A.shape[:ind]."""
+    import math
+
+    a = _t(A, "linalg.tensorinv")
+    if ind <= 0:
+        raise RuntimeError(f"Expected a strictly positive integer for 'ind', but got {ind}")
+    lead, rest = tuple(a.shape[:ind]), tuple(a.shape[ind:])
+    if math.prod(lead) != math.prod(rest):
+        raise RuntimeError(f"Expected self to satisfy the requirement prod(self.shape[ind:]) == "
+                           f"prod(self.shape[:ind]), but got {math.prod(rest)} != "
+                           f"{math.prod(lead)}")
+    m = a.reshape(math.prod(lead), math.prod(rest))
+    return _la.inverse(m).reshape(*rest, *lead)
+
+
+def tensorsolve(A: Any, B: Any, dims: Any = None, *, out: Any = None) -> Any:
+    """X with ``tensordot(A, X, X.ndim) == B``; ``dims`` of A move to the end first."""
+    import math
+
+    a = _t(A, "linalg.tensorsolve")
+    b = _t(B, "linalg.tensorsolve", "B")
+    if dims is not None:
+        dims = [d % a.dim() for d in dims]
+        a = a.permute(*[d for d in range(a.dim()) if d not in dims], *dims)
+    rest = tuple(a.shape[b.dim():])
+    m = a.reshape(b.numel(), math.prod(rest))
+    return _la.solve(m, b.reshape(-1)).reshape(rest)
+
+
+def lstsq(A: Any, B: Any, rcond: Any = None, *, driver: str | None = None) -> Any:
+    """Least-squares solution of A X = B (through the pseudo-inverse), with PyTorch's result
+    fields: ``residuals`` and ``singular_values`` are filled for drivers 'gelsd'/'gelss' (as on
+    PyTorch's CPU; the default 'gelsy' leaves them empty)."""
+    a = _t(A, "linalg.lstsq")
+    b = _t(B, "linalg.lstsq", "B")
+    drivers = ("gels", "gelsy", "gelsd", "gelss")
+    drv = "gelsy" if driver is None else driver
+    if drv not in drivers:
+        raise RuntimeError(f"torch.linalg.lstsq: parameter `driver` should be one of "
+                           f"{drivers}, got {driver}")
+    vec = b.dim() == a.dim() - 1
+    bm = b.unsqueeze(-1) if vec else b
+    x = _la.matmul(pinv(a, rtol=rcond) if rcond is not None else pinv(a), bm)
+    sol = x.squeeze(-1) if vec else x
+    empty = a.new_zeros((0,))
+    rank = matrix_rank(a)
+    if drv in ("gelsd", "gelss"):
+        sv = svdvals(a)
+        m, n = a.shape[-2], a.shape[-1]
+        res = empty
+        if m > n and bool((rank == n).all()):
+            res = ((_la.matmul(a, x) - bm) ** 2).sum(-2)  # (*, k); a vector B gives k = 1
+        return _lstsq_result(sol, res, rank, sv)
+    return _lstsq_result(sol, empty, rank if drv != "gels" else a.new_zeros((0,), dtype="int64"),
+                         empty)
 
 
 def __getattr__(name: str) -> Any:

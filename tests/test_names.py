@@ -592,3 +592,57 @@ def test_more_tensor_methods():
     ember.manual_seed(1)
     assert set(ember.full((50,), 0.5).bernoulli().tolist()) == {0.0, 1.0}
     assert ember.ones(3).bernoulli(0.0).tolist() == [0.0, 0.0, 0.0]
+
+
+# -- torch.linalg composites -----------------------------------------------------------------
+
+def _spd(n, seed=0):
+    a = randn(n, n, seed=seed)
+    return a @ a.T + n * np.eye(n)
+
+
+def test_linalg_solve_triangular_and_ex_forms():
+    a, b = _spd(4), randn(4, 3, seed=1)
+    for upper in (True, False):
+        for left in (True, False):
+            for unit in (True, False):
+                bb = b if left else b.T
+                check_op(lambda m, x, y, u=upper, l_=left, un=unit: m.linalg.solve_triangular(
+                    x, y, upper=u, left=l_, unitriangular=un), a, bb)
+    check_op(lambda m, x, y: m.linalg.solve_ex(x, y)[0], a, b)
+    both(lambda m, x, y: m.linalg.solve_ex(x, y).info, a, b)
+    check_op(lambda m, x: m.linalg.cholesky_ex(x @ x.mT + 3 * m.eye(3, dtype=x.dtype)).L,
+             randn(3, 3))
+    both(lambda m, x: m.linalg.cholesky_ex(x), _spd(3))
+    both(lambda m, x: m.linalg.cholesky_ex(x).info, -np.eye(3))
+    both(lambda m, x: m.linalg.cholesky_ex(x).info, np.diag([1.0, 2.0, -1.0]))
+    with pytest.raises(ember.linalg.LinAlgError):
+        ember.linalg.cholesky_ex(-ember.eye(2), check_errors=True)
+
+
+def test_linalg_vander_matrix_exp_cond():
+    check_op(lambda m, x: m.linalg.vander(x), randn(4))
+    check_op(lambda m, x: m.linalg.vander(x, N=6), randn(2, 3))
+    for scale in (0.1, 1.0, 5.0):
+        check_op(lambda m, x, sc=scale: m.linalg.matrix_exp(x * sc), randn(2, 3, 3), rtol=1e-5,
+                 atol=1e-5)
+    both(lambda m, x: m.linalg.matrix_exp(x), np.zeros((2, 2)))
+    for p in (None, 2, -2, "fro", "nuc", math.inf, -math.inf, 1, -1):
+        both(lambda m, x, p=p: m.linalg.cond(x, p), _spd(3))
+        # torch's own cond backward trips its version check for some p: gradcheck on ember
+        x = ember.tensor(_spd(3), requires_grad=True)
+        assert ember.autograd.gradcheck(lambda t, p=p: ember.linalg.cond(t, p), (x,))
+
+
+def test_linalg_tensorinv_tensorsolve_lstsq():
+    a = randn(4, 6, 8, 3, seed=2)
+    check_op(lambda m, x: m.linalg.tensorinv(x.reshape(4, 6, 8, 3), ind=2), a)
+    check_op(lambda m, x, y: m.linalg.tensorsolve(x.reshape(6, 4, 2, 3, 4), y),
+             randn(6, 4, 2, 3, 4, seed=3), randn(6, 4, seed=4))
+    check_op(lambda m, x, y: m.linalg.tensorsolve(x, y, dims=(0,)),
+             randn(6, 2, 3, seed=5), randn(2, 3, seed=6))
+    A, B = randn(6, 3, seed=7), randn(6, 2, seed=8)
+    check_op(lambda m, x, y: m.linalg.lstsq(x, y).solution, A, B)
+    for driver in ("gelsd", "gelss", "gelsy"):
+        both(lambda m, x, y, d=driver: m.linalg.lstsq(x, y, driver=d), A, B)
+    both(lambda m, x, y: m.linalg.lstsq(x, y, driver="gelsd"), A, B[:, 0])
