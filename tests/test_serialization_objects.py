@@ -384,14 +384,19 @@ import torch.nn as nn
 
 
 class Net(nn.Module):
+    """The word language model's shape: embedding, LSTM, dropout, tied decoder."""
+
     def __init__(self):
         super().__init__()
         self.emb = nn.Embedding(7, 4)
-        self.fc = nn.Linear(4, 3)
+        self.rnn = nn.LSTM(4, 4, batch_first=True)
+        self.drop = nn.Dropout(0.2)
+        self.fc = nn.Linear(4, 7)
+        self.fc.weight = self.emb.weight
         self.scale = 2.0
 
     def forward(self, x):
-        return self.fc(self.emb(x)).relu() * self.scale
+        return self.fc(self.drop(self.rnn(self.emb(x))[0])) * self.scale
 '''
 
 SAVE = '''
@@ -422,10 +427,12 @@ for how in ("full", "safe"):
             raise SystemExit("the default load should refuse a whole module")
         except Exception as e:
             assert "usernet.Net" in str(e), e
-        with torch.serialization.safe_globals([usernet.Net, torch.nn.Embedding, torch.nn.Linear]):
+        allow = [usernet.Net, torch.nn.Embedding, torch.nn.LSTM, torch.nn.Dropout,
+                 torch.nn.Linear]
+        with torch.serialization.safe_globals(allow):
             m = torch.load(sys.argv[1])
-    assert type(m) is usernet.Net and m.scale == 2.0
-    np.testing.assert_allclose(m.eval()(x).detach().numpy(), np.load(sys.argv[2]), rtol=1e-6)
+    assert type(m) is usernet.Net and m.scale == 2.0 and m.fc.weight is m.emb.weight
+    np.testing.assert_allclose(m.eval()(x).detach().numpy(), np.load(sys.argv[2]), rtol=1e-5, atol=1e-6)
 print(type(torch.ones(1)).__module__)
 '''
 
