@@ -317,3 +317,21 @@ def test_device_mismatch_with_a_fake_cuda_tensor():
     assert (kind, msg) == ("AssertionError",
                            "The values for attribute 'device' do not match: cpu != cuda:0.")
     assert_close(cpu, fake, check_device=False)
+
+
+@pytest.mark.parametrize("case", range(5))
+def test_assert_allclose_parity(case):
+    torch = pytest.importorskip("torch")
+    nan = float("nan")
+    cases = [
+        (lambda lib: (lib.tensor([1.0, 2.0]), [1.0, 2.0])),
+        (lambda lib: (lib.tensor([1.0, 2.0]), lib.tensor([1, 2]))),
+        (lambda lib: (lib.tensor([1.0, nan]), lib.tensor([1.0, nan]))),
+        (lambda lib: (lib.tensor([1.0, 2.0]), 2.0)),
+        (lambda lib: ([1.0, 2.0], lib.tensor([1.0, 2.5]))),
+    ]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        theirs = _outcome(torch.testing.assert_allclose, *cases[case](torch), {})
+        ours = _outcome(ember.testing.assert_allclose, *cases[case](ember), {})
+    assert ours == theirs

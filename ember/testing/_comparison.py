@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["assert_close"]
+__all__ = ["assert_close", "assert_allclose"]
 
 # dtype name -> (rtol, atol)
 _DEFAULT_TOLERANCES = {
@@ -351,3 +351,22 @@ def assert_close(actual: Any, expected: Any, *, allow_subclasses: bool = True,
         if m.kind is AssertionError and msg is not None:
             text = msg(text) if callable(msg) else msg
         raise m.kind(text) from None
+
+
+def assert_allclose(actual: Any, expected: Any, rtol: float | None = None,
+                    atol: float | None = None, equal_nan: bool = True, msg: str = "") -> None:
+    """The deprecated ``torch.testing.assert_allclose``: ``assert_close`` without dtype checks."""
+    import warnings
+
+    warnings.warn("`torch.testing.assert_allclose()` is deprecated since 1.12 and will be removed "
+                  "in a future release. Please use `torch.testing.assert_close()` instead.",
+                  FutureWarning, stacklevel=2)
+    import ember
+
+    Tensor = _tensor_cls()
+    if not isinstance(actual, Tensor):
+        actual = ember.as_tensor(actual)
+    if not isinstance(expected, Tensor):
+        expected = ember.as_tensor(expected, dtype=actual.dtype)
+    assert_close(actual, expected, rtol=rtol, atol=atol, equal_nan=equal_nan, check_device=True,
+                 check_dtype=False, check_stride=False, msg=msg or None)
