@@ -85,8 +85,9 @@ class Binomial(Distribution):
         n = self.total_count
         logits = self.logits
         log_binom = lgamma(n + 1) - lgamma(value + 1) - lgamma(n - value + 1)
-        # log(1 - p) = -softplus(logits), computed without overflow
-        normalize = n * logits.clamp(min=0) + n * (-logits.abs()).exp().log1p()
+        # log(1 - p) = -softplus(l); softplus(l) = (l + |l|) / 2 + log1p(exp(-|l|)) never
+        # overflows, and its gradient at l = 0 is the right 1/2 (max(l, 0) would give 1)
+        normalize = n * (0.5 * (logits + logits.abs()) + (-logits.abs()).exp().log1p())
         return log_binom + value * logits - normalize
 
     def entropy(self) -> Any:
