@@ -169,15 +169,29 @@ def to_device(arr: Any, dev: device, copy: bool = False) -> Any:
 
 
 def partial_overlap(a: Any, b: Any) -> bool:
-    """Whether arrays ``a`` and ``b`` share some memory without being the very same view of it
-    (PyTorch refuses such an operand of an in-place op). Exact, but cheap when their address
-    ranges do not meet."""
-    if a.shape == b.shape and a.strides == b.strides and _address(a) == _address(b):
+    """PyTorch's rule for an in-place op's operand: both arrays dense (no gaps, no repeats), their
+    memory ranges meet, and they are not the same view of it (same range and strides). Arrays
+    with gaps (a diagonal, a step slice) are not compared, as in PyTorch."""
+    if a.size == 0 or b.size == 0:
         return False
-    xp = xp_of(a)
-    if not xp.may_share_memory(a, b):
+    ra, rb = _dense_range(a), _dense_range(b)
+    if ra is None or rb is None:
         return False
-    return bool(xp.shares_memory(a, b)) if xp is np else True
+    if ra == rb:
+        return a.strides != b.strides
+    return ra[0] < rb[1] and rb[0] < ra[1]
+
+
+def _dense_range(a: Any) -> tuple[int, int] | None:
+    """[first byte, end) of a dense array's memory, or None when it has gaps or repeats."""
+    item = a.itemsize
+    if any(s < 0 for s in a.strides):
+        return None
+    span = sum((n - 1) * s for n, s in zip(a.shape, a.strides)) + item
+    if span != a.size * item or any(s == 0 and n > 1 for n, s in zip(a.shape, a.strides)):
+        return None
+    start = _address(a)
+    return start, start + span
 
 
 def _address(a: Any) -> int:

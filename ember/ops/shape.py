@@ -1665,7 +1665,12 @@ class StridedScatter(Op):
         ctx.save_for_backward()  # like PyTorch's CopySlices: released after one backward
         perm, shape, strides, offset = geom
         flat = _in_memory_order(base, ctx.xp, perm).copy()
-        _window(flat, ctx.xp, shape, strides, offset)[...] = src
+        window = _window(flat, ctx.xp, shape, strides, offset)
+        if any(s == 0 and n > 1 for s, n in zip(strides, shape)):  # expand()ed: write only
+            changed = ctx.xp.broadcast_to(src, shape) != window  # what changed, or unchanged
+            window[changed] = ctx.xp.broadcast_to(src, shape)[changed]  # copies overwrite it
+        else:
+            window[...] = src
         return _from_memory_order(flat, base.shape, perm)
 
     @staticmethod
