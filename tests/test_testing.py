@@ -319,7 +319,7 @@ def test_device_mismatch_with_a_fake_cuda_tensor():
     assert_close(cpu, fake, check_device=False)
 
 
-@pytest.mark.parametrize("case", range(5))
+@pytest.mark.parametrize("case", range(8))
 def test_assert_allclose_parity(case):
     torch = pytest.importorskip("torch")
     nan = float("nan")
@@ -329,6 +329,11 @@ def test_assert_allclose_parity(case):
         (lambda lib: (lib.tensor([1.0, nan]), lib.tensor([1.0, nan]))),
         (lambda lib: (lib.tensor([1.0, 2.0]), 2.0)),
         (lambda lib: ([1.0, 2.0], lib.tensor([1.0, 2.5]))),
+        (lambda lib: (lib.tensor([1.0, 2.0], dtype=lib.float64), lib.tensor([1.0, 2.00001]))),
+        (lambda lib: (lib.tensor([1.0, 2.0], dtype=lib.float16), lib.tensor([1.0, 2.5],
+                                                                          dtype=lib.float16))),
+        (lambda lib: (lib.tensor([1.0, 2.0], dtype=lib.bfloat16), lib.tensor([1.0, 2.5],
+                                                                           dtype=lib.bfloat16))),
     ]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)

@@ -368,5 +368,9 @@ def assert_allclose(actual: Any, expected: Any, rtol: float | None = None,
         actual = ember.as_tensor(actual)
     if not isinstance(expected, Tensor):
         expected = ember.as_tensor(expected, dtype=actual.dtype)
+    if rtol is None and atol is None:  # the legacy function's own table (bfloat16 is exact)
+        legacy = {"float16": (1e-3, 1e-3), "float32": (1e-4, 1e-5), "float64": (1e-5, 1e-8)}
+        pairs = [legacy.get(_dtype_name(t.dtype), (0.0, 0.0)) for t in (actual, expected)]
+        rtol, atol = max(p[0] for p in pairs), max(p[1] for p in pairs)
     assert_close(actual, expected, rtol=rtol, atol=atol, equal_nan=equal_nan, check_device=True,
                  check_dtype=False, check_stride=False, msg=msg or None)
