@@ -324,6 +324,12 @@ KL_PAIRS = [
                                             scale_tril=T(m, [[1.0, 0.0], [0.3, 0.7]])))),
     ("Independent", lambda m: (m.Independent(m.Normal(T(m, [[0.0, 1.0]]), T(m, [[1.0, 2.0]])), 1),
                                m.Independent(m.Normal(T(m, [[0.5, 1.0]]), T(m, [[1.5, 1.0]])), 1))),
+    ("Cauchy", lambda m: (m.Cauchy(T(m, [0.0, 1.0]), T(m, [1.0, 0.5])),
+                          m.Cauchy(T(m, [1.0, 1.0]), T(m, [2.0, 3.0])))),
+    ("Gumbel", lambda m: (m.Gumbel(T(m, [0.0, 1.0]), T(m, [1.0, 0.5])),
+                          m.Gumbel(T(m, [1.0, -1.0]), T(m, [2.0, 3.0])))),
+    ("HalfNormal", lambda m: (m.HalfNormal(T(m, [1.0, 0.5])), m.HalfNormal(T(m, [2.0, 3.0])))),
+    ("Chi2", lambda m: (m.Chi2(T(m, [1.0, 4.0])), m.Chi2(T(m, [2.0, 3.0])))),
     ("LogNormal", lambda m: (m.LogNormal(T(m, [0.0]), T(m, [1.0])), m.LogNormal(T(m, [1.0]), T(m, [0.5])))),
 ]
 

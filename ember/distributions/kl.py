@@ -9,11 +9,13 @@ from ._special import digamma, lgamma
 from .bernoulli import Bernoulli
 from .beta import Beta
 from .categorical import Categorical
+from .cauchy import Cauchy
 from .dirichlet import Dirichlet
 from .distribution import Distribution
 from .exponential import Exponential
 from .gamma import Gamma
 from .geometric import Geometric
+from .gumbel import _EULER, Gumbel
 from .independent import Independent, _sum_rightmost
 from .laplace import Laplace
 from .multivariate_normal import MultivariateNormal, _tri_solve
@@ -216,3 +218,17 @@ def _kl_transformed_transformed(p: TransformedDistribution, q: TransformedDistri
     return kl_divergence(p.base_dist, q.base_dist)
 
 
+
+
+@register_kl(Cauchy, Cauchy)
+def _kl_cauchy_cauchy(p: Cauchy, q: Cauchy) -> Any:
+    num = (p.scale + q.scale).pow(2) + (p.loc - q.loc).pow(2)
+    return (num / (4 * p.scale * q.scale)).log()
+
+
+@register_kl(Gumbel, Gumbel)
+def _kl_gumbel_gumbel(p: Gumbel, q: Gumbel) -> Any:
+    ratio = p.scale / q.scale
+    shift = (p.loc - q.loc) / q.scale
+    t3 = (lgamma(1 + ratio) - shift).exp()
+    return -ratio.log() + shift + ratio * _EULER + t3 - (1 + _EULER)
