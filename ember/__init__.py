@@ -95,7 +95,7 @@ from .ops.linalg import *  # noqa: F403
 from .ops.shape import *  # noqa: F403
 from .ops.indexing import *  # noqa: F403
 from ._functions import *  # noqa: F403
-from .ops.extra import digamma, erfcx as _erfcx, lgamma, mvlgamma, polygamma  # noqa: F401
+from .ops.extra import digamma, erfcx as _erfcx, i0, lgamma, mvlgamma, polygamma  # noqa: F401
 from . import random  # noqa: E402
 from ._tensor_str import get_printoptions, set_printoptions
 from . import autograd, cuda, backends, accelerator  # noqa: E402
