@@ -995,6 +995,10 @@ class TensorMethods:
         """``reshape_as(other)``: ``self.reshape(other.shape)``."""
         return _sh.reshape(self, tuple(other.shape))
 
+    def i0(self) -> Any:
+        """``i0()``: see ``ember.ops.extra.i0``."""
+        return _extra.i0(self)
+
     def polygamma(self, n: int) -> Any:
         """``polygamma(n)``: see ``ember.ops.extra.polygamma``."""
         return _extra.polygamma(n, self)
@@ -1337,7 +1341,7 @@ _INPLACE = (
     "absolute acos acosh addbmm addmm addmv addr arccos arccosh arcsin arcsinh arctan arctan2 "
     "arctanh asin asinh atan atan2 atanh baddbmm bitwise_and bitwise_not bitwise_or bitwise_xor "
     "bitwise_left_shift bitwise_right_shift copysign cos cosh cumprod cumsum deg2rad digamma "
-    "divide eq erf erfc erfinv exp2 expm1 fix floor_divide fmod frac gcd ge greater "
+    "divide eq erf erfc erfinv exp2 expm1 fix floor_divide fmod frac gcd ge greater i0 "
     "greater_equal gt heaviside hypot le lcm ldexp less less_equal lgamma log10 log1p log2 "
     "logical_and logical_not logical_or logical_xor logit lt multiply mvlgamma nan_to_num ne "
     "negative nextafter not_equal polygamma rad2deg remainder renorm rsqrt sgn sign sin sinc sinh "

@@ -646,3 +646,42 @@ def test_linalg_tensorinv_tensorsolve_lstsq():
     for driver in ("gelsd", "gelss", "gelsy"):
         both(lambda m, x, y, d=driver: m.linalg.lstsq(x, y, driver=d), A, B)
     both(lambda m, x, y: m.linalg.lstsq(x, y, driver="gelsd"), A, B[:, 0])
+
+
+# -- Bessel functions and orthogonal polynomials ---------------------------------------------
+
+def test_bessel_i():
+    x = np.array([-40.0, -31.0, -12.0, -2.5, -0.3, 0.0, 0.4, 1.0, 7.0, 29.9, 30.1, 45.0, 200.0])
+    for name in ("i0", "i0e", "i1", "i1e", "modified_bessel_i0", "modified_bessel_i1"):
+        both(lambda m, t, n=name: getattr(m.special, n)(t), x, rtol=1e-12)
+        both(lambda m, t, n=name: getattr(m.special, n)(t), x.astype(np.float32), rtol=1e-5)
+    both(lambda m, t: m.i0(t), np.array([1, 2, 3]))
+    both(lambda m, t: t.i0(), np.array([0.5, -3.0]))
+    g = np.array([-3.0, -0.5, 0.0, 0.7, 2.0, 12.0])
+    for name in ("i0", "i0e", "i1", "i1e"):
+        check_op(lambda m, t, n=name: getattr(m.special, n)(t), g, rtol=1e-5)
+    e, t = ember.tensor([0.5, 1.0]), torch.tensor([0.5, 1.0])
+    e.i0_()
+    t.i0_()
+    same(e, t)
+
+
+POLYS = ("chebyshev_polynomial_t chebyshev_polynomial_u chebyshev_polynomial_v "
+         "chebyshev_polynomial_w shifted_chebyshev_polynomial_t shifted_chebyshev_polynomial_u "
+         "shifted_chebyshev_polynomial_v shifted_chebyshev_polynomial_w hermite_polynomial_h "
+         "hermite_polynomial_he laguerre_polynomial_l legendre_polynomial_p").split()
+
+
+@pytest.mark.parametrize("name", POLYS)
+def test_orthogonal_polynomials(name):
+    x = np.array([-1.5, -1.0, -0.3, 0.0, 0.25, 0.7, 1.0, 2.0], np.float32)
+    for n in (0, 1, 2, 5, 9):
+        both(lambda m, t, n=n: getattr(m.special, name)(t, n), x, rtol=2e-5, atol=1e-4)
+    ns = np.array([0, 1, 2, 3, 4, 6, 5, -1])
+    both(lambda m, t, k: getattr(m.special, name)(t, k), x.astype(np.float64), ns, rtol=1e-9)
+
+
+def test_spherical_bessel_j0():
+    x = np.array([0.0, 1e-6, 1e-3, 0.5, -2.0, 30.0])
+    both(lambda m, t: m.special.spherical_bessel_j0(t), x, rtol=1e-12)
+    check_op(lambda m, t: m.special.spherical_bessel_j0(t), x[2:])
