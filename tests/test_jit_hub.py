@@ -123,6 +123,17 @@ def test_jit_decorators_and_helpers():
     assert jit.isinstance({"a": 1}, dict[str, int]) and jit.isinstance(None, int | None)
     a = jit.Attribute(3, int)
     assert a.value == 3 and a.type is int
+    assert jit._unwrap_optional(4) == 4
+    with pytest.raises(AssertionError):
+        jit._unwrap_optional(None)
+
+    @jit._overload
+    def h(x: int) -> int: ...
+
+    def h(x):  # noqa: F811 - the implementation after the declaration, as with PyTorch
+        return x * 2
+
+    assert h(3) == 6 and jit._overload(g) is g
 
 
 @pytest.mark.parametrize("name", ["save", "load"])

@@ -271,6 +271,24 @@ def script_if_tracing(fn: Callable) -> Callable:
     return fn
 
 
+_script_if_tracing = script_if_tracing
+
+
+def _overload(fn: Callable) -> Callable:
+    """``@torch.jit._overload``: a typed declaration; the later plain definition is what runs."""
+    return fn
+
+
+_overload_method = _overload
+
+
+def _unwrap_optional(x: Any) -> Any:
+    """Returns ``x``, which must not be None."""
+    if x is None:
+        raise AssertionError("Unwrapping null optional")
+    return x
+
+
 def script_method(fn: Callable) -> Callable:
     """Returns ``fn``: a ``ScriptModule`` method runs as Python."""
     return fn
