@@ -1172,6 +1172,10 @@ class _Loader:
         if len(head) != 30 or head[:4] != b"PK\x03\x04":
             raise _refuse(f"checkpoint record {info.filename!r}: bad local header (truncated?)")
         n_name, n_extra = struct.unpack("<HH", head[26:30])
+        local = self.fh.read(n_name)
+        if local not in (info.filename.encode("utf-8"), info.orig_filename.encode("cp437", "replace")):
+            raise _refuse(f"checkpoint record {info.filename!r}: its local header names "
+                          f"{local[:80]!r} (a crafted or corrupted archive)")
         off = info.header_offset + 30 + n_name + n_extra
         if off + info.file_size > self.file_len:
             raise _refuse(

@@ -144,6 +144,16 @@ def test_duplicate_records_are_refused():
         load(io.BytesIO(raw), weights_only=False)
 
 
+def test_local_header_name_must_match_the_directory():
+    buf = io.BytesIO()
+    save({"w": ember.ones(4)}, buf)
+    raw = bytearray(buf.getvalue())
+    i = raw.index(b"archive/data/0")  # the first occurrence is the local header's
+    raw[i:i + 14] = b"archive/data/9"
+    with pytest.raises(UnsafeCheckpointError, match="local header names"):
+        load(io.BytesIO(bytes(raw)))
+
+
 # ----------------------------------------------------------------------------------------------
 # 3. mmap verifies the CRC too
 # ----------------------------------------------------------------------------------------------
