@@ -223,3 +223,12 @@ def help(github: str, model: str, force_reload: bool = False,  # noqa: A001
          skip_validation: bool = False, trust_repo: Any = "check") -> str:
     """Docstring of a GitHub repository's entry point: not available in ember (raises)."""
     raise _no_github("help")
+
+
+def _load_local(hubconf_dir: str, model: str, *args: Any, **kwargs: Any) -> Any:
+    """``torch.hub._load_local``: call entry point ``model`` of ``hubconf_dir/hubconf.py``."""
+    return load(hubconf_dir, model, *args, source="local", **kwargs)
+
+
+def _validate_not_a_forked_repo(repo_owner: str, repo_name: str, ref: str) -> None:
+    """Nothing to validate: GitHub repositories are not fetched (scripts often replace this)."""

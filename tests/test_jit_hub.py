@@ -354,6 +354,8 @@ def test_hub_load_local_hubconf_and_github_refused(tmp_path):
     )
     m = hub.load(str(repo), "tiny", 3, source="local")
     assert m.weight.shape == (1, 3)
+    assert hub._load_local(str(repo), "tiny", n=4).weight.shape == (1, 4)
+    assert hub._get_torch_home().endswith("torch") or "TORCH_HOME" in os.environ
     with pytest.raises(RuntimeError, match="Cannot find callable nope in hubconf"):
         hub.load(str(repo), "nope", source="local")
     with pytest.raises(NotImplementedError, match="torch.hub.load.*GitHub"):
