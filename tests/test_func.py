@@ -3,6 +3,9 @@ nesting, and the per-sample-gradients recipe."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -310,18 +313,51 @@ def test_functional_call_with_buffers_and_tied_weights():
 
 
 def test_torch_func_import_through_the_alias():
-    from ember import _alias
+    # in a subprocess: installing the alias evicts the real torch from sys.modules
+    code = (
+        "from ember import _alias; _alias.install()\n"
+        "import ember, torch.func as tf, torch.distributions as td\n"
+        "import torch.autograd.functional as taf\n"
+        "assert tf is ember.func and td is ember.distributions\n"
+        "assert taf is ember.autograd.functional\n"
+        "import torch\n"
+        "assert torch.vmap is ember.func.vmap\n"
+        "print('ok')\n"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0 and res.stdout.strip() == "ok", res.stderr
 
-    _alias.install()
-    try:
-        import torch.func as tf  # noqa: F811 - resolved to ember.func
 
-        assert tf is ember.func
-        import torch.distributions as td
+def test_model_ensembling_with_stack_module_state_matches_pytorch():
+    def run(m):
+        rng = np.random.default_rng(0)
+        models = [m.nn.Linear(2, 3) for _ in range(4)]
+        with m.no_grad():
+            for mod in models:
+                for p in mod.parameters():
+                    p.copy_(m.tensor(rng.normal(size=tuple(p.shape)), dtype=p.dtype))
+        params, buffers = m.func.stack_module_state(models)
+        x = m.ones(5, 2)
+        out = m.vmap(lambda p, b: m.func.functional_call(models[0], (p, b), (x,)))(params, buffers)
+        ref = m.stack([mod(x) for mod in models])
+        assert float((out - ref).abs().max()) < 1e-6
+        (g,) = m.autograd.grad(out.pow(2).sum(), [params["weight"]])
+        return params, out.detach(), g
 
-        assert td is ember.distributions
-        import torch.autograd.functional as taf
+    both(run, 1e-5)
+    for m in (ember, torch):
+        with pytest.raises(RuntimeError, match="same class"):
+            m.func.stack_module_state([m.nn.Linear(2, 3), m.nn.ReLU()])
+        with pytest.raises(RuntimeError, match="at least one model"):
+            m.func.stack_module_state([])
 
-        assert taf is ember.autograd.functional
-    finally:
-        _alias.uninstall()
+
+def test_linearize_and_replace_batch_norm_match_pytorch():
+    def run(m):
+        out, fn = m.func.linearize(lambda x: x.sin() * x, t(m, A))
+        net = m.nn.Sequential(m.nn.Linear(2, 2), m.nn.BatchNorm1d(2))
+        m.func.replace_all_batch_norm_modules_(net)
+        assert net[1].running_mean is None and net[1].track_running_stats is False
+        return out, fn(t(m, B)), fn(t(m, [0.0, 1.0]))
+
+    both(run)

@@ -26,7 +26,7 @@ from typing import Any
 from ._pytree import broadcast_prefix, spec_str, tree_flatten, tree_unflatten
 
 __all__ = ["functional_call", "grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp",
-           "vjp", "vmap"]
+           "linearize", "replace_all_batch_norm_modules_", "stack_module_state", "vjp", "vmap"]
 
 _depth = [0]  # how many differentiating transforms are running (nesting => create_graph)
 
@@ -570,3 +570,51 @@ def functional_call(module: Any, parameter_and_buffer_dicts: Any, args: Any = No
                 store[leaf] = old
             else:
                 store.pop(leaf, None)
+
+
+def linearize(func: Callable, *primals: Any) -> tuple:
+    """``(func(*primals), jvp_fn)`` where ``jvp_fn(*tangents)`` is the Jacobian-vector product at
+    ``primals`` (each call re-runs ``jvp``; PyTorch traces the linearised function once)."""
+    out = _detach_tree(func(*primals), False)
+
+    def jvp_fn(*tangents: Any) -> Any:
+        return jvp(func, primals, tangents)[1]
+
+    return out, jvp_fn
+
+
+def stack_module_state(models: Any) -> tuple[dict, dict]:
+    """Stack the parameters and buffers of same-class modules along a new leading dimension:
+    ``(params, buffers)`` dicts for ``vmap(functional_call...)`` model ensembles. Stacked
+    parameters are new leaves that require grad when the originals do."""
+    import ember
+
+    models = list(models)
+    if not models:
+        raise RuntimeError("stack_module_state: Expected at least one model, got 0.")
+    if not (all(m.training for m in models) or all(not m.training for m in models)):
+        raise RuntimeError("stack_module_state: Expected all models to have the same training/eval "
+                           "mode.")
+    if any(type(m) is not type(models[0]) for m in models):
+        raise RuntimeError("stack_module_state: Expected all models to be of the same class.")
+    params = {}
+    for name, p in models[0].named_parameters():
+        stacked = ember.stack([dict(m.named_parameters())[name].detach() for m in models])
+        params[name] = stacked.requires_grad_(p.requires_grad)
+    buffers = {name: ember.stack([dict(m.named_buffers())[name] for m in models])
+               for name, _ in models[0].named_buffers()}
+    return params, buffers
+
+
+def replace_all_batch_norm_modules_(root: Any) -> Any:
+    """Make every batch-norm layer under ``root`` stop tracking running statistics (in place), so
+    it can run under ``vmap``; returns ``root``."""
+    from ..nn.modules.batchnorm import _BatchNorm
+
+    for module in root.modules():
+        if isinstance(module, _BatchNorm):
+            module.running_mean = None
+            module.running_var = None
+            module.num_batches_tracked = None
+            module.track_running_stats = False
+    return root
