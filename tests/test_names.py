@@ -685,3 +685,40 @@ def test_spherical_bessel_j0():
     x = np.array([0.0, 1e-6, 1e-3, 0.5, -2.0, 30.0])
     both(lambda m, t: m.special.spherical_bessel_j0(t), x, rtol=1e-12)
     check_op(lambda m, t: m.special.spherical_bessel_j0(t), x[2:])
+
+
+# -- affine_grid and grid_sample -------------------------------------------------------------
+
+@pytest.mark.parametrize("align", [False, True])
+def test_affine_grid(align):
+    theta = randn(2, 2, 3) * 0.5 + np.array([[1.0, 0, 0], [0, 1.0, 0]])
+    check_op(lambda m, t: m.nn.functional.affine_grid(t, (2, 3, 4, 5), align_corners=align),
+             theta)
+    theta3 = randn(2, 3, 4, seed=1)
+    check_op(lambda m, t: m.nn.functional.affine_grid(t, (2, 1, 2, 3, 4), align_corners=align),
+             theta3)
+    check_op(lambda m, t: m.nn.functional.affine_grid(t, (2, 3, 1, 1), align_corners=align),
+             theta)
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "nearest"])
+@pytest.mark.parametrize("padding", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("align", [False, True])
+def test_grid_sample(mode, padding, align):
+    img = randn(2, 3, 5, 6)
+    grid = np.random.default_rng(7).uniform(-1.4, 1.4, (2, 4, 3, 2))
+    check_op(lambda m, x, g: m.nn.functional.grid_sample(
+        x, g, mode=mode, padding_mode=padding, align_corners=align), img, grid,
+        grad_inputs=(0,) if mode == "nearest" else None)
+
+
+def test_grid_sample_identity_and_errors():
+    x = ember.randn(1, 2, 4, 4)
+    theta = ember.tensor([[[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]])
+    g = ember.nn.functional.affine_grid(theta, (1, 2, 4, 4), align_corners=False)
+    y = ember.nn.functional.grid_sample(x, g, align_corners=False)
+    np.testing.assert_allclose(y.numpy(), x.numpy(), atol=1e-6)
+    with pytest.raises(ValueError, match="mode"):
+        ember.nn.functional.grid_sample(x, g, mode="cubic")
+    with pytest.raises(NotImplementedError, match="bicubic"):
+        ember.nn.functional.grid_sample(x, g, mode="bicubic")

@@ -21,6 +21,8 @@ from . import elementwise as _ew
 from ._op import Op
 
 __all__ = [
+    "affine_grid",
+    "grid_sample",
     "cross_entropy",
     "nll_loss",
     "binary_cross_entropy",
@@ -1463,3 +1465,128 @@ def scaled_dot_product_attention(query: Any, key: Any, value: Any, attn_mask: An
             keep = (u >= dropout_p).astype(query._data.dtype)
     return ScaledDotProductAttention.apply(query, key, value, fmask, bmask, float(scale), keep,
                                            float(dropout_p), groups)
+
+
+# ---------------------------------------------------------------------------------------------
+# spatial transformers: affine_grid and grid_sample (composites: gradients reach theta, the
+# input and the grid through the ops they are made of)
+
+
+def _grid_coords(n: int, align_corners: bool, like: Any) -> Any:
+    """The normalised coordinates of n pixel centres in [-1, 1] (corner pixels' centres at +-1
+    when ``align_corners``, else the corners of the corner pixels)."""
+    from .._creation import arange
+
+    if n == 1:
+        return arange(1, dtype=like.dtype, device=like.device) * 0.0
+    i = arange(n, dtype=like.dtype, device=like.device)
+    if align_corners:
+        return i * (2.0 / (n - 1)) - 1.0
+    return (i * 2.0 + 1.0) / n - 1.0
+
+
+def affine_grid(theta: Any, size: Any, align_corners: bool | None = None) -> Any:
+    """Sampling grid (N, H, W, 2) for ``grid_sample`` from affine matrices theta (N, 2, 3)
+    (or (N, D, H, W, 3) from (N, 3, 4)): each output pixel's normalised (x, y[, z], 1) times
+    theta^T."""
+    from .shape import stack
+
+    align = bool(align_corners)
+    size = tuple(int(v) for v in size)
+    if not theta.is_floating_point():
+        raise ValueError(f"Expected theta to have floating point type, but got {theta.dtype}")
+    if len(size) == 4:
+        if theta.dim() != 3 or tuple(theta.shape[1:]) != (2, 3):
+            raise ValueError(f"Expected a batch of 2D affine matrices of shape Nx2x3 for size "
+                             f"{list(size)}. Got {list(theta.shape)}.")
+        N, _, H, W = size
+        xs = _grid_coords(W, align, theta).reshape(1, W).expand(H, W)
+        ys = _grid_coords(H, align, theta).reshape(H, 1).expand(H, W)
+        base = stack([xs, ys, xs * 0 + 1], -1).reshape(1, H * W, 3)
+        return (base @ theta.transpose(1, 2)).reshape(N, H, W, 2)
+    if len(size) == 5:
+        if theta.dim() != 3 or tuple(theta.shape[1:]) != (3, 4):
+            raise ValueError(f"Expected a batch of 3D affine matrices of shape Nx3x4 for size "
+                             f"{list(size)}. Got {list(theta.shape)}.")
+        N, _, D, H, W = size
+        xs = _grid_coords(W, align, theta).reshape(1, 1, W).expand(D, H, W)
+        ys = _grid_coords(H, align, theta).reshape(1, H, 1).expand(D, H, W)
+        zs = _grid_coords(D, align, theta).reshape(D, 1, 1).expand(D, H, W)
+        base = stack([xs, ys, zs, xs * 0 + 1], -1).reshape(1, D * H * W, 4)
+        return (base @ theta.transpose(1, 2)).reshape(N, D, H, W, 3)
+    raise NotImplementedError(f"affine_grid only supports 4D and 5D sizes, for 2D and 3D affine "
+                              f"transforms, respectively. Got size {list(size)}.")
+
+
+def _reflect(x: Any, lo: float, hi: float) -> Any:
+    """x reflected into [lo, hi] (mirror at both ends, repeatedly)."""
+    span = hi - lo
+    if span <= 0:
+        return x * 0 + lo
+    d = (x - lo).abs()
+    flips = (d / span).floor()
+    extra = d - flips * span
+    odd = _ew.remainder(flips, 2.0) == 1
+    return _ew.where(odd, span - extra, extra) + lo
+
+
+def _unnormalise(c: Any, n: int, align: bool, padding_mode: str) -> Any:
+    x = (c + 1) * ((n - 1) / 2) if align else ((c + 1) * n - 1) / 2
+    if padding_mode == "border":
+        x = x.clamp(0, n - 1)
+    elif padding_mode == "reflection":
+        x = _reflect(x, 0.0, n - 1.0) if align else _reflect(x, -0.5, n - 0.5)
+        x = x.clamp(0, n - 1)
+    return x
+
+
+def grid_sample(input: Any, grid: Any, mode: str = "bilinear", padding_mode: str = "zeros",
+                align_corners: bool | None = None) -> Any:
+    """Sample a 4-D input (N, C, H, W) at the normalised (x, y) locations of grid
+    (N, Ho, Wo, 2), bilinearly or from the nearest pixel; locations outside read 0 ('zeros'),
+    the edge ('border') or the mirror image ('reflection')."""
+    from .._creation import tensor as _tensor
+
+    if mode not in ("bilinear", "nearest", "bicubic"):
+        raise ValueError(f"nn.functional.grid_sample(): expected mode to be 'bilinear', "
+                         f"'nearest' or 'bicubic', but got: '{mode}'")
+    if padding_mode not in ("zeros", "border", "reflection"):
+        raise ValueError(f"nn.functional.grid_sample(): expected padding_mode to be 'zeros', "
+                         f"'border', or 'reflection', but got: '{padding_mode}'")
+    if mode == "bicubic" or input.dim() != 4:
+        raise NotImplementedError("ember's grid_sample supports 4-D inputs with mode 'bilinear' "
+                                  "or 'nearest' (PyTorch also has 5-D inputs and 'bicubic')")
+    if grid.dim() != 4 or grid.shape[-1] != 2 or grid.shape[0] != input.shape[0]:
+        raise RuntimeError(f"grid_sampler(): expected grid of shape (N, H_out, W_out, 2) with "
+                           f"N = {input.shape[0]}, but got grid with sizes {list(grid.shape)}")
+    if input.dtype != grid.dtype:
+        raise RuntimeError(f"grid_sampler(): expected input and grid to have the same dtype, "
+                           f"but input has {input.dtype} and grid has {grid.dtype}")
+    align = bool(align_corners)
+    N, C, H, W = input.shape
+    Ho, Wo = grid.shape[1], grid.shape[2]
+    ix = _unnormalise(grid[..., 0], W, align, padding_mode)  # (N, Ho, Wo)
+    iy = _unnormalise(grid[..., 1], H, align, padding_mode)
+    flat = input.reshape(N, C, H * W)
+
+    def tap(xi: Any, yi: Any) -> tuple[Any, Any]:
+        """Values at integer pixel (xi, yi) (N, C, Ho, Wo) and the in-bounds mask."""
+        ok = (xi >= 0) & (xi <= W - 1) & (yi >= 0) & (yi <= H - 1)
+        idx = (yi.clamp(0, H - 1) * W + xi.clamp(0, W - 1)).to(_dtype.int64)
+        idx = idx.reshape(N, 1, Ho * Wo).expand(N, C, Ho * Wo)
+        vals = flat.gather(2, idx).reshape(N, C, Ho, Wo)
+        return vals, ok.unsqueeze(1).to(input.dtype)
+
+    if mode == "nearest":
+        vals, ok = tap(_ew.round(ix.detach()), _ew.round(iy.detach()))
+        return vals * ok
+    x0, y0 = ix.detach().floor(), iy.detach().floor()
+    x1, y1 = x0 + 1, y0 + 1
+    wx1, wy1 = (ix - x0).unsqueeze(1), (iy - y0).unsqueeze(1)
+    wx0, wy0 = 1 - wx1, 1 - wy1
+    out = _tensor(0.0, dtype=input.dtype, device=input.device)
+    for xi, yi, w in ((x0, y0, wx0 * wy0), (x1, y0, wx1 * wy0), (x0, y1, wx0 * wy1),
+                      (x1, y1, wx1 * wy1)):
+        vals, ok = tap(xi, yi)
+        out = out + vals * ok * w
+    return out
