@@ -197,7 +197,7 @@ class Tensor(TensorMethods):
     def requires_grad(self) -> bool:
         base = self._base
         if base is not None:
-            if self._attr_version != self._version[0]:
+            if self._attr_version != self._version[0] and grad_mode.state.enabled:
                 _refresh_view(self)
             return self._rg or base._rg  # a view of a tensor that requires grad does too
         return self._rg
@@ -292,7 +292,7 @@ class Tensor(TensorMethods):
 
     def retain_grad(self) -> None:
         """Keep ``.grad`` for this non-leaf tensor after ``backward()``."""
-        if not self._rg:
+        if not self.requires_grad:
             raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
         fn = self.grad_fn
         if fn is None or self.retains_grad:
@@ -305,7 +305,7 @@ class Tensor(TensorMethods):
 
     def register_hook(self, hook: Any) -> Any:
         """``hook(grad) -> Tensor | None`` runs when this tensor's gradient is computed."""
-        if not self._rg:
+        if not self.requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         if self.grad_fn is not None:
             return self.grad_fn._add_pre_hook(self._output_nr, hook)
@@ -746,7 +746,7 @@ class Tensor(TensorMethods):
         that window of the new base."""
         base = self._base
         if base is not None:
-            if self._attr_version != self._version[0]:
+            if self._attr_version != self._version[0] and grad_mode.state.enabled:
                 _refresh_view(self)
             if fn not in _OVERLAP_OK:
                 _check_no_overlap(self)

@@ -244,11 +244,12 @@ class Function(metaclass=FunctionMeta):
         flags = []
         requires = False
         on_cpu = True
+        enabled = grad_mode.state.enabled
         for a in args:
             if isinstance(a, Tensor):
                 d = a._data
                 base = a._base
-                if base is not None:
+                if base is not None and enabled:  # (no history is read under no_grad)
                     if a._attr_version != a._version[0]:
                         _refresh_view(a)  # its base changed in place since the view was recorded
                     if base._rg and not a._rg:  # a view made under no_grad: the result requires
@@ -266,7 +267,7 @@ class Function(metaclass=FunctionMeta):
                 flags.append(False)
         if not on_cpu:
             _check_devices(cls, args, raw)
-        record = requires and grad_mode.state.enabled
+        record = requires and enabled
         ctx = cls._node_cls()
         ctx.xp = np if on_cpu else _xp_of_args(raw)
         ctx.needs_input_grad = tuple(flags) if record else _no_grads(len(args))

@@ -195,14 +195,24 @@ def _promote(a: Any, b: Any, to_float: bool = False) -> tuple[Any, Any]:
     if to_float and not rt.is_floating_point:
         rt = _dtype.get_default_dtype()
     if ta and a._data.dtype != rt.np:
-        a = cast(a, rt)
+        a = _promoted(a, rt)
     if tb and b._data.dtype != rt.np:
-        b = cast(b, rt)
+        b = _promoted(b, rt)
     if not ta and not tb:
         raise TypeError("expected at least one tensor operand")
     if not ta and rt.is_floating_point is False and isinstance(a, float):
         a = rt.np.type(a)
     return a, b
+
+
+def _promoted(x: Any, rt: Any) -> Any:
+    """``x`` cast for an op's computation. The copy shares x's version counter: an op that saves
+    it must fail, as PyTorch's (which saves x itself) does, if x is later changed in place. The
+    copy never reaches the user, so nothing changes it in place itself."""
+    out = cast(x, rt)
+    if out is not x:
+        out._version = x._version_counter()
+    return out
 
 
 def _float_unary(x: Any) -> Any:
