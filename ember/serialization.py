@@ -52,7 +52,14 @@ import numpy as np
 
 from . import _backend, _dtype
 from ._dtype import dtype as _dtype_cls
-from ._pickle_reader import Callable_, Marker, UnsafeCheckpointError, check_plain, unpickle
+from ._pickle_reader import (
+    Callable_,
+    Marker,
+    UnsafeCheckpointError,
+    _qualname,
+    check_plain,
+    unpickle,
+)
 from ._size import Size
 from ._tensor import Tensor
 
@@ -1118,6 +1125,10 @@ class _Loader:
         return unpickle(data, self._find_global, self._persistent_load,
                         lambda obj: id(obj) in self.user.ids)
 
+    def _user_ids(self) -> frozenset[int]:
+        user = getattr(self, "user", None)
+        return frozenset(user.ids) if user is not None else frozenset()
+
     def _full_unpickle(self, data: bytes) -> Any:
         """``weights_only=False``: Python's unpickler, which imports and calls what the file
         names (trusted files only). ``torch.*`` names resolve to ember's objects."""
@@ -1224,7 +1235,8 @@ class _Loader:
             "torch._utils._rebuild_parameter_with_state": Callable_(
                 "_rebuild_parameter_with_state", _rebuild_parameter_with_state),
             "torch._tensor._rebuild_from_type_v2": Callable_(
-                "_rebuild_from_type_v2", _rebuild_from_type_v2),
+                "_rebuild_from_type_v2",
+                lambda *a: _rebuild_from_type_v2(*a, user_ids=self._user_ids())),
             "torch.Size": Callable_("torch.Size", _size),
             "torch.device": Callable_("torch.device", _device),
             "_codecs.encode": Callable_("_codecs.encode", _encode),
@@ -2008,18 +2020,32 @@ _TENSOR_REBUILDS = ("_rebuild_tensor_v2", "_rebuild_tensor_v3", "_rebuild_tensor
                     "_rebuild_parameter", "_rebuild_parameter_with_state")
 
 
-def _rebuild_from_type_v2(func: Any, new_type: Any, args: Any, state: Any) -> Any:
+def _rebuild_from_type_v2(func: Any, new_type: Any, args: Any, state: Any,
+                          user_ids: frozenset[int] = frozenset()) -> Any:
     if type(func) is not Callable_ or func.name not in _TENSOR_REBUILDS:
         raise _refuse(f"refused _rebuild_from_type_v2 with function {_short(func)}")
-    if type(new_type) is not Marker or new_type.value not in ("tensor", "parameter"):
+    subclass = (isinstance(new_type, type) and issubclass(new_type, Tensor)
+                and id(new_type) in user_ids)  # an allowlisted tensor subclass
+    if not subclass and (type(new_type) is not Marker
+                         or new_type.value not in ("tensor", "parameter")):
         raise _refuse(f"refused _rebuild_from_type_v2 to type {_short(new_type)}: ember rebuilds "
-                      "torch.Tensor and torch.nn.Parameter only (no tensor subclasses)")
+                      "torch.Tensor, torch.nn.Parameter and tensor subclasses given to "
+                      "add_safe_globals")
     if type(args) is not tuple:
         raise _refuse("refused _rebuild_from_type_v2: arguments are not a tuple")
     t = func.fn(*args)
     if not isinstance(t, Tensor):
         raise _refuse("refused _rebuild_from_type_v2: it does not rebuild a tensor")
-    if new_type.value == "parameter" and not _is_parameter(t):
+    if subclass:
+        from .nn.parameter import Parameter
+
+        if issubclass(new_type, Parameter) and not _is_parameter(t):
+            t = Parameter(t, t.requires_grad)
+        try:
+            t.__class__ = new_type
+        except TypeError as e:
+            raise _refuse(f"refused _rebuild_from_type_v2 to {_qualname(new_type)}: {e}") from None
+    elif new_type.value == "parameter" and not _is_parameter(t):
         from .nn.parameter import Parameter
 
         t = Parameter(t, t.requires_grad)

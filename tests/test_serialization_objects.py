@@ -136,6 +136,28 @@ def test_add_and_clear_safe_globals():
     assert ser.get_safe_globals() == []
 
 
+class Tagged(ember.Tensor):
+    """A user's tensor subclass."""
+
+
+def test_tensor_subclasses_need_the_allowlist():
+    t = ember.arange(3.0)
+    t.__class__ = Tagged
+    t.unit = "m"
+    buf = _bytes({"t": t})
+    assert f"{__name__}.Tagged" in _globals(buf)
+    with pytest.raises(UnsafeCheckpointError, match="Tagged"):
+        load(buf)
+    for how in ("allowlist", "full"):
+        buf.seek(0)
+        if how == "full":
+            r = load(buf, weights_only=False)["t"]
+        else:
+            with ser.safe_globals([Tagged]):
+                r = load(buf)["t"]
+        assert type(r) is Tagged and r.unit == "m" and r.tolist() == [0.0, 1.0, 2.0]
+
+
 def test_tied_weights_stay_tied_and_views_share_storage():
     ember.manual_seed(0)
     m = TiedLM()
