@@ -32,16 +32,26 @@ def test_ops_are_recorded_with_counts_and_times():
     keys = _keys(prof)
     assert keys["ember::exp"] == 3 and keys["ember::add"] == 3 and keys["ember::relu"] == 3
     assert keys["ember::sum"] == 1 and keys["ember::backward"] == 1
+    # each graph node's backward rule is an event, named as PyTorch names it, inside the pass
+    assert keys["autograd::engine::evaluate_function: ExpBackward0"] == 1  # the last y's graph
+    assert keys["autograd::engine::evaluate_function: ReluBackward0"] == 1
+    node = next(e for e in prof.events() if e.name.endswith("SumBackward0"))
+    assert node.cpu_parent.name == "ember::backward"
     for e in prof.key_averages():
         assert e.cpu_time_total >= e.self_cpu_time_total >= 0
         assert e.cpu_time == pytest.approx(e.cpu_time_total / e.count)
 
 
 def test_apply_is_patched_only_while_recording():
+    from ember.ops.elementwise import Mul
+
     original = Function.__dict__["apply"]
+    rule = Mul.__dict__["backward"]
     with profile():
         assert Function.__dict__["apply"] is not original
+        assert Mul.__dict__["backward"] is not rule
     assert Function.__dict__["apply"] is original
+    assert Mul.__dict__["backward"] is rule
     with pytest.raises(ValueError), profile():
         raise ValueError("inside")
     assert Function.__dict__["apply"] is original

@@ -12,15 +12,16 @@
 Every call of an ember op is one event, named after the op: ``ember::matmul``, ``ember::add``,
 ``ember::scaled_dot_product_attention`` (built-in ops, from their class in ``ember/ops``), or the
 class name of a user's ``autograd.Function``; each ``backward()``/``autograd.grad`` call is one
-``ember::backward`` event; ``record_function`` blocks are events with their own name. Ops called
+``ember::backward`` event, holding one ``autograd::engine::evaluate_function: MulBackward0``
+event per graph node; ``record_function`` blocks are events with their own name. Ops called
 inside another op (a user Function's forward, a composite) are its children, so "Self CPU" is the
 time not spent in children, as in PyTorch.
 
 What differs from PyTorch: times are host wall-clock times (for CUDA tensors, kernel launch
 times; there are no device-side columns); ``profile_memory`` counts the bytes of the tensors each
 op returns (allocations only, no frees); ``with_flops``/``with_modules`` record nothing extra.
-Ops are intercepted by wrapping ``Function.apply`` while a profile records (restored on exit),
-see ``ember/profiler/_core.py``.
+Ops are intercepted by wrapping ``Function.apply`` and the ops' ``backward`` rules while a
+profile records (restored on exit), see ``ember/profiler/_core.py``.
 """
 
 from __future__ import annotations

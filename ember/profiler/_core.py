@@ -6,7 +6,9 @@ replaces that classmethod with a wrapper that times the call and records one eve
 ``stop()`` puts the original back, so code outside a profile pays nothing. (A permanent hook in
 ``Function.apply`` would make the patch unnecessary; see ``hook_line`` below.) The backward pass is
 recorded as one event per ``backward()``/``autograd.grad`` call by wrapping
-``ember.autograd.engine.run_backward`` in the same scoped way.
+``ember.autograd.engine.run_backward`` in the same scoped way, and each graph node's backward rule
+as one event by wrapping the ``backward`` staticmethod of every ``Function`` subclass that
+exists when recording starts (restored on stop).
 
 Times are host (CPU) wall-clock times from ``time.perf_counter_ns``. For CUDA tensors an op's
 time is the time to launch its CuPy kernels, not the kernels' run time.
@@ -172,9 +174,44 @@ def _install() -> None:
 
     _patched["apply"] = original_apply
     _patched["run_backward"] = original_backward
+    _patched["backwards"] = _wrap_backwards(Function)
     Function.apply = classmethod(apply)  # type: ignore[method-assign,assignment]
     engine.run_backward = run_backward
     active = True
+
+
+def _wrap_backwards(base: type) -> list[tuple[type, Any]]:
+    """Time every backward rule (one event per graph node the engine runs, named as PyTorch
+    names it: ``autograd::engine::evaluate_function: MulBackward0``). Returns what to restore."""
+    saved = []
+    stack = [base]
+    seen: set[type] = set()
+    while stack:
+        cls = stack.pop()
+        for sub in cls.__subclasses__():
+            if sub not in seen:
+                seen.add(sub)
+                stack.append(sub)
+        original = cls.__dict__.get("backward")
+        if not isinstance(original, staticmethod) or cls is base:
+            continue
+        saved.append((cls, original))
+        cls.backward = staticmethod(_timed_backward(original.__func__))
+    return saved
+
+
+def _timed_backward(rule: Callable) -> Callable:
+    def backward(ctx: Any, *grads: Any) -> Any:
+        name = "autograd::engine::evaluate_function: " + type(ctx).__name__
+        events = [(r, r.push(name, "op")) for r in _recorders]
+        try:
+            return rule(ctx, *grads)
+        finally:
+            for r, ev in reversed(events):
+                r.pop(ev)
+
+    backward.__wrapped__ = rule  # type: ignore[attr-defined]
+    return backward
 
 
 def _uninstall() -> None:
@@ -186,6 +223,8 @@ def _uninstall() -> None:
 
     Function.apply = _patched.pop("apply")  # type: ignore[method-assign]
     engine.run_backward = _patched.pop("run_backward")
+    for cls, original in reversed(_patched.pop("backwards")):
+        cls.backward = original
     active = False
 
 
