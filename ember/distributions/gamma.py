@@ -55,13 +55,11 @@ class Gamma(ExponentialFamily):
         return c - self.rate.log() + lgamma(c) + (1.0 - c) * digamma(c)
 
     def cdf(self, value: Any) -> Any:
-        """P(X <= value) (no gradient: ember has no differentiable incomplete gamma)."""
-        import ember
-
-        from ._special import gammainc
+        """P(X <= value): the regularised incomplete gamma function, differentiable in the
+        value, the rate and the concentration (PyTorch: not in the concentration)."""
+        from ._special import gammainc_t
 
         if self._validate_args:
             self._validate_sample(value)
         c, x = broadcast_all(self.concentration, value * self.rate)
-        out = gammainc(c.detach().cpu().numpy(), x.detach().cpu().numpy().clip(0, None))
-        return ember.as_tensor(out.astype(self.rate._data.dtype), device=self.rate.device)
+        return gammainc_t(c, x)
