@@ -722,3 +722,46 @@ def test_grid_sample_identity_and_errors():
         ember.nn.functional.grid_sample(x, g, mode="cubic")
     with pytest.raises(NotImplementedError, match="bicubic"):
         ember.nn.functional.grid_sample(x, g, mode="bicubic")
+
+
+def test_margin_losses():
+    x = randn(4, 5)
+    t = np.array([0, 2, 4, 1])
+    for p in (1, 2):
+        for red in ("mean", "sum", "none"):
+            check_op(lambda m, a, p=p, r=red: m.nn.functional.multi_margin_loss(
+                a, m.tensor(t), p=p, margin=0.7, reduction=r), x)
+    check_op(lambda m, a, w: m.nn.functional.multi_margin_loss(a, m.tensor(t), weight=w),
+             x, positive(5, seed=2), grad_inputs=(0,))
+    check_op(lambda m, a: m.nn.functional.multi_margin_loss(a[0], m.tensor([3])), x)
+    mt = np.array([[0, 2, -1, 0, 0], [1, -1, 0, 0, 0], [4, 3, 2, 1, 0], [-1, 0, 0, 0, 0]])
+    for red in ("mean", "sum", "none"):
+        check_op(lambda m, a, r=red: m.nn.functional.multilabel_margin_loss(
+            a, m.tensor(mt), reduction=r), x)
+    a, pp, n = randn(4, 3), randn(4, 3, seed=1), randn(4, 3, seed=2)
+    check_op(lambda m, x, y, z: m.nn.functional.triplet_margin_with_distance_loss(x, y, z),
+             a, pp, n)
+    check_op(lambda m, x, y, z: m.nn.functional.triplet_margin_with_distance_loss(
+        x, y, z, distance_function=lambda u, v: (u - v).abs().sum(-1), swap=True, margin=2.0,
+        reduction="none"), a, pp, n)
+
+
+def test_lp_pool_and_max_unpool():
+    x = positive(2, 3, 6, 6)
+    for p in (1.0, 2.0, 3.0):
+        check_op(lambda m, a, p=p: m.nn.functional.lp_pool2d(a, p, 2), x)
+        check_op(lambda m, a, p=p: m.nn.functional.lp_pool2d(a, p, (3, 2), stride=(2, 1)), x)
+        check_op(lambda m, a, p=p: m.nn.functional.lp_pool1d(a[:, :, 0], p, 3, stride=2), x)
+    for m in (ember, torch):
+        y = m.tensor(randn(2, 3, 6, 6))
+        v, i = m.nn.functional.max_pool2d(y, 2, return_indices=True)
+        u = m.nn.functional.max_unpool2d(v, i, 2)
+        u2 = m.nn.functional.max_unpool2d(v, i, 2, output_size=(7, 7))
+        v1, i1 = m.nn.functional.max_pool1d(y[:, :, 0], 2, return_indices=True)
+        u1 = m.nn.functional.max_unpool1d(v1, i1, 2)
+        if m is ember:
+            e_out = (u, u2, u1)
+        else:
+            same(e_out, (u, u2, u1))
+    check_op(lambda m, a: m.nn.functional.max_unpool2d(
+        *m.nn.functional.max_pool2d(a, 2, return_indices=True), 2), randn(1, 2, 4, 4))

@@ -23,6 +23,13 @@ from ._op import Op
 __all__ = [
     "affine_grid",
     "grid_sample",
+    "multi_margin_loss",
+    "multilabel_margin_loss",
+    "triplet_margin_with_distance_loss",
+    "lp_pool1d",
+    "lp_pool2d",
+    "max_unpool1d",
+    "max_unpool2d",
     "cross_entropy",
     "nll_loss",
     "binary_cross_entropy",
@@ -1590,3 +1597,144 @@ def grid_sample(input: Any, grid: Any, mode: str = "bilinear", padding_mode: str
         vals, ok = tap(xi, yi)
         out = out + vals * ok * w
     return out
+
+
+# ---------------------------------------------------------------------------------------------
+# margin losses, power-average pooling and max-unpooling (composites)
+
+
+def multi_margin_loss(input: Any, target: Any, p: int = 1, margin: float = 1.0,
+                      weight: Any = None, size_average: Any = None, reduce: Any = None,
+                      reduction: str = "mean") -> Any:
+    """Multi-class hinge loss: sum_{j != y} max(0, margin - x_y + x_j)^p / C per sample
+    (times ``weight[y]``)."""
+    reduction = _check_reduction(_legacy_reduction(size_average, reduce, reduction))
+    if p not in (1, 2):
+        raise ValueError("only p == 1 and p == 2 supported")
+    x = input if input.dim() == 2 else input.reshape(1, -1)
+    t = target.reshape(-1)
+    if x.dim() != 2 or t.shape[0] != x.shape[0]:
+        raise RuntimeError(f"inconsistent target size, expected {x.shape[0]} but got "
+                           f"{list(target.shape)}")
+    C = x.shape[1]
+    xy = x.gather(1, t.reshape(-1, 1))
+    h = (x - xy + margin).clamp_min(0)
+    if p == 2:
+        h = h * h
+    if weight is not None:
+        h = h * weight[t].reshape(-1, 1)
+    from .. import _creation
+
+    not_y = _creation.arange(C, device=x.device).reshape(1, C) != t.reshape(-1, 1)
+    loss = (h * not_y.to(h.dtype)).sum(1) / C
+    if input.dim() < 2 and reduction == "none":
+        loss = loss.reshape(())
+    return _reduce(loss, reduction)
+
+
+def multilabel_margin_loss(input: Any, target: Any, size_average: Any = None, reduce: Any = None,
+                           reduction: str = "mean") -> Any:
+    """Multi-label hinge loss: for each sample, the target classes are ``target``'s entries up to
+    the first -1; loss = sum_{j in targets, k not in targets} max(0, 1 - (x_j - x_k)) / C."""
+    import numpy as np
+
+    from .._tensor import Tensor
+
+    reduction = _check_reduction(_legacy_reduction(size_average, reduce, reduction))
+    x = input if input.dim() == 2 else input.reshape(1, -1)
+    t = target.reshape(x.shape)
+    tn = t.detach().cpu().numpy()
+    N, C = x.shape
+    is_target = np.zeros((N, C), bool)
+    for i in range(N):
+        for c in tn[i]:
+            if c < 0:
+                break
+            is_target[i, c] = True
+    pos = Tensor._make(is_target.astype(x._data.dtype)).to(x.device)
+    neg = 1 - pos
+    # pair (j, k): max(0, 1 - x_j + x_k) for j a target and k not
+    pair = (1 - x.unsqueeze(2) + x.unsqueeze(1)).clamp_min(0)  # [i, j, k]
+    loss = (pair * pos.unsqueeze(2) * neg.unsqueeze(1)).sum((1, 2)) / C
+    if input.dim() < 2 and reduction == "none":
+        loss = loss.reshape(())
+    return _reduce(loss, reduction)
+
+
+def triplet_margin_with_distance_loss(anchor: Any, positive: Any, negative: Any, *,
+                                      distance_function: Any = None, margin: float = 1.0,
+                                      swap: bool = False, reduction: str = "mean") -> Any:
+    """max(0, d(a, p) - d(a, n) + margin) with any distance (default ``pairwise_distance``);
+    ``swap`` uses min(d(a, n), d(p, n))."""
+    from .activation import pairwise_distance
+
+    reduction = _check_reduction(reduction)
+    if margin <= 0:
+        raise ValueError(f"triplet_margin_with_distance_loss: expected margin to be greater than "
+                         f"0, got {margin} instead")
+    dist = pairwise_distance if distance_function is None else distance_function
+    d_pos = dist(anchor, positive)
+    d_neg = dist(anchor, negative)
+    if swap:
+        d_neg = _ew.minimum(d_neg, dist(positive, negative))
+    loss = (d_pos - d_neg + margin).clamp_min(0)
+    return _reduce(loss, reduction)
+
+
+def _lp_pool(input: Any, norm_type: float, kernel_size: Any, stride: Any, ceil_mode: bool,
+             dims: int) -> Any:
+    from . import conv
+
+    ks = (kernel_size,) * dims if isinstance(kernel_size, int) else tuple(kernel_size)
+    pool = conv.avg_pool1d if dims == 1 else conv.avg_pool2d
+    out = pool(input ** norm_type, ks if dims == 2 else ks[0], stride, 0, ceil_mode)
+    return (out.sign() * out.abs().relu() * math.prod(ks)) ** (1.0 / norm_type)
+
+
+def lp_pool1d(input: Any, norm_type: float, kernel_size: int, stride: Any = None,
+              ceil_mode: bool = False) -> Any:
+    """Power-average pooling: (sum over the window of x^p)^(1/p)."""
+    return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 1)
+
+
+def lp_pool2d(input: Any, norm_type: float, kernel_size: Any, stride: Any = None,
+              ceil_mode: bool = False) -> Any:
+    """Power-average pooling over 2-D windows: (sum of x^p)^(1/p)."""
+    return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 2)
+
+
+def _max_unpool(input: Any, indices: Any, kernel_size: Any, stride: Any, padding: Any,
+                output_size: Any, dims: int) -> Any:
+    def tup(v: Any) -> tuple:
+        return (int(v),) * dims if isinstance(v, int) else tuple(int(a) for a in v)
+
+    ks = tup(kernel_size)
+    st = ks if stride is None else tup(stride)
+    pd = tup(padding)
+    spatial = tuple(input.shape[-dims:])
+    if output_size is None:
+        out_sp = tuple((spatial[i] - 1) * st[i] - 2 * pd[i] + ks[i] for i in range(dims))
+    else:
+        out_sp = tuple(int(v) for v in tuple(output_size)[-dims:])
+    lead = tuple(input.shape[:-dims])
+    flat_in = input.reshape(*lead, -1)
+    idx = indices.reshape(*lead, -1).to(_dtype.int64)
+    total = math.prod(out_sp)
+    if idx.numel() and (int(idx.max()) >= total or int(idx.min()) < 0):
+        raise RuntimeError(f"Found an invalid max index: {int(idx.max())} (output volumes are of "
+                           f"size {'x'.join(map(str, out_sp))})")
+    out = flat_in.new_zeros((*lead, total)).scatter(-1, idx, flat_in)
+    return out.reshape(*lead, *out_sp)
+
+
+def max_unpool1d(input: Any, indices: Any, kernel_size: Any, stride: Any = None,
+                 padding: Any = 0, output_size: Any = None) -> Any:
+    """The inverse of ``max_pool1d``: each value goes back to the position its index names,
+    zeros elsewhere."""
+    return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 1)
+
+
+def max_unpool2d(input: Any, indices: Any, kernel_size: Any, stride: Any = None,
+                 padding: Any = 0, output_size: Any = None) -> Any:
+    """The inverse of ``max_pool2d`` (indices flat over each H x W plane)."""
+    return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 2)
