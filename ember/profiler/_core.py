@@ -3,8 +3,7 @@
 How ops are timed: every ember op, built-in or user-defined, runs through
 ``ember.autograd.Function.apply``. While a profiler is recording (and only then), ``start()``
 replaces that classmethod with a wrapper that times the call and records one event, and
-``stop()`` puts the original back, so code outside a profile pays nothing. (A permanent hook in
-``Function.apply`` would make the patch unnecessary; see ``hook_line`` below.) The backward pass is
+``stop()`` puts the original back, so code outside a profile pays nothing. The backward pass is
 recorded as one event per ``backward()``/``autograd.grad`` call by wrapping
 ``ember.autograd.engine.run_backward`` in the same scoped way, and each graph node's backward rule
 as one event by wrapping the ``backward`` staticmethod of every ``Function`` subclass that
@@ -24,9 +23,11 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-# The line the lead could add at the top of Function.apply to replace the scoped patch:
-#     if _profiler.active: return _profiler.record_op(cls, _apply, args)
-hook_line = "if _profiler.active: return _profiler.record_op(cls, _apply, args)"
+# A permanent hook would replace the scoped patch of Function.apply: with apply's current body
+# moved to a classmethod ``_apply``, ``apply`` becomes
+#     return cls._apply(*args) if not _profiler.active else \
+#         _profiler.record_op(cls, Function._apply.__func__, args)
+# (one more call on every op). The scoped patch costs nothing outside a profile, so it stays.
 
 active = False  # True while a profiler records ops
 
