@@ -252,6 +252,105 @@ def iterate_rows_then_inplace(t):
         row.mul_(2)
 
 
+def saved_constant_modified_after_promotion(t):
+    x = t.ones(3, 4, dtype=t.float64, requires_grad=True)
+    k = t.tensor([1.5, 1.2, 2.8, 2.6])  # float32: promoted to float64 inside the product
+    y = x * k
+    k.sub_(0.25)
+    y.sum().backward()
+
+
+def write_through_expanded_view_no_grad(t):
+    x = t.arange(4.0, dtype=t.float64).requires_grad_()
+    v = x.unsqueeze(0).expand(2, -1)
+    with t.no_grad():
+        v[0:1] = 7.0
+    return x
+
+
+def partial_overlap_operand(t):
+    y = t.arange(16.0).reshape(4, 4)
+    y.mul_(y.detach().T)
+
+
+def overlapping_strided_operand_is_allowed(t):
+    y = t.arange(24.0).reshape(2, 3, 4)
+    d = y.diagonal(offset=1)
+    d[::3].add_(d.diagonal())  # allowed; the values depend on the order of the writes
+
+
+def no_grad_view_used_after_base_changed(t):
+    a = t.ones(4, requires_grad=True)
+    b = a * 2
+    with t.no_grad():
+        v = b[:2]
+    b[2:] = 0.5
+    (v * 1).sum().backward()
+
+
+def no_grad_view_modified_in_no_grad(t):
+    a = t.ones(4, requires_grad=True)
+    b = a * 2
+    with t.no_grad():
+        v = b[::3]
+    b.copy_(b * 3)
+    with t.no_grad():
+        v += 0.5
+    return b
+
+
+def split_view_used_after_base_changed(t):
+    x = t.ones(2, 4, dtype=t.float64, requires_grad=True)
+    y = x * 1.5
+    v = y.split(1)[0]
+    y += 2
+    return v - v
+
+
+def retain_grad_follows_inplace(t):
+    x = t.arange(1.0, 5.0).requires_grad_()
+    y = x * 2
+    y.retain_grad()
+    y.div_(t.tensor([1.5, 1.2, 1.7, 1.6], requires_grad=True))
+    (y * t.arange(4.0)).sum().backward()
+    return y.grad, x.grad
+
+
+def retain_grad_moves_with_view_inplace(t):
+    x = t.arange(1.0, 5.0).requires_grad_()
+    y = x ** 2
+    y.retain_grad()
+    s = y.sum()
+    y.unsqueeze(-1).neg_()
+    s.backward()
+    return y.grad, x.grad
+
+
+def copyslices_twice_without_retain(t):
+    x = t.arange(1.0, 5.0).requires_grad_()
+    y = x - 3
+    y.reshape(4).zero_()
+    y.sum().backward()
+    y.sum().backward()
+
+
+def relu_mask_keeps_zero_for_infinite_grad(t):
+    x = t.tensor([-1.0, 0.5, 2.0], dtype=t.float64, requires_grad=True)
+    c = t.tensor([1.0, 1.0, 1.0], dtype=t.float64)
+    y = x.relu()
+    (c / y).sum().backward()
+    return x.grad
+
+
+def transposed_base_view_inplace(t):
+    x = t.arange(24.0, dtype=t.float64).reshape(2, 3, 4).requires_grad_()
+    y = x.abs().transpose(0, -1)
+    z = y + y  # NumPy and PyTorch both keep the transposed layout: a non-contiguous base
+    z[:, 0].narrow(1, 0, 2).mul_(3)
+    (z * t.arange(24.0, dtype=t.float64).reshape(4, 3, 2)).sum().backward()
+    return x.grad
+
+
 CASES = [
     issue_example, mean_after_view_add, large_view_then_sum_is_finite, view_of_view,
     step_slice_exp, transposed_row, two_dim_slice_zero, view_rederived_after_base_changes,
@@ -262,7 +361,13 @@ CASES = [
     detached_alias_modified, exp_inplace_result_modified_again,
     exp_inplace_on_view_then_modified, inplace_on_expanded,
     view_modified_in_no_grad_keeps_history, nested_window, detach_view_in_place,
-    iterate_rows_then_inplace,
+    iterate_rows_then_inplace, saved_constant_modified_after_promotion,
+    write_through_expanded_view_no_grad, partial_overlap_operand,
+    overlapping_strided_operand_is_allowed, no_grad_view_used_after_base_changed,
+    no_grad_view_modified_in_no_grad, split_view_used_after_base_changed,
+    retain_grad_follows_inplace, retain_grad_moves_with_view_inplace,
+    copyslices_twice_without_retain, relu_mask_keeps_zero_for_infinite_grad,
+    transposed_base_view_inplace,
 ]
 
 

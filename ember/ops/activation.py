@@ -105,7 +105,7 @@ class Hardtanh(Op):
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
         (x,) = ctx.saved
-        return grad * ((x > ctx.lo) & (x < ctx.hi)), None, None
+        return ctx.xp.where((x > ctx.lo) & (x < ctx.hi), grad, 0), None, None
 
 
 def hardtanh(
@@ -493,7 +493,7 @@ class Threshold(Op):
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
         (x,) = ctx.saved
-        return grad * (x > ctx.threshold), None, None
+        return ctx.xp.where(x > ctx.threshold, grad, 0), None, None
 
 
 def _threshold(input: Tensor, th: float, value: float, inplace: bool) -> Tensor:

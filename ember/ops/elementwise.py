@@ -1082,7 +1082,7 @@ class Relu(Op):
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
         (out,) = ctx.saved
-        return grad * (out > 0)
+        return ctx.xp.where(out > 0, grad, 0)  # a mask, not a product: inf * 0 would be nan
 
 
 class Abs(Op):
@@ -1379,9 +1379,7 @@ class Clamp(Op):
             inside = below if inside is None else inside & below
             if ctx.needs_input_grad[2]:
                 ghi = grad * ((x > hi) if lo is None else ((x > hi) | (lo > hi)))
-        if lo is not None and hi is not None and ctx.needs_input_grad[1]:
-            pass
-        return grad * inside, glo, ghi
+        return ctx.xp.where(inside, grad, 0), glo, ghi  # a mask: inf * 0 would be nan
 
 
 def clamp(x: Any, min: Any = None, max: Any = None) -> Any:
