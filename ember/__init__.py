@@ -183,7 +183,7 @@ del _n, _c
 # Submodules load on first use (``ember.nn``, ``ember.optim``...), keeping ``import ember`` fast.
 _LAZY_SUBMODULES = frozenset({"nn", "optim", "utils", "linalg", "serialization", "demo", "amp",
                               "special", "distributed", "testing", "multiprocessing", "onnx",
-                              "jit", "hub", "profiler", "_dynamo", "distributions", "func",
+                              "jit", "hub", "profiler", "_dynamo", "distributions", "func", "compiler",
                               "cpu", "xpu", "mps"})
 
 

@@ -765,3 +765,24 @@ def test_lp_pool_and_max_unpool():
             same(e_out, (u, u2, u1))
     check_op(lambda m, a: m.nn.functional.max_unpool2d(
         *m.nn.functional.max_pool2d(a, 2, return_indices=True), 2), randn(1, 2, 4, 4))
+
+
+def test_compiler_module():
+    for m in (ember, torch):
+        assert m.compiler.is_compiling() is False and m.compiler.is_dynamo_compiling() is False
+
+        @m.compiler.disable
+        def f(x):
+            return x + 1
+
+        @m.compiler.disable(recursive=False)
+        def g(x):
+            return x * 2
+
+        assert f(1) == 2 and g(2) == 4
+        m.compiler.reset()
+        assert m.compiler.allow_in_graph(f) is f
+    assert ember.compiler.list_backends() == []
+    model = ember.nn.Linear(2, 3)
+    out = ember.compiler.compile(model)(ember.ones(1, 2))
+    assert out.shape == (1, 3)
