@@ -683,6 +683,11 @@ _TORCH_HOME = {
     "ember.utils.data.sampler.DistributedSampler":
         "torch.utils.data.distributed.DistributedSampler",
 }
+# ember classes pickled under their own names: PyTorch's class of that name is implemented in C
+# with an incompatible state (a torch.Generator given ember's state crashes the interpreter),
+# so real torch.load must fail cleanly on them instead
+_EMBER_ONLY = frozenset({"ember._random.Generator"})
+
 # public namespaces, in the order an object's PyTorch name is looked for
 _HOMES = ("ember.nn.functional", "ember", "ember.nn", "ember.nn.init", "ember.nn.utils.rnn",
           "ember.nn.utils", "ember.optim.lr_scheduler", "ember.optim", "ember.utils.data",
@@ -740,7 +745,7 @@ def _torch_global(obj: Any) -> tuple[str, str] | None:
     qual = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None)
     if not isinstance(mod, str) or not isinstance(qual, str):
         return None
-    if mod != "ember" and not mod.startswith("ember."):
+    if mod != "ember" and not mod.startswith("ember.") or f"{mod}.{qual}" in _EMBER_ONLY:
         return None
     full = _TORCH_HOME.get(f"{mod}.{qual}")
     if full is not None:
@@ -857,7 +862,12 @@ class _FullPickler(pickle._Pickler):  # the Python pickler: its save_global can 
         self.memoize(obj)
 
     def save_global(self, obj: Any, name: str | None = None) -> None:
-        tg = _torch_global(obj)
+        if name is not None and not isinstance(obj, type) and "." not in name:
+            # a singleton whose __reduce__ gives its name (ember.strided): PyTorch's name
+            mod = getattr(obj, "__module__", None) or type(obj).__module__
+            tg = _public_name(obj, name) if str(mod).startswith("ember") else None
+        else:
+            tg = _torch_global(obj)
         if tg is None:
             super().save_global(obj, name)
         else:

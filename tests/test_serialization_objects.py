@@ -247,6 +247,21 @@ def test_full_load_runs_the_pickle_and_maps_torch_names(tmp_path):
     assert canary.exists() and r[1] is ember.float16 and r[2] is nn.Linear
 
 
+def test_singletons_and_ember_only_classes():
+    g = ember.Generator().manual_seed(3)
+    buf = _bytes({"layout": ember.strided, "fmt": ember.contiguous_format, "g": g})
+    names = _globals(buf)
+    assert {"torch.strided", "torch.contiguous_format"} <= names
+    # torch.Generator is a C class with another state layout: never named as PyTorch's
+    assert "torch.Generator" not in names and "ember._random.Generator" in names
+    r = load(buf, weights_only=False)
+    assert r["layout"] is ember.strided and r["fmt"] is ember.contiguous_format
+    assert ember.equal(r["g"].get_state(), g.get_state())
+    if torch is not None:
+        buf.seek(0)
+        assert torch.load(buf, weights_only=False)["layout"] is torch.strided
+
+
 def test_full_load_names_what_ember_lacks():
     pkl = b"\x80\x02ctorch.nn.modules.linear\nNoSuchLayer\n)\x81."
     buf = io.BytesIO()
