@@ -1172,9 +1172,6 @@ class TensorMethods:
     def is_inference(self) -> bool:
         return False
 
-    def is_shared(self) -> bool:
-        return False
-
     def is_set_to(self, tensor: Any) -> bool:
         """True when both tensors view the same memory with the same shape and strides."""
         return (self.data_ptr() == tensor.data_ptr() and tuple(self.shape) == tuple(tensor.shape)
