@@ -244,6 +244,15 @@ def test_multioutput_view_modified_under_no_grad():
 
     _assert_same(prog2)
 
+    def prog3(m):  # the base modified under no_grad, then the chunk used under no_grad
+        x = m.tensor([-0.11, 1.8, 1.14, -0.13], dtype=m.float64, requires_grad=True)
+        v = x.chunk(2)[0]
+        with m.no_grad():
+            x.div_(m.tensor([1.59, 1.55, 1.12, 0.89], dtype=m.float64, requires_grad=True))
+            return v.mean(0, keepdim=True)
+
+    _assert_same(prog3)
+
 
 @pytest.mark.xfail(strict=False, reason="issue 10: retain_grad_then_inplace")
 def test_retain_grad_follows_inplace_through_inline_view():
@@ -487,10 +496,50 @@ def test_add_scalar_other_with_alpha():
     _assert_same(lambda m: m.add(m.tensor([1, 2]), 3, alpha=2))
 
 
-@pytest.mark.xfail(strict=False, reason="issue 10: alpha_with_bool_operand")
-def test_add_bool_operand_with_alpha_keeps_dtype():
+@pytest.mark.xfail(strict=False, reason="issue 10: alpha_promotion")
+def test_add_with_alpha_promotes_like_pytorch():
     def prog(m):
         r = m.add(m.tensor([1, 2], dtype=m.uint8), m.tensor([True, False]), alpha=2)
         return str(r.dtype), r
+
+    def prog2(m):
+        r = m.add(m.tensor(-0.5, dtype=m.float64), m.tensor([3, 5], dtype=m.uint8), alpha=0.5)
+        return str(r.dtype), r
+
+    _assert_same(prog)
+    _assert_same(prog2)
+
+
+@pytest.mark.xfail(strict=False, reason="issue 10: softmax_empty_int")
+def test_log_softmax_of_empty_int_tensor():
+    _assert_same(lambda m: m.log_softmax(m.zeros((2, 0), dtype=m.int64), 1))
+
+
+@pytest.mark.xfail(strict=False, reason="issue 10: inplace_on_expanded (empty)")
+def test_inplace_on_expanded_empty_view():
+    """An in-place op through an expand of an empty view writes nothing: PyTorch allows it."""
+
+    def prog(m):
+        x = m.tensor([1.0, 2.0, 3.0], dtype=m.float64, requires_grad=True)
+        y = x * x
+        y.narrow(0, 1, 0).unsqueeze(0).expand(2, -1).add_(3)
+        y.sum().backward()
+        return y, x.grad
+
+    _assert_same(prog)
+
+
+@pytest.mark.xfail(strict=False, reason="issue 10: no_grad_view (detach of it, then in-place)")
+def test_detached_no_grad_view_inplace_with_the_view():
+    """d = v.detach(); d.sub_(v) where v is a no_grad view that requires grad: d requires grad."""
+
+    def prog(m):
+        x = m.tensor([1.0, 2.0], dtype=m.float64, requires_grad=True)
+        y = x.exp()
+        with m.no_grad():
+            v = y.select(0, 1)
+        d = v.detach()
+        d.sub_(v, alpha=2)
+        return d.requires_grad, d
 
     _assert_same(prog)

@@ -74,6 +74,7 @@ KNOWN_GAPS: set[str] = {
     "norm_p0",  # class norm_p0
     "int_dtype_reduce_grad",  # class int_dtype_reduce_grad
     "var_dof_nonpositive",  # class var_dof_nonpositive
+    "reduce_empty_int",  # class softmax_empty_int
     # promotion family
     "bool_sub",  # class bool_subtraction
     "bool_pow_floordiv",  # class bool_pow_floordiv
@@ -83,7 +84,8 @@ KNOWN_GAPS: set[str] = {
     "scalar_arg:atan2",  # class python_scalar_first_argument
     "int_alpha_float",  # class int_alpha_float
     "alpha_scalar_other",  # class alpha_with_scalar_other
-    "alpha_with_bool",  # class alpha_with_bool_operand
+    "alpha_with_bool",  # class alpha_promotion
+    "alpha_mixed_dtypes",  # class alpha_promotion
 }
 
 FAMILIES = ("views", "indexing", "shape", "reductions", "promotion")
@@ -501,7 +503,13 @@ def describe(x: Any, m: Any) -> Any:
         arr = x.detach()
         if hasattr(arr, "resolve_neg"):
             arr = arr.resolve_neg().resolve_conj()
-        vals = np.array(arr.cpu().numpy(), copy=True)
+        if getattr(arr, "_is_zerotensor", lambda: False)():
+            # PyTorch's lazily-zero gradient (double backward): numpy() refuses it
+            vals = np.zeros(
+                tuple(arr.shape), dtype=np.float64 if "64" in str(arr.dtype) else np.float32
+            )
+        else:
+            vals = np.array(arr.cpu().numpy(), copy=True)
         return {
             "t": "tensor",
             "shape": tuple(int(d) for d in x.shape),
@@ -2099,6 +2107,8 @@ def gen_reductions(b: Builder) -> None:
         feats = {"reduce:" + fn}
         if dtype == "bool":
             feats.add("reduce_bool:" + fn)
+        if fn in ("softmax", "log_softmax") and dtype in ("int64", "bool") and 0 in shape:
+            feats.add("reduce_empty_int")  # softmax of an empty integer tensor
         if fn == "norm" and args and args[0].value == 0:
             feats.add("norm_p0")
         if dtype == "float64" and ("dtype", DType("int64")) in kw:
@@ -2239,6 +2249,7 @@ def _promo_tags(b: Builder, op: str, a: Any, c: Any, kwargs: tuple, is_call: boo
     - ``int_alpha_float``: ``add``/``sub`` of integer operands with a float ``alpha``.
     - ``alpha_scalar_other``: ``add``/``sub`` with a Python scalar ``other`` and ``alpha``.
     - ``alpha_with_bool``: ``add``/``sub`` with ``alpha`` and a bool tensor operand.
+    - ``alpha_mixed_dtypes``: ``add``/``sub`` with ``alpha`` and operands of different dtypes.
     """
     torch = b.torch
     try:
@@ -2274,6 +2285,8 @@ def _promo_tags(b: Builder, op: str, a: Any, c: Any, kwargs: tuple, is_call: boo
             tags.add("alpha_scalar_other")
         if "bool" in kinds:
             tags.add("alpha_with_bool")
+        if len(kinds) > 1:
+            tags.add("alpha_mixed_dtypes")
     return frozenset(tags)
 
 
@@ -2444,14 +2457,19 @@ CLASSES: dict[str, tuple[frozenset, str]] = {
         frozenset({"int_dtype_reduce_grad"}),
         "sum(..., dtype=torch.int64) of a requires-grad tensor: PyTorch raises",
     ),
+    "softmax_empty_int": (
+        frozenset({"reduce_empty_int"}),
+        "softmax/log_softmax of an empty integer tensor: PyTorch returns an empty result",
+    ),
     "var_dof_nonpositive": (
         frozenset({"var_dof_nonpositive"}),
         "std/var with correction >= the number of reduced elements: PyTorch's gradient is finite "
         "(0), ember's is nan",
     ),
-    "alpha_with_bool_operand": (
-        frozenset({"alpha_with_bool"}),
-        "torch.add(int_tensor, bool_tensor, alpha=2): PyTorch keeps the int dtype, ember gives int64",
+    "alpha_promotion": (
+        frozenset({"alpha_with_bool", "alpha_mixed_dtypes"}),
+        "torch.add/sub with alpha and operands of different dtypes: ember's result dtype differs "
+        "(uint8 + bool, alpha=2 gives int64; 0-d float64 + uint8, alpha=0.5 gives float32)",
     ),
     # indexing and shape families
     "index_put_dtype_mismatch": (
