@@ -54,6 +54,13 @@ CASES = {
     "Gumbel": (dict(loc=[0.0, 1.0], scale=[1.0, 2.0]), [0.3, -2.0], None),
     "Multinomial": (dict(total_count=5, probs=[[0.2, 0.3, 0.5], [0.1, 0.1, 0.8]]),
                     [[1.0, 1.0, 3.0], [0.0, 5.0, 0.0]], None),
+    "HalfCauchy": (dict(scale=[1.0, 2.0]), [0.3, 2.0], None),
+    "Weibull": (dict(scale=[1.0, 2.0], concentration=[0.5, 3.0]), [0.3, 2.0], None),
+    "Pareto": (dict(scale=[1.0, 2.0], alpha=[0.5, 3.0]), [1.3, 2.5], None),
+    "NegativeBinomial": (dict(total_count=[3.0, 0.5], probs=[0.2, 0.7]), [0.0, 4.0], None),
+    "RelaxedBernoulli": (dict(temperature=[0.5], probs=[0.2, 0.7]), [0.3, 0.9], None),
+    "RelaxedOneHotCategorical": (dict(temperature=[0.7], logits=[[0.5, 4.0, 1.0], [2.0, 2.0, 2.0]]),
+                                 [[0.2, 0.3, 0.5], [0.1, 0.1, 0.8]], None),
     "MultivariateNormal": (dict(loc=[[0.0, 1.0], [1.0, -1.0]],
                                 covariance_matrix=[[2.0, 0.5], [0.5, 1.0]]),
                            [[[0.3, 2.0], [1.0, 1.0]]], None),
@@ -157,6 +164,9 @@ STATS = {
     "Chi2": lambda m: m.Chi2(T(m, [1.0, 6.0])),
     "Gumbel": lambda m: m.Gumbel(T(m, [0.0, 2.0]), T(m, [1.0, 0.5])),
     "Multinomial": lambda m: m.Multinomial(7, T(m, [0.2, 0.5, 0.3])),
+    "Weibull": lambda m: m.Weibull(T(m, [1.0, 2.0]), T(m, [1.5, 3.0])),
+    "Pareto": lambda m: m.Pareto(T(m, [1.0, 2.0]), T(m, [6.0, 8.0])),
+    "NegativeBinomial": lambda m: m.NegativeBinomial(T(m, [3.0, 0.5]), T(m, [0.2, 0.7])),
     "Mixture": lambda m: m.MixtureSameFamily(m.Categorical(T(m, [0.3, 0.7])),
                                              m.Normal(T(m, [-1.0, 2.0]), T(m, [0.5, 1.0]))),
 }
@@ -664,3 +674,19 @@ def test_gamma_cdf_gradients():
     fd = (TD.Gamma(T(torch, [2.0 + h, 0.5 + h, 30.0 + h]), 1.5).cdf(T(torch, x.numpy()))
           - TD.Gamma(T(torch, [2.0 - h, 0.5 - h, 30.0 - h]), 1.5).cdf(T(torch, x.numpy()))) / (2 * h)
     close(g, fd, 1e-6)
+
+
+def test_gumbel_softmax_samples():
+    logits = T(ember, [[1.0, 2.0, 0.5]]).requires_grad_()
+    ember.manual_seed(0)
+    d = ED.RelaxedOneHotCategorical(ember.tensor(0.1, dtype=ember.float64), logits=logits)
+    y = d.rsample((2000,))
+    close(y.sum(-1), ember.ones(2000, 1, dtype=ember.float64), 1e-9)
+    assert float(y.max(-1).values.mean()) > 0.9  # nearly one-hot at a low temperature
+    freq = np.bincount(y.argmax(-1).numpy().ravel(), minlength=3) / 2000
+    np.testing.assert_allclose(freq, ED.Categorical(logits=logits).probs.detach().numpy()[0],
+                               atol=0.04)  # argmax of Gumbel-perturbed logits is Categorical
+    (g,) = ember.autograd.grad((y * T(ember, [1.0, -1.0, 2.0])).sum(), logits)
+    assert bool(g.isfinite().all()) and float(g.abs().sum()) > 0
+    b = ED.RelaxedBernoulli(0.5, logits=logits[0, :2]).rsample((10,))
+    assert bool(((b > 0) & (b < 1)).all()) and b.requires_grad
