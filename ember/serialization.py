@@ -623,8 +623,8 @@ def _where(path: tuple) -> str:
 
 
 def _collect(obj: Any, tensors: list[Tensor], seen: set[int], path: tuple) -> None:
-    """Check that ``obj`` can be saved (and read back by torch's weights_only reader); gather
-    its tensors in order."""
+    """Gather ``obj``'s tensors in order, or raise ``_NeedsFullPickle`` if it holds anything
+    torch's weights_only reader would not rebuild (then the general pickler saves it)."""
     t = type(obj)
     if t in _SAVE_LEAVES or isinstance(obj, np.generic) and obj.dtype.kind in "biuf":
         return
@@ -655,14 +655,7 @@ def _collect(obj: Any, tensors: list[Tensor], seen: set[int], path: tuple) -> No
             for i, v in enumerate(obj):
                 _collect(v, tensors, seen, (*path, i))
         return
-    if isinstance(obj, np.ndarray):
-        hint = "convert it with ember.from_numpy(arr)"
-    elif isinstance(obj, dict | list | tuple):
-        hint = f"convert it to a plain {t.__mro__[1].__name__} first"
-    else:
-        hint = ("checkpoints hold tensors, numbers, strings, None, dtypes, devices and "
-                "dict/list/tuple/set containers of them; save the object's state_dict() instead")
-    raise _NeedsFullPickle(f"{_where(path)} of type {t.__module__}.{t.__qualname__}: {hint}")
+    raise _NeedsFullPickle(f"{_where(path)} of type {t.__module__}.{t.__qualname__}")
 
 
 class _NeedsFullPickle(Exception):
