@@ -195,7 +195,6 @@ _LAZY_ATTRS = {
                      "set_autocast_cache_enabled", "clear_autocast_cache"], "ember.amp.autocast_mode"),
     "compile": "ember._compile",
     "vmap": "ember.func",
-    "vmap": "ember.func",
     "from_dlpack": "ember.utils.dlpack",
     **dict.fromkeys(
         ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "max_pool1d", "max_pool2d",
