@@ -690,3 +690,28 @@ def test_gumbel_softmax_samples():
     assert bool(g.isfinite().all()) and float(g.abs().sum()) > 0
     b = ED.RelaxedBernoulli(0.5, logits=logits[0, :2]).rsample((10,))
     assert bool(((b > 0) & (b < 1)).all()) and b.requires_grad
+
+
+@pytest.mark.parametrize("kw", ["covariance_matrix", "scale_tril", "precision_matrix"])
+def test_batched_mvn_log_prob_entropy_gradients_match_pytorch(kw):
+    rng = np.random.default_rng(0)
+    a = rng.normal(size=(3, 1, 4, 4))
+    cov = a @ a.transpose(0, 1, 3, 2) + 4 * np.eye(4)
+    mat = {"covariance_matrix": cov, "scale_tril": np.linalg.cholesky(cov),
+           "precision_matrix": np.linalg.inv(cov)}[kw]
+    loc = rng.normal(size=(2, 4))
+    v = rng.normal(size=(5, 3, 2, 4))
+    res = []
+    for lib, D in ((ember, ED), (torch, TD)):
+        lt, mt = lib.tensor(loc, requires_grad=True), lib.tensor(mat, requires_grad=True)
+        d = D.MultivariateNormal(lt, **{kw: mt})
+        lp = d.log_prob(lib.tensor(v))
+        q = D.MultivariateNormal(lib.zeros(4, dtype=lib.float64), scale_tril=lib.tensor(
+            np.linalg.cholesky(cov[0, 0]) * 1.5))
+        kl = D.kl_divergence(d, q)
+        loss = lp.sum() + d.entropy().sum() + kl.sum()
+        res.append((lp, d.variance, kl) + lib.autograd.grad(loss, (lt, mt)))
+        assert tuple(d.batch_shape) == (3, 2)
+        assert tuple(d.sample((2,)).shape) == (2, 3, 2, 4)
+    for x, y in zip(*res):
+        close(x, y, 1e-9)

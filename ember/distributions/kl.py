@@ -194,7 +194,7 @@ def _kl_mvn_mvn(p: MultivariateNormal, q: MultivariateNormal) -> Any:
     half_det_diff = q._half_log_det() - p._half_log_det()
     k = p.event_shape[0]
     shape = ember.broadcast_shapes(tuple(lq.shape[:-2]), tuple(lp.shape[:-2]))
-    a = lq.expand(tuple(shape) + (k, k))
+    a = lq.tril().expand(tuple(shape) + (k, k))
     b = lp.expand(tuple(shape) + (k, k))
     term_tr = ember.linalg.solve(a, b).pow(2).sum((-2, -1))  # ||Lq^-1 Lp||_F^2
     term_m = _tri_solve(lq, q.loc - p.loc).pow(2).sum(-1)

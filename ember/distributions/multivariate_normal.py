@@ -23,7 +23,7 @@ def _tri_solve(low: Any, rhs: Any) -> Any:
 
     shape = ember.broadcast_shapes(tuple(low.shape[:-2]), tuple(rhs.shape[:-1]))
     n = low.shape[-1]
-    a = low.expand(tuple(shape) + (n, n))
+    a = low.tril().expand(tuple(shape) + (n, n))  # only the lower triangle is read
     b = rhs.expand(tuple(shape) + (n,)).unsqueeze(-1)
     return ember.linalg.solve(a, b).squeeze(-1)
 
