@@ -4,8 +4,10 @@
 is a small interpreter of its own for the protocol-2 opcodes that ``torch.save`` emits. It never
 imports a module or calls an object named by the file: a GLOBAL is looked up in an allowlist that
 the caller supplies (``find_global``), and the only things REDUCE can call are the plain Python
-functions that allowlist returns (wrapped in ``Callable``), each of which validates its arguments.
-Everything else (INST, OBJ, NEWOBJ, STACK_GLOBAL, FRAME, EXT*, text opcodes, protocols 3-5)
+functions that allowlist returns (wrapped in ``Callable``), each of which validates its arguments,
+and the classes and functions the user allowlisted (``add_safe_globals``), which REDUCE may call,
+NEWOBJ may instantiate and BUILD may give state, never with the reader's own objects as arguments.
+Everything else (INST, OBJ, NEWOBJ_EX, STACK_GLOBAL, FRAME, EXT*, text opcodes, protocols 3-5)
 raises ``UnsafeCheckpointError`` naming the opcode and its byte offset.
 """
 
