@@ -27,7 +27,7 @@ __all__ = [
     "get_deterministic_debug_mode", "set_float32_matmul_precision",
     "get_float32_matmul_precision", "set_warn_always", "is_warn_always_enabled",
     "get_num_interop_threads", "set_num_interop_threads", "init_num_threads",
-    "get_default_device", "set_default_tensor_type", "get_autocast_gpu_dtype",
+    "get_default_device", "get_device_module", "set_default_tensor_type", "get_autocast_gpu_dtype",
     "get_autocast_cpu_dtype", "set_autocast_gpu_dtype", "set_autocast_cpu_dtype",
     "is_autocast_cpu_enabled", "set_autocast_cpu_enabled", "is_complex", "is_nonzero",
     "is_same_size", "is_signed", "is_storage", "is_conj", "is_neg", "is_inference", "typename",
@@ -243,6 +243,18 @@ def get_default_device() -> Any:
     from ._backend import device
 
     return device("cpu")
+
+
+def get_device_module(device: Any = None) -> Any:
+    """The module for a device type: ``torch.cuda`` for 'cuda', ``torch.cpu`` for 'cpu'
+    (no argument: the default device's)."""
+    import importlib
+
+    from ._backend import device as _device
+
+    kind = "cpu" if device is None else (device if isinstance(device, str) else str(device))
+    kind = _device(kind).type if kind not in ("xpu", "mps") else kind
+    return importlib.import_module(f"ember.{kind}")
 
 
 def set_default_tensor_type(t: Any) -> None:

@@ -786,3 +786,17 @@ def test_compiler_module():
     model = ember.nn.Linear(2, 3)
     out = ember.compiler.compile(model)(ember.ones(1, 2))
     assert out.shape == (1, 3)
+
+
+def test_vmap_device_module_and_torch_function_probes():
+    f = ember.vmap(lambda x: x * 2)
+    assert f(ember.ones(3, 2)).shape == (3, 2)
+    assert ember.get_device_module("cpu") is ember.cpu
+    assert ember.get_device_module() is ember.cpu
+    assert ember.get_device_module("cuda") is ember.cuda
+    assert torch.get_device_module("cpu") is torch.cpu
+    F = ember.nn.functional
+    x = ember.ones(2)
+    assert F.has_torch_function((x,)) is False
+    assert F.has_torch_function_unary(x) is False and F.has_torch_function_variadic(x) is False
+    assert F.handle_torch_function(lambda a: a + 1, (x,), x).tolist() == [2.0, 2.0]

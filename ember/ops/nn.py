@@ -21,6 +21,10 @@ from . import elementwise as _ew
 from ._op import Op
 
 __all__ = [
+    "has_torch_function",
+    "has_torch_function_unary",
+    "has_torch_function_variadic",
+    "handle_torch_function",
     "affine_grid",
     "grid_sample",
     "multi_margin_loss",
@@ -1738,3 +1742,26 @@ def max_unpool2d(input: Any, indices: Any, kernel_size: Any, stride: Any = None,
                  padding: Any = 0, output_size: Any = None) -> Any:
     """The inverse of ``max_pool2d`` (indices flat over each H x W plane)."""
     return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 2)
+
+
+# ---------------------------------------------------------------------------------------------
+# the __torch_function__ protocol's probes: ember has no tensor-subclass dispatch, so nothing
+# ever needs handling
+
+
+def has_torch_function(relevant_args: Any) -> bool:
+    """False: ember does not dispatch ``__torch_function__`` overrides."""
+    return False
+
+
+def has_torch_function_unary(arg: Any) -> bool:
+    return False
+
+
+def has_torch_function_variadic(*args: Any) -> bool:
+    return False
+
+
+def handle_torch_function(public_api: Any, relevant_args: Any, *args: Any, **kwargs: Any) -> Any:
+    """Calls ``public_api`` directly (there are no overrides to dispatch to)."""
+    return public_api(*args, **kwargs)
