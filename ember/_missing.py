@@ -48,10 +48,19 @@ def record(name: str) -> None:
     touched[name] = None
 
 
-def report() -> str:
-    """The text ``ember run --report`` prints at exit."""
+def report(ended_by: str | None = None) -> str:
+    """The text ``ember run --report`` prints at exit.
+
+    Args:
+        ended_by: the exception that stopped the run early (``"Type: message"``), if any: the
+            program's later code was never reached, so the report cannot speak for it.
+    """
     if not touched:
-        return "ember run --report: the run used no PyTorch API that ember lacks."
-    lines = ["ember run --report: PyTorch APIs this run reached for that ember does not implement yet:"]
-    lines += [f"  {name}" for name in touched]
+        lines = ["ember run --report: the run used no PyTorch API that ember lacks."]
+    else:
+        lines = ["ember run --report: PyTorch APIs this run reached for that ember does not "
+                 "implement yet:"]
+        lines += [f"  {name}" for name in touched]
+    if ended_by:
+        lines.append(f"The run ended early ({ended_by}); code after that point was not checked.")
     return "\n".join(lines)

@@ -18,7 +18,8 @@ _LAUNCHER_FILES = frozenset({
     "<frozen importlib._bootstrap_external>",
 })
 _RUNPY_FILES = _LAUNCHER_FILES - {__file__}
-_launcher_main: Any = None  # the launcher's own __main__ module, kept alive once the script's replaces it
+_ended_by: str | None = None  # "Type: message" of the exception that ended the run, for --report
+_launcher_main: Any = None  # the launcher's own __main__, kept alive after the script's replaces it
 
 
 def _set_path0(directory: str) -> None:
@@ -74,7 +75,9 @@ def _note_missing(exc: BaseException) -> None:
 
 def _report_uncaught(exc: BaseException) -> int:
     """Print ``exc`` as the interpreter would for an uncaught exception; return the exit code."""
+    global _ended_by
     _note_missing(exc)
+    _ended_by = "".join(traceback.format_exception_only(exc)).strip().splitlines()[-1]
     # A script that does not compile gets no traceback, only the error (as with python).
     tb = None if isinstance(exc, SyntaxError) and _raised_by_launcher(exc, _LAUNCHER_FILES) \
         else _user_traceback(exc.__traceback__)
@@ -120,7 +123,7 @@ def _run(args: argparse.Namespace) -> int:
 
         from ._missing import report
 
-        atexit.register(lambda: print(report(), file=sys.stderr))
+        atexit.register(lambda: print(report(_ended_by), file=sys.stderr))
     sys.argv = [args.target, *args.args]
     try:
         if args.module:

@@ -220,22 +220,35 @@ def test_missing_script_and_module_messages(tmp_path):
 
 def test_report_lists_what_ended_the_run(tmp_path):
     script = tmp_path / "r.py"
-    script.write_text("import torch\nprint(torch.ones(1).item())\nimport torch.onnx\n")
+    script.write_text("import torch\nprint(torch.ones(1).item())\nimport torch.no_such_submodule\n")
     out = ember("run", "--report", str(script))
     assert out.returncode == 1 and out.stdout == "1.0\n"
-    assert "ModuleNotFoundError: ember does not implement torch.onnx yet" in out.stderr
+    assert "ModuleNotFoundError: ember does not implement torch.no_such_submodule yet" in out.stderr
     report = out.stderr.split("ember run --report")[-1]
-    assert "no PyTorch API" not in report and "  torch.onnx" in report.splitlines()
+    assert "no PyTorch API" not in report and "  torch.no_such_submodule" in report.splitlines()
+    assert report.splitlines()[-1] == (
+        "The run ended early (ModuleNotFoundError: ember does not implement "
+        "torch.no_such_submodule yet (looked for ember.no_such_submodule)); code after that point "
+        "was not checked.")
+    # a run that dies on another package says so rather than giving a clean bill
+    script.write_text("import torch\nimport a_dependency_that_is_not_installed\n")
+    out = ember("run", "--report", str(script))
+    assert out.returncode == 1
+    assert out.stderr.splitlines()[-2:] == [
+        "ember run --report: the run used no PyTorch API that ember lacks.",
+        "The run ended early (ModuleNotFoundError: No module named "
+        "'a_dependency_that_is_not_installed'); code after that point was not checked."]
     # `from torch.x import name` where the module exists but the name does not
     script.write_text("from torch.utils.data.sampler import NoSuchSampler\n")
     out = ember("run", "--report", str(script))
     assert out.returncode == 1
     assert "  torch.utils.data.sampler.NoSuchSampler" in out.stderr.splitlines()
     # a module probed and caught is listed too, and the run goes on
-    script.write_text("try:\n    import torch.onnx\nexcept ImportError:\n    print('no onnx')\n")
+    script.write_text("try:\n    import torch.no_such_submodule\n"
+                      "except ImportError:\n    print('no such submodule')\n")
     out = ember("run", "--report", str(script))
-    assert out.returncode == 0 and out.stdout == "no onnx\n"
-    assert "  torch.onnx" in out.stderr.splitlines()
+    assert out.returncode == 0 and out.stdout == "no such submodule\n"
+    assert "  torch.no_such_submodule" in out.stderr.splitlines() and "ended early" not in out.stderr
 
 
 SPAWN_SCRIPT = """
