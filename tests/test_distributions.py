@@ -715,3 +715,59 @@ def test_batched_mvn_log_prob_entropy_gradients_match_pytorch(kw):
         assert tuple(d.sample((2,)).shape) == (2, 3, 2, 4)
     for x, y in zip(*res):
         close(x, y, 1e-9)
+
+
+CONSTRAINTS = ["real", "positive", "nonnegative", "unit_interval", "simplex", "real_vector",
+               ("greater_than", 2.0), ("greater_than_eq", 1.0), ("less_than", 3.0),
+               ("interval", -1.0, 2.0), ("half_open_interval", 0.0, 1.0), "lower_cholesky",
+               "positive_definite", ("independent_positive", 1)]
+
+
+def _constraint(C, spec):
+    if isinstance(spec, str):
+        return getattr(C, spec)
+    if spec[0] == "independent_positive":
+        return C.independent(C.positive, spec[1])
+    return getattr(C, spec[0])(*spec[1:])
+
+
+@pytest.mark.parametrize("which", ["biject_to", "transform_to"])
+@pytest.mark.parametrize("spec", CONSTRAINTS, ids=str)
+def test_biject_to_and_transform_to_match_pytorch(which, spec):
+    ce, ct = _constraint(ED.constraints, spec), _constraint(TD.constraints, spec)
+    fe, ft = getattr(ED, which), getattr(TD, which)
+    try:
+        tt = ft(ct)
+    except NotImplementedError:
+        with pytest.raises(NotImplementedError):
+            fe(ce)
+        return
+    te = fe(ce)
+    assert repr(te) == repr(tt)
+    shape = (2, 3, 3) if "cholesky" in str(spec) or "definite" in str(spec) else (2, 3)
+    x = np.random.default_rng(0).normal(size=shape)
+    y, yt = te(T(ember, x)), tt(T(torch, x))
+    close(y, yt, 1e-10)
+    assert bool(ce.check(y).all())
+    close(te.inv(y), tt.inv(yt), 1e-8)
+    try:
+        expected = tt.log_abs_det_jacobian(T(torch, x), yt)
+    except NotImplementedError:
+        return
+    close(te.log_abs_det_jacobian(T(ember, x), y), expected, 1e-10)
+
+
+def test_stick_breaking_transform_shapes_and_dirichlet_density():
+    t = ED.StickBreakingTransform()
+    assert tuple(t.forward_shape((4, 2))) == (4, 3)
+    x = T(ember, [[0.3, -1.0], [2.0, 0.0]]).requires_grad_()
+    y = t(x)
+    close(y.sum(-1), T(ember, [1.0, 1.0]), 1e-12)
+    # a density over R^(K-1) obtained by pulling a Dirichlet back through the bijection
+    d = ED.TransformedDistribution(ED.Independent(ED.Normal(ember.zeros(2, dtype=ember.float64),
+                                                            1.0), 1), t)
+    dt = TD.TransformedDistribution(TD.Independent(TD.Normal(torch.zeros(2, dtype=torch.float64),
+                                                             1.0), 1), TD.StickBreakingTransform())
+    v = [[0.2, 0.3, 0.5], [0.6, 0.3, 0.1]]
+    close(d.log_prob(T(ember, v)), dt.log_prob(T(torch, v)), 1e-10)
+    assert tuple(d.event_shape) == (3,) and tuple(d.sample((5,)).shape) == (5, 3)

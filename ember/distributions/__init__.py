@@ -6,13 +6,14 @@ See docs/distributions.md.
 
 from __future__ import annotations
 
-from . import constraints, transforms
+from . import constraint_registry, constraints, transforms
 from .bernoulli import Bernoulli
 from .beta import Beta
 from .binomial import Binomial
 from .categorical import Categorical
 from .cauchy import Cauchy
 from .chi2 import Chi2
+from .constraint_registry import biject_to, transform_to
 from .dirichlet import Dirichlet
 from .distribution import Distribution, ExponentialFamily
 from .exponential import Exponential
@@ -42,9 +43,14 @@ from .transforms import (
     AffineTransform,
     ComposeTransform,
     ExpTransform,
+    IndependentTransform,
+    LowerCholeskyTransform,
+    PositiveDefiniteTransform,
     PowerTransform,
     SigmoidTransform,
+    SoftmaxTransform,
     SoftplusTransform,
+    StickBreakingTransform,
     TanhTransform,
     Transform,
     identity_transform,
@@ -61,7 +67,9 @@ __all__ = [
     "Pareto", "RelaxedBernoulli", "RelaxedOneHotCategorical", "Weibull", "OneHotCategorical", "Poisson", "PowerTransform",
     "SigmoidTransform", "SoftplusTransform", "StudentT", "TanhTransform", "Transform",
     "TransformedDistribution", "Uniform", "constraints", "identity_transform", "kl_divergence",
-    "register_kl", "transforms",
+    "register_kl", "transforms", "biject_to", "transform_to", "constraint_registry",
+    "IndependentTransform", "LowerCholeskyTransform", "PositiveDefiniteTransform",
+    "SoftmaxTransform", "StickBreakingTransform",
 ]
 
 

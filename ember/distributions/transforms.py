@@ -1,8 +1,9 @@
 """``torch.distributions.transforms``: invertible maps with log-abs-det Jacobians.
 
 Implemented: ``ExpTransform``, ``AffineTransform``, ``SigmoidTransform``, ``TanhTransform``,
-``SoftplusTransform``, ``PowerTransform``, ``AbsTransform``, ``ComposeTransform`` and
-``identity_transform``. With ``cache_size=1`` a transform remembers its last (x, y) pair, so
+``SoftplusTransform``, ``PowerTransform``, ``AbsTransform``, ``SoftmaxTransform``,
+``StickBreakingTransform``, ``LowerCholeskyTransform``, ``PositiveDefiniteTransform``,
+``IndependentTransform``, ``ComposeTransform`` and ``identity_transform``. With ``cache_size=1`` a transform remembers its last (x, y) pair, so
 ``inv(t(x))`` returns ``x`` exactly (what keeps SAC's tanh-squashed log-probabilities finite).
 """
 
@@ -14,8 +15,10 @@ from typing import Any
 
 from . import constraints
 
-__all__ = ["AbsTransform", "AffineTransform", "ComposeTransform", "ExpTransform", "PowerTransform",
-           "SigmoidTransform", "SoftplusTransform", "TanhTransform", "Transform", "identity_transform"]
+__all__ = ["AbsTransform", "AffineTransform", "ComposeTransform", "ExpTransform",
+           "IndependentTransform", "LowerCholeskyTransform", "PositiveDefiniteTransform",
+           "PowerTransform", "SigmoidTransform", "SoftmaxTransform", "SoftplusTransform",
+           "StickBreakingTransform", "TanhTransform", "Transform", "identity_transform"]
 
 
 def _sum_rightmost(value: Any, dim: int) -> Any:
@@ -218,6 +221,16 @@ class ComposeTransform(Transform):
         for part in self.parts:
             x = part(x)
         return x
+
+    def forward_shape(self, shape: Any) -> Any:
+        for part in self.parts:
+            shape = part.forward_shape(shape)
+        return shape
+
+    def inverse_shape(self, shape: Any) -> Any:
+        for part in reversed(self.parts):
+            shape = part.inverse_shape(shape)
+        return shape
 
     def log_abs_det_jacobian(self, x: Any, y: Any) -> Any:
         import ember
@@ -482,3 +495,160 @@ class AffineTransform(Transform):
                                       tuple(getattr(self.scale, "shape", ())))
 
     inverse_shape = forward_shape
+
+
+class IndependentTransform(Transform):
+    """Treat ``reinterpreted_batch_ndims`` extra right-most dimensions as part of the event
+    (the log-abs-det Jacobian is summed over them)."""
+
+    def __init__(self, base_transform: Transform, reinterpreted_batch_ndims: int,
+                 cache_size: int = 0) -> None:
+        super().__init__(cache_size=cache_size)
+        self.base_transform = base_transform.with_cache(cache_size)
+        self.reinterpreted_batch_ndims = reinterpreted_batch_ndims
+
+    def with_cache(self, cache_size: int = 1) -> Transform:
+        if self._cache_size == cache_size:
+            return self
+        return IndependentTransform(self.base_transform, self.reinterpreted_batch_ndims,
+                                    cache_size=cache_size)
+
+    @property
+    def domain(self) -> Any:  # type: ignore[override]
+        return constraints.independent(self.base_transform.domain, self.reinterpreted_batch_ndims)
+
+    @property
+    def codomain(self) -> Any:  # type: ignore[override]
+        return constraints.independent(self.base_transform.codomain,
+                                       self.reinterpreted_batch_ndims)
+
+    @property
+    def bijective(self) -> bool:  # type: ignore[override]
+        return self.base_transform.bijective
+
+    @property
+    def sign(self) -> Any:  # type: ignore[override]
+        return self.base_transform.sign
+
+    def _call(self, x: Any) -> Any:
+        return self.base_transform(x)
+
+    def _inverse(self, y: Any) -> Any:
+        return self.base_transform.inv(y)
+
+    def log_abs_det_jacobian(self, x: Any, y: Any) -> Any:
+        return _sum_rightmost(self.base_transform.log_abs_det_jacobian(x, y),
+                              self.reinterpreted_batch_ndims)
+
+    def forward_shape(self, shape: Any) -> Any:
+        return self.base_transform.forward_shape(shape)
+
+    def inverse_shape(self, shape: Any) -> Any:
+        return self.base_transform.inverse_shape(shape)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.base_transform!r}, {self.reinterpreted_batch_ndims})"
+
+
+class SoftmaxTransform(Transform):
+    """y = softmax(x) over the last dimension (not bijective: no log-abs-det Jacobian)."""
+
+    domain = constraints.real_vector
+    codomain = constraints.simplex
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, SoftmaxTransform)
+
+    __hash__ = object.__hash__
+
+    def _call(self, x: Any) -> Any:
+        return x.softmax(-1)
+
+    def _inverse(self, y: Any) -> Any:
+        return y.log()
+
+
+class StickBreakingTransform(Transform):
+    """A bijection from R^(K-1) onto the K-simplex by stick breaking (``biject_to(simplex)``)."""
+
+    domain = constraints.real_vector
+    codomain = constraints.simplex
+    bijective = True
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, StickBreakingTransform)
+
+    __hash__ = object.__hash__
+
+    @staticmethod
+    def _offset(x: Any, n: int) -> Any:
+        import ember
+
+        return ember.arange(n, 0, -1, dtype=x.dtype, device=x.device)  # n, n-1, ..., 1
+
+    def _call(self, x: Any) -> Any:
+        from ..nn.functional import pad
+
+        n = x.shape[-1]
+        z = (x - self._offset(x, n).log()).sigmoid()
+        rest = (1 - z).cumprod(-1)
+        return pad(z, (0, 1), value=1.0) * pad(rest, (1, 0), value=1.0)
+
+    def _inverse(self, y: Any) -> Any:
+        from .utils import finfo_tiny
+
+        crop = y[..., :-1]
+        n = crop.shape[-1]
+        stick = (1 - crop.cumsum(-1)).clamp(min=finfo_tiny(y))
+        return crop.log() - stick.log() + self._offset(y, n).log()
+
+    def log_abs_det_jacobian(self, x: Any, y: Any) -> Any:
+        from ..nn.functional import logsigmoid
+
+        x = x - self._offset(x, x.shape[-1]).log()
+        return (-x + logsigmoid(x) + y[..., :-1].log()).sum(-1)
+
+    def forward_shape(self, shape: Any) -> Any:
+        return tuple(shape[:-1]) + (shape[-1] + 1,)
+
+    def inverse_shape(self, shape: Any) -> Any:
+        return tuple(shape[:-1]) + (shape[-1] - 1,)
+
+
+class LowerCholeskyTransform(Transform):
+    """Square matrices -> lower-triangular with a positive diagonal (exp of the diagonal)."""
+
+    domain = constraints.independent(constraints.real, 2)
+    codomain = constraints.lower_cholesky
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, LowerCholeskyTransform)
+
+    __hash__ = object.__hash__
+
+    def _call(self, x: Any) -> Any:
+        return x.tril(-1) + x.diagonal(dim1=-2, dim2=-1).exp().diag_embed()
+
+    def _inverse(self, y: Any) -> Any:
+        return y.tril(-1) + y.diagonal(dim1=-2, dim2=-1).log().diag_embed()
+
+
+class PositiveDefiniteTransform(Transform):
+    """Square matrices -> positive-definite matrices, L L^T with L = LowerCholeskyTransform(x)."""
+
+    domain = constraints.independent(constraints.real, 2)
+    codomain = constraints.positive_definite
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, PositiveDefiniteTransform)
+
+    __hash__ = object.__hash__
+
+    def _call(self, x: Any) -> Any:
+        low = LowerCholeskyTransform()(x)
+        return low @ low.mT
+
+    def _inverse(self, y: Any) -> Any:
+        import ember
+
+        return LowerCholeskyTransform().inv(ember.linalg.cholesky(y))
