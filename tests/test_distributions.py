@@ -466,6 +466,8 @@ def test_enumerate_support_and_repr_match_pytorch():
             close(a, b)
             assert str(a.dtype) == str(b.dtype)
     assert repr(ED.Normal(0.0, 1.0)) == repr(TD.Normal(0.0, 1.0))
+    assert repr(ED.Normal(ember.zeros(1), 1.0)) == repr(TD.Normal(torch.zeros(1), 1.0))
+    assert repr(ED.Binomial(3, ember.tensor([0.5]))) == repr(TD.Binomial(3, torch.tensor([0.5])))
     assert repr(ED.Normal(ember.zeros(2), 1.0)) == repr(TD.Normal(torch.zeros(2), 1.0))
     assert repr(ED.Categorical(logits=ember.zeros(3))) == repr(TD.Categorical(logits=torch.zeros(3)))
 

@@ -52,7 +52,7 @@ class Binomial(Distribution):
         for p in ("total_count", "probs", "logits"):
             if p in self.__dict__:
                 v = self.__dict__[p]
-                parts.append(f"{p}: {v.item() if v.numel() == 1 else v.size()}")
+                parts.append(f"{p}: {v if v.numel() == 1 else v.size()}")
         return f"Binomial({', '.join(parts)})"
 
     @property

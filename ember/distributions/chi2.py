@@ -31,4 +31,4 @@ class Chi2(Gamma):
 
     def __repr__(self) -> str:
         d = self.df
-        return f"Chi2(df: {d.item() if d.numel() == 1 else d.size()})"
+        return f"Chi2(df: {d if d.numel() == 1 else d.size()})"

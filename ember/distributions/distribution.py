@@ -217,7 +217,7 @@ class Distribution:
         parts = []
         for p in names:
             v = self.__dict__[p]
-            parts.append(f"{p}: {v.item() if v.numel() == 1 else v.size()}")
+            parts.append(f"{p}: {v if v.numel() == 1 else v.size()}")
         return f"{type(self).__name__}({', '.join(parts)})"
 
 

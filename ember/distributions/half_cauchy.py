@@ -35,7 +35,7 @@ class HalfCauchy(TransformedDistribution):
 
     def __repr__(self) -> str:
         s = self.scale
-        return f"HalfCauchy(scale: {s.item() if s.numel() == 1 else s.size()})"
+        return f"HalfCauchy(scale: {s if s.numel() == 1 else s.size()})"
 
     @property
     def mean(self) -> Any:

@@ -35,7 +35,7 @@ class HalfNormal(TransformedDistribution):
 
     def __repr__(self) -> str:
         s = self.scale
-        return f"HalfNormal(scale: {s.item() if s.numel() == 1 else s.size()})"
+        return f"HalfNormal(scale: {s if s.numel() == 1 else s.size()})"
 
     @property
     def mean(self) -> Any:

@@ -46,7 +46,7 @@ class Multinomial(Distribution):
         p = self._categorical
         name = "probs" if "probs" in p.__dict__ else "logits"
         v = p.__dict__[name]
-        return f"Multinomial({name}: {v.item() if v.numel() == 1 else v.size()})"
+        return f"Multinomial({name}: {v if v.numel() == 1 else v.size()})"
 
     @constraints.dependent_property(is_discrete=True, event_dim=1)
     def support(self) -> Any:

@@ -40,7 +40,7 @@ class OneHotCategorical(Distribution):
         p = self._categorical
         name = "probs" if "probs" in p.__dict__ else "logits"
         v = p.__dict__[name]
-        return f"OneHotCategorical({name}: {v.item() if v.numel() == 1 else v.size()})"
+        return f"OneHotCategorical({name}: {v if v.numel() == 1 else v.size()})"
 
     @property
     def _num_events(self) -> int:
