@@ -284,3 +284,45 @@ def test_spawned_dataloader_workers_get_the_alias(tmp_path, context):
     assert out.returncode == 0, out.stderr
     assert out.stdout == "[[0.0, 1.0, 4.0, 9.0], [16.0, 25.0, 36.0, 49.0]] ember\n"
     assert "real torch imported" not in out.stderr
+
+
+def test_keyboard_interrupt_and_main_module_pickling(tmp_path):
+    script = tmp_path / "k.py"
+    script.write_text(textwrap.dedent("""
+        import inspect, pickle, sys
+        class Config:
+            lr = 0.1
+        def f():
+            return 1
+        back = pickle.loads(pickle.dumps(Config()))
+        print(type(back).__module__, back.lr, inspect.getsource(f).split()[1])
+        if len(sys.argv) > 1:
+            raise KeyboardInterrupt
+    """))
+    ref, out = python(str(script)), ember("run", str(script))
+    assert out.returncode == 0 and out.stdout == ref.stdout == "__main__ 0.1 f():\n"
+    out = ember("run", str(script), "stop")
+    assert out.returncode == 130
+    assert out.stderr.splitlines()[-1] == "KeyboardInterrupt"
+    assert f'File "{script}", line 10, in <module>' in out.stderr
+
+
+def test_children_hook_pickles_an_installer_and_uninstalls():
+    import multiprocessing.spawn as spawn
+
+    from ember import _alias
+
+    original = spawn.get_preparation_data
+    _alias.install_for_children()
+    try:
+        assert spawn.get_preparation_data is not original
+        data = spawn.get_preparation_data("worker")
+        assert data["name"] == "worker" and _alias._PREP_KEY in data
+        # what the child unpickles: a call to the installer, carrying nothing else
+        reduced = data[_alias._PREP_KEY].__reduce__()
+        assert reduced == (_alias._install_in_child, ())
+        _alias.install_for_children()  # idempotent: wraps once
+        assert spawn.get_preparation_data._ember_original is original
+    finally:
+        _alias._uninstall_for_children()
+    assert spawn.get_preparation_data is original
