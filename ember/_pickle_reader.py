@@ -307,9 +307,10 @@ def _run(data: bytes, find_global: Callable, persistent_load: Callable,
             pos += 1
             if proto != 2 or at != 0:
                 raise _refuse(
-                    f"refused pickle protocol {proto} (at byte {at}): ember reads protocol 2, "
-                    "the protocol torch.save writes by default; re-save the checkpoint with "
-                    "torch.save(obj, f) without pickle_protocol="
+                    f"refused pickle protocol {proto} (at byte {at}): the weights_only reader "
+                    "reads protocol 2, the protocol torch.save writes by default; re-save the "
+                    "checkpoint with torch.save(obj, f) without pickle_protocol=, or, if you "
+                    "trust the file, load it with weights_only=False"
                 )
         elif op == _STOP:
             if not stack:
