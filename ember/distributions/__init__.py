@@ -17,15 +17,20 @@ from .constraint_registry import biject_to, transform_to
 from .dirichlet import Dirichlet
 from .distribution import Distribution, ExponentialFamily
 from .exponential import Exponential
+from .fishersnedecor import FisherSnedecor
 from .gamma import Gamma
 from .geometric import Geometric
 from .gumbel import Gumbel
 from .half_cauchy import HalfCauchy
 from .half_normal import HalfNormal
 from .independent import Independent
+from .inverse_gamma import InverseGamma
 from .kl import kl_divergence, register_kl
+from .kumaraswamy import Kumaraswamy
 from .laplace import Laplace
 from .log_normal import LogNormal
+from .logistic_normal import LogisticNormal
+from .lowrank_multivariate_normal import LowRankMultivariateNormal
 from .mixture_same_family import MixtureSameFamily
 from .multinomial import Multinomial
 from .multivariate_normal import MultivariateNormal
@@ -64,7 +69,8 @@ __all__ = [
     "ExpRelaxedCategorical", "ExponentialFamily", "Gamma", "Geometric", "Gumbel", "HalfCauchy",
     "HalfNormal", "Independent", "Laplace", "LogNormal", "LogitRelaxedBernoulli",
     "MixtureSameFamily", "Multinomial", "MultivariateNormal", "NegativeBinomial", "Normal",
-    "Pareto", "RelaxedBernoulli", "RelaxedOneHotCategorical", "Weibull", "OneHotCategorical", "Poisson", "PowerTransform",
+    "Pareto", "RelaxedBernoulli", "RelaxedOneHotCategorical", "Weibull", "FisherSnedecor",
+    "InverseGamma", "Kumaraswamy", "LogisticNormal", "LowRankMultivariateNormal", "OneHotCategorical", "Poisson", "PowerTransform",
     "SigmoidTransform", "SoftplusTransform", "StudentT", "TanhTransform", "Transform",
     "TransformedDistribution", "Uniform", "constraints", "identity_transform", "kl_divergence",
     "register_kl", "transforms", "biject_to", "transform_to", "constraint_registry",

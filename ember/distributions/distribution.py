@@ -112,7 +112,8 @@ class Distribution:
             if name.startswith("_") or not hasattr(value, "_data"):
                 new.__dict__[name] = value  # plain attributes and private (unbroadcast) tensors
                 continue
-            n = self._param_event_dims.get(name, 0)
+            # trailing non-batch dims: stored tensors are batch_shape + their own event part
+            n = self._param_event_dims.get(name, max(value.dim() - len(self._batch_shape), 0))
             tail = tuple(value.shape[value.dim() - n:]) if n else ()
             new.__dict__[name] = value.expand(tuple(batch_shape) + tail)
         Distribution.__init__(new, batch_shape, self._event_shape, validate_args=False)
