@@ -798,3 +798,16 @@ def test_stick_breaking_transform_shapes_and_dirichlet_density():
     v = [[0.2, 0.3, 0.5], [0.6, 0.3, 0.1]]
     close(d.log_prob(T(ember, v)), dt.log_prob(T(torch, v)), 1e-10)
     assert tuple(d.event_shape) == (3,) and tuple(d.sample((5,)).shape) == (5, 3)
+
+
+def test_one_hot_straight_through_gradient_matches_pytorch():
+    grads = []
+    for lib, D in ((ember, ED), (torch, TD)):
+        logits = T(lib, [[0.3, -1.0, 2.0], [0.0, 0.0, 0.5]]).requires_grad_()
+        d = D.OneHotCategoricalStraightThrough(logits=logits)
+        y = d.rsample((4,))
+        assert tuple(y.shape) == (4, 2, 3) and bool((y.detach().sum(-1) == 1).all())
+        (g,) = lib.autograd.grad((y * T(lib, [1.0, 2.0, -1.0])).sum(), logits)
+        grads.append(g)  # the draw itself has no gradient: equal for any sample
+    close(grads[0], grads[1], 1e-12)
+    assert ED.OneHotCategoricalStraightThrough.has_rsample

@@ -36,7 +36,7 @@ from .multinomial import Multinomial
 from .multivariate_normal import MultivariateNormal
 from .negative_binomial import NegativeBinomial
 from .normal import Normal
-from .one_hot_categorical import OneHotCategorical
+from .one_hot_categorical import OneHotCategorical, OneHotCategoricalStraightThrough
 from .pareto import Pareto
 from .poisson import Poisson
 from .relaxed_bernoulli import LogitRelaxedBernoulli, RelaxedBernoulli
@@ -70,7 +70,8 @@ __all__ = [
     "HalfNormal", "Independent", "Laplace", "LogNormal", "LogitRelaxedBernoulli",
     "MixtureSameFamily", "Multinomial", "MultivariateNormal", "NegativeBinomial", "Normal",
     "Pareto", "RelaxedBernoulli", "RelaxedOneHotCategorical", "Weibull", "FisherSnedecor",
-    "InverseGamma", "Kumaraswamy", "LogisticNormal", "LowRankMultivariateNormal", "OneHotCategorical", "Poisson", "PowerTransform",
+    "InverseGamma", "Kumaraswamy", "LogisticNormal", "LowRankMultivariateNormal",
+    "OneHotCategoricalStraightThrough", "OneHotCategorical", "Poisson", "PowerTransform",
     "SigmoidTransform", "SoftplusTransform", "StudentT", "TanhTransform", "Transform",
     "TransformedDistribution", "Uniform", "constraints", "identity_transform", "kl_divergence",
     "register_kl", "transforms", "biject_to", "transform_to", "constraint_registry",

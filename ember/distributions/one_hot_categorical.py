@@ -92,3 +92,22 @@ class OneHotCategorical(Distribution):
         if expand:
             values = values.expand((n,) + tuple(self._batch_shape) + (n,))
         return values
+
+
+class OneHotCategoricalStraightThrough(OneHotCategorical):
+    """OneHotCategorical whose ``rsample`` passes gradients straight through: the forward value
+    is the one-hot draw, the gradient is that of ``probs``."""
+
+    has_rsample = True
+
+    def expand(self, batch_shape: Any, _instance: Any = None) -> Distribution:
+        new = self._get_checked_instance(OneHotCategoricalStraightThrough, _instance)
+        return super().expand(batch_shape, _instance=new)
+
+    def rsample(self, sample_shape: Any = ()) -> Any:
+        samples = self.sample(sample_shape)
+        probs = self._categorical.probs
+        return samples + (probs - probs.detach())
+
+    def __repr__(self) -> str:
+        return super().__repr__().replace("OneHotCategorical(", "OneHotCategoricalStraightThrough(", 1)
