@@ -63,6 +63,7 @@ KNOWN_GAPS: set[str] = {
     "grad_enters_constant_with_views",  # class grad_enters_constant_through_view
     "backward_after_freed_graph",  # class backward_twice
     "inplace_on_saved_constant",  # class saved_constant_modified_inplace
+    "inplace_int_target_grad_operand",  # class int_inplace_with_grad_operand
     # indexing family
     "index_write_dtype_mismatch_advanced",  # class index_put_dtype_mismatch
     "index_write_empty_target",  # class index_write_empty_target
@@ -391,6 +392,8 @@ def render_step(s: Step) -> list[str]:
         line = render(s.expr)
     elif s.kind == "setitem":
         line = f"{s.target}[{_render_index(s.idx)}] = {render(s.expr)}"
+    elif s.kind == "aug" and s.idx is not None:
+        line = f"{s.target}[{_render_index(s.idx)}] {s.op}= {render(s.expr)}"
     elif s.kind == "aug":
         line = f"{s.target} {s.op}= {render(s.expr)}"
     else:  # pragma: no cover
@@ -484,6 +487,12 @@ def exec_step(s: Step, env: dict, m: Any) -> Any:
         if s.kind == "aug":
             if s.target not in env:
                 raise Undefined(s.target)
+            if s.idx is not None:  # ``target[idx] op= expr``, with Python's evaluation order
+                obj = env[s.target]
+                i = evaluate(s.idx, env, m)
+                item = obj[i]
+                obj[i] = _aug(s.op, item, evaluate(s.expr, env, m))
+                return obj
             env[s.target] = _aug(s.op, env[s.target], evaluate(s.expr, env, m))
             return env[s.target]
     raise ValueError(s.kind)  # pragma: no cover
@@ -709,7 +718,7 @@ def step_op(s: Step) -> str:
     if s.kind == "setitem":
         return "setitem"
     if s.kind == "aug":
-        return f"{s.op}="
+        return f"{s.op}=" if s.idx is None else f"index{s.op}="
     while isinstance(e, (Tup, Index)) and not isinstance(e, (Method, Call)):
         if isinstance(e, Index) and not isinstance(e.obj, (Method, Call)):
             return "getitem"
@@ -995,6 +1004,8 @@ class Builder:
           of an op that read a non-contiguous tensor (its memory layout is the op's choice).
         - ``inplace_on_saved_constant``: (tagged by :meth:`add`) an in-place op on a tensor that
           does not require grad but that a recorded op read (and may have saved for backward).
+        - ``inplace_int_target_grad_operand``: (tagged by :meth:`add`) an in-place op on an
+          integer tensor with an operand that requires grad (``k.copy_(x)``).
         - ``create_graph_with_retain_grad``: (tagged by :meth:`add`) ``autograd.grad(...,
           create_graph=True)`` (or the backward after it) while a tensor has ``retain_grad()``.
         - ``grad_enters_view_of_constant`` / ``grad_enters_constant_with_views``: (tagged by
@@ -1053,7 +1064,7 @@ class Builder:
                         warnings.simplefilter("ignore")
                         tv = evaluate(s.expr.obj, self.env, self.torch)
                 cands = [self.env[k] for k in aliases] + [tv]
-                if any(0 in tuple(w.stride()) and w.numel() > 1 for w in cands if w.dim()):
+                if any(st == 0 and sz > 1 for w in cands for st, sz in zip(w.stride(), w.shape)):
                     tags.add("inplace_on_expanded_alias")
                 if (tv._base is not None and not tv._base.is_contiguous()) or (
                     v._base is not None and not v._base.is_contiguous()
@@ -1125,6 +1136,18 @@ class Builder:
             key = _storage(tv)
             if any(_storage(self.env[n]) == key for n in self.in_graph if n in self.env):
                 tags.add("inplace_on_saved_constant")
+        if (
+            isinstance(tv, self.torch.Tensor)
+            and not tv.is_floating_point()
+            and (
+                _has_grad_literal(s)
+                or any(
+                    isinstance(self.env.get(n), self.torch.Tensor) and self.env[n].requires_grad
+                    for n in self._operand_reads(s)
+                )
+            )
+        ):
+            tags.add("inplace_int_target_grad_operand")
         if isinstance(tv, self.torch.Tensor) and not s.no_grad and not tv.requires_grad:
             ops = [self.env.get(n) for n in self._operand_reads(s)]
             if _has_grad_literal(s) or any(
@@ -1261,6 +1284,7 @@ CONTEXT_TAGS = frozenset(
         "view_of_nograd_view", "backward_after_freed_graph", "create_graph_with_retain_grad",
         "grad_enters_view_of_constant", "grad_enters_constant_with_views",
         "inplace_on_saved_constant", "view_of_result_of_noncontiguous",
+        "inplace_int_target_grad_operand",
     }
 )  # fmt: skip
 
@@ -1864,22 +1888,164 @@ def gen_indexing(b: Builder) -> None:
             # tags: index_write_dtype_mismatch_advanced (a tensor value of another dtype through
             # an advanced index), index_write_empty_target (a tensor value into an empty region)
             wf = {"index_write"}
-            adv = kinds - {"int", "slice", "none", "ellipsis", "range"}
-            if isinstance(val, TensorLit) and val.dtype != dtype and (adv or "range" in kinds):
+            adv = kinds - {"int", "slice", "none", "ellipsis"}
+            aug = r.random() < 0.25
+            if isinstance(val, TensorLit) and val.dtype != dtype and adv and not aug:
                 wf.add("index_write_dtype_mismatch_advanced")
             if isinstance(val, TensorLit) and target_shape is not None and 0 in target_shape:
                 wf.add("index_write_empty_target")
-            b.add(
-                Step("setitem", val, target=y, idx=idx, features=feats | wf),
-                allow_error=0.25,
-            )
+            if aug:  # ``y[idx] += val``
+                op = r.choice(["+", "-", "*"])
+                st = Step("aug", val, target=y, idx=idx, op=op, features=feats | wf | {"index_aug"})
+            else:
+                st = Step("setitem", val, target=y, idx=idx, features=feats | wf)
+            b.add(st, allow_error=0.25)
             if not b.done and r.random() < 0.5:
                 b.add(Step("assign", Method(Var(y), "sum"), out=b.name("s")))
+    if not b.done and r.random() < 0.6:
+        e = _index_op_expr(b, x)
+        if e is not None:
+            src = e[0]
+            if e[2]:  # in place: on a clone
+                y = b.name("y")
+                b.add(Step("assign", Method(Var(x), "clone"), out=y))
+                src = replace(src, obj=Var(y))
+                b.add(Step("expr", src, features=frozenset({"index_op:" + e[1]})), allow_error=0.3)
+            else:
+                b.add(
+                    Step("assign", src, out=b.name("r"), features=frozenset({"index_op:" + e[1]})),
+                    allow_error=0.3,
+                )
     if b.done or dtype != "float64":
         return
     outs = [n for n in b.tensors() if n != x and b.env[n].requires_grad]
     if outs:
         b.backward_of(outs[-1])
+
+
+def _unique_index(b: Builder, shape: tuple, d: int, k: int) -> Any:
+    """An int64 index tensor of ``shape`` with dim ``d`` of size ``k``, unique along ``d``."""
+    ishape = list(shape)
+    ishape[d] = k
+    arr = np.zeros(ishape, dtype=np.int64)
+    others = [n for i, n in enumerate(ishape) if i != d]
+    for pos in np.ndindex(*others):
+        line = b.rng.sample(range(shape[d]), k)
+        key = list(pos)
+        key.insert(d, slice(None))
+        arr[tuple(key)] = line
+    return TensorLit(arr.tolist(), "int64")
+
+
+def _index_op_expr(b: Builder, name: str) -> tuple[Any, str, bool] | None:
+    """(expression, op name, in place) for gather/scatter/index_*/take/put/masked ops."""
+    r = b.rng
+    t = b.env[name]
+    shape = tuple(t.shape)
+    nd = len(shape)
+    if nd == 0 or 0 in shape:
+        return None
+    d = r.randrange(nd)
+    n = shape[d]
+    v = Var(name)
+    dt = _dtype_name(t.dtype)
+    rg = dt == "float64" and r.random() < 0.5
+
+    def idx1(unique: bool) -> Any:
+        k = r.randint(1, n)
+        vals = r.sample(range(n), k) if unique else [r.randrange(n) for _ in range(k)]
+        return TensorLit(vals, "int64"), k
+
+    def src(sh: tuple) -> Any:
+        return TensorLit(b.data(sh, 0.5, 2.0, dt), dt, rg)
+
+    op = r.choice(
+        ["gather", "index_select", "take", "masked_select", "scatter", "scatter_add",
+         "index_add", "index_copy", "index_fill", "index_put_", "masked_scatter", "put_",
+         "scatter_", "index_add_", "index_fill_", "masked_fill"]
+    )  # fmt: skip
+    if op == "gather":
+        k = r.randint(1, 3)
+        ishape = list(shape)
+        ishape[d] = k
+        idx = TensorLit(
+            np.array([r.randrange(n) for _ in range(math.prod(ishape))]).reshape(ishape).tolist(),
+            "int64",
+        )
+        return Call("gather", (v, Lit(d), idx)), op, False
+    if op == "index_select":
+        idx, _k = idx1(False)
+        return Method(v, "index_select", (Lit(d), idx)), op, False
+    if op == "take":
+        return (
+            Call("take", (v, TensorLit([r.randrange(t.numel()) for _ in range(3)], "int64"))),
+            op,
+            False,
+        )
+    if op == "masked_select":
+        return Call("masked_select", (v, Bin(">", v, Lit(0)))), op, False
+    if op == "masked_fill":
+        return Method(v, "masked_fill", (Bin("<", v, Lit(0)), Lit(0.5))), op, False
+    if op in ("scatter", "scatter_", "scatter_add"):
+        k = r.randint(1, n)
+        idx = _unique_index(b, shape, d, k) if op != "scatter_add" else None
+        if idx is None:
+            ishape = list(shape)
+            ishape[d] = k
+            idx = TensorLit(
+                np.array([r.randrange(n) for _ in range(math.prod(ishape))])
+                .reshape(ishape)
+                .tolist(),
+                "int64",
+            )
+        ishape = list(shape)
+        ishape[d] = k
+        return Method(v, op, (Lit(d), idx, src(tuple(ishape)))), op, op.endswith("_")
+    if op in ("index_add", "index_add_", "index_copy"):
+        idx, k = idx1(op == "index_copy")
+        sh = list(shape)
+        sh[d] = k
+        kw = (("alpha", Lit(2)),) if op != "index_copy" and r.random() < 0.3 else ()
+        return Method(v, op, (Lit(d), idx, src(tuple(sh))), kw), op, op.endswith("_")
+    if op in ("index_fill", "index_fill_"):
+        idx, _k = idx1(False)
+        return Method(v, op, (Lit(d), idx, Lit(-1.5))), op, op.endswith("_")
+    if op == "index_put_":
+        m = r.randint(1, 3)
+        acc = r.random() < 0.5
+        rows = (
+            [r.randrange(shape[0]) for _ in range(m)]
+            if acc
+            else r.sample(range(shape[0]), min(m, shape[0]))
+        )
+        vals = src((len(rows),) + shape[1:])
+        return (
+            Method(
+                v,
+                "index_put_",
+                (Tup((TensorLit(rows, "int64"),)), vals),
+                (("accumulate", Lit(acc)),),
+            ),
+            op,
+            True,
+        )
+    if op == "put_":
+        acc = r.random() < 0.5
+        pos = (
+            [r.randrange(t.numel()) for _ in range(3)]
+            if acc
+            else r.sample(range(t.numel()), min(3, t.numel()))
+        )
+        return (
+            Method(
+                v, "put_", (TensorLit(pos, "int64"), src((len(pos),))), (("accumulate", Lit(acc)),)
+            ),
+            op,
+            True,
+        )
+    # masked_scatter
+    mask = Bin(">", v, Lit(0))
+    return Call("masked_scatter", (v, mask, src(shape))), op, False
 
 
 # ---------------- shape family ----------------
@@ -2400,6 +2566,11 @@ CLASSES: dict[str, tuple[frozenset, str]] = {
         frozenset({"inplace_on_view_of_noncontiguous"}),
         "an in-place op under autograd on a view of a non-contiguous tensor: ember raises "
         "'cannot express this view as a window of its base'",
+    ),
+    "int_inplace_with_grad_operand": (
+        frozenset({"inplace_int_target_grad_operand"}),
+        "an in-place op on an integer tensor with a requires-grad operand (k.copy_(x)): PyTorch's "
+        "k does not require grad, ember's does",
     ),
     "saved_constant_modified_inplace": (
         frozenset({"inplace_on_saved_constant"}),
