@@ -361,3 +361,22 @@ def test_linearize_and_replace_batch_norm_match_pytorch():
         return out, fn(t(m, B)), fn(t(m, [0.0, 1.0]))
 
     both(run)
+
+
+def test_deeply_nested_transforms_match_pytorch():
+    def run(m):
+        x = m.tensor([[0.1, 0.2, 0.3], [0.5, -0.4, 1.0]], dtype=m.float64)
+
+        def f(v):
+            return (v.sin() * v.exp()).sum()
+
+        a = m.func.grad(lambda x: m.vmap(m.func.grad(f))(x).pow(2).sum())(x)
+        b = m.func.jacrev(m.vmap(m.func.grad(f)))(x)
+        c = m.vmap(m.func.hessian(f))(x)
+        d = m.func.jvp(m.func.grad(f), (x[0],), (x[1],))
+        e = m.func.vjp(m.func.grad(f), x[0])[1](x[1])
+        with m.no_grad():  # the transforms still differentiate under no_grad
+            g = m.func.grad(f)(x[0])
+        return a, b, c, d, e, g
+
+    both(run)
