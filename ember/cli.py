@@ -45,11 +45,37 @@ def _exit_code(code: Any) -> int:
 
 
 def _user_traceback(tb: types.TracebackType | None) -> types.TracebackType | None:
-    """``tb`` without the launcher's frames (cli.py, runpy, importlib) above the user's code."""
+    """``tb`` without the launcher's frames (cli.py, runpy, importlib) above the user's code,
+    and without the import hook's frames below it (a missing ``torch.x`` then reads like
+    Python's own ModuleNotFoundError: the traceback ends at the user's import line)."""
     first = tb
     while first is not None and first.tb_frame.f_code.co_filename in _LAUNCHER_FILES:
         first = first.tb_next
-    return first if first is not None else tb
+    if first is None:
+        return tb
+    alias_file = _alias_file()
+    frames = _frames(first)
+    keep = len(frames)  # drop a tail made only of the hook's (and importlib's) frames
+    while keep > 1 and frames[keep - 1].tb_frame.f_code.co_filename in (
+            _LAUNCHER_FILES | {alias_file}):
+        keep -= 1
+    if any(t.tb_frame.f_code.co_filename == alias_file for t in frames[keep:]):
+        frames[keep - 1].tb_next = None
+    return first
+
+
+def _alias_file() -> str:
+    from . import _alias
+
+    return _alias.TorchAlias.create_module.__code__.co_filename
+
+
+def _frames(tb: types.TracebackType | None) -> list[types.TracebackType]:
+    out = []
+    while tb is not None:
+        out.append(tb)
+        tb = tb.tb_next
+    return out
 
 
 def _raised_by_launcher(exc: BaseException, files: frozenset[str] = _RUNPY_FILES) -> bool:

@@ -224,6 +224,11 @@ def test_report_lists_what_ended_the_run(tmp_path):
     out = ember("run", "--report", str(script))
     assert out.returncode == 1 and out.stdout == "1.0\n"
     assert "ModuleNotFoundError: ember does not implement torch.no_such_submodule yet" in out.stderr
+    # the traceback ends at the user's import line, as Python's own ModuleNotFoundError does
+    assert out.stderr.splitlines()[:3] == [
+        "Traceback (most recent call last):", f'  File "{script}", line 3, in <module>',
+        "    import torch.no_such_submodule"]
+    assert "_alias.py" not in out.stderr
     report = out.stderr.split("ember run --report")[-1]
     assert "no PyTorch API" not in report and "  torch.no_such_submodule" in report.splitlines()
     assert report.splitlines()[-1] == (
