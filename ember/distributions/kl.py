@@ -18,6 +18,7 @@ from .geometric import Geometric
 from .gumbel import _EULER, Gumbel
 from .independent import Independent, _sum_rightmost
 from .laplace import Laplace
+from .lowrank_multivariate_normal import LowRankMultivariateNormal
 from .multivariate_normal import MultivariateNormal, _tri_solve
 from .normal import Normal
 from .one_hot_categorical import OneHotCategorical
@@ -232,3 +233,20 @@ def _kl_gumbel_gumbel(p: Gumbel, q: Gumbel) -> Any:
     shift = (p.loc - q.loc) / q.scale
     t3 = (lgamma(1 + ratio) - shift).exp()
     return -ratio.log() + shift + ratio * _EULER + t3 - (1 + _EULER)
+
+
+def _as_mvn(d: Any) -> MultivariateNormal:
+    """A LowRankMultivariateNormal as a full MultivariateNormal (same density)."""
+    if isinstance(d, MultivariateNormal):
+        return d
+    return MultivariateNormal(d.loc, scale_tril=d.scale_tril, validate_args=False)
+
+
+def _kl_via_full_mvn(p: Any, q: Any) -> Any:
+    return _kl_mvn_mvn(_as_mvn(p), _as_mvn(q))
+
+
+for _p, _q in ((LowRankMultivariateNormal, LowRankMultivariateNormal),
+               (LowRankMultivariateNormal, MultivariateNormal),
+               (MultivariateNormal, LowRankMultivariateNormal)):
+    register_kl(_p, _q)(_kl_via_full_mvn)
