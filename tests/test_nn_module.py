@@ -156,7 +156,7 @@ def test_registration_errors():
     with pytest.raises(ValueError, match="Cannot assign non-leaf Tensor to parameter"):
         x = nn.Parameter(ember.zeros(2))
         y = nn.Parameter.__new__(nn.Parameter, ember.zeros(2))
-        y.grad_fn = (x * 2).grad_fn
+        y._grad_fn = (x * 2).grad_fn  # grad_fn itself is read-only, as in PyTorch
         m.register_parameter("q", y)
     with pytest.raises(AttributeError, match="'Toy' object has no attribute 'nope'"):
         m.nope  # noqa: B018
