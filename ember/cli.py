@@ -22,11 +22,18 @@ _ended_by: str | None = None  # "Type: message" of the exception that ended the 
 _launcher_main: Any = None  # the launcher's own __main__, kept alive after the script's replaces it
 
 
-def _set_path0(directory: str) -> None:
+def _launcher_dirs() -> set[str]:
+    """What the interpreter put first on ``sys.path`` for the launcher (the ``ember`` script's
+    directory, or the current one for ``python -m ember``); call before ``sys.argv`` changes."""
+    argv0 = sys.argv[0] if sys.argv and sys.argv[0] else "."
+    return {"", os.getcwd(), os.path.dirname(os.path.abspath(argv0)),
+            os.path.dirname(os.path.realpath(argv0))}
+
+
+def _set_path0(directory: str, launcher_dirs: set[str]) -> None:
     """Put ``directory`` first on ``sys.path`` as ``python`` does, in place of the launcher's."""
     if sys.flags.safe_path:  # python -P: nothing is prepended
         return
-    launcher_dirs = {"", os.getcwd(), os.path.dirname(os.path.abspath(sys.argv[0] or "."))}
     if sys.path and sys.path[0] in launcher_dirs:
         sys.path[0] = directory
     else:
@@ -150,10 +157,11 @@ def _run(args: argparse.Namespace) -> int:
         from ._missing import report
 
         atexit.register(lambda: print(report(_ended_by), file=sys.stderr))
+    launcher_dirs = _launcher_dirs()
     sys.argv = [args.target, *args.args]
     try:
         if args.module:
-            _set_path0(os.getcwd())
+            _set_path0(os.getcwd(), launcher_dirs)
             try:
                 runpy.run_module(args.target, run_name="__main__", alter_sys=True)
             except ImportError as e:
@@ -163,7 +171,7 @@ def _run(args: argparse.Namespace) -> int:
                 return 1
         elif os.path.isdir(args.target) or _is_zip(args.target):
             if sys.path and not sys.flags.safe_path:
-                _set_path0(os.path.abspath(args.target))
+                _set_path0(os.path.abspath(args.target), launcher_dirs)
             try:
                 runpy.run_path(args.target, run_name="__main__")
             except ImportError as e:
@@ -178,7 +186,7 @@ def _run(args: argparse.Namespace) -> int:
                 print(f"ember: can't open file {os.path.abspath(args.target)!r}: "
                       f"[Errno {e.errno}] {e.strerror}", file=sys.stderr)
                 return 2
-            _set_path0(os.path.dirname(os.path.realpath(args.target)))
+            _set_path0(os.path.dirname(os.path.realpath(args.target)), launcher_dirs)
             _exec_script(args.target)
     except SystemExit as e:  # the script's own exit code, or its message
         return _exit_code(e.code)

@@ -126,12 +126,17 @@ def test_main_module_file_argv_and_path_like_python(tmp_path):
     (tmp_path / "sub").mkdir()
     script = tmp_path / "sub" / "s.py"
     script.write_text("import sys\nprint(__file__, sys.argv, sys.path[0], __name__, __spec__,"
-                      " sys.modules['__main__'].__file__)\n")
+                      " sys.modules['__main__'].__file__)\nprint(sys.path[1:3])\n")
     ref = python("sub/s.py", "x", cwd=tmp_path)
     out = ember("run", "sub/s.py", "x", cwd=tmp_path)
     assert out.returncode == 0, out.stderr
-    assert out.stdout == ref.stdout
+    assert out.stdout == ref.stdout  # sys.path too: the launcher's directory is not left on it
     assert f"{tmp_path}/sub/s.py ['sub/s.py', 'x'] {tmp_path}/sub" in out.stdout
+    console = Path(sys.executable).with_name("ember")  # the installed `ember` script
+    if console.exists():
+        out = subprocess.run([str(console), "run", "sub/s.py", "x"], capture_output=True,
+                             text=True, cwd=tmp_path, timeout=120)
+        assert out.stdout == ref.stdout, out.stderr
 
 
 @pytest.mark.parametrize("body, code, err", [
