@@ -260,6 +260,12 @@ def randint_like(x: Any, low: int, high: int | None = None, *, dtype: Any = None
     return randint(low, high, tuple(x.shape), dtype=dtype or x.dtype, device=device or x.device)
 
 
+def _copy_from(x: Any, src: Any) -> Any:
+    from .ops.elementwise import copy_from
+
+    return copy_from(x, src)
+
+
 def fill_(t: Any, kind: str, *args: Any, generator: Generator | None = None) -> Any:
     """In-place random fills (``uniform_``, ``normal_``...), written into the tensor's buffer."""
     rng = _rng(generator)
@@ -301,6 +307,11 @@ def fill_(t: Any, kind: str, *args: Any, generator: Generator | None = None) -> 
             "a leaf Variable that requires grad is being used in an in-place operation. "
             "(Initialise parameters inside `with torch.no_grad():`.)"
         )
+    if grad_mode.state.enabled and t.requires_grad:  # in the graph: overwritten values get a
+        from ._tensor import Tensor  # zero gradient, as PyTorch's NormalBackward0 etc. give
+
+        src = vals if type(t._data) is np.ndarray else _backend.to_device(vals, t.device)
+        return t._inplace(_copy_from, Tensor._make(src))
     if type(t._data) is np.ndarray:
         t._data[...] = vals
     else:

@@ -351,6 +351,19 @@ def transposed_base_view_inplace(t):
     return x.grad
 
 
+def random_fill_of_tracked_tensor(t):
+    a = t.ones(3, requires_grad=True)
+    b = a * 2
+    b.normal_()
+    b.sum().backward()
+    g1 = a.grad.clone()
+    a.grad = None
+    c = a * 2
+    c[:2].uniform_()
+    c.sum().backward()
+    return g1, a.grad, c.requires_grad
+
+
 CASES = [
     issue_example, mean_after_view_add, large_view_then_sum_is_finite, view_of_view,
     step_slice_exp, transposed_row, two_dim_slice_zero, view_rederived_after_base_changes,
@@ -367,7 +380,7 @@ CASES = [
     no_grad_view_modified_in_no_grad, split_view_used_after_base_changed,
     retain_grad_follows_inplace, retain_grad_moves_with_view_inplace,
     copyslices_twice_without_retain, relu_mask_keeps_zero_for_infinite_grad,
-    transposed_base_view_inplace,
+    transposed_base_view_inplace, random_fill_of_tracked_tensor,
 ]
 
 
