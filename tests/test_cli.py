@@ -221,6 +221,10 @@ def test_missing_script_and_module_messages(tmp_path):
     out = ember("run", "emptydir", cwd=tmp_path)
     assert out.returncode == 1
     assert out.stderr == "ember: can't find '__main__' module in 'emptydir'\n"
+    (tmp_path / "emptydir" / "__main__.py").write_text(
+        "import sys, torch\nprint(torch.__name__, sys.argv)\n")
+    out = ember("run", "emptydir", "a", cwd=tmp_path)
+    assert (out.returncode, out.stdout) == (0, "ember ['emptydir', 'a']\n"), out.stderr
 
 
 def test_report_lists_what_ended_the_run(tmp_path):
