@@ -206,3 +206,70 @@ def is_array(x: Any) -> bool:
 def synchronize(dev: device | None = None) -> None:
     if _cupy is not None:
         _cupy.cuda.Device((dev.index or 0) if dev is not None else None).synchronize()
+
+
+# ---------------------------------------------------------------------------------------------
+# small CUDA queries for ``ember.cuda`` (each assumes ``cuda_available()``)
+
+
+def cuda_current_device() -> int:
+    """The index of CuPy's current CUDA device."""
+    return int(_import_cupy().cuda.runtime.getDevice())
+
+
+def cuda_set_device(index: int) -> None:
+    _import_cupy().cuda.runtime.setDevice(int(index))
+
+
+def cuda_device_properties(index: int) -> dict:
+    """The CUDA runtime's properties of device ``index`` (name decoded to str)."""
+    props = dict(_import_cupy().cuda.runtime.getDeviceProperties(int(index)))
+    name = props.get("name", b"")
+    props["name"] = name.decode() if isinstance(name, bytes) else str(name)
+    return props
+
+
+def cuda_mem_get_info(index: int) -> tuple[int, int]:
+    """(free, total) bytes on device ``index``."""
+    cp = _import_cupy()
+    with cp.cuda.Device(int(index)):
+        free, total = cp.cuda.runtime.memGetInfo()
+    return int(free), int(total)
+
+
+def cuda_pool_bytes() -> tuple[int, int]:
+    """(used, held) bytes of CuPy's default memory pool."""
+    pool = _import_cupy().get_default_memory_pool()
+    return int(pool.used_bytes()), int(pool.total_bytes())
+
+
+def cuda_free_pool() -> None:
+    """Return the default memory pools' cached blocks to the driver."""
+    cp = _import_cupy()
+    cp.get_default_memory_pool().free_all_blocks()
+    cp.get_default_pinned_memory_pool().free_all_blocks()
+
+
+def cuda_new_stream(index: int, priority: int = 0) -> Any:
+    """A new non-blocking CuPy stream on device ``index``."""
+    cp = _import_cupy()
+    with cp.cuda.Device(int(index)):
+        return cp.cuda.Stream(non_blocking=True, priority=priority)
+
+
+def cuda_current_stream_obj() -> Any:
+    return _import_cupy().cuda.get_current_stream()
+
+
+def cuda_null_stream() -> Any:
+    return _import_cupy().cuda.Stream.null
+
+
+def cuda_new_event(enable_timing: bool, blocking: bool, interprocess: bool) -> Any:
+    cp = _import_cupy()
+    return cp.cuda.Event(block=blocking, disable_timing=not enable_timing,
+                         interprocess=interprocess)
+
+
+def cuda_elapsed_ms(start: Any, end: Any) -> float:
+    return float(_import_cupy().cuda.get_elapsed_time(start, end))

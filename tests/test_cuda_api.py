@@ -1,0 +1,105 @@
+"""``ember.cuda`` without a GPU answers as CPU-only PyTorch does (parity checks)."""
+
+import warnings
+
+import pytest
+
+import ember
+
+torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.skipif(ember.cuda.is_available(), reason="checks the no-GPU answers")
+
+
+def _outcome(mod, expr):
+    """('ok', value) or ('raise', exception types that matter) for ``mod.cuda.<expr>``."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return "ok", eval(f"mod.cuda.{expr}", {"mod": mod})  # noqa: S307
+        except AssertionError:
+            return "raise", AssertionError
+        except TypeError:
+            return "raise", TypeError
+        except RuntimeError:
+            return "raise", RuntimeError
+
+
+VALUES = ["memory_allocated()", "max_memory_allocated()", "memory_reserved()",
+          "max_memory_reserved()", "memory_cached()", "max_memory_cached()", "empty_cache()",
+          "manual_seed(1)", "manual_seed_all(1)", "seed()", "seed_all()", "device_count()",
+          "is_available()", "is_initialized()", "get_rng_state_all()", "get_arch_list()",
+          "set_stream(None)", "is_bf16_supported()", "memory_stats()", "_is_compiled()",
+          "list_gpu_processes()"]
+RAISES = ["get_device_properties(0)", "get_device_properties()", "get_device_capability()",
+          "get_device_name()", "current_device()", "current_stream()", "default_stream()",
+          "synchronize()", "ipc_collect()", "mem_get_info()", "init()", "initial_seed()",
+          "get_rng_state()", "Stream()", "Event()", "CUDAGraph()", "FloatTensor(2)",
+          "HalfTensor([1.0])", "LongTensor(2)", "profiler.start()",
+          "set_per_process_memory_fraction(0.5)"]
+
+
+@pytest.mark.parametrize("expr", VALUES)
+def test_values_match_cpu_only_pytorch(expr):
+    ours, theirs = _outcome(ember, expr), _outcome(torch, expr)
+    assert ours[0] == theirs[0] == "ok"
+    assert ours[1] == theirs[1]
+
+
+@pytest.mark.parametrize("expr", RAISES)
+def test_errors_match_cpu_only_pytorch(expr):
+    ours, theirs = _outcome(ember, expr), _outcome(torch, expr)
+    assert theirs[0] == "raise"
+    assert ours[0] == "raise" and issubclass(ours[1], theirs[1]) or ours[1] is theirs[1]
+
+
+def test_no_cuda_error_is_assertion_and_runtime_error():
+    with pytest.raises(AssertionError, match="not compiled with CUDA"):
+        ember.cuda.current_device()
+    with pytest.raises(RuntimeError, match="is_available"):
+        ember.cuda.get_device_capability()
+
+
+def test_context_managers_are_noops_for_cpu_and_none():
+    x = ember.zeros(2)
+    with ember.cuda.device(-1), ember.cuda.device(None), ember.cuda.device_of(x):
+        with ember.cuda.stream(None) as s:
+            assert s is None
+    assert ember.cuda.device(1).idx == torch.cuda.device(1).idx == 1
+    assert ember.cuda.device("cuda:2").idx == 2
+    with pytest.raises(RuntimeError), ember.cuda.device(0):
+        pass
+
+
+def test_legacy_cuda_types_isinstance():
+    assert not isinstance(ember.zeros(1), ember.cuda.FloatTensor)
+    assert ember.cuda.FloatTensor.__name__ == "FloatTensor"
+
+
+def test_deprecated_resets_warn():
+    with pytest.warns(FutureWarning, match="reset_peak_memory_stats"):
+        ember.cuda.reset_max_memory_allocated()
+    with pytest.warns(FutureWarning):
+        ember.cuda.reset_max_memory_cached()
+    ember.cuda.reset_peak_memory_stats()
+    assert ember.cuda.max_memory_allocated() == 0
+
+
+def test_submodules_resolve():
+    import ember.cuda.amp
+    import ember.cuda.memory
+    import ember.cuda.random
+
+    assert ember.cuda.memory.memory_allocated() == 0
+    assert ember.cuda.random.get_rng_state_all() == []
+    assert ember.cuda.amp.autocast is not None
+    assert ember.cuda.OutOfMemoryError is ember.OutOfMemoryError
+    assert "no CUDA device" in ember.cuda.memory_summary()
+    with pytest.raises(AssertionError):
+        with ember.cuda.profiler.profile():
+            pass
+
+
+def test_stream_and_graph_names_exist():
+    for n in ("Stream", "Event", "stream", "StreamContext", "current_stream", "graph",
+              "CUDAGraph", "ExternalStream", "device_of"):
+        assert hasattr(ember.cuda, n) and hasattr(torch.cuda, n), n
