@@ -50,6 +50,11 @@ import numpy as np
 # Features whose programs ember still gets wrong (see the module docstring). The lead shrinks this.
 KNOWN_GAPS: set[str] = {
     # views family
+    "inplace_meta:t_",  # class inplace_metadata_ops
+    "inplace_meta:squeeze_",  # class inplace_metadata_ops
+    "inplace_meta:unsqueeze_",  # class inplace_metadata_ops
+    "inplace_meta:transpose_",  # class inplace_metadata_ops
+    # views family
     "view_in_no_grad",  # class no_grad_view
     "view_of_nograd_view",  # class no_grad_view
     "inplace_nograd_view_alias",  # class no_grad_view
@@ -63,6 +68,8 @@ KNOWN_GAPS: set[str] = {
     "grad_enters_constant_with_views",  # class grad_enters_constant_through_view
     "backward_after_freed_graph",  # class backward_twice
     "inplace_on_saved_constant",  # class saved_constant_modified_inplace
+    "requires_grad_on_view",  # class requires_grad_on_view
+    "inplace_through_data",  # class inplace_through_data
     "inplace_int_target_grad_operand",  # class int_inplace_with_grad_operand
     # indexing family
     "index_write_dtype_mismatch_advanced",  # class index_put_dtype_mismatch
@@ -1226,7 +1233,9 @@ class Builder:
         r = self.rng
         n = int(np.prod(shape)) if shape else 1
         if dtype.startswith("float"):
-            flat = [round(r.uniform(lo, hi), 2) for _ in range(n)]
+            # multiples of 1/8: sums of data are exact, so both engines cancel to the same value
+            # (and never 0.0: x * -1 would make -0.0, whose sign ops may treat differently)
+            flat = [round(r.uniform(lo, hi) * 8) / 8 or 0.125 for _ in range(n)]
         elif dtype == "bool":
             flat = [r.random() < 0.5 for _ in range(n)]
         else:
@@ -1626,9 +1635,16 @@ def gen_views(b: Builder) -> None:
             pref = [n for n in fl if b.env[n]._base is not None]
             name = r.choice(pref if pref and r.random() < 0.6 else fl)
             s = None
-            if r.random() < 0.35:
+            roll2 = r.random()
+            if roll2 < 0.08:
+                # through ``.data`` (not tracked by autograd; its own version counter)
+                ve: Any = (Attr(Var(name), "data"), "data")
+            elif roll2 < 0.35:
                 # through an inline view: ``y[:2].mul_(3)``
                 ve = _view_expr(b, name)
+            else:
+                ve = None
+            if roll2 < 0.35:
                 if ve is not None:
                     try:
                         with warnings.catch_warnings():
@@ -1639,13 +1655,34 @@ def gen_views(b: Builder) -> None:
                         s = None
                     b.env.pop("__view", None)
                     if s is not None and s.kind == "expr" and s.expr.obj == Var("__view"):
+                        extra = "inplace_through_data" if ve[1] == "data" else "view:" + ve[1]
                         s = replace(
                             s,
                             expr=replace(s.expr, obj=ve[0]),
-                            features=s.features | {"view:" + ve[1]},
+                            features=s.features | {extra},
                         )
                     else:
                         s = None
+            elif roll2 < 0.42:
+                # in-place metadata ops
+                t = b.env[name]
+                nd = t.dim()
+                ops = (
+                    ["unsqueeze_", "squeeze_"]
+                    + (["t_"] if nd <= 2 else [])
+                    + (["transpose_"] if nd >= 2 else [])
+                )
+                op = r.choice(ops)
+                args: tuple = (
+                    (Lit(0),)
+                    if op == "unsqueeze_"
+                    else (Lit(0), Lit(-1))
+                    if op == "transpose_"
+                    else ()
+                )
+                s = Step(
+                    "expr", Method(Var(name), op, args), features=frozenset({"inplace_meta:" + op})
+                )
             else:
                 s = _inplace_step(b, name)
             if s is not None:
@@ -1676,6 +1713,17 @@ def gen_views(b: Builder) -> None:
                 ),
                 allow_error=0.3,
             )
+        elif roll < 0.88 and r.random() < 0.25:
+            consts = [n for n in b.floats() if not b.env[n].requires_grad and _leaf(b.env[n])]
+            if consts:
+                c = r.choice(consts)
+                f = {"requires_grad_"}
+                if b.env[c]._base is not None:
+                    f.add("requires_grad_on_view")  # a view of a tensor without grad
+                b.add(
+                    Step("expr", Method(Var(c), "requires_grad_"), features=frozenset(f)),
+                    allow_error=0.5,
+                )
         elif roll < 0.88:
             name = r.choice(ts)
             b.add(
@@ -2539,6 +2587,19 @@ _SALIENT = (
 # features are generator tags; putting them in KNOWN_GAPS stops the generator from making such
 # programs. Checked in order; the first whose features the minimised program has wins.
 CLASSES: dict[str, tuple[frozenset, str]] = {
+    "inplace_metadata_ops": (
+        frozenset(
+            {
+                "inplace_meta:t_",
+                "inplace_meta:squeeze_",
+                "inplace_meta:unsqueeze_",
+                "inplace_meta:transpose_",
+            }
+        ),
+        "t_/squeeze_/unsqueeze_/transpose_ are in-place ops in PyTorch: they bump the version "
+        "(a saved tensor changed this way makes backward raise) and refuse leaves that require "
+        "grad and their views; ember does neither",
+    ),
     "no_grad_view": (
         frozenset({"view_in_no_grad", "view_of_nograd_view", "inplace_nograd_view_alias"}),
         "a view of a requires-grad tensor taken under no_grad: PyTorch keeps requires_grad=True "
@@ -2571,6 +2632,16 @@ CLASSES: dict[str, tuple[frozenset, str]] = {
         frozenset({"inplace_int_target_grad_operand"}),
         "an in-place op on an integer tensor with a requires-grad operand (k.copy_(x)): PyTorch's "
         "k does not require grad, ember's does",
+    ),
+    "requires_grad_on_view": (
+        frozenset({"requires_grad_on_view"}),
+        "requires_grad_() on a view of a tensor without grad: PyTorch then refuses in-place ops "
+        "on it and its views ('a view of a leaf Variable that requires grad')",
+    ),
+    "inplace_through_data": (
+        frozenset({"inplace_through_data"}),
+        "y.data.op_() on a tensor whose value a recorded op saved: PyTorch does not bump the "
+        "version and its backward uses the new values; ember's gradient differs",
     ),
     "saved_constant_modified_inplace": (
         frozenset({"inplace_on_saved_constant"}),
