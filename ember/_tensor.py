@@ -181,6 +181,11 @@ class Tensor(TensorMethods):
     def __contains__(self, item: Any) -> bool:
         if isinstance(item, Tensor):
             item = item._data
+        elif not isinstance(item, bool | int | float | complex | np.generic):
+            raise RuntimeError(
+                "Tensor.__contains__ only supports Tensor or scalar, but you passed in a "
+                f"{type(item)}."
+            )
         return bool((self._data == item).any())
 
     # -- autograd fields --------------------------------------------------------------------
@@ -936,11 +941,24 @@ class Tensor(TensorMethods):
         return self._inplace(_la.triu, diagonal)
 
     def _restride(self, fn: Any, *args: Any) -> Tensor:
-        """In-place view ops (``t_``, ``squeeze_``...): this tensor becomes the view."""
+        """In-place view ops (``t_``, ``squeeze_``...): this tensor becomes the view of itself,
+        in the same memory; its version is bumped, as in PyTorch (a saved copy of it is stale)."""
+        if grad_mode.state.enabled and self.requires_grad:
+            if self._base is not None:
+                _check_view_inplace(self, self._base)
+            elif self._grad_fn is None:
+                raise RuntimeError(
+                    "a leaf Variable that requires grad is being used in an in-place operation. "
+                    "(Change a parameter's shape inside `with torch.no_grad():`, or use the "
+                    "out-of-place form, e.g. x = x.t().)"
+                )
         out = fn(self, *args)
         self._data = out._data
         if out._grad_fn is not None:
             self._grad_fn, self._output_nr, self._rg = out._grad_fn, out._output_nr, out._rg
+        self._bump_version()
+        if self._base is not None:
+            self._attr_version = self._version[0]  # its new grad_fn already describes it
         return self
 
     def t_(self) -> Tensor:
