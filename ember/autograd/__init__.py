@@ -8,6 +8,7 @@ from typing import Any
 from . import engine, grad_mode  # noqa: F401 - ember.autograd.grad_mode is public
 from .function import Function, Node
 from .grad_mode import enable_grad, inference_mode, no_grad, set_grad_enabled
+from .variable import Variable  # noqa: F401 - deprecated alias of Tensor
 
 __all__ = [
     "Function", "Node", "backward", "grad", "no_grad", "enable_grad", "set_grad_enabled",

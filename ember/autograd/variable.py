@@ -1,0 +1,41 @@
+"""``torch.autograd.Variable``: PyTorch's deprecated alias of ``Tensor``.
+
+``Variable(t, requires_grad=False)`` returns a new leaf tensor that shares ``t``'s data (detached
+from any graph), and ``isinstance(x, Variable)`` holds for every tensor, as in PyTorch.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+__all__ = ["Variable"]
+
+
+class _VariableMeta(type):
+    def __instancecheck__(cls, obj: object) -> bool:
+        from .._tensor import Tensor
+
+        return isinstance(obj, Tensor)
+
+    def __call__(cls, data: Any = None, requires_grad: bool = False, volatile: bool = False,
+                 **kwargs: Any) -> Any:
+        from .. import _creation
+        from .._tensor import Tensor
+
+        if volatile:
+            warnings.warn("volatile was removed and now has no effect. Use `with torch.no_grad():` "
+                          "instead.", UserWarning, stacklevel=2)
+        if data is None:
+            data = _creation.empty(0)
+        if not isinstance(data, Tensor):
+            raise TypeError(f"Variable data has to be a tensor, but got {type(data).__name__} "
+                            "(wrap it first: torch.tensor(data))")
+        out = data.detach()
+        if requires_grad:
+            out.requires_grad_(True)
+        return out
+
+
+class Variable(metaclass=_VariableMeta):
+    """Deprecated: tensors are variables. ``Variable(t, requires_grad=...)`` returns a tensor."""
