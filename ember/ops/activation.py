@@ -257,7 +257,9 @@ class Gelu(Op):
         cdf *= 0.5
         if any(ctx.needs_input_grad):
             ctx.cdf = cdf  # reused by backward (recomputed from x under create_graph)
-        return x * cdf
+        out = x * cdf
+        out -= x - x  # NaN at +inf, as PyTorch's exact gelu (-0.0 - 0.0 keeps the sign of zero)
+        return out
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:

@@ -385,6 +385,12 @@ class Sub(Op):
         return grad, -grad
 
 
+class Rsub(Sub):
+    """``number - tensor``: PyTorch's node for a reversed subtraction (same rule as Sub)."""
+
+    node_name = "RsubBackward1"
+
+
 class Mul(Op):
     """out = a * b          grad_a = grad * b          grad_b = grad * a"""
 
@@ -458,6 +464,13 @@ class Div(Op):
         return ga, gb
 
 
+class RDiv(Div):
+    """``number / tensor``: PyTorch computes it as ``tensor.reciprocal() * number``, whose node
+    is a MulBackward0 (same rule as Div)."""
+
+    node_name = "MulBackward0"
+
+
 def _is_int_arg(x: Any) -> bool:
     """An integer (or bool) tensor, or a Python/NumPy integer: its division is exact."""
     if _is_t(x):
@@ -505,7 +518,10 @@ class Pow(Op):
 
     @staticmethod
     def forward(ctx: Any, a: Any, b: Any) -> Any:
-        out = a**b
+        if type(b) is float and b == -0.5:  # PyTorch computes it as rsqrt (nan at -inf)
+            out = _quietly(_truediv, 1, ctx.xp.sqrt(a))
+        else:
+            out = a**b
         ctx.save_for_backward(a, b, out if ctx.needs_input_grad[1] else None)
         return out
 
@@ -519,12 +535,28 @@ class Pow(Op):
                 ga = grad * 2 * a
             elif isinstance(b, int | float) and b == 0:
                 ga = grad * 0
-            else:
+            elif type(b) is float and b == 0.5:  # as rsqrt: -inf at -0.0, nan at -inf
+                ga = _quietly(_truediv, grad * 0.5, ctx.xp.sqrt(a))
+            elif isinstance(b, int | float):
                 ga = grad * b * a ** (b - 1)
+            else:  # a tensor exponent: 0 where it is 0 (a**-1 may be inf there)
+                ga = xp.where(b == 0, 0, grad * b * a ** (b - 1))
         if ctx.needs_input_grad[1]:
             safe = xp.where((a == 0) & (b >= 0), 1, a) if not isinstance(a, int | float) else (a or 1)
             gb = xp.where((a == 0) & (b >= 0), 0, grad * out * xp.log(safe))
         return ga, gb
+
+
+class PowTensor(Pow):
+    """``tensor ** tensor`` (same rule as Pow)."""
+
+    node_name = "PowBackward1"
+
+
+class RPow(Pow):
+    """``number ** tensor`` (same rule as Pow)."""
+
+    node_name = "PowBackward2"
 
 
 class Remainder(Op):
@@ -580,7 +612,7 @@ def add(a: Any, b: Any, *, alpha: Any = 1, out: Any = None) -> Any:
 def sub(a: Any, b: Any, *, alpha: Any = 1, out: Any = None) -> Any:
     """``a - alpha * b`` with broadcasting."""
     if alpha == 1 and out is None and _as_is(a, b):
-        return Sub.apply(a, b)
+        return (Sub if _is_t(a) else Rsub).apply(a, b)
     if (getattr(a, "_data", None) is not None and getattr(b, "_data", None) is not None
             and a._data.dtype == np.bool_ and b._data.dtype == np.bool_):
         raise RuntimeError(
@@ -590,7 +622,7 @@ def sub(a: Any, b: Any, *, alpha: Any = 1, out: Any = None) -> Any:
     if alpha != 1:
         b = mul(b, alpha)
     a, b = _promote(a, b)
-    return _out(Sub.apply(a, b), out)
+    return _out((Sub if _is_t(a) else Rsub).apply(a, b), out)
 
 
 subtract = sub
@@ -611,9 +643,9 @@ def div(a: Any, b: Any, *, rounding_mode: str | None = None, out: Any = None) ->
     """True division (integers give floats); ``rounding_mode`` 'trunc' or 'floor'."""
     if rounding_mode is None:
         if out is None and _as_is(a, b):
-            return Div.apply(a, b)
+            return (Div if _is_t(a) else RDiv).apply(a, b)
         a, b = _promote(a, b, to_float=True)
-        return _out(Div.apply(a, b), out)
+        return _out((Div if _is_t(a) else RDiv).apply(a, b), out)
     if rounding_mode == "floor":
         return floor_divide(a, b)
     if rounding_mode == "trunc":
@@ -671,7 +703,9 @@ def pow(a: Any, b: Any) -> Any:
             ((_is_t(b) and b._data.dtype.kind in "iu" and (b._data < 0).any())
              or (isinstance(b, int) and b < 0))):
         raise RuntimeError("Integers to negative integer powers are not allowed.")
-    return Pow.apply(a, b)
+    if not _is_t(a):
+        return RPow.apply(a, b)
+    return (PowTensor if _is_t(b) else Pow).apply(a, b)
 
 
 def float_power(a: Any, b: Any) -> Any:
@@ -696,12 +730,67 @@ def positive(x: Any) -> Any:
     return x
 
 
+class Addcmul(Op):
+    """out = x + value * t1 * t2
+    grad_x = grad          grad_t1 = grad * value * t2          grad_t2 = grad * value * t1"""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any, t1: Any, t2: Any, value: Any) -> Any:
+        ctx.save_for_backward(t1, t2, value)
+        return x + value * (t1 * t2)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        t1, t2, value = ctx.saved
+        n = ctx.needs_input_grad
+        return (grad, grad * value * t2 if n[1] else None, grad * value * t1 if n[2] else None,
+                None)
+
+
+class Addcdiv(Op):
+    """out = x + value * t1 / t2
+    grad_x = grad          grad_t1 = grad * value / t2          grad_t2 = -grad * value * t1 / t2**2"""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any, t1: Any, t2: Any, value: Any) -> Any:
+        ctx.save_for_backward(t1, t2, value)
+        return x + value * _quietly(_truediv, t1, t2)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        t1, t2, value = ctx.saved
+        n = ctx.needs_input_grad
+        g1 = _quietly(_truediv, grad * value, t2) if n[1] else None
+        g2 = _quietly(_truediv, -grad * value * t1, t2 * t2) if n[2] else None
+        return grad, g1, g2, None
+
+
+def _promote3(x: Any, t1: Any, t2: Any) -> tuple[Any, Any, Any]:
+    """Cast three tensor operands to their common dtype."""
+    x, t1, t2 = as_tensor_arg(x), as_tensor_arg(t1), as_tensor_arg(t2)
+    t1, t2 = _promote(t1, t2)
+    x, t1 = _promote(x, t1)
+    if _is_t(t2) and _is_t(t1) and t2._data.dtype != t1._data.dtype:
+        t2 = _promoted(t2, _dtype.from_numpy(t1._data.dtype))
+    return x, t1, t2
+
+
 def addcmul(x: Any, t1: Any, t2: Any, *, value: Any = 1) -> Any:
-    return add(x, mul(mul(t1, t2), value))
+    """``x + value * t1 * t2``."""
+    x, t1, t2 = _promote3(x, t1, t2)
+    return Addcmul.apply(x, t1, t2, value)
 
 
 def addcdiv(x: Any, t1: Any, t2: Any, *, value: Any = 1) -> Any:
-    return add(x, mul(div(t1, t2), value))
+    """``x + value * t1 / t2`` (floating tensors only, as in PyTorch)."""
+    if _is_int_arg(t1) and _is_int_arg(t2) and _is_t(t1) and _is_t(t2):
+        raise RuntimeError(
+            "Integer division with addcdiv is no longer supported, and in a future release "
+            "addcdiv will perform a true division of tensor1 and tensor2. Convert tensor1 or "
+            "tensor2 to a floating dtype first (e.g. t1.float())"
+        )
+    x, t1, t2 = _promote3(x, t1, t2)
+    return Addcdiv.apply(x, t1, t2, value)
 
 
 def _out(result: Any, out: Any) -> Any:
@@ -810,6 +899,8 @@ class Log10(Op):
 
 class Log1p(Op):
     """out = log(1 + x)          grad_x = grad / (1 + x)"""
+
+    node_name = "Log1PBackward0"
 
     @staticmethod
     def forward(ctx: Any, x: Any) -> Any:
@@ -1096,7 +1187,12 @@ class Abs(Op):
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
         (x,) = ctx.saved
-        return grad * ctx.xp.sign(x)
+        return grad * _sign0(ctx.xp, x)
+
+
+def _sign0(xp: Any, x: Any) -> Any:
+    """``sign(x)`` with 0 at NaN, as PyTorch's sign (NumPy gives NaN)."""
+    return xp.where(x == x, xp.sign(x), 0)
 
 
 class Erf(Op):
@@ -1143,7 +1239,9 @@ class Erfinv(Op):
 
 
 class Square(Op):
-    """out = x**2          grad_x = 2 grad x"""
+    """out = x**2          grad_x = 2 grad x   (PyTorch lowers square to pow: PowBackward0)"""
+
+    node_name = "PowBackward0"
 
     @staticmethod
     def forward(ctx: Any, x: Any) -> Any:
@@ -1178,6 +1276,26 @@ class ZeroGrad(Op):
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
         return grad * 0, None
+
+
+class Floor(ZeroGrad):
+    """floor (same rule as ZeroGrad)."""
+
+
+class Ceil(ZeroGrad):
+    """ceil (same rule as ZeroGrad)."""
+
+
+class Round(ZeroGrad):
+    """round (same rule as ZeroGrad)."""
+
+
+class Trunc(ZeroGrad):
+    """trunc (same rule as ZeroGrad)."""
+
+
+class Sign(ZeroGrad):
+    """sign (same rule as ZeroGrad)."""
 
 
 def _unary(op: Any) -> Any:
@@ -1250,22 +1368,22 @@ def square(x: Any) -> Any:
     return Square.apply(x)
 
 
-def _piecewise(x: Any, fn: Any) -> Any:
+def _piecewise(x: Any, fn: Any, op: Any = ZeroGrad) -> Any:
     if x._rg:
-        return ZeroGrad.apply(x, fn)
+        return op.apply(x, fn)
     return _tensor_cls()._make(fn(x._data))
 
 
 def floor(x: Any) -> Any:
-    return x.clone() if x._data.dtype.kind in "iub" else _piecewise(x, _backend.xp_of(x._data).floor)
+    return x.clone() if x._data.dtype.kind in "iub" else _piecewise(x, _backend.xp_of(x._data).floor, Floor)
 
 
 def ceil(x: Any) -> Any:
-    return x.clone() if x._data.dtype.kind in "iub" else _piecewise(x, _backend.xp_of(x._data).ceil)
+    return x.clone() if x._data.dtype.kind in "iub" else _piecewise(x, _backend.xp_of(x._data).ceil, Ceil)
 
 
 def trunc(x: Any) -> Any:
-    return x.clone() if x._data.dtype.kind in "iub" else _piecewise(x, _backend.xp_of(x._data).trunc)
+    return x.clone() if x._data.dtype.kind in "iub" else _piecewise(x, _backend.xp_of(x._data).trunc, Trunc)
 
 
 fix = trunc
@@ -1276,16 +1394,20 @@ def round(x: Any, *, decimals: int = 0) -> Any:
     xp = _backend.xp_of(x._data)
     if x._data.dtype.kind in "iub":
         return x.clone()
-    return _piecewise(x, lambda a: xp.round(a, decimals))
+    return _piecewise(x, lambda a: xp.round(a, decimals), Round)
 
 
 def sign(x: Any) -> Any:
     if x._data.dtype == np.bool_:
         return x.clone()
-    return _piecewise(x, _backend.xp_of(x._data).sign)
+    return _piecewise(x, _sign0_of, Sign)
 
 
 sgn = sign
+
+
+def _sign0_of(a: Any) -> Any:
+    return _sign0(_backend.xp_of(a), a)
 
 
 def signbit(x: Any) -> Any:
@@ -1341,13 +1463,19 @@ def minimum(a: Any, b: Any) -> Any:
 
 
 def fmax(a: Any, b: Any) -> Any:
+    """Elementwise maximum that ignores NaN (NaN only where both are NaN)."""
     a, b = _promote(a, b)
-    return where(isnan(b) | (a >= b) | (~isnan(a) & isnan(b)), a, b) if a._data.dtype.kind == "f" else maximum(a, b)
+    if a._data.dtype.kind != "f":
+        return maximum(a, b)
+    return Fmax.apply(isnan(b) | (a >= b), a, b)
 
 
 def fmin(a: Any, b: Any) -> Any:
+    """Elementwise minimum that ignores NaN (NaN only where both are NaN)."""
     a, b = _promote(a, b)
-    return where(isnan(b) | (a <= b) | (~isnan(a) & isnan(b)), a, b) if a._data.dtype.kind == "f" else minimum(a, b)
+    if a._data.dtype.kind != "f":
+        return minimum(a, b)
+    return Fmin.apply(isnan(b) | (a <= b), a, b)
 
 
 class Clamp(Op):
@@ -1382,31 +1510,63 @@ class Clamp(Op):
         return ctx.xp.where(inside, grad, 0), glo, ghi  # a mask: inf * 0 would be nan
 
 
+class ClampScalar(Clamp):
+    """clamp with number bounds (same rule as Clamp)."""
+
+    node_name = "ClampBackward1"
+
+
+class ClampMin(Clamp):
+    """clamp_min with a number (same rule as Clamp)."""
+
+
+class ClampMax(Clamp):
+    """clamp_max with a number (same rule as Clamp)."""
+
+
+class ClampMinT(Clamp):
+    """clamp_min with a tensor (same rule as Clamp)."""
+
+    node_name = "ClampMinBackward1"
+
+
+class ClampMaxT(Clamp):
+    """clamp_max with a tensor (same rule as Clamp)."""
+
+    node_name = "ClampMaxBackward1"
+
+
 def clamp(x: Any, min: Any = None, max: Any = None) -> Any:
     """Clamp into [min, max] (numbers or tensors); both None is an error, as in PyTorch."""
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
-    lo, hi = min, max
+    return _clamp(x, min, max, (Clamp, ClampScalar))
+
+
+def _clamp(x: Any, lo: Any, hi: Any, ops: tuple) -> Any:
+    """Clamp with ``ops[0]`` (tensor bounds) or ``ops[1]`` (number bounds) as the node."""
     if _is_t(lo) or _is_t(hi):
         if lo is not None:
             x, lo = _promote(x, lo)
         if hi is not None:
             x, hi = _promote(x, hi)
-        return Clamp.apply(x, lo, hi)
+        return ops[0].apply(x, lo, hi)
     if x._data.dtype.kind in "iub" and (isinstance(lo, float) or isinstance(hi, float)):
         x = cast(x, _dtype.get_default_dtype())
-    return Clamp.apply(x, lo, hi)
+    return ops[1].apply(x, lo, hi)
 
 
 clip = clamp
 
 
 def clamp_min(x: Any, min: Any) -> Any:
-    return clamp(x, min, None)
+    """``max(x, min)`` elementwise."""
+    return _clamp(x, min, None, (ClampMinT, ClampMin))
 
 
 def clamp_max(x: Any, max: Any) -> Any:
-    return clamp(x, None, max)
+    """``min(x, max)`` elementwise."""
+    return _clamp(x, None, max, (ClampMaxT, ClampMax))
 
 
 class Where(Op):
@@ -1422,6 +1582,14 @@ class Where(Op):
         (cond,) = ctx.saved
         xp = ctx.xp
         return None, xp.where(cond, grad, 0), xp.where(cond, 0, grad)
+
+
+class Fmax(Where):
+    """fmax as a selection by a precomputed mask (same rule as Where)."""
+
+
+class Fmin(Where):
+    """fmin as a selection by a precomputed mask (same rule as Where)."""
 
 
 def where(condition: Any, input: Any = None, other: Any = None) -> Any:
@@ -1448,13 +1616,43 @@ def where(condition: Any, input: Any = None, other: Any = None) -> Any:
     return Where.apply(condition, a, b)
 
 
+class Lerp(Op):
+    """out = start + w * (end - start)
+    grad_start = grad * (1 - w)          grad_end = grad * w          grad_w = grad * (end - start)"""
+
+    @staticmethod
+    def forward(ctx: Any, start: Any, end: Any, w: Any) -> Any:
+        diff = end - start
+        ctx.save_for_backward(diff if ctx.needs_input_grad[2] else None, w)
+        return start + w * diff
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        diff, w = ctx.saved
+        n = ctx.needs_input_grad
+        return (grad * (1 - w) if n[0] else None, grad * w if n[1] else None,
+                grad * diff if n[2] else None)
+
+
+class LerpT(Lerp):
+    """lerp with a tensor weight (same rule as Lerp)."""
+
+    node_name = "LerpBackward1"
+
+
 def lerp(start: Any, end: Any, weight: Any) -> Any:
     """``start + weight * (end - start)``."""
-    return add(start, mul(weight, sub(end, start)))
+    start, end = _promote(start, end)
+    if _is_t(weight):
+        start, weight = _promote(start, weight)
+        return LerpT.apply(start, end, weight)
+    return Lerp.apply(start, end, weight)
 
 
 class LogAddExp(Op):
     """out = log(exp(a) + exp(b))          grad_a = grad * exp(a - out)          grad_b = grad * exp(b - out)"""
+
+    node_name = "LogaddexpBackward0"
 
     @staticmethod
     def forward(ctx: Any, a: Any, b: Any) -> Any:
@@ -1479,21 +1677,110 @@ def logaddexp2(a: Any, b: Any) -> Any:
     return div(logaddexp(mul(a, ln2), mul(b, ln2)), ln2)
 
 
+class Hypot(Op):
+    """out = sqrt(a**2 + b**2)          grad_a = grad * a / out          grad_b = grad * b / out"""
+
+    @staticmethod
+    def forward(ctx: Any, a: Any, b: Any) -> Any:
+        out = ctx.xp.hypot(a, b)
+        ctx.save_for_backward(a, b, out)
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        a, b, out = ctx.saved
+        return _quietly(_truediv, grad * a, out), _quietly(_truediv, grad * b, out)
+
+
 def hypot(a: Any, b: Any) -> Any:
-    return sqrt(add(mul(a, a), mul(b, b)))
+    """``sqrt(a**2 + b**2)`` without overflow in the squares."""
+    a, b = _promote(a, b, to_float=True)
+    return Hypot.apply(a, b)
+
+
+class Xlogy(Op):
+    """out = x * log(y), 0 where x == 0 (unless y is NaN)
+    grad_x = grad * log(y), 0 where x == 0 and y <= 0          grad_y = grad * x / y"""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any, y: Any) -> Any:
+        xp = ctx.xp
+        ctx.save_for_backward(x, y)
+        logy = _log_any(xp, y)
+        dt = x.dtype if hasattr(x, "dtype") else y.dtype
+        return xp.asarray(xp.where((x == 0) & (y == y), 0.0, x * logy), dtype=dt)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        x, y = ctx.saved
+        xp = ctx.xp
+        gx = gy = None
+        if ctx.needs_input_grad[0]:
+            gx = xp.where((x == 0) & (y <= 0), 0.0, grad * _log_any(xp, y))
+        if ctx.needs_input_grad[1]:
+            gy = _quietly(_truediv, grad * x, y)
+        return gx, gy
+
+
+def _log_any(xp: Any, y: Any) -> Any:
+    """``log(y)`` quietly; a Python number stays a Python number (no float64 upcast)."""
+    if isinstance(y, float):
+        return math.log(y) if y > 0 else (-math.inf if y == 0 else math.nan)
+    return _quietly(xp.log, y)
+
+
+class XlogyScalarX(Xlogy):
+    """xlogy with a number ``x`` (same rule as Xlogy)."""
+
+    node_name = "XlogyBackward1"
+
+
+class XlogyScalarY(Xlogy):
+    """xlogy with a number ``y`` (same rule as Xlogy)."""
+
+    node_name = "XlogyBackward2"
 
 
 def xlogy(a: Any, b: Any) -> Any:
+    """``a * log(b)``, 0 where ``a == 0`` (unless ``b`` is NaN)."""
     a, b = _promote(a, b, to_float=True)
-    a_t = a if _is_t(a) else as_tensor_arg(float(a))
-    prod = mul(a_t, log(b if _is_t(b) else as_tensor_arg(float(b))))
-    return where(eq(a_t, 0) & ~isnan(b if _is_t(b) else as_tensor_arg(float(b))), 0.0, prod)
+    if not _is_t(a):
+        return XlogyScalarX.apply(float(a), b)
+    if not _is_t(b):
+        return XlogyScalarY.apply(a, float(b))
+    return Xlogy.apply(a, b)
+
+
+class Copysign(Op):
+    """out = |a| with the sign of b          grad_a = grad * sign(a) * sign(b) (0 where a == 0)"""
+
+    @staticmethod
+    def forward(ctx: Any, a: Any, b: Any) -> Any:
+        out = ctx.xp.copysign(a, b)
+        ctx.save_for_backward(a, out)
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        a, out = ctx.saved
+        xp = ctx.xp
+        ratio = xp.where(a == 0, 0.0, xp.sign(a) * xp.sign(out))
+        return grad * ratio, None if not ctx.needs_input_grad[1] else grad * 0
+
+
+class CopysignScalar(Copysign):
+    """copysign with a number ``b`` (same rule as Copysign)."""
+
+    node_name = "CopysignBackward1"
 
 
 def copysign(a: Any, b: Any) -> Any:
+    """``|a|`` with the sign of ``b`` (the sign bit: -0.0 counts as negative)."""
     a, b = _promote(a, b, to_float=True)
-    sgn_b = _nograd(lambda y: np.where(np.signbit(y), -1.0, 1.0), b) if _is_t(b) else (-1.0 if math.copysign(1, b) < 0 else 1.0)
-    return mul(abs(a), sgn_b)
+    if not _is_t(a):
+        a = as_tensor_arg(float(a))
+        a = _tensor_cls()._make(np.asarray(a, dtype=b._data.dtype))
+    return (Copysign if _is_t(b) else CopysignScalar).apply(a, b)
 
 
 def heaviside(x: Any, values: Any) -> Any:
@@ -1509,18 +1796,59 @@ def rad2deg(x: Any) -> Any:
     return mul(_float_unary(x), 180 / math.pi)
 
 
+class Logit(Op):
+    """out = log(z / (1 - z)), z = clamp(x, eps, 1 - eps) when eps is given
+    grad_x = grad / (x (1 - x)); NaN outside [0, 1] (no eps) or 0 outside [eps, 1 - eps]"""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any, eps: Any) -> Any:
+        xp = ctx.xp
+        ctx.save_for_backward(x, eps)
+        z = x if eps is None else xp.clip(x, eps, 1 - eps)
+        return _quietly(_logit_raw, xp, z)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        x, eps = ctx.saved
+        xp = ctx.xp
+        d = x * (1 - x)
+        g = _quietly(_truediv, grad, xp.where(d == 0, 0.0, d))  # (+0: +inf at x = -0.0 too)
+        if eps is None:
+            return xp.where((x < 0) | (x > 1), math.nan, g), None
+        return xp.where((x < eps) | (x > 1 - eps), 0.0, g), None
+
+
+def _logit_raw(xp: Any, z: Any) -> Any:
+    return xp.log(z / (1 - z))
+
+
 def logit(x: Any, eps: float | None = None) -> Any:
-    x = _float_unary(x)
-    if eps is not None:
-        x = clamp(x, eps, 1 - eps)
-    return log(div(x, sub(1, x)))
+    """``log(x / (1 - x))``, with ``x`` clamped to ``[eps, 1 - eps]`` when ``eps`` is given."""
+    return Logit.apply(_float_unary(x), eps)
+
+
+class Sinc(Op):
+    """out = sin(pi x) / (pi x), 1 at 0
+    grad_x = grad * (cos(pi x) pi x - sin(pi x)) / (pi x**2), 0 at 0"""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        ctx.save_for_backward(x)
+        return ctx.xp.sinc(x).astype(x.dtype, copy=False)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (x,) = ctx.saved
+        xp = ctx.xp
+        zero = x == 0
+        px = xp.where(zero, 1.0, x * math.pi)
+        d = (xp.cos(px) * px - xp.sin(px)) / (px * xp.where(zero, 1.0, x))
+        return grad * xp.where(zero, 0.0, d)
 
 
 def sinc(x: Any) -> Any:
-    x = _float_unary(x)
-    px = mul(x, math.pi)
-    safe = where(eq(x, 0), 1.0, px)
-    return where(eq(x, 0), 1.0, div(sin(safe), safe))
+    """The normalized sinc, ``sin(pi x) / (pi x)`` (1 at 0)."""
+    return Sinc.apply(_float_unary(x))
 
 
 def lgamma(x: Any) -> Any:
@@ -1546,8 +1874,22 @@ def nan_to_num(x: Any, nan: float = 0.0, posinf: float | None = None, neginf: fl
     fin = np.finfo(x._data.dtype)
     hi = fin.max if posinf is None else posinf
     lo = fin.min if neginf is None else neginf
-    bad_nan, bad_pos, bad_neg = isnan(x), isposinf(x), isneginf(x)
-    return where(bad_nan, nan, where(bad_pos, hi, where(bad_neg, lo, x)))
+    return NanToNum.apply(x, nan, hi, lo)
+
+
+class NanToNum(Op):
+    """out = x with NaN, +inf, -inf replaced          grad_x = grad where x is finite, else 0"""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any, nan: Any, hi: Any, lo: Any) -> Any:
+        ctx.save_for_backward(x)
+        return ctx.xp.nan_to_num(x, nan=nan, posinf=hi, neginf=lo)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (x,) = ctx.saved
+        xp = ctx.xp
+        return xp.where((x - x) == 0, grad, 0.0), None, None, None  # (x - x == 0: finite)
 
 
 # ---------------------------------------------------------------------------------------------
