@@ -1205,8 +1205,14 @@ def _adopt_saved_output(out: Tensor, t: Tensor) -> None:
     """An in-place op's own result lives on in ``t``: if the op saved it for backward (``exp_``
     saves its result), a later in-place change of ``t`` must fail that backward, as in PyTorch."""
     fn = out._grad_fn
+    if fn is None or fn._saved is None:
+        return
+    od, td = out._data, t._data
+    if od is not td and od.shape == td.shape and any(v is od for v in fn._saved):
+        # the saved result is t's own memory from now on (as in PyTorch), not a second copy
+        fn._saved = tuple([td if v is od else v for v in fn._saved])
     own = out._version
-    if fn is None or own is None or fn._versions is None:
+    if own is None or fn._versions is None:
         return
     counter = t._version
     now = counter[0]
