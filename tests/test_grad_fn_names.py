@@ -275,9 +275,6 @@ def _name(m, F, fn):
 # cases whose op class sits in a file this test's maintainer does not own (see the module
 # docstring); they pass once the renames in /work/notes/names_for_lead.md are made
 LEAD = {
-    # ember/ops/indexing.py
-    "kthvalue", "topk", "sort", "index_int", "index_int_int", "index_none", "index_ellipsis",
-    "index_select", "masked_select", "scatter", "scatter_add", "index_add",
     # ember/ops/shape.py, ember/_tensor.py (x.T), ember/ops/conv.py
     "repeat_interleave", "rot90", "T", "F.adaptive_avg_pool2d",
 }

@@ -122,3 +122,53 @@ def test_double_backward_through_new_ops():
         else:
             want = h.numpy()
     np.testing.assert_allclose(got, want, rtol=1e-4)
+
+
+KEYS = ["[:]", "[...]", "[0]", "[:, 0]", "[0, :]", "[0, 1:]", "[1:, 0]", "[None]", "[None, 0]",
+        "[0, None]", "[..., None]", "[:, None, :]", "[0, ...]", "[..., 0]", "[:, :2]", "[:, :]",
+        "[::2]", "[0:3]", "[:, 0:4]", "[0, 0, 0]", "[None, :]", "[True]", "[0, [0, 1]]",
+        "[..., None, :]", "[-1]", "[:, -2:]"]
+
+
+@pytest.mark.parametrize("key", KEYS)
+def test_getitem_node_names(key):
+    """PyTorch names a basic index's node after its last effective step (select, unsqueeze,
+    slice; alias when every dim is kept whole)."""
+    names = []
+    for m in (ember, torch):
+        x = m.tensor(np.arange(60, dtype=np.float32).reshape(3, 4, 5), requires_grad=True)
+        out = eval("x" + key)
+        out.sum().backward()
+        names.append((type(out.grad_fn).__name__, out.detach().numpy(), x.grad.numpy()))
+    assert names[0][0] == names[1][0]
+    np.testing.assert_array_equal(names[0][1], names[1][1])
+    np.testing.assert_array_equal(names[0][2], names[1][2])
+
+
+@pytest.mark.parametrize("call", [
+    lambda m, x: x.sort(1)[0], lambda m, x: x.sort(0, descending=True)[0],
+    lambda m, x: x.topk(2, 1)[0], lambda m, x: x.topk(1, 0, largest=False)[0],
+    lambda m, x: x.kthvalue(2, 1)[0], lambda m, x: x.kthvalue(2, 0, keepdim=True)[0],
+    lambda m, x: x[0, 0].sort()[0], lambda m, x: x[0, 0].topk(1)[0],
+    lambda m, x: x[0, 0].kthvalue(1)[0], lambda m, x: x.msort(),
+    lambda m, x: x.scatter(1, m.tensor([[0], [2], [1]]), 1.5),
+    lambda m, x: x.scatter(1, m.tensor([[0], [2], [1]]), x[:, :1] * 2),
+    lambda m, x: x.scatter_add(1, m.tensor([[0, 0], [2, 1], [1, 1]]), x[:, :2] * 2),
+    lambda m, x: x.index_add(0, m.tensor([0, 2, 0]), x * 3),
+    lambda m, x: x.index_add(0, m.tensor([0, 2, 0]), x * 3, alpha=2),
+    lambda m, x: x.index_select(1, m.tensor([3, 0])),
+    lambda m, x: x.masked_select(x > 0),
+    lambda m, x: x.take(m.tensor([0, 5, 5])),
+])
+def test_selection_nodes_values_grads(call):
+    res = []
+    for m in (ember, torch):
+        x = m.tensor(np.random.default_rng(0).standard_normal((3, 4)).astype(np.float32),
+                     requires_grad=True)
+        out = call(m, x)
+        (out * m.arange(out.numel()).reshape(out.shape)).sum().backward()
+        res.append((type(out.grad_fn).__name__, tuple(out.shape), out.detach().numpy(),
+                    x.grad.numpy()))
+    assert res[0][:2] == res[1][:2]
+    np.testing.assert_allclose(res[0][2], res[1][2], rtol=1e-6)
+    np.testing.assert_allclose(res[0][3], res[1][3], rtol=1e-6)

@@ -364,7 +364,10 @@ class _Key:
     advanced index) indexes that view with arrays and masks at ``adv`` = [(view dim, array,
     is_mask)], and full slices elsewhere."""
 
-    __slots__ = ("shape", "basic", "trivial", "vshape", "vkey", "adv", "unique")
+    __slots__ = ("shape", "basic", "trivial", "vshape", "vkey", "adv", "unique", "last")
+
+    # ``last``: the kind of the key's last item that changes the view (an integer, a slice
+    # that does not cover its dim, None), which names the view's node as in PyTorch
 
     def gather(self, arr: Any) -> Any:
         v = arr if self.trivial else arr[self.basic]
@@ -470,6 +473,7 @@ def _parse_basic(shape: tuple, key: tuple) -> _Key | None:
         return None
     vshape = []
     trivial = True
+    last = _ELL
     for d, k in enumerate(key):
         t = type(k)
         if t is int:
@@ -477,18 +481,23 @@ def _parse_basic(shape: tuple, key: tuple) -> _Key | None:
             if not -size <= k < size:
                 raise IndexError(f"index {k} is out of bounds for dimension {d} with size {size}")
             trivial = False
+            last = _INT
         elif t is slice:
             a, b, c = k.start, k.stop, k.step
             if (a is not None and type(a) is not int) or (b is not None and type(b) is not int) \
                     or (c is not None and (type(c) is not int or c <= 0)):
                 return None
-            vshape.append(len(range(*k.indices(shape[d]))))
+            n = len(range(*k.indices(shape[d])))
+            vshape.append(n)
             trivial = trivial and a is None and b is None and c is None
+            if n != shape[d] or (c is not None and c != 1):
+                last = _SLICE
         else:
             return None
     vshape.extend(shape[len(key):])
     kk = _Key()
     kk.shape, kk.basic, kk.trivial, kk.vshape = shape, key + (Ellipsis,), trivial, tuple(vshape)
+    kk.last = last
     kk.vkey, kk.adv, kk.unique = None, [], True
     return kk
 
@@ -552,6 +561,7 @@ def _parse_key(x: Any, key: Any) -> _Key:
     vshape: list = []
     adv: list = []
     d = 0
+    last = _ELL
     for kind, p in items:
         if kind == _ELL:
             n = ndim - consumed
@@ -563,6 +573,7 @@ def _parse_key(x: Any, key: Any) -> _Key:
                 continue
             basic.append(None)
             vshape.append(1)
+            last = _NONE
         elif kind == _BOOL:
             basic.append(None)
             adv.append((len(vshape), xp.zeros(1 if p else 0, np.int64), False))
@@ -573,9 +584,13 @@ def _parse_key(x: Any, key: Any) -> _Key:
                 raise IndexError(f"index {p} is out of bounds for dimension {d} with size {size}")
             basic.append(p)
             d += 1
+            last = _INT
         elif kind == _SLICE:
             basic.append(p)
-            vshape.append(len(range(*p.indices(shape[d]))))
+            n = len(range(*p.indices(shape[d])))
+            vshape.append(n)
+            if n != shape[d] or (p.step is not None and p.step != 1):
+                last = _SLICE
             d += 1
         elif kind == _ARR:
             _check_bounds(p, shape[d], d)
@@ -598,6 +613,7 @@ def _parse_key(x: Any, key: Any) -> _Key:
     vshape.extend(shape[d:])
     kk = _Key()
     kk.shape = shape
+    kk.last = last
     kk.trivial = all(type(b) is slice and b == slice(None) for b in basic)
     kk.basic = tuple(basic) + (Ellipsis,)  # the Ellipsis keeps an all-integer key a 0-d view
     kk.vshape = tuple(vshape)
@@ -655,6 +671,42 @@ class IndexView(Index):
 
     node_name = "SliceBackward0"
     is_view = True
+
+
+class IndexSelectView(IndexView):
+    """``x[..., i]``: an integer index last (same rule as IndexView)."""
+
+    node_name = "SelectBackward0"
+
+
+class IndexUnsqueezeView(IndexView):
+    """``x[..., None]``: None last (same rule as IndexView)."""
+
+    node_name = "UnsqueezeBackward0"
+
+
+class IndexAliasView(IndexView):
+    """``x[...]``, ``x[:, :]``: every dim kept whole (same rule as IndexView)."""
+
+    node_name = "AliasBackward0"
+
+
+class IndexSelect(Index):
+    """``index_select`` (same rule as Index)."""
+
+    node_name = "IndexSelectBackward0"
+
+
+class MaskedSelect(Index):
+    """``masked_select`` (same rule as Index)."""
+
+    node_name = "MaskedSelectBackward0"
+
+
+class Take(Index):
+    """``take`` (same rule as Index)."""
+
+    node_name = "TakeBackward0"
 
 
 class IndexPutAdd(Op):
@@ -746,7 +798,16 @@ def getitem(x: Any, key: Any) -> Any:
     if not (grad_mode.state.enabled and x.requires_grad):  # nothing to record: skip apply
         out = _make(k.gather(x._data))
         return out if k.vkey is not None else link_view(x, out)
-    return (IndexView if k.vkey is None else Index).apply(x, k)
+    if k.vkey is not None:
+        return Index.apply(x, k)
+    if type(key) is slice:  # a lone slice is always a slice node in PyTorch, even x[:]
+        return IndexView.apply(x, k)
+    last = k.last
+    if last == _INT:
+        return IndexSelectView.apply(x, k)
+    if last == _NONE:
+        return IndexUnsqueezeView.apply(x, k)
+    return (IndexView if last == _SLICE else IndexAliasView).apply(x, k)
 
 
 def _value_for(x: Any, value: Any, k: _Key, what: str = "value tensor") -> Any:
@@ -903,6 +964,12 @@ class Scatter(Op):
         gx = ctx.call(Scatter, grad, 0, ctx.dim, ctx.index) if ctx.needs_input_grad[0] else None
         gs = ctx.call(Gather, grad, ctx.dim, ctx.index) if ctx.needs_input_grad[1] else None
         return gx, gs, None, None
+
+
+class ScatterValue(Scatter):
+    """scatter of a number (same rule as Scatter)."""
+
+    node_name = "ScatterBackward1"
 
 
 _REDUCES = ("sum", "prod", "mean", "amax", "amin")
@@ -1105,13 +1172,26 @@ def scatter(input: Any, dim: int, index: Any, src: Any = None, value: Any = None
             return scatter_add(input, dim, index, src)
         return scatter_reduce(input, dim, index, src, "prod", include_self=True)
     dim, idx, src = _scatter_prep(input, dim, index, src, "scatter")
-    return Scatter.apply(input, src, dim, idx)
+    return (Scatter if _is_t(src) else ScatterValue).apply(input, src, dim, idx)
+
+
+class _ScatterAddInto(_ew.Add):
+    """x + the scattered src: scatter_add's last step (same rule as Add)."""
+
+    node_name = "ScatterAddBackward0"
+
+
+class _IndexAddInto(_ew.Add):
+    """x + the placed source: index_add's last step (same rule as Add)."""
+
+    node_name = "IndexAddBackward0"
 
 
 def scatter_add(input: Any, dim: int, index: Any, src: Any) -> Any:
     """Out-of-place ``scatter_add_``: ``out[index[i][j]][j] += src[i][j]`` (dim 0)."""
     dim, idx, src = _scatter_prep(input, dim, index, src, "scatter_add")
-    return _ew.add(input, ScatterAdd.apply(src, dim, idx, tuple(input._data.shape)))
+    a, b = _ew._promote(input, ScatterAdd.apply(src, dim, idx, tuple(input._data.shape)))
+    return _ScatterAddInto.apply(a, b)
 
 
 def scatter_reduce(input: Any, dim: int, index: Any, src: Any, reduce: str, *,
@@ -1193,7 +1273,7 @@ def index_select(input: Any, dim: int, index: Any) -> Any:
     dim = _wrap_dim(dim, input._data.ndim)
     _check_nonneg_bounds(idx, input._data.shape[dim], dim, "index_select", IndexError,
                          _OUT_OF_RANGE)
-    return Index.apply(input, _dim_key(input._data, dim, idx))
+    return IndexSelect.apply(input, _dim_key(input._data, dim, idx))
 
 
 def _check_index_source(input: Any, dim: int, idx: Any, source: Any, name: str) -> None:
@@ -1245,7 +1325,8 @@ def index_add(input: Any, dim: int, index: Any, source: Any, *, alpha: Any = 1) 
     _check_nonneg_bounds(idx, input._data.shape[dim], dim, "index_add")
     if alpha != 1:
         source = _ew.mul(source, alpha)
-    return _ew.add(input, IndexPutAdd.apply(source, _dim_key(input._data, dim, idx)))
+    a, b = _ew._promote(input, IndexPutAdd.apply(source, _dim_key(input._data, dim, idx)))
+    return _IndexAddInto.apply(a, b)
 
 
 def index_copy(input: Any, dim: int, index: Any, source: Any) -> Any:
@@ -1314,7 +1395,7 @@ def take(input: Any, index: Any) -> Any:
     n = input._data.size
     _check_take_bounds(idx, n)
     flat = _reshape(input, (n,))
-    out = Index.apply(flat, _parse_key(flat._data, (idx.reshape(-1),)))
+    out = Take.apply(flat, _parse_key(flat._data, (idx.reshape(-1),)))
     return _reshape(out, tuple(idx.shape))
 
 
@@ -1411,7 +1492,7 @@ def masked_select(input: Any, mask: Any) -> Any:
     x = _expand(input, shape)
     if tuple(m.shape) != shape:
         m = _backend.xp_of(m).broadcast_to(m, shape)
-    return Index.apply(x, _parse_key(x._data, (m,)))
+    return MaskedSelect.apply(x, _parse_key(x._data, (m,)))
 
 
 class MaskedScatter(Op):
@@ -1499,9 +1580,35 @@ def _argsort(xp: Any, a: Any, axis: int, descending: bool) -> Any:
     return (n - 1) - rev
 
 
-def _take(x: Any, dim: int, idx: Any) -> Any:
-    """x's values at ``idx`` along ``dim`` (differentiable: a Gather)."""
-    return Gather.apply(x, dim, idx)
+class Sort(Op):
+    """out = x's values at ``idx`` along ``dim``, reshaped to ``shape`` (a 0-d x counts as one
+    element)          grad_x = grad scattered back to idx (as Gather's)"""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any, dim: int, idx: Any, shape: tuple) -> Any:
+        ctx.dim, ctx.idx, ctx.xshape = dim, idx, x.shape
+        a = x.reshape(1) if x.ndim == 0 else x
+        return ctx.xp.take_along_axis(a, idx, axis=dim).reshape(shape)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        shape = ctx.xshape
+        g = grad.reshape(tuple(ctx.idx.shape))
+        full = ctx.call(ScatterAdd, g, ctx.dim, ctx.idx, shape if len(shape) else (1,))
+        return full.reshape(shape), None, None, None
+
+
+class Topk(Sort):
+    """topk's values (same rule as Sort)."""
+
+
+class Kthvalue(Sort):
+    """kthvalue's values (same rule as Sort)."""
+
+
+def _take(x: Any, dim: int, idx: Any, op: Any = Sort, shape: Any = None) -> Any:
+    """x's values at ``idx`` along ``dim`` (differentiable), reshaped to ``shape``."""
+    return op.apply(x, dim, idx, tuple(idx.shape) if shape is None else tuple(shape))
 
 
 def _dim_1d(input: Any, dim: int) -> tuple[Any, int, bool]:
@@ -1514,12 +1621,11 @@ def _dim_1d(input: Any, dim: int) -> tuple[Any, int, bool]:
 
 def sort(input: Any, dim: int = -1, descending: bool = False, stable: bool = False) -> Any:
     """``(values, indices)`` sorted along ``dim`` (always stable; NaN sorts as the largest)."""
-    x, d, was0 = _dim_1d(input, dim)
+    x, d, was0 = _dim_1d(input.detach(), dim)
     idx = _argsort(_backend.xp_of(x._data), x._data, d, descending)
-    values = _take(x, d, idx)
     if was0:
-        return _sort_rt(_reshape(values, ()), _make(idx.reshape(())))
-    return _sort_rt(values, _make(idx))
+        return _sort_rt(_take(input, d, idx, Sort, ()), _make(idx.reshape(())))
+    return _sort_rt(_take(input, d, idx, Sort), _make(idx))
 
 
 def argsort(input: Any, dim: int = -1, descending: bool = False, stable: bool = False) -> Any:
@@ -1536,7 +1642,7 @@ def msort(input: Any) -> Any:
 
 def topk(input: Any, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> Any:
     """The ``k`` largest (or smallest) values along ``dim`` and their indices, sorted."""
-    x, d, was0 = _dim_1d(input, dim)
+    x, d, was0 = _dim_1d(input.detach(), dim)
     a = x._data
     xp = _backend.xp_of(a)
     n = a.shape[d]
@@ -1557,15 +1663,14 @@ def topk(input: Any, k: int, dim: int = -1, largest: bool = True, sorted: bool =
     else:
         idx = _argsort(xp, a, d, largest)
         idx = xp.take(idx, xp.arange(k), axis=d)
-    values = _take(x, d, idx)
     if was0:
-        return _topk_rt(_reshape(values, ()), _make(idx.reshape(())))
-    return _topk_rt(values, _make(idx))
+        return _topk_rt(_take(input, d, idx, Topk, ()), _make(idx.reshape(())))
+    return _topk_rt(_take(input, d, idx, Topk), _make(idx))
 
 
 def kthvalue(input: Any, k: int, dim: int = -1, keepdim: bool = False) -> Any:
     """The ``k``-th smallest value along ``dim`` and its index."""
-    x, d, was0 = _dim_1d(input, dim)
+    x, d, was0 = _dim_1d(input.detach(), dim)
     a = x._data
     xp = _backend.xp_of(a)
     n = a.shape[d]
@@ -1576,13 +1681,12 @@ def kthvalue(input: Any, k: int, dim: int = -1, keepdim: bool = False) -> Any:
         )
     idx = _argsort(xp, a, d, False)
     idx = xp.take(idx, xp.arange(k - 1, k), axis=d)
-    values = _take(x, d, idx)
     if was0:
-        return _kthvalue_rt(_reshape(values, ()), _make(idx.reshape(())))
+        return _kthvalue_rt(_take(input, d, idx, Kthvalue, ()), _make(idx.reshape(())))
+    shape = idx.shape
     if not keepdim:
         shape = tuple(s for i, s in enumerate(idx.shape) if i != d)
-        values, idx = _reshape(values, shape), idx.reshape(shape)
-    return _kthvalue_rt(values, _make(idx))
+    return _kthvalue_rt(_take(input, d, idx, Kthvalue, shape), _make(idx.reshape(shape)))
 
 
 def unique(input: Any, sorted: bool = True, return_inverse: bool = False,
