@@ -849,7 +849,7 @@ class TensorMethods:
 
     def broadcast_to(self, *args: Any, **kwargs: Any) -> Any:
         """``broadcast_to(size)``: see ``ember.ops.shape.broadcast_to``."""
-        return _sh.broadcast_to(self, *args, **kwargs)
+        return _sh.broadcast_to_method(self, *args, **kwargs)
 
     def ravel(self, *args: Any, **kwargs: Any) -> Any:
         """``ravel()``: see ``ember.ops.shape.ravel``."""

@@ -172,3 +172,36 @@ def test_selection_nodes_values_grads(call):
     assert res[0][:2] == res[1][:2]
     np.testing.assert_allclose(res[0][2], res[1][2], rtol=1e-6)
     np.testing.assert_allclose(res[0][3], res[1][3], rtol=1e-6)
+
+
+@pytest.mark.parametrize("call", [
+    lambda m, x: x.rot90(), lambda m, x: x.rot90(0), lambda m, x: x.rot90(2),
+    lambda m, x: x.rot90(3), lambda m, x: x.rot90(-1, [1, 0]), lambda m, x: x.rot90(5, [0, 2]),
+    lambda m, x: x.repeat_interleave(2), lambda m, x: x.repeat_interleave(2, 1),
+    lambda m, x: x.repeat_interleave(m.tensor([1, 0, 2]), 0),
+    lambda m, x: x.repeat_interleave(m.tensor([3]), 2), lambda m, x: x.repeat_interleave(m.tensor(2), 0),
+    lambda m, x: x.broadcast_to(2, 3, 4, 2), lambda m, x: x.broadcast_to((2, 3, 4, 2)),
+    lambda m, x: x.broadcast_to(size=(2, 3, 4, 2)), lambda m, x: m.broadcast_to(x, (2, 3, 4, 2)),
+])
+def test_shape_nodes_values_grads(call):
+    res = []
+    for m in (ember, torch):
+        x = m.tensor(np.random.default_rng(0).standard_normal((3, 4, 2)).astype(np.float32),
+                     requires_grad=True)
+        out = call(m, x)
+        (out * m.arange(out.numel()).reshape(out.shape)).sum().backward()
+        res.append((type(out.grad_fn).__name__, tuple(out.shape), out.detach().numpy(),
+                    x.grad.numpy()))
+    assert res[0][:2] == res[1][:2]
+    np.testing.assert_allclose(res[0][2], res[1][2], rtol=1e-6)
+    np.testing.assert_allclose(res[0][3], res[1][3], rtol=1e-6)
+
+
+def test_rot90_is_a_copy_and_broadcast_to_function_takes_one_size():
+    x = ember.ones(2, 2)
+    y = x.rot90(0)
+    y[0, 0] = 5.0
+    assert x[0, 0].item() == 1.0
+    for m in (ember, torch):
+        with pytest.raises(TypeError):
+            m.broadcast_to(m.ones(2), 2, 2)

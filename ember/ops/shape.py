@@ -472,6 +472,20 @@ def broadcast_to(x: Any, size: Any) -> Any:
     return Expand.apply(x, shape)
 
 
+def broadcast_to_method(x: Any, *size: Any, **kwargs: Any) -> Any:
+    """``Tensor.broadcast_to``: the sizes as varargs (``x.broadcast_to(2, 3, 4)``), one
+    sequence, or ``size=``, as PyTorch's method accepts (the function takes one size only)."""
+    if kwargs:
+        if size or set(kwargs) != {"size"}:
+            raise TypeError(
+                f"broadcast_to() got unexpected arguments {sorted(kwargs)}; pass the sizes as "
+                "x.broadcast_to(2, 3) or x.broadcast_to(size=(2, 3))"
+            )
+        size = (kwargs["size"],)
+    shape = _expand_shape(x._data.shape, _shape_arg(size), "broadcast_to")
+    return Expand.apply(x, shape)
+
+
 def broadcast_shapes(*shapes: Any) -> Any:
     """The shape that tensors of ``shapes`` broadcast to (a ``Size``)."""
     from .._size import Size
@@ -1214,13 +1228,21 @@ def rot90(input: Any, k: int = 1, dims: Any = (0, 1)) -> Any:
             f"expected rotation dims to be different, but got dim0 = {d0} and dim1 = {d1}"
         )
     k = _int(k, "k") % 4
-    if k == 1:
-        return transpose(flip(input, d1), d0, d1)
-    if k == 2:
-        return flip(input, d0, d1)
-    if k == 3:
-        return transpose(flip(input, d0), d0, d1)
-    return Contiguous.apply(input)
+    return Rot90.apply(input, k, d0, d1)
+
+
+class Rot90(Op):
+    """out = x rotated k quarter turns in the plane (d0 -> d1), a copy
+    grad_x = grad rotated -k quarter turns"""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any, k: int, d0: int, d1: int) -> Any:
+        ctx.k, ctx.d0, ctx.d1 = k, d0, d1
+        return ctx.xp.rot90(x, k, axes=(d0, d1)).copy()  # (a C-order copy, even for k = 0)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        return _call(ctx, Rot90, grad, (-ctx.k) % 4, ctx.d0, ctx.d1), None, None, None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1276,7 +1298,7 @@ class RepeatInterleave(Op):
     """out = each slice of x along dim repeated r (or r[i]) times
     grad_x = grad summed over each block of repeats"""
 
-    node_name = "RepeatInterleaveBackward0"
+    node_name = "ViewBackward0"  # PyTorch repeats a number of times by expand + view
 
     @staticmethod
     def forward(ctx: Any, x: Any, repeats: Any, dim: int, idx: Any = None) -> Any:
@@ -1292,6 +1314,12 @@ class RepeatInterleave(Op):
             g = grad.reshape(tuple(shp[:d]) + (shp[d], r) + tuple(shp[d + 1 :]))
             return g.sum(axis=d + 1), None, None, None
         return _call(ctx, _SegmentSum, grad, r, d, ctx.idx), None, None, None
+
+
+class RepeatInterleaveT(RepeatInterleave):
+    """repeat_interleave with tensor repeats (same rule; PyTorch index_selects)."""
+
+    node_name = "IndexSelectBackward0"
 
 
 class _SegmentSum(Op):
@@ -1357,7 +1385,7 @@ def repeat_interleave(input: Any, repeats: Any = None, dim: int | None = None, *
             raise RuntimeError("repeats can not be negative")
         dev = device_of(x._data)
         idx = np.repeat(np.arange(n, dtype=np.int64), rh)
-        return RepeatInterleave.apply(x, to_device(rh, dev), d, to_device(idx, dev))
+        return RepeatInterleaveT.apply(x, to_device(rh, dev), d, to_device(idx, dev))
     if _is_t(repeats) and repeats._data.ndim > 1:
         raise RuntimeError(
             f"repeat_interleave: repeats must be 0-dim or 1-dim tensor, got shape "
@@ -1366,7 +1394,7 @@ def repeat_interleave(input: Any, repeats: Any = None, dim: int | None = None, *
     r = _int(repeats, "repeats")
     if r < 0:
         raise RuntimeError(f"repeats can not be negative (got {r})")
-    return RepeatInterleave.apply(x, r, d)
+    return (RepeatInterleaveT if _is_t(repeats) else RepeatInterleave).apply(x, r, d)
 
 
 # ---------------------------------------------------------------------------------------------
