@@ -61,6 +61,13 @@ __all__ = [
     "fold",
     "pixel_shuffle",
     "pixel_unshuffle",
+    "conv3d",
+    "conv_transpose3d",
+    "max_pool3d",
+    "max_pool3d_with_indices",
+    "avg_pool3d",
+    "adaptive_avg_pool3d",
+    "adaptive_max_pool3d",
 ]
 
 Pad2 = tuple[tuple[int, int], tuple[int, int]]
@@ -821,6 +828,9 @@ def _same_dtype(fn: str, x: Any, other: Any, what: str) -> None:
             f"input.to({other.dtype}) or module.to({x.dtype})")
 
 
+_LAYOUT = {1: "L", 2: "H x W", 3: "D x H x W"}
+
+
 def _to2(v: tuple, fill: int) -> tuple:
     return (fill,) + v if len(v) == 1 else v
 
@@ -848,7 +858,7 @@ def _conv(fn: str, nd: int, input: Any, weight: Any, bias: Any, stride: Any, pad
         raise RuntimeError(f"Expected {nd + 1}D (unbatched) or {nd + 2}D (batched) input to {fn}, "
                            f"but got input of size: {list(x.shape)}")
     if w.ndim != nd + 2:
-        dims = "kL" if nd == 1 else "kH, kW"
+        dims = {1: "kL", 2: "kH, kW", 3: "kT, kH, kW"}[nd]
         raise RuntimeError(
             f"{fn}: expected a {nd + 2}-D weight (out_channels, in_channels / groups, {dims}), "
             f"but got weight of size {list(w.shape)}")
@@ -873,7 +883,7 @@ def _conv(fn: str, nd: int, input: Any, weight: Any, bias: Any, stride: Any, pad
             f"{list(x.shape)} to have {Cg * groups} channels, but got {x.shape[1]} channels "
             f"instead. The layer's in_channels (weight.size(1) * groups = {Cg * groups}) must "
             f"equal the input's dim 1 ({x.shape[1]}): fix in_channels or the input's layout "
-            f"(ember expects channels first, N x C x {'L' if nd == 1 else 'H x W'})")
+            f"(ember expects channels first, N x C x {_LAYOUT[nd]})")
     _same_dtype(fn, input, weight, "weight")
     if bias is not None:
         _check_tensor(bias, fn, "bias")
@@ -906,6 +916,8 @@ def _conv(fn: str, nd: int, input: Any, weight: Any, bias: Any, stride: Any, pad
             f"Kernel size: ({' x '.join(map(str, eff))}). Kernel size can't be greater than "
             f"actual input size (input of size {list(x.shape)}); use a smaller kernel, more "
             "padding or a larger input")
+    if nd == 3:
+        return _rebatch(_conv3d(input, weight, bias, stride, pads, dilation, groups), unbatched)
     pad2 = ((0, 0),) + pads if nd == 1 else pads
     out = Conv.apply(input, weight, bias, _to2(stride, 1), pad2, _to2(dilation, 1), groups)
     return _rebatch(out, unbatched)
@@ -942,7 +954,7 @@ def _conv_transpose(fn: str, nd: int, input: Any, weight: Any, bias: Any, stride
         raise RuntimeError(f"Expected {nd + 1}D (unbatched) or {nd + 2}D (batched) input to {fn}, "
                            f"but got input of size: {list(x.shape)}")
     if w.ndim != nd + 2:
-        dims = "kL" if nd == 1 else "kH, kW"
+        dims = {1: "kL", 2: "kH, kW", 3: "kT, kH, kW"}[nd]
         raise RuntimeError(
             f"{fn}: expected a {nd + 2}-D weight (in_channels, out_channels / groups, {dims}), "
             f"but got weight of size {list(w.shape)}")
@@ -964,8 +976,7 @@ def _conv_transpose(fn: str, nd: int, input: Any, weight: Any, bias: Any, stride
     if any(op >= s and op >= d for op, s, d in zip(o2, s2, d2)) or any(op < 0 for op in o2):
         raise RuntimeError(
             "output padding must be smaller than either stride or dilation, but got "
-            f"output_padding_height: {o2[0]} output_padding_width: {o2[1]} stride_height: "
-            f"{s2[0]} stride_width: {s2[1]} dilation_height: {d2[0]} dilation_width: {d2[1]}")
+            f"output_padding: {list(o2)}, stride: {list(s2)}, dilation: {list(d2)}")
     input, unbatched = _unbatch(input, nd + 2)  # noqa: A001
     x = input._data
     Cin, Cg, ks = w.shape[0], w.shape[1], w.shape[2:]
@@ -994,6 +1005,10 @@ def _conv_transpose(fn: str, nd: int, input: Any, weight: Any, bias: Any, stride
         raise RuntimeError(
             f"Given input size per channel: ({' x '.join(map(str, sizes))}). Calculated output "
             f"size per channel: ({' x '.join(map(str, out))}). Output size is too small")
+    if nd == 3:
+        y = _conv_transpose3d(input, weight, bias, tuple(out), stride, padding, output_padding,
+                              dilation, groups)
+        return _rebatch(y, unbatched)
     out_hw = _to2(tuple(out), 1)
     pad2 = ((p2[0], p2[0]), (p2[1], p2[1]))
     y = ConvTranspose.apply(input, weight, bias, out_hw, s2, pad2, d2, groups)
@@ -1204,7 +1219,8 @@ def _adaptive_args(fn: str, nd: int, input: Any, output_size: Any) -> tuple[Any,
         if nd == 1:
             raise RuntimeError(f"Expected 2 to 3 dimensions, but got {x.ndim}-dimensional tensor "
                                f"for argument #1 'self' (while checking arguments for {fn})")
-        raise RuntimeError(f"{fn}(): Expected 3D or 4D tensor, but got {list(x.shape)}")
+        raise RuntimeError(f"{fn}(): Expected {nd + 1}D or {nd + 2}D tensor, but got "
+                           f"{list(x.shape)}")
     sizes = x.shape[-nd:]
     for i in range(1, x.ndim):
         if x.shape[i] == 0:
@@ -1560,3 +1576,264 @@ def pixel_unshuffle(input: Any, downscale_factor: int) -> Any:
                 f"pixel_unshuffle expects {name} to be divisible by downscale_factor, but "
                 f"input.size({ax})={x.shape[ax]} is not divisible by {r}")
     return PixelUnshuffle.apply(input, r)
+
+
+# =============================================================================================
+# 3-D convolution and pooling: composites of the 2-D ops (depth taps folded into channels or
+# batch), so their gradients (and double backward) come from the 2-D ops' rules.
+
+
+def _creation_zeros_like(t: Any) -> Any:
+    from .._creation import zeros_like
+
+    return zeros_like(t)
+
+
+def _tops() -> Any:
+    """The tensor-level helpers the 3-D composites use (imported late: import order)."""
+    from . import activation, shape
+
+    return activation.pad, shape.stack
+
+
+def _depth_taps(x: Any, k: int, s: int, d: int, n_out: int) -> list:
+    """The ``k`` strided depth slices (N, C, n_out, H, W) that kernel tap i reads."""
+    return [x[:, :, i * d: i * d + s * (n_out - 1) + 1: s] for i in range(k)]
+
+
+def _conv3d(x: Any, w: Any, bias: Any, stride: tuple, pads: tuple, dil: tuple,
+            groups: int) -> Any:
+    """y[n, o, t] = sum_i conv2d(x_pad[n, :, t*sD + i*dD], w[:, :, i]) (+ bias), computed as
+    ONE conv2d: the kT depth taps become extra input channels (group-major, as conv2d's groups
+    need) and the output depths become batch rows."""
+    pad, stack = _tops()
+    flat = tuple(v for lo_hi in reversed(pads) for v in lo_hi)
+    if any(flat):
+        x = pad(x, flat)
+    N, C, Dp, Hp, Wp = x.shape
+    O, Cg, kT = w.shape[0], w.shape[1], w.shape[2]
+    OD = (Dp - dil[0] * (kT - 1) - 1) // stride[0] + 1
+    taps = stack(_depth_taps(x, kT, stride[0], dil[0], OD), 2)  # (N, C, kT, OD, Hp, Wp)
+    taps = taps.reshape(N, groups, Cg, kT, OD, Hp, Wp).permute(0, 4, 1, 3, 2, 5, 6)
+    taps = taps.reshape(N * OD, groups * kT * Cg, Hp, Wp)
+    w2 = w.permute(0, 2, 1, 3, 4).reshape(O, kT * Cg, w.shape[3], w.shape[4])
+    y = conv2d(taps, w2, None, stride[1:], 0, dil[1:], groups)  # (N*OD, O, OH, OW)
+    y = y.reshape(N, OD, O, y.shape[2], y.shape[3]).permute(0, 2, 1, 3, 4)
+    if bias is not None:
+        y = y + bias.reshape(1, O, 1, 1, 1)
+    return y
+
+
+def _conv_transpose3d(x: Any, w: Any, bias: Any, out: tuple, stride: tuple, padding: tuple,
+                      output_padding: tuple, dil: tuple, groups: int) -> Any:
+    """The adjoint of conv3d: one conv_transpose2d per input depth slice with every depth tap
+    as extra output channels, then each tap's planes land at depth t*sD + i*dD - pD."""
+    pad, stack = _tops()
+    N, Cin, D, H, W = x.shape
+    Cog, kT = w.shape[1], w.shape[2]
+    # (Cin, Cog, kT, kH, kW) -> (Cin, kT * Cog, kH, kW), tap-major inside each group
+    w2 = w.permute(0, 2, 1, 3, 4).reshape(Cin, kT * Cog, w.shape[3], w.shape[4])
+    x2 = x.permute(0, 2, 1, 3, 4).reshape(N * D, Cin, H, W)
+    z = conv_transpose2d(x2, w2, None, stride[1:], padding[1:], output_padding[1:], groups,
+                         dil[1:])
+    OH, OW = z.shape[2], z.shape[3]
+    z = z.reshape(N, D, groups, kT, Cog, OH, OW)
+    sD, dD, pD = stride[0], dil[0], padding[0]
+    span = (D - 1) * sD + 1
+    full = (D - 1) * sD + dD * (kT - 1) + 1
+    total = None
+    for i in range(kT):
+        zi = z[:, :, :, i].reshape(N, D, groups * Cog, OH, OW).permute(0, 2, 1, 3, 4)
+        if sD > 1:  # put the slices sD apart: interleave zeros along depth
+            zeros = _creation_zeros_like(zi)
+            zi = stack([zi] + [zeros] * (sD - 1), 3).reshape(N, groups * Cog, D * sD, OH, OW)
+            zi = zi[:, :, :span]
+        zi = pad(zi, (0, 0, 0, 0, i * dD, full - span - i * dD))
+        total = zi if total is None else total + zi
+    extra = pD + out[0] - full
+    if extra > 0:
+        total = pad(total, (0, 0, 0, 0, 0, extra))
+    y = total[:, :, pD: pD + out[0]]
+    if bias is not None:
+        y = y + bias.reshape(1, -1, 1, 1, 1)
+    return y
+
+
+def conv3d(input: Any, weight: Any, bias: Any = None, stride: Any = 1, padding: Any = 0,
+           dilation: Any = 1, groups: int = 1) -> Any:
+    """3-D convolution (cross-correlation) over an (N, C_in, D, H, W) or (C_in, D, H, W) input.
+
+    ``weight`` is (C_out, C_in / groups, kT, kH, kW); ``padding`` an int, a triple, 'valid' or
+    'same'. Runs as a single 2-D convolution over the depth taps."""
+    return _conv("conv3d", 3, input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv_transpose3d(input: Any, weight: Any, bias: Any = None, stride: Any = 1,
+                     padding: Any = 0, output_padding: Any = 0, groups: int = 1,
+                     dilation: Any = 1) -> Any:
+    """3-D transposed convolution; ``weight`` is (C_in, C_out / groups, kT, kH, kW) and each
+    output size is ``(in - 1) * stride - 2 * padding + dilation * (k - 1) + output_padding + 1``.
+    """
+    return _conv_transpose("conv_transpose3d", 3, input, weight, bias, stride, padding,
+                           output_padding, groups, dilation)
+
+
+def _pool3d_args(fn: str, input: Any, kernel_size: Any, stride: Any, padding: Any,
+                 dilation: Any, ceil_mode: bool) -> tuple:
+    """Checks of a 3-D pooling call; returns (batched input, unbatched, k, s, p, d, OD, pad_hi)."""
+    _check_tensor(input, fn)
+    x = input._data
+    if x.ndim not in (4, 5):
+        raise RuntimeError(f"{fn}: Expected 4D or 5D (batch mode) tensor with optional 0 dim "
+                           f"batch size for input, but got:{list(x.shape)}")
+    k = _ints(kernel_size, 3, "kernel_size", fn, conv_msg=False)
+    s = k if stride is None or (not isinstance(stride, int) and len(stride) == 0) else \
+        _ints(stride, 3, "stride", fn, conv_msg=False)
+    p = _ints(padding, 3, "padding", fn, conv_msg=False)
+    d = _ints(dilation, 3, "dilation", fn, conv_msg=False)
+    if any(v <= 0 for v in k):
+        raise RuntimeError(f"{fn}: kernel_size must be greater than zero, but got "
+                           f"kernel_size={list(k)}")
+    if any(v <= 0 for v in s):
+        raise RuntimeError(f"stride should not be zero ({fn}: got stride={list(s)})")
+    if any(v <= 0 for v in d):
+        raise RuntimeError(f"dilation should be greater than zero, but got dilation={list(d)}")
+    if any(v < 0 for v in p):
+        raise RuntimeError(f"{fn}: padding must be non-negative, but got padding={list(p)}")
+    for kk, pp, dd in zip(k, p, d):
+        if pp > kk // 2:
+            raise RuntimeError(f"pad should be at most half of effective kernel size, but got "
+                               f"pad={pp}, kernel_size={kk} and dilation={dd}")
+    input, unbatched = _unbatch(input, 5)  # noqa: A001
+    sizes = input._data.shape[2:]
+    out = [_pool_out(n, kk, ss, pp, dd, ceil_mode) for n, kk, ss, pp, dd in
+           zip(sizes, k, s, p, d)]
+    if any(o <= 0 for o in out):
+        shown = "x".join(map(str, (input._data.shape[1],) + tuple(sizes)))
+        got = "x".join(map(str, (input._data.shape[1],) + tuple(out)))
+        raise RuntimeError(f"Given input size: ({shown}). Calculated output size: ({got}). "
+                           f"Output size is too small ({fn} with kernel_size={list(k)}, "
+                           f"stride={list(s)}, padding={list(p)}, dilation={list(d)})")
+    need = (out[0] - 1) * s[0] + d[0] * (k[0] - 1) + 1
+    pad_hi = max(p[0], need - sizes[0] - p[0])
+    return input, unbatched, k, s, p, d, out[0], pad_hi
+
+
+def _depth_stack(x: Any, k: tuple, s: tuple, d: tuple, p: tuple, OD: int, pad_hi: int,
+                 value: float) -> Any:
+    """The depth taps of the depth-padded input as 2-D images: (kT * N, C * OD, H, W)."""
+    pad, stack = _tops()
+    if p[0] or pad_hi:
+        x = pad(x, (0, 0, 0, 0, p[0], pad_hi), value=value)
+    N, C, _, H, W = x.shape
+    taps = stack(_depth_taps(x, k[0], s[0], d[0], OD), 0)  # (kT, N, C, OD, H, W)
+    return taps.reshape(k[0] * N, C * OD, H, W)
+
+
+def max_pool3d(input: Any, kernel_size: Any, stride: Any = None, padding: Any = 0,
+               dilation: Any = 1, ceil_mode: bool = False, return_indices: bool = False) -> Any:
+    """3-D max pooling over an (N, C, D, H, W) or (C, D, H, W) input.
+
+    ``stride`` defaults to ``kernel_size``; padding is -inf. With ``return_indices`` also
+    returns each maximum's flat index ``(d * H + h) * W + w`` in its volume (ties keep the
+    first), as PyTorch does."""
+    input, unbatched, k, s, p, d, OD, pad_hi = _pool3d_args(  # noqa: A001
+        "max_pool3d", input, kernel_size, stride, padding, dilation, ceil_mode)
+    N, C, D, H, W = input.shape
+    if input._data.dtype.kind not in "fV":
+        raise RuntimeError(f'"max_pool3d" not implemented for \'{_tname(input)}\' (input '
+                           f"dtype {input.dtype}); convert it first, e.g. x.float()")
+    taps = _depth_stack(input, k, s, d, p, OD, pad_hi, -math.inf)
+    y, idx = max_pool2d(taps, k[1:], s[1:], p[1:], d[1:], ceil_mode, True)
+    OH, OW = y.shape[2], y.shape[3]
+    y = y.reshape(k[0], N, C, OD, OH, OW)
+    vals, tap = y.max(0)
+    if not return_indices:
+        return _rebatch(vals, unbatched)
+    with _no_grad():
+        T = _tensor_cls()
+        xp = _backend.xp_of(vals._data)
+        idx2 = idx._data.reshape(k[0], N, C, OD, OH, OW)
+        t = tap._data
+        hw = xp.take_along_axis(idx2, t[None], 0)[0]
+        depth = xp.arange(OD).reshape(1, 1, OD, 1, 1) * s[0] - p[0] + t * d[0]
+        ind = T._make((depth * (H * W) + hw).astype(np.int64))
+    return _rebatch(vals, unbatched), _rebatch(ind, unbatched)
+
+
+def _no_grad() -> Any:
+    from ..autograd.grad_mode import no_grad
+
+    return no_grad()
+
+
+def max_pool3d_with_indices(input: Any, kernel_size: Any, stride: Any = None, padding: Any = 0,
+                            dilation: Any = 1, ceil_mode: bool = False,
+                            return_indices: bool = True) -> Any:
+    """``max_pool3d`` returning (values, indices)."""
+    return max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def avg_pool3d(input: Any, kernel_size: Any, stride: Any = None, padding: Any = 0,
+               ceil_mode: bool = False, count_include_pad: bool = True,
+               divisor_override: int | None = None) -> Any:
+    """3-D average pooling over an (N, C, D, H, W) or (C, D, H, W) input (divisor rules as
+    ``avg_pool2d``: zero padding counted with ``count_include_pad``, or ``divisor_override``)."""
+    input, unbatched, k, s, p, d, OD, pad_hi = _pool3d_args(  # noqa: A001
+        "avg_pool3d", input, kernel_size, stride, padding, 1, ceil_mode)
+    if input._data.dtype.kind not in "fV":
+        raise RuntimeError(f'"avg_pool3d" not implemented for \'{_tname(input)}\' (input '
+                           f"dtype {input.dtype}); convert it first, e.g. x.float()")
+    if divisor_override is not None and divisor_override == 0:
+        raise RuntimeError("divisor must be not zero")
+    N, C, D, H, W = input.shape
+    taps = _depth_stack(input, k, s, d, p, OD, pad_hi, 0.0)
+    sums = avg_pool2d(taps, k[1:], s[1:], p[1:], ceil_mode, True, 1)
+    OH, OW = sums.shape[2], sums.shape[3]
+    total = sums.reshape(k[0], N, C, OD, OH, OW).sum(0)
+    if divisor_override is not None:
+        y = total / divisor_override
+    else:
+        parts = [_avg_divisor(n, kk, ss, pp, oo, count_include_pad)
+                 for n, kk, ss, pp, oo in zip((D, H, W), k, s, p, (OD, OH, OW))]
+        div = np.einsum("i,j,k->ijk", *parts).astype(input._data.dtype)
+        xp = _backend.xp_of(input._data)
+        y = total / _tensor_cls()._make(xp.asarray(div))
+    return _rebatch(y, unbatched)
+
+
+def adaptive_avg_pool3d(input: Any, output_size: Any) -> Any:
+    """3-D adaptive average pooling to ``output_size`` (an int, or (D, H, W) with None = keep)."""
+    return _adaptive_avg("adaptive_avg_pool3d", 3, input, output_size)
+
+
+def adaptive_max_pool3d(input: Any, output_size: Any, return_indices: bool = False) -> Any:
+    """3-D adaptive max pooling: the maximum over each window, window o of an axis covering
+    [floor(o n / out), ceil((o + 1) n / out))."""
+    input, out = _adaptive_args("adaptive_max_pool3d", 3, input, output_size)  # noqa: A001
+    input, unbatched = _unbatch(input, 5)  # noqa: A001
+    N, C, D, H, W = input.shape
+    OD = out[0]
+    sd, ed = _adaptive_windows(D, OD)
+    pieces, inds = [], []
+    for o in range(OD):
+        part = input[:, :, int(sd[o]): int(ed[o])]
+        depth = part.shape[2]
+        y, idx = adaptive_max_pool2d(part.reshape(N, C * depth, H, W), out[1:], True)
+        y = y.reshape(N, C, depth, out[1], out[2])
+        vals, tap = y.max(2)
+        pieces.append(vals)
+        if return_indices:
+            xp = _backend.xp_of(vals._data)
+            i2 = idx._data.reshape(N, C, depth, out[1], out[2])
+            hw = xp.take_along_axis(i2, tap._data[:, :, None], 2)[:, :, 0]
+            inds.append((int(sd[o]) + tap._data) * (H * W) + hw)
+    _, stack = _tops()
+    if not pieces:
+        raise RuntimeError("adaptive_max_pool3d: output_size must be positive")
+    vals = stack(pieces, 2)
+    if not return_indices:
+        return _rebatch(vals, unbatched)
+    xp = _backend.xp_of(vals._data)
+    ind = _tensor_cls()._make(xp.stack(inds, 2).astype(np.int64))
+    return _rebatch(vals, unbatched), _rebatch(ind, unbatched)

@@ -17,7 +17,7 @@ from .. import init
 from ..parameter import Parameter
 from .module import Module
 
-__all__ = ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d"]
+__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"]
 
 _PADDING_MODES = {"zeros", "reflect", "replicate", "circular"}
 
@@ -130,7 +130,7 @@ class _ConvNd(Module):
             self.padding_mode = "zeros"
 
     def _conv_forward(self, input: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
-        fn = C.conv1d if self._nd == 1 else C.conv2d
+        fn = {1: C.conv1d, 2: C.conv2d, 3: C.conv3d}[self._nd]
         if self.padding_mode != "zeros":
             from .. import functional as F
 
@@ -284,4 +284,44 @@ class ConvTranspose2d(_ConvTransposeNd):
     def forward(self, input: Tensor, output_size: Any = None) -> Tensor:
         op = self._output_padding(input, output_size)
         return C.conv_transpose2d(input, self.weight, self.bias, self.stride, self.padding, op,
+                                  self.groups, self.dilation)
+
+
+class Conv3d(_ConvNd):
+    """3-D convolution over an (N, C_in, D, H, W) or (C_in, D, H, W) input.
+
+    Arguments as ``Conv2d`` with triples; ``weight`` is (C_out, C_in / groups, kT, kH, kW).
+    """
+
+    _nd = 3
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1,
+                 padding: Any = 0, dilation: Any = 1, groups: int = 1, bias: bool = True,
+                 padding_mode: str = "zeros", device: Any = None, dtype: Any = None) -> None:
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
+                         False, 0, groups, bias, padding_mode, device, dtype)
+
+    def forward(self, input: Tensor) -> Tensor:
+        return self._conv_forward(input, self.weight, self.bias)
+
+
+class ConvTranspose3d(_ConvTransposeNd):
+    """3-D transposed convolution; ``weight`` is (C_in, C_out / groups, kT, kH, kW).
+
+    Each output size is (in - 1) stride - 2 padding + dilation (kernel - 1) + output_padding
+    + 1; ``forward(x, output_size)`` picks the output_padding that gives ``output_size``.
+    """
+
+    _nd = 3
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1,
+                 padding: Any = 0, output_padding: Any = 0, groups: int = 1, bias: bool = True,
+                 dilation: Any = 1, padding_mode: str = "zeros", device: Any = None,
+                 dtype: Any = None) -> None:
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
+                         output_padding, groups, bias, padding_mode, device, dtype)
+
+    def forward(self, input: Tensor, output_size: Any = None) -> Tensor:
+        op = self._output_padding(input, output_size)
+        return C.conv_transpose3d(input, self.weight, self.bias, self.stride, self.padding, op,
                                   self.groups, self.dilation)

@@ -1,4 +1,4 @@
-"""Pooling layers: max, average and adaptive pooling in 1-D and 2-D."""
+"""Pooling layers: max, average and adaptive pooling in 1-D, 2-D and 3-D."""
 
 from __future__ import annotations
 
@@ -17,6 +17,10 @@ __all__ = [
     "AdaptiveAvgPool2d",
     "AdaptiveMaxPool1d",
     "AdaptiveMaxPool2d",
+    "MaxPool3d",
+    "AvgPool3d",
+    "AdaptiveAvgPool3d",
+    "AdaptiveMaxPool3d",
 ]
 
 
@@ -169,3 +173,38 @@ class AdaptiveMaxPool2d(_AdaptiveMaxPool):
 
     def forward(self, input: Tensor) -> Any:
         return C.adaptive_max_pool2d(input, self.output_size, self.return_indices)
+
+
+class MaxPool3d(_MaxPoolNd):
+    """Max over sliding windows of an (N, C, D, H, W) or (C, D, H, W) input.
+
+    Args: kernel_size; stride (default kernel_size); padding (-inf, at most half the kernel);
+    dilation; return_indices (also return flat argmax positions (d * H + h) * W + w); ceil_mode.
+    """
+
+    def forward(self, input: Tensor) -> Any:
+        return C.max_pool3d(input, self.kernel_size, self.stride, self.padding, self.dilation,
+                            ceil_mode=self.ceil_mode, return_indices=self.return_indices)
+
+
+class AvgPool3d(AvgPool2d):
+    """Mean over sliding windows of an (N, C, D, H, W) or (C, D, H, W) input (arguments as
+    ``AvgPool2d``)."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return C.avg_pool3d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                            self.count_include_pad, self.divisor_override)
+
+
+class AdaptiveAvgPool3d(_AdaptivePool):
+    """Average pooling to a fixed (D, H, W) (an int for all; None keeps that dim)."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return C.adaptive_avg_pool3d(input, self.output_size)
+
+
+class AdaptiveMaxPool3d(_AdaptiveMaxPool):
+    """Max pooling to a fixed (D, H, W) (optionally returning flat argmax positions)."""
+
+    def forward(self, input: Tensor) -> Any:
+        return C.adaptive_max_pool3d(input, self.output_size, self.return_indices)
