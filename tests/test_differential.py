@@ -284,7 +284,6 @@ def test_inplace_operand_overlapping_target_raises():
     _assert_same(prog)
 
 
-@pytest.mark.xfail(strict=False, reason="issue 10: inplace_operand_overlaps_target (copy_)")
 def test_copy_from_overlapping_column_is_allowed():
     """copy_() from a column of the same tensor: PyTorch copies, it does not raise."""
 
@@ -372,7 +371,6 @@ def test_backward_twice_through_inplace_raises():
     _assert_same(prog)
 
 
-@pytest.mark.xfail(strict=False, reason="issue 10: saved_constant_modified_inplace")
 def test_saved_promoted_constant_modified_inplace():
     """A float32 constant saved by x64 * k32 and then modified in place: backward raises."""
 

@@ -54,20 +54,16 @@ KNOWN_GAPS: set[str] = {
     "inplace_meta:squeeze_",  # class inplace_metadata_ops
     "inplace_meta:unsqueeze_",  # class inplace_metadata_ops
     "inplace_meta:transpose_",  # class inplace_metadata_ops
-    # views family
     "view_in_no_grad",  # class no_grad_view
     "view_of_nograd_view",  # class no_grad_view
     "inplace_nograd_view_alias",  # class no_grad_view
     "inplace_multioutput_view_alias",  # class multioutput_view_inplace
     "inplace_after_retain_grad",  # class retain_grad_then_inplace
-    "inplace_operand_aliases_target",  # class inplace_operand_overlaps_target
+    "inplace_operand_aliases_target",  # class inplace_operand_overlaps_target (partial overlap)
     "inplace_on_expanded_alias",  # class inplace_on_expanded
-    "inplace_on_view_of_noncontiguous",  # class inplace_view_of_noncontiguous
     "create_graph_with_retain_grad",  # class retain_grad_create_graph
     "grad_enters_view_of_constant",  # class grad_enters_constant_through_view
     "grad_enters_constant_with_views",  # class grad_enters_constant_through_view
-    "backward_after_freed_graph",  # class backward_twice
-    "inplace_on_saved_constant",  # class saved_constant_modified_inplace
     "requires_grad_on_view",  # class requires_grad_on_view
     "inplace_through_data",  # class inplace_through_data
     "inplace_int_target_grad_operand",  # class int_inplace_with_grad_operand
@@ -746,6 +742,8 @@ def step_op(s: Step) -> str:
 def compare(program: Program, tt: Trace, te: Trace) -> Disagreement | None:
     """Compare a torch trace with an ember trace of the same program."""
     _LOOSE[0] = _has_low_precision(tt)
+    if tt.error and "INTERNAL ASSERT FAILED" in tt.error[2]:
+        return None  # a PyTorch bug, not a disagreement to fix in ember (see error_class_note)
     et = tt.error[0] if tt.error else None
     ee = te.error[0] if te.error else None
     n = min(len(tt.steps), len(te.steps))
@@ -771,6 +769,11 @@ def compare(program: Program, tt: Trace, te: Trace) -> Disagreement | None:
             f"ember raises {te.error[1]}: {te.error[2]}; torch returns a value",
             f"{step_op(s)}/{te.error[1]}",
         )
+    failed_backward = (
+        tt.error is not None
+        and te.error is not None
+        and step_op(program.steps[tt.error[0]]) in ("backward", "autograd.grad")
+    )
     for name, (v_t, g_t) in tt.final.items():
         if name not in te.final:
             return Disagreement("structure", None, f"final {name}", "missing in ember", name)
@@ -794,6 +797,8 @@ def compare(program: Program, tt: Trace, te: Trace) -> Disagreement | None:
         r = _cmp(v_t, v_e)
         if r:
             return Disagreement(r[0], None, f"final value of {name}", r[1], "final")
+        if failed_backward:
+            continue  # .grad after a backward that raised midway is implementation-defined
         r = _cmp(g_t, g_e, grad=True)
         if r:
             return Disagreement("grad", None, f"final {name}.grad", r[1], "final")
@@ -825,6 +830,8 @@ def _msg_key(msg: str) -> str:
 
 def error_class_note(tt: Trace, te: Trace) -> str | None:
     """When both raise at the same step but with different exception classes, say so."""
+    if tt.error and "INTERNAL ASSERT FAILED" in tt.error[2]:
+        return "PyTorch INTERNAL ASSERT (ignored)"
     if tt.error and te.error and tt.error[0] == te.error[0] and tt.error[1] != te.error[1]:
         return f"{tt.error[1]} vs {te.error[1]}"
     return None
