@@ -750,11 +750,11 @@ class Tensor(TensorMethods):
         becomes "base with the view's window replaced" (``CopySlices``) and the view becomes
         that window of the new base."""
         base = self._base
-        if base is not None:
-            if self._attr_version != self._version[0] and grad_mode.state.enabled:
+        if base is not None and self._attr_version != self._version[0]:
+            if grad_mode.state.enabled:
                 _refresh_view(self)
-            if fn not in _OVERLAP_OK:
-                _check_no_overlap(self)
+        if 0 in self._data.strides and fn not in _OVERLAP_OK:
+            _check_no_overlap(self)
         if fn not in _OVERLAP_OK:
             _check_operands_overlap(self, args)
         tracking = grad_mode.state.enabled and (
