@@ -588,6 +588,18 @@ def test_metadata_inplace_ops_are_inplace():
     _assert_same(lambda m: m.ones(2, 2, requires_grad=True)[0].unsqueeze_(0))
     _assert_same(lambda m: (m.ones(2, 2, requires_grad=True) * 2).split(1)[0].squeeze_(0))
 
+    def prog2(m):  # transpose_ of a view under no_grad, then a view of it in backward
+        x = m.tensor([[1.0, 2.0, 3.0, 4.0], [5.0, 6.0, 7.0, 8.0]], dtype=m.float64)
+        x.requires_grad_()
+        v = x[:, 0:]
+        with m.no_grad():
+            v.transpose_(0, -1)
+        w = v.unbind(0)[0]
+        (w * m.tensor([1.0, 2.0], dtype=m.float64)).sum().backward()
+        return x.grad
+
+    _assert_same(prog2)
+
 
 @pytest.mark.xfail(strict=False, reason="issue 10: requires_grad_on_view")
 def test_requires_grad_on_view_of_constant():
@@ -601,17 +613,19 @@ def test_requires_grad_on_view_of_constant():
     _assert_same(prog)
 
 
-@pytest.mark.xfail(strict=False, reason="issue 10: inplace_through_data")
 def test_inplace_through_data_changes_saved_value():
-    """sigmoid_ saves its output; writing it through .data is invisible to the version check,
+    """relu_ saves its output; writing it through .data is invisible to the version check,
     so PyTorch's backward uses the new values."""
 
     def prog(m):
-        x = m.tensor([0.5, -1.0], dtype=m.float64, requires_grad=True)
-        y = x + 0.5
-        y.sigmoid_()
-        y.data.copy_(m.tensor([0.25, 0.75], dtype=m.float64))
-        y.sum().backward()
+        x = m.tensor([[0.625, -1.5, 1.875, 0.625], [1.125, 1.875, -0.5, -1.25]], dtype=m.float64)
+        x.requires_grad_()
+        y = x * -1
+        v = y.view(4, 2)
+        w = v.t()
+        w.relu_()
+        w.data.add_(2)
+        v.sum().backward()
         return x.grad
 
     _assert_same(prog)

@@ -65,7 +65,6 @@ KNOWN_GAPS: set[str] = {
     "grad_enters_view_of_constant",  # class grad_enters_constant_through_view
     "grad_enters_constant_with_views",  # class grad_enters_constant_through_view
     "requires_grad_on_view",  # class requires_grad_on_view
-    "inplace_through_data",  # class inplace_through_data
     "inplace_int_target_grad_operand",  # class int_inplace_with_grad_operand
     # indexing family
     "index_write_dtype_mismatch_advanced",  # class index_put_dtype_mismatch
