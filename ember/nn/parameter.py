@@ -90,18 +90,101 @@ class Buffer(metaclass=_BufferMeta):
         return t
 
 
-class UninitializedParameter(Parameter):
-    """Placeholder for lazily shaped parameters (not supported: raises on use)."""
+_UNINIT_MSG = ("Can't access the shape of an uninitialized parameter or buffer. This error usually "
+               "happens in `load_state_dict` when trying to load an uninitialized parameter into "
+               "an initialized one. Call `forward` to initialize the parameters before accessing "
+               "their attributes.")
+
+
+class _Uninitialized:
+    """What lazy placeholders share: no shape until ``materialize(shape)`` gives them one."""
+
+    cls_to_become: type = Tensor
+
+    def _lazy_setup(self, device: Any, dtype: Any) -> None:
+        self.__dict__["_lazy_device"] = device
+        self.__dict__["_lazy_dtype"] = dtype
+
+    def materialize(self, shape: Any, device: Any = None, dtype: Any = None) -> None:
+        """Give the placeholder ``shape`` (uninitialized values) and make it a plain
+        Parameter / Tensor, in place: references (e.g. an optimizer's) stay valid."""
+        from .. import _creation
+
+        device = device if device is not None else self.__dict__.get("_lazy_device")
+        dtype = dtype if dtype is not None else self.__dict__.get("_lazy_dtype")
+        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        self._data = _creation.empty(shape, device=device, dtype=dtype)._data
+        self.__class__ = self.cls_to_become
+
+    @property
+    def shape(self) -> Any:
+        raise RuntimeError(_UNINIT_MSG)
+
+    def size(self, dim: Any = None) -> Any:
+        raise RuntimeError(_UNINIT_MSG)
+
+    def dim(self) -> int:
+        raise RuntimeError(_UNINIT_MSG)
+
+    def numel(self) -> int:
+        raise ValueError("Attempted to use an uninitialized parameter. This error happens when you "
+                         "are using a `LazyModule` or explicitly manipulating "
+                         "`torch.nn.parameter.UninitializedParameter` objects. When using "
+                         "LazyModules Call `forward` with a dummy batch to initialize the "
+                         "parameters before calling torch functions")
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__}>"
+
+    __str__ = __repr__
+
+    def __deepcopy__(self, memo: dict) -> Any:
+        if id(self) in memo:
+            return memo[id(self)]
+        out = type(self)(self.requires_grad, self.__dict__.get("_lazy_device"),
+                         self.__dict__.get("_lazy_dtype"))
+        memo[id(self)] = out
+        return out
+
+    def __reduce_ex__(self, protocol: int) -> Any:
+        return (type(self), (self.requires_grad, None, self.__dict__.get("_lazy_dtype")))
+
+
+class UninitializedParameter(_Uninitialized, Parameter):
+    """A parameter whose shape a lazy module fills in on its first forward (``materialize``)."""
+
+    __slots__ = ()
+    cls_to_become = Parameter
 
     def __new__(cls, requires_grad: bool = True, device: Any = None, dtype: Any = None) -> Any:
-        raise NotImplementedError(
-            "lazy modules (UninitializedParameter) are not supported by ember; give the layer its "
-            "input size explicitly, e.g. nn.Linear(in_features, out_features)"
-        )
+        from .. import _creation
+
+        t = Parameter.__new__(cls, _creation.empty(0, device=device, dtype=dtype), requires_grad)
+        t._lazy_setup(device, dtype)
+        return t
+
+    def __init__(self, requires_grad: bool = True, device: Any = None, dtype: Any = None) -> None:
+        pass
 
 
-class UninitializedBuffer(Tensor):
-    """Placeholder for lazily shaped buffers (not supported: raises on use)."""
+class UninitializedBuffer(_Uninitialized, Tensor):
+    """A buffer whose shape a lazy module fills in on its first forward (``materialize``)."""
 
-    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
-        raise NotImplementedError("lazy modules (UninitializedBuffer) are not supported by ember")
+    __slots__ = ()
+
+    def __new__(cls, requires_grad: bool = False, device: Any = None, dtype: Any = None,
+                persistent: bool = True) -> Any:
+        from .. import _creation
+
+        t = Tensor.__new__(cls)
+        Tensor._init_from(t, _creation.empty(0, device=device, dtype=dtype)._data, False)
+        t._lazy_setup(device, dtype)
+        return t
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+
+def is_lazy(param: Any) -> bool:
+    """Whether ``param`` is a lazy placeholder not yet materialized."""
+    return isinstance(param, _Uninitialized)
