@@ -66,6 +66,7 @@ KNOWN_GAPS: set[str] = {
     "grad_enters_constant_with_views",  # class grad_enters_constant_through_view
     "requires_grad_on_view",  # class requires_grad_on_view
     "inplace_int_target_grad_operand",  # class int_inplace_with_grad_operand
+    "backward_after_freed_graph",  # class backward_twice (second backward through y[i] = v)
     # indexing family
     "index_write_dtype_mismatch_advanced",  # class index_put_dtype_mismatch
     "index_write_empty_target",  # class index_write_empty_target
@@ -1563,7 +1564,7 @@ def _outofplace_expr(b: Builder, name: str) -> Any:
     if roll < 0.4:
         fn = r.choice(["exp", "tanh", "sigmoid", "sin", "relu", "clone", "abs", "square"])
         return Method(v, fn) if r.random() < 0.6 else Call(fn, (v,))
-    if roll < 0.55:
+    if roll < 0.5:
         return Bin("**", v, Lit(r.choice([2, 3])))
     others = [
         n
@@ -1571,6 +1572,22 @@ def _outofplace_expr(b: Builder, name: str) -> Any:
         if _broadcastable_to(tuple(b.env[n].shape), tuple(t.shape))
         or _broadcastable_to(tuple(t.shape), tuple(b.env[n].shape))
     ]
+    if roll < 0.62:
+        o = Var(r.choice(others)) if others else Lit(0.5)
+        kind = r.choice(["where", "maximum", "masked_fill", "clamp", "cat", "mul_scalar_tensor"])
+        if kind == "where":
+            return Call("where", (Bin(">", v, Lit(0)), v, o))
+        if kind == "maximum" and isinstance(o, Var):
+            return Call("maximum", (v, o))
+        if kind == "masked_fill":
+            return Method(v, "masked_fill", (Bin("<", v, Lit(0)), Lit(_scalar(r))))
+        if kind == "cat" and t.dim():
+            return Call("cat", (Lst((v, Bin("*", v, Lit(2.0)))),), (("dim", Lit(-1)),))
+        if kind == "mul_scalar_tensor":  # a 0-d tensor, maybe of another dtype
+            val = _scalar(r)
+            dt = r.choice(["float32", "float64"]) if isinstance(val, float) else "int64"
+            return Bin("*", v, TensorLit(val, dt))
+        return Method(v, "clamp", (), (("min", Lit(-0.5)), ("max", Lit(1.0))))
     op = r.choice(["*", "+", "-", "/"])
     if others and r.random() < 0.7:
         o = r.choice(others)
@@ -1585,7 +1602,7 @@ def gen_views(b: Builder) -> None:
     """Views, in-place ops through them, out-of-place ops, reductions, autograd."""
     r = b.rng
     shape = r.choice([(4,), (3, 4), (4, 4), (2, 3, 4), (6,), (2, 4)])
-    x = b.leaf(shape)
+    x = b.leaf(shape, dtype="float64" if r.random() < 0.85 else "float32")
     if r.random() < 0.3:
         b.leaf(
             r.choice([shape, shape[-1:], (1,) + shape[1:]]),
@@ -2606,6 +2623,11 @@ CLASSES: dict[str, tuple[frozenset, str]] = {
         "(a saved tensor changed this way makes backward raise) and refuse leaves that require "
         "grad and their views; ember does neither",
     ),
+    "inplace_operand_overlaps_target": (
+        frozenset({"inplace_operand_aliases_target"}),
+        "an in-place op whose tensor operand overlaps its target: PyTorch raises (or computes "
+        "from the pre-op values)",
+    ),
     "no_grad_view": (
         frozenset({"view_in_no_grad", "view_of_nograd_view", "inplace_nograd_view_alias"}),
         "a view of a requires-grad tensor taken under no_grad: PyTorch keeps requires_grad=True "
@@ -2619,11 +2641,6 @@ CLASSES: dict[str, tuple[frozenset, str]] = {
         frozenset({"inplace_after_retain_grad"}),
         "retain_grad() then an in-place op on that tensor (or an alias): PyTorch's .grad is the "
         "gradient of the new version",
-    ),
-    "inplace_operand_overlaps_target": (
-        frozenset({"inplace_operand_aliases_target"}),
-        "an in-place op whose tensor operand overlaps its target: PyTorch raises (or computes "
-        "from the pre-op values)",
     ),
     "inplace_on_expanded": (
         frozenset({"inplace_on_expanded_alias"}),
