@@ -16,11 +16,14 @@ import sys
 import warnings
 from typing import Any
 
-from .. import _dtype
+import numpy as np
+
+from .. import _backend, _dtype
 from . import elementwise as _ew
 from ._op import Op
 
 __all__ = [
+    "ctc_loss",
     "has_torch_function",
     "has_torch_function_unary",
     "has_torch_function_variadic",
@@ -1765,3 +1768,173 @@ def has_torch_function_variadic(*args: Any) -> bool:
 def handle_torch_function(public_api: Any, relevant_args: Any, *args: Any, **kwargs: Any) -> Any:
     """Calls ``public_api`` directly (there are no overrides to dispatch to)."""
     return public_api(*args, **kwargs)
+
+
+# =============================================================================================
+# CTC loss
+
+
+class CtcLoss(Op):
+    """Connectionist temporal classification: nll_n = -log sum over the alignments of target n
+    of prod_t p_t(path_t), by the forward (alpha) recursion over the extended label sequence
+    l' = (blank, l_1, blank, l_2, ..., blank) in log space:
+
+        alpha_t(s) = lp_t(l'_s) + logsumexp(alpha_{t-1}(s), alpha_{t-1}(s-1), alpha_{t-1}(s-2)),
+        (the s-2 term only when l'_s is not blank and differs from l'_{s-2}),
+        nll = -logsumexp(alpha_{T-1}(L-1), alpha_{T-1}(L-2)).
+
+    With beta the same recursion run backwards (both including the frame's emission),
+    d nll / d lp_t(c) = -sum_{s: l'_s = c} exp(alpha_t(s) + beta_t(s) + nll - lp_t(c)).
+    As PyTorch does, the returned gradient adds exp(lp_t(c)) (it assumes lp is a log_softmax
+    output, whose backward then gives the same gradient for the logits), and frames past an
+    input's length get 0. First order only (PyTorch has no double backward here either)."""
+
+    node_name = "CtcLossBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, lp: Any, ext: Any, in_len: Any, ext_len: Any, blank: int,
+                zero_infinity: bool) -> Any:
+        xp = ctx.xp
+        T, N, _ = lp.shape
+        L = ext.shape[1]
+        ninf = -np.inf
+        em = lp[:, xp.arange(N)[:, None], ext]  # (T, N, L): emission of each extended label
+        prev2 = xp.concatenate([xp.full((N, 2), -1, ext.dtype), ext[:, :-2]], axis=1)
+        skip = (ext != blank) & (ext != prev2)
+        valid = xp.arange(L)[None, :] < ext_len[:, None]
+        alpha = xp.full((T, N, L), ninf, dtype=lp.dtype)
+        a = xp.full((N, L), ninf, dtype=lp.dtype)
+        a[:, 0] = em[0, :, 0]
+        if L > 1:
+            a[:, 1] = xp.where(ext_len > 1, em[0, :, 1], ninf)
+        alpha[0] = a
+        pad = xp.full((N, 1), ninf, dtype=lp.dtype)
+        for t in range(1, T):
+            s1 = xp.concatenate([pad, a[:, :-1]], axis=1)
+            s2 = xp.where(skip, xp.concatenate([pad, pad, a[:, :-2]], axis=1)[:, :L], ninf)
+            a = xp.logaddexp(xp.logaddexp(a, s1), s2) + em[t]
+            a = xp.where(valid, a, ninf)
+            alpha[t] = a
+        last_t = xp.clip(in_len - 1, 0, T - 1)
+        a_end = alpha[last_t, xp.arange(N)]  # (N, L)
+        e1 = xp.take_along_axis(a_end, (ext_len - 1)[:, None], 1)[:, 0]
+        e2 = xp.take_along_axis(a_end, xp.clip(ext_len - 2, 0, None)[:, None], 1)[:, 0]
+        e2 = xp.where(ext_len > 1, e2, ninf)
+        nll = -xp.logaddexp(e1, e2)
+        nll = xp.where(in_len > 0, nll, xp.where(ext_len > 1, np.inf, 0.0)).astype(lp.dtype)
+        ctx.arrays = (lp, em, alpha, skip, valid, nll, in_len, ext_len, ext)
+        ctx.zero_infinity = zero_infinity
+        if zero_infinity:
+            nll = xp.where(xp.isinf(nll), xp.zeros((), lp.dtype), nll)
+        return nll
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        lp, em, alpha, skip, valid, nll, in_len, ext_len, ext = ctx.arrays
+        xp = _backend.xp_of(lp)
+        T, N, C = lp.shape
+        L = ext.shape[1]
+        ninf = -np.inf
+        pad = xp.full((N, 1), ninf, dtype=lp.dtype)
+        skip_from = xp.concatenate([skip[:, 2:], xp.zeros((N, 2), bool)], axis=1)[:, :L]
+        s_idx = xp.arange(L)[None, :]
+        start = valid & ((s_idx == ext_len[:, None] - 1) | (s_idx == ext_len[:, None] - 2))
+        b = xp.full((N, L), ninf, dtype=lp.dtype)
+        beta = xp.full((T, N, L), ninf, dtype=lp.dtype)
+        for t in range(T - 1, -1, -1):
+            s1 = xp.concatenate([b[:, 1:], pad], axis=1)
+            s2 = xp.where(skip_from, xp.concatenate([b[:, 2:], pad, pad], axis=1)[:, :L], ninf)
+            rec = xp.logaddexp(xp.logaddexp(b, s1), s2) + em[t]
+            here = (t == in_len - 1)[:, None]
+            inside = (t < in_len - 1)[:, None]
+            b = xp.where(inside, rec, xp.where(here & start, em[t], ninf))
+            b = xp.where(valid, b, ninf)
+            beta[t] = b
+        with np.errstate(invalid="ignore", over="ignore"):
+            share = xp.exp(alpha + beta + nll[None, :, None] - em)  # (T, N, L), each <= 1
+        share = xp.where(xp.isfinite(share), share, 0)
+        onehot = (ext[:, :, None] == xp.arange(C)[None, None, :]).astype(lp.dtype)  # (N, L, C)
+        X = xp.einsum("tns,nsc->tnc", share, onehot)
+        G = xp.exp(lp) - X
+        live = xp.arange(T)[:, None] < in_len[None, :]  # (T, N)
+        if ctx.zero_infinity:
+            live = live & ~xp.isinf(nll)[None, :]
+        G = xp.where(live[:, :, None], G, 0).astype(lp.dtype)
+        return grad.reshape(1, N, 1) * G, None, None, None, None, None
+
+
+def _lengths(v: Any, what: str) -> np.ndarray:
+    if _is_t(v):
+        arr = _backend.to_device(v._data, _backend.CPU)
+    else:
+        arr = np.asarray(v)
+    if arr.dtype.kind not in "iu":
+        raise RuntimeError(f"ctc_loss: {what} must be integers, got dtype {arr.dtype}")
+    return arr.astype(np.int64).reshape(-1)
+
+
+def ctc_loss(log_probs: Any, targets: Any, input_lengths: Any, target_lengths: Any,
+             blank: int = 0, reduction: str = "mean", zero_infinity: bool = False) -> Any:
+    """The CTC loss of (T, N, C) (or unbatched (T, C)) log-probabilities against targets.
+
+    ``targets`` is (N, S) padded or the 1-D concatenation of all targets (``target_lengths``
+    says how to split it); ``input_lengths`` / ``target_lengths`` are tensors or int sequences.
+    'mean' averages ``loss_n / target_length_n`` over the batch; ``zero_infinity`` turns the
+    infinite losses of impossible alignments (and their gradients) into 0.
+    """
+    _check_reduction(reduction)
+    lp = log_probs
+    unbatched = lp.ndim == 2
+    if unbatched:
+        lp = lp.unsqueeze(1)
+    if lp.ndim != 3:
+        raise RuntimeError(f"ctc_loss: log_probs must be (T, N, C) or (T, C), got shape "
+                           f"{_size(log_probs.shape)}")
+    _check_floating("ctc_loss", lp, "log_probs")
+    T, N, C = lp.shape
+    in_len, tl = _lengths(input_lengths, "input_lengths"), _lengths(target_lengths,
+                                                                    "target_lengths")
+    if in_len.size != N or tl.size != N:
+        raise RuntimeError(f"ctc_loss: expected {N} input_lengths and target_lengths (batch "
+                           f"size of log_probs {_size(log_probs.shape)}), got {in_len.size} and "
+                           f"{tl.size}")
+    if (in_len > T).any() or (in_len < 0).any():
+        raise RuntimeError(f"Expected input_lengths to have value at most {T}, but got value "
+                           f"{int(in_len.max())} (ctc_loss: log_probs has T={T} frames)")
+    tgt = _backend.to_device(targets._data, _backend.CPU) if _is_t(targets) else \
+        np.asarray(targets)
+    tgt = tgt.astype(np.int64)
+    if unbatched:
+        tgt = tgt.reshape(1, -1)
+    rows = []
+    if tgt.ndim == 2 and not (tgt.shape[0] == 1 and N > 1):
+        for n in range(N):
+            if tl[n] > tgt.shape[1]:
+                raise RuntimeError(f"Expected tensor to have size at least {tl[n]} at dimension "
+                                   f"1, but got size {tgt.shape[1]} for argument #2 'targets' "
+                                   "(ctc_loss: a target length exceeds the padded targets)")
+            rows.append(tgt[n, :tl[n]])
+    else:
+        flat = tgt.reshape(-1)
+        if tl.sum() > flat.size:
+            raise RuntimeError(f"ctc_loss: target_lengths sum to {int(tl.sum())} but the "
+                               f"concatenated targets have {flat.size} elements")
+        ends = np.cumsum(tl)
+        rows = [flat[e - n: e] for e, n in zip(ends, tl)]
+    S = max([int(r.size) for r in rows] + [0])
+    ext = np.full((N, 2 * S + 1), blank, dtype=np.int64)
+    for n, r in enumerate(rows):
+        if r.size and ((r < 0) | (r >= C)).any():
+            raise RuntimeError(f"ctc_loss: target labels must lie in [0, {C - 1}]")
+        ext[n, 1: 2 * r.size: 2] = r
+    xp = _backend.xp_of(lp._data)
+    nll = CtcLoss.apply(lp, xp.asarray(ext), xp.asarray(in_len), xp.asarray(2 * tl + 1), blank,
+                        zero_infinity)
+    if reduction == "none":
+        return nll.squeeze(0) if unbatched else nll
+    if reduction == "sum":
+        return nll.sum()
+    from .._tensor import Tensor
+
+    denom = Tensor._make(xp.asarray(np.maximum(tl, 1).astype(lp._data.dtype)))
+    return (nll / denom).mean()

@@ -15,6 +15,7 @@ from ...ops import nn as F
 from .module import Module
 
 __all__ = [
+    "CTCLoss",
     "L1Loss",
     "MSELoss",
     "SmoothL1Loss",
@@ -294,3 +295,22 @@ class MultiLabelSoftMarginLoss(_WeightedLoss):
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return F.multilabel_soft_margin_loss(input, target, weight=self.weight,
                                              reduction=self.reduction)
+
+
+class CTCLoss(_Loss):
+    """Connectionist temporal classification loss (see ``F.ctc_loss``).
+
+    ``forward(log_probs, targets, input_lengths, target_lengths)`` with log_probs (T, N, C)
+    (log_softmax outputs), targets (N, S) padded or concatenated 1-D.
+    """
+
+    def __init__(self, blank: int = 0, reduction: str = "mean",
+                 zero_infinity: bool = False) -> None:
+        super().__init__(reduction=reduction)
+        self.blank = blank
+        self.zero_infinity = zero_infinity
+
+    def forward(self, log_probs: Tensor, targets: Tensor, input_lengths: Any,
+                target_lengths: Any) -> Tensor:
+        return F.ctc_loss(log_probs, targets, input_lengths, target_lengths, self.blank,
+                          self.reduction, self.zero_infinity)
