@@ -7,7 +7,8 @@ import pytest
 import ember
 
 torch = pytest.importorskip("torch")
-pytestmark = pytest.mark.skipif(ember.cuda.is_available(), reason="checks the no-GPU answers")
+no_gpu_only = pytest.mark.skipif(ember.cuda.is_available(), reason="checks the no-GPU answers")
+gpu_only = pytest.mark.skipif(not ember.cuda.is_available(), reason="needs CuPy and a GPU")
 
 
 def _outcome(mod, expr):
@@ -38,6 +39,7 @@ RAISES = ["get_device_properties(0)", "get_device_properties()", "get_device_cap
           "set_per_process_memory_fraction(0.5)"]
 
 
+@no_gpu_only
 @pytest.mark.parametrize("expr", VALUES)
 def test_values_match_cpu_only_pytorch(expr):
     ours, theirs = _outcome(ember, expr), _outcome(torch, expr)
@@ -45,6 +47,7 @@ def test_values_match_cpu_only_pytorch(expr):
     assert ours[1] == theirs[1]
 
 
+@no_gpu_only
 @pytest.mark.parametrize("expr", RAISES)
 def test_errors_match_cpu_only_pytorch(expr):
     ours, theirs = _outcome(ember, expr), _outcome(torch, expr)
@@ -52,6 +55,7 @@ def test_errors_match_cpu_only_pytorch(expr):
     assert ours[0] == "raise" and issubclass(ours[1], theirs[1]) or ours[1] is theirs[1]
 
 
+@no_gpu_only
 def test_no_cuda_error_is_assertion_and_runtime_error():
     with pytest.raises(AssertionError, match="not compiled with CUDA"):
         ember.cuda.current_device()
@@ -59,6 +63,7 @@ def test_no_cuda_error_is_assertion_and_runtime_error():
         ember.cuda.get_device_capability()
 
 
+@no_gpu_only
 def test_context_managers_are_noops_for_cpu_and_none():
     x = ember.zeros(2)
     with ember.cuda.device(-1), ember.cuda.device(None), ember.cuda.device_of(x):
@@ -70,11 +75,13 @@ def test_context_managers_are_noops_for_cpu_and_none():
         pass
 
 
+@no_gpu_only
 def test_legacy_cuda_types_isinstance():
     assert not isinstance(ember.zeros(1), ember.cuda.FloatTensor)
     assert ember.cuda.FloatTensor.__name__ == "FloatTensor"
 
 
+@no_gpu_only
 def test_deprecated_resets_warn():
     with pytest.warns(FutureWarning, match="reset_peak_memory_stats"):
         ember.cuda.reset_max_memory_allocated()
@@ -84,6 +91,7 @@ def test_deprecated_resets_warn():
     assert ember.cuda.max_memory_allocated() == 0
 
 
+@no_gpu_only
 def test_submodules_resolve():
     import ember.cuda.amp
     import ember.cuda.memory
@@ -103,3 +111,45 @@ def test_stream_and_graph_names_exist():
     for n in ("Stream", "Event", "stream", "StreamContext", "current_stream", "graph",
               "CUDAGraph", "ExternalStream", "device_of"):
         assert hasattr(ember.cuda, n) and hasattr(torch.cuda, n), n
+
+
+@gpu_only
+def test_gpu_queries_answer_about_the_device():
+    props = ember.cuda.get_device_properties(0)
+    assert props.total_memory > 0 and props.major >= 3 and props.name
+    assert ember.cuda.get_device_capability(0) == (props.major, props.minor)
+    assert ember.cuda.get_device_name() == props.name
+    assert ember.cuda.current_device() == 0
+    free, total = ember.cuda.mem_get_info()
+    assert 0 < free <= total
+
+
+@gpu_only
+def test_gpu_memory_counters_follow_allocations():
+    ember.cuda.empty_cache()
+    before = ember.cuda.memory_allocated()
+    x = ember.ones(1024, 1024, device="cuda")
+    assert ember.cuda.memory_allocated() >= before + x.nbytes
+    assert ember.cuda.max_memory_allocated() >= ember.cuda.memory_allocated()
+    assert ember.cuda.memory_reserved() >= ember.cuda.memory_allocated()
+    assert ember.cuda.memory_stats()["allocated_bytes.all.current"] > 0
+    del x
+
+
+@gpu_only
+def test_gpu_streams_and_events():
+    s = ember.cuda.Stream()
+    start, end = ember.cuda.Event(enable_timing=True), ember.cuda.Event(enable_timing=True)
+    with ember.cuda.stream(s):
+        start.record()
+        y = ember.ones(256, 256, device="cuda") @ ember.ones(256, 256, device="cuda")
+        end.record()
+    end.synchronize()
+    assert end.query() and start.elapsed_time(end) >= 0
+    ember.cuda.current_stream().wait_stream(s)
+    ember.cuda.synchronize()
+    assert float(y[0, 0]) == 256.0
+    assert isinstance(y, ember.cuda.FloatTensor)
+    assert ember.cuda.LongTensor([1, 2]).is_cuda
+    with ember.cuda.device(0), ember.cuda.device_of(y):
+        pass
