@@ -70,26 +70,8 @@ KNOWN_GAPS: set[str] = {
     # indexing family
     "index_write_dtype_mismatch_advanced",  # class index_put_dtype_mismatch
     "index_write_empty_target",  # class index_write_empty_target
-    # shape family
-    "view_of_result_of_noncontiguous",  # class view_of_op_result_layout
     # reductions family
-    "reduce_bool:argmax",  # class argmax_bool
-    "reduce_bool:argmin",  # class argmax_bool
-    "norm_p0",  # class norm_p0
-    "int_dtype_reduce_grad",  # class int_dtype_reduce_grad
-    "var_dof_nonpositive",  # class var_dof_nonpositive
     "reduce_empty_int",  # class softmax_empty_int
-    # promotion family
-    "bool_sub",  # class bool_subtraction
-    "bool_pow_floordiv",  # class bool_pow_floordiv
-    "uint8_negative_int",  # class uint8_negative_python_int
-    "int_pow_negative_tensor",  # class int_pow_negative_tensor_exponent
-    "scalar_first:eq",  # class python_scalar_first_argument
-    "scalar_arg:atan2",  # class python_scalar_first_argument
-    "int_alpha_float",  # class int_alpha_float
-    "alpha_scalar_other",  # class alpha_with_scalar_other
-    "alpha_with_bool",  # class alpha_promotion
-    "alpha_mixed_dtypes",  # class alpha_promotion
 }
 
 FAMILIES = ("views", "indexing", "shape", "reductions", "promotion")
