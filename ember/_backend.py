@@ -273,3 +273,7 @@ def cuda_new_event(enable_timing: bool, blocking: bool, interprocess: bool) -> A
 
 def cuda_elapsed_ms(start: Any, end: Any) -> float:
     return float(_import_cupy().cuda.get_elapsed_time(start, end))
+
+
+def cuda_can_access_peer(index: int, peer: int) -> bool:
+    return bool(_import_cupy().cuda.runtime.deviceCanAccessPeer(int(index), int(peer)))

@@ -30,13 +30,17 @@ VALUES = ["memory_allocated()", "max_memory_allocated()", "memory_reserved()",
           "manual_seed(1)", "manual_seed_all(1)", "seed()", "seed_all()", "device_count()",
           "is_available()", "is_initialized()", "get_rng_state_all()", "get_arch_list()",
           "set_stream(None)", "is_bf16_supported()", "memory_stats()", "_is_compiled()",
-          "list_gpu_processes()"]
+          "list_gpu_processes()", "memory_stats_as_nested_dict()", "host_memory_stats()",
+          "host_memory_stats_as_nested_dict()", "has_half", "has_magma", "default_generators",
+          "get_gencode_flags()"]
 RAISES = ["get_device_properties(0)", "get_device_properties()", "get_device_capability()",
           "get_device_name()", "current_device()", "current_stream()", "default_stream()",
           "synchronize()", "ipc_collect()", "mem_get_info()", "init()", "initial_seed()",
           "get_rng_state()", "Stream()", "Event()", "CUDAGraph()", "FloatTensor(2)",
           "HalfTensor([1.0])", "LongTensor(2)", "profiler.start()",
-          "set_per_process_memory_fraction(0.5)"]
+          "set_per_process_memory_fraction(0.5)", "nvtx.range_push('a')", "nvtx.range_pop()",
+          "nvtx.mark('a')", "get_sync_debug_mode()", "set_sync_debug_mode(0)",
+          "can_device_access_peer(0, 1)"]
 
 
 @no_gpu_only
@@ -111,6 +115,19 @@ def test_stream_and_graph_names_exist():
     for n in ("Stream", "Event", "stream", "StreamContext", "current_stream", "graph",
               "CUDAGraph", "ExternalStream", "device_of"):
         assert hasattr(ember.cuda, n) and hasattr(torch.cuda, n), n
+    assert ember.cuda.streams.Stream is ember.cuda.Stream
+    assert ember.cuda.graphs.CUDAGraph is ember.cuda.CUDAGraph
+    assert issubclass(ember.cuda.CudaError, RuntimeError)
+
+
+@no_gpu_only
+@pytest.mark.parametrize("fn", ["utilization", "memory_usage", "temperature", "power_draw",
+                                "clock_rate", "device_memory_used"])
+def test_nvml_queries_raise_module_not_found_like_torch(fn):
+    with pytest.raises(ModuleNotFoundError):
+        getattr(torch.cuda, fn)()
+    with pytest.raises(ModuleNotFoundError, match="nvidia-ml-py"):
+        getattr(ember.cuda, fn)()
 
 
 @gpu_only

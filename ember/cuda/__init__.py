@@ -359,7 +359,114 @@ ByteTensor = _tensor_type("ByteTensor", "uint8")
 BoolTensor = _tensor_type("BoolTensor", "bool")
 
 
+has_half = True
+has_magma = False
+default_generators: tuple = ()
+
+
+class CudaError(RuntimeError):
+    """An error the CUDA runtime reported."""
+
+    def __init__(self, code: int) -> None:
+        super().__init__(f"CUDA error (code {code})")
+
+
+class DeferredCudaCallError(Exception):
+    """A deferred CUDA call failed during lazy initialization."""
+
+
+def get_gencode_flags() -> str:
+    return ""
+
+
+_sync_debug_mode = {"mode": 0}
+
+
+def get_sync_debug_mode() -> int:
+    """0 (ember does not warn on synchronizing calls)."""
+    require("get_sync_debug_mode")
+    return _sync_debug_mode["mode"]
+
+
+def set_sync_debug_mode(debug_mode: int | str) -> None:
+    """Recorded only: ember does not report synchronizing calls."""
+    require("set_sync_debug_mode")
+    modes = {"default": 0, "warn": 1, "error": 2}
+    _sync_debug_mode["mode"] = modes[debug_mode] if isinstance(debug_mode, str) else debug_mode
+
+
+def can_device_access_peer(device: Any, peer_device: Any) -> bool:
+    """Whether ``device`` can read ``peer_device``'s memory directly."""
+    require("can_device_access_peer")
+    return _backend.cuda_can_access_peer(index_of(device), index_of(peer_device))
+
+
+def memory_stats_as_nested_dict(device: Any = None) -> dict:
+    """``memory_stats`` with its dotted keys split into nested dicts ({} without a GPU)."""
+    out: dict = {}
+    for key, value in memory_stats(device).items():
+        node = out
+        *parts, last = key.split(".")
+        for p in parts:
+            node = node.setdefault(p, {})
+        node[last] = value
+    return out
+
+
+def host_memory_stats() -> dict:
+    """Pinned host memory counters (ember keeps none: empty, as CPU-only PyTorch)."""
+    from collections import OrderedDict
+
+    return OrderedDict()
+
+
+def host_memory_stats_as_nested_dict() -> dict:
+    return {}
+
+
+def reset_peak_host_memory_stats() -> None:
+    """Nothing to reset (no host memory counters)."""
+
+
+def reset_accumulated_host_memory_stats() -> None:
+    """Nothing to reset (no host memory counters)."""
+
+
+def _nvml(what: str) -> Any:
+    raise ModuleNotFoundError(f"nvidia-ml-py does not seem to be installed or it can't be "
+                              f"imported (torch.cuda.{what} reads the GPU through NVML; ember "
+                              "does not)")
+
+
+def utilization(device: Any = None) -> int:
+    return _nvml("utilization")
+
+
+def memory_usage(device: Any = None) -> int:
+    return _nvml("memory_usage")
+
+
+def temperature(device: Any = None) -> int:
+    return _nvml("temperature")
+
+
+def power_draw(device: Any = None) -> int:
+    return _nvml("power_draw")
+
+
+def clock_rate(device: Any = None) -> int:
+    return _nvml("clock_rate")
+
+
+def device_memory_used(device: Any = None) -> int:
+    return _nvml("device_memory_used")
+
+
 def __getattr__(name: str) -> object:
+    if name in ("nvtx", "streams", "graphs"):
+        import importlib
+
+        return importlib.import_module(f"{__name__}.{name}")
     if name == "amp":  # torch.cuda.amp (deprecated spellings of torch.amp)
         import sys
 
