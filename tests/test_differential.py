@@ -447,6 +447,30 @@ def test_view_of_stack_of_transposed():
     _assert_same(prog)
 
 
+@pytest.mark.xfail(strict=False, reason="issue 10: view_of_op_result_layout (.float())")
+def test_view_of_cast_of_expanded():
+    """.float() of an expanded tensor is contiguous in PyTorch: view() works."""
+
+    def prog(m):
+        x = m.tensor([-1.625, 1.875, 0.125, 0.5], dtype=m.float64, requires_grad=True)
+        y = x.unsqueeze(0).expand(2, -1).float()
+        return y.view(4, 2)
+
+    _assert_same(prog)
+
+
+@pytest.mark.xfail(strict=False, reason="issue 10: empty_double_backward")
+def test_double_backward_of_empty_tensor():
+    def prog(m):
+        x = m.tensor([[0.875, -1.125], [-0.375, 0.875]], dtype=m.float64, requires_grad=True)
+        v = (x * 2).mean(0).narrow(0, 1, 0)
+        v.div_(m.tensor([], dtype=m.float64))
+        (g,) = m.autograd.grad((v * v).sum(), [x], create_graph=True)
+        return g.requires_grad, g
+
+    _assert_same(prog)
+
+
 def test_view_of_stack_of_permuted_and_product():
     """stack([y, y * 2]) with y a permuted tensor that requires grad: view(-1) works."""
 
@@ -505,6 +529,12 @@ def test_uint8_with_negative_python_int_wraps():
 
 def test_integer_pow_negative_tensor_exponent():
     _assert_same(lambda m: m.tensor([2, 4, 1, -1]) ** m.tensor([-1, 2, -2, -3]))
+
+
+@pytest.mark.xfail(strict=False, reason="issue 10: int_pow_negative_scalar")
+def test_uint8_pow_negative_python_int_raises():
+    _assert_same(lambda m: m.tensor([3, 5, 1], dtype=m.uint8) ** -3)
+    _assert_same(lambda m: m.tensor([3, 5, 1]) ** -1)
 
 
 def test_atan2_and_eq_reject_python_scalars():
@@ -636,6 +666,15 @@ def test_requires_grad_on_view_of_constant():
         return v
 
     _assert_same(prog)
+
+    def prog2(m):  # requires_grad_() on a base that has a view: the view is no longer a leaf
+        d = m.tensor([-0.875, 0.75, -0.75], dtype=m.float64)
+        v = d.select(0, 1)
+        v.tanh_()
+        d.requires_grad_()
+        return v.is_leaf, v.requires_grad
+
+    _assert_same(prog2)
 
 
 def test_inplace_through_data_changes_saved_value():

@@ -65,13 +65,19 @@ KNOWN_GAPS: set[str] = {
     "grad_enters_view_of_constant",  # class grad_enters_constant_through_view
     "grad_enters_constant_with_views",  # class grad_enters_constant_through_view
     "requires_grad_on_view",  # class requires_grad_on_view
+    "requires_grad_with_views",  # class requires_grad_on_view
     "inplace_int_target_grad_operand",  # class int_inplace_with_grad_operand
     "backward_after_freed_graph",  # class backward_twice (second backward through y[i] = v)
     # indexing family
     "index_write_dtype_mismatch_advanced",  # class index_put_dtype_mismatch
     "index_write_empty_target",  # class index_write_empty_target
+    "double_backward_empty",  # class empty_double_backward
+    # shape family
+    "view_of_result_of_noncontiguous",  # class view_of_op_result_layout
     # reductions family
     "reduce_empty_int",  # class softmax_empty_int
+    # promotion family
+    "int_pow_negative_scalar",  # class int_pow_negative_scalar
 }
 
 FAMILIES = ("views", "indexing", "shape", "reductions", "promotion")
@@ -1002,6 +1008,8 @@ class Builder:
           does not require grad but that a recorded op read (and may have saved for backward).
         - ``inplace_int_target_grad_operand``: (tagged by :meth:`add`) an in-place op on an
           integer tensor with an operand that requires grad (``k.copy_(x)``).
+        - ``double_backward_empty``: (tagged by :meth:`add`) ``autograd.grad(create_graph=True)``
+          of a loss built from an empty tensor.
         - ``create_graph_with_retain_grad``: (tagged by :meth:`add`) ``autograd.grad(...,
           create_graph=True)`` (or the backward after it) while a tensor has ``retain_grad()``.
         - ``grad_enters_view_of_constant`` / ``grad_enters_constant_with_views``: (tagged by
@@ -1124,6 +1132,11 @@ class Builder:
             and _root_var(e) in self.layout_results
         ):
             tags.add("view_of_result_of_noncontiguous")
+        if "double_backward" in tags and any(
+            isinstance(self.env.get(n), self.torch.Tensor) and self.env[n].numel() == 0
+            for n in self._reads(s)
+        ):
+            tags.add("double_backward_empty")
         if self.retained and "double_backward" in tags:
             tags.add("create_graph_with_retain_grad")
         tgt = self._inplace_target(s)
@@ -1282,7 +1295,7 @@ CONTEXT_TAGS = frozenset(
         "view_of_nograd_view", "backward_after_freed_graph", "create_graph_with_retain_grad",
         "grad_enters_view_of_constant", "grad_enters_constant_with_views",
         "inplace_on_saved_constant", "view_of_result_of_noncontiguous",
-        "inplace_int_target_grad_operand",
+        "inplace_int_target_grad_operand", "double_backward_empty",
     }
 )  # fmt: skip
 
@@ -1725,6 +1738,12 @@ def gen_views(b: Builder) -> None:
                 f = {"requires_grad_"}
                 if b.env[c]._base is not None:
                     f.add("requires_grad_on_view")  # a view of a tensor without grad
+                key = _storage(b.env[c])
+                if any(
+                    k != c and isinstance(w, b.torch.Tensor) and _storage(w) == key
+                    for k, w in b.env.items()
+                ):
+                    f.add("requires_grad_with_views")  # its views start requiring grad
                 b.add(
                     Step("expr", Method(Var(c), "requires_grad_"), features=frozenset(f)),
                     allow_error=0.5,
@@ -2464,6 +2483,7 @@ def _promo_tags(b: Builder, op: str, a: Any, c: Any, kwargs: tuple, is_call: boo
     - ``bool_pow_floordiv``: ``**``/``pow``/``//``/``floor_divide`` with only bool operands.
     - ``uint8_negative_int``: a uint8 tensor with a negative Python int (PyTorch wraps around).
     - ``int_pow_negative_tensor``: integer ``**`` with a negative integer *tensor* exponent.
+    - ``int_pow_negative_scalar``: integer tensor ``**`` a negative Python int (PyTorch raises).
     - ``scalar_first:<fn>``: ``torch.<fn>(python_scalar, tensor)``; ``scalar_arg:atan2``.
     - ``int_alpha_float``: ``add``/``sub`` of integer operands with a float ``alpha``.
     - ``alpha_scalar_other``: ``add``/``sub`` with a Python scalar ``other`` and ``alpha``.
@@ -2492,6 +2512,8 @@ def _promo_tags(b: Builder, op: str, a: Any, c: Any, kwargs: tuple, is_call: boo
     if op in ("**", "pow") and ka in ints and kc in ints - {"pyint", "pybool"}:
         if isinstance(vc, torch.Tensor) and bool((vc < 0).any()):
             tags.add("int_pow_negative_tensor")
+    if op in ("**", "pow") and ka in ints and isinstance(vc, int) and vc < 0:
+        tags.add("int_pow_negative_scalar")
     if is_call and not isinstance(va, torch.Tensor):
         tags.add(f"scalar_first:{op}")
     if op == "atan2" and not (isinstance(va, torch.Tensor) and isinstance(vc, torch.Tensor)):
@@ -2639,14 +2661,20 @@ CLASSES: dict[str, tuple[frozenset, str]] = {
         "k does not require grad, ember's does",
     ),
     "requires_grad_on_view": (
-        frozenset({"requires_grad_on_view"}),
-        "requires_grad_() on a view of a tensor without grad: PyTorch then refuses in-place ops "
-        "on it and its views ('a view of a leaf Variable that requires grad')",
+        frozenset({"requires_grad_on_view", "requires_grad_with_views"}),
+        "requires_grad_() on a view of a tensor without grad (PyTorch then refuses in-place ops "
+        "on it: 'a view of a leaf Variable that requires grad'), or on a tensor that has views "
+        "(PyTorch's views become non-leaf views that require grad)",
     ),
     "inplace_through_data": (
         frozenset({"inplace_through_data"}),
         "y.data.op_() on a tensor whose value a recorded op saved: PyTorch does not bump the "
         "version and its backward uses the new values; ember's gradient differs",
+    ),
+    "empty_double_backward": (
+        frozenset({"double_backward_empty"}),
+        "autograd.grad(create_graph=True) of a loss from an empty tensor: PyTorch's gradient "
+        "does not require grad (no graph), ember's does",
     ),
     "saved_constant_modified_inplace": (
         frozenset({"inplace_on_saved_constant"}),
@@ -2681,6 +2709,11 @@ CLASSES: dict[str, tuple[frozenset, str]] = {
     "int_pow_negative_tensor_exponent": (
         frozenset({"int_pow_negative_tensor"}),
         "integer ** integer tensor with negative entries: PyTorch computes (0, 1 or -1); ember raises",
+    ),
+    "int_pow_negative_scalar": (
+        frozenset({"int_pow_negative_scalar"}),
+        "integer tensor ** negative Python int: PyTorch raises 'Integers to negative integer "
+        "powers are not allowed'",
     ),
     "python_scalar_first_argument": (
         frozenset({"scalar_first:eq", "scalar_arg:atan2"}),
