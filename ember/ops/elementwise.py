@@ -168,6 +168,28 @@ def as_tensor_arg(x: Any) -> Any:
     return tensor(x)
 
 
+def _int_bounds(dt: Any) -> tuple[int, int, int]:
+    info = np.iinfo(dt)
+    return int(info.min), int(info.max), info.bits
+
+
+_INT_BOUNDS = {np.dtype(t): _int_bounds(t) for t in (
+    np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64)}
+
+
+def _fit_int(v: int, dt: Any) -> int:
+    """A Python int operand of an integer tensor op, wrapped into ``dt``'s range as PyTorch
+    does (``uint8_tensor + -3`` adds 253); NumPy would raise OverflowError."""
+    bounds = _INT_BOUNDS.get(dt)
+    if bounds is None:
+        return v
+    lo, hi, bits = bounds
+    if lo <= v <= hi:
+        return v
+    v &= (1 << bits) - 1
+    return v - (1 << bits) if v > hi else v
+
+
 def _promote(a: Any, b: Any, to_float: bool = False) -> tuple[Any, Any]:
     """Cast tensor operands to ``result_type(a, b)`` (floating when ``to_float``)."""
     T = _Tensor or _tensor_cls()
@@ -185,12 +207,16 @@ def _promote(a: Any, b: Any, to_float: bool = False) -> tuple[Any, Any]:
         k = a._data.dtype.kind
         if k == "f" and not to_float:
             return a, b
-        if k == "f" or (k in "iu" and type(b) is int and not to_float):
+        if k == "f":
             return a, b
+        if k in "iu" and type(b) is int and not to_float:
+            return a, _fit_int(b, a._data.dtype)
     elif tb and not ta:
         k = b._data.dtype.kind
-        if k == "f" or (k in "iu" and type(a) is int and not to_float):
+        if k == "f":
             return a, b
+        if k in "iu" and type(a) is int and not to_float:
+            return _fit_int(a, b._data.dtype), b
     rt = _dtype.result_type(a, b)
     if to_float and not rt.is_floating_point:
         rt = _dtype.get_default_dtype()
@@ -202,6 +228,10 @@ def _promote(a: Any, b: Any, to_float: bool = False) -> tuple[Any, Any]:
         raise TypeError("expected at least one tensor operand")
     if not ta and rt.is_floating_point is False and isinstance(a, float):
         a = rt.np.type(a)
+    if not ta and type(a) is int:
+        a = _fit_int(a, rt.np)
+    elif not tb and type(b) is int:
+        b = _fit_int(b, rt.np)
     return a, b
 
 
@@ -270,19 +300,53 @@ def to_device(x: Any, dev: Any) -> Any:
     return ToDevice.apply(x, dev)
 
 
+def _dense(a: Any) -> bool:
+    """True when ``a``'s elements fill its memory span without gaps or overlaps (a permuted,
+    flipped or contiguous array; not a strided slice or an expanded one)."""
+    expect = a.itemsize
+    for st, n in sorted((-st if st < 0 else st, n) for st, n in zip(a.strides, a.shape) if n != 1):
+        if st != expect:
+            return False
+        expect *= n
+    return True
+
+
+def _layout_copy(a: Any) -> Any:
+    """A copy of ``a`` with PyTorch's ``preserve_format`` layout: ``a``'s dim order when ``a``
+    is dense (a transposed tensor's clone is transposed too), C order otherwise."""
+    if a.flags.c_contiguous or not _dense(a):
+        return a.copy()
+    return a.copy(order="K")
+
+
 class Clone(Op):
-    """out = copy of x          grad_x = grad"""
+    """out = copy of x (in x's layout when dense, as PyTorch's preserve_format)
+    grad_x = grad"""
 
     @staticmethod
     def forward(ctx: Any, x: Any) -> Any:
-        return x.copy()
+        return _layout_copy(x)
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
         return grad
 
 
+class CloneContiguous(Clone):
+    """clone(memory_format=torch.contiguous_format): a C-order copy (same rule as Clone)."""
+
+    node_name = "CloneBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        return x.copy()
+
+
 def clone(x: Any, memory_format: Any = None) -> Any:
+    """A copy of ``x`` in ``x``'s layout (``preserve_format``, the default) or in C order
+    (``memory_format=torch.contiguous_format``)."""
+    if memory_format is not None and getattr(memory_format, "_name", "") == "contiguous_format":
+        return CloneContiguous.apply(x)
     return Clone.apply(x)
 
 
@@ -599,29 +663,62 @@ def _as_is(a: Any, b: Any) -> bool:
     return isinstance(b, T) and b._data.dtype.kind == "f" and (type(a) is float or type(a) is int)
 
 
+def _scaled(a: Any, b: Any, alpha: Any) -> tuple[Any, Any]:
+    """``a`` and ``alpha * b`` for add/sub, computed in the dtype ``a`` and ``b`` promote to
+    (as PyTorch: a float64 0-d tensor plus ``alpha *`` a bool tensor stays float64)."""
+    a, b = _promote(a, b)
+    t = a if _is_t(a) else b
+    kind = t._data.dtype.kind  # (an int tensor with a float number was cast to float)
+    if isinstance(alpha, float) and kind in "iub":
+        raise RuntimeError(
+            "For integral input tensors, argument alpha must not be a floating point number "
+            f"(got alpha={alpha} with {t.dtype} operands); pass an integer alpha or convert "
+            "the operands to a floating dtype"
+        )
+    if alpha == 1 and type(alpha) is not bool:
+        return a, b
+    if not _is_t(b):
+        return _promote(a, b * alpha)
+    if kind == "b":
+        return a, b if alpha else zeros_like_bool(b)
+    return a, mul(b, alpha)
+
+
+def zeros_like_bool(b: Any) -> Any:
+    """A bool tensor of False shaped like ``b`` (``alpha * b`` for alpha == 0 on bools)."""
+    return _tensor_cls()._make(_backend.xp_of(b._data).zeros_like(b._data))
+
+
 def add(a: Any, b: Any, *, alpha: Any = 1, out: Any = None) -> Any:
     """``a + alpha * b`` with broadcasting."""
     if alpha == 1 and out is None and _as_is(a, b):
         return Add.apply(a, b)
-    if alpha != 1:
-        b = mul(b, alpha)
-    a, b = _promote(a, b)
+    a, b = _scaled(a, b, alpha)
     return _out(Add.apply(a, b), out)
+
+
+_BOOL_SUB_MSG = (
+    "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to "
+    "invert a mask, use the `~` or `logical_not()` operator instead."
+)
+
+
+def _is_bool_arg(x: Any) -> bool:
+    return x._data.dtype == np.bool_ if _is_t(x) else isinstance(x, bool | np.bool_)
 
 
 def sub(a: Any, b: Any, *, alpha: Any = 1, out: Any = None) -> Any:
     """``a - alpha * b`` with broadcasting."""
     if alpha == 1 and out is None and _as_is(a, b):
         return (Sub if _is_t(a) else Rsub).apply(a, b)
-    if (getattr(a, "_data", None) is not None and getattr(b, "_data", None) is not None
-            and a._data.dtype == np.bool_ and b._data.dtype == np.bool_):
-        raise RuntimeError(
-            "Subtraction, the `-` operator, with two bool tensors is not supported. "
-            "Use the `^` or `logical_xor()` operator instead."
-        )
-    if alpha != 1:
-        b = mul(b, alpha)
-    a, b = _promote(a, b)
+    if _is_bool_arg(a) or _is_bool_arg(b):
+        if _is_t(a) and _is_t(b) and _is_bool_arg(a) and _is_bool_arg(b):
+            raise RuntimeError(
+                "Subtraction, the `-` operator, with two bool tensors is not supported. "
+                "Use the `^` or `logical_xor()` operator instead."
+            )
+        raise RuntimeError(_BOOL_SUB_MSG)
+    a, b = _scaled(a, b, alpha)
     return _out((Sub if _is_t(a) else Rsub).apply(a, b), out)
 
 
@@ -699,13 +796,41 @@ def fmod(a: Any, b: Any) -> Any:
 def pow(a: Any, b: Any) -> Any:
     """``a ** b``. Integer tensors to a float power give floats, as in PyTorch."""
     a, b = _promote(a, b)
-    if (_is_t(a) and a._data.dtype.kind in "iu" and
-            ((_is_t(b) and b._data.dtype.kind in "iu" and (b._data < 0).any())
-             or (isinstance(b, int) and b < 0))):
-        raise RuntimeError("Integers to negative integer powers are not allowed.")
+    t = a if _is_t(a) else b
+    kind = t._data.dtype.kind
+    if kind == "b":
+        if _is_t(b) or not _is_t(a):
+            raise NotImplementedError(
+                "\"pow\" not implemented for 'Bool' (a bool tensor exponent or base); convert "
+                "first, e.g. x.long() ** y.long()"
+            )
+        return _nograd(_bool_pow, a, b)  # bool ** number: the result stays bool, as in PyTorch
+    if kind in "iu":
+        if _is_t(b):
+            if (b._data < 0).any():  # integer semantics: 1, (-1)^e, or 0 (PyTorch's result)
+                return _nograd(_int_pow_neg, a, b)
+        elif isinstance(b, int | np.integer) and b < 0:
+            raise RuntimeError("Integers to negative integer powers are not allowed.")
     if not _is_t(a):
         return RPow.apply(a, b)
     return (PowTensor if _is_t(b) else Pow).apply(a, b)
+
+
+def _bool_pow(a: Any, b: Any) -> Any:
+    return a.copy() if b else _backend.xp_of(a).ones_like(a)
+
+
+def _int_pow_neg(a: Any, b: Any) -> Any:
+    """``a ** b`` for integers with some negative exponents: 1 ** e = 1, (-1) ** e = +-1,
+    anything else to a negative power truncates to 0."""
+    xp = _backend.xp_of(b)
+    dt = b.dtype if not hasattr(a, "dtype") else np.result_type(a, b)
+    a = xp.asarray(a, dtype=dt)
+    b = b.astype(dt, copy=False)
+    pos = a ** xp.maximum(b, 0)
+    neg = xp.where(a == 1, 1, xp.where(a == -1, 1 - 2 * (b % 2), 0)) if a.dtype.kind == "i" \
+        else xp.where(a == 1, 1, 0)
+    return xp.where(b < 0, neg, pos).astype(dt, copy=False)
 
 
 def float_power(a: Any, b: Any) -> Any:
@@ -1340,6 +1465,13 @@ def reciprocal(x: Any) -> Any:
 
 
 def atan2(a: Any, b: Any) -> Any:
+    """``atan(a / b)`` in the right quadrant (both tensors, as in PyTorch)."""
+    for name, v in (("input", a), ("other", b)):
+        if not _is_t(v) and isinstance(v, int | float | bool):
+            raise TypeError(
+                f"atan2(): argument '{name}' must be Tensor, not {type(v).__name__}; wrap the "
+                "number in a tensor: torch.atan2(y, torch.tensor(x))"
+            )
     a, b = _promote(a, b, to_float=True)
     return Atan2.apply(a, b)
 
@@ -1922,6 +2054,12 @@ def isreal(x: Any) -> Any:
 
 def _compare(fn: Any) -> Any:
     def compare(a: Any, b: Any, *, out: Any = None) -> Any:
+        if not _is_t(a) and isinstance(a, int | float | bool):
+            raise TypeError(
+                f"{compare.__name__}() received an invalid combination of arguments: the first "
+                f"argument must be a Tensor, got {type(a).__name__}; write "
+                f"{compare.__name__}(tensor, number) instead"
+            )
         a, b = _promote(a, b)
         return _out(_nograd(fn, a, b), out)
 

@@ -1095,7 +1095,8 @@ def _triangle(xp: Any, x: Any, k: int, lower: bool) -> Any:
     """x with the elements above (``lower``) or below diagonal k of each matrix zeroed."""
     n, m = x.shape[-2:]
     keep = xp.tri(n, m, k, dtype=bool) if lower else ~xp.tri(n, m, k - 1, dtype=bool)
-    return xp.where(keep, x, xp.zeros((), dtype=x.dtype))
+    out = xp.where(keep, x, xp.zeros((), dtype=x.dtype))
+    return out if out.flags.c_contiguous else xp.ascontiguousarray(out)  # (as PyTorch's)
 
 
 class Tril(Op):

@@ -24,6 +24,8 @@ from ._op import Op
 
 __all__ = [
     "ctc_loss",
+    "lp_pool3d",
+    "max_unpool3d",
     "has_torch_function",
     "has_torch_function_unary",
     "has_torch_function_variadic",
@@ -364,7 +366,7 @@ class CrossEntropy(Op):
         p = ctx.call(_SoftmaxCached, x, p_saved, ax)
         onehot = cls == tk
         if eps == 0:
-            gx = g * wt * (p - onehot)
+            gx = g * wt * ctx.xp.where(onehot, p - 1, p)  # (p - onehot; no bool subtraction)
         else:
             wsum = C if w_b is None else w_b.sum()
             rowsum = (1 - eps) * wt + (eps / C) * wsum * valid
@@ -1693,8 +1695,8 @@ def _lp_pool(input: Any, norm_type: float, kernel_size: Any, stride: Any, ceil_m
     from . import conv
 
     ks = (kernel_size,) * dims if isinstance(kernel_size, int) else tuple(kernel_size)
-    pool = conv.avg_pool1d if dims == 1 else conv.avg_pool2d
-    out = pool(input ** norm_type, ks if dims == 2 else ks[0], stride, 0, ceil_mode)
+    pool = {1: conv.avg_pool1d, 2: conv.avg_pool2d, 3: conv.avg_pool3d}[dims]
+    out = pool(input ** norm_type, ks if dims > 1 else ks[0], stride, 0, ceil_mode)
     return (out.sign() * out.abs().relu() * math.prod(ks)) ** (1.0 / norm_type)
 
 
@@ -1708,6 +1710,12 @@ def lp_pool2d(input: Any, norm_type: float, kernel_size: Any, stride: Any = None
               ceil_mode: bool = False) -> Any:
     """Power-average pooling over 2-D windows: (sum of x^p)^(1/p)."""
     return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 2)
+
+
+def lp_pool3d(input: Any, norm_type: float, kernel_size: Any, stride: Any = None,
+              ceil_mode: bool = False) -> Any:
+    """Power-average pooling over 3-D windows: (sum of x^p)^(1/p)."""
+    return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 3)
 
 
 def _max_unpool(input: Any, indices: Any, kernel_size: Any, stride: Any, padding: Any,
@@ -1745,6 +1753,12 @@ def max_unpool2d(input: Any, indices: Any, kernel_size: Any, stride: Any = None,
                  padding: Any = 0, output_size: Any = None) -> Any:
     """The inverse of ``max_pool2d`` (indices flat over each H x W plane)."""
     return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 2)
+
+
+def max_unpool3d(input: Any, indices: Any, kernel_size: Any, stride: Any = None,
+                 padding: Any = 0, output_size: Any = None) -> Any:
+    """The inverse of ``max_pool3d`` (indices flat over each D x H x W volume)."""
+    return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 3)
 
 
 # ---------------------------------------------------------------------------------------------

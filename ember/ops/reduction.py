@@ -114,7 +114,17 @@ def _t(x: Any) -> Any:
 
 
 def _make(arr: Any) -> Any:
-    return _tensor_cls()._make(arr)
+    return _tensor_cls()._make(_c_order(arr))
+
+
+def _c_order(a: Any) -> Any:
+    """``a`` in C order: PyTorch's reductions return contiguous tensors, while NumPy's keep the
+    input's memory order (a sum over a transposed array is itself transposed), which would make
+    a later ``.view()`` fail where PyTorch's succeeds."""
+    flags = getattr(a, "flags", None)
+    if flags is None or flags.c_contiguous:
+        return a
+    return _backend.xp_of(a).ascontiguousarray(a)
 
 
 def _raw(a: Any) -> Any:
@@ -281,8 +291,29 @@ def _float_only(x: Any, fname: str, msg: str | None = None) -> None:
         )
 
 
+_LEGACY_NAMES = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char",
+                 "uint8": "Byte", "bool": "Bool"}
+
+
 def _with_dtype(x: Any, dtype: Any) -> Any:
-    return x if dtype is None else _ew.cast(x, _dtype.to_dtype(dtype))
+    """``x`` cast to a reduction's ``dtype=`` argument; an integer dtype for a tensor that
+    needs a gradient raises, as in PyTorch (there is no integer gradient)."""
+    if dtype is None:
+        return x
+    dt = _dtype.to_dtype(dtype)
+    if not dt.is_floating_point and x.requires_grad and _grad_enabled():
+        name = _LEGACY_NAMES.get(dt.np.name, str(dt))
+        raise RuntimeError(
+            f"Autograd not support dtype: {name} (a reduction with dtype={dt} of a tensor that "
+            "requires grad); reduce in a floating dtype, or detach() the input first"
+        )
+    return _ew.cast(x, dt)
+
+
+def _grad_enabled() -> bool:
+    from ..autograd import grad_mode
+
+    return grad_mode.state.enabled
 
 
 def _int_to_long(x: Any) -> Any:
@@ -574,6 +605,7 @@ class _Select(Op):
         if not keepdim:
             shp = _reduced(x.shape, (axis,), False)
             vals, idx = vals.reshape(shp), idx.reshape(shp)
+        vals, idx = _c_order(vals), _c_order(idx)
         ctx.mark_non_differentiable(idx)
         return vals, idx
 
@@ -705,6 +737,10 @@ def aminmax(
 
 def _arg(x: Any, dim: Any, keepdim: bool, fname: str, largest: bool) -> Any:
     a = x._data
+    if a.dtype == bool:
+        raise RuntimeError(
+            f"{fname}(): does not support bool input; convert first, e.g. x.int().{fname}()"
+        )
     if dim is None:
         if a.size == 0:
             raise IndexError(
@@ -769,6 +805,7 @@ class Var(Op):
         n = _count(x.shape, axes)
         ctx.shape, ctx.axes, ctx.keepdim, ctx.n = x.shape, axes, keepdim, n
         ctx.dof = _dof(n, correction, "var")
+        ctx.raw_dof = n - correction  # the backward divides by it unclamped, as PyTorch
         xw = _wide(x)
         with _quiet(ctx.xp):
             d = xw - xw.sum(axis=axes, keepdims=True) / (n or 0.0)
@@ -782,7 +819,7 @@ class Var(Op):
         (x,) = ctx.saved
         g = _unreduce(grad, ctx.shape, ctx.axes, ctx.keepdim)
         mu = x.sum(axis=ctx.axes, keepdims=True) / ctx.n
-        scale = 2.0 / ctx.dof if ctx.dof else math.inf
+        scale = 2.0 / ctx.raw_dof if ctx.raw_dof else math.inf
         return g * (x - mu) * scale, None, None, None
 
 
@@ -795,6 +832,7 @@ class Std(Op):
         n = _count(x.shape, axes)
         ctx.shape, ctx.axes, ctx.keepdim, ctx.n = x.shape, axes, keepdim, n
         ctx.dof = _dof(n, correction, "std")
+        ctx.raw_dof = n - correction  # the backward divides by it unclamped, as PyTorch
         xw = _wide(x)
         with _quiet(ctx.xp):
             d = xw - xw.sum(axis=axes, keepdims=True) / (n or 0.0)
@@ -812,7 +850,7 @@ class Std(Op):
         zero = _lift(g, _raw(o) == 0)
         inv = xp.where(zero, 0, 1 / xp.where(zero, 1, o))
         mu = x.sum(axis=ctx.axes, keepdims=True) / ctx.n
-        scale = 1.0 / ctx.dof if ctx.dof else math.inf
+        scale = 1.0 / ctx.raw_dof if ctx.raw_dof else math.inf
         return g * inv * (x - mu) * scale, None, None, None
 
 
@@ -914,8 +952,8 @@ class Norm(Op):
     def backward(ctx: Any, grad: Any) -> Any:
         xp, p = ctx.xp, ctx.p
         g = _unreduce(grad, ctx.shape, ctx.axes, ctx.keepdim)
-        if p == 0:
-            return xp.broadcast_to(g * 0, ctx.shape), None, None, None
+        if p == 0:  # no gradient at all (PyTorch leaves x.grad None), not a zero one
+            return None, None, None, None
         x, out = ctx.saved
         o = _unreduce(out, ctx.shape, ctx.axes, ctx.keepdim)
         zero = _lift(g, _raw(o) == 0)
@@ -1171,11 +1209,11 @@ class CumMax(Op):
         if x.dtype.kind == "f":
             mark |= xp.isnan(x)
         pos = _positions(xp, x.shape[axis], axis, x.ndim)
-        idx = xp.maximum.accumulate(xp.where(mark, pos, 0), axis=axis).astype("int64")
+        idx = _c_order(xp.maximum.accumulate(xp.where(mark, pos, 0), axis=axis).astype("int64"))
         if _need(ctx):
             ctx.idx = idx
         ctx.mark_non_differentiable(idx)
-        return vals, idx
+        return _c_order(vals), idx
 
     @staticmethod
     def backward(ctx: Any, grad: Any, _grad_idx: Any = None) -> Any:
@@ -1489,6 +1527,11 @@ def _softmax_dim(x: Any, dim: Any, fname: str) -> int:
 
 
 def _softmax_like(op: Any, input: Any, dim: Any, dtype: Any, fname: str) -> Any:
+    if dtype is not None and not _dtype.to_dtype(dtype).is_floating_point:
+        raise NotImplementedError(
+            f'"{fname}" not implemented for \'{_LEGACY_NAMES.get(_dtype.to_dtype(dtype).np.name)}'
+            "': pass a floating dtype=, e.g. dtype=torch.float32"
+        )
     x = _with_dtype(_t(input), dtype)
     if not x.is_floating_point():
         raise NotImplementedError(
@@ -1509,3 +1552,24 @@ def softmax(input: Any, dim: Any = None, dtype: Any = None) -> Any:
 def log_softmax(input: Any, dim: Any = None, dtype: Any = None) -> Any:
     """``x - logsumexp(x)`` along ``dim``, computed stably (``dtype`` casts first)."""
     return _softmax_like(LogSoftmax, input, dim, dtype, "log_softmax")
+
+
+def _contiguous_forward(op: Any) -> None:
+    """Make ``op.forward``'s single-array result C-ordered (see :func:`_c_order`)."""
+    fwd = op.forward
+
+    def forward(ctx: Any, *args: Any) -> Any:
+        out = fwd(ctx, *args)
+        return out if type(out) is tuple else _c_order(out)
+
+    forward.__doc__ = fwd.__doc__
+    op.forward = staticmethod(forward)
+
+
+# Every reduction's output is contiguous, as PyTorch's (the tuple-returning ops, which mark
+# their indices non-differentiable by identity, order their outputs themselves).
+for _op in [v for v in list(globals().values())
+            if isinstance(v, type) and issubclass(v, Op) and v.__module__ == __name__
+            and "forward" in v.__dict__]:
+    _contiguous_forward(_op)
+del _op

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from .. import _dtype
+from . import elementwise as _ew
 from ._op import Op
 
 __all__ = [
@@ -129,6 +130,12 @@ def _wrap(dim: Any, ndim: int, scalar_ok: bool = True) -> int:
             f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})"
         )
     return dim % n
+
+
+def _c_order(a: Any) -> Any:
+    """``a`` in C order (a copy only when it is not): PyTorch's cat/stack/roll return
+    contiguous tensors whatever their inputs' layout; NumPy's keep the inputs' order."""
+    return a if a.flags.c_contiguous else a.copy()
 
 
 def _call(ctx: Any, op: Any, *args: Any) -> Any:
@@ -746,7 +753,9 @@ class Cat(Op):
         ctx.dim = dim
         ctx.sizes = [None if (x.ndim == 1 and x.shape[0] == 0 and len(used) and x is not used[0])
                      else x.shape[dim] for x in xs]
-        return ctx.xp.concatenate(used, axis=dim) if len(used) > 1 else used[0].copy()
+        if len(used) > 1:  # (C order, as PyTorch's; NumPy keeps the inputs' order)
+            return _c_order(ctx.xp.concatenate(used, axis=dim))
+        return used[0].copy()
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
@@ -821,7 +830,7 @@ class Stack(Op):
         xs, dim = args[:-1], args[-1]
         ctx.dim = dim
         ctx.n = len(xs)
-        return ctx.xp.stack(xs, axis=dim)
+        return _c_order(ctx.xp.stack(xs, axis=dim))  # (C order, as PyTorch's)
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
@@ -1141,7 +1150,7 @@ class Flip(Op):
     @staticmethod
     def forward(ctx: Any, x: Any, dims: tuple) -> Any:
         ctx.dims = dims
-        return ctx.xp.flip(x, axis=dims).copy() if dims else x.copy()
+        return _ew._layout_copy(ctx.xp.flip(x, axis=dims) if dims else x)  # (x's layout)
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
@@ -1185,7 +1194,7 @@ class Roll(Op):
     @staticmethod
     def forward(ctx: Any, x: Any, shifts: Any, dims: Any) -> Any:
         ctx.shifts, ctx.dims = shifts, dims
-        return ctx.xp.roll(x, shifts, axis=dims)
+        return _c_order(ctx.xp.roll(x, shifts, axis=dims))  # (C order, as PyTorch's)
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
