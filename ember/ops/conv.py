@@ -68,6 +68,7 @@ __all__ = [
     "avg_pool3d",
     "adaptive_avg_pool3d",
     "adaptive_max_pool3d",
+    "adaptive_max_pool3d_with_indices",
 ]
 
 Pad2 = tuple[tuple[int, int], tuple[int, int]]
@@ -1837,3 +1838,9 @@ def adaptive_max_pool3d(input: Any, output_size: Any, return_indices: bool = Fal
     xp = _backend.xp_of(vals._data)
     ind = _tensor_cls()._make(xp.stack(inds, 2).astype(np.int64))
     return _rebatch(vals, unbatched), _rebatch(ind, unbatched)
+
+
+def adaptive_max_pool3d_with_indices(input: Any, output_size: Any,
+                                     return_indices: bool = True) -> Any:
+    """``adaptive_max_pool3d`` returning (values, indices)."""
+    return adaptive_max_pool3d(input, output_size, True)

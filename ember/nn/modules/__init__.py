@@ -2,6 +2,7 @@
 
 from .activation import *  # noqa: F403
 from .batchnorm import *  # noqa: F403
+from .channelshuffle import *  # noqa: F403
 from .container import *  # noqa: F403
 from .conv import *  # noqa: F403
 from .distance import *  # noqa: F403

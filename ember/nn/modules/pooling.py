@@ -21,6 +21,12 @@ __all__ = [
     "AvgPool3d",
     "AdaptiveAvgPool3d",
     "AdaptiveMaxPool3d",
+    "LPPool1d",
+    "LPPool2d",
+    "LPPool3d",
+    "MaxUnpool1d",
+    "MaxUnpool2d",
+    "MaxUnpool3d",
 ]
 
 
@@ -208,3 +214,85 @@ class AdaptiveMaxPool3d(_AdaptiveMaxPool):
 
     def forward(self, input: Tensor) -> Any:
         return C.adaptive_max_pool3d(input, self.output_size, self.return_indices)
+
+
+class _LPPoolNd(Module):
+    _nd = 1
+
+    def __init__(self, norm_type: float, kernel_size: Any, stride: Any = None,
+                 ceil_mode: bool = False) -> None:
+        super().__init__()
+        self.norm_type = norm_type
+        self.kernel_size = kernel_size
+        self.stride = stride
+        self.ceil_mode = ceil_mode
+
+    def extra_repr(self) -> str:
+        return (f"norm_type={self.norm_type}, kernel_size={self.kernel_size}, "
+                f"stride={self.stride}, ceil_mode={self.ceil_mode}")
+
+    def forward(self, input: Tensor) -> Tensor:
+        from ...ops import nn as NF
+
+        fn = {1: NF.lp_pool1d, 2: NF.lp_pool2d, 3: NF.lp_pool3d}[self._nd]
+        return fn(input, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode)
+
+
+class LPPool1d(_LPPoolNd):
+    """Power-average pooling ``(sum over the window of x^p)^(1/p)`` over (N, C, L)."""
+
+    _nd = 1
+
+
+class LPPool2d(_LPPoolNd):
+    """Power-average pooling over 2-D windows of (N, C, H, W)."""
+
+    _nd = 2
+
+
+class LPPool3d(_LPPoolNd):
+    """Power-average pooling over 3-D windows of (N, C, D, H, W)."""
+
+    _nd = 3
+
+
+class _MaxUnpoolNd(Module):
+    _nd = 1
+
+    def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0) -> None:
+        super().__init__()
+        n = self._nd
+
+        def tup(v: Any) -> tuple:
+            return (v,) * n if isinstance(v, int) else tuple(v)
+
+        self.kernel_size = tup(kernel_size)
+        self.stride = tup(stride if stride is not None else kernel_size)
+        self.padding = tup(padding)
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+    def forward(self, input: Tensor, indices: Tensor, output_size: Any = None) -> Tensor:
+        from ...ops import nn as NF
+
+        fn = {1: NF.max_unpool1d, 2: NF.max_unpool2d, 3: NF.max_unpool3d}[self._nd]
+        return fn(input, indices, self.kernel_size, self.stride, self.padding, output_size)
+
+
+class MaxUnpool1d(_MaxUnpoolNd):
+    """The inverse of ``MaxPool1d``: values back at their indices, zeros elsewhere."""
+
+    _nd = 1
+
+
+class MaxUnpool2d(_MaxUnpoolNd):
+    """The inverse of ``MaxPool2d`` (indices flat over each H x W plane)."""
+
+    _nd = 2
+
+
+class MaxUnpool3d(_MaxUnpoolNd):
+    """The inverse of ``MaxPool3d`` (indices flat over each D x H x W volume)."""
+
+    _nd = 3
