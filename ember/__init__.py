@@ -199,7 +199,7 @@ _LAZY_ATTRS = {
     **dict.fromkeys(
         ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "max_pool1d", "max_pool2d",
          "avg_pool1d", "adaptive_avg_pool1d", "adaptive_max_pool1d", "pixel_shuffle",
-         "pixel_unshuffle"], "ember.ops.conv"),
+         "pixel_unshuffle", "conv3d", "conv_transpose3d", "max_pool3d"], "ember.ops.conv"),
     **dict.fromkeys(["relu_", "selu_", "celu_", "rrelu_", "threshold_"], "ember.ops.activation"),
     **dict.fromkeys(["rms_norm", "bilinear", "channel_shuffle", "feature_alpha_dropout"],
                     "ember.nn.functional"),

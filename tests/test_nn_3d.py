@@ -170,3 +170,12 @@ def test_3d_errors():
         F.avg_pool3d(ember.ones(1, 1, 1, 4, 4), 2)
     with pytest.raises(RuntimeError, match="4D or 5D"):
         F.max_pool3d(ember.ones(4, 4, 4), 2)
+
+
+def test_top_level_3d_functions():
+    x = rng.standard_normal((1, 2, 4, 4, 4))
+    w = rng.standard_normal((3, 2, 2, 2, 2))
+    check_op(lambda m, x, w: m.conv3d(x, w, None, 2), x, w)
+    check_op(lambda m, x, w: m.conv_transpose3d(x, w), x[:, :, :2, :2, :2],
+             w.transpose(1, 0, 2, 3, 4))
+    check_op(lambda m, x: m.max_pool3d(x, 2, 1, 1), x)
