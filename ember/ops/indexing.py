@@ -881,14 +881,38 @@ def _check_scalar_value(x: Any, value: Any) -> Any:
     return v % (info.max + 1) if v < 0 and dt.kind == "u" else v
 
 
+def _lone_mask(key: Any) -> bool:
+    """True for a key that is one mask (a bool, or a bool tensor/array): PyTorch writes a 0-d
+    value there with masked_fill, which casts; other advanced keys need equal dtypes."""
+    if type(key) is tuple:
+        if len(key) != 1:
+            return False
+        key = key[0]
+    if isinstance(key, bool):
+        return True
+    dt = getattr(getattr(key, "_data", key), "dtype", None)
+    return dt is not None and dt == np.bool_
+
+
 def setitem(x: Any, key: Any, value: Any) -> Any:
     """The new value of x after ``x[key] = value`` (``Tensor.__setitem__`` makes it in place).
 
     ``value`` (a number or tensor) is broadcast to ``x[key]``'s shape and cast to x's dtype.
     Differentiable w.r.t. x (zero gradient where written) and value (``grad[key]``)."""
+    if key is False:  # PyTorch writes nothing and checks nothing for a lone False key
+        value = False if x._data.dtype == np.bool_ else 0
     if not _is_t(value):
         value = _check_scalar_value(x, value)
     k = _parse_key(x._data, key)
+    if (k.vkey is not None and _is_t(value) and value._data.dtype != x._data.dtype
+            and not (value._data.ndim == 0 and _lone_mask(key))):
+        from .reduction import _legacy
+
+        raise RuntimeError(
+            "Index put requires the source and destination dtypes match, got "
+            f"{_legacy(x)} for the destination and {_legacy(value)} for the source. Convert "
+            "the value first: x[key] = value.to(x.dtype)"
+        )
     if k.vkey is None and _is_t(value):
         # a basic key writes by copying into a view, which PyTorch does across devices too
         dev = _backend.device_of(x._data)
