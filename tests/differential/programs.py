@@ -2693,6 +2693,11 @@ CLASSES: dict[str, tuple[frozenset, str]] = {
         "grad: the base and its other views start requiring grad",
     ),
     # promotion family
+    "int_pow_negative_scalar": (
+        frozenset({"int_pow_negative_scalar"}),
+        "integer tensor ** negative Python int: PyTorch raises 'Integers to negative integer "
+        "powers are not allowed'",
+    ),
     "bool_subtraction": (
         frozenset({"bool_sub"}),
         "subtraction with a bool tensor or Python bool operand: PyTorch raises",
@@ -2709,11 +2714,6 @@ CLASSES: dict[str, tuple[frozenset, str]] = {
     "int_pow_negative_tensor_exponent": (
         frozenset({"int_pow_negative_tensor"}),
         "integer ** integer tensor with negative entries: PyTorch computes (0, 1 or -1); ember raises",
-    ),
-    "int_pow_negative_scalar": (
-        frozenset({"int_pow_negative_scalar"}),
-        "integer tensor ** negative Python int: PyTorch raises 'Integers to negative integer "
-        "powers are not allowed'",
     ),
     "python_scalar_first_argument": (
         frozenset({"scalar_first:eq", "scalar_arg:atan2"}),
