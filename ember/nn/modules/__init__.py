@@ -1,6 +1,7 @@
 """``ember.nn`` modules, one file per family (as in PyTorch's ``nn/modules``)."""
 
 from .activation import *  # noqa: F403
+from .adaptive import *  # noqa: F403
 from .batchnorm import *  # noqa: F403
 from .channelshuffle import *  # noqa: F403
 from .container import *  # noqa: F403

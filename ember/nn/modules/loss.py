@@ -16,6 +16,7 @@ from .module import Module
 
 __all__ = [
     "CTCLoss",
+    "NLLLoss2d",
     "MultiMarginLoss",
     "MultiLabelMarginLoss",
     "TripletMarginWithDistanceLoss",
@@ -368,3 +369,7 @@ class TripletMarginWithDistanceLoss(_Loss):
         return F.triplet_margin_with_distance_loss(
             anchor, positive, negative, distance_function=self.distance_function,
             margin=self.margin, swap=self.swap, reduction=self.reduction)
+
+
+class NLLLoss2d(NLLLoss):
+    """Deprecated alias of ``NLLLoss`` (which takes (N, C, H, W) inputs itself)."""
