@@ -100,3 +100,12 @@ def test_triplet_margin_with_distance_loss():
     np.testing.assert_allclose(ye.numpy(), yt.numpy(), rtol=1e-5)
     with pytest.raises(ValueError, match="margin"):
         nn.TripletMarginWithDistanceLoss(margin=0)
+
+
+def test_conv_tbc_and_native_channel_shuffle():
+    x = rng.standard_normal((7, 2, 3))
+    w = rng.standard_normal((3, 3, 4))
+    b = rng.standard_normal(4)
+    check_op(lambda m, x, w, b: m.nn.functional.conv_tbc(x, w, b, 1), x, w, b)
+    y = rng.standard_normal((1, 4, 2))
+    check_op(lambda m, y: m.nn.functional.native_channel_shuffle(y, 2), y)

@@ -69,6 +69,7 @@ __all__ = [
     "adaptive_avg_pool3d",
     "adaptive_max_pool3d",
     "adaptive_max_pool3d_with_indices",
+    "conv_tbc",
 ]
 
 Pad2 = tuple[tuple[int, int], tuple[int, int]]
@@ -1844,3 +1845,15 @@ def adaptive_max_pool3d_with_indices(input: Any, output_size: Any,
                                      return_indices: bool = True) -> Any:
     """``adaptive_max_pool3d`` returning (values, indices)."""
     return adaptive_max_pool3d(input, output_size, True)
+
+
+def conv_tbc(input: Any, weight: Any, bias: Any, pad: int = 0) -> Any:
+    """1-D convolution in time-batch-channel layout: input (T, N, C_in), weight
+    (k, C_in, C_out), bias (C_out,) -> (T_out, N, C_out), ``pad`` zeros at both ends of T."""
+    _check_tensor(input, "conv_tbc")
+    if input.ndim != 3 or weight.ndim != 3:
+        raise RuntimeError(f"conv_tbc: expected a 3-D input (T, N, C_in) and a 3-D weight "
+                           f"(k, C_in, C_out), got input {list(input.shape)} and weight "
+                           f"{list(weight.shape)}")
+    y = conv1d(input.permute(1, 2, 0), weight.permute(2, 1, 0), bias, 1, pad)
+    return y.permute(2, 0, 1)

@@ -24,6 +24,7 @@ from ._op import Op
 
 __all__ = [
     "ctc_loss",
+    "native_channel_shuffle",
     "lp_pool3d",
     "max_unpool3d",
     "has_torch_function",
@@ -1952,3 +1953,10 @@ def ctc_loss(log_probs: Any, targets: Any, input_lengths: Any, target_lengths: A
 
     denom = Tensor._make(xp.asarray(np.maximum(tl, 1).astype(lp._data.dtype)))
     return (nll / denom).mean()
+
+
+def native_channel_shuffle(input: Any, groups: int) -> Any:
+    """``channel_shuffle`` under its native-kernel name."""
+    from .activation import channel_shuffle
+
+    return channel_shuffle(input, groups)
