@@ -108,4 +108,4 @@ def test_conv_tbc_and_native_channel_shuffle():
     b = rng.standard_normal(4)
     check_op(lambda m, x, w, b: m.nn.functional.conv_tbc(x, w, b, 1), x, w, b)
     y = rng.standard_normal((1, 4, 2))
-    check_op(lambda m, y: m.nn.functional.native_channel_shuffle(y, 2), y)
+    check_op(lambda m, y: m.nn.functional.native_channel_shuffle(y, 2), y, grad=False)
