@@ -181,6 +181,17 @@ def test_var_dof_nonpositive(fn):
     same(lambda m: _grad_of(m, fn, [[1.0], [-0.375]]))
 
 
+@pytest.mark.parametrize("expr", [
+    "m.softmax(m.zeros(0, 3, dtype=m.int64), 0)", "m.log_softmax(m.zeros(2, 0, dtype=m.bool), -1)",
+    "m.softmax(m.zeros(0, 3), 0, dtype=m.int64)", "m.softmax(m.zeros(0, 3, dtype=m.int64), 5)",
+    "m.softmax(m.zeros(2, 3, dtype=m.int64), 0)", "m.softmax(m.zeros(0, 3), 1)",
+])
+def test_softmax_empty_int(expr):
+    """softmax/log_softmax of an empty integer or bool tensor return it (PyTorch); non-empty
+    ones raise."""
+    same(lambda m: eval(expr, {"m": m}))
+
+
 # -- indexing family -------------------------------------------------------------------------
 
 
@@ -203,6 +214,9 @@ def _setitem(m, key, value):
     ("(0, 0, [0, 1])", "m.tensor([1, 2])"),
     ("[0, 1]", "m.tensor(1.5, dtype=m.float64)"),
     ("0", "m.ones(3, 4, dtype=m.float32)"),
+    ("True", "m.ones(4, dtype=m.float32)"), ("(True,)", "m.ones(4, dtype=m.float32)"),
+    ("(True, ...)", "m.ones(4, dtype=m.float32)"), ("m.tensor(True)", "m.tensor(1.0)"),
+    ("(y > 3).numpy()", "m.tensor(1.0)"), ("y > 3", "m.tensor(1)"),
 ])
 def test_index_put_dtype_mismatch(key, value):
     same(lambda m: _setitem(m, key, value))

@@ -881,17 +881,16 @@ def _check_scalar_value(x: Any, value: Any) -> Any:
     return v % (info.max + 1) if v < 0 and dt.kind == "u" else v
 
 
-def _lone_mask(key: Any) -> bool:
-    """True for a key that is one mask (a bool, or a bool tensor/array): PyTorch writes a 0-d
-    value there with masked_fill, which casts; other advanced keys need equal dtypes."""
-    if type(key) is tuple:
-        if len(key) != 1:
-            return False
-        key = key[0]
-    if isinstance(key, bool):
+def _casting_key(key: Any, value: Any) -> bool:
+    """True for the advanced keys PyTorch writes through with a cast rather than index_put
+    (which needs equal dtypes): a lone ``True`` (a copy into x[None]), or a lone mask of
+    ndim >= 1 given a 0-d value (masked_fill)."""
+    if key is True:
         return True
+    if value._data.ndim != 0:
+        return False
     dt = getattr(getattr(key, "_data", key), "dtype", None)
-    return dt is not None and dt == np.bool_
+    return dt is not None and dt == np.bool_ and getattr(key, "ndim", 0) >= 1
 
 
 def setitem(x: Any, key: Any, value: Any) -> Any:
@@ -905,7 +904,7 @@ def setitem(x: Any, key: Any, value: Any) -> Any:
         value = _check_scalar_value(x, value)
     k = _parse_key(x._data, key)
     if (k.vkey is not None and _is_t(value) and value._data.dtype != x._data.dtype
-            and not (value._data.ndim == 0 and _lone_mask(key))):
+            and not _casting_key(key, value)):
         from .reduction import _legacy
 
         raise RuntimeError(

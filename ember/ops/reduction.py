@@ -1527,6 +1527,13 @@ def _softmax_dim(x: Any, dim: Any, fname: str) -> int:
 
 
 def _softmax_like(op: Any, input: Any, dim: Any, dtype: Any, fname: str) -> Any:
+    x = _t(input)
+    if x._data.size == 0 and not (x.is_floating_point() and (
+            dtype is None or _dtype.to_dtype(dtype).is_floating_point)):
+        # PyTorch returns an empty tensor (of the integer/bool dtype) rather than raising
+        _softmax_dim(x, dim, fname)
+        return _make((x._data if dtype is None else _ew.cast(x.detach(), _dtype.to_dtype(
+            dtype))._data).copy())
     if dtype is not None and not _dtype.to_dtype(dtype).is_floating_point:
         raise NotImplementedError(
             f'"{fname}" not implemented for \'{_LEGACY_NAMES.get(_dtype.to_dtype(dtype).np.name)}'
