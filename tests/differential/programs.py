@@ -67,6 +67,7 @@ KNOWN_GAPS: set[str] = {
     "requires_grad_on_view",  # class requires_grad_on_view
     "requires_grad_with_views",  # class requires_grad_on_view
     "inplace_int_target_grad_operand",  # class int_inplace_with_grad_operand
+    "inplace_through_data",  # class inplace_through_data (leaf.data modified after a promoted op)
     "backward_after_freed_graph",  # class backward_twice (second backward through y[i] = v)
     # indexing family
     "index_write_dtype_mismatch_advanced",  # class index_put_dtype_mismatch
@@ -78,6 +79,7 @@ KNOWN_GAPS: set[str] = {
     "reduce_empty_int",  # class softmax_empty_int
     # promotion family
     "int_pow_negative_scalar",  # class int_pow_negative_scalar
+    "alpha_scalar_other",  # class alpha_with_scalar_other (bool + Python bool, alpha=2)
 }
 
 FAMILIES = ("views", "indexing", "shape", "reductions", "promotion")
@@ -617,11 +619,15 @@ def _has_low_precision(tr: Trace) -> bool:
     return any(low(d) for d in tr.steps) or any(low(v) or low(g) for v, g in tr.final.values())
 
 
-def _values_close(a: np.ndarray, b: np.ndarray, dtype: str) -> bool:
+def _values_close(a: np.ndarray, b: np.ndarray, dtype: str, grad: bool = False) -> bool:
     if a.shape != b.shape:
         return False
     if dtype in _TOL:
         rtol, atol = _TOL["float32" if dtype == "float64" and _LOOSE[0] else dtype]
+        if grad and (_LOOSE[0] or dtype in ("float32", "float16")):
+            # gradients computed in float32 through saturated functions (1 - tanh^2, ...)
+            # lose digits to cancellation; the order of operations differs between engines
+            rtol, atol = max(rtol, 1e-3), max(atol, 1e-5)
         a64 = a.astype(np.float64)
         b64 = b.astype(np.float64)
         scale = (
@@ -652,7 +658,7 @@ def _cmp(d_t: Any, d_e: Any, grad: bool = False) -> tuple[str, str] | None:
                 "grad" if grad else "dtype",
                 f"dtype torch {d_t['dtype']} vs ember {d_e['dtype']}",
             )
-        if not _values_close(d_t["values"], d_e["values"], d_t["dtype"]):
+        if not _values_close(d_t["values"], d_e["values"], d_t["dtype"], grad):
             return (
                 "grad" if grad else "value",
                 f"torch {_fmt(d_t['values'])} vs ember {_fmt(d_e['values'])}",
