@@ -111,3 +111,15 @@ def test_lazy_conv_rejects_bad_input():
         nn.LazyConv2d(4, 3)(ember.ones(3, 3))
     with pytest.raises(ValueError, match="groups"):
         nn.LazyConv2d(4, 3, groups=2)(ember.ones(1, 3, 5, 5))
+
+
+def test_lazy_state_dict_holds_placeholders_like_torch():
+    sd = nn.LazyLinear(4).state_dict()
+    tsd = torch.nn.LazyLinear(4).state_dict()
+    assert [repr(v) for v in sd.values()] == [repr(v) for v in tsd.values()]
+    m = nn.LazyLinear(4)
+    m.load_state_dict(sd)  # placeholders into placeholders: nothing to shape yet
+    assert nn.parameter.is_lazy(m.weight)
+    assert m(ember.ones(2, 3)).shape == (2, 4)
+    with pytest.raises(RuntimeError, match="uninitialized"):
+        nn.Linear(3, 4).load_state_dict(sd)

@@ -138,6 +138,11 @@ class _Uninitialized:
 
     __str__ = __repr__
 
+    def detach(self) -> Any:
+        """Another placeholder (``state_dict`` of a lazy module holds placeholders)."""
+        return type(self)(False, self.__dict__.get("_lazy_device"),
+                          self.__dict__.get("_lazy_dtype"))
+
     def __deepcopy__(self, memo: dict) -> Any:
         if id(self) in memo:
             return memo[id(self)]

@@ -18,7 +18,7 @@ from ... import _dtype
 from ..._tensor import Tensor
 from ...autograd import grad_mode
 from ...autograd.function import Function
-from ..parameter import Buffer, Parameter
+from ..parameter import Buffer, Parameter, is_lazy
 
 __all__ = ["Module", "RemovableHandle"]
 
@@ -637,6 +637,8 @@ class Module:
                     f'While copying the parameter named "{key}", expected torch.Tensor or '
                     f"Tensor-like object from checkpoint but received {type(state_dict[key])}"
                 )
+                continue
+            if is_lazy(param):  # a lazy placeholder the checkpoint does not shape: stays lazy
                 continue
             if param.ndim == 0 and value.ndim == 1 and value.numel() == 1:
                 value = value.reshape(())
