@@ -3,7 +3,7 @@
 A *program* is a list of :class:`Step` objects (data, not source strings). The same interpreter
 (:func:`run`) executes it against either module object (``ember`` or ``torch``); :meth:`Program.source`
 prints it as readable ``torch``-style code for a repro. Each program is fully determined by
-``(family, seed)``: the generator draws from ``random.Random(seed)`` and checks each candidate step
+``(family, seed)``: the generator draws from ``random.Random(f"{family}:{seed}")`` and checks each candidate step
 on a PyTorch "shadow" run to learn shapes, dtypes and aliasing (so generation needs torch, as does
 the comparison).
 
@@ -12,6 +12,9 @@ with a dtype-dependent tolerance, ``requires_grad``, ``is_leaf``, ``grad_fn is N
 step raised (both or neither; the exception *class* is compared loosely, a mismatch is only
 reported as a note); and at the end every variable's final value and ``.grad`` (views must see
 in-place writes through their base and vice versa; leaf and retained gradients must agree).
+Not compared: programs where PyTorch hits an INTERNAL ASSERT (its bug), and ``.grad`` after a
+backward that raised in both engines (how far it got is implementation-defined). Gradients of
+programs that compute in float32 get a 1e-3 relative tolerance (cancellation in float32).
 
 Families (one generator each, selectable in the tests): ``views`` (views + in-place ops + autograd,
 detach, no_grad, retain_grad, double backward), ``indexing`` (every index kind, reading and
@@ -23,8 +26,9 @@ KNOWN_GAPS
 :data:`KNOWN_GAPS` names the generator *features* behind disagreements that ember still has. A
 candidate step tagged with a feature in this set is never generated, so the budgeted CI run stays
 green while the lead fixes ember. Remove a name as its fix lands (and run long mode: see
-docs/testing.md). Each name is documented where it is tagged (:func:`_alias_tags` and the family
-generators) and in /work/notes/fuzz_findings.md.
+docs/testing.md). Each name is documented where it is tagged (:meth:`Builder._alias_tags`,
+:meth:`Builder.add`, :func:`_promo_tags` and the family generators); :data:`CLASSES` maps each
+disagreement class to its tags, and tests/test_differential.py holds one regression test per class.
 
 CLI::
 
