@@ -2281,6 +2281,23 @@ def gen_reductions(b: Builder) -> None:
         lo=-3 if dtype == "int64" else -2,
         hi=3 if dtype == "int64" else 2,
     )
+    if len(shape) >= 2 and r.random() < 0.35:
+        # reduce a non-contiguous view of the input (transposed, strided, expanded, flipped)
+        kind = r.choice(["t", "step", "expand", "flip"])
+        e: Any = {
+            "t": Method(Var(x), "transpose", (Lit(0), Lit(-1))),
+            "step": Index(Var(x), Tup((Lit(Ellipsis), Lit(slice(None, None, 2))))),
+            "expand": Method(
+                Method(Var(x), "unsqueeze", (Lit(1),)),
+                "expand",
+                (Lit(-1), Lit(2)) + tuple(Lit(-1) for _ in shape[1:]),
+            ),
+            "flip": Call("flip", (Var(x), Lit((0,)))),
+        }[kind]
+        v = b.name("v")
+        if b.add(Step("assign", e, out=v, features=frozenset({"reduce_input:" + kind}))):
+            x = v
+            shape = tuple(b.env[v].shape)
     nd = len(shape)
     for _ in range(r.randint(1, 2)):
         if b.done:
