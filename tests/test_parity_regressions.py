@@ -139,7 +139,26 @@ def test_alpha_promotion(expr):
 @pytest.mark.parametrize("expr", ["m.argmax(b)", "m.argmin(b, 1)", "b.argmax(0, keepdim=True)",
                                   "m.argmin(b.int(), 1)"])
 def test_argmax_bool(expr):
+    """argmax/argmin of a bool tensor raise, as in PyTorch."""
     same(lambda m: eval(expr, {"m": m, "b": m.tensor([[True, False], [False, True]])}))
+
+
+@pytest.mark.parametrize("expr", [
+    "f & 1", "f | i", "f ^ b", "b & 1.5", "m.bitwise_and(f, 1)", "i & 3", "b | b",
+])
+def test_bitwise_float_error_class(expr):
+    """Bitwise ops on floats raise NotImplementedError (PyTorch's class), not TypeError."""
+    same(lambda m: eval(expr, {"m": m, "f": m.tensor([1.5]), "i": m.tensor([2]),
+                               "b": m.tensor([True])}))
+
+
+@pytest.mark.parametrize("expr", [
+    "m.prod(x, (2,), dtype=m.int64)", "x.prod((1,))", "x.norm((0,))", "x.norm(True)",
+    "x.detach().bool().norm((0,))", "x.norm(2, (0,))",
+])
+def test_argument_errors_before_dtype_errors(expr):
+    """A bad dim/p raises TypeError first (PyTorch's argument parsing), before dtype checks."""
+    same(lambda m: eval(expr, {"m": m, "x": m.ones(2, 3, 4, dtype=m.float64, requires_grad=True)}))
 
 
 def _grad_of(m, fn, value, dtype="float64"):

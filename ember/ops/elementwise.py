@@ -2115,7 +2115,7 @@ def _bitwise(fn: Any, name: str) -> Any:
         a, b = _promote(a, b)
         for t in (a, b):
             if _is_t(t) and t._data.dtype.kind == "f":
-                raise TypeError(
+                raise NotImplementedError(  # (PyTorch's class: "not implemented for 'Float'")
                     f"{name} is only supported for integer and bool tensors, got {t.dtype}; for "
                     "masks, compare first: (x > 0) & (y < 1)"
                 )

@@ -24,6 +24,8 @@ from collections import namedtuple
 from contextlib import nullcontext
 from typing import Any
 
+import numpy as np
+
 from .. import _backend, _dtype
 from . import elementwise as _ew
 from ._op import Op
@@ -508,6 +510,8 @@ def prod(
     """Product over one ``dim`` (all elements when None); integers and bools give int64."""
     x = _t(input)
     dim, keepdim = _alias(dim, keepdim, axis, keepdims)
+    if dim is not None:
+        _one(dim, x, "prod")  # (a bad dim raises before a bad dtype, as in PyTorch)
     x = _int_to_long(x) if dtype is None else _with_dtype(x, dtype)
     if dim is None:
         return Prod.apply(x, None, False)
@@ -1017,6 +1021,11 @@ def norm(
     x = _t(input)
     if p is None:
         p = "fro"
+    if not isinstance(p, str | int | float | np.number):
+        raise TypeError(
+            f"norm(): argument 'p' must be a number or 'fro'/'nuc', not {type(p).__name__} (to "
+            "pick dims pass dim=, e.g. x.norm(dim=(0,)))"
+        )
     if isinstance(p, str):
         if p == "fro":
             if isinstance(dim, tuple | list) and len(dim) > 2:
