@@ -1947,6 +1947,20 @@ def gen_indexing(b: Builder) -> None:
             y = b.name("y")
             if not b.add(Step("assign", Method(Var(x), "clone"), out=y)):
                 return
+            if len(shape) >= 2 and r.random() < 0.3:
+                # write through a view of the clone: ``w = y.t(); w[idx] = value``
+                w = b.name("w")
+                ve = r.choice(
+                    [
+                        Method(Var(y), "transpose", (Lit(0), Lit(-1))),
+                        Index(Var(y), Lit(slice(1, None))),
+                        Index(Var(y), Tup((Lit(Ellipsis), Lit(slice(None, None, 2))))),
+                    ]
+                )
+                if b.add(Step("assign", ve, out=w, features=frozenset({"view"}))):
+                    y = w
+                    idx, kinds = _random_index(b, tuple(b.env[w].shape))
+                    feats = frozenset({"index:" + k for k in kinds} | {"index_write_through_view"})
             idx = _subst_base(idx, y)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -2002,7 +2016,7 @@ def gen_indexing(b: Builder) -> None:
         return
     outs = [n for n in b.tensors() if n != x and b.env[n].requires_grad]
     if outs:
-        b.backward_of(outs[-1])
+        b.backward_of(r.choice(outs[-3:]))  # often the written tensor's base, not the view
 
 
 def _unique_index(b: Builder, shape: tuple, d: int, k: int) -> Any:
