@@ -84,11 +84,14 @@ def test_uint8_negative_python_int(expr):
     "a ** m.tensor([4, 2, -1])", "a ** m.tensor(-2)", "m.pow(2, m.tensor([-1, 2]))",
     "a ** m.tensor([-1, -2, -3])", "a.to(m.uint8) ** m.tensor([-1, -2, -1])",
     "a ** -1", "m.tensor([0, 1, -1]) ** m.tensor([-1, -1, -1])",
+    "m.tensor([3, 1, 1], dtype=m.uint8) ** -3", "m.tensor([3, 1], dtype=m.uint8) ** 2",
+    "b ** -1", "m.tensor([3, 1], dtype=m.uint8) ** m.tensor(-3)",
 ])
 def test_int_pow_negative_tensor_exponent(expr):
     """Integer ** negative integer tensor: 1, (-1)**e or 0, as PyTorch (a negative number
     exponent still raises)."""
-    same(lambda m: eval(expr, {"m": m, "a": m.tensor([-2, 1, -1], dtype=m.int32)}))
+    same(lambda m: eval(expr, {"m": m, "a": m.tensor([-2, 1, -1], dtype=m.int32),
+                               "b": m.tensor([True, False])}))
 
 
 @pytest.mark.parametrize("expr", [

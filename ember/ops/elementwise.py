@@ -795,7 +795,8 @@ def fmod(a: Any, b: Any) -> Any:
 
 def pow(a: Any, b: Any) -> Any:
     """``a ** b``. Integer tensors to a float power give floats, as in PyTorch."""
-    a, b = _promote(a, b)
+    neg_exp = isinstance(b, int | np.integer) and not isinstance(b, bool) and b < 0
+    a, b = _promote(a, b)  # (which may wrap a negative exponent into an unsigned dtype)
     t = a if _is_t(a) else b
     kind = t._data.dtype.kind
     if kind == "b":
@@ -809,7 +810,7 @@ def pow(a: Any, b: Any) -> Any:
         if _is_t(b):
             if (b._data < 0).any():  # integer semantics: 1, (-1)^e, or 0 (PyTorch's result)
                 return _nograd(_int_pow_neg, a, b)
-        elif isinstance(b, int | np.integer) and b < 0:
+        elif neg_exp:
             raise RuntimeError("Integers to negative integer powers are not allowed.")
     if not _is_t(a):
         return RPow.apply(a, b)
