@@ -109,3 +109,37 @@ def test_conv_tbc_and_native_channel_shuffle():
     check_op(lambda m, x, w, b: m.nn.functional.conv_tbc(x, w, b, 1), x, w, b)
     y = rng.standard_normal((1, 4, 2))
     check_op(lambda m, y: m.nn.functional.native_channel_shuffle(y, 2), y, grad=False)
+
+
+@pytest.mark.parametrize("nd", [2, 3])
+@pytest.mark.parametrize("k,size,ratio", [(2, 4, None), (3, None, 0.5), ((2, 3, 2), (5, 3, 4),
+                                                                        None)])
+def test_fractional_max_pool_matches_torch_for_given_samples(nd, k, size, ratio):
+    k = k if isinstance(k, int) else k[:nd]
+    size = size if size is None or isinstance(size, int) else tuple(v - 2 for v in size[:nd])
+    u = rng.random((1, 2, nd))
+    x = rng.standard_normal((1, 2) + (7, 6, 7)[:nd])
+    kw = dict(output_size=size, output_ratio=None if ratio is None else (ratio,) * nd,
+              return_indices=True)
+    check_op(lambda m, x, u: getattr(m.nn.functional, f"fractional_max_pool{nd}d")(
+        x, k, _random_samples=u, **kw), x, u, grad_inputs=(0,))
+    ours = getattr(nn, f"FractionalMaxPool{nd}d")(k, size, ratio, True,
+                                                  _random_samples=ember.tensor(u))
+    theirs = getattr(torch.nn, f"FractionalMaxPool{nd}d")(k, size, ratio, True,
+                                                          _random_samples=torch.tensor(u))
+    assert repr(ours) == repr(theirs)
+    (ye, ie), (yt, it) = ours(ember.tensor(x)), theirs(torch.tensor(x))
+    np.testing.assert_array_equal(ye.numpy(), yt.numpy())
+    np.testing.assert_array_equal(ie.numpy(), it.numpy())
+
+
+def test_fractional_max_pool_random_and_errors():
+    m = nn.FractionalMaxPool2d(2, output_ratio=0.5)
+    y = m(ember.randn(2, 3, 10, 10))
+    assert y.shape == (2, 3, 5, 5) and y.dtype == ember.float32
+    with pytest.raises(ValueError, match="either"):
+        nn.FractionalMaxPool2d(2)
+    with pytest.raises(ValueError, match="between 0 and 1"):
+        nn.FractionalMaxPool3d(2, output_ratio=1.5)
+    with pytest.raises(RuntimeError, match="too large"):
+        nn.functional.fractional_max_pool2d(ember.ones(1, 1, 4, 4), 3, output_size=3)

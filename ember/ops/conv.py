@@ -70,6 +70,10 @@ __all__ = [
     "adaptive_max_pool3d",
     "adaptive_max_pool3d_with_indices",
     "conv_tbc",
+    "fractional_max_pool2d",
+    "fractional_max_pool3d",
+    "fractional_max_pool2d_with_indices",
+    "fractional_max_pool3d_with_indices",
 ]
 
 Pad2 = tuple[tuple[int, int], tuple[int, int]]
@@ -1857,3 +1861,121 @@ def conv_tbc(input: Any, weight: Any, bias: Any, pad: int = 0) -> Any:
                            f"{list(weight.shape)}")
     y = conv1d(input.permute(1, 2, 0), weight.permute(2, 1, 0), bias, 1, pad)
     return y.permute(2, 0, 1)
+
+
+# =============================================================================================
+# fractional max pooling (Graham, 2014): pseudo-random window starts, one sample per plane
+
+
+def _fractional_starts(u: np.ndarray, n_in: int, n_out: int, k: int, dtype: Any) -> np.ndarray:
+    """Window starts for samples ``u`` (any shape): start_i = floor((i + u) a) - floor(u a),
+    a = (n_in - k) / (n_out - 1), computed in the input's float type as PyTorch does; the last
+    window ends at the input's end."""
+    ft = np.float32 if np.dtype(dtype) != np.float64 else np.float64
+    u = u.astype(ft)[..., None]
+    if n_out == 1:
+        return np.full(u.shape[:-1] + (1,), n_in - k, dtype=np.int64)
+    a = ft(n_in - k) / ft(n_out - 1)
+    i = np.arange(n_out - 1, dtype=ft)
+    starts = (((i + u) * a).astype(np.int64) - (u * a).astype(np.int64))
+    last = np.full(u.shape[:-1] + (1,), n_in - k, dtype=np.int64)
+    return np.concatenate([starts, last], axis=-1)
+
+
+def _fractional_max_pool(fn: str, nd: int, input: Any, kernel_size: Any, output_size: Any,
+                         output_ratio: Any, return_indices: bool, samples: Any) -> Any:
+    _check_tensor(input, fn)
+    if input.ndim not in (nd + 1, nd + 2):
+        raise RuntimeError(f"{fn}: expected {nd + 1}D or {nd + 2}D input, but got "
+                           f"{list(input.shape)}")
+    k = _ints(kernel_size, nd, "kernel_size", fn, conv_msg=False)
+    input, unbatched = _unbatch(input, nd + 2)  # noqa: A001
+    N, C = input.shape[:2]
+    sizes = tuple(input.shape[2:])
+    if output_size is None:
+        if output_ratio is None:
+            raise ValueError(f"{fn} requires specifying either an output_size or an "
+                             "output_ratio")
+        ratio = (output_ratio,) * nd if isinstance(output_ratio, float | int) else \
+            tuple(output_ratio)
+        out = tuple(int(n * r) for n, r in zip(sizes, ratio))
+    else:
+        out = _ints(output_size, nd, "output_size", fn, conv_msg=False)
+    for n, kk, o in zip(sizes, k, out):
+        if o + kk - 1 > n:
+            raise RuntimeError(f"{fn}(): pool size {kk} too large relative to input size {n} "
+                               f"and output size {o} (need output_size + kernel_size - 1 <= "
+                               "input size)")
+    dt = input._data.dtype
+    if samples is None:
+        from .._random import rand
+
+        u = rand(N, C, nd, dtype=input.dtype)._data
+    else:
+        u = samples._data
+        if tuple(u.shape) != (N, C, nd):
+            raise RuntimeError(f"{fn}: expected _random_samples of shape {[N, C, nd]}, got "
+                               f"{list(u.shape)}")
+    u = _backend.to_device(u, _backend.CPU)
+    # which sample drives which dim follows PyTorch's kernels: (w, h) in 2-D, (t, h, w) in 3-D
+    order = [1, 0] if nd == 2 else [0, 1, 2]
+    starts = [_fractional_starts(u[:, :, order[j]], sizes[j], out[j], k[j], dt)
+              for j in range(nd)]
+    # flat index of every tap of every window: (N, C, *out, prod(k))
+    strides = [int(np.prod(sizes[j + 1:])) for j in range(nd)]
+    flat = np.zeros((N, C) + tuple(out) + tuple(k), dtype=np.int64)
+    for j in range(nd):
+        pos = starts[j][:, :, :, None] + np.arange(k[j])  # (N, C, out_j, k_j)
+        shape = [N, C] + [1] * nd + [1] * nd
+        shape[2 + j] = out[j]
+        shape[2 + nd + j] = k[j]
+        flat = flat + (pos * strides[j]).reshape(shape)
+    K = int(np.prod(k))
+    flat = flat.reshape(N, C, -1)
+    xp = _backend.xp_of(input._data)
+    T = _tensor_cls()
+    idx = T._make(xp.asarray(flat))
+    vals = input.reshape(N, C, -1).gather(2, idx).reshape((N, C) + tuple(out) + (K,))
+    y, arg = vals.max(-1)
+    y = _rebatch(y, unbatched)
+    if not return_indices:
+        return y
+    ind = xp.take_along_axis(xp.asarray(flat).reshape((N, C) + tuple(out) + (K,)),
+                             arg._data[..., None], -1)[..., 0]
+    return y, _rebatch(T._make(ind), unbatched)
+
+
+def fractional_max_pool2d(input: Any, kernel_size: Any, output_size: Any = None,
+                          output_ratio: Any = None, return_indices: bool = False,
+                          _random_samples: Any = None) -> Any:
+    """Fractional max pooling over an (N, C, H, W) or (C, H, W) input: windows of
+    ``kernel_size`` at pseudo-random, increasing starts chosen per plane so that the output has
+    ``output_size`` (or ``output_ratio`` of the input). ``_random_samples`` (N, C, 2) in [0, 1)
+    fixes the starts (as in PyTorch)."""
+    return _fractional_max_pool("fractional_max_pool2d", 2, input, kernel_size, output_size,
+                                output_ratio, return_indices, _random_samples)
+
+
+def fractional_max_pool3d(input: Any, kernel_size: Any, output_size: Any = None,
+                          output_ratio: Any = None, return_indices: bool = False,
+                          _random_samples: Any = None) -> Any:
+    """Fractional max pooling over an (N, C, D, H, W) or (C, D, H, W) input (see
+    ``fractional_max_pool2d``; ``_random_samples`` is (N, C, 3))."""
+    return _fractional_max_pool("fractional_max_pool3d", 3, input, kernel_size, output_size,
+                                output_ratio, return_indices, _random_samples)
+
+
+def fractional_max_pool2d_with_indices(input: Any, kernel_size: Any, output_size: Any = None,
+                                       output_ratio: Any = None, return_indices: bool = True,
+                                       _random_samples: Any = None) -> Any:
+    """``fractional_max_pool2d`` returning (values, indices)."""
+    return fractional_max_pool2d(input, kernel_size, output_size, output_ratio, True,
+                                 _random_samples)
+
+
+def fractional_max_pool3d_with_indices(input: Any, kernel_size: Any, output_size: Any = None,
+                                       output_ratio: Any = None, return_indices: bool = True,
+                                       _random_samples: Any = None) -> Any:
+    """``fractional_max_pool3d`` returning (values, indices)."""
+    return fractional_max_pool3d(input, kernel_size, output_size, output_ratio, True,
+                                 _random_samples)
