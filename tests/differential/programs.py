@@ -2602,6 +2602,7 @@ class Report:
     failures: Counter = field(default_factory=Counter)
     examples: dict = field(default_factory=dict)  # class key -> (program, disagreement)
     notes: Counter = field(default_factory=Counter)
+    note_examples: dict = field(default_factory=dict)  # note -> (program, errors, step index)
     crashes: int = 0
     seconds: float = 0.0
 
@@ -2625,6 +2626,9 @@ def fuzz(
         note = error_class_note(tt, te)
         if note:
             rep.notes[note] += 1
+            if note not in rep.note_examples:
+                i = (tt.error or te.error)[0]
+                rep.note_examples[note] = (prog, f"torch: {tt.error}; ember: {te.error}", i)
         if dis is None:
             continue
         if minimize_first and sum(rep.failures.values()) < max_examples:
@@ -2910,6 +2914,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"   {c:5d}  {k}")
         for k, c in rep.notes.most_common():
             print(f"   note: error class differs ({k}) x{c}")
+        for k, (p, errs, i) in rep.note_examples.items():
+            print(f"\n-- note {k}: family {fam}, seed {p.seed}, step {i + 1} --")
+            print("\n".join(p.source().splitlines()[3:]))
+            print(errs)
         for k, (p, d) in rep.examples.items():
             print(f"\n-- class {k} --")
             print(describe_failure(p, d))
