@@ -143,3 +143,13 @@ def test_fractional_max_pool_random_and_errors():
         nn.FractionalMaxPool3d(2, output_ratio=1.5)
     with pytest.raises(RuntimeError, match="too large"):
         nn.functional.fractional_max_pool2d(ember.ones(1, 1, 4, 4), 3, output_size=3)
+
+
+def test_functional_constants_and_helpers():
+    F, TF = nn.functional, torch.nn.functional
+    assert F.GRID_SAMPLE_INTERPOLATION_MODES == TF.GRID_SAMPLE_INTERPOLATION_MODES
+    assert F.GRID_SAMPLE_PADDING_MODES == TF.GRID_SAMPLE_PADDING_MODES
+    F.assert_int_or_pair(3, "k", "{} bad")
+    F.assert_int_or_pair((1, 2), "k", "{} bad")
+    with pytest.raises(AssertionError, match="k bad"):
+        F.assert_int_or_pair((1, 2, 3), "k", "{} bad")

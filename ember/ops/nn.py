@@ -24,6 +24,9 @@ from ._op import Op
 
 __all__ = [
     "ctc_loss",
+    "GRID_SAMPLE_INTERPOLATION_MODES",
+    "GRID_SAMPLE_PADDING_MODES",
+    "assert_int_or_pair",
     "native_channel_shuffle",
     "lp_pool3d",
     "max_unpool3d",
@@ -1960,3 +1963,13 @@ def native_channel_shuffle(input: Any, groups: int) -> Any:
     from .activation import channel_shuffle
 
     return channel_shuffle(input, groups)
+
+
+GRID_SAMPLE_INTERPOLATION_MODES = {"bilinear": 0, "nearest": 1, "bicubic": 2}
+GRID_SAMPLE_PADDING_MODES = {"zeros": 0, "border": 1, "reflection": 2}
+
+
+def assert_int_or_pair(arg: Any, arg_name: str, message: str) -> None:
+    """Raise ``AssertionError(message.format(arg_name))`` unless ``arg`` is an int or a pair."""
+    if not (isinstance(arg, int) or len(arg) == 2):
+        raise AssertionError(message.format(arg_name))
