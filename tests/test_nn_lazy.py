@@ -123,3 +123,22 @@ def test_lazy_state_dict_holds_placeholders_like_torch():
     assert m(ember.ones(2, 3)).shape == (2, 4)
     with pytest.raises(RuntimeError, match="uninitialized"):
         nn.Linear(3, 4).load_state_dict(sd)
+
+
+@pytest.mark.parametrize("cast", ["double", "to64"])
+def test_casting_a_lazy_module_before_its_first_forward(cast):
+    for ours, theirs, x in [(nn.LazyLinear(4), torch.nn.LazyLinear(4), (2, 3)),
+                            (nn.LazyBatchNorm1d(), torch.nn.LazyBatchNorm1d(), (4, 3))]:
+        if cast == "double":
+            ours, theirs = ours.double(), theirs.double()
+        else:
+            ours, theirs = ours.to(ember.float64), theirs.to(torch.float64)
+        assert nn.parameter.is_lazy(ours.weight)
+        ours(ember.ones(*x, dtype=ember.float64))
+        theirs(torch.ones(*x, dtype=torch.float64))
+        for (k, a), b in zip(ours.state_dict().items(), theirs.state_dict().values()):
+            assert str(a.dtype) == str(b.dtype), k
+    p = nn.UninitializedParameter().half()
+    assert nn.parameter.is_lazy(p) and p.requires_grad
+    p.materialize((2,))
+    assert p.dtype == ember.float16 and type(p) is nn.Parameter

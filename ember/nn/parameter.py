@@ -109,9 +109,11 @@ class _Uninitialized:
         """Give the placeholder ``shape`` (uninitialized values) and make it a plain
         Parameter / Tensor, in place: references (e.g. an optimizer's) stay valid."""
         from .. import _creation
+        from .._backend import device_of
 
-        device = device if device is not None else self.__dict__.get("_lazy_device")
-        dtype = dtype if dtype is not None else self.__dict__.get("_lazy_dtype")
+        # the placeholder's (empty) array carries the dtype and device that casts gave it
+        device = device if device is not None else device_of(self._data)
+        dtype = dtype if dtype is not None else Tensor._make(self._data).dtype
         shape = (shape,) if isinstance(shape, int) else tuple(shape)
         self._data = _creation.empty(shape, device=device, dtype=dtype)._data
         self.__class__ = self.cls_to_become
@@ -137,6 +139,41 @@ class _Uninitialized:
         return f"<{type(self).__name__}>"
 
     __str__ = __repr__
+
+    def _converted(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        """A placeholder of the dtype / device ``Tensor.<method>`` would give."""
+        arr = getattr(Tensor._make(self._data), method)(*args, **kwargs)._data
+        out = self.detach()
+        out._data = arr
+        if isinstance(self, Parameter):
+            out.requires_grad_(self.requires_grad)
+        return out
+
+    def to(self, *args: Any, **kwargs: Any) -> Any:
+        return self._converted("to", *args, **kwargs)
+
+    def cpu(self) -> Any:
+        return self._converted("cpu")
+
+    def cuda(self, *args: Any, **kwargs: Any) -> Any:
+        return self._converted("cuda", *args, **kwargs)
+
+    def float(self) -> Any:
+        return self._converted("float")
+
+    def double(self) -> Any:
+        return self._converted("double")
+
+    def half(self) -> Any:
+        return self._converted("half")
+
+    def bfloat16(self) -> Any:
+        return self._converted("bfloat16")
+
+    def type(self, *args: Any, **kwargs: Any) -> Any:
+        if not args and not kwargs:
+            return Tensor._make(self._data).type()
+        return self._converted("type", *args, **kwargs)
 
     def detach(self) -> Any:
         """Another placeholder (``state_dict`` of a lazy module holds placeholders)."""
