@@ -73,16 +73,12 @@ KNOWN_GAPS: set[str] = {
     "inplace_int_target_grad_operand",  # class int_inplace_with_grad_operand
     "inplace_through_data",  # class inplace_through_data (leaf.data modified after a promoted op)
     "backward_after_freed_graph",  # class backward_twice (second backward through y[i] = v)
-    # indexing family
-    "index_write_dtype_mismatch_advanced",  # class index_put_dtype_mismatch
-    "index_write_empty_target",  # class index_write_empty_target
     "double_backward_empty",  # class empty_double_backward
-    # shape family
+    # indexing family
+    "index_write_dtype_mismatch_advanced",  # class index_put_dtype_mismatch (mask + None)
+    # shape family (also views)
     "view_of_result_of_noncontiguous",  # class view_of_op_result_layout
-    # reductions family
-    "reduce_empty_int",  # class softmax_empty_int
     # promotion family
-    "int_pow_negative_scalar",  # class int_pow_negative_scalar
     "alpha_scalar_other",  # class alpha_with_scalar_other (bool + Python bool, alpha=2)
 }
 
