@@ -164,6 +164,17 @@ def test_argument_errors_before_dtype_errors(expr):
     same(lambda m: eval(expr, {"m": m, "x": m.ones(2, 3, 4, dtype=m.float64, requires_grad=True)}))
 
 
+@pytest.mark.parametrize("expr", [
+    "x.amin()", "x.amax(())", "x.amin(1)", "x.amin(0)", "x.max()", "x.aminmax()",
+    "x.amin((0, 1))", "m.zeros(0).amax()",
+])
+def test_empty_amin_error_class(expr):
+    """amax/amin of an empty tensor over all dims: PyTorch's RuntimeError ("specify the
+    reduction dim"), an IndexError only for a named empty dim."""
+    same(lambda m: eval(expr, {"m": m, "x": m.zeros(2, 0, dtype=m.int64)}))
+
+
+
 def _grad_of(m, fn, value, dtype="float64"):
     x = m.tensor(value, dtype=getattr(m, dtype), requires_grad=True)
     out = fn(m, x)
@@ -239,6 +250,14 @@ def _setitem(m, key, value):
     ("True", "m.ones(4, dtype=m.float32)"), ("(True,)", "m.ones(4, dtype=m.float32)"),
     ("(True, ...)", "m.ones(4, dtype=m.float32)"), ("m.tensor(True)", "m.tensor(1.0)"),
     ("(y > 3).numpy()", "m.tensor(1.0)"), ("y > 3", "m.tensor(1)"),
+    ("(0, m.tensor(0), np.array([False, True, True, False]))", "m.tensor(2.5, dtype=m.float32)"),
+    ("(slice(None), 0, np.array([False, True, True, False]))", "m.tensor(2.5, dtype=m.float32)"),
+    ("(Ellipsis, np.array([False, True, True, False]))", "m.tensor(2.5, dtype=m.float32)"),
+    ("(0, 0, [True, False, True, False])", "m.tensor(2.5, dtype=m.float32)"),
+    ("[True, False]", "m.tensor(2.5, dtype=m.float32)"),
+    ("(m.tensor([0]), 0, np.array([False, True, True, False]))", "m.tensor(2.5, dtype=m.float32)"),
+    ("(0, 0, np.array([False, True, True, False]))", "m.ones(2, dtype=m.float32)"),
+    ("(0, 0, m.tensor([1, 2]))", "m.tensor(2.5, dtype=m.float32)"),
 ])
 def test_index_put_dtype_mismatch(key, value):
     same(lambda m: _setitem(m, key, value))

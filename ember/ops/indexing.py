@@ -881,16 +881,14 @@ def _check_scalar_value(x: Any, value: Any) -> Any:
     return v % (info.max + 1) if v < 0 and dt.kind == "u" else v
 
 
-def _casting_key(key: Any, value: Any) -> bool:
+def _casting_key(key: Any, k: _Key, value: Any) -> bool:
     """True for the advanced keys PyTorch writes through with a cast rather than index_put
-    (which needs equal dtypes): a lone ``True`` (a copy into x[None]), or a lone mask of
-    ndim >= 1 given a 0-d value (masked_fill)."""
+    (which needs equal dtypes): a lone ``True`` (a copy into x[None]), or a key whose only
+    advanced item is one mask of ndim >= 1 (integers, slices, None around it), given a 0-d
+    value (masked_fill)."""
     if key is True:
         return True
-    if value._data.ndim != 0:
-        return False
-    dt = getattr(getattr(key, "_data", key), "dtype", None)
-    return dt is not None and dt == np.bool_ and getattr(key, "ndim", 0) >= 1
+    return value._data.ndim == 0 and len(k.adv) == 1 and k.adv[0][2]
 
 
 def setitem(x: Any, key: Any, value: Any) -> Any:
@@ -904,7 +902,7 @@ def setitem(x: Any, key: Any, value: Any) -> Any:
         value = _check_scalar_value(x, value)
     k = _parse_key(x._data, key)
     if (k.vkey is not None and _is_t(value) and value._data.dtype != x._data.dtype
-            and not _casting_key(key, value)):
+            and not _casting_key(key, k, value)):
         from .reduction import _legacy
 
         raise RuntimeError(

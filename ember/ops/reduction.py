@@ -675,7 +675,7 @@ def amax(
     x = _t(input)
     dim, keepdim = _alias(dim, keepdim, axis, keepdims)
     axes = _axes(dim, x, "amax")
-    _nonempty(x, axes if axes is not None else tuple(range(x._data.ndim)), "amax")
+    _nonempty(x, axes, "amax")  # (no dim given: PyTorch's "specify the reduction dim" error)
     return AMax.apply(x, axes, keepdim)
 
 
@@ -687,7 +687,7 @@ def amin(
     x = _t(input)
     dim, keepdim = _alias(dim, keepdim, axis, keepdims)
     axes = _axes(dim, x, "amin")
-    _nonempty(x, axes if axes is not None else tuple(range(x._data.ndim)), "amin")
+    _nonempty(x, axes, "amin")  # (no dim given: PyTorch's "specify the reduction dim" error)
     return AMin.apply(x, axes, keepdim)
 
 
