@@ -174,7 +174,6 @@ def test_empty_amin_error_class(expr):
     same(lambda m: eval(expr, {"m": m, "x": m.zeros(2, 0, dtype=m.int64)}))
 
 
-
 def _grad_of(m, fn, value, dtype="float64"):
     x = m.tensor(value, dtype=getattr(m, dtype), requires_grad=True)
     out = fn(m, x)
@@ -305,6 +304,28 @@ def test_view_of_op_result_layout(view, op):
         return r.is_contiguous(), r.view(-1)
 
     same(run)
+
+
+@pytest.mark.parametrize("expr", [
+    "x.unsqueeze(0).expand(2, -1).float().view(4, 2)", "x.unsqueeze(0).expand(2, -1).float()",
+    "x.reshape(2, 2).t().float()", "x.reshape(2, 2).t().float().is_contiguous()",
+    "x[::2].float().is_contiguous()",
+])
+def test_view_of_cast_of_expanded(expr):
+    """A cast keeps a dense tensor's layout and makes anything else contiguous (PyTorch's
+    preserve_format), so .view() after .float() of an expanded tensor works."""
+    same(lambda m: eval(expr, {"m": m, "x": m.tensor([-1.625, 1.875, 0.125, 0.5],
+                                                       dtype=m.float64, requires_grad=True)}))
+
+
+@pytest.mark.parametrize("expr", [
+    "1 / m.relu(z)", "1 / m.clamp(z, min=0)", "1 / m.clamp(z, max=0.0)", "1 / m.clamp(z, -0.0, 0.0)",
+    "1 / m.nn.functional.hardtanh(z, -0.0, 0.0)", "1 / m.nn.functional.relu6(z)",
+    "1 / m.clamp_min(z, 0)", "1 / m.clamp(z, min=m.zeros(4))",
+])
+def test_signed_zero(expr):
+    """relu/clamp/hardtanh keep -0.0 (a tie keeps x), as PyTorch."""
+    same(lambda m: eval(expr, {"m": m, "z": m.tensor([-0.0, 0.0, -1.0, 2.0])}))
 
 
 def test_clone_memory_format():

@@ -100,7 +100,9 @@ class Hardtanh(Op):
     def forward(ctx: Any, x: Any, lo: float, hi: float) -> Any:
         ctx.save_for_backward(x)
         ctx.lo, ctx.hi = lo, hi
-        return ctx.xp.minimum(ctx.xp.maximum(x, lo), hi)
+        # (bound first: on a tie NumPy returns the second argument, so -0.0 stays -0.0 as in
+        # PyTorch's hardtanh)
+        return ctx.xp.minimum(hi, ctx.xp.maximum(lo, x))
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:

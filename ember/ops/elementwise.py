@@ -264,7 +264,11 @@ class Cast(Op):
 
     @staticmethod
     def forward(ctx: Any, x: Any, np_dtype: Any) -> Any:
-        return x.astype(np_dtype)
+        # PyTorch's preserve_format: a dense x keeps its layout, anything else (an expanded or
+        # strided slice) becomes C-contiguous; NumPy's astype would keep the strides' order
+        if x.flags.c_contiguous or _dense(x):
+            return x.astype(np_dtype)
+        return x.astype(np_dtype, order="C")
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
@@ -1292,7 +1296,7 @@ class Relu(Op):
 
     @staticmethod
     def forward(ctx: Any, x: Any) -> Any:
-        out = ctx.xp.maximum(x, 0)
+        out = ctx.xp.maximum(0, x)  # (0 first: a tie returns x, so -0.0 stays -0.0, as PyTorch)
         ctx.save_for_backward(out)
         return out
 
@@ -1620,10 +1624,10 @@ class Clamp(Op):
         xp = ctx.xp
         ctx.save_for_backward(x, lo, hi)
         out = x
-        if lo is not None:
-            out = xp.maximum(out, lo)
+        if lo is not None:  # (bound first: a tie returns x's value, -0.0 kept, as PyTorch)
+            out = xp.maximum(lo, out)
         if hi is not None:
-            out = xp.minimum(out, hi)
+            out = xp.minimum(hi, out)
         return out if out is not x else x.copy()
 
     @staticmethod
