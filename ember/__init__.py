@@ -149,16 +149,24 @@ def numel(t: Tensor) -> int:
     return t.numel()
 
 
+class _LegacyTensorType(type):
+    """``isinstance(t, torch.FloatTensor)``: a CPU tensor of that dtype, as in PyTorch."""
+
+    _dtype: dtype
+
+    def __instancecheck__(cls, obj: object) -> bool:
+        return isinstance(obj, Tensor) and obj.dtype is cls._dtype and not obj.is_cuda
+
+
 def _legacy(dt: dtype) -> type:
-    class _LegacyTensor(Tensor):
+    class _LegacyTensor(Tensor, metaclass=_LegacyTensorType):
         """Legacy typed constructor (``torch.FloatTensor([1, 2])``); instances are plain Tensors."""
+
+        _dtype = dt
 
         def __new__(cls, *args: object, **kwargs: object) -> Tensor:  # type: ignore[misc]
             t = Tensor(*args, **kwargs)
             return t.to(dt)
-
-        def __instancecheck__(cls, obj: object) -> bool:  # pragma: no cover
-            return isinstance(obj, Tensor) and obj.dtype is dt
 
     return _LegacyTensor
 

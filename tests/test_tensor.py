@@ -368,3 +368,12 @@ def test_num_threads():
     with pytest.raises(RuntimeError):
         ember.set_num_threads(0)
     ember.set_num_threads(before)
+
+
+def test_legacy_type_isinstance_as_pytorch():
+    torch = pytest.importorskip("torch")
+    for mod in (ember, torch):
+        assert isinstance(mod.zeros(1), mod.FloatTensor)
+        assert not isinstance(mod.zeros(1, dtype=mod.float64), mod.FloatTensor)
+        assert isinstance(mod.zeros(1, dtype=mod.int64), mod.LongTensor)
+        assert mod.FloatTensor([1, 2]).dtype == mod.float32

@@ -149,8 +149,7 @@ def set_detect_anomaly(mode: bool, check_nan: bool = True) -> Any:
     return _sda(mode, check_nan)
 
 
-from . import function  # noqa: E402
-from . import functional  # noqa: E402, F401 - torch.autograd.functional
+from . import function, functional  # noqa: E402, F401 - functional: torch.autograd.functional
 
 
 def __getattr__(name: str) -> object:
