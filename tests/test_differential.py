@@ -384,6 +384,22 @@ def test_backward_twice_through_setitem_raises():
     _assert_same(prog)
 
 
+@pytest.mark.xfail(strict=False, reason="issue 10: backward_twice (index_add_)")
+def test_backward_twice_through_index_add_raises():
+    """A second backward whose graph reaches an index_add_ node freed by the first raises."""
+
+    def prog(m):
+        x = m.tensor([1.0, -0.5, -1.875, -1.125], dtype=m.float64, requires_grad=True)
+        y = x.clone()
+        src = m.tensor([0.875, 1.75, 1.875], dtype=m.float64, requires_grad=True)
+        y.index_add_(0, m.tensor([0, 3, 0]), src)
+        y.sum().backward()
+        m.square(y).sum().backward()
+        return x.grad
+
+    _assert_same(prog)
+
+
 def test_backward_twice_through_inplace_raises():
     """A second backward (no retain_graph) through an in-place view write raises."""
 
