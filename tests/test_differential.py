@@ -474,7 +474,6 @@ def test_view_of_stack_of_transposed():
     _assert_same(prog)
 
 
-@pytest.mark.xfail(strict=False, reason="issue 10: view_of_op_result_layout (.float())")
 def test_view_of_cast_of_expanded():
     """.float() of an expanded tensor is contiguous in PyTorch: view() works."""
 
@@ -652,7 +651,6 @@ def test_index_put_with_range_index_dtype_mismatch_raises():
     _assert_same(prog)
 
 
-@pytest.mark.xfail(strict=False, reason="issue 10: signed zero (relu/clamp of -0.0)")
 def test_relu_keeps_negative_zero():
     """relu(-0.0) and clamp(-0.0, min=0) are -0.0 in PyTorch (1/x shows the sign)."""
     _assert_same(lambda m: 1 / m.relu(m.tensor([-0.0, 0.0])))

@@ -76,8 +76,6 @@ KNOWN_GAPS: set[str] = {
     "double_backward_empty",  # class empty_double_backward
     # indexing family
     "index_write_dtype_mismatch_advanced",  # class index_put_dtype_mismatch (mask + None)
-    # shape family (also views)
-    "view_of_result_of_noncontiguous",  # class view_of_op_result_layout
     # promotion family
     "alpha_scalar_other",  # class alpha_with_scalar_other (bool + Python bool, alpha=2)
 }
