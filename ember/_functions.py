@@ -793,7 +793,9 @@ def logcumsumexp(input: Any, dim: int) -> Any:
 
 def rsub(input: Any, other: Any, *, alpha: Any = 1) -> Any:
     """``other - alpha * input``."""
-    return _as(other) - _as(input) * alpha if alpha != 1 else _as(other) - input
+    from .ops import elementwise as ew
+
+    return ew._rsub(input, other, alpha)
 
 
 def fill(input: Any, value: Any) -> Any:

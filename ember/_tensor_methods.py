@@ -210,8 +210,8 @@ class TensorMethods:
         return _ew.sign(self, *args, **kwargs)
 
     def sgn(self, *args: Any, **kwargs: Any) -> Any:
-        """``sgn()``: see ``ember.ops.elementwise.sign``."""
-        return _ew.sign(self, *args, **kwargs)
+        """``sgn()``: see ``ember.ops.elementwise.sgn``."""
+        return _ew.sgn(self, *args, **kwargs)
 
     def signbit(self, *args: Any, **kwargs: Any) -> Any:
         """``signbit()``: see ``ember.ops.elementwise.signbit``."""

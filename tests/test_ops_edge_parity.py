@@ -205,3 +205,34 @@ def test_rot90_is_a_copy_and_broadcast_to_function_takes_one_size():
     for m in (ember, torch):
         with pytest.raises(TypeError):
             m.broadcast_to(m.ones(2), 2, 2)
+
+
+@pytest.mark.parametrize("call", [
+    lambda m, x, y: m.rsub(x, 2), lambda m, x, y: m.rsub(x, y), lambda m, x, y: m.rsub(x, y, alpha=2),
+    lambda m, x, y: x.remainder(y), lambda m, x, y: x.remainder(2.0), lambda m, x, y: x.fmod(y),
+    lambda m, x, y: x.fmod(2.0), lambda m, x, y: x.sgn(), lambda m, x, y: m.sgn(x),
+    lambda m, x, y: x.deg2rad(), lambda m, x, y: x.rad2deg(), lambda m, x, y: m.logaddexp2(x, y),
+    lambda m, x, y: x.index_fill(0, m.tensor([0, 2]), 1.5),
+    lambda m, x, y: x.index_fill(1, m.tensor([1]), m.tensor(-1.0)),
+    lambda m, x, y: x.index_copy(0, m.tensor([2, 0, 1]), y),
+    lambda m, x, y: x.norm(1), lambda m, x, y: x.norm(float("inf"), dim=1),
+    lambda m, x, y: m.linalg.vector_norm(x, -float("inf")),
+])
+def test_more_nodes_values_grads(call):
+    res = []
+    for m in (ember, torch):
+        x = m.tensor(np.random.default_rng(0).standard_normal((3, 4)).astype(np.float32),
+                     requires_grad=True)
+        y = m.tensor(np.random.default_rng(1).standard_normal((3, 4)).astype(np.float32) + 3,
+                     requires_grad=True)
+        out = call(m, x, y)
+        (out * m.arange(out.numel()).reshape(out.shape)).sum().backward()
+        res.append((type(out.grad_fn).__name__, tuple(out.shape), out.detach().numpy(),
+                    x.grad.numpy(force=True),  # (torch's sgn gradient is a ZeroTensor)
+                    None if y.grad is None else y.grad.numpy(force=True)))
+    assert res[0][:2] == res[1][:2]
+    for k in (2, 3, 4):
+        if res[1][k] is None:
+            assert res[0][k] is None or not np.any(res[0][k])
+        else:
+            np.testing.assert_allclose(res[0][k], res[1][k], rtol=1e-5, atol=1e-6)

@@ -532,6 +532,20 @@ class Div(Op):
         return ga, gb
 
 
+class RsubT(Sub):
+    """``torch.rsub(tensor, tensor)``: other - input (same rule as Sub, operands swapped)."""
+
+    node_name = "RsubBackward0"
+
+
+def _rsub(input: Any, other: Any, alpha: Any = 1) -> Any:
+    """``other - alpha * input`` (``torch.rsub``), with sub's checks and promotion."""
+    if _is_bool_arg(input) or _is_bool_arg(other):
+        raise RuntimeError(_BOOL_SUB_MSG)
+    o, i = _scaled(other, input, alpha)
+    return (RsubT if _is_t(o) else Rsub).apply(o, i)
+
+
 class RDiv(Div):
     """``number / tensor``: PyTorch computes it as ``tensor.reciprocal() * number``, whose node
     is a MulBackward0 (same rule as Div)."""
@@ -783,18 +797,30 @@ def floor_divide(a: Any, b: Any) -> Any:
     return _nograd(_floor_div, a, b)
 
 
+class RemainderT(Remainder):
+    """remainder by a tensor (same rule as Remainder)."""
+
+    node_name = "RemainderBackward1"
+
+
+class FmodT(Fmod):
+    """fmod by a tensor (same rule as Fmod)."""
+
+    node_name = "FmodBackward1"
+
+
 def remainder(a: Any, b: Any) -> Any:
     """``a % b`` with the sign of ``b`` (Python's rule); integer ``b == 0`` raises."""
     a, b = _promote(a, b)
     _check_int_divisor(a, b, "modulo")
-    return Remainder.apply(a, b)
+    return (RemainderT if _is_t(a) and _is_t(b) else Remainder).apply(a, b)
 
 
 def fmod(a: Any, b: Any) -> Any:
     """C's ``fmod``: the remainder with the sign of ``a``; integer ``b == 0`` raises."""
     a, b = _promote(a, b)
     _check_int_divisor(a, b, "modulo")
-    return Fmod.apply(a, b)
+    return (FmodT if _is_t(a) and _is_t(b) else Fmod).apply(a, b)
 
 
 def pow(a: Any, b: Any) -> Any:
@@ -1540,7 +1566,15 @@ def sign(x: Any) -> Any:
     return _piecewise(x, _sign0_of, Sign)
 
 
-sgn = sign
+class Sgn(ZeroGrad):
+    """sgn (same rule as ZeroGrad)."""
+
+
+def sgn(x: Any) -> Any:
+    """The sign of each element (-1, 0 or 1; 0 at NaN); PyTorch's name for complex inputs too."""
+    if x._data.dtype == np.bool_:
+        return x.clone()
+    return _piecewise(x, _sign0_of, Sgn)
 
 
 def _sign0_of(a: Any) -> Any:
@@ -1809,9 +1843,28 @@ def logaddexp(a: Any, b: Any) -> Any:
     return LogAddExp.apply(a, b)
 
 
+class LogAddExp2(Op):
+    """out = log2(2**a + 2**b)          grad_a = grad * 2**(a - out)          grad_b = grad * 2**(b - out)"""
+
+    node_name = "Logaddexp2Backward0"
+
+    @staticmethod
+    def forward(ctx: Any, a: Any, b: Any) -> Any:
+        out = ctx.xp.logaddexp2(a, b)
+        ctx.save_for_backward(a, b, out)
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        a, b, out = ctx.saved
+        xp, ln2 = ctx.xp, math.log(2.0)
+        return grad * xp.exp((a - out) * ln2), grad * xp.exp((b - out) * ln2)
+
+
 def logaddexp2(a: Any, b: Any) -> Any:
-    ln2 = math.log(2.0)
-    return div(logaddexp(mul(a, ln2), mul(b, ln2)), ln2)
+    """``log2(2**a + 2**b)``, computed stably."""
+    a, b = _promote(a, b, to_float=True)
+    return LogAddExp2.apply(a, b)
 
 
 class Hypot(Op):
@@ -1925,12 +1978,22 @@ def heaviside(x: Any, values: Any) -> Any:
     return _nograd(np.heaviside, x, values)
 
 
+class Deg2Rad(Mul):
+    """x * pi / 180 (same rule as Mul)."""
+
+
+class Rad2Deg(Mul):
+    """x * 180 / pi (same rule as Mul)."""
+
+
 def deg2rad(x: Any) -> Any:
-    return mul(_float_unary(x), math.pi / 180)
+    """Degrees to radians."""
+    return Deg2Rad.apply(_float_unary(x), math.pi / 180)
 
 
 def rad2deg(x: Any) -> Any:
-    return mul(_float_unary(x), 180 / math.pi)
+    """Radians to degrees."""
+    return Rad2Deg.apply(_float_unary(x), 180 / math.pi)
 
 
 class Logit(Op):

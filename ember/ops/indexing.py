@@ -744,6 +744,20 @@ class IndexPut(Op):
         return gx, gv, None
 
 
+class IndexFill(IndexPut):
+    """index_fill with a number (same rule as IndexPut)."""
+
+
+class IndexFillT(IndexPut):
+    """index_fill with a 0-d tensor (same rule as IndexPut)."""
+
+    node_name = "IndexFillBackward1"
+
+
+class IndexCopy(IndexPut):
+    """index_copy (same rule as IndexPut)."""
+
+
 class IndexZero(Op):
     """out = g with zeros at key (a projection)          grad_g = grad with zeros at key"""
 
@@ -1362,7 +1376,7 @@ def index_copy(input: Any, dim: int, index: Any, source: Any) -> Any:
     _check_index_source(input, dim, idx, source, "index_copy")
     _check_nonneg_bounds(idx, input._data.shape[dim], dim, "index_copy", IndexError)
     k = _dim_key(input._data, dim, idx)
-    return IndexPut.apply(input, source, k)
+    return IndexCopy.apply(input, source, k)
 
 
 def index_fill(input: Any, dim: int, index: Any, value: Any) -> Any:
@@ -1380,7 +1394,7 @@ def index_fill(input: Any, dim: int, index: Any, value: Any) -> Any:
     dim = _wrap_dim(dim, input._data.ndim)
     _check_bounds(idx, input._data.shape[dim], dim, "index_fill")
     k = _dim_key(input._data, dim, idx)
-    return IndexPut.apply(input, _value_for(input, value, k), k)
+    return (IndexFillT if _is_t(value) else IndexFill).apply(input, _value_for(input, value, k), k)
 
 
 def index_put(input: Any, indices: Any, values: Any, accumulate: bool = False) -> Any:

@@ -1001,12 +1001,30 @@ def vector_norm(
                 f"the operation does not have an identity (input shape {tuple(x._data.shape)})"
             )
     if p == math.inf:
-        return AMax.apply(_ew.abs(x), axes, keepdim)
+        return _NormMax.apply(_ew.abs(x), axes, keepdim)
     if p == -math.inf:
-        return AMin.apply(_ew.abs(x), axes, keepdim)
+        return _NormMin.apply(_ew.abs(x), axes, keepdim)
     if p == 1:
-        return Sum.apply(_ew.abs(x), axes, keepdim)
+        return _NormSum.apply(_ew.abs(x), axes, keepdim)
     return Norm.apply(x, p, axes, keepdim)
+
+
+class _NormMax(AMax):
+    """The inf-norm's last step, max |x| (same rule as AMax; PyTorch's vector_norm node)."""
+
+    node_name = "LinalgVectorNormBackward0"
+
+
+class _NormMin(AMin):
+    """The -inf-norm's last step, min |x| (same rule as AMin)."""
+
+    node_name = "LinalgVectorNormBackward0"
+
+
+class _NormSum(Sum):
+    """The 1-norm's last step, sum |x| (same rule as Sum)."""
+
+    node_name = "LinalgVectorNormBackward0"
 
 
 def norm(
