@@ -207,7 +207,9 @@ _LAZY_ATTRS = {
     **dict.fromkeys(
         ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "max_pool1d", "max_pool2d",
          "avg_pool1d", "adaptive_avg_pool1d", "adaptive_max_pool1d", "pixel_shuffle",
-         "pixel_unshuffle", "conv3d", "conv_transpose3d", "max_pool3d"], "ember.ops.conv"),
+         "pixel_unshuffle", "conv3d", "conv_transpose3d", "max_pool3d", "conv_tbc"],
+        "ember.ops.conv"),
+    "native_channel_shuffle": "ember.ops.nn",
     **dict.fromkeys(["relu_", "selu_", "celu_", "rrelu_", "threshold_"], "ember.ops.activation"),
     **dict.fromkeys(["rms_norm", "bilinear", "channel_shuffle", "feature_alpha_dropout"],
                     "ember.nn.functional"),

@@ -28,10 +28,6 @@ NAMESPACES = [
 # Names ember has but not yet at PyTorch's path; each entry must still be a gap (checked below),
 # so fixing one means deleting it here.
 KNOWN_GAPS = {
-    # ember.cuda is a module, not a package: it cannot hold submodules
-    ("ember.cuda.memory", "empty_cache"), ("ember.cuda.memory", "max_memory_allocated"),
-    ("ember.cuda.memory", "memory_allocated"), ("ember.cuda.memory", "reset_peak_memory_stats"),
-    ("ember.cuda.random", "manual_seed"), ("ember.cuda.random", "manual_seed_all"),
     # a submodule named gradcheck would replace the function ember.autograd.gradcheck on import
     # unless ember/autograd/__init__.py re-binds it afterwards (as PyTorch's does)
     ("ember.autograd.gradcheck", "gradcheck"), ("ember.autograd.gradcheck", "gradgradcheck"),

@@ -15,6 +15,11 @@ from . import memory, profiler, random  # noqa: F401
 from ._common import CudaUnavailableError, available, index_of, require
 from .memory import (  # noqa: F401
     empty_cache,
+    host_memory_stats,
+    host_memory_stats_as_nested_dict,
+    memory_stats_as_nested_dict,
+    reset_accumulated_host_memory_stats,
+    reset_peak_host_memory_stats,
     get_per_process_memory_fraction,
     list_gpu_processes,
     max_memory_allocated,
@@ -343,7 +348,7 @@ class _CudaTensorType(type):
 
 
 def _tensor_type(name: str, dtname: str) -> type:
-    return _CudaTensorType(name, (), {"_dtname": dtname, "__module__": "torch.cuda",
+    return _CudaTensorType(name, (), {"_dtname": dtname, "__module__": "ember.cuda",
                                       "__doc__": f"CUDA tensors of dtype {dtname}."})
 
 
@@ -401,37 +406,6 @@ def can_device_access_peer(device: Any, peer_device: Any) -> bool:
     return _backend.cuda_can_access_peer(index_of(device), index_of(peer_device))
 
 
-def memory_stats_as_nested_dict(device: Any = None) -> dict:
-    """``memory_stats`` with its dotted keys split into nested dicts ({} without a GPU)."""
-    out: dict = {}
-    for key, value in memory_stats(device).items():
-        node = out
-        *parts, last = key.split(".")
-        for p in parts:
-            node = node.setdefault(p, {})
-        node[last] = value
-    return out
-
-
-def host_memory_stats() -> dict:
-    """Pinned host memory counters (ember keeps none: empty, as CPU-only PyTorch)."""
-    from collections import OrderedDict
-
-    return OrderedDict()
-
-
-def host_memory_stats_as_nested_dict() -> dict:
-    return {}
-
-
-def reset_peak_host_memory_stats() -> None:
-    """Nothing to reset (no host memory counters)."""
-
-
-def reset_accumulated_host_memory_stats() -> None:
-    """Nothing to reset (no host memory counters)."""
-
-
 def _nvml(what: str) -> Any:
     raise ModuleNotFoundError(f"nvidia-ml-py does not seem to be installed or it can't be "
                               f"imported (torch.cuda.{what} reads the GPU through NVML; ember "
@@ -477,3 +451,11 @@ def __getattr__(name: str) -> object:
     from .._missing import attribute_error
 
     raise attribute_error("torch.cuda", name)
+
+
+# PyTorch defines these in torch.cuda.streams / torch.cuda.graphs (checkpoints name them so)
+for _c in (Stream, ExternalStream, Event):
+    _c.__module__ = "ember.cuda.streams"
+for _c in (CUDAGraph, graph):
+    _c.__module__ = "ember.cuda.graphs"
+del _c

@@ -19,6 +19,8 @@ __all__ = [
     "max_memory_allocated", "memory_reserved", "max_memory_reserved", "memory_cached",
     "max_memory_cached", "memory_summary", "mem_get_info", "list_gpu_processes",
     "set_per_process_memory_fraction", "get_per_process_memory_fraction",
+    "memory_stats_as_nested_dict", "host_memory_stats", "host_memory_stats_as_nested_dict",
+    "reset_peak_host_memory_stats", "reset_accumulated_host_memory_stats",
 ]
 
 _peak = {"allocated": 0, "reserved": 0}
@@ -148,3 +150,34 @@ def set_per_process_memory_fraction(fraction: float, device: Any = None) -> None
 def get_per_process_memory_fraction(device: Any = None) -> float:
     require("get_per_process_memory_fraction")
     return _fraction["value"]
+
+
+def memory_stats_as_nested_dict(device: Any = None) -> dict:
+    """``memory_stats`` with its dotted keys split into nested dicts ({} without a GPU)."""
+    out: dict = {}
+    for key, value in memory_stats(device).items():
+        node = out
+        *parts, last = key.split(".")
+        for p in parts:
+            node = node.setdefault(p, {})
+        node[last] = value
+    return out
+
+
+def host_memory_stats() -> dict:
+    """Pinned host memory counters (ember keeps none: empty, as CPU-only PyTorch)."""
+    from collections import OrderedDict
+
+    return OrderedDict()
+
+
+def host_memory_stats_as_nested_dict() -> dict:
+    return {}
+
+
+def reset_peak_host_memory_stats() -> None:
+    """Nothing to reset (no host memory counters)."""
+
+
+def reset_accumulated_host_memory_stats() -> None:
+    """Nothing to reset (no host memory counters)."""

@@ -32,3 +32,20 @@ from .transformer import NonDynamicallyQuantizableLinear as _NDQL
 
 _activation.MultiheadAttention = _MHA  # type: ignore[attr-defined]
 _linear.NonDynamicallyQuantizableLinear = _NDQL  # type: ignore[attr-defined]
+
+# the lazy modules live together in lazy.py; PyTorch defines each next to its eager class
+# isort: split
+from . import batchnorm as _batchnorm
+from . import conv as _conv
+from . import instancenorm as _instancenorm
+from . import lazy as _lazy
+
+for _name in _lazy.__all__:
+    if not _name.startswith("Lazy") or _name == "LazyModuleMixin":
+        continue
+    _home = (_linear if _name == "LazyLinear" else _conv if "Conv" in _name
+             else _batchnorm if "BatchNorm" in _name else _instancenorm)
+    _cls = getattr(_lazy, _name)
+    _cls.__module__ = _home.__name__
+    setattr(_home, _name, _cls)
+del _name, _home, _cls
