@@ -15,12 +15,9 @@ from . import memory, profiler, random  # noqa: F401
 from ._common import CudaUnavailableError, available, index_of, require
 from .memory import (  # noqa: F401
     empty_cache,
+    get_per_process_memory_fraction,
     host_memory_stats,
     host_memory_stats_as_nested_dict,
-    memory_stats_as_nested_dict,
-    reset_accumulated_host_memory_stats,
-    reset_peak_host_memory_stats,
-    get_per_process_memory_fraction,
     list_gpu_processes,
     max_memory_allocated,
     max_memory_cached,
@@ -30,10 +27,13 @@ from .memory import (  # noqa: F401
     memory_cached,
     memory_reserved,
     memory_stats,
+    memory_stats_as_nested_dict,
     memory_summary,
+    reset_accumulated_host_memory_stats,
     reset_accumulated_memory_stats,
     reset_max_memory_allocated,
     reset_max_memory_cached,
+    reset_peak_host_memory_stats,
     reset_peak_memory_stats,
     set_per_process_memory_fraction,
 )

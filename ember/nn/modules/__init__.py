@@ -35,10 +35,10 @@ _linear.NonDynamicallyQuantizableLinear = _NDQL  # type: ignore[attr-defined]
 
 # the lazy modules live together in lazy.py; PyTorch defines each next to its eager class
 # isort: split
-from . import batchnorm as _batchnorm
-from . import conv as _conv
-from . import instancenorm as _instancenorm
-from . import lazy as _lazy
+from . import batchnorm as _batchnorm  # noqa: E402
+from . import conv as _conv  # noqa: E402
+from . import instancenorm as _instancenorm  # noqa: E402
+from . import lazy as _lazy  # noqa: E402
 
 for _name in _lazy.__all__:
     if not _name.startswith("Lazy") or _name == "LazyModuleMixin":
