@@ -760,7 +760,7 @@ class Tensor(TensorMethods):
         tracking = grad_mode.state.enabled and (
             self._rg or (base is not None and base._rg)
             or any(isinstance(a, Tensor) and a._rg for a in args)
-        )
+        ) and self._data.dtype.kind in "fV"  # an integer tensor never requires grad
         if not tracking:
             with grad_mode.no_grad():
                 out = fn(self, *args, **kwargs)

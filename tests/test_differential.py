@@ -631,7 +631,6 @@ def test_detached_no_grad_view_inplace_with_the_view():
     _assert_same(prog)
 
 
-@pytest.mark.xfail(strict=False, reason="issue 10: int_inplace_with_grad_operand")
 def test_integer_copy_from_grad_tensor_does_not_require_grad():
     def prog(m):
         x = m.tensor([1.61, -1.37], dtype=m.float64, requires_grad=True)

@@ -70,7 +70,6 @@ KNOWN_GAPS: set[str] = {
     "grad_enters_constant_with_views",  # class grad_enters_constant_through_view
     "requires_grad_on_view",  # class requires_grad_on_view
     "requires_grad_with_views",  # class requires_grad_on_view
-    "inplace_int_target_grad_operand",  # class int_inplace_with_grad_operand
     "inplace_through_data",  # class inplace_through_data (leaf.data modified after a promoted op)
     "backward_after_freed_graph",  # class backward_twice (second backward through y[i] = v)
     "double_backward_empty",  # class empty_double_backward
