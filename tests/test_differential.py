@@ -369,7 +369,6 @@ def test_grad_entering_constant_through_view():
     _assert_same(prog)
 
 
-@pytest.mark.xfail(strict=False, reason="issue 10: backward_twice (setitem)")
 def test_backward_twice_through_setitem_raises():
     """y[0] = v records CopySlices; a second backward without retain_graph raises."""
 
@@ -439,7 +438,6 @@ def test_index_put_dtype_mismatch_raises():
     _assert_same(prog)
 
 
-@pytest.mark.xfail(strict=False, reason="issue 10: index_put_dtype_mismatch (mask with None)")
 def test_index_put_mask_and_none_accepts_other_dtype():
     """y[mask, None] = float32 value into float64: PyTorch accepts it (only plain advanced
     indexing requires equal dtypes)."""
@@ -575,7 +573,6 @@ def test_add_scalar_other_with_alpha():
     _assert_same(lambda m: m.add(m.tensor([1, 2]), 3, alpha=2))
 
 
-@pytest.mark.xfail(strict=False, reason="issue 10: alpha_with_scalar_other (bool)")
 def test_add_bool_and_python_bool_with_alpha_stays_bool():
     def prog(m):
         r = m.add(m.tensor(True), False, alpha=2)

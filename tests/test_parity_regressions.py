@@ -129,6 +129,8 @@ def test_bool_pow_floordiv(expr):
     "m.add(b, b, alpha=2)", "m.add(b, b, alpha=0)", "m.add(m.tensor([1, 2]), b, alpha=2)",
     "m.add(m.tensor([1, 2], dtype=m.uint8), m.tensor([1], dtype=m.int8), alpha=3)",
     "m.add(f, m.tensor([1]), alpha=0.5)",
+    "m.add(m.tensor(True), True, alpha=2)", "m.add(m.tensor(True), False, alpha=2)",
+    "m.add(b, True, alpha=0)", "m.add(m.tensor(1), True, alpha=2)",
 ])
 def test_alpha_promotion(expr):
     """add/sub with alpha: promoted first, then scaled; a float alpha with integral operands
@@ -257,6 +259,10 @@ def _setitem(m, key, value):
     ("(m.tensor([0]), 0, np.array([False, True, True, False]))", "m.tensor(2.5, dtype=m.float32)"),
     ("(0, 0, np.array([False, True, True, False]))", "m.ones(2, dtype=m.float32)"),
     ("(0, 0, m.tensor([1, 2]))", "m.tensor(2.5, dtype=m.float32)"),
+    ("(np.array([True, False]),)", "m.tensor([2.875], dtype=m.float32)"),
+    ("np.array([True, True])", "m.ones(1, 1, dtype=m.float32)"),
+    ("np.array([True, True])", "m.ones(2, dtype=m.float32)"),
+    ("[0]", "m.ones(1, dtype=m.float32)"), ("(0, [0, 1])", "m.ones(1, dtype=m.float32)"),
 ])
 def test_index_put_dtype_mismatch(key, value):
     same(lambda m: _setitem(m, key, value))

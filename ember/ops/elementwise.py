@@ -695,10 +695,12 @@ def _scaled(a: Any, b: Any, alpha: Any) -> tuple[Any, Any]:
         )
     if alpha == 1 and type(alpha) is not bool:
         return a, b
+    if kind == "b":  # bool arithmetic: alpha * b is b, or False when alpha is 0
+        if not _is_t(b):
+            return a, bool(b) and bool(alpha)
+        return a, b if alpha else zeros_like_bool(b)
     if not _is_t(b):
         return _promote(a, b * alpha)
-    if kind == "b":
-        return a, b if alpha else zeros_like_bool(b)
     return a, mul(b, alpha)
 
 

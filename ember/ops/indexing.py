@@ -733,6 +733,7 @@ class IndexPut(Op):
     @staticmethod
     def forward(ctx: Any, x: Any, value: Any, key: _Key) -> Any:
         ctx.key = key
+        ctx.save_for_backward()  # released after one backward, as PyTorch's CopySlices/IndexPut
         out = x.copy()
         key.assign(out, value)
         return out
@@ -898,11 +899,11 @@ def _check_scalar_value(x: Any, value: Any) -> Any:
 def _casting_key(key: Any, k: _Key, value: Any) -> bool:
     """True for the advanced keys PyTorch writes through with a cast rather than index_put
     (which needs equal dtypes): a lone ``True`` (a copy into x[None]), or a key whose only
-    advanced item is one mask of ndim >= 1 (integers, slices, None around it), given a 0-d
-    value (masked_fill)."""
+    advanced item is one mask of ndim >= 1 (integers, slices, None around it), given a
+    one-element value (masked_fill)."""
     if key is True:
         return True
-    return value._data.ndim == 0 and len(k.adv) == 1 and k.adv[0][2]
+    return value._data.size == 1 and len(k.adv) == 1 and k.adv[0][2]
 
 
 def setitem(x: Any, key: Any, value: Any) -> Any:
