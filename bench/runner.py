@@ -70,7 +70,7 @@ def engine_env(threads: int) -> dict[str, str]:
         env[var] = str(threads)
     for var in OPENBLAS_OVERRIDES:
         env.pop(var, None)
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), str(ROOT)] + [p for p in
                                                          [os.environ.get("PYTHONPATH")] if p])
     env.pop("PYTHONSTARTUP", None)
     # Byte-code caching on, as in any installed package (PyTorch's wheel ships its .pyc files; a
