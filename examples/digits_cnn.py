@@ -1,1 +1,1 @@
-../ember/demo/digits_cnn.py
+../src/ember/demo/digits_cnn.py
