@@ -198,6 +198,47 @@ def _address(a: Any) -> int:
     return a.__array_interface__["data"][0] if isinstance(a, np.ndarray) else int(a.data.ptr)
 
 
+def is_cpu_array(arr: Any) -> bool:
+    """A plain NumPy array (the CPU fast path: ``FakeCudaArray`` and CuPy arrays are not)."""
+    return type(arr) is np.ndarray
+
+
+def to_numpy(arr: Any) -> np.ndarray:
+    """The array's values as a NumPy array on the host: the array itself on the CPU, a copy from
+    a GPU (``FakeCudaArray``, the tests' stand-in for a CUDA array, becomes a plain view)."""
+    if type(arr) is np.ndarray:
+        return arr
+    if isinstance(arr, np.ndarray):
+        return np.asarray(arr)
+    if isinstance(arr, np.generic):
+        return np.asarray(arr)
+    return arr.get()
+
+
+def address(arr: Any) -> int:
+    """The address of the array's first element (host or device memory)."""
+    return _address(arr)
+
+
+def storage_extent(arr: Any) -> tuple[int, int] | None:
+    """(elements before the array's first element, elements from it to the end) of the one
+    dense allocation it views; None when that is unknown or not dense."""
+    item = arr.itemsize
+    if isinstance(arr, np.ndarray):
+        root = arr
+        while isinstance(root.base, np.ndarray):
+            root = root.base
+        if not root.flags.c_contiguous and not root.flags.f_contiguous:
+            return None
+        start = (_address(arr) - _address(root)) // item
+        return start, root.nbytes // item - start
+    mem = getattr(getattr(arr, "data", None), "mem", None)  # CuPy: the allocation it views
+    if mem is None:
+        return None
+    start = (arr.data.ptr - mem.ptr) // item
+    return start, mem.size // item - start
+
+
 def is_array(x: Any) -> bool:
     return (type(x) is np.ndarray or isinstance(x, FakeCudaArray)
             or (_cupy is not None and isinstance(x, _cupy.ndarray)))
