@@ -51,7 +51,7 @@ def install() -> None:
     for pkg in (ember.ops, ember.optim):
         for m in pkgutil.iter_modules(pkg.__path__):
             importlib.import_module(f"{pkg.__name__}.{m.name}")
-    from ember.ops._op import Op
+    from ember.autograd.function import Op
     from ember.optim.optimizer import Optimizer
 
     for cls in _subclasses(Op):

@@ -409,7 +409,7 @@ def test_view_made_without_graph_shares_version():
 
 
 def test_wrongly_shaped_backward_rule_raises():
-    from ember.ops._op import Op
+    from ember.autograd.function import Op
 
     class BadRule(Op):
         @staticmethod

@@ -12,7 +12,7 @@ import torch
 from _common import StepTimer, parse_args, report
 
 args = parse_args(__doc__, steps=3, warmup=0, quick_steps=1, quick_warmup=0)
-DEMO = Path(__file__).resolve().parents[2] / "ember" / "demo" / "digits_cnn.py"
+DEMO = Path(__file__).resolve().parents[2] / "src" / "ember" / "demo" / "digits_cnn.py"
 spec = importlib.util.spec_from_file_location("digits_cnn", DEMO)
 digits_cnn = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(digits_cnn)  # by path: importing the ember package would cost real torch

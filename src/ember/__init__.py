@@ -49,7 +49,7 @@ from .autograd.grad_mode import (
     no_grad,
     set_grad_enabled,
 )
-from ._creation import (
+from .ops.creation import (
     arange,
     as_tensor,
     asarray,
@@ -69,8 +69,8 @@ from ._creation import (
     zeros,
     zeros_like,
 )
-from ._creation import range_ as range  # noqa: A001 - PyTorch's (deprecated) name
-from ._random import (
+from .ops.creation import range_ as range  # noqa: A001 - PyTorch's (deprecated) name
+from .ops.random import (
     Generator,
     bernoulli,
     default_generator,
@@ -94,7 +94,7 @@ from .ops.reduction import *  # noqa: F403
 from .ops.linalg import *  # noqa: F403
 from .ops.shape import *  # noqa: F403
 from .ops.indexing import *  # noqa: F403
-from ._functions import *  # noqa: F403
+from .ops._functions import *  # noqa: F403
 from .ops.extra import digamma, erfcx as _erfcx, i0, lgamma, mvlgamma, polygamma  # noqa: F401
 from . import random  # noqa: E402
 from ._tensor_str import get_printoptions, set_printoptions
@@ -200,7 +200,10 @@ _LAZY_ATTRS = {
     **dict.fromkeys(["save", "load"], "ember.serialization"),
     **dict.fromkeys(["autocast", "is_autocast_enabled", "set_autocast_enabled",
                      "get_autocast_dtype", "set_autocast_dtype", "is_autocast_cache_enabled",
-                     "set_autocast_cache_enabled", "clear_autocast_cache"], "ember.amp.autocast_mode"),
+                     "set_autocast_cache_enabled", "clear_autocast_cache", "get_autocast_gpu_dtype",
+                     "get_autocast_cpu_dtype", "set_autocast_gpu_dtype", "set_autocast_cpu_dtype",
+                     "is_autocast_cpu_enabled", "set_autocast_cpu_enabled"],
+                    "ember.amp.autocast_mode"),
     "compile": "ember._compile",
     "vmap": "ember.func",
     "from_dlpack": "ember.utils.dlpack",

@@ -198,6 +198,9 @@ def _address(a: Any) -> int:
     return a.__array_interface__["data"][0] if isinstance(a, np.ndarray) else int(a.data.ptr)
 
 
+CPU_ARRAY = np.ndarray  # the exact type of a CPU array (hot paths test ``type(a) is CPU_ARRAY``)
+
+
 def is_cpu_array(arr: Any) -> bool:
     """A plain NumPy array (the CPU fast path: ``FakeCudaArray`` and CuPy arrays are not)."""
     return type(arr) is np.ndarray

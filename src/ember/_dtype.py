@@ -194,3 +194,24 @@ def _combine(higher: dtype | None, lower: dtype | None) -> dtype | None:
 def can_cast(from_: dtype, to: dtype) -> bool:
     """``torch.can_cast``: casting that does not lower the category."""
     return from_._category <= to._category
+
+
+_LEGACY_NAMES = {
+    "float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
+    "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
+    "bool": "Bool",
+}
+
+
+def legacy_name(d: dtype) -> str:
+    """PyTorch's legacy scalar-type name of ``d`` ("Float", "Long"...), as its errors spell it."""
+    return _LEGACY_NAMES[d.name]
+
+
+def from_legacy_type(name: str) -> dtype:
+    """The dtype of a legacy tensor type name ("FloatTensor", "torch.cuda.LongTensor")."""
+    short = name.split(".")[-1].removesuffix("Tensor")
+    for key, legacy in _LEGACY_NAMES.items():
+        if legacy == short:
+            return to_dtype(key)
+    raise ValueError(f"invalid type: {name!r}")

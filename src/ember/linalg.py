@@ -161,7 +161,7 @@ def inv(A: Any, *, out: Any = None) -> Any:
 
 def inv_ex(A: Any, *, check_errors: bool = False, out: Any = None) -> Any:
     """(inverse, info): the inverse and a 0 error code per matrix (errors are raised)."""
-    from ._creation import zeros
+    from .ops.creation import zeros
 
     res = _la.inverse(A)
     info = zeros(tuple(res.shape[:-2]), dtype="int32", device=res.device)
@@ -270,7 +270,7 @@ def matrix_rank(A: Any, *, atol: Any = None, rtol: Any = None, hermitian: bool =
 # -- composites of the ops above (their gradients come from those ops) ------------------------
 
 def _info(like: Any) -> Any:
-    from ._creation import zeros
+    from .ops.creation import zeros
 
     return zeros(tuple(like.shape[:-2]), dtype="int32", device=like.device)
 
@@ -309,7 +309,7 @@ def cholesky_ex(A: Any, *, upper: bool = False, check_errors: bool = False,
             raise
     import numpy as np
 
-    from ._creation import tensor
+    from .ops.creation import tensor
 
     data = a.detach().cpu().numpy()
     batch = data.shape[:-2]

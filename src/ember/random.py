@@ -6,7 +6,7 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
-from ._random import (
+from .ops.random import (
     Generator,
     default_generator,
     get_rng_state,

@@ -679,7 +679,7 @@ _TORCH_HOME = {
 # ember classes pickled under their own names: PyTorch's class of that name is implemented in C
 # with an incompatible state (a torch.Generator given ember's state crashes the interpreter),
 # so real torch.load must fail cleanly on them instead
-_EMBER_ONLY = frozenset({"ember._random.Generator"})
+_EMBER_ONLY = frozenset({"ember.ops.random.Generator"})
 
 # public namespaces, in the order an object's PyTorch name is looked for
 _HOMES = ("ember.nn.functional", "ember", "ember.nn", "ember.nn.init", "ember.nn.utils.rnn",

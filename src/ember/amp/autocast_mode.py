@@ -268,3 +268,39 @@ def custom_bwd(bwd: Callable | None = None, *, device_type: str = "cuda") -> Cal
     if bwd is None:
         return functools.partial(custom_bwd, device_type=device_type)
     return bwd
+
+
+# -- PyTorch's deprecated per-device spellings (torch.get_autocast_gpu_dtype()...) -----------
+
+def _deprecated_name(msg: str) -> None:
+    warnings.warn(msg, DeprecationWarning, stacklevel=3)
+
+
+def get_autocast_gpu_dtype() -> Any:
+    _deprecated_name("torch.get_autocast_gpu_dtype() is deprecated. Please use torch.get_autocast_dtype('cuda') instead.")
+    return get_autocast_dtype("cuda")
+
+
+def get_autocast_cpu_dtype() -> Any:
+    _deprecated_name("torch.get_autocast_cpu_dtype() is deprecated. Please use torch.get_autocast_dtype('cpu') instead.")
+    return get_autocast_dtype("cpu")
+
+
+def set_autocast_gpu_dtype(dtype: Any) -> None:
+    _deprecated_name("torch.set_autocast_gpu_dtype(dtype) is deprecated. Please use torch.set_autocast_dtype('cuda', dtype) instead.")
+    set_autocast_dtype("cuda", dtype)
+
+
+def set_autocast_cpu_dtype(dtype: Any) -> None:
+    _deprecated_name("torch.set_autocast_cpu_dtype(dtype) is deprecated. Please use torch.set_autocast_dtype('cpu', dtype) instead.")
+    set_autocast_dtype("cpu", dtype)
+
+
+def is_autocast_cpu_enabled() -> bool:
+    _deprecated_name("torch.is_autocast_cpu_enabled() is deprecated. Please use torch.is_autocast_enabled('cpu') instead.")
+    return is_autocast_enabled("cpu")
+
+
+def set_autocast_cpu_enabled(enabled: bool) -> None:
+    _deprecated_name("torch.set_autocast_cpu_enabled(enabled) is deprecated. Please use torch.set_autocast_enabled('cpu', enabled) instead.")
+    set_autocast_enabled("cpu", enabled)

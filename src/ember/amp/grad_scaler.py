@@ -89,7 +89,7 @@ class GradScaler:
 
     # -- the scale as a tensor ------------------------------------------------------------------
     def _lazy_init(self, device: Any) -> None:
-        from .._creation import full
+        from ..ops.creation import full
 
         self._scale = full((), self._init_scale, dtype=_dtype.float32, device=device)
         self._growth_tracker = full((), self._init_growth_tracker, dtype=_dtype.int32, device=device)

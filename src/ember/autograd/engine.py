@@ -7,15 +7,125 @@ until their node runs; saved arrays are freed as each node finishes unless ``ret
 
 from __future__ import annotations
 
-import weakref
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
+from .. import _backend
+from .._backend import CPU_ARRAY
+from .._dtype import from_numpy as _dtype_of
+from .._tensor_base import TensorBase
 from . import function as _function
 from . import grad_mode
-from .function import AccumulateGrad, Node
+from .anomaly_mode import check_grads
+from .function import FREED_MSG, AccumulateGrad, Node, Op
 
+# -- the entry points: Tensor.backward() and autograd.grad() -------------------------------
+
+def _roots(tensors: Sequence[Any], grads: Sequence[Any] | None, create_graph: bool, what: str) -> list:
+    roots = []
+    grads = list(grads) if grads is not None else [None] * len(tensors)
+    if len(grads) != len(tensors):
+        raise RuntimeError(f"grad can be implicitly created only for scalar outputs; got {len(grads)} "
+                           f"gradients for {len(tensors)} outputs")
+    for t, g in zip(tensors, grads):
+        if not t.requires_grad:
+            raise RuntimeError(
+                "element 0 of tensors does not require grad and does not have a grad_fn. "
+                f"({what} was called on a tensor of shape {tuple(t.shape)} that no "
+                "operation with requires_grad=True inputs produced: check that the parameters have "
+                "requires_grad=True, and that the forward pass did not run under no_grad() or use "
+                ".detach()/.item()/.numpy() on the way.)"
+            )
+        if g is None:
+            if t._data.size != 1:
+                raise RuntimeError(
+                    f"grad can be implicitly created only for scalar outputs (this tensor has shape "
+                    f"{tuple(t.shape)}). Reduce it to one number first, e.g. loss = out.mean() or "
+                    "out.sum(), or pass gradient=... with the same shape as the output."
+                )
+            arr = _backend.xp_of(t._data).ones(t._data.shape, t._data.dtype)
+            g = TensorBase._make(arr) if create_graph else arr
+        else:
+            if not isinstance(g, TensorBase):  # a number or a nested list: t's dtype and device
+                xp = _backend.xp_of(t._data)
+                g = TensorBase._make(xp.asarray(np.asarray(g, dtype=t._data.dtype)))
+            if tuple(g.shape) != tuple(t.shape):
+                raise RuntimeError(
+                    f"Mismatch in shape: grad_output[0] has a shape of {g.shape} and output[0] has a "
+                    f"shape of {t.shape}."
+                )
+            g = g if create_graph else g._data
+        if t.grad_fn is not None:
+            roots.append((t.grad_fn, t._output_nr, g))
+        else:
+            roots.append((_function._accumulator(t), 0, g))
+    return roots
+
+
+def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None = None,
+             create_graph: bool = False, inputs: Any = None) -> None:
+    """Accumulate gradients of ``tensors`` into the ``.grad`` of every leaf they depend on."""
+    if isinstance(tensors, TensorBase):
+        tensors = [tensors]
+        if grad_tensors is not None and isinstance(grad_tensors, TensorBase):
+            grad_tensors = [grad_tensors]
+    if retain_graph is None:
+        retain_graph = create_graph
+    roots = _roots(list(tensors), grad_tensors, create_graph, "backward()")
+    if inputs is not None:
+        inputs = [inputs] if isinstance(inputs, TensorBase) else list(inputs)
+        got = grad(list(tensors), inputs, grad_tensors, retain_graph=retain_graph,
+                   create_graph=create_graph, allow_unused=True)
+        for t, g in zip(inputs, got):
+            if g is not None:
+                t.grad = g if t.grad is None else t.grad + g
+        return
+    run_backward(roots, retain_graph, create_graph)
+
+
+def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool | None = None,
+         create_graph: bool = False, only_inputs: bool = True, allow_unused: bool | None = None,
+         is_grads_batched: bool = False, materialize_grads: bool = False) -> tuple:
+    """The gradients of ``outputs`` with respect to ``inputs`` (nothing is written to ``.grad``)."""
+    outputs = [outputs] if isinstance(outputs, TensorBase) else list(outputs)
+    single = isinstance(inputs, TensorBase)
+    inputs = [inputs] if single else list(inputs)
+    if grad_outputs is not None and isinstance(grad_outputs, TensorBase):
+        grad_outputs = [grad_outputs]
+    if retain_graph is None:
+        retain_graph = create_graph
+    for i, t in enumerate(inputs):
+        if not t._rg:
+            raise RuntimeError(f"One of the differentiated Tensors (input {i}) does not require grad")
+    roots = _roots(outputs, grad_outputs, create_graph, "autograd.grad()")
+    keys = []
+    capture: dict = {}
+    for t in inputs:
+        key = (t.grad_fn, t._output_nr) if t.grad_fn is not None else (_function._accumulator(t), 0)
+        keys.append(key)
+        capture.setdefault(key, [])
+    run_backward(roots, retain_graph, create_graph, capture)
+    result = []
+    for i, (t, key) in enumerate(zip(inputs, keys)):
+        got = capture[key]
+        if not got:
+            if not (allow_unused or materialize_grads):
+                raise RuntimeError(
+                    f"One of the differentiated Tensors (input {i}, shape {tuple(t.shape)}) appears "
+                    "to not have been used in the graph. Set allow_unused=True if this is the "
+                    "desired behavior."
+                )
+            result.append(t.new_zeros(t.shape) if materialize_grads else None)
+            continue
+        g = got[0]
+        result.append(g if isinstance(g, TensorBase) else TensorBase._make(g))
+    return tuple(result)
+
+
+
+# -- the walk ------------------------------------------------------------------------------
 
 def _dependencies(roots: list[Node]) -> dict[Node, int]:
     deps: dict[Node, int] = {}
@@ -64,8 +174,6 @@ def run_backward(
     the gradient arriving at each (node, output_nr) key is appended to its list instead of
     being accumulated into a leaf's ``.grad``.
     """
-    from .._tensor import Tensor
-
     root_nodes = [n for n, _, _ in roots]
     deps = _dependencies(root_nodes)
     needed = None
@@ -85,7 +193,6 @@ def run_backward(
     # leaves' AccumulateGrad nodes run as soon as they are ready, before other ready nodes, as
     # PyTorch orders them (so a later error leaves the same .grads behind)
     ready_leaves: list[Node] = []
-    fast = not create_graph and capture is None
     with grad_mode.set_grad_enabled(create_graph):
         while ready or ready_leaves:
             node = ready_leaves.pop() if ready_leaves else ready.pop()
@@ -102,17 +209,7 @@ def run_backward(
                     if capture is None:
                         _accumulate(node.variable, buf[0], create_graph, handed_out)
                 else:
-                    fn = node._fn
-                    if (fast and node._n_out == 1 and node._post_hooks is None
-                            and not fn._tensor_io and not node._freed
-                            and not _function.anomaly_enabled):
-                        if node._versions is not None:
-                            node._check_versions()
-                        grads = fn.backward(node, buf[0])  # the hot path: one array in
-                        if type(grads) is not tuple:
-                            grads = (grads,)
-                    else:
-                        grads = _call_backward(node, buf, create_graph, Tensor)
+                    grads = _call_backward(node, buf, create_graph)
                     if not retain_graph:
                         node._release()
                     _send(node, grads, buffers, create_graph)
@@ -124,50 +221,48 @@ def run_backward(
                         (ready_leaves if type(nxt) is AccumulateGrad else ready).append(nxt)
 
 
-def _call_backward(node: Node, buf: list, create_graph: bool, Tensor: Any) -> tuple:
+def _call_backward(node: Node, buf: list, create_graph: bool) -> tuple:
+    """Run one node's backward rule on the gradients of its outputs; returns one gradient per
+    forward argument. Built-in ops see arrays; user Functions, and every op under
+    ``create_graph``, see tensors (so the rule itself is recorded for higher-order gradients)."""
     fn = node._fn
     if node._saved is None and node._freed:
-        raise RuntimeError(_function._FREED_MSG)
+        raise RuntimeError(FREED_MSG)
     if node._versions is not None:
         node._check_versions()
-    if node._n_out > 1 and node._materialize:
+    if node._n_out > 1 and node._materialize:  # outputs that got no gradient get zeros
         for k, g in enumerate(buf):
             if g is None and node._out_meta[k] is not None:
                 shape, dt = node._out_meta[k]
                 z = node.xp.zeros(shape, dt)
-                buf[k] = Tensor._make(z) if create_graph else z
+                buf[k] = TensorBase._make(z) if create_graph else z
     tensor_mode = create_graph or fn._tensor_io
     if tensor_mode:
         node._tensor_mode = True
-        xp_saved = node.xp
+        xp_arrays = node.xp
         if create_graph and not fn._tensor_io:
-            from . import _xp
-
-            node.xp = _xp
-        args = [g if isinstance(g, Tensor) or g is None else Tensor._make(g) for g in buf]
-        try:
-            grads = fn.backward(node, *args)
-        finally:
-            node._tensor_mode = False
-            node.xp = xp_saved
-        if type(grads) is not tuple:
-            grads = (grads,)
-        if not create_graph:
-            grads = tuple(g._data if isinstance(g, Tensor) else g for g in grads)
-        else:
-            grads = tuple(
-                g if isinstance(g, Tensor) or g is None else Tensor._make(g) for g in grads
-            )
+            node.xp = Op.tensor_xp
+        args = [g if isinstance(g, TensorBase) or g is None else TensorBase._make(g) for g in buf]
     else:
-        grads = fn.backward(node, *buf)
-        if type(grads) is not tuple:
-            grads = (grads,)
+        args = buf
+    try:
+        grads = fn.backward(node, *args)
+    finally:
+        if tensor_mode:
+            node._tensor_mode = False
+            node.xp = xp_arrays
+    if type(grads) is not tuple:
+        grads = (grads,)
+    if tensor_mode:
+        if create_graph:
+            grads = tuple([g if isinstance(g, TensorBase) or g is None else TensorBase._make(g)
+                           for g in grads])
+        else:
+            grads = tuple([g._data if isinstance(g, TensorBase) else g for g in grads])
     if node._post_hooks is not None:
         for hook in node._post_hooks:
             hook(grads, tuple(buf))
     if _function.anomaly_enabled:
-        from .anomaly import check_grads
-
         check_grads(node, grads)
     return grads
 
@@ -207,12 +302,6 @@ def _send(node: Node, grads: tuple, buffers: dict, create_graph: bool) -> None:
             buf[nr] = buf[nr] + g
 
 
-def _dtype_of(np_dtype: Any) -> Any:
-    from .._dtype import from_numpy
-
-    return from_numpy(np_dtype)
-
-
 def sum_to_shape(g: Any, shape: tuple, node: Node | None = None) -> Any:
     """Undo broadcasting: sum ``g`` down to ``shape``. The one place broadcasting is undone."""
     gshape = tuple(g.shape)
@@ -237,8 +326,6 @@ def sum_to_shape(g: Any, shape: tuple, node: Node | None = None) -> Any:
 
 
 def _run_pre_hooks(node: Node, buf: list) -> None:
-    from .._tensor import Tensor
-
     if node._pre_hooks is not None:
         for nr, hook in node._pre_hooks:
             if nr < 0:  # a node pre-hook sees all output grads
@@ -249,45 +336,43 @@ def _run_pre_hooks(node: Node, buf: list) -> None:
             g = buf[nr]
             if g is None:
                 continue
-            wrapped = g if isinstance(g, Tensor) else Tensor._make(g)
+            wrapped = g if isinstance(g, TensorBase) else TensorBase._make(g)
             res = hook(wrapped)
             if res is not None:
-                buf[nr] = res if isinstance(g, Tensor) else res._data
+                buf[nr] = res if isinstance(g, TensorBase) else res._data
     if node._retain is not None:
         for nr, ref in node._retain:
             t = ref()
             g = buf[nr]
             if t is None or g is None:
                 continue
-            if isinstance(g, Tensor):  # create_graph: the retained grad keeps its own graph
+            if isinstance(g, TensorBase):  # create_graph: the retained grad keeps its own graph
                 t._grad = g if t._grad is None else t._grad + g
             elif t._grad is None:
-                t._grad = Tensor._make(g.copy())
+                t._grad = TensorBase._make(g.copy())
             else:
-                t._grad = Tensor._make(t._grad._data + g)
+                t._grad = TensorBase._make(t._grad._data + g)
 
 
 def _accumulate(leaf: Any, g: Any, create_graph: bool, handed_out: set[int]) -> None:
     """leaf.grad += g, without ever sharing an array between two ``.grad``s."""
-    from .._tensor import Tensor
-
     if leaf._hooks:
         for hook in leaf._hooks:
-            res = hook(g if isinstance(g, Tensor) else Tensor._make(g))
+            res = hook(g if isinstance(g, TensorBase) else TensorBase._make(g))
             if res is not None:
                 g = res if create_graph else res._data
     if create_graph:
-        gt = g if isinstance(g, Tensor) else Tensor._make(g)
+        gt = g if isinstance(g, TensorBase) else TensorBase._make(g)
         leaf._grad = gt if leaf._grad is None else leaf._grad + gt
     else:
-        if isinstance(g, Tensor):
+        if isinstance(g, TensorBase):
             g = g._data
         cur = leaf._grad
         if cur is None:
             if id(g) in handed_out or not _owns(g):
                 g = g.copy()
             handed_out.add(id(g))
-            leaf._grad = Tensor._make(g)
+            leaf._grad = TensorBase._make(g)
         else:
             new = cur._data + g  # a new array: never += into a buffer another may share
             cur._data = np.asarray(new) if isinstance(new, np.generic) else new
@@ -298,10 +383,6 @@ def _accumulate(leaf: Any, g: Any, create_graph: bool, handed_out: set[int]) -> 
 
 
 def _owns(a: Any) -> bool:
-    if type(a) is np.ndarray:
+    if type(a) is CPU_ARRAY:
         return a.base is None and a.flags.writeable
     return getattr(a, "base", None) is None
-
-
-def weak(t: Any) -> weakref.ref:
-    return weakref.ref(t)

@@ -1,13 +1,17 @@
 """``Function``: one differentiable operation, forward and backward side by side.
 
-Every built-in op is a ``Function`` subclass, and so is a user's custom op. ``Function.apply``
-unwraps tensors, checks devices, runs ``forward`` and, only when grad mode is on and an input
-requires grad, records a ``Node`` (the ``ctx`` both methods receive) that ``backward`` will call.
+Every built-in op is an ``Op`` (a ``Function`` whose methods see arrays), and a user's custom op is
+a ``Function`` (whose methods see tensors, as in PyTorch). ``Function.apply`` unwraps tensors,
+checks devices, runs ``forward`` and, only when grad mode is on and an input requires grad,
+records a ``Node`` (the ``ctx`` both methods receive) that ``backward`` will call.
 
-Built-in ops (subclasses of ``ember.ops._op.Op``) see raw arrays in ``forward`` and ``backward``:
-the fast path. A user's ``Function`` sees tensors, as in PyTorch. Under ``create_graph=True`` a
-built-in op's ``backward`` sees tensors too, and ``ctx.xp`` is ember's NumPy-like namespace, so
-the same rule records a graph for higher-order gradients.
+Under ``create_graph=True`` a built-in op's ``backward`` sees tensors too, and ``ctx.xp`` is
+ember's NumPy-like namespace of differentiable ops (``Op.tensor_xp``, registered by ``ember.ops``),
+so the same rule records a graph for higher-order gradients.
+
+Views live here too (the second half of this file): an op with ``is_view`` shares its input's
+memory and version counter, and a view whose base changed in place gets its history re-derived
+as a window of the base (``StridedWindow``, PyTorch's ``AsStridedBackward0``).
 """
 
 from __future__ import annotations
@@ -15,182 +19,19 @@ from __future__ import annotations
 import sys
 import traceback
 import weakref
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
+from .. import _backend
+from .._backend import CPU_ARRAY
+from .._tensor_base import TensorBase
 from . import grad_mode
+from .node import FREED_MSG, NOT_INPUT, AccumulateGrad, Node, RemovableHandle
 
-_FREED_MSG = (
-    "Trying to backward through the graph a second time (or directly access saved tensors after "
-    "they have already been freed). Saved intermediate values of the graph are freed when you call "
-    ".backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the "
-    "graph a second time or if you need to access saved tensors after calling backward."
-)
+__all__ = ["Function", "Op", "Node", "AccumulateGrad", "RemovableHandle", "FREED_MSG"]
 
-anomaly_enabled = False  # set by ember.autograd.anomaly
-
-
-class Node:
-    """A recorded op in the autograd graph (``tensor.grad_fn``), and the ``ctx`` of its Function.
-
-    ``_edges`` holds, per forward argument, the edge ``(node, output_nr)`` its gradient flows to
-    (``(None, 0)`` for arguments that need none); ``next_functions`` shows the edges of tensor and
-    number arguments, as PyTorch does.
-    """
-
-    __slots__ = (
-        "_edges", "needs_input_grad", "xp", "_saved", "_saved_src", "_versions", "_meta",
-        "_n_out", "__dict__", "__weakref__",
-    )
-    _fn: Any = None  # the Function class whose backward this node runs
-    # Rarely used fields: class-level defaults, set per node only when needed.
-    _pre_hooks: Any = None
-    _post_hooks: Any = None
-    _retain: Any = None
-    _freed = False
-    _tensor_mode = False
-    _non_diff: Any = None
-    _materialize = True
-    _trace: Any = None
-    _out_meta: Any = None
-
-    def __init__(self) -> None:
-        self._edges = ()
-        self._saved = None
-        self._versions = None
-        self._n_out = 1
-
-    @property
-    def next_functions(self) -> tuple:
-        return tuple(e for e in self._edges if e is not _NOT_INPUT)
-
-    def name(self) -> str:
-        return type(self).__name__
-
-    def __repr__(self) -> str:
-        return f"<{type(self).__name__} object at {hex(id(self))}>"
-
-    # -- the ctx API ------------------------------------------------------------------------
-    def save_for_backward(self, *values: Any) -> None:
-        """Keep arrays (tensors, in a custom Function) for ``backward``."""
-        self._saved = values
-
-    @property
-    def saved_tensors(self) -> tuple:
-        if self._saved is None:
-            if self._freed:
-                raise RuntimeError(_FREED_MSG)
-            return ()
-        if self._tensor_mode:
-            return self._saved_as_tensors()
-        return self._saved
-
-    saved = saved_tensors
-
-    def mark_non_differentiable(self, *outputs: Any) -> None:
-        self._non_diff = {id(o) for o in outputs}
-
-    def mark_dirty(self, *tensors: Any) -> None:  # accepted for compatibility
-        pass
-
-    def set_materialize_grads(self, value: bool) -> None:
-        self._materialize = bool(value)
-
-    def call(self, op: Any, *args: Any) -> Any:
-        """Run another Function from inside ``backward``: on raw arrays it is just its forward;
-        under ``create_graph`` it is recorded, so the backward itself can be differentiated."""
-        if self._tensor_mode:
-            return op.apply(*args)
-        ctx = op._node_cls()
-        ctx.xp = self.xp
-        ctx.needs_input_grad = (False,) * len(args)
-        return op.forward(ctx, *args)
-
-    # -- hooks ------------------------------------------------------------------------------
-    def register_hook(self, fn: Any) -> Any:
-        """``fn(grad_inputs, grad_outputs)`` runs after this node's backward."""
-        if self._post_hooks is None:
-            self._post_hooks = []
-        self._post_hooks.append(fn)
-        return _RemovableHandle(self._post_hooks, fn)
-
-    def register_prehook(self, fn: Any) -> Any:
-        """``fn(grad_outputs)`` runs before this node's backward and may return replacements."""
-        return self._add_pre_hook(-1, fn)
-
-    def _add_pre_hook(self, output_nr: int, fn: Any) -> Any:
-        if self._pre_hooks is None:
-            self._pre_hooks = []
-        entry = (output_nr, fn)
-        self._pre_hooks.append(entry)
-        return _RemovableHandle(self._pre_hooks, entry)
-
-    # -- engine internals -------------------------------------------------------------------
-    def _saved_as_tensors(self) -> tuple:
-        from .._tensor import Tensor
-
-        out = []
-        for arr, src in zip(self._saved, getattr(self, "_saved_src", None) or (None,) * len(self._saved)):
-            if isinstance(src, Tensor):
-                out.append(src)
-            elif type(src) is int:  # an output of this very node
-                out.append(Tensor._make(arr, True, self, src))
-            elif isinstance(arr, Tensor):
-                out.append(arr)
-            else:
-                out.append(Tensor._make(arr) if arr is not None else None)
-        return tuple(out)
-
-    def _check_versions(self) -> None:
-        for counter, seen, k in self._versions:
-            if counter[0] != seen:
-                raise RuntimeError(
-                    "one of the variables needed for gradient computation has been modified by an "
-                    f"inplace operation: saved tensor {k} of {self.name()} is at version "
-                    f"{counter[0]}; expected version {seen} instead. Hint: replace the in-place "
-                    "op (x += ..., x.add_(...), x[...] = ...) with its out-of-place form "
-                    "(x = x + ...), or clone() the tensor before modifying it."
-                )
-
-    def _release(self) -> None:
-        """Free what backward needed: saved arrays, and ctx attributes that hold arrays. A node
-        that kept only metadata (shapes, dims) stays usable, as in PyTorch."""
-        freed = self._saved is not None
-        self._saved = None
-        self._saved_src = None
-        d = self.__dict__
-        if d:
-            for v in d.values():
-                if hasattr(v, "dtype") and hasattr(v, "shape"):
-                    d.clear()
-                    freed = True
-                    break
-        if freed:
-            self._freed = True
-
-
-class AccumulateGrad(Node):
-    """The node at a leaf tensor: adds the incoming gradient into ``variable.grad``."""
-
-    __slots__ = ("variable",)
-
-    def __init__(self, variable: Any) -> None:
-        Node.__init__(self)
-        self.variable = variable
-
-
-class _RemovableHandle:
-    __slots__ = ("_list", "_item")
-
-    def __init__(self, lst: list, item: Any) -> None:
-        self._list, self._item = lst, item
-
-    def remove(self) -> None:
-        try:
-            self._list.remove(self._item)
-        except ValueError:
-            pass
+anomaly_enabled = False  # set by ember.autograd.anomaly_mode.detect_anomaly
 
 
 class FunctionMeta(type):
@@ -224,7 +65,7 @@ class Function(metaclass=FunctionMeta):
         Exp.apply(t)
     """
 
-    _tensor_io = True  # user Functions see tensors; built-in ops (ember.ops._op.Op) see arrays
+    _tensor_io = True  # user Functions see tensors; built-in ops (ember.autograd.function.Op) see arrays
     is_view = False  # outputs share the first input's storage (and version counter)
     _node_cls: Any = Node
 
@@ -238,20 +79,19 @@ class Function(metaclass=FunctionMeta):
 
     @classmethod
     def apply(cls, *args: Any) -> Any:
-        Tensor = _Tensor or _load_tensor()
-        make = Tensor._make
+        make = TensorBase._make
         raw = []
         flags = []
         requires = False
         on_cpu = True
         enabled = grad_mode.state.enabled
         for a in args:
-            if isinstance(a, Tensor):
+            if isinstance(a, TensorBase):
                 d = a._data
                 base = a._base
                 if base is not None and enabled:  # (no history is read under no_grad)
                     if a._attr_version != a._version[0]:
-                        _refresh_view(a)  # its base changed in place since the view was recorded
+                        refresh_view(a)  # its base changed in place since the view was recorded
                     if base._rg and not a._rg:  # a view made under no_grad: the result requires
                         requires = True  # grad, but no gradient flows back through it (PyTorch)
                 if a._rg:
@@ -259,7 +99,7 @@ class Function(metaclass=FunctionMeta):
                     flags.append(True)
                 else:
                     flags.append(False)
-                if type(d) is not np.ndarray:
+                if type(d) is not CPU_ARRAY:
                     on_cpu = False
                 raw.append(d)
             else:
@@ -277,11 +117,13 @@ class Function(metaclass=FunctionMeta):
                 out = cls.forward(ctx, *args)
             is_tuple = type(out) is tuple
             outs = out if is_tuple else (out,)
-            outs_raw = tuple([o._data if isinstance(o, Tensor) else o for o in outs])
+            outs_raw = tuple([o._data if isinstance(o, TensorBase) else o for o in outs])
             if ctx._saved is not None:
-                ctx._saved = tuple([s._data if isinstance(s, Tensor) else s for s in ctx._saved])
+                ctx._saved = tuple([s._data if isinstance(s, TensorBase) else s for s in ctx._saved])
             if ctx._non_diff is not None:
                 ctx._non_diff = {id(o._data) for o in outs if id(o) in ctx._non_diff}
+            if ctx._dirty is not None:  # inputs modified in place: they are the outputs
+                ctx._dirty = {k: o for k, o in enumerate(outs) if id(o) in ctx._dirty}
         else:
             try:
                 out = cls.forward(ctx, *raw)
@@ -299,20 +141,22 @@ class Function(metaclass=FunctionMeta):
                 outputs = [make(outs_raw[0])]
             if cls.is_view:
                 _share_version(args[0], outputs, is_tuple)
+            if ctx._dirty:
+                _rebase_dirty(ctx, outputs, False)
             return tuple(outputs) if is_tuple else outputs[0]
 
         # -- record the node --------------------------------------------------------------
         edges = []
         meta = []
         for a in args:
-            if isinstance(a, Tensor) and a._rg:
+            if isinstance(a, TensorBase) and a._rg:
                 fn = a._grad_fn
                 edges.append((fn, a._output_nr) if fn is not None else (_accumulator(a), 0))
                 d = a._data
                 meta.append((d.shape, d.dtype))
             else:
-                edges.append(_NO_EDGE if isinstance(a, Tensor | float | int) and a is not True
-                             and a is not False else _NOT_INPUT)
+                edges.append(_NO_EDGE if isinstance(a, TensorBase | float | int) and a is not True
+                             and a is not False else NOT_INPUT)
                 meta.append(None)
         ctx._edges = tuple(edges)
         ctx._meta = meta
@@ -332,11 +176,51 @@ class Function(metaclass=FunctionMeta):
                 ctx._out_meta = tuple([(o.shape, o.dtype) if o is not None else None for o in outs_raw])
         if cls.is_view:
             _share_version(args[0], outputs, is_tuple)
+        if ctx._dirty:
+            _rebase_dirty(ctx, outputs, True)
         if ctx._saved:
             _track_saved(ctx, args, raw, outs_raw, outputs)
         if anomaly_enabled:
             ctx._trace = _user_stack()
         return tuple(outputs) if is_tuple else outputs[0]
+
+
+class Op(Function):
+    """A built-in operation: ``forward``/``backward`` see backend arrays, not tensors."""
+
+    _tensor_io = False
+    # ember's NumPy-like namespace of differentiable ops (``ember.ops._xp``): ``ctx.xp`` while a
+    # backward rule runs under create_graph. The ops sit above autograd, so ``ember.ops``
+    # registers it here when it loads, rather than autograd importing upward.
+    tensor_xp: ClassVar[Any] = None
+
+    @staticmethod
+    def forward(ctx: Any, *args: Any) -> Any:
+        raise NotImplementedError
+
+    @staticmethod
+    def backward(ctx: Any, *grads: Any) -> Any:
+        raise NotImplementedError
+
+
+def _rebase_dirty(ctx: Node, outputs: list, record: bool) -> None:
+    """``ctx.mark_dirty(x)``: the output is ``x`` itself, one version newer, and (when recording)
+    its history continues from this node, as in PyTorch."""
+    for k, t in ctx._dirty.items():
+        made = outputs[k]
+        if record:
+            if t._rg and t._grad_fn is None:
+                raise RuntimeError(
+                    "a leaf Variable that requires grad is being used in an in-place operation. "
+                    f"({type(ctx).__name__} marked a leaf tensor of shape {tuple(t._data.shape)} "
+                    "dirty: clone() it before passing it in.)")
+            if t._base is not None:
+                raise RuntimeError(
+                    f"{type(ctx).__name__}: mark_dirty() on a view of another tensor is not "
+                    "supported by ember under autograd; pass the tensor itself (or a clone).")
+            t._grad_fn, t._output_nr, t._rg = made._grad_fn, k, made._rg
+        t._bump_version()
+        outputs[k] = t
 
 
 def _user_stack() -> list[str]:
@@ -360,10 +244,10 @@ def _share_version(first: Any, outputs: list, multi: bool = False) -> None:
     counter = first._version_counter()
     base = first._base
     if not grad_mode.state.enabled:
-        kind = _NO_GRAD_VIEW
+        kind = NO_GRAD_VIEW
     elif multi:  # PyTorch's rule: such views of a tensor that needs no grad count as no-grad too
-        kind = _MULTI_OUTPUT if first._rg or (base is not None and base._rg) else (
-            _MULTI_OUTPUT | _NO_GRAD_VIEW)
+        kind = MULTI_OUTPUT if first._rg or (base is not None and base._rg) else (
+            MULTI_OUTPUT | NO_GRAD_VIEW)
     else:
         kind = 0
     if base is None:
@@ -393,20 +277,6 @@ _NO_GRADS = [(False,) * n for n in range(8)]
 def _no_grads(n: int) -> tuple:
     return _NO_GRADS[n] if n < 8 else (False,) * n
 _NO_EDGE = (None, 0)
-_NOT_INPUT = tuple([None, 0])  # a distinct object: an argument that is not a tensor or a number
-_Tensor: Any = None
-_refresh_view: Any = None
-_MULTI_OUTPUT = 1  # view kinds (Tensor._view_kind): made by an op returning several views
-_NO_GRAD_VIEW = 2  # made while grad mode was off
-
-
-def _load_tensor() -> Any:
-    global _Tensor, _refresh_view
-    from .. import _tensor
-
-    _Tensor = _tensor.Tensor
-    _refresh_view = _tensor._refresh_view
-    return _Tensor
 
 
 def _track_saved(ctx: Node, args: tuple, raw: list, outs_raw: tuple, outputs: list) -> None:
@@ -420,7 +290,7 @@ def _track_saved(ctx: Node, args: tuple, raw: list, outs_raw: tuple, outputs: li
         if s is not None:
             i = 0
             for r in raw:
-                if r is s and isinstance(args[i], _Tensor):
+                if r is s and isinstance(args[i], TensorBase):
                     found = args[i]
                     counter = found._version
                     if counter is None:
@@ -475,32 +345,28 @@ def _accumulator(leaf: Any) -> AccumulateGrad:
 
 
 def _xp_of_args(raw: list) -> Any:
-    from .._backend import is_array, xp_of
-
     for r in raw:
-        if is_array(r):
-            return xp_of(r)
+        if _backend.is_array(r):
+            return _backend.xp_of(r)
     return np
 
 
 def _check_devices(cls: Any, args: tuple, raw: list) -> None:
     """All tensor arguments on one device (0-d CPU tensors may join a CUDA op, as in PyTorch)."""
-    from .._backend import device_of, to_device
-
     devs = []
     for i, a in enumerate(args):
-        if hasattr(a, "_data") and hasattr(a, "grad_fn"):
-            devs.append((i, device_of(raw[i]), a))
+        if isinstance(a, TensorBase):
+            devs.append((i, _backend.device_of(raw[i]), a))
     main = [(d, a) for i, d, a in devs if not (d.type == "cpu" and a._data.ndim == 0)]
     if not main:
         return
     # the device to move to: the parameters' (leaves that require grad), else the first tensor's
-    params = [d for d, a in main if a._rg and a.grad_fn is None]
+    params = [d for d, a in main if a._rg and a._grad_fn is None]
     target = params[0] if params else main[0][0]
     for i, d, a in devs:
         if d != target:
             if d.type == "cpu" and a._data.ndim == 0:
-                raw[i] = to_device(raw[i], target)
+                raw[i] = _backend.to_device(raw[i], target)
                 continue
             described = ", ".join(
                 f"arg {j}: shape {tuple(t._data.shape)} on {dd}" for j, dd, t in devs
@@ -513,3 +379,216 @@ def _check_devices(cls: Any, args: tuple, raw: list) -> None:
                 f"move the other tensors there, e.g. x = x.to({str(target)!r}) for each batch, "
                 "or move the model once with model.to(device)."
             )
+
+
+# =============================================================================================
+# Views: memory shared with a base, and the history of a view whose base changed in place
+
+MULTI_OUTPUT = 1  # view kinds (tensor._view_kind): made by an op returning several views
+NO_GRAD_VIEW = 2  # made while grad mode was off
+
+
+def _in_memory_order(arr: Any, xp: Any, perm: tuple) -> Any:
+    """``arr``'s elements as a flat array in the memory order of a base laid out as ``perm``
+    (the base's dims from largest stride to smallest). For the base itself this is a view of
+    its memory; for a gradient (any layout, broadcast included) it is a copy in that order."""
+    t = arr if perm == tuple(range(arr.ndim)) else arr.transpose(perm)
+    return xp.ascontiguousarray(t).reshape(-1)
+
+
+def _window(flat: Any, xp: Any, shape: tuple, strides: tuple, offset: int) -> Any:
+    """The strided window of a flat array (strides and offset in elements)."""
+    item = flat.itemsize
+    return xp.lib.stride_tricks.as_strided(
+        flat[offset:], shape=shape, strides=tuple(s * item for s in strides)
+    )
+
+
+def _from_memory_order(flat: Any, shape: tuple, perm: tuple) -> Any:
+    """Inverse of ``_in_memory_order``: the flat memory as an array of ``shape``."""
+    if perm == tuple(range(len(shape))):
+        return flat.reshape(shape)
+    permuted = flat.reshape(tuple(shape[p] for p in perm))
+    inverse = [0] * len(perm)
+    for i, p in enumerate(perm):
+        inverse[p] = i
+    return permuted.transpose(inverse)
+
+
+def window_geometry(base: Any, view: Any) -> tuple | None:
+    """Where ``view`` lies in ``base``'s memory: ``(perm, shape, strides, offset)``, with strides
+    and offset in elements of the base's memory block, or None when that cannot be expressed.
+
+    The base may have any dense layout (C-contiguous, or a permutation of it, as NumPy gives
+    for elementwise ops on transposed inputs): ``perm`` orders its dims by decreasing stride."""
+    if base.dtype != view.dtype:
+        return None
+    item = base.itemsize
+    if any(s < 0 or s % item for s in base.strides) or any(s < 0 or s % item for s in view.strides):
+        return None
+    perm = tuple(sorted(range(base.ndim), key=lambda d: (-base.strides[d], d)))
+    if not (base.transpose(perm).flags.c_contiguous if base.ndim else True):
+        return None
+    off, rem = divmod(_backend.address(view) - _backend.address(base), item)
+    extent = off + sum((n - 1) * (s // item) for n, s in zip(view.shape, view.strides)) + 1
+    if rem or off < 0 or (view.size and extent > max(base.size, 1)):
+        return None
+    return perm, tuple(view.shape), tuple(s // item for s in view.strides), int(off)
+
+
+class StridedWindow(Op):
+    """out = the window of base's memory that a view shows (a view)
+    grad_base = zeros with grad written into the window"""
+
+    node_name = "AsStridedBackward0"
+    is_view = True
+
+    @staticmethod
+    def forward(ctx: Any, base: Any, geom: tuple) -> Any:
+        ctx.base_shape, ctx.dtype, ctx.geom = base.shape, base.dtype, geom
+        perm, shape, strides, offset = geom
+        return _window(_in_memory_order(base, ctx.xp, perm), ctx.xp, shape, strides, offset)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        perm, shape, strides, offset = ctx.geom
+        if any(s == 0 and n > 1 for s, n in zip(strides, shape)):  # an expand()ed window: the
+            dims = tuple(i for i, (s, n) in enumerate(zip(strides, shape)) if s == 0 and n > 1)
+            grad = grad.sum(axis=dims, keepdims=True)  # copies of one element sum their grads
+            shape = tuple(1 if i in dims else n for i, n in enumerate(shape))
+        zeros = ctx.xp.zeros(ctx.base_shape, ctx.dtype)
+        return ctx.call(StridedScatter, zeros, grad, (perm, shape, strides, offset)), None
+
+
+class StridedScatter(Op):
+    """out = base with the window of its memory that a view shows replaced by src
+    grad_base = grad with the window zeroed          grad_src = grad's window"""
+
+    node_name = "CopySlices"
+
+    @staticmethod
+    def forward(ctx: Any, base: Any, src: Any, geom: tuple) -> Any:
+        ctx.geom = geom
+        ctx.save_for_backward()  # like PyTorch's CopySlices: released after one backward
+        perm, shape, strides, offset = geom
+        flat = _in_memory_order(base, ctx.xp, perm).copy()
+        window = _window(flat, ctx.xp, shape, strides, offset)
+        if any(s == 0 and n > 1 for s, n in zip(strides, shape)):  # expand()ed: write only
+            changed = ctx.xp.broadcast_to(src, shape) != window  # what changed, or unchanged
+            window[changed] = ctx.xp.broadcast_to(src, shape)[changed]  # copies overwrite it
+        else:
+            window[...] = src
+        return _from_memory_order(flat, base.shape, perm)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        _, shape, strides, _ = ctx.geom
+        if any(s == 0 and n > 1 for s, n in zip(strides, shape)):  # PyTorch refuses here too
+            raise RuntimeError(
+                "unsupported operation: more than one element of the written-to tensor refers to "
+                "a single memory location. Please clone() the tensor before performing the "
+                f"operation. (An in-place op wrote through an expand()ed view of shape "
+                f"{list(shape)}; its gradient cannot be split among the elements.)"
+            )
+        window = ctx.call(StridedWindow, grad, ctx.geom)
+        g_base = ctx.call(StridedScatter, grad, ctx.xp.zeros_like(window), ctx.geom)
+        return g_base, window, None
+
+
+def refresh_view(t: TensorBase) -> None:
+    """Re-derive a view's history after its base (or another view of it) changed in place.
+
+    The view's recorded ``grad_fn`` describes the base as it was; PyTorch re-creates it as the
+    view's window of the base's current history. We do the same, lazily, when the view's
+    ``grad_fn``/``requires_grad`` is read or the view is used by an op."""
+    base = t._base
+    t._attr_version = t._version[0]
+    if not base._rg:
+        return  # the base has no history to derive from: the view keeps its own
+    if t._view_kind & NO_GRAD_VIEW:
+        t._attr_version = -1  # stays stale: every use raises
+        raise RuntimeError(
+            "A view was created in no_grad mode and its base or another view of its base has been "
+            "modified inplace with grad mode enabled. Given that this use case is ambiguous and "
+            "error-prone, it is forbidden. You can clarify your code by moving both the view and "
+            "the inplace either both inside the no_grad block (if you don't want the inplace to "
+            "be tracked) or both outside (if you want the inplace to be tracked)."
+        )
+    if t._view_kind & MULTI_OUTPUT:
+        t._attr_version = -1  # stays stale: every use raises
+        raise RuntimeError(
+            f"Output {t._output_nr} of {_view_op_name(t)} is a view and its base or another view "
+            "of its base has been modified inplace. This view is the output of a function that "
+            "returns multiple views (unbind, split, chunk, iterating over a tensor). Such functions "
+            "do not allow the output views to be modified inplace. You should replace the inplace "
+            "operation by an out-of-place one, or clone() the views before the in-place change."
+        )
+    geom = window_geometry(base._data, t._data)
+    if geom is None:
+        no_geometry(t, base)
+    with grad_mode.enable_grad():
+        window = StridedWindow.apply(base, geom)
+    old_fn = t._grad_fn
+    t._grad_fn, t._output_nr, t._rg = window._grad_fn, 0, True
+    move_retain_grad(t, old_fn)
+
+
+def no_geometry(t: TensorBase, base: TensorBase) -> None:
+    raise RuntimeError(
+        f"ember cannot express this view (shape {tuple(t.shape)}, stride {t.stride()}) as a "
+        f"window of its base (shape {tuple(base.shape)}, stride {base.stride()}), which it needs "
+        "to track an in-place change to either of them under autograd (the base's memory is not "
+        "C-contiguous). Call .contiguous() on the base before taking the view, or use "
+        "out-of-place ops."
+    )
+
+
+def check_view_inplace(view: TensorBase, base: TensorBase) -> None:
+    """The in-place ops on views that PyTorch refuses while autograd tracks."""
+    kind = view._view_kind
+    if kind & MULTI_OUTPUT:
+        if kind & NO_GRAD_VIEW:
+            raise RuntimeError(
+                "A view was created in no_grad mode and is being modified inplace with grad mode "
+                "enabled. This view is the output of a function that returns multiple views. "
+                "Such functions do not allow the output views to be modified inplace. You should "
+                "replace the inplace operation by an out-of-place one."
+            )
+        raise RuntimeError(
+            f"Output {view._output_nr} of {_view_op_name(view)} is a view and is being modified "
+            "inplace. This view is the output of a function that returns multiple views (unbind, "
+            "split, chunk, iterating over a tensor). Such functions do not allow the output views "
+            "to be modified inplace. You should replace the inplace operation by an out-of-place "
+            "one, or clone() the view first."
+        )
+    if kind & NO_GRAD_VIEW:
+        raise RuntimeError(
+            "A view was created in no_grad mode and is being modified inplace with grad mode "
+            "enabled. Given that this use case is ambiguous and error-prone, it is forbidden. "
+            "You can clarify your code by moving both the view and the inplace either both "
+            "inside the no_grad block (if you don't want the inplace to be tracked) or both "
+            "outside (if you want the inplace to be tracked)."
+        )
+    if base._rg and base._grad_fn is None:
+        raise RuntimeError(
+            "a view of a leaf Variable that requires grad is being used in an in-place operation. "
+            "(Modify the parameter itself inside `with torch.no_grad():`, or build a new tensor "
+            "out of place, e.g. with torch.cat or torch.where.)"
+        )
+
+
+def _view_op_name(view: TensorBase) -> str:
+    fn = view._grad_fn
+    name = type(fn).__name__ if fn is not None else "the view op"
+    return name.removesuffix("Backward0")
+
+
+def move_retain_grad(t: TensorBase, old_fn: Any) -> None:
+    """``retain_grad()`` follows the tensor to its new place in the graph, as in PyTorch."""
+    if old_fn is None or old_fn._retain is None:
+        return
+    mine = [e for e in old_fn._retain if e[1]() is t]
+    if mine:
+        old_fn._retain = [e for e in old_fn._retain if e[1]() is not t] or None
+        if t._grad_fn is not None:
+            t.retain_grad()

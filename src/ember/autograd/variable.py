@@ -20,8 +20,8 @@ class _VariableMeta(type):
 
     def __call__(cls, data: Any = None, requires_grad: bool = False, volatile: bool = False,
                  **kwargs: Any) -> Any:
-        from .. import _creation
         from .._tensor import Tensor
+        from ..ops import creation as _creation
 
         if volatile:
             warnings.warn("volatile was removed and now has no effect. Use `with torch.no_grad():` "

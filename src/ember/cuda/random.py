@@ -13,7 +13,7 @@ __all__ = ["get_rng_state", "get_rng_state_all", "set_rng_state", "set_rng_state
 
 def manual_seed(seed: int) -> None:
     """Seed the generator CUDA draws use (ember's one generator)."""
-    from .._random import manual_seed as ms
+    from ..ops.random import manual_seed as ms
 
     ms(seed)
 
@@ -25,7 +25,7 @@ def manual_seed_all(seed: int) -> None:
 def seed() -> None:
     """Seed with a random number (nothing to do without a GPU, as in PyTorch)."""
     if available():
-        from .._random import seed as s
+        from ..ops.random import seed as s
 
         s()
 
@@ -36,14 +36,14 @@ def seed_all() -> None:
 
 def initial_seed() -> int:
     require("initial_seed")
-    from .._random import initial_seed as i
+    from ..ops.random import initial_seed as i
 
     return i()
 
 
 def get_rng_state(device: Any = "cuda") -> Any:
     require("get_rng_state")
-    from .._random import get_rng_state as g
+    from ..ops.random import get_rng_state as g
 
     return g()
 
@@ -51,7 +51,7 @@ def get_rng_state(device: Any = "cuda") -> Any:
 def set_rng_state(new_state: Any, device: Any = "cuda") -> None:
     """Set the generator's state (ignored without a GPU, as in PyTorch)."""
     if available():
-        from .._random import set_rng_state as s
+        from ..ops.random import set_rng_state as s
 
         s(new_state)
 

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from .. import _special as sp
-from ..ops._op import Op
+from ..autograd.function import Op
 
 
 class _Polygamma(Op):
@@ -224,7 +224,7 @@ def standard_gamma(alpha: Any, shape: tuple) -> Any:
     reparameterised: gradients flow to ``alpha``."""
     import ember
 
-    from .._random import _rng
+    from ..ops.random import _rng
 
     a = alpha.detach().expand(shape).cpu().numpy().astype(np.float64)
     draw = _rng(None).standard_gamma(a)

@@ -76,7 +76,7 @@ class Categorical(Distribution):
     def sample(self, sample_shape: Any = ()) -> Any:
         import ember
 
-        from .._random import _rng
+        from ..ops.random import _rng
 
         shape = tuple(self._extended_shape(sample_shape))
         with ember.no_grad():

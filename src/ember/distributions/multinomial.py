@@ -64,7 +64,7 @@ class Multinomial(Distribution):
     def sample(self, sample_shape: Any = ()) -> Any:
         import ember
 
-        from .._random import _rng
+        from ..ops.random import _rng
 
         shape = tuple(self._extended_shape(sample_shape))
         with ember.no_grad():

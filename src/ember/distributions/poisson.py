@@ -39,7 +39,7 @@ class Poisson(ExponentialFamily):
     def sample(self, sample_shape: Any = ()) -> Any:
         import ember
 
-        from .._random import _rng
+        from ..ops.random import _rng
 
         shape = tuple(self._extended_shape(sample_shape))
         rate = self.rate.detach().expand(shape).cpu().numpy().astype(np.float64)

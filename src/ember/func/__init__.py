@@ -376,7 +376,7 @@ def vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: str = 
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         import ember
 
-        from .._random import default_generator
+        from ..ops.random import default_generator
 
         name = _fn_name(func)
         if not args:

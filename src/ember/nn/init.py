@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from .. import _random
 from .._tensor import Tensor
 from ..autograd import grad_mode
+from ..ops import random as _random
 
 __all__ = [
     "calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "ones_", "zeros_",

@@ -40,7 +40,7 @@ class Parameter(Tensor):
     def __new__(cls, data: Tensor | None = None, requires_grad: bool = True) -> Parameter:
         arr = _array_of(data)
         t = Tensor.__new__(cls)
-        Tensor._init_from(t, arr, False)
+        t._init_fields(arr, False)
         if requires_grad:
             t.requires_grad = True  # the setter raises PyTorch's error for integer dtypes
         if isinstance(data, Tensor) and data._version is not None:
@@ -108,8 +108,8 @@ class _Uninitialized:
     def materialize(self, shape: Any, device: Any = None, dtype: Any = None) -> None:
         """Give the placeholder ``shape`` (uninitialized values) and make it a plain
         Parameter / Tensor, in place: references (e.g. an optimizer's) stay valid."""
-        from .. import _creation
         from .._backend import device_of
+        from ..ops import creation as _creation
 
         # the placeholder's (empty) array carries the dtype and device that casts gave it
         device = device if device is not None else device_of(self._data)
@@ -199,7 +199,7 @@ class UninitializedParameter(_Uninitialized, Parameter):
     cls_to_become = Parameter
 
     def __new__(cls, requires_grad: bool = True, device: Any = None, dtype: Any = None) -> Any:
-        from .. import _creation
+        from ..ops import creation as _creation
 
         t = Parameter.__new__(cls, _creation.empty(0, device=device, dtype=dtype), requires_grad)
         t._lazy_setup(device, dtype)
@@ -216,10 +216,10 @@ class UninitializedBuffer(_Uninitialized, Tensor):
 
     def __new__(cls, requires_grad: bool = False, device: Any = None, dtype: Any = None,
                 persistent: bool = True) -> Any:
-        from .. import _creation
+        from ..ops import creation as _creation
 
         t = Tensor.__new__(cls)
-        Tensor._init_from(t, _creation.empty(0, device=device, dtype=dtype)._data, False)
+        t._init_fields(_creation.empty(0, device=device, dtype=dtype)._data, False)
         t._lazy_setup(device, dtype)
         return t
 

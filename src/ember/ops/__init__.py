@@ -2,14 +2,30 @@
 
 Conventions every op follows (see docs/design.md):
 
-- An op is a subclass of ``Op`` (``ember/ops/_op.py``). ``forward(ctx, *args)`` receives backend
+- An op is a subclass of ``Op`` (``ember/autograd/function.py``). ``forward(ctx, *args)`` receives backend
   arrays (Python scalars stay plain constants) and returns an array; ``backward(ctx, *grads)``
   returns one gradient per forward argument (``None`` for arguments that need none).
 - The docstring states the derivative as math, one formula per input.
 - Backward rules use only operators, array methods that ember's Tensor also has (``.sum(axis=,
   keepdims=)``, ``.reshape``, ``.T``) and ``ctx.xp.<fn>``. Under ``create_graph=True`` the same
-  rule then runs on tensors (``ctx.xp`` is ``ember.autograd._xp``) and records a graph, which is
+  rule then runs on tensors (``ctx.xp`` is ``ember.ops._xp``) and records a graph, which is
   how higher-order gradients work. A rule that needs another op calls ``ctx.call(OtherOp, ...)``.
 - Broadcasting is undone in one place, the engine: return the gradient in the broadcast shape.
 - Composite ops (built from other ops) are plain functions without a backward.
 """
+
+from ..autograd.function import Op
+from . import _xp
+from ._functions import *  # noqa: F403
+from .creation import *  # noqa: F403
+from .elementwise import *  # noqa: F403
+from .extra import digamma, i0, lgamma, mvlgamma, polygamma  # noqa: F401
+from .indexing import *  # noqa: F403
+from .linalg import *  # noqa: F403
+from .random import *  # noqa: F403
+from .reduction import *  # noqa: F403
+from .shape import *  # noqa: F403
+
+# The engine runs backward rules on tensors under create_graph with this namespace as ctx.xp;
+# it sits below the ops, so the ops hand it over here instead of autograd importing upward.
+Op.tensor_xp = _xp

@@ -15,10 +15,11 @@ from typing import Any
 import numpy as np
 
 from .. import _backend, _dtype
-from .._tensor import Tensor
+from .._tensor_base import TensorBase
 from ..autograd import grad_mode
+from ..autograd.function import Op
 from . import elementwise as _ew
-from ._op import Op
+from .inplace import inplace
 
 __all__ = [
     "relu", "relu_", "relu6", "leaky_relu", "leaky_relu_", "elu", "elu_", "selu", "selu_",
@@ -44,9 +45,9 @@ _LEGACY = {
 }
 
 
-def _float_input(x: Any, name: str) -> Tensor:
+def _float_input(x: Any, name: str) -> TensorBase:
     """Activations are defined for floating tensors only (PyTorch's 'not implemented' error)."""
-    if not isinstance(x, Tensor):
+    if not isinstance(x, TensorBase):
         raise TypeError(
             f"{name}(): argument 'input' must be Tensor, not {type(x).__name__}; wrap it first, "
             "e.g. torch.tensor(values)"
@@ -72,22 +73,22 @@ def _xp(ctx: Any, arr: Any) -> Any:
     return xp if xp is not None else _backend.xp_of(arr)
 
 
-def _inplace(x: Tensor, fn: Any, *args: Any, **kwargs: Any) -> Tensor:
-    return x._inplace(fn, *args, **kwargs)
+def _inplace(x: TensorBase, fn: Any, *args: Any, **kwargs: Any) -> TensorBase:
+    return inplace(x, fn, *args, **kwargs)
 
 
 # ---------------------------------------------------------------------------------------------
 # pointwise activations
 
 
-def relu(input: Tensor, inplace: bool = False) -> Tensor:
+def relu(input: TensorBase, inplace: bool = False) -> TensorBase:
     """max(x, 0) elementwise (relu'(0) = 0)."""
     if inplace:
         return _inplace(input, _ew.relu)
     return _ew.relu(input)
 
 
-def relu_(input: Tensor) -> Tensor:
+def relu_(input: TensorBase) -> TensorBase:
     """In-place ``relu``."""
     return relu(input, inplace=True)
 
@@ -111,8 +112,8 @@ class Hardtanh(Op):
 
 
 def hardtanh(
-    input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False
-) -> Tensor:
+    input: TensorBase, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False
+) -> TensorBase:
     """Clamp to [min_val, max_val] (gradient 0 at the corners, as in PyTorch)."""
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
@@ -122,12 +123,12 @@ def hardtanh(
     return Hardtanh.apply(input, min_val, max_val)
 
 
-def hardtanh_(input: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
+def hardtanh_(input: TensorBase, min_val: float = -1.0, max_val: float = 1.0) -> TensorBase:
     """In-place ``hardtanh``."""
     return hardtanh(input, min_val, max_val, inplace=True)
 
 
-def relu6(input: Tensor, inplace: bool = False) -> Tensor:
+def relu6(input: TensorBase, inplace: bool = False) -> TensorBase:
     """min(max(x, 0), 6) (``hardtanh(x, 0, 6)``: gradient 0 at 0 and 6)."""
     return hardtanh(input, 0.0, 6.0, inplace)
 
@@ -148,7 +149,7 @@ class LeakyRelu(Op):
         return ctx.xp.where(x > 0, grad, grad * ctx.slope), None
 
 
-def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
+def leaky_relu(input: TensorBase, negative_slope: float = 0.01, inplace: bool = False) -> TensorBase:
     """x for x > 0, ``negative_slope * x`` otherwise."""
     _float_input(input, "leaky_relu")
     if inplace:
@@ -156,7 +157,7 @@ def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = Fals
     return LeakyRelu.apply(input, negative_slope)
 
 
-def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:
+def leaky_relu_(input: TensorBase, negative_slope: float = 0.01) -> TensorBase:
     """In-place ``leaky_relu``."""
     return leaky_relu(input, negative_slope, inplace=True)
 
@@ -183,7 +184,7 @@ class Elu(Op):
         return xp.where(x > 0, grad * scale, neg), None, None, None
 
 
-def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+def elu(input: TensorBase, alpha: float = 1.0, inplace: bool = False) -> TensorBase:
     """x for x > 0, ``alpha * (exp(x) - 1)`` otherwise."""
     _float_input(input, "elu")
     if inplace:
@@ -191,12 +192,12 @@ def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     return Elu.apply(input, alpha, 1.0, 1.0)
 
 
-def elu_(input: Tensor, alpha: float = 1.0) -> Tensor:
+def elu_(input: TensorBase, alpha: float = 1.0) -> TensorBase:
     """In-place ``elu``."""
     return elu(input, alpha, inplace=True)
 
 
-def selu(input: Tensor, inplace: bool = False) -> Tensor:
+def selu(input: TensorBase, inplace: bool = False) -> TensorBase:
     """scale * elu(x, alpha) with the self-normalising constants (1.0507..., 1.6733...)."""
     _float_input(input, "selu")
     if inplace:
@@ -204,7 +205,7 @@ def selu(input: Tensor, inplace: bool = False) -> Tensor:
     return Elu.apply(input, _SELU_ALPHA, _SELU_SCALE, 1.0)
 
 
-def selu_(input: Tensor) -> Tensor:
+def selu_(input: TensorBase) -> TensorBase:
     """In-place ``selu``."""
     return selu(input, inplace=True)
 
@@ -215,7 +216,7 @@ class Celu(Elu):
     node_name = "CeluBackward0"
 
 
-def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+def celu(input: TensorBase, alpha: float = 1.0, inplace: bool = False) -> TensorBase:
     """max(0, x) + min(0, alpha * (exp(x / alpha) - 1))."""
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError: celu: alpha must be nonzero (got alpha=0)")
@@ -225,7 +226,7 @@ def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     return Celu.apply(input, alpha, 1.0, 1.0 / alpha)
 
 
-def celu_(input: Tensor, alpha: float = 1.0) -> Tensor:
+def celu_(input: TensorBase, alpha: float = 1.0) -> TensorBase:
     """In-place ``celu``."""
     return celu(input, alpha, inplace=True)
 
@@ -299,7 +300,7 @@ class Gelu(Op):
         return d, None
 
 
-def gelu(input: Tensor, approximate: str = "none") -> Tensor:
+def gelu(input: TensorBase, approximate: str = "none") -> TensorBase:
     """x * Phi(x) (``approximate='tanh'``: the tanh approximation)."""
     if approximate not in ("none", "tanh"):
         raise RuntimeError(
@@ -324,7 +325,7 @@ class Silu(Op):
         return grad * (s * (1 + x * (1 - s)))
 
 
-def silu(input: Tensor, inplace: bool = False) -> Tensor:
+def silu(input: TensorBase, inplace: bool = False) -> TensorBase:
     """x * sigmoid(x) (a.k.a. swish)."""
     _float_input(input, "silu")
     if inplace:
@@ -356,7 +357,7 @@ class Mish(Op):
         return grad * (t + x * _sig(xp, x) * (1 - t * t))
 
 
-def mish(input: Tensor, inplace: bool = False) -> Tensor:
+def mish(input: TensorBase, inplace: bool = False) -> TensorBase:
     """x * tanh(softplus(x))."""
     _float_input(input, "mish")
     if inplace:
@@ -382,7 +383,7 @@ class Hardswish(Op):
         return xp.where(x <= -3, grad * 0, xp.where(x < 3, mid, grad))
 
 
-def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
+def hardswish(input: TensorBase, inplace: bool = False) -> TensorBase:
     """x * relu6(x + 3) / 6."""
     _float_input(input, "hardswish")
     if inplace:
@@ -405,7 +406,7 @@ class Hardsigmoid(Op):
         return grad * ((x > -3) & (x < 3)) / 6
 
 
-def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
+def hardsigmoid(input: TensorBase, inplace: bool = False) -> TensorBase:
     """relu6(x + 3) / 6."""
     _float_input(input, "hardsigmoid")
     if inplace:
@@ -433,7 +434,7 @@ class Softplus(Op):
         return xp.where(bx > ctx.threshold, grad, grad * _sig(xp, bx)), None, None
 
 
-def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+def softplus(input: TensorBase, beta: float = 1.0, threshold: float = 20.0) -> TensorBase:
     """log(1 + exp(beta x)) / beta, linear above ``threshold``."""
     _float_input(input, "softplus")
     return Softplus.apply(input, beta, threshold)
@@ -456,7 +457,7 @@ class Softsign(Op):
         return grad / (d * d)
 
 
-def softsign(input: Tensor) -> Tensor:
+def softsign(input: TensorBase) -> TensorBase:
     """x / (1 + |x|)."""
     _float_input(input, "softsign")
     return Softsign.apply(input)
@@ -479,7 +480,7 @@ class Tanhshrink(Op):
         return grad * t * t
 
 
-def tanhshrink(input: Tensor) -> Tensor:
+def tanhshrink(input: TensorBase) -> TensorBase:
     """x - tanh(x)."""
     _float_input(input, "tanhshrink")
     return Tanhshrink.apply(input)
@@ -500,26 +501,26 @@ class Threshold(Op):
         return ctx.xp.where(x > ctx.threshold, grad, 0), None, None
 
 
-def _threshold(input: Tensor, th: float, value: float, inplace: bool) -> Tensor:
-    if not isinstance(input, Tensor):
+def _threshold(input: TensorBase, th: float, value: float, inplace: bool) -> TensorBase:
+    if not isinstance(input, TensorBase):
         raise TypeError(f"threshold(): argument 'input' must be Tensor, not {type(input).__name__}")
 
-    def fn(t: Tensor) -> Tensor:
+    def fn(t: TensorBase) -> TensorBase:
         if t.is_floating_point():
             return Threshold.apply(t, th, value)
         arr = t._data  # integer tensors: no gradient to track
         xp = _backend.xp_of(arr)
-        return Tensor._make(xp.where(arr > th, arr, xp.asarray(value).astype(arr.dtype)))
+        return TensorBase._make(xp.where(arr > th, arr, xp.asarray(value).astype(arr.dtype)))
 
     return _inplace(input, fn) if inplace else fn(input)
 
 
-def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
+def threshold(input: TensorBase, threshold: float, value: float, inplace: bool = False) -> TensorBase:
     """x where x > threshold, else ``value``."""
     return _threshold(input, threshold, value, inplace)
 
 
-def threshold_(input: Tensor, threshold: float, value: float) -> Tensor:
+def threshold_(input: TensorBase, threshold: float, value: float) -> TensorBase:
     """In-place ``threshold``."""
     return _threshold(input, threshold, value, True)
 
@@ -539,7 +540,7 @@ class LogSigmoid(Op):
         return grad * _sig(ctx.xp, -x)
 
 
-def logsigmoid(input: Tensor) -> Tensor:
+def logsigmoid(input: TensorBase) -> TensorBase:
     """log(1 / (1 + exp(-x))), computed stably."""
     _float_input(input, "log_sigmoid_forward")
     return LogSigmoid.apply(input)
@@ -574,7 +575,7 @@ def _halves(x: Any, dim: int, h: int) -> tuple[Any, Any]:
     return x[first], x[second]
 
 
-def glu(input: Tensor, dim: int = -1) -> Tensor:
+def glu(input: TensorBase, dim: int = -1) -> TensorBase:
     """a * sigmoid(b) where a, b are the first and second halves of ``input`` along ``dim``."""
     _float_input(input, "glu")
     if input.ndim == 0:
@@ -619,7 +620,7 @@ class Prelu(Op):
         return gx, gw
 
 
-def prelu(input: Tensor, weight: Tensor) -> Tensor:
+def prelu(input: TensorBase, weight: TensorBase) -> TensorBase:
     """x if x > 0 else weight * x, weight per channel (dim 1) or shared."""
     _float_input(input, "prelu")
     n = weight.numel()
@@ -661,14 +662,14 @@ class _MulMask(Op):
 
 
 def rrelu(
-    input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,
+    input: TensorBase, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,
     inplace: bool = False,
-) -> Tensor:
+) -> TensorBase:
     """Randomized leaky ReLU: slope ~ U(lower, upper) per element in training, else the mean."""
     _float_input(input, "rrelu")
     if not training:
         return leaky_relu(input, (lower + upper) / 2, inplace)
-    from .. import _random
+    from . import random as _random
 
     xp = _backend.xp_of(input._data)
     draw = _random._rng(None).uniform(lower, upper, tuple(input.shape))
@@ -679,8 +680,8 @@ def rrelu(
     return _MulMask.apply(input, mask)
 
 
-def rrelu_(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3,
-           training: bool = False) -> Tensor:
+def rrelu_(input: TensorBase, lower: float = 1.0 / 8, upper: float = 1.0 / 3,
+           training: bool = False) -> TensorBase:
     """In-place ``rrelu``."""
     return rrelu(input, lower, upper, training, inplace=True)
 
@@ -713,7 +714,7 @@ class Hardshrink(Shrink):
     node_name = "HardshrinkBackward0"
 
 
-def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
+def softshrink(input: TensorBase, lambd: float = 0.5) -> TensorBase:
     """x - lambd for x > lambd, x + lambd for x < -lambd, 0 otherwise."""
     if lambd < 0:
         raise RuntimeError(
@@ -723,18 +724,18 @@ def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
     return Softshrink.apply(input, lambd, True)
 
 
-def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
+def hardshrink(input: TensorBase, lambd: float = 0.5) -> TensorBase:
     """x where |x| > lambd, else 0."""
     _float_input(input, "hardshrink")
     return Hardshrink.apply(input, lambd, False)
 
 
-def sigmoid(input: Tensor) -> Tensor:
+def sigmoid(input: TensorBase) -> TensorBase:
     """1 / (1 + exp(-x))."""
     return _ew.sigmoid(input)
 
 
-def tanh(input: Tensor) -> Tensor:
+def tanh(input: TensorBase) -> TensorBase:
     """tanh(x)."""
     return _ew.tanh(input)
 
@@ -753,7 +754,7 @@ def _softmax_dim(name: str, ndim: int, stacklevel: int) -> int:
     return 0 if ndim in (0, 1, 3) else 1
 
 
-def softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None) -> Tensor:
+def softmax(input: TensorBase, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None) -> TensorBase:
     """exp(x) / sum(exp(x)) along ``dim``."""
     from .reduction import softmax as _softmax
 
@@ -764,8 +765,8 @@ def softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: 
 
 
 def log_softmax(
-    input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None
-) -> Tensor:
+    input: TensorBase, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None
+) -> TensorBase:
     """x - logsumexp(x) along ``dim``."""
     from .reduction import log_softmax as _log_softmax
 
@@ -775,7 +776,7 @@ def log_softmax(
     return _log_softmax(x, dim)
 
 
-def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None) -> Tensor:
+def softmin(input: TensorBase, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None) -> TensorBase:
     """softmax(-x) along ``dim``."""
     if dim is None:
         dim = _softmax_dim("softmin", input.ndim, _stacklevel)
@@ -784,14 +785,14 @@ def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: 
 
 
 def gumbel_softmax(
-    logits: Tensor, tau: float = 1.0, hard: bool = False, eps: float = 1e-10, dim: int = -1
-) -> Tensor:
+    logits: TensorBase, tau: float = 1.0, hard: bool = False, eps: float = 1e-10, dim: int = -1
+) -> TensorBase:
     """Sample from the Gumbel-softmax distribution (straight-through one-hot when ``hard``)."""
-    from .. import _random
+    from . import random as _random
 
     xp = _backend.xp_of(logits._data)
     u = _random._rng(None).exponential(1.0, tuple(logits.shape)).astype(logits._data.dtype)
-    gumbels = Tensor._make(-xp.log(xp.asarray(u)))
+    gumbels = TensorBase._make(-xp.log(xp.asarray(u)))
     y_soft = softmax((logits + gumbels) / tau, dim)
     if not hard:
         return y_soft
@@ -799,7 +800,7 @@ def gumbel_softmax(
     idx = y_soft._data.argmax(axis=d)
     hard_arr = (xp.arange(y_soft.shape[d]).reshape(
         (-1,) + (1,) * (y_soft.ndim - d - 1)) == xp.expand_dims(idx, d)).astype(y_soft._data.dtype)
-    return Tensor._make(hard_arr) - y_soft.detach() + y_soft
+    return TensorBase._make(hard_arr) - y_soft.detach() + y_soft
 
 
 # ---------------------------------------------------------------------------------------------
@@ -865,7 +866,7 @@ def _linear_op(ndim: int, bias: Any) -> type:
     return LinearSqueeze if ndim == 1 else LinearUnsafeView
 
 
-def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+def linear(input: TensorBase, weight: TensorBase, bias: TensorBase | None = None) -> TensorBase:
     """x W^T + b, x of shape (*, in_features), W of shape (out_features, in_features)."""
     try:
         x, w = input._data, weight._data
@@ -882,7 +883,7 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     return _linear_checked(input, weight, bias)
 
 
-def _linear_checked(input: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
+def _linear_checked(input: TensorBase, weight: TensorBase, bias: TensorBase | None) -> TensorBase:
     if input.dtype != weight.dtype or (bias is not None and bias.dtype != weight.dtype):
         other = bias.dtype if bias is not None and input.dtype == weight.dtype else input.dtype
         raise RuntimeError(
@@ -965,7 +966,7 @@ def _x1_w(a1: Any, w: Any) -> Any:
     return (a1 @ w.swapaxes(0, 1).reshape(i, k * j)).reshape(a1.shape[0], k, j)
 
 
-def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+def bilinear(input1: TensorBase, input2: TensorBase, weight: TensorBase, bias: TensorBase | None = None) -> TensorBase:
     """y_k = x1^T W_k x2 + b_k; W of shape (out, in1, in2)."""
     if weight.ndim != 3:
         raise RuntimeError(
@@ -994,9 +995,9 @@ def _check_p(p: float) -> None:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
 
 
-def _keep_mask(x: Tensor, p: float, shape: tuple[int, ...]) -> Any:
+def _keep_mask(x: TensorBase, p: float, shape: tuple[int, ...]) -> Any:
     """A mask in x's dtype: 0 with probability p, else 1/(1-p) (drawn from the global RNG)."""
-    from .. import _random
+    from . import random as _random
 
     keep = _random._rng(None).random(shape, dtype=np.float32) >= p
     scale = 0.0 if p >= 1.0 else 1.0 / (1.0 - p)
@@ -1006,13 +1007,13 @@ def _keep_mask(x: Tensor, p: float, shape: tuple[int, ...]) -> Any:
     return arr
 
 
-def _apply_mask(input: Tensor, mask: Any, inplace: bool) -> Tensor:
+def _apply_mask(input: TensorBase, mask: Any, inplace: bool) -> TensorBase:
     if inplace:
         return _inplace(input, lambda t: _MulMask.apply(t, mask))
     return _MulMask.apply(input, mask)
 
 
-def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
+def dropout(input: TensorBase, p: float = 0.5, training: bool = True, inplace: bool = False) -> TensorBase:
     """Zero each element with probability ``p`` and scale the rest by 1/(1-p) (only in training)."""
     _check_p(p)
     if not training or p == 0.0:
@@ -1021,7 +1022,7 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
     return _apply_mask(input, _keep_mask(input, p, tuple(input.shape)), inplace)
 
 
-def _feature_dropout(input: Tensor, p: float, training: bool, inplace: bool, batched: bool) -> Tensor:
+def _feature_dropout(input: TensorBase, p: float, training: bool, inplace: bool, batched: bool) -> TensorBase:
     _check_p(p)
     if not training or p == 0.0:
         return input
@@ -1031,7 +1032,7 @@ def _feature_dropout(input: Tensor, p: float, training: bool, inplace: bool, bat
     return _apply_mask(input, _keep_mask(input, p, shape), inplace)
 
 
-def dropout1d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
+def dropout1d(input: TensorBase, p: float = 0.5, training: bool = True, inplace: bool = False) -> TensorBase:
     """Zero whole channels of (N, C, L) or (C, L) input with probability ``p``."""
     _check_p(p)
     if input.ndim not in (2, 3):
@@ -1043,7 +1044,7 @@ def dropout1d(input: Tensor, p: float = 0.5, training: bool = True, inplace: boo
     return _feature_dropout(input, p, training, inplace, input.ndim == 3)
 
 
-def dropout2d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
+def dropout2d(input: TensorBase, p: float = 0.5, training: bool = True, inplace: bool = False) -> TensorBase:
     """Zero whole channels of (N, C, H, W) or (C, H, W) input with probability ``p``."""
     _check_p(p)
     if input.ndim not in (3, 4):
@@ -1067,7 +1068,7 @@ def dropout2d(input: Tensor, p: float = 0.5, training: bool = True, inplace: boo
     return _feature_dropout(input, p, training, inplace, input.ndim >= 3)
 
 
-def dropout3d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
+def dropout3d(input: TensorBase, p: float = 0.5, training: bool = True, inplace: bool = False) -> TensorBase:
     """Zero whole channels of (N, C, D, H, W) or (C, D, H, W) input with probability ``p``."""
     _check_p(p)
     if input.ndim not in (4, 5):
@@ -1098,15 +1099,15 @@ class _AffineMask(Op):
         return grad * a, None, None
 
 
-def _alpha_dropout(input: Tensor, p: float, training: bool, inplace: bool,
-                   shape: tuple[int, ...]) -> Tensor:
+def _alpha_dropout(input: TensorBase, p: float, training: bool, inplace: bool,
+                   shape: tuple[int, ...]) -> TensorBase:
     _check_p(p)
     if not training or p == 0.0:
         return input
     _float_input(input, "alpha_dropout")
     if p == 1.0:
         return input * 0.0
-    from .. import _random
+    from . import random as _random
 
     dt = input._data.dtype
     keep = (_random._rng(None).random(shape) >= p).astype(dt)
@@ -1123,14 +1124,14 @@ def _alpha_dropout(input: Tensor, p: float, training: bool, inplace: bool,
     return _AffineMask.apply(input, mult, add)
 
 
-def alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False,
-                  inplace: bool = False) -> Tensor:
+def alpha_dropout(input: TensorBase, p: float = 0.5, training: bool = False,
+                  inplace: bool = False) -> TensorBase:
     """Dropout that keeps SELU's mean and variance (dropped units take SELU's negative limit)."""
     return _alpha_dropout(input, p, training, inplace, tuple(input.shape))
 
 
-def feature_alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False,
-                          inplace: bool = False) -> Tensor:
+def feature_alpha_dropout(input: TensorBase, p: float = 0.5, training: bool = False,
+                          inplace: bool = False) -> TensorBase:
     """``alpha_dropout`` of whole channels (dim 1)."""
     shape = tuple(input.shape[:2]) + (1,) * (input.ndim - 2)
     return _alpha_dropout(input, p, training, inplace, shape)
@@ -1181,14 +1182,14 @@ class EmbeddingLookup(Op):
 
 
 def embedding(
-    input: Tensor, weight: Tensor, padding_idx: int | None = None, max_norm: float | None = None,
+    input: TensorBase, weight: TensorBase, padding_idx: int | None = None, max_norm: float | None = None,
     norm_type: float = 2.0, scale_grad_by_freq: bool = False, sparse: bool = False,
-) -> Tensor:
+) -> TensorBase:
     """Look up rows of ``weight`` (num_embeddings, dim) at integer ``input`` indices.
 
     The row at ``padding_idx`` gets no gradient; ``max_norm`` renormalises looked-up rows in place.
     """
-    if not isinstance(input, Tensor):
+    if not isinstance(input, TensorBase):
         raise TypeError(f"embedding(): argument 'input' must be Tensor, not {type(input).__name__}")
     if input.dtype not in (_dtype.int64, _dtype.int32):
         raise RuntimeError(
@@ -1255,7 +1256,7 @@ class _EmbeddingMasked(Op):
         return ctx.call(EmbeddingBackward, grad, idx, ctx.num), None, None, None
 
 
-def _embedding_renorm(weight: Tensor, idx: Any, max_norm: float, norm_type: float) -> None:
+def _embedding_renorm(weight: TensorBase, idx: Any, max_norm: float, norm_type: float) -> None:
     xp = _backend.xp_of(weight._data)
     rows = xp.unique(idx.reshape(-1))
     w = weight._data
@@ -1298,11 +1299,11 @@ class _BagMax(Op):
 
 
 def embedding_bag(
-    input: Tensor, weight: Tensor, offsets: Tensor | None = None, max_norm: float | None = None,
+    input: TensorBase, weight: TensorBase, offsets: TensorBase | None = None, max_norm: float | None = None,
     norm_type: float = 2, scale_grad_by_freq: bool = False, mode: str = "mean",
-    sparse: bool = False, per_sample_weights: Tensor | None = None,
+    sparse: bool = False, per_sample_weights: TensorBase | None = None,
     include_last_offset: bool = False, padding_idx: int | None = None,
-) -> Tensor:
+) -> TensorBase:
     """Sums, means or maxes of embedding rows per bag: (B, N) input (one bag per row) or a 1-D
     input split by ``offsets``; returns (B, embedding_dim)."""
     if mode not in ("sum", "mean", "max"):
@@ -1348,7 +1349,7 @@ def embedding_bag(
         n = weight.shape[0]
         padding_idx = padding_idx + n if padding_idx < 0 else padding_idx
         valid = flat != padding_idx
-    rows = embedding(Tensor._make(flat), weight, padding_idx, max_norm, norm_type,
+    rows = embedding(TensorBase._make(flat), weight, padding_idx, max_norm, norm_type,
                      scale_grad_by_freq)
     if mode == "max":
         # a (bags, longest bag) matrix of row numbers (and its mask) over the valid entries
@@ -1365,7 +1366,7 @@ def embedding_bag(
         mask[bag_ids[order], slot[order]] = True
         from .indexing import getitem
 
-        return _BagMax.apply(getitem(rows, Tensor._make(mat)), mask)
+        return _BagMax.apply(getitem(rows, TensorBase._make(mat)), mask)
     if per_sample_weights is not None:
         rows = rows * per_sample_weights.reshape(-1, 1)
     if padding_idx is not None:
@@ -1377,10 +1378,10 @@ def embedding_bag(
     return out
 
 
-def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
+def one_hot(tensor: TensorBase, num_classes: int = -1) -> TensorBase:
     """int64 one-hot encoding: shape (*, num_classes); ``num_classes=-1`` infers max + 1."""
-    if not isinstance(tensor, Tensor) or tensor.dtype != _dtype.int64:
-        got = tensor.dtype if isinstance(tensor, Tensor) else type(tensor).__name__
+    if not isinstance(tensor, TensorBase) or tensor.dtype != _dtype.int64:
+        got = tensor.dtype if isinstance(tensor, TensorBase) else type(tensor).__name__
         raise RuntimeError(
             f"one_hot is only applicable to index tensor of type LongTensor. (got {got}; "
             "convert with labels.long())"
@@ -1400,7 +1401,7 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
                 f"num_classes={num_classes})"
             )
     out = (arr[..., None] == xp.arange(num_classes)).astype(xp.int64)
-    return Tensor._make(out)
+    return TensorBase._make(out)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1481,7 +1482,7 @@ def _pad_index(xp: Any, n: int, lo: int, hi: int, mode: str) -> Any:
     return pos % n  # circular
 
 
-def pad(input: Tensor, pad: Any, mode: str = "constant", value: float | None = None) -> Tensor:
+def pad(input: TensorBase, pad: Any, mode: str = "constant", value: float | None = None) -> TensorBase:
     """Pad the last ``len(pad) // 2`` dims; ``pad = (left_last, right_last, left_prev, ...)``.
 
     Modes: ``constant`` (with ``value``), ``reflect``, ``replicate``, ``circular``.
@@ -1552,8 +1553,8 @@ def pad(input: Tensor, pad: Any, mode: str = "constant", value: float | None = N
 # normalisation and distances (composites)
 
 
-def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12,
-              out: Tensor | None = None) -> Tensor:
+def normalize(input: TensorBase, p: float = 2.0, dim: int = 1, eps: float = 1e-12,
+              out: TensorBase | None = None) -> TensorBase:
     """x / max(||x||_p, eps) along ``dim``."""
     denom = input.norm(p, dim, keepdim=True).clamp_min(eps)
     res = input / denom
@@ -1564,21 +1565,21 @@ def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12,
     return res
 
 
-def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
+def cosine_similarity(x1: TensorBase, x2: TensorBase, dim: int = 1, eps: float = 1e-8) -> TensorBase:
     """sum(x1/||x1|| * x2/||x2||) along ``dim`` (each norm clamped to at least ``eps``)."""
     n1 = x1.norm(2, dim, keepdim=True).clamp_min(eps)
     n2 = x2.norm(2, dim, keepdim=True).clamp_min(eps)
     return ((x1 / n1) * (x2 / n2)).sum(dim)
 
 
-def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6,
-                      keepdim: bool = False) -> Tensor:
+def pairwise_distance(x1: TensorBase, x2: TensorBase, p: float = 2.0, eps: float = 1e-6,
+                      keepdim: bool = False) -> TensorBase:
     """||x1 - x2 + eps||_p along the last dim."""
     dim = max(x1.ndim, x2.ndim) - 1
     return (x1 - x2 + eps).norm(p, dim if dim >= 0 else None, keepdim=keepdim)
 
 
-def pdist(input: Tensor, p: float = 2) -> Tensor:
+def pdist(input: TensorBase, p: float = 2) -> TensorBase:
     """||x_i - x_j||_p for every row pair i < j of a 2-D input (the condensed upper triangle)."""
     if input.ndim != 2:
         raise RuntimeError(
@@ -1588,11 +1589,11 @@ def pdist(input: Tensor, p: float = 2) -> Tensor:
     i, j = xp.triu_indices(input.shape[0], 1)
     from .indexing import getitem
 
-    diff = getitem(input, Tensor._make(i)) - getitem(input, Tensor._make(j))
+    diff = getitem(input, TensorBase._make(i)) - getitem(input, TensorBase._make(j))
     return diff.norm(p, 1)
 
 
-def channel_shuffle(input: Tensor, groups: int) -> Tensor:
+def channel_shuffle(input: TensorBase, groups: int) -> TensorBase:
     """Split the channels (dim 1) into ``groups`` and interleave them (ShuffleNet)."""
     c = input.shape[1]
     if groups <= 0 or c % groups:

@@ -33,8 +33,9 @@ from typing import Any
 import numpy as np
 
 from .. import _backend
+from .._tensor_base import TensorBase
 from ..autograd import grad_mode
-from ._op import Op
+from ..autograd.function import Op
 
 __all__ = [
     "conv1d",
@@ -773,13 +774,6 @@ class Col2im(Op):
 # =============================================================================================
 # argument checks shared by the public functions
 
-
-def _tensor_cls() -> Any:
-    from .._tensor import Tensor
-
-    return Tensor
-
-
 def _reshape(t: Any, shape: tuple) -> Any:
     from .shape import reshape
 
@@ -1127,7 +1121,7 @@ def _max_pool(fn: str, nd: int, input: Any, kernel_size: Any, stride: Any, paddi
     if nd == 1:
         y = y.reshape(shape[:2] + (g.OW,))
         idx = None if idx is None else idx.reshape(y.shape)
-    T = _tensor_cls()
+    T = TensorBase
     if need_grad:
         unique = g.sh >= g.dh * (g.kh - 1) + 1 and g.sw >= g.dw * (g.kw - 1) + 1
         out = MaxPoolGather.apply(input, idx, nd, y, unique)
@@ -1299,7 +1293,7 @@ def _adaptive_max(fn: str, nd: int, input: Any, output_size: Any, return_indices
     if nd == 1:
         y = y.reshape(N, C, OW)
         idx = None if idx is None else idx.reshape(N, C, OW)
-    T = _tensor_cls()
+    T = TensorBase
     if need_grad:
         unique = H % max(OH, 1) == 0 and W % max(OW, 1) == 0
         res = AdaptiveMaxPoolGather.apply(input, idx, nd, y, unique)
@@ -1590,7 +1584,7 @@ def pixel_unshuffle(input: Any, downscale_factor: int) -> Any:
 
 
 def _creation_zeros_like(t: Any) -> Any:
-    from .._creation import zeros_like
+    from .creation import zeros_like
 
     return zeros_like(t)
 
@@ -1757,7 +1751,7 @@ def max_pool3d(input: Any, kernel_size: Any, stride: Any = None, padding: Any = 
     if not return_indices:
         return _rebatch(vals, unbatched)
     with _no_grad():
-        T = _tensor_cls()
+        T = TensorBase
         xp = _backend.xp_of(vals._data)
         idx2 = idx._data.reshape(k[0], N, C, OD, OH, OW)
         t = tap._data
@@ -1804,7 +1798,7 @@ def avg_pool3d(input: Any, kernel_size: Any, stride: Any = None, padding: Any = 
                  for n, kk, ss, pp, oo in zip((D, H, W), k, s, p, (OD, OH, OW))]
         div = np.einsum("i,j,k->ijk", *parts).astype(input._data.dtype)
         xp = _backend.xp_of(input._data)
-        y = total / _tensor_cls()._make(xp.asarray(div))
+        y = total / TensorBase._make(xp.asarray(div))
     return _rebatch(y, unbatched)
 
 
@@ -1841,7 +1835,7 @@ def adaptive_max_pool3d(input: Any, output_size: Any, return_indices: bool = Fal
     if not return_indices:
         return _rebatch(vals, unbatched)
     xp = _backend.xp_of(vals._data)
-    ind = _tensor_cls()._make(xp.stack(inds, 2).astype(np.int64))
+    ind = TensorBase._make(xp.stack(inds, 2).astype(np.int64))
     return _rebatch(vals, unbatched), _rebatch(ind, unbatched)
 
 
@@ -1908,7 +1902,7 @@ def _fractional_max_pool(fn: str, nd: int, input: Any, kernel_size: Any, output_
                                "input size)")
     dt = input._data.dtype
     if samples is None:
-        from .._random import rand
+        from .random import rand
 
         u = rand(N, C, nd, dtype=input.dtype)._data
     else:
@@ -1933,7 +1927,7 @@ def _fractional_max_pool(fn: str, nd: int, input: Any, kernel_size: Any, output_
     K = int(np.prod(k))
     flat = flat.reshape(N, C, -1)
     xp = _backend.xp_of(input._data)
-    T = _tensor_cls()
+    T = TensorBase
     idx = T._make(xp.asarray(flat))
     vals = input.reshape(N, C, -1).gather(2, idx).reshape((N, C) + tuple(out) + (K,))
     y, arg = vals.max(-1)

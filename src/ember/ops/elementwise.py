@@ -15,7 +15,8 @@ from .. import _backend, _dtype
 from .._special import erf as _erf
 from .._special import erfc as _erfc
 from .._special import erfinv as _erfinv
-from ._op import Op
+from .._tensor_base import TensorBase
+from ..autograd.function import Op
 
 __all__ = [
     "clone",
@@ -139,31 +140,20 @@ __all__ = [
 ]
 
 
-_Tensor: Any = None
-
-
-def _tensor_cls() -> Any:
-    global _Tensor
-    if _Tensor is None:
-        from .._tensor import Tensor
-
-        _Tensor = Tensor
-    return _Tensor
-
 
 def _is_t(x: Any) -> bool:
-    return isinstance(x, _Tensor or _tensor_cls())
+    return isinstance(x, TensorBase)
 
 
 def as_tensor_arg(x: Any) -> Any:
     """Numbers stay numbers; NumPy arrays and lists become tensors."""
-    if isinstance(x, _Tensor or _tensor_cls()):
+    if isinstance(x, TensorBase):
         return x
     if isinstance(x, np.generic):  # NumPy scalars act as Python scalars, as in PyTorch
         return x.item()
     if isinstance(x, int | float | bool):
         return x
-    from .._creation import tensor
+    from .creation import tensor
 
     return tensor(x)
 
@@ -192,7 +182,7 @@ def _fit_int(v: int, dt: Any) -> int:
 
 def _promote(a: Any, b: Any, to_float: bool = False) -> tuple[Any, Any]:
     """Cast tensor operands to ``result_type(a, b)`` (floating when ``to_float``)."""
-    T = _Tensor or _tensor_cls()
+    T = TensorBase
     ta, tb = isinstance(a, T), isinstance(b, T)
     if not ta:
         a = as_tensor_arg(a)
@@ -281,7 +271,7 @@ def cast(x: Any, dt: Any) -> Any:
         return x
     if x._rg and not dt.is_floating_point:
         # integer results carry no gradient
-        return _tensor_cls()._make(x._data.astype(dt.np))
+        return TensorBase._make(x._data.astype(dt.np))
     return Cast.apply(x, dt.np)
 
 
@@ -381,7 +371,7 @@ def copy_from(x: Any, src: Any) -> Any:
     if not _is_t(src):
         src = as_tensor_arg(src)
         if not _is_t(src):  # a number
-            src = _tensor_cls()._make(np.asarray(src, dtype=x._data.dtype))
+            src = TensorBase._make(np.asarray(src, dtype=x._data.dtype))
     dev = _backend.device_of(x._data)
     if _backend.device_of(src._data) != dev:
         src = to_device(src, dev)
@@ -672,7 +662,7 @@ class Fmod(Op):
 def _as_is(a: Any, b: Any) -> bool:
     """True when no promotion is needed (the hot path): two tensors of one floating dtype, or a
     floating tensor and a Python number."""
-    T = _Tensor or _tensor_cls()
+    T = TensorBase
     if isinstance(a, T):
         da = a._data.dtype
         if isinstance(b, T):
@@ -706,7 +696,7 @@ def _scaled(a: Any, b: Any, alpha: Any) -> tuple[Any, Any]:
 
 def zeros_like_bool(b: Any) -> Any:
     """A bool tensor of False shaped like ``b`` (``alpha * b`` for alpha == 0 on bools)."""
-    return _tensor_cls()._make(_backend.xp_of(b._data).zeros_like(b._data))
+    return TensorBase._make(_backend.xp_of(b._data).zeros_like(b._data))
 
 
 def add(a: Any, b: Any, *, alpha: Any = 1, out: Any = None) -> Any:
@@ -961,7 +951,7 @@ def _out(result: Any, out: Any) -> Any:
 def _nograd(fn: Any, *args: Any) -> Any:
     """Apply a function with no gradient (integer or piecewise-constant results)."""
     raw = [a._data if _is_t(a) else a for a in args]
-    return _tensor_cls()._make(fn(*raw))
+    return TensorBase._make(fn(*raw))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1536,7 +1526,7 @@ def square(x: Any) -> Any:
 def _piecewise(x: Any, fn: Any, op: Any = ZeroGrad) -> Any:
     if x._rg:
         return op.apply(x, fn)
-    return _tensor_cls()._make(fn(x._data))
+    return TensorBase._make(fn(x._data))
 
 
 def floor(x: Any) -> Any:
@@ -1782,7 +1772,7 @@ def where(condition: Any, input: Any = None, other: Any = None) -> Any:
             )
     input, other = as_tensor_arg(input), as_tensor_arg(other)
     if not _is_t(input) and not _is_t(other):
-        from .._creation import tensor
+        from .creation import tensor
 
         input = tensor(input, dtype=_dtype.result_type(input, other), device=condition.device)
     a, b = _promote(input, other)
@@ -1971,7 +1961,7 @@ def copysign(a: Any, b: Any) -> Any:
     a, b = _promote(a, b, to_float=True)
     if not _is_t(a):
         a = as_tensor_arg(float(a))
-        a = _tensor_cls()._make(np.asarray(a, dtype=b._data.dtype))
+        a = TensorBase._make(np.asarray(a, dtype=b._data.dtype))
     return (Copysign if _is_t(b) else CopysignScalar).apply(a, b)
 
 

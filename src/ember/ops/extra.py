@@ -11,7 +11,7 @@ import math
 from typing import Any
 
 from .. import _special
-from ._op import Op
+from ..autograd.function import Op
 from .elementwise import _float_unary, as_tensor_arg
 
 __all__ = ["lgamma", "digamma", "polygamma", "mvlgamma", "erfcx", "i0", "i0e", "i1", "i1e"]

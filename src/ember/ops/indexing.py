@@ -24,10 +24,10 @@ from typing import Any
 import numpy as np
 
 from .. import _backend, _dtype
+from .._tensor_base import TensorBase
 from ..autograd import grad_mode
-from ..autograd.function import link_view
+from ..autograd.function import Op, link_view
 from . import elementwise as _ew
-from ._op import Op
 
 __all__ = [
     "gather",
@@ -83,13 +83,6 @@ _INDEX_DTYPE_MSG = "tensors used as indices must be long, int, byte or bool tens
 # ---------------------------------------------------------------------------------------------
 # small helpers
 
-
-def _tensor_cls() -> Any:
-    from .._tensor import Tensor
-
-    return Tensor
-
-
 def _is_t(x: Any) -> bool:
     return hasattr(x, "_data") and hasattr(x, "grad_fn")
 
@@ -99,7 +92,7 @@ def _raw(x: Any) -> Any:
 
 
 def _make(arr: Any) -> Any:
-    return _tensor_cls()._make(arr)
+    return TensorBase._make(arr)
 
 
 def _wrap_dim(dim: Any, ndim: int) -> int:
@@ -145,7 +138,7 @@ def _as_index_tensor(index: Any, name: str) -> Any:
     if _is_t(index):
         return index
     if isinstance(index, list | tuple | np.ndarray | int):
-        from .._creation import tensor
+        from .creation import tensor
 
         arr = np.asarray(index)
         if arr.size == 0:
@@ -266,7 +259,7 @@ def _seq_index_array(k: Any) -> Any:
     if len(k) == 0:
         return np.zeros(0, np.int64)
     if any(_is_t(e) for e in k):
-        from .._creation import tensor
+        from .creation import tensor
 
         arr = tensor(list(k))._data
         if not _ok_index_dtype(arr.dtype):
@@ -1201,7 +1194,7 @@ def scatter(input: Any, dim: int, index: Any, src: Any = None, value: Any = None
                 f"reduce argument must be either add or multiply, got {reduce!r}"
             )
         if not _is_t(src):
-            from .._creation import full
+            from .creation import full
 
             src = full(tuple(_raw(index).shape), src, dtype=input.dtype, device=input.device)
         if reduce == "add":
@@ -1415,7 +1408,7 @@ def index_put(input: Any, indices: Any, values: Any, accumulate: bool = False) -
     k = _parse_key(input._data, key)
     v = _value_for(input, values, k, "values")
     if not _is_t(v):
-        from .._creation import full
+        from .creation import full
 
         v = full(k.out_shape(), v, dtype=input.dtype, device=input.device)
     v = _expand(v, k.out_shape())

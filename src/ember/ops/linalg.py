@@ -20,8 +20,9 @@ from typing import Any
 import numpy as np
 
 from .. import _backend
+from .._tensor_base import TensorBase
+from ..autograd.function import Op
 from . import elementwise as _ew
-from ._op import Op
 
 __all__ = [
     "matmul",
@@ -204,10 +205,8 @@ def _const(like: Any, make: Any) -> Any:
     """A constant array ``make(xp, dtype)`` on ``like``'s device and in its dtype; a tensor when
     ``like`` is a tensor (a rule running under create_graph), so the rule stays in ember."""
     if _is_t(like):
-        from .._tensor import Tensor
-
         raw = like._data
-        return Tensor._make(make(_backend.xp_of(raw), raw.dtype))
+        return TensorBase._make(make(_backend.xp_of(raw), raw.dtype))
     return make(_backend.xp_of(like), like.dtype)
 
 
@@ -816,7 +815,7 @@ def matrix_power(input: Any, n: int) -> Any:
         )
     n = int(n)
     if n == 0:
-        from .._creation import eye
+        from .creation import eye
 
         e = eye(s[-1], dtype=a.dtype, device=a.device)
         return e.expand(*s).clone() if len(s) > 2 else e
@@ -1153,7 +1152,7 @@ def triu(input: Any, diagonal: int = 0, *, out: Any = None) -> Any:
 
 def _tri_indices(fn: str, row: int, col: int, offset: int, lower: bool, dtype: Any,
                  device: Any) -> Any:
-    from .._creation import tensor
+    from .creation import tensor
 
     if row < 0 or col < 0:
         raise RuntimeError(f"{fn}: row and col must be non-negative (got row={row}, col={col})")
@@ -1912,7 +1911,7 @@ def svd(input: Any, some: bool = True, compute_uv: bool = True, *, out: Any = No
     _check_decomposable("linalg.svd", a)
     u, s, vh = Svd.apply(a, not some)
     if not compute_uv:
-        from .._creation import zeros_like
+        from .creation import zeros_like
 
         return _svd_result(zeros_like(u), s, zeros_like(vh.mT))
     return _svd_result(u, s, vh.mT)

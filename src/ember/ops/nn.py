@@ -19,8 +19,9 @@ from typing import Any
 import numpy as np
 
 from .. import _backend, _dtype
+from .._tensor_base import TensorBase
+from ..autograd.function import Op
 from . import elementwise as _ew
-from ._op import Op
 
 __all__ = [
     "ctc_loss",
@@ -147,7 +148,7 @@ def _as_float_tensor(x: Any, like: Any) -> Any:
     """Numbers and arrays become tensors of ``like``'s dtype and device."""
     if _is_t(x):
         return x
-    from .._creation import tensor
+    from .creation import tensor
 
     return tensor(x, dtype=like.dtype, device=like.device)
 
@@ -1479,7 +1480,7 @@ def scaled_dot_product_attention(query: Any, key: Any, value: Any, attn_mask: An
             keep = xp.zeros(batch + (L, S), dtype=query._data.dtype)
             dropout_p = 0.0
         else:
-            from .._random import rand
+            from .random import rand
 
             u = rand(*(batch + (L, S)), dtype=query.dtype, device=query.device)._data
             keep = (u >= dropout_p).astype(query._data.dtype)
@@ -1495,7 +1496,7 @@ def scaled_dot_product_attention(query: Any, key: Any, value: Any, attn_mask: An
 def _grid_coords(n: int, align_corners: bool, like: Any) -> Any:
     """The normalised coordinates of n pixel centres in [-1, 1] (corner pixels' centres at +-1
     when ``align_corners``, else the corners of the corner pixels)."""
-    from .._creation import arange
+    from .creation import arange
 
     if n == 1:
         return arange(1, dtype=like.dtype, device=like.device) * 0.0
@@ -1565,7 +1566,7 @@ def grid_sample(input: Any, grid: Any, mode: str = "bilinear", padding_mode: str
     """Sample a 4-D input (N, C, H, W) at the normalised (x, y) locations of grid
     (N, Ho, Wo, 2), bilinearly or from the nearest pixel; locations outside read 0 ('zeros'),
     the edge ('border') or the mirror image ('reflection')."""
-    from .._creation import tensor as _tensor
+    from .creation import tensor as _tensor
 
     if mode not in ("bilinear", "nearest", "bicubic"):
         raise ValueError(f"nn.functional.grid_sample(): expected mode to be 'bilinear', "
@@ -1636,7 +1637,7 @@ def multi_margin_loss(input: Any, target: Any, p: int = 1, margin: float = 1.0,
         h = h * h
     if weight is not None:
         h = h * weight[t].reshape(-1, 1)
-    from .. import _creation
+    from . import creation as _creation
 
     not_y = _creation.arange(C, device=x.device).reshape(1, C) != t.reshape(-1, 1)
     loss = (h * not_y.to(h.dtype)).sum(1) / C
@@ -1651,8 +1652,6 @@ def multilabel_margin_loss(input: Any, target: Any, size_average: Any = None, re
     the first -1; loss = sum_{j in targets, k not in targets} max(0, 1 - (x_j - x_k)) / C."""
     import numpy as np
 
-    from .._tensor import Tensor
-
     reduction = _check_reduction(_legacy_reduction(size_average, reduce, reduction))
     x = input if input.dim() == 2 else input.reshape(1, -1)
     t = target.reshape(x.shape)
@@ -1664,7 +1663,7 @@ def multilabel_margin_loss(input: Any, target: Any, size_average: Any = None, re
             if c < 0:
                 break
             is_target[i, c] = True
-    pos = Tensor._make(is_target.astype(x._data.dtype)).to(x.device)
+    pos = TensorBase._make(is_target.astype(x._data.dtype)).to(x.device)
     neg = 1 - pos
     # pair (j, k): max(0, 1 - x_j + x_k) for j a target and k not
     pair = (1 - x.unsqueeze(2) + x.unsqueeze(1)).clamp_min(0)  # [i, j, k]
@@ -1952,9 +1951,7 @@ def ctc_loss(log_probs: Any, targets: Any, input_lengths: Any, target_lengths: A
         return nll.squeeze(0) if unbatched else nll
     if reduction == "sum":
         return nll.sum()
-    from .._tensor import Tensor
-
-    denom = Tensor._make(xp.asarray(np.maximum(tl, 1).astype(lp._data.dtype)))
+    denom = TensorBase._make(xp.asarray(np.maximum(tl, 1).astype(lp._data.dtype)))
     return (nll / denom).mean()
 
 

@@ -27,8 +27,9 @@ from typing import Any
 import numpy as np
 
 from .. import _backend, _dtype
+from .._tensor_base import TensorBase
+from ..autograd.function import Op
 from . import elementwise as _ew
-from ._op import Op
 
 __all__ = [
     "sum",
@@ -95,13 +96,6 @@ _LEGACY = {
     "bool": "Bool",
 }
 
-
-def _tensor_cls() -> Any:
-    from .._tensor import Tensor
-
-    return Tensor
-
-
 def _is_t(x: Any) -> bool:
     return hasattr(x, "_data") and hasattr(x, "grad_fn")
 
@@ -110,13 +104,13 @@ def _t(x: Any) -> Any:
     """Tensors pass through; NumPy arrays, lists and numbers become tensors."""
     if _is_t(x):
         return x
-    from .._creation import tensor
+    from .creation import tensor
 
     return tensor(x)
 
 
 def _make(arr: Any) -> Any:
-    return _tensor_cls()._make(_c_order(arr))
+    return TensorBase._make(_c_order(arr))
 
 
 def _c_order(a: Any) -> Any:

@@ -21,10 +21,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._tensor import Tensor
+from .._tensor_base import TensorBase
+from ..autograd.function import Op
 from . import activation as _act
 from . import shape as _shape
-from ._op import Op
 
 __all__ = [
     "rnn_tanh_cell",
@@ -89,7 +89,7 @@ def _sigmoid_(xp: Any, a: Any) -> Any:
 
 
 def _is_tensor_mode(grads: tuple) -> bool:
-    return any(isinstance(g, Tensor) for g in grads)
+    return any(isinstance(g, TensorBase) for g in grads)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -427,8 +427,8 @@ class GRUSequence(Op):
 # double backward: recompute the forward from ember ops and differentiate it
 
 
-def _composite(kind: str, xw: Tensor, h0: Tensor, c0: Tensor | None, w_hh: Tensor,
-               b_hh: Tensor | None, w_hr: Tensor | None, sizes: tuple, reverse: bool,
+def _composite(kind: str, xw: TensorBase, h0: TensorBase, c0: TensorBase | None, w_hh: TensorBase,
+               b_hh: TensorBase | None, w_hr: TensorBase | None, sizes: tuple, reverse: bool,
                relu: bool) -> tuple:
     """The fused Ops' forward written with ember ops (records an ordinary graph)."""
     offs = _offsets(sizes)
@@ -468,7 +468,7 @@ def _composite(kind: str, xw: Tensor, h0: Tensor, c0: Tensor | None, w_hh: Tenso
 def _backward_by_recompute(ctx: Any, kind: str, grads: tuple) -> tuple:
     """Gradients as differentiable tensors (create_graph=True): rebuild the forward from ember
     ops on fresh aliases of the saved inputs and differentiate it with create_graph."""
-    from ..autograd import grad as autograd_grad
+    from ..autograd.engine import grad as autograd_grad
     from .elementwise import clone
 
     saved = ctx.saved
@@ -504,7 +504,7 @@ def _backward_by_recompute(ctx: Any, kind: str, grads: tuple) -> tuple:
 # cells
 
 
-def _check_cell(name: str, input: Tensor, hx: list, w_ih: Tensor, w_hh: Tensor) -> None:
+def _check_cell(name: str, input: TensorBase, hx: list, w_ih: TensorBase, w_hh: TensorBase) -> None:
     if input.ndim != 2:
         raise RuntimeError(
             f"{name}: input must be 2-D (batch, input_size), got shape {tuple(input.shape)}; "
@@ -548,27 +548,27 @@ def _check_cell(name: str, input: Tensor, hx: list, w_ih: Tensor, w_hh: Tensor) 
             )
 
 
-def _rnn_cell(name: str, relu: bool, input: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor,
-              b_ih: Tensor | None, b_hh: Tensor | None) -> Tensor:
+def _rnn_cell(name: str, relu: bool, input: TensorBase, hx: TensorBase, w_ih: TensorBase, w_hh: TensorBase,
+              b_ih: TensorBase | None, b_hh: TensorBase | None) -> TensorBase:
     _check_cell(name, input, [hx], w_ih, w_hh)
     xw = _act.linear(input, w_ih, b_ih)
     return RNNSequence.apply(xw, hx, w_hh, b_hh, (input.shape[0],), False, relu)[1]
 
 
-def rnn_tanh_cell(input: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor,
-                  b_ih: Tensor | None = None, b_hh: Tensor | None = None) -> Tensor:
+def rnn_tanh_cell(input: TensorBase, hx: TensorBase, w_ih: TensorBase, w_hh: TensorBase,
+                  b_ih: TensorBase | None = None, b_hh: TensorBase | None = None) -> TensorBase:
     """One Elman step: tanh(x W_ih^T + b_ih + h W_hh^T + b_hh) for 2-D x and h."""
     return _rnn_cell("rnn_tanh_cell", False, input, hx, w_ih, w_hh, b_ih, b_hh)
 
 
-def rnn_relu_cell(input: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor,
-                  b_ih: Tensor | None = None, b_hh: Tensor | None = None) -> Tensor:
+def rnn_relu_cell(input: TensorBase, hx: TensorBase, w_ih: TensorBase, w_hh: TensorBase,
+                  b_ih: TensorBase | None = None, b_hh: TensorBase | None = None) -> TensorBase:
     """One Elman step: relu(x W_ih^T + b_ih + h W_hh^T + b_hh) for 2-D x and h."""
     return _rnn_cell("rnn_relu_cell", True, input, hx, w_ih, w_hh, b_ih, b_hh)
 
 
-def lstm_cell(input: Tensor, hx: Any, w_ih: Tensor, w_hh: Tensor, b_ih: Tensor | None = None,
-              b_hh: Tensor | None = None) -> tuple[Tensor, Tensor]:
+def lstm_cell(input: TensorBase, hx: Any, w_ih: TensorBase, w_hh: TensorBase, b_ih: TensorBase | None = None,
+              b_hh: TensorBase | None = None) -> tuple[TensorBase, TensorBase]:
     """One LSTM step for 2-D x and hx = (h, c); returns (h', c')."""
     h0, c0 = hx
     _check_cell("lstm_cell", input, [h0, c0], w_ih, w_hh)
@@ -577,8 +577,8 @@ def lstm_cell(input: Tensor, hx: Any, w_ih: Tensor, w_hh: Tensor, b_ih: Tensor |
     return h, c
 
 
-def gru_cell(input: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Tensor | None = None,
-             b_hh: Tensor | None = None) -> Tensor:
+def gru_cell(input: TensorBase, hx: TensorBase, w_ih: TensorBase, w_hh: TensorBase, b_ih: TensorBase | None = None,
+             b_hh: TensorBase | None = None) -> TensorBase:
     """One GRU step for 2-D x and h; returns h'."""
     _check_cell("gru_cell", input, [hx], w_ih, w_hh)
     xw = _act.linear(input, w_ih, b_ih)
@@ -589,7 +589,7 @@ def gru_cell(input: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Tensor
 # multi-layer, optionally bidirectional networks (torch.lstm / torch.gru / torch.rnn_tanh ...)
 
 
-def _run(kind: str, relu: bool, input: Tensor, batch_sizes: Any, hx: tuple, params: list,
+def _run(kind: str, relu: bool, input: TensorBase, batch_sizes: Any, hx: tuple, params: list,
          has_biases: bool, num_layers: int, dropout: float, train: bool, bidirectional: bool,
          batch_first: bool) -> tuple:
     """Run a stacked RNN. ``hx``: (h0,) or (h0, c0), each (num_layers * D, B, *)."""
@@ -629,8 +629,8 @@ def _run(kind: str, relu: bool, input: Tensor, batch_sizes: Any, hx: tuple, para
         sizes = tuple(int(s) for s in batch_sizes.tolist())
         layer_in = input
     states = [h.unbind(0) for h in hx]
-    h_n: list[Tensor] = []
-    c_n: list[Tensor] = []
+    h_n: list[TensorBase] = []
+    c_n: list[TensorBase] = []
     for layer in range(num_layers):
         outs = []
         for d in range(dirs):
@@ -678,31 +678,31 @@ def _split_args(args: tuple, packed: bool, name: str) -> tuple:
     return (None, *args)
 
 
-def _rnn_fn(kind: str, relu: bool, name: str, input: Tensor, args: tuple) -> tuple:
+def _rnn_fn(kind: str, relu: bool, name: str, input: TensorBase, args: tuple) -> tuple:
     # the packed overload has batch_sizes (a Tensor) where the other has hx / params
-    packed = isinstance(args[0] if kind == "lstm" else args[1], Tensor)
+    packed = isinstance(args[0] if kind == "lstm" else args[1], TensorBase)
     bsz, hx, params, has_b, layers, p, train, bidir, bf = _split_args(args, packed, name)
     hx = tuple(hx) if kind == "lstm" else (hx,)
     return _run(kind, relu, input, bsz, hx, params, has_b, layers, p, train, bidir, bf)
 
 
-def rnn_tanh(input: Tensor, *args: Any) -> tuple[Tensor, Tensor]:
+def rnn_tanh(input: TensorBase, *args: Any) -> tuple[TensorBase, TensorBase]:
     """Stacked tanh RNN: ``rnn_tanh(input, hx, params, has_biases, num_layers, dropout, train,
     bidirectional, batch_first)`` or ``rnn_tanh(data, batch_sizes, hx, params, ...)``."""
     return _rnn_fn("rnn", False, "rnn_tanh", input, args)
 
 
-def rnn_relu(input: Tensor, *args: Any) -> tuple[Tensor, Tensor]:
+def rnn_relu(input: TensorBase, *args: Any) -> tuple[TensorBase, TensorBase]:
     """Stacked ReLU RNN, with ``rnn_tanh``'s arguments."""
     return _rnn_fn("rnn", True, "rnn_relu", input, args)
 
 
-def lstm(input: Tensor, *args: Any) -> tuple[Tensor, Tensor, Tensor]:
+def lstm(input: TensorBase, *args: Any) -> tuple[TensorBase, TensorBase, TensorBase]:
     """Stacked LSTM: ``lstm(input, (h0, c0), params, has_biases, num_layers, dropout, train,
     bidirectional, batch_first)`` or ``lstm(data, batch_sizes, (h0, c0), params, ...)``."""
     return _rnn_fn("lstm", False, "lstm", input, args)
 
 
-def gru(input: Tensor, *args: Any) -> tuple[Tensor, Tensor]:
+def gru(input: TensorBase, *args: Any) -> tuple[TensorBase, TensorBase]:
     """Stacked GRU, with ``rnn_tanh``'s arguments."""
     return _rnn_fn("gru", False, "gru", input, args)

@@ -15,8 +15,9 @@ from typing import Any
 import numpy as np
 
 from .. import _dtype
+from .._tensor_base import TensorBase
+from ..autograd.function import Op
 from . import elementwise as _ew
-from ._op import Op
 
 __all__ = [
     "reshape",
@@ -82,9 +83,7 @@ def _is_t(x: Any) -> bool:
 
 
 def _make(arr: Any) -> Any:
-    from .._tensor import Tensor
-
-    return Tensor._make(arr)
+    return TensorBase._make(arr)
 
 
 def _int(v: Any, what: str = "size", pos: int = 0) -> int:

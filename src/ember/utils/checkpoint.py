@@ -53,13 +53,13 @@ def _tensor_cls() -> type:
 
 
 def _rng_state() -> Any:
-    from .._random import get_rng_state
+    from ..ops.random import get_rng_state
 
     return get_rng_state()
 
 
 def _set_rng_state(state: Any) -> None:
-    from .._random import set_rng_state
+    from ..ops.random import set_rng_state
 
     set_rng_state(state)
 

@@ -13,8 +13,9 @@ from collections import namedtuple
 from collections.abc import Sequence
 from typing import Any
 
-from ... import _creation, _dtype
+from ... import _dtype
 from ..._tensor import Tensor
+from ...ops import creation as _creation
 from ...ops.activation import log_softmax
 from .container import ModuleList, Sequential
 from .linear import Linear

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ... import _creation, _dtype
+from ... import _dtype
 from ..._tensor import Tensor
+from ...ops import creation as _creation
 from ...ops import nn as F
 from .. import init
 from ..parameter import Parameter

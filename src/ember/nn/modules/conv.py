@@ -10,9 +10,9 @@ import math
 import operator
 from typing import Any
 
-from ... import _creation
 from ..._tensor import Tensor
 from ...ops import conv as C
+from ...ops import creation as _creation
 from .. import init
 from ..parameter import Parameter
 from .module import Module

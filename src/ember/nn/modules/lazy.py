@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ... import _creation, _dtype
+from ... import _dtype
 from ...autograd.grad_mode import no_grad
+from ...ops import creation as _creation
 from ..parameter import UninitializedBuffer, UninitializedParameter
 from ..parameter import is_lazy as _is_lazy
 from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d

@@ -5,9 +5,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ... import _creation
 from ..._tensor import Tensor
 from ...ops import activation as F
+from ...ops import creation as _creation
 from .. import init
 from ..parameter import Parameter
 from .module import Module

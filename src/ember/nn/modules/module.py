@@ -511,7 +511,7 @@ class Module:
 
     def to_empty(self, *, device: Any, recurse: bool = True) -> Module:
         """Move parameters and buffers to ``device`` without keeping their values."""
-        from ... import _creation
+        from ...ops import creation as _creation
 
         return self._apply(
             lambda t: _creation.empty(tuple(t.shape), dtype=t.dtype, device=device), recurse

@@ -13,8 +13,8 @@ import numbers
 import warnings
 from typing import Any
 
-from ... import _creation
 from ..._tensor import Tensor
+from ...ops import creation as _creation
 from ...ops import rnn as _rnn
 from .. import init
 from ..parameter import Parameter

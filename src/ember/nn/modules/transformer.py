@@ -19,10 +19,11 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-from ... import _creation, _dtype
+from ... import _dtype
 from ..._tensor import Tensor
 from ...autograd import grad_mode
 from ...ops import activation as _act
+from ...ops import creation as _creation
 from ...ops import nn as _nnops
 from ...ops.shape import cat as _cat
 from .. import init

@@ -39,7 +39,7 @@ def get_total_norm(
     ts = [t for t in _as_list(tensors) if t is not None]
     norm_type = float(norm_type)
     if not ts:
-        from ... import _creation
+        from ...ops import creation as _creation
 
         return _creation.tensor(0.0)
     first = ts[0]._data

@@ -10,8 +10,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from ... import _creation
 from ..._tensor import Tensor
+from ...ops import creation as _creation
 from ..parameter import Parameter
 
 __all__ = ["fuse_conv_bn_eval", "fuse_conv_bn_weights", "fuse_linear_bn_eval",

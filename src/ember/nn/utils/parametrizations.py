@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ... import _creation
 from ..._tensor import Tensor
 from ...autograd.grad_mode import no_grad
+from ...ops import creation as _creation
 from ...ops.activation import normalize
 from ..modules.module import Module
 from . import parametrize

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ... import _creation
 from ..._tensor import Tensor
 from ...autograd.grad_mode import no_grad
+from ...ops import creation as _creation
 from ..parameter import Parameter
 
 __all__ = ["SpectralNorm", "spectral_norm", "remove_spectral_norm"]

@@ -13,8 +13,8 @@ __all__ = ["default_collate", "default_convert"]
 
 def default_collate(batch: list) -> Any:
     """Collate a list of samples into a batch, the way PyTorch's default_collate does."""
-    from ... import _creation
     from ..._tensor import Tensor
+    from ...ops import creation as _creation
     from ...ops import shape as _shape
 
     elem = batch[0]

@@ -110,7 +110,7 @@ def _worker_body(dataset: Any, index_q: Any, result_q: Any, collate_fn: Any, aut
                  iterable: bool, batch_size: int | None, drop_last: bool, worker_id: int,
                  num_workers: int, seed: int, init_fn: Any) -> None:
     global _worker_info
-    from ... import _random
+    from ...ops import random as _random
 
     ppid = os.getppid()
     _random.manual_seed(seed)
@@ -271,7 +271,7 @@ class DataLoader:
             yield _fetch(self.dataset, indices, self._auto_collation, self.collate_fn)
 
     def _start_workers(self) -> tuple:
-        from ... import _random
+        from ...ops import random as _random
 
         ctx = self.multiprocessing_context
         if ctx is None:

@@ -24,7 +24,7 @@ _CHUNK = 1024
 
 def _permutation(n: int, seed: int) -> np.ndarray:
     """``randperm(n)`` from an ``ember.Generator`` seeded with ``seed``."""
-    from ... import _random
+    from ...ops import random as _random
 
     g = _random.Generator().manual_seed(seed)
     return _random._rng(g).permutation(n)

@@ -28,7 +28,7 @@ def _sampler_rng(generator: Any) -> np.random.Generator:
     """The NumPy stream behind ``generator``; without one, a fresh generator seeded from ember's
     default generator (PyTorch's ``RandomSampler`` does the same), so ``manual_seed`` makes the
     sequence of epochs reproducible."""
-    from ... import _random
+    from ...ops import random as _random
 
     if generator is not None:
         return _random._rng(generator)
@@ -162,7 +162,7 @@ class SubsetRandomSampler(Sampler):
         self.generator = generator
 
     def __iter__(self) -> Iterator[int]:
-        from ... import _random
+        from ...ops import random as _random
 
         for i in _permutation(len(self.indices), _random._rng(self.generator)):
             yield self.indices[i]
@@ -180,8 +180,8 @@ class WeightedRandomSampler(Sampler):
 
     def __init__(self, weights: Sequence[float], num_samples: int, replacement: bool = True,
                  generator: Any = None) -> None:
-        from ..._creation import as_tensor
         from ..._dtype import float64
+        from ...ops.creation import as_tensor
 
         if not isinstance(num_samples, int) or isinstance(num_samples, bool) or num_samples <= 0:
             raise ValueError(f"num_samples should be a positive integer value, but got num_samples={num_samples}")
@@ -196,7 +196,7 @@ class WeightedRandomSampler(Sampler):
         self.generator = generator
 
     def __iter__(self) -> Iterator[int]:
-        from ... import _random
+        from ...ops import random as _random
 
         if not self.replacement:  # at most len(weights) draws: bounded by the weights' size
             draws = _random.multinomial(self.weights, self.num_samples, False,

@@ -6,7 +6,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..ops import elementwise as _ew
+from . import elementwise as _ew
+from . import linalg as _la
+from . import shape as _sh
+from .creation import ones_like as ol
+from .creation import zeros as z
+from .creation import zeros_like as zl
 
 
 def _t(x: Any) -> Any:
@@ -37,18 +42,18 @@ trunc = _ew.trunc
 
 def maximum(a: Any, b: Any) -> Any:
     """NumPy's maximum: either side may be a number."""
-    if not isinstance(a, _ew._tensor_cls()):
+    if not isinstance(a, _ew.TensorBase):
         a, b = b, a
-    if not isinstance(b, _ew._tensor_cls()):
+    if not isinstance(b, _ew.TensorBase):
         return _ew.clamp(a, min=b)
     return _ew.maximum(a, b)
 
 
 def minimum(a: Any, b: Any) -> Any:
     """NumPy's minimum: either side may be a number."""
-    if not isinstance(a, _ew._tensor_cls()):
+    if not isinstance(a, _ew.TensorBase):
         a, b = b, a
-    if not isinstance(b, _ew._tensor_cls()):
+    if not isinstance(b, _ew.TensorBase):
         return _ew.clamp(a, max=b)
     return _ew.minimum(a, b)
 
@@ -60,32 +65,22 @@ def where(cond: Any, a: Any, b: Any) -> Any:
 
 
 def zeros_like(x: Any, dtype: Any = None) -> Any:
-    from .._creation import zeros_like as zl
-
     return zl(x, dtype=dtype)
 
 
 def ones_like(x: Any, dtype: Any = None) -> Any:
-    from .._creation import ones_like as ol
-
     return ol(x, dtype=dtype)
 
 
 def zeros(shape: Any, dtype: Any = None) -> Any:
-    from .._creation import zeros as z
-
     return z(*shape, dtype=dtype)
 
 
 def broadcast_to(x: Any, shape: Any) -> Any:
-    from ..ops import shape as _sh
-
     return _sh.broadcast_to(_t(x), tuple(shape))
 
 
 def expand_dims(x: Any, axis: Any) -> Any:
-    from ..ops import shape as _sh
-
     axes = (axis,) if isinstance(axis, int) else tuple(axis)
     nd = x.ndim + len(axes)
     for a in sorted(ax % nd for ax in axes):
@@ -94,34 +89,24 @@ def expand_dims(x: Any, axis: Any) -> Any:
 
 
 def transpose(x: Any, axes: Any = None) -> Any:
-    from ..ops import shape as _sh
-
     if axes is None:
         axes = tuple(range(x.ndim - 1, -1, -1))
     return _sh.permute(x, *axes)
 
 
 def swapaxes(x: Any, a: int, b: int) -> Any:
-    from ..ops import shape as _sh
-
     return _sh.transpose(x, a, b)
 
 
 def moveaxis(x: Any, src: Any, dst: Any) -> Any:
-    from ..ops import shape as _sh
-
     return _sh.movedim(x, src, dst)
 
 
 def matmul(a: Any, b: Any) -> Any:
-    from ..ops import linalg as _la
-
     return _la.matmul(a, b)
 
 
 def einsum(eq: str, *ops: Any) -> Any:
-    from ..ops import linalg as _la
-
     return _la.einsum(eq, *ops)
 
 
@@ -138,14 +123,10 @@ def squeeze(x: Any, axis: Any = None) -> Any:
 
 
 def concatenate(xs: Any, axis: int = 0) -> Any:
-    from ..ops import shape as _sh
-
     return _sh.cat(list(xs), axis)
 
 
 def stack(xs: Any, axis: int = 0) -> Any:
-    from ..ops import shape as _sh
-
     return _sh.stack(list(xs), axis)
 
 
@@ -158,32 +139,22 @@ def asarray(x: Any, dtype: Any = None) -> Any:
 
 
 def flip(x: Any, axis: Any = None) -> Any:
-    from ..ops import shape as _sh
-
     if axis is None:
         axis = tuple(range(x.ndim))
     return _sh.flip(x, axis if isinstance(axis, tuple | list) else (axis,))
 
 
 def roll(x: Any, shift: Any, axis: Any = None) -> Any:
-    from ..ops import shape as _sh
-
     return _sh.roll(x, shift, axis)
 
 
 def tile(x: Any, reps: Any) -> Any:
-    from ..ops import shape as _sh
-
     return _sh.tile(x, tuple(reps) if isinstance(reps, tuple | list) else (reps,))
 
 
 def repeat(x: Any, repeats: Any, axis: Any = None) -> Any:
-    from ..ops import shape as _sh
-
     return _sh.repeat_interleave(x, repeats, axis)
 
 
 def ascontiguousarray(x: Any) -> Any:
-    from ..ops import shape as _sh
-
     return _sh.contiguous(x)

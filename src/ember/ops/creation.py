@@ -10,15 +10,13 @@ from typing import Any
 
 import numpy as np
 
-from . import _backend, _dtype
-from ._size import Size
+from .. import _backend, _dtype
+from .._size import Size
+from .._tensor_base import TensorBase
 
-
-def _tensor_cls() -> Any:
-    from ._tensor import Tensor
-
-    return Tensor
-
+__all__ = [
+    "arange", "as_tensor", "asarray", "empty", "empty_like", "empty_strided", "eye", "from_numpy", "full", "full_like", "linspace", "logspace", "ones", "ones_like", "scalar_tensor", "tensor", "zeros", "zeros_like",
+]
 
 def _size(size: tuple) -> tuple[int, ...]:
     """Sizes given as ``f(2, 3)``, ``f((2, 3))``, ``f([2, 3])`` or ``f(torch.Size(...))``."""
@@ -40,7 +38,7 @@ def _size(size: tuple) -> tuple[int, ...]:
 
 def _place(arr: Any, dt: Any, device: Any, requires_grad: bool) -> Any:
     """Wrap a CPU array: cast to ``dt``, move to ``device``, set ``requires_grad``."""
-    T = _tensor_cls()
+    T = TensorBase
     if dt is not None and arr.dtype != dt.np:
         arr = arr.astype(dt.np)
     if device is not None:
@@ -55,7 +53,7 @@ def _place(arr: Any, dt: Any, device: Any, requires_grad: bool) -> Any:
 
 def _unnest(data: Any) -> Any:
     """Lists that contain tensors become plain nested arrays/lists NumPy can read."""
-    T = _tensor_cls()
+    T = TensorBase
     if isinstance(data, T):
         d = data._data
         return d if type(d) is np.ndarray else d.get()
@@ -72,7 +70,7 @@ def _infer(data: Any, dtype: Any = None) -> np.ndarray:
     elif isinstance(data, np.generic):
         arr = np.asarray(data)
     else:
-        if isinstance(data, list | tuple) and any(isinstance(x, _tensor_cls()) for x in _flat_first(data)):
+        if isinstance(data, list | tuple) and any(isinstance(x, TensorBase) for x in _flat_first(data)):
             data = _unnest(data)
         try:
             arr = np.array(data)
@@ -106,7 +104,7 @@ def _flat_first(data: Any) -> list:
 def tensor(data: Any, *, dtype: Any = None, device: Any = None, requires_grad: bool = False,
            pin_memory: bool = False) -> Any:
     """A new tensor holding a copy of ``data`` (nested lists, numbers, NumPy arrays, tensors)."""
-    T = _tensor_cls()
+    T = TensorBase
     if isinstance(data, T):
         arr = data._data.copy()
         if device is None:
@@ -132,7 +130,7 @@ def tensor(data: Any, *, dtype: Any = None, device: Any = None, requires_grad: b
 
 def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Any:
     """Like ``tensor`` but shares memory with a tensor or NumPy array when it can."""
-    T = _tensor_cls()
+    T = TensorBase
     if isinstance(data, T):
         return data.to(device=device, dtype=dtype) if (dtype or device) else data
     if isinstance(data, np.ndarray):
@@ -153,7 +151,7 @@ def from_numpy(arr: np.ndarray) -> Any:
     """A CPU tensor sharing memory with ``arr`` (writes show up in both)."""
     if not isinstance(arr, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(arr).__name__})")
-    return _tensor_cls()._make(_checked(arr))
+    return TensorBase._make(_checked(arr))
 
 
 def _dt(dtype: Any, default: Any = None) -> Any:

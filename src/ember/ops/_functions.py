@@ -16,7 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from . import _dtype
+from .. import _dtype
+from .._tensor_base import TensorBase
 
 __all__ = [
     "pi", "e", "inf", "nan", "newaxis", "finfo", "iinfo", "memory_format", "contiguous_format",
@@ -27,9 +28,7 @@ __all__ = [
     "get_deterministic_debug_mode", "set_float32_matmul_precision",
     "get_float32_matmul_precision", "set_warn_always", "is_warn_always_enabled",
     "get_num_interop_threads", "set_num_interop_threads", "init_num_threads",
-    "get_default_device", "get_device_module", "set_default_tensor_type", "get_autocast_gpu_dtype",
-    "get_autocast_cpu_dtype", "set_autocast_gpu_dtype", "set_autocast_cpu_dtype",
-    "is_autocast_cpu_enabled", "set_autocast_cpu_enabled", "is_complex", "is_nonzero",
+    "get_default_device", "get_device_module", "set_default_tensor_type", "is_complex", "is_nonzero",
     "is_same_size", "is_signed", "is_storage", "is_conj", "is_neg", "is_inference", "typename",
     "conj", "conj_physical", "resolve_conj", "resolve_neg", "real", "angle", "detach",
     "get_device", "meshgrid", "cartesian_prod", "combinations", "block_diag", "vander", "cdist",
@@ -52,13 +51,11 @@ newaxis = None
 
 
 def _t() -> Any:
-    from ._tensor import Tensor
-
-    return Tensor
+    return TensorBase
 
 
 def _tensor(x: Any, **kw: Any) -> Any:
-    from ._creation import tensor
+    from .creation import tensor
 
     return tensor(x, **kw)
 
@@ -73,7 +70,7 @@ class finfo:
     """Machine limits of a floating dtype: ``finfo(torch.float32).eps``."""
 
     def __init__(self, type: Any = None) -> None:  # noqa: A002 - PyTorch's name
-        from ._dtype import get_default_dtype
+        from .._dtype import get_default_dtype
 
         dt = get_default_dtype() if type is None else type
         if not isinstance(dt, _dtype.dtype) or not dt.is_floating_point:
@@ -240,7 +237,7 @@ def init_num_threads() -> None:
 
 
 def get_default_device() -> Any:
-    from ._backend import device
+    from .._backend import device
 
     return device("cpu")
 
@@ -250,7 +247,7 @@ def get_device_module(device: Any = None) -> Any:
     (no argument: the default device's)."""
     import importlib
 
-    from ._backend import device as _device
+    from .._backend import device as _device
 
     kind = "cpu" if device is None else (device if isinstance(device, str) else str(device))
     kind = _device(kind).type if kind not in ("xpu", "mps") else kind
@@ -262,7 +259,7 @@ def set_default_tensor_type(t: Any) -> None:
     warnings.warn("torch.set_default_tensor_type() is deprecated as of PyTorch 2.1, please use "
                   "torch.set_default_dtype() and torch.set_default_device() as alternatives.",
                   UserWarning, stacklevel=2)
-    from ._dtype import set_default_dtype
+    from .._dtype import set_default_dtype
 
     name = t if isinstance(t, str) else getattr(t, "__name__", str(t))
     name = name.rsplit(".", 1)[-1]
@@ -276,48 +273,6 @@ def set_default_tensor_type(t: Any) -> None:
 
 def _deprecated(msg: str) -> None:
     warnings.warn(msg, DeprecationWarning, stacklevel=3)
-
-
-def get_autocast_gpu_dtype() -> Any:
-    _deprecated("torch.get_autocast_gpu_dtype() is deprecated. Please use torch.get_autocast_dtype('cuda') instead.")
-    from .amp.autocast_mode import get_autocast_dtype
-
-    return get_autocast_dtype("cuda")
-
-
-def get_autocast_cpu_dtype() -> Any:
-    _deprecated("torch.get_autocast_cpu_dtype() is deprecated. Please use torch.get_autocast_dtype('cpu') instead.")
-    from .amp.autocast_mode import get_autocast_dtype
-
-    return get_autocast_dtype("cpu")
-
-
-def set_autocast_gpu_dtype(dtype: Any) -> None:
-    _deprecated("torch.set_autocast_gpu_dtype(dtype) is deprecated. Please use torch.set_autocast_dtype('cuda', dtype) instead.")
-    from .amp.autocast_mode import set_autocast_dtype
-
-    set_autocast_dtype("cuda", dtype)
-
-
-def set_autocast_cpu_dtype(dtype: Any) -> None:
-    _deprecated("torch.set_autocast_cpu_dtype(dtype) is deprecated. Please use torch.set_autocast_dtype('cpu', dtype) instead.")
-    from .amp.autocast_mode import set_autocast_dtype
-
-    set_autocast_dtype("cpu", dtype)
-
-
-def is_autocast_cpu_enabled() -> bool:
-    _deprecated("torch.is_autocast_cpu_enabled() is deprecated. Please use torch.is_autocast_enabled('cpu') instead.")
-    from .amp.autocast_mode import is_autocast_enabled
-
-    return is_autocast_enabled("cpu")
-
-
-def set_autocast_cpu_enabled(enabled: bool) -> None:
-    _deprecated("torch.set_autocast_cpu_enabled(enabled) is deprecated. Please use torch.set_autocast_enabled('cpu', enabled) instead.")
-    from .amp.autocast_mode import set_autocast_enabled
-
-    set_autocast_enabled("cpu", enabled)
 
 
 # -- predicates and identities on real tensors -----------------------------------------------
@@ -381,7 +336,7 @@ def real(input: Any) -> Any:
 def angle(input: Any) -> Any:
     """``pi`` where ``input < 0``, else 0 (NaN stays NaN); integer inputs give the default
     float dtype. Its gradient is zero, as PyTorch's is for real inputs."""
-    from .ops import elementwise as ew
+    from . import elementwise as ew
 
     x = _as(input)
     if not x.is_floating_point():
@@ -434,7 +389,7 @@ def meshgrid(*tensors: Any, indexing: str | None = None) -> tuple:
 
 def cartesian_prod(*tensors: Any) -> Any:
     """All combinations of one element from each 1-D tensor, as rows."""
-    from .ops.shape import stack
+    from .shape import stack
 
     if len(tensors) == 1:
         return tensors[0]
@@ -444,7 +399,7 @@ def cartesian_prod(*tensors: Any) -> Any:
 
 def combinations(input: Any, r: int = 2, with_replacement: bool = False) -> Any:
     """``itertools.combinations`` of a 1-D tensor's elements, as rows of an ``(n, r)`` tensor."""
-    from .ops.shape import stack
+    from .shape import stack
 
     if input.dim() != 1:
         raise RuntimeError(f"Expect a 1D vector, but got shape {list(input.shape)}")
@@ -458,8 +413,8 @@ def combinations(input: Any, r: int = 2, with_replacement: bool = False) -> Any:
 
 def block_diag(*tensors: Any) -> Any:
     """A block-diagonal matrix from 0-, 1- or 2-D tensors."""
-    from .ops.elementwise import _promote  # noqa: F401 - keeps dtype rules in one place
-    from .ops.shape import cat
+    from .elementwise import _promote  # noqa: F401 - keeps dtype rules in one place
+    from .shape import cat
 
     mats = [t.reshape(1, -1) if t.dim() < 2 else t for t in tensors]
     for t in mats:
@@ -481,7 +436,7 @@ def block_diag(*tensors: Any) -> Any:
 
 def vander(x: Any, N: int | None = None, increasing: bool = False) -> Any:
     """Vandermonde matrix: columns ``x ** (N-1) ... x ** 0`` (reversed if ``increasing``)."""
-    from .ops.shape import stack
+    from .shape import stack
 
     if x.dim() != 1:
         raise RuntimeError("x must be a one-dimensional tensor.")
@@ -516,7 +471,7 @@ def cdist(x1: Any, x2: Any, p: float = 2.0,
 
 def _pnorm_last(d: Any, p: float) -> Any:
     """The p-norm over the last dim, with gradient 0 where the norm is 0 (PyTorch's choice)."""
-    from .ops import elementwise as ew
+    from . import elementwise as ew
 
     a = d.abs()
     if p == 0:
@@ -538,7 +493,7 @@ def dist(input: Any, other: Any, p: float = 2) -> Any:
 
 def diff(input: Any, n: int = 1, dim: int = -1, prepend: Any = None, append: Any = None) -> Any:
     """n-th forward difference along ``dim``; ``prepend``/``append`` are joined first."""
-    from .ops.shape import cat
+    from .shape import cat
 
     if input.dim() == 0:
         raise RuntimeError("diff expects input to be at least one-dimensional")
@@ -610,8 +565,8 @@ def nanquantile(input: Any, q: Any, dim: int | None = None, keepdim: bool = Fals
 
 def _quantile(input: Any, q: Any, dim: Any, keepdim: bool, interpolation: str,
               ignore_nan: bool, name: str) -> Any:
-    from .ops import elementwise as ew
-    from .ops.indexing import gather, sort
+    from . import elementwise as ew
+    from .indexing import gather, sort
 
     if not input.is_floating_point():
         raise RuntimeError(f"{name}() input tensor must be either float or double dtype, got "
@@ -660,7 +615,7 @@ def _quantile(input: Any, q: Any, dim: Any, keepdim: bool, interpolation: str,
         bad = (valid == 0) if ignore_nan else (nan_count > 0)
         val = ew.where(bad, val.new_full((), math.nan), val)
         outs.append(val)
-    from .ops.shape import stack
+    from .shape import stack
 
     res = stack(outs, 0)  # (Q, ..., 1)
     if dim is None:
@@ -675,7 +630,7 @@ def _quantile(input: Any, q: Any, dim: Any, keepdim: bool, interpolation: str,
 def bucketize(input: Any, boundaries: Any, *, out_int32: bool = False, right: bool = False,
               out: Any = None) -> Any:
     """The index of the bucket each value falls in, given sorted 1-D ``boundaries``."""
-    from .ops.indexing import searchsorted
+    from .indexing import searchsorted
 
     if boundaries.dim() != 1:
         raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim({boundaries.dim()})")
@@ -762,7 +717,7 @@ def cov(input: Any, *, correction: int = 1, fweights: Any = None, aweights: Any 
             norm = wsum - correction * (w * aweights.to(x.dtype)).sum() / wsum
         xc = x - avg
         c = (xc * w) @ xc.t()
-    from .ops import elementwise as ew
+    from . import elementwise as ew
 
     norm = ew.clamp(norm, min=0)
     c = c / norm
@@ -782,7 +737,7 @@ def corrcoef(input: Any) -> Any:
 
 def logcumsumexp(input: Any, dim: int) -> Any:
     """``log(cumsum(exp(input)))`` along ``dim``, computed stably (shift by the running max)."""
-    from .ops import elementwise as ew
+    from . import elementwise as ew
 
     if input.dim() == 0:
         return input * 1
@@ -793,7 +748,7 @@ def logcumsumexp(input: Any, dim: int) -> Any:
 
 def rsub(input: Any, other: Any, *, alpha: Any = 1) -> Any:
     """``other - alpha * input``."""
-    from .ops import elementwise as ew
+    from . import elementwise as ew
 
     return ew._rsub(input, other, alpha)
 
@@ -910,19 +865,17 @@ def histogram(input: Any, bins: Any = 100, *, range: Any = None, weight: Any = N
 def frombuffer(buffer: Any, *, dtype: Any, count: int = -1, offset: int = 0,
                requires_grad: bool = False) -> Any:
     """A 1-D tensor sharing memory with a Python buffer object (``bytearray``, ``array``...)."""
-    from ._tensor import Tensor
-
     arr = np.frombuffer(buffer, dtype=dtype.np, count=count, offset=offset)
     if not arr.flags.writeable:
         warnings.warn("The given buffer is not writable, and PyTorch does not support "
                       "non-writable tensors.", UserWarning, stacklevel=2)
-    t = Tensor._make(arr)
+    t = TensorBase._make(arr)
     return t.requires_grad_(requires_grad) if requires_grad else t
 
 
 def renorm(input: Any, p: float, dim: int, maxnorm: float) -> Any:
     """Rescale each slice along ``dim`` whose p-norm exceeds ``maxnorm`` down to ``maxnorm``."""
-    from .ops import elementwise as ew
+    from . import elementwise as ew
 
     if input.dim() <= 1:
         raise RuntimeError(f"renorm: input needs at least 2 dimensions, got {input.dim()} "

@@ -12,7 +12,16 @@ from typing import Any
 
 import numpy as np
 
-from . import _backend, _dtype
+from .. import _backend, _dtype
+from .._tensor_base import TensorBase
+from ..autograd import grad_mode
+from .creation import _place, _size
+from .elementwise import copy_from
+from .inplace import inplace
+
+__all__ = [
+    "Generator", "bernoulli", "default_generator", "get_rng_state", "initial_seed", "manual_seed", "multinomial", "normal", "rand", "rand_like", "randint", "randint_like", "randn", "randn_like", "randperm", "seed", "set_rng_state",
+]
 
 _DEFAULT_SEED = 67280421310721  # PyTorch's default initial seed
 
@@ -43,8 +52,6 @@ class Generator:
 
     def get_state(self) -> Any:
         """The state as a uint8 tensor (PyTorch's ByteTensor convention)."""
-        from ._tensor import Tensor
-
         st = self._rng.bit_generator.state
         raw = (
             int(st["state"]["state"]).to_bytes(16, "little")
@@ -53,7 +60,7 @@ class Generator:
             + int(st["uinteger"]).to_bytes(4, "little")
             + int(self._seed).to_bytes(8, "little")
         )
-        return Tensor._make(np.frombuffer(raw, dtype=np.uint8).copy())
+        return TensorBase._make(np.frombuffer(raw, dtype=np.uint8).copy())
 
     def set_state(self, state: Any) -> Generator:
         raw = bytes(np.asarray(state._data if hasattr(state, "_data") else state, np.uint8))
@@ -118,8 +125,6 @@ def _rng(generator: Generator | None) -> np.random.Generator:
 
 
 def _finish(arr: np.ndarray, dtype: Any, device: Any, requires_grad: bool) -> Any:
-    from ._creation import _place
-
     return _place(arr, dtype, device, requires_grad)
 
 
@@ -137,8 +142,6 @@ def _draw_dtype(dt: Any) -> Any:
 def rand(*size: Any, generator: Generator | None = None, dtype: Any = None, device: Any = None,
          requires_grad: bool = False, **_: Any) -> Any:
     """Uniform samples on [0, 1)."""
-    from ._creation import _size
-
     dt = _float_dtype(dtype)
     arr = _rng(generator).random(_size(size), dtype=_draw_dtype(dt)).astype(dt.np, copy=False)
     return _finish(arr, dt, device, requires_grad)
@@ -147,8 +150,6 @@ def rand(*size: Any, generator: Generator | None = None, dtype: Any = None, devi
 def randn(*size: Any, generator: Generator | None = None, dtype: Any = None, device: Any = None,
           requires_grad: bool = False, **_: Any) -> Any:
     """Standard normal samples."""
-    from ._creation import _size
-
     dt = _float_dtype(dtype)
     arr = _rng(generator).standard_normal(_size(size), dtype=_draw_dtype(dt)).astype(dt.np, copy=False)
     return _finish(arr, dt, device, requires_grad)
@@ -185,12 +186,10 @@ def randperm(n: int, *, generator: Generator | None = None, dtype: Any = None, d
 def normal(mean: Any = 0.0, std: Any = 1.0, size: Any = None, *, generator: Generator | None = None,
            dtype: Any = None, device: Any = None, requires_grad: bool = False, **_: Any) -> Any:
     """``normal(mean, std)`` elementwise over tensors, or ``normal(m, s, size)`` for numbers."""
-    from ._tensor import Tensor
-
-    if isinstance(mean, Tensor) or isinstance(std, Tensor):
-        ref = mean if isinstance(mean, Tensor) else std
-        m = mean._data if isinstance(mean, Tensor) else mean
-        s = std._data if isinstance(std, Tensor) else std
+    if isinstance(mean, TensorBase) or isinstance(std, TensorBase):
+        ref = mean if isinstance(mean, TensorBase) else std
+        m = mean._data if isinstance(mean, TensorBase) else mean
+        s = std._data if isinstance(std, TensorBase) else std
         shape = np.broadcast_shapes(np.shape(m), np.shape(s))
         z = _rng(generator).standard_normal(shape)
         arr = (np.asarray(m, np.float64) + np.asarray(s, np.float64) * z).astype(ref._data.dtype)
@@ -202,19 +201,15 @@ def normal(mean: Any = 0.0, std: Any = 1.0, size: Any = None, *, generator: Gene
 
 def bernoulli(input: Any, p: float | None = None, *, generator: Generator | None = None) -> Any:
     """Draws 1 with probability ``input`` (elementwise), else 0; same dtype as input."""
-    from ._tensor import Tensor
-
     probs = input._data if p is None else np.full(input._data.shape, p)
     probs = probs if type(probs) is np.ndarray else probs.get()
     arr = (_rng(generator).random(probs.shape) < probs).astype(input._data.dtype)
-    return Tensor._make(_backend.to_device(arr, input.device))
+    return TensorBase._make(_backend.to_device(arr, input.device))
 
 
 def multinomial(input: Any, num_samples: int, replacement: bool = False, *,
                 generator: Generator | None = None) -> Any:
     """Sample indices from each row's (unnormalised) weights."""
-    from ._tensor import Tensor
-
     w = np.asarray(input._data if type(input._data) is np.ndarray else input._data.get(), np.float64)
     squeeze = w.ndim == 1
     w2 = w.reshape(1, -1) if squeeze else w
@@ -242,7 +237,7 @@ def multinomial(input: Any, num_samples: int, replacement: bool = False, *,
     out = out.astype(np.int64)
     if squeeze:
         out = out[0]
-    return Tensor._make(_backend.to_device(out, input.device))
+    return TensorBase._make(_backend.to_device(out, input.device))
 
 
 def rand_like(x: Any, *, dtype: Any = None, device: Any = None, requires_grad: bool = False, **_: Any) -> Any:
@@ -261,8 +256,6 @@ def randint_like(x: Any, low: int, high: int | None = None, *, dtype: Any = None
 
 
 def _copy_from(x: Any, src: Any) -> Any:
-    from .ops.elementwise import copy_from
-
     return copy_from(x, src)
 
 
@@ -300,18 +293,15 @@ def fill_(t: Any, kind: str, *args: Any, generator: Generator | None = None) -> 
     else:  # pragma: no cover
         raise ValueError(kind)
     vals = np.asarray(vals).astype(t._data.dtype)
-    from .autograd import grad_mode
-
     if t._rg and t.grad_fn is None and grad_mode.state.enabled:
         raise RuntimeError(
             "a leaf Variable that requires grad is being used in an in-place operation. "
             "(Initialise parameters inside `with torch.no_grad():`.)"
         )
     if grad_mode.state.enabled and t.requires_grad:  # in the graph: overwritten values get a
-        from ._tensor import Tensor  # zero gradient, as PyTorch's NormalBackward0 etc. give
-
+        # zero gradient, as PyTorch's NormalBackward0 etc. give
         src = vals if type(t._data) is np.ndarray else _backend.to_device(vals, t.device)
-        return t._inplace(_copy_from, Tensor._make(src))
+        return inplace(t, _copy_from, TensorBase._make(src))
     if type(t._data) is np.ndarray:
         t._data[...] = vals
     else:

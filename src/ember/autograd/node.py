@@ -1,0 +1,183 @@
+"""``Node``: one recorded op in the autograd graph, and the ``ctx`` its Function's methods get.
+
+``tensor.grad_fn`` is a Node. Its ``_edges`` say where each input's gradient flows; the engine
+(``engine.py``) calls its Function's ``backward`` with it. ``AccumulateGrad`` is the node at a
+leaf: it adds the gradient that reaches it into ``leaf.grad``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .._tensor_base import TensorBase
+
+FREED_MSG = (
+    "Trying to backward through the graph a second time (or directly access saved tensors after "
+    "they have already been freed). Saved intermediate values of the graph are freed when you call "
+    ".backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the "
+    "graph a second time or if you need to access saved tensors after calling backward."
+)
+NOT_INPUT = tuple([None, 0])  # an edge for an argument that is not a tensor or a number
+
+
+class Node:
+    """A recorded op in the autograd graph (``tensor.grad_fn``), and the ``ctx`` of its Function.
+
+    ``_edges`` holds, per forward argument, the edge ``(node, output_nr)`` its gradient flows to
+    (``(None, 0)`` for arguments that need none); ``next_functions`` shows the edges of tensor and
+    number arguments, as PyTorch does.
+    """
+
+    __slots__ = (
+        "_edges", "needs_input_grad", "xp", "_saved", "_saved_src", "_versions", "_meta",
+        "_n_out", "__dict__", "__weakref__",
+    )
+    _fn: Any = None  # the Function class whose backward this node runs
+    # Rarely used fields: class-level defaults, set per node only when needed.
+    _pre_hooks: Any = None
+    _post_hooks: Any = None
+    _retain: Any = None
+    _freed = False
+    _tensor_mode = False
+    _non_diff: Any = None
+    _materialize = True
+    _trace: Any = None
+    _out_meta: Any = None
+    _dirty: Any = None
+
+    def __init__(self) -> None:
+        self._edges = ()
+        self._saved = None
+        self._versions = None
+        self._n_out = 1
+
+    @property
+    def next_functions(self) -> tuple:
+        return tuple(e for e in self._edges if e is not NOT_INPUT)
+
+    def name(self) -> str:
+        return type(self).__name__
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} object at {hex(id(self))}>"
+
+    # -- the ctx API ------------------------------------------------------------------------
+    def save_for_backward(self, *values: Any) -> None:
+        """Keep arrays (tensors, in a custom Function) for ``backward``."""
+        self._saved = values
+
+    @property
+    def saved_tensors(self) -> tuple:
+        if self._saved is None:
+            if self._freed:
+                raise RuntimeError(FREED_MSG)
+            return ()
+        if self._tensor_mode:
+            return self._saved_as_tensors()
+        return self._saved
+
+    saved = saved_tensors
+
+    def mark_non_differentiable(self, *outputs: Any) -> None:
+        self._non_diff = {id(o) for o in outputs}
+
+    def mark_dirty(self, *tensors: Any) -> None:
+        """Say that ``forward`` modified these input tensors in place (and returns them): they
+        keep their identity, their version is bumped and their history continues from this node."""
+        self._dirty = {id(t) for t in tensors}
+
+    def set_materialize_grads(self, value: bool) -> None:
+        self._materialize = bool(value)
+
+    def call(self, op: Any, *args: Any) -> Any:
+        """Run another Function from inside ``backward``: on raw arrays it is just its forward;
+        under ``create_graph`` it is recorded, so the backward itself can be differentiated."""
+        if self._tensor_mode:
+            return op.apply(*args)
+        ctx = op._node_cls()
+        ctx.xp = self.xp
+        ctx.needs_input_grad = (False,) * len(args)
+        return op.forward(ctx, *args)
+
+    # -- hooks ------------------------------------------------------------------------------
+    def register_hook(self, fn: Any) -> Any:
+        """``fn(grad_inputs, grad_outputs)`` runs after this node's backward."""
+        if self._post_hooks is None:
+            self._post_hooks = []
+        self._post_hooks.append(fn)
+        return RemovableHandle(self._post_hooks, fn)
+
+    def register_prehook(self, fn: Any) -> Any:
+        """``fn(grad_outputs)`` runs before this node's backward and may return replacements."""
+        return self._add_pre_hook(-1, fn)
+
+    def _add_pre_hook(self, output_nr: int, fn: Any) -> Any:
+        if self._pre_hooks is None:
+            self._pre_hooks = []
+        entry = (output_nr, fn)
+        self._pre_hooks.append(entry)
+        return RemovableHandle(self._pre_hooks, entry)
+
+    # -- engine internals -------------------------------------------------------------------
+    def _saved_as_tensors(self) -> tuple:
+        out = []
+        for arr, src in zip(self._saved, getattr(self, "_saved_src", None) or (None,) * len(self._saved)):
+            if isinstance(src, TensorBase):
+                out.append(src)
+            elif type(src) is int:  # an output of this very node
+                out.append(TensorBase._make(arr, True, self, src))
+            elif isinstance(arr, TensorBase):
+                out.append(arr)
+            else:
+                out.append(TensorBase._make(arr) if arr is not None else None)
+        return tuple(out)
+
+    def _check_versions(self) -> None:
+        for counter, seen, k in self._versions:
+            if counter[0] != seen:
+                raise RuntimeError(
+                    "one of the variables needed for gradient computation has been modified by an "
+                    f"inplace operation: saved tensor {k} of {self.name()} is at version "
+                    f"{counter[0]}; expected version {seen} instead. Hint: replace the in-place "
+                    "op (x += ..., x.add_(...), x[...] = ...) with its out-of-place form "
+                    "(x = x + ...), or clone() the tensor before modifying it."
+                )
+
+    def _release(self) -> None:
+        """Free what backward needed: saved arrays, and ctx attributes that hold arrays. A node
+        that kept only metadata (shapes, dims) stays usable, as in PyTorch."""
+        freed = self._saved is not None
+        self._saved = None
+        self._saved_src = None
+        d = self.__dict__
+        if d:
+            for v in d.values():
+                if hasattr(v, "dtype") and hasattr(v, "shape"):
+                    d.clear()
+                    freed = True
+                    break
+        if freed:
+            self._freed = True
+
+
+class AccumulateGrad(Node):
+    """The node at a leaf tensor: adds the incoming gradient into ``variable.grad``."""
+
+    __slots__ = ("variable",)
+
+    def __init__(self, variable: Any) -> None:
+        Node.__init__(self)
+        self.variable = variable
+
+
+class RemovableHandle:
+    __slots__ = ("_list", "_item")
+
+    def __init__(self, lst: list, item: Any) -> None:
+        self._list, self._item = lst, item
+
+    def remove(self) -> None:
+        try:
+            self._list.remove(self._item)
+        except ValueError:
+            pass

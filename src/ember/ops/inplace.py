@@ -1,0 +1,211 @@
+"""How an in-place op runs (``x.add_(y)``, ``x[i] = v``, ``x.t_()``), PyTorch's rules in one place.
+
+The new values are always written into the tensor's own memory, so its views, its base and
+``numpy()`` arrays see them, and the version counter they share is bumped (a saved tensor modified
+this way makes backward raise, as in PyTorch). Under autograd the op is also recorded: on a plain
+tensor it becomes the tensor's ``grad_fn``; on a view, the base's history becomes "base with the
+view's window replaced" (``CopySlices``) and the view becomes that window of the new base.
+``Tensor``'s in-place methods are all ``inplace(t, <the out-of-place op>, ...)``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import _backend, _dtype
+from .._tensor_base import TensorBase
+from ..autograd import grad_mode
+from ..autograd.function import (
+    StridedScatter,
+    StridedWindow,
+    check_view_inplace,
+    move_retain_grad,
+    no_geometry,
+    refresh_view,
+    window_geometry,
+)
+from .elementwise import fill, zero
+from .indexing import index_fill, index_put, masked_fill, setitem
+
+__all__ = ["inplace", "restride"]
+
+
+def inplace(t: TensorBase, fn: Any, *args: Any, **kwargs: Any) -> TensorBase:
+    """Run ``fn(t, *args)`` and make its result this tensor's new value, PyTorch-style.
+
+    The new values are always written into this tensor's memory, so its views, its base and
+    ``numpy()`` arrays see them, and the version counter they share is bumped (a saved
+    tensor modified this way makes backward raise, as in PyTorch). When autograd is tracking
+    (grad mode on and the tensor or an argument requires grad) the op is also recorded: on
+    a plain tensor it becomes the tensor's ``grad_fn``; on a view, the base's history
+    becomes "base with the view's window replaced" (``CopySlices``) and the view becomes
+    that window of the new base."""
+    base = t._base
+    if base is not None and t._attr_version != t._version[0]:
+        if grad_mode.state.enabled:
+            refresh_view(t)
+    if 0 in t._data.strides and fn not in _OVERLAP_OK:
+        _check_no_overlap(t)
+    if fn not in _OVERLAP_OK:
+        _check_operands_overlap(t, args)
+    tracking = grad_mode.state.enabled and (
+        t._rg or (base is not None and base._rg)
+        or any(isinstance(a, TensorBase) and a._rg for a in args)
+    ) and t._data.dtype.kind in "fV"  # an integer tensor never requires grad
+    if not tracking:
+        with grad_mode.no_grad():
+            out = fn(t, *args, **kwargs)
+        _check_inplace_result(t, out, fn)
+        _write(t, out._data)
+        t._bump_version()
+        return t
+    if base is not None:
+        return _inplace_on_view(t, fn, args, kwargs)
+    if t._rg and t._grad_fn is None:
+        raise RuntimeError(
+            "a leaf Variable that requires grad is being used in an in-place operation. "
+            "(Update parameters inside `with torch.no_grad():`, or use an out-of-place "
+            "op such as x = x + y.)"
+        )
+    # the op runs on a snapshot (it may save its input); the result is written back into
+    # this tensor's memory
+    old = TensorBase._make(t._data.copy(), t._rg, t._grad_fn, t._output_nr)
+    out = fn(old, *args, **kwargs)
+    _check_inplace_result(t, out, fn)
+    _write(t, out._data)
+    old_fn = t._grad_fn
+    t._grad_fn = out._grad_fn
+    t._output_nr = out._output_nr
+    t._rg = out._rg
+    t._bump_version()
+    _adopt_saved_output(out, t)
+    move_retain_grad(t, old_fn)
+    return t
+
+def _inplace_on_view(t: TensorBase, fn: Any, args: tuple, kwargs: dict) -> TensorBase:
+    """An in-place op on a view while autograd tracks (PyTorch's CopySlices): the base
+    becomes "base with the view's window replaced by fn(view)", and the view becomes that
+    window of the new base, so gradients flow through both."""
+    base = t._base
+    check_view_inplace(t, base)
+    geom = window_geometry(base._data, t._data)
+    if geom is None:
+        no_geometry(t, base)
+    old_fn = t._grad_fn
+    snapshot = TensorBase._make(t._data.copy(), t._rg, old_fn, t._output_nr)
+    new_view = fn(snapshot, *args, **kwargs)
+    _check_inplace_result(t, new_view, fn)
+    old_base_fn = base._grad_fn
+    old_base = TensorBase._make(base._data, base._rg, old_base_fn, base._output_nr)
+    new_base = StridedScatter.apply(old_base, new_view, geom)
+    base._data[...] = new_base._data  # the view's values change in memory too
+    base._grad_fn, base._output_nr, base._rg = new_base._grad_fn, 0, new_base._rg
+    t._bump_version()
+    window = StridedWindow.apply(base, geom)
+    t._grad_fn, t._output_nr, t._rg = window._grad_fn, 0, window._rg
+    t._attr_version = t._version[0]
+    _adopt_saved_output(new_view, t)
+    move_retain_grad(t, old_fn)
+    move_retain_grad(base, old_base_fn)
+    return t
+
+
+def restride(t: TensorBase, fn: Any, *args: Any) -> TensorBase:
+    """In-place view ops (``t_``, ``squeeze_``...): this tensor becomes the view of itself,
+    in the same memory; its version is bumped, as in PyTorch (a saved copy of it is stale)."""
+    if grad_mode.state.enabled and (t._rg or (t._base is not None and t._base._rg)):
+        if t._base is not None:
+            check_view_inplace(t, t._base)
+        elif t._grad_fn is None:
+            raise RuntimeError(
+                "a leaf Variable that requires grad is being used in an in-place operation. "
+                "(Change a parameter's shape inside `with torch.no_grad():`, or use the "
+                "out-of-place form, e.g. x = x.t().)"
+            )
+    out = fn(t, *args)
+    t._data = out._data
+    if out._grad_fn is not None:
+        t._grad_fn, t._output_nr, t._rg = out._grad_fn, out._output_nr, out._rg
+    t._bump_version()
+    if t._base is not None:
+        t._attr_version = t._version[0]  # its new grad_fn already describes it
+    return t
+
+
+# in-place ops PyTorch lets write into memory that several elements share (an expand()ed tensor)
+_OVERLAP_OK = frozenset({fill, zero, masked_fill, setitem, index_fill, index_put})
+
+
+def _check_no_overlap(t: TensorBase) -> None:
+    d = t._data
+    if d.size > 1 and any(s == 0 and n > 1 for s, n in zip(d.strides, d.shape)):
+        raise RuntimeError(
+            "unsupported operation: more than one element of the written-to tensor refers to a "
+            f"single memory location (shape {tuple(d.shape)}, stride {t.stride()}: made by "
+            "expand() or broadcast_to()). Please clone() the tensor before performing the "
+            "operation."
+        )
+
+
+def _check_operands_overlap(t: TensorBase, args: tuple) -> None:
+    d = t._data
+    for a in args:
+        if isinstance(a, TensorBase) and a._data is not d and _backend.partial_overlap(d, a._data):
+            raise RuntimeError(
+                "unsupported operation: some elements of the input tensor and the written-to "
+                "tensor refer to a single memory location. Please clone() the tensor before "
+                f"performing the operation. (The in-place op writes a tensor of shape "
+                f"{tuple(d.shape)} while reading an argument of shape {tuple(a._data.shape)} that "
+                "views the same memory differently, e.g. x.mul_(x.t()): use x.mul_(x.t().clone()).)"
+            )
+
+
+def _write(t: TensorBase, arr: Any) -> None:
+    """Put ``arr``'s values into t's memory (or take ``arr`` when t's memory is read-only)."""
+    d = t._data
+    if arr is d:
+        return
+    if d.flags.writeable:
+        if d.size > 1 and 0 in d.strides:  # expand()ed memory (fill_, x[i] = v...): write only
+            changed = arr != d  # what changed, or unchanged copies would overwrite it
+            d[changed] = arr[changed]
+            return
+        d[...] = arr
+    else:
+        t._data = arr.astype(d.dtype, copy=True) if arr.dtype != d.dtype else arr
+
+
+def _adopt_saved_output(out: TensorBase, t: TensorBase) -> None:
+    """An in-place op's own result lives on in ``t``: if the op saved it for backward (``exp_``
+    saves its result), a later in-place change of ``t`` must fail that backward, as in PyTorch."""
+    fn = out._grad_fn
+    if fn is None or fn._saved is None:
+        return
+    od, td = out._data, t._data
+    if od is not td and od.shape == td.shape and any(v is od for v in fn._saved):
+        # the saved result is t's own memory from now on (as in PyTorch), not a second copy
+        fn._saved = tuple([td if v is od else v for v in fn._saved])
+    own = out._version
+    if own is None or fn._versions is None:
+        return
+    counter = t._version
+    now = counter[0]
+    fn._versions = [(counter, now, k) if c is own else (c, seen, k) for c, seen, k in fn._versions]
+
+
+def _check_inplace_result(t: TensorBase, out: TensorBase, fn: Any) -> None:
+    if out._data.shape != t._data.shape:
+        raise RuntimeError(
+            f"output with shape {list(t._data.shape)} doesn't match the broadcast shape "
+            f"{list(out._data.shape)} (in-place {getattr(fn, '__name__', 'op')}_ on a tensor of "
+            f"shape {tuple(t._data.shape)}); use the out-of-place form, which can grow the shape"
+        )
+    if out._data.dtype != t._data.dtype:
+        src, dst = _dtype.from_numpy(out._data.dtype), _dtype.from_numpy(t._data.dtype)
+        if not _dtype.can_cast(src, dst):
+            raise RuntimeError(
+                f"result type {_dtype.legacy_name(src)} can't be cast to the desired output type "
+                f"{_dtype.legacy_name(dst)} (in-place {getattr(fn, '__name__', 'op')}_ on a {dst} "
+                f"tensor); convert the tensor first, e.g. x = x.float()"
+            )
+        out._data = out._data.astype(t._data.dtype)
