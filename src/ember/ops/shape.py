@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import _dtype
+from .. import _backend, _dtype
 from .._tensor_base import TensorBase
 from ..autograd.function import Op
 from . import elementwise as _ew
@@ -1559,26 +1559,6 @@ class _Gather(Op):
         return _call(ctx, _ScatterAdd, grad, ctx.idx, ctx.length), None
 
 
-def _storage_extent(arr: Any) -> tuple[int, int] | None:
-    """(elements before arr's first element, elements from it to the end) of its NumPy buffer."""
-    if type(arr) is not np.ndarray:
-        try:
-            mem = arr.data.mem
-            start = (arr.data.ptr - mem.ptr) // arr.itemsize
-            return start, mem.size // arr.itemsize - start
-        except AttributeError:
-            return None
-    base = arr
-    while isinstance(base.base, np.ndarray):
-        base = base.base
-    if not base.flags.c_contiguous and not base.flags.f_contiguous:
-        return None
-    b0 = base.__array_interface__["data"][0]
-    a0 = arr.__array_interface__["data"][0]
-    start = (a0 - b0) // arr.itemsize
-    return start, base.nbytes // arr.itemsize - start
-
-
 def as_strided(input: Any, size: Any, stride: Any, storage_offset: int | None = None) -> Any:
     """View of the input's memory with the given sizes, strides (in elements) and offset."""
     x = input
@@ -1597,7 +1577,7 @@ def as_strided(input: Any, size: Any, stride: Any, storage_offset: int | None = 
     own = x.storage_offset()
     off = own if storage_offset is None else _int(storage_offset, "storage_offset")
     delta = off - own
-    ext = _storage_extent(x._data)
+    ext = _backend.storage_extent(x._data)
     if ext is not None:
         before, avail = ext
         need = delta + sum((n - 1) * s for n, s in zip(size, stride)) + 1
@@ -1609,116 +1589,3 @@ def as_strided(input: Any, size: Any, stride: Any, storage_offset: int | None = 
                 f"{(before + avail) * x._data.itemsize}"
             )
     return AsStrided.apply(x, size, stride, delta)
-
-
-# ---------------------------------------------------------------------------------------------
-# In-place writes through a view of a tensor in the graph (PyTorch's CopySlices)
-
-
-def _in_memory_order(arr: Any, xp: Any, perm: tuple) -> Any:
-    """``arr``'s elements as a flat array in the memory order of a base laid out as ``perm``
-    (the base's dims from largest stride to smallest). For the base itself this is a view of
-    its memory; for a gradient (any layout, broadcast included) it is a copy in that order."""
-    t = arr if perm == tuple(range(arr.ndim)) else arr.transpose(perm)
-    return xp.ascontiguousarray(t).reshape(-1)
-
-
-def _window(flat: Any, xp: Any, shape: tuple, strides: tuple, offset: int) -> Any:
-    """The strided window of a flat array (strides and offset in elements)."""
-    item = flat.itemsize
-    return xp.lib.stride_tricks.as_strided(
-        flat[offset:], shape=shape, strides=tuple(s * item for s in strides)
-    )
-
-
-def _from_memory_order(flat: Any, shape: tuple, perm: tuple) -> Any:
-    """Inverse of ``_in_memory_order``: the flat memory as an array of ``shape``."""
-    if perm == tuple(range(len(shape))):
-        return flat.reshape(shape)
-    permuted = flat.reshape(tuple(shape[p] for p in perm))
-    inverse = [0] * len(perm)
-    for i, p in enumerate(perm):
-        inverse[p] = i
-    return permuted.transpose(inverse)
-
-
-def window_geometry(base: Any, view: Any) -> tuple | None:
-    """Where ``view`` lies in ``base``'s memory: ``(perm, shape, strides, offset)``, with strides
-    and offset in elements of the base's memory block, or None when that cannot be expressed.
-
-    The base may have any dense layout (C-contiguous, or a permutation of it, as NumPy gives
-    for elementwise ops on transposed inputs): ``perm`` orders its dims by decreasing stride."""
-    if base.dtype != view.dtype:
-        return None
-    item = base.itemsize
-    if any(s < 0 or s % item for s in base.strides) or any(s < 0 or s % item for s in view.strides):
-        return None
-    perm = tuple(sorted(range(base.ndim), key=lambda d: (-base.strides[d], d)))
-    if not (base.transpose(perm).flags.c_contiguous if base.ndim else True):
-        return None
-    start = base.__array_interface__["data"][0] if hasattr(base, "__array_interface__") else base.data.ptr
-    vstart = view.__array_interface__["data"][0] if hasattr(view, "__array_interface__") else view.data.ptr
-    off, rem = divmod(vstart - start, item)
-    extent = off + sum((n - 1) * (s // item) for n, s in zip(view.shape, view.strides)) + 1
-    if rem or off < 0 or (view.size and extent > max(base.size, 1)):
-        return None
-    return perm, tuple(view.shape), tuple(s // item for s in view.strides), int(off)
-
-
-class StridedWindow(Op):
-    """out = the window of base's memory that a view shows (a view)
-    grad_base = zeros with grad written into the window"""
-
-    node_name = "AsStridedBackward0"
-    is_view = True
-
-    @staticmethod
-    def forward(ctx: Any, base: Any, geom: tuple) -> Any:
-        ctx.base_shape, ctx.dtype, ctx.geom = base.shape, base.dtype, geom
-        perm, shape, strides, offset = geom
-        return _window(_in_memory_order(base, ctx.xp, perm), ctx.xp, shape, strides, offset)
-
-    @staticmethod
-    def backward(ctx: Any, grad: Any) -> Any:
-        perm, shape, strides, offset = ctx.geom
-        if any(s == 0 and n > 1 for s, n in zip(strides, shape)):  # an expand()ed window: the
-            dims = tuple(i for i, (s, n) in enumerate(zip(strides, shape)) if s == 0 and n > 1)
-            grad = grad.sum(axis=dims, keepdims=True)  # copies of one element sum their grads
-            shape = tuple(1 if i in dims else n for i, n in enumerate(shape))
-        zeros = ctx.xp.zeros(ctx.base_shape, ctx.dtype)
-        return ctx.call(StridedScatter, zeros, grad, (perm, shape, strides, offset)), None
-
-
-class StridedScatter(Op):
-    """out = base with the window of its memory that a view shows replaced by src
-    grad_base = grad with the window zeroed          grad_src = grad's window"""
-
-    node_name = "CopySlices"
-
-    @staticmethod
-    def forward(ctx: Any, base: Any, src: Any, geom: tuple) -> Any:
-        ctx.geom = geom
-        ctx.save_for_backward()  # like PyTorch's CopySlices: released after one backward
-        perm, shape, strides, offset = geom
-        flat = _in_memory_order(base, ctx.xp, perm).copy()
-        window = _window(flat, ctx.xp, shape, strides, offset)
-        if any(s == 0 and n > 1 for s, n in zip(strides, shape)):  # expand()ed: write only
-            changed = ctx.xp.broadcast_to(src, shape) != window  # what changed, or unchanged
-            window[changed] = ctx.xp.broadcast_to(src, shape)[changed]  # copies overwrite it
-        else:
-            window[...] = src
-        return _from_memory_order(flat, base.shape, perm)
-
-    @staticmethod
-    def backward(ctx: Any, grad: Any) -> Any:
-        _, shape, strides, _ = ctx.geom
-        if any(s == 0 and n > 1 for s, n in zip(strides, shape)):  # PyTorch refuses here too
-            raise RuntimeError(
-                "unsupported operation: more than one element of the written-to tensor refers to "
-                "a single memory location. Please clone() the tensor before performing the "
-                f"operation. (An in-place op wrote through an expand()ed view of shape "
-                f"{list(shape)}; its gradient cannot be split among the elements.)"
-            )
-        window = ctx.call(StridedWindow, grad, ctx.geom)
-        g_base = ctx.call(StridedScatter, grad, ctx.xp.zeros_like(window), ctx.geom)
-        return g_base, window, None
