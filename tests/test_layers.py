@@ -9,94 +9,14 @@ shadowing the installed package.
 
 from __future__ import annotations
 
-import ast
-import fnmatch
 import json
 import subprocess
 import sys
 from pathlib import Path
 
-SRC = Path(__file__).resolve().parent.parent / "src"
-PACKAGE = SRC / "ember"
+from layering import MODULES, PACKAGE, RANK, imports, layer_map, layer_of, upward_edges
 
-# Lowest first: (layer, module patterns). A module belongs to the first layer, in MATCH_ORDER,
-# with a matching pattern (the command line is matched before the libraries' catch-all).
-LAYERS: list[tuple[str, list[str]]] = [
-    ("backend", ["ember._backend", "ember._dtype", "ember._size", "ember._special",
-                 "ember._special.*", "ember._version", "ember._missing", "ember._shared_memory"]),
-    ("core", ["ember._tensor_base", "ember.autograd", "ember.autograd.grad_mode",
-              "ember.autograd.node", "ember.autograd.function", "ember.autograd.anomaly_mode",
-              "ember.autograd.engine"]),
-    ("ops", ["ember.ops", "ember.ops.*"]),
-    ("tensor", ["ember._tensor", "ember._tensor_methods", "ember._tensor_str",
-                "ember._tensor_sharing"]),
-    # the package's public names (src/ember/__init__.py): re-exports of the layers above, and
-    # its own subpackages (nn, optim...), which as a package's table of contents it may name
-    ("namespace", ["ember"]),
-    ("libraries", ["ember.*"]),  # nn, optim, utils, autograd.functional, amp, cuda, ...
-    ("command line", ["ember.cli", "ember.__main__", "ember._alias", "ember.demo", "ember.demo.*"]),
-]
-MATCH_ORDER = ["backend", "core", "ops", "tensor", "command line", "namespace", "libraries"]
-RANK = {name: i for i, (name, _) in enumerate(LAYERS)}
-
-
-def layer_of(module: str) -> str:
-    patterns = dict(LAYERS)
-    for name in MATCH_ORDER:
-        if any(fnmatch.fnmatchcase(module, p) for p in patterns[name]):
-            return name
-    raise AssertionError(f"{module} is in no layer")
-
-
-def _modules() -> dict[str, Path]:
-    out = {}
-    for path in PACKAGE.rglob("*.py"):
-        parts = list(path.relative_to(SRC).with_suffix("").parts)
-        if parts[-1] == "__init__":
-            parts = parts[:-1]
-        out[".".join(parts)] = path
-    return out
-
-
-MODULES = _modules()
-
-
-def _imports(module: str, path: Path) -> list[tuple[int, str]]:
-    """(line, imported ember module) for every import in the file."""
-    is_package = path.name == "__init__.py"
-    found = []
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
-            found += [(node.lineno, a.name) for a in node.names if a.name.split(".")[0] == "ember"]
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = module.split(".") if is_package else module.split(".")[:-1]
-                base = base[: len(base) - (node.level - 1)]
-                target = ".".join(base + ([node.module] if node.module else []))
-            else:
-                target = node.module or ""
-            if target.split(".")[0] != "ember":
-                continue
-            for alias in node.names:  # `from ember.x import y`: y may be a module itself
-                sub = f"{target}.{alias.name}"
-                found.append((node.lineno, sub if sub in MODULES else target))
-    return found
-
-
-def _upward_edges() -> list[str]:
-    bad = []
-    for module, path in sorted(MODULES.items()):
-        mine = layer_of(module)
-        for line, target in _imports(module, path):
-            if target not in MODULES:
-                continue
-            if target.startswith(module + ".") and path.name == "__init__.py":
-                continue  # a package may load its own submodules (its table of contents)
-            theirs = layer_of(target)
-            if RANK[theirs] > RANK[mine]:
-                rel = path.relative_to(SRC.parent)
-                bad.append(f"{rel}:{line}: {module} ({mine}) imports {target} ({theirs})")
-    return bad
+DESIGN = Path(__file__).resolve().parent.parent / "docs" / "design.md"
 
 
 def test_every_module_has_a_layer() -> None:
@@ -108,7 +28,7 @@ def test_every_module_has_a_layer() -> None:
 
 
 def test_no_module_imports_a_higher_layer() -> None:
-    bad = _upward_edges()
+    bad = upward_edges()
     assert not bad, "imports that point up a layer:\n" + "\n".join(bad)
 
 
@@ -119,7 +39,7 @@ def test_the_check_finds_an_upward_import(tmp_path: Path) -> None:
     tree_edges = []
     fake = tmp_path / "engine.py"
     fake.write_text(src)
-    tree_edges = _imports("ember.autograd.engine", fake)
+    tree_edges = imports("ember.autograd.engine", fake)
     assert (2, "ember._tensor") in tree_edges and (3, "ember.nn.functional") in tree_edges
     assert path.exists()
     for _, target in tree_edges:
@@ -185,3 +105,13 @@ def test_importing_ember_never_runs_a_higher_layer_from_a_lower_one() -> None:
            and not child.startswith(parent + ".")  # a package loading its own submodule
            and RANK[layer_of(child)] > RANK[layer_of(parent)]]
     assert not bad, "\n".join(bad)
+
+
+def test_design_doc_shows_the_current_map() -> None:
+    """docs/design.md's map of layers and rooms is the one the code draws (regenerate it with
+    `python -m tests.layering --write`)."""
+    doc = DESIGN.read_text()
+    start, end = "<!-- BEGIN layer map -->\n", "\n<!-- END layer map -->"
+    assert start in doc and end in doc, "docs/design.md lacks the layer map markers"
+    shown = doc.split(start, 1)[1].split(end, 1)[0].strip()
+    assert shown == layer_map().strip(), "docs/design.md's map is stale: python -m tests.layering --write"

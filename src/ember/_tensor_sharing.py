@@ -29,7 +29,7 @@ def register_reducer(cls: type) -> None:
 
 
 def _reduce(t: Any) -> Any:
-    from multiprocessing import reduction
+    from multiprocessing import reduction  # loaded by register_reducer already
 
     arr = t._data
     buf, offset = shared_root(arr) if type(arr) is np.ndarray else (None, 0)

@@ -3,6 +3,7 @@ user's code created it. Recording a stack trace per op is slow, so it is off by 
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from . import function as _function
@@ -41,8 +42,6 @@ class detect_anomaly:
         _function.anomaly_enabled = self._prev
 
     def __call__(self, fn: Any) -> Any:
-        import functools
-
         @functools.wraps(fn)
         def wrapper(*a: Any, **k: Any) -> Any:
             with detect_anomaly(self.check_nan):
