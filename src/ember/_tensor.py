@@ -503,25 +503,40 @@ class Tensor(TensorBase):
         return self.to(_dtype.bool_)
 
     # -- new_* constructors -----------------------------------------------------------------
-    def _like_kwargs(self, kw: dict) -> dict:
-        kw.setdefault("dtype", self.dtype)
-        kw.setdefault("device", self.device)
-        return kw
+    def _like(self, dtype: Any, device: Any, requires_grad: bool) -> dict:
+        return {"dtype": self.dtype if dtype is None else dtype,
+                "device": self.device if device is None else device,
+                "requires_grad": requires_grad}
 
-    def new_zeros(self, *size: Any, **kw: Any) -> Tensor:
-        return creation.zeros(*size, **self._like_kwargs(kw))
+    def new_zeros(self, *size: Any, dtype: Any = None, device: Any = None,
+                  requires_grad: bool = False, layout: Any = None,
+                  pin_memory: bool = False) -> Tensor:
+        """A tensor of zeros of ``size``, with this tensor's dtype and device unless given."""
+        return creation.zeros(*size, **self._like(dtype, device, requires_grad))
 
-    def new_ones(self, *size: Any, **kw: Any) -> Tensor:
-        return creation.ones(*size, **self._like_kwargs(kw))
+    def new_ones(self, *size: Any, dtype: Any = None, device: Any = None,
+                 requires_grad: bool = False, layout: Any = None,
+                 pin_memory: bool = False) -> Tensor:
+        """A tensor of ones of ``size``, with this tensor's dtype and device unless given."""
+        return creation.ones(*size, **self._like(dtype, device, requires_grad))
 
-    def new_empty(self, *size: Any, **kw: Any) -> Tensor:
-        return creation.empty(*size, **self._like_kwargs(kw))
+    def new_empty(self, *size: Any, dtype: Any = None, device: Any = None,
+                  requires_grad: bool = False, layout: Any = None,
+                  pin_memory: bool = False) -> Tensor:
+        """An uninitialised tensor of ``size``, with this tensor's dtype and device unless given."""
+        return creation.empty(*size, **self._like(dtype, device, requires_grad))
 
-    def new_full(self, size: Any, fill_value: Any, **kw: Any) -> Tensor:
-        return creation.full(size, fill_value, **self._like_kwargs(kw))
+    def new_full(self, size: Any, fill_value: Any, *, dtype: Any = None, device: Any = None,
+                 requires_grad: bool = False, layout: Any = None,
+                 pin_memory: bool = False) -> Tensor:
+        """A tensor of ``size`` filled with ``fill_value`` (this tensor's dtype and device)."""
+        return creation.full(size, fill_value, **self._like(dtype, device, requires_grad))
 
-    def new_tensor(self, data: Any, **kw: Any) -> Tensor:
-        return creation.tensor(data, **self._like_kwargs(kw))
+    def new_tensor(self, data: Any, *, dtype: Any = None, device: Any = None,
+                   requires_grad: bool = False, layout: Any = None,
+                   pin_memory: bool = False) -> Tensor:
+        """A new tensor holding a copy of ``data`` (this tensor's dtype and device by default)."""
+        return creation.tensor(data, **self._like(dtype, device, requires_grad))
 
     # -- transposes ---------------------------------------------------------------------------
     @property

@@ -40,11 +40,16 @@ def polygamma(self, n: int) -> Any:
     """``polygamma(n)``: see ``ember.ops.extra.polygamma``."""
     return ops.polygamma(n, self)
 
-def slice_scatter(self, src: Any, *args: Any, **kwargs: Any) -> Any:
-    return ops.slice_scatter(self, src, *args, **kwargs)
+def slice_scatter(self: Any, src: Any, dim: int = 0, start: int | None = None,
+                  end: int | None = None, step: int = 1) -> Any:
+    """``slice_scatter(src, dim=0, start=None, end=None, step=1)``: a copy with ``src`` written
+    into that slice."""
+    return ops.slice_scatter(self, src, dim, start, end, step)
 
-def diagonal_scatter(self, src: Any, *args: Any, **kwargs: Any) -> Any:
-    return ops.diagonal_scatter(self, src, *args, **kwargs)
+def diagonal_scatter(self: Any, src: Any, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Any:
+    """``diagonal_scatter(src, offset=0, dim1=0, dim2=1)``: a copy with ``src`` written into that
+    diagonal."""
+    return ops.diagonal_scatter(self, src, offset, dim1, dim2)
 
 def adjoint(self) -> Any:
     """``adjoint()``: the conjugate transpose of the last two dims (a transpose here)."""
