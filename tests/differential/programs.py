@@ -1356,7 +1356,10 @@ def _storage(t: Any) -> int:
 
 # ---------------- views family ----------------
 
-_INPLACE_UNARY = ("exp_", "sigmoid_", "tanh_", "relu_", "neg_", "zero_", "abs_", "sin_")
+# atan, not sin: sin of a large float32 argument (exp of exp reaches thousands) turns the one-ulp
+# difference between two libms' exp into a 1e-4 difference, which no fixed tolerance can tell
+# from a bug. atan is well conditioned everywhere and has a non-trivial derivative too.
+_INPLACE_UNARY = ("exp_", "sigmoid_", "tanh_", "relu_", "neg_", "zero_", "abs_", "atan_")
 _INPLACE_SCALAR = ("mul_", "add_", "sub_", "div_", "pow_", "fill_", "clamp_", "clamp_min_")
 _INPLACE_TENSOR = ("mul_", "add_", "sub_", "div_", "copy_")
 
@@ -1560,7 +1563,7 @@ def _outofplace_expr(b: Builder, name: str) -> Any:
     t = b.env[name]
     roll = r.random()
     if roll < 0.4:
-        fn = r.choice(["exp", "tanh", "sigmoid", "sin", "relu", "clone", "abs", "square"])
+        fn = r.choice(["exp", "tanh", "sigmoid", "atan", "relu", "clone", "abs", "square"])
         return Method(v, fn) if r.random() < 0.6 else Call(fn, (v,))
     if roll < 0.5:
         return Bin("**", v, Lit(r.choice([2, 3])))
