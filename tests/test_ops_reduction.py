@@ -398,7 +398,7 @@ def test_norm_inf_ties_split_evenly():
 
 @needs_torch
 def test_vector_norm_matches_torch_linalg():
-    from ember.ops.reduction import vector_norm
+    from ember.ops.reduction_stats import vector_norm
 
     a = randn(3, 4)
     for ord_ in (2, 1, inf, -inf, 0, 3.5):
@@ -679,8 +679,14 @@ def test_softmax_dtype_0d_and_errors(op):
     check_op(lambda m, x: getattr(x, op)(0), np.zeros((0, 3)))
     with pytest.raises(NotImplementedError, match="not implemented for 'Long'"):
         getattr(ember.tensor([1, 2]), op)(0)
-    with pytest.warns(UserWarning, match="Implicit dimension choice"):
-        getattr(ember, op)(ember.ones(2, 3))
+    # torch.softmax/Tensor.softmax need a dim (TypeError, as PyTorch's); nn.functional's
+    # spelling picks one with a deprecation warning pointing at the caller's line
+    for m in (ember, torch):
+        with pytest.raises(TypeError):
+            getattr(m, op)(m.ones(2, 3))
+    with pytest.warns(UserWarning, match="Implicit dimension choice") as rec:
+        getattr(ember.nn.functional, op)(ember.ones(2, 3))
+    assert rec[0].filename == __file__
 
 
 def test_softmax_backward_formulas():
@@ -727,15 +733,18 @@ def test_dim_errors_0d_and_duplicates():
 def test_every_reduction_method_exists_on_tensor():
     """Each reduction a Tensor method names is the op function itself (bound, not forwarded)."""
     from ember._tensor_methods import OP_METHODS
-    from ember.ops import reduction
+    from ember.ops import cumulative, reduction, reduction_stats, softmax_family
 
-    names = [n for n, fn in OP_METHODS.items() if getattr(fn, "__module__", "") == reduction.__name__]
-    assert "sum" in names and "softmax" in names
+    rooms = (reduction, reduction_stats, cumulative, softmax_family)
+    names = [n for n, fn in OP_METHODS.items()
+             if getattr(fn, "__module__", "") in {r.__name__ for r in rooms}]
+    assert {"sum", "softmax", "std", "cumsum"} <= set(names)
     x = ember.tensor(randn(3, 4))
     for name in names:
         assert getattr(ember.Tensor, name) is OP_METHODS[name], name
         assert callable(getattr(x, name)), name
-    assert set(reduction.__all__) >= {OP_METHODS[n].__name__ for n in names} - {"var_mean", "std_mean"}
+    exported = set().union(*(r.__all__ for r in rooms))
+    assert exported >= {OP_METHODS[n].__name__ for n in names} - {"var_mean", "std_mean"}
 
 
 def test_float32_stays_float32_everywhere():

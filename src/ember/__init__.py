@@ -90,7 +90,10 @@ from .ops.random import (
     set_rng_state,
 )
 from .ops.elementwise import *  # noqa: F403
+from .ops.cumulative import *  # noqa: F403
 from .ops.reduction import *  # noqa: F403
+from .ops.reduction_stats import *  # noqa: F403
+from .ops.softmax_family import *  # noqa: F403
 from .ops.linalg import *  # noqa: F403
 from .ops.shape import *  # noqa: F403
 from .ops.indexing import *  # noqa: F403

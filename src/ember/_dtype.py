@@ -199,13 +199,13 @@ def can_cast(from_: dtype, to: dtype) -> bool:
 _LEGACY_NAMES = {
     "float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
     "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
-    "bool": "Bool",
+    "bool": "Bool", "complex64": "ComplexFloat", "complex128": "ComplexDouble",
 }
 
 
 def legacy_name(d: dtype) -> str:
     """PyTorch's legacy scalar-type name of ``d`` ("Float", "Long"...), as its errors spell it."""
-    return _LEGACY_NAMES[d.name]
+    return _LEGACY_NAMES.get(d.name, d.name)
 
 
 def from_legacy_type(name: str) -> dtype:

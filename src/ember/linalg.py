@@ -81,7 +81,7 @@ def _square_float(fn: str, a: Any) -> Any:
 def vector_norm(x: Any, ord: float = 2, dim: Any = None, keepdim: bool = False, *,
                 dtype: Any = None, out: Any = None) -> Any:
     """The vector ``ord``-norm of x over ``dim`` (all elements when None)."""
-    from .ops.reduction import vector_norm as _vector_norm
+    from .ops.reduction_stats import vector_norm as _vector_norm
 
     return _la._result(_vector_norm(x, ord, dim, keepdim, dtype=dtype), out)
 

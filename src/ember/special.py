@@ -6,7 +6,8 @@ from typing import Any
 
 from .ops.elementwise import erf, erfc, erfinv, exp2, expm1, log1p, logit, sigmoid, sinc, xlogy
 from .ops.extra import digamma, erfcx, i0, i0e, i1, i1e, lgamma, mvlgamma, polygamma
-from .ops.reduction import log_softmax, logsumexp, softmax
+from .ops.reduction_stats import logsumexp
+from .ops.softmax_family import log_softmax, softmax
 
 __all__ = [
     "erf", "erfc", "erfinv", "expit", "logit", "sinc", "xlogy", "exp2", "expm1", "log1p",

@@ -20,6 +20,7 @@ from ..autograd import grad_mode
 from ..autograd.function import Op
 from . import elementwise as _ew
 from .inplace import inplace
+from .softmax_family import LogSoftmax, Softmax, softmax_along
 
 __all__ = [
     "relu", "relu_", "relu6", "leaky_relu", "leaky_relu_", "elu", "elu_", "selu", "selu_",
@@ -741,47 +742,30 @@ def tanh(input: TensorBase) -> TensorBase:
 
 
 # ---------------------------------------------------------------------------------------------
-# softmax family (the fused kernels live in ember/ops/reduction.py)
+# softmax family (kernels in ops/softmax_family.py; these are nn.functional's entries:
+# ``dim=None`` warns and picks a dim, ``_stacklevel`` aims that warning at the caller)
 
 
-def _softmax_dim(name: str, ndim: int, stacklevel: int) -> int:
-    warnings.warn(
-        f"Implicit dimension choice for {name} has been deprecated. Change the call to include "
-        "dim=X as an argument.",
-        UserWarning,
-        stacklevel=stacklevel,
-    )
-    return 0 if ndim in (0, 1, 3) else 1
-
-
-def softmax(input: TensorBase, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None) -> TensorBase:
+def softmax(
+    input: TensorBase, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None
+) -> TensorBase:
     """exp(x) / sum(exp(x)) along ``dim``."""
-    from .reduction import softmax as _softmax
-
-    if dim is None:
-        dim = _softmax_dim("softmax", input.ndim, _stacklevel)
-    x = input if dtype is None else input.to(dtype)
-    return _softmax(x, dim)
+    return softmax_along(Softmax, input, dim, dtype, "softmax", _stacklevel - 1)
 
 
 def log_softmax(
     input: TensorBase, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None
 ) -> TensorBase:
     """x - logsumexp(x) along ``dim``."""
-    from .reduction import log_softmax as _log_softmax
-
-    if dim is None:
-        dim = _softmax_dim("log_softmax", input.ndim, _stacklevel)
-    x = input if dtype is None else input.to(dtype)
-    return _log_softmax(x, dim)
+    return softmax_along(LogSoftmax, input, dim, dtype, "log_softmax", _stacklevel - 1)
 
 
-def softmin(input: TensorBase, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None) -> TensorBase:
+def softmin(
+    input: TensorBase, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None
+) -> TensorBase:
     """softmax(-x) along ``dim``."""
-    if dim is None:
-        dim = _softmax_dim("softmin", input.ndim, _stacklevel)
     x = input if dtype is None else input.to(dtype)
-    return softmax(-x, dim)
+    return softmax_along(Softmax, -x, dim, None, "softmin", _stacklevel - 1)
 
 
 def gumbel_softmax(

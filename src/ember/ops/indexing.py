@@ -911,11 +911,10 @@ def setitem(x: Any, key: Any, value: Any) -> Any:
     k = _parse_key(x._data, key)
     if (k.vkey is not None and _is_t(value) and value._data.dtype != x._data.dtype
             and not _casting_key(key, k, value)):
-        from .reduction import _legacy
-
         raise RuntimeError(
             "Index put requires the source and destination dtypes match, got "
-            f"{_legacy(x)} for the destination and {_legacy(value)} for the source. Convert "
+            f"{_dtype.legacy_name(x.dtype)} for the destination and "
+            f"{_dtype.legacy_name(value.dtype)} for the source. Convert "
             "the value first: x[key] = value.to(x.dtype)"
         )
     if k.vkey is None and _is_t(value):

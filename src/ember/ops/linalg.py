@@ -1954,7 +1954,7 @@ def matrix_norm(A: Any, ord: Any = "fro", dim: tuple = (-2, -1), keepdim: bool =
     if d0 == d1:
         raise RuntimeError(f"linalg.matrix_norm: dims must be different. Got ({dim[0]}, {dim[1]})")
     if ord == "fro":
-        from .reduction import vector_norm
+        from .reduction_stats import vector_norm
 
         res = vector_norm(a, 2, (d0, d1), keepdim)
     elif ord in ("nuc", 2, -2):

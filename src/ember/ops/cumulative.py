@@ -1,0 +1,220 @@
+"""Cumulative ops (in torch's "Other Operations"): cumsum, cumprod, cummax, cummin.
+
+Each backward is itself a cumulative op run backwards (a reversed cumsum), recorded through
+``ctx.call`` so that ``create_graph=True`` can differentiate it again. Shared dim and dtype
+rules are in ``_reduce.py``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import _backend
+from ..autograd.function import Op
+from . import return_types
+from ._reduce import (
+    _c_order,
+    _int_to_long,
+    _lift,
+    _need,
+    _one,
+    _positions,
+    _raw,
+    _t,
+    _with_dtype,
+    make_outputs_contiguous,
+)
+
+__all__ = ["cumsum", "cumprod", "cummax", "cummin"]
+
+
+# ---------------------------------------------------------------------------------------------
+# cumulative ops
+
+
+class CumSum(Op):
+    """out_i = sum_{j <= i} x_j along dim          grad_x_j = sum_{i >= j} grad_i"""
+
+    node_name = "CumsumBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, x: Any, axis: int) -> Any:
+        ctx.axis = axis
+        return ctx.xp.cumsum(x, axis=axis, dtype=x.dtype)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        return ctx.call(RevCumSum, grad, ctx.axis), None
+
+
+class RevCumSum(Op):
+    """out_j = sum_{i >= j} x_i along dim          grad_x_i = sum_{j <= i} grad_j"""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any, axis: int) -> Any:
+        xp = ctx.xp
+        ctx.axis = axis
+        return xp.flip(xp.cumsum(xp.flip(x, axis), axis=axis, dtype=x.dtype), axis)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        return ctx.call(CumSum, grad, ctx.axis), None
+
+
+class CumProd(Op):
+    """out_i = prod_{j <= i} x_j along dim
+    grad_x_k = sum_{i >= k} grad_i prod_{j <= i, j != k} x_j, that is
+    revcumsum(grad * out)_k / x_k before a slice's first zero, the same sum with that zero
+    skipped at the first zero, and 0 after it"""
+
+    node_name = "CumprodBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, x: Any, axis: int) -> Any:
+        ctx.axis = axis
+        out = ctx.xp.cumprod(x, axis=axis, dtype=x.dtype)
+        if _need(ctx):
+            ctx.save_for_backward(x, out)
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        x, out = ctx.saved
+        xp, axis = ctx.xp, ctx.axis
+        rx = _raw(x)
+        is0 = rx == 0
+        if not is0.any():
+            return ctx.call(RevCumSum, grad * out, axis) / x, None
+        first = is0.argmax(axis=axis, keepdims=True)
+        has = is0.any(axis=axis, keepdims=True)
+        pos = _positions(_backend.xp_of(rx), rx.shape[axis], axis, rx.ndim)
+        before = _lift(grad, (pos < first) | ~has)
+        at = _lift(grad, (pos == first) & has)
+        term1 = ctx.call(RevCumSum, grad * out, axis) / xp.where(before, x, 1)
+        skipped = ctx.call(CumProd, xp.where(at, 1, x), axis)  # products without that zero
+        term2 = ctx.call(RevCumSum, grad * skipped, axis)
+        return xp.where(before, term1, xp.where(at, term2, 0)), None
+
+
+class _ScatterAdd(Op):
+    """out_k = sum of g_i over the i with idx_i == k along dim          grad_g = grad at idx"""
+
+    @staticmethod
+    def forward(ctx: Any, g: Any, idx: Any, axis: int) -> Any:
+        xp = ctx.xp
+        ctx.idx, ctx.axis = idx, axis
+        if g.size == 0:
+            return xp.zeros_like(g)
+        gm = xp.moveaxis(g, axis, -1)
+        im = xp.moveaxis(idx, axis, -1)
+        n = gm.shape[-1]
+        m = gm.size // n
+        flat = (im.reshape(m, n) + xp.arange(m).reshape(m, 1) * n).reshape(-1)
+        out = xp.bincount(flat, weights=gm.reshape(-1), minlength=m * n)
+        return xp.moveaxis(out.astype(g.dtype).reshape(gm.shape), -1, axis)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        return ctx.call(_Gather, grad, ctx.idx, ctx.axis), None, None
+
+
+class _Gather(Op):
+    """out_i = g at idx_i along dim          grad_g = grad scatter-added at idx"""
+
+    @staticmethod
+    def forward(ctx: Any, g: Any, idx: Any, axis: int) -> Any:
+        ctx.idx, ctx.axis = idx, axis
+        return ctx.xp.take_along_axis(g, idx, axis)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        return ctx.call(_ScatterAdd, grad, ctx.idx, ctx.axis), None, None
+
+
+class CumMax(Op):
+    """(values, indices) = running max along dim (indices: the last position among ties)
+    grad_x_j = sum of grad_i over the i whose running max is x_j"""
+
+    node_name = "CummaxBackward0"
+
+    _ufunc = "maximum"
+
+    @staticmethod
+    def forward(ctx: Any, x: Any, axis: int) -> Any:
+        xp = ctx.xp
+        ctx.axis = axis
+        vals = getattr(xp, ctx._fn._ufunc).accumulate(x, axis=axis)
+        mark = x == vals  # a new running extreme (or a tie with it) starts here
+        if x.dtype.kind == "f":
+            mark |= xp.isnan(x)
+        pos = _positions(xp, x.shape[axis], axis, x.ndim)
+        idx = _c_order(xp.maximum.accumulate(xp.where(mark, pos, 0), axis=axis).astype("int64"))
+        if _need(ctx):
+            ctx.idx = idx
+        ctx.mark_non_differentiable(idx)
+        return _c_order(vals), idx
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any, _grad_idx: Any = None) -> Any:
+        return ctx.call(_ScatterAdd, grad, ctx.idx, ctx.axis), None
+
+
+class CumMin(CumMax):
+    """(values, indices) = running min along dim (indices: the last position among ties)
+    grad_x_j = sum of grad_i over the i whose running min is x_j"""
+
+    node_name = "CumminBackward0"
+
+    _ufunc = "minimum"
+
+
+def _cum_dim(x: Any, dim: Any, axis: Any, fname: str) -> int:
+    if axis is not None:
+        dim = axis
+    if dim is None:
+        raise TypeError(f'{fname}() missing 1 required positional arguments: "dim"')
+    return _one(dim, x, fname)
+
+
+def _cumulative(op: Any, x: Any, d: int) -> Any:
+    if x._data.ndim == 0:
+        return op.apply(x.reshape(1), 0).reshape(())
+    return op.apply(x, d)
+
+
+def cumsum(input: Any, dim: Any = None, *, dtype: Any = None, axis: Any = None) -> Any:
+    """Cumulative sum along ``dim``; integers and bools accumulate in int64."""
+    x = _t(input)
+    d = _cum_dim(x, dim, axis, "cumsum")
+    x = _int_to_long(x) if dtype is None else _with_dtype(x, dtype)
+    return _cumulative(CumSum, x, d)
+
+
+def cumprod(input: Any, dim: Any = None, *, dtype: Any = None, axis: Any = None) -> Any:
+    """Cumulative product along ``dim``; integers and bools accumulate in int64."""
+    x = _t(input)
+    d = _cum_dim(x, dim, axis, "cumprod")
+    x = _int_to_long(x) if dtype is None else _with_dtype(x, dtype)
+    return _cumulative(CumProd, x, d)
+
+
+def _cum_extreme(op: Any, rtype: Any, x: Any, d: int) -> Any:
+    if x._data.ndim == 0:
+        v, i = op.apply(x.reshape(1), 0)
+        return rtype(v.reshape(()), i.reshape(()))
+    return rtype(*op.apply(x, d))
+
+
+def cummax(input: Any, dim: Any = None, *, axis: Any = None) -> Any:
+    """Running maximum along ``dim``: ``(values, indices)``."""
+    x = _t(input)
+    return _cum_extreme(CumMax, return_types.cummax, x, _cum_dim(x, dim, axis, "cummax"))
+
+
+def cummin(input: Any, dim: Any = None, *, axis: Any = None) -> Any:
+    """Running minimum along ``dim``: ``(values, indices)``."""
+    x = _t(input)
+    return _cum_extreme(CumMin, return_types.cummin, x, _cum_dim(x, dim, axis, "cummin"))
+
+
+make_outputs_contiguous(globals())

@@ -1,0 +1,523 @@
+"""Statistical reductions (torch's "Reduction Ops", continued): var, std, var_mean, std_mean,
+norm, logsumexp, median, nanmedian, mode.
+
+The plain reductions (sum, max...) are in ``reduction.py``, whose tie-sharing and index-selecting
+backward rules (``_EvenSplit``, ``_Select``) these reuse; ``torch.linalg.vector_norm`` lives in
+``linalg.py``.
+"""
+
+from __future__ import annotations
+
+import builtins as _b
+import math
+import warnings
+from typing import Any
+
+import numpy as np
+
+from .. import _dtype
+from ..autograd.function import Op
+from . import elementwise, return_types
+from ._reduce import (
+    _alias,
+    _axes,
+    _count,
+    _kept,
+    _lift,
+    _narrow,
+    _need,
+    _quiet,
+    _raw,
+    _reduced,
+    _slice_at,
+    _sum_arr,
+    _t,
+    _unreduce,
+    _wide,
+    _with_dtype,
+    make_outputs_contiguous,
+)
+from .reduction import AMax, AMin, Mean, Sum, _EvenSplit, _extreme_dim, _first_nan, _Select
+
+__all__ = [
+    "var", "std", "var_mean", "std_mean", "norm", "logsumexp", "median", "nanmedian", "mode",
+]
+
+
+# ---------------------------------------------------------------------------------------------
+# var / std
+
+
+def _dof(n: int, correction: float, fname: str) -> float:
+    dof = n - correction
+    if dof <= 0:
+        warnings.warn(
+            f"{fname}(): degrees of freedom is <= 0. Correction should be strictly less than the "
+            f"reduction factor (input numel divided by output numel); got {n} elements and "
+            f"correction={correction}.",
+            stacklevel=4,
+        )
+        return 0.0
+    return dof
+
+
+class Var(Op):
+    """out = sum over dims of (x - mean)^2 / (n - correction)
+    grad_x = grad * 2 (x - mean) / (n - correction)"""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any, axes: Any, correction: float, keepdim: bool) -> Any:
+        n = _count(x.shape, axes)
+        ctx.shape, ctx.axes, ctx.keepdim, ctx.n = x.shape, axes, keepdim, n
+        ctx.dof = _dof(n, correction, "var")
+        ctx.raw_dof = n - correction  # the backward divides by it unclamped, as PyTorch
+        xw = _wide(x)
+        with _quiet(ctx.xp):
+            d = xw - xw.sum(axis=axes, keepdims=True) / (n or 0.0)
+            out = _narrow((d * d).sum(axis=axes, keepdims=keepdim) / ctx.dof, x.dtype)
+        if _need(ctx):
+            ctx.save_for_backward(x)
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (x,) = ctx.saved
+        g = _unreduce(grad, ctx.shape, ctx.axes, ctx.keepdim)
+        mu = x.sum(axis=ctx.axes, keepdims=True) / ctx.n
+        scale = 2.0 / ctx.raw_dof if ctx.raw_dof else math.inf
+        return g * (x - mu) * scale, None, None, None
+
+
+class Std(Op):
+    """out = sqrt(var(x))
+    grad_x = grad * (x - mean) / ((n - correction) * out)   (0 where out == 0, as PyTorch)"""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any, axes: Any, correction: float, keepdim: bool) -> Any:
+        n = _count(x.shape, axes)
+        ctx.shape, ctx.axes, ctx.keepdim, ctx.n = x.shape, axes, keepdim, n
+        ctx.dof = _dof(n, correction, "std")
+        ctx.raw_dof = n - correction  # the backward divides by it unclamped, as PyTorch
+        xw = _wide(x)
+        with _quiet(ctx.xp):
+            d = xw - xw.sum(axis=axes, keepdims=True) / (n or 0.0)
+            out = _narrow(ctx.xp.sqrt((d * d).sum(axis=axes, keepdims=keepdim) / ctx.dof), x.dtype)
+        if _need(ctx):
+            ctx.save_for_backward(x, out)
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        x, out = ctx.saved
+        xp = ctx.xp
+        g = _unreduce(grad, ctx.shape, ctx.axes, ctx.keepdim)
+        o = _unreduce(out, ctx.shape, ctx.axes, ctx.keepdim)
+        zero = _lift(g, _raw(o) == 0)
+        inv = xp.where(zero, 0, 1 / xp.where(zero, 1, o))
+        mu = x.sum(axis=ctx.axes, keepdims=True) / ctx.n
+        scale = 1.0 / ctx.raw_dof if ctx.raw_dof else math.inf
+        return g * inv * (x - mu) * scale, None, None, None
+
+
+def _var_args(x: Any, dim: Any, unbiased: Any, correction: Any, fname: str) -> tuple:
+    if isinstance(dim, bool):  # var(x, unbiased)
+        dim, unbiased = None, dim
+    if unbiased is not None and correction is not None:
+        raise TypeError(
+            f"{fname}(): pass either unbiased= (legacy) or correction=, not both"
+        )
+    if correction is None:
+        correction = 1 if unbiased is None else int(bool(unbiased))
+    if not x.is_floating_point():
+        raise RuntimeError(
+            f"std and var only support floating point and complex dtypes ({fname}() got "
+            f"{_dtype.legacy_name(x.dtype)}); convert first, e.g. x.float()"
+        )
+    return _axes(dim, x, fname), correction
+
+
+def var(
+    input: Any, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
+    correction: float | None = None, axis: Any = None, keepdims: bool | None = None,
+) -> Any:
+    """Variance over ``dim`` with Bessel's ``correction`` (default 1; legacy ``unbiased=``)."""
+    x = _t(input)
+    dim, keepdim = _alias(dim, keepdim, axis, keepdims)
+    axes, c = _var_args(x, dim, unbiased, correction, "var")
+    return Var.apply(x, axes, c, keepdim)
+
+
+def std(
+    input: Any, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
+    correction: float | None = None, axis: Any = None, keepdims: bool | None = None,
+) -> Any:
+    """Standard deviation over ``dim`` with ``correction`` (default 1; legacy ``unbiased=``)."""
+    x = _t(input)
+    dim, keepdim = _alias(dim, keepdim, axis, keepdims)
+    axes, c = _var_args(x, dim, unbiased, correction, "std")
+    return Std.apply(x, axes, c, keepdim)
+
+
+def var_mean(
+    input: Any, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
+    correction: float | None = None, axis: Any = None, keepdims: bool | None = None,
+) -> tuple[Any, Any]:
+    """``(var, mean)`` over ``dim``."""
+    x = _t(input)
+    dim, keepdim = _alias(dim, keepdim, axis, keepdims)
+    if isinstance(dim, bool):
+        dim, unbiased = None, dim
+    v = var(x, dim, unbiased, keepdim, correction=correction)
+    return v, Mean.apply(x, _axes(dim, x, "var_mean"), keepdim)
+
+
+def std_mean(
+    input: Any, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
+    correction: float | None = None, axis: Any = None, keepdims: bool | None = None,
+) -> tuple[Any, Any]:
+    """``(std, mean)`` over ``dim``."""
+    x = _t(input)
+    dim, keepdim = _alias(dim, keepdim, axis, keepdims)
+    if isinstance(dim, bool):
+        dim, unbiased = None, dim
+    s = std(x, dim, unbiased, keepdim, correction=correction)
+    return s, Mean.apply(x, _axes(dim, x, "std_mean"), keepdim)
+
+
+# ---------------------------------------------------------------------------------------------
+# norms
+
+
+class Norm(Op):
+    """out = (sum over dims of |x|^p)^(1/p)   (p = 0 counts the non-zeros)
+    grad_x = grad * x / out                             for p = 2
+    grad_x = grad * sign(x) |x|^(p-1) / out^(p-1)       otherwise
+    (0 where out == 0 or x == 0, as PyTorch; p = 0 has zero gradient)"""
+
+    node_name = "LinalgVectorNormBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, x: Any, p: float, axes: Any, keepdim: bool) -> Any:
+        xp = ctx.xp
+        ctx.shape, ctx.axes, ctx.keepdim, ctx.p = x.shape, axes, keepdim, p
+        xw = _wide(x)
+        if p == 2:
+            out = _narrow(xp.sqrt((xw * xw).sum(axis=axes, keepdims=keepdim)), x.dtype)
+        elif p == 0:
+            out = (x != 0).sum(axis=axes, keepdims=keepdim).astype(x.dtype)
+        else:
+            with _quiet(xp):
+                out = (xp.abs(xw) ** p).sum(axis=axes, keepdims=keepdim) ** (1.0 / p)
+            out = _narrow(out, x.dtype)
+        if _need(ctx) and p != 0:
+            ctx.save_for_backward(x, out)
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        xp, p = ctx.xp, ctx.p
+        g = _unreduce(grad, ctx.shape, ctx.axes, ctx.keepdim)
+        if p == 0:  # no gradient at all (PyTorch leaves x.grad None), not a zero one
+            return None, None, None, None
+        x, out = ctx.saved
+        o = _unreduce(out, ctx.shape, ctx.axes, ctx.keepdim)
+        zero = _lift(g, _raw(o) == 0)
+        o_safe = xp.where(zero, 1, o)
+        if p == 2:
+            return g * x * xp.where(zero, 0, 1 / o_safe), None, None, None
+        ax = xp.abs(x)
+        ax_safe = xp.where(_lift(g, _raw(x) == 0), 1, ax)  # sign(0) = 0 zeroes these anyway
+        d = xp.sign(x) * ax_safe ** (p - 1) * o_safe ** (1 - p)
+        return g * xp.where(zero, 0, d), None, None, None
+
+
+def vector_norm(
+    x: Any, ord: float = 2, dim: Any = None, keepdim: bool = False, dtype: Any = None,
+) -> Any:
+    """The vector ``ord``-norm over ``dim`` (all elements when None), as torch.linalg.vector_norm.
+
+    ``ord`` may be any real number or +-inf: inf is max |x|, -inf is min |x|, 0 counts the
+    non-zeros, and p gives (sum |x|^p)^(1/p).
+    """
+    x = _t(x)
+    if not x.is_floating_point():
+        raise RuntimeError(
+            "linalg.vector_norm: Expected a floating point or complex tensor as input. Got "
+            f"{_dtype.legacy_name(x.dtype)}; convert first, e.g. x.float()"
+        )
+    x = _with_dtype(x, dtype)
+    if isinstance(ord, str):
+        raise RuntimeError(
+            f"linalg.vector_norm: ord must be a number (got {ord!r}); use torch.linalg.matrix_norm "
+            "for matrix norms"
+        )
+    p = float(ord)
+    axes = _axes(dim, x, "linalg.vector_norm")
+    if p < 0 or math.isinf(p):
+        red = tuple(range(x._data.ndim)) if axes is None else axes
+        if x._data.size == 0 and (axes is None or _b.any(x._data.shape[a] == 0 for a in red)):
+            name = "inf" if p == math.inf else "-inf" if p == -math.inf else f"{ord}"
+            raise RuntimeError(
+                f"linalg.vector_norm cannot compute the {name} norm on an empty tensor because "
+                f"the operation does not have an identity (input shape {tuple(x._data.shape)})"
+            )
+    if p == math.inf:
+        return _NormMax.apply(elementwise.abs(x), axes, keepdim)
+    if p == -math.inf:
+        return _NormMin.apply(elementwise.abs(x), axes, keepdim)
+    if p == 1:
+        return _NormSum.apply(elementwise.abs(x), axes, keepdim)
+    return Norm.apply(x, p, axes, keepdim)
+
+
+class _NormMax(AMax):
+    """The inf-norm's last step, max |x| (same rule as AMax; PyTorch's vector_norm node)."""
+
+    node_name = "LinalgVectorNormBackward0"
+
+
+class _NormMin(AMin):
+    """The -inf-norm's last step, min |x| (same rule as AMin)."""
+
+    node_name = "LinalgVectorNormBackward0"
+
+
+class _NormSum(Sum):
+    """The 1-norm's last step, sum |x| (same rule as Sum)."""
+
+    node_name = "LinalgVectorNormBackward0"
+
+
+def norm(
+    input: Any, p: Any = "fro", dim: Any = None, keepdim: bool = False, out: Any = None,
+    dtype: Any = None,
+) -> Any:
+    """Vector or Frobenius norm (``p`` = 'fro' (default), 'nuc', inf, -inf, 0, 1, 2 or any real).
+
+    A numeric ``p`` computes the vector norm over ``dim`` (all elements when None), even for
+    two dims; 'fro' is the 2-norm over at most two dims; 'nuc' is the nuclear norm of a matrix.
+    """
+    x = _t(input)
+    if p is None:
+        p = "fro"
+    if not isinstance(p, str | int | float | np.number):
+        raise TypeError(
+            f"norm(): argument 'p' must be a number or 'fro'/'nuc', not {type(p).__name__} (to "
+            "pick dims pass dim=, e.g. x.norm(dim=(0,)))"
+        )
+    if isinstance(p, str):
+        if p == "fro":
+            if isinstance(dim, tuple | list) and len(dim) > 2:
+                raise RuntimeError(
+                    f"linalg.matrix_norm: dim must be a 2-tuple. Got {' '.join(map(str, dim))}"
+                )
+            res = vector_norm(x, 2, dim, keepdim, dtype)
+        elif p == "nuc":
+            from . import linalg as _la
+
+            fn = getattr(_la, "matrix_norm", None)
+            if fn is None:
+                raise NotImplementedError("norm(p='nuc') needs ember.linalg.matrix_norm")
+            res = fn(_with_dtype(x, dtype), "nuc", (-2, -1) if dim is None else dim, keepdim)
+        else:
+            raise RuntimeError(f"norm(): unknown norm type {p!r}; use 'fro', 'nuc' or a number")
+    else:
+        res = vector_norm(x, p, dim, keepdim, dtype)
+    if out is not None:
+        out.copy_(res)
+        return out
+    return res
+
+
+# ---------------------------------------------------------------------------------------------
+# logsumexp
+
+
+class LogSumExp(Op):
+    """out = m + log(sum over dims of exp(x - m)), m = max (0 where the max is not finite)
+    grad_x = grad * exp(x - out)"""
+
+    node_name = "LogsumexpBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, x: Any, axes: Any, keepdim: bool) -> Any:
+        xp = ctx.xp
+        ctx.shape, ctx.axes, ctx.keepdim = x.shape, axes, keepdim
+        if _count(x.shape, axes) == 0:
+            out = xp.full(_reduced(x.shape, axes, keepdim), -math.inf, dtype=x.dtype)
+        else:
+            with _quiet(xp):
+                m = x.max(axis=axes, keepdims=True)
+                m = xp.where(xp.isfinite(m), m, 0)  # all -inf (or inf/nan) rows: no shift
+                s = _sum_arr(xp.exp(x - m), axes, True)
+                out = xp.log(s) + m
+            if not keepdim:
+                out = out.reshape(_reduced(x.shape, axes, False))
+        if _need(ctx):
+            ctx.save_for_backward(x, out)
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        x, out = ctx.saved
+        g = _unreduce(grad, ctx.shape, ctx.axes, ctx.keepdim)
+        o = _unreduce(out, ctx.shape, ctx.axes, ctx.keepdim)
+        with _quiet(ctx.xp):  # inf - inf at infinite entries gives NaN, as in PyTorch
+            return g * ctx.xp.exp(x - o), None, None
+
+
+def logsumexp(
+    input: Any, dim: Any, keepdim: bool = False, *, axis: Any = None,
+    keepdims: bool | None = None,
+) -> Any:
+    """``log(sum(exp(x)))`` over ``dim``, computed stably (integers compute in float)."""
+    x = _t(input)
+    dim, keepdim = _alias(dim, keepdim, axis, keepdims)
+    x = elementwise._float_unary(x)
+    return LogSumExp.apply(x, _axes(dim, x, "logsumexp"), keepdim)
+
+
+# ---------------------------------------------------------------------------------------------
+# median / nanmedian / mode
+
+
+def _nan_fill(xp: Any, x: Any) -> Any:
+    if x.dtype.kind != "f":
+        raise RuntimeError(
+            f"median() of an empty {x.dtype} tensor has no value; reduce a non-empty tensor"
+        )
+    return xp.full((1,) * x.ndim, math.nan, dtype=x.dtype)
+
+
+class MedianAll(_EvenSplit):
+    """out = the lower median of all elements (NaN if any is NaN)
+    grad_x = grad / k at the k positions equal to the median, 0 elsewhere"""
+
+    node_name = "MedianBackward0"
+
+    @staticmethod
+    def _value(ctx: Any, x: Any, axes: Any) -> Any:
+        xp = ctx.xp
+        flat = x.reshape(-1)
+        if flat.size == 0:
+            return _nan_fill(xp, x)
+        if x.dtype.kind == "f" and xp.isnan(flat).any():
+            return _nan_fill(xp, x)
+        k = (flat.size - 1) // 2
+        return xp.partition(flat, k)[k : k + 1].reshape((1,) * x.ndim)
+
+
+class NanMedianAll(_EvenSplit):
+    """out = the lower median of the non-NaN elements (NaN if there are none)
+    grad_x = grad / k at the k positions equal to the median, 0 elsewhere"""
+
+    node_name = "NanmedianBackward0"
+
+    @staticmethod
+    def _value(ctx: Any, x: Any, axes: Any) -> Any:
+        xp = ctx.xp
+        flat = x.reshape(-1)
+        if x.dtype.kind == "f":
+            flat = flat[~xp.isnan(flat)]
+        if flat.size == 0:
+            return _nan_fill(xp, x)
+        k = (flat.size - 1) // 2
+        return xp.partition(flat, k)[k : k + 1].reshape((1,) * x.ndim)
+
+
+class MedianDim(_Select):
+    """(values, indices) = lower median of x along dim (NaN and its index if the slice has one)
+    grad_x = grad at the returned index, 0 elsewhere"""
+
+    node_name = "MedianBackward1"
+
+    @staticmethod
+    def _pick(ctx: Any, x: Any, axis: int) -> tuple[Any, Any]:
+        xp = ctx.xp
+        k = (x.shape[axis] - 1) // 2
+        idx = _slice_at(xp.argpartition(x, k, axis=axis), axis, k)
+        idx = _first_nan(xp, x, axis, idx)
+        return xp.take_along_axis(x, idx, axis), idx
+
+
+class NanMedianDim(_Select):
+    """(values, indices) = lower median of the non-NaN values of x along dim
+    grad_x = grad at the returned index, 0 elsewhere"""
+
+    node_name = "NanmedianBackward1"
+
+    @staticmethod
+    def _pick(ctx: Any, x: Any, axis: int) -> tuple[Any, Any]:
+        xp = ctx.xp
+        order = xp.argsort(x, axis=axis, kind="stable")  # NaNs sort last
+        if x.dtype.kind == "f":
+            m = (~xp.isnan(x)).sum(axis=axis, keepdims=True)
+        else:
+            m = xp.full(_kept(x.shape, (axis,)), x.shape[axis])
+        k = xp.where(m == 0, (x.shape[axis] - 1) // 2, (m - 1) // 2)  # all-NaN: the middle one
+        idx = xp.take_along_axis(order, k, axis)
+        return xp.take_along_axis(x, idx, axis), idx
+
+
+class ModeDim(_Select):
+    """(values, indices) = the most frequent value along dim (the smallest among equally
+    frequent ones) and the last index where it occurs
+    grad_x = grad at the returned index, 0 elsewhere"""
+
+    node_name = "ModeBackward0"
+
+    @staticmethod
+    def _pick(ctx: Any, x: Any, axis: int) -> tuple[Any, Any]:
+        xp = ctx.xp
+        xm = xp.moveaxis(x, axis, -1)
+        n = xm.shape[-1]
+        s = xp.sort(xm, axis=-1)
+        new = xp.ones(s.shape, dtype=bool)
+        new[..., 1:] = s[..., 1:] != s[..., :-1]  # a run of equal values starts here
+        pos = xp.arange(n)
+        start = xp.maximum.accumulate(xp.where(new, pos, 0), axis=-1)
+        run = pos - start  # how far into its run each sorted element is
+        best = run.argmax(axis=-1)[..., None]  # end of the first longest run = smallest value
+        val = xp.take_along_axis(s, best, -1)
+        same = xm == val
+        if x.dtype.kind == "f":
+            same |= xp.isnan(xm) & xp.isnan(val)
+        idx = xp.where(same, pos, 0).max(axis=-1, keepdims=True).astype("int64")
+        return xp.moveaxis(val, -1, axis), xp.moveaxis(idx, -1, axis)
+
+
+def median(
+    input: Any, dim: Any = None, keepdim: bool = False, *, axis: Any = None,
+    keepdims: bool | None = None,
+) -> Any:
+    """``median(x)``: lower median of all elements; ``median(x, dim)``: ``(values, indices)``."""
+    x = _t(input)
+    dim, keepdim = _alias(dim, keepdim, axis, keepdims)
+    if dim is None:
+        return MedianAll.apply(x, None, False)
+    return _extreme_dim(x, dim, keepdim, MedianDim, "median", return_types.median)
+
+
+def nanmedian(
+    input: Any, dim: Any = None, keepdim: bool = False, *, axis: Any = None,
+    keepdims: bool | None = None,
+) -> Any:
+    """Like ``median`` but ignoring NaN values."""
+    x = _t(input)
+    dim, keepdim = _alias(dim, keepdim, axis, keepdims)
+    if dim is None:
+        return NanMedianAll.apply(x, None, False)
+    return _extreme_dim(x, dim, keepdim, NanMedianDim, "nanmedian", return_types.nanmedian)
+
+
+def mode(
+    input: Any, dim: int = -1, keepdim: bool = False, *, axis: Any = None,
+    keepdims: bool | None = None,
+) -> Any:
+    """Most frequent value along ``dim`` (the smallest on ties) and its last index."""
+    x = _t(input)
+    dim, keepdim = _alias(dim, keepdim, axis, keepdims)
+    return _extreme_dim(x, dim, keepdim, ModeDim, "mode", return_types.mode)
+
+
+make_outputs_contiguous(globals())

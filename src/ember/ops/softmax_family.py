@@ -1,0 +1,117 @@
+"""The softmax family's kernels: ``torch.softmax`` and ``torch.log_softmax`` (also
+``Tensor.softmax``), and the fused, numerically stable ops behind them and behind
+``F.softmax``/``F.log_softmax``/``F.softmin``/``F.gumbel_softmax`` (in ``nn/activation.py``, with
+nn.functional's signature: ``dim=None`` warns and picks a dim, as PyTorch's).
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+from .. import _dtype
+from ..autograd.function import Op
+from . import elementwise
+from ._reduce import _make, _need, _one, _quiet, _sum_arr, _t, _with_dtype, make_outputs_contiguous
+
+__all__ = ["softmax", "log_softmax"]
+
+
+def _softmax_dim(x: Any, dim: Any, fname: str, stacklevel: int) -> int:
+    if dim is None:  # PyTorch's deprecated implicit choice
+        nd = x._data.ndim
+        dim = 0 if nd in (0, 1, 3) else 1
+        warnings.warn(
+            f"Implicit dimension choice for {fname} has been deprecated. Change the call to "
+            "include dim=X as an argument.",
+            stacklevel=stacklevel + 1,
+        )
+    return _one(dim, x, fname)
+
+
+def softmax_along(
+    op: type[Op], input: Any, dim: Any, dtype: Any, fname: str, stacklevel: int = 2
+) -> Any:
+    """Run ``op`` (Softmax or LogSoftmax) along ``dim``: the one kernel behind ``torch.softmax``,
+    ``Tensor.softmax`` and ``F.softmax`` (and their log twins); ``dtype`` casts the input first."""
+    x = _t(input)
+    if x._data.size == 0 and not (x.is_floating_point() and (
+            dtype is None or _dtype.to_dtype(dtype).is_floating_point)):
+        # PyTorch returns an empty tensor (of the integer/bool dtype) rather than raising
+        _softmax_dim(x, dim, fname, stacklevel + 1)
+        return _make((x._data if dtype is None else elementwise.cast(x.detach(), _dtype.to_dtype(
+            dtype))._data).copy())
+    if dtype is not None and not _dtype.to_dtype(dtype).is_floating_point:
+        raise NotImplementedError(
+            f'"{fname}" not implemented for \'{_dtype.legacy_name(_dtype.to_dtype(dtype))}'
+            "': pass a floating dtype=, e.g. dtype=torch.float32"
+        )
+    x = _with_dtype(_t(input), dtype)
+    if not x.is_floating_point():
+        raise NotImplementedError(
+            f'"{fname}" not implemented for \'{_dtype.legacy_name(x.dtype)}\': convert first, e.g. x.float(), '
+            "or pass dtype=torch.float32"
+        )
+    d = _softmax_dim(x, dim, fname, stacklevel + 1)
+    if x._data.ndim == 0:
+        return op.apply(x.reshape(1), 0).reshape(())
+    return op.apply(x, d)
+
+
+def softmax(input: Any, dim: int, dtype: Any = None) -> Any:
+    """``exp(x) / sum(exp(x))`` along ``dim``, computed stably (``dtype`` casts first)."""
+    return softmax_along(Softmax, input, dim, dtype, "softmax")
+
+
+def log_softmax(input: Any, dim: int, dtype: Any = None) -> Any:
+    """``x - logsumexp(x)`` along ``dim``, computed stably (``dtype`` casts first)."""
+    return softmax_along(LogSoftmax, input, dim, dtype, "log_softmax")
+
+
+class Softmax(Op):
+    """y = exp(x - max) / sum(exp(x - max)) along dim          grad_x = y * (grad - sum(grad * y))"""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any, axis: int) -> Any:
+        xp = ctx.xp
+        ctx.axis = axis
+        if x.shape[axis] == 0:
+            out = x.copy()
+        else:
+            with _quiet(xp):  # an all -inf row gives NaN, as in PyTorch
+                out = xp.exp(x - x.max(axis=axis, keepdims=True))
+                out /= _sum_arr(out, axis, True)
+        if _need(ctx):
+            ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (y,) = ctx.saved
+        return y * (grad - (grad * y).sum(axis=ctx.axis, keepdims=True)), None
+
+
+class LogSoftmax(Op):
+    """y = x - max - log(sum(exp(x - max))) along dim          grad_x = grad - exp(y) * sum(grad)"""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any, axis: int) -> Any:
+        xp = ctx.xp
+        ctx.axis = axis
+        if x.shape[axis] == 0:
+            out = x.copy()
+        else:
+            with _quiet(xp):
+                shifted = x - x.max(axis=axis, keepdims=True)
+                out = shifted - xp.log(_sum_arr(xp.exp(shifted), axis, True))
+        if _need(ctx):
+            ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (y,) = ctx.saved
+        return grad - ctx.xp.exp(y) * grad.sum(axis=ctx.axis, keepdims=True), None
+
+
+make_outputs_contiguous(globals())
