@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import pickle
+import re
 import warnings
 
 import numpy as np
@@ -780,3 +781,19 @@ def test_half_precision_accumulates_in_float32():
         e, t = getattr(ember.tensor(a), op)(), getattr(torch.tensor(a), op)()
         assert e.dtype == ember.float16 and np.isfinite(e.item())
         np.testing.assert_allclose(e.item(), t.item())
+
+
+def test_return_types_namespace_matches_torch():
+    """torch.return_types.<op> is the class of the named tuple each op returns; prints as torch's."""
+    x = ember.tensor([[1.0, 5.0], [3.0, 2.0]])
+    t = torch.tensor([[1.0, 5.0], [3.0, 2.0]]) if HAVE_TORCH else None
+    for name, call in [("max", lambda m, v: m.max(v, 1)), ("min", lambda m, v: m.min(v, 0)),
+                       ("median", lambda m, v: m.median(v, 1)), ("mode", lambda m, v: m.mode(v, 1)),
+                       ("cummax", lambda m, v: m.cummax(v, 1)), ("aminmax", lambda m, v: m.aminmax(v))]:
+        r = call(ember, x)
+        assert type(r) is getattr(ember.return_types, name), name
+        assert type(r).__name__ == name
+        assert repr(r).startswith(f"torch.return_types.{name}(\n")
+        if t is not None:
+            fields = re.findall(r"^(\w+)=", repr(call(torch, t)), re.M)
+            assert fields == list(type(r)._fields), name

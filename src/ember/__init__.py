@@ -94,6 +94,7 @@ from .ops.cumulative import *  # noqa: F403
 from .ops.reduction import *  # noqa: F403
 from .ops.reduction_stats import *  # noqa: F403
 from .ops.softmax_family import *  # noqa: F403
+from .ops import return_types  # torch.return_types: the named result tuples
 from .ops.linalg import *  # noqa: F403
 from .ops.shape import *  # noqa: F403
 from .ops.indexing import *  # noqa: F403
