@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 from .._tensor import Tensor
@@ -11,7 +12,6 @@ from .optimizer import (
     _check_lr,
     _check_nonneg,
     _step_tensor,
-    _value,
     _xp,
     _zeros_state,
 )
@@ -68,14 +68,7 @@ class Adadelta(Optimizer):
         )
         super().__init__(params, defaults)
 
-    def _prepare(self, group: dict[str, Any]) -> tuple:
-        return (
-            _value(group["lr"]), _value(group["rho"]), _value(group["eps"]),
-            _value(group["weight_decay"]), group["maximize"],
-        )
-
-    def _update(self, p: Tensor, g: Any, h: tuple) -> None:
-        lr, rho, eps, wd, maximize = h
+    def _update(self, p: Tensor, g: Any, o: SimpleNamespace) -> None:
         d = p._data
         state = self.state[p]
         if not state:
@@ -83,24 +76,24 @@ class Adadelta(Optimizer):
             state["square_avg"] = _zeros_state(d)
             state["acc_delta"] = _zeros_state(d)
         state["step"]._data += 1
-        if maximize:
+        if o.maximize:
             g = -g
-        if wd != 0:
-            g = g + wd * d
+        if o.weight_decay != 0:
+            g = g + o.weight_decay * d
         v = state["square_avg"]._data
         u = state["acc_delta"]._data
         xp = _xp(d)
-        v *= rho
+        v *= o.rho
         tmp = g * g
-        tmp *= 1.0 - rho
+        tmp *= 1.0 - o.rho
         v += tmp
-        std = xp.sqrt(v + eps)
-        tmp = xp.sqrt(u + eps)
+        std = xp.sqrt(v + o.eps)
+        tmp = xp.sqrt(u + o.eps)
         tmp /= std
         tmp *= g  # tmp is now the step dx
-        u *= rho
+        u *= o.rho
         std = tmp * tmp
-        std *= 1.0 - rho
+        std *= 1.0 - o.rho
         u += std
-        tmp *= lr
+        tmp *= o.lr
         d -= tmp

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 from .._tensor import Tensor
@@ -72,30 +73,23 @@ class Adagrad(Optimizer):
         state["sum"] = Tensor._make(_xp(d).full_like(d, init))
         return state
 
-    def _prepare(self, group: dict[str, Any]) -> tuple:
-        return (
-            _value(group["lr"]), _value(group["lr_decay"]), _value(group["weight_decay"]),
-            _value(group["eps"]), group["maximize"], _value(group["initial_accumulator_value"]),
-        )
-
-    def _update(self, p: Tensor, g: Any, h: tuple) -> None:
-        lr, lr_decay, wd, eps, maximize, init = h
+    def _update(self, p: Tensor, g: Any, o: SimpleNamespace) -> None:
         d = p._data
-        state = self.state[p] or self._init_state(p, init)
+        state = self.state[p] or self._init_state(p, o.initial_accumulator_value)
         s = state["step"]._data
         s += 1
         t = float(s)
-        if maximize:
+        if o.maximize:
             g = -g
-        if wd != 0:
-            g = g + wd * d
-        clr = lr / (1.0 + (t - 1.0) * lr_decay)
+        if o.weight_decay != 0:
+            g = g + o.weight_decay * d
+        clr = o.lr / (1.0 + (t - 1.0) * o.lr_decay)
         acc = state["sum"]._data
         xp = _xp(d)
         tmp = g * g
         acc += tmp
         tmp = xp.sqrt(acc)
-        tmp += eps
+        tmp += o.eps
         tmp = g / tmp
         tmp *= clr
         d -= tmp

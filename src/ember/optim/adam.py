@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 from typing import Any
 
 from .._tensor import Tensor
@@ -13,7 +14,6 @@ from .optimizer import (
     _check_lr,
     _check_nonneg,
     _step_tensor,
-    _value,
     _xp,
     _zeros_state,
 )
@@ -79,52 +79,43 @@ class Adam(Optimizer):
         )
         super().__init__(params, defaults)
 
-    def _prepare(self, group: dict[str, Any]) -> tuple:
-        b1, b2 = group["betas"]
-        return (
-            _value(group["lr"]), _value(b1), _value(b2), _value(group["eps"]),
-            _value(group["weight_decay"]), group["amsgrad"], group["maximize"],
-            group.get("decoupled_weight_decay", False),
-        )
-
-    def _update(self, p: Tensor, g: Any, h: tuple) -> None:
-        lr, b1, b2, eps, wd, amsgrad, maximize, decoupled = h
+    def _update(self, p: Tensor, g: Any, o: SimpleNamespace) -> None:
         d = p._data
         state = self.state[p]
         if not state:
             state["step"] = _step_tensor(0.0)
             state["exp_avg"] = _zeros_state(d)
             state["exp_avg_sq"] = _zeros_state(d)
-            if amsgrad:
+            if o.amsgrad:
                 state["max_exp_avg_sq"] = _zeros_state(d)
         s = state["step"]._data
         s += 1
         t = float(s)
         m = state["exp_avg"]._data
         v = state["exp_avg_sq"]._data
-        if maximize:
+        if o.maximize:
             g = -g
-        if wd != 0:
-            if decoupled:
-                d *= 1.0 - lr * wd
+        if o.weight_decay != 0:
+            if o.decoupled_weight_decay:
+                d *= 1.0 - o.lr * o.weight_decay
             else:
-                g = g + wd * d
-        m *= b1
-        m += (1.0 - b1) * g
+                g = g + o.weight_decay * d
+        m *= o.beta1
+        m += (1.0 - o.beta1) * g
         gg = g * g
-        gg *= 1.0 - b2
-        v *= b2
+        gg *= 1.0 - o.beta2
+        v *= o.beta2
         v += gg
         xp = _xp(d)
-        if amsgrad:
+        if o.amsgrad:
             vmax = state["max_exp_avg_sq"]._data
             xp.maximum(vmax, v, out=vmax)
             v = vmax
         # temporaries are updated with in-place operators, never out=: for a 0-d parameter
         # NumPy hands back scalars, which out= cannot take
         denom = xp.sqrt(v)
-        denom /= math.sqrt(1.0 - b2**t)
-        denom += eps
+        denom /= math.sqrt(1.0 - o.beta2**t)
+        denom += o.eps
         upd = m / denom
-        upd *= lr / (1.0 - b1**t)
+        upd *= o.lr / (1.0 - o.beta1**t)
         d -= upd

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 from .._tensor import Tensor
@@ -12,7 +13,6 @@ from .optimizer import (
     _check_lr,
     _check_nonneg,
     _step_tensor,
-    _value,
     _xp,
     _zeros_state,
 )
@@ -67,15 +67,7 @@ class Adamax(Optimizer):
         )
         super().__init__(params, defaults)
 
-    def _prepare(self, group: dict[str, Any]) -> tuple:
-        b1, b2 = group["betas"]
-        return (
-            _value(group["lr"]), _value(b1), _value(b2), _value(group["eps"]),
-            _value(group["weight_decay"]), group["maximize"],
-        )
-
-    def _update(self, p: Tensor, g: Any, h: tuple) -> None:
-        lr, b1, b2, eps, wd, maximize = h
+    def _update(self, p: Tensor, g: Any, o: SimpleNamespace) -> None:
         d = p._data
         state = self.state[p]
         if not state:
@@ -85,19 +77,19 @@ class Adamax(Optimizer):
         s = state["step"]._data
         s += 1
         t = float(s)
-        if maximize:
+        if o.maximize:
             g = -g
-        if wd != 0:
-            g = g + wd * d
+        if o.weight_decay != 0:
+            g = g + o.weight_decay * d
         xp = _xp(d)
         m = state["exp_avg"]._data
         u = state["exp_inf"]._data
-        m *= b1
-        m += (1.0 - b1) * g
-        u *= b2
+        m *= o.beta1
+        m += (1.0 - o.beta1) * g
+        u *= o.beta2
         tmp = xp.abs(g)
-        tmp += eps
+        tmp += o.eps
         xp.maximum(u, tmp, out=u)
         tmp = m / u
-        tmp *= lr / (1.0 - b1**t)
+        tmp *= o.lr / (1.0 - o.beta1**t)
         d -= tmp

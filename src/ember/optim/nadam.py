@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 from .._tensor import Tensor
@@ -12,7 +13,6 @@ from .optimizer import (
     _check_lr,
     _check_nonneg,
     _step_tensor,
-    _value,
     _xp,
     _zeros_state,
 )
@@ -78,16 +78,7 @@ class NAdam(Optimizer):
         )
         super().__init__(params, defaults)
 
-    def _prepare(self, group: dict[str, Any]) -> tuple:
-        b1, b2 = group["betas"]
-        return (
-            _value(group["lr"]), _value(b1), _value(b2), _value(group["eps"]),
-            _value(group["weight_decay"]), _value(group["momentum_decay"]),
-            group["decoupled_weight_decay"], group["maximize"],
-        )
-
-    def _update(self, p: Tensor, g: Any, h: tuple) -> None:
-        lr, b1, b2, eps, wd, psi, decoupled, maximize = h
+    def _update(self, p: Tensor, g: Any, o: SimpleNamespace) -> None:
         d = p._data
         state = self.state[p]
         if not state:
@@ -98,33 +89,33 @@ class NAdam(Optimizer):
         s = state["step"]._data
         s += 1
         t = float(s)
-        if maximize:
+        if o.maximize:
             g = -g
-        if wd != 0:
-            if decoupled:
-                d *= 1.0 - lr * wd
+        if o.weight_decay != 0:
+            if o.decoupled_weight_decay:
+                d *= 1.0 - o.lr * o.weight_decay
             else:
-                g = g + wd * d
-        mu = b1 * (1.0 - 0.5 * 0.96 ** (t * psi))
-        mu_next = b1 * (1.0 - 0.5 * 0.96 ** ((t + 1.0) * psi))
+                g = g + o.weight_decay * d
+        mu = o.beta1 * (1.0 - 0.5 * 0.96 ** (t * o.momentum_decay))
+        mu_next = o.beta1 * (1.0 - 0.5 * 0.96 ** ((t + 1.0) * o.momentum_decay))
         mp = state["mu_product"]._data
         mp *= mu
         mu_product = float(mp)
         xp = _xp(d)
         m = state["exp_avg"]._data
         v = state["exp_avg_sq"]._data
-        m *= b1
-        m += (1.0 - b1) * g
-        v *= b2
+        m *= o.beta1
+        m += (1.0 - o.beta1) * g
+        v *= o.beta2
         r = g * g
-        r *= 1.0 - b2
+        r *= 1.0 - o.beta2
         v += r
-        r = xp.sqrt(v / (1.0 - b2**t))
-        r += eps
+        r = xp.sqrt(v / (1.0 - o.beta2**t))
+        r += o.eps
         # two terms: the current gradient's and the momentum's
         upd = g / r
-        upd *= lr * (1.0 - mu) / (1.0 - mu_product)
+        upd *= o.lr * (1.0 - mu) / (1.0 - mu_product)
         d -= upd
         upd = m / r
-        upd *= lr * mu_next / (1.0 - mu_product * mu_next)
+        upd *= o.lr * mu_next / (1.0 - mu_product * mu_next)
         d -= upd

@@ -7,10 +7,13 @@ a gradient and hands each one to the algorithm's ``_update``, which changes the 
 array in place. Updates run on raw arrays (NumPy or CuPy), so no graph is built and nothing is
 allocated beyond the few temporaries the formula needs.
 
-An algorithm is two methods::
+An algorithm is one method::
 
-    def _prepare(self, group) -> h:         # once per group and step: floats and flags
-    def _update(self, p, g, h) -> None:     # once per parameter: p.Tensor, g = p.grad array
+    def _update(self, p, g, o) -> None:     # once per parameter: p.Tensor, g = p.grad array
+
+where ``o`` holds the parameter group's options by name (``o.lr``, ``o.weight_decay``,
+``o.beta1``...), read once per group and step as Python floats and flags (see
+:func:`_step_options`).
 
 State lives in ``self.state[p]`` as tensors with PyTorch's keys (``'step'`` a 0-d float32
 tensor, ``'exp_avg'``...), so ``state_dict()`` interchanges with PyTorch's.
@@ -23,6 +26,7 @@ from collections import OrderedDict, defaultdict
 from collections.abc import Callable, Iterable
 from copy import deepcopy
 from itertools import chain
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -114,6 +118,24 @@ def _zeros_state(p: Any) -> Tensor:
 def _value(x: Any) -> float:
     """A hyperparameter as a Python float (from a float, a NumPy scalar or a 0-d tensor)."""
     return x if type(x) is float else float(x)
+
+
+def _step_options(group: dict[str, Any], defaults: dict[str, Any]) -> SimpleNamespace:
+    """A parameter group's options for one step, by name: numbers (also 0-d tensors, as a
+    scheduler may set ``lr``) become Python floats, flags and other values stay as they are, and
+    ``betas`` is also given as ``beta1``/``beta2``. Options a group lacks (a state dict saved by
+    an older version) take the optimizer's defaults."""
+    opts: dict[str, Any] = {}
+    for key, value in chain(defaults.items(), group.items()):
+        if key == "params":
+            continue
+        if isinstance(value, Tensor | int | float | np.number) and not isinstance(value, bool):
+            value = _value(value)
+        opts[key] = value
+    betas = opts.get("betas")
+    if betas is not None:
+        opts["beta1"], opts["beta2"] = _value(betas[0]), _value(betas[1])
+    return SimpleNamespace(**opts)
 
 
 def _check_lr(lr: Any) -> None:
@@ -340,14 +362,14 @@ class Optimizer:
         update = self._update
         bad = self._bad_state
         for group in self.param_groups:
-            h = self._prepare(group)
+            options = _step_options(group, self.defaults)
             for p in group["params"]:
                 g = p.grad
                 if g is None:
                     continue
                 if bad is not None and id(p) in bad:
                     self._check_loaded_state(p)
-                update(p, g._data, h)
+                update(p, g._data, options)
                 v = p._version
                 if v is not None:  # the parameter changed in place: saved copies are stale
                     v[0] += 1
@@ -372,14 +394,11 @@ class Optimizer:
         if not self._bad_state:
             self._bad_state = None
 
-    def _prepare(self, group: dict[str, Any]) -> Any:
-        """The group's options in the form ``_update`` wants (called once per group per step)."""
-        return group
-
-    def _update(self, p: Tensor, g: Any, h: Any) -> None:
-        """Update parameter ``p`` in place from its gradient array ``g``."""
+    def _update(self, p: Tensor, g: Any, o: SimpleNamespace) -> None:
+        """Update parameter ``p`` in place from its gradient array ``g``, with the group's
+        options ``o`` (``o.lr``...)."""
         raise NotImplementedError(
-            f"{type(self).__name__} must implement _update(p, g, h) (or override step())"
+            f"{type(self).__name__} must implement _update(p, g, o) (or override step())"
         )
 
     # -- hooks ----------------------------------------------------------------------------------

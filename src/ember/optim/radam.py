@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 from typing import Any
 
 from .._tensor import Tensor
@@ -13,7 +14,6 @@ from .optimizer import (
     _check_lr,
     _check_nonneg,
     _step_tensor,
-    _value,
     _xp,
     _zeros_state,
 )
@@ -76,15 +76,7 @@ class RAdam(Optimizer):
         )
         super().__init__(params, defaults)
 
-    def _prepare(self, group: dict[str, Any]) -> tuple:
-        b1, b2 = group["betas"]
-        return (
-            _value(group["lr"]), _value(b1), _value(b2), _value(group["eps"]),
-            _value(group["weight_decay"]), group["decoupled_weight_decay"], group["maximize"],
-        )
-
-    def _update(self, p: Tensor, g: Any, h: tuple) -> None:
-        lr, b1, b2, eps, wd, decoupled, maximize = h
+    def _update(self, p: Tensor, g: Any, o: SimpleNamespace) -> None:
         d = p._data
         state = self.state[p]
         if not state:
@@ -94,34 +86,34 @@ class RAdam(Optimizer):
         s = state["step"]._data
         s += 1
         t = float(s)
-        if maximize:
+        if o.maximize:
             g = -g
-        if wd != 0:
-            if decoupled:
-                d *= 1.0 - lr * wd
+        if o.weight_decay != 0:
+            if o.decoupled_weight_decay:
+                d *= 1.0 - o.lr * o.weight_decay
             else:
-                g = g + wd * d
+                g = g + o.weight_decay * d
         m = state["exp_avg"]._data
         v = state["exp_avg_sq"]._data
-        m *= b1
-        m += (1.0 - b1) * g
-        v *= b2
+        m *= o.beta1
+        m += (1.0 - o.beta1) * g
+        v *= o.beta2
         tmp = g * g
-        tmp *= 1.0 - b2
+        tmp *= 1.0 - o.beta2
         v += tmp
-        bc1 = 1.0 - b1**t
-        bc2 = 1.0 - b2**t
-        rho_inf = 2.0 / (1.0 - b2) - 1.0
-        rho_t = rho_inf - 2.0 * t * (b2**t) / bc2
+        bc1 = 1.0 - o.beta1**t
+        bc2 = 1.0 - o.beta2**t
+        rho_inf = 2.0 / (1.0 - o.beta2) - 1.0
+        rho_t = rho_inf - 2.0 * t * (o.beta2**t) / bc2
         if rho_t > 5.0:
             rect = math.sqrt(
                 (rho_t - 4.0) * (rho_t - 2.0) * rho_inf / ((rho_inf - 4.0) * (rho_inf - 2.0) * rho_t)
             )
             xp = _xp(d)
             tmp = xp.sqrt(v)
-            tmp += eps
+            tmp += o.eps
             tmp = m / tmp
-            tmp *= lr * rect * math.sqrt(bc2) / bc1
+            tmp *= o.lr * rect * math.sqrt(bc2) / bc1
         else:
-            tmp = m * (lr / bc1)
+            tmp = m * (o.lr / bc1)
         d -= tmp

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 from .._tensor import Tensor
@@ -11,7 +12,6 @@ from .optimizer import (
     _check_lr,
     _check_nonneg,
     _step_tensor,
-    _value,
     _xp,
     _zeros_state,
 )
@@ -74,49 +74,41 @@ class RMSprop(Optimizer):
         )
         super().__init__(params, defaults)
 
-    def _prepare(self, group: dict[str, Any]) -> tuple:
-        return (
-            _value(group["lr"]), _value(group["alpha"]), _value(group["eps"]),
-            _value(group["weight_decay"]), _value(group["momentum"]), group["centered"],
-            group["maximize"],
-        )
-
-    def _update(self, p: Tensor, g: Any, h: tuple) -> None:
-        lr, alpha, eps, wd, momentum, centered, maximize = h
+    def _update(self, p: Tensor, g: Any, o: SimpleNamespace) -> None:
         d = p._data
         state = self.state[p]
         if not state:
             state["step"] = _step_tensor(0.0)
             state["square_avg"] = _zeros_state(d)
-            if momentum > 0:
+            if o.momentum > 0:
                 state["momentum_buffer"] = _zeros_state(d)
-            if centered:
+            if o.centered:
                 state["grad_avg"] = _zeros_state(d)
         state["step"]._data += 1
-        if maximize:
+        if o.maximize:
             g = -g
-        if wd != 0:
-            g = g + wd * d
+        if o.weight_decay != 0:
+            g = g + o.weight_decay * d
         v = state["square_avg"]._data
-        v *= alpha
+        v *= o.alpha
         r = g * g
-        r *= 1.0 - alpha
+        r *= 1.0 - o.alpha
         v += r
         xp = _xp(d)
-        if centered:
+        if o.centered:
             a = state["grad_avg"]._data
-            a *= alpha
-            a += (1.0 - alpha) * g
+            a *= o.alpha
+            a += (1.0 - o.alpha) * g
             r = xp.sqrt(v - a * a)
         else:
             r = xp.sqrt(v)
-        r += eps
+        r += o.eps
         r = g / r
-        if momentum > 0:
+        if o.momentum > 0:
             b = state["momentum_buffer"]._data
-            b *= momentum
+            b *= o.momentum
             b += r
-            d -= lr * b
+            d -= o.lr * b
         else:
-            r *= lr
+            r *= o.lr
             d -= r

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 from .._tensor import Tensor
-from .optimizer import Optimizer, ParamsT, _check_lr, _check_nonneg, _value
+from .optimizer import Optimizer, ParamsT, _check_lr, _check_nonneg
 
 __all__ = ["SGD"]
 
@@ -60,20 +61,13 @@ class SGD(Optimizer):
         )
         super().__init__(params, defaults)
 
-    def _prepare(self, group: dict[str, Any]) -> tuple:
-        return (
-            _value(group["lr"]), _value(group["momentum"]), _value(group["dampening"]),
-            _value(group["weight_decay"]), group["nesterov"], group["maximize"],
-        )
-
-    def _update(self, p: Tensor, g: Any, h: tuple) -> None:
-        lr, momentum, dampening, wd, nesterov, maximize = h
+    def _update(self, p: Tensor, g: Any, o: SimpleNamespace) -> None:
         d = p._data
-        if maximize:
+        if o.maximize:
             g = -g
-        if wd != 0:
-            g = g + wd * d
-        if momentum != 0:
+        if o.weight_decay != 0:
+            g = g + o.weight_decay * d
+        if o.momentum != 0:
             state = self.state[p]
             buf_t = state.get("momentum_buffer")
             if buf_t is None:
@@ -81,7 +75,7 @@ class SGD(Optimizer):
                 buf = buf_t._data
             else:
                 buf = buf_t._data
-                buf *= momentum
-                buf += g * (1.0 - dampening) if dampening != 0 else g
-            g = g + momentum * buf if nesterov else buf
-        d -= lr * g
+                buf *= o.momentum
+                buf += g * (1.0 - o.dampening) if o.dampening != 0 else g
+            g = g + o.momentum * buf if o.nesterov else buf
+        d -= o.lr * g
