@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from ._backend import xp_of
+from ._backend import is_cpu_array, xp_of
 
 _SQRT_PI = math.sqrt(math.pi)
 _HALF_SQRT_PI = 0.5 * _SQRT_PI
@@ -146,7 +146,7 @@ _scipy_special: Any = None
 
 def _scipy(name: str, x: Any) -> Any:
     global _scipy_special, USE_SCIPY
-    if not USE_SCIPY or type(x) is not np.ndarray or x.dtype not in (np.float32, np.float64):
+    if not USE_SCIPY or not is_cpu_array(x) or x.dtype not in (np.float32, np.float64):
         return None
     if _scipy_special is None:
         try:

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from . import _backend
 from ._shared_memory import map_shared, shared_root
 from ._tensor_base import TensorBase
 
@@ -32,7 +33,7 @@ def _reduce(t: Any) -> Any:
     from multiprocessing import reduction  # loaded by register_reducer already
 
     arr = t._data
-    buf, offset = shared_root(arr) if type(arr) is np.ndarray else (None, 0)
+    buf, offset = shared_root(arr) if _backend.is_cpu_array(arr) else (None, 0)
     if buf is None or t._grad_fn is not None:
         return t.__reduce_ex__(4)  # by value
     return (_rebuild_shared, (type(t), reduction.DupFd(buf.fd), len(buf), offset, arr.shape,

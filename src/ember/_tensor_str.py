@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from . import _backend
+
 
 @dataclass
 class _PrintOptions:
@@ -178,7 +180,7 @@ def tensor_repr(t: Any, prefix: str = "tensor(") -> str:
     from . import _dtype
 
     d = t._data
-    arr = d if type(d) is np.ndarray else np.asarray(d.get() if hasattr(d, "get") else d)
+    arr = _backend.to_numpy(d)
     indent = len(prefix)
     suffixes = []
     dev = t.device

@@ -4,7 +4,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from .ops.elementwise import erf, erfc, erfinv, exp2, expm1, log1p, logit, sigmoid, sinc, xlogy
+import numpy as np
+
+from . import _backend
+from ._tensor import Tensor
+from .ops.elementwise import (
+    as_tensor_arg,
+    erf,
+    erfc,
+    erfinv,
+    exp2,
+    expm1,
+    log1p,
+    logit,
+    sigmoid,
+    sinc,
+    xlogy,
+)
 from .ops.extra import digamma, erfcx, i0, i0e, i1, i1e, lgamma, mvlgamma, polygamma
 from .ops.reduction_stats import logsumexp
 from .ops.softmax_family import log_softmax, softmax
@@ -91,16 +107,11 @@ def spherical_bessel_j0(input: Any) -> Any:
 
 def _poly(name: str, input: Any, n: Any, first: Any, step: Any, shift: bool = False) -> Any:
     """P_n(x) from P_0 = 1, P_1 = first(x) and P_{k+1} = step(k, x, P_k, P_{k-1}); n < 0 gives 0."""
-    import numpy as np
-
-    from ._tensor import Tensor
-    from .ops.elementwise import as_tensor_arg
-
     x = as_tensor_arg(input)
     ns = n._data if isinstance(n, Tensor) else np.asarray(n)
     xd = x._data
     dt = xd.dtype if xd.dtype.kind == "f" else np.dtype(np.float32)
-    xp = np if type(xd) is np.ndarray else __import__("cupy")
+    xp = _backend.xp_of(xd)
     xv = xp.asarray(xd, dtype=np.float64)
     nv = xp.asarray(ns).astype(np.int64)
     xv, nv = xp.broadcast_arrays(xv, nv)

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import _backend
 from .. import _special as sp
 from ..autograd.function import Op
 
@@ -117,16 +118,12 @@ def gammainc(a: np.ndarray, x: np.ndarray) -> np.ndarray:
 
 
 def _host(x: Any) -> np.ndarray:
-    return x if isinstance(x, np.ndarray) else x.get()  # CuPy -> NumPy
+    return _backend.to_numpy(x)
 
 
 def _like(ref: Any, arr: np.ndarray) -> Any:
-    arr = arr.astype(ref.dtype)
-    if isinstance(ref, np.ndarray):
-        return arr
-    import cupy
-
-    return cupy.asarray(arr)
+    """``arr`` in ``ref``'s dtype, on ``ref``'s device."""
+    return _backend.to_device(arr.astype(ref.dtype), _backend.device_of(ref))
 
 
 class _GammaInc(Op):
@@ -206,12 +203,9 @@ class _StandardGammaGrad(Op):
 
     @staticmethod
     def forward(ctx: Any, alpha: Any, sample: Any) -> Any:
-        if isinstance(alpha, np.ndarray):
-            return standard_gamma_grad(alpha, sample).astype(alpha.dtype)
-        import cupy  # CuPy arrays: compute on the host, move back
-
-        g = standard_gamma_grad(cupy.asnumpy(alpha), cupy.asnumpy(sample))
-        return cupy.asarray(g.astype(alpha.dtype))
+        # computed on the host; a CUDA sample's gradient goes back to its device
+        g = standard_gamma_grad(_host(alpha), _host(sample))
+        return _like(alpha, g)
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:

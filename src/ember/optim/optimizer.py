@@ -597,4 +597,4 @@ def _cast_state(p: Tensor, value: Any, key: Any) -> Any:
 
 def _xp(arr: Any) -> Any:
     """The array module of a parameter array (NumPy fast path first)."""
-    return np if type(arr) is np.ndarray else _backend.xp_of(arr)
+    return np if type(arr) is _backend.CPU_ARRAY else _backend.xp_of(arr)

@@ -8,6 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from ... import _backend
+
 __all__ = ["default_collate", "default_convert"]
 
 
@@ -25,7 +27,7 @@ def default_collate(batch: list) -> Any:
                 f"stack expects each tensor to be equal size, but got {sorted(shapes)} in one "
                 "batch; pad the samples to one size or pass a collate_fn"
             )
-        if type(elem._data) is np.ndarray and not any(b.requires_grad for b in batch):
+        if _backend.is_cpu_array(elem._data) and not any(b.requires_grad for b in batch):
             return Tensor._make(np.stack([b._data for b in batch]))
         return _shape.stack(batch, 0)
     if isinstance(elem, np.ndarray):
