@@ -26,6 +26,17 @@ from .creation import tensor
 from .elementwise import cast
 
 
+def make_outputs_contiguous(namespace: dict[str, Any]) -> None:
+    """Every reduction's output is contiguous, as PyTorch's: wrap the forward of each op class
+    defined in the module whose globals are ``namespace`` (the tuple-returning ops, which mark
+    their indices non-differentiable by identity, order their outputs themselves)."""
+    name = namespace["__name__"]
+    for op in list(namespace.values()):
+        if (isinstance(op, type) and issubclass(op, Op) and op.__module__ == name
+                and "forward" in op.__dict__):
+            _contiguous_forward(op)
+
+
 def _t(x: Any) -> Any:
     """Tensors pass through; NumPy arrays, lists and numbers become tensors."""
     return x if isinstance(x, TensorBase) else tensor(x)
@@ -239,14 +250,3 @@ def _contiguous_forward(op: Any) -> None:
 
     forward.__doc__ = fwd.__doc__
     op.forward = staticmethod(forward)
-
-
-def make_outputs_contiguous(namespace: dict[str, Any]) -> None:
-    """Every reduction's output is contiguous, as PyTorch's: wrap the forward of each op class
-    defined in the module whose globals are ``namespace`` (the tuple-returning ops, which mark
-    their indices non-differentiable by identity, order their outputs themselves)."""
-    name = namespace["__name__"]
-    for op in list(namespace.values()):
-        if (isinstance(op, type) and issubclass(op, Op) and op.__module__ == name
-                and "forward" in op.__dict__):
-            _contiguous_forward(op)

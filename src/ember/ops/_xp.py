@@ -13,31 +13,67 @@ from .creation import ones_like as ol
 from .creation import zeros as z
 from .creation import zeros_like as zl
 
-
-def _t(x: Any) -> Any:
-    return _ew.as_tensor_arg(x)
-
-
 exp = _ew.exp
+
+
 exp2 = _ew.exp2
+
+
 expm1 = _ew.expm1
+
+
 log = _ew.log
+
+
 log1p = _ew.log1p
+
+
 log2 = _ew.log2
+
+
 log10 = _ew.log10
+
+
 sqrt = _ew.sqrt
+
+
 sin = _ew.sin
+
+
 cos = _ew.cos
+
+
 tan = _ew.tan
+
+
 tanh = _ew.tanh
+
+
 sinh = _ew.sinh
+
+
 cosh = _ew.cosh
+
+
 arctan = _ew.atan
+
+
 abs = _ew.abs
+
+
 sign = _ew.sign
+
+
 floor = _ew.floor
+
+
 ceil = _ew.ceil
+
+
 trunc = _ew.trunc
+
+
+logaddexp = _ew.logaddexp
 
 
 def maximum(a: Any, b: Any) -> Any:
@@ -56,8 +92,6 @@ def minimum(a: Any, b: Any) -> Any:
     if not isinstance(b, _ew.TensorBase):
         return _ew.clamp(a, max=b)
     return _ew.minimum(a, b)
-
-logaddexp = _ew.logaddexp
 
 
 def where(cond: Any, a: Any, b: Any) -> Any:
@@ -135,9 +169,6 @@ def asarray(x: Any, dtype: Any = None) -> Any:
     return t if dtype is None else t.to(dtype)
 
 
-# -- shape helpers (ember/ops/shape.py), NumPy argument names ---------------------------------
-
-
 def flip(x: Any, axis: Any = None) -> Any:
     if axis is None:
         axis = tuple(range(x.ndim))
@@ -158,3 +189,7 @@ def repeat(x: Any, repeats: Any, axis: Any = None) -> Any:
 
 def ascontiguousarray(x: Any) -> Any:
     return _sh.contiguous(x)
+
+
+def _t(x: Any) -> Any:
+    return _ew.as_tensor_arg(x)

@@ -18,88 +18,6 @@ __all__ = [
     "arange", "as_tensor", "asarray", "empty", "empty_like", "empty_strided", "eye", "from_numpy", "full", "full_like", "linspace", "logspace", "ones", "ones_like", "scalar_tensor", "tensor", "zeros", "zeros_like",
 ]
 
-def _size(size: tuple) -> tuple[int, ...]:
-    """Sizes given as ``f(2, 3)``, ``f((2, 3))``, ``f([2, 3])`` or ``f(torch.Size(...))``."""
-    if len(size) == 1 and isinstance(size[0], tuple | list | Size):
-        size = size[0]
-    out = []
-    for s in size:
-        if hasattr(s, "_data"):
-            s = int(s.item())
-        if not isinstance(s, int | np.integer):
-            raise TypeError(
-                f"size must be a sequence of ints, got {type(s).__name__} {s!r} in {tuple(size)!r}"
-            )
-        if s < 0:
-            raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {list(size)}")
-        out.append(int(s))
-    return tuple(out)
-
-
-def _place(arr: Any, dt: Any, device: Any, requires_grad: bool) -> Any:
-    """Wrap a CPU array: cast to ``dt``, move to ``device``, set ``requires_grad``."""
-    T = TensorBase
-    if dt is not None and arr.dtype != dt.np:
-        arr = arr.astype(dt.np)
-    if device is not None:
-        dev = _backend.check_available(_backend.device(device))
-        if dev.type != "cpu":
-            arr = _backend.to_device(arr, dev)
-    t = T._make(arr)
-    if requires_grad:
-        t.requires_grad = True
-    return t
-
-
-def _unnest(data: Any) -> Any:
-    """Lists that contain tensors become plain nested arrays/lists NumPy can read."""
-    T = TensorBase
-    if isinstance(data, T):
-        d = data._data
-        return d if type(d) is np.ndarray else d.get()
-    if isinstance(data, list | tuple):
-        return [_unnest(x) for x in data]
-    return data
-
-
-def _infer(data: Any, dtype: Any = None) -> np.ndarray:
-    """PyTorch's inference: Python floats -> default float, ints -> int64, bools -> bool.
-    With ``dtype`` given, Python numbers go straight to it (no detour through float32)."""
-    if isinstance(data, np.ndarray):
-        arr = data
-    elif isinstance(data, np.generic):
-        arr = np.asarray(data)
-    else:
-        if isinstance(data, list | tuple) and any(isinstance(x, TensorBase) for x in _flat_first(data)):
-            data = _unnest(data)
-        try:
-            arr = np.array(data)
-        except ValueError as e:
-            raise ValueError(f"could not build a tensor from this data: {e}") from None
-        if dtype is not None:
-            arr = arr.astype(dtype.np)
-        elif arr.dtype == np.float64:
-            arr = arr.astype(_dtype.get_default_dtype().np)
-        elif arr.dtype.kind in "iu" and arr.dtype != np.uint8:
-            arr = arr.astype(np.int64)
-    if arr.dtype.kind == "O":
-        raise TypeError(
-            "could not infer a dtype for this data (ragged nesting or non-numbers?); tensors need "
-            "rectangular nested lists of numbers"
-        )
-    if arr.dtype.kind in "US":
-        raise TypeError(f"new(): invalid data type '{arr.dtype.kind == 'U' and 'str' or 'bytes'}'")
-    _dtype.from_numpy(arr.dtype)  # unsupported NumPy types get PyTorch's error
-    return arr
-
-
-def _flat_first(data: Any) -> list:
-    out = []
-    while isinstance(data, list | tuple) and data:
-        out.extend(data if not isinstance(data[0], list | tuple) else [])
-        data = data[0]
-    return out or ([data] if not isinstance(data, list | tuple) else [])
-
 
 def tensor(data: Any, *, dtype: Any = None, device: Any = None, requires_grad: bool = False,
            pin_memory: bool = False) -> Any:
@@ -139,25 +57,11 @@ def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Any:
     return tensor(data, dtype=dtype, device=device)
 
 
-asarray = as_tensor
-
-
-def _checked(arr: np.ndarray) -> np.ndarray:
-    _dtype.from_numpy(arr.dtype)
-    return arr
-
-
 def from_numpy(arr: np.ndarray) -> Any:
     """A CPU tensor sharing memory with ``arr`` (writes show up in both)."""
     if not isinstance(arr, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(arr).__name__})")
     return TensorBase._make(_checked(arr))
-
-
-def _dt(dtype: Any, default: Any = None) -> Any:
-    if dtype is not None:
-        return _dtype.to_dtype(dtype)
-    return default or _dtype.get_default_dtype()
 
 
 def zeros(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
@@ -184,11 +88,6 @@ def full(size: Any, fill_value: Any, *, dtype: Any = None, device: Any = None,
         fill_value = fill_value.item()
     dt = _dtype.to_dtype(dtype) if dtype is not None else _dtype.scalar_dtype(fill_value)
     return _place(np.full(_size((size,)), fill_value, dt.np), dt, device, requires_grad)
-
-
-def _like(x: Any, dtype: Any, device: Any) -> tuple[Any, Any]:
-    return (_dtype.to_dtype(dtype) if dtype is not None else x.dtype,
-            device if device is not None else x.device)
 
 
 def zeros_like(x: Any, *, dtype: Any = None, device: Any = None, requires_grad: bool = False,
@@ -279,3 +178,105 @@ def empty_strided(size: Any, stride: Any, *, dtype: Any = None, device: Any = No
 
 def complex(*_: Any, **__: Any) -> Any:
     raise NotImplementedError("ember does not implement torch.complex yet (no complex dtypes)")
+
+
+def _size(size: tuple) -> tuple[int, ...]:
+    """Sizes given as ``f(2, 3)``, ``f((2, 3))``, ``f([2, 3])`` or ``f(torch.Size(...))``."""
+    if len(size) == 1 and isinstance(size[0], tuple | list | Size):
+        size = size[0]
+    out = []
+    for s in size:
+        if hasattr(s, "_data"):
+            s = int(s.item())
+        if not isinstance(s, int | np.integer):
+            raise TypeError(
+                f"size must be a sequence of ints, got {type(s).__name__} {s!r} in {tuple(size)!r}"
+            )
+        if s < 0:
+            raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {list(size)}")
+        out.append(int(s))
+    return tuple(out)
+
+
+def _place(arr: Any, dt: Any, device: Any, requires_grad: bool) -> Any:
+    """Wrap a CPU array: cast to ``dt``, move to ``device``, set ``requires_grad``."""
+    T = TensorBase
+    if dt is not None and arr.dtype != dt.np:
+        arr = arr.astype(dt.np)
+    if device is not None:
+        dev = _backend.check_available(_backend.device(device))
+        if dev.type != "cpu":
+            arr = _backend.to_device(arr, dev)
+    t = T._make(arr)
+    if requires_grad:
+        t.requires_grad = True
+    return t
+
+
+def _unnest(data: Any) -> Any:
+    """Lists that contain tensors become plain nested arrays/lists NumPy can read."""
+    T = TensorBase
+    if isinstance(data, T):
+        d = data._data
+        return d if type(d) is np.ndarray else d.get()
+    if isinstance(data, list | tuple):
+        return [_unnest(x) for x in data]
+    return data
+
+
+def _infer(data: Any, dtype: Any = None) -> np.ndarray:
+    """PyTorch's inference: Python floats -> default float, ints -> int64, bools -> bool.
+    With ``dtype`` given, Python numbers go straight to it (no detour through float32)."""
+    if isinstance(data, np.ndarray):
+        arr = data
+    elif isinstance(data, np.generic):
+        arr = np.asarray(data)
+    else:
+        if isinstance(data, list | tuple) and any(isinstance(x, TensorBase) for x in _flat_first(data)):
+            data = _unnest(data)
+        try:
+            arr = np.array(data)
+        except ValueError as e:
+            raise ValueError(f"could not build a tensor from this data: {e}") from None
+        if dtype is not None:
+            arr = arr.astype(dtype.np)
+        elif arr.dtype == np.float64:
+            arr = arr.astype(_dtype.get_default_dtype().np)
+        elif arr.dtype.kind in "iu" and arr.dtype != np.uint8:
+            arr = arr.astype(np.int64)
+    if arr.dtype.kind == "O":
+        raise TypeError(
+            "could not infer a dtype for this data (ragged nesting or non-numbers?); tensors need "
+            "rectangular nested lists of numbers"
+        )
+    if arr.dtype.kind in "US":
+        raise TypeError(f"new(): invalid data type '{arr.dtype.kind == 'U' and 'str' or 'bytes'}'")
+    _dtype.from_numpy(arr.dtype)  # unsupported NumPy types get PyTorch's error
+    return arr
+
+
+def _flat_first(data: Any) -> list:
+    out = []
+    while isinstance(data, list | tuple) and data:
+        out.extend(data if not isinstance(data[0], list | tuple) else [])
+        data = data[0]
+    return out or ([data] if not isinstance(data, list | tuple) else [])
+
+
+def _checked(arr: np.ndarray) -> np.ndarray:
+    _dtype.from_numpy(arr.dtype)
+    return arr
+
+
+def _dt(dtype: Any, default: Any = None) -> Any:
+    if dtype is not None:
+        return _dtype.to_dtype(dtype)
+    return default or _dtype.get_default_dtype()
+
+
+def _like(x: Any, dtype: Any, device: Any) -> tuple[Any, Any]:
+    return (_dtype.to_dtype(dtype) if dtype is not None else x.dtype,
+            device if device is not None else x.device)
+
+
+asarray = as_tensor

@@ -32,6 +32,34 @@ __all__ = ["cumsum", "cumprod", "cummax", "cummin"]
 # cumulative ops
 
 
+def cumsum(input: Any, dim: Any = None, *, dtype: Any = None, axis: Any = None) -> Any:
+    """Cumulative sum along ``dim``; integers and bools accumulate in int64."""
+    x = _t(input)
+    d = _cum_dim(x, dim, axis, "cumsum")
+    x = _int_to_long(x) if dtype is None else _with_dtype(x, dtype)
+    return _cumulative(CumSum, x, d)
+
+
+def cumprod(input: Any, dim: Any = None, *, dtype: Any = None, axis: Any = None) -> Any:
+    """Cumulative product along ``dim``; integers and bools accumulate in int64."""
+    x = _t(input)
+    d = _cum_dim(x, dim, axis, "cumprod")
+    x = _int_to_long(x) if dtype is None else _with_dtype(x, dtype)
+    return _cumulative(CumProd, x, d)
+
+
+def cummax(input: Any, dim: Any = None, *, axis: Any = None) -> Any:
+    """Running maximum along ``dim``: ``(values, indices)``."""
+    x = _t(input)
+    return _cum_extreme(CumMax, return_types.cummax, x, _cum_dim(x, dim, axis, "cummax"))
+
+
+def cummin(input: Any, dim: Any = None, *, axis: Any = None) -> Any:
+    """Running minimum along ``dim``: ``(values, indices)``."""
+    x = _t(input)
+    return _cum_extreme(CumMin, return_types.cummin, x, _cum_dim(x, dim, axis, "cummin"))
+
+
 class CumSum(Op):
     """out_i = sum_{j <= i} x_j along dim          grad_x_j = sum_{i >= j} grad_i"""
 
@@ -182,39 +210,11 @@ def _cumulative(op: Any, x: Any, d: int) -> Any:
     return op.apply(x, d)
 
 
-def cumsum(input: Any, dim: Any = None, *, dtype: Any = None, axis: Any = None) -> Any:
-    """Cumulative sum along ``dim``; integers and bools accumulate in int64."""
-    x = _t(input)
-    d = _cum_dim(x, dim, axis, "cumsum")
-    x = _int_to_long(x) if dtype is None else _with_dtype(x, dtype)
-    return _cumulative(CumSum, x, d)
-
-
-def cumprod(input: Any, dim: Any = None, *, dtype: Any = None, axis: Any = None) -> Any:
-    """Cumulative product along ``dim``; integers and bools accumulate in int64."""
-    x = _t(input)
-    d = _cum_dim(x, dim, axis, "cumprod")
-    x = _int_to_long(x) if dtype is None else _with_dtype(x, dtype)
-    return _cumulative(CumProd, x, d)
-
-
 def _cum_extreme(op: Any, rtype: Any, x: Any, d: int) -> Any:
     if x._data.ndim == 0:
         v, i = op.apply(x.reshape(1), 0)
         return rtype(v.reshape(()), i.reshape(()))
     return rtype(*op.apply(x, d))
-
-
-def cummax(input: Any, dim: Any = None, *, axis: Any = None) -> Any:
-    """Running maximum along ``dim``: ``(values, indices)``."""
-    x = _t(input)
-    return _cum_extreme(CumMax, return_types.cummax, x, _cum_dim(x, dim, axis, "cummax"))
-
-
-def cummin(input: Any, dim: Any = None, *, axis: Any = None) -> Any:
-    """Running minimum along ``dim``: ``(values, indices)``."""
-    x = _t(input)
-    return _cum_extreme(CumMin, return_types.cummin, x, _cum_dim(x, dim, axis, "cummin"))
 
 
 make_outputs_contiguous(globals())

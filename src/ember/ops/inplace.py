@@ -30,6 +30,10 @@ from .indexing import index_fill, index_put, masked_fill, setitem
 __all__ = ["inplace", "restride"]
 
 
+# in-place ops PyTorch lets write into memory that several elements share (an expand()ed tensor)
+_OVERLAP_OK = frozenset({fill, zero, masked_fill, setitem, index_fill, index_put})
+
+
 def inplace(t: TensorBase, fn: Any, *args: Any, **kwargs: Any) -> TensorBase:
     """Run ``fn(t, *args)`` and make its result this tensor's new value, PyTorch-style.
 
@@ -82,6 +86,29 @@ def inplace(t: TensorBase, fn: Any, *args: Any, **kwargs: Any) -> TensorBase:
     move_retain_grad(t, old_fn)
     return t
 
+
+def restride(t: TensorBase, fn: Any, *args: Any) -> TensorBase:
+    """In-place view ops (``t_``, ``squeeze_``...): this tensor becomes the view of itself,
+    in the same memory; its version is bumped, as in PyTorch (a saved copy of it is stale)."""
+    if grad_mode.state.enabled and (t._rg or (t._base is not None and t._base._rg)):
+        if t._base is not None:
+            check_view_inplace(t, t._base)
+        elif t._grad_fn is None:
+            raise RuntimeError(
+                "a leaf Variable that requires grad is being used in an in-place operation. "
+                "(Change a parameter's shape inside `with torch.no_grad():`, or use the "
+                "out-of-place form, e.g. x = x.t().)"
+            )
+    out = fn(t, *args)
+    t._data = out._data
+    if out._grad_fn is not None:
+        t._grad_fn, t._output_nr, t._rg = out._grad_fn, out._output_nr, out._rg
+    t._bump_version()
+    if t._base is not None:
+        t._attr_version = t._version[0]  # its new grad_fn already describes it
+    return t
+
+
 def _inplace_on_view(t: TensorBase, fn: Any, args: tuple, kwargs: dict) -> TensorBase:
     """An in-place op on a view while autograd tracks (PyTorch's CopySlices): the base
     becomes "base with the view's window replaced by fn(view)", and the view becomes that
@@ -108,32 +135,6 @@ def _inplace_on_view(t: TensorBase, fn: Any, args: tuple, kwargs: dict) -> Tenso
     move_retain_grad(t, old_fn)
     move_retain_grad(base, old_base_fn)
     return t
-
-
-def restride(t: TensorBase, fn: Any, *args: Any) -> TensorBase:
-    """In-place view ops (``t_``, ``squeeze_``...): this tensor becomes the view of itself,
-    in the same memory; its version is bumped, as in PyTorch (a saved copy of it is stale)."""
-    if grad_mode.state.enabled and (t._rg or (t._base is not None and t._base._rg)):
-        if t._base is not None:
-            check_view_inplace(t, t._base)
-        elif t._grad_fn is None:
-            raise RuntimeError(
-                "a leaf Variable that requires grad is being used in an in-place operation. "
-                "(Change a parameter's shape inside `with torch.no_grad():`, or use the "
-                "out-of-place form, e.g. x = x.t().)"
-            )
-    out = fn(t, *args)
-    t._data = out._data
-    if out._grad_fn is not None:
-        t._grad_fn, t._output_nr, t._rg = out._grad_fn, out._output_nr, out._rg
-    t._bump_version()
-    if t._base is not None:
-        t._attr_version = t._version[0]  # its new grad_fn already describes it
-    return t
-
-
-# in-place ops PyTorch lets write into memory that several elements share (an expand()ed tensor)
-_OVERLAP_OK = frozenset({fill, zero, masked_fill, setitem, index_fill, index_put})
 
 
 def _check_no_overlap(t: TensorBase) -> None:

@@ -23,7 +23,29 @@ __all__ = [
     "Generator", "bernoulli", "default_generator", "get_rng_state", "initial_seed", "manual_seed", "multinomial", "normal", "rand", "rand_like", "randint", "randint_like", "randn", "randn_like", "randperm", "seed", "set_rng_state",
 ]
 
+
 _DEFAULT_SEED = 67280421310721  # PyTorch's default initial seed
+
+
+def manual_seed(seed: int) -> Generator:
+    """Seed every ember random stream (CPU and CUDA draws share this generator)."""
+    return default_generator.manual_seed(seed)
+
+
+def seed() -> int:
+    return default_generator.seed()
+
+
+def initial_seed() -> int:
+    return default_generator.initial_seed()
+
+
+def get_rng_state() -> Any:
+    return default_generator.get_state()
+
+
+def set_rng_state(state: Any) -> None:
+    default_generator.set_state(state)
 
 
 class Generator:
@@ -90,53 +112,19 @@ class Generator:
         self.set_state(np.frombuffer(d["state"], np.uint8))
 
 
+def _rng(generator: Generator | None) -> np.random.Generator:
+    return (generator or default_generator)._rng
+
+
 default_generator = Generator()
+
+
 # As in PyTorch, the default generator starts from a fresh seed in each process (an unseeded run
 # does not repeat the last one); new ``Generator()`` objects start from _DEFAULT_SEED.
 default_generator.seed()
 
 
-def manual_seed(seed: int) -> Generator:
-    """Seed every ember random stream (CPU and CUDA draws share this generator)."""
-    return default_generator.manual_seed(seed)
-
-
-def seed() -> int:
-    return default_generator.seed()
-
-
-def initial_seed() -> int:
-    return default_generator.initial_seed()
-
-
-def get_rng_state() -> Any:
-    return default_generator.get_state()
-
-
-def set_rng_state(state: Any) -> None:
-    default_generator.set_state(state)
-
-
-def _rng(generator: Generator | None) -> np.random.Generator:
-    return (generator or default_generator)._rng
-
-
 # ---------------------------------------------------------------------------------------------
-
-
-def _finish(arr: np.ndarray, dtype: Any, device: Any, requires_grad: bool) -> Any:
-    return _place(arr, dtype, device, requires_grad)
-
-
-def _float_dtype(dtype: Any) -> Any:
-    dt = _dtype.to_dtype(dtype) if dtype is not None else _dtype.get_default_dtype()
-    if not dt.is_floating_point:
-        raise RuntimeError(f"expected a floating-point dtype for random floats, got {dt}")
-    return dt
-
-
-def _draw_dtype(dt: Any) -> Any:
-    return np.float64 if dt is _dtype.float64 else np.float32
 
 
 def rand(*size: Any, generator: Generator | None = None, dtype: Any = None, device: Any = None,
@@ -255,10 +243,6 @@ def randint_like(x: Any, low: int, high: int | None = None, *, dtype: Any = None
     return randint(low, high, tuple(x.shape), dtype=dtype or x.dtype, device=device or x.device)
 
 
-def _copy_from(x: Any, src: Any) -> Any:
-    return copy_from(x, src)
-
-
 def fill_(t: Any, kind: str, *args: Any, generator: Generator | None = None) -> Any:
     """In-place random fills (``uniform_``, ``normal_``...), written into the tensor's buffer."""
     rng = _rng(generator)
@@ -308,3 +292,22 @@ def fill_(t: Any, kind: str, *args: Any, generator: Generator | None = None) -> 
         t._data[...] = _backend.to_device(vals, t.device)
     t._bump_version()
     return t
+
+
+def _finish(arr: np.ndarray, dtype: Any, device: Any, requires_grad: bool) -> Any:
+    return _place(arr, dtype, device, requires_grad)
+
+
+def _float_dtype(dtype: Any) -> Any:
+    dt = _dtype.to_dtype(dtype) if dtype is not None else _dtype.get_default_dtype()
+    if not dt.is_floating_point:
+        raise RuntimeError(f"expected a floating-point dtype for random floats, got {dt}")
+    return dt
+
+
+def _draw_dtype(dt: Any) -> Any:
+    return np.float64 if dt is _dtype.float64 else np.float32
+
+
+def _copy_from(x: Any, src: Any) -> Any:
+    return copy_from(x, src)

@@ -55,61 +55,6 @@ __all__ = [
 # sum, mean, nansum, nanmean
 
 
-class Sum(Op):
-    """out = sum over dims of x          grad_x = grad broadcast back to x's shape"""
-
-    @staticmethod
-    def forward(ctx: Any, x: Any, axes: Any, keepdim: bool) -> Any:
-        ctx.shape, ctx.axes, ctx.keepdim = x.shape, axes, keepdim
-        return _sum_arr(x, axes, keepdim)
-
-    @staticmethod
-    def backward(ctx: Any, grad: Any) -> Any:
-        g = _unreduce(grad, ctx.shape, ctx.axes, ctx.keepdim)
-        return ctx.xp.broadcast_to(g, ctx.shape), None, None
-
-
-class Mean(Op):
-    """out = sum over dims of x / n          grad_x = grad / n broadcast back to x's shape"""
-
-    @staticmethod
-    def forward(ctx: Any, x: Any, axes: Any, keepdim: bool) -> Any:
-        ctx.shape, ctx.axes, ctx.keepdim = x.shape, axes, keepdim
-        n = _count(x.shape, axes)
-        ctx.n = n
-        xw = _wide(x)
-        if n:
-            return _narrow(xw.sum(axis=axes, keepdims=keepdim) / n, x.dtype)
-        with _quiet(ctx.xp):  # the mean of nothing is NaN, as in PyTorch
-            return _narrow(xw.sum(axis=axes, keepdims=keepdim) / 0.0, x.dtype)
-
-    @staticmethod
-    def backward(ctx: Any, grad: Any) -> Any:
-        g = _unreduce(grad, ctx.shape, ctx.axes, ctx.keepdim)
-        g = g * (1.0 / ctx.n) if ctx.n else g * 0.0
-        return ctx.xp.broadcast_to(g, ctx.shape), None, None
-
-
-# PyTorch names the node of a reduction over given dims ``...Backward1`` (``SumBackward1``) and
-# the full reduction ``...Backward0``: same rule, second class for the name.
-class SumDim(Sum):
-    """Sum over given dims (the rule is Sum's)."""
-
-    node_name = "SumBackward1"
-
-
-class NanSum(Sum):
-    """nansum's final sum (NaNs already replaced by 0; the rule is Sum's)."""
-
-    node_name = "NansumBackward0"
-
-
-class MeanDim(Mean):
-    """Mean over given dims (the rule is Mean's)."""
-
-    node_name = "MeanBackward1"
-
-
 def sum(  # noqa: A001 - PyTorch's name
     input: Any, dim: Any = None, keepdim: bool = False, *, dtype: Any = None, axis: Any = None,
     keepdims: bool | None = None,
@@ -170,8 +115,81 @@ def nanmean(
         return total / n
 
 
+class Sum(Op):
+    """out = sum over dims of x          grad_x = grad broadcast back to x's shape"""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any, axes: Any, keepdim: bool) -> Any:
+        ctx.shape, ctx.axes, ctx.keepdim = x.shape, axes, keepdim
+        return _sum_arr(x, axes, keepdim)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        g = _unreduce(grad, ctx.shape, ctx.axes, ctx.keepdim)
+        return ctx.xp.broadcast_to(g, ctx.shape), None, None
+
+
+class Mean(Op):
+    """out = sum over dims of x / n          grad_x = grad / n broadcast back to x's shape"""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any, axes: Any, keepdim: bool) -> Any:
+        ctx.shape, ctx.axes, ctx.keepdim = x.shape, axes, keepdim
+        n = _count(x.shape, axes)
+        ctx.n = n
+        xw = _wide(x)
+        if n:
+            return _narrow(xw.sum(axis=axes, keepdims=keepdim) / n, x.dtype)
+        with _quiet(ctx.xp):  # the mean of nothing is NaN, as in PyTorch
+            return _narrow(xw.sum(axis=axes, keepdims=keepdim) / 0.0, x.dtype)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        g = _unreduce(grad, ctx.shape, ctx.axes, ctx.keepdim)
+        g = g * (1.0 / ctx.n) if ctx.n else g * 0.0
+        return ctx.xp.broadcast_to(g, ctx.shape), None, None
+
+
+# PyTorch names the node of a reduction over given dims ``...Backward1`` (``SumBackward1``) and
+# the full reduction ``...Backward0``: same rule, second class for the name.
+class SumDim(Sum):
+    """Sum over given dims (the rule is Sum's)."""
+
+    node_name = "SumBackward1"
+
+
+class NanSum(Sum):
+    """nansum's final sum (NaNs already replaced by 0; the rule is Sum's)."""
+
+    node_name = "NansumBackward0"
+
+
+class MeanDim(Mean):
+    """Mean over given dims (the rule is Mean's)."""
+
+    node_name = "MeanBackward1"
+
+
 # ---------------------------------------------------------------------------------------------
 # prod
+
+
+def prod(
+    input: Any, dim: Any = None, keepdim: bool = False, *, dtype: Any = None, axis: Any = None,
+    keepdims: bool | None = None,
+) -> Any:
+    """Product over one ``dim`` (all elements when None); integers and bools give int64."""
+    x = _t(input)
+    dim, keepdim = _alias(dim, keepdim, axis, keepdims)
+    if dim is not None:
+        _one(dim, x, "prod")  # (a bad dim raises before a bad dtype, as in PyTorch)
+    x = _int_to_long(x) if dtype is None else _with_dtype(x, dtype)
+    if dim is None:
+        return Prod.apply(x, None, False)
+    d = _one(dim, x, "prod")
+    if x._data.ndim == 0:
+        return Prod.apply(x, None, False)
+    return ProdDim.apply(x, d, keepdim)
 
 
 class Prod(Op):
@@ -217,34 +235,100 @@ class ProdDim(Prod):
     node_name = "ProdBackward1"
 
 
-def prod(
-    input: Any, dim: Any = None, keepdim: bool = False, *, dtype: Any = None, axis: Any = None,
-    keepdims: bool | None = None,
-) -> Any:
-    """Product over one ``dim`` (all elements when None); integers and bools give int64."""
-    x = _t(input)
-    dim, keepdim = _alias(dim, keepdim, axis, keepdims)
-    if dim is not None:
-        _one(dim, x, "prod")  # (a bad dim raises before a bad dtype, as in PyTorch)
-    x = _int_to_long(x) if dtype is None else _with_dtype(x, dtype)
-    if dim is None:
-        return Prod.apply(x, None, False)
-    d = _one(dim, x, "prod")
-    if x._data.ndim == 0:
-        return Prod.apply(x, None, False)
-    return ProdDim.apply(x, d, keepdim)
-
-
 # ---------------------------------------------------------------------------------------------
 # max / min / amax / amin / aminmax / argmax / argmin
 
 
-def _even_share(x: Any, out_k: Any, axes: Any) -> Any:
-    """1/k at the k positions of each slice equal to the selected value, 0 elsewhere."""
-    xp = _backend.xp_of(x)
-    mask = x == out_k
-    cnt = mask.sum(axis=axes, keepdims=True)
-    return mask.astype(x.dtype) / xp.maximum(cnt, 1).astype(x.dtype)
+def amax(
+    input: Any, dim: Any = (), keepdim: bool = False, *, axis: Any = None,
+    keepdims: bool | None = None,
+) -> Any:
+    """Maximum over ``dim`` (all dims by default); the gradient is shared evenly among ties."""
+    x = _t(input)
+    dim, keepdim = _alias(dim, keepdim, axis, keepdims)
+    axes = _axes(dim, x, "amax")
+    _nonempty(x, axes, "amax")  # (no dim given: PyTorch's "specify the reduction dim" error)
+    return AMax.apply(x, axes, keepdim)
+
+
+def amin(
+    input: Any, dim: Any = (), keepdim: bool = False, *, axis: Any = None,
+    keepdims: bool | None = None,
+) -> Any:
+    """Minimum over ``dim`` (all dims by default); the gradient is shared evenly among ties."""
+    x = _t(input)
+    dim, keepdim = _alias(dim, keepdim, axis, keepdims)
+    axes = _axes(dim, x, "amin")
+    _nonempty(x, axes, "amin")  # (no dim given: PyTorch's "specify the reduction dim" error)
+    return AMin.apply(x, axes, keepdim)
+
+
+def max(  # noqa: A001 - PyTorch's name
+    input: Any, dim: Any = None, keepdim: bool = False, *, axis: Any = None,
+    keepdims: bool | None = None, other: Any = None,
+) -> Any:
+    """``max(x)``: the largest value; ``max(x, dim)``: ``(values, indices)``; ``max(x, y)``:
+    elementwise maximum."""
+    x = _t(input)
+    if other is not None or isinstance(dim, TensorBase):
+        return elementwise.maximum(x, other if other is not None else dim)
+    dim, keepdim = _alias(dim, keepdim, axis, keepdims)
+    if dim is None:
+        _nonempty(x, None, "max")
+        return MaxAll.apply(x, None, False)
+    return _extreme_dim(x, dim, keepdim, MaxDim, "max", return_types.max)
+
+
+def min(  # noqa: A001 - PyTorch's name
+    input: Any, dim: Any = None, keepdim: bool = False, *, axis: Any = None,
+    keepdims: bool | None = None, other: Any = None,
+) -> Any:
+    """``min(x)``: the smallest value; ``min(x, dim)``: ``(values, indices)``; ``min(x, y)``:
+    elementwise minimum."""
+    x = _t(input)
+    if other is not None or isinstance(dim, TensorBase):
+        return elementwise.minimum(x, other if other is not None else dim)
+    dim, keepdim = _alias(dim, keepdim, axis, keepdims)
+    if dim is None:
+        _nonempty(x, None, "min")
+        return MinAll.apply(x, None, False)
+    return _extreme_dim(x, dim, keepdim, MinDim, "min", return_types.min)
+
+
+def aminmax(
+    input: Any, *, dim: Any = None, keepdim: bool = False, axis: Any = None,
+    keepdims: bool | None = None,
+) -> Any:
+    """``(min, max)`` over one ``dim`` (all elements when None), as a named tuple."""
+    x = _t(input)
+    dim, keepdim = _alias(dim, keepdim, axis, keepdims)
+    if dim is None:
+        axes = None
+        _nonempty(x, None, "aminmax")
+    else:
+        axes = (_one(dim, x, "aminmax"),) if x._data.ndim else ()
+        _nonempty(x, axes, "aminmax")
+    return return_types.aminmax(AMin.apply(x, axes, keepdim), AMax.apply(x, axes, keepdim))
+
+
+def argmax(
+    input: Any, dim: Any = None, keepdim: bool = False, *, axis: Any = None,
+    keepdims: bool | None = None,
+) -> Any:
+    """Index of the first maximum along ``dim`` (of the flattened tensor when None)."""
+    x = _t(input)
+    dim, keepdim = _alias(dim, keepdim, axis, keepdims)
+    return _arg(x, dim, keepdim, "argmax", True)
+
+
+def argmin(
+    input: Any, dim: Any = None, keepdim: bool = False, *, axis: Any = None,
+    keepdims: bool | None = None,
+) -> Any:
+    """Index of the first minimum along ``dim`` (of the flattened tensor when None)."""
+    x = _t(input)
+    dim, keepdim = _alias(dim, keepdim, axis, keepdims)
+    return _arg(x, dim, keepdim, "argmin", False)
 
 
 class _EvenSplit(Op):
@@ -337,17 +421,6 @@ class _Select(Op):
         return g * _lift(g, onehot.astype(_raw(g).dtype)), None, None
 
 
-def _first_nan(xp: Any, x: Any, axis: int, idx: Any) -> Any:
-    """Where a slice holds NaN, point at its first NaN (PyTorch propagates NaN with its index)."""
-    if x.dtype.kind != "f":
-        return idx
-    isn = xp.isnan(x)
-    has = isn.any(axis=axis, keepdims=True)
-    if not has.any():
-        return idx
-    return xp.where(has, isn.argmax(axis=axis, keepdims=True), idx)
-
-
 class MaxDim(_Select):
     """(values, indices) = max of x along dim (first index of the max)
     grad_x = grad at the returned index, 0 elsewhere"""
@@ -372,6 +445,25 @@ class MinDim(_Select):
         return ctx.xp.take_along_axis(x, idx, axis), idx
 
 
+def _even_share(x: Any, out_k: Any, axes: Any) -> Any:
+    """1/k at the k positions of each slice equal to the selected value, 0 elsewhere."""
+    xp = _backend.xp_of(x)
+    mask = x == out_k
+    cnt = mask.sum(axis=axes, keepdims=True)
+    return mask.astype(x.dtype) / xp.maximum(cnt, 1).astype(x.dtype)
+
+
+def _first_nan(xp: Any, x: Any, axis: int, idx: Any) -> Any:
+    """Where a slice holds NaN, point at its first NaN (PyTorch propagates NaN with its index)."""
+    if x.dtype.kind != "f":
+        return idx
+    isn = xp.isnan(x)
+    has = isn.any(axis=axis, keepdims=True)
+    if not has.any():
+        return idx
+    return xp.where(has, isn.argmax(axis=axis, keepdims=True), idx)
+
+
 def _extreme_dim(x: Any, dim: Any, keepdim: bool, op: Any, fname: str, rtype: Any) -> Any:
     d = _one(dim, x, fname)
     if x._data.ndim == 0:
@@ -379,78 +471,6 @@ def _extreme_dim(x: Any, dim: Any, keepdim: bool, op: Any, fname: str, rtype: An
         return rtype(v, i)
     _nonempty(x, (d,), fname)
     return rtype(*op.apply(x, d, keepdim))
-
-
-def amax(
-    input: Any, dim: Any = (), keepdim: bool = False, *, axis: Any = None,
-    keepdims: bool | None = None,
-) -> Any:
-    """Maximum over ``dim`` (all dims by default); the gradient is shared evenly among ties."""
-    x = _t(input)
-    dim, keepdim = _alias(dim, keepdim, axis, keepdims)
-    axes = _axes(dim, x, "amax")
-    _nonempty(x, axes, "amax")  # (no dim given: PyTorch's "specify the reduction dim" error)
-    return AMax.apply(x, axes, keepdim)
-
-
-def amin(
-    input: Any, dim: Any = (), keepdim: bool = False, *, axis: Any = None,
-    keepdims: bool | None = None,
-) -> Any:
-    """Minimum over ``dim`` (all dims by default); the gradient is shared evenly among ties."""
-    x = _t(input)
-    dim, keepdim = _alias(dim, keepdim, axis, keepdims)
-    axes = _axes(dim, x, "amin")
-    _nonempty(x, axes, "amin")  # (no dim given: PyTorch's "specify the reduction dim" error)
-    return AMin.apply(x, axes, keepdim)
-
-
-def max(  # noqa: A001 - PyTorch's name
-    input: Any, dim: Any = None, keepdim: bool = False, *, axis: Any = None,
-    keepdims: bool | None = None, other: Any = None,
-) -> Any:
-    """``max(x)``: the largest value; ``max(x, dim)``: ``(values, indices)``; ``max(x, y)``:
-    elementwise maximum."""
-    x = _t(input)
-    if other is not None or isinstance(dim, TensorBase):
-        return elementwise.maximum(x, other if other is not None else dim)
-    dim, keepdim = _alias(dim, keepdim, axis, keepdims)
-    if dim is None:
-        _nonempty(x, None, "max")
-        return MaxAll.apply(x, None, False)
-    return _extreme_dim(x, dim, keepdim, MaxDim, "max", return_types.max)
-
-
-def min(  # noqa: A001 - PyTorch's name
-    input: Any, dim: Any = None, keepdim: bool = False, *, axis: Any = None,
-    keepdims: bool | None = None, other: Any = None,
-) -> Any:
-    """``min(x)``: the smallest value; ``min(x, dim)``: ``(values, indices)``; ``min(x, y)``:
-    elementwise minimum."""
-    x = _t(input)
-    if other is not None or isinstance(dim, TensorBase):
-        return elementwise.minimum(x, other if other is not None else dim)
-    dim, keepdim = _alias(dim, keepdim, axis, keepdims)
-    if dim is None:
-        _nonempty(x, None, "min")
-        return MinAll.apply(x, None, False)
-    return _extreme_dim(x, dim, keepdim, MinDim, "min", return_types.min)
-
-
-def aminmax(
-    input: Any, *, dim: Any = None, keepdim: bool = False, axis: Any = None,
-    keepdims: bool | None = None,
-) -> Any:
-    """``(min, max)`` over one ``dim`` (all elements when None), as a named tuple."""
-    x = _t(input)
-    dim, keepdim = _alias(dim, keepdim, axis, keepdims)
-    if dim is None:
-        axes = None
-        _nonempty(x, None, "aminmax")
-    else:
-        axes = (_one(dim, x, "aminmax"),) if x._data.ndim else ()
-        _nonempty(x, axes, "aminmax")
-    return return_types.aminmax(AMin.apply(x, axes, keepdim), AMax.apply(x, axes, keepdim))
 
 
 def _arg(x: Any, dim: Any, keepdim: bool, fname: str, largest: bool) -> Any:
@@ -477,37 +497,8 @@ def _arg(x: Any, dim: Any, keepdim: bool, fname: str, largest: bool) -> Any:
     return _make(i.astype("int64", copy=False))
 
 
-def argmax(
-    input: Any, dim: Any = None, keepdim: bool = False, *, axis: Any = None,
-    keepdims: bool | None = None,
-) -> Any:
-    """Index of the first maximum along ``dim`` (of the flattened tensor when None)."""
-    x = _t(input)
-    dim, keepdim = _alias(dim, keepdim, axis, keepdims)
-    return _arg(x, dim, keepdim, "argmax", True)
-
-
-def argmin(
-    input: Any, dim: Any = None, keepdim: bool = False, *, axis: Any = None,
-    keepdims: bool | None = None,
-) -> Any:
-    """Index of the first minimum along ``dim`` (of the flattened tensor when None)."""
-    x = _t(input)
-    dim, keepdim = _alias(dim, keepdim, axis, keepdims)
-    return _arg(x, dim, keepdim, "argmin", False)
-
-
 # ---------------------------------------------------------------------------------------------
 # all / any / count_nonzero (no gradient)
-
-
-def _logical_reduce(x: Any, dim: Any, keepdim: bool, fname: str) -> Any:
-    a = x._data
-    axes = _axes(dim, x, fname, empty_all=False)
-    r = a.all(axis=axes, keepdims=keepdim) if fname == "all" else a.any(axis=axes, keepdims=keepdim)
-    xp = _backend.xp_of(a)
-    r = xp.asarray(r)
-    return _make(r.astype("uint8") if a.dtype.name == "uint8" else r)
 
 
 def all(  # noqa: A001 - PyTorch's name
@@ -538,6 +529,15 @@ def count_nonzero(input: Any, dim: Any = None, *, axis: Any = None) -> Any:
     a = x._data
     axes = _axes(dim, x, "count_nonzero")
     return _make(_backend.xp_of(a).asarray((a != 0).sum(axis=axes)).astype("int64"))
+
+
+def _logical_reduce(x: Any, dim: Any, keepdim: bool, fname: str) -> Any:
+    a = x._data
+    axes = _axes(dim, x, fname, empty_all=False)
+    r = a.all(axis=axes, keepdims=keepdim) if fname == "all" else a.any(axis=axes, keepdims=keepdim)
+    xp = _backend.xp_of(a)
+    r = xp.asarray(r)
+    return _make(r.astype("uint8") if a.dtype.name == "uint8" else r)
 
 
 make_outputs_contiguous(globals())

@@ -48,17 +48,52 @@ __all__ = [
 # var / std
 
 
-def _dof(n: int, correction: float, fname: str) -> float:
-    dof = n - correction
-    if dof <= 0:
-        warnings.warn(
-            f"{fname}(): degrees of freedom is <= 0. Correction should be strictly less than the "
-            f"reduction factor (input numel divided by output numel); got {n} elements and "
-            f"correction={correction}.",
-            stacklevel=4,
-        )
-        return 0.0
-    return dof
+def var(
+    input: Any, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
+    correction: float | None = None, axis: Any = None, keepdims: bool | None = None,
+) -> Any:
+    """Variance over ``dim`` with Bessel's ``correction`` (default 1; legacy ``unbiased=``)."""
+    x = _t(input)
+    dim, keepdim = _alias(dim, keepdim, axis, keepdims)
+    axes, c = _var_args(x, dim, unbiased, correction, "var")
+    return Var.apply(x, axes, c, keepdim)
+
+
+def std(
+    input: Any, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
+    correction: float | None = None, axis: Any = None, keepdims: bool | None = None,
+) -> Any:
+    """Standard deviation over ``dim`` with ``correction`` (default 1; legacy ``unbiased=``)."""
+    x = _t(input)
+    dim, keepdim = _alias(dim, keepdim, axis, keepdims)
+    axes, c = _var_args(x, dim, unbiased, correction, "std")
+    return Std.apply(x, axes, c, keepdim)
+
+
+def var_mean(
+    input: Any, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
+    correction: float | None = None, axis: Any = None, keepdims: bool | None = None,
+) -> tuple[Any, Any]:
+    """``(var, mean)`` over ``dim``."""
+    x = _t(input)
+    dim, keepdim = _alias(dim, keepdim, axis, keepdims)
+    if isinstance(dim, bool):
+        dim, unbiased = None, dim
+    v = var(x, dim, unbiased, keepdim, correction=correction)
+    return v, Mean.apply(x, _axes(dim, x, "var_mean"), keepdim)
+
+
+def std_mean(
+    input: Any, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
+    correction: float | None = None, axis: Any = None, keepdims: bool | None = None,
+) -> tuple[Any, Any]:
+    """``(std, mean)`` over ``dim``."""
+    x = _t(input)
+    dim, keepdim = _alias(dim, keepdim, axis, keepdims)
+    if isinstance(dim, bool):
+        dim, unbiased = None, dim
+    s = std(x, dim, unbiased, keepdim, correction=correction)
+    return s, Mean.apply(x, _axes(dim, x, "std_mean"), keepdim)
 
 
 class Var(Op):
@@ -119,6 +154,19 @@ class Std(Op):
         return g * inv * (x - mu) * scale, None, None, None
 
 
+def _dof(n: int, correction: float, fname: str) -> float:
+    dof = n - correction
+    if dof <= 0:
+        warnings.warn(
+            f"{fname}(): degrees of freedom is <= 0. Correction should be strictly less than the "
+            f"reduction factor (input numel divided by output numel); got {n} elements and "
+            f"correction={correction}.",
+            stacklevel=4,
+        )
+        return 0.0
+    return dof
+
+
 def _var_args(x: Any, dim: Any, unbiased: Any, correction: Any, fname: str) -> tuple:
     if isinstance(dim, bool):  # var(x, unbiased)
         dim, unbiased = None, dim
@@ -136,56 +184,88 @@ def _var_args(x: Any, dim: Any, unbiased: Any, correction: Any, fname: str) -> t
     return _axes(dim, x, fname), correction
 
 
-def var(
-    input: Any, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
-    correction: float | None = None, axis: Any = None, keepdims: bool | None = None,
-) -> Any:
-    """Variance over ``dim`` with Bessel's ``correction`` (default 1; legacy ``unbiased=``)."""
-    x = _t(input)
-    dim, keepdim = _alias(dim, keepdim, axis, keepdims)
-    axes, c = _var_args(x, dim, unbiased, correction, "var")
-    return Var.apply(x, axes, c, keepdim)
-
-
-def std(
-    input: Any, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
-    correction: float | None = None, axis: Any = None, keepdims: bool | None = None,
-) -> Any:
-    """Standard deviation over ``dim`` with ``correction`` (default 1; legacy ``unbiased=``)."""
-    x = _t(input)
-    dim, keepdim = _alias(dim, keepdim, axis, keepdims)
-    axes, c = _var_args(x, dim, unbiased, correction, "std")
-    return Std.apply(x, axes, c, keepdim)
-
-
-def var_mean(
-    input: Any, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
-    correction: float | None = None, axis: Any = None, keepdims: bool | None = None,
-) -> tuple[Any, Any]:
-    """``(var, mean)`` over ``dim``."""
-    x = _t(input)
-    dim, keepdim = _alias(dim, keepdim, axis, keepdims)
-    if isinstance(dim, bool):
-        dim, unbiased = None, dim
-    v = var(x, dim, unbiased, keepdim, correction=correction)
-    return v, Mean.apply(x, _axes(dim, x, "var_mean"), keepdim)
-
-
-def std_mean(
-    input: Any, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
-    correction: float | None = None, axis: Any = None, keepdims: bool | None = None,
-) -> tuple[Any, Any]:
-    """``(std, mean)`` over ``dim``."""
-    x = _t(input)
-    dim, keepdim = _alias(dim, keepdim, axis, keepdims)
-    if isinstance(dim, bool):
-        dim, unbiased = None, dim
-    s = std(x, dim, unbiased, keepdim, correction=correction)
-    return s, Mean.apply(x, _axes(dim, x, "std_mean"), keepdim)
-
-
 # ---------------------------------------------------------------------------------------------
 # norms
+
+
+def vector_norm(
+    x: Any, ord: float = 2, dim: Any = None, keepdim: bool = False, dtype: Any = None,
+) -> Any:
+    """The vector ``ord``-norm over ``dim`` (all elements when None), as torch.linalg.vector_norm.
+
+    ``ord`` may be any real number or +-inf: inf is max |x|, -inf is min |x|, 0 counts the
+    non-zeros, and p gives (sum |x|^p)^(1/p).
+    """
+    x = _t(x)
+    if not x.is_floating_point():
+        raise RuntimeError(
+            "linalg.vector_norm: Expected a floating point or complex tensor as input. Got "
+            f"{_dtype.legacy_name(x.dtype)}; convert first, e.g. x.float()"
+        )
+    x = _with_dtype(x, dtype)
+    if isinstance(ord, str):
+        raise RuntimeError(
+            f"linalg.vector_norm: ord must be a number (got {ord!r}); use torch.linalg.matrix_norm "
+            "for matrix norms"
+        )
+    p = float(ord)
+    axes = _axes(dim, x, "linalg.vector_norm")
+    if p < 0 or math.isinf(p):
+        red = tuple(range(x._data.ndim)) if axes is None else axes
+        if x._data.size == 0 and (axes is None or _b.any(x._data.shape[a] == 0 for a in red)):
+            name = "inf" if p == math.inf else "-inf" if p == -math.inf else f"{ord}"
+            raise RuntimeError(
+                f"linalg.vector_norm cannot compute the {name} norm on an empty tensor because "
+                f"the operation does not have an identity (input shape {tuple(x._data.shape)})"
+            )
+    if p == math.inf:
+        return _NormMax.apply(elementwise.abs(x), axes, keepdim)
+    if p == -math.inf:
+        return _NormMin.apply(elementwise.abs(x), axes, keepdim)
+    if p == 1:
+        return _NormSum.apply(elementwise.abs(x), axes, keepdim)
+    return Norm.apply(x, p, axes, keepdim)
+
+
+def norm(
+    input: Any, p: Any = "fro", dim: Any = None, keepdim: bool = False, out: Any = None,
+    dtype: Any = None,
+) -> Any:
+    """Vector or Frobenius norm (``p`` = 'fro' (default), 'nuc', inf, -inf, 0, 1, 2 or any real).
+
+    A numeric ``p`` computes the vector norm over ``dim`` (all elements when None), even for
+    two dims; 'fro' is the 2-norm over at most two dims; 'nuc' is the nuclear norm of a matrix.
+    """
+    x = _t(input)
+    if p is None:
+        p = "fro"
+    if not isinstance(p, str | int | float | np.number):
+        raise TypeError(
+            f"norm(): argument 'p' must be a number or 'fro'/'nuc', not {type(p).__name__} (to "
+            "pick dims pass dim=, e.g. x.norm(dim=(0,)))"
+        )
+    if isinstance(p, str):
+        if p == "fro":
+            if isinstance(dim, tuple | list) and len(dim) > 2:
+                raise RuntimeError(
+                    f"linalg.matrix_norm: dim must be a 2-tuple. Got {' '.join(map(str, dim))}"
+                )
+            res = vector_norm(x, 2, dim, keepdim, dtype)
+        elif p == "nuc":
+            from . import linalg as _la
+
+            fn = getattr(_la, "matrix_norm", None)
+            if fn is None:
+                raise NotImplementedError("norm(p='nuc') needs ember.linalg.matrix_norm")
+            res = fn(_with_dtype(x, dtype), "nuc", (-2, -1) if dim is None else dim, keepdim)
+        else:
+            raise RuntimeError(f"norm(): unknown norm type {p!r}; use 'fro', 'nuc' or a number")
+    else:
+        res = vector_norm(x, p, dim, keepdim, dtype)
+    if out is not None:
+        out.copy_(res)
+        return out
+    return res
 
 
 class Norm(Op):
@@ -231,45 +311,6 @@ class Norm(Op):
         return g * xp.where(zero, 0, d), None, None, None
 
 
-def vector_norm(
-    x: Any, ord: float = 2, dim: Any = None, keepdim: bool = False, dtype: Any = None,
-) -> Any:
-    """The vector ``ord``-norm over ``dim`` (all elements when None), as torch.linalg.vector_norm.
-
-    ``ord`` may be any real number or +-inf: inf is max |x|, -inf is min |x|, 0 counts the
-    non-zeros, and p gives (sum |x|^p)^(1/p).
-    """
-    x = _t(x)
-    if not x.is_floating_point():
-        raise RuntimeError(
-            "linalg.vector_norm: Expected a floating point or complex tensor as input. Got "
-            f"{_dtype.legacy_name(x.dtype)}; convert first, e.g. x.float()"
-        )
-    x = _with_dtype(x, dtype)
-    if isinstance(ord, str):
-        raise RuntimeError(
-            f"linalg.vector_norm: ord must be a number (got {ord!r}); use torch.linalg.matrix_norm "
-            "for matrix norms"
-        )
-    p = float(ord)
-    axes = _axes(dim, x, "linalg.vector_norm")
-    if p < 0 or math.isinf(p):
-        red = tuple(range(x._data.ndim)) if axes is None else axes
-        if x._data.size == 0 and (axes is None or _b.any(x._data.shape[a] == 0 for a in red)):
-            name = "inf" if p == math.inf else "-inf" if p == -math.inf else f"{ord}"
-            raise RuntimeError(
-                f"linalg.vector_norm cannot compute the {name} norm on an empty tensor because "
-                f"the operation does not have an identity (input shape {tuple(x._data.shape)})"
-            )
-    if p == math.inf:
-        return _NormMax.apply(elementwise.abs(x), axes, keepdim)
-    if p == -math.inf:
-        return _NormMin.apply(elementwise.abs(x), axes, keepdim)
-    if p == 1:
-        return _NormSum.apply(elementwise.abs(x), axes, keepdim)
-    return Norm.apply(x, p, axes, keepdim)
-
-
 class _NormMax(AMax):
     """The inf-norm's last step, max |x| (same rule as AMax; PyTorch's vector_norm node)."""
 
@@ -288,49 +329,19 @@ class _NormSum(Sum):
     node_name = "LinalgVectorNormBackward0"
 
 
-def norm(
-    input: Any, p: Any = "fro", dim: Any = None, keepdim: bool = False, out: Any = None,
-    dtype: Any = None,
-) -> Any:
-    """Vector or Frobenius norm (``p`` = 'fro' (default), 'nuc', inf, -inf, 0, 1, 2 or any real).
-
-    A numeric ``p`` computes the vector norm over ``dim`` (all elements when None), even for
-    two dims; 'fro' is the 2-norm over at most two dims; 'nuc' is the nuclear norm of a matrix.
-    """
-    x = _t(input)
-    if p is None:
-        p = "fro"
-    if not isinstance(p, str | int | float | np.number):
-        raise TypeError(
-            f"norm(): argument 'p' must be a number or 'fro'/'nuc', not {type(p).__name__} (to "
-            "pick dims pass dim=, e.g. x.norm(dim=(0,)))"
-        )
-    if isinstance(p, str):
-        if p == "fro":
-            if isinstance(dim, tuple | list) and len(dim) > 2:
-                raise RuntimeError(
-                    f"linalg.matrix_norm: dim must be a 2-tuple. Got {' '.join(map(str, dim))}"
-                )
-            res = vector_norm(x, 2, dim, keepdim, dtype)
-        elif p == "nuc":
-            from . import linalg as _la
-
-            fn = getattr(_la, "matrix_norm", None)
-            if fn is None:
-                raise NotImplementedError("norm(p='nuc') needs ember.linalg.matrix_norm")
-            res = fn(_with_dtype(x, dtype), "nuc", (-2, -1) if dim is None else dim, keepdim)
-        else:
-            raise RuntimeError(f"norm(): unknown norm type {p!r}; use 'fro', 'nuc' or a number")
-    else:
-        res = vector_norm(x, p, dim, keepdim, dtype)
-    if out is not None:
-        out.copy_(res)
-        return out
-    return res
-
-
 # ---------------------------------------------------------------------------------------------
 # logsumexp
+
+
+def logsumexp(
+    input: Any, dim: Any, keepdim: bool = False, *, axis: Any = None,
+    keepdims: bool | None = None,
+) -> Any:
+    """``log(sum(exp(x)))`` over ``dim``, computed stably (integers compute in float)."""
+    x = _t(input)
+    dim, keepdim = _alias(dim, keepdim, axis, keepdims)
+    x = elementwise._float_unary(x)
+    return LogSumExp.apply(x, _axes(dim, x, "logsumexp"), keepdim)
 
 
 class LogSumExp(Op):
@@ -366,27 +377,42 @@ class LogSumExp(Op):
             return g * ctx.xp.exp(x - o), None, None
 
 
-def logsumexp(
-    input: Any, dim: Any, keepdim: bool = False, *, axis: Any = None,
-    keepdims: bool | None = None,
-) -> Any:
-    """``log(sum(exp(x)))`` over ``dim``, computed stably (integers compute in float)."""
-    x = _t(input)
-    dim, keepdim = _alias(dim, keepdim, axis, keepdims)
-    x = elementwise._float_unary(x)
-    return LogSumExp.apply(x, _axes(dim, x, "logsumexp"), keepdim)
-
-
 # ---------------------------------------------------------------------------------------------
 # median / nanmedian / mode
 
 
-def _nan_fill(xp: Any, x: Any) -> Any:
-    if x.dtype.kind != "f":
-        raise RuntimeError(
-            f"median() of an empty {x.dtype} tensor has no value; reduce a non-empty tensor"
-        )
-    return xp.full((1,) * x.ndim, math.nan, dtype=x.dtype)
+def median(
+    input: Any, dim: Any = None, keepdim: bool = False, *, axis: Any = None,
+    keepdims: bool | None = None,
+) -> Any:
+    """``median(x)``: lower median of all elements; ``median(x, dim)``: ``(values, indices)``."""
+    x = _t(input)
+    dim, keepdim = _alias(dim, keepdim, axis, keepdims)
+    if dim is None:
+        return MedianAll.apply(x, None, False)
+    return _extreme_dim(x, dim, keepdim, MedianDim, "median", return_types.median)
+
+
+def nanmedian(
+    input: Any, dim: Any = None, keepdim: bool = False, *, axis: Any = None,
+    keepdims: bool | None = None,
+) -> Any:
+    """Like ``median`` but ignoring NaN values."""
+    x = _t(input)
+    dim, keepdim = _alias(dim, keepdim, axis, keepdims)
+    if dim is None:
+        return NanMedianAll.apply(x, None, False)
+    return _extreme_dim(x, dim, keepdim, NanMedianDim, "nanmedian", return_types.nanmedian)
+
+
+def mode(
+    input: Any, dim: int = -1, keepdim: bool = False, *, axis: Any = None,
+    keepdims: bool | None = None,
+) -> Any:
+    """Most frequent value along ``dim`` (the smallest on ties) and its last index."""
+    x = _t(input)
+    dim, keepdim = _alias(dim, keepdim, axis, keepdims)
+    return _extreme_dim(x, dim, keepdim, ModeDim, "mode", return_types.mode)
 
 
 class MedianAll(_EvenSplit):
@@ -486,38 +512,12 @@ class ModeDim(_Select):
         return xp.moveaxis(val, -1, axis), xp.moveaxis(idx, -1, axis)
 
 
-def median(
-    input: Any, dim: Any = None, keepdim: bool = False, *, axis: Any = None,
-    keepdims: bool | None = None,
-) -> Any:
-    """``median(x)``: lower median of all elements; ``median(x, dim)``: ``(values, indices)``."""
-    x = _t(input)
-    dim, keepdim = _alias(dim, keepdim, axis, keepdims)
-    if dim is None:
-        return MedianAll.apply(x, None, False)
-    return _extreme_dim(x, dim, keepdim, MedianDim, "median", return_types.median)
-
-
-def nanmedian(
-    input: Any, dim: Any = None, keepdim: bool = False, *, axis: Any = None,
-    keepdims: bool | None = None,
-) -> Any:
-    """Like ``median`` but ignoring NaN values."""
-    x = _t(input)
-    dim, keepdim = _alias(dim, keepdim, axis, keepdims)
-    if dim is None:
-        return NanMedianAll.apply(x, None, False)
-    return _extreme_dim(x, dim, keepdim, NanMedianDim, "nanmedian", return_types.nanmedian)
-
-
-def mode(
-    input: Any, dim: int = -1, keepdim: bool = False, *, axis: Any = None,
-    keepdims: bool | None = None,
-) -> Any:
-    """Most frequent value along ``dim`` (the smallest on ties) and its last index."""
-    x = _t(input)
-    dim, keepdim = _alias(dim, keepdim, axis, keepdims)
-    return _extreme_dim(x, dim, keepdim, ModeDim, "mode", return_types.mode)
+def _nan_fill(xp: Any, x: Any) -> Any:
+    if x.dtype.kind != "f":
+        raise RuntimeError(
+            f"median() of an empty {x.dtype} tensor has no value; reduce a non-empty tensor"
+        )
+    return xp.full((1,) * x.ndim, math.nan, dtype=x.dtype)
 
 
 make_outputs_contiguous(globals())

@@ -17,18 +17,6 @@ from ._reduce import _make, _need, _one, _quiet, _sum_arr, _t, _with_dtype, make
 __all__ = ["softmax", "log_softmax"]
 
 
-def _softmax_dim(x: Any, dim: Any, fname: str, stacklevel: int) -> int:
-    if dim is None:  # PyTorch's deprecated implicit choice
-        nd = x._data.ndim
-        dim = 0 if nd in (0, 1, 3) else 1
-        warnings.warn(
-            f"Implicit dimension choice for {fname} has been deprecated. Change the call to "
-            "include dim=X as an argument.",
-            stacklevel=stacklevel + 1,
-        )
-    return _one(dim, x, fname)
-
-
 def softmax_along(
     op: type[Op], input: Any, dim: Any, dtype: Any, fname: str, stacklevel: int = 2
 ) -> Any:
@@ -112,6 +100,18 @@ class LogSoftmax(Op):
     def backward(ctx: Any, grad: Any) -> Any:
         (y,) = ctx.saved
         return grad - ctx.xp.exp(y) * grad.sum(axis=ctx.axis, keepdims=True), None
+
+
+def _softmax_dim(x: Any, dim: Any, fname: str, stacklevel: int) -> int:
+    if dim is None:  # PyTorch's deprecated implicit choice
+        nd = x._data.ndim
+        dim = 0 if nd in (0, 1, 3) else 1
+        warnings.warn(
+            f"Implicit dimension choice for {fname} has been deprecated. Change the call to "
+            "include dim=X as an argument.",
+            stacklevel=stacklevel + 1,
+        )
+    return _one(dim, x, fname)
 
 
 make_outputs_contiguous(globals())
