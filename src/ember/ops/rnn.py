@@ -22,6 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from .._tensor_base import TensorBase
+from ..autograd.engine import grad as autograd_grad
 from ..autograd.function import Op
 from . import activation as _act
 from . import shape as _shape
@@ -88,10 +89,6 @@ def _sigmoid_(xp: Any, a: Any) -> Any:
     return a
 
 
-def _is_tensor_mode(grads: tuple) -> bool:
-    return any(isinstance(g, TensorBase) for g in grads)
-
-
 # ---------------------------------------------------------------------------------------------
 # the fused sequence ops
 
@@ -146,7 +143,7 @@ class RNNSequence(Op):
 
     @staticmethod
     def backward(ctx: Any, grad_out: Any, grad_hn: Any) -> Any:
-        if _is_tensor_mode((grad_out, grad_hn)):
+        if ctx._tensor_mode:
             return _backward_by_recompute(ctx, "rnn", (grad_out, grad_hn))
         xp = ctx.xp
         need = ctx.needs_input_grad
@@ -255,7 +252,7 @@ class LSTMSequence(Op):
 
     @staticmethod
     def backward(ctx: Any, grad_out: Any, grad_hn: Any, grad_cn: Any) -> Any:
-        if _is_tensor_mode((grad_out, grad_hn, grad_cn)):
+        if ctx._tensor_mode:
             return _backward_by_recompute(ctx, "lstm", (grad_out, grad_hn, grad_cn))
         xp = ctx.xp
         need = ctx.needs_input_grad
@@ -377,7 +374,7 @@ class GRUSequence(Op):
 
     @staticmethod
     def backward(ctx: Any, grad_out: Any, grad_hn: Any) -> Any:
-        if _is_tensor_mode((grad_out, grad_hn)):
+        if ctx._tensor_mode:
             return _backward_by_recompute(ctx, "gru", (grad_out, grad_hn))
         xp = ctx.xp
         need = ctx.needs_input_grad
@@ -468,16 +465,13 @@ def _composite(kind: str, xw: TensorBase, h0: TensorBase, c0: TensorBase | None,
 def _backward_by_recompute(ctx: Any, kind: str, grads: tuple) -> tuple:
     """Gradients as differentiable tensors (create_graph=True): rebuild the forward from ember
     ops on fresh aliases of the saved inputs and differentiate it with create_graph."""
-    from ..autograd.engine import grad as autograd_grad
-    from .elementwise import clone
-
     saved = ctx.saved
     need = ctx.needs_input_grad
     ins = []
     wanted = []
     for k, s in enumerate(saved):
         if s is not None and need[k]:
-            a = clone(s)  # a fresh node, so the recomputed graph stops here
+            a = s.clone()  # a fresh node, so the recomputed graph stops here
             wanted.append((k, a))
             ins.append(a)
         else:
