@@ -460,3 +460,40 @@ def test_mixed_0d_cpu_leaf_grad_on_cpu(request: Any, device: str, name: str, fn:
 _GRAD_0D_BUG = ("autograd engine (AccumulateGrad / the engine's gradient check): a 0-d gradient "
                 "computed on CUDA for a 0-d CPU leaf is stored on CUDA; PyTorch moves 0-d "
                 "gradients to the input's device (device_failures.md #1)")
+
+
+CPU_INDEX = [
+    ("getitem_int", lambda m, x, i, k: x[i]),
+    ("getitem_mask", lambda m, x, i, k: x[k]),
+    ("getitem_int_basic", lambda m, x, i, k: x[i, 1:]),
+    ("setitem_int", lambda m, x, i, k: _setitem(m, x, i, 0.5)),
+]
+
+
+@pytest.mark.parametrize(("name", "fn"), [pytest.param(n, f, id=n) for n, f in CPU_INDEX])
+def test_cpu_index_into_cuda_tensor(device: str, name: str, fn: Callable) -> None:
+    """Indices may be on the CPU or on the indexed tensor's device (PyTorch's rule)."""
+    xs, idx, msk = r(4, 3), np.array([3, 0, 3], np.int64), mask(4, 3)
+    x = on(device, xs, requires_grad=True)
+    out = fn(ember, x, on("cpu", idx), on("cpu", msk))
+    assert str(out.device) == device_name(device) and array_type_ok(out, device)
+    xc = on("cpu", xs, requires_grad=True)
+    want = fn(ember, xc, on("cpu", idx), on("cpu", msk))
+    _same(host(out), host(want), f"{name} value")
+    cot = r(*out.shape)
+    out.backward(on(device, cot))
+    want.backward(on("cpu", cot))
+    assert str(x.grad.device) == device_name(device) and array_type_ok(x.grad, device)
+    _same(host(x.grad), host(xc.grad), f"{name} grad")
+
+
+def test_tensor_copy_to_cpu(request: Any, device: str) -> None:
+    """``torch.tensor(t, device="cpu")`` copies a tensor of any device to the host."""
+    if device == "fake_cuda":
+        request.applymarker(pytest.mark.xfail(strict=True, reason=(
+            "ops/creation.py:tensor: `arr.get()` on a non-NumPy array (use _backend.to_numpy) "
+            "(device_failures.md #2)")))
+    xs = r(2, 3)
+    out = ember.tensor(on(device, xs), device="cpu")
+    assert out.device == "cpu" and array_type_ok(out, "cpu")
+    _same(host(out), xs, "tensor(t, device='cpu')")
