@@ -97,7 +97,10 @@ from .ops.softmax_family import *  # noqa: F403
 from .ops import return_types  # torch.return_types: the named result tuples
 from .ops.linalg import *  # noqa: F403
 from .ops.shape import *  # noqa: F403
+from .ops.joining import *  # noqa: F403
 from .ops.indexing import *  # noqa: F403
+from .ops.indexing_scatter import *  # noqa: F403
+from .ops.sorting import *  # noqa: F403
 from .ops._functions import *  # noqa: F403
 from .ops.extra import digamma, erfcx as _erfcx, i0, lgamma, mvlgamma, polygamma  # noqa: F401
 from . import random  # noqa: E402

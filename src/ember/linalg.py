@@ -329,7 +329,7 @@ def cholesky_ex(A: Any, *, upper: bool = False, check_errors: bool = False,
 
 def vander(x: Any, *, N: int | None = None) -> Any:
     """Columns x^0, x^1, ..., x^(N-1) along a new last dim: shape (*, n, N)."""
-    from .ops.shape import stack
+    from .ops.joining import stack
 
     x = _t(x, "linalg.vander", "x")
     if x.dim() == 0:

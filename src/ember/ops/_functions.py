@@ -389,7 +389,7 @@ def meshgrid(*tensors: Any, indexing: str | None = None) -> tuple:
 
 def cartesian_prod(*tensors: Any) -> Any:
     """All combinations of one element from each 1-D tensor, as rows."""
-    from .shape import stack
+    from .joining import stack
 
     if len(tensors) == 1:
         return tensors[0]
@@ -399,7 +399,7 @@ def cartesian_prod(*tensors: Any) -> Any:
 
 def combinations(input: Any, r: int = 2, with_replacement: bool = False) -> Any:
     """``itertools.combinations`` of a 1-D tensor's elements, as rows of an ``(n, r)`` tensor."""
-    from .shape import stack
+    from .joining import stack
 
     if input.dim() != 1:
         raise RuntimeError(f"Expect a 1D vector, but got shape {list(input.shape)}")
@@ -414,7 +414,7 @@ def combinations(input: Any, r: int = 2, with_replacement: bool = False) -> Any:
 def block_diag(*tensors: Any) -> Any:
     """A block-diagonal matrix from 0-, 1- or 2-D tensors."""
     from .elementwise import _promote  # noqa: F401 - keeps dtype rules in one place
-    from .shape import cat
+    from .joining import cat
 
     mats = [t.reshape(1, -1) if t.dim() < 2 else t for t in tensors]
     for t in mats:
@@ -436,7 +436,7 @@ def block_diag(*tensors: Any) -> Any:
 
 def vander(x: Any, N: int | None = None, increasing: bool = False) -> Any:
     """Vandermonde matrix: columns ``x ** (N-1) ... x ** 0`` (reversed if ``increasing``)."""
-    from .shape import stack
+    from .joining import stack
 
     if x.dim() != 1:
         raise RuntimeError("x must be a one-dimensional tensor.")
@@ -493,7 +493,7 @@ def dist(input: Any, other: Any, p: float = 2) -> Any:
 
 def diff(input: Any, n: int = 1, dim: int = -1, prepend: Any = None, append: Any = None) -> Any:
     """n-th forward difference along ``dim``; ``prepend``/``append`` are joined first."""
-    from .shape import cat
+    from .joining import cat
 
     if input.dim() == 0:
         raise RuntimeError("diff expects input to be at least one-dimensional")
@@ -566,7 +566,8 @@ def nanquantile(input: Any, q: Any, dim: int | None = None, keepdim: bool = Fals
 def _quantile(input: Any, q: Any, dim: Any, keepdim: bool, interpolation: str,
               ignore_nan: bool, name: str) -> Any:
     from . import elementwise as ew
-    from .indexing import gather, sort
+    from .indexing_scatter import gather
+    from .sorting import sort
 
     if not input.is_floating_point():
         raise RuntimeError(f"{name}() input tensor must be either float or double dtype, got "
@@ -615,7 +616,7 @@ def _quantile(input: Any, q: Any, dim: Any, keepdim: bool, interpolation: str,
         bad = (valid == 0) if ignore_nan else (nan_count > 0)
         val = ew.where(bad, val.new_full((), math.nan), val)
         outs.append(val)
-    from .shape import stack
+    from .joining import stack
 
     res = stack(outs, 0)  # (Q, ..., 1)
     if dim is None:
@@ -630,7 +631,7 @@ def _quantile(input: Any, q: Any, dim: Any, keepdim: bool, interpolation: str,
 def bucketize(input: Any, boundaries: Any, *, out_int32: bool = False, right: bool = False,
               out: Any = None) -> Any:
     """The index of the bucket each value falls in, given sorted 1-D ``boundaries``."""
-    from .indexing import searchsorted
+    from .sorting import searchsorted
 
     if boundaries.dim() != 1:
         raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim({boundaries.dim()})")

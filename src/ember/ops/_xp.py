@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import elementwise as _ew
+from . import joining as _jn
 from . import linalg as _la
 from . import shape as _sh
 from .creation import ones_like as ol
@@ -157,11 +158,11 @@ def squeeze(x: Any, axis: Any = None) -> Any:
 
 
 def concatenate(xs: Any, axis: int = 0) -> Any:
-    return _sh.cat(list(xs), axis)
+    return _jn.cat(list(xs), axis)
 
 
 def stack(xs: Any, axis: int = 0) -> Any:
-    return _sh.stack(list(xs), axis)
+    return _jn.stack(list(xs), axis)
 
 
 def asarray(x: Any, dtype: Any = None) -> Any:
@@ -172,19 +173,19 @@ def asarray(x: Any, dtype: Any = None) -> Any:
 def flip(x: Any, axis: Any = None) -> Any:
     if axis is None:
         axis = tuple(range(x.ndim))
-    return _sh.flip(x, axis if isinstance(axis, tuple | list) else (axis,))
+    return _jn.flip(x, axis if isinstance(axis, tuple | list) else (axis,))
 
 
 def roll(x: Any, shift: Any, axis: Any = None) -> Any:
-    return _sh.roll(x, shift, axis)
+    return _jn.roll(x, shift, axis)
 
 
 def tile(x: Any, reps: Any) -> Any:
-    return _sh.tile(x, tuple(reps) if isinstance(reps, tuple | list) else (reps,))
+    return _jn.tile(x, tuple(reps) if isinstance(reps, tuple | list) else (reps,))
 
 
 def repeat(x: Any, repeats: Any, axis: Any = None) -> Any:
-    return _sh.repeat_interleave(x, repeats, axis)
+    return _jn.repeat_interleave(x, repeats, axis)
 
 
 def ascontiguousarray(x: Any) -> Any:

@@ -1591,9 +1591,9 @@ def _creation_zeros_like(t: Any) -> Any:
 
 def _tops() -> Any:
     """The tensor-level helpers the 3-D composites use (imported late: import order)."""
-    from . import activation, shape
+    from . import activation, joining
 
-    return activation.pad, shape.stack
+    return activation.pad, joining.stack
 
 
 def _depth_taps(x: Any, k: int, s: int, d: int, n_out: int) -> list:

@@ -1510,7 +1510,7 @@ def affine_grid(theta: Any, size: Any, align_corners: bool | None = None) -> Any
     """Sampling grid (N, H, W, 2) for ``grid_sample`` from affine matrices theta (N, 2, 3)
     (or (N, D, H, W, 3) from (N, 3, 4)): each output pixel's normalised (x, y[, z], 1) times
     theta^T."""
-    from .shape import stack
+    from .joining import stack
 
     align = bool(align_corners)
     size = tuple(int(v) for v in size)

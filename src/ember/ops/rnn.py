@@ -25,7 +25,7 @@ from .._tensor_base import TensorBase
 from ..autograd.engine import grad as autograd_grad
 from ..autograd.function import Op
 from . import activation as _act
-from . import shape as _shape
+from . import joining as _joining
 
 __all__ = [
     "rnn_tanh_cell",
@@ -448,7 +448,7 @@ def _composite(kind: str, xw: TensorBase, h0: TensorBase, c0: TensorBase | None,
             hn = o.sigmoid() * cn.tanh()
             if w_hr is not None:
                 hn = hn @ w_hr.t()
-            c = _shape.cat([cn, c[bs:]], 0) if bs < batch else cn
+            c = _joining.cat([cn, c[bs:]], 0) if bs < batch else cn
         else:
             xr, xz, xn = x.chunk(3, 1)
             hr, hz, hn_ = gh.chunk(3, 1)
@@ -456,9 +456,9 @@ def _composite(kind: str, xw: TensorBase, h0: TensorBase, c0: TensorBase | None,
             z = (xz + hz).sigmoid()
             n = (xn + r * hn_).tanh()
             hn = n + z * (hp - n)
-        h = _shape.cat([hn, h[bs:]], 0) if bs < batch else hn
+        h = _joining.cat([hn, h[bs:]], 0) if bs < batch else hn
         outs[t] = hn
-    out = _shape.cat(outs, 0)
+    out = _joining.cat(outs, 0)
     return (out, h, c) if kind == "lstm" else (out, h)
 
 
@@ -644,7 +644,7 @@ def _run(kind: str, relu: bool, input: TensorBase, batch_sizes: Any, hx: tuple, 
                 out, h = RNNSequence.apply(xw, states[0][k], w_hh, b_hh, sizes, d == 1, relu)
             outs.append(out)
             h_n.append(h)
-        layer_in = outs[0] if dirs == 1 else _shape.cat(outs, -1)
+        layer_in = outs[0] if dirs == 1 else _joining.cat(outs, -1)
         if dropout and train and layer < num_layers - 1:
             layer_in = _act.dropout(layer_in, dropout, True)
     output = layer_in
@@ -652,9 +652,9 @@ def _run(kind: str, relu: bool, input: TensorBase, batch_sizes: Any, hx: tuple, 
         output = output.reshape(steps, batch, output.shape[-1])
         if batch_first:
             output = output.transpose(0, 1)
-    result = (output, _shape.stack(h_n, 0))
+    result = (output, _joining.stack(h_n, 0))
     if kind == "lstm":
-        result += (_shape.stack(c_n, 0),)
+        result += (_joining.stack(c_n, 0),)
     return result
 
 

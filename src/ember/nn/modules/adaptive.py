@@ -111,7 +111,7 @@ class AdaptiveLogSoftmaxWithLoss(Module):
         return _ASMoutput(output, loss)
 
     def _full_log_prob(self, input: Tensor, head_output: Tensor) -> Tensor:
-        from ...ops.shape import cat
+        from ...ops.joining import cat
 
         head_logp = log_softmax(head_output, 1)
         parts = [head_logp[:, :self.shortlist_size]]

@@ -25,7 +25,7 @@ from ...autograd import grad_mode
 from ...ops import activation as _act
 from ...ops import creation as _creation
 from ...ops import nn as _nnops
-from ...ops.shape import cat as _cat
+from ...ops.joining import cat as _cat
 from .. import init
 from ..parameter import Parameter
 from .activation import GELU, ReLU

@@ -21,14 +21,14 @@ def _check_same_device(param: Tensor, old: object) -> object:
 
 def parameters_to_vector(parameters: Iterable[Tensor]) -> Tensor:
     """All parameters flattened and concatenated into one 1-D tensor (differentiable)."""
-    from ...ops import shape as _sh
+    from ...ops import joining as _joining
 
     dev = None
     flat = []
     for p in parameters:
         dev = _check_same_device(p, dev)
         flat.append(p.reshape(-1))
-    return _sh.cat(flat)
+    return _joining.cat(flat)
 
 
 def vector_to_parameters(vec: Tensor, parameters: Iterable[Tensor]) -> None:

@@ -37,7 +37,7 @@ def pad_sequence(
         torch.Size([2, 3, 2])
     """
     from ...ops import activation as F
-    from ...ops import shape as _sh
+    from ...ops import joining as _joining
 
     if padding_side not in ("left", "right"):
         raise ValueError(
@@ -62,4 +62,4 @@ def pad_sequence(
         extra = max_len - s.shape[0]
         spec = [0, 0] * len(trailing) + ([0, extra] if padding_side == "right" else [extra, 0])
         padded.append(F.pad(s, tuple(spec), value=padding_value) if extra else s)
-    return _sh.stack(padded, 1 if not batch_first else 0)
+    return _joining.stack(padded, 1 if not batch_first else 0)

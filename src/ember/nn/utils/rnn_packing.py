@@ -234,7 +234,7 @@ def pad_packed_sequence(sequence: PackedSequence, batch_first: bool = False,
         >>> padded.shape, lengths
         (torch.Size([3, 2]), tensor([3, 1]))
     """
-    from ...ops import shape as _shape
+    from ...ops import joining as _joining
     from ...ops.indexing import index_select
 
     data, batch_sizes, _, unsorted = sequence
@@ -265,7 +265,7 @@ def pad_packed_sequence(sequence: PackedSequence, batch_first: bool = False,
         gidx = gidx.T
     rest = tuple(data.shape[1:])
     pad_row = data.new_full((1,) + rest, padding_value)
-    ext = _shape.cat([data, pad_row], 0)
+    ext = _joining.cat([data, pad_row], 0)
     flat = index_select(ext, 0, _int64(gidx.reshape(-1), data.device))
     return flat.reshape(gidx.shape + rest), _int64(lengths)
 

@@ -17,7 +17,7 @@ def default_collate(batch: list) -> Any:
     """Collate a list of samples into a batch, the way PyTorch's default_collate does."""
     from ..._tensor import Tensor
     from ...ops import creation as _creation
-    from ...ops import shape as _shape
+    from ...ops import joining as _joining
 
     elem = batch[0]
     if isinstance(elem, Tensor):
@@ -29,7 +29,7 @@ def default_collate(batch: list) -> Any:
             )
         if _backend.is_cpu_array(elem._data) and not any(b.requires_grad for b in batch):
             return Tensor._make(np.stack([b._data for b in batch]))
-        return _shape.stack(batch, 0)
+        return _joining.stack(batch, 0)
     if isinstance(elem, np.ndarray):
         if elem.dtype.kind in "USO":
             raise TypeError(f"default_collate: batch must contain tensors, numpy arrays, numbers, dicts or lists; found {elem.dtype}")

@@ -1,0 +1,577 @@
+"""What the indexing rooms share: PyTorch's indexing rules and the index checks (used by
+``indexing.py``, ``indexing_scatter.py`` and ``sorting.py``).
+
+- A key (``x[key]``) follows PyTorch's rules and is parsed once into a ``_Key``: integers are
+  applied first as ``select``s, then the advanced (tensor, list, mask) indices are placed as in
+  NumPy (adjacent ones in place, separated ones in front). ``_Key.gather`` reads ``x[key]``,
+  ``_Key.assign`` writes it and ``_Key.scatter_add`` is the gather's adjoint.
+- Scatter-adds never loop in Python and never use ``ufunc.at``: the target positions become flat
+  linear indices and one ``xp.bincount(idx, weights=...)`` sums repeated ones; exact integer
+  sums go through a sort + ``add.reduceat`` instead (``_accumulate``).
+- Out-of-range indices raise PyTorch's exception, naming the index, the dim and its size
+  (``_check_bounds``, ``_check_nonneg_bounds``).
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from typing import Any
+
+import numpy as np
+
+from .. import _backend
+from .._tensor_base import TensorBase
+from .creation import tensor
+from .shape import reshape
+
+# ---------------------------------------------------------------------------------------------
+# small helpers
+
+
+def _raw(x: Any) -> Any:
+    return x._data if isinstance(x, TensorBase) else x
+
+
+def _numel(shape: tuple) -> int:
+    return math.prod(shape)
+
+
+def _c_strides(shape: tuple) -> list[int]:
+    """Element strides of a C-contiguous array of ``shape``."""
+    strides = [1] * len(shape)
+    for d in range(len(shape) - 2, -1, -1):
+        strides[d] = strides[d + 1] * shape[d + 1]
+    return strides
+
+
+def _broadcast_shapes(a: tuple, b: tuple) -> tuple:
+    """PyTorch's broadcasting, with PyTorch's error naming the mismatching sizes."""
+    try:
+        return tuple(np.broadcast_shapes(tuple(a), tuple(b)))
+    except ValueError:
+        n = max(len(a), len(b))
+        pa, pb = (1,) * (n - len(a)) + tuple(a), (1,) * (n - len(b)) + tuple(b)
+        for d in range(n - 1, -1, -1):
+            if pa[d] != pb[d] and pa[d] != 1 and pb[d] != 1:
+                raise RuntimeError(
+                    f"The size of tensor a ({pa[d]}) must match the size of tensor b ({pb[d]}) "
+                    f"at non-singleton dimension {d} (shapes {list(a)} and {list(b)})"
+                ) from None
+        raise
+
+
+def _as_index_tensor(index: Any, name: str) -> Any:
+    """An index argument as a tensor (lists and arrays accepted, as PyTorch does for lists)."""
+    if isinstance(index, TensorBase):
+        return index
+    if isinstance(index, list | tuple | np.ndarray | int):
+        arr = np.asarray(index)
+        if arr.size == 0:
+            arr = arr.astype(np.int64)
+        return tensor(arr)
+    raise TypeError(f"{name}(): index must be a Tensor, got {type(index).__name__}")
+
+
+def _check_int_index(index: Any, name: str, allow_int32: bool = True) -> Any:
+    """The raw integer array of ``index``; PyTorch's dtype error otherwise."""
+    arr = index._data
+    ok = arr.dtype == np.int64 or (allow_int32 and arr.dtype == np.int32)
+    if not ok:
+        want = "int32 or int64" if allow_int32 else "int64"
+        raise RuntimeError(
+            f"{name}(): Expected dtype {want} for index, but got {index.dtype}; convert it "
+            "first, e.g. index.long()"
+        )
+    return arr
+
+
+def _check_bounds(arr: Any, size: int, dim: int, name: str = "", exc: type = IndexError) -> None:
+    """Out-of-range indices are an error naming the index, the dim and its size (negative
+    indices from -size are accepted where PyTorch accepts them: callers pass wrapped arrays
+    otherwise)."""
+    if arr.size == 0:
+        return
+    lo, hi = int(arr.min()), int(arr.max())
+    bad = hi if hi >= size else (lo if lo < -size else None)
+    if bad is not None:
+        prefix = f"{name}(): " if name else ""
+        raise exc(f"{prefix}index {bad} is out of bounds for dimension {dim} with size {size}")
+
+
+def _check_nonneg_bounds(arr: Any, size: int, dim: int, name: str,
+                         exc: type = RuntimeError, torch_msg: str = "") -> None:
+    """For ops that do not wrap negative indices (gather/scatter, index_select/add/copy,
+    embedding): any index outside ``[0, size)`` raises ``exc``, the exception PyTorch raises
+    (``torch_msg``, PyTorch's own wording, is kept at the end of ours)."""
+    if arr.size == 0:
+        return
+    lo, hi = int(arr.min()), int(arr.max())
+    bad = hi if hi >= size else (lo if lo < 0 else None)
+    if bad is not None:
+        hint = (f"; {name} does not count negative indices from the end: use index % {size}"
+                if bad < 0 and bad >= -size else "")
+        tail = f" ({torch_msg})" if torch_msg else ""
+        raise exc(
+            f"{name}(): index {bad} is out of bounds for dimension {dim} with size {size}"
+            f"{hint}{tail}"
+        )
+
+
+def _accumulate(xp: Any, idx: Any, w: Any, size: int, dtype: Any) -> Any:
+    """out[idx[i]] += w[i] over a zero 1-D array of ``size`` (repeated indices add up).
+
+    Floating types use one ``bincount`` (summed in float64, then cast back); integer and bool
+    types are summed exactly by a sort and ``add.reduceat``."""
+    if dtype.kind == "f" or dtype.kind == "V":  # "V": bfloat16 from ml_dtypes
+        # bincount sums in float64; converting first is faster than letting it convert
+        out = xp.bincount(idx, weights=w.astype(np.float64, copy=False), minlength=size)
+        return out.astype(dtype, copy=False)
+    out = xp.zeros(size, dtype)
+    if idx.size == 0:
+        return out
+    order = xp.argsort(idx, kind="stable")
+    s = idx[order]
+    starts = _group_starts(xp, s)
+    out[s[starts]] = xp.add.reduceat(w[order], starts)
+    return out
+
+
+def _group_starts(xp: Any, s: Any) -> Any:
+    """Start positions of the runs of equal values in the sorted 1-D ``s`` (non-empty)."""
+    change = xp.empty(s.shape[0], dtype=bool)
+    change[0] = True
+    change[1:] = s[1:] != s[:-1]
+    return xp.flatnonzero(change)
+
+
+def _reshape(x: Any, shape: tuple) -> Any:
+    if tuple(x._data.shape) == tuple(shape):
+        return x
+    return reshape(x, tuple(shape))
+
+
+def _atleast_1d(t: Any) -> Any:
+    return _reshape(t, (1,)) if t._data.ndim == 0 else t
+
+
+# ---------------------------------------------------------------------------------------------
+# keys: PyTorch's indexing rules, parsed once into a basic part and an advanced part
+
+
+_INDEX_DTYPE_MSG = "tensors used as indices must be long, int, byte or bool tensors"
+
+
+_NONE, _ELL, _BOOL, _INT, _SLICE, _ARR, _MASK = range(7)
+
+
+class _Key:
+    """A parsed index: ``x[key] == x[basic][vkey]``.
+
+    ``basic`` holds integers, slices and None (a view of x); ``vkey`` (None when there is no
+    advanced index) indexes that view with arrays and masks at ``adv`` = [(view dim, array,
+    is_mask)], and full slices elsewhere."""
+
+    __slots__ = ("shape", "basic", "trivial", "vshape", "vkey", "adv", "unique", "last")
+
+    # ``last``: the kind of the key's last item that changes the view (an integer, a slice
+    # that does not cover its dim, None), which names the view's node as in PyTorch
+
+    def gather(self, arr: Any) -> Any:
+        v = arr if self.trivial else arr[self.basic]
+        return v if self.vkey is None else v[self.vkey]
+
+    def assign(self, out: Any, value: Any) -> None:
+        """out[key] = value, in place (``out`` is a fresh array)."""
+        if self.vkey is None:
+            if self.trivial:
+                out[...] = value
+            else:
+                out[self.basic] = value
+            return
+        v = out if self.trivial else out[self.basic]
+        v[self.vkey] = value
+
+    def out_shape(self) -> tuple:
+        """The shape of ``x[key]`` (without indexing)."""
+        if self.vkey is None:
+            return tuple(self.vshape)
+        shapes, dims = [], []
+        for vd, arr, is_mask in self.adv:
+            if is_mask:
+                shapes.append((int(arr.sum()),))
+                dims.extend(range(vd, vd + arr.ndim))
+            else:
+                shapes.append(tuple(arr.shape))
+                dims.append(vd)
+        b = _index_broadcast(shapes)
+        rest = [s for d, s in enumerate(self.vshape) if d not in dims]
+        if dims == list(range(dims[0], dims[0] + len(dims))):
+            return tuple(rest[: dims[0]]) + b + tuple(rest[dims[0]:])
+        return b + tuple(rest)
+
+    def scatter_add(self, grad: Any, xp: Any) -> Any:
+        """zeros(shape) with ``grad`` added at ``key`` (repeated positions add up)."""
+        if self.vkey is None or self.unique:
+            out = xp.zeros(self.shape, grad.dtype)
+            self.assign(out, grad)
+            return out
+        gv = self._scatter_add_adv(grad, xp)
+        if self.trivial:
+            return gv
+        out = xp.zeros(self.shape, grad.dtype)
+        out[self.basic] = gv
+        return out
+
+    def _scatter_add_adv(self, grad: Any, xp: Any) -> Any:
+        vshape = self.vshape
+        arrays, dims = [], []
+        for vd, arr, is_mask in self.adv:
+            if is_mask:
+                arrays.extend(xp.nonzero(arr))
+                dims.extend(range(vd, vd + arr.ndim))
+            else:
+                a = arr.astype(np.int64, copy=False)
+                if vshape[vd]:
+                    a = xp.where(a < 0, a + vshape[vd], a)
+                arrays.append(a)
+                dims.append(vd)
+        # linear index of each gathered element into the advanced dims (row-major)
+        lin = arrays[0]
+        for a, d in zip(arrays[1:], dims[1:]):
+            lin = lin * vshape[d] + a
+        if lin.ndim == 0:
+            lin = lin.reshape(1)
+        sizes = [vshape[d] for d in dims]
+        rest_dims = [d for d in range(len(vshape)) if d not in dims]
+        rest = [vshape[d] for d in rest_dims]
+        nb = lin.ndim
+        g = grad
+        adjacent = dims == list(range(dims[0], dims[0] + len(dims)))
+        if adjacent and dims[0] > 0:  # the broadcast index dims sit in place: move them first
+            g = xp.moveaxis(g, tuple(range(dims[0], dims[0] + nb)), tuple(range(nb)))
+        r_tot = _numel(rest)
+        m = _numel(sizes)
+        if r_tot == 1:
+            comb = lin.reshape(-1)
+        else:
+            comb = (lin.reshape(-1, 1) * r_tot + xp.arange(r_tot)).reshape(-1)
+        acc = _accumulate(xp, comb, g.reshape(-1), m * r_tot, grad.dtype)
+        acc = acc.reshape(tuple(sizes) + tuple(rest))
+        order = dims + rest_dims
+        if order != sorted(order):  # back to the view's dim order
+            acc = acc.transpose(tuple(sorted(range(len(order)), key=order.__getitem__)))
+        return acc
+
+
+def _seq_as_tuple(key: Any) -> bool:
+    """PyTorch (like old NumPy) reads a short list holding sequences, tensors, slices, None or
+    Ellipsis as a tuple of indices: ``x[[idx0, idx1]]`` is ``x[idx0, idx1]``."""
+    if not isinstance(key, list) or len(key) >= 32:
+        return False
+    for k in key:
+        if k is None or k is Ellipsis or isinstance(k, slice | list | tuple | range | TensorBase):
+            return True
+        if isinstance(k, np.ndarray):
+            return True
+    return False
+
+
+def _type_name(k: Any) -> str:
+    t = type(k)
+    return t.__name__ if t.__module__ == "builtins" else f"{t.__module__.split('.')[0]}.{t.__name__}"
+
+
+def _ok_index_dtype(dt: Any) -> bool:
+    """An index *tensor* dtype PyTorch accepts: int64, int32, uint8 (a mask) or bool."""
+    kind = dt.kind
+    return kind == "b" or (kind == "i" and dt.itemsize in (4, 8)) or (kind == "u" and
+                                                                      dt.itemsize == 1)
+
+
+def _seq_index_array(k: Any) -> Any:
+    """A list/tuple/range used as an index, as a NumPy array: PyTorch converts sequences like
+    ``torch.tensor`` would but makes them long, so float entries truncate (``[1.7] -> [1]``);
+    tensors inside the sequence keep their own rules (a float tensor is refused)."""
+    if isinstance(k, range):
+        return np.arange(k.start, k.stop, k.step, dtype=np.int64)
+    if len(k) == 0:
+        return np.zeros(0, np.int64)
+    if any(isinstance(e, TensorBase) for e in k):
+        arr = tensor(list(k))._data
+        if not _ok_index_dtype(arr.dtype):
+            raise TypeError(
+                "only integer tensors of a single element can be converted to an index (got a "
+                f"sequence of {arr.dtype} tensors)"
+            )
+        return arr
+    if any(isinstance(e, str | bytes) for e in k):
+        raise TypeError(
+            f"an index sequence may hold only integers or booleans (got {_type_name(k[0])} "
+            "entries)"
+        )
+    arr = np.asarray(k)
+    if arr.dtype.kind == "f":
+        arr = arr.astype(np.int64)
+    elif arr.dtype.kind in "iu":
+        arr = arr.astype(np.int64, copy=False)
+    elif arr.dtype.kind != "b":
+        raise TypeError(
+            f"an index sequence may hold only integers or booleans (got dtype {arr.dtype})"
+        )
+    return arr
+
+
+def _index_array(k: Any, dev: Any) -> Any:
+    """A tensor/array/list/range used as an index, as a bool or integer array on ``dev``.
+
+    PyTorch's rules per kind: index *tensors* must be int64, int32, uint8 (a mask) or bool;
+    NumPy arrays and Python sequences are converted first, so any NumPy integer dtype works and
+    float entries are truncated to integers. A CPU index may index a CUDA tensor; a CUDA index
+    of a CPU tensor is PyTorch's error."""
+    if isinstance(k, TensorBase):
+        arr = k._data
+        if not _ok_index_dtype(arr.dtype):
+            raise IndexError(f"{_INDEX_DTYPE_MSG} (got an index tensor of dtype {k.dtype})")
+    elif _backend.is_array(k):
+        arr = k
+        kind = arr.dtype.kind
+        if kind == "f":
+            arr = arr.astype(np.int64)
+        elif kind in "iu" and arr.dtype != np.uint8:
+            arr = arr.astype(np.int64, copy=False)
+        elif kind != "b" and arr.dtype != np.uint8:
+            raise TypeError(
+                f"can't index with a NumPy array of dtype {arr.dtype}: index arrays must hold "
+                "integers or booleans"
+            )
+    elif isinstance(k, list | tuple | range):
+        arr = _seq_index_array(k)
+    elif isinstance(k, str | bytes):
+        raise TypeError(
+            f"a tensor cannot be indexed by a {type(k).__name__} ({k!r}): use integers, slices, "
+            "None, Ellipsis, or integer/bool tensors"
+        )
+    else:
+        raise IndexError(
+            "only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are "
+            f"valid indices (got {_type_name(k)})"
+        )
+    if arr.dtype == np.uint8:
+        arr = arr.astype(bool)  # PyTorch's deprecated byte masks
+    adev = _backend.device_of(arr)
+    if adev != dev:
+        if dev.type == "cpu" and arr.ndim > 0:
+            raise RuntimeError(
+                f"indices should be either on cpu or on the same device as the indexed tensor "
+                f"({dev}): got an index on {adev}; move the index with index.cpu() (or the "
+                f"tensor with .to({str(adev)!r}))"
+            )
+        arr = _backend.to_device(arr, dev)
+    return arr
+
+
+def _check_slice(s: slice) -> slice:
+    start, stop, step = s.start, s.stop, s.step
+    if step is not None:
+        step = operator.index(step)
+        if step == 0:
+            raise ValueError("slice step cannot be zero")
+        if step < 0:
+            raise ValueError(
+                "step must be greater than zero (PyTorch has no negative-step slices; use "
+                "x.flip(dim) to reverse a dimension)"
+            )
+    start = None if start is None else operator.index(start)
+    stop = None if stop is None else operator.index(stop)
+    return slice(start, stop, step)
+
+
+def _index_broadcast(shapes: list) -> tuple:
+    try:
+        return tuple(np.broadcast_shapes(*shapes))
+    except ValueError:
+        desc = ", ".join(str(list(s)) for s in shapes)
+        raise IndexError(
+            f"shape mismatch: indexing tensors could not be broadcast together with shapes {desc}"
+        ) from None
+
+
+def _parse_basic(shape: tuple, key: tuple) -> _Key | None:
+    """The fast path for keys of plain ints and slices (``x[0]``, ``x[:, 1:3]``); None when
+    the key needs the general parser."""
+    if len(key) > len(shape):
+        return None
+    vshape = []
+    trivial = True
+    last = _ELL
+    for d, k in enumerate(key):
+        t = type(k)
+        if t is int:
+            size = shape[d]
+            if not -size <= k < size:
+                raise IndexError(f"index {k} is out of bounds for dimension {d} with size {size}")
+            trivial = False
+            last = _INT
+        elif t is slice:
+            a, b, c = k.start, k.stop, k.step
+            if (a is not None and type(a) is not int) or (b is not None and type(b) is not int) \
+                    or (c is not None and (type(c) is not int or c <= 0)):
+                return None
+            n = len(range(*k.indices(shape[d])))
+            vshape.append(n)
+            trivial = trivial and a is None and b is None and c is None
+            if n != shape[d] or (c is not None and c != 1):
+                last = _SLICE
+        else:
+            return None
+    vshape.extend(shape[len(key):])
+    kk = _Key()
+    kk.shape, kk.basic, kk.trivial, kk.vshape = shape, key + (Ellipsis,), trivial, tuple(vshape)
+    kk.last = last
+    kk.vkey, kk.adv, kk.unique = None, [], True
+    return kk
+
+
+def _parse_key(x: Any, key: Any) -> _Key:
+    """Parse ``key`` for the raw array ``x`` (PyTorch's rules and errors)."""
+    shape = tuple(x.shape)
+    t = type(key)
+    if t is int or t is slice or t is tuple:
+        kk = _parse_basic(shape, key if t is tuple else (key,))
+        if kk is not None:
+            return kk
+    ndim = len(shape)
+    dev = _backend.device_of(x)
+    if type(key) is not tuple:
+        key = tuple(key) if _seq_as_tuple(key) else (key,)
+    items = []
+    consumed = 0
+    seen_ellipsis = False
+    for k in key:
+        if k is None:
+            items.append((_NONE, None))
+        elif k is Ellipsis:
+            # PyTorch accepts several: the first expands to the remaining dims, later ones to none
+            items.append((_ELL, None) if not seen_ellipsis else (_NONE, False))
+            seen_ellipsis = True
+        elif isinstance(k, bool):
+            items.append((_BOOL, bool(k)))
+        elif isinstance(k, int | np.integer):
+            items.append((_INT, int(k)))
+            consumed += 1
+        elif isinstance(k, slice):
+            items.append((_SLICE, _check_slice(k)))
+            consumed += 1
+        else:
+            arr = _index_array(k, dev)
+            if arr.ndim == 0:
+                if arr.dtype == bool:
+                    items.append((_BOOL, bool(arr)))
+                else:
+                    items.append((_INT, int(arr)))
+                    consumed += 1
+            elif arr.dtype == bool:
+                items.append((_MASK, arr))
+                consumed += arr.ndim
+            else:
+                items.append((_ARR, arr))
+                consumed += 1
+    if consumed > ndim:
+        if ndim == 0:
+            raise IndexError(
+                "invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
+                "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number"
+            )
+        raise IndexError(
+            f"too many indices for tensor of dimension {ndim} (got {consumed} indices for a "
+            f"tensor of shape {list(shape)})"
+        )
+    xp = _backend.xp_of(x)
+    basic: list = []
+    vshape: list = []
+    adv: list = []
+    d = 0
+    last = _ELL
+    for kind, p in items:
+        if kind == _ELL:
+            n = ndim - consumed
+            basic.extend([slice(None)] * n)
+            vshape.extend(shape[d:d + n])
+            d += n
+        elif kind == _NONE:
+            if p is False:  # a second Ellipsis: no dims
+                continue
+            basic.append(None)
+            vshape.append(1)
+            last = _NONE
+        elif kind == _BOOL:
+            basic.append(None)
+            adv.append((len(vshape), xp.zeros(1 if p else 0, np.int64), False))
+            vshape.append(1)
+        elif kind == _INT:
+            size = shape[d]
+            if not -size <= p < size:
+                raise IndexError(f"index {p} is out of bounds for dimension {d} with size {size}")
+            basic.append(p)
+            d += 1
+            last = _INT
+        elif kind == _SLICE:
+            basic.append(p)
+            n = len(range(*p.indices(shape[d])))
+            vshape.append(n)
+            if n != shape[d] or (p.step is not None and p.step != 1):
+                last = _SLICE
+            d += 1
+        elif kind == _ARR:
+            _check_bounds(p, shape[d], d)
+            basic.append(slice(None))
+            adv.append((len(vshape), p, False))
+            vshape.append(shape[d])
+            d += 1
+        else:  # _MASK
+            k = p.ndim
+            if tuple(p.shape) != shape[d:d + k]:
+                j = next(j for j in range(k) if p.shape[j] != shape[d + j])
+                raise IndexError(
+                    f"The shape of the mask {list(p.shape)} at index {j} does not match the "
+                    f"shape of the indexed tensor {list(shape)} at index {d + j}"
+                )
+            basic.extend([slice(None)] * k)
+            adv.append((len(vshape), p, True))
+            vshape.extend(shape[d:d + k])
+            d += k
+    vshape.extend(shape[d:])
+    kk = _Key()
+    kk.shape = shape
+    kk.last = last
+    kk.trivial = all(type(b) is slice and b == slice(None) for b in basic)
+    kk.basic = tuple(basic) + (Ellipsis,)  # the Ellipsis keeps an all-integer key a 0-d view
+    kk.vshape = tuple(vshape)
+    kk.adv = adv
+    # masks (and bool scalars) never repeat a position: their backward can assign, not add
+    kk.unique = not any(kind == _ARR for kind, _ in items)
+    if adv:
+        entries: list = []
+        at = {vd: (arr, is_mask) for vd, arr, is_mask in adv}
+        vd = 0
+        while vd < len(vshape):
+            if vd in at:
+                arr, is_mask = at[vd]
+                entries.append(arr)
+                vd += arr.ndim if is_mask else 1
+            else:
+                entries.append(slice(None))
+                vd += 1
+        kk.vkey = tuple(entries)
+        arr_shapes = [tuple(a.shape) for _, a, m in adv if not m]
+        if len(arr_shapes) > 1:  # PyTorch's error when the index tensors do not broadcast
+            _index_broadcast(arr_shapes)
+    else:
+        kk.vkey = None
+    return kk
+
+
+def _dim_key(x: Any, dim: int, index: Any) -> _Key:
+    """The key ``(:, ..., :, index)`` selecting ``index`` along ``dim``."""
+    return _parse_key(x, (slice(None),) * dim + (index,))
