@@ -620,3 +620,74 @@ def test_tensor_copy_to_cpu(request: Any, device: str) -> None:
     out = ember.tensor(on(device, xs), device="cpu")
     assert out.device == "cpu" and array_type_ok(out, "cpu")
     _same(host(out), xs, "tensor(t, device='cpu')")
+
+
+# -------------------------------------------------------------------------------------------
+# modules and optimizers: model.to(device), forward, backward, optimizer steps
+
+
+def _models() -> list:
+    nn = ember.nn
+    return [
+        ("conv_bn_linear", lambda: nn.Sequential(
+            nn.Conv2d(2, 3, 3, padding=1), nn.BatchNorm2d(3), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Flatten(), nn.Linear(12, 4)), (2, 2, 4, 4)),
+        ("lstm", lambda: nn.LSTM(3, 4, num_layers=2, batch_first=True), (2, 5, 3)),
+        ("gru_cell", lambda: nn.GRUCell(3, 4), (2, 3)),
+        ("transformer_layer", lambda: nn.TransformerEncoderLayer(4, 2, 8, dropout=0.0,
+                                                                 batch_first=True), (2, 3, 4)),
+        ("embedding_layernorm", lambda: nn.Sequential(nn.Embedding(6, 4), nn.LayerNorm(4),
+                                                      nn.GELU(), nn.Linear(4, 2)), None),
+    ]
+
+
+def _optimizers() -> list:
+    optim = ember.optim
+    return [
+        ("sgd_momentum", lambda p: optim.SGD(p, lr=0.1, momentum=0.9, weight_decay=0.01)),
+        ("adam", lambda p: optim.Adam(p, lr=0.01)),
+        ("adamw_amsgrad", lambda p: optim.AdamW(p, lr=0.01, amsgrad=True)),
+        ("rmsprop", lambda p: optim.RMSprop(p, lr=0.01, momentum=0.5)),
+    ]
+
+
+def _train(device: str, make: Callable, shape: Any, make_opt: Callable) -> dict:
+    ember.manual_seed(0)
+    model = make().double()
+    if device != "cpu":
+        model = model.to("cuda")
+    g = np.random.default_rng(1)
+    data = g.integers(0, 6, (2, 5)) if shape is None else g.standard_normal(shape)
+    opt = make_opt(model.parameters())
+    for _ in range(2):
+        opt.zero_grad()
+        out = model(on(device, data))
+        out = out[0] if isinstance(out, tuple) else out
+        cot = np.random.default_rng(2).standard_normal(tuple(out.shape))
+        out.backward(on(device, cot))
+        opt.step()
+    tensors = dict(model.state_dict())
+    tensors.update({f"{k}.grad": p.grad for k, p in model.named_parameters()})
+    for i, st in enumerate(opt.state.values()):
+        tensors.update({f"state{i}.{k}": v for k, v in st.items()
+                        if isinstance(v, ember.Tensor) and v.ndim > 0})
+    tensors["out"] = out
+    return tensors
+
+
+@pytest.mark.parametrize(("oname", "make_opt"), [pytest.param(n, f, id=n) for n, f in _optimizers()])
+@pytest.mark.parametrize(("mname", "make", "shape"), [pytest.param(*m, id=m[0]) for m in _models()])
+def test_model_and_optimizer_on_device(device: str, mname: str, make: Callable, shape: Any,
+                                       oname: str, make_opt: Callable) -> None:
+    """Parameters, buffers, gradients and optimizer state stay on the model's device, and two
+    training steps give the CPU's numbers."""
+    if device == "cpu":
+        pytest.skip("the CPU run is the reference")
+    with real_backend():
+        want = _train("cpu", make, shape, make_opt)
+    got = _train(device, make, shape, make_opt)
+    assert sorted(got) == sorted(want)
+    for k, t in got.items():
+        assert str(t.device) == device_name(device) and array_type_ok(t, device), (
+            f"{k} on {t.device} ({type(t._data).__name__})")
+        _same(host(t), host(want[k]), f"{mname}/{oname}: {k}")
