@@ -144,42 +144,43 @@ def _can_view(arr: Any, shape: tuple[int, ...]) -> bool:
 # reshaping views
 
 
-def reshape(x: Any, *size: Any, shape: Any = None) -> Any:
+def reshape(input: Any, *size: Any, shape: Any = None) -> Any:
     """Tensor with the same data in ``shape`` (a view when the layout allows, else a copy)."""
-    shape = _infer_shape(_shape_arg(size if shape is None else (shape,)), x._data.size)
-    if _can_view(x._data, shape):
-        return Reshape.apply(x, shape)
-    return ReshapeCopy.apply(x, shape)
+    shape = _infer_shape(_shape_arg(size if shape is None else (shape,)), input._data.size)
+    if _can_view(input._data, shape):
+        return Reshape.apply(input, shape)
+    return ReshapeCopy.apply(input, shape)
 
 
-def view(x: Any, *shape: Any, size: Any = None) -> Any:
-    """View of ``x`` with another shape (no copy; an error when strides do not allow it).
+def view(input: Any, *shape: Any, size: Any = None) -> Any:
+    """View of ``input`` with another shape (no copy; an error when strides do not allow it).
 
-    ``x.view(dtype)`` reinterprets the bytes as another dtype of the same size.
+    ``input.view(dtype)`` reinterprets the bytes as another dtype of the same size.
     """
     if size is not None:
         shape = (size,)
     if len(shape) == 1 and not isinstance(shape[0], int | tuple | list | TensorBase):
-        return _view_dtype(x, shape[0])
-    shape = _infer_shape(_shape_arg(shape), x._data.size)
-    if not _can_view(x._data, shape):
-        st = [s // x._data.itemsize for s in x._data.strides]
+        return _view_dtype(input, shape[0])
+    shape = _infer_shape(_shape_arg(shape), input._data.size)
+    if not _can_view(input._data, shape):
+        st = [s // input._data.itemsize for s in input._data.strides]
         raise RuntimeError(
             "view size is not compatible with input tensor's size and stride (at least one "
-            f"dimension spans across two contiguous subspaces): input shape {_lst(x._data.shape)} "
+            "dimension spans across two contiguous subspaces): input shape "
+            f"{_lst(input._data.shape)} "
             f"with stride {st} cannot be viewed as {list(shape)}. Use .reshape(...) instead."
         )
-    return Reshape.apply(x, shape)
+    return Reshape.apply(input, shape)
 
 
-def view_as(x: Any, other: Any) -> Any:
-    """``x.view(other.shape)``."""
-    return view(x, tuple(other._data.shape))
+def view_as(input: Any, other: Any) -> Any:
+    """``input.view(other.shape)``."""
+    return view(input, tuple(other._data.shape))
 
 
-def flatten(x: Any, start_dim: int = 0, end_dim: int = -1) -> Any:
+def flatten(input: Any, start_dim: int = 0, end_dim: int = -1) -> Any:
     """Merge dims ``start_dim..end_dim`` into one (a 0-d tensor becomes 1-d)."""
-    nd = x._data.ndim
+    nd = input._data.ndim
     s, e = _wrap(start_dim, nd), _wrap(end_dim, nd)
     if s > e:
         raise RuntimeError(
@@ -187,17 +188,17 @@ def flatten(x: Any, start_dim: int = 0, end_dim: int = -1) -> Any:
             f"{start_dim}, end_dim={end_dim} for a {nd}-d tensor)"
         )
     if nd == 0:
-        return reshape(x, (1,))
+        return reshape(input, (1,))
     if s == e:
-        return x
-    shp = x._data.shape
-    return reshape(x, shp[:s] + (math.prod(shp[s : e + 1]),) + shp[e + 1 :])
+        return input
+    shp = input._data.shape
+    return reshape(input, shp[:s] + (math.prod(shp[s : e + 1]),) + shp[e + 1 :])
 
 
-def unflatten(x: Any, dim: int, sizes: Any) -> Any:
+def unflatten(input: Any, dim: int, sizes: Any) -> Any:
     """Split dim ``dim`` into ``sizes`` (one may be -1)."""
-    shp = x._data.shape
-    d = _wrap(dim, x._data.ndim, scalar_ok=False)
+    shp = input._data.shape
+    d = _wrap(dim, input._data.ndim, scalar_ok=False)
     sizes = _shape_arg((sizes,))
     if not sizes:
         raise RuntimeError("unflatten: sizes must be non-empty")
@@ -208,21 +209,21 @@ def unflatten(x: Any, dim: int, sizes: Any) -> Any:
             f"unflatten: Provided sizes {list(sizes)} don't multiply up to the size of dim {dim} "
             f"({shp[d]}) in the input tensor of shape {_lst(shp)}"
         ) from None
-    return reshape(x, shp[:d] + sizes + shp[d + 1 :])
+    return reshape(input, shp[:d] + sizes + shp[d + 1 :])
 
 
-def ravel(x: Any) -> Any:
+def ravel(input: Any) -> Any:
     """Flattened 1-D tensor (a copy only when needed)."""
-    return reshape(x, (-1,))
+    return reshape(input, (-1,))
 
 
-def squeeze(x: Any, dim: Any = None) -> Any:
+def squeeze(input: Any, dim: Any = None) -> Any:
     """Remove size-1 dims (all, one ``dim``, or a tuple of dims; others are left alone)."""
-    shp = x._data.shape
+    shp = input._data.shape
     nd = len(shp)
     if dim is None:
         new = tuple(s for s in shp if s != 1)
-        return Squeeze.apply(x, new)
+        return Squeeze.apply(input, new)
     if isinstance(dim, tuple | list):
         dims = {_wrap(d, nd) for d in dim}
         cls: Any = SqueezeDims
@@ -230,12 +231,12 @@ def squeeze(x: Any, dim: Any = None) -> Any:
         dims = {_wrap(dim, nd)}
         cls = SqueezeDim
     new = tuple(s for i, s in enumerate(shp) if not (i in dims and s == 1))
-    return cls.apply(x, new)
+    return cls.apply(input, new)
 
 
-def unsqueeze(x: Any, dim: int) -> Any:
+def unsqueeze(input: Any, dim: int) -> Any:
     """Insert a size-1 dim at ``dim`` (in ``[-ndim-1, ndim]``)."""
-    shp = x._data.shape
+    shp = input._data.shape
     nd = len(shp)
     d = _int(dim, "dim")
     if not -nd - 1 <= d <= nd:
@@ -243,7 +244,7 @@ def unsqueeze(x: Any, dim: int) -> Any:
             f"Dimension out of range (expected to be in range of [{-nd - 1}, {nd}], but got {d})"
         )
     d %= nd + 1
-    return Unsqueeze.apply(x, shp[:d] + (1,) + shp[d:])
+    return Unsqueeze.apply(input, shp[:d] + (1,) + shp[d:])
 
 
 class Reshape(Op):
@@ -317,25 +318,25 @@ def _view_dtype(x: Any, dt: Any) -> Any:
 # broadcasting
 
 
-def expand(x: Any, *sizes: Any) -> Any:
-    """Broadcast view of ``x`` to ``sizes`` (-1 keeps a dim; new dims go in front)."""
-    shape = _expand_shape(x._data.shape, _shape_arg(sizes))
-    return Expand.apply(x, shape)
+def expand(input: Any, *sizes: Any) -> Any:
+    """Broadcast view of ``input`` to ``sizes`` (-1 keeps a dim; new dims go in front)."""
+    shape = _expand_shape(input._data.shape, _shape_arg(sizes))
+    return Expand.apply(input, shape)
 
 
-def expand_as(x: Any, other: Any) -> Any:
-    """``x.expand(other.shape)``."""
-    return expand(x, tuple(other._data.shape))
+def expand_as(input: Any, other: Any) -> Any:
+    """``input.expand(other.shape)``."""
+    return expand(input, tuple(other._data.shape))
 
 
-def broadcast_to(x: Any, size: Any) -> Any:
-    """``x.expand(size)``."""
-    shape = _expand_shape(x._data.shape, _shape_arg((size,)), "broadcast_to")
-    return Expand.apply(x, shape)
+def broadcast_to(input: Any, size: Any) -> Any:
+    """``input.expand(size)``."""
+    shape = _expand_shape(input._data.shape, _shape_arg((size,)), "broadcast_to")
+    return Expand.apply(input, shape)
 
 
-def broadcast_to_method(x: Any, *size: Any, **kwargs: Any) -> Any:
-    """``Tensor.broadcast_to``: the sizes as varargs (``x.broadcast_to(2, 3, 4)``), one
+def broadcast_to_method(input: Any, *size: Any, **kwargs: Any) -> Any:
+    """``Tensor.broadcast_to``: the sizes as varargs (``input.broadcast_to(2, 3, 4)``), one
     sequence, or ``size=``, as PyTorch's method accepts (the function takes one size only)."""
     if kwargs:
         if size or set(kwargs) != {"size"}:
@@ -344,8 +345,8 @@ def broadcast_to_method(x: Any, *size: Any, **kwargs: Any) -> Any:
                 "x.broadcast_to(2, 3) or x.broadcast_to(size=(2, 3))"
             )
         size = (kwargs["size"],)
-    shape = _expand_shape(x._data.shape, _shape_arg(size), "broadcast_to")
-    return Expand.apply(x, shape)
+    shape = _expand_shape(input._data.shape, _shape_arg(size), "broadcast_to")
+    return Expand.apply(input, shape)
 
 
 def broadcast_shapes(*shapes: Any) -> Any:
@@ -441,32 +442,32 @@ def _expand_shape(shp: tuple, sizes: tuple, name: str = "expand") -> tuple[int, 
 # permuting dims
 
 
-def permute(x: Any, *order: Any, dims: Any = None) -> Any:
-    """View of ``x`` with dims in the order ``dims``."""
+def permute(input: Any, *order: Any, dims: Any = None) -> Any:
+    """View of ``input`` with dims in the order ``dims``."""
     dims = _dims_arg(order if dims is None else (dims,))
-    nd = x._data.ndim
+    nd = input._data.ndim
     if len(dims) != nd:
         raise RuntimeError(
             f"permute(): number of dims don't match in permute: the tensor has {nd} dims (shape "
-            f"{_lst(x._data.shape)}) but {len(dims)} were given ({list(dims)})"
+            f"{_lst(input._data.shape)}) but {len(dims)} were given ({list(dims)})"
         )
     w = tuple(_wrap(d, nd) for d in dims)
     if len(set(w)) != len(w):
         raise RuntimeError(f"permute(): duplicate dims are not allowed (got {list(dims)})")
     if nd == 0:
-        return Permute.apply(x, ())
-    return Permute.apply(x, w)
+        return Permute.apply(input, ())
+    return Permute.apply(input, w)
 
 
-def transpose(x: Any, dim0: int, dim1: int) -> Any:
-    """View of ``x`` with ``dim0`` and ``dim1`` swapped."""
-    nd = x._data.ndim
-    return Transpose.apply(x, _wrap(dim0, nd), _wrap(dim1, nd))
+def transpose(input: Any, dim0: int, dim1: int) -> Any:
+    """View of ``input`` with ``dim0`` and ``dim1`` swapped."""
+    nd = input._data.ndim
+    return Transpose.apply(input, _wrap(dim0, nd), _wrap(dim1, nd))
 
 
-def movedim(x: Any, source: Any, destination: Any) -> Any:
+def movedim(input: Any, source: Any, destination: Any) -> Any:
     """Move dims ``source`` to positions ``destination`` (others keep their order)."""
-    nd = x._data.ndim
+    nd = input._data.ndim
     src = (source,) if not isinstance(source, tuple | list) else tuple(source)
     dst = (destination,) if not isinstance(destination, tuple | list) else tuple(destination)
     if len(src) != len(dst):
@@ -481,20 +482,20 @@ def movedim(x: Any, source: Any, destination: Any) -> Any:
     if len(set(t)) != len(t):
         raise RuntimeError(f"movedim: repeated dim in `destination` ({list(dst)})")
     if nd == 0:
-        return Permute.apply(x, ())
+        return Permute.apply(input, ())
     order: list[int | None] = [None] * nd
     for a, b in zip(s, t):
         order[b] = a
     rest = iter(d for d in range(nd) if d not in s)
     perm = tuple(o if o is not None else next(rest) for o in order)
-    return Permute.apply(x, perm)
+    return Permute.apply(input, perm)
 
 
-def contiguous(x: Any, memory_format: Any = None) -> Any:
-    """``x`` itself when C-contiguous, else a C-contiguous copy."""
-    if x._data.flags.c_contiguous:
-        return x
-    return Contiguous.apply(x)
+def contiguous(input: Any, memory_format: Any = None) -> Any:
+    """``input`` itself when C-contiguous, else a C-contiguous copy."""
+    if input._data.flags.c_contiguous:
+        return input
+    return Contiguous.apply(input)
 
 
 class Permute(Op):
@@ -559,13 +560,13 @@ moveaxis = movedim
 # basic slicing: narrow / select and their adjoint (embed into zeros)
 
 
-def narrow(x: Any, dim: int, start: Any, length: int) -> Any:
+def narrow(input: Any, dim: int, start: Any, length: int) -> Any:
     """View of ``length`` elements of dim ``dim`` from ``start``."""
-    nd = x._data.ndim
+    nd = input._data.ndim
     if nd == 0:
         raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
     d = _wrap(dim, nd)
-    n = x._data.shape[d]
+    n = input._data.shape[d]
     start, length = _int(start, "start"), _int(length, "length")
     if not -n <= start <= n:
         raise IndexError(
@@ -578,25 +579,25 @@ def narrow(x: Any, dim: int, start: Any, length: int) -> Any:
     if start + length > n:
         raise RuntimeError(
             f"start ({start}) + length ({length}) exceeds dimension size ({n}) "
-            f"(narrow of dim {d} of a tensor of shape {_lst(x._data.shape)})."
+            f"(narrow of dim {d} of a tensor of shape {_lst(input._data.shape)})."
         )
-    return Narrow.apply(x, (slice(None),) * d + (slice(start, start + length),))
+    return Narrow.apply(input, (slice(None),) * d + (slice(start, start + length),))
 
 
-def select(x: Any, dim: int, index: Any) -> Any:
-    """View of ``x`` at ``index`` of dim ``dim`` (that dim is removed)."""
-    nd = x._data.ndim
+def select(input: Any, dim: int, index: Any) -> Any:
+    """View of ``input`` at ``index`` of dim ``dim`` (that dim is removed)."""
+    nd = input._data.ndim
     if nd == 0:
         raise IndexError("select() cannot be applied to a 0-dim tensor.")
     d = _wrap(dim, nd)
-    n = x._data.shape[d]
+    n = input._data.shape[d]
     i = _int(index, "index")
     if not -n <= i < n:
         raise IndexError(
-            f"select(): index {i} out of range for tensor of size {_lst(x._data.shape)} at "
+            f"select(): index {i} out of range for tensor of size {_lst(input._data.shape)} at "
             f"dimension {d}"
         )
-    return Select.apply(x, (slice(None),) * d + (i % n, Ellipsis))
+    return Select.apply(input, (slice(None),) * d + (i % n, Ellipsis))
 
 
 class _Sub(Op):
