@@ -691,3 +691,70 @@ def test_model_and_optimizer_on_device(device: str, mname: str, make: Callable, 
         assert str(t.device) == device_name(device) and array_type_ok(t, device), (
             f"{k} on {t.device} ({type(t._data).__name__})")
         _same(host(t), host(want[k]), f"{mname}/{oname}: {k}")
+
+
+# -------------------------------------------------------------------------------------------
+# double backward: backward rules run on tensors (create_graph=True) on every device
+
+
+def _run2(rid: str, fn: Callable, inputs: list, device: str) -> dict:
+    """Gradients with create_graph=True, then the backward of a weighted sum of them."""
+    ember.manual_seed(0)
+    ts = [on(device, a.arr) if isinstance(a, NoGrad)
+          else on(device, a, requires_grad=a.dtype.kind == "f") for a in inputs]
+    outs = [o for o in _outputs(fn(ember, *ts)) if o.requires_grad]
+    leaves = [t for t in ts if t.requires_grad]
+    if not outs or not leaves:
+        return {"skip": "no differentiable output"}
+    g = np.random.default_rng(3)
+    cots = [on(device, g.standard_normal(tuple(o.shape))) for o in outs]
+    try:
+        grads = ember.autograd.grad(outs, leaves, cots, create_graph=True, allow_unused=True)
+    except (RuntimeError, NotImplementedError) as e:
+        return {"skip": f"first backward: {e}"}
+    diff = [(gr, on(device, g.standard_normal(tuple(gr.shape)))) for gr in grads
+            if gr is not None and gr.requires_grad]
+    if not diff:
+        return {"skip": "gradients do not depend on the inputs (linear op)"}
+    try:
+        ember.autograd.backward([d for d, _ in diff], [c for _, c in diff])
+    except (RuntimeError, NotImplementedError) as e:
+        return {"skip": f"second backward: {e}"}
+    return {"grads2": [None if t.grad is None else t.grad for t in leaves],
+            "values2": [None if t.grad is None else host(t.grad).copy() for t in leaves]}
+
+
+@functools.cache
+def _cpu_run2(rid: str) -> dict:
+    rid_, fn, inputs = next(row for row in ROWS if row[0] == rid)
+    with real_backend():
+        return _run2(rid_, fn, inputs, "cpu")
+
+
+@pytest.mark.parametrize(("rid", "fn", "inputs"), _params())
+def test_double_backward_on_device(request: Any, device: str, rid: str, fn: Callable,
+                                   inputs: list) -> None:
+    """Second-order gradients (the backward rules run on tensors) match the CPU's on the device."""
+    if device == "cpu":
+        pytest.skip("the CPU run is the reference")
+    want = _cpu_run2(rid)
+    if "skip" in want:
+        pytest.skip(f"not twice differentiable on the CPU either: {want['skip'][:80]}")
+    reason = XFAIL2.get((rid, device))
+    if reason is not None:
+        request.applymarker(pytest.mark.xfail(strict=True, reason=reason))
+    got = _run2(rid, fn, inputs, device)
+    assert "skip" not in got, got.get("skip")
+    for k, (t, g, w) in enumerate(zip(got["grads2"], got["values2"], want["values2"])):
+        assert (g is None) == (w is None), f"{rid} input {k}: second-order grad presence differs"
+        if w is not None:
+            assert str(t.device) == device_name(device) and array_type_ok(t, device), (
+                f"{rid} input {k}: second-order grad on {t.device} ({type(t._data).__name__})")
+            _same(g, w, f"{rid} input {k} second-order grad")
+
+
+XFAIL2: dict[tuple[str, str], str] = {
+    ("ctc_loss", "fake_cuda"): "ops/nn.py: CTC backward multiplies by a raw array under "
+    "create_graph; as_tensor_arg -> ops/creation.py:tensor calls `.get()` on it "
+    "(device_failures.md #2)",
+}
