@@ -23,7 +23,7 @@ import numpy as np
 from .. import _backend, _dtype
 from .._backend import CPU_ARRAY
 from .._size import Size
-from .._tensor_base import TensorBase
+from .._tensor_base import TensorBase, wrap_dim
 from ..autograd.function import Op
 
 __all__ = [
@@ -73,14 +73,12 @@ def _dims_arg(dims: tuple, what: str = "dims") -> tuple[int, ...]:
 
 
 def _wrap(dim: Any, ndim: int, scalar_ok: bool = True) -> int:
-    """Wrap a negative dim; 0-d tensors accept dims 0 and -1 (as in PyTorch) if ``scalar_ok``."""
+    """``dim`` (an int or a one-element integer tensor) wrapped by ``wrap_dim``; a 0-d tensor
+    accepts dims 0 and -1 (as in PyTorch) only if ``scalar_ok``."""
     dim = _int(dim, "dim")
-    n = max(ndim, 1) if scalar_ok else ndim
-    if not -n <= dim < n:
-        raise IndexError(
-            f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})"
-        )
-    return dim % n
+    if scalar_ok or ndim:
+        return wrap_dim(dim, ndim)
+    raise IndexError(f"Dimension out of range (expected to be in range of [0, -1], but got {dim})")
 
 
 def _c_order(a: Any) -> Any:
