@@ -758,3 +758,67 @@ XFAIL2: dict[tuple[str, str], str] = {
     "create_graph; as_tensor_arg -> ops/creation.py:tensor calls `.get()` on it "
     "(device_failures.md #2)",
 }
+
+
+# -------------------------------------------------------------------------------------------
+# metadata, transfers and errors on every device
+
+
+def test_metadata_on_device(device: str) -> None:
+    """Strides, storage offsets and contiguity of views are the CPU's."""
+    xs = r(3, 4, 5)
+
+    def views(x: Any) -> list:
+        return [x, x[1:, ::2], x.transpose(0, 2), x[:, 1], x.diagonal(0, 1, 2), x.unfold(2, 2, 1),
+                x.as_strided((2, 3), (4, 1), 7), x.expand(2, 3, 4, 5), x.flatten()[5:]]
+
+    got, want = views(on(device, xs)), views(on("cpu", xs))
+    for k, (g, w) in enumerate(zip(got, want)):
+        assert str(g.device) == device_name(device) and array_type_ok(g, device), k
+        assert (g.shape, g.stride(), g.storage_offset(), g.is_contiguous()) == (
+            w.shape, w.stride(), w.storage_offset(), w.is_contiguous()), f"view {k}"
+        assert g._base is not None or k == 0
+        _same(host(g), host(w), f"view {k}")
+
+
+def test_transfers_and_conversions(device: str) -> None:
+    xs = r(2, 3)
+    x = on(device, xs, requires_grad=True)
+    y = x.to(ember.float32)
+    assert y.dtype == ember.float32 and str(y.device) == device_name(device)
+    assert array_type_ok(y, device)
+    c = x.cpu()
+    assert c.device == "cpu" and array_type_ok(c, "cpu")
+    _same(host(c), xs, "cpu()")
+    c.sum().backward()  # the copy is differentiable: the gradient comes back to the device
+    assert str(x.grad.device) == device_name(device) and array_type_ok(x.grad, device)
+    _same(host(x.grad), np.ones_like(xs), "grad through cpu()")
+    assert x[0, 1].item() == xs[0, 1] and x.detach().tolist() == xs.tolist()
+    assert (f"device='{device_name(device)}'" in repr(x)) == (device != "cpu")
+    if device != "cpu":
+        with pytest.raises(TypeError, match="cpu"):
+            x.detach().numpy()
+        back = c.detach().to(x.device)
+        assert str(back.device) == device_name(device) and array_type_ok(back, device)
+
+
+_ERRORS = [
+    ("view_noncontig", lambda m, x: x.t().view(-1)),
+    ("index_out_of_range", lambda m, x: x[5]),
+    ("index_tensor_out_of_range", lambda m, x: x[m.tensor([0, 9], device=x.device)]),
+    ("leaf_inplace", lambda m, x: x.add_(1)),
+    ("shape_mismatch", lambda m, x: x + x[:, :2]),
+    ("matmul_shapes", lambda m, x: x @ x),
+    ("version_counter", lambda m, x: (lambda y: (y.exp_(), y.sum().backward()))(x.sigmoid())),
+    ("cat_dims", lambda m, x: m.cat([x, x[0]])),
+]
+
+
+@pytest.mark.parametrize(("name", "fn"), [pytest.param(n, f, id=n) for n, f in _ERRORS])
+def test_errors_on_device(device: str, name: str, fn: Callable) -> None:
+    """Every device raises where the CPU raises, with the same exception type."""
+    xs = r(3, 4)
+    with real_backend(), pytest.raises(Exception) as want:  # noqa: PT011 - the CPU's type decides
+        fn(ember, on("cpu", xs, requires_grad=True))
+    with pytest.raises(want.type):
+        fn(ember, on(device, xs, requires_grad=True))
