@@ -42,6 +42,7 @@ from ._index import (
     _type_name,
 )
 from .creation import full
+from .shape import Expand
 
 # getitem/setitem (Tensor.__getitem__/__setitem__) and fill_diagonal (Tensor.fill_diagonal_) are
 # Tensor methods only: no torch function, so not in the flat op table.
@@ -228,24 +229,11 @@ class IndexZero(Op):
         return ctx.call(IndexZero, grad, ctx.key), None
 
 
-class _Expand(Op):
-    """out = x broadcast to shape (a view)          grad_x = grad (the engine sums it back)"""
-
-    node_name = "ExpandBackward0"
-
-    @staticmethod
-    def forward(ctx: Any, x: Any, shape: tuple) -> Any:
-        return ctx.xp.broadcast_to(x, shape)
-
-    @staticmethod
-    def backward(ctx: Any, grad: Any) -> Any:
-        return grad, None
-
-
 def _expand(x: Any, shape: tuple) -> Any:
+    """``x`` broadcast to ``shape`` (``expand``'s op), or ``x`` itself when it has that shape."""
     if tuple(x._data.shape) == tuple(shape):
         return x
-    return _Expand.apply(x, tuple(shape))
+    return Expand.apply(x, tuple(shape))
 
 
 def _value_for(x: Any, value: Any, k: _Key, what: str = "value tensor") -> Any:
