@@ -5,6 +5,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+from devices import DEVICES, cuda_available, fake_cupy  # noqa: E402
+
 import ember  # noqa: E402
 
 
@@ -26,18 +28,15 @@ def pytest_sessionstart(session):
             raise pytest.UsageError("CI runs the PyTorch parity tests: install torch==2.13.0") from None
 
 
-@pytest.fixture(params=["cpu", "fake_cuda", "cuda"])
+@pytest.fixture(params=DEVICES)
 def device(request):
     """The device an op test runs on (tests/devices.py): "cpu", "fake_cuda" (NumPy arrays that
     report cuda:0, so the non-CPU code paths run anywhere; a NumPy-backed stand-in for CuPy is
     installed meanwhile) and "cuda" (skipped without a GPU)."""
-    from devices import DEVICES, cuda_available, fake_cupy
-
-    assert request.param in DEVICES
     if request.param == "cuda" and not cuda_available():
         pytest.skip("no CUDA GPU here (ember.cuda.is_available() is False): the 'cuda' "
                     "parameter runs on a machine with CuPy and a GPU")
-    if request.param == "fake_cuda" and not cuda_available():
+    if request.param == "fake_cuda":
         with fake_cupy():  # ember's array module for FakeCudaArray makes FakeCudaArray
             yield request.param
     else:

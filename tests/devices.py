@@ -173,23 +173,28 @@ class _FakeCupy(_FakeModule):
 FAKE_CUPY = _FakeCupy()
 
 
+_real_cupy: list = []  # the CuPy module (or None) that fake_cupy() replaced, innermost last
+
+
 @contextlib.contextmanager
 def fake_cupy() -> Iterator[None]:
-    """Make ember see ``FAKE_CUPY`` as CuPy (and so ``cuda`` as available) inside the block."""
-    saved = _backend._cupy
+    """Make ember see ``FAKE_CUPY`` as CuPy (and so ``cuda`` as available) inside the block.
+
+    Also on a machine with a GPU: fake_cuda tests never meet real CUDA arrays."""
+    _real_cupy.append(_backend._cupy)
     _backend._cupy = FAKE_CUPY
     try:
         yield
     finally:
-        _backend._cupy = saved
+        _backend._cupy = _real_cupy.pop()
 
 
 @contextlib.contextmanager
 def real_backend() -> Iterator[None]:
-    """Undo ``fake_cupy`` inside the block (for CPU reference runs)."""
+    """Undo ``fake_cupy`` inside the block (for CPU reference runs and availability checks)."""
     saved = _backend._cupy
     if saved is FAKE_CUPY:
-        _backend._cupy = None
+        _backend._cupy = _real_cupy[-1]
     try:
         yield
     finally:
