@@ -823,3 +823,15 @@ def test_errors_on_device(device: str, name: str, fn: Callable) -> None:
         fn(ember, on("cpu", xs, requires_grad=True))
     with pytest.raises(want.type):
         fn(ember, on(device, xs, requires_grad=True))
+
+
+def test_table_is_well_formed() -> None:
+    """Row ids are unique and every expected failure names a row and a device."""
+    ids = [row[0] for row in ROWS]
+    assert len(ids) == len(set(ids))
+    for rid, dev in (*XFAIL, *XFAIL2):
+        assert rid in ids and dev in ("fake_cuda", "cuda"), (rid, dev)
+    for _, _, inputs in ROWS:
+        for a in inputs:
+            arr = a.arr if isinstance(a, NoGrad) else a
+            assert arr.dtype.kind != "f" or arr.dtype == np.float64
