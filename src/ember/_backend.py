@@ -206,6 +206,12 @@ def is_cpu_array(arr: Any) -> bool:
     return type(arr) is np.ndarray
 
 
+def is_numpy_backed(arr: Any) -> bool:
+    """Any NumPy array (the CPU array or ``FakeCudaArray``), whose ``flags`` NumPy manages
+    (``writeable``...); CuPy arrays and tensors are not."""
+    return isinstance(arr, np.ndarray)
+
+
 def to_numpy(arr: Any) -> np.ndarray:
     """The array's values as a NumPy array on the host: the array itself on the CPU, a copy from
     a GPU (``FakeCudaArray``, the tests' stand-in for a CUDA array, becomes a plain view)."""

@@ -392,7 +392,7 @@ class Expand(Op):
     @staticmethod
     def forward(ctx: Any, x: Any, shape: tuple) -> Any:
         out = ctx.xp.broadcast_to(x, shape)
-        if isinstance(out, np.ndarray) and x.flags.writeable:
+        if _backend.is_numpy_backed(out) and x.flags.writeable:
             out.flags.writeable = True  # NumPy's is read-only; PyTorch's writes through to x
         return out
 
