@@ -1,4 +1,5 @@
-"""Indexing ops: getitem/setitem, gather/scatter, index_*, masked_*, sort/topk, unique..."""
+"""Indexing ops (ember/ops/indexing.py, indexing_scatter.py, sorting.py): getitem/setitem,
+gather/scatter, index_*, masked_*, sort/topk, unique..."""
 
 import time
 

@@ -1,5 +1,6 @@
-"""Shape and view ops (ember/ops/shape.py): values, gradients, double backward, torch parity,
-views sharing memory, version counters, node names and error messages."""
+"""Shape and view ops (ember/ops/shape.py) and joining ops (ember/ops/joining.py): values,
+gradients, double backward, torch parity, views sharing memory, version counters, node names and
+error messages."""
 
 import numpy as np
 import pytest
