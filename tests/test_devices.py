@@ -411,16 +411,11 @@ ROWS: list[Any] = [
 ]
 
 
-# Rows that fail on a device because ember's code is wrong there: (row id, device) -> reason.
-# Each is a bug listed in /work/notes/device_failures.md with a minimal repro; the lead fixes them.
-XFAIL: dict[tuple[str, str], str] = {
-    ("tensor_of_0d", "fake_cuda"): "ops/creation.py:_unnest: `d.get()` on a non-NumPy array; "
-    "FakeCudaArray has no .get (use _backend.to_numpy) (device_failures.md #2)",
-    ("bernoulli", "fake_cuda"): "ops/random.py:bernoulli: `probs.get()` on a non-NumPy array "
-    "(use _backend.to_numpy) (device_failures.md #3)",
-    ("multinomial", "fake_cuda"): "ops/random.py:multinomial: `input._data.get()` on a "
-    "non-NumPy array (use _backend.to_numpy) (device_failures.md #3)",
-}
+# Rows that fail on a device because ember's code is wrong there: (row id, device) -> reason
+# (a strict xfail: fixing the bug turns it into a failure until the entry goes). The four bugs
+# this table found first (.get() in tensor(), bernoulli, multinomial; a 0-d CPU leaf's gradient
+# left on CUDA) are fixed; the rows stay as their regression tests.
+XFAIL: dict[tuple[str, str], str] = {}
 
 
 def _params() -> list:
@@ -572,18 +567,12 @@ def test_mixed_0d_cpu_tensor_allowed(device: str, name: str, fn: Callable) -> No
 
 
 @pytest.mark.parametrize(("name", "fn"), [pytest.param(n, f, id=n) for n, f in MIXED_0D])
-def test_mixed_0d_cpu_leaf_grad_on_cpu(request: Any, device: str, name: str, fn: Callable) -> None:
+def test_mixed_0d_cpu_leaf_grad_on_cpu(device: str, name: str, fn: Callable) -> None:
     """PyTorch's engine moves a 0-d gradient to its input's device: the CPU leaf's .grad is CPU."""
     if device == "cpu":
         pytest.skip("needs a CUDA device (fake or real) to mix with the CPU")
-    request.applymarker(pytest.mark.xfail(strict=True, reason=_GRAD_0D_BUG))
     x, s, *_ = _mixed_0d(device, fn)
     assert s.grad.device == "cpu" and array_type_ok(s.grad, "cpu")
-
-
-_GRAD_0D_BUG = ("autograd engine (AccumulateGrad / the engine's gradient check): a 0-d gradient "
-                "computed on CUDA for a 0-d CPU leaf is stored on CUDA; PyTorch moves 0-d "
-                "gradients to the input's device (device_failures.md #1)")
 
 
 CPU_INDEX = [
@@ -611,12 +600,8 @@ def test_cpu_index_into_cuda_tensor(device: str, name: str, fn: Callable) -> Non
     _same(host(x.grad), host(xc.grad), f"{name} grad")
 
 
-def test_tensor_copy_to_cpu(request: Any, device: str) -> None:
+def test_tensor_copy_to_cpu(device: str) -> None:
     """``torch.tensor(t, device="cpu")`` copies a tensor of any device to the host."""
-    if device == "fake_cuda":
-        request.applymarker(pytest.mark.xfail(strict=True, reason=(
-            "ops/creation.py:tensor: `arr.get()` on a non-NumPy array (use _backend.to_numpy) "
-            "(device_failures.md #2)")))
     xs = r(2, 3)
     out = ember.tensor(on(device, xs), device="cpu")
     assert out.device == "cpu" and array_type_ok(out, "cpu")
@@ -754,11 +739,7 @@ def test_double_backward_on_device(request: Any, device: str, rid: str, fn: Call
             _same(g, w, f"{rid} input {k} second-order grad")
 
 
-XFAIL2: dict[tuple[str, str], str] = {
-    ("ctc_loss", "fake_cuda"): "ops/nn.py: CTC backward multiplies by a raw array under "
-    "create_graph; as_tensor_arg -> ops/creation.py:tensor calls `.get()` on it "
-    "(device_failures.md #2)",
-}
+XFAIL2: dict[tuple[str, str], str] = {}
 
 
 # -------------------------------------------------------------------------------------------

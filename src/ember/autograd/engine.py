@@ -221,6 +221,19 @@ def run_backward(
                         (ready_leaves if type(nxt) is AccumulateGrad else ready).append(nxt)
 
 
+def _grads_back_to_cpu(grads: tuple, positions: tuple[int, ...]) -> tuple:
+    """The gradients of 0-d CPU tensors that joined a CUDA op, moved back to the CPU (PyTorch's
+    engine moves a 0-d gradient to its input's device), so a CPU leaf never holds a CUDA .grad."""
+    out = list(grads)
+    for i in positions:
+        g = out[i]
+        if isinstance(g, TensorBase):
+            out[i] = g.to("cpu")
+        elif g is not None:
+            out[i] = _backend.to_device(g, _backend.CPU)
+    return tuple(out)
+
+
 def _call_backward(node: Node, buf: list, create_graph: bool) -> tuple:
     """Run one node's backward rule on the gradients of its outputs; returns one gradient per
     forward argument. Built-in ops see arrays; user Functions, and every op under
@@ -253,6 +266,8 @@ def _call_backward(node: Node, buf: list, create_graph: bool) -> tuple:
             node.xp = xp_arrays
     if type(grads) is not tuple:
         grads = (grads,)
+    if node._grads_to_cpu is not None:
+        grads = _grads_back_to_cpu(grads, node._grads_to_cpu)
     if tensor_mode:
         if create_graph:
             grads = tuple([g if isinstance(g, TensorBase) or g is None else TensorBase._make(g)

@@ -105,10 +105,11 @@ class Function(metaclass=FunctionMeta):
             else:
                 raw.append(a)
                 flags.append(False)
-        if not on_cpu:
-            _check_devices(cls, args, raw)
+        moved = _check_devices(cls, args, raw) if not on_cpu else None
         record = requires and enabled
         ctx = cls._node_cls()
+        if moved:
+            ctx._grads_to_cpu = moved
         ctx.xp = np if on_cpu else _xp_of_args(raw)
         ctx.needs_input_grad = tuple(flags) if record else _no_grads(len(args))
 
@@ -351,15 +352,18 @@ def _xp_of_args(raw: list) -> Any:
     return np
 
 
-def _check_devices(cls: Any, args: tuple, raw: list) -> None:
-    """All tensor arguments on one device (0-d CPU tensors may join a CUDA op, as in PyTorch)."""
+def _check_devices(cls: Any, args: tuple, raw: list) -> tuple[int, ...] | None:
+    """All tensor arguments on one device (0-d CPU tensors may join a CUDA op, as in PyTorch).
+    Returns the positions of the 0-d CPU tensors moved to the op's device: their gradients go
+    back to the CPU in backward, as PyTorch's engine does."""
     devs = []
     for i, a in enumerate(args):
         if isinstance(a, TensorBase):
             devs.append((i, _backend.device_of(raw[i]), a))
     main = [(d, a) for i, d, a in devs if not (d.type == "cpu" and a._data.ndim == 0)]
     if not main:
-        return
+        return None
+    moved = []
     # the device to move to: the parameters' (leaves that require grad), else the first tensor's
     params = [d for d, a in main if a._rg and a._grad_fn is None]
     target = params[0] if params else main[0][0]
@@ -367,6 +371,7 @@ def _check_devices(cls: Any, args: tuple, raw: list) -> None:
         if d != target:
             if d.type == "cpu" and a._data.ndim == 0:
                 raw[i] = _backend.to_device(raw[i], target)
+                moved.append(i)
                 continue
             described = ", ".join(
                 f"arg {j}: shape {tuple(t._data.shape)} on {dd}" for j, dd, t in devs
@@ -379,6 +384,7 @@ def _check_devices(cls: Any, args: tuple, raw: list) -> None:
                 f"move the other tensors there, e.g. x = x.to({str(target)!r}) for each batch, "
                 "or move the model once with model.to(device)."
             )
+    return tuple(moved) or None
 
 
 # =============================================================================================

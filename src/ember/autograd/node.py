@@ -44,6 +44,7 @@ class Node:
     _trace: Any = None
     _out_meta: Any = None
     _dirty: Any = None
+    _grads_to_cpu: Any = None  # inputs that were 0-d CPU tensors in a CUDA op (see engine)
 
     def __init__(self) -> None:
         self._edges = ()

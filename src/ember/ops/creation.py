@@ -27,16 +27,17 @@ def tensor(data: Any, *, dtype: Any = None, device: Any = None, requires_grad: b
         arr = data._data.copy()
         if device is None:
             device = data.device
-        if device is not None and _backend.device(device).type != "cpu" and type(arr) is not np.ndarray:
+        on_cpu = _backend.is_cpu_array(arr)
+        if device is not None and _backend.device(device).type != "cpu" and not on_cpu:
             t = T._make(arr)
             t = t.to(device=device, dtype=dtype)
             if requires_grad:
                 t.requires_grad = True
             return t
-        if type(arr) is not np.ndarray:
-            arr = arr.get()
-    elif _backend.is_array(data) and type(data) is not np.ndarray:
-        arr = data.get()
+        if not on_cpu:
+            arr = _backend.to_numpy(arr)
+    elif _backend.is_array(data) and not _backend.is_cpu_array(data):
+        arr = _backend.to_numpy(data)
         device = device or _backend.device_of(data)
     else:
         arr = _infer(data, _dtype.to_dtype(dtype) if dtype is not None else None)
@@ -217,8 +218,7 @@ def _unnest(data: Any) -> Any:
     """Lists that contain tensors become plain nested arrays/lists NumPy can read."""
     T = TensorBase
     if isinstance(data, T):
-        d = data._data
-        return d if type(d) is np.ndarray else d.get()
+        return _backend.to_numpy(data._data)
     if isinstance(data, list | tuple):
         return [_unnest(x) for x in data]
     return data

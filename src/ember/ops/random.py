@@ -190,7 +190,7 @@ def normal(mean: Any = 0.0, std: Any = 1.0, size: Any = None, *, generator: Gene
 def bernoulli(input: Any, p: float | None = None, *, generator: Generator | None = None) -> Any:
     """Draws 1 with probability ``input`` (elementwise), else 0; same dtype as input."""
     probs = input._data if p is None else np.full(input._data.shape, p)
-    probs = probs if type(probs) is np.ndarray else probs.get()
+    probs = _backend.to_numpy(probs)
     arr = (_rng(generator).random(probs.shape) < probs).astype(input._data.dtype)
     return TensorBase._make(_backend.to_device(arr, input.device))
 
@@ -198,7 +198,7 @@ def bernoulli(input: Any, p: float | None = None, *, generator: Generator | None
 def multinomial(input: Any, num_samples: int, replacement: bool = False, *,
                 generator: Generator | None = None) -> Any:
     """Sample indices from each row's (unnormalised) weights."""
-    w = np.asarray(input._data if type(input._data) is np.ndarray else input._data.get(), np.float64)
+    w = np.asarray(_backend.to_numpy(input._data), np.float64)
     squeeze = w.ndim == 1
     w2 = w.reshape(1, -1) if squeeze else w
     if w2.ndim != 2:
@@ -284,12 +284,8 @@ def fill_(t: Any, kind: str, *args: Any, generator: Generator | None = None) -> 
         )
     if grad_mode.state.enabled and t.requires_grad:  # in the graph: overwritten values get a
         # zero gradient, as PyTorch's NormalBackward0 etc. give
-        src = vals if type(t._data) is np.ndarray else _backend.to_device(vals, t.device)
-        return inplace(t, _copy_from, TensorBase._make(src))
-    if type(t._data) is np.ndarray:
-        t._data[...] = vals
-    else:
-        t._data[...] = _backend.to_device(vals, t.device)
+        return inplace(t, _copy_from, TensorBase._make(_backend.to_device(vals, t.device)))
+    t._data[...] = _backend.to_device(vals, t.device)
     t._bump_version()
     return t
 
