@@ -112,6 +112,10 @@ def _parse(spec: str, index: int | None) -> device:
 CPU = device("cpu")
 
 
+class OutOfMemoryError(RuntimeError):
+    """Raised when a device runs out of memory (``torch.OutOfMemoryError``)."""
+
+
 def check_available(dev: device) -> device:
     """Raise a helpful error for devices ember cannot compute on; returns the canonical device."""
     if dev.type == "cpu":
@@ -210,6 +214,16 @@ def is_numpy_backed(arr: Any) -> bool:
     """Any NumPy array (the CPU array or ``FakeCudaArray``), whose ``flags`` NumPy manages
     (``writeable``...); CuPy arrays and tensors are not."""
     return isinstance(arr, np.ndarray)
+
+
+def c_contiguous(a: Any) -> Any:
+    """``a`` in C order (a copy only when it is not; scalars pass through). PyTorch's reductions,
+    cat, stack and roll return contiguous tensors, while NumPy's keep the inputs' memory order,
+    which would make a later ``.view()`` fail where PyTorch's succeeds."""
+    flags = getattr(a, "flags", None)
+    if flags is None or flags.c_contiguous:
+        return a
+    return xp_of(a).ascontiguousarray(a)
 
 
 def to_numpy(arr: Any) -> np.ndarray:

@@ -13,6 +13,7 @@ internal constructor every op uses) creates ``Tensor`` objects.
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import numpy as np
@@ -108,8 +109,15 @@ def register_tensor_class(cls: type) -> None:
     _tensor_class = cls
 
 
+def data_of(x: Any) -> Any:
+    """The backend array of a tensor; arrays and numbers pass through."""
+    return x._data if isinstance(x, TensorBase) else x
+
+
 def wrap_dim(dim: int, ndim: int) -> int:
-    """``dim`` as a non-negative index into ``ndim`` dimensions (0-d tensors accept 0 and -1)."""
+    """``dim`` (an int or anything with ``__index__``) as a non-negative index into ``ndim``
+    dimensions (0-d tensors accept 0 and -1)."""
+    dim = operator.index(dim)
     n = max(ndim, 1)
     if not -n <= dim < n:
         raise IndexError(

@@ -29,8 +29,6 @@ from .shape import reshape
 # small helpers
 
 
-def _raw(x: Any) -> Any:
-    return x._data if isinstance(x, TensorBase) else x
 
 
 def _numel(shape: tuple) -> int:

@@ -4,7 +4,7 @@
   accepts dims 0 and -1. A dim out of range raises PyTorch's ``IndexError`` (``_axes``, ``_one``).
 - Backward rules first put the reduced dims back as size 1 (``_unreduce``); broadcasting then
   spreads the gradient over the reduced dims.
-- Masks that only select positions are computed on raw arrays (``_raw``) and lifted to the
+- Masks that only select positions are computed on raw arrays (``data_of``) and lifted to the
   gradient's form (``_lift``: a tensor under ``create_graph``, else an array); they carry no
   gradient.
 - Half-precision inputs accumulate in float32 (``_sum_arr``, ``_wide``); integer and bool sums
@@ -43,22 +43,11 @@ def _t(x: Any) -> Any:
 
 
 def _make(arr: Any) -> Any:
-    return TensorBase._make(_c_order(arr))
+    return TensorBase._make(_backend.c_contiguous(arr))
 
 
-def _c_order(a: Any) -> Any:
-    """``a`` in C order: PyTorch's reductions return contiguous tensors, while NumPy's keep the
-    input's memory order (a sum over a transposed array is itself transposed), which would make
-    a later ``.view()`` fail where PyTorch's succeeds."""
-    flags = getattr(a, "flags", None)
-    if flags is None or flags.c_contiguous:
-        return a
-    return _backend.xp_of(a).ascontiguousarray(a)
 
 
-def _raw(a: Any) -> Any:
-    """The backend array of a tensor (arrays pass through)."""
-    return a._data if isinstance(a, TensorBase) else a
 
 
 def _lift(like: Any, arr: Any) -> Any:
@@ -241,12 +230,12 @@ def _slice_at(a: Any, axis: int, k: int) -> Any:
 
 
 def _contiguous_forward(op: Any) -> None:
-    """Make ``op.forward``'s single-array result C-ordered (see :func:`_c_order`)."""
+    """Make ``op.forward``'s single-array result C-ordered (see ``_backend.c_contiguous``)."""
     fwd = op.forward
 
     def forward(ctx: Any, *args: Any) -> Any:
         out = fwd(ctx, *args)
-        return out if type(out) is tuple else _c_order(out)
+        return out if type(out) is tuple else _backend.c_contiguous(out)
 
     forward.__doc__ = fwd.__doc__
     op.forward = staticmethod(forward)

@@ -10,16 +10,15 @@ from __future__ import annotations
 from typing import Any
 
 from .. import _backend
+from .._tensor_base import data_of
 from ..autograd.function import Op
 from . import return_types
 from ._reduce import (
-    _c_order,
     _int_to_long,
     _lift,
     _need,
     _one,
     _positions,
-    _raw,
     _t,
     _with_dtype,
     make_outputs_contiguous,
@@ -109,7 +108,7 @@ class CumProd(Op):
     def backward(ctx: Any, grad: Any) -> Any:
         x, out = ctx.saved
         xp, axis = ctx.xp, ctx.axis
-        rx = _raw(x)
+        rx = data_of(x)
         is0 = rx == 0
         if not is0.any():
             return ctx.call(RevCumSum, grad * out, axis) / x, None
@@ -176,11 +175,11 @@ class CumMax(Op):
         if x.dtype.kind == "f":
             mark |= xp.isnan(x)
         pos = _positions(xp, x.shape[axis], axis, x.ndim)
-        idx = _c_order(xp.maximum.accumulate(xp.where(mark, pos, 0), axis=axis).astype("int64"))
+        idx = _backend.c_contiguous(xp.maximum.accumulate(xp.where(mark, pos, 0), axis=axis).astype("int64"))
         if _need(ctx):
             ctx.idx = idx
         ctx.mark_non_differentiable(idx)
-        return _c_order(vals), idx
+        return _backend.c_contiguous(vals), idx
 
     @staticmethod
     def backward(ctx: Any, grad: Any, _grad_idx: Any = None) -> Any:

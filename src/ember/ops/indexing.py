@@ -16,7 +16,6 @@ Two differentiable pairs carry almost everything here, each op's backward being 
 from __future__ import annotations
 
 import math
-import operator
 from typing import Any
 
 import numpy as np
@@ -329,11 +328,11 @@ def index_select(input: Any, dim: int, index: Any) -> Any:
     indices are out of range, as in PyTorch: ``IndexError``)."""
     idx = _index_1d(index, "index_select")
     if input._data.ndim == 0:
-        wrap_dim(operator.index(dim), 0)
+        wrap_dim(dim, 0)
         _check_nonneg_bounds(idx, 1, 0, "index_select", IndexError, _OUT_OF_RANGE)
         out = index_select(_atleast_1d(input), 0, TensorBase._make(idx))
         return _reshape(out, ())
-    dim = wrap_dim(operator.index(dim), input._data.ndim)
+    dim = wrap_dim(dim, input._data.ndim)
     _check_nonneg_bounds(idx, input._data.shape[dim], dim, "index_select", IndexError,
                          _OUT_OF_RANGE)
     return IndexSelect.apply(input, _dim_key(input._data, dim, idx))
@@ -347,7 +346,7 @@ def index_add(input: Any, dim: int, index: Any, source: Any, *, alpha: Any = 1) 
         x1, s1 = _zero_dim_case(input, dim, idx, source, "index_add")
         _check_nonneg_bounds(idx, 1, 0, "index_add", IndexError, _OUT_OF_RANGE)
         return _reshape(index_add(x1, 0, TensorBase._make(idx), s1, alpha=alpha), ())
-    dim = wrap_dim(operator.index(dim), input._data.ndim)
+    dim = wrap_dim(dim, input._data.ndim)
     _check_index_source(input, dim, idx, source, "index_add")
     _check_nonneg_bounds(idx, input._data.shape[dim], dim, "index_add")
     if alpha != 1:
@@ -364,7 +363,7 @@ def index_copy(input: Any, dim: int, index: Any, source: Any) -> Any:
         x1, s1 = _zero_dim_case(input, dim, idx, source, "index_copy")
         _check_nonneg_bounds(idx, 1, 0, "index_copy", IndexError)
         return _reshape(index_copy(x1, 0, TensorBase._make(idx), s1), ())
-    dim = wrap_dim(operator.index(dim), input._data.ndim)
+    dim = wrap_dim(dim, input._data.ndim)
     _check_index_source(input, dim, idx, source, "index_copy")
     _check_nonneg_bounds(idx, input._data.shape[dim], dim, "index_copy", IndexError)
     k = _dim_key(input._data, dim, idx)
@@ -383,7 +382,7 @@ def index_fill(input: Any, dim: int, index: Any, value: Any) -> Any:
     if input._data.ndim == 0:
         x1, _ = _zero_dim_case(input, dim, idx, None, "index_fill")
         return _reshape(index_fill(x1, 0, TensorBase._make(idx), value), ())
-    dim = wrap_dim(operator.index(dim), input._data.ndim)
+    dim = wrap_dim(dim, input._data.ndim)
     _check_bounds(idx, input._data.shape[dim], dim, "index_fill")
     k = _dim_key(input._data, dim, idx)
     op = IndexFillT if isinstance(value, TensorBase) else IndexFill
@@ -493,7 +492,7 @@ def _check_index_source(input: Any, dim: int, idx: Any, source: Any, name: str) 
 def _zero_dim_case(input: Any, dim: Any, idx: Any, source: Any, name: str) -> tuple:
     """``index_add``/``index_copy``/``index_fill`` of a 0-d tensor: PyTorch treats it as one
     element along dim 0. Returns (input, source) as 1-element vectors."""
-    wrap_dim(operator.index(dim), 0)
+    wrap_dim(dim, 0)
     if source is None:
         return _atleast_1d(input), None
     ok = tuple(source._data.shape) == () or (

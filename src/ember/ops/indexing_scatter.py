@@ -12,13 +12,12 @@ loops in Python.
 
 from __future__ import annotations
 
-import operator
 from typing import Any
 
 import numpy as np
 
 from .. import _backend
-from .._tensor_base import TensorBase, wrap_dim
+from .._tensor_base import TensorBase, data_of, wrap_dim
 from ..autograd.function import Op
 from . import elementwise as _ew
 from ._index import (
@@ -32,7 +31,6 @@ from ._index import (
     _check_nonneg_bounds,
     _group_starts,
     _numel,
-    _raw,
     _reshape,
 )
 from .creation import full
@@ -54,7 +52,7 @@ def gather(input: Any, dim: int, index: Any, *, sparse_grad: bool = False) -> An
     """``out[i][j] = input[index[i][j]][j]`` for dim 0 (index no larger than input elsewhere)."""
     index = _as_index_tensor(index, "gather")
     idx = _check_int_index(index, "gather")
-    dim = wrap_dim(operator.index(dim), input._data.ndim)
+    dim = wrap_dim(dim, input._data.ndim)
     _check_dim_index(input, dim, index, "gather")
     _check_nonneg_bounds(idx, input._data.shape[dim] if input._data.ndim else 1, dim, "gather")
     if input._data.ndim == 0 or idx.ndim == 0:  # PyTorch treats 0-d as 1-element vectors
@@ -80,7 +78,7 @@ def scatter(input: Any, dim: int, index: Any, src: Any = None, value: Any = None
                 f"reduce argument must be either add or multiply, got {reduce!r}"
             )
         if not isinstance(src, TensorBase):
-            src = full(tuple(_raw(index).shape), src, dtype=input.dtype, device=input.device)
+            src = full(tuple(data_of(index).shape), src, dtype=input.dtype, device=input.device)
         if reduce == "add":
             return scatter_add(input, dim, index, src)
         return scatter_reduce(input, dim, index, src, "prod", include_self=True)
@@ -120,7 +118,7 @@ def take_along_dim(input: Any, indices: Any, dim: int | None = None) -> Any:
             "torch.take_along_dim(): input and indices should have the same number of "
             f"dimensions, but got {nd} dimensions for input, and {idx.ndim} dimensions for indices"
         )
-    dim = wrap_dim(operator.index(dim), nd)
+    dim = wrap_dim(dim, nd)
     xs, ids = list(input._data.shape), list(idx.shape)
     xs_d, ids_d = xs[dim], ids[dim]
     xs[dim] = ids[dim] = 1
@@ -254,7 +252,7 @@ class ScatterReduce(Op):
             cnt = bx.bincount(lin, minlength=_numel(tuple(grad.shape)))
         g = grad.reshape(-1)
         hit = cnt > 0
-        dt = _raw(grad).dtype
+        dt = data_of(grad).dtype
         if reduce == "sum":
             gx = g if inc else xp.where(hit, 0, g)
             gs = g[lin]
@@ -264,7 +262,7 @@ class ScatterReduce(Op):
             gx = gn if inc else xp.where(hit, 0, g)
             gs = gn[lin]
         else:
-            x, src, out = (_raw(s) for s in ctx.saved)
+            x, src, out = (data_of(s) for s in ctx.saved)
             flat, w, r = x.reshape(-1), src.reshape(-1), out.reshape(-1)
             self_member = (~hit) | inc
             if reduce == "prod":
@@ -359,7 +357,7 @@ def _check_dim_index(x: Any, dim: int, index: Any, name: str, src: Any = None) -
 def _scatter_prep(input: Any, dim: int, index: Any, src: Any, name: str) -> tuple:
     index = _as_index_tensor(index, name)
     idx = _check_int_index(index, name)
-    dim = wrap_dim(operator.index(dim), input._data.ndim)
+    dim = wrap_dim(dim, input._data.ndim)
     if isinstance(src, TensorBase) and src._data.dtype != input._data.dtype:
         raise RuntimeError(
             f"{name}(): Expected self.dtype to be equal to src.dtype (self is {input.dtype}, src "

@@ -21,7 +21,6 @@ from .._tensor_base import TensorBase
 from ..autograd.function import Op
 from . import elementwise as _ew
 from .shape import (
-    _c_order,
     _dims_arg,
     _Embed,
     _int,
@@ -189,7 +188,7 @@ class Cat(Op):
         ctx.sizes = [None if (x.ndim == 1 and x.shape[0] == 0 and len(used) and x is not used[0])
                      else x.shape[dim] for x in xs]
         if len(used) > 1:  # (C order, as PyTorch's; NumPy keeps the inputs' order)
-            return _c_order(ctx.xp.concatenate(used, axis=dim))
+            return _backend.c_contiguous(ctx.xp.concatenate(used, axis=dim))
         return used[0].copy()
 
     @staticmethod
@@ -221,7 +220,7 @@ class Stack(Op):
         xs, dim = args[:-1], args[-1]
         ctx.dim = dim
         ctx.n = len(xs)
-        return _c_order(ctx.xp.stack(xs, axis=dim))  # (C order, as PyTorch's)
+        return _backend.c_contiguous(ctx.xp.stack(xs, axis=dim))  # (C order, as PyTorch's)
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
@@ -565,7 +564,7 @@ class Roll(Op):
     @staticmethod
     def forward(ctx: Any, x: Any, shifts: Any, dims: Any) -> Any:
         ctx.shifts, ctx.dims = shifts, dims
-        return _c_order(ctx.xp.roll(x, shifts, axis=dims))  # (C order, as PyTorch's)
+        return _backend.c_contiguous(ctx.xp.roll(x, shifts, axis=dims))  # (C order, as PyTorch's)
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:

@@ -17,13 +17,12 @@ from __future__ import annotations
 from typing import Any
 
 from .. import _backend, _dtype
-from .._tensor_base import TensorBase
+from .._tensor_base import TensorBase, data_of
 from ..autograd.function import Op
 from . import elementwise, return_types
 from ._reduce import (
     _alias,
     _axes,
-    _c_order,
     _count,
     _float_only,
     _int_to_long,
@@ -35,7 +34,6 @@ from ._reduce import (
     _one,
     _positions,
     _quiet,
-    _raw,
     _reduced,
     _sum_arr,
     _t,
@@ -211,7 +209,7 @@ class Prod(Op):
         xp = ctx.xp
         axes = None if ctx.axis is None else (ctx.axis,)
         g = _unreduce(grad, ctx.shape, axes, ctx.keepdim)
-        rx = _raw(x)
+        rx = data_of(x)
         is0 = rx == 0
         if not is0.any():
             return g * _unreduce(out, ctx.shape, axes, ctx.keepdim) / x, None, None
@@ -351,7 +349,7 @@ class _EvenSplit(Op):
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
         (x,) = ctx.saved
-        share = _even_share(_raw(x), ctx.out_k, ctx.axes)
+        share = _even_share(data_of(x), ctx.out_k, ctx.axes)
         g = _unreduce(grad, ctx.shape, ctx.axes, ctx.keepdim)
         return g * _lift(g, share), None, None
 
@@ -407,7 +405,7 @@ class _Select(Op):
         if not keepdim:
             shp = _reduced(x.shape, (axis,), False)
             vals, idx = vals.reshape(shp), idx.reshape(shp)
-        vals, idx = _c_order(vals), _c_order(idx)
+        vals, idx = _backend.c_contiguous(vals), _backend.c_contiguous(idx)
         ctx.mark_non_differentiable(idx)
         return vals, idx
 
@@ -418,7 +416,7 @@ class _Select(Op):
         xp = _backend.xp_of(idx)
         onehot = _positions(xp, ctx.shape[axis], axis, len(ctx.shape)) == idx
         g = _unreduce(grad, ctx.shape, (axis,), ctx.keepdim)
-        return g * _lift(g, onehot.astype(_raw(g).dtype)), None, None
+        return g * _lift(g, onehot.astype(data_of(g).dtype)), None, None
 
 
 class MaxDim(_Select):

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from .. import _dtype
+from .._tensor_base import data_of
 from ..autograd.function import Op
 from . import elementwise, return_types
 from ._reduce import (
@@ -27,7 +28,6 @@ from ._reduce import (
     _narrow,
     _need,
     _quiet,
-    _raw,
     _reduced,
     _slice_at,
     _sum_arr,
@@ -147,7 +147,7 @@ class Std(Op):
         xp = ctx.xp
         g = _unreduce(grad, ctx.shape, ctx.axes, ctx.keepdim)
         o = _unreduce(out, ctx.shape, ctx.axes, ctx.keepdim)
-        zero = _lift(g, _raw(o) == 0)
+        zero = _lift(g, data_of(o) == 0)
         inv = xp.where(zero, 0, 1 / xp.where(zero, 1, o))
         mu = x.sum(axis=ctx.axes, keepdims=True) / ctx.n
         scale = 1.0 / ctx.raw_dof if ctx.raw_dof else math.inf
@@ -301,12 +301,12 @@ class Norm(Op):
             return None, None, None, None
         x, out = ctx.saved
         o = _unreduce(out, ctx.shape, ctx.axes, ctx.keepdim)
-        zero = _lift(g, _raw(o) == 0)
+        zero = _lift(g, data_of(o) == 0)
         o_safe = xp.where(zero, 1, o)
         if p == 2:
             return g * x * xp.where(zero, 0, 1 / o_safe), None, None, None
         ax = xp.abs(x)
-        ax_safe = xp.where(_lift(g, _raw(x) == 0), 1, ax)  # sign(0) = 0 zeroes these anyway
+        ax_safe = xp.where(_lift(g, data_of(x) == 0), 1, ax)  # sign(0) = 0 zeroes these anyway
         d = xp.sign(x) * ax_safe ** (p - 1) * o_safe ** (1 - p)
         return g * xp.where(zero, 0, d), None, None, None
 

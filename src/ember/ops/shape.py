@@ -81,10 +81,6 @@ def _wrap(dim: Any, ndim: int, scalar_ok: bool = True) -> int:
     raise IndexError(f"Dimension out of range (expected to be in range of [0, -1], but got {dim})")
 
 
-def _c_order(a: Any) -> Any:
-    """``a`` in C order (a copy only when it is not): PyTorch's cat/stack/roll return
-    contiguous tensors whatever their inputs' layout; NumPy's keep the inputs' order."""
-    return a if a.flags.c_contiguous else a.copy()
 
 
 def _lst(shape: Any) -> list[int]:

@@ -19,10 +19,10 @@ from typing import Any
 import numpy as np
 
 from .. import _backend
-from .._tensor_base import TensorBase, wrap_dim
+from .._tensor_base import TensorBase, data_of, wrap_dim
 from ..autograd.function import Op
 from . import return_types
-from ._index import _atleast_1d, _raw
+from ._index import _atleast_1d
 from .indexing_scatter import ScatterAdd
 
 __all__ = [
@@ -151,9 +151,9 @@ def _take(x: Any, dim: int, idx: Any, op: Any = Sort, shape: Any = None) -> Any:
 def _dim_1d(input: Any, dim: int) -> tuple[Any, int, bool]:
     """A 0-d tensor is handled as a 1-element vector (PyTorch's sort/topk accept 0-d)."""
     if input._data.ndim == 0:
-        wrap_dim(operator.index(dim), 0)
+        wrap_dim(dim, 0)
         return _atleast_1d(input), 0, True
-    return input, wrap_dim(operator.index(dim), input._data.ndim), False
+    return input, wrap_dim(dim, input._data.ndim), False
 
 
 # ---------------------------------------------------------------------------------------------
@@ -171,7 +171,7 @@ def unique(input: Any, sorted: bool = True, return_inverse: bool = False,
                                       equal_nan=False)
         inv = inv.reshape(a.shape)
     else:
-        d = wrap_dim(operator.index(dim), a.ndim)
+        d = wrap_dim(dim, a.ndim)
         vals, inv, counts = xp.unique(a, return_inverse=True, return_counts=True, axis=d,
                                       equal_nan=False)
         inv = inv.reshape(-1)
@@ -187,7 +187,7 @@ def unique_consecutive(input: Any, return_inverse: bool = False, return_counts: 
         flat = a.reshape(-1)
         rows = flat
     else:
-        d = wrap_dim(operator.index(dim), a.ndim)
+        d = wrap_dim(dim, a.ndim)
         moved = xp.moveaxis(a, d, 0)
         rows = moved.reshape(moved.shape[0], -1)
         flat = moved
@@ -225,7 +225,7 @@ def searchsorted(sorted_sequence: Any, input: Any, *, out_int32: bool = False,
             )
         right = side == "right"
     if sorter is not None:
-        seq = xp.take_along_axis(seq, _raw(sorter), axis=-1)
+        seq = xp.take_along_axis(seq, data_of(sorter), axis=-1)
     vals = input._data if isinstance(input, TensorBase) else xp.asarray(input)
     how = "right" if right else "left"
     if seq.ndim <= 1:
@@ -285,7 +285,7 @@ def bincount(input: Any, weights: Any = None, minlength: int = 0) -> Any:
         )
     if weights is None:
         return TensorBase._make(xp.bincount(a, minlength=minlength).astype(np.int64, copy=False))
-    w = _raw(weights)
+    w = data_of(weights)
     if w.shape != a.shape:
         raise RuntimeError(
             f"bincount(): weights should be 1-d and have the same length as input (input "
