@@ -1,5 +1,6 @@
 """The elementwise op table: forward vs NumPy, float32 kept, float64 gradcheck and gradgradcheck,
-PyTorch parity (values, dtypes, gradients) for every op in ember/ops/elementwise.py."""
+PyTorch parity (values, dtypes, gradients) for every op in the pointwise rooms
+(ember/ops/pointwise*.py), ember/ops/comparison.py and ember/ops/casting.py."""
 
 import math
 

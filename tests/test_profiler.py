@@ -43,7 +43,7 @@ def test_ops_are_recorded_with_counts_and_times():
 
 
 def test_apply_is_patched_only_while_recording():
-    from ember.ops.elementwise import Mul
+    from ember.ops.pointwise import Mul
 
     original = Function.__dict__["apply"]
     rule = Mul.__dict__["backward"]

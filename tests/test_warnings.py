@@ -16,7 +16,7 @@ torch = pytest.importorskip("torch")
 EDGE = np.array([0.0, -0.0, -1.0, 1.0, 0.5, 1000.0, -1000.0, np.inf, -np.inf, np.nan], np.float32)
 
 # name -> (fn(m, F, x), compare gradients: True/False; "xfail": the gradient at some edge values
-# differs from PyTorch's (a rule in ember/ops/elementwise.py, reported to its owner); "dof":
+# differs from PyTorch's (a rule in ember/ops/pointwise*.py, reported to its owner); "dof":
 # PyTorch's own UserWarning about degrees of freedom is expected, RuntimeWarnings are not)
 CASES = {
     "log": (lambda m, F, x: m.log(x), True),
@@ -101,7 +101,7 @@ def test_silent_and_same_as_torch(name):
         except AssertionError:
             if compare_grad != "xfail":
                 raise
-            pytest.xfail("gradient at edge values differs from PyTorch's (elementwise.py)")
+            pytest.xfail("gradient at edge values differs from PyTorch's (pointwise*.py)")
 
 
 def test_numpy_errstate_still_applies_inside_a_block():

@@ -3,7 +3,7 @@
 ``Tensor`` adds the user-facing API to ``TensorBase`` (``ember/_tensor_base.py``, what the engine
 and the ops see): identity, autograd, conversions and operators, here; the methods that are op
 functions (``x.sum``, ``x.view``...), bound from the table in ``ember/_tensor_methods.py``. Where
-is ``mul`` defined? ``ember.ops``: ``ember/ops/elementwise.py``, forward and backward together.
+is ``mul`` defined? ``ember.ops``: ``ember/ops/pointwise.py``, forward and backward together.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from ._tensor_str import tensor_repr
 from .autograd import engine, grad_mode
 from .autograd.function import refresh_view
 from .autograd.node import RemovableHandle
-from .ops import creation, elementwise, indexing, shape
+from .ops import casting, creation, indexing, shape
 from .ops import random as _random
 from .ops.inplace import inplace, restride
 
@@ -425,11 +425,11 @@ class Tensor(TensorBase):
                 dt = _dtype.to_dtype(a)
         out = self
         if dt is not None and dt.np != self._data.dtype:
-            out = elementwise.cast(out, dt)
+            out = casting.cast(out, dt)
         if dev is not None:
             dev = _backend.check_available(dev)
             if dev != out.device:
-                out = elementwise.to_device(out, dev)
+                out = casting.to_device(out, dev)
         if copy and out is self:
             out = self.clone()
         return out
@@ -554,7 +554,7 @@ class Tensor(TensorBase):
     H = T
     mH = mT
 
-    # -- arithmetic operators (ops/elementwise.py) -----------------------------------------
+    # -- arithmetic operators (ops/pointwise.py) -----------------------------------------
     __add__ = ops.add
 
     def __radd__(self, o: Any) -> Tensor:
@@ -664,7 +664,7 @@ class Tensor(TensorBase):
 
     # -- in-place methods that are not an op's twin (the twins: _tensor_methods.INPLACE_TWINS)
     def copy_(self, src: Any, non_blocking: bool = False) -> Tensor:
-        return inplace(self, elementwise.copy_from, src)
+        return inplace(self, casting.copy_from, src)
 
     def scatter_(self, dim: int, index: Any, src: Any = None, value: Any = None, reduce: Any = None) -> Tensor:
         return inplace(self, ops.scatter, dim, index, src if src is not None else value, reduce=reduce)

@@ -22,7 +22,7 @@ import numpy as np
 
 from . import ops
 from ._size import Size
-from .ops import activation, elementwise, indexing, shape
+from .ops import activation, casting, indexing, shape
 from .ops.creation import tensor
 from .ops.inplace import inplace
 
@@ -37,7 +37,7 @@ def reshape_as(self, other: Any) -> Any:
     return ops.reshape(self, tuple(other.shape))
 
 def polygamma(self, n: int) -> Any:
-    """``polygamma(n)``: see ``ember.ops.extra.polygamma``."""
+    """``polygamma(n)``: see ``ember.ops.special.polygamma``."""
     return ops.polygamma(n, self)
 
 def slice_scatter(self: Any, src: Any, dim: int = 0, start: int | None = None,
@@ -572,8 +572,8 @@ true_divide trunc xlogy zero
 
 # twins whose out-of-place op is not itself a Tensor method (PyTorch has x.fill_ but no x.fill)
 TWIN_ONLY_OPS: dict[str, Callable] = {
-    "fill": elementwise.fill,
-    "zero": elementwise.zero,
+    "fill": casting.fill,
+    "zero": casting.zero,
     "fill_diagonal": indexing.fill_diagonal,
 }
 

@@ -8,22 +8,11 @@ import numpy as np
 
 from . import _backend
 from ._tensor import Tensor
-from .ops.elementwise import (
-    as_tensor_arg,
-    erf,
-    erfc,
-    erfinv,
-    exp2,
-    expm1,
-    log1p,
-    logit,
-    sigmoid,
-    sinc,
-    xlogy,
-)
-from .ops.extra import digamma, erfcx, i0, i0e, i1, i1e, lgamma, mvlgamma, polygamma
+from .ops.casting import as_tensor_arg
+from .ops.pointwise_math import erf, erfc, erfinv, exp2, expm1, log1p, logit, sigmoid, sinc, xlogy
 from .ops.reduction_stats import logsumexp
 from .ops.softmax_family import log_softmax, softmax
+from .ops.special import digamma, erfcx, i0, i0e, i1, i1e, lgamma, mvlgamma, polygamma
 
 __all__ = [
     "erf", "erfc", "erfinv", "expit", "logit", "sinc", "xlogy", "exp2", "expm1", "log1p",
@@ -52,7 +41,9 @@ def ndtri(p: Any) -> Any:
 def log_ndtr(x: Any) -> Any:
     """log of the standard normal CDF; for x < -1 through erfcx, so the far tail stays finite:
     log(erfcx(-x/sqrt 2) / 2) - x^2 / 2."""
-    from .ops.elementwise import as_tensor_arg, log, where
+    from .ops.casting import as_tensor_arg
+    from .ops.pointwise_math import log
+    from .ops.pointwise_piecewise import where
 
     x = as_tensor_arg(x)
     neg = x < -1.0
@@ -64,7 +55,9 @@ def log_ndtr(x: Any) -> Any:
 
 def xlog1py(x: Any, y: Any) -> Any:
     """x * log1p(y), 0 where x == 0 (even where log1p(y) is infinite), NaN if y is NaN."""
-    from .ops.elementwise import as_tensor_arg, isnan, where
+    from .ops.casting import as_tensor_arg
+    from .ops.comparison import isnan
+    from .ops.pointwise_piecewise import where
 
     x, y = as_tensor_arg(x), as_tensor_arg(y)
     safe = where(x == 0, 0.0, y)
@@ -74,7 +67,7 @@ def xlog1py(x: Any, y: Any) -> Any:
 
 def round(input: Any, *, decimals: int = 0) -> Any:  # noqa: A001 - PyTorch's name
     """Round half to even (``decimals`` places)."""
-    from .ops.elementwise import round as _round
+    from .ops.pointwise_piecewise import round as _round
 
     return _round(input, decimals=decimals)
 
@@ -86,7 +79,8 @@ def ndtr(x: Any) -> Any:
 
 def entr(x: Any) -> Any:
     """-x log x (0 at x = 0, -inf for x < 0), elementwise."""
-    from .ops.elementwise import isnan, where
+    from .ops.comparison import isnan
+    from .ops.pointwise_piecewise import where
 
     out = where(x > 0, -xlogy(x, x), where(x == 0, 0.0, float("-inf")))
     return where(isnan(x), x, out)
@@ -94,7 +88,9 @@ def entr(x: Any) -> Any:
 
 def spherical_bessel_j0(input: Any) -> Any:
     """sin(x) / x (1 at 0), elementwise."""
-    from .ops.elementwise import as_tensor_arg, sin, where
+    from .ops.casting import as_tensor_arg
+    from .ops.pointwise_math import sin
+    from .ops.pointwise_piecewise import where
 
     x = as_tensor_arg(input)
     small = x.abs() < 1e-4

@@ -17,20 +17,24 @@ Conventions every op follows (see docs/design.md):
 from ..autograd.function import Op
 from . import _xp
 from ._functions import *  # noqa: F403
+from .casting import *  # noqa: F403
+from .comparison import *  # noqa: F403
 from .creation import *  # noqa: F403
 from .cumulative import *  # noqa: F403
-from .elementwise import *  # noqa: F403
-from .extra import digamma, i0, lgamma, mvlgamma, polygamma  # noqa: F401
 from .indexing import *  # noqa: F403
 from .indexing_scatter import *  # noqa: F403
 from .joining import *  # noqa: F403
 from .linalg import *  # noqa: F403
+from .pointwise import *  # noqa: F403
+from .pointwise_math import *  # noqa: F403
+from .pointwise_piecewise import *  # noqa: F403
 from .random import *  # noqa: F403
 from .reduction import *  # noqa: F403
 from .reduction_stats import *  # noqa: F403
 from .shape import *  # noqa: F403
 from .softmax_family import *  # noqa: F403
 from .sorting import *  # noqa: F403
+from .special import digamma, i0, lgamma, mvlgamma, polygamma  # noqa: F401
 
 # The engine runs backward rules on tensors under create_graph with this namespace as ctx.xp;
 # it sits below the ops, so the ops hand it over here instead of autograd importing upward.

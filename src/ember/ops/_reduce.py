@@ -22,8 +22,8 @@ from .. import _backend, _dtype
 from .._tensor_base import TensorBase
 from ..autograd import grad_mode
 from ..autograd.function import Op
+from .casting import cast
 from .creation import tensor
-from .elementwise import cast
 
 
 def make_outputs_contiguous(namespace: dict[str, Any]) -> None:

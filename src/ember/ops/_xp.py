@@ -6,97 +6,101 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import elementwise as _ew
+from .._tensor_base import TensorBase
+from . import casting as _cast
+from . import comparison as _cmp
 from . import joining as _jn
 from . import linalg as _la
+from . import pointwise_math as _pm
+from . import pointwise_piecewise as _pp
 from . import shape as _sh
 from .creation import ones_like as ol
 from .creation import zeros as z
 from .creation import zeros_like as zl
 
-exp = _ew.exp
+exp = _pm.exp
 
 
-exp2 = _ew.exp2
+exp2 = _pm.exp2
 
 
-expm1 = _ew.expm1
+expm1 = _pm.expm1
 
 
-log = _ew.log
+log = _pm.log
 
 
-log1p = _ew.log1p
+log1p = _pm.log1p
 
 
-log2 = _ew.log2
+log2 = _pm.log2
 
 
-log10 = _ew.log10
+log10 = _pm.log10
 
 
-sqrt = _ew.sqrt
+sqrt = _pm.sqrt
 
 
-sin = _ew.sin
+sin = _pm.sin
 
 
-cos = _ew.cos
+cos = _pm.cos
 
 
-tan = _ew.tan
+tan = _pm.tan
 
 
-tanh = _ew.tanh
+tanh = _pm.tanh
 
 
-sinh = _ew.sinh
+sinh = _pm.sinh
 
 
-cosh = _ew.cosh
+cosh = _pm.cosh
 
 
-arctan = _ew.atan
+arctan = _pm.atan
 
 
-abs = _ew.abs
+abs = _pp.abs
 
 
-sign = _ew.sign
+sign = _pp.sign
 
 
-floor = _ew.floor
+floor = _pp.floor
 
 
-ceil = _ew.ceil
+ceil = _pp.ceil
 
 
-trunc = _ew.trunc
+trunc = _pp.trunc
 
 
-logaddexp = _ew.logaddexp
+logaddexp = _pm.logaddexp
 
 
 def maximum(a: Any, b: Any) -> Any:
     """NumPy's maximum: either side may be a number."""
-    if not isinstance(a, _ew.TensorBase):
+    if not isinstance(a, TensorBase):
         a, b = b, a
-    if not isinstance(b, _ew.TensorBase):
-        return _ew.clamp(a, min=b)
-    return _ew.maximum(a, b)
+    if not isinstance(b, TensorBase):
+        return _pp.clamp(a, min=b)
+    return _cmp.maximum(a, b)
 
 
 def minimum(a: Any, b: Any) -> Any:
     """NumPy's minimum: either side may be a number."""
-    if not isinstance(a, _ew.TensorBase):
+    if not isinstance(a, TensorBase):
         a, b = b, a
-    if not isinstance(b, _ew.TensorBase):
-        return _ew.clamp(a, max=b)
-    return _ew.minimum(a, b)
+    if not isinstance(b, TensorBase):
+        return _pp.clamp(a, max=b)
+    return _cmp.minimum(a, b)
 
 
 def where(cond: Any, a: Any, b: Any) -> Any:
-    return _ew.where(_t(cond), a, b)
+    return _pp.where(_t(cond), a, b)
 
 
 def zeros_like(x: Any, dtype: Any = None) -> Any:
@@ -193,4 +197,4 @@ def ascontiguousarray(x: Any) -> Any:
 
 
 def _t(x: Any) -> Any:
-    return _ew.as_tensor_arg(x)
+    return _cast.as_tensor_arg(x)

@@ -18,7 +18,8 @@ from .. import _backend, _dtype
 from .._tensor_base import TensorBase
 from ..autograd import grad_mode
 from ..autograd.function import Op
-from . import elementwise as _ew
+from . import pointwise_math as _pm
+from . import pointwise_piecewise as _pp
 from .inplace import inplace
 from .softmax_family import LogSoftmax, Softmax, softmax_along
 
@@ -85,8 +86,8 @@ def _inplace(x: TensorBase, fn: Any, *args: Any, **kwargs: Any) -> TensorBase:
 def relu(input: TensorBase, inplace: bool = False) -> TensorBase:
     """max(x, 0) elementwise (relu'(0) = 0)."""
     if inplace:
-        return _inplace(input, _ew.relu)
-    return _ew.relu(input)
+        return _inplace(input, _pp.relu)
+    return _pp.relu(input)
 
 
 def relu_(input: TensorBase) -> TensorBase:
@@ -256,7 +257,7 @@ class Gelu(Op):
             out *= x
             out *= 0.5
             return out
-        cdf = ctx.call(_ew.Erf, x * _INV_SQRT2)
+        cdf = ctx.call(_pm.Erf, x * _INV_SQRT2)
         cdf += 1
         cdf *= 0.5
         if any(ctx.needs_input_grad):
@@ -288,7 +289,7 @@ class Gelu(Op):
             d *= grad
             return -d, None
         if ctx._tensor_mode:
-            cdf = 0.5 * (1 + ctx.call(_ew.Erf, x * _INV_SQRT2))
+            cdf = 0.5 * (1 + ctx.call(_pm.Erf, x * _INV_SQRT2))
             pdf = xp.exp(x * x * -0.5) * _INV_SQRT_2PI
             return grad * (cdf + x * pdf), None
         d = x * x
@@ -733,12 +734,12 @@ def hardshrink(input: TensorBase, lambd: float = 0.5) -> TensorBase:
 
 def sigmoid(input: TensorBase) -> TensorBase:
     """1 / (1 + exp(-x))."""
-    return _ew.sigmoid(input)
+    return _pm.sigmoid(input)
 
 
 def tanh(input: TensorBase) -> TensorBase:
     """tanh(x)."""
-    return _ew.tanh(input)
+    return _pm.tanh(input)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -24,7 +24,9 @@ from .. import _backend, _dtype
 from .._tensor_base import TensorBase, wrap_dim
 from ..autograd import grad_mode
 from ..autograd.function import Op, link_view
-from . import elementwise as _ew
+from . import _promote as _prom
+from . import casting as _cast
+from . import pointwise as _pw
 from ._index import (
     _INT,
     _NONE,
@@ -98,7 +100,7 @@ def setitem(x: Any, key: Any, value: Any) -> Any:
         # a basic key writes by copying into a view, which PyTorch does across devices too
         dev = _backend.device_of(x._data)
         if _backend.device_of(value._data) != dev:
-            value = _ew.to_device(value, dev)
+            value = _cast.to_device(value, dev)
     return IndexPut.apply(x, _value_for(x, value, k), k)
 
 
@@ -241,11 +243,11 @@ def _value_for(x: Any, value: Any, k: _Key, what: str = "value tensor") -> Any:
     if isinstance(value, bool | int | float | np.generic):
         return value.item() if isinstance(value, np.generic) else value
     if not isinstance(value, TensorBase):
-        value = _ew.as_tensor_arg(value)
+        value = _cast.as_tensor_arg(value)
         if not isinstance(value, TensorBase):
             return value
     if value._data.dtype != x._data.dtype:
-        value = _ew.cast(value, _dtype.from_numpy(x._data.dtype))
+        value = _cast.cast(value, _dtype.from_numpy(x._data.dtype))
     target = k.out_shape()
     vshape = tuple(value._data.shape)
     extra = len(vshape) - len(target)
@@ -350,8 +352,8 @@ def index_add(input: Any, dim: int, index: Any, source: Any, *, alpha: Any = 1) 
     _check_index_source(input, dim, idx, source, "index_add")
     _check_nonneg_bounds(idx, input._data.shape[dim], dim, "index_add")
     if alpha != 1:
-        source = _ew.mul(source, alpha)
-    a, b = _ew._promote(input, IndexPutAdd.apply(source, _dim_key(input._data, dim, idx)))
+        source = _pw.mul(source, alpha)
+    a, b = _prom._promote(input, IndexPutAdd.apply(source, _dim_key(input._data, dim, idx)))
     return _IndexAddInto.apply(a, b)
 
 
@@ -408,7 +410,7 @@ def index_put(input: Any, indices: Any, values: Any, accumulate: bool = False) -
     if not isinstance(v, TensorBase):
         v = full(k.out_shape(), v, dtype=input.dtype, device=input.device)
     v = _expand(v, k.out_shape())
-    return _ew.add(input, IndexPutAdd.apply(v, k))
+    return _pw.add(input, IndexPutAdd.apply(v, k))
 
 
 def take(input: Any, index: Any) -> Any:
@@ -450,7 +452,7 @@ def put(input: Any, index: Any, source: Any, accumulate: bool = False) -> Any:
     return _reshape(out, tuple(input._data.shape))
 
 
-class _IndexAddInto(_ew.Add):
+class _IndexAddInto(_pw.Add):
     """x + the placed source: index_add's last step (same rule as Add)."""
 
     node_name = "IndexAddBackward0"
@@ -617,7 +619,7 @@ class MaskedScatter(Op):
 
 def _check_mask(mask: Any, name: str) -> Any:
     if not isinstance(mask, TensorBase):
-        mask = _ew.as_tensor_arg(mask)
+        mask = _cast.as_tensor_arg(mask)
     if mask._data.dtype != np.bool_:
         raise RuntimeError(
             f"{name} only supports boolean masks, but got mask with dtype {mask.dtype}; "

@@ -19,7 +19,8 @@ import numpy as np
 from .. import _backend
 from .._tensor_base import TensorBase, data_of, wrap_dim
 from ..autograd.function import Op
-from . import elementwise as _ew
+from . import _promote as _prom
+from . import pointwise as _pw
 from ._index import (
     _accumulate,
     _as_index_tensor,
@@ -89,7 +90,7 @@ def scatter(input: Any, dim: int, index: Any, src: Any = None, value: Any = None
 def scatter_add(input: Any, dim: int, index: Any, src: Any) -> Any:
     """Out-of-place ``scatter_add_``: ``out[index[i][j]][j] += src[i][j]`` (dim 0)."""
     dim, idx, src = _scatter_prep(input, dim, index, src, "scatter_add")
-    a, b = _ew._promote(input, ScatterAdd.apply(src, dim, idx, tuple(input._data.shape)))
+    a, b = _prom._promote(input, ScatterAdd.apply(src, dim, idx, tuple(input._data.shape)))
     return _ScatterAddInto.apply(a, b)
 
 
@@ -287,7 +288,7 @@ class ScatterReduce(Op):
         return gx, gs, None, None, None, None
 
 
-class _ScatterAddInto(_ew.Add):
+class _ScatterAddInto(_pw.Add):
     """x + the scattered src: scatter_add's last step (same rule as Add)."""
 
     node_name = "ScatterAddBackward0"

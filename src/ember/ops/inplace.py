@@ -24,7 +24,7 @@ from ..autograd.function import (
     refresh_view,
     window_geometry,
 )
-from .elementwise import fill, zero
+from .casting import fill, zero
 from .indexing import index_fill, index_put, masked_fill, setitem
 
 __all__ = ["inplace", "restride"]

@@ -19,7 +19,7 @@ import numpy as np
 from .. import _backend, _dtype
 from .._tensor_base import TensorBase
 from ..autograd.function import Op
-from . import elementwise as _ew
+from . import casting as _cast
 from .shape import (
     _dims_arg,
     _Embed,
@@ -245,7 +245,7 @@ def _promote_all(tensors: list, name: str) -> list:
     for t in tensors:
         d = t.dtype
         rt = d if rt is None else _dtype.promote_types(rt, d)
-    return [_ew.cast(t, rt) for t in tensors]
+    return [_cast.cast(t, rt) for t in tensors]
 
 
 def _tensor_list(tensors: Any, name: str) -> list:
@@ -549,7 +549,7 @@ class Flip(Op):
     @staticmethod
     def forward(ctx: Any, x: Any, dims: tuple) -> Any:
         ctx.dims = dims
-        return _ew._layout_copy(ctx.xp.flip(x, axis=dims) if dims else x)  # (x's layout)
+        return _cast._layout_copy(ctx.xp.flip(x, axis=dims) if dims else x)  # (x's layout)
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:

@@ -22,7 +22,8 @@ import numpy as np
 from .. import _backend
 from .._tensor_base import TensorBase
 from ..autograd.function import Op
-from . import elementwise as _ew
+from . import casting as _cast
+from . import pointwise_piecewise as _pp
 
 __all__ = [
     "matmul",
@@ -1051,7 +1052,7 @@ def einsum(equation: Any, *operands: Any) -> Any:
     kind = ops[0]._data.dtype.kind
     if kind in "biu":  # PyTorch: a one-operand sum gives int64; contractions keep the dtype
         if len(ops) == 1 and set(ins[0]) - set(out):
-            ops = [_ew.cast(ops[0], "int64")]
+            ops = [_cast.cast(ops[0], "int64")]
         elif len(ops) > 1 and kind == "b":
             raise NotImplementedError(
                 "\"bmm\" not implemented for 'Bool' (einsum of bool tensors); convert first, "
@@ -1322,7 +1323,7 @@ def trace(input: Any) -> Any:
         )
     _no_bool("trace", x)
     if x._data.dtype.kind in "iu":
-        x = _ew.cast(x, "int64")
+        x = _cast.cast(x, "int64")
     return Trace.apply(x)
 
 
@@ -1560,7 +1561,7 @@ def slogdet(input: Any) -> Any:
 def logdet(input: Any) -> Any:
     """log det(A): -inf for a singular matrix, nan for a negative determinant."""
     sign, logabs = slogdet(input)
-    return _ew.where(sign < 0, float("nan"), logabs)
+    return _pp.where(sign < 0, float("nan"), logabs)
 
 
 class Solve(Op):

@@ -21,7 +21,10 @@ import numpy as np
 from .. import _backend, _dtype
 from .._tensor_base import TensorBase
 from ..autograd.function import Op
-from . import elementwise as _ew
+from . import comparison as _cmp
+from . import pointwise as _pw
+from . import pointwise_math as _pm
+from . import pointwise_piecewise as _pp
 
 __all__ = [
     "ctc_loss",
@@ -732,7 +735,7 @@ def smooth_l1_loss(input: Any, target: Any, size_average: Any = None, reduce: An
     ad = d.abs()
     if beta == 0.0:
         return _reduce(ad, reduction)
-    loss = _ew.where(ad < beta, d * d * (0.5 / beta), ad - 0.5 * beta)
+    loss = _pp.where(ad < beta, d * d * (0.5 / beta), ad - 0.5 * beta)
     return _reduce(loss, reduction)
 
 
@@ -745,7 +748,7 @@ def huber_loss(input: Any, target: Any, reduction: str = "mean", delta: float = 
     _check_target_size("huber_loss", input, target)
     d = input - target
     ad = d.abs()
-    loss = _ew.where(ad < delta, d * d * 0.5, (ad - 0.5 * delta) * delta)
+    loss = _pp.where(ad < delta, d * d * 0.5, (ad - 0.5 * delta) * delta)
     if weight is not None:
         loss = loss * weight
     return _reduce(loss, reduction)
@@ -769,7 +772,7 @@ def kl_div(input: Any, target: Any, size_average: Any = None, reduce: Any = None
     if log_target:
         loss = target.exp() * (target - input)
     else:
-        loss = _ew.xlogy(target, target) - target * input
+        loss = _pm.xlogy(target, target) - target * input
     if reduction == "batchmean":
         total = loss.sum()
         return total / input.shape[0] if input.ndim != 0 else total
@@ -798,8 +801,8 @@ def cosine_embedding_loss(input1: Any, input2: Any, target: Any, margin: float =
     m2 = (input2 * input2).sum(-1) + eps
     cos = dot / (m1 * m2).sqrt()
     zeros = cos * 0
-    pos = _ew.where(target == 1, 1 - cos, zeros)
-    neg = _ew.where(target == -1, (cos - margin).clamp_min(0), zeros)
+    pos = _pp.where(target == 1, 1 - cos, zeros)
+    neg = _pp.where(target == -1, (cos - margin).clamp_min(0), zeros)
     return _reduce(pos + neg, reduction)
 
 
@@ -846,7 +849,7 @@ def triplet_margin_loss(anchor: Any, positive: Any, negative: Any, margin: float
     d_neg = _pnorm_distance(anchor, negative, p, eps)
     if swap:
         d_swap = _pnorm_distance(positive, negative, p, eps)
-        d_neg = _ew.minimum(d_neg, d_swap)
+        d_neg = _cmp.minimum(d_neg, d_swap)
     loss = (margin + d_pos - d_neg).clamp_min(0)
     return _reduce(loss, reduction)
 
@@ -856,7 +859,7 @@ def soft_margin_loss(input: Any, target: Any, size_average: Any = None, reduce: 
     """log(1 + exp(-target * input)), computed stably."""
     reduction = _check_reduction(_legacy_reduction(size_average, reduce, reduction))
     _check_target_size("soft_margin_loss", input, target)
-    loss = _ew.logaddexp(0.0, -target * input)
+    loss = _pm.logaddexp(0.0, -target * input)
     return _reduce(loss, reduction)
 
 
@@ -870,9 +873,9 @@ def poisson_nll_loss(input: Any, target: Any, log_input: bool = True, full: bool
     else:
         loss = input - target * (input + eps).log()
     if full:
-        safe = _ew.where(target > 1, target, target * 0 + 1)
+        safe = _pp.where(target > 1, target, target * 0 + 1)
         stirling = safe * safe.log() - safe + 0.5 * (2 * math.pi * safe).log()
-        loss = loss + _ew.where(target > 1, stirling, stirling * 0)
+        loss = loss + _pp.where(target > 1, stirling, stirling * 0)
     return _reduce(loss, reduction)
 
 
@@ -911,8 +914,8 @@ def hinge_embedding_loss(input: Any, target: Any, margin: float = 1.0, size_aver
     """input where target == 1, max(0, margin - input) where target == -1."""
     reduction = _check_reduction(_legacy_reduction(size_average, reduce, reduction))
     zeros = input * 0
-    margin_part = _ew.where(target != 1, (margin - input).clamp_min(0), zeros)
-    self_part = _ew.where(target != -1, input, zeros)
+    margin_part = _pp.where(target != 1, (margin - input).clamp_min(0), zeros)
+    self_part = _pp.where(target != -1, input, zeros)
     return _reduce(margin_part + self_part, reduction)
 
 
@@ -921,7 +924,7 @@ def multilabel_soft_margin_loss(input: Any, target: Any, weight: Any = None,
                                 reduction: str = "mean") -> Any:
     """Per-class binary logistic loss averaged over classes: -(t log s(x) + (1-t) log s(-x))."""
     reduction = _check_reduction(_legacy_reduction(size_average, reduce, reduction))
-    loss = target * _ew.logaddexp(0.0, -input) + (1 - target) * _ew.logaddexp(0.0, input)
+    loss = target * _pm.logaddexp(0.0, -input) + (1 - target) * _pm.logaddexp(0.0, input)
     if weight is not None:
         loss = loss * weight
     C = input.shape[-1] if input.ndim else 1
@@ -1547,8 +1550,8 @@ def _reflect(x: Any, lo: float, hi: float) -> Any:
     d = (x - lo).abs()
     flips = (d / span).floor()
     extra = d - flips * span
-    odd = _ew.remainder(flips, 2.0) == 1
-    return _ew.where(odd, span - extra, extra) + lo
+    odd = _pw.remainder(flips, 2.0) == 1
+    return _pp.where(odd, span - extra, extra) + lo
 
 
 def _unnormalise(c: Any, n: int, align: bool, padding_mode: str) -> Any:
@@ -1599,7 +1602,7 @@ def grid_sample(input: Any, grid: Any, mode: str = "bilinear", padding_mode: str
         return vals, ok.unsqueeze(1).to(input.dtype)
 
     if mode == "nearest":
-        vals, ok = tap(_ew.round(ix.detach()), _ew.round(iy.detach()))
+        vals, ok = tap(_pp.round(ix.detach()), _pp.round(iy.detach()))
         return vals * ok
     x0, y0 = ix.detach().floor(), iy.detach().floor()
     x1, y1 = x0 + 1, y0 + 1
@@ -1688,7 +1691,7 @@ def triplet_margin_with_distance_loss(anchor: Any, positive: Any, negative: Any,
     d_pos = dist(anchor, positive)
     d_neg = dist(anchor, negative)
     if swap:
-        d_neg = _ew.minimum(d_neg, dist(positive, negative))
+        d_neg = _cmp.minimum(d_neg, dist(positive, negative))
     loss = (d_pos - d_neg + margin).clamp_min(0)
     return _reduce(loss, reduction)
 

@@ -15,8 +15,8 @@ import numpy as np
 from .. import _backend, _dtype
 from .._tensor_base import TensorBase
 from ..autograd import grad_mode
+from .casting import copy_from
 from .creation import _place, _size
-from .elementwise import copy_from
 from .inplace import inplace
 
 __all__ = [

@@ -19,7 +19,9 @@ from typing import Any
 from .. import _backend, _dtype
 from .._tensor_base import TensorBase, data_of
 from ..autograd.function import Op
-from . import elementwise, return_types
+from . import comparison as _cmp
+from . import pointwise_piecewise as _pp
+from . import return_types
 from ._reduce import (
     _alias,
     _axes,
@@ -89,7 +91,7 @@ def nansum(
     x = _t(input)
     if not x.is_floating_point():
         return sum(x, dim, keepdim, dtype=dtype, axis=axis, keepdims=keepdims)
-    x = elementwise.where(elementwise.isnan(x), 0.0, x)
+    x = _pp.where(_cmp.isnan(x), 0.0, x)
     dim, keepdim = _alias(dim, keepdim, axis, keepdims)
     x = _with_dtype(x, dtype)
     return NanSum.apply(x, _axes(dim, x, "nansum"), keepdim)
@@ -106,8 +108,8 @@ def nanmean(
     _float_only(x, "nanmean", f"nanmean(): expected input to have floating point or complex "
                 f"dtype but got {_dtype.legacy_name(x.dtype)}; convert first, e.g. x.float()")
     axes = _axes(dim, x, "nanmean")
-    ok = ~elementwise.isnan(x)
-    total = Sum.apply(elementwise.where(ok, x, 0.0), axes, keepdim)
+    ok = ~_cmp.isnan(x)
+    total = Sum.apply(_pp.where(ok, x, 0.0), axes, keepdim)
     n = _make(_sum_arr(ok._data, axes, keepdim).astype(x._data.dtype))
     with _quiet(_backend.xp_of(x._data)):
         return total / n
@@ -269,7 +271,7 @@ def max(  # noqa: A001 - PyTorch's name
     elementwise maximum."""
     x = _t(input)
     if other is not None or isinstance(dim, TensorBase):
-        return elementwise.maximum(x, other if other is not None else dim)
+        return _cmp.maximum(x, other if other is not None else dim)
     dim, keepdim = _alias(dim, keepdim, axis, keepdims)
     if dim is None:
         _nonempty(x, None, "max")
@@ -285,7 +287,7 @@ def min(  # noqa: A001 - PyTorch's name
     elementwise minimum."""
     x = _t(input)
     if other is not None or isinstance(dim, TensorBase):
-        return elementwise.minimum(x, other if other is not None else dim)
+        return _cmp.minimum(x, other if other is not None else dim)
     dim, keepdim = _alias(dim, keepdim, axis, keepdims)
     if dim is None:
         _nonempty(x, None, "min")

@@ -18,7 +18,9 @@ import numpy as np
 from .. import _dtype
 from .._tensor_base import data_of
 from ..autograd.function import Op
-from . import elementwise, return_types
+from . import _promote as _prom
+from . import pointwise_piecewise as _pp
+from . import return_types
 from ._reduce import (
     _alias,
     _axes,
@@ -219,11 +221,11 @@ def vector_norm(
                 f"the operation does not have an identity (input shape {tuple(x._data.shape)})"
             )
     if p == math.inf:
-        return _NormMax.apply(elementwise.abs(x), axes, keepdim)
+        return _NormMax.apply(_pp.abs(x), axes, keepdim)
     if p == -math.inf:
-        return _NormMin.apply(elementwise.abs(x), axes, keepdim)
+        return _NormMin.apply(_pp.abs(x), axes, keepdim)
     if p == 1:
-        return _NormSum.apply(elementwise.abs(x), axes, keepdim)
+        return _NormSum.apply(_pp.abs(x), axes, keepdim)
     return Norm.apply(x, p, axes, keepdim)
 
 
@@ -340,7 +342,7 @@ def logsumexp(
     """``log(sum(exp(x)))`` over ``dim``, computed stably (integers compute in float)."""
     x = _t(input)
     dim, keepdim = _alias(dim, keepdim, axis, keepdims)
-    x = elementwise._float_unary(x)
+    x = _prom._float_unary(x)
     return LogSumExp.apply(x, _axes(dim, x, "logsumexp"), keepdim)
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from .. import _dtype
 from ..autograd.function import Op
-from . import elementwise
+from . import casting as _cast
 from ._reduce import _make, _need, _one, _quiet, _sum_arr, _t, _with_dtype, make_outputs_contiguous
 
 __all__ = ["softmax", "log_softmax"]
@@ -27,7 +27,7 @@ def softmax_along(
             dtype is None or _dtype.to_dtype(dtype).is_floating_point)):
         # PyTorch returns an empty tensor (of the integer/bool dtype) rather than raising
         _softmax_dim(x, dim, fname, stacklevel + 1)
-        return _make((x._data if dtype is None else elementwise.cast(x.detach(), _dtype.to_dtype(
+        return _make((x._data if dtype is None else _cast.cast(x.detach(), _dtype.to_dtype(
             dtype))._data).copy())
     if dtype is not None and not _dtype.to_dtype(dtype).is_floating_point:
         raise NotImplementedError(

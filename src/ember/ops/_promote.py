@@ -1,0 +1,148 @@
+"""Operand promotion for the pointwise ops: PyTorch's ``result_type`` rules applied before NumPy
+sees the operands (so a float32 tensor never meets a float64 array by accident), Python ints
+wrapped into an integer tensor's range, NumPy's floating-point warnings silenced, ``out=``,
+and results that carry no gradient.
+
+Shared by the pointwise rooms (``pointwise.py``, ``pointwise_math.py``,
+``pointwise_piecewise.py``, ``comparison.py``, ``special.py``) and by other families that need
+the same dtype rules. Casts themselves are in ``ops/casting.py``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import _dtype
+from .._tensor_base import TensorBase
+from .casting import as_tensor_arg, cast
+
+__all__: list[str] = []
+
+
+def _promote(a: Any, b: Any, to_float: bool = False) -> tuple[Any, Any]:
+    """Cast tensor operands to ``result_type(a, b)`` (floating when ``to_float``)."""
+    T = TensorBase
+    ta, tb = isinstance(a, T), isinstance(b, T)
+    if not ta:
+        a = as_tensor_arg(a)
+        ta = isinstance(a, T)
+    if not tb:
+        b = as_tensor_arg(b)
+        tb = isinstance(b, T)
+    if ta and tb:
+        if a._data.dtype == b._data.dtype and not (to_float and a._data.dtype.kind not in "fV"):
+            return a, b
+    elif ta and not tb:
+        k = a._data.dtype.kind
+        if k == "f" and not to_float:
+            return a, b
+        if k == "f":
+            return a, b
+        if k in "iu" and type(b) is int and not to_float:
+            return a, _fit_int(b, a._data.dtype)
+    elif tb and not ta:
+        k = b._data.dtype.kind
+        if k == "f":
+            return a, b
+        if k in "iu" and type(a) is int and not to_float:
+            return _fit_int(a, b._data.dtype), b
+    rt = _dtype.result_type(a, b)
+    if to_float and not rt.is_floating_point:
+        rt = _dtype.get_default_dtype()
+    if ta and a._data.dtype != rt.np:
+        a = _promoted(a, rt)
+    if tb and b._data.dtype != rt.np:
+        b = _promoted(b, rt)
+    if not ta and not tb:
+        raise TypeError("expected at least one tensor operand")
+    if not ta and rt.is_floating_point is False and isinstance(a, float):
+        a = rt.np.type(a)
+    if not ta and type(a) is int:
+        a = _fit_int(a, rt.np)
+    elif not tb and type(b) is int:
+        b = _fit_int(b, rt.np)
+    return a, b
+
+
+def _promoted(x: Any, rt: Any) -> Any:
+    """``x`` cast for an op's computation. The copy shares x's version counter: an op that saves
+    it must fail, as PyTorch's (which saves x itself) does, if x is later changed in place. The
+    copy never reaches the user, so nothing changes it in place itself."""
+    out = cast(x, rt)
+    if out is not x:
+        out._version = x._version_counter()
+    return out
+
+
+def _float_unary(x: Any) -> Any:
+    """Math functions of integer tensors compute in the default float dtype, as in PyTorch."""
+    x = as_tensor_arg(x)
+    if x._data.dtype.kind not in "fV":
+        return cast(x, _dtype.get_default_dtype())
+    return x
+
+
+def _int_bounds(dt: Any) -> tuple[int, int, int]:
+    info = np.iinfo(dt)
+    return int(info.min), int(info.max), info.bits
+
+
+_INT_BOUNDS = {np.dtype(t): _int_bounds(t) for t in (
+    np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64)}
+
+
+def _fit_int(v: int, dt: Any) -> int:
+    """A Python int operand of an integer tensor op, wrapped into ``dt``'s range as PyTorch
+    does (``uint8_tensor + -3`` adds 253); NumPy would raise OverflowError."""
+    bounds = _INT_BOUNDS.get(dt)
+    if bounds is None:
+        return v
+    lo, hi, bits = bounds
+    if lo <= v <= hi:
+        return v
+    v &= (1 << bits) - 1
+    return v - (1 << bits) if v > hi else v
+
+
+# Float division by zero gives inf/nan silently, as in PyTorch (NumPy would warn).
+_QUIET = {"divide": "ignore", "invalid": "ignore", "over": "ignore"}
+
+
+try:  # np.errstate costs microseconds per use; setting NumPy's context variable directly does not
+    from numpy._core._ufunc_config import _extobj_contextvar as _EXTOBJ
+
+    with np.errstate(**_QUIET):
+        _QUIET_EXTOBJ = _EXTOBJ.get()
+except (ImportError, AttributeError):  # pragma: no cover - another NumPy layout
+    _EXTOBJ = _QUIET_EXTOBJ = None
+
+
+def _quietly(fn: Any, *args: Any) -> Any:
+    """``fn(*args)`` with NumPy's floating-point warnings off (division by zero, 0/0...)."""
+    if _EXTOBJ is None:  # pragma: no cover
+        with np.errstate(**_QUIET):
+            return fn(*args)
+    token = _EXTOBJ.set(_QUIET_EXTOBJ)
+    try:
+        return fn(*args)
+    finally:
+        _EXTOBJ.reset(token)
+
+
+def _truediv(a: Any, b: Any) -> Any:
+    return a / b
+
+
+def _out(result: Any, out: Any) -> Any:
+    if out is None:
+        return result
+    out.copy_(result)
+    return out
+
+
+def _nograd(fn: Any, *args: Any) -> Any:
+    """Apply a function with no gradient (integer or piecewise-constant results)."""
+    raw = [a._data if isinstance(a, TensorBase) else a for a in args]
+    return TensorBase._make(fn(*raw))

@@ -1,0 +1,208 @@
+"""Casts and copies: dtype and device conversion (``Tensor.to``), ``clone``, and the values
+that the in-place writers ``copy_``, ``fill_`` and ``zero_`` store (``ops/inplace.py`` writes them).
+
+The bottom of the pointwise family: ``ops/_promote.py`` casts operands with ``cast``;
+arithmetic is in ``ops/pointwise.py``, math functions in ``ops/pointwise_math.py``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import _backend, _dtype
+from .._tensor_base import TensorBase
+from ..autograd.function import Op
+from .creation import tensor
+
+__all__ = [
+    "clone",
+]
+
+
+def cast(x: Any, dt: Any) -> Any:
+    dt = _dtype.to_dtype(dt)
+    if x._data.dtype == dt.np:
+        return x
+    if x._rg and not dt.is_floating_point:
+        # integer results carry no gradient
+        return TensorBase._make(x._data.astype(dt.np))
+    return Cast.apply(x, dt.np)
+
+
+def to_device(x: Any, dev: Any) -> Any:
+    return ToDevice.apply(x, dev)
+
+
+def clone(x: Any, memory_format: Any = None) -> Any:
+    """A copy of ``x`` in ``x``'s layout (``preserve_format``, the default) or in C order
+    (``memory_format=torch.contiguous_format``)."""
+    if memory_format is not None and getattr(memory_format, "_name", "") == "contiguous_format":
+        return CloneContiguous.apply(x)
+    return Clone.apply(x)
+
+
+def copy_from(x: Any, src: Any) -> Any:
+    """The value ``x.copy_(src)`` writes (src broadcast to x's shape, in x's dtype).
+
+    ``src`` may live on another device, as in PyTorch: it is moved to x's device first by a
+    recorded ``ToDevice`` (so a gradient flows back to src's device), and the copy itself then
+    sees two tensors on one device."""
+    if not isinstance(src, TensorBase):
+        src = as_tensor_arg(src)
+        if not isinstance(src, TensorBase):  # a number
+            src = TensorBase._make(np.asarray(src, dtype=x._data.dtype))
+    dev = _backend.device_of(x._data)
+    if _backend.device_of(src._data) != dev:
+        src = to_device(src, dev)
+    return CopyFrom.apply(x, src)
+
+
+def fill(x: Any, value: Any) -> Any:
+    """The value ``x.fill_(value)`` writes."""
+    if isinstance(value, TensorBase):
+        if value._data.ndim != 0:
+            raise RuntimeError(
+                f"fill_ only supports 0-dimension value tensor but got tensor with "
+                f"{value._data.ndim} dimensions."
+            )
+        return copy_from(x, value)
+    return Fill.apply(x, value)
+
+
+def zero(x: Any) -> Any:
+    """The value ``x.zero_()`` writes."""
+    return Zero.apply(x, 0)
+
+
+# ---------------------------------------------------------------------------------------------
+# op classes
+
+
+class Cast(Op):
+    """out = x as another dtype          grad_x = grad (cast back by the engine)"""
+
+    node_name = "ToCopyBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, x: Any, np_dtype: Any) -> Any:
+        # PyTorch's preserve_format: a dense x keeps its layout, anything else (an expanded or
+        # strided slice) becomes C-contiguous; NumPy's astype would keep the strides' order
+        if x.flags.c_contiguous or _dense(x):
+            return x.astype(np_dtype)
+        return x.astype(np_dtype, order="C")
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        return grad, None
+
+
+class ToDevice(Op):
+    """out = x on another device          grad_x = grad moved back"""
+
+    node_name = "ToCopyBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, x: Any, dev: Any) -> Any:
+        ctx.src = _backend.device_of(x)
+        return _backend.to_device(x, dev)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        return ctx.call(ToDevice, grad, ctx.src), None
+
+
+class Clone(Op):
+    """out = copy of x (in x's layout when dense, as PyTorch's preserve_format)
+    grad_x = grad"""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        return _layout_copy(x)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        return grad
+
+
+class CloneContiguous(Clone):
+    """clone(memory_format=torch.contiguous_format): a C-order copy (same rule as Clone)."""
+
+    node_name = "CloneBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        return x.copy()
+
+
+class CopyFrom(Op):
+    """out = src broadcast to x's shape and cast to x's dtype          grad_src = grad"""
+
+    node_name = "CopyBackwards"
+
+    @staticmethod
+    def forward(ctx: Any, x: Any, src: Any) -> Any:
+        xp = ctx.xp
+        if _backend.device_of(src) != _backend.device_of(x):
+            src = _backend.to_device(src, _backend.device_of(x))
+        return xp.broadcast_to(xp.asarray(src, dtype=x.dtype), x.shape).copy()
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        # x's old values are overwritten: they get a zero gradient (x stays in the graph)
+        return (ctx.xp.zeros_like(grad) if ctx.needs_input_grad[0] else None), grad
+
+
+class Fill(Op):
+    """out = value everywhere (x's shape and dtype)          grad_x = 0"""
+
+    node_name = "FillBackward2"
+
+    @staticmethod
+    def forward(ctx: Any, x: Any, value: Any) -> Any:
+        return ctx.xp.full(x.shape, value, dtype=x.dtype)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        return ctx.xp.zeros_like(grad), None
+
+
+class Zero(Fill):
+    """out = 0 everywhere (x's shape and dtype)          grad_x = 0"""
+
+    node_name = "ZeroBackward0"
+
+
+# ---------------------------------------------------------------------------------------------
+# helpers
+
+
+def as_tensor_arg(x: Any) -> Any:
+    """Numbers stay numbers; NumPy arrays and lists become tensors."""
+    if isinstance(x, TensorBase):
+        return x
+    if isinstance(x, np.generic):  # NumPy scalars act as Python scalars, as in PyTorch
+        return x.item()
+    if isinstance(x, int | float | bool):
+        return x
+    return tensor(x)
+
+
+def _dense(a: Any) -> bool:
+    """True when ``a``'s elements fill its memory span without gaps or overlaps (a permuted,
+    flipped or contiguous array; not a strided slice or an expanded one)."""
+    expect = a.itemsize
+    for st, n in sorted((-st if st < 0 else st, n) for st, n in zip(a.strides, a.shape) if n != 1):
+        if st != expect:
+            return False
+        expect *= n
+    return True
+
+
+def _layout_copy(a: Any) -> Any:
+    """A copy of ``a`` with PyTorch's ``preserve_format`` layout: ``a``'s dim order when ``a``
+    is dense (a transposed tensor's clone is transposed too), C order otherwise."""
+    if a.flags.c_contiguous or not _dense(a):
+        return a.copy()
+    return a.copy(order="K")

@@ -1,0 +1,195 @@
+"""Comparison ops (torch's "Comparison Ops"): eq, ne, lt, le, gt, ge and their aliases, equal,
+isclose, allclose, maximum, minimum, fmax, fmin, and the predicates isnan, isinf, isposinf,
+isneginf, isfinite, isreal. Only maximum/minimum/fmax/fmin carry a gradient.
+
+Neighbours: sort/topk/kthvalue in ``ops/sorting.py``; the pointwise rooms ``ops/pointwise*.py``.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+from .. import _backend
+from .._tensor_base import TensorBase
+from ..autograd.function import Op
+from ._promote import _nograd, _out, _promote
+from .pointwise_piecewise import Where
+
+__all__ = [
+    "isnan", "isinf", "isposinf", "isneginf", "isfinite", "isreal", "eq", "ne", "not_equal",
+    "lt", "less", "le", "less_equal", "gt", "greater", "ge", "greater_equal", "equal",
+    "isclose", "allclose", "maximum", "minimum", "fmax", "fmin",
+]
+
+
+def isnan(x: Any) -> Any:
+    return _nograd(_backend.xp_of(x._data).isnan, x)
+
+
+def isinf(x: Any) -> Any:
+    return _nograd(_backend.xp_of(x._data).isinf, x)
+
+
+def isposinf(x: Any) -> Any:
+    return _nograd(lambda a: _backend.xp_of(a).isposinf(a) if a.dtype.kind == "f" else a != a, x)
+
+
+def isneginf(x: Any) -> Any:
+    return _nograd(lambda a: _backend.xp_of(a).isneginf(a) if a.dtype.kind == "f" else a != a, x)
+
+
+def isfinite(x: Any) -> Any:
+    return _nograd(_backend.xp_of(x._data).isfinite, x)
+
+
+def isreal(x: Any) -> Any:
+    return TensorBase._make(_backend.xp_of(x._data).ones(x._data.shape, bool))
+
+
+def eq(input: Any, other: Any, *, out: Any = None) -> Any:
+    """``input == other``, elementwise (a bool tensor)."""
+    return _compare("eq", operator.eq, input, other, out)
+
+
+def ne(input: Any, other: Any, *, out: Any = None) -> Any:
+    """``input != other``, elementwise (a bool tensor)."""
+    return _compare("ne", operator.ne, input, other, out)
+
+
+not_equal = ne
+
+
+def lt(input: Any, other: Any, *, out: Any = None) -> Any:
+    """``input < other``, elementwise (a bool tensor)."""
+    return _compare("lt", operator.lt, input, other, out)
+
+
+less = lt
+
+
+def le(input: Any, other: Any, *, out: Any = None) -> Any:
+    """``input <= other``, elementwise (a bool tensor)."""
+    return _compare("le", operator.le, input, other, out)
+
+
+less_equal = le
+
+
+def gt(input: Any, other: Any, *, out: Any = None) -> Any:
+    """``input > other``, elementwise (a bool tensor)."""
+    return _compare("gt", operator.gt, input, other, out)
+
+
+greater = gt
+
+
+def ge(input: Any, other: Any, *, out: Any = None) -> Any:
+    """``input >= other``, elementwise (a bool tensor)."""
+    return _compare("ge", operator.ge, input, other, out)
+
+
+greater_equal = ge
+
+
+def equal(a: Any, b: Any) -> bool:
+    """True when both have the same shape and elements."""
+    return a._data.shape == b._data.shape and bool((a._data == b._data).all())
+
+
+def isclose(a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> Any:
+    a, b = _promote(a, b)
+    xp = _backend.xp_of(a._data if isinstance(a, TensorBase) else b._data)
+    return _nograd(lambda x, y: xp.isclose(x, y, rtol=rtol, atol=atol, equal_nan=equal_nan), a, b)
+
+
+def allclose(a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:
+    return bool(isclose(a, b, rtol, atol, equal_nan)._data.all())
+
+
+def maximum(a: Any, b: Any) -> Any:
+    if not (isinstance(a, TensorBase) and isinstance(b, TensorBase)):
+        raise TypeError("maximum(): argument 'other' must be Tensor (use clamp(min=...) for numbers)")
+    a, b = _promote(a, b)
+    return Maximum.apply(a, b)
+
+
+def minimum(a: Any, b: Any) -> Any:
+    if not (isinstance(a, TensorBase) and isinstance(b, TensorBase)):
+        raise TypeError("minimum(): argument 'other' must be Tensor (use clamp(max=...) for numbers)")
+    a, b = _promote(a, b)
+    return Minimum.apply(a, b)
+
+
+def fmax(a: Any, b: Any) -> Any:
+    """Elementwise maximum that ignores NaN (NaN only where both are NaN)."""
+    a, b = _promote(a, b)
+    if a._data.dtype.kind != "f":
+        return maximum(a, b)
+    return Fmax.apply(isnan(b) | (a >= b), a, b)
+
+
+def fmin(a: Any, b: Any) -> Any:
+    """Elementwise minimum that ignores NaN (NaN only where both are NaN)."""
+    a, b = _promote(a, b)
+    if a._data.dtype.kind != "f":
+        return minimum(a, b)
+    return Fmin.apply(isnan(b) | (a <= b), a, b)
+
+
+# ---------------------------------------------------------------------------------------------
+# op classes
+
+
+class Maximum(Op):
+    """out = max(a, b)    grad_a = grad where a > b (grad/2 at ties)    grad_b likewise"""
+
+    @staticmethod
+    def forward(ctx: Any, a: Any, b: Any) -> Any:
+        ctx.save_for_backward(a, b)
+        return ctx.xp.maximum(a, b)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        a, b = ctx.saved
+        share = (a > b) + (a == b) * 0.5
+        return grad * share, grad * (1 - share)
+
+
+class Minimum(Op):
+    """out = min(a, b)    grad_a = grad where a < b (grad/2 at ties)    grad_b likewise"""
+
+    @staticmethod
+    def forward(ctx: Any, a: Any, b: Any) -> Any:
+        ctx.save_for_backward(a, b)
+        return ctx.xp.minimum(a, b)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        a, b = ctx.saved
+        share = (a < b) + (a == b) * 0.5
+        return grad * share, grad * (1 - share)
+
+
+class Fmax(Where):
+    """fmax as a selection by a precomputed mask (same rule as Where)."""
+
+
+class Fmin(Where):
+    """fmin as a selection by a precomputed mask (same rule as Where)."""
+
+
+# ---------------------------------------------------------------------------------------------
+# helpers
+
+
+def _compare(name: str, fn: Any, a: Any, b: Any, out: Any) -> Any:
+    """``fn(a, b)`` on promoted operands, no gradient; the first operand must be a tensor."""
+    if not isinstance(a, TensorBase) and isinstance(a, int | float | bool):
+        raise TypeError(
+            f"{name}() received an invalid combination of arguments: the first "
+            f"argument must be a Tensor, got {type(a).__name__}; write "
+            f"{name}(tensor, number) instead"
+        )
+    a, b = _promote(a, b)
+    return _out(_nograd(fn, a, b), out)

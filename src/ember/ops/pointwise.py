@@ -1,0 +1,595 @@
+"""Pointwise arithmetic: add, sub, mul, div, floor_divide, remainder, fmod, pow, neg, addcmul,
+addcdiv, lerp, deg2rad, rad2deg, with the binary-op fast path (two tensors of one floating
+dtype, or a floating tensor and a Python number, go straight to the op) and PyTorch's promotion
+otherwise.
+
+Neighbours: operand promotion in ``ops/_promote.py``, casts and copies in ``ops/casting.py``,
+math functions in ``ops/pointwise_math.py``, abs/rounding/clamp/where/logical/bitwise in
+``ops/pointwise_piecewise.py``, comparisons in ``ops/comparison.py``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from .. import _backend, _dtype
+from .._tensor_base import TensorBase
+from ..autograd.function import Op
+from ._promote import (
+    _EXTOBJ,
+    _QUIET_EXTOBJ,
+    _float_unary,
+    _nograd,
+    _out,
+    _promote,
+    _promoted,
+    _quietly,
+    _truediv,
+)
+from .casting import as_tensor_arg, cast
+from .pointwise_piecewise import trunc
+
+__all__ = [
+    "add", "sub", "subtract", "mul", "multiply", "div", "true_divide", "divide",
+    "floor_divide", "remainder", "fmod", "pow", "float_power", "neg", "negative", "positive",
+    "addcmul", "addcdiv", "lerp", "deg2rad", "rad2deg",
+]
+
+
+def add(a: Any, b: Any, *, alpha: Any = 1, out: Any = None) -> Any:
+    """``a + alpha * b`` with broadcasting."""
+    if alpha == 1 and out is None and _as_is(a, b):
+        return Add.apply(a, b)
+    a, b = _scaled(a, b, alpha)
+    return _out(Add.apply(a, b), out)
+
+
+def sub(a: Any, b: Any, *, alpha: Any = 1, out: Any = None) -> Any:
+    """``a - alpha * b`` with broadcasting."""
+    if alpha == 1 and out is None and _as_is(a, b):
+        return (Sub if isinstance(a, TensorBase) else Rsub).apply(a, b)
+    if _is_bool_arg(a) or _is_bool_arg(b):
+        if isinstance(a, TensorBase) and isinstance(b, TensorBase) and _is_bool_arg(a) and _is_bool_arg(b):
+            raise RuntimeError(
+                "Subtraction, the `-` operator, with two bool tensors is not supported. "
+                "Use the `^` or `logical_xor()` operator instead."
+            )
+        raise RuntimeError(_BOOL_SUB_MSG)
+    a, b = _scaled(a, b, alpha)
+    return _out((Sub if isinstance(a, TensorBase) else Rsub).apply(a, b), out)
+
+
+subtract = sub
+
+
+def mul(a: Any, b: Any, *, out: Any = None) -> Any:
+    """``a * b`` with broadcasting."""
+    if out is None and _as_is(a, b):
+        return Mul.apply(a, b)
+    a, b = _promote(a, b)
+    return _out(Mul.apply(a, b), out)
+
+
+multiply = mul
+
+
+def div(a: Any, b: Any, *, rounding_mode: str | None = None, out: Any = None) -> Any:
+    """True division (integers give floats); ``rounding_mode`` 'trunc' or 'floor'."""
+    if rounding_mode is None:
+        if out is None and _as_is(a, b):
+            return (Div if isinstance(a, TensorBase) else RDiv).apply(a, b)
+        a, b = _promote(a, b, to_float=True)
+        return _out((Div if isinstance(a, TensorBase) else RDiv).apply(a, b), out)
+    if rounding_mode == "floor":
+        return floor_divide(a, b)
+    if rounding_mode == "trunc":
+        a2, b2 = _promote(a, b)
+        t = a2 if isinstance(a2, TensorBase) else b2
+        if t._data.dtype.kind in "iub":
+            _check_int_divisor(a2, b2, "division")
+            return _nograd(_trunc_int_div, a2, b2)
+        return trunc(div(a, b))
+    raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'")
+
+
+true_divide = div
+
+
+divide = div
+
+
+def floor_divide(a: Any, b: Any) -> Any:
+    """``a // b``: integer tensors stay integer; floats round toward -inf (no gradient)."""
+    a, b = _promote(a, b)
+    _check_int_divisor(a, b, "division")
+    return _nograd(_floor_div, a, b)
+
+
+def remainder(a: Any, b: Any) -> Any:
+    """``a % b`` with the sign of ``b`` (Python's rule); integer ``b == 0`` raises."""
+    a, b = _promote(a, b)
+    _check_int_divisor(a, b, "modulo")
+    return (RemainderT if isinstance(a, TensorBase) and isinstance(b, TensorBase) else Remainder).apply(a, b)
+
+
+def fmod(a: Any, b: Any) -> Any:
+    """C's ``fmod``: the remainder with the sign of ``a``; integer ``b == 0`` raises."""
+    a, b = _promote(a, b)
+    _check_int_divisor(a, b, "modulo")
+    return (FmodT if isinstance(a, TensorBase) and isinstance(b, TensorBase) else Fmod).apply(a, b)
+
+
+def pow(a: Any, b: Any) -> Any:
+    """``a ** b``. Integer tensors to a float power give floats, as in PyTorch."""
+    neg_exp = isinstance(b, int | np.integer) and not isinstance(b, bool) and b < 0
+    a, b = _promote(a, b)  # (which may wrap a negative exponent into an unsigned dtype)
+    t = a if isinstance(a, TensorBase) else b
+    kind = t._data.dtype.kind
+    if kind == "b":
+        if isinstance(b, TensorBase) or not isinstance(a, TensorBase):
+            raise NotImplementedError(
+                "\"pow\" not implemented for 'Bool' (a bool tensor exponent or base); convert "
+                "first, e.g. x.long() ** y.long()"
+            )
+        return _nograd(_bool_pow, a, b)  # bool ** number: the result stays bool, as in PyTorch
+    if kind in "iu":
+        if isinstance(b, TensorBase):
+            if (b._data < 0).any():  # integer semantics: 1, (-1)^e, or 0 (PyTorch's result)
+                return _nograd(_int_pow_neg, a, b)
+        elif neg_exp:
+            raise RuntimeError("Integers to negative integer powers are not allowed.")
+    if not isinstance(a, TensorBase):
+        return RPow.apply(a, b)
+    return (PowTensor if isinstance(b, TensorBase) else Pow).apply(a, b)
+
+
+def float_power(a: Any, b: Any) -> Any:
+    a = cast(as_tensor_arg(a), _dtype.float64) if isinstance(as_tensor_arg(a), TensorBase) else float(a)
+    b = cast(as_tensor_arg(b), _dtype.float64) if isinstance(as_tensor_arg(b), TensorBase) else float(b)
+    return pow(a, b)
+
+
+def neg(x: Any) -> Any:
+    if x._data.dtype == np.bool_:
+        raise RuntimeError(
+            "Negation, the `-` operator, on a bool tensor is not supported. "
+            "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead."
+        )
+    return Neg.apply(x)
+
+
+negative = neg
+
+
+def positive(x: Any) -> Any:
+    return x
+
+
+def addcmul(x: Any, t1: Any, t2: Any, *, value: Any = 1) -> Any:
+    """``x + value * t1 * t2``."""
+    x, t1, t2 = _promote3(x, t1, t2)
+    return Addcmul.apply(x, t1, t2, value)
+
+
+def addcdiv(x: Any, t1: Any, t2: Any, *, value: Any = 1) -> Any:
+    """``x + value * t1 / t2`` (floating tensors only, as in PyTorch)."""
+    if _is_int_arg(t1) and _is_int_arg(t2) and isinstance(t1, TensorBase) and isinstance(t2, TensorBase):
+        raise RuntimeError(
+            "Integer division with addcdiv is no longer supported, and in a future release "
+            "addcdiv will perform a true division of tensor1 and tensor2. Convert tensor1 or "
+            "tensor2 to a floating dtype first (e.g. t1.float())"
+        )
+    x, t1, t2 = _promote3(x, t1, t2)
+    return Addcdiv.apply(x, t1, t2, value)
+
+
+def lerp(start: Any, end: Any, weight: Any) -> Any:
+    """``start + weight * (end - start)``."""
+    start, end = _promote(start, end)
+    if isinstance(weight, TensorBase):
+        start, weight = _promote(start, weight)
+        return LerpT.apply(start, end, weight)
+    return Lerp.apply(start, end, weight)
+
+
+def deg2rad(x: Any) -> Any:
+    """Degrees to radians."""
+    return Deg2Rad.apply(_float_unary(x), math.pi / 180)
+
+
+def rad2deg(x: Any) -> Any:
+    """Radians to degrees."""
+    return Rad2Deg.apply(_float_unary(x), 180 / math.pi)
+
+
+# ---------------------------------------------------------------------------------------------
+# op classes
+
+
+class Add(Op):
+    """out = a + b          grad_a = grad          grad_b = grad"""
+
+    @staticmethod
+    def forward(ctx: Any, a: Any, b: Any) -> Any:
+        return a + b
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        return grad, grad
+
+
+class Sub(Op):
+    """out = a - b          grad_a = grad          grad_b = -grad"""
+
+    @staticmethod
+    def forward(ctx: Any, a: Any, b: Any) -> Any:
+        return a - b
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        return grad, -grad
+
+
+class Rsub(Sub):
+    """``number - tensor``: PyTorch's node for a reversed subtraction (same rule as Sub)."""
+
+    node_name = "RsubBackward1"
+
+
+class RsubT(Sub):
+    """``torch.rsub(tensor, tensor)``: other - input (same rule as Sub, operands swapped)."""
+
+    node_name = "RsubBackward0"
+
+
+class Mul(Op):
+    """out = a * b          grad_a = grad * b          grad_b = grad * a"""
+
+    @staticmethod
+    def forward(ctx: Any, a: Any, b: Any) -> Any:
+        ctx.save_for_backward(a if ctx.needs_input_grad[1] else None,
+                              b if ctx.needs_input_grad[0] else None)
+        return a * b
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        a, b = ctx.saved
+        return (grad * b if ctx.needs_input_grad[0] else None,
+                grad * a if ctx.needs_input_grad[1] else None)
+
+
+class Div(Op):
+    """out = a / b          grad_a = grad / b          grad_b = -grad * a / b**2"""
+
+    @staticmethod
+    def forward(ctx: Any, a: Any, b: Any) -> Any:
+        ctx.save_for_backward(a if ctx.needs_input_grad[1] else None, b)
+        if _safe_divisor(b):
+            return a / b
+        if _EXTOBJ is None:  # pragma: no cover
+            return _quietly(_truediv, a, b)
+        token = _EXTOBJ.set(_QUIET_EXTOBJ)  # (_quietly, inlined: this is a hot path)
+        try:
+            return a / b
+        finally:
+            _EXTOBJ.reset(token)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        a, b = ctx.saved
+        ga = _quietly(_truediv, grad, b) if ctx.needs_input_grad[0] else None
+        gb = _quietly(_truediv, -grad * a, b * b) if ctx.needs_input_grad[1] else None
+        return ga, gb
+
+
+class RDiv(Div):
+    """``number / tensor``: PyTorch computes it as ``tensor.reciprocal() * number``, whose node
+    is a MulBackward0 (same rule as Div)."""
+
+    node_name = "MulBackward0"
+
+
+class Neg(Op):
+    """out = -x          grad_x = -grad"""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        return -x
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        return -grad
+
+
+class Pow(Op):
+    """out = a ** b
+    grad_a = grad * b * a ** (b - 1)
+    grad_b = grad * out * log(a)   (0 where a == 0 and b >= 0)"""
+
+    @staticmethod
+    def forward(ctx: Any, a: Any, b: Any) -> Any:
+        if type(b) is float and b == -0.5:  # PyTorch computes it as rsqrt (nan at -inf)
+            out = _quietly(_truediv, 1, ctx.xp.sqrt(a))
+        else:
+            out = a**b
+        ctx.save_for_backward(a, b, out if ctx.needs_input_grad[1] else None)
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        a, b, out = ctx.saved
+        xp = ctx.xp
+        ga = gb = None
+        if ctx.needs_input_grad[0]:
+            if isinstance(b, int | float) and b == 2:
+                ga = grad * 2 * a
+            elif isinstance(b, int | float) and b == 0:
+                ga = grad * 0
+            elif type(b) is float and b == 0.5:  # as rsqrt: -inf at -0.0, nan at -inf
+                ga = _quietly(_truediv, grad * 0.5, ctx.xp.sqrt(a))
+            elif isinstance(b, int | float):
+                ga = grad * b * a ** (b - 1)
+            else:  # a tensor exponent: 0 where it is 0 (a**-1 may be inf there)
+                ga = xp.where(b == 0, 0, grad * b * a ** (b - 1))
+        if ctx.needs_input_grad[1]:
+            safe = xp.where((a == 0) & (b >= 0), 1, a) if not isinstance(a, int | float) else (a or 1)
+            gb = xp.where((a == 0) & (b >= 0), 0, grad * out * xp.log(safe))
+        return ga, gb
+
+
+class PowTensor(Pow):
+    """``tensor ** tensor`` (same rule as Pow)."""
+
+    node_name = "PowBackward1"
+
+
+class RPow(Pow):
+    """``number ** tensor`` (same rule as Pow)."""
+
+    node_name = "PowBackward2"
+
+
+class Remainder(Op):
+    """out = a - floor(a / b) * b          grad_a = grad          grad_b = -grad * floor(a / b)"""
+
+    @staticmethod
+    def forward(ctx: Any, a: Any, b: Any) -> Any:
+        ctx.save_for_backward(a, b)
+        return _quietly(ctx.xp.remainder, a, b)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        a, b = ctx.saved
+        return grad, -grad * ctx.xp.floor(_quietly(_truediv, a, b))
+
+
+class RemainderT(Remainder):
+    """remainder by a tensor (same rule as Remainder)."""
+
+    node_name = "RemainderBackward1"
+
+
+class Fmod(Op):
+    """out = a - trunc(a / b) * b          grad_a = grad          grad_b = -grad * trunc(a / b)"""
+
+    @staticmethod
+    def forward(ctx: Any, a: Any, b: Any) -> Any:
+        ctx.save_for_backward(a, b)
+        return _quietly(ctx.xp.fmod, a, b)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        a, b = ctx.saved
+        return grad, -grad * ctx.xp.trunc(_quietly(_truediv, a, b))
+
+
+class FmodT(Fmod):
+    """fmod by a tensor (same rule as Fmod)."""
+
+    node_name = "FmodBackward1"
+
+
+class Addcmul(Op):
+    """out = x + value * t1 * t2
+    grad_x = grad          grad_t1 = grad * value * t2          grad_t2 = grad * value * t1"""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any, t1: Any, t2: Any, value: Any) -> Any:
+        ctx.save_for_backward(t1, t2, value)
+        return x + value * (t1 * t2)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        t1, t2, value = ctx.saved
+        n = ctx.needs_input_grad
+        return (grad, grad * value * t2 if n[1] else None, grad * value * t1 if n[2] else None,
+                None)
+
+
+class Addcdiv(Op):
+    """out = x + value * t1 / t2
+    grad_x = grad          grad_t1 = grad * value / t2          grad_t2 = -grad * value * t1 / t2**2"""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any, t1: Any, t2: Any, value: Any) -> Any:
+        ctx.save_for_backward(t1, t2, value)
+        return x + value * _quietly(_truediv, t1, t2)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        t1, t2, value = ctx.saved
+        n = ctx.needs_input_grad
+        g1 = _quietly(_truediv, grad * value, t2) if n[1] else None
+        g2 = _quietly(_truediv, -grad * value * t1, t2 * t2) if n[2] else None
+        return grad, g1, g2, None
+
+
+class Lerp(Op):
+    """out = start + w * (end - start)
+    grad_start = grad * (1 - w)          grad_end = grad * w          grad_w = grad * (end - start)"""
+
+    @staticmethod
+    def forward(ctx: Any, start: Any, end: Any, w: Any) -> Any:
+        diff = end - start
+        ctx.save_for_backward(diff if ctx.needs_input_grad[2] else None, w)
+        return start + w * diff
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        diff, w = ctx.saved
+        n = ctx.needs_input_grad
+        return (grad * (1 - w) if n[0] else None, grad * w if n[1] else None,
+                grad * diff if n[2] else None)
+
+
+class LerpT(Lerp):
+    """lerp with a tensor weight (same rule as Lerp)."""
+
+    node_name = "LerpBackward1"
+
+
+class Deg2Rad(Mul):
+    """x * pi / 180 (same rule as Mul)."""
+
+
+class Rad2Deg(Mul):
+    """x * 180 / pi (same rule as Mul)."""
+
+
+# ---------------------------------------------------------------------------------------------
+# helpers
+
+
+def _as_is(a: Any, b: Any) -> bool:
+    """True when no promotion is needed (the hot path): two tensors of one floating dtype, or a
+    floating tensor and a Python number."""
+    T = TensorBase
+    if isinstance(a, T):
+        da = a._data.dtype
+        if isinstance(b, T):
+            return b._data.dtype == da and da.kind == "f"
+        return da.kind == "f" and (type(b) is float or type(b) is int)
+    return isinstance(b, T) and b._data.dtype.kind == "f" and (type(a) is float or type(a) is int)
+
+
+def _scaled(a: Any, b: Any, alpha: Any) -> tuple[Any, Any]:
+    """``a`` and ``alpha * b`` for add/sub, computed in the dtype ``a`` and ``b`` promote to
+    (as PyTorch: a float64 0-d tensor plus ``alpha *`` a bool tensor stays float64)."""
+    a, b = _promote(a, b)
+    t = a if isinstance(a, TensorBase) else b
+    kind = t._data.dtype.kind  # (an int tensor with a float number was cast to float)
+    if isinstance(alpha, float) and kind in "iub":
+        raise RuntimeError(
+            "For integral input tensors, argument alpha must not be a floating point number "
+            f"(got alpha={alpha} with {t.dtype} operands); pass an integer alpha or convert "
+            "the operands to a floating dtype"
+        )
+    if alpha == 1 and type(alpha) is not bool:
+        return a, b
+    if kind == "b":  # bool arithmetic: alpha * b is b, or False when alpha is 0
+        if not isinstance(b, TensorBase):
+            return a, bool(b) and bool(alpha)
+        return a, b if alpha else zeros_like_bool(b)
+    if not isinstance(b, TensorBase):
+        return _promote(a, b * alpha)
+    return a, mul(b, alpha)
+
+
+def zeros_like_bool(b: Any) -> Any:
+    """A bool tensor of False shaped like ``b`` (``alpha * b`` for alpha == 0 on bools)."""
+    return TensorBase._make(_backend.xp_of(b._data).zeros_like(b._data))
+
+
+_BOOL_SUB_MSG = (
+    "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to "
+    "invert a mask, use the `~` or `logical_not()` operator instead."
+)
+
+
+def _is_bool_arg(x: Any) -> bool:
+    return x._data.dtype == np.bool_ if isinstance(x, TensorBase) else isinstance(x, bool | np.bool_)
+
+
+def _rsub(input: Any, other: Any, alpha: Any = 1) -> Any:
+    """``other - alpha * input`` (``torch.rsub``), with sub's checks and promotion."""
+    if _is_bool_arg(input) or _is_bool_arg(other):
+        raise RuntimeError(_BOOL_SUB_MSG)
+    o, i = _scaled(other, input, alpha)
+    return (RsubT if isinstance(o, TensorBase) else Rsub).apply(o, i)
+
+
+def _safe_divisor(b: Any) -> bool:
+    """True when dividing by ``b`` cannot raise a NumPy floating-point warning (a Python number
+    of magnitude >= 1): the hot ``x / 2`` path skips ``_quietly``."""
+    return (type(b) is float or type(b) is int) and (b >= 1 or b <= -1)
+
+
+def _is_int_arg(x: Any) -> bool:
+    """An integer (or bool) tensor, or a Python/NumPy integer: its division is exact."""
+    if isinstance(x, TensorBase):
+        return x._data.dtype.kind in "iub"
+    return isinstance(x, int | np.integer)
+
+
+def _check_int_divisor(a: Any, b: Any, name: str) -> None:
+    """Integer division and remainder by zero raise, as in PyTorch (a ``RuntimeError`` whose
+    message is ``ZeroDivisionError``); NumPy would give 0 with a warning."""
+    if not (_is_int_arg(a) and _is_int_arg(b)):
+        return
+    if any(isinstance(t, TensorBase) and t._data.dtype == np.bool_ for t in (a, b)):  # (after promotion)
+        raise NotImplementedError(
+            f"integer {name} is not implemented for 'Bool' tensors (as in PyTorch); convert "
+            "first, e.g. x.long()"
+        )
+    if any(isinstance(t, TensorBase) and t._data.size == 0 for t in (a, b)):
+        return  # an empty result divides nothing
+    zero = bool((b._data == 0).any()) if isinstance(b, TensorBase) else b == 0
+    if zero:
+        raise RuntimeError(
+            f"ZeroDivisionError: integer {name} by zero (the divisor"
+            f"{' tensor' if isinstance(b, TensorBase) else ''} holds 0). Integer tensors have no inf/nan: check "
+            "the divisor first, or divide as floats (x.float()) to get inf/nan"
+        )
+
+
+def _trunc_int_div(x: Any, y: Any) -> Any:
+    q = _quietly(np.floor_divide, x, y)  # (INT_MIN // -1 wraps, as in PyTorch)
+    return q + ((q < 0) & (_quietly(np.remainder, x, y) != 0))
+
+
+def _floor_div(x: Any, y: Any) -> Any:
+    return _quietly(_floordiv, x, y)
+
+
+def _floordiv(x: Any, y: Any) -> Any:
+    return x // y
+
+
+def _bool_pow(a: Any, b: Any) -> Any:
+    return a.copy() if b else _backend.xp_of(a).ones_like(a)
+
+
+def _int_pow_neg(a: Any, b: Any) -> Any:
+    """``a ** b`` for integers with some negative exponents: 1 ** e = 1, (-1) ** e = +-1,
+    anything else to a negative power truncates to 0."""
+    xp = _backend.xp_of(b)
+    dt = b.dtype if not hasattr(a, "dtype") else np.result_type(a, b)
+    a = xp.asarray(a, dtype=dt)
+    b = b.astype(dt, copy=False)
+    pos = a ** xp.maximum(b, 0)
+    neg = xp.where(a == 1, 1, xp.where(a == -1, 1 - 2 * (b % 2), 0)) if a.dtype.kind == "i" \
+        else xp.where(a == 1, 1, 0)
+    return xp.where(b < 0, neg, pos).astype(dt, copy=False)
+
+
+def _promote3(x: Any, t1: Any, t2: Any) -> tuple[Any, Any, Any]:
+    """Cast three tensor operands to their common dtype."""
+    x, t1, t2 = as_tensor_arg(x), as_tensor_arg(t1), as_tensor_arg(t2)
+    t1, t2 = _promote(t1, t2)
+    x, t1 = _promote(x, t1)
+    if isinstance(t2, TensorBase) and isinstance(t1, TensorBase) and t2._data.dtype != t1._data.dtype:
+        t2 = _promoted(t2, _dtype.from_numpy(t1._data.dtype))
+    return x, t1, t2

@@ -1,0 +1,785 @@
+"""Pointwise math functions: exponentials and logarithms, powers' relatives (sqrt, rsqrt,
+reciprocal), trigonometric and hyperbolic functions, sigmoid, erf family, logit, sinc, and the
+binary ones (atan2, logaddexp, logaddexp2, hypot, xlogy). Integer inputs compute in the
+default float dtype, as in PyTorch.
+
+Neighbours: arithmetic in ``ops/pointwise.py``, abs/rounding/clamp/where in
+``ops/pointwise_piecewise.py``, lgamma/digamma/Bessel functions in ``ops/special.py``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from .._special import erf as _erf
+from .._special import erfc as _erfc
+from .._special import erfinv as _erfinv
+from .._tensor_base import TensorBase
+from ..autograd.function import Op
+from ._promote import _float_unary, _out, _promote, _quietly, _truediv
+
+__all__ = [
+    "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "sin", "cos",
+    "tan", "asin", "arcsin", "acos", "arccos", "atan", "arctan", "sinh", "cosh", "tanh",
+    "asinh", "arcsinh", "acosh", "arccosh", "atanh", "arctanh", "sigmoid", "erf", "erfc",
+    "erfinv", "frac", "reciprocal", "atan2", "arctan2", "logaddexp", "logaddexp2", "hypot",
+    "xlogy", "logit", "sinc",
+]
+
+
+def exp(input: Any, *, out: Any = None) -> Any:
+    """``e ** input``, elementwise."""
+    return _out(Exp.apply(_float_unary(input)), out)
+
+
+def exp2(input: Any, *, out: Any = None) -> Any:
+    """``2 ** input``, elementwise."""
+    return _out(Exp2.apply(_float_unary(input)), out)
+
+
+def expm1(input: Any, *, out: Any = None) -> Any:
+    """``exp(input) - 1``, accurate near 0."""
+    return _out(Expm1.apply(_float_unary(input)), out)
+
+
+def log(input: Any, *, out: Any = None) -> Any:
+    """The natural logarithm, elementwise."""
+    return _out(Log.apply(_float_unary(input)), out)
+
+
+def log2(input: Any, *, out: Any = None) -> Any:
+    """The base-2 logarithm, elementwise."""
+    return _out(Log2.apply(_float_unary(input)), out)
+
+
+def log10(input: Any, *, out: Any = None) -> Any:
+    """The base-10 logarithm, elementwise."""
+    return _out(Log10.apply(_float_unary(input)), out)
+
+
+def log1p(input: Any, *, out: Any = None) -> Any:
+    """``log(1 + input)``, accurate near 0."""
+    return _out(Log1p.apply(_float_unary(input)), out)
+
+
+def sqrt(input: Any, *, out: Any = None) -> Any:
+    """The square root, elementwise."""
+    return _out(Sqrt.apply(_float_unary(input)), out)
+
+
+def rsqrt(input: Any, *, out: Any = None) -> Any:
+    """``1 / sqrt(input)``, elementwise."""
+    return _out(Rsqrt.apply(_float_unary(input)), out)
+
+
+def sin(input: Any, *, out: Any = None) -> Any:
+    """The sine, elementwise."""
+    return _out(Sin.apply(_float_unary(input)), out)
+
+
+def cos(input: Any, *, out: Any = None) -> Any:
+    """The cosine, elementwise."""
+    return _out(Cos.apply(_float_unary(input)), out)
+
+
+def tan(input: Any, *, out: Any = None) -> Any:
+    """The tangent, elementwise."""
+    return _out(Tan.apply(_float_unary(input)), out)
+
+
+def asin(input: Any, *, out: Any = None) -> Any:
+    """The inverse sine, elementwise."""
+    return _out(Asin.apply(_float_unary(input)), out)
+
+
+arcsin = asin
+
+
+def acos(input: Any, *, out: Any = None) -> Any:
+    """The inverse cosine, elementwise."""
+    return _out(Acos.apply(_float_unary(input)), out)
+
+
+arccos = acos
+
+
+def atan(input: Any, *, out: Any = None) -> Any:
+    """The inverse tangent, elementwise."""
+    return _out(Atan.apply(_float_unary(input)), out)
+
+
+arctan = atan
+
+
+def sinh(input: Any, *, out: Any = None) -> Any:
+    """The hyperbolic sine, elementwise."""
+    return _out(Sinh.apply(_float_unary(input)), out)
+
+
+def cosh(input: Any, *, out: Any = None) -> Any:
+    """The hyperbolic cosine, elementwise."""
+    return _out(Cosh.apply(_float_unary(input)), out)
+
+
+def tanh(input: Any, *, out: Any = None) -> Any:
+    """The hyperbolic tangent, elementwise."""
+    return _out(Tanh.apply(_float_unary(input)), out)
+
+
+def asinh(input: Any, *, out: Any = None) -> Any:
+    """The inverse hyperbolic sine, elementwise."""
+    return _out(Asinh.apply(_float_unary(input)), out)
+
+
+arcsinh = asinh
+
+
+def acosh(input: Any, *, out: Any = None) -> Any:
+    """The inverse hyperbolic cosine, elementwise."""
+    return _out(Acosh.apply(_float_unary(input)), out)
+
+
+arccosh = acosh
+
+
+def atanh(input: Any, *, out: Any = None) -> Any:
+    """The inverse hyperbolic tangent, elementwise."""
+    return _out(Atanh.apply(_float_unary(input)), out)
+
+
+arctanh = atanh
+
+
+def sigmoid(input: Any, *, out: Any = None) -> Any:
+    """The logistic function ``1 / (1 + exp(-input))``, elementwise."""
+    return _out(Sigmoid.apply(_float_unary(input)), out)
+
+
+def erf(input: Any, *, out: Any = None) -> Any:
+    """The error function, elementwise."""
+    return _out(Erf.apply(_float_unary(input)), out)
+
+
+def erfc(input: Any, *, out: Any = None) -> Any:
+    """The complementary error function ``1 - erf(input)``, accurate in the tail."""
+    return _out(Erfc.apply(_float_unary(input)), out)
+
+
+def erfinv(input: Any, *, out: Any = None) -> Any:
+    """The inverse error function, elementwise."""
+    return _out(Erfinv.apply(_float_unary(input)), out)
+
+
+def frac(input: Any, *, out: Any = None) -> Any:
+    """The fractional part ``input - trunc(input)``, elementwise."""
+    return _out(Frac.apply(_float_unary(input)), out)
+
+
+def reciprocal(x: Any) -> Any:
+    return Reciprocal.apply(_float_unary(x))
+
+
+def atan2(a: Any, b: Any) -> Any:
+    """``atan(a / b)`` in the right quadrant (both tensors, as in PyTorch)."""
+    for name, v in (("input", a), ("other", b)):
+        if not isinstance(v, TensorBase) and isinstance(v, int | float | bool):
+            raise TypeError(
+                f"atan2(): argument '{name}' must be Tensor, not {type(v).__name__}; wrap the "
+                "number in a tensor: torch.atan2(y, torch.tensor(x))"
+            )
+    a, b = _promote(a, b, to_float=True)
+    return Atan2.apply(a, b)
+
+
+arctan2 = atan2
+
+
+def logaddexp(a: Any, b: Any) -> Any:
+    a, b = _promote(a, b, to_float=True)
+    return LogAddExp.apply(a, b)
+
+
+def logaddexp2(a: Any, b: Any) -> Any:
+    """``log2(2**a + 2**b)``, computed stably."""
+    a, b = _promote(a, b, to_float=True)
+    return LogAddExp2.apply(a, b)
+
+
+def hypot(a: Any, b: Any) -> Any:
+    """``sqrt(a**2 + b**2)`` without overflow in the squares."""
+    a, b = _promote(a, b, to_float=True)
+    return Hypot.apply(a, b)
+
+
+def xlogy(a: Any, b: Any) -> Any:
+    """``a * log(b)``, 0 where ``a == 0`` (unless ``b`` is NaN)."""
+    a, b = _promote(a, b, to_float=True)
+    if not isinstance(a, TensorBase):
+        return XlogyScalarX.apply(float(a), b)
+    if not isinstance(b, TensorBase):
+        return XlogyScalarY.apply(a, float(b))
+    return Xlogy.apply(a, b)
+
+
+def logit(x: Any, eps: float | None = None) -> Any:
+    """``log(x / (1 - x))``, with ``x`` clamped to ``[eps, 1 - eps]`` when ``eps`` is given."""
+    return Logit.apply(_float_unary(x), eps)
+
+
+def sinc(x: Any) -> Any:
+    """The normalized sinc, ``sin(pi x) / (pi x)`` (1 at 0)."""
+    return Sinc.apply(_float_unary(x))
+
+
+# ---------------------------------------------------------------------------------------------
+# op classes
+
+
+class Exp(Op):
+    """out = exp(x)          grad_x = grad * out"""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        out = ctx.xp.exp(x)
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (out,) = ctx.saved
+        return grad * out
+
+
+class Exp2(Op):
+    """out = 2 ** x          grad_x = grad * out * ln 2"""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        out = ctx.xp.exp2(x)
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (out,) = ctx.saved
+        return grad * out * math.log(2.0)
+
+
+class Expm1(Op):
+    """out = exp(x) - 1          grad_x = grad * (out + 1)"""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        out = ctx.xp.expm1(x)
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (out,) = ctx.saved
+        return grad * (out + 1)
+
+
+class Log(Op):
+    """out = log(x)          grad_x = grad / x"""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        ctx.save_for_backward(x)
+        return ctx.xp.log(x)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (x,) = ctx.saved
+        return grad / x
+
+
+class Log2(Op):
+    """out = log2(x)          grad_x = grad / (x ln 2)"""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        ctx.save_for_backward(x)
+        return ctx.xp.log2(x)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (x,) = ctx.saved
+        return grad / (x * math.log(2.0))
+
+
+class Log10(Op):
+    """out = log10(x)          grad_x = grad / (x ln 10)"""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        ctx.save_for_backward(x)
+        return ctx.xp.log10(x)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (x,) = ctx.saved
+        return grad / (x * math.log(10.0))
+
+
+class Log1p(Op):
+    """out = log(1 + x)          grad_x = grad / (1 + x)"""
+
+    node_name = "Log1PBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        ctx.save_for_backward(x)
+        return ctx.xp.log1p(x)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (x,) = ctx.saved
+        return grad / (x + 1)
+
+
+class Sqrt(Op):
+    """out = sqrt(x)          grad_x = grad / (2 out)"""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        out = ctx.xp.sqrt(x)
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (out,) = ctx.saved
+        return grad / (out * 2)
+
+
+class Rsqrt(Op):
+    """out = 1 / sqrt(x)          grad_x = -grad * out**3 / 2"""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        out = 1 / ctx.xp.sqrt(x)
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (out,) = ctx.saved
+        return grad * out * out * out * -0.5
+
+
+class Reciprocal(Op):
+    """out = 1 / x          grad_x = -grad * out**2"""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        out = 1 / x
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (out,) = ctx.saved
+        return -grad * out * out
+
+
+class Sin(Op):
+    """out = sin(x)          grad_x = grad * cos(x)"""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        ctx.save_for_backward(x)
+        return ctx.xp.sin(x)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (x,) = ctx.saved
+        return grad * ctx.xp.cos(x)
+
+
+class Cos(Op):
+    """out = cos(x)          grad_x = -grad * sin(x)"""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        ctx.save_for_backward(x)
+        return ctx.xp.cos(x)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (x,) = ctx.saved
+        return -grad * ctx.xp.sin(x)
+
+
+class Tan(Op):
+    """out = tan(x)          grad_x = grad * (1 + out**2)"""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        out = ctx.xp.tan(x)
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (out,) = ctx.saved
+        return grad * (out * out + 1)
+
+
+class Asin(Op):
+    """out = asin(x)          grad_x = grad / sqrt(1 - x**2)"""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        ctx.save_for_backward(x)
+        return ctx.xp.arcsin(x)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (x,) = ctx.saved
+        return grad / ctx.xp.sqrt(1 - x * x)
+
+
+class Acos(Op):
+    """out = acos(x)          grad_x = -grad / sqrt(1 - x**2)"""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        ctx.save_for_backward(x)
+        return ctx.xp.arccos(x)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (x,) = ctx.saved
+        return -grad / ctx.xp.sqrt(1 - x * x)
+
+
+class Atan(Op):
+    """out = atan(x)          grad_x = grad / (1 + x**2)"""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        ctx.save_for_backward(x)
+        return ctx.xp.arctan(x)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (x,) = ctx.saved
+        return grad / (x * x + 1)
+
+
+class Atan2(Op):
+    """out = atan2(a, b)          grad_a = grad * b / (a² + b²)          grad_b = -grad * a / (a² + b²)"""
+
+    @staticmethod
+    def forward(ctx: Any, a: Any, b: Any) -> Any:
+        ctx.save_for_backward(a, b)
+        return ctx.xp.arctan2(a, b)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        a, b = ctx.saved
+        r = a * a + b * b
+        return grad * b / r, -grad * a / r
+
+
+class Sinh(Op):
+    """out = sinh(x)          grad_x = grad * cosh(x)"""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        ctx.save_for_backward(x)
+        return ctx.xp.sinh(x)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (x,) = ctx.saved
+        return grad * ctx.xp.cosh(x)
+
+
+class Cosh(Op):
+    """out = cosh(x)          grad_x = grad * sinh(x)"""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        ctx.save_for_backward(x)
+        return ctx.xp.cosh(x)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (x,) = ctx.saved
+        return grad * ctx.xp.sinh(x)
+
+
+class Tanh(Op):
+    """out = tanh(x)          grad_x = grad * (1 - out**2)"""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        out = ctx.xp.tanh(x)
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (out,) = ctx.saved
+        return grad * (1 - out * out)
+
+
+class Asinh(Op):
+    """out = asinh(x)          grad_x = grad / sqrt(x**2 + 1)"""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        ctx.save_for_backward(x)
+        return ctx.xp.arcsinh(x)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (x,) = ctx.saved
+        return grad / ctx.xp.sqrt(x * x + 1)
+
+
+class Acosh(Op):
+    """out = acosh(x)          grad_x = grad / sqrt(x**2 - 1)"""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        ctx.save_for_backward(x)
+        return ctx.xp.arccosh(x)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (x,) = ctx.saved
+        return grad / ctx.xp.sqrt(x * x - 1)
+
+
+class Atanh(Op):
+    """out = atanh(x)          grad_x = grad / (1 - x**2)"""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        ctx.save_for_backward(x)
+        return ctx.xp.arctanh(x)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (x,) = ctx.saved
+        return grad / (1 - x * x)
+
+
+class Sigmoid(Op):
+    """out = 1 / (1 + exp(-x))          grad_x = grad * out * (1 - out)"""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        xp = ctx.xp
+        # exp of a negative argument only, so large |x| never overflows
+        e = xp.exp(-xp.abs(x))
+        out = xp.where(x >= 0, 1 / (1 + e), e / (1 + e))
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (out,) = ctx.saved
+        return grad * out * (1 - out)
+
+
+class Erf(Op):
+    """out = erf(x)          grad_x = grad * 2/sqrt(pi) * exp(-x**2)"""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        ctx.save_for_backward(x)
+        return _erf(x)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (x,) = ctx.saved
+        return grad * (2 / math.sqrt(math.pi)) * ctx.xp.exp(-(x * x))
+
+
+class Erfc(Op):
+    """out = 1 - erf(x)          grad_x = -grad * 2/sqrt(pi) * exp(-x**2)"""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        ctx.save_for_backward(x)
+        return _erfc(x)  # not 1 - erf(x): that loses all precision in the tail
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (x,) = ctx.saved
+        return grad * (-2 / math.sqrt(math.pi)) * ctx.xp.exp(-(x * x))
+
+
+class Erfinv(Op):
+    """out = erfinv(x)          grad_x = grad * sqrt(pi)/2 * exp(out**2)"""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        out = _erfinv(x)
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (out,) = ctx.saved
+        return grad * (math.sqrt(math.pi) / 2) * ctx.xp.exp(out * out)
+
+
+class Frac(Op):
+    """out = x - trunc(x)          grad_x = grad"""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        return x - ctx.xp.trunc(x)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        return grad
+
+
+class LogAddExp(Op):
+    """out = log(exp(a) + exp(b))          grad_a = grad * exp(a - out)          grad_b = grad * exp(b - out)"""
+
+    node_name = "LogaddexpBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, a: Any, b: Any) -> Any:
+        out = ctx.xp.logaddexp(a, b)
+        ctx.save_for_backward(a, b, out)
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        a, b, out = ctx.saved
+        xp = ctx.xp
+        return grad * xp.exp(a - out), grad * xp.exp(b - out)
+
+
+class LogAddExp2(Op):
+    """out = log2(2**a + 2**b)          grad_a = grad * 2**(a - out)          grad_b = grad * 2**(b - out)"""
+
+    node_name = "Logaddexp2Backward0"
+
+    @staticmethod
+    def forward(ctx: Any, a: Any, b: Any) -> Any:
+        out = ctx.xp.logaddexp2(a, b)
+        ctx.save_for_backward(a, b, out)
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        a, b, out = ctx.saved
+        xp, ln2 = ctx.xp, math.log(2.0)
+        return grad * xp.exp((a - out) * ln2), grad * xp.exp((b - out) * ln2)
+
+
+class Hypot(Op):
+    """out = sqrt(a**2 + b**2)          grad_a = grad * a / out          grad_b = grad * b / out"""
+
+    @staticmethod
+    def forward(ctx: Any, a: Any, b: Any) -> Any:
+        out = ctx.xp.hypot(a, b)
+        ctx.save_for_backward(a, b, out)
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        a, b, out = ctx.saved
+        return _quietly(_truediv, grad * a, out), _quietly(_truediv, grad * b, out)
+
+
+class Xlogy(Op):
+    """out = x * log(y), 0 where x == 0 (unless y is NaN)
+    grad_x = grad * log(y), 0 where x == 0 and y <= 0          grad_y = grad * x / y"""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any, y: Any) -> Any:
+        xp = ctx.xp
+        ctx.save_for_backward(x, y)
+        logy = _log_any(xp, y)
+        dt = x.dtype if hasattr(x, "dtype") else y.dtype
+        return xp.asarray(xp.where((x == 0) & (y == y), 0.0, x * logy), dtype=dt)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        x, y = ctx.saved
+        xp = ctx.xp
+        gx = gy = None
+        if ctx.needs_input_grad[0]:
+            gx = xp.where((x == 0) & (y <= 0), 0.0, grad * _log_any(xp, y))
+        if ctx.needs_input_grad[1]:
+            gy = _quietly(_truediv, grad * x, y)
+        return gx, gy
+
+
+class XlogyScalarX(Xlogy):
+    """xlogy with a number ``x`` (same rule as Xlogy)."""
+
+    node_name = "XlogyBackward1"
+
+
+class XlogyScalarY(Xlogy):
+    """xlogy with a number ``y`` (same rule as Xlogy)."""
+
+    node_name = "XlogyBackward2"
+
+
+class Logit(Op):
+    """out = log(z / (1 - z)), z = clamp(x, eps, 1 - eps) when eps is given
+    grad_x = grad / (x (1 - x)); NaN outside [0, 1] (no eps) or 0 outside [eps, 1 - eps]"""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any, eps: Any) -> Any:
+        xp = ctx.xp
+        ctx.save_for_backward(x, eps)
+        z = x if eps is None else xp.clip(x, eps, 1 - eps)
+        return _quietly(_logit_raw, xp, z)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        x, eps = ctx.saved
+        xp = ctx.xp
+        d = x * (1 - x)
+        g = _quietly(_truediv, grad, xp.where(d == 0, 0.0, d))  # (+0: +inf at x = -0.0 too)
+        if eps is None:
+            return xp.where((x < 0) | (x > 1), math.nan, g), None
+        return xp.where((x < eps) | (x > 1 - eps), 0.0, g), None
+
+
+class Sinc(Op):
+    """out = sin(pi x) / (pi x), 1 at 0
+    grad_x = grad * (cos(pi x) pi x - sin(pi x)) / (pi x**2), 0 at 0"""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        ctx.save_for_backward(x)
+        return ctx.xp.sinc(x).astype(x.dtype, copy=False)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (x,) = ctx.saved
+        xp = ctx.xp
+        zero = x == 0
+        px = xp.where(zero, 1.0, x * math.pi)
+        d = (xp.cos(px) * px - xp.sin(px)) / (px * xp.where(zero, 1.0, x))
+        return grad * xp.where(zero, 0.0, d)
+
+
+# ---------------------------------------------------------------------------------------------
+# helpers
+
+
+def _log_any(xp: Any, y: Any) -> Any:
+    """``log(y)`` quietly; a Python number stays a Python number (no float64 upcast)."""
+    if isinstance(y, float):
+        return math.log(y) if y > 0 else (-math.inf if y == 0 else math.nan)
+    return _quietly(xp.log, y)
+
+
+def _logit_raw(xp: Any, z: Any) -> Any:
+    return xp.log(z / (1 - z))

@@ -1,0 +1,231 @@
+"""Special functions with their derivative rules (torch.special's differentiable core): lgamma,
+digamma, polygamma, mvlgamma, erfcx, and the modified Bessel functions i0, i0e, i1, i1e (the
+values come from ``ember/_special.py``, vectorised NumPy/CuPy code).
+
+Each op's backward is the next function in the family: d lgamma = digamma, d digamma =
+polygamma(1), d polygamma(n) = polygamma(n + 1); I0' = I1.
+
+Neighbours: erf/erfc/erfinv, sigmoid, logit, sinc, xlogy in ``ops/pointwise_math.py``;
+``ember.special`` (``torch.special``) gathers them all under PyTorch's names.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from .. import _special
+from ..autograd.function import Op
+from ._promote import _float_unary
+from .casting import as_tensor_arg
+
+__all__ = ["lgamma", "digamma", "polygamma", "mvlgamma", "erfcx", "i0", "i0e", "i1", "i1e"]
+
+
+def lgamma(input: Any) -> Any:
+    """log|Gamma(x)|, elementwise (integer inputs give the default float dtype)."""
+    return Lgamma.apply(_float_unary(input))
+
+
+def digamma(input: Any) -> Any:
+    """The logarithmic derivative of Gamma, elementwise."""
+    return Digamma.apply(_float_unary(input), 0)
+
+
+def polygamma(n: int, input: Any) -> Any:
+    """The n-th derivative of digamma, elementwise (``polygamma(0, x)`` is digamma)."""
+    n = int(n)
+    if n < 0:
+        raise RuntimeError(f"polygamma(n, x) does not support negative n (got n={n})")
+    return Polygamma.apply(_float_unary(input), n)
+
+
+def mvlgamma(input: Any, p: int) -> Any:
+    """Multivariate log-gamma of dimension ``p``:
+    p(p-1)/4 log(pi) + sum_{i<p} lgamma(x - i/2); every element must exceed (p - 1)/2."""
+    x = _float_unary(input)
+    p = int(p)
+    if p < 1:
+        raise RuntimeError(f"p has to be greater than or equal to 1, got {p}")
+    if x.numel() and bool((x._data <= (p - 1) / 2).any()):
+        raise RuntimeError(f"All elements must be greater than (p-1)/2 (= {(p - 1) / 2}); "
+                           "mvlgamma is only defined there")
+    out = lgamma(x)
+    for i in range(1, p):
+        out = out + lgamma(x - i / 2)
+    return out + p * (p - 1) / 4 * math.log(math.pi)
+
+
+def erfcx(input: Any) -> Any:
+    """The scaled complementary error function exp(x^2) erfc(x), accurate for large x."""
+    return Erfcx.apply(_float_unary(as_tensor_arg(input)))
+
+
+def i0(input: Any) -> Any:
+    """Modified Bessel function of the first kind, order 0."""
+    return I0.apply(_float_unary(as_tensor_arg(input)), 0, False)
+
+
+def i0e(input: Any) -> Any:
+    """Exponentially scaled I0: exp(-|x|) I0(x)."""
+    return I0e.apply(_float_unary(as_tensor_arg(input)), 0, True)
+
+
+def i1(input: Any) -> Any:
+    """Modified Bessel function of the first kind, order 1."""
+    return I1.apply(_float_unary(as_tensor_arg(input)), 1, False)
+
+
+def i1e(input: Any) -> Any:
+    """Exponentially scaled I1: exp(-|x|) I1(x)."""
+    return I1e.apply(_float_unary(as_tensor_arg(input)), 1, True)
+
+
+# ---------------------------------------------------------------------------------------------
+# op classes
+
+
+class Lgamma(Op):
+    """out = log|Gamma(x)|          grad_x = grad * digamma(x)"""
+
+    node_name = "LgammaBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        ctx.save_for_backward(x)
+        return _special.lgamma(x)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (x,) = ctx.saved
+        return grad * ctx.call(Polygamma, x, 0)
+
+
+class Polygamma(Op):
+    """out = psi^(n)(x) (n = 0: digamma)          grad_x = grad * psi^(n+1)(x)"""
+
+    node_name = "PolygammaBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, x: Any, n: int) -> Any:
+        ctx.save_for_backward(x)
+        ctx.n = n
+        return _special.polygamma(n, x)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (x,) = ctx.saved
+        return grad * ctx.call(Polygamma, x, ctx.n + 1), None
+
+
+class Digamma(Polygamma):
+    """out = digamma(x) = d/dx lgamma(x)          grad_x = grad * polygamma(1, x)"""
+
+    node_name = "DigammaBackward0"
+
+
+class Erfcx(Op):
+    """out = exp(x^2) erfc(x)          grad_x = grad * (2 x out - 2 / sqrt(pi))"""
+
+    node_name = "SpecialErfcxBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        out = _special.erfcx(x)
+        ctx.save_for_backward(x, out)
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        x, out = ctx.saved
+        return grad * (2.0 * x * out - 2.0 / math.sqrt(math.pi))
+
+
+class BesselI(Op):
+    """out = I_n(x) (n = 0, 1), or e^{-|x|} I_n(x) when scaled
+    grad: I0' = I1; I1' = I0 - I1 / x (1/2 at 0); scaled: I0e' = I1e - sgn(x) I0e,
+    I1e' = I0e - I1e (sgn(x) + 1/x)"""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any, order: int, scaled: bool) -> Any:
+        ctx.order, ctx.scaled = order, scaled
+        out = _bessel_i(ctx.xp, x, order, scaled)
+        ctx.save_for_backward(x, out)
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        x, out = ctx.saved
+        xp = ctx.xp
+        if ctx.order == 0:
+            d = ctx.call(BesselI, x, 1, ctx.scaled)
+            if ctx.scaled:
+                d = d - xp.sign(x) * out
+        else:
+            i0 = ctx.call(BesselI, x, 0, ctx.scaled)
+            safe = xp.where(x == 0, 1.0, x)
+            d = xp.where(x == 0, 0.5, i0 - out / safe)
+            if ctx.scaled:
+                d = d - xp.sign(x) * out
+        return grad * d, None, None
+
+
+class I0(BesselI):
+    """I_0(x) (same rule as BesselI)."""
+
+    node_name = "I0Backward0"
+
+
+class I0e(BesselI):
+    """exp(-|x|) I_0(x) (same rule as BesselI)."""
+
+    node_name = "SpecialI0EBackward0"
+
+
+class I1(BesselI):
+    """I_1(x) (same rule as BesselI)."""
+
+    node_name = "SpecialI1Backward0"
+
+
+class I1e(BesselI):
+    """exp(-|x|) I_1(x) (same rule as BesselI)."""
+
+    node_name = "SpecialI1EBackward0"
+
+
+# ---------------------------------------------------------------------------------------------
+# helpers
+
+
+def _bessel_i(xp: Any, x: Any, order: int, scaled: bool) -> Any:
+    """I_order(x) (times exp(-|x|) when ``scaled``), in float64: the power series
+    sum_k (x/2)^(2k+order) / (k! (k+order)!) for |x| <= 30 (80 terms), the asymptotic series
+    exp(|x|) / sqrt(2 pi |x|) * sum_k (-1)^k prod_j (4 order^2 - (2j-1)^2) / (k! (8|x|)^k)
+    beyond (I_1 is odd, I_0 even)."""
+    x64 = x.astype(xp.float64)
+    ax = xp.abs(x64)
+    small = ax <= 30.0
+    xs = xp.where(small, ax, 0.0)
+    half_sq = (xs * 0.5) ** 2
+    term = xp.ones_like(xs) if order == 0 else xs * 0.5
+    total = term
+    for k in range(1, 80):
+        term = term * half_sq / (k * (k + order))
+        total = total + term
+    if scaled:
+        total = total * xp.exp(-xs)
+    xl = xp.where(small, 31.0, ax)
+    mu = 4.0 * order * order
+    coef = xp.ones_like(xl)
+    acc = coef
+    for k in range(1, 25):
+        coef = coef * -(mu - (2 * k - 1) ** 2) / (k * 8.0 * xl)
+        acc = acc + coef
+    large = acc / xp.sqrt(2.0 * math.pi * xl)
+    if not scaled:
+        large = large * xp.exp(xl)
+    out = xp.where(small, total, large)
+    if order == 1:
+        out = xp.where(x64 < 0, -out, out)
+    return xp.where(xp.isnan(x64), x64, out).astype(x.dtype)
