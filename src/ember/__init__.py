@@ -5,10 +5,10 @@
 
 from __future__ import annotations
 
-import numpy as _np
-
-from . import version  # torch.version (__version__, cuda, hip...)
 from ._version import __ember_version__, __version__  # "2.13.0+ember": the API implemented
+from . import version  # torch.version (__version__, cuda, hip...)
+
+import numpy as _np
 
 # PyTorch prints nothing for log(0), exp(1000), 0 * inf, sqrt(-1), nan -> int...: the results are
 # inf/nan and that is the answer. NumPy would warn from inside every op (mul, sub, the engine's
@@ -19,18 +19,10 @@ from ._version import __ember_version__, __version__  # "2.13.0+ember": the API 
 # on). tests/test_warnings.py holds ember to PyTorch's silence.
 _np.seterr(all="ignore")
 
-from . import (  # noqa: E402
-    _dtype,
-    accelerator,
-    autograd,
-    backends,
-    cuda,
-    random,  # noqa: E402
-)
+from . import _dtype
 from ._backend import device
 from ._dtype import (
     bfloat16,
-    can_cast,
     float16,
     float32,
     float64,
@@ -45,10 +37,10 @@ from ._dtype import (
     uint8,
 )
 from ._dtype import bool_ as bool  # noqa: A001 - PyTorch's name
+from ._dtype import can_cast
 from ._dtype import dtype as dtype
 from ._size import Size
 from ._tensor import Tensor
-from ._tensor_str import get_printoptions, set_printoptions
 from .autograd.grad_mode import (
     enable_grad,
     inference_mode,
@@ -57,10 +49,6 @@ from .autograd.grad_mode import (
     no_grad,
     set_grad_enabled,
 )
-from .ops import return_types  # torch.return_types: the named result tuples
-from .ops._functions import *  # noqa: F403
-from .ops.casting import *  # noqa: F403
-from .ops.comparison import *  # noqa: F403
 from .ops.creation import (
     arange,
     as_tensor,
@@ -82,14 +70,6 @@ from .ops.creation import (
     zeros_like,
 )
 from .ops.creation import range_ as range  # noqa: A001 - PyTorch's (deprecated) name
-from .ops.cumulative import *  # noqa: F403
-from .ops.indexing import *  # noqa: F403
-from .ops.indexing_scatter import *  # noqa: F403
-from .ops.joining import *  # noqa: F403
-from .ops.linalg import *  # noqa: F403
-from .ops.pointwise import *  # noqa: F403
-from .ops.pointwise_math import *  # noqa: F403
-from .ops.pointwise_piecewise import *  # noqa: F403
 from .ops.random import (
     Generator,
     bernoulli,
@@ -109,13 +89,27 @@ from .ops.random import (
     seed,
     set_rng_state,
 )
+from .ops.casting import *  # noqa: F403
+from .ops.pointwise import *  # noqa: F403
+from .ops.pointwise_math import *  # noqa: F403
+from .ops.pointwise_piecewise import *  # noqa: F403
+from .ops.comparison import *  # noqa: F403
+from .ops.cumulative import *  # noqa: F403
 from .ops.reduction import *  # noqa: F403
 from .ops.reduction_stats import *  # noqa: F403
-from .ops.shape import *  # noqa: F403
 from .ops.softmax_family import *  # noqa: F403
+from .ops import return_types  # torch.return_types: the named result tuples
+from .ops.linalg import *  # noqa: F403
+from .ops.shape import *  # noqa: F403
+from .ops.joining import *  # noqa: F403
+from .ops.indexing import *  # noqa: F403
+from .ops.indexing_scatter import *  # noqa: F403
 from .ops.sorting import *  # noqa: F403
-from .ops.special import digamma, i0, lgamma, mvlgamma, polygamma  # noqa: F401
-from .ops.special import erfcx as _erfcx
+from .ops._functions import *  # noqa: F403
+from .ops.special import digamma, erfcx as _erfcx, i0, lgamma, mvlgamma, polygamma  # noqa: F401
+from . import random  # noqa: E402
+from ._tensor_str import get_printoptions, set_printoptions
+from . import autograd, cuda, backends, accelerator  # noqa: E402
 
 # PyTorch's dtype aliases
 float = float32  # noqa: A001
