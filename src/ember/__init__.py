@@ -20,7 +20,7 @@ import numpy as _np
 _np.seterr(all="ignore")
 
 from . import _dtype
-from ._backend import device
+from ._backend import OutOfMemoryError, device
 from ._dtype import (
     bfloat16,
     float16,
@@ -39,7 +39,9 @@ from ._dtype import (
 from ._dtype import bool_ as bool  # noqa: A001 - PyTorch's name
 from ._dtype import can_cast
 from ._dtype import dtype as dtype
+from ._dtype_info import *  # noqa: F403
 from ._size import Size
+from ._switches import *  # noqa: F403
 from ._tensor import Tensor
 from .autograd.grad_mode import (
     enable_grad,
@@ -100,12 +102,15 @@ from .ops.reduction_stats import *  # noqa: F403
 from .ops.softmax_family import *  # noqa: F403
 from .ops import return_types  # torch.return_types: the named result tuples
 from .ops.linalg import *  # noqa: F403
+from .ops.other import *  # noqa: F403
+from .ops.other_matrix import *  # noqa: F403
+from .ops.other_variants import *  # noqa: F403
 from .ops.shape import *  # noqa: F403
 from .ops.joining import *  # noqa: F403
 from .ops.indexing import *  # noqa: F403
 from .ops.indexing_scatter import *  # noqa: F403
 from .ops.sorting import *  # noqa: F403
-from .ops._functions import *  # noqa: F403
+from .ops.blas import *  # noqa: F403
 from .ops.special import digamma, erfcx as _erfcx, i0, lgamma, mvlgamma, polygamma  # noqa: F401
 from . import random  # noqa: E402
 from ._tensor_str import get_printoptions, set_printoptions

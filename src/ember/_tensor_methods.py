@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from . import ops
+from . import _dtype_info, ops
 from ._size import Size
 from .ops import activation, casting, indexing, shape
 from .ops.creation import tensor
@@ -128,7 +128,7 @@ def const_data_ptr(self) -> int:
 
 @property
 def layout(self) -> Any:
-    return ops.strided
+    return _dtype_info.strided
 
 is_sparse = property(lambda self: False, doc="False: ember tensors are dense.")
 

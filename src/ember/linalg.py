@@ -4,7 +4,7 @@ Differentiable (also twice): matmul, multi_dot, vecdot, cross, diagonal, vector_
 matrix_norm, norm, inv, det, slogdet, solve, cholesky, matrix_power, svd, svdvals, eigh, eigvalsh,
 pinv. Without a derivative (backward raises a clear error): qr. matrix_rank is an integer.
 The gradients of svd and eigh are finite for distinct singular values / eigenvalues only, as in
-PyTorch. The ops themselves live in ``ember/ops/linalg.py``.
+PyTorch. The ops themselves live in ``ember/ops/linalg.py``, ``blas.py`` and ``other_matrix.py``.
 """
 
 from __future__ import annotations
@@ -12,11 +12,13 @@ from __future__ import annotations
 from collections import namedtuple
 from typing import Any
 
+from .ops import _matrix as _mx
 from .ops import linalg as _la
+from .ops import other_matrix as _om
+from .ops.blas import matmul
 from .ops.linalg import (  # noqa: F401
     LinAlgError,
     cholesky,
-    matmul,
     matrix_norm,
     matrix_power,
     solve,
@@ -68,7 +70,7 @@ _lstsq_result = namedtuple("linalg_lstsq", ["solution", "residuals", "rank", "si
 
 
 def _t(x: Any, fn: str, arg: str = "A") -> Any:
-    return _la._tensor(x, fn, arg, 1)
+    return _mx._tensor(x, fn, arg, 1)
 
 
 def _square_float(fn: str, a: Any) -> Any:
@@ -83,7 +85,7 @@ def vector_norm(x: Any, ord: float = 2, dim: Any = None, keepdim: bool = False, 
     """The vector ``ord``-norm of x over ``dim`` (all elements when None)."""
     from .ops.reduction_stats import vector_norm as _vector_norm
 
-    return _la._result(_vector_norm(x, ord, dim, keepdim, dtype=dtype), out)
+    return _mx._result(_vector_norm(x, ord, dim, keepdim, dtype=dtype), out)
 
 
 def norm(A: Any, ord: Any = None, dim: Any = None, keepdim: bool = False, *, out: Any = None,
@@ -134,24 +136,24 @@ def multi_dot(tensors: Any, *, out: Any = None) -> Any:
     res = ts[0]
     for x in ts[1:]:
         res = matmul(res, x)
-    return _la._result(res, out)
+    return _mx._result(res, out)
 
 
 def vecdot(x: Any, y: Any, *, dim: int = -1, out: Any = None) -> Any:
     """sum(x * y) over ``dim`` (broadcasting), the batched dot product."""
     x = _t(x, "linalg.vecdot", "x")
     y = _t(y, "linalg.vecdot", "y")
-    return _la._result((x * y).sum(dim), out)
+    return _mx._result((x * y).sum(dim), out)
 
 
 def cross(input: Any, other: Any, *, dim: int = -1, out: Any = None) -> Any:
     """Cross product of 3-vectors along ``dim`` (default the last), broadcasting the rest."""
-    return _la._result(_la._cross("linalg.cross", input, other, dim), out)
+    return _mx._result(_om._cross("linalg.cross", input, other, dim), out)
 
 
 def diagonal(A: Any, *, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Any:
     """The ``offset`` diagonal of each matrix (default: over the last two dims)."""
-    return _la.diagonal(A, offset, dim1, dim2)
+    return _om.diagonal(A, offset, dim1, dim2)
 
 
 def inv(A: Any, *, out: Any = None) -> Any:
@@ -170,7 +172,7 @@ def inv_ex(A: Any, *, check_errors: bool = False, out: Any = None) -> Any:
 
 def det(A: Any, *, out: Any = None) -> Any:
     """The determinant of a square matrix (or of each in a batch)."""
-    return _la._result(_la.det(A), out)
+    return _mx._result(_la.det(A), out)
 
 
 def slogdet(A: Any, *, out: Any = None) -> Any:
@@ -204,7 +206,7 @@ def svdvals(A: Any, *, driver: Any = None, out: Any = None) -> Any:
     """The singular values of A, descending."""
     a = _t(A, "linalg.svdvals")
     _la._check_decomposable("linalg.svdvals", a)
-    return _la._result(_la.Svdvals.apply(a), out)
+    return _mx._result(_la.Svdvals.apply(a), out)
 
 
 def _check_uplo(fn: str, uplo: str) -> str:
@@ -223,7 +225,7 @@ def eigh(A: Any, UPLO: str = "L", *, out: Any = None) -> Any:
 def eigvalsh(A: Any, UPLO: str = "L", *, out: Any = None) -> Any:
     """The eigenvalues of a symmetric matrix, ascending."""
     a = _square_float("linalg.eigvalsh", A)
-    return _la._result(_la.Eigvalsh.apply(a, _check_uplo("linalg.eigvalsh", UPLO)), out)
+    return _mx._result(_la.Eigvalsh.apply(a, _check_uplo("linalg.eigvalsh", UPLO)), out)
 
 
 def pinv(A: Any, *, atol: Any = None, rtol: Any = None, hermitian: bool = False,
@@ -240,7 +242,7 @@ def pinv(A: Any, *, atol: Any = None, rtol: Any = None, hermitian: bool = False,
         import numpy as np
 
         rtol = float(np.finfo(a._data.dtype).eps) * max(a.shape[-2:])
-    return _la._result(_la.Pinv.apply(a, float(rtol), bool(hermitian)), out)
+    return _mx._result(_la.Pinv.apply(a, float(rtol), bool(hermitian)), out)
 
 
 def matrix_rank(A: Any, *, atol: Any = None, rtol: Any = None, hermitian: bool = False,
@@ -264,7 +266,7 @@ def matrix_rank(A: Any, *, atol: Any = None, rtol: Any = None, hermitian: bool =
         if atol is not None:
             tol = tol.clamp_min(atol)
         res = (s > tol.unsqueeze(-1)).sum(-1)
-    return _la._result(res, out)
+    return _mx._result(res, out)
 
 
 # -- composites of the ops above (their gradients come from those ops) ------------------------
@@ -280,10 +282,10 @@ def solve_triangular(A: Any, B: Any, *, upper: bool, left: bool = True,
     """X with A X = B (``left=False``: X A = B) reading only A's upper or lower triangle (and a
     unit diagonal when ``unitriangular``)."""
     a = _square_float("linalg.solve_triangular", A)
-    t = _la.triu(a) if upper else _la.tril(a)
+    t = _om.triu(a) if upper else _om.tril(a)
     if unitriangular:
-        d = _la.diagonal(t, 0, -2, -1)
-        t = t - _la.diag_embed(d) + _la.diag_embed(d * 0 + 1)
+        d = _om.diagonal(t, 0, -2, -1)
+        t = t - _om.diag_embed(d) + _om.diag_embed(d * 0 + 1)
     if left:
         return _la.solve(t, B)
     return _la.solve(t.mT, B.mT).mT
@@ -356,14 +358,14 @@ def matrix_exp(A: Any) -> Any:
     norm = float(np.abs(a.detach().cpu().numpy()).sum(-2).max()) if a.numel() else 0.0
     s = max(0, int(math.ceil(math.log2(norm))) + 1) if norm > 0 and math.isfinite(norm) else 0
     x = a * (0.5 ** s)
-    eye = _la.diag_embed(_la.diagonal(a, 0, -2, -1) * 0 + 1)
+    eye = _om.diag_embed(_om.diagonal(a, 0, -2, -1) * 0 + 1)
     term = eye
     out = eye
     for k in range(1, 19):
-        term = _la.matmul(term, x) * (1.0 / k)
+        term = matmul(term, x) * (1.0 / k)
         out = out + term
     for _ in range(s):
-        out = _la.matmul(out, out)
+        out = matmul(out, out)
     return out
 
 
@@ -424,7 +426,7 @@ def lstsq(A: Any, B: Any, rcond: Any = None, *, driver: str | None = None) -> An
                            f"{drivers}, got {driver}")
     vec = b.dim() == a.dim() - 1
     bm = b.unsqueeze(-1) if vec else b
-    x = _la.matmul(pinv(a, rtol=rcond) if rcond is not None else pinv(a), bm)
+    x = matmul(pinv(a, rtol=rcond) if rcond is not None else pinv(a), bm)
     sol = x.squeeze(-1) if vec else x
     empty = a.new_zeros((0,))
     rank = matrix_rank(a)
@@ -433,7 +435,7 @@ def lstsq(A: Any, B: Any, rcond: Any = None, *, driver: str | None = None) -> An
         m, n = a.shape[-2], a.shape[-1]
         res = empty
         if m > n and bool((rank == n).all()):
-            res = ((_la.matmul(a, x) - bm) ** 2).sum(-2)  # (*, k); a vector B gives k = 1
+            res = ((matmul(a, x) - bm) ** 2).sum(-2)  # (*, k); a vector B gives k = 1
         return _lstsq_result(sol, res, rank, sv)
     return _lstsq_result(sol, empty, rank if drv != "gels" else a.new_zeros((0,), dtype="int64"),
                          empty)

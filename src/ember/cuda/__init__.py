@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from .. import _backend
-from ..ops._functions import OutOfMemoryError
+from .._backend import OutOfMemoryError
 from . import memory, profiler, random  # noqa: F401
 from ._common import CudaUnavailableError, available, index_of, require
 from .memory import (  # noqa: F401

@@ -16,7 +16,7 @@ Conventions every op follows (see docs/design.md):
 
 from ..autograd.function import Op
 from . import _xp
-from ._functions import *  # noqa: F403
+from .blas import *  # noqa: F403
 from .casting import *  # noqa: F403
 from .comparison import *  # noqa: F403
 from .creation import *  # noqa: F403
@@ -25,6 +25,9 @@ from .indexing import *  # noqa: F403
 from .indexing_scatter import *  # noqa: F403
 from .joining import *  # noqa: F403
 from .linalg import *  # noqa: F403
+from .other import *  # noqa: F403
+from .other_matrix import *  # noqa: F403
+from .other_variants import *  # noqa: F403
 from .pointwise import *  # noqa: F403
 from .pointwise_math import *  # noqa: F403
 from .pointwise_piecewise import *  # noqa: F403

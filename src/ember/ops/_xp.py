@@ -7,10 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 from .._tensor_base import TensorBase
+from . import blas as _blas
 from . import casting as _cast
 from . import comparison as _cmp
 from . import joining as _jn
-from . import linalg as _la
+from . import other_matrix as _om
 from . import pointwise_math as _pm
 from . import pointwise_piecewise as _pp
 from . import shape as _sh
@@ -142,11 +143,11 @@ def moveaxis(x: Any, src: Any, dst: Any) -> Any:
 
 
 def matmul(a: Any, b: Any) -> Any:
-    return _la.matmul(a, b)
+    return _blas.matmul(a, b)
 
 
 def einsum(eq: str, *ops: Any) -> Any:
-    return _la.einsum(eq, *ops)
+    return _om.einsum(eq, *ops)
 
 
 def sum(x: Any, axis: Any = None, keepdims: bool = False) -> Any:

@@ -1,0 +1,123 @@
+"""Argument checks and array helpers shared by the matrix rooms: ``blas.py`` (the matmul
+family), ``other_matrix.py`` (einsum, triangles, diagonals, cross) and ``linalg.py`` (the matrix
+functions). PyTorch's error conditions, with messages that name the shapes and dtypes and say the
+fix; the half-precision rule (float16/bfloat16 multiply in float32); and ``_const``, a constant
+array or tensor for a backward rule.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import _backend, _dtype
+from .._tensor_base import TensorBase
+
+_CPP_NAME = {
+    "float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
+    "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
+    "uint8": "unsigned char", "bool": "bool",
+}
+_CONVERT = {
+    "float32": ".float()", "float64": ".double()", "float16": ".half()",
+    "bfloat16": ".bfloat16()", "int64": ".long()", "int32": ".int()", "int16": ".short()",
+    "int8": ".char()", "uint8": ".byte()", "bool": ".bool()",
+}
+
+
+def _tensor(x: Any, fn: str, arg: str, pos: int) -> Any:
+    """``x`` if it is a tensor, else PyTorch's TypeError for a non-tensor argument."""
+    if isinstance(x, TensorBase):
+        return x
+    raise TypeError(
+        f"{fn}(): argument '{arg}' (position {pos}) must be Tensor, not {type(x).__name__}; "
+        f"wrap it first, e.g. torch.tensor(...)"
+    )
+
+
+def _dname(x: Any) -> str:
+    return str(x.dtype).removeprefix("torch.")
+
+
+def _shape(x: Any) -> tuple[int, ...]:
+    return tuple(x._data.shape)
+
+
+def _same_dtype_mm(fn: str, a: Any, b: Any) -> None:
+    """PyTorch's matmul dtype error: no promotion between the two matrices."""
+    if a._data.dtype != b._data.dtype:
+        da, db = _dname(a), _dname(b)
+        raise RuntimeError(
+            f"expected m1 and m2 to have the same dtype, but got: {_CPP_NAME[da]} != "
+            f"{_CPP_NAME[db]} ({fn} of a {da} tensor of shape {_shape(a)} and a {db} tensor of "
+            f"shape {_shape(b)}); convert one first, e.g. a.float() @ b.float(), or "
+            f"b.to(a.dtype)"
+        )
+
+
+def _no_bool(fn: str, *xs: Any) -> None:
+    for x in xs:
+        if x._data.dtype == np.bool_:
+            raise NotImplementedError(
+                f"\"{fn}\" not implemented for 'Bool' (a bool tensor of shape {_shape(x)}); "
+                "convert first, e.g. x.float() or x.long()"
+            )
+
+
+def _same_dtype(fn: str, *xs: Any) -> None:
+    """The generic 'expected scalar type' error of ops that do not promote."""
+    d0 = xs[0]._data.dtype
+    for x in xs[1:]:
+        if x._data.dtype != d0:
+            n0, n1 = _dname(xs[0]), _dname(x)
+            raise RuntimeError(
+                f"expected scalar type {_legacy(xs[0])} but found {_legacy(x)} ({fn}: "
+                f"{n0} tensor of shape {_shape(xs[0])} and {n1} tensor of shape {_shape(x)}); "
+                f"convert first, e.g. y = y{_CONVERT[n0]} or y.to(x.dtype)"
+            )
+
+
+def _broadcast_batch(fn: str, sa: tuple, sb: tuple, full_a: tuple, full_b: tuple) -> tuple:
+    """Broadcast two batch shapes (PyTorch's error when they do not)."""
+    n = max(len(sa), len(sb))
+    pa = (1,) * (n - len(sa)) + tuple(sa)
+    pb = (1,) * (n - len(sb)) + tuple(sb)
+    out = []
+    for i, (x, y) in enumerate(zip(pa, pb)):
+        if x != y and x != 1 and y != 1:
+            raise RuntimeError(
+                f"The size of tensor a ({x}) must match the size of tensor b ({y}) at "
+                f"non-singleton dimension {i} ({fn}: {full_a} @ {full_b}: the batch dims "
+                f"{tuple(sa)} and {tuple(sb)} do not broadcast; each batch dim, from the right, "
+                f"must match or be 1)"
+            )
+        out.append(max(x, y) if x and y else 0)
+    return tuple(out)
+
+
+def _result(res: Any, out: Any) -> Any:
+    if out is None:
+        return res
+    out.copy_(res)
+    return out
+
+
+def _is_low(dt: Any) -> bool:
+    """float16 / bfloat16: multiplied in float32."""
+    return dt.itemsize == 2 and dt.kind in "fV"
+
+
+def _const(like: Any, make: Any) -> Any:
+    """A constant array ``make(xp, dtype)`` on ``like``'s device and in its dtype; a tensor when
+    ``like`` is a tensor (a rule running under create_graph), so the rule stays in ember."""
+    if isinstance(like, TensorBase):
+        raw = like._data
+        return TensorBase._make(make(_backend.xp_of(raw), raw.dtype))
+    return make(_backend.xp_of(like), like.dtype)
+
+
+def _legacy(x: Any) -> str:
+    """The legacy scalar-type name of a tensor's dtype ("Float", "Long"...), as PyTorch's errors
+    spell it."""
+    return _dtype.legacy_name(x.dtype)

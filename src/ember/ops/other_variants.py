@@ -1,0 +1,173 @@
+"""Other forms of ops that live in other rooms: ``split_with_sizes`` and the ``unsafe_*`` splits,
+the ``*_scatter`` ops (a copy with a view's window replaced), the ``*_copy`` forms of views (a new
+tensor instead of a view), ``sum_to_size``, and ``torch.exp_(x)`` and friends (the in-place Tensor
+methods as functions). Each is a composite of the op it names, so autograd needs nothing new.
+
+Neighbours: ``shape.py`` and ``joining.py`` (the views and splits these copy), ``other.py``.
+"""
+
+from __future__ import annotations
+
+import builtins
+from typing import Any
+
+__all__ = [
+    "split_with_sizes", "select_scatter", "slice_scatter", "diagonal_scatter", "expand_copy",
+    "permute_copy", "t_copy", "transpose_copy", "unsqueeze_copy", "squeeze_copy", "view_copy",
+    "diagonal_copy", "select_copy", "detach_copy", "alias_copy", "narrow_copy", "unfold_copy",
+    "as_strided_copy", "unbind_copy", "split_copy", "split_with_sizes_copy", "slice_copy",
+    "unsafe_chunk", "unsafe_split", "unsafe_split_with_sizes", "sum_to_size",
+]
+
+# ---------------------------------------------------------------------------------------------
+# splits
+
+
+def split_with_sizes(input: Any, split_sizes: Any, dim: int = 0) -> tuple:
+    """``split`` with a list of sizes that must add up to the dimension's length."""
+    sizes = [builtins.int(s) for s in split_sizes]
+    if builtins.sum(sizes) != input.shape[dim]:
+        raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to "
+                           f"{input.shape[dim]} (input tensor's size at dimension {dim}), but got "
+                           f"split_sizes={sizes}")
+    return tuple(input.split(sizes, dim))
+
+
+def unsafe_chunk(input: Any, chunks: int, dim: int = 0) -> tuple:
+    return tuple(input.chunk(chunks, dim))
+
+
+def unsafe_split(input: Any, split_size: Any, dim: int = 0) -> tuple:
+    return tuple(input.split(split_size, dim))
+
+
+def unsafe_split_with_sizes(input: Any, split_sizes: Any, dim: int = 0) -> tuple:
+    return split_with_sizes(input, split_sizes, dim)
+
+
+# ---------------------------------------------------------------------------------------------
+# scatter views into a copy, and the ``*_copy`` forms of views
+
+
+def _scatter_into(input: Any, src: Any, view: Any) -> Any:
+    """A copy of ``input`` whose window ``view(copy)`` holds ``src`` (differentiable in both)."""
+    out = input.clone()
+    window = view(out)
+    if tuple(window.shape) != tuple(src.shape):
+        raise RuntimeError(f"expected src to have a size equal to the slice of self. src size = "
+                           f"{list(src.shape)}, slice size = {list(window.shape)}")
+    window.copy_(src)
+    return out
+
+
+def select_scatter(input: Any, src: Any, dim: int, index: int) -> Any:
+    """``input`` with ``input.select(dim, index)`` replaced by ``src``."""
+    return _scatter_into(input, src, lambda t: t.select(dim, index))
+
+
+def slice_scatter(input: Any, src: Any, dim: int = 0, start: int | None = None,
+                  end: int | None = None, step: int = 1) -> Any:
+    """``input`` with the slice ``start:end:step`` along ``dim`` replaced by ``src``."""
+    def view(t: Any) -> Any:
+        idx = [slice(None)] * t.dim()
+        idx[dim] = slice(start, end, step)
+        return t[tuple(idx)]
+    return _scatter_into(input, src, view)
+
+
+def diagonal_scatter(input: Any, src: Any, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Any:
+    """``input`` with ``input.diagonal(offset, dim1, dim2)`` replaced by ``src``."""
+    return _scatter_into(input, src, lambda t: t.diagonal(offset, dim1, dim2))
+
+
+def _copy_of(view_name: str) -> Any:
+    def fn(input: Any, *args: Any, **kwargs: Any) -> Any:
+        return getattr(input, view_name)(*args, **kwargs).clone()
+    fn.__name__ = f"{view_name}_copy"
+    fn.__doc__ = f"``input.{view_name}(...)`` as a new tensor (not a view)."
+    return fn
+
+
+expand_copy = _copy_of("expand")
+permute_copy = _copy_of("permute")
+t_copy = _copy_of("t")
+transpose_copy = _copy_of("transpose")
+unsqueeze_copy = _copy_of("unsqueeze")
+squeeze_copy = _copy_of("squeeze")
+view_copy = _copy_of("view")
+diagonal_copy = _copy_of("diagonal")
+select_copy = _copy_of("select")
+detach_copy = _copy_of("detach")
+narrow_copy = _copy_of("narrow")
+unfold_copy = _copy_of("unfold")
+as_strided_copy = _copy_of("as_strided")
+
+
+def alias_copy(input: Any) -> Any:
+    """A copy of ``input``."""
+    return input.clone()
+
+
+def slice_copy(input: Any, dim: int = 0, start: int | None = None, end: int | None = None,
+               step: int = 1) -> Any:
+    """``input[..., start:end:step, ...]`` along ``dim``, as a new tensor."""
+    idx = [slice(None)] * input.dim()
+    idx[dim] = slice(start, end, step)
+    return input[tuple(idx)].clone()
+
+
+def unbind_copy(input: Any, dim: int = 0) -> tuple:
+    return tuple(t.clone() for t in input.unbind(dim))
+
+
+def split_copy(input: Any, split_size: Any, dim: int = 0) -> tuple:
+    return tuple(t.clone() for t in input.split(split_size, dim))
+
+
+def split_with_sizes_copy(input: Any, split_sizes: Any, dim: int = 0) -> tuple:
+    return tuple(t.clone() for t in split_with_sizes(input, split_sizes, dim))
+
+
+def sum_to_size(input: Any, *size: Any) -> Any:
+    """Sum ``input`` down to ``size`` (the shape it was broadcast from)."""
+    if len(size) == 1 and isinstance(size[0], (list, tuple)):
+        size = tuple(size[0])
+    size = tuple(builtins.int(s) for s in size)
+    shape = tuple(input.shape)
+    lead = len(shape) - len(size)
+    if lead < 0 or any(s not in (1, d) for s, d in zip(size, shape[lead:], strict=True)):
+        raise RuntimeError(f"size {{{', '.join(map(str, size))}}} is not expandable to size "
+                           f"{{{', '.join(map(str, shape))}}}.")
+    out = input
+    if lead:
+        out = out.sum(tuple(builtins.range(lead)))
+    dims = tuple(i for i, (s, d) in enumerate(zip(size, out.shape, strict=True)) if s == 1 and d != 1)
+    if dims:
+        out = out.sum(dims, keepdim=True)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# torch.<name>_: the in-place Tensor methods as functions
+
+
+def _torch_inplace(name: str) -> Any:
+    def fn(input: Any, *args: Any, **kwargs: Any) -> Any:
+        return getattr(input, name)(*args, **kwargs)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"``torch.{name}(input, ...)`` is ``input.{name}(...)``."
+    return fn
+
+
+# ``torch.exp_(x)`` and friends: the in-place Tensor methods as functions
+_TORCH_INPLACE = (
+    "abs_ acos_ acosh_ addmv_ arccos_ arccosh_ arcsin_ arcsinh_ arctan_ arctanh_ asin_ asinh_ "
+    "atan_ atanh_ ceil_ clamp_ clamp_max_ clamp_min_ clip_ cos_ cosh_ deg2rad_ erf_ erfc_ exp2_ "
+    "exp_ expm1_ fix_ floor_ frac_ gcd_ i0_ lcm_ ldexp_ log10_ log1p_ log2_ log_ logit_ "
+    "nan_to_num_ "
+    "neg_ negative_ rad2deg_ reciprocal_ round_ rsqrt_ sigmoid_ sin_ sinc_ sinh_ sqrt_ square_ "
+    "tan_ tanh_ trunc_ xlogy_ zero_ fill_ detach_ index_put_"
+).split()
+for _n in _TORCH_INPLACE:
+    globals()[_n] = _torch_inplace(_n)
+__all__ += _TORCH_INPLACE
