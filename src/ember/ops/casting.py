@@ -22,6 +22,7 @@ __all__ = [
 
 
 def cast(x: Any, dt: Any) -> Any:
+    """``x`` in dtype ``dt`` (the kernel of ``Tensor.to(dtype)``); ``x`` itself if it already is."""
     dt = _dtype.to_dtype(dt)
     if x._data.dtype == dt.np:
         return x
@@ -32,15 +33,16 @@ def cast(x: Any, dt: Any) -> Any:
 
 
 def to_device(x: Any, dev: Any) -> Any:
+    """``x`` on device ``dev`` (the kernel of ``Tensor.to(device)``), recorded for autograd."""
     return ToDevice.apply(x, dev)
 
 
-def clone(x: Any, memory_format: Any = None) -> Any:
-    """A copy of ``x`` in ``x``'s layout (``preserve_format``, the default) or in C order
+def clone(input: Any, memory_format: Any = None) -> Any:
+    """A copy of ``input`` in ``input``'s layout (``preserve_format``, the default) or in C order
     (``memory_format=torch.contiguous_format``)."""
     if memory_format is not None and getattr(memory_format, "_name", "") == "contiguous_format":
-        return CloneContiguous.apply(x)
-    return Clone.apply(x)
+        return CloneContiguous.apply(input)
+    return Clone.apply(input)
 
 
 def copy_from(x: Any, src: Any) -> Any:

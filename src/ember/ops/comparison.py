@@ -23,28 +23,34 @@ __all__ = [
 ]
 
 
-def isnan(x: Any) -> Any:
-    return _nograd(_backend.xp_of(x._data).isnan, x)
+def isnan(input: Any) -> Any:
+    """True where an element is NaN."""
+    return _nograd(_backend.xp_of(input._data).isnan, input)
 
 
-def isinf(x: Any) -> Any:
-    return _nograd(_backend.xp_of(x._data).isinf, x)
+def isinf(input: Any) -> Any:
+    """True where an element is +inf or -inf."""
+    return _nograd(_backend.xp_of(input._data).isinf, input)
 
 
-def isposinf(x: Any) -> Any:
-    return _nograd(lambda a: _backend.xp_of(a).isposinf(a) if a.dtype.kind == "f" else a != a, x)
+def isposinf(input: Any) -> Any:
+    """True where an element is +inf."""
+    return _nograd(lambda a: _backend.xp_of(a).isposinf(a) if a.dtype.kind == "f" else a != a, input)
 
 
-def isneginf(x: Any) -> Any:
-    return _nograd(lambda a: _backend.xp_of(a).isneginf(a) if a.dtype.kind == "f" else a != a, x)
+def isneginf(input: Any) -> Any:
+    """True where an element is -inf."""
+    return _nograd(lambda a: _backend.xp_of(a).isneginf(a) if a.dtype.kind == "f" else a != a, input)
 
 
-def isfinite(x: Any) -> Any:
-    return _nograd(_backend.xp_of(x._data).isfinite, x)
+def isfinite(input: Any) -> Any:
+    """True where an element is neither inf nor NaN."""
+    return _nograd(_backend.xp_of(input._data).isfinite, input)
 
 
-def isreal(x: Any) -> Any:
-    return TensorBase._make(_backend.xp_of(x._data).ones(x._data.shape, bool))
+def isreal(input: Any) -> Any:
+    """True everywhere for real tensors (ember has no complex dtypes)."""
+    return TensorBase._make(_backend.xp_of(input._data).ones(input._data.shape, bool))
 
 
 def eq(input: Any, other: Any, *, out: Any = None) -> Any:
@@ -92,49 +98,58 @@ def ge(input: Any, other: Any, *, out: Any = None) -> Any:
 greater_equal = ge
 
 
-def equal(a: Any, b: Any) -> bool:
+def equal(input: Any, other: Any) -> bool:
     """True when both have the same shape and elements."""
-    return a._data.shape == b._data.shape and bool((a._data == b._data).all())
+    return input._data.shape == other._data.shape and bool((input._data == other._data).all())
 
 
-def isclose(a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> Any:
-    a, b = _promote(a, b)
-    xp = _backend.xp_of(a._data if isinstance(a, TensorBase) else b._data)
-    return _nograd(lambda x, y: xp.isclose(x, y, rtol=rtol, atol=atol, equal_nan=equal_nan), a, b)
+def isclose(
+    input: Any, other: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False
+) -> Any:
+    """``|input - other| <= atol + rtol * |other|``, elementwise (a bool tensor)."""
+    input, other = _promote(input, other)
+    xp = _backend.xp_of(input._data if isinstance(input, TensorBase) else other._data)
+    return _nograd(lambda x, y: xp.isclose(x, y, rtol=rtol, atol=atol, equal_nan=equal_nan),
+                   input, other)
 
 
-def allclose(a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:
-    return bool(isclose(a, b, rtol, atol, equal_nan)._data.all())
+def allclose(
+    input: Any, other: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False
+) -> bool:
+    """True when every element of ``input`` is close to ``other`` (see isclose)."""
+    return bool(isclose(input, other, rtol, atol, equal_nan)._data.all())
 
 
-def maximum(a: Any, b: Any) -> Any:
-    if not (isinstance(a, TensorBase) and isinstance(b, TensorBase)):
+def maximum(input: Any, other: Any) -> Any:
+    """The elementwise maximum of two tensors (NaN propagates)."""
+    if not (isinstance(input, TensorBase) and isinstance(other, TensorBase)):
         raise TypeError("maximum(): argument 'other' must be Tensor (use clamp(min=...) for numbers)")
-    a, b = _promote(a, b)
-    return Maximum.apply(a, b)
+    input, other = _promote(input, other)
+    return Maximum.apply(input, other)
 
 
-def minimum(a: Any, b: Any) -> Any:
-    if not (isinstance(a, TensorBase) and isinstance(b, TensorBase)):
+def minimum(input: Any, other: Any) -> Any:
+    """The elementwise minimum of two tensors (NaN propagates)."""
+    if not (isinstance(input, TensorBase) and isinstance(other, TensorBase)):
         raise TypeError("minimum(): argument 'other' must be Tensor (use clamp(max=...) for numbers)")
-    a, b = _promote(a, b)
-    return Minimum.apply(a, b)
+    input, other = _promote(input, other)
+    return Minimum.apply(input, other)
 
 
-def fmax(a: Any, b: Any) -> Any:
+def fmax(input: Any, other: Any) -> Any:
     """Elementwise maximum that ignores NaN (NaN only where both are NaN)."""
-    a, b = _promote(a, b)
-    if a._data.dtype.kind != "f":
-        return maximum(a, b)
-    return Fmax.apply(isnan(b) | (a >= b), a, b)
+    input, other = _promote(input, other)
+    if input._data.dtype.kind != "f":
+        return maximum(input, other)
+    return Fmax.apply(isnan(other) | (input >= other), input, other)
 
 
-def fmin(a: Any, b: Any) -> Any:
+def fmin(input: Any, other: Any) -> Any:
     """Elementwise minimum that ignores NaN (NaN only where both are NaN)."""
-    a, b = _promote(a, b)
-    if a._data.dtype.kind != "f":
-        return minimum(a, b)
-    return Fmin.apply(isnan(b) | (a <= b), a, b)
+    input, other = _promote(input, other)
+    if input._data.dtype.kind != "f":
+        return minimum(input, other)
+    return Fmin.apply(isnan(other) | (input <= other), input, other)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -39,60 +39,64 @@ __all__ = [
 ]
 
 
-def add(a: Any, b: Any, *, alpha: Any = 1, out: Any = None) -> Any:
-    """``a + alpha * b`` with broadcasting."""
-    if alpha == 1 and out is None and _as_is(a, b):
-        return Add.apply(a, b)
-    a, b = _scaled(a, b, alpha)
-    return _out(Add.apply(a, b), out)
+def add(input: Any, other: Any, *, alpha: Any = 1, out: Any = None) -> Any:
+    """``input + alpha * other`` with broadcasting."""
+    if alpha == 1 and out is None and _as_is(input, other):
+        return Add.apply(input, other)
+    input, other = _scaled(input, other, alpha)
+    return _out(Add.apply(input, other), out)
 
 
-def sub(a: Any, b: Any, *, alpha: Any = 1, out: Any = None) -> Any:
-    """``a - alpha * b`` with broadcasting."""
-    if alpha == 1 and out is None and _as_is(a, b):
-        return (Sub if isinstance(a, TensorBase) else Rsub).apply(a, b)
-    if _is_bool_arg(a) or _is_bool_arg(b):
-        if isinstance(a, TensorBase) and isinstance(b, TensorBase) and _is_bool_arg(a) and _is_bool_arg(b):
+def sub(input: Any, other: Any, *, alpha: Any = 1, out: Any = None) -> Any:
+    """``input - alpha * other`` with broadcasting."""
+    if alpha == 1 and out is None and _as_is(input, other):
+        return (Sub if isinstance(input, TensorBase) else Rsub).apply(input, other)
+    if _is_bool_arg(input) or _is_bool_arg(other):
+        if (isinstance(input, TensorBase) and isinstance(other, TensorBase)
+                and _is_bool_arg(input) and _is_bool_arg(other)):
             raise RuntimeError(
                 "Subtraction, the `-` operator, with two bool tensors is not supported. "
                 "Use the `^` or `logical_xor()` operator instead."
             )
         raise RuntimeError(_BOOL_SUB_MSG)
-    a, b = _scaled(a, b, alpha)
-    return _out((Sub if isinstance(a, TensorBase) else Rsub).apply(a, b), out)
+    input, other = _scaled(input, other, alpha)
+    return _out((Sub if isinstance(input, TensorBase) else Rsub).apply(input, other), out)
 
 
 subtract = sub
 
 
-def mul(a: Any, b: Any, *, out: Any = None) -> Any:
-    """``a * b`` with broadcasting."""
-    if out is None and _as_is(a, b):
-        return Mul.apply(a, b)
-    a, b = _promote(a, b)
-    return _out(Mul.apply(a, b), out)
+def mul(input: Any, other: Any, *, out: Any = None) -> Any:
+    """``input * other`` with broadcasting."""
+    if out is None and _as_is(input, other):
+        return Mul.apply(input, other)
+    input, other = _promote(input, other)
+    return _out(Mul.apply(input, other), out)
 
 
 multiply = mul
 
 
-def div(a: Any, b: Any, *, rounding_mode: str | None = None, out: Any = None) -> Any:
+def div(input: Any, other: Any, *, rounding_mode: str | None = None, out: Any = None) -> Any:
     """True division (integers give floats); ``rounding_mode`` 'trunc' or 'floor'."""
     if rounding_mode is None:
-        if out is None and _as_is(a, b):
-            return (Div if isinstance(a, TensorBase) else RDiv).apply(a, b)
-        a, b = _promote(a, b, to_float=True)
-        return _out((Div if isinstance(a, TensorBase) else RDiv).apply(a, b), out)
+        if out is None and _as_is(input, other):
+            return (Div if isinstance(input, TensorBase) else RDiv).apply(input, other)
+        input, other = _promote(input, other, to_float=True)
+        return _out((Div if isinstance(input, TensorBase) else RDiv).apply(input, other), out)
     if rounding_mode == "floor":
-        return floor_divide(a, b)
+        return floor_divide(input, other)
     if rounding_mode == "trunc":
-        a2, b2 = _promote(a, b)
+        a2, b2 = _promote(input, other)
         t = a2 if isinstance(a2, TensorBase) else b2
         if t._data.dtype.kind in "iub":
             _check_int_divisor(a2, b2, "division")
             return _nograd(_trunc_int_div, a2, b2)
-        return trunc(div(a, b))
-    raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'")
+        return trunc(div(input, other))
+    raise ValueError(
+        "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
+        f"'{rounding_mode}'"
+    )
 
 
 true_divide = div
@@ -101,108 +105,119 @@ true_divide = div
 divide = div
 
 
-def floor_divide(a: Any, b: Any) -> Any:
-    """``a // b``: integer tensors stay integer; floats round toward -inf (no gradient)."""
-    a, b = _promote(a, b)
-    _check_int_divisor(a, b, "division")
-    return _nograd(_floor_div, a, b)
+def floor_divide(input: Any, other: Any) -> Any:
+    """``input // other``: integer tensors stay integer; floats round toward -inf (no gradient)."""
+    input, other = _promote(input, other)
+    _check_int_divisor(input, other, "division")
+    return _nograd(_floor_div, input, other)
 
 
-def remainder(a: Any, b: Any) -> Any:
-    """``a % b`` with the sign of ``b`` (Python's rule); integer ``b == 0`` raises."""
-    a, b = _promote(a, b)
-    _check_int_divisor(a, b, "modulo")
-    return (RemainderT if isinstance(a, TensorBase) and isinstance(b, TensorBase) else Remainder).apply(a, b)
+def remainder(input: Any, other: Any) -> Any:
+    """``input % other`` with the sign of ``other`` (Python's rule); integer 0 divisors raise."""
+    input, other = _promote(input, other)
+    _check_int_divisor(input, other, "modulo")
+    both = isinstance(input, TensorBase) and isinstance(other, TensorBase)
+    return (RemainderT if both else Remainder).apply(input, other)
 
 
-def fmod(a: Any, b: Any) -> Any:
-    """C's ``fmod``: the remainder with the sign of ``a``; integer ``b == 0`` raises."""
-    a, b = _promote(a, b)
-    _check_int_divisor(a, b, "modulo")
-    return (FmodT if isinstance(a, TensorBase) and isinstance(b, TensorBase) else Fmod).apply(a, b)
+def fmod(input: Any, other: Any) -> Any:
+    """C's ``fmod``: the remainder with the sign of ``input``; integer ``other == 0`` raises."""
+    input, other = _promote(input, other)
+    _check_int_divisor(input, other, "modulo")
+    both = isinstance(input, TensorBase) and isinstance(other, TensorBase)
+    return (FmodT if both else Fmod).apply(input, other)
 
 
-def pow(a: Any, b: Any) -> Any:
-    """``a ** b``. Integer tensors to a float power give floats, as in PyTorch."""
-    neg_exp = isinstance(b, int | np.integer) and not isinstance(b, bool) and b < 0
-    a, b = _promote(a, b)  # (which may wrap a negative exponent into an unsigned dtype)
-    t = a if isinstance(a, TensorBase) else b
+def pow(input: Any, exponent: Any) -> Any:
+    """``input ** exponent``. Integer tensors to a float power give floats, as in PyTorch."""
+    neg_exp = (isinstance(exponent, int | np.integer) and not isinstance(exponent, bool)
+               and exponent < 0)
+    # (promotion may wrap a negative exponent into an unsigned dtype)
+    input, exponent = _promote(input, exponent)
+    t = input if isinstance(input, TensorBase) else exponent
     kind = t._data.dtype.kind
     if kind == "b":
-        if isinstance(b, TensorBase) or not isinstance(a, TensorBase):
+        if isinstance(exponent, TensorBase) or not isinstance(input, TensorBase):
             raise NotImplementedError(
                 "\"pow\" not implemented for 'Bool' (a bool tensor exponent or base); convert "
                 "first, e.g. x.long() ** y.long()"
             )
-        return _nograd(_bool_pow, a, b)  # bool ** number: the result stays bool, as in PyTorch
+        # bool ** number: the result stays bool, as in PyTorch
+        return _nograd(_bool_pow, input, exponent)
     if kind in "iu":
-        if isinstance(b, TensorBase):
-            if (b._data < 0).any():  # integer semantics: 1, (-1)^e, or 0 (PyTorch's result)
-                return _nograd(_int_pow_neg, a, b)
+        if isinstance(exponent, TensorBase):
+            if (exponent._data < 0).any():  # integer semantics: 1, (-1)^e, or 0 (PyTorch's result)
+                return _nograd(_int_pow_neg, input, exponent)
         elif neg_exp:
             raise RuntimeError("Integers to negative integer powers are not allowed.")
-    if not isinstance(a, TensorBase):
-        return RPow.apply(a, b)
-    return (PowTensor if isinstance(b, TensorBase) else Pow).apply(a, b)
+    if not isinstance(input, TensorBase):
+        return RPow.apply(input, exponent)
+    return (PowTensor if isinstance(exponent, TensorBase) else Pow).apply(input, exponent)
 
 
-def float_power(a: Any, b: Any) -> Any:
-    a = cast(as_tensor_arg(a), _dtype.float64) if isinstance(as_tensor_arg(a), TensorBase) else float(a)
-    b = cast(as_tensor_arg(b), _dtype.float64) if isinstance(as_tensor_arg(b), TensorBase) else float(b)
-    return pow(a, b)
+def float_power(input: Any, exponent: Any) -> Any:
+    """``input ** exponent`` computed in float64, as PyTorch's float_power."""
+    input = (cast(as_tensor_arg(input), _dtype.float64)
+             if isinstance(as_tensor_arg(input), TensorBase) else float(input))
+    exponent = (cast(as_tensor_arg(exponent), _dtype.float64)
+                if isinstance(as_tensor_arg(exponent), TensorBase) else float(exponent))
+    return pow(input, exponent)
 
 
-def neg(x: Any) -> Any:
-    if x._data.dtype == np.bool_:
+def neg(input: Any) -> Any:
+    """``-input``, elementwise (bool tensors raise: use ``~`` or logical_not)."""
+    if input._data.dtype == np.bool_:
         raise RuntimeError(
             "Negation, the `-` operator, on a bool tensor is not supported. "
             "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead."
         )
-    return Neg.apply(x)
+    return Neg.apply(input)
 
 
 negative = neg
 
 
-def positive(x: Any) -> Any:
-    return x
+def positive(input: Any) -> Any:
+    """``input`` itself (``+input``)."""
+    return input
 
 
-def addcmul(x: Any, t1: Any, t2: Any, *, value: Any = 1) -> Any:
-    """``x + value * t1 * t2``."""
-    x, t1, t2 = _promote3(x, t1, t2)
-    return Addcmul.apply(x, t1, t2, value)
+def addcmul(input: Any, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Any:
+    """``input + value * tensor1 * tensor2``."""
+    input, tensor1, tensor2 = _promote3(input, tensor1, tensor2)
+    return Addcmul.apply(input, tensor1, tensor2, value)
 
 
-def addcdiv(x: Any, t1: Any, t2: Any, *, value: Any = 1) -> Any:
-    """``x + value * t1 / t2`` (floating tensors only, as in PyTorch)."""
-    if _is_int_arg(t1) and _is_int_arg(t2) and isinstance(t1, TensorBase) and isinstance(t2, TensorBase):
+def addcdiv(input: Any, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Any:
+    """``input + value * tensor1 / tensor2`` (floating tensors only, as in PyTorch)."""
+    if (_is_int_arg(tensor1) and _is_int_arg(tensor2)
+            and isinstance(tensor1, TensorBase) and isinstance(tensor2, TensorBase)):
         raise RuntimeError(
             "Integer division with addcdiv is no longer supported, and in a future release "
             "addcdiv will perform a true division of tensor1 and tensor2. Convert tensor1 or "
             "tensor2 to a floating dtype first (e.g. t1.float())"
         )
-    x, t1, t2 = _promote3(x, t1, t2)
-    return Addcdiv.apply(x, t1, t2, value)
+    input, tensor1, tensor2 = _promote3(input, tensor1, tensor2)
+    return Addcdiv.apply(input, tensor1, tensor2, value)
 
 
-def lerp(start: Any, end: Any, weight: Any) -> Any:
-    """``start + weight * (end - start)``."""
-    start, end = _promote(start, end)
+def lerp(input: Any, end: Any, weight: Any) -> Any:
+    """``input + weight * (end - input)``."""
+    input, end = _promote(input, end)
     if isinstance(weight, TensorBase):
-        start, weight = _promote(start, weight)
-        return LerpT.apply(start, end, weight)
-    return Lerp.apply(start, end, weight)
+        input, weight = _promote(input, weight)
+        return LerpT.apply(input, end, weight)
+    return Lerp.apply(input, end, weight)
 
 
-def deg2rad(x: Any) -> Any:
+def deg2rad(input: Any) -> Any:
     """Degrees to radians."""
-    return Deg2Rad.apply(_float_unary(x), math.pi / 180)
+    return Deg2Rad.apply(_float_unary(input), math.pi / 180)
 
 
-def rad2deg(x: Any) -> Any:
+def rad2deg(input: Any) -> Any:
     """Radians to degrees."""
-    return Rad2Deg.apply(_float_unary(x), 180 / math.pi)
+    return Rad2Deg.apply(_float_unary(input), 180 / math.pi)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -539,7 +554,8 @@ def _check_int_divisor(a: Any, b: Any, name: str) -> None:
     message is ``ZeroDivisionError``); NumPy would give 0 with a warning."""
     if not (_is_int_arg(a) and _is_int_arg(b)):
         return
-    if any(isinstance(t, TensorBase) and t._data.dtype == np.bool_ for t in (a, b)):  # (after promotion)
+    # (after promotion)
+    if any(isinstance(t, TensorBase) and t._data.dtype == np.bool_ for t in (a, b)):
         raise NotImplementedError(
             f"integer {name} is not implemented for 'Bool' tensors (as in PyTorch); convert "
             "first, e.g. x.long()"
@@ -550,8 +566,8 @@ def _check_int_divisor(a: Any, b: Any, name: str) -> None:
     if zero:
         raise RuntimeError(
             f"ZeroDivisionError: integer {name} by zero (the divisor"
-            f"{' tensor' if isinstance(b, TensorBase) else ''} holds 0). Integer tensors have no inf/nan: check "
-            "the divisor first, or divide as floats (x.float()) to get inf/nan"
+            f"{' tensor' if isinstance(b, TensorBase) else ''} holds 0). Integer tensors have no "
+            "inf/nan: check the divisor first, or divide as floats (x.float()) to get inf/nan"
         )
 
 

@@ -176,60 +176,62 @@ def frac(input: Any, *, out: Any = None) -> Any:
     return _out(Frac.apply(_float_unary(input)), out)
 
 
-def reciprocal(x: Any) -> Any:
-    return Reciprocal.apply(_float_unary(x))
+def reciprocal(input: Any) -> Any:
+    """``1 / input``, elementwise (integer inputs give the default float dtype)."""
+    return Reciprocal.apply(_float_unary(input))
 
 
-def atan2(a: Any, b: Any) -> Any:
-    """``atan(a / b)`` in the right quadrant (both tensors, as in PyTorch)."""
-    for name, v in (("input", a), ("other", b)):
+def atan2(input: Any, other: Any) -> Any:
+    """``atan(input / other)`` in the right quadrant (both tensors, as in PyTorch)."""
+    for name, v in (("input", input), ("other", other)):
         if not isinstance(v, TensorBase) and isinstance(v, int | float | bool):
             raise TypeError(
                 f"atan2(): argument '{name}' must be Tensor, not {type(v).__name__}; wrap the "
                 "number in a tensor: torch.atan2(y, torch.tensor(x))"
             )
-    a, b = _promote(a, b, to_float=True)
-    return Atan2.apply(a, b)
+    input, other = _promote(input, other, to_float=True)
+    return Atan2.apply(input, other)
 
 
 arctan2 = atan2
 
 
-def logaddexp(a: Any, b: Any) -> Any:
-    a, b = _promote(a, b, to_float=True)
-    return LogAddExp.apply(a, b)
+def logaddexp(input: Any, other: Any) -> Any:
+    """``log(exp(input) + exp(other))``, computed stably."""
+    input, other = _promote(input, other, to_float=True)
+    return LogAddExp.apply(input, other)
 
 
-def logaddexp2(a: Any, b: Any) -> Any:
-    """``log2(2**a + 2**b)``, computed stably."""
-    a, b = _promote(a, b, to_float=True)
-    return LogAddExp2.apply(a, b)
+def logaddexp2(input: Any, other: Any) -> Any:
+    """``log2(2**input + 2**other)``, computed stably."""
+    input, other = _promote(input, other, to_float=True)
+    return LogAddExp2.apply(input, other)
 
 
-def hypot(a: Any, b: Any) -> Any:
-    """``sqrt(a**2 + b**2)`` without overflow in the squares."""
-    a, b = _promote(a, b, to_float=True)
-    return Hypot.apply(a, b)
+def hypot(input: Any, other: Any) -> Any:
+    """``sqrt(input**2 + other**2)`` without overflow in the squares."""
+    input, other = _promote(input, other, to_float=True)
+    return Hypot.apply(input, other)
 
 
-def xlogy(a: Any, b: Any) -> Any:
-    """``a * log(b)``, 0 where ``a == 0`` (unless ``b`` is NaN)."""
-    a, b = _promote(a, b, to_float=True)
-    if not isinstance(a, TensorBase):
-        return XlogyScalarX.apply(float(a), b)
-    if not isinstance(b, TensorBase):
-        return XlogyScalarY.apply(a, float(b))
-    return Xlogy.apply(a, b)
+def xlogy(input: Any, other: Any) -> Any:
+    """``input * log(other)``, 0 where ``input == 0`` (unless ``other`` is NaN)."""
+    input, other = _promote(input, other, to_float=True)
+    if not isinstance(input, TensorBase):
+        return XlogyScalarX.apply(float(input), other)
+    if not isinstance(other, TensorBase):
+        return XlogyScalarY.apply(input, float(other))
+    return Xlogy.apply(input, other)
 
 
-def logit(x: Any, eps: float | None = None) -> Any:
-    """``log(x / (1 - x))``, with ``x`` clamped to ``[eps, 1 - eps]`` when ``eps`` is given."""
-    return Logit.apply(_float_unary(x), eps)
+def logit(input: Any, eps: float | None = None) -> Any:
+    """``log(input / (1 - input))``, ``input`` clamped to ``[eps, 1 - eps]`` if ``eps`` is given."""
+    return Logit.apply(_float_unary(input), eps)
 
 
-def sinc(x: Any) -> Any:
-    """The normalized sinc, ``sin(pi x) / (pi x)`` (1 at 0)."""
-    return Sinc.apply(_float_unary(x))
+def sinc(input: Any) -> Any:
+    """The normalized sinc, ``sin(pi * input) / (pi * input)`` (1 at 0)."""
+    return Sinc.apply(_float_unary(input))
 
 
 # ---------------------------------------------------------------------------------------------

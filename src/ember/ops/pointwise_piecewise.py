@@ -27,89 +27,103 @@ __all__ = [
 ]
 
 
-def abs(x: Any) -> Any:
-    if x._data.dtype == np.bool_:
-        return x.clone()
-    return Abs.apply(x)
+def abs(input: Any) -> Any:
+    """``|input|``, elementwise."""
+    if input._data.dtype == np.bool_:
+        return input.clone()
+    return Abs.apply(input)
 
 
 absolute = abs
 
 
-def square(x: Any) -> Any:
-    if x._data.dtype == np.bool_:
-        x = cast(x, _dtype.int64)
-    return Square.apply(x)
+def square(input: Any) -> Any:
+    """``input ** 2``, elementwise (bool inputs give int64)."""
+    if input._data.dtype == np.bool_:
+        input = cast(input, _dtype.int64)
+    return Square.apply(input)
 
 
-def relu(x: Any) -> Any:
-    if x._data.dtype == np.bool_:
+def relu(input: Any) -> Any:
+    """``max(input, 0)``, elementwise (bool tensors raise)."""
+    if input._data.dtype == np.bool_:
         raise RuntimeError("relu is not implemented for bool tensors")
-    return Relu.apply(x)
+    return Relu.apply(input)
 
 
-def floor(x: Any) -> Any:
-    return x.clone() if x._data.dtype.kind in "iub" else _piecewise(x, _backend.xp_of(x._data).floor, Floor)
+def floor(input: Any) -> Any:
+    """The largest integer <= each element (integer tensors are returned as a copy)."""
+    if input._data.dtype.kind in "iub":
+        return input.clone()
+    return _piecewise(input, _backend.xp_of(input._data).floor, Floor)
 
 
-def ceil(x: Any) -> Any:
-    return x.clone() if x._data.dtype.kind in "iub" else _piecewise(x, _backend.xp_of(x._data).ceil, Ceil)
+def ceil(input: Any) -> Any:
+    """The smallest integer >= each element (integer tensors are returned as a copy)."""
+    if input._data.dtype.kind in "iub":
+        return input.clone()
+    return _piecewise(input, _backend.xp_of(input._data).ceil, Ceil)
 
 
-def trunc(x: Any) -> Any:
-    return x.clone() if x._data.dtype.kind in "iub" else _piecewise(x, _backend.xp_of(x._data).trunc, Trunc)
+def trunc(input: Any) -> Any:
+    """Each element rounded toward zero (integer tensors are returned as a copy)."""
+    if input._data.dtype.kind in "iub":
+        return input.clone()
+    return _piecewise(input, _backend.xp_of(input._data).trunc, Trunc)
 
 
 fix = trunc
 
 
-def round(x: Any, *, decimals: int = 0) -> Any:
+def round(input: Any, *, decimals: int = 0) -> Any:
     """Round half to even, as PyTorch does."""
-    xp = _backend.xp_of(x._data)
-    if x._data.dtype.kind in "iub":
-        return x.clone()
-    return _piecewise(x, lambda a: xp.round(a, decimals), Round)
+    xp = _backend.xp_of(input._data)
+    if input._data.dtype.kind in "iub":
+        return input.clone()
+    return _piecewise(input, lambda a: xp.round(a, decimals), Round)
 
 
-def sign(x: Any) -> Any:
-    if x._data.dtype == np.bool_:
-        return x.clone()
-    return _piecewise(x, _sign0_of, Sign)
+def sign(input: Any) -> Any:
+    """The sign of each element: -1, 0 or 1 (0 at NaN)."""
+    if input._data.dtype == np.bool_:
+        return input.clone()
+    return _piecewise(input, _sign0_of, Sign)
 
 
-def sgn(x: Any) -> Any:
+def sgn(input: Any) -> Any:
     """The sign of each element (-1, 0 or 1; 0 at NaN); PyTorch's name for complex inputs too."""
-    if x._data.dtype == np.bool_:
-        return x.clone()
-    return _piecewise(x, _sign0_of, Sgn)
+    if input._data.dtype == np.bool_:
+        return input.clone()
+    return _piecewise(input, _sign0_of, Sgn)
 
 
-def signbit(x: Any) -> Any:
-    return _nograd(np.signbit, x)
+def signbit(input: Any) -> Any:
+    """True where the sign bit is set (-0.0 included), elementwise."""
+    return _nograd(np.signbit, input)
 
 
-def clamp(x: Any, min: Any = None, max: Any = None) -> Any:
+def clamp(input: Any, min: Any = None, max: Any = None) -> Any:
     """Clamp into [min, max] (numbers or tensors); both None is an error, as in PyTorch."""
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
-    return _clamp(x, min, max, (Clamp, ClampScalar))
+    return _clamp(input, min, max, (Clamp, ClampScalar))
 
 
 clip = clamp
 
 
-def clamp_min(x: Any, min: Any) -> Any:
-    """``max(x, min)`` elementwise."""
-    return _clamp(x, min, None, (ClampMinT, ClampMin))
+def clamp_min(input: Any, min: Any) -> Any:
+    """``max(input, min)`` elementwise."""
+    return _clamp(input, min, None, (ClampMinT, ClampMin))
 
 
-def clamp_max(x: Any, max: Any) -> Any:
-    """``min(x, max)`` elementwise."""
-    return _clamp(x, None, max, (ClampMaxT, ClampMax))
+def clamp_max(input: Any, max: Any) -> Any:
+    """``min(input, max)`` elementwise."""
+    return _clamp(input, None, max, (ClampMaxT, ClampMax))
 
 
 def where(condition: Any, input: Any = None, other: Any = None) -> Any:
-    """``where(cond, a, b)`` picks from a where cond else b; ``where(cond)`` is ``nonzero``."""
+    """``input`` where ``condition`` holds, else ``other``; ``where(condition)`` is ``nonzero``."""
     if input is None and other is None:
         from . import indexing  # (a cycle: indexing builds on the pointwise rooms)
 
@@ -130,28 +144,31 @@ def where(condition: Any, input: Any = None, other: Any = None) -> Any:
     return Where.apply(condition, a, b)
 
 
-def nan_to_num(x: Any, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None) -> Any:
+def nan_to_num(
+    input: Any, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None
+) -> Any:
     """Replace NaN and infinities (default: the dtype's largest finite values)."""
-    if x._data.dtype.kind != "f":
-        return x.clone()
-    fin = np.finfo(x._data.dtype)
+    if input._data.dtype.kind != "f":
+        return input.clone()
+    fin = np.finfo(input._data.dtype)
     hi = fin.max if posinf is None else posinf
     lo = fin.min if neginf is None else neginf
-    return NanToNum.apply(x, nan, hi, lo)
+    return NanToNum.apply(input, nan, hi, lo)
 
 
-def copysign(a: Any, b: Any) -> Any:
-    """``|a|`` with the sign of ``b`` (the sign bit: -0.0 counts as negative)."""
-    a, b = _promote(a, b, to_float=True)
-    if not isinstance(a, TensorBase):
-        a = as_tensor_arg(float(a))
-        a = TensorBase._make(np.asarray(a, dtype=b._data.dtype))
-    return (Copysign if isinstance(b, TensorBase) else CopysignScalar).apply(a, b)
+def copysign(input: Any, other: Any) -> Any:
+    """``|input|`` with the sign of ``other`` (the sign bit: -0.0 counts as negative)."""
+    input, other = _promote(input, other, to_float=True)
+    if not isinstance(input, TensorBase):
+        input = as_tensor_arg(float(input))
+        input = TensorBase._make(np.asarray(input, dtype=other._data.dtype))
+    return (Copysign if isinstance(other, TensorBase) else CopysignScalar).apply(input, other)
 
 
-def heaviside(x: Any, values: Any) -> Any:
-    x, values = _promote(x, values)
-    return _nograd(np.heaviside, x, values)
+def heaviside(input: Any, values: Any) -> Any:
+    """The Heaviside step: 0 below 0, 1 above, ``values`` at 0."""
+    input, values = _promote(input, values)
+    return _nograd(np.heaviside, input, values)
 
 
 def logical_and(input: Any, other: Any) -> Any:
@@ -169,8 +186,9 @@ def logical_xor(input: Any, other: Any) -> Any:
     return _nograd(np.logical_xor, as_tensor_arg(input), as_tensor_arg(other))
 
 
-def logical_not(x: Any) -> Any:
-    return _nograd(np.logical_not, x)
+def logical_not(input: Any) -> Any:
+    """Elementwise logical NOT of the truth values (a bool tensor)."""
+    return _nograd(np.logical_not, input)
 
 
 def bitwise_and(input: Any, other: Any) -> Any:
@@ -188,12 +206,13 @@ def bitwise_xor(input: Any, other: Any) -> Any:
     return _bitwise("bitwise_xor", operator.xor, input, other)
 
 
-def bitwise_not(x: Any) -> Any:
-    if x._data.dtype.kind == "f":
+def bitwise_not(input: Any) -> Any:
+    """Bitwise NOT of an integer or bool tensor (``~input``)."""
+    if input._data.dtype.kind == "f":
         raise TypeError(
-            f"~ (bitwise_not) is only supported for integer and bool tensors, got {x.dtype}"
+            f"~ (bitwise_not) is only supported for integer and bool tensors, got {input.dtype}"
         )
-    return _nograd(operator.invert, x)
+    return _nograd(operator.invert, input)
 
 
 # ---------------------------------------------------------------------------------------------
