@@ -23,6 +23,7 @@ from ember import _backend
 from ember import serialization as ser
 from ember.nn.parameter import Parameter
 from ember.serialization import UnsafeCheckpointError, load, save
+from ember.serialization import _save as ser_save
 from ember.utils.dlpack import from_dlpack, to_dlpack
 
 try:
@@ -252,7 +253,7 @@ def test_members_are_64_byte_aligned_and_archive_named_after_file(tmp_path):
 
 
 def test_zip64_records(monkeypatch, tmp_path):
-    monkeypatch.setattr(ser, "_ZIP64_LIMIT", 100)  # force zip64 for every member past byte 100
+    monkeypatch.setattr(ser_save, "_ZIP64_LIMIT", 100)  # force zip64 for every member past byte 100
     t = ember.arange(1000, dtype=ember.float32)
     path = tmp_path / "z64.pt"
     save({"t": t, "s": "x"}, path)
@@ -920,7 +921,7 @@ def test_save_replaces_atomically_and_leaves_no_temp_files(tmp_path, monkeypatch
     def boom(*a, **k):
         raise OSError("disk full")
 
-    monkeypatch.setattr(ser, "_write_archive", boom)
+    monkeypatch.setattr(ser_save, "_write_archive", boom)
     with pytest.raises(OSError, match="disk full"):
         save({"v": 3}, path)
     monkeypatch.undo()

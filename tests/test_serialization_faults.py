@@ -22,6 +22,7 @@ import ember
 from ember import serialization as ser
 from ember.nn.parameter import Parameter
 from ember.serialization import UnsafeCheckpointError, load, save
+from ember.serialization import _atomic as ser_atomic
 
 try:
     import torch
@@ -47,7 +48,7 @@ def _record_creation_modes(monkeypatch):
             seen.append(stat.S_IMODE(os.fstat(fd).st_mode))
         return fd
 
-    monkeypatch.setattr(ser.os, "open", spy)
+    monkeypatch.setattr(os, "open", spy)
     return seen
 
 
@@ -82,7 +83,7 @@ def _dead_pid() -> int:
 
 
 def test_stale_temp_files_of_dead_writers_are_removed(tmp_path):
-    host = ser._host_tag()
+    host = ser_atomic._host_tag()
     dead = _dead_pid()
     names = {
         "stale": f".ckpt.pt.ember-{host}-{dead}-0123456789ab.tmp",
@@ -109,7 +110,7 @@ def test_stale_temp_files_of_dead_writers_are_removed(tmp_path):
 
 
 def test_temp_names_are_recognisable():
-    n = ser._temp_name("ckpt.pt")
+    n = ser_atomic._temp_name("ckpt.pt")
     assert n.startswith(".ckpt.pt.ember-") and n.endswith(".tmp")
     assert f"-{os.getpid()}-" in n
 

@@ -23,6 +23,7 @@ import ember.nn as nn
 import ember.nn.functional as F
 from ember import serialization as ser
 from ember.serialization import UnsafeCheckpointError, load, save
+from ember.serialization import _options as ser_options
 
 try:
     import torch
@@ -592,4 +593,4 @@ def test_register_package_tags_and_restores():
         assert ser.default_restore_location(t, "mydev") is t and seen == ["mydev"]
         assert ser.location_tag(ember.ones(1)) == "cpu"
     finally:
-        ser._packages.clear()
+        ser_options._packages.clear()

@@ -14,7 +14,7 @@ import types
 import pytest
 
 import ember
-from ember import serialization as ser
+from ember.serialization._common import _torch_global
 
 torch = pytest.importorskip("torch")
 
@@ -108,7 +108,7 @@ def test_classes_pickle_under_pytorchs_names():
         if ("ember" + str(to.__module__)[5:], name) in PENDING:
             continue
         if isinstance(eo, type) and isinstance(to, type):
-            got = ser._torch_global(eo)
+            got = _torch_global(eo)
             want = (to.__module__, to.__qualname__)
             if got != want:
                 wrong.append(f"{eo.__module__}.{eo.__qualname__}: pickled as {got}, torch {want}")
@@ -122,7 +122,7 @@ def test_functions_pickle_under_names_torch_resolves():
     for _, name, eo, _to in PAIRS:
         if isinstance(eo, type) or not inspect.isfunction(eo):
             continue
-        mod, qual = ser._torch_global(eo)
+        mod, qual = _torch_global(eo)
         try:
             obj = importlib.import_module(mod)
             for part in qual.split("."):
@@ -143,7 +143,7 @@ def test_multihead_attention_paths_for_safe_globals():
     assert act.MultiheadAttention is ember.nn.MultiheadAttention
     ndql = lin.NonDynamicallyQuantizableLinear
     assert issubclass(ndql, ember.nn.Linear)
-    assert ser._torch_global(ndql) == (
+    assert _torch_global(ndql) == (
         torch.nn.modules.linear.NonDynamicallyQuantizableLinear.__module__,
         "NonDynamicallyQuantizableLinear")
     assert isinstance(ember.nn.MultiheadAttention(8, 2).out_proj, ndql)

@@ -141,7 +141,7 @@ def load(data: bytes, device: Any = "cpu") -> dict[str, Tensor]:
 def save_file(tensors: dict[str, Tensor], filename: str | os.PathLike,
               metadata: dict[str, str] | None = None) -> None:
     """Write ``tensors`` to ``filename`` (atomically: a crash leaves the old file intact)."""
-    from ..serialization import _atomic_write
+    from ..serialization._atomic import _atomic_write
 
     data = save(tensors, metadata)
     _atomic_write(os.fspath(filename), lambda fh: fh.write(data))
