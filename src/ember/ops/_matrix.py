@@ -19,6 +19,8 @@ _CPP_NAME = {
     "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
     "uint8": "unsigned char", "bool": "bool",
 }
+
+
 _CONVERT = {
     "float32": ".float()", "float64": ".double()", "float16": ".half()",
     "bfloat16": ".bfloat16()", "int64": ".long()", "int32": ".int()", "int16": ".short()",

@@ -57,57 +57,131 @@ __all__ = [
 # matmul family
 
 
-def _matmul_grads(ctx: Any, a: Any, b: Any, grad: Any, need_a: bool, need_b: bool) -> tuple:
-    """Gradients of ``a @ b`` (matmul semantics) for the cotangent ``grad``.
+def matmul(input: Any, other: Any, *, out: Any = None) -> Any:
+    """Matrix product with PyTorch's rules for 1-D operands and broadcast batch dims.
 
-    Vectors are promoted (a: (k,) -> (1, k), b: (k,) -> (k, 1)) and ``grad`` reshaped to the
-    promoted output; the unit dims are dropped from the results again. A matrix shared by a
-    whole batch gets its gradient as one GEMM over the flattened batch.
+    Shapes: (k,)@(k,) -> (); (n, k)@(k,) -> (n,); (k,)@(k, m) -> (m,); (*, n, k)@(*, k, m) ->
+    (*, n, m) with the batch dims ``*`` broadcast. Example: ``matmul(x, w.mT)``.
     """
-    xp = ctx.xp
-    na, nb = a.ndim, b.ndim
-    k = a.shape[-1]
-    A = a.reshape((1, k)) if na == 1 else a
-    B = b.reshape((k, 1)) if nb == 1 else b
-    n, m = A.shape[-2], B.shape[-1]
+    a = _tensor(input, "matmul", "input", 1)
+    b = _tensor(other, "matmul", "other", 2)
+    _check_matmul("matmul", a, b)
+    na, nb = a._data.ndim, b._data.ndim
     if na == 1 and nb == 1:
-        G = grad.reshape((1, 1))
-    elif na == 1:
-        G = grad.reshape(tuple(grad.shape[:-1]) + (1, m))
-    elif nb == 1:
-        G = grad.reshape(tuple(grad.shape) + (1,))
+        op: Any = Dot
+    elif na == 2 and nb == 2:
+        op = Mm
+    elif na == 2 and nb == 1:
+        op = Mv
+    elif na == 1 and nb == 2:
+        op = _VecMat
+    elif na == 3 and nb == 3 and a._data.shape[0] == b._data.shape[0]:
+        op = Bmm
     else:
-        G = grad
-    batch = tuple(G.shape[:-2])
-    nbatch = math.prod(batch)
-    ga = gb = None
-    if need_a:
-        if A.ndim == 2 and batch:  # A shared by the batch of B: sum_b G_b B_b^T
-            gp = xp.moveaxis(G, -2, 0).reshape((n, nbatch * m))
-            bp = B.swapaxes(-1, -2).reshape((nbatch * m, k))
-            ga = ctx.call(Matmul, gp, bp)
-        elif B.ndim == 2 and batch:
-            ga = ctx.call(Matmul, G.reshape((nbatch * n, m)), B.swapaxes(-1, -2))
-            ga = ga.reshape(batch + (n, k))
-        else:
-            ga = ctx.call(Matmul, G, B.swapaxes(-1, -2))
-        if na == 1:
-            ga = ga.reshape(tuple(ga.shape[:-2]) + (k,))
-    if need_b:
-        if B.ndim == 2 and batch:  # B shared by the batch of A: sum_b A_b^T G_b
-            gb = ctx.call(
-                Matmul, A.reshape((nbatch * n, k)).swapaxes(-1, -2), G.reshape((nbatch * n, m))
+        op = Matmul
+    return _result(op.apply(a, b), out)
+
+
+def mm(input: Any, mat2: Any, *, out: Any = None) -> Any:
+    """Matrix product of two 2-D tensors: (n, k) @ (k, m) -> (n, m)."""
+    a = _tensor(input, "mm", "input", 1)
+    b = _tensor(mat2, "mm", "mat2", 2)
+    for x, name in ((a, "self"), (b, "mat2")):
+        if x._data.ndim != 2:
+            raise RuntimeError(
+                f"{name} must be a matrix (mm: got shapes {_shape(a)} and {_shape(b)}); mm takes "
+                "2-D tensors only, use torch.matmul for vectors or batches"
             )
-        else:
-            gb = ctx.call(Matmul, A.swapaxes(-1, -2), G)
-        if nb == 1:
-            gb = gb.reshape(tuple(gb.shape[:-1]))
-    return ga, gb
+    _check_matmul("mm", a, b)
+    return _result(Mm.apply(a, b), out)
 
 
-def _needs(ctx: Any) -> tuple:
-    # a node made by ctx.call (a rule running on arrays) records nothing: assume all needed
-    return getattr(ctx, "needs_input_grad", None) or (True,) * 8
+def bmm(input: Any, mat2: Any, *, out: Any = None) -> Any:
+    """Batched matrix product of 3-D tensors: (b, n, k) @ (b, k, m) -> (b, n, m)."""
+    a = _tensor(input, "bmm", "input", 1)
+    b = _tensor(mat2, "bmm", "mat2", 2)
+    for x, name in ((a, "batch1"), (b, "batch2")):
+        if x._data.ndim != 3:
+            raise RuntimeError(
+                f"{name} must be a 3D tensor (bmm: got shapes {_shape(a)} and {_shape(b)}); use "
+                "torch.matmul to broadcast batch dims or multiply other ranks"
+            )
+    _same_dtype_mm("bmm", a, b)
+    _no_bool("bmm", a, b)
+    sa, sb = _shape(a), _shape(b)
+    if sb[0] != sa[0] or sb[1] != sa[2]:
+        raise RuntimeError(
+            f"Expected size for first two dimensions of batch2 tensor to be: [{sa[0]}, {sa[2]}] "
+            f"but got: [{sb[0]}, {sb[1]}]. (bmm: {sa} @ {sb}: the batch sizes must be equal and "
+            f"the inner dimensions {sa[2]} and {sb[1]} must match)"
+        )
+    return _result(Bmm.apply(a, b), out)
+
+
+def mv(input: Any, vec: Any, *, out: Any = None) -> Any:
+    """Matrix-vector product: (n, k) @ (k,) -> (n,)."""
+    a = _tensor(input, "mv", "input", 1)
+    v = _tensor(vec, "mv", "vec", 2)
+    if a._data.ndim != 2 or v._data.ndim != 1:
+        raise RuntimeError(
+            f"vector + matrix @ vector expected, got {a._data.ndim}, {v._data.ndim} (mv: shapes "
+            f"{_shape(a)} and {_shape(v)}; mv takes a 2-D matrix and a 1-D vector)"
+        )
+    _check_matmul("mv", a, v)
+    return _result(Mv.apply(a, v), out)
+
+
+def dot(input: Any, tensor: Any, *, out: Any = None) -> Any:
+    """Inner product of two 1-D tensors (a 0-d tensor)."""
+    a = _tensor(input, "dot", "input", 1)
+    b = _tensor(tensor, "dot", "tensor", 2)
+    _check_vectors("dot", a, b)
+    return _result(Dot.apply(a, b), out)
+
+
+def vdot(input: Any, other: Any, *, out: Any = None) -> Any:
+    """sum(conj(a) * b) of two 1-D tensors (the dot product for real tensors)."""
+    a = _tensor(input, "vdot", "input", 1)
+    b = _tensor(other, "vdot", "other", 2)
+    _check_vectors("dot", a, b)
+    return _result(Vdot.apply(a, b), out)
+
+
+def inner(input: Any, other: Any, *, out: Any = None) -> Any:
+    """Sum over the last dims: out[i..., j...] = sum_k a[i..., k] b[j..., k] (a * b for 0-d)."""
+    a = _tensor(input, "inner", "input", 1)
+    b = _tensor(other, "inner", "other", 2)
+    if a._data.ndim == 0 or b._data.ndim == 0:
+        return _result(a * b, out)
+    sa, sb = _shape(a), _shape(b)
+    if sa[-1] != sb[-1]:
+        raise RuntimeError(
+            f"inner() the last dimension must match on both input tensors but got shapes "
+            f"{list(sa)} and {list(sb)}"
+        )
+    if a._data.dtype != b._data.dtype:
+        raise RuntimeError(
+            f"both inputs should have same dtype (inner: {_dname(a)} and {_dname(b)}); convert "
+            "one first, e.g. b.to(a.dtype)"
+        )
+    if len(sa) == 1 and len(sb) == 1:
+        return _result(dot(a, b), out)
+    k = sa[-1]
+    res = mm(a.reshape(math.prod(sa[:-1]), k), b.reshape(math.prod(sb[:-1]), k).mT)
+    return _result(res.reshape(sa[:-1] + sb[:-1]), out)
+
+
+def outer(input: Any, vec2: Any, *, out: Any = None) -> Any:
+    """Outer product of two 1-D tensors: out[i, j] = a[i] * b[j] (dtypes promote)."""
+    a = _tensor(input, "outer", "input", 1)
+    b = _tensor(vec2, "outer", "vec2", 2)
+    for x, name in ((a, "self"), (b, "vec2")):
+        if x._data.ndim != 1:
+            raise RuntimeError(
+                f"outer: Expected 1-D argument {name}, but got {x._data.ndim}-D (shape "
+                f"{_shape(x)}); flatten it first, e.g. x.flatten()"
+            )
+    return _result(a.reshape(-1, 1) * b.reshape(1, -1), out)
 
 
 class Matmul(Op):
@@ -200,6 +274,59 @@ class Vdot(Dot):
     node_name = "VdotBackward0"
 
 
+def _matmul_grads(ctx: Any, a: Any, b: Any, grad: Any, need_a: bool, need_b: bool) -> tuple:
+    """Gradients of ``a @ b`` (matmul semantics) for the cotangent ``grad``.
+
+    Vectors are promoted (a: (k,) -> (1, k), b: (k,) -> (k, 1)) and ``grad`` reshaped to the
+    promoted output; the unit dims are dropped from the results again. A matrix shared by a
+    whole batch gets its gradient as one GEMM over the flattened batch.
+    """
+    xp = ctx.xp
+    na, nb = a.ndim, b.ndim
+    k = a.shape[-1]
+    A = a.reshape((1, k)) if na == 1 else a
+    B = b.reshape((k, 1)) if nb == 1 else b
+    n, m = A.shape[-2], B.shape[-1]
+    if na == 1 and nb == 1:
+        G = grad.reshape((1, 1))
+    elif na == 1:
+        G = grad.reshape(tuple(grad.shape[:-1]) + (1, m))
+    elif nb == 1:
+        G = grad.reshape(tuple(grad.shape) + (1,))
+    else:
+        G = grad
+    batch = tuple(G.shape[:-2])
+    nbatch = math.prod(batch)
+    ga = gb = None
+    if need_a:
+        if A.ndim == 2 and batch:  # A shared by the batch of B: sum_b G_b B_b^T
+            gp = xp.moveaxis(G, -2, 0).reshape((n, nbatch * m))
+            bp = B.swapaxes(-1, -2).reshape((nbatch * m, k))
+            ga = ctx.call(Matmul, gp, bp)
+        elif B.ndim == 2 and batch:
+            ga = ctx.call(Matmul, G.reshape((nbatch * n, m)), B.swapaxes(-1, -2))
+            ga = ga.reshape(batch + (n, k))
+        else:
+            ga = ctx.call(Matmul, G, B.swapaxes(-1, -2))
+        if na == 1:
+            ga = ga.reshape(tuple(ga.shape[:-2]) + (k,))
+    if need_b:
+        if B.ndim == 2 and batch:  # B shared by the batch of A: sum_b A_b^T G_b
+            gb = ctx.call(
+                Matmul, A.reshape((nbatch * n, k)).swapaxes(-1, -2), G.reshape((nbatch * n, m))
+            )
+        else:
+            gb = ctx.call(Matmul, A.swapaxes(-1, -2), G)
+        if nb == 1:
+            gb = gb.reshape(tuple(gb.shape[:-1]))
+    return ga, gb
+
+
+def _needs(ctx: Any) -> tuple:
+    # a node made by ctx.call (a rule running on arrays) records nothing: assume all needed
+    return getattr(ctx, "needs_input_grad", None) or (True,) * 8
+
+
 def _check_matmul(fn: str, a: Any, b: Any) -> None:
     da, db = a._data, b._data
     sa, sb = da.shape, db.shape
@@ -229,80 +356,6 @@ def _check_matmul(fn: str, a: Any, b: Any) -> None:
         _broadcast_batch(fn, sa[:-2], sb[:-2], sa, sb)
 
 
-def matmul(input: Any, other: Any, *, out: Any = None) -> Any:
-    """Matrix product with PyTorch's rules for 1-D operands and broadcast batch dims.
-
-    Shapes: (k,)@(k,) -> (); (n, k)@(k,) -> (n,); (k,)@(k, m) -> (m,); (*, n, k)@(*, k, m) ->
-    (*, n, m) with the batch dims ``*`` broadcast. Example: ``matmul(x, w.mT)``.
-    """
-    a = _tensor(input, "matmul", "input", 1)
-    b = _tensor(other, "matmul", "other", 2)
-    _check_matmul("matmul", a, b)
-    na, nb = a._data.ndim, b._data.ndim
-    if na == 1 and nb == 1:
-        op: Any = Dot
-    elif na == 2 and nb == 2:
-        op = Mm
-    elif na == 2 and nb == 1:
-        op = Mv
-    elif na == 1 and nb == 2:
-        op = _VecMat
-    elif na == 3 and nb == 3 and a._data.shape[0] == b._data.shape[0]:
-        op = Bmm
-    else:
-        op = Matmul
-    return _result(op.apply(a, b), out)
-
-
-def mm(input: Any, mat2: Any, *, out: Any = None) -> Any:
-    """Matrix product of two 2-D tensors: (n, k) @ (k, m) -> (n, m)."""
-    a = _tensor(input, "mm", "input", 1)
-    b = _tensor(mat2, "mm", "mat2", 2)
-    for x, name in ((a, "self"), (b, "mat2")):
-        if x._data.ndim != 2:
-            raise RuntimeError(
-                f"{name} must be a matrix (mm: got shapes {_shape(a)} and {_shape(b)}); mm takes "
-                "2-D tensors only, use torch.matmul for vectors or batches"
-            )
-    _check_matmul("mm", a, b)
-    return _result(Mm.apply(a, b), out)
-
-
-def bmm(input: Any, mat2: Any, *, out: Any = None) -> Any:
-    """Batched matrix product of 3-D tensors: (b, n, k) @ (b, k, m) -> (b, n, m)."""
-    a = _tensor(input, "bmm", "input", 1)
-    b = _tensor(mat2, "bmm", "mat2", 2)
-    for x, name in ((a, "batch1"), (b, "batch2")):
-        if x._data.ndim != 3:
-            raise RuntimeError(
-                f"{name} must be a 3D tensor (bmm: got shapes {_shape(a)} and {_shape(b)}); use "
-                "torch.matmul to broadcast batch dims or multiply other ranks"
-            )
-    _same_dtype_mm("bmm", a, b)
-    _no_bool("bmm", a, b)
-    sa, sb = _shape(a), _shape(b)
-    if sb[0] != sa[0] or sb[1] != sa[2]:
-        raise RuntimeError(
-            f"Expected size for first two dimensions of batch2 tensor to be: [{sa[0]}, {sa[2]}] "
-            f"but got: [{sb[0]}, {sb[1]}]. (bmm: {sa} @ {sb}: the batch sizes must be equal and "
-            f"the inner dimensions {sa[2]} and {sb[1]} must match)"
-        )
-    return _result(Bmm.apply(a, b), out)
-
-
-def mv(input: Any, vec: Any, *, out: Any = None) -> Any:
-    """Matrix-vector product: (n, k) @ (k,) -> (n,)."""
-    a = _tensor(input, "mv", "input", 1)
-    v = _tensor(vec, "mv", "vec", 2)
-    if a._data.ndim != 2 or v._data.ndim != 1:
-        raise RuntimeError(
-            f"vector + matrix @ vector expected, got {a._data.ndim}, {v._data.ndim} (mv: shapes "
-            f"{_shape(a)} and {_shape(v)}; mv takes a 2-D matrix and a 1-D vector)"
-        )
-    _check_matmul("mv", a, v)
-    return _result(Mv.apply(a, v), out)
-
-
 def _check_vectors(fn: str, a: Any, b: Any) -> None:
     if a._data.ndim != 1 or b._data.ndim != 1:
         raise RuntimeError(
@@ -324,57 +377,24 @@ def _check_vectors(fn: str, a: Any, b: Any) -> None:
         )
 
 
-def dot(input: Any, tensor: Any, *, out: Any = None) -> Any:
-    """Inner product of two 1-D tensors (a 0-d tensor)."""
-    a = _tensor(input, "dot", "input", 1)
-    b = _tensor(tensor, "dot", "tensor", 2)
-    _check_vectors("dot", a, b)
-    return _result(Dot.apply(a, b), out)
-
-
-def vdot(input: Any, other: Any, *, out: Any = None) -> Any:
-    """sum(conj(a) * b) of two 1-D tensors (the dot product for real tensors)."""
-    a = _tensor(input, "vdot", "input", 1)
-    b = _tensor(other, "vdot", "other", 2)
-    _check_vectors("dot", a, b)
-    return _result(Vdot.apply(a, b), out)
-
-
-def inner(input: Any, other: Any, *, out: Any = None) -> Any:
-    """Sum over the last dims: out[i..., j...] = sum_k a[i..., k] b[j..., k] (a * b for 0-d)."""
-    a = _tensor(input, "inner", "input", 1)
-    b = _tensor(other, "inner", "other", 2)
-    if a._data.ndim == 0 or b._data.ndim == 0:
-        return _result(a * b, out)
-    sa, sb = _shape(a), _shape(b)
-    if sa[-1] != sb[-1]:
-        raise RuntimeError(
-            f"inner() the last dimension must match on both input tensors but got shapes "
-            f"{list(sa)} and {list(sb)}"
-        )
-    if a._data.dtype != b._data.dtype:
-        raise RuntimeError(
-            f"both inputs should have same dtype (inner: {_dname(a)} and {_dname(b)}); convert "
-            "one first, e.g. b.to(a.dtype)"
-        )
-    if len(sa) == 1 and len(sb) == 1:
-        return _result(dot(a, b), out)
-    k = sa[-1]
-    res = mm(a.reshape(math.prod(sa[:-1]), k), b.reshape(math.prod(sb[:-1]), k).mT)
-    return _result(res.reshape(sa[:-1] + sb[:-1]), out)
-
-
-def outer(input: Any, vec2: Any, *, out: Any = None) -> Any:
-    """Outer product of two 1-D tensors: out[i, j] = a[i] * b[j] (dtypes promote)."""
-    a = _tensor(input, "outer", "input", 1)
-    b = _tensor(vec2, "outer", "vec2", 2)
-    for x, name in ((a, "self"), (b, "vec2")):
-        if x._data.ndim != 1:
-            raise RuntimeError(
-                f"outer: Expected 1-D argument {name}, but got {x._data.ndim}-D (shape "
-                f"{_shape(x)}); flatten it first, e.g. x.flatten()"
-            )
-    return _result(a.reshape(-1, 1) * b.reshape(1, -1), out)
+def _mm_arrays(a: Any, b: Any) -> Any:
+    """a @ b on arrays: half types through float32, (batch..., n, k) @ (k, m) as one GEMM."""
+    dt = a.dtype
+    if a.ndim <= 2 and b.ndim <= 2 and dt.itemsize != 2:  # the common case, straight to BLAS
+        out = a @ b
+        return np.asarray(out) if isinstance(out, np.generic) else out
+    low = _is_low(dt)
+    if low:
+        a = a.astype(np.float32)
+        b = b.astype(np.float32)
+    if a.ndim > 2 and b.ndim == 2 and a.flags.c_contiguous:
+        rows = math.prod(a.shape[:-1])
+        out = (a.reshape(rows, a.shape[-1]) @ b).reshape(a.shape[:-1] + (b.shape[-1],))
+    else:
+        out = a @ b
+    if isinstance(out, np.generic):  # NumPy's 1-D @ 1-D gives a scalar
+        out = np.asarray(out)
+    return out.astype(dt) if low or out.dtype != dt else out
 
 
 ger = outer
@@ -382,6 +402,104 @@ ger = outer
 
 # ---------------------------------------------------------------------------------------------
 # addmm family: beta * input + alpha * (product)
+
+
+def addmm(input: Any, mat1: Any, mat2: Any, *, beta: Any = 1, alpha: Any = 1,
+          out: Any = None) -> Any:
+    """beta * input + alpha * (mat1 @ mat2) for matrices; input broadcasts to (n, m)."""
+    inp = _tensor(input, "addmm", "input", 1)
+    m1 = _tensor(mat1, "addmm", "mat1", 2)
+    m2 = _tensor(mat2, "addmm", "mat2", 3)
+    for x, name in ((m1, "mat1"), (m2, "mat2")):
+        if x._data.ndim != 2:
+            raise RuntimeError(
+                f"{name} must be a matrix, got {x._data.ndim}-D tensor (addmm: shapes "
+                f"{_shape(m1)} and {_shape(m2)})"
+            )
+    _check_add_dtypes("addmm", inp, m1, m2)
+    _check_matmul("addmm", m1, m2)
+    _check_input_expands("addmm", inp, (m1._data.shape[0], m2._data.shape[1]))
+    beta, alpha = _scalars("addmm", inp, beta, alpha)
+    return _result(Addmm.apply(inp, m1, m2, beta, alpha), out)
+
+
+def addmv(input: Any, mat: Any, vec: Any, *, beta: Any = 1, alpha: Any = 1,
+          out: Any = None) -> Any:
+    """beta * input + alpha * (mat @ vec); input broadcasts to (n,)."""
+    inp = _tensor(input, "addmv", "input", 1)
+    m = _tensor(mat, "addmv", "mat", 2)
+    v = _tensor(vec, "addmv", "vec", 3)
+    if m._data.ndim != 2 or v._data.ndim != 1 or inp._data.ndim > 1:
+        raise RuntimeError(
+            f"vector + matrix @ vector expected, got {inp._data.ndim}, {m._data.ndim}, "
+            f"{v._data.ndim} (addmv: shapes {_shape(inp)}, {_shape(m)}, {_shape(v)})"
+        )
+    if not (inp._data.dtype == m._data.dtype == v._data.dtype):
+        raise RuntimeError(
+            f"addmv input tensors must have the same dtype, but got {_legacy(inp)}, "
+            f"{_legacy(m)}, and {_legacy(v)}; convert first, e.g. "
+            "vec.to(mat.dtype)"
+        )
+    _no_bool("addmv", inp, m, v)
+    _check_matmul("addmv", m, v)
+    _check_input_expands("addmv", inp, (m._data.shape[0],))
+    beta, alpha = _scalars("addmv", inp, beta, alpha)
+    return _result(Addmv.apply(inp, m, v, beta, alpha), out)
+
+
+def addbmm(input: Any, batch1: Any, batch2: Any, *, beta: Any = 1, alpha: Any = 1,
+           out: Any = None) -> Any:
+    """beta * input + alpha * sum_b batch1[b] @ batch2[b]; input broadcasts to (n, m)."""
+    inp = _tensor(input, "addbmm", "input", 1)
+    b1 = _tensor(batch1, "addbmm", "batch1", 2)
+    b2 = _tensor(batch2, "addbmm", "batch2", 3)
+    _check_batches("addbmm", b1, b2)
+    _check_add_dtypes("addbmm", inp, b1, b2)
+    _check_input_expands("addbmm", inp, (b1._data.shape[1], b2._data.shape[2]))
+    beta, alpha = _scalars("addbmm", inp, beta, alpha)
+    return _result(Addbmm.apply(inp, b1, b2, beta, alpha), out)
+
+
+def baddbmm(input: Any, batch1: Any, batch2: Any, *, beta: Any = 1, alpha: Any = 1,
+            out: Any = None) -> Any:
+    """beta * input + alpha * bmm(batch1, batch2); input broadcasts to (b, n, m)."""
+    inp = _tensor(input, "baddbmm", "input", 1)
+    b1 = _tensor(batch1, "baddbmm", "batch1", 2)
+    b2 = _tensor(batch2, "baddbmm", "batch2", 3)
+    _check_batches("baddbmm", b1, b2)
+    _check_add_dtypes("baddbmm", inp, b1, b2)
+    s1, s2 = _shape(b1), _shape(b2)
+    _check_input_expands("baddbmm", inp, (s1[0], s1[1], s2[2]))
+    beta, alpha = _scalars("baddbmm", inp, beta, alpha)
+    return _result(Baddbmm.apply(inp, b1, b2, beta, alpha), out)
+
+
+def addr(input: Any, vec1: Any, vec2: Any, *, beta: Any = 1, alpha: Any = 1,
+         out: Any = None) -> Any:
+    """beta * input + alpha * outer(vec1, vec2)."""
+    inp = _tensor(input, "addr", "input", 1)
+    prod = outer(vec1, vec2)
+    if alpha != 1:
+        prod = prod * alpha
+    res = prod if beta == 0 else (inp + prod if beta == 1 else inp * beta + prod)
+    return _result(res, out)
+
+
+def chain_matmul(*matrices: Any, out: Any = None) -> Any:
+    """The product of two or more 2-D tensors, left to right (use torch.linalg.multi_dot)."""
+    if len(matrices) == 1 and isinstance(matrices[0], list | tuple):
+        matrices = tuple(matrices[0])
+    if not matrices:
+        raise RuntimeError("chain_matmul(): Expected one or more matrices")
+    res = matrices[0]
+    if res._data.ndim != 2:
+        raise RuntimeError(
+            f"Tensor dimension is {res._data.ndim}, expected 2 instead (chain_matmul takes 2-D "
+            "tensors)"
+        )
+    for m in matrices[1:]:
+        res = mm(res, m)
+    return _result(res, out)
 
 
 class _AddMatmul(Op):
@@ -490,49 +608,6 @@ def _check_add_dtypes(fn: str, inp: Any, m1: Any, m2: Any) -> None:
     _no_bool(fn, inp, m1, m2)
 
 
-def addmm(input: Any, mat1: Any, mat2: Any, *, beta: Any = 1, alpha: Any = 1,
-          out: Any = None) -> Any:
-    """beta * input + alpha * (mat1 @ mat2) for matrices; input broadcasts to (n, m)."""
-    inp = _tensor(input, "addmm", "input", 1)
-    m1 = _tensor(mat1, "addmm", "mat1", 2)
-    m2 = _tensor(mat2, "addmm", "mat2", 3)
-    for x, name in ((m1, "mat1"), (m2, "mat2")):
-        if x._data.ndim != 2:
-            raise RuntimeError(
-                f"{name} must be a matrix, got {x._data.ndim}-D tensor (addmm: shapes "
-                f"{_shape(m1)} and {_shape(m2)})"
-            )
-    _check_add_dtypes("addmm", inp, m1, m2)
-    _check_matmul("addmm", m1, m2)
-    _check_input_expands("addmm", inp, (m1._data.shape[0], m2._data.shape[1]))
-    beta, alpha = _scalars("addmm", inp, beta, alpha)
-    return _result(Addmm.apply(inp, m1, m2, beta, alpha), out)
-
-
-def addmv(input: Any, mat: Any, vec: Any, *, beta: Any = 1, alpha: Any = 1,
-          out: Any = None) -> Any:
-    """beta * input + alpha * (mat @ vec); input broadcasts to (n,)."""
-    inp = _tensor(input, "addmv", "input", 1)
-    m = _tensor(mat, "addmv", "mat", 2)
-    v = _tensor(vec, "addmv", "vec", 3)
-    if m._data.ndim != 2 or v._data.ndim != 1 or inp._data.ndim > 1:
-        raise RuntimeError(
-            f"vector + matrix @ vector expected, got {inp._data.ndim}, {m._data.ndim}, "
-            f"{v._data.ndim} (addmv: shapes {_shape(inp)}, {_shape(m)}, {_shape(v)})"
-        )
-    if not (inp._data.dtype == m._data.dtype == v._data.dtype):
-        raise RuntimeError(
-            f"addmv input tensors must have the same dtype, but got {_legacy(inp)}, "
-            f"{_legacy(m)}, and {_legacy(v)}; convert first, e.g. "
-            "vec.to(mat.dtype)"
-        )
-    _no_bool("addmv", inp, m, v)
-    _check_matmul("addmv", m, v)
-    _check_input_expands("addmv", inp, (m._data.shape[0],))
-    beta, alpha = _scalars("addmv", inp, beta, alpha)
-    return _result(Addmv.apply(inp, m, v, beta, alpha), out)
-
-
 def _check_batches(fn: str, b1: Any, b2: Any) -> None:
     for x, name in ((b1, "batch1"), (b2, "batch2")):
         if x._data.ndim != 3:
@@ -545,78 +620,3 @@ def _check_batches(fn: str, b1: Any, b2: Any) -> None:
             f"Expected size for first two dimensions of batch2 tensor to be: [{s1[0]}, {s1[2]}] "
             f"but got: [{s2[0]}, {s2[1]}]. ({fn}: {s1} @ {s2})"
         )
-
-
-def addbmm(input: Any, batch1: Any, batch2: Any, *, beta: Any = 1, alpha: Any = 1,
-           out: Any = None) -> Any:
-    """beta * input + alpha * sum_b batch1[b] @ batch2[b]; input broadcasts to (n, m)."""
-    inp = _tensor(input, "addbmm", "input", 1)
-    b1 = _tensor(batch1, "addbmm", "batch1", 2)
-    b2 = _tensor(batch2, "addbmm", "batch2", 3)
-    _check_batches("addbmm", b1, b2)
-    _check_add_dtypes("addbmm", inp, b1, b2)
-    _check_input_expands("addbmm", inp, (b1._data.shape[1], b2._data.shape[2]))
-    beta, alpha = _scalars("addbmm", inp, beta, alpha)
-    return _result(Addbmm.apply(inp, b1, b2, beta, alpha), out)
-
-
-def baddbmm(input: Any, batch1: Any, batch2: Any, *, beta: Any = 1, alpha: Any = 1,
-            out: Any = None) -> Any:
-    """beta * input + alpha * bmm(batch1, batch2); input broadcasts to (b, n, m)."""
-    inp = _tensor(input, "baddbmm", "input", 1)
-    b1 = _tensor(batch1, "baddbmm", "batch1", 2)
-    b2 = _tensor(batch2, "baddbmm", "batch2", 3)
-    _check_batches("baddbmm", b1, b2)
-    _check_add_dtypes("baddbmm", inp, b1, b2)
-    s1, s2 = _shape(b1), _shape(b2)
-    _check_input_expands("baddbmm", inp, (s1[0], s1[1], s2[2]))
-    beta, alpha = _scalars("baddbmm", inp, beta, alpha)
-    return _result(Baddbmm.apply(inp, b1, b2, beta, alpha), out)
-
-
-def addr(input: Any, vec1: Any, vec2: Any, *, beta: Any = 1, alpha: Any = 1,
-         out: Any = None) -> Any:
-    """beta * input + alpha * outer(vec1, vec2)."""
-    inp = _tensor(input, "addr", "input", 1)
-    prod = outer(vec1, vec2)
-    if alpha != 1:
-        prod = prod * alpha
-    res = prod if beta == 0 else (inp + prod if beta == 1 else inp * beta + prod)
-    return _result(res, out)
-
-
-def chain_matmul(*matrices: Any, out: Any = None) -> Any:
-    """The product of two or more 2-D tensors, left to right (use torch.linalg.multi_dot)."""
-    if len(matrices) == 1 and isinstance(matrices[0], list | tuple):
-        matrices = tuple(matrices[0])
-    if not matrices:
-        raise RuntimeError("chain_matmul(): Expected one or more matrices")
-    res = matrices[0]
-    if res._data.ndim != 2:
-        raise RuntimeError(
-            f"Tensor dimension is {res._data.ndim}, expected 2 instead (chain_matmul takes 2-D "
-            "tensors)"
-        )
-    for m in matrices[1:]:
-        res = mm(res, m)
-    return _result(res, out)
-
-
-def _mm_arrays(a: Any, b: Any) -> Any:
-    """a @ b on arrays: half types through float32, (batch..., n, k) @ (k, m) as one GEMM."""
-    dt = a.dtype
-    if a.ndim <= 2 and b.ndim <= 2 and dt.itemsize != 2:  # the common case, straight to BLAS
-        out = a @ b
-        return np.asarray(out) if isinstance(out, np.generic) else out
-    low = _is_low(dt)
-    if low:
-        a = a.astype(np.float32)
-        b = b.astype(np.float32)
-    if a.ndim > 2 and b.ndim == 2 and a.flags.c_contiguous:
-        rows = math.prod(a.shape[:-1])
-        out = (a.reshape(rows, a.shape[-1]) @ b).reshape(a.shape[:-1] + (b.shape[-1],))
-    else:
-        out = a @ b
-    if isinstance(out, np.generic):  # NumPy's 1-D @ 1-D gives a scalar
-        out = np.asarray(out)
-    return out.astype(dt) if low or out.dtype != dt else out

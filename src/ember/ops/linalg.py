@@ -43,8 +43,213 @@ __all__ = [
 # inverse, determinants, solve (the matrix functions with cheap derivatives)
 
 
+_slogdet_result = namedtuple("slogdet", ["sign", "logabsdet"])
+
+
+def inverse(input: Any, *, out: Any = None) -> Any:
+    """The inverse of a square matrix (or of each matrix in a batch)."""
+    x = _tensor(input, "inverse", "input", 1)
+    _check_float("linalg.inv", x)
+    _check_square("linalg.inv", x)
+    return _result(Inverse.apply(x), out)
+
+
+def det(input: Any) -> Any:
+    """The determinant of a square matrix (or of each matrix in a batch)."""
+    x = _tensor(input, "det", "input", 1)
+    _check_float("linalg.det", x)
+    _check_square("linalg.det", x)
+    return Det.apply(x)
+
+
+def slogdet(input: Any) -> Any:
+    """(sign, log|det|) of a square matrix (or each in a batch): log|det| stays finite."""
+    x = _tensor(input, "slogdet", "input", 1)
+    _check_float("linalg.slogdet", x)
+    _check_square("linalg.slogdet", x)
+    sign, logabs = Slogdet.apply(x)
+    return _slogdet_result(sign, logabs)
+
+
+def logdet(input: Any) -> Any:
+    """log det(A): -inf for a singular matrix, nan for a negative determinant."""
+    sign, logabs = slogdet(input)
+    return _pp.where(sign < 0, float("nan"), logabs)
+
+
+def solve(A: Any, B: Any, *, left: bool = True, out: Any = None) -> Any:
+    """X with A @ X = B (``left=False``: X @ A = B); B is a vector, a matrix or a batch of them."""
+    a = _tensor(A, "linalg.solve", "A", 1)
+    b = _tensor(B, "linalg.solve", "B", 2)
+    _check_float("linalg.solve", a)
+    _check_square("linalg.solve", a)
+    if a._data.dtype != b._data.dtype:
+        raise RuntimeError(
+            f"linalg.solve: Expected A and B to have the same dtype, but found A of type "
+            f"{_legacy(a)} and B of type {_legacy(b)} instead; convert "
+            "one first, e.g. B.to(A.dtype)"
+        )
+    sa, sb = _shape(a), _shape(b)
+    vector = _solve_is_vector(sa, sb)
+    if not left:
+        a = a.mT
+    bm = b.unsqueeze(-1) if vector else b
+    if not vector and not left:
+        bm = bm.mT
+    smat = _shape(bm)
+    if len(smat) < 2 or smat[-2] != sa[-1]:
+        raise RuntimeError(
+            f"linalg.solve: Incompatible shapes of A and B for the equation "
+            f"{'AX = B' if left else 'XA = B'} ({sa[-2]}x{sa[-1]} and "
+            f"{'x'.join(str(v) for v in (sb[-2:] if not vector else sb[-1:]))}) (shapes {sa} and "
+            f"{sb})"
+        )
+    _broadcast_batch("linalg.solve", sa[:-2], smat[:-2], sa, sb)
+    x = Solve.apply(a, bm)
+    if vector:
+        x = x.squeeze(-1)
+    elif not left:
+        x = x.mT
+    return _result(x, out)
+
+
+def cholesky(input: Any, upper: bool = False, *, out: Any = None) -> Any:
+    """The Cholesky factor L (lower; U = L^T with ``upper``) of a symmetric positive-definite A."""
+    a = _tensor(input, "linalg.cholesky", "A", 1)
+    _check_float("linalg.cholesky", a)
+    _check_square("linalg.cholesky", a)
+    low = Cholesky.apply(a)
+    return _result(low.mT if upper else low, out)
+
+
 class LinAlgError(RuntimeError):
     """A linear-algebra routine could not complete (singular or not positive-definite input)."""
+
+
+class Inverse(Op):
+    """out = A^-1          grad_A = -out^T @ grad @ out^T"""
+
+    node_name = "LinalgInvExBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, a: Any) -> Any:
+        xp = ctx.xp
+        out = _lapack("linalg.inv", lambda: xp.linalg.inv(a), a)
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (inv,) = ctx.saved
+        it = inv.swapaxes(-1, -2)
+        return -ctx.call(Matmul, ctx.call(Matmul, it, grad), it)
+
+
+class Det(Op):
+    """out = det(A)          grad_A = grad * det(A) * A^-T  (the cofactor matrix; via the SVD
+    A = U S V^T as det(U) det(V) U diag(prod_{j != i} s_j) V^T, so singular A works too)"""
+
+    node_name = "LinalgDetBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, a: Any) -> Any:
+        xp = ctx.xp
+        out = xp.asarray(xp.linalg.det(a))
+        ctx.save_for_backward(a, out)
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        a, det = ctx.saved
+        shape = tuple(grad.shape) + (1, 1)
+        if isinstance(a, TensorBase):  # create_graph: differentiable form (A invertible)
+            inv_t = ctx.call(Inverse, a).swapaxes(-1, -2)
+            return (grad * det).reshape(shape) * inv_t
+        xp = ctx.xp
+        if a.shape[-1] == 0:
+            return xp.zeros(a.shape, dtype=a.dtype)
+        u, s, vh = xp.linalg.svd(a)
+        sign = xp.linalg.det(u) * xp.linalg.det(vh)
+        cof = (u * _prod_except(xp, s)[..., None, :]) @ vh
+        return (grad * sign).reshape(shape) * cof
+
+
+class Slogdet(Op):
+    """(sign, logabsdet) = slogdet(A)          grad_A = grad_logabsdet * A^-T  (sign: no gradient)"""
+
+    node_name = "LinalgSlogdetBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, a: Any) -> Any:
+        xp = ctx.xp
+        sign, logabs = xp.linalg.slogdet(a)
+        sign, logabs = xp.asarray(sign), xp.asarray(logabs)
+        ctx.save_for_backward(a)
+        ctx.mark_non_differentiable(sign)
+        return sign, logabs
+
+    @staticmethod
+    def backward(ctx: Any, gsign: Any, glog: Any) -> Any:
+        (a,) = ctx.saved
+        inv_t = ctx.call(Inverse, a).swapaxes(-1, -2)
+        return glog.reshape(tuple(glog.shape) + (1, 1)) * inv_t
+
+
+class Solve(Op):
+    """X = A^-1 B  (B: (*, n, k))          grad_B = A^-T grad          grad_A = -grad_B X^T"""
+
+    node_name = "LinalgSolveExBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, a: Any, b: Any) -> Any:
+        xp = ctx.xp
+        batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+        aa = xp.broadcast_to(a, batch + a.shape[-2:])
+        bb = xp.broadcast_to(b, batch + b.shape[-2:])
+        x = _lapack("linalg.solve", lambda: xp.linalg.solve(aa, bb), a)
+        ctx.save_for_backward(a, x)
+        return x
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        a, x = ctx.saved
+        need = ctx.needs_input_grad
+        gb = ctx.call(Solve, a.swapaxes(-1, -2), grad)
+        ga = -ctx.call(Matmul, gb, x.swapaxes(-1, -2)) if need[0] else None
+        return ga, (gb if need[1] else None)
+
+
+class Cholesky(Op):
+    """L = cholesky(A), A = L L^T
+    grad_A = sym(L^-T Phi(L^T grad) L^-1), Phi = lower triangle with the diagonal halved,
+    sym(S) = (S + S^T) / 2"""
+
+    node_name = "LinalgCholeskyExBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, a: Any) -> Any:
+        xp = ctx.xp
+        try:
+            low = xp.linalg.cholesky(a)
+        except Exception as e:  # numpy.linalg.LinAlgError
+            if type(e).__name__ != "LinAlgError":
+                raise
+            raise LinAlgError(
+                "linalg.cholesky: The factorization could not be completed because the input is "
+                f"not positive-definite (input shape {tuple(a.shape)}). Check that A is symmetric "
+                "positive-definite; adding a small multiple of the identity often helps"
+            ) from None
+        ctx.save_for_backward(low)
+        return low
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (low,) = ctx.saved
+        p = ctx.call(Matmul, low.swapaxes(-1, -2), grad)
+        phi = ctx.call(Tril, p, -1) + 0.5 * ctx.call(Triu, ctx.call(Tril, p, 0), 0)
+        inv = ctx.call(Inverse, low)
+        s = ctx.call(Matmul, ctx.call(Matmul, inv.swapaxes(-1, -2), phi), inv)
+        return 0.5 * (s + s.swapaxes(-1, -2))
 
 
 def _check_square(fn: str, x: Any, what: str = "A") -> None:
@@ -86,33 +291,6 @@ def _lapack(fn: str, call: Any, x: Any) -> Any:
         raise LinAlgError(f"{fn}: {e} (input shape {tuple(x.shape)})") from None
 
 
-class Inverse(Op):
-    """out = A^-1          grad_A = -out^T @ grad @ out^T"""
-
-    node_name = "LinalgInvExBackward0"
-
-    @staticmethod
-    def forward(ctx: Any, a: Any) -> Any:
-        xp = ctx.xp
-        out = _lapack("linalg.inv", lambda: xp.linalg.inv(a), a)
-        ctx.save_for_backward(out)
-        return out
-
-    @staticmethod
-    def backward(ctx: Any, grad: Any) -> Any:
-        (inv,) = ctx.saved
-        it = inv.swapaxes(-1, -2)
-        return -ctx.call(Matmul, ctx.call(Matmul, it, grad), it)
-
-
-def inverse(input: Any, *, out: Any = None) -> Any:
-    """The inverse of a square matrix (or of each matrix in a batch)."""
-    x = _tensor(input, "inverse", "input", 1)
-    _check_float("linalg.inv", x)
-    _check_square("linalg.inv", x)
-    return _result(Inverse.apply(x), out)
-
-
 def _prod_except(xp: Any, s: Any) -> Any:
     """p[..., i] = prod_{j != i} s[..., j], without dividing (s may hold zeros)."""
     n = s.shape[-1]
@@ -122,187 +300,44 @@ def _prod_except(xp: Any, s: Any) -> Any:
     return left * right
 
 
-class Det(Op):
-    """out = det(A)          grad_A = grad * det(A) * A^-T  (the cofactor matrix; via the SVD
-    A = U S V^T as det(U) det(V) U diag(prod_{j != i} s_j) V^T, so singular A works too)"""
-
-    node_name = "LinalgDetBackward0"
-
-    @staticmethod
-    def forward(ctx: Any, a: Any) -> Any:
-        xp = ctx.xp
-        out = xp.asarray(xp.linalg.det(a))
-        ctx.save_for_backward(a, out)
-        return out
-
-    @staticmethod
-    def backward(ctx: Any, grad: Any) -> Any:
-        a, det = ctx.saved
-        shape = tuple(grad.shape) + (1, 1)
-        if isinstance(a, TensorBase):  # create_graph: differentiable form (A invertible)
-            inv_t = ctx.call(Inverse, a).swapaxes(-1, -2)
-            return (grad * det).reshape(shape) * inv_t
-        xp = ctx.xp
-        if a.shape[-1] == 0:
-            return xp.zeros(a.shape, dtype=a.dtype)
-        u, s, vh = xp.linalg.svd(a)
-        sign = xp.linalg.det(u) * xp.linalg.det(vh)
-        cof = (u * _prod_except(xp, s)[..., None, :]) @ vh
-        return (grad * sign).reshape(shape) * cof
-
-
-def det(input: Any) -> Any:
-    """The determinant of a square matrix (or of each matrix in a batch)."""
-    x = _tensor(input, "det", "input", 1)
-    _check_float("linalg.det", x)
-    _check_square("linalg.det", x)
-    return Det.apply(x)
-
-
-class Slogdet(Op):
-    """(sign, logabsdet) = slogdet(A)          grad_A = grad_logabsdet * A^-T  (sign: no gradient)"""
-
-    node_name = "LinalgSlogdetBackward0"
-
-    @staticmethod
-    def forward(ctx: Any, a: Any) -> Any:
-        xp = ctx.xp
-        sign, logabs = xp.linalg.slogdet(a)
-        sign, logabs = xp.asarray(sign), xp.asarray(logabs)
-        ctx.save_for_backward(a)
-        ctx.mark_non_differentiable(sign)
-        return sign, logabs
-
-    @staticmethod
-    def backward(ctx: Any, gsign: Any, glog: Any) -> Any:
-        (a,) = ctx.saved
-        inv_t = ctx.call(Inverse, a).swapaxes(-1, -2)
-        return glog.reshape(tuple(glog.shape) + (1, 1)) * inv_t
-
-
-_slogdet_result = namedtuple("slogdet", ["sign", "logabsdet"])
-
-
-def slogdet(input: Any) -> Any:
-    """(sign, log|det|) of a square matrix (or each in a batch): log|det| stays finite."""
-    x = _tensor(input, "slogdet", "input", 1)
-    _check_float("linalg.slogdet", x)
-    _check_square("linalg.slogdet", x)
-    sign, logabs = Slogdet.apply(x)
-    return _slogdet_result(sign, logabs)
-
-
-def logdet(input: Any) -> Any:
-    """log det(A): -inf for a singular matrix, nan for a negative determinant."""
-    sign, logabs = slogdet(input)
-    return _pp.where(sign < 0, float("nan"), logabs)
-
-
-class Solve(Op):
-    """X = A^-1 B  (B: (*, n, k))          grad_B = A^-T grad          grad_A = -grad_B X^T"""
-
-    node_name = "LinalgSolveExBackward0"
-
-    @staticmethod
-    def forward(ctx: Any, a: Any, b: Any) -> Any:
-        xp = ctx.xp
-        batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
-        aa = xp.broadcast_to(a, batch + a.shape[-2:])
-        bb = xp.broadcast_to(b, batch + b.shape[-2:])
-        x = _lapack("linalg.solve", lambda: xp.linalg.solve(aa, bb), a)
-        ctx.save_for_backward(a, x)
-        return x
-
-    @staticmethod
-    def backward(ctx: Any, grad: Any) -> Any:
-        a, x = ctx.saved
-        need = ctx.needs_input_grad
-        gb = ctx.call(Solve, a.swapaxes(-1, -2), grad)
-        ga = -ctx.call(Matmul, gb, x.swapaxes(-1, -2)) if need[0] else None
-        return ga, (gb if need[1] else None)
-
-
 def _solve_is_vector(sa: tuple, sb: tuple) -> bool:
     """PyTorch's rule: B is a (batch of) vector(s) when it is 1-D or has A's shape minus one dim."""
     return len(sb) == 1 or (len(sb) == len(sa) - 1 and sb == sa[:-1])
 
 
-def solve(A: Any, B: Any, *, left: bool = True, out: Any = None) -> Any:
-    """X with A @ X = B (``left=False``: X @ A = B); B is a vector, a matrix or a batch of them."""
-    a = _tensor(A, "linalg.solve", "A", 1)
-    b = _tensor(B, "linalg.solve", "B", 2)
-    _check_float("linalg.solve", a)
-    _check_square("linalg.solve", a)
-    if a._data.dtype != b._data.dtype:
-        raise RuntimeError(
-            f"linalg.solve: Expected A and B to have the same dtype, but found A of type "
-            f"{_legacy(a)} and B of type {_legacy(b)} instead; convert "
-            "one first, e.g. B.to(A.dtype)"
-        )
-    sa, sb = _shape(a), _shape(b)
-    vector = _solve_is_vector(sa, sb)
-    if not left:
-        a = a.mT
-    bm = b.unsqueeze(-1) if vector else b
-    if not vector and not left:
-        bm = bm.mT
-    smat = _shape(bm)
-    if len(smat) < 2 or smat[-2] != sa[-1]:
-        raise RuntimeError(
-            f"linalg.solve: Incompatible shapes of A and B for the equation "
-            f"{'AX = B' if left else 'XA = B'} ({sa[-2]}x{sa[-1]} and "
-            f"{'x'.join(str(v) for v in (sb[-2:] if not vector else sb[-1:]))}) (shapes {sa} and "
-            f"{sb})"
-        )
-    _broadcast_batch("linalg.solve", sa[:-2], smat[:-2], sa, sb)
-    x = Solve.apply(a, bm)
-    if vector:
-        x = x.squeeze(-1)
-    elif not left:
-        x = x.mT
-    return _result(x, out)
+# ---------------------------------------------------------------------------------------------
+# the decompositions: qr, svd, eigh, pinv (and their torch names)
 
 
-class Cholesky(Op):
-    """L = cholesky(A), A = L L^T
-    grad_A = sym(L^-T Phi(L^T grad) L^-1), Phi = lower triangle with the diagonal halved,
-    sym(S) = (S + S^T) / 2"""
-
-    node_name = "LinalgCholeskyExBackward0"
-
-    @staticmethod
-    def forward(ctx: Any, a: Any) -> Any:
-        xp = ctx.xp
-        try:
-            low = xp.linalg.cholesky(a)
-        except Exception as e:  # numpy.linalg.LinAlgError
-            if type(e).__name__ != "LinAlgError":
-                raise
-            raise LinAlgError(
-                "linalg.cholesky: The factorization could not be completed because the input is "
-                f"not positive-definite (input shape {tuple(a.shape)}). Check that A is symmetric "
-                "positive-definite; adding a small multiple of the identity often helps"
-            ) from None
-        ctx.save_for_backward(low)
-        return low
-
-    @staticmethod
-    def backward(ctx: Any, grad: Any) -> Any:
-        (low,) = ctx.saved
-        p = ctx.call(Matmul, low.swapaxes(-1, -2), grad)
-        phi = ctx.call(Tril, p, -1) + 0.5 * ctx.call(Triu, ctx.call(Tril, p, 0), 0)
-        inv = ctx.call(Inverse, low)
-        s = ctx.call(Matmul, ctx.call(Matmul, inv.swapaxes(-1, -2), phi), inv)
-        return 0.5 * (s + s.swapaxes(-1, -2))
+_qr_result = namedtuple("qr", ["Q", "R"])
 
 
-def cholesky(input: Any, upper: bool = False, *, out: Any = None) -> Any:
-    """The Cholesky factor L (lower; U = L^T with ``upper``) of a symmetric positive-definite A."""
-    a = _tensor(input, "linalg.cholesky", "A", 1)
-    _check_float("linalg.cholesky", a)
-    _check_square("linalg.cholesky", a)
-    low = Cholesky.apply(a)
-    return _result(low.mT if upper else low, out)
+_svd_result = namedtuple("svd", ["U", "S", "V"])
+
+
+def qr(input: Any, some: bool = True, *, out: Any = None) -> Any:
+    """(Q, R) with A = Q R (reduced when ``some``); prefer torch.linalg.qr."""
+    a = _tensor(input, "qr", "input", 1)
+    _check_decomposable("linalg.qr", a)
+    q, r = Qr.apply(a, "reduced" if some else "complete")
+    return _qr_result(q, r)
+
+
+def svd(input: Any, some: bool = True, compute_uv: bool = True, *, out: Any = None) -> Any:
+    """(U, S, V) with A = U diag(S) V^T (note: V, not Vh); prefer torch.linalg.svd."""
+    a = _tensor(input, "svd", "input", 1)
+    _check_decomposable("linalg.svd", a)
+    u, s, vh = Svd.apply(a, not some)
+    if not compute_uv:
+        return _svd_result(zeros_like(u), s, zeros_like(vh.mT))
+    return _svd_result(u, s, vh.mT)
+
+
+def pinverse(input: Any, rcond: float = 1e-15) -> Any:
+    """The Moore-Penrose pseudo-inverse; prefer torch.linalg.pinv."""
+    a = _tensor(input, "pinverse", "input", 1)
+    _check_decomposable("linalg.pinv", a)
+    return Pinv.apply(a, rcond, False)
 
 
 class _ForwardOnly(Op):
@@ -334,21 +369,6 @@ class Qr(_ForwardOnly):
             return xp.zeros((0,), dtype=a.dtype), r
         q, r = xp.linalg.qr(a, mode=mode)
         return q, r
-
-
-def _row(v: Any) -> Any:
-    """(..., k) -> (..., 1, k)"""
-    return v.reshape(tuple(v.shape[:-1]) + (1, v.shape[-1]))
-
-
-def _col(v: Any) -> Any:
-    """(..., k) -> (..., k, 1)"""
-    return v.reshape(tuple(v.shape) + (1,))
-
-
-def _eye_like(v: Any) -> Any:
-    """The k x k identity for a (..., k) array or tensor ``v``."""
-    return _const(v, lambda xp, dt, k=v.shape[-1]: xp.eye(k, dtype=dt))
 
 
 class Svd(Op):
@@ -520,8 +540,19 @@ class Pinv(Op):
         return term1 + term2 + term3, None, None
 
 
-_qr_result = namedtuple("qr", ["Q", "R"])
-_svd_result = namedtuple("svd", ["U", "S", "V"])
+def _row(v: Any) -> Any:
+    """(..., k) -> (..., 1, k)"""
+    return v.reshape(tuple(v.shape[:-1]) + (1, v.shape[-1]))
+
+
+def _col(v: Any) -> Any:
+    """(..., k) -> (..., k, 1)"""
+    return v.reshape(tuple(v.shape) + (1,))
+
+
+def _eye_like(v: Any) -> Any:
+    """The k x k identity for a (..., k) array or tensor ``v``."""
+    return _const(v, lambda xp, dt, k=v.shape[-1]: xp.eye(k, dtype=dt))
 
 
 def _check_decomposable(fn: str, x: Any) -> None:
@@ -532,40 +563,8 @@ def _check_decomposable(fn: str, x: Any) -> None:
         )
 
 
-def qr(input: Any, some: bool = True, *, out: Any = None) -> Any:
-    """(Q, R) with A = Q R (reduced when ``some``); prefer torch.linalg.qr."""
-    a = _tensor(input, "qr", "input", 1)
-    _check_decomposable("linalg.qr", a)
-    q, r = Qr.apply(a, "reduced" if some else "complete")
-    return _qr_result(q, r)
-
-
-def svd(input: Any, some: bool = True, compute_uv: bool = True, *, out: Any = None) -> Any:
-    """(U, S, V) with A = U diag(S) V^T (note: V, not Vh); prefer torch.linalg.svd."""
-    a = _tensor(input, "svd", "input", 1)
-    _check_decomposable("linalg.svd", a)
-    u, s, vh = Svd.apply(a, not some)
-    if not compute_uv:
-        return _svd_result(zeros_like(u), s, zeros_like(vh.mT))
-    return _svd_result(u, s, vh.mT)
-
-
-def pinverse(input: Any, rcond: float = 1e-15) -> Any:
-    """The Moore-Penrose pseudo-inverse; prefer torch.linalg.pinv."""
-    a = _tensor(input, "pinverse", "input", 1)
-    _check_decomposable("linalg.pinv", a)
-    return Pinv.apply(a, rcond, False)
-
-
-def _move_to_end(a: Any, d0: int, d1: int) -> Any:
-    return a.movedim((d0, d1), (-2, -1))
-
-
-def _restore_dims(r: Any, d0: int, d1: int, keepdim: bool) -> Any:
-    if keepdim:
-        for d in sorted((d0, d1)):
-            r = r.unsqueeze(d)
-    return r
+# ---------------------------------------------------------------------------------------------
+# matrix norms and powers
 
 
 def matrix_norm(A: Any, ord: Any = "fro", dim: tuple = (-2, -1), keepdim: bool = False, *,
@@ -632,3 +631,14 @@ def matrix_power(input: Any, n: int) -> Any:
         if n:
             base = matmul(base, base)
     return result
+
+
+def _move_to_end(a: Any, d0: int, d1: int) -> Any:
+    return a.movedim((d0, d1), (-2, -1))
+
+
+def _restore_dims(r: Any, d0: int, d1: int, keepdim: bool) -> Any:
+    if keepdim:
+        for d in sorted((d0, d1)):
+            r = r.unsqueeze(d)
+    return r

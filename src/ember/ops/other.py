@@ -43,6 +43,7 @@ __all__ = [
     "nextafter", "bitwise_left_shift", "bitwise_right_shift",
 ]
 
+
 # ---------------------------------------------------------------------------------------------
 # predicates and identities on real tensors
 
@@ -95,9 +96,6 @@ def conj(input: Any) -> Any:
     return input
 
 
-conj_physical = resolve_conj = resolve_neg = conj
-
-
 def real(input: Any) -> Any:
     """The tensor itself for a real tensor (as PyTorch returns ``self``)."""
     return input
@@ -118,6 +116,9 @@ def detach(input: Any) -> Any:
 
 def get_device(input: Any) -> int:
     return input.get_device()
+
+
+conj_physical = resolve_conj = resolve_neg = conj
 
 
 # ---------------------------------------------------------------------------------------------
@@ -232,20 +233,6 @@ def cdist(x1: Any, x2: Any, p: float = 2.0,
     return _pnorm_last(diff_, p)
 
 
-def _pnorm_last(d: Any, p: float) -> Any:
-    """The p-norm over the last dim, with gradient 0 where the norm is 0 (PyTorch's choice)."""
-    a = d.abs()
-    if p == 0:
-        return (a != 0).to(d.dtype).sum(-1) + (d * 0).sum(-1)
-    if p == math.inf:
-        return a.amax(-1)
-    if p == 1:
-        return a.sum(-1)
-    s = (a ** p).sum(-1)
-    safe = _pp.where(s > 0, s, s.new_ones(()))
-    return _pp.where(s > 0, safe ** (1.0 / p), s * 0)
-
-
 def dist(input: Any, other: Any, p: float = 2) -> Any:
     """The p-norm of ``input - other`` (broadcast), a 0-d tensor."""
     d = (input - other).reshape(-1)
@@ -307,6 +294,20 @@ def cumulative_trapezoid(y: Any, x: Any = None, *, dx: float | None = None, dim:
     return (mid * diff(x, dim=dim)).cumsum(dim)
 
 
+def _pnorm_last(d: Any, p: float) -> Any:
+    """The p-norm over the last dim, with gradient 0 where the norm is 0 (PyTorch's choice)."""
+    a = d.abs()
+    if p == 0:
+        return (a != 0).to(d.dtype).sum(-1) + (d * 0).sum(-1)
+    if p == math.inf:
+        return a.amax(-1)
+    if p == 1:
+        return a.sum(-1)
+    s = (a ** p).sum(-1)
+    safe = _pp.where(s > 0, s, s.new_ones(()))
+    return _pp.where(s > 0, safe ** (1.0 / p), s * 0)
+
+
 # ---------------------------------------------------------------------------------------------
 # order statistics
 
@@ -322,6 +323,53 @@ def nanquantile(input: Any, q: Any, dim: int | None = None, keepdim: bool = Fals
                 interpolation: str = "linear", out: Any = None) -> Any:
     """``quantile`` that ignores NaNs (an all-NaN slice gives NaN)."""
     return _quantile(input, q, dim, keepdim, interpolation, ignore_nan=True, name="nanquantile")
+
+
+def bucketize(input: Any, boundaries: Any, *, out_int32: bool = False, right: bool = False,
+              out: Any = None) -> Any:
+    """The index of the bucket each value falls in, given sorted 1-D ``boundaries``."""
+    if boundaries.dim() != 1:
+        raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim({boundaries.dim()})")
+    scalar = not isinstance(input, TensorBase)
+    x = tensor(input) if scalar else input
+    res = searchsorted(boundaries, x, out_int32=out_int32, right=right)
+    return res.reshape(()) if scalar else res
+
+
+def unravel_index(indices: Any, shape: Any) -> tuple:
+    """Flat indices to a tuple of coordinate tensors for ``shape``."""
+    idx = _as(indices)
+    if idx.is_floating_point() or idx.dtype == _dtype.bool_:
+        raise TypeError(f"expected 'indices' to be integer dtype, but got {idx.dtype}")
+    shape = (shape,) if isinstance(shape, builtins.int) else tuple(builtins.int(s) for s in shape)
+    if any(s < 0 for s in shape):
+        raise ValueError("'shape' cannot have negative values, but got " + str(shape))
+    total = math.prod(shape)
+    data = idx.detach().cpu().numpy().astype(np.int64)
+    if ((data < -total) | (data >= total)).any():
+        raise ValueError(f"'indices' must be in range [-{total}, {total}-1]")
+    coords = np.unravel_index(np.where(data < 0, data + total, data), shape)
+    return tuple(tensor(c.astype(np.int64), device=idx.device) for c in coords)
+
+
+def isin(elements: Any, test_elements: Any, *, assume_unique: bool = False,
+         invert: bool = False) -> Any:
+    """Whether each element of ``elements`` is in ``test_elements`` (a bool tensor)."""
+    a = _as(elements)
+    b = _as(test_elements)
+    xp = np
+    res = xp.isin(a.detach().cpu().numpy(), b.detach().cpu().numpy(), invert=invert)
+    return tensor(res, device=a.device)
+
+
+def gcd(input: Any, other: Any) -> Any:
+    """Elementwise greatest common divisor of integer tensors."""
+    return _int_binary("gcd", np.gcd, input, other)
+
+
+def lcm(input: Any, other: Any) -> Any:
+    """Elementwise least common multiple of integer tensors."""
+    return _int_binary("lcm", np.lcm, input, other)
 
 
 def _quantile(input: Any, q: Any, dim: Any, keepdim: bool, interpolation: str,
@@ -383,43 +431,6 @@ def _quantile(input: Any, q: Any, dim: Any, keepdim: bool, interpolation: str,
     return res[0] if scalar_q else res
 
 
-def bucketize(input: Any, boundaries: Any, *, out_int32: bool = False, right: bool = False,
-              out: Any = None) -> Any:
-    """The index of the bucket each value falls in, given sorted 1-D ``boundaries``."""
-    if boundaries.dim() != 1:
-        raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim({boundaries.dim()})")
-    scalar = not isinstance(input, TensorBase)
-    x = tensor(input) if scalar else input
-    res = searchsorted(boundaries, x, out_int32=out_int32, right=right)
-    return res.reshape(()) if scalar else res
-
-
-def unravel_index(indices: Any, shape: Any) -> tuple:
-    """Flat indices to a tuple of coordinate tensors for ``shape``."""
-    idx = _as(indices)
-    if idx.is_floating_point() or idx.dtype == _dtype.bool_:
-        raise TypeError(f"expected 'indices' to be integer dtype, but got {idx.dtype}")
-    shape = (shape,) if isinstance(shape, builtins.int) else tuple(builtins.int(s) for s in shape)
-    if any(s < 0 for s in shape):
-        raise ValueError("'shape' cannot have negative values, but got " + str(shape))
-    total = math.prod(shape)
-    data = idx.detach().cpu().numpy().astype(np.int64)
-    if ((data < -total) | (data >= total)).any():
-        raise ValueError(f"'indices' must be in range [-{total}, {total}-1]")
-    coords = np.unravel_index(np.where(data < 0, data + total, data), shape)
-    return tuple(tensor(c.astype(np.int64), device=idx.device) for c in coords)
-
-
-def isin(elements: Any, test_elements: Any, *, assume_unique: bool = False,
-         invert: bool = False) -> Any:
-    """Whether each element of ``elements`` is in ``test_elements`` (a bool tensor)."""
-    a = _as(elements)
-    b = _as(test_elements)
-    xp = np
-    res = xp.isin(a.detach().cpu().numpy(), b.detach().cpu().numpy(), invert=invert)
-    return tensor(res, device=a.device)
-
-
 def _int_binary(name: str, fn: Any, a: Any, b: Any) -> Any:
     a, b = _as(a), _as(b)
     dt = _dtype.result_type(a, b)
@@ -428,16 +439,6 @@ def _int_binary(name: str, fn: Any, a: Any, b: Any) -> Any:
                            f"{name} needs integer tensors")
     res = fn(a.detach().cpu().numpy(), b.detach().cpu().numpy()).astype(dt.np)
     return tensor(res, device=a.device)
-
-
-def gcd(input: Any, other: Any) -> Any:
-    """Elementwise greatest common divisor of integer tensors."""
-    return _int_binary("gcd", np.gcd, input, other)
-
-
-def lcm(input: Any, other: Any) -> Any:
-    """Elementwise least common multiple of integer tensors."""
-    return _int_binary("lcm", np.lcm, input, other)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -507,29 +508,6 @@ def rsub(input: Any, other: Any, *, alpha: Any = 1) -> Any:
 # window functions
 
 
-def _window(name: str, n: int, periodic: bool, fn: Any, dtype: Any, **kw: Any) -> Any:
-    dt = _dtype.get_default_dtype() if dtype is None else dtype
-    if not dt.is_floating_point:
-        raise RuntimeError(f"{name} expects floating point dtypes, got: {dt}")
-    if n < 0:
-        raise RuntimeError(f"{name} requires non-negative window_length, got window_length={n}")
-    if n == 0:
-        return tensor(np.zeros(0, np.float64), dtype=dt, **kw)
-    if n == 1:
-        return tensor(np.ones(1, np.float64), dtype=dt, **kw)
-    m = n + 1 if periodic else n
-    w = fn(m)[:n]
-    return tensor(w, dtype=dt, **kw)
-
-
-def _cosine_sum(coeffs: tuple) -> Any:
-    def fn(m: int) -> Any:
-        k = np.arange(m, dtype=np.float64)
-        return builtins.sum(((-1) ** i) * c * np.cos(2 * np.pi * i * k / (m - 1))
-                            for i, c in enumerate(coeffs))
-    return fn
-
-
 def hann_window(window_length: int, periodic: bool = True, *, dtype: Any = None,
                 layout: Any = None, device: Any = None, requires_grad: bool = False) -> Any:
     """Hann window ``0.5 - 0.5 cos(2 pi k / (N - 1))``."""
@@ -571,6 +549,29 @@ def kaiser_window(window_length: int, periodic: bool = True, beta: float = 12.0,
         return np.i0(beta * np.sqrt(np.clip(1 - (2 * k / (m - 1) - 1) ** 2, 0, None))) / np.i0(beta)
     return _window("kaiser_window", window_length, periodic, fn, dtype, device=device,
                    requires_grad=requires_grad)
+
+
+def _window(name: str, n: int, periodic: bool, fn: Any, dtype: Any, **kw: Any) -> Any:
+    dt = _dtype.get_default_dtype() if dtype is None else dtype
+    if not dt.is_floating_point:
+        raise RuntimeError(f"{name} expects floating point dtypes, got: {dt}")
+    if n < 0:
+        raise RuntimeError(f"{name} requires non-negative window_length, got window_length={n}")
+    if n == 0:
+        return tensor(np.zeros(0, np.float64), dtype=dt, **kw)
+    if n == 1:
+        return tensor(np.ones(1, np.float64), dtype=dt, **kw)
+    m = n + 1 if periodic else n
+    w = fn(m)[:n]
+    return tensor(w, dtype=dt, **kw)
+
+
+def _cosine_sum(coeffs: tuple) -> Any:
+    def fn(m: int) -> Any:
+        k = np.arange(m, dtype=np.float64)
+        return builtins.sum(((-1) ** i) * c * np.cos(2 * np.pi * i * k / (m - 1))
+                            for i, c in enumerate(coeffs))
+    return fn
 
 
 # ---------------------------------------------------------------------------------------------
@@ -649,6 +650,16 @@ def nextafter(input: Any, other: Any) -> Any:
     return tensor(res, device=a.device)
 
 
+def bitwise_left_shift(input: Any, other: Any) -> Any:
+    """``input << other`` elementwise, for integer tensors."""
+    return _shift("lshift", np.left_shift, input, other)
+
+
+def bitwise_right_shift(input: Any, other: Any) -> Any:
+    """``input >> other`` elementwise (arithmetic shift), for integer tensors."""
+    return _shift("rshift", np.right_shift, input, other)
+
+
 def _shift(name: str, fn: Any, a: Any, b: Any) -> Any:
     a, b = _as(a), _as(b)
     dt = _dtype.result_type(a, b)
@@ -658,16 +669,6 @@ def _shift(name: str, fn: Any, a: Any, b: Any) -> Any:
     x = a.detach().cpu().numpy().astype(dt.np)
     y = b.detach().cpu().numpy().astype(dt.np)
     return tensor(fn(x, y).astype(dt.np), device=a.device)
-
-
-def bitwise_left_shift(input: Any, other: Any) -> Any:
-    """``input << other`` elementwise, for integer tensors."""
-    return _shift("lshift", np.left_shift, input, other)
-
-
-def bitwise_right_shift(input: Any, other: Any) -> Any:
-    """``input >> other`` elementwise (arithmetic shift), for integer tensors."""
-    return _shift("rshift", np.right_shift, input, other)
 
 
 def _as(x: Any) -> Any:

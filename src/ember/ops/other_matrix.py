@@ -54,6 +54,7 @@ __all__ = [
 # ---------------------------------------------------------------------------------------------
 # tensordot
 
+
 def tensordot(a: Any, b: Any, dims: Any = 2, out: Any = None) -> Any:
     """Contract ``dims`` (an int: the last dims of a with the first of b; or two lists) of a and b."""
     a = _tensor(a, "tensordot", "a", 1)
@@ -105,21 +106,33 @@ def tensordot(a: Any, b: Any, dims: Any = 2, out: Any = None) -> Any:
 _LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
-def _einsum_arrays(xp: Any, ins: list, out: str, arrays: list, sizes: dict) -> Any:
-    """xp.einsum on an explicit equation; size-1 dims broadcast to the subscript's size."""
-    fixed = []
-    for s, arr in zip(ins, arrays):
-        target = tuple(sizes[c] for c in s)
-        if tuple(arr.shape) != target:
-            arr = xp.broadcast_to(arr, target)
-        fixed.append(arr)
-    eq = ",".join(ins) + "->" + out
-    low = fixed and _is_low(fixed[0].dtype)
-    dt = fixed[0].dtype if fixed else None
-    if low:
-        fixed = [f.astype(np.float32) for f in fixed]
-    res = xp.asarray(xp.einsum(eq, *fixed, optimize=len(fixed) > 1))
-    return res.astype(dt) if low else res
+def einsum(equation: Any, *operands: Any) -> Any:
+    """Sum of products over subscripts, e.g. ``einsum('bij,bjk->bik', a, b)`` (batched matmul).
+
+    Also the sublist form ``einsum(a, [0, 1], b, [1, 2], [0, 2])`` and a list of operands.
+    Size-1 dims broadcast; '...' stands for the remaining (broadcast) dims.
+    """
+    if not isinstance(equation, str):
+        equation, ops = _parse_sublist((equation,) + operands)
+    elif len(operands) == 1 and isinstance(operands[0], list | tuple):
+        ops = list(operands[0])
+    else:
+        ops = list(operands)
+    ops = [_tensor(o, "einsum", "operands", k + 2) for k, o in enumerate(ops)]
+    if not ops:
+        raise RuntimeError("einsum(): must provide at least one operand")
+    _same_dtype("einsum", *ops)
+    ins, out, sizes = _parse_einsum(equation, tuple(_shape(o) for o in ops))
+    kind = ops[0]._data.dtype.kind
+    if kind in "biu":  # PyTorch: a one-operand sum gives int64; contractions keep the dtype
+        if len(ops) == 1 and set(ins[0]) - set(out):
+            ops = [_cast.cast(ops[0], "int64")]
+        elif len(ops) > 1 and kind == "b":
+            raise NotImplementedError(
+                "\"bmm\" not implemented for 'Bool' (einsum of bool tensors); convert first, "
+                "e.g. x.long()"
+            )
+    return Einsum.apply((ins, out, sizes), *ops)
 
 
 class Einsum(Op):
@@ -176,6 +189,23 @@ class Einsum(Op):
                 g = _einsum_arrays(ctx.xp, terms, tgt, arrays, sizes)
             grads.append(g)
         return tuple(grads)
+
+
+def _einsum_arrays(xp: Any, ins: list, out: str, arrays: list, sizes: dict) -> Any:
+    """xp.einsum on an explicit equation; size-1 dims broadcast to the subscript's size."""
+    fixed = []
+    for s, arr in zip(ins, arrays):
+        target = tuple(sizes[c] for c in s)
+        if tuple(arr.shape) != target:
+            arr = xp.broadcast_to(arr, target)
+        fixed.append(arr)
+    eq = ",".join(ins) + "->" + out
+    low = fixed and _is_low(fixed[0].dtype)
+    dt = fixed[0].dtype if fixed else None
+    if low:
+        fixed = [f.astype(np.float32) for f in fixed]
+    res = xp.asarray(xp.einsum(eq, *fixed, optimize=len(fixed) > 1))
+    return res.astype(dt) if low else res
 
 
 def _parse_sublist(args: tuple) -> tuple[str, list]:
@@ -296,37 +326,45 @@ def _parse_einsum(eq: str, shapes: tuple) -> tuple[tuple, str, dict]:
     return tuple(ins), out, sizes
 
 
-def einsum(equation: Any, *operands: Any) -> Any:
-    """Sum of products over subscripts, e.g. ``einsum('bij,bjk->bik', a, b)`` (batched matmul).
-
-    Also the sublist form ``einsum(a, [0, 1], b, [1, 2], [0, 2])`` and a list of operands.
-    Size-1 dims broadcast; '...' stands for the remaining (broadcast) dims.
-    """
-    if not isinstance(equation, str):
-        equation, ops = _parse_sublist((equation,) + operands)
-    elif len(operands) == 1 and isinstance(operands[0], list | tuple):
-        ops = list(operands[0])
-    else:
-        ops = list(operands)
-    ops = [_tensor(o, "einsum", "operands", k + 2) for k, o in enumerate(ops)]
-    if not ops:
-        raise RuntimeError("einsum(): must provide at least one operand")
-    _same_dtype("einsum", *ops)
-    ins, out, sizes = _parse_einsum(equation, tuple(_shape(o) for o in ops))
-    kind = ops[0]._data.dtype.kind
-    if kind in "biu":  # PyTorch: a one-operand sum gives int64; contractions keep the dtype
-        if len(ops) == 1 and set(ins[0]) - set(out):
-            ops = [_cast.cast(ops[0], "int64")]
-        elif len(ops) > 1 and kind == "b":
-            raise NotImplementedError(
-                "\"bmm\" not implemented for 'Bool' (einsum of bool tensors); convert first, "
-                "e.g. x.long()"
-            )
-    return Einsum.apply((ins, out, sizes), *ops)
-
-
 # ---------------------------------------------------------------------------------------------
 # transposes and triangles
+
+
+def t(input: Any) -> Any:
+    """Transpose a tensor of at most 2 dims (0-d and 1-D come back as they are)."""
+    x = _tensor(input, "t", "input", 1)
+    if x._data.ndim > 2:
+        raise RuntimeError(
+            f"t() expects a tensor with <= 2 dimensions, but self is {x._data.ndim}D (shape "
+            f"{_shape(x)}); use x.mT to transpose the last two dims, or x.permute(...)"
+        )
+    return T.apply(x)
+
+
+def tril(input: Any, diagonal: int = 0, *, out: Any = None) -> Any:
+    """Lower triangle of each matrix (last two dims): zero the elements above ``diagonal``."""
+    x = _tensor(input, "tril", "input", 1)
+    _check_matrix_rank("tril", x)
+    return _result(Tril.apply(x, int(diagonal)), out)
+
+
+def triu(input: Any, diagonal: int = 0, *, out: Any = None) -> Any:
+    """Upper triangle of each matrix (last two dims): zero the elements below ``diagonal``."""
+    x = _tensor(input, "triu", "input", 1)
+    _check_matrix_rank("triu", x)
+    return _result(Triu.apply(x, int(diagonal)), out)
+
+
+def tril_indices(row: int, col: int, offset: int = 0, *, dtype: Any = None, device: Any = None,
+                 layout: Any = None) -> Any:
+    """The (2, N) row/column indices of the lower triangle of a row x col matrix."""
+    return _tri_indices("tril_indices", int(row), int(col), int(offset), True, dtype, device)
+
+
+def triu_indices(row: int, col: int, offset: int = 0, *, dtype: Any = None, device: Any = None,
+                 layout: Any = None) -> Any:
+    """The (2, N) row/column indices of the upper triangle of a row x col matrix."""
+    return _tri_indices("triu_indices", int(row), int(col), int(offset), False, dtype, device)
 
 
 class T(Op):
@@ -342,25 +380,6 @@ class T(Op):
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
         return grad.T if grad.ndim == 2 else grad
-
-
-def t(input: Any) -> Any:
-    """Transpose a tensor of at most 2 dims (0-d and 1-D come back as they are)."""
-    x = _tensor(input, "t", "input", 1)
-    if x._data.ndim > 2:
-        raise RuntimeError(
-            f"t() expects a tensor with <= 2 dimensions, but self is {x._data.ndim}D (shape "
-            f"{_shape(x)}); use x.mT to transpose the last two dims, or x.permute(...)"
-        )
-    return T.apply(x)
-
-
-def _triangle(xp: Any, x: Any, k: int, lower: bool) -> Any:
-    """x with the elements above (``lower``) or below diagonal k of each matrix zeroed."""
-    n, m = x.shape[-2:]
-    keep = xp.tri(n, m, k, dtype=bool) if lower else ~xp.tri(n, m, k - 1, dtype=bool)
-    out = xp.where(keep, x, xp.zeros((), dtype=x.dtype))
-    return out if out.flags.c_contiguous else xp.ascontiguousarray(out)  # (as PyTorch's)
 
 
 class Tril(Op):
@@ -393,26 +412,20 @@ class Triu(Op):
         return ctx.call(Triu, grad, ctx.k), None
 
 
+def _triangle(xp: Any, x: Any, k: int, lower: bool) -> Any:
+    """x with the elements above (``lower``) or below diagonal k of each matrix zeroed."""
+    n, m = x.shape[-2:]
+    keep = xp.tri(n, m, k, dtype=bool) if lower else ~xp.tri(n, m, k - 1, dtype=bool)
+    out = xp.where(keep, x, xp.zeros((), dtype=x.dtype))
+    return out if out.flags.c_contiguous else xp.ascontiguousarray(out)  # (as PyTorch's)
+
+
 def _check_matrix_rank(fn: str, x: Any) -> None:
     if x._data.ndim < 2:
         raise RuntimeError(
             f"{fn}: input tensor must have at least 2 dimensions (got shape {_shape(x)}); it "
             "applies to the last two dims of a matrix or a batch of matrices"
         )
-
-
-def tril(input: Any, diagonal: int = 0, *, out: Any = None) -> Any:
-    """Lower triangle of each matrix (last two dims): zero the elements above ``diagonal``."""
-    x = _tensor(input, "tril", "input", 1)
-    _check_matrix_rank("tril", x)
-    return _result(Tril.apply(x, int(diagonal)), out)
-
-
-def triu(input: Any, diagonal: int = 0, *, out: Any = None) -> Any:
-    """Upper triangle of each matrix (last two dims): zero the elements below ``diagonal``."""
-    x = _tensor(input, "triu", "input", 1)
-    _check_matrix_rank("triu", x)
-    return _result(Triu.apply(x, int(diagonal)), out)
 
 
 def _tri_indices(fn: str, row: int, col: int, offset: int, lower: bool, dtype: Any,
@@ -425,26 +438,92 @@ def _tri_indices(fn: str, row: int, col: int, offset: int, lower: bool, dtype: A
     return tensor(idx, dtype=dtype if dtype is not None else "int64", device=device)
 
 
-def tril_indices(row: int, col: int, offset: int = 0, *, dtype: Any = None, device: Any = None,
-                 layout: Any = None) -> Any:
-    """The (2, N) row/column indices of the lower triangle of a row x col matrix."""
-    return _tri_indices("tril_indices", int(row), int(col), int(offset), True, dtype, device)
-
-
-def triu_indices(row: int, col: int, offset: int = 0, *, dtype: Any = None, device: Any = None,
-                 layout: Any = None) -> Any:
-    """The (2, N) row/column indices of the upper triangle of a row x col matrix."""
-    return _tri_indices("triu_indices", int(row), int(col), int(offset), False, dtype, device)
-
-
 # ---------------------------------------------------------------------------------------------
 # diagonals
 
 
-def _diag_positions(xp: Any, n: int, offset: int) -> tuple[Any, Any]:
-    rows = xp.arange(n) + max(-offset, 0)
-    cols = xp.arange(n) + max(offset, 0)
-    return rows, cols
+_cross_warned = False
+
+
+def diagonal(input: Any, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Any:
+    """View of the ``offset`` diagonal over dims (dim1, dim2), appended as the last dim."""
+    x = _tensor(input, "diagonal", "input", 1)
+    nd = x._data.ndim
+    d1, d2 = wrap_dim(dim1, nd), wrap_dim(dim2, nd)
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    return Diagonal.apply(x, int(offset), d1, d2)
+
+
+def diag_embed(input: Any, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Any:
+    """Matrices (over dims dim1, dim2 of the output) whose ``offset`` diagonal is input's last dim."""
+    x = _tensor(input, "diag_embed", "input", 1)
+    nd = x._data.ndim + 1
+    if x._data.ndim == 0:
+        raise IndexError(
+            f"Dimension out of range (expected to be in range of [-1, 0], but got {dim1}) "
+            "(diag_embed needs at least a 1-D input)"
+        )
+    d1, d2 = wrap_dim(dim1, nd), wrap_dim(dim2, nd)
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    n = x._data.shape[-1] + abs(int(offset))
+    shape = _embed_shape(_shape(x)[:-1], n, min(d1, d2), max(d1, d2))
+    return DiagEmbed.apply(x, shape, int(offset), d1, d2)
+
+
+def diag(input: Any, diagonal: int = 0, *, out: Any = None) -> Any:
+    """1-D input: a square matrix with it on the ``diagonal``; 2-D: a copy of that diagonal."""
+    x = _tensor(input, "diag", "input", 1)
+    nd = x._data.ndim
+    k = int(diagonal)
+    if nd == 1:
+        n = x._data.shape[0] + abs(k)
+        return _result(DiagEmbed.apply(x, (n, n), k, 0, 1), out)
+    if nd == 2:
+        return _result(_DiagonalCopy.apply(x, k, 0, 1), out)
+    raise RuntimeError(
+        f"diag(): Supports 1D or 2D tensors. Got {nd}D (shape {_shape(x)}); use "
+        "torch.diagonal or torch.diag_embed for batches"
+    )
+
+
+def diagflat(input: Any, offset: int = 0) -> Any:
+    """A square matrix with the flattened input on the ``offset`` diagonal."""
+    x = _tensor(input, "diagflat", "input", 1)
+    return diag(x.reshape(-1), offset)
+
+
+def trace(input: Any) -> Any:
+    """Sum of the main diagonal of a 2-D tensor (integer inputs give int64)."""
+    x = _tensor(input, "trace", "input", 1)
+    if x._data.ndim != 2:
+        raise RuntimeError(
+            f"trace: expected a matrix, but got tensor with dim {x._data.ndim} (shape "
+            f"{_shape(x)}); use torch.diagonal(x, dim1=-2, dim2=-1).sum(-1) for batches"
+        )
+    _no_bool("trace", x)
+    if x._data.dtype.kind in "iu":
+        x = _cast.cast(x, "int64")
+    return Trace.apply(x)
+
+
+def kron(input: Any, other: Any, *, out: Any = None) -> Any:
+    """Kronecker product: out[i*B + k] = a[i] * b[k] along every dim (dtypes promote)."""
+    a = _tensor(input, "kron", "input", 1)
+    b = _tensor(other, "kron", "other", 2)
+    nd = max(a._data.ndim, b._data.ndim)
+    sa = (1,) * (nd - a._data.ndim) + _shape(a)
+    sb = (1,) * (nd - b._data.ndim) + _shape(b)
+    ia = tuple(x for s in sa for x in (s, 1))
+    ib = tuple(x for s in sb for x in (1, s))
+    res = (a.reshape(ia) * b.reshape(ib)).reshape(tuple(x * y for x, y in zip(sa, sb)))
+    return _result(res, out)
+
+
+def cross(input: Any, other: Any, dim: int | None = None, *, out: Any = None) -> Any:
+    """Cross product of 3-vectors along ``dim`` (default: the first dim of size 3, deprecated)."""
+    return _result(_cross("cross", input, other, dim), out)
 
 
 class Diagonal(Op):
@@ -504,60 +583,6 @@ class DiagEmbed(Op):
         return ctx.call(_DiagonalCopy, grad, offset, d1, d2), None, None, None, None, None
 
 
-def diagonal(input: Any, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Any:
-    """View of the ``offset`` diagonal over dims (dim1, dim2), appended as the last dim."""
-    x = _tensor(input, "diagonal", "input", 1)
-    nd = x._data.ndim
-    d1, d2 = wrap_dim(dim1, nd), wrap_dim(dim2, nd)
-    if d1 == d2:
-        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
-    return Diagonal.apply(x, int(offset), d1, d2)
-
-
-def _embed_shape(batch: tuple, n: int, d1: int, d2: int) -> tuple:
-    it = iter(batch)
-    return tuple(n if i in (d1, d2) else next(it) for i in range(len(batch) + 2))
-
-
-def diag_embed(input: Any, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Any:
-    """Matrices (over dims dim1, dim2 of the output) whose ``offset`` diagonal is input's last dim."""
-    x = _tensor(input, "diag_embed", "input", 1)
-    nd = x._data.ndim + 1
-    if x._data.ndim == 0:
-        raise IndexError(
-            f"Dimension out of range (expected to be in range of [-1, 0], but got {dim1}) "
-            "(diag_embed needs at least a 1-D input)"
-        )
-    d1, d2 = wrap_dim(dim1, nd), wrap_dim(dim2, nd)
-    if d1 == d2:
-        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
-    n = x._data.shape[-1] + abs(int(offset))
-    shape = _embed_shape(_shape(x)[:-1], n, min(d1, d2), max(d1, d2))
-    return DiagEmbed.apply(x, shape, int(offset), d1, d2)
-
-
-def diag(input: Any, diagonal: int = 0, *, out: Any = None) -> Any:
-    """1-D input: a square matrix with it on the ``diagonal``; 2-D: a copy of that diagonal."""
-    x = _tensor(input, "diag", "input", 1)
-    nd = x._data.ndim
-    k = int(diagonal)
-    if nd == 1:
-        n = x._data.shape[0] + abs(k)
-        return _result(DiagEmbed.apply(x, (n, n), k, 0, 1), out)
-    if nd == 2:
-        return _result(_DiagonalCopy.apply(x, k, 0, 1), out)
-    raise RuntimeError(
-        f"diag(): Supports 1D or 2D tensors. Got {nd}D (shape {_shape(x)}); use "
-        "torch.diagonal or torch.diag_embed for batches"
-    )
-
-
-def diagflat(input: Any, offset: int = 0) -> Any:
-    """A square matrix with the flattened input on the ``offset`` diagonal."""
-    x = _tensor(input, "diagflat", "input", 1)
-    return diag(x.reshape(-1), offset)
-
-
 class Trace(Op):
     """out = sum_i x[i, i]          grad_x = grad on the main diagonal, zeros elsewhere"""
 
@@ -573,33 +598,6 @@ class Trace(Op):
         n = min(ctx.shape)
         g = ctx.xp.broadcast_to(grad, (n,))
         return ctx.call(DiagEmbed, g, ctx.shape, 0, 0, 1)
-
-
-def trace(input: Any) -> Any:
-    """Sum of the main diagonal of a 2-D tensor (integer inputs give int64)."""
-    x = _tensor(input, "trace", "input", 1)
-    if x._data.ndim != 2:
-        raise RuntimeError(
-            f"trace: expected a matrix, but got tensor with dim {x._data.ndim} (shape "
-            f"{_shape(x)}); use torch.diagonal(x, dim1=-2, dim2=-1).sum(-1) for batches"
-        )
-    _no_bool("trace", x)
-    if x._data.dtype.kind in "iu":
-        x = _cast.cast(x, "int64")
-    return Trace.apply(x)
-
-
-def kron(input: Any, other: Any, *, out: Any = None) -> Any:
-    """Kronecker product: out[i*B + k] = a[i] * b[k] along every dim (dtypes promote)."""
-    a = _tensor(input, "kron", "input", 1)
-    b = _tensor(other, "kron", "other", 2)
-    nd = max(a._data.ndim, b._data.ndim)
-    sa = (1,) * (nd - a._data.ndim) + _shape(a)
-    sb = (1,) * (nd - b._data.ndim) + _shape(b)
-    ia = tuple(x for s in sa for x in (s, 1))
-    ib = tuple(x for s in sb for x in (1, s))
-    res = (a.reshape(ia) * b.reshape(ib)).reshape(tuple(x * y for x, y in zip(sa, sb)))
-    return _result(res, out)
 
 
 class Cross(Op):
@@ -622,7 +620,15 @@ class Cross(Op):
         return ga, gb, None
 
 
-_cross_warned = False
+def _diag_positions(xp: Any, n: int, offset: int) -> tuple[Any, Any]:
+    rows = xp.arange(n) + max(-offset, 0)
+    cols = xp.arange(n) + max(offset, 0)
+    return rows, cols
+
+
+def _embed_shape(batch: tuple, n: int, d1: int, d2: int) -> tuple:
+    it = iter(batch)
+    return tuple(n if i in (d1, d2) else next(it) for i in range(len(batch) + 2))
 
 
 def _cross(fn: str, a: Any, b: Any, dim: int | None) -> Any:
@@ -660,8 +666,3 @@ def _cross(fn: str, a: Any, b: Any, dim: int | None) -> Any:
             f"({fn}: shapes {sa} and {sb})"
         )
     return Cross.apply(a, b, d - len(shape))
-
-
-def cross(input: Any, other: Any, dim: int | None = None, *, out: Any = None) -> Any:
-    """Cross product of 3-vectors along ``dim`` (default: the first dim of size 3, deprecated)."""
-    return _result(_cross("cross", input, other, dim), out)

@@ -19,6 +19,7 @@ __all__ = [
     "unsafe_chunk", "unsafe_split", "unsafe_split_with_sizes", "sum_to_size",
 ]
 
+
 # ---------------------------------------------------------------------------------------------
 # splits
 
@@ -49,17 +50,6 @@ def unsafe_split_with_sizes(input: Any, split_sizes: Any, dim: int = 0) -> tuple
 # scatter views into a copy, and the ``*_copy`` forms of views
 
 
-def _scatter_into(input: Any, src: Any, view: Any) -> Any:
-    """A copy of ``input`` whose window ``view(copy)`` holds ``src`` (differentiable in both)."""
-    out = input.clone()
-    window = view(out)
-    if tuple(window.shape) != tuple(src.shape):
-        raise RuntimeError(f"expected src to have a size equal to the slice of self. src size = "
-                           f"{list(src.shape)}, slice size = {list(window.shape)}")
-    window.copy_(src)
-    return out
-
-
 def select_scatter(input: Any, src: Any, dim: int, index: int) -> Any:
     """``input`` with ``input.select(dim, index)`` replaced by ``src``."""
     return _scatter_into(input, src, lambda t: t.select(dim, index))
@@ -78,29 +68,6 @@ def slice_scatter(input: Any, src: Any, dim: int = 0, start: int | None = None,
 def diagonal_scatter(input: Any, src: Any, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Any:
     """``input`` with ``input.diagonal(offset, dim1, dim2)`` replaced by ``src``."""
     return _scatter_into(input, src, lambda t: t.diagonal(offset, dim1, dim2))
-
-
-def _copy_of(view_name: str) -> Any:
-    def fn(input: Any, *args: Any, **kwargs: Any) -> Any:
-        return getattr(input, view_name)(*args, **kwargs).clone()
-    fn.__name__ = f"{view_name}_copy"
-    fn.__doc__ = f"``input.{view_name}(...)`` as a new tensor (not a view)."
-    return fn
-
-
-expand_copy = _copy_of("expand")
-permute_copy = _copy_of("permute")
-t_copy = _copy_of("t")
-transpose_copy = _copy_of("transpose")
-unsqueeze_copy = _copy_of("unsqueeze")
-squeeze_copy = _copy_of("squeeze")
-view_copy = _copy_of("view")
-diagonal_copy = _copy_of("diagonal")
-select_copy = _copy_of("select")
-detach_copy = _copy_of("detach")
-narrow_copy = _copy_of("narrow")
-unfold_copy = _copy_of("unfold")
-as_strided_copy = _copy_of("as_strided")
 
 
 def alias_copy(input: Any) -> Any:
@@ -147,16 +114,66 @@ def sum_to_size(input: Any, *size: Any) -> Any:
     return out
 
 
+def _scatter_into(input: Any, src: Any, view: Any) -> Any:
+    """A copy of ``input`` whose window ``view(copy)`` holds ``src`` (differentiable in both)."""
+    out = input.clone()
+    window = view(out)
+    if tuple(window.shape) != tuple(src.shape):
+        raise RuntimeError(f"expected src to have a size equal to the slice of self. src size = "
+                           f"{list(src.shape)}, slice size = {list(window.shape)}")
+    window.copy_(src)
+    return out
+
+
+def _copy_of(view_name: str) -> Any:
+    def fn(input: Any, *args: Any, **kwargs: Any) -> Any:
+        return getattr(input, view_name)(*args, **kwargs).clone()
+    fn.__name__ = f"{view_name}_copy"
+    fn.__doc__ = f"``input.{view_name}(...)`` as a new tensor (not a view)."
+    return fn
+
+
+expand_copy = _copy_of("expand")
+
+
+permute_copy = _copy_of("permute")
+
+
+t_copy = _copy_of("t")
+
+
+transpose_copy = _copy_of("transpose")
+
+
+unsqueeze_copy = _copy_of("unsqueeze")
+
+
+squeeze_copy = _copy_of("squeeze")
+
+
+view_copy = _copy_of("view")
+
+
+diagonal_copy = _copy_of("diagonal")
+
+
+select_copy = _copy_of("select")
+
+
+detach_copy = _copy_of("detach")
+
+
+narrow_copy = _copy_of("narrow")
+
+
+unfold_copy = _copy_of("unfold")
+
+
+as_strided_copy = _copy_of("as_strided")
+
+
 # ---------------------------------------------------------------------------------------------
 # torch.<name>_: the in-place Tensor methods as functions
-
-
-def _torch_inplace(name: str) -> Any:
-    def fn(input: Any, *args: Any, **kwargs: Any) -> Any:
-        return getattr(input, name)(*args, **kwargs)
-    fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = f"``torch.{name}(input, ...)`` is ``input.{name}(...)``."
-    return fn
 
 
 # ``torch.exp_(x)`` and friends: the in-place Tensor methods as functions
@@ -168,6 +185,18 @@ _TORCH_INPLACE = (
     "neg_ negative_ rad2deg_ reciprocal_ round_ rsqrt_ sigmoid_ sin_ sinc_ sinh_ sqrt_ square_ "
     "tan_ tanh_ trunc_ xlogy_ zero_ fill_ detach_ index_put_"
 ).split()
+
+
+def _torch_inplace(name: str) -> Any:
+    def fn(input: Any, *args: Any, **kwargs: Any) -> Any:
+        return getattr(input, name)(*args, **kwargs)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"``torch.{name}(input, ...)`` is ``input.{name}(...)``."
+    return fn
+
+
 for _n in _TORCH_INPLACE:
     globals()[_n] = _torch_inplace(_n)
+
+
 __all__ += _TORCH_INPLACE
