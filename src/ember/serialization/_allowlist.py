@@ -26,6 +26,7 @@ from ._common import (
     _torch_global,
 )
 
+# -- the user allowlist: add_safe_globals, safe_globals (one list, here) ----------------------
 _user_safe_globals: list[Any] = []
 
 
@@ -131,6 +132,7 @@ class safe_globals:  # noqa: N801 - PyTorch's name
         _user_safe_globals[:] = self._saved
 
 
+# -- the allowlisted constructors (each checks its arguments) ---------------------------------
 def _ordered_dict(*args: Any) -> OrderedDict:
     if args:
         raise _refuse(f"refused collections.OrderedDict{_short(args)}: only OrderedDict() is allowed")

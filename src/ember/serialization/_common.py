@@ -25,9 +25,7 @@ _STORAGE_OF = {
     "int16": "ShortStorage", "int8": "CharStorage", "uint8": "ByteStorage", "bool": "BoolStorage",
 }
 
-
 _DTYPE_OF_STORAGE = {v: k for k, v in _STORAGE_OF.items()}
-
 
 _TORCH_DTYPE_NAMES = (
     "float64", "float32", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8",
@@ -60,6 +58,7 @@ def _is_parameter(t: Tensor) -> bool:
     return isinstance(t, Parameter)
 
 
+# -- PyTorch's names for ember's objects (what ember's pickles write) -------------------------
 # ember classes whose PyTorch home differs from ``'torch' + cls.__module__[5:]``
 _TORCH_HOME = {
     "ember.nn.modules.transformer.MultiheadAttention":
@@ -73,18 +72,15 @@ _TORCH_HOME = {
         "torch.utils.data.distributed.DistributedSampler",
 }
 
-
 # ember classes pickled under their own names: PyTorch's class of that name is implemented in C
 # with an incompatible state (a torch.Generator given ember's state crashes the interpreter),
 # so real torch.load must fail cleanly on them instead
 _EMBER_ONLY = frozenset({"ember.ops.random.Generator"})
 
-
 # public namespaces, in the order an object's PyTorch name is looked for
 _HOMES = ("ember.nn.functional", "ember", "ember.nn", "ember.nn.init", "ember.nn.utils.rnn",
           "ember.nn.utils", "ember.optim.lr_scheduler", "ember.optim", "ember.utils.data",
           "ember.autograd", "ember.linalg", "ember.special", "ember.fft")
-
 
 _alias_index: dict[int, tuple[str, str]] = {}
 
@@ -161,6 +157,7 @@ def _is_int(x: Any) -> bool:
     return type(x) is int
 
 
+# -- the ember object a torch.* name in a checkpoint means ------------------------------------
 _MISSING = object()
 
 

@@ -61,10 +61,12 @@ _LEGACY_MAGIC = b"\x80\x02\x8a\x0a" + (0x1950A86A20F9469CFC6C).to_bytes(10, "lit
 
 _KEY_RE = re.compile(r"[0-9A-Za-z_]{1,64}")
 
-
 _LOCATION_RE = re.compile(r"[a-z]{1,16}(:[0-9]{1,6})?")
 
 
+# =============================================================================================
+# load
+# =============================================================================================
 def load(f: str | os.PathLike | IO[bytes], map_location: Any = None, pickle_module: Any = None,
          *, weights_only: bool | None = None, mmap: bool | None = None,
          **pickle_load_args: Any) -> Any:

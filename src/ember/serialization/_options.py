@@ -16,6 +16,7 @@ from .._tensor import Tensor
 from ._common import _DTYPE_OF_STORAGE, _location
 
 
+# -- the other helpers of torch.serialization ---------------------------------------------------
 class SourceChangeWarning(Warning):
     """PyTorch warns with this when a pickled module's source changed (ember never does)."""
 
@@ -30,15 +31,11 @@ class LoadEndianness(Enum):
 
 _load_endianness: list[LoadEndianness | None] = [None]
 
-
 MAP_PRIVATE = getattr(_mmap_module, "MAP_PRIVATE", 2)
-
 
 MAP_SHARED = getattr(_mmap_module, "MAP_SHARED", 1)
 
-
 _mmap_flags = [MAP_PRIVATE]
-
 
 _crc32 = [True]
 

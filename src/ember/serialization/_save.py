@@ -36,13 +36,14 @@ from ._options import _skip_data
 
 DEFAULT_PROTOCOL = 2
 
-
 _ALIGN = 64
-
 
 _ZIP64_LIMIT = 0xFFFFFFFF  # sizes/offsets at or above this need zip64 records (tests lower it)
 
 
+# =============================================================================================
+# save
+# =============================================================================================
 def save(obj: Any, f: str | os.PathLike | IO[bytes], pickle_module: Any = None,
          pickle_protocol: int = DEFAULT_PROTOCOL, _use_new_zipfile_serialization: bool = True,
          _disable_byteorder_record: bool = False) -> None:
@@ -474,6 +475,7 @@ class _NeedsFullPickle(Exception):
     """``obj`` holds more than tensors and plain values: use the general pickler."""
 
 
+# -- the general pickler: anything Python's pickle handles, in torch.save's format -----------
 class _TorchGlobal:
     """A name written as a pickle GLOBAL (``torch._utils._rebuild_tensor_v2``)."""
 
@@ -489,15 +491,11 @@ class _TorchGlobal:
 
 _G_TENSOR = _TorchGlobal("torch._utils", "_rebuild_tensor_v2")
 
-
 _G_PARAM = _TorchGlobal("torch._utils", "_rebuild_parameter")
-
 
 _G_PARAM_STATE = _TorchGlobal("torch._utils", "_rebuild_parameter_with_state")
 
-
 _G_FROM_TYPE = _TorchGlobal("torch._tensor", "_rebuild_from_type_v2")
-
 
 _G_ODICT = _TorchGlobal("collections", "OrderedDict")
 
