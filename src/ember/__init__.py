@@ -101,6 +101,7 @@ from .ops.reduction import *  # noqa: F403
 from .ops.reduction_stats import *  # noqa: F403
 from .ops.softmax_family import *  # noqa: F403
 from .ops import return_types  # torch.return_types: the named result tuples
+from .ops.blas import *  # noqa: F403
 from .ops.linalg import *  # noqa: F403
 from .ops.other import *  # noqa: F403
 from .ops.other_matrix import *  # noqa: F403
@@ -110,7 +111,6 @@ from .ops.joining import *  # noqa: F403
 from .ops.indexing import *  # noqa: F403
 from .ops.indexing_scatter import *  # noqa: F403
 from .ops.sorting import *  # noqa: F403
-from .ops.blas import *  # noqa: F403
 from .ops.special import digamma, erfcx as _erfcx, i0, lgamma, mvlgamma, polygamma  # noqa: F401
 from . import random  # noqa: E402
 from ._tensor_str import get_printoptions, set_printoptions

@@ -39,10 +39,12 @@ def use_deterministic_algorithms(mode: bool, *, warn_only: bool = False) -> None
 
 
 def are_deterministic_algorithms_enabled() -> bool:
+    """The switch ``use_deterministic_algorithms`` set."""
     return _state["deterministic"]
 
 
 def is_deterministic_algorithms_warn_only_enabled() -> bool:
+    """The ``warn_only`` flag of ``use_deterministic_algorithms``."""
     return _state["warn_only"]
 
 
@@ -60,6 +62,7 @@ def set_deterministic_debug_mode(debug_mode: str | int) -> None:
 
 
 def get_deterministic_debug_mode() -> int:
+    """0 (default), 1 (warn) or 2 (error), from ``use_deterministic_algorithms``."""
     if not _state["deterministic"]:
         return 0
     return 1 if _state["warn_only"] else 2
@@ -74,22 +77,27 @@ def set_float32_matmul_precision(precision: str) -> None:
 
 
 def get_float32_matmul_precision() -> str:
+    """The precision ``set_float32_matmul_precision`` set (default ``"highest"``)."""
     return _state["matmul_precision"]
 
 
 def set_warn_always(b: bool) -> None:
+    """Record whether warnings PyTorch gives once should be given every time."""
     _state["warn_always"] = builtins.bool(b)
 
 
 def is_warn_always_enabled() -> bool:
+    """The switch ``set_warn_always`` set."""
     return _state["warn_always"]
 
 
 def get_num_interop_threads() -> int:
+    """The inter-op thread count ``set_num_interop_threads`` set (default 1)."""
     return _state["interop_threads"]
 
 
 def set_num_interop_threads(n: int) -> None:
+    """Record the inter-op thread count (ember runs ops on the calling thread)."""
     if builtins.int(n) < 1:
         raise RuntimeError(f"Expected positive number of threads, got {n}")
     _state["interop_threads"] = builtins.int(n)
@@ -100,6 +108,7 @@ def init_num_threads() -> None:
 
 
 def get_default_device() -> Any:
+    """The device new tensors go to: the CPU."""
     return _device("cpu")
 
 

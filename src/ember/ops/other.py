@@ -54,14 +54,17 @@ def is_complex(input: Any) -> bool:
 
 
 def is_nonzero(input: Any) -> bool:
+    """True if the single element of a one-element tensor is nonzero."""
     return input.is_nonzero()
 
 
 def is_same_size(input: Any, other: Any) -> bool:
+    """True if ``input`` and ``other`` have the same shape."""
     return input.is_same_size(other)
 
 
 def is_signed(input: Any) -> bool:
+    """True if ``input``'s dtype is signed (every dtype but uint8 and bool)."""
     return input.is_signed()
 
 
@@ -71,14 +74,17 @@ def is_storage(obj: Any) -> bool:
 
 
 def is_conj(input: Any) -> bool:
+    """False: a real tensor has no conjugate bit."""
     return False
 
 
 def is_neg(input: Any) -> bool:
+    """False: a real tensor has no negative bit."""
     return False
 
 
 def is_inference(input: Any) -> bool:
+    """True if ``input`` was made under ``torch.inference_mode``."""
     return input.is_inference()
 
 
@@ -111,10 +117,12 @@ def angle(input: Any) -> Any:
 
 
 def detach(input: Any) -> Any:
+    """``input.detach()``: the same values, cut from the graph."""
     return input.detach()
 
 
 def get_device(input: Any) -> int:
+    """The CUDA device index of ``input``, -1 on the CPU."""
     return input.get_device()
 
 

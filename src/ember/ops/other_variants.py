@@ -35,14 +35,17 @@ def split_with_sizes(input: Any, split_sizes: Any, dim: int = 0) -> tuple:
 
 
 def unsafe_chunk(input: Any, chunks: int, dim: int = 0) -> tuple:
+    """``chunk``, as a tuple (PyTorch's variant without the view checks)."""
     return tuple(input.chunk(chunks, dim))
 
 
 def unsafe_split(input: Any, split_size: Any, dim: int = 0) -> tuple:
+    """``split``, as a tuple (PyTorch's variant without the view checks)."""
     return tuple(input.split(split_size, dim))
 
 
 def unsafe_split_with_sizes(input: Any, split_sizes: Any, dim: int = 0) -> tuple:
+    """``split_with_sizes`` (PyTorch's variant without the view checks)."""
     return split_with_sizes(input, split_sizes, dim)
 
 
@@ -84,14 +87,17 @@ def slice_copy(input: Any, dim: int = 0, start: int | None = None, end: int | No
 
 
 def unbind_copy(input: Any, dim: int = 0) -> tuple:
+    """``unbind``, each slice a new tensor (not a view)."""
     return tuple(t.clone() for t in input.unbind(dim))
 
 
 def split_copy(input: Any, split_size: Any, dim: int = 0) -> tuple:
+    """``split``, each piece a new tensor (not a view)."""
     return tuple(t.clone() for t in input.split(split_size, dim))
 
 
 def split_with_sizes_copy(input: Any, split_sizes: Any, dim: int = 0) -> tuple:
+    """``split_with_sizes``, each piece a new tensor (not a view)."""
     return tuple(t.clone() for t in split_with_sizes(input, split_sizes, dim))
 
 
