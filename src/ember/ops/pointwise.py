@@ -63,18 +63,12 @@ def sub(input: Any, other: Any, *, alpha: Any = 1, out: Any = None) -> Any:
     return _out((Sub if isinstance(input, TensorBase) else Rsub).apply(input, other), out)
 
 
-subtract = sub
-
-
 def mul(input: Any, other: Any, *, out: Any = None) -> Any:
     """``input * other`` with broadcasting."""
     if out is None and _as_is(input, other):
         return Mul.apply(input, other)
     input, other = _promote(input, other)
     return _out(Mul.apply(input, other), out)
-
-
-multiply = mul
 
 
 def div(input: Any, other: Any, *, rounding_mode: str | None = None, out: Any = None) -> Any:
@@ -97,12 +91,6 @@ def div(input: Any, other: Any, *, rounding_mode: str | None = None, out: Any = 
         "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
         f"'{rounding_mode}'"
     )
-
-
-true_divide = div
-
-
-divide = div
 
 
 def floor_divide(input: Any, other: Any) -> Any:
@@ -174,9 +162,6 @@ def neg(input: Any) -> Any:
     return Neg.apply(input)
 
 
-negative = neg
-
-
 def positive(input: Any) -> Any:
     """``input`` itself (``+input``)."""
     return input
@@ -218,6 +203,21 @@ def deg2rad(input: Any) -> Any:
 def rad2deg(input: Any) -> Any:
     """Radians to degrees."""
     return Rad2Deg.apply(_float_unary(input), 180 / math.pi)
+
+
+subtract = sub
+
+
+multiply = mul
+
+
+true_divide = div
+
+
+divide = div
+
+
+negative = neg
 
 
 # ---------------------------------------------------------------------------------------------
@@ -478,6 +478,17 @@ class Rad2Deg(Mul):
 # helpers
 
 
+_BOOL_SUB_MSG = (
+    "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to "
+    "invert a mask, use the `~` or `logical_not()` operator instead."
+)
+
+
+def zeros_like_bool(b: Any) -> Any:
+    """A bool tensor of False shaped like ``b`` (``alpha * b`` for alpha == 0 on bools)."""
+    return TensorBase._make(_backend.xp_of(b._data).zeros_like(b._data))
+
+
 def _as_is(a: Any, b: Any) -> bool:
     """True when no promotion is needed (the hot path): two tensors of one floating dtype, or a
     floating tensor and a Python number."""
@@ -511,17 +522,6 @@ def _scaled(a: Any, b: Any, alpha: Any) -> tuple[Any, Any]:
     if not isinstance(b, TensorBase):
         return _promote(a, b * alpha)
     return a, mul(b, alpha)
-
-
-def zeros_like_bool(b: Any) -> Any:
-    """A bool tensor of False shaped like ``b`` (``alpha * b`` for alpha == 0 on bools)."""
-    return TensorBase._make(_backend.xp_of(b._data).zeros_like(b._data))
-
-
-_BOOL_SUB_MSG = (
-    "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to "
-    "invert a mask, use the `~` or `logical_not()` operator instead."
-)
 
 
 def _is_bool_arg(x: Any) -> bool:
