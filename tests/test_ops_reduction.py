@@ -789,7 +789,14 @@ def test_return_types_namespace_matches_torch():
     t = torch.tensor([[1.0, 5.0], [3.0, 2.0]]) if HAVE_TORCH else None
     for name, call in [("max", lambda m, v: m.max(v, 1)), ("min", lambda m, v: m.min(v, 0)),
                        ("median", lambda m, v: m.median(v, 1)), ("mode", lambda m, v: m.mode(v, 1)),
-                       ("cummax", lambda m, v: m.cummax(v, 1)), ("aminmax", lambda m, v: m.aminmax(v))]:
+                       ("cummax", lambda m, v: m.cummax(v, 1)), ("sort", lambda m, v: m.sort(v, 1)),
+                       ("topk", lambda m, v: m.topk(v, 1)), ("kthvalue", lambda m, v: m.kthvalue(v, 1)),
+                       ("histogram", lambda m, v: m.histogram(v, bins=2)),
+                       ("frexp", lambda m, v: m.frexp(v)), ("slogdet", lambda m, v: m.slogdet(v)),
+                       ("linalg_slogdet", lambda m, v: m.linalg.slogdet(v)),
+                       ("linalg_qr", lambda m, v: m.linalg.qr(v)),
+                       ("linalg_eigh", lambda m, v: m.linalg.eigh(v @ v.mT)),
+                       ("aminmax", lambda m, v: m.aminmax(v))]:
         r = call(ember, x)
         assert type(r) is getattr(ember.return_types, name), name
         assert type(r).__name__ == name

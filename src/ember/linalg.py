@@ -9,12 +9,12 @@ PyTorch. The ops themselves live in ``ember/ops/linalg.py``, ``blas.py`` and ``o
 
 from __future__ import annotations
 
-from collections import namedtuple
 from typing import Any
 
 from .ops import _matrix as _mx
 from .ops import linalg as _la
 from .ops import other_matrix as _om
+from .ops import return_types
 from .ops.blas import matmul
 from .ops.linalg import (  # noqa: F401
     LinAlgError,
@@ -59,14 +59,6 @@ __all__ = [
     "lstsq",
 ]
 
-_qr_result = namedtuple("linalg_qr", ["Q", "R"])
-_svd_result = namedtuple("linalg_svd", ["U", "S", "Vh"])
-_eigh_result = namedtuple("linalg_eigh", ["eigenvalues", "eigenvectors"])
-_slogdet_result = namedtuple("linalg_slogdet", ["sign", "logabsdet"])
-_inv_ex_result = namedtuple("linalg_inv_ex", ["inverse", "info"])
-_cholesky_ex_result = namedtuple("linalg_cholesky_ex", ["L", "info"])
-_solve_ex_result = namedtuple("linalg_solve_ex", ["result", "info"])
-_lstsq_result = namedtuple("linalg_lstsq", ["solution", "residuals", "rank", "singular_values"])
 
 
 def _t(x: Any, fn: str, arg: str = "A") -> Any:
@@ -167,7 +159,7 @@ def inv_ex(A: Any, *, check_errors: bool = False, out: Any = None) -> Any:
 
     res = _la.inverse(A)
     info = zeros(tuple(res.shape[:-2]), dtype="int32", device=res.device)
-    return _inv_ex_result(res, info)
+    return return_types.linalg_inv_ex(res, info)
 
 
 def det(A: Any, *, out: Any = None) -> Any:
@@ -178,7 +170,7 @@ def det(A: Any, *, out: Any = None) -> Any:
 def slogdet(A: Any, *, out: Any = None) -> Any:
     """(sign, log|det|) of a square matrix (or of each in a batch)."""
     sign, logabs = _la.slogdet(A)
-    return _slogdet_result(sign, logabs)
+    return return_types.linalg_slogdet(sign, logabs)
 
 
 def qr(A: Any, mode: str = "reduced", *, out: Any = None) -> Any:
@@ -191,7 +183,7 @@ def qr(A: Any, mode: str = "reduced", *, out: Any = None) -> Any:
             "'r', or 'complete'"
         )
     q, r = _la.Qr.apply(a, mode)
-    return _qr_result(q, r)
+    return return_types.linalg_qr(q, r)
 
 
 def svd(A: Any, full_matrices: bool = True, *, driver: Any = None, out: Any = None) -> Any:
@@ -199,7 +191,7 @@ def svd(A: Any, full_matrices: bool = True, *, driver: Any = None, out: Any = No
     a = _t(A, "linalg.svd")
     _la._check_decomposable("linalg.svd", a)
     u, s, vh = _la.Svd.apply(a, bool(full_matrices))
-    return _svd_result(u, s, vh)
+    return return_types.linalg_svd(u, s, vh)
 
 
 def svdvals(A: Any, *, driver: Any = None, out: Any = None) -> Any:
@@ -219,7 +211,7 @@ def eigh(A: Any, UPLO: str = "L", *, out: Any = None) -> Any:
     """(eigenvalues ascending, eigenvectors) of a symmetric matrix (reads the UPLO triangle)."""
     a = _square_float("linalg.eigh", A)
     w, v = _la.Eigh.apply(a, _check_uplo("linalg.eigh", UPLO))
-    return _eigh_result(w, v)
+    return return_types.linalg_eigh(w, v)
 
 
 def eigvalsh(A: Any, UPLO: str = "L", *, out: Any = None) -> Any:
@@ -295,7 +287,7 @@ def solve_ex(A: Any, B: Any, *, left: bool = True, check_errors: bool = False,
              out: Any = None) -> Any:
     """(result, info): ``solve`` and a 0 error code per matrix (singular matrices raise)."""
     res = _la.solve(A, B, left=left)
-    return _solve_ex_result(res, _info(_t(A, "linalg.solve_ex")))
+    return return_types.linalg_solve_ex(res, _info(_t(A, "linalg.solve_ex")))
 
 
 def cholesky_ex(A: Any, *, upper: bool = False, check_errors: bool = False,
@@ -305,7 +297,7 @@ def cholesky_ex(A: Any, *, upper: bool = False, check_errors: bool = False,
     a = _square_float("linalg.cholesky_ex", A)
     try:
         L = _la.cholesky(a, upper=upper)
-        return _cholesky_ex_result(L, _info(a))
+        return return_types.linalg_cholesky_ex(L, _info(a))
     except _la.LinAlgError:
         if check_errors:
             raise
@@ -326,7 +318,7 @@ def cholesky_ex(A: Any, *, upper: bool = False, check_errors: bool = False,
                 infos[k] = order
                 break
     info = tensor(infos.reshape(batch), device=a.device)
-    return _cholesky_ex_result(a.new_zeros(tuple(a.shape)), info)
+    return return_types.linalg_cholesky_ex(a.new_zeros(tuple(a.shape)), info)
 
 
 def vander(x: Any, *, N: int | None = None) -> Any:
@@ -436,8 +428,8 @@ def lstsq(A: Any, B: Any, rcond: Any = None, *, driver: str | None = None) -> An
         res = empty
         if m > n and bool((rank == n).all()):
             res = ((matmul(a, x) - bm) ** 2).sum(-2)  # (*, k); a vector B gives k = 1
-        return _lstsq_result(sol, res, rank, sv)
-    return _lstsq_result(sol, empty, rank if drv != "gels" else a.new_zeros((0,), dtype="int64"),
+        return return_types.linalg_lstsq(sol, res, rank, sv)
+    return return_types.linalg_lstsq(sol, empty, rank if drv != "gels" else a.new_zeros((0,), dtype="int64"),
                          empty)
 
 

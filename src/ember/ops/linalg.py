@@ -11,7 +11,6 @@ cross), ``reduction_stats.py`` (vector_norm); the public ``torch.linalg`` namesp
 from __future__ import annotations
 
 import math
-from collections import namedtuple
 from typing import Any
 
 import numpy as np
@@ -19,6 +18,7 @@ import numpy as np
 from .._tensor_base import TensorBase, wrap_dim
 from ..autograd.function import Op
 from . import pointwise_piecewise as _pp
+from . import return_types
 from ._matrix import _broadcast_batch, _const, _is_low, _legacy, _result, _shape, _tensor
 from .blas import Matmul, matmul
 from .creation import eye, zeros_like
@@ -30,7 +30,6 @@ __all__ = [
     "det",
     "logdet",
     "slogdet",
-    "solve",
     "cholesky",
     "qr",
     "svd",
@@ -41,9 +40,6 @@ __all__ = [
 
 # ---------------------------------------------------------------------------------------------
 # inverse, determinants, solve (the matrix functions with cheap derivatives)
-
-
-_slogdet_result = namedtuple("slogdet", ["sign", "logabsdet"])
 
 
 def inverse(input: Any, *, out: Any = None) -> Any:
@@ -68,7 +64,7 @@ def slogdet(input: Any) -> Any:
     _check_float("linalg.slogdet", x)
     _check_square("linalg.slogdet", x)
     sign, logabs = Slogdet.apply(x)
-    return _slogdet_result(sign, logabs)
+    return return_types.slogdet(sign, logabs)
 
 
 def logdet(input: Any) -> Any:
@@ -309,18 +305,12 @@ def _solve_is_vector(sa: tuple, sb: tuple) -> bool:
 # the decompositions: qr, svd, eigh, pinv (and their torch names)
 
 
-_qr_result = namedtuple("qr", ["Q", "R"])
-
-
-_svd_result = namedtuple("svd", ["U", "S", "V"])
-
-
 def qr(input: Any, some: bool = True, *, out: Any = None) -> Any:
     """(Q, R) with A = Q R (reduced when ``some``); prefer torch.linalg.qr."""
     a = _tensor(input, "qr", "input", 1)
     _check_decomposable("linalg.qr", a)
     q, r = Qr.apply(a, "reduced" if some else "complete")
-    return _qr_result(q, r)
+    return return_types.qr(q, r)
 
 
 def svd(input: Any, some: bool = True, compute_uv: bool = True, *, out: Any = None) -> Any:
@@ -329,8 +319,8 @@ def svd(input: Any, some: bool = True, compute_uv: bool = True, *, out: Any = No
     _check_decomposable("linalg.svd", a)
     u, s, vh = Svd.apply(a, not some)
     if not compute_uv:
-        return _svd_result(zeros_like(u), s, zeros_like(vh.mT))
-    return _svd_result(u, s, vh.mT)
+        return return_types.svd(zeros_like(u), s, zeros_like(vh.mT))
+    return return_types.svd(u, s, vh.mT)
 
 
 def pinverse(input: Any, rcond: float = 1e-15) -> Any:

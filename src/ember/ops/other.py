@@ -16,16 +16,16 @@ import builtins
 import itertools
 import math
 import warnings
-from collections import namedtuple
 from typing import Any
 
 import numpy as np
 
-from .. import _dtype
+from .. import _backend, _dtype
 from .._tensor_base import TensorBase
 from . import comparison as _cmp
 from . import pointwise as _pw
 from . import pointwise_piecewise as _pp
+from . import return_types
 from .casting import fill  # torch.fill: the kernel behind Tensor.fill_ (out of place)
 from .creation import tensor
 from .indexing_scatter import gather
@@ -602,8 +602,7 @@ def histogram(input: Any, bins: Any = 100, *, range: Any = None, weight: Any = N
         rng = (0.0, 0.0)
     hist, edges = np.histogram(x, bins=b, range=rng, weights=w, density=density)
     np_dt = input._data.dtype
-    nt = namedtuple("histogram", ["hist", "bin_edges"])
-    return nt(tensor(hist.astype(np_dt), device=input.device),
+    return return_types.histogram(tensor(hist.astype(np_dt), device=input.device),
               tensor(edges.astype(np_dt), device=input.device))
 
 
@@ -642,10 +641,8 @@ def frexp(input: Any) -> Any:
     """``(mantissa, exponent)`` with ``input = mantissa * 2 ** exponent``, |mantissa| in [0.5, 1)."""
     if not input.is_floating_point():
         raise RuntimeError("torch.frexp() only supports floating-point dtypes")
-    m, ex = np.frexp(input.detach().numpy() if input.device.type == "cpu"
-                     else input.detach().cpu().numpy())
-    nt = namedtuple("frexp", ["mantissa", "exponent"])
-    return nt(tensor(m.astype(input._data.dtype), device=input.device),
+    m, ex = np.frexp(_backend.to_numpy(input._data))
+    return return_types.frexp(tensor(m.astype(input._data.dtype), device=input.device),
               tensor(ex.astype(np.int32), device=input.device))
 
 

@@ -13,7 +13,9 @@ from typing import Any
 
 __all__ = [
     "max", "min", "aminmax", "median", "nanmedian", "mode", "cummax", "cummin", "sort", "topk",
-    "kthvalue", "histogram", "frexp", "slogdet", "qr", "svd",
+    "kthvalue", "histogram", "frexp", "slogdet", "qr", "svd", "linalg_qr", "linalg_svd",
+    "linalg_eigh", "linalg_slogdet", "linalg_inv_ex", "linalg_cholesky_ex", "linalg_solve_ex",
+    "linalg_lstsq",
 ]
 
 
@@ -45,3 +47,11 @@ frexp = _return_type("frexp", "mantissa exponent")
 slogdet = _return_type("slogdet", "sign logabsdet")
 qr = _return_type("qr", "Q R")
 svd = _return_type("svd", "U S V")
+linalg_qr = _return_type("linalg_qr", "Q R")
+linalg_svd = _return_type("linalg_svd", "U S Vh")
+linalg_eigh = _return_type("linalg_eigh", "eigenvalues eigenvectors")
+linalg_slogdet = _return_type("linalg_slogdet", "sign logabsdet")
+linalg_inv_ex = _return_type("linalg_inv_ex", "inverse info")
+linalg_cholesky_ex = _return_type("linalg_cholesky_ex", "L info")
+linalg_solve_ex = _return_type("linalg_solve_ex", "result info")
+linalg_lstsq = _return_type("linalg_lstsq", "solution residuals rank singular_values")
