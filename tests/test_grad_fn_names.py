@@ -275,7 +275,7 @@ def _name(m, F, fn):
 # cases whose op class sits in a file this test's maintainer does not own (see the module
 # docstring); they pass once the renames in /work/notes/names_for_lead.md are made
 LEAD = {
-    # ember/_tensor.py (x.T), ember/ops/conv.py
+    # ember/_tensor.py (x.T), ember/ops/nn/convolution.py
     "T", "F.adaptive_avg_pool2d",
 }
 

@@ -115,3 +115,36 @@ def test_design_doc_shows_the_current_map() -> None:
     assert start in doc and end in doc, "docs/design.md lacks the layer map markers"
     shown = doc.split(start, 1)[1].split(end, 1)[0].strip()
     assert shown == layer_map().strip(), "docs/design.md's map is stale: python -m tests.layering --write"
+
+
+def _order_rooms():
+    import importlib.util
+
+    path = PACKAGE.parent.parent / "scripts" / "order_rooms.py"
+    spec = importlib.util.spec_from_file_location("order_rooms", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_ops_room_is_in_the_rooms_order() -> None:
+    """Public functions, then their op classes, then private helpers, section by section
+    (``python scripts/order_rooms.py FILE`` puts a file in order)."""
+    order = _order_rooms()
+    bad = {str(p.relative_to(PACKAGE)): order.out_of_order(p.read_text())
+           for p in sorted((PACKAGE / "ops").rglob("*.py"))}
+    assert {k: v for k, v in bad.items() if v} == {}
+
+
+def test_the_order_check_finds_a_public_function_after_its_class() -> None:
+    order = _order_rooms()
+    src = ('"""x"""\n\n# ' + "-" * 40 + "\n# a section\n\n\nclass Op:\n    pass\n\n\n"
+           "def op():\n    pass\n")
+    assert order.out_of_order(src) == ["def op():"]
+    assert order.out_of_order(order.reorder(src)) == []
+
+
+def test_no_ops_room_is_over_about_800_lines() -> None:
+    sizes = {str(p.relative_to(PACKAGE)): len(p.read_text().splitlines())
+             for p in sorted((PACKAGE / "ops").rglob("*.py"))}
+    assert {k: n for k, n in sizes.items() if n > 850} == {}

@@ -1,5 +1,6 @@
-"""nn.functional activations and layers (ember/ops/activation.py, nn/modules/{linear,activation,
-dropout,sparse,flatten}.py, nn/utils): NumPy references, gradcheck, gradgradcheck, torch parity."""
+"""nn.functional activations and layers (ember/ops/nn/{activation,linear,dropout,sparse}.py,
+nn/modules/{linear,activation,dropout,sparse,flatten}.py, nn/utils): NumPy references, gradcheck,
+gradgradcheck, torch parity."""
 
 import math
 import warnings

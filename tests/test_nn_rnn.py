@@ -1,4 +1,4 @@
-"""The RNN family (ember/nn/modules/rnn.py, ember/ops/rnn.py, ember/nn/utils/rnn_packing.py):
+"""The RNN family (ember/nn/modules/rnn.py, ember/ops/nn/recurrent.py, ember/nn/utils/rnn_packing.py):
 NumPy references, gradcheck / gradgradcheck, PyTorch parity of outputs, final states and every
 parameter gradient, state-dict interchange, packed sequences, dropout, long sequences, errors."""
 
@@ -11,7 +11,7 @@ import pytest
 import ember
 from ember import nn
 from ember.nn.utils import rnn_packing as P
-from ember.ops import rnn as R
+from ember.ops.nn import recurrent as R
 from helpers import HAVE_TORCH, check_op
 
 if HAVE_TORCH:

@@ -22,9 +22,10 @@ import numpy as np
 
 from . import _dtype_info, ops
 from ._size import Size
-from .ops import activation, casting, indexing, shape
+from .ops import casting, indexing, shape
 from .ops.creation import tensor
 from .ops.inplace import inplace
+from .ops.nn import activation
 
 # -- methods whose arguments differ from their op function's ---------------------------------
 

@@ -6,6 +6,7 @@ import warnings
 from typing import Any
 
 from .. import _size
+from .._tensor_base import TensorBase
 from . import constraints
 from .utils import lazy_property
 
@@ -109,7 +110,7 @@ class Distribution:
         for name, value in list(self.__dict__.items()):
             if name in ("_batch_shape", "_event_shape"):
                 continue
-            if name.startswith("_") or not hasattr(value, "_data"):
+            if name.startswith("_") or not isinstance(value, TensorBase):
                 new.__dict__[name] = value  # plain attributes and private (unbroadcast) tensors
                 continue
             # trailing non-batch dims: stored tensors are batch_shape + their own event part

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from .._tensor_base import TensorBase
 from . import constraints
 from .categorical import Categorical
 from .distribution import Distribution
@@ -70,7 +71,7 @@ class ExpRelaxedCategorical(Distribution):
             self._validate_sample(value)
         logits = self._categorical.logits
         temp = self.temperature
-        if not hasattr(temp, "_data"):
+        if not isinstance(temp, TensorBase):
             temp = ember.tensor(float(temp), dtype=logits.dtype, device=logits.device)
         log_scale = math.lgamma(k) + temp.log() * (k - 1)
         score = logits - value * temp

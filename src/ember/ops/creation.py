@@ -85,7 +85,7 @@ def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool
 
 def full(size: Any, fill_value: Any, *, dtype: Any = None, device: Any = None,
          requires_grad: bool = False, **_: Any) -> Any:
-    if hasattr(fill_value, "_data"):
+    if isinstance(fill_value, TensorBase):
         fill_value = fill_value.item()
     dt = _dtype.to_dtype(dtype) if dtype is not None else _dtype.scalar_dtype(fill_value)
     return _place(np.full(_size((size,)), fill_value, dt.np), dt, device, requires_grad)
@@ -120,7 +120,7 @@ def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None, dev
     """Values from ``start`` to ``end`` (exclusive) by ``step``; integer args give int64."""
     if end is None:
         start, end = 0, start
-    vals = [v.item() if hasattr(v, "_data") else v for v in (start, end, step)]
+    vals = [v.item() if isinstance(v, TensorBase) else v for v in (start, end, step)]
     start, end, step = vals
     if step == 0:
         raise RuntimeError("step must be nonzero")
@@ -151,8 +151,8 @@ def range_(start: Any, end: Any, step: Any = 1, *, dtype: Any = None, device: An
 def linspace(start: Any, end: Any, steps: int, *, dtype: Any = None, device: Any = None,
              requires_grad: bool = False, **_: Any) -> Any:
     dt = _dt(dtype)
-    s = start.item() if hasattr(start, "_data") else start
-    e = end.item() if hasattr(end, "_data") else end
+    s = start.item() if isinstance(start, TensorBase) else start
+    e = end.item() if isinstance(end, TensorBase) else end
     return _place(np.linspace(s, e, int(steps)).astype(dt.np), dt, device, requires_grad)
 
 
@@ -187,7 +187,7 @@ def _size(size: tuple) -> tuple[int, ...]:
         size = size[0]
     out = []
     for s in size:
-        if hasattr(s, "_data"):
+        if isinstance(s, TensorBase):
             s = int(s.item())
         if not isinstance(s, int | np.integer):
             raise TypeError(

@@ -85,7 +85,7 @@ class Generator:
         return TensorBase._make(np.frombuffer(raw, dtype=np.uint8).copy())
 
     def set_state(self, state: Any) -> Generator:
-        raw = bytes(np.asarray(state._data if hasattr(state, "_data") else state, np.uint8))
+        raw = bytes(np.asarray(state._data if isinstance(state, TensorBase) else state, np.uint8))
         if len(raw) != 45:
             raise RuntimeError(
                 f"RNG state is wrong size: expected 45 bytes (an ember generator state), got {len(raw)}"
@@ -255,7 +255,7 @@ def fill_(t: Any, kind: str, *args: Any, generator: Generator | None = None) -> 
         vals = rng.normal(m, s, shape)
     elif kind == "bernoulli":
         (p,) = args
-        p = p._data if hasattr(p, "_data") else p
+        p = p._data if isinstance(p, TensorBase) else p
         vals = rng.random(shape) < p
     elif kind == "random":
         low, high = args

@@ -116,7 +116,7 @@ def _public_name(obj: Any, name: str) -> tuple[str, str] | None:
                     _alias_index[id(v)] = ("torch" + ns[5:], k)
     hit = _alias_index.get(id(obj))
     if hit is None and not isinstance(obj, type):
-        # an internal function with a public twin (ember.ops.activation.relu, which a
+        # an internal function with a public twin (ember.ops.nn.activation.relu, which a
         # TransformerEncoderLayer stores): PyTorch's public function of that name
         for ns, home in homes:
             if callable(getattr(home, name, None)):

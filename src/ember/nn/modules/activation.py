@@ -1,4 +1,4 @@
-"""Activation modules: thin wrappers over ``ember.nn.functional`` (``ember/ops/activation.py``).
+"""Activation modules: thin wrappers over ``ember.nn.functional`` (``ember/ops/nn/activation.py``).
 
 ``inplace=`` is accepted everywhere PyTorch accepts it.
 """
@@ -9,8 +9,8 @@ import warnings
 from typing import Any
 
 from ..._tensor import Tensor
-from ...ops import activation as F
 from ...ops import creation as _creation
+from ...ops import nn as F
 from ..parameter import Parameter
 from .module import Module
 

@@ -16,7 +16,7 @@ from typing import Any
 from ... import _dtype
 from ..._tensor import Tensor
 from ...ops import creation as _creation
-from ...ops.activation import log_softmax
+from ...ops.nn.activation import log_softmax
 from .container import ModuleList, Sequential
 from .linear import Linear
 from .module import Module

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..._tensor import Tensor
-from ...ops.activation import channel_shuffle
+from ...ops.nn.vision import channel_shuffle
 from .module import Module
 
 __all__ = ["ChannelShuffle"]

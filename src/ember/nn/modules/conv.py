@@ -11,8 +11,8 @@ import operator
 from typing import Any
 
 from ..._tensor import Tensor
-from ...ops import conv as C
 from ...ops import creation as _creation
+from ...ops import nn as C
 from .. import init
 from ..parameter import Parameter
 from .module import Module

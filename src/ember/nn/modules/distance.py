@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...ops import activation as F
+from ...ops import nn as F
 from .module import Module
 
 __all__ = ["CosineSimilarity", "PairwiseDistance"]

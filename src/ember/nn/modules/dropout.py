@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..._tensor import Tensor
-from ...ops import activation as F
+from ...ops import nn as F
 from .module import Module
 
 __all__ = ["Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout",

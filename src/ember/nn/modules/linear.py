@@ -6,8 +6,8 @@ import math
 from typing import Any
 
 from ..._tensor import Tensor
-from ...ops import activation as F
 from ...ops import creation as _creation
+from ...ops import nn as F
 from .. import init
 from ..parameter import Parameter
 from .module import Module

@@ -12,6 +12,7 @@ from typing import Any
 
 from ..._tensor import Tensor
 from ...ops import nn as F
+from ...ops.nn._common import _legacy_reduction
 from .module import Module
 
 __all__ = [
@@ -47,7 +48,7 @@ class _Loss(Module):
                  reduction: str = "mean") -> None:
         super().__init__()
         if size_average is not None or reduce is not None:
-            self.reduction: str = F._legacy_reduction(size_average, reduce, reduction)
+            self.reduction: str = _legacy_reduction(size_average, reduce, reduction)
         else:
             self.reduction = reduction
 

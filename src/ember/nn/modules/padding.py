@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..._tensor import Tensor
-from ...ops.activation import pad as _pad
+from ...ops.nn.vision import pad as _pad
 from .module import Module
 
 __all__ = [

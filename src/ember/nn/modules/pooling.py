@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..._tensor import Tensor
-from ...ops import conv as C
+from ...ops import nn as C
 from .module import Module
 
 __all__ = [

@@ -2,7 +2,7 @@
 ``GRUCell``.
 
 Parameter names, shapes, gate orders and initialisation are PyTorch's, so state dicts move
-between the two. The computation lives in ``ember/ops/rnn.py``: each layer and direction is one
+between the two. The computation lives in ``ember/ops/nn/recurrent.py``: each layer and direction is one
 GEMM for the input projection of every time step plus one fused op that loops over time.
 """
 
@@ -15,7 +15,7 @@ from typing import Any
 
 from ..._tensor import Tensor
 from ...ops import creation as _creation
-from ...ops import rnn as _rnn
+from ...ops.nn import recurrent as _rnn
 from .. import init
 from ..parameter import Parameter
 from ..utils.rnn_packing import PackedSequence

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..._tensor import Tensor
-from ...ops import activation as F
 from ...ops import creation as _creation
+from ...ops import nn as F
 from .. import init
 from ..parameter import Parameter
 from .module import Module

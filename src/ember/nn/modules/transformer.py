@@ -14,7 +14,6 @@ is added to the attention scores (``-inf`` blocks). ``key_padding_mask`` is (N, 
 from __future__ import annotations
 
 import copy
-import math
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -22,10 +21,9 @@ from typing import Any
 from ... import _dtype
 from ..._tensor import Tensor
 from ...autograd import grad_mode
-from ...ops import activation as _act
 from ...ops import creation as _creation
-from ...ops import nn as _nnops
-from ...ops.joining import cat as _cat
+from ...ops.nn import activation as _act
+from ...ops.nn.attention import _canonical_mask, multi_head_attention_forward
 from .. import init
 from ..parameter import Parameter
 from .activation import GELU, ReLU
@@ -49,22 +47,6 @@ __all__ = [
 # masks
 
 
-def _canonical_mask(mask: Tensor | None, name: str, target_dtype: Any) -> Tensor | None:
-    """A bool mask (True = blocked) -> float of ``target_dtype`` with -inf where blocked; a
-    float mask passes through; anything else is an error."""
-    if mask is None:
-        return None
-    if mask.dtype is _dtype.bool_:
-        zeros = _creation.zeros(tuple(mask.shape), dtype=target_dtype, device=mask.device)
-        return zeros.masked_fill(mask, float("-inf"))
-    if not mask.is_floating_point():
-        raise AssertionError(
-            f"only bool and floating types of {name} are supported, got {mask.dtype}: pass a "
-            "bool mask (True = not allowed to attend) or a float mask added to the scores"
-        )
-    return mask
-
-
 def _generate_square_subsequent_mask(sz: int, device: Any = None, dtype: Any = None) -> Tensor:
     """(sz, sz) float mask: -inf above the diagonal (the future), 0 elsewhere."""
     full = _creation.full((sz, sz), float("-inf"), dtype=dtype, device=device)
@@ -83,252 +65,6 @@ def _detect_is_causal_mask(mask: Tensor | None, is_causal: bool | None = None,
         else:
             make_causal = False
     return make_causal
-
-
-# ---------------------------------------------------------------------------------------------
-# the functional form
-
-
-def _mha_shape_check(query: Tensor, key: Tensor, value: Tensor, key_padding_mask: Any,
-                     attn_mask: Any, num_heads: int) -> bool:
-    """Whether the input is batched (3-D query); errors for inconsistent dims."""
-    if query.dim() == 3:
-        if key.dim() != 3 or value.dim() != 3:
-            raise AssertionError(
-                "For batched (3-D) `query`, expected `key` and `value` to be 3-D but found "
-                f"{key.dim()}-D and {value.dim()}-D tensors respectively"
-            )
-        if key_padding_mask is not None and key_padding_mask.dim() != 2:
-            raise AssertionError(
-                "For batched (3-D) `query`, expected `key_padding_mask` to be `None` or 2-D but "
-                f"found {key_padding_mask.dim()}-D tensor instead"
-            )
-        if attn_mask is not None and attn_mask.dim() not in (2, 3):
-            raise AssertionError(
-                "For batched (3-D) `query`, expected `attn_mask` to be `None`, 2-D or 3-D but "
-                f"found {attn_mask.dim()}-D tensor instead"
-            )
-        return True
-    if query.dim() == 2:
-        if key.dim() != 2 or value.dim() != 2:
-            raise AssertionError(
-                "For unbatched (2-D) `query`, expected `key` and `value` to be 2-D but found "
-                f"{key.dim()}-D and {value.dim()}-D tensors respectively"
-            )
-        if key_padding_mask is not None and key_padding_mask.dim() != 1:
-            raise AssertionError(
-                "For unbatched (2-D) `query`, expected `key_padding_mask` to be `None` or 1-D "
-                f"but found {key_padding_mask.dim()}-D tensor instead"
-            )
-        if attn_mask is not None:
-            if attn_mask.dim() not in (2, 3):
-                raise AssertionError(
-                    "For unbatched (2-D) `query`, expected `attn_mask` to be `None`, 2-D or 3-D "
-                    f"but found {attn_mask.dim()}-D tensor instead"
-                )
-            if attn_mask.dim() == 3:
-                expected = (num_heads, query.shape[0], key.shape[0])
-                if tuple(attn_mask.shape) != expected:
-                    raise AssertionError(
-                        f"Expected `attn_mask` shape to be {expected} but got "
-                        f"{tuple(attn_mask.shape)}"
-                    )
-        return False
-    raise AssertionError(
-        "query should be unbatched 2D or batched 3D tensor but received "
-        f"{query.dim()}-D query tensor"
-    )
-
-
-def _in_projection(query: Tensor, key: Tensor, value: Tensor, w_q: Tensor, w_k: Tensor,
-                   w_v: Tensor, b: Tensor | None, e: int) -> tuple[Tensor, Tensor, Tensor]:
-    b_q, b_k, b_v = (None, None, None) if b is None else (b[:e], b[e:2 * e], b[2 * e:])
-    return (_act.linear(query, w_q, b_q), _act.linear(key, w_k, b_k),
-            _act.linear(value, w_v, b_v))
-
-
-def multi_head_attention_forward(
-    query: Tensor, key: Tensor, value: Tensor, embed_dim_to_check: int, num_heads: int,
-    in_proj_weight: Tensor | None, in_proj_bias: Tensor | None, bias_k: Tensor | None,
-    bias_v: Tensor | None, add_zero_attn: bool, dropout_p: float, out_proj_weight: Tensor,
-    out_proj_bias: Tensor | None, training: bool = True, key_padding_mask: Tensor | None = None,
-    need_weights: bool = True, attn_mask: Tensor | None = None,
-    use_separate_proj_weight: bool = False, q_proj_weight: Tensor | None = None,
-    k_proj_weight: Tensor | None = None, v_proj_weight: Tensor | None = None,
-    static_k: Tensor | None = None, static_v: Tensor | None = None,
-    average_attn_weights: bool = True, is_causal: bool = False,
-) -> tuple[Tensor, Tensor | None]:
-    """Multi-head attention on (L, N, E) query and (S, N, E) key/value (or unbatched (L, E)).
-
-    ``out = concat_h(softmax(q_h k_h^T / sqrt(d) + mask) v_h) W_o^T + b_o`` with
-    ``q_h, k_h, v_h`` the heads of the input projections. Returns ``(out, weights)``;
-    ``weights`` is (N, L, S) averaged over heads (or (N, H, L, S)) when ``need_weights``.
-    """
-    is_batched = _mha_shape_check(query, key, value, key_padding_mask, attn_mask, num_heads)
-    if not is_batched:
-        query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
-        if key_padding_mask is not None:
-            key_padding_mask = key_padding_mask.unsqueeze(0)
-    tgt_len, bsz, embed_dim = query.shape
-    src_len = key.shape[0]
-    key_padding_mask = _canonical_mask(key_padding_mask, "key_padding_mask", query.dtype)
-    if is_causal and attn_mask is None:
-        raise RuntimeError(
-            "Need attn_mask if specifying the is_causal hint. You may use the Transformer module "
-            "method `generate_square_subsequent_mask` to create this mask."
-        )
-    if is_causal and key_padding_mask is None and not need_weights:
-        attn_mask = None  # the fused kernel applies the causal mask itself
-    else:
-        attn_mask = _canonical_mask(attn_mask, "attn_mask", query.dtype)
-        if key_padding_mask is not None:
-            is_causal = False
-    if embed_dim != embed_dim_to_check:
-        raise AssertionError(
-            f"was expecting embedding dimension of {embed_dim_to_check}, but got {embed_dim}"
-        )
-    head_dim = embed_dim // num_heads
-    if head_dim * num_heads != embed_dim:
-        raise AssertionError(f"embed_dim {embed_dim} not divisible by num_heads {num_heads}")
-    if use_separate_proj_weight:
-        if tuple(key.shape[:2]) != tuple(value.shape[:2]):
-            raise AssertionError(
-                f"key's sequence and batch dims {tuple(key.shape[:2])} do not match value's "
-                f"{tuple(value.shape[:2])}"
-            )
-    elif tuple(key.shape) != tuple(value.shape):
-        raise AssertionError(
-            f"key shape {tuple(key.shape)} does not match value shape {tuple(value.shape)}"
-        )
-
-    # input projections
-    if not use_separate_proj_weight:
-        if in_proj_weight is None:
-            raise AssertionError("use_separate_proj_weight is False but in_proj_weight is None")
-        if query is key and key is value:  # self-attention: one product, then split
-            qkv = _act.linear(query, in_proj_weight, in_proj_bias)
-            q, k, v = qkv.chunk(3, dim=-1)
-        else:
-            e = embed_dim
-            q, k, v = _in_projection(query, key, value, in_proj_weight[:e],
-                                     in_proj_weight[e:2 * e], in_proj_weight[2 * e:],
-                                     in_proj_bias, e)
-    else:
-        if q_proj_weight is None or k_proj_weight is None or v_proj_weight is None:
-            raise AssertionError(
-                "use_separate_proj_weight is True but q_proj_weight, k_proj_weight or "
-                "v_proj_weight is None"
-            )
-        q, k, v = _in_projection(query, key, value, q_proj_weight, k_proj_weight, v_proj_weight,
-                                 in_proj_bias, embed_dim)
-
-    # attn_mask to 3-D
-    if attn_mask is not None:
-        if attn_mask.dim() == 2:
-            if tuple(attn_mask.shape) != (tgt_len, src_len):
-                raise RuntimeError(
-                    f"The shape of the 2D attn_mask is {tuple(attn_mask.shape)}, but should be "
-                    f"{(tgt_len, src_len)}."
-                )
-            attn_mask = attn_mask.unsqueeze(0)
-        elif attn_mask.dim() == 3:
-            if tuple(attn_mask.shape) != (bsz * num_heads, tgt_len, src_len):
-                raise RuntimeError(
-                    f"The shape of the 3D attn_mask is {tuple(attn_mask.shape)}, but should be "
-                    f"{(bsz * num_heads, tgt_len, src_len)}."
-                )
-        else:
-            raise RuntimeError(f"attn_mask's dimension {attn_mask.dim()} is not supported")
-
-    # learned key/value biases appended along the sequence
-    if bias_k is not None and bias_v is not None:
-        if static_k is not None or static_v is not None:
-            raise AssertionError("bias cannot be added to static key or value.")
-        k = _cat([k, bias_k.repeat(1, bsz, 1)], 0)
-        v = _cat([v, bias_v.repeat(1, bsz, 1)], 0)
-        if attn_mask is not None:
-            attn_mask = _act.pad(attn_mask, (0, 1))
-        if key_padding_mask is not None:
-            key_padding_mask = _act.pad(key_padding_mask, (0, 1))
-    elif bias_k is not None or bias_v is not None:
-        raise AssertionError("bias_k and bias_v must both be given or both be None")
-
-    # heads: (L, N, E) -> (N * H, L, head_dim)
-    q = q.reshape(tgt_len, bsz * num_heads, head_dim).transpose(0, 1)
-    if static_k is None:
-        k = k.reshape(k.shape[0], bsz * num_heads, head_dim).transpose(0, 1)
-    else:
-        if static_k.size(0) != bsz * num_heads or static_k.size(2) != head_dim:
-            raise AssertionError(
-                f"expecting static_k of shape ({bsz * num_heads}, S, {head_dim}), but got "
-                f"{tuple(static_k.shape)}"
-            )
-        k = static_k
-    if static_v is None:
-        v = v.reshape(v.shape[0], bsz * num_heads, head_dim).transpose(0, 1)
-    else:
-        if static_v.size(0) != bsz * num_heads or static_v.size(2) != head_dim:
-            raise AssertionError(
-                f"expecting static_v of shape ({bsz * num_heads}, S, {head_dim}), but got "
-                f"{tuple(static_v.shape)}"
-            )
-        v = static_v
-    if add_zero_attn:
-        zeros = _creation.zeros((bsz * num_heads, 1, head_dim), dtype=k.dtype, device=k.device)
-        k = _cat([k, zeros], 1)
-        v = _cat([v, zeros], 1)
-        if attn_mask is not None:
-            attn_mask = _act.pad(attn_mask, (0, 1))
-        if key_padding_mask is not None:
-            key_padding_mask = _act.pad(key_padding_mask, (0, 1))
-    src_len = k.size(1)
-
-    if key_padding_mask is not None:
-        if tuple(key_padding_mask.shape) != (bsz, src_len):
-            raise AssertionError(
-                f"expecting key_padding_mask shape of {(bsz, src_len)}, but got "
-                f"{tuple(key_padding_mask.shape)}"
-            )
-        kpm = key_padding_mask.reshape(bsz, 1, 1, src_len).expand(-1, num_heads, -1, -1)
-        kpm = kpm.reshape(bsz * num_heads, 1, src_len)
-        attn_mask = kpm if attn_mask is None else attn_mask + kpm
-
-    if not training:
-        dropout_p = 0.0
-
-    if need_weights:
-        if is_causal and attn_mask is None:
-            raise RuntimeError("is_causal without attn_mask is not supported with need_weights")
-        scores = (q * math.sqrt(1.0 / head_dim)).matmul(k.transpose(-2, -1))
-        if attn_mask is not None:
-            scores = scores + attn_mask
-        weights = _act.softmax(scores, dim=-1)
-        if dropout_p > 0.0:
-            weights = _act.dropout(weights, p=dropout_p)
-        out = weights.matmul(v)  # (N * H, L, head_dim)
-        out = out.transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
-        out = _act.linear(out, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, -1)
-        weights = weights.reshape(bsz, num_heads, tgt_len, src_len)
-        if average_attn_weights:
-            weights = weights.mean(dim=1)
-        if not is_batched:
-            out, weights = out.squeeze(1), weights.squeeze(0)
-        return out, weights
-
-    if attn_mask is not None:
-        if attn_mask.size(0) == 1:
-            attn_mask = attn_mask.unsqueeze(0)  # (1, 1, L, S): broadcast over batch and heads
-        else:
-            attn_mask = attn_mask.reshape(bsz, num_heads, -1, src_len)
-    q = q.reshape(bsz, num_heads, tgt_len, head_dim)
-    k = k.reshape(bsz, num_heads, src_len, head_dim)
-    v = v.reshape(bsz, num_heads, src_len, head_dim)
-    out = _nnops.scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal)
-    out = out.permute(2, 0, 1, 3).reshape(bsz * tgt_len, embed_dim)
-    out = _act.linear(out, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, -1)
-    if not is_batched:
-        out = out.squeeze(1)
-    return out, None
 
 
 # ---------------------------------------------------------------------------------------------

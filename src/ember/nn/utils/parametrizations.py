@@ -12,7 +12,7 @@ from typing import Any
 from ..._tensor import Tensor
 from ...autograd.grad_mode import no_grad
 from ...ops import creation as _creation
-from ...ops.activation import normalize
+from ...ops.nn.normalization import normalize
 from ..modules.module import Module
 from . import parametrize
 from .weight_norm import _norm_except_dim

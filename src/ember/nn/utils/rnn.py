@@ -36,8 +36,8 @@ def pad_sequence(
         >>> pad_sequence([a, b], batch_first=True).shape
         torch.Size([2, 3, 2])
     """
-    from ...ops import activation as F
     from ...ops import joining as _joining
+    from ...ops import nn as F
 
     if padding_side not in ("left", "right"):
         raise ValueError(

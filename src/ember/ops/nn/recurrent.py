@@ -21,20 +21,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._tensor_base import TensorBase
-from ..autograd.engine import grad as autograd_grad
-from ..autograd.function import Op
-from . import activation as _act
-from . import joining as _joining
+from ..._tensor_base import TensorBase
+from ...autograd.engine import grad as autograd_grad
+from ...autograd.function import Op
+from .. import joining as _joining
+from .dropout import dropout as apply_dropout  # rnn's `dropout` argument is the rate
+from .linear import linear
 
 __all__ = [
-    "rnn_tanh_cell",
-    "rnn_relu_cell",
-    "lstm_cell",
-    "gru_cell",
-    "rnn_tanh",
-    "rnn_relu",
-    "lstm",
+    "rnn_tanh_cell", "rnn_relu_cell", "lstm_cell", "gru_cell", "rnn_tanh", "rnn_relu", "lstm",
     "gru",
 ]
 
@@ -105,7 +100,6 @@ class RNNSequence(Op):
         grad_xw_t = da_t          dh_{t-1} = da_t W_hh          grad_h0 = dh_{-1}
         grad_W_hh = sum_t da_t^T h_{t-1}          grad_b_hh = sum_t da_t
     """
-
     @staticmethod
     def forward(ctx: Any, xw: Any, h0: Any, w_hh: Any, b_hh: Any, sizes: tuple, reverse: bool,
                 relu: bool) -> Any:
@@ -189,7 +183,6 @@ class LSTMSequence(Op):
         grad_W_hh = sum_t d(i,f,g,o)^T h_{t-1}          grad_b_hh = sum_t d(i,f,g,o)
         grad_W_hr = sum_t dh_t^T m_t
     """
-
     @staticmethod
     def forward(ctx: Any, xw: Any, h0: Any, c0: Any, w_hh: Any, b_hh: Any, w_hr: Any,
                 sizes: tuple, reverse: bool) -> Any:
@@ -321,7 +314,6 @@ class GRUSequence(Op):
         dh_{t-1} = dh_t z + dgh W_hh          grad_W_hh = sum_t dgh^T h_{t-1}
         grad_b_hh = sum_t dgh
     """
-
     @staticmethod
     def forward(ctx: Any, xw: Any, h0: Any, w_hh: Any, b_hh: Any, sizes: tuple,
                 reverse: bool) -> Any:
@@ -498,6 +490,36 @@ def _backward_by_recompute(ctx: Any, kind: str, grads: tuple) -> tuple:
 # cells
 
 
+def rnn_tanh_cell(input: TensorBase, hx: TensorBase, w_ih: TensorBase, w_hh: TensorBase,
+                  b_ih: TensorBase | None = None, b_hh: TensorBase | None = None) -> TensorBase:
+    """One Elman step: tanh(x W_ih^T + b_ih + h W_hh^T + b_hh) for 2-D x and h."""
+    return _rnn_cell("rnn_tanh_cell", False, input, hx, w_ih, w_hh, b_ih, b_hh)
+
+
+def rnn_relu_cell(input: TensorBase, hx: TensorBase, w_ih: TensorBase, w_hh: TensorBase,
+                  b_ih: TensorBase | None = None, b_hh: TensorBase | None = None) -> TensorBase:
+    """One Elman step: relu(x W_ih^T + b_ih + h W_hh^T + b_hh) for 2-D x and h."""
+    return _rnn_cell("rnn_relu_cell", True, input, hx, w_ih, w_hh, b_ih, b_hh)
+
+
+def lstm_cell(input: TensorBase, hx: Any, w_ih: TensorBase, w_hh: TensorBase, b_ih: TensorBase | None = None,
+              b_hh: TensorBase | None = None) -> tuple[TensorBase, TensorBase]:
+    """One LSTM step for 2-D x and hx = (h, c); returns (h', c')."""
+    h0, c0 = hx
+    _check_cell("lstm_cell", input, [h0, c0], w_ih, w_hh)
+    xw = linear(input, w_ih, b_ih)
+    _, h, c = LSTMSequence.apply(xw, h0, c0, w_hh, b_hh, None, (input.shape[0],), False)
+    return h, c
+
+
+def gru_cell(input: TensorBase, hx: TensorBase, w_ih: TensorBase, w_hh: TensorBase, b_ih: TensorBase | None = None,
+             b_hh: TensorBase | None = None) -> TensorBase:
+    """One GRU step for 2-D x and h; returns h'."""
+    _check_cell("gru_cell", input, [hx], w_ih, w_hh)
+    xw = linear(input, w_ih, b_ih)
+    return GRUSequence.apply(xw, hx, w_hh, b_hh, (input.shape[0],), False)[1]
+
+
 def _check_cell(name: str, input: TensorBase, hx: list, w_ih: TensorBase, w_hh: TensorBase) -> None:
     if input.ndim != 2:
         raise RuntimeError(
@@ -545,42 +567,34 @@ def _check_cell(name: str, input: TensorBase, hx: list, w_ih: TensorBase, w_hh: 
 def _rnn_cell(name: str, relu: bool, input: TensorBase, hx: TensorBase, w_ih: TensorBase, w_hh: TensorBase,
               b_ih: TensorBase | None, b_hh: TensorBase | None) -> TensorBase:
     _check_cell(name, input, [hx], w_ih, w_hh)
-    xw = _act.linear(input, w_ih, b_ih)
+    xw = linear(input, w_ih, b_ih)
     return RNNSequence.apply(xw, hx, w_hh, b_hh, (input.shape[0],), False, relu)[1]
-
-
-def rnn_tanh_cell(input: TensorBase, hx: TensorBase, w_ih: TensorBase, w_hh: TensorBase,
-                  b_ih: TensorBase | None = None, b_hh: TensorBase | None = None) -> TensorBase:
-    """One Elman step: tanh(x W_ih^T + b_ih + h W_hh^T + b_hh) for 2-D x and h."""
-    return _rnn_cell("rnn_tanh_cell", False, input, hx, w_ih, w_hh, b_ih, b_hh)
-
-
-def rnn_relu_cell(input: TensorBase, hx: TensorBase, w_ih: TensorBase, w_hh: TensorBase,
-                  b_ih: TensorBase | None = None, b_hh: TensorBase | None = None) -> TensorBase:
-    """One Elman step: relu(x W_ih^T + b_ih + h W_hh^T + b_hh) for 2-D x and h."""
-    return _rnn_cell("rnn_relu_cell", True, input, hx, w_ih, w_hh, b_ih, b_hh)
-
-
-def lstm_cell(input: TensorBase, hx: Any, w_ih: TensorBase, w_hh: TensorBase, b_ih: TensorBase | None = None,
-              b_hh: TensorBase | None = None) -> tuple[TensorBase, TensorBase]:
-    """One LSTM step for 2-D x and hx = (h, c); returns (h', c')."""
-    h0, c0 = hx
-    _check_cell("lstm_cell", input, [h0, c0], w_ih, w_hh)
-    xw = _act.linear(input, w_ih, b_ih)
-    _, h, c = LSTMSequence.apply(xw, h0, c0, w_hh, b_hh, None, (input.shape[0],), False)
-    return h, c
-
-
-def gru_cell(input: TensorBase, hx: TensorBase, w_ih: TensorBase, w_hh: TensorBase, b_ih: TensorBase | None = None,
-             b_hh: TensorBase | None = None) -> TensorBase:
-    """One GRU step for 2-D x and h; returns h'."""
-    _check_cell("gru_cell", input, [hx], w_ih, w_hh)
-    xw = _act.linear(input, w_ih, b_ih)
-    return GRUSequence.apply(xw, hx, w_hh, b_hh, (input.shape[0],), False)[1]
 
 
 # ---------------------------------------------------------------------------------------------
 # multi-layer, optionally bidirectional networks (torch.lstm / torch.gru / torch.rnn_tanh ...)
+
+
+def rnn_tanh(input: TensorBase, *args: Any) -> tuple[TensorBase, TensorBase]:
+    """Stacked tanh RNN: ``rnn_tanh(input, hx, params, has_biases, num_layers, dropout, train,
+    bidirectional, batch_first)`` or ``rnn_tanh(data, batch_sizes, hx, params, ...)``."""
+    return _rnn_fn("rnn", False, "rnn_tanh", input, args)
+
+
+def rnn_relu(input: TensorBase, *args: Any) -> tuple[TensorBase, TensorBase]:
+    """Stacked ReLU RNN, with ``rnn_tanh``'s arguments."""
+    return _rnn_fn("rnn", True, "rnn_relu", input, args)
+
+
+def lstm(input: TensorBase, *args: Any) -> tuple[TensorBase, TensorBase, TensorBase]:
+    """Stacked LSTM: ``lstm(input, (h0, c0), params, has_biases, num_layers, dropout, train,
+    bidirectional, batch_first)`` or ``lstm(data, batch_sizes, (h0, c0), params, ...)``."""
+    return _rnn_fn("lstm", False, "lstm", input, args)
+
+
+def gru(input: TensorBase, *args: Any) -> tuple[TensorBase, TensorBase]:
+    """Stacked GRU, with ``rnn_tanh``'s arguments."""
+    return _rnn_fn("gru", False, "gru", input, args)
 
 
 def _run(kind: str, relu: bool, input: TensorBase, batch_sizes: Any, hx: tuple, params: list,
@@ -632,7 +646,7 @@ def _run(kind: str, relu: bool, input: TensorBase, batch_sizes: Any, hx: tuple, 
             p = params[k * stride:(k + 1) * stride]
             w_ih, w_hh = p[0], p[1]
             b_ih, b_hh = (p[2], p[3]) if has_biases else (None, None)
-            xw = _act.linear(layer_in, w_ih, b_ih)  # every time step in one GEMM
+            xw = linear(layer_in, w_ih, b_ih)  # every time step in one GEMM
             if kind == "lstm":
                 w_hr = p[-1] if proj else None
                 out, h, c = LSTMSequence.apply(xw, states[0][k], states[1][k], w_hh, b_hh, w_hr,
@@ -646,7 +660,7 @@ def _run(kind: str, relu: bool, input: TensorBase, batch_sizes: Any, hx: tuple, 
             h_n.append(h)
         layer_in = outs[0] if dirs == 1 else _joining.cat(outs, -1)
         if dropout and train and layer < num_layers - 1:
-            layer_in = _act.dropout(layer_in, dropout, True)
+            layer_in = apply_dropout(layer_in, dropout, True)
     output = layer_in
     if batch_sizes is None:
         output = output.reshape(steps, batch, output.shape[-1])
@@ -678,25 +692,3 @@ def _rnn_fn(kind: str, relu: bool, name: str, input: TensorBase, args: tuple) ->
     bsz, hx, params, has_b, layers, p, train, bidir, bf = _split_args(args, packed, name)
     hx = tuple(hx) if kind == "lstm" else (hx,)
     return _run(kind, relu, input, bsz, hx, params, has_b, layers, p, train, bidir, bf)
-
-
-def rnn_tanh(input: TensorBase, *args: Any) -> tuple[TensorBase, TensorBase]:
-    """Stacked tanh RNN: ``rnn_tanh(input, hx, params, has_biases, num_layers, dropout, train,
-    bidirectional, batch_first)`` or ``rnn_tanh(data, batch_sizes, hx, params, ...)``."""
-    return _rnn_fn("rnn", False, "rnn_tanh", input, args)
-
-
-def rnn_relu(input: TensorBase, *args: Any) -> tuple[TensorBase, TensorBase]:
-    """Stacked ReLU RNN, with ``rnn_tanh``'s arguments."""
-    return _rnn_fn("rnn", True, "rnn_relu", input, args)
-
-
-def lstm(input: TensorBase, *args: Any) -> tuple[TensorBase, TensorBase, TensorBase]:
-    """Stacked LSTM: ``lstm(input, (h0, c0), params, has_biases, num_layers, dropout, train,
-    bidirectional, batch_first)`` or ``lstm(data, batch_sizes, (h0, c0), params, ...)``."""
-    return _rnn_fn("lstm", False, "lstm", input, args)
-
-
-def gru(input: TensorBase, *args: Any) -> tuple[TensorBase, TensorBase]:
-    """Stacked GRU, with ``rnn_tanh``'s arguments."""
-    return _rnn_fn("gru", False, "gru", input, args)

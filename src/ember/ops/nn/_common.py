@@ -1,0 +1,208 @@
+"""Helpers shared by the losses, normalization and attention: argument checks, reductions,
+and the softmax nodes their backward rules keep.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import sys
+import warnings
+from typing import Any
+
+from ... import _dtype
+from ..._tensor_base import TensorBase
+from ...autograd import grad_mode
+from ...autograd.function import Op
+from ..creation import tensor
+
+# ---------------------------------------------------------------------------------------------
+# shared helpers
+
+
+def _is_t(x: Any) -> bool:
+    return isinstance(x, TensorBase)
+
+
+def _size(shape: Any) -> str:
+    """How PyTorch prints a shape: ``torch.Size([32, 1])``."""
+    return f"torch.Size({list(shape)})"
+
+
+def _dtype_name(t: Any) -> str:
+    return _dtype.legacy_name(t.dtype)
+
+
+def _graphing(ctx: Any) -> bool:
+    """True while a backward rule runs on tensors (``create_graph=True``)."""
+    return bool(ctx._tensor_mode)
+
+
+def _quiet(xp: Any) -> Any:
+    """Silence NumPy's divide/invalid warnings where the op defines the result itself."""
+    errstate = getattr(xp, "errstate", None)
+    return errstate(divide="ignore", invalid="ignore") if errstate else contextlib.nullcontext()
+
+
+def _user_stacklevel() -> int:
+    """The stacklevel that points a warning at the first frame outside ember."""
+    level = 1
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_globals.get("__name__", "").startswith("ember."):
+        frame = frame.f_back
+        level += 1
+    return level
+
+
+def _legacy_reduction(size_average: Any, reduce: Any, reduction: str) -> str:
+    """Map the deprecated ``size_average``/``reduce`` pair to a ``reduction`` string."""
+    if size_average is None and reduce is None:
+        return reduction
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    out = "mean" if (size_average and reduce) else ("sum" if reduce else "none")
+    warnings.warn(
+        f"size_average and reduce args will be deprecated, please use reduction='{out}' instead.",
+        UserWarning,
+        stacklevel=_user_stacklevel(),
+    )
+    return out
+
+
+def _check_reduction(reduction: str) -> str:
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    return reduction
+
+
+def _reduce(loss: Any, reduction: str) -> Any:
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    if reduction == "none":
+        return loss
+    raise ValueError(f"{reduction} is not a valid value for reduction")
+
+
+def _as_float_tensor(x: Any, like: Any) -> Any:
+    """Numbers and arrays become tensors of ``like``'s dtype and device."""
+    if _is_t(x):
+        return x
+
+    return tensor(x, dtype=like.dtype, device=like.device)
+
+
+def _broadcast_shape(a: tuple, b: tuple) -> tuple | None:
+    out = []
+    for i in range(1, max(len(a), len(b)) + 1):
+        x = a[-i] if i <= len(a) else 1
+        y = b[-i] if i <= len(b) else 1
+        if x != y and x != 1 and y != 1:
+            return None
+        out.append(max(x, y) if x != 0 and y != 0 else 0)
+    return tuple(reversed(out))
+
+
+def _check_target_size(name: str, input: Any, target: Any) -> None:
+    """Warn (as PyTorch does) when a regression target only broadcasts to the input's shape."""
+    ishape, tshape = tuple(input.shape), tuple(target.shape)
+    if ishape == tshape:
+        return
+    both = _broadcast_shape(ishape, tshape)
+    if both is None:
+        raise RuntimeError(
+            f"{name}: the input of shape {list(ishape)} and the target of shape {list(tshape)} "
+            "cannot be broadcast together (a loss compares input[i] with target[i], so both need "
+            "the same shape). Reshape one of them, e.g. target = target.view_as(input)."
+        )
+    if ishape == tshape + (1,):
+        fix = (f"reshape the target with target.view(-1, 1) (or target.unsqueeze({len(tshape)})), "
+               f"or squeeze the prediction with pred.squeeze({len(tshape)})")
+    elif tshape == ishape + (1,):
+        fix = (f"squeeze the target with target.squeeze({len(ishape)}), or reshape the prediction "
+               f"with pred.unsqueeze({len(ishape)})")
+    else:
+        fix = "reshape one of them so that both have the same shape, e.g. target.view_as(pred)"
+    n_pairs = math.prod(both)
+    n_want = max(math.prod(ishape), math.prod(tshape))
+    warnings.warn(
+        f"Using a target size ({_size(tshape)}) that is different to the input size "
+        f"({_size(ishape)}). This will likely lead to incorrect results due to broadcasting. "
+        f"Please ensure they have the same size. {name} would broadcast the input "
+        f"{list(ishape)} and the target {list(tshape)} to {list(both)}, comparing every "
+        f"prediction with every target ({n_pairs} pairs instead of {n_want}), so the loss and "
+        f"its gradients are wrong while training still runs. Fix: {fix}.",
+        UserWarning,
+        stacklevel=_user_stacklevel(),
+    )
+
+
+def _not_differentiable(fn: str, arg: str, t: Any) -> None:
+    """PyTorch's error for a requires-grad tensor in an argument it does not differentiate."""
+    if t is not None and _is_t(t) and t.requires_grad and grad_mode.state.enabled:
+        raise RuntimeError(
+            f"The function '{fn}' is not differentiable with respect to argument '{arg}'. This "
+            f"input cannot have requires_grad True. (Pass {arg}.detach() if it should stay fixed.)"
+        )
+
+
+def _check_floating(name: str, x: Any, what: str = "input") -> None:
+    if not x.is_floating_point():
+        raise RuntimeError(
+            f"{name}: expected a floating point {what}, but got {x.dtype} (shape "
+            f"{list(x.shape)}). Convert it first, e.g. {what} = {what}.float()."
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+# softmax helpers for backward rules (they keep double backward exact)
+
+
+class _SoftmaxCached(Op):
+    """out = softmax(x) along ``axis``, given as the already computed ``p``
+    grad_x = out * (grad - sum(grad * out, axis))"""
+    node_name = "SoftmaxBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, x: Any, p: Any, axis: int) -> Any:
+        out = p[...]
+        ctx.save_for_backward(out)
+        ctx.axis = axis
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (out,) = ctx.saved
+        return out * (grad - (grad * out).sum(axis=ctx.axis, keepdims=True)), None, None
+
+
+class _LogSoftmaxFromLse(Op):
+    """out = x - lse = log_softmax(x) along ``axis`` (``lse`` = logsumexp(x), computed before)
+    grad_x = grad - exp(out) * sum(grad, axis)"""
+    node_name = "LogSoftmaxBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, x: Any, lse: Any, axis: int) -> Any:
+        out = x - lse
+        ctx.save_for_backward(out)
+        ctx.axis = axis
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (out,) = ctx.saved
+        return grad - ctx.xp.exp(out) * grad.sum(axis=ctx.axis, keepdims=True), None, None
+
+
+def _softmax_stats(xp: Any, x: Any, axis: int, need_p: bool) -> tuple[Any, Any]:
+    """(softmax(x) or None, logsumexp(x)) along ``axis`` with keepdims, stable for finite x."""
+    m = x.max(axis=axis, keepdims=True)
+    with _quiet(xp):
+        m = xp.where(xp.isfinite(m), m, 0)
+        e = xp.exp(x - m)
+        s = e.sum(axis=axis, keepdims=True)
+        lse = xp.log(s) + m
+        if need_p:
+            e /= s
+    return (e if need_p else None), lse

@@ -1,0 +1,341 @@
+"""The array kernels under convolution, pooling and resampling.
+
+Layout is NCHW (NCL in 1-D); a 1-D op runs as the 2-D op with a height of 1. Every sliding-window
+op works on a strided *view* of the (padded) input, so the only copies are the im2col matrix that
+feeds a convolution's single GEMM and the output itself.
+
+Convolution columns are channel-major, (C * kh * kw, N * L), so forward, weight gradient and
+input gradient are one large GEMM each. Stride-1 convolutions use a *wide* im2col: with the
+padded image flattened, every kernel offset is one contiguous slice, so im2col and col2im move
+long rows instead of 8-element pieces (several times faster); the GEMM computes ``kw - 1``
+throw-away columns per output row, dropped afterwards.
+
+``Resample`` is a separable linear map on the last one or two axes (interpolate, adaptive average
+pooling), whose adjoint is again a ``Resample``.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import numpy as np
+
+from ..._tensor_base import TensorBase
+from ...autograd.function import Op
+from ..shape import reshape
+
+Pad2 = tuple[tuple[int, int], tuple[int, int]]
+
+
+_C10_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half",
+           "bfloat16": "c10::BFloat16", "int64": "long int", "int32": "int"}
+
+
+_LAYOUT = {1: "L", 2: "H x W", 3: "D x H x W"}
+
+
+class _Geom:
+    """Sliding windows over the last two axes of an (N, C, H, W) array.
+
+    ``pad`` is ((top, bottom), (left, right)); ``out`` the number of window positions. With
+    ``wide`` (stride 1) windows are addressed in the flattened padded image, see the module doc.
+    """
+    __slots__ = ("H", "W", "kh", "kw", "sh", "sw", "pt", "pb", "pl", "pr", "dh", "dw", "OH", "OW",
+                 "Hp", "Wp", "wide", "L")
+
+    def __init__(self, in_hw: tuple[int, int], k: tuple[int, int], stride: tuple[int, int],
+                 pad: Pad2, dil: tuple[int, int], out: tuple[int, int] | None = None,
+                 wide: bool = True) -> None:
+        self.H, self.W = in_hw
+        self.kh, self.kw = k
+        self.sh, self.sw = stride
+        (self.pt, self.pb), (self.pl, self.pr) = pad
+        self.dh, self.dw = dil
+        self.Hp = self.H + self.pt + self.pb
+        self.Wp = self.W + self.pl + self.pr
+        if out is None:
+            out = ((self.Hp - self.dh * (self.kh - 1) - 1) // self.sh + 1,
+                   (self.Wp - self.dw * (self.kw - 1) - 1) // self.sw + 1)
+        self.OH, self.OW = out
+        self.wide = wide and self.sh == 1 and self.sw == 1 and self.OH > 0 and self.OW > 0
+        self.L = self.OH * self.Wp if self.wide else self.OH * self.OW
+
+    @property
+    def padded(self) -> bool:
+        return bool(self.pt or self.pb or self.pl or self.pr)
+
+    def window(self, i: int, j: int) -> tuple:
+        """Index of kernel tap (i, j) across all windows: an (N, C, OH, OW) strided view."""
+        h0, w0 = i * self.dh, j * self.dw
+        return (slice(None), slice(None),
+                slice(h0, h0 + self.sh * (self.OH - 1) + 1, self.sh),
+                slice(w0, w0 + self.sw * (self.OW - 1) + 1, self.sw))
+
+
+class _AxisMap:
+    """out[k] = sum_t w[k, t] * in[idx[k, t]] along one axis (host arrays; ``w`` None = ones).
+
+    ``block`` > 0 marks out[k] = mean(in[k*block:(k+1)*block]), computed by a reshape."""
+    __slots__ = ("idx", "w", "n_in", "block", "_adj", "_dev")
+
+    def __init__(self, idx: np.ndarray, w: np.ndarray | None, n_in: int, block: int = 0) -> None:
+        self.idx, self.w, self.n_in, self.block = idx, w, n_in, block
+        self._adj: _AxisMap | None = None
+        self._dev: dict = {}
+
+    @property
+    def n_out(self) -> int:
+        return self.idx.shape[0]
+
+    def arrays(self, xp: Any, dtype: Any) -> tuple[Any, Any]:
+        key = (xp, np.dtype(dtype))
+        got = self._dev.get(key)
+        if got is None:
+            w = None if self.w is None else xp.asarray(self.w.astype(dtype))
+            got = self._dev[key] = (xp.asarray(self.idx), w)
+        return got
+
+    def adjoint(self) -> _AxisMap:
+        """The transposed map (a CSR transpose of the tap lists)."""
+        if self._adj is None:
+            n_out, T = self.idx.shape
+            src = self.idx.ravel()
+            dst = np.repeat(np.arange(n_out), T)
+            wt = np.ones(src.size) if self.w is None else self.w.ravel()
+            keep = wt != 0
+            src, dst, wt = src[keep], dst[keep], wt[keep]
+            order = np.argsort(src, kind="stable")
+            src, dst, wt = src[order], dst[order], wt[order]
+            counts = np.bincount(src, minlength=self.n_in)
+            m = max(int(counts.max()) if counts.size else 0, 1)
+            rank = np.arange(src.size) - (np.cumsum(counts) - counts)[src]
+            aidx = np.zeros((self.n_in, m), dtype=np.int64)
+            aw = np.zeros((self.n_in, m), dtype=wt.dtype)
+            aidx[src, rank] = dst
+            aw[src, rank] = wt
+            plain = self.w is None and bool((counts == m).all())
+            self._adj = _AxisMap(aidx, None if plain else aw, n_out)
+            self._adj._adj = self
+        return self._adj
+
+
+class Resample(Op):
+    """out = A_H x A_W^T: fixed linear maps along the last axes (one map per axis, or None)
+
+    grad_x = A_H^T grad A_W          (Resample with the adjoint maps)"""
+    node_name = "UpsampleBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, x: Any, maps: tuple) -> Any:
+        xp = ctx.xp
+        ctx.maps = maps
+        y = x
+        n = len(maps)
+        for k in range(n - 1, -1, -1):  # the last axis first, as PyTorch's kernels do
+            if maps[k] is not None:
+                y = _apply_map(xp, y, maps[k], k - n)
+        return y.copy() if y is x else y
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        adj = tuple(None if m is None else m.adjoint() for m in ctx.maps)
+        return ctx.call(Resample, grad, adj), None
+
+
+def _4d(a: Any) -> Any:
+    """(N, C, L) -> (N, C, 1, L): 1-D ops run as 2-D ones (a view)."""
+    return a.reshape(a.shape[:2] + (1,) + a.shape[2:]) if a.ndim == 3 else a
+
+
+def _pad(xp: Any, x: Any, g: _Geom, value: Any = 0) -> Any:
+    if not g.padded:
+        return x
+    N, C = x.shape[:2]
+    out = xp.full((N, C, g.Hp, g.Wp), value, dtype=x.dtype)
+    out[:, :, g.pt:g.pt + g.H, g.pl:g.pl + g.W] = x
+    return out
+
+
+def _crop(xp: Any, xpad: Any, g: _Geom) -> Any:
+    if not g.padded:
+        return xpad
+    return xp.ascontiguousarray(xpad[:, :, g.pt:g.pt + g.H, g.pl:g.pl + g.W])
+
+
+def _unfold_cols(xp: Any, xpad: Any, g: _Geom) -> Any:
+    """Padded (N, C, Hp, Wp) -> unfold's columns (N, C * kh * kw, OH * OW): one copy."""
+    N, C = xpad.shape[:2]
+    s0, s1, s2, s3 = xpad.strides
+    v = xp.lib.stride_tricks.as_strided(
+        xpad, (N, C, g.kh, g.kw, g.OH, g.OW),
+        (s0, s1, g.dh * s2, g.dw * s3, g.sh * s2, g.sw * s3))
+    return v.reshape(N, C * g.kh * g.kw, g.OH * g.OW)
+
+
+def _fold_cols(xp: Any, cols: Any, g: _Geom) -> Any:
+    """Fold's columns (N, C * kh * kw, OH * OW) -> padded (N, C, Hp, Wp), overlaps summed."""
+    N = cols.shape[0]
+    c = cols.reshape(N, cols.shape[1] // (g.kh * g.kw), g.kh, g.kw, g.OH, g.OW)
+    out = xp.zeros((N, c.shape[1], g.Hp, g.Wp), dtype=cols.dtype)
+    for i in range(g.kh):
+        for j in range(g.kw):
+            out[g.window(i, j)] += c[:, :, i, j]
+    return out
+
+
+def _conv_input(xp: Any, x4: Any, g: _Geom) -> Any:
+    """(N, C, H, W) -> the padded buffer the windows read (one extra zero row when wide)."""
+    if not g.wide:
+        return _pad(xp, x4, g)
+    N, C = x4.shape[:2]
+    buf = xp.zeros((N, C, g.Hp + 1, g.Wp), dtype=x4.dtype)
+    buf[:, :, g.pt:g.pt + g.H, g.pl:g.pl + g.W] = x4
+    return buf
+
+
+def _cols(xp: Any, buf: Any, g: _Geom, groups: int) -> Any:
+    """im2col: padded buffer (N, C, ...) -> columns (groups, C / groups * kh * kw, N * L)."""
+    N, C = buf.shape[:2]
+    strided = xp.lib.stride_tricks.as_strided
+    if g.wide:  # every kernel tap is one contiguous run of each flattened image
+        flat = buf.reshape(N, C, buf.shape[2] * buf.shape[3])
+        s0, s1, s2 = flat.strides
+        v = strided(flat, (C, g.kh, g.kw, N, g.L), (s1, g.dh * g.Wp * s2, g.dw * s2, s0, s2))
+    else:
+        s0, s1, s2, s3 = buf.strides
+        v = strided(buf, (C, g.kh, g.kw, N, g.OH, g.OW),
+                    (s1, g.dh * s2, g.dw * s3, s0, g.sh * s2, g.sw * s3))
+    return v.reshape(groups, (C // groups) * g.kh * g.kw, N * g.L)
+
+
+def _out_from_cols(xp: Any, y: Any, g: _Geom, N: int) -> Any:
+    """GEMM result (O, N * L) -> (N, O, OH, OW), dropping the wide layout's extra columns."""
+    O = y.shape[0]
+    s = y.itemsize
+    row = g.Wp if g.wide else g.OW
+    v = xp.lib.stride_tricks.as_strided(y, (N, O, g.OH, g.OW), (g.L * s, N * g.L * s, row * s, s))
+    return xp.ascontiguousarray(v)
+
+
+def _grad_to_cols(xp: Any, gy: Any, g: _Geom) -> Any:
+    """(N, O, OH, OW) -> (O, N * L), zeros in the wide layout's extra columns."""
+    N, O = gy.shape[:2]
+    if g.wide:
+        buf = xp.zeros((O, N, g.OH, g.Wp), dtype=gy.dtype)
+        buf[..., :g.OW] = gy.transpose(1, 0, 2, 3)
+        return buf.reshape(O, N * g.L)
+    return xp.ascontiguousarray(gy.transpose(1, 0, 2, 3)).reshape(O, N * g.L)
+
+
+def _col2im(xp: Any, cols: Any, g: _Geom, N: int) -> Any:
+    """Columns (C * kh * kw, N * L) -> (N, C, H, W): each tap's values added back where it read
+    them (one vectorised add per kernel tap), then the padding cropped."""
+    C = cols.shape[0] // (g.kh * g.kw)
+    if g.wide:
+        c = cols.reshape(C, g.kh, g.kw, N, g.L)
+        out = xp.zeros((C, N, (g.Hp + 1) * g.Wp), dtype=cols.dtype)
+        for i in range(g.kh):
+            for j in range(g.kw):
+                o = i * g.dh * g.Wp + j * g.dw
+                out[:, :, o:o + g.L] += c[:, i, j]
+        out = out.reshape(C, N, g.Hp + 1, g.Wp)
+    else:
+        c = cols.reshape(C, g.kh, g.kw, N, g.OH, g.OW)
+        out = xp.zeros((C, N, g.Hp, g.Wp), dtype=cols.dtype)
+        for i in range(g.kh):
+            for j in range(g.kw):
+                out[g.window(i, j)] += c[:, i, j]
+    out = out[:, :, g.pt:g.pt + g.H, g.pl:g.pl + g.W]
+    return xp.ascontiguousarray(out.transpose(1, 0, 2, 3))
+
+
+def _spatial_axes(ndim: int) -> tuple[int, ...]:
+    return (0,) + tuple(range(2, ndim))
+
+
+def _apply_map(xp: Any, x: Any, m: _AxisMap, axis: int) -> Any:
+    ax = x.ndim + axis
+    if m.block:
+        shape = x.shape[:ax] + (m.n_out, m.block) + x.shape[ax + 1:]
+        return x.reshape(shape).sum(axis=ax + 1) / m.block
+    idx, w = m.arrays(xp, x.dtype)
+    tail = (1,) * (x.ndim - ax - 1)
+    T = idx.shape[1]
+    if T > 8:
+        y = xp.take(x, idx, axis=ax)
+        return (y * w.reshape((m.n_out, T) + tail)).sum(axis=ax + 1)
+    y = None
+    for t in range(T):
+        v = xp.take(x, idx[:, t], axis=ax)
+        if w is not None:
+            v *= w[:, t].reshape((m.n_out,) + tail)
+        y = v if y is None else y + v
+    return y
+
+
+def _reshape(t: Any, shape: tuple) -> Any:
+    return reshape(t, shape)
+
+
+def _check_tensor(x: Any, fn: str, what: str = "input") -> None:
+    if not isinstance(x, TensorBase):
+        raise TypeError(f"{fn}(): argument '{what}' must be Tensor, not {type(x).__name__}")
+
+
+def _ints(v: Any, n: int, name: str, fn: str, conv_msg: bool = True) -> tuple[int, ...]:
+    """An int or a sequence of ints as an n-tuple, as PyTorch accepts them."""
+    if isinstance(v, bool | float) or v is None:
+        raise TypeError(f"{fn}(): argument '{name}' must be tuple of ints, not "
+                        f"{type(v).__name__}")
+    try:
+        return (operator.index(v),) * n
+    except TypeError:
+        pass
+    try:
+        vals = tuple(operator.index(e) for e in v)
+    except TypeError:
+        raise TypeError(f"{fn}(): argument '{name}' must be tuple of ints, but got "
+                        f"{v!r}") from None
+    if len(vals) == 1:
+        return vals * n
+    if len(vals) != n:
+        if conv_msg:
+            raise RuntimeError(
+                f"expected {name} to be a single integer value or a list of {n} values to "
+                f"match the convolution dimensions, but got {name}={list(vals)}")
+        raise RuntimeError(f"{fn}: {name} must either be a single int, or a tuple of {n} ints, "
+                           f"but got {name}={list(vals)}")
+    return vals
+
+
+def _tname(t: Any) -> str:
+    s = str(t._data.dtype)
+    return _C10_NAMES.get(s, s)
+
+
+def _same_dtype(fn: str, x: Any, other: Any, what: str) -> None:
+    if x._data.dtype != other._data.dtype:
+        raise RuntimeError(
+            f"Input type ({_tname(x)}) and {what} type ({_tname(other)}) should be the same "
+            f"({fn}: input is {x.dtype}, {what} is {other.dtype}); convert one of them, e.g. "
+            f"input.to({other.dtype}) or module.to({x.dtype})")
+
+
+def _to2(v: tuple, fill: int) -> tuple:
+    return (fill,) + v if len(v) == 1 else v
+
+
+def _unbatch(x: Any, batched_ndim: int) -> tuple[Any, bool]:
+    if x._data.ndim == batched_ndim - 1:
+        return _reshape(x, (1,) + tuple(x._data.shape)), True
+    return x, False
+
+
+def _rebatch(y: Any, unbatched: bool) -> Any:
+    return _reshape(y, tuple(y._data.shape[1:])) if unbatched else y
+
+
+def _depth_taps(x: Any, k: int, s: int, d: int, n_out: int) -> list:
+    """The ``k`` strided depth slices (N, C, n_out, H, W) that kernel tap i reads."""
+    return [x[:, :, i * d: i * d + s * (n_out - 1) + 1: s] for i in range(k)]

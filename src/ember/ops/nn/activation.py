@@ -1,0 +1,753 @@
+"""Non-linear activations: ``nn.functional``'s activation functions and the softmax family.
+
+Each differentiable op is an ``Op`` (forward and backward side by side, the derivative as math
+in its docstring); kinks follow PyTorch (written next to each rule). The softmax kernels
+themselves live with the tensor ops (``ops/softmax_family.py``); ``F.softmax`` adds the
+functional's ``_stacklevel`` and implicit-dim warning.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ... import _backend, _dtype
+from ..._tensor_base import TensorBase, wrap_dim
+from ...autograd.function import Op
+from .. import pointwise_math as _pm
+from .. import pointwise_piecewise as _pp
+from .. import random as _random
+from ..inplace import inplace as _inplace
+from ..softmax_family import LogSoftmax, Softmax, softmax_along
+
+__all__ = [
+    "relu", "relu_", "hardtanh", "hardtanh_", "relu6", "leaky_relu", "leaky_relu_", "elu", "elu_",
+    "selu", "selu_", "celu", "celu_", "gelu", "silu", "mish", "hardswish", "hardsigmoid",
+    "softplus", "softsign", "tanhshrink", "threshold", "threshold_", "logsigmoid", "glu", "prelu",
+    "rrelu", "rrelu_", "softshrink", "hardshrink", "sigmoid", "tanh", "softmax", "log_softmax",
+    "softmin", "gumbel_softmax",
+]
+
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+
+
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+
+
+_INV_SQRT2 = 1.0 / math.sqrt(2.0)
+
+
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+
+
+def _float_input(x: Any, name: str) -> TensorBase:
+    """Activations are defined for floating tensors only (PyTorch's 'not implemented' error)."""
+    if not isinstance(x, TensorBase):
+        raise TypeError(
+            f"{name}(): argument 'input' must be Tensor, not {type(x).__name__}; wrap it first, "
+            "e.g. torch.tensor(values)"
+        )
+    if not x.is_floating_point():
+        raise RuntimeError(
+            f"\"{name}\" not implemented for '{_dtype.legacy_name(x.dtype)}' "
+            f"(input dtype {x.dtype}, shape {tuple(x.shape)}); convert it first, e.g. x.float()"
+        )
+    return x
+
+
+def _sig(xp: Any, x: Any) -> Any:
+    """Numerically stable logistic sigmoid on arrays (or tensors, under create_graph)."""
+    e = xp.exp(-xp.abs(x))
+    return xp.where(x >= 0, 1 / (1 + e), e / (1 + e))
+
+
+# ---------------------------------------------------------------------------------------------
+# pointwise activations
+
+
+def relu(input: TensorBase, inplace: bool = False) -> TensorBase:
+    """max(x, 0) elementwise (relu'(0) = 0)."""
+    if inplace:
+        return _inplace(input, _pp.relu)
+    return _pp.relu(input)
+
+
+def relu_(input: TensorBase) -> TensorBase:
+    """In-place ``relu``."""
+    return relu(input, inplace=True)
+
+
+def hardtanh(
+    input: TensorBase, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False
+) -> TensorBase:
+    """Clamp to [min_val, max_val] (gradient 0 at the corners, as in PyTorch)."""
+    if min_val > max_val:
+        raise ValueError("min_val cannot be greater than max_val")
+    _float_input(input, "hardtanh")
+    if inplace:
+        return _inplace(input, lambda t: Hardtanh.apply(t, min_val, max_val))
+    return Hardtanh.apply(input, min_val, max_val)
+
+
+def hardtanh_(input: TensorBase, min_val: float = -1.0, max_val: float = 1.0) -> TensorBase:
+    """In-place ``hardtanh``."""
+    return hardtanh(input, min_val, max_val, inplace=True)
+
+
+def relu6(input: TensorBase, inplace: bool = False) -> TensorBase:
+    """min(max(x, 0), 6) (``hardtanh(x, 0, 6)``: gradient 0 at 0 and 6)."""
+    return hardtanh(input, 0.0, 6.0, inplace)
+
+
+def leaky_relu(input: TensorBase, negative_slope: float = 0.01, inplace: bool = False) -> TensorBase:
+    """x for x > 0, ``negative_slope * x`` otherwise."""
+    _float_input(input, "leaky_relu")
+    if inplace:
+        return _inplace(input, lambda t: LeakyRelu.apply(t, negative_slope))
+    return LeakyRelu.apply(input, negative_slope)
+
+
+def leaky_relu_(input: TensorBase, negative_slope: float = 0.01) -> TensorBase:
+    """In-place ``leaky_relu``."""
+    return leaky_relu(input, negative_slope, inplace=True)
+
+
+def elu(input: TensorBase, alpha: float = 1.0, inplace: bool = False) -> TensorBase:
+    """x for x > 0, ``alpha * (exp(x) - 1)`` otherwise."""
+    _float_input(input, "elu")
+    if inplace:
+        return _inplace(input, lambda t: Elu.apply(t, alpha, 1.0, 1.0))
+    return Elu.apply(input, alpha, 1.0, 1.0)
+
+
+def elu_(input: TensorBase, alpha: float = 1.0) -> TensorBase:
+    """In-place ``elu``."""
+    return elu(input, alpha, inplace=True)
+
+
+def selu(input: TensorBase, inplace: bool = False) -> TensorBase:
+    """scale * elu(x, alpha) with the self-normalising constants (1.0507..., 1.6733...)."""
+    _float_input(input, "selu")
+    if inplace:
+        return _inplace(input, lambda t: Elu.apply(t, _SELU_ALPHA, _SELU_SCALE, 1.0))
+    return Elu.apply(input, _SELU_ALPHA, _SELU_SCALE, 1.0)
+
+
+def selu_(input: TensorBase) -> TensorBase:
+    """In-place ``selu``."""
+    return selu(input, inplace=True)
+
+
+def celu(input: TensorBase, alpha: float = 1.0, inplace: bool = False) -> TensorBase:
+    """max(0, x) + min(0, alpha * (exp(x / alpha) - 1))."""
+    if alpha == 0:
+        raise RuntimeError("ZeroDivisionError: celu: alpha must be nonzero (got alpha=0)")
+    _float_input(input, "celu")
+    if inplace:
+        return _inplace(input, lambda t: Celu.apply(t, alpha, 1.0, 1.0 / alpha))
+    return Celu.apply(input, alpha, 1.0, 1.0 / alpha)
+
+
+def celu_(input: TensorBase, alpha: float = 1.0) -> TensorBase:
+    """In-place ``celu``."""
+    return celu(input, alpha, inplace=True)
+
+
+def gelu(input: TensorBase, approximate: str = "none") -> TensorBase:
+    """x * Phi(x) (``approximate='tanh'``: the tanh approximation)."""
+    if approximate not in ("none", "tanh"):
+        raise RuntimeError(
+            f"approximate argument must be either none or tanh (got {approximate!r})"
+        )
+    _float_input(input, "gelu")
+    return Gelu.apply(input, approximate)
+
+
+def silu(input: TensorBase, inplace: bool = False) -> TensorBase:
+    """x * sigmoid(x) (a.k.a. swish)."""
+    _float_input(input, "silu")
+    if inplace:
+        return _inplace(input, Silu.apply)
+    return Silu.apply(input)
+
+
+def mish(input: TensorBase, inplace: bool = False) -> TensorBase:
+    """x * tanh(softplus(x))."""
+    _float_input(input, "mish")
+    if inplace:
+        return _inplace(input, Mish.apply)
+    return Mish.apply(input)
+
+
+def hardswish(input: TensorBase, inplace: bool = False) -> TensorBase:
+    """x * relu6(x + 3) / 6."""
+    _float_input(input, "hardswish")
+    if inplace:
+        return _inplace(input, Hardswish.apply)
+    return Hardswish.apply(input)
+
+
+def hardsigmoid(input: TensorBase, inplace: bool = False) -> TensorBase:
+    """relu6(x + 3) / 6."""
+    _float_input(input, "hardsigmoid")
+    if inplace:
+        return _inplace(input, Hardsigmoid.apply)
+    return Hardsigmoid.apply(input)
+
+
+def softplus(input: TensorBase, beta: float = 1.0, threshold: float = 20.0) -> TensorBase:
+    """log(1 + exp(beta x)) / beta, linear above ``threshold``."""
+    _float_input(input, "softplus")
+    return Softplus.apply(input, beta, threshold)
+
+
+def softsign(input: TensorBase) -> TensorBase:
+    """x / (1 + |x|)."""
+    _float_input(input, "softsign")
+    return Softsign.apply(input)
+
+
+def tanhshrink(input: TensorBase) -> TensorBase:
+    """x - tanh(x)."""
+    _float_input(input, "tanhshrink")
+    return Tanhshrink.apply(input)
+
+
+def threshold(input: TensorBase, threshold: float, value: float, inplace: bool = False) -> TensorBase:
+    """x where x > threshold, else ``value``."""
+    return _threshold(input, threshold, value, inplace)
+
+
+def threshold_(input: TensorBase, threshold: float, value: float) -> TensorBase:
+    """In-place ``threshold``."""
+    return _threshold(input, threshold, value, True)
+
+
+def logsigmoid(input: TensorBase) -> TensorBase:
+    """log(1 / (1 + exp(-x))), computed stably."""
+    _float_input(input, "log_sigmoid_forward")
+    return LogSigmoid.apply(input)
+
+
+def glu(input: TensorBase, dim: int = -1) -> TensorBase:
+    """a * sigmoid(b) where a, b are the first and second halves of ``input`` along ``dim``."""
+    _float_input(input, "glu")
+    if input.ndim == 0:
+        raise RuntimeError("glu does not support scalars because halving size must be even")
+    d = wrap_dim(dim, input.ndim)
+    n = input.shape[d]
+    if n % 2:
+        raise RuntimeError(
+            f"Halving dimension must be even, but dimension {d} is size {n} (glu splits "
+            f"input of shape {tuple(input.shape)} into two equal halves along dim {dim})"
+        )
+    return Glu.apply(input, d)
+
+
+def prelu(input: TensorBase, weight: TensorBase) -> TensorBase:
+    """x if x > 0 else weight * x, weight per channel (dim 1) or shared."""
+    _float_input(input, "prelu")
+    n = weight.numel()
+    if weight.ndim > 1:
+        raise RuntimeError(
+            f"prelu: Expected `weight` to be a scalar or 1D tensor, but got: ndim = {weight.ndim}"
+        )
+    if n != 1:
+        if input.ndim == 0:
+            raise RuntimeError(
+                "prelu: Not allow zero-dim input tensor when weight has more than one element"
+            )
+        channels = input.shape[1] if input.ndim >= 2 else 1
+        if channels != n:
+            raise RuntimeError(
+                f"Mismatch of parameter numbers and input channel size. Found parameter "
+                f"numbers = {n} and channel size = {channels} (input shape {tuple(input.shape)}; "
+                "the channel dim is dim 1). Use nn.PReLU(num_parameters=channels)."
+            )
+    if weight.dtype != input.dtype:
+        weight = weight.to(input.dtype)
+    return Prelu.apply(input, weight)
+
+
+def rrelu(
+    input: TensorBase, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,
+    inplace: bool = False,
+) -> TensorBase:
+    """Randomized leaky ReLU: slope ~ U(lower, upper) per element in training, else the mean."""
+    _float_input(input, "rrelu")
+    if not training:
+        return leaky_relu(input, (lower + upper) / 2, inplace)
+
+    xp = _backend.xp_of(input._data)
+    draw = _random._rng(None).uniform(lower, upper, tuple(input.shape))
+    slope = xp.asarray(draw.astype(input._data.dtype))
+    mask = xp.where(input._data > 0, xp.ones((), input._data.dtype), slope)
+    if inplace:
+        return _inplace(input, lambda t: _MulMask.apply(t, mask))
+    return _MulMask.apply(input, mask)
+
+
+def rrelu_(input: TensorBase, lower: float = 1.0 / 8, upper: float = 1.0 / 3,
+           training: bool = False) -> TensorBase:
+    """In-place ``rrelu``."""
+    return rrelu(input, lower, upper, training, inplace=True)
+
+
+def softshrink(input: TensorBase, lambd: float = 0.5) -> TensorBase:
+    """x - lambd for x > lambd, x + lambd for x < -lambd, 0 otherwise."""
+    if lambd < 0:
+        raise RuntimeError(
+            f"lambda must be greater or equal to 0, but found to be {lambd}."
+        )
+    _float_input(input, "softshrink")
+    return Softshrink.apply(input, lambd, True)
+
+
+def hardshrink(input: TensorBase, lambd: float = 0.5) -> TensorBase:
+    """x where |x| > lambd, else 0."""
+    _float_input(input, "hardshrink")
+    return Hardshrink.apply(input, lambd, False)
+
+
+def sigmoid(input: TensorBase) -> TensorBase:
+    """1 / (1 + exp(-x))."""
+    return _pm.sigmoid(input)
+
+
+def tanh(input: TensorBase) -> TensorBase:
+    """tanh(x)."""
+    return _pm.tanh(input)
+
+
+class Hardtanh(Op):
+    """out = clamp(x, lo, hi)          grad_x = grad where lo < x < hi, else 0
+    (PyTorch: zero gradient at exactly lo and hi)"""
+    @staticmethod
+    def forward(ctx: Any, x: Any, lo: float, hi: float) -> Any:
+        ctx.save_for_backward(x)
+        ctx.lo, ctx.hi = lo, hi
+        # (bound first: on a tie NumPy returns the second argument, so -0.0 stays -0.0 as in
+        # PyTorch's hardtanh)
+        return ctx.xp.minimum(hi, ctx.xp.maximum(lo, x))
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (x,) = ctx.saved
+        return ctx.xp.where((x > ctx.lo) & (x < ctx.hi), grad, 0), None, None
+
+
+class LeakyRelu(Op):
+    """out = x if x > 0 else slope * x          grad_x = grad if x > 0 else slope * grad
+    (at x = 0 the slope branch, as in PyTorch)"""
+    @staticmethod
+    def forward(ctx: Any, x: Any, slope: float) -> Any:
+        ctx.save_for_backward(x)
+        ctx.slope = slope
+        return ctx.xp.where(x > 0, x, x * slope)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (x,) = ctx.saved
+        return ctx.xp.where(x > 0, grad, grad * ctx.slope), None
+
+
+class Elu(Op):
+    """out = scale * (x if x > 0 else alpha * (exp(x * s) - 1))   (s = input_scale)
+    grad_x = grad * scale if x > 0 else grad * scale * alpha * s * exp(x * s)
+    (x = 0 takes the exponential branch, as in PyTorch)"""
+    @staticmethod
+    def forward(ctx: Any, x: Any, alpha: float, scale: float, input_scale: float) -> Any:
+        xp = ctx.xp
+        ctx.save_for_backward(x)
+        ctx.args = (alpha, scale, input_scale)
+        neg = xp.expm1(xp.minimum(x, 0) * input_scale) * (alpha * scale)
+        return xp.where(x > 0, x * scale, neg)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (x,) = ctx.saved
+        alpha, scale, s = ctx.args
+        xp = ctx.xp
+        neg = grad * (xp.exp(xp.where(x < 0, x, 0) * s) * (alpha * scale * s))
+        return xp.where(x > 0, grad * scale, neg), None, None, None
+
+
+class Celu(Elu):
+    """celu is elu with scale 1 and input scale 1/alpha (the rule is Elu's)."""
+    node_name = "CeluBackward0"
+
+
+class Gelu(Op):
+    """exact: out = x * Phi(x)          grad_x = grad * (Phi(x) + x * phi(x))
+    tanh:  out = x/2 * (1 + tanh(u)), u = sqrt(2/pi) * (x + 0.044715 x^3)
+           grad_x = grad * (0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3 * 0.044715 x^2))"""
+    @staticmethod
+    def forward(ctx: Any, x: Any, approximate: str) -> Any:
+        xp = ctx.xp
+        ctx.save_for_backward(x)
+        ctx.approximate = approximate
+        if approximate == "tanh":
+            # in-place steps on fresh temporaries: this runs on every GPT MLP activation
+            u = x * x
+            u *= 0.044715
+            u += 1
+            u *= x
+            u *= _SQRT_2_OVER_PI
+            t = xp.tanh(u)
+            if any(ctx.needs_input_grad):
+                ctx.t = t  # reused by backward (recomputed from x under create_graph)
+            out = t + 1
+            out *= x
+            out *= 0.5
+            return out
+        cdf = ctx.call(_pm.Erf, x * _INV_SQRT2)
+        cdf += 1
+        cdf *= 0.5
+        if any(ctx.needs_input_grad):
+            ctx.cdf = cdf  # reused by backward (recomputed from x under create_graph)
+        out = x * cdf
+        out -= x - x  # NaN at +inf, as PyTorch's exact gelu (-0.0 - 0.0 keeps the sign of zero)
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (x,) = ctx.saved
+        xp = ctx.xp
+        if ctx.approximate == "tanh":
+            if ctx._tensor_mode:  # create_graph: build d from x with recorded ops
+                t = xp.tanh((x + x * x * x * 0.044715) * _SQRT_2_OVER_PI)
+                d = 0.5 * (1 + t) + x * 0.5 * (1 - t * t) * _SQRT_2_OVER_PI * (
+                    1 + x * x * (3 * 0.044715))
+                return grad * d, None
+            t = ctx.t
+            a = x * x
+            a *= 3 * 0.044715 * 0.5 * _SQRT_2_OVER_PI
+            a += 0.5 * _SQRT_2_OVER_PI          # 0.5 c (1 + 3k x^2)
+            d = t * t
+            d -= 1
+            d *= x
+            d *= a                              # -0.5 c x (1 - t^2)(1 + 3k x^2)
+            d -= t * 0.5
+            d -= 0.5                            # -(derivative)
+            d *= grad
+            return -d, None
+        if ctx._tensor_mode:
+            cdf = 0.5 * (1 + ctx.call(_pm.Erf, x * _INV_SQRT2))
+            pdf = xp.exp(x * x * -0.5) * _INV_SQRT_2PI
+            return grad * (cdf + x * pdf), None
+        d = x * x
+        d *= -0.5
+        d = xp.exp(d, out=d)
+        d *= x
+        d *= _INV_SQRT_2PI
+        d += ctx.cdf
+        d *= grad
+        return d, None
+
+
+class Silu(Op):
+    """out = x * sigmoid(x)          grad_x = grad * s * (1 + x * (1 - s)), s = sigmoid(x)"""
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        ctx.save_for_backward(x)
+        return x * _sig(ctx.xp, x)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (x,) = ctx.saved
+        s = _sig(ctx.xp, x)
+        return grad * (s * (1 + x * (1 - s)))
+
+
+class Mish(Op):
+    """out = x * tanh(softplus(x))
+    grad_x = grad * (t + x * sigmoid(x) * (1 - t^2)), t = tanh(softplus(x))"""
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        xp = ctx.xp
+        ctx.save_for_backward(x)
+        return x * xp.tanh(_softplus_arr(xp, x))
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (x,) = ctx.saved
+        xp = ctx.xp
+        t = xp.tanh(_softplus_arr(xp, x))
+        return grad * (t + x * _sig(xp, x) * (1 - t * t))
+
+
+class Hardswish(Op):
+    """out = x * relu6(x + 3) / 6
+    grad_x = 0 if x <= -3; grad * (x / 3 + 1/2) if -3 < x < 3; grad if x >= 3   (PyTorch's kinks)"""
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        xp = ctx.xp
+        ctx.save_for_backward(x)
+        return x * xp.minimum(xp.maximum(x + 3, 0), 6) / 6
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (x,) = ctx.saved
+        xp = ctx.xp
+        mid = grad * (x / 3 + 0.5)
+        return xp.where(x <= -3, grad * 0, xp.where(x < 3, mid, grad))
+
+
+class Hardsigmoid(Op):
+    """out = relu6(x + 3) / 6          grad_x = grad / 6 where -3 < x < 3, else 0"""
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        xp = ctx.xp
+        ctx.save_for_backward(x)
+        return xp.minimum(xp.maximum(x + 3, 0), 6) / 6
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (x,) = ctx.saved
+        return grad * ((x > -3) & (x < 3)) / 6
+
+
+class Softplus(Op):
+    """out = log(1 + exp(beta x)) / beta   (x where beta x > threshold)
+    grad_x = grad * sigmoid(beta x)       (grad where beta x > threshold)"""
+    @staticmethod
+    def forward(ctx: Any, x: Any, beta: float, threshold: float) -> Any:
+        xp = ctx.xp
+        ctx.save_for_backward(x)
+        ctx.beta, ctx.threshold = beta, threshold
+        bx = x * beta
+        return xp.where(bx > threshold, x, _softplus_arr(xp, bx) / beta)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (x,) = ctx.saved
+        xp = ctx.xp
+        bx = x * ctx.beta
+        return xp.where(bx > ctx.threshold, grad, grad * _sig(xp, bx)), None, None
+
+
+class Softsign(Op):
+    """out = x / (1 + |x|)          grad_x = grad / (1 + |x|)^2"""
+    node_name = "DivBackward0"  # PyTorch computes softsign as a division
+
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        ctx.save_for_backward(x)
+        return x / (1 + ctx.xp.abs(x))
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (x,) = ctx.saved
+        d = 1 + ctx.xp.abs(x)
+        return grad / (d * d)
+
+
+class Tanhshrink(Op):
+    """out = x - tanh(x)          grad_x = grad * tanh(x)^2"""
+    node_name = "SubBackward0"  # PyTorch computes tanhshrink as a subtraction
+
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        ctx.save_for_backward(x)
+        return x - ctx.xp.tanh(x)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (x,) = ctx.saved
+        t = ctx.xp.tanh(x)
+        return grad * t * t
+
+
+class Threshold(Op):
+    """out = x if x > threshold else value          grad_x = grad where x > threshold, else 0"""
+    @staticmethod
+    def forward(ctx: Any, x: Any, threshold: float, value: float) -> Any:
+        ctx.save_for_backward(x)
+        ctx.threshold = threshold
+        return ctx.xp.where(x > threshold, x, ctx.xp.asarray(value, dtype=x.dtype))
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (x,) = ctx.saved
+        return ctx.xp.where(x > ctx.threshold, grad, 0), None, None
+
+
+class LogSigmoid(Op):
+    """out = log(sigmoid(x)) = min(x, 0) - log1p(exp(-|x|))          grad_x = grad * sigmoid(-x)"""
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        xp = ctx.xp
+        ctx.save_for_backward(x)
+        return xp.minimum(x, 0) - xp.log1p(xp.exp(-xp.abs(x)))
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (x,) = ctx.saved
+        return grad * _sig(ctx.xp, -x)
+
+
+class Glu(Op):
+    """out = a * sigmoid(b), (a, b) = the two halves of x along dim
+    grad_a = grad * sigmoid(b)          grad_b = grad * a * sigmoid(b) * (1 - sigmoid(b))"""
+    @staticmethod
+    def forward(ctx: Any, x: Any, dim: int) -> Any:
+        ctx.save_for_backward(x)
+        ctx.dim = dim
+        a, b = _halves(x, dim, x.shape[dim] // 2)
+        return a * _sig(ctx.xp, b)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (x,) = ctx.saved
+        xp = ctx.xp
+        dim = ctx.dim
+        h = x.shape[dim] // 2
+        a, b = _halves(x, dim, h)
+        s = _sig(xp, b)
+        return xp.concatenate([grad * s, grad * a * s * (1 - s)], axis=dim), None
+
+
+class Prelu(Op):
+    """out = x if x > 0 else w * x   (w broadcast along the channel dim 1)
+    grad_x = grad if x > 0 else w * grad          grad_w = sum over non-channel dims of
+    grad * x where x <= 0"""
+    @staticmethod
+    def forward(ctx: Any, x: Any, w: Any) -> Any:
+        # the weight's broadcast shape: a scalar, or (C, 1, ..., 1) for channel dim 1
+        ctx.wshape = tuple(w.shape)
+        ctx.bshape = () if w.size == 1 else (-1,) + (1,) * (x.ndim - 2)
+        ctx.save_for_backward(x, w)
+        return ctx.xp.where(x > 0, x, w.reshape(ctx.bshape) * x)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        x, w = ctx.saved
+        xp = ctx.xp
+        pos = x > 0
+        gx = xp.where(pos, grad, w.reshape(ctx.bshape) * grad)
+        gw = None
+        if ctx.needs_input_grad[1]:
+            contrib = xp.where(pos, grad * 0, grad * x)
+            if ctx.bshape == ():
+                gw = contrib.sum().reshape(ctx.wshape)
+            else:
+                axes = tuple(i for i in range(x.ndim) if i != 1)
+                gw = contrib.sum(axis=axes).reshape(ctx.wshape)
+        return gx, gw
+
+
+class _MulMask(Op):
+    """out = x * mask (mask fixed)          grad_x = grad * mask"""
+    node_name = "MulBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, x: Any, mask: Any) -> Any:
+        ctx.save_for_backward(mask)
+        return x * mask
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (mask,) = ctx.saved
+        return grad * mask, None
+
+
+class Shrink(Op):
+    """softshrink: out = x - l if x > l; x + l if x < -l; else 0
+    hardshrink: out = x if |x| > l else 0          grad_x = grad where |x| > l, else 0"""
+    @staticmethod
+    def forward(ctx: Any, x: Any, lambd: float, soft: bool) -> Any:
+        xp = ctx.xp
+        ctx.save_for_backward(x)
+        ctx.lambd = lambd
+        keep = (x > lambd) | (x < -lambd)
+        if soft:
+            return xp.where(x > lambd, x - lambd, xp.where(x < -lambd, x + lambd, x * 0))
+        return xp.where(keep, x, x * 0)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (x,) = ctx.saved
+        return grad * ((x > ctx.lambd) | (x < -ctx.lambd)), None, None
+
+
+class Softshrink(Shrink):
+    node_name = "SoftshrinkBackward0"
+
+
+class Hardshrink(Shrink):
+    node_name = "HardshrinkBackward0"
+
+
+def _softplus_arr(xp: Any, x: Any) -> Any:
+    # log(1 + exp(x)) without overflow: max(x, 0) + log1p(exp(-|x|)); written with where
+    # because backward rules also run on tensors (create_graph), where minimum needs two tensors
+    return xp.where(x > 0, x, 0) + xp.log1p(xp.exp(-xp.abs(x)))
+
+
+def _threshold(input: TensorBase, th: float, value: float, inplace: bool) -> TensorBase:
+    if not isinstance(input, TensorBase):
+        raise TypeError(f"threshold(): argument 'input' must be Tensor, not {type(input).__name__}")
+
+    def fn(t: TensorBase) -> TensorBase:
+        if t.is_floating_point():
+            return Threshold.apply(t, th, value)
+        arr = t._data  # integer tensors: no gradient to track
+        xp = _backend.xp_of(arr)
+        return TensorBase._make(xp.where(arr > th, arr, xp.asarray(value).astype(arr.dtype)))
+
+    return _inplace(input, fn) if inplace else fn(input)
+
+
+def _halves(x: Any, dim: int, h: int) -> tuple[Any, Any]:
+    nd = x.ndim
+    first = tuple(slice(0, h) if i == dim else slice(None) for i in range(nd))
+    second = tuple(slice(h, None) if i == dim else slice(None) for i in range(nd))
+    return x[first], x[second]
+
+
+# ---------------------------------------------------------------------------------------------
+# softmax family (kernels in ops/softmax_family.py; these are nn.functional's entries:
+# ``dim=None`` warns and picks a dim, ``_stacklevel`` aims that warning at the caller)
+
+
+def softmax(
+    input: TensorBase, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None
+) -> TensorBase:
+    """exp(x) / sum(exp(x)) along ``dim``."""
+    return softmax_along(Softmax, input, dim, dtype, "softmax", _stacklevel - 1)
+
+
+def log_softmax(
+    input: TensorBase, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None
+) -> TensorBase:
+    """x - logsumexp(x) along ``dim``."""
+    return softmax_along(LogSoftmax, input, dim, dtype, "log_softmax", _stacklevel - 1)
+
+
+def softmin(
+    input: TensorBase, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None
+) -> TensorBase:
+    """softmax(-x) along ``dim``."""
+    x = input if dtype is None else input.to(dtype)
+    return softmax_along(Softmax, -x, dim, None, "softmin", _stacklevel - 1)
+
+
+def gumbel_softmax(
+    logits: TensorBase, tau: float = 1.0, hard: bool = False, eps: float = 1e-10, dim: int = -1
+) -> TensorBase:
+    """Sample from the Gumbel-softmax distribution (straight-through one-hot when ``hard``)."""
+    xp = _backend.xp_of(logits._data)
+    u = _random._rng(None).exponential(1.0, tuple(logits.shape)).astype(logits._data.dtype)
+    gumbels = TensorBase._make(-xp.log(xp.asarray(u)))
+    y_soft = softmax((logits + gumbels) / tau, dim)
+    if not hard:
+        return y_soft
+    d = wrap_dim(dim, y_soft.ndim)
+    idx = y_soft._data.argmax(axis=d)
+    hard_arr = (xp.arange(y_soft.shape[d]).reshape(
+        (-1,) + (1,) * (y_soft.ndim - d - 1)) == xp.expand_dims(idx, d)).astype(y_soft._data.dtype)
+    return TensorBase._make(hard_arr) - y_soft.detach() + y_soft

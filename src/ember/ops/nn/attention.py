@@ -1,0 +1,458 @@
+"""Attention: ``scaled_dot_product_attention`` (one fused ``Op``) and
+``multi_head_attention_forward``, the function ``nn.MultiheadAttention`` runs.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ... import _dtype
+from ..._backend import xp_of
+from ..._tensor_base import TensorBase
+from ...autograd.function import Op
+from ..creation import zeros
+from ..joining import cat
+from ..random import rand
+from ._common import _broadcast_shape, _graphing, _quiet, _SoftmaxCached
+from .activation import softmax
+from .dropout import dropout
+from .linear import linear
+from .vision import pad
+
+__all__ = [
+    "multi_head_attention_forward",
+    "scaled_dot_product_attention",
+]
+
+
+# ---------------------------------------------------------------------------------------------
+# attention
+
+
+def scaled_dot_product_attention(query: Any, key: Any, value: Any, attn_mask: Any = None,
+                                 dropout_p: float = 0.0, is_causal: bool = False,
+                                 scale: float | None = None, enable_gqa: bool = False) -> Any:
+    """softmax(query key^T * scale + mask) value, fused forward and backward."""
+    for name, t in (("query", query), ("key", key), ("value", value)):
+        if t.ndim < 2:
+            raise RuntimeError(
+                f"scaled_dot_product_attention: {name} must have at least 2 dims (..., L, E), got "
+                f"shape {list(t.shape)}"
+            )
+        if not t.is_floating_point():
+            raise RuntimeError(
+                f"scaled_dot_product_attention: {name} must be floating point, got {t.dtype}"
+            )
+    if not (query.dtype == key.dtype == value.dtype):
+        raise RuntimeError(
+            f"Expected query, key, and value to have the same dtype, but got query.dtype: "
+            f"{query.dtype} key.dtype: {key.dtype} and value.dtype: {value.dtype} instead."
+        )
+    L, E = query.shape[-2], query.shape[-1]
+    S = key.shape[-2]
+    if key.shape[-1] != E or value.shape[-2] != S:
+        raise RuntimeError(
+            f"scaled_dot_product_attention: query (..., L, E) = {list(query.shape)}, key "
+            f"(..., S, E) = {list(key.shape)} and value (..., S, Ev) = {list(value.shape)} must "
+            "agree in E (query/key) and S (key/value)"
+        )
+    if is_causal and attn_mask is not None:
+        raise RuntimeError(
+            "_scaled_dot_product_attention: Explicit attn_mask should not be set when "
+            "is_causal=True"
+        )
+    groups = 1
+    if enable_gqa and query.ndim >= 3 and key.ndim >= 3:
+        hq, hk, hv = query.shape[-3], key.shape[-3], value.shape[-3]
+        if hk != hv or hq % hk != 0:
+            raise RuntimeError(
+                f"scaled_dot_product_attention(enable_gqa=True): the query's {hq} heads must be a "
+                f"multiple of the key/value heads ({hk}, {hv}); got query {list(query.shape)}, "
+                f"key {list(key.shape)}, value {list(value.shape)}"
+            )
+        groups = hq // hk
+    kshape = tuple(key.shape[:-3]) + (key.shape[-3] * groups,) if key.ndim >= 3 else ()
+    batch = _broadcast_shape(tuple(query.shape[:-2]),
+                             kshape if groups > 1 else tuple(key.shape[:-2]))
+    if batch is not None:
+        batch = _broadcast_shape(batch, tuple(value.shape[:-3]) + (
+            (value.shape[-3] * groups,) if value.ndim >= 3 else ()))
+    if batch is None:
+        raise RuntimeError(
+            f"scaled_dot_product_attention: the batch/head dims of query {list(query.shape)}, "
+            f"key {list(key.shape)} and value {list(value.shape)} do not broadcast (for grouped "
+            "query attention with fewer key/value heads pass enable_gqa=True)"
+        )
+
+    xp = xp_of(query._data)
+    bmask = fmask = None
+    if is_causal:
+        bmask = xp.tri(L, S, 0, dtype=bool)
+    elif attn_mask is not None:
+        if _broadcast_shape(tuple(attn_mask.shape), batch + (L, S)) != batch + (L, S):
+            raise RuntimeError(
+                f"scaled_dot_product_attention: attn_mask of shape {list(attn_mask.shape)} does "
+                f"not broadcast to the attention weights' shape {list(batch + (L, S))} "
+                "(..., L, S)"
+            )
+        if attn_mask.dtype == _dtype.bool_:
+            bmask = attn_mask._data
+        elif attn_mask.is_floating_point():
+            fmask = attn_mask if attn_mask.dtype == query.dtype else attn_mask.to(query.dtype)
+        else:
+            raise RuntimeError(
+                f"Expected attn_mask dtype to be bool or float or to match query dtype, but got "
+                f"attn_mask.dtype: {attn_mask.dtype} and query.dtype: {query.dtype} instead."
+            )
+    if scale is None:
+        scale = 1.0 / math.sqrt(E)
+    keep = None
+    if dropout_p > 0.0:
+        if dropout_p >= 1.0:
+            keep = xp.zeros(batch + (L, S), dtype=query._data.dtype)
+            dropout_p = 0.0
+        else:
+            u = rand(*(batch + (L, S)), dtype=query.dtype, device=query.device)._data
+            keep = (u >= dropout_p).astype(query._data.dtype)
+    return ScaledDotProductAttention.apply(query, key, value, fmask, bmask, float(scale), keep,
+                                           float(dropout_p), groups)
+
+
+class ScaledDotProductAttention(Op):
+    """S = scale * q k^T (+ mask);  P = softmax(S) (rows with nothing to attend give 0);
+    P_d = P * keep / (1 - p_drop);  out = P_d v
+    grad_v = P_d^T grad;  dP = (grad v^T) * keep / (1 - p_drop);  dS = P * (dP - sum(dP * P))
+    grad_q = scale * dS k;  grad_k = scale * dS^T q;  grad_mask (float) = dS"""
+    node_name = "ScaledDotProductFlashAttentionForCpuBackward0"  # PyTorch's (CPU kernel) name
+
+    @staticmethod
+    def forward(ctx: Any, q: Any, k: Any, v: Any, fmask: Any, bmask: Any, scale: float,
+                keep: Any, p_drop: float, groups: int) -> Any:
+        xp = ctx.xp
+        kk, vv = _repeat_heads(xp, k, groups), _repeat_heads(xp, v, groups)
+        s = _attn_scores(xp, q, kk, fmask, bmask, scale)
+        p = s  # softmax in place over s's buffer
+        m = p.max(axis=-1, keepdims=True)
+        with _quiet(xp):
+            m = xp.where(xp.isfinite(m), m, 0)
+            p -= m
+            xp.exp(p, out=p)
+            den = p.sum(axis=-1, keepdims=True)
+            p /= xp.where(den == 0, 1, den)
+        pd = p if keep is None else p * keep * (1.0 / (1.0 - p_drop))
+        out = xp.matmul(pd, vv)
+        ctx.scale, ctx.p_drop, ctx.groups = scale, p_drop, groups
+        ctx.save_for_backward(q, k, v, fmask, bmask, keep, p)
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        q, k, v, fmask, bmask, keep, p = ctx.saved
+        xp, scale, groups = ctx.xp, ctx.scale, ctx.groups
+        kk, vv = _repeat_heads(xp, k, groups), _repeat_heads(xp, v, groups)
+        if _graphing(ctx):
+            s = _attn_scores(xp, q, kk, fmask, bmask, scale)
+            p = ctx.call(_SoftmaxCached, s, p, -1)
+        drop = None if keep is None else keep * (1.0 / (1.0 - ctx.p_drop))
+        pd = p if drop is None else p * drop
+        need = ctx.needs_input_grad
+        gv = None
+        if need[2]:
+            gv = _sum_heads(xp.matmul(pd.swapaxes(-1, -2), grad), groups)
+        gp = xp.matmul(grad, vv.swapaxes(-1, -2))
+        if drop is not None:
+            gp = gp * drop
+        gs = p * (gp - (gp * p).sum(axis=-1, keepdims=True))
+        gq = xp.matmul(gs, kk) * scale if need[0] else None
+        gk = _sum_heads(xp.matmul(gs.swapaxes(-1, -2), q) * scale, groups) if need[1] else None
+        gm = gs if need[3] else None
+        return gq, gk, gv, gm, None, None, None, None, None
+
+
+def _attn_scores(xp: Any, q: Any, k: Any, fmask: Any, bmask: Any, scale: float) -> Any:
+    s = xp.matmul(q, k.swapaxes(-1, -2)) * scale
+    if bmask is not None:
+        s = xp.where(bmask, s, float("-inf"))
+    if fmask is not None:
+        s = s + fmask
+    return s
+
+
+def _repeat_heads(xp: Any, k: Any, groups: int) -> Any:
+    """k (..., H, S, E) -> (..., H * groups, S, E), each head repeated ``groups`` times in a row."""
+    if groups == 1:
+        return k
+    shape = tuple(k.shape)
+    big = xp.broadcast_to(xp.expand_dims(k, -3), shape[:-2] + (groups,) + shape[-2:])
+    return big.reshape(shape[:-3] + (shape[-3] * groups,) + shape[-2:])
+
+
+def _sum_heads(g: Any, groups: int) -> Any:
+    """Inverse of ``_repeat_heads`` for gradients: sum each head's ``groups`` copies."""
+    if groups == 1:
+        return g
+    shape = tuple(g.shape)
+    return g.reshape(shape[:-3] + (shape[-3] // groups, groups) + shape[-2:]).sum(axis=-3)
+
+
+# ---------------------------------------------------------------------------------------------
+# multi-head attention
+
+
+def multi_head_attention_forward(
+    query: TensorBase, key: TensorBase, value: TensorBase, embed_dim_to_check: int, num_heads: int,
+    in_proj_weight: TensorBase | None, in_proj_bias: TensorBase | None, bias_k: TensorBase | None,
+    bias_v: TensorBase | None, add_zero_attn: bool, dropout_p: float, out_proj_weight: TensorBase,
+    out_proj_bias: TensorBase | None, training: bool = True, key_padding_mask: TensorBase | None = None,
+    need_weights: bool = True, attn_mask: TensorBase | None = None,
+    use_separate_proj_weight: bool = False, q_proj_weight: TensorBase | None = None,
+    k_proj_weight: TensorBase | None = None, v_proj_weight: TensorBase | None = None,
+    static_k: TensorBase | None = None, static_v: TensorBase | None = None,
+    average_attn_weights: bool = True, is_causal: bool = False,
+) -> tuple[TensorBase, TensorBase | None]:
+    """Multi-head attention on (L, N, E) query and (S, N, E) key/value (or unbatched (L, E)).
+
+    ``out = concat_h(softmax(q_h k_h^T / sqrt(d) + mask) v_h) W_o^T + b_o`` with
+    ``q_h, k_h, v_h`` the heads of the input projections. Returns ``(out, weights)``;
+    ``weights`` is (N, L, S) averaged over heads (or (N, H, L, S)) when ``need_weights``.
+    """
+    is_batched = _mha_shape_check(query, key, value, key_padding_mask, attn_mask, num_heads)
+    if not is_batched:
+        query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
+        if key_padding_mask is not None:
+            key_padding_mask = key_padding_mask.unsqueeze(0)
+    tgt_len, bsz, embed_dim = query.shape
+    src_len = key.shape[0]
+    key_padding_mask = _canonical_mask(key_padding_mask, "key_padding_mask", query.dtype)
+    if is_causal and attn_mask is None:
+        raise RuntimeError(
+            "Need attn_mask if specifying the is_causal hint. You may use the Transformer module "
+            "method `generate_square_subsequent_mask` to create this mask."
+        )
+    if is_causal and key_padding_mask is None and not need_weights:
+        attn_mask = None  # the fused kernel applies the causal mask itself
+    else:
+        attn_mask = _canonical_mask(attn_mask, "attn_mask", query.dtype)
+        if key_padding_mask is not None:
+            is_causal = False
+    if embed_dim != embed_dim_to_check:
+        raise AssertionError(
+            f"was expecting embedding dimension of {embed_dim_to_check}, but got {embed_dim}"
+        )
+    head_dim = embed_dim // num_heads
+    if head_dim * num_heads != embed_dim:
+        raise AssertionError(f"embed_dim {embed_dim} not divisible by num_heads {num_heads}")
+    if use_separate_proj_weight:
+        if tuple(key.shape[:2]) != tuple(value.shape[:2]):
+            raise AssertionError(
+                f"key's sequence and batch dims {tuple(key.shape[:2])} do not match value's "
+                f"{tuple(value.shape[:2])}"
+            )
+    elif tuple(key.shape) != tuple(value.shape):
+        raise AssertionError(
+            f"key shape {tuple(key.shape)} does not match value shape {tuple(value.shape)}"
+        )
+
+    # input projections
+    if not use_separate_proj_weight:
+        if in_proj_weight is None:
+            raise AssertionError("use_separate_proj_weight is False but in_proj_weight is None")
+        if query is key and key is value:  # self-attention: one product, then split
+            qkv = linear(query, in_proj_weight, in_proj_bias)
+            q, k, v = qkv.chunk(3, dim=-1)
+        else:
+            e = embed_dim
+            q, k, v = _in_projection(query, key, value, in_proj_weight[:e],
+                                     in_proj_weight[e:2 * e], in_proj_weight[2 * e:],
+                                     in_proj_bias, e)
+    else:
+        if q_proj_weight is None or k_proj_weight is None or v_proj_weight is None:
+            raise AssertionError(
+                "use_separate_proj_weight is True but q_proj_weight, k_proj_weight or "
+                "v_proj_weight is None"
+            )
+        q, k, v = _in_projection(query, key, value, q_proj_weight, k_proj_weight, v_proj_weight,
+                                 in_proj_bias, embed_dim)
+
+    # attn_mask to 3-D
+    if attn_mask is not None:
+        if attn_mask.dim() == 2:
+            if tuple(attn_mask.shape) != (tgt_len, src_len):
+                raise RuntimeError(
+                    f"The shape of the 2D attn_mask is {tuple(attn_mask.shape)}, but should be "
+                    f"{(tgt_len, src_len)}."
+                )
+            attn_mask = attn_mask.unsqueeze(0)
+        elif attn_mask.dim() == 3:
+            if tuple(attn_mask.shape) != (bsz * num_heads, tgt_len, src_len):
+                raise RuntimeError(
+                    f"The shape of the 3D attn_mask is {tuple(attn_mask.shape)}, but should be "
+                    f"{(bsz * num_heads, tgt_len, src_len)}."
+                )
+        else:
+            raise RuntimeError(f"attn_mask's dimension {attn_mask.dim()} is not supported")
+
+    # learned key/value biases appended along the sequence
+    if bias_k is not None and bias_v is not None:
+        if static_k is not None or static_v is not None:
+            raise AssertionError("bias cannot be added to static key or value.")
+        k = cat([k, bias_k.repeat(1, bsz, 1)], 0)
+        v = cat([v, bias_v.repeat(1, bsz, 1)], 0)
+        if attn_mask is not None:
+            attn_mask = pad(attn_mask, (0, 1))
+        if key_padding_mask is not None:
+            key_padding_mask = pad(key_padding_mask, (0, 1))
+    elif bias_k is not None or bias_v is not None:
+        raise AssertionError("bias_k and bias_v must both be given or both be None")
+
+    # heads: (L, N, E) -> (N * H, L, head_dim)
+    q = q.reshape(tgt_len, bsz * num_heads, head_dim).transpose(0, 1)
+    if static_k is None:
+        k = k.reshape(k.shape[0], bsz * num_heads, head_dim).transpose(0, 1)
+    else:
+        if static_k.size(0) != bsz * num_heads or static_k.size(2) != head_dim:
+            raise AssertionError(
+                f"expecting static_k of shape ({bsz * num_heads}, S, {head_dim}), but got "
+                f"{tuple(static_k.shape)}"
+            )
+        k = static_k
+    if static_v is None:
+        v = v.reshape(v.shape[0], bsz * num_heads, head_dim).transpose(0, 1)
+    else:
+        if static_v.size(0) != bsz * num_heads or static_v.size(2) != head_dim:
+            raise AssertionError(
+                f"expecting static_v of shape ({bsz * num_heads}, S, {head_dim}), but got "
+                f"{tuple(static_v.shape)}"
+            )
+        v = static_v
+    if add_zero_attn:
+        zero_kv = zeros((bsz * num_heads, 1, head_dim), dtype=k.dtype, device=k.device)
+        k = cat([k, zero_kv], 1)
+        v = cat([v, zero_kv], 1)
+        if attn_mask is not None:
+            attn_mask = pad(attn_mask, (0, 1))
+        if key_padding_mask is not None:
+            key_padding_mask = pad(key_padding_mask, (0, 1))
+    src_len = k.size(1)
+
+    if key_padding_mask is not None:
+        if tuple(key_padding_mask.shape) != (bsz, src_len):
+            raise AssertionError(
+                f"expecting key_padding_mask shape of {(bsz, src_len)}, but got "
+                f"{tuple(key_padding_mask.shape)}"
+            )
+        kpm = key_padding_mask.reshape(bsz, 1, 1, src_len).expand(-1, num_heads, -1, -1)
+        kpm = kpm.reshape(bsz * num_heads, 1, src_len)
+        attn_mask = kpm if attn_mask is None else attn_mask + kpm
+
+    if not training:
+        dropout_p = 0.0
+
+    if need_weights:
+        if is_causal and attn_mask is None:
+            raise RuntimeError("is_causal without attn_mask is not supported with need_weights")
+        scores = (q * math.sqrt(1.0 / head_dim)).matmul(k.transpose(-2, -1))
+        if attn_mask is not None:
+            scores = scores + attn_mask
+        weights = softmax(scores, dim=-1)
+        if dropout_p > 0.0:
+            weights = dropout(weights, p=dropout_p)
+        out = weights.matmul(v)  # (N * H, L, head_dim)
+        out = out.transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
+        out = linear(out, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, -1)
+        weights = weights.reshape(bsz, num_heads, tgt_len, src_len)
+        if average_attn_weights:
+            weights = weights.mean(dim=1)
+        if not is_batched:
+            out, weights = out.squeeze(1), weights.squeeze(0)
+        return out, weights
+
+    if attn_mask is not None:
+        if attn_mask.size(0) == 1:
+            attn_mask = attn_mask.unsqueeze(0)  # (1, 1, L, S): broadcast over batch and heads
+        else:
+            attn_mask = attn_mask.reshape(bsz, num_heads, -1, src_len)
+    q = q.reshape(bsz, num_heads, tgt_len, head_dim)
+    k = k.reshape(bsz, num_heads, src_len, head_dim)
+    v = v.reshape(bsz, num_heads, src_len, head_dim)
+    out = scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal)
+    out = out.permute(2, 0, 1, 3).reshape(bsz * tgt_len, embed_dim)
+    out = linear(out, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, -1)
+    if not is_batched:
+        out = out.squeeze(1)
+    return out, None
+
+
+def _canonical_mask(mask: TensorBase | None, name: str, target_dtype: Any) -> TensorBase | None:
+    """A bool mask (True = blocked) -> float of ``target_dtype`` with -inf where blocked; a
+    float mask passes through; anything else is an error."""
+    if mask is None:
+        return None
+    if mask.dtype is _dtype.bool_:
+        blank = zeros(tuple(mask.shape), dtype=target_dtype, device=mask.device)
+        return blank.masked_fill(mask, float("-inf"))
+    if not mask.is_floating_point():
+        raise AssertionError(
+            f"only bool and floating types of {name} are supported, got {mask.dtype}: pass a "
+            "bool mask (True = not allowed to attend) or a float mask added to the scores"
+        )
+    return mask
+
+
+def _mha_shape_check(query: TensorBase, key: TensorBase, value: TensorBase, key_padding_mask: Any,
+                     attn_mask: Any, num_heads: int) -> bool:
+    """Whether the input is batched (3-D query); errors for inconsistent dims."""
+    if query.dim() == 3:
+        if key.dim() != 3 or value.dim() != 3:
+            raise AssertionError(
+                "For batched (3-D) `query`, expected `key` and `value` to be 3-D but found "
+                f"{key.dim()}-D and {value.dim()}-D tensors respectively"
+            )
+        if key_padding_mask is not None and key_padding_mask.dim() != 2:
+            raise AssertionError(
+                "For batched (3-D) `query`, expected `key_padding_mask` to be `None` or 2-D but "
+                f"found {key_padding_mask.dim()}-D tensor instead"
+            )
+        if attn_mask is not None and attn_mask.dim() not in (2, 3):
+            raise AssertionError(
+                "For batched (3-D) `query`, expected `attn_mask` to be `None`, 2-D or 3-D but "
+                f"found {attn_mask.dim()}-D tensor instead"
+            )
+        return True
+    if query.dim() == 2:
+        if key.dim() != 2 or value.dim() != 2:
+            raise AssertionError(
+                "For unbatched (2-D) `query`, expected `key` and `value` to be 2-D but found "
+                f"{key.dim()}-D and {value.dim()}-D tensors respectively"
+            )
+        if key_padding_mask is not None and key_padding_mask.dim() != 1:
+            raise AssertionError(
+                "For unbatched (2-D) `query`, expected `key_padding_mask` to be `None` or 1-D "
+                f"but found {key_padding_mask.dim()}-D tensor instead"
+            )
+        if attn_mask is not None:
+            if attn_mask.dim() not in (2, 3):
+                raise AssertionError(
+                    "For unbatched (2-D) `query`, expected `attn_mask` to be `None`, 2-D or 3-D "
+                    f"but found {attn_mask.dim()}-D tensor instead"
+                )
+            if attn_mask.dim() == 3:
+                expected = (num_heads, query.shape[0], key.shape[0])
+                if tuple(attn_mask.shape) != expected:
+                    raise AssertionError(
+                        f"Expected `attn_mask` shape to be {expected} but got "
+                        f"{tuple(attn_mask.shape)}"
+                    )
+        return False
+    raise AssertionError(
+        "query should be unbatched 2D or batched 3D tensor but received "
+        f"{query.dim()}-D query tensor"
+    )
+
+
+def _in_projection(query: TensorBase, key: TensorBase, value: TensorBase, w_q: TensorBase, w_k: TensorBase,
+                   w_v: TensorBase, b: TensorBase | None, e: int) -> tuple[TensorBase, TensorBase, TensorBase]:
+    b_q, b_k, b_v = (None, None, None) if b is None else (b[:e], b[e:2 * e], b[2 * e:])
+    return (linear(query, w_q, b_q), linear(key, w_k, b_k),
+            linear(value, w_v, b_v))

@@ -1,0 +1,346 @@
+"""Regression, margin and embedding losses (``mse_loss``, ``huber_loss``, ``kl_div``,
+``triplet_margin_loss``...): plain compositions of elementwise ops and reductions, so their gradients
+come from those ops' rules.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from typing import Any
+
+import numpy as np
+
+from ..._tensor_base import TensorBase
+from .. import comparison as _cmp
+from .. import creation as _creation
+from .. import pointwise_math as _pm
+from .. import pointwise_piecewise as _pp
+from ._common import (
+    _as_float_tensor,
+    _check_reduction,
+    _check_target_size,
+    _is_t,
+    _legacy_reduction,
+    _reduce,
+    _size,
+    _user_stacklevel,
+)
+from .distance import pairwise_distance
+
+__all__ = [
+    "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "kl_div", "cosine_embedding_loss",
+    "margin_ranking_loss", "triplet_margin_loss", "soft_margin_loss", "poisson_nll_loss",
+    "gaussian_nll_loss", "hinge_embedding_loss", "multilabel_soft_margin_loss",
+    "multi_margin_loss", "multilabel_margin_loss", "triplet_margin_with_distance_loss",
+]
+
+
+# ---------------------------------------------------------------------------------------------
+# regression and margin losses (compositions)
+
+
+def mse_loss(input: Any, target: Any, size_average: Any = None, reduce: Any = None,
+             reduction: str = "mean", weight: Any = None) -> Any:
+    """Mean squared error ``(input - target)**2``, reduced."""
+    reduction = _check_reduction(_legacy_reduction(size_average, reduce, reduction))
+    _check_target_size("mse_loss", input, target)
+    d = input - target
+    loss = d * d
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def l1_loss(input: Any, target: Any, size_average: Any = None, reduce: Any = None,
+            reduction: str = "mean", weight: Any = None) -> Any:
+    """Mean absolute error ``|input - target|``, reduced (gradient 0 where they are equal)."""
+    reduction = _check_reduction(_legacy_reduction(size_average, reduce, reduction))
+    _check_target_size("l1_loss", input, target)
+    loss = (input - target).abs()
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def smooth_l1_loss(input: Any, target: Any, size_average: Any = None, reduce: Any = None,
+                   reduction: str = "mean", beta: float = 1.0) -> Any:
+    """0.5 d**2 / beta where |d| < beta, else |d| - 0.5 beta (d = input - target)."""
+    reduction = _check_reduction(_legacy_reduction(size_average, reduce, reduction))
+    if beta < 0:
+        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    _check_target_size("smooth_l1_loss", input, target)
+    d = input - target
+    ad = d.abs()
+    if beta == 0.0:
+        return _reduce(ad, reduction)
+    loss = _pp.where(ad < beta, d * d * (0.5 / beta), ad - 0.5 * beta)
+    return _reduce(loss, reduction)
+
+
+def huber_loss(input: Any, target: Any, reduction: str = "mean", delta: float = 1.0,
+               weight: Any = None) -> Any:
+    """0.5 d**2 where |d| < delta, else delta (|d| - 0.5 delta) (d = input - target)."""
+    _check_reduction(reduction)
+    if delta <= 0:
+        raise RuntimeError("huber_loss does not support non-positive values for delta.")
+    _check_target_size("huber_loss", input, target)
+    d = input - target
+    ad = d.abs()
+    loss = _pp.where(ad < delta, d * d * 0.5, (ad - 0.5 * delta) * delta)
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def kl_div(input: Any, target: Any, size_average: Any = None, reduce: Any = None,
+           reduction: str = "mean", log_target: bool = False) -> Any:
+    """KL divergence with ``input`` as log-probabilities: target * (log target - input)."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if reduction not in ("mean", "sum", "none", "batchmean"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    if reduction == "mean":
+        warnings.warn(
+            "reduction: 'mean' divides the total loss by both the batch size and the support "
+            "size.'batchmean' divides only by the batch size, and aligns with the KL div math "
+            "definition.'mean' will be changed to behave the same as 'batchmean' in the next "
+            "major release.",
+            UserWarning,
+            stacklevel=_user_stacklevel(),
+        )
+    if log_target:
+        loss = target.exp() * (target - input)
+    else:
+        loss = _pm.xlogy(target, target) - target * input
+    if reduction == "batchmean":
+        total = loss.sum()
+        return total / input.shape[0] if input.ndim != 0 else total
+    return _reduce(loss, reduction)
+
+
+def cosine_embedding_loss(input1: Any, input2: Any, target: Any, margin: float = 0.0,
+                          size_average: Any = None, reduce: Any = None,
+                          reduction: str = "mean") -> Any:
+    """1 - cos(x1, x2) where target == 1, max(0, cos(x1, x2) - margin) where target == -1."""
+    reduction = _check_reduction(_legacy_reduction(size_average, reduce, reduction))
+    if tuple(input1.shape) != tuple(input2.shape):
+        raise RuntimeError(
+            f"cosine_embedding_loss: input1 and input2 must have the same shape, got "
+            f"{list(input1.shape)} and {list(input2.shape)}"
+        )
+    if input1.ndim not in (1, 2) or target.ndim != input1.ndim - 1:
+        raise RuntimeError(
+            f"cosine_embedding_loss: 0D target tensor expects 1D input tensors, 1D target tensor "
+            f"expects 2D input tensors, but got input of shape {list(input1.shape)} and target "
+            f"of shape {list(target.shape)}"
+        )
+    eps = 1e-12
+    dot = (input1 * input2).sum(-1)
+    m1 = (input1 * input1).sum(-1) + eps
+    m2 = (input2 * input2).sum(-1) + eps
+    cos = dot / (m1 * m2).sqrt()
+    zeros = cos * 0
+    pos = _pp.where(target == 1, 1 - cos, zeros)
+    neg = _pp.where(target == -1, (cos - margin).clamp_min(0), zeros)
+    return _reduce(pos + neg, reduction)
+
+
+def margin_ranking_loss(input1: Any, input2: Any, target: Any, margin: float = 0.0,
+                        size_average: Any = None, reduce: Any = None,
+                        reduction: str = "mean") -> Any:
+    """max(0, -target * (input1 - input2) + margin)."""
+    reduction = _check_reduction(_legacy_reduction(size_average, reduce, reduction))
+    if not (input1.ndim == input2.ndim == target.ndim):
+        raise RuntimeError(
+            f"margin_ranking_loss : All input tensors should have same dimension but got sizes: "
+            f"input1: {_size(input1.shape)}, input2: {_size(input2.shape)}, target: "
+            f"{_size(target.shape)} "
+        )
+    loss = (-target * (input1 - input2) + margin).clamp_min(0)
+    return _reduce(loss, reduction)
+
+
+def triplet_margin_loss(anchor: Any, positive: Any, negative: Any, margin: float = 1.0,
+                        p: float = 2, eps: float = 1e-6, swap: bool = False,
+                        size_average: Any = None, reduce: Any = None,
+                        reduction: str = "mean") -> Any:
+    """max(0, margin + d(anchor, positive) - d(anchor, negative)) with p-norm distances."""
+    reduction = _check_reduction(_legacy_reduction(size_average, reduce, reduction))
+    if margin <= 0:
+        raise ValueError(f"TripletMarginLoss: expected margin to be greater than 0, got {margin} instead")
+    a, pdim, n = anchor.ndim, positive.ndim, negative.ndim
+    if not (a == pdim == n):
+        raise RuntimeError(
+            f"The anchor, positive, and negative tensors are expected to have the same number of "
+            f"dimensions, but got: anchor {a}D, positive {pdim}D, and negative {n}D inputs"
+        )
+    d_pos = _pnorm_distance(anchor, positive, p, eps)
+    d_neg = _pnorm_distance(anchor, negative, p, eps)
+    if swap:
+        d_swap = _pnorm_distance(positive, negative, p, eps)
+        d_neg = _cmp.minimum(d_neg, d_swap)
+    loss = (margin + d_pos - d_neg).clamp_min(0)
+    return _reduce(loss, reduction)
+
+
+def soft_margin_loss(input: Any, target: Any, size_average: Any = None, reduce: Any = None,
+                     reduction: str = "mean") -> Any:
+    """log(1 + exp(-target * input)), computed stably."""
+    reduction = _check_reduction(_legacy_reduction(size_average, reduce, reduction))
+    _check_target_size("soft_margin_loss", input, target)
+    loss = _pm.logaddexp(0.0, -target * input)
+    return _reduce(loss, reduction)
+
+
+def poisson_nll_loss(input: Any, target: Any, log_input: bool = True, full: bool = False,
+                     size_average: Any = None, eps: float = 1e-8, reduce: Any = None,
+                     reduction: str = "mean") -> Any:
+    """Poisson negative log likelihood: exp(input) - target * input (log_input=True)."""
+    reduction = _check_reduction(_legacy_reduction(size_average, reduce, reduction))
+    if log_input:
+        loss = input.exp() - target * input
+    else:
+        loss = input - target * (input + eps).log()
+    if full:
+        safe = _pp.where(target > 1, target, target * 0 + 1)
+        stirling = safe * safe.log() - safe + 0.5 * (2 * math.pi * safe).log()
+        loss = loss + _pp.where(target > 1, stirling, stirling * 0)
+    return _reduce(loss, reduction)
+
+
+def gaussian_nll_loss(input: Any, target: Any, var: Any, full: bool = False, eps: float = 1e-6,
+                      reduction: str = "mean") -> Any:
+    """0.5 (log(max(var, eps)) + (input - target)**2 / max(var, eps)) (+ 0.5 log(2 pi) if full)."""
+    _check_reduction(reduction)
+    if not _is_t(var):
+        var = _as_float_tensor(float(var), input) * input.new_ones(tuple(input.shape))
+    ishape, vshape = tuple(input.shape), tuple(var.shape)
+    if vshape != ishape:
+        if ishape[:-1] == vshape:
+            var = var.unsqueeze(-1)
+        elif ishape[:-1] == vshape[:-1] and vshape[-1:] == (1,):
+            pass
+        else:
+            raise ValueError(
+                f"var is of incorrect size: gaussian_nll_loss got input {list(ishape)} and var "
+                f"{list(vshape)}; var must have the input's shape, or that shape with the last "
+                "dimension removed or set to 1"
+            )
+    if bool((var._data < 0).any()):
+        raise ValueError("var has negative entry/entries")
+    # PyTorch clamps var in place without recording it: the gradient passes straight through.
+    vd = var.detach()
+    var = var + (vd.clamp(min=eps) - vd)
+    d = input - target
+    loss = 0.5 * (var.log() + d * d / var)
+    if full:
+        loss = loss + 0.5 * math.log(2 * math.pi)
+    return _reduce(loss, reduction)
+
+
+def hinge_embedding_loss(input: Any, target: Any, margin: float = 1.0, size_average: Any = None,
+                         reduce: Any = None, reduction: str = "mean") -> Any:
+    """input where target == 1, max(0, margin - input) where target == -1."""
+    reduction = _check_reduction(_legacy_reduction(size_average, reduce, reduction))
+    zeros = input * 0
+    margin_part = _pp.where(target != 1, (margin - input).clamp_min(0), zeros)
+    self_part = _pp.where(target != -1, input, zeros)
+    return _reduce(margin_part + self_part, reduction)
+
+
+def multilabel_soft_margin_loss(input: Any, target: Any, weight: Any = None,
+                                size_average: Any = None, reduce: Any = None,
+                                reduction: str = "mean") -> Any:
+    """Per-class binary logistic loss averaged over classes: -(t log s(x) + (1-t) log s(-x))."""
+    reduction = _check_reduction(_legacy_reduction(size_average, reduce, reduction))
+    loss = target * _pm.logaddexp(0.0, -input) + (1 - target) * _pm.logaddexp(0.0, input)
+    if weight is not None:
+        loss = loss * weight
+    C = input.shape[-1] if input.ndim else 1
+    loss = loss.sum(input.ndim - 1) / C if input.ndim else loss
+    return _reduce(loss, reduction)
+
+
+def _pnorm_distance(x1: Any, x2: Any, p: float, eps: float) -> Any:
+    """||x1 - x2 + eps||_p over the last dimension (as ``pairwise_distance``)."""
+    d = x1 - x2 + eps
+    if p == 2:
+        return (d * d).sum(-1).sqrt()
+    if p == 1:
+        return d.abs().sum(-1)
+    return (d.abs() ** p).sum(-1) ** (1.0 / p)
+
+
+# ---------------------------------------------------------------------------------------------
+# margin losses, power-average pooling and max-unpooling (composites)
+
+
+def multi_margin_loss(input: Any, target: Any, p: int = 1, margin: float = 1.0,
+                      weight: Any = None, size_average: Any = None, reduce: Any = None,
+                      reduction: str = "mean") -> Any:
+    """Multi-class hinge loss: sum_{j != y} max(0, margin - x_y + x_j)^p / C per sample
+    (times ``weight[y]``)."""
+    reduction = _check_reduction(_legacy_reduction(size_average, reduce, reduction))
+    if p not in (1, 2):
+        raise ValueError("only p == 1 and p == 2 supported")
+    x = input if input.dim() == 2 else input.reshape(1, -1)
+    t = target.reshape(-1)
+    if x.dim() != 2 or t.shape[0] != x.shape[0]:
+        raise RuntimeError(f"inconsistent target size, expected {x.shape[0]} but got "
+                           f"{list(target.shape)}")
+    C = x.shape[1]
+    xy = x.gather(1, t.reshape(-1, 1))
+    h = (x - xy + margin).clamp_min(0)
+    if p == 2:
+        h = h * h
+    if weight is not None:
+        h = h * weight[t].reshape(-1, 1)
+
+    not_y = _creation.arange(C, device=x.device).reshape(1, C) != t.reshape(-1, 1)
+    loss = (h * not_y.to(h.dtype)).sum(1) / C
+    if input.dim() < 2 and reduction == "none":
+        loss = loss.reshape(())
+    return _reduce(loss, reduction)
+
+
+def multilabel_margin_loss(input: Any, target: Any, size_average: Any = None, reduce: Any = None,
+                           reduction: str = "mean") -> Any:
+    """Multi-label hinge loss: for each sample, the target classes are ``target``'s entries up to
+    the first -1; loss = sum_{j in targets, k not in targets} max(0, 1 - (x_j - x_k)) / C."""
+    reduction = _check_reduction(_legacy_reduction(size_average, reduce, reduction))
+    x = input if input.dim() == 2 else input.reshape(1, -1)
+    t = target.reshape(x.shape)
+    tn = t.detach().cpu().numpy()
+    N, C = x.shape
+    is_target = np.zeros((N, C), bool)
+    for i in range(N):
+        for c in tn[i]:
+            if c < 0:
+                break
+            is_target[i, c] = True
+    pos = TensorBase._make(is_target.astype(x._data.dtype)).to(x.device)
+    neg = 1 - pos
+    # pair (j, k): max(0, 1 - x_j + x_k) for j a target and k not
+    pair = (1 - x.unsqueeze(2) + x.unsqueeze(1)).clamp_min(0)  # [i, j, k]
+    loss = (pair * pos.unsqueeze(2) * neg.unsqueeze(1)).sum((1, 2)) / C
+    if input.dim() < 2 and reduction == "none":
+        loss = loss.reshape(())
+    return _reduce(loss, reduction)
+
+
+def triplet_margin_with_distance_loss(anchor: Any, positive: Any, negative: Any, *,
+                                      distance_function: Any = None, margin: float = 1.0,
+                                      swap: bool = False, reduction: str = "mean") -> Any:
+    """max(0, d(a, p) - d(a, n) + margin) with any distance (default ``pairwise_distance``);
+    ``swap`` uses min(d(a, n), d(p, n))."""
+    reduction = _check_reduction(reduction)
+    if margin <= 0:
+        raise ValueError(f"triplet_margin_with_distance_loss: expected margin to be greater than "
+                         f"0, got {margin} instead")
+    dist = pairwise_distance if distance_function is None else distance_function
+    d_pos = dist(anchor, positive)
+    d_neg = dist(anchor, negative)
+    if swap:
+        d_neg = _cmp.minimum(d_neg, dist(positive, negative))
+    loss = (d_pos - d_neg + margin).clamp_min(0)
+    return _reduce(loss, reduction)

@@ -1,0 +1,412 @@
+"""Normalization functions: layer, RMS, group, batch, instance and local response
+norms, and ``normalize``.
+
+The fused ones (``layer_norm``, ``rms_norm``, ``batch_norm`` in training) are one ``Op`` each; their
+backward rules keep the normalized input from the forward pass, and under ``create_graph=True``
+rebuild it from the inputs with recorded ops, so double backward is exact.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..._tensor_base import TensorBase
+from ...autograd import grad_mode
+from ...autograd.function import Op
+from ._common import _check_floating, _graphing, _size
+
+__all__ = [
+    "normalize", "layer_norm", "rms_norm", "group_norm", "batch_norm", "instance_norm",
+    "local_response_norm",
+]
+
+
+# ---------------------------------------------------------------------------------------------
+# normalisation and distances (composites)
+
+
+def normalize(input: TensorBase, p: float = 2.0, dim: int = 1, eps: float = 1e-12,
+              out: TensorBase | None = None) -> TensorBase:
+    """x / max(||x||_p, eps) along ``dim``."""
+    denom = input.norm(p, dim, keepdim=True).clamp_min(eps)
+    res = input / denom
+    if out is not None:
+        with grad_mode.no_grad():
+            out.copy_(res)
+        return out
+    return res
+
+
+# ---------------------------------------------------------------------------------------------
+# normalization
+
+
+def layer_norm(input: Any, normalized_shape: Any, weight: Any = None, bias: Any = None,
+               eps: float = 1e-5) -> Any:
+    """Normalize over the trailing ``normalized_shape`` dims, then scale and shift."""
+    shape = _normalized_shape(normalized_shape)
+    k = len(shape)
+    ishape = tuple(input.shape)
+    if k == 0 or ishape[len(ishape) - k:] != shape or len(ishape) < k:
+        raise RuntimeError(
+            f"Given normalized_shape={list(shape)}, expected input with shape "
+            f"[*, {', '.join(str(s) for s in shape)}], but got input of size{list(ishape)}"
+        )
+    for name, p in (("weight", weight), ("bias", bias)):
+        if p is not None and tuple(p.shape) != shape:
+            raise RuntimeError(
+                f"layer_norm: expected {name} of shape {list(shape)} (the normalized_shape), but "
+                f"got {list(p.shape)}"
+            )
+    _check_floating("layer_norm", input)
+    return LayerNorm.apply(input, weight, bias, k, float(eps))
+
+
+def rms_norm(input: Any, normalized_shape: Any, weight: Any = None, eps: float | None = None) -> Any:
+    """Root-mean-square normalization over the trailing dims (eps defaults to finfo.eps)."""
+    shape = _normalized_shape(normalized_shape)
+    k = len(shape)
+    ishape = tuple(input.shape)
+    if k == 0 or len(ishape) < k or ishape[len(ishape) - k:] != shape:
+        raise RuntimeError(
+            f"Given normalized_shape={list(shape)}, expected input with shape "
+            f"[*, {', '.join(str(s) for s in shape)}], but got input of size{list(ishape)}"
+        )
+    if weight is not None and tuple(weight.shape) != shape:
+        raise RuntimeError(
+            f"rms_norm: expected weight of shape {list(shape)} (the normalized_shape), but got "
+            f"{list(weight.shape)}"
+        )
+    _check_floating("rms_norm", input)
+    if eps is None:
+        eps = _finfo_eps(input)
+    return RMSNorm.apply(input, weight, k, float(eps))
+
+
+def group_norm(input: Any, num_groups: int, weight: Any = None, bias: Any = None,
+               eps: float = 1e-5) -> Any:
+    """Normalize each group of channels of each sample, then scale and shift per channel."""
+    if input.ndim < 2:
+        raise RuntimeError(
+            f"group_norm: expected an input of shape (N, C, *), got {list(input.shape)}"
+        )
+    N, C = input.shape[0], input.shape[1]
+    if num_groups <= 0 or C % num_groups != 0:
+        raise RuntimeError(
+            f"Expected number of channels in input to be divisible by num_groups, but got input "
+            f"of shape {list(input.shape)} and num_groups={num_groups}"
+        )
+    for name, p in (("weight", weight), ("bias", bias)):
+        if p is not None and (p.ndim != 1 or p.shape[0] != C):
+            raise RuntimeError(
+                f"group_norm: expected {name} of shape [{C}] (one per channel), got "
+                f"{list(p.shape)}"
+            )
+    _check_floating("group_norm", input)
+    ishape = tuple(input.shape)
+    grouped = input.reshape(N, num_groups, -1) if N * C else input.reshape(N, num_groups, 0)
+    out = LayerNorm.apply(grouped, None, None, 1, float(eps)).reshape(ishape)
+    bshape = (C,) + (1,) * (input.ndim - 2)
+    if weight is not None:
+        out = out * weight.reshape(bshape)
+    if bias is not None:
+        out = out + bias.reshape(bshape)
+    return out
+
+
+def batch_norm(input: Any, running_mean: Any, running_var: Any, weight: Any = None,
+               bias: Any = None, training: bool = False, momentum: float = 0.1,
+               eps: float = 1e-5) -> Any:
+    """Batch normalization over all dims but 1; in training, updates the running stats in place."""
+    if input.ndim < 2:
+        raise ValueError(
+            f"batch_norm: expected an input of shape (N, C) or (N, C, *), got {list(input.shape)}"
+        )
+    _check_floating("batch_norm", input)
+    C = input.shape[1]
+    for name, p in (("running_mean", running_mean), ("running_var", running_var),
+                    ("weight", weight), ("bias", bias)):
+        if p is not None and p.numel() != C:
+            raise RuntimeError(
+                f"{name} should contain {C} elements not {p.numel()} (batch_norm: input of shape "
+                f"{list(input.shape)} has {C} channels in dim 1)"
+            )
+    if training:
+        n = input.numel() // max(C, 1)
+        if n <= 1:
+            raise ValueError(
+                f"Expected more than 1 value per channel when training, got input size "
+                f"{_size(input.shape)} (batch statistics need at least 2 values per channel: use "
+                "a batch size above 1, or model.eval() to use the running statistics)"
+            )
+        out, mean, var = BatchNormTrain.apply(input, weight, bias, float(eps))
+        _update_running(running_mean, mean, momentum)
+        _update_running(running_var, var, momentum)
+        return out
+    if running_mean is None or running_var is None:
+        raise RuntimeError(
+            "batch_norm: running_mean and running_var must be defined in evaluation mode "
+            "(training=False); pass training=True to use the batch statistics"
+        )
+    bshape = (C,) + (1,) * (input.ndim - 2)
+    rm = running_mean.detach().to(input.dtype)
+    rv = running_var.detach().to(input.dtype)
+    scale = (rv + eps).rsqrt()
+    if weight is not None:
+        scale = scale * weight
+    shift = -rm * scale
+    if bias is not None:
+        shift = shift + bias
+    return input * scale.reshape(bshape) + shift.reshape(bshape)
+
+
+def instance_norm(input: Any, running_mean: Any = None, running_var: Any = None,
+                  weight: Any = None, bias: Any = None, use_input_stats: bool = True,
+                  momentum: float = 0.1, eps: float = 1e-5) -> Any:
+    """Normalize each channel of each sample over its spatial dims (uses input statistics)."""
+    if not use_input_stats:
+        return batch_norm(input, running_mean, running_var, weight, bias, False, momentum, eps)
+    if input.ndim < 3:
+        raise ValueError(
+            f"instance_norm: expected an input of shape (N, C, *spatial), got {list(input.shape)}"
+        )
+    N, C = input.shape[0], input.shape[1]
+    if running_mean is not None or running_var is not None:
+        with grad_mode.no_grad():
+            flat = input.detach().reshape(N, C, -1)
+            n = flat.shape[-1]
+            mean = flat.mean(-1).mean(0)
+            d = flat - flat.mean(-1, keepdim=True)
+            var = ((d * d).sum(-1) / max(n - 1, 1)).mean(0)
+        _update_running(running_mean, mean, momentum)
+        _update_running(running_var, var, momentum)
+    return group_norm(input, C, weight, bias, eps)
+
+
+def local_response_norm(input: Any, size: int, alpha: float = 1e-4, beta: float = 0.75,
+                        k: float = 1.0) -> Any:
+    """Normalize each channel by the squared activity of ``size`` neighbouring channels."""
+    if input.ndim < 3:
+        raise ValueError(
+            f"Expected 3D or higher dimensionality input (got {input.ndim} dimensions; "
+            f"local_response_norm takes (N, C, *), got shape {list(input.shape)})"
+        )
+    if input.numel() == 0:
+        return input * 1
+    _check_floating("local_response_norm", input)
+    return LocalResponseNorm.apply(input, int(size), float(alpha), float(beta), float(k))
+
+
+class LayerNorm(Op):
+    """x_hat = (x - mean) / sqrt(var + eps) over the last k dims;  out = x_hat * w + b
+    grad_x = rstd * (gh - mean(gh) - x_hat * mean(gh * x_hat)),  gh = grad * w
+    grad_w = sum(grad * x_hat),  grad_b = sum(grad)   (over the leading dims)"""
+    node_name = "NativeLayerNormBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, x: Any, w: Any, b: Any, k: int, eps: float) -> Any:
+        axes = tuple(range(x.ndim - k, x.ndim))
+        xhat, rstd = _norm_stats(x, axes, eps, ctx.xp)
+        out = xhat
+        if w is not None:
+            out = out * w
+        if b is not None:
+            out = out + b
+        ctx.axes, ctx.eps = axes, eps
+        ctx.save_for_backward(x, w, xhat, rstd)
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        x, w, xhat, rstd = ctx.saved
+        axes = ctx.axes
+        if _graphing(ctx):
+            xhat, rstd = _norm_stats(x, axes, ctx.eps, ctx.xp)
+        n = 1
+        for a in axes:
+            n *= x.shape[a]
+        need = ctx.needs_input_grad
+        gx = gw = gb = None
+        if need[0]:
+            gxhat = grad * w if w is not None else grad
+            gx = _norm_input_grad(gxhat, xhat, rstd, axes, n)
+        if need[1]:
+            gw = grad * xhat
+        if need[2]:
+            gb = grad
+        return gx, gw, gb, None, None
+
+
+class RMSNorm(Op):
+    """r = 1 / sqrt(mean(x**2) + eps) over the last k dims;  out = x * r * w
+    grad_x = r * (gh - x_hat * mean(gh * x_hat)),  gh = grad * w,  x_hat = x * r
+    grad_w = sum(grad * x_hat)   (over the leading dims)"""
+    node_name = "RmsNormBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, x: Any, w: Any, k: int, eps: float) -> Any:
+        axes = tuple(range(x.ndim - k, x.ndim))
+        xhat, r = _rms_stats(x, axes, eps, ctx.xp)
+        ctx.axes, ctx.eps = axes, eps
+        ctx.save_for_backward(x, w, xhat, r)
+        return xhat * w if w is not None else xhat
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        x, w, xhat, r = ctx.saved
+        axes = ctx.axes
+        if _graphing(ctx):
+            xhat, r = _rms_stats(x, axes, ctx.eps, ctx.xp)
+        n = 1
+        for a in axes:
+            n *= x.shape[a]
+        gx = gw = None
+        if ctx.needs_input_grad[0]:
+            gxhat = grad * w if w is not None else grad
+            gx = r * (gxhat - xhat * ((gxhat * xhat).sum(axis=axes, keepdims=True) / n))
+        if ctx.needs_input_grad[1]:
+            gw = grad * xhat
+        return gx, gw, None, None
+
+
+class BatchNormTrain(Op):
+    """x_hat = (x - mean) / sqrt(var + eps) over all dims but 1;  out = x_hat * w + b
+    grad_x = rstd * (gh - mean(gh) - x_hat * mean(gh * x_hat)),  gh = grad * w
+    grad_w = sum(grad * x_hat),  grad_b = sum(grad)   (over all dims but 1)
+    Also returns the batch mean and unbiased variance (non-differentiable) for running stats."""
+    node_name = "NativeBatchNormBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, x: Any, w: Any, b: Any, eps: float) -> Any:
+        xp = ctx.xp
+        axes = (0,) + tuple(range(2, x.ndim))
+        bshape = (1, x.shape[1]) + (1,) * (x.ndim - 2)
+        n = x.size // x.shape[1]
+        mu = x.sum(axis=axes, keepdims=True) / n
+        xc = x - mu
+        var = (xc * xc).sum(axis=axes, keepdims=True) / n
+        rstd = 1 / xp.sqrt(var + eps)
+        xhat = xc * rstd
+        out = xhat
+        if w is not None:
+            out = out * w.reshape(bshape)
+        if b is not None:
+            out = out + b.reshape(bshape)
+        mean = mu.reshape(-1)
+        var = var.reshape(-1) * (n / (n - 1))
+        ctx.axes, ctx.eps, ctx.bshape, ctx.n = axes, eps, bshape, n
+        ctx.save_for_backward(x, w, xhat, rstd)
+        ctx.mark_non_differentiable(mean, var)
+        return out, mean, var
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any, _gm: Any = None, _gv: Any = None) -> Any:
+        x, w, xhat, rstd = ctx.saved
+        axes = ctx.axes
+        if _graphing(ctx):
+            xhat, rstd = _norm_stats(x, axes, ctx.eps, ctx.xp)
+        n = ctx.n
+        need = ctx.needs_input_grad
+        gx = gw = gb = None
+        if need[0]:
+            gxhat = grad * w.reshape(ctx.bshape) if w is not None else grad
+            gx = _norm_input_grad(gxhat, xhat, rstd, axes, n)
+        if need[1]:
+            gw = (grad * xhat).sum(axis=axes)
+        if need[2]:
+            gb = grad.sum(axis=axes)
+        return gx, gw, gb, None
+
+
+class LocalResponseNorm(Op):
+    """D_c = k + alpha / n * sum_{c' in win(c)} x_c'^2;  out = x * D^-beta
+    grad_x_c' = grad_c' D_c'^-beta - 2 beta alpha / n * x_c' * sum_{c: c' in win(c)} grad_c x_c D_c^(-beta-1)"""
+    @staticmethod
+    def forward(ctx: Any, x: Any, size: int, alpha: float, beta: float, k: float) -> Any:
+        d = _lrn_denominator(ctx.xp, x, size, alpha, k)
+        ctx.size, ctx.alpha, ctx.beta, ctx.k = size, alpha, beta, k
+        ctx.save_for_backward(x, d)
+        return x * d ** (-beta)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        x, d = ctx.saved
+        xp, size, alpha, beta = ctx.xp, ctx.size, ctx.alpha, ctx.beta
+        if _graphing(ctx):
+            d = _lrn_denominator(xp, x, size, alpha, ctx.k)
+        inner = _channel_window_sum(xp, grad * x * d ** (-beta - 1), (size - 1) // 2, size // 2)
+        gx = grad * d ** (-beta) - (2 * beta * alpha / size) * x * inner
+        return gx, None, None, None, None
+
+
+def _norm_stats(x: Any, axes: tuple[int, ...], eps: float, xp: Any) -> tuple[Any, Any]:
+    """(x_hat, 1/sqrt(var + eps)) over ``axes``, keepdims; works on arrays or tensors."""
+    n = 1
+    for a in axes:
+        n *= x.shape[a]
+    mu = x.sum(axis=axes, keepdims=True) / n
+    xc = x - mu
+    var = (xc * xc).sum(axis=axes, keepdims=True) / n
+    rstd = 1 / xp.sqrt(var + eps)
+    return xc * rstd, rstd
+
+
+def _norm_input_grad(gxhat: Any, xhat: Any, rstd: Any, axes: tuple[int, ...], n: int) -> Any:
+    """d/dx of x_hat = (x - mean) / std, applied to gxhat."""
+    mg = gxhat.sum(axis=axes, keepdims=True) / n
+    mgx = (gxhat * xhat).sum(axis=axes, keepdims=True) / n
+    return rstd * (gxhat - mg - xhat * mgx)
+
+
+def _normalized_shape(normalized_shape: Any) -> tuple[int, ...]:
+    if isinstance(normalized_shape, int):
+        return (normalized_shape,)
+    return tuple(int(s) for s in normalized_shape)
+
+
+def _rms_stats(x: Any, axes: tuple[int, ...], eps: float, xp: Any) -> tuple[Any, Any]:
+    n = 1
+    for a in axes:
+        n *= x.shape[a]
+    r = 1 / xp.sqrt((x * x).sum(axis=axes, keepdims=True) / n + eps)
+    return x * r, r
+
+
+def _finfo_eps(x: Any) -> float:
+    return {"float16": 0.0009765625, "bfloat16": 0.0078125, "float32": 1.1920928955078125e-07,
+            "float64": 2.220446049250313e-16}[x.dtype.name]
+
+
+def _update_running(stat: Any, batch: Any, momentum: float) -> None:
+    """stat = (1 - momentum) * stat + momentum * batch, in place and outside the graph."""
+    if stat is None:
+        return
+    arr = stat._data
+    new = arr * (1 - momentum) + batch._data.astype(arr.dtype) * momentum
+    arr[...] = new.reshape(arr.shape)
+    stat._bump_version()
+
+
+def _shift_channels(xp: Any, a: Any, d: int) -> Any:
+    """b[:, c] = a[:, c - d] (zero where c - d falls outside the channels)."""
+    C = a.shape[1]
+    if d == 0:
+        return a
+    if abs(d) >= C:
+        return a * 0
+    if d > 0:
+        return xp.concatenate([a[:, :d] * 0, a[:, : C - d]], axis=1)
+    return xp.concatenate([a[:, -d:], a[:, :(-d)] * 0], axis=1)
+
+
+def _channel_window_sum(xp: Any, a: Any, before: int, after: int) -> Any:
+    """s[:, c] = sum of a[:, c - before .. c + after] (zero padded)."""
+    s = a
+    for d in range(-after, before + 1):
+        if d != 0:
+            s = s + _shift_channels(xp, a, d)
+    return s
+
+
+def _lrn_denominator(xp: Any, x: Any, size: int, alpha: float, k: float) -> Any:
+    return k + (alpha / size) * _channel_window_sum(xp, x * x, size // 2, (size - 1) // 2)

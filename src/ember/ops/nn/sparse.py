@@ -1,0 +1,279 @@
+"""Sparse functions: ``embedding``, ``embedding_bag`` and ``one_hot``."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ... import _backend, _dtype
+from ..._tensor_base import TensorBase
+from ...autograd import grad_mode
+from ...autograd.function import Op
+from ..indexing import getitem
+from .activation import _MulMask
+
+__all__ = [
+    "embedding", "embedding_bag", "one_hot",
+]
+
+
+# ---------------------------------------------------------------------------------------------
+# embedding
+
+
+def embedding(
+    input: TensorBase, weight: TensorBase, padding_idx: int | None = None, max_norm: float | None = None,
+    norm_type: float = 2.0, scale_grad_by_freq: bool = False, sparse: bool = False,
+) -> TensorBase:
+    """Look up rows of ``weight`` (num_embeddings, dim) at integer ``input`` indices.
+
+    The row at ``padding_idx`` gets no gradient; ``max_norm`` renormalises looked-up rows in place.
+    """
+    if not isinstance(input, TensorBase):
+        raise TypeError(f"embedding(): argument 'input' must be Tensor, not {type(input).__name__}")
+    if input.dtype not in (_dtype.int64, _dtype.int32):
+        raise RuntimeError(
+            "Expected tensor for argument #1 'indices' to have one of the following scalar types: "
+            f"Long, Int; but got {input.type()} instead (while checking arguments for embedding). "
+            "Convert the indices, e.g. idx.long()"
+        )
+    if weight.ndim != 2:
+        raise RuntimeError(f"'weight' must be 2-D, got shape {tuple(weight.shape)}")
+    n = weight.shape[0]
+    if padding_idx is not None:
+        if padding_idx > 0:
+            if padding_idx >= n:
+                raise AssertionError("Padding_idx must be within num_embeddings")
+        elif padding_idx < 0:
+            if padding_idx < -n:
+                raise AssertionError("Padding_idx must be within num_embeddings")
+            padding_idx = n + padding_idx
+    idx = input._data
+    if idx.size:
+        lo, hi = int(idx.min()), int(idx.max())
+        if lo < 0 or hi >= n:
+            bad = lo if lo < 0 else hi
+            raise IndexError(
+                f"index out of range in self (embedding: index {bad} with num_embeddings={n}; "
+                f"valid indices are 0..{n - 1})"
+            )
+    if max_norm is not None:
+        _embedding_renorm(weight, idx, max_norm, norm_type)
+    if padding_idx is None and not scale_grad_by_freq:
+        return EmbeddingLookup.apply(weight, idx)
+    return _EmbeddingMasked.apply(weight, idx, padding_idx, scale_grad_by_freq)
+
+
+def embedding_bag(
+    input: TensorBase, weight: TensorBase, offsets: TensorBase | None = None, max_norm: float | None = None,
+    norm_type: float = 2, scale_grad_by_freq: bool = False, mode: str = "mean",
+    sparse: bool = False, per_sample_weights: TensorBase | None = None,
+    include_last_offset: bool = False, padding_idx: int | None = None,
+) -> TensorBase:
+    """Sums, means or maxes of embedding rows per bag: (B, N) input (one bag per row) or a 1-D
+    input split by ``offsets``; returns (B, embedding_dim)."""
+    if mode not in ("sum", "mean", "max"):
+        raise ValueError(f"mode has to be one of sum, mean or max (got {mode!r})")
+    if per_sample_weights is not None and mode != "sum":
+        raise NotImplementedError(
+            "embedding_bag: per_sample_weights was not None. per_sample_weights is only "
+            f"supported for mode='sum' (got mode='{mode}'). Please open a feature request on "
+            "GitHub."
+        )
+    xp = _backend.xp_of(input._data)
+    idx = input._data
+    if idx.ndim == 2:
+        if offsets is not None:
+            raise ValueError(
+                "if input is 2D, then offsets has to be None, as input is treated is a mini-batch "
+                "of fixed length sequences. However, found offsets of type "
+                f"{type(offsets).__name__}"
+            )
+        nbags, length = idx.shape
+        flat = idx.reshape(-1)
+        bag_ids = xp.repeat(xp.arange(nbags), length)
+    elif idx.ndim == 1:
+        if offsets is None:
+            raise ValueError("offsets has to be a 1D Tensor but got None")
+        off = offsets._data.astype(xp.int64)
+        if off.ndim != 1:
+            raise ValueError("offsets has to be a 1D Tensor")
+        if off.shape[0] and int(off[0]) != 0:
+            raise RuntimeError(
+                "offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to start "
+                f"from position 0. However, got {int(off[0])}"
+            )
+        if include_last_offset:
+            off = off[:-1]
+        nbags = off.shape[0]
+        flat = idx
+        bag_ids = xp.searchsorted(off, xp.arange(idx.shape[0]), side="right") - 1
+    else:
+        raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension {idx.ndim}")
+    valid = xp.ones(flat.shape, dtype=bool)
+    if padding_idx is not None:
+        n = weight.shape[0]
+        padding_idx = padding_idx + n if padding_idx < 0 else padding_idx
+        valid = flat != padding_idx
+    rows = embedding(TensorBase._make(flat), weight, padding_idx, max_norm, norm_type,
+                     scale_grad_by_freq)
+    if mode == "max":
+        # a (bags, longest bag) matrix of row numbers (and its mask) over the valid entries
+        counts = xp.bincount(bag_ids[valid], minlength=nbags)
+        length = int(counts.max()) if counts.size else 0
+        starts = xp.zeros(nbags + 1, dtype=xp.int64)
+        starts[1:] = xp.cumsum(xp.bincount(bag_ids, minlength=nbags))
+        before = xp.cumsum(valid) - valid  # valid entries before each position
+        slot = before - before[starts[bag_ids]]  # rank among its bag's valid entries
+        order = xp.nonzero(valid)[0]
+        mat = xp.zeros((nbags, max(length, 1)), dtype=xp.int64)
+        mask = xp.zeros((nbags, max(length, 1)), dtype=bool)
+        mat[bag_ids[order], slot[order]] = order
+        mask[bag_ids[order], slot[order]] = True
+
+        return _BagMax.apply(getitem(rows, TensorBase._make(mat)), mask)
+    if per_sample_weights is not None:
+        rows = rows * per_sample_weights.reshape(-1, 1)
+    if padding_idx is not None:
+        rows = _MulMask.apply(rows, valid.reshape(-1, 1).astype(rows._data.dtype))
+    out = EmbeddingBackward.apply(rows, bag_ids, nbags)
+    if mode == "mean":
+        counts = xp.bincount(bag_ids[valid], minlength=nbags).astype(out._data.dtype)
+        out = _MulMask.apply(out, (1 / xp.maximum(counts, 1)).reshape(-1, 1).astype(out._data.dtype))
+    return out
+
+
+def one_hot(tensor: TensorBase, num_classes: int = -1) -> TensorBase:
+    """int64 one-hot encoding: shape (*, num_classes); ``num_classes=-1`` infers max + 1."""
+    if not isinstance(tensor, TensorBase) or tensor.dtype != _dtype.int64:
+        got = tensor.dtype if isinstance(tensor, TensorBase) else type(tensor).__name__
+        raise RuntimeError(
+            f"one_hot is only applicable to index tensor of type LongTensor. (got {got}; "
+            "convert with labels.long())"
+        )
+    arr = tensor._data
+    xp = _backend.xp_of(arr)
+    if num_classes == -1:
+        if arr.size == 0:
+            raise RuntimeError("Can not infer total number of classes from empty tensor.")
+        num_classes = int(arr.max()) + 1
+    if arr.size:
+        if int(arr.min()) < 0:
+            raise RuntimeError("Class values must be non-negative.")
+        if int(arr.max()) >= num_classes:
+            raise RuntimeError(
+                f"Class values must be smaller than num_classes. (max class {int(arr.max())}, "
+                f"num_classes={num_classes})"
+            )
+    out = (arr[..., None] == xp.arange(num_classes)).astype(xp.int64)
+    return TensorBase._make(out)
+
+
+class EmbeddingBackward(Op):
+    """out = the (V, D) gradient of ``weight[idx]``: rows of grad summed per index (scatter-add)
+    grad_grad = grad_out[idx]   (a gather: the adjoint of the scatter)"""
+    node_name = "EmbeddingDenseBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, grad: Any, idx: Any, num_weights: int) -> Any:
+        xp = ctx.xp
+        ctx.save_for_backward(idx)
+        d = grad.shape[-1]
+        g2 = grad.reshape(-1, d)
+        # one bincount over (index, column) pairs: a vectorised scatter-add
+        flat = (idx.reshape(-1, 1).astype(xp.int64) * d + xp.arange(d)).reshape(-1)
+        sums = xp.bincount(flat, weights=g2.reshape(-1), minlength=num_weights * d)
+        return sums.reshape(num_weights, d).astype(grad.dtype)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (idx,) = ctx.saved
+        return ctx.call(EmbeddingLookup, grad, idx), None, None
+
+
+class EmbeddingLookup(Op):
+    """out = weight[idx]          grad_weight = scatter-add of grad rows at idx"""
+    node_name = "EmbeddingBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, w: Any, idx: Any) -> Any:
+        ctx.save_for_backward(idx)
+        ctx.num = w.shape[0]
+        return w[idx]
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (idx,) = ctx.saved
+        return ctx.call(EmbeddingBackward, grad, idx, ctx.num), None
+
+
+class _EmbeddingMasked(Op):
+    """out = weight[idx]
+    grad_weight = scatter-add of grad rows at idx, rows at padding_idx dropped, each row divided
+    by its index's count in the batch when scale_grad_by_freq"""
+    node_name = "EmbeddingBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, w: Any, idx: Any, padding_idx: Any, by_freq: bool) -> Any:
+        xp = ctx.xp
+        ctx.num = w.shape[0]
+        scale = None
+        flat = idx.reshape(-1)
+        if padding_idx is not None or by_freq:
+            scale = xp.ones(flat.shape, dtype=w.dtype)
+            if by_freq:
+                counts = xp.bincount(flat, minlength=w.shape[0])
+                scale = scale / counts[flat].astype(w.dtype)
+            if padding_idx is not None:
+                scale = scale * (flat != padding_idx)
+            scale = scale.reshape(idx.shape + (1,))
+        ctx.save_for_backward(idx, scale)
+        return w[idx]
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        idx, scale = ctx.saved
+        if scale is not None:
+            grad = grad * scale
+        return ctx.call(EmbeddingBackward, grad, idx, ctx.num), None, None, None
+
+
+class _BagMax(Op):
+    """out[b] = max over the rows of bag b (rows (B, L, D), mask (B, L): valid positions; an
+    empty bag gives 0)          grad_rows = grad at each bag's first argmax, 0 elsewhere"""
+    node_name = "EmbeddingBagBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, rows: Any, mask: Any) -> Any:
+        xp = ctx.xp
+        filled = xp.where(mask[..., None], rows, -xp.inf)
+        arg = filled.argmax(axis=1)  # (B, D)
+        out = xp.take_along_axis(rows, arg[:, None, :], axis=1)[:, 0, :]
+        empty = ~mask.any(axis=1)
+        ctx.save_for_backward(xp.where(empty[:, None], -1, arg))  # empty bags: no gradient
+        ctx.shape = rows.shape
+        return xp.where(empty[:, None], 0, out).astype(rows.dtype)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (arg,) = ctx.saved
+        xp = ctx.xp
+        b, length, d = ctx.shape
+        pos = xp.arange(length).reshape(1, length, 1)
+        onehot = pos == arg.reshape(b, 1, d)
+        return xp.where(onehot, grad.reshape(b, 1, d), 0), None
+
+
+def _embedding_renorm(weight: TensorBase, idx: Any, max_norm: float, norm_type: float) -> None:
+    xp = _backend.xp_of(weight._data)
+    rows = xp.unique(idx.reshape(-1))
+    w = weight._data
+    sel = w[rows]
+    if norm_type == math.inf:
+        norms = xp.abs(sel).max(axis=1)
+    else:
+        norms = (xp.abs(sel) ** norm_type).sum(axis=1) ** (1.0 / norm_type)
+    scale = xp.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0).astype(w.dtype)
+    with grad_mode.no_grad():
+        w[rows] = sel * scale[:, None]
+    weight._bump_version()

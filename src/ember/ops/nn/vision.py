@@ -1,0 +1,551 @@
+"""Vision functions: ``pad``, ``interpolate``/``upsample``, ``pixel_shuffle``,
+``channel_shuffle``, ``affine_grid`` and ``grid_sample``.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import operator
+import warnings
+from typing import Any
+
+import numpy as np
+
+from ... import _backend, _dtype
+from ..._tensor_base import TensorBase
+from ...autograd.function import Op
+from .. import pointwise as _pw
+from .. import pointwise_piecewise as _pp
+from ..creation import arange
+from ..creation import tensor as _tensor
+from ..joining import stack
+from ._kernels import Resample, _AxisMap, _check_tensor, _tname
+from .pooling import adaptive_avg_pool1d, adaptive_avg_pool2d
+
+__all__ = [
+    "pad", "channel_shuffle", "affine_grid", "grid_sample", "native_channel_shuffle",
+    "GRID_SAMPLE_INTERPOLATION_MODES", "GRID_SAMPLE_PADDING_MODES", "interpolate", "upsample",
+    "upsample_nearest", "upsample_bilinear", "pixel_shuffle", "pixel_unshuffle",
+]
+
+
+# ---------------------------------------------------------------------------------------------
+# padding
+
+
+def pad(input: TensorBase, pad: Any, mode: str = "constant", value: float | None = None) -> TensorBase:
+    """Pad the last ``len(pad) // 2`` dims; ``pad = (left_last, right_last, left_prev, ...)``.
+
+    Modes: ``constant`` (with ``value``), ``reflect``, ``replicate``, ``circular``.
+    """
+    pad = tuple(int(p) for p in pad)
+    if len(pad) % 2:
+        raise RuntimeError(
+            f"Padding length must be divisible by 2 (got pad={pad}): give (left, right) per dim, "
+            "starting from the last dim"
+        )
+    k = len(pad) // 2
+    if k > input.ndim:
+        raise RuntimeError(
+            f"Padding length should be less than or equal to two times the input dimension but "
+            f"got padding length {len(pad)} and input of dimension {input.ndim}"
+        )
+    pads = [(0, 0)] * input.ndim
+    for i in range(k):
+        pads[input.ndim - 1 - i] = (pad[2 * i], pad[2 * i + 1])
+    if mode == "constant":
+        for d, (lo, hi) in enumerate(pads):
+            if input.shape[d] + lo + hi < 0:
+                raise RuntimeError(
+                    f"The input size {input.shape[d]}, plus negative padding {lo} and {hi} "
+                    f"resulted in a negative output size, which is invalid. Check dimension {d} "
+                    "of your input."
+                )
+        return ConstantPad.apply(input, tuple(pads), 0.0 if value is None else value)
+    if mode not in ("reflect", "replicate", "circular"):
+        raise NotImplementedError(
+            f"Unrecognised padding mode {mode} (choose constant, reflect, replicate or circular)"
+        )
+    if value is not None and value != 0:
+        raise ValueError(f'Padding mode "{mode}" doesn\'t take in value argument')
+    if k > 3 or input.ndim < k + 1:
+        raise NotImplementedError(
+            f"Only 2D, 3D, 4D, 5D padding with non-constant padding are supported for now "
+            f"(got input of shape {tuple(input.shape)} and pad={pad}; mode={mode!r} pads at most "
+            "the last 3 dims and needs one more leading dim)"
+        )
+    xp = _backend.xp_of(input._data)
+    out = input
+    for d in range(input.ndim - k, input.ndim):
+        lo, hi = pads[d]
+        n = input.shape[d]
+        if lo == 0 and hi == 0:
+            continue
+        if mode == "reflect" and (lo >= n or hi >= n):
+            raise RuntimeError(
+                f"Argument #4: Padding size should be less than the corresponding input "
+                f"dimension, but got: padding ({lo}, {hi}) at dimension {d} of input "
+                f"{list(input.shape)}"
+            )
+        if mode == "circular" and (lo > n or hi > n):
+            raise RuntimeError(
+                "Padding value causes wrapping around more than once. (circular padding "
+                f"({lo}, {hi}) at dimension {d} of input {list(input.shape)})"
+            )
+        if n == 0:
+            raise RuntimeError(
+                f"{mode} padding of an empty dimension {d} (input {list(input.shape)})"
+            )
+        out = GatherAlong.apply(out, _pad_index(xp, n, lo, hi, mode), d)
+    return out
+
+
+class ConstantPad(Op):
+    """out = x padded with ``value`` (negative pads crop)
+    grad_x = grad with the padding removed (a constant pad by the negated amounts)"""
+    node_name = "ConstantPadNdBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, x: Any, pads: tuple, value: float) -> Any:
+        xp = ctx.xp
+        ctx.pads = pads
+        widths = [(max(lo, 0), max(hi, 0)) for lo, hi in pads]
+        crop = tuple(slice(max(-lo, 0), x.shape[i] - max(-hi, 0)) for i, (lo, hi) in enumerate(pads))
+        x = x[crop]
+        if any(w != (0, 0) for w in widths):
+            out = xp.full(tuple(s + lo + hi for s, (lo, hi) in zip(x.shape, widths)), value,
+                          dtype=x.dtype)
+            out[tuple(slice(lo, lo + s) for s, (lo, _) in zip(x.shape, widths))] = x
+            return out
+        return x.copy()
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        neg = tuple((-lo, -hi) for lo, hi in ctx.pads)
+        return ctx.call(ConstantPad, grad, neg, 0.0), None, None
+
+
+class GatherAlong(Op):
+    """out = take(x, idx, axis)          grad_x = scatter-add of grad along axis (one GEMM with
+    the one-hot matrix of idx)"""
+    node_name = "ReflectionPadBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, x: Any, idx: Any, axis: int) -> Any:
+        ctx.save_for_backward(idx)
+        ctx.axis, ctx.n = axis, x.shape[axis]
+        return ctx.xp.take(x, idx, axis=axis)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (idx,) = ctx.saved
+        return ctx.call(ScatterAlong, grad, idx, ctx.axis, ctx.n), None, None
+
+
+class ScatterAlong(Op):
+    """out[..., j, ...] = sum over k with idx[k] = j of x[..., k, ...] (along axis)
+    grad_x = take(grad, idx, axis)"""
+    @staticmethod
+    def forward(ctx: Any, x: Any, idx: Any, axis: int, n: int) -> Any:
+        xp = ctx.xp
+        ctx.save_for_backward(idx)
+        ctx.axis = axis
+        onehot = (idx[:, None] == xp.arange(n)).astype(x.dtype)  # (len(idx), n)
+        moved = xp.moveaxis(x, axis, -1)
+        return xp.moveaxis(moved @ onehot, -1, axis)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (idx,) = ctx.saved
+        return ctx.call(GatherAlong, grad, idx, ctx.axis), None, None, None
+
+
+def _pad_index(xp: Any, n: int, lo: int, hi: int, mode: str) -> Any:
+    pos = xp.arange(-lo, n + hi)
+    if mode == "reflect":
+        period = 2 * (n - 1)
+        pos = xp.abs(pos) % period if period else pos * 0
+        return xp.where(pos >= n, period - pos, pos)
+    if mode == "replicate":
+        return xp.clip(pos, 0, n - 1)
+    return pos % n  # circular
+
+
+# ---------------------------------------------------------------------------------------------
+# normalisation and distances (composites)
+
+
+def channel_shuffle(input: TensorBase, groups: int) -> TensorBase:
+    """Split the channels (dim 1) into ``groups`` and interleave them (ShuffleNet)."""
+    c = input.shape[1]
+    if groups <= 0 or c % groups:
+        raise RuntimeError(
+            f"Number of channels must be divisible by groups. Got {c} channels and {groups} "
+            "groups."
+        )
+    shape = tuple(input.shape)
+    x = input.reshape(shape[0], groups, c // groups, *shape[2:])
+    return x.transpose(1, 2).reshape(shape)
+
+
+# ---------------------------------------------------------------------------------------------
+# spatial transformers: affine_grid and grid_sample (composites: gradients reach theta, the
+# input and the grid through the ops they are made of)
+
+
+def affine_grid(theta: Any, size: Any, align_corners: bool | None = None) -> Any:
+    """Sampling grid (N, H, W, 2) for ``grid_sample`` from affine matrices theta (N, 2, 3)
+    (or (N, D, H, W, 3) from (N, 3, 4)): each output pixel's normalised (x, y[, z], 1) times
+    theta^T."""
+    align = bool(align_corners)
+    size = tuple(int(v) for v in size)
+    if not theta.is_floating_point():
+        raise ValueError(f"Expected theta to have floating point type, but got {theta.dtype}")
+    if len(size) == 4:
+        if theta.dim() != 3 or tuple(theta.shape[1:]) != (2, 3):
+            raise ValueError(f"Expected a batch of 2D affine matrices of shape Nx2x3 for size "
+                             f"{list(size)}. Got {list(theta.shape)}.")
+        N, _, H, W = size
+        xs = _grid_coords(W, align, theta).reshape(1, W).expand(H, W)
+        ys = _grid_coords(H, align, theta).reshape(H, 1).expand(H, W)
+        base = stack([xs, ys, xs * 0 + 1], -1).reshape(1, H * W, 3)
+        return (base @ theta.transpose(1, 2)).reshape(N, H, W, 2)
+    if len(size) == 5:
+        if theta.dim() != 3 or tuple(theta.shape[1:]) != (3, 4):
+            raise ValueError(f"Expected a batch of 3D affine matrices of shape Nx3x4 for size "
+                             f"{list(size)}. Got {list(theta.shape)}.")
+        N, _, D, H, W = size
+        xs = _grid_coords(W, align, theta).reshape(1, 1, W).expand(D, H, W)
+        ys = _grid_coords(H, align, theta).reshape(1, H, 1).expand(D, H, W)
+        zs = _grid_coords(D, align, theta).reshape(D, 1, 1).expand(D, H, W)
+        base = stack([xs, ys, zs, xs * 0 + 1], -1).reshape(1, D * H * W, 4)
+        return (base @ theta.transpose(1, 2)).reshape(N, D, H, W, 3)
+    raise NotImplementedError(f"affine_grid only supports 4D and 5D sizes, for 2D and 3D affine "
+                              f"transforms, respectively. Got size {list(size)}.")
+
+
+def grid_sample(input: Any, grid: Any, mode: str = "bilinear", padding_mode: str = "zeros",
+                align_corners: bool | None = None) -> Any:
+    """Sample a 4-D input (N, C, H, W) at the normalised (x, y) locations of grid
+    (N, Ho, Wo, 2), bilinearly or from the nearest pixel; locations outside read 0 ('zeros'),
+    the edge ('border') or the mirror image ('reflection')."""
+    if mode not in ("bilinear", "nearest", "bicubic"):
+        raise ValueError(f"nn.functional.grid_sample(): expected mode to be 'bilinear', "
+                         f"'nearest' or 'bicubic', but got: '{mode}'")
+    if padding_mode not in ("zeros", "border", "reflection"):
+        raise ValueError(f"nn.functional.grid_sample(): expected padding_mode to be 'zeros', "
+                         f"'border', or 'reflection', but got: '{padding_mode}'")
+    if mode == "bicubic" or input.dim() != 4:
+        raise NotImplementedError("ember's grid_sample supports 4-D inputs with mode 'bilinear' "
+                                  "or 'nearest' (PyTorch also has 5-D inputs and 'bicubic')")
+    if grid.dim() != 4 or grid.shape[-1] != 2 or grid.shape[0] != input.shape[0]:
+        raise RuntimeError(f"grid_sampler(): expected grid of shape (N, H_out, W_out, 2) with "
+                           f"N = {input.shape[0]}, but got grid with sizes {list(grid.shape)}")
+    if input.dtype != grid.dtype:
+        raise RuntimeError(f"grid_sampler(): expected input and grid to have the same dtype, "
+                           f"but input has {input.dtype} and grid has {grid.dtype}")
+    align = bool(align_corners)
+    N, C, H, W = input.shape
+    Ho, Wo = grid.shape[1], grid.shape[2]
+    ix = _unnormalise(grid[..., 0], W, align, padding_mode)  # (N, Ho, Wo)
+    iy = _unnormalise(grid[..., 1], H, align, padding_mode)
+    flat = input.reshape(N, C, H * W)
+
+    def tap(xi: Any, yi: Any) -> tuple[Any, Any]:
+        """Values at integer pixel (xi, yi) (N, C, Ho, Wo) and the in-bounds mask."""
+        ok = (xi >= 0) & (xi <= W - 1) & (yi >= 0) & (yi <= H - 1)
+        idx = (yi.clamp(0, H - 1) * W + xi.clamp(0, W - 1)).to(_dtype.int64)
+        idx = idx.reshape(N, 1, Ho * Wo).expand(N, C, Ho * Wo)
+        vals = flat.gather(2, idx).reshape(N, C, Ho, Wo)
+        return vals, ok.unsqueeze(1).to(input.dtype)
+
+    if mode == "nearest":
+        vals, ok = tap(_pp.round(ix.detach()), _pp.round(iy.detach()))
+        return vals * ok
+    x0, y0 = ix.detach().floor(), iy.detach().floor()
+    x1, y1 = x0 + 1, y0 + 1
+    wx1, wy1 = (ix - x0).unsqueeze(1), (iy - y0).unsqueeze(1)
+    wx0, wy0 = 1 - wx1, 1 - wy1
+    out = _tensor(0.0, dtype=input.dtype, device=input.device)
+    for xi, yi, w in ((x0, y0, wx0 * wy0), (x1, y0, wx1 * wy0), (x0, y1, wx0 * wy1),
+                      (x1, y1, wx1 * wy1)):
+        vals, ok = tap(xi, yi)
+        out = out + vals * ok * w
+    return out
+
+
+def _grid_coords(n: int, align_corners: bool, like: Any) -> Any:
+    """The normalised coordinates of n pixel centres in [-1, 1] (corner pixels' centres at +-1
+    when ``align_corners``, else the corners of the corner pixels)."""
+    if n == 1:
+        return arange(1, dtype=like.dtype, device=like.device) * 0.0
+    i = arange(n, dtype=like.dtype, device=like.device)
+    if align_corners:
+        return i * (2.0 / (n - 1)) - 1.0
+    return (i * 2.0 + 1.0) / n - 1.0
+
+
+def _reflect(x: Any, lo: float, hi: float) -> Any:
+    """x reflected into [lo, hi] (mirror at both ends, repeatedly)."""
+    span = hi - lo
+    if span <= 0:
+        return x * 0 + lo
+    d = (x - lo).abs()
+    flips = (d / span).floor()
+    extra = d - flips * span
+    odd = _pw.remainder(flips, 2.0) == 1
+    return _pp.where(odd, span - extra, extra) + lo
+
+
+def _unnormalise(c: Any, n: int, align: bool, padding_mode: str) -> Any:
+    x = (c + 1) * ((n - 1) / 2) if align else ((c + 1) * n - 1) / 2
+    if padding_mode == "border":
+        x = x.clamp(0, n - 1)
+    elif padding_mode == "reflection":
+        x = _reflect(x, 0.0, n - 1.0) if align else _reflect(x, -0.5, n - 0.5)
+        x = x.clamp(0, n - 1)
+    return x
+
+
+# ---------------------------------------------------------------------------------------------
+# CTC loss
+
+
+GRID_SAMPLE_INTERPOLATION_MODES = {"bilinear": 0, "nearest": 1, "bicubic": 2}
+
+
+GRID_SAMPLE_PADDING_MODES = {"zeros": 0, "border": 1, "reflection": 2}
+
+
+_MODES = ("nearest", "linear", "bilinear", "bicubic", "trilinear", "area", "nearest-exact")
+
+
+def native_channel_shuffle(input: Any, groups: int) -> Any:
+    """``channel_shuffle`` under its native-kernel name."""
+    return channel_shuffle(input, groups)
+
+
+def interpolate(input: Any, size: Any = None, scale_factor: Any = None, mode: str = "nearest",
+                align_corners: bool | None = None, recompute_scale_factor: bool | None = None,
+                antialias: bool = False) -> Any:
+    """Resize the spatial dims of an (N, C, L) or (N, C, H, W) input.
+
+    Modes: 'nearest', 'nearest-exact', 'linear' (3-D), 'bilinear' (4-D; ``align_corners``),
+    'area' (adaptive average pooling). Give either ``size`` or ``scale_factor``."""
+    _check_tensor(input, "interpolate")
+    x = input._data
+    nsp = x.ndim - 2
+    if mode in ("nearest", "area", "nearest-exact"):
+        if align_corners is not None:
+            raise ValueError("align_corners option can only be set with the interpolating "
+                             "modes: linear | bilinear | bicubic | trilinear")
+    elif align_corners is None:
+        align_corners = False
+    if mode not in _MODES:
+        raise NotImplementedError(
+            f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {x.ndim}D) for the "
+            "modes: nearest | linear | bilinear | bicubic | trilinear | lanczos | area | "
+            f"nearest-exact (got {mode})")
+    if antialias:
+        raise NotImplementedError("interpolate: antialias=True is not supported by ember")
+    if x.ndim not in (3, 4):
+        if x.ndim == 5:
+            raise NotImplementedError(f"interpolate: 5-D (volumetric) input is not supported by "
+                                      f"ember yet (got input of size {list(x.shape)}, "
+                                      f"mode {mode!r})")
+        raise NotImplementedError(
+            f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {x.ndim}D) for the "
+            "modes: nearest | linear | bilinear | bicubic | trilinear | lanczos | area | "
+            f"nearest-exact (got {mode})")
+    need = {"linear": 3, "bilinear": 4, "trilinear": 5, "bicubic": 4}.get(mode)
+    if need is not None and x.ndim != need:
+        raise NotImplementedError(f"Got {x.ndim}D input, but {mode} mode needs {need}D input")
+    if mode == "bicubic":
+        raise NotImplementedError("interpolate: mode 'bicubic' is not supported by ember yet; "
+                                  "use 'bilinear'")
+    sizes = x.shape[2:]
+    if size is not None and scale_factor is not None:
+        raise ValueError("only one of size or scale_factor should be defined")
+    scales: tuple | None = None
+    if size is not None:
+        out = (size,) * nsp if isinstance(size, int) else tuple(size)
+        if len(out) != nsp:
+            raise ValueError(
+                f"Input and output must have the same number of spatial dimensions, but got "
+                f"input with spatial dimensions of {list(sizes)} and output size of {size}. "
+                "Please provide input tensor in (N, C, d1, d2, ...,dK) format and output size "
+                "in (o1, o2, ...,oK) format.")
+        out = tuple(operator.index(o) for o in out)
+        if recompute_scale_factor:
+            raise ValueError("recompute_scale_factor is not meaningful with an explicit size.")
+    elif scale_factor is not None:
+        sf = (scale_factor,) * nsp if isinstance(scale_factor, int | float) else \
+            tuple(scale_factor)
+        if len(sf) != nsp:
+            raise ValueError(
+                f"Input and scale_factor must have the same number of spatial dimensions, but "
+                f"got input with spatial dimensions of {list(sizes)} and scale_factor of shape "
+                f"{scale_factor}. Please provide input tensor in (N, C, d1, d2, ...,dK) format "
+                "and scale_factor in (s1, s2, ...,sK) format.")
+        out = tuple(int(math.floor(float(n) * float(f))) for n, f in zip(sizes, sf))
+        if not (recompute_scale_factor or mode == "area"):
+            scales = tuple(float(f) for f in sf)
+    else:
+        raise ValueError("either size or scale_factor should be defined")
+    if any(o <= 0 for o in out) or any(n <= 0 for n in sizes):
+        names = ("W",) if nsp == 1 else ("H", "W")
+        raise RuntimeError(
+            f"Input and output sizes should be greater than 0, but got input "
+            f"({', '.join(f'{a}: {n}' for a, n in zip(names, sizes))}) output "
+            f"({', '.join(f'{a}: {n}' for a, n in zip(names, out))})")
+    if mode == "area":
+        return (adaptive_avg_pool1d if nsp == 1 else adaptive_avg_pool2d)(input, out)
+    sc = scales or (None,) * nsp
+    if mode in ("nearest", "nearest-exact"):
+        maps = tuple(_nearest_map(n, o, s, mode == "nearest-exact")
+                     for n, o, s in zip(sizes, out, sc))
+    else:
+        if x.dtype.kind not in "fV":
+            raise RuntimeError(f'"upsample_{mode}" not implemented for \'{_tname(input)}\' '
+                               f"(input dtype {input.dtype}); convert it first, e.g. x.float()")
+        maps = tuple(None if (n == o and not align_corners and s in (None, 1.0)) else
+                     _linear_map(n, o, s, bool(align_corners), np.dtype(x.dtype))
+                     for n, o, s in zip(sizes, out, sc))
+    return Resample.apply(input, maps)
+
+
+def upsample(input: Any, size: Any = None, scale_factor: Any = None, mode: str = "nearest",
+             align_corners: bool | None = None) -> Any:
+    """Deprecated alias of ``interpolate``."""
+    warnings.warn("`nn.functional.upsample` is deprecated. Use `nn.functional.interpolate` "
+                  "instead.", stacklevel=2)
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def upsample_nearest(input: Any, size: Any = None, scale_factor: Any = None) -> Any:
+    """Deprecated: ``interpolate(..., mode='nearest')``."""
+    warnings.warn("`nn.functional.upsample_nearest` is deprecated. Use "
+                  "`nn.functional.interpolate` instead.", stacklevel=2)
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input: Any, size: Any = None, scale_factor: Any = None) -> Any:
+    """Deprecated: ``interpolate(..., mode='bilinear', align_corners=True)``."""
+    warnings.warn("`nn.functional.upsample_bilinear` is deprecated. Use "
+                  "`nn.functional.interpolate` instead.", stacklevel=2)
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
+
+
+class PixelShuffle(Op):
+    """out[.., c, h*r + i, w*r + j] = x[.., c*r*r + i*r + j, h, w]
+
+    grad_x = pixel_unshuffle(grad, r)"""
+    node_name = "PixelShuffleBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, x: Any, r: int) -> Any:
+        *lead, C, H, W = x.shape
+        y = x.reshape(*lead, C // (r * r), r, r, H, W)
+        n = len(lead)
+        y = y.transpose(*range(n), n, n + 3, n + 1, n + 4, n + 2)
+        ctx.r = r
+        return y.reshape(*lead, C // (r * r), H * r, W * r)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        return ctx.call(PixelUnshuffle, grad, ctx.r), None
+
+
+class PixelUnshuffle(Op):
+    """out[.., c*r*r + i*r + j, h, w] = x[.., c, h*r + i, w*r + j]
+
+    grad_x = pixel_shuffle(grad, r)"""
+    node_name = "PixelUnshuffleBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, x: Any, r: int) -> Any:
+        *lead, C, H, W = x.shape
+        y = x.reshape(*lead, C, H // r, r, W // r, r)
+        n = len(lead)
+        y = y.transpose(*range(n), n, n + 2, n + 4, n + 1, n + 3)
+        ctx.r = r
+        return y.reshape(*lead, C * r * r, H // r, W // r)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        return ctx.call(PixelShuffle, grad, ctx.r), None
+
+
+@functools.lru_cache(maxsize=256)  # maps are reused step after step
+def _nearest_map(n_in: int, n_out: int, scale: float | None, exact: bool) -> _AxisMap:
+    """PyTorch's source index, computed in float32 as its kernels do."""
+    o = np.arange(n_out)
+    if not exact and n_out == n_in:
+        src = o
+    elif not exact and n_out == 2 * n_in:
+        src = o >> 1
+    else:
+        f32 = np.float32
+        sc = f32(1.0 / scale) if scale is not None and scale > 0 else f32(n_in) / f32(n_out)
+        pos = (o.astype(f32) + f32(0.5)) * sc if exact else o.astype(f32) * sc
+        src = np.minimum(np.floor(pos).astype(np.int64), n_in - 1)
+    return _AxisMap(src[:, None], None, n_in)
+
+
+@functools.lru_cache(maxsize=256)  # maps are reused step after step
+def _linear_map(n_in: int, n_out: int, scale: float | None, align: bool, dtype: Any) -> _AxisMap:
+    """Two taps per output (PyTorch's source index and lambdas, in the input's precision)."""
+    ft = np.dtype(dtype).type
+    o = np.arange(n_out).astype(dtype)
+    if align:
+        sc = ft(n_in - 1) / ft(n_out - 1) if n_out > 1 else ft(0)
+        src = sc * o
+    else:
+        sc = ft(1.0 / scale) if scale is not None and scale > 0 else ft(n_in) / ft(n_out)
+        src = np.maximum(sc * (o + ft(0.5)) - ft(0.5), ft(0))
+    i0 = np.minimum(src.astype(np.int64), n_in - 1)
+    i1 = i0 + (i0 < n_in - 1)
+    l1 = np.clip(src - i0.astype(dtype), 0, 1).astype(dtype)
+    l0 = (ft(1) - l1).astype(dtype)
+    return _AxisMap(np.stack([i0, i1], axis=1), np.stack([l0, l1], axis=1), n_in)
+
+
+# ---------------------------------------------------------------------------------------------
+# fold / unfold / pixel shuffle: public functions
+
+
+def pixel_shuffle(input: Any, upscale_factor: int) -> Any:
+    """(*, C * r^2, H, W) -> (*, C, H * r, W * r)."""
+    _check_tensor(input, "pixel_shuffle")
+    r = operator.index(upscale_factor)
+    x = input._data
+    if x.ndim < 3:
+        raise RuntimeError(f"pixel_shuffle expects input to have at least 3 dimensions, but got "
+                           f"input with {x.ndim} dimension(s)")
+    if r <= 0:
+        raise RuntimeError(f"pixel_shuffle expects a positive upscale_factor, but got {r}")
+    if x.shape[-3] % (r * r):
+        raise RuntimeError(
+            f"pixel_shuffle expects its input's 'channel' dimension to be divisible by the "
+            f"square of upscale_factor, but input.size(-3)={x.shape[-3]} is not divisible by "
+            f"{r * r}")
+    return PixelShuffle.apply(input, r)
+
+
+def pixel_unshuffle(input: Any, downscale_factor: int) -> Any:
+    """(*, C, H * r, W * r) -> (*, C * r^2, H, W)."""
+    _check_tensor(input, "pixel_unshuffle")
+    r = operator.index(downscale_factor)
+    x = input._data
+    if x.ndim < 3:
+        raise RuntimeError(f"pixel_unshuffle expects input to have at least 3 dimensions, but "
+                           f"got input with {x.ndim} dimension(s)")
+    if r <= 0:
+        raise RuntimeError(f"pixel_unshuffle expects a positive downscale_factor, but got {r}")
+    for name, ax in (("height", -2), ("width", -1)):
+        if x.shape[ax] % r:
+            raise RuntimeError(
+                f"pixel_unshuffle expects {name} to be divisible by downscale_factor, but "
+                f"input.size({ax})={x.shape[ax]} is not divisible by {r}")
+    return PixelUnshuffle.apply(input, r)
