@@ -7,10 +7,14 @@ each input element by ``eps`` and measures ``v . (f(x + eps) - f(x - eps)) / (2 
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+
+from .._tensor import Tensor
+from . import grad as autograd_grad
 
 
 class GradcheckError(RuntimeError):
@@ -22,8 +26,6 @@ def _as_tuple(x: Any) -> tuple:
 
 
 def _outputs(fn: Callable, inputs: Sequence[Any]) -> list:
-    from .._tensor import Tensor
-
     return [o for o in _as_tuple(fn(*inputs)) if isinstance(o, Tensor) and o.is_floating_point()]
 
 
@@ -42,15 +44,10 @@ def gradcheck(
     **_: Any,
 ) -> bool:
     """Check ``fn``'s gradients w.r.t. every input with ``requires_grad`` (use float64 inputs)."""
-    from .._tensor import Tensor
-    from . import grad as autograd_grad
-
     inputs = _as_tuple(inputs)
     diff = [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x.requires_grad]
     for i in diff:
         if inputs[i].dtype.name != "float64":
-            import warnings
-
             warnings.warn(
                 f"gradcheck input {i} is {inputs[i].dtype}, not float64: expect it to fail",
                 stacklevel=2,
@@ -110,9 +107,6 @@ def gradgradcheck(
     **_: Any,
 ) -> bool:
     """Check second derivatives: gradcheck of ``v -> grad(fn(x), x, v)`` (needs create_graph)."""
-    from .._tensor import Tensor
-    from . import grad as autograd_grad
-
     inputs = _as_tuple(inputs)
     rng = np.random.default_rng(seed)
     outs = _outputs(fn, inputs)

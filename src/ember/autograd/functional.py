@@ -11,18 +11,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import ember
+
+from .._tensor import Tensor
+from ..autograd.grad_mode import enable_grad
+from . import grad as _grad
+
 __all__ = ["hessian", "hvp", "jacobian", "jvp", "vhp", "vjp"]
 
-
-def _tensor_cls() -> Any:
-    from .._tensor import Tensor
-
-    return Tensor
 
 
 def _as_tuple(x: Any, arg_name: str, fn_name: str) -> tuple[bool, tuple]:
     """(was_tuple, values as a tuple), with PyTorch's TypeError for non-tensors."""
-    Tensor = _tensor_cls()
     is_tuple = True
     if not isinstance(x, tuple):
         x = (x,)
@@ -77,8 +77,6 @@ def _finish(values: Any, create_graph: bool) -> Any:
 def _grads(outputs: tuple, inputs: tuple, grad_outputs: tuple, create_graph: bool,
            retain_graph: bool | None = None) -> tuple:
     """autograd.grad over the outputs that need grad; None for inputs they do not reach."""
-    from . import grad as _grad
-
     pairs = [(o, g) for o, g in zip(outputs, grad_outputs) if o.requires_grad]
     if not pairs:
         return (None,) * len(inputs)
@@ -95,8 +93,6 @@ def _grads(outputs: tuple, inputs: tuple, grad_outputs: tuple, create_graph: boo
 
 
 def _fill_zeros(grads: tuple, refs: tuple, strict: bool, stage: str, create_graph: bool) -> tuple:
-    import ember
-
     out = []
     for i, (g, r) in enumerate(zip(grads, refs)):
         if g is None:
@@ -159,8 +155,6 @@ def vjp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = False,
         create_graph: keep a graph through the results (for higher derivatives).
         strict: raise if an input does not influence the output (instead of zeros).
     """
-    from ..autograd.grad_mode import enable_grad
-
     with enable_grad():
         is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "vjp")
         inputs = _prepare_inputs(inputs, create_graph, True)
@@ -172,7 +166,6 @@ def vjp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = False,
             if len(outputs) != 1 or outputs[0].numel() != 1:
                 raise RuntimeError("The vector v can only be None if the user-provided function "
                                    "returns a single Tensor with a single element.")
-            import ember
 
             v = (ember.ones_like(outputs[0]),)
         grads = _grads(outputs, inputs, v, create_graph)
@@ -188,10 +181,6 @@ def jvp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = False,
     Args:
         v: like ``inputs``; may be omitted when the input has a single element.
     """
-    import ember
-
-    from ..autograd.grad_mode import enable_grad
-
     with enable_grad():
         is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jvp")
         inputs = _prepare_inputs(inputs, create_graph, True)
@@ -230,10 +219,6 @@ def jacobian(func: Callable, inputs: Any, create_graph: bool = False, strict: bo
     ``vectorize`` and ``strategy="forward-mode"`` are accepted; ember always uses reverse mode,
     one backward pass per output element.
     """
-    import ember
-
-    from ..autograd.grad_mode import enable_grad
-
     if strategy not in ("forward-mode", "reverse-mode"):
         raise ValueError('Expected strategy to be either "forward-mode" or "reverse-mode". Hint: '
                          'If your function has more outputs than inputs, "forward-mode" tends to '
@@ -315,10 +300,6 @@ def hessian(func: Callable, inputs: Any, create_graph: bool = False, strict: boo
 def vhp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = False,
         strict: bool = False) -> tuple:
     """(func(inputs), v^T H) for a scalar ``func``."""
-    import ember
-
-    from ..autograd.grad_mode import enable_grad
-
     with enable_grad():
         is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "vhp")
         inputs = _prepare_inputs(inputs, create_graph, True)

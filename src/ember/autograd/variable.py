@@ -9,20 +9,18 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
+from .._tensor import Tensor
+from ..ops import creation as _creation
+
 __all__ = ["Variable"]
 
 
 class _VariableMeta(type):
     def __instancecheck__(cls, obj: object) -> bool:
-        from .._tensor import Tensor
-
         return isinstance(obj, Tensor)
 
     def __call__(cls, data: Any = None, requires_grad: bool = False, volatile: bool = False,
                  **kwargs: Any) -> Any:
-        from .._tensor import Tensor
-        from ..ops import creation as _creation
-
         if volatile:
             warnings.warn("volatile was removed and now has no effect. Use `with torch.no_grad():` "
                           "instead.", UserWarning, stacklevel=2)

@@ -23,6 +23,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
+from .._tensor import Tensor
 from ._pytree import broadcast_prefix, spec_str, tree_flatten, tree_unflatten
 
 __all__ = ["functional_call", "grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp",
@@ -31,14 +32,9 @@ __all__ = ["functional_call", "grad", "grad_and_value", "hessian", "jacfwd", "ja
 _depth = [0]  # how many differentiating transforms are running (nesting => create_graph)
 
 
-def _tensor_cls() -> Any:
-    from .._tensor import Tensor
-
-    return Tensor
-
 
 def _is_tensor(x: Any) -> bool:
-    return isinstance(x, _tensor_cls())
+    return isinstance(x, Tensor)
 
 
 class _Level:

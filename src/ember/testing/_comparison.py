@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from .._tensor import Tensor
+
 __all__ = ["assert_close", "assert_allclose"]
 
 # dtype name -> (rtol, atol)
@@ -38,11 +40,6 @@ class _Mismatch(Exception):
         self.message = message
 
 
-def _tensor_cls() -> type:
-    from .._tensor import Tensor
-
-    return Tensor
-
 
 def _dtype_name(dt: Any) -> str:
     """'float32' for an ember dtype or a NumPy dtype."""
@@ -64,7 +61,6 @@ def _fmt_tol(x: Any) -> str:
 
 def _shown_dtype(x: Any) -> str:
     """How PyTorch names the dtype of a tensor or an array in attribute messages."""
-    Tensor = _tensor_cls()
     if isinstance(x, Tensor):
         return str(x.dtype)
     try:
@@ -76,7 +72,6 @@ def _shown_dtype(x: Any) -> str:
 
 
 def _as_numpy(x: Any) -> np.ndarray:
-    Tensor = _tensor_cls()
     if isinstance(x, Tensor):
         return x.detach().cpu().numpy()
     return np.asarray(x)
@@ -84,7 +79,6 @@ def _as_numpy(x: Any) -> np.ndarray:
 
 def _compare_tensors(actual: Any, expected: Any, rtol: float | None, atol: float | None,
                      equal_nan: bool, check_device: bool, check_dtype: bool, check_stride: bool) -> None:
-    Tensor = _tensor_cls()
     is_tensor = isinstance(actual, Tensor)
     a_shape, e_shape = tuple(actual.shape), tuple(expected.shape)
     if a_shape != e_shape:
@@ -245,7 +239,7 @@ def _compare_numbers(actual: Any, expected: Any, kinds: tuple[type, type], rtol:
 
 
 def _is_tensor_like(x: Any) -> bool:
-    return isinstance(x, _tensor_cls() | np.ndarray)
+    return isinstance(x, Tensor | np.ndarray)
 
 
 def _compare(actual: Any, expected: Any, path: str, opts: dict) -> None:
@@ -278,7 +272,6 @@ def _compare_one(actual: Any, expected: Any, opts: dict) -> None:
         if actual is not expected:
             raise _Mismatch(AssertionError, f"None mismatch: {actual} is not {expected}")
         return
-    Tensor = _tensor_cls()
     if _is_tensor_like(actual) or _is_tensor_like(expected):
         same = ((isinstance(actual, Tensor) and isinstance(expected, Tensor))
                 or (isinstance(actual, np.ndarray) and isinstance(expected, np.ndarray)))
@@ -363,7 +356,6 @@ def assert_allclose(actual: Any, expected: Any, rtol: float | None = None,
                   FutureWarning, stacklevel=2)
     import ember
 
-    Tensor = _tensor_cls()
     if not isinstance(actual, Tensor):
         actual = ember.as_tensor(actual)
     if not isinstance(expected, Tensor):

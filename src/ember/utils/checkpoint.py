@@ -29,6 +29,7 @@ import warnings
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from .._tensor import Tensor
 from ..autograd import grad_mode
 from ..autograd.function import AccumulateGrad, Function
 from ._pytree import tree_flatten, tree_unflatten
@@ -45,11 +46,6 @@ def noop_context_fn() -> tuple[contextlib.AbstractContextManager, contextlib.Abs
     """The default ``context_fn``: no context around the forward or the recomputation."""
     return contextlib.nullcontext(), contextlib.nullcontext()
 
-
-def _tensor_cls() -> type:
-    from .._tensor import Tensor
-
-    return Tensor
 
 
 def _rng_state() -> Any:
@@ -125,7 +121,6 @@ class CheckpointFunction(Function):
         args, kwargs = _rebuild(spec, plain, tensors)
         out = fn(*args, **kwargs)
         leaves, out_spec = tree_flatten(out)
-        Tensor = _tensor_cls()
         positions = [i for i, v in enumerate(leaves) if isinstance(v, Tensor)]
         ctx.out_spec = out_spec
         out_box.append((out_spec, leaves, positions))
@@ -160,7 +155,6 @@ class CheckpointFunction(Function):
         finally:
             if outer_state is not None:
                 _set_rng_state(outer_state)
-        Tensor = _tensor_cls()
         outs = [v for v in tree_flatten(out)[0] if isinstance(v, Tensor)]
         if len(outs) != len(grads):
             raise CheckpointError(
@@ -196,7 +190,6 @@ _SLOT = _TensorSlot()
 
 
 def _split(args: tuple, kwargs: dict) -> tuple[Any, list, list]:
-    Tensor = _tensor_cls()
     leaves, spec = tree_flatten((list(args), kwargs))
     tensors = [v for v in leaves if isinstance(v, Tensor)]
     plain = [_SLOT if isinstance(v, Tensor) else v for v in leaves]
@@ -215,7 +208,6 @@ def _params_of(fn: Any) -> list[Any]:
     closes over: they become inputs of the checkpoint node with ``use_reentrant=False``."""
     from ..nn.modules.module import Module
 
-    Tensor = _tensor_cls()
     found: list[Any] = []
     seen: set[int] = set()
 

@@ -20,10 +20,6 @@ from ..creation import tensor
 # shared helpers
 
 
-def _is_t(x: Any) -> bool:
-    return isinstance(x, TensorBase)
-
-
 def _size(shape: Any) -> str:
     """How PyTorch prints a shape: ``torch.Size([32, 1])``."""
     return f"torch.Size({list(shape)})"
@@ -87,7 +83,7 @@ def _reduce(loss: Any, reduction: str) -> Any:
 
 def _as_float_tensor(x: Any, like: Any) -> Any:
     """Numbers and arrays become tensors of ``like``'s dtype and device."""
-    if _is_t(x):
+    if isinstance(x, TensorBase):
         return x
 
     return tensor(x, dtype=like.dtype, device=like.device)
@@ -140,7 +136,7 @@ def _check_target_size(name: str, input: Any, target: Any) -> None:
 
 def _not_differentiable(fn: str, arg: str, t: Any) -> None:
     """PyTorch's error for a requires-grad tensor in an argument it does not differentiate."""
-    if t is not None and _is_t(t) and t.requires_grad and grad_mode.state.enabled:
+    if t is not None and isinstance(t, TensorBase) and t.requires_grad and grad_mode.state.enabled:
         raise RuntimeError(
             f"The function '{fn}' is not differentiable with respect to argument '{arg}'. This "
             f"input cannot have requires_grad True. (Pass {arg}.detach() if it should stay fixed.)"

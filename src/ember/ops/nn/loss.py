@@ -21,7 +21,6 @@ from ._common import (
     _check_floating,
     _check_reduction,
     _dtype_name,
-    _is_t,
     _legacy_reduction,
     _LogSoftmaxFromLse,
     _not_differentiable,
@@ -401,7 +400,7 @@ def ctc_loss(log_probs: Any, targets: Any, input_lengths: Any, target_lengths: A
     if (in_len > T).any() or (in_len < 0).any():
         raise RuntimeError(f"Expected input_lengths to have value at most {T}, but got value "
                            f"{int(in_len.max())} (ctc_loss: log_probs has T={T} frames)")
-    tgt = _backend.to_device(targets._data, _backend.CPU) if _is_t(targets) else \
+    tgt = _backend.to_device(targets._data, _backend.CPU) if isinstance(targets, TensorBase) else \
         np.asarray(targets)
     tgt = tgt.astype(np.int64)
     if unbatched:
@@ -608,7 +607,7 @@ def _grad_scale(ctx: Any, grad: Any) -> Any:
 
 
 def _lengths(v: Any, what: str) -> np.ndarray:
-    if _is_t(v):
+    if isinstance(v, TensorBase):
         arr = _backend.to_device(v._data, _backend.CPU)
     else:
         arr = np.asarray(v)

@@ -20,7 +20,6 @@ from ._common import (
     _as_float_tensor,
     _check_reduction,
     _check_target_size,
-    _is_t,
     _legacy_reduction,
     _reduce,
     _size,
@@ -212,7 +211,7 @@ def gaussian_nll_loss(input: Any, target: Any, var: Any, full: bool = False, eps
                       reduction: str = "mean") -> Any:
     """0.5 (log(max(var, eps)) + (input - target)**2 / max(var, eps)) (+ 0.5 log(2 pi) if full)."""
     _check_reduction(reduction)
-    if not _is_t(var):
+    if not isinstance(var, TensorBase):
         var = _as_float_tensor(float(var), input) * input.new_ones(tuple(input.shape))
     ishape, vshape = tuple(input.shape), tuple(var.shape)
     if vshape != ishape:
