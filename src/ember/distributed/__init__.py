@@ -1,18 +1,15 @@
-"""``ember.distributed``: PyTorch's ``torch.distributed`` import surface, without collectives yet.
+"""``ember.distributed``: PyTorch's ``torch.distributed`` over MPI (``pip install 'ember[mpi]'``).
 
-A single-process program imports this package and asks ``is_available()`` /
-``is_initialized()`` (or reads ``RANK`` from the environment) before deciding not to use it: that
-works. ember has no process-group backend yet, so:
+Start the processes with MPICH's launcher (``mpiexec -n 4 ember run train.py``); in each,
+``init_process_group("gloo")`` (or ``"mpi"``) joins MPI's world, and the collectives
+(``all_reduce``, ``broadcast``, ``all_gather``, ...) run on the tensors' arrays in place, through
+MPI's non-blocking calls, so ``async_op=True`` returns a work object with ``wait()``.
 
-- ``is_available()`` is False (no backend is built in) and ``is_initialized()`` is False;
-- ``init_process_group`` raises ``NotImplementedError``: multi-process training is coming (MPI);
-- everything that needs the default process group (``get_rank``, ``get_world_size``,
-  ``all_reduce``, ``barrier``, ...) raises PyTorch's error for "no process group":
-  ``ValueError: Default process group has not been initialized...``. The exception is also a
-  ``NotImplementedError``, so ``except ValueError`` (PyTorch's type) and
-  ``except NotImplementedError`` both catch it.
-
-See docs/parallel.md.
+Without mpi4py, ``is_available()`` is False and ``init_process_group`` says what to install.
+Everything that needs the default process group raises PyTorch's error for "no process group"
+(``ValueError``) until ``init_process_group`` has run. Not yet here: sub-groups (``new_group``),
+the object collectives, ``all_to_all``, ``nccl`` on CUDA tensors, ``ember launch``. See
+docs/parallel.md.
 """
 
 from __future__ import annotations
@@ -21,6 +18,10 @@ import datetime
 import enum
 import os
 from typing import Any
+
+import numpy as np
+
+from . import _mpi
 
 __all__ = [
     "Backend", "DistBackendError", "DistError", "DistNetworkError", "DistStoreError", "FileStore",
@@ -38,14 +39,13 @@ __all__ = [
 
 _NO_GROUP = ("Default process group has not been initialized, please make sure to call "
              "init_process_group.")
-_COMING = ("ember has no process-group backend yet (multi-process training over MPI is coming), "
-           "so no process group can exist: run the program as a single process (without "
-           "torchrun or RANK/WORLD_SIZE in the environment).")
+_COMING = ("start the processes with `mpiexec -n N ember run script.py` and call "
+           "torch.distributed.init_process_group('gloo') in each (pip install 'ember[mpi]')")
 
 
 class DistributedNotInitializedError(ValueError, NotImplementedError):
-    """Raised where PyTorch raises ``ValueError`` for a missing default process group; also a
-    ``NotImplementedError`` because ember cannot create one yet."""
+    """Raised where PyTorch raises ``ValueError`` for a missing default process group (also a
+    ``NotImplementedError``, which programs written for earlier ember versions catch)."""
 
 
 def _no_group(what: str) -> DistributedNotInitializedError:
@@ -70,28 +70,28 @@ class DistStoreError(DistError):
 
 # -- availability ---------------------------------------------------------------------------
 def is_available() -> bool:
-    """False: ember's distributed package has no backend built in yet (see docs/parallel.md)."""
-    return False
+    """Whether ember can run collectives here: True when mpi4py is installed (``ember[mpi]``)."""
+    return _mpi.available()
 
 
 def is_initialized() -> bool:
-    """False: no default process group can exist in ember yet."""
-    return False
+    """Whether ``init_process_group`` has run in this process."""
+    return bool(_WORLD)
 
 
 def is_nccl_available() -> bool:
-    """False: ember has no NCCL backend."""
+    """False: ember's NCCL backend is not written yet."""
     return False
 
 
 def is_gloo_available() -> bool:
-    """False: ember has no Gloo backend."""
-    return False
+    """True when MPI is available: ``"gloo"`` runs over MPI in ember."""
+    return _mpi.available()
 
 
 def is_mpi_available() -> bool:
-    """False: the MPI backend is coming."""
-    return False
+    """True when mpi4py is installed."""
+    return _mpi.available()
 
 
 def is_ucc_available() -> bool:
@@ -105,8 +105,8 @@ def is_xccl_available() -> bool:
 
 
 def is_backend_available(backend: str) -> bool:
-    """False for every backend name."""
-    return False
+    """Whether ``backend`` can be used: ``"gloo"`` and ``"mpi"`` when MPI is available."""
+    return str(backend).lower() in ("gloo", "mpi") and _mpi.available()
 
 
 def is_torchelastic_launched() -> bool:
@@ -191,11 +191,19 @@ class _NeedsBackend:
 
 
 class ProcessGroup(_NeedsBackend):
-    """A group of processes (needs a backend: not available in ember yet)."""
+    """A group of processes; ``group.WORLD`` after ``init_process_group``."""
+
+    def rank(self) -> int:
+        return self._comm.Get_rank()
+
+    def size(self) -> int:
+        return self._comm.Get_size()
+
+    def name(self) -> str:
+        return self._backend
 
 
-class Work(_NeedsBackend):
-    """The handle of an asynchronous collective (needs a backend)."""
+Work = _mpi.Work
 
 
 class Store(_NeedsBackend):
@@ -228,41 +236,79 @@ class P2POp:
 
 
 # -- the process group ----------------------------------------------------------------------
+_WORLD: dict[str, Any] = {}  # "comm", "backend", "timeout" once init_process_group has run
+
+
 def init_process_group(backend: str | None = None, init_method: str | None = None,
                        timeout: datetime.timedelta | None = None, world_size: int = -1,
                        rank: int = -1, store: Any = None, group_name: str = "",
                        pg_options: Any = None, device_id: Any = None) -> None:
-    """Not implemented yet: raises ``NotImplementedError`` (multi-process training is coming)."""
-    raise NotImplementedError(
-        "ember does not implement torch.distributed.init_process_group yet: multi-process "
-        "training (collectives over MPI) is coming. For now run the program as a single process: "
-        "start it with `ember run script.py`, not torchrun, and without RANK/WORLD_SIZE in the "
-        "environment, so scripts that check `int(os.environ.get('RANK', -1)) != -1` take their "
-        "single-process path."
-    )
+    """Join the default process group: MPI's world, started by ``mpiexec``.
+
+    ``backend`` is ``"gloo"`` or ``"mpi"`` (both MPI in ember; ``None`` means gloo); ``rank`` and
+    ``world_size``, given or in the environment (``RANK``, ``WORLD_SIZE``), must agree with MPI's.
+    """
+    if _WORLD:
+        raise ValueError("trying to initialize the default process group twice!")
+    name = Backend(backend) if backend else Backend.GLOO
+    if "nccl" in name or "cuda:" in name:
+        raise RuntimeError(
+            f"init_process_group(backend={backend!r}): ember's NCCL backend is not written yet; "
+            "use backend='gloo' (CPU tensors, over MPI)"
+        )
+    if name not in (Backend.GLOO, Backend.MPI) and not name.startswith("cpu:"):
+        raise ValueError(f"Invalid backend: {backend!r}; ember runs 'gloo' and 'mpi' over MPI")
+    comm = _mpi.comm_world()
+    size, me = comm.Get_size(), comm.Get_rank()
+    want_size = world_size if world_size != -1 else int(os.environ.get("WORLD_SIZE", size))
+    want_rank = rank if rank != -1 else int(os.environ.get("RANK", me))
+    if want_size != size or want_rank != me:
+        raise RuntimeError(
+            f"init_process_group: this process is rank {me} of {size} in MPI's world, but "
+            f"rank={want_rank}, world_size={want_size} was asked (arguments or RANK/WORLD_SIZE): "
+            f"start every process with MPI's launcher, `mpiexec -n {want_size} ember run "
+            "script.py`, so the two agree"
+        )
+    world = ProcessGroup.__new__(ProcessGroup)
+    world._comm, world._backend = comm, str(name)
+    _WORLD.update(comm=comm, backend=str(name), timeout=timeout or default_pg_timeout,
+                  group=world)
+    group.WORLD = GroupMember.WORLD = world
 
 
 def destroy_process_group(group: Any = None) -> None:
-    """Raises: there is no process group to destroy (PyTorch raises ``AssertionError`` too)."""
-    raise AssertionError(
-        "Process group cannot be None (destroy_process_group: no process group was initialized; "
-        + _COMING + ")"
-    )
+    """Leave the default process group (MPI itself stays up until the process exits)."""
+    if not _WORLD:
+        raise AssertionError(
+            "Process group cannot be None (destroy_process_group: no process group was "
+            "initialized; " + _COMING + ")"
+        )
+    _WORLD.clear()
+    globals()["group"].WORLD = GroupMember.WORLD = None
+
+
+def _comm(what: str, grp: Any = None) -> Any:
+    if not _WORLD:
+        raise _no_group(what)
+    if grp is not None and grp is not _WORLD["group"]:
+        raise NotImplementedError(f"{what}: ember supports the default group only (no new_group yet)")
+    return _WORLD["comm"]
 
 
 def get_rank(group: Any = None) -> int:
-    """Raises PyTorch's ``ValueError``: no default process group exists."""
-    raise _no_group("get_rank")
+    """This process's rank in the default group."""
+    return _comm("get_rank", group).Get_rank()
 
 
 def get_world_size(group: Any = None) -> int:
-    """Raises PyTorch's ``ValueError``: no default process group exists."""
-    raise _no_group("get_world_size")
+    """The number of processes in the default group."""
+    return _comm("get_world_size", group).Get_size()
 
 
 def get_backend(group: Any = None) -> str:
-    """Raises PyTorch's ``ValueError``: no default process group exists."""
-    raise _no_group("get_backend")
+    """The backend name given to ``init_process_group`` (``"gloo"`` or ``"mpi"``)."""
+    _comm("get_backend", group)
+    return _WORLD["backend"]
 
 
 def get_global_rank(group: Any, group_rank: int) -> int:
@@ -280,8 +326,8 @@ def get_group_rank(group: Any, global_rank: int) -> int:
 
 
 def get_process_group_ranks(group: Any) -> list[int]:
-    """Raises: no process group exists."""
-    raise _no_group("get_process_group_ranks")
+    """The global ranks in ``group`` (every rank, for the default group)."""
+    return list(range(_comm("get_process_group_ranks", group).Get_size()))
 
 
 def get_node_local_rank(fallback_rank: int | None = None) -> int:
@@ -299,38 +345,231 @@ def get_node_local_rank(fallback_rank: int | None = None) -> int:
 
 def _needs_group(name: str) -> Any:
     def fn(*args: Any, **kwargs: Any) -> Any:
+        if _WORLD:
+            raise NotImplementedError(f"torch.distributed.{name} is not in ember yet")
         raise _no_group(name)
 
     fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = (f"PyTorch's ``torch.distributed.{name}``; raises until ember has a process-group "
-                  "backend (no default process group can exist yet).")
+    fn.__doc__ = f"PyTorch's ``torch.distributed.{name}``; not in ember yet."
     return fn
 
 
-all_gather = _needs_group("all_gather")
-all_gather_into_tensor = _needs_group("all_gather_into_tensor")
+# -- collectives ----------------------------------------------------------------------------
+def _array(t: Any, what: str) -> np.ndarray:
+    """The tensor's own array, which a collective reads and writes in place."""
+    from .._tensor_base import TensorBase
+
+    if not isinstance(t, TensorBase):
+        raise TypeError(f"{what}: expected a Tensor, got {type(t).__name__}")
+    if t.device.type != "cpu":
+        raise RuntimeError(
+            f"{what}: the tensor is on {t.device}; ember's gloo/mpi backend moves CPU tensors "
+            "(NCCL for CUDA tensors is not written yet): call it on t.cpu() and copy back"
+        )
+    arr = t._data
+    if not arr.flags.c_contiguous:
+        raise ValueError(f"{what}: Tensors must be contiguous (got shape {tuple(t.shape)} with "
+                         "strides of a view); pass t.contiguous()")
+    return arr
+
+
+def _finish(work: Work, async_op: bool) -> Work | None:
+    if async_op:
+        return work
+    work.wait()
+    return None
+
+
+def _op_name(op: Any) -> str:
+    return getattr(op, "name", str(op)).split(".")[-1]
+
+
+def all_reduce(tensor: Any, op: Any = ReduceOp.SUM, group: Any = None,
+               async_op: bool = False) -> Work | None:
+    """Reduce ``tensor`` over every process, in place: afterwards every rank holds the result."""
+    comm = _comm("all_reduce", group)
+    arr = _array(tensor, "all_reduce")
+    name = _op_name(op)
+    if name == "AVG" and arr.dtype.kind not in "fc":
+        raise ValueError(f"all_reduce: ReduceOp.AVG needs a floating tensor, got {tensor.dtype}")
+    req = comm.Iallreduce(_mpi.MPI_IN_PLACE(), _mpi.as_buffer(arr), op=_mpi.mpi_op(name))
+    then = None
+    if name == "AVG":
+        def then() -> None:
+            np.divide(arr, comm.Get_size(), out=arr)
+    tensor._bump_version()
+    return _finish(Work([req], then), async_op)
+
+
+def broadcast(tensor: Any, src: int = 0, group: Any = None, async_op: bool = False,
+              group_src: int | None = None) -> Work | None:
+    """Copy ``tensor`` from rank ``src`` into the same tensor on every other rank."""
+    comm = _comm("broadcast", group)
+    arr = _array(tensor, "broadcast")
+    req = comm.Ibcast(_mpi.as_buffer(arr), root=src if group_src is None else group_src)
+    tensor._bump_version()
+    return _finish(Work([req]), async_op)
+
+
+def reduce(tensor: Any, dst: int = 0, op: Any = ReduceOp.SUM, group: Any = None,
+           async_op: bool = False, group_dst: int | None = None) -> Work | None:
+    """Reduce ``tensor`` over every process into rank ``dst``'s tensor (the others keep theirs)."""
+    comm = _comm("reduce", group)
+    arr = _array(tensor, "reduce")
+    root = dst if group_dst is None else group_dst
+    name = _op_name(op)
+    mine = comm.Get_rank() == root
+    send = _mpi.MPI_IN_PLACE() if mine else _mpi.as_buffer(arr)
+    req = comm.Ireduce(send, _mpi.as_buffer(arr) if mine else None, op=_mpi.mpi_op(name),
+                       root=root)
+    then = None
+    if name == "AVG" and mine:
+        def then() -> None:
+            np.divide(arr, comm.Get_size(), out=arr)
+    if mine:
+        tensor._bump_version()
+    return _finish(Work([req], then), async_op)
+
+
+def all_gather_into_tensor(output_tensor: Any, input_tensor: Any, group: Any = None,
+                           async_op: bool = False) -> Work | None:
+    """Every rank's ``input_tensor``, concatenated along dim 0 (or stacked) into ``output_tensor``."""
+    comm = _comm("all_gather_into_tensor", group)
+    out, inp = _array(output_tensor, "all_gather_into_tensor"), _array(input_tensor,
+                                                                       "all_gather_into_tensor")
+    if out.size != inp.size * comm.Get_size() or out.dtype != inp.dtype:
+        raise ValueError(
+            f"all_gather_into_tensor: output {tuple(output_tensor.shape)} {output_tensor.dtype} "
+            f"must hold world_size ({comm.Get_size()}) x input {tuple(input_tensor.shape)} "
+            f"{input_tensor.dtype}"
+        )
+    req = comm.Iallgather(_mpi.as_buffer(inp), _mpi.as_buffer(out))
+    output_tensor._bump_version()
+    return _finish(Work([req]), async_op)
+
+
+def all_gather(tensor_list: list, tensor: Any, group: Any = None,
+               async_op: bool = False) -> Work | None:
+    """Every rank's ``tensor`` into ``tensor_list[r]`` on every rank."""
+    comm = _comm("all_gather", group)
+    if len(tensor_list) != comm.Get_size():
+        raise ValueError(f"all_gather: tensor_list has {len(tensor_list)} tensors; it needs "
+                         f"world_size ({comm.Get_size()})")
+    inp = _array(tensor, "all_gather")
+    buf = np.empty((comm.Get_size(),) + inp.shape, inp.dtype)
+    req = comm.Iallgather(_mpi.as_buffer(inp), _mpi.as_buffer(buf))
+
+    def then() -> None:
+        for t, part in zip(tensor_list, buf, strict=True):
+            _array(t, "all_gather")[...] = part
+            t._bump_version()
+    return _finish(Work([req], then), async_op)
+
+
+def gather(tensor: Any, gather_list: list | None = None, dst: int = 0, group: Any = None,
+           async_op: bool = False, group_dst: int | None = None) -> Work | None:
+    """Every rank's ``tensor`` into ``gather_list`` on rank ``dst`` (None on the others)."""
+    comm = _comm("gather", group)
+    root = dst if group_dst is None else group_dst
+    inp = _array(tensor, "gather")
+    mine = comm.Get_rank() == root
+    if mine and (gather_list is None or len(gather_list) != comm.Get_size()):
+        raise ValueError(f"gather: rank {root} needs a gather_list of world_size "
+                         f"({comm.Get_size()}) tensors")
+    buf = np.empty((comm.Get_size(),) + inp.shape, inp.dtype) if mine else None
+    req = comm.Igather(_mpi.as_buffer(inp), _mpi.as_buffer(buf) if mine else None, root=root)
+
+    def then() -> None:
+        if mine:
+            for t, part in zip(gather_list, buf, strict=True):
+                _array(t, "gather")[...] = part
+                t._bump_version()
+    return _finish(Work([req], then), async_op)
+
+
+def scatter(tensor: Any, scatter_list: list | None = None, src: int = 0, group: Any = None,
+            async_op: bool = False, group_src: int | None = None) -> Work | None:
+    """Rank ``src``'s ``scatter_list[r]`` into ``tensor`` on rank ``r``."""
+    comm = _comm("scatter", group)
+    root = src if group_src is None else group_src
+    out = _array(tensor, "scatter")
+    mine = comm.Get_rank() == root
+    if mine:
+        if scatter_list is None or len(scatter_list) != comm.Get_size():
+            raise ValueError(f"scatter: rank {root} needs a scatter_list of world_size "
+                             f"({comm.Get_size()}) tensors")
+        buf = np.ascontiguousarray(np.stack([_array(t, "scatter") for t in scatter_list]))
+    req = comm.Iscatter(_mpi.as_buffer(buf) if mine else None, _mpi.as_buffer(out), root=root)
+    tensor._bump_version()
+    return _finish(Work([req]), async_op)
+
+
+def reduce_scatter_tensor(output: Any, input: Any, op: Any = ReduceOp.SUM, group: Any = None,
+                          async_op: bool = False) -> Work | None:
+    """Reduce ``input`` over every rank and give rank ``r`` the ``r``-th equal block of dim 0."""
+    comm = _comm("reduce_scatter_tensor", group)
+    out, inp = _array(output, "reduce_scatter_tensor"), _array(input, "reduce_scatter_tensor")
+    if inp.size != out.size * comm.Get_size():
+        raise ValueError(f"reduce_scatter_tensor: input {tuple(input.shape)} must be world_size "
+                         f"({comm.Get_size()}) x output {tuple(output.shape)}")
+    name = _op_name(op)
+    req = comm.Ireduce_scatter_block(_mpi.as_buffer(inp), _mpi.as_buffer(out),
+                                     op=_mpi.mpi_op(name))
+    then = None
+    if name == "AVG":
+        def then() -> None:
+            np.divide(out, comm.Get_size(), out=out)
+    output._bump_version()
+    return _finish(Work([req], then), async_op)
+
+
+def barrier(group: Any = None, async_op: bool = False, device_ids: Any = None) -> Work | None:
+    """Wait until every process has reached this call."""
+    comm = _comm("barrier", group)
+    return _finish(Work([comm.Ibarrier()]), async_op)
+
+
+def isend(tensor: Any, dst: int, group: Any = None, tag: int = 0) -> Work:
+    """Send ``tensor`` to rank ``dst`` without waiting: returns the work to ``wait()`` on."""
+    comm = _comm("isend", group)
+    return Work([comm.Isend(_mpi.as_buffer(_array(tensor, "isend")), dest=dst, tag=tag)])
+
+
+def irecv(tensor: Any, src: int | None = None, group: Any = None, tag: int = 0) -> Work:
+    """Receive into ``tensor`` from rank ``src`` (any rank when None) without waiting."""
+    comm = _comm("irecv", group)
+    source = _mpi.ANY_SOURCE() if src is None else src
+    req = comm.Irecv(_mpi.as_buffer(_array(tensor, "irecv")), source=source, tag=tag)
+    tensor._bump_version()
+    return Work([req])
+
+
+def send(tensor: Any, dst: int, group: Any = None, tag: int = 0) -> None:
+    """Send ``tensor`` to rank ``dst``."""
+    isend(tensor, dst, group, tag).wait()
+
+
+def recv(tensor: Any, src: int | None = None, group: Any = None, tag: int = 0) -> int:
+    """Receive into ``tensor`` from rank ``src``; returns the sender's rank."""
+    comm = _comm("recv", group)
+    status = _mpi.status()
+    source = _mpi.ANY_SOURCE() if src is None else src
+    comm.Recv(_mpi.as_buffer(_array(tensor, "recv")), source=source, tag=tag, status=status)
+    tensor._bump_version()
+    return status.Get_source()
+
+
 all_gather_object = _needs_group("all_gather_object")
-all_reduce = _needs_group("all_reduce")
 all_to_all = _needs_group("all_to_all")
 all_to_all_single = _needs_group("all_to_all_single")
-barrier = _needs_group("barrier")
 batch_isend_irecv = _needs_group("batch_isend_irecv")
-broadcast = _needs_group("broadcast")
 broadcast_object_list = _needs_group("broadcast_object_list")
-gather = _needs_group("gather")
 gather_object = _needs_group("gather_object")
-irecv = _needs_group("irecv")
-isend = _needs_group("isend")
 monitored_barrier = _needs_group("monitored_barrier")
 new_group = _needs_group("new_group")
 new_subgroups = _needs_group("new_subgroups")
-recv = _needs_group("recv")
-reduce = _needs_group("reduce")
 reduce_scatter = _needs_group("reduce_scatter")
-reduce_scatter_tensor = _needs_group("reduce_scatter_tensor")
-scatter = _needs_group("scatter")
 scatter_object_list = _needs_group("scatter_object_list")
-send = _needs_group("send")
 send_object_list = _needs_group("send_object_list")
 recv_object_list = _needs_group("recv_object_list")
 

@@ -1,4 +1,5 @@
-"""``DistributedDataParallel``: needs a default process group, which ember cannot create yet."""
+"""``DistributedDataParallel``: the name, for programs that wrap only when launched; not yet the
+gradient averaging (docs/parallel.md)."""
 
 from __future__ import annotations
 
@@ -10,11 +11,10 @@ __all__ = ["DistributedDataParallel"]
 
 
 class DistributedDataParallel(Module):
-    """PyTorch's ``nn.parallel.DistributedDataParallel``. Constructing it needs an initialized
-    process group (PyTorch raises ``ValueError`` without one); ember cannot create one yet, so the
-    constructor raises that error, which is also a ``NotImplementedError``. Single-process programs
-    that only import the name (``from torch.nn.parallel import DistributedDataParallel as DDP``)
-    and wrap the model only when ``RANK`` is set run unchanged.
+    """PyTorch's ``nn.parallel.DistributedDataParallel``. Without a process group the
+    constructor raises PyTorch's ``ValueError`` (also a ``NotImplementedError``); with one it
+    raises ``NotImplementedError``: ember's DDP is not written yet. Single-process programs that
+    only import the name and wrap the model only when ``RANK`` is set run unchanged.
     """
 
     def __init__(self, module: Module, device_ids: Any = None, output_device: Any = None,
@@ -23,6 +23,11 @@ class DistributedDataParallel(Module):
                  find_unused_parameters: bool = False, check_reduction: bool = False,
                  gradient_as_bucket_view: bool = False, static_graph: bool = False,
                  **kwargs: Any) -> None:
-        from ...distributed import _no_group
+        from ... import distributed as dist
 
-        raise _no_group("DistributedDataParallel")
+        if dist.is_initialized():
+            raise NotImplementedError(
+                "ember's DistributedDataParallel is not written yet; the collectives it builds on "
+                "are (torch.distributed.all_reduce on each gradient after backward averages them)"
+            )
+        raise dist._no_group("DistributedDataParallel")
