@@ -93,6 +93,19 @@ if n > 1:  # a ring: send to the next rank, receive from the previous
     req.wait()
     np.testing.assert_array_equal(got.numpy(), base((r - 1) % n))
 
+objs = [None] * n
+dist.all_gather_object(objs, {"rank": r, "name": f"r{r}", "t": torch.full((2,), float(r))})
+assert [o["rank"] for o in objs] == list(range(n)) and objs[n - 1]["name"] == f"r{n - 1}"
+assert objs[n - 1]["t"].tolist() == [n - 1.0, n - 1.0]
+sent = [{"lr": 0.1, "steps": [1, 2]}, "text", torch.arange(3)] if r == 0 else [None, None, None]
+dist.broadcast_object_list(sent, src=0)
+assert sent[0] == {"lr": 0.1, "steps": [1, 2]} and sent[1] == "text"
+assert sent[2].tolist() == [0, 1, 2]
+got = [None] * n if r == n - 1 else None
+dist.gather_object(("r", r), got, dst=n - 1)
+if r == n - 1:
+    assert got == [("r", k) for k in range(n)]
+
 dist.barrier()
 try:
     dist.all_reduce(torch.ones(4, 4).t())

@@ -8,7 +8,7 @@ MPI's non-blocking calls, so ``async_op=True`` returns a work object with ``wait
 Without mpi4py, ``is_available()`` is False and ``init_process_group`` says what to install.
 Everything that needs the default process group raises PyTorch's error for "no process group"
 (``ValueError``) until ``init_process_group`` has run. Not yet here: sub-groups (``new_group``),
-the object collectives, ``all_to_all``, ``nccl`` on CUDA tensors, ``ember launch``. See
+``all_to_all``, ``nccl`` on CUDA tensors, ``ember launch``. See
 docs/parallel.md.
 """
 
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import datetime
 import enum
+import io
 import os
 from typing import Any
 
@@ -559,12 +560,86 @@ def recv(tensor: Any, src: int | None = None, group: Any = None, tag: int = 0) -
     return status.Get_source()
 
 
-all_gather_object = _needs_group("all_gather_object")
+# -- objects: ember's safe checkpoint encoding, never pickle -------------------------------------
+def _encode(obj: Any) -> np.ndarray:
+    from ..serialization import save
+
+    buf = io.BytesIO()
+    save(obj, buf)
+    return np.frombuffer(buf.getvalue(), np.uint8)
+
+
+def _decode(data: np.ndarray) -> Any:
+    from ..serialization import load
+
+    return load(io.BytesIO(data.tobytes()), weights_only=True)
+
+
+def _spans(sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return sizes, np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+
+
+def all_gather_object(object_list: list, obj: Any, group: Any = None) -> None:
+    """Every rank's ``obj`` into ``object_list[r]`` on every rank. Objects travel in ember's
+    checkpoint format and are read back with ``weights_only=True`` (tensors, numbers, strings,
+    lists, tuples, dicts...), so no process ever unpickles bytes from another."""
+    comm = _comm("all_gather_object", group)
+    n = comm.Get_size()
+    if len(object_list) != n:
+        raise ValueError(f"all_gather_object: object_list has {len(object_list)} entries; it "
+                         f"needs world_size ({n})")
+    data = _encode(obj)
+    sizes = np.zeros(n, np.int64)
+    comm.Allgather(np.array([data.size], np.int64), sizes)
+    counts, displs = _spans(sizes)
+    out = np.empty(int(sizes.sum()), np.uint8)
+    comm.Allgatherv(data, [out, (counts, displs), _mpi.BYTE()])
+    for k in range(n):
+        object_list[k] = _decode(out[displs[k]:displs[k] + counts[k]])
+
+
+def broadcast_object_list(object_list: list, src: int = 0, group: Any = None,
+                          device: Any = None, group_src: int | None = None) -> None:
+    """Rank ``src``'s ``object_list`` into every rank's list (same length), in place."""
+    comm = _comm("broadcast_object_list", group)
+    root = src if group_src is None else group_src
+    mine = comm.Get_rank() == root
+    parts = [_encode(o) for o in object_list] if mine else []
+    sizes = np.array([p.size for p in parts] if mine else [0] * len(object_list), np.int64)
+    comm.Bcast(sizes, root=root)
+    data = np.concatenate(parts) if mine and parts else np.empty(int(sizes.sum()), np.uint8)
+    comm.Bcast(data, root=root)
+    if not mine:
+        counts, displs = _spans(sizes)
+        for k in range(len(object_list)):
+            object_list[k] = _decode(data[displs[k]:displs[k] + counts[k]])
+
+
+def gather_object(obj: Any, object_gather_list: list | None = None, dst: int = 0,
+                  group: Any = None, group_dst: int | None = None) -> None:
+    """Every rank's ``obj`` into ``object_gather_list`` on rank ``dst`` (None elsewhere)."""
+    comm = _comm("gather_object", group)
+    root = dst if group_dst is None else group_dst
+    n, mine = comm.Get_size(), comm.Get_rank() == root
+    if mine and (object_gather_list is None or len(object_gather_list) != n):
+        raise ValueError(f"gather_object: rank {root} needs an object_gather_list of world_size "
+                         f"({n}) entries")
+    data = _encode(obj)
+    sizes = np.zeros(n, np.int64) if mine else None
+    comm.Gather(np.array([data.size], np.int64), sizes, root=root)
+    if mine:
+        counts, displs = _spans(sizes)
+        out = np.empty(int(sizes.sum()), np.uint8)
+        comm.Gatherv(data, [out, (counts, displs), _mpi.BYTE()], root=root)
+        for k in range(n):
+            object_gather_list[k] = _decode(out[displs[k]:displs[k] + counts[k]])
+    else:
+        comm.Gatherv(data, None, root=root)
+
+
 all_to_all = _needs_group("all_to_all")
 all_to_all_single = _needs_group("all_to_all_single")
 batch_isend_irecv = _needs_group("batch_isend_irecv")
-broadcast_object_list = _needs_group("broadcast_object_list")
-gather_object = _needs_group("gather_object")
 monitored_barrier = _needs_group("monitored_barrier")
 new_group = _needs_group("new_group")
 new_subgroups = _needs_group("new_subgroups")

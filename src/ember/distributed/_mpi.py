@@ -57,6 +57,10 @@ def ANY_SOURCE() -> int:  # noqa: N802 - MPI's name
     return _mpi().ANY_SOURCE
 
 
+def BYTE() -> Any:  # noqa: N802 - MPI's name
+    return _mpi().BYTE
+
+
 def status() -> Any:
     """A fresh ``MPI.Status`` (a receive fills in the sender)."""
     return _mpi().Status()
