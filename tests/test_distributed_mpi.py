@@ -153,3 +153,35 @@ def test_collectives_without_init_raise_pytorchs_error() -> None:
         dist.all_reduce(ember.ones(2))
     with pytest.raises(ValueError, match="Default process group has not been initialized"):
         dist.get_rank()
+
+
+LAUNCHED = r'''
+import os, sys
+import torch
+import torch.distributed as dist
+
+dist.init_process_group(backend="gloo", init_method="env://")
+r = dist.get_rank()
+assert r == int(os.environ["RANK"]) and dist.get_world_size() == int(os.environ["WORLD_SIZE"])
+assert os.environ["LOCAL_RANK"] == str(r) and os.environ["MASTER_PORT"] == "29511"
+t = torch.ones(2) * (r + 1)
+dist.all_reduce(t)
+assert t.tolist() == [3.0, 3.0]
+open(os.path.join(sys.argv[1], f"ok{r}"), "w").write("ok")
+if sys.argv[2:] == ["fail"] and r == 1:
+    sys.exit(3)
+dist.destroy_process_group()
+'''
+
+
+@pytest.mark.parametrize("fail", [False, True])
+def test_ember_launch_sets_torchruns_environment(tmp_path: Path, fail: bool) -> None:
+    """`ember launch --nproc_per_node 2` (torchrun's flags, `_` or `-`): an env:// program runs
+    unchanged on 2 processes; a rank's exit code is the job's."""
+    script = tmp_path / "train.py"
+    script.write_text(LAUNCHED)
+    cmd = [sys.executable, "-m", "ember", "launch", "--nproc_per_node", "2", "--master-port",
+           "29511", str(script), str(tmp_path)] + (["fail"] if fail else [])
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert res.returncode == (3 if fail else 0), res.stdout + res.stderr
+    assert sorted(p.name for p in tmp_path.glob("ok*")) == ["ok0", "ok1"]

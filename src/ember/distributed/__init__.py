@@ -1,6 +1,7 @@
 """``ember.distributed``: PyTorch's ``torch.distributed`` over MPI (``pip install 'ember[mpi]'``).
 
-Start the processes with MPICH's launcher (``mpiexec -n 4 ember run train.py``); in each,
+Start the processes with ``ember launch --nproc-per-node 4 train.py`` (torchrun's interface over
+MPICH's ``mpiexec``, or ``mpiexec -n 4 ember run train.py`` by hand); in each,
 ``init_process_group("gloo")`` (or ``"mpi"``) joins MPI's world, and the collectives
 (``all_reduce``, ``broadcast``, ``all_gather``, ...) run on the tensors' arrays in place, through
 MPI's non-blocking calls, so ``async_op=True`` returns a work object with ``wait()``.
@@ -8,7 +9,7 @@ MPI's non-blocking calls, so ``async_op=True`` returns a work object with ``wait
 Without mpi4py, ``is_available()`` is False and ``init_process_group`` says what to install.
 Everything that needs the default process group raises PyTorch's error for "no process group"
 (``ValueError``) until ``init_process_group`` has run. Not yet here: sub-groups (``new_group``),
-``all_to_all``, ``nccl`` on CUDA tensors, ``ember launch``. See
+``all_to_all``, ``nccl`` on CUDA tensors, several machines. See
 docs/parallel.md.
 """
 
@@ -40,7 +41,7 @@ __all__ = [
 
 _NO_GROUP = ("Default process group has not been initialized, please make sure to call "
              "init_process_group.")
-_COMING = ("start the processes with `mpiexec -n N ember run script.py` and call "
+_COMING = ("start the processes with `ember launch --nproc-per-node N script.py` and call "
            "torch.distributed.init_process_group('gloo') in each (pip install 'ember[mpi]')")
 
 
@@ -267,8 +268,8 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
         raise RuntimeError(
             f"init_process_group: this process is rank {me} of {size} in MPI's world, but "
             f"rank={want_rank}, world_size={want_size} was asked (arguments or RANK/WORLD_SIZE): "
-            f"start every process with MPI's launcher, `mpiexec -n {want_size} ember run "
-            "script.py`, so the two agree"
+            f"start the processes with `ember launch --nproc-per-node {want_size} script.py` (or "
+            f"MPI's own `mpiexec -n {want_size} ember run script.py`), so the two agree"
         )
     world = ProcessGroup.__new__(ProcessGroup)
     world._comm, world._backend = comm, str(name)
