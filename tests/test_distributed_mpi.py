@@ -174,13 +174,21 @@ dist.destroy_process_group()
 '''
 
 
+LAUNCHERS = {
+    "ember launch": ["-m", "ember", "launch"],
+    "ember run -m torch.distributed.run": ["-m", "ember", "run", "-m", "torch.distributed.run"],
+}
+
+
 @pytest.mark.parametrize("fail", [False, True])
-def test_ember_launch_sets_torchruns_environment(tmp_path: Path, fail: bool) -> None:
-    """`ember launch --nproc_per_node 2` (torchrun's flags, `_` or `-`): an env:// program runs
-    unchanged on 2 processes; a rank's exit code is the job's."""
+@pytest.mark.parametrize("how", list(LAUNCHERS))
+def test_launch_sets_torchruns_environment(tmp_path: Path, fail: bool, how: str) -> None:
+    """`ember launch --nproc_per_node 2` (torchrun's flags, `_` or `-`), or torchrun's module
+    under `ember run`: an env:// program runs unchanged on 2 processes; a rank's exit code is
+    the job's."""
     script = tmp_path / "train.py"
     script.write_text(LAUNCHED)
-    cmd = [sys.executable, "-m", "ember", "launch", "--nproc_per_node", "2", "--master-port",
+    cmd = [sys.executable, *LAUNCHERS[how], "--nproc_per_node", "2", "--master-port",
            "29511", str(script), str(tmp_path)] + (["fail"] if fail else [])
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert res.returncode == (3 if fail else 0), res.stdout + res.stderr

@@ -146,42 +146,6 @@ def _exec_script(path: str) -> None:
     exec(code, main.__dict__)
 
 
-def _torchrun_env() -> None:
-    """Under ``ember launch``, give the script torchrun's variables, read from MPI's launcher
-    (MPICH's hydra sets ``PMI_RANK``, ``PMI_SIZE``, ``MPI_LOCALRANKID``, ``MPI_LOCALNRANKS``)."""
-    env = os.environ
-    if env.get("EMBER_LAUNCH") != "1" or "PMI_RANK" not in env:
-        return
-    env["RANK"], env["WORLD_SIZE"] = env["PMI_RANK"], env.get("PMI_SIZE", "1")
-    env["LOCAL_RANK"] = env.get("MPI_LOCALRANKID", env["PMI_RANK"])
-    env["LOCAL_WORLD_SIZE"] = env.get("MPI_LOCALNRANKS", env["WORLD_SIZE"])
-    env.setdefault("GROUP_RANK", "0")
-    env.setdefault("ROLE_RANK", env["RANK"])
-    env.setdefault("ROLE_WORLD_SIZE", env["WORLD_SIZE"])
-
-
-def _launch(args: argparse.Namespace) -> int:
-    """torchrun's interface on MPI's launcher: ``mpiexec -n N python -m ember run script``."""
-    import shutil
-    import subprocess
-
-    if args.nnodes != "1":
-        print("ember launch: several nodes are not supported yet; start one node with "
-              "--nproc-per-node N", file=sys.stderr)
-        return 2
-    mpiexec = (shutil.which("mpiexec", path=os.path.dirname(sys.executable))
-               or shutil.which("mpiexec"))
-    if mpiexec is None:
-        print("ember launch starts processes with MPI's mpiexec, which is not installed: "
-              "pip install 'ember[mpi]'", file=sys.stderr)
-        return 2
-    env = dict(os.environ, EMBER_LAUNCH="1", MASTER_ADDR=args.master_addr,
-               MASTER_PORT=str(args.master_port), TORCHELASTIC_RUN_ID=args.rdzv_id)
-    cmd = [mpiexec, "-n", str(args.nproc_per_node), sys.executable, "-m", "ember", "run",
-           *(["-m"] if args.module else []), args.target, *args.args]
-    return subprocess.call(cmd, env=env)
-
-
 def _run(args: argparse.Namespace) -> int:
     from . import _alias
 
@@ -193,14 +157,20 @@ def _run(args: argparse.Namespace) -> int:
         from ._missing import report
 
         atexit.register(lambda: print(report(_ended_by), file=sys.stderr))
-    _torchrun_env()
+    from .distributed.run import torchrun_env
+
+    torchrun_env()
     launcher_dirs = _launcher_dirs()
     sys.argv = [args.target, *args.args]
     try:
         if args.module:
             _set_path0(os.getcwd(), launcher_dirs)
             try:
-                runpy.run_module(args.target, run_name="__main__", alter_sys=True)
+                # `-m torch.x` runs ember.x (the alias gives packages, which runpy cannot run)
+                name = args.target
+                if name == "torch" or name.startswith("torch."):
+                    name = "ember" + name[len("torch"):]
+                runpy.run_module(name, run_name="__main__", alter_sys=True)
             except ImportError as e:
                 if not _raised_by_launcher(e):
                     raise
@@ -273,21 +243,13 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("target", help="the script (or module with -m)")
     run.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the script")
     run.set_defaults(func=_run)
+    from .distributed import run as _dist_run
+
     launch = sub.add_parser(
         "launch", help="start N processes of a script, as torchrun does (over MPI's mpiexec)",
-        description="torchrun's interface: starts --nproc-per-node processes of the script under "
-                    "`ember run` with MPI's launcher and sets RANK, WORLD_SIZE, LOCAL_RANK, "
-                    "LOCAL_WORLD_SIZE, MASTER_ADDR and MASTER_PORT in each. Needs ember[mpi].")
-    for flag, kw in [("nproc-per-node", dict(type=int, default=1)), ("nnodes", dict(default="1")),
-                     ("node-rank", dict(type=int, default=0)),
-                     ("master-addr", dict(default="127.0.0.1")),
-                     ("master-port", dict(type=int, default=29500)),
-                     ("rdzv-id", dict(default="none"))]:
-        launch.add_argument(f"--{flag}", f"--{flag.replace('-', '_')}", **kw)
-    launch.add_argument("-m", dest="module", action="store_true", help="run a module, like python -m")
-    launch.add_argument("target", help="the script (or module with -m)")
-    launch.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the script")
-    launch.set_defaults(func=_launch)
+        description=_dist_run.__doc__.split("\n\n")[0])
+    _dist_run.add_arguments(launch)
+    launch.set_defaults(func=_dist_run.launch)
     demo = sub.add_parser(
         "demo", help="train a small CNN on real handwritten digits and save plots and a checkpoint",
         description="Train a CNN on scikit-learn's bundled handwritten digits (1,797 8x8 images), "
