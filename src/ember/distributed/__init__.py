@@ -382,6 +382,11 @@ def _finish(work: Work, async_op: bool) -> Work | None:
     return None
 
 
+def _average(arr: np.ndarray, comm: Any) -> Any:
+    """What ReduceOp.AVG adds after MPI's SUM: divide by the world size, in place."""
+    return lambda: np.divide(arr, comm.Get_size(), out=arr)
+
+
 def _op_name(op: Any) -> str:
     return getattr(op, "name", str(op)).split(".")[-1]
 
@@ -394,11 +399,8 @@ def all_reduce(tensor: Any, op: Any = ReduceOp.SUM, group: Any = None,
     name = _op_name(op)
     if name == "AVG" and arr.dtype.kind not in "fc":
         raise ValueError(f"all_reduce: ReduceOp.AVG needs a floating tensor, got {tensor.dtype}")
-    req = comm.Iallreduce(_mpi.MPI_IN_PLACE(), _mpi.as_buffer(arr), op=_mpi.mpi_op(name))
-    then = None
-    if name == "AVG":
-        def then() -> None:
-            np.divide(arr, comm.Get_size(), out=arr)
+    req = comm.Iallreduce(_mpi.module().IN_PLACE, _mpi.as_buffer(arr), op=_mpi.mpi_op(name))
+    then = _average(arr, comm) if name == "AVG" else None
     tensor._bump_version()
     return _finish(Work([req], then), async_op)
 
@@ -421,13 +423,10 @@ def reduce(tensor: Any, dst: int = 0, op: Any = ReduceOp.SUM, group: Any = None,
     root = dst if group_dst is None else group_dst
     name = _op_name(op)
     mine = comm.Get_rank() == root
-    send = _mpi.MPI_IN_PLACE() if mine else _mpi.as_buffer(arr)
+    send = _mpi.module().IN_PLACE if mine else _mpi.as_buffer(arr)
     req = comm.Ireduce(send, _mpi.as_buffer(arr) if mine else None, op=_mpi.mpi_op(name),
                        root=root)
-    then = None
-    if name == "AVG" and mine:
-        def then() -> None:
-            np.divide(arr, comm.Get_size(), out=arr)
+    then = _average(arr, comm) if name == "AVG" and mine else None
     if mine:
         tensor._bump_version()
     return _finish(Work([req], then), async_op)
@@ -517,10 +516,7 @@ def reduce_scatter_tensor(output: Any, input: Any, op: Any = ReduceOp.SUM, group
     name = _op_name(op)
     req = comm.Ireduce_scatter_block(_mpi.as_buffer(inp), _mpi.as_buffer(out),
                                      op=_mpi.mpi_op(name))
-    then = None
-    if name == "AVG":
-        def then() -> None:
-            np.divide(out, comm.Get_size(), out=out)
+    then = _average(out, comm) if name == "AVG" else None
     output._bump_version()
     return _finish(Work([req], then), async_op)
 
@@ -540,7 +536,7 @@ def isend(tensor: Any, dst: int, group: Any = None, tag: int = 0) -> Work:
 def irecv(tensor: Any, src: int | None = None, group: Any = None, tag: int = 0) -> Work:
     """Receive into ``tensor`` from rank ``src`` (any rank when None) without waiting."""
     comm = _comm("irecv", group)
-    source = _mpi.ANY_SOURCE() if src is None else src
+    source = _mpi.module().ANY_SOURCE if src is None else src
     req = comm.Irecv(_mpi.as_buffer(_array(tensor, "irecv")), source=source, tag=tag)
     tensor._bump_version()
     return Work([req])
@@ -554,8 +550,8 @@ def send(tensor: Any, dst: int, group: Any = None, tag: int = 0) -> None:
 def recv(tensor: Any, src: int | None = None, group: Any = None, tag: int = 0) -> int:
     """Receive into ``tensor`` from rank ``src``; returns the sender's rank."""
     comm = _comm("recv", group)
-    status = _mpi.status()
-    source = _mpi.ANY_SOURCE() if src is None else src
+    status = _mpi.module().Status()
+    source = _mpi.module().ANY_SOURCE if src is None else src
     comm.Recv(_mpi.as_buffer(_array(tensor, "recv")), source=source, tag=tag, status=status)
     tensor._bump_version()
     return status.Get_source()
@@ -594,7 +590,7 @@ def all_gather_object(object_list: list, obj: Any, group: Any = None) -> None:
     comm.Allgather(np.array([data.size], np.int64), sizes)
     counts, displs = _spans(sizes)
     out = np.empty(int(sizes.sum()), np.uint8)
-    comm.Allgatherv(data, [out, (counts, displs), _mpi.BYTE()])
+    comm.Allgatherv(data, [out, (counts, displs), _mpi.module().BYTE])
     for k in range(n):
         object_list[k] = _decode(out[displs[k]:displs[k] + counts[k]])
 
@@ -631,7 +627,7 @@ def gather_object(obj: Any, object_gather_list: list | None = None, dst: int = 0
     if mine:
         counts, displs = _spans(sizes)
         out = np.empty(int(sizes.sum()), np.uint8)
-        comm.Gatherv(data, [out, (counts, displs), _mpi.BYTE()], root=root)
+        comm.Gatherv(data, [out, (counts, displs), _mpi.module().BYTE], root=root)
         for k in range(n):
             object_gather_list[k] = _decode(out[displs[k]:displs[k] + counts[k]])
     else:

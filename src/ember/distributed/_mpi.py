@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Work", "available", "comm_world", "mpi_op"]
+__all__ = ["Work", "as_buffer", "available", "comm_world", "module", "mpi_op"]
 
 
 def available() -> bool:
@@ -23,7 +23,8 @@ def available() -> bool:
     return importlib.util.find_spec("mpi4py") is not None
 
 
-def _mpi() -> Any:
+def module() -> Any:
+    """mpi4py's ``MPI`` (importing it initialises MPI), or a clear error without mpi4py."""
     if not available():
         raise RuntimeError(
             "ember.distributed runs over MPI, and mpi4py is not installed: "
@@ -36,34 +37,17 @@ def _mpi() -> Any:
 
 def comm_world() -> Any:
     """MPI's world communicator (initialises MPI on first use)."""
-    return _mpi().COMM_WORLD
+    return module().COMM_WORLD
 
 
 def mpi_op(name: str) -> Any:
     """MPI's reduction for a ``ReduceOp`` name (AVG is a SUM the caller divides)."""
-    MPI = _mpi()
+    MPI = module()
     table = {"SUM": MPI.SUM, "AVG": MPI.SUM, "PRODUCT": MPI.PROD, "MIN": MPI.MIN,
              "MAX": MPI.MAX, "BAND": MPI.BAND, "BOR": MPI.BOR, "BXOR": MPI.BXOR}
     if name not in table:
         raise ValueError(f"ReduceOp.{name} is not supported by ember's MPI backend")
     return table[name]
-
-
-def MPI_IN_PLACE() -> Any:  # noqa: N802 - MPI's name
-    return _mpi().IN_PLACE
-
-
-def ANY_SOURCE() -> int:  # noqa: N802 - MPI's name
-    return _mpi().ANY_SOURCE
-
-
-def BYTE() -> Any:  # noqa: N802 - MPI's name
-    return _mpi().BYTE
-
-
-def status() -> Any:
-    """A fresh ``MPI.Status`` (a receive fills in the sender)."""
-    return _mpi().Status()
 
 
 def as_buffer(arr: np.ndarray) -> Any:

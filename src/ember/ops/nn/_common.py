@@ -10,7 +10,6 @@ import sys
 import warnings
 from typing import Any
 
-from ... import _dtype
 from ..._tensor_base import TensorBase
 from ...autograd import grad_mode
 from ...autograd.function import Op
@@ -23,10 +22,6 @@ from ..creation import tensor
 def _size(shape: Any) -> str:
     """How PyTorch prints a shape: ``torch.Size([32, 1])``."""
     return f"torch.Size({list(shape)})"
-
-
-def _dtype_name(t: Any) -> str:
-    return _dtype.legacy_name(t.dtype)
 
 
 def _graphing(ctx: Any) -> bool:

@@ -20,7 +20,6 @@ from ._common import (
     _broadcast_shape,
     _check_floating,
     _check_reduction,
-    _dtype_name,
     _legacy_reduction,
     _LogSoftmaxFromLse,
     _not_differentiable,
@@ -247,8 +246,8 @@ def _class_target_checks(name: str, input: Any, target: Any, weight: Any) -> Any
             hint += (" Or, to pass class probabilities, give a float target of the input's "
                      f"shape {list(ishape)}.")
         raise RuntimeError(
-            f"expected target dtype to be Long or Byte, but got {_dtype_name(target)} "
-            f"(expected scalar type Long but found {_dtype_name(target)}; {name} got input "
+            f"expected target dtype to be Long or Byte, but got {_dtype.legacy_name(target.dtype)} "
+            f"(expected scalar type Long but found {_dtype.legacy_name(target.dtype)}; {name} got input "
             f"{list(ishape)} and target {list(tshape)} of dtype {target.dtype}).{hint}"
         )
     if input.ndim == 0:
@@ -308,7 +307,7 @@ def binary_cross_entropy(input: Any, target: Any, weight: Any = None, size_avera
     _not_differentiable("binary_cross_entropy", "weight", weight)
     if not target.is_floating_point():
         raise RuntimeError(
-            f"Found dtype {_dtype_name(target)} but expected {_dtype_name(input)}: "
+            f"Found dtype {_dtype.legacy_name(target.dtype)} but expected {_dtype.legacy_name(input.dtype)}: "
             f"binary_cross_entropy needs a floating point target like its input ({input.dtype}); "
             "use target.float()."
         )
@@ -347,7 +346,7 @@ def binary_cross_entropy_with_logits(input: Any, target: Any, weight: Any = None
     _not_differentiable("binary_cross_entropy_with_logits", "pos_weight", pos_weight)
     if not target.is_floating_point():
         raise RuntimeError(
-            f"Found dtype {_dtype_name(target)} but expected {_dtype_name(input)}: "
+            f"Found dtype {_dtype.legacy_name(target.dtype)} but expected {_dtype.legacy_name(input.dtype)}: "
             "binary_cross_entropy_with_logits needs a floating point target (0./1. or "
             "probabilities); use target.float()."
         )
