@@ -15,6 +15,10 @@ if [ "${EMBER_NO_TORCH:-0}" != "1" ]; then
     if [ -n "${CI:-}" ]; then echo "CI needs torch==2.13.0 for the parity tests" >&2; exit 1; fi
     echo "torch 2.13.0 is not installable here: the parity tests will be skipped"
   fi
+  # torchvision's Python parts (transforms, models) are the vision tests' reference; its compiled
+  # operators need a CUDA build of torch and stay unloaded (tests/helpers.py: real_torchvision)
+  .venv/bin/python -m pip install -q --no-deps torchvision==0.28.0 \
+    || echo "torchvision 0.28.0 is not installable here: the vision parity tests will be skipped"
 fi
 .venv/bin/ruff check .
 exec .venv/bin/python -m pytest -q -p no:cacheprovider "$@"

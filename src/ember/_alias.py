@@ -1,5 +1,6 @@
 """The import hook behind ``ember run``: ``import torch`` (and ``torch.nn``, ``torch.utils.data``...)
-resolves to ember's module of the same path. Nothing is installed into, or patched in, a real torch."""
+resolves to ember's module of the same path, and ``import torchvision[.x]`` to ``ember.vision[.x]``.
+Nothing is installed into, or patched in, a real torch or torchvision."""
 
 from __future__ import annotations
 
@@ -11,19 +12,29 @@ import sys
 from types import ModuleType
 from typing import Any
 
-_PREFIX = "torch"
+# each aliased top-level package and the ember package that stands in for it
+_ALIASES = {"torch": "ember", "torchvision": "ember.vision"}
+
+
+def _aliased(fullname: str) -> str | None:
+    """The ember module that ``fullname`` (torch..., torchvision...) loads, or None."""
+    top = fullname.split(".", 1)[0]
+    if top not in _ALIASES:
+        return None
+    return _ALIASES[top] + fullname[len(top):]
 
 
 class TorchAlias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Finds ``torch[.x.y]`` and loads ``ember[.x.y]`` in its place."""
+    """Finds ``torch[.x.y]`` (``torchvision[.x]``) and loads ``ember[.x.y]`` (``ember.vision[.x]``)."""
 
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
-        if fullname == _PREFIX or fullname.startswith(_PREFIX + "."):
+        if _aliased(fullname) is not None:
             return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
         return None
 
     def create_module(self, spec: Any) -> ModuleType:
-        real = "ember" + spec.name[len(_PREFIX):]
+        real = _aliased(spec.name)
+        assert real is not None
         if real == "ember.cuda.amp":  # ember.cuda is a module; its amp lives in ember.amp
             from .amp import cuda_amp
 
@@ -50,7 +61,7 @@ _hook = TorchAlias()
 def install() -> None:
     """Make ``import torch`` load ember for the rest of this process."""
     if _hook not in sys.meta_path:
-        for name in [m for m in sys.modules if m == _PREFIX or m.startswith(_PREFIX + ".")]:
+        for name in [m for m in sys.modules if _aliased(m) is not None]:
             del sys.modules[name]
         sys.meta_path.insert(0, _hook)
 
@@ -60,7 +71,7 @@ def uninstall() -> None:
     _uninstall_for_children()
     if _hook in sys.meta_path:
         sys.meta_path.remove(_hook)
-    for name in [m for m in sys.modules if m == _PREFIX or m.startswith(_PREFIX + ".")]:
+    for name in [m for m in sys.modules if _aliased(m) is not None]:
         if getattr(sys.modules[name], "__name__", "").startswith("ember"):
             del sys.modules[name]
 

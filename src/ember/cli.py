@@ -97,7 +97,9 @@ def _note_missing(exc: BaseException) -> None:
     """Record in ``--report`` a missing torch name the run died on (``from torch.x import y``)."""
     if type(exc) is ImportError and exc.name and exc.args:
         module = exc.name
-        if module == "ember" or module.startswith("ember."):
+        if module == "ember.vision" or module.startswith("ember.vision."):
+            module = "torchvision" + module[len("ember.vision"):]
+        elif module == "ember" or module.startswith("ember."):
             module = "torch" + module[len("ember"):]
         msg = str(exc.args[0])
         if module.startswith("torch") and msg.startswith("cannot import name '"):
@@ -167,9 +169,7 @@ def _run(args: argparse.Namespace) -> int:
             _set_path0(os.getcwd(), launcher_dirs)
             try:
                 # `-m torch.x` runs ember.x (the alias gives packages, which runpy cannot run)
-                name = args.target
-                if name == "torch" or name.startswith("torch."):
-                    name = "ember" + name[len("torch"):]
+                name = _alias._aliased(args.target) or args.target
                 runpy.run_module(name, run_name="__main__", alter_sys=True)
             except ImportError as e:
                 if not _raised_by_launcher(e):
