@@ -1,0 +1,18 @@
+"""``ember.vision.ops``: box utilities (``nms``, ``batched_nms``, ``box_iou``, ``box_area``,
+``box_convert``, ``clip_boxes_to_image``, ``remove_small_boxes``), ``roi_align``/``RoIAlign``
+(differentiable with respect to the input) and ``Conv2dNormActivation``."""
+
+from .boxes import (
+    batched_nms,
+    box_area,
+    box_convert,
+    box_iou,
+    clip_boxes_to_image,
+    nms,
+    remove_small_boxes,
+)
+from .misc import Conv2dNormActivation
+from .roi_align import RoIAlign, roi_align
+
+__all__ = ["nms", "batched_nms", "remove_small_boxes", "clip_boxes_to_image", "box_convert",
+           "box_area", "box_iou", "roi_align", "RoIAlign", "Conv2dNormActivation"]
