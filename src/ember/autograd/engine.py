@@ -23,6 +23,20 @@ from .function import FREED_MSG, AccumulateGrad, Node, Op
 
 # -- the entry points: Tensor.backward() and autograd.grad() -------------------------------
 
+# Callbacks queued during a backward run when that backward has finished, before it returns (one
+# list per backward in progress: a hook may itself call backward). DistributedDataParallel waits
+# for its gradient all-reduces here, as PyTorch's reducer does through the same call.
+_final_callbacks: list[list] = []
+
+
+def queue_callback(callback: Any) -> None:
+    """Run ``callback()`` once the backward pass now running has finished, before it returns
+    (PyTorch's ``Variable._execution_engine.queue_callback``)."""
+    if not _final_callbacks:
+        raise RuntimeError("Final callbacks can only be installed during backward pass.")
+    _final_callbacks[-1].append(callback)
+
+
 def _roots(tensors: Sequence[Any], grads: Sequence[Any] | None, create_graph: bool, what: str) -> list:
     roots = []
     grads = list(grads) if grads is not None else [None] * len(tensors)
@@ -193,6 +207,22 @@ def run_backward(
     # leaves' AccumulateGrad nodes run as soon as they are ready, before other ready nodes, as
     # PyTorch orders them (so a later error leaves the same .grads behind)
     ready_leaves: list[Node] = []
+    callbacks: list = []
+    _final_callbacks.append(callbacks)
+    try:
+        _walk(ready, ready_leaves, buffers, deps, needed, capture, handed_out, retain_graph,
+              create_graph)
+        i = 0
+        while i < len(callbacks):  # a callback may queue another
+            callbacks[i]()
+            i += 1
+    finally:
+        _final_callbacks.pop()
+
+
+def _walk(ready: list, ready_leaves: list, buffers: dict, deps: dict, needed: set | None,
+          capture: dict | None, handed_out: set[int], retain_graph: bool,
+          create_graph: bool) -> None:
     with grad_mode.set_grad_enabled(create_graph):
         while ready or ready_leaves:
             node = ready_leaves.pop() if ready_leaves else ready.pop()

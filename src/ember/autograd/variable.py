@@ -11,6 +11,7 @@ from typing import Any
 
 from .._tensor import Tensor
 from ..ops import creation as _creation
+from . import engine as _engine
 
 __all__ = ["Variable"]
 
@@ -37,3 +38,15 @@ class _VariableMeta(type):
 
 class Variable(metaclass=_VariableMeta):
     """Deprecated: tensors are variables. ``Variable(t, requires_grad=...)`` returns a tensor."""
+
+
+class _ExecutionEngine:
+    """``Variable._execution_engine``: PyTorch's handle on its backward engine, which libraries use
+    to queue a callback that runs when the current backward pass finishes."""
+
+    @staticmethod
+    def queue_callback(callback: Any) -> None:
+        _engine.queue_callback(callback)
+
+
+Variable._execution_engine = _ExecutionEngine()  # type: ignore[attr-defined]
