@@ -44,11 +44,18 @@ class _Server:
         self.files: dict[str, bytes] = {}
         self.truncate: set[str] = set()
         self.requests: list[str] = []
+        self.redirects: dict[str, str] = {}
         owner = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
             def do_GET(self) -> None:  # noqa: N802 - http.server's name
                 owner.requests.append(self.path)
+                if self.path.lstrip("/") in owner.redirects:
+                    self.send_response(302)
+                    self.send_header("Location", owner.redirects[self.path.lstrip("/")])
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
                 body = owner.files.get(self.path.lstrip("/"))
                 if body is None:
                     self.send_error(404)
@@ -259,6 +266,21 @@ def test_download_url_checks_md5_and_skips_present_files(tmp_path, server):
     assert not dsutils.check_integrity(tmp_path / "missing")
     with pytest.raises(RuntimeError, match="HTTP error 404"):
         dsutils.download_url(server.url + "nope.bin", tmp_path)
+
+
+def test_redirects_are_followed_up_to_the_hop_limit(tmp_path, server):
+    server.files["real.bin"] = b"data"
+    server.redirects.update({"r1": "/real.bin", "r2": "/r1", "r3": "/r2"})
+    dsutils.download_url(server.url + "r2", tmp_path, "two.bin", md5=md5(b"data"), max_redirect_hops=2)
+    assert (tmp_path / "two.bin").read_bytes() == b"data"
+    with pytest.raises(RuntimeError, match="too many redirects"):
+        dsutils.download_url(server.url + "r3", tmp_path, "three.bin", max_redirect_hops=2)
+    assert not (tmp_path / "three.bin").exists()
+
+
+def test_unknown_dataset_names_say_what_exists():
+    with pytest.raises(AttributeError, match="SVHN.*MNIST"):
+        ds.SVHN  # noqa: B018
 
 
 def test_emnist_downloads_zip_of_gz_files(tmp_path, server, monkeypatch):

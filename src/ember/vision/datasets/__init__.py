@@ -16,3 +16,11 @@ from .vision import VisionDataset
 
 __all__ = ["CIFAR10", "CIFAR100", "DatasetFolder", "EMNIST", "FakeData", "FashionMNIST",
            "ImageFolder", "KMNIST", "MNIST", "VisionDataset"]
+
+
+def __getattr__(name: str) -> object:
+    # torchvision has many more datasets; say which ones exist here instead of a bare miss
+    raise AttributeError(
+        f"module {__name__!r} has no attribute {name!r}"
+        + (f": ember.vision.datasets provides {', '.join(__all__)}; torchvision's other "
+           "datasets are not part of ember.vision" if name[:1].isupper() else ""))

@@ -67,6 +67,9 @@ class _IntegrityError(RuntimeError):
 def _describe(err: BaseException) -> str:
     """One line on why a URL failed, in words a user can act on."""
     if isinstance(err, urllib.error.HTTPError):
+        if 300 <= err.code < 400:  # urllib gives up on a redirect past its hop limit
+            return (f"stopped after too many redirects (HTTP {err.code}); pass a larger "
+                    "max_redirect_hops if this source really redirects that often")
         return f"HTTP error {err.code} {err.reason}"
     reason = err.reason if isinstance(err, urllib.error.URLError) else err
     if isinstance(reason, socket.gaierror):
