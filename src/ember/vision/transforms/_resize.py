@@ -76,8 +76,13 @@ def _nearest_index(n_in: int, n_out: int, exact: bool) -> np.ndarray:
     return np.minimum(np.floor(dst * scale).astype(np.int64), n_in - 1)
 
 
-def resample(x: np.ndarray, size: tuple[int, int], mode: str, antialias: bool) -> np.ndarray:
-    """``x`` ([..., H, W], floating unless mode is nearest) resampled to ``size`` = (h, w)."""
+def resample(x: np.ndarray, size: tuple[int, int], mode: str, antialias: bool,
+             uint8_passes: bool = False) -> np.ndarray:
+    """``x`` ([..., H, W], floating unless mode is nearest) resampled to ``size`` = (h, w).
+
+    ``uint8_passes`` rounds and clips to [0, 255] after the horizontal pass, as PyTorch's native
+    uint8 kernel (which torchvision's v2 uses) and Pillow do.
+    """
     h_in, w_in = x.shape[-2:]
     h_out, w_out = size
     if min(h_out, w_out) <= 0 or min(h_in, w_in) <= 0:
@@ -97,7 +102,10 @@ def resample(x: np.ndarray, size: tuple[int, int], mode: str, antialias: bool) -
     else:
         wh, ww = _cubic_weights(h_in, h_out), _cubic_weights(w_in, w_out)
     wh, ww = wh.astype(x.dtype), ww.astype(x.dtype)
-    return np.matmul(np.matmul(wh, x), ww.T)
+    rows = np.matmul(x, ww.T)
+    if uint8_passes:
+        rows = np.clip(np.round(rows), 0, 255)
+    return np.matmul(wh, rows)
 
 
 def resized_shape(height: int, width: int, size: list[int] | None, max_size: int | None) -> list[int]:

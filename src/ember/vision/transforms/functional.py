@@ -277,7 +277,7 @@ def resize(img: Any, size: Any, interpolation: InterpolationMode | int = Interpo
 
 
 def _resize(img: Any, sizes: list[int] | None, mode: InterpolationMode, max_size: int | None,
-            antialias: bool | None) -> Any:
+            antialias: bool | None, uint8_passes: bool = False) -> Any:
     _, h, w = get_dimensions(img)
     out = resized_shape(h, w, sizes, max_size)
     if out == [h, w]:
@@ -293,7 +293,8 @@ def _resize(img: Any, sizes: list[int] | None, mode: InterpolationMode, max_size
     a = K.to_numpy(img)
     if mode.value.startswith("nearest"):
         return K.from_numpy(resample(a, (out[0], out[1]), mode.value, False), img)
-    x = resample(a.astype(K.work_dtype(a.dtype), copy=False), (out[0], out[1]), mode.value, bool(antialias))
+    x = resample(a.astype(K.work_dtype(a.dtype), copy=False), (out[0], out[1]), mode.value, bool(antialias),
+                 uint8_passes and a.dtype == np.uint8 and mode is InterpolationMode.BICUBIC)
     if mode is InterpolationMode.BICUBIC and a.dtype == np.uint8:
         x = np.clip(x, 0, 255)  # bicubic overshoots; uint8 would wrap
     return K.from_numpy(K.cast_back(x, a.dtype, rounding=True), img)

@@ -12,7 +12,7 @@ import numpy as np
 import ember
 
 from .. import transforms as v1
-from ..functional import InterpolationMode, _is_pil, _pad_amounts, _resize, _size_list
+from ..functional import InterpolationMode, _is_pil, _pad_amounts, _size_list
 from . import functional as F2
 from ._transform import Transform
 
@@ -160,7 +160,7 @@ class Resize(Transform, v1.Resize):
                              "smaller edge, i.e. size should be an int or a sequence of length 1")
 
     def transform(self, inpt: Any, params: dict[str, Any]) -> Any:
-        return _resize(inpt, self.size, self.interpolation, self.max_size, self.antialias)
+        return F2.resize(inpt, self.size, self.interpolation, self.max_size, self.antialias)
 
     def _repr_fields(self) -> dict[str, Any]:
         return {"size": self.size, "interpolation": self.interpolation.value, "max_size": self.max_size,
@@ -229,6 +229,10 @@ class RandomVerticalFlip(Transform, v1.RandomVerticalFlip):
 
 class RandomResizedCrop(Transform, v1.RandomResizedCrop):
     """Crop a random area and aspect ratio, then resize it to ``size``."""
+
+    def transform(self, inpt: Any, params: dict[str, Any]) -> Any:
+        return F2.resized_crop(inpt, *params["window"], list(self.size), self.interpolation,
+                               antialias=self.antialias)
 
     def _repr_fields(self) -> dict[str, Any]:
         return {"size": self.size, "scale": self.scale, "ratio": self.ratio,

@@ -14,6 +14,8 @@ from ..functional import (
     InterpolationMode,
     _check_tensor,
     _is_pil,
+    _resize,
+    _size_list,
     adjust_brightness,
     adjust_contrast,
     adjust_hue,
@@ -26,17 +28,17 @@ from ..functional import (
     get_image_num_channels,
     get_image_size,
     hflip,
+    interpolation_mode,
     normalize,
     pad,
     pil_to_tensor,
-    resize,
-    resized_crop,
     rgb_to_grayscale,
     rotate,
     to_pil_image,
     to_tensor,
     vflip,
 )
+from ..functional import InterpolationMode as _Mode
 
 __all__ = ["InterpolationMode", "adjust_brightness", "adjust_contrast", "adjust_hue", "adjust_saturation",
            "center_crop", "convert_image_dtype", "crop", "erase", "get_dimensions", "get_image_num_channels",
@@ -86,3 +88,18 @@ def to_dtype(inpt: ember.Tensor, dtype: ember.dtype = ember.float32, scale: bool
         # v2 multiplies by the reciprocal where v1 divides: the last bit can differ, so follow v2
         return inpt.to(dtype) * (1.0 / K.max_value(inpt.dtype.np))
     return convert_image_dtype(inpt, dtype)
+
+
+def resize(inpt: Any, size: Any, interpolation: _Mode | int = _Mode.BILINEAR, max_size: int | None = None,
+           antialias: bool | None = True) -> Any:
+    """v1's resize, with v2's uint8 arithmetic (rounded after each pass) and ``size=None``."""
+    sizes = _size_list(size, "size")
+    if sizes is not None and max_size is not None and len(sizes) != 1:
+        raise ValueError("max_size should only be passed if size is None or specifies the length of the smaller edge")
+    return _resize(inpt, sizes, interpolation_mode(interpolation), max_size, antialias, uint8_passes=True)
+
+
+def resized_crop(inpt: Any, top: int, left: int, height: int, width: int, size: Any,
+                 interpolation: _Mode | int = _Mode.BILINEAR, antialias: bool | None = True) -> Any:
+    """crop, then v2's resize."""
+    return resize(crop(inpt, top, left, height, width), size, interpolation, antialias=antialias)
