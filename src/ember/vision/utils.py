@@ -54,8 +54,8 @@ def make_grid(tensor: ember.Tensor | list[ember.Tensor], nrow: int = 8, padding:
               value_range: tuple[float, float] | None = None, scale_each: bool = False,
               pad_value: float = 0.0) -> ember.Tensor:
     """Tile a batch of images (B, C, H, W) into one image, ``nrow`` per row, ``padding`` pixels apart."""
-    like = tensor if isinstance(tensor, ember.Tensor) else (tensor[0] if tensor else None)
-    a = _as_batch(tensor)
+    a = _as_batch(tensor)  # validates first: only then is there a tensor to take the device from
+    like = tensor if isinstance(tensor, ember.Tensor) else tensor[0]
     if normalize:
         if value_range is not None and not isinstance(value_range, tuple):
             raise TypeError("value_range has to be a tuple (min, max) if specified. min and max are numbers")
