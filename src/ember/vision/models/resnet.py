@@ -187,6 +187,7 @@ def _resnet(block: type[BasicBlock | Bottleneck], layers: list[int],
 _COMMON_META = {"min_size": (1, 1), "categories": _IMAGENET_CATEGORIES}
 _RECIPE_V1 = "https://github.com/pytorch/vision/tree/main/references/classification#resnet"
 _RECIPE_V2 = "https://github.com/pytorch/vision/issues/3995#issuecomment-1013906621"
+_RECIPE_V2_DEEP = "https://github.com/pytorch/vision/issues/3995#new-recipe"
 _DOCS_V1 = "These weights reproduce closely the results of the paper using a simple training recipe."
 _DOCS_V2 = """
                 These weights improve upon the results of the original paper by using TorchVision's `new training recipe
@@ -201,9 +202,10 @@ def _v1(url: str, num_params: int, acc1: float, acc5: float, ops: float, size: f
         "_ops": ops, "_file_size": size, "_docs": _DOCS_V1})
 
 
-def _v2(url: str, num_params: int, acc1: float, acc5: float, ops: float, size: float) -> Weights:
+def _v2(url: str, num_params: int, acc1: float, acc5: float, ops: float, size: float,
+        recipe: str = _RECIPE_V2) -> Weights:
     return Weights(url=url, transforms=partial(ImageClassification, crop_size=224, resize_size=232),
-                   meta={**_COMMON_META, "num_params": num_params, "recipe": _RECIPE_V2,
+                   meta={**_COMMON_META, "num_params": num_params, "recipe": recipe,
                          "_metrics": {"ImageNet-1K": {"acc@1": acc1, "acc@5": acc5}},
                          "_ops": ops, "_file_size": size, "_docs": _DOCS_V2})
 
@@ -229,13 +231,15 @@ class ResNet50_Weights(WeightsEnum):
 
 class ResNet101_Weights(WeightsEnum):
     IMAGENET1K_V1 = _v1(_URL + "resnet101-63fe2227.pth", 44549160, 77.374, 93.546, 7.801, 170.511)
-    IMAGENET1K_V2 = _v2(_URL + "resnet101-cd907fc2.pth", 44549160, 81.886, 95.780, 7.801, 170.53)
+    IMAGENET1K_V2 = _v2(_URL + "resnet101-cd907fc2.pth", 44549160, 81.886, 95.780, 7.801, 170.53,
+                        _RECIPE_V2_DEEP)
     DEFAULT = IMAGENET1K_V2
 
 
 class ResNet152_Weights(WeightsEnum):
     IMAGENET1K_V1 = _v1(_URL + "resnet152-394f9c45.pth", 60192808, 78.312, 94.046, 11.514, 230.434)
-    IMAGENET1K_V2 = _v2(_URL + "resnet152-f82ba261.pth", 60192808, 82.284, 96.002, 11.514, 230.474)
+    IMAGENET1K_V2 = _v2(_URL + "resnet152-f82ba261.pth", 60192808, 82.284, 96.002, 11.514, 230.474,
+                        _RECIPE_V2_DEEP)
     DEFAULT = IMAGENET1K_V2
 
 

@@ -1,16 +1,14 @@
 """The preprocessing that pretrained weights expect: ``ImageClassification``, which a weights
-enum's ``.transforms()`` returns (``ResNet50_Weights.DEFAULT.transforms()``).
-
-The transforms package loads lazily here (inside methods) so that ``ember.vision.models`` can
-define its weights enums without importing the transforms and Pillow.
-"""
+enum's ``.transforms()`` returns (``ResNet50_Weights.DEFAULT.transforms()``)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from ... import nn
+from ... import float32, nn
 from ..._tensor import Tensor
+from . import functional as F
+from .functional import InterpolationMode
 
 __all__ = ["ImageClassification"]
 
@@ -23,20 +21,17 @@ class ImageClassification(nn.Module):
     def __init__(self, *, crop_size: int, resize_size: int = 256,
                  mean: tuple[float, ...] = (0.485, 0.456, 0.406),
                  std: tuple[float, ...] = (0.229, 0.224, 0.225),
-                 interpolation: Any = None, antialias: bool | None = True) -> None:
+                 interpolation: InterpolationMode = InterpolationMode.BILINEAR,
+                 antialias: bool | None = True) -> None:
         super().__init__()
         self.crop_size = [crop_size]
         self.resize_size = [resize_size]
         self.mean = list(mean)
         self.std = list(std)
-        # None stands for InterpolationMode.BILINEAR, looked up on use (see the module note)
-        self.interpolation = interpolation if interpolation is not None else _bilinear()
+        self.interpolation = interpolation
         self.antialias = antialias
 
     def forward(self, img: Any) -> Tensor:
-        from ... import float32
-        from . import functional as F
-
         img = F.resize(img, self.resize_size, interpolation=self.interpolation,
                        antialias=self.antialias)
         img = F.center_crop(img, self.crop_size)
@@ -59,8 +54,3 @@ class ImageClassification(nn.Module):
                 "are first rescaled to ``[0.0, 1.0]`` and then normalized using "
                 f"``mean={self.mean}`` and ``std={self.std}``.")
 
-
-def _bilinear() -> Any:
-    from .functional import InterpolationMode
-
-    return InterpolationMode.BILINEAR
