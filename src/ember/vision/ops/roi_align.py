@@ -44,8 +44,10 @@ def _axis_weights(start: np.ndarray, size: np.ndarray, bins: int, grid: np.ndarr
     # the kernel's expression and rounding order: start + p * bin + (i + .5) * bin / grid
     coord = (start[:, None, None] + p * bin_size[:, None, None]
              + (i + 0.5).astype(dtype) * bin_size[:, None, None] / g)
+    # samples over a pixel outside the map weigh nothing; NaN coordinates fail every
+    # comparison and land here too
     valid = (i < grid[:, None, None]) & (coord >= -1.0) & (coord <= length)
-    c = np.maximum(coord, dtype.type(0))
+    c = np.where(valid, np.maximum(coord, dtype.type(0)), dtype.type(0))
     low = c.astype(np.int64)  # c >= 0: truncation is floor
     edge = low >= length - 1
     low = np.where(edge, length - 1, low)
