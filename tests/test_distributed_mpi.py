@@ -106,6 +106,66 @@ dist.gather_object(("r", r), got, dst=n - 1)
 if r == n - 1:
     assert got == [("r", k) for k in range(n)]
 
+# reduce_scatter with a list: rank r gets the sum over ranks of input_list[r]
+out = torch.zeros(2, 3)
+dist.reduce_scatter(out, [torch.tensor(base(k) * (r + 1)) for k in range(n)])
+np.testing.assert_allclose(out.numpy(), base(r) * sum(k + 1 for k in range(n)))
+
+# all_to_all_single, even then uneven splits: rank r sends r + j + 1 rows to rank j
+t = torch.tensor(np.arange(n * 2, dtype=np.float32).reshape(n, 2) + 100 * r)
+got = torch.zeros(n, 2)
+dist.all_to_all_single(got, t)
+np.testing.assert_array_equal(got.numpy(), np.stack([np.arange(2 * r, 2 * r + 2) + 100 * k
+                                                     for k in range(n)]))
+send_rows = [r + j + 1 for j in range(n)]
+recv_rows = [k + r + 1 for k in range(n)]
+src = torch.tensor(np.concatenate([np.full((c, 3), 10 * r + j) for j, c in enumerate(send_rows)]))
+dst = torch.zeros(sum(recv_rows), 3, dtype=src.dtype)
+dist.all_to_all_single(dst, src, recv_rows, send_rows)
+expect = np.concatenate([np.full((c, 3), 10 * k + r) for k, c in enumerate(recv_rows)])
+np.testing.assert_array_equal(dst.numpy(), expect)
+
+outs = [torch.zeros(k + 1, dtype=torch.int64) for k in range(n)]
+dist.all_to_all(outs, [torch.full((r + 1,), 10 * r + j) for j in range(n)])
+for k in range(n):
+    assert outs[k].tolist() == [10 * k + r] * (k + 1)
+
+objs = [None]
+dist.scatter_object_list(objs, [{"for": k} for k in range(n)] if r == 0 else None, src=0)
+assert objs == [{"for": r}]
+if n > 1 and r < 2:
+    if r == 0:
+        dist.send_object_list(["hello", {"x": 1}], dst=1)
+    else:
+        box = [None, None]
+        assert dist.recv_object_list(box, src=0) == 0 and box == ["hello", {"x": 1}]
+
+# sub-groups: the even ranks sum among themselves; the odd ones are outside the group
+evens = dist.new_group(list(range(0, n, 2)))
+t = torch.tensor([float(r)])
+if r % 2 == 0:
+    assert dist.get_world_size(evens) == len(range(0, n, 2)) and dist.get_rank(evens) == r // 2
+    assert dist.get_process_group_ranks(evens) == list(range(0, n, 2))
+    dist.all_reduce(t, group=evens)
+    assert t.item() == sum(range(0, n, 2))
+    dist.broadcast(t2 := torch.tensor([float(r)]), src=n - 2 if n > 2 else 0, group=evens)
+    assert t2.item() == (n - 2 if n > 2 else 0)
+else:
+    assert evens == dist.GroupMember.NON_GROUP_MEMBER and dist.get_rank(evens) == -1
+    assert dist.all_reduce(t, group=evens) is None and t.item() == r
+mine_group, every_group = dist.new_subgroups(group_size=2)
+assert len(every_group) == n // 2 and dist.get_process_group_ranks(mine_group) == [r - r % 2,
+                                                                                  r - r % 2 + 1]
+
+if n > 1:  # batch_isend_irecv: a ring again
+    got = torch.zeros(2, 3)
+    works = dist.batch_isend_irecv([dist.P2POp(dist.isend, torch.tensor(base(r)), (r + 1) % n),
+                                    dist.P2POp(dist.irecv, got, (r - 1) % n)])
+    for w in works:
+        w.wait()
+    np.testing.assert_array_equal(got.numpy(), base((r - 1) % n))
+dist.monitored_barrier()
+
 dist.barrier()
 try:
     dist.all_reduce(torch.ones(4, 4).t())
@@ -193,3 +253,113 @@ def test_launch_sets_torchruns_environment(tmp_path: Path, fail: bool, how: str)
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert res.returncode == (3 if fail else 0), res.stdout + res.stderr
     assert sorted(p.name for p in tmp_path.glob("ok*")) == ["ok0", "ok1"]
+
+
+NODES = r'''
+import os, sys
+import torch
+import torch.distributed as dist
+
+dist.init_process_group("gloo")
+r, n = dist.get_rank(), dist.get_world_size()
+assert (r, n) == (int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])) == (r, 4)
+local, node = int(os.environ["LOCAL_RANK"]), int(os.environ["GROUP_RANK"])
+assert os.environ["LOCAL_WORLD_SIZE"] == "2" and r == 2 * node + local, (r, node, local)
+t = torch.tensor([float(r)])
+dist.all_reduce(t)
+assert t.item() == 6.0
+open(os.path.join(sys.argv[1], f"ok{r}"), "w").write(f"{node}:{local}")
+'''
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _ranks_seen(tmp_path: Path) -> dict[str, str]:
+    return {p.name: p.read_text() for p in sorted(tmp_path.glob("ok*"))}
+
+
+def test_several_machines_by_mpich_host_file(tmp_path: Path) -> None:
+    """MPICH's form: one `ember launch --hostfile F` starts every host's processes; here the two
+    "hosts" are this machine's loopback under two names."""
+    (tmp_path / "hosts").write_text("localhost:2\n127.0.0.1:2\n")
+    script = tmp_path / "train.py"
+    script.write_text(NODES)
+    res = subprocess.run([sys.executable, "-m", "ember", "launch", "--hostfile",
+                          str(tmp_path / "hosts"), "--nproc-per-node", "2", str(script),
+                          str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert _ranks_seen(tmp_path) == {"ok0": "0:0", "ok1": "0:1", "ok2": "1:0", "ok3": "1:1"}
+
+
+def test_several_machines_torchrun_style(tmp_path: Path) -> None:
+    """torchrun's form: the same command on each machine with --nnodes/--node-rank/--master-addr;
+    the machines' MPI worlds join at init_process_group (node 1 may start first)."""
+    script = tmp_path / "train.py"
+    script.write_text(NODES)
+    port = str(_free_port())
+    procs = [subprocess.Popen([sys.executable, "-m", "ember", "launch", "--nnodes", "2",
+                               "--node_rank", str(node), "--nproc-per-node", "2", "--master-addr",
+                               "127.0.0.1", "--master-port", port, str(script), str(tmp_path)],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+             for node in (1, 0)]
+    outs = [p.communicate(timeout=120)[0] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs
+    assert _ranks_seen(tmp_path) == {"ok0": "0:0", "ok1": "0:1", "ok2": "1:0", "ok3": "1:1"}
+
+
+DIES = r'''
+import os, signal, sys
+import torch
+import torch.distributed as dist
+
+dist.init_process_group("gloo")
+if dist.get_rank() == 1:
+    if sys.argv[1] == "raise":
+        raise RuntimeError("rank 1 fails")
+    os.kill(os.getpid(), signal.SIGKILL)
+dist.barrier()  # the others wait here for rank 1, which never comes
+dist.all_reduce(torch.ones(2))
+'''
+
+
+@pytest.mark.parametrize("how", ["raise", "sigkill"])
+def test_a_rank_that_dies_ends_every_rank_within_seconds(tmp_path: Path, how: str) -> None:
+    import time
+
+    script = tmp_path / "train.py"
+    script.write_text(DIES)
+    start = time.monotonic()
+    res = subprocess.run([sys.executable, "-m", "ember", "launch", "--nproc-per-node", "3",
+                          str(script), how], capture_output=True, text=True, timeout=60)
+    took = time.monotonic() - start
+    assert res.returncode != 0, res.stdout + res.stderr
+    assert took < 10, f"the job took {took:.1f} s to end"
+    if how == "raise":
+        assert "rank 1 fails" in res.stderr
+
+
+def test_a_failure_on_one_machine_ends_the_job_on_every_machine(tmp_path: Path) -> None:
+    """torchrun's form: rank 3 (node 1) raises; both machines' launchers end non-zero within
+    seconds, node 0's processes too (they were waiting for rank 3 in a barrier)."""
+    import time
+
+    script = tmp_path / "train.py"
+    script.write_text(DIES.replace("get_rank() == 1", "get_rank() == 3"))
+    port = str(_free_port())
+    start = time.monotonic()
+    procs = [subprocess.Popen([sys.executable, "-m", "ember", "launch", "--nnodes", "2",
+                               "--node-rank", str(node), "--nproc-per-node", "2",
+                               "--master-port", port, str(script), "raise"],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+             for node in (0, 1)]
+    outs = [p.communicate(timeout=60)[0] for p in procs]
+    took = time.monotonic() - start
+    assert all(p.returncode != 0 for p in procs), outs
+    assert took < 10, f"the job took {took:.1f} s to end"
+    assert "rank 1 fails" in outs[1]

@@ -149,6 +149,15 @@ def _exec_script(path: str) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    code = _run_target(args)
+    if code and os.environ.get("EMBER_LAUNCH") == "1":
+        from .distributed.run import end_job
+
+        end_job(code)  # the other processes must not wait for this one in a collective
+    return code
+
+
+def _run_target(args: argparse.Namespace) -> int:
     from . import _alias
 
     _alias.install()

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _mpi
+from . import _mpi, _rendezvous
 from ._names import (
     _COMING,
     Backend,
@@ -98,7 +98,8 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
     elif name not in (Backend.GLOO, Backend.MPI) and not name.startswith("cpu:"):
         raise ValueError(f"Invalid backend: {backend!r}; ember runs 'gloo' and 'mpi' over MPI, "
                          "'nccl' over CuPy's NCCL")
-    comm = _mpi.comm_world()
+    timeout = timeout or default_pg_timeout
+    comm = _rendezvous.joined_world(_mpi.module(), timeout)
     size, me = comm.Get_size(), comm.Get_rank()
     want_size = world_size if world_size != -1 else int(os.environ.get("WORLD_SIZE", size))
     want_rank = rank if rank != -1 else int(os.environ.get("RANK", me))
@@ -109,7 +110,7 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
             f"start the processes with `ember launch --nproc-per-node {want_size} script.py` (or "
             f"MPI's own `mpiexec -n {want_size} ember run script.py`), so the two agree"
         )
-    world = ProcessGroup(comm, str(name), list(range(size)), timeout or default_pg_timeout)
+    world = ProcessGroup(comm, str(name), list(range(size)), timeout)
     _WORLD["group"] = world
     _GROUPS[:] = [world]
     group.WORLD = GroupMember.WORLD = world
