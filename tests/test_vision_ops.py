@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 import pytest
+from devices import host, on
 from vision_reference import real_torchvision
 
 import ember
@@ -384,3 +385,18 @@ def test_roi_align_nan_box_gives_zero_not_a_crash():
     out = ops.roi_align(x, ember.tensor([[0.0, float("nan"), 0, 2, 2]]), 2, sampling_ratio=2)
     assert tuple(out.shape) == (1, 1, 2, 2)
     assert np.array_equal(out.numpy(), np.zeros((1, 1, 2, 2), np.float32))
+
+
+def test_roi_align_and_nms_stay_on_the_inputs_device(device):  # conftest's device fixture
+    x, b0, b1 = _roi_case()
+    xt = on(device, x, requires_grad=True)
+    out = ops.roi_align(xt, [on(device, b0), on(device, b1)], (3, 2), 1.0, 2, True)
+    assert out.device == xt.device and out.dtype == ember.float32
+    cpu = ops.roi_align(ember.from_numpy(x), [ember.from_numpy(b0), ember.from_numpy(b1)],
+                        (3, 2), 1.0, 2, True)
+    np.testing.assert_allclose(host(out), cpu.numpy(), rtol=1e-5, atol=1e-6)
+    out.sum().backward()
+    assert xt.grad.device == xt.device
+    assert np.abs(host(xt.grad)).sum() > 0
+    keep = ops.nms(on(device, b0), on(device, np.array([0.1, 0.9, 0.5, 0.3], np.float32)), 0.5)
+    assert keep.device == xt.device and keep.dtype == ember.int64

@@ -61,6 +61,12 @@ def _nms_keep(b: np.ndarray, s: np.ndarray, iou_threshold: float) -> np.ndarray:
     return order[np.asarray(keep, dtype=np.int64)]
 
 
+def _indices_on(idx: np.ndarray, like: Tensor) -> Tensor:
+    """int64 indices as a tensor on ``like``'s device."""
+    out = from_numpy(np.ascontiguousarray(idx, dtype=np.int64))
+    return out if like.device.type == "cpu" else out.to(like.device)
+
+
 def nms(boxes: Tensor, scores: Tensor, iou_threshold: float) -> Tensor:
     """Greedy non-maximum suppression: drop every box whose IoU with a higher-scoring kept box
     is greater than ``iou_threshold``.
@@ -82,9 +88,7 @@ def nms(boxes: Tensor, scores: Tensor, iou_threshold: float) -> Tensor:
                          f"({boxes.shape[0]}), got {got}")
     b = boxes.detach().cpu().numpy()
     s = scores.detach().cpu().numpy()
-    keep = _nms_keep(b, s, float(iou_threshold))
-    out = from_numpy(keep.astype(np.int64))
-    return out if boxes.device.type == "cpu" else out.to(boxes.device)
+    return _indices_on(_nms_keep(b, s, float(iou_threshold)), boxes)
 
 
 def batched_nms(boxes: Tensor, scores: Tensor, idxs: Tensor, iou_threshold: float) -> Tensor:
@@ -96,8 +100,6 @@ def batched_nms(boxes: Tensor, scores: Tensor, idxs: Tensor, iou_threshold: floa
         got = tuple(idxs.shape) if isinstance(idxs, Tensor) else type(idxs).__name__
         raise ValueError(f"batched_nms: idxs must be a 1-D Tensor with one category per box "
                          f"({boxes.shape[0]}), got {got}")
-    if boxes.numel() == 0:
-        return from_numpy(np.zeros(0, dtype=np.int64))
     b = boxes.detach().cpu().numpy()
     s = scores.detach().cpu().numpy()
     c = idxs.detach().cpu().numpy()
@@ -108,9 +110,7 @@ def batched_nms(boxes: Tensor, scores: Tensor, idxs: Tensor, iou_threshold: floa
         where = np.nonzero(c == cls)[0]
         keep_mask[where[_nms_keep(b[where], s[where], float(iou_threshold))]] = True
     kept = np.nonzero(keep_mask)[0]
-    kept = kept[np.argsort(-s[kept], kind="stable")]
-    out = from_numpy(kept.astype(np.int64))
-    return out if boxes.device.type == "cpu" else out.to(boxes.device)
+    return _indices_on(kept[np.argsort(-s[kept], kind="stable")], boxes)
 
 
 def remove_small_boxes(boxes: Tensor, min_size: float) -> Tensor:

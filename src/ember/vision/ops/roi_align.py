@@ -93,9 +93,12 @@ def _groups(batch: np.ndarray) -> list[tuple[int, np.ndarray]]:
     return [(int(b), np.nonzero(batch == b)[0]) for b in np.unique(batch)]
 
 
-def _chunks(idx: np.ndarray, per_box: int) -> list[np.ndarray]:
+def _chunks(idx: np.ndarray, per_box: int, xp: Any) -> list[Any]:
+    """``idx`` in blocks of at most ``_CHUNK`` intermediate elements, as ``xp`` index arrays
+    (a GPU array is indexed with device indices)."""
     step = max(1, _CHUNK // max(per_box, 1))
-    return [idx[s:s + step] for s in range(0, len(idx), step)]
+    return [idx[s:s + step] if xp is np else xp.asarray(idx[s:s + step])
+            for s in range(0, len(idx), step)]
 
 
 class RoIAlignSample(Op):
@@ -112,7 +115,7 @@ class RoIAlignSample(Op):
         out = xp.zeros((k, c, ph, pw), dtype=x.dtype)
         for b, idx in _groups(batch):
             img = x[b].transpose(1, 0, 2).reshape(h, c * w)  # (H, C*W)
-            for part in _chunks(idx, ph * c * w):
+            for part in _chunks(idx, ph * c * w, xp):
                 # rows first, as one GEMM for all boxes of the image: (K*PH, H) @ (H, C*W)
                 t = (wy[part].reshape(-1, h) @ img).reshape(len(part), ph, c, w)
                 # then columns, batched over boxes: (K, PH, C, W) @ (K, 1, W, PW)
@@ -141,7 +144,7 @@ class RoIAlignSampleT(Op):
         out = xp.zeros(shape, dtype=g.dtype)
         for b, idx in _groups(batch):
             acc = xp.zeros((h, c * w), dtype=g.dtype)
-            for part in _chunks(idx, ph * c * w):
+            for part in _chunks(idx, ph * c * w, xp):
                 t = g[part] @ wx[part][:, None]  # (K, C, PH, W)
                 t = t.transpose(0, 2, 1, 3).reshape(len(part) * ph, c * w)
                 acc += wy[part].reshape(-1, h).T @ t  # (H, K*PH) @ (K*PH, C*W)
