@@ -263,3 +263,47 @@ def test_a_rank_that_never_arrives_is_named_within_the_timeout(tmp_path: Path) -
     line = next(x for x in res.stdout.splitlines() if x.startswith("rank 0:"))
     assert "timed out after 0:00:02" in line and "rank(s) [1]" in line, line
     assert "broadcast(float32[2], src=0)" in line, line
+
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "ddp_digits.py"
+
+
+def _accuracies(out: str) -> list[float]:
+    return [float(line.rsplit(" ", 1)[1]) for line in out.splitlines()
+            if "test accuracy" in line]
+
+
+def test_the_ddp_example_trains_under_ember_launch_and_resumes_a_torchrun_checkpoint(
+        tmp_path: Path) -> None:
+    """examples/ddp_digits.py (env://, gloo, DistributedSampler, rank-0 checkpoints) on two
+    processes with `ember launch`; where PyTorch is installed, the same file under real torchrun,
+    and each resumes the other's checkpoint."""
+    pytest.importorskip("sklearn")
+    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
+    ours = tmp_path / "ember.pt"
+    res = subprocess.run([sys.executable, "-m", "ember", "launch", "--nproc-per-node", "2",
+                          str(EXAMPLE), "--epochs", "4", "--out", str(ours)],
+                         capture_output=True, text=True, timeout=180, env=env)
+    assert res.returncode == 0, res.stdout + res.stderr
+    acc = _accuracies(res.stdout)
+    assert len(acc) == 4 and acc[-1] > 0.85, res.stdout  # one line per epoch: rank 0 prints
+    torchrun = shutil.which("torchrun", path=str(Path(sys.executable).parent))
+    if torchrun is None:
+        pytest.skip("PyTorch's torchrun is not installed here")
+    pytest.importorskip("torch")
+    theirs = tmp_path / "torch.pt"
+    res = subprocess.run([torchrun, "--nproc-per-node", "2", str(EXAMPLE), "--epochs", "4",
+                          "--out", str(theirs)], capture_output=True, text=True, timeout=180,
+                         env=env)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert _accuracies(res.stdout)[-1] > 0.85, res.stdout
+    res = subprocess.run([sys.executable, "-m", "ember", "launch", "--nproc-per-node", "2",
+                          str(EXAMPLE), "--epochs", "5", "--out", str(theirs)],
+                         capture_output=True, text=True, timeout=180, env=env)
+    assert res.returncode == 0 and "resumed from" in res.stdout, res.stdout + res.stderr
+    assert _accuracies(res.stdout)[-1] > 0.85
+    res = subprocess.run([torchrun, "--nproc-per-node", "2", str(EXAMPLE), "--epochs", "5",
+                          "--out", str(ours)], capture_output=True, text=True, timeout=180,
+                         env=env)
+    assert res.returncode == 0 and "resumed from" in res.stdout, res.stdout + res.stderr
+    assert _accuracies(res.stdout)[-1] > 0.85
