@@ -259,3 +259,37 @@ def test_workers_seed_numpy_differently():
 
     vals = [v for b in DataLoader(NpRand(), batch_size=1, num_workers=2) for v in b.tolist()]
     assert len(set(vals)) == 4
+
+
+@pytest.mark.parametrize("n", [1, 7, 10, 12, 13])
+@pytest.mark.parametrize("replicas", [1, 3, 4])
+@pytest.mark.parametrize("drop_last", [False, True])
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_distributed_sampler_partitions_as_pytorchs(n, replicas, drop_last, shuffle, monkeypatch):
+    """Every rank's indices, lengths and padding equal PyTorch's for the same permutation (the
+    generators differ, so both shuffles are replaced by one fixed permutation per epoch)."""
+    torch = pytest.importorskip("torch")
+    from torch.utils.data.distributed import DistributedSampler as TorchSampler
+
+    import ember.utils.data.distributed as ours
+
+    def perm(size, epoch_seed):
+        return np.random.default_rng(epoch_seed).permutation(size)
+
+    monkeypatch.setattr(ours, "_permutation", lambda size, seed: perm(size, seed))
+    real_randperm = torch.randperm
+
+    def fake_randperm(size, generator=None, **kw):
+        return torch.from_numpy(perm(size, generator.initial_seed()))
+
+    monkeypatch.setattr(torch, "randperm", fake_randperm)
+    if n < replicas and drop_last:
+        return
+    for epoch in (0, 1):
+        for r in range(replicas):
+            a = DistributedSampler(range(n), replicas, r, shuffle=shuffle, seed=5, drop_last=drop_last)
+            b = TorchSampler(range(n), replicas, r, shuffle=shuffle, seed=5, drop_last=drop_last)
+            a.set_epoch(epoch)
+            b.set_epoch(epoch)
+            assert list(a) == list(b) and len(a) == len(b), (n, replicas, r, epoch)
+    assert torch.randperm is fake_randperm and real_randperm is not fake_randperm
