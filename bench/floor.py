@@ -1,7 +1,7 @@
 """The BLAS floor of the GEMM-bound workloads: the time NumPy's BLAS needs for one training step's
 matrix products alone (forward and backward), float32, with preallocated outputs.
 
-``python -m bench.floor mlp cnn gpt`` prints ``{name: {"ms": ..., "gflop": ...}}`` as JSON. The
+``python -m bench.floor mlp cnn gpt resnet18`` prints ``{name: {"ms": ..., "gflop": ...}}`` as JSON. The
 runner runs it in the same environment (thread variables) as the workloads.
 """
 
@@ -43,6 +43,22 @@ def _gpt() -> list[Gemm]:
     return layer * L + [linear("lm_head", B * T, C, V)]
 
 
+def _resnet18(n: int = 32) -> list[Gemm]:
+    """torchvision's resnet18(num_classes=10) on n x 3 x 32 x 32: the stem (7x7 stride 2, then
+    max pooling to 8x8), four stages of two BasicBlocks (8, 4, 2, 1 pixels), 1x1 downsamples."""
+    convs = [conv2d("conv1", n, 3, 16, 16, 64, 7, input_grad=False)]
+    c_in, hw = 64, 8
+    for stage, c in enumerate((64, 128, 256, 512)):
+        out = hw if stage == 0 else hw // 2
+        convs.append(conv2d(f"layer{stage + 1}.0.conv1", n, c_in, out, out, c, 3))
+        convs.append(conv2d(f"layer{stage + 1}.0.conv2", n, c, out, out, c, 3))
+        if stage:
+            convs.append(conv2d(f"layer{stage + 1}.0.downsample", n, c_in, out, out, c, 1))
+        convs += [conv2d(f"layer{stage + 1}.1.conv{i}", n, c, out, out, c, 3) for i in (1, 2)]
+        c_in, hw = c, out
+    return convs + [linear("fc", n, 512, 10)]
+
+
 STEPS: dict[str, list[Gemm]] = {
     "mlp": [
         linear("fc1", 128, 784, 512, input_grad=False),
@@ -56,6 +72,7 @@ STEPS: dict[str, list[Gemm]] = {
         linear("fc2", 64, 128, 10),
     ],
     "gpt": _gpt(),
+    "resnet18": _resnet18(),
 }
 
 
