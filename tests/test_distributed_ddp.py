@@ -307,3 +307,19 @@ def test_the_ddp_example_trains_under_ember_launch_and_resumes_a_torchrun_checkp
                          env=env)
     assert res.returncode == 0 and "resumed from" in res.stdout, res.stdout + res.stderr
     assert _accuracies(res.stdout)[-1] > 0.85
+
+
+BENCH = Path(__file__).resolve().parent.parent / "bench" / "distributed"
+
+
+def test_the_distributed_benchmark_scripts_run_under_ember_launch() -> None:
+    """Smoke test of bench/distributed (the measurements themselves are in docs/parallel.md)."""
+    import json
+
+    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
+    res = subprocess.run([sys.executable, "-m", "ember", "launch", "--nproc-per-node", "2",
+                          str(BENCH / "ddp_gpt.py"), "--steps", "1", "--warmup", "0"],
+                         capture_output=True, text=True, timeout=180, env=env)
+    assert res.returncode == 0, res.stdout + res.stderr
+    (row,) = [json.loads(x) for x in res.stdout.splitlines() if x.startswith("{")]
+    assert row["engine"] == "ember" and row["world"] == 2 and row["samples_per_s"] > 0

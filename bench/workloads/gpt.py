@@ -3,61 +3,8 @@ batch 16, AdamW, gradient clipping at 1.0. Batches are sampled from a synthetic 
 way nanoGPT's get_batch does (random offsets, stacked slices)."""
 
 import torch
-import torch.nn.functional as F
 from _common import StepTimer, parse_args, report
-from torch import nn
-
-VOCAB, BLOCK, LAYERS, HEADS, EMBD, BATCH = 65, 64, 4, 4, 128, 16
-
-
-class CausalSelfAttention(nn.Module):
-    def __init__(self, n_embd: int, n_head: int):
-        super().__init__()
-        self.n_head = n_head
-        self.qkv = nn.Linear(n_embd, 3 * n_embd)
-        self.proj = nn.Linear(n_embd, n_embd)
-
-    def forward(self, x):
-        B, T, C = x.shape
-        q, k, v = self.qkv(x).split(C, dim=2)
-        q = q.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
-        k = k.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
-        v = v.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        y = y.transpose(1, 2).contiguous().view(B, T, C)
-        return self.proj(y)
-
-
-class Block(nn.Module):
-    def __init__(self, n_embd: int, n_head: int):
-        super().__init__()
-        self.ln1 = nn.LayerNorm(n_embd)
-        self.attn = CausalSelfAttention(n_embd, n_head)
-        self.ln2 = nn.LayerNorm(n_embd)
-        self.mlp = nn.Sequential(nn.Linear(n_embd, 4 * n_embd), nn.GELU(),
-                                 nn.Linear(4 * n_embd, n_embd))
-
-    def forward(self, x):
-        x = x + self.attn(self.ln1(x))
-        return x + self.mlp(self.ln2(x))
-
-
-class GPT(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.tok_emb = nn.Embedding(VOCAB, EMBD)
-        self.pos_emb = nn.Embedding(BLOCK, EMBD)
-        self.blocks = nn.Sequential(*[Block(EMBD, HEADS) for _ in range(LAYERS)])
-        self.ln_f = nn.LayerNorm(EMBD)
-        self.head = nn.Linear(EMBD, VOCAB, bias=False)
-
-    def forward(self, idx, targets):
-        B, T = idx.shape
-        pos = torch.arange(T)
-        x = self.tok_emb(idx) + self.pos_emb(pos)
-        logits = self.head(self.ln_f(self.blocks(x)))
-        return F.cross_entropy(logits.view(B * T, VOCAB), targets.view(B * T))
-
+from _gpt_model import BATCH, BLOCK, GPT, VOCAB
 
 args = parse_args(__doc__, steps=20, warmup=3, quick_steps=2, quick_warmup=1)
 torch.manual_seed(args.seed)

@@ -310,19 +310,24 @@ def wait_all(pg: ProcessGroup, requests: list, timeout: Any = None) -> list:
     """Wait for MPI ``requests`` until the group's timeout (or ``timeout``); the ones still
     pending then (empty when all completed)."""
     mpi = _mpi.module()
+    if mpi.Request.Testall(requests):
+        return []
     limit = timeout if timeout is not None else pg._timeout
     seconds = limit.total_seconds() if isinstance(limit, datetime.timedelta) else float(limit)
-    deadline = time.monotonic() + seconds
-    pending = list(requests)
-    pause = 1e-6
-    while pending:
-        if mpi.Request.Testall(pending):
-            return []
-        if time.monotonic() > deadline:
-            return [r for r in pending if not r.Test()]
-        time.sleep(pause)  # yield the core: ranks may share one
-        pause = min(pause * 2, 1e-3)
+    now = time.monotonic()
+    deadline, spin_until = now + seconds, now + _SPIN_SECONDS
+    pause = 1e-5
+    while not mpi.Request.Testall(requests):
+        now = time.monotonic()
+        if now > deadline:
+            return [r for r in requests if not r.Test()]
+        if now > spin_until:  # then yield the core: ranks may share one
+            time.sleep(pause)
+            pause = min(pause * 2, 1e-3)
     return []
+
+
+_SPIN_SECONDS = 2e-3  # MPI progresses only inside its calls: poll hard at first, as its Wait does
 
 
 class _TimedWork(Work):

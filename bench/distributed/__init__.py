@@ -1,0 +1,1 @@
+"""Data-parallel benchmark: see __main__.py."""
