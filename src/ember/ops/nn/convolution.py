@@ -148,7 +148,7 @@ class Conv(Op):
         x4, w4 = _4d(x), _4d(w)
         N, C, H, W = x4.shape
         O, Cg, kh, kw = w4.shape
-        g = _Geom((H, W), (kh, kw), stride, pad, dil, out_hw)
+        g = _Geom((H, W), (kh, kw), stride, pad, dil, out_hw, n=N)
         cols = _cols(xp, _conv_input(xp, x4, g), g, groups)
         y = xp.matmul(w4.reshape(groups, O // groups, Cg * kh * kw), cols)
         # (a bfloat16 matmul returns float32)
@@ -188,7 +188,7 @@ class ConvTranspose(Op):
         N, O, OH, OW = g4.shape
         _, Cg, kh, kw = w4.shape
         C = Cg * groups
-        g = _Geom(in_hw, (kh, kw), stride, pad, dil, (OH, OW))
+        g = _Geom(in_hw, (kh, kw), stride, pad, dil, (OH, OW), n=N)
         gt = _grad_to_cols(xp, g4, g).reshape(groups, O // groups, N * g.L)
         wm = w4.reshape(groups, O // groups, Cg * kh * kw).swapaxes(1, 2)
         cols = xp.matmul(wm, gt).astype(gy.dtype, copy=False)
@@ -226,7 +226,7 @@ class ConvWeight(Op):
         x4, g4 = _4d(x), _4d(gy)
         N, C, H, W = x4.shape
         _, O, OH, OW = g4.shape
-        g = _Geom((H, W), k, stride, pad, dil, (OH, OW))
+        g = _Geom((H, W), k, stride, pad, dil, (OH, OW), n=N)
         cols = _cols(xp, _conv_input(xp, x4, g), g, groups)
         gt = _grad_to_cols(xp, g4, g).reshape(groups, O // groups, N * g.L)
         gw = xp.matmul(gt, cols.swapaxes(1, 2)).astype(x.dtype, copy=False)
