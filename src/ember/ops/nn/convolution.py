@@ -157,6 +157,8 @@ class Conv(Op):
             y += b.reshape(1, O, 1, 1)
         ctx.save_for_backward(x if ctx.needs_input_grad[1] else None,
                               w if ctx.needs_input_grad[0] else None)
+        if ctx.needs_input_grad[1]:  # the weight gradient reuses the columns (freed after it)
+            ctx.cols = cols
         ctx.args = (stride, pad, dil, groups)
         ctx.in_hw, ctx.k, ctx.nd = (H, W), (kh, kw), x.ndim
         return y if x.ndim == 4 else y.reshape(N, O, g.OW)
@@ -166,7 +168,9 @@ class Conv(Op):
         x, w = ctx.saved
         need = ctx.needs_input_grad
         gx = ctx.call(ConvTranspose, grad, w, None, ctx.in_hw, *ctx.args) if need[0] else None
-        gw = ctx.call(ConvWeight, x, grad, ctx.k, *ctx.args) if need[1] else None
+        # (under create_graph the weight gradient is recorded from x, so the columns are rebuilt)
+        cols = None if ctx._tensor_mode else getattr(ctx, "cols", None)
+        gw = ctx.call(ConvWeight, x, grad, ctx.k, *ctx.args, cols) if need[1] else None
         gb = grad.sum(axis=_spatial_axes(ctx.nd)) if need[2] else None
         return gx, gw, gb, None, None, None, None, None
 
@@ -221,13 +225,14 @@ class ConvWeight(Op):
 
     @staticmethod
     def forward(ctx: Any, x: Any, gy: Any, k: tuple, stride: tuple, pad: Pad2, dil: tuple,
-                groups: int) -> Any:
+                groups: int, cols: Any = None) -> Any:
         xp = ctx.xp
         x4, g4 = _4d(x), _4d(gy)
         N, C, H, W = x4.shape
         _, O, OH, OW = g4.shape
         g = _Geom((H, W), k, stride, pad, dil, (OH, OW), n=N)
-        cols = _cols(xp, _conv_input(xp, x4, g), g, groups)
+        if cols is None:  # (Conv's backward hands over its forward's columns)
+            cols = _cols(xp, _conv_input(xp, x4, g), g, groups)
         gt = _grad_to_cols(xp, g4, g).reshape(groups, O // groups, N * g.L)
         gw = xp.matmul(gt, cols.swapaxes(1, 2)).astype(x.dtype, copy=False)
         ctx.save_for_backward(x if ctx.needs_input_grad[1] else None,
@@ -243,7 +248,7 @@ class ConvWeight(Op):
         need = ctx.needs_input_grad
         gx = ctx.call(ConvTranspose, gy, grad, None, ctx.in_hw, *ctx.args) if need[0] else None
         ggy = ctx.call(Conv, x, grad, None, *ctx.args, ctx.out_hw) if need[1] else None
-        return gx, ggy, None, None, None, None, None
+        return gx, ggy, None, None, None, None, None, None
 
 
 class Im2col(Op):
