@@ -53,6 +53,8 @@ WORKLOADS = [
     Workload("cnn", "CNN (2 conv, 2 linear), 64x1x28x28, SGD momentum", "model", 0.8, floor="cnn"),
     Workload("gpt", "GPT 4 layers, 4 heads, 128 wide, block 64, batch 16", "model", 0.8,
              floor="gpt"),
+    Workload("resnet18", "torchvision resnet18(num_classes=10), 32x3x32x32, SGD momentum",
+             "model", None, floor="resnet18"),
     Workload("per_op", "per-op overhead: 20 ops on (8, 8) + backward", "overhead", 1.0),
     Workload("demo", "`ember demo` (digits CNN) as a whole process", "process", None,
              needs=("sklearn",)),

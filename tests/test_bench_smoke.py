@@ -54,6 +54,24 @@ def test_workload_runs_unchanged_on_pytorch(tmp_path):
     assert data["version"].startswith("2.")
 
 
+@pytest.mark.skipif(importlib.util.find_spec("torchvision") is None, reason="needs torchvision")
+def test_resnet18_runs_on_pytorch_with_real_torchvision(tmp_path):
+    data = run_workload("resnet18", "torch", tmp_path)
+    assert data["batch"] == 32 and data["loss"] == data["loss"]
+
+
+def test_conv_floor_matches_the_floor_and_measures():
+    from bench import conv_floor
+
+    for name in ("cnn", "resnet18"):
+        convs = sum(s.count * floor.gflop([s.gemm()]) for s in conv_floor.CONVS[name])
+        linears = floor.gflop([g for g in floor.STEPS[name] if g[0].startswith("fc")])
+        assert convs + linears == pytest.approx(floor.gflop(floor.STEPS[name]))
+    rows = conv_floor.measure(conv_floor.CONVS["cnn"][:1], ember, min_time=0.0, min_reps=1)
+    assert rows[0]["fwd"] > 0 and rows[0]["bwd"] > 0 and rows[0]["floor_bwd"] > 0
+    assert "ember fwd / floor" in conv_floor.table("cnn", rows, None)
+
+
 def test_floor_counts_the_products_of_a_step():
     # MLP: forward x@W^T per layer, backward dW per layer and dX for layers 2 and 3
     b = 128
