@@ -35,6 +35,17 @@ def _import_cupy() -> Any:
     return _cupy
 
 
+def nccl_module() -> Any:
+    """CuPy's NCCL binding (``cupy.cuda.nccl``), or None where CuPy, a GPU or NCCL is missing."""
+    if not cuda_available():
+        return None
+    try:
+        from cupy.cuda import nccl
+    except Exception:  # noqa: BLE001 - CuPy built without NCCL raises at import
+        return None
+    return nccl if getattr(nccl, "available", True) else None
+
+
 def cuda_available() -> bool:
     try:
         _import_cupy()

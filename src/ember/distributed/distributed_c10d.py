@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _mpi, _rendezvous
+from . import _mpi, _nccl, _rendezvous
 from ._names import (
     _COMING,
     Backend,
@@ -310,14 +310,18 @@ def wait_all(pg: ProcessGroup, requests: list, timeout: Any = None) -> list:
     """Wait for MPI ``requests`` until the group's timeout (or ``timeout``); the ones still
     pending then (empty when all completed)."""
     mpi = _mpi.module()
-    if mpi.Request.Testall(requests):
+    if all(isinstance(r, mpi.Request) for r in requests):
+        testall = mpi.Request.Testall
+    else:  # NCCL's requests (CUDA events) among them
+        testall = lambda reqs: all([r.Test() for r in reqs])  # noqa: E731
+    if testall(requests):
         return []
     limit = timeout if timeout is not None else pg._timeout
     seconds = limit.total_seconds() if isinstance(limit, datetime.timedelta) else float(limit)
     now = time.monotonic()
     deadline, spin_until = now + seconds, now + _SPIN_SECONDS
     pause = 1e-5
-    while not mpi.Request.Testall(requests):
+    while not testall(requests):
         now = time.monotonic()
         if now > deadline:
             return [r for r in requests if not r.Test()]
@@ -351,22 +355,38 @@ class _TimedWork(Work):
 
 
 # -- collectives ----------------------------------------------------------------------------
-def _array(t: Any, what: str) -> np.ndarray:
-    """The tensor's own array, which a collective reads and writes in place."""
+def _array(t: Any, what: str, pg: ProcessGroup | None = None) -> Any:
+    """The tensor's own array, which a collective reads and writes in place: a NumPy array, or a
+    CuPy one in a group whose backend is NCCL."""
     from .._tensor_base import TensorBase
 
     if not isinstance(t, TensorBase):
         raise TypeError(f"{what}: expected a Tensor, got {type(t).__name__}")
-    if t.device.type != "cpu":
+    if t.device.type != "cpu" and (pg is None or pg._backend != "nccl"):
         raise RuntimeError(
-            f"{what}: the tensor is on {t.device}; ember's gloo/mpi backend moves CPU tensors "
-            "(init_process_group('nccl') for CUDA tensors): call it on t.cpu() and copy back"
+            f"{what}: the tensor is on {t.device}; the {pg._backend if pg else 'gloo'!r} backend "
+            "moves CPU tensors (init_process_group('nccl') for CUDA tensors): call it on t.cpu() "
+            "and copy back"
         )
+    if t.device.type == "cpu" and pg is not None and pg._backend == "nccl":
+        raise RuntimeError(f"{what}: the NCCL backend moves CUDA tensors and this one is on the "
+                           "CPU; move it with .cuda() or use a 'gloo' group")
     arr = t._data
+    if t.device.type != "cpu" and what not in _NCCL_CALLS:
+        raise RuntimeError(f"{what}: ember's NCCL backend runs {', '.join(sorted(_NCCL_CALLS))} on "
+                           f"CUDA tensors; for {what}, move the tensors to the CPU (a 'gloo' "
+                           "group from new_group(backend='gloo'))")
     if not arr.flags.c_contiguous:
         raise ValueError(f"{what}: Tensors must be contiguous (got shape {tuple(t.shape)} with "
                          "strides of a view); pass t.contiguous()")
     return arr
+
+
+_NCCL_CALLS = {"all_reduce", "broadcast", "all_gather_into_tensor", "reduce_scatter_tensor"}
+
+
+def _on_gpu(arr: Any) -> bool:
+    return type(arr) is not np.ndarray
 
 
 def _run(pg: ProcessGroup, call: str, requests: list, then: Any, async_op: bool,
@@ -393,12 +413,15 @@ def all_reduce(tensor: Any, op: Any = ReduceOp.SUM, group: Any = None,
     pg = _member("all_reduce", group)
     if pg is None:
         return None
-    arr = _array(tensor, "all_reduce")
+    arr = _array(tensor, "all_reduce", pg)
     name = _op_name(op)
     if name == "AVG" and arr.dtype.kind not in "fc":
         raise ValueError(f"all_reduce: ReduceOp.AVG needs a floating tensor, got {tensor.dtype}")
     call = f"all_reduce({describe(tensor)}, {name})"
     agree(pg, call)
+    if _on_gpu(arr):
+        tensor._bump_version()
+        return _run(pg, call, [_nccl.all_reduce(pg, arr, name)], None, async_op)
     req = pg._comm.Iallreduce(_mpi.module().IN_PLACE, _mpi.as_buffer(arr), op=_mpi.mpi_op(name))
     tensor._bump_version()
     return _run(pg, call, [req], _average(arr, pg.size()) if name == "AVG" else None, async_op)
@@ -410,11 +433,14 @@ def broadcast(tensor: Any, src: int = 0, group: Any = None, async_op: bool = Fal
     pg = _member("broadcast", group)
     if pg is None:
         return None
-    arr = _array(tensor, "broadcast")
+    arr = _array(tensor, "broadcast", pg)
     root = _root(pg, "broadcast", src, group_src)
     call = f"broadcast({describe(tensor)}, src={pg._ranks[root]})"
     agree(pg, call)
-    req = pg._comm.Ibcast(_mpi.as_buffer(arr), root=root)
+    if _on_gpu(arr):
+        req = _nccl.broadcast(pg, arr, root)
+    else:
+        req = pg._comm.Ibcast(_mpi.as_buffer(arr), root=root)
     tensor._bump_version()
     return _run(pg, call, [req], None, async_op)
 
@@ -425,7 +451,7 @@ def reduce(tensor: Any, dst: int = 0, op: Any = ReduceOp.SUM, group: Any = None,
     pg = _member("reduce", group)
     if pg is None:
         return None
-    arr = _array(tensor, "reduce")
+    arr = _array(tensor, "reduce", pg)
     root = _root(pg, "reduce", dst, group_dst)
     name = _op_name(op)
     call = f"reduce({describe(tensor)}, {name}, dst={pg._ranks[root]})"
@@ -446,8 +472,8 @@ def all_gather_into_tensor(output_tensor: Any, input_tensor: Any, group: Any = N
     pg = _member("all_gather_into_tensor", group)
     if pg is None:
         return None
-    out = _array(output_tensor, "all_gather_into_tensor")
-    inp = _array(input_tensor, "all_gather_into_tensor")
+    out = _array(output_tensor, "all_gather_into_tensor", pg)
+    inp = _array(input_tensor, "all_gather_into_tensor", pg)
     if out.size != inp.size * pg.size() or out.dtype != inp.dtype:
         raise ValueError(
             f"all_gather_into_tensor: output {tuple(output_tensor.shape)} {output_tensor.dtype} "
@@ -456,7 +482,10 @@ def all_gather_into_tensor(output_tensor: Any, input_tensor: Any, group: Any = N
         )
     call = f"all_gather_into_tensor({describe(input_tensor)})"
     agree(pg, call)
-    req = pg._comm.Iallgather(_mpi.as_buffer(inp), _mpi.as_buffer(out))
+    if _on_gpu(inp):
+        req = _nccl.all_gather(pg, out, inp)
+    else:
+        req = pg._comm.Iallgather(_mpi.as_buffer(inp), _mpi.as_buffer(out))
     output_tensor._bump_version()
     return _run(pg, call, [req], None, async_op)
 
@@ -470,7 +499,7 @@ def all_gather(tensor_list: list, tensor: Any, group: Any = None,
     if len(tensor_list) != pg.size():
         raise ValueError(f"all_gather: tensor_list has {len(tensor_list)} tensors; it needs "
                          f"world_size ({pg.size()})")
-    inp = _array(tensor, "all_gather")
+    inp = _array(tensor, "all_gather", pg)
     call = f"all_gather({describe(tensor)})"
     agree(pg, call)
     buf = np.empty((pg.size(),) + inp.shape, inp.dtype)
@@ -491,7 +520,7 @@ def gather(tensor: Any, gather_list: list | None = None, dst: int = 0, group: An
     if pg is None:
         return None
     root = _root(pg, "gather", dst, group_dst)
-    inp = _array(tensor, "gather")
+    inp = _array(tensor, "gather", pg)
     mine = pg.rank() == root
     if mine and (gather_list is None or len(gather_list) != pg.size()):
         raise ValueError(f"gather: rank {pg._ranks[root]} needs a gather_list of world_size "
@@ -511,14 +540,14 @@ def scatter(tensor: Any, scatter_list: list | None = None, src: int = 0, group: 
     if pg is None:
         return None
     root = _root(pg, "scatter", src, group_src)
-    out = _array(tensor, "scatter")
+    out = _array(tensor, "scatter", pg)
     mine = pg.rank() == root
     if mine and (scatter_list is None or len(scatter_list) != pg.size()):
         raise ValueError(f"scatter: rank {pg._ranks[root]} needs a scatter_list of world_size "
                          f"({pg.size()}) tensors")
     call = f"scatter({describe(tensor)}, src={pg._ranks[root]})"
     agree(pg, call)
-    buf = (np.ascontiguousarray(np.stack([_array(t, "scatter") for t in scatter_list]))
+    buf = (np.ascontiguousarray(np.stack([_array(t, "scatter", pg) for t in scatter_list]))
            if mine else None)
     req = pg._comm.Iscatter(_mpi.as_buffer(buf) if mine else None, _mpi.as_buffer(out),
                             root=root)
@@ -532,7 +561,8 @@ def reduce_scatter_tensor(output: Any, input: Any, op: Any = ReduceOp.SUM, group
     pg = _member("reduce_scatter_tensor", group)
     if pg is None:
         return None
-    out, inp = _array(output, "reduce_scatter_tensor"), _array(input, "reduce_scatter_tensor")
+    out = _array(output, "reduce_scatter_tensor", pg)
+    inp = _array(input, "reduce_scatter_tensor", pg)
     if inp.size != out.size * pg.size() or inp.dtype != out.dtype:
         raise ValueError(f"reduce_scatter_tensor: input {tuple(input.shape)} {input.dtype} must "
                          f"be world_size ({pg.size()}) x output {tuple(output.shape)} "
@@ -540,6 +570,9 @@ def reduce_scatter_tensor(output: Any, input: Any, op: Any = ReduceOp.SUM, group
     name = _op_name(op)
     call = f"reduce_scatter_tensor({describe(input)}, {name})"
     agree(pg, call)
+    if _on_gpu(inp):
+        output._bump_version()
+        return _run(pg, call, [_nccl.reduce_scatter(pg, out, inp, name)], None, async_op)
     req = pg._comm.Ireduce_scatter_block(_mpi.as_buffer(inp), _mpi.as_buffer(out),
                                          op=_mpi.mpi_op(name))
     output._bump_version()
@@ -552,11 +585,11 @@ def reduce_scatter(output: Any, input_list: list, op: Any = ReduceOp.SUM, group:
     pg = _member("reduce_scatter", group)
     if pg is None:
         return None
-    out = _array(output, "reduce_scatter")
+    out = _array(output, "reduce_scatter", pg)
     if len(input_list) != pg.size():
         raise ValueError(f"reduce_scatter: input_list has {len(input_list)} tensors; it needs "
                          f"world_size ({pg.size()})")
-    parts = [_array(t, "reduce_scatter") for t in input_list]
+    parts = [_array(t, "reduce_scatter", pg) for t in input_list]
     if any(p.shape != out.shape or p.dtype != out.dtype for p in parts):
         raise ValueError(f"reduce_scatter: every input must match output {describe(output)}; got "
                          f"{[describe(t) for t in input_list]}")
@@ -579,7 +612,7 @@ def all_to_all_single(output: Any, input: Any, output_split_sizes: list[int] | N
     if pg is None:
         return None
     n = pg.size()
-    out, inp = _array(output, "all_to_all_single"), _array(input, "all_to_all_single")
+    out, inp = _array(output, "all_to_all_single", pg), _array(input, "all_to_all_single", pg)
     row_in = int(np.prod(inp.shape[1:], dtype=np.int64))
     row_out = int(np.prod(out.shape[1:], dtype=np.int64))
     ins = _splits(input_split_sizes, inp.shape[0] if inp.ndim else 0, n, "input")
@@ -623,8 +656,8 @@ def all_to_all(output_tensor_list: list, input_tensor_list: list, group: Any = N
     n = pg.size()
     if len(output_tensor_list) != n or len(input_tensor_list) != n:
         raise ValueError(f"all_to_all: both lists need world_size ({n}) tensors")
-    ins = [_array(t, "all_to_all") for t in input_tensor_list]
-    outs = [_array(t, "all_to_all") for t in output_tensor_list]
+    ins = [_array(t, "all_to_all", pg) for t in input_tensor_list]
+    outs = [_array(t, "all_to_all", pg) for t in output_tensor_list]
     dtypes = {a.dtype for a in ins + outs}
     if len(dtypes) > 1:
         raise ValueError(f"all_to_all: every tensor needs one dtype, got {sorted(map(str, dtypes))}")
@@ -674,7 +707,7 @@ def isend(tensor: Any, dst: int, group: Any = None, tag: int = 0) -> Work | None
     if pg is None:
         return None
     peer = _root(pg, "isend", dst, None)
-    req = pg._comm.Isend(_mpi.as_buffer(_array(tensor, "isend")), dest=peer, tag=tag)
+    req = pg._comm.Isend(_mpi.as_buffer(_array(tensor, "isend", pg)), dest=peer, tag=tag)
     return _TimedWork(pg, f"isend({describe(tensor)}, dst={dst})", [req])
 
 
@@ -684,7 +717,7 @@ def irecv(tensor: Any, src: int | None = None, group: Any = None, tag: int = 0) 
     if pg is None:
         return None
     peer = _mpi.module().ANY_SOURCE if src is None else _root(pg, "irecv", src, None)
-    req = pg._comm.Irecv(_mpi.as_buffer(_array(tensor, "irecv")), source=peer, tag=tag)
+    req = pg._comm.Irecv(_mpi.as_buffer(_array(tensor, "irecv", pg)), source=peer, tag=tag)
     tensor._bump_version()
     return _TimedWork(pg, f"irecv({describe(tensor)}, src={src})", [req])
 
@@ -704,7 +737,7 @@ def recv(tensor: Any, src: int | None = None, group: Any = None, tag: int = 0) -
     mpi = _mpi.module()
     status = mpi.Status()
     peer = mpi.ANY_SOURCE if src is None else _root(pg, "recv", src, None)
-    req = pg._comm.Irecv(_mpi.as_buffer(_array(tensor, "recv")), source=peer, tag=tag)
+    req = pg._comm.Irecv(_mpi.as_buffer(_array(tensor, "recv", pg)), source=peer, tag=tag)
     if wait_all(pg, [req]):
         req.Cancel()
         raise DistBackendError(f"recv({describe(tensor)}, src={src}): nothing arrived within "

@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from ... import _backend
 from ..modules.module import Module
 
 __all__ = ["DistributedDataParallel"]
@@ -80,6 +81,10 @@ class DistributedDataParallel(Module):
                 f"single-device/multiple-device GPU modules or CPU modules, but got device_ids "
                 f"{device_ids}, output_device {output_device}, and module parameters {devices}."
             )
+        if "cpu" in devices and pg._backend == "nccl":
+            raise RuntimeError("DistributedDataParallel: the module is on the CPU but the process "
+                               "group's backend is 'nccl', which moves CUDA tensors: move the "
+                               "module with .cuda() or use init_process_group('gloo')")
         if "cpu" not in devices and pg._backend != "nccl":
             raise RuntimeError(f"DistributedDataParallel: the module is on {devices.pop()} but "
                                f"the process group's backend is {pg._backend!r}, which moves CPU "
@@ -174,9 +179,15 @@ def _broadcast_from_rank0(pg: Any, tensors: list[Any]) -> None:
     from ...distributed import _mpi
     from ...distributed.distributed_c10d import wait_all
 
-    for dtype, group in by_dtype.items():
-        flat = np.concatenate([t._data.ravel() for t in group]) if group else np.empty(0, dtype)
-        req = pg._comm.Ibcast(_mpi.as_buffer(flat), root=0)
+    for group in by_dtype.values():
+        xp = _backend.xp_of(group[0]._data)
+        flat = xp.concatenate([t._data.ravel() for t in group])
+        if type(flat) is np.ndarray:
+            req = pg._comm.Ibcast(_mpi.as_buffer(flat), root=0)
+        else:
+            from ...distributed import _nccl
+
+            req = _nccl.broadcast(pg, flat, 0)
         if wait_all(pg, [req]):
             raise RuntimeError("DistributedDataParallel: rank 0's parameters did not arrive "
                                f"within {pg._timeout}")
@@ -272,15 +283,21 @@ class _Reducer:
         from ...distributed import _mpi
 
         n = self.pg.size()
+        xp = _backend.xp_of(self.buckets[k][0][1]._data)
         parts = []
         for _, p in self.buckets[k]:
             g = p._grad
-            parts.append(np.zeros(p._data.size, p._data.dtype) if g is None else
-                         np.ravel(g._data))
-        flat = np.concatenate(parts)
-        np.divide(flat, n, out=flat, casting="unsafe")  # PyTorch divides before summing
-        req = self.pg._comm.Iallreduce(_mpi.module().IN_PLACE, _mpi.as_buffer(flat),
-                                       op=_mpi.module().SUM)
+            parts.append(xp.zeros(p._data.size, p._data.dtype) if g is None else
+                         g._data.ravel())
+        flat = xp.concatenate(parts)
+        flat /= n  # PyTorch divides before summing
+        if type(flat) is np.ndarray:
+            req = self.pg._comm.Iallreduce(_mpi.module().IN_PLACE, _mpi.as_buffer(flat),
+                                           op=_mpi.module().SUM)
+        else:  # CUDA parameters, NCCL group
+            from ...distributed import _nccl
+
+            req = _nccl.all_reduce(self.pg, flat, "SUM")
         self.flights[k] = (req, flat)
 
     def _finish(self) -> None:
