@@ -1,6 +1,6 @@
 """The docs name files that exist: every source path written in README.md or docs/*.md (a
 backticked ``src/ember/...``, ``tests/...``, ``bench/...``, ``scripts/...`` or ``examples/...``
-path) is a file or folder of the checkout, so a reader following the docs never lands on a name
+path) is a file or folder of the checkout (docs/ and its subfolders), so a reader following the docs never lands on a name
 a refactoring left behind."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 # a path inside backticks, optionally followed by ":name" (a function in it) or a {a,b} set
 PATH = re.compile(r"`((?:src/ember|tests|bench|scripts|examples)/[\w./{},*-]*)(?::[\w.]+)?`")
 
