@@ -4,7 +4,8 @@ GEMMs it reduces to (``bench.floor``'s im2col-sized products: forward one, backw
 the weight's gradient), at the thread count of the environment.
 
 ``python -m bench.conv_floor [cnn] [resnet18] [--torch] [--min-time S] [--json PATH]`` prints a
-table per workload and, last, a JSON line. ``--torch`` also times PyTorch's ``conv2d`` in a child
+table per workload (medians) and, last, a JSON line of step totals (medians, and minima as
+``*_min``: the less load-sensitive figure on a busy machine). ``--torch`` also times PyTorch's ``conv2d`` in a child
 process (same thread budget) for reference. Measurements are interleaved (ember forward, ember
 backward, floor forward, floor backward, ...), and each figure is the median over repetitions, so
 load from other processes hits all of them alike.
@@ -145,6 +146,7 @@ def measure(specs: list[ConvSpec], torch: object | None, include_floor: bool = T
         row = {"spec": asdict(spec), "gflop": floor.gflop([spec.gemm()]), "reps":
                len(times[next(iter(times))])}
         row.update({k: 1e3 * statistics.median(v) for k, v in times.items()})
+        row.update({f"{k}_min": 1e3 * min(v) for k, v in times.items()})
         rows.append(row)
     return rows
 
@@ -198,11 +200,13 @@ def table(name: str, rows: list[dict], torch_rows: list[dict] | None) -> str:
 
 
 def totals(rows: list[dict]) -> dict:
+    """Step totals (count-weighted) of the medians and of the minima, and their ratios."""
     out = {}
-    for k in ("floor_fwd", "fwd", "floor_bwd", "bwd"):
-        out[k] = sum(r["spec"]["count"] * r[k] for r in rows)
-    out["fwd_over_floor"] = out["fwd"] / out["floor_fwd"]
-    out["bwd_over_floor"] = out["bwd"] / out["floor_bwd"]
+    for suffix in ("", "_min"):
+        for k in ("floor_fwd", "fwd", "floor_bwd", "bwd"):
+            out[k + suffix] = sum(r["spec"]["count"] * r[k + suffix] for r in rows)
+        for k in ("fwd", "bwd"):
+            out[f"{k}_over_floor{suffix}"] = out[k + suffix] / out[f"floor_{k}{suffix}"]
     return out
 
 
