@@ -156,6 +156,9 @@ else:
 mine_group, every_group = dist.new_subgroups(group_size=2)
 assert len(every_group) == n // 2 and dist.get_process_group_ranks(mine_group) == [r - r % 2,
                                                                                   r - r % 2 + 1]
+mine_group, every_group = dist.new_subgroups_by_enumeration([[k] for k in range(n)])
+assert len(every_group) == n and dist.get_process_group_ranks(mine_group) == [r]
+assert dist.get_pg_count() == 1 + (1 if r % 2 == 0 else 0) + 1 + 1  # world, evens, pairs, single
 
 if n > 1:  # batch_isend_irecv: a ring again
     got = torch.zeros(2, 3)
@@ -363,3 +366,19 @@ def test_a_failure_on_one_machine_ends_the_job_on_every_machine(tmp_path: Path) 
     assert all(p.returncode != 0 for p in procs), outs
     assert took < 10, f"the job took {took:.1f} s to end"
     assert "rank 1 fails" in outs[1]
+
+
+def test_backend_defaults_and_complex_support_as_pytorchs() -> None:
+    import ember.distributed as dist
+
+    assert dist.get_default_backend_for_device("cpu") == "gloo"
+    assert dist.get_default_backend_for_device("cuda:1") == "nccl"
+    with pytest.raises(ValueError, match="Default backend not registered"):
+        dist.get_default_backend_for_device("xla")
+    torch = pytest.importorskip("torch")
+    import torch.distributed as tdist
+
+    for name in ("SUM", "AVG", "PRODUCT", "MIN", "MAX", "BAND", "BOR", "BXOR"):
+        assert dist.supports_complex(getattr(dist.ReduceOp, name)) == tdist.supports_complex(
+            getattr(tdist.ReduceOp, name)), name
+    assert tdist.get_default_backend_for_device(torch.device("cpu")) == "gloo"

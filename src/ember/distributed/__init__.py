@@ -56,13 +56,16 @@ from .distributed_c10d import (
     all_to_all_single,
     barrier,
     batch_isend_irecv,
+    breakpoint,
     broadcast,
     destroy_process_group,
     gather,
     get_backend,
+    get_default_backend_for_device,
     get_global_rank,
     get_group_rank,
     get_node_local_rank,
+    get_pg_count,
     get_process_group_ranks,
     get_rank,
     get_world_size,
@@ -73,12 +76,14 @@ from .distributed_c10d import (
     monitored_barrier,
     new_group,
     new_subgroups,
+    new_subgroups_by_enumeration,
     recv,
     reduce,
     reduce_scatter,
     reduce_scatter_tensor,
     scatter,
     send,
+    supports_complex,
 )
 
 __all__ = [
@@ -93,7 +98,9 @@ __all__ = [
     "is_nccl_available", "is_torchelastic_launched", "is_ucc_available", "is_xccl_available",
     "isend", "monitored_barrier", "new_group", "new_subgroups", "recv", "recv_object_list",
     "reduce", "reduce_op", "reduce_scatter", "reduce_scatter_tensor", "scatter",
-    "scatter_object_list", "send", "send_object_list",
+    "scatter_object_list", "send", "send_object_list", "breakpoint",
+    "get_default_backend_for_device", "get_pg_count", "new_subgroups_by_enumeration",
+    "supports_complex",
 ]
 
 

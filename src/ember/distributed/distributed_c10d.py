@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime
 import hashlib
 import os
+import sys
 import time
 from typing import Any
 
@@ -34,8 +35,10 @@ __all__ = [
     "ProcessGroup", "Work", "all_gather", "all_gather_into_tensor", "all_reduce", "all_to_all",
     "all_to_all_single", "barrier", "batch_isend_irecv", "broadcast", "destroy_process_group",
     "gather", "get_backend", "get_global_rank", "get_group_rank", "get_node_local_rank",
+    "breakpoint", "get_default_backend_for_device", "get_pg_count",
     "get_process_group_ranks", "get_rank", "get_world_size", "init_process_group", "irecv",
-    "is_initialized", "isend", "monitored_barrier", "new_group", "new_subgroups", "recv",
+    "is_initialized", "isend", "monitored_barrier", "new_group", "new_subgroups",
+    "new_subgroups_by_enumeration", "recv", "supports_complex",
     "reduce", "reduce_scatter", "reduce_scatter_tensor", "scatter", "send",
 ]
 
@@ -169,6 +172,48 @@ def new_subgroups(group_size: int | None = None, group: Any = None, timeout: Any
         if pg is not GroupMember.NON_GROUP_MEMBER:
             mine = pg
     return mine, every
+
+
+def new_subgroups_by_enumeration(ranks_per_subgroup_list: list[list[int]], timeout: Any = None,
+                                 backend: str | None = None, pg_options: Any = None,
+                                 group_desc: str | None = None) -> tuple[Any, list]:
+    """A group for each list of global ranks; returns (this process's group or None, every group)."""
+    mine, every = None, []
+    for ranks in ranks_per_subgroup_list:
+        pg = new_group(ranks, timeout=timeout, backend=backend)
+        every.append(pg)
+        if pg is not GroupMember.NON_GROUP_MEMBER:
+            mine = pg
+    return mine, every
+
+
+def get_pg_count() -> int:
+    """How many process groups this process has made (the world included)."""
+    return len(_GROUPS)
+
+
+def get_default_backend_for_device(device: Any) -> str:
+    """``"gloo"`` for the CPU, ``"nccl"`` for CUDA (PyTorch's defaults)."""
+    kind = getattr(device, "type", str(device)).split(":")[0]
+    table = {"cpu": "gloo", "cuda": "nccl"}
+    if kind not in table:
+        raise ValueError(f"Default backend not registered for device : {device}")
+    return table[kind]
+
+
+def supports_complex(reduce_op: Any) -> bool:
+    """Whether a reduction is defined on complex tensors (not MAX, MIN, PRODUCT and the bitwise
+    ones)."""
+    return _op_name(reduce_op) not in ("MAX", "MIN", "PRODUCT", "BAND", "BOR", "BXOR")
+
+
+def breakpoint(rank: int = 0, skip: int = 0, timeout_s: int = 3600) -> None:  # noqa: A001
+    """Stop in the debugger on ``rank`` while the other ranks wait at a barrier."""
+    if get_rank() == rank:
+        import pdb
+
+        pdb.Pdb(skip=["ember.distributed.*"]).set_trace(sys._getframe(1))
+    barrier()
 
 
 def _group(what: str, grp: Any) -> ProcessGroup:
