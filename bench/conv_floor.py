@@ -1,7 +1,9 @@
 """Convolution against the BLAS floor: each convolution of the ``cnn`` and ``resnet18`` workloads
 timed forward and backward on ember (``F.conv2d`` with autograd, as a model runs it) next to the
 GEMMs it reduces to (``bench.floor``'s im2col-sized products: forward one, backward the input's and
-the weight's gradient), at the thread count of the environment.
+the weight's gradient), at the thread count of the environment. Each product is timed in both
+orientations (C = A B as ``bench.floor`` writes it, and C^T = B^T A^T as ember lays it out: OpenBLAS
+is up to 2x faster one way for some thin shapes) and the floor is the faster one.
 
 ``python -m bench.conv_floor [cnn] [resnet18] [--torch] [--min-time S] [--json PATH]`` prints a
 table per workload (medians) and, last, a JSON line of step totals (medians, and minima as
@@ -78,9 +80,13 @@ CONVS: dict[str, list[ConvSpec]] = {
 }
 
 
-def _floor_fns(spec: ConvSpec) -> tuple:
-    """(forward, backward) callables running the im2col-sized GEMMs into preallocated outputs."""
+def _floor_fns(spec: ConvSpec, transposed: bool = False) -> tuple:
+    """(forward, backward) callables running the im2col-sized GEMMs into preallocated outputs;
+    ``transposed``: each product as C^T = B^T A^T (ember's orientation: weight rows, im2col
+    columns), which OpenBLAS runs at a different speed for some shapes."""
     prods = floor._products([spec.gemm()], np.random.default_rng(0))
+    if transposed:
+        prods = [(b.T, a.T, np.empty(out.T.shape, out.dtype)) for a, b, out in prods]
     fwd, bwd = prods[:1], prods[1:]
     matmul = np.matmul
 
@@ -130,6 +136,7 @@ def measure(specs: list[ConvSpec], torch: object | None, include_floor: bool = T
             fns["fwd"], fns["bwd"] = _engine_fns(torch, spec)
         if include_floor:
             fns["floor_fwd"], fns["floor_bwd"] = _floor_fns(spec)
+            fns["floorT_fwd"], fns["floorT_bwd"] = _floor_fns(spec, transposed=True)
         for _ in range(2):  # warm-up: caches, first-call costs
             for fn in fns.values():
                 fn()
@@ -147,6 +154,11 @@ def measure(specs: list[ConvSpec], torch: object | None, include_floor: bool = T
                len(times[next(iter(times))])}
         row.update({k: 1e3 * statistics.median(v) for k, v in times.items()})
         row.update({f"{k}_min": 1e3 * min(v) for k, v in times.items()})
+        if include_floor:  # the floor: the faster orientation of the products
+            for d in ("fwd", "bwd"):
+                for suffix in ("", "_min"):
+                    row[f"floor_{d}{suffix}"] = min(row[f"floor_{d}{suffix}"],
+                                                    row[f"floorT_{d}{suffix}"])
         rows.append(row)
     return rows
 
