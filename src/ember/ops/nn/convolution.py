@@ -13,6 +13,8 @@ from __future__ import annotations
 import operator
 from typing import Any
 
+import numpy as np
+
 from ...autograd.function import Op
 from ..creation import zeros_like
 from ..joining import stack
@@ -234,12 +236,19 @@ class ConvWeight(Op):
         if cols is None:  # (Conv's backward hands over its forward's columns)
             cols = _cols(xp, _conv_input(xp, x4, g), g, groups)
         gt = _grad_to_cols(xp, g4, g).reshape(groups, O // groups, N * g.L)
-        gw = xp.matmul(gt, cols.swapaxes(1, 2)).astype(x.dtype, copy=False)
         ctx.save_for_backward(x if ctx.needs_input_grad[1] else None,
                               gy if ctx.needs_input_grad[0] else None)
         ctx.args = (stride, pad, dil, groups)
         ctx.in_hw, ctx.out_hw = (H, W), (OH, OW)
         shape = (O, C // groups) + ((k[1],) if x.ndim == 3 else tuple(k))
+        if type(gt) is np.ndarray and gt.dtype in (np.float32, np.float64) and \
+                cols.dtype == gt.dtype:
+            # the product lands in an array of the weight's shape that owns its memory, so the
+            # weight's .grad takes it as is (a reshaped view would be copied into .grad)
+            gw = np.empty(shape, dtype=gt.dtype)
+            np.matmul(gt, cols.swapaxes(1, 2), out=gw.reshape(groups, O // groups, -1))
+            return gw
+        gw = xp.matmul(gt, cols.swapaxes(1, 2)).astype(x.dtype, copy=False)
         return gw.reshape(shape)
 
     @staticmethod
