@@ -356,3 +356,52 @@ def test_checkpoints_load_across_libraries(runs, have_pytorch):
             np.testing.assert_array_equal(in_ember[key].numpy(), theirs[key].numpy())
         checked += 1
     assert checked >= 2
+
+
+def _globals_named(path: Path) -> set[str]:
+    import zipfile
+
+    with zipfile.ZipFile(path) as z:
+        pkl = z.read(next(n for n in z.namelist() if n.endswith("data.pkl")))
+    return {str(arg) for op, arg, _ in pickletools.genops(pkl) if op.name == "GLOBAL"}
+
+
+def test_whole_model_files_name_torchvision_classes_and_load_across_libraries(tmp_path):
+    """torch.save(model) of a torchvision model: ember's file names the class as torchvision's
+    (torchvision.models.squeezenet.SqueezeNet, not torch.vision...), so PyTorch loads it, and
+    ember loads PyTorch's file into ember.vision's class, with or without `ember run`."""
+    import ember
+    import ember.vision
+
+    ember.manual_seed(0)
+    ours = ember.vision.models.squeezenet1_1().eval()
+    x = ember.rand(1, 3, 64, 64)
+    with ember.no_grad():
+        expected = ours(x).numpy()
+    path = tmp_path / "ember_model.pth"
+    ember.save(ours, path)
+    named = _globals_named(path)
+    assert "torchvision.models.squeezenet SqueezeNet" in named
+    assert "torchvision.models.squeezenet Fire" in named
+    assert not any(n.startswith("torch.vision") for n in named)
+    again = ember.load(path, weights_only=False)
+    assert type(again) is ember.vision.models.SqueezeNet
+    with ember.no_grad():
+        np.testing.assert_array_equal(again(x).numpy(), expected)
+
+    tv = real_torchvision()
+    if tv is None:
+        pytest.skip("PyTorch or torchvision is not installed")
+    import torch
+
+    theirs = torch.load(path, weights_only=False)
+    assert type(theirs) is tv.models.SqueezeNet
+    with torch.no_grad():
+        np.testing.assert_allclose(theirs(torch.from_numpy(x.numpy())).numpy(), expected,
+                                   rtol=1e-5, atol=1e-6)
+    torch_path = tmp_path / "torch_model.pth"
+    torch.save(theirs, torch_path)
+    back = ember.load(torch_path, weights_only=False)
+    assert type(back) is ember.vision.models.SqueezeNet  # not the real torchvision's class
+    with ember.no_grad():
+        np.testing.assert_allclose(back(x).numpy(), expected, rtol=1e-5, atol=1e-6)

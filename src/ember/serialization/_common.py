@@ -137,6 +137,8 @@ def _torch_global(obj: Any) -> tuple[str, str] | None:
         return None
     if mod != "ember" and not mod.startswith("ember.") or f"{mod}.{qual}" in _EMBER_ONLY:
         return None
+    if mod == "ember.vision" or mod.startswith("ember.vision."):  # torchvision's, not torch's
+        return "torchvision" + mod[len("ember.vision"):], qual
     full = _TORCH_HOME.get(f"{mod}.{qual}")
     if full is not None:
         m, _, n = full.rpartition(".")
@@ -173,7 +175,10 @@ def _ember_object(module: str, name: str, import_modules: bool = True) -> Any:
             module, name = emb.rsplit(".", 1)
             module = "torch" + module[5:]
             break
-    real = "ember" + module[5:]
+    if module == "torchvision" or module.startswith("torchvision."):
+        real = "ember.vision" + module[len("torchvision"):]
+    else:
+        real = "ember" + module[5:]
     m = sys.modules.get(real)
     if m is None and import_modules:
         try:

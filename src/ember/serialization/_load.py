@@ -241,12 +241,14 @@ class _Loader:
             return _tensor_class(hit.value)
         if hit is not None:
             return hit  # a dtype, or a storage type for persistent ids
-        if module == "torch" or module.startswith("torch."):
+        if module in ("torch", "torchvision") or module.startswith(("torch.", "torchvision.")):
             obj = _ember_object(module, name)
             if obj is _MISSING:
+                ours = ("ember.vision" + module[len("torchvision"):] if module.startswith("torchvision")
+                        else "ember" + module[5:])
                 raise pickle.UnpicklingError(
                     f"this checkpoint names {full}, which ember does not have (ember has no "
-                    f"{'ember' + module[5:]}.{name}); the file needs PyTorch to load")
+                    f"{ours}.{name}); the file needs PyTorch to load")
             return obj
         return find_class(module, name)
 
