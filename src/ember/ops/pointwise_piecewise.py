@@ -26,6 +26,9 @@ __all__ = [
     "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
 ]
 
+# host float dtypes by size -> the integer type whose bits ``_keep_where`` masks
+_BIT_WORDS = {2: np.int16, 4: np.int32, 8: np.int64}
+
 
 def abs(input: Any) -> Any:
     """``|input|``, elementwise."""
@@ -231,6 +234,8 @@ class Relu(Op):
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
         (out,) = ctx.saved
+        if type(grad) is np.ndarray and type(out) is np.ndarray:
+            return _keep_where(grad, np.greater(out, 0))
         return ctx.xp.where(out > 0, grad, 0)  # a mask, not a product: inf * 0 would be nan
 
 
@@ -413,6 +418,17 @@ class CopysignScalar(Copysign):
 
 # ---------------------------------------------------------------------------------------------
 # helpers
+
+
+def _keep_where(grad: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """``where(mask, grad, 0)`` for host arrays, as one bitwise AND of grad's bits with a mask of
+    all-ones or zero words (several times faster than ``np.where`` on a mask without long runs,
+    whose branches mispredict; exact for inf and nan, unlike ``grad * mask``)."""
+    word = _BIT_WORDS.get(grad.dtype.itemsize)
+    if word is None or grad.dtype.kind not in "fV" or grad.shape != mask.shape:
+        return np.where(mask, grad, 0).astype(grad.dtype, copy=False)
+    ones = np.negative(mask.view(np.int8))  # True -> -1: every bit set once widened
+    return np.bitwise_and(grad.view(word), ones).view(grad.dtype)
 
 
 def _sign0(xp: Any, x: Any) -> Any:

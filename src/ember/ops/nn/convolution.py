@@ -150,11 +150,14 @@ class Conv(Op):
         x4, w4 = _4d(x), _4d(w)
         N, C, H, W = x4.shape
         O, Cg, kh, kw = w4.shape
-        g = _Geom((H, W), (kh, kw), stride, pad, dil, out_hw, n=N)
+        g = _Geom((H, W), (kh, kw), stride, pad, dil, out_hw, n=N, cin=Cg)
         cols = _cols(xp, _conv_input(xp, x4, g), g, groups)
         y = xp.matmul(w4.reshape(groups, O // groups, Cg * kh * kw), cols)
         # (a bfloat16 matmul returns float32)
-        y = _out_from_cols(xp, y.reshape(O, N * g.L).astype(x.dtype, copy=False), g, N)
+        if g.image:  # one product per image, already (N, groups, O / groups, OH * OW)
+            y = y.reshape(N, O, g.OH, g.OW).astype(x.dtype, copy=False)
+        else:
+            y = _out_from_cols(xp, y.reshape(O, N * g.L).astype(x.dtype, copy=False), g, N)
         if b is not None:
             y += b.reshape(1, O, 1, 1)
         ctx.save_for_backward(x if ctx.needs_input_grad[1] else None,
@@ -194,11 +197,16 @@ class ConvTranspose(Op):
         N, O, OH, OW = g4.shape
         _, Cg, kh, kw = w4.shape
         C = Cg * groups
-        g = _Geom(in_hw, (kh, kw), stride, pad, dil, (OH, OW), n=N)
-        gt = _grad_to_cols(xp, g4, g).reshape(groups, O // groups, N * g.L)
+        g = _Geom(in_hw, (kh, kw), stride, pad, dil, (OH, OW), n=N, cin=Cg)
         wm = w4.reshape(groups, O // groups, Cg * kh * kw).swapaxes(1, 2)
-        cols = xp.matmul(wm, gt).astype(gy.dtype, copy=False)
-        out = _col2im(xp, cols.reshape(C * kh * kw, N * g.L), g, N)
+        if g.image:  # per image: (N, groups, Cg * kh * kw, L), no transpose of the gradient
+            gt = g4.reshape(N, groups, O // groups, g.L)
+            cols = xp.matmul(wm, gt).astype(gy.dtype, copy=False)
+            out = _col2im(xp, cols.reshape(N, C * kh * kw, g.L), g, N)
+        else:
+            gt = _grad_to_cols(xp, g4, g).reshape(groups, O // groups, N * g.L)
+            cols = xp.matmul(wm, gt).astype(gy.dtype, copy=False)
+            out = _col2im(xp, cols.reshape(C * kh * kw, N * g.L), g, N)
         if b is not None:
             out += b.reshape(1, C, 1, 1)
         ctx.save_for_backward(gy if ctx.needs_input_grad[1] else None,
@@ -232,15 +240,24 @@ class ConvWeight(Op):
         x4, g4 = _4d(x), _4d(gy)
         N, C, H, W = x4.shape
         _, O, OH, OW = g4.shape
-        g = _Geom((H, W), k, stride, pad, dil, (OH, OW), n=N)
+        g = _Geom((H, W), k, stride, pad, dil, (OH, OW), n=N, cin=C // groups)
         if cols is None:  # (Conv's backward hands over its forward's columns)
             cols = _cols(xp, _conv_input(xp, x4, g), g, groups)
-        gt = _grad_to_cols(xp, g4, g).reshape(groups, O // groups, N * g.L)
         ctx.save_for_backward(x if ctx.needs_input_grad[1] else None,
                               gy if ctx.needs_input_grad[0] else None)
         ctx.args = (stride, pad, dil, groups)
         ctx.in_hw, ctx.out_hw = (H, W), (OH, OW)
         shape = (O, C // groups) + ((k[1],) if x.ndim == 3 else tuple(k))
+        if g.image:
+            # per image, cols (K, L) @ gy^T (L, O / groups) (the faster orientation for a small
+            # K), summed over the images: (groups, K, O / groups), transposed into place
+            # (into an array of the weight's shape that owns its memory, as below)
+            gt = g4.reshape(N, groups, O // groups, g.L)
+            part = xp.matmul(cols, gt.swapaxes(2, 3)).sum(axis=0)
+            gw = xp.empty(shape, dtype=x.dtype)
+            gw.reshape(groups, O // groups, -1)[...] = part.swapaxes(1, 2)
+            return gw
+        gt = _grad_to_cols(xp, g4, g).reshape(groups, O // groups, N * g.L)
         if type(gt) is np.ndarray and gt.dtype in (np.float32, np.float64) and \
                 cols.dtype == gt.dtype:
             # the product lands in an array of the weight's shape that owns its memory, so the

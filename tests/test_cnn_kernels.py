@@ -1,0 +1,122 @@
+"""The CNN step's fast paths, each forced on small shapes and compared with PyTorch (forward and
+every gradient, float32 and float64) and with finite differences: the per-image convolution
+layout (``_kernels._IMAGE_MAX_K`` / ``_IMAGE_MIN_PIXELS``), ReLU's bitwise-masked backward and
+max pooling over non-overlapping windows."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ember
+import ember.nn.functional as F
+from ember.ops.nn import _kernels
+from helpers import HAVE_TORCH, check_op, randn
+
+if HAVE_TORCH:
+    import torch
+    import torch.nn.functional as TF
+
+needs_torch = pytest.mark.skipif(not HAVE_TORCH, reason="needs torch")
+
+
+@pytest.fixture
+def per_image(monkeypatch):
+    """Every convolution takes the per-image layout."""
+    monkeypatch.setattr(_kernels, "_IMAGE_MAX_K", 10**9)
+    monkeypatch.setattr(_kernels, "_IMAGE_MIN_PIXELS", 1)
+
+
+def _parity(e_fn, t_fn, arrays, dtype, atol):
+    arrays = [a.astype(dtype) for a in arrays]
+    e_in = [ember.tensor(a, requires_grad=True) for a in arrays]
+    t_in = [torch.tensor(a, requires_grad=True) for a in arrays]
+    eo, to = e_fn(*e_in), t_fn(*t_in)
+    assert tuple(eo.shape) == tuple(to.shape)
+    assert str(eo.dtype) == str(to.dtype)
+    np.testing.assert_allclose(eo.detach().numpy(), to.detach().numpy(), atol=atol, rtol=atol)
+    v = np.random.default_rng(7).standard_normal(tuple(to.shape)).astype(dtype)
+    eo.backward(ember.tensor(v))
+    to.backward(torch.tensor(v))
+    for a, b in zip(e_in, t_in):
+        assert str(a.grad.dtype) == str(b.grad.dtype)
+        np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), atol=atol, rtol=atol)
+
+
+def test_per_image_layout_is_chosen_for_few_taps():
+    g = _kernels._Geom((28, 28), (5, 5), (1, 1), ((0, 0), (0, 0)), (1, 1), n=64, cin=1)
+    assert g.image and not g.wide and not g.batch
+    g = _kernels._Geom((12, 12), (5, 5), (1, 1), ((0, 0), (0, 0)), (1, 1), n=64, cin=16)
+    assert not g.image
+
+
+CONV2D = [
+    ((2, 3, 7, 8), (4, 3, 3, 3), {}),
+    ((2, 3, 7, 8), (4, 3, 3, 2), dict(stride=2)),
+    ((2, 3, 9, 8), (4, 3, 3, 3), dict(stride=(2, 1), padding=(1, 2), dilation=(2, 1))),
+    ((2, 4, 7, 7), (6, 2, 3, 3), dict(groups=2, padding=1)),
+    ((2, 6, 6, 7), (6, 1, 3, 3), dict(groups=6, stride=2, padding=1)),  # depthwise
+    ((2, 3, 7, 8), (4, 3, 4, 2), dict(padding="same")),
+    ((3, 1, 12, 12), (5, 1, 5, 5), {}),  # the CNN's first layer, small
+]
+
+
+@needs_torch
+@pytest.mark.parametrize("dtype,atol", [(np.float32, 2e-5), (np.float64, 1e-10)])
+@pytest.mark.parametrize("xs,ws,kw", CONV2D)
+def test_per_image_conv2d_matches_torch(per_image, xs, ws, kw, dtype, atol):
+    args = [randn(*xs), randn(*ws, seed=1), randn(ws[0], seed=2)]
+    _parity(lambda *a: F.conv2d(*a, **kw), lambda *a: TF.conv2d(*a, **kw), args, dtype, atol)
+
+
+@needs_torch
+@pytest.mark.parametrize("dtype,atol", [(np.float32, 2e-5), (np.float64, 1e-10)])
+def test_per_image_conv1d_and_transpose_match_torch(per_image, dtype, atol):
+    args = [randn(2, 4, 11), randn(6, 2, 3, seed=1), randn(6, seed=2)]
+    kw = dict(stride=2, padding=1, dilation=2, groups=2)
+    _parity(lambda *a: F.conv1d(*a, **kw), lambda *a: TF.conv1d(*a, **kw), args, dtype, atol)
+    args = [randn(2, 4, 5, 4), randn(4, 3, 3, 2, seed=1), randn(6, seed=2)]
+    kw = dict(stride=2, padding=1, output_padding=1, groups=2)
+    _parity(lambda *a: F.conv_transpose2d(*a, **kw), lambda *a: TF.conv_transpose2d(*a, **kw),
+            args, dtype, atol)
+
+
+def test_per_image_conv_gradcheck_and_double_backward(per_image):
+    check_op(lambda m, x, w, b: m.nn.functional.conv2d(x, w, b, stride=(1, 2), padding=1,
+                                                       groups=2),
+             randn(2, 4, 5, 5), randn(4, 2, 3, 2, seed=1), randn(4, seed=2), gradgrad=True)
+    check_op(lambda m, x, w: m.nn.functional.conv_transpose2d(x, w, stride=2, padding=1),
+             randn(2, 2, 3, 3), randn(2, 3, 3, 3, seed=1), gradgrad=True)
+
+
+def test_per_image_weight_grad_owns_its_memory(per_image):
+    x = ember.randn(2, 1, 9, 9)
+    conv = ember.nn.Conv2d(1, 4, 3)
+    conv(x).sum().backward()
+    assert conv.weight.grad._data.base is None
+    assert conv.weight.grad._data.flags.c_contiguous
+
+
+@needs_torch
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+def test_relu_backward_masks_inf_and_nan_like_torch(dtype):
+    x = randn(4, 5, 6).astype(dtype)
+    x[0, 0, :3] = 0.0
+    x[0, 1, 0] = -0.0
+    g = randn(4, 5, 6, seed=1).astype(dtype)
+    g[0, 0, 0] = np.inf
+    g[0, 2, :] = np.nan
+    g[1, :, 1] = -np.inf
+    xe = ember.tensor(x, requires_grad=True)
+    xt = torch.tensor(x, requires_grad=True)
+    F.relu(xe).backward(ember.tensor(g))
+    TF.relu(xt).backward(torch.tensor(g))
+    assert str(xe.grad.dtype) == str(xt.grad.dtype)
+    np.testing.assert_array_equal(xe.grad.numpy(), xt.grad.numpy())
+
+
+def test_relu_backward_of_a_broadcast_gradient_and_double_backward():
+    x = ember.tensor(randn(3, 4), requires_grad=True)
+    (gx,) = ember.autograd.grad(F.relu(x).sum(), x)  # sum's gradient is a broadcast view
+    np.testing.assert_array_equal(gx.numpy(), (x.detach().numpy() > 0).astype(np.float32))
+    check_op(lambda m, x: m.relu(x) * x, randn(3, 4), gradgrad=True)
