@@ -261,9 +261,17 @@ class ConvWeight(Op):
         if type(gt) is np.ndarray and gt.dtype in (np.float32, np.float64) and \
                 cols.dtype == gt.dtype:
             # the product lands in an array of the weight's shape that owns its memory, so the
-            # weight's .grad takes it as is (a reshaped view would be copied into .grad)
+            # weight's .grad takes it as is (a reshaped view would be copied into .grad). It is
+            # computed transposed where N * L is long against K, cols (K, N * L) @ gt^T
+            # (N * L, O / groups), then copied into place (O * K values): OpenBLAS runs these
+            # products up to 2x faster with the im2col rows as M than with the few output
+            # channels (CNN conv2: 2.9 -> 1.3 ms; not so for ResNet's later layers)
             gw = np.empty(shape, dtype=gt.dtype)
-            np.matmul(gt, cols.swapaxes(1, 2), out=gw.reshape(groups, O // groups, -1))
+            if gt.shape[2] >= 4 * cols.shape[1]:  # (a long reduction against K)
+                part = np.matmul(cols, gt.swapaxes(1, 2))
+                gw.reshape(groups, O // groups, -1)[...] = part.swapaxes(1, 2)
+            else:
+                np.matmul(gt, cols.swapaxes(1, 2), out=gw.reshape(groups, O // groups, -1))
             return gw
         gw = xp.matmul(gt, cols.swapaxes(1, 2)).astype(x.dtype, copy=False)
         return gw.reshape(shape)
