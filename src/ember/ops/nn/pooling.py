@@ -171,16 +171,18 @@ def _first_bit_tables(offs: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _max_search(xp: Any, taps: list, shape: tuple, init: Any, dtype: Any, need_idx: bool,
-                base: Any = None) -> tuple[Any, Any]:
+                base: Any = None, y: Any = None) -> tuple[Any, Any]:
     """Max over kernel taps and, when asked, the flat input index of each maximum.
 
     ``taps`` is a list of (values (N, C, OH, OW), flat index): with ``base`` the index is
     ``base + offset`` for an int offset, else an (OH, OW) array. PyTorch's rule decides: a tap
     wins when greater than the running max or NaN (NaN propagates and reports the last NaN;
-    ties keep the first index; a window of only -inf reports ``init``, its first element)."""
-    y = taps[0][0].copy()
-    for v, _ in taps[1:]:
-        xp.maximum(y, v, out=y)
+    ties keep the first index; a window of only -inf reports ``init``, its first element).
+    ``y``, the maxima, may be passed in precomputed."""
+    if y is None:
+        y = taps[0][0].copy()
+        for v, _ in taps[1:]:
+            xp.maximum(y, v, out=y)
     if not need_idx:
         return y, None
     is_float = np.dtype(dtype).kind in "fV"
@@ -196,9 +198,9 @@ def _max_search(xp: Any, taps: list, shape: tuple, init: Any, dtype: Any, need_i
             if has_nan:
                 eq |= xp.isnan(v) & nan
             code |= xp.left_shift(eq, k, dtype=np.uint16)
-        idx = xp.asarray(first)[code]
+        idx = xp.take(xp.asarray(first), code)  # (take: 2x faster than fancy indexing)
         if has_nan:
-            idx = xp.where(nan, xp.asarray(last)[code], idx)
+            idx = xp.where(nan, xp.take(xp.asarray(last), code), idx)
         idx += base
         all_low = y == low
         if bool(all_low.any()):
@@ -214,6 +216,25 @@ def _max_search(xp: Any, taps: list, shape: tuple, init: Any, dtype: Any, need_i
         xp.copyto(cur, v, where=win)
         xp.copyto(idx, flat if base is None else base + flat, where=win)
     return cur, idx
+
+
+def _tile_max(xp: Any, xpad: Any, g: _Geom) -> Any:
+    """The maxima of windows that tile the input (stride = kernel, no dilation), reduced over the
+    kernel's rows first, on whole contiguous rows, then over its columns: fewer strided reads
+    than a maximum per tap (2x2: 0.37 -> 0.27 ms on 64 x 16 x 24 x 24); None for other
+    windows. NaN propagates as in the per-tap maximum."""
+    if (g.sh, g.sw) != (g.kh, g.kw) or (g.dh, g.dw) != (1, 1) or g.kh * g.kw < 2:
+        return None
+    N, C = xpad.shape[:2]
+    t = xpad[:, :, :g.OH * g.kh, :g.OW * g.kw].reshape(N, C, g.OH, g.kh, g.OW * g.kw)
+    r = t[:, :, :, 0].copy() if g.kh > 1 else t[:, :, :, 0]
+    for i in range(1, g.kh):
+        xp.maximum(r, t[:, :, :, i], out=r)
+    r = r.reshape(N, C, g.OH, g.OW, g.kw)
+    y = r[..., 0].copy()
+    for j in range(1, g.kw):
+        xp.maximum(y, r[..., j], out=y)
+    return y
 
 
 def _first_valid(xp: Any, n_out: int, s: int, p: int, d: int, n_in: int) -> Any:
@@ -412,7 +433,7 @@ def _max_pool(fn: str, nd: int, input: Any, kernel_size: Any, stride: Any, paddi
     taps = [(xpad[g.window(i, j)], i * g.dh * g.W + j * g.dw)
             for i in range(g.kh) for j in range(g.kw)]
     shape = x4.shape[:2] + (g.OH, g.OW)
-    y, idx = _max_search(xp, taps, shape, init, x.dtype, need_idx, base)
+    y, idx = _max_search(xp, taps, shape, init, x.dtype, need_idx, base, _tile_max(xp, xpad, g))
     if nd == 1:
         y = y.reshape(shape[:2] + (g.OW,))
         idx = None if idx is None else idx.reshape(y.shape)
