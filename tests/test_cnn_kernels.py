@@ -20,11 +20,13 @@ if HAVE_TORCH:
 needs_torch = pytest.mark.skipif(not HAVE_TORCH, reason="needs torch")
 
 
-@pytest.fixture
-def per_image(monkeypatch):
-    """Every convolution takes the per-image layout."""
+@pytest.fixture(params=[1, 12000, 1 << 19], ids=["chunk1", "chunk-some", "chunk-all"])
+def per_image(request, monkeypatch):
+    """Every convolution takes the per-image layout; its forward runs one image at a time, a
+    few (the last chunk shorter) or all at once."""
     monkeypatch.setattr(_kernels, "_IMAGE_MAX_K", 10**9)
     monkeypatch.setattr(_kernels, "_IMAGE_MIN_PIXELS", 1)
+    monkeypatch.setattr(_kernels, "_IMAGE_CHUNK_BYTES", request.param)
 
 
 def _parity(e_fn, t_fn, arrays, dtype, atol):
@@ -58,6 +60,7 @@ CONV2D = [
     ((2, 6, 6, 7), (6, 1, 3, 3), dict(groups=6, stride=2, padding=1)),  # depthwise
     ((2, 3, 7, 8), (4, 3, 4, 2), dict(padding="same")),
     ((3, 1, 12, 12), (5, 1, 5, 5), {}),  # the CNN's first layer, small
+    ((5, 2, 13, 12), (4, 2, 5, 5), dict(padding=2)),
 ]
 
 
@@ -120,3 +123,21 @@ def test_relu_backward_of_a_broadcast_gradient_and_double_backward():
     (gx,) = ember.autograd.grad(F.relu(x).sum(), x)  # sum's gradient is a broadcast view
     np.testing.assert_array_equal(gx.numpy(), (x.detach().numpy() > 0).astype(np.float32))
     check_op(lambda m, x: m.relu(x) * x, randn(3, 4), gradgrad=True)
+
+
+WEIGHT_GRAD = [
+    # (x shape, weight shape, kwargs): N * L long against C / groups * kh * kw (the weight
+    # gradient's product runs transposed), then short (it runs as written)
+    ((4, 2, 10, 10), (3, 2, 3, 3), {}),
+    ((9, 4, 6, 6), (6, 2, 3, 3), dict(groups=2, padding=1)),  # batch-inner columns
+    ((3, 4, 11, 9), (6, 2, 3, 2), dict(groups=2, stride=2, dilation=(1, 2))),
+    ((2, 8, 4, 4), (4, 8, 3, 3), dict(padding=1)),
+]
+
+
+@needs_torch
+@pytest.mark.parametrize("dtype,atol", [(np.float32, 2e-5), (np.float64, 1e-10)])
+@pytest.mark.parametrize("xs,ws,kw", WEIGHT_GRAD)
+def test_weight_gradient_orientations_match_torch(xs, ws, kw, dtype, atol):
+    args = [randn(*xs), randn(*ws, seed=1), randn(ws[0], seed=2)]
+    _parity(lambda *a: F.conv2d(*a, **kw), lambda *a: TF.conv2d(*a, **kw), args, dtype, atol)

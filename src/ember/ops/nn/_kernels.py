@@ -58,6 +58,9 @@ _BATCH_INNER_MIN_N = 8
 # many output pixels use the per-image column layout (see the module doc)
 _IMAGE_MAX_K = 64
 _IMAGE_MIN_PIXELS = 144
+# the per-image forward builds its columns and runs its products this many bytes of columns at a
+# time, so the product reads them from cache
+_IMAGE_CHUNK_BYTES = 1 << 19
 
 
 class _Geom:
@@ -261,6 +264,36 @@ def _cols(xp: Any, buf: Any, g: _Geom, groups: int) -> Any:
         v = strided(buf, (C, g.kh, g.kw, N, g.OH, g.OW),
                     (s1, g.dh * s2, g.dw * s3, s0, g.sh * s2, g.sw * s3))
     return v.reshape(groups, (C // groups) * g.kh * g.kw, N * g.L)
+
+
+def _image_forward(buf: np.ndarray, w3: np.ndarray, b: np.ndarray | None, g: _Geom,
+                   groups: int) -> tuple[np.ndarray, np.ndarray]:
+    """The per-image convolution on the host: padded input (N, C, Hp, Wp), weight (groups,
+    O / groups, C / groups * kh * kw) and bias -> (output (N, O, OH, OW), columns (N, groups,
+    K, L)). Columns are built and multiplied a few images at a time (``_IMAGE_CHUNK_BYTES``), so
+    each product reads them from cache rather than memory, and the bias rides in the product as
+    one more column row of ones (no pass over the output to add it)."""
+    N, C = buf.shape[:2]
+    G, Og, K = w3.shape
+    Cg = C // G
+    extra = 0 if b is None else 1
+    cols = np.empty((N, G, K + extra, g.L), dtype=buf.dtype)
+    if extra:
+        cols[:, :, K] = 1
+        w3 = np.concatenate([w3, b.reshape(G, Og, 1)], axis=2)
+    y = np.empty((N, G, Og, g.L), dtype=buf.dtype)
+    s0, s1, s2, s3 = buf.strides
+    step = max(1, _IMAGE_CHUNK_BYTES // max(cols[0].nbytes, 1))
+    for n0 in range(0, N, step):
+        n = min(step, N - n0)
+        v = np.lib.stride_tricks.as_strided(
+            buf[n0:], (n, G, Cg, g.kh, g.kw, g.OH, g.OW),
+            (s0, Cg * s1, s1, g.dh * s2, g.dw * s3, g.sh * s2, g.sw * s3))
+        dst = cols[n0:n0 + n, :, :K]
+        dst.shape = v.shape  # (a view: raises rather than copy)
+        dst[...] = v
+        np.matmul(w3, cols[n0:n0 + n], out=y[n0:n0 + n])
+    return y.reshape(N, G * Og, g.OH, g.OW), cols[:, :, :K]
 
 
 def _out_from_cols(xp: Any, y: Any, g: _Geom, N: int) -> Any:

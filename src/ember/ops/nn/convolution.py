@@ -31,6 +31,7 @@ from ._kernels import (
     _fold_cols,
     _Geom,
     _grad_to_cols,
+    _image_forward,
     _ints,
     _out_from_cols,
     _pad,
@@ -151,15 +152,20 @@ class Conv(Op):
         N, C, H, W = x4.shape
         O, Cg, kh, kw = w4.shape
         g = _Geom((H, W), (kh, kw), stride, pad, dil, out_hw, n=N, cin=Cg)
-        cols = _cols(xp, _conv_input(xp, x4, g), g, groups)
-        y = xp.matmul(w4.reshape(groups, O // groups, Cg * kh * kw), cols)
-        # (a bfloat16 matmul returns float32)
-        if g.image:  # one product per image, already (N, groups, O / groups, OH * OW)
-            y = y.reshape(N, O, g.OH, g.OW).astype(x.dtype, copy=False)
+        w3 = w4.reshape(groups, O // groups, Cg * kh * kw)
+        if g.image and type(x4) is np.ndarray and x4.dtype in (np.float32, np.float64) and \
+                w3.dtype == x4.dtype and (b is None or b.dtype == x4.dtype):
+            y, cols = _image_forward(_conv_input(xp, x4, g), w3, b, g, groups)  # (bias added)
         else:
-            y = _out_from_cols(xp, y.reshape(O, N * g.L).astype(x.dtype, copy=False), g, N)
-        if b is not None:
-            y += b.reshape(1, O, 1, 1)
+            cols = _cols(xp, _conv_input(xp, x4, g), g, groups)
+            y = xp.matmul(w3, cols)
+            # (a bfloat16 matmul returns float32)
+            if g.image:  # one product per image, already (N, groups, O / groups, OH * OW)
+                y = y.reshape(N, O, g.OH, g.OW).astype(x.dtype, copy=False)
+            else:
+                y = _out_from_cols(xp, y.reshape(O, N * g.L).astype(x.dtype, copy=False), g, N)
+            if b is not None:
+                y += b.reshape(1, O, 1, 1)
         ctx.save_for_backward(x if ctx.needs_input_grad[1] else None,
                               w if ctx.needs_input_grad[0] else None)
         if ctx.needs_input_grad[1]:  # the weight gradient reuses the columns (freed after it)
