@@ -231,6 +231,7 @@ t = torch.ones(2) * (r + 1)
 dist.all_reduce(t)
 assert t.tolist() == [3.0, 3.0]
 open(os.path.join(sys.argv[1], f"ok{r}"), "w").write("ok")
+dist.barrier()  # both files are written before rank 1 fails (its failure ends rank 0 at once)
 if sys.argv[2:] == ["fail"] and r == 1:
     sys.exit(3)
 dist.destroy_process_group()
