@@ -134,6 +134,34 @@ WEIGHT_GRAD = [
     ((2, 8, 4, 4), (4, 8, 3, 3), dict(padding=1)),
 ]
 
+BATCH_INNER_TALL = [
+    # batch-inner columns (<= 64 output pixels, batch >= 8) with a kernel tall enough for
+    # col2im to sum each kernel column's taps first
+    ((9, 4, 10, 10), (6, 2, 5, 5), dict(groups=2, padding=1)),
+    ((8, 2, 12, 12), (3, 2, 5, 5), dict(stride=2, dilation=(1, 2))),
+    ((8, 3, 11, 9), (4, 3, 6, 2), dict(stride=(1, 2), padding=(2, 0), dilation=(2, 1))),
+]
+
+
+@needs_torch
+@pytest.mark.parametrize("dtype,atol", [(np.float32, 2e-5), (np.float64, 1e-10)])
+@pytest.mark.parametrize("xs,ws,kw", BATCH_INNER_TALL)
+def test_batch_inner_column_sums_match_torch(xs, ws, kw, dtype, atol):
+    x = ember.zeros(*xs)
+    w = ember.zeros(*ws)
+    y = F.conv2d(x, w, **kw)
+    g = _kernels._Geom(xs[2:], ws[2:], _pair(kw.get("stride", 1)),
+                       tuple((p, p) for p in _pair(kw.get("padding", 0))),
+                       _pair(kw.get("dilation", 1)), tuple(y.shape[2:]), n=xs[0],
+                       cin=ws[1])
+    assert g.batch and g.kh >= _kernels._COLUMN_SUM_MIN_KH
+    args = [randn(*xs), randn(*ws, seed=1), randn(ws[0], seed=2)]
+    _parity(lambda *a: F.conv2d(*a, **kw), lambda *a: TF.conv2d(*a, **kw), args, dtype, atol)
+
+
+def _pair(v):
+    return tuple(v) if isinstance(v, tuple) else (v, v)
+
 
 @needs_torch
 @pytest.mark.parametrize("dtype,atol", [(np.float32, 2e-5), (np.float64, 1e-10)])

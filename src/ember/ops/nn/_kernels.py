@@ -54,6 +54,8 @@ _LAYOUT = {1: "L", 2: "H x W", 3: "D x H x W"}
 # column layout (see the module doc)
 _BATCH_INNER_PIXELS = 64
 _BATCH_INNER_MIN_N = 8
+# batch-inner col2im sums each kernel column's taps first for kernels this tall or taller
+_COLUMN_SUM_MIN_KH = 5
 # convolutions with at most this many taps per output (C / groups * kh * kw) and at least this
 # many output pixels use the per-image column layout (see the module doc)
 _IMAGE_MAX_K = 64
@@ -337,9 +339,23 @@ def _col2im(xp: Any, cols: Any, g: _Geom, N: int) -> Any:
     if g.batch:  # columns ordered (OH, OW, N): each tap adds runs of N (OW * N at stride 1)
         c = cols.reshape(C, g.kh, g.kw, g.OH, g.OW, N)
         out = xp.zeros((C, g.Hp, g.Wp, N), dtype=cols.dtype)
-        for i in range(g.kh):
+        if g.kh < _COLUMN_SUM_MIN_KH:
+            for i in range(g.kh):
+                for j in range(g.kw):
+                    out[(slice(None),) + g.window(i, j)[2:] + (slice(None),)] += c[:, i, j]
+        else:
+            # the taps of one kernel column first, into (C, Hp, OW, N), where each lands on
+            # whole (OW * N)-long rows (one long run per channel at stride 1: NumPy adds those
+            # several times faster than the short strided runs of the full image), then that
+            # column's sum into the image: kw strided adds instead of kh * kw (CNN conv2 5x5:
+            # 1.33 -> 0.91 ms; 3x3 kernels lose 25-60%, hence the threshold)
+            col = xp.empty((C, g.Hp, g.OW, N), dtype=cols.dtype)
+            rows = g.sh * (g.OH - 1) + 1
             for j in range(g.kw):
-                out[(slice(None),) + g.window(i, j)[2:] + (slice(None),)] += c[:, i, j]
+                col[...] = 0
+                for i in range(g.kh):
+                    col[:, i * g.dh:i * g.dh + rows:g.sh] += c[:, i, j]
+                out[:, :, g.window(0, j)[3]] += col
         out = out[:, g.pt:g.pt + g.H, g.pl:g.pl + g.W, :]
         return xp.ascontiguousarray(out.transpose(3, 0, 1, 2))
     if g.wide:
