@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .amp.autocast_mode import cast as _amp_cast
+from .amp.autocast_mode import state as _amp
 from .ops import _matrix as _mx
 from .ops import linalg as _la
 from .ops import other_matrix as _om
@@ -113,6 +115,8 @@ def norm(A: Any, ord: Any = None, dim: Any = None, keepdim: bool = False, *, out
 
 def multi_dot(tensors: Any, *, out: Any = None) -> Any:
     """The product of a chain of matrices (the first may be a row vector, the last a column)."""
+    if _amp.active and out is None:
+        (tensors,) = _amp_cast("linalg_multi_dot", tensors)
     ts = list(tensors)
     if len(ts) < 2:
         raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {len(ts)}")
@@ -133,6 +137,8 @@ def multi_dot(tensors: Any, *, out: Any = None) -> Any:
 
 def vecdot(x: Any, y: Any, *, dim: int = -1, out: Any = None) -> Any:
     """sum(x * y) over ``dim`` (broadcasting), the batched dot product."""
+    if _amp.active and out is None:
+        x, y = _amp_cast("linalg_vecdot", x, y)
     x = _t(x, "linalg.vecdot", "x")
     y = _t(y, "linalg.vecdot", "y")
     return _mx._result((x * y).sum(dim), out)

@@ -21,6 +21,8 @@ from typing import Any
 import numpy as np
 
 from .._tensor_base import TensorBase
+from ..amp.autocast_mode import cast as _amp_cast
+from ..amp.autocast_mode import state as _amp
 from ..autograd.function import Op
 from ._matrix import (
     _broadcast_batch,
@@ -63,6 +65,8 @@ def matmul(input: Any, other: Any, *, out: Any = None) -> Any:
     Shapes: (k,)@(k,) -> (); (n, k)@(k,) -> (n,); (k,)@(k, m) -> (m,); (*, n, k)@(*, k, m) ->
     (*, n, m) with the batch dims ``*`` broadcast. Example: ``matmul(x, w.mT)``.
     """
+    if _amp.active and out is None:
+        input, other = _amp_cast("matmul", input, other)
     a = _tensor(input, "matmul", "input", 1)
     b = _tensor(other, "matmul", "other", 2)
     _check_matmul("matmul", a, b)
@@ -84,6 +88,8 @@ def matmul(input: Any, other: Any, *, out: Any = None) -> Any:
 
 def mm(input: Any, mat2: Any, *, out: Any = None) -> Any:
     """Matrix product of two 2-D tensors: (n, k) @ (k, m) -> (n, m)."""
+    if _amp.active and out is None:
+        input, mat2 = _amp_cast("mm", input, mat2)
     a = _tensor(input, "mm", "input", 1)
     b = _tensor(mat2, "mm", "mat2", 2)
     for x, name in ((a, "self"), (b, "mat2")):
@@ -98,6 +104,8 @@ def mm(input: Any, mat2: Any, *, out: Any = None) -> Any:
 
 def bmm(input: Any, mat2: Any, *, out: Any = None) -> Any:
     """Batched matrix product of 3-D tensors: (b, n, k) @ (b, k, m) -> (b, n, m)."""
+    if _amp.active and out is None:
+        input, mat2 = _amp_cast("bmm", input, mat2)
     a = _tensor(input, "bmm", "input", 1)
     b = _tensor(mat2, "bmm", "mat2", 2)
     for x, name in ((a, "batch1"), (b, "batch2")):
@@ -120,6 +128,8 @@ def bmm(input: Any, mat2: Any, *, out: Any = None) -> Any:
 
 def mv(input: Any, vec: Any, *, out: Any = None) -> Any:
     """Matrix-vector product: (n, k) @ (k,) -> (n,)."""
+    if _amp.active and out is None:
+        input, vec = _amp_cast("mv", input, vec)
     a = _tensor(input, "mv", "input", 1)
     v = _tensor(vec, "mv", "vec", 2)
     if a._data.ndim != 2 or v._data.ndim != 1:
@@ -133,6 +143,8 @@ def mv(input: Any, vec: Any, *, out: Any = None) -> Any:
 
 def dot(input: Any, tensor: Any, *, out: Any = None) -> Any:
     """Inner product of two 1-D tensors (a 0-d tensor)."""
+    if _amp.active and out is None:
+        input, tensor = _amp_cast("dot", input, tensor)
     a = _tensor(input, "dot", "input", 1)
     b = _tensor(tensor, "dot", "tensor", 2)
     _check_vectors("dot", a, b)
@@ -141,6 +153,8 @@ def dot(input: Any, tensor: Any, *, out: Any = None) -> Any:
 
 def vdot(input: Any, other: Any, *, out: Any = None) -> Any:
     """sum(conj(a) * b) of two 1-D tensors (the dot product for real tensors)."""
+    if _amp.active and out is None:
+        input, other = _amp_cast("vdot", input, other)
     a = _tensor(input, "vdot", "input", 1)
     b = _tensor(other, "vdot", "other", 2)
     _check_vectors("dot", a, b)
@@ -407,6 +421,8 @@ ger = outer
 def addmm(input: Any, mat1: Any, mat2: Any, *, beta: Any = 1, alpha: Any = 1,
           out: Any = None) -> Any:
     """beta * input + alpha * (mat1 @ mat2) for matrices; input broadcasts to (n, m)."""
+    if _amp.active and out is None:
+        input, mat1, mat2 = _amp_cast("addmm", input, mat1, mat2)
     inp = _tensor(input, "addmm", "input", 1)
     m1 = _tensor(mat1, "addmm", "mat1", 2)
     m2 = _tensor(mat2, "addmm", "mat2", 3)
@@ -426,6 +442,8 @@ def addmm(input: Any, mat1: Any, mat2: Any, *, beta: Any = 1, alpha: Any = 1,
 def addmv(input: Any, mat: Any, vec: Any, *, beta: Any = 1, alpha: Any = 1,
           out: Any = None) -> Any:
     """beta * input + alpha * (mat @ vec); input broadcasts to (n,)."""
+    if _amp.active and out is None:
+        input, mat, vec = _amp_cast("addmv", input, mat, vec)
     inp = _tensor(input, "addmv", "input", 1)
     m = _tensor(mat, "addmv", "mat", 2)
     v = _tensor(vec, "addmv", "vec", 3)
@@ -450,6 +468,8 @@ def addmv(input: Any, mat: Any, vec: Any, *, beta: Any = 1, alpha: Any = 1,
 def addbmm(input: Any, batch1: Any, batch2: Any, *, beta: Any = 1, alpha: Any = 1,
            out: Any = None) -> Any:
     """beta * input + alpha * sum_b batch1[b] @ batch2[b]; input broadcasts to (n, m)."""
+    if _amp.active and out is None:
+        input, batch1, batch2 = _amp_cast("addbmm", input, batch1, batch2)
     inp = _tensor(input, "addbmm", "input", 1)
     b1 = _tensor(batch1, "addbmm", "batch1", 2)
     b2 = _tensor(batch2, "addbmm", "batch2", 3)
@@ -463,6 +483,8 @@ def addbmm(input: Any, batch1: Any, batch2: Any, *, beta: Any = 1, alpha: Any = 
 def baddbmm(input: Any, batch1: Any, batch2: Any, *, beta: Any = 1, alpha: Any = 1,
             out: Any = None) -> Any:
     """beta * input + alpha * bmm(batch1, batch2); input broadcasts to (b, n, m)."""
+    if _amp.active and out is None:
+        input, batch1, batch2 = _amp_cast("baddbmm", input, batch1, batch2)
     inp = _tensor(input, "baddbmm", "input", 1)
     b1 = _tensor(batch1, "baddbmm", "batch1", 2)
     b2 = _tensor(batch2, "baddbmm", "batch2", 3)
@@ -477,6 +499,8 @@ def baddbmm(input: Any, batch1: Any, batch2: Any, *, beta: Any = 1, alpha: Any =
 def addr(input: Any, vec1: Any, vec2: Any, *, beta: Any = 1, alpha: Any = 1,
          out: Any = None) -> Any:
     """beta * input + alpha * outer(vec1, vec2)."""
+    if _amp.active and out is None:
+        input, vec1, vec2 = _amp_cast("addr", input, vec1, vec2)
     inp = _tensor(input, "addr", "input", 1)
     prod = outer(vec1, vec2)
     if alpha != 1:
@@ -487,6 +511,8 @@ def addr(input: Any, vec1: Any, vec2: Any, *, beta: Any = 1, alpha: Any = 1,
 
 def chain_matmul(*matrices: Any, out: Any = None) -> Any:
     """The product of two or more 2-D tensors, left to right (use torch.linalg.multi_dot)."""
+    if _amp.active and out is None:
+        matrices = _amp_cast("chain_matmul", *matrices)
     if len(matrices) == 1 and isinstance(matrices[0], list | tuple):
         matrices = tuple(matrices[0])
     if not matrices:

@@ -11,6 +11,8 @@ from typing import Any
 
 from .. import _backend
 from .._tensor_base import data_of
+from ..amp.autocast_mode import cast as _amp_cast
+from ..amp.autocast_mode import state as _amp
 from ..autograd.function import Op
 from . import return_types
 from ._reduce import (
@@ -33,6 +35,8 @@ __all__ = ["cumsum", "cumprod", "cummax", "cummin"]
 
 def cumsum(input: Any, dim: Any = None, *, dtype: Any = None, axis: Any = None) -> Any:
     """Cumulative sum along ``dim``; integers and bools accumulate in int64."""
+    if _amp.active and dtype is None:
+        (input,) = _amp_cast("cumsum", input)
     x = _t(input)
     d = _cum_dim(x, dim, axis, "cumsum")
     x = _int_to_long(x) if dtype is None else _with_dtype(x, dtype)
@@ -41,6 +45,8 @@ def cumsum(input: Any, dim: Any = None, *, dtype: Any = None, axis: Any = None) 
 
 def cumprod(input: Any, dim: Any = None, *, dtype: Any = None, axis: Any = None) -> Any:
     """Cumulative product along ``dim``; integers and bools accumulate in int64."""
+    if _amp.active and dtype is None:
+        (input,) = _amp_cast("cumprod", input)
     x = _t(input)
     d = _cum_dim(x, dim, axis, "cumprod")
     x = _int_to_long(x) if dtype is None else _with_dtype(x, dtype)

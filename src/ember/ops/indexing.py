@@ -22,6 +22,8 @@ import numpy as np
 
 from .. import _backend, _dtype
 from .._tensor_base import TensorBase, wrap_dim
+from ..amp.autocast_mode import cast as _amp_cast
+from ..amp.autocast_mode import state as _amp
 from ..autograd import grad_mode
 from ..autograd.function import Op, link_view
 from . import _promote as _prom
@@ -360,6 +362,8 @@ def index_add(input: Any, dim: int, index: Any, source: Any, *, alpha: Any = 1) 
 def index_copy(input: Any, dim: int, index: Any, source: Any) -> Any:
     """Out-of-place ``index_copy_``: ``out[..., index[i], ...] = source[..., i, ...]``
     (indices must lie in ``[0, size)``: PyTorch's ``IndexError`` otherwise)."""
+    if _amp.active:
+        input, source = _amp_cast("index_copy", input, source)
     idx = _index_1d(index, "index_copy")
     if input._data.ndim == 0:
         x1, s1 = _zero_dim_case(input, dim, idx, source, "index_copy")
@@ -394,6 +398,8 @@ def index_fill(input: Any, dim: int, index: Any, value: Any) -> Any:
 def index_put(input: Any, indices: Any, values: Any, accumulate: bool = False) -> Any:
     """Out-of-place ``index_put_``: ``out[indices] = values`` (``+=`` with ``accumulate``,
     where repeated indices add up)."""
+    if _amp.active:
+        input, values = _amp_cast("index_put", input, values)
     if not isinstance(indices, tuple | list):
         raise TypeError("index_put(): indices must be a tuple of tensors")
     for i, t in enumerate(indices):

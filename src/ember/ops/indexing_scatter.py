@@ -18,6 +18,8 @@ import numpy as np
 
 from .. import _backend
 from .._tensor_base import TensorBase, data_of, wrap_dim
+from ..amp.autocast_mode import cast as _amp_cast
+from ..amp.autocast_mode import state as _amp
 from ..autograd.function import Op
 from . import _promote as _prom
 from . import pointwise as _pw
@@ -89,6 +91,8 @@ def scatter(input: Any, dim: int, index: Any, src: Any = None, value: Any = None
 
 def scatter_add(input: Any, dim: int, index: Any, src: Any) -> Any:
     """Out-of-place ``scatter_add_``: ``out[index[i][j]][j] += src[i][j]`` (dim 0)."""
+    if _amp.active:
+        input, src = _amp_cast("scatter_add", input, src)
     dim, idx, src = _scatter_prep(input, dim, index, src, "scatter_add")
     a, b = _prom._promote(input, ScatterAdd.apply(src, dim, idx, tuple(input._data.shape)))
     return _ScatterAddInto.apply(a, b)

@@ -22,6 +22,8 @@ import numpy as np
 
 from .. import _backend, _dtype
 from .._tensor_base import TensorBase
+from ..amp.autocast_mode import cast as _amp_cast
+from ..amp.autocast_mode import state as _amp
 from . import comparison as _cmp
 from . import pointwise as _pw
 from . import pointwise_piecewise as _pp
@@ -229,6 +231,8 @@ def vander(x: Any, N: int | None = None, increasing: bool = False) -> Any:
 def cdist(x1: Any, x2: Any, p: float = 2.0,
           compute_mode: str = "use_mm_for_euclid_dist_if_necessary") -> Any:
     """p-norm distances between each row of ``x1`` (..., P, M) and each row of ``x2`` (..., R, M)."""
+    if _amp.active:
+        x1, x2 = _amp_cast("cdist", x1, x2)
     if x1.dim() < 2 or x2.dim() < 2:
         raise RuntimeError(f"cdist only supports at least 2D tensors, X1 got: {x1.dim()}D, "
                            f"X2 got: {x2.dim()}D")
@@ -243,6 +247,8 @@ def cdist(x1: Any, x2: Any, p: float = 2.0,
 
 def dist(input: Any, other: Any, p: float = 2) -> Any:
     """The p-norm of ``input - other`` (broadcast), a 0-d tensor."""
+    if _amp.active:
+        input, other = _amp_cast("dist", input, other)
     d = (input - other).reshape(-1)
     return _pnorm_last(d, builtins.float(p))
 
@@ -324,12 +330,16 @@ def quantile(input: Any, q: Any, dim: int | None = None, keepdim: bool = False, 
              interpolation: str = "linear", out: Any = None) -> Any:
     """The ``q``-quantiles of ``input`` (over all elements, or along ``dim``); ``q`` is a float or
     a 1-D tensor, whose values come first in the result's shape. A NaN in a slice gives NaN."""
+    if _amp.active:
+        (input,) = _amp_cast("quantile", input)
     return _quantile(input, q, dim, keepdim, interpolation, ignore_nan=False, name="quantile")
 
 
 def nanquantile(input: Any, q: Any, dim: int | None = None, keepdim: bool = False, *,
                 interpolation: str = "linear", out: Any = None) -> Any:
     """``quantile`` that ignores NaNs (an all-NaN slice gives NaN)."""
+    if _amp.active:
+        (input,) = _amp_cast("nanquantile", input)
     return _quantile(input, q, dim, keepdim, interpolation, ignore_nan=True, name="nanquantile")
 
 
@@ -619,6 +629,8 @@ def frombuffer(buffer: Any, *, dtype: Any, count: int = -1, offset: int = 0,
 
 def renorm(input: Any, p: float, dim: int, maxnorm: float) -> Any:
     """Rescale each slice along ``dim`` whose p-norm exceeds ``maxnorm`` down to ``maxnorm``."""
+    if _amp.active:
+        (input,) = _amp_cast("renorm", input)
     if input.dim() <= 1:
         raise RuntimeError(f"renorm: input needs at least 2 dimensions, got {input.dim()} "
                            "dimensions")

@@ -17,6 +17,8 @@ import numpy as np
 
 from .. import _backend
 from .._tensor_base import TensorBase, wrap_dim
+from ..amp.autocast_mode import cast as _amp_cast
+from ..amp.autocast_mode import state as _amp
 from ..autograd.function import Op
 from . import casting as _cast
 from ._matrix import (
@@ -57,6 +59,8 @@ __all__ = [
 
 def tensordot(a: Any, b: Any, dims: Any = 2, out: Any = None) -> Any:
     """Contract ``dims`` (an int: the last dims of a with the first of b; or two lists) of a and b."""
+    if _amp.active and out is None:
+        a, b = _amp_cast("tensordot", a, b)
     a = _tensor(a, "tensordot", "a", 1)
     b = _tensor(b, "tensordot", "b", 2)
     sa, sb = _shape(a), _shape(b)
@@ -112,6 +116,8 @@ def einsum(equation: Any, *operands: Any) -> Any:
     Also the sublist form ``einsum(a, [0, 1], b, [1, 2], [0, 2])`` and a list of operands.
     Size-1 dims broadcast; '...' stands for the remaining (broadcast) dims.
     """
+    if _amp.active:
+        operands = _amp_cast("einsum", *operands)
     if not isinstance(equation, str):
         equation, ops = _parse_sublist((equation,) + operands)
     elif len(operands) == 1 and isinstance(operands[0], list | tuple):
@@ -496,6 +502,8 @@ def diagflat(input: Any, offset: int = 0) -> Any:
 
 def trace(input: Any) -> Any:
     """Sum of the main diagonal of a 2-D tensor (integer inputs give int64)."""
+    if _amp.active:
+        (input,) = _amp_cast("trace", input)
     x = _tensor(input, "trace", "input", 1)
     if x._data.ndim != 2:
         raise RuntimeError(
@@ -523,6 +531,8 @@ def kron(input: Any, other: Any, *, out: Any = None) -> Any:
 
 def cross(input: Any, other: Any, dim: int | None = None, *, out: Any = None) -> Any:
     """Cross product of 3-vectors along ``dim`` (default: the first dim of size 3, deprecated)."""
+    if _amp.active and out is None:
+        input, other = _amp_cast("cross", input, other)
     return _result(_cross("cross", input, other, dim), out)
 
 

@@ -17,6 +17,8 @@ import numpy as np
 
 from .. import _backend, _dtype
 from .._tensor_base import TensorBase
+from ..amp.autocast_mode import cast as _amp_cast
+from ..amp.autocast_mode import state as _amp
 from ..autograd.function import Op
 from ._promote import (
     _EXTOBJ,
@@ -118,6 +120,8 @@ def fmod(input: Any, other: Any) -> Any:
 
 def pow(input: Any, exponent: Any) -> Any:
     """``input ** exponent``. Integer tensors to a float power give floats, as in PyTorch."""
+    if _amp.active:
+        input, exponent = _amp_cast("pow", input, exponent)
     neg_exp = (isinstance(exponent, int | np.integer) and not isinstance(exponent, bool)
                and exponent < 0)
     # (promotion may wrap a negative exponent into an unsigned dtype)
@@ -169,12 +173,16 @@ def positive(input: Any) -> Any:
 
 def addcmul(input: Any, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Any:
     """``input + value * tensor1 * tensor2``."""
+    if _amp.active:
+        input, tensor1, tensor2 = _amp_cast("addcmul", input, tensor1, tensor2)
     input, tensor1, tensor2 = _promote3(input, tensor1, tensor2)
     return Addcmul.apply(input, tensor1, tensor2, value)
 
 
 def addcdiv(input: Any, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Any:
     """``input + value * tensor1 / tensor2`` (floating tensors only, as in PyTorch)."""
+    if _amp.active:
+        input, tensor1, tensor2 = _amp_cast("addcdiv", input, tensor1, tensor2)
     if (_is_int_arg(tensor1) and _is_int_arg(tensor2)
             and isinstance(tensor1, TensorBase) and isinstance(tensor2, TensorBase)):
         raise RuntimeError(

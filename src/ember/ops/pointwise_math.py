@@ -16,6 +16,8 @@ from .._special import erf as _erf
 from .._special import erfc as _erfc
 from .._special import erfinv as _erfinv
 from .._tensor_base import TensorBase
+from ..amp.autocast_mode import cast as _amp_cast
+from ..amp.autocast_mode import state as _amp
 from ..autograd.function import Op
 from ._promote import _float_unary, _out, _promote, _quietly, _truediv
 
@@ -30,6 +32,8 @@ __all__ = [
 
 def exp(input: Any, *, out: Any = None) -> Any:
     """``e ** input``, elementwise."""
+    if _amp.active and out is None:
+        (input,) = _amp_cast("exp", input)
     return _out(Exp.apply(_float_unary(input)), out)
 
 
@@ -40,26 +44,36 @@ def exp2(input: Any, *, out: Any = None) -> Any:
 
 def expm1(input: Any, *, out: Any = None) -> Any:
     """``exp(input) - 1``, accurate near 0."""
+    if _amp.active and out is None:
+        (input,) = _amp_cast("expm1", input)
     return _out(Expm1.apply(_float_unary(input)), out)
 
 
 def log(input: Any, *, out: Any = None) -> Any:
     """The natural logarithm, elementwise."""
+    if _amp.active and out is None:
+        (input,) = _amp_cast("log", input)
     return _out(Log.apply(_float_unary(input)), out)
 
 
 def log2(input: Any, *, out: Any = None) -> Any:
     """The base-2 logarithm, elementwise."""
+    if _amp.active and out is None:
+        (input,) = _amp_cast("log2", input)
     return _out(Log2.apply(_float_unary(input)), out)
 
 
 def log10(input: Any, *, out: Any = None) -> Any:
     """The base-10 logarithm, elementwise."""
+    if _amp.active and out is None:
+        (input,) = _amp_cast("log10", input)
     return _out(Log10.apply(_float_unary(input)), out)
 
 
 def log1p(input: Any, *, out: Any = None) -> Any:
     """``log(1 + input)``, accurate near 0."""
+    if _amp.active and out is None:
+        (input,) = _amp_cast("log1p", input)
     return _out(Log1p.apply(_float_unary(input)), out)
 
 
@@ -70,6 +84,8 @@ def sqrt(input: Any, *, out: Any = None) -> Any:
 
 def rsqrt(input: Any, *, out: Any = None) -> Any:
     """``1 / sqrt(input)``, elementwise."""
+    if _amp.active and out is None:
+        (input,) = _amp_cast("rsqrt", input)
     return _out(Rsqrt.apply(_float_unary(input)), out)
 
 
@@ -85,11 +101,15 @@ def cos(input: Any, *, out: Any = None) -> Any:
 
 def tan(input: Any, *, out: Any = None) -> Any:
     """The tangent, elementwise."""
+    if _amp.active and out is None:
+        (input,) = _amp_cast("tan", input)
     return _out(Tan.apply(_float_unary(input)), out)
 
 
 def asin(input: Any, *, out: Any = None) -> Any:
     """The inverse sine, elementwise."""
+    if _amp.active and out is None:
+        (input,) = _amp_cast("asin", input)
     return _out(Asin.apply(_float_unary(input)), out)
 
 
@@ -98,6 +118,8 @@ arcsin = asin
 
 def acos(input: Any, *, out: Any = None) -> Any:
     """The inverse cosine, elementwise."""
+    if _amp.active and out is None:
+        (input,) = _amp_cast("acos", input)
     return _out(Acos.apply(_float_unary(input)), out)
 
 
@@ -114,11 +136,15 @@ arctan = atan
 
 def sinh(input: Any, *, out: Any = None) -> Any:
     """The hyperbolic sine, elementwise."""
+    if _amp.active and out is None:
+        (input,) = _amp_cast("sinh", input)
     return _out(Sinh.apply(_float_unary(input)), out)
 
 
 def cosh(input: Any, *, out: Any = None) -> Any:
     """The hyperbolic cosine, elementwise."""
+    if _amp.active and out is None:
+        (input,) = _amp_cast("cosh", input)
     return _out(Cosh.apply(_float_unary(input)), out)
 
 
@@ -168,6 +194,8 @@ def erfc(input: Any, *, out: Any = None) -> Any:
 
 def erfinv(input: Any, *, out: Any = None) -> Any:
     """The inverse error function, elementwise."""
+    if _amp.active and out is None:
+        (input,) = _amp_cast("erfinv", input)
     return _out(Erfinv.apply(_float_unary(input)), out)
 
 
@@ -178,11 +206,15 @@ def frac(input: Any, *, out: Any = None) -> Any:
 
 def reciprocal(input: Any) -> Any:
     """``1 / input``, elementwise (integer inputs give the default float dtype)."""
+    if _amp.active:
+        (input,) = _amp_cast("reciprocal", input)
     return Reciprocal.apply(_float_unary(input))
 
 
 def atan2(input: Any, other: Any) -> Any:
     """``atan(input / other)`` in the right quadrant (both tensors, as in PyTorch)."""
+    if _amp.active:
+        input, other = _amp_cast("atan2", input, other)
     for name, v in (("input", input), ("other", other)):
         if not isinstance(v, TensorBase) and isinstance(v, int | float | bool):
             raise TypeError(

@@ -18,6 +18,8 @@ from typing import Any
 
 from .. import _backend, _dtype
 from .._tensor_base import TensorBase, data_of
+from ..amp.autocast_mode import cast as _amp_cast
+from ..amp.autocast_mode import state as _amp
 from ..autograd.function import Op
 from . import comparison as _cmp
 from . import pointwise_piecewise as _pp
@@ -60,6 +62,8 @@ def sum(  # noqa: A001 - PyTorch's name
     keepdims: bool | None = None,
 ) -> Any:
     """Sum over ``dim`` (all dims when None); integers and bools sum to int64."""
+    if _amp.active and dtype is None:
+        (input,) = _amp_cast("sum", input)
     x = _t(input)
     dim, keepdim = _alias(dim, keepdim, axis, keepdims)
     x = _int_to_long(x) if dtype is None else _with_dtype(x, dtype)
@@ -179,6 +183,8 @@ def prod(
     keepdims: bool | None = None,
 ) -> Any:
     """Product over one ``dim`` (all elements when None); integers and bools give int64."""
+    if _amp.active and dtype is None:
+        (input,) = _amp_cast("prod", input)
     x = _t(input)
     dim, keepdim = _alias(dim, keepdim, axis, keepdims)
     if dim is not None:

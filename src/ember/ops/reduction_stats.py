@@ -17,6 +17,8 @@ import numpy as np
 
 from .. import _dtype
 from .._tensor_base import data_of
+from ..amp.autocast_mode import cast as _amp_cast
+from ..amp.autocast_mode import state as _amp
 from ..autograd.function import Op
 from . import _promote as _prom
 from . import pointwise_piecewise as _pp
@@ -198,6 +200,8 @@ def vector_norm(
     ``ord`` may be any real number or +-inf: inf is max |x|, -inf is min |x|, 0 counts the
     non-zeros, and p gives (sum |x|^p)^(1/p).
     """
+    if _amp.active and dtype is None:
+        (x,) = _amp_cast("vector_norm", x)
     x = _t(x)
     if not x.is_floating_point():
         raise RuntimeError(
@@ -238,6 +242,8 @@ def norm(
     A numeric ``p`` computes the vector norm over ``dim`` (all elements when None), even for
     two dims; 'fro' is the 2-norm over at most two dims; 'nuc' is the nuclear norm of a matrix.
     """
+    if _amp.active and dtype is None and out is None:
+        (input,) = _amp_cast("norm", input)
     x = _t(input)
     if p is None:
         p = "fro"
@@ -340,6 +346,8 @@ def logsumexp(
     keepdims: bool | None = None,
 ) -> Any:
     """``log(sum(exp(x)))`` over ``dim``, computed stably (integers compute in float)."""
+    if _amp.active:
+        (input,) = _amp_cast("logsumexp", input)
     x = _t(input)
     dim, keepdim = _alias(dim, keepdim, axis, keepdims)
     x = _prom._float_unary(x)

@@ -10,6 +10,8 @@ import warnings
 from typing import Any
 
 from .. import _dtype
+from ..amp.autocast_mode import cast as _amp_cast
+from ..amp.autocast_mode import state as _amp
 from ..autograd.function import Op
 from . import casting as _cast
 from ._reduce import _make, _need, _one, _quiet, _sum_arr, _t, _with_dtype, make_outputs_contiguous
@@ -22,6 +24,8 @@ def softmax_along(
 ) -> Any:
     """Run ``op`` (Softmax or LogSoftmax) along ``dim``: the one kernel behind ``torch.softmax``,
     ``Tensor.softmax`` and ``F.softmax`` (and their log twins); ``dtype`` casts the input first."""
+    if _amp.active and dtype is None:
+        (input,) = _amp_cast(fname, input)
     x = _t(input)
     if x._data.size == 0 and not (x.is_floating_point() and (
             dtype is None or _dtype.to_dtype(dtype).is_floating_point)):

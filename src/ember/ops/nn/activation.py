@@ -13,6 +13,8 @@ from typing import Any
 
 from ... import _backend, _dtype
 from ..._tensor_base import TensorBase, wrap_dim
+from ...amp.autocast_mode import cast as _amp_cast
+from ...amp.autocast_mode import state as _amp
 from ...autograd.function import Op
 from .. import pointwise_math as _pm
 from .. import pointwise_piecewise as _pp
@@ -201,6 +203,8 @@ def hardsigmoid(input: TensorBase, inplace: bool = False) -> TensorBase:
 
 def softplus(input: TensorBase, beta: float = 1.0, threshold: float = 20.0) -> TensorBase:
     """log(1 + exp(beta x)) / beta, linear above ``threshold``."""
+    if _amp.active:
+        (input,) = _amp_cast("softplus", input)
     _float_input(input, "softplus")
     return Softplus.apply(input, beta, threshold)
 
@@ -250,6 +254,8 @@ def glu(input: TensorBase, dim: int = -1) -> TensorBase:
 
 def prelu(input: TensorBase, weight: TensorBase) -> TensorBase:
     """x if x > 0 else weight * x, weight per channel (dim 1) or shared."""
+    if _amp.active:
+        input, weight = _amp_cast("prelu", input, weight)
     _float_input(input, "prelu")
     n = weight.numel()
     if weight.ndim > 1:

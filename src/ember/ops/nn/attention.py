@@ -10,6 +10,8 @@ from typing import Any
 from ... import _dtype
 from ..._backend import xp_of
 from ..._tensor_base import TensorBase
+from ...amp.autocast_mode import cast as _amp_cast
+from ...amp.autocast_mode import state as _amp
 from ...autograd.function import Op
 from ..creation import zeros
 from ..joining import cat
@@ -34,6 +36,8 @@ def scaled_dot_product_attention(query: Any, key: Any, value: Any, attn_mask: An
                                  dropout_p: float = 0.0, is_causal: bool = False,
                                  scale: float | None = None, enable_gqa: bool = False) -> Any:
     """softmax(query key^T * scale + mask) value, fused forward and backward."""
+    if _amp.active:
+        query, key, value, attn_mask = _amp_cast("scaled_dot_product_attention", query, key, value, attn_mask)
     for name, t in (("query", query), ("key", key), ("value", value)):
         if t.ndim < 2:
             raise RuntimeError(

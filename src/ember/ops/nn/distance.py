@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from ... import _backend
 from ..._tensor_base import TensorBase
+from ...amp.autocast_mode import cast as _amp_cast
+from ...amp.autocast_mode import state as _amp
 from ..indexing import getitem
 
 __all__ = [
@@ -20,6 +22,8 @@ __all__ = [
 
 def cosine_similarity(x1: TensorBase, x2: TensorBase, dim: int = 1, eps: float = 1e-8) -> TensorBase:
     """sum(x1/||x1|| * x2/||x2||) along ``dim`` (each norm clamped to at least ``eps``)."""
+    if _amp.active:
+        x1, x2 = _amp_cast("cosine_similarity", x1, x2)
     n1 = x1.norm(2, dim, keepdim=True).clamp_min(eps)
     n2 = x2.norm(2, dim, keepdim=True).clamp_min(eps)
     return ((x1 / n1) * (x2 / n2)).sum(dim)
@@ -34,6 +38,8 @@ def pairwise_distance(x1: TensorBase, x2: TensorBase, p: float = 2.0, eps: float
 
 def pdist(input: TensorBase, p: float = 2) -> TensorBase:
     """||x_i - x_j||_p for every row pair i < j of a 2-D input (the condensed upper triangle)."""
+    if _amp.active:
+        (input,) = _amp_cast("pdist", input)
     if input.ndim != 2:
         raise RuntimeError(
             f"pdist only supports 2D tensors, got: {input.ndim}D (shape {tuple(input.shape)})"

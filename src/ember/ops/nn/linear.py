@@ -7,6 +7,8 @@ from typing import Any
 
 from ... import _dtype
 from ..._tensor_base import TensorBase
+from ...amp.autocast_mode import cast as _amp_cast
+from ...amp.autocast_mode import state as _amp
 from ...autograd.function import Op
 
 __all__ = [
@@ -20,6 +22,8 @@ __all__ = [
 
 def linear(input: TensorBase, weight: TensorBase, bias: TensorBase | None = None) -> TensorBase:
     """x W^T + b, x of shape (*, in_features), W of shape (out_features, in_features)."""
+    if _amp.active:
+        input, weight, bias = _amp_cast("linear", input, weight, bias)
     try:
         x, w = input._data, weight._data
     except AttributeError:
@@ -37,6 +41,8 @@ def linear(input: TensorBase, weight: TensorBase, bias: TensorBase | None = None
 
 def bilinear(input1: TensorBase, input2: TensorBase, weight: TensorBase, bias: TensorBase | None = None) -> TensorBase:
     """y_k = x1^T W_k x2 + b_k; W of shape (out, in1, in2)."""
+    if _amp.active:
+        input1, input2, weight, bias = _amp_cast("bilinear", input1, input2, weight, bias)
     if weight.ndim != 3:
         raise RuntimeError(
             f"bilinear(): weight must be 3-D (out_features, in1_features, in2_features), got "
@@ -65,10 +71,10 @@ class Linear(Op):
         ctx.save_for_backward(x, w)
         rows = math.prod(x.shape[:-1])
         out = x.reshape(rows, x.shape[-1]) @ w.T
-        if out.dtype != x.dtype:  # NumPy computes bfloat16 products in float32
-            out = out.astype(x.dtype)
-        if b is not None:
+        if b is not None:  # a float16/bfloat16 product is float32 here: the bias joins it there
             out += b
+        if out.dtype != x.dtype:  # NumPy computes bfloat16 products in float32: round once
+            out = out.astype(x.dtype)
         return out.reshape(x.shape[:-1] + (w.shape[0],))
 
     @staticmethod

@@ -14,6 +14,8 @@ import numpy as np
 
 from ... import _backend, _dtype
 from ..._tensor_base import TensorBase
+from ...amp.autocast_mode import cast as _amp_cast
+from ...amp.autocast_mode import state as _amp
 from ...autograd.function import Op
 from ._common import (
     _as_float_tensor,
@@ -43,6 +45,8 @@ def cross_entropy(input: Any, target: Any, weight: Any = None, size_average: Any
                   ignore_index: int = -100, reduce: Any = None, reduction: str = "mean",
                   label_smoothing: float = 0.0) -> Any:
     """Cross entropy between logits and class indices or class probabilities (fused, stable)."""
+    if _amp.active:
+        input, target, weight = _amp_cast("cross_entropy", input, target, weight)
     reduction = _check_reduction(_legacy_reduction(size_average, reduce, reduction))
     _check_floating("cross_entropy", input)
     _not_differentiable("nll_loss_forward", "weight", weight)
@@ -82,6 +86,8 @@ def cross_entropy(input: Any, target: Any, weight: Any = None, size_average: Any
 def nll_loss(input: Any, target: Any, weight: Any = None, size_average: Any = None,
              ignore_index: int = -100, reduce: Any = None, reduction: str = "mean") -> Any:
     """Negative log likelihood of class indices given log-probabilities."""
+    if _amp.active:
+        input, target, weight = _amp_cast("nll_loss", input, target, weight)
     reduction = _check_reduction(_legacy_reduction(size_average, reduce, reduction))
     _check_floating("nll_loss", input)
     _not_differentiable("nll_loss_forward", "weight", weight)
@@ -295,6 +301,8 @@ def _class_target_checks(name: str, input: Any, target: Any, weight: Any) -> Any
 def binary_cross_entropy(input: Any, target: Any, weight: Any = None, size_average: Any = None,
                          reduce: Any = None, reduction: str = "mean") -> Any:
     """Binary cross entropy between probabilities ``input`` and ``target`` (logs clamped at -100)."""
+    if _amp.active:
+        input, target, weight = _amp_cast("binary_cross_entropy", input, target, weight)
     reduction = _check_reduction(_legacy_reduction(size_average, reduce, reduction))
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(
@@ -334,6 +342,8 @@ def binary_cross_entropy_with_logits(input: Any, target: Any, weight: Any = None
                                      size_average: Any = None, reduce: Any = None,
                                      reduction: str = "mean", pos_weight: Any = None) -> Any:
     """Sigmoid + binary cross entropy in one stable op (``weight``, ``pos_weight`` broadcast)."""
+    if _amp.active:
+        input, target, weight, pos_weight = _amp_cast("binary_cross_entropy_with_logits", input, target, weight, pos_weight)
     reduction = _check_reduction(_legacy_reduction(size_average, reduce, reduction))
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(
@@ -380,6 +390,8 @@ def ctc_loss(log_probs: Any, targets: Any, input_lengths: Any, target_lengths: A
     'mean' averages ``loss_n / target_length_n`` over the batch; ``zero_infinity`` turns the
     infinite losses of impossible alignments (and their gradients) into 0.
     """
+    if _amp.active:
+        (log_probs,) = _amp_cast("ctc_loss", log_probs)
     _check_reduction(reduction)
     lp = log_probs
     unbatched = lp.ndim == 2

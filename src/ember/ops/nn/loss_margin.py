@@ -12,6 +12,8 @@ from typing import Any
 import numpy as np
 
 from ..._tensor_base import TensorBase
+from ...amp.autocast_mode import cast as _amp_cast
+from ...amp.autocast_mode import state as _amp
 from .. import comparison as _cmp
 from .. import creation as _creation
 from .. import pointwise_math as _pm
@@ -42,6 +44,8 @@ __all__ = [
 def mse_loss(input: Any, target: Any, size_average: Any = None, reduce: Any = None,
              reduction: str = "mean", weight: Any = None) -> Any:
     """Mean squared error ``(input - target)**2``, reduced."""
+    if _amp.active:
+        input, target, weight = _amp_cast("mse_loss", input, target, weight)
     reduction = _check_reduction(_legacy_reduction(size_average, reduce, reduction))
     _check_target_size("mse_loss", input, target)
     d = input - target
@@ -54,6 +58,8 @@ def mse_loss(input: Any, target: Any, size_average: Any = None, reduce: Any = No
 def l1_loss(input: Any, target: Any, size_average: Any = None, reduce: Any = None,
             reduction: str = "mean", weight: Any = None) -> Any:
     """Mean absolute error ``|input - target|``, reduced (gradient 0 where they are equal)."""
+    if _amp.active:
+        input, target, weight = _amp_cast("l1_loss", input, target, weight)
     reduction = _check_reduction(_legacy_reduction(size_average, reduce, reduction))
     _check_target_size("l1_loss", input, target)
     loss = (input - target).abs()
@@ -65,6 +71,8 @@ def l1_loss(input: Any, target: Any, size_average: Any = None, reduce: Any = Non
 def smooth_l1_loss(input: Any, target: Any, size_average: Any = None, reduce: Any = None,
                    reduction: str = "mean", beta: float = 1.0) -> Any:
     """0.5 d**2 / beta where |d| < beta, else |d| - 0.5 beta (d = input - target)."""
+    if _amp.active:
+        input, target = _amp_cast("smooth_l1_loss", input, target)
     reduction = _check_reduction(_legacy_reduction(size_average, reduce, reduction))
     if beta < 0:
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
@@ -80,6 +88,8 @@ def smooth_l1_loss(input: Any, target: Any, size_average: Any = None, reduce: An
 def huber_loss(input: Any, target: Any, reduction: str = "mean", delta: float = 1.0,
                weight: Any = None) -> Any:
     """0.5 d**2 where |d| < delta, else delta (|d| - 0.5 delta) (d = input - target)."""
+    if _amp.active:
+        input, target, weight = _amp_cast("huber_loss", input, target, weight)
     _check_reduction(reduction)
     if delta <= 0:
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
@@ -95,6 +105,8 @@ def huber_loss(input: Any, target: Any, reduction: str = "mean", delta: float = 
 def kl_div(input: Any, target: Any, size_average: Any = None, reduce: Any = None,
            reduction: str = "mean", log_target: bool = False) -> Any:
     """KL divergence with ``input`` as log-probabilities: target * (log target - input)."""
+    if _amp.active:
+        input, target = _amp_cast("kl_div", input, target)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     if reduction not in ("mean", "sum", "none", "batchmean"):
         raise ValueError(f"{reduction} is not a valid value for reduction")
@@ -121,6 +133,8 @@ def cosine_embedding_loss(input1: Any, input2: Any, target: Any, margin: float =
                           size_average: Any = None, reduce: Any = None,
                           reduction: str = "mean") -> Any:
     """1 - cos(x1, x2) where target == 1, max(0, cos(x1, x2) - margin) where target == -1."""
+    if _amp.active:
+        input1, input2, target = _amp_cast("cosine_embedding_loss", input1, input2, target)
     reduction = _check_reduction(_legacy_reduction(size_average, reduce, reduction))
     if tuple(input1.shape) != tuple(input2.shape):
         raise RuntimeError(
@@ -148,6 +162,8 @@ def margin_ranking_loss(input1: Any, input2: Any, target: Any, margin: float = 0
                         size_average: Any = None, reduce: Any = None,
                         reduction: str = "mean") -> Any:
     """max(0, -target * (input1 - input2) + margin)."""
+    if _amp.active:
+        input1, input2, target = _amp_cast("margin_ranking_loss", input1, input2, target)
     reduction = _check_reduction(_legacy_reduction(size_average, reduce, reduction))
     if not (input1.ndim == input2.ndim == target.ndim):
         raise RuntimeError(
@@ -164,6 +180,8 @@ def triplet_margin_loss(anchor: Any, positive: Any, negative: Any, margin: float
                         size_average: Any = None, reduce: Any = None,
                         reduction: str = "mean") -> Any:
     """max(0, margin + d(anchor, positive) - d(anchor, negative)) with p-norm distances."""
+    if _amp.active:
+        anchor, positive, negative = _amp_cast("triplet_margin_loss", anchor, positive, negative)
     reduction = _check_reduction(_legacy_reduction(size_average, reduce, reduction))
     if margin <= 0:
         raise ValueError(f"TripletMarginLoss: expected margin to be greater than 0, got {margin} instead")
@@ -185,6 +203,8 @@ def triplet_margin_loss(anchor: Any, positive: Any, negative: Any, margin: float
 def soft_margin_loss(input: Any, target: Any, size_average: Any = None, reduce: Any = None,
                      reduction: str = "mean") -> Any:
     """log(1 + exp(-target * input)), computed stably."""
+    if _amp.active:
+        input, target = _amp_cast("soft_margin_loss", input, target)
     reduction = _check_reduction(_legacy_reduction(size_average, reduce, reduction))
     _check_target_size("soft_margin_loss", input, target)
     loss = _pm.logaddexp(0.0, -target * input)
@@ -195,6 +215,8 @@ def poisson_nll_loss(input: Any, target: Any, log_input: bool = True, full: bool
                      size_average: Any = None, eps: float = 1e-8, reduce: Any = None,
                      reduction: str = "mean") -> Any:
     """Poisson negative log likelihood: exp(input) - target * input (log_input=True)."""
+    if _amp.active:
+        input, target = _amp_cast("poisson_nll_loss", input, target)
     reduction = _check_reduction(_legacy_reduction(size_average, reduce, reduction))
     if log_input:
         loss = input.exp() - target * input
@@ -240,6 +262,8 @@ def gaussian_nll_loss(input: Any, target: Any, var: Any, full: bool = False, eps
 def hinge_embedding_loss(input: Any, target: Any, margin: float = 1.0, size_average: Any = None,
                          reduce: Any = None, reduction: str = "mean") -> Any:
     """input where target == 1, max(0, margin - input) where target == -1."""
+    if _amp.active:
+        input, target = _amp_cast("hinge_embedding_loss", input, target)
     reduction = _check_reduction(_legacy_reduction(size_average, reduce, reduction))
     zeros = input * 0
     margin_part = _pp.where(target != 1, (margin - input).clamp_min(0), zeros)
@@ -279,6 +303,8 @@ def multi_margin_loss(input: Any, target: Any, p: int = 1, margin: float = 1.0,
                       reduction: str = "mean") -> Any:
     """Multi-class hinge loss: sum_{j != y} max(0, margin - x_y + x_j)^p / C per sample
     (times ``weight[y]``)."""
+    if _amp.active:
+        input, target, weight = _amp_cast("multi_margin_loss", input, target, weight)
     reduction = _check_reduction(_legacy_reduction(size_average, reduce, reduction))
     if p not in (1, 2):
         raise ValueError("only p == 1 and p == 2 supported")
@@ -306,6 +332,8 @@ def multilabel_margin_loss(input: Any, target: Any, size_average: Any = None, re
                            reduction: str = "mean") -> Any:
     """Multi-label hinge loss: for each sample, the target classes are ``target``'s entries up to
     the first -1; loss = sum_{j in targets, k not in targets} max(0, 1 - (x_j - x_k)) / C."""
+    if _amp.active:
+        input, target = _amp_cast("multilabel_margin_loss", input, target)
     reduction = _check_reduction(_legacy_reduction(size_average, reduce, reduction))
     x = input if input.dim() == 2 else input.reshape(1, -1)
     t = target.reshape(x.shape)

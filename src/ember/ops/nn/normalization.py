@@ -11,6 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..._tensor_base import TensorBase
+from ...amp.autocast_mode import cast as _amp_cast
+from ...amp.autocast_mode import state as _amp
 from ...autograd import grad_mode
 from ...autograd.function import Op
 from ._common import _check_floating, _graphing, _size
@@ -44,6 +46,8 @@ def normalize(input: TensorBase, p: float = 2.0, dim: int = 1, eps: float = 1e-1
 def layer_norm(input: Any, normalized_shape: Any, weight: Any = None, bias: Any = None,
                eps: float = 1e-5) -> Any:
     """Normalize over the trailing ``normalized_shape`` dims, then scale and shift."""
+    if _amp.active:
+        input, weight, bias = _amp_cast("layer_norm", input, weight, bias)
     shape = _normalized_shape(normalized_shape)
     k = len(shape)
     ishape = tuple(input.shape)
@@ -64,6 +68,8 @@ def layer_norm(input: Any, normalized_shape: Any, weight: Any = None, bias: Any 
 
 def rms_norm(input: Any, normalized_shape: Any, weight: Any = None, eps: float | None = None) -> Any:
     """Root-mean-square normalization over the trailing dims (eps defaults to finfo.eps)."""
+    if _amp.active:
+        input, weight = _amp_cast("rms_norm", input, weight)
     shape = _normalized_shape(normalized_shape)
     k = len(shape)
     ishape = tuple(input.shape)
@@ -86,6 +92,8 @@ def rms_norm(input: Any, normalized_shape: Any, weight: Any = None, eps: float |
 def group_norm(input: Any, num_groups: int, weight: Any = None, bias: Any = None,
                eps: float = 1e-5) -> Any:
     """Normalize each group of channels of each sample, then scale and shift per channel."""
+    if _amp.active:
+        input, weight, bias = _amp_cast("group_norm", input, weight, bias)
     if input.ndim < 2:
         raise RuntimeError(
             f"group_norm: expected an input of shape (N, C, *), got {list(input.shape)}"

@@ -12,6 +12,8 @@ import numpy as np
 
 from ... import _backend, _dtype
 from ..._tensor_base import TensorBase
+from ...amp.autocast_mode import cast as _amp_cast
+from ...amp.autocast_mode import state as _amp
 from ...autograd import grad_mode
 from ..joining import stack
 from ..random import rand
@@ -70,12 +72,16 @@ def max_unpool1d(input: Any, indices: Any, kernel_size: Any, stride: Any = None,
 def max_unpool2d(input: Any, indices: Any, kernel_size: Any, stride: Any = None,
                  padding: Any = 0, output_size: Any = None) -> Any:
     """The inverse of ``max_pool2d`` (indices flat over each H x W plane)."""
+    if _amp.active:
+        (input,) = _amp_cast("max_unpool2d", input)
     return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 2)
 
 
 def max_unpool3d(input: Any, indices: Any, kernel_size: Any, stride: Any = None,
                  padding: Any = 0, output_size: Any = None) -> Any:
     """The inverse of ``max_pool3d`` (indices flat over each D x H x W volume)."""
+    if _amp.active:
+        (input,) = _amp_cast("max_unpool3d", input)
     return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 3)
 
 
@@ -122,6 +128,8 @@ def max_pool3d(input: Any, kernel_size: Any, stride: Any = None, padding: Any = 
     ``stride`` defaults to ``kernel_size``; padding is -inf. With ``return_indices`` also
     returns each maximum's flat index ``(d * H + h) * W + w`` in its volume (ties keep the
     first), as PyTorch does."""
+    if _amp.active:
+        (input,) = _amp_cast("max_pool3d", input)
     input, unbatched, k, s, p, d, OD, pad_hi = _pool3d_args(  # noqa: A001
         "max_pool3d", input, kernel_size, stride, padding, dilation, ceil_mode)
     N, C, D, H, W = input.shape
@@ -158,6 +166,8 @@ def avg_pool3d(input: Any, kernel_size: Any, stride: Any = None, padding: Any = 
                divisor_override: int | None = None) -> Any:
     """3-D average pooling over an (N, C, D, H, W) or (C, D, H, W) input (divisor rules as
     ``avg_pool2d``: zero padding counted with ``count_include_pad``, or ``divisor_override``)."""
+    if _amp.active:
+        (input,) = _amp_cast("avg_pool3d", input)
     input, unbatched, k, s, p, d, OD, pad_hi = _pool3d_args(  # noqa: A001
         "avg_pool3d", input, kernel_size, stride, padding, 1, ceil_mode)
     if input._data.dtype.kind not in "fV":
@@ -183,12 +193,16 @@ def avg_pool3d(input: Any, kernel_size: Any, stride: Any = None, padding: Any = 
 
 def adaptive_avg_pool3d(input: Any, output_size: Any) -> Any:
     """3-D adaptive average pooling to ``output_size`` (an int, or (D, H, W) with None = keep)."""
+    if _amp.active:
+        (input,) = _amp_cast("adaptive_avg_pool3d", input)
     return _adaptive_avg("adaptive_avg_pool3d", 3, input, output_size)
 
 
 def adaptive_max_pool3d(input: Any, output_size: Any, return_indices: bool = False) -> Any:
     """3-D adaptive max pooling: the maximum over each window, window o of an axis covering
     [floor(o n / out), ceil((o + 1) n / out))."""
+    if _amp.active:
+        (input,) = _amp_cast("adaptive_max_pool3d", input)
     input, out = _adaptive_args("adaptive_max_pool3d", 3, input, output_size)  # noqa: A001
     input, unbatched = _unbatch(input, 5)  # noqa: A001
     N, C, D, H, W = input.shape
@@ -230,6 +244,8 @@ def fractional_max_pool2d(input: Any, kernel_size: Any, output_size: Any = None,
     ``kernel_size`` at pseudo-random, increasing starts chosen per plane so that the output has
     ``output_size`` (or ``output_ratio`` of the input). ``_random_samples`` (N, C, 2) in [0, 1)
     fixes the starts (as in PyTorch)."""
+    if _amp.active:
+        (input,) = _amp_cast("fractional_max_pool2d", input)
     return _fractional_max_pool("fractional_max_pool2d", 2, input, kernel_size, output_size,
                                 output_ratio, return_indices, _random_samples)
 
@@ -239,6 +255,8 @@ def fractional_max_pool3d(input: Any, kernel_size: Any, output_size: Any = None,
                           _random_samples: Any = None) -> Any:
     """Fractional max pooling over an (N, C, D, H, W) or (C, D, H, W) input (see
     ``fractional_max_pool2d``; ``_random_samples`` is (N, C, 3))."""
+    if _amp.active:
+        (input,) = _amp_cast("fractional_max_pool3d", input)
     return _fractional_max_pool("fractional_max_pool3d", 3, input, kernel_size, output_size,
                                 output_ratio, return_indices, _random_samples)
 

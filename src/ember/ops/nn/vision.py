@@ -14,6 +14,8 @@ import numpy as np
 
 from ... import _backend, _dtype
 from ..._tensor_base import TensorBase
+from ...amp.autocast_mode import cast as _amp_cast
+from ...amp.autocast_mode import state as _amp
 from ...autograd.function import Op
 from .. import pointwise as _pw
 from .. import pointwise_piecewise as _pp
@@ -230,6 +232,8 @@ def grid_sample(input: Any, grid: Any, mode: str = "bilinear", padding_mode: str
     """Sample a 4-D input (N, C, H, W) at the normalised (x, y) locations of grid
     (N, Ho, Wo, 2), bilinearly or from the nearest pixel; locations outside read 0 ('zeros'),
     the edge ('border') or the mirror image ('reflection')."""
+    if _amp.active:
+        input, grid = _amp_cast("grid_sample", input, grid)
     if mode not in ("bilinear", "nearest", "bicubic"):
         raise ValueError(f"nn.functional.grid_sample(): expected mode to be 'bilinear', "
                          f"'nearest' or 'bicubic', but got: '{mode}'")
@@ -333,6 +337,8 @@ def interpolate(input: Any, size: Any = None, scale_factor: Any = None, mode: st
 
     Modes: 'nearest', 'nearest-exact', 'linear' (3-D), 'bilinear' (4-D; ``align_corners``),
     'area' (adaptive average pooling). Give either ``size`` or ``scale_factor``."""
+    if _amp.active:
+        (input,) = _amp_cast("interpolate", input)
     _check_tensor(input, "interpolate")
     x = input._data
     nsp = x.ndim - 2
