@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from ...amp.autocast_mode import cast as _amp_cast
+from ...amp.autocast_mode import state as _amp
 from ...autograd.function import Op
 from ..creation import zeros_like
 from ..joining import stack
@@ -53,6 +55,8 @@ __all__ = [
 def conv1d(input: Any, weight: Any, bias: Any = None, stride: Any = 1, padding: Any = 0,
            dilation: Any = 1, groups: int = 1) -> Any:
     """1-D convolution (cross-correlation) over an (N, C_in, L) or (C_in, L) input."""
+    if _amp.active:
+        input, weight, bias = _amp_cast("conv1d", input, weight, bias)
     return _conv("conv1d", 1, input, weight, bias, stride, padding, dilation, groups)
 
 
@@ -68,6 +72,8 @@ def conv2d(input: Any, weight: Any, bias: Any = None, stride: Any = 1, padding: 
         >>> y.shape
         torch.Size([8, 16, 32, 32])
     """
+    if _amp.active:
+        input, weight, bias = _amp_cast("conv2d", input, weight, bias)
     return _conv("conv2d", 2, input, weight, bias, stride, padding, dilation, groups)
 
 
@@ -75,6 +81,8 @@ def conv_transpose1d(input: Any, weight: Any, bias: Any = None, stride: Any = 1,
                      padding: Any = 0, output_padding: Any = 0, groups: int = 1,
                      dilation: Any = 1) -> Any:
     """1-D transposed convolution; ``weight`` is (C_in, C_out / groups, kL)."""
+    if _amp.active:
+        input, weight, bias = _amp_cast("conv_transpose1d", input, weight, bias)
     return _conv_transpose("conv_transpose1d", 1, input, weight, bias, stride, padding,
                            output_padding, groups, dilation)
 
@@ -86,6 +94,8 @@ def conv_transpose2d(input: Any, weight: Any, bias: Any = None, stride: Any = 1,
 
     ``weight`` is (C_in, C_out / groups, kH, kW); the output size per dim is
     ``(in - 1) * stride - 2 * padding + dilation * (k - 1) + output_padding + 1``."""
+    if _amp.active:
+        input, weight, bias = _amp_cast("conv_transpose2d", input, weight, bias)
     return _conv_transpose("conv_transpose2d", 2, input, weight, bias, stride, padding,
                            output_padding, groups, dilation)
 
@@ -493,6 +503,8 @@ def conv3d(input: Any, weight: Any, bias: Any = None, stride: Any = 1, padding: 
 
     ``weight`` is (C_out, C_in / groups, kT, kH, kW); ``padding`` an int, a triple, 'valid' or
     'same'. Runs as a single 2-D convolution over the depth taps."""
+    if _amp.active:
+        input, weight, bias = _amp_cast("conv3d", input, weight, bias)
     return _conv("conv3d", 3, input, weight, bias, stride, padding, dilation, groups)
 
 
@@ -502,6 +514,8 @@ def conv_transpose3d(input: Any, weight: Any, bias: Any = None, stride: Any = 1,
     """3-D transposed convolution; ``weight`` is (C_in, C_out / groups, kT, kH, kW) and each
     output size is ``(in - 1) * stride - 2 * padding + dilation * (k - 1) + output_padding + 1``.
     """
+    if _amp.active:
+        input, weight, bias = _amp_cast("conv_transpose3d", input, weight, bias)
     return _conv_transpose("conv_transpose3d", 3, input, weight, bias, stride, padding,
                            output_padding, groups, dilation)
 
