@@ -39,6 +39,10 @@ class TorchAlias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
             from .amp import cuda_amp
 
             return cuda_amp
+        if real == "ember.cpu.amp":  # so does ember.cpu's
+            from .amp import cpu_amp
+
+            return cpu_amp
         try:
             return importlib.import_module(real)
         except ModuleNotFoundError as e:

@@ -40,6 +40,10 @@ def stream(stream: Any) -> Iterator[None]:
 
 
 def __getattr__(name: str) -> object:
+    if name == "amp":  # torch.cpu.amp lives in ember.amp
+        from .amp import cpu_amp
+
+        return cpu_amp
     from ._missing import attribute_error
 
     raise attribute_error("torch.cpu", name)
