@@ -37,7 +37,8 @@ def scaled_dot_product_attention(query: Any, key: Any, value: Any, attn_mask: An
                                  scale: float | None = None, enable_gqa: bool = False) -> Any:
     """softmax(query key^T * scale + mask) value, fused forward and backward."""
     if _amp.active:
-        query, key, value, attn_mask = _amp_cast("scaled_dot_product_attention", query, key, value, attn_mask)
+        query, key, value, attn_mask = _amp_cast("scaled_dot_product_attention", query, key,
+                                                 value, attn_mask)
     for name, t in (("query", query), ("key", key), ("value", value)):
         if t.ndim < 2:
             raise RuntimeError(
@@ -146,6 +147,8 @@ class ScaledDotProductAttention(Op):
             p /= xp.where(den == 0, 1, den)
         pd = p if keep is None else p * keep * (1.0 / (1.0 - p_drop))
         out = xp.matmul(pd, vv)
+        if out.dtype != q.dtype:  # bfloat16 inputs: scores and softmax ran in float32; round once
+            out = out.astype(q.dtype)
         ctx.scale, ctx.p_drop, ctx.groups = scale, p_drop, groups
         ctx.save_for_backward(q, k, v, fmask, bmask, keep, p)
         return out
