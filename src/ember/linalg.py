@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from .amp.autocast_mode import cast as _amp_cast
-from .amp.autocast_mode import state as _amp
+from .amp.autocast_mode import flag as _amp
 from .ops import _matrix as _mx
 from .ops import linalg as _la
 from .ops import other_matrix as _om

@@ -22,8 +22,8 @@ How ops take part: an op function on a list starts with
     if _amp.active:
         input, weight = cast("linear", input, weight)
 
-``_amp`` is this module's per-thread ``state``; ``active`` is True while autocast is on for any
-device type. Outside autocast an op pays that one attribute read and nothing else.
+``_amp`` is this module's ``flag``: ``active`` is True while autocast is on in any thread (``cast``
+then consults this thread's ``state``). Outside autocast an op pays that one attribute read.
 
 Cast cache (``cache_enabled=True``, as PyTorch): inside a region the lower-precision cast of a
 float32 leaf that requires grad (a parameter) is made once and reused; the cache is emptied when
@@ -155,8 +155,29 @@ class _ThreadState(threading.local):
 state = _ThreadState()
 
 
+class _Flag:
+    """``flag.active``: True while autocast is on in any thread (a plain attribute: the read an
+    op's hook makes when autocast is off costs less than a thread-local one). ``cast`` then
+    checks this thread's own state."""
+
+    __slots__ = ("active", "threads")
+
+    def __init__(self) -> None:
+        self.active = False
+        self.threads = 0  # threads with autocast on for some device type
+
+
+flag = _Flag()
+_flag_lock = threading.Lock()
+
+
 def _refresh() -> None:
-    state.active = state.enabled["cpu"] or state.enabled["cuda"]
+    on = state.enabled["cpu"] or state.enabled["cuda"]
+    if on != state.active:
+        state.active = on
+        with _flag_lock:
+            flag.threads += 1 if on else -1
+            flag.active = flag.threads > 0
 
 
 def _check_device_type(device_type: Any) -> str:
@@ -396,8 +417,7 @@ def _map(args: tuple, dev: str, fn: Callable) -> tuple:
 def cast(op: str, *args: Any) -> tuple:
     """The arguments of ``op`` as autocast wants them on their device type: ``args`` (tensors,
     lists of tensors, anything else passes through) with the eligible tensors cast per ``op``'s
-    policy on the device type of the first floating tensor. Call it only when
-    ``state.active``; ops off the device type's list get ``args`` back unchanged."""
+    policy on the device type of the first floating tensor. Ops call it when ``flag.active``; ops off the device type's list get ``args`` back unchanged."""
     dev = _device_of(args)
     if dev is None or not state.enabled.get(dev, False):
         return args

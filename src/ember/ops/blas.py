@@ -22,7 +22,7 @@ import numpy as np
 
 from .._tensor_base import TensorBase
 from ..amp.autocast_mode import cast as _amp_cast
-from ..amp.autocast_mode import state as _amp
+from ..amp.autocast_mode import flag as _amp
 from ..autograd.function import Op
 from ._matrix import (
     _broadcast_batch,

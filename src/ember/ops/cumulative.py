@@ -12,7 +12,7 @@ from typing import Any
 from .. import _backend
 from .._tensor_base import data_of
 from ..amp.autocast_mode import cast as _amp_cast
-from ..amp.autocast_mode import state as _amp
+from ..amp.autocast_mode import flag as _amp
 from ..autograd.function import Op
 from . import return_types
 from ._reduce import (

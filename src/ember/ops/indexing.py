@@ -23,7 +23,7 @@ import numpy as np
 from .. import _backend, _dtype
 from .._tensor_base import TensorBase, wrap_dim
 from ..amp.autocast_mode import cast as _amp_cast
-from ..amp.autocast_mode import state as _amp
+from ..amp.autocast_mode import flag as _amp
 from ..autograd import grad_mode
 from ..autograd.function import Op, link_view
 from . import _promote as _prom

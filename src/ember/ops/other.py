@@ -23,7 +23,7 @@ import numpy as np
 from .. import _backend, _dtype
 from .._tensor_base import TensorBase
 from ..amp.autocast_mode import cast as _amp_cast
-from ..amp.autocast_mode import state as _amp
+from ..amp.autocast_mode import flag as _amp
 from . import comparison as _cmp
 from . import pointwise as _pw
 from . import pointwise_piecewise as _pp

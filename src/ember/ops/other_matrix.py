@@ -18,7 +18,7 @@ import numpy as np
 from .. import _backend
 from .._tensor_base import TensorBase, wrap_dim
 from ..amp.autocast_mode import cast as _amp_cast
-from ..amp.autocast_mode import state as _amp
+from ..amp.autocast_mode import flag as _amp
 from ..autograd.function import Op
 from . import casting as _cast
 from ._matrix import (

@@ -17,7 +17,7 @@ from .._special import erfc as _erfc
 from .._special import erfinv as _erfinv
 from .._tensor_base import TensorBase
 from ..amp.autocast_mode import cast as _amp_cast
-from ..amp.autocast_mode import state as _amp
+from ..amp.autocast_mode import flag as _amp
 from ..autograd.function import Op
 from ._promote import _float_unary, _out, _promote, _quietly, _truediv
 

@@ -18,7 +18,7 @@ import numpy as np
 from .. import _dtype
 from .._tensor_base import data_of
 from ..amp.autocast_mode import cast as _amp_cast
-from ..amp.autocast_mode import state as _amp
+from ..amp.autocast_mode import flag as _amp
 from ..autograd.function import Op
 from . import _promote as _prom
 from . import pointwise_piecewise as _pp

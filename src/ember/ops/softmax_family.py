@@ -11,7 +11,7 @@ from typing import Any
 
 from .. import _dtype
 from ..amp.autocast_mode import cast as _amp_cast
-from ..amp.autocast_mode import state as _amp
+from ..amp.autocast_mode import flag as _amp
 from ..autograd.function import Op
 from . import casting as _cast
 from ._reduce import _make, _need, _one, _quiet, _sum_arr, _t, _with_dtype, make_outputs_contiguous

@@ -11,7 +11,7 @@ from ... import _dtype
 from ..._backend import xp_of
 from ..._tensor_base import TensorBase
 from ...amp.autocast_mode import cast as _amp_cast
-from ...amp.autocast_mode import state as _amp
+from ...amp.autocast_mode import flag as _amp
 from ...autograd.function import Op
 from ..creation import zeros
 from ..joining import cat

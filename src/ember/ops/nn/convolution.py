@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ...amp.autocast_mode import cast as _amp_cast
-from ...amp.autocast_mode import state as _amp
+from ...amp.autocast_mode import flag as _amp
 from ...autograd.function import Op
 from ..creation import zeros_like
 from ..joining import stack

@@ -8,7 +8,7 @@ from typing import Any
 from ... import _dtype
 from ..._tensor_base import TensorBase
 from ...amp.autocast_mode import cast as _amp_cast
-from ...amp.autocast_mode import state as _amp
+from ...amp.autocast_mode import flag as _amp
 from ...autograd.function import Op
 
 __all__ = [

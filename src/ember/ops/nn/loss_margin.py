@@ -13,7 +13,7 @@ import numpy as np
 
 from ..._tensor_base import TensorBase
 from ...amp.autocast_mode import cast as _amp_cast
-from ...amp.autocast_mode import state as _amp
+from ...amp.autocast_mode import flag as _amp
 from .. import comparison as _cmp
 from .. import creation as _creation
 from .. import pointwise_math as _pm

@@ -12,7 +12,7 @@ from typing import Any
 
 from ..._tensor_base import TensorBase
 from ...amp.autocast_mode import cast as _amp_cast
-from ...amp.autocast_mode import state as _amp
+from ...amp.autocast_mode import flag as _amp
 from ...autograd import grad_mode
 from ...autograd.function import Op
 from ._common import _check_floating, _graphing, _size

@@ -13,7 +13,7 @@ import numpy as np
 from ... import _backend, _dtype
 from ..._tensor_base import TensorBase
 from ...amp.autocast_mode import cast as _amp_cast
-from ...amp.autocast_mode import state as _amp
+from ...amp.autocast_mode import flag as _amp
 from ...autograd import grad_mode
 from ..joining import stack
 from ..random import rand
