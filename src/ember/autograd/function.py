@@ -32,6 +32,9 @@ from .node import FREED_MSG, NOT_INPUT, AccumulateGrad, Node, RemovableHandle
 __all__ = ["Function", "Op", "Node", "AccumulateGrad", "RemovableHandle", "FREED_MSG"]
 
 anomaly_enabled = False  # set by ember.autograd.anomaly_mode.detect_anomaly
+# While ``compile`` traces a region, the recorder it installs here sees every op that runs:
+# ``tracer.record(cls, ctx, args, raw, outputs)`` after the op has made its outputs.
+tracer: Any = None
 
 
 class FunctionMeta(type):
@@ -144,6 +147,8 @@ class Function(metaclass=FunctionMeta):
                 _share_version(args[0], outputs, is_tuple)
             if ctx._dirty:
                 _rebase_dirty(ctx, outputs, False)
+            if tracer is not None:
+                tracer.record(cls, ctx, args, raw, outputs)
             return tuple(outputs) if is_tuple else outputs[0]
 
         # -- record the node --------------------------------------------------------------
@@ -183,6 +188,8 @@ class Function(metaclass=FunctionMeta):
             _track_saved(ctx, args, raw, outs_raw, outputs)
         if anomaly_enabled:
             ctx._trace = _user_stack()
+        if tracer is not None:
+            tracer.record(cls, ctx, args, raw, outputs)
         return tuple(outputs) if is_tuple else outputs[0]
 
 
