@@ -552,6 +552,13 @@ def all_gather(tensor_list: list, tensor: Any, group: Any = None,
     return _run(pg, call, [req], lambda: _unstack(buf, tensor_list, "all_gather"), async_op)
 
 
+def _check_list(pg: ProcessGroup, what: str, root: int, tensors: list | None, name: str) -> None:
+    """The root of a gather/scatter needs one tensor per rank."""
+    if pg.rank() == root and (tensors is None or len(tensors) != pg.size()):
+        raise ValueError(f"{what}: rank {pg._ranks[root]} needs a {name} of world_size "
+                         f"({pg.size()}) tensors")
+
+
 def _unstack(buf: np.ndarray, tensors: list, what: str) -> None:
     for t, part in zip(tensors, buf, strict=True):
         _array(t, what)[...] = part
@@ -567,9 +574,7 @@ def gather(tensor: Any, gather_list: list | None = None, dst: int = 0, group: An
     root = _root(pg, "gather", dst, group_dst)
     inp = _array(tensor, "gather", pg)
     mine = pg.rank() == root
-    if mine and (gather_list is None or len(gather_list) != pg.size()):
-        raise ValueError(f"gather: rank {pg._ranks[root]} needs a gather_list of world_size "
-                         f"({pg.size()}) tensors")
+    _check_list(pg, "gather", root, gather_list, "gather_list")
     call = f"gather({describe(tensor)}, dst={pg._ranks[root]})"
     agree(pg, call)
     buf = np.empty((pg.size(),) + inp.shape, inp.dtype) if mine else None
@@ -587,9 +592,7 @@ def scatter(tensor: Any, scatter_list: list | None = None, src: int = 0, group: 
     root = _root(pg, "scatter", src, group_src)
     out = _array(tensor, "scatter", pg)
     mine = pg.rank() == root
-    if mine and (scatter_list is None or len(scatter_list) != pg.size()):
-        raise ValueError(f"scatter: rank {pg._ranks[root]} needs a scatter_list of world_size "
-                         f"({pg.size()}) tensors")
+    _check_list(pg, "scatter", root, scatter_list, "scatter_list")
     call = f"scatter({describe(tensor)}, src={pg._ranks[root]})"
     agree(pg, call)
     buf = (np.ascontiguousarray(np.stack([_array(t, "scatter", pg) for t in scatter_list]))
