@@ -169,3 +169,21 @@ def _pair(v):
 def test_weight_gradient_orientations_match_torch(xs, ws, kw, dtype, atol):
     args = [randn(*xs), randn(*ws, seed=1), randn(ws[0], seed=2)]
     _parity(lambda *a: F.conv2d(*a, **kw), lambda *a: TF.conv2d(*a, **kw), args, dtype, atol)
+
+
+@needs_torch
+@pytest.mark.parametrize("dtype,atol", [(np.float32, 2e-5), (np.float64, 1e-10)])
+def test_bias_gradient_matches_torch(dtype, atol):
+    # conv1d, conv2d, conv_transpose2d, an empty batch and a broadcast (sum's) gradient
+    for fn, tfn, xs, ws, nb in [(F.conv1d, TF.conv1d, (3, 2, 9), (4, 2, 3), 4),
+                                (F.conv2d, TF.conv2d, (3, 2, 7, 6), (4, 2, 3, 2), 4),
+                                (F.conv_transpose2d, TF.conv_transpose2d, (3, 4, 5, 4),
+                                 (4, 3, 3, 3), 3),
+                                (F.conv2d, TF.conv2d, (0, 2, 7, 6), (4, 2, 3, 2), 4)]:
+        args = [randn(*xs), randn(*ws, seed=1), randn(nb, seed=2)]
+        _parity(fn, tfn, args, dtype, atol)
+    b = ember.tensor(randn(4).astype(dtype), requires_grad=True)
+    F.conv2d(ember.tensor(randn(2, 2, 5, 5).astype(dtype)),
+             ember.tensor(randn(4, 2, 3, 3).astype(dtype)), b).sum().backward()
+    np.testing.assert_allclose(b.grad.numpy(), np.full(4, 2 * 3 * 3, dtype=dtype))
+    assert b.grad.dtype == ember.tensor(np.zeros(1, dtype=dtype)).dtype
