@@ -1,13 +1,18 @@
-"""``ember._dynamo``: the parts of ``torch._dynamo`` that scripts touch, for an eager framework.
+"""``ember._dynamo``: the parts of ``torch._dynamo`` that scripts touch.
 
-ember does not capture graphs (``torch.compile`` returns a model that runs eagerly), so:
+``torch.compile`` traces and replays regions (``ember/_compile/``); this module is its control
+panel:
 
 - ``config`` holds PyTorch's settings by name (set and read them; unknown names raise);
-- ``reset()`` clears nothing (there are no compiled-code caches) and returns None;
+  ``cache_size_limit`` bounds the guard keys kept per compiled callable (past it, calls run
+  eagerly) and ``disable = True`` runs every compiled callable eagerly;
+- ``reset()`` forgets every compiled program; ``exc.Unsupported`` is raised at a graph break
+  under ``fullgraph=True``;
+- ``is_compiling()`` is True while a region is being traced;
 - ``disable``, ``allow_in_graph``, ``disallow_in_graph``, ``assume_constant_result`` return
-  what they are given; ``mark_dynamic``, ``mark_static``... record nothing;
-- ``is_compiling()`` is False; ``optimize(...)`` is ``torch.compile``;
-- ``explain(...)`` raises ``NotImplementedError`` when called (there is no graph to explain).
+  what they are given; ``mark_dynamic``, ``mark_static``... record nothing (shapes are always
+  specialised); ``set_stance("force_eager")`` runs compiled callables eagerly;
+- ``optimize(...)`` is ``torch.compile``; ``explain(...)`` raises ``NotImplementedError``.
 """
 
 from __future__ import annotations
@@ -17,10 +22,10 @@ from collections.abc import Callable
 from typing import Any
 
 from .._compile import OptimizedModule
-from . import config
+from . import config, exc
 
 __all__ = [
-    "config", "reset", "disable", "allow_in_graph", "disallow_in_graph", "assume_constant_result",
+    "config", "exc", "reset", "disable", "allow_in_graph", "disallow_in_graph", "assume_constant_result",
     "graph_break", "is_compiling", "mark_dynamic", "maybe_mark_dynamic", "mark_static",
     "mark_static_address", "optimize", "run", "explain", "list_backends", "is_dynamo_supported",
     "set_stance", "OptimizedModule",
@@ -28,7 +33,15 @@ __all__ = [
 
 
 def reset() -> None:
-    """Clear dynamo's caches: ember has none (nothing is compiled), so this does nothing."""
+    """Forget every compiled program: compiled callables trace again on their next calls."""
+    from .. import _compile
+
+    _compile.reset()
+
+
+def _disabled() -> bool:
+    """Whether compiled callables should run eagerly now (``config.disable``, the stance)."""
+    return bool(config.disable) or _stance == "force_eager"
 
 
 def disable(fn: Callable | None = None, recursive: bool = True, *, reason: str | None = None,
@@ -65,12 +78,14 @@ def graph_break() -> None:
 
 
 def is_compiling() -> bool:
-    """False: ember code always runs eagerly."""
-    return False
+    """True while ``torch.compile`` traces a region (its code runs once, recorded)."""
+    from ..autograd import function as _function
+
+    return _function.tracer is not None
 
 
 def is_dynamo_supported() -> bool:
-    """True: ``torch.compile`` works in ember (it runs the model eagerly)."""
+    """True: ``torch.compile`` works in ember."""
     return True
 
 

@@ -1,0 +1,347 @@
+"""``ember.compile`` (``torch.compile``): trace a model's step once, then replay it without
+ember's per-op Python dispatch.
+
+``compile(model)`` returns a wrapper like PyTorch's: a module comes back as an
+``OptimizedModule`` (the original under ``_orig_mod``, so ``state_dict`` keys carry PyTorch's
+``_orig_mod.`` prefix and checkpoints interchange), a function as a function.
+
+What a call does (``_CompiledFn.__call__``):
+
+1. *Guards.* The key is: every tensor argument's array type (device), shape, dtype and
+   ``requires_grad``; the other arguments by value; grad mode; every submodule's ``training``
+   flag and the identity of every parameter and buffer (of the compiled module, or of modules
+   and tensors the compiled function reaches through its closure and globals). Within an entry,
+   each outside tensor's shape/dtype/``requires_grad`` is checked again.
+2. *Trace.* A new key runs the region eagerly with a recorder installed (``trace.py``): every
+   ``Function.apply`` is recorded. The second call with that key is traced again, and only if
+   both traces agree (same ops, same wiring, same constants) is the program trusted: a
+   constant that changed came from tensor data or an unrecorded random draw, and that key then
+   stays eager. Graph breaks (``item()``, ``bool()``, ``tolist()``, ``numpy()``,
+   ``__index__``, ``nonzero``...) make the key eager too, or raise ``Unsupported`` under
+   ``fullgraph=True``.
+3. *Replay* (``replay.py``), from the third call: the recorded ops' ``forward`` rules run on
+   arrays, and the region is one ``CompiledFunctionBackward`` node in the autograd graph, whose
+   backward runs the recorded ``backward`` rules in reverse.
+
+Python state other than the guarded values (globals, attributes read in ``forward``, Python
+numbers computed inside) is baked into the trace, as in PyTorch without its extra guards.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+import types
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+from .._tensor_base import TensorBase
+from ..autograd import function as _function
+from ..autograd import grad_mode
+from ..nn.modules.module import Module
+from .replay import ShapeChanged, make_outputs, run_forward
+from .trace import GraphBreak, Patches, Program, Tracer, same
+
+__all__ = ["compile", "OptimizedModule", "stats", "reset"]
+
+_MODES = ("default", "lite", "reduce-overhead", "max-autotune-no-cudagraphs", "max-autotune")
+
+# what compile did, for tests and reports: counts, and the last reason a key stayed eager
+stats: dict[str, Any] = {"traces": 0, "compiled": 0, "replays": 0, "eager": 0,
+                         "recompiles": 0, "last_reason": None, "compile_seconds": 0.0}
+_live: weakref.WeakSet = weakref.WeakSet()
+_SCALARS = (type(None), bool, int, float, complex, str)
+
+
+def reset() -> None:
+    """Forget every compiled program (``torch._dynamo.reset()``): the next calls trace again."""
+    for c in list(_live):
+        c.cache.clear()
+    for k in ("traces", "compiled", "replays", "eager", "recompiles"):
+        stats[k] = 0
+    stats["last_reason"] = None
+    stats["compile_seconds"] = 0.0
+
+
+def _flatten(obj: Any, leaves: list) -> Any:
+    """The structure of nested tuples/lists/dicts, with the leaves appended to ``leaves``."""
+    t = type(obj)
+    if t is tuple or t is list:
+        return (t, tuple(_flatten(x, leaves) for x in obj))
+    if t is dict:
+        return (dict, tuple(obj), tuple(_flatten(v, leaves) for v in obj.values()))
+    leaves.append(obj)
+    return None
+
+
+def _unflatten(spec: Any, it: Any) -> Any:
+    if spec is None:
+        return next(it)
+    if spec[0] is dict:
+        return {k: _unflatten(s, it) for k, s in zip(spec[1], spec[2])}
+    items = [_unflatten(s, it) for s in spec[1]]
+    return items if spec[0] is list else tuple(items)
+
+
+def _roots(fn: Any) -> tuple[list, list]:
+    """Modules and tensors a compiled function reaches through its closure, the globals it
+    names and its ``self``: their tensors are read live at each call and guarded on."""
+    objs: list = []
+    target = fn
+    if isinstance(target, functools.partial):
+        objs.extend(target.args)
+        objs.extend(target.keywords.values())
+        target = target.func
+    if isinstance(target, types.MethodType):
+        objs.append(target.__self__)
+        target = target.__func__
+    code = getattr(target, "__code__", None)
+    if code is not None:
+        for cell in getattr(target, "__closure__", None) or ():
+            try:
+                objs.append(cell.cell_contents)
+            except ValueError:  # an empty cell
+                pass
+        g = getattr(target, "__globals__", {})
+        for name in code.co_names:
+            if name in g:
+                objs.append(g[name])
+    mods: list = []
+    tensors: list = []
+    for o in objs:
+        for x in (o.values() if isinstance(o, dict) else o if isinstance(o, list | tuple) else (o,)):
+            if isinstance(x, Module):
+                mods.append(x)
+            elif isinstance(x, TensorBase):
+                tensors.append(x)
+            elif hasattr(x, "param_groups") and hasattr(x, "state"):  # an optimizer
+                for group in x.param_groups:
+                    tensors.extend(group["params"])
+    return mods, tensors
+
+
+class _Entry:
+    __slots__ = ("state", "prog", "reason")
+
+    def __init__(self) -> None:
+        self.state = "new"  # new -> traced -> compiled | eager
+        self.prog: Program | None = None
+        self.reason: str | None = None
+
+
+class _CompiledFn:
+    """The cache and the call path of one compiled callable."""
+
+    def __init__(self, fn: Callable, module: Module | None, fullgraph: bool) -> None:
+        self.fn = fn
+        self.module = module
+        self.fullgraph = fullgraph
+        self.cache: dict = {}
+        _live.add(self)
+
+    def _outside(self) -> tuple[list, tuple]:
+        """The outside tensors (parameters, buffers...) and the guard on modules."""
+        if self.module is not None:
+            mods = [self.module]
+            extra: list = []
+        else:
+            mods, extra = _roots(self.fn)
+        tensors: list = []
+        flags: list = []
+        seen: set = set()
+        for root in mods:
+            for m in root.modules():
+                if id(m) in seen:
+                    continue
+                seen.add(id(m))
+                flags.append(m.training)
+                for p in m._parameters.values():
+                    if p is not None:
+                        tensors.append(p)
+                for b in m._buffers.values():
+                    if b is not None:
+                        tensors.append(b)
+        tensors.extend(extra)
+        return tensors, (tuple(flags), tuple(map(id, tensors)))
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        from .. import _dynamo
+
+        if _function.tracer is not None or _function.anomaly_enabled or _dynamo._disabled():
+            return self.fn(*args, **kwargs)  # inside another trace: its ops are recorded there
+        leaves: list = []
+        spec = _flatten((args, kwargs), leaves)
+        flat = []
+        key_parts: list = []
+        for i, x in enumerate(leaves):
+            if isinstance(x, TensorBase):
+                d = x._data
+                flat.append((i, x))
+                key_parts.append((type(d), d.shape, d.dtype, x._rg))
+            else:
+                key_parts.append((type(x), x))
+        outside, mod_key = self._outside()
+        key = (spec, tuple(key_parts), grad_mode.state.enabled, mod_key)
+        try:
+            entry = self.cache.get(key)
+        except TypeError:  # an unhashable argument: no guard can be built
+            stats["eager"] += 1
+            return self.fn(*args, **kwargs)
+        if entry is None:
+            if len(self.cache) >= _dynamo.config.cache_size_limit:
+                stats["eager"] += 1
+                stats["last_reason"] = "cache_size_limit reached"
+                return self.fn(*args, **kwargs)
+            if self.cache:
+                stats["recompiles"] += 1
+            entry = self.cache[key] = _Entry()
+        if entry.state == "compiled":
+            prog = entry.prog
+            if _guards_hold(prog):
+                try:
+                    vals, ctxs = run_forward(prog, leaves)
+                except ShapeChanged:
+                    entry.state, entry.reason = "eager", "a data-dependent shape"
+                    stats["last_reason"] = entry.reason
+                    return self.fn(*args, **kwargs)
+                stats["replays"] += 1
+                out_leaves = make_outputs(prog, vals, ctxs, leaves)
+                return _unflatten(prog.out_spec[0], iter(out_leaves))
+            entry.state = "new"
+            stats["recompiles"] += 1
+        if entry.state == "eager":
+            stats["eager"] += 1
+            return self.fn(*args, **kwargs)
+        return self._trace(entry, args, kwargs, flat, outside)
+
+    def _trace(self, entry: _Entry, args: tuple, kwargs: dict, flat: list, outside: list) -> Any:
+        t0 = time.perf_counter()
+        tracer = Tracer(flat, outside, self.fullgraph)
+        stats["traces"] += 1
+        _function.tracer = tracer
+        try:
+            with Patches(tracer):
+                out = self.fn(*args, **kwargs)
+        except GraphBreak as e:
+            from .._dynamo.exc import Unsupported
+
+            raise Unsupported(str(e)) from None
+        finally:
+            _function.tracer = None
+        out_leaves: list = []
+        out_spec = _flatten(out, out_leaves)
+        prog = None
+        if all(isinstance(x, (TensorBase, *_SCALARS)) for x in out_leaves):
+            prog = tracer.finish(out_leaves, out_spec)
+        else:
+            tracer.fail("the region returns something other than tensors and numbers in "
+                        "tuples, lists and dicts")
+        if prog is None:
+            entry.state, entry.reason = "eager", tracer.reason
+            stats["last_reason"] = tracer.reason
+            if self.fullgraph and tracer.reason and tracer.reason.startswith("graph break"):
+                from .._dynamo.exc import Unsupported
+
+                raise Unsupported(tracer.reason)
+        elif entry.state == "new":
+            entry.state, entry.prog = "traced", prog
+        elif same(entry.prog, prog):
+            entry.state, entry.prog = "compiled", prog
+            stats["compiled"] += 1
+        else:
+            entry.state = "eager"
+            entry.reason = stats["last_reason"] = (
+                "two traces differ (a constant made from tensor data, or a random draw "
+                "outside ember's recorded ops)")
+            entry.prog = None
+        stats["compile_seconds"] += time.perf_counter() - t0
+        return out
+
+
+def _guards_hold(prog: Program) -> bool:
+    for t, _s, shape, dtype, ty, rg in prog.free:
+        d = t._data
+        if type(d) is not ty or d.shape != shape or d.dtype != dtype or t._rg != rg:
+            return False
+    return True
+
+
+class OptimizedModule(Module):
+    """What ``compile(module)`` returns: runs ``_orig_mod`` through the compiled path and
+    forwards attribute reads to it."""
+
+    def __init__(self, mod: Module, options: dict[str, Any] | None = None) -> None:
+        super().__init__()
+        self._orig_mod = mod
+        object.__setattr__(self, "_compile_options", dict(options or {}))
+        object.__setattr__(self, "_compiled", _CompiledFn(
+            mod, mod, bool((options or {}).get("fullgraph", False))))
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        return self._compiled(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return super().__getattr__(name)
+        except AttributeError:
+            mods = self.__dict__.get("_modules")
+            if not mods or "_orig_mod" not in mods:
+                raise
+            return getattr(mods["_orig_mod"], name)
+
+    def __dir__(self) -> list[str]:
+        return sorted(set(super().__dir__()) | set(dir(self._modules["_orig_mod"])))
+
+
+def compile(model: Callable | None = None, *, fullgraph: bool = False,  # noqa: A001
+            dynamic: bool | None = None, backend: str | Callable | None = None,
+            mode: str | None = None, options: dict[str, Any] | None = None,
+            name: str | None = None, disable: bool = False, **kwargs: Any) -> Any:
+    """Return ``model`` compiled: traced on its first calls, then replayed (see the module doc).
+
+    Args:
+        model: an ``nn.Module`` or a function; omitted, ``compile(...)`` is a decorator.
+        fullgraph: raise ``torch._dynamo.exc.Unsupported`` at a graph break instead of running
+            that call eagerly.
+        dynamic: accepted; shapes are always specialised (a new shape compiles again).
+        backend, options, name: accepted and ignored (there is one backend).
+        mode: checked against PyTorch's modes, then ignored.
+        disable: return ``model`` itself.
+
+    Example::
+
+        >>> model = torch.compile(model)       # an OptimizedModule wrapping model
+        >>> @torch.compile
+        ... def f(x): return x.sin() + 1
+    """
+    if mode is not None and options is not None:
+        raise RuntimeError(
+            "Either mode or options can be specified, but both can't be specified at the same "
+            "time."
+        )
+    if mode is not None and mode not in _MODES:
+        raise RuntimeError(f"Unrecognized mode={mode}, should be one of: {', '.join(_MODES)}")
+    if model is None:
+        def decorator(fn: Callable) -> Any:
+            return compile(fn, fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode,
+                           options=options, name=name, disable=disable, **kwargs)
+
+        return decorator
+    if not callable(model):
+        raise RuntimeError(f"torch.compile: model must be callable (a Module or a function), "
+                           f"got {type(model).__name__}")
+    if disable:
+        return model
+    if isinstance(model, Module):
+        return OptimizedModule(model, {"mode": mode, "options": options, "backend": backend,
+                                       "fullgraph": fullgraph})
+    compiled_fn = _CompiledFn(model, None, fullgraph)
+
+    @functools.wraps(model)
+    def compiled(*args: Any, **kw: Any) -> Any:
+        return compiled_fn(*args, **kw)
+
+    compiled._torchdynamo_orig_callable = model  # type: ignore[attr-defined]
+    compiled._ember_compiled = compiled_fn  # type: ignore[attr-defined]
+    return compiled

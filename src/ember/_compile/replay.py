@@ -1,0 +1,187 @@
+"""Replaying a traced region: each recorded op's ``forward`` runs on arrays, in order, and the
+region appears in the autograd graph as one node (``CompiledFunctionBackward``) whose backward
+runs the recorded ops' ``backward`` rules in a reverse schedule fixed at trace time.
+
+Per op this does what ``Function.apply`` and the engine do, minus the wrappers: a fresh ctx
+with the traced ``needs_input_grad``; gradients summed down to each input's shape
+(``sum_to_shape``) and cast to its dtype, then added up per value; zeros for the unused outputs
+of a multi-output op; dropout masks drawn from the same generator in the same order; BatchNorm's
+running statistics updated with the same arithmetic.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from .._tensor_base import TensorBase
+from ..autograd import function as _function
+from ..autograd.engine import sum_to_shape
+from ..autograd.function import Op
+from ..ops import random as _random
+from .trace import MASK, OP, Program
+
+_make = TensorBase._make
+
+
+class ShapeChanged(Exception):
+    """An op's output shape differs from the trace's: the region has a data-dependent shape."""
+
+
+class CompiledFunction(Op):
+    """The autograd node of a replayed region (PyTorch names it ``CompiledFunctionBackward``)."""
+
+    node_name = "CompiledFunctionBackward"
+
+    @staticmethod
+    def forward(ctx: Any, *args: Any) -> Any:  # never applied: replay builds the node itself
+        raise NotImplementedError
+
+    @staticmethod
+    def backward(ctx: Any, *grads: Any) -> Any:
+        if any(isinstance(g, TensorBase) for g in grads):
+            raise RuntimeError(
+                "double backward (create_graph=True) through a torch.compile'd region is not "
+                "supported by ember: run that model uncompiled, or compile with disable=True.")
+        prog, ctxs = ctx._saved
+        return run_backward(prog, ctxs, grads)
+
+
+def run_forward(prog: Program, flat: list) -> tuple[list, list | None]:
+    """The region's values (one per slot) and, when it needs gradients, its ops' ctxs."""
+    vals = list(prog.init)
+    for pos, s in prog.inputs:
+        vals[s] = flat[pos]._data
+    for f in prog.free:
+        vals[f[1]] = f[0]._data
+    ctxs: list | None = [] if prog.needs_grad else None
+    undo: list = []
+    rng_state = None
+    try:
+        for st in prog.steps:
+            if st[0] is OP:
+                _, fwd, ncls, xp, nig, aslots, oslots, shapes = st
+                ctx = ncls()
+                ctx.xp = xp
+                ctx.needs_input_grad = nig
+                out = fwd(ctx, *[vals[i] for i in aslots])
+                if type(out) is tuple:
+                    for s, o, sh in zip(oslots, out, shapes):
+                        if s >= 0:
+                            if o.shape != sh:
+                                raise ShapeChanged
+                            vals[s] = o
+                else:
+                    if out.shape != shapes[0]:
+                        raise ShapeChanged
+                    vals[oslots[0]] = out
+                if ctxs is not None:
+                    ctxs.append(ctx)
+            elif st[0] is MASK:
+                _, xs, p, shape, s = st
+                if rng_state is None:
+                    rng_state = _random.default_generator.get_state()
+                vals[s] = prog_mask(_make(vals[xs]), p, shape)
+            else:
+                _, ss, bs, m, fi = st
+                arr = vals[ss]
+                undo.append((arr, arr.copy()))
+                # the same arithmetic as ops/nn/normalization.py's _update_running
+                new = arr * (1 - m) + vals[bs].astype(arr.dtype) * m
+                arr[...] = new.reshape(arr.shape)
+                if fi >= 0:
+                    prog.free[fi][0]._bump_version()
+    except ShapeChanged:
+        for arr, old in reversed(undo):  # back to the state before the call: it reruns eagerly
+            arr[...] = old
+        if rng_state is not None:
+            _random.default_generator.set_state(rng_state)
+        raise
+    return vals, ctxs
+
+
+def prog_mask(x: Any, p: float, shape: tuple) -> Any:
+    return importlib.import_module("ember.ops.nn.dropout")._keep_mask(x, p, shape)
+
+
+def make_outputs(prog: Program, vals: list, ctxs: list | None, flat: list) -> list:
+    """The region's output leaves: tensors whose ``grad_fn`` is one node for the whole region."""
+    node = None
+    if ctxs is not None and prog.out_slots:
+        node = CompiledFunction._node_cls()
+        edges = []
+        meta = []
+        accumulator = _function._accumulator
+        for where, k in prog.edge_src:
+            t = flat[k] if where == "input" else prog.free[k][0]
+            fn = t._grad_fn
+            edges.append((fn, t._output_nr) if fn is not None else (accumulator(t), 0))
+            d = t._data
+            meta.append((d.shape, d.dtype))
+        node._edges = tuple(edges)
+        node._meta = meta
+        node._n_out = len(prog.out_slots)
+        node._materialize = False
+        node.xp = prog.steps[0][3] if prog.steps and prog.steps[0][0] is OP else None
+        node.needs_input_grad = (True,) * len(edges)
+        node._saved = (prog, ctxs)
+        if prog.saved_src:
+            versions = []
+            for k, (where, i) in enumerate(prog.saved_src):
+                t = flat[i] if where == "input" else prog.free[i][0]
+                counter = t._version_counter()
+                versions.append((counter, counter[0], k))
+            node._versions = versions
+    leaves = []
+    for leaf in prog.out_spec[1]:
+        kind = leaf[0]
+        if kind == "diff":
+            if node is not None:
+                leaves.append(_make(vals[leaf[1]], True, node, leaf[2]))
+            else:
+                leaves.append(_make(vals[leaf[1]]))
+        elif kind == "slot":
+            v = vals[leaf[1]]
+            leaves.append(_make(v.copy() if prog.init[leaf[1]] is not None else v))
+        elif kind == "input":
+            leaves.append(flat[leaf[1]])
+        elif kind == "free":
+            leaves.append(prog.free[leaf[1]][0])
+        else:
+            leaves.append(leaf[1])
+    return leaves
+
+
+def run_backward(prog: Program, ctxs: list, grads: tuple) -> tuple:
+    """The region's backward: each recorded op's rule in reverse order, gradients summed per
+    value exactly as the engine's ``_send`` does; returns one gradient per region edge."""
+    gs: list = [None] * prog.n_slots
+    for s, g in zip(prog.out_slots, grads):
+        if g is not None:
+            gs[s] = g if gs[s] is None else gs[s] + g
+    for ci, bwd, oslots, ometa, materialize, edges, name in prog.bsched:
+        buf = [gs[s] if s >= 0 else None for s in oslots]
+        if all(g is None for g in buf):
+            continue
+        ctx = ctxs[ci]
+        if materialize:
+            for k, g in enumerate(buf):
+                if g is None and ometa[k] is not None:
+                    buf[k] = ctx.xp.zeros(ometa[k][0], ometa[k][1])
+        out = bwd(ctx, *buf)
+        if type(out) is not tuple:
+            out = (out,)
+        for i, s, shape, dt in edges:
+            if i >= len(out):
+                raise RuntimeError(f"function {name}Backward returned an incorrect number of "
+                                   f"gradients (expected more than {i}, got {len(out)})")
+            g = out[i]
+            if g is None:
+                continue
+            if g.shape != shape:
+                g = sum_to_shape(g, shape, ctx)
+            if g.dtype != dt:
+                g = g.astype(dt)
+            cur = gs[s]
+            gs[s] = g if cur is None else cur + g
+    return tuple(gs[s] for s in prog.edge_slots)

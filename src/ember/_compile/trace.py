@@ -1,0 +1,516 @@
+"""Tracing a compiled region: run it eagerly once with a recorder installed, and turn what the
+recorder saw into a ``Program`` (a list of steps over numbered value slots) that ``replay.py``
+runs without ember's per-op Python dispatch.
+
+Every array the region touches becomes a slot:
+
+- an *input*: a tensor among the call's (flattened) arguments;
+- a *free* tensor: one that lives outside the call (a module's parameters and buffers, tensors a
+  compiled function reaches through its closure or globals, leaf tensors that require grad):
+  its ``_data`` is read again at each call, so optimizer steps and ``load_state_dict`` are seen;
+- an *op output*: made by a recorded ``Function.apply``;
+- a *mask*: a dropout mask, drawn again at each replay from the same generator, in order;
+- a *constant*: anything else (``torch.arange(T)``, a Python number, an index array). Values
+  made by code that does not go through ``Function.apply`` also land here, so ``compile`` only
+  trusts a trace after a second traced call produced the very same constants (see ``same``).
+
+What cannot be replayed faithfully makes the trace ``unsupported`` (the call stays eager):
+graph breaks (tensor data turned into a Python value), in-place writes other than BatchNorm's
+running statistics, custom ``autograd.Function``s, hooks on intermediate tensors, views or
+unknown tensors returned from the region.
+"""
+
+from __future__ import annotations
+
+import importlib
+import weakref
+from typing import Any
+
+import numpy as np
+
+from .. import _backend
+from .._tensor_base import TensorBase
+from ..autograd import function as _function
+
+# step kinds
+OP, MASK, UPDATE = 0, 1, 2
+
+# Tensor methods and namespace functions that turn tensor data into Python values, or whose
+# result's shape depends on the data: each one is a graph break.
+BREAK_METHODS = ("item", "tolist", "numpy", "__array__", "__bool__", "__float__", "__int__",
+                 "__index__", "__complex__", "__format__", "__repr__", "__str__", "nonzero",
+                 "masked_select", "unique", "unique_consecutive", "argwhere")
+BREAK_FUNCTIONS = ("nonzero", "masked_select", "unique", "unique_consecutive", "argwhere")
+
+
+class GraphBreak(Exception):
+    """Raised (under ``fullgraph=True``) or noted when a region cannot be captured whole."""
+
+
+class Program:
+    """A traced region, ready for replay (built by ``Tracer.finish``)."""
+
+    n_slots: int
+    init: list  # per slot: the constant value, or None
+    inputs: list  # (flat position, slot)
+    free: list  # (tensor, slot, shape, dtype, array type, requires_grad)
+    steps: list
+    out_spec: Any  # the output's structure; leaves: ("slot", s) / ("input", pos) / ("free", i) / ("py", v)
+    out_slots: list  # differentiable output slots, in output-number order
+    edge_slots: list  # slots of inputs/free tensors that receive gradients (the region's edges)
+    edge_src: list  # per edge: ("input", pos) or ("free", index)
+    saved_src: list  # per saved-from-outside slot: ("input", pos) or ("free", index)
+    bsched: list
+    needs_grad: bool
+    consts: list  # (slot, value) of array constants, for comparing two traces
+    signature: tuple
+
+
+def _root(arr: Any) -> Any:
+    while getattr(arr, "base", None) is not None:
+        arr = arr.base
+    return arr
+
+
+class Tracer:
+    """Installed as ``ember.autograd.function.tracer`` while a region runs eagerly."""
+
+    def __init__(self, flat_inputs: list, free_tensors: list, fullgraph: bool) -> None:
+        self.fullgraph = fullgraph
+        self.reason: str | None = None
+        self.n = 0
+        self.slot_of: dict[int, int] = {}  # id(tensor) -> slot
+        self.keep: list = []  # tensors and arrays whose ids are in the maps (ids stay unique)
+        self.kind: dict[int, tuple] = {}  # slot -> ("input", pos) / ("free", t) / ("op",) / ...
+        self.array_slot: dict[int, int] = {}  # id(array) -> slot, for known arrays
+        self.temp: dict[int, tuple] = {}  # slot -> (weakref to unknown tensor, its array)
+        self.const_values: dict[int, Any] = {}
+        self.steps: list = []
+        self.ctxs: list = []
+        self.out_tensors: dict[int, Any] = {}  # slot -> output tensor of a recorded op
+        self.allow_bump = 0
+        self.outside: dict[int, Any] = {}  # slot -> the input or free tensor it reads
+        self.free_ids = {id(t): t for t in free_tensors}
+        for pos, t in flat_inputs:
+            if id(t) not in self.slot_of:
+                self._new(t, ("input", pos))
+        # what the region may read from outside, as it was: written by code outside ember's
+        # ops (an optimizer step, a ``.grad``), it could not be replayed
+        self.before = [(t, t._data, _backend.to_numpy(t._data).copy(), t._grad)
+                       for t in list(self.free_ids.values()) + [t for _, t in flat_inputs]]
+        self.updated: set[int] = set()
+
+    # -- slots ------------------------------------------------------------------------------
+    def _new(self, t: Any, kind: tuple) -> int:
+        s = self.n
+        self.n += 1
+        self.kind[s] = kind
+        if kind[0] in ("input", "free"):
+            self.outside[s] = t
+        if t is not None:
+            self.slot_of[id(t)] = s
+            self.keep.append(t)
+            if isinstance(t, TensorBase):
+                self.array_slot.setdefault(id(t._data), s)
+                self.keep.append(t._data)
+        return s
+
+    def slot(self, t: TensorBase) -> int:
+        s = self.slot_of.get(id(t))
+        if s is not None:
+            k = self.kind[s]
+            if k[0] != "temp" or self.temp[s][0]() is t:
+                return s
+        if id(t) in self.free_ids or (t._rg and t._grad_fn is None):
+            return self._new(t, ("free", t))
+        s = self.n
+        self.n += 1
+        self.kind[s] = ("temp",)
+        self.temp[s] = (weakref.ref(t), t._data)
+        self.slot_of[id(t)] = s
+        return s
+
+    def const(self, v: Any) -> int:
+        s = self.n
+        self.n += 1
+        self.kind[s] = ("const",)
+        self.const_values[s] = v
+        return s
+
+    def fail(self, reason: str) -> None:
+        if self.reason is None:
+            self.reason = reason
+
+    def graph_break(self, what: str) -> None:
+        reason = f"graph break: {what} inside the compiled region"
+        if self.fullgraph:
+            raise GraphBreak(reason + " (fullgraph=True)")
+        self.fail(reason)
+
+    # -- the hook Function.apply calls ------------------------------------------------------
+    def record(self, cls: Any, ctx: Any, args: tuple, raw: list, outputs: list) -> None:
+        if self.reason is not None:
+            return
+        if cls._tensor_io:
+            return self.fail(f"custom autograd.Function {cls.__name__}")
+        if ctx._grads_to_cpu is not None:
+            return self.fail(f"{cls.__name__} mixes devices")
+        arg_slots = []
+        for a, r in zip(args, raw):
+            if isinstance(a, TensorBase):
+                if r is not a._data:
+                    return self.fail(f"{cls.__name__}: an argument was moved between devices")
+                arg_slots.append(self.slot(a))
+            elif _backend.is_array(r):
+                s = self.array_slot.get(id(r))
+                arg_slots.append(s if s is not None else self.const(r))
+            else:
+                arg_slots.append(self.const(r))
+        out_slots = []
+        shapes = []
+        for o in outputs:
+            if o is None:
+                out_slots.append(-1)
+                shapes.append(None)
+                continue
+            if id(o) in self.slot_of and self.kind[self.slot_of[id(o)]][0] != "temp":
+                return self.fail(f"{cls.__name__} returned one of its inputs (in place)")
+            s = self._new(o, ("op",))
+            self.out_tensors[s] = o
+            out_slots.append(s)
+            shapes.append(o._data.shape)
+        self.ctxs.append(ctx)
+        self.steps.append([OP, cls, ctx, tuple(arg_slots), tuple(out_slots), tuple(shapes)])
+
+    def record_mask(self, x: TensorBase, p: float, shape: tuple, arr: Any) -> None:
+        if self.reason is not None:
+            return
+        xs = self.slot(x)
+        s = self._new(None, ("mask",))
+        self.array_slot[id(arr)] = s
+        self.keep.append(arr)
+        self.steps.append([MASK, xs, p, shape, s, arr.shape])
+
+    def record_update(self, stat: TensorBase, batch: TensorBase, momentum: float) -> None:
+        if self.reason is not None:
+            return
+        ss = self.slot(stat)
+        self.updated.add(id(stat))
+        if self.kind[ss][0] not in ("free", "input"):
+            return self.fail("running statistics of a tensor made inside the region")
+        self.steps.append([UPDATE, ss, self.slot(batch), momentum])
+
+    # -- after the run ----------------------------------------------------------------------
+    def finish(self, out_leaves: list, out_spec: Any) -> Program | None:
+        """Build the program, or return None (with ``self.reason``) when it cannot replay."""
+        if self.reason is not None:
+            return None
+        for ctx in self.ctxs:
+            if ctx._pre_hooks is not None or ctx._post_hooks is not None or ctx._retain is not None:
+                self.fail("a hook or retain_grad() on a tensor inside the region")
+                return None
+        for t, arr, copy, grad in self.before:
+            if id(t) in self.updated:
+                continue
+            if t._data is not arr or t._grad is not grad or not _equal(
+                    _backend.to_numpy(t._data), copy):
+                self.fail("the region changes a tensor from outside it by code that is not one "
+                          "of ember's ops (an optimizer step, .grad, .data = ...)")
+                return None
+        self.before = []
+        kind = self.kind
+        # unknown tensors: the same array as a known slot (e.g. ``p.detach()``) reads that
+        # slot; sharing memory with one otherwise cannot be followed; else a constant
+        redirect: dict[int, int] = {}
+        known_roots: dict[int, int] = {}
+        for obj in self.keep:
+            if isinstance(obj, TensorBase) and id(obj) in self.slot_of:
+                s = self.slot_of[id(obj)]
+                known_roots.setdefault(id(_root(obj._data)), s)
+        for s, (_ref, arr) in self.temp.items():
+            same = self.array_slot.get(id(arr))
+            if same is not None:
+                redirect[s] = same
+            elif id(_root(arr)) in known_roots:
+                self.fail("a tensor sharing memory with another one, made outside ember's ops")
+                return None
+            else:
+                kind[s] = ("const",)
+                self.const_values[s] = arr
+        for s in list(self.const_values):
+            v = self.const_values[s]
+            if _backend.is_array(v) and id(_root(v)) in known_roots:
+                same = self.array_slot.get(id(v))
+                if same is None:
+                    self.fail("an array sharing memory with a tensor of the region")
+                    return None
+                redirect[s] = same
+                del self.const_values[s]
+
+        def r(s: int) -> int:
+            return redirect.get(s, s)
+
+        prog = Program()
+        prog.n_slots = self.n
+        prog.init = [None] * self.n
+        for s, v in self.const_values.items():
+            prog.init[s] = v
+        prog.inputs = [(k[1], s) for s, k in kind.items() if k[0] == "input"]
+        free_index: dict[int, int] = {}
+        prog.free = []
+        for s, k in kind.items():
+            if k[0] == "free":
+                t = k[1]
+                free_index[s] = len(prog.free)
+                prog.free.append((t, s, t._data.shape, t._data.dtype, type(t._data), t._rg))
+        # which slots carry gradients: inputs/free tensors that require grad, op outputs whose
+        # grad_fn is the op that made them
+        rg = {s for s, t in self.outside.items() if t._rg}
+        steps = []
+        bsched = []
+        edge_used: dict[int, None] = {}
+        saved_outside: dict[int, None] = {}
+        op_index = 0
+        for st in self.steps:
+            if st[0] == OP:
+                _, cls, ctx, aslots, oslots, shapes = st
+                aslots = tuple(r(s) for s in aslots)
+                steps.append((OP, cls.forward, cls._node_cls, ctx.xp, ctx.needs_input_grad,
+                              aslots, oslots, shapes))
+                grads_here = False
+                for k, s in enumerate(oslots):
+                    if s < 0:
+                        continue
+                    t = self.out_tensors[s]
+                    if t._rg:
+                        if t._grad_fn is not ctx:
+                            self.fail(f"{cls.__name__}: an output's history is not its op")
+                            return None
+                        rg.add(s)
+                        grads_here = True
+                if grads_here:
+                    edges = []
+                    for i, nig in enumerate(ctx.needs_input_grad):
+                        if nig:
+                            s = aslots[i]
+                            if s not in rg:
+                                self.fail(f"{cls.__name__}: a gradient edge the trace cannot follow")
+                                return None
+                            edges.append((i, s, ctx._meta[i][0], ctx._meta[i][1]))
+                            if kind[s][0] in ("input", "free"):
+                                edge_used[s] = None
+                    materialize = ctx._n_out > 1 and ctx._materialize
+                    ometa = tuple((sh, self.out_tensors[s]._data.dtype) if s >= 0 else None
+                                  for s, sh in zip(oslots, shapes))
+                    bsched.append((op_index, cls.backward, oslots, ometa, materialize,
+                                   tuple(edges), cls.__name__))
+                    if ctx._saved:
+                        for k2, v in enumerate(ctx._saved):
+                            for i, a in enumerate(aslots):
+                                t = self.outside.get(a)
+                                if t is not None and v is t._data:
+                                    saved_outside[a] = None
+                                    break
+                op_index += 1
+            elif st[0] == MASK:
+                _, xs, p, shape, s, _shape = st
+                steps.append((MASK, r(xs), p, shape, s))
+            else:
+                _, ss, bs, m = st
+                steps.append((UPDATE, r(ss), r(bs), m, free_index.get(ss, -1)))
+        prog.steps = steps
+        bsched.reverse()
+        prog.bsched = bsched
+        prog.needs_grad = bool(bsched)
+
+        def src(s: int) -> tuple:
+            k = kind[s]
+            return ("input", k[1]) if k[0] == "input" else ("free", free_index[s])
+
+        prog.edge_slots = list(edge_used)
+        prog.edge_src = [src(s) for s in prog.edge_slots]
+        prog.saved_src = [src(s) for s in saved_outside]
+        # outputs
+        out_slots: list[int] = []
+        leaves = []
+        for leaf in out_leaves:
+            if isinstance(leaf, TensorBase):
+                s = self.slot_of.get(id(leaf))
+                if s is None:
+                    self.fail("the region returns a tensor made outside ember's ops")
+                    return None
+                s = r(s)
+                k = kind[s]
+                if k[0] == "input":
+                    leaves.append(("input", k[1]))
+                elif k[0] == "free":
+                    leaves.append(("free", free_index[s]))
+                elif k[0] == "op":
+                    if leaf._base is not None:
+                        self.fail("the region returns a view")
+                        return None
+                    if s in rg and leaf._rg:
+                        if s not in out_slots:
+                            out_slots.append(s)
+                        leaves.append(("diff", s, out_slots.index(s)))
+                    else:
+                        leaves.append(("slot", s))
+                else:
+                    self.fail("the region returns a tensor made outside ember's ops")
+                    return None
+            else:
+                leaves.append(("py", leaf))
+        prog.out_slots = out_slots
+        prog.out_spec = (out_spec, leaves)
+        prog.consts = [(s, v) for s, v in self.const_values.items()]
+        prog.signature = _signature(prog)
+        return prog
+
+
+def _signature(prog: Program) -> tuple:
+    """What two traces of one guard key must share: every step's op and wiring, and which slots
+    hold constants (their values are compared by ``same``)."""
+    steps = []
+    for st in prog.steps:
+        if st[0] == OP:
+            steps.append((OP, st[1], st[4], st[5], st[6], st[7]))
+        else:
+            steps.append(st)
+    return (tuple(steps), tuple(s for s, _ in prog.consts), len(prog.free),
+            tuple(id(f[0]) for f in prog.free), repr(prog.out_spec[0]),
+            tuple(x[:2] if x[0] != "py" else ("py",) for x in prog.out_spec[1]))
+
+
+def _equal(a: Any, b: Any) -> bool:
+    if _backend.is_array(a) or _backend.is_array(b):
+        if not (_backend.is_array(a) and _backend.is_array(b)):
+            return False
+        if a.shape != b.shape or a.dtype != b.dtype:
+            return False
+        a, b = _backend.to_numpy(a), _backend.to_numpy(b)
+        return bool(np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"))
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, tuple | list):
+        return len(a) == len(b) and all(_equal(x, y) for x, y in zip(a, b))
+    try:
+        eq = a == b
+        if isinstance(eq, bool):
+            return eq or (isinstance(a, float) and a != a and b != b)
+        return bool(eq) if isinstance(eq, np.bool_) else False
+    except Exception:  # noqa: BLE001 - an uncomparable constant is simply not trusted
+        return False
+
+
+def same(p: Program, q: Program) -> bool:
+    """Whether two traces of one guard key agree: same steps and wiring, same constants. A
+    constant that differs came from data (an op outside ``Function.apply``, e.g. ``argmax``)
+    or from an unrecorded random draw: such a region stays eager."""
+    try:
+        if p.signature != q.signature:
+            return False
+    except Exception:  # noqa: BLE001 - arrays inside a signature: not comparable, not trusted
+        return False
+    for (s1, v1), (s2, v2) in zip(p.consts, q.consts):
+        if s1 != s2 or not _equal(v1, v2):
+            return False
+    for a, b in zip(p.out_spec[1], q.out_spec[1]):
+        if a[0] == "py" and not _equal(a[1], b[1]):
+            return False
+    return True
+
+
+# -- patches installed while a trace runs ---------------------------------------------------
+
+class Patches:
+    """Installs the graph-break detectors and the dropout/BatchNorm recorders for one trace."""
+
+    def __init__(self, tracer: Tracer) -> None:
+        self.tracer = tracer
+        self.undo: list = []
+
+    def _set(self, owner: Any, name: str, value: Any) -> None:
+        had = name in owner.__dict__
+        self.undo.append((owner, name, owner.__dict__.get(name), had))
+        setattr(owner, name, value)
+
+    def __enter__(self) -> Patches:
+        import ember
+        from .._tensor import Tensor
+        # the modules themselves (``ember.ops.nn`` exports functions of the same names)
+        _dropout = importlib.import_module("ember.ops.nn.dropout")
+        _norm = importlib.import_module("ember.ops.nn.normalization")
+
+        tr = self.tracer
+
+        def breaker(name: str, orig: Any) -> Any:
+            def wrapped(*args: Any, **kwargs: Any) -> Any:
+                if _function.tracer is tr:
+                    tr.graph_break(f"Tensor.{name}()" if not name.startswith("__")
+                                   else f"{name} on a tensor")
+                return orig(*args, **kwargs)
+
+            return wrapped
+
+        for name in BREAK_METHODS:
+            orig = getattr(Tensor, name, None)
+            if orig is not None:
+                self._set(Tensor, name, breaker(name, orig))
+        for name in BREAK_FUNCTIONS:
+            orig = getattr(ember, name, None)
+            if orig is not None:
+                self._set(ember, name, breaker(name, orig))
+
+        orig_bump = TensorBase._bump_version
+
+        def bump(t: Any) -> None:
+            if _function.tracer is tr and not tr.allow_bump:
+                tr.fail("an in-place write (x.add_(), x[i] = v, ...) inside the region")
+            orig_bump(t)
+
+        self._set(TensorBase, "_bump_version", bump)
+
+        orig_mask = _dropout._keep_mask
+
+        def keep_mask(x: Any, p: float, shape: tuple) -> Any:
+            arr = orig_mask(x, p, shape)
+            if _function.tracer is tr:
+                tr.record_mask(x, p, shape, arr)
+            return arr
+
+        self._set(_dropout, "_keep_mask", keep_mask)
+        orig_update = _norm._update_running
+
+        def update_running(stat: Any, batch: Any, momentum: float) -> None:
+            if stat is not None and _function.tracer is tr:
+                tr.record_update(stat, batch, momentum)
+            tr.allow_bump += 1
+            try:
+                orig_update(stat, batch, momentum)
+            finally:
+                tr.allow_bump -= 1
+
+        self._set(_norm, "_update_running", update_running)
+
+        from ..autograd import engine as _engine
+
+        orig_run = _engine.run_backward
+
+        def run_backward(*args: Any, **kwargs: Any) -> Any:
+            if _function.tracer is tr:
+                tr.graph_break("backward() / autograd.grad()")
+            saved, _function.tracer = _function.tracer, None  # a backward records nothing
+            try:
+                return orig_run(*args, **kwargs)
+            finally:
+                _function.tracer = saved
+
+        self._set(_engine, "run_backward", run_backward)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for owner, name, value, had in reversed(self.undo):
+            if had:
+                setattr(owner, name, value)
+            else:
+                delattr(owner, name)
