@@ -192,7 +192,7 @@ class Conv(Op):
         # (under create_graph the weight gradient is recorded from x, so the columns are rebuilt)
         cols = None if ctx._tensor_mode else getattr(ctx, "cols", None)
         gw = ctx.call(ConvWeight, x, grad, ctx.k, *ctx.args, cols) if need[1] else None
-        gb = _bias_grad(grad, ctx.nd) if need[2] else None
+        gb = _bias_grad(ctx.xp, grad, ctx.nd) if need[2] else None
         return gx, gw, gb, None, None, None, None, None
 
 
@@ -237,7 +237,7 @@ class ConvTranspose(Op):
         need = ctx.needs_input_grad
         gg = ctx.call(Conv, grad, w, None, *ctx.args, ctx.out_hw) if need[0] else None
         gw = ctx.call(ConvWeight, grad, gy, ctx.k, *ctx.args) if need[1] else None
-        gb = _bias_grad(grad, ctx.nd) if need[2] else None
+        gb = _bias_grad(ctx.xp, grad, ctx.nd) if need[2] else None
         return gg, gw, gb, None, None, None, None, None
 
 
