@@ -138,30 +138,36 @@ class _CompiledFn:
         self.module = module
         self.fullgraph = fullgraph
         self.cache: dict = {}
+        self._mods_cache: Any = None  # (ids of the roots, [(module, its children)])
         _live.add(self)
 
     def _outside(self) -> tuple[list, tuple]:
-        """The outside tensors (parameters, buffers...) and the guard on modules."""
+        """The outside tensors (parameters, buffers...) and the guard on modules: every
+        submodule's ``training`` flag and the identity of every parameter, buffer and child."""
         if self.module is not None:
-            mods = [self.module]
+            roots = [self.module]
             extra: list = []
         else:
-            mods, extra = _roots(self.fn)
+            roots, extra = _roots(self.fn)
+        cached = self._mods_cache
+        if cached is None or cached[0] != list(map(id, roots)) or not _same_children(cached[1]):
+            seen: dict = {}
+            for root in roots:
+                for m in root.modules():
+                    seen.setdefault(id(m), m)
+            mods = list(seen.values())
+            cached = self._mods_cache = (list(map(id, roots)), [
+                (m, tuple(m._modules.values())) for m in mods])
         tensors: list = []
-        flags: list = []
-        seen: set = set()
-        for root in mods:
-            for m in root.modules():
-                if id(m) in seen:
-                    continue
-                seen.add(id(m))
-                flags.append(m.training)
-                for p in m._parameters.values():
-                    if p is not None:
-                        tensors.append(p)
-                for b in m._buffers.values():
-                    if b is not None:
-                        tensors.append(b)
+        flags = []
+        for m, _children in cached[1]:
+            flags.append(m.training)
+            for p in m._parameters.values():
+                if p is not None:
+                    tensors.append(p)
+            for b in m._buffers.values():
+                if b is not None:
+                    tensors.append(b)
         tensors.extend(extra)
         return tensors, (tuple(flags), tuple(map(id, tensors)))
 
@@ -257,6 +263,14 @@ class _CompiledFn:
             entry.prog = None
         stats["compile_seconds"] += time.perf_counter() - t0
         return out
+
+
+def _same_children(mods: list) -> bool:
+    for m, children in mods:
+        now = m._modules.values()
+        if len(now) != len(children) or any(a is not b for a, b in zip(now, children)):
+            return False
+    return True
 
 
 def _guards_hold(prog: Program) -> bool:

@@ -19,7 +19,7 @@ from ..autograd import function as _function
 from ..autograd.engine import sum_to_shape
 from ..autograd.function import Op
 from ..ops import random as _random
-from .trace import MASK, OP, Program
+from .trace import MASK, OP, UPDATE, Program
 
 _make = TensorBase._make
 
@@ -82,13 +82,20 @@ def run_forward(prog: Program, flat: list) -> tuple[list, list | None]:
                 if rng_state is None:
                     rng_state = _random.default_generator.get_state()
                 vals[s] = prog_mask(_make(vals[xs]), p, shape)
-            else:
+            elif st[0] is UPDATE:
                 _, ss, bs, m, fi = st
                 arr = vals[ss]
                 undo.append((arr, arr.copy()))
                 # the same arithmetic as ops/nn/normalization.py's _update_running
                 new = arr * (1 - m) + vals[bs].astype(arr.dtype) * m
                 arr[...] = new.reshape(arr.shape)
+                if fi >= 0:
+                    prog.free[fi][0]._bump_version()
+            else:  # an in-place write outside autograd (ops/inplace.py's _write)
+                _, ds, src, fi = st
+                arr = vals[ds]
+                undo.append((arr, arr.copy()))
+                arr[...] = vals[src]
                 if fi >= 0:
                     prog.free[fi][0]._bump_version()
     except ShapeChanged:

@@ -33,7 +33,7 @@ from .._tensor_base import TensorBase
 from ..autograd import function as _function
 
 # step kinds
-OP, MASK, UPDATE = 0, 1, 2
+OP, MASK, UPDATE, WRITE = 0, 1, 2, 3
 
 # Tensor methods and namespace functions that turn tensor data into Python values, or whose
 # result's shape depends on the data: each one is a graph break.
@@ -89,6 +89,7 @@ class Tracer:
         self.ctxs: list = []
         self.out_tensors: dict[int, Any] = {}  # slot -> output tensor of a recorded op
         self.allow_bump = 0
+        self.pending_bump = 0  # id of the tensor a recorded write will bump next
         self.outside: dict[int, Any] = {}  # slot -> the input or free tensor it reads
         self.free_ids = {id(t): t for t in free_tensors}
         for pos, t in flat_inputs:
@@ -200,6 +201,23 @@ class Tracer:
             return self.fail("running statistics of a tensor made inside the region")
         self.steps.append([UPDATE, ss, self.slot(batch), momentum])
 
+    def record_write(self, t: TensorBase, arr: Any) -> None:
+        """An in-place op outside autograd (``buffer.add_(1)`` under no_grad): the result of a
+        recorded op is copied into ``t``'s memory."""
+        if self.reason is not None:
+            return
+        d = t._data
+        src = self.array_slot.get(id(arr))
+        if t._rg or t._base is not None or not d.flags.writeable or 0 in d.strides \
+                or src is None or arr.shape != d.shape or arr.dtype != d.dtype:
+            return self.fail("an in-place write (x.add_(), x[i] = v, ...) inside the region")
+        dst = self.slot(t)
+        if self.kind[dst][0] not in ("free", "input", "op"):
+            return self.fail("an in-place write into a tensor made outside ember's ops")
+        self.updated.add(id(t))
+        self.pending_bump = id(t)
+        self.steps.append([WRITE, dst, src])
+
     # -- after the run ----------------------------------------------------------------------
     def finish(self, out_leaves: list, out_spec: Any) -> Program | None:
         """Build the program, or return None (with ``self.reason``) when it cannot replay."""
@@ -278,7 +296,7 @@ class Tracer:
                 steps.append((OP, cls.forward, cls._node_cls, ctx.xp, ctx.needs_input_grad,
                               aslots, oslots, shapes))
                 grads_here = False
-                for k, s in enumerate(oslots):
+                for s in oslots:
                     if s < 0:
                         continue
                     t = self.out_tensors[s]
@@ -305,8 +323,8 @@ class Tracer:
                     bsched.append((op_index, cls.backward, oslots, ometa, materialize,
                                    tuple(edges), cls.__name__))
                     if ctx._saved:
-                        for k2, v in enumerate(ctx._saved):
-                            for i, a in enumerate(aslots):
+                        for v in ctx._saved:
+                            for a in aslots:
                                 t = self.outside.get(a)
                                 if t is not None and v is t._data:
                                     saved_outside[a] = None
@@ -315,9 +333,12 @@ class Tracer:
             elif st[0] == MASK:
                 _, xs, p, shape, s, _shape = st
                 steps.append((MASK, r(xs), p, shape, s))
-            else:
+            elif st[0] == UPDATE:
                 _, ss, bs, m = st
                 steps.append((UPDATE, r(ss), r(bs), m, free_index.get(ss, -1)))
+            else:
+                _, ds, src_s = st
+                steps.append((WRITE, r(ds), r(src_s), free_index.get(ds, -1)))
         prog.steps = steps
         bsched.reverse()
         prog.bsched = bsched
@@ -436,6 +457,7 @@ class Patches:
 
     def __enter__(self) -> Patches:
         import ember
+
         from .._tensor import Tensor
         # the modules themselves (``ember.ops.nn`` exports functions of the same names)
         _dropout = importlib.import_module("ember.ops.nn.dropout")
@@ -464,7 +486,9 @@ class Patches:
         orig_bump = TensorBase._bump_version
 
         def bump(t: Any) -> None:
-            if _function.tracer is tr and not tr.allow_bump:
+            if tr.pending_bump == id(t):
+                tr.pending_bump = 0
+            elif _function.tracer is tr and not tr.allow_bump:
                 tr.fail("an in-place write (x.add_(), x[i] = v, ...) inside the region")
             orig_bump(t)
 
@@ -506,6 +530,15 @@ class Patches:
                 _function.tracer = saved
 
         self._set(_engine, "run_backward", run_backward)
+        _inplace = importlib.import_module("ember.ops.inplace")
+        orig_write = _inplace._write
+
+        def write(t: Any, arr: Any) -> None:
+            if _function.tracer is tr and arr is not t._data:
+                tr.record_write(t, arr)
+            orig_write(t, arr)
+
+        self._set(_inplace, "_write", write)
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -1,0 +1,297 @@
+"""torch.compile that traces and replays: compiled results equal eager ones (forward, gradients,
+optimizer steps, dropout draws, BatchNorm statistics), guards recompile, graph breaks stay eager."""
+
+import copy
+import importlib.util
+import pathlib
+
+import numpy as np
+import pytest
+
+import ember
+import ember._dynamo
+from ember import nn
+from ember._compile import stats
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def _fresh():
+    ember._dynamo.reset()
+    yield
+    ember._dynamo.reset()
+
+
+def _grads(m):
+    return [None if p.grad is None else p.grad.numpy().copy() for p in m.parameters()]
+
+
+def _train_parity(model, batches, loss_fn, steps=5, lr=0.05, atol=1e-6):
+    """Train a compiled copy and an eager copy side by side; they must agree at every step."""
+    eager = copy.deepcopy(model)
+    compiled = ember.compile(model)
+    opt_c = ember.optim.SGD(model.parameters(), lr=lr)
+    opt_e = ember.optim.SGD(eager.parameters(), lr=lr)
+    for i in range(steps):
+        args = batches(i)
+        lc = loss_fn(compiled(*args[:-1]), args[-1])
+        le = loss_fn(eager(*args[:-1]), args[-1])
+        np.testing.assert_allclose(lc.item(), le.item(), rtol=1e-6, atol=atol)
+        opt_c.zero_grad()
+        opt_e.zero_grad()
+        lc.backward()
+        le.backward()
+        for a, b in zip(_grads(model), _grads(eager)):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=atol)
+        opt_c.step()
+        opt_e.step()
+    for a, b in zip(model.state_dict().values(), eager.state_dict().values()):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=atol)
+    return lc
+
+
+def test_mlp_training_matches_eager_and_replays_as_one_node():
+    ember.manual_seed(0)
+    m = nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 16), nn.Tanh(), nn.Linear(16, 3))
+    rng = np.random.default_rng(0)
+    xs = [ember.tensor(rng.standard_normal((8, 6)).astype(np.float32)) for _ in range(6)]
+    ys = [ember.tensor(rng.integers(0, 3, 8)) for _ in range(6)]
+    _train_parity(m, lambda i: (xs[i], ys[i]), nn.functional.cross_entropy, steps=6)
+    assert stats["compiled"] == 1 and stats["replays"] == 4
+    out = ember.compile(m)
+    for _ in range(3):
+        y = out(xs[0])
+    assert type(y.grad_fn).__name__ == "CompiledFunctionBackward"
+    assert y.dtype == ember.float32
+
+
+@pytest.mark.parametrize("pool", [nn.AvgPool2d, nn.MaxPool2d])
+def test_cnn_with_batchnorm_train_and_eval(pool):
+    ember.manual_seed(1)
+    m = nn.Sequential(nn.Conv2d(2, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(),
+                      pool(2), nn.Flatten(), nn.Linear(4 * 4 * 4, 5))
+    rng = np.random.default_rng(1)
+    xs = [ember.tensor(rng.standard_normal((3, 2, 8, 8)).astype(np.float32)) for _ in range(5)]
+    ys = [ember.tensor(rng.integers(0, 5, 3)) for _ in range(5)]
+    _train_parity(m, lambda i: (xs[i], ys[i]), nn.functional.cross_entropy, steps=5, atol=1e-5)
+    # (pooling computes part of its result outside Function.apply today: such a region stays
+    # eager after its two traces differ, and is still equal to eager)
+    # eval mode is another guard key: a recompile, and the running statistics are used
+    eager = copy.deepcopy(m).eval()
+    c = ember.compile(m)
+    m.eval()
+    with ember.no_grad():
+        for _ in range(3):
+            np.testing.assert_allclose(c(xs[0]).numpy(), eager(xs[0]).numpy(), rtol=1e-5, atol=1e-6)
+    m.train()
+    before = stats["recompiles"]
+    c(xs[1])
+    assert stats["recompiles"] > before or stats["traces"] > 0
+
+
+def test_batchnorm1d_running_stats_replay():
+    ember.manual_seed(2)
+    m = nn.Sequential(nn.Linear(3, 6), nn.BatchNorm1d(6), nn.ReLU(), nn.Linear(6, 2))
+    rng = np.random.default_rng(2)
+    xs = [ember.tensor(rng.standard_normal((5, 3)).astype(np.float32)) for _ in range(5)]
+    ys = [ember.tensor(rng.integers(0, 2, 5)) for _ in range(5)]
+    _train_parity(m, lambda i: (xs[i], ys[i]), nn.functional.cross_entropy, steps=5, atol=1e-5)
+    assert stats["replays"] == 3, stats["last_reason"]
+    assert int(m[1].num_batches_tracked.item()) == 5
+
+
+def test_gpt_loss_and_gradients_match_eager():
+    spec = importlib.util.spec_from_file_location("gpt_src", ROOT / "bench/workloads/_gpt_model.py")
+    src = spec.loader.get_source("gpt_src")
+    src = "\n".join(x for x in src.splitlines() if not x.startswith(("import torch", "from torch")))
+    ns = {"torch": ember, "F": ember.nn.functional, "nn": ember.nn}
+    exec(compile(src, "_gpt_model.py", "exec"), ns)
+    ember.manual_seed(0)
+    m = ns["GPT"]()
+    rng = np.random.default_rng(0)
+    data = [(ember.tensor(rng.integers(0, 65, (2, 16))), ember.tensor(rng.integers(0, 65, (2, 16))))
+            for _ in range(4)]
+    eager = copy.deepcopy(m)
+    c = ember.compile(m)
+    for idx, tgt in data:
+        lc, le = c(idx, tgt), eager(idx, tgt)
+        for p in list(m.parameters()) + list(eager.parameters()):
+            p.grad = None
+        lc.backward()
+        le.backward()
+        np.testing.assert_allclose(lc.item(), le.item(), rtol=1e-6)
+        for a, b in zip(_grads(m), _grads(eager)):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    assert type(lc.grad_fn).__name__ == "CompiledFunctionBackward"
+
+
+def test_dropout_draws_the_same_stream():
+    ember.manual_seed(0)
+    m = nn.Sequential(nn.Linear(5, 20), nn.Dropout(0.3), nn.ReLU(), nn.Linear(20, 2))
+    eager = copy.deepcopy(m)
+    c = ember.compile(m)
+    x = ember.randn(4, 5)
+    outs_c, outs_e = [], []
+    ember.manual_seed(7)
+    for _ in range(4):
+        y = c(x)
+        y.sum().backward()
+        outs_c.append(y.detach().numpy().copy())
+    ember.manual_seed(7)
+    for _ in range(4):
+        y = eager(x)
+        y.sum().backward()
+        outs_e.append(y.detach().numpy().copy())
+    for a, b in zip(outs_c, outs_e):
+        np.testing.assert_array_equal(a, b)
+    for a, b in zip(_grads(m), _grads(eager)):
+        np.testing.assert_allclose(a, b, rtol=1e-6)
+    assert stats["replays"] == 2
+
+
+def test_graph_break_runs_eagerly_and_fullgraph_raises():
+    def f(x):
+        if x.sum().item() > 0:  # data-dependent Python control flow
+            return x * 2
+        return x - 1
+
+    c = ember.compile(f)
+    for v in (1.0, -1.0, 1.0):
+        x = ember.full((3,), v)
+        np.testing.assert_array_equal(c(x).numpy(), f(x).numpy())
+    assert stats["compiled"] == 0 and "item" in stats["last_reason"]
+    with pytest.raises(ember._dynamo.exc.Unsupported, match="item"):
+        ember.compile(f, fullgraph=True)(ember.ones(3))
+
+
+def test_constants_made_from_data_keep_the_region_eager():
+    def f(x):
+        i = x.argmax()  # computed outside Function.apply: a constant in the trace
+        return x * 2 + i
+
+    c = ember.compile(f)
+    for k in range(4):
+        x = ember.tensor(np.roll(np.arange(5.0, dtype=np.float32), k))
+        np.testing.assert_array_equal(c(x).numpy(), f(x).numpy())
+    assert stats["compiled"] == 0
+
+
+def test_in_place_write_stays_eager():
+    def f(x):
+        y = x * 2
+        y.add_(1)
+        return y
+
+    c = ember.compile(f)
+    x = ember.randn(3, requires_grad=True)
+    for _ in range(3):
+        np.testing.assert_allclose(c(x).detach().numpy(), f(x).detach().numpy())
+    assert stats["compiled"] == 0
+
+
+def test_guards_shape_requires_grad_and_grad_mode():
+    calls = []
+
+    def f(x, w):
+        calls.append(1)
+        return (x @ w).relu().sum(dim=0)
+
+    c = ember.compile(f)
+    w = ember.randn(4, 3, requires_grad=True)
+    for n in (2, 2, 2, 5, 5, 5):
+        x = ember.randn(n, 4)
+        np.testing.assert_allclose(c(x, w).detach().numpy(), f(x, w).detach().numpy(), rtol=1e-6)
+    assert stats["compiled"] == 2 and stats["recompiles"] >= 1
+    x = ember.randn(2, 4)
+    with ember.no_grad():
+        for _ in range(3):
+            out = c(x, w)
+        assert out.grad_fn is None and not out.requires_grad
+    xr = ember.randn(2, 4, requires_grad=True)
+    for _ in range(3):
+        out = c(xr, w)
+    out.sum().backward()
+    ref = xr.detach().clone().requires_grad_(True)
+    f(ref, w).sum().backward()
+    np.testing.assert_allclose(xr.grad.numpy(), ref.grad.numpy(), rtol=1e-6)
+
+
+def test_backward_twice_needs_retain_graph():
+    c = ember.compile(lambda x: (x * x).sin().sum())
+    x = ember.randn(4, requires_grad=True)
+    for _ in range(3):
+        y = c(x)
+    y.backward(retain_graph=True)
+    y.backward()
+    np.testing.assert_allclose(x.grad.numpy(), 2 * (2 * x * (x * x).cos()).detach().numpy(),
+                               rtol=1e-5)
+    y = c(x)
+    y.backward()
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        y.backward()
+
+
+def test_wrapper_like_pytorch():
+    m = nn.Linear(2, 3)
+    c = ember.compile(m)
+    assert c._orig_mod is m
+    assert list(c.state_dict()) == ["_orig_mod.weight", "_orig_mod.bias"]
+    assert c.weight is m.weight
+    ember._dynamo.reset()
+    assert stats["traces"] == 0
+
+
+def test_cache_size_limit_falls_back_to_eager():
+    c = ember.compile(lambda x: x + 1)
+    with ember._dynamo.config.patch(cache_size_limit=2):
+        for n in range(1, 6):
+            np.testing.assert_array_equal(c(ember.ones(n)).numpy(), np.full(n, 2.0, np.float32))
+    assert stats["eager"] >= 3
+
+
+OPS = [
+    ("sin", lambda a, b: a.sin()), ("exp", lambda a, b: (a * 0.3).exp()),
+    ("tanh", lambda a, b: a.tanh()), ("sigmoid", lambda a, b: a.sigmoid()),
+    ("add_bcast", lambda a, b: a + b[0]), ("mul", lambda a, b: a * b),
+    ("div", lambda a, b: a / (b.abs() + 1)), ("pow", lambda a, b: a.pow(2)),
+    ("matmul", lambda a, b: a @ b.t()), ("sum_dim", lambda a, b: a.sum(dim=1)),
+    ("mean", lambda a, b: a.mean()), ("softmax", lambda a, b: a.softmax(-1)),
+    ("log_softmax", lambda a, b: a.log_softmax(0)), ("gelu", lambda a, b: nn.functional.gelu(a)),
+    ("layer_norm", lambda a, b: nn.functional.layer_norm(a, (a.shape[-1],))),
+    ("where", lambda a, b: ember.where(a > b, a, b)), ("cat", lambda a, b: ember.cat([a, b], 0)),
+    ("stack", lambda a, b: ember.stack([a, b], 1)),
+    ("reshape_t", lambda a, b: a.t().reshape(-1) * 2), ("clamp", lambda a, b: a.clamp(-0.5, 0.5)),
+    ("max_dim", lambda a, b: a.max(dim=1).values), ("split", lambda a, b: a.split(2, dim=1)[1] * b[:, :2]),
+    ("index", lambda a, b: a[1:, ::2] + 1), ("maximum", lambda a, b: ember.maximum(a, b)),
+    ("abs_sqrt", lambda a, b: (a.abs() + 1).sqrt()), ("cumsum", lambda a, b: a.cumsum(1)),
+    ("mse", lambda a, b: nn.functional.mse_loss(a, b)),
+]
+
+
+EAGER_TODAY = {"add_bcast", "where", "split", "index"}
+
+
+@pytest.mark.parametrize("name,fn", OPS, ids=[n for n, _ in OPS])
+def test_single_ops_forward_and_backward_match_eager(name, fn):
+    rng = np.random.default_rng(abs(hash(name)) % 1000)
+
+    def run(f, data):
+        a, b = (ember.tensor(d, requires_grad=True) for d in data)
+        out = f(a, b)
+        out.sum().backward() if out.ndim else out.backward()
+        return out.detach().numpy(), a.grad, b.grad
+
+    c = ember.compile(lambda a, b: fn(a, b))
+    for _ in range(4):
+        data = [rng.standard_normal((3, 4)).astype(np.float32) for _ in range(2)]
+        got, want = run(c, data), run(fn, data)
+        np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-6)
+        for g, w in zip(got[1:], want[1:]):
+            assert (g is None) == (w is None)
+            if g is not None:
+                np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-5, atol=1e-6)
+    # indexing and where() compute part of their result outside Function.apply today: the two
+    # traces differ and those regions stay eager (still equal to eager, checked above)
+    if name not in EAGER_TODAY:
+        assert stats["replays"] == 2, stats["last_reason"]
