@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from .amp.autocast_mode import cast as _amp_cast
-from .amp.autocast_mode import flag as _amp
 from .ops import _matrix as _mx
 from .ops import linalg as _la
 from .ops import other_matrix as _om
 from .ops import return_types
+from .ops._autocast import cast as _amp_cast
+from .ops._autocast import flag as _amp
 from .ops.blas import matmul
 from .ops.linalg import (  # noqa: F401
     LinAlgError,

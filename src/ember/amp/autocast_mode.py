@@ -48,6 +48,8 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import _dtype
+from ..ops import _autocast
+from ..ops._autocast import flag  # the flag the ops' hooks read
 
 __all__ = [
     "autocast",
@@ -155,19 +157,6 @@ class _ThreadState(threading.local):
 state = _ThreadState()
 
 
-class _Flag:
-    """``flag.active``: True while autocast is on in any thread (a plain attribute: the read an
-    op's hook makes when autocast is off costs less than a thread-local one). ``cast`` then
-    checks this thread's own state."""
-
-    __slots__ = ("active", "threads")
-
-    def __init__(self) -> None:
-        self.active = False
-        self.threads = 0  # threads with autocast on for some device type
-
-
-flag = _Flag()
 _flag_lock = threading.Lock()
 
 
@@ -598,3 +587,6 @@ def is_autocast_cpu_enabled() -> bool:
 def set_autocast_cpu_enabled(enabled: bool) -> None:
     _deprecated_name("torch.set_autocast_cpu_enabled(enabled) is deprecated. Please use torch.set_autocast_enabled('cpu', enabled) instead.")
     set_autocast_enabled("cpu", enabled)
+
+
+_autocast.install(cast)  # the ops' hooks now apply this module's policy

@@ -21,9 +21,9 @@ from typing import Any
 import numpy as np
 
 from .._tensor_base import TensorBase
-from ..amp.autocast_mode import cast as _amp_cast
-from ..amp.autocast_mode import flag as _amp
 from ..autograd.function import Op
+from ._autocast import cast as _amp_cast
+from ._autocast import flag as _amp
 from ._matrix import (
     _broadcast_batch,
     _dname,

@@ -11,10 +11,10 @@ from typing import Any
 
 from .. import _backend
 from .._tensor_base import data_of
-from ..amp.autocast_mode import cast as _amp_cast
-from ..amp.autocast_mode import flag as _amp
 from ..autograd.function import Op
 from . import return_types
+from ._autocast import cast as _amp_cast
+from ._autocast import flag as _amp
 from ._reduce import (
     _int_to_long,
     _lift,

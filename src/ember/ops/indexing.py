@@ -22,13 +22,13 @@ import numpy as np
 
 from .. import _backend, _dtype
 from .._tensor_base import TensorBase, wrap_dim
-from ..amp.autocast_mode import cast as _amp_cast
-from ..amp.autocast_mode import flag as _amp
 from ..autograd import grad_mode
 from ..autograd.function import Op, link_view
 from . import _promote as _prom
 from . import casting as _cast
 from . import pointwise as _pw
+from ._autocast import cast as _amp_cast
+from ._autocast import flag as _amp
 from ._index import (
     _INT,
     _NONE,

@@ -18,11 +18,11 @@ import numpy as np
 
 from .. import _backend
 from .._tensor_base import TensorBase, data_of, wrap_dim
-from ..amp.autocast_mode import cast as _amp_cast
-from ..amp.autocast_mode import flag as _amp
 from ..autograd.function import Op
 from . import _promote as _prom
 from . import pointwise as _pw
+from ._autocast import cast as _amp_cast
+from ._autocast import flag as _amp
 from ._index import (
     _accumulate,
     _as_index_tensor,

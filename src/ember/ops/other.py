@@ -22,12 +22,12 @@ import numpy as np
 
 from .. import _backend, _dtype
 from .._tensor_base import TensorBase
-from ..amp.autocast_mode import cast as _amp_cast
-from ..amp.autocast_mode import flag as _amp
 from . import comparison as _cmp
 from . import pointwise as _pw
 from . import pointwise_piecewise as _pp
 from . import return_types
+from ._autocast import cast as _amp_cast
+from ._autocast import flag as _amp
 from .casting import fill  # torch.fill: the kernel behind Tensor.fill_ (out of place)
 from .creation import tensor
 from .indexing_scatter import gather

@@ -17,10 +17,10 @@ import numpy as np
 
 from .. import _backend
 from .._tensor_base import TensorBase, wrap_dim
-from ..amp.autocast_mode import cast as _amp_cast
-from ..amp.autocast_mode import flag as _amp
 from ..autograd.function import Op
 from . import casting as _cast
+from ._autocast import cast as _amp_cast
+from ._autocast import flag as _amp
 from ._matrix import (
     _broadcast_batch,
     _const,

@@ -17,9 +17,9 @@ import numpy as np
 
 from .. import _backend, _dtype
 from .._tensor_base import TensorBase
-from ..amp.autocast_mode import cast as _amp_cast
-from ..amp.autocast_mode import flag as _amp
 from ..autograd.function import Op
+from ._autocast import cast as _amp_cast
+from ._autocast import flag as _amp
 from ._promote import (
     _EXTOBJ,
     _QUIET_EXTOBJ,

@@ -16,9 +16,9 @@ from .._special import erf as _erf
 from .._special import erfc as _erfc
 from .._special import erfinv as _erfinv
 from .._tensor_base import TensorBase
-from ..amp.autocast_mode import cast as _amp_cast
-from ..amp.autocast_mode import flag as _amp
 from ..autograd.function import Op
+from ._autocast import cast as _amp_cast
+from ._autocast import flag as _amp
 from ._promote import _float_unary, _out, _promote, _quietly, _truediv
 
 __all__ = [

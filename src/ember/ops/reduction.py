@@ -18,12 +18,12 @@ from typing import Any
 
 from .. import _backend, _dtype
 from .._tensor_base import TensorBase, data_of
-from ..amp.autocast_mode import cast as _amp_cast
-from ..amp.autocast_mode import flag as _amp
 from ..autograd.function import Op
 from . import comparison as _cmp
 from . import pointwise_piecewise as _pp
 from . import return_types
+from ._autocast import cast as _amp_cast
+from ._autocast import flag as _amp
 from ._reduce import (
     _alias,
     _axes,

@@ -17,12 +17,12 @@ import numpy as np
 
 from .. import _dtype
 from .._tensor_base import data_of
-from ..amp.autocast_mode import cast as _amp_cast
-from ..amp.autocast_mode import flag as _amp
 from ..autograd.function import Op
 from . import _promote as _prom
 from . import pointwise_piecewise as _pp
 from . import return_types
+from ._autocast import cast as _amp_cast
+from ._autocast import flag as _amp
 from ._reduce import (
     _alias,
     _axes,

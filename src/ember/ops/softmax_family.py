@@ -10,10 +10,10 @@ import warnings
 from typing import Any
 
 from .. import _dtype
-from ..amp.autocast_mode import cast as _amp_cast
-from ..amp.autocast_mode import flag as _amp
 from ..autograd.function import Op
 from . import casting as _cast
+from ._autocast import cast as _amp_cast
+from ._autocast import flag as _amp
 from ._reduce import _make, _need, _one, _quiet, _sum_arr, _t, _with_dtype, make_outputs_contiguous
 
 __all__ = ["softmax", "log_softmax"]

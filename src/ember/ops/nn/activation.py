@@ -13,12 +13,12 @@ from typing import Any
 
 from ... import _backend, _dtype
 from ..._tensor_base import TensorBase, wrap_dim
-from ...amp.autocast_mode import cast as _amp_cast
-from ...amp.autocast_mode import flag as _amp
 from ...autograd.function import Op
 from .. import pointwise_math as _pm
 from .. import pointwise_piecewise as _pp
 from .. import random as _random
+from .._autocast import cast as _amp_cast
+from .._autocast import flag as _amp
 from ..inplace import inplace as _inplace
 from ..softmax_family import LogSoftmax, Softmax, softmax_along
 

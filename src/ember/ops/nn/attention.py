@@ -10,9 +10,9 @@ from typing import Any
 from ... import _dtype
 from ..._backend import xp_of
 from ..._tensor_base import TensorBase
-from ...amp.autocast_mode import cast as _amp_cast
-from ...amp.autocast_mode import flag as _amp
 from ...autograd.function import Op
+from .._autocast import cast as _amp_cast
+from .._autocast import flag as _amp
 from ..creation import zeros
 from ..joining import cat
 from ..random import rand

@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from ...amp.autocast_mode import cast as _amp_cast
-from ...amp.autocast_mode import flag as _amp
 from ...autograd.function import Op
+from .._autocast import cast as _amp_cast
+from .._autocast import flag as _amp
 from ..creation import zeros_like
 from ..joining import stack
 from ._kernels import (

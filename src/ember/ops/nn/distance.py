@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from ... import _backend
 from ..._tensor_base import TensorBase
-from ...amp.autocast_mode import cast as _amp_cast
-from ...amp.autocast_mode import flag as _amp
+from .._autocast import cast as _amp_cast
+from .._autocast import flag as _amp
 from ..indexing import getitem
 
 __all__ = [

@@ -7,9 +7,9 @@ from typing import Any
 
 from ... import _dtype
 from ..._tensor_base import TensorBase
-from ...amp.autocast_mode import cast as _amp_cast
-from ...amp.autocast_mode import flag as _amp
 from ...autograd.function import Op
+from .._autocast import cast as _amp_cast
+from .._autocast import flag as _amp
 
 __all__ = [
     "linear", "bilinear",

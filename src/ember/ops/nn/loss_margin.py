@@ -12,12 +12,12 @@ from typing import Any
 import numpy as np
 
 from ..._tensor_base import TensorBase
-from ...amp.autocast_mode import cast as _amp_cast
-from ...amp.autocast_mode import flag as _amp
 from .. import comparison as _cmp
 from .. import creation as _creation
 from .. import pointwise_math as _pm
 from .. import pointwise_piecewise as _pp
+from .._autocast import cast as _amp_cast
+from .._autocast import flag as _amp
 from ._common import (
     _as_float_tensor,
     _check_reduction,

@@ -11,10 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 from ..._tensor_base import TensorBase
-from ...amp.autocast_mode import cast as _amp_cast
-from ...amp.autocast_mode import flag as _amp
 from ...autograd import grad_mode
 from ...autograd.function import Op
+from .._autocast import cast as _amp_cast
+from .._autocast import flag as _amp
 from ._common import _check_floating, _graphing, _size
 
 __all__ = [

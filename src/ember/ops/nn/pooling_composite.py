@@ -12,9 +12,9 @@ import numpy as np
 
 from ... import _backend, _dtype
 from ..._tensor_base import TensorBase
-from ...amp.autocast_mode import cast as _amp_cast
-from ...amp.autocast_mode import flag as _amp
 from ...autograd import grad_mode
+from .._autocast import cast as _amp_cast
+from .._autocast import flag as _amp
 from ..joining import stack
 from ..random import rand
 from ._kernels import _check_tensor, _depth_taps, _ints, _rebatch, _tname, _unbatch

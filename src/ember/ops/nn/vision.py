@@ -14,11 +14,11 @@ import numpy as np
 
 from ... import _backend, _dtype
 from ..._tensor_base import TensorBase
-from ...amp.autocast_mode import cast as _amp_cast
-from ...amp.autocast_mode import flag as _amp
 from ...autograd.function import Op
 from .. import pointwise as _pw
 from .. import pointwise_piecewise as _pp
+from .._autocast import cast as _amp_cast
+from .._autocast import flag as _amp
 from ..creation import arange
 from ..creation import tensor as _tensor
 from ..joining import stack
