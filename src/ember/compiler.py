@@ -1,8 +1,9 @@
 """``ember.compiler`` (``torch.compiler``): the compiler's switches, for code that guards on them.
 
-ember runs eagerly (``torch.compile`` returns the model unchanged, see ``ember/_compile.py``), so
-nothing is ever being compiled: ``is_compiling()`` is False and the decorators hand back what
-they are given.
+``torch.compile`` traces a region and replays its ops (``src/ember/_compile/``, described in
+docs/utilities.md); these functions answer for it: ``is_compiling()`` is True while a region is
+being traced, ``reset()`` forgets every compiled program. The decorators hand back what they are
+given.
 """
 
 from __future__ import annotations
@@ -17,19 +18,22 @@ __all__ = ["allow_in_graph", "assume_constant_result", "compile", "cudagraph_mar
 
 
 def compile(*args: Any, **kwargs: Any) -> Any:  # noqa: A001 - PyTorch's name
-    """``torch.compile``: runs eagerly."""
+    """``torch.compile``: trace a model or function and replay it (``ember.compile``)."""
     from ._compile import compile as _compile
 
     return _compile(*args, **kwargs)
 
 
 def is_compiling() -> bool:
-    """False: ember never traces or compiles."""
-    return False
+    """True while ``torch.compile`` traces a region."""
+    from ._dynamo import is_compiling as tracing
+
+    return tracing()
 
 
 def is_dynamo_compiling() -> bool:
-    return False
+    """The same as ``is_compiling()`` (ember's tracing is its dynamo)."""
+    return is_compiling()
 
 
 def is_exporting() -> bool:
@@ -37,12 +41,17 @@ def is_exporting() -> bool:
 
 
 def reset() -> None:
-    """Nothing cached to clear."""
+    """Forget every compiled program (``torch._dynamo.reset()``)."""
+    from ._dynamo import reset as _reset
+
+    _reset()
 
 
 def list_backends(exclude_tags: Any = ("debug", "experimental")) -> list[str]:
-    """No compiler backends: ember runs eagerly."""
-    return []
+    """The backend names ``torch.compile`` accepts (ember's own tracer serves them all)."""
+    from ._dynamo import list_backends as _backends
+
+    return _backends(exclude_tags)
 
 
 def _identity_decorator(fn: Any = None, *args: Any, **kwargs: Any) -> Any:

@@ -677,7 +677,7 @@ class Module(_ModuleStateDict):
         return main + ")"
 
     def compile(self, *args: Any, **kwargs: Any) -> None:
-        """Accepted for compatibility; ember runs eagerly, so this does nothing."""
+        """Accepted for compatibility and does nothing: ``torch.compile(module)`` compiles."""
 
 
 def _parse_to(args: tuple, kwargs: dict) -> tuple[Any, Any]:
