@@ -187,3 +187,65 @@ def test_bias_gradient_matches_torch(dtype, atol):
              ember.tensor(randn(4, 2, 3, 3).astype(dtype)), b).sum().backward()
     np.testing.assert_allclose(b.grad.numpy(), np.full(4, 2 * 3 * 3, dtype=dtype))
     assert b.grad.dtype == ember.tensor(np.zeros(1, dtype=dtype)).dtype
+
+
+ROWS = [
+    # batch-inner convolutions whose forward takes the row-major columns (forced on small
+    # shapes): plain, padded, strided and dilated, a non-square kernel, conv1d
+    ((9, 3, 7, 7), (4, 3, 3, 3), {}),
+    ((8, 2, 6, 5), (3, 2, 3, 2), dict(padding=(1, 2))),
+    ((8, 3, 9, 8), (5, 3, 3, 3), dict(stride=(2, 1), padding=1, dilation=(1, 2))),
+    ((10, 4, 8, 8), (6, 4, 5, 5), dict(padding=2, stride=2)),
+]
+
+
+@pytest.fixture
+def rows_layout(monkeypatch):
+    """Every batch-inner convolution of one group builds row-major forward columns."""
+    monkeypatch.setattr(_kernels, "_ROWS_MIN_RATIO", 0)
+
+
+def test_rows_layout_is_chosen_for_the_cnn_conv2():
+    g = _kernels._Geom((12, 12), (5, 5), (1, 1), ((0, 0), (0, 0)), (1, 1), n=64, cin=16)
+    assert g.batch and g.rows
+    g = _kernels._Geom((8, 8), (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), n=32, cin=64)
+    assert g.batch and not g.rows  # (ResNet's first stage: the GEMM is not long enough)
+
+
+@needs_torch
+@pytest.mark.parametrize("dtype,atol", [(np.float32, 2e-5), (np.float64, 1e-10)])
+@pytest.mark.parametrize("xs,ws,kw", ROWS)
+def test_rows_conv2d_matches_torch(rows_layout, xs, ws, kw, dtype, atol):
+    y = F.conv2d(ember.zeros(*xs), ember.zeros(*ws), **kw)
+    g = _kernels._Geom(xs[2:], ws[2:], _pair(kw.get("stride", 1)),
+                       tuple((p, p) for p in _pair(kw.get("padding", 0))),
+                       _pair(kw.get("dilation", 1)), tuple(y.shape[2:]), n=xs[0], cin=ws[1])
+    assert g.rows
+    args = [randn(*xs), randn(*ws, seed=1), randn(ws[0], seed=2)]
+    _parity(lambda *a: F.conv2d(*a, **kw), lambda *a: TF.conv2d(*a, **kw), args, dtype, atol)
+    # without a bias, and with the input's gradient not needed (the weight's alone)
+    _parity(lambda *a: F.conv2d(*a, **kw), lambda *a: TF.conv2d(*a, **kw), args[:2], dtype,
+            atol)
+    x = ember.tensor(args[0].astype(dtype))
+    w = ember.tensor(args[1].astype(dtype), requires_grad=True)
+    F.conv2d(x, w, **kw).sum().backward()
+    wt = torch.tensor(args[1].astype(dtype), requires_grad=True)
+    TF.conv2d(torch.tensor(args[0].astype(dtype)), wt, **kw).sum().backward()
+    np.testing.assert_allclose(w.grad.numpy(), wt.grad.numpy(), atol=atol, rtol=atol)
+    assert w.grad._data.base is None and w.grad._data.flags.c_contiguous
+
+
+@needs_torch
+@pytest.mark.parametrize("dtype,atol", [(np.float32, 2e-5), (np.float64, 1e-10)])
+def test_rows_conv1d_and_grouped_fallback_match_torch(rows_layout, dtype, atol):
+    args = [randn(9, 3, 11), randn(4, 3, 3, seed=1), randn(4, seed=2)]
+    kw = dict(stride=2, padding=1, dilation=2)
+    _parity(lambda *a: F.conv1d(*a, **kw), lambda *a: TF.conv1d(*a, **kw), args, dtype, atol)
+    args = [randn(9, 4, 6, 6), randn(6, 2, 3, 3, seed=1), randn(6, seed=2)]  # two groups
+    kw = dict(groups=2, padding=1)
+    _parity(lambda *a: F.conv2d(*a, **kw), lambda *a: TF.conv2d(*a, **kw), args, dtype, atol)
+
+
+def test_rows_conv_gradcheck_and_double_backward(rows_layout):
+    check_op(lambda m, x, w, b: m.nn.functional.conv2d(x, w, b, stride=(1, 2), padding=1),
+             randn(8, 2, 5, 6), randn(3, 2, 3, 2, seed=1), randn(3, seed=2), gradgrad=True)

@@ -16,6 +16,13 @@ Small outputs of a large enough batch (at most ``_BATCH_INNER_PIXELS`` output pi
 instead: the padded input is transposed once to (C, Hp, Wp, N) and the columns are ordered
 (OH, OW, N), so im2col and col2im move runs of N (or OW * N) values rather than OW-value pieces
 (2-4x faster on 8x8 and smaller outputs); the GEMM result is transposed back to (N, O, OH, OW).
+Where such a convolution's GEMM is long against its taps (one group, ``N * OH * OW`` at least
+``_ROWS_MIN_RATIO`` times ``C * kh * kw``: CIFAR-sized CNNs, not ResNet's later stages), the
+forward builds its columns as *rows* instead, (OH * OW * N, kh * kw * C), from an NHWC copy of
+the input (each copy moves runs of ``kw * C`` values), and multiplies them by the weight's
+transpose: OpenBLAS runs that orientation up to 15% faster than weight-rows-times-columns for
+such thin products (CNN conv2: 1.45 -> 1.25 ms), and the weight gradient reuses the rows in the
+same way. The input gradient keeps the batch-inner columns (its col2im is faster on them).
 
 Convolutions with few taps per output (``C / groups * kh * kw`` at most ``_IMAGE_MAX_K``: one or
 two input channels, a 3-channel 3x3 stem) over outputs of at least ``_IMAGE_MIN_PIXELS`` pixels use
@@ -57,6 +64,9 @@ _BATCH_INNER_PIXELS = 64
 _BATCH_INNER_MIN_N = 8
 # batch-inner col2im sums each kernel column's taps first for kernels this tall or taller
 _COLUMN_SUM_MIN_KH = 5
+# batch-inner convolutions (one group, host float arrays) with N * OH * OW at least this many
+# times C * kh * kw build row-major forward columns (see the module doc)
+_ROWS_MIN_RATIO = 8
 # convolutions with at most this many taps per output (C / groups * kh * kw) and at least this
 # many output pixels use the per-image column layout (see the module doc)
 _IMAGE_MAX_K = 64
@@ -75,7 +85,7 @@ class _Geom:
     column layout (per-image, batch-inner, wide or plain).
     """
     __slots__ = ("H", "W", "kh", "kw", "sh", "sw", "pt", "pb", "pl", "pr", "dh", "dw", "OH", "OW",
-                 "Hp", "Wp", "wide", "batch", "image", "L")
+                 "Hp", "Wp", "wide", "batch", "image", "rows", "L")
 
     def __init__(self, in_hw: tuple[int, int], k: tuple[int, int], stride: tuple[int, int],
                  pad: Pad2, dil: tuple[int, int], out: tuple[int, int] | None = None,
@@ -98,6 +108,8 @@ class _Geom:
                       and self.OH * self.OW >= _IMAGE_MIN_PIXELS)
         self.batch = (n is not None and n >= _BATCH_INNER_MIN_N and not self.image
                       and 0 < self.OH * self.OW <= _BATCH_INNER_PIXELS)
+        self.rows = (self.batch and
+                     n * self.OH * self.OW >= _ROWS_MIN_RATIO * cin * self.kh * self.kw)
         self.wide = (wide and not self.batch and not self.image and self.sh == 1 and self.sw == 1 and self.OH > 0
                      and self.OW > 0 and 2 * self.Wp < 3 * self.OW)
         self.L = self.OH * self.Wp if self.wide else self.OH * self.OW
@@ -297,6 +309,63 @@ def _image_forward(buf: np.ndarray, w3: np.ndarray, b: np.ndarray | None, g: _Ge
         dst[...] = v
         np.matmul(w3, cols[n0:n0 + n], out=y[n0:n0 + n])
     return y.reshape(N, G * Og, g.OH, g.OW), cols[:, :, :K]
+
+
+def _rows_ok(g: _Geom, groups: int, *arrays: Any) -> bool:
+    """Whether a convolution takes the row-major forward columns: ``g.rows``, one group and host
+    float32 / float64 arrays of one dtype (``None`` entries skipped)."""
+    if not g.rows or groups != 1:
+        return False
+    dt = arrays[0].dtype
+    return dt in (np.float32, np.float64) and all(
+        type(a) is np.ndarray and a.dtype == dt for a in arrays if a is not None)
+
+
+def _rows(x4: np.ndarray, g: _Geom) -> np.ndarray:
+    """(N, C, H, W) -> forward columns as rows (OH * OW * N, kh * kw * C): rows ordered
+    (oh, ow, n) as the batch-inner gradient columns are, taps (i, j, c), copied in one pass from
+    windows of a padded NHWC copy of the input (runs of ``kw * C`` values at stride 1)."""
+    N, C = x4.shape[:2]
+    buf = (np.zeros if g.padded else np.empty)((N, g.Hp, g.Wp, C), dtype=x4.dtype)
+    buf[:, g.pt:g.pt + g.H, g.pl:g.pl + g.W] = x4.transpose(0, 2, 3, 1)
+    s0, s1, s2, s3 = buf.strides
+    v = np.lib.stride_tricks.as_strided(
+        buf, (g.OH, g.OW, N, g.kh, g.kw, C),
+        (g.sh * s1, g.sw * s2, s0, g.dh * s1, g.dw * s2, s3))
+    rows = np.empty((g.L * N, g.kh * g.kw * C), dtype=x4.dtype)
+    dst = rows.view()
+    dst.shape = v.shape  # (a view: raises rather than copy)
+    dst[...] = v
+    return rows
+
+
+def _rows_forward(x4: np.ndarray, w4: np.ndarray, b: np.ndarray | None,
+                  g: _Geom) -> tuple[np.ndarray, np.ndarray]:
+    """The row-major forward on the host: rows (L * N, K) @ weight^T (K, O), transposed into
+    (N, O, OH, OW) with the bias added on the way -> (output, rows)."""
+    N, O = x4.shape[0], w4.shape[0]
+    rows = _rows(x4, g)
+    wt = w4.transpose(2, 3, 1, 0).reshape(rows.shape[1], O)  # (taps (i, j, c), O): a small copy
+    y = np.matmul(rows, wt)
+    out = np.empty((N, O, g.OH, g.OW), dtype=x4.dtype)
+    src = y.reshape(g.OH, g.OW, N, O).transpose(2, 3, 0, 1)
+    if b is None:
+        out[...] = src
+    else:
+        np.add(src, b.reshape(1, O, 1, 1), out=out)
+    return out, rows
+
+
+def _rows_weight_grad(rows: np.ndarray, gt: np.ndarray, shape: tuple,
+                      k: tuple[int, int]) -> np.ndarray:
+    """The weight gradient from the forward's rows (L * N, K) and the gradient's batch-inner
+    columns (O, L * N): gt @ rows (O, K), taps reordered (i, j, c) -> (c, i, j) into an array of
+    the weight's ``shape`` that owns its memory."""
+    O = gt.shape[0]
+    part = np.matmul(gt, rows).reshape(O, k[0], k[1], -1)
+    gw = np.empty(shape, dtype=rows.dtype)
+    gw.reshape(O, -1, k[0], k[1])[...] = part.transpose(0, 3, 1, 2)
+    return gw
 
 
 def _out_from_cols(xp: Any, y: Any, g: _Geom, N: int) -> Any:

@@ -39,6 +39,10 @@ from ._kernels import (
     _out_from_cols,
     _pad,
     _rebatch,
+    _rows,
+    _rows_forward,
+    _rows_ok,
+    _rows_weight_grad,
     _same_dtype,
     _to2,
     _unbatch,
@@ -163,7 +167,9 @@ class Conv(Op):
         O, Cg, kh, kw = w4.shape
         g = _Geom((H, W), (kh, kw), stride, pad, dil, out_hw, n=N, cin=Cg)
         w3 = w4.reshape(groups, O // groups, Cg * kh * kw)
-        if g.image and type(x4) is np.ndarray and x4.dtype in (np.float32, np.float64) and \
+        if _rows_ok(g, groups, x4, w4, b):
+            y, cols = _rows_forward(x4, w4, b, g)  # (bias added; cols are rows (L * N, K))
+        elif g.image and type(x4) is np.ndarray and x4.dtype in (np.float32, np.float64) and \
                 w3.dtype == x4.dtype and (b is None or b.dtype == x4.dtype):
             y, cols = _image_forward(_conv_input(xp, x4, g), w3, b, g, groups)  # (bias added)
         else:
@@ -181,17 +187,22 @@ class Conv(Op):
         if ctx.needs_input_grad[1]:  # the weight gradient reuses the columns (freed after it)
             ctx.cols = cols
         ctx.args = (stride, pad, dil, groups)
-        ctx.in_hw, ctx.k, ctx.nd = (H, W), (kh, kw), x.ndim
+        ctx.in_hw, ctx.k, ctx.nd, ctx.geom = (H, W), (kh, kw), x.ndim, g
         return y if x.ndim == 4 else y.reshape(N, O, g.OW)
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
         x, w = ctx.saved
         need = ctx.needs_input_grad
-        gx = ctx.call(ConvTranspose, grad, w, None, ctx.in_hw, *ctx.args) if need[0] else None
         # (under create_graph the weight gradient is recorded from x, so the columns are rebuilt)
         cols = None if ctx._tensor_mode else getattr(ctx, "cols", None)
-        gw = ctx.call(ConvWeight, x, grad, ctx.k, *ctx.args, cols) if need[1] else None
+        gt = None  # batch-inner: both gradients' products read the gradient as columns (O, N * L)
+        g = ctx.geom
+        if need[0] and need[1] and not ctx._tensor_mode and g.batch and not g.image:
+            gt = _grad_to_cols(ctx.xp, _4d(grad), g)
+        gx = ctx.call(ConvTranspose, grad, w, None, ctx.in_hw, *ctx.args, gt) \
+            if need[0] else None
+        gw = ctx.call(ConvWeight, x, grad, ctx.k, *ctx.args, cols, gt) if need[1] else None
         gb = _bias_grad(ctx.xp, grad, ctx.nd) if need[2] else None
         return gx, gw, gb, None, None, None, None, None
 
@@ -207,7 +218,7 @@ class ConvTranspose(Op):
 
     @staticmethod
     def forward(ctx: Any, gy: Any, w: Any, b: Any, in_hw: tuple, stride: tuple, pad: Pad2,
-                dil: tuple, groups: int) -> Any:
+                dil: tuple, groups: int, gt: Any = None) -> Any:
         xp = ctx.xp
         g4, w4 = _4d(gy), _4d(w)
         N, O, OH, OW = g4.shape
@@ -219,8 +230,9 @@ class ConvTranspose(Op):
             gt = g4.reshape(N, groups, O // groups, g.L)
             cols = xp.matmul(wm, gt).astype(gy.dtype, copy=False)
             out = _col2im(xp, cols.reshape(N, C * kh * kw, g.L), g, N)
-        else:
-            gt = _grad_to_cols(xp, g4, g).reshape(groups, O // groups, N * g.L)
+        else:  # (``gt``: the gradient's columns, when Conv's backward made them already)
+            gt = (_grad_to_cols(xp, g4, g) if gt is None else gt).reshape(
+                groups, O // groups, N * g.L)
             cols = xp.matmul(wm, gt).astype(gy.dtype, copy=False)
             out = _col2im(xp, cols.reshape(C * kh * kw, N * g.L), g, N)
         if b is not None:
@@ -251,19 +263,24 @@ class ConvWeight(Op):
 
     @staticmethod
     def forward(ctx: Any, x: Any, gy: Any, k: tuple, stride: tuple, pad: Pad2, dil: tuple,
-                groups: int, cols: Any = None) -> Any:
+                groups: int, cols: Any = None, gt: Any = None) -> Any:
         xp = ctx.xp
         x4, g4 = _4d(x), _4d(gy)
         N, C, H, W = x4.shape
         _, O, OH, OW = g4.shape
         g = _Geom((H, W), k, stride, pad, dil, (OH, OW), n=N, cin=C // groups)
-        if cols is None:  # (Conv's backward hands over its forward's columns)
-            cols = _cols(xp, _conv_input(xp, x4, g), g, groups)
+        # (Conv's backward hands over its forward's columns, and the gradient's as ``gt``)
+        if cols is None:
+            cols = _rows(x4, g) if _rows_ok(g, groups, x4, g4) else \
+                _cols(xp, _conv_input(xp, x4, g), g, groups)
         ctx.save_for_backward(x if ctx.needs_input_grad[1] else None,
                               gy if ctx.needs_input_grad[0] else None)
         ctx.args = (stride, pad, dil, groups)
         ctx.in_hw, ctx.out_hw = (H, W), (OH, OW)
         shape = (O, C // groups) + ((k[1],) if x.ndim == 3 else tuple(k))
+        if cols.ndim == 2:  # the forward's rows (L * N, K) (row-major columns, one group)
+            gt = _grad_to_cols(xp, g4, g) if gt is None else gt
+            return _rows_weight_grad(cols, gt.reshape(O, N * g.L), shape, (g.kh, g.kw))
         if g.image:
             # per image, cols (K, L) @ gy^T (L, O / groups) (the faster orientation for a small
             # K), summed over the images: (groups, K, O / groups), transposed into place
@@ -273,7 +290,8 @@ class ConvWeight(Op):
             gw = xp.empty(shape, dtype=x.dtype)
             gw.reshape(groups, O // groups, -1)[...] = part.swapaxes(1, 2)
             return gw
-        gt = _grad_to_cols(xp, g4, g).reshape(groups, O // groups, N * g.L)
+        gt = (_grad_to_cols(xp, g4, g) if gt is None else gt).reshape(
+            groups, O // groups, N * g.L)
         if type(gt) is np.ndarray and gt.dtype in (np.float32, np.float64) and \
                 cols.dtype == gt.dtype:
             # the product lands in an array of the weight's shape that owns its memory, so the
