@@ -408,7 +408,11 @@ def _col2im(xp: Any, cols: Any, g: _Geom, N: int) -> Any:
     C = cols.shape[0] // (g.kh * g.kw)
     if g.batch:  # columns ordered (OH, OW, N): each tap adds runs of N (OW * N at stride 1)
         c = cols.reshape(C, g.kh, g.kw, g.OH, g.OW, N)
-        out = xp.zeros((C, g.Hp, g.Wp, N), dtype=cols.dtype)
+        if g.kh < _COLUMN_SUM_MIN_KH or g.sw != 1:
+            out = xp.zeros((C, g.Hp, g.Wp, N), dtype=cols.dtype)
+        else:  # (the first kernel column is copied in below)
+            out = xp.empty((C, g.Hp, g.Wp, N), dtype=cols.dtype)
+            out[:, :, g.OW:] = 0
         if g.kh < _COLUMN_SUM_MIN_KH:
             for i in range(g.kh):
                 for j in range(g.kw):
@@ -419,13 +423,24 @@ def _col2im(xp: Any, cols: Any, g: _Geom, N: int) -> Any:
             # several times faster than the short strided runs of the full image), then that
             # column's sum into the image: kw strided adds instead of kh * kw (CNN conv2 5x5:
             # 1.33 -> 0.91 ms; 3x3 kernels lose 25-60%, hence the threshold)
+            # (at stride 1 the first tap of each column, and the first column, are copied into
+            # place and only the rest zeroed, saving a zeroing pass over each)
             col = xp.empty((C, g.Hp, g.OW, N), dtype=cols.dtype)
             rows = g.sh * (g.OH - 1) + 1
             for j in range(g.kw):
-                col[...] = 0
-                for i in range(g.kh):
+                first = 0
+                if g.sh == 1:
+                    col[:, :rows] = c[:, 0, j]
+                    col[:, rows:] = 0
+                    first = 1
+                else:
+                    col[...] = 0
+                for i in range(first, g.kh):
                     col[:, i * g.dh:i * g.dh + rows:g.sh] += c[:, i, j]
-                out[:, :, g.window(0, j)[3]] += col
+                if j == 0 and g.sw == 1:
+                    out[:, :, :g.OW] = col
+                else:
+                    out[:, :, g.window(0, j)[3]] += col
         out = out[:, g.pt:g.pt + g.H, g.pl:g.pl + g.W, :]
         return xp.ascontiguousarray(out.transpose(3, 0, 1, 2))
     if g.wide:
