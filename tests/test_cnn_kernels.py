@@ -249,3 +249,13 @@ def test_rows_conv1d_and_grouped_fallback_match_torch(rows_layout, dtype, atol):
 def test_rows_conv_gradcheck_and_double_backward(rows_layout):
     check_op(lambda m, x, w, b: m.nn.functional.conv2d(x, w, b, stride=(1, 2), padding=1),
              randn(8, 2, 5, 6), randn(3, 2, 3, 2, seed=1), randn(3, seed=2), gradgrad=True)
+
+
+@needs_torch
+@pytest.mark.parametrize("dtype,atol", [(np.float32, 2e-5), (np.float64, 1e-10)])
+def test_rows_conv_transpose2d_matches_torch(rows_layout, dtype, atol):
+    # its weight gradient is ConvWeight over (grad, input): the row-major columns again
+    args = [randn(9, 4, 3, 3), randn(4, 3, 3, 3, seed=1), randn(3, seed=2)]
+    kw = dict(stride=1, padding=1)
+    _parity(lambda *a: F.conv_transpose2d(*a, **kw), lambda *a: TF.conv_transpose2d(*a, **kw),
+            args, dtype, atol)
