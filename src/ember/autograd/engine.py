@@ -59,7 +59,11 @@ def _roots(tensors: Sequence[Any], grads: Sequence[Any] | None, create_graph: bo
                     f"{tuple(t.shape)}). Reduce it to one number first, e.g. loss = out.mean() or "
                     "out.sum(), or pass gradient=... with the same shape as the output."
                 )
-            arr = _backend.xp_of(t._data).ones(t._data.shape, t._data.dtype)
+            d = t._data
+            if type(d) is CPU_ARRAY:  # (np.full: a quarter of np.ones' cost for one element)
+                arr = np.full(d.shape, 1, d.dtype)
+            else:
+                arr = _backend.xp_of(d).ones(d.shape, d.dtype)
             g = TensorBase._make(arr) if create_graph else arr
         else:
             if not isinstance(g, TensorBase):  # a number or a nested list: t's dtype and device
@@ -203,7 +207,10 @@ def run_backward(
         buf[nr] = g if buf[nr] is None else buf[nr] + g
         handed_out.add(id(g))
 
-    ready = [n for n in dict.fromkeys(root_nodes) if deps.get(n, 0) == 0]
+    if len(root_nodes) == 1:
+        ready = root_nodes if root_nodes[0] not in deps else []
+    else:
+        ready = [n for n in dict.fromkeys(root_nodes) if deps.get(n, 0) == 0]
     # leaves' AccumulateGrad nodes run as soon as they are ready, before other ready nodes, as
     # PyTorch orders them (so a later error leaves the same .grads behind)
     ready_leaves: list[Node] = []
@@ -223,13 +230,59 @@ def run_backward(
 def _walk(ready: list, ready_leaves: list, buffers: dict, deps: dict, needed: set | None,
           capture: dict | None, handed_out: set[int], retain_graph: bool,
           create_graph: bool) -> None:
+    # The common node (a built-in op run on arrays, one output, no hooks, no capture, no anomaly
+    # mode) takes the inlined path below: _call_backward, _release and _send in one loop body.
+    plain = capture is None and not create_graph
+    pop = buffers.pop
     with grad_mode.set_grad_enabled(create_graph):
         while ready or ready_leaves:
             node = ready_leaves.pop() if ready_leaves else ready.pop()
-            buf = buffers.pop(node, None)
+            buf = pop(node, None)
             if buf is not None and (needed is None or node in needed):
                 if node._pre_hooks is not None or node._retain is not None:
                     _run_pre_hooks(node, buf)
+                fn = node._fn
+                if (plain and fn is not None and not fn._tensor_io and node._n_out == 1
+                        and node._post_hooks is None and node._grads_to_cpu is None
+                        and not _function.anomaly_enabled):
+                    if node._saved is None and node._freed:
+                        raise RuntimeError(FREED_MSG)
+                    if node._versions is not None:
+                        node._check_versions()
+                    grads = fn.backward(node, buf[0])
+                    if type(grads) is not tuple:
+                        grads = (grads,)
+                    if not retain_graph and (node._saved is not None or node.__dict__):
+                        node._release()
+                    edges = node._edges
+                    if len(grads) < len(edges):
+                        _check_grad_count(node, grads)
+                    meta = node._meta
+                    i = -1
+                    for nxt, nr in edges:  # (_send, inlined; each input's node is one step nearer)
+                        i += 1
+                        if nxt is None:
+                            continue
+                        g = grads[i]
+                        if g is not None:
+                            shape, dt = meta[i]
+                            if g.shape != shape:
+                                g = sum_to_shape(g, shape, node)
+                            if g.dtype != dt:
+                                g = g.astype(dt)
+                            nb = buffers.get(nxt)
+                            if nb is None:
+                                nb = buffers[nxt] = [None] * nxt._n_out
+                                nb[nr] = g
+                            elif nb[nr] is None:
+                                nb[nr] = g
+                            else:
+                                nb[nr] = nb[nr] + g
+                        left = deps[nxt] - 1
+                        deps[nxt] = left
+                        if left == 0:
+                            (ready_leaves if type(nxt) is AccumulateGrad else ready).append(nxt)
+                    continue
                 if capture is not None:
                     for nr in range(len(buf)):
                         lst = capture.get((node, nr))
@@ -317,12 +370,7 @@ def _send(node: Node, grads: tuple, buffers: dict, create_graph: bool) -> None:
     to its dtype (the one place broadcasting is undone)."""
     edges = node._edges
     if len(grads) < len(edges):
-        needed = [i for i, (n, _) in enumerate(edges) if n is not None]
-        if needed and needed[-1] >= len(grads):
-            raise RuntimeError(
-                f"function {node.name()} returned an incorrect number of gradients "
-                f"(expected {len(edges)}, got {len(grads)})"
-            )
+        _check_grad_count(node, grads)
     meta = node._meta
     i = -1
     for nxt, nr in edges:
@@ -345,6 +393,16 @@ def _send(node: Node, grads: tuple, buffers: dict, create_graph: bool) -> None:
             buf[nr] = g
         else:
             buf[nr] = buf[nr] + g
+
+
+def _check_grad_count(node: Node, grads: tuple) -> None:
+    edges = node._edges
+    needed = [i for i, (n, _) in enumerate(edges) if n is not None]
+    if needed and needed[-1] >= len(grads):
+        raise RuntimeError(
+            f"function {node.name()} returned an incorrect number of gradients "
+            f"(expected {len(edges)}, got {len(grads)})"
+        )
 
 
 def sum_to_shape(g: Any, shape: tuple, node: Node | None = None) -> Any:

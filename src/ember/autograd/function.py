@@ -82,39 +82,64 @@ class Function(metaclass=FunctionMeta):
 
     @classmethod
     def apply(cls, *args: Any) -> Any:
-        make = TensorBase._make
         raw = []
-        flags = []
         requires = False
         on_cpu = True
         enabled = grad_mode.state.enabled
         for a in args:
             if isinstance(a, TensorBase):
                 d = a._data
-                base = a._base
-                if base is not None and enabled:  # (no history is read under no_grad)
-                    if a._attr_version != a._version[0]:
-                        refresh_view(a)  # its base changed in place since the view was recorded
-                    if base._rg and not a._rg:  # a view made under no_grad: the result requires
-                        requires = True  # grad, but no gradient flows back through it (PyTorch)
+                if enabled:
+                    base = a._base
+                    if base is not None:  # (no history is read under no_grad)
+                        if a._attr_version != a._version[0]:
+                            refresh_view(a)  # its base changed in place since the view was recorded
+                        if base._rg and not a._rg:  # a view made under no_grad: the result
+                            requires = True  # requires grad, but no gradient flows back (PyTorch)
                 if a._rg:
                     requires = True
-                    flags.append(True)
-                else:
-                    flags.append(False)
                 if type(d) is not CPU_ARRAY:
                     on_cpu = False
                 raw.append(d)
             else:
                 raw.append(a)
-                flags.append(False)
         moved = _check_devices(cls, args, raw) if not on_cpu else None
         record = requires and enabled
-        ctx = cls._node_cls()
+        # (Node.__init__'s fields, stored here without a Python-level call: this runs per op)
+        ctx = _new_node(cls._node_cls)
+        ctx._saved = None
+        ctx._versions = None
+        ctx._n_out = 1
         if moved:
             ctx._grads_to_cpu = moved
         ctx.xp = np if on_cpu else _xp_of_args(raw)
-        ctx.needs_input_grad = tuple(flags) if record else _no_grads(len(args))
+        if record:
+            # needs_input_grad, the edges and the inputs' metadata in one pass
+            flags = []
+            edges = []
+            meta = []
+            for a in args:
+                if isinstance(a, TensorBase) and a._rg:
+                    flags.append(True)
+                    fn = a._grad_fn
+                    if fn is not None:
+                        edges.append((fn, a._output_nr))
+                    else:
+                        ref = a._accum  # the leaf's AccumulateGrad (_accumulator, inlined)
+                        acc = ref() if ref is not None else None
+                        edges.append((acc if acc is not None else _accumulator(a), 0))
+                    d = a._data
+                    meta.append((d.shape, d.dtype))
+                else:
+                    flags.append(False)
+                    edges.append(_NO_EDGE if isinstance(a, TensorBase | float | int)
+                                 and a is not True and a is not False else NOT_INPUT)
+                    meta.append(None)
+            ctx.needs_input_grad = tuple(flags)
+        else:
+            ctx._edges = ()
+            n = len(args)
+            ctx.needs_input_grad = _NO_GRADS[n] if n < 8 else (False,) * n
 
         if cls._tensor_io:
             with grad_mode.no_grad():
@@ -140,9 +165,9 @@ class Function(metaclass=FunctionMeta):
 
         if not record:
             if is_tuple:
-                outputs = [make(o) if o is not None else None for o in outs_raw]
+                outputs = [_make(o) if o is not None else None for o in outs_raw]
             else:
-                outputs = [make(outs_raw[0])]
+                outputs = [_make(outs_raw[0])]
             if cls.is_view:
                 _share_version(args[0], outputs, is_tuple)
             if ctx._dirty:
@@ -152,22 +177,10 @@ class Function(metaclass=FunctionMeta):
             return tuple(outputs) if is_tuple else outputs[0]
 
         # -- record the node --------------------------------------------------------------
-        edges = []
-        meta = []
-        for a in args:
-            if isinstance(a, TensorBase) and a._rg:
-                fn = a._grad_fn
-                edges.append((fn, a._output_nr) if fn is not None else (_accumulator(a), 0))
-                d = a._data
-                meta.append((d.shape, d.dtype))
-            else:
-                edges.append(_NO_EDGE if isinstance(a, TensorBase | float | int) and a is not True
-                             and a is not False else NOT_INPUT)
-                meta.append(None)
         ctx._edges = tuple(edges)
         ctx._meta = meta
         if not is_tuple and ctx._non_diff is None:
-            outputs = [make(outs_raw[0], True, ctx, 0)]
+            outputs = [_make(outs_raw[0], True, ctx, 0)]
         else:
             non_diff = ctx._non_diff
             outputs = []
@@ -176,7 +189,7 @@ class Function(metaclass=FunctionMeta):
                     outputs.append(None)
                     continue
                 differentiable = non_diff is None or id(o) not in non_diff
-                outputs.append(make(o, differentiable, ctx if differentiable else None, k))
+                outputs.append(_make(o, differentiable, ctx if differentiable else None, k))
             if is_tuple:
                 ctx._n_out = len(outs_raw)
                 ctx._out_meta = tuple([(o.shape, o.dtype) if o is not None else None for o in outs_raw])
@@ -191,7 +204,6 @@ class Function(metaclass=FunctionMeta):
         if tracer is not None:
             tracer.record(cls, ctx, args, raw, outputs)
         return tuple(outputs) if is_tuple else outputs[0]
-
 
 class Op(Function):
     """A built-in operation: ``forward``/``backward`` see backend arrays, not tensors."""
@@ -285,6 +297,8 @@ _NO_GRADS = [(False,) * n for n in range(8)]
 def _no_grads(n: int) -> tuple:
     return _NO_GRADS[n] if n < 8 else (False,) * n
 _NO_EDGE = (None, 0)
+_make = TensorBase._make
+_new_node = object.__new__
 
 
 def _track_saved(ctx: Node, args: tuple, raw: list, outs_raw: tuple, outputs: list) -> None:

@@ -47,6 +47,7 @@ class Node:
     _grads_to_cpu: Any = None  # inputs that were 0-d CPU tensors in a CUDA op (see engine)
 
     def __init__(self) -> None:
+        # (Function.apply stores these same fields itself, without calling __init__)
         self._edges = ()
         self._saved = None
         self._versions = None
@@ -167,7 +168,10 @@ class AccumulateGrad(Node):
     __slots__ = ("variable",)
 
     def __init__(self, variable: Any) -> None:
-        Node.__init__(self)
+        self._edges = ()
+        self._saved = None
+        self._versions = None
+        self._n_out = 1
         self.variable = variable
 
 

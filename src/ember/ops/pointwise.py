@@ -122,6 +122,8 @@ def pow(input: Any, exponent: Any) -> Any:
     """``input ** exponent``. Integer tensors to a float power give floats, as in PyTorch."""
     if _amp.active:
         input, exponent = _amp_cast("pow", input, exponent)
+    if (type(exponent) is int or type(exponent) is float) and _as_is(input, exponent):
+        return Pow.apply(input, exponent)  # a floating tensor to a Python number: no promotion
     neg_exp = (isinstance(exponent, int | np.integer) and not isinstance(exponent, bool)
                and exponent < 0)
     # (promotion may wrap a negative exponent into an unsigned dtype)

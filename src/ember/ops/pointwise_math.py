@@ -611,7 +611,7 @@ class Sigmoid(Op):
         xp = ctx.xp
         # exp of a negative argument only, so large |x| never overflows
         e = xp.exp(-xp.abs(x))
-        out = xp.where(x >= 0, 1 / (1 + e), e / (1 + e))
+        out = xp.where(x >= 0, 1, e) / (e + 1)  # (one division: 1/(1+e) or e/(1+e))
         ctx.save_for_backward(out)
         return out
 

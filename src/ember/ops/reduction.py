@@ -14,7 +14,10 @@ handling, keepdim shapes, dtype rules) in ``_reduce.py``.
 
 from __future__ import annotations
 
+import math
 from typing import Any
+
+import numpy as np
 
 from .. import _backend, _dtype
 from .._tensor_base import TensorBase, data_of
@@ -130,7 +133,7 @@ class Sum(Op):
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
         g = _unreduce(grad, ctx.shape, ctx.axes, ctx.keepdim)
-        return ctx.xp.broadcast_to(g, ctx.shape), None, None
+        return _expand_back(ctx.xp, g, ctx.shape), None, None
 
 
 class Mean(Op):
@@ -151,7 +154,15 @@ class Mean(Op):
     def backward(ctx: Any, grad: Any) -> Any:
         g = _unreduce(grad, ctx.shape, ctx.axes, ctx.keepdim)
         g = g * (1.0 / ctx.n) if ctx.n else g * 0.0
-        return ctx.xp.broadcast_to(g, ctx.shape), None, None
+        return _expand_back(ctx.xp, g, ctx.shape), None, None
+
+
+def _expand_back(xp: Any, g: Any, shape: tuple) -> Any:
+    """``g`` broadcast to ``shape``: a small result as a filled array (``np.full`` is a few times
+    cheaper than NumPy's Python-level ``broadcast_to``), a large one as a broadcast view."""
+    if xp is np and type(g) is np.ndarray and math.prod(shape) <= 4096:
+        return np.full(shape, g, g.dtype)
+    return xp.broadcast_to(g, shape)
 
 
 # PyTorch names the node of a reduction over given dims ``...Backward1`` (``SumBackward1``) and
