@@ -157,14 +157,6 @@ class Mean(Op):
         return _expand_back(ctx.xp, g, ctx.shape), None, None
 
 
-def _expand_back(xp: Any, g: Any, shape: tuple) -> Any:
-    """``g`` broadcast to ``shape``: a small result as a filled array (``np.full`` is a few times
-    cheaper than NumPy's Python-level ``broadcast_to``), a large one as a broadcast view."""
-    if xp is np and type(g) is np.ndarray and math.prod(shape) <= 4096:
-        return np.full(shape, g, g.dtype)
-    return xp.broadcast_to(g, shape)
-
-
 # PyTorch names the node of a reduction over given dims ``...Backward1`` (``SumBackward1``) and
 # the full reduction ``...Backward0``: same rule, second class for the name.
 class SumDim(Sum):
@@ -183,6 +175,14 @@ class MeanDim(Mean):
     """Mean over given dims (the rule is Mean's)."""
 
     node_name = "MeanBackward1"
+
+
+def _expand_back(xp: Any, g: Any, shape: tuple) -> Any:
+    """``g`` broadcast to ``shape``: a small result as a filled array (``np.full`` is a few times
+    cheaper than NumPy's Python-level ``broadcast_to``), a large one as a broadcast view."""
+    if xp is np and type(g) is np.ndarray and math.prod(shape) <= 4096:
+        return np.full(shape, g, g.dtype)
+    return xp.broadcast_to(g, shape)
 
 
 # ---------------------------------------------------------------------------------------------
