@@ -219,9 +219,12 @@ try:
             sys.exit(0)
 except Exception as e:
     message = str(e).replace(chr(10), " | ")
-    print(f"rank {r}: {type(e).__name__}: {message}", flush=True)
+    # one write per line: print() writes the text and its newline separately, and
+    # mpiexec may put the other rank's line between them
+    sys.stdout.write(f"rank {r}: {type(e).__name__}: {message}\n")
+    sys.stdout.flush()
     sys.exit(0)
-print(f"rank {r}: no error", flush=True)
+sys.stdout.write(f"rank {r}: no error\n")
 '''
 
 

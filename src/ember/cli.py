@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import runpy
 import sys
@@ -119,6 +120,11 @@ def _report_uncaught(exc: BaseException) -> int:
     exc.__traceback__ = tb
     sys.last_type, sys.last_value, sys.last_traceback = type(exc), exc, tb
     sys.stdout.flush()
+    # Under ``ember launch`` the traceback goes out in one write: mpiexec forwards what it has
+    # read when a rank aborts the job, and a line-by-line traceback would arrive cut.
+    launched, stderr = os.environ.get("EMBER_LAUNCH") == "1", sys.stderr
+    if launched:
+        sys.stderr = io.StringIO()
     try:
         sys.excepthook(type(exc), exc, tb)
     except BaseException as hook_error:  # as the interpreter does: show both
@@ -126,6 +132,11 @@ def _report_uncaught(exc: BaseException) -> int:
         traceback.print_exception(hook_error)
         print("\nOriginal exception was:", file=sys.stderr)
         traceback.print_exception(type(exc), exc, tb)
+    finally:
+        if launched:
+            text, sys.stderr = sys.stderr.getvalue(), stderr
+            stderr.write(text)
+            stderr.flush()
     return 130 if isinstance(exc, KeyboardInterrupt) else 1
 
 

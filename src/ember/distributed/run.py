@@ -16,6 +16,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 
 __all__ = ["add_arguments", "end_job", "launch", "main", "torchrun_env"]
 
@@ -107,6 +108,9 @@ def end_job(code: int) -> None:
 
     sys.stdout.flush()
     sys.stderr.flush()
+    # mpiexec forwards output and the abort on different channels; give it a moment to pass
+    # on this process's traceback before it kills the job, or the user sees half of it
+    time.sleep(0.5)
     comm = _WORLD["group"]._comm if _WORLD else mpi.COMM_WORLD  # several nodes: the joined one
     comm.Abort(code)
 
