@@ -439,3 +439,61 @@ def test_tables_regenerate():
         c = _cheb_fit(lambda x: mp.digamma(x) / (x - x0), mp.mpf(1), mp.mpf(2), 41)
         m = [float(v * 2**k) for k, v in enumerate(_cheb_to_mono(c[:25]))]
         np.testing.assert_allclose(T._DIGAMMA_COEFS, m, rtol=1e-14, atol=1e-22)
+
+
+# -- GELU's float32 normal CDF (_special.gelu32) ------------------------------------------------
+def test_gelu32_erfc_fit_is_below_float32_rounding():
+    """The fit P(t) of log(erfc(z)) + z^2 - log(t), t = 1/(1 + z/2), on z in [0, 10]."""
+    mp = pytest.importorskip("mpmath")
+    worst = 0.0
+    for z in np.linspace(0.0, 10.0, 401):
+        t = 1.0 / (1.0 + z / 2)
+        p = sum(c * t**k for k, c in enumerate(S._ERFC_T_POLY))
+        worst = max(worst, abs(p - float(mp.log(mp.erfc(z)) + z * z - mp.log(t))))
+    assert worst < 6e-8  # relative error in erfc
+
+
+def _gelu64(x):
+    return x.astype(np.float64) * 0.5 * np.array([math.erfc(-v / math.sqrt(2)) for v in
+                                                  x.astype(np.float64).ravel()]).reshape(x.shape)
+
+
+@pytest.mark.parametrize("n", [1, 1000, 65536, 65536 * 2 + 77])
+def test_gelu32_matches_float64_within_float32_rounding(n):
+    rng = np.random.default_rng(n)
+    x = (rng.standard_normal(n) * 4).astype(np.float32)
+    out, cdf = S.gelu32(x, True)
+    assert out.dtype == cdf.dtype == np.float32 and out.shape == x.shape
+    ref = _gelu64(x)
+    # relative everywhere, the tail included (no 1 - erf cancellation: PyTorch's float32 gelu
+    # is off by 100% there); the float32 exp argument -z^2 + P(t) sets the tail's bound
+    rel = np.abs(out - ref) / np.maximum(np.abs(ref), 1e-35)
+    assert rel[x >= -3].max(initial=0) <= 2e-6
+    assert rel[(x < -3) & (np.abs(ref) > 1e-35)].max(initial=0) <= 2e-5
+    assert np.allclose(cdf, ref / np.where(x == 0, 1, x), rtol=2e-5, atol=1e-7) or n == 1
+    assert S.gelu32(x, False)[1] is None
+
+
+def test_gelu32_special_values_as_pytorchs_float32_gelu():
+    x = np.array([np.inf, -np.inf, np.nan, 0.0, -0.0, -13.5, 13.5, -100.0], np.float32)
+    out, _ = S.gelu32(x, True)
+    assert np.isnan(out[:3]).all()  # PyTorch's float32 gelu: nan at +inf too
+    assert out[3] == 0 and not np.signbit(out[3]) and out[4] == 0 and np.signbit(out[4])
+    assert -1e-39 < out[5] < 0 and out[6] == np.float32(13.5) and out[7] == 0
+    xs = np.arange(12, dtype=np.float32).reshape(3, 4)[:, ::2]  # not contiguous
+    assert np.array_equal(S.gelu32(xs, False)[0], S.gelu32(np.ascontiguousarray(xs), False)[0])
+
+
+@pytest.mark.skipif(not HAVE_TORCH, reason="PyTorch not installed")
+def test_gelu_float32_forward_and_backward_match_torch():
+    import torch
+
+    x = (np.random.default_rng(0).standard_normal((300, 257)) * 3).astype(np.float32)
+    a = ember.tensor(x, requires_grad=True)
+    b = torch.tensor(x, requires_grad=True)
+    ya, yb = ember.nn.functional.gelu(a), torch.nn.functional.gelu(b)
+    assert ya.dtype == ember.float32
+    np.testing.assert_allclose(ya.detach().numpy(), yb.detach().numpy(), rtol=1e-6, atol=2e-6)
+    (ya * ya).sum().backward()
+    (yb * yb).sum().backward()
+    np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-5, atol=1e-5)

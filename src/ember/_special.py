@@ -53,6 +53,7 @@ _SQRT_PI = math.sqrt(math.pi)
 _HALF_SQRT_PI = 0.5 * _SQRT_PI
 _INV_SQRT_PI = 1.0 / _SQRT_PI
 _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
+_INV_SQRT2 = 1.0 / math.sqrt(2.0)
 # erfcx(x) ~ 1/(x sqrt(pi)) * sum_k (-1)^k (2k-1)!! / (2x^2)^k; from x = 28 (float64) or
 # x = 10.5 (float32) nine terms are below the dtype's rounding
 _ERFCX_ASYMPTOTIC = tuple(float((-1) ** k * math.prod(range(1, 2 * k, 2))) for k in range(9))
@@ -381,3 +382,67 @@ def polygamma(n: int, x: Any) -> Any:
     pole_value = math.inf if n % 2 else -math.inf  # the sign of (-1)^(n+1) n! / x^(n+1)
     refl = xp.where(pole, pole_value, xp.where(xp.isinf(x), xp.nan, refl))
     return _done(xp, xp.where(neg, refl, pos), dt)
+
+
+# -- GELU's normal CDF in float32 ----------------------------------------------------------------
+# erfc(z) = t exp(-z^2 + P(t)) with t = 1 / (1 + z/2): P is a degree-9 least-squares fit at 300
+# Chebyshev points of t in [1/6, 1] (z in [0, 10]), computed with mpmath at 30 digits; its relative
+# error in erfc is 4.8e-8, below float32's rounding. Beyond z = 10, erfc underflows float32
+# anyway: z is clamped inside t while exp(-z^2) goes to 0. tests/test_special.py checks the fit.
+_ERFC_T_POLY = (-1.2654479969011936, 0.998632783328282, 0.386640412236957, 0.03460279957868415,
+                0.001267587629981512, -0.08028043457131237, -0.6962518960037497,
+                1.1567337549303924, -0.6808271768446669, 0.1449302135479109)
+_ERFC_T_POLY32 = tuple(np.float32(c) for c in _ERFC_T_POLY)
+_GELU_CHUNK = 65536  # elements per pass: the few float32 scratch rows stay in the L2 cache
+
+
+def gelu32(x: np.ndarray, want_cdf: bool) -> tuple[np.ndarray, np.ndarray | None]:
+    """GELU's forward ``x * Phi(x)`` on a float32 NumPy array, and ``Phi(x)`` when ``want_cdf``
+    (the backward reuses it). ~40 in-place passes per chunk of 65,536 elements, all in cache:
+    several times faster than erf through SciPy's scalar loop. Phi(x) = erfc(|x|/sqrt2)/2 for
+    x < 0 keeps full relative accuracy in the tail (no 1 - erf cancellation); inf gives nan, -0.0
+    stays -0.0, as PyTorch's float32 gelu."""
+    f32 = np.float32
+    flat = x.reshape(-1)
+    n = flat.size
+    out = np.empty(n, f32)
+    cdf = np.empty(n, f32) if want_cdf else None
+    m = min(_GELU_CHUNK, n)
+    z, t, p, q = (np.empty(m, f32) for _ in range(4))
+    pos = np.empty(m, bool)
+    coefs = _ERFC_T_POLY32
+    for i in range(0, n, _GELU_CHUNK):
+        xc = flat[i:i + _GELU_CHUNK]
+        k = xc.size
+        zc, tc, pc, qc, nc = z[:k], t[:k], p[:k], q[:k], pos[:k]
+        np.abs(xc, out=zc)
+        zc *= f32(_INV_SQRT2)                     # z = |x| / sqrt(2)
+        np.minimum(zc, f32(10.0), out=tc)
+        tc *= f32(0.5)
+        tc += f32(1.0)
+        np.reciprocal(tc, out=tc)                 # t = 1 / (1 + z/2)
+        np.multiply(tc, coefs[9], out=pc)
+        for c in coefs[8:0:-1]:
+            pc += c
+            pc *= tc
+        pc += coefs[0]
+        np.square(zc, out=zc)
+        pc -= zc
+        np.exp(pc, out=pc)
+        pc *= tc                                  # erfc(z)
+        pc *= f32(0.5)                            # Phi(-|x|)
+        # Phi(x) = Phi(-|x|) + [x > 0] (1 - 2 Phi(-|x|)), exact for x <= 0; by arithmetic, as
+        # masked copies (np.where, copyto) take ten times longer on a random sign pattern
+        np.multiply(pc, f32(-2.0), out=qc)
+        qc += f32(1.0)
+        np.greater(xc, 0, out=nc)
+        qc *= nc
+        qc += pc
+        oc = out[i:i + k]
+        np.multiply(xc, qc, out=oc)
+        np.subtract(xc, xc, out=zc)               # nan where x is +-inf (PyTorch: inf * 1 - nan)
+        oc -= zc
+        if cdf is not None:
+            cdf[i:i + k] = qc
+    return out.reshape(x.shape), None if cdf is None else cdf.reshape(x.shape)
+
