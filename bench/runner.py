@@ -42,24 +42,33 @@ class Workload:
     floor: str | None = None  # key in bench.floor.STEPS
     needs: tuple[str, ...] = ()  # extra modules the script imports (skipped without them)
     quick_args: tuple[str, ...] = ("--quick",)
+    compiled_target: float | None = None  # compiled ember over eager PyTorch to reach (>=)
+    compilable: bool = True  # the script takes --compile (torch.compile around its forward)
 
 
 WORKLOADS = [
-    Workload("scalar_autograd", "seed: scalar autograd (y = w*x**2+1, backward)", "seed", 2.0),
-    Workload("linear_regression", "seed: linear regression (500 SGD steps)", "seed", 2.0),
-    Workload("classifier", "seed: classifier (DataLoader, Adam, Dropout, 5 epochs)", "seed", 2.0),
-    Workload("sine_regression", "seed: sine regression (300 epochs, batch 32)", "seed", 2.0),
-    Workload("mlp", "MLP 784-512-512-10, batch 128, AdamW", "model", 1.0, floor="mlp"),
-    Workload("cnn", "CNN (2 conv, 2 linear), 64x1x28x28, SGD momentum", "model", 0.8, floor="cnn"),
-    Workload("gpt", "GPT 4 layers, 4 heads, 128 wide, block 64, batch 16", "model", 0.8,
-             floor="gpt"),
+    Workload("scalar_autograd", "seed: scalar autograd (y = w*x**2+1, backward)", "seed", 2.0,
+             compiled_target=4.0),
+    Workload("linear_regression", "seed: linear regression (500 SGD steps)", "seed", 2.0,
+             compiled_target=4.0),
+    Workload("classifier", "seed: classifier (DataLoader, Adam, Dropout, 5 epochs)", "seed", 2.0,
+             compiled_target=4.0),
+    Workload("sine_regression", "seed: sine regression (300 epochs, batch 32)", "seed", 2.0,
+             compiled_target=4.0),
+    Workload("mlp", "MLP 784-512-512-10, batch 128, AdamW", "model", 1.1, floor="mlp",
+             compiled_target=1.2),
+    Workload("cnn", "CNN (2 conv, 2 linear), 64x1x28x28, SGD momentum", "model", 1.0, floor="cnn"),
+    Workload("gpt", "GPT 4 layers, 4 heads, 128 wide, block 64, batch 16", "model", 1.0,
+             floor="gpt", compiled_target=1.5),
     Workload("resnet18", "torchvision resnet18(num_classes=10), 32x3x32x32, SGD momentum",
              "model", None, floor="resnet18"),
-    Workload("per_op", "per-op overhead: 20 ops on (8, 8) + backward", "overhead", 1.0),
+    Workload("per_op", "per-op overhead: 20 ops on (8, 8) + backward", "overhead", 1.25),
     Workload("demo", "`ember demo` (digits CNN) as a whole process", "process", None,
-             needs=("sklearn",)),
+             needs=("sklearn",), compilable=False),
 ]
 BY_NAME = {w.name: w for w in WORKLOADS}
+ENGINES = ("torch", "ember", "compiled")  # "compiled": ember with the script's --compile
+LABEL = {"torch": "PyTorch", "ember": "ember", "compiled": "ember compiled"}
 
 
 # -- running one process ---------------------------------------------------------------------
@@ -86,6 +95,8 @@ def engine_env(threads: int) -> dict[str, str]:
 def command(engine: str, script: Path, args: list[str]) -> list[str]:
     if engine == "torch":
         return [sys.executable, str(script), *args]
+    if engine == "compiled":
+        args = [*args, "--compile"]
     return [sys.executable, "-m", "ember", "run", str(script), *args]
 
 
@@ -255,13 +266,14 @@ def benchmark(opts: argparse.Namespace) -> dict:
                 section["workloads"][w.name] = {"skipped": f"needs {', '.join(missing)}"}
                 continue
             results["loads"].append(load_average())
-            cells = {e: Cell() for e in engines}
+            w_engines = [e for e in engines if e != "compiled" or w.compilable]
+            cells = {e: Cell() for e in w_engines}
             if not opts.quick:  # warm-up round: file caches, imports, CPU frequency
-                for e in engines:
+                for e in w_engines:
                     run_workload(e, w, threads, opts.quick, opts.timeout)
             floor_runs = []
             for r in range(opts.runs):
-                for e in engines:
+                for e in w_engines:
                     rec = run_workload(e, w, threads, opts.quick, opts.timeout)
                     rec["round"] = r
                     cells[e].runs.append(rec)
@@ -310,9 +322,10 @@ def summary_line(w: Workload, cells: dict[str, Cell]) -> str:
             continue
         parts.append(f"{e} {c.median('steps_per_s'):.4g} {c.ok[0].get('unit', 'step')}/s, "
                      f"wall {c.median('wall_s'):.2f} s, RSS {c.median('rss_mib'):.0f} MiB")
-    if len(cells) == 2 and all(c.ok for c in cells.values()):
-        ratio = cells["ember"].median("steps_per_s") / cells["torch"].median("steps_per_s")
-        parts.append(f"ratio ember/PyTorch {ratio:.2f}x")
+    for e in ("ember", "compiled"):
+        if e in cells and "torch" in cells and cells[e].ok and cells["torch"].ok:
+            ratio = cells[e].median("steps_per_s") / cells["torch"].median("steps_per_s")
+            parts.append(f"{LABEL[e]}/PyTorch {ratio:.2f}x")
     return " | ".join(parts)
 
 
@@ -348,8 +361,11 @@ def render(results: dict) -> str:
     lines = [
         f"Generated by `python -m bench{' --quick' if results['quick'] else ''}` on "
         f"{results['date']}; {results['runs']} run(s) per engine after a warm-up run"
-        f"{' (none in --quick)' if results['quick'] else ''}, alternating PyTorch and ember, "
-        "each in a fresh process.",
+        f"{' (none in --quick)' if results['quick'] else ''}, alternating the engines ("
+        + ", ".join(LABEL[e] for e in engines) + "), each in a fresh process"
+        + ("; *ember compiled* runs the same script with `--compile`: `torch.compile` around "
+           "its forward and loss (the optimizer and `backward()` stay outside, as users write "
+           "it); its ratio is over eager PyTorch" if "compiled" in engines else "") + ".",
         "",
         f"- Machine: {m['cpu']}, {m['usable_cpus']} usable CPUs ({m['logical_cpus']} logical), "
         f"{m['mem_gib']} GiB RAM; {m['os']}; Python {m['python']}; ember commit "
@@ -395,20 +411,15 @@ def _busy(results: dict, m: dict) -> bool:
 
 
 def _table(section: dict, engines: list[str]) -> str:
-    both = engines == ["torch", "ember"]
+    versus = [e for e in engines if e != "torch"] if "torch" in engines else []
     head = ["workload", "unit"]
-    for e in engines:
-        label = "PyTorch" if e == "torch" else "ember"
-        head.append(f"{label} per s, median (min-max)")
-    if both:
-        head.append("ratio ember/PyTorch")
-    for e in engines:
-        head.append(f"{'PyTorch' if e == 'torch' else 'ember'} wall s")
-    if both:
-        head.append("wall ratio")
-    for e in engines:
-        head.append(f"{'PyTorch' if e == 'torch' else 'ember'} peak RSS MiB")
+    head += [f"{LABEL[e]} per s, median (min-max)" for e in engines]
+    head += [f"ratio {LABEL[e]}/PyTorch" for e in versus]
+    head += [f"{LABEL[e]} wall s" for e in engines]
+    head += [f"wall ratio {LABEL[e]}/PyTorch" for e in versus if e == "ember"]
+    head += [f"{LABEL[e]} peak RSS MiB" for e in engines]
     rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    notes = []
     for w in WORKLOADS:
         cells = _cells(section, w.name)
         if cells is None:
@@ -418,29 +429,46 @@ def _table(section: dict, engines: list[str]) -> str:
         unit = next((r.get("unit") for c in cells.values() for r in c.ok), "step")
         row = [w.name, unit]
         for e in engines:
-            c = cells[e]
-            row.append(_spread(c.values("steps_per_s")) if c.ok else f"failed: {c.error()}")
-        if both:
-            row.append(_ratio(cells, "steps_per_s"))
-        for e in engines:
-            row.append(_fmt(cells[e].median("wall_s")))
-        if both:
-            row.append(_ratio(cells, "wall_s"))
-        for e in engines:
-            row.append(_fmt(cells[e].median("rss_mib")))
+            c = cells.get(e)
+            row.append("-" if c is None else _spread(c.values("steps_per_s")) if c.ok
+                       else f"failed: {c.error()}")
+        row += [_ratio(cells, e, "steps_per_s") for e in versus]
+        row += [_fmt(cells[e].median("wall_s")) if e in cells else "-" for e in engines]
+        row += [_ratio(cells, e, "wall_s") for e in versus if e == "ember"]
+        row += [_fmt(cells[e].median("rss_mib")) if e in cells else "-" for e in engines]
         rows.append("| " + " | ".join(row) + " |")
+        note = _compile_note(cells.get("compiled"))
+        if note:
+            notes.append(f"{w.name}: {note}")
     per_op = _cells(section, "per_op")
-    note = ""
+    text = "\n".join(rows)
     if per_op:
         us = {e: c.median("us_per_op") for e, c in per_op.items()}
-        note = "\n\nper_op: " + ", ".join(
-            f"{'PyTorch' if e == 'torch' else 'ember'} {_fmt(v)} us per op (forward + backward)"
+        text += "\n\nper_op: " + ", ".join(
+            f"{LABEL[e]} {_fmt(v)} us per op (forward + backward)"
             for e, v in us.items() if v is not None)
-    return "\n".join(rows) + note
+    if notes:
+        text += "\n\nCompiled runs: " + "; ".join(notes) + "."
+    return text
 
 
-def _ratio(cells: dict[str, Cell], key: str) -> str:
-    a, b = cells["ember"].median(key), cells["torch"].median(key)
+def _compile_note(cell: Cell | None) -> str:
+    """What ``torch.compile`` did in a compiled run: replayed, or fell back to eager (why)."""
+    if cell is None or not cell.ok:
+        return ""
+    st = cell.ok[0].get("compile_stats")
+    if not st:
+        return ""
+    if not st.get("replays"):
+        return f"ran eagerly ({st.get('last_reason')})"
+    return (f"{st['compiled']} graph(s) compiled in {1e3 * (st.get('compile_seconds') or 0):.0f} "
+            f"ms, {st['replays']} replays")
+
+
+def _ratio(cells: dict[str, Cell], engine: str, key: str) -> str:
+    if engine not in cells or "torch" not in cells:
+        return "-"
+    a, b = cells[engine].median(key), cells["torch"].median(key)
     if a is None or b is None or b == 0:
         return "-"
     return f"{a / b:.2f}x"
@@ -458,7 +486,7 @@ def _floor_table(section: dict, engines: list[str]) -> str:
         f = fl[w.floor]
         row = [w.name, f"{f['gflop']:.2f}", _fmt(f["ms"])]
         for e in engines:
-            sps = cells[e].median("steps_per_s")
+            sps = cells[e].median("steps_per_s") if e in cells else None
             ms = 1e3 / sps if sps else None
             row += [_fmt(ms), f"{ms / f['ms']:.2f}x" if ms else "-"]
         rows.append("| " + " | ".join(row) + " |")
@@ -466,19 +494,24 @@ def _floor_table(section: dict, engines: list[str]) -> str:
         return ""
     head = ["workload", "GFLOP per step", "floor ms/step"]
     for e in engines:
-        label = "PyTorch" if e == "torch" else "ember"
-        head += [f"{label} ms/step", f"{label} / floor"]
+        head += [f"{LABEL[e]} ms/step", f"{LABEL[e]} / floor"]
     return "\n".join(["| " + " | ".join(head) + " |", "|" + "---|" * len(head)] + rows)
 
 
 def _targets(section: dict, engines: list[str]) -> str:
-    if engines != ["torch", "ember"]:
-        return "Targets need both engines (PyTorch was not run)."
+    """The issue's targets: eager ember over PyTorch, compiled ember over eager PyTorch."""
+    if "torch" not in engines or "ember" not in engines:
+        return "Targets need PyTorch and ember (one of them was not run)."
     rows = ["| target | measured | met |", "|---|---|---|"]
 
     def add(what: str, value: float | None, ok: bool | None, fmt: str = "{:.2f}x") -> None:
         shown = "-" if value is None else fmt.format(value)
         rows.append(f"| {what} | {shown} | {'-' if ok is None else ('yes' if ok else 'no')} |")
+
+    def speed(cells: dict[str, Cell], e: str) -> float | None:
+        if e not in cells or not cells[e].ok or not cells["torch"].ok:
+            return None
+        return cells[e].median("steps_per_s") / cells["torch"].median("steps_per_s")
 
     fl = section.get("floor") or {}
     rss_fail = []
@@ -486,23 +519,35 @@ def _targets(section: dict, engines: list[str]) -> str:
         if w.name not in section["workloads"]:
             continue
         cells = _cells(section, w.name)
-        if cells is None or not all(c.ok for c in cells.values()):
+        if cells is None or not cells["ember"].ok or not cells["torch"].ok:
             if w.target is not None:
                 add(f"{w.name}: throughput >= {w.target}x (run failed or skipped)", None, None)
             continue
-        r = cells["ember"].median("steps_per_s") / cells["torch"].median("steps_per_s")
+        r = speed(cells, "ember")
         if w.name == "per_op":
             us_e, us_t = cells["ember"].median("us_per_op"), cells["torch"].median("us_per_op")
-            add(f"per_op: us per op (forward + backward) <= PyTorch's ({_fmt(us_e)} vs "
-                f"{_fmt(us_t)} us; shown: PyTorch's us / ember's)", us_t / us_e, us_e <= us_t)
+            add(f"per_op: ember's us per op <= 0.8 of PyTorch's ({_fmt(us_e)} vs {_fmt(us_t)} "
+                f"us; shown: PyTorch's us / ember's, target >= 1.25x)", us_t / us_e,
+                us_t / us_e >= 1.25)
         elif w.target is not None:
             add(f"{w.name}: throughput >= {w.target}x", r, r >= w.target)
         if w.kind == "seed":
             wr = cells["ember"].median("wall_s") / cells["torch"].median("wall_s")
             add(f"{w.name}: whole-process wall <= 0.3x", wr, wr <= 0.3)
-        if w.name == "mlp" and "mlp" in fl:
-            over = (1e3 / cells["ember"].median("steps_per_s")) / fl["mlp"]["ms"]
-            add("mlp: step within 1.2x of the BLAS floor", over, over <= 1.2)
+            mr = cells["ember"].median("rss_mib") / cells["torch"].median("rss_mib")
+            add(f"{w.name}: peak RSS <= 0.5x", mr, mr <= 0.5)
+        if w.floor in fl and w.kind == "model":
+            over = (1e3 / cells["ember"].median("steps_per_s")) / fl[w.floor]["ms"]
+            add(f"{w.name}: step within 1.3x of the BLAS floor", over, over <= 1.3)
+        if w.compiled_target is not None and "compiled" in engines:
+            rc = speed(cells, "compiled")
+            add(f"{w.name}: compiled >= {w.compiled_target}x eager PyTorch", rc,
+                None if rc is None else rc >= w.compiled_target)
+        if w.name == "gpt" and "compiled" in cells and cells["compiled"].ok:
+            st = cells["compiled"].ok[0].get("compile_stats") or {}
+            secs = st.get("compile_seconds")
+            add("gpt: compile time < 2 s", secs, None if secs is None else secs < 2,
+                "{:.2f} s")
         if cells["ember"].median("rss_mib") >= cells["torch"].median("rss_mib"):
             rss_fail.append(w.name)
     rows.append(f"| peak RSS below PyTorch's (every workload) | "
@@ -548,7 +593,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
                    help="thread budget: 1, all cores, or both (default)")
     p.add_argument("--runs", type=int, default=None, help="runs per engine (default 3, quick 1)")
     p.add_argument("--engines", default=None,
-                   help="comma-separated: torch,ember (default: both when torch is importable)")
+                   help="comma-separated: torch,ember,compiled (default: all three when torch is "
+                        "importable; compiled = ember running the script with --compile)")
     p.add_argument("--no-floor", action="store_true", help="skip the BLAS floor measurement")
     p.add_argument("--timeout", type=float, default=900, help="seconds per process (default 900)")
     p.add_argument("--raw-dir", default=str(RAW_DIR),
@@ -567,13 +613,14 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     opts.thread_counts = {"1": [1], "all": [cores], "both": [1] if cores == 1 else [1, cores]}[
         opts.threads]
     if opts.engines is None:
-        opts.engines = ["torch", "ember"] if torch_available() else ["ember"]
-        if opts.engines == ["ember"]:
+        opts.engines = ["torch", "ember", "compiled"] if torch_available() else [
+            "ember", "compiled"]
+        if "torch" not in opts.engines:
             print("PyTorch is not importable: reporting ember alone", flush=True)
     else:
-        opts.engines = [e for e in ("torch", "ember") if e in opts.engines.split(",")]
+        opts.engines = [e for e in ENGINES if e in opts.engines.split(",")]
         if not opts.engines:
-            p.error("--engines takes torch, ember or both")
+            p.error("--engines takes torch, ember, compiled (comma-separated)")
     return opts
 
 

@@ -21,10 +21,10 @@ NAMES = [w.name for w in runner.WORKLOADS]
 HAS_SKLEARN = importlib.util.find_spec("sklearn") is not None
 
 
-def run_workload(name: str, engine: str, tmp_path: Path) -> dict:
+def run_workload(name: str, engine: str, tmp_path: Path, *extra: str) -> dict:
     script = str(ROOT / "bench" / "workloads" / f"{name}.py")
-    cmd = [sys.executable, script, "--quick"] if engine == "torch" else \
-        [sys.executable, "-m", "ember", "run", script, "--quick"]
+    cmd = [sys.executable, script, "--quick", *extra] if engine == "torch" else \
+        [sys.executable, "-m", "ember", "run", script, "--quick", *extra]
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     out = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
@@ -46,6 +46,15 @@ def test_workload_runs_on_ember(name, tmp_path):
         assert data["ops_per_step"] == 20 and data["us_per_op"] > 0
     if "loss" in data:
         assert data["loss"] == data["loss"]  # not NaN
+
+
+@pytest.mark.parametrize("name", ["per_op", "sine_regression", "gpt"])
+def test_compiled_workload_replays(name, tmp_path):
+    """--compile wraps the forward in torch.compile; the quick run's steps replay the trace."""
+    data = run_workload(name, "ember", tmp_path, "--compile", "--steps", "4")
+    assert data["compiled"] is True
+    st = data["compile_stats"]
+    assert st["compiled"] >= 1 and st["replays"] >= 1, st
 
 
 @pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="needs PyTorch")
@@ -139,11 +148,35 @@ def test_report_ratios_targets_and_failures():
     assert "3.00x" in row and "0.25x" in row  # throughput ratio, wall ratio
     assert "| sine_regression: throughput >= 2.0x | 3.00x | yes |" in text
     assert "| sine_regression: whole-process wall <= 0.3x | 0.25x | yes |" in text
-    assert "| mlp: throughput >= 1.0x | 0.80x | no |" in text
-    assert "| mlp: step within 1.2x of the BLAS floor | 2.50x | no |" in text  # 25 ms over 10
-    assert "us per op" in text and "| no |" in text
+    assert "| mlp: throughput >= 1.1x | 0.80x | no |" in text
+    assert "| mlp: step within 1.3x of the BLAS floor | 2.50x | no |" in text  # 25 ms over 10
+    assert "| sine_regression: peak RSS <= 0.5x | 0.20x | yes |" in text
+    assert "us per op" in text and "target >= 1.25x) | 0.50x | no |" in text
     assert "failed: boom" in text
-    assert "cnn: throughput >= 0.8x (run failed or skipped)" in text
+    assert "cnn: throughput >= 1.0x (run failed or skipped)" in text
+
+
+def test_report_with_compiled_rows():
+    res = fake_results()
+    sec = res["by_threads"]["1"]
+    res["engines"] = ["torch", "ember", "compiled"]
+    sec["probe"]["compiled"] = sec["probe"]["ember"]
+    stats = {"compiled": 1, "replays": 40, "compile_seconds": 0.5}
+    sec["workloads"]["sine_regression"]["compiled"] = [
+        {"engine": "ember", "steps_per_s": 4500, "wall_s": 0.6, "rss_mib": 61, "unit": "step",
+         "compiled": True, "compile_stats": stats}]
+    sec["workloads"]["mlp"]["compiled"] = [
+        {"engine": "ember", "steps_per_s": 45, "wall_s": 1.0, "rss_mib": 80, "unit": "step",
+         "compiled": True, "compile_stats": {"compiled": 0, "replays": 0,
+                                             "last_reason": "a graph break"}}]
+    text = runner.render(res)
+    assert "ratio ember compiled/PyTorch" in text
+    row = next(line for line in text.splitlines() if line.startswith("| sine_regression |"))
+    assert "4.50x" in row and "3.00x" in row
+    assert "| sine_regression: compiled >= 4.0x eager PyTorch | 4.50x | yes |" in text
+    assert "| mlp: compiled >= 1.2x eager PyTorch | 0.90x | no |" in text
+    assert "mlp: ran eagerly (a graph break)" in text
+    assert "sine_regression: 1 graph(s) compiled in 500 ms, 40 replays" in text
 
 
 def test_write_doc_keeps_other_sections(tmp_path, monkeypatch):

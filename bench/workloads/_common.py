@@ -21,12 +21,20 @@ def parse_args(description: str, steps: int, warmup: int, quick_steps: int = 5,
     p.add_argument("--warmup", type=int, default=None, help=f"untimed first steps (default {warmup})")
     p.add_argument("--quick", action="store_true", help="a few steps only (smoke test)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--compile", action="store_true",
+                   help="wrap the step's forward (model and loss) in torch.compile")
     args = p.parse_args(argv)
     if args.steps is None:
         args.steps = quick_steps if args.quick else steps
     if args.warmup is None:
         args.warmup = quick_warmup if args.quick else warmup
     return args
+
+
+def maybe_compile(torch_module, fn, args: argparse.Namespace):
+    """``torch.compile(fn)`` under ``--compile``, else ``fn`` itself; the compile time (first
+    calls) lands in the warm-up steps, which the timing leaves out."""
+    return torch_module.compile(fn) if args.compile else fn
 
 
 class StepTimer:
@@ -74,6 +82,7 @@ def report(workload: str, torch_module, timer: StepTimer, warmup: int, unit: str
         "steps_per_s": len(timed) / total,
         "step_ms_median": 1e3 * statistics.median(timed),
         "step_ms_min": 1e3 * min(timed),
+        "compiled": bool(extra.pop("compiled", False)),
     }
     if ops_per_step:
         out["ops_per_step"] = ops_per_step
@@ -83,5 +92,10 @@ def report(workload: str, torch_module, timer: StepTimer, warmup: int, unit: str
     except Exception:  # ember has no get_num_threads yet
         out["num_threads"] = None
     out.update(extra)
+    compiler = sys.modules.get("ember._compile")
+    if out["compiled"] and compiler is not None:  # did the steps replay, or run eagerly?
+        out["compile_stats"] = {k: compiler.stats.get(k) for k in (
+            "traces", "compiled", "replays", "eager", "recompiles", "compile_seconds",
+            "last_reason")}
     sys.stdout.flush()
     print(json.dumps(out))

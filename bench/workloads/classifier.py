@@ -3,7 +3,7 @@ cross-entropy, 5 epochs of 16 batches with an evaluation after each. A step is o
 it, forward, backward and the update (evaluation is not timed)."""
 
 import torch
-from _common import StepTimer, parse_args, report
+from _common import StepTimer, maybe_compile, parse_args, report
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
@@ -21,13 +21,14 @@ model = nn.Sequential(
 loss_fn = nn.CrossEntropyLoss()
 opt = torch.optim.Adam(model.parameters(), lr=1e-3)
 
+forward = maybe_compile(torch, lambda x, y: loss_fn(model(x), y), args)
 timer = StepTimer()
 for epoch in range(epochs):
     model.train()                            # training mode: Dropout active
     timer.start()
     for xb, yb in loader:
         xb, yb = xb.to(device), yb.to(device)
-        loss = loss_fn(model(xb), yb)
+        loss = forward(xb, yb)
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -38,4 +39,5 @@ for epoch in range(epochs):
     with torch.no_grad():                    # don't record the graph
         acc = (model(X.to(device)).argmax(1) == y.to(device)).float().mean().item()
     print(epoch, round(acc, 3))
-report("classifier", torch, timer, min(args.warmup, len(timer.durations) - 1), accuracy=acc)
+report("classifier", torch, timer, min(args.warmup, len(timer.durations) - 1), accuracy=acc,
+       compiled=args.compile)

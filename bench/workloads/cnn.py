@@ -2,7 +2,7 @@
 SGD with momentum, cross-entropy."""
 
 import torch
-from _common import StepTimer, parse_args, report
+from _common import StepTimer, maybe_compile, parse_args, report
 from torch import nn
 
 args = parse_args(__doc__, steps=30, warmup=3, quick_steps=2, quick_warmup=1)
@@ -19,12 +19,13 @@ loss_fn = nn.CrossEntropyLoss()
 x = torch.randn(64, 1, 28, 28)
 y = torch.randint(0, 10, (64,))
 
+forward = maybe_compile(torch, lambda x, y: loss_fn(model(x), y), args)
 timer = StepTimer()
 timer.start()
 for _ in range(args.warmup + args.steps):
-    loss = loss_fn(model(x), y)
+    loss = forward(x, y)
     opt.zero_grad()
     loss.backward()
     opt.step()
     timer.tick()
-report("cnn", torch, timer, args.warmup, loss=loss.item())
+report("cnn", torch, timer, args.warmup, loss=loss.item(), compiled=args.compile)

@@ -3,7 +3,7 @@ batch 16, AdamW, gradient clipping at 1.0. Batches are sampled from a synthetic 
 way nanoGPT's get_batch does (random offsets, stacked slices)."""
 
 import torch
-from _common import StepTimer, parse_args, report
+from _common import StepTimer, maybe_compile, parse_args, report
 from _gpt_model import BATCH, BLOCK, GPT, VOCAB
 
 args = parse_args(__doc__, steps=20, warmup=3, quick_steps=2, quick_warmup=1)
@@ -22,15 +22,16 @@ model = GPT()
 model.train()
 opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.1)
 
+forward = maybe_compile(torch, model, args)
 timer = StepTimer()
 timer.start()
 for _ in range(args.warmup + args.steps):
     xb, yb = get_batch()
-    loss = model(xb, yb)
+    loss = forward(xb, yb)
     opt.zero_grad(set_to_none=True)
     loss.backward()
     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
     opt.step()
     timer.tick()
-report("gpt", torch, timer, args.warmup, loss=loss.item(),
+report("gpt", torch, timer, args.warmup, loss=loss.item(), compiled=args.compile,
        params=sum(p.numel() for p in model.parameters()))

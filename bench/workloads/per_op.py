@@ -2,7 +2,7 @@
 backward. Reports microseconds per op (forward + its share of backward)."""
 
 import torch
-from _common import StepTimer, parse_args, report
+from _common import StepTimer, maybe_compile, parse_args, report
 
 args = parse_args(__doc__, steps=3000, warmup=100, quick_steps=10, quick_warmup=2)
 torch.manual_seed(args.seed)
@@ -35,6 +35,7 @@ def chain(x, w, b):
 
 
 OPS = 20
+chain = maybe_compile(torch, chain, args)
 timer = StepTimer()
 timer.start()
 for _ in range(args.warmup + args.steps):
@@ -42,4 +43,5 @@ for _ in range(args.warmup + args.steps):
     loss.backward()
     x.grad = w.grad = b.grad = None
     timer.tick()
-report("per_op", torch, timer, args.warmup, ops_per_step=OPS, loss=loss.item())
+report("per_op", torch, timer, args.warmup, ops_per_step=OPS, loss=loss.item(),
+       compiled=args.compile)

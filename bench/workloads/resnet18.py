@@ -9,7 +9,7 @@ import sys
 import types
 
 import torch
-from _common import StepTimer, parse_args, report
+from _common import StepTimer, maybe_compile, parse_args, report
 from torch import nn
 
 if not torch.__name__.startswith("ember"):
@@ -27,12 +27,13 @@ loss_fn = nn.CrossEntropyLoss()
 x = torch.randn(BATCH, 3, 32, 32)
 y = torch.randint(0, 10, (BATCH,))
 
+forward = maybe_compile(torch, lambda x, y: loss_fn(model(x), y), args)
 timer = StepTimer()
 timer.start()
 for _ in range(args.warmup + args.steps):
-    loss = loss_fn(model(x), y)
+    loss = forward(x, y)
     opt.zero_grad()
     loss.backward()
     opt.step()
     timer.tick()
-report("resnet18", torch, timer, args.warmup, loss=loss.item(), batch=BATCH)
+report("resnet18", torch, timer, args.warmup, loss=loss.item(), compiled=args.compile, batch=BATCH)

@@ -2,7 +2,7 @@
 shuffling, Linear(1,32)-ReLU-Linear(32,1), SGD, MSE, 300 epochs. A step is one batch."""
 
 import torch
-from _common import StepTimer, parse_args, report
+from _common import StepTimer, maybe_compile, parse_args, report
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
@@ -18,14 +18,16 @@ model = nn.Sequential(nn.Linear(1, 32), nn.ReLU(), nn.Linear(32, 1)).to(device)
 opt = torch.optim.SGD(model.parameters(), lr=0.02)
 loss_fn = nn.MSELoss()
 
+forward = maybe_compile(torch, lambda x, y: loss_fn(model(x), y), args)
 timer = StepTimer()
 timer.start()
 for _epoch in range(epochs):
     for xb, yb in loader:
         xb, yb = xb.to(device), yb.to(device)   # data must live where the model lives
-        loss = loss_fn(model(xb), yb)           # forward pass and loss
+        loss = forward(xb, yb)                  # forward pass and loss
         opt.zero_grad()                         # clear old gradients
         loss.backward()                         # autograd: fill p.grad for every parameter
         opt.step()                              # update the parameters
         timer.tick()
-report("sine_regression", torch, timer, args.warmup, loss=loss.item())
+report("sine_regression", torch, timer, args.warmup, loss=loss.item(),
+       compiled=args.compile)
