@@ -114,6 +114,15 @@ class _Geom:
                      and self.OW > 0 and 2 * self.Wp < 3 * self.OW)
         self.L = self.OH * self.Wp if self.wide else self.OH * self.OW
 
+    def __eq__(self, other: object) -> bool:  # by value: compile compares two traces' arguments
+        return type(other) is _Geom and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def _key(self) -> tuple:
+        return tuple(getattr(self, k) for k in self.__slots__)
+
     @property
     def padded(self) -> bool:
         return bool(self.pt or self.pb or self.pl or self.pr)

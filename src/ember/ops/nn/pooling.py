@@ -118,6 +118,25 @@ class MaxPoolGather(Op):
         return gx, None, None, None, None
 
 
+class MaxPool(Op):
+    """out[r, p] = max of x[r] over window p (the search and, when a gradient is needed, the
+    index it chose)
+
+    grad_x[r, j] = sum_{p : idx[r, p] = j} grad[r, p]          (IndexScatter)"""
+    node_name = "MaxPool2DWithIndicesBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, x: Any, g: Any, nsp: int) -> Any:
+        y, idx = _max_pool_search(x, g, nsp, any(ctx.needs_input_grad))
+        ctx.idx, ctx.nsp, ctx.unique, ctx.shape = idx, nsp, _windows_apart(g), x.shape
+        return y
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        gx = ctx.call(IndexScatter, grad, ctx.idx, ctx.shape, ctx.nsp, ctx.unique)
+        return gx, None, None
+
+
 class AdaptiveMaxPoolGather(MaxPoolGather):
     """out[r, p] = x[r, idx[r, p]]          grad_x = scatter-add of grad at idx"""
     node_name = "AdaptiveMaxPool2DBackward0"
@@ -416,11 +435,27 @@ def _max_pool(fn: str, nd: int, input: Any, kernel_size: Any, stride: Any, paddi
               dilation: Any, ceil_mode: bool, return_indices: bool) -> Any:
     input, unbatched, g = _pool_args(  # noqa: A001
         fn, nd, input, kernel_size, stride, padding, dilation, ceil_mode)
-    x = input._data
+    if not return_indices:  # the search runs inside the op, so compile can replay it
+        return _rebatch(MaxPool.apply(input, g, nd), unbatched)
+    y, idx = _max_pool_search(input._data, g, nd, True)
+    T = TensorBase
+    if grad_mode.state.enabled and input.requires_grad:
+        out = MaxPoolGather.apply(input, idx, nd, y, _windows_apart(g))
+    else:
+        out = T._make(y)
+    return _rebatch(out, unbatched), _rebatch(T._make(idx), unbatched)
+
+
+def _windows_apart(g: Any) -> bool:
+    """No two pooling windows overlap: each input element is chosen at most once."""
+    return g.sh >= g.dh * (g.kh - 1) + 1 and g.sw >= g.dw * (g.kw - 1) + 1
+
+
+def _max_pool_search(x: Any, g: Any, nd: int, need_idx: bool) -> tuple[Any, Any]:
+    """Each window's maximum of ``x`` (N, C, H, W) or (N, C, L), and with ``need_idx`` its flat
+    index in the plane (first of ties, NaN wins)."""
     xp = _backend.xp_of(x)
     x4 = _4d(x)
-    need_grad = grad_mode.state.enabled and input.requires_grad
-    need_idx = return_indices or need_grad
     fill = -np.inf if x.dtype.kind in "fV" else np.iinfo(x.dtype).min
     xpad = _pad(xp, x4, g, fill)
     init = base = None
@@ -437,16 +472,7 @@ def _max_pool(fn: str, nd: int, input: Any, kernel_size: Any, stride: Any, paddi
     if nd == 1:
         y = y.reshape(shape[:2] + (g.OW,))
         idx = None if idx is None else idx.reshape(y.shape)
-    T = TensorBase
-    if need_grad:
-        unique = g.sh >= g.dh * (g.kh - 1) + 1 and g.sw >= g.dw * (g.kw - 1) + 1
-        out = MaxPoolGather.apply(input, idx, nd, y, unique)
-    else:
-        out = T._make(y)
-    out = _rebatch(out, unbatched)
-    if return_indices:
-        return out, _rebatch(T._make(idx), unbatched)
-    return out
+    return y, idx
 
 
 def _avg_divisor(n: int, k: int, s: int, p: int, out: int, include_pad: bool) -> np.ndarray:
