@@ -178,17 +178,60 @@ def test_constants_made_from_data_keep_the_region_eager():
     assert stats["compiled"] == 0
 
 
-def test_in_place_write_stays_eager():
+def test_in_place_op_on_a_tensor_the_region_made_replays():
     def f(x):
         y = x * 2
-        y.add_(1)
-        return y
+        y.add_(1)  # tracked in place: replay reads add's output instead of writing it back
+        return (y * y).sum()
 
     c = ember.compile(f)
-    x = ember.randn(3, requires_grad=True)
+    for _ in range(4):
+        x = ember.randn(3, requires_grad=True)
+        xe = x.detach().clone().requires_grad_(True)
+        lc, le = c(x), f(xe)
+        lc.backward()
+        le.backward()
+        np.testing.assert_allclose(lc.item(), le.item(), rtol=1e-6)
+        np.testing.assert_allclose(x.grad.numpy(), xe.grad.numpy(), rtol=1e-6)
+    assert stats["compiled"] == 1 and stats["replays"] == 2
+
+
+def test_in_place_write_through_a_view_or_into_an_input_stays_eager():
+    def viewed(x):
+        y = x * 2
+        v = y[0]  # a view: in eager mode it sees the write below
+        y.mul_(3)
+        return v + y.sum()
+
+    def into_input(x, w):
+        x.add_(w)  # x is an input: its memory must change, replay does not write it
+        return x * w
+
+    c = ember.compile(viewed)
     for _ in range(3):
-        np.testing.assert_allclose(c(x).detach().numpy(), f(x).detach().numpy())
+        x = ember.randn(3, requires_grad=True)
+        np.testing.assert_allclose(c(x).detach().numpy(), viewed(x).detach().numpy(), rtol=1e-6)
     assert stats["compiled"] == 0
+    ember._dynamo.reset()
+    c = ember.compile(into_input)
+    w = ember.randn(3, requires_grad=True)
+    for _ in range(3):
+        x0 = ember.randn(3)
+        a, b = x0.clone(), x0.clone()
+        np.testing.assert_allclose(c(a, w).detach().numpy(), into_input(b, w).detach().numpy())
+        np.testing.assert_array_equal(a.detach().numpy(), b.detach().numpy())
+    assert stats["compiled"] == 0
+
+
+def test_relu_inplace_in_a_conv_net_replays_and_trains_as_eager():
+    ember.manual_seed(3)
+    m = nn.Sequential(nn.Conv2d(2, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(inplace=True),
+                      nn.MaxPool2d(2), nn.Flatten(), nn.Linear(4 * 4 * 4, 5))
+    rng = np.random.default_rng(3)
+    xs = [ember.tensor(rng.standard_normal((3, 2, 8, 8)).astype(np.float32)) for _ in range(5)]
+    ys = [ember.tensor(rng.integers(0, 5, 3)) for _ in range(5)]
+    _train_parity(m, lambda i: (xs[i], ys[i]), nn.functional.cross_entropy, steps=5, atol=1e-5)
+    assert stats["compiled"] == 1 and stats["replays"] == 3, stats
 
 
 def test_guards_shape_requires_grad_and_grad_mode():

@@ -15,9 +15,11 @@ Every array the region touches becomes a slot:
   trusts a trace after a second traced call produced the very same constants (see ``same``).
 
 What cannot be replayed faithfully makes the trace ``unsupported`` (the call stays eager):
-graph breaks (tensor data turned into a Python value), in-place writes other than BatchNorm's
-running statistics, custom ``autograd.Function``s, hooks on intermediate tensors, views or
-unknown tensors returned from the region.
+graph breaks (tensor data turned into a Python value), custom ``autograd.Function``s, hooks on
+intermediate tensors, views or unknown tensors returned from the region, and in-place writes
+other than these three: BatchNorm's running statistics, buffers written under ``no_grad``, and
+tracked in-place ops on tensors the region made with no views of them (``ReLU(inplace=True)``:
+replay reads the op's output where eager mode wrote it back).
 """
 
 from __future__ import annotations
@@ -90,6 +92,7 @@ class Tracer:
         self.out_tensors: dict[int, Any] = {}  # slot -> output tensor of a recorded op
         self.allow_bump = 0
         self.pending_bump = 0  # id of the tensor a recorded write will bump next
+        self.rebinding: Any = None  # the tensor a tracked in-place op is about to overwrite
         self.outside: dict[int, Any] = {}  # slot -> the input or free tensor it reads
         self.free_ids = {id(t): t for t in free_tensors}
         for pos, t in flat_inputs:
@@ -200,6 +203,34 @@ class Tracer:
         if self.kind[ss][0] not in ("free", "input"):
             return self.fail("running statistics of a tensor made inside the region")
         self.steps.append([UPDATE, ss, self.slot(batch), momentum])
+
+    def record_snapshot(self, t: TensorBase, old: TensorBase) -> None:
+        """A tracked in-place op (``relu_()``, ``ReLU(inplace=True)``) runs on ``old``, a copy of
+        t's value. Replay needs no write: ``old`` is t's slot, and after the op t is read from
+        the op's output slot (``record_rebind``). Only for tensors the region made, with no
+        views of them (a view would see the write in eager mode)."""
+        if self.reason is not None:
+            return
+        s = self.slot_of.get(id(t))
+        if s is None or self.kind[s][0] != "op" or t._base is not None:
+            return self.fail("an in-place op on a tensor the region did not make "
+                             "(an input, a parameter or a view)")
+        if any(o._base is t for o in self.out_tensors.values()):
+            return self.fail("an in-place op on a tensor that has views")
+        self.slot_of[id(old)] = s
+        self.array_slot[id(old._data)] = s
+        self.keep += [old, old._data]
+        self.out_tensors[s] = old  # old keeps the history of the op that made the value
+        self.rebinding = t
+
+    def record_rebind(self, t: TensorBase, arr: Any) -> None:
+        self.rebinding = None
+        s = self.array_slot.get(id(arr))
+        if s is None or self.kind[s][0] != "op":
+            return self.fail("an in-place op whose result is not an op's output")
+        self.slot_of[id(t)] = s
+        self.array_slot[id(t._data)] = s
+        self.pending_bump = id(t)
 
     def record_write(self, t: TensorBase, arr: Any) -> None:
         """An in-place op outside autograd (``buffer.add_(1)`` under no_grad): the result of a
@@ -535,10 +566,22 @@ class Patches:
 
         def write(t: Any, arr: Any) -> None:
             if _function.tracer is tr and arr is not t._data:
-                tr.record_write(t, arr)
+                if tr.rebinding is t:
+                    tr.record_rebind(t, arr)
+                else:
+                    tr.record_write(t, arr)
             orig_write(t, arr)
 
         self._set(_inplace, "_write", write)
+        orig_snapshot = _inplace._snapshot
+
+        def snapshot(t: Any) -> Any:
+            old = orig_snapshot(t)
+            if _function.tracer is tr:
+                tr.record_snapshot(t, old)
+            return old
+
+        self._set(_inplace, "_snapshot", snapshot)
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -73,7 +73,7 @@ def inplace(t: TensorBase, fn: Any, *args: Any, **kwargs: Any) -> TensorBase:
         )
     # the op runs on a snapshot (it may save its input); the result is written back into
     # this tensor's memory
-    old = TensorBase._make(t._data.copy(), t._rg, t._grad_fn, t._output_nr)
+    old = _snapshot(t)
     out = fn(old, *args, **kwargs)
     _check_inplace_result(t, out, fn)
     _write(t, out._data)
@@ -159,6 +159,12 @@ def _check_operands_overlap(t: TensorBase, args: tuple) -> None:
                 f"{tuple(d.shape)} while reading an argument of shape {tuple(a._data.shape)} that "
                 "views the same memory differently, e.g. x.mul_(x.t()): use x.mul_(x.t().clone()).)"
             )
+
+
+def _snapshot(t: TensorBase) -> TensorBase:
+    """t's value before a tracked in-place op, as a tensor of its own with t's history (the op
+    may save it). A separate function so compile's tracer sees it (``_compile/trace.py``)."""
+    return TensorBase._make(t._data.copy(), t._rg, t._grad_fn, t._output_nr)
 
 
 def _write(t: TensorBase, arr: Any) -> None:
