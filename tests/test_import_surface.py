@@ -327,3 +327,19 @@ def test_fsdp_and_elastic_names():
     assert MixedPrecision(param_dtype=ember.bfloat16).param_dtype is ember.bfloat16
     with pytest.raises(ValueError, match="Default process group"):
         FullyShardedDataParallel(nn.Linear(2, 2))
+
+
+def test_import_ember_leaves_heavy_optional_packages_unloaded():
+    """`import ember` loads NumPy and ember only: ml_dtypes (bfloat16, ~0.5 s to import), SciPy,
+    mpi4py and PyTorch come in when first used."""
+    code = ("import sys, ember\n"
+            "print(sorted(m for m in ('ml_dtypes', 'scipy', 'mpi4py', 'torch', 'PIL') "
+            "if m in sys.modules))\n"
+            "x = ember.ones(2, dtype=ember.bfloat16)\n"
+            "print(x.dtype, 'ml_dtypes' in sys.modules)\n")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    lines = res.stdout.splitlines()
+    assert lines[0] == "[]", lines
+    if importlib.util.find_spec("ml_dtypes") is not None:
+        assert lines[1] == "torch.bfloat16 True"

@@ -11,13 +11,15 @@ from typing import Any
 
 import numpy as np
 
-try:  # bfloat16 is optional: NumPy has no native bfloat16
-    import ml_dtypes as _ml_dtypes
 
-    _BF16 = np.dtype(_ml_dtypes.bfloat16)
-except ImportError:  # pragma: no cover - depends on the environment
-    _ml_dtypes = None
-    _BF16 = None
+def _load_bfloat16() -> Any:
+    """NumPy's bfloat16 from the optional ml_dtypes package, or None. Loaded on first use, not
+    at ``import ember``: importing ml_dtypes takes about half a second."""
+    try:
+        import ml_dtypes
+    except ImportError:  # pragma: no cover - depends on the environment
+        return None
+    return np.dtype(ml_dtypes.bfloat16)
 
 
 class dtype:
@@ -29,11 +31,21 @@ class dtype:
 
     def __init__(self, name: str, np_dtype: Any, category: int) -> None:
         self.name = name
-        self.np = np_dtype
+        if np_dtype is not None:  # bfloat16's stays unset until first read (``__getattr__``)
+            self.np = np_dtype
         self._category = category  # 0 bool, 1 integer, 2 floating
         self.is_floating_point = category == 2
         self.itemsize = np_dtype.itemsize if np_dtype is not None else 2
         self.is_signed = name not in ("uint8", "bool")
+
+    def __getattr__(self, name: str) -> Any:
+        # only reached while a slot is unset: bfloat16's NumPy dtype, loaded once, on first use
+        if name == "np" and self.name == "bfloat16":
+            self.np = _load_bfloat16()
+            if self.np is not None:
+                _FROM_NP[self.np] = self
+            return self.np
+        raise AttributeError(name)
 
     def __repr__(self) -> str:
         # PyTorch's spelling, so scripts that print or parse dtypes behave the same under ember.
@@ -47,7 +59,7 @@ class dtype:
 
     @property
     def is_bfloat16_available(self) -> bool:
-        return _BF16 is not None
+        return bfloat16.np is not None
 
 
 bool_ = dtype("bool", np.dtype(np.bool_), 0)
@@ -57,7 +69,7 @@ int16 = dtype("int16", np.dtype(np.int16), 1)
 int32 = dtype("int32", np.dtype(np.int32), 1)
 int64 = dtype("int64", np.dtype(np.int64), 1)
 float16 = dtype("float16", np.dtype(np.float16), 2)
-bfloat16 = dtype("bfloat16", _BF16, 2)
+bfloat16 = dtype("bfloat16", None, 2)
 float32 = dtype("float32", np.dtype(np.float32), 2)
 float64 = dtype("float64", np.dtype(np.float64), 2)
 
@@ -71,7 +83,7 @@ ALIASES = {
     "uint8": uint8,
 }
 
-_FROM_NP: dict[Any, dtype] = {d.np: d for d in ALL if d.np is not None}
+_FROM_NP: dict[Any, dtype] = {d.np: d for d in ALL if d is not bfloat16}
 _default_float = float32
 
 
@@ -82,6 +94,8 @@ def from_numpy(np_dtype: Any) -> dtype:
     except KeyError:
         pass
     np_dtype = np.dtype(np_dtype)
+    if np_dtype.name == "bfloat16" and bfloat16.np == np_dtype:  # first bfloat16 array seen
+        return bfloat16
     if np_dtype in _FROM_NP:
         return _FROM_NP[np_dtype]
     if np_dtype == np.uint16 or np_dtype == np.uint32 or np_dtype == np.uint64:
