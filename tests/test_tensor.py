@@ -370,6 +370,28 @@ def test_num_threads():
     ember.set_num_threads(before)
 
 
+@pytest.mark.parametrize("omp", ["1", "2", "64", None])
+def test_default_num_threads_follows_omp_num_threads_as_pytorch(omp):
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
+    if omp is not None:
+        env["OMP_NUM_THREADS"] = omp
+    code = "import ember; print(ember.get_num_threads())"
+    ours = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert ours.returncode == 0, ours.stderr
+    cpus = len(os.sched_getaffinity(0))
+    expect = cpus if omp is None else min(int(omp), cpus)
+    assert int(ours.stdout) == expect
+    if HAVE_TORCH:
+        theirs = subprocess.run([sys.executable, "-c", code.replace("ember", "torch")], env=env,
+                                capture_output=True, text=True, timeout=120)
+        assert int(theirs.stdout) == int(ours.stdout)
+
+
 def test_legacy_type_isinstance_as_pytorch():
     torch = pytest.importorskip("torch")
     for mod in (ember, torch):

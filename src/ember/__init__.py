@@ -129,7 +129,8 @@ _num_threads = None
 
 
 def set_num_threads(n: object) -> None:
-    """Threads for CPU math: NumPy's BLAS pool (through threadpoolctl when installed)."""
+    """Threads for CPU math: NumPy's BLAS pool (through threadpoolctl when installed). ember's
+    own elementwise kernels stay on one thread (measured: docs/benchmarks.md, "Threads")."""
     import builtins
 
     global _num_threads
@@ -145,12 +146,18 @@ def set_num_threads(n: object) -> None:
 
 
 def get_num_threads() -> object:
-    """The thread count set by ``set_num_threads``, else the CPUs this process may use."""
+    """The thread count set by ``set_num_threads``, else ``OMP_NUM_THREADS`` (at most the usable
+    CPUs), else the CPUs this process may use, as PyTorch's."""
+    import builtins
     import os
 
     if _num_threads is not None:
         return _num_threads
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    env = os.environ.get("OMP_NUM_THREADS", "").strip()
+    if env.isdigit() and builtins.int(env) > 0:
+        return builtins.min(builtins.int(env), cpus)  # PyTorch caps it at the CPUs too
+    return cpus
 
 
 def is_tensor(obj: object) -> bool:

@@ -452,6 +452,9 @@ class Gelu(Op):
             cdf = 0.5 * (1 + ctx.call(_pm.Erf, x * _INV_SQRT2))
             pdf = xp.exp(x * x * -0.5) * _INV_SQRT_2PI
             return grad * (cdf + x * pdf), None
+        if type(x) is np.ndarray and x.dtype == grad.dtype == np.float32 \
+                and type(grad) is np.ndarray and grad.shape == x.shape:
+            return _special.gelu32_backward(x, ctx.cdf, grad), None
         d = x * x
         d *= -0.5
         d = xp.exp(d, out=d)
