@@ -384,3 +384,40 @@ def test_instance_norm():
         torch.nn.functional.instance_norm(torch.tensor(x), trm, trv, momentum=0.3)
         np.testing.assert_allclose(erm.numpy(), trm.numpy(), atol=1e-12)
         np.testing.assert_allclose(erv.numpy(), trv.numpy(), atol=1e-12)
+
+
+@pytest.mark.parametrize("shape,k", [((16, 64, 128), 1), ((5, 3, 4, 6), 2), ((7,), 1)])
+def test_layer_norm_float32_rows_path_matches_float64_and_torch(shape, k):
+    """float32 C-ordered inputs take the rows path (ops/nn/normalization.py: row means by BLAS);
+    forward and gradients agree with a float64 computation to float32 rounding and with
+    PyTorch."""
+    from ember.ops.nn import normalization as N
+
+    rng = np.random.default_rng(0)
+    x = (rng.standard_normal(shape) * 3 + 1).astype(np.float32)
+    xhat, rstd = N._norm_stats_rows(x, k, 1e-5)
+    axes = tuple(range(x.ndim - k, x.ndim))
+    ref_hat, ref_rstd = N._norm_stats(x.astype(np.float64), axes, 1e-5, np)
+    assert xhat.dtype == rstd.dtype == np.float32 and rstd.shape == ref_rstd.shape
+    np.testing.assert_allclose(xhat, ref_hat, rtol=1e-5, atol=2e-6)
+    np.testing.assert_allclose(rstd, ref_rstd, rtol=1e-6)
+    g = rng.standard_normal(shape).astype(np.float32)
+    n = int(np.prod(shape[x.ndim - k:]))
+    gx = N._norm_input_grad_rows(g, xhat, rstd, n)
+    ref_gx = N._norm_input_grad(g.astype(np.float64), ref_hat, ref_rstd, axes, n)
+    np.testing.assert_allclose(gx, ref_gx, rtol=1e-4, atol=1e-5)
+    w = ember.tensor(rng.standard_normal(shape[x.ndim - k:]).astype(np.float32), requires_grad=True)
+    b = ember.tensor(rng.standard_normal(shape[x.ndim - k:]).astype(np.float32), requires_grad=True)
+    xt = ember.tensor(x, requires_grad=True)
+    y = ember.nn.functional.layer_norm(xt, shape[x.ndim - k:], w, b)
+    (y * ember.tensor(g)).sum().backward()
+    assert y.dtype == ember.float32
+    if HAVE_TORCH:
+        import torch
+
+        tx, tw, tb = (torch.tensor(a.detach().numpy(), requires_grad=True) for a in (xt, w, b))
+        ty = torch.nn.functional.layer_norm(tx, shape[x.ndim - k:], tw, tb)
+        (ty * torch.tensor(g)).sum().backward()
+        np.testing.assert_allclose(y.detach().numpy(), ty.detach().numpy(), rtol=1e-5, atol=1e-5)
+        for a, t in ((xt, tx), (w, tw), (b, tb)):
+            np.testing.assert_allclose(a.grad.numpy(), t.grad.numpy(), rtol=1e-4, atol=1e-4)
