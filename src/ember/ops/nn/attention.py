@@ -7,6 +7,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
+
 from ... import _dtype
 from ..._backend import xp_of
 from ..._tensor_base import TensorBase
@@ -170,17 +172,41 @@ class ScaledDotProductAttention(Op):
         gp = xp.matmul(grad, vv.swapaxes(-1, -2))
         if drop is not None:
             gp = gp * drop
-        gs = p * (gp - (gp * p).sum(axis=-1, keepdims=True))
-        gq = xp.matmul(gs, kk) * scale if need[0] else None
-        gk = _sum_heads(xp.matmul(gs.swapaxes(-1, -2), q) * scale, groups) if need[1] else None
+        if isinstance(gp, TensorBase):  # create_graph: recorded ops
+            gs = p * (gp - (gp * p).sum(axis=-1, keepdims=True))
+            gq = xp.matmul(gs, kk) * scale if need[0] else None
+            gk = _sum_heads(xp.matmul(gs.swapaxes(-1, -2), q) * scale, groups) if need[1] else None
+        else:  # gp is this call's own array: the softmax backward in place
+            gs = gp * p
+            row = gs.sum(axis=-1, keepdims=True)
+            xp.subtract(gp, row, out=gs)
+            gs *= p
+            gq = gk = None
+            if need[0]:
+                gq = xp.matmul(gs, kk)
+                gq *= scale
+            if need[1]:
+                gk = xp.matmul(gs.swapaxes(-1, -2), q)
+                gk *= scale
+                gk = _sum_heads(gk, groups)
         gm = gs if need[3] else None
         return gq, gk, gv, gm, None, None, None, None, None
 
 
 def _attn_scores(xp: Any, q: Any, k: Any, fmask: Any, bmask: Any, scale: float) -> Any:
-    s = xp.matmul(q, k.swapaxes(-1, -2)) * scale
-    if bmask is not None:
-        s = xp.where(bmask, s, float("-inf"))
+    s = xp.matmul(q, k.swapaxes(-1, -2))
+    if isinstance(s, TensorBase):  # create_graph: recorded ops, no in-place arithmetic
+        s = s * scale
+        if bmask is not None:
+            s = xp.where(bmask, s, float("-inf"))
+        return s + fmask if fmask is not None else s
+    s *= scale
+    if bmask is not None:  # as an additive 0 / -inf mask, as PyTorch's math path applies it
+        add = xp.where(bmask, 0.0, float("-inf")).astype(s.dtype)
+        if np.broadcast_shapes(s.shape, add.shape) == s.shape:
+            s += add
+        else:
+            s = s + add
     if fmask is not None:
         s = s + fmask
     return s
