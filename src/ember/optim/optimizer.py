@@ -120,18 +120,22 @@ def _value(x: Any) -> float:
     return x if type(x) is float else float(x)
 
 
+_NUMBERS = (Tensor, int, float, np.number)
+
+
 def _step_options(group: dict[str, Any], defaults: dict[str, Any]) -> SimpleNamespace:
     """A parameter group's options for one step, by name: numbers (also 0-d tensors, as a
     scheduler may set ``lr``) become Python floats, flags and other values stay as they are, and
     ``betas`` is also given as ``beta1``/``beta2``. Options a group lacks (a state dict saved by
     an older version) take the optimizer's defaults."""
-    opts: dict[str, Any] = {}
-    for key, value in chain(defaults.items(), group.items()):
-        if key == "params":
+    opts = {**defaults, **group}  # (runs once per group and step: kept to plain dict work)
+    opts.pop("params", None)
+    for key, value in opts.items():
+        t = type(value)
+        if t is float or t is bool or value is None:
             continue
-        if isinstance(value, Tensor | int | float | np.number) and not isinstance(value, bool):
-            value = _value(value)
-        opts[key] = value
+        if isinstance(value, _NUMBERS) and not isinstance(value, bool):
+            opts[key] = _value(value)
     betas = opts.get("betas")
     if betas is not None:
         opts["beta1"], opts["beta2"] = _value(betas[0]), _value(betas[1])
