@@ -343,3 +343,24 @@ def test_import_ember_leaves_heavy_optional_packages_unloaded():
     assert lines[0] == "[]", lines
     if importlib.util.find_spec("ml_dtypes") is not None:
         assert lines[1] == "torch.bfloat16 True"
+
+
+def test_allocator_tuning_decision_and_opt_outs():
+    """ember keeps large NumPy temporaries for reuse by raising glibc's mmap/trim thresholds at
+    import (src/ember/_allocator.py), except where the process already chose."""
+    from ember import _allocator as A
+
+    assert A.should_tune({}, "linux")
+    assert not A.should_tune({"EMBER_MALLOC": "system"}, "linux")
+    assert not A.should_tune({"MALLOC_TRIM_THRESHOLD_": "1"}, "linux")
+    assert not A.should_tune({"LD_PRELOAD": "/usr/lib/libjemalloc.so"}, "linux")
+    assert not A.should_tune({}, "darwin")
+    code = "import ember, ember._allocator as a; print(a.tuned)"
+    env = {k: v for k, v in os.environ.items() if k not in A._USER_VARS and k != "EMBER_MALLOC"}
+    on = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                        timeout=120)
+    off = subprocess.run([sys.executable, "-c", code], env=dict(env, EMBER_MALLOC="system"),
+                         capture_output=True, text=True, timeout=120)
+    assert off.stdout.strip() == "False"
+    if sys.platform.startswith("linux") and os.path.exists("/lib/x86_64-linux-gnu/libc.so.6"):
+        assert on.stdout.strip() == "True", on.stderr

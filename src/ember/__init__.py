@@ -19,6 +19,12 @@ import numpy as _np
 # on). tests/test_warnings.py holds ember to PyTorch's silence.
 _np.seterr(all="ignore")
 
+# Large temporaries are kept by the C allocator for reuse instead of being unmapped and faulted
+# in again every step (glibc; EMBER_MALLOC=system leaves it alone): _allocator.py.
+from . import _allocator
+
+_allocator.tune()
+
 from . import _dtype
 from ._backend import OutOfMemoryError, device
 from ._dtype import (
