@@ -58,7 +58,7 @@ def run_forward(prog: Program, flat: list) -> tuple[list, list | None]:
     undo: list = []
     rng_state = None
     try:
-        for st in prog.steps:
+        for st, done in zip(prog.steps, prog.drops):
             if st[0] is OP:
                 _, fwd, ncls, xp, nig, aslots, oslots, shapes = st
                 ctx = ncls()
@@ -98,6 +98,8 @@ def run_forward(prog: Program, flat: list) -> tuple[list, list | None]:
                 arr[...] = vals[src]
                 if fi >= 0:
                     prog.free[fi][0]._bump_version()
+            for s in done:  # values read for the last time: their memory can serve the next op
+                vals[s] = None
     except ShapeChanged:
         for arr, old in reversed(undo):  # back to the state before the call: it reruns eagerly
             arr[...] = old

@@ -63,6 +63,7 @@ class Program:
     edge_src: list  # per edge: ("input", pos) or ("free", index)
     saved_src: list  # per saved-from-outside slot: ("input", pos) or ("free", index)
     bsched: list
+    drops: list  # per step: slots replay may release after it (their last read)
     needs_grad: bool
     consts: list  # (slot, value) of array constants, for comparing two traces
     signature: tuple
@@ -416,7 +417,28 @@ class Tracer:
         prog.out_spec = (out_spec, leaves)
         prog.consts = [(s, v) for s, v in self.const_values.items()]
         prog.signature = _signature(prog)
+        prog.drops = _drops(prog)
         return prog
+
+
+def _drops(prog: Program) -> list:
+    """Per step, the op-output slots read for the last time there: replay lets them go (their
+    ctxs keep what backward needs), so the allocator can hand the memory to the next op, as it
+    does in eager mode where an intermediate dies with its last reference."""
+    keep = {leaf[1] for leaf in prog.out_spec[1] if leaf[0] in ("diff", "slot")}
+    keep.update(s for _, s in prog.inputs)
+    keep.update(f[1] for f in prog.free)
+    keep.update(s for s, v in enumerate(prog.init) if v is not None)
+    last: dict[int, int] = {}
+    for k, st in enumerate(prog.steps):
+        reads = st[5] if st[0] == OP else (st[1],) if st[0] == MASK else (st[1], st[2])
+        for s in reads:
+            last[s] = k
+    drops: list = [() for _ in prog.steps]
+    for s, k in last.items():
+        if s not in keep:
+            drops[k] += (s,)
+    return drops
 
 
 def _signature(prog: Program) -> tuple:
