@@ -367,3 +367,15 @@ def test_replay_releases_intermediates_after_their_last_read():
     x.grad = None
     f(x)[1].backward()
     np.testing.assert_allclose(g, x.grad.numpy(), rtol=1e-6)
+
+
+def test_double_backward_through_a_compiled_region_raises():
+    c = ember.compile(lambda x: (x * x).sum())
+    x = ember.randn(3, requires_grad=True)
+    for _ in range(3):
+        y = c(x)
+    (g,) = ember.autograd.grad(y, x, create_graph=False)
+    np.testing.assert_allclose(g.numpy(), 2 * x.detach().numpy(), rtol=1e-6)
+    y = c(x)
+    with pytest.raises(RuntimeError, match="double backward"):
+        ember.autograd.grad(y, x, create_graph=True)

@@ -75,6 +75,18 @@ def _flatten(obj: Any, leaves: list) -> Any:
     return None
 
 
+_CONTAINERS = (tuple, list, dict)
+_FLAT_SPECS: dict[int, Any] = {}
+
+
+def _flat_spec(n: int) -> Any:
+    """``_flatten``'s spec of ``(args, {})`` for ``n`` arguments that are not containers."""
+    spec = _FLAT_SPECS.get(n)
+    if spec is None:
+        spec = _FLAT_SPECS[n] = _flatten((tuple(range(n)), {}), [])
+    return spec
+
+
 def _unflatten(spec: Any, it: Any) -> Any:
     if spec is None:
         return next(it)
@@ -176,8 +188,12 @@ class _CompiledFn:
 
         if _function.tracer is not None or _function.anomaly_enabled or _dynamo._disabled():
             return self.fn(*args, **kwargs)  # inside another trace: its ops are recorded there
-        leaves: list = []
-        spec = _flatten((args, kwargs), leaves)
+        if not kwargs and not any(type(a) in _CONTAINERS for a in args):
+            leaves = list(args)  # the common call: flat positional arguments
+            spec = _flat_spec(len(args))
+        else:
+            leaves = []
+            spec = _flatten((args, kwargs), leaves)
         flat = []
         key_parts: list = []
         for i, x in enumerate(leaves):

@@ -39,7 +39,7 @@ class CompiledFunction(Op):
 
     @staticmethod
     def backward(ctx: Any, *grads: Any) -> Any:
-        if any(isinstance(g, TensorBase) for g in grads):
+        if ctx._tensor_mode:  # create_graph: the engine hands tensors
             raise RuntimeError(
                 "double backward (create_graph=True) through a torch.compile'd region is not "
                 "supported by ember: run that model uncompiled, or compile with disable=True.")
@@ -169,15 +169,21 @@ def run_backward(prog: Program, ctxs: list, grads: tuple) -> tuple:
         if g is not None:
             gs[s] = g if gs[s] is None else gs[s] + g
     for ci, bwd, oslots, ometa, materialize, edges, name in prog.bsched:
-        buf = [gs[s] if s >= 0 else None for s in oslots]
-        if all(g is None for g in buf):
-            continue
+        if len(oslots) == 1:  # the common op: one output
+            g0 = gs[oslots[0]]
+            if g0 is None:
+                continue
+            out = bwd(ctxs[ci], g0)
+        else:
+            buf = [gs[s] if s >= 0 else None for s in oslots]
+            if all(g is None for g in buf):
+                continue
+            if materialize:
+                for k, g in enumerate(buf):
+                    if g is None and ometa[k] is not None:
+                        buf[k] = ctxs[ci].xp.zeros(ometa[k][0], ometa[k][1])
+            out = bwd(ctxs[ci], *buf)
         ctx = ctxs[ci]
-        if materialize:
-            for k, g in enumerate(buf):
-                if g is None and ometa[k] is not None:
-                    buf[k] = ctx.xp.zeros(ometa[k][0], ometa[k][1])
-        out = bwd(ctx, *buf)
         if type(out) is not tuple:
             out = (out,)
         for i, s, shape, dt in edges:
