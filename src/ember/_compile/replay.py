@@ -22,6 +22,7 @@ from ..ops import random as _random
 from .trace import MASK, OP, UPDATE, Program
 
 _make = TensorBase._make
+_new_node = object.__new__
 
 
 class ShapeChanged(Exception):
@@ -61,7 +62,11 @@ def run_forward(prog: Program, flat: list) -> tuple[list, list | None]:
         for st, done in zip(prog.steps, prog.drops):
             if st[0] is OP:
                 _, fwd, ncls, xp, nig, aslots, oslots, shapes = st
-                ctx = ncls()
+                ctx = _new_node(ncls)  # Node.__init__'s fields, without the call (as apply)
+                ctx._edges = ()
+                ctx._saved = None
+                ctx._versions = None
+                ctx._n_out = 1
                 ctx.xp = xp
                 ctx.needs_input_grad = nig
                 out = fwd(ctx, *[vals[i] for i in aslots])
