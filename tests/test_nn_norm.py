@@ -421,3 +421,84 @@ def test_layer_norm_float32_rows_path_matches_float64_and_torch(shape, k):
         np.testing.assert_allclose(y.detach().numpy(), ty.detach().numpy(), rtol=1e-5, atol=1e-5)
         for a, t in ((xt, tx), (w, tw), (b, tb)):
             np.testing.assert_allclose(a.grad.numpy(), t.grad.numpy(), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.skipif(not HAVE_TORCH, reason="PyTorch not installed")
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("params", ["float32", "low"])
+@pytest.mark.parametrize("norm", ["layer", "group", "batch_train", "batch_eval", "rms"])
+def test_norms_on_half_inputs_compute_in_float32_and_return_the_input_dtype(dtype, params, norm):
+    """PyTorch's norms take a float16/bfloat16 input with float32 (or equal) parameters, compute
+    in float32 and return the input's dtype; gradients come back in each tensor's own dtype.
+    Values: ember's outputs and gradients are at least as close to a float64 computation as
+    PyTorch's (PyTorch's composite rms_norm rounds intermediates to bfloat16, ember does not)."""
+    import torch
+
+    x_np = np.random.default_rng(3).standard_normal((6, 8, 5)).astype(np.float32)
+
+    def run(m, kind):
+        m.manual_seed(0)
+        mod = {"layer": lambda: m.nn.LayerNorm(5), "group": lambda: m.nn.GroupNorm(2, 8),
+               "batch_train": lambda: m.nn.BatchNorm1d(8),
+               "batch_eval": lambda: m.nn.BatchNorm1d(8), "rms": lambda: m.nn.RMSNorm(5)}[norm]()
+        if norm == "rms":
+            mod.eps = float(np.finfo(np.float16).eps) if dtype == "float16" else 0.0078125
+        with m.no_grad():
+            for i, p in enumerate(mod.parameters()):
+                p.copy_(m.tensor(np.linspace(0.5, 1.5, p.numel()).astype(np.float32) + i))
+            if norm == "batch_eval":
+                mod.running_mean.copy_(m.tensor(np.linspace(-0.2, 0.2, 8).astype(np.float32)))
+                mod.running_var.copy_(m.tensor(np.linspace(0.5, 2.0, 8).astype(np.float32)))
+        if norm == "batch_eval":
+            mod.eval()
+        low = getattr(m, dtype)
+        if kind == "float64":
+            xr = m.tensor(x_np).to(low).double()
+            mod = mod.double() if params == "float32" else mod.to(low).double()
+        else:
+            xr = m.tensor(x_np).to(low)
+            if params == "low":
+                mod = mod.to(low)
+        x = xr.detach().requires_grad_(True)
+        y = mod(x)
+        (y.double() * m.tensor(x_np).double()).sum().backward()
+        return y, x.grad, [p.grad for p in mod.parameters()], mod
+
+    ye, gxe, gpe, me = run(ember, "low")
+    yt, gxt, gpt, mt = run(torch, "low")
+    yr, gxr, gpr, _ = run(torch, "float64")
+    assert str(ye.dtype) == str(yt.dtype) == f"torch.{dtype}"
+    assert str(gxe.dtype) == str(gxt.dtype)
+    for a, b in zip(gpe, gpt):
+        assert str(a.dtype) == str(b.dtype)
+
+    def close(ours, theirs, ref, tol):
+        ours, theirs, ref = (v.detach().double().numpy() for v in (ours, theirs, ref))
+        scale = np.abs(ref).max() + 1e-12
+        assert np.abs(ours - ref).max() / scale <= max(1.5 * np.abs(theirs - ref).max() / scale,
+                                                        tol)
+
+    close(ye, yt, yr, 1e-2)
+    close(gxe, gxt, gxr, 2e-2)
+    for a, b, r in zip(gpe, gpt, gpr):
+        close(a, b, r, 2e-2)
+    if norm == "batch_train":
+        assert str(me.running_mean.dtype) == str(mt.running_mean.dtype)
+        np.testing.assert_allclose(me.running_mean.float().numpy(),
+                                   mt.running_mean.float().numpy(), rtol=1e-2, atol=1e-2)
+
+
+@pytest.mark.parametrize("fn", ["layer", "group", "batch"])
+def test_half_input_with_mixed_parameter_dtypes_raises_as_pytorch(fn):
+    """A bfloat16 input takes parameters all bfloat16 or all float32; a mix raises (PyTorch:
+    "mixed dtype (CPU): expect parameter to have scalar type of Float")."""
+    mods = [ember] + ([__import__("torch")] if HAVE_TORCH else [])
+    for m in mods:
+        x = m.randn(4, 8).to(m.bfloat16)
+        w, b = m.ones(8), m.zeros(8).to(m.bfloat16)
+        call = {"layer": lambda: m.nn.functional.layer_norm(x, (8,), w, b),
+                "group": lambda: m.nn.functional.group_norm(x, 2, w, b),
+                "batch": lambda: m.nn.functional.batch_norm(x, m.zeros(8), m.ones(8), w, b,
+                                                            training=True)}[fn]
+        with pytest.raises(RuntimeError, match="mixed dtype"):
+            call()

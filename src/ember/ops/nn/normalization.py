@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from ... import _dtype
 from ..._tensor_base import TensorBase
 from ...autograd import grad_mode
 from ...autograd.function import Op
@@ -51,6 +52,9 @@ def layer_norm(input: Any, normalized_shape: Any, weight: Any = None, bias: Any 
     """Normalize over the trailing ``normalized_shape`` dims, then scale and shift."""
     if _amp.active:
         input, weight, bias = _amp_cast("layer_norm", input, weight, bias)
+    if _half(input, "layer_norm", weight, bias):
+        return layer_norm(input.float(), normalized_shape, _float(weight), _float(bias),
+                          eps).to(input.dtype)
     shape = _normalized_shape(normalized_shape)
     k = len(shape)
     ishape = tuple(input.shape)
@@ -89,6 +93,8 @@ def rms_norm(input: Any, normalized_shape: Any, weight: Any = None, eps: float |
     _check_floating("rms_norm", input)
     if eps is None:
         eps = _finfo_eps(input)
+    if _half(input, "rms_norm", weight):
+        return rms_norm(input.float(), normalized_shape, _float(weight), eps).to(input.dtype)
     return RMSNorm.apply(input, weight, k, float(eps))
 
 
@@ -97,6 +103,9 @@ def group_norm(input: Any, num_groups: int, weight: Any = None, bias: Any = None
     """Normalize each group of channels of each sample, then scale and shift per channel."""
     if _amp.active:
         input, weight, bias = _amp_cast("group_norm", input, weight, bias)
+    if _half(input, "group_norm", weight, bias):
+        return group_norm(input.float(), num_groups, _float(weight), _float(bias),
+                          eps).to(input.dtype)
     if input.ndim < 2:
         raise RuntimeError(
             f"group_norm: expected an input of shape (N, C, *), got {list(input.shape)}"
@@ -134,6 +143,9 @@ def batch_norm(input: Any, running_mean: Any, running_var: Any, weight: Any = No
             f"batch_norm: expected an input of shape (N, C) or (N, C, *), got {list(input.shape)}"
         )
     _check_floating("batch_norm", input)
+    if _half(input, "batch_norm", weight, bias):  # (the running statistics keep their dtype)
+        return batch_norm(input.float(), running_mean, running_var, _float(weight),
+                          _float(bias), training, momentum, eps).to(input.dtype)
     C = input.shape[1]
     for name, p in (("running_mean", running_mean), ("running_var", running_var),
                     ("weight", weight), ("bias", bias)):
@@ -411,6 +423,27 @@ def _norm_input_grad_rows(gxhat: np.ndarray, xhat: np.ndarray, rstd: np.ndarray,
     np.subtract(g2, out, out=out)
     out *= rstd.reshape(-1, 1)
     return out.reshape(gxhat.shape)
+
+
+def _half(t: Any, fn: str, *params: Any) -> bool:
+    """A float16/bfloat16 input: PyTorch's norms compute it in float32 (their accumulate type)
+    and round the result once to the input's dtype; its parameters must be all of the input's
+    dtype or all float32 (mixed precision), as PyTorch requires. The norms here do the same
+    through a float32 call."""
+    if not (t.dtype.itemsize == 2 and t.is_floating_point()):
+        return False
+    kinds = {p.dtype for p in params if p is not None}
+    if kinds and kinds != {t.dtype} and kinds != {_dtype.float32}:
+        got = ", ".join(f"{name} {p.dtype}" for name, p in zip(("weight", "bias"), params)
+                        if p is not None)
+        raise RuntimeError(
+            f"{fn}: mixed dtype: a {t.dtype} input takes parameters that are all {t.dtype} or "
+            f"all torch.float32, got {got} (cast them alike, e.g. module.float())")
+    return True
+
+
+def _float(p: Any) -> Any:
+    return p.float() if p is not None and p.dtype.itemsize == 2 else p
 
 
 def _normalized_shape(normalized_shape: Any) -> tuple[int, ...]:
