@@ -497,3 +497,51 @@ def test_grad_scaler_trajectory_like_torch_with_overflows():
         es2 = ember.amp.GradScaler("cpu")
     es2.load_state_dict(ts.state_dict())
     assert es2.get_scale() == ts.get_scale()
+
+
+_LINALG_FP32 = {
+    "linalg.inv": lambda m, a, b: m.linalg.inv(a),
+    "inverse": lambda m, a, b: m.inverse(a),
+    "linalg.solve": lambda m, a, b: m.linalg.solve(a, b),
+    "linalg.eigh": lambda m, a, b: m.linalg.eigh(a @ a.mT)[0],
+    "linalg.eigvalsh": lambda m, a, b: m.linalg.eigvalsh(a @ a.mT),
+    "linalg.svd": lambda m, a, b: m.linalg.svd(a)[1],
+    "svd": lambda m, a, b: m.svd(a)[1],
+    "linalg.svdvals": lambda m, a, b: m.linalg.svdvals(a),
+    "linalg.qr": lambda m, a, b: m.linalg.qr(a)[1],
+    "qr": lambda m, a, b: m.qr(a)[1],
+    "linalg.cholesky": lambda m, a, b: m.linalg.cholesky(a @ a.mT + 4 * m.eye(4)),
+    "linalg.cholesky_ex": lambda m, a, b: m.linalg.cholesky_ex(a @ a.mT + 4 * m.eye(4))[0],
+    "linalg.inv_ex": lambda m, a, b: m.linalg.inv_ex(a)[0],
+    "linalg.lstsq": lambda m, a, b: m.linalg.lstsq(a, b).solution,
+    "linalg.cond": lambda m, a, b: m.linalg.cond(a),
+    "linalg.matrix_rank": lambda m, a, b: m.linalg.matrix_rank(a),
+    "linalg.solve_triangular": lambda m, a, b: m.linalg.solve_triangular(a.triu() + 4 * m.eye(4), b,
+                                                                       upper=True),
+    "pinverse": lambda m, a, b: m.pinverse(a),
+    "pad reflect 1d": lambda m, a, b: m.nn.functional.pad(a[None], (1, 1), mode="reflect"),
+    "pad reflect 2d": lambda m, a, b: m.nn.functional.pad(a[None, None], (1, 1, 1, 1),
+                                                          mode="reflect"),
+    "pad replicate 2d": lambda m, a, b: m.nn.functional.pad(a[None, None], (1, 2, 1, 0),
+                                                            mode="replicate"),
+    "pad constant (not on the list)": lambda m, a, b: m.nn.functional.pad(a, (1, 1)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_LINALG_FP32))
+def test_cpu_autocast_runs_the_linear_algebra_list_in_float32(name):
+    """PyTorch's CPU autocast list of float32 ops includes linear algebra: a bfloat16 input runs
+    (and comes back) in float32 inside the region."""
+    import torch
+
+    rng = np.random.default_rng(0)
+    a_np = (rng.standard_normal((4, 4)) + 3 * np.eye(4)).astype(np.float32)
+    b_np = rng.standard_normal((4, 2)).astype(np.float32)
+    out = {}
+    for m in (ember, torch):
+        a, b = m.tensor(a_np).to(m.bfloat16), m.tensor(b_np).to(m.bfloat16)
+        with m.autocast("cpu", dtype=m.bfloat16):
+            r = _LINALG_FP32[name](m, a, b)
+        out[m.__name__] = r
+    assert str(out["ember"].dtype) == str(out["torch"].dtype), name
+    assert str(out["ember"].dtype) in ("torch.float32", "torch.int64") or "not on" in name

@@ -17,6 +17,7 @@ from .ops import other_matrix as _om
 from .ops import return_types
 from .ops._autocast import cast as _amp_cast
 from .ops._autocast import flag as _amp
+from .ops.blas import Matmul as _Matmul
 from .ops.blas import matmul
 from .ops.linalg import (  # noqa: F401
     LinAlgError,
@@ -156,11 +157,15 @@ def diagonal(A: Any, *, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Any:
 
 def inv(A: Any, *, out: Any = None) -> Any:
     """The inverse of a square matrix (or of each in a batch); LinAlgError when singular."""
+    if _amp.active:
+        (A,) = _amp_cast("inv", A)
     return _la.inverse(A, out=out)
 
 
 def inv_ex(A: Any, *, check_errors: bool = False, out: Any = None) -> Any:
     """(inverse, info): the inverse and a 0 error code per matrix (errors are raised)."""
+    if _amp.active:
+        (A,) = _amp_cast("inv_ex", A)
     from .ops.creation import zeros
 
     res = _la.inverse(A)
@@ -181,6 +186,8 @@ def slogdet(A: Any, *, out: Any = None) -> Any:
 
 def qr(A: Any, mode: str = "reduced", *, out: Any = None) -> Any:
     """(Q, R) with A = Q R; ``mode`` 'reduced', 'complete' or 'r' (Q empty). No derivative yet."""
+    if _amp.active:
+        (A,) = _amp_cast("linalg_qr", A)
     a = _t(A, "linalg.qr")
     _la._check_decomposable("linalg.qr", a)
     if mode not in ("reduced", "complete", "r"):
@@ -194,6 +201,8 @@ def qr(A: Any, mode: str = "reduced", *, out: Any = None) -> Any:
 
 def svd(A: Any, full_matrices: bool = True, *, driver: Any = None, out: Any = None) -> Any:
     """(U, S, Vh) with A = U diag(S) Vh, S descending (the columns' signs are LAPACK's)."""
+    if _amp.active:
+        (A,) = _amp_cast("linalg_svd", A)
     a = _t(A, "linalg.svd")
     _la._check_decomposable("linalg.svd", a)
     u, s, vh = _la.Svd.apply(a, bool(full_matrices))
@@ -202,6 +211,8 @@ def svd(A: Any, full_matrices: bool = True, *, driver: Any = None, out: Any = No
 
 def svdvals(A: Any, *, driver: Any = None, out: Any = None) -> Any:
     """The singular values of A, descending."""
+    if _amp.active:
+        (A,) = _amp_cast("svdvals", A)
     a = _t(A, "linalg.svdvals")
     _la._check_decomposable("linalg.svdvals", a)
     return _mx._result(_la.Svdvals.apply(a), out)
@@ -215,6 +226,8 @@ def _check_uplo(fn: str, uplo: str) -> str:
 
 def eigh(A: Any, UPLO: str = "L", *, out: Any = None) -> Any:
     """(eigenvalues ascending, eigenvectors) of a symmetric matrix (reads the UPLO triangle)."""
+    if _amp.active:
+        (A,) = _amp_cast("eigh", A)
     a = _square_float("linalg.eigh", A)
     w, v = _la.Eigh.apply(a, _check_uplo("linalg.eigh", UPLO))
     return return_types.linalg_eigh(w, v)
@@ -222,6 +235,8 @@ def eigh(A: Any, UPLO: str = "L", *, out: Any = None) -> Any:
 
 def eigvalsh(A: Any, UPLO: str = "L", *, out: Any = None) -> Any:
     """The eigenvalues of a symmetric matrix, ascending."""
+    if _amp.active:
+        (A,) = _amp_cast("eigvalsh", A)
     a = _square_float("linalg.eigvalsh", A)
     return _mx._result(_la.Eigvalsh.apply(a, _check_uplo("linalg.eigvalsh", UPLO)), out)
 
@@ -246,6 +261,8 @@ def pinv(A: Any, *, atol: Any = None, rtol: Any = None, hermitian: bool = False,
 def matrix_rank(A: Any, *, atol: Any = None, rtol: Any = None, hermitian: bool = False,
                 out: Any = None) -> Any:
     """The number of singular values above max(atol, rtol * largest) per matrix (int64)."""
+    if _amp.active:
+        (A,) = _amp_cast("matrix_rank", A)
     import numpy as np
 
     a = _t(A, "linalg.matrix_rank")
@@ -279,6 +296,8 @@ def solve_triangular(A: Any, B: Any, *, upper: bool, left: bool = True,
                      unitriangular: bool = False, out: Any = None) -> Any:
     """X with A X = B (``left=False``: X A = B) reading only A's upper or lower triangle (and a
     unit diagonal when ``unitriangular``)."""
+    if _amp.active:
+        A, B = _amp_cast("solve_triangular", A, B)
     a = _square_float("linalg.solve_triangular", A)
     t = _om.triu(a) if upper else _om.tril(a)
     if unitriangular:
@@ -300,6 +319,8 @@ def cholesky_ex(A: Any, *, upper: bool = False, check_errors: bool = False,
                 out: Any = None) -> Any:
     """(L, info): ``cholesky`` and an error code per matrix (the order of the first minor that
     is not positive-definite, 0 when none; with ``check_errors`` that raises instead)."""
+    if _amp.active:
+        (A,) = _amp_cast("cholesky_ex", A)
     a = _square_float("linalg.cholesky_ex", A)
     try:
         L = _la.cholesky(a, upper=upper)
@@ -370,6 +391,8 @@ def matrix_exp(A: Any) -> Any:
 def cond(A: Any, p: Any = None, *, out: Any = None) -> Any:
     """The condition number of A in the p-norm: sigma_max / sigma_min for p = None or 2
     (p = -2: the inverse), else ||A||_p ||A^-1||_p ('fro', 'nuc', inf, -inf, 1, -1)."""
+    if _amp.active:
+        (A,) = _amp_cast("linalg_cond", A)
     a = _t(A, "linalg.cond")
     if p is None or p in (2, -2):
         sv = svdvals(a)
@@ -383,6 +406,8 @@ def cond(A: Any, p: Any = None, *, out: Any = None) -> Any:
 
 def tensorinv(A: Any, ind: int = 2, *, out: Any = None) -> Any:
     """The inverse of A for ``tensordot(A, ., ind)``: shape A.shape[ind:] + A.shape[:ind]."""
+    if _amp.active:
+        (A,) = _amp_cast("tensorinv", A)
     import math
 
     a = _t(A, "linalg.tensorinv")
@@ -399,6 +424,8 @@ def tensorinv(A: Any, ind: int = 2, *, out: Any = None) -> Any:
 
 def tensorsolve(A: Any, B: Any, dims: Any = None, *, out: Any = None) -> Any:
     """X with ``tensordot(A, X, X.ndim) == B``; ``dims`` of A move to the end first."""
+    if _amp.active:
+        A, B = _amp_cast("tensorsolve", A, B)
     import math
 
     a = _t(A, "linalg.tensorsolve")
@@ -415,6 +442,8 @@ def lstsq(A: Any, B: Any, rcond: Any = None, *, driver: str | None = None) -> An
     """Least-squares solution of A X = B (through the pseudo-inverse), with PyTorch's result
     fields: ``residuals`` and ``singular_values`` are filled for drivers 'gelsd'/'gelss' (as on
     PyTorch's CPU; the default 'gelsy' leaves them empty)."""
+    if _amp.active:
+        A, B = _amp_cast("lstsq", A, B)
     a = _t(A, "linalg.lstsq")
     b = _t(B, "linalg.lstsq", "B")
     drivers = ("gels", "gelsy", "gelsd", "gelss")
@@ -424,7 +453,9 @@ def lstsq(A: Any, B: Any, rcond: Any = None, *, driver: str | None = None) -> An
                            f"{drivers}, got {driver}")
     vec = b.dim() == a.dim() - 1
     bm = b.unsqueeze(-1) if vec else b
-    x = matmul(pinv(a, rtol=rcond) if rcond is not None else pinv(a), bm)
+    # the product as one op, not through matmul's autocast hook: lstsq runs in float32 under
+    # CPU autocast, as PyTorch's single kernel does
+    x = _Matmul.apply(pinv(a, rtol=rcond) if rcond is not None else pinv(a), bm)
     sol = x.squeeze(-1) if vec else x
     empty = a.new_zeros((0,))
     rank = matrix_rank(a)

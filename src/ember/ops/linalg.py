@@ -19,6 +19,8 @@ from .._tensor_base import TensorBase, wrap_dim
 from ..autograd.function import Op
 from . import pointwise_piecewise as _pp
 from . import return_types
+from ._autocast import cast as _amp_cast
+from ._autocast import flag as _amp
 from ._matrix import _broadcast_batch, _const, _is_low, _legacy, _result, _shape, _tensor
 from .blas import Matmul, matmul
 from .creation import eye, zeros_like
@@ -44,6 +46,8 @@ __all__ = [
 
 def inverse(input: Any, *, out: Any = None) -> Any:
     """The inverse of a square matrix (or of each matrix in a batch)."""
+    if _amp.active:
+        (input,) = _amp_cast("inverse", input)
     x = _tensor(input, "inverse", "input", 1)
     _check_float("linalg.inv", x)
     _check_square("linalg.inv", x)
@@ -75,6 +79,8 @@ def logdet(input: Any) -> Any:
 
 def solve(A: Any, B: Any, *, left: bool = True, out: Any = None) -> Any:
     """X with A @ X = B (``left=False``: X @ A = B); B is a vector, a matrix or a batch of them."""
+    if _amp.active:
+        A, B = _amp_cast("solve", A, B)
     a = _tensor(A, "linalg.solve", "A", 1)
     b = _tensor(B, "linalg.solve", "B", 2)
     _check_float("linalg.solve", a)
@@ -111,6 +117,8 @@ def solve(A: Any, B: Any, *, left: bool = True, out: Any = None) -> Any:
 
 def cholesky(input: Any, upper: bool = False, *, out: Any = None) -> Any:
     """The Cholesky factor L (lower; U = L^T with ``upper``) of a symmetric positive-definite A."""
+    if _amp.active:
+        (input,) = _amp_cast("cholesky", input)
     a = _tensor(input, "linalg.cholesky", "A", 1)
     _check_float("linalg.cholesky", a)
     _check_square("linalg.cholesky", a)
@@ -307,6 +315,8 @@ def _solve_is_vector(sa: tuple, sb: tuple) -> bool:
 
 def qr(input: Any, some: bool = True, *, out: Any = None) -> Any:
     """(Q, R) with A = Q R (reduced when ``some``); prefer torch.linalg.qr."""
+    if _amp.active:
+        (input,) = _amp_cast("qr", input)
     a = _tensor(input, "qr", "input", 1)
     _check_decomposable("linalg.qr", a)
     q, r = Qr.apply(a, "reduced" if some else "complete")
@@ -315,6 +325,8 @@ def qr(input: Any, some: bool = True, *, out: Any = None) -> Any:
 
 def svd(input: Any, some: bool = True, compute_uv: bool = True, *, out: Any = None) -> Any:
     """(U, S, V) with A = U diag(S) V^T (note: V, not Vh); prefer torch.linalg.svd."""
+    if _amp.active:
+        (input,) = _amp_cast("svd", input)
     a = _tensor(input, "svd", "input", 1)
     _check_decomposable("linalg.svd", a)
     u, s, vh = Svd.apply(a, not some)
@@ -325,6 +337,8 @@ def svd(input: Any, some: bool = True, compute_uv: bool = True, *, out: Any = No
 
 def pinverse(input: Any, rcond: float = 1e-15) -> Any:
     """The Moore-Penrose pseudo-inverse; prefer torch.linalg.pinv."""
+    if _amp.active:
+        (input,) = _amp_cast("pinverse", input)
     a = _tensor(input, "pinverse", "input", 1)
     _check_decomposable("linalg.pinv", a)
     return Pinv.apply(a, rcond, False)

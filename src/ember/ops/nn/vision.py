@@ -65,6 +65,9 @@ def pad(input: TensorBase, pad: Any, mode: str = "constant", value: float | None
                     "of your input."
                 )
         return ConstantPad.apply(input, tuple(pads), 0.0 if value is None else value)
+    if _amp.active and mode in ("reflect", "replicate"):  # PyTorch's CPU float32 list
+        name = "reflection" if mode == "reflect" else "replication"
+        (input,) = _amp_cast(f"{name}_pad{k}d", input)
     if mode not in ("reflect", "replicate", "circular"):
         raise NotImplementedError(
             f"Unrecognised padding mode {mode} (choose constant, reflect, replicate or circular)"
