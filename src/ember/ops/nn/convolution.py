@@ -175,13 +175,18 @@ class Conv(Op):
         else:
             cols = _cols(xp, _conv_input(xp, x4, g), g, groups)
             y = xp.matmul(w3, cols)
-            # (a bfloat16 matmul returns float32)
+            # a bfloat16 product comes back float32: the bias joins it there and the sum is
+            # rounded once, as PyTorch's convolution does
             if g.image:  # one product per image, already (N, groups, O / groups, OH * OW)
-                y = y.reshape(N, O, g.OH, g.OW).astype(x.dtype, copy=False)
+                y = y.reshape(N, O, g.OH, g.OW)
+                if b is not None:
+                    y += b.reshape(1, O, 1, 1)
+                y = y.astype(x.dtype, copy=False)
             else:
-                y = _out_from_cols(xp, y.reshape(O, N * g.L).astype(x.dtype, copy=False), g, N)
-            if b is not None:
-                y += b.reshape(1, O, 1, 1)
+                y = y.reshape(O, N * g.L)
+                if b is not None:
+                    y += b.reshape(O, 1)
+                y = _out_from_cols(xp, y.astype(x.dtype, copy=False), g, N)
         ctx.save_for_backward(x if ctx.needs_input_grad[1] else None,
                               w if ctx.needs_input_grad[0] else None)
         if ctx.needs_input_grad[1]:  # the weight gradient reuses the columns (freed after it)
