@@ -42,10 +42,8 @@ _SELU_SCALE = 1.0507009873554804934193349852946
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 
 
-_INV_SQRT2 = 1.0 / math.sqrt(2.0)
-
-
-_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+_INV_SQRT2 = _special._INV_SQRT2
+_INV_SQRT_2PI = _special._INV_SQRT_2PI
 
 
 def _float_input(x: Any, name: str) -> TensorBase:
