@@ -353,6 +353,21 @@ def test_retained_grad_through_double_backward():
     _assert_same(prog)
 
 
+def test_double_backward_keeps_a_detached_operand_detached():
+    """y * y.detach(): both operands share one array; the saved value of the detached one must
+    not carry y's history into double backward (found by the long differential run)."""
+
+    def prog(m):
+        x = m.tensor([-0.75, 0.375, -1.25, 1.875], dtype=m.float64, requires_grad=True)
+        y = x * 2
+        z = y * y.detach()
+        (g,) = m.autograd.grad((z * z).sum(), [x], create_graph=True)
+        g.sum().backward()
+        return x.grad
+
+    _assert_same(prog)
+
+
 @pytest.mark.xfail(strict=False, reason="issue 10: grad_enters_constant_through_view")
 def test_grad_entering_constant_through_view():
     """An in-place op with a requires-grad operand on a view of a constant makes the base

@@ -310,8 +310,10 @@ def _track_saved(ctx: Node, args: tuple, raw: list, outs_raw: tuple, outputs: li
     for s in ctx._saved:
         found: Any = None
         if s is not None:
-            i = 0
-            for r in raw:
+            # an op saves its arguments in order, so the k-th argument is tried first: two
+            # arguments sharing one array (y and y.detach()) then keep their own histories
+            i = k if k < len(raw) and raw[k] is s and isinstance(args[k], TensorBase) else 0
+            for r in raw[i:] if i else raw:
                 if r is s and isinstance(args[i], TensorBase):
                     found = args[i]
                     counter = found._version
