@@ -368,6 +368,23 @@ def test_double_backward_keeps_a_detached_operand_detached():
     _assert_same(prog)
 
 
+def test_masked_fill_of_a_transposed_view_is_contiguous():
+    """PyTorch's masked_fill returns a contiguous tensor even for a transposed input, so its
+    reshape(-1) is a view that sees a later in-place write (found by the long differential run)."""
+
+    def prog(m):
+        x = m.tensor([[-2.0, 1.75, 0.375], [-1.75, -1.25, 0.25], [1.0, 0.625, -0.875]],
+                     dtype=m.float64, requires_grad=True)
+        v = x.t()
+        y = v.masked_fill(v < 0, -1)
+        flat = y.reshape((-1,))
+        y.index_add_(0, m.tensor([0, 2]), m.ones(2, 3, dtype=m.float64))
+        flat.sum().backward()
+        return flat.detach(), y.is_contiguous(), x.grad
+
+    _assert_same(prog)
+
+
 @pytest.mark.xfail(strict=False, reason="issue 10: grad_enters_constant_through_view")
 def test_grad_entering_constant_through_view():
     """An in-place op with a requires-grad operand on a view of a constant makes the base

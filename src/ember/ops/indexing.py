@@ -591,7 +591,9 @@ class MaskedFill(Op):
         xp = ctx.xp
         ctx.mask = mask
         v = xp.asarray(value).astype(x.dtype)
-        return xp.where(mask, v, x)
+        # C-ordered whatever x's layout, as PyTorch's (it fills a contiguous clone): a later
+        # reshape is then a view that sees in-place writes, as there
+        return xp.ascontiguousarray(xp.where(mask, v, x))
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
