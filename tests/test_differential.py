@@ -383,6 +383,7 @@ def test_masked_fill_of_a_transposed_view_is_contiguous():
         return flat.detach(), y.is_contiguous(), x.grad
 
     _assert_same(prog)
+    _assert_same(lambda m: m.tensor(2.0).masked_fill(m.tensor(True), 0.0).shape)  # 0-d stays 0-d
 
 
 @pytest.mark.xfail(strict=False, reason="issue 10: grad_enters_constant_through_view")

@@ -593,7 +593,8 @@ class MaskedFill(Op):
         v = xp.asarray(value).astype(x.dtype)
         # C-ordered whatever x's layout, as PyTorch's (it fills a contiguous clone): a later
         # reshape is then a view that sees in-place writes, as there
-        return xp.ascontiguousarray(xp.where(mask, v, x))
+        out = xp.where(mask, v, x)
+        return out if out.flags.c_contiguous else xp.asarray(out, order="C")  # (0-d stays 0-d)
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
