@@ -168,7 +168,7 @@ class Conv(Op):
         g = _Geom((H, W), (kh, kw), stride, pad, dil, out_hw, n=N, cin=Cg)
         w3 = w4.reshape(groups, O // groups, Cg * kh * kw)
         if _rows_ok(g, groups, x4, w4, b):
-            y, cols = _rows_forward(x4, w4, b, g)  # (bias added; cols are rows (L * N, K))
+            y, cols = _rows_forward(x4, w4, b, g)  # (bias added; cols are rows (N * L, K))
         elif g.image and type(x4) is np.ndarray and x4.dtype in (np.float32, np.float64) and \
                 w3.dtype == x4.dtype and (b is None or b.dtype == x4.dtype):
             y, cols = _image_forward(_conv_input(xp, x4, g), w3, b, g, groups)  # (bias added)
@@ -283,9 +283,8 @@ class ConvWeight(Op):
         ctx.args = (stride, pad, dil, groups)
         ctx.in_hw, ctx.out_hw = (H, W), (OH, OW)
         shape = (O, C // groups) + ((k[1],) if x.ndim == 3 else tuple(k))
-        if cols.ndim == 2:  # the forward's rows (L * N, K) (row-major columns, one group)
-            gt = _grad_to_cols(xp, g4, g) if gt is None else gt
-            return _rows_weight_grad(cols, gt.reshape(O, N * g.L), shape, (g.kh, g.kw))
+        if cols.ndim == 2:  # the forward's rows (N * L, K) (row-major columns, one group)
+            return _rows_weight_grad(cols, g4, shape, (g.kh, g.kw))
         if g.image:
             # per image, cols (K, L) @ gy^T (L, O / groups) (the faster orientation for a small
             # K), summed over the images: (groups, K, O / groups), transposed into place
