@@ -769,3 +769,17 @@ def test_inplace_through_data_changes_saved_value():
         return x.grad
 
     _assert_same(prog)
+
+
+def test_out_of_bounds_index_write_is_all_or_nothing():
+    """ember refuses an index write with an out-of-bounds index before writing anything (PyTorch
+    writes the elements before the bad index), so the tester does not compare what the target
+    holds after both raise (generated program: family indexing, seed 916179748)."""
+    x = ember.arange(60.0).reshape(3, 4, 5)
+    w = x.transpose(0, -1)
+    with pytest.raises(IndexError, match="out of bounds"):
+        w[..., np.array([[2, 0], [1, 3]]), None] = -1
+    np.testing.assert_array_equal(x.numpy(), np.arange(60.0).reshape(3, 4, 5))
+    dis, tt, te = P.check(P.generate("indexing", 916179748))
+    assert tt.error is not None and te.error is not None and tt.error[0] == te.error[0]
+    assert dis is None
