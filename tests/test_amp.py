@@ -309,6 +309,40 @@ def test_attention_block_forward_backward_like_torch():
     _check_grads(em, tm)
 
 
+_RECURRENT = [  # (module, is a cell, PyTorch 2.13's output dtype under CPU bf16 autocast)
+    ("LSTM", False, "bfloat16"), ("GRU", False, "float32"), ("RNN", False, "bfloat16"),
+    ("LSTMCell", True, "float32"), ("GRUCell", True, "float32"), ("RNNCell", True, "bfloat16"),
+]
+
+
+@pytest.mark.parametrize("name,cell,dtype", _RECURRENT)
+def test_recurrent_layers_under_cpu_autocast_like_torch(name, cell, dtype):
+    """Output and state dtypes as PyTorch's CPU implementations give them (oneDNN's LSTM layer
+    and the Elman RNN's autocast linears: bfloat16; GRU and the LSTM/GRU cells: float32), values
+    within bfloat16 rounding, float32 gradients close to PyTorch's."""
+    em, tm = getattr(ember.nn, name)(6, 5), getattr(torch.nn, name)(6, 5)
+    _copy_params(em, tm)
+    x, tx = _pair(*((3, 6) if cell else (4, 3, 6)), grad=True)
+    with ember.autocast("cpu", dtype=ember.bfloat16):
+        out = em(x)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        tout = tm(tx)
+    outs = out if isinstance(out, tuple) else (out,)
+    touts = tout if isinstance(tout, tuple) else (tout,)
+    flat = [o for part in outs for o in (part if isinstance(part, tuple) else (part,))]
+    tflat = [o for part in touts for o in (part if isinstance(part, tuple) else (part,))]
+    assert [str(o.dtype) for o in flat] == [str(o.dtype) for o in tflat]
+    assert str(flat[0].dtype) == f"torch.{dtype}"
+    for o, t in zip(flat, tflat, strict=True):
+        np.testing.assert_allclose(_np(o), t.float().detach().numpy(), atol=3e-2, rtol=3e-2)
+    (flat[0].float() ** 2).sum().backward()
+    (tflat[0].float() ** 2).sum().backward()
+    assert x.grad.dtype is ember.float32
+    scale = np.abs(tx.grad.numpy()).max()
+    np.testing.assert_allclose(x.grad.numpy() / scale, tx.grad.numpy() / scale, atol=3e-2)
+    _check_grads(em, tm)
+
+
 # -- the cast cache --------------------------------------------------------------------------
 
 def test_cache_casts_a_parameter_once_per_region():
@@ -447,6 +481,12 @@ def test_cuda_lists_on_fake_cuda():
             assert F.linear(cpu_x, cpu_x[:3]).dtype is ember.float32
         with ember.autocast("cuda", dtype=ember.bfloat16):
             assert F.linear(x, w).dtype is ember.bfloat16
+        # recurrent layers and cells: cuDNN's RNN and the cells are on CUDA's list
+        for name in ("LSTMCell", "GRUCell", "RNNCell", "LSTM", "GRU", "RNN"):
+            m = getattr(ember.nn, name)(8, 4).to(x.device)
+            with ember.autocast("cuda"):
+                o = m(x if "Cell" in name else x.unsqueeze(1))
+            assert (o[0] if isinstance(o, tuple) else o).dtype is ember.float16, name
         with ember.autocast("cpu"):  # CPU autocast leaves CUDA tensors alone
             assert F.linear(x, w).dtype is ember.float32
 

@@ -82,6 +82,14 @@ _LOWER_CUDA_ONLY = (
     "addmv", "addr", "einsum", "mv", "chain_matmul", "linalg_multi_dot", "lstm_cell",
     "gru_cell", "rnn_tanh_cell", "rnn_relu_cell",
 )
+# Recurrent layers, by what PyTorch's implementations return under autocast: on CUDA cuDNN's
+# RNN is autocast as a whole (every layer type comes back in the autocast dtype); on the CPU the
+# LSTM layer is oneDNN's (``mkldnn_rnn_layer``, on the CPU list) and the Elman RNN layer and cell
+# are compositions of autocast ``linear`` calls, so those come back in the autocast dtype, while
+# the GRU layer and the LSTM/GRU cells mix their autocast products with the float32 state and
+# come back float32 (not listed on the CPU)
+_LOWER_RNN_CUDA = ("lstm", "gru", "rnn_tanh", "rnn_relu")
+_LOWER_RNN_CPU = ("lstm", "rnn_tanh", "rnn_relu", "rnn_tanh_cell", "rnn_relu_cell")
 _FP32_CUDA = (
     "acos", "asin", "cosh", "erfinv", "exp", "expm1", "log", "log10", "log2", "log1p",
     "reciprocal", "rsqrt", "sinh", "tan", "pow", "softplus", "layer_norm", "rms_norm",
@@ -130,9 +138,10 @@ def _table(*groups: tuple[str, tuple[str, ...]]) -> dict[str, str]:
     return out
 
 
-CPU_OPS: dict[str, str] = _table((LOWER, _LOWER_BOTH), (FP32, _FP32_CPU),
+CPU_OPS: dict[str, str] = _table((LOWER, _LOWER_BOTH + _LOWER_RNN_CPU), (FP32, _FP32_CPU),
                                  (PROMOTE, _PROMOTE_CPU))
-CUDA_OPS: dict[str, str] = _table((LOWER, _LOWER_BOTH + _LOWER_CUDA_ONLY), (FP32, _FP32_CUDA),
+CUDA_OPS: dict[str, str] = _table((LOWER, _LOWER_BOTH + _LOWER_CUDA_ONLY + _LOWER_RNN_CUDA),
+                                  (FP32, _FP32_CUDA),
                                   (FP32_OPT, _FP32_OPT_CUDA), (PROMOTE, _PROMOTE_CUDA),
                                   (BANNED, ("binary_cross_entropy",)))
 _POLICIES = {"cpu": CPU_OPS, "cuda": CUDA_OPS}

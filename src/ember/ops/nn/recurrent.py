@@ -25,6 +25,8 @@ from ..._tensor_base import TensorBase
 from ...autograd.engine import grad as autograd_grad
 from ...autograd.function import Op
 from .. import joining as _joining
+from .._autocast import cast as _amp_cast
+from .._autocast import flag as _amp
 from .dropout import dropout as apply_dropout  # rnn's `dropout` argument is the rate
 from .linear import linear
 
@@ -126,6 +128,8 @@ class RNNSequence(Op):
                 xp.maximum(o, 0, out=o)
             else:
                 xp.tanh(o, out=o)
+            if wd != dt:  # a 16-bit model's state is rounded each step, as PyTorch's steps do
+                o[...] = o.astype(dt)
             h[:bs] = o
         if need:
             ctx.save_for_backward(xw, h0, w_hh, b_hh)
@@ -505,6 +509,9 @@ def rnn_relu_cell(input: TensorBase, hx: TensorBase, w_ih: TensorBase, w_hh: Ten
 def lstm_cell(input: TensorBase, hx: Any, w_ih: TensorBase, w_hh: TensorBase, b_ih: TensorBase | None = None,
               b_hh: TensorBase | None = None) -> tuple[TensorBase, TensorBase]:
     """One LSTM step for 2-D x and hx = (h, c); returns (h', c')."""
+    if _amp.active:
+        input, hx, w_ih, w_hh, b_ih, b_hh = _amp_cast(  # noqa: A001
+            "lstm_cell", input, tuple(hx), w_ih, w_hh, b_ih, b_hh)
     h0, c0 = hx
     _check_cell("lstm_cell", input, [h0, c0], w_ih, w_hh)
     xw = linear(input, w_ih, b_ih)
@@ -515,6 +522,9 @@ def lstm_cell(input: TensorBase, hx: Any, w_ih: TensorBase, w_hh: TensorBase, b_
 def gru_cell(input: TensorBase, hx: TensorBase, w_ih: TensorBase, w_hh: TensorBase, b_ih: TensorBase | None = None,
              b_hh: TensorBase | None = None) -> TensorBase:
     """One GRU step for 2-D x and h; returns h'."""
+    if _amp.active:
+        input, hx, w_ih, w_hh, b_ih, b_hh = _amp_cast(  # noqa: A001
+            "gru_cell", input, hx, w_ih, w_hh, b_ih, b_hh)
     _check_cell("gru_cell", input, [hx], w_ih, w_hh)
     xw = linear(input, w_ih, b_ih)
     return GRUSequence.apply(xw, hx, w_hh, b_hh, (input.shape[0],), False)[1]
@@ -566,6 +576,9 @@ def _check_cell(name: str, input: TensorBase, hx: list, w_ih: TensorBase, w_hh: 
 
 def _rnn_cell(name: str, relu: bool, input: TensorBase, hx: TensorBase, w_ih: TensorBase, w_hh: TensorBase,
               b_ih: TensorBase | None, b_hh: TensorBase | None) -> TensorBase:
+    if _amp.active:
+        input, hx, w_ih, w_hh, b_ih, b_hh = _amp_cast(  # noqa: A001
+            name, input, hx, w_ih, w_hh, b_ih, b_hh)
     _check_cell(name, input, [hx], w_ih, w_hh)
     xw = linear(input, w_ih, b_ih)
     return RNNSequence.apply(xw, hx, w_hh, b_hh, (input.shape[0],), False, relu)[1]
@@ -601,6 +614,9 @@ def _run(kind: str, relu: bool, input: TensorBase, batch_sizes: Any, hx: tuple, 
          has_biases: bool, num_layers: int, dropout: float, train: bool, bidirectional: bool,
          batch_first: bool) -> tuple:
     """Run a stacked RNN. ``hx``: (h0,) or (h0, c0), each (num_layers * D, B, *)."""
+    if _amp.active:
+        name = kind if kind != "rnn" else ("rnn_relu" if relu else "rnn_tanh")
+        input, hx, params = _amp_cast(name, input, tuple(hx), list(params))  # noqa: A001
     dirs = 2 if bidirectional else 1
     params = list(params)
     units = num_layers * dirs
