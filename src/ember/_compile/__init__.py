@@ -40,6 +40,7 @@ from .._tensor_base import TensorBase
 from ..autograd import function as _function
 from ..autograd import grad_mode
 from ..nn.modules.module import Module
+from . import codegen
 from .replay import ShapeChanged, make_outputs, run_forward
 from .trace import GraphBreak, Patches, Program, Tracer, same
 
@@ -222,7 +223,10 @@ class _CompiledFn:
             prog = entry.prog
             if _guards_hold(prog):
                 try:
-                    vals, ctxs = run_forward(prog, leaves)
+                    if prog.fwd_fn is not None:  # the generated forward (codegen.py)
+                        vals, ctxs = prog.fwd_fn(leaves)
+                    else:
+                        vals, ctxs = run_forward(prog, leaves)
                 except ShapeChanged:
                     entry.state, entry.reason = "eager", "a data-dependent shape"
                     stats["last_reason"] = entry.reason
@@ -270,6 +274,8 @@ class _CompiledFn:
             entry.state, entry.prog = "traced", prog
         elif same(entry.prog, prog):
             entry.state, entry.prog = "compiled", prog
+            if codegen.enabled:
+                codegen.generate(prog)
             stats["compiled"] += 1
         else:
             entry.state = "eager"

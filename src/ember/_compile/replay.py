@@ -45,6 +45,8 @@ class CompiledFunction(Op):
                 "double backward (create_graph=True) through a torch.compile'd region is not "
                 "supported by ember: run that model uncompiled, or compile with disable=True.")
         prog, ctxs = ctx._saved
+        if prog.bwd_fn is not None:  # the generated backward (codegen.py)
+            return prog.bwd_fn(ctxs, grads)
         return run_backward(prog, ctxs, grads)
 
 

@@ -67,6 +67,10 @@ class Program:
     needs_grad: bool
     consts: list  # (slot, value) of array constants, for comparing two traces
     signature: tuple
+    # generated straight-line replay (codegen.py), attached once the program is trusted
+    fwd_fn: Any = None
+    bwd_fn: Any = None
+    source: str = ""
 
 
 def _root(arr: Any) -> Any:

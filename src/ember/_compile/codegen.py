@@ -1,0 +1,142 @@
+"""Straight-line Python for a traced region: its forward and its backward as one generated
+function each, so a replay runs no interpreter loop over the recorded steps.
+
+``replay.run_forward`` / ``run_backward`` walk the program step by step: per op they unpack a
+tuple, gather the argument slots into a list, test the output's type and shape and write the
+slot list; per backward rule they look gradients up by slot, test shapes and dtypes and add up.
+The generated functions do the same work with every slot a local variable and every constant
+(the op's ``forward``, its node class, the traced shapes) bound by name, which for a region of
+small tensors is most of what a replay costs. The programs they are made from hold only op steps
+(dropout masks, BatchNorm's running statistics and other writes keep the interpreted replay,
+which can undo them). ``Program.source`` keeps the generated text, for reading::
+
+    >>> f = torch.compile(lambda x: (x * 2).sin()); f(x); f(x); f(x)
+    >>> print(f._ember_compiled.cache.popitem()[1].prog.source)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..autograd.engine import sum_to_shape
+from .replay import ShapeChanged
+from .trace import OP, Program
+
+_new_node = object.__new__
+enabled = True  # False: trusted programs keep the interpreted replay (tests compare the two)
+
+
+def _bad_count(name: str, i: int, n: int) -> None:
+    raise RuntimeError(f"function {name}Backward returned an incorrect number of gradients "
+                       f"(expected more than {i}, got {n})")
+
+
+def generate(prog: Program) -> bool:
+    """Attach ``prog.fwd_fn`` (``(flat) -> (vals, ctxs)``, as ``run_forward``) and
+    ``prog.bwd_fn`` (``(ctxs, grads) -> grads``, as ``run_backward``); False when the program
+    holds steps other than ops (it then keeps the interpreted replay)."""
+    if any(st[0] is not OP for st in prog.steps):
+        return False
+    ns: dict[str, Any] = {"NEW": _new_node, "ShapeChanged": ShapeChanged,
+                          "sum_to_shape": sum_to_shape, "bad_count": _bad_count}
+    fwd = _forward_source(prog, ns)
+    bwd = _backward_source(prog, ns) if prog.needs_grad else ""
+    prog.source = fwd + bwd
+    exec(compile(prog.source, "<ember compiled region>", "exec"), ns)  # noqa: S102 - our own text
+    prog.fwd_fn = ns["forward"]
+    prog.bwd_fn = ns.get("backward")
+    return True
+
+
+def _forward_source(prog: Program, ns: dict) -> str:
+    lines = ["def forward(flat):"]
+    add = lines.append
+    for pos, s in prog.inputs:
+        add(f"    s{s} = flat[{pos}]._data")
+    for i, f in enumerate(prog.free):
+        ns[f"FREE{i}"] = f[0]
+        add(f"    s{f[1]} = FREE{i}._data")
+    for s, v in prog.consts:  # (a constant may be None: an argument such as ``dtype=None``)
+        ns[f"K{s}"] = v
+        add(f"    s{s} = K{s}")
+    ctx_names = []
+    for k, (st, done) in enumerate(zip(prog.steps, prog.drops)):
+        _, fwd, ncls, xp, nig, aslots, oslots, shapes = st
+        ns[f"F{k}"], ns[f"N{k}"], ns[f"XP{k}"], ns[f"NIG{k}"] = fwd, ncls, xp, nig
+        # Node.__init__'s fields, without the call (as Function.apply does)
+        add(f"    c{k} = NEW(N{k}); c{k}._edges = (); c{k}._saved = None; "
+            f"c{k}._versions = None; c{k}._n_out = 1; c{k}.xp = XP{k}; "
+            f"c{k}.needs_input_grad = NIG{k}")
+        args = ", ".join(f"s{s}" for s in aslots)
+        add(f"    o = F{k}(c{k}, {args})")
+        if len(oslots) == 1:
+            ns[f"SH{k}_0"] = shapes[0]
+            add("    if type(o) is tuple: o = o[0]")
+            add(f"    if o.shape != SH{k}_0: raise ShapeChanged")
+            add(f"    s{oslots[0]} = o")
+        else:
+            for j, (s, sh) in enumerate(zip(oslots, shapes)):
+                if s >= 0:
+                    ns[f"SH{k}_{j}"] = sh
+                    add(f"    if o[{j}].shape != SH{k}_{j}: raise ShapeChanged")
+                    add(f"    s{s} = o[{j}]")
+        ctx_names.append(f"c{k}")
+        for s in done:  # read for the last time: the memory can serve the next op
+            add(f"    del s{s}")
+    keep = sorted({leaf[1] for leaf in prog.out_spec[1] if leaf[0] in ("diff", "slot")})
+    add(f"    vals = [None] * {prog.n_slots}")
+    for s in keep:
+        add(f"    vals[{s}] = s{s}")
+    ctxs = f"[{', '.join(ctx_names)}]" if prog.needs_grad else "None"
+    add(f"    return vals, {ctxs}")
+    return "\n".join(lines) + "\n"
+
+
+def _backward_source(prog: Program, ns: dict) -> str:
+    lines = ["def backward(ctxs, grads):"]
+    add = lines.append
+    slots = set(prog.out_slots) | set(prog.edge_slots)
+    for entry in prog.bsched:
+        slots.update(s for s in entry[2] if s >= 0)
+        slots.update(e[1] for e in entry[5])
+    for s in sorted(slots):
+        add(f"    g{s} = None")
+    for j, s in enumerate(prog.out_slots):
+        add(f"    if grads[{j}] is not None: g{s} = grads[{j}] if g{s} is None else g{s} + grads[{j}]")
+    for k, (ci, bwd, oslots, ometa, materialize, edges, name) in enumerate(prog.bsched):
+        ns[f"B{k}"] = bwd
+        ns[f"NAME{k}"] = name
+        add(f"    c = ctxs[{ci}]")
+        if len(oslots) == 1:
+            add(f"    if g{oslots[0]} is not None:")
+            add(f"        o = B{k}(c, g{oslots[0]})")
+        else:
+            buf = [f"g{s}" if s >= 0 else "None" for s in oslots]
+            add(f"    if not ({' is None and '.join(buf)} is None):")
+            if materialize:
+                for j in range(len(oslots)):
+                    if ometa[j] is not None:
+                        ns[f"OM{k}_{j}"] = ometa[j]
+                        v = buf[j]
+                        if v == "None":
+                            add(f"        b{j} = c.xp.zeros(*OM{k}_{j})")
+                        else:
+                            add(f"        b{j} = {v} if {v} is not None else c.xp.zeros(*OM{k}_{j})")
+                        buf[j] = f"b{j}"
+            add(f"        o = B{k}(c, {', '.join(buf)})")
+        add("        if type(o) is not tuple: o = (o,)")
+        if edges:
+            top = max(e[0] for e in edges)
+            add(f"        if len(o) <= {top}: bad_count(NAME{k}, {top}, len(o))")
+        for i, s, shape, dt in edges:
+            ns[f"ES{k}_{i}"], ns[f"ED{k}_{i}"] = shape, dt
+            add(f"        x = o[{i}]")
+            add("        if x is not None:")
+            add(f"            if x.shape != ES{k}_{i}: x = sum_to_shape(x, ES{k}_{i}, c)")
+            add(f"            if x.dtype != ED{k}_{i}: x = x.astype(ED{k}_{i})")
+            add(f"            g{s} = x if g{s} is None else g{s} + x")
+        for s in oslots:  # this op's output gradients are spent
+            if s >= 0 and s not in prog.edge_slots:
+                add(f"    g{s} = None")
+    add(f"    return ({''.join(f'g{s}, ' for s in prog.edge_slots)})")
+    return "\n".join(lines) + "\n"
