@@ -68,18 +68,20 @@ def _forward_source(prog: Program, ns: dict) -> str:
             f"c{k}._versions = None; c{k}._n_out = 1; c{k}.xp = XP{k}; "
             f"c{k}.needs_input_grad = NIG{k}")
         args = ", ".join(f"s{s}" for s in aslots)
-        add(f"    o = F{k}(c{k}, {args})")
-        if len(oslots) == 1:
+        if len(oslots) == 1:  # (straight into its slot: nothing else keeps the array alive)
+            o = f"s{oslots[0]}"
             ns[f"SH{k}_0"] = shapes[0]
-            add("    if type(o) is tuple: o = o[0]")
-            add(f"    if o.shape != SH{k}_0: raise ShapeChanged")
-            add(f"    s{oslots[0]} = o")
+            add(f"    {o} = F{k}(c{k}, {args})")
+            add(f"    if type({o}) is tuple: {o} = {o}[0]")
+            add(f"    if {o}.shape != SH{k}_0: raise ShapeChanged")
         else:
+            add(f"    o = F{k}(c{k}, {args})")
             for j, (s, sh) in enumerate(zip(oslots, shapes)):
                 if s >= 0:
                     ns[f"SH{k}_{j}"] = sh
                     add(f"    if o[{j}].shape != SH{k}_{j}: raise ShapeChanged")
                     add(f"    s{s} = o[{j}]")
+            add("    o = None")
         ctx_names.append(f"c{k}")
         for s in done:  # read for the last time: the memory can serve the next op
             add(f"    del s{s}")
@@ -135,6 +137,7 @@ def _backward_source(prog: Program, ns: dict) -> str:
             add(f"            if x.shape != ES{k}_{i}: x = sum_to_shape(x, ES{k}_{i}, c)")
             add(f"            if x.dtype != ED{k}_{i}: x = x.astype(ED{k}_{i})")
             add(f"            g{s} = x if g{s} is None else g{s} + x")
+        add("        o = x = None")  # (no reference past this rule: the memory can be reused)
         for s in oslots:  # this op's output gradients are spent
             if s >= 0 and s not in prog.edge_slots:
                 add(f"    g{s} = None")
