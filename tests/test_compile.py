@@ -420,8 +420,49 @@ def test_generated_replay_is_straight_line_code_and_matches_eager():
         np.testing.assert_allclose(g, t.grad.numpy(), rtol=1e-6, atol=1e-7)
     np.testing.assert_allclose(loss.item(), le.item(), rtol=1e-6)
 
-    d = ember.compile(lambda x: ember.nn.functional.dropout(x * 2, 0.5, True).sum())
-    for _ in range(4):
+    # a program with a dropout mask: generated too, drawing the same stream as eager
+    def drop(x):
+        return ember.nn.functional.dropout(x * 2, 0.5, True).sum()
+
+    d = ember.compile(drop)
+    for _ in range(3):
         d(x)
     prog = next(e.prog for e in d._ember_compiled.cache.values() if e.prog is not None)
-    assert prog.fwd_fn is None  # a mask step: interpreted
+    assert prog.fwd_fn is not None and "MASK(" in prog.source
+    ember.manual_seed(7)
+    got = [d(x).item() for _ in range(3)]
+    ember.manual_seed(7)
+    assert got == [drop(x).item() for _ in range(3)]
+
+
+def test_a_shape_change_undoes_the_state_steps_and_reruns_eagerly():
+    """When an op's output shape differs from the trace's, the generated (or interpreted)
+    replay undoes the running statistics it already updated and rewinds the generator, and the
+    call reruns eagerly: the statistics move once and the dropout stream matches eager."""
+    from ember._compile import codegen
+
+    ember.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 6), nn.BatchNorm1d(6), nn.Dropout(0.5), nn.Linear(6, 2))
+    twin = copy.deepcopy(model)
+    c = ember.compile(model)
+    x = ember.randn(8, 4)
+    for _ in range(3):
+        c(x)
+        twin(x)
+    entry = next(e for e in c._compiled.cache.values() if e.prog is not None)
+    prog = entry.prog
+    last = len(prog.steps) - 1
+    if codegen.enabled:
+        assert prog.fwd_fn is not None
+        prog.fwd_fn.__globals__[f"SH{last}_0"] = (999,)  # the last op now "changes shape"
+    else:
+        st = prog.steps[last]
+        prog.steps[last] = st[:7] + (((999,),) + st[7][1:],)
+    ember.manual_seed(3)
+    out = c(x)
+    assert entry.state == "eager"
+    ember.manual_seed(3)
+    ref = twin(x)
+    np.testing.assert_allclose(out.detach().numpy(), ref.detach().numpy(), rtol=1e-6)
+    for a, b in zip(model.state_dict().values(), twin.state_dict().values(), strict=True):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-6)

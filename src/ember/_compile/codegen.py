@@ -6,9 +6,10 @@ tuple, gather the argument slots into a list, test the output's type and shape a
 slot list; per backward rule they look gradients up by slot, test shapes and dtypes and add up.
 The generated functions do the same work with every slot a local variable and every constant
 (the op's ``forward``, its node class, the traced shapes) bound by name, which for a region of
-small tensors is most of what a replay costs. The programs they are made from hold only op steps
-(dropout masks, BatchNorm's running statistics and other writes keep the interpreted replay,
-which can undo them). ``Program.source`` keeps the generated text, for reading::
+small tensors is most of what a replay costs. Steps that change state (a dropout mask's draw,
+BatchNorm's running statistics, other writes) are undone, as the interpreted replay undoes them,
+when a later op's output shape differs from the trace's. ``Program.source`` keeps the generated
+text, for reading::
 
     >>> f = torch.compile(lambda x: (x * 2).sin()); f(x); f(x); f(x)
     >>> print(f._ember_compiled.cache.popitem()[1].prog.source)
@@ -18,9 +19,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._tensor_base import TensorBase
 from ..autograd.engine import sum_to_shape
-from .replay import ShapeChanged
-from .trace import OP, Program
+from ..ops import random as _random
+from .replay import ShapeChanged, prog_mask
+from .trace import MASK, OP, UPDATE, Program
 
 _new_node = object.__new__
 enabled = True  # False: trusted programs keep the interpreted replay (tests compare the two)
@@ -31,60 +34,75 @@ def _bad_count(name: str, i: int, n: int) -> None:
                        f"(expected more than {i}, got {n})")
 
 
-def generate(prog: Program) -> bool:
-    """Attach ``prog.fwd_fn`` (``(flat) -> (vals, ctxs)``, as ``run_forward``) and
-    ``prog.bwd_fn`` (``(ctxs, grads) -> grads``, as ``run_backward``); False when the program
-    holds steps other than ops (it then keeps the interpreted replay)."""
-    if any(st[0] is not OP for st in prog.steps):
-        return False
+def generate(prog: Program) -> None:
+    """Attach ``prog.fwd_fn`` (``(flat) -> (vals, ctxs)``, as ``run_forward``) and, when it
+    needs gradients, ``prog.bwd_fn`` (``(ctxs, grads) -> grads``, as ``run_backward``)."""
     ns: dict[str, Any] = {"NEW": _new_node, "ShapeChanged": ShapeChanged,
-                          "sum_to_shape": sum_to_shape, "bad_count": _bad_count}
+                          "sum_to_shape": sum_to_shape, "bad_count": _bad_count,
+                          "RANDOM": _random, "MASK": prog_mask, "MAKE": TensorBase._make}
     fwd = _forward_source(prog, ns)
     bwd = _backward_source(prog, ns) if prog.needs_grad else ""
     prog.source = fwd + bwd
     exec(compile(prog.source, "<ember compiled region>", "exec"), ns)  # noqa: S102 - our own text
     prog.fwd_fn = ns["forward"]
     prog.bwd_fn = ns.get("backward")
-    return True
 
 
 def _forward_source(prog: Program, ns: dict) -> str:
     lines = ["def forward(flat):"]
     add = lines.append
+    # steps that change state (a running statistic, a write, a random draw) are undone when a
+    # later op's shape differs from the trace's, so that the call can rerun eagerly
+    undoable = any(st[0] is not OP for st in prog.steps)
+    pad = "        " if undoable else "    "
+    if undoable:
+        add("    undo = []")
+        add("    rng_state = None")
+        add("    try:")
     for pos, s in prog.inputs:
-        add(f"    s{s} = flat[{pos}]._data")
+        add(f"{pad}s{s} = flat[{pos}]._data")
     for i, f in enumerate(prog.free):
         ns[f"FREE{i}"] = f[0]
-        add(f"    s{f[1]} = FREE{i}._data")
+        add(f"{pad}s{f[1]} = FREE{i}._data")
     for s, v in prog.consts:  # (a constant may be None: an argument such as ``dtype=None``)
         ns[f"K{s}"] = v
-        add(f"    s{s} = K{s}")
+        add(f"{pad}s{s} = K{s}")
     ctx_names = []
+    masked = False
     for k, (st, done) in enumerate(zip(prog.steps, prog.drops)):
-        _, fwd, ncls, xp, nig, aslots, oslots, shapes = st
-        ns[f"F{k}"], ns[f"N{k}"], ns[f"XP{k}"], ns[f"NIG{k}"] = fwd, ncls, xp, nig
-        # Node.__init__'s fields, without the call (as Function.apply does)
-        add(f"    c{k} = NEW(N{k}); c{k}._edges = (); c{k}._saved = None; "
-            f"c{k}._versions = None; c{k}._n_out = 1; c{k}.xp = XP{k}; "
-            f"c{k}.needs_input_grad = NIG{k}")
-        args = ", ".join(f"s{s}" for s in aslots)
-        if len(oslots) == 1:  # (straight into its slot: nothing else keeps the array alive)
-            o = f"s{oslots[0]}"
-            ns[f"SH{k}_0"] = shapes[0]
-            add(f"    {o} = F{k}(c{k}, {args})")
-            add(f"    if type({o}) is tuple: {o} = {o}[0]")
-            add(f"    if {o}.shape != SH{k}_0: raise ShapeChanged")
-        else:
-            add(f"    o = F{k}(c{k}, {args})")
-            for j, (s, sh) in enumerate(zip(oslots, shapes)):
-                if s >= 0:
-                    ns[f"SH{k}_{j}"] = sh
-                    add(f"    if o[{j}].shape != SH{k}_{j}: raise ShapeChanged")
-                    add(f"    s{s} = o[{j}]")
-            add("    o = None")
-        ctx_names.append(f"c{k}")
+        if st[0] is OP:
+            _op_lines(k, st, ns, add, pad)
+            ctx_names.append(f"c{k}")
+        elif st[0] is MASK:  # a dropout mask from the same generator, in the same order
+            _, xs, p, shape, s = st
+            ns[f"P{k}"], ns[f"SHP{k}"] = p, shape
+            if not masked:
+                add(f"{pad}rng_state = RANDOM.default_generator.get_state()")
+                masked = True
+            add(f"{pad}s{s} = MASK(MAKE(s{xs}), P{k}, SHP{k})")
+        elif st[0] is UPDATE:  # a running statistic, with normalization.py's arithmetic
+            _, ss, bs, m, fi = st
+            ns[f"M{k}"] = m
+            add(f"{pad}undo.append((s{ss}, s{ss}.copy()))")
+            add(f"{pad}s{ss}[...] = (s{ss} * (1 - M{k}) + s{bs}.astype(s{ss}.dtype) * M{k})"
+                f".reshape(s{ss}.shape)")
+            if fi >= 0:
+                add(f"{pad}FREE{fi}._bump_version()")
+        else:  # WRITE: an in-place write outside autograd (ops/inplace.py's _write)
+            _, ds, src, fi = st
+            add(f"{pad}undo.append((s{ds}, s{ds}.copy()))")
+            add(f"{pad}s{ds}[...] = s{src}")
+            if fi >= 0:
+                add(f"{pad}FREE{fi}._bump_version()")
         for s in done:  # read for the last time: the memory can serve the next op
-            add(f"    del s{s}")
+            add(f"{pad}del s{s}")
+    if undoable:
+        add("    except ShapeChanged:")
+        add("        for arr, old in reversed(undo):")
+        add("            arr[...] = old")
+        add("        if rng_state is not None:")
+        add("            RANDOM.default_generator.set_state(rng_state)")
+        add("        raise")
     keep = sorted({leaf[1] for leaf in prog.out_spec[1] if leaf[0] in ("diff", "slot")})
     add(f"    vals = [None] * {prog.n_slots}")
     for s in keep:
@@ -92,6 +110,30 @@ def _forward_source(prog: Program, ns: dict) -> str:
     ctxs = f"[{', '.join(ctx_names)}]" if prog.needs_grad else "None"
     add(f"    return vals, {ctxs}")
     return "\n".join(lines) + "\n"
+
+
+def _op_lines(k: int, st: tuple, ns: dict, add: Any, pad: str) -> None:
+    _, fwd, ncls, xp, nig, aslots, oslots, shapes = st
+    ns[f"F{k}"], ns[f"N{k}"], ns[f"XP{k}"], ns[f"NIG{k}"] = fwd, ncls, xp, nig
+    # Node.__init__'s fields, without the call (as Function.apply does)
+    add(f"{pad}c{k} = NEW(N{k}); c{k}._edges = (); c{k}._saved = None; "
+        f"c{k}._versions = None; c{k}._n_out = 1; c{k}.xp = XP{k}; "
+        f"c{k}.needs_input_grad = NIG{k}")
+    args = ", ".join(f"s{s}" for s in aslots)
+    if len(oslots) == 1:  # (straight into its slot: nothing else keeps the array alive)
+        o = f"s{oslots[0]}"
+        ns[f"SH{k}_0"] = shapes[0]
+        add(f"{pad}{o} = F{k}(c{k}, {args})")
+        add(f"{pad}if type({o}) is tuple: {o} = {o}[0]")
+        add(f"{pad}if {o}.shape != SH{k}_0: raise ShapeChanged")
+    else:
+        add(f"{pad}o = F{k}(c{k}, {args})")
+        for j, (s, sh) in enumerate(zip(oslots, shapes)):
+            if s >= 0:
+                ns[f"SH{k}_{j}"] = sh
+                add(f"{pad}if o[{j}].shape != SH{k}_{j}: raise ShapeChanged")
+                add(f"{pad}s{s} = o[{j}]")
+        add(f"{pad}o = None")
 
 
 def _backward_source(prog: Program, ns: dict) -> str:
