@@ -307,21 +307,26 @@ def _track_saved(ctx: Node, args: tuple, raw: list, outs_raw: tuple, outputs: li
     src = []
     versions = []
     k = 0
+    n = len(raw)
     for s in ctx._saved:
         found: Any = None
         if s is not None:
             # an op saves its arguments in order, so the k-th argument is tried first: two
             # arguments sharing one array (y and y.detach()) then keep their own histories
-            i = k if k < len(raw) and raw[k] is s and isinstance(args[k], TensorBase) else 0
-            for r in raw[i:] if i else raw:
-                if r is s and isinstance(args[i], TensorBase):
-                    found = args[i]
-                    counter = found._version
-                    if counter is None:
-                        counter = found._version = [0]
-                    versions.append((counter, counter[0], k))
-                    break
-                i += 1
+            if k < n and raw[k] is s and isinstance(args[k], TensorBase):
+                i = k
+            else:
+                i = 0
+                for r in raw:
+                    if r is s and isinstance(args[i], TensorBase):
+                        break
+                    i += 1
+            if i < n:
+                found = args[i]
+                counter = found._version
+                if counter is None:
+                    counter = found._version = [0]
+                versions.append((counter, counter[0], k))
             else:
                 j = 0
                 for o in outs_raw:
