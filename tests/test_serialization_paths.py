@@ -147,3 +147,64 @@ def test_multihead_attention_paths_for_safe_globals():
         torch.nn.modules.linear.NonDynamicallyQuantizableLinear.__module__,
         "NonDynamicallyQuantizableLinear")
     assert isinstance(ember.nn.MultiheadAttention(8, 2).out_proj, ndql)
+
+
+def test_submodules_are_attributes_after_import_ember():
+    """``torch.nn.modules.pixelshuffle.PixelShuffle`` in a program's safe_globals list (as
+    pytorch/examples' super_resolve.py writes it) reads submodules as attributes, without
+    importing them: every public submodule PyTorch exposes that way, and that ember has, is an
+    attribute of its package once ``import ember`` has run (checked in a fresh process, where no
+    other test has imported the submodules)."""
+    import subprocess
+    import sys
+
+    code = f"""
+import importlib, importlib.util, types
+import ember, torch
+missing = []
+for ns in {NAMESPACES!r}:
+    try:
+        e = importlib.import_module("ember" + ns)
+        t = importlib.import_module("torch" + ns)
+    except ImportError:
+        continue
+    for name in dir(t):
+        sub = getattr(t, name, None)
+        if name.startswith("_") or not isinstance(sub, types.ModuleType):
+            continue
+        if sub.__name__ != "torch" + ns + "." + name:
+            continue  # an alias of a module elsewhere
+        if hasattr(e, name):
+            continue
+        if importlib.util.find_spec("ember" + ns + "." + name) is not None:
+            missing.append("ember" + ns + "." + name)
+print(",".join(missing))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    missing = [m for m in out.stdout.strip().split(",") if m]
+    assert not missing, "importable but not an attribute until imported:\n" + "\n".join(missing)
+
+
+def test_nn_modules_utils_like_torch():
+    """``torch.nn.modules.utils``: the helpers custom layers import, as PyTorch computes them."""
+    import collections
+
+    from ember.nn.modules import utils as eu
+
+    tu = torch.nn.modules.utils
+    for f in ("_single", "_pair", "_triple", "_quadruple"):
+        for v in (3, (1, 2), [4, 5, 6], 2.5):
+            assert getattr(eu, f)(v) == getattr(tu, f)(v), (f, v)
+    assert eu._reverse_repeat_tuple((1, 2, 3), 2) == tu._reverse_repeat_tuple((1, 2, 3), 2)
+    assert eu._list_with_default([None, 5], (3, 4, 6)) == tu._list_with_default([None, 5], (3, 4, 6))
+    with pytest.raises(ValueError):
+        eu._list_with_default([None, 5], (3,))
+    results = []
+    for mod in (eu, tu):
+        sd = collections.OrderedDict([("module.a", 1), ("module.b.c", 2), ("x", 3)])
+        sd._metadata = {"": {}, "module": {"v": 1}, "module.b": {"v": 2}}
+        mod.consume_prefix_in_state_dict_if_present(sd, "module.")
+        results.append((list(sd.items()), sd._metadata))
+    assert results[0] == results[1]

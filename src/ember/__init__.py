@@ -221,7 +221,8 @@ del _n, _c
 _LAZY_SUBMODULES = frozenset({"nn", "optim", "utils", "linalg", "serialization", "demo", "amp",
                               "special", "distributed", "testing", "multiprocessing", "onnx",
                               "jit", "hub", "profiler", "_dynamo", "distributions", "func", "compiler",
-                              "cpu", "xpu", "mps"})
+                              "cpu", "xpu", "mps", "torch_version", "functional",
+                              "overrides"})
 
 
 # Top-level functions that live in modules loaded on first use: name -> module.

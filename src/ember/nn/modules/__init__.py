@@ -1,5 +1,7 @@
 """``ember.nn`` modules, one file per family (as in PyTorch's ``nn/modules``)."""
 
+# (``torch.nn.modules.utils``: _pair and its kin, which custom layers import)
+from . import utils as utils
 from .activation import *  # noqa: F403
 from .adaptive import *  # noqa: F403
 from .batchnorm import *  # noqa: F403
@@ -17,6 +19,7 @@ from .loss import *  # noqa: F403
 from .module import *  # noqa: F403
 from .normalization import *  # noqa: F403
 from .padding import *  # noqa: F403
+from .pixelshuffle import *  # noqa: F403
 from .pooling import *  # noqa: F403
 from .rnn import *  # noqa: F403
 from .sparse import *  # noqa: F403
