@@ -154,12 +154,13 @@ def test_submodules_are_attributes_after_import_ember():
     pytorch/examples' super_resolve.py writes it) reads submodules as attributes, without
     importing them: every public submodule PyTorch exposes that way, and that ember has, is an
     attribute of its package once ``import ember`` has run (checked in a fresh process, where no
-    other test has imported the submodules)."""
+    other test has imported the submodules), and no such attribute is another module of the same
+    name (``torch.nn.utils`` is not ``torch.nn.modules.utils``, as minGPT's trainer found)."""
     import subprocess
     import sys
 
     code = f"""
-import importlib, importlib.util, types
+import importlib, importlib.util, sys, types
 import ember, torch
 missing = []
 for ns in {NAMESPACES!r}:
@@ -175,6 +176,12 @@ for ns in {NAMESPACES!r}:
         if sub.__name__ != "torch" + ns + "." + name:
             continue  # an alias of a module elsewhere
         if hasattr(e, name):
+            got = getattr(e, name)
+            own = "ember" + ns + "." + name
+            if (isinstance(got, types.ModuleType) and got.__name__ != own
+                    and sys.modules.get(own) is not got  # (an alias by design registers itself)
+                    and importlib.util.find_spec(own) is not None):
+                missing.append(own + " is " + got.__name__)
             continue
         if importlib.util.find_spec("ember" + ns + "." + name) is not None:
             missing.append("ember" + ns + "." + name)

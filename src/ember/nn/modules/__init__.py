@@ -26,6 +26,15 @@ from .sparse import *  # noqa: F403
 from .transformer import *  # noqa: F403
 from .upsampling import *  # noqa: F403
 
+# what ``from ember.nn.modules import *`` (ember.nn's namespace) takes: the classes, not the
+# submodule names (this package's ``utils`` is torch.nn.modules.utils, not torch.nn.utils)
+__all__ = sorted({_n for _m in (activation, adaptive, batchnorm, channelshuffle,  # noqa: F405
+                                container, conv, distance, dropout, flatten, fold,  # noqa: F405
+                                instancenorm, lazy, linear, loss, module,  # noqa: F405
+                                normalization, padding, pixelshuffle, pooling, rnn,  # noqa: F405
+                                sparse, transformer, upsampling)  # noqa: F405
+                  for _n in _m.__all__})
+
 # classes at the module paths PyTorch gives them (pickles and safe_globals lists name these)
 # isort: split
 from . import activation as _activation
