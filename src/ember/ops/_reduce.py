@@ -18,6 +18,8 @@ import math
 from contextlib import nullcontext
 from typing import Any
 
+import numpy as np
+
 from .. import _backend, _dtype
 from .._tensor_base import TensorBase
 from ..autograd import grad_mode
@@ -153,6 +155,21 @@ def _sum_arr(x: Any, axes: Any, keepdim: bool) -> Any:
     if x.dtype.kind == "b":
         return x.sum(axis=axes, keepdims=keepdim)
     return x.sum(axis=axes, keepdims=keepdim, dtype=x.dtype)
+
+
+def _rowsum(x: Any, axis: int) -> Any:
+    """``x.sum(axis, keepdims=True)``; along the last axis of a C-ordered host float32/float64
+    array it is a matrix-vector product with ones: NumPy reduces a short contiguous axis row by
+    row (a (4096, 64) float32 sum 100 us), BLAS in one pass (15 us). Summation order differs
+    from NumPy's pairwise sum by rounding only."""
+    if ((axis == -1 or axis == x.ndim - 1) and type(x) is np.ndarray and x.ndim >= 1
+            and x.dtype.kind == "f" and x.dtype.itemsize >= 4 and x.shape[-1] > 0
+            and x.flags.c_contiguous):
+        c = x.shape[-1]
+        return np.matmul(x.reshape(-1, c), np.ones(c, dtype=x.dtype)).reshape(x.shape[:-1] + (1,))
+    if hasattr(x, "_data"):  # a tensor (a backward rule recorded under create_graph)
+        return x.sum(axis=axis, keepdims=True)
+    return _sum_arr(x, axis, True)
 
 
 def _wide(x: Any) -> Any:

@@ -14,7 +14,16 @@ from ..autograd.function import Op
 from . import casting as _cast
 from ._autocast import cast as _amp_cast
 from ._autocast import flag as _amp
-from ._reduce import _make, _need, _one, _quiet, _sum_arr, _t, _with_dtype, make_outputs_contiguous
+from ._reduce import (
+    _make,
+    _need,
+    _one,
+    _quiet,
+    _rowsum,
+    _t,
+    _with_dtype,
+    make_outputs_contiguous,
+)
 
 __all__ = ["softmax", "log_softmax"]
 
@@ -72,7 +81,7 @@ class Softmax(Op):
         else:
             with _quiet(xp):  # an all -inf row gives NaN, as in PyTorch
                 out = xp.exp(x - x.max(axis=axis, keepdims=True))
-                out /= _sum_arr(out, axis, True)
+                out /= _rowsum(out, axis)
         if _need(ctx):
             ctx.save_for_backward(out)
         return out
@@ -80,7 +89,7 @@ class Softmax(Op):
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
         (y,) = ctx.saved
-        return y * (grad - (grad * y).sum(axis=ctx.axis, keepdims=True)), None
+        return y * (grad - _rowsum(grad * y, ctx.axis)), None
 
 
 class LogSoftmax(Op):
@@ -95,7 +104,7 @@ class LogSoftmax(Op):
         else:
             with _quiet(xp):
                 shifted = x - x.max(axis=axis, keepdims=True)
-                out = shifted - xp.log(_sum_arr(xp.exp(shifted), axis, True))
+                out = shifted - xp.log(_rowsum(xp.exp(shifted), axis))
         if _need(ctx):
             ctx.save_for_backward(out)
         return out
@@ -103,7 +112,7 @@ class LogSoftmax(Op):
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
         (y,) = ctx.saved
-        return grad - ctx.xp.exp(y) * grad.sum(axis=ctx.axis, keepdims=True), None
+        return grad - ctx.xp.exp(y) * _rowsum(grad, ctx.axis), None
 
 
 def _softmax_dim(x: Any, dim: Any, fname: str, stacklevel: int) -> int:

@@ -13,6 +13,7 @@ from typing import Any
 from ..._tensor_base import TensorBase
 from ...autograd import grad_mode
 from ...autograd.function import Op
+from .._reduce import _rowsum
 from ..creation import tensor
 
 # ---------------------------------------------------------------------------------------------
@@ -165,7 +166,9 @@ class _SoftmaxCached(Op):
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
         (out,) = ctx.saved
-        return out * (grad - (grad * out).sum(axis=ctx.axis, keepdims=True)), None, None
+        if isinstance(grad, TensorBase):  # create_graph: recorded ops
+            return out * (grad - (grad * out).sum(axis=ctx.axis, keepdims=True)), None, None
+        return out * (grad - _rowsum(grad * out, ctx.axis)), None, None
 
 
 class _LogSoftmaxFromLse(Op):
@@ -183,7 +186,9 @@ class _LogSoftmaxFromLse(Op):
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
         (out,) = ctx.saved
-        return grad - ctx.xp.exp(out) * grad.sum(axis=ctx.axis, keepdims=True), None, None
+        if isinstance(grad, TensorBase):  # create_graph: recorded ops
+            return grad - ctx.xp.exp(out) * grad.sum(axis=ctx.axis, keepdims=True), None, None
+        return grad - ctx.xp.exp(out) * _rowsum(grad, ctx.axis), None, None
 
 
 def _softmax_stats(xp: Any, x: Any, axis: int, need_p: bool) -> tuple[Any, Any]:
@@ -192,7 +197,7 @@ def _softmax_stats(xp: Any, x: Any, axis: int, need_p: bool) -> tuple[Any, Any]:
     with _quiet(xp):
         m = xp.where(xp.isfinite(m), m, 0)
         e = xp.exp(x - m)
-        s = e.sum(axis=axis, keepdims=True)
+        s = _rowsum(e, axis)
         lse = xp.log(s) + m
         if need_p:
             e /= s

@@ -15,6 +15,7 @@ from ..._tensor_base import TensorBase
 from ...autograd.function import Op
 from .._autocast import cast as _amp_cast
 from .._autocast import flag as _amp
+from .._reduce import _rowsum
 from ..creation import zeros
 from ..joining import cat
 from ..random import rand
@@ -145,7 +146,7 @@ class ScaledDotProductAttention(Op):
             m = xp.where(xp.isfinite(m), m, 0)
             p -= m
             xp.exp(p, out=p)
-            den = p.sum(axis=-1, keepdims=True)
+            den = _rowsum(p, -1)
             p /= xp.where(den == 0, 1, den)
         pd = p if keep is None else p * keep * (1.0 / (1.0 - p_drop))
         out = xp.matmul(pd, vv)
@@ -178,7 +179,7 @@ class ScaledDotProductAttention(Op):
             gk = _sum_heads(xp.matmul(gs.swapaxes(-1, -2), q) * scale, groups) if need[1] else None
         else:  # gp is this call's own array: the softmax backward in place
             gs = gp * p
-            row = gs.sum(axis=-1, keepdims=True)
+            row = _rowsum(gs, -1)
             xp.subtract(gp, row, out=gs)
             gs *= p
             gq = gk = None
