@@ -329,26 +329,6 @@ class Neg(Op):
         return -grad
 
 
-def _pow(xp: Any, a: Any, b: Any) -> Any:
-    """``a ** b`` for a number ``b``, with PyTorch's special exponents: 2 and 3 as products,
-    -1 and -2 as reciprocals of them, 0.5 as sqrt, -0.5 as rsqrt (nan at -inf). That gives its
-    results bit for bit, and NumPy's float32 ``power`` with exponent 3 runs a libm pow per
-    element (about 50 ns: 150x a product)."""
-    if type(b) is float or type(b) is int:
-        if b == 2 or b == 3:
-            if getattr(a, "dtype", None) is not None and a.dtype.kind in "fc":
-                sq = a * a
-                return sq * a if b == 3 else sq
-        elif b == -0.5 and type(b) is float:
-            return _quietly(_truediv, 1, xp.sqrt(a))
-        elif getattr(a, "dtype", None) is not None and a.dtype.kind in "fc":
-            if b == 0.5:
-                return xp.sqrt(a)
-            if b == -1 or b == -2:
-                return _quietly(_truediv, 1, a if b == -1 else a * a)
-    return a**b
-
-
 class Pow(Op):
     """out = a ** b
     grad_a = grad * b * a ** (b - 1)
@@ -499,6 +479,26 @@ class Deg2Rad(Mul):
 
 class Rad2Deg(Mul):
     """x * 180 / pi (same rule as Mul)."""
+
+
+def _pow(xp: Any, a: Any, b: Any) -> Any:
+    """``a ** b`` for a number ``b``, with PyTorch's special exponents: 2 and 3 as products,
+    -1 and -2 as reciprocals of them, 0.5 as sqrt, -0.5 as rsqrt (nan at -inf). That gives its
+    results bit for bit, and NumPy's float32 ``power`` with exponent 3 runs a libm pow per
+    element (about 50 ns: 150x a product)."""
+    if type(b) is float or type(b) is int:
+        if b == 2 or b == 3:
+            if getattr(a, "dtype", None) is not None and a.dtype.kind in "fc":
+                sq = a * a
+                return sq * a if b == 3 else sq
+        elif b == -0.5 and type(b) is float:
+            return _quietly(_truediv, 1, xp.sqrt(a))
+        elif getattr(a, "dtype", None) is not None and a.dtype.kind in "fc":
+            if b == 0.5:
+                return xp.sqrt(a)
+            if b == -1 or b == -2:
+                return _quietly(_truediv, 1, a if b == -1 else a * a)
+    return a**b
 
 
 # ---------------------------------------------------------------------------------------------
