@@ -466,3 +466,28 @@ def test_a_shape_change_undoes_the_state_steps_and_reruns_eagerly():
     np.testing.assert_allclose(out.detach().numpy(), ref.detach().numpy(), rtol=1e-6)
     for a, b in zip(model.state_dict().values(), twin.state_dict().values(), strict=True):
         np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-6)
+
+
+def test_long_programs_keep_the_interpreted_replay(monkeypatch):
+    """Past ``codegen.MAX_STEPS`` ops a program is not turned into code (Python's compiler
+    would take seconds for little gain); it replays interpreted, with eager's results."""
+    from ember._compile import codegen
+
+    monkeypatch.setattr(codegen, "MAX_STEPS", 5)
+    x = ember.randn(4, requires_grad=True)
+
+    def f(x):
+        for _ in range(4):
+            x = x * 1.5 + 0.25
+        return x.sum()
+
+    c = ember.compile(f)
+    for _ in range(3):
+        y = c(x)
+    prog = next(e.prog for e in c._ember_compiled.cache.values() if e.prog is not None)
+    assert len(prog.steps) > 5 and prog.fwd_fn is None and prog.bwd_fn is None
+    y.backward()
+    g = x.grad.numpy().copy()
+    x.grad = None
+    f(x).backward()
+    np.testing.assert_allclose(g, x.grad.numpy(), rtol=1e-6)
