@@ -29,8 +29,6 @@ from .shape import reshape
 # small helpers
 
 
-
-
 def _numel(shape: tuple) -> int:
     return math.prod(shape)
 
@@ -174,6 +172,16 @@ class _Key:
 
     # ``last``: the kind of the key's last item that changes the view (an integer, a slice
     # that does not cover its dim, None), which names the view's node as in PyTorch
+
+    def __eq__(self, other: object) -> bool:
+        """By value, index arrays by their contents: compile trusts a region only when its two
+        traces made equal keys (``x[:, 0]`` does; an index computed from data does not)."""
+        if type(other) is not _Key:
+            return NotImplemented
+        return all(_same_part(getattr(self, k), getattr(other, k)) for k in self.__slots__)
+
+    def __hash__(self) -> int:
+        return hash((self.shape, self.trivial, self.last))
 
     def gather(self, arr: Any) -> Any:
         v = arr if self.trivial else arr[self.basic]
@@ -393,6 +401,20 @@ def _index_broadcast(shapes: list) -> tuple:
         raise IndexError(
             f"shape mismatch: indexing tensors could not be broadcast together with shapes {desc}"
         ) from None
+
+
+def _same_part(a: Any, b: Any) -> bool:
+    """``_Key.__eq__``'s comparison of one field: arrays by dtype, shape and contents, tuples
+    and lists item by item, anything else by ``==``."""
+    if _backend.is_array(a) or _backend.is_array(b):
+        if not (_backend.is_array(a) and _backend.is_array(b)) or a.shape != b.shape or \
+                a.dtype != b.dtype:
+            return False
+        return bool((_backend.to_numpy(a) == _backend.to_numpy(b)).all())
+    if isinstance(a, tuple | list):
+        return (type(a) is type(b) and len(a) == len(b)
+                and all(_same_part(x, y) for x, y in zip(a, b)))
+    return type(a) is type(b) and a == b
 
 
 def _parse_basic(shape: tuple, key: tuple) -> _Key | None:
