@@ -523,3 +523,62 @@ def test_constant_index_keys_replay_and_data_keys_stay_eager():
         y = ember.tensor(rng.standard_normal(5).astype(np.float32))
         np.testing.assert_array_equal(d(y).numpy(), g_data(y).numpy())
     assert stats["compiled"] == 1  # (the first region's: the data key's region stays eager)
+
+
+def test_views_of_region_made_constants_and_of_buffers_replay():
+    """minGPT's attention: positions from ``arange(T).unsqueeze(0)`` (a view of a constant made
+    outside ember's ops) and a causal mask read as ``self.bias[:, :, :T, :T]`` (a view of a
+    buffer that needs no gradient) trace and replay with eager's results (both kept the region
+    eager before)."""
+
+    class Attn(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.pos = nn.Embedding(6, 8)
+            self.register_buffer("bias", ember.tril(ember.ones(6, 6)).view(1, 1, 6, 6))
+
+        def forward(self, x):
+            b, t, c = x.shape
+            pos = ember.arange(0, t, dtype=ember.long).unsqueeze(0)
+            h = x + self.pos(pos)
+            att = (h @ h.transpose(-2, -1)).unsqueeze(1)
+            att = att.masked_fill(self.bias[:, :, :t, :t] == 0, float("-inf"))
+            return ember.softmax(att, dim=-1).sum(1) @ h
+
+    ember.manual_seed(0)
+    m = Attn()
+    c = ember.compile(m)
+    x = ember.randn(2, 5, 8)
+    for _ in range(4):
+        out = c(x)
+    assert stats["compiled"] == 1 and stats["replays"] >= 2, stats["last_reason"]
+    out.sum().backward()
+    g = m.pos.weight.grad.numpy().copy()
+    m.pos.weight.grad = None
+    ref = m(x)
+    ref.sum().backward()
+    np.testing.assert_allclose(out.detach().numpy(), ref.detach().numpy(), rtol=1e-6)
+    np.testing.assert_allclose(g, m.pos.weight.grad.numpy(), rtol=1e-6)
+
+
+def test_a_view_of_a_buffer_follows_the_buffer():
+    """A view of a buffer that needs no gradient is recorded under the trace (eager mode skips
+    the op), so replay reads the buffer as it is at each call, also after ``.data`` rebinds it."""
+
+    class Scale(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("s", ember.ones(4))
+
+        def forward(self, x):
+            return x * self.s[:2]
+
+    m = Scale()
+    c = ember.compile(m)
+    x = ember.randn(3, 2)
+    for _ in range(3):
+        c(x)
+    assert stats["compiled"] == 1
+    m.s.data = ember.full((4,), 3.0)
+    np.testing.assert_allclose(c(x).numpy(), (x * 3.0).numpy())
+    assert stats["replays"] >= 2

@@ -277,23 +277,32 @@ class Tracer:
         # slot; sharing memory with one otherwise cannot be followed; else a constant
         redirect: dict[int, int] = {}
         known_roots: dict[int, int] = {}
+        outside_roots: set[int] = set()  # memory of the region's inputs and free tensors
         for obj in self.keep:
             if isinstance(obj, TensorBase) and id(obj) in self.slot_of:
                 s = self.slot_of[id(obj)]
                 known_roots.setdefault(id(_root(obj._data)), s)
+                if self.kind[s][0] in ("input", "free"):
+                    outside_roots.add(id(_root(obj._data)))
+        owners: set[int] = set()  # constants whose memory recorded views of them share
         for s, (_ref, arr) in self.temp.items():
             same = self.array_slot.get(id(arr))
             if same is not None:
                 redirect[s] = same
-            elif id(_root(arr)) in known_roots:
+            elif id(_root(arr)) in known_roots and (
+                    _root(arr) is not arr or id(arr) in outside_roots):
                 self.fail("a tensor sharing memory with another one, made outside ember's ops")
                 return None
             else:
+                # a constant; when it owns memory that recorded ops' outputs view (``arange(T)``
+                # then ``.unsqueeze(0)``), replay recomputes those views from it
                 kind[s] = ("const",)
                 self.const_values[s] = arr
+                if id(_root(arr)) in known_roots:
+                    owners.add(id(arr))
         for s in list(self.const_values):
             v = self.const_values[s]
-            if _backend.is_array(v) and id(_root(v)) in known_roots:
+            if _backend.is_array(v) and id(_root(v)) in known_roots and id(v) not in owners:
                 same = self.array_slot.get(id(v))
                 if same is None:
                     self.fail("an array sharing memory with a tensor of the region")

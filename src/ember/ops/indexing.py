@@ -22,6 +22,7 @@ import numpy as np
 
 from .. import _backend, _dtype
 from .._tensor_base import TensorBase, wrap_dim
+from ..autograd import function as _function
 from ..autograd import grad_mode
 from ..autograd.function import Op, link_view
 from . import _promote as _prom
@@ -65,7 +66,9 @@ def getitem(x: Any, key: Any) -> Any:
     Basic keys (integers, slices, None, Ellipsis) return a view; any tensor, list or mask
     makes an advanced index (a copy), placed by NumPy's rules after integers are applied."""
     k = _parse_key(x._data, key)
-    if not (grad_mode.state.enabled and x.requires_grad):  # nothing to record: skip apply
+    if not (grad_mode.state.enabled and x.requires_grad) and _function.tracer is None:
+        # nothing to record: skip apply (under compile's trace the op is recorded all the same,
+        # so a view of a buffer, such as a causal mask's ``bias[:, :, :T, :T]``, replays)
         out = TensorBase._make(k.gather(x._data))
         return out if k.vkey is not None else link_view(x, out)
     if k.vkey is not None:
