@@ -783,3 +783,16 @@ def test_out_of_bounds_index_write_is_all_or_nothing():
     dis, tt, te = P.check(P.generate("indexing", 916179748))
     assert tt.error is not None and te.error is not None and tt.error[0] == te.error[0]
     assert dis is None
+
+
+def test_repeat_of_a_transposed_tensor_is_c_ordered():
+    """``repeat`` makes a fresh C-ordered tensor even when every repeat is 1, so a ``view``
+    after it works as in PyTorch (NumPy's tile copied in the input's layout; found by the
+    long differential run, family shape, seed 156713845)."""
+    x = ember.arange(24.0).reshape(3, 8).t()
+    y = x.repeat(1, 1, 1)
+    assert y.is_contiguous()
+    np.testing.assert_array_equal(y.view(3, 8, 1).numpy(), x.numpy().reshape(1, 8, 3).reshape(3, 8, 1))
+    dis, _, _ = P.check(P.generate("shape", 156713845))
+    assert dis is None
+    assert ember.tensor(2.0).repeat().shape == ()

@@ -674,7 +674,10 @@ class Repeat(Op):
     def forward(ctx: Any, x: Any, reps: tuple) -> Any:
         ctx.shape = x.shape
         ctx.reps = reps
-        return ctx.xp.tile(x, reps)
+        out = ctx.xp.tile(x, reps)
+        # PyTorch's repeat always makes a fresh C-ordered tensor; NumPy's tile with all reps 1
+        # copies in the input's own layout (a transposed input stays transposed, so .view fails)
+        return out if out.flags.c_contiguous else out.copy(order="C")
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
