@@ -582,3 +582,44 @@ def test_a_view_of_a_buffer_follows_the_buffer():
     m.s.data = ember.full((4,), 3.0)
     np.testing.assert_allclose(c(x).numpy(), (x * 3.0).numpy())
     assert stats["replays"] >= 2
+
+
+def test_views_of_intermediates_come_back_as_tensors_of_their_own():
+    """A region may return a view of an intermediate nothing else returned (nn.LSTM's
+    batch-first output, MultiheadAttention's transposed output): replay returns it as a tensor
+    of its own with eager's values, strides and gradients. A view of an input, or two outputs
+    sharing memory, keep the key eager (what mutating one would do cannot be followed)."""
+    ember.manual_seed(0)
+    lstm = nn.LSTM(4, 6, batch_first=True)
+    c = ember.compile(lstm)
+    x = ember.randn(3, 5, 4, requires_grad=True)
+    for _ in range(4):
+        out, (h, cc) = c(x)
+    assert stats["compiled"] == 1 and stats["replays"] >= 2, stats["last_reason"]
+    ref, (rh, rc) = lstm(x)
+    assert out._base is None and out.shape == ref.shape
+    assert out.stride() == ref.stride()
+    np.testing.assert_allclose(out.detach().numpy(), ref.detach().numpy(), rtol=1e-6)
+    (out.sum() + h.sum()).backward()
+    g = x.grad.numpy().copy()
+    x.grad = None
+    (ref.sum() + rh.sum()).backward()
+    np.testing.assert_allclose(g, x.grad.numpy(), rtol=1e-5, atol=1e-7)
+
+    ember._dynamo.reset()
+    v = ember.compile(lambda t: t.t())  # a view of the input itself
+    for _ in range(4):
+        assert v(x[0])._base is not None
+    assert stats["compiled"] == 0 and "view of an input" in stats["last_reason"]
+
+    ember._dynamo.reset()
+
+    def two(t):
+        y = t * 2
+        return y[0], y[1]  # two views of one intermediate
+
+    w = ember.compile(two)
+    for _ in range(4):
+        a, b = w(x[0])
+    assert stats["compiled"] == 0
+    np.testing.assert_allclose(a.detach().numpy(), 2 * x[0][0].detach().numpy())

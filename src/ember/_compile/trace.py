@@ -413,8 +413,18 @@ class Tracer:
                     leaves.append(("free", free_index[s]))
                 elif k[0] == "op":
                     if leaf._base is not None:
-                        self.fail("the region returns a view")
-                        return None
+                        # a view of an intermediate that nothing else returned can reach (an
+                        # LSTM's batch-first output, a transposed attention output) comes back
+                        # as a tensor of its own, same values and strides: no caller can tell
+                        # (an in-place change reaches nothing else); a view of an input, a
+                        # parameter or of memory another output shares cannot be followed
+                        root = id(_root(leaf._data))
+                        if root in outside_roots or sum(
+                                1 for o in out_leaves if isinstance(o, TensorBase)
+                                and id(_root(o._data)) == root) > 1:
+                            self.fail("the region returns a view of an input, a parameter or "
+                                      "of memory another output shares")
+                            return None
                     if s in rg and leaf._rg:
                         if s not in out_slots:
                             out_slots.append(s)
