@@ -165,6 +165,17 @@ def make_outputs(prog: Program, vals: list, ctxs: list | None, flat: list) -> li
             leaves.append(prog.free[leaf[1]][0])
         else:
             leaves.append(leaf[1])
+    if node is not None and prog.out_guard:
+        # an output an op saved for backward: changing it in place before backward raises, as
+        # in eager mode, instead of the region's rules reading the changed values
+        versions = list(node._versions or ())
+        for i in prog.out_guard:
+            t = leaves[i]
+            counter = t._version
+            if counter is None:
+                counter = t._version = [0]
+            versions.append((counter, counter[0], len(versions)))
+        node._versions = versions
     return leaves
 
 

@@ -67,6 +67,7 @@ class Program:
     needs_grad: bool
     consts: list  # (slot, value) of array constants, for comparing two traces
     signature: tuple
+    out_guard: tuple = ()  # output leaves whose memory an op saved for backward
     # generated straight-line replay (codegen.py), attached once the program is trusted
     fwd_fn: Any = None
     bwd_fn: Any = None
@@ -438,6 +439,13 @@ class Tracer:
                 leaves.append(("py", leaf))
         prog.out_slots = out_slots
         prog.out_spec = (out_spec, leaves)
+        # outputs whose memory an op saved for backward: eager mode raises at backward when one
+        # is changed in place (its version counter moved), so the replayed outputs are checked too
+        saved_roots = {id(_root(a)) for st in self.steps if st[0] == OP and st[2]._saved
+                       for a in st[2]._saved if _backend.is_array(a)}
+        prog.out_guard = tuple(
+            i for i, leaf in enumerate(out_leaves)
+            if leaves[i][0] in ("diff", "slot") and id(_root(leaf._data)) in saved_roots)
         prog.consts = [(s, v) for s, v in self.const_values.items()]
         prog.signature = _signature(prog)
         prog.drops = _drops(prog)
