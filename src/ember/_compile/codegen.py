@@ -12,7 +12,7 @@ when a later op's output shape differs from the trace's. ``Program.source`` keep
 text, for reading::
 
     >>> f = torch.compile(lambda x: (x * 2).sin()); f(x); f(x); f(x)
-    >>> print(f._ember_compiled.cache.popitem()[1].prog.source)
+    >>> print(next(iter(f._ember_compiled.cache.values())).prog.source)
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def generate(prog: Program) -> None:
                           "RANDOM": _random, "MASK": prog_mask, "MAKE": TensorBase._make}
     fwd = _forward_source(prog, ns)
     bwd = _backward_source(prog, ns) if prog.needs_grad else ""
-    prog.source = fwd + bwd
+    prog.source = fwd + ("\n" + bwd if bwd else "")
     exec(compile(prog.source, "<ember compiled region>", "exec"), ns)  # noqa: S102 - our own text
     prog.fwd_fn = ns["forward"]
     prog.bwd_fn = ns.get("backward")
