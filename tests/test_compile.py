@@ -318,7 +318,7 @@ OPS = [
 ]
 
 
-EAGER_TODAY = {"add_bcast", "where", "split", "index"}
+EAGER_TODAY = {"where"}  # (indexing replays since its keys compare by value)
 
 
 @pytest.mark.parametrize("name,fn", OPS, ids=[n for n, _ in OPS])
@@ -340,8 +340,8 @@ def test_single_ops_forward_and_backward_match_eager(name, fn):
             assert (g is None) == (w is None)
             if g is not None:
                 np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-5, atol=1e-6)
-    # indexing and where() compute part of their result outside Function.apply today: the two
-    # traces differ and those regions stay eager (still equal to eager, checked above)
+    # where() computes part of its result outside Function.apply today: the two traces differ
+    # and its region stays eager (still equal to eager, checked above)
     if name not in EAGER_TODAY:
         assert stats["replays"] == 2, stats["last_reason"]
 
