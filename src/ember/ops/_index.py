@@ -168,16 +168,22 @@ class _Key:
     advanced index) indexes that view with arrays and masks at ``adv`` = [(view dim, array,
     is_mask)], and full slices elsewhere."""
 
-    __slots__ = ("shape", "basic", "trivial", "vshape", "vkey", "adv", "unique", "last")
+    __slots__ = ("shape", "basic", "trivial", "vshape", "vkey", "adv", "unique", "last",
+                 "from_tensor")
 
     # ``last``: the kind of the key's last item that changes the view (an integer, a slice
     # that does not cover its dim, None), which names the view's node as in PyTorch
 
     def __eq__(self, other: object) -> bool:
-        """By value, index arrays by their contents: compile trusts a region only when its two
-        traces made equal keys (``x[:, 0]`` does; an index computed from data does not)."""
+        """By value, index arrays by their contents, for keys made of Python and NumPy values
+        (``x[:, 0]``, a constant index list): compile trusts a region only when its two traces
+        made equal keys. A key holding a tensor equals only itself."""
         if type(other) is not _Key:
             return NotImplemented
+        if self.from_tensor or other.from_tensor:
+            # an index given as a tensor may hold data the region computed (argsort, a 0-d
+            # argmax): equal in two traces of equal inputs does not make it a constant
+            return self is other
         return all(_same_part(getattr(self, k), getattr(other, k)) for k in self.__slots__)
 
     def __hash__(self) -> int:
@@ -450,6 +456,7 @@ def _parse_basic(shape: tuple, key: tuple) -> _Key | None:
     kk.shape, kk.basic, kk.trivial, kk.vshape = shape, key + (Ellipsis,), trivial, tuple(vshape)
     kk.last = last
     kk.vkey, kk.adv, kk.unique = None, [], True
+    kk.from_tensor = False
     return kk
 
 
@@ -565,6 +572,7 @@ def _parse_key(x: Any, key: Any) -> _Key:
     kk = _Key()
     kk.shape = shape
     kk.last = last
+    kk.from_tensor = any(isinstance(k, TensorBase) for k in key)
     kk.trivial = all(type(b) is slice and b == slice(None) for b in basic)
     kk.basic = tuple(basic) + (Ellipsis,)  # the Ellipsis keeps an all-integer key a 0-d view
     kk.vshape = tuple(vshape)

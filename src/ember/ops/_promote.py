@@ -16,9 +16,28 @@ import numpy as np
 
 from .. import _dtype
 from .._tensor_base import TensorBase
+from ..autograd import function as _function
+from ..autograd import grad_mode
+from ..autograd.function import Op
 from .casting import as_tensor_arg, cast
 
 __all__: list[str] = []
+
+
+# Float division by zero gives inf/nan silently, as in PyTorch (NumPy would warn).
+_QUIET = {"divide": "ignore", "invalid": "ignore", "over": "ignore"}
+
+
+class _NoGrad(Op):
+    """out = fn(*args), not differentiable (``_nograd`` under compile's trace)"""
+
+    @staticmethod
+    def forward(ctx: Any, fn: Any, *args: Any) -> Any:
+        return fn(*args)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        return (None,) * len(ctx.needs_input_grad)
 
 
 def _promote(a: Any, b: Any, to_float: bool = False) -> tuple[Any, Any]:
@@ -89,10 +108,6 @@ def _int_bounds(dt: Any) -> tuple[int, int, int]:
     return int(info.min), int(info.max), info.bits
 
 
-_INT_BOUNDS = {np.dtype(t): _int_bounds(t) for t in (
-    np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64)}
-
-
 def _fit_int(v: int, dt: Any) -> int:
     """A Python int operand of an integer tensor op, wrapped into ``dt``'s range as PyTorch
     does (``uint8_tensor + -3`` adds 253); NumPy would raise OverflowError."""
@@ -104,19 +119,6 @@ def _fit_int(v: int, dt: Any) -> int:
         return v
     v &= (1 << bits) - 1
     return v - (1 << bits) if v > hi else v
-
-
-# Float division by zero gives inf/nan silently, as in PyTorch (NumPy would warn).
-_QUIET = {"divide": "ignore", "invalid": "ignore", "over": "ignore"}
-
-
-try:  # np.errstate costs microseconds per use; setting NumPy's context variable directly does not
-    from numpy._core._ufunc_config import _extobj_contextvar as _EXTOBJ
-
-    with np.errstate(**_QUIET):
-        _QUIET_EXTOBJ = _EXTOBJ.get()
-except (ImportError, AttributeError):  # pragma: no cover - another NumPy layout
-    _EXTOBJ = _QUIET_EXTOBJ = None
 
 
 def _quietly(fn: Any, *args: Any) -> Any:
@@ -143,6 +145,24 @@ def _out(result: Any, out: Any) -> Any:
 
 
 def _nograd(fn: Any, *args: Any) -> Any:
-    """Apply a function with no gradient (integer or piecewise-constant results)."""
+    """Apply a function with no gradient (integer or piecewise-constant results). Eager mode
+    calls it directly; while compile traces a region it runs as a recorded op, so a comparison
+    such as ``a > b`` feeding ``where`` replays from the region's values."""
+    if _function.tracer is not None:
+        with grad_mode.no_grad():
+            return _NoGrad.apply(fn, *args)
     raw = [a._data if isinstance(a, TensorBase) else a for a in args]
     return TensorBase._make(fn(*raw))
+
+
+_INT_BOUNDS = {np.dtype(t): _int_bounds(t) for t in (
+    np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64)}
+
+
+try:  # np.errstate costs microseconds per use; setting NumPy's context variable directly does not
+    from numpy._core._ufunc_config import _extobj_contextvar as _EXTOBJ
+
+    with np.errstate(**_QUIET):
+        _QUIET_EXTOBJ = _EXTOBJ.get()
+except (ImportError, AttributeError):  # pragma: no cover - another NumPy layout
+    _EXTOBJ = _QUIET_EXTOBJ = None
