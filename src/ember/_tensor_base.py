@@ -56,6 +56,8 @@ class TensorBase:
         t._rg = requires_grad
         t._grad_fn = grad_fn
         t._output_nr = output_nr
+        if _on_make is not None:  # compile is tracing: it notes where each tensor was made
+            _on_make(t)
         return t
 
     def _init_fields(self, data: Any, requires_grad: bool = False) -> None:
@@ -101,6 +103,8 @@ class TensorBase:
 
 
 _tensor_class: type = TensorBase  # until ember._tensor registers Tensor
+# set by compile's tracer while a region is traced (ember/_compile/trace.py); None otherwise
+_on_make: Any = None
 
 
 def register_tensor_class(cls: type) -> None:

@@ -25,12 +25,13 @@ replay reads the op's output where eager mode wrote it back).
 from __future__ import annotations
 
 import importlib
+import sys
 import weakref
 from typing import Any
 
 import numpy as np
 
-from .. import _backend
+from .. import _backend, _tensor_base
 from .._tensor_base import TensorBase
 from ..autograd import function as _function
 
@@ -39,6 +40,10 @@ OP, MASK, UPDATE, WRITE = 0, 1, 2, 3
 
 # Tensor methods and namespace functions that turn tensor data into Python values, or whose
 # result's shape depends on the data: each one is a graph break.
+# modules whose tensors are made from Python values and shapes only (``arange(T)``,
+# ``zeros(...)``, ``tensor([...])``): constants even when made inside a region
+_PURE_MAKERS = frozenset({"ember.ops.creation"})
+
 BREAK_METHODS = ("item", "tolist", "numpy", "__array__", "__bool__", "__float__", "__int__",
                  "__index__", "__complex__", "__format__", "__repr__", "__str__", "nonzero",
                  "masked_select", "unique", "unique_consecutive", "argwhere")
@@ -100,6 +105,10 @@ class Tracer:
         self.pending_bump = 0  # id of the tensor a recorded write will bump next
         self.rebinding: Any = None  # the tensor a tracked in-place op is about to overwrite
         self.outside: dict[int, Any] = {}  # slot -> the input or free tensor it reads
+        # arrays of tensors made during the trace outside ember's creation functions (id ->
+        # weakref): one that reaches an op as an unknown input was computed from data (argmax's
+        # result), which two traces of equal inputs cannot tell from a constant
+        self.made_from_data: dict[int, Any] = {}
         self.free_ids = {id(t): t for t in free_tensors}
         for pos, t in flat_inputs:
             if id(t) not in self.slot_of:
@@ -108,6 +117,9 @@ class Tracer:
         # ops (an optimizer step, a ``.grad``), it could not be replayed
         self.before = [(t, t._data, _backend.to_numpy(t._data).copy(), t._grad)
                        for t in list(self.free_ids.values()) + [t for _, t in flat_inputs]]
+        # (a tensor made during the trace around this memory, ``buffer.detach()``, wraps data
+        # that existed before the call: not a value the region computed)
+        self.outside_memory = {id(_root(arr)) for _, arr, _, _ in self.before}
         self.updated: set[int] = set()
 
     # -- slots ------------------------------------------------------------------------------
@@ -290,7 +302,13 @@ class Tracer:
             same = self.array_slot.get(id(arr))
             if same is not None:
                 redirect[s] = same
-            elif id(_root(arr)) in known_roots and (
+                continue
+            made = self.made_from_data.get(id(arr))
+            if made is not None and made() is arr and id(_root(arr)) not in self.outside_memory:
+                self.fail("a value computed from tensor data outside ember's recorded ops "
+                          "(argmax, max_pool2d's indices, ...)")
+                return None
+            if id(_root(arr)) in known_roots and (
                     _root(arr) is not arr or id(arr) in outside_roots):
                 self.fail("a tensor sharing memory with another one, made outside ember's ops")
                 return None
@@ -578,6 +596,19 @@ class Patches:
 
         self._set(TensorBase, "_bump_version", bump)
 
+        def on_make(t: Any) -> None:
+            # (ember.ops.creation makes tensors from Python values and shapes only: constants)
+            if _function.tracer is tr and \
+                    sys._getframe(2).f_globals.get("__name__") not in _PURE_MAKERS:
+                d = t._data
+                try:
+                    tr.made_from_data[id(d)] = weakref.ref(d)
+                except TypeError:  # an array type without weak references: not followed
+                    pass
+
+        self.prev_on_make = _tensor_base._on_make
+        _tensor_base._on_make = on_make
+
         orig_mask = _dropout._keep_mask
 
         def keep_mask(x: Any, p: float, shape: tuple) -> Any:
@@ -638,6 +669,7 @@ class Patches:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        _tensor_base._on_make = self.prev_on_make
         for owner, name, value, had in reversed(self.undo):
             if had:
                 setattr(owner, name, value)
