@@ -326,3 +326,24 @@ def test_the_distributed_benchmark_scripts_run_under_ember_launch() -> None:
     assert res.returncode == 0, res.stdout + res.stderr
     (row,) = [json.loads(x) for x in res.stdout.splitlines() if x.startswith("{")]
     assert row["engine"] == "ember" and row["world"] == 2 and row["samples_per_s"] > 0
+
+
+def test_a_connection_that_reaches_itself_is_refused_and_retried(monkeypatch):
+    """While node 0 is not listening yet, Linux may join a connecting socket to itself when the
+    master port lies in the ephemeral range (a TCP simultaneous open); that socket would then
+    hold the port node 0 must listen on (seen once in CI as 'Address already in use'). The
+    launchers' and init_process_group's connect refuses such a socket (closing it) so the
+    caller's retry loop goes on."""
+    import socket
+
+    from ember.distributed import _rendezvous
+
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.connect(("127.0.0.1", port))  # connected to itself
+    assert s.getsockname() == s.getpeername()
+    monkeypatch.setattr(_rendezvous.socket, "create_connection", lambda *a, **k: s)
+    with pytest.raises(ConnectionRefusedError, match="reached itself"):
+        _rendezvous.connect_tcp("127.0.0.1", port, 5)
+    assert s.fileno() == -1  # closed: the port is free again

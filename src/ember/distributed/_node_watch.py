@@ -17,6 +17,8 @@ import subprocess
 import sys
 import time
 
+from ._rendezvous import connect_tcp
+
 __all__ = ["NodeWatch"]
 
 _CONNECT_SECONDS = 300.0  # how long a launcher waits for node 0's to listen
@@ -91,7 +93,7 @@ class NodeWatch:
         deadline = time.monotonic() + _CONNECT_SECONDS
         while time.monotonic() < deadline and proc.poll() is None:
             try:
-                conn = socket.create_connection((self.addr, self.port), timeout=5)
+                conn = connect_tcp(self.addr, self.port, 5)
             except OSError:
                 time.sleep(0.2)
                 continue

@@ -80,6 +80,21 @@ def _host(mpi: Any, local: Any, addr: str, port: int, nnodes: int, seconds: floa
     return comm
 
 
+def connect_tcp(addr: str, port: int, timeout: float) -> socket.socket:
+    """``socket.create_connection``, refusing a socket connected to itself: while nothing
+    listens on a local port in the ephemeral range, Linux may pick that same port for the
+    connecting socket and join it to itself (a "simultaneous open"), which then holds the port
+    node 0 wants to listen on. Raises ``ConnectionRefusedError`` then, so callers retry."""
+    conn = socket.create_connection((addr, port), timeout=timeout)
+    try:
+        if conn.getsockname() == conn.getpeername():
+            raise ConnectionRefusedError(f"a connection to {addr}:{port} reached itself")
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
 def _join(mpi: Any, local: Any, addr: str, port: int, node: int, seconds: float) -> Any:
     """Another node: ask node 0 for its MPI port, connect, then take part in later joins."""
     name = None
@@ -87,7 +102,7 @@ def _join(mpi: Any, local: Any, addr: str, port: int, node: int, seconds: float)
         deadline = time.monotonic() + seconds
         while True:
             try:
-                with socket.create_connection((addr, port), timeout=5) as conn:
+                with connect_tcp(addr, port, 5) as conn:
                     conn.sendall(f"{node}\n".encode())
                     name = conn.makefile().readline().strip()
                 break
