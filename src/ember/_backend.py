@@ -278,6 +278,29 @@ def is_array(x: Any) -> bool:
             or (_cupy is not None and isinstance(x, _cupy.ndarray)))
 
 
+def values_equal(a: Any, b: Any) -> bool:
+    """Whether two values are equal by value: arrays (either backend) by dtype, shape and
+    contents (NaN equal to NaN), tuples and lists item by item, anything else by ``==`` of the
+    same type (an uncomparable value is not equal). Compile compares two traces' constants with
+    it, and an indexing key its fields."""
+    if is_array(a) or is_array(b):
+        if not (is_array(a) and is_array(b)) or a.shape != b.shape or a.dtype != b.dtype:
+            return False
+        a, b = to_numpy(a), to_numpy(b)
+        return bool(np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"))
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, tuple | list):
+        return len(a) == len(b) and all(values_equal(x, y) for x, y in zip(a, b))
+    try:
+        eq = a == b
+        if isinstance(eq, bool):
+            return eq or (isinstance(a, float) and a != a and b != b)
+        return bool(eq) if isinstance(eq, np.bool_) else False
+    except Exception:  # noqa: BLE001 - an uncomparable value is simply not equal
+        return False
+
+
 def synchronize(dev: device | None = None) -> None:
     if _cupy is not None:
         _cupy.cuda.Device((dev.index or 0) if dev is not None else None).synchronize()

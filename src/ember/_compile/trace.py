@@ -29,8 +29,6 @@ import sys
 import weakref
 from typing import Any
 
-import numpy as np
-
 from .. import _backend, _tensor_base
 from .._tensor_base import TensorBase
 from ..autograd import function as _function
@@ -504,25 +502,7 @@ def _signature(prog: Program) -> tuple:
             tuple(x[:2] if x[0] != "py" else ("py",) for x in prog.out_spec[1]))
 
 
-def _equal(a: Any, b: Any) -> bool:
-    if _backend.is_array(a) or _backend.is_array(b):
-        if not (_backend.is_array(a) and _backend.is_array(b)):
-            return False
-        if a.shape != b.shape or a.dtype != b.dtype:
-            return False
-        a, b = _backend.to_numpy(a), _backend.to_numpy(b)
-        return bool(np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"))
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, tuple | list):
-        return len(a) == len(b) and all(_equal(x, y) for x, y in zip(a, b))
-    try:
-        eq = a == b
-        if isinstance(eq, bool):
-            return eq or (isinstance(a, float) and a != a and b != b)
-        return bool(eq) if isinstance(eq, np.bool_) else False
-    except Exception:  # noqa: BLE001 - an uncomparable constant is simply not trusted
-        return False
+_equal = _backend.values_equal
 
 
 def same(p: Program, q: Program) -> bool:

@@ -184,7 +184,8 @@ class _Key:
             # an index given as a tensor may hold data the region computed (argsort, a 0-d
             # argmax): equal in two traces of equal inputs does not make it a constant
             return self is other
-        return all(_same_part(getattr(self, k), getattr(other, k)) for k in self.__slots__)
+        return all(_backend.values_equal(getattr(self, k), getattr(other, k))
+                   for k in self.__slots__)
 
     def __hash__(self) -> int:
         return hash((self.shape, self.trivial, self.last))
@@ -407,20 +408,6 @@ def _index_broadcast(shapes: list) -> tuple:
         raise IndexError(
             f"shape mismatch: indexing tensors could not be broadcast together with shapes {desc}"
         ) from None
-
-
-def _same_part(a: Any, b: Any) -> bool:
-    """``_Key.__eq__``'s comparison of one field: arrays by dtype, shape and contents, tuples
-    and lists item by item, anything else by ``==``."""
-    if _backend.is_array(a) or _backend.is_array(b):
-        if not (_backend.is_array(a) and _backend.is_array(b)) or a.shape != b.shape or \
-                a.dtype != b.dtype:
-            return False
-        return bool((_backend.to_numpy(a) == _backend.to_numpy(b)).all())
-    if isinstance(a, tuple | list):
-        return (type(a) is type(b) and len(a) == len(b)
-                and all(_same_part(x, y) for x, y in zip(a, b)))
-    return type(a) is type(b) and a == b
 
 
 def _parse_basic(shape: tuple, key: tuple) -> _Key | None:
