@@ -288,13 +288,10 @@ class Tracer:
         # slot; sharing memory with one otherwise cannot be followed; else a constant
         redirect: dict[int, int] = {}
         known_roots: dict[int, int] = {}
-        outside_roots: set[int] = set()  # memory of the region's inputs and free tensors
+        outside_roots = self.outside_memory  # memory of the region's inputs and free tensors
         for obj in self.keep:
             if isinstance(obj, TensorBase) and id(obj) in self.slot_of:
-                s = self.slot_of[id(obj)]
-                known_roots.setdefault(id(_root(obj._data)), s)
-                if self.kind[s][0] in ("input", "free"):
-                    outside_roots.add(id(_root(obj._data)))
+                known_roots.setdefault(id(_root(obj._data)), self.slot_of[id(obj)])
         owners: set[int] = set()  # constants whose memory recorded views of them share
         for s, (_ref, arr) in self.temp.items():
             same = self.array_slot.get(id(arr))
@@ -302,7 +299,7 @@ class Tracer:
                 redirect[s] = same
                 continue
             made = self.made_from_data.get(id(arr))
-            if made is not None and made() is arr and id(_root(arr)) not in self.outside_memory:
+            if made is not None and made() is arr and id(_root(arr)) not in outside_roots:
                 self.fail("a value computed from tensor data outside ember's recorded ops "
                           "(argmax, max_pool2d's indices, ...)")
                 return None
