@@ -22,7 +22,7 @@ from typing import Any
 from .._tensor_base import TensorBase
 from ..autograd.engine import sum_to_shape
 from ..ops import random as _random
-from .replay import ShapeChanged, prog_mask
+from .replay import ShapeChanged, bad_count, prog_mask
 from .trace import MASK, OP, UPDATE, Program
 
 _new_node = object.__new__
@@ -34,11 +34,6 @@ enabled = True  # False: trusted programs keep the interpreted replay (tests com
 MAX_STEPS = 3000
 
 
-def _bad_count(name: str, i: int, n: int) -> None:
-    raise RuntimeError(f"function {name}Backward returned an incorrect number of gradients "
-                       f"(expected more than {i}, got {n})")
-
-
 def generate(prog: Program) -> None:
     """Attach ``prog.fwd_fn`` (``(flat) -> (vals, ctxs)``, as ``run_forward``) and, when it
     needs gradients, ``prog.bwd_fn`` (``(ctxs, grads) -> grads``, as ``run_backward``); a
@@ -46,7 +41,7 @@ def generate(prog: Program) -> None:
     if len(prog.steps) > MAX_STEPS:
         return
     ns: dict[str, Any] = {"NEW": _new_node, "ShapeChanged": ShapeChanged,
-                          "sum_to_shape": sum_to_shape, "bad_count": _bad_count,
+                          "sum_to_shape": sum_to_shape, "bad_count": bad_count,
                           "RANDOM": _random, "MASK": prog_mask, "MAKE": TensorBase._make}
     fwd = _forward_source(prog, ns)
     bwd = _backward_source(prog, ns) if prog.needs_grad else ""

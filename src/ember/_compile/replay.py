@@ -116,6 +116,12 @@ def run_forward(prog: Program, flat: list) -> tuple[list, list | None]:
     return vals, ctxs
 
 
+def bad_count(name: str, i: int, n: int) -> None:
+    """A backward rule returned fewer gradients than the region's edges need."""
+    raise RuntimeError(f"function {name}Backward returned an incorrect number of gradients "
+                       f"(expected more than {i}, got {n})")
+
+
 def prog_mask(x: Any, p: float, shape: tuple) -> Any:
     return importlib.import_module("ember.ops.nn.dropout")._keep_mask(x, p, shape)
 
@@ -206,8 +212,7 @@ def run_backward(prog: Program, ctxs: list, grads: tuple) -> tuple:
             out = (out,)
         for i, s, shape, dt in edges:
             if i >= len(out):
-                raise RuntimeError(f"function {name}Backward returned an incorrect number of "
-                                   f"gradients (expected more than {i}, got {len(out)})")
+                bad_count(name, i, len(out))
             g = out[i]
             if g is None:
                 continue
