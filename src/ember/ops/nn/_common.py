@@ -166,8 +166,6 @@ class _SoftmaxCached(Op):
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
         (out,) = ctx.saved
-        if isinstance(grad, TensorBase):  # create_graph: recorded ops
-            return out * (grad - (grad * out).sum(axis=ctx.axis, keepdims=True)), None, None
         return out * (grad - _rowsum(grad * out, ctx.axis)), None, None
 
 
@@ -186,8 +184,6 @@ class _LogSoftmaxFromLse(Op):
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
         (out,) = ctx.saved
-        if isinstance(grad, TensorBase):  # create_graph: recorded ops
-            return grad - ctx.xp.exp(out) * grad.sum(axis=ctx.axis, keepdims=True), None, None
         return grad - ctx.xp.exp(out) * _rowsum(grad, ctx.axis), None, None
 
 
