@@ -221,6 +221,50 @@ for i, b in enumerate(DataLoader(Slow(), batch_size=2, num_workers=2)):
 """
 
 
+_CTRL_C_IN_PUT_SCRIPT = """
+import time
+import ember
+from ember.utils.data import DataLoader, Dataset
+
+class Slow(Dataset):
+    def __len__(self):
+        return 10**6
+
+    def __getitem__(self, i):
+        time.sleep(0.01)
+        return ember.tensor(i)
+
+loader = DataLoader(Slow(), batch_size=2, num_workers=2, persistent_workers=True)
+for i, b in enumerate(loader):
+    if i == 2:
+        q = loader._pool[1][0]
+        real_put = q.put
+
+        def put(obj, *args, **kwargs):  # Ctrl-C strikes inside Queue.put, its lock taken
+            q.put = real_put
+            q._notempty.acquire()
+            raise KeyboardInterrupt
+
+        q.put = put
+"""
+
+
+@needs_fork
+def test_ctrl_c_inside_a_queue_put_still_stops(tmp_path):
+    """An interrupt can leave a queue's lock held in the main process: stopping the workers
+    must not put to that queue again (it would wait forever, and no traceback would print)."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "ctrl_c_put.py"
+    script.write_text(_CTRL_C_IN_PUT_SCRIPT)
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode != 0
+    assert proc.stderr.count("Traceback (most recent call last)") == 1, proc.stderr
+    assert proc.stderr.rstrip().endswith("KeyboardInterrupt"), proc.stderr
+
+
 @needs_fork
 def test_ctrl_c_with_workers_prints_one_traceback(tmp_path):
     import signal

@@ -296,8 +296,27 @@ class DataLoader:
         return workers, index_qs, result_q
 
     @staticmethod
-    def _stop_workers(pool: tuple) -> None:
+    def _stop_workers(pool: tuple, now: bool = False) -> None:
+        """Stop the workers: by a sentinel on each index queue, or (``now``, after Ctrl-C) by
+        terminating them without a put. A KeyboardInterrupt can strike inside ``Queue.put``
+        after its lock was taken and before ``with`` covers it (CPython's signal checks allow
+        this): a put, or the queue's close at exit, would then wait forever, before the
+        traceback prints. The feeder thread holds that lock only for instants, so a lock still
+        held after half a second is the interrupted put's, and is released."""
         workers, index_qs, result_q = pool
+        if now:
+            for p in workers:
+                p.terminate()
+            for q in index_qs:
+                lock = getattr(q, "_notempty", None)
+                if lock is not None:
+                    lock.acquire(timeout=0.5)  # taken now, or still held by the interrupted put
+                    lock.release()  # (a plain Lock: any thread may release it)
+            for p in workers:
+                p.join(timeout=1.0)
+            for q in [*index_qs, result_q]:
+                q.cancel_join_thread()  # (its feeder thread is a daemon)
+            return
         for q in index_qs:
             try:
                 q.put(None)
@@ -326,8 +345,12 @@ class DataLoader:
         try:
             yield from self._ordered_results(*pool, self._epoch)
             failed = False
+        except KeyboardInterrupt:
+            self._stop_workers(pool, now=True)
+            self._pool = pool = None
+            raise
         finally:
-            if not self.persistent_workers or failed:
+            if pool is not None and (not self.persistent_workers or failed):
                 self._stop_workers(pool)
                 self._pool = None
 
