@@ -325,13 +325,22 @@ def test_recurrent_layers_under_cpu_autocast_like_torch(name, cell, dtype):
     x, tx = _pair(*((3, 6) if cell else (4, 3, 6)), grad=True)
     with ember.autocast("cpu", dtype=ember.bfloat16):
         out = em(x)
-    with torch.autocast("cpu", dtype=torch.bfloat16):
-        tout = tm(tx)
+    try:
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            tout = tm(tx)
+        native = True
+    except RuntimeError as e:  # oneDNN has no bfloat16 LSTM kernel for CPUs without AVX-512:
+        if "primitive descriptor" not in str(e):  # PyTorch cannot run it there; its float32
+            raise  # result and the dtype its kernel gives elsewhere are the reference
+        tout, native = tm(tx), False
     outs = out if isinstance(out, tuple) else (out,)
     touts = tout if isinstance(tout, tuple) else (tout,)
     flat = [o for part in outs for o in (part if isinstance(part, tuple) else (part,))]
     tflat = [o for part in touts for o in (part if isinstance(part, tuple) else (part,))]
-    assert [str(o.dtype) for o in flat] == [str(o.dtype) for o in tflat]
+    if native:
+        assert [str(o.dtype) for o in flat] == [str(o.dtype) for o in tflat]
+    else:
+        assert [str(o.dtype) for o in flat] == [f"torch.{dtype}"] * len(tflat)
     assert str(flat[0].dtype) == f"torch.{dtype}"
     for o, t in zip(flat, tflat, strict=True):
         np.testing.assert_allclose(_np(o), t.float().detach().numpy(), atol=3e-2, rtol=3e-2)

@@ -420,9 +420,7 @@ class Gelu(Op):
         cdf *= 0.5
         if any(ctx.needs_input_grad):
             ctx.cdf = cdf  # reused by backward (recomputed from x under create_graph)
-        out = x * cdf
-        out -= x - x  # NaN at +inf, as PyTorch's exact gelu (-0.0 - 0.0 keeps the sign of zero)
-        return out
+        return x * cdf  # inf at +inf, nan at -inf, -0.0 at -0.0: PyTorch's float64 gelu
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
