@@ -693,3 +693,50 @@ def test_a_value_computed_from_data_outside_recorded_ops_keeps_the_key_eager():
     for _ in range(4):
         d(y)
     assert stats["compiled"] == 1 and stats["replays"] == 2
+
+
+@pytest.mark.parametrize("through", ["module", "closure"])
+def test_module_guards_follow_replaced_children_parameters_and_modes(through):
+    """The guard on modules: a replaced child, a replaced parameter and train()/eval() each
+    recompile, in a compiled module and in a function that reaches the module by closure."""
+    ember.manual_seed(0)
+    model = nn.Sequential(nn.Linear(3, 4), nn.Dropout(0.5), nn.Linear(4, 2))
+    c = ember.compile(model) if through == "module" else ember.compile(lambda x: model(x))
+    x = ember.randn(5, 3)
+
+    def check():
+        for _ in range(3):  # trace, trace again, replay
+            ember.manual_seed(1)
+            got = c(x)
+            ember.manual_seed(1)
+            np.testing.assert_array_equal(got.detach().numpy(), model(x).detach().numpy())
+
+    check()
+    model[2] = nn.Linear(4, 2)  # a new child
+    check()
+    model[0].weight = nn.Parameter(ember.randn(4, 3))  # a new parameter
+    check()
+    model.eval()  # dropout off
+    check()
+    assert stats["compiled"] == 4 and stats["recompiles"] >= 3
+
+
+def test_disable_and_force_eager_run_the_function_itself():
+    calls = []
+
+    def f(x):
+        calls.append(1)
+        return x * 2
+
+    c = ember.compile(f)
+    x = ember.ones(2)
+    for _ in range(3):
+        c(x)
+    n = len(calls)
+    c(x)
+    assert len(calls) == n  # replayed: f itself did not run
+    with ember._dynamo.config.patch(disable=True):
+        c(x)
+    with ember._dynamo.set_stance("force_eager"):
+        c(x)
+    assert len(calls) == n + 2

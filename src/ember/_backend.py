@@ -290,7 +290,7 @@ def values_equal(a: Any, b: Any) -> bool:
         return bool(np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"))
     if type(a) is not type(b):
         return False
-    if isinstance(a, tuple | list):
+    if isinstance(a, (tuple, list)):
         return len(a) == len(b) and all(values_equal(x, y) for x, y in zip(a, b))
     try:
         eq = a == b

@@ -367,7 +367,7 @@ def _build(inst: Any, state: Any, at: int, allowed: Callable[[Any], bool]) -> No
 
 
 def _describe(obj: Any) -> str:
-    if isinstance(obj, Callable_ | Marker):
+    if isinstance(obj, (Callable_, Marker)):
         return repr(obj)
     if isinstance(obj, type):
         return f"class {_qualname(obj)}"
@@ -394,7 +394,7 @@ def check_plain(x: Any, what: str) -> None:
         t = type(obj)
         if t in _LEAVES:
             continue
-        if isinstance(obj, Callable_ | Marker):
+        if isinstance(obj, (Callable_, Marker)):
             raise _refuse(f"refused {what}: it contains {obj!r}, an object of the checkpoint "
                           "reader, not a value")
         if id(obj) in seen:
@@ -421,7 +421,7 @@ def _check_result(result: Any) -> None:
         t = type(obj)
         if t in _LEAVES:
             continue
-        if isinstance(obj, Callable_ | Marker):
+        if isinstance(obj, (Callable_, Marker)):
             raise _refuse(
                 f"the checkpoint contains {obj!r} as a value; ember.load returns only data "
                 "(tensors, numbers, strings, containers), and rebuilds tensors from storages"

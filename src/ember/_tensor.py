@@ -50,7 +50,7 @@ class Tensor(TensorBase):
         # Legacy constructor: Tensor([1, 2]) -> float32 data; Tensor(2, 3) -> uninitialised 2x3.
         device = kwargs.pop("device", None)
         dt = _dtype.get_default_dtype()
-        if len(args) == 1 and not isinstance(args[0], int | Size):
+        if len(args) == 1 and not isinstance(args[0], (int, Size)):
             data = args[0]
             arr = data._data.copy() if isinstance(data, Tensor) else np.array(data, dtype=dt.np)
         else:
@@ -142,7 +142,7 @@ class Tensor(TensorBase):
     def __contains__(self, item: Any) -> bool:
         if isinstance(item, Tensor):
             item = item._data
-        elif not isinstance(item, bool | int | float | complex | np.generic):
+        elif not isinstance(item, (bool, int, float, complex, np.generic)):
             raise RuntimeError(
                 "Tensor.__contains__ only supports Tensor or scalar, but you passed in a "
                 f"{type(item)}."
@@ -414,7 +414,7 @@ class Tensor(TensorBase):
                 dev, dt = a.device, a.dtype
             elif isinstance(a, _dtype_cls) or (isinstance(a, type) and a in (float, int, bool)):
                 dt = _dtype.to_dtype(a)
-            elif isinstance(a, str | _backend.device | int):
+            elif isinstance(a, (str, _backend.device, int)):
                 if isinstance(a, str) and a.removeprefix("torch.") in _dtype.ALIASES:
                     dt = _dtype.to_dtype(a)
                 else:

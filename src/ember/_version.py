@@ -78,7 +78,7 @@ def _version_key(text: str) -> tuple:
 
 
 def _other_key(other: Any) -> tuple:
-    if isinstance(other, tuple | list):
+    if isinstance(other, (tuple, list)):
         other = ".".join(str(int(p)) for p in other)
     elif not isinstance(other, str):
         if type(other).__name__ == "Version" and hasattr(other, "release"):  # packaging's

@@ -123,7 +123,7 @@ def _roots(fn: Any) -> tuple[list, list]:
     mods: list = []
     tensors: list = []
     for o in objs:
-        for x in (o.values() if isinstance(o, dict) else o if isinstance(o, list | tuple) else (o,)):
+        for x in (o.values() if isinstance(o, dict) else o if isinstance(o, (list, tuple)) else (o,)):
             if isinstance(x, Module):
                 mods.append(x)
             elif isinstance(x, TensorBase):
@@ -132,6 +132,17 @@ def _roots(fn: Any) -> tuple[list, list]:
                 for group in x.param_groups:
                     tensors.extend(group["params"])
     return mods, tensors
+
+
+_dynamo_module: Any = None  # ember._dynamo, which imports this module: bound on the first call
+
+
+def _load_dynamo() -> Any:
+    global _dynamo_module
+    from .. import _dynamo
+
+    _dynamo_module = _dynamo
+    return _dynamo
 
 
 class _Entry:
@@ -162,18 +173,16 @@ class _CompiledFn:
             extra: list = []
         else:
             roots, extra = _roots(self.fn)
+        ids = list(map(id, roots))
         cached = self._mods_cache
-        if cached is None or cached[0] != list(map(id, roots)) or not _same_children(cached[1]):
-            seen: dict = {}
-            for root in roots:
-                for m in root.modules():
-                    seen.setdefault(id(m), m)
-            mods = list(seen.values())
-            cached = self._mods_cache = (list(map(id, roots)), [
-                (m, tuple(m._modules.values())) for m in mods])
+        if cached is None or cached[0] != ids:
+            cached = self._modules_of(roots, ids)
         tensors: list = []
         flags = []
-        for m, _children in cached[1]:
+        for m, children in cached[1]:
+            if tuple(m._modules.values()) != children:  # a child was replaced: walk again
+                self._modules_of(roots, ids)
+                return self._outside()
             flags.append(m.training)
             for p in m._parameters.values():
                 if p is not None:
@@ -184,9 +193,17 @@ class _CompiledFn:
         tensors.extend(extra)
         return tensors, (tuple(flags), tuple(map(id, tensors)))
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        from .. import _dynamo
+    def _modules_of(self, roots: list, ids: list) -> Any:
+        """Every module under ``roots``, once each, with its children as seen now (cached)."""
+        seen: dict = {}
+        for root in roots:
+            for m in root.modules():
+                seen.setdefault(id(m), m)
+        self._mods_cache = (ids, [(m, tuple(m._modules.values())) for m in seen.values()])
+        return self._mods_cache
 
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        _dynamo = _dynamo_module or _load_dynamo()
         if _function.tracer is not None or _function.anomaly_enabled or _dynamo._disabled():
             return self.fn(*args, **kwargs)  # inside another trace: its ops are recorded there
         if not kwargs and not any(type(a) in _CONTAINERS for a in args):
@@ -285,14 +302,6 @@ class _CompiledFn:
             entry.prog = None
         stats["compile_seconds"] += time.perf_counter() - t0
         return out
-
-
-def _same_children(mods: list) -> bool:
-    for m, children in mods:
-        now = m._modules.values()
-        if len(now) != len(children) or any(a is not b for a, b in zip(now, children)):
-            return False
-    return True
 
 
 def _guards_hold(prog: Program) -> bool:

@@ -134,10 +134,16 @@ def make_outputs(prog: Program, vals: list, ctxs: list | None, flat: list) -> li
         edges = []
         meta = []
         accumulator = _function._accumulator
+        free = prog.free
         for where, k in prog.edge_src:
-            t = flat[k] if where == "input" else prog.free[k][0]
+            t = flat[k] if where == "input" else free[k][0]
             fn = t._grad_fn
-            edges.append((fn, t._output_nr) if fn is not None else (accumulator(t), 0))
+            if fn is not None:
+                edges.append((fn, t._output_nr))
+            else:  # a leaf: its AccumulateGrad, while one lives (_accumulator, inlined)
+                ref = t._accum
+                acc = ref() if ref is not None else None
+                edges.append((acc if acc is not None else accumulator(t), 0))
             d = t._data
             meta.append((d.shape, d.dtype))
         node._edges = tuple(edges)

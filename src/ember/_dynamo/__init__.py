@@ -41,7 +41,7 @@ def reset() -> None:
 
 def _disabled() -> bool:
     """Whether compiled callables should run eagerly now (``config.disable``, the stance)."""
-    return bool(config.disable) or _stance == "force_eager"
+    return _stance == "force_eager" or bool(config._values["disable"])  # (runs per compiled call)
 
 
 def disable(fn: Callable | None = None, recursive: bool = True, *, reason: str | None = None,

@@ -379,7 +379,7 @@ def _cached_lower(t: Any, dt: Any) -> Any:
 
 def _device_of(args: tuple) -> str | None:
     for a in args:
-        if isinstance(a, list | tuple):
+        if isinstance(a, (list, tuple)):
             d = _device_of(tuple(a))
             if d is not None:
                 return d
@@ -394,7 +394,7 @@ def _device_of(args: tuple) -> str | None:
 
 def _widest(args: tuple, dev: str, acc: Any = None) -> Any:
     for a in args:
-        if isinstance(a, list | tuple):
+        if isinstance(a, (list, tuple)):
             acc = _widest(tuple(a), dev, acc)
         elif _eligible(a, dev):
             acc = a.dtype if acc is None else _dtype.promote_types(acc, a.dtype)
@@ -404,7 +404,7 @@ def _widest(args: tuple, dev: str, acc: Any = None) -> Any:
 def _map(args: tuple, dev: str, fn: Callable) -> tuple:
     out = []
     for a in args:
-        if isinstance(a, list | tuple):
+        if isinstance(a, (list, tuple)):
             a = type(a)(_map(tuple(a), dev, fn))
         elif _eligible(a, dev):
             a = fn(a)
@@ -504,7 +504,7 @@ def custom_fwd(fwd: Callable | None = None, *, device_type: str = "cuda",
         def conv(a: Any) -> Any:
             if _eligible(a, device_type):
                 return a.to(cast_inputs)
-            if isinstance(a, list | tuple):
+            if isinstance(a, (list, tuple)):
                 return type(a)(conv(v) for v in a)
             return a
 

@@ -115,9 +115,9 @@ class GradScaler:
                 if self._scale is None:
                     self._lazy_init(val.device)
                 return val * self._scale.to(val.device)
-            if isinstance(val, Iterable) and not isinstance(val, str | bytes):
+            if isinstance(val, Iterable) and not isinstance(val, (str, bytes)):
                 items = [apply(v) for v in val]
-                return type(val)(items) if isinstance(val, list | tuple) else iter(items)
+                return type(val)(items) if isinstance(val, (list, tuple)) else iter(items)
             raise ValueError("outputs must be a Tensor or an iterable of Tensors")
 
         return apply(outputs)

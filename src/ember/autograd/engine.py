@@ -37,6 +37,13 @@ def queue_callback(callback: Any) -> None:
     _final_callbacks[-1].append(callback)
 
 
+def _ones(d: Any) -> Any:
+    """The implicit gradient of a one-element output: a new array of ones like ``d``."""
+    if type(d) is CPU_ARRAY:  # (np.array for 0-d: a quarter of np.full's cost, a tenth of np.ones')
+        return np.array(1, d.dtype) if d.ndim == 0 else np.full(d.shape, 1, d.dtype)
+    return _backend.xp_of(d).ones(d.shape, d.dtype)
+
+
 def _roots(tensors: Sequence[Any], grads: Sequence[Any] | None, create_graph: bool, what: str) -> list:
     roots = []
     grads = list(grads) if grads is not None else [None] * len(tensors)
@@ -59,11 +66,7 @@ def _roots(tensors: Sequence[Any], grads: Sequence[Any] | None, create_graph: bo
                     f"{tuple(t.shape)}). Reduce it to one number first, e.g. loss = out.mean() or "
                     "out.sum(), or pass gradient=... with the same shape as the output."
                 )
-            d = t._data
-            if type(d) is CPU_ARRAY:  # (np.full: a quarter of np.ones' cost for one element)
-                arr = np.full(d.shape, 1, d.dtype)
-            else:
-                arr = _backend.xp_of(d).ones(d.shape, d.dtype)
+            arr = _ones(t._data)
             g = TensorBase._make(arr) if create_graph else arr
         else:
             if not isinstance(g, TensorBase):  # a number or a nested list: t's dtype and device
@@ -85,6 +88,12 @@ def _roots(tensors: Sequence[Any], grads: Sequence[Any] | None, create_graph: bo
 def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None = None,
              create_graph: bool = False, inputs: Any = None) -> None:
     """Accumulate gradients of ``tensors`` into the ``.grad`` of every leaf they depend on."""
+    if grad_tensors is None and inputs is None and not create_graph and isinstance(tensors, TensorBase):
+        fn = tensors._grad_fn  # the common call, loss.backward(): one scalar with a graph
+        d = tensors._data
+        if fn is not None and type(d) is CPU_ARRAY and d.size == 1:
+            run_backward([(fn, tensors._output_nr, _ones(d))], bool(retain_graph), False)
+            return
     if isinstance(tensors, TensorBase):
         tensors = [tensors]
         if grad_tensors is not None and isinstance(grad_tensors, TensorBase):
@@ -234,7 +243,10 @@ def _walk(ready: list, ready_leaves: list, buffers: dict, deps: dict, needed: se
     # mode) takes the inlined path below: _call_backward, _release and _send in one loop body.
     plain = capture is None and not create_graph
     pop = buffers.pop
-    with grad_mode.set_grad_enabled(create_graph):
+    mode = grad_mode.state
+    was_enabled = mode.enabled
+    mode.enabled = create_graph  # (grad_mode.set_grad_enabled's effect, without its object)
+    try:
         while ready or ready_leaves:
             node = ready_leaves.pop() if ready_leaves else ready.pop()
             buf = pop(node, None)
@@ -247,13 +259,21 @@ def _walk(ready: list, ready_leaves: list, buffers: dict, deps: dict, needed: se
                         and not _function.anomaly_enabled):
                     if node._saved is None and node._freed:
                         raise RuntimeError(FREED_MSG)
-                    if node._versions is not None:
-                        node._check_versions()
+                    versions = node._versions
+                    if versions is not None:
+                        for counter, seen, _k in versions:  # (_check_versions' test, inlined)
+                            if counter[0] != seen:
+                                node._check_versions()
                     grads = fn.backward(node, buf[0])
                     if type(grads) is not tuple:
                         grads = (grads,)
-                    if not retain_graph and (node._saved is not None or node.__dict__):
-                        node._release()
+                    if not retain_graph:
+                        if node.__dict__:
+                            node._release()
+                        elif node._saved is not None:  # (_release for a node with no ctx fields)
+                            node._saved = None
+                            node._saved_src = None
+                            node._freed = True
                     edges = node._edges
                     if len(grads) < len(edges):
                         _check_grad_count(node, grads)
@@ -302,6 +322,8 @@ def _walk(ready: list, ready_leaves: list, buffers: dict, deps: dict, needed: se
                     deps[nxt] = left
                     if left == 0:
                         (ready_leaves if type(nxt) is AccumulateGrad else ready).append(nxt)
+    finally:
+        mode.enabled = was_enabled
 
 
 def _grads_back_to_cpu(grads: tuple, positions: tuple[int, ...]) -> tuple:
@@ -472,7 +494,11 @@ def _accumulate(leaf: Any, g: Any, create_graph: bool, handed_out: set[int]) -> 
             g = g._data
         cur = leaf._grad
         if cur is None:
-            if id(g) in handed_out or not _owns(g):
+            if type(g) is CPU_ARRAY:  # (_owns, inlined)
+                owns = g.base is None and g.flags.writeable
+            else:
+                owns = _owns(g)
+            if not owns or id(g) in handed_out:
                 g = g.copy()
             handed_out.add(id(g))
             leaf._grad = TensorBase._make(g)

@@ -132,7 +132,7 @@ class Function(metaclass=FunctionMeta):
                     meta.append((d.shape, d.dtype))
                 else:
                     flags.append(False)
-                    edges.append(_NO_EDGE if isinstance(a, TensorBase | float | int)
+                    edges.append(_NO_EDGE if isinstance(a, _EDGE_TYPES)
                                  and a is not True and a is not False else NOT_INPUT)
                     meta.append(None)
             ctx.needs_input_grad = tuple(flags)
@@ -296,7 +296,11 @@ _NO_GRADS = [(False,) * n for n in range(8)]
 
 def _no_grads(n: int) -> tuple:
     return _NO_GRADS[n] if n < 8 else (False,) * n
+
+
 _NO_EDGE = (None, 0)
+# arguments that take an edge slot (a tuple: isinstance() on a union type is 5x slower)
+_EDGE_TYPES = (TensorBase, float, int)
 _make = TensorBase._make
 _new_node = object.__new__
 

@@ -49,7 +49,7 @@ def calculate_gain(nonlinearity: str, param: float | None = None) -> float:
     if nonlinearity == "leaky_relu":
         if param is None:
             negative_slope = 0.01
-        elif not isinstance(param, bool) and isinstance(param, int | float):
+        elif not isinstance(param, bool) and isinstance(param, (int, float)):
             negative_slope = param
         else:
             raise ValueError(f"negative_slope {param} not a valid number")

@@ -61,7 +61,7 @@ def _as_index_tensor(index: Any, name: str) -> Any:
     """An index argument as a tensor (lists and arrays accepted, as PyTorch does for lists)."""
     if isinstance(index, TensorBase):
         return index
-    if isinstance(index, list | tuple | np.ndarray | int):
+    if isinstance(index, (list, tuple, np.ndarray, int)):
         arr = np.asarray(index)
         if arr.size == 0:
             arr = arr.astype(np.int64)
@@ -283,7 +283,7 @@ def _seq_as_tuple(key: Any) -> bool:
     if not isinstance(key, list) or len(key) >= 32:
         return False
     for k in key:
-        if k is None or k is Ellipsis or isinstance(k, slice | list | tuple | range | TensorBase):
+        if k is None or k is Ellipsis or isinstance(k, (slice, list, tuple, range, TensorBase)):
             return True
         if isinstance(k, np.ndarray):
             return True
@@ -318,7 +318,7 @@ def _seq_index_array(k: Any) -> Any:
                 f"sequence of {arr.dtype} tensors)"
             )
         return arr
-    if any(isinstance(e, str | bytes) for e in k):
+    if any(isinstance(e, (str, bytes)) for e in k):
         raise TypeError(
             f"an index sequence may hold only integers or booleans (got {_type_name(k[0])} "
             "entries)"
@@ -358,9 +358,9 @@ def _index_array(k: Any, dev: Any) -> Any:
                 f"can't index with a NumPy array of dtype {arr.dtype}: index arrays must hold "
                 "integers or booleans"
             )
-    elif isinstance(k, list | tuple | range):
+    elif isinstance(k, (list, tuple, range)):
         arr = _seq_index_array(k)
-    elif isinstance(k, str | bytes):
+    elif isinstance(k, (str, bytes)):
         raise TypeError(
             f"a tensor cannot be indexed by a {type(k).__name__} ({k!r}): use integers, slices, "
             "None, Ellipsis, or integer/bool tensors"
@@ -471,7 +471,7 @@ def _parse_key(x: Any, key: Any) -> _Key:
             seen_ellipsis = True
         elif isinstance(k, bool):
             items.append((_BOOL, bool(k)))
-        elif isinstance(k, int | np.integer):
+        elif isinstance(k, (int, np.integer)):
             items.append((_INT, int(k)))
             consumed += 1
         elif isinstance(k, slice):

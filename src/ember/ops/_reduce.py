@@ -93,7 +93,7 @@ def _axes(dim: Any, x: Any, fname: str, empty_all: bool = True) -> tuple[int, ..
     ndim = len(shape)
     if dim is None:
         return None
-    if isinstance(dim, tuple | list):
+    if isinstance(dim, (tuple, list)):
         if len(dim) == 0:
             return None if empty_all else ()
         axes = [_wrap(d, ndim, fname, shape) for d in dim]
@@ -114,7 +114,7 @@ def _axes(dim: Any, x: Any, fname: str, empty_all: bool = True) -> tuple[int, ..
 
 def _one(dim: Any, x: Any, fname: str) -> int:
     """A single dim (for ops that take exactly one)."""
-    if isinstance(dim, tuple | list):
+    if isinstance(dim, (tuple, list)):
         raise TypeError(f"{fname}(): argument 'dim' must be int, not {type(dim).__name__}")
     return _wrap(dim, x._data.ndim, fname, x._data.shape)
 

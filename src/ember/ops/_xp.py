@@ -178,7 +178,7 @@ def asarray(x: Any, dtype: Any = None) -> Any:
 def flip(x: Any, axis: Any = None) -> Any:
     if axis is None:
         axis = tuple(range(x.ndim))
-    return _jn.flip(x, axis if isinstance(axis, tuple | list) else (axis,))
+    return _jn.flip(x, axis if isinstance(axis, (tuple, list)) else (axis,))
 
 
 def roll(x: Any, shift: Any, axis: Any = None) -> Any:
@@ -186,7 +186,7 @@ def roll(x: Any, shift: Any, axis: Any = None) -> Any:
 
 
 def tile(x: Any, reps: Any) -> Any:
-    return _jn.tile(x, tuple(reps) if isinstance(reps, tuple | list) else (reps,))
+    return _jn.tile(x, tuple(reps) if isinstance(reps, (tuple, list)) else (reps,))
 
 
 def repeat(x: Any, repeats: Any, axis: Any = None) -> Any:

@@ -513,7 +513,7 @@ def chain_matmul(*matrices: Any, out: Any = None) -> Any:
     """The product of two or more 2-D tensors, left to right (use torch.linalg.multi_dot)."""
     if _amp.active and out is None:
         matrices = _amp_cast("chain_matmul", *matrices)
-    if len(matrices) == 1 and isinstance(matrices[0], list | tuple):
+    if len(matrices) == 1 and isinstance(matrices[0], (list, tuple)):
         matrices = tuple(matrices[0])
     if not matrices:
         raise RuntimeError("chain_matmul(): Expected one or more matrices")

@@ -200,7 +200,7 @@ class Fmin(Where):
 
 def _compare(name: str, fn: Any, a: Any, b: Any, out: Any) -> Any:
     """``fn(a, b)`` on promoted operands, no gradient; the first operand must be a tensor."""
-    if not isinstance(a, TensorBase) and isinstance(a, int | float | bool):
+    if not isinstance(a, TensorBase) and isinstance(a, (int, float, bool)):
         raise TypeError(
             f"{name}() received an invalid combination of arguments: the first "
             f"argument must be a Tensor, got {type(a).__name__}; write "

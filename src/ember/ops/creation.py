@@ -129,7 +129,7 @@ def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None, dev
             f"upper bound and larger bound inconsistent with step sign (start={start}, end={end}, step={step})"
         )
     if dtype is None:
-        is_int = all(isinstance(v, int | np.integer) for v in vals)
+        is_int = all(isinstance(v, (int, np.integer)) for v in vals)
         dt = _dtype.int64 if is_int else _dtype.get_default_dtype()
     else:
         dt = _dtype.to_dtype(dtype)
@@ -183,13 +183,13 @@ def complex(*_: Any, **__: Any) -> Any:
 
 def _size(size: tuple) -> tuple[int, ...]:
     """Sizes given as ``f(2, 3)``, ``f((2, 3))``, ``f([2, 3])`` or ``f(torch.Size(...))``."""
-    if len(size) == 1 and isinstance(size[0], tuple | list | Size):
+    if len(size) == 1 and isinstance(size[0], (tuple, list, Size)):
         size = size[0]
     out = []
     for s in size:
         if isinstance(s, TensorBase):
             s = int(s.item())
-        if not isinstance(s, int | np.integer):
+        if not isinstance(s, (int, np.integer)):
             raise TypeError(
                 f"size must be a sequence of ints, got {type(s).__name__} {s!r} in {tuple(size)!r}"
             )
@@ -219,7 +219,7 @@ def _unnest(data: Any) -> Any:
     T = TensorBase
     if isinstance(data, T):
         return _backend.to_numpy(data._data)
-    if isinstance(data, list | tuple):
+    if isinstance(data, (list, tuple)):
         return [_unnest(x) for x in data]
     return data
 
@@ -232,7 +232,7 @@ def _infer(data: Any, dtype: Any = None) -> np.ndarray:
     elif isinstance(data, np.generic):
         arr = np.asarray(data)
     else:
-        if isinstance(data, list | tuple) and any(isinstance(x, TensorBase) for x in _flat_first(data)):
+        if isinstance(data, (list, tuple)) and any(isinstance(x, TensorBase) for x in _flat_first(data)):
             data = _unnest(data)
         try:
             arr = np.array(data)
@@ -257,10 +257,10 @@ def _infer(data: Any, dtype: Any = None) -> np.ndarray:
 
 def _flat_first(data: Any) -> list:
     out = []
-    while isinstance(data, list | tuple) and data:
-        out.extend(data if not isinstance(data[0], list | tuple) else [])
+    while isinstance(data, (list, tuple)) and data:
+        out.extend(data if not isinstance(data[0], (list, tuple)) else [])
         data = data[0]
-    return out or ([data] if not isinstance(data, list | tuple) else [])
+    return out or ([data] if not isinstance(data, (list, tuple)) else [])
 
 
 def _checked(arr: np.ndarray) -> np.ndarray:

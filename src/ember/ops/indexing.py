@@ -245,7 +245,7 @@ def _expand(x: Any, shape: tuple) -> Any:
 def _value_for(x: Any, value: Any, k: _Key, what: str = "value tensor") -> Any:
     """``value`` ready to be written at ``k`` into x: a Python number, or a tensor of x's
     dtype whose shape broadcasts to the indexed shape (extra leading 1-dims dropped)."""
-    if isinstance(value, bool | int | float | np.generic):
+    if isinstance(value, (bool, int, float, np.generic)):
         return value.item() if isinstance(value, np.generic) else value
     if not isinstance(value, TensorBase):
         value = _cast.as_tensor_arg(value)
@@ -403,7 +403,7 @@ def index_put(input: Any, indices: Any, values: Any, accumulate: bool = False) -
     where repeated indices add up)."""
     if _amp.active:
         input, values = _amp_cast("index_put", input, values)
-    if not isinstance(indices, tuple | list):
+    if not isinstance(indices, (tuple, list)):
         raise TypeError("index_put(): indices must be a tuple of tensors")
     for i, t in enumerate(indices):
         if not isinstance(t, TensorBase):
@@ -543,7 +543,7 @@ def masked_fill(input: Any, mask: Any, value: Any) -> Any:
             )
     elif isinstance(value, np.generic):
         value = value.item()
-    elif not isinstance(value, bool | int | float):
+    elif not isinstance(value, (bool, int, float)):
         raise TypeError(f"masked_fill(): value must be a number or 0-d tensor, got {type(value)}")
     _broadcast_shapes(tuple(input._data.shape), tuple(m.shape))
     return MaskedFill.apply(input, value, m)

@@ -231,7 +231,7 @@ class Stack(Op):
 
 
 def _seq(tensors: tuple) -> tuple:
-    if len(tensors) == 1 and isinstance(tensors[0], tuple | list):
+    if len(tensors) == 1 and isinstance(tensors[0], (tuple, list)):
         return tuple(tensors[0])
     return tensors
 
@@ -286,7 +286,7 @@ def split(tensor: Any, split_size_or_sections: Any, dim: int = 0) -> tuple:
     d = _wrap(dim, nd)
     n = x._data.shape[d]
     s = split_size_or_sections
-    if isinstance(s, tuple | list) or (isinstance(s, TensorBase) and s._data.ndim == 1):
+    if isinstance(s, (tuple, list)) or (isinstance(s, TensorBase) and s._data.ndim == 1):
         sizes = list(_shape_arg((s,)))
         if any(v < 0 for v in sizes) or sum(sizes) != n:
             raise RuntimeError(
@@ -346,7 +346,7 @@ def tensor_split(input: Any, indices_or_sections: Any, dim: int = 0) -> tuple:
                 f"one-dimensional tensor, but got a tensor with {ios._data.ndim} dims"
             )
         ios = int(ios._data) if ios._data.ndim == 0 else [int(v) for v in ios._data.tolist()]
-    if isinstance(ios, tuple | list):
+    if isinstance(ios, (tuple, list)):
         idx = [_int(v, "indices") for v in ios]
         bounds = []
         prev = 0
@@ -505,7 +505,7 @@ def flipud(input: Any) -> Any:
 
 def roll(input: Any, shifts: Any, dims: Any = None) -> Any:
     """Shift elements circularly along ``dims`` (the flattened tensor when ``dims`` is None)."""
-    sh = (_int(shifts, "shifts"),) if not isinstance(shifts, tuple | list) else tuple(
+    sh = (_int(shifts, "shifts"),) if not isinstance(shifts, (tuple, list)) else tuple(
         _int(s, "shifts") for s in shifts)
     if dims is None:
         if len(sh) != 1:
@@ -514,7 +514,7 @@ def roll(input: Any, shifts: Any, dims: Any = None) -> Any:
                 "give one shift for the flattened tensor)"
             )
         return Roll.apply(input, sh[0], None)
-    ds = (dims,) if not isinstance(dims, tuple | list) else tuple(dims)
+    ds = (dims,) if not isinstance(dims, (tuple, list)) else tuple(dims)
     if len(sh) != len(ds):
         raise RuntimeError(f"shifts and dimensions must align. shifts: {len(sh)}, dims:{len(ds)}")
     nd = input._data.ndim
@@ -606,7 +606,7 @@ def repeat(input: Any, *sizes: Any) -> Any:
 
 def tile(input: Any, dims: Any) -> Any:
     """``repeat`` with ``dims`` padded by leading ones to the tensor's ndim."""
-    reps = _shape_arg((dims,)) if isinstance(dims, tuple | list) else (_int(dims, "dims"),)
+    reps = _shape_arg((dims,)) if isinstance(dims, (tuple, list)) else (_int(dims, "dims"),)
     nd = input._data.ndim
     reps = (1,) * (nd - len(reps)) + reps
     return repeat(input, reps)

@@ -584,7 +584,7 @@ def matrix_norm(A: Any, ord: Any = "fro", dim: tuple = (-2, -1), keepdim: bool =
             f"linalg.matrix_norm: The input tensor A must have at least 2 dimensions (got shape "
             f"{tuple(a.shape)}); use torch.linalg.vector_norm for vectors"
         )
-    if not isinstance(dim, tuple | list) or len(dim) != 2:
+    if not isinstance(dim, (tuple, list)) or len(dim) != 2:
         raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {dim}")
     d0, d1 = wrap_dim(dim[0], nd), wrap_dim(dim[1], nd)
     if d0 == d1:

@@ -120,7 +120,7 @@ def einsum(equation: Any, *operands: Any) -> Any:
         operands = _amp_cast("einsum", *operands)
     if not isinstance(equation, str):
         equation, ops = _parse_sublist((equation,) + operands)
-    elif len(operands) == 1 and isinstance(operands[0], list | tuple):
+    elif len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         ops = list(operands[0])
     else:
         ops = list(operands)

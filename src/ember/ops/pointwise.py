@@ -124,7 +124,7 @@ def pow(input: Any, exponent: Any) -> Any:
         input, exponent = _amp_cast("pow", input, exponent)
     if (type(exponent) is int or type(exponent) is float) and _as_is(input, exponent):
         return Pow.apply(input, exponent)  # a floating tensor to a Python number: no promotion
-    neg_exp = (isinstance(exponent, int | np.integer) and not isinstance(exponent, bool)
+    neg_exp = (isinstance(exponent, (int, np.integer)) and not isinstance(exponent, bool)
                and exponent < 0)
     # (promotion may wrap a negative exponent into an unsigned dtype)
     input, exponent = _promote(input, exponent)
@@ -346,18 +346,18 @@ class Pow(Op):
         xp = ctx.xp
         ga = gb = None
         if ctx.needs_input_grad[0]:
-            if isinstance(b, int | float) and b == 2:
+            if isinstance(b, (int, float)) and b == 2:
                 ga = grad * 2 * a
-            elif isinstance(b, int | float) and b == 0:
+            elif isinstance(b, (int, float)) and b == 0:
                 ga = grad * 0
             elif type(b) is float and b == 0.5:  # as rsqrt: -inf at -0.0, nan at -inf
                 ga = _quietly(_truediv, grad * 0.5, ctx.xp.sqrt(a))
-            elif isinstance(b, int | float):
+            elif isinstance(b, (int, float)):
                 ga = grad * b * _pow(xp, a, b - 1)
             else:  # a tensor exponent: 0 where it is 0 (a**-1 may be inf there)
                 ga = xp.where(b == 0, 0, grad * b * a ** (b - 1))
         if ctx.needs_input_grad[1]:
-            safe = xp.where((a == 0) & (b >= 0), 1, a) if not isinstance(a, int | float) else (a or 1)
+            safe = xp.where((a == 0) & (b >= 0), 1, a) if not isinstance(a, (int, float)) else (a or 1)
             gb = xp.where((a == 0) & (b >= 0), 0, grad * out * xp.log(safe))
         return ga, gb
 
@@ -552,7 +552,7 @@ def _scaled(a: Any, b: Any, alpha: Any) -> tuple[Any, Any]:
 
 
 def _is_bool_arg(x: Any) -> bool:
-    return x._data.dtype == np.bool_ if isinstance(x, TensorBase) else isinstance(x, bool | np.bool_)
+    return x._data.dtype == np.bool_ if isinstance(x, TensorBase) else isinstance(x, (bool, np.bool_))
 
 
 def _rsub(input: Any, other: Any, alpha: Any = 1) -> Any:
@@ -573,7 +573,7 @@ def _is_int_arg(x: Any) -> bool:
     """An integer (or bool) tensor, or a Python/NumPy integer: its division is exact."""
     if isinstance(x, TensorBase):
         return x._data.dtype.kind in "iub"
-    return isinstance(x, int | np.integer)
+    return isinstance(x, (int, np.integer))
 
 
 def _check_int_divisor(a: Any, b: Any, name: str) -> None:

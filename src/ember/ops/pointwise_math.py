@@ -216,7 +216,7 @@ def atan2(input: Any, other: Any) -> Any:
     if _amp.active:
         input, other = _amp_cast("atan2", input, other)
     for name, v in (("input", input), ("other", other)):
-        if not isinstance(v, TensorBase) and isinstance(v, int | float | bool):
+        if not isinstance(v, TensorBase) and isinstance(v, (int, float, bool)):
             raise TypeError(
                 f"atan2(): argument '{name}' must be Tensor, not {type(v).__name__}; wrap the "
                 "number in a tensor: torch.atan2(y, torch.tensor(x))"

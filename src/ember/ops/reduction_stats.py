@@ -247,14 +247,14 @@ def norm(
     x = _t(input)
     if p is None:
         p = "fro"
-    if not isinstance(p, str | int | float | np.number):
+    if not isinstance(p, (str, int, float, np.number)):
         raise TypeError(
             f"norm(): argument 'p' must be a number or 'fro'/'nuc', not {type(p).__name__} (to "
             "pick dims pass dim=, e.g. x.norm(dim=(0,)))"
         )
     if isinstance(p, str):
         if p == "fro":
-            if isinstance(dim, tuple | list) and len(dim) > 2:
+            if isinstance(dim, (tuple, list)) and len(dim) > 2:
                 raise RuntimeError(
                     f"linalg.matrix_norm: dim must be a 2-tuple. Got {' '.join(map(str, dim))}"
                 )

@@ -59,7 +59,7 @@ def _shape_arg(size: tuple) -> tuple[int, ...]:
     """Sizes given as varargs ``(2, 3)``, one tuple/list/Size ``((2, 3),)`` or a 1-D tensor."""
     if len(size) == 1:
         s0 = size[0]
-        if isinstance(s0, tuple | list):
+        if isinstance(s0, (tuple, list)):
             size = tuple(s0)
         elif isinstance(s0, TensorBase) and s0._data.ndim == 1:
             size = tuple(int(v) for v in s0._data.tolist())
@@ -67,7 +67,7 @@ def _shape_arg(size: tuple) -> tuple[int, ...]:
 
 
 def _dims_arg(dims: tuple, what: str = "dims") -> tuple[int, ...]:
-    if len(dims) == 1 and isinstance(dims[0], tuple | list):
+    if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
         dims = tuple(dims[0])
     return tuple(_int(d, what, i) for i, d in enumerate(dims))
 
@@ -153,7 +153,7 @@ def view(input: Any, *shape: Any, size: Any = None) -> Any:
     """
     if size is not None:
         shape = (size,)
-    if len(shape) == 1 and not isinstance(shape[0], int | tuple | list | TensorBase):
+    if len(shape) == 1 and not isinstance(shape[0], (int, tuple, list, TensorBase)):
         return _view_dtype(input, shape[0])
     shape = _infer_shape(_shape_arg(shape), input._data.size)
     if not _can_view(input._data, shape):
@@ -218,7 +218,7 @@ def squeeze(input: Any, dim: Any = None) -> Any:
     if dim is None:
         new = tuple(s for s in shp if s != 1)
         return Squeeze.apply(input, new)
-    if isinstance(dim, tuple | list):
+    if isinstance(dim, (tuple, list)):
         dims = {_wrap(d, nd) for d in dim}
         cls: Any = SqueezeDims
     else:
@@ -366,7 +366,7 @@ def broadcast_shapes(*shapes: Any) -> Any:
 
 def broadcast_tensors(*tensors: Any) -> tuple:
     """Expand all tensors to their common broadcast shape."""
-    if len(tensors) == 1 and isinstance(tensors[0], tuple | list):
+    if len(tensors) == 1 and isinstance(tensors[0], (tuple, list)):
         tensors = tuple(tensors[0])
     try:
         shape = tuple(broadcast_shapes(*(t._data.shape for t in tensors)))
@@ -462,8 +462,8 @@ def transpose(input: Any, dim0: int, dim1: int) -> Any:
 def movedim(input: Any, source: Any, destination: Any) -> Any:
     """Move dims ``source`` to positions ``destination`` (others keep their order)."""
     nd = input._data.ndim
-    src = (source,) if not isinstance(source, tuple | list) else tuple(source)
-    dst = (destination,) if not isinstance(destination, tuple | list) else tuple(destination)
+    src = (source,) if not isinstance(source, (tuple, list)) else tuple(source)
+    dst = (destination,) if not isinstance(destination, (tuple, list)) else tuple(destination)
     if len(src) != len(dst):
         raise RuntimeError(
             f"movedim: Invalid source or destination dims: source ({list(src)} dims) should "

@@ -581,11 +581,11 @@ def _cast_state(p: Tensor, value: Any, key: Any) -> Any:
     saved, so a resumed run repeats the original's rounding; a number becomes a tensor)."""
     if isinstance(value, dict):
         return {k: _cast_state(p, v, k) for k, v in value.items()}
-    if isinstance(value, list | tuple):
+    if isinstance(value, (list, tuple)):
         return type(value)(_cast_state(p, v, key) for v in value)
     arr = _to_array(value)
     if arr is None:
-        if key == "step" and isinstance(value, int | float):
+        if key == "step" and isinstance(value, (int, float)):
             return _step_tensor(float(value))
         return value
     if key in _SCALAR_KEYS and arr.ndim == 0:  # counters stay on the CPU (see _step_tensor)

@@ -197,6 +197,6 @@ def _ember_object(module: str, name: str, import_modules: bool = True) -> Any:
 
 def _short(x: Any) -> str:
     r = repr(x) if type(x) in (str, int, bytes, bool, type(None)) else f"<{type(x).__name__}>"
-    if isinstance(x, Marker | Callable_):
+    if isinstance(x, (Marker, Callable_)):
         r = repr(x)
     return r if len(r) <= 60 else r[:57] + "..."

@@ -102,7 +102,7 @@ def load(f: str | os.PathLike | IO[bytes], map_location: Any = None, pickle_modu
         >>> sd = ember.load("ckpt.pt", map_location="cpu")
     """
     weights_only = _resolve_weights_only(weights_only, pickle_module)
-    if isinstance(f, str | os.PathLike):
+    if isinstance(f, (str, os.PathLike)):
         path: str | None = os.fspath(f)
         fh: IO[bytes] = open(path, "rb")  # noqa: SIM115 - closed below
         owned = True
@@ -613,7 +613,7 @@ def get_unsafe_globals_in_checkpoint(f: str | os.PathLike | IO[bytes]) -> list[s
     not allowlisted with ``add_safe_globals``), read without loading anything."""
     import pickletools
 
-    if isinstance(f, str | os.PathLike):
+    if isinstance(f, (str, os.PathLike)):
         with open(f, "rb") as fh:
             raw = fh.read()
     else:

@@ -87,7 +87,7 @@ def save(obj: Any, f: str | os.PathLike | IO[bytes], pickle_module: Any = None,
         # objects beyond what torch.load's weights_only reader rebuilds (a whole module, a
         # NumPy array, a user's class): pickled as torch.save pickles them
         pkl, storages = _full_pickle(obj)
-    if isinstance(f, str | os.PathLike):
+    if isinstance(f, (str, os.PathLike)):
         path = os.fspath(f)
         name = _archive_name(path)
         _atomic_write(path, lambda fh: _write_archive(fh, name, pkl, storages))

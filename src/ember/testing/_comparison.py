@@ -180,7 +180,7 @@ def _compare_scalar_tensor(a: np.ndarray, e: np.ndarray, rtol: float, atol: floa
 
 def _number_kind(x: Any) -> type | None:
     """bool, int, float or complex for Python and NumPy numbers; None for anything else."""
-    if isinstance(x, bool | np.bool_):
+    if isinstance(x, (bool, np.bool_)):
         return bool
     if isinstance(x, numbers.Integral):
         return int
@@ -239,7 +239,7 @@ def _compare_numbers(actual: Any, expected: Any, kinds: tuple[type, type], rtol:
 
 
 def _is_tensor_like(x: Any) -> bool:
-    return isinstance(x, Tensor | np.ndarray)
+    return isinstance(x, (Tensor, np.ndarray))
 
 
 def _compare(actual: Any, expected: Any, path: str, opts: dict) -> None:
@@ -300,7 +300,7 @@ def _compare_one(actual: Any, expected: Any, opts: dict) -> None:
             pass
         raise _Descend([(k, actual[k], expected[k]) for k in keys])
     if (isinstance(actual, Sequence) and isinstance(expected, Sequence)
-            and not isinstance(actual, str | bytes) and not isinstance(expected, str | bytes)):
+            and not isinstance(actual, (str, bytes)) and not isinstance(expected, (str, bytes))):
         if len(actual) != len(expected):
             raise _Mismatch(AssertionError, f"The length of the sequences mismatch: "
                                             f"{len(actual)} != {len(expected)}")

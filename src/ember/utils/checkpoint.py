@@ -230,7 +230,7 @@ def _params_of(fn: Any) -> list[Any]:
             continue
         visited.add(id(f))
         add(f)
-        if isinstance(f, list | tuple):
+        if isinstance(f, (list, tuple)):
             stack.extend(f)
             continue
         if isinstance(f, functools.partial):
@@ -247,10 +247,10 @@ def _params_of(fn: Any) -> list[Any]:
                 value = cell.cell_contents
             except ValueError:  # an empty cell
                 continue
-            if isinstance(value, Module | Tensor) or callable(value):
+            if isinstance(value, (Module, Tensor)) or callable(value):
                 stack.append(value)
-            elif isinstance(value, list | tuple):
-                stack.extend(v for v in value if isinstance(v, Module | Tensor))
+            elif isinstance(value, (list, tuple)):
+                stack.extend(v for v in value if isinstance(v, (Module, Tensor)))
     return found
 
 

@@ -55,7 +55,7 @@ def sdpa_kernel(backends: list[SDPBackend] | SDPBackend,
     """
     if isinstance(backends, SDPBackend):
         chosen: list[SDPBackend] = [backends]
-    elif isinstance(backends, Iterable) and not isinstance(backends, str | bytes):
+    elif isinstance(backends, Iterable) and not isinstance(backends, (str, bytes)):
         chosen = list(backends)
         for b in chosen:
             if not isinstance(b, SDPBackend):

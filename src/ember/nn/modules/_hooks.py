@@ -110,7 +110,7 @@ class _BackwardHookState:
     def wrap_outputs(self, output: Any) -> Any:
         single = isinstance(output, Tensor)
         outs = (output,) if single else output
-        if not isinstance(outs, tuple | list):
+        if not isinstance(outs, (tuple, list)):
             return output
         pos = [i for i, o in enumerate(outs) if isinstance(o, Tensor) and o.requires_grad]
         if not pos:

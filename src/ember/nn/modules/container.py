@@ -339,7 +339,7 @@ class ModuleDict(Module):
                 "ModuleDict.update should be called with an iterable of key/value pairs, but got "
                 + type(modules).__name__
             )
-        if isinstance(modules, OrderedDict | ModuleDict | Mapping):
+        if isinstance(modules, (OrderedDict, ModuleDict, Mapping)):
             for key, module in modules.items():
                 self[key] = module
             return
@@ -530,7 +530,7 @@ class ParameterDict(Module):
                 "ParametersDict.update should be called with an iterable of key/value pairs, "
                 "but got " + type(parameters).__name__
             )
-        if isinstance(parameters, OrderedDict | ParameterDict | Mapping):
+        if isinstance(parameters, (OrderedDict, ParameterDict, Mapping)):
             for key, p in parameters.items():
                 self[key] = p
             return

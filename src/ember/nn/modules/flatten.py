@@ -50,7 +50,7 @@ class Unflatten(Module):
 
     @staticmethod
     def _require_tuple_int(size: Any) -> None:
-        if isinstance(size, tuple | list):
+        if isinstance(size, (tuple, list)):
             for idx, elem in enumerate(size):
                 if not isinstance(elem, int):
                     raise TypeError(

@@ -697,7 +697,7 @@ def _parse_to(args: tuple, kwargs: dict) -> tuple[Any, Any]:
             dtype = a
         elif isinstance(a, str) and a.removeprefix("torch.") in _dtype.ALIASES:
             dtype = _dtype.to_dtype(a)
-        elif isinstance(a, str | int | _backend.device):
+        elif isinstance(a, (str, int, _backend.device)):
             device = a if isinstance(a, _backend.device) else _backend.device(a)
         elif isinstance(a, type) and a is float:
             dtype = _dtype.to_dtype(a)

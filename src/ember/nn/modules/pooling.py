@@ -33,7 +33,7 @@ __all__ = [
 
 
 def _single(v: Any) -> tuple:
-    return tuple(v) if isinstance(v, tuple | list) else (v,)
+    return tuple(v) if isinstance(v, (tuple, list)) else (v,)
 
 
 class _MaxPoolNd(Module):
@@ -313,7 +313,7 @@ class _FractionalMaxPoolNd(Module):
         self.output_size = output_size
         self.output_ratio = None
         if output_ratio is not None:
-            ratio = (output_ratio,) * n if isinstance(output_ratio, float | int) else \
+            ratio = (output_ratio,) * n if isinstance(output_ratio, (float, int)) else \
                 tuple(output_ratio)
             if not all(0 < r < 1 for r in ratio):
                 raise ValueError(f"output_ratio must be between 0 and 1 (got {output_ratio})")

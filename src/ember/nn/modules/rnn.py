@@ -381,10 +381,10 @@ class LSTM(RNNBase):
         return (_permute(hx[0], permutation), _permute(hx[1], permutation))
 
     def _check_pair(self, hx: Any) -> tuple:
-        if not isinstance(hx, tuple | list) or len(hx) != 2:
+        if not isinstance(hx, (tuple, list)) or len(hx) != 2:
             raise RuntimeError(
                 f"LSTM: hx must be a tuple (h_0, c_0) of two tensors, got {type(hx).__name__}"
-                + (f" of length {len(hx)}" if isinstance(hx, tuple | list) else "")
+                + (f" of length {len(hx)}" if isinstance(hx, (tuple, list)) else "")
             )
         return tuple(hx)
 

@@ -37,7 +37,7 @@ def _reverse_repeat_tuple(t: tuple, n: int) -> tuple:
 def _list_with_default(out_size: list, defaults: list) -> list:
     """``out_size`` with each ``None`` taken from the same position counted from the end of
     ``defaults`` (adaptive pooling's output size)."""
-    if isinstance(out_size, int | float):
+    if isinstance(out_size, (int, float)):
         return out_size  # type: ignore[return-value]
     if len(defaults) <= len(out_size):
         raise ValueError(f"Input dimension should be at least {len(out_size) + 1}")

@@ -33,7 +33,7 @@ def _to(obj: Any, dev: str) -> Any:
         return obj.to(dev)
     if isinstance(obj, tuple) and hasattr(obj, "_fields"):
         return type(obj)(*(_to(o, dev) for o in obj))
-    if isinstance(obj, list | tuple):
+    if isinstance(obj, (list, tuple)):
         return type(obj)(_to(o, dev) for o in obj)
     if isinstance(obj, dict):
         return {k: _to(v, dev) for k, v in obj.items()}

@@ -55,7 +55,7 @@ class PackedSequence(PackedSequence_):
         if unsorted_indices is None:
             unsorted_indices = invert_permutation(sorted_indices)
         if batch_sizes is None:  # PackedSequence((data, batch_sizes), sorted_indices=...)
-            if not (isinstance(data, list | tuple) and len(data) == 2):
+            if not (isinstance(data, (list, tuple)) and len(data) == 2):
                 raise AssertionError("Expected data to be a list or tuple of length 2")
             data, batch_sizes = data
         elif batch_sizes.device.type != "cpu":

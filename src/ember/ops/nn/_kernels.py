@@ -523,7 +523,7 @@ def _check_tensor(x: Any, fn: str, what: str = "input") -> None:
 
 def _ints(v: Any, n: int, name: str, fn: str, conv_msg: bool = True) -> tuple[int, ...]:
     """An int or a sequence of ints as an n-tuple, as PyTorch accepts them."""
-    if isinstance(v, bool | float) or v is None:
+    if isinstance(v, (bool, float)) or v is None:
         raise TypeError(f"{fn}(): argument '{name}' must be tuple of ints, not "
                         f"{type(v).__name__}")
     try:

@@ -357,7 +357,7 @@ def _fractional_max_pool(fn: str, nd: int, input: Any, kernel_size: Any, output_
         if output_ratio is None:
             raise ValueError(f"{fn} requires specifying either an output_size or an "
                              "output_ratio")
-        ratio = (output_ratio,) * nd if isinstance(output_ratio, float | int) else \
+        ratio = (output_ratio,) * nd if isinstance(output_ratio, (float, int)) else \
             tuple(output_ratio)
         out = tuple(int(n * r) for n, r in zip(sizes, ratio))
     else:

@@ -389,7 +389,7 @@ def interpolate(input: Any, size: Any = None, scale_factor: Any = None, mode: st
         if recompute_scale_factor:
             raise ValueError("recompute_scale_factor is not meaningful with an explicit size.")
     elif scale_factor is not None:
-        sf = (scale_factor,) * nsp if isinstance(scale_factor, int | float) else \
+        sf = (scale_factor,) * nsp if isinstance(scale_factor, (int, float)) else \
             tuple(scale_factor)
         if len(sf) != nsp:
             raise ValueError(

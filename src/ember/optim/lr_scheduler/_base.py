@@ -58,7 +58,7 @@ def _copy_lr(lr: Any) -> Any:
 def _format_param(name: str, optimizer: Optimizer, param: Any) -> list[Any]:
     """One value per parameter group (a scalar is repeated)."""
     n = len(optimizer.param_groups)
-    if isinstance(param, list | tuple):
+    if isinstance(param, (list, tuple)):
         if len(param) != n:
             raise ValueError(
                 f"{name} must have the same length as optimizer.param_groups. {name} has "

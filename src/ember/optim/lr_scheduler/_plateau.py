@@ -48,7 +48,7 @@ class ReduceLROnPlateau(LRScheduler):
             raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
         self.optimizer = optimizer
         n = len(optimizer.param_groups)
-        if isinstance(min_lr, list | tuple):
+        if isinstance(min_lr, (list, tuple)):
             if len(min_lr) != n:
                 raise ValueError(f"expected {n} min_lrs, got {len(min_lr)}")
             self.default_min_lr = None

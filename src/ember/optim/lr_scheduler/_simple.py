@@ -87,7 +87,7 @@ class MultiplicativeLR(LRScheduler):
 
 def _lambdas(optimizer: Optimizer, lr_lambda: Any) -> list[Callable]:
     n = len(optimizer.param_groups)
-    if not isinstance(lr_lambda, list | tuple):
+    if not isinstance(lr_lambda, (list, tuple)):
         return [lr_lambda] * n
     if len(lr_lambda) != n:
         raise ValueError(f"Expected {n} lr_lambdas, but got {len(lr_lambda)}")
@@ -375,7 +375,7 @@ class CosineAnnealingWarmRestarts(LRScheduler):
             raise ValueError(f"Expected positive integer T_0, but got {T_0}")
         if T_mult < 1 or not isinstance(T_mult, int):
             raise ValueError(f"Expected integer T_mult >= 1, but got {T_mult}")
-        if not isinstance(eta_min, float | int):
+        if not isinstance(eta_min, (float, int)):
             raise ValueError(
                 f"Expected float or int eta_min, but got {eta_min} of type {type(eta_min)}"
             )

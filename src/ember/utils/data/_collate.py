@@ -42,7 +42,7 @@ def default_collate(batch: list) -> Any:
         return _creation.tensor(batch, dtype="float64")
     if isinstance(elem, int):
         return _creation.tensor(batch)
-    if isinstance(elem, str | bytes):
+    if isinstance(elem, (str, bytes)):
         return batch
     if isinstance(elem, Mapping):
         try:
@@ -78,6 +78,6 @@ def default_convert(data: Any) -> Any:
         return {k: default_convert(v) for k, v in data.items()}
     if isinstance(data, tuple) and hasattr(data, "_fields"):
         return type(data)(*(default_convert(d) for d in data))
-    if isinstance(data, list | tuple):
+    if isinstance(data, (list, tuple)):
         return type(data)(default_convert(d) for d in data)
     return data

@@ -46,7 +46,7 @@ def _to_numpy(obj: Any) -> Any:
         return obj.detach().cpu().numpy()
     if isinstance(obj, dict):
         return {k: _to_numpy(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple) and any(isinstance(o, Tensor) for o in obj):
+    if isinstance(obj, (list, tuple)) and any(isinstance(o, Tensor) for o in obj):
         return type(obj)(_to_numpy(o) for o in obj)
     return obj
 
@@ -115,7 +115,7 @@ class SummaryWriter(_tbx.SummaryWriter):
         import numpy as np
 
         img = _to_numpy(img_tensor)
-        if isinstance(img, list | tuple):  # tensorboardX's list form: stack here, without torch
+        if isinstance(img, (list, tuple)):  # tensorboardX's list form: stack here, without torch
             self.add_images(tag, np.stack(img, 0), global_step, walltime, "N" + dataformats)
             return
         super().add_image(tag, img, global_step, walltime, dataformats)

@@ -292,12 +292,12 @@ def _check_plain(result: Any, what: str) -> None:
     seen: set[int] = set()
     while todo:
         obj = todo.pop()
-        if isinstance(obj, _Global | _PendingArray | _PendingDtype):
+        if isinstance(obj, (_Global, _PendingArray, _PendingDtype)):
             raise UnsafePickleError(f"{what} holds {obj!r} as a value, not data")
         if id(obj) in seen:
             continue
         seen.add(id(obj))
-        if isinstance(obj, list | tuple):
+        if isinstance(obj, (list, tuple)):
             todo.extend(obj)
         elif isinstance(obj, dict):
             todo.extend(obj.keys())

@@ -76,7 +76,7 @@ def _describe(err: BaseException) -> str:
         return f"could not resolve the host name ({reason}); is this machine offline?"
     if isinstance(reason, ConnectionRefusedError):
         return f"connection refused ({reason})"
-    if isinstance(reason, TimeoutError | socket.timeout):
+    if isinstance(reason, (TimeoutError, socket.timeout)):
         return f"timed out after {_TIMEOUT_S:g} s ({reason})"
     return f"{type(reason).__name__}: {reason}"
 

@@ -175,7 +175,7 @@ def _convert_boxes_to_roi_format(boxes: list[Tensor]) -> Tensor:
 
 
 def _check_boxes(boxes: Any) -> None:
-    if isinstance(boxes, list | tuple):
+    if isinstance(boxes, (list, tuple)):
         for b in boxes:
             if not isinstance(b, Tensor) or b.ndim != 2 or b.shape[1] != 4:
                 got = tuple(b.shape) if isinstance(b, Tensor) else type(b).__name__
