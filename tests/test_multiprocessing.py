@@ -203,6 +203,8 @@ def test_worker_keyerror_is_readable():
 
 
 _CTRL_C_SCRIPT = """
+import faulthandler, signal
+faulthandler.register(signal.SIGUSR1, all_threads=True)  # (the test's diagnosis on a hang)
 import time
 import ember
 from ember.utils.data import DataLoader, Dataset
@@ -270,6 +272,7 @@ def test_ctrl_c_with_workers_prints_one_traceback(tmp_path):
     import signal
     import subprocess
     import sys
+    import time
 
     script = tmp_path / "ctrl_c.py"
     script.write_text(_CTRL_C_SCRIPT)
@@ -280,7 +283,14 @@ def test_ctrl_c_with_workers_prints_one_traceback(tmp_path):
             if "running" in line:
                 break
         os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C does: the whole process group
-        _, err = proc.communicate(timeout=60)
+        try:
+            _, err = proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:  # every process of the group prints its stacks
+            os.killpg(proc.pid, signal.SIGUSR1)
+            time.sleep(2)
+            os.killpg(proc.pid, signal.SIGKILL)
+            _, err = proc.communicate()
+            pytest.fail(f"no exit 60 s after Ctrl-C; the processes' stacks:\n{err}")
     finally:
         if proc.poll() is None:
             proc.kill()
