@@ -130,7 +130,7 @@ def make_outputs(prog: Program, vals: list, ctxs: list | None, flat: list) -> li
     """The region's output leaves: tensors whose ``grad_fn`` is one node for the whole region."""
     node = None
     if ctxs is not None and prog.out_slots:
-        node = CompiledFunction._node_cls()
+        node = _new_node(_NODE_CLS)  # (Node.__init__'s fields are all set below)
         edges = []
         meta = []
         accumulator = _function._accumulator
@@ -153,6 +153,7 @@ def make_outputs(prog: Program, vals: list, ctxs: list | None, flat: list) -> li
         node.xp = prog.steps[0][3] if prog.steps and prog.steps[0][0] is OP else None
         node.needs_input_grad = (True,) * len(edges)
         node._saved = (prog, ctxs)
+        node._versions = None
         if prog.saved_src:
             versions = []
             for k, (where, i) in enumerate(prog.saved_src):
@@ -189,6 +190,10 @@ def make_outputs(prog: Program, vals: list, ctxs: list | None, flat: list) -> li
             versions.append((counter, counter[0], len(versions)))
         node._versions = versions
     return leaves
+
+
+_NODE_CLS = CompiledFunction._node_cls
+_new_node = object.__new__
 
 
 def run_backward(prog: Program, ctxs: list, grads: tuple) -> tuple:
