@@ -364,6 +364,15 @@ def random_fill_of_tracked_tensor(t):
     return g1, a.grad, c.requires_grad
 
 
+def inplace_on_empty_view_with_zero_strides(t):
+    # NumPy gives the empty transpose strides (0, 0): no element repeats, so it is no expand()
+    x = t.tensor([[1.0, 2, 3, 4], [5, 6, 7, 8]], dtype=t.float64, requires_grad=True)
+    v = x.narrow(0, 1, 0).square().T
+    v.add_(0.5)
+    v.mean(0, keepdim=True).sum().backward()
+    return x.grad, v.shape
+
+
 CASES = [
     issue_example, mean_after_view_add, large_view_then_sum_is_finite, view_of_view,
     step_slice_exp, transposed_row, two_dim_slice_zero, view_rederived_after_base_changes,
@@ -381,6 +390,7 @@ CASES = [
     retain_grad_follows_inplace, retain_grad_moves_with_view_inplace,
     copyslices_twice_without_retain, relu_mask_keeps_zero_for_infinite_grad,
     transposed_base_view_inplace, random_fill_of_tracked_tensor,
+    inplace_on_empty_view_with_zero_strides,
 ]
 
 

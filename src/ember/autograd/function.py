@@ -490,12 +490,18 @@ class StridedWindow(Op):
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
         perm, shape, strides, offset = ctx.geom
-        if any(s == 0 and n > 1 for s, n in zip(strides, shape)):  # an expand()ed window: the
+        if _expanded(shape, strides):  # an expand()ed window: the
             dims = tuple(i for i, (s, n) in enumerate(zip(strides, shape)) if s == 0 and n > 1)
             grad = grad.sum(axis=dims, keepdims=True)  # copies of one element sum their grads
             shape = tuple(1 if i in dims else n for i, n in enumerate(shape))
         zeros = ctx.xp.zeros(ctx.base_shape, ctx.dtype)
         return ctx.call(StridedScatter, zeros, grad, (perm, shape, strides, offset)), None
+
+
+def _expanded(shape: tuple, strides: tuple) -> bool:
+    """Whether a window shows one memory element at several positions (an ``expand()``ed view);
+    an empty window shows none, whatever its strides."""
+    return 0 not in shape and any(s == 0 and n > 1 for s, n in zip(strides, shape))
 
 
 class StridedScatter(Op):
@@ -511,7 +517,7 @@ class StridedScatter(Op):
         perm, shape, strides, offset = geom
         flat = _in_memory_order(base, ctx.xp, perm).copy()
         window = _window(flat, ctx.xp, shape, strides, offset)
-        if any(s == 0 and n > 1 for s, n in zip(strides, shape)):  # expand()ed: write only
+        if _expanded(shape, strides):  # expand()ed: write only
             changed = ctx.xp.broadcast_to(src, shape) != window  # what changed, or unchanged
             window[changed] = ctx.xp.broadcast_to(src, shape)[changed]  # copies overwrite it
         else:
@@ -521,7 +527,7 @@ class StridedScatter(Op):
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
         _, shape, strides, _ = ctx.geom
-        if any(s == 0 and n > 1 for s, n in zip(strides, shape)):  # PyTorch refuses here too
+        if _expanded(shape, strides):  # PyTorch refuses here too
             raise RuntimeError(
                 "unsupported operation: more than one element of the written-to tensor refers to "
                 "a single memory location. Please clone() the tensor before performing the "
