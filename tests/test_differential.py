@@ -631,7 +631,6 @@ def test_log_softmax_of_empty_int_tensor():
     _assert_same(lambda m: m.log_softmax(m.zeros((2, 0), dtype=m.int64), 1))
 
 
-@pytest.mark.xfail(strict=False, reason="issue 10: inplace_on_expanded (empty)")
 def test_inplace_on_expanded_empty_view():
     """An in-place op through an expand of an empty view writes nothing: PyTorch allows it."""
 
