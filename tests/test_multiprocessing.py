@@ -202,9 +202,7 @@ def test_worker_keyerror_is_readable():
     assert 'return {"a": 1}["missing"]' in msg
 
 
-_CTRL_C_SCRIPT = """
-import faulthandler, signal
-faulthandler.register(signal.SIGUSR1, all_threads=True)  # (the test's diagnosis on a hang)
+_SLOW_DATASET = """
 import time
 import ember
 from ember.utils.data import DataLoader, Dataset
@@ -216,26 +214,19 @@ class Slow(Dataset):
     def __getitem__(self, i):
         time.sleep(0.01)
         return ember.tensor(i)
+"""
 
+_CTRL_C_SCRIPT = """
+import faulthandler, signal
+faulthandler.register(signal.SIGUSR1, all_threads=True)  # (the test's diagnosis on a hang)
+""" + _SLOW_DATASET + """
 for i, b in enumerate(DataLoader(Slow(), batch_size=2, num_workers=2)):
     if i == 2:
         print("running", flush=True)
 """
 
 
-_CTRL_C_IN_PUT_SCRIPT = """
-import time
-import ember
-from ember.utils.data import DataLoader, Dataset
-
-class Slow(Dataset):
-    def __len__(self):
-        return 10**6
-
-    def __getitem__(self, i):
-        time.sleep(0.01)
-        return ember.tensor(i)
-
+_CTRL_C_IN_PUT_SCRIPT = _SLOW_DATASET + """
 loader = DataLoader(Slow(), batch_size=2, num_workers=2, persistent_workers=True)
 for i, b in enumerate(loader):
     if i == 2:
