@@ -138,12 +138,7 @@ def make_outputs(prog: Program, vals: list, ctxs: list | None, flat: list) -> li
         for where, k in prog.edge_src:
             t = flat[k] if where == "input" else free[k][0]
             fn = t._grad_fn
-            if fn is not None:
-                edges.append((fn, t._output_nr))
-            else:  # a leaf: its AccumulateGrad, while one lives (_accumulator, inlined)
-                ref = t._accum
-                acc = ref() if ref is not None else None
-                edges.append((acc if acc is not None else accumulator(t), 0))
+            edges.append((fn, t._output_nr) if fn is not None else (accumulator(t), 0))
             d = t._data
             meta.append((d.shape, d.dtype))
         node._edges = tuple(edges)
