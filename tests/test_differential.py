@@ -230,9 +230,6 @@ def test_inplace_on_view_of_noncontiguous_result():
     _assert_same(prog)
 
 
-@pytest.mark.xfail(
-    strict=False, reason="issue 10: multioutput_view_inplace (ember raises in no_grad)"
-)
 def test_multioutput_view_modified_under_no_grad():
     """In no_grad, a split() output modified in place may still be used (PyTorch allows it)."""
 
@@ -516,7 +513,6 @@ def test_view_of_cast_of_expanded():
     _assert_same(prog)
 
 
-@pytest.mark.xfail(strict=False, reason="issue 10: empty_double_backward")
 def test_double_backward_of_empty_tensor():
     def prog(m):
         x = m.tensor([[0.875, -1.125], [-0.375, 0.875]], dtype=m.float64, requires_grad=True)

@@ -373,6 +373,26 @@ def inplace_on_empty_view_with_zero_strides(t):
     return x.grad, v.shape
 
 
+def double_backward_through_empty_view_written_in_place(t):
+    # the gradient through an empty window is fresh zeros in PyTorch, with no graph to
+    # differentiate again (a long differential run, views family, seed 27151675)
+    x = t.tensor([0.75, -0.125, 1.625, 1.25], dtype=t.float64, requires_grad=True)
+    v = (x * -1).narrow(0, 3, 0)
+    v.t().add_(-2.0)
+    (g,) = t.autograd.grad((v.mean(0) ** 2).sum(), [x], create_graph=True)
+    return g, g.requires_grad
+
+
+def double_backward_through_empty_as_strided(t):
+    x = t.tensor([0.75, -0.125, 1.625, 1.25], dtype=t.float64, requires_grad=True)
+    outs = []
+    for size, stride in (((0,), (1,)), ((2, 0), (1, 1)), ((2,), (1,))):
+        w = t.ones((), dtype=t.float64, requires_grad=True)
+        (g,) = t.autograd.grad((x * 2).as_strided(size, stride).sum() * w, [x], create_graph=True)
+        outs += [g, g.requires_grad]
+    return outs
+
+
 CASES = [
     issue_example, mean_after_view_add, large_view_then_sum_is_finite, view_of_view,
     step_slice_exp, transposed_row, two_dim_slice_zero, view_rederived_after_base_changes,
@@ -390,7 +410,8 @@ CASES = [
     retain_grad_follows_inplace, retain_grad_moves_with_view_inplace,
     copyslices_twice_without_retain, relu_mask_keeps_zero_for_infinite_grad,
     transposed_base_view_inplace, random_fill_of_tracked_tensor,
-    inplace_on_empty_view_with_zero_strides,
+    inplace_on_empty_view_with_zero_strides, double_backward_through_empty_view_written_in_place,
+    double_backward_through_empty_as_strided,
 ]
 
 

@@ -136,6 +136,30 @@ def test_double_backward_through_new_ops():
     np.testing.assert_allclose(got, want, rtol=1e-4)
 
 
+def test_div_divisor_gradient_edges():
+    """grad_b = -grad * ((a / b) / b), PyTorch's form: dividing by b * b instead underflows for
+    tiny float32 b (1e-30 ** 2 is 0: -inf where PyTorch's is finite)."""
+    b = [0.0, -0.0, 1e-30, -1e-30, 1e-20, 2.0, INF, NAN, 1e30]
+    check(lambda m, x, y: x / y, [1.0, 1.0, 1e-10, 1e-10, 3.0, 0.0, 1.0, 1.0, 1e30], b)
+    check(lambda m, x, y: x / y, [0.0] * len(b), b)
+
+
+def test_div_second_derivative_at_a_zero_divisor():
+    """d2/db2 of (c / b)**2 at b == 0 is +inf in PyTorch; with grad_b = -grad * a / (b * b) the
+    double backward multiplied inf by b * b's derivative 2b == 0 and gave nan (a long
+    differential run, views family, seed 27139003)."""
+    got = []
+    for m in (ember, torch):
+        b = m.tensor([0.0, 0.5, -2.0], dtype=m.float64, requires_grad=True)
+        y = 1.5 / b if m is torch else m.tensor([1.5] * 3, dtype=m.float64) / b
+        (g,) = m.autograd.grad((y * y).sum(), b, create_graph=True)
+        g.sum().backward()
+        got.append((g.detach().numpy(), b.grad.numpy()))
+    for e, t in zip(got[0], got[1]):
+        _same(e, t, "double backward of a division")
+    assert np.isposinf(got[0][1][0])
+
+
 KEYS = ["[:]", "[...]", "[0]", "[:, 0]", "[0, :]", "[0, 1:]", "[1:, 0]", "[None]", "[None, 0]",
         "[0, None]", "[..., None]", "[:, None, :]", "[0, ...]", "[..., 0]", "[:, :2]", "[:, :]",
         "[::2]", "[0:3]", "[:, 0:4]", "[0, 0, 0]", "[None, :]", "[True]", "[0, [0, 1]]",

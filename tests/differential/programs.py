@@ -61,7 +61,6 @@ KNOWN_GAPS: set[str] = {
     "view_in_no_grad",  # class no_grad_view
     "view_of_nograd_view",  # class no_grad_view
     "inplace_nograd_view_alias",  # class no_grad_view
-    "inplace_multioutput_view_alias",  # class multioutput_view_inplace
     "inplace_after_retain_grad",  # class retain_grad_then_inplace
     "inplace_operand_aliases_target",  # class inplace_operand_overlaps_target (partial overlap)
     "inplace_on_expanded_alias",  # class inplace_on_expanded
@@ -72,7 +71,6 @@ KNOWN_GAPS: set[str] = {
     "requires_grad_with_views",  # class requires_grad_on_view
     "inplace_through_data",  # class inplace_through_data (leaf.data modified after a promoted op)
     "backward_after_freed_graph",  # class backward_twice (second backward through y[i] = v)
-    "double_backward_empty",  # class empty_double_backward
     # indexing family
     "index_write_dtype_mismatch_advanced",  # class index_put_dtype_mismatch (mask + None)
     # promotion family

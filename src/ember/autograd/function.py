@@ -490,6 +490,8 @@ class StridedWindow(Op):
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
         perm, shape, strides, offset = ctx.geom
+        if 0 in shape:  # an empty window: fresh zeros, no graph under create_graph (PyTorch's)
+            return ctx.xp.zeros(ctx.base_shape, ctx.dtype), None
         if _expanded(shape, strides):  # an expand()ed window: the
             dims = tuple(i for i, (s, n) in enumerate(zip(strides, shape)) if s == 0 and n > 1)
             grad = grad.sum(axis=dims, keepdims=True)  # copies of one element sum their grads

@@ -287,7 +287,11 @@ class Mul(Op):
 
 
 class Div(Op):
-    """out = a / b          grad_a = grad / b          grad_b = -grad * a / b**2"""
+    """out = a / b          grad_a = grad / b          grad_b = -grad * ((a / b) / b)
+
+    grad_b divides twice instead of by b * b, as PyTorch does: b * b underflows to 0 for tiny
+    float32 b, and its derivative 2b (0 at b == 0) would turn an infinite second derivative
+    into nan."""
 
     @staticmethod
     def forward(ctx: Any, a: Any, b: Any) -> Any:
@@ -306,8 +310,12 @@ class Div(Op):
     def backward(ctx: Any, grad: Any) -> Any:
         a, b = ctx.saved
         ga = _quietly(_truediv, grad, b) if ctx.needs_input_grad[0] else None
-        gb = _quietly(_truediv, -grad * a, b * b) if ctx.needs_input_grad[1] else None
+        gb = _quietly(_div_other_grad, grad, a, b) if ctx.needs_input_grad[1] else None
         return ga, gb
+
+
+def _div_other_grad(grad: Any, a: Any, b: Any) -> Any:
+    return -grad * ((a / b) / b)
 
 
 class RDiv(Div):

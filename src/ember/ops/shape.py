@@ -767,6 +767,8 @@ class AsStrided(Op):
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
         xshape, xstride, size, stride, delta = ctx.meta
+        if 0 in size:  # an empty view reads nothing: fresh zeros, no graph (as PyTorch)
+            return ctx.xp.zeros(xshape, grad.dtype), None, None, None
         xidx = _mem_index(np, xshape, xstride, 0)
         if np.unique(xidx).size != xidx.size:
             raise NotImplementedError(
