@@ -54,10 +54,6 @@ import numpy as np
 # Features whose programs ember still gets wrong (see the module docstring). The lead shrinks this.
 KNOWN_GAPS: set[str] = {
     # views family
-    "inplace_meta:t_",  # class inplace_metadata_ops
-    "inplace_meta:squeeze_",  # class inplace_metadata_ops
-    "inplace_meta:unsqueeze_",  # class inplace_metadata_ops
-    "inplace_meta:transpose_",  # class inplace_metadata_ops
     "view_in_no_grad",  # class no_grad_view
     "view_of_nograd_view",  # class no_grad_view
     "inplace_nograd_view_alias",  # class no_grad_view

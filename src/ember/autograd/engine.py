@@ -303,6 +303,8 @@ def _walk(ready: list, ready_leaves: list, buffers: dict, deps: dict, needed: se
                         if left == 0:
                             (ready_leaves if type(nxt) is AccumulateGrad else ready).append(nxt)
                     continue
+                if type(node) is AccumulateGrad and buf[0] is not None and buf[0].shape != node.shape:
+                    buf[0] = _to_recorded_leaf_shape(node, buf[0])
                 if capture is not None:
                     for nr in range(len(buf)):
                         lst = capture.get((node, nr))
@@ -486,6 +488,8 @@ def _accumulate(leaf: Any, g: Any, create_graph: bool, handed_out: set[int]) -> 
             res = hook(g if isinstance(g, TensorBase) else TensorBase._make(g))
             if res is not None:
                 g = res if create_graph else res._data
+    if g.shape != leaf._data.shape:  # the leaf was reshaped in place (under no_grad) since
+        g = _fit_to_reshaped_leaf(leaf, g)  # the graph recorded it
     if create_graph:
         gt = g if isinstance(g, TensorBase) else TensorBase._make(g)
         leaf._grad = gt if leaf._grad is None else leaf._grad + gt
@@ -509,6 +513,43 @@ def _accumulate(leaf: Any, g: Any, create_graph: bool, handed_out: set[int]) -> 
     if leaf._post_accumulate_hooks:
         for hook in leaf._post_accumulate_hooks:
             hook(leaf)
+
+
+def _to_recorded_leaf_shape(node: AccumulateGrad, g: Any) -> Any:
+    """A gradient that reached a leaf in another shape than the leaf had when its node was made
+    (ops recorded after an in-place reshape of the leaf): summed to that shape where it
+    broadcasts from it, as PyTorch's engine checks a node's input, or PyTorch's error."""
+    try:
+        fits = np.broadcast_shapes(node.shape, tuple(g.shape)) == tuple(g.shape)
+    except ValueError:
+        fits = False
+    if not fits:
+        raise RuntimeError(
+            f"Function AccumulateGrad got an invalid gradient - got {list(g.shape)} but expected "
+            f"shape compatible with {list(node.shape)} (the leaf's shape when the graph first "
+            "used it; it was reshaped in place since). Reshape the leaf before using it."
+        )
+    return sum_to_shape(g, node.shape, node)
+
+
+def _fit_to_reshaped_leaf(leaf: Any, g: Any) -> Any:
+    """The gradient copied into the leaf's present shape, as PyTorch's AccumulateGrad copies it
+    (broadcasting: ``x.unsqueeze_(0)`` after use gives a (1, n) grad), or PyTorch's error."""
+    shape = tuple(leaf._data.shape)
+    try:
+        fits = np.broadcast_shapes(tuple(g.shape), shape) == shape
+    except ValueError:
+        fits = False
+    if not fits:
+        raise RuntimeError(
+            f"the gradient for a leaf has shape {list(g.shape)}, as the leaf had when the graph "
+            f"used it, but the leaf now has shape {list(shape)} (an in-place reshape such as "
+            "t_(), squeeze_() or unsqueeze_() under no_grad); the gradient cannot be copied into "
+            "it. Reshape the leaf before using it, or use the out-of-place form."
+        )
+    if isinstance(g, TensorBase):
+        return g.expand(shape).clone()
+    return _backend.xp_of(g).broadcast_to(g, shape).copy()
 
 
 def _owns(a: Any) -> bool:

@@ -163,9 +163,12 @@ class Node:
 
 
 class AccumulateGrad(Node):
-    """The node at a leaf tensor: adds the incoming gradient into ``variable.grad``."""
+    """The node at a leaf tensor: adds the incoming gradient into ``variable.grad``.
 
-    __slots__ = ("variable",)
+    ``shape`` is the leaf's shape when the node was made, as PyTorch's input metadata: a leaf
+    reshaped in place later (``unsqueeze_`` under no_grad) still receives gradients of it."""
+
+    __slots__ = ("variable", "shape")
 
     def __init__(self, variable: Any) -> None:
         self._edges = ()
@@ -173,6 +176,7 @@ class AccumulateGrad(Node):
         self._versions = None
         self._n_out = 1
         self.variable = variable
+        self.shape = variable._data.shape
 
 
 class RemovableHandle:

@@ -104,8 +104,9 @@ def restride(t: TensorBase, fn: Any, *args: Any) -> TensorBase:
     if out._grad_fn is not None:
         t._grad_fn, t._output_nr, t._rg = out._grad_fn, out._output_nr, out._rg
     t._bump_version()
-    if t._base is not None:
+    if t._base is not None and out._grad_fn is not None:
         t._attr_version = t._version[0]  # its new grad_fn already describes it
+    # (under no_grad a view keeps a stale grad_fn: it is re-derived from the base when read)
     return t
 
 
