@@ -413,7 +413,6 @@ def test_backward_twice_through_setitem_raises():
     _assert_same(prog)
 
 
-@pytest.mark.xfail(strict=False, reason="issue 10: backward_twice (index_add_)")
 def test_backward_twice_through_index_add_raises():
     """A second backward whose graph reaches an index_add_ node freed by the first raises."""
 
@@ -710,6 +709,43 @@ def test_metadata_inplace_ops_are_inplace():
     _assert_same(prog2)
 
 
+def test_backward_twice_through_index_add_of_a_constant_source():
+    """index_add_ saves its index only for the source's gradient: with a source that needs none,
+    a second backward through the node runs (PyTorch's), where the other case raises."""
+
+    def prog(m):
+        x = m.tensor([1.0, -0.5, -1.875, -1.125], dtype=m.float64, requires_grad=True)
+        y = x.clone()
+        y.index_add_(0, m.tensor([0, 3, 0]), m.tensor([0.875, 1.75, 1.875], dtype=m.float64))
+        y.sum().backward()
+        m.square(y).sum().backward()
+        return x.grad
+
+    _assert_same(prog)
+
+
+def test_backward_twice_through_add_with_alpha():
+    """add/sub/rsub with alpha and a tensor operand are one node that saves nothing (PyTorch's
+    AddBackward0): a second backward through it runs, where x * 2 (which saves 2) raises."""
+
+    def prog(m):
+        x = m.tensor([1.875, 0.75, -2.0], requires_grad=True)
+        w = m.tensor(1.125, dtype=m.float64, requires_grad=True)
+        s = x.sum()
+        s.add_(w, alpha=2)
+        t = m.ones(3).sub(x, alpha=3).sum() + m.rsub(x, m.ones(3), alpha=0.5).sum()
+        for _ in range(2):
+            (s * 2.0).backward()
+            (t * 2.0).backward()
+        return x.grad, w.grad
+
+    _assert_same(prog)
+    for op in ("add", "sub", "rsub"):
+        names = {getattr(m, op)(m.ones(2), m.ones(2, requires_grad=True), alpha=2.5).grad_fn.name()
+                 for m in (ember, torch)}
+        assert len(names) == 1, names
+
+
 def test_leaf_reshaped_in_place_after_use():
     """A leaf reshaped in place under no_grad after a graph used it: its gradient arrives in the
     shape the graph recorded, then is copied into the leaf's new shape (broadcasting) or raises;
@@ -732,6 +768,15 @@ def test_leaf_reshaped_in_place_after_use():
         y.backward()
         return x.grad
 
+    def existing_grad_keeps_its_shape(m):
+        x = m.ones(2, 2, dtype=m.float64, requires_grad=True)
+        y = x * -1
+        y.sum().backward(retain_graph=True)
+        with m.no_grad():
+            x.unsqueeze_(0)
+        (y * 2).sum().backward()
+        return x.grad
+
     def recorded_shape(m):
         x = m.tensor([[1.5, -1.0], [0.5, 2.0]], dtype=m.float64, requires_grad=True)
         y = x * 1.5  # makes x's AccumulateGrad while x is (2, 2)
@@ -740,7 +785,7 @@ def test_leaf_reshaped_in_place_after_use():
         (g,) = m.autograd.grad((x.narrow(0, 0, 1) ** 2).sum(), [x])
         return g.shape, g, y.sum()
 
-    for prog in (grown, transposed, recorded_shape):
+    for prog in (grown, transposed, existing_grad_keeps_its_shape, recorded_shape):
         _assert_same(prog)
 
 

@@ -395,3 +395,35 @@ def test_basic_write_copies_across_devices():
         x[ember.tensor([0, 1])] = ember.ones(2, 4)
     x[ember.tensor([0, 1])] = ember.tensor(5.0)
     assert np.asarray(x._data)[:2].sum() == 40.0
+
+
+@pytest.mark.parametrize("bounds", [
+    ("i", "i+3"), ("i", None), (None, "i"), ("i", "i+3", "s"), ("n", "i+3"), ("i", "i+3", "np"),
+])
+def test_slice_bounds_given_as_tensors(bounds):
+    """nanoGPT's get_batch: data[i:i+block_size] for i in a tensor of starts. 0-d integer
+    tensors (and NumPy integers) as slice bounds read and write as their ints; the result is a
+    view, as in PyTorch."""
+    got = []
+    for m in (ember, torch):
+        data = m.arange(20.0).reshape(10, 2)
+        i = m.randint(1, 2, ()) * 3  # 0-d int64 tensor 3
+        env = {"i": i, "s": m.tensor(2), "n": -i, "np": np.int64(2)}
+        parts = [eval(b, {}, env) if b is not None else None for b in bounds]
+        part = parts[2] if len(parts) > 2 else None
+        v = data[parts[0]:parts[1]:part]
+        v2 = data[parts[0]:parts[1]:part, 1]
+        data[parts[0]:parts[1]:part, 0] = -1.0
+        got.append((v.numpy().copy(), v2.numpy().copy(), data.numpy().copy(), v._base is not None))
+    for e, t in zip(*got):
+        np.testing.assert_array_equal(e, t)
+
+
+@pytest.mark.parametrize("bound, exc", [("f", TypeError), ("v", TypeError), ("z", ValueError)])
+def test_slice_bounds_that_are_not_indices_fail_like_torch(bound, exc):
+    for m in (ember, torch):
+        env = {"f": m.tensor(1.0), "v": m.tensor([1, 2]), "z": m.tensor(0)}
+        data = m.arange(6.0)
+        key = slice(None, None, env[bound]) if bound == "z" else slice(env[bound], None)
+        with pytest.raises(exc):
+            data[key]

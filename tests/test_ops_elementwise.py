@@ -91,6 +91,11 @@ BINARY = [
     ("add", lambda m, a, b: a + b, randn, randn, np.add),
     ("sub", lambda m, a, b: a - b, randn, randn, np.subtract),
     ("rsub", lambda m, a, b: 2.5 - a * b, randn, randn, lambda a, b: 2.5 - a * b),
+    ("add_alpha", lambda m, a, b: m.add(a, b, alpha=-1.5), randn, randn, lambda a, b: a - 1.5 * b),
+    ("sub_alpha", lambda m, a, b: m.sub(a, b, alpha=2), randn, randn, lambda a, b: a - 2 * b),
+    ("rsub_alpha", lambda m, a, b: m.rsub(a, b, alpha=0.5), randn, randn, lambda a, b: b - 0.5 * a),
+    ("rsub_number_alpha", lambda m, a, b: m.rsub(a * b, 2.0, alpha=3), randn, randn,
+     lambda a, b: 2.0 - 3 * a * b),
     ("mul", lambda m, a, b: a * b, randn, randn, np.multiply),
     ("div", lambda m, a, b: a / b, randn, positive, np.divide),
     ("rdiv", lambda m, a, b: 1.5 / b + a, randn, positive, lambda a, b: 1.5 / b + a),
@@ -276,3 +281,27 @@ def test_pow_special_exponents_bitwise_like_torch(dtype, e):
     np.testing.assert_allclose(a.grad.numpy(), t.grad.numpy(), rtol=1e-6, equal_nan=True)
     ints = ember.tensor([1, 2, 3]) ** (e if isinstance(e, int) and e > 0 else 2)
     assert ints.dtype == ember.int64
+
+
+@pytest.mark.parametrize("dtype", ["int64", "int32", "uint8", "int8", "bool", "float32"])
+@pytest.mark.parametrize("expr", ["a + 3", "3 + a", "a - 2", "2 - a", "a * 3", "3 * a", "a + -1",
+                                  "a + (1 << 40)", "a + 2.5", "a * 0", "a + True"])
+def test_tensor_with_python_number_dtypes_like_torch(dtype, expr):
+    """The int64-with-int fast path (``i + 1``) and the promoting path agree with PyTorch on
+    values and dtypes, 0-d and not, including numbers the dtype cannot hold (PyTorch wraps
+    or raises; ember must do the same or raise)."""
+    torch = pytest.importorskip("torch")
+    for shape in ((), (3,)):
+        data = np.arange(1, 1 + int(np.prod(shape))).reshape(shape)
+        res = []
+        for m in (ember, torch):
+            a = m.tensor(data.astype(dtype) if dtype != "bool" else data > 1)
+            try:
+                r = eval(expr, {}, {"a": a})
+                res.append((str(r.dtype).split(".")[-1], r.tolist()))
+            except (RuntimeError, OverflowError, TypeError) as e:
+                res.append(("raises", type(e).__name__ in ("RuntimeError", "OverflowError", "TypeError")))
+        if res[1][0] == "raises" or res[0][0] == "raises":
+            assert res[0][0] == res[1][0] == "raises" or res[0] == res[1], (expr, shape, res)
+        else:
+            assert res[0] == res[1], (expr, shape, res)

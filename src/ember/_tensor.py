@@ -342,6 +342,8 @@ class Tensor(TensorBase):
                 f"exactly one element; this tensor has shape {tuple(d.shape)}). Reduce it first, "
                 "e.g. loss.mean().item(), or use .tolist() for all values."
             )
+        if type(d) is np.ndarray:  # (the common case, without to_numpy's dispatch)
+            return d.item()
         return _backend.to_numpy(d.reshape(())).item()
 
     def tolist(self) -> Any:

@@ -66,7 +66,6 @@ KNOWN_GAPS: set[str] = {
     "requires_grad_on_view",  # class requires_grad_on_view
     "requires_grad_with_views",  # class requires_grad_on_view
     "inplace_through_data",  # class inplace_through_data (leaf.data modified after a promoted op)
-    "backward_after_freed_graph",  # class backward_twice (second backward through y[i] = v)
     # indexing family
     "index_write_dtype_mismatch_advanced",  # class index_put_dtype_mismatch (mask + None)
     # promotion family

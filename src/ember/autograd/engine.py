@@ -488,8 +488,8 @@ def _accumulate(leaf: Any, g: Any, create_graph: bool, handed_out: set[int]) -> 
             res = hook(g if isinstance(g, TensorBase) else TensorBase._make(g))
             if res is not None:
                 g = res if create_graph else res._data
-    if g.shape != leaf._data.shape:  # the leaf was reshaped in place (under no_grad) since
-        g = _fit_to_reshaped_leaf(leaf, g)  # the graph recorded it
+    if leaf._grad is None and g.shape != leaf._data.shape:  # the leaf was reshaped in place
+        g = _fit_to_reshaped_leaf(leaf, g)  # since the graph recorded it (a .grad keeps its shape)
     if create_graph:
         gt = g if isinstance(g, TensorBase) else TensorBase._make(g)
         leaf._grad = gt if leaf._grad is None else leaf._grad + gt

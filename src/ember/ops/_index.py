@@ -430,7 +430,10 @@ def _parse_basic(shape: tuple, key: tuple) -> _Key | None:
             a, b, c = k.start, k.stop, k.step
             if (a is not None and type(a) is not int) or (b is not None and type(b) is not int) \
                     or (c is not None and (type(c) is not int or c <= 0)):
-                return None
+                # bounds given as 0-d tensors (nanoGPT's data[i:i+block_size] over i in ix)
+                k = _check_slice(k)  # or NumPy integers: as ints (PyTorch's errors otherwise)
+                key = key[:d] + (k,) + key[d + 1:]
+                a, b, c = k.start, k.stop, k.step
             n = len(range(*k.indices(shape[d])))
             vshape.append(n)
             trivial = trivial and a is None and b is None and c is None

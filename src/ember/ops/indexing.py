@@ -466,6 +466,12 @@ class _IndexAddInto(_pw.Add):
 
     node_name = "IndexAddBackward0"
 
+    @staticmethod
+    def forward(ctx: Any, a: Any, b: Any) -> Any:
+        if ctx.needs_input_grad[1]:  # PyTorch's node saves the index for the source's
+            ctx.save_for_backward()  # gradient: freed after one backward
+        return a + b
+
 
 def _index_1d(index: Any, name: str) -> Any:
     index = _as_index_tensor(index, name)

@@ -43,15 +43,17 @@ __all__ = [
 
 def add(input: Any, other: Any, *, alpha: Any = 1, out: Any = None) -> Any:
     """``input + alpha * other`` with broadcasting."""
-    if alpha == 1 and out is None and _as_is(input, other):
+    if alpha == 1 and out is None and (_as_is(input, other) or _int64_and_int(input, other)):
         return Add.apply(input, other)
-    input, other = _scaled(input, other, alpha)
+    input, other, scale = _scaled(input, other, alpha)
+    if scale is not None:
+        return _out(ScaledAdd.apply(input, other, scale), out)
     return _out(Add.apply(input, other), out)
 
 
 def sub(input: Any, other: Any, *, alpha: Any = 1, out: Any = None) -> Any:
     """``input - alpha * other`` with broadcasting."""
-    if alpha == 1 and out is None and _as_is(input, other):
+    if alpha == 1 and out is None and (_as_is(input, other) or _int64_and_int(input, other)):
         return (Sub if isinstance(input, TensorBase) else Rsub).apply(input, other)
     if _is_bool_arg(input) or _is_bool_arg(other):
         if (isinstance(input, TensorBase) and isinstance(other, TensorBase)
@@ -61,13 +63,16 @@ def sub(input: Any, other: Any, *, alpha: Any = 1, out: Any = None) -> Any:
                 "Use the `^` or `logical_xor()` operator instead."
             )
         raise RuntimeError(_BOOL_SUB_MSG)
-    input, other = _scaled(input, other, alpha)
+    input, other, scale = _scaled(input, other, alpha)
+    if scale is not None:
+        op = ScaledSub if isinstance(input, TensorBase) else ScaledRsub
+        return _out(op.apply(input, other, scale), out)
     return _out((Sub if isinstance(input, TensorBase) else Rsub).apply(input, other), out)
 
 
 def mul(input: Any, other: Any, *, out: Any = None) -> Any:
     """``input * other`` with broadcasting."""
-    if out is None and _as_is(input, other):
+    if out is None and (_as_is(input, other) or _int64_and_int(input, other)):
         return Mul.apply(input, other)
     input, other = _promote(input, other)
     return _out(Mul.apply(input, other), out)
@@ -270,6 +275,51 @@ class RsubT(Sub):
     node_name = "RsubBackward0"
 
 
+class ScaledAdd(Op):
+    """out = a + b * alpha          grad_a = grad          grad_b = grad * alpha
+
+    ``add(a, b, alpha=k)`` as one node that saves nothing, as PyTorch's AddBackward0 (a
+    separate multiplication would save alpha and refuse a second backward)."""
+
+    node_name = "AddBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, a: Any, b: Any, alpha: Any) -> Any:
+        ctx.alpha = alpha
+        return a + b * alpha
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        return grad, grad * ctx.alpha, None
+
+
+class ScaledSub(Op):
+    """out = a - b * alpha          grad_a = grad          grad_b = -grad * alpha"""
+
+    node_name = "SubBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, a: Any, b: Any, alpha: Any) -> Any:
+        ctx.alpha = alpha
+        return a - b * alpha
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        return grad, -grad * ctx.alpha, None
+
+
+class ScaledRsub(ScaledSub):
+    """``number - alpha * tensor`` (same rule as ScaledSub)."""
+
+    node_name = "RsubBackward1"
+
+
+class ScaledRsubT(ScaledSub):
+    """``torch.rsub(tensor, tensor, alpha=k)`` (same rule as ScaledSub, operands swapped)."""
+
+    node_name = "RsubBackward0"
+
+
 class Mul(Op):
     """out = a * b          grad_a = grad * b          grad_b = grad * a"""
 
@@ -312,10 +362,6 @@ class Div(Op):
         ga = _quietly(_truediv, grad, b) if ctx.needs_input_grad[0] else None
         gb = _quietly(_div_other_grad, grad, a, b) if ctx.needs_input_grad[1] else None
         return ga, gb
-
-
-def _div_other_grad(grad: Any, a: Any, b: Any) -> Any:
-    return -grad * ((a / b) / b)
 
 
 class RDiv(Div):
@@ -489,6 +535,10 @@ class Rad2Deg(Mul):
     """x * 180 / pi (same rule as Mul)."""
 
 
+def _div_other_grad(grad: Any, a: Any, b: Any) -> Any:
+    return -grad * ((a / b) / b)
+
+
 def _pow(xp: Any, a: Any, b: Any) -> Any:
     """``a ** b`` for a number ``b``, with PyTorch's special exponents: 2 and 3 as products,
     -1 and -2 as reciprocals of them, 0.5 as sqrt, -0.5 as rsqrt (nan at -inf). That gives its
@@ -519,6 +569,12 @@ _BOOL_SUB_MSG = (
 )
 
 
+_INT64 = np.dtype(np.int64)
+
+
+_BIG = 1 << 63
+
+
 def zeros_like_bool(b: Any) -> Any:
     """A bool tensor of False shaped like ``b`` (``alpha * b`` for alpha == 0 on bools)."""
     return TensorBase._make(_backend.xp_of(b._data).zeros_like(b._data))
@@ -536,9 +592,20 @@ def _as_is(a: Any, b: Any) -> bool:
     return isinstance(b, T) and b._data.dtype.kind == "f" and (type(a) is float or type(a) is int)
 
 
-def _scaled(a: Any, b: Any, alpha: Any) -> tuple[Any, Any]:
-    """``a`` and ``alpha * b`` for add/sub, computed in the dtype ``a`` and ``b`` promote to
-    (as PyTorch: a float64 0-d tensor plus ``alpha *`` a bool tensor stays float64)."""
+def _int64_and_int(a: Any, b: Any) -> bool:
+    """An int64 tensor and a Python int in int64's range: add, sub and mul keep int64 without
+    promotion (``i + 1`` for an index taken from a tensor, as in nanoGPT's get_batch)."""
+    if type(b) is int:
+        return isinstance(a, TensorBase) and a._data.dtype == _INT64 and -_BIG <= b < _BIG
+    return (type(a) is int and isinstance(b, TensorBase) and b._data.dtype == _INT64
+            and -_BIG <= a < _BIG)
+
+
+def _scaled(a: Any, b: Any, alpha: Any) -> tuple[Any, Any, Any]:
+    """``a``, ``b`` and the scale for add/sub, in the dtype ``a`` and ``b`` promote to (as
+    PyTorch: a float64 0-d tensor plus ``alpha *`` a bool tensor stays float64). The scale is
+    None when ``b`` is already scaled (a number, bools, alpha 1); otherwise the caller's op
+    multiplies ``b`` by it inside one node, as PyTorch's AddBackward0 (nothing saved)."""
     a, b = _promote(a, b)
     t = a if isinstance(a, TensorBase) else b
     kind = t._data.dtype.kind  # (an int tensor with a float number was cast to float)
@@ -549,14 +616,14 @@ def _scaled(a: Any, b: Any, alpha: Any) -> tuple[Any, Any]:
             "the operands to a floating dtype"
         )
     if alpha == 1 and type(alpha) is not bool:
-        return a, b
+        return a, b, None
     if kind == "b":  # bool arithmetic: alpha * b is b, or False when alpha is 0
         if not isinstance(b, TensorBase):
-            return a, bool(b) and bool(alpha)
-        return a, b if alpha else zeros_like_bool(b)
+            return a, bool(b) and bool(alpha), None
+        return a, b if alpha else zeros_like_bool(b), None
     if not isinstance(b, TensorBase):
-        return _promote(a, b * alpha)
-    return a, mul(b, alpha)
+        return (*_promote(a, b * alpha), None)
+    return a, b, alpha
 
 
 def _is_bool_arg(x: Any) -> bool:
@@ -567,7 +634,9 @@ def _rsub(input: Any, other: Any, alpha: Any = 1) -> Any:
     """``other - alpha * input`` (``torch.rsub``), with sub's checks and promotion."""
     if _is_bool_arg(input) or _is_bool_arg(other):
         raise RuntimeError(_BOOL_SUB_MSG)
-    o, i = _scaled(other, input, alpha)
+    o, i, scale = _scaled(other, input, alpha)
+    if scale is not None:
+        return (ScaledRsubT if isinstance(o, TensorBase) else ScaledRsub).apply(o, i, scale)
     return (RsubT if isinstance(o, TensorBase) else Rsub).apply(o, i)
 
 
