@@ -777,6 +777,14 @@ def test_leaf_reshaped_in_place_after_use():
         (y * 2).sum().backward()
         return x.grad
 
+    def grown_between_two_backwards(m):
+        x = m.ones(2, 3, dtype=m.float64, requires_grad=True)
+        (x * 2).sum().backward()
+        with m.no_grad():
+            x.unsqueeze_(0)
+        (x * 3).sum().backward()  # PyTorch: the (1, 2, 3) gradient does not fit the (2, 3) .grad
+        return x.grad
+
     def recorded_shape(m):
         x = m.tensor([[1.5, -1.0], [0.5, 2.0]], dtype=m.float64, requires_grad=True)
         y = x * 1.5  # makes x's AccumulateGrad while x is (2, 2)
@@ -785,11 +793,11 @@ def test_leaf_reshaped_in_place_after_use():
         (g,) = m.autograd.grad((x.narrow(0, 0, 1) ** 2).sum(), [x])
         return g.shape, g, y.sum()
 
-    for prog in (grown, transposed, existing_grad_keeps_its_shape, recorded_shape):
+    for prog in (grown, transposed, existing_grad_keeps_its_shape, grown_between_two_backwards,
+                 recorded_shape):
         _assert_same(prog)
 
 
-@pytest.mark.xfail(strict=False, reason="issue 10: requires_grad_on_view")
 def test_requires_grad_on_view_of_constant():
     def prog(m):
         c = m.tensor([[1.0, 2.0, 3.0, 4.0]], dtype=m.float64)

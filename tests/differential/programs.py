@@ -57,14 +57,13 @@ KNOWN_GAPS: set[str] = {
     "view_in_no_grad",  # class no_grad_view
     "view_of_nograd_view",  # class no_grad_view
     "inplace_nograd_view_alias",  # class no_grad_view
+    "inplace_meta_on_graph_output_in_no_grad",  # class inplace_metadata_ops
     "inplace_after_retain_grad",  # class retain_grad_then_inplace
     "inplace_operand_aliases_target",  # class inplace_operand_overlaps_target (partial overlap)
     "inplace_on_expanded_alias",  # class inplace_on_expanded
     "create_graph_with_retain_grad",  # class retain_grad_create_graph
     "grad_enters_view_of_constant",  # class grad_enters_constant_through_view
     "grad_enters_constant_with_views",  # class grad_enters_constant_through_view
-    "requires_grad_on_view",  # class requires_grad_on_view
-    "requires_grad_with_views",  # class requires_grad_on_view
     "inplace_through_data",  # class inplace_through_data (leaf.data modified after a promoted op)
     # indexing family
     "index_write_dtype_mismatch_advanced",  # class index_put_dtype_mismatch (mask + None)
@@ -1708,9 +1707,10 @@ def gen_views(b: Builder) -> None:
                     if op == "transpose_"
                     else ()
                 )
-                s = Step(
-                    "expr", Method(Var(name), op, args), features=frozenset({"inplace_meta:" + op})
-                )
+                feats = {"inplace_meta:" + op}
+                if ng and t.grad_fn is not None and t._base is None:  # reshapes a graph output
+                    feats.add("inplace_meta_on_graph_output_in_no_grad")
+                s = Step("expr", Method(Var(name), op, args), features=frozenset(feats))
             else:
                 s = _inplace_step(b, name)
             if s is not None:
@@ -2666,11 +2666,13 @@ CLASSES: dict[str, tuple[frozenset, str]] = {
                 "inplace_meta:squeeze_",
                 "inplace_meta:unsqueeze_",
                 "inplace_meta:transpose_",
+                "inplace_meta_on_graph_output_in_no_grad",
             }
         ),
-        "t_/squeeze_/unsqueeze_/transpose_ are in-place ops in PyTorch: they bump the version "
-        "(a saved tensor changed this way makes backward raise) and refuse leaves that require "
-        "grad and their views; ember does neither",
+        "t_/squeeze_/unsqueeze_/transpose_ under no_grad on a non-leaf that is not a view: "
+        "PyTorch keeps its grad_fn and sums the gradient back to the shape that node made "
+        "(its input metadata); ember hands the new shape to the old node (the version bumps, "
+        "the refusals and views and leaves reshaped so match PyTorch)",
     ),
     "inplace_operand_overlaps_target": (
         frozenset({"inplace_operand_aliases_target"}),

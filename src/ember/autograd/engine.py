@@ -507,6 +507,8 @@ def _accumulate(leaf: Any, g: Any, create_graph: bool, handed_out: set[int]) -> 
             handed_out.add(id(g))
             leaf._grad = TensorBase._make(g)
         else:
+            if g.shape != cur._data.shape:
+                _check_adds_in_place(cur._data.shape, g.shape)
             new = cur._data + g  # a new array: never += into a buffer another may share
             cur._data = np.asarray(new) if isinstance(new, np.generic) else new
             handed_out.add(id(cur._data))
@@ -530,6 +532,22 @@ def _to_recorded_leaf_shape(node: AccumulateGrad, g: Any) -> Any:
             "used it; it was reshaped in place since). Reshape the leaf before using it."
         )
     return sum_to_shape(g, node.shape, node)
+
+
+def _check_adds_in_place(have: tuple, new: tuple) -> None:
+    """PyTorch adds a gradient into an existing ``.grad`` in place: it must broadcast to the
+    ``.grad``'s shape (they differ once a leaf is reshaped in place between two backwards)."""
+    try:
+        out = np.broadcast_shapes(tuple(have), tuple(new))
+    except ValueError:
+        out = None
+    if out != tuple(have):
+        raise RuntimeError(
+            f"output with shape {list(have)} doesn't match the broadcast shape "
+            f"{list(out if out is not None else new)}: the leaf's existing .grad has the first "
+            "shape and this backward's gradient does not fit it (the leaf was reshaped in place "
+            "since the last backward). Set .grad = None (optimizer.zero_grad()) first."
+        )
 
 
 def _fit_to_reshaped_leaf(leaf: Any, g: Any) -> Any:

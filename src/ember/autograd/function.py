@@ -615,8 +615,8 @@ def check_view_inplace(view: TensorBase, base: TensorBase) -> None:
             "inside the no_grad block (if you don't want the inplace to be tracked) or both "
             "outside (if you want the inplace to be tracked)."
         )
-    if base._rg and base._grad_fn is None:
-        raise RuntimeError(
+    if base._grad_fn is None and (base._rg or view._rg):  # (PyTorch's test: the view requires
+        raise RuntimeError(  # grad and its base is a leaf, e.g. requires_grad_() on a view)
             "a view of a leaf Variable that requires grad is being used in an in-place operation. "
             "(Modify the parameter itself inside `with torch.no_grad():`, or build a new tensor "
             "out of place, e.g. with torch.cat or torch.where.)"
