@@ -263,7 +263,6 @@ def test_multioutput_view_modified_under_no_grad():
     _assert_same(prog3)
 
 
-@pytest.mark.xfail(strict=False, reason="issue 10: retain_grad_then_inplace")
 def test_retain_grad_follows_inplace_through_inline_view():
     """retain_grad() then an in-place op through a view of it: the old version's grad is gone."""
 

@@ -393,6 +393,39 @@ def double_backward_through_empty_as_strided(t):
     return outs
 
 
+def retain_grad_stays_through_transpose_(t):
+    # retain_grad() is a flag on the tensor: a metadata in-place op leaves the hook on the old
+    # node (the .grad has the old shape) and a second retain_grad() is a no-op
+    x = t.ones(2, 3, requires_grad=True)
+    y = x * 1.5
+    y.retain_grad()
+    y.transpose_(0, 1)
+    flag = y.retains_grad
+    y.retain_grad()
+    (y * t.arange(6.0).reshape(3, 2)).sum().backward()
+    return flag, y.grad, x.grad
+
+
+def double_backward_after_two_inplace_ops_on_an_empty_view(t):
+    # the second op's backward reads the first op's result (saved, with a graph): its empty
+    # gradient still requires grad, as PyTorch's CopySlices copies it into the base's
+    x = t.tensor([-0.375, -1.375, -0.25, 0.75], requires_grad=True)
+    y = x * 2
+    v = y.narrow(0, 3, 0)
+    v.mul_(2.0)
+    v.atan_()
+    (g,) = t.autograd.grad((v * v).sum(), [x], create_graph=True)
+    return g, g.requires_grad
+
+
+def clone_and_cast_of_an_expanded_transpose_keep_its_dim_order(t):
+    # preserve_format for a non-dense input: dense strides in the order of the input's strides
+    v = t.arange(24.0).reshape(2, 3, 4).transpose(0, 2).unsqueeze(0).expand(2, -1, -1, -1)
+    a = t.zeros(3, 4).t().unsqueeze(1).expand(-1, 2, -1)
+    outs = [v.clone(), v.float(), v.double().half(), a.clone(), a.to(t.float64)]
+    return [list(o.stride()) for o in outs], [o.reshape(-1)._base is not None for o in outs]
+
+
 CASES = [
     issue_example, mean_after_view_add, large_view_then_sum_is_finite, view_of_view,
     step_slice_exp, transposed_row, two_dim_slice_zero, view_rederived_after_base_changes,
@@ -411,7 +444,9 @@ CASES = [
     copyslices_twice_without_retain, relu_mask_keeps_zero_for_infinite_grad,
     transposed_base_view_inplace, random_fill_of_tracked_tensor,
     inplace_on_empty_view_with_zero_strides, double_backward_through_empty_view_written_in_place,
-    double_backward_through_empty_as_strided,
+    double_backward_through_empty_as_strided, retain_grad_stays_through_transpose_,
+    double_backward_after_two_inplace_ops_on_an_empty_view,
+    clone_and_cast_of_an_expanded_transpose_keep_its_dim_order,
 ]
 
 

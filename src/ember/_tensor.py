@@ -249,21 +249,19 @@ class Tensor(TensorBase):
 
     @property
     def retains_grad(self) -> bool:
-        fn = self.grad_fn
-        return fn is not None and fn._retain is not None and any(
-            r() is self for _, r in fn._retain
-        )
+        return self._retains
 
     def retain_grad(self) -> None:
         """Keep ``.grad`` for this non-leaf tensor after ``backward()``."""
         if not self.requires_grad:
             raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
         fn = self.grad_fn
-        if fn is None or self.retains_grad:
-            return
+        if fn is None or self._retains:  # a leaf, or already retained (where its node was then:
+            return  # a metadata in-place op such as transpose_ leaves it there, as in PyTorch)
         if fn._retain is None:
             fn._retain = []
         fn._retain.append((self._output_nr, weakref.ref(self)))
+        self._retains = True
 
     def register_hook(self, hook: Any) -> Any:
         """``hook(grad) -> Tensor | None`` runs when this tensor's gradient is computed."""

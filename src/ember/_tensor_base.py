@@ -36,6 +36,7 @@ class TensorBase:
     _attr_version = 0  # for a view: the version its grad_fn was derived at (see refresh_view)
     _view_kind = 0  # for a view: MULTI_OUTPUT | NO_GRAD_VIEW flags (in-place is refused)
     _accum: Any = None
+    _retains = False  # retain_grad() was called (PyTorch's flag: it stays through in-place ops)
     _hooks: list | None = None
     _post_accumulate_hooks: list | None = None
     _INTERNAL = frozenset({"_grad", "_version", "_base", "_accum", "_hooks", "_post_accumulate_hooks",

@@ -58,12 +58,13 @@ KNOWN_GAPS: set[str] = {
     "view_of_nograd_view",  # class no_grad_view
     "inplace_nograd_view_alias",  # class no_grad_view
     "inplace_meta_on_graph_output_in_no_grad",  # class inplace_metadata_ops
-    "inplace_after_retain_grad",  # class retain_grad_then_inplace
     "inplace_operand_aliases_target",  # class inplace_operand_overlaps_target (partial overlap)
     "inplace_on_expanded_alias",  # class inplace_on_expanded
     "create_graph_with_retain_grad",  # class retain_grad_create_graph
     "grad_enters_view_of_constant",  # class grad_enters_constant_through_view
     "grad_enters_constant_with_views",  # class grad_enters_constant_through_view
+    "requires_grad_on_view",  # class requires_grad_on_view (views made before requires_grad_())
+    "requires_grad_with_views",  # class requires_grad_on_view
     "inplace_through_data",  # class inplace_through_data (leaf.data modified after a promoted op)
     # indexing family
     "index_write_dtype_mismatch_advanced",  # class index_put_dtype_mismatch (mask + None)
@@ -1708,7 +1709,11 @@ def gen_views(b: Builder) -> None:
                     else ()
                 )
                 feats = {"inplace_meta:" + op}
-                if ng and t.grad_fn is not None and t._base is None:  # reshapes a graph output
+                try:  # (reading grad_fn raises for a stale output of split/unbind)
+                    graph_output = t._base is None and t.grad_fn is not None
+                except RuntimeError:
+                    graph_output = False
+                if ng and graph_output:  # reshapes a graph output
                     feats.add("inplace_meta_on_graph_output_in_no_grad")
                 s = Step("expr", Method(Var(name), op, args), features=frozenset(feats))
             else:
@@ -2709,9 +2714,10 @@ CLASSES: dict[str, tuple[frozenset, str]] = {
     ),
     "requires_grad_on_view": (
         frozenset({"requires_grad_on_view", "requires_grad_with_views"}),
-        "requires_grad_() on a view of a tensor without grad (PyTorch then refuses in-place ops "
-        "on it: 'a view of a leaf Variable that requires grad'), or on a tensor that has views "
-        "(PyTorch's views become non-leaf views that require grad)",
+        "requires_grad_() on a tensor that has views (PyTorch's views made before become "
+        "non-leaf views that require grad, and those made under no_grad refuse use after an "
+        "in-place change); requires_grad_() on a view itself, then an in-place op on a view "
+        "of it, raises as in PyTorch (fixed)",
     ),
     "inplace_through_data": (
         frozenset({"inplace_through_data"}),

@@ -480,6 +480,7 @@ class StridedWindow(Op):
 
     node_name = "AsStridedBackward0"
     is_view = True
+    empty_is_constant = True
 
     @staticmethod
     def forward(ctx: Any, base: Any, geom: tuple) -> Any:
@@ -490,14 +491,22 @@ class StridedWindow(Op):
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
         perm, shape, strides, offset = ctx.geom
-        if 0 in shape:  # an empty window: fresh zeros, no graph under create_graph (PyTorch's)
-            return ctx.xp.zeros(ctx.base_shape, ctx.dtype), None
+        if 0 in shape and ctx._fn.empty_is_constant:  # an empty window: fresh zeros, no graph
+            return ctx.xp.zeros(ctx.base_shape, ctx.dtype), None  # under create_graph (PyTorch's)
         if _expanded(shape, strides):  # an expand()ed window: the
             dims = tuple(i for i, (s, n) in enumerate(zip(strides, shape)) if s == 0 and n > 1)
             grad = grad.sum(axis=dims, keepdims=True)  # copies of one element sum their grads
             shape = tuple(1 if i in dims else n for i, n in enumerate(shape))
         zeros = ctx.xp.zeros(ctx.base_shape, ctx.dtype)
         return ctx.call(StridedScatter, zeros, grad, (perm, shape, strides, offset)), None
+
+
+class InplaceInputWindow(StridedWindow):
+    """The view an in-place op on a view reads: a window of the base's history (so gradients
+    bypass the view's own chain, as PyTorch's CopySlices). Its gradient keeps its graph even
+    for an empty window, as CopySlices' copy into the base's gradient does."""
+
+    empty_is_constant = False
 
 
 def _expanded(shape: tuple, strides: tuple) -> bool:
@@ -636,5 +645,8 @@ def move_retain_grad(t: TensorBase, old_fn: Any) -> None:
     mine = [e for e in old_fn._retain if e[1]() is t]
     if mine:
         old_fn._retain = [e for e in old_fn._retain if e[1]() is not t] or None
-        if t._grad_fn is not None:
-            t.retain_grad()
+        fn = t._grad_fn
+        if fn is not None:
+            if fn._retain is None:
+                fn._retain = []
+            fn._retain.append((t._output_nr, weakref.ref(t)))

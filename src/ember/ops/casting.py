@@ -89,11 +89,13 @@ class Cast(Op):
 
     @staticmethod
     def forward(ctx: Any, x: Any, np_dtype: Any) -> Any:
-        # PyTorch's preserve_format: a dense x keeps its layout, anything else (an expanded or
-        # strided slice) becomes C-contiguous; NumPy's astype would keep the strides' order
+        # PyTorch's preserve_format: a dense x keeps its layout; anything else (an expanded or
+        # strided slice) gets dense strides in the order of x's (_dense_like)
         if x.flags.c_contiguous or _dense(x):
             return x.astype(np_dtype)
-        return x.astype(np_dtype, order="C")
+        out = _dense_like(x, np_dtype)
+        out[...] = x
+        return out
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
@@ -203,8 +205,34 @@ def _dense(a: Any) -> bool:
 
 
 def _layout_copy(a: Any) -> Any:
-    """A copy of ``a`` with PyTorch's ``preserve_format`` layout: ``a``'s dim order when ``a``
-    is dense (a transposed tensor's clone is transposed too), C order otherwise."""
-    if a.flags.c_contiguous or not _dense(a):
+    """A copy of ``a`` with PyTorch's ``preserve_format`` layout: ``a``'s strides when ``a`` is
+    dense (a transposed tensor's clone is transposed too), else dense strides in the order of
+    ``a``'s (``_dense_like``)."""
+    if a.flags.c_contiguous:
         return a.copy()
-    return a.copy(order="K")
+    if _dense(a):
+        return a.copy(order="K")
+    out = _dense_like(a, a.dtype)
+    out[...] = a
+    return out
+
+
+def _dense_like(a: Any, dtype: Any) -> Any:
+    """An empty array shaped like ``a`` whose dims are laid out in the order of ``a``'s strides
+    (PyTorch's infer_dense_strides: a stable sort, innermost dim first, in which a stride of 0
+    compares with nothing and keeps its place; equal strides put the smaller size inside)."""
+    shape, strides = a.shape, a.strides
+    perm = list(range(a.ndim - 1, -1, -1))  # innermost first
+    for i in range(1, len(perm)):
+        j = i
+        for k in range(i - 1, -1, -1):
+            s0, s1 = abs(strides[perm[k]]), abs(strides[perm[j]])
+            if s0 < s1 and s0 != 0:
+                break
+            if s0 > s1 != 0 or (s0 == s1 != 0 and shape[perm[k]] > shape[perm[j]]):
+                perm[k], perm[j] = perm[j], perm[k]
+                j = k
+    outer_first = perm[::-1]
+    xp = _backend.xp_of(a)
+    buf = xp.empty(tuple(shape[d] for d in outer_first), dtype)
+    return buf.transpose(tuple(outer_first.index(d) for d in range(a.ndim)))

@@ -16,6 +16,7 @@ from .. import _backend, _dtype
 from .._tensor_base import TensorBase
 from ..autograd import grad_mode
 from ..autograd.function import (
+    InplaceInputWindow,
     StridedScatter,
     StridedWindow,
     check_view_inplace,
@@ -120,11 +121,16 @@ def _inplace_on_view(t: TensorBase, fn: Any, args: tuple, kwargs: dict) -> Tenso
     if geom is None:
         no_geometry(t, base)
     old_fn = t._grad_fn
-    snapshot = TensorBase._make(t._data.copy(), t._rg, old_fn, t._output_nr)
-    new_view = fn(snapshot, *args, **kwargs)
-    _check_inplace_result(t, new_view, fn)
     old_base_fn = base._grad_fn
     old_base = TensorBase._make(base._data, base._rg, old_base_fn, base._output_nr)
+    if old_base._rg:  # the op reads the view as the window of the base's history, as PyTorch's
+        with grad_mode.enable_grad():  # CopySlices does: the view's own chain (and hooks on
+            snapshot = InplaceInputWindow.apply(old_base, geom)  # it) is not in the graph
+        snapshot._data = t._data.copy()
+    else:
+        snapshot = TensorBase._make(t._data.copy(), t._rg, old_fn, t._output_nr)
+    new_view = fn(snapshot, *args, **kwargs)
+    _check_inplace_result(t, new_view, fn)
     new_base = StridedScatter.apply(old_base, new_view, geom)
     base._data[...] = new_base._data  # the view's values change in memory too
     base._grad_fn, base._output_nr, base._rg = new_base._grad_fn, 0, new_base._rg
