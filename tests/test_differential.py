@@ -708,6 +708,24 @@ def test_metadata_inplace_ops_are_inplace():
     _assert_same(prog2)
 
 
+def test_backward_twice_through_a_basic_setitem():
+    """x[key] = v with a key that keeps every dim whole (s[0:1] on a dim of 1) is PyTorch's
+    fill_/copy_ of the tensor itself, which saves nothing: a second backward runs. Other keys
+    (CopySlices for a view, IndexPutBackward0 for an advanced key) refuse it."""
+
+    def prog(m, key):
+        x = m.ones(2, 3, 4, dtype=m.float64, requires_grad=True)
+        w = m.tensor(2.0, dtype=m.float64, requires_grad=True)
+        s = x.sum(0, keepdim=True)
+        s[key] = w
+        s.sum().backward()
+        s.sum().backward()
+        return x.grad, w.grad
+
+    for key in (slice(0, 1), (0, 1), (slice(None), slice(1, 3)), 0, [0]):
+        _assert_same(lambda m, key=key: prog(m, key))
+
+
 def test_backward_twice_through_index_add_of_a_constant_source():
     """index_add_ saves its index only for the source's gradient: with a source that needs none,
     a second backward through the node runs (PyTorch's), where the other case raises."""

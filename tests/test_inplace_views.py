@@ -406,6 +406,20 @@ def retain_grad_stays_through_transpose_(t):
     return flag, y.grad, x.grad
 
 
+def retain_grad_stays_when_a_view_is_rederived(t):
+    # a detached alias changes in no_grad: the view's history is re-derived when next read,
+    # and its retain_grad() stays with the node the loss was built from
+    x = t.tensor([[0.0, 1, 2], [3, 4, 5]], dtype=t.float64, requires_grad=True)
+    v = x.flatten()
+    v.retain_grad()
+    s = v.mean()
+    with t.no_grad():
+        v.detach().sub_(0.5)
+    v.retain_grad()
+    s.backward()
+    return v.grad, x.grad, type(v.grad_fn).__name__
+
+
 def double_backward_after_two_inplace_ops_on_an_empty_view(t):
     # the second op's backward reads the first op's result (saved, with a graph): its empty
     # gradient still requires grad, as PyTorch's CopySlices copies it into the base's
@@ -445,7 +459,7 @@ CASES = [
     transposed_base_view_inplace, random_fill_of_tracked_tensor,
     inplace_on_empty_view_with_zero_strides, double_backward_through_empty_view_written_in_place,
     double_backward_through_empty_as_strided, retain_grad_stays_through_transpose_,
-    double_backward_after_two_inplace_ops_on_an_empty_view,
+    double_backward_after_two_inplace_ops_on_an_empty_view, retain_grad_stays_when_a_view_is_rederived,
     clone_and_cast_of_an_expanded_transpose_keep_its_dim_order,
 ]
 

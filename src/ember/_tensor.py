@@ -253,11 +253,13 @@ class Tensor(TensorBase):
 
     def retain_grad(self) -> None:
         """Keep ``.grad`` for this non-leaf tensor after ``backward()``."""
+        if self._retains:  # already retained: a no-op that does not re-derive a stale view's
+            return  # history (that would move the hook off the node a loss was built from)
         if not self.requires_grad:
             raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
         fn = self.grad_fn
-        if fn is None or self._retains:  # a leaf, or already retained (where its node was then:
-            return  # a metadata in-place op such as transpose_ leaves it there, as in PyTorch)
+        if fn is None:  # a leaf
+            return
         if fn._retain is None:
             fn._retain = []
         fn._retain.append((self._output_nr, weakref.ref(self)))

@@ -31,6 +31,7 @@ from . import pointwise as _pw
 from ._autocast import cast as _amp_cast
 from ._autocast import flag as _amp
 from ._index import (
+    _ELL,
     _INT,
     _NONE,
     _SLICE,
@@ -192,7 +193,9 @@ class IndexPut(Op):
     @staticmethod
     def forward(ctx: Any, x: Any, value: Any, key: _Key) -> Any:
         ctx.key = key
-        ctx.save_for_backward()  # released after one backward, as PyTorch's CopySlices/IndexPut
+        if key.vkey is not None or key.last != _ELL:  # released after one backward, as
+            ctx.save_for_backward()  # PyTorch's IndexPutBackward0 and CopySlices; a key that
+            # keeps every dim whole writes the tensor itself (PyTorch's fill_/copy_: reusable)
         out = x.copy()
         key.assign(out, value)
         return out
