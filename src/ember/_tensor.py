@@ -11,7 +11,6 @@ from __future__ import annotations
 import copy as _copy
 import math
 import warnings
-import weakref
 from collections.abc import Iterator
 from typing import Any
 
@@ -27,7 +26,7 @@ from ._tensor_methods import INPLACE_TWINS, OP_METHODS, TWIN_ONLY_OPS, inplace_t
 from ._tensor_sharing import register_reducer
 from ._tensor_str import tensor_repr
 from .autograd import engine, grad_mode
-from .autograd.function import refresh_view
+from .autograd.function import refresh_view, register_retain
 from .autograd.node import RemovableHandle
 from .ops import casting, creation, indexing, shape
 from .ops import random as _random
@@ -257,12 +256,9 @@ class Tensor(TensorBase):
             return  # history (that would move the hook off the node a loss was built from)
         if not self.requires_grad:
             raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
-        fn = self.grad_fn
-        if fn is None:  # a leaf
+        if self.grad_fn is None:  # a leaf
             return
-        if fn._retain is None:
-            fn._retain = []
-        fn._retain.append((self._output_nr, weakref.ref(self)))
+        register_retain(self)
         self._retains = True
 
     def register_hook(self, hook: Any) -> Any:

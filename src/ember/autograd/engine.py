@@ -434,8 +434,7 @@ def sum_to_shape(g: Any, shape: tuple, node: Node | None = None) -> Any:
     gshape = tuple(g.shape)
     shape = tuple(shape)
     lead = len(gshape) - len(shape)
-    ok = lead >= 0 and all(s == 1 or s == gs for s, gs in zip(shape, gshape[lead:]))
-    if not ok:
+    if not _broadcasts_to(shape, gshape):
         who = f"{node.name()} " if node is not None else ""
         raise RuntimeError(
             f"autograd: {who}returned a gradient of shape {gshape} for an input of shape "
@@ -450,6 +449,12 @@ def sum_to_shape(g: Any, shape: tuple, node: Node | None = None) -> Any:
     if lead:
         g = g.reshape(shape)
     return g
+
+
+def _broadcasts_to(src: tuple, dst: tuple) -> bool:
+    """Whether shape ``src`` broadcasts to exactly ``dst`` (PyTorch's "expandable to")."""
+    lead = len(dst) - len(src)
+    return lead >= 0 and all(s == 1 or s == d for s, d in zip(src, tuple(dst)[lead:]))
 
 
 def _run_pre_hooks(node: Node, buf: list) -> None:
@@ -521,11 +526,7 @@ def _to_recorded_leaf_shape(node: AccumulateGrad, g: Any) -> Any:
     """A gradient that reached a leaf in another shape than the leaf had when its node was made
     (ops recorded after an in-place reshape of the leaf): summed to that shape where it
     broadcasts from it, as PyTorch's engine checks a node's input, or PyTorch's error."""
-    try:
-        fits = np.broadcast_shapes(node.shape, tuple(g.shape)) == tuple(g.shape)
-    except ValueError:
-        fits = False
-    if not fits:
+    if not _broadcasts_to(node.shape, g.shape):
         raise RuntimeError(
             f"Function AccumulateGrad got an invalid gradient - got {list(g.shape)} but expected "
             f"shape compatible with {list(node.shape)} (the leaf's shape when the graph first "
@@ -537,16 +538,12 @@ def _to_recorded_leaf_shape(node: AccumulateGrad, g: Any) -> Any:
 def _check_adds_in_place(have: tuple, new: tuple) -> None:
     """PyTorch adds a gradient into an existing ``.grad`` in place: it must broadcast to the
     ``.grad``'s shape (they differ once a leaf is reshaped in place between two backwards)."""
-    try:
-        out = np.broadcast_shapes(tuple(have), tuple(new))
-    except ValueError:
-        out = None
-    if out != tuple(have):
+    if not _broadcasts_to(new, have):
         raise RuntimeError(
-            f"output with shape {list(have)} doesn't match the broadcast shape "
-            f"{list(out if out is not None else new)}: the leaf's existing .grad has the first "
-            "shape and this backward's gradient does not fit it (the leaf was reshaped in place "
-            "since the last backward). Set .grad = None (optimizer.zero_grad()) first."
+            f"output with shape {list(have)} doesn't match the gradient's shape {list(new)}: "
+            "the leaf's existing .grad has the first shape and this backward's gradient does not "
+            "broadcast to it (the leaf was reshaped in place since the last backward). Set "
+            ".grad = None (optimizer.zero_grad()) first."
         )
 
 
@@ -554,11 +551,7 @@ def _fit_to_reshaped_leaf(leaf: Any, g: Any) -> Any:
     """The gradient copied into the leaf's present shape, as PyTorch's AccumulateGrad copies it
     (broadcasting: ``x.unsqueeze_(0)`` after use gives a (1, n) grad), or PyTorch's error."""
     shape = tuple(leaf._data.shape)
-    try:
-        fits = np.broadcast_shapes(tuple(g.shape), shape) == shape
-    except ValueError:
-        fits = False
-    if not fits:
+    if not _broadcasts_to(g.shape, shape):
         raise RuntimeError(
             f"the gradient for a leaf has shape {list(g.shape)}, as the leaf had when the graph "
             f"used it, but the leaf now has shape {list(shape)} (an in-place reshape such as "

@@ -645,8 +645,13 @@ def move_retain_grad(t: TensorBase, old_fn: Any) -> None:
     mine = [e for e in old_fn._retain if e[1]() is t]
     if mine:
         old_fn._retain = [e for e in old_fn._retain if e[1]() is not t] or None
-        fn = t._grad_fn
-        if fn is not None:
-            if fn._retain is None:
-                fn._retain = []
-            fn._retain.append((t._output_nr, weakref.ref(t)))
+        if t._grad_fn is not None:
+            register_retain(t)
+
+
+def register_retain(t: TensorBase) -> None:
+    """Make ``t``'s node fill ``t.grad`` when backward reaches it (``retain_grad()``)."""
+    fn = t._grad_fn
+    if fn._retain is None:
+        fn._retain = []
+    fn._retain.append((t._output_nr, weakref.ref(t)))

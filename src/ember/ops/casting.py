@@ -89,13 +89,7 @@ class Cast(Op):
 
     @staticmethod
     def forward(ctx: Any, x: Any, np_dtype: Any) -> Any:
-        # PyTorch's preserve_format: a dense x keeps its layout; anything else (an expanded or
-        # strided slice) gets dense strides in the order of x's (_dense_like)
-        if x.flags.c_contiguous or _dense(x):
-            return x.astype(np_dtype)
-        out = _dense_like(x, np_dtype)
-        out[...] = x
-        return out
+        return _layout_copy(x, np_dtype)  # PyTorch's preserve_format
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
@@ -204,15 +198,14 @@ def _dense(a: Any) -> bool:
     return True
 
 
-def _layout_copy(a: Any) -> Any:
-    """A copy of ``a`` with PyTorch's ``preserve_format`` layout: ``a``'s strides when ``a`` is
-    dense (a transposed tensor's clone is transposed too), else dense strides in the order of
-    ``a``'s (``_dense_like``)."""
-    if a.flags.c_contiguous:
-        return a.copy()
-    if _dense(a):
-        return a.copy(order="K")
-    out = _dense_like(a, a.dtype)
+def _layout_copy(a: Any, dtype: Any = None) -> Any:
+    """A copy of ``a`` (in ``dtype``) with PyTorch's ``preserve_format`` layout: ``a``'s
+    strides when ``a`` is dense (a transposed tensor's clone is transposed too), else dense
+    strides in the order of ``a``'s (``_dense_like``)."""
+    dtype = a.dtype if dtype is None else dtype
+    if a.flags.c_contiguous or _dense(a):
+        return a.astype(dtype)  # (order "K": a dense array keeps its strides)
+    out = _dense_like(a, dtype)
     out[...] = a
     return out
 

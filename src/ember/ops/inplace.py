@@ -123,10 +123,9 @@ def _inplace_on_view(t: TensorBase, fn: Any, args: tuple, kwargs: dict) -> Tenso
     old_fn = t._grad_fn
     old_base_fn = base._grad_fn
     old_base = TensorBase._make(base._data, base._rg, old_base_fn, base._output_nr)
-    if old_base._rg:  # the op reads the view as the window of the base's history, as PyTorch's
-        with grad_mode.enable_grad():  # CopySlices does: the view's own chain (and hooks on
-            snapshot = InplaceInputWindow.apply(old_base, geom)  # it) is not in the graph
-        snapshot._data = t._data.copy()
+    if old_base._rg:  # the op reads the view as the window of the base's history, as
+        snapshot = InplaceInputWindow.apply(old_base, geom)  # PyTorch's CopySlices does: the
+        snapshot._data = t._data.copy()  # view's own chain (and hooks on it) is not in the graph
     else:
         snapshot = TensorBase._make(t._data.copy(), t._rg, old_fn, t._output_nr)
     new_view = fn(snapshot, *args, **kwargs)
