@@ -773,6 +773,8 @@ def compare(program: Program, tt: Trace, te: Trace) -> Disagreement | None:
         if name not in te.final:
             return Disagreement("structure", None, f"final {name}", "missing in ember", name)
         v_e, g_e = te.final[name]
+        if v_t["t"] == "error" and "INTERNAL ASSERT FAILED" in v_t["msg"]:
+            continue  # PyTorch's bug on using this tensor (as for a step, above)
         if v_t["t"] == "error" and v_e["t"] != "error":
             return Disagreement(
                 "torch_raises",
