@@ -13,12 +13,15 @@ import numpy as np
 
 
 def _load_bfloat16() -> Any:
-    """NumPy's bfloat16 from the optional ml_dtypes package, or None. Loaded on first use, not
-    at ``import ember``: importing ml_dtypes takes about half a second."""
+    """NumPy's bfloat16 from ml_dtypes (a core dependency). Loaded on first use, not at
+    ``import ember``: importing ml_dtypes takes a noticeable part of a second. Never substituted:
+    without ml_dtypes, using bfloat16 raises rather than quietly giving another dtype."""
     try:
         import ml_dtypes
-    except ImportError:  # pragma: no cover - depends on the environment
-        return None
+    except ImportError as e:  # a broken install: ml_dtypes is one of ember's dependencies
+        raise RuntimeError(
+            "torch.bfloat16 needs the package ml_dtypes, one of ember's dependencies, which is "
+            "missing from this environment: pip install ml_dtypes") from e
     return np.dtype(ml_dtypes.bfloat16)
 
 
@@ -36,14 +39,13 @@ class dtype:
         self._category = category  # 0 bool, 1 integer, 2 floating
         self.is_floating_point = category == 2
         self.itemsize = np_dtype.itemsize if np_dtype is not None else 2
-        self.is_signed = name not in ("uint8", "bool")
+        self.is_signed = not name.startswith("uint") and name != "bool"
 
     def __getattr__(self, name: str) -> Any:
         # only reached while a slot is unset: bfloat16's NumPy dtype, loaded once, on first use
         if name == "np" and self.name == "bfloat16":
             self.np = _load_bfloat16()
-            if self.np is not None:
-                _FROM_NP[self.np] = self
+            _FROM_NP[self.np] = self
             return self.np
         raise AttributeError(name)
 
@@ -59,7 +61,10 @@ class dtype:
 
     @property
     def is_bfloat16_available(self) -> bool:
-        return bfloat16.np is not None
+        try:
+            return bfloat16.np is not None
+        except RuntimeError:
+            return False
 
 
 bool_ = dtype("bool", np.dtype(np.bool_), 0)
@@ -72,15 +77,22 @@ float16 = dtype("float16", np.dtype(np.float16), 2)
 bfloat16 = dtype("bfloat16", None, 2)
 float32 = dtype("float32", np.dtype(np.float32), 2)
 float64 = dtype("float64", np.dtype(np.float64), 2)
+# PyTorch's "limited support" unsigned types: they hold values, cast, compare, index and
+# concatenate; promotion with any other integer type is refused, as PyTorch refuses it.
+uint16 = dtype("uint16", np.dtype(np.uint16), 1)
+uint32 = dtype("uint32", np.dtype(np.uint32), 1)
+uint64 = dtype("uint64", np.dtype(np.uint64), 1)
+_WIDE_UNSIGNED = (uint16, uint32, uint64)
 
-ALL = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64)
+ALL = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64,
+       uint16, uint32, uint64)
 
 # PyTorch's aliases
 ALIASES = {
     "float": float32, "double": float64, "half": float16, "long": int64, "int": int32,
     "short": int16, "bool": bool_, "float32": float32, "float64": float64, "float16": float16,
     "bfloat16": bfloat16, "int64": int64, "int32": int32, "int16": int16, "int8": int8,
-    "uint8": uint8,
+    "uint8": uint8, "uint16": uint16, "uint32": uint32, "uint64": uint64,
 }
 
 _FROM_NP: dict[Any, dtype] = {d.np: d for d in ALL if d is not bfloat16}
@@ -98,11 +110,6 @@ def from_numpy(np_dtype: Any) -> dtype:
         return bfloat16
     if np_dtype in _FROM_NP:
         return _FROM_NP[np_dtype]
-    if np_dtype == np.uint16 or np_dtype == np.uint32 or np_dtype == np.uint64:
-        raise TypeError(
-            f"can't convert np.ndarray of type numpy.{np_dtype}. The only supported types are: "
-            "float64, float32, float16, bfloat16, int64, int32, int16, int8, uint8, and bool."
-        )
     raise TypeError(f"ember has no dtype for NumPy's {np_dtype}")
 
 
@@ -127,8 +134,7 @@ def to_dtype(d: Any) -> dtype:
 
 
 def _require(d: dtype) -> dtype:
-    if d.np is None:
-        raise RuntimeError("bfloat16 needs the optional package ml_dtypes: pip install ml_dtypes")
+    d.np  # noqa: B018 - bfloat16's NumPy type loads here, or raises saying what is missing
     return d
 
 
@@ -149,12 +155,19 @@ def promote_types(a: dtype, b: dtype) -> dtype:
     if a is b:
         return a
     ca, cb = a._category, b._category
-    if ca != cb:
+    if ca != cb and (ca == 2 or cb == 2):
+        return a if ca > cb else b
+    if ca != cb and a not in _WIDE_UNSIGNED and b not in _WIDE_UNSIGNED:
         return a if ca > cb else b
     if ca == 2:
         if {a.name, b.name} == {"float16", "bfloat16"}:
             return float32
         return a if a.itemsize >= b.itemsize else b
+    if a in _WIDE_UNSIGNED or b in _WIDE_UNSIGNED:
+        raise RuntimeError(
+            "Promotion for uint16, uint32, uint64 types is not supported, attempted to promote "
+            f"{legacy_name(a)} and {legacy_name(b)}. Cast one operand first, e.g. "
+            "x.to(torch.int64).")
     return _FROM_NP[np.promote_types(a.np, b.np)]
 
 
@@ -214,6 +227,7 @@ _LEGACY_NAMES = {
     "float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
     "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
     "bool": "Bool", "complex64": "ComplexFloat", "complex128": "ComplexDouble",
+    "uint16": "UInt16", "uint32": "UInt32", "uint64": "UInt64",
 }
 
 

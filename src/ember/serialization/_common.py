@@ -29,7 +29,7 @@ _DTYPE_OF_STORAGE = {v: k for k, v in _STORAGE_OF.items()}
 
 _TORCH_DTYPE_NAMES = (
     "float64", "float32", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8",
-    "bool", "float", "double", "half", "long", "int", "short",
+    "bool", "float", "double", "half", "long", "int", "short", "uint16", "uint32", "uint64",
 )
 
 

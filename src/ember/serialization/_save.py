@@ -388,22 +388,27 @@ class _Pickler:
             self._global("torch._utils", "_rebuild_parameter_with_state" if state
                          else "_rebuild_parameter")
             out += b"("
-        elif state:
+        st, offset, stride = self.plan[id(t)]
+        untyped = st.dtype.name not in _STORAGE_OF  # uint16/32/64: PyTorch's v3 form
+        rebuild = "_rebuild_tensor_v3" if untyped else "_rebuild_tensor_v2"
+        if not is_param and state:
             self._global("torch._tensor", "_rebuild_from_type_v2")
             out += b"("
-            self._global("torch._utils", "_rebuild_tensor_v2")
+            self._global("torch._utils", rebuild)
             self._global("torch", "Tensor")
         if not state or is_param:
-            self._global("torch._utils", "_rebuild_tensor_v2")
-        st, offset, stride = self.plan[id(t)]
+            self._global("torch._utils", rebuild)
         out += b"("
         if not self._get(("storage", id(st))):
             out += b"("
             self.save("storage")
-            self._global("torch", _STORAGE_OF[st.dtype.name])
+            if untyped:
+                self._global("torch.storage", "UntypedStorage")
+            else:
+                self._global("torch", _STORAGE_OF[st.dtype.name])
             self.save(st.key)
             self.save(st.location)
-            self.save(st.numel)
+            self.save(st.numel * st.dtype.itemsize if untyped else st.numel)
             out += b"t"
             self._put(("storage", id(st)))
         out += b"Q"
@@ -413,6 +418,8 @@ class _Pickler:
         self.save(False if is_param else bool(t.requires_grad))
         self._global("collections", "OrderedDict")
         out += b")R"
+        if untyped:
+            self._global("torch", st.dtype.name)
         out += b"t" if state and not is_param else b"tR"
         if is_param:
             self.save(bool(t.requires_grad))
@@ -490,6 +497,13 @@ class _TorchGlobal:
 
 
 _G_TENSOR = _TorchGlobal("torch._utils", "_rebuild_tensor_v2")
+_G_TENSOR_V3 = _TorchGlobal("torch._utils", "_rebuild_tensor_v3")  # untyped storage + dtype
+
+
+def _rebuild_of(t: Any) -> _TorchGlobal:
+    """v2 for the dtypes with a typed storage; v3 (as PyTorch writes) for uint16/32/64."""
+    return _G_TENSOR if t.dtype.name in _STORAGE_OF else _G_TENSOR_V3
+
 
 _G_PARAM = _TorchGlobal("torch._utils", "_rebuild_parameter")
 
@@ -533,6 +547,9 @@ class _FullPickler(pickle._Pickler):  # the Python pickler: its save_global can 
 
     def persistent_id(self, obj: Any) -> Any:
         if type(obj) is _OutStorage:
+            if obj.dtype.name not in _STORAGE_OF:  # uint16/32/64: an untyped storage, in bytes
+                return ("storage", _TorchGlobal("torch.storage", "UntypedStorage"), obj.key,
+                        obj.location, obj.numel * obj.dtype.itemsize)
             return ("storage", _TorchGlobal("torch", _STORAGE_OF[obj.dtype.name]), obj.key,
                     obj.location, obj.numel)
         return None
@@ -545,13 +562,14 @@ class _FullPickler(pickle._Pickler):  # the Python pickler: its save_global can 
             st, offset, stride = None, 0, ()
         else:
             st, offset, stride = self.plan[id(t)]
-        return (st, offset, tuple(int(n) for n in t._data.shape), tuple(stride), requires_grad,
+        args = (st, offset, tuple(int(n) for n in t._data.shape), tuple(stride), requires_grad,
                 OrderedDict())
+        return args if t.dtype.name in _STORAGE_OF else (*args, t.dtype)  # v3 adds the dtype
 
     def reducer_override(self, obj: Any) -> Any:
         t = type(obj)
         if t is _PlainTensor:
-            return (_G_TENSOR, self._tensor_args(obj.t, False))
+            return (_rebuild_of(obj.t), self._tensor_args(obj.t, False))
         if isinstance(obj, Tensor):
             state = _user_state(obj)
             if _is_parameter(obj):
@@ -561,9 +579,9 @@ class _FullPickler(pickle._Pickler):  # the Python pickler: its save_global can 
                         return (_G_PARAM_STATE, (inner, obj.requires_grad, OrderedDict(), state))
                     return (_G_PARAM, (inner, obj.requires_grad, OrderedDict()))
             elif t is Tensor and not state:
-                return (_G_TENSOR, self._tensor_args(obj, bool(obj.requires_grad)))
+                return (_rebuild_of(obj), self._tensor_args(obj, bool(obj.requires_grad)))
             args = self._tensor_args(obj, bool(obj.requires_grad))
-            return (_G_FROM_TYPE, (_G_TENSOR, t, args, state))
+            return (_G_FROM_TYPE, (_rebuild_of(obj), t, args, state))
         if t is _backend.device:
             return (_TorchGlobal("torch", "device"), (str(obj),))
         d = getattr(obj, "__dict__", None)
