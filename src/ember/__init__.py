@@ -41,6 +41,9 @@ from ._dtype import (
     result_type,
     set_default_dtype,
     uint8,
+    uint16,
+    uint32,
+    uint64,
 )
 from ._dtype import bool_ as bool  # noqa: A001 - PyTorch's name
 from ._dtype import can_cast
