@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _backend, _dtype, ops
+from . import _backend, _dtype, _dtype_info, ops
 from ._dtype import dtype as _dtype_cls
 from ._missing import attribute_error
 from ._shared_memory import is_shared_array, to_shared_array
@@ -120,7 +120,7 @@ class Tensor(TensorBase):
     def is_contiguous(self, memory_format: Any = None) -> bool:
         return bool(self._data.flags.c_contiguous)
 
-    def contiguous(self, memory_format: Any = None) -> Tensor:
+    def contiguous(self, *, memory_format: Any = _dtype_info.contiguous_format) -> Tensor:
         if self._data.flags.c_contiguous:
             return self
         return ops.contiguous(self)
@@ -306,8 +306,8 @@ class Tensor(TensorBase):
         self._rg = False
         return self
 
-    def clone(self, memory_format: Any = None) -> Tensor:
-        return ops.clone(self)
+    def clone(self, *, memory_format: Any = _dtype_info.preserve_format) -> Tensor:
+        return ops.clone(self, memory_format=memory_format)
 
     # -- conversions ------------------------------------------------------------------------
     def numpy(self, force: bool = False) -> np.ndarray:

@@ -22,7 +22,7 @@ import numpy as np
 
 from . import _dtype_info, ops
 from ._size import Size
-from .ops import casting, indexing, shape
+from .ops import casting, indexing, joining, shape
 from .ops.creation import tensor
 from .ops.inplace import inplace
 from .ops.nn import activation
@@ -425,9 +425,9 @@ OP_METHODS: dict[str, Any] = {
     "movedim": ops.movedim,
     "moveaxis": ops.movedim,
     "transpose": ops.transpose,
-    "swapaxes": ops.transpose,
+    "swapaxes": ops.swapaxes,
     "swapdims": ops.transpose,
-    "split": ops.split,
+    "split": joining.split_method,
     "tensor_split": ops.tensor_split,
     "chunk": ops.chunk,
     "unbind": ops.unbind,

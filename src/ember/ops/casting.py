@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import _backend, _dtype
+from .. import _backend, _dtype, _dtype_info
 from .._tensor_base import TensorBase
 from ..autograd.function import Op
 from .creation import tensor
@@ -37,7 +37,7 @@ def to_device(x: Any, dev: Any) -> Any:
     return ToDevice.apply(x, dev)
 
 
-def clone(input: Any, memory_format: Any = None) -> Any:
+def clone(input: Any, *, memory_format: Any = _dtype_info.preserve_format) -> Any:
     """A copy of ``input`` in ``input``'s layout (``preserve_format``, the default) or in C order
     (``memory_format=torch.contiguous_format``)."""
     if memory_format is not None and getattr(memory_format, "_name", "") == "contiguous_format":

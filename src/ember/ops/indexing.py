@@ -25,6 +25,7 @@ from .._tensor_base import TensorBase, wrap_dim
 from ..autograd import function as _function
 from ..autograd import grad_mode
 from ..autograd.function import Op, link_view
+from . import _out
 from . import _promote as _prom
 from . import casting as _cast
 from . import pointwise as _pw
@@ -333,9 +334,11 @@ def _casting_key(key: Any, k: _Key, value: Any) -> bool:
 _OUT_OF_RANGE = "index out of range in self"
 
 
-def index_select(input: Any, dim: int, index: Any) -> Any:
+def index_select(input: Any, dim: int, index: Any, *, out: Any = None) -> Any:
     """The slices of ``input`` along ``dim`` at the 1-D ``index`` (repeats allowed; negative
     indices are out of range, as in PyTorch: ``IndexError``)."""
+    if out is not None:
+        return _out.write(out, index_select(input, dim, index), "index_select")
     idx = _index_1d(index, "index_select")
     if input._data.ndim == 0:
         wrap_dim(dim, 0)
@@ -348,9 +351,12 @@ def index_select(input: Any, dim: int, index: Any) -> Any:
     return IndexSelect.apply(input, _dim_key(input._data, dim, idx))
 
 
-def index_add(input: Any, dim: int, index: Any, source: Any, *, alpha: Any = 1) -> Any:
+def index_add(input: Any, dim: int, index: Any, source: Any, *, alpha: Any = 1,
+              out: Any = None) -> Any:
     """Out-of-place ``index_add_``: ``out[..., index[i], ...] += alpha * source[..., i, ...]``
     (indices must lie in ``[0, size)``: PyTorch's ``RuntimeError`` otherwise)."""
+    if out is not None:
+        return _out.write(out, index_add(input, dim, index, source, alpha=alpha), "index_add")
     idx = _index_1d(index, "index_add")
     if input._data.ndim == 0:
         x1, s1 = _zero_dim_case(input, dim, idx, source, "index_add")
@@ -365,9 +371,11 @@ def index_add(input: Any, dim: int, index: Any, source: Any, *, alpha: Any = 1) 
     return _IndexAddInto.apply(a, b)
 
 
-def index_copy(input: Any, dim: int, index: Any, source: Any) -> Any:
+def index_copy(input: Any, dim: int, index: Any, source: Any, *, out: Any = None) -> Any:
     """Out-of-place ``index_copy_``: ``out[..., index[i], ...] = source[..., i, ...]``
     (indices must lie in ``[0, size)``: PyTorch's ``IndexError`` otherwise)."""
+    if out is not None:
+        return _out.write(out, index_copy(input, dim, index, source), "index_copy")
     if _amp.active:
         input, source = _amp_cast("index_copy", input, source)
     idx = _index_1d(index, "index_copy")
@@ -425,8 +433,10 @@ def index_put(input: Any, indices: Any, values: Any, accumulate: bool = False) -
     return _pw.add(input, IndexPutAdd.apply(v, k))
 
 
-def take(input: Any, index: Any) -> Any:
+def take(input: Any, index: Any, *, out: Any = None) -> Any:
     """``input.flatten()[index]`` (negative indices count from the end)."""
+    if out is not None:
+        return _out.write(out, take(input, index), "take")
     index = _as_index_tensor(index, "take")
     idx = index._data
     if idx.dtype != np.int64:
@@ -558,8 +568,10 @@ def masked_fill(input: Any, mask: Any, value: Any) -> Any:
     return MaskedFill.apply(input, value, m)
 
 
-def masked_select(input: Any, mask: Any) -> Any:
+def masked_select(input: Any, mask: Any, *, out: Any = None) -> Any:
     """The 1-D tensor of ``input``'s elements where ``mask`` (broadcast) is True."""
+    if out is not None:
+        return _out.write(out, masked_select(input, mask), "masked_select")
     m = _check_mask(mask, "masked_select:")
     shape = _broadcast_shapes(tuple(input._data.shape), tuple(m.shape))
     x = _expand(input, shape)
@@ -653,8 +665,10 @@ def _check_mask(mask: Any, name: str) -> Any:
 # nonzero
 
 
-def nonzero(input: Any, *, as_tuple: bool = False) -> Any:
+def nonzero(input: Any, *, out: Any = None, as_tuple: bool = False) -> Any:
     """Indices of the nonzero elements: an (n, ndim) int64 tensor, or a tuple of 1-D ones."""
+    if out is not None:
+        return _out.write(out, nonzero(input, as_tuple=as_tuple), "nonzero")
     a = input._data
     xp = _backend.xp_of(a)
     if as_tuple:

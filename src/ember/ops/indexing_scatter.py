@@ -19,6 +19,7 @@ import numpy as np
 from .. import _backend
 from .._tensor_base import TensorBase, data_of, wrap_dim
 from ..autograd.function import Op
+from . import _out
 from . import _promote as _prom
 from . import pointwise as _pw
 from ._autocast import cast as _amp_cast
@@ -51,8 +52,11 @@ __all__ = [
 _REDUCES = ("sum", "prod", "mean", "amax", "amin")
 
 
-def gather(input: Any, dim: int, index: Any, *, sparse_grad: bool = False) -> Any:
+def gather(input: Any, dim: int, index: Any, *, sparse_grad: bool = False,
+           out: Any = None) -> Any:
     """``out[i][j] = input[index[i][j]][j]`` for dim 0 (index no larger than input elsewhere)."""
+    if out is not None:
+        return _out.write(out, gather(input, dim, index, sparse_grad=sparse_grad), "gather")
     index = _as_index_tensor(index, "gather")
     idx = _check_int_index(index, "gather")
     dim = wrap_dim(dim, input._data.ndim)
@@ -65,10 +69,12 @@ def gather(input: Any, dim: int, index: Any, *, sparse_grad: bool = False) -> An
 
 
 def scatter(input: Any, dim: int, index: Any, src: Any = None, value: Any = None, *,
-            reduce: str | None = None) -> Any:
+            reduce: str | None = None, out: Any = None) -> Any:
     """Out-of-place ``scatter_``: write ``src`` (a tensor) or ``value`` (a number) at ``index``
     along ``dim``. ``reduce='add' | 'multiply'`` combines instead (and, unlike PyTorch, stays
     differentiable)."""
+    if out is not None:
+        return _out.write(out, scatter(input, dim, index, src, value, reduce=reduce), "scatter")
     if src is None:
         src = value
     if src is None:
@@ -89,8 +95,10 @@ def scatter(input: Any, dim: int, index: Any, src: Any = None, value: Any = None
     return (Scatter if isinstance(src, TensorBase) else ScatterValue).apply(input, src, dim, idx)
 
 
-def scatter_add(input: Any, dim: int, index: Any, src: Any) -> Any:
+def scatter_add(input: Any, dim: int, index: Any, src: Any, *, out: Any = None) -> Any:
     """Out-of-place ``scatter_add_``: ``out[index[i][j]][j] += src[i][j]`` (dim 0)."""
+    if out is not None:
+        return _out.write(out, scatter_add(input, dim, index, src), "scatter_add")
     if _amp.active:
         input, src = _amp_cast("scatter_add", input, src)
     dim, idx, src = _scatter_prep(input, dim, index, src, "scatter_add")
@@ -99,19 +107,23 @@ def scatter_add(input: Any, dim: int, index: Any, src: Any) -> Any:
 
 
 def scatter_reduce(input: Any, dim: int, index: Any, src: Any, reduce: str, *,
-                   include_self: bool = True) -> Any:
+                   include_self: bool = True, out: Any = None) -> Any:
     """Reduce ``src`` into ``input`` at ``index`` along ``dim`` with sum, prod, mean, amax, amin."""
     if reduce not in _REDUCES:
         raise RuntimeError(
             f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce!r}"
         )
     dim, idx, src = _scatter_prep(input, dim, index, src, "scatter_reduce")
-    return ScatterReduce.apply(input, src, dim, idx, reduce, bool(include_self))
+    res = ScatterReduce.apply(input, src, dim, idx, reduce, bool(include_self))
+    return res if out is None else _out.write(out, res, "scatter_reduce")
 
 
-def take_along_dim(input: Any, indices: Any, dim: int | None = None) -> Any:
+def take_along_dim(input: Any, indices: Any, dim: int | None = None, *,
+                   out: Any = None) -> Any:
     """Pick values along ``dim`` at ``indices`` (broadcast against input elsewhere); with
     ``dim=None`` both are flattened first."""
+    if out is not None:
+        return _out.write(out, take_along_dim(input, indices, dim), "take_along_dim")
     indices = _as_index_tensor(indices, "take_along_dim")
     idx = _check_int_index(indices, "take_along_dim")
     if dim is None:

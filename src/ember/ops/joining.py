@@ -19,6 +19,7 @@ import numpy as np
 from .. import _backend, _dtype
 from .._tensor_base import TensorBase
 from ..autograd.function import Op
+from . import _out
 from . import casting as _cast
 from .shape import (
     _dims_arg,
@@ -77,10 +78,7 @@ def cat(tensors: Any, dim: int = 0, *, out: Any = None) -> Any:
                 )
     ts = _promote_all(ts, "cat")
     res = Cat.apply(*ts, d)
-    if out is not None:
-        out.copy_(res)
-        return out
-    return res
+    return res if out is None else _out.write(out, res, "cat")
 
 
 def stack(tensors: Any, dim: int = 0, *, out: Any = None) -> Any:
@@ -103,10 +101,7 @@ def stack(tensors: Any, dim: int = 0, *, out: Any = None) -> Any:
         )
     ts = _promote_all(ts, "stack")
     res = Stack.apply(*ts, d % nd)
-    if out is not None:
-        out.copy_(res)
-        return out
-    return res
+    return res if out is None else _out.write(out, res, "stack")
 
 
 def atleast_1d(*tensors: Any) -> Any:
@@ -306,6 +301,12 @@ def split(tensor: Any, split_size_or_sections: Any, dim: int = 0) -> tuple:
     return SplitEqual.apply(x, d, _split_bounds(sizes))
 
 
+def split_method(self: Any, split_size: Any, dim: int = 0) -> tuple:
+    """``Tensor.split(split_size, dim=0)``: ``split`` under the method's parameter name
+    (``torch.split`` calls it ``split_size_or_sections``)."""
+    return split(self, split_size, dim)
+
+
 def chunk(input: Any, chunks: int, dim: int = 0) -> tuple:
     """Split into ``chunks`` pieces of ``ceil(n / chunks)`` (fewer when they run out)."""
     x = input
@@ -323,8 +324,15 @@ def chunk(input: Any, chunks: int, dim: int = 0) -> tuple:
     return split(x, size, d)
 
 
-def tensor_split(input: Any, indices_or_sections: Any, dim: int = 0) -> tuple:
-    """Split into ``sections`` nearly equal parts, or at the given ``indices``."""
+def tensor_split(input: Any, sections: Any = None, dim: int = 0, *, indices: Any = None,
+                 tensor_indices_or_sections: Any = None) -> tuple:
+    """Split into ``sections`` nearly equal parts, or at the given ``indices``.
+
+    PyTorch's three overloads share the second positional slot (an int, a list of indices or a
+    tensor); by keyword they are ``sections=``, ``indices=`` and ``tensor_indices_or_sections=``.
+    """
+    ios = _one_of("tensor_split", sections=sections, indices=indices,
+                  tensor_indices_or_sections=tensor_indices_or_sections)
     x = input
     nd = x._data.ndim
     if nd == 0:
@@ -333,7 +341,6 @@ def tensor_split(input: Any, indices_or_sections: Any, dim: int = 0) -> tuple:
         )
     d = _wrap(dim, nd)
     n = x._data.shape[d]
-    ios = indices_or_sections
     if isinstance(ios, TensorBase):
         if ios._data.dtype.kind not in "iu":
             raise RuntimeError(
@@ -363,20 +370,30 @@ def tensor_split(input: Any, indices_or_sections: Any, dim: int = 0) -> tuple:
     return Split.apply(x, d, _split_bounds([q + 1] * r + [q] * (k - r)))
 
 
-def hsplit(input: Any, indices_or_sections: Any) -> tuple:
+def hsplit(input: Any, sections: Any = None, *, indices: Any = None) -> tuple:
     """``tensor_split`` along dim 1 (dim 0 for 1-D tensors); sections must divide evenly."""
     d = 0 if input._data.ndim == 1 else 1
-    return _dir_split(input, indices_or_sections, d, "hsplit", 1)
+    return _dir_split(input, _one_of("hsplit", sections=sections, indices=indices), d, "hsplit", 1)
 
 
-def vsplit(input: Any, indices_or_sections: Any) -> tuple:
+def vsplit(input: Any, sections: Any = None, *, indices: Any = None) -> tuple:
     """``tensor_split`` along dim 0 of a tensor with >= 2 dims."""
-    return _dir_split(input, indices_or_sections, 0, "vsplit", 2)
+    return _dir_split(input, _one_of("vsplit", sections=sections, indices=indices), 0, "vsplit", 2)
 
 
-def dsplit(input: Any, indices_or_sections: Any) -> tuple:
+def dsplit(input: Any, sections: Any = None, *, indices: Any = None) -> tuple:
     """``tensor_split`` along dim 2 of a tensor with >= 3 dims."""
-    return _dir_split(input, indices_or_sections, 2, "dsplit", 3)
+    return _dir_split(input, _one_of("dsplit", sections=sections, indices=indices), 2, "dsplit", 3)
+
+
+def _one_of(name: str, **given: Any) -> Any:
+    """The one argument of PyTorch's overloads that was given (they share a positional slot)."""
+    got = [(k, v) for k, v in given.items() if v is not None]
+    if len(got) != 1:
+        names = ", ".join(given)
+        raise TypeError(f"{name}() expects exactly one of {names} (positionally or by keyword), "
+                        f"got {len(got)}")
+    return got[0][1]
 
 
 def unbind(input: Any, dim: int = 0) -> tuple:
@@ -503,11 +520,11 @@ def flipud(input: Any) -> Any:
     return flip(input, 0)
 
 
-def roll(input: Any, shifts: Any, dims: Any = None) -> Any:
+def roll(input: Any, shifts: Any, dims: Any = ()) -> Any:
     """Shift elements circularly along ``dims`` (the flattened tensor when ``dims`` is None)."""
     sh = (_int(shifts, "shifts"),) if not isinstance(shifts, (tuple, list)) else tuple(
         _int(s, "shifts") for s in shifts)
-    if dims is None:
+    if dims is None or (isinstance(dims, (tuple, list)) and not dims):
         if len(sh) != 1:
             raise RuntimeError(
                 f"shifts and dimensions must align. shifts: {len(sh)}, dims:0 (with dims=None, "
@@ -590,8 +607,15 @@ class Rot90(Op):
 # repeating
 
 
-def repeat(input: Any, *sizes: Any) -> Any:
-    """Tile ``input`` ``sizes[i]`` times along each dim (new leading dims when more sizes)."""
+def repeat(input: Any, *sizes: Any, repeats: Any = None) -> Any:
+    """Tile ``input`` ``sizes[i]`` times along each dim (new leading dims when more sizes).
+
+    The sizes come as varargs (``x.repeat(2, 3)``), one sequence, or ``repeats=``.
+    """
+    if repeats is not None:
+        if sizes:
+            raise TypeError("repeat() got the sizes both positionally and as repeats=")
+        sizes = (repeats,)
     reps = _shape_arg(sizes)
     nd = input._data.ndim
     if len(reps) < nd:
@@ -604,9 +628,23 @@ def repeat(input: Any, *sizes: Any) -> Any:
     return Repeat.apply(input, reps)
 
 
-def tile(input: Any, dims: Any) -> Any:
-    """``repeat`` with ``dims`` padded by leading ones to the tensor's ndim."""
-    reps = _shape_arg((dims,)) if isinstance(dims, (tuple, list)) else (_int(dims, "dims"),)
+def tile(input: Any, *reps: Any, dims: Any = None) -> Any:
+    """``repeat`` with ``dims`` padded by leading ones to the tensor's ndim.
+
+    ``dims`` comes as one sequence (``torch.tile(x, (2, 3))``), as varargs (``x.tile(2, 3)``) or
+    as ``dims=``.
+    """
+    if dims is not None:
+        if reps:
+            raise TypeError("tile() got the dims both positionally and as dims=")
+        reps = (dims,)
+    if not reps:
+        raise TypeError("tile() missing 1 required positional argument: 'dims'")
+    if len(reps) == 1:
+        d0 = reps[0]
+        reps = _shape_arg((d0,)) if isinstance(d0, (tuple, list)) else (_int(d0, "dims"),)
+    else:
+        reps = _shape_arg(reps)
     nd = input._data.ndim
     reps = (1,) * (nd - len(reps)) + reps
     return repeat(input, reps)

@@ -11,6 +11,9 @@ from __future__ import annotations
 import builtins
 from typing import Any
 
+from .._tensor_base import TensorBase
+from . import _out
+
 __all__ = [
     "split_with_sizes", "select_scatter", "slice_scatter", "diagonal_scatter", "expand_copy",
     "permute_copy", "t_copy", "transpose_copy", "unsqueeze_copy", "squeeze_copy", "view_copy",
@@ -73,36 +76,56 @@ def diagonal_scatter(input: Any, src: Any, offset: int = 0, dim1: int = 0, dim2:
     return _scatter_into(input, src, lambda t: t.diagonal(offset, dim1, dim2))
 
 
-def alias_copy(input: Any) -> Any:
+def alias_copy(input: Any, *, out: Any = None) -> Any:
     """A copy of ``input``."""
-    return input.clone()
+    return input.clone() if out is None else _out.write(out, input, "alias_copy")
 
 
 def slice_copy(input: Any, dim: int = 0, start: int | None = None, end: int | None = None,
-               step: int = 1) -> Any:
+               step: int = 1, *, out: Any = None) -> Any:
     """``input[..., start:end:step, ...]`` along ``dim``, as a new tensor."""
     idx = [slice(None)] * input.dim()
     idx[dim] = slice(start, end, step)
-    return input[tuple(idx)].clone()
+    return _fresh(input[tuple(idx)], out, "slice_copy")
 
 
-def unbind_copy(input: Any, dim: int = 0) -> tuple:
+def _fresh_list(pieces: Any, out: Any, name: str) -> Any:
+    """Views as new tensors, or written into the list ``out`` (PyTorch's ``Tensor(a!)[] out``:
+    the call then returns None)."""
+    if out is None:
+        return tuple(t.clone() for t in pieces)
+    pieces = tuple(pieces)
+    if not isinstance(out, (list, tuple)) or len(out) != len(pieces):
+        raise RuntimeError(f"{name}(): out= must be a list of {len(pieces)} tensors, one per "
+                           f"piece, got {type(out).__name__}")
+    for o, t in zip(out, pieces, strict=True):
+        _out.write(o, t, name)
+    return None
+
+
+def unbind_copy(input: Any, dim: int = 0, *, out: Any = None) -> Any:
     """``unbind``, each slice a new tensor (not a view)."""
-    return tuple(t.clone() for t in input.unbind(dim))
+    return _fresh_list(input.unbind(dim), out, "unbind_copy")
 
 
-def split_copy(input: Any, split_size: Any, dim: int = 0) -> tuple:
+def split_copy(input: Any, split_size: Any, dim: int = 0, *, out: Any = None) -> Any:
     """``split``, each piece a new tensor (not a view)."""
-    return tuple(t.clone() for t in input.split(split_size, dim))
+    return _fresh_list(input.split(split_size, dim), out, "split_copy")
 
 
-def split_with_sizes_copy(input: Any, split_sizes: Any, dim: int = 0) -> tuple:
+def split_with_sizes_copy(input: Any, split_sizes: Any, dim: int = 0, *, out: Any = None) -> Any:
     """``split_with_sizes``, each piece a new tensor (not a view)."""
-    return tuple(t.clone() for t in split_with_sizes(input, split_sizes, dim))
+    return _fresh_list(split_with_sizes(input, split_sizes, dim), out, "split_with_sizes_copy")
 
 
-def sum_to_size(input: Any, *size: Any) -> Any:
-    """Sum ``input`` down to ``size`` (the shape it was broadcast from)."""
+def sum_to_size(input: Any, *sizes: Any, size: Any = None) -> Any:
+    """Sum ``input`` down to ``size`` (the shape it was broadcast from): the sizes as varargs,
+    one sequence, or ``size=``."""
+    if size is not None:
+        if sizes:
+            raise TypeError("sum_to_size() got the sizes both positionally and as size=")
+        sizes = (size,)
+    size = sizes
     if len(size) == 1 and isinstance(size[0], (list, tuple)):
         size = tuple(size[0])
     size = tuple(builtins.int(s) for s in size)
@@ -131,51 +154,81 @@ def _scatter_into(input: Any, src: Any, view: Any) -> Any:
     return out
 
 
-def _copy_of(view_name: str) -> Any:
-    def fn(input: Any, *args: Any, **kwargs: Any) -> Any:
-        return getattr(input, view_name)(*args, **kwargs).clone()
-    fn.__name__ = f"{view_name}_copy"
-    fn.__doc__ = f"``input.{view_name}(...)`` as a new tensor (not a view)."
-    return fn
+def _fresh(result: Any, out: Any, name: str) -> Any:
+    """``result`` (a view) as a new tensor, or written into ``out``."""
+    return result.clone() if out is None else _out.write(out, result, name)
 
 
-expand_copy = _copy_of("expand")
+def expand_copy(input: Any, size: Any, *, implicit: bool = False, out: Any = None) -> Any:
+    """``input.expand(size)`` as a new tensor (not a view)."""
+    return _fresh(input.expand(size), out, "expand_copy")
 
 
-permute_copy = _copy_of("permute")
+def permute_copy(input: Any, dims: Any, *, out: Any = None) -> Any:
+    """``input.permute(dims)`` as a new tensor (not a view)."""
+    return _fresh(input.permute(dims), out, "permute_copy")
 
 
-t_copy = _copy_of("t")
+def t_copy(input: Any, *, out: Any = None) -> Any:
+    """``input.t()`` as a new tensor (not a view)."""
+    return _fresh(input.t(), out, "t_copy")
 
 
-transpose_copy = _copy_of("transpose")
+def transpose_copy(input: Any, dim0: int, dim1: int, *, out: Any = None) -> Any:
+    """``input.transpose(dim0, dim1)`` as a new tensor (not a view)."""
+    return _fresh(input.transpose(dim0, dim1), out, "transpose_copy")
 
 
-unsqueeze_copy = _copy_of("unsqueeze")
+def unsqueeze_copy(input: Any, dim: int, *, out: Any = None) -> Any:
+    """``input.unsqueeze(dim)`` as a new tensor (not a view)."""
+    return _fresh(input.unsqueeze(dim), out, "unsqueeze_copy")
 
 
-squeeze_copy = _copy_of("squeeze")
+def squeeze_copy(input: Any, dim: Any = None, *, out: Any = None) -> Any:
+    """``input.squeeze(dim)`` as a new tensor (not a view)."""
+    return _fresh(input.squeeze(dim), out, "squeeze_copy")
 
 
-view_copy = _copy_of("view")
+def view_copy(input: Any, size: Any = None, *, dtype: Any = None, out: Any = None) -> Any:
+    """``input.view(size)`` (or ``input.view(dtype)``) as a new tensor (not a view)."""
+    if size is not None and not isinstance(size, (int, tuple, list, TensorBase)):
+        size, dtype = None, size  # view_copy(x, torch.int32): PyTorch's dtype overload
+    if (size is None) == (dtype is None):
+        raise TypeError("view_copy() takes one of size or dtype")
+    res = input.view(size) if dtype is None else input.view(dtype=dtype)
+    return _fresh(res, out, "view_copy")
 
 
-diagonal_copy = _copy_of("diagonal")
+def diagonal_copy(input: Any, offset: int = 0, dim1: int = 0, dim2: int = 1, *,
+                  out: Any = None) -> Any:
+    """``input.diagonal(offset, dim1, dim2)`` as a new tensor (not a view)."""
+    return _fresh(input.diagonal(offset, dim1, dim2), out, "diagonal_copy")
 
 
-select_copy = _copy_of("select")
+def select_copy(input: Any, dim: int, index: Any, *, out: Any = None) -> Any:
+    """``input.select(dim, index)`` as a new tensor (not a view)."""
+    return _fresh(input.select(dim, index), out, "select_copy")
 
 
-detach_copy = _copy_of("detach")
+def detach_copy(input: Any, *, out: Any = None) -> Any:
+    """``input.detach()`` as a new tensor (not a view)."""
+    return _fresh(input.detach(), out, "detach_copy")
 
 
-narrow_copy = _copy_of("narrow")
+def narrow_copy(input: Any, dim: int, start: Any, length: int, *, out: Any = None) -> Any:
+    """``input.narrow(dim, start, length)`` as a new tensor (not a view)."""
+    return _fresh(input.narrow(dim, start, length), out, "narrow_copy")
 
 
-unfold_copy = _copy_of("unfold")
+def unfold_copy(input: Any, dimension: int, size: int, step: int, *, out: Any = None) -> Any:
+    """``input.unfold(dimension, size, step)`` as a new tensor (not a view)."""
+    return _fresh(input.unfold(dimension, size, step), out, "unfold_copy")
 
 
-as_strided_copy = _copy_of("as_strided")
+def as_strided_copy(input: Any, size: Any, stride: Any, storage_offset: int | None = None, *,
+                    out: Any = None) -> Any:
+    """``input.as_strided(size, stride, storage_offset)`` as a new tensor (not a view)."""
+    return _fresh(input.as_strided(size, stride, storage_offset), out, "as_strided_copy")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import _backend, _dtype
+from .. import _backend, _dtype, _dtype_info
 from .._backend import CPU_ARRAY
 from .._size import Size
 from .._tensor_base import TensorBase, wrap_dim
@@ -146,12 +146,17 @@ def reshape(input: Any, *size: Any, shape: Any = None) -> Any:
     return ReshapeCopy.apply(input, shape)
 
 
-def view(input: Any, *shape: Any, size: Any = None) -> Any:
+def view(input: Any, *shape: Any, size: Any = None, dtype: Any = None) -> Any:
     """View of ``input`` with another shape (no copy; an error when strides do not allow it).
 
-    ``input.view(dtype)`` reinterprets the bytes as another dtype of the same size.
+    The shape comes as varargs, one sequence or ``size=``. ``input.view(dtype)`` (or
+    ``view(dtype=...)``) reinterprets the bytes as another dtype of the same size.
     """
-    if size is not None:
+    if size is not None or dtype is not None:
+        if shape or (size is not None and dtype is not None):
+            raise TypeError("view() takes one of: the sizes, size=, or a dtype (dtype=)")
+        if dtype is not None:
+            return _view_dtype(input, dtype)
         shape = (size,)
     if len(shape) == 1 and not isinstance(shape[0], (int, tuple, list, TensorBase)):
         return _view_dtype(input, shape[0])
@@ -312,8 +317,16 @@ def _view_dtype(x: Any, dt: Any) -> Any:
 # broadcasting
 
 
-def expand(input: Any, *sizes: Any) -> Any:
-    """Broadcast view of ``input`` to ``sizes`` (-1 keeps a dim; new dims go in front)."""
+def expand(input: Any, *sizes: Any, size: Any = None, implicit: bool = False) -> Any:
+    """Broadcast view of ``input`` to ``sizes`` (-1 keeps a dim; new dims go in front).
+
+    The sizes come as varargs, one sequence or ``size=``; ``implicit`` is accepted and ignored,
+    as PyTorch's (it only marks expands inserted by broadcasting).
+    """
+    if size is not None:
+        if sizes:
+            raise TypeError("expand() got the sizes both positionally and as size=")
+        sizes = (size,)
     shape = _expand_shape(input._data.shape, _shape_arg(sizes))
     return Expand.apply(input, shape)
 
@@ -329,17 +342,15 @@ def broadcast_to(input: Any, size: Any) -> Any:
     return Expand.apply(input, shape)
 
 
-def broadcast_to_method(input: Any, *size: Any, **kwargs: Any) -> Any:
+def broadcast_to_method(input: Any, *sizes: Any, size: Any = None) -> Any:
     """``Tensor.broadcast_to``: the sizes as varargs (``input.broadcast_to(2, 3, 4)``), one
     sequence, or ``size=``, as PyTorch's method accepts (the function takes one size only)."""
-    if kwargs:
-        if size or set(kwargs) != {"size"}:
-            raise TypeError(
-                f"broadcast_to() got unexpected arguments {sorted(kwargs)}; pass the sizes as "
-                "x.broadcast_to(2, 3) or x.broadcast_to(size=(2, 3))"
-            )
-        size = (kwargs["size"],)
-    shape = _expand_shape(input._data.shape, _shape_arg(size), "broadcast_to")
+    if size is not None:
+        if sizes:
+            raise TypeError("broadcast_to() got the sizes both positionally and as size=; pass "
+                            "x.broadcast_to(2, 3) or x.broadcast_to(size=(2, 3))")
+        sizes = (size,)
+    shape = _expand_shape(input._data.shape, _shape_arg(sizes), "broadcast_to")
     return Expand.apply(input, shape)
 
 
@@ -485,7 +496,7 @@ def movedim(input: Any, source: Any, destination: Any) -> Any:
     return Permute.apply(input, perm)
 
 
-def contiguous(input: Any, memory_format: Any = None) -> Any:
+def contiguous(input: Any, *, memory_format: Any = _dtype_info.contiguous_format) -> Any:
     """``input`` itself when C-contiguous, else a C-contiguous copy."""
     if input._data.flags.c_contiguous:
         return input
@@ -541,7 +552,10 @@ class Contiguous(Op):
         return grad
 
 
-swapaxes = transpose
+def swapaxes(input: Any, axis0: int, axis1: int) -> Any:
+    """``transpose`` under NumPy's parameter names (PyTorch's ``swapaxes(input, axis0, axis1)``)."""
+    nd = input._data.ndim
+    return Transpose.apply(input, _wrap(axis0, nd), _wrap(axis1, nd))
 
 
 swapdims = transpose
