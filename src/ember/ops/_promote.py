@@ -1,7 +1,8 @@
 """Operand promotion for the pointwise ops: PyTorch's ``result_type`` rules applied before NumPy
 sees the operands (so a float32 tensor never meets a float64 array by accident), Python ints
 wrapped into an integer tensor's range, NumPy's floating-point warnings silenced, ``out=``,
-and results that carry no gradient.
+results that carry no gradient, and PyTorch's "opmath" rule for float16/bfloat16 (``opmath``:
+computed in float32, each result rounded once to the half type).
 
 Shared by the pointwise rooms (``pointwise.py``, ``pointwise_math.py``,
 ``pointwise_piecewise.py``, ``comparison.py``, ``special.py``) and by other families that need
@@ -95,6 +96,108 @@ def _promoted(x: Any, rt: Any) -> Any:
     return out
 
 
+def opmath(cls: Any) -> Any:
+    """``cls`` as PyTorch computes float16/bfloat16: its kernels load half inputs into float32
+    (their "opmath" type), compute there, Python number operands included (never rounded to the
+    half type first), and round each result once. NumPy and ml_dtypes round every intermediate
+    (``x * 0.1`` rounds 0.1 to bfloat16 first; ``a + b * alpha`` rounds twice).
+
+    The returned subclass (made once per class, same node name, same rules) runs ``cls.forward``
+    on float32 copies of its half arrays and rounds its float32 results to the input's half
+    dtype; arrays it saves for backward are kept as the half inputs and rounded outputs (what
+    PyTorch saves) and widened again when backward runs, also in float32; the engine rounds each
+    gradient once to its input's dtype. Callers pick it only when an operand is half, so the
+    float32/float64 paths are untouched."""
+    sub = _OPMATH.get(cls)
+    if sub is None:
+        sub = _OPMATH[cls] = type(cls.__name__, (cls,), {
+            "__doc__": cls.__doc__, "__module__": cls.__module__,
+            "node_name": cls._node_cls.__name__,
+            "forward": staticmethod(_opmath_forward(cls.forward)),
+            "backward": staticmethod(_opmath_backward(cls.backward)),
+        })
+    return sub
+
+
+def _om(cls: Any, *args: Any) -> Any:
+    """``cls``, or ``opmath(cls)`` when an operand is a float16/bfloat16 tensor (for the paths
+    that already left the float32 fast path)."""
+    for a in args:
+        if isinstance(a, TensorBase):
+            dt = a._data.dtype
+            if dt.itemsize == 2 and dt.kind in "fV":
+                return opmath(cls)
+    return cls
+
+
+def _is_half(dt: Any) -> bool:
+    """float16 or bfloat16 (ml_dtypes' bfloat16 is NumPy kind "V")."""
+    return dt.itemsize == 2 and dt.kind in "fV"
+
+
+def _half_of(*args: Any) -> Any:
+    """The half dtype of the first float16/bfloat16 tensor among ``args``, else None."""
+    for a in args:
+        if isinstance(a, TensorBase) and _is_half(a._data.dtype):
+            return a._data.dtype
+    return None
+
+
+def _opmath_forward(fwd: Any) -> Any:
+    def forward(ctx: Any, *args: Any) -> Any:
+        half = None
+        wide = {}  # id(float32 copy) -> the half input it was made from
+        up = []
+        for a in args:
+            dt = getattr(a, "dtype", None)
+            if dt is not None and dt.itemsize == 2 and dt.kind in "fV" and hasattr(a, "ndim"):
+                half = dt
+                w = a.astype(_F32)
+                wide[id(w)] = a
+                a = w
+            up.append(a)
+        out = fwd(ctx, *up)
+        if half is None:
+            return out
+        is_tuple = type(out) is tuple
+        outs = out if is_tuple else (out,)
+        rounded = tuple([_round_half(o, half) for o in outs])
+        saved = ctx._saved
+        if saved:  # keep what PyTorch keeps: the half inputs, the rounded outputs
+            by_id = {id(o): r for o, r in zip(outs, rounded)}
+            ctx._saved = tuple([wide.get(id(s), by_id.get(id(s), s)) for s in saved])
+        return rounded if is_tuple else rounded[0]
+
+    return forward
+
+
+def _opmath_backward(bwd: Any) -> Any:
+    def backward(ctx: Any, *grads: Any) -> Any:
+        if ctx._tensor_mode:  # under create_graph: ember's ops on half tensors (each rounds once)
+            return bwd(ctx, *grads)
+        saved = ctx._saved
+        if saved:
+            ctx._saved = tuple([_widen(s) for s in saved])
+        try:
+            return bwd(ctx, *[_widen(g) for g in grads])
+        finally:
+            if saved:
+                ctx._saved = saved
+
+    return backward
+
+
+def _widen(a: Any) -> Any:
+    dt = getattr(a, "dtype", None)
+    if dt is not None and dt.itemsize == 2 and dt.kind in "fV" and hasattr(a, "ndim"):
+        return a.astype(_F32)
+    return a
+
+
+def _round_half(o: Any, half: Any) -> Any:
+    return o.astype(half) if getattr(o, "dtype", None) == _F32 else o
+
+
 def _float_unary(x: Any) -> Any:
     """Math functions of integer tensors compute in the default float dtype, as in PyTorch."""
     x = as_tensor_arg(x)
@@ -153,6 +256,15 @@ def _nograd(fn: Any, *args: Any) -> Any:
             return _NoGrad.apply(fn, *args)
     raw = [a._data if isinstance(a, TensorBase) else a for a in args]
     return TensorBase._make(fn(*raw))
+
+
+_F32 = np.dtype(np.float32)
+
+
+_F16 = np.dtype(np.float16)
+
+
+_OPMATH: dict = {}
 
 
 _INT_BOUNDS = {np.dtype(t): _int_bounds(t) for t in (

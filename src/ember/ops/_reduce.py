@@ -150,7 +150,7 @@ def _unreduce(g: Any, shape: tuple, axes: tuple[int, ...] | None, keepdim: bool)
 
 def _sum_arr(x: Any, axes: Any, keepdim: bool) -> Any:
     """Array sum in x's dtype; half-precision floats accumulate in float32, as PyTorch does."""
-    if x.dtype.kind == "f" and x.dtype.itemsize < 4:
+    if x.dtype.itemsize == 2 and x.dtype.kind in "fV":
         return x.sum(axis=axes, keepdims=keepdim, dtype="float32").astype(x.dtype)
     if x.dtype.kind == "b":
         return x.sum(axis=axes, keepdims=keepdim)
@@ -173,8 +173,9 @@ def _rowsum(x: Any, axis: int) -> Any:
 
 
 def _wide(x: Any) -> Any:
-    """Half-precision floats compute in float32 (no overflow in sums of squares), as PyTorch."""
-    return x.astype("float32") if x.dtype.kind == "f" and x.dtype.itemsize < 4 else x
+    """float16/bfloat16 compute in float32 (their "opmath": no overflow in sums of squares, no
+    stalled sums), to be rounded once by ``_narrow``, as PyTorch."""
+    return x.astype("float32") if x.dtype.itemsize == 2 and x.dtype.kind in "fV" else x
 
 
 def _narrow(out: Any, dtype: Any) -> Any:

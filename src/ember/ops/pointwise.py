@@ -18,18 +18,23 @@ import numpy as np
 from .. import _backend, _dtype
 from .._tensor_base import TensorBase
 from ..autograd.function import Op
+from . import pointwise_math as _pm
 from ._autocast import cast as _amp_cast
 from ._autocast import flag as _amp
 from ._promote import (
     _EXTOBJ,
+    _F16,
     _QUIET_EXTOBJ,
     _float_unary,
+    _half_of,
     _nograd,
+    _om,
     _out,
     _promote,
     _promoted,
     _quietly,
     _truediv,
+    opmath,
 )
 from .casting import as_tensor_arg, cast
 from .pointwise_piecewise import trunc
@@ -47,7 +52,7 @@ def add(input: Any, other: Any, *, alpha: Any = 1, out: Any = None) -> Any:
         return Add.apply(input, other)
     input, other, scale = _scaled(input, other, alpha)
     if scale is not None:
-        return _out(ScaledAdd.apply(input, other, scale), out)
+        return _out(_om(ScaledAdd, input, other).apply(input, other, scale), out)
     return _out(Add.apply(input, other), out)
 
 
@@ -66,7 +71,7 @@ def sub(input: Any, other: Any, *, alpha: Any = 1, out: Any = None) -> Any:
     input, other, scale = _scaled(input, other, alpha)
     if scale is not None:
         op = ScaledSub if isinstance(input, TensorBase) else ScaledRsub
-        return _out(op.apply(input, other, scale), out)
+        return _out(_om(op, input, other).apply(input, other, scale), out)
     return _out((Sub if isinstance(input, TensorBase) else Rsub).apply(input, other), out)
 
 
@@ -75,7 +80,7 @@ def mul(input: Any, other: Any, *, out: Any = None) -> Any:
     if out is None and (_as_is(input, other) or _int64_and_int(input, other)):
         return Mul.apply(input, other)
     input, other = _promote(input, other)
-    return _out(Mul.apply(input, other), out)
+    return _out(_om(Mul, input, other).apply(input, other), out)
 
 
 def div(input: Any, other: Any, *, rounding_mode: str | None = None, out: Any = None) -> Any:
@@ -84,7 +89,11 @@ def div(input: Any, other: Any, *, rounding_mode: str | None = None, out: Any = 
         if out is None and _as_is(input, other):
             return (Div if isinstance(input, TensorBase) else RDiv).apply(input, other)
         input, other = _promote(input, other, to_float=True)
-        return _out((Div if isinstance(input, TensorBase) else RDiv).apply(input, other), out)
+        if isinstance(input, TensorBase):
+            return _out(_om(Div, input, other).apply(input, other), out)
+        if _half_of(other) is not None:  # PyTorch's number / tensor: tensor.reciprocal() * number
+            return _out(mul(_pm.reciprocal(other), input), out)
+        return _out(RDiv.apply(input, other), out)
     if rounding_mode == "floor":
         return floor_divide(input, other)
     if rounding_mode == "trunc":
@@ -150,8 +159,17 @@ def pow(input: Any, exponent: Any) -> Any:
         elif neg_exp:
             raise RuntimeError("Integers to negative integer powers are not allowed.")
     if not isinstance(input, TensorBase):
-        return RPow.apply(input, exponent)
-    return (PowTensor if isinstance(exponent, TensorBase) else Pow).apply(input, exponent)
+        return RPow.apply(input, exponent)  # (the number is rounded to the half type, as PyTorch)
+    if isinstance(exponent, TensorBase):
+        return _om(PowTensor, input, exponent).apply(input, exponent)
+    half = _half_of(input)
+    if half is None:
+        return Pow.apply(input, exponent)
+    # a half tensor to a number: PyTorch rounds the exponent to the half type; float16 computes
+    # in float32, while its bfloat16 kernel rounds x * x before the third factor of x ** 3 (as
+    # NumPy's bfloat16 does)
+    exponent = float(np.asarray(exponent).astype(half))
+    return (opmath(Pow) if half == _F16 else Pow).apply(input, exponent)
 
 
 def float_power(input: Any, exponent: Any) -> Any:
@@ -183,7 +201,7 @@ def addcmul(input: Any, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Any:
     if _amp.active:
         input, tensor1, tensor2 = _amp_cast("addcmul", input, tensor1, tensor2)
     input, tensor1, tensor2 = _promote3(input, tensor1, tensor2)
-    return Addcmul.apply(input, tensor1, tensor2, value)
+    return _om(Addcmul, input, tensor1, tensor2).apply(input, tensor1, tensor2, value)
 
 
 def addcdiv(input: Any, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Any:
@@ -198,7 +216,7 @@ def addcdiv(input: Any, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Any:
             "tensor2 to a floating dtype first (e.g. t1.float())"
         )
     input, tensor1, tensor2 = _promote3(input, tensor1, tensor2)
-    return Addcdiv.apply(input, tensor1, tensor2, value)
+    return _om(Addcdiv, input, tensor1, tensor2).apply(input, tensor1, tensor2, value)
 
 
 def lerp(input: Any, end: Any, weight: Any) -> Any:
@@ -206,18 +224,20 @@ def lerp(input: Any, end: Any, weight: Any) -> Any:
     input, end = _promote(input, end)
     if isinstance(weight, TensorBase):
         input, weight = _promote(input, weight)
-        return LerpT.apply(input, end, weight)
-    return Lerp.apply(input, end, weight)
+        return _om(LerpT, input, end, weight).apply(input, end, weight)
+    return _om(Lerp, input, end).apply(input, end, weight)
 
 
 def deg2rad(input: Any) -> Any:
     """Degrees to radians."""
-    return Deg2Rad.apply(_float_unary(input), math.pi / 180)
+    input = _float_unary(input)
+    return _om(Deg2Rad, input).apply(input, math.pi / 180)
 
 
 def rad2deg(input: Any) -> Any:
     """Radians to degrees."""
-    return Rad2Deg.apply(_float_unary(input), 180 / math.pi)
+    input = _float_unary(input)
+    return _om(Rad2Deg, input).apply(input, 180 / math.pi)
 
 
 subtract = sub
@@ -546,12 +566,12 @@ def _pow(xp: Any, a: Any, b: Any) -> Any:
     element (about 50 ns: 150x a product)."""
     if type(b) is float or type(b) is int:
         if b == 2 or b == 3:
-            if getattr(a, "dtype", None) is not None and a.dtype.kind in "fc":
+            if getattr(a, "dtype", None) is not None and a.dtype.kind in "fcV":
                 sq = a * a
                 return sq * a if b == 3 else sq
         elif b == -0.5 and type(b) is float:
             return _quietly(_truediv, 1, xp.sqrt(a))
-        elif getattr(a, "dtype", None) is not None and a.dtype.kind in "fc":
+        elif getattr(a, "dtype", None) is not None and a.dtype.kind in "fcV":
             if b == 0.5:
                 return xp.sqrt(a)
             if b == -1 or b == -2:
@@ -582,14 +602,15 @@ def zeros_like_bool(b: Any) -> Any:
 
 def _as_is(a: Any, b: Any) -> bool:
     """True when no promotion is needed (the hot path): two tensors of one floating dtype, or a
-    floating tensor and a Python number."""
+    float32/float64 tensor and a Python number (a float16/bfloat16 one computes in float32: the
+    slow path's ``opmath``)."""
     T = TensorBase
     if isinstance(a, T):
         da = a._data.dtype
         if isinstance(b, T):
             return b._data.dtype == da and da.kind == "f"
-        return da.kind == "f" and (type(b) is float or type(b) is int)
-    return isinstance(b, T) and b._data.dtype.kind == "f" and (type(a) is float or type(a) is int)
+        return da.char in "fd" and (type(b) is float or type(b) is int)
+    return isinstance(b, T) and b._data.dtype.char in "fd" and (type(a) is float or type(a) is int)
 
 
 def _int64_and_int(a: Any, b: Any) -> bool:
@@ -617,6 +638,9 @@ def _scaled(a: Any, b: Any, alpha: Any) -> tuple[Any, Any, Any]:
         )
     if alpha == 1 and type(alpha) is not bool:
         return a, b, None
+    half = _half_of(a, b)
+    if half is not None:  # PyTorch rounds alpha to the half type, then computes in float32
+        alpha = float(np.asarray(alpha).astype(half))
     if kind == "b":  # bool arithmetic: alpha * b is b, or False when alpha is 0
         if not isinstance(b, TensorBase):
             return a, bool(b) and bool(alpha), None
@@ -636,7 +660,8 @@ def _rsub(input: Any, other: Any, alpha: Any = 1) -> Any:
         raise RuntimeError(_BOOL_SUB_MSG)
     o, i, scale = _scaled(other, input, alpha)
     if scale is not None:
-        return (ScaledRsubT if isinstance(o, TensorBase) else ScaledRsub).apply(o, i, scale)
+        op = ScaledRsubT if isinstance(o, TensorBase) else ScaledRsub
+        return _om(op, o, i).apply(o, i, scale)
     return (RsubT if isinstance(o, TensorBase) else Rsub).apply(o, i)
 
 
