@@ -16,9 +16,11 @@ as a window of the base (``StridedWindow``, PyTorch's ``AsStridedBackward0``).
 
 from __future__ import annotations
 
+import functools
 import sys
 import traceback
 import weakref
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import numpy as np
@@ -29,12 +31,22 @@ from .._tensor_base import TensorBase
 from . import grad_mode
 from .node import FREED_MSG, NOT_INPUT, AccumulateGrad, Node, RemovableHandle
 
-__all__ = ["Function", "Op", "Node", "AccumulateGrad", "RemovableHandle", "FREED_MSG"]
+__all__ = ["Function", "FunctionCtx", "Op", "Node", "AccumulateGrad", "RemovableHandle", "FREED_MSG",
+           "once_differentiable"]
 
 anomaly_enabled = False  # set by ember.autograd.anomaly_mode.detect_anomaly
 # While ``compile`` traces a region, the recorder it installs here sees every op that runs:
 # ``tracer.record(cls, ctx, args, raw, outputs)`` after the op has made its outputs.
 tracer: Any = None
+
+
+class FunctionCtx(Node):
+    """The ``ctx`` a custom Function's ``forward`` and ``backward`` receive (PyTorch's
+    ``torch.autograd.function.FunctionCtx``): ``save_for_backward``, ``saved_tensors``,
+    ``mark_dirty``, ``mark_non_differentiable``, ``set_materialize_grads``, ``needs_input_grad``.
+    A custom Function's ``grad_fn`` is one; a built-in op's is a plain ``Node``."""
+
+    __slots__ = ()
 
 
 class FunctionMeta(type):
@@ -45,7 +57,8 @@ class FunctionMeta(type):
         node_name = ns.get("node_name") or (
             f"{name}Backward0" if cls.__module__.startswith("ember.") else f"{name}Backward"
         )
-        cls._node_cls = type(node_name, (Node,), {"__slots__": (), "_fn": cls})
+        base = FunctionCtx if cls._tensor_io else Node  # type: ignore[attr-defined]
+        cls._node_cls = type(node_name, (base,), {"__slots__": (), "_fn": cls})
 
 
 class Function(metaclass=FunctionMeta):
@@ -141,27 +154,19 @@ class Function(metaclass=FunctionMeta):
             n = len(args)
             ctx.needs_input_grad = _NO_GRADS[n] if n < 8 else (False,) * n
 
-        if cls._tensor_io:
-            with grad_mode.no_grad():
-                out = cls.forward(ctx, *args)
-            is_tuple = type(out) is tuple
-            outs = out if is_tuple else (out,)
-            outs_raw = tuple([o._data if isinstance(o, TensorBase) else o for o in outs])
-            if ctx._saved is not None:
-                ctx._saved = tuple([s._data if isinstance(s, TensorBase) else s for s in ctx._saved])
-            if ctx._non_diff is not None:
-                ctx._non_diff = {id(o._data) for o in outs if id(o) in ctx._non_diff}
-            if ctx._dirty is not None:  # inputs modified in place: they are the outputs
-                ctx._dirty = {k: o for k, o in enumerate(outs) if id(o) in ctx._dirty}
-        else:
-            try:
-                out = cls.forward(ctx, *raw)
-            except ValueError as e:
-                if "broadcast" in str(e):
-                    raise RuntimeError(_broadcast_message(cls, raw)) from None
-                raise
-            is_tuple = type(out) is tuple
-            outs_raw = out if is_tuple else (out,)
+        if cls._tensor_io:  # a user's Function: its forward sees (and returns) tensors
+            if record:
+                ctx._edges = tuple(edges)
+                ctx._meta = meta
+            return _apply_tensor_io(cls, ctx, args, raw, record)
+        try:
+            out = cls.forward(ctx, *raw)
+        except ValueError as e:
+            if "broadcast" in str(e):
+                raise RuntimeError(_broadcast_message(cls, raw)) from None
+            raise
+        is_tuple = type(out) is tuple
+        outs_raw = out if is_tuple else (out,)
 
         if not record:
             if is_tuple:
@@ -170,8 +175,6 @@ class Function(metaclass=FunctionMeta):
                 outputs = [_make(outs_raw[0])]
             if cls.is_view:
                 _share_version(args[0], outputs, is_tuple)
-            if ctx._dirty:
-                _rebase_dirty(ctx, outputs, False)
             if tracer is not None:
                 tracer.record(cls, ctx, args, raw, outputs)
             return tuple(outputs) if is_tuple else outputs[0]
@@ -195,8 +198,6 @@ class Function(metaclass=FunctionMeta):
                 ctx._out_meta = tuple([(o.shape, o.dtype) if o is not None else None for o in outs_raw])
         if cls.is_view:
             _share_version(args[0], outputs, is_tuple)
-        if ctx._dirty:
-            _rebase_dirty(ctx, outputs, True)
         if ctx._saved:
             _track_saved(ctx, args, raw, outs_raw, outputs)
         if anomaly_enabled:
@@ -223,24 +224,124 @@ class Op(Function):
         raise NotImplementedError
 
 
-def _rebase_dirty(ctx: Node, outputs: list, record: bool) -> None:
-    """``ctx.mark_dirty(x)``: the output is ``x`` itself, one version newer, and (when recording)
-    its history continues from this node, as in PyTorch."""
-    for k, t in ctx._dirty.items():
-        made = outputs[k]
+def once_differentiable(backward: Callable) -> Callable:
+    """Decorate a custom Function's ``backward`` that cannot itself be differentiated (it may
+    work on arrays): it runs under ``no_grad``, and a double backward through its result (after
+    ``create_graph=True``) raises instead of silently giving a wrong second derivative."""
+
+    @functools.wraps(backward)
+    def wrapper(ctx: Any, *grads: Any) -> Any:
+        with grad_mode.no_grad():
+            out = backward(ctx, *grads)
+        if not grad_mode.state.enabled or not any(
+                isinstance(g, TensorBase) and g._rg for g in grads):
+            return out
+        single = not isinstance(out, tuple)
+        outs = (out,) if single else out
+        # fresh leaves that require grad, through a node whose backward raises
+        marked = _OnceDifferentiable.apply(*[
+            _make(o._data, True) if isinstance(o, TensorBase) else None for o in outs])
+        res = tuple([m if isinstance(o, TensorBase) else o for m, o in zip(marked, outs)])
+        return res[0] if single else res
+
+    return wrapper
+
+
+class _OnceDifferentiable(Op):
+    """out = the gradients a ``@once_differentiable`` backward returned
+    backward: raises (PyTorch's DelayedError)"""
+
+    node_name = "Error"  # PyTorch prints it as <Error>
+
+    @staticmethod
+    def forward(ctx: Any, *grads: Any) -> Any:
+        return grads
+
+    @staticmethod
+    def backward(ctx: Any, *grads: Any) -> Any:
+        raise RuntimeError(
+            "trying to differentiate twice a function that was marked with @once_differentiable "
+            "(its backward ran under create_graph=True; remove the decorator and write backward "
+            "with differentiable tensor ops to get higher-order gradients)")
+
+
+def _apply_tensor_io(cls: Any, ctx: Node, args: tuple, raw: list, record: bool) -> Any:
+    """The rest of ``Function.apply`` for a user's Function: run its forward on tensors and hand
+    back the very tensors it returned, now carrying this node as their ``grad_fn`` (attributes
+    set on them in forward survive, as in PyTorch). An input returned as-is comes back as a new
+    view of it; an input marked dirty comes back itself, one version newer; a tensor that is a
+    view comes back as a view that in-place ops refuse (the custom backward would be bypassed).
+    Non-tensor outputs (and a list, which PyTorch does not unpack) pass through untouched."""
+    with grad_mode.no_grad():
+        out = cls.forward(ctx, *args)
+    is_tuple = isinstance(out, tuple)  # a namedtuple comes back as a plain tuple (PyTorch)
+    outs = tuple(out) if is_tuple else (out,)
+    if ctx._saved is not None:
+        ctx._saved = tuple([s._data if isinstance(s, TensorBase) else s for s in ctx._saved])
+    non_diff = ctx._non_diff
+    dirty = ctx._dirty
+    outputs = list(outs)
+    outs_raw: list = [None] * len(outs)
+    for k, o in enumerate(outs):
+        if not isinstance(o, TensorBase):
+            continue
+        if dirty is not None and id(o) in dirty:
+            if record:
+                _check_dirty(ctx, o)
+            o._bump_version()
+        elif any(o is a for a in args):
+            o = outputs[k] = _alias(o)
+        elif o._base is not None:
+            _custom_view(o)
+        outs_raw[k] = o._data
         if record:
-            if t._rg and t._grad_fn is None:
-                raise RuntimeError(
-                    "a leaf Variable that requires grad is being used in an in-place operation. "
-                    f"({type(ctx).__name__} marked a leaf tensor of shape {tuple(t._data.shape)} "
-                    "dirty: clone() it before passing it in.)")
-            if t._base is not None:
-                raise RuntimeError(
-                    f"{type(ctx).__name__}: mark_dirty() on a view of another tensor is not "
-                    "supported by ember under autograd; pass the tensor itself (or a clone).")
-            t._grad_fn, t._output_nr, t._rg = made._grad_fn, k, made._rg
-        t._bump_version()
-        outputs[k] = t
+            if (non_diff is None or id(outs[k]) not in non_diff) and o._data.dtype.kind in "fcV":
+                o._grad_fn, o._output_nr, o._rg = ctx, k, True
+            elif o._grad_fn is ctx:  # returned twice, once marked non-differentiable
+                o._grad_fn, o._rg = None, False
+    if record:
+        if is_tuple:
+            ctx._n_out = len(outs)
+            ctx._out_meta = tuple([(r.shape, r.dtype) if r is not None else None for r in outs_raw])
+        if ctx._saved:
+            _track_saved(ctx, args, raw, tuple(outs_raw), outputs)
+        if anomaly_enabled:
+            ctx._trace = _user_stack()
+    if tracer is not None:
+        tracer.record(cls, ctx, args, raw, outputs)
+    return tuple(outputs) if is_tuple else outputs[0]
+
+
+def _check_dirty(ctx: Node, t: TensorBase) -> None:
+    """``ctx.mark_dirty(x)`` under autograd: what PyTorch refuses, and what ember cannot track."""
+    if t._rg and t._grad_fn is None:
+        raise RuntimeError(
+            "a leaf Variable that requires grad is being used in an in-place operation. "
+            f"({type(ctx).__name__} marked a leaf tensor of shape {tuple(t._data.shape)} "
+            "dirty: clone() it before passing it in.)")
+    if t._base is not None:
+        raise RuntimeError(
+            f"{type(ctx).__name__}: mark_dirty() on a view of another tensor is not "
+            "supported by ember under autograd; pass the tensor itself (or a clone).")
+
+
+def _custom_view(view: TensorBase) -> TensorBase:
+    """Mark a custom Function's output as PyTorch's view "created inside a custom Function":
+    in-place changes to it, or to its base once it is used, raise."""
+    view._view_kind = CUSTOM_FUNCTION
+    view._attr_version = view._version[0]
+    return view
+
+
+def _alias(x: TensorBase) -> TensorBase:
+    """An input a custom Function returned as-is: a new tensor showing the same memory, with
+    the same version counter; a view of ``x`` (under no_grad PyTorch makes it a plain alias)."""
+    t = _make(x._data)
+    t._version = x._version_counter()
+    if grad_mode.state.enabled:
+        t._base = x._base if x._base is not None else x
+        _custom_view(t)
+    return t
 
 
 def _user_stack() -> list[str]:
@@ -341,7 +442,7 @@ def _track_saved(ctx: Node, args: tuple, raw: list, outs_raw: tuple, outputs: li
                             counter = t._version
                             if counter is None:
                                 counter = t._version = [0]
-                            versions.append((counter, 0, k))
+                            versions.append((counter, counter[0], k))
                         break
                     j += 1
         src.append(found)
@@ -424,6 +525,7 @@ def _check_devices(cls: Any, args: tuple, raw: list) -> tuple[int, ...] | None:
 
 MULTI_OUTPUT = 1  # view kinds (tensor._view_kind): made by an op returning several views
 NO_GRAD_VIEW = 2  # made while grad mode was off
+CUSTOM_FUNCTION = 4  # a custom Function's output that is a view (or an input returned as-is)
 
 
 def _in_memory_order(arr: Any, xp: Any, perm: tuple) -> Any:
@@ -560,6 +662,11 @@ def refresh_view(t: TensorBase) -> None:
     t._attr_version = t._version[0]
     if not base._rg:
         return  # the base has no history to derive from: the view keeps its own
+    if t._view_kind & CUSTOM_FUNCTION:
+        t._attr_version = -1  # stays stale: every use raises
+        raise RuntimeError(
+            f"Output {t._output_nr} of {_view_op_name(t)} is a view and its base or another view "
+            f"of its base has been modified inplace. {_CUSTOM_VIEW}")
     if t._view_kind & NO_GRAD_VIEW:
         t._attr_version = -1  # stays stale: every use raises
         raise RuntimeError(
@@ -601,6 +708,10 @@ def no_geometry(t: TensorBase, base: TensorBase) -> None:
 def check_view_inplace(view: TensorBase, base: TensorBase) -> None:
     """The in-place ops on views that PyTorch refuses while autograd tracks."""
     kind = view._view_kind
+    if kind & CUSTOM_FUNCTION:
+        raise RuntimeError(
+            f"Output {view._output_nr} of {_view_op_name(view)} is a view and is being modified "
+            f"inplace. {_CUSTOM_VIEW}")
     if kind & MULTI_OUTPUT:
         if kind & NO_GRAD_VIEW:
             raise RuntimeError(
@@ -635,7 +746,17 @@ def check_view_inplace(view: TensorBase, base: TensorBase) -> None:
 def _view_op_name(view: TensorBase) -> str:
     fn = view._grad_fn
     name = type(fn).__name__ if fn is not None else "the view op"
+    if view._view_kind & CUSTOM_FUNCTION:  # a user's Function: its node is "<Name>Backward"
+        return name.removesuffix("Backward")
     return name.removesuffix("Backward0")
+
+
+_CUSTOM_VIEW = (
+    "This view was created inside a custom Function (or because an input was returned as-is) and "
+    "the autograd logic to handle view+inplace would override the custom backward associated with "
+    "the custom Function, leading to incorrect gradients. This behavior is forbidden. You can fix "
+    "this by cloning the output of the custom Function (or, inside forward, returning x.clone() "
+    "instead of x or a view of it).")
 
 
 def move_retain_grad(t: TensorBase, old_fn: Any) -> None:
