@@ -191,8 +191,26 @@ class _Key:
         return hash((self.shape, self.trivial, self.last))
 
     def gather(self, arr: Any) -> Any:
+        """``arr[key]``: a view for a basic key; a C-contiguous copy for an advanced one, as
+        PyTorch's index gives (NumPy's fancy indexing puts the index dims first in memory
+        when they are not the leading dims)."""
         v = arr if self.trivial else arr[self.basic]
-        return v if self.vkey is None else v[self.vkey]
+        if self.vkey is None:
+            return v
+        if len(self.adv) == 1 and self.adv[0][0]:
+            # one index array after the first dim: take writes the result in order, one pass
+            # (an index into dim 0 keeps the other dims' order, as PyTorch's does)
+            vd, idx, is_mask = self.adv[0]
+            if not is_mask:
+                return _backend.xp_of(v).take(v, idx, axis=vd)
+            if idx.ndim == 1:
+                xp = _backend.xp_of(v)
+                return xp.take(v, xp.flatnonzero(idx), axis=vd)
+        out = v[self.vkey]
+        if self.adv[0][0] == 0 or out.flags.c_contiguous:
+            return out  # leading index dims: NumPy keeps the other dims' order, as PyTorch does
+        return _backend.xp_of(out).ascontiguousarray(out)
+
 
     def assign(self, out: Any, value: Any) -> None:
         """out[key] = value, in place (``out`` is a fresh array)."""
@@ -249,32 +267,30 @@ class _Key:
                     a = xp.where(a < 0, a + vshape[vd], a)
                 arrays.append(a)
                 dims.append(vd)
-        # linear index of each gathered element into the advanced dims (row-major)
-        lin = arrays[0]
+        # each gathered element's offset in the (C-contiguous) view: the advanced dims' part
+        # ``lin`` plus the other dims' part ``rest_off``, so the sum lands in the view's order
+        cs = _c_strides(vshape)
+        lin = arrays[0] * cs[dims[0]]
         for a, d in zip(arrays[1:], dims[1:]):
-            lin = lin * vshape[d] + a
+            lin = lin + a * cs[d]
         if lin.ndim == 0:
             lin = lin.reshape(1)
-        sizes = [vshape[d] for d in dims]
         rest_dims = [d for d in range(len(vshape)) if d not in dims]
-        rest = [vshape[d] for d in rest_dims]
         nb = lin.ndim
         g = grad
         adjacent = dims == list(range(dims[0], dims[0] + len(dims)))
         if adjacent and dims[0] > 0:  # the broadcast index dims sit in place: move them first
             g = xp.moveaxis(g, tuple(range(dims[0], dims[0] + nb)), tuple(range(nb)))
-        r_tot = _numel(rest)
-        m = _numel(sizes)
-        if r_tot == 1:
-            comb = lin.reshape(-1)
-        else:
-            comb = (lin.reshape(-1, 1) * r_tot + xp.arange(r_tot)).reshape(-1)
-        acc = _accumulate(xp, comb, g.reshape(-1), m * r_tot, grad.dtype)
-        acc = acc.reshape(tuple(sizes) + tuple(rest))
-        order = dims + rest_dims
-        if order != sorted(order):  # back to the view's dim order
-            acc = acc.transpose(tuple(sorted(range(len(order)), key=order.__getitem__)))
-        return acc
+        rest_off = None
+        for d in rest_dims:
+            if vshape[d] != 1:
+                step = xp.arange(vshape[d], dtype=np.int64) * cs[d]
+                rest_off = step if rest_off is None else (
+                    rest_off.reshape(-1, 1) + step).reshape(-1)
+        comb = lin.reshape(-1) if rest_off is None else (
+            lin.reshape(-1, 1) + rest_off).reshape(-1)
+        acc = _accumulate(xp, comb, g.reshape(-1), _numel(vshape), grad.dtype)
+        return acc.reshape(vshape)
 
 
 def _seq_as_tuple(key: Any) -> bool:

@@ -153,9 +153,16 @@ class IndexAliasView(IndexView):
 
 
 class IndexSelect(Index):
-    """``index_select`` (same rule as Index)."""
+    """``index_select`` (same rule as Index; the result is contiguous whatever x's layout, as
+    PyTorch's)."""
 
     node_name = "IndexSelectBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, x: Any, key: _Key) -> Any:
+        ctx.key = key
+        dim, idx, _ = key.adv[0]
+        return ctx.xp.take(x, idx, axis=dim)
 
 
 class MaskedSelect(Index):

@@ -154,7 +154,12 @@ class Einsum(Op):
         ins, out, sizes = spec
         ctx.spec = spec
         ctx.save_for_backward(*ops)
-        return _einsum_arrays(ctx.xp, ins, out, list(ops), sizes)
+        res = _einsum_arrays(ctx.xp, ins, out, list(ops), sizes)
+        if len(ops) > 1 and not res.flags.c_contiguous:
+            # NumPy may contract in another dim order and hand back a transposed view; PyTorch's
+            # products come out contiguous for the usual equations (attention's bij,bkj->bik)
+            res = ctx.xp.ascontiguousarray(res)
+        return res
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:

@@ -197,7 +197,10 @@ class Resample(Op):
         for k in range(n - 1, -1, -1):  # the last axis first, as PyTorch's kernels do
             if maps[k] is not None:
                 y = _apply_map(xp, y, maps[k], k - n)
-        return y.copy() if y is x else y
+        if y is x:
+            return y.copy()
+        # a sum over a permuted input keeps its layout: PyTorch's result is contiguous
+        return y if y.flags.c_contiguous else xp.ascontiguousarray(y)
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:

@@ -594,7 +594,9 @@ class LogSigmoid(Op):
     def forward(ctx: Any, x: Any) -> Any:
         xp = ctx.xp
         ctx.save_for_backward(x)
-        return xp.minimum(x, 0) - xp.log1p(xp.exp(-xp.abs(x)))
+        out = xp.minimum(x, 0) - xp.log1p(xp.exp(-xp.abs(x)))
+        # PyTorch's kernel writes a contiguous result whatever x's layout
+        return out if out.flags.c_contiguous else xp.ascontiguousarray(out)
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:

@@ -569,11 +569,9 @@ def _conv3d(x: Any, w: Any, bias: Any, stride: tuple, pads: tuple, dil: tuple,
     taps = taps.reshape(N, groups, Cg, kT, OD, Hp, Wp).permute(0, 4, 1, 3, 2, 5, 6)
     taps = taps.reshape(N * OD, groups * kT * Cg, Hp, Wp)
     w2 = w.permute(0, 2, 1, 3, 4).reshape(O, kT * Cg, w.shape[3], w.shape[4])
-    y = conv2d(taps, w2, None, stride[1:], 0, dil[1:], groups)  # (N*OD, O, OH, OW)
-    y = y.reshape(N, OD, O, y.shape[2], y.shape[3]).permute(0, 2, 1, 3, 4)
-    if bias is not None:
-        y = y + bias.reshape(1, O, 1, 1, 1)
-    return y
+    y = conv2d(taps, w2, bias, stride[1:], 0, dil[1:], groups)  # (N*OD, O, OH, OW)
+    # the depths come out batch-major: one copy puts them in PyTorch's contiguous layout
+    return y.reshape(N, OD, O, y.shape[2], y.shape[3]).permute(0, 2, 1, 3, 4).contiguous()
 
 
 def _conv_transpose3d(x: Any, w: Any, bias: Any, out: tuple, stride: tuple, padding: tuple,
@@ -606,5 +604,5 @@ def _conv_transpose3d(x: Any, w: Any, bias: Any, out: tuple, stride: tuple, padd
         total = pad(total, (0, 0, 0, 0, 0, extra))
     y = total[:, :, pD: pD + out[0]]
     if bias is not None:
-        y = y + bias.reshape(1, -1, 1, 1, 1)
-    return y
+        return y + bias.reshape(1, -1, 1, 1, 1)  # a new, contiguous array
+    return y.contiguous()  # the crop of the padded depths is a view: one copy, as PyTorch's

@@ -229,10 +229,12 @@ class LayerNorm(Op):
     @staticmethod
     def forward(ctx: Any, x: Any, w: Any, b: Any, k: int, eps: float) -> Any:
         axes = tuple(range(x.ndim - k, x.ndim))
-        if _rows_ok(x):
-            xhat, rstd = _norm_stats_rows(x, k, eps)
+        # PyTorch normalizes a contiguous copy, so its result is contiguous whatever x's layout
+        xc = x if x.flags.c_contiguous else ctx.xp.ascontiguousarray(x)
+        if _rows_ok(xc):
+            xhat, rstd = _norm_stats_rows(xc, k, eps)
         else:
-            xhat, rstd = _norm_stats(x, axes, eps, ctx.xp)
+            xhat, rstd = _norm_stats(xc, axes, eps, ctx.xp)
         out = xhat
         if w is not None:
             out = out * w
