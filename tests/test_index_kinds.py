@@ -222,7 +222,7 @@ def _fake_cuda(t):
 def test_cpu_index_on_a_cuda_tensor():
     x = _fake_cuda(ember.tensor(X))
     y = x[ember.tensor([2, 0])]
-    assert y.device == "cuda:0"
+    assert str(y.device) == "cuda:0"
     np.testing.assert_array_equal(np.asarray(y._data), X[[2, 0]])
     x[ember.tensor([1])] = 0.0
     assert float(np.asarray(x._data)[1].sum()) == 0.0
@@ -383,13 +383,13 @@ def test_basic_write_copies_across_devices():
     x[0] = ember.arange(4.0)
     x[1:, ::2] = ember.ones(2, 2)
     np.testing.assert_array_equal(np.asarray(x._data)[0], np.arange(4.0))
-    assert np.asarray(x._data)[1:, ::2].sum() == 4.0 and x.device == "cuda:0"
+    assert np.asarray(x._data)[1:, ::2].sum() == 4.0 and str(x.device) == "cuda:0"
     # the gradient flows back to the value's device
     v = ember.ones(4, requires_grad=True)
     y = _fake_cuda(ember.zeros(3, 4)) * 1
     y[2] = v * 3
     y.sum().backward()
-    assert v.grad.device == "cpu" and v.grad.tolist() == [3.0] * 4
+    assert str(v.grad.device) == "cpu" and v.grad.tolist() == [3.0] * 4
     # an advanced key needs the values on x's device (a 0-d CPU value may join, as in PyTorch)
     with pytest.raises(RuntimeError, match="same device"):
         x[ember.tensor([0, 1])] = ember.ones(2, 4)

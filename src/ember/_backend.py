@@ -77,11 +77,8 @@ class device:
         return self.type if self.index is None else f"{self.type}:{self.index}"
 
     def __eq__(self, other: object) -> bool:
-        if isinstance(other, str):
-            try:
-                other = device(other)
-            except (RuntimeError, ValueError):
-                return False
+        # a device equals only a device, never its string ("cpu"), as in PyTorch: compare
+        # ``x.device.type == "cpu"`` or ``x.device == torch.device("cpu")``
         if not isinstance(other, device):
             return NotImplemented
         return self.type == other.type and self.index == other.index
