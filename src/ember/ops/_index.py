@@ -5,9 +5,10 @@
   applied first as ``select``s, then the advanced (tensor, list, mask) indices are placed as in
   NumPy (adjacent ones in place, separated ones in front). ``_Key.gather`` reads ``x[key]``,
   ``_Key.assign`` writes it and ``_Key.scatter_add`` is the gather's adjoint.
-- Scatter-adds never loop in Python and never use ``ufunc.at``: the target positions become flat
-  linear indices and one ``xp.bincount(idx, weights=...)`` sums repeated ones; exact integer
-  sums go through a sort + ``add.reduceat`` instead (``_accumulate``).
+- Scatter-adds never loop in Python: the target positions become flat linear indices, and one
+  ``np.add.at`` adds floating values in index order in their own dtype, as PyTorch's CPU
+  kernels (NumPy 2's ``add.at`` is as fast as ``bincount``); exact integer sums go through a
+  sort + ``add.reduceat`` (``_accumulate``).
 - Out-of-range indices raise PyTorch's exception, naming the index, the dim and its size
   (``_check_bounds``, ``_check_nonneg_bounds``).
 """
@@ -114,12 +115,26 @@ def _check_nonneg_bounds(arr: Any, size: int, dim: int, name: str,
         )
 
 
-def _accumulate(xp: Any, idx: Any, w: Any, size: int, dtype: Any) -> Any:
-    """out[idx[i]] += w[i] over a zero 1-D array of ``size`` (repeated indices add up).
+def _accumulate(xp: Any, idx: Any, w: Any, size: int, dtype: Any, base: Any = None,
+                opmath: bool = False) -> Any:
+    """out[idx[i]] += w[i] over a zero 1-D array of ``size`` (repeated indices add up), or
+    over a copy of ``base`` (any shape of ``size`` elements, read in C order).
 
-    Floating types use one ``bincount`` (summed in float64, then cast back); integer and bool
-    types are summed exactly by a sort and ``add.reduceat``."""
-    if dtype.kind == "f" or dtype.kind == "V":  # "V": bfloat16 from ml_dtypes
+    Floating types on the CPU add one value at a time in index order and in their own dtype
+    (``add.at``), as PyTorch's CPU kernels do: float32 sums stay float32 sums (1e8 + 1 - 1e8 +
+    1 is 1.0, not 2.0), float16/bfloat16 round at each step. On other devices one ``bincount``
+    (summed in float64, then cast back). Integer and bool types are summed exactly by a sort
+    and ``add.reduceat``. ``opmath``: float16/bfloat16 accumulate in float32 and round once
+    (PyTorch's scatter_add kernel and its index_add of slices; its index_add of a 1-D tensor
+    and its index_put round at each step)."""
+    if xp is np and (dtype.kind == "f" or dtype.kind == "V"):  # "V": bfloat16 from ml_dtypes
+        acc = np.dtype(np.float32) if opmath and dtype.itemsize == 2 else dtype
+        out = np.zeros(size, acc) if base is None else base.reshape(-1).astype(acc)
+        np.add.at(out, idx, w.astype(acc, copy=False))
+        return out.astype(dtype, copy=False)
+    if base is not None:
+        return base.reshape(-1) + _accumulate(xp, idx, w, size, dtype)
+    if dtype.kind == "f" or dtype.kind == "V":
         # bincount sums in float64; converting first is faster than letting it convert
         out = xp.bincount(idx, weights=w.astype(np.float64, copy=False), minlength=size)
         return out.astype(dtype, copy=False)
@@ -211,7 +226,6 @@ class _Key:
             return out  # leading index dims: NumPy keeps the other dims' order, as PyTorch does
         return _backend.xp_of(out).ascontiguousarray(out)
 
-
     def assign(self, out: Any, value: Any) -> None:
         """out[key] = value, in place (``out`` is a fresh array)."""
         if self.vkey is None:
@@ -241,20 +255,28 @@ class _Key:
             return tuple(rest[: dims[0]]) + b + tuple(rest[dims[0]:])
         return b + tuple(rest)
 
-    def scatter_add(self, grad: Any, xp: Any) -> Any:
-        """zeros(shape) with ``grad`` added at ``key`` (repeated positions add up)."""
+    def scatter_add(self, grad: Any, xp: Any, base: Any = None, opmath: bool = False) -> Any:
+        """zeros(shape) with ``grad`` added at ``key`` (repeated positions add up); with
+        ``base``, a copy of it instead of zeros, each value added onto it in index order
+        (``opmath``: float16/bfloat16 sums in float32, see ``_accumulate``)."""
         if self.vkey is None or self.unique:
-            out = xp.zeros(self.shape, grad.dtype)
-            self.assign(out, grad)
+            if base is None:
+                out = xp.zeros(self.shape, grad.dtype)
+                self.assign(out, grad)
+            else:
+                out = base.copy()
+                self.assign(out, self.gather(out) + grad)
             return out
-        gv = self._scatter_add_adv(grad, xp)
+        vbase = None if base is None else (base if self.trivial else base[self.basic])
+        gv = self._scatter_add_adv(grad, xp, vbase, opmath)
         if self.trivial:
             return gv
-        out = xp.zeros(self.shape, grad.dtype)
+        out = xp.zeros(self.shape, grad.dtype) if base is None else base.copy()
         out[self.basic] = gv
         return out
 
-    def _scatter_add_adv(self, grad: Any, xp: Any) -> Any:
+    def _scatter_add_adv(self, grad: Any, xp: Any, base: Any = None,
+                         opmath: bool = False) -> Any:
         vshape = self.vshape
         arrays, dims = [], []
         for vd, arr, is_mask in self.adv:
@@ -289,7 +311,7 @@ class _Key:
                     rest_off.reshape(-1, 1) + step).reshape(-1)
         comb = lin.reshape(-1) if rest_off is None else (
             lin.reshape(-1, 1) + rest_off).reshape(-1)
-        acc = _accumulate(xp, comb, g.reshape(-1), _numel(vshape), grad.dtype)
+        acc = _accumulate(xp, comb, g.reshape(-1), _numel(vshape), grad.dtype, base, opmath)
         return acc.reshape(vshape)
 
 

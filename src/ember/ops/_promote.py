@@ -198,6 +198,16 @@ def _round_half(o: Any, half: Any) -> Any:
     return o.astype(half) if getattr(o, "dtype", None) == _F32 else o
 
 
+def _unary(cls: Any, x: Any) -> tuple[Any, Any]:
+    """``_float_unary(x)`` and the class to apply to it: ``opmath(cls)`` for a float16/bfloat16
+    ``x`` (for ops whose forward rounds more than once: ``1 / sqrt(x)``, sigmoid...)."""
+    x = as_tensor_arg(x)
+    dt = x._data.dtype
+    if dt.kind not in "fV":
+        return cls, cast(x, _dtype.get_default_dtype())
+    return (opmath(cls) if dt.itemsize == 2 else cls), x
+
+
 def _float_unary(x: Any) -> Any:
     """Math functions of integer tensors compute in the default float dtype, as in PyTorch."""
     x = as_tensor_arg(x)

@@ -35,6 +35,7 @@ from ._matrix import (
     _shape,
     _tensor,
 )
+from ._promote import _om
 
 __all__ = [
     "matmul",
@@ -83,7 +84,7 @@ def matmul(input: Any, other: Any, *, out: Any = None) -> Any:
         op = Bmm
     else:
         op = Matmul
-    return _result(op.apply(a, b), out)
+    return _result(op.apply(a, b), out, "matmul")
 
 
 def mm(input: Any, mat2: Any, *, out: Any = None) -> Any:
@@ -99,7 +100,7 @@ def mm(input: Any, mat2: Any, *, out: Any = None) -> Any:
                 "2-D tensors only, use torch.matmul for vectors or batches"
             )
     _check_matmul("mm", a, b)
-    return _result(Mm.apply(a, b), out)
+    return _result(Mm.apply(a, b), out, "mm")
 
 
 def bmm(input: Any, mat2: Any, *, out: Any = None) -> Any:
@@ -123,7 +124,7 @@ def bmm(input: Any, mat2: Any, *, out: Any = None) -> Any:
             f"but got: [{sb[0]}, {sb[1]}]. (bmm: {sa} @ {sb}: the batch sizes must be equal and "
             f"the inner dimensions {sa[2]} and {sb[1]} must match)"
         )
-    return _result(Bmm.apply(a, b), out)
+    return _result(Bmm.apply(a, b), out, "bmm")
 
 
 def mv(input: Any, vec: Any, *, out: Any = None) -> Any:
@@ -138,7 +139,7 @@ def mv(input: Any, vec: Any, *, out: Any = None) -> Any:
             f"{_shape(a)} and {_shape(v)}; mv takes a 2-D matrix and a 1-D vector)"
         )
     _check_matmul("mv", a, v)
-    return _result(Mv.apply(a, v), out)
+    return _result(Mv.apply(a, v), out, "mv")
 
 
 def dot(input: Any, tensor: Any, *, out: Any = None) -> Any:
@@ -148,7 +149,7 @@ def dot(input: Any, tensor: Any, *, out: Any = None) -> Any:
     a = _tensor(input, "dot", "input", 1)
     b = _tensor(tensor, "dot", "tensor", 2)
     _check_vectors("dot", a, b)
-    return _result(Dot.apply(a, b), out)
+    return _result(Dot.apply(a, b), out, "dot")
 
 
 def vdot(input: Any, other: Any, *, out: Any = None) -> Any:
@@ -158,7 +159,7 @@ def vdot(input: Any, other: Any, *, out: Any = None) -> Any:
     a = _tensor(input, "vdot", "input", 1)
     b = _tensor(other, "vdot", "other", 2)
     _check_vectors("dot", a, b)
-    return _result(Vdot.apply(a, b), out)
+    return _result(Vdot.apply(a, b), out, "vdot")
 
 
 def inner(input: Any, other: Any, *, out: Any = None) -> Any:
@@ -166,7 +167,7 @@ def inner(input: Any, other: Any, *, out: Any = None) -> Any:
     a = _tensor(input, "inner", "input", 1)
     b = _tensor(other, "inner", "other", 2)
     if a._data.ndim == 0 or b._data.ndim == 0:
-        return _result(a * b, out)
+        return _result(a * b, out, "inner")
     sa, sb = _shape(a), _shape(b)
     if sa[-1] != sb[-1]:
         raise RuntimeError(
@@ -179,10 +180,10 @@ def inner(input: Any, other: Any, *, out: Any = None) -> Any:
             "one first, e.g. b.to(a.dtype)"
         )
     if len(sa) == 1 and len(sb) == 1:
-        return _result(dot(a, b), out)
+        return _result(dot(a, b), out, "inner")
     k = sa[-1]
     res = mm(a.reshape(math.prod(sa[:-1]), k), b.reshape(math.prod(sb[:-1]), k).mT)
-    return _result(res.reshape(sa[:-1] + sb[:-1]), out)
+    return _result(res.reshape(sa[:-1] + sb[:-1]), out, "inner")
 
 
 def outer(input: Any, vec2: Any, *, out: Any = None) -> Any:
@@ -195,7 +196,7 @@ def outer(input: Any, vec2: Any, *, out: Any = None) -> Any:
                 f"outer: Expected 1-D argument {name}, but got {x._data.ndim}-D (shape "
                 f"{_shape(x)}); flatten it first, e.g. x.flatten()"
             )
-    return _result(a.reshape(-1, 1) * b.reshape(1, -1), out)
+    return _result(a.reshape(-1, 1) * b.reshape(1, -1), out, "outer")
 
 
 class Matmul(Op):
@@ -436,7 +437,7 @@ def addmm(input: Any, mat1: Any, mat2: Any, *, beta: Any = 1, alpha: Any = 1,
     _check_matmul("addmm", m1, m2)
     _check_input_expands("addmm", inp, (m1._data.shape[0], m2._data.shape[1]))
     beta, alpha = _scalars("addmm", inp, beta, alpha)
-    return _result(Addmm.apply(inp, m1, m2, beta, alpha), out)
+    return _result(_om(Addmm, inp, m1, m2).apply(inp, m1, m2, beta, alpha), out, "addmm")
 
 
 def addmv(input: Any, mat: Any, vec: Any, *, beta: Any = 1, alpha: Any = 1,
@@ -462,7 +463,7 @@ def addmv(input: Any, mat: Any, vec: Any, *, beta: Any = 1, alpha: Any = 1,
     _check_matmul("addmv", m, v)
     _check_input_expands("addmv", inp, (m._data.shape[0],))
     beta, alpha = _scalars("addmv", inp, beta, alpha)
-    return _result(Addmv.apply(inp, m, v, beta, alpha), out)
+    return _result(_om(Addmv, inp, m, v).apply(inp, m, v, beta, alpha), out, "addmv")
 
 
 def addbmm(input: Any, batch1: Any, batch2: Any, *, beta: Any = 1, alpha: Any = 1,
@@ -477,7 +478,7 @@ def addbmm(input: Any, batch1: Any, batch2: Any, *, beta: Any = 1, alpha: Any = 
     _check_add_dtypes("addbmm", inp, b1, b2)
     _check_input_expands("addbmm", inp, (b1._data.shape[1], b2._data.shape[2]))
     beta, alpha = _scalars("addbmm", inp, beta, alpha)
-    return _result(Addbmm.apply(inp, b1, b2, beta, alpha), out)
+    return _result(_om(Addbmm, inp, b1, b2).apply(inp, b1, b2, beta, alpha), out, "addbmm")
 
 
 def baddbmm(input: Any, batch1: Any, batch2: Any, *, beta: Any = 1, alpha: Any = 1,
@@ -493,7 +494,7 @@ def baddbmm(input: Any, batch1: Any, batch2: Any, *, beta: Any = 1, alpha: Any =
     s1, s2 = _shape(b1), _shape(b2)
     _check_input_expands("baddbmm", inp, (s1[0], s1[1], s2[2]))
     beta, alpha = _scalars("baddbmm", inp, beta, alpha)
-    return _result(Baddbmm.apply(inp, b1, b2, beta, alpha), out)
+    return _result(_om(Baddbmm, inp, b1, b2).apply(inp, b1, b2, beta, alpha), out, "baddbmm")
 
 
 def addr(input: Any, vec1: Any, vec2: Any, *, beta: Any = 1, alpha: Any = 1,
@@ -506,7 +507,7 @@ def addr(input: Any, vec1: Any, vec2: Any, *, beta: Any = 1, alpha: Any = 1,
     if alpha != 1:
         prod = prod * alpha
     res = prod if beta == 0 else (inp + prod if beta == 1 else inp * beta + prod)
-    return _result(res, out)
+    return _result(res, out, "addr")
 
 
 def chain_matmul(*matrices: Any, out: Any = None) -> Any:
@@ -525,7 +526,7 @@ def chain_matmul(*matrices: Any, out: Any = None) -> Any:
         )
     for m in matrices[1:]:
         res = mm(res, m)
-    return _result(res, out)
+    return _result(res, out, "chain_matmul")
 
 
 class _AddMatmul(Op):

@@ -15,6 +15,7 @@ from ..autograd.function import Op
 from . import return_types
 from ._autocast import cast as _amp_cast
 from ._autocast import flag as _amp
+from ._promote import _om
 from ._reduce import (
     _int_to_long,
     _lift,
@@ -210,6 +211,7 @@ def _cum_dim(x: Any, dim: Any, axis: Any, fname: str) -> int:
 
 
 def _cumulative(op: Any, x: Any, d: int) -> Any:
+    op = _om(op, x)  # float16/bfloat16 accumulate in float32, each output rounded once
     if x._data.ndim == 0:
         return op.apply(x.reshape(1), 0).reshape(())
     return op.apply(x, d)

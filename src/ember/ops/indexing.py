@@ -178,18 +178,22 @@ class Take(Index):
 
 
 class IndexPutAdd(Op):
-    """out = zeros(key.shape) with g added at key (repeats add up)          grad_g = grad[key]"""
+    """out = zeros(key.shape) with g added at key (repeats add up)          grad_g = grad[key]
+
+    With ``base`` (an array, not differentiated here), the values are added one at a time, in
+    index order, onto a copy of it, as PyTorch's kernels do (an ``_Onto`` op then routes the
+    base's gradient)."""
 
     node_name = "IndexPutBackward0"
 
     @staticmethod
-    def forward(ctx: Any, g: Any, key: _Key) -> Any:
+    def forward(ctx: Any, g: Any, key: _Key, base: Any = None, opmath: bool = False) -> Any:
         ctx.key = key
-        return key.scatter_add(g, ctx.xp)
+        return key.scatter_add(g, ctx.xp, base, opmath)
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
-        return ctx.call(Index, grad, ctx.key), None
+        return ctx.call(Index, grad, ctx.key), None, None, None
 
 
 class IndexPut(Op):
@@ -374,6 +378,11 @@ def index_add(input: Any, dim: int, index: Any, source: Any, *, alpha: Any = 1,
     _check_nonneg_bounds(idx, input._data.shape[dim], dim, "index_add")
     if alpha != 1:
         source = _pw.mul(source, alpha)
+    if source._data.dtype == input._data.dtype:  # accumulated onto input's values, in order
+        # (PyTorch adds float16/bfloat16 slices in float32, single elements in their dtype)
+        b = IndexPutAdd.apply(source, _dim_key(input._data, dim, idx), input._data,
+                              input._data.ndim > 1)
+        return _IndexAddOnto.apply(input, b)
     a, b = _prom._promote(input, IndexPutAdd.apply(source, _dim_key(input._data, dim, idx)))
     return _IndexAddInto.apply(a, b)
 
@@ -437,6 +446,8 @@ def index_put(input: Any, indices: Any, values: Any, accumulate: bool = False) -
     if not isinstance(v, TensorBase):
         v = full(k.out_shape(), v, dtype=input.dtype, device=input.device)
     v = _expand(v, k.out_shape())
+    if v._data.dtype == input._data.dtype:  # accumulated onto input's values, in order
+        return _IndexPutOnto.apply(input, IndexPutAdd.apply(v, k, input._data))
     return _pw.add(input, IndexPutAdd.apply(v, k))
 
 
@@ -491,6 +502,30 @@ class _IndexAddInto(_pw.Add):
         if ctx.needs_input_grad[1]:  # PyTorch's node saves the index for the source's
             ctx.save_for_backward()  # gradient: freed after one backward
         return a + b
+
+
+class _IndexAddOnto(_IndexAddInto):
+    """index_add's last step when ``b`` was accumulated onto ``x`` already (IndexPutAdd's
+    ``base``): out = b, with Add's rule (grad_x = grad, grad_b = grad)."""
+
+    node_name = "IndexAddBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, x: Any, b: Any) -> Any:
+        if ctx.needs_input_grad[1]:
+            ctx.save_for_backward()
+        return b
+
+
+class _IndexPutOnto(_pw.Add):
+    """index_put's last step with ``accumulate`` (``b`` holds x already): out = b, with Add's
+    rule."""
+
+    node_name = "AddBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, x: Any, b: Any) -> Any:
+        return b
 
 
 def _index_1d(index: Any, name: str) -> Any:

@@ -102,7 +102,10 @@ def scatter_add(input: Any, dim: int, index: Any, src: Any, *, out: Any = None) 
     if _amp.active:
         input, src = _amp_cast("scatter_add", input, src)
     dim, idx, src = _scatter_prep(input, dim, index, src, "scatter_add")
-    a, b = _prom._promote(input, ScatterAdd.apply(src, dim, idx, tuple(input._data.shape)))
+    shape = tuple(input._data.shape)
+    if src._data.dtype == input._data.dtype:  # accumulated onto input's values, in order
+        return _ScatterAddOnto.apply(input, ScatterAdd.apply(src, dim, idx, shape, input._data))
+    a, b = _prom._promote(input, ScatterAdd.apply(src, dim, idx, shape))
     return _ScatterAddInto.apply(a, b)
 
 
@@ -172,18 +175,23 @@ class Gather(Op):
 
 class ScatterAdd(Op):
     """out = zeros(shape); out[index[i][j]][j] += src[i][j] (dim 0)          grad_src = grad
-    gathered at index"""
+    gathered at index
+
+    With ``base`` (an array, not differentiated here) the sums start from a copy of it, each
+    value added in index order (float16/bfloat16 in float32, rounded once), as PyTorch's CPU
+    kernel; ``_ScatterAddOnto`` then routes the base's gradient."""
 
     @staticmethod
-    def forward(ctx: Any, src: Any, dim: int, index: Any, shape: tuple) -> Any:
+    def forward(ctx: Any, src: Any, dim: int, index: Any, shape: tuple, base: Any = None) -> Any:
         ctx.dim, ctx.index = dim, index
         xp = ctx.xp
         lin = _dim_lin(xp, index, dim, shape).reshape(-1)
-        return _accumulate(xp, lin, src.reshape(-1), _numel(shape), src.dtype).reshape(shape)
+        return _accumulate(xp, lin, src.reshape(-1), _numel(shape), src.dtype, base,
+                           opmath=True).reshape(shape)
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
-        return ctx.call(Gather, grad, ctx.dim, ctx.index), None, None, None
+        return ctx.call(Gather, grad, ctx.dim, ctx.index), None, None, None, None
 
 
 class Scatter(Op):
@@ -234,8 +242,9 @@ class ScatterReduce(Op):
         if reduce == "mean" or (reduce == "sum" and not include_self):
             cnt = xp.bincount(lin, minlength=size)
         if reduce in ("sum", "mean"):
-            acc = _accumulate(xp, lin, w, size, x.dtype)
-            total = flat + acc if include_self else acc
+            acc = _accumulate(xp, lin, w, size, x.dtype, flat if include_self else None,
+                              opmath=True)
+            total = acc
             if reduce == "mean":
                 n = (cnt + 1 if include_self else xp.maximum(cnt, 1)).astype(x.dtype)
                 total = total / n if x.dtype.kind == "f" else total // n
@@ -308,6 +317,17 @@ class _ScatterAddInto(_pw.Add):
     """x + the scattered src: scatter_add's last step (same rule as Add)."""
 
     node_name = "ScatterAddBackward0"
+
+
+class _ScatterAddOnto(_ScatterAddInto):
+    """scatter_add's last step when ``b`` was accumulated onto ``x`` already (ScatterAdd's
+    ``base``): out = b, with Add's rule."""
+
+    node_name = "ScatterAddBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, x: Any, b: Any) -> Any:
+        return b
 
 
 def _dim_lin(xp: Any, index: Any, dim: int, shape: tuple) -> Any:

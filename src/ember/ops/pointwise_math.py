@@ -19,7 +19,7 @@ from .._tensor_base import TensorBase
 from ..autograd.function import Op
 from ._autocast import cast as _amp_cast
 from ._autocast import flag as _amp
-from ._promote import _float_unary, _out, _promote, _quietly, _truediv
+from ._promote import _float_unary, _out, _promote, _quietly, _truediv, _unary
 
 __all__ = [
     "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "sin", "cos",
@@ -86,7 +86,8 @@ def rsqrt(input: Any, *, out: Any = None) -> Any:
     """``1 / sqrt(input)``, elementwise."""
     if _amp.active and out is None:
         (input,) = _amp_cast("rsqrt", input)
-    return _out(Rsqrt.apply(_float_unary(input)), out)
+    op, input = _unary(Rsqrt, input)
+    return _out(op.apply(input), out)
 
 
 def sin(input: Any, *, out: Any = None) -> Any:
@@ -179,7 +180,8 @@ arctanh = atanh
 
 def sigmoid(input: Any, *, out: Any = None) -> Any:
     """The logistic function ``1 / (1 + exp(-input))``, elementwise."""
-    return _out(Sigmoid.apply(_float_unary(input)), out)
+    op, input = _unary(Sigmoid, input)
+    return _out(op.apply(input), out)
 
 
 def erf(input: Any, *, out: Any = None) -> Any:
@@ -258,12 +260,14 @@ def xlogy(input: Any, other: Any) -> Any:
 
 def logit(input: Any, eps: float | None = None) -> Any:
     """``log(input / (1 - input))``, ``input`` clamped to ``[eps, 1 - eps]`` if ``eps`` is given."""
-    return Logit.apply(_float_unary(input), eps)
+    op, input = _unary(Logit, input)
+    return op.apply(input, eps)
 
 
 def sinc(input: Any) -> Any:
     """The normalized sinc, ``sin(pi * input) / (pi * input)`` (1 at 0)."""
-    return Sinc.apply(_float_unary(input))
+    op, input = _unary(Sinc, input)
+    return op.apply(input)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -144,6 +144,10 @@ def where(condition: Any, input: Any = None, other: Any = None) -> Any:
     if not isinstance(input, TensorBase) and not isinstance(other, TensorBase):
         input = tensor(input, dtype=_dtype.result_type(input, other), device=condition.device)
     a, b = _promote(input, other)
+    if not isinstance(a, TensorBase) and b._data.dtype.kind == "V":
+        a = b._data.dtype.type(a)  # (NumPy would widen a bfloat16 tensor to meet a number first)
+    elif not isinstance(b, TensorBase) and a._data.dtype.kind == "V":
+        b = a._data.dtype.type(b)
     return Where.apply(condition, a, b)
 
 

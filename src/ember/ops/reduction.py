@@ -22,13 +22,12 @@ import numpy as np
 from .. import _backend, _dtype
 from .._tensor_base import TensorBase, data_of
 from ..autograd.function import Op
+from . import _out, return_types
 from . import comparison as _cmp
 from . import pointwise_piecewise as _pp
-from . import return_types
 from ._autocast import cast as _amp_cast
 from ._autocast import flag as _amp
 from ._reduce import (
-    _alias,
     _axes,
     _count,
     _float_only,
@@ -61,25 +60,22 @@ __all__ = [
 
 
 def sum(  # noqa: A001 - PyTorch's name
-    input: Any, dim: Any = None, keepdim: bool = False, *, dtype: Any = None, axis: Any = None,
-    keepdims: bool | None = None,
+    input: Any, dim: Any = None, keepdim: bool = False, *, dtype: Any = None, out: Any = None,
 ) -> Any:
     """Sum over ``dim`` (all dims when None); integers and bools sum to int64."""
     if _amp.active and dtype is None:
         (input,) = _amp_cast("sum", input)
     x = _t(input)
-    dim, keepdim = _alias(dim, keepdim, axis, keepdims)
     x = _int_to_long(x) if dtype is None else _with_dtype(x, dtype)
-    return (Sum if dim is None else SumDim).apply(x, _axes(dim, x, "sum"), keepdim)
+    result = (Sum if dim is None else SumDim).apply(x, _axes(dim, x, "sum"), keepdim)
+    return result if out is None else _out.write(out, result, "sum")
 
 
 def mean(
-    input: Any, dim: Any = None, keepdim: bool = False, *, dtype: Any = None, axis: Any = None,
-    keepdims: bool | None = None,
+    input: Any, dim: Any = None, keepdim: bool = False, *, dtype: Any = None, out: Any = None,
 ) -> Any:
     """Arithmetic mean over ``dim``; integer inputs need ``dtype=`` (as in PyTorch)."""
     x = _t(input)
-    dim, keepdim = _alias(dim, keepdim, axis, keepdims)
     x = _with_dtype(x, dtype)
     if not x.is_floating_point():
         raise RuntimeError(
@@ -87,30 +83,28 @@ def mean(
             f"complex dtype. Got: {_dtype.legacy_name(x.dtype)}. Convert first, e.g. x.float().mean(), or pass "
             "dtype=torch.float32"
         )
-    return (Mean if dim is None else MeanDim).apply(x, _axes(dim, x, "mean"), keepdim)
+    result = (Mean if dim is None else MeanDim).apply(x, _axes(dim, x, "mean"), keepdim)
+    return result if out is None else _out.write(out, result, "mean")
 
 
 def nansum(
-    input: Any, dim: Any = None, keepdim: bool = False, *, dtype: Any = None, axis: Any = None,
-    keepdims: bool | None = None,
+    input: Any, dim: Any = None, keepdim: bool = False, *, dtype: Any = None, out: Any = None,
 ) -> Any:
     """Sum treating NaN as zero (the gradient at NaN positions is 0)."""
     x = _t(input)
     if not x.is_floating_point():
-        return sum(x, dim, keepdim, dtype=dtype, axis=axis, keepdims=keepdims)
+        return sum(x, dim, keepdim, dtype=dtype, out=out)
     x = _pp.where(_cmp.isnan(x), 0.0, x)
-    dim, keepdim = _alias(dim, keepdim, axis, keepdims)
     x = _with_dtype(x, dtype)
-    return NanSum.apply(x, _axes(dim, x, "nansum"), keepdim)
+    result = NanSum.apply(x, _axes(dim, x, "nansum"), keepdim)
+    return result if out is None else _out.write(out, result, "nansum")
 
 
 def nanmean(
-    input: Any, dim: Any = None, keepdim: bool = False, *, dtype: Any = None, axis: Any = None,
-    keepdims: bool | None = None,
+    input: Any, dim: Any = None, keepdim: bool = False, *, dtype: Any = None, out: Any = None,
 ) -> Any:
     """Mean of the non-NaN elements."""
     x = _t(input)
-    dim, keepdim = _alias(dim, keepdim, axis, keepdims)
     x = _with_dtype(x, dtype)
     _float_only(x, "nanmean", f"nanmean(): expected input to have floating point or complex "
                 f"dtype but got {_dtype.legacy_name(x.dtype)}; convert first, e.g. x.float()")
@@ -119,7 +113,8 @@ def nanmean(
     total = Sum.apply(_pp.where(ok, x, 0.0), axes, keepdim)
     n = _make(_sum_arr(ok._data, axes, keepdim).astype(x._data.dtype))
     with _quiet(_backend.xp_of(x._data)):
-        return total / n
+        result = total / n
+        return result if out is None else _out.write(out, result, "nanmean")
 
 
 class Sum(Op):
@@ -190,23 +185,24 @@ def _expand_back(xp: Any, g: Any, shape: tuple) -> Any:
 
 
 def prod(
-    input: Any, dim: Any = None, keepdim: bool = False, *, dtype: Any = None, axis: Any = None,
-    keepdims: bool | None = None,
+    input: Any, dim: Any = None, keepdim: bool = False, *, dtype: Any = None, out: Any = None,
 ) -> Any:
     """Product over one ``dim`` (all elements when None); integers and bools give int64."""
     if _amp.active and dtype is None:
         (input,) = _amp_cast("prod", input)
     x = _t(input)
-    dim, keepdim = _alias(dim, keepdim, axis, keepdims)
     if dim is not None:
         _one(dim, x, "prod")  # (a bad dim raises before a bad dtype, as in PyTorch)
     x = _int_to_long(x) if dtype is None else _with_dtype(x, dtype)
     if dim is None:
-        return Prod.apply(x, None, False)
+        result = Prod.apply(x, None, False)
+        return result if out is None else _out.write(out, result, "prod")
     d = _one(dim, x, "prod")
     if x._data.ndim == 0:
-        return Prod.apply(x, None, False)
-    return ProdDim.apply(x, d, keepdim)
+        result = Prod.apply(x, None, False)
+        return result if out is None else _out.write(out, result, "prod")
+    result = ProdDim.apply(x, d, keepdim)
+    return result if out is None else _out.write(out, result, "prod")
 
 
 class Prod(Op):
@@ -257,95 +253,94 @@ class ProdDim(Prod):
 
 
 def amax(
-    input: Any, dim: Any = (), keepdim: bool = False, *, axis: Any = None,
-    keepdims: bool | None = None,
+    input: Any, dim: Any = (), keepdim: bool = False, *, out: Any = None,
 ) -> Any:
     """Maximum over ``dim`` (all dims by default); the gradient is shared evenly among ties."""
     x = _t(input)
-    dim, keepdim = _alias(dim, keepdim, axis, keepdims)
     axes = _axes(dim, x, "amax")
     _nonempty(x, axes, "amax")  # (no dim given: PyTorch's "specify the reduction dim" error)
-    return AMax.apply(x, axes, keepdim)
+    result = AMax.apply(x, axes, keepdim)
+    return result if out is None else _out.write(out, result, "amax")
 
 
 def amin(
-    input: Any, dim: Any = (), keepdim: bool = False, *, axis: Any = None,
-    keepdims: bool | None = None,
+    input: Any, dim: Any = (), keepdim: bool = False, *, out: Any = None,
 ) -> Any:
     """Minimum over ``dim`` (all dims by default); the gradient is shared evenly among ties."""
     x = _t(input)
-    dim, keepdim = _alias(dim, keepdim, axis, keepdims)
     axes = _axes(dim, x, "amin")
     _nonempty(x, axes, "amin")  # (no dim given: PyTorch's "specify the reduction dim" error)
-    return AMin.apply(x, axes, keepdim)
+    result = AMin.apply(x, axes, keepdim)
+    return result if out is None else _out.write(out, result, "amin")
 
 
 def max(  # noqa: A001 - PyTorch's name
-    input: Any, dim: Any = None, keepdim: bool = False, *, axis: Any = None,
-    keepdims: bool | None = None, other: Any = None,
+    input: Any, dim: Any = None, keepdim: bool = False, *, other: Any = None,
+    out: Any = None,
 ) -> Any:
     """``max(x)``: the largest value; ``max(x, dim)``: ``(values, indices)``; ``max(x, y)``:
     elementwise maximum."""
     x = _t(input)
     if other is not None or isinstance(dim, TensorBase):
-        return _cmp.maximum(x, other if other is not None else dim)
-    dim, keepdim = _alias(dim, keepdim, axis, keepdims)
+        result = _cmp.maximum(x, other if other is not None else dim)
+        return result if out is None else _out.write(out, result, "max")
     if dim is None:
         _nonempty(x, None, "max")
-        return MaxAll.apply(x, None, False)
-    return _extreme_dim(x, dim, keepdim, MaxDim, "max", return_types.max)
+        result = MaxAll.apply(x, None, False)
+        return result if out is None else _out.write(out, result, "max")
+    result = _extreme_dim(x, dim, keepdim, MaxDim, "max", return_types.max)
+    return result if out is None else _out.write(out, result, "max")
 
 
 def min(  # noqa: A001 - PyTorch's name
-    input: Any, dim: Any = None, keepdim: bool = False, *, axis: Any = None,
-    keepdims: bool | None = None, other: Any = None,
+    input: Any, dim: Any = None, keepdim: bool = False, *, other: Any = None,
+    out: Any = None,
 ) -> Any:
     """``min(x)``: the smallest value; ``min(x, dim)``: ``(values, indices)``; ``min(x, y)``:
     elementwise minimum."""
     x = _t(input)
     if other is not None or isinstance(dim, TensorBase):
-        return _cmp.minimum(x, other if other is not None else dim)
-    dim, keepdim = _alias(dim, keepdim, axis, keepdims)
+        result = _cmp.minimum(x, other if other is not None else dim)
+        return result if out is None else _out.write(out, result, "min")
     if dim is None:
         _nonempty(x, None, "min")
-        return MinAll.apply(x, None, False)
-    return _extreme_dim(x, dim, keepdim, MinDim, "min", return_types.min)
+        result = MinAll.apply(x, None, False)
+        return result if out is None else _out.write(out, result, "min")
+    result = _extreme_dim(x, dim, keepdim, MinDim, "min", return_types.min)
+    return result if out is None else _out.write(out, result, "min")
 
 
 def aminmax(
-    input: Any, *, dim: Any = None, keepdim: bool = False, axis: Any = None,
-    keepdims: bool | None = None,
+    input: Any, *, dim: Any = None, keepdim: bool = False, out: Any = None,
 ) -> Any:
     """``(min, max)`` over one ``dim`` (all elements when None), as a named tuple."""
     x = _t(input)
-    dim, keepdim = _alias(dim, keepdim, axis, keepdims)
     if dim is None:
         axes = None
         _nonempty(x, None, "aminmax")
     else:
         axes = (_one(dim, x, "aminmax"),) if x._data.ndim else ()
         _nonempty(x, axes, "aminmax")
-    return return_types.aminmax(AMin.apply(x, axes, keepdim), AMax.apply(x, axes, keepdim))
+    result = return_types.aminmax(AMin.apply(x, axes, keepdim), AMax.apply(x, axes, keepdim))
+    return result if out is None else _out.write(out, result, "aminmax")
 
 
 def argmax(
-    input: Any, dim: Any = None, keepdim: bool = False, *, axis: Any = None,
-    keepdims: bool | None = None,
+    input: Any, dim: Any = None, keepdim: bool = False, *, out: Any = None,
 ) -> Any:
     """Index of the first maximum along ``dim`` (of the flattened tensor when None)."""
     x = _t(input)
-    dim, keepdim = _alias(dim, keepdim, axis, keepdims)
-    return _arg(x, dim, keepdim, "argmax", True)
+    result = _arg(x, dim, keepdim, "argmax", True)
+    return result if out is None else _out.write(out, result, "argmax")
 
 
 def argmin(
-    input: Any, dim: Any = None, keepdim: bool = False, *, axis: Any = None,
-    keepdims: bool | None = None,
+    input: Any, dim: Any = None, keepdim: bool = False, *, out: Any = None,
 ) -> Any:
     """Index of the first minimum along ``dim`` (of the flattened tensor when None)."""
     x = _t(input)
-    dim, keepdim = _alias(dim, keepdim, axis, keepdims)
-    return _arg(x, dim, keepdim, "argmin", False)
+    result = _arg(x, dim, keepdim, "argmin", False)
+    return result if out is None else _out.write(out, result, "argmin")
 
 
 class _EvenSplit(Op):
@@ -519,30 +514,26 @@ def _arg(x: Any, dim: Any, keepdim: bool, fname: str, largest: bool) -> Any:
 
 
 def all(  # noqa: A001 - PyTorch's name
-    input: Any, dim: Any = None, keepdim: bool = False, *, axis: Any = None,
-    keepdims: bool | None = None,
+    input: Any, dim: Any = None, keepdim: bool = False, *, out: Any = None,
 ) -> Any:
     """True where every element over ``dim`` is non-zero (uint8 in gives uint8, as PyTorch)."""
     x = _t(input)
-    dim, keepdim = _alias(dim, keepdim, axis, keepdims)
-    return _logical_reduce(x, dim, keepdim, "all")
+    result = _logical_reduce(x, dim, keepdim, "all")
+    return result if out is None else _out.write(out, result, "all")
 
 
 def any(  # noqa: A001 - PyTorch's name
-    input: Any, dim: Any = None, keepdim: bool = False, *, axis: Any = None,
-    keepdims: bool | None = None,
+    input: Any, dim: Any = None, keepdim: bool = False, *, out: Any = None,
 ) -> Any:
     """True where some element over ``dim`` is non-zero (uint8 in gives uint8, as PyTorch)."""
     x = _t(input)
-    dim, keepdim = _alias(dim, keepdim, axis, keepdims)
-    return _logical_reduce(x, dim, keepdim, "any")
+    result = _logical_reduce(x, dim, keepdim, "any")
+    return result if out is None else _out.write(out, result, "any")
 
 
-def count_nonzero(input: Any, dim: Any = None, *, axis: Any = None) -> Any:
+def count_nonzero(input: Any, dim: Any = None) -> Any:
     """Number of non-zero elements over ``dim`` (int64)."""
     x = _t(input)
-    if axis is not None:
-        dim = axis
     a = x._data
     axes = _axes(dim, x, "count_nonzero")
     return _make(_backend.xp_of(a).asarray((a != 0).sum(axis=axes)).astype("int64"))

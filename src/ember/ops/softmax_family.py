@@ -14,6 +14,7 @@ from ..autograd.function import Op
 from . import casting as _cast
 from ._autocast import cast as _amp_cast
 from ._autocast import flag as _amp
+from ._promote import opmath
 from ._reduce import (
     _make,
     _need,
@@ -54,6 +55,8 @@ def softmax_along(
             "or pass dtype=torch.float32"
         )
     d = _softmax_dim(x, dim, fname, stacklevel + 1)
+    if x._data.dtype.itemsize == 2:  # float16/bfloat16: computed in float32, rounded once
+        op = opmath(op)
     if x._data.ndim == 0:
         return op.apply(x.reshape(1), 0).reshape(())
     return op.apply(x, d)

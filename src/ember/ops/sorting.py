@@ -291,8 +291,12 @@ def bincount(input: Any, weights: Any = None, minlength: int = 0) -> Any:
             f"bincount(): weights should be 1-d and have the same length as input (input "
             f"{list(a.shape)}, weights {list(w.shape)})"
         )
+    if w.dtype == np.float32 and xp is np:  # PyTorch: float32 weights add up in float32, in
+        out = np.zeros(max(minlength, int(a.max()) + 1 if a.size else 0), np.float32)
+        np.add.at(out, a, w)  # order; any other dtype sums (and returns) float64
+        return TensorBase._make(out)
     out = xp.bincount(a, weights=w, minlength=minlength)
-    dt = w.dtype if w.dtype.kind == "f" else np.float64
+    dt = np.float32 if w.dtype == np.float32 else np.float64
     return TensorBase._make(out.astype(dt, copy=False))
 
 

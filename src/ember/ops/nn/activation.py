@@ -16,11 +16,13 @@ import numpy as np
 from ... import _backend, _dtype, _special
 from ..._tensor_base import TensorBase, wrap_dim
 from ...autograd.function import Op
+from .. import _out
 from .. import pointwise_math as _pm
 from .. import pointwise_piecewise as _pp
 from .. import random as _random
 from .._autocast import cast as _amp_cast
 from .._autocast import flag as _amp
+from .._promote import opmath
 from ..inplace import inplace as _inplace
 from ..softmax_family import LogSoftmax, Softmax, softmax_along
 
@@ -59,6 +61,14 @@ def _float_input(x: Any, name: str) -> TensorBase:
             f"(input dtype {x.dtype}, shape {tuple(x.shape)}); convert it first, e.g. x.float()"
         )
     return x
+
+
+def _act(cls: Any, x: Any, name: str) -> Any:
+    """``cls`` after ``_float_input``'s checks, or ``opmath(cls)`` for a float16/bfloat16 input
+    (PyTorch computes activations in float32 and rounds once)."""
+    if not isinstance(x, TensorBase) or not x.is_floating_point():
+        _float_input(x, name)
+    return opmath(cls) if x._data.dtype.itemsize == 2 else cls
 
 
 def _sig(xp: Any, x: Any) -> Any:
@@ -107,10 +117,10 @@ def relu6(input: TensorBase, inplace: bool = False) -> TensorBase:
 
 def leaky_relu(input: TensorBase, negative_slope: float = 0.01, inplace: bool = False) -> TensorBase:
     """x for x > 0, ``negative_slope * x`` otherwise."""
-    _float_input(input, "leaky_relu")
+    op = _act(LeakyRelu, input, "leaky_relu")
     if inplace:
-        return _inplace(input, lambda t: LeakyRelu.apply(t, negative_slope))
-    return LeakyRelu.apply(input, negative_slope)
+        return _inplace(input, lambda t: op.apply(t, negative_slope))
+    return op.apply(input, negative_slope)
 
 
 def leaky_relu_(input: TensorBase, negative_slope: float = 0.01) -> TensorBase:
@@ -120,10 +130,10 @@ def leaky_relu_(input: TensorBase, negative_slope: float = 0.01) -> TensorBase:
 
 def elu(input: TensorBase, alpha: float = 1.0, inplace: bool = False) -> TensorBase:
     """x for x > 0, ``alpha * (exp(x) - 1)`` otherwise."""
-    _float_input(input, "elu")
+    op = _act(Elu, input, "elu")
     if inplace:
-        return _inplace(input, lambda t: Elu.apply(t, alpha, 1.0, 1.0))
-    return Elu.apply(input, alpha, 1.0, 1.0)
+        return _inplace(input, lambda t: op.apply(t, alpha, 1.0, 1.0))
+    return op.apply(input, alpha, 1.0, 1.0)
 
 
 def elu_(input: TensorBase, alpha: float = 1.0) -> TensorBase:
@@ -133,10 +143,10 @@ def elu_(input: TensorBase, alpha: float = 1.0) -> TensorBase:
 
 def selu(input: TensorBase, inplace: bool = False) -> TensorBase:
     """scale * elu(x, alpha) with the self-normalising constants (1.0507..., 1.6733...)."""
-    _float_input(input, "selu")
+    op = _act(Elu, input, "selu")
     if inplace:
-        return _inplace(input, lambda t: Elu.apply(t, _SELU_ALPHA, _SELU_SCALE, 1.0))
-    return Elu.apply(input, _SELU_ALPHA, _SELU_SCALE, 1.0)
+        return _inplace(input, lambda t: op.apply(t, _SELU_ALPHA, _SELU_SCALE, 1.0))
+    return op.apply(input, _SELU_ALPHA, _SELU_SCALE, 1.0)
 
 
 def selu_(input: TensorBase) -> TensorBase:
@@ -148,10 +158,10 @@ def celu(input: TensorBase, alpha: float = 1.0, inplace: bool = False) -> Tensor
     """max(0, x) + min(0, alpha * (exp(x / alpha) - 1))."""
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError: celu: alpha must be nonzero (got alpha=0)")
-    _float_input(input, "celu")
+    op = _act(Celu, input, "celu")
     if inplace:
-        return _inplace(input, lambda t: Celu.apply(t, alpha, 1.0, 1.0 / alpha))
-    return Celu.apply(input, alpha, 1.0, 1.0 / alpha)
+        return _inplace(input, lambda t: op.apply(t, alpha, 1.0, 1.0 / alpha))
+    return op.apply(input, alpha, 1.0, 1.0 / alpha)
 
 
 def celu_(input: TensorBase, alpha: float = 1.0) -> TensorBase:
@@ -159,66 +169,71 @@ def celu_(input: TensorBase, alpha: float = 1.0) -> TensorBase:
     return celu(input, alpha, inplace=True)
 
 
-def gelu(input: TensorBase, approximate: str = "none") -> TensorBase:
+def gelu(input: TensorBase, *, approximate: str = "none", out: Any = None) -> TensorBase:
     """x * Phi(x) (``approximate='tanh'``: the tanh approximation)."""
+    if out is not None:
+        return _out.write(out, gelu(input, approximate=approximate), "gelu")
     if approximate not in ("none", "tanh"):
         raise RuntimeError(
             f"approximate argument must be either none or tanh (got {approximate!r})"
         )
-    _float_input(input, "gelu")
-    return Gelu.apply(input, approximate)
+    op = _act(Gelu, input, "gelu")
+    return op.apply(input, approximate)
 
 
 def silu(input: TensorBase, inplace: bool = False) -> TensorBase:
     """x * sigmoid(x) (a.k.a. swish)."""
-    _float_input(input, "silu")
+    op = _act(Silu, input, "silu")
     if inplace:
-        return _inplace(input, Silu.apply)
-    return Silu.apply(input)
+        return _inplace(input, op.apply)
+    return op.apply(input)
 
 
 def mish(input: TensorBase, inplace: bool = False) -> TensorBase:
     """x * tanh(softplus(x))."""
-    _float_input(input, "mish")
+    op = _act(Mish, input, "mish")
     if inplace:
-        return _inplace(input, Mish.apply)
-    return Mish.apply(input)
+        return _inplace(input, op.apply)
+    return op.apply(input)
 
 
 def hardswish(input: TensorBase, inplace: bool = False) -> TensorBase:
     """x * relu6(x + 3) / 6."""
-    _float_input(input, "hardswish")
+    op = _act(Hardswish, input, "hardswish")
     if inplace:
-        return _inplace(input, Hardswish.apply)
-    return Hardswish.apply(input)
+        return _inplace(input, op.apply)
+    return op.apply(input)
 
 
 def hardsigmoid(input: TensorBase, inplace: bool = False) -> TensorBase:
     """relu6(x + 3) / 6."""
-    _float_input(input, "hardsigmoid")
+    op = _act(Hardsigmoid, input, "hardsigmoid")
     if inplace:
-        return _inplace(input, Hardsigmoid.apply)
-    return Hardsigmoid.apply(input)
+        return _inplace(input, op.apply)
+    return op.apply(input)
 
 
-def softplus(input: TensorBase, beta: float = 1.0, threshold: float = 20.0) -> TensorBase:
+def softplus(input: TensorBase, beta: float = 1.0, threshold: float = 20.0,
+             *, out: Any = None) -> TensorBase:
     """log(1 + exp(beta x)) / beta, linear above ``threshold``."""
+    if out is not None:
+        return _out.write(out, softplus(input, beta=beta, threshold=threshold), "softplus")
     if _amp.active:
         (input,) = _amp_cast("softplus", input)
-    _float_input(input, "softplus")
-    return Softplus.apply(input, beta, threshold)
+    op = _act(Softplus, input, "softplus")
+    return op.apply(input, beta, threshold)
 
 
 def softsign(input: TensorBase) -> TensorBase:
     """x / (1 + |x|)."""
-    _float_input(input, "softsign")
-    return Softsign.apply(input)
+    op = _act(Softsign, input, "softsign")
+    return op.apply(input)
 
 
 def tanhshrink(input: TensorBase) -> TensorBase:
     """x - tanh(x)."""
-    _float_input(input, "tanhshrink")
-    return Tanhshrink.apply(input)
+    op = _act(Tanhshrink, input, "tanhshrink")
+    return op.apply(input)
 
 
 def threshold(input: TensorBase, threshold: float, value: float, inplace: bool = False) -> TensorBase:
@@ -233,13 +248,13 @@ def threshold_(input: TensorBase, threshold: float, value: float) -> TensorBase:
 
 def logsigmoid(input: TensorBase) -> TensorBase:
     """log(1 / (1 + exp(-x))), computed stably."""
-    _float_input(input, "log_sigmoid_forward")
-    return LogSigmoid.apply(input)
+    op = _act(LogSigmoid, input, "log_sigmoid_forward")
+    return op.apply(input)
 
 
 def glu(input: TensorBase, dim: int = -1) -> TensorBase:
     """a * sigmoid(b) where a, b are the first and second halves of ``input`` along ``dim``."""
-    _float_input(input, "glu")
+    op = _act(Glu, input, "glu")
     if input.ndim == 0:
         raise RuntimeError("glu does not support scalars because halving size must be even")
     d = wrap_dim(dim, input.ndim)
@@ -249,7 +264,7 @@ def glu(input: TensorBase, dim: int = -1) -> TensorBase:
             f"Halving dimension must be even, but dimension {d} is size {n} (glu splits "
             f"input of shape {tuple(input.shape)} into two equal halves along dim {dim})"
         )
-    return Glu.apply(input, d)
+    return op.apply(input, d)
 
 
 def prelu(input: TensorBase, weight: TensorBase) -> TensorBase:
@@ -303,8 +318,10 @@ def rrelu_(input: TensorBase, lower: float = 1.0 / 8, upper: float = 1.0 / 3,
     return rrelu(input, lower, upper, training, inplace=True)
 
 
-def softshrink(input: TensorBase, lambd: float = 0.5) -> TensorBase:
+def softshrink(input: TensorBase, lambd: float = 0.5, *, out: Any = None) -> TensorBase:
     """x - lambd for x > lambd, x + lambd for x < -lambd, 0 otherwise."""
+    if out is not None:
+        return _out.write(out, softshrink(input, lambd=lambd), "softshrink")
     if lambd < 0:
         raise RuntimeError(
             f"lambda must be greater or equal to 0, but found to be {lambd}."
@@ -313,8 +330,10 @@ def softshrink(input: TensorBase, lambd: float = 0.5) -> TensorBase:
     return Softshrink.apply(input, lambd, True)
 
 
-def hardshrink(input: TensorBase, lambd: float = 0.5) -> TensorBase:
+def hardshrink(input: TensorBase, lambd: float = 0.5, *, out: Any = None) -> TensorBase:
     """x where |x| > lambd, else 0."""
+    if out is not None:
+        return _out.write(out, hardshrink(input, lambd=lambd), "hardshrink")
     _float_input(input, "hardshrink")
     return Hardshrink.apply(input, lambd, False)
 

@@ -8,8 +8,10 @@ from typing import Any
 from ... import _dtype
 from ..._tensor_base import TensorBase
 from ...autograd.function import Op
+from .. import _out
 from .._autocast import cast as _amp_cast
 from .._autocast import flag as _amp
+from .._promote import opmath
 
 __all__ = [
     "linear", "bilinear",
@@ -20,8 +22,11 @@ __all__ = [
 # linear layers
 
 
-def linear(input: TensorBase, weight: TensorBase, bias: TensorBase | None = None) -> TensorBase:
+def linear(input: TensorBase, weight: TensorBase, bias: TensorBase | None = None,
+           *, out: Any = None) -> TensorBase:
     """x W^T + b, x of shape (*, in_features), W of shape (out_features, in_features)."""
+    if out is not None:
+        return _out.write(out, linear(input, weight=weight, bias=bias), "linear")
     if _amp.active:
         input, weight, bias = _amp_cast("linear", input, weight, bias)
     try:
@@ -35,7 +40,7 @@ def linear(input: TensorBase, weight: TensorBase, bias: TensorBase | None = None
     # the common case in one test: matching dtypes, 2-D weight, in_features that agree
     if (x.dtype == w.dtype and w.ndim == 2 and x.ndim and x.shape[-1] == w.shape[1]
             and (b is None or (b.dtype == w.dtype and b.shape == (w.shape[0],)))):
-        return _linear_op(x.ndim, b).apply(input, weight, bias)
+        return _linear_op(x.ndim, b, x.dtype).apply(input, weight, bias)
     return _linear_checked(input, weight, bias)
 
 
@@ -148,12 +153,15 @@ class Bilinear(Op):
         return g1, g2, gw, gb
 
 
-def _linear_op(ndim: int, bias: Any) -> type:
+def _linear_op(ndim: int, bias: Any, dt: Any) -> type:
     if ndim == 2:
-        return Linear if bias is not None else LinearMm
-    if bias is not None:
-        return LinearView
-    return LinearSqueeze if ndim == 1 else LinearUnsafeView
+        op = Linear if bias is not None else LinearMm
+    elif bias is not None:
+        op = LinearView
+    else:
+        op = LinearSqueeze if ndim == 1 else LinearUnsafeView
+    # float16/bfloat16: the product, the bias and the gradients in float32, rounded once
+    return opmath(op) if dt.itemsize == 2 else op
 
 
 def _linear_checked(input: TensorBase, weight: TensorBase, bias: TensorBase | None) -> TensorBase:
@@ -189,7 +197,7 @@ def _linear_checked(input: TensorBase, weight: TensorBase, bias: TensorBase | No
             f"linear(): bias of shape {tuple(bias.shape)} does not match out_features="
             f"{weight.shape[0]} (weight of shape {tuple(weight.shape)})"
         )
-    out = _linear_op(input.ndim, bias).apply(input, weight, bias)
+    out = _linear_op(input.ndim, bias, input._data.dtype).apply(input, weight, bias)
     if squeeze_out:
         out = out.squeeze(-1)
     return out
