@@ -9,6 +9,8 @@ use, so importing the engine never pulls in the layers above it.
 from __future__ import annotations
 
 import importlib
+import sys
+import types
 from typing import Any
 
 from . import engine, grad_mode  # noqa: F401 - ember.autograd.grad_mode is public
@@ -27,11 +29,26 @@ __all__ = [
 _LAZY = {
     "functional": ("functional", None),
     "profiler": ("profiler", None),
-    "gradcheck": ("_gradcheck", "gradcheck"),
-    "gradgradcheck": ("_gradcheck", "gradgradcheck"),
+    "gradcheck": ("gradcheck", "gradcheck"),
+    "gradgradcheck": ("gradcheck", "gradgradcheck"),
     "Variable": ("variable", "Variable"),
     "variable": ("variable", None),
 }
+
+
+class _AutogradModule(types.ModuleType):
+    """``ember.autograd``'s module type. ``ember.autograd.gradcheck`` is the function, as in
+    PyTorch, though a submodule of that name exists (``from torch.autograd.gradcheck import
+    GradcheckError``): importing the submodule binds it on its package, and this puts the
+    function back in its place."""
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if name == "gradcheck" and isinstance(value, types.ModuleType):
+            value = value.gradcheck
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _AutogradModule
 
 
 def __getattr__(name: str) -> object:

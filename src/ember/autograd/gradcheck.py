@@ -1,8 +1,19 @@
 """``gradcheck`` / ``gradgradcheck``: compare analytic gradients with float64 central differences.
 
-The analytic side is a vector-Jacobian product with a *random* cotangent ``v`` (a rule that
-forgets to multiply by ``grad`` fails, which ``.sum()`` would hide); the numerical side perturbs
-each input element by ``eps`` and measures ``v . (f(x + eps) - f(x - eps)) / (2 eps)``.
+``inputs`` is a tensor or a sequence of arguments (a list as well as a tuple): ``fn`` is called
+with them unpacked, ``fn(*inputs)``; its result is a tensor or a sequence of values. Outputs that
+do not require grad (``a.detach() ** 2``, integer tensors) are left out of the comparison, as in
+PyTorch; when no output requires grad, the numerical gradient must be zero.
+
+The analytic side is a vector-Jacobian product with a *random* cotangent ``v`` per output (a rule
+that forgets to multiply by ``grad`` fails, which ``.sum()`` would hide); the numerical side
+perturbs each input element by ``eps`` in place (through the input's own strides, so a
+non-contiguous input works) and measures ``v . (f(x + eps) - f(x - eps)) / (2 eps)``. With
+``fast_mode=True`` the input is perturbed along one random direction ``u`` instead of one element
+at a time (PyTorch's fast mode: ``v^T J u``), two calls of ``fn`` per input.
+
+A mismatch raises ``GradcheckError`` (a ``RuntimeError``; ``from torch.autograd.gradcheck import
+GradcheckError``), or returns False with ``raise_exception=False``.
 """
 
 from __future__ import annotations
@@ -13,120 +24,294 @@ from typing import Any
 
 import numpy as np
 
+from .. import _backend
 from .._tensor import Tensor
 from . import grad as autograd_grad
 
+__all__ = ["GradcheckError", "gradcheck", "gradgradcheck"]
+
 
 class GradcheckError(RuntimeError):
-    """Analytic and numerical gradients disagree."""
+    """Raised by ``gradcheck`` and ``gradgradcheck``: analytic and numerical gradients disagree
+    (or backward is not reentrant, or a gradient has the wrong dtype)."""
 
 
 def _as_tuple(x: Any) -> tuple:
-    return x if isinstance(x, tuple) else (x,)
+    if isinstance(x, tuple):
+        return x
+    if isinstance(x, list):
+        return tuple(x)
+    return (x,)
 
 
-def _outputs(fn: Callable, inputs: Sequence[Any]) -> list:
-    return [o for o in _as_tuple(fn(*inputs)) if isinstance(o, Tensor) and o.is_floating_point()]
+def _host(t: Tensor) -> np.ndarray:
+    return np.asarray(_backend.to_numpy(t._data), np.float64)
+
+
+def _differentiable(outs: tuple) -> list[int]:
+    """The positions of the outputs that require grad (PyTorch checks only those)."""
+    return [k for k, o in enumerate(outs) if isinstance(o, Tensor) and o.requires_grad]
+
+
+def _float_outputs(outs: tuple) -> list[int]:
+    return [k for k, o in enumerate(outs) if isinstance(o, Tensor) and o.is_floating_point()]
+
+
+def _fail(raise_exception: bool, message: str) -> bool:
+    if raise_exception:
+        raise GradcheckError(message)
+    return False
 
 
 def gradcheck(
-    fn: Callable,
-    inputs: Any,
+    func: Callable[..., Any],
+    inputs: Tensor | Sequence[Any],
     *,
     eps: float = 1e-6,
     atol: float = 1e-5,
     rtol: float = 1e-3,
     raise_exception: bool = True,
-    seed: int = 0,
     nondet_tol: float = 0.0,
     check_undefined_grad: bool = True,
+    check_grad_dtypes: bool = False,
+    check_batched_grad: bool = False,
+    check_batched_forward_grad: bool = False,
+    check_forward_ad: bool = False,
+    check_backward_ad: bool = True,
     fast_mode: bool = False,
-    **_: Any,
+    masked: bool | None = None,
 ) -> bool:
-    """Check ``fn``'s gradients w.r.t. every input with ``requires_grad`` (use float64 inputs)."""
+    """Check ``func``'s gradients w.r.t. every input tensor with ``requires_grad`` (use float64).
+
+    PyTorch's parameters and defaults. ``nondet_tol``: backward runs twice and the results may
+    differ by this much. ``check_undefined_grad``: with several differentiable outputs, backward
+    through each output alone (the others get no gradient) must add up to the full one.
+    ``check_grad_dtypes``: each gradient has its input's dtype. ``check_batched_grad`` and
+    ``check_batched_forward_grad`` add nothing (ember's ``vmap`` is a loop over the unbatched
+    computation); ``masked`` concerns sparse inputs, which ember lacks. ``check_forward_ad``
+    needs forward-mode AD, which ember lacks (NotImplementedError).
+    """
+    if check_forward_ad:
+        raise NotImplementedError(
+            "gradcheck(check_forward_ad=True): ember has no forward-mode AD "
+            "(torch.autograd.forward_ad); check reverse mode only (check_forward_ad=False)")
+    if not check_backward_ad:
+        raise AssertionError(
+            "Expected at least one of check_forward_ad or check_backward_ad to be True")
     inputs = _as_tuple(inputs)
     diff = [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x.requires_grad]
+    if not diff:
+        raise ValueError(
+            "gradcheck expects at least one input tensor to require gradient, but none of them "
+            "have requires_grad=True.")
     for i in diff:
-        if inputs[i].dtype.name != "float64":
+        if inputs[i].dtype.name not in ("float64", "complex128"):
             warnings.warn(
-                f"gradcheck input {i} is {inputs[i].dtype}, not float64: expect it to fail",
+                f"Input #{i} requires gradient and is not a double precision floating point or "
+                f"complex (it is {inputs[i].dtype}). This check will likely fail if all the "
+                "inputs are not of double precision floating point or complex.",
                 stacklevel=2,
             )
-    rng = np.random.default_rng(seed)
-    outs = _outputs(fn, inputs)
-    vs = [Tensor._make(rng.standard_normal(o.shape).astype(o._data.dtype)) for o in outs]
-    diff_outs = [(o, v) for o, v in zip(outs, vs) if o.requires_grad]
-    analytic: list[Any] = [None] * len(diff)
-    if diff_outs:
-        got = autograd_grad([o for o, _ in diff_outs], [inputs[i] for i in diff],
-                            [v for _, v in diff_outs], allow_unused=True)
-        analytic = [g._data if g is not None else None for g in got]
+    rng = np.random.default_rng(0)
+    outs = _as_tuple(func(*inputs))
+    keep = _differentiable(outs)
+    if not keep:
+        return _check_no_differentiable_outputs(func, inputs, diff, outs, eps, raise_exception)
+    vs = [rng.standard_normal(tuple(outs[k].shape)) for k in keep]
+    xs = [inputs[i] for i in diff]
 
-    def scalar(vals: list) -> float:
-        total = 0.0
-        for o, v in zip(vals, vs):
-            total += float((np.asarray(o._data, np.float64) * np.asarray(v._data, np.float64)).sum())
-        return total
+    def vjp(which: list[int]) -> list:
+        got = autograd_grad(
+            [outs[keep[j]] for j in which], xs,
+            [Tensor._make(vs[j].astype(outs[keep[j]]._data.dtype)) for j in which],
+            retain_graph=True, allow_unused=True)
+        return list(got)
 
-    for k, i in enumerate(diff):
-        x = inputs[i]
-        flat = x._data.reshape(-1)
-        numeric = np.zeros(flat.size)
-        for j in range(flat.size):  # not under no_grad: fn may itself differentiate
-            orig = flat[j].item()
-            flat[j] = orig + eps
-            plus = scalar(_outputs(fn, inputs))
-            flat[j] = orig - eps
-            minus = scalar(_outputs(fn, inputs))
-            flat[j] = orig
-            numeric[j] = (plus - minus) / (2 * eps)
-        a = analytic[k]
-        a = np.zeros(flat.size) if a is None else np.asarray(a, np.float64).reshape(-1)
-        if a.shape != numeric.shape or not np.allclose(a, numeric, rtol=rtol, atol=atol):
-            if not raise_exception:
-                return False
-            worst = int(np.argmax(np.abs(a - numeric))) if a.shape == numeric.shape else -1
-            raise GradcheckError(
-                f"Jacobian mismatch for input {i} (shape {tuple(x.shape)}):\n"
-                f"numerical: {numeric[:8]}...\nanalytical: {a[:8]}...\n"
-                f"largest difference at flat index {worst}"
-            )
+    grads = vjp(list(range(len(keep))))
+    analytic = [np.zeros(x.shape) if g is None else _host(g) for g, x in zip(grads, xs)]
+    for g, x, i in zip(grads, xs, diff):
+        if g is not None and tuple(g.shape) != tuple(x.shape):
+            return _fail(raise_exception, f"Gradient for input #{i} has shape {tuple(g.shape)}, "
+                                          f"expected the input's shape {tuple(x.shape)}")
+        if check_grad_dtypes and g is not None and g.dtype != x.dtype:
+            return _fail(raise_exception, f"Gradient has dtype mismatch: input #{i} is "
+                                          f"{x.dtype}, its gradient {g.dtype}")
+
+    # the numerical side
+    def total(vals: tuple) -> float:
+        s = 0.0
+        for j, k in enumerate(keep):
+            s += float((_host(vals[k]) * vs[j]).sum())
+        return s
+
+    for n, (i, x) in enumerate(zip(diff, xs)):
+        if fast_mode:
+            u = rng.standard_normal(tuple(x.shape))
+            numeric = _directional(func, inputs, x, u, eps, total)
+            expected = float((analytic[n] * u).sum())
+            ok = bool(np.isclose(expected, numeric, rtol=rtol, atol=atol))
+            shown_n, shown_a = np.array([numeric]), np.array([expected])
+        else:
+            numeric_arr = _per_element(func, inputs, x, eps, total)
+            ok = bool(np.allclose(analytic[n], numeric_arr, rtol=rtol, atol=atol))
+            shown_n, shown_a = numeric_arr.reshape(-1), analytic[n].reshape(-1)
+        if not ok:
+            worst = int(np.argmax(np.abs(shown_a - shown_n)))
+            what = ("v^T J u along a random direction u (fast_mode)" if fast_mode
+                    else "v^T J, one entry per input element")
+            return _fail(raise_exception, (
+                f"Jacobian mismatch for output {keep if len(keep) > 1 else keep[0]} with respect "
+                f"to input {i} (shape {tuple(x.shape)}), compared as {what} with a random "
+                f"cotangent v per output,\nnumerical:{shown_n[:8]}\nanalytical:{shown_a[:8]}\n"
+                f"largest difference at flat index {worst}: numerical {shown_n[worst]!r}, "
+                f"analytical {shown_a[worst]!r}"))
+
+    # backward is reentrant: the same cotangents give the same gradients again
+    again = vjp(list(range(len(keep))))
+    for g, a, i in zip(again, analytic, diff):
+        b = np.zeros(a.shape) if g is None else _host(g)
+        if b.shape != a.shape or np.abs(b - a).max(initial=0.0) > nondet_tol:
+            return _fail(raise_exception, (
+                "Backward is not reentrant, i.e., running backward with same input and "
+                "grad_output multiple times gives different values, although analytical gradient "
+                f"matches numerical gradient (input #{i}). The tolerance for nondeterminism was "
+                f"{nondet_tol}: pass nondet_tol=<tol> if the op is meant to be non-deterministic."))
+
+    if check_undefined_grad and len(keep) > 1:
+        summed = [np.zeros(a.shape) for a in analytic]
+        for j in range(len(keep)):  # the other outputs get no gradient at all
+            for n, g in enumerate(vjp([j])):
+                if g is not None:
+                    summed[n] = summed[n] + _host(g)
+        for s, a, i in zip(summed, analytic, diff):
+            if not np.allclose(s, a, rtol=rtol, atol=atol):
+                return _fail(raise_exception, (
+                    f"Backward through each output alone (the others undefined) does not add up "
+                    f"to backward through all outputs, for input #{i}: the backward does not "
+                    "handle undefined output gradients (None, or zeros when materialized) "
+                    "correctly."))
+    return True
+
+
+def _per_element(func: Callable, inputs: tuple, x: Tensor, eps: float,
+                 total: Callable[[tuple], float]) -> np.ndarray:
+    """``d total(func(inputs)) / d x`` by central differences, one element of ``x`` at a time,
+    written through ``x``'s own strides (a non-contiguous view is perturbed where it lives)."""
+    arr = x._data
+    numeric = np.zeros(arr.shape)
+    for idx in np.ndindex(*arr.shape):  # not under no_grad: func may itself differentiate
+        orig = arr[idx].item()
+        arr[idx] = orig + eps
+        plus = total(_as_tuple(func(*inputs)))
+        arr[idx] = orig - eps
+        minus = total(_as_tuple(func(*inputs)))
+        arr[idx] = orig
+        numeric[idx] = (plus - minus) / (2 * eps)
+    return numeric
+
+
+def _directional(func: Callable, inputs: tuple, x: Tensor, u: np.ndarray, eps: float,
+                 total: Callable[[tuple], float]) -> float:
+    """``d total(func(inputs)) / d x`` along the direction ``u``, by central differences."""
+    arr = x._data
+    orig = arr.copy()
+    xp = _backend.xp_of(arr)
+    step = xp.asarray(u * eps, dtype=arr.dtype)
+    try:
+        arr[...] = orig + step
+        plus = total(_as_tuple(func(*inputs)))
+        arr[...] = orig - step
+        minus = total(_as_tuple(func(*inputs)))
+    finally:
+        arr[...] = orig
+    return (plus - minus) / (2 * eps)
+
+
+def _check_no_differentiable_outputs(func: Callable, inputs: tuple, diff: list[int], outs: tuple,
+                                     eps: float, raise_exception: bool) -> bool:
+    """No output requires grad: each floating output's numerical gradient must be zero."""
+    floats = _float_outputs(outs)
+    for k in floats:
+        def value(vals: tuple, k: int = k) -> float:
+            return float(_host(vals[k]).sum())
+
+        for i in diff:
+            numeric = _per_element(func, inputs, inputs[i], eps, value)
+            if np.any(numeric != 0):
+                return _fail(raise_exception, (
+                    f"Numerical gradient for function expected to be zero: output {k} does not "
+                    f"require grad, yet it changes with input #{i} (numerical gradient "
+                    f"{numeric.reshape(-1)[:8]}); did the function detach() something it "
+                    "should not?"))
     return True
 
 
 def gradgradcheck(
-    fn: Callable,
-    inputs: Any,
-    grad_outputs: Any = None,
+    func: Callable[..., Any],
+    inputs: Tensor | Sequence[Any],
+    grad_outputs: Tensor | Sequence[Any] | None = None,
     *,
     eps: float = 1e-6,
     atol: float = 1e-5,
     rtol: float = 1e-3,
+    gen_non_contig_grad_outputs: bool = False,
     raise_exception: bool = True,
-    seed: int = 1,
-    **_: Any,
+    nondet_tol: float = 0.0,
+    check_undefined_grad: bool = True,
+    check_grad_dtypes: bool = False,
+    check_batched_grad: bool = False,
+    check_fwd_over_rev: bool = False,
+    check_rev_over_rev: bool = True,
+    fast_mode: bool = False,
+    masked: bool = False,
 ) -> bool:
-    """Check second derivatives: gradcheck of ``v -> grad(fn(x), x, v)`` (needs create_graph)."""
+    """Check second derivatives: ``gradcheck`` of ``(x, v) -> grad(func(x), x, v)`` (the first
+    backward recorded with create_graph). ``grad_outputs`` (the ``v``) are random when not given,
+    non-contiguous with ``gen_non_contig_grad_outputs``; PyTorch's parameters and defaults."""
+    if check_fwd_over_rev:
+        raise NotImplementedError(
+            "gradgradcheck(check_fwd_over_rev=True): ember has no forward-mode AD "
+            "(torch.autograd.forward_ad); check reverse over reverse only")
+    if not check_rev_over_rev:
+        raise AssertionError(
+            "Expected at least one of check_fwd_over_rev or check_rev_over_rev to be True")
     inputs = _as_tuple(inputs)
-    rng = np.random.default_rng(seed)
-    outs = _outputs(fn, inputs)
+    outs = _as_tuple(func(*inputs))
+    keep = _differentiable(outs)
     if grad_outputs is None:
-        grad_outputs = [
-            Tensor._make(rng.standard_normal(o.shape).astype(o._data.dtype)).requires_grad_()
-            for o in outs
-        ]
-    grad_outputs = list(_as_tuple(grad_outputs) if not isinstance(grad_outputs, list) else grad_outputs)
-    diff = [x for x in inputs if isinstance(x, Tensor) and x.requires_grad]
+        rng = np.random.default_rng(1)
+        grad_outputs = tuple(
+            _random_like(outs[k], rng, gen_non_contig_grad_outputs) for k in keep)
+    else:
+        grad_outputs = _as_tuple(grad_outputs)
     n_in = len(inputs)
 
     def first_grads(*args: Any) -> tuple:
         xs, vs = args[:n_in], args[n_in:]
-        o = [t for t in _outputs(fn, xs) if t.requires_grad]
+        o = _as_tuple(func(*xs))
+        ks = _differentiable(o)
         d = [x for x in xs if isinstance(x, Tensor) and x.requires_grad]
-        gs = autograd_grad(o, d, list(vs)[: len(o)], create_graph=True, allow_unused=True)
+        gs = autograd_grad([o[k] for k in ks], d, list(vs)[: len(ks)], create_graph=True,
+                           allow_unused=True)
         return tuple(g for g in gs if g is not None)
 
-    if not diff:
-        return True
-    return gradcheck(first_grads, tuple(inputs) + tuple(grad_outputs), eps=eps, atol=atol,
-                     rtol=rtol, raise_exception=raise_exception, seed=seed)
+    return gradcheck(first_grads, inputs + grad_outputs, eps=eps, atol=atol, rtol=rtol,
+                     raise_exception=raise_exception, nondet_tol=nondet_tol,
+                     check_undefined_grad=check_undefined_grad,
+                     check_grad_dtypes=check_grad_dtypes, check_batched_grad=check_batched_grad,
+                     fast_mode=fast_mode, masked=masked)
+
+
+def _random_like(o: Tensor, rng: np.random.Generator, non_contiguous: bool) -> Tensor:
+    """A random cotangent for output ``o`` that requires grad (a strided view if asked)."""
+    shape = tuple(o.shape)
+    dtype = o._data.dtype
+    if non_contiguous and len(shape) > 0:
+        wide = rng.standard_normal((*shape[:-1], shape[-1] * 2)).astype(dtype)
+        arr = wide[..., ::2]
+    else:
+        arr = rng.standard_normal(shape).astype(dtype)
+    xp = _backend.xp_of(o._data)
+    if xp is not np:
+        arr = xp.asarray(arr)
+    return Tensor._make(arr).requires_grad_()
