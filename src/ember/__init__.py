@@ -9,6 +9,62 @@ from ._version import __ember_version__, __version__  # "2.13.0+ember": the API 
 from . import version  # torch.version (__version__, cuda, hip...)
 
 import numpy as _np
+import types as _types
+
+
+class _BuiltinFunction(staticmethod):
+    """A namespace function that stays unbound when stored on a class, as PyTorch's builtins
+    do: ``class M(nn.Module): conv = torch.conv2d`` then ``self.conv(x, w)``. A call goes straight
+    to the function (a staticmethod object is callable); ``inspect.signature``, ``help`` and the
+    docstring are the function's; it pickles by its public name."""
+
+    def __reduce__(self) -> str:
+        return self.__qualname__
+
+    def __repr__(self) -> str:
+        return f"<function {self.__module__}.{self.__qualname__}>"
+
+
+_BuiltinFunction.__name__ = _BuiltinFunction.__qualname__ = "builtin_function"  # help()'s kind
+_builtins: dict[int, _BuiltinFunction] = {}
+
+# PyTorch's functions written in Python: they bind as methods, and so do ember's
+_PYTHON_LEVEL = frozenset({
+    "are_deterministic_algorithms_enabled", "atleast_1d", "atleast_2d", "atleast_3d",
+    "block_diag", "broadcast_shapes", "broadcast_tensors", "cartesian_prod", "cdist",
+    "chain_matmul", "classproperty", "compile", "compiled_with_cxx11_abi", "cond", "eig", "einsum",
+    "from_dlpack", "get_default_device", "get_deterministic_debug_mode", "get_file_path",
+    "get_float32_matmul_precision", "get_rng_state", "initial_seed",
+    "is_deterministic_algorithms_warn_only_enabled", "is_storage", "is_tensor",
+    "is_warn_always_enabled", "load", "lobpcg", "lstsq", "lu", "manual_seed", "matrix_rank",
+    "meshgrid", "norm", "pca_lowrank", "prepare_multiprocessing_environment", "save", "seed",
+    "set_default_device", "set_default_dtype", "set_default_tensor_type",
+    "set_deterministic_debug_mode", "set_float32_matmul_precision", "set_printoptions",
+    "set_rng_state", "set_warn_always", "solve", "split", "stft", "svd_lowrank", "sym_float",
+    "sym_int", "sym_ite", "sym_max", "sym_min", "sym_not", "sym_sqrt", "sym_sum", "symeig",
+    "tensordot", "thread_safe_generator", "typename", "unique", "unique_consecutive",
+    "unravel_index", "use_deterministic_algorithms", "vmap", "while_loop",
+})
+
+
+def _as_builtin(fn: object, module: str, name: str) -> object:
+    """``fn`` as a ``_BuiltinFunction`` named ``module.name`` (one per function: an alias such
+    as ``absolute`` is the same object as ``abs``, and pickles under the first name)."""
+    w = _builtins.get(id(fn))
+    if w is not None and w.__func__ is fn:
+        return w
+    w = _BuiltinFunction(fn)
+    w.__module__, w.__name__, w.__qualname__ = module, name, name
+    _builtins[id(fn)] = w
+    return w
+
+
+def _as_builtins(namespace: dict, module: str, keep: frozenset = frozenset()) -> None:
+    """Make the public functions of ``namespace`` (a module's globals) _BuiltinFunctions, but
+    those named in ``keep`` (PyTorch's Python-level functions there)."""
+    for name, obj in list(namespace.items()):
+        if type(obj) is _types.FunctionType and name[0] != "_" and name not in keep:
+            namespace[name] = _as_builtin(obj, module, name)
 
 # PyTorch prints nothing for log(0), exp(1000), 0 * inf, sqrt(-1), nan -> int...: the results are
 # inf/nan and that is the answer. NumPy would warn from inside every op (mul, sub, the engine's
@@ -261,7 +317,10 @@ def __getattr__(name: str) -> object:
 
         module = importlib.import_module(_LAZY_ATTRS[name])
         if hasattr(module, name):
-            return getattr(module, name)
+            value = getattr(module, name)
+            if type(value) is _types.FunctionType and name not in _PYTHON_LEVEL:
+                value = _as_builtin(value, __name__, name)  # torch.conv2d: a builtin
+            return value
     if name in _LAZY_SUBMODULES:
         import importlib
 
@@ -273,3 +332,7 @@ def __getattr__(name: str) -> object:
     from ._missing import attribute_error
 
     raise attribute_error("torch", name)
+
+
+# PyTorch's namespace functions are builtins, which do not bind as methods: ember's neither
+_as_builtins(globals(), __name__, _PYTHON_LEVEL)

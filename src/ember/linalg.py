@@ -474,3 +474,9 @@ def __getattr__(name: str) -> Any:
     from ._missing import attribute_error
 
     raise attribute_error("torch.linalg", name)
+
+
+# PyTorch's torch.linalg functions are builtins, which do not bind as methods: ember's neither
+from . import _as_builtins  # noqa: E402
+
+_as_builtins(globals(), __name__)

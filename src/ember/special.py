@@ -196,3 +196,9 @@ def __getattr__(name: str) -> object:
     from ._missing import attribute_error
 
     raise attribute_error("torch.special", name)
+
+
+# PyTorch's torch.special functions are builtins, which do not bind as methods: ember's neither
+from . import _as_builtins  # noqa: E402
+
+_as_builtins(globals(), __name__)

@@ -11,3 +11,21 @@ def __getattr__(name: str) -> object:
     from .._missing import attribute_error
 
     raise attribute_error("torch.nn.functional", name)
+
+
+# the functions PyTorch binds in C++ (builtins, which do not bind as methods: ember's neither);
+# its Python-level ones (relu, softmax, dropout...) bind, as ember's do
+from .. import _as_builtin  # noqa: E402
+
+for _name in (
+    "adaptive_avg_pool1d", "avg_pool1d", "avg_pool2d", "avg_pool3d", "bilinear", "celu_",
+    "channel_shuffle", "conv1d", "conv2d", "conv3d", "conv_tbc", "conv_transpose1d",
+    "conv_transpose2d", "conv_transpose3d", "cosine_similarity", "elu_", "gelu", "hardshrink",
+    "hardtanh_", "has_torch_function", "has_torch_function_unary", "has_torch_function_variadic",
+    "leaky_relu_", "linear", "logsigmoid", "native_channel_shuffle", "one_hot",
+    "pairwise_distance", "pdist", "pixel_shuffle", "pixel_unshuffle", "prelu", "relu_", "rrelu_",
+    "scaled_dot_product_attention", "selu_", "softplus", "softshrink", "threshold_",
+):
+    if _name in globals():
+        globals()[_name] = _as_builtin(globals()[_name], __name__, _name)
+del _name
