@@ -74,21 +74,21 @@ def test_pytorch_python_functions_still_bind(ns):
         assert {"relu", "softmax", "dropout"} <= set(names)
 
 
-def test_the_issue_class_attribute_conv2d():
-    for m in (torch, ember):
-        class Net(m.nn.Module):
-            conv = m.conv2d
-            norm = m.special.erf
-            inv = m.linalg.inv
-            fconv = m.nn.functional.conv2d
+@pytest.mark.parametrize("m", [torch, ember], ids=["torch", "ember"])
+def test_the_issue_class_attribute_conv2d(m):
+    class Net(m.nn.Module):
+        conv = m.conv2d
+        norm = m.special.erf
+        inv = m.linalg.inv
+        fconv = m.nn.functional.conv2d
 
-            def forward(self, x):
-                w = m.ones(2, 1, 1, 1)
-                return self.conv(x, weight=w) + self.fconv(x, w) + self.norm(x) + \
-                    self.inv(m.eye(2))[0, 0]
+        def forward(self, x):
+            w = m.ones(2, 1, 1, 1)
+            return self.conv(x, weight=w) + self.fconv(x, w) + self.norm(x) + \
+                self.inv(m.eye(2))[0, 0]
 
-        out = Net()(m.ones(1, 1, 2, 2))
-        assert tuple(out.shape) == (1, 2, 2, 2)
+    out = Net()(m.ones(1, 1, 2, 2))
+    assert tuple(out.shape) == (1, 2, 2, 2)
 
 
 @pytest.mark.parametrize("fn", [
