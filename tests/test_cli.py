@@ -29,12 +29,13 @@ def test_run_argv_main_file_relative_imports(tmp_path):
         from torch.utils.data import DataLoader, TensorDataset
         from torch.optim.lr_scheduler import StepLR
         from helper_mod import VALUE
-        print(torch.__name__, nn.Linear.__module__.split('.')[0], F.relu.__module__.split('.')[0])
+        print(torch.__name__, torch.__spec__.name, nn.Linear.__module__.split('.')[0],
+              F.relu.__module__.split('.')[0])
         print(sys.argv[1:], __name__, __file__.endswith('train.py'), VALUE + 1)
         print(torch.tensor([1.0, 2.0]).sum().item())
     """))
     out = run("run", str(script), "--epochs", "3").stdout.splitlines()
-    assert out[0] == "ember ember ember"
+    assert out[0] == "torch ember ember ember"  # named torch, as PyTorch's; ember underneath
     assert out[1] == "['--epochs', '3'] __main__ True 42"
     assert out[2] == "3.0"
 
@@ -222,9 +223,9 @@ def test_missing_script_and_module_messages(tmp_path):
     assert out.returncode == 1
     assert out.stderr == "ember: can't find '__main__' module in 'emptydir'\n"
     (tmp_path / "emptydir" / "__main__.py").write_text(
-        "import sys, torch\nprint(torch.__name__, sys.argv)\n")
+        "import sys, torch\nprint(torch.__name__, torch.__spec__.name, sys.argv)\n")
     out = ember("run", "emptydir", "a", cwd=tmp_path)
-    assert (out.returncode, out.stdout) == (0, "ember ['emptydir', 'a']\n"), out.stderr
+    assert (out.returncode, out.stdout) == (0, "torch ember ['emptydir', 'a']\n"), out.stderr
 
 
 def test_report_lists_what_ended_the_run(tmp_path):

@@ -181,6 +181,11 @@ from . import random  # noqa: E402
 from ._tensor_str import get_printoptions, set_printoptions
 from . import autograd, cuda, backends, accelerator  # noqa: E402
 
+import sys as _sys
+
+torch = _sys.modules[__name__]  # PyTorch's module has itself as an attribute: torch.torch
+del _sys
+
 # PyTorch's dtype aliases
 float = float32  # noqa: A001
 double = float64
@@ -281,7 +286,7 @@ _LAZY_SUBMODULES = frozenset({"nn", "optim", "utils", "linalg", "serialization",
                               "special", "distributed", "testing", "multiprocessing", "onnx",
                               "jit", "hub", "profiler", "_dynamo", "distributions", "func", "compiler",
                               "cpu", "xpu", "mps", "torch_version", "functional",
-                              "overrides"})
+                              "overrides", "fx", "futures", "_C", "__config__"})
 
 
 # Top-level functions that live in modules loaded on first use: name -> module.

@@ -24,15 +24,34 @@ def _aliased(fullname: str) -> str | None:
     return _ALIASES[top] + fullname[len(top):]
 
 
+class _AliasSpec(importlib.machinery.ModuleSpec):
+    """The spec of ``torch.x``: while importlib initialises the module it stands on it, so its
+    ``parent`` is the ember module's (a relative import inside ember, run by a module
+    ``__getattr__`` that importlib probes then, compares ``__package__`` with it)."""
+
+    @property
+    def parent(self) -> str:
+        own = self.loader_state
+        return own.parent if own is not None else super().parent
+
+
 class TorchAlias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """Finds ``torch[.x.y]`` (``torchvision[.x]``) and loads ``ember[.x.y]`` (``ember.vision[.x]``)."""
 
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
         if _aliased(fullname) is not None:
-            return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
+            return _AliasSpec(fullname, self, is_package=True)
         return None
 
     def create_module(self, spec: Any) -> ModuleType:
+        module = self._load(spec)
+        # importlib now stamps the torch spec on ember's module; keep ember's own, restored in
+        # exec_module: a relative import inside ember reads __package__ ("ember.nn") against
+        # __spec__.parent, and a mismatch is an ImportWarning (an error under -W error)
+        spec.loader_state = getattr(module, "__spec__", None)
+        return module
+
+    def _load(self, spec: Any) -> ModuleType:
         real = _aliased(spec.name)
         assert real is not None
         if real == "ember.cuda.amp":  # ember.cuda is a module; its amp lives in ember.amp
@@ -56,7 +75,12 @@ class TorchAlias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
             raise
 
     def exec_module(self, module: ModuleType) -> None:
-        pass  # the ember module is already initialised
+        # the ember module is already initialised: put its own spec back (see create_module)
+        own = module.__spec__.loader_state if module.__spec__ is not None else None
+        if own is not None:
+            module.__spec__ = own
+        if module.__spec__ is not None and module.__spec__.name == "ember":
+            module.__name__ = "torch"  # as PyTorch's (a library asserts it); undone by uninstall
 
 
 _hook = TorchAlias()
@@ -75,6 +99,9 @@ def uninstall() -> None:
     _uninstall_for_children()
     if _hook in sys.meta_path:
         sys.meta_path.remove(_hook)
+    ember = sys.modules.get("ember")
+    if ember is not None:
+        ember.__name__ = "ember"
     for name in [m for m in sys.modules if _aliased(m) is not None]:
         if getattr(sys.modules[name], "__name__", "").startswith("ember"):
             del sys.modules[name]

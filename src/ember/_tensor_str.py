@@ -162,13 +162,23 @@ def array_str(arr: np.ndarray, indent: int) -> str:
     return _nested(arr, indent, summarize, fmt)
 
 
-def _add_suffixes(text: str, suffixes: list[str], indent: int) -> str:
+def _tensor_str(self: Any, indent: int) -> str:
+    """The bracketed body of tensor ``self``'s repr, continuation lines indented by ``indent``
+    (PyTorch's ``torch._tensor_str._tensor_str``, which libraries call for their own reprs)."""
+    return array_str(_backend.to_numpy(self.detach()._data), indent)
+
+
+def _add_suffixes(text: str, suffixes: list[str], indent: int,
+                  force_newline: bool = False) -> str:
+    """``text`` + ``, suffix`` for each suffix (wrapped at the line width; ``force_newline``
+    puts the first on a new line) + ``)``."""
     out = [text]
     last_line_len = len(text) - text.rfind("\n") + 1
     for suffix in suffixes:
-        if last_line_len + len(suffix) + 2 > PRINT_OPTS.linewidth:
+        if force_newline or last_line_len + len(suffix) + 2 > PRINT_OPTS.linewidth:
             out.append(",\n" + " " * indent + suffix)
             last_line_len = indent + len(suffix)
+            force_newline = False
         else:
             out.append(", " + suffix)
             last_line_len += len(suffix) + 2

@@ -152,6 +152,10 @@ def is_torchelastic_launched() -> bool:
 
 
 def __getattr__(name: str) -> object:
+    if name == "rpc":  # torch.distributed.rpc loads on first use
+        import importlib
+
+        return importlib.import_module(f"{__name__}.rpc")
     from .._missing import attribute_error
 
     raise attribute_error("torch.distributed", name)

@@ -13,7 +13,8 @@ something that computes exactly what the original computes, by running the origi
 - ``ignore``, ``unused``, ``export``, ``interface``, ``script_method`` are decorators that return
   their argument; ``is_scripting()`` is False; ``annotate(T, v)`` returns ``v``; ``Final`` is
   ``typing.Final``.
-- ``fork(fn, ...)`` calls ``fn`` at once and returns a completed :class:`Future`; ``wait`` reads it.
+- ``fork(fn, ...)`` calls ``fn`` at once and returns a completed ``torch.futures.Future``;
+  ``wait`` reads it.
 - ``save``/``load`` (TorchScript archives) raise ``NotImplementedError`` at the call: save the
   ``state_dict`` with ``torch.save`` instead.
 
@@ -30,6 +31,10 @@ import typing
 import warnings
 from collections.abc import Callable, Iterator
 from typing import Any, Final, NamedTuple
+
+from ..futures import Future  # torch.jit.Future is torch.futures.Future's class
+
+del annotations  # the __future__ flag's name: torch.jit.annotations is the submodule
 
 __all__ = [
     "script", "trace", "trace_module", "ignore", "unused", "export", "interface", "script_method",
@@ -126,6 +131,10 @@ def __getattr__(name: str) -> Any:
             for c in _classes:
                 g[c.__name__] = c
         return globals()[name]
+    if name == "annotations":  # torch.jit.annotations loads on first use
+        import importlib
+
+        return importlib.import_module(f"{__name__}.annotations")
     from .._missing import attribute_error
 
     raise attribute_error("torch.jit", name)
@@ -349,39 +358,14 @@ class Attribute(NamedTuple):
     type: Any
 
 
-class Future:
-    """A completed future, as ``fork`` returns (ember runs forked calls synchronously)."""
-
-    def __init__(self, value: Any = None) -> None:
-        self._value = value
-        self._done = True
-
-    def wait(self) -> Any:
-        return self._value
-
-    def value(self) -> Any:
-        return self._value
-
-    def done(self) -> bool:
-        return self._done
-
-    def set_result(self, result: Any) -> None:
-        self._value = result
-        self._done = True
-
-    def then(self, callback: Callable[[Future], Any]) -> Future:
-        return Future(callback(self))
-
-    def add_done_callback(self, callback: Callable[[Future], Any]) -> None:
-        callback(self)
-
-
 def fork(func: Callable, *args: Any, **kwargs: Any) -> Future:
     """Call ``func(*args, **kwargs)`` now and return a completed :class:`Future` of the result.
 
     An exception raised by ``func`` propagates from ``fork``, as in PyTorch's eager mode.
     """
-    return Future(func(*args, **kwargs))
+    future: Future = Future()
+    future.set_result(func(*args, **kwargs))
+    return future
 
 
 def wait(future: Future) -> Any:

@@ -42,3 +42,12 @@ from .special import digamma, i0, lgamma, mvlgamma, polygamma  # noqa: F401
 # The engine runs backward rules on tensors under create_graph with this namespace as ctx.xp;
 # it sits below the ops, so the ops hand it over here instead of autograd importing upward.
 Op.tensor_xp = _xp
+
+
+def __getattr__(name: str) -> object:
+    # torch.ops.aten: PyTorch's operator namespace over these ops, built on first use (_aten.py)
+    if name == "aten":
+        from ._aten import aten
+
+        return aten
+    raise AttributeError(f"module 'torch.ops' has no attribute '{name}'")

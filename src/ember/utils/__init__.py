@@ -4,8 +4,8 @@ from . import data, dlpack  # noqa: F401
 
 
 def __getattr__(name: str) -> object:
-    # torch.utils.checkpoint / torch.utils._pytree are reachable without importing them
-    if name in ("checkpoint", "_pytree"):
+    # torch.utils.checkpoint, _pytree, hooks, _foreach_utils are reachable without importing them
+    if name in ("checkpoint", "_pytree", "hooks", "_foreach_utils"):
         import importlib
 
         return importlib.import_module(f"{__name__}.{name}")

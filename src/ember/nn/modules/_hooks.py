@@ -19,27 +19,50 @@ if TYPE_CHECKING:
 
 
 class RemovableHandle:
-    """Returned by the ``register_*_hook`` methods; ``handle.remove()`` unregisters the hook."""
+    """Returned by the ``register_*_hook`` methods; ``handle.remove()`` unregisters the hook.
+
+    ``torch.utils.hooks.RemovableHandle``: ``RemovableHandle(hooks_dict, extra_dict=d)`` (a dict
+    or a list of dicts, weakly referenced) takes a fresh ``id`` that the caller stores its hook
+    under; ``remove()`` pops that id from every dict. (ember's modules pass the extra dicts
+    positionally.)
+    """
 
     _next_id = itertools.count()
 
-    def __init__(self, hooks_dict: dict, *extra_dicts: dict) -> None:
+    def __init__(self, hooks_dict: Any, *extra_dicts: Any, extra_dict: Any = None) -> None:
         self.hooks_dict_ref = weakref.ref(hooks_dict)
         self.id = next(RemovableHandle._next_id)
-        self.extra_dict_refs = tuple(weakref.ref(d) for d in extra_dicts)
+        if extra_dict is not None:
+            extra_dicts += tuple(extra_dict) if isinstance(extra_dict, list) else (extra_dict,)
+        self.extra_dict_ref = tuple(weakref.ref(d) for d in extra_dicts)
 
     def remove(self) -> None:
         """Unregister the hook (a no-op when already removed)."""
-        for ref in (self.hooks_dict_ref, *self.extra_dict_refs):
+        for ref in (self.hooks_dict_ref, *self.extra_dict_ref):
             d = ref()
             if d is not None:
                 d.pop(self.id, None)
+
+    def __getstate__(self) -> tuple:
+        # weak references do not pickle: the dicts travel (by value), as PyTorch's handle does
+        return (self.hooks_dict_ref(), self.id, tuple(r() for r in self.extra_dict_ref))
+
+    def __setstate__(self, state: tuple) -> None:
+        hooks, self.id = state[0], state[1]
+        self.hooks_dict_ref = weakref.ref(hooks) if hooks is not None else _dead_ref
+        self.extra_dict_ref = tuple(weakref.ref(d) if d is not None else _dead_ref
+                                    for d in (state[2] if len(state) > 2 else ()))
 
     def __enter__(self) -> RemovableHandle:
         return self
 
     def __exit__(self, *args: Any) -> None:
         self.remove()
+
+
+def _dead_ref() -> None:
+    """Stands in for a weak reference whose dict is gone (a handle unpickled without it)."""
+    return None
 
 
 def _wrap_args(result: Any) -> tuple:

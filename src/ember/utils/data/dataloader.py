@@ -1,6 +1,8 @@
 """``DataLoader``: batches from a dataset, shuffled each epoch, loaded in parallel by workers.
 
-``__iter__`` is a generator. With ``num_workers > 0`` each worker is a real process that fetches
+``iter(loader)`` is a ``_SingleProcessDataLoaderIter`` (``num_workers=0``) or a
+``_MultiProcessingDataLoaderIter``, both ``_BaseDataLoaderIter``s, as in PyTorch; each steps a
+generator of batches. With ``num_workers > 0`` each worker is a real process that fetches
 and collates whole batches; batches come back in order; a worker's exception is re-raised here
 with its traceback; a worker that dies or a ``timeout`` that passes raises instead of hanging.
 """
@@ -15,13 +17,15 @@ import signal
 import traceback
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from ._collate import default_collate, default_convert
 from .dataset import IterableDataset, TensorDataset
 from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
 
 __all__ = ["DataLoader", "get_worker_info", "WorkerInfo"]
+
+_T_co = TypeVar("_T_co", covariant=True)
 
 _POLL = 0.1  # seconds between liveness checks while waiting for a worker
 _WATCHDOG = 2.0  # seconds between a worker's checks that the main process is still there
@@ -166,7 +170,7 @@ def _worker_body(dataset: Any, index_q: Any, result_q: Any, collate_fn: Any, aut
         result_q.put((epoch, task, data))
 
 
-class DataLoader:
+class DataLoader(Generic[_T_co]):
     """Batches of ``dataset``: ``for xb, yb in DataLoader(ds, batch_size=64, shuffle=True)``.
 
     Args (PyTorch's): batch_size, shuffle, sampler, batch_sampler, num_workers, collate_fn,
@@ -243,10 +247,10 @@ class DataLoader:
                 yield None
         yield from (self.batch_sampler if self.batch_sampler is not None else self.sampler)
 
-    def __iter__(self) -> Iterator:
+    def __iter__(self) -> _BaseDataLoaderIter:
         if self.num_workers == 0:
-            return self._single_process()
-        return self._multi_process()
+            return _SingleProcessDataLoaderIter(self)
+        return _MultiProcessingDataLoaderIter(self)
 
     def _single_process(self) -> Iterator:
         if self._iterable:
@@ -433,3 +437,69 @@ class DataLoader:
                 continue
             send_next()
             yield data
+
+
+class _BaseDataLoaderIter:
+    """What ``iter(loader)`` returns: the batches of one pass over the data.
+
+    ``next()`` calls ``_next_data()`` (which subclasses may override) and counts the batches in
+    ``_num_yielded``; ``len()`` is ``len(loader)``. It cannot be pickled, as in PyTorch.
+    """
+
+    def __init__(self, loader: DataLoader) -> None:
+        self._dataset = loader.dataset
+        self._dataset_kind = 1 if loader._iterable else 0  # PyTorch's _DatasetKind: Map, Iterable
+        self._auto_collation = loader._auto_collation
+        self._drop_last = loader.drop_last
+        self._index_sampler = loader.batch_sampler if loader._auto_collation else loader.sampler
+        self._num_workers = loader.num_workers
+        self._prefetch_factor = loader.prefetch_factor
+        self._pin_memory = loader.pin_memory
+        self._timeout = loader.timeout
+        self._collate_fn = loader.collate_fn
+        self._persistent_workers = loader.persistent_workers
+        self._num_yielded = 0
+        self._len = loader.__len__
+        self._batches: Iterator = iter(())
+
+    def __iter__(self) -> _BaseDataLoaderIter:
+        return self
+
+    def __next__(self) -> Any:
+        data = self._next_data()
+        self._num_yielded += 1
+        return data
+
+    def _next_data(self) -> Any:
+        return next(self._batches)
+
+    def __len__(self) -> int:
+        return self._len()
+
+    def __getstate__(self) -> Any:
+        raise NotImplementedError(f"{type(self).__name__} cannot be pickled")
+
+
+class _SingleProcessDataLoaderIter(_BaseDataLoaderIter):
+    """The batches, fetched in this process (``num_workers=0``)."""
+
+    def __init__(self, loader: DataLoader) -> None:
+        super().__init__(loader)
+        self._batches = loader._single_process()
+
+
+class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
+    """The batches, fetched by ``num_workers`` worker processes and handed back in order.
+
+    The workers start at the first ``next()``; they stop when the pass ends (unless
+    ``persistent_workers``), when this iterator is dropped, or at ``_shutdown_workers()``.
+    """
+
+    def __init__(self, loader: DataLoader) -> None:
+        super().__init__(loader)
+        self._batches = loader._multi_process()
+
+    def _shutdown_workers(self) -> None:
+        """Stop the workers now (persistent ones too); later ``next()`` calls raise
+        StopIteration."""
+        self._batches.close()  # type: ignore[attr-defined]

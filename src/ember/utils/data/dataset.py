@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import bisect
 import math
+import typing
 import warnings
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 
@@ -15,8 +16,12 @@ __all__ = [
     "ChainDataset", "Subset", "random_split",
 ]
 
+# Datasets are generic in their sample type, as PyTorch's (``Dataset[tuple[Tensor, Tensor]]``)
+_T_co = TypeVar("_T_co", covariant=True)
+_T_stack = TypeVar("_T_stack", tuple[Any, ...], dict[str, Any])
 
-class Dataset:
+
+class Dataset(Generic[_T_co]):
     """A map-style dataset: subclass it and define ``__getitem__`` (and ``__len__``)."""
 
     def __getitem__(self, index: Any) -> Any:
@@ -26,7 +31,7 @@ class Dataset:
         return ConcatDataset([self, other])
 
 
-class IterableDataset(Dataset):
+class IterableDataset(Dataset[_T_co], typing.Iterable[_T_co]):  # MRO as PyTorch's
     """A dataset you iterate over (streams); define ``__iter__``. With workers, each worker runs
     its own copy: split the work with ``get_worker_info()``."""
 
@@ -37,7 +42,7 @@ class IterableDataset(Dataset):
         return ChainDataset([self, other])
 
 
-class TensorDataset(Dataset):
+class TensorDataset(Dataset[tuple[Any, ...]]):
     """Samples are ``tuple(t[i] for t in tensors)``; all tensors share their first dimension.
 
     DataLoader indexes a whole batch at once on this dataset (one array index per tensor), so
@@ -64,7 +69,7 @@ class TensorDataset(Dataset):
         return tuple(Tensor._make(t._data[idx]) for t in self.tensors)
 
 
-class StackDataset(Dataset):
+class StackDataset(Dataset[_T_stack]):
     """Stacks datasets of equal length: samples are tuples (positional) or dicts (keywords)."""
 
     def __init__(self, *args: Dataset, **kwargs: Dataset) -> None:
@@ -87,7 +92,7 @@ class StackDataset(Dataset):
         return self._length
 
 
-class ConcatDataset(Dataset):
+class ConcatDataset(Dataset[_T_co]):
     """Datasets one after another."""
 
     def __init__(self, datasets: Sequence[Dataset]) -> None:
@@ -126,7 +131,7 @@ class ChainDataset(IterableDataset):
         return sum(len(d) for d in self.datasets)  # type: ignore[arg-type]
 
 
-class Subset(Dataset):
+class Subset(Dataset[_T_co]):
     """The samples of ``dataset`` at ``indices``."""
 
     def __init__(self, dataset: Dataset, indices: Sequence[int]) -> None:

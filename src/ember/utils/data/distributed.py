@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -30,7 +30,10 @@ def _permutation(n: int, seed: int) -> np.ndarray:
     return _random._rng(g).permutation(n)
 
 
-class DistributedSampler(Sampler):
+_T_co = TypeVar("_T_co", covariant=True)
+
+
+class DistributedSampler(Sampler[_T_co]):
     """Each of ``num_replicas`` processes sees its own 1/num_replicas of the data.
 
     Args:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import islice
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 
@@ -88,7 +88,10 @@ def _permutation(n: int, rng: np.random.Generator) -> Iterator[int]:
         yield from chunk
 
 
-class Sampler:
+_T_co = TypeVar("_T_co", covariant=True)
+
+
+class Sampler(Generic[_T_co]):
     """Base class: ``__iter__`` yields indices (or lists of indices for batch samplers)."""
 
     def __init__(self, data_source: Any = None) -> None:
@@ -98,7 +101,7 @@ class Sampler:
         raise NotImplementedError
 
 
-class SequentialSampler(Sampler):
+class SequentialSampler(Sampler[int]):
     """0, 1, ..., len(data_source) - 1."""
 
     def __init__(self, data_source: Any) -> None:
@@ -111,7 +114,7 @@ class SequentialSampler(Sampler):
         return len(self.data_source)
 
 
-class RandomSampler(Sampler):
+class RandomSampler(Sampler[int]):
     """A random permutation each epoch, or ``num_samples`` draws with ``replacement``.
 
     Args:
@@ -154,7 +157,7 @@ class RandomSampler(Sampler):
         return self.num_samples
 
 
-class SubsetRandomSampler(Sampler):
+class SubsetRandomSampler(Sampler[int]):
     """The given indices in a random order each epoch (lazy even for ``range(10**10)``)."""
 
     def __init__(self, indices: Sequence[int], generator: Any = None) -> None:
@@ -171,7 +174,7 @@ class SubsetRandomSampler(Sampler):
         return len(self.indices)
 
 
-class WeightedRandomSampler(Sampler):
+class WeightedRandomSampler(Sampler[int]):
     """``num_samples`` indices drawn with probability proportional to ``weights``.
 
     With replacement the draws come in chunks (memory independent of ``num_samples``); without,
@@ -225,7 +228,7 @@ class WeightedRandomSampler(Sampler):
         return self.num_samples
 
 
-class BatchSampler(Sampler):
+class BatchSampler(Sampler[list[int]]):
     """Groups another sampler's indices into lists of ``batch_size``."""
 
     def __init__(self, sampler: Iterable[int], batch_size: int, drop_last: bool) -> None:

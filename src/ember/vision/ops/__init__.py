@@ -1,6 +1,6 @@
 """``ember.vision.ops``: box utilities (``nms``, ``batched_nms``, ``box_iou``, ``box_area``,
 ``box_convert``, ``clip_boxes_to_image``, ``remove_small_boxes``), ``roi_align``/``RoIAlign``
-(differentiable with respect to the input) and ``Conv2dNormActivation``."""
+(differentiable with respect to the input), ``Conv2dNormActivation`` and ``FrozenBatchNorm2d``."""
 
 from .boxes import (
     batched_nms,
@@ -11,8 +11,9 @@ from .boxes import (
     nms,
     remove_small_boxes,
 )
-from .misc import Conv2dNormActivation
+from .misc import Conv2dNormActivation, FrozenBatchNorm2d
 from .roi_align import RoIAlign, roi_align
 
 __all__ = ["nms", "batched_nms", "remove_small_boxes", "clip_boxes_to_image", "box_convert",
-           "box_area", "box_iou", "roi_align", "RoIAlign", "Conv2dNormActivation"]
+           "box_area", "box_iou", "roi_align", "RoIAlign", "Conv2dNormActivation",
+           "FrozenBatchNorm2d"]

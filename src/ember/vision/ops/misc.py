@@ -1,12 +1,50 @@
-"""Building blocks models share: ``Conv2dNormActivation`` (conv -> norm -> activation)."""
+"""Building blocks models share: ``Conv2dNormActivation`` (conv -> norm -> activation) and
+``FrozenBatchNorm2d`` (batch norm with fixed statistics and affine parameters)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
-from ... import nn
+from ... import Tensor, nn, ones, zeros
 
-__all__ = ["Conv2dNormActivation"]
+__all__ = ["Conv2dNormActivation", "FrozenBatchNorm2d"]
+
+
+class FrozenBatchNorm2d(nn.Module):
+    """BatchNorm2d whose statistics and affine parameters are fixed: ``weight``, ``bias``,
+    ``running_mean`` and ``running_var`` are buffers (no gradients, untouched by ``train()``),
+    as detection backbones use it.
+
+    ``y = (x - running_mean) / sqrt(running_var + eps) * weight + bias`` per channel (dim 1).
+    Its ``state_dict`` keys are those four; loading a ``BatchNorm2d`` checkpoint drops its
+    ``num_batches_tracked``.
+    """
+
+    def __init__(self, num_features: int, eps: float = 1e-5) -> None:
+        super().__init__()
+        self.eps = eps
+        self.register_buffer("weight", ones(num_features))
+        self.register_buffer("bias", zeros(num_features))
+        self.register_buffer("running_mean", zeros(num_features))
+        self.register_buffer("running_var", ones(num_features))
+
+    def _load_from_state_dict(self, state_dict: Any, prefix: str, local_metadata: dict,
+                              strict: bool, missing_keys: list, unexpected_keys: list,
+                              error_msgs: list) -> None:
+        state_dict.pop(prefix + "num_batches_tracked", None)  # a BatchNorm2d's counter
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys,
+                                      unexpected_keys, error_msgs)
+
+    def forward(self, x: Tensor) -> Tensor:
+        # one scale and one shift per channel, folded before touching x
+        scale = self.weight.reshape(1, -1, 1, 1) * (
+            self.running_var.reshape(1, -1, 1, 1) + self.eps).rsqrt()
+        shift = self.bias.reshape(1, -1, 1, 1) - self.running_mean.reshape(1, -1, 1, 1) * scale
+        return x * scale + shift
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.weight.shape[0]}, eps={self.eps})"
 
 
 class Conv2dNormActivation(nn.Sequential):
