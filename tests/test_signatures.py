@@ -623,6 +623,51 @@ def test_numpy_names_only_where_pytorch_takes_them() -> None:
         ember.nn.functional.softmax(x, axis=1)
 
 
+def test_numpy_names_cost_nothing_in_meaning() -> None:
+    """The twin gives the op's own signature and refuses what PyTorch refuses."""
+    x = ember.ones(2, 3)
+    assert str(inspect.signature(ember.sum)) == str(inspect.signature(ember.ops.sum))
+    assert ember.add(x=x, x2=x).tolist() == (x + x).tolist()
+    assert ember.max(x, axis=1).values.tolist() == [1.0, 1.0]
+    assert ember.cumsum(x, axis=1)[0].tolist() == [1.0, 2.0, 3.0]
+    with pytest.raises(TypeError, match="positional"):
+        ember.sum(x, 1, True, ember.float64)  # dtype stays keyword-only
+    with pytest.raises(TypeError):
+        ember.sum(x=x, a=x)
+    with pytest.raises(TypeError):
+        x.add(x=x)  # a method's input is the tensor itself
+    with pytest.raises(TypeError, match="unexpected keyword"):
+        ember.sum(x, axes=1)
+
+
+@pytest.mark.parametrize("call", [
+    lambda m, t, o: m.sum(t, 1, out=o(2)),
+    lambda m, t, o: m.mean(t, 0, keepdim=True, out=o(1, 3)),
+    lambda m, t, o: m.prod(t, 1, out=o(2)),
+    lambda m, t, o: m.amax(t, 1, out=o(2)),
+    lambda m, t, o: m.logsumexp(t, 1, out=o(2)),
+    lambda m, t, o: m.std(t, 1, out=o(2)),
+    lambda m, t, o: m.cumsum(t, 1, out=o(2, 3)),
+    lambda m, t, o: m.sum(t, 1, dtype=m.float64, out=o(2, dtype=m.float64)),
+    lambda m, t, o: m.sum(t, 1, dtype=m.float64, out=o(2)),  # dtype and out disagree: refused
+    lambda m, t, o: m.max(t, 1, out=(o(2), o(2, dtype=m.int64))),
+    lambda m, t, o: m.cummax(t, 1, out=(o(2, 3), o(2, 3, dtype=m.int64))),
+    lambda m, t, o: m.median(t, 1, out=(o(2), o(2, dtype=m.int64))),
+])
+def test_reduction_out_matches_pytorch(call: Callable) -> None:
+    def run(m: Any) -> Any:
+        t = m.tensor([[1.0, 5.0, 2.0], [4.0, 3.0, 6.0]])
+        try:
+            return call(m, t, lambda *shape, dtype=None: m.zeros(*shape, dtype=dtype)), None
+        except RuntimeError as e:
+            return None, e
+
+    (mine, err_e), (ref, err_t) = run(ember), run(torch)
+    assert (err_e is None) == (err_t is None), (err_e, err_t)
+    if err_t is None:
+        assert _same_result(mine, ref) is None, (mine, ref)
+
+
 if __name__ == "__main__":  # print the table of current mismatches
     for qual, issues in sorted(all_mismatches().items()):
         print(f"    {qual!r}: {'; '.join(issues)!r},")

@@ -177,6 +177,9 @@ from .ops.indexing import *  # noqa: F403
 from .ops.indexing_scatter import *  # noqa: F403
 from .ops.sorting import *  # noqa: F403
 from .ops.special import digamma, erfcx as _erfcx, i0, lgamma, mvlgamma, polygamma  # noqa: F401
+from .ops._aliases import install as _numpy_names
+
+_numpy_names(globals())  # axis=, keepdims=, x=... on the ops, as PyTorch's builtins take
 from . import random  # noqa: E402
 from ._tensor_str import get_printoptions, set_printoptions
 from . import autograd, cuda, backends, accelerator  # noqa: E402

@@ -23,6 +23,7 @@ import numpy as np
 from . import _dtype_info, ops
 from ._size import Size
 from .ops import casting, indexing, joining, shape
+from .ops._aliases import numpy_names
 from .ops.creation import tensor
 from .ops.inplace import inplace
 from .ops.nn import activation
@@ -553,6 +554,8 @@ OP_METHODS: dict[str, Any] = {
     "is_mtia": is_mtia,
     "is_maia": is_maia,
 }
+# NumPy's names (x.sum(axis=0, keepdims=True)), as PyTorch's methods take: ops/_aliases.py
+OP_METHODS = {name: numpy_names(fn, name) for name, fn in OP_METHODS.items()}
 
 
 # -- in-place twins ---------------------------------------------------------------------------

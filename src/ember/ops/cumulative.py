@@ -12,7 +12,7 @@ from typing import Any
 from .. import _backend
 from .._tensor_base import data_of
 from ..autograd.function import Op
-from . import return_types
+from . import _out, return_types
 from ._autocast import cast as _amp_cast
 from ._autocast import flag as _amp
 from ._promote import _om
@@ -34,36 +34,40 @@ __all__ = ["cumsum", "cumprod", "cummax", "cummin"]
 # cumulative ops
 
 
-def cumsum(input: Any, dim: Any = None, *, dtype: Any = None, axis: Any = None) -> Any:
+def cumsum(input: Any, dim: Any, *, dtype: Any = None, out: Any = None) -> Any:
     """Cumulative sum along ``dim``; integers and bools accumulate in int64."""
     if _amp.active and dtype is None:
         (input,) = _amp_cast("cumsum", input)
     x = _t(input)
-    d = _cum_dim(x, dim, axis, "cumsum")
+    d = _cum_dim(x, dim, "cumsum")
     x = _int_to_long(x) if dtype is None else _with_dtype(x, dtype)
-    return _cumulative(CumSum, x, d)
+    result = _cumulative(CumSum, x, d)
+    return result if out is None else _out.write(out, result, "cumsum")
 
 
-def cumprod(input: Any, dim: Any = None, *, dtype: Any = None, axis: Any = None) -> Any:
+def cumprod(input: Any, dim: Any, *, dtype: Any = None, out: Any = None) -> Any:
     """Cumulative product along ``dim``; integers and bools accumulate in int64."""
     if _amp.active and dtype is None:
         (input,) = _amp_cast("cumprod", input)
     x = _t(input)
-    d = _cum_dim(x, dim, axis, "cumprod")
+    d = _cum_dim(x, dim, "cumprod")
     x = _int_to_long(x) if dtype is None else _with_dtype(x, dtype)
-    return _cumulative(CumProd, x, d)
+    result = _cumulative(CumProd, x, d)
+    return result if out is None else _out.write(out, result, "cumprod")
 
 
-def cummax(input: Any, dim: Any = None, *, axis: Any = None) -> Any:
+def cummax(input: Any, dim: Any, *, out: Any = None) -> Any:
     """Running maximum along ``dim``: ``(values, indices)``."""
     x = _t(input)
-    return _cum_extreme(CumMax, return_types.cummax, x, _cum_dim(x, dim, axis, "cummax"))
+    result = _cum_extreme(CumMax, return_types.cummax, x, _cum_dim(x, dim, "cummax"))
+    return result if out is None else _out.write(out, result, "cummax")
 
 
-def cummin(input: Any, dim: Any = None, *, axis: Any = None) -> Any:
+def cummin(input: Any, dim: Any, *, out: Any = None) -> Any:
     """Running minimum along ``dim``: ``(values, indices)``."""
     x = _t(input)
-    return _cum_extreme(CumMin, return_types.cummin, x, _cum_dim(x, dim, axis, "cummin"))
+    result = _cum_extreme(CumMin, return_types.cummin, x, _cum_dim(x, dim, "cummin"))
+    return result if out is None else _out.write(out, result, "cummin")
 
 
 class CumSum(Op):
@@ -202,11 +206,9 @@ class CumMin(CumMax):
     _ufunc = "minimum"
 
 
-def _cum_dim(x: Any, dim: Any, axis: Any, fname: str) -> int:
-    if axis is not None:
-        dim = axis
+def _cum_dim(x: Any, dim: Any, fname: str) -> int:
     if dim is None:
-        raise TypeError(f'{fname}() missing 1 required positional arguments: "dim"')
+        raise TypeError(f"{fname}(): argument 'dim' must be int, not None")
     return _one(dim, x, fname)
 
 

@@ -68,7 +68,7 @@ def sum(  # noqa: A001 - PyTorch's name
     x = _t(input)
     x = _int_to_long(x) if dtype is None else _with_dtype(x, dtype)
     result = (Sum if dim is None else SumDim).apply(x, _axes(dim, x, "sum"), keepdim)
-    return result if out is None else _out.write(out, result, "sum")
+    return result if out is None else _out.write(out, _out_dtype(out, result, dtype, "sum"), "sum")
 
 
 def mean(
@@ -84,7 +84,7 @@ def mean(
             "dtype=torch.float32"
         )
     result = (Mean if dim is None else MeanDim).apply(x, _axes(dim, x, "mean"), keepdim)
-    return result if out is None else _out.write(out, result, "mean")
+    return result if out is None else _out.write(out, _out_dtype(out, result, dtype, "mean"), "mean")
 
 
 def nansum(
@@ -97,7 +97,7 @@ def nansum(
     x = _pp.where(_cmp.isnan(x), 0.0, x)
     x = _with_dtype(x, dtype)
     result = NanSum.apply(x, _axes(dim, x, "nansum"), keepdim)
-    return result if out is None else _out.write(out, result, "nansum")
+    return result if out is None else _out.write(out, _out_dtype(out, result, dtype, "nansum"), "nansum")
 
 
 def nanmean(
@@ -114,7 +114,7 @@ def nanmean(
     n = _make(_sum_arr(ok._data, axes, keepdim).astype(x._data.dtype))
     with _quiet(_backend.xp_of(x._data)):
         result = total / n
-        return result if out is None else _out.write(out, result, "nanmean")
+        return result if out is None else _out.write(out, _out_dtype(out, result, dtype, "nanmean"), "nanmean")
 
 
 class Sum(Op):
@@ -196,13 +196,13 @@ def prod(
     x = _int_to_long(x) if dtype is None else _with_dtype(x, dtype)
     if dim is None:
         result = Prod.apply(x, None, False)
-        return result if out is None else _out.write(out, result, "prod")
+        return result if out is None else _out.write(out, _out_dtype(out, result, dtype, "prod"), "prod")
     d = _one(dim, x, "prod")
     if x._data.ndim == 0:
         result = Prod.apply(x, None, False)
-        return result if out is None else _out.write(out, result, "prod")
+        return result if out is None else _out.write(out, _out_dtype(out, result, dtype, "prod"), "prod")
     result = ProdDim.apply(x, d, keepdim)
-    return result if out is None else _out.write(out, result, "prod")
+    return result if out is None else _out.write(out, _out_dtype(out, result, dtype, "prod"), "prod")
 
 
 class Prod(Op):
@@ -549,3 +549,12 @@ def _logical_reduce(x: Any, dim: Any, keepdim: bool, fname: str) -> Any:
 
 
 make_outputs_contiguous(globals())
+
+
+def _out_dtype(out: Any, result: Any, dtype: Any, fname: str) -> Any:
+    """With ``dtype=`` and ``out=`` both given, ``out`` must have that dtype (PyTorch's rule)."""
+    if dtype is not None and out.dtype != result.dtype:
+        raise RuntimeError(f"{fname}(): expected out tensor to have dtype {result.dtype}, but got "
+                           f"{out.dtype} instead. Give an out tensor of dtype {result.dtype}, or "
+                           "drop dtype=.")
+    return result

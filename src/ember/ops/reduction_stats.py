@@ -18,13 +18,12 @@ import numpy as np
 from .. import _dtype
 from .._tensor_base import data_of
 from ..autograd.function import Op
+from . import _out, return_types
 from . import _promote as _prom
 from . import pointwise_piecewise as _pp
-from . import return_types
 from ._autocast import cast as _amp_cast
 from ._autocast import flag as _amp
 from ._reduce import (
-    _alias,
     _axes,
     _count,
     _kept,
@@ -54,33 +53,32 @@ __all__ = [
 
 def var(
     input: Any, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
-    correction: float | None = None, axis: Any = None, keepdims: bool | None = None,
+    correction: float | None = None, out: Any = None,
 ) -> Any:
     """Variance over ``dim`` with Bessel's ``correction`` (default 1; legacy ``unbiased=``)."""
     x = _t(input)
-    dim, keepdim = _alias(dim, keepdim, axis, keepdims)
     axes, c = _var_args(x, dim, unbiased, correction, "var")
-    return Var.apply(x, axes, c, keepdim)
+    result = Var.apply(x, axes, c, keepdim)
+    return result if out is None else _out.write(out, result, "var")
 
 
 def std(
     input: Any, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
-    correction: float | None = None, axis: Any = None, keepdims: bool | None = None,
+    correction: float | None = None, out: Any = None,
 ) -> Any:
     """Standard deviation over ``dim`` with ``correction`` (default 1; legacy ``unbiased=``)."""
     x = _t(input)
-    dim, keepdim = _alias(dim, keepdim, axis, keepdims)
     axes, c = _var_args(x, dim, unbiased, correction, "std")
-    return Std.apply(x, axes, c, keepdim)
+    result = Std.apply(x, axes, c, keepdim)
+    return result if out is None else _out.write(out, result, "std")
 
 
 def var_mean(
     input: Any, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
-    correction: float | None = None, axis: Any = None, keepdims: bool | None = None,
+    correction: float | None = None,
 ) -> tuple[Any, Any]:
     """``(var, mean)`` over ``dim``."""
     x = _t(input)
-    dim, keepdim = _alias(dim, keepdim, axis, keepdims)
     if isinstance(dim, bool):
         dim, unbiased = None, dim
     v = var(x, dim, unbiased, keepdim, correction=correction)
@@ -89,11 +87,10 @@ def var_mean(
 
 def std_mean(
     input: Any, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
-    correction: float | None = None, axis: Any = None, keepdims: bool | None = None,
+    correction: float | None = None,
 ) -> tuple[Any, Any]:
     """``(std, mean)`` over ``dim``."""
     x = _t(input)
-    dim, keepdim = _alias(dim, keepdim, axis, keepdims)
     if isinstance(dim, bool):
         dim, unbiased = None, dim
     s = std(x, dim, unbiased, keepdim, correction=correction)
@@ -342,16 +339,15 @@ class _NormSum(Sum):
 
 
 def logsumexp(
-    input: Any, dim: Any, keepdim: bool = False, *, axis: Any = None,
-    keepdims: bool | None = None,
+    input: Any, dim: Any, keepdim: bool = False, *, out: Any = None,
 ) -> Any:
     """``log(sum(exp(x)))`` over ``dim``, computed stably (integers compute in float)."""
     if _amp.active:
         (input,) = _amp_cast("logsumexp", input)
     x = _t(input)
-    dim, keepdim = _alias(dim, keepdim, axis, keepdims)
     x = _prom._float_unary(x)
-    return LogSumExp.apply(x, _axes(dim, x, "logsumexp"), keepdim)
+    result = LogSumExp.apply(x, _axes(dim, x, "logsumexp"), keepdim)
+    return result if out is None else _out.write(out, result, "logsumexp")
 
 
 class LogSumExp(Op):
@@ -392,37 +388,36 @@ class LogSumExp(Op):
 
 
 def median(
-    input: Any, dim: Any = None, keepdim: bool = False, *, axis: Any = None,
-    keepdims: bool | None = None,
+    input: Any, dim: Any = None, keepdim: bool = False, *, out: Any = None,
 ) -> Any:
     """``median(x)``: lower median of all elements; ``median(x, dim)``: ``(values, indices)``."""
     x = _t(input)
-    dim, keepdim = _alias(dim, keepdim, axis, keepdims)
     if dim is None:
-        return MedianAll.apply(x, None, False)
-    return _extreme_dim(x, dim, keepdim, MedianDim, "median", return_types.median)
+        result = MedianAll.apply(x, None, False)
+        return result if out is None else _out.write(out, result, "median")
+    result = _extreme_dim(x, dim, keepdim, MedianDim, "median", return_types.median)
+    return result if out is None else _out.write(out, result, "median")
 
 
 def nanmedian(
-    input: Any, dim: Any = None, keepdim: bool = False, *, axis: Any = None,
-    keepdims: bool | None = None,
+    input: Any, dim: Any = None, keepdim: bool = False, *, out: Any = None,
 ) -> Any:
     """Like ``median`` but ignoring NaN values."""
     x = _t(input)
-    dim, keepdim = _alias(dim, keepdim, axis, keepdims)
     if dim is None:
-        return NanMedianAll.apply(x, None, False)
-    return _extreme_dim(x, dim, keepdim, NanMedianDim, "nanmedian", return_types.nanmedian)
+        result = NanMedianAll.apply(x, None, False)
+        return result if out is None else _out.write(out, result, "nanmedian")
+    result = _extreme_dim(x, dim, keepdim, NanMedianDim, "nanmedian", return_types.nanmedian)
+    return result if out is None else _out.write(out, result, "nanmedian")
 
 
 def mode(
-    input: Any, dim: int = -1, keepdim: bool = False, *, axis: Any = None,
-    keepdims: bool | None = None,
+    input: Any, dim: int = -1, keepdim: bool = False, *, out: Any = None,
 ) -> Any:
     """Most frequent value along ``dim`` (the smallest on ties) and its last index."""
     x = _t(input)
-    dim, keepdim = _alias(dim, keepdim, axis, keepdims)
-    return _extreme_dim(x, dim, keepdim, ModeDim, "mode", return_types.mode)
+    result = _extreme_dim(x, dim, keepdim, ModeDim, "mode", return_types.mode)
+    return result if out is None else _out.write(out, result, "mode")
 
 
 class MedianAll(_EvenSplit):
