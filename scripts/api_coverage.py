@@ -183,7 +183,8 @@ def render(api: dict[str, list[str]]) -> str:
         "`warnings`, `Optional`, ...).",
         "",
         "Coverage counts names, not behaviour: an implemented function may still lack some of "
-        "PyTorch's options (the other pages in `docs/` say which).",
+        "PyTorch's options (the other pages in `docs/` say which). Signatures, parameter for "
+        "parameter, are checked against PyTorch's by a test: [signatures.md](signatures.md).",
         "",
         "| namespace | PyTorch names | implemented | stub | missing | coverage |",
         "| --- | ---: | ---: | ---: | ---: | ---: |",

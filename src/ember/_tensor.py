@@ -28,7 +28,7 @@ from ._tensor_str import tensor_repr
 from .autograd import engine, grad_mode
 from .autograd.function import refresh_view, register_retain
 from .autograd.node import RemovableHandle
-from .ops import casting, creation, indexing, shape
+from .ops import _args, casting, creation, indexing, shape
 from .ops import random as _random
 from .ops.inplace import inplace, restride
 
@@ -502,37 +502,44 @@ class Tensor(TensorBase):
 
     # -- new_* constructors -----------------------------------------------------------------
     def _like(self, dtype: Any, device: Any, requires_grad: bool) -> dict:
-        return {"dtype": self.dtype if dtype is None else dtype,
-                "device": self.device if device is None else device,
+        if device is None and not _backend.is_cpu_array(self._data):
+            device = self.device  # on the CPU, None already means it (and skips a device check)
+        return {"dtype": self.dtype if dtype is None else dtype, "device": device,
                 "requires_grad": requires_grad}
 
-    def new_zeros(self, *size: Any, dtype: Any = None, device: Any = None,
-                  requires_grad: bool = False, layout: Any = None,
-                  pin_memory: bool = False) -> Tensor:
-        """A tensor of zeros of ``size``, with this tensor's dtype and device unless given."""
-        return creation.zeros(*size, **self._like(dtype, device, requires_grad))
+    def new_zeros(self, *size: Any, dtype: Any = None, layout: Any = None, device: Any = None,
+                  pin_memory: bool = False, requires_grad: bool = False,
+                  **size_kw: Any) -> Tensor:
+        """A tensor of zeros of ``size`` (ints, one sequence, or ``size=``), with this tensor's
+        dtype and device unless given."""
+        shape = _args.size("new_zeros", size, size_kw, _args.NEW)
+        return creation.zeros(shape, layout=layout, **self._like(dtype, device, requires_grad))
 
-    def new_ones(self, *size: Any, dtype: Any = None, device: Any = None,
-                 requires_grad: bool = False, layout: Any = None,
-                 pin_memory: bool = False) -> Tensor:
+    def new_ones(self, *size: Any, dtype: Any = None, layout: Any = None, device: Any = None,
+                 pin_memory: bool = False, requires_grad: bool = False,
+                 **size_kw: Any) -> Tensor:
         """A tensor of ones of ``size``, with this tensor's dtype and device unless given."""
-        return creation.ones(*size, **self._like(dtype, device, requires_grad))
+        shape = _args.size("new_ones", size, size_kw, _args.NEW)
+        return creation.ones(shape, layout=layout, **self._like(dtype, device, requires_grad))
 
-    def new_empty(self, *size: Any, dtype: Any = None, device: Any = None,
-                  requires_grad: bool = False, layout: Any = None,
-                  pin_memory: bool = False) -> Tensor:
+    def new_empty(self, *size: Any, dtype: Any = None, layout: Any = None, device: Any = None,
+                  pin_memory: bool = False, requires_grad: bool = False,
+                  **size_kw: Any) -> Tensor:
         """An uninitialised tensor of ``size``, with this tensor's dtype and device unless given."""
-        return creation.empty(*size, **self._like(dtype, device, requires_grad))
+        shape = _args.size("new_empty", size, size_kw, _args.NEW)
+        return creation.empty(shape, layout=layout, **self._like(dtype, device, requires_grad))
 
-    def new_full(self, size: Any, fill_value: Any, *, dtype: Any = None, device: Any = None,
-                 requires_grad: bool = False, layout: Any = None,
-                 pin_memory: bool = False) -> Tensor:
-        """A tensor of ``size`` filled with ``fill_value`` (this tensor's dtype and device)."""
-        return creation.full(size, fill_value, **self._like(dtype, device, requires_grad))
+    def new_full(self, size: Any, fill_value: Any, *, dtype: Any = None, layout: Any = None,
+                 device: Any = None, pin_memory: bool = False,
+                 requires_grad: bool = False) -> Tensor:
+        """A tensor of ``size`` (a sequence) filled with ``fill_value`` (this tensor's dtype and
+        device unless given)."""
+        shape = _args.sequence("new_full", "size", size)
+        return creation.full(shape, fill_value, layout=layout,
+                             **self._like(dtype, device, requires_grad))
 
     def new_tensor(self, data: Any, *, dtype: Any = None, device: Any = None,
-                   requires_grad: bool = False, layout: Any = None,
-                   pin_memory: bool = False) -> Tensor:
+                   requires_grad: bool = False) -> Tensor:
         """A new tensor holding a copy of ``data`` (this tensor's dtype and device by default)."""
         return creation.tensor(data, **self._like(dtype, device, requires_grad))
 
@@ -706,30 +713,15 @@ class Tensor(TensorBase):
     def __getitem__(self, key: Any) -> Tensor:
         return indexing.getitem(self, key)
 
-    # random fills (ember/ops/random.py)
-    def uniform_(self, a: float = 0.0, b: float = 1.0, generator: Any = None) -> Tensor:
-        return _random.fill_(self, "uniform", a, b, generator=generator)
-
-    def normal_(self, mean: float = 0.0, std: float = 1.0, generator: Any = None) -> Tensor:
-        return _random.fill_(self, "normal", mean, std, generator=generator)
-
-    def bernoulli_(self, p: float = 0.5, generator: Any = None) -> Tensor:
-        return _random.fill_(self, "bernoulli", p, generator=generator)
-
-    def random_(self, low: int = 0, high: int | None = None, generator: Any = None) -> Tensor:
-        return _random.fill_(self, "random", low, high, generator=generator)
-
-    def exponential_(self, lambd: float = 1.0, generator: Any = None) -> Tensor:
-        return _random.fill_(self, "exponential", lambd, generator=generator)
-
-    def geometric_(self, p: float, generator: Any = None) -> Tensor:
-        return _random.fill_(self, "geometric", p, generator=generator)
-
-    def log_normal_(self, mean: float = 1.0, std: float = 2.0, generator: Any = None) -> Tensor:
-        return _random.fill_(self, "log_normal", mean, std, generator=generator)
-
-    def cauchy_(self, median: float = 0.0, sigma: float = 1.0, generator: Any = None) -> Tensor:
-        return _random.fill_(self, "cauchy", median, sigma, generator=generator)
+    # random fills: ember/ops/random.py (PyTorch's signatures: generator is keyword-only)
+    uniform_ = _random.uniform_
+    normal_ = _random.normal_
+    bernoulli_ = _random.bernoulli_
+    random_ = _random.random_
+    exponential_ = _random.exponential_
+    geometric_ = _random.geometric_
+    log_normal_ = _random.log_normal_
+    cauchy_ = _random.cauchy_
 
     # -- dlpack -----------------------------------------------------------------------------
     def __dlpack__(self, *args: Any, **kwargs: Any) -> Any:

@@ -61,9 +61,14 @@ def resize_as_(self, other: Any) -> Any:
     """``resize_as_(other)``: ``self.resize_(other.shape)``."""
     return self.resize_(tuple(other.shape))
 
-def new_empty_strided(self, size: Any, stride: Any, **kwargs: Any) -> Any:
-    """``new_empty_strided(size, stride, ...)``: ember arrays pick their own strides."""
-    return self.new_empty(tuple(size), **kwargs)
+def new_empty_strided(self, size: Any, stride: Any, *, dtype: Any = None, layout: Any = None,
+                      device: Any = None, pin_memory: bool = False,
+                      requires_grad: bool = False) -> Any:
+    """``new_empty_strided(size, stride, *, dtype, layout, device, pin_memory, requires_grad)``:
+    ember arrays pick their own (contiguous) strides."""
+    return ops.empty_strided(size, stride, dtype=self.dtype if dtype is None else dtype,
+                             layout=layout, device=self.device if device is None else device,
+                             requires_grad=requires_grad)
 
 def conj(self) -> Any:
     return self

@@ -1,18 +1,21 @@
 """Tensor creation: ``tensor``, ``as_tensor``, ``from_numpy``, ``zeros``, ``arange``, ``eye``...
 
-Every function takes ``dtype``, ``device`` and ``requires_grad`` like PyTorch's.
+Signatures are PyTorch's, keyword for keyword: ``dtype``, ``layout``, ``device``, ``pin_memory``,
+``requires_grad``, ``out`` and ``memory_format`` are keyword-only; a size is ints, one sequence or
+``size=`` (``_args.size``); ``out=`` gives the dtype when ``dtype`` is not given.
 """
 
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any
 
 import numpy as np
 
 from .. import _backend, _dtype
-from .._size import Size
 from .._tensor_base import TensorBase
+from . import _args
 
 __all__ = [
     "arange", "as_tensor", "asarray", "empty", "empty_like", "empty_strided", "eye", "from_numpy", "full", "full_like", "linspace", "logspace", "ones", "ones_like", "scalar_tensor", "tensor", "zeros", "zeros_like",
@@ -47,7 +50,7 @@ def tensor(data: Any, *, dtype: Any = None, device: Any = None, requires_grad: b
     return _place(arr, dt, device, requires_grad)
 
 
-def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Any:
+def as_tensor(data: Any, *, dtype: Any = None, device: Any = None) -> Any:
     """Like ``tensor`` but shares memory with a tensor or NumPy array when it can."""
     T = TensorBase
     if isinstance(data, T):
@@ -65,138 +68,279 @@ def from_numpy(arr: np.ndarray) -> Any:
     return TensorBase._make(_checked(arr))
 
 
-def zeros(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
-          out: Any = None, **_: Any) -> Any:
-    dt = _dt(dtype)
-    return _place(np.zeros(_size(size), dt.np), dt, device, requires_grad)
+def zeros(*size: Any, out: Any = None, dtype: Any = None, layout: Any = None, device: Any = None,
+          pin_memory: bool = False, requires_grad: bool = False, **size_kw: Any) -> Any:
+    """A tensor of zeros. ``size``: ints, one sequence, or ``size=``; with ``out=``, the dtype is
+    ``out``'s unless given."""
+    shape = _args.size("zeros", size, size_kw)
+    if layout is not None:
+        _args.check_layout(layout)
+    if out is not None:
+        return _into(out, "zeros", np.zeros, shape, dtype, device, requires_grad)
+    dt = _dtype.to_dtype(dtype) if dtype is not None else _dtype.get_default_dtype()
+    return _place(np.zeros(shape, dt.np), dt, device, requires_grad)
 
 
-def ones(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
-         out: Any = None, **_: Any) -> Any:
-    dt = _dt(dtype)
-    return _place(np.ones(_size(size), dt.np), dt, device, requires_grad)
+def ones(*size: Any, out: Any = None, dtype: Any = None, layout: Any = None, device: Any = None,
+         pin_memory: bool = False, requires_grad: bool = False, **size_kw: Any) -> Any:
+    """A tensor of ones (``size`` and ``out=`` as in ``zeros``)."""
+    shape = _args.size("ones", size, size_kw)
+    if layout is not None:
+        _args.check_layout(layout)
+    if out is not None:
+        return _into(out, "ones", np.ones, shape, dtype, device, requires_grad)
+    dt = _dtype.to_dtype(dtype) if dtype is not None else _dtype.get_default_dtype()
+    return _place(np.ones(shape, dt.np), dt, device, requires_grad)
 
 
-def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
-          **_: Any) -> Any:
-    dt = _dt(dtype)
-    return _place(np.empty(_size(size), dt.np), dt, device, requires_grad)
+def empty(*size: Any, memory_format: Any = None, out: Any = None, dtype: Any = None,
+          layout: Any = None, device: Any = None, pin_memory: bool = False,
+          requires_grad: bool = False, **size_kw: Any) -> Any:
+    """An uninitialised tensor (``size`` and ``out=`` as in ``zeros``)."""
+    shape = _args.size("empty", size, size_kw, _args.EMPTY)
+    if layout is not None:
+        _args.check_layout(layout)
+    if memory_format is not None:
+        _args.check_memory_format(memory_format, len(shape), preserve=False)
+    if out is not None:
+        return _into(out, "empty", np.empty, shape, dtype, device, requires_grad)
+    dt = _dtype.to_dtype(dtype) if dtype is not None else _dtype.get_default_dtype()
+    return _place(np.empty(shape, dt.np), dt, device, requires_grad)
 
 
-def full(size: Any, fill_value: Any, *, dtype: Any = None, device: Any = None,
-         requires_grad: bool = False, **_: Any) -> Any:
-    if isinstance(fill_value, TensorBase):
-        fill_value = fill_value.item()
+def full(size: Any, fill_value: Any, *, out: Any = None, dtype: Any = None, layout: Any = None,
+         device: Any = None, pin_memory: bool = False, requires_grad: bool = False) -> Any:
+    """A tensor of ``size`` (a sequence) filled with ``fill_value``; the dtype follows the value
+    (bool, int64 or the default float) unless ``dtype`` or ``out`` gives one."""
+    shape = _args.sequence("full", "size", size)
+    fill_value = _fill_value("full", fill_value)
+    if layout is not None:
+        _args.check_layout(layout)
+    if out is not None:
+        dt = _args.out_dtype("full", dtype, out)
+        res = _place(np.full(shape, fill_value, dt.np), dt, _out_device(out, device), False)
+        return _args.write_new(out, res, "full", requires_grad)
     dt = _dtype.to_dtype(dtype) if dtype is not None else _dtype.scalar_dtype(fill_value)
-    return _place(np.full(_size((size,)), fill_value, dt.np), dt, device, requires_grad)
+    return _place(np.full(shape, fill_value, dt.np), dt, device, requires_grad)
 
 
-def zeros_like(x: Any, *, dtype: Any = None, device: Any = None, requires_grad: bool = False,
-               **_: Any) -> Any:
-    dt, dev = _like(x, dtype, device)
-    return zeros(*x.shape, dtype=dt, device=dev, requires_grad=requires_grad)
+def zeros_like(input: Any, *, dtype: Any = None, layout: Any = None, device: Any = None,
+               pin_memory: bool = False, requires_grad: bool = False,
+               memory_format: Any = None) -> Any:
+    """Zeros of ``input``'s shape, dtype and device unless given."""
+    dt, dev = _like("zeros_like", input, dtype, device, layout, memory_format)
+    return _place(np.zeros(input._data.shape, dt.np), dt, dev, requires_grad)
 
 
-def ones_like(x: Any, *, dtype: Any = None, device: Any = None, requires_grad: bool = False,
-              **_: Any) -> Any:
-    dt, dev = _like(x, dtype, device)
-    return ones(*x.shape, dtype=dt, device=dev, requires_grad=requires_grad)
+def ones_like(input: Any, *, dtype: Any = None, layout: Any = None, device: Any = None,
+              pin_memory: bool = False, requires_grad: bool = False,
+              memory_format: Any = None) -> Any:
+    """Ones of ``input``'s shape, dtype and device unless given."""
+    dt, dev = _like("ones_like", input, dtype, device, layout, memory_format)
+    return _place(np.ones(input._data.shape, dt.np), dt, dev, requires_grad)
 
 
-def empty_like(x: Any, *, dtype: Any = None, device: Any = None, requires_grad: bool = False,
-               **_: Any) -> Any:
-    dt, dev = _like(x, dtype, device)
-    return empty(*x.shape, dtype=dt, device=dev, requires_grad=requires_grad)
+def empty_like(input: Any, *, dtype: Any = None, layout: Any = None, device: Any = None,
+               pin_memory: bool = False, requires_grad: bool = False,
+               memory_format: Any = None) -> Any:
+    """An uninitialised tensor of ``input``'s shape, dtype and device unless given."""
+    dt, dev = _like("empty_like", input, dtype, device, layout, memory_format)
+    return _place(np.empty(input._data.shape, dt.np), dt, dev, requires_grad)
 
 
-def full_like(x: Any, fill_value: Any, *, dtype: Any = None, device: Any = None,
-              requires_grad: bool = False, **_: Any) -> Any:
-    dt, dev = _like(x, dtype, device)
-    return full(tuple(x.shape), fill_value, dtype=dt, device=dev, requires_grad=requires_grad)
+def full_like(input: Any, fill_value: Any, *, dtype: Any = None, layout: Any = None,
+              device: Any = None, pin_memory: bool = False, requires_grad: bool = False,
+              memory_format: Any = None) -> Any:
+    """``fill_value`` in ``input``'s shape, dtype and device unless given."""
+    dt, dev = _like("full_like", input, dtype, device, layout, memory_format)
+    fill_value = _fill_value("full_like", fill_value)
+    return _place(np.full(input._data.shape, fill_value, dt.np), dt, dev, requires_grad)
 
 
-def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None, device: Any = None,
-           requires_grad: bool = False, **_: Any) -> Any:
-    """Values from ``start`` to ``end`` (exclusive) by ``step``; integer args give int64."""
+def arange(start: Any = 0, end: Any = None, step: Any = 1, *, out: Any = None, dtype: Any = None,
+           layout: Any = None, device: Any = None, pin_memory: bool = False,
+           requires_grad: bool = False) -> Any:
+    """``arange(end)`` or ``arange(start, end, step=1)``: values from ``start`` to ``end``
+    (exclusive) by ``step``. All-int bounds give int64, else the default float; ``dtype`` or
+    ``out`` can say otherwise (an integer dtype counts in integers: bounds and step truncated)."""
     if end is None:
         start, end = 0, start
     vals = [v.item() if isinstance(v, TensorBase) else v for v in (start, end, step)]
     start, end, step = vals
-    if step == 0:
-        raise RuntimeError("step must be nonzero")
-    if (end - start) / step < 0:
-        raise RuntimeError(
-            f"upper bound and larger bound inconsistent with step sign (start={start}, end={end}, step={step})"
-        )
-    if dtype is None:
+    if out is not None:
+        dt = _args.out_dtype("arange", dtype, out)
+    elif dtype is not None:
+        dt = _dtype.to_dtype(dtype)
+    else:
         is_int = all(isinstance(v, (int, np.integer)) for v in vals)
         dt = _dtype.int64 if is_int else _dtype.get_default_dtype()
-    else:
-        dt = _dtype.to_dtype(dtype)
+    if layout is not None:
+        _args.check_layout(layout)
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    if dt is _dtype.bool_:
+        raise NotImplementedError('"arange_cpu" not implemented for \'Bool\': give an integer or '
+                                  "float dtype, then compare or cast to bool")
+    if not dt.is_floating_point:  # PyTorch counts integer ranges in integers
+        start, end, step = int(start), int(end), int(step)
+        if step == 0:
+            raise ValueError(f"step must be nonzero (the step {vals[2]} truncates to 0 in {dt})")
+    if (step > 0 and start > end) or (step < 0 and start < end):
+        raise RuntimeError(f"upper bound and lower bound inconsistent with step sign (start="
+                           f"{start}, end={end}, step={step})")
     n = max(math.ceil((end - start) / step), 0)
     if dt.is_floating_point:
         arr = (start + np.arange(n, dtype=np.float64) * step).astype(dt.np)
     else:
-        arr = np.arange(start, start + n * step, step)[:n].astype(dt.np)
-    return _place(arr, dt, device, requires_grad)
+        arr = np.arange(start, start + n * step, step, dtype=np.int64)
+    if out is None:
+        return _place(arr, dt, device, requires_grad)
+    if out.numel() not in (0, n):
+        warnings.warn(
+            f"The number of elements in the out tensor of shape {list(out.shape)} is "
+            f"{out.numel()} which does not match the computed number of elements {n}. Note that "
+            "this may occur as a result of rounding error. The out tensor will be resized to a "
+            f"tensor of shape ({n},).", UserWarning, stacklevel=2)
+    res = _place(arr, dt, _out_device(out, device), False)
+    return _args.write_new(out, res, "arange", requires_grad)
 
 
-def range_(start: Any, end: Any, step: Any = 1, *, dtype: Any = None, device: Any = None, **_: Any) -> Any:
-    """Deprecated ``torch.range``: like arange but includes ``end``; floats by default."""
-    dt = _dt(dtype)
+def range_(start: Any, end: Any, step: Any = 1, *, out: Any = None, dtype: Any = None,
+           layout: Any = None, device: Any = None, pin_memory: bool = False,
+           requires_grad: bool = False) -> Any:
+    """Deprecated ``torch.range``: like arange but includes ``end``; the default float dtype."""
+    warnings.warn(
+        "torch.range is deprecated and will be removed in a future release because its behavior "
+        "is inconsistent with Python's range builtin. Instead, use torch.arange, which produces "
+        "values in [start, end).", UserWarning, stacklevel=2)
+    start, end, step = (v.item() if isinstance(v, TensorBase) else v for v in (start, end, step))
+    if layout is not None:
+        _args.check_layout(layout)
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    if (step > 0 and start > end) or (step < 0 and start < end):
+        raise RuntimeError(f"upper bound and lower bound inconsistent with step sign (start="
+                           f"{start}, end={end}, step={step})")
+    dt = _args.out_dtype("range", dtype, out) if out is not None else _dt(dtype)
     n = int(math.floor((end - start) / step)) + 1
-    return _place((start + np.arange(n) * step).astype(dt.np), dt, device, False)
+    arr = (start + np.arange(n) * step).astype(dt.np)
+    if out is None:
+        return _place(arr, dt, device, requires_grad)
+    return _args.write_new(out, _place(arr, dt, _out_device(out, device), False), "range",
+                           requires_grad)
 
 
-def linspace(start: Any, end: Any, steps: int, *, dtype: Any = None, device: Any = None,
-             requires_grad: bool = False, **_: Any) -> Any:
-    dt = _dt(dtype)
-    s = start.item() if isinstance(start, TensorBase) else start
-    e = end.item() if isinstance(end, TensorBase) else end
-    return _place(np.linspace(s, e, int(steps)).astype(dt.np), dt, device, requires_grad)
+def linspace(start: Any, end: Any, steps: int, *, out: Any = None, dtype: Any = None,
+             layout: Any = None, device: Any = None, pin_memory: bool = False,
+             requires_grad: bool = False) -> Any:
+    """``steps`` values evenly spaced from ``start`` to ``end`` (both included)."""
+    s, e, n = _span("linspace", start, end, steps)
+    if layout is not None:
+        _args.check_layout(layout)
+    dt = _args.out_dtype("linspace", dtype, out) if out is not None else _dt(dtype)
+    arr = np.linspace(s, e, n).astype(dt.np)
+    if out is None:
+        return _place(arr, dt, device, requires_grad)
+    return _args.write_new(out, _place(arr, dt, _out_device(out, device), False), "linspace",
+                           requires_grad)
 
 
-def logspace(start: Any, end: Any, steps: int, base: float = 10.0, *, dtype: Any = None,
-             device: Any = None, requires_grad: bool = False, **_: Any) -> Any:
-    dt = _dt(dtype)
-    return _place(np.logspace(start, end, int(steps), base=base).astype(dt.np), dt, device, requires_grad)
+def logspace(start: Any, end: Any, steps: int, base: float = 10.0, *, out: Any = None,
+             dtype: Any = None, layout: Any = None, device: Any = None, pin_memory: bool = False,
+             requires_grad: bool = False) -> Any:
+    """``steps`` values ``base ** x`` for ``x`` evenly spaced from ``start`` to ``end``."""
+    s, e, n = _span("logspace", start, end, steps)
+    if layout is not None:
+        _args.check_layout(layout)
+    dt = _args.out_dtype("logspace", dtype, out) if out is not None else _dt(dtype)
+    arr = np.logspace(s, e, n, base=base).astype(dt.np)
+    if out is None:
+        return _place(arr, dt, device, requires_grad)
+    return _args.write_new(out, _place(arr, dt, _out_device(out, device), False), "logspace",
+                           requires_grad)
 
 
-def eye(n: int, m: int | None = None, *, dtype: Any = None, device: Any = None,
-        requires_grad: bool = False, **_: Any) -> Any:
-    dt = _dt(dtype)
-    return _place(np.eye(int(n), None if m is None else int(m), dtype=dt.np), dt, device, requires_grad)
+def eye(n: int, m: int | None = None, *, out: Any = None, dtype: Any = None, layout: Any = None,
+        device: Any = None, pin_memory: bool = False, requires_grad: bool = False) -> Any:
+    """The ``n`` x ``m`` identity matrix (``m`` defaults to ``n``)."""
+    n = _args.integer("eye", "n", n)
+    if n < 0:
+        raise RuntimeError(f"n must be greater or equal to 0, got {n}")
+    if m is not None:
+        m = _args.integer("eye", "m", m)
+        if m < 0:
+            raise RuntimeError(f"m must be greater or equal to 0, got {m}")
+    if layout is not None:
+        _args.check_layout(layout)
+    dt = _args.out_dtype("eye", dtype, out) if out is not None else _dt(dtype)
+    arr = np.eye(n, m, dtype=dt.np)
+    if out is None:
+        return _place(arr, dt, device, requires_grad)
+    return _args.write_new(out, _place(arr, dt, _out_device(out, device), False), "eye",
+                           requires_grad)
 
 
-def scalar_tensor(s: Any, *, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Any:
+def scalar_tensor(s: Any, *, dtype: Any = None, layout: Any = None, device: Any = None,
+                  pin_memory: bool = False, requires_grad: bool = False) -> Any:
+    """A 0-d tensor holding ``s`` (the default float dtype unless given)."""
+    if layout is not None:
+        _args.check_layout(layout)
     dt = _dt(dtype)
     return _place(np.asarray(s, dt.np), dt, device, requires_grad)
 
 
-def empty_strided(size: Any, stride: Any, *, dtype: Any = None, device: Any = None, **_: Any) -> Any:
-    return empty(*size, dtype=dtype, device=device)
+def empty_strided(size: Any, stride: Any, *, dtype: Any = None, layout: Any = None,
+                  device: Any = None, pin_memory: bool = False,
+                  requires_grad: bool = False) -> Any:
+    """An uninitialised tensor of ``size``; ember arrays pick their own (contiguous) strides."""
+    shape = _args.sequence("empty_strided", "size", size)
+    strides = _args.sequence("empty_strided", "stride", stride)
+    if len(strides) != len(shape):
+        raise RuntimeError(f"mismatch in length of strides and shape: size {list(shape)} has "
+                           f"{len(shape)} dims, stride {list(strides)} has {len(strides)}")
+    return empty(shape, dtype=dtype, layout=layout, device=device, requires_grad=requires_grad)
 
 
 def complex(*_: Any, **__: Any) -> Any:
     raise NotImplementedError("ember does not implement torch.complex yet (no complex dtypes)")
 
 
-def _size(size: tuple) -> tuple[int, ...]:
-    """Sizes given as ``f(2, 3)``, ``f((2, 3))``, ``f([2, 3])`` or ``f(torch.Size(...))``."""
-    if len(size) == 1 and isinstance(size[0], (tuple, list, Size)):
-        size = size[0]
-    out = []
-    for s in size:
-        if isinstance(s, TensorBase):
-            s = int(s.item())
-        if not isinstance(s, (int, np.integer)):
-            raise TypeError(
-                f"size must be a sequence of ints, got {type(s).__name__} {s!r} in {tuple(size)!r}"
-            )
-        if s < 0:
-            raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {list(size)}")
-        out.append(int(s))
-    return tuple(out)
+def _into(out: Any, name: str, make: Any, shape: tuple, dtype: Any, device: Any,
+          requires_grad: bool) -> Any:
+    """``make(shape, np_dtype)`` written into ``out`` (a factory's ``out=``)."""
+    dt = _args.out_dtype(name, dtype, out)
+    res = _place(make(shape, dt.np), dt, _out_device(out, device), False)
+    return _args.write_new(out, res, name, requires_grad)
+
+
+def _out_device(out: Any, device: Any) -> Any:
+    return out.device if device is None else device
+
+
+def _fill_value(name: str, value: Any) -> Any:
+    """``full``'s ``fill_value``: a number, or a 0-d tensor read as one."""
+    if isinstance(value, TensorBase):
+        if value._data.ndim != 0:
+            raise TypeError(f"{name}(): argument 'fill_value' must be Number, not Tensor (got a "
+                            f"tensor of shape {list(value.shape)}; pass a 0-d tensor or a number)")
+        return value.item()
+    return value
+
+
+def _span(name: str, start: Any, end: Any, steps: Any) -> tuple[Any, Any, int]:
+    """``linspace``/``logspace``'s bounds (numbers or 0-d tensors) and ``steps`` (an int >= 0)."""
+    bounds = []
+    for arg, v in (("start", start), ("end", end)):
+        if isinstance(v, TensorBase):
+            if v._data.ndim != 0:
+                raise RuntimeError(f"{name} only supports 0-dimensional start and end tensors, "
+                                   f"but got {arg} with {v._data.ndim} dimension(s).")
+            v = v.item()
+        bounds.append(v)
+    n = _args.integer(name, "steps", steps)
+    if n < 0:
+        raise RuntimeError("number of steps must be non-negative")
+    return bounds[0], bounds[1], n
 
 
 def _place(arr: Any, dt: Any, device: Any, requires_grad: bool) -> Any:
@@ -274,9 +418,19 @@ def _dt(dtype: Any, default: Any = None) -> Any:
     return default or _dtype.get_default_dtype()
 
 
-def _like(x: Any, dtype: Any, device: Any) -> tuple[Any, Any]:
-    return (_dtype.to_dtype(dtype) if dtype is not None else x.dtype,
-            device if device is not None else x.device)
+def _like(name: str, input: Any, dtype: Any, device: Any, layout: Any,
+          memory_format: Any) -> tuple[Any, Any]:
+    """A ``*_like`` function's dtype and device: ``input``'s unless given."""
+    if not isinstance(input, TensorBase):
+        raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
+    if layout is not None:
+        _args.check_layout(layout)
+    if memory_format is not None:
+        _args.check_memory_format(memory_format, input._data.ndim)
+    if device is None and not _backend.is_cpu_array(input._data):
+        device = input.device
+    return (_dtype.to_dtype(dtype) if dtype is not None else input.dtype), device
 
 
 asarray = as_tensor

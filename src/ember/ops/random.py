@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 from typing import Any
 
 import numpy as np
@@ -15,8 +16,9 @@ import numpy as np
 from .. import _backend, _dtype
 from .._tensor_base import TensorBase
 from ..autograd import grad_mode
+from . import _args, _out
 from .casting import copy_from
-from .creation import _place, _size
+from .creation import _like, _place
 from .inplace import inplace
 
 __all__ = [
@@ -127,77 +129,161 @@ default_generator.seed()
 # ---------------------------------------------------------------------------------------------
 
 
-def rand(*size: Any, generator: Generator | None = None, dtype: Any = None, device: Any = None,
-         requires_grad: bool = False, **_: Any) -> Any:
-    """Uniform samples on [0, 1)."""
-    dt = _float_dtype(dtype)
-    arr = _rng(generator).random(_size(size), dtype=_draw_dtype(dt)).astype(dt.np, copy=False)
-    return _finish(arr, dt, device, requires_grad)
+def rand(*size: Any, generator: Generator | None = None, out: Any = None, dtype: Any = None,
+         layout: Any = None, device: Any = None, pin_memory: bool = False,
+         requires_grad: bool = False, **size_kw: Any) -> Any:
+    """Uniform samples on [0, 1). ``size``: ints, one sequence, or ``size=``."""
+    shape = _args.size("rand", size, size_kw, _args.RANDOM)
+    if layout is not None:
+        _args.check_layout(layout)
+    dt = _float_dtype("rand", dtype, out)
+    arr = _rng(generator).random(shape, dtype=_draw_dtype(dt)).astype(dt.np, copy=False)
+    return _finish(arr, dt, device, requires_grad, out, "rand")
 
 
-def randn(*size: Any, generator: Generator | None = None, dtype: Any = None, device: Any = None,
-          requires_grad: bool = False, **_: Any) -> Any:
-    """Standard normal samples."""
-    dt = _float_dtype(dtype)
-    arr = _rng(generator).standard_normal(_size(size), dtype=_draw_dtype(dt)).astype(dt.np, copy=False)
-    return _finish(arr, dt, device, requires_grad)
+def randn(*size: Any, generator: Generator | None = None, out: Any = None, dtype: Any = None,
+          layout: Any = None, device: Any = None, pin_memory: bool = False,
+          requires_grad: bool = False, **size_kw: Any) -> Any:
+    """Standard normal samples. ``size``: ints, one sequence, or ``size=``."""
+    shape = _args.size("randn", size, size_kw, _args.RANDOM)
+    if layout is not None:
+        _args.check_layout(layout)
+    dt = _float_dtype("randn", dtype, out)
+    arr = _rng(generator).standard_normal(shape, dtype=_draw_dtype(dt)).astype(dt.np, copy=False)
+    return _finish(arr, dt, device, requires_grad, out, "randn")
 
 
-def randint(*args: Any, generator: Generator | None = None, dtype: Any = None, device: Any = None,
-            requires_grad: bool = False, size: Any = None, **_: Any) -> Any:
-    """``randint(high, size)`` or ``randint(low, high, size)``: integers in [low, high)."""
-    args = list(args)
-    if size is None:
-        size = args.pop()
-    if len(args) == 1:
-        low, high = 0, args[0]
-    elif len(args) == 2:
-        low, high = args
-    else:
-        raise TypeError("randint(low=0, high, size) takes a high bound and a size")
-    low, high = int(low), int(high)
+def randint(low: Any = 0, high: Any = None, size: Any = None, *,
+            generator: Generator | None = None, out: Any = None, dtype: Any = None,
+            layout: Any = None, device: Any = None, pin_memory: bool = False,
+            requires_grad: bool = False) -> Any:
+    """``randint(high, size)`` or ``randint(low=0, high, size)``: integers in [low, high),
+    int64 unless ``dtype`` (or ``out``) says otherwise."""
+    if size is None:  # randint(high, size): the two bind to low and high
+        if high is None:
+            raise TypeError("randint() missing 1 required positional argument: 'size' (call "
+                            "randint(high, size) or randint(low, high, size))")
+        low, high, size = 0, low, high
+    elif high is None:  # randint(high, size=...)
+        low, high = 0, low
+    shape = _args.sequence("randint", "size", size)
+    low = _args.integer("randint", "low", low)
+    high = _args.integer("randint", "high", high)
     if high <= low:
-        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
-    dt = _dtype.to_dtype(dtype) if dtype is not None else _dtype.int64
-    arr = _rng(generator).integers(low, high, size=tuple(size), dtype=np.int64).astype(dt.np)
-    return _finish(arr, dt, device, requires_grad)
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= "
+                           f"to={high}")
+    if out is not None:
+        dt = _args.out_dtype("randint", dtype, out)
+    else:
+        dt = _dtype.to_dtype(dtype) if dtype is not None else _dtype.int64
+    if layout is not None:
+        _args.check_layout(layout)
+    _check_int_range(dt, low, high)
+    arr = _rng(generator).integers(low, high, size=shape, dtype=np.int64).astype(dt.np)
+    return _finish(arr, dt, device, requires_grad, out, "randint")
 
 
-def randperm(n: int, *, generator: Generator | None = None, dtype: Any = None, device: Any = None,
-             requires_grad: bool = False, **_: Any) -> Any:
-    """A random permutation of 0..n-1."""
-    dt = _dtype.to_dtype(dtype) if dtype is not None else _dtype.int64
-    arr = _rng(generator).permutation(int(n)).astype(dt.np)
-    return _finish(arr, dt, device, requires_grad)
+def randperm(n: int, *, generator: Generator | None = None, out: Any = None, dtype: Any = None,
+             layout: Any = None, device: Any = None, pin_memory: bool = False,
+             requires_grad: bool = False) -> Any:
+    """A random permutation of 0..n-1 (int64 unless ``dtype`` or ``out`` says otherwise)."""
+    n = _args.integer("randperm", "n", n)
+    if n < 0:
+        raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
+    if out is not None:
+        dt = _args.out_dtype("randperm", dtype, out)
+    else:
+        dt = _dtype.to_dtype(dtype) if dtype is not None else _dtype.int64
+    if layout is not None:
+        _args.check_layout(layout)
+    arr = _rng(generator).permutation(n).astype(dt.np)
+    return _finish(arr, dt, device, requires_grad, out, "randperm")
 
 
-def normal(mean: Any = 0.0, std: Any = 1.0, size: Any = None, *, generator: Generator | None = None,
-           dtype: Any = None, device: Any = None, requires_grad: bool = False, **_: Any) -> Any:
-    """``normal(mean, std)`` elementwise over tensors, or ``normal(m, s, size)`` for numbers."""
+def normal(mean: Any, std: Any = 1.0, size: Any = None, *, generator: Generator | None = None,
+           out: Any = None, dtype: Any = None, layout: Any = None, device: Any = None,
+           pin_memory: bool = False, requires_grad: bool = False) -> Any:
+    """``normal(mean, std)`` elementwise when either is a tensor (their broadcast shape, dtype and
+    device), or ``normal(mean: float, std: float, size)`` for numbers."""
     if isinstance(mean, TensorBase) or isinstance(std, TensorBase):
+        if (size is not None or dtype is not None or layout is not None or device is not None
+                or requires_grad):
+            raise TypeError(
+                "normal(): size, dtype, layout, device and requires_grad go with "
+                "normal(mean: float, std: float, size); with a tensor mean or std the result "
+                "takes their shape, dtype and device")
+        m = _backend.to_numpy(mean._data) if isinstance(mean, TensorBase) else mean
+        s = _backend.to_numpy(std._data) if isinstance(std, TensorBase) else std
+        if isinstance(std, TensorBase):
+            if (s < 0).any():
+                raise RuntimeError("normal expects all elements of std >= 0.0")
+        elif std < 0:
+            raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
+        try:
+            shape = np.broadcast_shapes(np.shape(m), np.shape(s))
+        except ValueError:
+            raise RuntimeError(f"normal(): mean of shape {list(np.shape(m))} and std of shape "
+                               f"{list(np.shape(s))} do not broadcast") from None
+        if isinstance(mean, TensorBase) and isinstance(std, TensorBase):
+            dt = _dtype.promote_types(mean.dtype, std.dtype)
+        else:
+            dt = (mean if isinstance(mean, TensorBase) else std).dtype
         ref = mean if isinstance(mean, TensorBase) else std
-        m = mean._data if isinstance(mean, TensorBase) else mean
-        s = std._data if isinstance(std, TensorBase) else std
-        shape = np.broadcast_shapes(np.shape(m), np.shape(s))
         z = _rng(generator).standard_normal(shape)
-        arr = (np.asarray(m, np.float64) + np.asarray(s, np.float64) * z).astype(ref._data.dtype)
-        return _finish(arr, ref.dtype, ref.device if device is None else device, requires_grad)
-    dt = _float_dtype(dtype)
-    arr = _rng(generator).normal(mean, std, size=tuple(size) if size is not None else ()).astype(dt.np)
-    return _finish(arr, dt, device, requires_grad)
+        arr = (np.asarray(m, np.float64) + np.asarray(s, np.float64) * z).astype(dt.np)
+        result = _place(arr, dt, ref.device, False)
+        return result if out is None else _out.write(out, result, "normal")
+    if size is None:
+        raise TypeError("normal() missing 1 required positional argument: 'size' (with numbers "
+                        "for mean and std, call normal(mean, std, size))")
+    shape = _args.sequence("normal", "size", size)
+    if std < 0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
+    if layout is not None:
+        _args.check_layout(layout)
+    dt = _float_dtype("normal", dtype, out)
+    arr = _rng(generator).normal(mean, std, size=shape).astype(dt.np)
+    return _finish(arr, dt, device, requires_grad, out, "normal")
 
 
-def bernoulli(input: Any, p: float | None = None, *, generator: Generator | None = None) -> Any:
-    """Draws 1 with probability ``input`` (elementwise), else 0; same dtype as input."""
-    probs = input._data if p is None else np.full(input._data.shape, p)
-    probs = _backend.to_numpy(probs)
-    arr = (_rng(generator).random(probs.shape) < probs).astype(input._data.dtype)
-    return TensorBase._make(_backend.to_device(arr, input.device))
+def bernoulli(input: Any, p: float | None = None, *, generator: Generator | None = None,
+              out: Any = None) -> Any:
+    """Draws 1 with probability ``input`` (elementwise; or ``p`` for every element), else 0;
+    same dtype as input. ``out=`` goes with ``bernoulli(input)`` only, as in PyTorch."""
+    if not isinstance(input, TensorBase):
+        raise TypeError(f"bernoulli(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
+    if p is None:
+        if not input.dtype.is_floating_point:
+            raise NotImplementedError(
+                f"bernoulli(): input holds the probabilities and must be floating point, got "
+                f"{input.dtype}. Cast it (input.float()), or give p=.")
+        probs = _backend.to_numpy(input._data)
+        if ((probs < 0) | (probs > 1)).any():
+            raise RuntimeError("bernoulli(): expected every probability in input to be in "
+                               "[0, 1] (Expected p_in >= 0 && p_in <= 1)")
+    else:
+        if out is not None:
+            raise TypeError("bernoulli(): out= goes with bernoulli(input), not with p=")
+        if isinstance(p, TensorBase):
+            raise TypeError("bernoulli(): argument 'p' must be float, not Tensor (for a tensor "
+                            "of probabilities call bernoulli(p))")
+        if not 0 <= p <= 1:
+            raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p}")
+        probs = np.full(input._data.shape, p)
+    dt = input._data.dtype if out is None or not isinstance(out, TensorBase) else out.dtype.np
+    arr = (_rng(generator).random(probs.shape) < probs).astype(dt)  # into out's dtype, as PyTorch
+    result = TensorBase._make(_backend.to_device(arr, input.device))
+    return result if out is None else _args.write_new(out, result, "bernoulli")
 
 
 def multinomial(input: Any, num_samples: int, replacement: bool = False, *,
-                generator: Generator | None = None) -> Any:
+                generator: Generator | None = None, out: Any = None) -> Any:
     """Sample indices from each row's (unnormalised) weights."""
+    num_samples = _args.integer("multinomial", "num_samples", num_samples)
+    if out is not None and isinstance(out, TensorBase) and out.dtype is not _dtype.int64:
+        raise RuntimeError(f"multinomial expects Long tensor out, got: "
+                           f"{_dtype.legacy_name(out.dtype)}")
     w = np.asarray(_backend.to_numpy(input._data), np.float64)
     squeeze = w.ndim == 1
     w2 = w.reshape(1, -1) if squeeze else w
@@ -215,35 +301,165 @@ def multinomial(input: Any, num_samples: int, replacement: bool = False, *,
         cdf = np.cumsum(w2, axis=1)
         cdf /= cdf[:, -1:]
         u = rng.random((w2.shape[0], num_samples))
-        out = np.stack([np.searchsorted(cdf[i], u[i], side="right") for i in range(w2.shape[0])])
-        out = np.minimum(out, n_cat - 1)
+        idx = np.stack([np.searchsorted(cdf[i], u[i], side="right") for i in range(w2.shape[0])])
+        idx = np.minimum(idx, n_cat - 1)
     else:
         # Gumbel top-k: the k largest log(w) + Gumbel noise are a draw without replacement
         with np.errstate(divide="ignore"):
             keys = np.log(w2) - np.log(-np.log(rng.random(w2.shape)))
-        out = np.argsort(-keys, axis=1, kind="stable")[:, :num_samples]
-    out = out.astype(np.int64)
+        idx = np.argsort(-keys, axis=1, kind="stable")[:, :num_samples]
+    idx = idx.astype(np.int64)
     if squeeze:
-        out = out[0]
-    return TensorBase._make(_backend.to_device(out, input.device))
+        idx = idx[0]
+    result = TensorBase._make(_backend.to_device(idx, input.device))
+    return result if out is None else _args.write_new(out, result, "multinomial")
 
 
-def rand_like(x: Any, *, dtype: Any = None, device: Any = None, requires_grad: bool = False, **_: Any) -> Any:
-    return rand(*x.shape, dtype=dtype or x.dtype, device=device or x.device, requires_grad=requires_grad)
+def rand_like(input: Any, *, generator: Generator | None = None, dtype: Any = None,
+              layout: Any = None, device: Any = None, pin_memory: bool = False,
+              requires_grad: bool = False, memory_format: Any = None) -> Any:
+    """Uniform samples on [0, 1) in ``input``'s shape, dtype and device unless given."""
+    dt, dev = _like("rand_like", input, dtype, device, layout, memory_format)
+    _check_float("rand_like", dt)
+    arr = _rng(generator).random(input._data.shape, dtype=_draw_dtype(dt)).astype(dt.np,
+                                                                                  copy=False)
+    return _place(arr, dt, dev, requires_grad)
 
 
-def randn_like(x: Any, *, dtype: Any = None, device: Any = None, requires_grad: bool = False, **_: Any) -> Any:
-    return randn(*x.shape, dtype=dtype or x.dtype, device=device or x.device, requires_grad=requires_grad)
+def randn_like(input: Any, *, generator: Generator | None = None, dtype: Any = None,
+               layout: Any = None, device: Any = None, pin_memory: bool = False,
+               requires_grad: bool = False, memory_format: Any = None) -> Any:
+    """Standard normal samples in ``input``'s shape, dtype and device unless given."""
+    dt, dev = _like("randn_like", input, dtype, device, layout, memory_format)
+    _check_float("randn_like", dt)
+    arr = _rng(generator).standard_normal(input._data.shape, dtype=_draw_dtype(dt))
+    return _place(arr.astype(dt.np, copy=False), dt, dev, requires_grad)
 
 
-def randint_like(x: Any, low: int, high: int | None = None, *, dtype: Any = None, device: Any = None,
-                 **_: Any) -> Any:
+def randint_like(input: Any, low: Any = 0, high: Any = None, *,
+                 generator: Generator | None = None, dtype: Any = None, layout: Any = None,
+                 device: Any = None, pin_memory: bool = False, requires_grad: bool = False,
+                 memory_format: Any = None) -> Any:
+    """``randint_like(input, high)`` or ``randint_like(input, low=0, high)``: integers in
+    [low, high) in ``input``'s shape, dtype and device unless given."""
     if high is None:
         low, high = 0, low
-    return randint(low, high, tuple(x.shape), dtype=dtype or x.dtype, device=device or x.device)
+    low = _args.integer("randint_like", "low", low)
+    high = _args.integer("randint_like", "high", high)
+    if high <= low:
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= "
+                           f"to={high}")
+    dt, dev = _like("randint_like", input, dtype, device, layout, memory_format)
+    _check_int_range(dt, low, high)
+    arr = _rng(generator).integers(low, high, size=input._data.shape, dtype=np.int64)
+    return _place(arr.astype(dt.np), dt, dev, requires_grad)
 
 
-def fill_(t: Any, kind: str, *args: Any, generator: Generator | None = None) -> Any:
+# ---------------------------------------------------------------------------------------------
+# the in-place random fills: Tensor methods (``ember/_tensor.py`` sets them on Tensor)
+
+
+def uniform_(self: Any, *args: Any, generator: Generator | None = None, **kwargs: Any) -> Any:
+    """``uniform_(from=0, to=1, *, generator=None)``: fill with samples from U[from, to).
+    (``from`` is a Python keyword: pass it positionally or as ``**{"from": a}``.)"""
+    a, b = _params("uniform_", args, kwargs, ("from", "to"), (0.0, 1.0))
+    _check_float("uniform_", self.dtype)
+    top = float(np.finfo(self._data.dtype).max)
+    for arg, v in (("from", a), ("to", b)):
+        if not -top <= v <= top:
+            raise RuntimeError(f"{arg} is out of bounds for {self.dtype} ({arg}={v})")
+    if a > b:
+        raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={a} > "
+                           f"to={b}")
+    return _fill(self, "uniform", a, b, generator=generator)
+
+
+def normal_(self: Any, mean: float = 0.0, std: float = 1.0, *,
+            generator: Generator | None = None) -> Any:
+    """Fill with samples from N(mean, std**2)."""
+    _check_float("normal_", self.dtype)
+    mean, std = float(mean), float(std)
+    if std < 0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
+    return _fill(self, "normal", mean, std, generator=generator)
+
+
+def bernoulli_(self: Any, p: Any = 0.5, *, generator: Generator | None = None) -> Any:
+    """Fill with 1 where a draw falls under ``p`` (a number, or a tensor broadcast to self)."""
+    if isinstance(p, TensorBase):
+        try:
+            np.broadcast_to(np.empty(p._data.shape, np.bool_), self._data.shape)
+        except ValueError:
+            raise RuntimeError(f"bernoulli_(): p of shape {list(p.shape)} does not broadcast to "
+                               f"the tensor's shape {list(self.shape)}") from None
+    elif not 0 <= p <= 1:
+        raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p}")
+    return _fill(self, "bernoulli", p, generator=generator)
+
+
+def random_(self: Any, *args: Any, generator: Generator | None = None, **kwargs: Any) -> Any:
+    """``random_(from, to=None)``, ``random_(to)`` or ``random_()``, keyword-only
+    ``generator``: integers in [from, to); ``to=None`` (or no bounds) runs to the dtype's top
+    (2**mantissa for floats). (``from`` is a Python keyword: pass it positionally or as
+    ``**{"from": a}``.)"""
+    if len(args) == 1 and not kwargs:
+        low, high = 0, args[0]
+        if high is None:
+            raise TypeError("random_(): argument 'to' must be int, not NoneType")
+    else:
+        low, high = _params("random_", args, kwargs, ("from", "to"), (_UNSET, _UNSET))
+        if low is _UNSET:
+            low = 0
+        elif high is _UNSET:
+            raise TypeError("random_(): 'from' needs 'to' (call random_(from, to), random_(to) "
+                            "or random_())")
+        if high is _UNSET:
+            high = None
+    low = _args.integer("random_", "from", low)
+    if high is not None:
+        high = _args.integer("random_", "to", high)
+        if low >= high:
+            raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} "
+                               f">= to={high}")
+        _check_int_range(self.dtype, low, high)
+    return _fill(self, "random", low, high, generator=generator)
+
+
+def exponential_(self: Any, lambd: float = 1.0, *, generator: Generator | None = None) -> Any:
+    """Fill with samples from Exp(lambd)."""
+    if not self.dtype.is_floating_point:
+        raise RuntimeError(
+            "Exponential distribution is a continuous probability distribution. dtype must be a "
+            f"floating point but you specified {_dtype.legacy_name(self.dtype)}")
+    if not lambd > 0:
+        raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lambd}")
+    return _fill(self, "exponential", lambd, generator=generator)
+
+
+def geometric_(self: Any, p: float, *, generator: Generator | None = None) -> Any:
+    """Fill with samples from Geometric(p): trials until the first success."""
+    if not 0 < p < 1:
+        raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p}")
+    return _fill(self, "geometric", p, generator=generator)
+
+
+def log_normal_(self: Any, mean: float = 1.0, std: float = 2.0, *,
+                generator: Generator | None = None) -> Any:
+    """Fill with exp(N(mean, std**2)) samples."""
+    if not std > 0:
+        raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={std}")
+    return _fill(self, "log_normal", mean, std, generator=generator)
+
+
+def cauchy_(self: Any, median: float = 0.0, sigma: float = 1.0, *,
+            generator: Generator | None = None) -> Any:
+    """Fill with samples from Cauchy(median, sigma)."""
+    if not sigma > 0:
+        raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={sigma}")
+    return _fill(self, "cauchy", median, sigma, generator=generator)
+
+
+def _fill(t: Any, kind: str, *args: Any, generator: Generator | None = None) -> Any:
     """In-place random fills (``uniform_``, ``normal_``...), written into the tensor's buffer."""
     rng = _rng(generator)
     shape = t._data.shape
@@ -255,12 +471,12 @@ def fill_(t: Any, kind: str, *args: Any, generator: Generator | None = None) -> 
         vals = rng.normal(m, s, shape)
     elif kind == "bernoulli":
         (p,) = args
-        p = p._data if isinstance(p, TensorBase) else p
+        p = _backend.to_numpy(p._data) if isinstance(p, TensorBase) else p
         vals = rng.random(shape) < p
     elif kind == "random":
         low, high = args
         if high is None:
-            low, high = 0, (2**24 if t._data.dtype.kind == "f" else np.iinfo(t._data.dtype).max)
+            high = _top(t._data.dtype)
         vals = rng.integers(low, high, shape)
     elif kind == "exponential":
         (lambd,) = args
@@ -290,15 +506,87 @@ def fill_(t: Any, kind: str, *args: Any, generator: Generator | None = None) -> 
     return t
 
 
-def _finish(arr: np.ndarray, dtype: Any, device: Any, requires_grad: bool) -> Any:
-    return _place(arr, dtype, device, requires_grad)
+_UNSET = object()
 
 
-def _float_dtype(dtype: Any) -> Any:
-    dt = _dtype.to_dtype(dtype) if dtype is not None else _dtype.get_default_dtype()
-    if not dt.is_floating_point:
-        raise RuntimeError(f"expected a floating-point dtype for random floats, got {dt}")
+def _params(name: str, args: tuple, kwargs: dict, names: tuple[str, ...],
+            defaults: tuple) -> list:
+    """Bind ``args``/``kwargs`` to ``names`` (parameters Python cannot spell, like ``from``),
+    with Python's errors for too many, repeated or unknown arguments."""
+    if len(args) > len(names):
+        raise TypeError(f"{name}() takes from 0 to {len(names)} positional arguments but "
+                        f"{len(args)} were given")
+    values = list(args) + list(defaults[len(args):])
+    for key, v in kwargs.items():
+        if key not in names:
+            raise _args.unexpected_keyword(name, key, names + ("generator",))
+        i = names.index(key)
+        if i < len(args):
+            raise TypeError(f"{name}() got multiple values for argument '{key}'")
+        values[i] = v
+    return values
+
+
+def _top(np_dtype: Any) -> int:
+    """``random_()``'s exclusive top: 2**mantissa + 1 for floats, the max + 1 for integers."""
+    if np_dtype.kind == "f":
+        return 2 ** (np.finfo(np_dtype).nmant + 1) + 1
+    if np_dtype.kind == "b":
+        return 2
+    return int(np.iinfo(np_dtype).max) + 1
+
+
+_INT_BOUNDS: dict = {}  # dtype -> (lowest, highest), filled on first use
+
+
+def _check_int_range(dt: Any, low: int, high: int) -> None:
+    """[low, high) must fit an integer (or bool) dtype, as PyTorch's random_ checks; a float
+    dtype holds every integer only up to 2**(mantissa + 1): past that, PyTorch's warning."""
+    if dt.is_floating_point:
+        d = int(np.finfo(dt.np).nmant) + 1
+        for what, v in (("from", low), ("to - 1", high - 1)):
+            if not -(2**d) <= v <= 2**d:
+                warnings.warn(
+                    f"{what} is out of bounds [-(2^{d}), 2^{d}]. Due to precision limitations "
+                    f"{dt} can support discrete uniform distribution only within this range. "
+                    "This warning will become an error in version 1.7 release, please fix the "
+                    "code in advance", UserWarning, stacklevel=3)
+        return
+    bounds = _INT_BOUNDS.get(dt)
+    if bounds is None:
+        info = np.iinfo(dt.np) if dt is not _dtype.bool_ else None
+        bounds = _INT_BOUNDS[dt] = (0, 1) if info is None else (int(info.min), int(info.max))
+    lo, hi = bounds
+    if low < lo:
+        raise RuntimeError(f"from is out of bounds for {dt} (from={low}, lowest {lo})")
+    if high - 1 > hi:
+        raise RuntimeError(f"to - 1 is out of bounds for {dt} (to={high}, highest {hi})")
+
+
+def _finish(arr: np.ndarray, dt: Any, device: Any, requires_grad: bool, out: Any = None,
+            name: str = "") -> Any:
+    if out is None:
+        return _place(arr, dt, device, requires_grad)
+    res = _place(arr, dt, out.device if device is None else device, False)
+    return _args.write_new(out, res, name, requires_grad)
+
+
+def _float_dtype(name: str, dtype: Any, out: Any) -> Any:
+    """The dtype of random floats: ``out``'s, ``dtype``, or the default; it must be a float."""
+    if out is not None:
+        dt = _args.out_dtype(name, dtype, out)
+    elif dtype is None:
+        return _dtype.get_default_dtype()
+    else:
+        dt = _dtype.to_dtype(dtype)
+    _check_float(name, dt)
     return dt
+
+
+def _check_float(name: str, dt: Any) -> None:
+    if not dt.is_floating_point:
+        raise NotImplementedError(f"{name}(): random floats need a floating-point dtype, got "
+                                  f"{dt} (for integers use randint / random_)")
 
 
 def _draw_dtype(dt: Any) -> Any:
