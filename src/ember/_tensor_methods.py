@@ -210,7 +210,7 @@ def map_(self, tensor: Any, callable: Any) -> Any:
     flat[...] = [callable(a, b) for a, b in zip(flat.tolist(), other, strict=True)]
     return self
 
-def record_stream(self, stream: Any) -> None:
+def record_stream(self, s: Any) -> None:
     """Nothing to record: ember's CuPy arrays are freed by reference counting."""
 
 def conj_physical_(self) -> Any:
@@ -504,7 +504,7 @@ OP_METHODS: dict[str, Any] = {
     "bitwise_right_shift": ops.bitwise_right_shift,
     "select_scatter": ops.select_scatter,
     "narrow_copy": ops.narrow_copy,
-    "conj_physical": ops.clone,
+    "conj_physical": ops.conj_physical,
     "arccosh": ops.acosh,
     "arcsinh": ops.asinh,
     "arctanh": ops.atanh,

@@ -21,7 +21,6 @@ from .ops.blas import Matmul as _Matmul
 from .ops.blas import matmul
 from .ops.linalg import (  # noqa: F401
     LinAlgError,
-    cholesky,
     matrix_norm,
     matrix_power,
     solve,
@@ -80,12 +79,14 @@ def vector_norm(x: Any, ord: float = 2, dim: Any = None, keepdim: bool = False, 
     """The vector ``ord``-norm of x over ``dim`` (all elements when None)."""
     from .ops.reduction_stats import vector_norm as _vector_norm
 
-    return _mx._result(_vector_norm(x, ord, dim, keepdim, dtype=dtype), out)
+    res = _vector_norm(x, ord, dim, keepdim, dtype=dtype)
+    return _mx._result(res, out, "linalg.vector_norm")
 
 
-def norm(A: Any, ord: Any = None, dim: Any = None, keepdim: bool = False, *, out: Any = None,
+def norm(input: Any, ord: Any = None, dim: Any = None, keepdim: bool = False, *, out: Any = None,
          dtype: Any = None) -> Any:
     """A vector norm (1-D input or an int ``dim``) or a matrix norm (2-D input or two dims)."""
+    A = input
     a = _t(A, "linalg.norm")
     if isinstance(dim, int):
         dim = (dim,)
@@ -133,7 +134,7 @@ def multi_dot(tensors: Any, *, out: Any = None) -> Any:
     res = ts[0]
     for x in ts[1:]:
         res = matmul(res, x)
-    return _mx._result(res, out)
+    return _mx._result(res, out, "linalg.multi_dot")
 
 
 def vecdot(x: Any, y: Any, *, dim: int = -1, out: Any = None) -> Any:
@@ -142,12 +143,12 @@ def vecdot(x: Any, y: Any, *, dim: int = -1, out: Any = None) -> Any:
         x, y = _amp_cast("linalg_vecdot", x, y)
     x = _t(x, "linalg.vecdot", "x")
     y = _t(y, "linalg.vecdot", "y")
-    return _mx._result((x * y).sum(dim), out)
+    return _mx._result((x * y).sum(dim), out, "linalg.vecdot")
 
 
 def cross(input: Any, other: Any, *, dim: int = -1, out: Any = None) -> Any:
     """Cross product of 3-vectors along ``dim`` (default the last), broadcasting the rest."""
-    return _mx._result(_om._cross("linalg.cross", input, other, dim), out)
+    return _mx._result(_om._cross("linalg.cross", input, other, dim), out, "linalg.cross")
 
 
 def diagonal(A: Any, *, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Any:
@@ -164,6 +165,8 @@ def inv(A: Any, *, out: Any = None) -> Any:
 
 def inv_ex(A: Any, *, check_errors: bool = False, out: Any = None) -> Any:
     """(inverse, info): the inverse and a 0 error code per matrix (errors are raised)."""
+    if out is not None:
+        return _mx._result(inv_ex(A, check_errors=check_errors), out, "linalg.inv_ex")
     if _amp.active:
         (A,) = _amp_cast("inv_ex", A)
     from .ops.creation import zeros
@@ -175,17 +178,21 @@ def inv_ex(A: Any, *, check_errors: bool = False, out: Any = None) -> Any:
 
 def det(A: Any, *, out: Any = None) -> Any:
     """The determinant of a square matrix (or of each in a batch)."""
-    return _mx._result(_la.det(A), out)
+    return _mx._result(_la.det(A), out, "linalg.det")
 
 
 def slogdet(A: Any, *, out: Any = None) -> Any:
     """(sign, log|det|) of a square matrix (or of each in a batch)."""
+    if out is not None:
+        return _mx._result(slogdet(A), out, "linalg.slogdet")
     sign, logabs = _la.slogdet(A)
     return return_types.linalg_slogdet(sign, logabs)
 
 
 def qr(A: Any, mode: str = "reduced", *, out: Any = None) -> Any:
     """(Q, R) with A = Q R; ``mode`` 'reduced', 'complete' or 'r' (Q empty). No derivative yet."""
+    if out is not None:
+        return _mx._result(qr(A, mode=mode), out, "linalg.qr")
     if _amp.active:
         (A,) = _amp_cast("linalg_qr", A)
     a = _t(A, "linalg.qr")
@@ -201,6 +208,9 @@ def qr(A: Any, mode: str = "reduced", *, out: Any = None) -> Any:
 
 def svd(A: Any, full_matrices: bool = True, *, driver: Any = None, out: Any = None) -> Any:
     """(U, S, Vh) with A = U diag(S) Vh, S descending (the columns' signs are LAPACK's)."""
+    if out is not None:
+        res = svd(A, full_matrices=full_matrices, driver=driver)
+        return _mx._result(res, out, "linalg.svd")
     if _amp.active:
         (A,) = _amp_cast("linalg_svd", A)
     a = _t(A, "linalg.svd")
@@ -215,7 +225,7 @@ def svdvals(A: Any, *, driver: Any = None, out: Any = None) -> Any:
         (A,) = _amp_cast("svdvals", A)
     a = _t(A, "linalg.svdvals")
     _la._check_decomposable("linalg.svdvals", a)
-    return _mx._result(_la.Svdvals.apply(a), out)
+    return _mx._result(_la.Svdvals.apply(a), out, "linalg.svdvals")
 
 
 def _check_uplo(fn: str, uplo: str) -> str:
@@ -224,8 +234,11 @@ def _check_uplo(fn: str, uplo: str) -> str:
     return uplo
 
 
-def eigh(A: Any, UPLO: str = "L", *, out: Any = None) -> Any:
+def eigh(input: Any, UPLO: str = "L", *, out: Any = None) -> Any:
     """(eigenvalues ascending, eigenvectors) of a symmetric matrix (reads the UPLO triangle)."""
+    if out is not None:
+        return _mx._result(eigh(input, UPLO=UPLO), out, "linalg.eigh")
+    A = input
     if _amp.active:
         (A,) = _amp_cast("eigh", A)
     a = _square_float("linalg.eigh", A)
@@ -233,17 +246,27 @@ def eigh(A: Any, UPLO: str = "L", *, out: Any = None) -> Any:
     return return_types.linalg_eigh(w, v)
 
 
-def eigvalsh(A: Any, UPLO: str = "L", *, out: Any = None) -> Any:
+def eigvalsh(input: Any, UPLO: str = "L", *, out: Any = None) -> Any:
     """The eigenvalues of a symmetric matrix, ascending."""
+    A = input
     if _amp.active:
         (A,) = _amp_cast("eigvalsh", A)
     a = _square_float("linalg.eigvalsh", A)
-    return _mx._result(_la.Eigvalsh.apply(a, _check_uplo("linalg.eigvalsh", UPLO)), out)
+    res = _la.Eigvalsh.apply(a, _check_uplo("linalg.eigvalsh", UPLO))
+    return _mx._result(res, out, "linalg.eigvalsh")
 
 
-def pinv(A: Any, *, atol: Any = None, rtol: Any = None, hermitian: bool = False,
-         out: Any = None) -> Any:
-    """The Moore-Penrose pseudo-inverse (singular values below rtol * max are dropped)."""
+def pinv(input: Any, rcond: Any = None, hermitian: bool = False, *, atol: Any = None,
+         rtol: Any = None, out: Any = None) -> Any:
+    """The Moore-Penrose pseudo-inverse (singular values below rtol * max are dropped).
+
+    ``rcond`` is PyTorch's older name for ``rtol`` (its positional overload).
+    """
+    A = input
+    if rcond is not None:
+        if atol is not None or rtol is not None:
+            raise TypeError("linalg.pinv(): give rcond, or atol=/rtol=, not both")
+        rtol = rcond
     a = _t(A, "linalg.pinv")
     _la._check_decomposable("linalg.pinv", a)
     if atol is not None:
@@ -255,12 +278,21 @@ def pinv(A: Any, *, atol: Any = None, rtol: Any = None, hermitian: bool = False,
         import numpy as np
 
         rtol = float(np.finfo(a._data.dtype).eps) * max(a.shape[-2:])
-    return _mx._result(_la.Pinv.apply(a, float(rtol), bool(hermitian)), out)
+    res = _la.Pinv.apply(a, float(rtol), bool(hermitian))
+    return _mx._result(res, out, "linalg.pinv")
 
 
-def matrix_rank(A: Any, *, atol: Any = None, rtol: Any = None, hermitian: bool = False,
-                out: Any = None) -> Any:
-    """The number of singular values above max(atol, rtol * largest) per matrix (int64)."""
+def matrix_rank(input: Any, tol: Any = None, hermitian: bool = False, *, atol: Any = None,
+                rtol: Any = None, out: Any = None) -> Any:
+    """The number of singular values above max(atol, rtol * largest) per matrix (int64).
+
+    ``tol`` is PyTorch's older absolute tolerance (its positional overload): ``atol=tol, rtol=0``.
+    """
+    A = input
+    if tol is not None:
+        if atol is not None or rtol is not None:
+            raise TypeError("linalg.matrix_rank(): give tol, or atol=/rtol=, not both")
+        atol, rtol = tol, 0.0
     if _amp.active:
         (A,) = _amp_cast("matrix_rank", A)
     import numpy as np
@@ -281,7 +313,7 @@ def matrix_rank(A: Any, *, atol: Any = None, rtol: Any = None, hermitian: bool =
         if atol is not None:
             tol = tol.clamp_min(atol)
         res = (s > tol.unsqueeze(-1)).sum(-1)
-    return _mx._result(res, out)
+    return _mx._result(res, out, "linalg.matrix_rank")
 
 
 # -- composites of the ops above (their gradients come from those ops) ------------------------
@@ -292,10 +324,14 @@ def _info(like: Any) -> Any:
     return zeros(tuple(like.shape[:-2]), dtype="int32", device=like.device)
 
 
-def solve_triangular(A: Any, B: Any, *, upper: bool, left: bool = True,
+def solve_triangular(input: Any, B: Any, *, upper: bool, left: bool = True,
                      unitriangular: bool = False, out: Any = None) -> Any:
     """X with A X = B (``left=False``: X A = B) reading only A's upper or lower triangle (and a
     unit diagonal when ``unitriangular``)."""
+    if out is not None:
+        res = solve_triangular(input, B=B, upper=upper, left=left, unitriangular=unitriangular)
+        return _mx._result(res, out, "linalg.solve_triangular")
+    A = input
     if _amp.active:
         A, B = _amp_cast("solve_triangular", A, B)
     a = _square_float("linalg.solve_triangular", A)
@@ -311,14 +347,26 @@ def solve_triangular(A: Any, B: Any, *, upper: bool, left: bool = True,
 def solve_ex(A: Any, B: Any, *, left: bool = True, check_errors: bool = False,
              out: Any = None) -> Any:
     """(result, info): ``solve`` and a 0 error code per matrix (singular matrices raise)."""
+    if out is not None:
+        res = solve_ex(A, B=B, left=left, check_errors=check_errors)
+        return _mx._result(res, out, "linalg.solve_ex")
     res = _la.solve(A, B, left=left)
     return return_types.linalg_solve_ex(res, _info(_t(A, "linalg.solve_ex")))
 
 
-def cholesky_ex(A: Any, *, upper: bool = False, check_errors: bool = False,
+def cholesky(input: Any, *, upper: bool = False, out: Any = None) -> Any:
+    """L with A = L L^T (``upper=True``: U with A = U^T U) of a symmetric positive-definite A."""
+    return _la.cholesky(input, upper, out=out)
+
+
+def cholesky_ex(input: Any, *, upper: bool = False, check_errors: bool = False,
                 out: Any = None) -> Any:
     """(L, info): ``cholesky`` and an error code per matrix (the order of the first minor that
     is not positive-definite, 0 when none; with ``check_errors`` that raises instead)."""
+    if out is not None:
+        res = cholesky_ex(input, upper=upper, check_errors=check_errors)
+        return _mx._result(res, out, "linalg.cholesky_ex")
+    A = input
     if _amp.active:
         (A,) = _amp_cast("cholesky_ex", A)
     a = _square_float("linalg.cholesky_ex", A)
@@ -364,9 +412,10 @@ def vander(x: Any, *, N: int | None = None) -> Any:
     return stack(cols, -1) if cols else x.unsqueeze(-1)[..., :0]
 
 
-def matrix_exp(A: Any) -> Any:
+def matrix_exp(input: Any) -> Any:
     """exp(A) = sum_k A^k / k!, by scaling and squaring: the Taylor series (18 terms) of
     A / 2^s with ||A / 2^s||_1 <= 1/2, squared s times."""
+    A = input
     import math
 
     import numpy as np
@@ -388,9 +437,12 @@ def matrix_exp(A: Any) -> Any:
     return out
 
 
-def cond(A: Any, p: Any = None, *, out: Any = None) -> Any:
+def cond(input: Any, p: Any = None, *, out: Any = None) -> Any:
     """The condition number of A in the p-norm: sigma_max / sigma_min for p = None or 2
     (p = -2: the inverse), else ||A||_p ||A^-1||_p ('fro', 'nuc', inf, -inf, 1, -1)."""
+    if out is not None:
+        return _mx._result(cond(input, p=p), out, "linalg.cond")
+    A = input
     if _amp.active:
         (A,) = _amp_cast("linalg_cond", A)
     a = _t(A, "linalg.cond")
@@ -404,8 +456,11 @@ def cond(A: Any, p: Any = None, *, out: Any = None) -> Any:
     return _la.matrix_norm(a, p) * _la.matrix_norm(_la.inverse(a), p)
 
 
-def tensorinv(A: Any, ind: int = 2, *, out: Any = None) -> Any:
+def tensorinv(input: Any, ind: int = 2, *, out: Any = None) -> Any:
     """The inverse of A for ``tensordot(A, ., ind)``: shape A.shape[ind:] + A.shape[:ind]."""
+    if out is not None:
+        return _mx._result(tensorinv(input, ind=ind), out, "linalg.tensorinv")
+    A = input
     if _amp.active:
         (A,) = _amp_cast("tensorinv", A)
     import math
@@ -422,8 +477,13 @@ def tensorinv(A: Any, ind: int = 2, *, out: Any = None) -> Any:
     return _la.inverse(m).reshape(*rest, *lead)
 
 
-def tensorsolve(A: Any, B: Any, dims: Any = None, *, out: Any = None) -> Any:
+def tensorsolve(input: Any, other: Any, dims: Any = None, *, out: Any = None) -> Any:
     """X with ``tensordot(A, X, X.ndim) == B``; ``dims`` of A move to the end first."""
+    if out is not None:
+        res = tensorsolve(input, other=other, dims=dims)
+        return _mx._result(res, out, "linalg.tensorsolve")
+    A = input
+    B = other
     if _amp.active:
         A, B = _amp_cast("tensorsolve", A, B)
     import math
@@ -438,10 +498,15 @@ def tensorsolve(A: Any, B: Any, dims: Any = None, *, out: Any = None) -> Any:
     return _la.solve(m, b.reshape(-1)).reshape(rest)
 
 
-def lstsq(A: Any, B: Any, rcond: Any = None, *, driver: str | None = None) -> Any:
+def lstsq(input: Any, b: Any, rcond: Any = None, *, driver: str | None = None,
+          out: Any = None) -> Any:
     """Least-squares solution of A X = B (through the pseudo-inverse), with PyTorch's result
     fields: ``residuals`` and ``singular_values`` are filled for drivers 'gelsd'/'gelss' (as on
     PyTorch's CPU; the default 'gelsy' leaves them empty)."""
+    if out is not None:
+        return _mx._result(lstsq(input, b=b, rcond=rcond, driver=driver), out, "linalg.lstsq")
+    A = input
+    B = b
     if _amp.active:
         A, B = _amp_cast("lstsq", A, B)
     a = _t(A, "linalg.lstsq")

@@ -13,6 +13,7 @@ import numpy as np
 
 from .. import _backend, _dtype
 from .._tensor_base import TensorBase
+from . import _out
 
 _CPP_NAME = {
     "float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
@@ -98,11 +99,9 @@ def _broadcast_batch(fn: str, sa: tuple, sb: tuple, full_a: tuple, full_b: tuple
     return tuple(out)
 
 
-def _result(res: Any, out: Any) -> Any:
-    if out is None:
-        return res
-    out.copy_(res)
-    return out
+def _result(res: Any, out: Any, name: str) -> Any:
+    """``res``, or ``res`` written into ``out=`` by PyTorch's rules (``ops/_out.py``)."""
+    return res if out is None else _out.write(out, res, name)
 
 
 def _is_low(dt: Any) -> bool:

@@ -30,7 +30,7 @@ def write(out: Any, result: Any, name: str) -> Any:
                             f"not {type(out).__name__}")
         for o, r in zip(out, result):
             write(o, r, name)
-        return type(result)(out) if hasattr(type(result), "_fields") else tuple(out)
+        return type(result)(*out) if hasattr(type(result), "_fields") else tuple(out)
     if not isinstance(out, TensorBase):
         raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
     if grad_mode.state.enabled and (result.requires_grad or out.requires_grad):

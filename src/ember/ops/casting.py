@@ -61,8 +61,9 @@ def copy_from(x: Any, src: Any) -> Any:
     return CopyFrom.apply(x, src)
 
 
-def fill(x: Any, value: Any) -> Any:
-    """The value ``x.fill_(value)`` writes."""
+def fill(input: Any, value: Any) -> Any:
+    """The value ``input.fill_(value)`` writes."""
+    x = input
     if isinstance(value, TensorBase):
         if value._data.ndim != 0:
             raise RuntimeError(

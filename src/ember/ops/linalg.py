@@ -51,7 +51,7 @@ def inverse(input: Any, *, out: Any = None) -> Any:
     x = _tensor(input, "inverse", "input", 1)
     _check_float("linalg.inv", x)
     _check_square("linalg.inv", x)
-    return _result(Inverse.apply(x), out)
+    return _result(Inverse.apply(x), out, "inverse")
 
 
 def det(input: Any) -> Any:
@@ -62,8 +62,10 @@ def det(input: Any) -> Any:
     return Det.apply(x)
 
 
-def slogdet(input: Any) -> Any:
+def slogdet(input: Any, *, out: Any = None) -> Any:
     """(sign, log|det|) of a square matrix (or each in a batch): log|det| stays finite."""
+    if out is not None:
+        return _result(slogdet(input), out, "slogdet")
     x = _tensor(input, "slogdet", "input", 1)
     _check_float("linalg.slogdet", x)
     _check_square("linalg.slogdet", x)
@@ -112,7 +114,7 @@ def solve(A: Any, B: Any, *, left: bool = True, out: Any = None) -> Any:
         x = x.squeeze(-1)
     elif not left:
         x = x.mT
-    return _result(x, out)
+    return _result(x, out, "linalg.solve")
 
 
 def cholesky(input: Any, upper: bool = False, *, out: Any = None) -> Any:
@@ -123,7 +125,7 @@ def cholesky(input: Any, upper: bool = False, *, out: Any = None) -> Any:
     _check_float("linalg.cholesky", a)
     _check_square("linalg.cholesky", a)
     low = Cholesky.apply(a)
-    return _result(low.mT if upper else low, out)
+    return _result(low.mT if upper else low, out, "cholesky")
 
 
 class LinAlgError(RuntimeError):
@@ -315,6 +317,8 @@ def _solve_is_vector(sa: tuple, sb: tuple) -> bool:
 
 def qr(input: Any, some: bool = True, *, out: Any = None) -> Any:
     """(Q, R) with A = Q R (reduced when ``some``); prefer torch.linalg.qr."""
+    if out is not None:
+        return _result(qr(input, some=some), out, "qr")
     if _amp.active:
         (input,) = _amp_cast("qr", input)
     a = _tensor(input, "qr", "input", 1)
@@ -325,6 +329,8 @@ def qr(input: Any, some: bool = True, *, out: Any = None) -> Any:
 
 def svd(input: Any, some: bool = True, compute_uv: bool = True, *, out: Any = None) -> Any:
     """(U, S, V) with A = U diag(S) V^T (note: V, not Vh); prefer torch.linalg.svd."""
+    if out is not None:
+        return _result(svd(input, some=some, compute_uv=compute_uv), out, "svd")
     if _amp.active:
         (input,) = _amp_cast("svd", input)
     a = _tensor(input, "svd", "input", 1)
@@ -571,9 +577,10 @@ def _check_decomposable(fn: str, x: Any) -> None:
 # matrix norms and powers
 
 
-def matrix_norm(A: Any, ord: Any = "fro", dim: tuple = (-2, -1), keepdim: bool = False, *,
+def matrix_norm(input: Any, ord: Any = "fro", dim: tuple = (-2, -1), keepdim: bool = False, *,
                 dtype: Any = None, out: Any = None) -> Any:
     """A matrix norm over the two dims ``dim``: 'fro', 'nuc', inf, -inf, 1, -1, 2 or -2."""
+    A = input
     a = _tensor(A, "linalg.matrix_norm", "A", 1)
     if dtype is not None:
         a = a.to(dtype)
@@ -606,11 +613,13 @@ def matrix_norm(A: Any, ord: Any = "fro", dim: tuple = (-2, -1), keepdim: bool =
             f"linalg.matrix_norm: Order {ord} not supported; use 'fro', 'nuc', inf, -inf, 1, -1, "
             "2 or -2"
         )
-    return _result(res, out)
+    return _result(res, out, "linalg.matrix_norm")
 
 
-def matrix_power(input: Any, n: int) -> Any:
+def matrix_power(input: Any, n: int, *, out: Any = None) -> Any:
     """A^n for square matrices (batches allowed); n < 0 uses the inverse, n = 0 the identity."""
+    if out is not None:
+        return _result(matrix_power(input, n=n), out, "matrix_power")
     a = _tensor(input, "matrix_power", "input", 1)
     s = _shape(a)
     if len(s) < 2 or s[-1] != s[-2]:

@@ -22,10 +22,10 @@ import numpy as np
 
 from .. import _backend, _dtype
 from .._tensor_base import TensorBase
+from . import _out, return_types
 from . import comparison as _cmp
 from . import pointwise as _pw
 from . import pointwise_piecewise as _pp
-from . import return_types
 from ._autocast import cast as _amp_cast
 from ._autocast import flag as _amp
 from .casting import fill  # torch.fill: the kernel behind Tensor.fill_ (out of place)
@@ -109,9 +109,11 @@ def real(input: Any) -> Any:
     return input
 
 
-def angle(input: Any) -> Any:
+def angle(input: Any, *, out: Any = None) -> Any:
     """``pi`` where ``input < 0``, else 0 (NaN stays NaN); integer inputs give the default
     float dtype. Its gradient is zero, as PyTorch's is for real inputs."""
+    if out is not None:
+        return _out.write(out, angle(input), "angle")
     x = _as(input)
     if not x.is_floating_point():
         x = x.to(_dtype.get_default_dtype())
@@ -128,7 +130,12 @@ def get_device(input: Any) -> int:
     return input.get_device()
 
 
-conj_physical = resolve_conj = resolve_neg = conj
+resolve_conj = resolve_neg = conj
+
+
+def conj_physical(input: Any, *, out: Any = None) -> Any:
+    """``input`` itself (a real tensor is its own conjugate, as PyTorch returns it)."""
+    return input if out is None else _out.write(out, input, "conj_physical")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -253,8 +260,11 @@ def dist(input: Any, other: Any, p: float = 2) -> Any:
     return _pnorm_last(d, builtins.float(p))
 
 
-def diff(input: Any, n: int = 1, dim: int = -1, prepend: Any = None, append: Any = None) -> Any:
+def diff(input: Any, n: int = 1, dim: int = -1, prepend: Any = None, append: Any = None,
+         *, out: Any = None) -> Any:
     """n-th forward difference along ``dim``; ``prepend``/``append`` are joined first."""
+    if out is not None:
+        return _out.write(out, diff(input, n=n, dim=dim, prepend=prepend, append=append), "diff")
     if input.dim() == 0:
         raise RuntimeError("diff expects input to be at least one-dimensional")
     if n < 0:
@@ -330,6 +340,9 @@ def quantile(input: Any, q: Any, dim: int | None = None, keepdim: bool = False, 
              interpolation: str = "linear", out: Any = None) -> Any:
     """The ``q``-quantiles of ``input`` (over all elements, or along ``dim``); ``q`` is a float or
     a 1-D tensor, whose values come first in the result's shape. A NaN in a slice gives NaN."""
+    if out is not None:
+        res = quantile(input, q=q, dim=dim, keepdim=keepdim, interpolation=interpolation)
+        return _out.write(out, res, "quantile")
     if _amp.active:
         (input,) = _amp_cast("quantile", input)
     return _quantile(input, q, dim, keepdim, interpolation, ignore_nan=False, name="quantile")
@@ -338,6 +351,9 @@ def quantile(input: Any, q: Any, dim: int | None = None, keepdim: bool = False, 
 def nanquantile(input: Any, q: Any, dim: int | None = None, keepdim: bool = False, *,
                 interpolation: str = "linear", out: Any = None) -> Any:
     """``quantile`` that ignores NaNs (an all-NaN slice gives NaN)."""
+    if out is not None:
+        res = nanquantile(input, q=q, dim=dim, keepdim=keepdim, interpolation=interpolation)
+        return _out.write(out, res, "nanquantile")
     if _amp.active:
         (input,) = _amp_cast("nanquantile", input)
     return _quantile(input, q, dim, keepdim, interpolation, ignore_nan=True, name="nanquantile")
@@ -346,6 +362,9 @@ def nanquantile(input: Any, q: Any, dim: int | None = None, keepdim: bool = Fals
 def bucketize(input: Any, boundaries: Any, *, out_int32: bool = False, right: bool = False,
               out: Any = None) -> Any:
     """The index of the bucket each value falls in, given sorted 1-D ``boundaries``."""
+    if out is not None:
+        res = bucketize(input, boundaries=boundaries, out_int32=out_int32, right=right)
+        return _out.write(out, res, "bucketize")
     if boundaries.dim() != 1:
         raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim({boundaries.dim()})")
     scalar = not isinstance(input, TensorBase)
@@ -371,8 +390,11 @@ def unravel_index(indices: Any, shape: Any) -> tuple:
 
 
 def isin(elements: Any, test_elements: Any, *, assume_unique: bool = False,
-         invert: bool = False) -> Any:
+         invert: bool = False, out: Any = None) -> Any:
     """Whether each element of ``elements`` is in ``test_elements`` (a bool tensor)."""
+    if out is not None:
+        res = isin(elements, test_elements=test_elements, assume_unique=assume_unique, invert=invert)
+        return _out.write(out, res, "isin")
     a = _as(elements)
     b = _as(test_elements)
     xp = np
@@ -380,13 +402,17 @@ def isin(elements: Any, test_elements: Any, *, assume_unique: bool = False,
     return tensor(res, device=a.device)
 
 
-def gcd(input: Any, other: Any) -> Any:
+def gcd(input: Any, other: Any, *, out: Any = None) -> Any:
     """Elementwise greatest common divisor of integer tensors."""
+    if out is not None:
+        return _out.write(out, gcd(input, other=other), "gcd")
     return _int_binary("gcd", np.gcd, input, other)
 
 
-def lcm(input: Any, other: Any) -> Any:
+def lcm(input: Any, other: Any, *, out: Any = None) -> Any:
     """Elementwise least common multiple of integer tensors."""
+    if out is not None:
+        return _out.write(out, lcm(input, other=other), "lcm")
     return _int_binary("lcm", np.lcm, input, other)
 
 
@@ -508,8 +534,10 @@ def corrcoef(input: Any) -> Any:
     return c.clamp(-1, 1)
 
 
-def logcumsumexp(input: Any, dim: int) -> Any:
+def logcumsumexp(input: Any, dim: int, *, out: Any = None) -> Any:
     """``log(cumsum(exp(input)))`` along ``dim``, computed stably (shift by the running max)."""
+    if out is not None:
+        return _out.write(out, logcumsumexp(input, dim=dim), "logcumsumexp")
     if input.dim() == 0:
         return input * 1
     m = input.detach().amax(dim, keepdim=True)
@@ -599,6 +627,9 @@ def _cosine_sum(coeffs: tuple) -> Any:
 def histogram(input: Any, bins: Any = 100, *, range: Any = None, weight: Any = None,  # noqa: A002
               density: bool = False, out: Any = None) -> Any:
     """``(hist, bin_edges)`` of a float tensor; ``bins`` is a count or a 1-D tensor of edges."""
+    if out is not None:
+        res = histogram(input, bins=bins, range=range, weight=weight, density=density)
+        return _out.write(out, res, "histogram")
     if not input.is_floating_point():
         raise RuntimeError(f"torch.histogram: input tensor and bins tensors should have the same "
                            f"floating dtype, got {input.dtype}; convert it first, e.g. x.float()")
@@ -627,8 +658,10 @@ def frombuffer(buffer: Any, *, dtype: Any, count: int = -1, offset: int = 0,
     return t.requires_grad_(requires_grad) if requires_grad else t
 
 
-def renorm(input: Any, p: float, dim: int, maxnorm: float) -> Any:
+def renorm(input: Any, p: float, dim: int, maxnorm: float, *, out: Any = None) -> Any:
     """Rescale each slice along ``dim`` whose p-norm exceeds ``maxnorm`` down to ``maxnorm``."""
+    if out is not None:
+        return _out.write(out, renorm(input, p=p, dim=dim, maxnorm=maxnorm), "renorm")
     if _amp.active:
         (input,) = _amp_cast("renorm", input)
     if input.dim() <= 1:
@@ -641,16 +674,20 @@ def renorm(input: Any, p: float, dim: int, maxnorm: float) -> Any:
     return input * factor
 
 
-def ldexp(input: Any, other: Any) -> Any:
+def ldexp(input: Any, other: Any, *, out: Any = None) -> Any:
     """``input * 2 ** other``."""
+    if out is not None:
+        return _out.write(out, ldexp(input, other=other), "ldexp")
     x = _as(input)
     if not x.is_floating_point():
         x = x.to(_dtype.get_default_dtype())
     return x * (2.0 ** _as(other).to(x.dtype))
 
 
-def frexp(input: Any) -> Any:
+def frexp(input: Any, *, out: Any = None) -> Any:
     """``(mantissa, exponent)`` with ``input = mantissa * 2 ** exponent``, |mantissa| in [0.5, 1)."""
+    if out is not None:
+        return _out.write(out, frexp(input), "frexp")
     if not input.is_floating_point():
         raise RuntimeError("torch.frexp() only supports floating-point dtypes")
     m, ex = np.frexp(_backend.to_numpy(input._data))
@@ -658,8 +695,10 @@ def frexp(input: Any) -> Any:
               tensor(ex.astype(np.int32), device=input.device))
 
 
-def nextafter(input: Any, other: Any) -> Any:
+def nextafter(input: Any, other: Any, *, out: Any = None) -> Any:
     """The next float after ``input`` towards ``other``."""
+    if out is not None:
+        return _out.write(out, nextafter(input, other=other), "nextafter")
     a, b = _as(input), _as(other)
     dt = _dtype.result_type(a, b)
     res = np.nextafter(a.detach().cpu().numpy().astype(dt.np),
@@ -667,13 +706,17 @@ def nextafter(input: Any, other: Any) -> Any:
     return tensor(res, device=a.device)
 
 
-def bitwise_left_shift(input: Any, other: Any) -> Any:
+def bitwise_left_shift(input: Any, other: Any, *, out: Any = None) -> Any:
     """``input << other`` elementwise, for integer tensors."""
+    if out is not None:
+        return _out.write(out, bitwise_left_shift(input, other=other), "bitwise_left_shift")
     return _shift("lshift", np.left_shift, input, other)
 
 
-def bitwise_right_shift(input: Any, other: Any) -> Any:
+def bitwise_right_shift(input: Any, other: Any, *, out: Any = None) -> Any:
     """``input >> other`` elementwise (arithmetic shift), for integer tensors."""
+    if out is not None:
+        return _out.write(out, bitwise_right_shift(input, other=other), "bitwise_right_shift")
     return _shift("rshift", np.right_shift, input, other)
 
 

@@ -100,7 +100,8 @@ def tensordot(a: Any, b: Any, dims: Any = 2, out: Any = None) -> Any:
     pa = a.permute(*(free_a + da)) if free_a + da != list(range(len(sa))) else a
     pb = b.permute(*(db + free_b)) if db + free_b != list(range(len(sb))) else b
     res = mm(pa.reshape(rows, k), pb.reshape(k, cols))
-    return _result(res.reshape(tuple(sa[i] for i in free_a) + tuple(sb[i] for i in free_b)), out)
+    res = res.reshape(tuple(sa[i] for i in free_a) + tuple(sb[i] for i in free_b))
+    return _result(res, out, "tensordot")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -110,12 +111,17 @@ def tensordot(a: Any, b: Any, dims: Any = 2, out: Any = None) -> Any:
 _LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
-def einsum(equation: Any, *operands: Any) -> Any:
+def einsum(*args: Any) -> Any:
     """Sum of products over subscripts, e.g. ``einsum('bij,bjk->bik', a, b)`` (batched matmul).
 
     Also the sublist form ``einsum(a, [0, 1], b, [1, 2], [0, 2])`` and a list of operands.
-    Size-1 dims broadcast; '...' stands for the remaining (broadcast) dims.
+    Size-1 dims broadcast; '...' stands for the remaining (broadcast) dims. All arguments are
+    positional, as PyTorch's ``einsum(*args)``.
     """
+    if not args:
+        raise TypeError("einsum(): must specify the equation string and at least one operand, "
+                        "or at least one operand and its subscripts list")
+    equation, operands = args[0], tuple(args[1:])
     if _amp.active:
         operands = _amp_cast("einsum", *operands)
     if not isinstance(equation, str):
@@ -356,14 +362,14 @@ def tril(input: Any, diagonal: int = 0, *, out: Any = None) -> Any:
     """Lower triangle of each matrix (last two dims): zero the elements above ``diagonal``."""
     x = _tensor(input, "tril", "input", 1)
     _check_matrix_rank("tril", x)
-    return _result(Tril.apply(x, int(diagonal)), out)
+    return _result(Tril.apply(x, int(diagonal)), out, "tril")
 
 
 def triu(input: Any, diagonal: int = 0, *, out: Any = None) -> Any:
     """Upper triangle of each matrix (last two dims): zero the elements below ``diagonal``."""
     x = _tensor(input, "triu", "input", 1)
     _check_matrix_rank("triu", x)
-    return _result(Triu.apply(x, int(diagonal)), out)
+    return _result(Triu.apply(x, int(diagonal)), out, "triu")
 
 
 def tril_indices(row: int, col: int, offset: int = 0, *, dtype: Any = None, device: Any = None,
@@ -490,9 +496,9 @@ def diag(input: Any, diagonal: int = 0, *, out: Any = None) -> Any:
     k = int(diagonal)
     if nd == 1:
         n = x._data.shape[0] + abs(k)
-        return _result(DiagEmbed.apply(x, (n, n), k, 0, 1), out)
+        return _result(DiagEmbed.apply(x, (n, n), k, 0, 1), out, "diag")
     if nd == 2:
-        return _result(_DiagonalCopy.apply(x, k, 0, 1), out)
+        return _result(_DiagonalCopy.apply(x, k, 0, 1), out, "diag")
     raise RuntimeError(
         f"diag(): Supports 1D or 2D tensors. Got {nd}D (shape {_shape(x)}); use "
         "torch.diagonal or torch.diag_embed for batches"
@@ -531,14 +537,14 @@ def kron(input: Any, other: Any, *, out: Any = None) -> Any:
     ia = tuple(x for s in sa for x in (s, 1))
     ib = tuple(x for s in sb for x in (1, s))
     res = (a.reshape(ia) * b.reshape(ib)).reshape(tuple(x * y for x, y in zip(sa, sb)))
-    return _result(res, out)
+    return _result(res, out, "kron")
 
 
 def cross(input: Any, other: Any, dim: int | None = None, *, out: Any = None) -> Any:
     """Cross product of 3-vectors along ``dim`` (default: the first dim of size 3, deprecated)."""
     if _amp.active and out is None:
         input, other = _amp_cast("cross", input, other)
-    return _result(_cross("cross", input, other, dim), out)
+    return _result(_cross("cross", input, other, dim), out, "cross")
 
 
 class Diagonal(Op):

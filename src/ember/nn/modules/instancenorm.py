@@ -23,8 +23,9 @@ class _InstanceNorm(_NormBase):
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float = 0.1,
                  affine: bool = False, track_running_stats: bool = False, device: Any = None,
-                 dtype: Any = None) -> None:
-        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype)
+                 dtype: Any = None, *, bias: bool = True) -> None:
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype,
+                         bias=bias)
 
     def _check_input_dim(self, input: Tensor) -> None:
         n = self._spatial

@@ -183,13 +183,15 @@ LazyConvTranspose3d = _lazy_conv(ConvTranspose3d, 3, True)
 
 class _LazyNormBase(LazyModuleMixin):
     def __init__(self, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,
-                 track_running_stats: bool = True, device: Any = None, dtype: Any = None) -> None:
+                 track_running_stats: bool = True, device: Any = None, dtype: Any = None, *,
+                 bias: bool = True) -> None:
         super().__init__(0, eps, momentum, False, False)
         self.affine = affine
         self.track_running_stats = track_running_stats
         if affine:
             self.weight = UninitializedParameter(device=device, dtype=dtype)
-            self.bias = UninitializedParameter(device=device, dtype=dtype)
+            if bias:
+                self.bias = UninitializedParameter(device=device, dtype=dtype)
         if track_running_stats:
             self.running_mean = UninitializedBuffer(device=device, dtype=dtype)
             self.running_var = UninitializedBuffer(device=device, dtype=dtype)

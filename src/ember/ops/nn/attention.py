@@ -36,7 +36,7 @@ __all__ = [
 
 
 def scaled_dot_product_attention(query: Any, key: Any, value: Any, attn_mask: Any = None,
-                                 dropout_p: float = 0.0, is_causal: bool = False,
+                                 dropout_p: float = 0.0, is_causal: bool = False, *,
                                  scale: float | None = None, enable_gqa: bool = False) -> Any:
     """softmax(query key^T * scale + mask) value, fused forward and backward."""
     if _amp.active:

@@ -18,6 +18,7 @@ from ... import _backend
 from ..._tensor_base import TensorBase
 from ...autograd import grad_mode
 from ...autograd.function import Op
+from .. import _out
 from ._kernels import (
     Resample,
     _4d,
@@ -287,14 +288,14 @@ def max_pool2d(input: Any, kernel_size: Any, stride: Any = None, padding: Any = 
 
 def max_pool1d_with_indices(input: Any, kernel_size: Any, stride: Any = None, padding: Any = 0,
                             dilation: Any = 1, ceil_mode: bool = False,
-                            return_indices: bool = True) -> Any:
+                            return_indices: bool = False) -> Any:
     """``max_pool1d`` returning (values, indices)."""
     return max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
 
 
 def max_pool2d_with_indices(input: Any, kernel_size: Any, stride: Any = None, padding: Any = 0,
                             dilation: Any = 1, ceil_mode: bool = False,
-                            return_indices: bool = True) -> Any:
+                            return_indices: bool = False) -> Any:
     """``max_pool2d`` returning (values, indices)."""
     return max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
 
@@ -308,11 +309,15 @@ def avg_pool1d(input: Any, kernel_size: Any, stride: Any = None, padding: Any = 
 
 def avg_pool2d(input: Any, kernel_size: Any, stride: Any = None, padding: Any = 0,
                ceil_mode: bool = False, count_include_pad: bool = True,
-               divisor_override: int | None = None) -> Any:
+               divisor_override: int | None = None, *, out: Any = None) -> Any:
     """2-D average pooling over an (N, C, H, W) or (C, H, W) input.
 
     Each window's sum is divided by its size including zero padding (``count_include_pad``)
     or counting only input elements, or by ``divisor_override``."""
+    if out is not None:
+        res = avg_pool2d(input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                         divisor_override)
+        return _out.write(out, res, "avg_pool2d")
     return _avg_pool("avg_pool2d", 2, input, kernel_size, stride, padding, ceil_mode,
                      count_include_pad, divisor_override)
 
@@ -338,13 +343,13 @@ def adaptive_max_pool2d(input: Any, output_size: Any, return_indices: bool = Fal
 
 
 def adaptive_max_pool1d_with_indices(input: Any, output_size: Any,
-                                     return_indices: bool = True) -> Any:
+                                     return_indices: bool = False) -> Any:
     """``adaptive_max_pool1d`` returning (values, indices)."""
     return adaptive_max_pool1d(input, output_size, True)
 
 
 def adaptive_max_pool2d_with_indices(input: Any, output_size: Any,
-                                     return_indices: bool = True) -> Any:
+                                     return_indices: bool = False) -> Any:
     """``adaptive_max_pool2d`` returning (values, indices)."""
     return adaptive_max_pool2d(input, output_size, True)
 

@@ -13,6 +13,7 @@ import numpy as np
 from ... import _backend, _dtype
 from ..._tensor_base import TensorBase
 from ...autograd import grad_mode
+from .. import _out
 from .._autocast import cast as _amp_cast
 from .._autocast import flag as _amp
 from ..joining import stack
@@ -156,16 +157,20 @@ def max_pool3d(input: Any, kernel_size: Any, stride: Any = None, padding: Any = 
 
 def max_pool3d_with_indices(input: Any, kernel_size: Any, stride: Any = None, padding: Any = 0,
                             dilation: Any = 1, ceil_mode: bool = False,
-                            return_indices: bool = True) -> Any:
+                            return_indices: bool = False) -> Any:
     """``max_pool3d`` returning (values, indices)."""
     return max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
 
 
 def avg_pool3d(input: Any, kernel_size: Any, stride: Any = None, padding: Any = 0,
                ceil_mode: bool = False, count_include_pad: bool = True,
-               divisor_override: int | None = None) -> Any:
+               divisor_override: int | None = None, *, out: Any = None) -> Any:
     """3-D average pooling over an (N, C, D, H, W) or (C, D, H, W) input (divisor rules as
     ``avg_pool2d``: zero padding counted with ``count_include_pad``, or ``divisor_override``)."""
+    if out is not None:
+        res = avg_pool3d(input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                         divisor_override)
+        return _out.write(out, res, "avg_pool3d")
     if _amp.active:
         (input,) = _amp_cast("avg_pool3d", input)
     input, unbatched, k, s, p, d, OD, pad_hi = _pool3d_args(  # noqa: A001
@@ -232,7 +237,7 @@ def adaptive_max_pool3d(input: Any, output_size: Any, return_indices: bool = Fal
 
 
 def adaptive_max_pool3d_with_indices(input: Any, output_size: Any,
-                                     return_indices: bool = True) -> Any:
+                                     return_indices: bool = False) -> Any:
     """``adaptive_max_pool3d`` returning (values, indices)."""
     return adaptive_max_pool3d(input, output_size, True)
 
@@ -262,7 +267,7 @@ def fractional_max_pool3d(input: Any, kernel_size: Any, output_size: Any = None,
 
 
 def fractional_max_pool2d_with_indices(input: Any, kernel_size: Any, output_size: Any = None,
-                                       output_ratio: Any = None, return_indices: bool = True,
+                                       output_ratio: Any = None, return_indices: bool = False,
                                        _random_samples: Any = None) -> Any:
     """``fractional_max_pool2d`` returning (values, indices)."""
     return fractional_max_pool2d(input, kernel_size, output_size, output_ratio, True,
@@ -270,7 +275,7 @@ def fractional_max_pool2d_with_indices(input: Any, kernel_size: Any, output_size
 
 
 def fractional_max_pool3d_with_indices(input: Any, kernel_size: Any, output_size: Any = None,
-                                       output_ratio: Any = None, return_indices: bool = True,
+                                       output_ratio: Any = None, return_indices: bool = False,
                                        _random_samples: Any = None) -> Any:
     """``fractional_max_pool3d`` returning (values, indices)."""
     return fractional_max_pool3d(input, kernel_size, output_size, output_ratio, True,

@@ -143,8 +143,9 @@ def embedding_bag(
     return out
 
 
-def one_hot(tensor: TensorBase, num_classes: int = -1) -> TensorBase:
+def one_hot(input: TensorBase, num_classes: int = -1) -> TensorBase:
     """int64 one-hot encoding: shape (*, num_classes); ``num_classes=-1`` infers max + 1."""
+    tensor = input
     if not isinstance(tensor, TensorBase) or tensor.dtype != _dtype.int64:
         got = tensor.dtype if isinstance(tensor, TensorBase) else type(tensor).__name__
         raise RuntimeError(
