@@ -236,7 +236,9 @@ def test_state_dict_round_trip_resumes_identically(case: tuple) -> None:
     opt2 = cls(resumed, **kwargs)
     opt2.load_state_dict(saved)
     _run(ember, cls, kwargs, resumed, noise, range(10, N_STEPS), opt=opt2)
-    _assert_params_close(resumed, straight, atol=1e-12)
+    # (NAdam's float32 'mu_product' is loaded in the float64 parameters' dtype, as PyTorch casts
+    # every state tensor but 'step': the resumed run rounds differently, as PyTorch's does)
+    _assert_params_close(resumed, straight, atol=1e-10 if name == "NAdam" else 1e-12)
     # the original keeps going on its own state (loading copied, it does not alias)
     _run(ember, cls, kwargs, first, noise, range(10, N_STEPS), opt=opt)
     _assert_params_close(first, straight, atol=1e-12)

@@ -225,6 +225,9 @@ class Optimizer:
         self.__dict__.update(state)
         if "_optimizer_step_pre_hooks" not in self.__dict__:
             self._init_hooks()
+        if any(c.__name__ in _TENSOR_STEP and c.__module__.startswith("ember.optim.")
+               for c in type(self).__mro__):
+            _tensor_steps(self.state)  # (a built-in, or a subclass of one; not a user's own)
         # Groups saved by an older version may lack newer options: fill them from defaults.
         for group in self.param_groups:
             for k, v in self.defaults.items():
@@ -465,7 +468,8 @@ class Optimizer:
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Load a state from ``state_dict()`` (ember's or PyTorch's): a resumed optimizer
         continues the identical trajectory. State tensors are copied, cast to each parameter's
-        dtype (``'step'`` keeps its own) and moved to its device."""
+        dtype and moved to its device, except ``'step'``, kept as saved; numbers and other
+        objects are kept as they are (PyTorch's rule)."""
         state_dict = dict(state_dict)
         for hook in self._optimizer_load_state_dict_pre_hooks.values():
             res = hook(self, state_dict)
@@ -518,8 +522,6 @@ class Optimizer:
         for hook in self._optimizer_load_state_dict_post_hooks.values():
             hook(self)
 
-
-_SCALAR_KEYS = ("step", "mu_product")
 
 # A loaded param group must carry each option the algorithm reads at every step: PyTorch's
 # optimizers fail at step() with a KeyError when one is missing (the classic case: an Adam
@@ -576,27 +578,39 @@ def _state_shape(value: Any) -> tuple | None:
 
 
 def _cast_state(p: Tensor, value: Any, key: Any) -> Any:
-    """A loaded state value as this optimizer keeps it: a copy, on ``p``'s device, floating
-    tensors in ``p``'s dtype except the scalar counters ``'step'`` and ``'mu_product'`` (kept as
-    saved, so a resumed run repeats the original's rounding; a number becomes a tensor)."""
+    """A loaded state value as PyTorch's ``load_state_dict`` keeps it: every tensor (an ember
+    tensor, a NumPy array, a PyTorch tensor) becomes a copy on ``p``'s device, in ``p``'s dtype
+    when ``p`` is floating (whatever its own dtype, as PyTorch casts), except under the key
+    ``'step'``, kept as saved (its dtype and device). Numbers, strings and other objects are
+    untouched (an integer ``'step'`` stays an int); dicts, lists and tuples are walked."""
     if isinstance(value, dict):
         return {k: _cast_state(p, v, k) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return type(value)(_cast_state(p, v, key) for v in value)
     arr = _to_array(value)
     if arr is None:
-        if key == "step" and isinstance(value, (int, float)):
-            return _step_tensor(float(value))
         return value
-    if key in _SCALAR_KEYS and arr.ndim == 0:  # counters stay on the CPU (see _step_tensor)
-        return Tensor._make(np.array(_backend.to_device(arr, _backend.CPU), copy=True))
+    if key == "step":
+        return Tensor._make(_backend.xp_of(arr).array(arr, copy=True))
     arr = _backend.to_device(arr, p.device, copy=False)
-    xp = _backend.xp_of(arr)
-    if key not in _SCALAR_KEYS and arr.dtype.kind == "f" and p.is_floating_point():
-        arr = arr.astype(p._data.dtype, copy=True)
-    else:
-        arr = xp.array(arr, copy=True)
-    return Tensor._make(arr)
+    if p.is_floating_point() and arr.dtype != p._data.dtype:
+        return Tensor._make(arr.astype(p._data.dtype))
+    return Tensor._make(_backend.xp_of(arr).array(arr, copy=True))
+
+
+# the built-in optimizers that count ``state['step']`` in a tensor (SGD and LBFGS keep no step)
+_TENSOR_STEP = frozenset({"Adam", "AdamW", "Adamax", "NAdam", "RAdam", "RMSprop", "Adagrad",
+                          "Adadelta", "ASGD", "Rprop"})
+
+
+def _tensor_steps(state: Any) -> None:
+    """A built-in optimizer counts ``state['step']`` in a tensor: a number loaded from an older
+    checkpoint becomes one, as PyTorch's optimizers do in ``__setstate__``."""
+    for per_param in state.values():
+        if isinstance(per_param, dict):
+            step = per_param.get("step")
+            if isinstance(step, (int, float, np.number)) and not isinstance(step, bool):
+                per_param["step"] = _step_tensor(float(step))
 
 
 def _xp(arr: Any) -> Any:
