@@ -29,6 +29,38 @@ __all__: list[str] = []
 _QUIET = {"divide": "ignore", "invalid": "ignore", "over": "ignore"}
 
 
+_F32 = np.dtype(np.float32)
+
+
+_F16 = np.dtype(np.float16)
+
+
+_OPMATH: dict = {}
+
+
+def opmath(cls: Any) -> Any:
+    """``cls`` as PyTorch computes float16/bfloat16: its kernels load half inputs into float32
+    (their "opmath" type), compute there, Python number operands included (never rounded to the
+    half type first), and round each result once. NumPy and ml_dtypes round every intermediate
+    (``x * 0.1`` rounds 0.1 to bfloat16 first; ``a + b * alpha`` rounds twice).
+
+    The returned subclass (made once per class, same node name, same rules) runs ``cls.forward``
+    on float32 copies of its half arrays and rounds its float32 results to the input's half
+    dtype; arrays it saves for backward are kept as the half inputs and rounded outputs (what
+    PyTorch saves) and widened again when backward runs, also in float32; the engine rounds each
+    gradient once to its input's dtype. Callers pick it only when an operand is half, so the
+    float32/float64 paths are untouched."""
+    sub = _OPMATH.get(cls)
+    if sub is None:
+        sub = _OPMATH[cls] = type(cls.__name__, (cls,), {
+            "__doc__": cls.__doc__, "__module__": cls.__module__,
+            "node_name": cls._node_cls.__name__,
+            "forward": staticmethod(_opmath_forward(cls.forward)),
+            "backward": staticmethod(_opmath_backward(cls.backward)),
+        })
+    return sub
+
+
 class _NoGrad(Op):
     """out = fn(*args), not differentiable (``_nograd`` under compile's trace)"""
 
@@ -94,29 +126,6 @@ def _promoted(x: Any, rt: Any) -> Any:
     if out is not x:
         out._version = x._version_counter()
     return out
-
-
-def opmath(cls: Any) -> Any:
-    """``cls`` as PyTorch computes float16/bfloat16: its kernels load half inputs into float32
-    (their "opmath" type), compute there, Python number operands included (never rounded to the
-    half type first), and round each result once. NumPy and ml_dtypes round every intermediate
-    (``x * 0.1`` rounds 0.1 to bfloat16 first; ``a + b * alpha`` rounds twice).
-
-    The returned subclass (made once per class, same node name, same rules) runs ``cls.forward``
-    on float32 copies of its half arrays and rounds its float32 results to the input's half
-    dtype; arrays it saves for backward are kept as the half inputs and rounded outputs (what
-    PyTorch saves) and widened again when backward runs, also in float32; the engine rounds each
-    gradient once to its input's dtype. Callers pick it only when an operand is half, so the
-    float32/float64 paths are untouched."""
-    sub = _OPMATH.get(cls)
-    if sub is None:
-        sub = _OPMATH[cls] = type(cls.__name__, (cls,), {
-            "__doc__": cls.__doc__, "__module__": cls.__module__,
-            "node_name": cls._node_cls.__name__,
-            "forward": staticmethod(_opmath_forward(cls.forward)),
-            "backward": staticmethod(_opmath_backward(cls.backward)),
-        })
-    return sub
 
 
 def _om(cls: Any, *args: Any) -> Any:
@@ -266,15 +275,6 @@ def _nograd(fn: Any, *args: Any) -> Any:
             return _NoGrad.apply(fn, *args)
     raw = [a._data if isinstance(a, TensorBase) else a for a in args]
     return TensorBase._make(fn(*raw))
-
-
-_F32 = np.dtype(np.float32)
-
-
-_F16 = np.dtype(np.float16)
-
-
-_OPMATH: dict = {}
 
 
 _INT_BOUNDS = {np.dtype(t): _int_bounds(t) for t in (

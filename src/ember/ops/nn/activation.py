@@ -491,7 +491,7 @@ class Silu(Op):
     def backward(ctx: Any, grad: Any) -> Any:
         (x,) = ctx.saved
         s = _sig(ctx.xp, x)
-        return grad * (s * (1 + x * (1 - s)))
+        return grad * s * (1 + x * (1 - s))  # (PyTorch's order)
 
 
 class Mish(Op):
