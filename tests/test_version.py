@@ -81,7 +81,9 @@ def test_torch_parity():
 def test_cli_version_flag():
     out = subprocess.run([sys.executable, "-m", "ember", "--version"], capture_output=True,
                          text=True, check=True)
-    assert out.stdout.strip() == f"ember {ember.__ember_version__} (PyTorch 2.13.0 API)"
+    first, core = out.stdout.strip().splitlines()
+    assert first == f"ember {ember.__ember_version__} (PyTorch 2.13.0 API)"
+    assert core.startswith(("core: native (", "core: pure Python ("))  # and why (_native_core)
 
 
 def test_under_the_torch_name():

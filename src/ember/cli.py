@@ -249,12 +249,23 @@ def _demo(args: argparse.Namespace) -> int:
     return 0
 
 
+class _Version(argparse.Action):
+    """``--version``: the text as written (argparse's own action rewraps it)."""
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option: Any = None) -> None:
+        print(self.default)
+        parser.exit()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="ember", description="ember: PyTorch's API on NumPy.")
+    from ._native_core import describe as _core
     from ._version import TORCH_API_VERSION, __ember_version__
 
-    parser.add_argument("--version", action="version",
-                        version=f"ember {__ember_version__} (PyTorch {TORCH_API_VERSION} API)")
+    parser.add_argument("--version", action=_Version, nargs=0,
+                        help="show ember's version and which core (native or pure Python) runs",
+                        default=f"ember {__ember_version__} (PyTorch {TORCH_API_VERSION} API)\n"
+                                f"{_core()}")
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="run an unmodified PyTorch script on ember (import torch -> ember)")
     run.add_argument("--report", action="store_true",

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import _backend
+from .. import _backend, _native_core
 from .._backend import CPU_ARRAY
 from .._dtype import from_numpy as _dtype_of
 from .._tensor_base import TensorBase
@@ -239,93 +239,115 @@ def run_backward(
 def _walk(ready: list, ready_leaves: list, buffers: dict, deps: dict, needed: set | None,
           capture: dict | None, handed_out: set[int], retain_graph: bool,
           create_graph: bool) -> None:
-    # The common node (a built-in op run on arrays, one output, no hooks, no capture, no anomaly
-    # mode) takes the inlined path below: _call_backward, _release and _send in one loop body.
-    plain = capture is None and not create_graph
-    pop = buffers.pop
     mode = grad_mode.state
     was_enabled = mode.enabled
     mode.enabled = create_graph  # (grad_mode.set_grad_enabled's effect, without its object)
     try:
-        while ready or ready_leaves:
-            node = ready_leaves.pop() if ready_leaves else ready.pop()
-            buf = pop(node, None)
-            if buf is not None and (needed is None or node in needed):
-                if node._pre_hooks is not None or node._retain is not None:
-                    _run_pre_hooks(node, buf)
-                fn = node._fn
-                if (plain and fn is not None and not fn._tensor_io and node._n_out == 1
-                        and node._post_hooks is None and node._grads_to_cpu is None
-                        and not _function.anomaly_enabled):
-                    if node._saved is None and node._freed:
-                        raise RuntimeError(FREED_MSG)
-                    versions = node._versions
-                    if versions is not None:
-                        for counter, seen, _k in versions:  # (_check_versions' test, inlined)
-                            if counter[0] != seen:
-                                node._check_versions()
-                    grads = fn.backward(node, buf[0])
-                    if type(grads) is not tuple:
-                        grads = (grads,)
-                    if not retain_graph:
-                        if node.__dict__:
-                            node._release()
-                        elif node._saved is not None:  # (_release for a node with no ctx fields)
-                            node._saved = None
-                            node._saved_src = None
-                            node._freed = True
-                    edges = node._edges
-                    if len(grads) < len(edges):
-                        _check_grad_count(node, grads)
-                    meta = node._meta
-                    i = -1
-                    for nxt, nr in edges:  # (_send, inlined; each input's node is one step nearer)
-                        i += 1
-                        if nxt is None:
-                            continue
-                        g = grads[i]
-                        if g is not None:
-                            shape, dt = meta[i]
-                            if g.shape != shape:
-                                g = sum_to_shape(g, shape, node)
-                            if g.dtype != dt:
-                                g = g.astype(dt)
-                            nb = buffers.get(nxt)
-                            if nb is None:
-                                nb = buffers[nxt] = [None] * nxt._n_out
-                                nb[nr] = g
-                            elif nb[nr] is None:
-                                nb[nr] = g
-                            else:
-                                nb[nr] = nb[nr] + g
-                        left = deps[nxt] - 1
-                        deps[nxt] = left
-                        if left == 0:
-                            (ready_leaves if type(nxt) is AccumulateGrad else ready).append(nxt)
-                    continue
-                if type(node) is AccumulateGrad and buf[0] is not None and buf[0].shape != node.shape:
-                    buf[0] = _to_recorded_leaf_shape(node, buf[0])
-                if capture is not None:
-                    for nr in range(len(buf)):
-                        lst = capture.get((node, nr))
-                        if lst is not None:
-                            lst.append(buf[nr])
-                if type(node) is AccumulateGrad:
-                    if capture is None:
-                        _accumulate(node.variable, buf[0], create_graph, handed_out)
-                else:
-                    grads = _call_backward(node, buf, create_graph)
-                    if not retain_graph:
+        _walk_nodes(ready, ready_leaves, buffers, deps, needed, capture, handed_out, retain_graph,
+                    create_graph)
+    finally:
+        mode.enabled = was_enabled
+
+
+def _walk_nodes_python(ready: list, ready_leaves: list, buffers: dict, deps: dict,
+                       needed: set | None, capture: dict | None, handed_out: set[int],
+                       retain_graph: bool, create_graph: bool) -> None:
+    """Run every ready node until none is left (the loop ``ember._native``'s ``walk_nodes``
+    implements in C, calling back the same Python functions for every rare branch)."""
+    # The common node (a built-in op run on arrays, one output, no hooks, no capture, no anomaly
+    # mode) takes the inlined path below: _call_backward, _release and _send in one loop body.
+    plain = capture is None and not create_graph
+    pop = buffers.pop
+    while ready or ready_leaves:
+        node = ready_leaves.pop() if ready_leaves else ready.pop()
+        buf = pop(node, None)
+        if buf is not None and (needed is None or node in needed):
+            if node._pre_hooks is not None or node._retain is not None:
+                _run_pre_hooks(node, buf)
+            fn = node._fn
+            if (plain and fn is not None and not fn._tensor_io and node._n_out == 1
+                    and node._post_hooks is None and node._grads_to_cpu is None
+                    and not _function.anomaly_enabled):
+                if node._saved is None and node._freed:
+                    raise RuntimeError(FREED_MSG)
+                versions = node._versions
+                if versions is not None:
+                    for counter, seen, _k in versions:  # (_check_versions' test, inlined)
+                        if counter[0] != seen:
+                            node._check_versions()
+                grads = fn.backward(node, buf[0])
+                if type(grads) is not tuple:
+                    grads = (grads,)
+                if not retain_graph:
+                    if node.__dict__:
                         node._release()
-                    _send(node, grads, buffers, create_graph)
-            for nxt, _ in node._edges:  # this node is done: its inputs' nodes may now run
-                if nxt is not None:
+                    elif node._saved is not None:  # (_release for a node with no ctx fields)
+                        node._saved = None
+                        node._saved_src = None
+                        node._freed = True
+                edges = node._edges
+                if len(grads) < len(edges):
+                    _check_grad_count(node, grads)
+                meta = node._meta
+                i = -1
+                for nxt, nr in edges:  # (_send, inlined; each input's node is one step nearer)
+                    i += 1
+                    if nxt is None:
+                        continue
+                    g = grads[i]
+                    if g is not None:
+                        shape, dt = meta[i]
+                        if g.shape != shape:
+                            g = sum_to_shape(g, shape, node)
+                        if g.dtype != dt:
+                            g = g.astype(dt)
+                        nb = buffers.get(nxt)
+                        if nb is None:
+                            nb = buffers[nxt] = [None] * nxt._n_out
+                            nb[nr] = g
+                        elif nb[nr] is None:
+                            nb[nr] = g
+                        else:
+                            nb[nr] = nb[nr] + g
                     left = deps[nxt] - 1
                     deps[nxt] = left
                     if left == 0:
                         (ready_leaves if type(nxt) is AccumulateGrad else ready).append(nxt)
-    finally:
-        mode.enabled = was_enabled
+                continue
+            _run_node(node, buf, buffers, capture, handed_out, retain_graph, create_graph)
+        for nxt, _ in node._edges:  # this node is done: its inputs' nodes may now run
+            if nxt is not None:
+                left = deps[nxt] - 1
+                deps[nxt] = left
+                if left == 0:
+                    (ready_leaves if type(nxt) is AccumulateGrad else ready).append(nxt)
+
+
+def _run_node(node: Node, buf: list, buffers: dict, capture: dict | None, handed_out: set[int],
+              retain_graph: bool, create_graph: bool) -> None:
+    """Run a node off the walk's fast path: a leaf's AccumulateGrad, a node with several outputs
+    or hooks, a user's Function, anything under ``create_graph``, ``capture`` or anomaly mode."""
+    if type(node) is AccumulateGrad and buf[0] is not None and buf[0].shape != node.shape:
+        buf[0] = _to_recorded_leaf_shape(node, buf[0])
+    if capture is not None:
+        for nr in range(len(buf)):
+            lst = capture.get((node, nr))
+            if lst is not None:
+                lst.append(buf[nr])
+    if type(node) is AccumulateGrad:
+        if capture is None:
+            _accumulate(node.variable, buf[0], create_graph, handed_out)
+    else:
+        grads = _call_backward(node, buf, create_graph)
+        if not retain_graph:
+            node._release()
+        _send(node, grads, buffers, create_graph)
+
+
+_walk_nodes = _walk_nodes_python
+if _native_core.native is not None:  # the same loop in C (docs/design.md, "The native core")
+    _walk_nodes = _native_core.native.walk_nodes
+    _native_core.native.engine_init(globals())
 
 
 def _grads_back_to_cpu(grads: tuple, positions: tuple[int, ...]) -> tuple:

@@ -1,0 +1,124 @@
+"""Builds the optional C core ``ember._native`` (the rest of the metadata is in pyproject.toml).
+
+``pip install .`` / ``pip install -e .`` compile it when a C compiler and Python's headers are
+present; otherwise they install the pure-Python package and say so in one line (shown by
+``pip install -v``, and afterwards by ``ember --version``). A missing compiler never fails the
+install. The build records a hash of the C sources and of the Python modules they mirror (the
+lists are in src/ember/_native_core.py), so an editable install notices a stale extension and
+runs the Python core until it is rebuilt. ``EMBER_NO_NATIVE=1`` skips the build;
+``EMBER_REQUIRE_NATIVE=1`` makes a failed build fail the install (CI, and C work: shows the
+compiler's errors).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import sys
+import sysconfig
+from pathlib import Path
+
+from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+
+ROOT = Path(__file__).resolve().parent
+PACKAGE = ROOT / "src" / "ember"
+
+
+def _native_core():  # src/ember/_native_core.py, loaded alone (it imports only the stdlib)
+    spec = importlib.util.spec_from_file_location("_ember_native_core", PACKAGE / "_native_core.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+core = _native_core()
+
+
+class OptionalBuildExt(build_ext):
+    """build_ext that installs the pure-Python package when the extension cannot be built."""
+
+    def run(self) -> None:
+        try:
+            self._status("")  # a build that succeeds leaves no note behind
+        except OSError:
+            pass
+        if os.environ.get("EMBER_NO_NATIVE", "") not in ("", "0"):
+            self._skip("EMBER_NO_NATIVE was set at install")
+            return
+        try:
+            super().run()
+        except Exception as e:  # noqa: BLE001 - no compiler, no headers, a failed compile
+            self._skip(_why(e))
+
+    def build_extension(self, ext: Extension) -> None:
+        try:
+            super().build_extension(ext)
+        except Exception as e:  # noqa: BLE001
+            self._skip(_why(e))
+
+    def get_outputs(self) -> list[str]:  # only what exists (an editable install copies these)
+        return [p for p in super().get_outputs() if os.path.exists(p)]
+
+    def _skip(self, why: str) -> None:
+        if os.environ.get("EMBER_REQUIRE_NATIVE", "") not in ("", "0"):
+            raise SystemExit(f"ember._native was not built: {why} (EMBER_REQUIRE_NATIVE is set)")
+        line = f"ember._native was not built: {why}; installed the pure-Python core"
+        print(f"ember: {line}", file=sys.stderr)
+        try:
+            self._status(line)
+        except OSError:  # a read-only tree: the line above is all there is
+            pass
+
+    def _status(self, text: str) -> None:
+        """The note _native_core.py reads when the extension is absent: beside the package in
+        the source tree for an in-place or editable build, in the build directory otherwise."""
+        in_tree = self.inplace or getattr(self, "editable_mode", False) or not self.build_lib
+        base = PACKAGE if in_tree else Path(self.build_lib) / "ember"
+        note = base / core.BUILD_INFO
+        if text:
+            base.mkdir(parents=True, exist_ok=True)
+            note.write_text(text + "\n")
+        elif note.exists():
+            note.unlink()
+
+
+def _why(e: BaseException) -> str:
+    try:
+        detail = _one_line(e)
+    except Exception:  # noqa: BLE001 - never let the explanation fail the install
+        detail = type(e).__name__
+    return f"no working C compiler or Python headers at install ({detail})"
+
+
+def _one_line(e: BaseException) -> str:
+    text = " ".join(str(e).split())
+    cmd = re.search(r"Command '\['([^']+)'.*(exit status \d+)", text)  # a compiler that failed
+    if cmd:
+        text = f"{cmd.group(1)} ended with {cmd.group(2)}"
+    return f"{type(e).__name__}: {text[:160]}"
+
+
+def _native_extension() -> Extension:
+    cc = sysconfig.get_config_var("CC") or "cc"
+    built_with = f"built with {os.environ.get('CC', cc).split()[0]} for Python {sys.version.split()[0]}"
+    return Extension(
+        "ember._native",
+        sources=[f"src/ember/{name}" for name in core.C_SOURCES if name.endswith(".c")],
+        # the hashes below change with the mirrored modules too: they rebuild it as a header does
+        depends=[f"src/ember/{name}" for name in core.C_SOURCES + core.MIRRORED
+                 if not name.endswith(".c")],
+        define_macros=[
+            ("EMBER_NATIVE_C_HASH", f'"{core.source_hash(core.C_SOURCES, PACKAGE)}"'),
+            ("EMBER_NATIVE_PY_HASH", f'"{core.source_hash(core.MIRRORED, PACKAGE)}"'),
+            ("EMBER_NATIVE_BUILT_WITH", f'"{built_with}"'),
+        ],
+        # C99, warnings on; never -ffast-math (gradients must match the Python core bit for bit)
+        extra_compile_args=["-std=c11", "-Wall", "-Wno-unused-function"]
+        if sys.platform != "win32" else [],
+        optional=True,
+    )
+
+
+setup(ext_modules=[_native_extension()], cmdclass={"build_ext": OptionalBuildExt})

@@ -1,0 +1,55 @@
+/* ember._native: the module object (the C side of ember/_native_core.py).
+ *
+ * Holds the hashes the build recorded (setup.py passes them as macros), which
+ * _native_core.py compares with the files on disk before it lets the extension run, and the
+ * method table of the C functions, each defined in the file of the Python module it mirrors.
+ */
+#include "_native.h"
+
+#ifndef EMBER_NATIVE_C_HASH
+#define EMBER_NATIVE_C_HASH "unknown"
+#endif
+#ifndef EMBER_NATIVE_PY_HASH
+#define EMBER_NATIVE_PY_HASH "unknown"
+#endif
+#ifndef EMBER_NATIVE_BUILT_WITH
+#define EMBER_NATIVE_BUILT_WITH "built by an unknown compiler"
+#endif
+
+static PyMethodDef native_methods[] = {
+    {"engine_init", (PyCFunction)ember_engine_init, METH_O,
+     "engine_init(globals): give the C walk autograd/engine.py's module namespace."},
+    {"walk_nodes", (PyCFunction)(void (*)(void))ember_engine_walk_nodes, METH_FASTCALL,
+     "walk_nodes(ready, ready_leaves, buffers, deps, needed, capture, handed_out, "
+     "retain_graph, create_graph): autograd/engine.py's _walk_nodes_python, in C."},
+    {NULL, NULL, 0, NULL},
+};
+
+static int native_exec(PyObject *module)
+{
+    if (PyModule_AddStringConstant(module, "C_HASH", EMBER_NATIVE_C_HASH) < 0
+        || PyModule_AddStringConstant(module, "PY_HASH", EMBER_NATIVE_PY_HASH) < 0
+        || PyModule_AddStringConstant(module, "BUILT_WITH", EMBER_NATIVE_BUILT_WITH) < 0)
+        return -1;
+    return ember_engine_exec(module);
+}
+
+static PyModuleDef_Slot native_slots[] = {
+    {Py_mod_exec, native_exec},
+    {0, NULL},
+};
+
+static struct PyModuleDef native_module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "ember._native",
+    .m_doc = "ember's optional C core: the hot bookkeeping of a few Python modules, which stay "
+             "the reference (see ember/_native_core.py).",
+    .m_size = 0,
+    .m_methods = native_methods,
+    .m_slots = native_slots,
+};
+
+PyMODINIT_FUNC PyInit__native(void)
+{
+    return PyModuleDef_Init(&native_module);
+}

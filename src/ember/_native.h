@@ -1,0 +1,21 @@
+/* ember._native: the optional C core (docs/design.md, "The native core").
+ *
+ * One .c file per Python module it mirrors; this header declares what the module's init
+ * (_native.c) needs from them. Every C function names the Python function it implements, and
+ * that Python function stays the reference: the C code calls back into it for every rare branch.
+ *
+ * Reference ownership, as in CPython: "new" = the caller owns the returned reference and must
+ * Py_DECREF it; "borrowed" = it does not.
+ */
+#ifndef EMBER_NATIVE_H
+#define EMBER_NATIVE_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+/* autograd/_native_engine.c (mirrors autograd/engine.py) */
+int ember_engine_exec(PyObject *module);
+PyObject *ember_engine_init(PyObject *self, PyObject *globals);
+PyObject *ember_engine_walk_nodes(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+
+#endif

@@ -1,0 +1,661 @@
+/* The backward engine's walk in C: mirrors src/ember/autograd/engine.py.
+ *
+ * walk_nodes() is engine.py's _walk_nodes_python, statement for statement: the same dict of
+ * dependency counts, the same ready lists (leaves' AccumulateGrad nodes first), the same gradient
+ * buffers, and the same fast path for the common node (a built-in op on arrays, one output, no
+ * hooks). Every other branch calls the Python function engine.py names for it (_run_pre_hooks,
+ * _run_node, _check_grad_count, sum_to_shape, Node._check_versions, Node._release), looked up in
+ * engine.py's namespace at the time of the call, so there is one spelling of each rule and a test
+ * or a tool that replaces one of them sees the replacement used. Iterative: the C stack does not
+ * grow with the graph (a 100,000-op chain is tested).
+ *
+ * Grad mode is set by engine.py's _walk around this call, as for the Python loop.
+ */
+#include "../_native.h"
+
+/* Interned names (immortal for the life of the process: set once in ember_engine_exec). */
+static PyObject *s_pre_hooks, *s_retain, *s_fn, *s_tensor_io, *s_n_out, *s_post_hooks,
+    *s_grads_to_cpu, *s_saved, *s_saved_src, *s_freed, *s_versions, *s_check_versions,
+    *s_backward, *s_dict, *s_release, *s_edges, *s_meta, *s_shape, *s_dtype, *s_astype,
+    *s_anomaly_enabled, *s_function, *s_run_pre_hooks, *s_run_node, *s_check_grad_count,
+    *s_sum_to_shape, *s_AccumulateGrad, *s_FREED_MSG;
+
+/* engine.py's module namespace (a strong reference, set by engine_init). */
+static PyObject *engine_globals = NULL;
+
+int ember_engine_exec(PyObject *module)
+{
+    (void)module;
+#define INTERN(var, text) \
+    if (var == NULL && (var = PyUnicode_InternFromString(text)) == NULL) return -1
+    INTERN(s_pre_hooks, "_pre_hooks");
+    INTERN(s_retain, "_retain");
+    INTERN(s_fn, "_fn");
+    INTERN(s_tensor_io, "_tensor_io");
+    INTERN(s_n_out, "_n_out");
+    INTERN(s_post_hooks, "_post_hooks");
+    INTERN(s_grads_to_cpu, "_grads_to_cpu");
+    INTERN(s_saved, "_saved");
+    INTERN(s_saved_src, "_saved_src");
+    INTERN(s_freed, "_freed");
+    INTERN(s_versions, "_versions");
+    INTERN(s_check_versions, "_check_versions");
+    INTERN(s_backward, "backward");
+    INTERN(s_dict, "__dict__");
+    INTERN(s_release, "_release");
+    INTERN(s_edges, "_edges");
+    INTERN(s_meta, "_meta");
+    INTERN(s_shape, "shape");
+    INTERN(s_dtype, "dtype");
+    INTERN(s_astype, "astype");
+    INTERN(s_anomaly_enabled, "anomaly_enabled");
+    INTERN(s_function, "_function");
+    INTERN(s_run_pre_hooks, "_run_pre_hooks");
+    INTERN(s_run_node, "_run_node");
+    INTERN(s_check_grad_count, "_check_grad_count");
+    INTERN(s_sum_to_shape, "sum_to_shape");
+    INTERN(s_AccumulateGrad, "AccumulateGrad");
+    INTERN(s_FREED_MSG, "FREED_MSG");
+#undef INTERN
+    return 0;
+}
+
+/* engine_init(globals): engine.py hands over its namespace when it loads. */
+PyObject *ember_engine_init(PyObject *self, PyObject *globals)
+{
+    (void)self;
+    if (!PyDict_Check(globals)) {
+        PyErr_SetString(PyExc_TypeError, "engine_init() expects engine.py's globals() dict");
+        return NULL;
+    }
+    Py_INCREF(globals);
+    Py_XSETREF(engine_globals, globals);
+    Py_RETURN_NONE;
+}
+
+/* engine.py's global `name` (borrowed), or NULL with an error set. */
+static PyObject *engine_global(PyObject *name)
+{
+    if (engine_globals == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "ember._native: engine_init() was not called");
+        return NULL;
+    }
+    PyObject *v = PyDict_GetItemWithError(engine_globals, name);
+    if (v == NULL && !PyErr_Occurred())
+        PyErr_Format(PyExc_NameError, "name '%U' is not defined in ember.autograd.engine", name);
+    return v;
+}
+
+/* Call engine.py's function `name` with `n` arguments; new reference or NULL. */
+static PyObject *call_engine(PyObject *name, PyObject *const *args, size_t n)
+{
+    PyObject *f = engine_global(name);
+    if (f == NULL)
+        return NULL;
+    Py_INCREF(f);  /* the call may rebind the name */
+    PyObject *r = PyObject_Vectorcall(f, args, n, NULL);
+    Py_DECREF(f);
+    return r;
+}
+
+/* attr is None (Python's `obj.attr is None`): 1, 0, or -1 on error. */
+static int attr_is_none(PyObject *obj, PyObject *name)
+{
+    PyObject *v = PyObject_GetAttr(obj, name);
+    if (v == NULL)
+        return -1;
+    int r = v == Py_None;
+    Py_DECREF(v);
+    return r;
+}
+
+/* bool(obj.attr): 1, 0, or -1 on error. */
+static int attr_truth(PyObject *obj, PyObject *name)
+{
+    PyObject *v = PyObject_GetAttr(obj, name);
+    if (v == NULL)
+        return -1;
+    int r = PyObject_IsTrue(v);
+    Py_DECREF(v);
+    return r;
+}
+
+/* list.pop() of a non-empty list: new reference or NULL. */
+static PyObject *list_pop_last(PyObject *list)
+{
+    Py_ssize_t n = PyList_GET_SIZE(list);
+    PyObject *item = PyList_GET_ITEM(list, n - 1);
+    Py_INCREF(item);
+    if (PyList_SetSlice(list, n - 1, n, NULL) < 0) {
+        Py_DECREF(item);
+        return NULL;
+    }
+    return item;
+}
+
+/* dict.pop(key, None): new reference; NULL without an error when absent, with one on error. */
+static PyObject *dict_pop(PyObject *d, PyObject *key)
+{
+    PyObject *v = PyDict_GetItemWithError(d, key);
+    if (v == NULL)
+        return NULL;
+    Py_INCREF(v);
+    if (PyDict_DelItem(d, key) < 0) {
+        Py_DECREF(v);
+        return NULL;
+    }
+    return v;
+}
+
+/* The dependency step of the walk, for one edge target `nxt` (borrowed):
+ *     left = deps[nxt] - 1; deps[nxt] = left
+ *     if left == 0: (ready_leaves if type(nxt) is AccumulateGrad else ready).append(nxt)
+ * Returns 0, or -1 with an error set. */
+static int release_dependency(PyObject *nxt, PyObject *deps, PyObject *ready,
+                              PyObject *ready_leaves, PyObject *accum_type)
+{
+    PyObject *count = PyDict_GetItemWithError(deps, nxt);  /* borrowed */
+    if (count == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_SetObject(PyExc_KeyError, nxt);
+        return -1;
+    }
+    PyObject *left;  /* new */
+    int zero;
+    if (PyLong_CheckExact(count)) {
+        long c = PyLong_AsLong(count);
+        if (c == -1 && PyErr_Occurred())
+            return -1;
+        left = PyLong_FromLong(c - 1);
+        zero = c - 1 == 0;
+    } else {
+        PyObject *one = PyLong_FromLong(1);
+        if (one == NULL)
+            return -1;
+        left = PyNumber_Subtract(count, one);
+        Py_DECREF(one);
+        zero = -1;
+    }
+    if (left == NULL)
+        return -1;
+    if (PyDict_SetItem(deps, nxt, left) < 0) {
+        Py_DECREF(left);
+        return -1;
+    }
+    if (zero < 0) {
+        PyObject *z = PyLong_FromLong(0);
+        zero = z == NULL ? -1 : PyObject_RichCompareBool(left, z, Py_EQ);
+        Py_XDECREF(z);
+    }
+    Py_DECREF(left);
+    if (zero < 0)
+        return -1;
+    if (zero)
+        return PyList_Append((PyObject *)Py_TYPE(nxt) == accum_type ? ready_leaves : ready, nxt);
+    return 0;
+}
+
+/* The version test _walk_nodes_python inlines from Node._check_versions:
+ *     for counter, seen, _k in versions: if counter[0] != seen: node._check_versions()
+ * Returns 0, or -1 with an error set (the error Node._check_versions raises). */
+static int check_versions(PyObject *node, PyObject *versions)
+{
+    PyObject *it = PyObject_GetIter(versions);
+    if (it == NULL)
+        return -1;
+    PyObject *item;
+    while ((item = PyIter_Next(it)) != NULL) {
+        PyObject *entry = PySequence_Tuple(item);  /* new */
+        Py_DECREF(item);
+        if (entry == NULL)
+            goto fail;
+        if (PyTuple_GET_SIZE(entry) != 3) {
+            PyErr_Format(PyExc_ValueError, "expected 3 values to unpack (got %zd)",
+                         PyTuple_GET_SIZE(entry));
+            Py_DECREF(entry);
+            goto fail;
+        }
+        PyObject *now = PySequence_GetItem(PyTuple_GET_ITEM(entry, 0), 0);  /* new */
+        int changed = now == NULL ? -1
+                      : PyObject_RichCompareBool(now, PyTuple_GET_ITEM(entry, 1), Py_NE);
+        Py_XDECREF(now);
+        Py_DECREF(entry);
+        if (changed < 0)
+            goto fail;
+        if (changed) {
+            PyObject *r = PyObject_CallMethodNoArgs(node, s_check_versions);
+            if (r == NULL)
+                goto fail;
+            Py_DECREF(r);
+        }
+    }
+    Py_DECREF(it);
+    return PyErr_Occurred() ? -1 : 0;
+fail:
+    Py_DECREF(it);
+    return -1;
+}
+
+/* The release step of the fast path:
+ *     if node.__dict__: node._release()
+ *     elif node._saved is not None: node._saved = None; node._saved_src = None; node._freed = True
+ */
+static int release_node(PyObject *node)
+{
+    int has_fields = attr_truth(node, s_dict);
+    if (has_fields < 0)
+        return -1;
+    if (has_fields) {
+        PyObject *r = PyObject_CallMethodNoArgs(node, s_release);
+        if (r == NULL)
+            return -1;
+        Py_DECREF(r);
+        return 0;
+    }
+    int none = attr_is_none(node, s_saved);
+    if (none < 0)
+        return -1;
+    if (!none) {
+        if (PyObject_SetAttr(node, s_saved, Py_None) < 0
+            || PyObject_SetAttr(node, s_saved_src, Py_None) < 0
+            || PyObject_SetAttr(node, s_freed, Py_True) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* The send step of the fast path, for input `i` whose edge is (nxt, nr) and whose gradient
+ * `g` (borrowed) is not None (_send's rule, as _walk_nodes_python inlines it):
+ *     shape, dt = meta[i]
+ *     if g.shape != shape: g = sum_to_shape(g, shape, node)
+ *     if g.dtype != dt: g = g.astype(dt)
+ *     nb = buffers.get(nxt)
+ *     if nb is None: nb = buffers[nxt] = [None] * nxt._n_out; nb[nr] = g
+ *     elif nb[nr] is None: nb[nr] = g
+ *     else: nb[nr] = nb[nr] + g
+ */
+static int send_gradient(PyObject *node, PyObject *g, PyObject *meta_i, PyObject *nxt,
+                         PyObject *nr, PyObject *buffers)
+{
+    PyObject *shape = NULL, *dt = NULL, *have = NULL, *nb = NULL, *old = NULL;
+    int rc = -1;
+    Py_INCREF(g);  /* g: owned from here on (it may be replaced) */
+    PyObject *pair = PySequence_Tuple(meta_i);  /* new */
+    if (pair == NULL)
+        goto done;
+    if (PyTuple_GET_SIZE(pair) != 2) {
+        PyErr_Format(PyExc_ValueError, "expected 2 values to unpack (got %zd)",
+                     PyTuple_GET_SIZE(pair));
+        Py_DECREF(pair);
+        goto done;
+    }
+    shape = PyTuple_GET_ITEM(pair, 0);
+    dt = PyTuple_GET_ITEM(pair, 1);
+    Py_INCREF(shape);
+    Py_INCREF(dt);
+    Py_DECREF(pair);
+
+    have = PyObject_GetAttr(g, s_shape);
+    if (have == NULL)
+        goto done;
+    int differ = PyObject_RichCompareBool(have, shape, Py_NE);
+    Py_CLEAR(have);
+    if (differ < 0)
+        goto done;
+    if (differ) {
+        PyObject *args[3] = {g, shape, node};
+        PyObject *r = call_engine(s_sum_to_shape, args, 3);
+        if (r == NULL)
+            goto done;
+        Py_SETREF(g, r);
+    }
+    have = PyObject_GetAttr(g, s_dtype);
+    if (have == NULL)
+        goto done;
+    differ = have == dt ? 0 : PyObject_RichCompareBool(have, dt, Py_NE);
+    Py_CLEAR(have);
+    if (differ < 0)
+        goto done;
+    if (differ) {
+        PyObject *r = PyObject_CallMethodOneArg(g, s_astype, dt);
+        if (r == NULL)
+            goto done;
+        Py_SETREF(g, r);
+    }
+
+    nb = PyDict_GetItemWithError(buffers, nxt);  /* borrowed, then owned below */
+    if (nb == NULL && PyErr_Occurred())
+        goto done;
+    if (nb == NULL || nb == Py_None) {
+        PyObject *n_out = PyObject_GetAttr(nxt, s_n_out);
+        if (n_out == NULL)
+            goto done;
+        Py_ssize_t n = PyNumber_AsSsize_t(n_out, PyExc_OverflowError);
+        Py_DECREF(n_out);
+        if (n == -1 && PyErr_Occurred())
+            goto done;
+        nb = PyList_New(n < 0 ? 0 : n);
+        if (nb == NULL)
+            goto done;
+        for (Py_ssize_t k = 0; k < n; k++) {
+            Py_INCREF(Py_None);
+            PyList_SET_ITEM(nb, k, Py_None);
+        }
+        if (PyDict_SetItem(buffers, nxt, nb) < 0 || PyObject_SetItem(nb, nr, g) < 0)
+            goto done;
+        rc = 0;
+        goto done;
+    }
+    Py_INCREF(nb);
+    old = PyObject_GetItem(nb, nr);
+    if (old == NULL)
+        goto done;
+    if (old == Py_None) {
+        rc = PyObject_SetItem(nb, nr, g);
+        goto done;
+    }
+    PyObject *sum = PyNumber_Add(old, g);
+    if (sum == NULL)
+        goto done;
+    rc = PyObject_SetItem(nb, nr, sum);
+    Py_DECREF(sum);
+done:
+    Py_XDECREF(old);
+    Py_XDECREF(nb);
+    Py_XDECREF(shape);
+    Py_XDECREF(dt);
+    Py_DECREF(g);
+    return rc;
+}
+
+/* One node on the fast path (the body of _walk_nodes_python's `if plain and fn ... :` block),
+ * from the freed-graph check to the dependency step of each input. `fn`, `buf` borrowed. */
+static int run_fast_node(PyObject *node, PyObject *fn, PyObject *buf, PyObject *buffers,
+                         PyObject *deps, PyObject *ready, PyObject *ready_leaves,
+                         PyObject *accum_type, int retain_graph)
+{
+    PyObject *grads = NULL, *edges = NULL, *meta = NULL, *g0 = NULL;
+    int rc = -1;
+
+    /* if node._saved is None and node._freed: raise RuntimeError(FREED_MSG) */
+    int none = attr_is_none(node, s_saved);
+    if (none < 0)
+        return -1;
+    if (none) {
+        int freed = attr_truth(node, s_freed);
+        if (freed < 0)
+            return -1;
+        if (freed) {
+            PyObject *msg = engine_global(s_FREED_MSG);
+            if (msg != NULL)
+                PyErr_SetObject(PyExc_RuntimeError, msg);
+            return -1;
+        }
+    }
+    PyObject *versions = PyObject_GetAttr(node, s_versions);
+    if (versions == NULL)
+        return -1;
+    int bad = versions != Py_None ? check_versions(node, versions) : 0;
+    Py_DECREF(versions);
+    if (bad < 0)
+        return -1;
+
+    /* grads = fn.backward(node, buf[0]); a single gradient becomes (grads,) */
+    g0 = PySequence_GetItem(buf, 0);
+    if (g0 == NULL)
+        return -1;
+    PyObject *backward = PyObject_GetAttr(fn, s_backward);
+    if (backward == NULL)
+        goto done;
+    PyObject *args[2] = {node, g0};
+    grads = PyObject_Vectorcall(backward, args, 2, NULL);
+    Py_DECREF(backward);
+    if (grads == NULL)
+        goto done;
+    if (!PyTuple_CheckExact(grads)) {
+        PyObject *t = PyTuple_Pack(1, grads);
+        if (t == NULL)
+            goto done;
+        Py_SETREF(grads, t);
+    }
+    if (!retain_graph && release_node(node) < 0)
+        goto done;
+
+    edges = PyObject_GetAttr(node, s_edges);
+    if (edges == NULL)
+        goto done;
+    Py_ssize_t n_edges = PyObject_Length(edges);
+    if (n_edges < 0)
+        goto done;
+    if (PyTuple_GET_SIZE(grads) < n_edges) {
+        PyObject *cargs[2] = {node, grads};
+        PyObject *r = call_engine(s_check_grad_count, cargs, 2);
+        if (r == NULL)
+            goto done;
+        Py_DECREF(r);
+    }
+    meta = PyObject_GetAttr(node, s_meta);
+    if (meta == NULL)
+        goto done;
+    PyObject *edge_seq = PySequence_Fast(edges, "a node's _edges must be a sequence");
+    if (edge_seq == NULL)
+        goto done;
+    for (Py_ssize_t i = 0; i < n_edges && i < PySequence_Fast_GET_SIZE(edge_seq); i++) {
+        PyObject *edge = PySequence_Fast_GET_ITEM(edge_seq, i);  /* borrowed */
+        PyObject *pair = PySequence_Tuple(edge);  /* new: (nxt, nr) */
+        if (pair == NULL || PyTuple_GET_SIZE(pair) != 2) {
+            if (pair != NULL) {
+                PyErr_Format(PyExc_ValueError, "expected 2 values to unpack (got %zd)",
+                             PyTuple_GET_SIZE(pair));
+                Py_DECREF(pair);
+            }
+            Py_DECREF(edge_seq);
+            goto done;
+        }
+        PyObject *nxt = PyTuple_GET_ITEM(pair, 0), *nr = PyTuple_GET_ITEM(pair, 1);
+        if (nxt == Py_None) {
+            Py_DECREF(pair);
+            continue;
+        }
+        if (i >= PyTuple_GET_SIZE(grads)) {
+            PyErr_SetString(PyExc_IndexError, "tuple index out of range");
+            Py_DECREF(pair);
+            Py_DECREF(edge_seq);
+            goto done;
+        }
+        PyObject *g = PyTuple_GET_ITEM(grads, i);  /* borrowed (grads holds it) */
+        int err = 0;
+        if (g != Py_None) {
+            PyObject *meta_i = PySequence_GetItem(meta, i);
+            err = meta_i == NULL ? -1 : send_gradient(node, g, meta_i, nxt, nr, buffers);
+            Py_XDECREF(meta_i);
+        }
+        if (err == 0)
+            err = release_dependency(nxt, deps, ready, ready_leaves, accum_type);
+        Py_DECREF(pair);
+        if (err < 0) {
+            Py_DECREF(edge_seq);
+            goto done;
+        }
+    }
+    Py_DECREF(edge_seq);
+    rc = 0;
+done:
+    Py_XDECREF(g0);
+    Py_XDECREF(grads);
+    Py_XDECREF(edges);
+    Py_XDECREF(meta);
+    return rc;
+}
+
+/* Whether `node` (borrowed) takes the fast path; `*fn_out` gets a new reference to node._fn.
+ *     plain and fn is not None and not fn._tensor_io and node._n_out == 1
+ *     and node._post_hooks is None and node._grads_to_cpu is None
+ *     and not _function.anomaly_enabled
+ * Returns 1, 0, or -1 with an error set. */
+static int takes_fast_path(PyObject *node, int plain, PyObject *function_dict,
+                           PyObject **fn_out)
+{
+    PyObject *fn = PyObject_GetAttr(node, s_fn);
+    if (fn == NULL)
+        return -1;
+    *fn_out = fn;
+    if (!plain || fn == Py_None)
+        return 0;
+    int t = attr_truth(fn, s_tensor_io);
+    if (t != 0)
+        return t < 0 ? -1 : 0;
+    PyObject *n_out = PyObject_GetAttr(node, s_n_out);
+    if (n_out == NULL)
+        return -1;
+    int one;
+    if (PyLong_CheckExact(n_out)) {
+        int overflow;
+        one = PyLong_AsLongAndOverflow(n_out, &overflow) == 1 && !overflow;
+    } else {
+        PyObject *c = PyLong_FromLong(1);
+        one = c == NULL ? -1 : PyObject_RichCompareBool(n_out, c, Py_EQ);
+        Py_XDECREF(c);
+    }
+    Py_DECREF(n_out);
+    if (one != 1)
+        return one;
+    int none = attr_is_none(node, s_post_hooks);
+    if (none != 1)
+        return none;
+    none = attr_is_none(node, s_grads_to_cpu);
+    if (none != 1)
+        return none;
+    PyObject *anomaly = PyDict_GetItemWithError(function_dict, s_anomaly_enabled);
+    if (anomaly == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_AttributeError,
+                            "module 'ember.autograd.function' has no attribute 'anomaly_enabled'");
+        return -1;
+    }
+    int on = PyObject_IsTrue(anomaly);
+    return on < 0 ? -1 : !on;
+}
+
+/* walk_nodes(ready, ready_leaves, buffers, deps, needed, capture, handed_out, retain_graph,
+ *            create_graph): engine.py's _walk_nodes_python. */
+PyObject *ember_engine_walk_nodes(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 9) {
+        PyErr_Format(PyExc_TypeError, "walk_nodes() takes 9 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    PyObject *ready = args[0], *ready_leaves = args[1], *buffers = args[2], *deps = args[3];
+    PyObject *needed = args[4], *capture = args[5], *handed_out = args[6];
+    if (!PyList_CheckExact(ready) || !PyList_CheckExact(ready_leaves)
+        || !PyDict_CheckExact(buffers) || !PyDict_CheckExact(deps)) {
+        PyErr_SetString(PyExc_TypeError, "walk_nodes(): ready lists and buffers/deps dicts");
+        return NULL;
+    }
+    int retain_graph = PyObject_IsTrue(args[7]);
+    int create_graph = PyObject_IsTrue(args[8]);
+    if (retain_graph < 0 || create_graph < 0)
+        return NULL;
+    int plain = capture == Py_None && !create_graph;
+
+    /* looked up once per walk, as the Python loop reads them from the same namespaces */
+    PyObject *accum_type = engine_global(s_AccumulateGrad);
+    PyObject *function_mod = accum_type ? engine_global(s_function) : NULL;
+    if (function_mod == NULL)
+        return NULL;
+    PyObject *function_dict = PyModule_GetDict(function_mod);  /* borrowed */
+    if (function_dict == NULL)
+        return NULL;
+    Py_INCREF(accum_type);
+    Py_INCREF(function_mod);  /* keeps function_dict alive */
+
+    PyObject *node = NULL, *buf = NULL, *fn = NULL, *edges = NULL;
+    while (PyList_GET_SIZE(ready) || PyList_GET_SIZE(ready_leaves)) {
+        node = list_pop_last(PyList_GET_SIZE(ready_leaves) ? ready_leaves : ready);
+        if (node == NULL)
+            goto error;
+        buf = dict_pop(buffers, node);
+        if (buf == NULL && PyErr_Occurred())
+            goto error;
+        int run = buf != NULL;
+        if (run && needed != Py_None) {
+            run = PySet_Contains(needed, node);
+            if (run < 0)
+                goto error;
+        }
+        if (run) {
+            int no_pre = attr_is_none(node, s_pre_hooks);
+            int no_retain = no_pre < 0 ? -1 : attr_is_none(node, s_retain);
+            if (no_retain < 0)
+                goto error;
+            if (!no_pre || !no_retain) {
+                PyObject *hargs[2] = {node, buf};
+                PyObject *r = call_engine(s_run_pre_hooks, hargs, 2);
+                if (r == NULL)
+                    goto error;
+                Py_DECREF(r);
+            }
+            int fast = takes_fast_path(node, plain, function_dict, &fn);
+            if (fast < 0)
+                goto error;
+            if (fast) {
+                if (run_fast_node(node, fn, buf, buffers, deps, ready, ready_leaves, accum_type,
+                                  retain_graph) < 0)
+                    goto error;
+                Py_CLEAR(fn);
+                Py_CLEAR(buf);
+                Py_CLEAR(node);
+                continue;
+            }
+            Py_CLEAR(fn);
+            PyObject *rargs[7] = {node, buf, buffers, capture, handed_out, args[7], args[8]};
+            PyObject *r = call_engine(s_run_node, rargs, 7);
+            if (r == NULL)
+                goto error;
+            Py_DECREF(r);
+        }
+        Py_CLEAR(buf);
+        /* for nxt, _ in node._edges: if nxt is not None: (the dependency step) */
+        edges = PyObject_GetAttr(node, s_edges);
+        if (edges == NULL)
+            goto error;
+        PyObject *seq = PySequence_Fast(edges, "a node's _edges must be a sequence");
+        if (seq == NULL)
+            goto error;
+        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
+            PyObject *pair = PySequence_Tuple(PySequence_Fast_GET_ITEM(seq, i));
+            if (pair == NULL || PyTuple_GET_SIZE(pair) != 2) {
+                if (pair != NULL) {
+                    PyErr_Format(PyExc_ValueError, "expected 2 values to unpack (got %zd)",
+                                 PyTuple_GET_SIZE(pair));
+                    Py_DECREF(pair);
+                }
+                Py_DECREF(seq);
+                goto error;
+            }
+            PyObject *nxt = PyTuple_GET_ITEM(pair, 0);
+            int err = nxt == Py_None ? 0
+                      : release_dependency(nxt, deps, ready, ready_leaves, accum_type);
+            Py_DECREF(pair);
+            if (err < 0) {
+                Py_DECREF(seq);
+                goto error;
+            }
+        }
+        Py_DECREF(seq);
+        Py_CLEAR(edges);
+        Py_CLEAR(node);
+    }
+    Py_DECREF(accum_type);
+    Py_DECREF(function_mod);
+    Py_RETURN_NONE;
+error:
+    Py_XDECREF(node);
+    Py_XDECREF(buf);
+    Py_XDECREF(fn);
+    Py_XDECREF(edges);
+    Py_DECREF(accum_type);
+    Py_DECREF(function_mod);
+    return NULL;
+}

@@ -1,0 +1,361 @@
+"""The optional C core ``ember._native`` (docs/design.md, "The native core").
+
+It must be an implementation, never a behaviour: the engine's walk in C gives the same gradients,
+the same errors and the same hook calls as the Python loop it mirrors. These tests run with
+whichever core is active (CI runs the suite both ways, once with ``EMBER_PURE_PYTHON=1``); the
+comparisons swap the walk in-process so both loops run on the same graphs. Also here: reference
+counting (a million small ops with flat memory, stable ``sys.getrefcount``), cyclic graphs
+collected, a run under ``python -X dev`` with ``PYTHONMALLOC=debug``, the stale-extension check
+and a build without a C compiler.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import subprocess
+import sys
+import warnings
+import weakref
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import ember
+from ember import _native_core
+from ember.autograd import engine
+
+ROOT = Path(__file__).resolve().parent.parent
+NATIVE = _native_core.native
+needs_native = pytest.mark.skipif(NATIVE is None, reason=f"ember._native inactive: "
+                                                         f"{_native_core.reason}")
+WALKS = {"python": engine._walk_nodes_python}
+if NATIVE is not None:
+    WALKS["native"] = NATIVE.walk_nodes
+
+
+def _run(script: str, env: dict | None = None, args: tuple = ()) -> subprocess.CompletedProcess:
+    full = {**os.environ, **(env or {})}
+    return subprocess.run([sys.executable, *args, "-c", script], capture_output=True, text=True,
+                          timeout=600, env=full, cwd=ROOT)
+
+
+# -- which core, and why ------------------------------------------------------------------
+
+def test_the_active_core_is_reported() -> None:
+    line = _native_core.describe()
+    assert line.startswith("core: native (" if NATIVE is not None else "core: pure Python (")
+    out = _run("import sys; from ember.cli import main; sys.exit(main(['--version']))")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[-1].startswith("core: ")
+
+
+def test_pure_python_env_selects_the_python_walk() -> None:
+    out = _run("from ember import _native_core as c; from ember.autograd import engine as e\n"
+               "print(c.native is None, e._walk_nodes is e._walk_nodes_python, c.describe())",
+               env={"EMBER_PURE_PYTHON": "1"})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("True True core: pure Python (EMBER_PURE_PYTHON is set)")
+
+
+@needs_native
+def test_the_native_walk_runs_when_built() -> None:
+    assert engine._walk_nodes is NATIVE.walk_nodes
+    assert NATIVE.PY_HASH == _native_core.source_hash(_native_core.MIRRORED)
+
+
+@needs_native
+def test_a_stale_extension_warns_and_is_not_used(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A mirrored Python module changed since the build: the Python core runs, one warning."""
+    real = _native_core.source_hash
+    monkeypatch.setattr(_native_core, "source_hash",
+                        lambda files, root=_native_core.PACKAGE_DIR: "0" + (real(files, root) or ""))
+    with pytest.warns(RuntimeWarning, match="stale.*pip install -e"):
+        mod, why = _native_core._load()
+    assert mod is None and "stale" in why
+
+
+def test_a_build_without_a_compiler_installs_the_python_core(tmp_path: Path) -> None:
+    """setup.py never fails for want of a compiler: one line, a note for ``ember --version``."""
+    pytest.importorskip("setuptools")
+    out = subprocess.run(
+        [sys.executable, "setup.py", "-q", "build_ext", "--build-lib", str(tmp_path / "lib"),
+         "--build-temp", str(tmp_path / "tmp")],
+        capture_output=True, text=True, timeout=300, cwd=ROOT, env={**os.environ, "CC": "/bin/false"})
+    assert out.returncode == 0, out.stderr
+    lines = [line for line in out.stderr.splitlines() if "ember._native was not built" in line]
+    assert len(lines) == 1 and "installed the pure-Python core" in lines[0]
+    note = tmp_path / "lib" / "ember" / _native_core.BUILD_INFO
+    assert "no working C compiler" in note.read_text()
+    assert not list((tmp_path / "lib").rglob("_native*.so"))
+
+
+# -- identical by construction --------------------------------------------------------------
+
+def _graphs() -> list[tuple[str, Callable[[], list]]]:
+    """Programs whose gradients (and hook calls, errors) both walks must reproduce exactly.
+    Each returns a list of arrays/strings to compare."""
+    rng = np.random.default_rng(0)
+    A = rng.standard_normal((4, 3)).astype(np.float32)
+    B = rng.standard_normal((3,)).astype(np.float32)
+
+    def leaves() -> tuple:
+        return (ember.tensor(A, requires_grad=True), ember.tensor(B, requires_grad=True))
+
+    def broadcast() -> list:
+        a, b = leaves()
+        ((a * b + b).tanh().sum() * 2).backward()
+        return [a.grad.numpy(), b.grad.numpy()]
+
+    def dtype_cast() -> list:
+        a = ember.tensor(A, requires_grad=True)
+        d = ember.tensor(A.astype(np.float64), requires_grad=True)
+        (a * d).sum().backward()
+        return [a.grad.numpy(), str(a.grad.dtype), d.grad.numpy(), str(d.grad.dtype)]
+
+    def shared_and_accumulated() -> list:
+        a, b = leaves()
+        y = a @ b
+        (y * y + y).sum().backward()
+        (a.exp().mean()).backward()
+        return [a.grad.numpy(), b.grad.numpy()]
+
+    def hooks_and_retain() -> list:
+        a, b = leaves()
+        seen = []
+        h = a * 3
+        h.retain_grad()
+        h.register_hook(lambda g: seen.append(("tensor", g.numpy().copy())) or g * 2)
+        out = (h + b).relu()
+        out.grad_fn.register_hook(lambda gi, go: seen.append(("post", len(gi))))
+        out.grad_fn.register_prehook(lambda go: seen.append(("pre", len(go))))
+        a.register_hook(lambda g: g + 1)
+        out.sum().backward()
+        return [a.grad.numpy(), b.grad.numpy(), h.grad.numpy(), repr(seen)]
+
+    def multi_output_and_views() -> list:
+        a, b = leaves()
+        p, q = a.split([1, 3], dim=0)
+        m, i = a.max(dim=1)
+        (p.sum() * 2 + q.t().sum() + m.sum() + a[1:, ::2].sum()).backward()
+        return [a.grad.numpy(), i.numpy()]
+
+    def custom_function() -> list:
+        class Cube(ember.autograd.Function):
+            @staticmethod
+            def forward(ctx: Any, x: Any) -> Any:
+                ctx.save_for_backward(x)
+                return x ** 3
+
+            @staticmethod
+            def backward(ctx: Any, g: Any) -> Any:
+                (x,) = ctx.saved_tensors
+                return 3 * x ** 2 * g
+
+        a, b = leaves()
+        (Cube.apply(a) * b).sum().backward()
+        return [a.grad.numpy(), b.grad.numpy()]
+
+    def create_graph_and_grad() -> list:
+        a, b = leaves()
+        y = (a.sin() * b).sum()
+        (ga,) = ember.autograd.grad(y, [a], create_graph=True)
+        (gga,) = ember.autograd.grad(ga.sum(), [a])
+        gb = ember.autograd.grad(y, [b, a], allow_unused=True, retain_graph=False)
+        return [ga.detach().numpy(), gga.numpy(), gb[0].numpy()]
+
+    def retain_graph_and_freed() -> list:
+        a, b = leaves()
+        y = (a.exp() * b).sum()
+        y.backward(retain_graph=True)
+        y.backward()
+        try:
+            y.backward()
+        except RuntimeError as e:
+            return [a.grad.numpy(), str(e)]
+        return [a.grad.numpy(), "no error"]
+
+    def version_error() -> list:
+        a, b = leaves()
+        e = a.exp()
+        y = e.sum()
+        with ember.no_grad():
+            e.add_(1)
+        try:
+            y.backward()
+        except RuntimeError as err:
+            return [str(err)]
+        return ["no error"]
+
+    def bad_grad_count() -> list:
+        class Wrong(ember.autograd.Function):
+            @staticmethod
+            def forward(ctx: Any, x: Any, y: Any) -> Any:
+                return x * y
+
+            @staticmethod
+            def backward(ctx: Any, g: Any) -> Any:
+                return g
+
+        a, b = leaves()
+        try:
+            Wrong.apply(a, b).sum().backward()
+        except RuntimeError as err:
+            return [str(err)]
+        return ["no error"]
+
+    def anomaly_mode() -> list:
+        a, b = leaves()
+        with ember.autograd.detect_anomaly(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            (a.log().nan_to_num() * b).sum().backward()
+        return [a.grad.numpy(), b.grad.numpy()]
+
+    def no_grad_leaf_and_unused() -> list:
+        a, b = leaves()
+        c = ember.tensor(A)  # requires no grad
+        (a * c + b * 0).sum().backward(inputs=[b])
+        return [b.grad.numpy(), repr(a.grad)]
+
+    return [(f.__name__, f) for f in (
+        broadcast, dtype_cast, shared_and_accumulated, hooks_and_retain, multi_output_and_views,
+        custom_function, create_graph_and_grad, retain_graph_and_freed, version_error,
+        bad_grad_count, anomaly_mode, no_grad_leaf_and_unused)]
+
+
+def _same(x: list, y: list) -> bool:
+    if len(x) != len(y):
+        return False
+    for u, v in zip(x, y):
+        if isinstance(u, np.ndarray):
+            if not (isinstance(v, np.ndarray) and u.dtype == v.dtype and u.shape == v.shape
+                    and np.array_equal(u, v, equal_nan=True)):
+                return False
+        elif u != v:
+            return False
+    return True
+
+
+@needs_native
+@pytest.mark.parametrize("name", [n for n, _ in _graphs()])
+def test_both_walks_give_identical_results(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    program = dict(_graphs())[name]
+    results = {}
+    for core, walk in WALKS.items():
+        monkeypatch.setattr(engine, "_walk_nodes", walk)
+        results[core] = program()
+    assert _same(results["python"], results["native"]), results
+
+
+@pytest.mark.parametrize("core", list(WALKS))
+def test_a_replaced_engine_function_is_called_by_either_walk(core: str,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """The C walk looks engine.py's functions up when it needs them: one spelling of each rule."""
+    monkeypatch.setattr(engine, "_walk_nodes", WALKS[core])
+    calls = []
+    real = engine.sum_to_shape
+
+    def spy(g: Any, shape: tuple, node: Any = None) -> Any:
+        calls.append(tuple(shape))
+        return real(g, shape, node)
+
+    monkeypatch.setattr(engine, "sum_to_shape", spy)
+    b = ember.ones(3, requires_grad=True)
+    (ember.ones(2, 3) * b).sum().backward()
+    assert calls == [(3,)] and b.grad.tolist() == [2.0, 2.0, 2.0]
+
+
+@pytest.mark.parametrize("core", list(WALKS))
+def test_a_long_chain_needs_no_recursion(core: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(engine, "_walk_nodes", WALKS[core])
+    x = ember.tensor(1.0, requires_grad=True)
+    y = x
+    for _ in range(100_000):
+        y = y * 1.0
+    y.backward()
+    assert x.grad.item() == 1.0
+
+
+# -- reference counting and GC ----------------------------------------------------------------
+
+def _rss_mib() -> float:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+@pytest.mark.skipif(not Path("/proc/self/statm").exists(), reason="needs /proc (Linux)")
+def test_a_million_small_ops_keep_memory_flat() -> None:
+    """~1,000,000 ops (forward and backward nodes), memory and reference counts flat."""
+    a = ember.ones(4, requires_grad=True)
+    b = ember.ones(4, requires_grad=True)
+    kept = (a * b).sum()  # a node kept alive across the loop: its count must not creep
+    node = kept.grad_fn
+
+    def step() -> None:
+        y = a * b + a
+        z = (y * 0.5 - b).sum()
+        z.backward()
+        try:  # the error path too: a second backward through freed saved arrays
+            z.backward()
+        except RuntimeError:
+            pass
+        kept.backward(retain_graph=True)
+
+    for _ in range(2000):
+        step()
+    gc.collect()
+    counts = (sys.getrefcount(a), sys.getrefcount(b), sys.getrefcount(node))
+    before = _rss_mib()
+    for _ in range(100_000):  # ~10 ops each
+        step()
+        a.grad = None
+        b.grad = None
+    gc.collect()
+    assert (sys.getrefcount(a), sys.getrefcount(b), sys.getrefcount(node)) == counts
+    assert _rss_mib() - before < 8, f"grew {_rss_mib() - before:.1f} MiB"
+
+
+def test_cyclic_graphs_are_collected() -> None:
+    """A ctx that keeps its own output (tensor -> grad_fn -> ctx field -> tensor) is a cycle:
+    the cycle collector frees it, before and after backward."""
+
+    class Keep(ember.autograd.Function):
+        @staticmethod
+        def forward(ctx: Any, x: Any) -> Any:
+            y = x * 2
+            ctx.out = y
+            return y
+
+        @staticmethod
+        def backward(ctx: Any, g: Any) -> Any:
+            return g * 2
+
+    for run_backward in (False, True):
+        x = ember.ones(3, requires_grad=True)
+        y = Keep.apply(x)
+        (y.sum() * 1).backward(retain_graph=True) if run_backward else None
+        refs = [weakref.ref(y), weakref.ref(y.grad_fn)]
+        del y
+        gc.collect()
+        assert all(r() is None for r in refs)
+
+
+def test_the_walk_under_python_dev_mode_and_debug_malloc() -> None:
+    """Reference-counting errors show up as crashes or assertion failures under
+    ``-X dev`` with ``PYTHONMALLOC=debug``; a clean run of graphs with hooks, errors and
+    create_graph, in whichever core is active."""
+    script = (
+        "import sys; sys.path.insert(0, 'tests')\n"
+        "import gc, warnings, test_native_core as t\n"
+        "warnings.simplefilter('ignore')\n"
+        "for _ in range(3):\n"
+        "    for name, program in t._graphs():\n"
+        "        program()\n"
+        "    gc.collect()\n"
+        "print('ok')\n")
+    out = _run(script, env={"PYTHONMALLOC": "debug"}, args=("-X", "dev"))
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.strip().endswith("ok")
