@@ -99,14 +99,25 @@ class Distribution:
         if _instance is None and type(self).__init__ != cls.__init__:
             raise NotImplementedError(
                 f"Subclass {self.__class__.__name__} of {cls.__name__} that defines a custom "
-                "__init__() method must also define a custom .expand() method."
+                "__init__ method must also define a custom .expand() method."
             )
         return self.__new__(type(self)) if _instance is None else _instance
 
     def expand(self, batch_shape: Any, _instance: Any = None) -> Distribution:
-        """A new distribution whose parameters are expanded to ``batch_shape`` (no copy)."""
+        """A new distribution whose parameters are expanded to ``batch_shape`` (no copy).
+
+        As in PyTorch, a subclass must define ``expand`` itself (usually with
+        ``_get_checked_instance``); ember's own distributions share this implementation, which
+        a subclass of one of them inherits unless it defines its own ``__init__``."""
+        owner = _builtin_owner(type(self))
+        if owner is None:
+            raise NotImplementedError(
+                f"{type(self).__name__}.expand(): a Distribution subclass must implement expand "
+                "(new = self._get_checked_instance(Cls, _instance), set its expanded parameters, "
+                "then Distribution.__init__(new, batch_shape, self.event_shape, "
+                "validate_args=False))")
         batch_shape = _as_size(batch_shape)
-        new = self._get_checked_instance(type(self), _instance)
+        new = self._get_checked_instance(owner, _instance)
         for name, value in list(self.__dict__.items()):
             if name in ("_batch_shape", "_event_shape"):
                 continue
@@ -221,6 +232,17 @@ class Distribution:
             v = self.__dict__[p]
             parts.append(f"{p}: {v if v.numel() == 1 else v.size()}")
         return f"{type(self).__name__}({', '.join(parts)})"
+
+
+def _builtin_owner(cls: type) -> type | None:
+    """The nearest of ember's own distributions in ``cls``'s MRO (None for a user's direct
+    subclass of Distribution, which must implement expand itself, as in PyTorch)."""
+    for c in cls.__mro__:
+        if c is Distribution or c is ExponentialFamily:
+            return None
+        if c.__module__.startswith("ember.distributions."):
+            return c
+    return None
 
 
 class ExponentialFamily(Distribution):

@@ -34,11 +34,12 @@ _KL_MEMOIZE: dict = {}
 
 def register_kl(type_p: type, type_q: type) -> Any:
     """Decorator registering ``fn(p, q)`` as KL(p || q) for ``type_p`` x ``type_q`` (and their
-    subclasses, the most specific registration winning)."""
-    if not (isinstance(type_p, type) and issubclass(type_p, Distribution)):
-        raise TypeError(f"Expected type_p to be a Distribution subclass but got {type_p}")
-    if not (isinstance(type_q, type) and issubclass(type_q, Distribution)):
-        raise TypeError(f"Expected type_q to be a Distribution subclass but got {type_q}")
+    subclasses, the most specific registration winning). Any classes may be registered, not only
+    Distribution subclasses, as PyTorch allows; anything else is a TypeError."""
+    for name, t in (("type_p", type_p), ("type_q", type_q)):
+        if not isinstance(t, type):
+            raise TypeError(f"register_kl: {name} must be a class (e.g. Normal), not "
+                            f"{type(t).__name__} {t!r}")
 
     def decorator(fun: Any) -> Any:
         _KL_REGISTRY[type_p, type_q] = fun

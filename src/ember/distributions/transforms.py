@@ -35,7 +35,6 @@ class Transform:
     """
 
     bijective = False
-    sign: Any = 1
     domain: Any = constraints.real
     codomain: Any = constraints.real
 
@@ -45,6 +44,14 @@ class Transform:
         self._cache_size = cache_size
         self._cached_x_y: Any = (None, None)
         self._inv: Any = None
+        super().__init__()  # cooperative: ``class T(Transform, nn.Module)`` gets Module's init
+
+    @property
+    def sign(self) -> Any:
+        """The sign of the Jacobian's determinant (+1 or -1), for bijective transforms that
+        define it; NotImplementedError otherwise (as PyTorch), e.g. ``AbsTransform``."""
+        raise NotImplementedError(
+            f"{type(self).__name__} does not define sign (the sign of its Jacobian's determinant)")
 
     @property
     def event_dim(self) -> int:

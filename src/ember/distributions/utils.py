@@ -53,6 +53,15 @@ def broadcast_all(*values: Any) -> tuple:
     return tuple(ember.broadcast_tensors(*conv))
 
 
+def _standard_normal(shape: Any, dtype: Any, device: Any) -> Any:
+    """Standard normal samples of ``shape`` (no gradient), as the reparameterised samplers draw
+    them (``torch.distributions.utils._standard_normal``)."""
+    import ember
+
+    with ember.no_grad():
+        return ember.randn(tuple(shape), dtype=dtype, device=device)
+
+
 def logits_to_probs(logits: Any, is_binary: bool = False) -> Any:
     """Probabilities from logits: sigmoid when binary, else softmax over the last dimension."""
     if is_binary:
