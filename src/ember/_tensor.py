@@ -32,6 +32,9 @@ from .ops import _args, casting, creation, indexing, shape
 from .ops import random as _random
 from .ops.inplace import inplace, restride
 
+# what a comparison operator takes (PyTorch's): a tensor, a Python number, a NumPy scalar
+_OPERAND = (TensorBase, int, float, complex, np.generic)
+
 
 class Tensor(TensorBase):
     """A multi-dimensional array with a dtype, a device and optional gradient tracking.
@@ -42,8 +45,10 @@ class Tensor(TensorBase):
 
     __slots__ = ()
     __hash__ = TensorBase.__hash__  # (a class that defines __eq__ must say so again)
+    # NumPy meets a Tensor as PyTorch's does: its functions read it through __array__ and hand a
+    # ufunc's result back as a tensor (__array_wrap__); its operators defer to Tensor's
+    # reflected ones (the priority), which take numbers and NumPy scalars, not arrays
     __array_priority__ = 1000
-    __array_ufunc__ = None  # NumPy ufuncs and operators defer to Tensor's (reflected) operators
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         # Legacy constructor: Tensor([1, 2]) -> float32 data; Tensor(2, 3) -> uninitialised 2x3.
@@ -326,9 +331,25 @@ class Tensor(TensorBase):
             return _backend.to_numpy(self._data)
         return self._data
 
-    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        arr = _backend.to_numpy(self._data)
-        return arr if dtype is None else arr.astype(dtype, copy=False)
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        """NumPy's view of this CPU tensor (``np.asarray(t)``, ``np.log(t)``), shared memory
+        unless ``dtype`` or ``copy=True`` asks for a copy; refused, as ``numpy()`` is, for a
+        tensor that requires grad or lives on a GPU."""
+        arr = self.numpy()
+        if dtype is not None and np.dtype(dtype) != arr.dtype:
+            if copy is False:
+                raise ValueError("Unable to avoid copy while creating an array as requested "
+                                 f"(the tensor is {self.dtype}, the array asked for {dtype}).")
+            return arr.astype(dtype)
+        return arr.copy() if copy else arr
+
+    def __array_wrap__(self, array: np.ndarray, context: Any = None,
+                       return_scalar: bool = False) -> Tensor:
+        """A NumPy function's result on tensors, as a tensor (a bool result as uint8, as
+        PyTorch gives it); a 0-d result stays a 0-d tensor."""
+        if array.dtype == np.bool_:
+            array = array.astype(np.uint8)
+        return creation.from_numpy(np.asarray(array))
 
     def item(self) -> float | int | bool:
         d = self._data
@@ -563,16 +584,22 @@ class Tensor(TensorBase):
     __add__ = ops.add
 
     def __radd__(self, o: Any) -> Tensor:
+        if type(o) is np.ndarray:  # PyTorch's reflected operators take no arrays
+            return NotImplemented
         return ops.add(o, self)
 
     __sub__ = ops.sub
 
     def __rsub__(self, o: Any) -> Tensor:
+        if type(o) is np.ndarray:  # PyTorch's reflected operators take no arrays
+            return NotImplemented
         return ops.sub(o, self)
 
     __mul__ = ops.mul
 
     def __rmul__(self, o: Any) -> Tensor:
+        if type(o) is np.ndarray:  # PyTorch's reflected operators take no arrays
+            return NotImplemented
         return ops.mul(o, self)
 
     __truediv__ = ops.div
@@ -583,21 +610,29 @@ class Tensor(TensorBase):
     __floordiv__ = ops.floor_divide
 
     def __rfloordiv__(self, o: Any) -> Tensor:
+        if type(o) is np.ndarray:  # PyTorch's reflected operators take no arrays
+            return NotImplemented
         return ops.floor_divide(o, self)
 
     __mod__ = ops.remainder
 
     def __rmod__(self, o: Any) -> Tensor:
+        if type(o) is np.ndarray:  # PyTorch's reflected operators take no arrays
+            return NotImplemented
         return ops.remainder(o, self)
 
     __pow__ = ops.pow
 
     def __rpow__(self, o: Any) -> Tensor:
+        if type(o) is np.ndarray:  # PyTorch's reflected operators take no arrays
+            return NotImplemented
         return ops.pow(o, self)
 
     __matmul__ = ops.matmul
 
     def __rmatmul__(self, o: Any) -> Tensor:
+        if type(o) is np.ndarray:  # PyTorch's reflected operators take no arrays
+            return NotImplemented
         return ops.matmul(o, self)
 
     __neg__ = ops.neg
@@ -611,27 +646,49 @@ class Tensor(TensorBase):
 
     __and__ = ops.bitwise_and
 
-    __rand__ = __and__
+    def __rand__(self, o: Any) -> Tensor:
+        if type(o) is np.ndarray:  # PyTorch's reflected operators take no arrays
+            return NotImplemented
+        return ops.bitwise_and(self, o)
 
     __or__ = ops.bitwise_or
 
-    __ror__ = __or__
+    def __ror__(self, o: Any) -> Tensor:
+        if type(o) is np.ndarray:  # PyTorch's reflected operators take no arrays
+            return NotImplemented
+        return ops.bitwise_or(self, o)
 
     __xor__ = ops.bitwise_xor
 
-    __rxor__ = __xor__
+    def __rxor__(self, o: Any) -> Tensor:
+        if type(o) is np.ndarray:  # PyTorch's reflected operators take no arrays
+            return NotImplemented
+        return ops.bitwise_xor(self, o)
 
-    __eq__ = ops.eq
+    # comparisons take what PyTorch's take: tensors, numbers and NumPy scalars (arrays for ==);
+    # anything else (None, a string, an enum member, a list) gives NotImplemented, so Python
+    # answers == with False and != with True, and an ordering raises TypeError
+    def __eq__(self, o: Any) -> Any:  # type: ignore[override]
+        if isinstance(o, _OPERAND) or type(o) is np.ndarray:
+            return ops.eq(self, o)
+        return NotImplemented
 
-    __ne__ = ops.ne
+    def __ne__(self, o: Any) -> Any:  # type: ignore[override]
+        if isinstance(o, _OPERAND):
+            return ops.ne(self, o)
+        return NotImplemented
 
-    __lt__ = ops.lt
+    def __lt__(self, o: Any) -> Any:
+        return ops.lt(self, o) if isinstance(o, _OPERAND) else NotImplemented
 
-    __le__ = ops.le
+    def __le__(self, o: Any) -> Any:
+        return ops.le(self, o) if isinstance(o, _OPERAND) else NotImplemented
 
-    __gt__ = ops.gt
+    def __gt__(self, o: Any) -> Any:
+        return ops.gt(self, o) if isinstance(o, _OPERAND) else NotImplemented
 
-    __ge__ = ops.ge
+    def __ge__(self, o: Any) -> Any:
+        return ops.ge(self, o) if isinstance(o, _OPERAND) else NotImplemented
 
     # in-place operators: x += y is x.add_(y) (PyTorch's semantics, incl. the leaf check)
     def __iadd__(self, o: Any) -> Tensor:
