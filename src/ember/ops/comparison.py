@@ -13,7 +13,8 @@ from typing import Any
 from .. import _backend
 from .._tensor_base import TensorBase
 from ..autograd.function import Op
-from ._promote import _nograd, _out, _promote
+from . import _out
+from ._promote import _nograd, _promote
 from .pointwise_piecewise import Where
 
 __all__ = [
@@ -33,14 +34,16 @@ def isinf(input: Any) -> Any:
     return _nograd(_backend.xp_of(input._data).isinf, input)
 
 
-def isposinf(input: Any) -> Any:
+def isposinf(input: Any, *, out: Any = None) -> Any:
     """True where an element is +inf."""
-    return _nograd(lambda a: _backend.xp_of(a).isposinf(a) if a.dtype.kind == "f" else a != a, input)
+    res = _nograd(lambda a: _backend.xp_of(a).isposinf(a) if a.dtype.kind == "f" else a != a, input)
+    return res if out is None else _out.write(out, res, "isposinf")
 
 
-def isneginf(input: Any) -> Any:
+def isneginf(input: Any, *, out: Any = None) -> Any:
     """True where an element is -inf."""
-    return _nograd(lambda a: _backend.xp_of(a).isneginf(a) if a.dtype.kind == "f" else a != a, input)
+    res = _nograd(lambda a: _backend.xp_of(a).isneginf(a) if a.dtype.kind == "f" else a != a, input)
+    return res if out is None else _out.write(out, res, "isneginf")
 
 
 def isfinite(input: Any) -> Any:
@@ -120,36 +123,42 @@ def allclose(
     return bool(isclose(input, other, rtol, atol, equal_nan)._data.all())
 
 
-def maximum(input: Any, other: Any) -> Any:
+def maximum(input: Any, other: Any, *, out: Any = None) -> Any:
     """The elementwise maximum of two tensors (NaN propagates)."""
     if not (isinstance(input, TensorBase) and isinstance(other, TensorBase)):
         raise TypeError("maximum(): argument 'other' must be Tensor (use clamp(min=...) for numbers)")
     input, other = _promote(input, other)
-    return Maximum.apply(input, other)
+    res = Maximum.apply(input, other)
+    return res if out is None else _out.write(out, res, "maximum")
 
 
-def minimum(input: Any, other: Any) -> Any:
+def minimum(input: Any, other: Any, *, out: Any = None) -> Any:
     """The elementwise minimum of two tensors (NaN propagates)."""
     if not (isinstance(input, TensorBase) and isinstance(other, TensorBase)):
         raise TypeError("minimum(): argument 'other' must be Tensor (use clamp(max=...) for numbers)")
     input, other = _promote(input, other)
-    return Minimum.apply(input, other)
+    res = Minimum.apply(input, other)
+    return res if out is None else _out.write(out, res, "minimum")
 
 
-def fmax(input: Any, other: Any) -> Any:
+def fmax(input: Any, other: Any, *, out: Any = None) -> Any:
     """Elementwise maximum that ignores NaN (NaN only where both are NaN)."""
     input, other = _promote(input, other)
     if input._data.dtype.kind != "f":
-        return maximum(input, other)
-    return Fmax.apply(isnan(other) | (input >= other), input, other)
+        res = maximum(input, other)
+        return res if out is None else _out.write(out, res, "fmax")
+    res = Fmax.apply(isnan(other) | (input >= other), input, other)
+    return res if out is None else _out.write(out, res, "fmax")
 
 
-def fmin(input: Any, other: Any) -> Any:
+def fmin(input: Any, other: Any, *, out: Any = None) -> Any:
     """Elementwise minimum that ignores NaN (NaN only where both are NaN)."""
     input, other = _promote(input, other)
     if input._data.dtype.kind != "f":
-        return minimum(input, other)
-    return Fmin.apply(isnan(other) | (input <= other), input, other)
+        res = minimum(input, other)
+        return res if out is None else _out.write(out, res, "fmin")
+    res = Fmin.apply(isnan(other) | (input <= other), input, other)
+    return res if out is None else _out.write(out, res, "fmin")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -207,4 +216,5 @@ def _compare(name: str, fn: Any, a: Any, b: Any, out: Any) -> Any:
             f"{name}(tensor, number) instead"
         )
     a, b = _promote(a, b)
-    return _out(_nograd(fn, a, b), out)
+    res = _nograd(fn, a, b)
+    return res if out is None else _out.write(out, res, name)

@@ -18,6 +18,7 @@ import numpy as np
 from .. import _backend, _dtype
 from .._tensor_base import TensorBase
 from ..autograd.function import Op
+from . import _out
 from . import pointwise_math as _pm
 from ._autocast import cast as _amp_cast
 from ._autocast import flag as _amp
@@ -29,7 +30,6 @@ from ._promote import (
     _half_of,
     _nograd,
     _om,
-    _out,
     _promote,
     _promoted,
     _quietly,
@@ -52,8 +52,10 @@ def add(input: Any, other: Any, *, alpha: Any = 1, out: Any = None) -> Any:
         return Add.apply(input, other)
     input, other, scale = _scaled(input, other, alpha)
     if scale is not None:
-        return _out(_om(ScaledAdd, input, other).apply(input, other, scale), out)
-    return _out(Add.apply(input, other), out)
+        res = _om(ScaledAdd, input, other).apply(input, other, scale)
+        return res if out is None else _out.write(out, res, "add")
+    res = Add.apply(input, other)
+    return res if out is None else _out.write(out, res, "add")
 
 
 def sub(input: Any, other: Any, *, alpha: Any = 1, out: Any = None) -> Any:
@@ -71,8 +73,10 @@ def sub(input: Any, other: Any, *, alpha: Any = 1, out: Any = None) -> Any:
     input, other, scale = _scaled(input, other, alpha)
     if scale is not None:
         op = ScaledSub if isinstance(input, TensorBase) else ScaledRsub
-        return _out(_om(op, input, other).apply(input, other, scale), out)
-    return _out((Sub if isinstance(input, TensorBase) else Rsub).apply(input, other), out)
+        res = _om(op, input, other).apply(input, other, scale)
+        return res if out is None else _out.write(out, res, "sub")
+    res = (Sub if isinstance(input, TensorBase) else Rsub).apply(input, other)
+    return res if out is None else _out.write(out, res, "sub")
 
 
 def mul(input: Any, other: Any, *, out: Any = None) -> Any:
@@ -80,7 +84,8 @@ def mul(input: Any, other: Any, *, out: Any = None) -> Any:
     if out is None and (_as_is(input, other) or _int64_and_int(input, other)):
         return Mul.apply(input, other)
     input, other = _promote(input, other)
-    return _out(_om(Mul, input, other).apply(input, other), out)
+    res = _om(Mul, input, other).apply(input, other)
+    return res if out is None else _out.write(out, res, "mul")
 
 
 def div(input: Any, other: Any, *, rounding_mode: str | None = None, out: Any = None) -> Any:
@@ -90,53 +95,63 @@ def div(input: Any, other: Any, *, rounding_mode: str | None = None, out: Any = 
             return (Div if isinstance(input, TensorBase) else RDiv).apply(input, other)
         input, other = _promote(input, other, to_float=True)
         if isinstance(input, TensorBase):
-            return _out(_om(Div, input, other).apply(input, other), out)
+            res = _om(Div, input, other).apply(input, other)
+            return res if out is None else _out.write(out, res, "div")
         if _half_of(other) is not None:  # PyTorch's number / tensor: tensor.reciprocal() * number
-            return _out(mul(_pm.reciprocal(other), input), out)
-        return _out(RDiv.apply(input, other), out)
+            res = mul(_pm.reciprocal(other), input)
+            return res if out is None else _out.write(out, res, "div")
+        res = RDiv.apply(input, other)
+        return res if out is None else _out.write(out, res, "div")
     if rounding_mode == "floor":
-        return floor_divide(input, other)
+        res = floor_divide(input, other)
+        return res if out is None else _out.write(out, res, "div")
     if rounding_mode == "trunc":
         a2, b2 = _promote(input, other)
         t = a2 if isinstance(a2, TensorBase) else b2
         if t._data.dtype.kind in "iub":
             _check_int_divisor(a2, b2, "division")
-            return _nograd(_trunc_int_div, a2, b2)
-        return trunc(div(input, other))
+            res = _nograd(_trunc_int_div, a2, b2)
+            return res if out is None else _out.write(out, res, "div")
+        res = trunc(div(input, other))
+        return res if out is None else _out.write(out, res, "div")
     raise ValueError(
         "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
         f"'{rounding_mode}'"
     )
 
 
-def floor_divide(input: Any, other: Any) -> Any:
+def floor_divide(input: Any, other: Any, *, out: Any = None) -> Any:
     """``input // other``: integer tensors stay integer; floats round toward -inf (no gradient)."""
     input, other = _promote(input, other)
     _check_int_divisor(input, other, "division")
-    return _nograd(_floor_div, input, other)
+    res = _nograd(_floor_div, input, other)
+    return res if out is None else _out.write(out, res, "floor_divide")
 
 
-def remainder(input: Any, other: Any) -> Any:
+def remainder(input: Any, other: Any, *, out: Any = None) -> Any:
     """``input % other`` with the sign of ``other`` (Python's rule); integer 0 divisors raise."""
     input, other = _promote(input, other)
     _check_int_divisor(input, other, "modulo")
     both = isinstance(input, TensorBase) and isinstance(other, TensorBase)
-    return (RemainderT if both else Remainder).apply(input, other)
+    res = (RemainderT if both else Remainder).apply(input, other)
+    return res if out is None else _out.write(out, res, "remainder")
 
 
-def fmod(input: Any, other: Any) -> Any:
+def fmod(input: Any, other: Any, *, out: Any = None) -> Any:
     """C's ``fmod``: the remainder with the sign of ``input``; integer ``other == 0`` raises."""
     input, other = _promote(input, other)
     _check_int_divisor(input, other, "modulo")
     both = isinstance(input, TensorBase) and isinstance(other, TensorBase)
-    return (FmodT if both else Fmod).apply(input, other)
+    res = (FmodT if both else Fmod).apply(input, other)
+    return res if out is None else _out.write(out, res, "fmod")
 
 
-def pow(input: Any, exponent: Any) -> Any:
+def pow(input: Any, exponent: Any, *, out: Any = None) -> Any:
     """``input ** exponent``. Integer tensors to a float power give floats, as in PyTorch."""
     if _amp.active:
         input, exponent = _amp_cast("pow", input, exponent)
-    if (type(exponent) is int or type(exponent) is float) and _as_is(input, exponent):
+    if (out is None and (type(exponent) is int or type(exponent) is float)
+            and _as_is(input, exponent)):
         return Pow.apply(input, exponent)  # a floating tensor to a Python number: no promotion
     neg_exp = (isinstance(exponent, (int, np.integer)) and not isinstance(exponent, bool)
                and exponent < 0)
@@ -151,44 +166,52 @@ def pow(input: Any, exponent: Any) -> Any:
                 "first, e.g. x.long() ** y.long()"
             )
         # bool ** number: the result stays bool, as in PyTorch
-        return _nograd(_bool_pow, input, exponent)
+        res = _nograd(_bool_pow, input, exponent)
+        return res if out is None else _out.write(out, res, "pow")
     if kind in "iu":
         if isinstance(exponent, TensorBase):
             if (exponent._data < 0).any():  # integer semantics: 1, (-1)^e, or 0 (PyTorch's result)
-                return _nograd(_int_pow_neg, input, exponent)
+                res = _nograd(_int_pow_neg, input, exponent)
+                return res if out is None else _out.write(out, res, "pow")
         elif neg_exp:
             raise RuntimeError("Integers to negative integer powers are not allowed.")
     if not isinstance(input, TensorBase):
-        return RPow.apply(input, exponent)  # (the number is rounded to the half type, as PyTorch)
+        res = RPow.apply(input, exponent)  # (the number is rounded to the half type, as PyTorch)
+        return res if out is None else _out.write(out, res, "pow")
     if isinstance(exponent, TensorBase):
-        return _om(PowTensor, input, exponent).apply(input, exponent)
+        res = _om(PowTensor, input, exponent).apply(input, exponent)
+        return res if out is None else _out.write(out, res, "pow")
     half = _half_of(input)
     if half is None:
-        return Pow.apply(input, exponent)
+        res = Pow.apply(input, exponent)
+        return res if out is None else _out.write(out, res, "pow")
     # a half tensor to a number: PyTorch rounds the exponent to the half type; float16 computes
     # in float32, while its bfloat16 kernel rounds x * x before the third factor of x ** 3 (as
     # NumPy's bfloat16 does)
     exponent = float(np.asarray(exponent).astype(half))
-    return (opmath(Pow) if half == _F16 else Pow).apply(input, exponent)
+    res = (opmath(Pow) if half == _F16 else Pow).apply(input, exponent)
+    return res if out is None else _out.write(out, res, "pow")
 
 
-def float_power(input: Any, exponent: Any) -> Any:
+def float_power(input: Any, exponent: Any, *, out: Any = None) -> Any:
     """``input ** exponent`` computed in float64, as PyTorch's float_power."""
     input = (cast(as_tensor_arg(input), _dtype.float64)
              if isinstance(as_tensor_arg(input), TensorBase) else float(input))
     exponent = (cast(as_tensor_arg(exponent), _dtype.float64)
                 if isinstance(as_tensor_arg(exponent), TensorBase) else float(exponent))
-    return pow(input, exponent)
+    res = pow(input, exponent)
+    return res if out is None else _out.write(out, res, "float_power")
 
 
-def neg(input: Any) -> Any:
+def neg(input: Any, *, out: Any = None) -> Any:
     """``-input``, elementwise (bool tensors raise: use ``~`` or logical_not)."""
     if input._data.dtype == np.bool_:
         raise RuntimeError(
             "Negation, the `-` operator, on a bool tensor is not supported. "
             "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead."
         )
-    return Neg.apply(input)
+    res = Neg.apply(input)
+    return res if out is None else _out.write(out, res, "neg")
 
 
 def positive(input: Any) -> Any:
@@ -196,15 +219,16 @@ def positive(input: Any) -> Any:
     return input
 
 
-def addcmul(input: Any, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Any:
+def addcmul(input: Any, tensor1: Any, tensor2: Any, *, value: Any = 1, out: Any = None) -> Any:
     """``input + value * tensor1 * tensor2``."""
     if _amp.active:
         input, tensor1, tensor2 = _amp_cast("addcmul", input, tensor1, tensor2)
     input, tensor1, tensor2 = _promote3(input, tensor1, tensor2)
-    return _om(Addcmul, input, tensor1, tensor2).apply(input, tensor1, tensor2, value)
+    res = _om(Addcmul, input, tensor1, tensor2).apply(input, tensor1, tensor2, value)
+    return res if out is None else _out.write(out, res, "addcmul")
 
 
-def addcdiv(input: Any, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Any:
+def addcdiv(input: Any, tensor1: Any, tensor2: Any, *, value: Any = 1, out: Any = None) -> Any:
     """``input + value * tensor1 / tensor2`` (floating tensors only, as in PyTorch)."""
     if _amp.active:
         input, tensor1, tensor2 = _amp_cast("addcdiv", input, tensor1, tensor2)
@@ -216,28 +240,33 @@ def addcdiv(input: Any, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Any:
             "tensor2 to a floating dtype first (e.g. t1.float())"
         )
     input, tensor1, tensor2 = _promote3(input, tensor1, tensor2)
-    return _om(Addcdiv, input, tensor1, tensor2).apply(input, tensor1, tensor2, value)
+    res = _om(Addcdiv, input, tensor1, tensor2).apply(input, tensor1, tensor2, value)
+    return res if out is None else _out.write(out, res, "addcdiv")
 
 
-def lerp(input: Any, end: Any, weight: Any) -> Any:
+def lerp(input: Any, end: Any, weight: Any, *, out: Any = None) -> Any:
     """``input + weight * (end - input)``."""
     input, end = _promote(input, end)
     if isinstance(weight, TensorBase):
         input, weight = _promote(input, weight)
-        return _om(LerpT, input, end, weight).apply(input, end, weight)
-    return _om(Lerp, input, end).apply(input, end, weight)
+        res = _om(LerpT, input, end, weight).apply(input, end, weight)
+        return res if out is None else _out.write(out, res, "lerp")
+    res = _om(Lerp, input, end).apply(input, end, weight)
+    return res if out is None else _out.write(out, res, "lerp")
 
 
-def deg2rad(input: Any) -> Any:
+def deg2rad(input: Any, *, out: Any = None) -> Any:
     """Degrees to radians."""
     input = _float_unary(input)
-    return _om(Deg2Rad, input).apply(input, math.pi / 180)
+    res = _om(Deg2Rad, input).apply(input, math.pi / 180)
+    return res if out is None else _out.write(out, res, "deg2rad")
 
 
-def rad2deg(input: Any) -> Any:
+def rad2deg(input: Any, *, out: Any = None) -> Any:
     """Radians to degrees."""
     input = _float_unary(input)
-    return _om(Rad2Deg, input).apply(input, 180 / math.pi)
+    res = _om(Rad2Deg, input).apply(input, 180 / math.pi)
+    return res if out is None else _out.write(out, res, "rad2deg")
 
 
 subtract = sub

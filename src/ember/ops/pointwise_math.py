@@ -17,9 +17,10 @@ from .._special import erfc as _erfc
 from .._special import erfinv as _erfinv
 from .._tensor_base import TensorBase
 from ..autograd.function import Op
+from . import _out
 from ._autocast import cast as _amp_cast
 from ._autocast import flag as _amp
-from ._promote import _float_unary, _out, _promote, _quietly, _truediv, _unary
+from ._promote import _float_unary, _promote, _quietly, _truediv, _unary
 
 __all__ = [
     "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "sin", "cos",
@@ -34,52 +35,60 @@ def exp(input: Any, *, out: Any = None) -> Any:
     """``e ** input``, elementwise."""
     if _amp.active and out is None:
         (input,) = _amp_cast("exp", input)
-    return _out(Exp.apply(_float_unary(input)), out)
+    res = Exp.apply(_float_unary(input))
+    return res if out is None else _out.write(out, res, "exp")
 
 
 def exp2(input: Any, *, out: Any = None) -> Any:
     """``2 ** input``, elementwise."""
-    return _out(Exp2.apply(_float_unary(input)), out)
+    res = Exp2.apply(_float_unary(input))
+    return res if out is None else _out.write(out, res, "exp2")
 
 
 def expm1(input: Any, *, out: Any = None) -> Any:
     """``exp(input) - 1``, accurate near 0."""
     if _amp.active and out is None:
         (input,) = _amp_cast("expm1", input)
-    return _out(Expm1.apply(_float_unary(input)), out)
+    res = Expm1.apply(_float_unary(input))
+    return res if out is None else _out.write(out, res, "expm1")
 
 
 def log(input: Any, *, out: Any = None) -> Any:
     """The natural logarithm, elementwise."""
     if _amp.active and out is None:
         (input,) = _amp_cast("log", input)
-    return _out(Log.apply(_float_unary(input)), out)
+    res = Log.apply(_float_unary(input))
+    return res if out is None else _out.write(out, res, "log")
 
 
 def log2(input: Any, *, out: Any = None) -> Any:
     """The base-2 logarithm, elementwise."""
     if _amp.active and out is None:
         (input,) = _amp_cast("log2", input)
-    return _out(Log2.apply(_float_unary(input)), out)
+    res = Log2.apply(_float_unary(input))
+    return res if out is None else _out.write(out, res, "log2")
 
 
 def log10(input: Any, *, out: Any = None) -> Any:
     """The base-10 logarithm, elementwise."""
     if _amp.active and out is None:
         (input,) = _amp_cast("log10", input)
-    return _out(Log10.apply(_float_unary(input)), out)
+    res = Log10.apply(_float_unary(input))
+    return res if out is None else _out.write(out, res, "log10")
 
 
 def log1p(input: Any, *, out: Any = None) -> Any:
     """``log(1 + input)``, accurate near 0."""
     if _amp.active and out is None:
         (input,) = _amp_cast("log1p", input)
-    return _out(Log1p.apply(_float_unary(input)), out)
+    res = Log1p.apply(_float_unary(input))
+    return res if out is None else _out.write(out, res, "log1p")
 
 
 def sqrt(input: Any, *, out: Any = None) -> Any:
     """The square root, elementwise."""
-    return _out(Sqrt.apply(_float_unary(input)), out)
+    res = Sqrt.apply(_float_unary(input))
+    return res if out is None else _out.write(out, res, "sqrt")
 
 
 def rsqrt(input: Any, *, out: Any = None) -> Any:
@@ -87,31 +96,36 @@ def rsqrt(input: Any, *, out: Any = None) -> Any:
     if _amp.active and out is None:
         (input,) = _amp_cast("rsqrt", input)
     op, input = _unary(Rsqrt, input)
-    return _out(op.apply(input), out)
+    res = op.apply(input)
+    return res if out is None else _out.write(out, res, "rsqrt")
 
 
 def sin(input: Any, *, out: Any = None) -> Any:
     """The sine, elementwise."""
-    return _out(Sin.apply(_float_unary(input)), out)
+    res = Sin.apply(_float_unary(input))
+    return res if out is None else _out.write(out, res, "sin")
 
 
 def cos(input: Any, *, out: Any = None) -> Any:
     """The cosine, elementwise."""
-    return _out(Cos.apply(_float_unary(input)), out)
+    res = Cos.apply(_float_unary(input))
+    return res if out is None else _out.write(out, res, "cos")
 
 
 def tan(input: Any, *, out: Any = None) -> Any:
     """The tangent, elementwise."""
     if _amp.active and out is None:
         (input,) = _amp_cast("tan", input)
-    return _out(Tan.apply(_float_unary(input)), out)
+    res = Tan.apply(_float_unary(input))
+    return res if out is None else _out.write(out, res, "tan")
 
 
 def asin(input: Any, *, out: Any = None) -> Any:
     """The inverse sine, elementwise."""
     if _amp.active and out is None:
         (input,) = _amp_cast("asin", input)
-    return _out(Asin.apply(_float_unary(input)), out)
+    res = Asin.apply(_float_unary(input))
+    return res if out is None else _out.write(out, res, "asin")
 
 
 arcsin = asin
@@ -121,7 +135,8 @@ def acos(input: Any, *, out: Any = None) -> Any:
     """The inverse cosine, elementwise."""
     if _amp.active and out is None:
         (input,) = _amp_cast("acos", input)
-    return _out(Acos.apply(_float_unary(input)), out)
+    res = Acos.apply(_float_unary(input))
+    return res if out is None else _out.write(out, res, "acos")
 
 
 arccos = acos
@@ -129,7 +144,8 @@ arccos = acos
 
 def atan(input: Any, *, out: Any = None) -> Any:
     """The inverse tangent, elementwise."""
-    return _out(Atan.apply(_float_unary(input)), out)
+    res = Atan.apply(_float_unary(input))
+    return res if out is None else _out.write(out, res, "atan")
 
 
 arctan = atan
@@ -139,24 +155,28 @@ def sinh(input: Any, *, out: Any = None) -> Any:
     """The hyperbolic sine, elementwise."""
     if _amp.active and out is None:
         (input,) = _amp_cast("sinh", input)
-    return _out(Sinh.apply(_float_unary(input)), out)
+    res = Sinh.apply(_float_unary(input))
+    return res if out is None else _out.write(out, res, "sinh")
 
 
 def cosh(input: Any, *, out: Any = None) -> Any:
     """The hyperbolic cosine, elementwise."""
     if _amp.active and out is None:
         (input,) = _amp_cast("cosh", input)
-    return _out(Cosh.apply(_float_unary(input)), out)
+    res = Cosh.apply(_float_unary(input))
+    return res if out is None else _out.write(out, res, "cosh")
 
 
 def tanh(input: Any, *, out: Any = None) -> Any:
     """The hyperbolic tangent, elementwise."""
-    return _out(Tanh.apply(_float_unary(input)), out)
+    res = Tanh.apply(_float_unary(input))
+    return res if out is None else _out.write(out, res, "tanh")
 
 
 def asinh(input: Any, *, out: Any = None) -> Any:
     """The inverse hyperbolic sine, elementwise."""
-    return _out(Asinh.apply(_float_unary(input)), out)
+    res = Asinh.apply(_float_unary(input))
+    return res if out is None else _out.write(out, res, "asinh")
 
 
 arcsinh = asinh
@@ -164,7 +184,8 @@ arcsinh = asinh
 
 def acosh(input: Any, *, out: Any = None) -> Any:
     """The inverse hyperbolic cosine, elementwise."""
-    return _out(Acosh.apply(_float_unary(input)), out)
+    res = Acosh.apply(_float_unary(input))
+    return res if out is None else _out.write(out, res, "acosh")
 
 
 arccosh = acosh
@@ -172,7 +193,8 @@ arccosh = acosh
 
 def atanh(input: Any, *, out: Any = None) -> Any:
     """The inverse hyperbolic tangent, elementwise."""
-    return _out(Atanh.apply(_float_unary(input)), out)
+    res = Atanh.apply(_float_unary(input))
+    return res if out is None else _out.write(out, res, "atanh")
 
 
 arctanh = atanh
@@ -181,39 +203,45 @@ arctanh = atanh
 def sigmoid(input: Any, *, out: Any = None) -> Any:
     """The logistic function ``1 / (1 + exp(-input))``, elementwise."""
     op, input = _unary(Sigmoid, input)
-    return _out(op.apply(input), out)
+    res = op.apply(input)
+    return res if out is None else _out.write(out, res, "sigmoid")
 
 
 def erf(input: Any, *, out: Any = None) -> Any:
     """The error function, elementwise."""
-    return _out(Erf.apply(_float_unary(input)), out)
+    res = Erf.apply(_float_unary(input))
+    return res if out is None else _out.write(out, res, "erf")
 
 
 def erfc(input: Any, *, out: Any = None) -> Any:
     """The complementary error function ``1 - erf(input)``, accurate in the tail."""
-    return _out(Erfc.apply(_float_unary(input)), out)
+    res = Erfc.apply(_float_unary(input))
+    return res if out is None else _out.write(out, res, "erfc")
 
 
 def erfinv(input: Any, *, out: Any = None) -> Any:
     """The inverse error function, elementwise."""
     if _amp.active and out is None:
         (input,) = _amp_cast("erfinv", input)
-    return _out(Erfinv.apply(_float_unary(input)), out)
+    res = Erfinv.apply(_float_unary(input))
+    return res if out is None else _out.write(out, res, "erfinv")
 
 
 def frac(input: Any, *, out: Any = None) -> Any:
     """The fractional part ``input - trunc(input)``, elementwise."""
-    return _out(Frac.apply(_float_unary(input)), out)
+    res = Frac.apply(_float_unary(input))
+    return res if out is None else _out.write(out, res, "frac")
 
 
-def reciprocal(input: Any) -> Any:
+def reciprocal(input: Any, *, out: Any = None) -> Any:
     """``1 / input``, elementwise (integer inputs give the default float dtype)."""
     if _amp.active:
         (input,) = _amp_cast("reciprocal", input)
-    return Reciprocal.apply(_float_unary(input))
+    res = Reciprocal.apply(_float_unary(input))
+    return res if out is None else _out.write(out, res, "reciprocal")
 
 
-def atan2(input: Any, other: Any) -> Any:
+def atan2(input: Any, other: Any, *, out: Any = None) -> Any:
     """``atan(input / other)`` in the right quadrant (both tensors, as in PyTorch)."""
     if _amp.active:
         input, other = _amp_cast("atan2", input, other)
@@ -224,50 +252,59 @@ def atan2(input: Any, other: Any) -> Any:
                 "number in a tensor: torch.atan2(y, torch.tensor(x))"
             )
     input, other = _promote(input, other, to_float=True)
-    return Atan2.apply(input, other)
+    res = Atan2.apply(input, other)
+    return res if out is None else _out.write(out, res, "atan2")
 
 
 arctan2 = atan2
 
 
-def logaddexp(input: Any, other: Any) -> Any:
+def logaddexp(input: Any, other: Any, *, out: Any = None) -> Any:
     """``log(exp(input) + exp(other))``, computed stably."""
     input, other = _promote(input, other, to_float=True)
-    return LogAddExp.apply(input, other)
+    res = LogAddExp.apply(input, other)
+    return res if out is None else _out.write(out, res, "logaddexp")
 
 
-def logaddexp2(input: Any, other: Any) -> Any:
+def logaddexp2(input: Any, other: Any, *, out: Any = None) -> Any:
     """``log2(2**input + 2**other)``, computed stably."""
     input, other = _promote(input, other, to_float=True)
-    return LogAddExp2.apply(input, other)
+    res = LogAddExp2.apply(input, other)
+    return res if out is None else _out.write(out, res, "logaddexp2")
 
 
-def hypot(input: Any, other: Any) -> Any:
+def hypot(input: Any, other: Any, *, out: Any = None) -> Any:
     """``sqrt(input**2 + other**2)`` without overflow in the squares."""
     input, other = _promote(input, other, to_float=True)
-    return Hypot.apply(input, other)
+    res = Hypot.apply(input, other)
+    return res if out is None else _out.write(out, res, "hypot")
 
 
-def xlogy(input: Any, other: Any) -> Any:
+def xlogy(input: Any, other: Any, *, out: Any = None) -> Any:
     """``input * log(other)``, 0 where ``input == 0`` (unless ``other`` is NaN)."""
     input, other = _promote(input, other, to_float=True)
     if not isinstance(input, TensorBase):
-        return XlogyScalarX.apply(float(input), other)
+        res = XlogyScalarX.apply(float(input), other)
+        return res if out is None else _out.write(out, res, "xlogy")
     if not isinstance(other, TensorBase):
-        return XlogyScalarY.apply(input, float(other))
-    return Xlogy.apply(input, other)
+        res = XlogyScalarY.apply(input, float(other))
+        return res if out is None else _out.write(out, res, "xlogy")
+    res = Xlogy.apply(input, other)
+    return res if out is None else _out.write(out, res, "xlogy")
 
 
-def logit(input: Any, eps: float | None = None) -> Any:
+def logit(input: Any, eps: float | None = None, *, out: Any = None) -> Any:
     """``log(input / (1 - input))``, ``input`` clamped to ``[eps, 1 - eps]`` if ``eps`` is given."""
     op, input = _unary(Logit, input)
-    return op.apply(input, eps)
+    res = op.apply(input, eps)
+    return res if out is None else _out.write(out, res, "logit")
 
 
-def sinc(input: Any) -> Any:
+def sinc(input: Any, *, out: Any = None) -> Any:
     """The normalized sinc, ``sin(pi * input) / (pi * input)`` (1 at 0)."""
     op, input = _unary(Sinc, input)
-    return op.apply(input)
+    res = op.apply(input)
+    return res if out is None else _out.write(out, res, "sinc")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ import numpy as np
 from .. import _backend, _dtype
 from .._tensor_base import TensorBase
 from ..autograd.function import Op
+from . import _out
 from ._promote import _nograd, _promote
 from .casting import as_tensor_arg, cast
 from .creation import tensor
@@ -30,21 +31,24 @@ __all__ = [
 _BIT_WORDS = {2: np.int16, 4: np.int32, 8: np.int64}
 
 
-def abs(input: Any) -> Any:
+def abs(input: Any, *, out: Any = None) -> Any:
     """``|input|``, elementwise."""
     if input._data.dtype == np.bool_:
-        return input.clone()
-    return Abs.apply(input)
+        res = input.clone()
+        return res if out is None else _out.write(out, res, "abs")
+    res = Abs.apply(input)
+    return res if out is None else _out.write(out, res, "abs")
 
 
 absolute = abs
 
 
-def square(input: Any) -> Any:
+def square(input: Any, *, out: Any = None) -> Any:
     """``input ** 2``, elementwise (bool inputs give int64)."""
     if input._data.dtype == np.bool_:
         input = cast(input, _dtype.int64)
-    return Square.apply(input)
+    res = Square.apply(input)
+    return res if out is None else _out.write(out, res, "square")
 
 
 def relu(input: Any) -> Any:
@@ -54,83 +58,100 @@ def relu(input: Any) -> Any:
     return Relu.apply(input)
 
 
-def floor(input: Any) -> Any:
+def floor(input: Any, *, out: Any = None) -> Any:
     """The largest integer <= each element (integer tensors are returned as a copy)."""
     if input._data.dtype.kind in "iub":
-        return input.clone()
-    return _piecewise(input, _backend.xp_of(input._data).floor, Floor)
+        res = input.clone()
+        return res if out is None else _out.write(out, res, "floor")
+    res = _piecewise(input, _backend.xp_of(input._data).floor, Floor)
+    return res if out is None else _out.write(out, res, "floor")
 
 
-def ceil(input: Any) -> Any:
+def ceil(input: Any, *, out: Any = None) -> Any:
     """The smallest integer >= each element (integer tensors are returned as a copy)."""
     if input._data.dtype.kind in "iub":
-        return input.clone()
-    return _piecewise(input, _backend.xp_of(input._data).ceil, Ceil)
+        res = input.clone()
+        return res if out is None else _out.write(out, res, "ceil")
+    res = _piecewise(input, _backend.xp_of(input._data).ceil, Ceil)
+    return res if out is None else _out.write(out, res, "ceil")
 
 
-def trunc(input: Any) -> Any:
+def trunc(input: Any, *, out: Any = None) -> Any:
     """Each element rounded toward zero (integer tensors are returned as a copy)."""
     if input._data.dtype.kind in "iub":
-        return input.clone()
-    return _piecewise(input, _backend.xp_of(input._data).trunc, Trunc)
+        res = input.clone()
+        return res if out is None else _out.write(out, res, "trunc")
+    res = _piecewise(input, _backend.xp_of(input._data).trunc, Trunc)
+    return res if out is None else _out.write(out, res, "trunc")
 
 
 fix = trunc
 
 
-def round(input: Any, *, decimals: int = 0) -> Any:
+def round(input: Any, *, decimals: int = 0, out: Any = None) -> Any:
     """Round half to even, as PyTorch does."""
     xp = _backend.xp_of(input._data)
     if input._data.dtype.kind in "iub":
-        return input.clone()
-    return _piecewise(input, lambda a: xp.round(a, decimals), Round)
+        res = input.clone()
+        return res if out is None else _out.write(out, res, "round")
+    res = _piecewise(input, lambda a: xp.round(a, decimals), Round)
+    return res if out is None else _out.write(out, res, "round")
 
 
-def sign(input: Any) -> Any:
+def sign(input: Any, *, out: Any = None) -> Any:
     """The sign of each element: -1, 0 or 1 (0 at NaN)."""
     if input._data.dtype == np.bool_:
-        return input.clone()
-    return _piecewise(input, _sign0_of, Sign)
+        res = input.clone()
+        return res if out is None else _out.write(out, res, "sign")
+    res = _piecewise(input, _sign0_of, Sign)
+    return res if out is None else _out.write(out, res, "sign")
 
 
-def sgn(input: Any) -> Any:
+def sgn(input: Any, *, out: Any = None) -> Any:
     """The sign of each element (-1, 0 or 1; 0 at NaN); PyTorch's name for complex inputs too."""
     if input._data.dtype == np.bool_:
-        return input.clone()
-    return _piecewise(input, _sign0_of, Sgn)
+        res = input.clone()
+        return res if out is None else _out.write(out, res, "sgn")
+    res = _piecewise(input, _sign0_of, Sgn)
+    return res if out is None else _out.write(out, res, "sgn")
 
 
-def signbit(input: Any) -> Any:
+def signbit(input: Any, *, out: Any = None) -> Any:
     """True where the sign bit is set (-0.0 included), elementwise."""
-    return _nograd(np.signbit, input)
+    res = _nograd(np.signbit, input)
+    return res if out is None else _out.write(out, res, "signbit")
 
 
-def clamp(input: Any, min: Any = None, max: Any = None) -> Any:
+def clamp(input: Any, min: Any = None, max: Any = None, *, out: Any = None) -> Any:
     """Clamp into [min, max] (numbers or tensors); both None is an error, as in PyTorch."""
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
-    return _clamp(input, min, max, (Clamp, ClampScalar))
+    res = _clamp(input, min, max, (Clamp, ClampScalar))
+    return res if out is None else _out.write(out, res, "clamp")
 
 
 clip = clamp
 
 
-def clamp_min(input: Any, min: Any) -> Any:
+def clamp_min(input: Any, min: Any, *, out: Any = None) -> Any:
     """``max(input, min)`` elementwise."""
-    return _clamp(input, min, None, (ClampMinT, ClampMin))
+    res = _clamp(input, min, None, (ClampMinT, ClampMin))
+    return res if out is None else _out.write(out, res, "clamp_min")
 
 
-def clamp_max(input: Any, max: Any) -> Any:
+def clamp_max(input: Any, max: Any, *, out: Any = None) -> Any:
     """``min(input, max)`` elementwise."""
-    return _clamp(input, None, max, (ClampMaxT, ClampMax))
+    res = _clamp(input, None, max, (ClampMaxT, ClampMax))
+    return res if out is None else _out.write(out, res, "clamp_max")
 
 
-def where(condition: Any, input: Any = None, other: Any = None) -> Any:
+def where(condition: Any, input: Any = None, other: Any = None, *, out: Any = None) -> Any:
     """``input`` where ``condition`` holds, else ``other``; ``where(condition)`` is ``nonzero``."""
     if input is None and other is None:
         from . import indexing  # (a cycle: indexing builds on the pointwise rooms)
 
-        return indexing.nonzero(condition, as_tuple=True)
+        res = indexing.nonzero(condition, as_tuple=True)
+        return res if out is None else _out.write(out, res, "where")
     condition = as_tensor_arg(condition)
     if condition._data.dtype != np.bool_:
         if condition._data.dtype == np.uint8:
@@ -148,78 +169,92 @@ def where(condition: Any, input: Any = None, other: Any = None) -> Any:
         a = b._data.dtype.type(a)  # (NumPy would widen a bfloat16 tensor to meet a number first)
     elif not isinstance(b, TensorBase) and a._data.dtype.kind == "V":
         b = a._data.dtype.type(b)
-    return Where.apply(condition, a, b)
+    res = Where.apply(condition, a, b)
+    return res if out is None else _out.write(out, res, "where")
 
 
 def nan_to_num(
-    input: Any, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None
+    input: Any, nan: float | None = None, posinf: float | None = None,
+    neginf: float | None = None, *, out: Any = None
 ) -> Any:
     """Replace NaN and infinities (default: the dtype's largest finite values)."""
     if input._data.dtype.kind != "f":
-        return input.clone()
+        res = input.clone()
+        return res if out is None else _out.write(out, res, "nan_to_num")
     fin = np.finfo(input._data.dtype)
     hi = fin.max if posinf is None else posinf
     lo = fin.min if neginf is None else neginf
-    return NanToNum.apply(input, nan, hi, lo)
+    res = NanToNum.apply(input, 0.0 if nan is None else nan, hi, lo)
+    return res if out is None else _out.write(out, res, "nan_to_num")
 
 
-def copysign(input: Any, other: Any) -> Any:
+def copysign(input: Any, other: Any, *, out: Any = None) -> Any:
     """``|input|`` with the sign of ``other`` (the sign bit: -0.0 counts as negative)."""
     input, other = _promote(input, other, to_float=True)
     if not isinstance(input, TensorBase):
         input = as_tensor_arg(float(input))
         input = TensorBase._make(np.asarray(input, dtype=other._data.dtype))
-    return (Copysign if isinstance(other, TensorBase) else CopysignScalar).apply(input, other)
+    res = (Copysign if isinstance(other, TensorBase) else CopysignScalar).apply(input, other)
+    return res if out is None else _out.write(out, res, "copysign")
 
 
-def heaviside(input: Any, values: Any) -> Any:
+def heaviside(input: Any, values: Any, *, out: Any = None) -> Any:
     """The Heaviside step: 0 below 0, 1 above, ``values`` at 0."""
     input, values = _promote(input, values)
-    return _nograd(np.heaviside, input, values)
+    res = _nograd(np.heaviside, input, values)
+    return res if out is None else _out.write(out, res, "heaviside")
 
 
-def logical_and(input: Any, other: Any) -> Any:
+def logical_and(input: Any, other: Any, *, out: Any = None) -> Any:
     """Elementwise logical AND of the truth values (a bool tensor)."""
-    return _nograd(np.logical_and, as_tensor_arg(input), as_tensor_arg(other))
+    res = _nograd(np.logical_and, as_tensor_arg(input), as_tensor_arg(other))
+    return res if out is None else _out.write(out, res, "logical_and")
 
 
-def logical_or(input: Any, other: Any) -> Any:
+def logical_or(input: Any, other: Any, *, out: Any = None) -> Any:
     """Elementwise logical OR of the truth values (a bool tensor)."""
-    return _nograd(np.logical_or, as_tensor_arg(input), as_tensor_arg(other))
+    res = _nograd(np.logical_or, as_tensor_arg(input), as_tensor_arg(other))
+    return res if out is None else _out.write(out, res, "logical_or")
 
 
-def logical_xor(input: Any, other: Any) -> Any:
+def logical_xor(input: Any, other: Any, *, out: Any = None) -> Any:
     """Elementwise logical XOR of the truth values (a bool tensor)."""
-    return _nograd(np.logical_xor, as_tensor_arg(input), as_tensor_arg(other))
+    res = _nograd(np.logical_xor, as_tensor_arg(input), as_tensor_arg(other))
+    return res if out is None else _out.write(out, res, "logical_xor")
 
 
-def logical_not(input: Any) -> Any:
+def logical_not(input: Any, *, out: Any = None) -> Any:
     """Elementwise logical NOT of the truth values (a bool tensor)."""
-    return _nograd(np.logical_not, input)
+    res = _nograd(np.logical_not, input)
+    return res if out is None else _out.write(out, res, "logical_not")
 
 
-def bitwise_and(input: Any, other: Any) -> Any:
+def bitwise_and(input: Any, other: Any, *, out: Any = None) -> Any:
     """Bitwise AND of integer or bool tensors."""
-    return _bitwise("bitwise_and", operator.and_, input, other)
+    res = _bitwise("bitwise_and", operator.and_, input, other)
+    return res if out is None else _out.write(out, res, "bitwise_and")
 
 
-def bitwise_or(input: Any, other: Any) -> Any:
+def bitwise_or(input: Any, other: Any, *, out: Any = None) -> Any:
     """Bitwise OR of integer or bool tensors."""
-    return _bitwise("bitwise_or", operator.or_, input, other)
+    res = _bitwise("bitwise_or", operator.or_, input, other)
+    return res if out is None else _out.write(out, res, "bitwise_or")
 
 
-def bitwise_xor(input: Any, other: Any) -> Any:
+def bitwise_xor(input: Any, other: Any, *, out: Any = None) -> Any:
     """Bitwise XOR of integer or bool tensors."""
-    return _bitwise("bitwise_xor", operator.xor, input, other)
+    res = _bitwise("bitwise_xor", operator.xor, input, other)
+    return res if out is None else _out.write(out, res, "bitwise_xor")
 
 
-def bitwise_not(input: Any) -> Any:
+def bitwise_not(input: Any, *, out: Any = None) -> Any:
     """Bitwise NOT of an integer or bool tensor (``~input``)."""
     if input._data.dtype.kind == "f":
         raise TypeError(
             f"~ (bitwise_not) is only supported for integer and bool tensors, got {input.dtype}"
         )
-    return _nograd(operator.invert, input)
+    res = _nograd(operator.invert, input)
+    return res if out is None else _out.write(out, res, "bitwise_not")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ from typing import Any
 
 from .. import _dtype
 from ..autograd.function import Op
+from . import _out
 from . import casting as _cast
 from ._autocast import cast as _amp_cast
 from ._autocast import flag as _amp
@@ -62,14 +63,16 @@ def softmax_along(
     return op.apply(x, d)
 
 
-def softmax(input: Any, dim: int, dtype: Any = None) -> Any:
+def softmax(input: Any, dim: int, dtype: Any = None, *, out: Any = None) -> Any:
     """``exp(x) / sum(exp(x))`` along ``dim``, computed stably (``dtype`` casts first)."""
-    return softmax_along(Softmax, input, dim, dtype, "softmax")
+    res = softmax_along(Softmax, input, dim, dtype, "softmax")
+    return res if out is None else _out.write(out, res, "softmax")
 
 
-def log_softmax(input: Any, dim: int, dtype: Any = None) -> Any:
+def log_softmax(input: Any, dim: int, dtype: Any = None, *, out: Any = None) -> Any:
     """``x - logsumexp(x)`` along ``dim``, computed stably (``dtype`` casts first)."""
-    return softmax_along(LogSoftmax, input, dim, dtype, "log_softmax")
+    res = softmax_along(LogSoftmax, input, dim, dtype, "log_softmax")
+    return res if out is None else _out.write(out, res, "log_softmax")
 
 
 class Softmax(Op):

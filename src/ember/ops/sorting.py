@@ -21,7 +21,7 @@ import numpy as np
 from .. import _backend
 from .._tensor_base import TensorBase, data_of, wrap_dim
 from ..autograd.function import Op
-from . import return_types
+from . import _out, return_types
 from ._index import _atleast_1d
 from .indexing_scatter import ScatterAdd
 
@@ -35,28 +35,35 @@ __all__ = [
 # sorting and selection
 
 
-def sort(input: Any, dim: int = -1, descending: bool = False, stable: bool = False) -> Any:
+def sort(input: Any, dim: int = -1, descending: bool = False, *, stable: bool | None = False,
+         out: Any = None) -> Any:
     """``(values, indices)`` sorted along ``dim`` (always stable; NaN sorts as the largest)."""
     x, d, was0 = _dim_1d(input.detach(), dim)
     idx = _argsort(_backend.xp_of(x._data), x._data, d, descending)
     if was0:
-        return return_types.sort(_take(input, d, idx, Sort, ()), TensorBase._make(idx.reshape(())))
-    return return_types.sort(_take(input, d, idx, Sort), TensorBase._make(idx))
+        res = return_types.sort(_take(input, d, idx, Sort, ()), TensorBase._make(idx.reshape(())))
+        return res if out is None else _out.write(out, res, "sort")
+    res = return_types.sort(_take(input, d, idx, Sort), TensorBase._make(idx))
+    return res if out is None else _out.write(out, res, "sort")
 
 
-def argsort(input: Any, dim: int = -1, descending: bool = False, stable: bool = False) -> Any:
+def argsort(input: Any, dim: int = -1, descending: bool = False, *, stable: bool = False,
+            out: Any = None) -> Any:
     """The int64 indices that sort ``input`` along ``dim``."""
     x, d, was0 = _dim_1d(input, dim)
     idx = _argsort(_backend.xp_of(x._data), x._data, d, descending)
-    return TensorBase._make(idx.reshape(()) if was0 else idx)
+    res = TensorBase._make(idx.reshape(()) if was0 else idx)
+    return res if out is None else _out.write(out, res, "argsort")
 
 
-def msort(input: Any) -> Any:
+def msort(input: Any, *, out: Any = None) -> Any:
     """``sort(input, dim=0).values``."""
-    return sort(input, 0).values
+    res = sort(input, 0).values
+    return res if out is None else _out.write(out, res, "msort")
 
 
-def topk(input: Any, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> Any:
+def topk(input: Any, k: int, dim: int = -1, largest: bool = True, sorted: bool = True, *,
+         out: Any = None) -> Any:
     """The ``k`` largest (or smallest) values along ``dim`` and their indices, sorted."""
     x, d, was0 = _dim_1d(input.detach(), dim)
     a = x._data
@@ -80,11 +87,13 @@ def topk(input: Any, k: int, dim: int = -1, largest: bool = True, sorted: bool =
         idx = _argsort(xp, a, d, largest)
         idx = xp.take(idx, xp.arange(k), axis=d)
     if was0:
-        return return_types.topk(_take(input, d, idx, Topk, ()), TensorBase._make(idx.reshape(())))
-    return return_types.topk(_take(input, d, idx, Topk), TensorBase._make(idx))
+        res = return_types.topk(_take(input, d, idx, Topk, ()), TensorBase._make(idx.reshape(())))
+        return res if out is None else _out.write(out, res, "topk")
+    res = return_types.topk(_take(input, d, idx, Topk), TensorBase._make(idx))
+    return res if out is None else _out.write(out, res, "topk")
 
 
-def kthvalue(input: Any, k: int, dim: int = -1, keepdim: bool = False) -> Any:
+def kthvalue(input: Any, k: int, dim: int = -1, keepdim: bool = False, *, out: Any = None) -> Any:
     """The ``k``-th smallest value along ``dim`` and its index."""
     x, d, was0 = _dim_1d(input.detach(), dim)
     a = x._data
@@ -98,13 +107,15 @@ def kthvalue(input: Any, k: int, dim: int = -1, keepdim: bool = False) -> Any:
     idx = _argsort(xp, a, d, False)
     idx = xp.take(idx, xp.arange(k - 1, k), axis=d)
     if was0:
-        return return_types.kthvalue(_take(input, d, idx, Kthvalue, ()),
+        res = return_types.kthvalue(_take(input, d, idx, Kthvalue, ()),
                                      TensorBase._make(idx.reshape(())))
+        return res if out is None else _out.write(out, res, "kthvalue")
     shape = idx.shape
     if not keepdim:
         shape = tuple(s for i, s in enumerate(idx.shape) if i != d)
-    return return_types.kthvalue(_take(input, d, idx, Kthvalue, shape),
+    res = return_types.kthvalue(_take(input, d, idx, Kthvalue, shape),
                                  TensorBase._make(idx.reshape(shape)))
+    return res if out is None else _out.write(out, res, "kthvalue")
 
 
 class Sort(Op):
@@ -208,7 +219,8 @@ def unique_consecutive(input: Any, return_inverse: bool = False, return_counts: 
 
 
 def searchsorted(sorted_sequence: Any, input: Any, *, out_int32: bool = False,
-                 right: bool = False, side: str | None = None, sorter: Any = None) -> Any:
+                 right: bool = False, side: str | None = None, sorter: Any = None,
+                 out: Any = None) -> Any:
     """Insertion indices of ``input`` into ``sorted_sequence`` along its last dim (batched
     over the leading dims)."""
     seq = sorted_sequence._data
@@ -238,7 +250,8 @@ def searchsorted(sorted_sequence: Any, input: Any, *, out_int32: bool = False,
                 f"boundaries tensor {list(seq.shape)} and input value tensor {list(vals.shape)}"
             )
         res = _batched_searchsorted(xp, seq, vals, right)
-    return TensorBase._make(xp.asarray(res).astype(np.int32 if out_int32 else np.int64))
+    res = TensorBase._make(xp.asarray(res).astype(np.int32 if out_int32 else np.int64))
+    return res if out is None else _out.write(out, res, "searchsorted")
 
 
 def _unique_result(vals: Any, inv: Any, counts: Any, ret_inv: bool, ret_counts: bool) -> Any:
@@ -300,7 +313,7 @@ def bincount(input: Any, weights: Any = None, minlength: int = 0) -> Any:
     return TensorBase._make(out.astype(dt, copy=False))
 
 
-def histc(input: Any, bins: int = 100, min: Any = 0, max: Any = 0) -> Any:
+def histc(input: Any, bins: int = 100, min: Any = 0, max: Any = 0, *, out: Any = None) -> Any:
     """A histogram of ``bins`` equal bins over [min, max] (the data's range when both are 0);
     elements outside are ignored."""
     a = input._data
@@ -324,4 +337,5 @@ def histc(input: Any, bins: int = 100, min: Any = 0, max: Any = 0) -> Any:
     lo_a, hi_a = xp.asarray(lo, a.dtype), xp.asarray(hi, a.dtype)
     pos = ((keep - lo_a) / (hi_a - lo_a) * bins).astype(np.int64)
     pos = xp.minimum(pos, bins - 1)
-    return TensorBase._make(xp.bincount(pos, minlength=bins).astype(a.dtype))
+    res = TensorBase._make(xp.bincount(pos, minlength=bins).astype(a.dtype))
+    return res if out is None else _out.write(out, res, "histc")

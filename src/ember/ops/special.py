@@ -16,31 +16,35 @@ from typing import Any
 
 from .. import _special
 from ..autograd.function import Op
+from . import _out
 from ._promote import _float_unary
 from .casting import as_tensor_arg
 
 __all__ = ["lgamma", "digamma", "polygamma", "mvlgamma", "erfcx", "i0", "i0e", "i1", "i1e"]
 
 
-def lgamma(input: Any) -> Any:
+def lgamma(input: Any, *, out: Any = None) -> Any:
     """log|Gamma(x)|, elementwise (integer inputs give the default float dtype)."""
-    return Lgamma.apply(_float_unary(input))
+    res = Lgamma.apply(_float_unary(input))
+    return res if out is None else _out.write(out, res, "lgamma")
 
 
-def digamma(input: Any) -> Any:
+def digamma(input: Any, *, out: Any = None) -> Any:
     """The logarithmic derivative of Gamma, elementwise."""
-    return Digamma.apply(_float_unary(input), 0)
+    res = Digamma.apply(_float_unary(input), 0)
+    return res if out is None else _out.write(out, res, "digamma")
 
 
-def polygamma(n: int, input: Any) -> Any:
+def polygamma(n: int, input: Any, *, out: Any = None) -> Any:
     """The n-th derivative of digamma, elementwise (``polygamma(0, x)`` is digamma)."""
     n = int(n)
     if n < 0:
         raise RuntimeError(f"polygamma(n, x) does not support negative n (got n={n})")
-    return Polygamma.apply(_float_unary(input), n)
+    res = Polygamma.apply(_float_unary(input), n)
+    return res if out is None else _out.write(out, res, "polygamma")
 
 
-def mvlgamma(input: Any, p: int) -> Any:
+def mvlgamma(input: Any, p: int, *, out: Any = None) -> Any:
     """Multivariate log-gamma of dimension ``p``:
     p(p-1)/4 log(pi) + sum_{i<p} lgamma(x - i/2); every element must exceed (p - 1)/2."""
     x = _float_unary(input)
@@ -53,32 +57,38 @@ def mvlgamma(input: Any, p: int) -> Any:
     out = lgamma(x)
     for i in range(1, p):
         out = out + lgamma(x - i / 2)
-    return out + p * (p - 1) / 4 * math.log(math.pi)
+    res = out + p * (p - 1) / 4 * math.log(math.pi)
+    return res if out is None else _out.write(out, res, "mvlgamma")
 
 
-def erfcx(input: Any) -> Any:
+def erfcx(input: Any, *, out: Any = None) -> Any:
     """The scaled complementary error function exp(x^2) erfc(x), accurate for large x."""
-    return Erfcx.apply(_float_unary(as_tensor_arg(input)))
+    res = Erfcx.apply(_float_unary(as_tensor_arg(input)))
+    return res if out is None else _out.write(out, res, "erfcx")
 
 
-def i0(input: Any) -> Any:
+def i0(input: Any, *, out: Any = None) -> Any:
     """Modified Bessel function of the first kind, order 0."""
-    return I0.apply(_float_unary(as_tensor_arg(input)), 0, False)
+    res = I0.apply(_float_unary(as_tensor_arg(input)), 0, False)
+    return res if out is None else _out.write(out, res, "i0")
 
 
-def i0e(input: Any) -> Any:
+def i0e(input: Any, *, out: Any = None) -> Any:
     """Exponentially scaled I0: exp(-|x|) I0(x)."""
-    return I0e.apply(_float_unary(as_tensor_arg(input)), 0, True)
+    res = I0e.apply(_float_unary(as_tensor_arg(input)), 0, True)
+    return res if out is None else _out.write(out, res, "i0e")
 
 
-def i1(input: Any) -> Any:
+def i1(input: Any, *, out: Any = None) -> Any:
     """Modified Bessel function of the first kind, order 1."""
-    return I1.apply(_float_unary(as_tensor_arg(input)), 1, False)
+    res = I1.apply(_float_unary(as_tensor_arg(input)), 1, False)
+    return res if out is None else _out.write(out, res, "i1")
 
 
-def i1e(input: Any) -> Any:
+def i1e(input: Any, *, out: Any = None) -> Any:
     """Exponentially scaled I1: exp(-|x|) I1(x)."""
-    return I1e.apply(_float_unary(as_tensor_arg(input)), 1, True)
+    res = I1e.apply(_float_unary(as_tensor_arg(input)), 1, True)
+    return res if out is None else _out.write(out, res, "i1e")
 
 
 # ---------------------------------------------------------------------------------------------
