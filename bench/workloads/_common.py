@@ -60,7 +60,8 @@ class StepTimer:
 
 def engine_name(torch_module) -> str:
     """'ember' when ``import torch`` resolved to ember (``ember run``), else 'torch'."""
-    return "ember" if torch_module.__name__.startswith("ember") else "torch"
+    # (under `ember run` the module is named "torch", as libraries expect: ask for ember's own version)
+    return "ember" if hasattr(torch_module, "__ember_version__") else "torch"
 
 
 def report(workload: str, torch_module, timer: StepTimer, warmup: int, unit: str = "step",

@@ -32,7 +32,7 @@ class Tee(io.TextIOBase):
         self.stream.flush()
 
 
-out_dir = Path(".bench") / f"demo-{torch.__name__}"
+out_dir = Path(".bench") / ("demo-ember" if hasattr(torch, "__ember_version__") else "demo-torch")
 tee = Tee(sys.stdout)
 sys.stdout = tee
 try:
