@@ -34,10 +34,10 @@ from typing import Any
 # alias -> the parameter it names
 ALIASES = {"x": "input", "a": "input", "x1": "input", "x2": "other", "axis": "dim",
            "keepdims": "keepdim"}
+
+
 _TARGETS = {}
-for _alias, _target in ALIASES.items():
-    _TARGETS.setdefault(_target, []).append(_alias)
-del _alias, _target
+
 
 # PyTorch's functions and methods written in Python: they take PyTorch's names only.
 PYTHON_LEVEL = frozenset({
@@ -48,14 +48,6 @@ PYTHON_LEVEL = frozenset({
 })
 
 
-class _Missing:
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "<required>"
-
-
-_M = _Missing()
 _cache: dict[int, Callable] = {}
 
 
@@ -72,6 +64,30 @@ def numpy_names(fn: Any, name: str | None = None) -> Any:
     if twin is not fn:
         _cache[id(fn)] = twin
     return twin
+
+
+def install(namespace: dict[str, Any]) -> None:
+    """Give every op function in ``namespace`` (a module's globals) NumPy's names."""
+    for name, obj in list(namespace.items()):
+        if (not name.startswith("_") and isinstance(obj, types.FunctionType)
+                and obj.__module__.startswith("ember.ops")):
+            namespace[name] = numpy_names(obj, name)
+
+
+class _Missing:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<required>"
+
+
+class _Spec:
+    __slots__ = ("name", "params", "n_positional", "aliases", "defaults")
+
+    def __init__(self, name: str, params: list[str], n_positional: int, aliases: list[str],
+                 defaults: dict[str, Any]) -> None:
+        self.name, self.params, self.n_positional = name, params, n_positional
+        self.aliases, self.defaults = aliases, defaults
 
 
 def _make(fn: types.FunctionType) -> Any:
@@ -126,15 +142,6 @@ def _make(fn: types.FunctionType) -> Any:
     return twin
 
 
-class _Spec:
-    __slots__ = ("name", "params", "n_positional", "aliases", "defaults")
-
-    def __init__(self, name: str, params: list[str], n_positional: int, aliases: list[str],
-                 defaults: dict[str, Any]) -> None:
-        self.name, self.params, self.n_positional = name, params, n_positional
-        self.aliases, self.defaults = aliases, defaults
-
-
 def _slow(spec: _Spec, inner: Callable, values: tuple, alias_values: tuple, more: Any) -> Any:
     """A call that used an alias, missed a required argument, or gave too many positionals."""
     name = spec.name
@@ -163,9 +170,11 @@ def _slow(spec: _Spec, inner: Callable, values: tuple, alias_values: tuple, more
     return inner(*args.values())
 
 
-def install(namespace: dict[str, Any]) -> None:
-    """Give every op function in ``namespace`` (a module's globals) NumPy's names."""
-    for name, obj in list(namespace.items()):
-        if (not name.startswith("_") and isinstance(obj, types.FunctionType)
-                and obj.__module__.startswith("ember.ops")):
-            namespace[name] = numpy_names(obj, name)
+for _alias, _target in ALIASES.items():
+    _TARGETS.setdefault(_target, []).append(_alias)
+
+
+del _alias, _target
+
+
+_M = _Missing()

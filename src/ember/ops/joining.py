@@ -386,16 +386,6 @@ def dsplit(input: Any, sections: Any = None, *, indices: Any = None) -> tuple:
     return _dir_split(input, _one_of("dsplit", sections=sections, indices=indices), 2, "dsplit", 3)
 
 
-def _one_of(name: str, **given: Any) -> Any:
-    """The one argument of PyTorch's overloads that was given (they share a positional slot)."""
-    got = [(k, v) for k, v in given.items() if v is not None]
-    if len(got) != 1:
-        names = ", ".join(given)
-        raise TypeError(f"{name}() expects exactly one of {names} (positionally or by keyword), "
-                        f"got {len(got)}")
-    return got[0][1]
-
-
 def unbind(input: Any, dim: int = 0) -> tuple:
     """Tuple of all slices along ``dim`` (that dim removed)."""
     nd = input._data.ndim
@@ -459,6 +449,16 @@ class Unbind(Op):
     @staticmethod
     def backward(ctx: Any, *grads: Any) -> Any:
         return ctx.xp.stack(list(grads), axis=ctx.dim), None
+
+
+def _one_of(name: str, **given: Any) -> Any:
+    """The one argument of PyTorch's overloads that was given (they share a positional slot)."""
+    got = [(k, v) for k, v in given.items() if v is not None]
+    if len(got) != 1:
+        names = ", ".join(given)
+        raise TypeError(f"{name}() expects exactly one of {names} (positionally or by keyword), "
+                        f"got {len(got)}")
+    return got[0][1]
 
 
 def _split_bounds(sizes: list[int]) -> tuple:

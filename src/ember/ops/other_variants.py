@@ -89,20 +89,6 @@ def slice_copy(input: Any, dim: int = 0, start: int | None = None, end: int | No
     return _fresh(input[tuple(idx)], out, "slice_copy")
 
 
-def _fresh_list(pieces: Any, out: Any, name: str) -> Any:
-    """Views as new tensors, or written into the list ``out`` (PyTorch's ``Tensor(a!)[] out``:
-    the call then returns None)."""
-    if out is None:
-        return tuple(t.clone() for t in pieces)
-    pieces = tuple(pieces)
-    if not isinstance(out, (list, tuple)) or len(out) != len(pieces):
-        raise RuntimeError(f"{name}(): out= must be a list of {len(pieces)} tensors, one per "
-                           f"piece, got {type(out).__name__}")
-    for o, t in zip(out, pieces, strict=True):
-        _out.write(o, t, name)
-    return None
-
-
 def unbind_copy(input: Any, dim: int = 0, *, out: Any = None) -> Any:
     """``unbind``, each slice a new tensor (not a view)."""
     return _fresh_list(input.unbind(dim), out, "unbind_copy")
@@ -141,22 +127,6 @@ def sum_to_size(input: Any, *sizes: Any, size: Any = None) -> Any:
     if dims:
         out = out.sum(dims, keepdim=True)
     return out
-
-
-def _scatter_into(input: Any, src: Any, view: Any) -> Any:
-    """A copy of ``input`` whose window ``view(copy)`` holds ``src`` (differentiable in both)."""
-    out = input.clone()
-    window = view(out)
-    if tuple(window.shape) != tuple(src.shape):
-        raise RuntimeError(f"expected src to have a size equal to the slice of self. src size = "
-                           f"{list(src.shape)}, slice size = {list(window.shape)}")
-    window.copy_(src)
-    return out
-
-
-def _fresh(result: Any, out: Any, name: str) -> Any:
-    """``result`` (a view) as a new tensor, or written into ``out``."""
-    return result.clone() if out is None else _out.write(out, result, name)
 
 
 def expand_copy(input: Any, size: Any, *, implicit: bool = False, out: Any = None) -> Any:
@@ -229,6 +199,36 @@ def as_strided_copy(input: Any, size: Any, stride: Any, storage_offset: int | No
                     out: Any = None) -> Any:
     """``input.as_strided(size, stride, storage_offset)`` as a new tensor (not a view)."""
     return _fresh(input.as_strided(size, stride, storage_offset), out, "as_strided_copy")
+
+
+def _fresh_list(pieces: Any, out: Any, name: str) -> Any:
+    """Views as new tensors, or written into the list ``out`` (PyTorch's ``Tensor(a!)[] out``:
+    the call then returns None)."""
+    if out is None:
+        return tuple(t.clone() for t in pieces)
+    pieces = tuple(pieces)
+    if not isinstance(out, (list, tuple)) or len(out) != len(pieces):
+        raise RuntimeError(f"{name}(): out= must be a list of {len(pieces)} tensors, one per "
+                           f"piece, got {type(out).__name__}")
+    for o, t in zip(out, pieces, strict=True):
+        _out.write(o, t, name)
+    return None
+
+
+def _scatter_into(input: Any, src: Any, view: Any) -> Any:
+    """A copy of ``input`` whose window ``view(copy)`` holds ``src`` (differentiable in both)."""
+    out = input.clone()
+    window = view(out)
+    if tuple(window.shape) != tuple(src.shape):
+        raise RuntimeError(f"expected src to have a size equal to the slice of self. src size = "
+                           f"{list(src.shape)}, slice size = {list(window.shape)}")
+    window.copy_(src)
+    return out
+
+
+def _fresh(result: Any, out: Any, name: str) -> Any:
+    """``result`` (a view) as a new tensor, or written into ``out``."""
+    return result.clone() if out is None else _out.write(out, result, name)
 
 
 # ---------------------------------------------------------------------------------------------

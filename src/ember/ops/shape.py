@@ -81,8 +81,6 @@ def _wrap(dim: Any, ndim: int, scalar_ok: bool = True) -> int:
     raise IndexError(f"Dimension out of range (expected to be in range of [0, -1], but got {dim})")
 
 
-
-
 def _lst(shape: Any) -> list[int]:
     return [int(s) for s in shape]
 
@@ -503,6 +501,12 @@ def contiguous(input: Any, *, memory_format: Any = _dtype_info.contiguous_format
     return Contiguous.apply(input)
 
 
+def swapaxes(input: Any, axis0: int, axis1: int) -> Any:
+    """``transpose`` under NumPy's parameter names (PyTorch's ``swapaxes(input, axis0, axis1)``)."""
+    nd = input._data.ndim
+    return Transpose.apply(input, _wrap(axis0, nd), _wrap(axis1, nd))
+
+
 class Permute(Op):
     """out = x with dims reordered (a view)          grad_x = grad permuted by the inverse order"""
 
@@ -550,12 +554,6 @@ class Contiguous(Op):
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
         return grad
-
-
-def swapaxes(input: Any, axis0: int, axis1: int) -> Any:
-    """``transpose`` under NumPy's parameter names (PyTorch's ``swapaxes(input, axis0, axis1)``)."""
-    nd = input._data.ndim
-    return Transpose.apply(input, _wrap(axis0, nd), _wrap(axis1, nd))
 
 
 swapdims = transpose
