@@ -131,7 +131,8 @@ def _make(fn: types.FunctionType) -> Any:
            f"            return _fn({', '.join(real)})\n"
            f"        return _slow(({', '.join(real)},), ({', '.join(aliases)},), _more)\n"
            f"    return {fn.__name__}\n")
-    namespace: dict[str, Any] = {}
+    # the op's module name: stack walks (profiler, anomaly mode) skip the twin as ember's own frame
+    namespace: dict[str, Any] = {"__name__": fn.__module__}
     exec(compile(src, f"<numpy names of {fn.__module__}.{fn.__qualname__}>", "exec"), namespace)
     spec = _Spec(fn.__name__, real, len(positional), aliases,
                  {p.name: _M if p.default is p.empty else p.default for p in params})
