@@ -409,8 +409,8 @@ def test_lgamma_digamma_polygamma_have_gradients():
     check_op(lambda m, x: m.special.gammaln(x), a)
     check_op(lambda m, x: m.special.polygamma(2, x), a, rtol=1e-4)
     both(lambda m, x: m.lgamma(x), np.array([1, 2, 5]))
-    with pytest.raises(RuntimeError, match="greater than"):
-        ember.mvlgamma(ember.tensor([0.4]), 3)
+    # PyTorch 2.13 no longer refuses x <= (p - 1) / 2: the sum of log|Gamma| terms (inf at poles)
+    both(lambda m, x: m.mvlgamma(x, 3), np.array([0.4, 0.5, -0.3, 1.0], dtype=np.float32))
 
 
 def test_special_extras():

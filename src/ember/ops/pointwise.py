@@ -269,13 +269,17 @@ def rad2deg(input: Any, *, out: Any = None) -> Any:
     return res if out is None else _out.write(out, res, "rad2deg")
 
 
-subtract = sub
+def subtract(input: Any, other: Any, alpha: Any = 1, *, out: Any = None) -> Any:
+    """``sub`` with ``alpha`` also positional, as PyTorch's ``subtract`` (its number overload)."""
+    return sub(input, other, alpha=alpha, out=out)
 
 
 multiply = mul
 
 
-true_divide = div
+def true_divide(input: Any, other: Any, *, out: Any = None) -> Any:
+    """``div`` without ``rounding_mode``, as PyTorch's."""
+    return div(input, other, out=out)
 
 
 divide = div

@@ -46,18 +46,16 @@ def polygamma(n: int, input: Any, *, out: Any = None) -> Any:
 
 def mvlgamma(input: Any, p: int, *, out: Any = None) -> Any:
     """Multivariate log-gamma of dimension ``p``:
-    p(p-1)/4 log(pi) + sum_{i<p} lgamma(x - i/2); every element must exceed (p - 1)/2."""
+    p(p-1)/4 log(pi) + sum_{i<p} lgamma(x - i/2). Defined for x > (p - 1)/2; PyTorch 2.13 no
+    longer checks that, and neither does ember (log|Gamma| of the terms, inf at the poles)."""
     x = _float_unary(input)
     p = int(p)
     if p < 1:
         raise RuntimeError(f"p has to be greater than or equal to 1, got {p}")
-    if x.numel() and bool((x._data <= (p - 1) / 2).any()):
-        raise RuntimeError(f"All elements must be greater than (p-1)/2 (= {(p - 1) / 2}); "
-                           "mvlgamma is only defined there")
-    out = lgamma(x)
+    res = lgamma(x)
     for i in range(1, p):
-        out = out + lgamma(x - i / 2)
-    res = out + p * (p - 1) / 4 * math.log(math.pi)
+        res = res + lgamma(x - i / 2)
+    res = res + p * (p - 1) / 4 * math.log(math.pi)
     return res if out is None else _out.write(out, res, "mvlgamma")
 
 
