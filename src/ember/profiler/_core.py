@@ -15,11 +15,10 @@ time is the time to launch its CuPy kernels, not the kernels' run time.
 
 from __future__ import annotations
 
-import os
 import re
+import sys
 import threading
 import time
-import traceback
 from collections.abc import Callable
 from typing import Any
 
@@ -109,17 +108,17 @@ def _nbytes(result: Any) -> int:
     return total
 
 
-_ember_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
 def _user_stack() -> list[str]:
-    """The caller's frames outside ember, innermost first: ``file(line): function``."""
-    frames = traceback.extract_stack()[:-1]
+    """The caller's frames outside ember, innermost first: ``file(line): function``. Frames are
+    ember's by their module's name (as autograd's anomaly mode tells them), so generated code that
+    runs in an ember module's namespace (the NumPy-name twins) is skipped too."""
     out = []
-    for fr in reversed(frames):
-        if fr.filename.startswith(_ember_dir):
-            continue
-        out.append(f"{fr.filename}({fr.lineno}): {fr.name}")
+    f = sys._getframe(1)
+    while f is not None:
+        name = f.f_globals.get("__name__", "")
+        if not (name == "ember" or name.startswith("ember.")):
+            out.append(f"{f.f_code.co_filename}({f.f_lineno}): {f.f_code.co_name}")
+        f = f.f_back
     return out
 
 
