@@ -27,11 +27,7 @@ NAMESPACES = [
 
 # Names ember has but not yet at PyTorch's path; each entry must still be a gap (checked below),
 # so fixing one means deleting it here.
-KNOWN_GAPS = {
-    # a submodule named gradcheck would replace the function ember.autograd.gradcheck on import
-    # unless ember/autograd/__init__.py re-binds it afterwards (as PyTorch's does)
-    ("ember.autograd.gradcheck", "gradcheck"), ("ember.autograd.gradcheck", "gradgradcheck"),
-}
+KNOWN_GAPS: set[tuple[str, str]] = set()  # (ember.autograd.gradcheck is a module since issue 24)
 
 # Packages still being written by other helpers (untracked at the time of writing): reported to
 # the lead; not checked strictly, so their owners can add the paths without touching this file.
