@@ -68,11 +68,17 @@ def log_ndtr(input: Any, *, out: Any = None) -> Any:
 
 def xlog1py(input: Any, other: Any, *, out: Any = None) -> Any:
     """x * log1p(y), 0 where x == 0 (even where log1p(y) is infinite), NaN if y is NaN."""
+    from .ops._promote import _promote
     from .ops.casting import as_tensor_arg
     from .ops.comparison import isnan
+    from .ops.creation import tensor
     from .ops.pointwise_piecewise import where
 
-    x, y = as_tensor_arg(input), as_tensor_arg(other)
+    x, y = _promote(as_tensor_arg(input), as_tensor_arg(other), to_float=True)
+    if not isinstance(x, Tensor):  # a number with a tensor (PyTorch's Scalar overloads)
+        x = tensor(x, dtype=y.dtype)
+    elif not isinstance(y, Tensor):
+        y = tensor(y, dtype=x.dtype)
     safe = where(x == 0, 0.0, y)
     res = where(x == 0, x * 0, x * log1p(safe))
     res = where(isnan(y), y * 1, res)
@@ -124,8 +130,12 @@ def _poly(name: str, input: Any, n: Any, first: Any, step: Any, shift: bool = Fa
     """P_n(x) from P_0 = 1, P_1 = first(x) and P_{k+1} = step(k, x, P_k, P_{k-1}); n < 0 gives 0."""
     x = as_tensor_arg(input)
     ns = n._data if isinstance(n, Tensor) else np.asarray(n)
-    xd = x._data
-    dt = xd.dtype if xd.dtype.kind == "f" else np.dtype(np.float32)
+    if isinstance(x, Tensor):
+        xd = x._data
+        dt = xd.dtype if xd.dtype.kind == "f" else np.dtype(np.float32)
+    else:  # a number x with a tensor n: the default float dtype, as PyTorch's x_scalar overload
+        xd = _backend.xp_of(ns).asarray(x, dtype=np.float64)
+        dt = np.dtype(np.float32)
     xp = _backend.xp_of(xd)
     xv = xp.asarray(xd, dtype=np.float64)
     nv = xp.asarray(ns).astype(np.int64)

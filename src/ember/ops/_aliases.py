@@ -74,6 +74,14 @@ def install(namespace: dict[str, Any]) -> None:
             namespace[name] = numpy_names(obj, name)
 
 
+# PyTorch's builtins with a number-base overload (``pow.Scalar(Scalar self, Tensor exponent)``):
+# its number base is named ``self`` (``torch.pow(self=2, exponent=t)``), a tensor one ``input``.
+SCALAR_SELF = frozenset({
+    "pow", "float_power", "remainder", "xlogy", "xlog1py", "zeta", "bitwise_and", "bitwise_or",
+    "bitwise_xor", "bitwise_left_shift", "bitwise_right_shift", "bucketize",
+})
+
+
 class _Missing:
     __slots__ = ()
 
@@ -100,6 +108,8 @@ def _make(fn: types.FunctionType) -> Any:
         return fn
     names = [p.name for p in params]
     aliases = [a for t in names for a in _TARGETS.get(t, ())]
+    if fn.__name__ in SCALAR_SELF and "input" in names:
+        aliases.append("self")
     if not aliases or any(a in names for a in aliases):
         return fn
     positional = [p for p in params if p.kind is p.POSITIONAL_OR_KEYWORD]
@@ -154,14 +164,18 @@ def _slow(spec: _Spec, inner: Callable, values: tuple, alias_values: tuple, more
     for alias, value in zip(spec.aliases, alias_values, strict=True):
         if value is _M:
             continue
-        target = ALIASES[alias]
+        target = ALIASES.get(alias, "input")  # (self: a number base, see SCALAR_SELF)
+        if alias == "self" and not isinstance(value, (bool, int, float, complex)):
+            raise TypeError(f"{name}(): self= takes a number (PyTorch's number-base overload); "
+                            f"pass a tensor as input=, not {type(value).__name__}")
         if target in taken:
             raise TypeError(f"{name}() got values for argument '{target}' from both "
                             f"'{taken[target]}' and '{alias}'")
         current = args[target]
         if current is not _M and current is not spec.defaults[target]:
+            why = "a number base" if alias == "self" else f"NumPy's name for '{target}'"
             raise TypeError(f"{name}() got multiple values for argument '{target}' "
-                            f"('{alias}' is NumPy's name for it)")
+                            f"('{alias}' is {why})")
         taken[target] = alias
         args[target] = value
     missing = [p for p, v in args.items() if v is _M]

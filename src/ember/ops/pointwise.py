@@ -37,6 +37,7 @@ from ._promote import (
     opmath,
 )
 from .casting import as_tensor_arg, cast
+from .creation import tensor
 from .pointwise_piecewise import trunc
 
 __all__ = [
@@ -50,6 +51,8 @@ def add(input: Any, other: Any, *, alpha: Any = 1, out: Any = None) -> Any:
     """``input + alpha * other`` with broadcasting."""
     if alpha == 1 and out is None and (_as_is(input, other) or _int64_and_int(input, other)):
         return Add.apply(input, other)
+    if not isinstance(input, TensorBase) and not isinstance(other, TensorBase):
+        input = _number_tensor(input)
     input, other, scale = _scaled(input, other, alpha)
     if scale is not None:
         res = _om(ScaledAdd, input, other).apply(input, other, scale)
@@ -62,6 +65,8 @@ def sub(input: Any, other: Any, *, alpha: Any = 1, out: Any = None) -> Any:
     """``input - alpha * other`` with broadcasting."""
     if alpha == 1 and out is None and (_as_is(input, other) or _int64_and_int(input, other)):
         return (Sub if isinstance(input, TensorBase) else Rsub).apply(input, other)
+    if not isinstance(input, TensorBase) and not isinstance(other, TensorBase):
+        input = _number_tensor(input)
     if _is_bool_arg(input) or _is_bool_arg(other):
         if (isinstance(input, TensorBase) and isinstance(other, TensorBase)
                 and _is_bool_arg(input) and _is_bool_arg(other)):
@@ -83,6 +88,8 @@ def mul(input: Any, other: Any, *, out: Any = None) -> Any:
     """``input * other`` with broadcasting."""
     if out is None and (_as_is(input, other) or _int64_and_int(input, other)):
         return Mul.apply(input, other)
+    if not isinstance(input, TensorBase) and not isinstance(other, TensorBase):
+        input = _number_tensor(input)
     input, other = _promote(input, other)
     res = _om(Mul, input, other).apply(input, other)
     return res if out is None else _out.write(out, res, "mul")
@@ -93,6 +100,8 @@ def div(input: Any, other: Any, *, rounding_mode: str | None = None, out: Any = 
     if rounding_mode is None:
         if out is None and _as_is(input, other):
             return (Div if isinstance(input, TensorBase) else RDiv).apply(input, other)
+        if not isinstance(input, TensorBase) and not isinstance(other, TensorBase):
+            input = _number_tensor(input)
         input, other = _promote(input, other, to_float=True)
         if isinstance(input, TensorBase):
             res = _om(Div, input, other).apply(input, other)
@@ -114,7 +123,7 @@ def div(input: Any, other: Any, *, rounding_mode: str | None = None, out: Any = 
             return res if out is None else _out.write(out, res, "div")
         res = trunc(div(input, other))
         return res if out is None else _out.write(out, res, "div")
-    raise ValueError(
+    raise RuntimeError(
         "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
         f"'{rounding_mode}'"
     )
@@ -122,6 +131,8 @@ def div(input: Any, other: Any, *, rounding_mode: str | None = None, out: Any = 
 
 def floor_divide(input: Any, other: Any, *, out: Any = None) -> Any:
     """``input // other``: integer tensors stay integer; floats round toward -inf (no gradient)."""
+    if not isinstance(input, TensorBase) and not isinstance(other, TensorBase):
+        input = _number_tensor(input)
     input, other = _promote(input, other)
     _check_int_divisor(input, other, "division")
     res = _nograd(_floor_div, input, other)
@@ -245,7 +256,13 @@ def addcdiv(input: Any, tensor1: Any, tensor2: Any, *, value: Any = 1, out: Any 
 
 
 def lerp(input: Any, end: Any, weight: Any, *, out: Any = None) -> Any:
-    """``input + weight * (end - input)``."""
+    """``input + weight * (end - input)`` (``end`` and a non-0-d ``weight`` must have
+    ``input``'s dtype, as in PyTorch)."""
+    for name, v in (("end", end), ("weight", weight)):
+        if (isinstance(v, TensorBase) and isinstance(input, TensorBase) and v.dtype != input.dtype
+                and (name == "end" or v.ndim)):
+            raise RuntimeError(f"expected dtype {input.dtype} for `{name}` but got dtype "
+                               f"{v.dtype}; convert it first: {name}.to({input.dtype})")
     input, end = _promote(input, end)
     if isinstance(weight, TensorBase):
         input, weight = _promote(input, weight)
@@ -681,6 +698,15 @@ def _scaled(a: Any, b: Any, alpha: Any) -> tuple[Any, Any, Any]:
     if not isinstance(b, TensorBase):
         return (*_promote(a, b * alpha), None)
     return a, b, alpha
+
+
+def _number_tensor(x: Any) -> Any:
+    """A Python number as a 0-d tensor (int64, bool or the default float dtype), so that
+    ``torch.add(2, 3)`` gives ``tensor(5)`` as PyTorch's add/sub/mul/div do; anything else is
+    returned as is (and refused by the promotion that follows)."""
+    if isinstance(x, (bool, int, float, np.generic)):
+        return tensor(x)
+    return x
 
 
 def _is_bool_arg(x: Any) -> bool:

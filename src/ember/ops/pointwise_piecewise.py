@@ -92,6 +92,10 @@ def round(input: Any, *, decimals: int = 0, out: Any = None) -> Any:
     """Round half to even, as PyTorch does."""
     xp = _backend.xp_of(input._data)
     if input._data.dtype.kind in "iub":
+        if decimals != 0:
+            raise NotImplementedError(
+                f"round(decimals={decimals}) is not implemented for {input.dtype} tensors (as in "
+                "PyTorch); convert to a floating dtype first, e.g. x.float().round(decimals=...)")
         res = input.clone()
         return res if out is None else _out.write(out, res, "round")
     res = _piecewise(input, lambda a: xp.round(a, decimals), Round)
