@@ -62,13 +62,14 @@ def select_scatter(input: Any, src: Any, dim: int, index: int) -> Any:
 
 
 def slice_scatter(input: Any, src: Any, dim: int = 0, start: int | None = None,
-                  end: int | None = None, step: int = 1) -> Any:
+                  end: int | None = None, step: int = 1, *, out: Any = None) -> Any:
     """``input`` with the slice ``start:end:step`` along ``dim`` replaced by ``src``."""
     def view(t: Any) -> Any:
         idx = [slice(None)] * t.dim()
         idx[dim] = slice(start, end, step)
         return t[tuple(idx)]
-    return _scatter_into(input, src, view)
+    result = _scatter_into(input, src, view)
+    return result if out is None else _out.write(out, result, "slice_scatter")
 
 
 def diagonal_scatter(input: Any, src: Any, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Any:
