@@ -63,15 +63,6 @@ def _quiet(xp: Any) -> Any:
     return errstate(all="ignore") if errstate is not None else nullcontext()
 
 
-def _alias(dim: Any, keepdim: Any, axis: Any, keepdims: Any) -> tuple[Any, Any]:
-    """NumPy-style ``axis=`` / ``keepdims=`` spellings, which PyTorch also accepts."""
-    if axis is not None:
-        dim = axis
-    if keepdims is not None:
-        keepdim = keepdims
-    return dim, bool(keepdim)
-
-
 def _wrap(d: Any, ndim: int, fname: str, shape: tuple) -> int:
     if isinstance(d, bool) or not hasattr(d, "__index__"):
         raise TypeError(
