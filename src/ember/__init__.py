@@ -176,7 +176,7 @@ from .ops.joining import *  # noqa: F403
 from .ops.indexing import *  # noqa: F403
 from .ops.indexing_scatter import *  # noqa: F403
 from .ops.sorting import *  # noqa: F403
-from .ops.special import digamma, erfcx as _erfcx, i0, lgamma, mvlgamma, polygamma  # noqa: F401
+from .ops.special import digamma, erfcx as _erfcx, i0, lgamma, logit, mvlgamma, polygamma, sinc  # noqa: F401
 from .ops._aliases import install as _numpy_names
 
 _numpy_names(globals())  # axis=, keepdims=, x=... on the ops, as PyTorch's builtins take

@@ -11,9 +11,21 @@ from ._tensor import Tensor
 from .ops import _out
 from .ops import softmax_family as _sf
 from .ops.casting import as_tensor_arg
-from .ops.pointwise_math import erf, erfc, erfinv, exp2, expm1, log1p, logit, sigmoid, sinc, xlogy
+from .ops.pointwise_math import erf, erfc, erfinv, exp2, expm1, log1p, sigmoid, xlogy
 from .ops.reduction_stats import logsumexp
-from .ops.special import digamma, erfcx, i0, i0e, i1, i1e, lgamma, mvlgamma, polygamma
+from .ops.special import (
+    digamma,
+    erfcx,
+    i0,
+    i0e,
+    i1,
+    i1e,
+    lgamma,
+    logit,
+    mvlgamma,
+    polygamma,
+    sinc,
+)
 
 __all__ = [
     "erf", "erfc", "erfinv", "expit", "logit", "sinc", "xlogy", "exp2", "expm1", "log1p",

@@ -37,7 +37,7 @@ from .reduction_stats import *  # noqa: F403
 from .shape import *  # noqa: F403
 from .softmax_family import *  # noqa: F403
 from .sorting import *  # noqa: F403
-from .special import digamma, i0, lgamma, mvlgamma, polygamma  # noqa: F401
+from .special import digamma, i0, lgamma, logit, mvlgamma, polygamma, sinc  # noqa: F401
 
 # The engine runs backward rules on tensors under create_graph with this namespace as ctx.xp;
 # it sits below the ops, so the ops hand it over here instead of autograd importing upward.

@@ -27,7 +27,7 @@ __all__ = [
     "tan", "asin", "arcsin", "acos", "arccos", "atan", "arctan", "sinh", "cosh", "tanh",
     "asinh", "arcsinh", "acosh", "arccosh", "atanh", "arctanh", "sigmoid", "erf", "erfc",
     "erfinv", "frac", "reciprocal", "atan2", "arctan2", "logaddexp", "logaddexp2", "hypot",
-    "xlogy", "logit", "sinc",
+    "xlogy",
 ]
 
 
@@ -293,18 +293,7 @@ def xlogy(input: Any, other: Any, *, out: Any = None) -> Any:
     return res if out is None else _out.write(out, res, "xlogy")
 
 
-def logit(input: Any, eps: float | None = None, *, out: Any = None) -> Any:
-    """``log(input / (1 - input))``, ``input`` clamped to ``[eps, 1 - eps]`` if ``eps`` is given."""
-    op, input = _unary(Logit, input)
-    res = op.apply(input, eps)
-    return res if out is None else _out.write(out, res, "logit")
 
-
-def sinc(input: Any, *, out: Any = None) -> Any:
-    """The normalized sinc, ``sin(pi * input) / (pi * input)`` (1 at 0)."""
-    op, input = _unary(Sinc, input)
-    res = op.apply(input)
-    return res if out is None else _out.write(out, res, "sinc")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -804,45 +793,7 @@ class XlogyScalarY(Xlogy):
     node_name = "XlogyBackward2"
 
 
-class Logit(Op):
-    """out = log(z / (1 - z)), z = clamp(x, eps, 1 - eps) when eps is given
-    grad_x = grad / (x (1 - x)); NaN outside [0, 1] (no eps) or 0 outside [eps, 1 - eps]"""
 
-    @staticmethod
-    def forward(ctx: Any, x: Any, eps: Any) -> Any:
-        xp = ctx.xp
-        ctx.save_for_backward(x, eps)
-        z = x if eps is None else xp.clip(x, eps, 1 - eps)
-        return _quietly(_logit_raw, xp, z)
-
-    @staticmethod
-    def backward(ctx: Any, grad: Any) -> Any:
-        x, eps = ctx.saved
-        xp = ctx.xp
-        d = x * (1 - x)
-        g = _quietly(_truediv, grad, xp.where(d == 0, 0.0, d))  # (+0: +inf at x = -0.0 too)
-        if eps is None:
-            return xp.where((x < 0) | (x > 1), math.nan, g), None
-        return xp.where((x < eps) | (x > 1 - eps), 0.0, g), None
-
-
-class Sinc(Op):
-    """out = sin(pi x) / (pi x), 1 at 0
-    grad_x = grad * (cos(pi x) pi x - sin(pi x)) / (pi x**2), 0 at 0"""
-
-    @staticmethod
-    def forward(ctx: Any, x: Any) -> Any:
-        ctx.save_for_backward(x)
-        return ctx.xp.sinc(x).astype(x.dtype, copy=False)
-
-    @staticmethod
-    def backward(ctx: Any, grad: Any) -> Any:
-        (x,) = ctx.saved
-        xp = ctx.xp
-        zero = x == 0
-        px = xp.where(zero, 1.0, x * math.pi)
-        d = (xp.cos(px) * px - xp.sin(px)) / (px * xp.where(zero, 1.0, x))
-        return grad * xp.where(zero, 0.0, d)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -854,7 +805,3 @@ def _log_any(xp: Any, y: Any) -> Any:
     if isinstance(y, float):
         return math.log(y) if y > 0 else (-math.inf if y == 0 else math.nan)
     return _quietly(xp.log, y)
-
-
-def _logit_raw(xp: Any, z: Any) -> Any:
-    return xp.log(z / (1 - z))

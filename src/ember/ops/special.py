@@ -1,11 +1,11 @@
 """Special functions with their derivative rules (torch.special's differentiable core): lgamma,
-digamma, polygamma, mvlgamma, erfcx, and the modified Bessel functions i0, i0e, i1, i1e (the
-values come from ``ember/_special.py``, vectorised NumPy/CuPy code).
+digamma, polygamma, mvlgamma, erfcx, the modified Bessel functions i0, i0e, i1, i1e (the
+values come from ``ember/_special.py``, vectorised NumPy/CuPy code), logit and sinc.
 
 Each op's backward is the next function in the family: d lgamma = digamma, d digamma =
 polygamma(1), d polygamma(n) = polygamma(n + 1); I0' = I1.
 
-Neighbours: erf/erfc/erfinv, sigmoid, logit, sinc, xlogy in ``ops/pointwise_math.py``;
+Neighbours: erf/erfc/erfinv, sigmoid, xlogy in ``ops/pointwise_math.py``;
 ``ember.special`` (``torch.special``) gathers them all under PyTorch's names.
 """
 
@@ -17,10 +17,11 @@ from typing import Any
 from .. import _special
 from ..autograd.function import Op
 from . import _out
-from ._promote import _float_unary
+from ._promote import _float_unary, _quietly, _truediv, _unary
 from .casting import as_tensor_arg
 
-__all__ = ["lgamma", "digamma", "polygamma", "mvlgamma", "erfcx", "i0", "i0e", "i1", "i1e"]
+__all__ = ["lgamma", "digamma", "polygamma", "mvlgamma", "erfcx", "i0", "i0e", "i1", "i1e",
+           "logit", "sinc"]
 
 
 def lgamma(input: Any, *, out: Any = None) -> Any:
@@ -87,6 +88,20 @@ def i1e(input: Any, *, out: Any = None) -> Any:
     """Exponentially scaled I1: exp(-|x|) I1(x)."""
     res = I1e.apply(_float_unary(as_tensor_arg(input)), 1, True)
     return res if out is None else _out.write(out, res, "i1e")
+
+
+def logit(input: Any, eps: float | None = None, *, out: Any = None) -> Any:
+    """``log(input / (1 - input))``, ``input`` clamped to ``[eps, 1 - eps]`` if ``eps`` is given."""
+    op, input = _unary(Logit, input)
+    res = op.apply(input, eps)
+    return res if out is None else _out.write(out, res, "logit")
+
+
+def sinc(input: Any, *, out: Any = None) -> Any:
+    """The normalized sinc, ``sin(pi * input) / (pi * input)`` (1 at 0)."""
+    op, input = _unary(Sinc, input)
+    res = op.apply(input)
+    return res if out is None else _out.write(out, res, "sinc")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -202,6 +217,47 @@ class I1e(BesselI):
     node_name = "SpecialI1EBackward0"
 
 
+class Logit(Op):
+    """out = log(z / (1 - z)), z = clamp(x, eps, 1 - eps) when eps is given
+    grad_x = grad / (x (1 - x)); NaN outside [0, 1] (no eps) or 0 outside [eps, 1 - eps]"""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any, eps: Any) -> Any:
+        xp = ctx.xp
+        ctx.save_for_backward(x, eps)
+        z = x if eps is None else xp.clip(x, eps, 1 - eps)
+        return _quietly(_logit_raw, xp, z)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        x, eps = ctx.saved
+        xp = ctx.xp
+        d = x * (1 - x)
+        g = _quietly(_truediv, grad, xp.where(d == 0, 0.0, d))  # (+0: +inf at x = -0.0 too)
+        if eps is None:
+            return xp.where((x < 0) | (x > 1), math.nan, g), None
+        return xp.where((x < eps) | (x > 1 - eps), 0.0, g), None
+
+
+class Sinc(Op):
+    """out = sin(pi x) / (pi x), 1 at 0
+    grad_x = grad * (cos(pi x) pi x - sin(pi x)) / (pi x**2), 0 at 0"""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        ctx.save_for_backward(x)
+        return ctx.xp.sinc(x).astype(x.dtype, copy=False)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (x,) = ctx.saved
+        xp = ctx.xp
+        zero = x == 0
+        px = xp.where(zero, 1.0, x * math.pi)
+        d = (xp.cos(px) * px - xp.sin(px)) / (px * xp.where(zero, 1.0, x))
+        return grad * xp.where(zero, 0.0, d)
+
+
 # ---------------------------------------------------------------------------------------------
 # helpers
 
@@ -237,3 +293,6 @@ def _bessel_i(xp: Any, x: Any, order: int, scaled: bool) -> Any:
     if order == 1:
         out = xp.where(x64 < 0, -out, out)
     return xp.where(xp.isnan(x64), x64, out).astype(x.dtype)
+
+
+def _logit_raw(xp: Any, z: Any) -> Any:    return xp.log(z / (1 - z))
