@@ -17,6 +17,12 @@
 #endif
 
 static PyMethodDef native_methods[] = {
+    {"tensor_base_init", (PyCFunction)ember_tensor_base_init, METH_O,
+     "tensor_base_init(globals): give tensor_make _tensor_base.py's module namespace."},
+    {"tensor_make", (PyCFunction)(void (*)(void))ember_tensor_make,
+     METH_FASTCALL | METH_KEYWORDS,
+     "tensor_make(data, requires_grad=False, grad_fn=None, output_nr=0): "
+     "_tensor_base.py's TensorBase._make, in C."},
     {"engine_init", (PyCFunction)ember_engine_init, METH_O,
      "engine_init(globals): give the C walk autograd/engine.py's module namespace."},
     {"walk_nodes", (PyCFunction)(void (*)(void))ember_engine_walk_nodes, METH_FASTCALL,
@@ -30,6 +36,8 @@ static int native_exec(PyObject *module)
     if (PyModule_AddStringConstant(module, "C_HASH", EMBER_NATIVE_C_HASH) < 0
         || PyModule_AddStringConstant(module, "PY_HASH", EMBER_NATIVE_PY_HASH) < 0
         || PyModule_AddStringConstant(module, "BUILT_WITH", EMBER_NATIVE_BUILT_WITH) < 0)
+        return -1;
+    if (ember_tensor_base_exec(module) < 0)
         return -1;
     return ember_engine_exec(module);
 }

@@ -13,6 +13,12 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+/* _native_tensor_base.c (mirrors _tensor_base.py) */
+int ember_tensor_base_exec(PyObject *module);
+PyObject *ember_tensor_base_init(PyObject *self, PyObject *globals);
+PyObject *ember_tensor_make(PyObject *self, PyObject *const *args, size_t nargsf,
+                            PyObject *kwnames);
+
 /* autograd/_native_engine.c (mirrors autograd/engine.py) */
 int ember_engine_exec(PyObject *module);
 PyObject *ember_engine_init(PyObject *self, PyObject *globals);

@@ -32,12 +32,14 @@ from typing import Any
 C_SOURCES = (
     "_native.h",
     "_native.c",
+    "_native_tensor_base.c",
     "autograd/_native_engine.c",
 )
 # The Python modules the C code mirrors (it calls back into them and follows their rules): a
 # change to one of them makes a built extension stale until it is rebuilt.
 MIRRORED = (
     "_native_core.py",
+    "_tensor_base.py",
     "autograd/engine.py",
 )
 BUILD_INFO = "_native_build.txt"  # written by setup.py beside the package: why it was not built
@@ -90,7 +92,8 @@ def _load() -> tuple[Any, str]:
     return mod, "ember._native " + mod.BUILT_WITH
 
 
-native, reason = _load()
+# (setup.py loads this file alone, under another name, for the lists and source_hash: no loading)
+native, reason = _load() if __name__ == "ember._native_core" else (None, "not loaded")
 
 
 def describe() -> str:

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _backend, _dtype
+from . import _backend, _dtype, _native_core
 from ._backend import CPU_ARRAY
 from ._dtype import dtype as _dtype_cls
 from ._size import Size
@@ -106,6 +106,13 @@ class TensorBase:
 _tensor_class: type = TensorBase  # until ember._tensor registers Tensor
 # set by compile's tracer while a region is traced (ember/_compile/trace.py); None otherwise
 _on_make: Any = None
+
+# ember._native's TensorBase._make does the common call (a NumPy array, no tracer) in C and hands
+# every other call to this Python function, the reference (docs/design.md, "The native core").
+_make_python = TensorBase._make
+if _native_core.native is not None:
+    _native_core.native.tensor_base_init(globals())
+    TensorBase._make = staticmethod(_native_core.native.tensor_make)  # type: ignore[method-assign]
 
 
 def register_tensor_class(cls: type) -> None:
