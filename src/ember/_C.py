@@ -8,6 +8,7 @@ PyTorch build without that feature.
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 __all__: list[str] = []
@@ -45,6 +46,14 @@ def _get_default_device() -> str:
 def _get_tracing_state() -> None:
     """None: no ``torch.jit.trace`` graph is being recorded (ember's trace records none)."""
     return None
+
+
+def _are_functorch_transforms_active() -> bool:
+    """Whether a ``torch.func`` transform is running: True inside ember's differentiating
+    transforms (``grad``, ``vjp``, ``jacrev``, ``hessian``...). ``vmap`` does not count: ember runs
+    it as a loop of ordinary calls on real tensors, where code may read values (``.item()``)."""
+    func = sys.modules.get("ember.func")  # not imported: no transform can be running
+    return func is not None and func._depth[0] > 0
 
 
 def _log_api_usage_once(event: str) -> None:

@@ -102,6 +102,20 @@ from ._dtype import (
     uint64,
 )
 from ._dtype import bool_ as bool  # noqa: A001 - PyTorch's name
+from ._dtype import (  # named without tensors yet (_dtype.py's docstring)
+    complex32,
+    complex64,
+    complex128,
+    float4_e2m1fn_x2,
+    float8_e4m3fn,
+    float8_e4m3fnuz,
+    float8_e5m2,
+    float8_e5m2fnuz,
+    float8_e8m0fnu,
+)
+from ._dtype import complex32 as chalf
+from ._dtype import complex64 as cfloat
+from ._dtype import complex128 as cdouble
 from ._dtype import can_cast
 from ._dtype import dtype as dtype
 from ._dtype_info import *  # noqa: F403
@@ -289,7 +303,7 @@ _LAZY_SUBMODULES = frozenset({"nn", "optim", "utils", "linalg", "serialization",
                               "special", "distributed", "testing", "multiprocessing", "onnx",
                               "jit", "hub", "profiler", "_dynamo", "distributions", "func", "compiler",
                               "cpu", "xpu", "mps", "torch_version", "functional",
-                              "overrides", "fx", "futures", "_C", "__config__"})
+                              "overrides", "fx", "futures", "_C", "__config__", "_subclasses"})
 
 
 # Top-level functions that live in modules loaded on first use: name -> module.

@@ -3,6 +3,12 @@
 A ``dtype`` wraps a NumPy dtype. Promotion works by category (bool < integer < floating):
 a higher category always wins, Python scalars never upcast a tensor of their own category,
 and within a category NumPy's rules apply (uint8 + int8 -> int16, float16 + bfloat16 -> float32).
+
+The complex dtypes (``complex64``/``complex128``/``complex32``, aka ``cfloat``/``cdouble``/``chalf``)
+and the float8/float4 formats exist as objects only: libraries name them in dtype tables at import,
+so they print, compare, pickle and promote as PyTorch's (``promote_types(float64, complex64)`` is
+complex128; float8 promotion is refused as in PyTorch), but no tensor can hold them yet: reading
+their NumPy type (which every path that makes a tensor does) raises ``TypeError`` naming the dtype.
 """
 
 from __future__ import annotations
@@ -10,6 +16,9 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+
+_FLOAT8 = 5  # dtype._category of the float8/float4 formats
+_COMPLEX = 6  # and of the complex dtypes
 
 
 def _load_bfloat16() -> Any:
@@ -28,25 +37,31 @@ def _load_bfloat16() -> Any:
 class dtype:
     """A tensor element type, e.g. ``ember.float32``. Compare with ``==`` or ``is``."""
 
-    __slots__ = ("name", "np", "is_floating_point", "is_signed", "itemsize", "_category")
+    __slots__ = ("name", "np", "is_floating_point", "is_signed", "itemsize", "_category",
+                 "is_complex")
 
-    is_complex = False
-
-    def __init__(self, name: str, np_dtype: Any, category: int) -> None:
+    def __init__(self, name: str, np_dtype: Any, category: int, itemsize: int = 2) -> None:
         self.name = name
         if np_dtype is not None:  # bfloat16's stays unset until first read (``__getattr__``)
             self.np = np_dtype
-        self._category = category  # 0 bool, 1 integer, 2 floating
-        self.is_floating_point = category == 2
-        self.itemsize = np_dtype.itemsize if np_dtype is not None else 2
-        self.is_signed = not name.startswith("uint") and name != "bool"
+        # 0 bool, 1 integer, 2 floating; without tensors yet: 5 float8/float4, 6 complex (the
+        # numbers let promote_types and can_cast spot them with one test off the common path)
+        self._category = category
+        self.is_floating_point = category == 2 or category == _FLOAT8
+        self.is_complex = category == _COMPLEX
+        self.itemsize = np_dtype.itemsize if np_dtype is not None else itemsize
+        self.is_signed = not name.startswith("uint") and name not in ("bool", "float8_e8m0fnu")
 
     def __getattr__(self, name: str) -> Any:
-        # only reached while a slot is unset: bfloat16's NumPy dtype, loaded once, on first use
-        if name == "np" and self.name == "bfloat16":
-            self.np = _load_bfloat16()
-            _FROM_NP[self.np] = self
-            return self.np
+        # only reached while a slot is unset: bfloat16's NumPy dtype, loaded once, on first use;
+        # the dtypes without tensors (complex, float8, float4) refuse here, at any tensor's making
+        if name == "np":
+            if self.name == "bfloat16":
+                self.np = _load_bfloat16()
+                _FROM_NP[self.np] = self
+                return self.np
+            if self._category > 2:
+                raise TypeError(_no_tensors(self))
         raise AttributeError(name)
 
     def __repr__(self) -> str:
@@ -54,10 +69,20 @@ class dtype:
         return f"torch.{self.name}"
 
     def __reduce__(self) -> tuple:
-        return (to_dtype, (self.name,))
+        return (to_dtype if self._category <= 2 else _named, (self.name,))
 
     def to_real(self) -> dtype:
-        return self
+        """The real dtype of a complex one (``complex64`` -> ``float32``); others unchanged."""
+        return _REAL_OF.get(self.name, self)
+
+    def to_complex(self) -> dtype:
+        """The complex dtype of a floating one (``float32`` -> ``complex64``), as PyTorch's."""
+        if self.is_complex:
+            return self
+        c = _COMPLEX_OF.get(self.name)
+        if c is None:
+            raise RuntimeError(f"Unknown Complex ScalarType for {legacy_name(self)}")
+        return c
 
     @property
     def is_bfloat16_available(self) -> bool:
@@ -84,6 +109,36 @@ uint32 = dtype("uint32", np.dtype(np.uint32), 1)
 uint64 = dtype("uint64", np.dtype(np.uint64), 1)
 _WIDE_UNSIGNED = (uint16, uint32, uint64)
 
+# Named, without tensors yet (the module docstring): libraries build dtype tables with them.
+complex32 = dtype("complex32", None, _COMPLEX, 4)
+complex64 = dtype("complex64", None, _COMPLEX, 8)
+complex128 = dtype("complex128", None, _COMPLEX, 16)
+float8_e4m3fn = dtype("float8_e4m3fn", None, _FLOAT8, 1)
+float8_e5m2 = dtype("float8_e5m2", None, _FLOAT8, 1)
+float8_e4m3fnuz = dtype("float8_e4m3fnuz", None, _FLOAT8, 1)
+float8_e5m2fnuz = dtype("float8_e5m2fnuz", None, _FLOAT8, 1)
+float8_e8m0fnu = dtype("float8_e8m0fnu", None, _FLOAT8, 1)
+float4_e2m1fn_x2 = dtype("float4_e2m1fn_x2", None, _FLOAT8, 1)
+WITHOUT_TENSORS = (complex32, complex64, complex128, float8_e4m3fn, float8_e5m2,
+                   float8_e4m3fnuz, float8_e5m2fnuz, float8_e8m0fnu, float4_e2m1fn_x2)
+_REAL_OF = {"complex32": float16, "complex64": float32, "complex128": float64}
+_COMPLEX_OF = {"float16": complex32, "bfloat16": complex64, "float32": complex64,
+               "float64": complex128}
+
+
+def _named(name: str) -> dtype:
+    """A dtype without tensors by name (what such a dtype pickles as)."""
+    return next(d for d in WITHOUT_TENSORS if d.name == name)
+
+
+def _no_tensors(d: dtype) -> str:
+    if d.is_complex:
+        return (f"{d!r}: ember does not support complex tensors yet; the dtype exists so that code "
+                "naming it runs, but no tensor can hold it. Keep the real and imaginary parts as "
+                "two real tensors (or stacked in a last dimension of size 2)")
+    return (f"{d!r}: ember has no tensors of this dtype yet; the dtype exists so that code naming "
+            "it runs. Store the values as torch.float16, torch.bfloat16 or torch.float32")
+
 ALL = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64,
        uint16, uint32, uint64)
 
@@ -93,6 +148,8 @@ ALIASES = {
     "short": int16, "bool": bool_, "float32": float32, "float64": float64, "float16": float16,
     "bfloat16": bfloat16, "int64": int64, "int32": int32, "int16": int16, "int8": int8,
     "uint8": uint8, "uint16": uint16, "uint32": uint32, "uint64": uint64,
+    "cfloat": complex64, "cdouble": complex128, "chalf": complex32,
+    **{d.name: d for d in WITHOUT_TENSORS},
 }
 
 _FROM_NP: dict[Any, dtype] = {d.np: d for d in ALL if d is not bfloat16}
@@ -110,6 +167,9 @@ def from_numpy(np_dtype: Any) -> dtype:
         return bfloat16
     if np_dtype in _FROM_NP:
         return _FROM_NP[np_dtype]
+    if np_dtype.kind == "c":
+        raise TypeError(f"NumPy's {np_dtype}: ember does not support complex tensors yet; keep "
+                        "the real and imaginary parts as two real arrays (a.real, a.imag)")
     raise TypeError(f"ember has no dtype for NumPy's {np_dtype}")
 
 
@@ -145,7 +205,7 @@ def get_default_dtype() -> dtype:
 def set_default_dtype(d: Any) -> None:
     global _default_float
     d = to_dtype(d)
-    if not d.is_floating_point:
+    if d._category != 2:  # float8/float4 too: PyTorch has no default tensor type of them
         raise TypeError(f"only floating-point types are supported as the default type, got {d}")
     _default_float = d
 
@@ -155,6 +215,8 @@ def promote_types(a: dtype, b: dtype) -> dtype:
     if a is b:
         return a
     ca, cb = a._category, b._category
+    if ca + cb > 4:  # a complex or float8/float4 dtype (categories 5, 6)
+        return _promote_without_tensors(a, b)
     if ca != cb and (ca == 2 or cb == 2):
         return a if ca > cb else b
     if ca != cb and a not in _WIDE_UNSIGNED and b not in _WIDE_UNSIGNED:
@@ -169,6 +231,24 @@ def promote_types(a: dtype, b: dtype) -> dtype:
             f"{legacy_name(a)} and {legacy_name(b)}. Cast one operand first, e.g. "
             "x.to(torch.int64).")
     return _FROM_NP[np.promote_types(a.np, b.np)]
+
+
+def _promote_without_tensors(a: dtype, b: dtype) -> dtype:
+    """promote_types where one side is complex, float8 or float4: PyTorch's answers."""
+    if a._category == _FLOAT8 or b._category == _FLOAT8:
+        kind = "Float4" if "float4" in a.name + b.name else "Float8"
+        raise RuntimeError(f"Promotion for {kind} Types is not supported, attempted to promote "
+                           f"{legacy_name(a)} and {legacy_name(b)}")
+    if a in _WIDE_UNSIGNED or b in _WIDE_UNSIGNED:
+        raise RuntimeError(
+            "Promotion for uint16, uint32, uint64 types is not supported, attempted to promote "
+            f"{legacy_name(a)} and {legacy_name(b)}")
+    if a.is_complex and b.is_complex:
+        return a if a.itemsize >= b.itemsize else b
+    c, other = (a, b) if a.is_complex else (b, a)
+    if other._category == 2:  # complex of the promoted real parts: float64 + complex64 -> complex128
+        return promote_types(c.to_real(), other).to_complex()
+    return c
 
 
 def scalar_dtype(x: Any) -> dtype:
@@ -220,14 +300,17 @@ def _combine(higher: dtype | None, lower: dtype | None) -> dtype | None:
 
 def can_cast(from_: dtype, to: dtype) -> bool:
     """``torch.can_cast``: casting that does not lower the category."""
-    return from_._category <= to._category
+    return from_._category <= to._category or (from_._category == _FLOAT8 and to._category == 2)
 
 
 _LEGACY_NAMES = {
     "float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
     "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
     "bool": "Bool", "complex64": "ComplexFloat", "complex128": "ComplexDouble",
-    "uint16": "UInt16", "uint32": "UInt32", "uint64": "UInt64",
+    "uint16": "UInt16", "uint32": "UInt32", "uint64": "UInt64", "complex32": "ComplexHalf",
+    "float8_e4m3fn": "Float8_e4m3fn", "float8_e5m2": "Float8_e5m2",
+    "float8_e4m3fnuz": "Float8_e4m3fnuz", "float8_e5m2fnuz": "Float8_e5m2fnuz",
+    "float8_e8m0fnu": "Float8_e8m0fnu", "float4_e2m1fn_x2": "Float4_e2m1fn_x2",
 }
 
 

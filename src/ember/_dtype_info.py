@@ -38,9 +38,18 @@ class finfo:
 
     def __init__(self, type: Any = None) -> None:  # noqa: A002 - PyTorch's name
         dt = get_default_dtype() if type is None else type
+        if isinstance(dt, _dtype.dtype) and dt.is_complex:
+            dt = dt.to_real()  # PyTorch's: finfo(complex64) is float32's
         if not isinstance(dt, _dtype.dtype) or not dt.is_floating_point:
             raise TypeError(f"torch.finfo() requires a floating point input type, got {dt}; "
                             "use torch.iinfo for integer types")
+        if dt.name in _FLOAT8_INFO:  # no NumPy type behind it yet: PyTorch's values
+            (self.eps, self.max, self.min, self.tiny) = _FLOAT8_INFO[dt.name]
+            self.bits, self.smallest_normal, self.resolution, self.dtype = 8, self.tiny, 1.0, dt.name
+            return
+        if dt.name == "float4_e2m1fn_x2":
+            raise TypeError("torch.finfo() has no limits for torch.float4_e2m1fn_x2 (two values "
+                            "packed in a byte), as in PyTorch")
         try:
             info = np.finfo(dt.np)
         except ValueError:  # bfloat16 from ml_dtypes
@@ -61,11 +70,22 @@ class finfo:
                 f"tiny={self.tiny:g}, dtype={self.dtype})")
 
 
+# PyTorch's finfo of the float8 formats: eps, max, min, tiny (smallest_normal)
+_FLOAT8_INFO = {
+    "float8_e4m3fn": (0.125, 448.0, -448.0, 2.0**-6),
+    "float8_e5m2": (0.25, 57344.0, -57344.0, 2.0**-14),
+    "float8_e4m3fnuz": (0.125, 240.0, -240.0, 2.0**-7),
+    "float8_e5m2fnuz": (0.125, 57344.0, -57344.0, 2.0**-15),
+    "float8_e8m0fnu": (1.0, 2.0**127, 2.0**-127, 2.0**-127),
+}
+
+
 class iinfo:
     """Machine limits of an integer dtype: ``iinfo(torch.int64).max``."""
 
     def __init__(self, type: Any) -> None:  # noqa: A002 - PyTorch's name
-        if not isinstance(type, _dtype.dtype) or type.is_floating_point or type.name == "bool":
+        if (not isinstance(type, _dtype.dtype) or type.is_floating_point or type.is_complex
+                or type.name == "bool"):
             raise TypeError(f"torch.iinfo() requires an integer input type, got {type}; "
                             "use torch.finfo for floating point types")
         info = np.iinfo(type.np)

@@ -168,6 +168,11 @@ def _addmm(self: Any, mat1: Any, mat2: Any, *, beta: Any = 1, alpha: Any = 1) ->
     return self.addmm(mat1, mat2, beta=beta, alpha=alpha)
 
 
+def _sparse_addmm(self: Any, mat1: Any, mat2: Any, *, beta: Any = 1, alpha: Any = 1) -> Any:
+    # PyTorch's takes a sparse or a dense mat1; ember's tensors are all dense
+    return self.addmm(mat1, mat2, beta=beta, alpha=alpha)
+
+
 def _sum(self: Any, *, dtype: Any = None) -> Any:
     return self.sum(dtype=dtype)
 
@@ -201,6 +206,19 @@ def _to_copy(self: Any, *, dtype: Any = None, layout: Any = None, device: Any = 
              memory_format: Any = None) -> Any:
     return self.to(device=self.device if device is None else device,
                    dtype=self.dtype if dtype is None else dtype, copy=True)
+
+
+def _pin_memory(self: Any, device: Any = None) -> Any:
+    return self.pin_memory()
+
+
+def _sort(self: Any, dim: int = -1, descending: bool = False) -> Any:
+    return tuple(self.sort(dim, descending))
+
+
+def _sort_stable(self: Any, *, stable: bool | None, dim: int = -1,
+                 descending: bool = False) -> Any:
+    return tuple(self.sort(dim=dim, descending=descending, stable=bool(stable)))
 
 
 def _cat(tensors: Any, dim: int = 0) -> Any:
@@ -263,8 +281,16 @@ def _unsqueeze(self: Any, dim: int) -> Any:
     return self.unsqueeze(dim)
 
 
+def _squeeze(self: Any) -> Any:
+    return self.squeeze()
+
+
 def _squeeze_dim(self: Any, dim: int) -> Any:
     return self.squeeze(dim)
+
+
+def _squeeze_dims(self: Any, dim: Any) -> Any:
+    return self.squeeze(tuple(dim))
 
 
 def _expand(self: Any, size: Any, *, implicit: bool = False) -> Any:
@@ -279,16 +305,18 @@ _TABLE: dict[str, dict[str, Callable]] = {
     "neg": {"default": _neg}, "exp": {"default": _exp}, "relu": {"default": _relu},
     "sigmoid": {"default": _sigmoid}, "tanh": {"default": _tanh},
     "mm": {"default": _mm}, "bmm": {"default": _bmm}, "addmm": {"default": _addmm},
+    "_sparse_addmm": {"default": _sparse_addmm},
     "sum": {"default": _sum, "dim_IntList": _sum_dim},
     "mean": {"default": _mean, "dim": _mean_dim},
     "clone": {"default": _clone}, "detach": {"default": _detach}, "alias": {"default": _alias},
-    "_to_copy": {"default": _to_copy},
+    "_to_copy": {"default": _to_copy}, "_pin_memory": {"default": _pin_memory},
+    "sort": {"default": _sort, "stable": _sort_stable},
     "cat": {"default": _cat}, "stack": {"default": _stack}, "flip": {"default": _flip},
     "index_select": {"default": _index_select}, "select": {"int": _select},
     "slice": {"Tensor": _slice}, "index": {"Tensor": _index}, "unbind": {"int": _unbind},
     "view": {"default": _view}, "reshape": {"default": _reshape},
     "transpose": {"int": _transpose}, "permute": {"default": _permute}, "t": {"default": _t},
-    "unsqueeze": {"default": _unsqueeze}, "squeeze": {"dim": _squeeze_dim},
+    "unsqueeze": {"default": _unsqueeze}, "squeeze": {"default": _squeeze, "dim": _squeeze_dim, "dims": _squeeze_dims},
     "expand": {"default": _expand},
 }
 

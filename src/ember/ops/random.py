@@ -585,6 +585,8 @@ def _float_dtype(name: str, dtype: Any, out: Any) -> Any:
 
 def _check_float(name: str, dt: Any) -> None:
     if not dt.is_floating_point:
+        if dt.is_complex:
+            dt.np  # noqa: B018 - raises TypeError: ember has no complex tensors yet
         raise NotImplementedError(f"{name}(): random floats need a floating-point dtype, got "
                                   f"{dt} (for integers use randint / random_)")
 

@@ -45,7 +45,11 @@ one of these modules and is only ever mutated in place.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+from .._backend import device as _device
 from .._pickle_reader import UnsafeCheckpointError
+from .._tensor import Tensor as _Tensor
 from ._allowlist import add_safe_globals, clear_safe_globals, get_safe_globals, safe_globals
 from ._load import get_unsafe_globals_in_checkpoint, load
 from ._options import MAP_PRIVATE as MAP_PRIVATE
@@ -71,6 +75,10 @@ from ._options import (
     validate_cuda_device,
 )
 from ._save import DEFAULT_PROTOCOL, save
+
+# The type of load's map_location, as PyTorch spells it for annotations (a callable receives each
+# storage, a tensor in ember, and its location tag, and returns it moved or None)
+MAP_LOCATION = Callable[[_Tensor, str], _Tensor] | _device | str | dict[str, str] | None
 
 __all__ = [
     "save", "load", "UnsafeCheckpointError", "DEFAULT_PROTOCOL", "add_safe_globals",

@@ -446,6 +446,8 @@ class Module(_ModuleStateDict):
         ``to(device, dtype)``, ``to(tensor)``. Only floating-point tensors change dtype."""
         device, dtype = _parse_to(args, kwargs)
         if dtype is not None and not dtype.is_floating_point:
+            if dtype.is_complex:
+                dtype.np  # noqa: B018 - raises TypeError: ember has no complex tensors yet
             raise TypeError(
                 "nn.Module.to only accepts floating point or complex dtypes, but got desired "
                 f"dtype={dtype}"
