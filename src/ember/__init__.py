@@ -319,17 +319,19 @@ _LAZY_ATTRS = {
     "vmap": "ember.func",
     "from_dlpack": "ember.utils.dlpack",
     **dict.fromkeys(
-        ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "max_pool1d", "max_pool2d",
-         "avg_pool1d", "adaptive_avg_pool1d", "adaptive_max_pool1d", "pixel_shuffle",
-         "pixel_unshuffle", "conv3d", "conv_transpose3d", "max_pool3d", "conv_tbc"],
+        ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "avg_pool1d",
+         "pixel_shuffle", "pixel_unshuffle", "conv3d", "conv_transpose3d", "conv_tbc"],
         "ember.ops.nn"),
     "native_channel_shuffle": "ember.ops.nn",
     **dict.fromkeys(["relu_", "selu_", "celu_", "rrelu_", "threshold_"], "ember.ops.nn"),
-    **dict.fromkeys(["rms_norm", "bilinear", "channel_shuffle", "feature_alpha_dropout"],
-                    "ember.nn.functional"),
-    **dict.fromkeys(["dropout", "layer_norm", "group_norm", "batch_norm", "embedding",
-                     "prelu", "selu", "celu", "threshold", "rrelu", "hardshrink", "cosine_similarity",
-                     "pairwise_distance", "pdist", "alpha_dropout"], "ember.nn.functional"),
+    **dict.fromkeys(["rms_norm", "bilinear", "channel_shuffle", "prelu"], "ember.nn.functional"),
+    # ATen's signatures, not nn.functional's (torch.dropout(input, p, train)...): ops/nn/namespace.py
+    **dict.fromkeys(
+        ["dropout", "alpha_dropout", "feature_alpha_dropout", "batch_norm", "instance_norm",
+         "layer_norm", "group_norm", "embedding", "max_pool1d", "max_pool2d", "max_pool3d",
+         "adaptive_avg_pool1d", "adaptive_max_pool1d", "celu", "selu", "threshold", "rrelu",
+         "hardshrink", "cosine_similarity", "pairwise_distance", "pdist"],
+        "ember.ops.nn.namespace"),
 }
 
 

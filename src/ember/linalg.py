@@ -74,12 +74,13 @@ def _square_float(fn: str, a: Any) -> Any:
     return a
 
 
-def vector_norm(x: Any, ord: float = 2, dim: Any = None, keepdim: bool = False, *,
+def vector_norm(input: Any, ord: float = 2, dim: Any = None, keepdim: bool = False, *,
                 dtype: Any = None, out: Any = None) -> Any:
-    """The vector ``ord``-norm of x over ``dim`` (all elements when None)."""
+    """The vector ``ord``-norm of ``input`` over ``dim`` (all elements when None); ``x=`` is
+    NumPy's name for it, as PyTorch's builtin takes."""
     from .ops.reduction_stats import vector_norm as _vector_norm
 
-    res = _vector_norm(x, ord, dim, keepdim, dtype=dtype)
+    res = _vector_norm(input, ord, dim, keepdim, dtype=dtype)
     return _mx._result(res, out, "linalg.vector_norm")
 
 
@@ -541,7 +542,12 @@ def __getattr__(name: str) -> Any:
     raise attribute_error("torch.linalg", name)
 
 
-# PyTorch's torch.linalg functions are builtins, which do not bind as methods: ember's neither
+# PyTorch's torch.linalg functions are builtins, which do not bind as methods: ember's neither;
+# they take NumPy's names (x= for input, axis= for dim, keepdims=): ops/_aliases.py
 from . import _as_builtins  # noqa: E402
+from .ops._aliases import numpy_names as _numpy_names  # noqa: E402
 
+for _name in __all__:  # (all builtins: linalg.norm takes them where torch.norm does not)
+    globals()[_name] = _numpy_names(globals()[_name], "linalg." + _name)
+del _name
 _as_builtins(globals(), __name__)

@@ -13,9 +13,11 @@ def __getattr__(name: str) -> object:
     raise attribute_error("torch.nn.functional", name)
 
 
-# the functions PyTorch binds in C++ (builtins, which do not bind as methods: ember's neither);
-# its Python-level ones (relu, softmax, dropout...) bind, as ember's do
+# the functions PyTorch binds in C++ (builtins, which do not bind as methods: ember's neither;
+# they take NumPy's names, x= for input, axis= for dim: ops/_aliases.py); its Python-level ones
+# (relu, softmax, dropout...) bind, as ember's do, and take PyTorch's names only
 from .. import _as_builtin  # noqa: E402
+from ..ops._aliases import numpy_names  # noqa: E402
 
 for _name in (
     "adaptive_avg_pool1d", "avg_pool1d", "avg_pool2d", "avg_pool3d", "bilinear", "celu_",
@@ -27,5 +29,5 @@ for _name in (
     "scaled_dot_product_attention", "selu_", "softplus", "softshrink", "threshold_",
 ):
     if _name in globals():
-        globals()[_name] = _as_builtin(globals()[_name], __name__, _name)
+        globals()[_name] = _as_builtin(numpy_names(globals()[_name], _name), __name__, _name)
 del _name

@@ -299,17 +299,7 @@ def rrelu(
     inplace: bool = False,
 ) -> TensorBase:
     """Randomized leaky ReLU: slope ~ U(lower, upper) per element in training, else the mean."""
-    _float_input(input, "rrelu")
-    if not training:
-        return leaky_relu(input, (lower + upper) / 2, inplace)
-
-    xp = _backend.xp_of(input._data)
-    draw = _random._rng(None).uniform(lower, upper, tuple(input.shape))
-    slope = xp.asarray(draw.astype(input._data.dtype))
-    mask = xp.where(input._data > 0, xp.ones((), input._data.dtype), slope)
-    if inplace:
-        return _inplace(input, lambda t: _MulMask.apply(t, mask))
-    return _MulMask.apply(input, mask)
+    return _rrelu(input, lower, upper, training, inplace, None)
 
 
 def rrelu_(input: TensorBase, lower: float = 1.0 / 8, upper: float = 1.0 / 3,
@@ -713,6 +703,22 @@ class Softshrink(Shrink):
 
 class Hardshrink(Shrink):
     node_name = "HardshrinkBackward0"
+
+
+def _rrelu(input: TensorBase, lower: float, upper: float, training: bool, inplace: bool,
+           generator: Any) -> TensorBase:
+    """``rrelu`` drawing its slopes from ``generator`` (``torch.rrelu``'s own parameter)."""
+    _float_input(input, "rrelu")
+    if not training:
+        return leaky_relu(input, (lower + upper) / 2, inplace)
+
+    xp = _backend.xp_of(input._data)
+    draw = _random._rng(generator).uniform(lower, upper, tuple(input.shape))
+    slope = xp.asarray(draw.astype(input._data.dtype))
+    mask = xp.where(input._data > 0, xp.ones((), input._data.dtype), slope)
+    if inplace:
+        return _inplace(input, lambda t: _MulMask.apply(t, mask))
+    return _MulMask.apply(input, mask)
 
 
 def _softplus_arr(xp: Any, x: Any) -> Any:
