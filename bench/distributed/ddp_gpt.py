@@ -48,8 +48,8 @@ for _ in range(args.warmup + args.steps):
 timed = sorted(durations[args.warmup:])
 median = timed[len(timed) // 2]
 if rank == 0:
-    print(json.dumps({"workload": "ddp_gpt", "engine": "ember" if torch.__name__.startswith(
-        "ember") else "torch", "world": world, "overlap": not args.no_overlap,
+    print(json.dumps({"workload": "ddp_gpt", "engine": "ember" if hasattr(
+        torch, "__ember_version__") else "torch", "world": world, "overlap": not args.no_overlap,
         "step_ms_median": median * 1e3, "samples_per_s": world * BATCH / median,
         "threads": torch.get_num_threads()}), flush=True)
 dist.destroy_process_group()

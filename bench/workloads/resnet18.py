@@ -12,7 +12,7 @@ import torch
 from _common import StepTimer, maybe_compile, parse_args, report
 from torch import nn
 
-if not torch.__name__.startswith("ember"):
+if not hasattr(torch, "__ember_version__"):  # real PyTorch (under ember run torch is ember)
     sys.modules.setdefault("torchvision._meta_registrations",
                            types.ModuleType("torchvision._meta_registrations"))
 import torchvision  # noqa: E402
