@@ -146,8 +146,8 @@ def fmax(input: Any, other: Any, *, out: Any = None) -> Any:
     input, other = _promote(input, other)
     if input._data.dtype.kind != "f":
         res = maximum(input, other)
-        return res if out is None else _out.write(out, res, "fmax")
-    res = Fmax.apply(isnan(other) | (input >= other), input, other)
+    else:
+        res = Fmax.apply(isnan(other) | (input >= other), input, other)
     return res if out is None else _out.write(out, res, "fmax")
 
 
@@ -156,8 +156,8 @@ def fmin(input: Any, other: Any, *, out: Any = None) -> Any:
     input, other = _promote(input, other)
     if input._data.dtype.kind != "f":
         res = minimum(input, other)
-        return res if out is None else _out.write(out, res, "fmin")
-    res = Fmin.apply(isnan(other) | (input <= other), input, other)
+    else:
+        res = Fmin.apply(isnan(other) | (input <= other), input, other)
     return res if out is None else _out.write(out, res, "fmin")
 
 

@@ -56,8 +56,8 @@ def add(input: Any, other: Any, *, alpha: Any = 1, out: Any = None) -> Any:
     input, other, scale = _scaled(input, other, alpha)
     if scale is not None:
         res = _om(ScaledAdd, input, other).apply(input, other, scale)
-        return res if out is None else _out.write(out, res, "add")
-    res = Add.apply(input, other)
+    else:
+        res = Add.apply(input, other)
     return res if out is None else _out.write(out, res, "add")
 
 
@@ -79,8 +79,8 @@ def sub(input: Any, other: Any, *, alpha: Any = 1, out: Any = None) -> Any:
     if scale is not None:
         op = ScaledSub if isinstance(input, TensorBase) else ScaledRsub
         res = _om(op, input, other).apply(input, other, scale)
-        return res if out is None else _out.write(out, res, "sub")
-    res = (Sub if isinstance(input, TensorBase) else Rsub).apply(input, other)
+    else:
+        res = (Sub if isinstance(input, TensorBase) else Rsub).apply(input, other)
     return res if out is None else _out.write(out, res, "sub")
 
 
@@ -267,8 +267,8 @@ def lerp(input: Any, end: Any, weight: Any, *, out: Any = None) -> Any:
     if isinstance(weight, TensorBase):
         input, weight = _promote(input, weight)
         res = _om(LerpT, input, end, weight).apply(input, end, weight)
-        return res if out is None else _out.write(out, res, "lerp")
-    res = _om(Lerp, input, end).apply(input, end, weight)
+    else:
+        res = _om(Lerp, input, end).apply(input, end, weight)
     return res if out is None else _out.write(out, res, "lerp")
 
 

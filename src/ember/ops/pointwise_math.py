@@ -285,11 +285,10 @@ def xlogy(input: Any, other: Any, *, out: Any = None) -> Any:
     input, other = _promote(input, other, to_float=True)
     if not isinstance(input, TensorBase):
         res = XlogyScalarX.apply(float(input), other)
-        return res if out is None else _out.write(out, res, "xlogy")
-    if not isinstance(other, TensorBase):
+    elif not isinstance(other, TensorBase):
         res = XlogyScalarY.apply(input, float(other))
-        return res if out is None else _out.write(out, res, "xlogy")
-    res = Xlogy.apply(input, other)
+    else:
+        res = Xlogy.apply(input, other)
     return res if out is None else _out.write(out, res, "xlogy")
 
 

@@ -35,8 +35,8 @@ def abs(input: Any, *, out: Any = None) -> Any:
     """``|input|``, elementwise."""
     if input._data.dtype == np.bool_:
         res = input.clone()
-        return res if out is None else _out.write(out, res, "abs")
-    res = Abs.apply(input)
+    else:
+        res = Abs.apply(input)
     return res if out is None else _out.write(out, res, "abs")
 
 
@@ -62,8 +62,8 @@ def floor(input: Any, *, out: Any = None) -> Any:
     """The largest integer <= each element (integer tensors are returned as a copy)."""
     if input._data.dtype.kind in "iub":
         res = input.clone()
-        return res if out is None else _out.write(out, res, "floor")
-    res = _piecewise(input, _backend.xp_of(input._data).floor, Floor)
+    else:
+        res = _piecewise(input, _backend.xp_of(input._data).floor, Floor)
     return res if out is None else _out.write(out, res, "floor")
 
 
@@ -71,8 +71,8 @@ def ceil(input: Any, *, out: Any = None) -> Any:
     """The smallest integer >= each element (integer tensors are returned as a copy)."""
     if input._data.dtype.kind in "iub":
         res = input.clone()
-        return res if out is None else _out.write(out, res, "ceil")
-    res = _piecewise(input, _backend.xp_of(input._data).ceil, Ceil)
+    else:
+        res = _piecewise(input, _backend.xp_of(input._data).ceil, Ceil)
     return res if out is None else _out.write(out, res, "ceil")
 
 
@@ -80,8 +80,8 @@ def trunc(input: Any, *, out: Any = None) -> Any:
     """Each element rounded toward zero (integer tensors are returned as a copy)."""
     if input._data.dtype.kind in "iub":
         res = input.clone()
-        return res if out is None else _out.write(out, res, "trunc")
-    res = _piecewise(input, _backend.xp_of(input._data).trunc, Trunc)
+    else:
+        res = _piecewise(input, _backend.xp_of(input._data).trunc, Trunc)
     return res if out is None else _out.write(out, res, "trunc")
 
 
@@ -97,8 +97,8 @@ def round(input: Any, *, decimals: int = 0, out: Any = None) -> Any:
                 f"round(decimals={decimals}) is not implemented for {input.dtype} tensors (as in "
                 "PyTorch); convert to a floating dtype first, e.g. x.float().round(decimals=...)")
         res = input.clone()
-        return res if out is None else _out.write(out, res, "round")
-    res = _piecewise(input, lambda a: xp.round(a, decimals), Round)
+    else:
+        res = _piecewise(input, lambda a: xp.round(a, decimals), Round)
     return res if out is None else _out.write(out, res, "round")
 
 
@@ -106,8 +106,8 @@ def sign(input: Any, *, out: Any = None) -> Any:
     """The sign of each element: -1, 0 or 1 (0 at NaN)."""
     if input._data.dtype == np.bool_:
         res = input.clone()
-        return res if out is None else _out.write(out, res, "sign")
-    res = _piecewise(input, _sign0_of, Sign)
+    else:
+        res = _piecewise(input, _sign0_of, Sign)
     return res if out is None else _out.write(out, res, "sign")
 
 
@@ -115,8 +115,8 @@ def sgn(input: Any, *, out: Any = None) -> Any:
     """The sign of each element (-1, 0 or 1; 0 at NaN); PyTorch's name for complex inputs too."""
     if input._data.dtype == np.bool_:
         res = input.clone()
-        return res if out is None else _out.write(out, res, "sgn")
-    res = _piecewise(input, _sign0_of, Sgn)
+    else:
+        res = _piecewise(input, _sign0_of, Sgn)
     return res if out is None else _out.write(out, res, "sgn")
 
 

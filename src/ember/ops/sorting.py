@@ -42,8 +42,8 @@ def sort(input: Any, dim: int = -1, descending: bool = False, *, stable: bool | 
     idx = _argsort(_backend.xp_of(x._data), x._data, d, descending)
     if was0:
         res = return_types.sort(_take(input, d, idx, Sort, ()), TensorBase._make(idx.reshape(())))
-        return res if out is None else _out.write(out, res, "sort")
-    res = return_types.sort(_take(input, d, idx, Sort), TensorBase._make(idx))
+    else:
+        res = return_types.sort(_take(input, d, idx, Sort), TensorBase._make(idx))
     return res if out is None else _out.write(out, res, "sort")
 
 
@@ -88,8 +88,8 @@ def topk(input: Any, k: int, dim: int = -1, largest: bool = True, sorted: bool =
         idx = xp.take(idx, xp.arange(k), axis=d)
     if was0:
         res = return_types.topk(_take(input, d, idx, Topk, ()), TensorBase._make(idx.reshape(())))
-        return res if out is None else _out.write(out, res, "topk")
-    res = return_types.topk(_take(input, d, idx, Topk), TensorBase._make(idx))
+    else:
+        res = return_types.topk(_take(input, d, idx, Topk), TensorBase._make(idx))
     return res if out is None else _out.write(out, res, "topk")
 
 
