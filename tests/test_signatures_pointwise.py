@@ -244,6 +244,9 @@ SPECIAL = [
     lambda m: m.div(7, 2, rounding_mode="floor"),
     lambda m: m.floor_divide(7, 2),
     lambda m: m.add(1, m.tensor(X)),
+    lambda m: m.add(np.float64(2.0), 3),  # NumPy scalars count as Python numbers
+    lambda m: m.mul(np.int32(2), 3),
+    lambda m: m.add(2, 3, out=m.zeros(())),
     lambda m: m.pow(2, 3),  # refused on both
     lambda m: m.remainder(5, 3),  # refused on both
     # a number base is named self

@@ -704,7 +704,9 @@ def _number_tensor(x: Any) -> Any:
     """A Python number as a 0-d tensor (int64, bool or the default float dtype), so that
     ``torch.add(2, 3)`` gives ``tensor(5)`` as PyTorch's add/sub/mul/div do; anything else is
     returned as is (and refused by the promotion that follows)."""
-    if isinstance(x, (bool, int, float, np.generic)):
+    if isinstance(x, np.generic):  # NumPy scalars act as Python numbers, as in PyTorch
+        x = x.item()
+    if isinstance(x, (bool, int, float)):
         return tensor(x)
     return x
 
