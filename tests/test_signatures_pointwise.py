@@ -326,6 +326,21 @@ SPECIAL = [
     lambda m: m.mvlgamma(m.tensor([0.4, 0.5, 1.0, 2.5]), 3),
 ]
 
+SIGNED_ZEROS = [  # a zero remainder takes the dividend's sign, as PyTorch's
+    lambda m: m.remainder(m.tensor([5.0, -3.0, -0.0, 3.0, 0.0, -5.0, 7.0]),
+                          m.tensor([-1.0, 1.5, 1.0, -1.5, -2.0, 1.0, 2.0])),
+    lambda m: m.remainder(m.tensor([5.0, -3.0, 4.5]), -1.5),
+    lambda m: m.remainder(5, m.tensor([-1.0, 2.5])),
+    lambda m: m.tensor([4.5, -4.5], dtype=m.float64) % 1.5,
+]
+
+
+@pytest.mark.parametrize("call", SIGNED_ZEROS, ids=[str(i) for i in range(len(SIGNED_ZEROS))])
+def test_remainder_zero_sign_matches_pytorch(call: Callable) -> None:
+    mine, ref = call(ember), call(torch)
+    _same(mine, ref)
+    assert np.array_equal(np.signbit(mine.numpy()), np.signbit(ref.numpy()))
+
 
 def _outcome(m: Any, call: Callable) -> Any:
     try:

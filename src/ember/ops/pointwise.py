@@ -504,7 +504,12 @@ class Remainder(Op):
     @staticmethod
     def forward(ctx: Any, a: Any, b: Any) -> Any:
         ctx.save_for_backward(a, b)
-        return _quietly(ctx.xp.remainder, a, b)
+        out = _quietly(ctx.xp.remainder, a, b)
+        if out.dtype.kind == "f":  # a zero takes a's sign, as PyTorch's (NumPy gives b's)
+            zero = out == 0
+            if zero.any():
+                out = ctx.xp.where(zero, ctx.xp.copysign(out, a), out)
+        return out
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
