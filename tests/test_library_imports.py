@@ -2,8 +2,9 @@
 after tests/test_import_names.py (issue "Nothing at import", second round), each against the
 installed PyTorch: the complex and float8/float4 dtype objects (named in dtype tables; no tensors
 yet), ``torch.serialization.MAP_LOCATION``, ``torch._subclasses.fake_tensor.is_fake``,
-``torch.fx.experimental.proxy_tensor.get_proxy_mode``, ``torch._C._are_functorch_transforms_active``
-and more ``torch.ops.aten`` overloads. Last, each library imports under ``ember run`` when it is
+``torch.fx.experimental.proxy_tensor.get_proxy_mode``, ``torch._C._are_functorch_transforms_active``,
+``torch.SymInt``/``SymFloat``/``SymBool``, ``torch._assert_async``, ``autograd.forward_ad.unpack_dual``,
+``is_autocast_enabled`` for other device types, and more ``torch.ops.aten`` overloads. Last, each library imports under ``ember run`` when it is
 installed in this environment (skipped otherwise; docs/running.md says how to set one up).
 """
 
@@ -233,6 +234,63 @@ def test_the_new_modules_load_lazily():
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
     assert ember._subclasses.fake_tensor.is_fake(ember.ones(1)) is False
+
+
+# -- what a computer-vision library calls while it runs ---------------------------------------
+
+def test_is_autocast_enabled_for_pytorchs_other_device_types_is_false():
+    for dev in ("ipu", "xpu", "maia", "xla", "mps", "hpu", "mtia", "privateuseone"):
+        assert ember.is_autocast_enabled(dev) is torch.is_autocast_enabled(dev) is False
+    for dev in ("meta", "vulkan", "lazy", "hip"):  # device types without an autocast state
+        with pytest.raises(RuntimeError):
+            torch.is_autocast_enabled(dev)
+        with pytest.raises(RuntimeError):
+            ember.is_autocast_enabled(dev)
+    with ember.autocast("cpu"):
+        assert ember.is_autocast_enabled("cpu") and not ember.is_autocast_enabled("mps")
+    with pytest.raises(RuntimeError):
+        ember.is_autocast_enabled("not_a_device")
+    with pytest.raises(RuntimeError):
+        torch.is_autocast_enabled("not_a_device")
+
+
+def test_symbolic_number_classes_have_no_instances():
+    for name in ("SymInt", "SymFloat", "SymBool"):
+        e, t = getattr(ember, name), getattr(torch, name)
+        assert isinstance(e, type) and e.__name__ == t.__name__
+        for v in (3, 2.5, True, ember.ones(2).shape[0], ember.tensor(3)):
+            assert not isinstance(v, e)
+        assert not isinstance(torch.ones(2).shape[0], t)
+        with pytest.raises(TypeError, match="symbolic"):
+            e(3)
+
+
+def test_assert_async_checks_as_pytorchs_cpu_form():
+    cases = [([], None), ([], "M"), ([[True]], None), (float("nan"), None), ([False, True], "M"),
+             (0, None), (0, "zero here"), (False, None), (2, None), (0.0, None)]
+    for value, msg in cases:
+        args = () if msg is None else (msg,)
+        assert _outcome(lambda v=value, a=args: ember._assert_async(ember.tensor(v), *a)) == \
+            _outcome(lambda v=value, a=args: torch._assert_async(torch.tensor(v), *a)), value
+    with pytest.raises(RuntimeError, match="zero here"):
+        ember._assert_async(ember.tensor(0), "zero here")
+    with pytest.raises(RuntimeError, match="single nonzero value"):
+        ember._assert_async(ember.tensor(False))
+
+
+def test_unpack_dual_reports_no_tangent_as_pytorch_outside_make_dual():
+    from torch.autograd import forward_ad as t_fwad
+
+    from ember.autograd import forward_ad
+
+    x = ember.ones(2, requires_grad=True)
+    e, t = forward_ad.unpack_dual(x), t_fwad.unpack_dual(torch.ones(2, requires_grad=True))
+    assert e.primal is x and e.tangent is None and t.tangent is None
+    assert type(e).__name__ == type(t).__name__ == "UnpackedDualTensor"
+    assert e._fields == t._fields == ("primal", "tangent")
+    assert forward_ad.unpack_dual(x, level=0) == (x, None)
+    assert ember.autograd.forward_ad is forward_ad
+    assert not hasattr(forward_ad, "make_dual") and not hasattr(forward_ad, "dual_level")
 
 
 # -- torch.ops.aten: what a graph library registers ---------------------------------------------

@@ -316,6 +316,8 @@ _LAZY_ATTRS = {
                      "is_autocast_cpu_enabled", "set_autocast_cpu_enabled"],
                     "ember.amp.autocast_mode"),
     "compile": "ember._compile",
+    **dict.fromkeys(["SymInt", "SymFloat", "SymBool"], "ember._symbolic"),
+    "_assert_async": "ember._asserts",
     "vmap": "ember.func",
     "from_dlpack": "ember.utils.dlpack",
     **dict.fromkeys(

@@ -194,8 +194,16 @@ def is_autocast_available(device_type: str) -> bool:
     return device_type in _DEVICE_TYPES
 
 
+# PyTorch's other device types with an autocast state: never on here (ember has no arrays there)
+_OTHER_DEVICE_TYPES = frozenset({"ipu", "xpu", "maia", "xla", "mps", "hpu", "mtia",
+                                 "privateuseone"})
+
+
 def is_autocast_enabled(device_type: str | None = None) -> bool:
-    """Whether autocast is on for ``device_type`` (no argument: 'cuda', PyTorch's legacy form)."""
+    """Whether autocast is on for ``device_type`` (no argument: 'cuda', PyTorch's legacy form);
+    False for PyTorch's other device types ('mps', 'xpu'...), as on a PyTorch without them."""
+    if device_type in _OTHER_DEVICE_TYPES:
+        return False
     return state.enabled[_check_device_type("cuda" if device_type is None else device_type)]
 
 

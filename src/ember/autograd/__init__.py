@@ -33,6 +33,7 @@ _LAZY = {
     "gradgradcheck": ("gradcheck", "gradgradcheck"),
     "Variable": ("variable", "Variable"),
     "variable": ("variable", None),
+    "forward_ad": ("forward_ad", None),
 }
 
 
