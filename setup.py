@@ -15,9 +15,11 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
+import shutil
 import sys
 import sysconfig
 from pathlib import Path
+from typing import Any
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
@@ -57,6 +59,17 @@ class OptionalBuildExt(build_ext):
             super().build_extension(ext)
         except Exception as e:  # noqa: BLE001
             self._skip(_why(e))
+
+    def copy_file(self, infile: str, outfile: str, *args: Any, **kwargs: Any) -> Any:
+        """An in-place build replaces the extension by a rename, never by writing into it: a
+        process that has the old one loaded keeps its mapping (writing would crash it)."""
+        if not str(outfile).endswith((".so", ".pyd")) or self.dry_run:
+            return super().copy_file(infile, outfile, *args, **kwargs)
+        tmp = f"{outfile}.{os.getpid()}.tmp"
+        shutil.copyfile(infile, tmp)
+        shutil.copymode(infile, tmp)
+        os.replace(tmp, outfile)
+        return outfile, 1
 
     def get_outputs(self) -> list[str]:  # only what exists (an editable install copies these)
         return [p for p in super().get_outputs() if os.path.exists(p)]

@@ -23,6 +23,11 @@ static PyMethodDef native_methods[] = {
      METH_FASTCALL | METH_KEYWORDS,
      "tensor_make(data, requires_grad=False, grad_fn=None, output_nr=0): "
      "_tensor_base.py's TensorBase._make, in C."},
+    {"function_init", (PyCFunction)ember_function_init, METH_O,
+     "function_init(globals): give function_apply function.py's module namespace."},
+    {"function_apply", (PyCFunction)(void (*)(void))ember_function_apply,
+     METH_FASTCALL | METH_KEYWORDS,
+     "function_apply(cls, *args): function.py's Function.apply (_apply_python), in C."},
     {"engine_init", (PyCFunction)ember_engine_init, METH_O,
      "engine_init(globals): give the C walk autograd/engine.py's module namespace."},
     {"walk_nodes", (PyCFunction)(void (*)(void))ember_engine_walk_nodes, METH_FASTCALL,
@@ -37,7 +42,7 @@ static int native_exec(PyObject *module)
         || PyModule_AddStringConstant(module, "PY_HASH", EMBER_NATIVE_PY_HASH) < 0
         || PyModule_AddStringConstant(module, "BUILT_WITH", EMBER_NATIVE_BUILT_WITH) < 0)
         return -1;
-    if (ember_tensor_base_exec(module) < 0)
+    if (ember_tensor_base_exec(module) < 0 || ember_function_exec(module) < 0)
         return -1;
     return ember_engine_exec(module);
 }

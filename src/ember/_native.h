@@ -19,6 +19,12 @@ PyObject *ember_tensor_base_init(PyObject *self, PyObject *globals);
 PyObject *ember_tensor_make(PyObject *self, PyObject *const *args, size_t nargsf,
                             PyObject *kwnames);
 
+/* autograd/_native_function.c (mirrors autograd/function.py) */
+int ember_function_exec(PyObject *module);
+PyObject *ember_function_init(PyObject *self, PyObject *globals);
+PyObject *ember_function_apply(PyObject *self, PyObject *const *args, size_t nargsf,
+                               PyObject *kwnames);
+
 /* autograd/_native_engine.c (mirrors autograd/engine.py) */
 int ember_engine_exec(PyObject *module);
 PyObject *ember_engine_init(PyObject *self, PyObject *globals);

@@ -34,6 +34,7 @@ C_SOURCES = (
     "_native.c",
     "_native_tensor_base.c",
     "autograd/_native_engine.c",
+    "autograd/_native_function.c",
 )
 # The Python modules the C code mirrors (it calls back into them and follows their rules): a
 # change to one of them makes a built extension stale until it is rebuilt.
