@@ -4,7 +4,8 @@ installed PyTorch: the complex and float8/float4 dtype objects (named in dtype t
 yet), ``torch.serialization.MAP_LOCATION``, ``torch._subclasses.fake_tensor.is_fake``,
 ``torch.fx.experimental.proxy_tensor.get_proxy_mode``, ``torch._C._are_functorch_transforms_active``,
 ``torch.SymInt``/``SymFloat``/``SymBool``, ``torch._assert_async``, ``autograd.forward_ad.unpack_dual``,
-``is_autocast_enabled`` for other device types, and more ``torch.ops.aten`` overloads. Last, each library imports under ``ember run`` when it is
+``is_autocast_enabled`` for other device types, ``torch._foreach_*`` and more ``torch.ops.aten``
+overloads. Last, each library imports under ``ember run`` when it is
 installed in this environment (skipped otherwise; docs/running.md says how to set one up).
 """
 
@@ -324,6 +325,104 @@ def test_more_aten_overloads_run_like_pytorchs():
     t = ember.tensor(x)
     assert ea._pin_memory.default(t).equal(t)
     assert not hasattr(ea, "_sparse_mm_reduce_impl")  # sparse CSR kernels: absent
+
+
+# -- torch._foreach_*: what an optimizer library batches its updates with ----------------------
+
+def _lists(m, seed=0):
+    rng = np.random.default_rng(seed)
+    return [m.tensor(rng.uniform(0.5, 2.0, size=s).astype(np.float32)) for s in ((3,), (2, 2), ())]
+
+
+def _same(e, t):
+    es, ts = (list(e), list(t)) if isinstance(t, tuple | list) else ([e], [t])
+    assert type(e).__name__ == type(t).__name__ and len(es) == len(ts)
+    for ee, tt in zip(es, ts, strict=True):
+        assert str(ee.dtype) == str(tt.dtype) and tuple(ee.shape) == tuple(tt.shape)
+        np.testing.assert_allclose(ee.detach().numpy(), tt.detach().numpy(), rtol=2e-6, atol=1e-7)
+
+
+_FOREACH_CALLS = [
+    *[(name, lambda m, f, a, b, c: f(a)) for name in
+      ["abs", "acos", "asin", "atan", "ceil", "cos", "cosh", "erf", "erfc", "exp", "expm1", "floor",
+       "frac", "lgamma", "log", "log10", "log1p", "log2", "neg", "reciprocal", "round", "rsqrt",
+       "sigmoid", "sign", "sin", "sinh", "sqrt", "tan", "tanh", "trunc"]],
+    *[(name, call) for name in ["add", "sub", "mul", "div", "maximum", "minimum", "clamp_min",
+                                "clamp_max", "pow"]
+      for call in (lambda m, f, a, b, c: f(a, b), lambda m, f, a, b, c: f(a, 0.75),
+                   lambda m, f, a, b, c: f(a, [0.5, 2.0, -1.0]),
+                   lambda m, f, a, b, c: f(a, (1.5, 1, 0.25)))],
+    *[(name, lambda m, f, a, b, c: f(a, b, alpha=-0.5)) for name in ["add", "sub"]],
+    *[(name, lambda m, f, a, b, c: f(a, m.tensor(1.25))) for name in ["add", "mul", "div"]],
+    *[(name, call) for name in ["addcmul", "addcdiv"]
+      for call in (lambda m, f, a, b, c: f(a, b, c), lambda m, f, a, b, c: f(a, b, c, 0.3),
+                   lambda m, f, a, b, c: f(a, b, c, [0.3, -1.0, 2.0]),
+                   lambda m, f, a, b, c: f(a, b, c, m.tensor([0.3, -1.0, 2.0])))],
+    *[("lerp", call) for call in (lambda m, f, a, b, c: f(a, b, 0.25),
+                                  lambda m, f, a, b, c: f(a, b, [0.25, 0.5, 1.0]),
+                                  lambda m, f, a, b, c: f(a, b, c))],
+    ("norm", lambda m, f, a, b, c: f(a)), ("norm", lambda m, f, a, b, c: f(a, 1)),
+    ("norm", lambda m, f, a, b, c: f(a, float("inf"))),
+    ("norm", lambda m, f, a, b, c: f(a, 2, dtype=m.float64)),
+    ("max", lambda m, f, a, b, c: f(a)), ("clone", lambda m, f, a, b, c: f(a)),
+    ("pow", lambda m, f, a, b, c: f(2.0, a)),
+]
+
+
+@pytest.mark.parametrize("k", range(len(_FOREACH_CALLS)))
+def test_foreach_ops_match_pytorchs(k):
+    name, call = _FOREACH_CALLS[k]
+    lists = {m: (_lists(m, 0), _lists(m, 1), _lists(m, 2)) for m in (ember, torch)}
+    e = call(ember, getattr(ember, f"_foreach_{name}"), *lists[ember])
+    t = call(torch, getattr(torch, f"_foreach_{name}"), *lists[torch])
+    _same(e, t)
+    if hasattr(torch, f"_foreach_{name}_") and name not in ("max", "norm", "clone"):
+        try:  # the in-place form, where PyTorch has this overload
+            tl = lists[torch][0]
+            tr = call(torch, getattr(torch, f"_foreach_{name}_"), tl, *lists[torch][1:])
+        except (TypeError, RuntimeError):
+            return
+        el = lists[ember][0]
+        er = call(ember, getattr(ember, f"_foreach_{name}_"), el, *lists[ember][1:])
+        assert er is el and tr is tl
+        _same(list(el), list(tl))
+
+
+def test_foreach_in_place_helpers_and_errors_match_pytorch():
+    for m in (ember, torch):
+        a, b = _lists(m, 0), _lists(m, 1)
+        assert m._foreach_copy_(a, b) is a and all(x.equal(y) for x, y in zip(a, b, strict=True))
+        t = tuple(a)
+        assert m._foreach_zero_(t) is t and all(not x.any() for x in a)
+    bad = [lambda m, a: m._foreach_add([], 1), lambda m, a: m._foreach_add(a, a[:2]),
+           lambda m, a: m._foreach_add(a, [1, 2]), lambda m, a: m._foreach_sqrt([]),
+           lambda m, a: m._foreach_add(a, 1, alpha=2),
+           lambda m, a: m._foreach_add(a, [a[0], 1, 2]),
+           lambda m, a: m._foreach_lerp(a, a[:1], 0.5)]
+    for call in bad:
+        assert _outcome(lambda c=call: c(ember, _lists(ember))) == \
+            _outcome(lambda c=call: c(torch, _lists(torch)))
+
+
+def test_foreach_out_of_place_forms_are_differentiable():
+    grads = {}
+    for m in (ember, torch):
+        a = [x.requires_grad_() for x in _lists(m, 0)]
+        b = _lists(m, 1)
+        out = m._foreach_addcmul(m._foreach_mul(a, b), a, b, [0.5, 1.0, 2.0])
+        out = m._foreach_lerp(m._foreach_sqrt(out), b, 0.25)
+        sum(o.sum() for o in m._foreach_norm(out)).backward()
+        grads[m] = [x.grad.numpy() for x in a]
+    for ge, gt in zip(grads[ember], grads[torch], strict=True):
+        np.testing.assert_allclose(ge, gt, rtol=1e-5)
+
+
+def test_foreach_names_match_pytorchs():
+    names = {n for n in dir(torch) if n.startswith("_foreach_")}
+    missing = {n for n in names if not hasattr(ember, n)}
+    assert missing == {"_foreach_mm", "_foreach_powsum"}  # not written yet: absent
+    assert ember._foreach_add_.__name__ == "_foreach_add_"
+    assert not hasattr(ember, "_foreach_not_an_op")
 
 
 # -- the libraries themselves, when installed here -----------------------------------------------

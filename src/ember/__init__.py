@@ -192,6 +192,7 @@ from .ops.indexing_scatter import *  # noqa: F403
 from .ops.sorting import *  # noqa: F403
 from .ops.special import digamma, erfcx as _erfcx, i0, lgamma, logit, mvlgamma, polygamma, sinc  # noqa: F401
 from .ops._aliases import install as _numpy_names
+from .ops._aliases import numpy_names as _numpy_names_of
 
 _numpy_names(globals())  # axis=, keepdims=, x=... on the ops, as PyTorch's builtins take
 from . import random  # noqa: E402
@@ -251,8 +252,11 @@ def is_tensor(obj: object) -> bool:
     return isinstance(obj, Tensor)
 
 
-def is_floating_point(t: Tensor) -> bool:
-    return t.is_floating_point()
+def is_floating_point(input: Tensor) -> bool:
+    return input.is_floating_point()
+
+
+is_floating_point = _numpy_names_of(is_floating_point)  # x= too, as PyTorch's builtin
 
 
 def numel(t: Tensor) -> int:
@@ -318,6 +322,16 @@ _LAZY_ATTRS = {
     "compile": "ember._compile",
     **dict.fromkeys(["SymInt", "SymFloat", "SymBool"], "ember._symbolic"),
     "_assert_async": "ember._asserts",
+    # torch._foreach_*: the list-of-tensors forms of ops (_foreach.py), named without the prefix
+    **dict.fromkeys([f"_foreach_{n}" for n in (
+        "abs abs_ acos acos_ add add_ addcdiv addcdiv_ addcmul addcmul_ asin asin_ atan atan_ ceil "
+        "ceil_ clamp_max clamp_max_ clamp_min clamp_min_ clone copy_ cos cos_ cosh cosh_ div div_ "
+        "erf erf_ erfc erfc_ exp exp_ expm1 expm1_ floor floor_ frac frac_ lerp lerp_ lgamma "
+        "lgamma_ log log10 log10_ log1p log1p_ log2 log2_ log_ max maximum maximum_ minimum "
+        "minimum_ mul mul_ neg neg_ norm pow pow_ reciprocal reciprocal_ round round_ rsqrt rsqrt_ "
+        "sigmoid sigmoid_ sign sign_ sin sin_ sinh sinh_ sqrt sqrt_ sub sub_ tan tan_ tanh tanh_ "
+        "trunc trunc_ zero_ "
+    ).split()], "ember._foreach"),
     "vmap": "ember.func",
     "from_dlpack": "ember.utils.dlpack",
     **dict.fromkeys(

@@ -1,8 +1,9 @@
 """``torch.utils._foreach_utils``: grouping tensor lists by device and dtype, as optimizers and
 ``clip_grad_norm_`` do before calling fused kernels.
 
-ember has no ``torch._foreach_*`` kernels, so ``_has_foreach_support`` and
-``_device_has_foreach_support`` answer False and callers take their per-tensor path.
+ember's ``torch._foreach_*`` ops (``ember/_foreach.py``) loop over the tensors rather than run fused
+kernels, so ``_has_foreach_support`` and ``_device_has_foreach_support`` answer False and PyTorch's
+own optimizers take their per-tensor path (the same arithmetic, without the extra lists).
 """
 
 from __future__ import annotations
@@ -62,10 +63,10 @@ def _group_tensors_by_device_and_dtype(
 
 
 def _device_has_foreach_support(device: Any) -> bool:
-    """False: ember has no ``torch._foreach_*`` kernels on any device."""
+    """False: ember has no fused ``torch._foreach_*`` kernels on any device."""
     return False
 
 
 def _has_foreach_support(tensors: list[Any], device: Any) -> bool:
-    """False: ember has no ``torch._foreach_*`` kernels, so callers loop over the tensors."""
+    """False: ember has no fused ``torch._foreach_*`` kernels, so callers loop themselves."""
     return False
