@@ -275,6 +275,15 @@ def test_both_walks_give_identical_results(name: str, monkeypatch: pytest.Monkey
     assert _same(results["python"], results["native"]), results
 
 
+@needs_native
+def test_both_dependency_counts_agree() -> None:
+    a, b = ember.ones(3, requires_grad=True), ember.ones(3, requires_grad=True)
+    h = a * b
+    roots = [(h * h + h.exp()).sum().grad_fn, (h - b).sum().grad_fn]
+    assert NATIVE.dependencies(roots) == engine._dependencies_python(roots)
+    assert len(NATIVE.dependencies(roots)) == 7  # the roots themselves have none
+
+
 @pytest.mark.parametrize("core", list(WALKS))
 def test_a_replaced_engine_function_is_called_by_either_walk(core: str,
                                                              monkeypatch: pytest.MonkeyPatch) -> None:

@@ -30,6 +30,8 @@ static PyMethodDef native_methods[] = {
      "function_apply(cls, *args): function.py's Function.apply (_apply_python), in C."},
     {"engine_init", (PyCFunction)ember_engine_init, METH_O,
      "engine_init(globals): give the C walk autograd/engine.py's module namespace."},
+    {"dependencies", (PyCFunction)ember_engine_dependencies, METH_O,
+     "dependencies(roots): autograd/engine.py's _dependencies_python, in C."},
     {"walk_nodes", (PyCFunction)(void (*)(void))ember_engine_walk_nodes, METH_FASTCALL,
      "walk_nodes(ready, ready_leaves, buffers, deps, needed, capture, handed_out, "
      "retain_graph, create_graph): autograd/engine.py's _walk_nodes_python, in C."},

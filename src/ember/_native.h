@@ -28,6 +28,7 @@ PyObject *ember_function_apply(PyObject *self, PyObject *const *args, size_t nar
 /* autograd/_native_engine.c (mirrors autograd/engine.py) */
 int ember_engine_exec(PyObject *module);
 PyObject *ember_engine_init(PyObject *self, PyObject *globals);
+PyObject *ember_engine_dependencies(PyObject *self, PyObject *roots);
 PyObject *ember_engine_walk_nodes(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 
 #endif

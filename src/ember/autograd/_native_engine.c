@@ -537,6 +537,84 @@ static int takes_fast_path(PyObject *node, int plain, PyObject *function_dict,
     return on < 0 ? -1 : !on;
 }
 
+/* dependencies(roots): engine.py's _dependencies_python. For every node reachable from the
+ * roots, how many edges point at it (an iterative depth-first search):
+ *     deps = {}; seen = set(roots); stack = list(seen)
+ *     while stack:
+ *         node = stack.pop()
+ *         for nxt, _ in node._edges:
+ *             if nxt is not None:
+ *                 deps[nxt] = deps.get(nxt, 0) + 1
+ *                 if nxt not in seen: seen.add(nxt); stack.append(nxt)
+ *     return deps
+ */
+PyObject *ember_engine_dependencies(PyObject *self, PyObject *roots)
+{
+    (void)self;
+    PyObject *deps = PyDict_New(), *seen = PySet_New(roots), *stack = NULL, *node = NULL;
+    if (deps == NULL || seen == NULL || (stack = PySequence_List(seen)) == NULL)
+        goto error;
+    while (PyList_GET_SIZE(stack)) {
+        node = list_pop_last(stack);
+        if (node == NULL)
+            goto error;
+        PyObject *edges = PyObject_GetAttr(node, s_edges);
+        PyObject *seq = edges ? PySequence_Fast(edges, "a node's _edges must be a sequence") : NULL;
+        Py_XDECREF(edges);
+        if (seq == NULL)
+            goto error;
+        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
+            PyObject *pair = PySequence_Tuple(PySequence_Fast_GET_ITEM(seq, i));
+            if (pair == NULL || PyTuple_GET_SIZE(pair) != 2) {
+                if (pair != NULL) {
+                    PyErr_Format(PyExc_ValueError, "expected 2 values to unpack (got %zd)",
+                                 PyTuple_GET_SIZE(pair));
+                    Py_DECREF(pair);
+                }
+                Py_DECREF(seq);
+                goto error;
+            }
+            PyObject *nxt = PyTuple_GET_ITEM(pair, 0);
+            int err = 0;
+            if (nxt != Py_None) {
+                PyObject *count = PyDict_GetItemWithError(deps, nxt);  /* borrowed */
+                long c = 0;
+                if (count == NULL && PyErr_Occurred())
+                    err = -1;
+                else if (count != NULL && (c = PyLong_AsLong(count)) == -1 && PyErr_Occurred())
+                    err = -1;
+                PyObject *next_count = err ? NULL : PyLong_FromLong(c + 1);
+                if (next_count == NULL || PyDict_SetItem(deps, nxt, next_count) < 0)
+                    err = -1;
+                Py_XDECREF(next_count);
+                if (!err) {
+                    int known = PySet_Contains(seen, nxt);
+                    if (known < 0)
+                        err = -1;
+                    else if (!known && (PySet_Add(seen, nxt) < 0 || PyList_Append(stack, nxt) < 0))
+                        err = -1;
+                }
+            }
+            Py_DECREF(pair);
+            if (err) {
+                Py_DECREF(seq);
+                goto error;
+            }
+        }
+        Py_DECREF(seq);
+        Py_CLEAR(node);
+    }
+    Py_DECREF(seen);
+    Py_DECREF(stack);
+    return deps;
+error:
+    Py_XDECREF(node);
+    Py_XDECREF(deps);
+    Py_XDECREF(seen);
+    Py_XDECREF(stack);
+    return NULL;
+}
+
 /* walk_nodes(ready, ready_leaves, buffers, deps, needed, capture, handed_out, retain_graph,
  *            create_graph): engine.py's _walk_nodes_python. */
 PyObject *ember_engine_walk_nodes(PyObject *self, PyObject *const *args, Py_ssize_t nargs)

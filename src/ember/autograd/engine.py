@@ -154,7 +154,8 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
 
 # -- the walk ------------------------------------------------------------------------------
 
-def _dependencies(roots: list[Node]) -> dict[Node, int]:
+def _dependencies_python(roots: list[Node]) -> dict[Node, int]:
+    """How many edges point at each node reachable from ``roots`` (an iterative DFS)."""
     deps: dict[Node, int] = {}
     seen = set(roots)
     stack = list(seen)
@@ -344,8 +345,10 @@ def _run_node(node: Node, buf: list, buffers: dict, capture: dict | None, handed
         _send(node, grads, buffers, create_graph)
 
 
+_dependencies = _dependencies_python
 _walk_nodes = _walk_nodes_python
-if _native_core.native is not None:  # the same loop in C (docs/design.md, "The native core")
+if _native_core.native is not None:  # the same loops in C (docs/design.md, "The native core")
+    _dependencies = _native_core.native.dependencies
     _walk_nodes = _native_core.native.walk_nodes
     _native_core.native.engine_init(globals())
 
