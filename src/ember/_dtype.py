@@ -210,8 +210,9 @@ def set_default_dtype(d: Any) -> None:
     _default_float = d
 
 
-def promote_types(a: dtype, b: dtype) -> dtype:
+def promote_types(type1: dtype, type2: dtype) -> dtype:
     """``torch.promote_types``: the smallest dtype both can be cast to, category first."""
+    a, b = type1, type2
     if a is b:
         return a
     ca, cb = a._category, b._category

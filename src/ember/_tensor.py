@@ -30,6 +30,7 @@ from .autograd.function import refresh_view, register_retain
 from .autograd.node import RemovableHandle
 from .ops import _args, casting, creation, indexing, shape
 from .ops import random as _random
+from .ops._aliases import numpy_names as _numpy_names
 from .ops.inplace import inplace, restride
 
 # what a comparison operator takes (PyTorch's): a tensor, a Python number, a NumPy scalar
@@ -463,10 +464,14 @@ class Tensor(TensorBase):
             device = f"cuda:{device}"
         return self.to(device)
 
-    def pin_memory(self) -> Tensor:
+    def pin_memory(self, device: Any = None) -> Tensor:
+        if device is not None:
+            _deprecated_device("pin_memory")
         return self
 
-    def is_pinned(self) -> bool:
+    def is_pinned(self, device: Any = None) -> bool:
+        if device is not None:
+            _deprecated_device("is_pinned")
         return False
 
     def share_memory_(self) -> Tensor:
@@ -490,6 +495,8 @@ class Tensor(TensorBase):
 
     def type_as(self, other: Tensor) -> Tensor:
         return self.to(other.dtype)
+
+    type_as = _numpy_names(type_as)  # x2= for other, as PyTorch's method takes
 
     def float(self) -> Tensor:
         return self.to(_dtype.float32)
@@ -801,6 +808,11 @@ def _rebuild(arr: np.ndarray, requires_grad: bool) -> Tensor:
     t = Tensor._make(np.array(arr))
     t._rg = requires_grad
     return t
+
+
+def _deprecated_device(method: str) -> None:
+    warnings.warn(f"The argument 'device' of Tensor.{method}() is deprecated. Please do not pass "
+                  "this argument.", DeprecationWarning, stacklevel=3)
 
 
 def _dev(d: Any) -> _backend.device:

@@ -48,6 +48,17 @@ def slice_scatter(self: Any, src: Any, dim: int = 0, start: int | None = None,
     into that slice."""
     return ops.slice_scatter(self, src, dim, start, end, step)
 
+def norm(self, p: Any = "fro", dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Any:
+    """``norm(p='fro', dim=None, keepdim=False, dtype=None)``: ``torch.norm`` without ``out=``,
+    ``dtype`` fourth (``torch.norm`` has ``out`` there)."""
+    return ops.norm(self, p, dim, keepdim, dtype=dtype)
+
+def repeat_interleave(self, repeats: Any, dim: int | None = None, *,
+                      output_size: int | None = None) -> Any:
+    """``repeat_interleave(repeats, dim=None, *, output_size=None)``: ``repeats`` required (the
+    function's one-tensor form is not a method)."""
+    return ops.repeat_interleave(self, repeats, dim, output_size=output_size)
+
 def diagonal_scatter(self: Any, src: Any, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Any:
     """``diagonal_scatter(src, offset=0, dim1=0, dim2=1)``: a copy with ``src`` written into that
     diagonal."""
@@ -125,10 +136,48 @@ def is_set_to(self, tensor: Any) -> bool:
     return (self.data_ptr() == tensor.data_ptr() and tuple(self.shape) == tuple(tensor.shape)
             and self.stride() == tensor.stride())
 
-def dim_order(self) -> tuple:
-    """The dims from outermost to innermost in memory (largest stride first)."""
+def dim_order(self, *, ambiguity_check: Any = False) -> tuple:
+    """The dims from outermost to innermost in memory (largest stride first).
+
+    ``ambiguity_check=True`` raises when the order is not unique (a size-1 dim, a zero stride,
+    or two dims with the same stride); a list of memory formats accepts an ambiguous order that matches exactly
+    one of them."""
     st = self.stride()
-    return tuple(sorted(range(self.dim()), key=lambda d: -st[d]))
+    order = tuple(sorted(range(self.dim()), key=lambda d: -st[d]))
+    if not isinstance(ambiguity_check, (bool, list)):
+        raise TypeError("The ambiguity_check argument must be a bool or a list of memory formats.")
+    if ambiguity_check is False:
+        return order
+    shape = tuple(self.shape)
+    if 1 not in shape and 0 not in st and len(set(st)) == len(st):
+        return order
+    if ambiguity_check is not True:
+        perms = {_dtype_info.contiguous_format: tuple(range(len(shape))),
+                 _dtype_info.channels_last: (0, 2, 3, 1) if len(shape) == 4 else None,
+                 _dtype_info.channels_last_3d: (0, 2, 3, 4, 1) if len(shape) == 5 else None}
+        for f in ambiguity_check:
+            if f not in perms:
+                raise TypeError("The ambiguity_check argument must be a bool or a list of memory "
+                                "formats.")
+        if sum(_dense_in(shape, st, perms[f]) for f in ambiguity_check) == 1:
+            return order
+    raise RuntimeError("The tensor does not have unique dim order, or cannot map to exact one of "
+                       f"the given memory formats (shape {list(shape)}, strides {list(st)}).")
+
+
+def _dense_in(shape: tuple, strides: tuple, perm: tuple | None) -> bool:
+    """Whether a tensor of ``shape``/``strides`` is dense with its dims laid out in ``perm``
+    (outermost first), size-1 dims' strides ignored."""
+    if perm is None:
+        return False
+    if 0 in shape:  # no elements: contiguous, and in no other layout
+        return perm == tuple(range(len(shape)))
+    expect = 1
+    for d in reversed(perm):
+        if shape[d] != 1 and strides[d] != expect:
+            return False
+        expect *= shape[d]
+    return True
 
 def const_data_ptr(self) -> int:
     return self.data_ptr()
@@ -367,7 +416,7 @@ OP_METHODS: dict[str, Any] = {
     "argmin": ops.argmin,
     "var": ops.var,
     "std": ops.std,
-    "norm": ops.norm,
+    "norm": norm,
     "logsumexp": ops.logsumexp,
     "cumsum": ops.cumsum,
     "cumprod": ops.cumprod,
@@ -426,7 +475,7 @@ OP_METHODS: dict[str, Any] = {
     "expand": ops.expand,
     "expand_as": ops.expand_as,
     "repeat": ops.repeat,
-    "repeat_interleave": ops.repeat_interleave,
+    "repeat_interleave": repeat_interleave,
     "permute": ops.permute,
     "movedim": ops.movedim,
     "moveaxis": ops.movedim,
@@ -591,12 +640,16 @@ def inplace_twin(name: str, fn: Callable) -> Callable:
     """``x.<name>_(...)``: ``fn(x, ...)`` written back into ``x`` (see ``ember/ops/inplace.py``)."""
 
     def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if kwargs and "out" in kwargs:  # the result goes into self: no out= (PyTorch's rule)
+            raise TypeError(f"{name}_() got an unexpected keyword argument 'out'")
         return inplace(self, fn, *args, **kwargs)
 
     method.__name__ = method.__qualname__ = f"{name}_"
     method.__doc__ = f"In-place version of ``{name}``: the result is written into ``self``."
     try:
-        method.__signature__ = inspect.signature(fn)  # type: ignore[attr-defined]
+        sig = inspect.signature(fn)
+        method.__signature__ = sig.replace(  # type: ignore[attr-defined]
+            parameters=[p for p in sig.parameters.values() if p.name != "out"])
     except (TypeError, ValueError):  # pragma: no cover - builtins without a signature
         pass
     return method

@@ -650,10 +650,19 @@ def tile(input: Any, *reps: Any, dims: Any = None) -> Any:
     return repeat(input, reps)
 
 
-def repeat_interleave(input: Any, repeats: Any = None, dim: int | None = None, *,
+def repeat_interleave(input: Any = None, repeats: Any = None, dim: int | None = None, *,
                       output_size: int | None = None) -> Any:
-    """Repeat each element (or slice along ``dim``) ``repeats`` times (int or 1-D tensor)."""
-    if repeats is None:  # repeat_interleave(repeats): indices 0..n-1 repeated
+    """Repeat each element (or slice along ``dim``) ``repeats`` times (int or 1-D tensor).
+
+    With one tensor (``repeat_interleave(t)`` or ``repeat_interleave(repeats=t)``): the indices
+    0..n-1, each repeated ``t[i]`` times, as PyTorch's one-argument overload."""
+    if input is None or repeats is None:  # repeat_interleave(repeats): 0..n-1 repeated
+        if input is None and repeats is None:
+            raise TypeError("repeat_interleave() missing required argument: 'repeats'")
+        if dim is not None:
+            raise TypeError("repeat_interleave(): dim= needs the input and the repeats "
+                            "(repeat_interleave(input, repeats, dim))")
+        input = repeats if input is None else input
         r = input._data
         if r.ndim > 1 or r.dtype.kind not in "iu":
             raise RuntimeError(

@@ -282,14 +282,15 @@ def diff(input: Any, n: int = 1, dim: int = -1, prepend: Any = None, append: Any
     return x
 
 
-def trapezoid(y: Any, x: Any = None, *, dx: float | None = None, dim: int = -1) -> Any:
+def trapezoid(y: Any, x: Any = None, *, dx: float = 1, dim: int = -1) -> Any:
     """Integral of ``y`` along ``dim`` by the trapezoidal rule (spacing ``x`` or ``dx``)."""
+    _check_dx("trapezoid", x, dx)
     n = y.shape[dim]
     if n == 0:
         return y.sum(dim) * 0
     mid = (y.narrow(dim, 1, n - 1) + y.narrow(dim, 0, n - 1)) / 2
     if x is None:
-        return mid.sum(dim) * (1.0 if dx is None else dx)
+        return mid.sum(dim) * dx
     x = _as(x)
     if x.dim() == 1:
         dxs = diff(x)
@@ -299,17 +300,18 @@ def trapezoid(y: Any, x: Any = None, *, dx: float | None = None, dim: int = -1) 
     return (mid * diff(x, dim=dim)).sum(dim)
 
 
-def trapz(y: Any, x: Any = None, *, dx: float | None = None, dim: int = -1) -> Any:
+def trapz(y: Any, x: Any = None, *, dx: float = 1, dim: int = -1) -> Any:
     """``trapezoid`` under its older name."""
     return trapezoid(y, x, dx=dx, dim=dim)
 
 
-def cumulative_trapezoid(y: Any, x: Any = None, *, dx: float | None = None, dim: int = -1) -> Any:
+def cumulative_trapezoid(y: Any, x: Any = None, *, dx: float = 1, dim: int = -1) -> Any:
     """Running trapezoidal integral of ``y`` along ``dim`` (one element shorter)."""
+    _check_dx("cumulative_trapezoid", x, dx)
     n = y.shape[dim]
     mid = (y.narrow(dim, 1, builtins.max(n - 1, 0)) + y.narrow(dim, 0, builtins.max(n - 1, 0))) / 2
     if x is None:
-        return (mid * (1.0 if dx is None else dx)).cumsum(dim)
+        return (mid * dx).cumsum(dim)
     x = _as(x)
     if x.dim() == 1:
         shape = [1] * y.dim()
@@ -389,9 +391,18 @@ def unravel_index(indices: Any, shape: Any) -> tuple:
     return tuple(tensor(c.astype(np.int64), device=idx.device) for c in coords)
 
 
-def isin(elements: Any, test_elements: Any, *, assume_unique: bool = False,
-         invert: bool = False, out: Any = None) -> Any:
-    """Whether each element of ``elements`` is in ``test_elements`` (a bool tensor)."""
+def isin(elements: Any = None, test_elements: Any = None, *, assume_unique: bool = False,
+         invert: bool = False, out: Any = None, element: Any = None,
+         test_element: Any = None) -> Any:
+    """Whether each element of ``elements`` is in ``test_elements`` (a bool tensor).
+
+    PyTorch's overloads name a number ``element`` or ``test_element`` (``isin(element=2,
+    test_elements=t)``, ``isin(t, test_element=2)``); two numbers are refused, as in PyTorch."""
+    if element is not None or test_element is not None:
+        elements, test_elements = _isin_args(elements, test_elements, element, test_element)
+    elif elements is None or test_elements is None:
+        raise TypeError("isin() missing required argument: "
+                        f"'{'elements' if elements is None else 'test_elements'}'")
     if out is not None:
         res = isin(elements, test_elements=test_elements, assume_unique=assume_unique, invert=invert)
         return _out.write(out, res, "isin")
@@ -550,51 +561,82 @@ def rsub(input: Any, other: Any, *, alpha: Any = 1) -> Any:
     return _pw._rsub(input, other, alpha)
 
 
+def _check_dx(name: str, x: Any, dx: Any) -> None:
+    if x is not None and dx != 1:
+        raise TypeError(f"{name}(): pass the sample points x or the spacing dx=, not both")
+    if x is None and not isinstance(dx, (int, float)):
+        raise TypeError(f"{name}(): argument 'dx' must be a number, not {type(dx).__name__}")
+
+
+def _isin_args(elements: Any, test_elements: Any, element: Any, test_element: Any) -> tuple:
+    """``isin``'s overloads: (elements, test_element) or (element, test_elements)."""
+    if element is not None and elements is not None:
+        raise TypeError("isin() got both elements and element=")
+    if test_element is not None and test_elements is not None:
+        raise TypeError("isin() got both test_elements and test_element=")
+    for name, v in (("element", element), ("test_element", test_element)):
+        if isinstance(v, TensorBase) and v.numel() != 1:
+            raise TypeError(f"isin(): argument '{name}' must be a number, not a tensor of shape "
+                            f"{list(v.shape)}; pass a tensor as '{name}s'")
+    elements = element if element is not None else elements
+    test_elements = test_element if test_element is not None else test_elements
+    if elements is None or test_elements is None:
+        raise TypeError("isin() needs the elements and the test elements")
+    if not isinstance(elements, TensorBase) and not isinstance(test_elements, TensorBase):
+        raise TypeError("isin(): element and test_element cannot both be numbers (PyTorch has "
+                        "no such overload); pass one of them as a tensor")
+    return elements, test_elements
+
+
 # ---------------------------------------------------------------------------------------------
 # window functions
 
 
 def hann_window(window_length: int, periodic: bool = True, *, dtype: Any = None,
-                layout: Any = None, device: Any = None, requires_grad: bool = False) -> Any:
+                layout: Any = None, device: Any = None, pin_memory: bool = False,
+                requires_grad: bool = False) -> Any:
     """Hann window ``0.5 - 0.5 cos(2 pi k / (N - 1))``."""
     return _window("hann_window", window_length, periodic, _cosine_sum((0.5, 0.5)), dtype,
-                   device=device, requires_grad=requires_grad)
+                   device=device, requires_grad=requires_grad, pin_memory=pin_memory)
 
 
 def hamming_window(window_length: int, periodic: bool = True, alpha: float = 0.54,
                    beta: float = 0.46, *, dtype: Any = None, layout: Any = None,
-                   device: Any = None, requires_grad: bool = False) -> Any:
+                   device: Any = None, pin_memory: bool = False,
+                   requires_grad: bool = False) -> Any:
     """Hamming window ``alpha - beta cos(2 pi k / (N - 1))``."""
     return _window("hamming_window", window_length, periodic, _cosine_sum((alpha, beta)), dtype,
-                   device=device, requires_grad=requires_grad)
+                   device=device, requires_grad=requires_grad, pin_memory=pin_memory)
 
 
 def blackman_window(window_length: int, periodic: bool = True, *, dtype: Any = None,
-                    layout: Any = None, device: Any = None, requires_grad: bool = False) -> Any:
+                    layout: Any = None, device: Any = None, pin_memory: bool = False,
+                    requires_grad: bool = False) -> Any:
     """Blackman window ``0.42 - 0.5 cos(2 pi k/(N-1)) + 0.08 cos(4 pi k/(N-1))``."""
     return _window("blackman_window", window_length, periodic, _cosine_sum((0.42, 0.5, 0.08)),
-                   dtype, device=device, requires_grad=requires_grad)
+                   dtype, device=device, requires_grad=requires_grad, pin_memory=pin_memory)
 
 
 def bartlett_window(window_length: int, periodic: bool = True, *, dtype: Any = None,
-                    layout: Any = None, device: Any = None, requires_grad: bool = False) -> Any:
+                    layout: Any = None, device: Any = None, pin_memory: bool = False,
+                    requires_grad: bool = False) -> Any:
     """Bartlett (triangular) window ``1 - |2k/(N-1) - 1|``."""
     def fn(m: int) -> Any:
         k = np.arange(m, dtype=np.float64)
         return 1 - np.abs(2 * k / (m - 1) - 1)
     return _window("bartlett_window", window_length, periodic, fn, dtype, device=device,
-                   requires_grad=requires_grad)
+                   requires_grad=requires_grad, pin_memory=pin_memory)
 
 
 def kaiser_window(window_length: int, periodic: bool = True, beta: float = 12.0, *,
                   dtype: Any = None, layout: Any = None, device: Any = None,
-                  requires_grad: bool = False) -> Any:
+                  pin_memory: bool = False, requires_grad: bool = False) -> Any:
     """Kaiser window ``I0(beta sqrt(1 - (2k/(N-1) - 1)^2)) / I0(beta)``."""
     def fn(m: int) -> Any:
         k = np.arange(m, dtype=np.float64)
         return np.i0(beta * np.sqrt(np.clip(1 - (2 * k / (m - 1) - 1) ** 2, 0, None))) / np.i0(beta)
     return _window("kaiser_window", window_length, periodic, fn, dtype, device=device,
-                   requires_grad=requires_grad)
+                   requires_grad=requires_grad, pin_memory=pin_memory)
 
 
 def _window(name: str, n: int, periodic: bool, fn: Any, dtype: Any, **kw: Any) -> Any:

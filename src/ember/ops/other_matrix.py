@@ -373,15 +373,17 @@ def triu(input: Any, diagonal: int = 0, *, out: Any = None) -> Any:
 
 
 def tril_indices(row: int, col: int, offset: int = 0, *, dtype: Any = None, device: Any = None,
-                 layout: Any = None) -> Any:
+                 layout: Any = None, pin_memory: bool = False, requires_grad: bool = False) -> Any:
     """The (2, N) row/column indices of the lower triangle of a row x col matrix."""
-    return _tri_indices("tril_indices", int(row), int(col), int(offset), True, dtype, device)
+    return _tri_indices("tril_indices", int(row), int(col), int(offset), True, dtype, device,
+                        requires_grad)
 
 
 def triu_indices(row: int, col: int, offset: int = 0, *, dtype: Any = None, device: Any = None,
-                 layout: Any = None) -> Any:
+                 layout: Any = None, pin_memory: bool = False, requires_grad: bool = False) -> Any:
     """The (2, N) row/column indices of the upper triangle of a row x col matrix."""
-    return _tri_indices("triu_indices", int(row), int(col), int(offset), False, dtype, device)
+    return _tri_indices("triu_indices", int(row), int(col), int(offset), False, dtype, device,
+                        requires_grad)
 
 
 class T(Op):
@@ -446,13 +448,14 @@ def _check_matrix_rank(fn: str, x: Any) -> None:
 
 
 def _tri_indices(fn: str, row: int, col: int, offset: int, lower: bool, dtype: Any,
-                 device: Any) -> Any:
+                 device: Any, requires_grad: bool = False) -> Any:
     if row < 0 or col < 0:
         raise RuntimeError(f"{fn}: row and col must be non-negative (got row={row}, col={col})")
     r, c = np.indices((row, col))
     keep = (c - r <= offset) if lower else (c - r >= offset)
     idx = np.stack([r[keep], c[keep]]).astype(np.int64)
-    return tensor(idx, dtype=dtype if dtype is not None else "int64", device=device)
+    return tensor(idx, dtype=dtype if dtype is not None else "int64", device=device,
+                  requires_grad=requires_grad)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -46,8 +46,8 @@ def get_rng_state() -> Any:
     return default_generator.get_state()
 
 
-def set_rng_state(state: Any) -> None:
-    default_generator.set_state(state)
+def set_rng_state(new_state: Any) -> None:
+    default_generator.set_state(new_state)
 
 
 class Generator:

@@ -52,7 +52,7 @@ __all__ = [
 
 
 def var(
-    input: Any, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
+    input: Any, dim: Any = None, unbiased: bool = True, keepdim: bool = False, *,
     correction: float | None = None, out: Any = None,
 ) -> Any:
     """Variance over ``dim`` with Bessel's ``correction`` (default 1; legacy ``unbiased=``)."""
@@ -63,7 +63,7 @@ def var(
 
 
 def std(
-    input: Any, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
+    input: Any, dim: Any = None, unbiased: bool = True, keepdim: bool = False, *,
     correction: float | None = None, out: Any = None,
 ) -> Any:
     """Standard deviation over ``dim`` with ``correction`` (default 1; legacy ``unbiased=``)."""
@@ -74,7 +74,7 @@ def std(
 
 
 def var_mean(
-    input: Any, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
+    input: Any, dim: Any = None, unbiased: bool = True, keepdim: bool = False, *,
     correction: float | None = None,
 ) -> tuple[Any, Any]:
     """``(var, mean)`` over ``dim``."""
@@ -86,7 +86,7 @@ def var_mean(
 
 
 def std_mean(
-    input: Any, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
+    input: Any, dim: Any = None, unbiased: bool = True, keepdim: bool = False, *,
     correction: float | None = None,
 ) -> tuple[Any, Any]:
     """``(std, mean)`` over ``dim``."""
@@ -171,7 +171,8 @@ def _dof(n: int, correction: float, fname: str) -> float:
 def _var_args(x: Any, dim: Any, unbiased: Any, correction: Any, fname: str) -> tuple:
     if isinstance(dim, bool):  # var(x, unbiased)
         dim, unbiased = None, dim
-    if unbiased is not None and correction is not None:
+    if correction is not None and unbiased is not True and unbiased is not None:
+        # (unbiased=True, PyTorch's default, cannot be told from not given: correction wins)
         raise TypeError(
             f"{fname}(): pass either unbiased= (legacy) or correction=, not both"
         )

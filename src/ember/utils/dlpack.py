@@ -33,10 +33,11 @@ class _Capsule:
         return (_DL_CPU, 0)
 
 
-def from_dlpack(ext_tensor: Any) -> Tensor:
+def from_dlpack(ext_tensor: Any, *, device: Any = None, copy: bool | None = None) -> Tensor:
     """A tensor sharing memory with ``ext_tensor`` (anything with ``__dlpack__``, or a capsule).
 
-    CPU data becomes a NumPy-backed tensor, CUDA data a CuPy-backed one; no bytes are copied.
+    CPU data becomes a NumPy-backed tensor, CUDA data a CuPy-backed one; no bytes are copied
+    unless ``device=`` names another device or ``copy=True`` (``copy=False`` refuses a copy).
 
     Example::
 
@@ -45,6 +46,13 @@ def from_dlpack(ext_tensor: Any) -> Tensor:
         >>> t[0] = 5.0; a[0]
         5.0
     """
+    if device is not None or copy is not None:
+        t = from_dlpack(ext_tensor)
+        moved = t if device is None else t.to(device)
+        if copy is False and moved is not t:
+            raise BufferError(f"from_dlpack: copy=False, but the data lives on {t.device} and "
+                              f"device={device!r} needs a copy")
+        return moved.clone() if copy and moved is t else moved
     if isinstance(ext_tensor, Tensor):
         return ext_tensor
     if type(ext_tensor).__name__ == "PyCapsule":
