@@ -12,6 +12,7 @@ docs misses: two Python numbers (``torch.add(2, 3)`` is ``tensor(5)``), a number
 
 from __future__ import annotations
 
+import inspect
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -374,3 +375,15 @@ def test_self_is_a_number_base_only() -> None:
         ember.pow(x, self=2, exponent=x)
     with pytest.raises(TypeError):
         ember.add(self=2, other=x)  # add has no number-base overload named self
+
+
+@pytest.mark.parametrize("name,args", [("abs_", ()), ("clamp_", (0.0, 0.5)), ("add_", (1.0,)),
+                                       ("exp_", ()), ("lerp_", (0.0, 0.5))])
+def test_inplace_methods_take_no_out(name: str, args: tuple) -> None:
+    """``t.abs_(out=o)`` raises TypeError, as in PyTorch (the result goes into ``t``)."""
+    for m in (ember, torch):
+        t = m.tensor(X)
+        args_ = tuple(m.tensor(Y) if name == "lerp_" and i == 0 else a for i, a in enumerate(args))
+        with pytest.raises(TypeError):
+            getattr(t, name)(*args_, out=m.zeros(2, 3))
+    assert "out" not in inspect.signature(getattr(ember.Tensor, name)).parameters
