@@ -294,6 +294,14 @@ def test_unpack_dual_reports_no_tangent_as_pytorch_outside_make_dual():
     assert not hasattr(forward_ad, "make_dual") and not hasattr(forward_ad, "dual_level")
 
 
+def test_type_takes_a_legacy_tensor_class_as_pytorch():
+    # einops' YOLO example (and YOLOv3 code): x.type(torch.FloatTensor)
+    for src, cls in (("int64", "FloatTensor"), ("float32", "LongTensor"), ("float32", "HalfTensor")):
+        e = ember.ones(2, dtype=getattr(ember, src)).type(getattr(ember, cls))
+        t = torch.ones(2, dtype=getattr(torch, src)).type(getattr(torch, cls))
+        assert str(e.dtype) == str(t.dtype) and e.type() == t.type()
+
+
 # -- torch.ops.aten: what a graph library registers ---------------------------------------------
 
 def test_more_aten_overloads_run_like_pytorchs():

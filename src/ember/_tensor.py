@@ -489,6 +489,8 @@ class Tensor(TensorBase):
     def type(self, dtype: Any = None, non_blocking: bool = False) -> Any:
         if dtype is None:
             return _legacy_type_name(self)
+        if isinstance(dtype, type) and dtype.__name__.endswith("Tensor"):  # x.type(FloatTensor)
+            dtype = dtype.__name__
         if isinstance(dtype, str) and dtype.endswith("Tensor"):
             dtype = _dtype.from_legacy_type(dtype)
         return self.to(_dtype.to_dtype(dtype))
