@@ -264,13 +264,30 @@ def _same(x: list, y: list) -> bool:
     return True
 
 
+def _use_core(core: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Switch, in this process, every function the native core replaces to ``core``'s."""
+    from ember import _tensor_base
+    from ember.autograd import function
+
+    native = core == "native"
+    monkeypatch.setattr(engine, "_walk_nodes", WALKS[core])
+    monkeypatch.setattr(engine, "_dependencies",
+                        NATIVE.dependencies if native else engine._dependencies_python)
+    make = NATIVE.tensor_make if native else _tensor_base._make_python
+    monkeypatch.setattr(_tensor_base.TensorBase, "_make", staticmethod(make))
+    monkeypatch.setattr(function, "_make", make)
+    if hasattr(function, "_apply_python"):
+        monkeypatch.setattr(function.Function, "apply", classmethod(
+            NATIVE.function_apply if native else function._apply_python))
+
+
 @needs_native
 @pytest.mark.parametrize("name", [n for n, _ in _graphs()])
-def test_both_walks_give_identical_results(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_both_cores_give_identical_results(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     program = dict(_graphs())[name]
     results = {}
-    for core, walk in WALKS.items():
-        monkeypatch.setattr(engine, "_walk_nodes", walk)
+    for core in ("python", "native"):
+        _use_core(core, monkeypatch)
         results[core] = program()
     assert _same(results["python"], results["native"]), results
 
@@ -311,6 +328,32 @@ def test_a_long_chain_needs_no_recursion(core: str, monkeypatch: pytest.MonkeyPa
         y = y * 1.0
     y.backward()
     assert x.grad.item() == 1.0
+
+
+def test_grad_mode_is_per_thread_in_either_core() -> None:
+    """The C paths read grad mode where the Python does (a thread-local): a thread under
+    no_grad records nothing while the main thread records, and the other way round."""
+    import threading
+
+    x = ember.ones(3, requires_grad=True)
+    seen: dict = {}
+    go, done = threading.Event(), threading.Event()
+
+    def worker() -> None:
+        with ember.no_grad():
+            go.wait(10)
+            seen["thread"] = (x * 2).requires_grad
+        done.set()
+
+    t = threading.Thread(target=worker)
+    t.start()
+    y = x * 2  # the main thread is in grad mode while the worker sits in no_grad
+    go.set()
+    done.wait(10)
+    t.join()
+    assert seen["thread"] is False and y.requires_grad and y.grad_fn is not None
+    y.sum().backward()
+    assert x.grad.tolist() == [2.0, 2.0, 2.0]
 
 
 # -- reference counting and GC ----------------------------------------------------------------
