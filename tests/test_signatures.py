@@ -421,10 +421,139 @@ def signature_mismatches() -> dict[str, list[str]]:
             continue
         shares = space == "Tensor" and any(
             p.name == "out" for sig in (reference("torch", name) or ([],))[0] for p in sig.params)
-        issues = compare(ref, mine, shares)
+        issues = structural(qual, ref, mine, compare(ref, mine, shares))
         if issues:
             found[qual] = issues
     return found
+
+
+# -- what a Python signature cannot say ----------------------------------------------------------
+#
+# Two kinds of PyTorch signature have no Python spelling; docs/signatures.md ("Deliberate
+# differences") lists them. The comparison allows each only for a function whose calls below
+# run as on PyTorch: the forms PyTorch accepts give the same shapes and dtypes, the ones it
+# refuses raise the same error type.
+#
+# - varargs sizes: PyTorch's first parameter is a list (`int[] size`, `int[] dims`) that its
+#   parser also takes as varargs (`zeros(2, 3)`, `x.view(2, 3)`, `x.view(size=(2, 3))`). Python
+#   cannot name a parameter that is also `*size`, so ember takes the keyword as keyword-only (or
+#   through `**kwargs` that accept it alone), and the other overloads' first parameter
+#   (`x.view(dtype)`) positionally through the varargs.
+# - shifted overloads: a parameter every overload requires at a different position
+#   (`arange(end)` / `arange(start, end)`, `randint(high, size)` / `randint(low, high, size)`):
+#   Python cannot require it, so it shows a default and the function binds its arguments as
+#   PyTorch's overloads do (`arange(start=1)` raises TypeError).
+
+def _shape_of(r: Any) -> Any:
+    return [(tuple(t.shape), str(t.dtype).split(".")[-1]) if hasattr(t, "shape") else t
+            for t in _results(r)]
+
+
+def _t34(m: Any) -> Any:
+    return m.arange(12.0).reshape(3, 4)
+
+
+STRUCTURAL_PROBES: dict[str, list[Callable]] = {
+    **{f"torch.{f}": [
+        lambda m, f=f: getattr(m, f)(3, 4), lambda m, f=f: getattr(m, f)((3, 4)),
+        lambda m, f=f: getattr(m, f)(size=(3, 4)), lambda m, f=f: getattr(m, f)(m.Size([3, 4])),
+        lambda m, f=f: getattr(m, f)(3, size=(3, 4)),  # refused
+        lambda m, f=f: getattr(m, f)(3, 4, sizes=(3,)),  # refused
+        lambda m, f=f: getattr(m, f)(size=(3, 4), dtype=m.float64)]
+       for f in ("zeros", "ones", "empty", "rand", "randn")},
+    **{f"Tensor.{f}": [
+        lambda m, f=f: getattr(_t34(m), f)(2, 3), lambda m, f=f: getattr(_t34(m), f)((2, 3)),
+        lambda m, f=f: getattr(_t34(m), f)(size=(2, 3)),
+        lambda m, f=f: getattr(_t34(m), f)(2, size=(2, 3)),  # refused
+        lambda m, f=f: getattr(_t34(m), f)(2, 3, sizes=(3,)),  # refused
+        lambda m, f=f: getattr(_t34(m), f)(size=(2, 3), dtype=m.int32)]
+       for f in ("new_zeros", "new_ones", "new_empty")},
+    **{f"Tensor.{f}": [
+        lambda m, f=f, a=a: getattr(_t34(m), f)(*a), lambda m, f=f, a=a: getattr(_t34(m), f)(a),
+        lambda m, f=f, a=a, k=k: getattr(_t34(m), f)(**{k: a}),
+        lambda m, f=f, a=a, k=k: getattr(_t34(m), f)(a[0], **{k: a}),  # refused
+        lambda m, f=f, a=a, k=k: getattr(_t34(m), f)(a, **{k + "s": a})]  # refused
+       for f, k, a in (("view", "size", (4, 3)), ("reshape", "shape", (2, 6)),
+                       ("permute", "dims", (1, 0)), ("flip", "dims", (1, 0)),
+                       ("tile", "dims", (2, 1)), ("broadcast_to", "size", (2, 3, 4)),
+                       ("sum_to_size", "size", (1, 4)))},
+    "Tensor.view": [lambda m: _t34(m).view(m.int32), lambda m: _t34(m).view(dtype=m.int32),
+                    lambda m: _t34(m).view(m.int32, dtype=m.int32),  # refused
+                    lambda m: _t34(m).view(4, 3), lambda m: _t34(m).view(size=(4, 3)),
+                    lambda m: _t34(m).view(4, size=(4, 3))],  # refused
+    "torch.arange": [lambda m: m.arange(5), lambda m: m.arange(end=5), lambda m: m.arange(1, 5),
+                     lambda m: m.arange(start=1, end=5), lambda m: m.arange(1, end=5),
+                     lambda m: m.arange(1, 5, 2), lambda m: m.arange(start=1, end=5, step=2.0),
+                     lambda m: m.arange(start=1),  # refused
+                     lambda m: m.arange(step=2, end=5),  # refused
+                     lambda m: m.arange(5, start=1)],  # refused
+    "torch.randint": [lambda m: m.randint(5, (3,)), lambda m: m.randint(5, size=(3,)),
+                      lambda m: m.randint(high=5, size=(3,)), lambda m: m.randint(1, 5, (3,)),
+                      lambda m: m.randint(low=1, high=5, size=(3,)),
+                      lambda m: m.randint(1, high=5, size=(3,)),
+                      lambda m: m.randint(low=1, size=(3,)),  # refused
+                      lambda m: m.randint(5)],  # refused
+    "torch.randint_like": [lambda m: m.randint_like(_t34(m), 5),
+                           lambda m: m.randint_like(_t34(m), high=5),
+                           lambda m: m.randint_like(_t34(m), 1, 5),
+                           lambda m: m.randint_like(_t34(m), low=1, high=5),
+                           lambda m: m.randint_like(_t34(m), low=1)],  # refused
+    "torch.repeat_interleave": [
+        lambda m: m.repeat_interleave(m.tensor([1, 2])),
+        lambda m: m.repeat_interleave(repeats=m.tensor([1, 2])),
+        lambda m: m.repeat_interleave(_t34(m), 2), lambda m: m.repeat_interleave(_t34(m), 2, 0),
+        lambda m: m.repeat_interleave(input=_t34(m), repeats=2, dim=1),
+        lambda m: m.repeat_interleave(m.tensor([1, 2]), dim=0),  # refused
+        lambda m: m.repeat_interleave(input=_t34(m))],  # refused
+}
+
+
+def _probe_outcome(call: Callable, m: Any) -> Any:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return _shape_of(call(m))
+        except Exception as e:  # noqa: BLE001 - the error type is the outcome
+            return type(e).__name__
+
+
+@functools.cache
+def structural_probe(qual: str) -> list[str]:
+    """The calls of ``STRUCTURAL_PROBES[qual]`` whose outcome on ember differs from PyTorch's."""
+    bad = []
+    for i, call in enumerate(STRUCTURAL_PROBES.get(qual, ())):
+        mine, ref = _probe_outcome(call, ember), _probe_outcome(call, torch)
+        if mine != ref:
+            bad.append(f"probe #{i + 1}: {mine}, PyTorch {ref}")
+    return bad
+
+
+def structural(qual: str, ref: list[Sig], mine: Sig, issues: list[str]) -> list[str]:
+    """``issues`` less those the two structural kinds explain (see above), where the function's
+    probes run as on PyTorch; a probe that differs is reported instead."""
+    allowed = set()
+    lists_first = {s.params[0].name for s in ref if s.params and s.params[0].kind == "pos"
+                   and "[]" in s.types.get(s.params[0].name, "")}
+    if mine.varargs and lists_first:  # varargs sizes
+        first = {s.params[0].name for s in ref if s.params and s.params[0].kind == "pos"}
+        for p in first:
+            allowed |= {f"{p} should be positional", f"{p} has default None, PyTorch requires it",
+                        f"{p}= not accepted as a keyword (*{mine.varargs})"}
+        if mine.varkw:
+            allowed.add("catch-all **kwargs")
+    at: dict[str, set[int]] = {}
+    for sig in ref:
+        for i, p in enumerate(q for q in sig.params if q.kind == "pos"):
+            at.setdefault(p.name, set()).add(i)
+    for p in mine.params:  # shifted overloads
+        if len(at.get(p.name, ())) > 1 and p.default is not REQUIRED:
+            allowed.add(f"{p.name} has default {p.default!r}, PyTorch requires it")
+    kept = [i for i in issues if i not in allowed]
+    if len(kept) < len(issues):
+        if qual not in STRUCTURAL_PROBES:
+            return issues + ["structural difference without probes (STRUCTURAL_PROBES)"]
+        kept += structural_probe(qual)
+    return kept
 
 
 # -- the differential run ------------------------------------------------------------------------
@@ -655,6 +784,22 @@ def test_boolean_dispatch_wrappers_are_compared_by_their_functions() -> None:
     assert [p.name for p in ref.params][-1] == "return_indices" and not ref.varkw
     assert [p.name for p in reference("torch", "unique")[0][0].params][:2] == [  # type: ignore
         "input", "sorted"]
+
+
+def test_structural_allowances_need_agreeing_probes() -> None:
+    """A varargs-sizes or shifted-overload difference is allowed only with probes that run as
+    on PyTorch; without probes it stays a mismatch."""
+    ref = reference("torch", "zeros")[0]  # type: ignore[index]
+
+    def zeros(*size, out=None, dtype=None, layout=None, device=None, pin_memory=False,  # noqa
+              requires_grad=False, **size_kw): ...  # noqa: E704
+    sig = _py_sig(zeros, False)
+    issues = compare(ref, sig)  # type: ignore[arg-type]
+    assert "catch-all **kwargs" in issues
+    assert structural("torch.zeros", ref, sig, issues) == []  # type: ignore[arg-type]
+    unprobed = structural("torch.not_probed", ref, sig, issues)  # type: ignore[arg-type]
+    assert "catch-all **kwargs" in unprobed and any("without probes" in i for i in unprobed)
+    assert not structural_probe("torch.arange"), structural_probe("torch.arange")
 
 
 def test_signatures_match_pytorch() -> None:

@@ -301,3 +301,39 @@ def test_from_dlpack_copy_as_pytorch() -> None:
         m.from_dlpack(a)[0] = 5.0
         m.from_dlpack(a, copy=True)[1] = 7.0
         assert a.tolist() == [5.0, 1.0, 2.0], m
+
+
+CREATION_AND_SHAPE_CALLS = {
+    "eye_none": lambda m: m.eye(2, None),
+    "eye_m_none": lambda m: m.eye(2, m=None),
+    "eye_kw": lambda m: m.eye(n=2, m=3),
+    "arange_start_only": lambda m: m.arange(start=1),
+    "arange_end_kw": lambda m: m.arange(end=4),
+    "arange_step_end": lambda m: m.arange(step=2, end=5),
+    "arange_typo": lambda m: m.arange(5, dtpye=m.float64),
+    "randint_low_size": lambda m: m.randint(low=2, size=(3,)),
+    "randint_high_size": lambda m: m.randint(high=2, size=(3,)).shape,
+    "randint_like_low": lambda m: m.randint_like(m.zeros(2, 3), low=2),
+    "randint_like_high": lambda m: m.randint_like(m.zeros(2, 3), high=2).shape,
+    # torch.reshape/permute/flip/tile take one sequence; the methods take varargs too
+    "reshape_varargs": lambda m: m.reshape(_x(m, 3, 4), 4, 3),
+    "reshape_int": lambda m: m.reshape(_x(m, 3, 4), 12),
+    "reshape_seq": lambda m: m.reshape(_x(m, 3, 4), (4, 3)),
+    "reshape_kw": lambda m: m.reshape(input=_x(m, 3, 4), shape=[2, 6]),
+    "reshape_x": lambda m: m.reshape(x=_x(m, 3, 4), shape=[2, 6]),
+    "permute_varargs": lambda m: m.permute(_x(m, 3, 4), 1, 0),
+    "permute_seq": lambda m: m.permute(_x(m, 3, 4), (1, 0)),
+    "flip_int": lambda m: m.flip(_x(m, 3, 4), 0),
+    "flip_seq": lambda m: m.flip(_x(m, 3, 4), dims=[0]),
+    "tile_int": lambda m: m.tile(_x(m, 3, 4), 2),
+    "tile_seq": lambda m: m.tile(_x(m, 3, 4), (2, 1)),
+    "method_reshape_both": lambda m: _x(m, 3, 4).reshape(2, shape=(2, 6)),
+    "method_permute_both": lambda m: _x(m, 3, 4).permute(1, dims=(1, 0)),
+    "method_flip_varargs": lambda m: _x(m, 3, 4).flip(0, 1),
+    "method_tile_varargs": lambda m: _x(m, 3, 4).tile(2, 1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CREATION_AND_SHAPE_CALLS))
+def test_creation_and_shape_signatures_as_pytorch(name: str) -> None:
+    same_as_torch(CREATION_AND_SHAPE_CALLS[name])

@@ -142,7 +142,7 @@ class Tensor(TensorBase):
         return iter(ops.unbind(self, 0))  # views of the rows, as PyTorch's iteration gives
 
     def __reversed__(self) -> Tensor:
-        return ops.flip(self, 0)
+        return ops.flip(self, (0,))
 
     def __contains__(self, item: Any) -> bool:
         if isinstance(item, Tensor):
@@ -579,7 +579,7 @@ class Tensor(TensorBase):
         """All dimensions reversed (the transpose of a matrix)."""
         if self._data.ndim <= 2:
             return ops.t(self)
-        return ops.permute(self, *range(self._data.ndim - 1, -1, -1))
+        return ops.permute(self, tuple(range(self._data.ndim - 1, -1, -1)))
 
     @property
     def mT(self) -> Tensor:

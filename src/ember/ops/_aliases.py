@@ -99,6 +99,8 @@ class _Spec:
 
 
 def _make(fn: types.FunctionType) -> Any:
+    if fn.__code__.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS):
+        return fn  # (*args/**kwargs parsed by the op: a shown __signature__ is not its own)
     try:
         sig = inspect.signature(fn)
     except (TypeError, ValueError):  # pragma: no cover

@@ -15,6 +15,7 @@ rules where a plain Python signature cannot:
 from __future__ import annotations
 
 import difflib
+import inspect
 import operator
 from collections.abc import Iterable
 from typing import Any
@@ -65,6 +66,48 @@ def size(name: str, args: tuple, kwargs: dict | None = None,
         if type(s) is not int or s < 0:
             return _ints(name, args)
     return tuple(args)
+
+
+def overload(name: str, args: tuple, kwargs: dict, forms: tuple[tuple[str, ...], ...],
+             defaults: dict[str, Any] | None = None, accepted: Iterable[str] = (),
+             absent: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Bind ``args`` and ``kwargs`` as PyTorch's parser does for overloads whose parameters shift
+    (``arange(end)`` / ``arange(start, end, step=1)``, ``randint(high, size)`` /
+    ``randint(low, high, size)``): the first of ``forms`` (parameter names in positional order)
+    that takes every positional and keyword argument and leaves no parameter without a value
+    (``defaults`` gives the optional ones; ``absent`` the values of those a form lacks). ``arange(start=1)`` fits none and raises TypeError,
+    as in PyTorch."""
+    defaults = defaults or {}
+    for form in forms:
+        if len(args) > len(form):
+            continue
+        bound = dict(zip(form, args))
+        if any(k in bound or k not in form for k in kwargs):
+            continue
+        bound.update(kwargs)
+        if all(p in bound or p in defaults for p in form):
+            return {**(absent or {}), **{p: defaults[p] for p in form if p not in bound},
+                    **bound}
+    names = {p for form in forms for p in form}
+    for key in kwargs:
+        if key not in names:
+            raise unexpected_keyword(name, key, names | set(accepted))
+    given = [type(a).__name__ for a in args] + [f"{k}=" for k in kwargs]
+    raise TypeError(f"{name}() received an invalid combination of arguments ({', '.join(given)}); "
+                    "PyTorch's forms: " + ", ".join(f"{name}({', '.join(f)})" for f in forms))
+
+
+def shown_signature(fn: Any, bounds: dict[str, Any]) -> inspect.Signature:
+    """``fn``'s signature with its ``*args``/``**bounds`` (parsed by :func:`overload`) shown as
+    the named parameters PyTorch's overloads merge to, with these defaults."""
+    params = []
+    for p in inspect.signature(fn).parameters.values():
+        if p.kind is p.VAR_POSITIONAL:
+            params += [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=d)
+                       for n, d in bounds.items()]
+        elif p.kind is not p.VAR_KEYWORD:
+            params.append(p)
+    return inspect.Signature(params)
 
 
 def sequence(name: str, arg: str, value: Any) -> tuple[int, ...]:
@@ -141,6 +184,19 @@ def write_new(out: Any, result: Any, name: str, requires_grad: bool = False) -> 
     if requires_grad:
         out.requires_grad = True
     return out
+
+
+class Shown:
+    """A default that only marks "not given" (``eye(n, m=n)``: ``m=None`` is refused, as in
+    PyTorch), shown in signatures as ``text``."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __repr__(self) -> str:
+        return self.text
 
 
 def _ints(name: str, seq: Any, arg: str = "size") -> tuple[int, ...]:

@@ -131,7 +131,7 @@ def expand_dims(x: Any, axis: Any) -> Any:
 def transpose(x: Any, axes: Any = None) -> Any:
     if axes is None:
         axes = tuple(range(x.ndim - 1, -1, -1))
-    return _sh.permute(x, *axes)
+    return _sh.permute(x, tuple(axes))
 
 
 def swapaxes(x: Any, a: int, b: int) -> Any:

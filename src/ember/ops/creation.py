@@ -22,6 +22,11 @@ __all__ = [
 ]
 
 
+# arange's overloads, as PyTorch's parser binds them (_args.overload)
+_ARANGE_FORMS = (("end",), ("start", "end"), ("start", "end", "step"))
+_M_IS_N = _args.Shown("n")  # eye's m when not given
+
+
 def tensor(data: Any, *, dtype: Any = None, device: Any = None, requires_grad: bool = False,
            pin_memory: bool = False) -> Any:
     """A new tensor holding a copy of ``data`` (nested lists, numbers, NumPy arrays, tensors)."""
@@ -157,14 +162,18 @@ def full_like(input: Any, fill_value: Any, *, dtype: Any = None, layout: Any = N
     return _place(np.full(input._data.shape, fill_value, dt.np), dt, dev, requires_grad)
 
 
-def arange(start: Any = 0, end: Any = None, step: Any = 1, *, out: Any = None, dtype: Any = None,
-           layout: Any = None, device: Any = None, pin_memory: bool = False,
-           requires_grad: bool = False) -> Any:
+def arange(*args: Any, out: Any = None, dtype: Any = None, layout: Any = None,
+           device: Any = None, pin_memory: bool = False, requires_grad: bool = False,
+           **bounds: Any) -> Any:
     """``arange(end)`` or ``arange(start, end, step=1)``: values from ``start`` to ``end``
     (exclusive) by ``step``. All-int bounds give int64, else the default float; ``dtype`` or
-    ``out`` can say otherwise (an integer dtype counts in integers: bounds and step truncated)."""
-    if end is None:
-        start, end = 0, start
+    ``out`` can say otherwise (an integer dtype counts in integers: bounds and step truncated).
+
+    The bounds bind as PyTorch's overloads do: ``arange(5)`` and ``arange(end=5)`` are the end,
+    ``arange(start=1)`` raises TypeError (``inspect.signature`` shows the merged form)."""
+    b = _args.overload("arange", args, bounds, _ARANGE_FORMS, {"step": 1}, _args.FACTORY,
+                       {"start": 0, "step": 1})
+    start, end, step = b["start"], b["end"], b["step"]
     vals = [v.item() if isinstance(v, TensorBase) else v for v in (start, end, step)]
     start, end, step = vals
     if out is not None:
@@ -260,13 +269,16 @@ def logspace(start: Any, end: Any, steps: int, base: float = 10.0, *, out: Any =
                            requires_grad)
 
 
-def eye(n: int, m: int | None = None, *, out: Any = None, dtype: Any = None, layout: Any = None,
+def eye(n: int, m: Any = _M_IS_N, *, out: Any = None, dtype: Any = None, layout: Any = None,
         device: Any = None, pin_memory: bool = False, requires_grad: bool = False) -> Any:
-    """The ``n`` x ``m`` identity matrix (``m`` defaults to ``n``)."""
+    """The ``n`` x ``m`` identity matrix (``m`` defaults to ``n``; ``m=None`` is refused, as
+    in PyTorch)."""
     n = _args.integer("eye", "n", n)
     if n < 0:
         raise RuntimeError(f"n must be greater or equal to 0, got {n}")
-    if m is not None:
+    if m is _M_IS_N:
+        m = None
+    else:
         m = _args.integer("eye", "m", m)
         if m < 0:
             raise RuntimeError(f"m must be greater or equal to 0, got {m}")
@@ -434,3 +446,7 @@ def _like(name: str, input: Any, dtype: Any, device: Any, layout: Any,
 
 
 asarray = as_tensor
+
+
+arange.__signature__ = _args.shown_signature(  # type: ignore[attr-defined]
+    arange, {"start": 0, "end": None, "step": 1})

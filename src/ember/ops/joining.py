@@ -26,6 +26,7 @@ from .shape import (
     _Embed,
     _int,
     _lst,
+    _sequence,
     _shape_arg,
     _Sub,
     _wrap,
@@ -491,8 +492,16 @@ def _dir_split(x: Any, ios: Any, d: int, name: str, need: int) -> tuple:
 # reordering elements
 
 
-def flip(input: Any, *order: Any, dims: Any = None) -> Any:
-    """Reverse the order of elements along ``dims`` (a copy, as in PyTorch)."""
+def flip(input: Any, dims: Any) -> Any:
+    """Reverse the order of elements along ``dims`` (a copy, as in PyTorch; one sequence:
+    ``Tensor.flip`` also takes varargs)."""
+    return flip_method(input, dims=_sequence("flip", "dims", dims))
+
+
+def flip_method(input: Any, *order: Any, dims: Any = None) -> Any:
+    """``Tensor.flip``: the dims as varargs, one sequence, or ``dims=``."""
+    if dims is not None and order:
+        raise TypeError("flip() got the dims both positionally and as dims=")
     ds = _dims_arg(order if dims is None else (dims,))
     nd = input._data.ndim
     w = tuple(_wrap(d, nd) for d in ds)
@@ -510,14 +519,14 @@ def fliplr(input: Any) -> Any:
     """Flip dim 1 (left/right)."""
     if input._data.ndim < 2:
         raise RuntimeError(f"Input must be >= 2-d (got shape {_lst(input._data.shape)}).")
-    return flip(input, 1)
+    return flip(input, (1,))
 
 
 def flipud(input: Any) -> Any:
     """Flip dim 0 (up/down)."""
     if input._data.ndim < 1:
         raise RuntimeError("Input must be >= 1-d (got a 0-d tensor).")
-    return flip(input, 0)
+    return flip(input, (0,))
 
 
 def roll(input: Any, shifts: Any, dims: Any = ()) -> Any:
@@ -628,12 +637,14 @@ def repeat(input: Any, *sizes: Any, repeats: Any = None) -> Any:
     return Repeat.apply(input, reps)
 
 
-def tile(input: Any, *reps: Any, dims: Any = None) -> Any:
-    """``repeat`` with ``dims`` padded by leading ones to the tensor's ndim.
+def tile(input: Any, dims: Any) -> Any:
+    """``repeat`` with ``dims`` (one sequence: ``torch.tile(x, (2, 3))``) padded by leading ones
+    to the tensor's ndim."""
+    return tile_method(input, dims=_sequence("tile", "dims", dims))
 
-    ``dims`` comes as one sequence (``torch.tile(x, (2, 3))``), as varargs (``x.tile(2, 3)``) or
-    as ``dims=``.
-    """
+
+def tile_method(input: Any, *reps: Any, dims: Any = None) -> Any:
+    """``Tensor.tile``: ``dims`` as one sequence, as varargs (``x.tile(2, 3)``) or ``dims=``."""
     if dims is not None:
         if reps:
             raise TypeError("tile() got the dims both positionally and as dims=")

@@ -29,6 +29,11 @@ __all__ = [
 _DEFAULT_SEED = 67280421310721  # PyTorch's default initial seed
 
 
+# randint's and randint_like's overloads, as PyTorch's parser binds them (_args.overload)
+_RANDINT_FORMS = (("high", "size"), ("low", "high", "size"))
+_RANDINT_LIKE_FORMS = (("high",), ("low", "high"))
+
+
 def manual_seed(seed: int) -> Generator:
     """Seed every ember random stream (CPU and CUDA draws share this generator)."""
     return default_generator.manual_seed(seed)
@@ -153,19 +158,14 @@ def randn(*size: Any, generator: Generator | None = None, out: Any = None, dtype
     return _finish(arr, dt, device, requires_grad, out, "randn")
 
 
-def randint(low: Any = 0, high: Any = None, size: Any = None, *,
-            generator: Generator | None = None, out: Any = None, dtype: Any = None,
+def randint(*args: Any, generator: Generator | None = None, out: Any = None, dtype: Any = None,
             layout: Any = None, device: Any = None, pin_memory: bool = False,
-            requires_grad: bool = False) -> Any:
-    """``randint(high, size)`` or ``randint(low=0, high, size)``: integers in [low, high),
-    int64 unless ``dtype`` (or ``out``) says otherwise."""
-    if size is None:  # randint(high, size): the two bind to low and high
-        if high is None:
-            raise TypeError("randint() missing 1 required positional argument: 'size' (call "
-                            "randint(high, size) or randint(low, high, size))")
-        low, high, size = 0, low, high
-    elif high is None:  # randint(high, size=...)
-        low, high = 0, low
+            requires_grad: bool = False, **bounds: Any) -> Any:
+    """``randint(high, size)`` or ``randint(low, high, size)``: integers in [low, high), int64
+    unless ``dtype`` (or ``out``) says otherwise. The arguments bind as PyTorch's overloads do
+    (``randint(low=2, size=s)`` raises TypeError); ``inspect.signature`` shows the merged form."""
+    b = _args.overload("randint", args, bounds, _RANDINT_FORMS, None, _args.RANDOM, {"low": 0})
+    low, high, size = b["low"], b["high"], b["size"]
     shape = _args.sequence("randint", "size", size)
     low = _args.integer("randint", "low", low)
     high = _args.integer("randint", "high", high)
@@ -336,14 +336,15 @@ def randn_like(input: Any, *, generator: Generator | None = None, dtype: Any = N
     return _place(arr.astype(dt.np, copy=False), dt, dev, requires_grad)
 
 
-def randint_like(input: Any, low: Any = 0, high: Any = None, *,
-                 generator: Generator | None = None, dtype: Any = None, layout: Any = None,
-                 device: Any = None, pin_memory: bool = False, requires_grad: bool = False,
-                 memory_format: Any = None) -> Any:
-    """``randint_like(input, high)`` or ``randint_like(input, low=0, high)``: integers in
-    [low, high) in ``input``'s shape, dtype and device unless given."""
-    if high is None:
-        low, high = 0, low
+def randint_like(input: Any, *args: Any, generator: Generator | None = None, dtype: Any = None,
+                 layout: Any = None, device: Any = None, pin_memory: bool = False,
+                 requires_grad: bool = False, memory_format: Any = None, **bounds: Any) -> Any:
+    """``randint_like(input, high)`` or ``randint_like(input, low, high)``: integers in
+    [low, high) in ``input``'s shape, dtype and device unless given (the bounds bind as
+    PyTorch's overloads do: ``randint_like(x, low=2)`` raises TypeError)."""
+    b = _args.overload("randint_like", args, bounds, _RANDINT_LIKE_FORMS, None,
+                       _args.EMPTY + ("generator",), {"low": 0})
+    low, high = b["low"], b["high"]
     low = _args.integer("randint_like", "low", low)
     high = _args.integer("randint_like", "high", high)
     if high <= low:
@@ -597,3 +598,9 @@ def _draw_dtype(dt: Any) -> Any:
 
 def _copy_from(x: Any, src: Any) -> Any:
     return copy_from(x, src)
+
+
+randint.__signature__ = _args.shown_signature(  # type: ignore[attr-defined]
+    randint, {"low": 0, "high": None, "size": None})
+randint_like.__signature__ = _args.shown_signature(  # type: ignore[attr-defined]
+    randint_like, {"low": 0, "high": None})

@@ -55,6 +55,16 @@ def _int(v: Any, what: str = "size", pos: int = 0) -> int:
         ) from None
 
 
+def _sequence(name: str, arg: str, value: Any) -> Any:
+    """``value`` when it is one sequence of ints (tuple, list, Size), as PyTorch's ``int[]``
+    parameters of the namespace functions take (``torch.reshape(x, 12)`` raises TypeError)."""
+    if not isinstance(value, (tuple, list)):
+        raise TypeError(f"{name}(): argument '{arg}' (position 2) must be tuple of ints, not "
+                        f"{type(value).__name__} (the varargs form is the method's: "
+                        f"x.{name}(...))")
+    return value
+
+
 def _shape_arg(size: tuple) -> tuple[int, ...]:
     """Sizes given as varargs ``(2, 3)``, one tuple/list/Size ``((2, 3),)`` or a 1-D tensor."""
     if len(size) == 1:
@@ -136,9 +146,23 @@ def _can_view(arr: Any, shape: tuple[int, ...]) -> bool:
 # reshaping views
 
 
-def reshape(input: Any, *size: Any, shape: Any = None) -> Any:
-    """Tensor with the same data in ``shape`` (a view when the layout allows, else a copy)."""
-    shape = _infer_shape(_shape_arg(size if shape is None else (shape,)), input._data.size)
+def reshape(input: Any, shape: Any) -> Any:
+    """Tensor with the same data in ``shape`` (a view when the layout allows, else a copy).
+
+    ``torch.reshape`` takes one sequence; ``Tensor.reshape`` also varargs (``reshape_method``)."""
+    shape = _infer_shape(_shape_arg((_sequence("reshape", "shape", shape),)), input._data.size)
+    if _can_view(input._data, shape):
+        return Reshape.apply(input, shape)
+    return ReshapeCopy.apply(input, shape)
+
+
+def reshape_method(input: Any, *size: Any, shape: Any = None) -> Any:
+    """``Tensor.reshape``: the shape as varargs, one sequence, or ``shape=``."""
+    if shape is not None:
+        if size:
+            raise TypeError("reshape() got the shape both positionally and as shape=")
+        size = (shape,)
+    shape = _infer_shape(_shape_arg(size), input._data.size)
     if _can_view(input._data, shape):
         return Reshape.apply(input, shape)
     return ReshapeCopy.apply(input, shape)
@@ -445,8 +469,16 @@ def _expand_shape(shp: tuple, sizes: tuple, name: str = "expand") -> tuple[int, 
 # permuting dims
 
 
-def permute(input: Any, *order: Any, dims: Any = None) -> Any:
-    """View of ``input`` with dims in the order ``dims``."""
+def permute(input: Any, dims: Any) -> Any:
+    """View of ``input`` with dims in the order ``dims`` (one sequence; ``Tensor.permute`` also
+    takes varargs)."""
+    return permute_method(input, dims=_sequence("permute", "dims", dims))
+
+
+def permute_method(input: Any, *order: Any, dims: Any = None) -> Any:
+    """``Tensor.permute``: the dims as varargs, one sequence, or ``dims=``."""
+    if dims is not None and order:
+        raise TypeError("permute() got the dims both positionally and as dims=")
     dims = _dims_arg(order if dims is None else (dims,))
     nd = input._data.ndim
     if len(dims) != nd:
