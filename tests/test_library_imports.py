@@ -294,6 +294,12 @@ def test_unpack_dual_reports_no_tangent_as_pytorch_outside_make_dual():
     assert not hasattr(forward_ad, "make_dual") and not hasattr(forward_ad, "dual_level")
 
 
+def test_grad_scaler_at_the_top_level_is_amps():
+    assert ember.GradScaler is ember.amp.GradScaler and torch.GradScaler is torch.amp.GradScaler
+    scaler = ember.GradScaler(device="cpu", enabled=False)
+    assert scaler.scale(ember.ones(2)).equal(ember.ones(2)) and not scaler.is_enabled()
+
+
 def test_type_takes_a_legacy_tensor_class_as_pytorch():
     # einops' YOLO example (and YOLOv3 code): x.type(torch.FloatTensor)
     for src, cls in (("int64", "FloatTensor"), ("float32", "LongTensor"), ("float32", "HalfTensor")):

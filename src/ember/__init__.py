@@ -322,6 +322,7 @@ _LAZY_ATTRS = {
     "compile": "ember._compile",
     **dict.fromkeys(["SymInt", "SymFloat", "SymBool"], "ember._symbolic"),
     "_assert_async": "ember._asserts",
+    "GradScaler": "ember.amp",
     # torch._foreach_*: the list-of-tensors forms of ops (_foreach.py), named without the prefix
     **dict.fromkeys([f"_foreach_{n}" for n in (
         "abs abs_ acos acos_ add add_ addcdiv addcdiv_ addcmul addcmul_ asin asin_ atan atan_ ceil "
