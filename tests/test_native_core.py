@@ -245,8 +245,18 @@ def _graphs() -> list[tuple[str, Callable[[], list]]]:
         (a * c + b * 0).sum().backward(inputs=[b])
         return [b.grad.numpy(), repr(a.grad)]
 
+    def leaves_never_share_a_grad() -> list:
+        a, b = leaves()
+        c = ember.tensor(A, requires_grad=True)
+        (a + c).sum().backward()  # Add hands one array to both leaves: the second gets a copy
+        e = ember.tensor(2.0, requires_grad=True)  # 0-d: NumPy scalars on the way
+        (b.sum() * e + e * e).backward()
+        (b.sum() * e).backward()  # accumulates into existing .grads
+        return [a.grad.numpy(), c.grad.numpy(), a.grad._data is not c.grad._data,
+                a.grad._data.flags.writeable, b.grad.numpy(), e.grad.numpy(), type(e.grad._data)]
+
     return [(f.__name__, f) for f in (
-        broadcast, dtype_cast, shared_and_accumulated, hooks_and_retain, multi_output_and_views,
+        leaves_never_share_a_grad, broadcast, dtype_cast, shared_and_accumulated, hooks_and_retain, multi_output_and_views,
         custom_function, create_graph_and_grad, retain_graph_and_freed, version_error,
         bad_grad_count, anomaly_mode, no_grad_leaf_and_unused)]
 

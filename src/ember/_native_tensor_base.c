@@ -2,8 +2,9 @@
  *
  * tensor_make() is _tensor_base.py's TensorBase._make for its common call: a NumPy array (the
  * exact CPU_ARRAY type) wrapped in a new instance of the registered tensor class, with its four
- * slots set, while compile's tracer is not watching (_on_make is None). Every other call (other
- * array types, NumPy scalars, keyword arguments, a tracer) goes to the Python function, kept as
+ * slots set, while compile's tracer is not watching (_on_make is None); a NumPy scalar (what a
+ * ufunc returns for 0-d arrays) becomes a 0-d array first, as there. Every other call (other array
+ * types, keyword arguments, a tracer) goes to the Python function, kept as
  * _tensor_base._make_python, so the rules are spelled once and the tracer sees the frames it
  * expects.
  */
@@ -15,6 +16,7 @@ static PyTypeObject *tensor_base = NULL;  /* TensorBase (strong) */
 /* byte offsets of TensorBase's slots, read from its member descriptors */
 static Py_ssize_t off_data, off_rg, off_grad_fn, off_output_nr;
 static PyObject *s_on_make, *s_cpu_array, *s_tensor_class, *s_make_python, *zero;
+static PyObject *np_generic = NULL, *np_asarray = NULL;  /* np.generic, np.asarray (strong) */
 
 int ember_tensor_base_exec(PyObject *module)
 {
@@ -66,6 +68,17 @@ PyObject *ember_tensor_base_init(PyObject *self, PyObject *globals)
     if (d < 0 || r < 0 || g < 0 || o < 0)
         return NULL;
     off_data = d, off_rg = r, off_grad_fn = g, off_output_nr = o;
+    PyObject *np = PyDict_GetItemString(globals, "np");  /* borrowed */
+    PyObject *generic = np ? PyObject_GetAttrString(np, "generic") : NULL;
+    PyObject *asarray = generic ? PyObject_GetAttrString(np, "asarray") : NULL;
+    if (asarray == NULL) {
+        Py_XDECREF(generic);
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "tensor_base_init(): no numpy as np");
+        return NULL;
+    }
+    Py_XSETREF(np_generic, generic);
+    Py_XSETREF(np_asarray, asarray);
     Py_INCREF(type);
     Py_XSETREF(tensor_base, type);
     Py_INCREF(globals);
@@ -95,8 +108,11 @@ PyObject *ember_tensor_make(PyObject *self, PyObject *const *args, size_t nargsf
     PyObject *cls = cpu ? PyDict_GetItemWithError(tb_globals, s_tensor_class) : NULL;
     if (cls == NULL && PyErr_Occurred())
         return NULL;
+    PyObject *data = nargs >= 1 ? args[0] : NULL;
+    int scalar = data != NULL && (PyObject *)Py_TYPE(data) != cpu
+                 && PyObject_TypeCheck(data, (PyTypeObject *)np_generic);
     if (kwnames != NULL || nargs < 1 || nargs > 4 || cls == NULL || on_make != Py_None
-        || (PyObject *)Py_TYPE(args[0]) != cpu || !PyType_Check(cls)
+        || ((PyObject *)Py_TYPE(data) != cpu && !scalar) || !PyType_Check(cls)
         || !PyType_IsSubtype((PyTypeObject *)cls, tensor_base)) {
         /* every other case: _tensor_base.py's own _make */
         PyObject *py = PyDict_GetItemWithError(tb_globals, s_make_python);
@@ -107,12 +123,23 @@ PyObject *ember_tensor_make(PyObject *self, PyObject *const *args, size_t nargsf
         }
         return PyObject_Vectorcall(py, args, nargsf, kwnames);
     }
+    /* if isinstance(data, np.generic): data = np.asarray(data) */
+    if (scalar) {
+        data = PyObject_CallOneArg(np_asarray, data);  /* new */
+        if (data == NULL)
+            return NULL;
+    } else {
+        Py_INCREF(data);
+    }
     /* t = object.__new__(_tensor_class) */
     PyTypeObject *type = (PyTypeObject *)cls;
     PyObject *t = type->tp_alloc(type, 0);  /* new */
-    if (t == NULL)
+    if (t == NULL) {
+        Py_DECREF(data);
         return NULL;
-    set_slot(t, off_data, args[0]);
+    }
+    set_slot(t, off_data, data);
+    Py_DECREF(data);
     set_slot(t, off_rg, nargs > 1 ? args[1] : Py_False);
     set_slot(t, off_grad_fn, nargs > 2 ? args[2] : Py_None);
     set_slot(t, off_output_nr, nargs > 3 ? args[3] : zero);

@@ -3,8 +3,9 @@
  * walk_nodes() is engine.py's _walk_nodes_python, statement for statement: the same dict of
  * dependency counts, the same ready lists (leaves' AccumulateGrad nodes first), the same gradient
  * buffers, and the same fast path for the common node (a built-in op on arrays, one output, no
- * hooks). Every other branch calls the Python function engine.py names for it (_run_pre_hooks,
- * _run_node, _check_grad_count, sum_to_shape, Node._check_versions, Node._release), looked up in
+ * hooks), and of a leaf's AccumulateGrad (_accumulate's common branch). Every other branch calls
+ * the Python function engine.py names for it (_run_pre_hooks, _run_node, _check_grad_count,
+ * sum_to_shape, Node._check_versions, Node._release), looked up in
  * engine.py's namespace at the time of the call, so there is one spelling of each rule and a test
  * or a tool that replaces one of them sees the replacement used. Iterative: the C stack does not
  * grow with the graph (a 100,000-op chain is tested).
@@ -18,7 +19,9 @@ static PyObject *s_pre_hooks, *s_retain, *s_fn, *s_tensor_io, *s_n_out, *s_post_
     *s_grads_to_cpu, *s_saved, *s_saved_src, *s_freed, *s_versions, *s_check_versions,
     *s_backward, *s_dict, *s_release, *s_edges, *s_meta, *s_shape, *s_dtype, *s_astype,
     *s_anomaly_enabled, *s_function, *s_run_pre_hooks, *s_run_node, *s_check_grad_count,
-    *s_sum_to_shape, *s_AccumulateGrad, *s_FREED_MSG;
+    *s_sum_to_shape, *s_AccumulateGrad, *s_FREED_MSG, *s_variable, *s_hooks, *s_post_acc_hooks,
+    *s_grad, *s_data, *s_base, *s_flags, *s_writeable, *s_copy, *s_make, *s_TensorBase,
+    *s_CPU_ARRAY, *s_np, *s_generic, *s_asarray;
 
 /* engine.py's module namespace (a strong reference, set by engine_init). */
 static PyObject *engine_globals = NULL;
@@ -56,6 +59,21 @@ int ember_engine_exec(PyObject *module)
     INTERN(s_sum_to_shape, "sum_to_shape");
     INTERN(s_AccumulateGrad, "AccumulateGrad");
     INTERN(s_FREED_MSG, "FREED_MSG");
+    INTERN(s_variable, "variable");
+    INTERN(s_hooks, "_hooks");
+    INTERN(s_post_acc_hooks, "_post_accumulate_hooks");
+    INTERN(s_grad, "_grad");
+    INTERN(s_data, "_data");
+    INTERN(s_base, "base");
+    INTERN(s_flags, "flags");
+    INTERN(s_writeable, "writeable");
+    INTERN(s_copy, "copy");
+    INTERN(s_make, "_make");
+    INTERN(s_TensorBase, "TensorBase");
+    INTERN(s_CPU_ARRAY, "CPU_ARRAY");
+    INTERN(s_np, "np");
+    INTERN(s_generic, "generic");
+    INTERN(s_asarray, "asarray");
 #undef INTERN
     return 0;
 }
@@ -488,6 +506,157 @@ done:
     return rc;
 }
 
+/* shape_of(a) != shape_of(b) for two objects with .shape: 1, 0, or -1 with an error. */
+static int shapes_differ(PyObject *a, PyObject *b)
+{
+    PyObject *sa = PyObject_GetAttr(a, s_shape);
+    PyObject *sb = sa ? PyObject_GetAttr(b, s_shape) : NULL;
+    int r = sb ? PyObject_RichCompareBool(sa, sb, Py_NE) : -1;
+    Py_XDECREF(sa);
+    Py_XDECREF(sb);
+    return r;
+}
+
+/* The common case of a leaf's AccumulateGrad node, as _run_node and _accumulate run it without
+ * capture, create_graph, hooks or an in-place reshape of the leaf:
+ *     leaf = node.variable; g = buf[0]; cur = leaf._grad
+ *     if cur is None:
+ *         owns = (g.base is None and g.flags.writeable) if type(g) is CPU_ARRAY else _owns(g)
+ *         if not owns or id(g) in handed_out: g = g.copy()
+ *         handed_out.add(id(g)); leaf._grad = TensorBase._make(g)
+ *     else:
+ *         new = cur._data + g
+ *         cur._data = np.asarray(new) if isinstance(new, np.generic) else new
+ *         handed_out.add(id(cur._data))
+ * Returns 1 when done, 0 when the node is not that case (nothing was changed: the caller runs
+ * _run_node), -1 with an error set. */
+static int accumulate_leaf(PyObject *node, PyObject *buf, PyObject *handed_out)
+{
+    PyObject *g = NULL, *leaf = NULL, *v = NULL, *cur = NULL, *shape = NULL, *held = NULL;
+    int rc = -1;
+    PyObject *cpu = engine_global(s_CPU_ARRAY), *tb = cpu ? engine_global(s_TensorBase) : NULL;
+    PyObject *np = tb ? engine_global(s_np) : NULL;
+    if (np == NULL || !PyList_CheckExact(buf) || PyList_GET_SIZE(buf) < 1)
+        return np == NULL ? -1 : 0;
+    g = PyList_GET_ITEM(buf, 0);
+    Py_INCREF(g);
+    if (g == Py_None || PyObject_TypeCheck(g, (PyTypeObject *)tb)) {
+        rc = 0;
+        goto done;
+    }
+    /* buf[0].shape != node.shape: _to_recorded_leaf_shape (Python) */
+    int differ = shapes_differ(g, node);
+    if (differ != 0) {
+        rc = differ < 0 ? -1 : 0;
+        goto done;
+    }
+    leaf = PyObject_GetAttr(node, s_variable);
+    if (leaf == NULL)
+        goto done;
+    int hooked = attr_truth(leaf, s_hooks);
+    if (hooked == 0)
+        hooked = attr_truth(leaf, s_post_acc_hooks);
+    if (hooked != 0) {
+        rc = hooked < 0 ? -1 : 0;
+        goto done;
+    }
+    cur = PyObject_GetAttr(leaf, s_grad);
+    if (cur == NULL)
+        goto done;
+    if (cur == Py_None) {
+        /* leaf._grad is None and g.shape != leaf._data.shape: _fit_to_reshaped_leaf (Python) */
+        PyObject *data = PyObject_GetAttr(leaf, s_data);
+        differ = data ? shapes_differ(g, data) : -1;
+        Py_XDECREF(data);
+        if (differ != 0) {
+            rc = differ < 0 ? -1 : 0;
+            goto done;
+        }
+        int owns;
+        v = PyObject_GetAttr(g, s_base);
+        if (v == NULL) {
+            if ((PyObject *)Py_TYPE(g) == cpu || !PyErr_ExceptionMatches(PyExc_AttributeError))
+                goto done;
+            PyErr_Clear();  /* getattr(a, "base", None) */
+            v = Py_NewRef(Py_None);
+        }
+        owns = v == Py_None;
+        Py_CLEAR(v);
+        if (owns && (PyObject *)Py_TYPE(g) == cpu) {
+            PyObject *flags = PyObject_GetAttr(g, s_flags);
+            owns = flags ? attr_truth(flags, s_writeable) : -1;
+            Py_XDECREF(flags);
+            if (owns < 0)
+                goto done;
+        }
+        PyObject *id = PyLong_FromVoidPtr(g);
+        int given = id ? PySet_Contains(handed_out, id) : -1;
+        Py_XDECREF(id);
+        if (given < 0)
+            goto done;
+        if (!owns || given) {
+            PyObject *c = PyObject_CallMethodNoArgs(g, s_copy);
+            if (c == NULL)
+                goto done;
+            Py_SETREF(g, c);
+        }
+        id = PyLong_FromVoidPtr(g);
+        if (id == NULL || PySet_Add(handed_out, id) < 0) {
+            Py_XDECREF(id);
+            goto done;
+        }
+        Py_DECREF(id);
+        PyObject *make = PyObject_GetAttr(tb, s_make);
+        PyObject *t = make ? PyObject_CallOneArg(make, g) : NULL;
+        Py_XDECREF(make);
+        if (t == NULL)
+            goto done;
+        int err = PyObject_SetAttr(leaf, s_grad, t);
+        Py_DECREF(t);
+        rc = err < 0 ? -1 : 1;
+        goto done;
+    }
+    /* an existing .grad of another shape: _check_adds_in_place (Python) */
+    held = PyObject_GetAttr(cur, s_data);
+    if (held == NULL)
+        goto done;
+    differ = shapes_differ(g, held);
+    if (differ != 0) {
+        rc = differ < 0 ? -1 : 0;
+        goto done;
+    }
+    PyObject *sum = PyNumber_Add(held, g);  /* a new array: never += into a shared buffer */
+    if (sum == NULL)
+        goto done;
+    PyObject *generic = PyObject_GetAttr(np, s_generic);
+    int is_scalar = generic ? PyObject_IsInstance(sum, generic) : -1;
+    Py_XDECREF(generic);
+    if (is_scalar > 0) {
+        PyObject *asarray = PyObject_GetAttr(np, s_asarray);
+        PyObject *arr = asarray ? PyObject_CallOneArg(asarray, sum) : NULL;
+        Py_XDECREF(asarray);
+        Py_SETREF(sum, arr);
+    }
+    if (is_scalar < 0 || sum == NULL || PyObject_SetAttr(cur, s_data, sum) < 0) {
+        Py_XDECREF(sum);
+        goto done;
+    }
+    Py_DECREF(sum);
+    v = PyObject_GetAttr(cur, s_data);  /* handed_out.add(id(cur._data)) */
+    PyObject *id = v ? PyLong_FromVoidPtr(v) : NULL;
+    int err = id ? PySet_Add(handed_out, id) : -1;
+    Py_XDECREF(id);
+    rc = err < 0 ? -1 : 1;
+done:
+    Py_XDECREF(g);
+    Py_XDECREF(leaf);
+    Py_XDECREF(v);
+    Py_XDECREF(cur);
+    Py_XDECREF(shape);
+    Py_XDECREF(held);
+    return rc;
+}
+
 /* Whether `node` (borrowed) takes the fast path; `*fn_out` gets a new reference to node._fn.
  *     plain and fn is not None and not fn._tensor_io and node._n_out == 1
  *     and node._post_hooks is None and node._grads_to_cpu is None
@@ -687,11 +856,19 @@ PyObject *ember_engine_walk_nodes(PyObject *self, PyObject *const *args, Py_ssiz
                 continue;
             }
             Py_CLEAR(fn);
-            PyObject *rargs[7] = {node, buf, buffers, capture, handed_out, args[7], args[8]};
-            PyObject *r = call_engine(s_run_node, rargs, 7);
-            if (r == NULL)
-                goto error;
-            Py_DECREF(r);
+            int done = 0;  /* a leaf's AccumulateGrad: its common case here, else _run_node */
+            if (plain && (PyObject *)Py_TYPE(node) == accum_type && PySet_Check(handed_out)) {
+                done = accumulate_leaf(node, buf, handed_out);
+                if (done < 0)
+                    goto error;
+            }
+            if (!done) {
+                PyObject *rargs[7] = {node, buf, buffers, capture, handed_out, args[7], args[8]};
+                PyObject *r = call_engine(s_run_node, rargs, 7);
+                if (r == NULL)
+                    goto error;
+                Py_DECREF(r);
+            }
         }
         Py_CLEAR(buf);
         /* for nxt, _ in node._edges: if nxt is not None: (the dependency step) */
