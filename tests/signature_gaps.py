@@ -15,6 +15,5 @@ GAPS: dict[str, str] = {
     'torch.linalg.lstsq': "rcond: ember solves through the SVD pseudo-inverse (rtol=rcond); PyTorch's default CPU driver gelsy decides the rank by QR with column pivoting, so rank-deficient results differ",
     'torch.mm': "missing out_dtype= (PyTorch's CPU build raises NotImplementedError for it; Tensor.mm is the same function and its schema has no out_dtype)",
     'torch.repeat_interleave': 'repeat_interleave(input=t) alone is read as the one-tensor overload (repeats=t); PyTorch refuses it: positional and keyword cannot be told apart in a Python signature with x= twins',
-    'torch.result_type': '*operands: PyTorch takes no varargs; missing tensor=; missing other=; missing scalar=; missing scalar1=; missing scalar2=; call (tensor, other) rai...',
     'torch.rsub': "alpha should be positional in PyTorch's number overload rsub(input, Scalar other, Scalar alpha) but is keyword-only for a tensor other: one Python signature cannot say both",
 }

@@ -337,3 +337,23 @@ CREATION_AND_SHAPE_CALLS = {
 @pytest.mark.parametrize("name", sorted(CREATION_AND_SHAPE_CALLS))
 def test_creation_and_shape_signatures_as_pytorch(name: str) -> None:
     same_as_torch(CREATION_AND_SHAPE_CALLS[name])
+
+
+RESULT_TYPE_CALLS = {
+    "tensor_number": lambda m: m.result_type(m.ones(2, dtype=m.int32), 1.0),
+    "numbers": lambda m: m.result_type(1, 2.0),
+    "number_tensor": lambda m: m.result_type(1, m.ones(2, dtype=m.float16)),
+    "kw_tensor_other": lambda m: m.result_type(tensor=m.ones(2, dtype=m.int32), other=1.0),
+    "kw_x2": lambda m: m.result_type(tensor=m.ones(2, dtype=m.int32), x2=m.ones(1)),
+    "kw_scalar_tensor": lambda m: m.result_type(scalar=1.0, tensor=m.ones(2, dtype=m.int64)),
+    "kw_scalars": lambda m: m.result_type(scalar1=1, scalar2=2.0),
+    "three": lambda m: m.result_type(m.ones(2), m.ones(2), m.ones(2)),
+    "scalar_other": lambda m: m.result_type(scalar=1, other=m.ones(2)),
+    "tensor_is_number": lambda m: m.result_type(tensor=1, other=2),
+    "typo": lambda m: m.result_type(m.ones(2), tensr=1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(RESULT_TYPE_CALLS))
+def test_result_type_overloads_as_pytorch(name: str) -> None:
+    same_as_torch(RESULT_TYPE_CALLS[name])

@@ -94,7 +94,6 @@ from ._dtype import (
     int32,
     int64,
     promote_types,
-    result_type,
     set_default_dtype,
     uint8,
     uint16,

@@ -23,6 +23,7 @@ import numpy as np
 from . import _dtype_info, ops
 from ._size import Size
 from .ops import casting, indexing, joining, shape
+from .ops import shape as _sh
 from .ops._aliases import numpy_names
 from .ops.creation import tensor
 from .ops.inplace import inplace
@@ -47,6 +48,18 @@ def slice_scatter(self: Any, src: Any, dim: int = 0, start: int | None = None,
     """``slice_scatter(src, dim=0, start=None, end=None, step=1)``: a copy with ``src`` written
     into that slice."""
     return ops.slice_scatter(self, src, dim, start, end, step)
+
+def reshape(self, *size: Any, shape: Any = None) -> Any:
+    """``reshape(*shape)``: the shape as varargs, one sequence, or ``shape=`` (``torch.reshape``
+    takes one sequence)."""
+    if shape is not None:
+        if size:
+            raise TypeError("reshape() got the shape both positionally and as shape=")
+        size = (shape,)
+    shape = _sh._infer_shape(_sh._shape_arg(size), self._data.size)
+    if _sh._can_view(self._data, shape):
+        return _sh.Reshape.apply(self, shape)
+    return _sh.ReshapeCopy.apply(self, shape)
 
 def norm(self, p: Any = "fro", dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Any:
     """``norm(p='fro', dim=None, keepdim=False, dtype=None)``: ``torch.norm`` without ``out=``,
@@ -465,7 +478,7 @@ OP_METHODS: dict[str, Any] = {
     "svd": ops.svd,
     "pinverse": ops.pinverse,
     "diagflat": ops.diagflat,
-    "reshape": shape.reshape_method,
+    "reshape": reshape,
     "view": ops.view,
     "view_as": ops.view_as,
     "flatten": ops.flatten,

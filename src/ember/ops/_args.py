@@ -121,6 +121,16 @@ def sequence(name: str, arg: str, value: Any) -> tuple[int, ...]:
     return tuple(value)
 
 
+def one_sequence(name: str, arg: str, value: Any) -> Any:
+    """``value`` when it is one sequence (tuple, list, Size), as the ``int[]`` parameters of
+    PyTorch's namespace functions take (``torch.reshape(x, 12)`` raises TypeError)."""
+    if not isinstance(value, (tuple, list)):
+        raise TypeError(f"{name}(): argument '{arg}' (position 2) must be tuple of ints, not "
+                        f"{type(value).__name__} (the varargs form is the method's: "
+                        f"x.{name}(...))")
+    return value
+
+
 def integer(name: str, arg: str, value: Any) -> int:
     """An int argument (``randint``'s bounds, ``randperm``'s ``n``...): ints, NumPy ints and
     one-element integer tensors; floats and bools are refused as PyTorch refuses them."""

@@ -7,6 +7,7 @@ arithmetic is in ``ops/pointwise.py``, math functions in ``ops/pointwise_math.py
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import numpy as np
@@ -14,11 +15,46 @@ import numpy as np
 from .. import _backend, _dtype, _dtype_info
 from .._tensor_base import TensorBase
 from ..autograd.function import Op
+from . import _args
 from .creation import tensor
 
 __all__ = [
-    "clone",
+    "clone", "result_type",
 ]
+
+
+# torch.result_type's overloads, tried in order: (tensor, other), (scalar, tensor), (scalar1,
+# scalar2); a "tensor" must be a tensor, a "scalar" a number
+_RESULT_TYPE_FORMS = (("tensor", "other"), ("scalar", "tensor"), ("scalar1", "scalar2"))
+
+
+def result_type(*args: Any, **kwargs: Any) -> Any:
+    """The dtype an arithmetic op on the two operands computes in: ``result_type(tensor,
+    other)``, ``(scalar, tensor)`` or ``(scalar1, scalar2)``, bound as PyTorch's overloads
+    (``result_type(tensor=1, other=2)`` raises TypeError; ``result_type(1, 2.0)`` is float32;
+    ``x2=`` is NumPy's name for ``other``)."""
+    if "x2" in kwargs:
+        if "other" in kwargs:
+            raise TypeError("result_type() got values for argument 'other' from both 'other' "
+                            "and 'x2'")
+        kwargs["other"] = kwargs.pop("x2")
+    for form in _RESULT_TYPE_FORMS:
+        if len(args) > 2 or any(k not in form or k in form[:len(args)] for k in kwargs):
+            continue
+        bound = {**dict(zip(form, args)), **kwargs}
+        if len(bound) == 2 and all(isinstance(v, TensorBase) == (k == "tensor")
+                                   for k, v in bound.items() if k != "other"):
+            return _dtype.result_type(*(bound[k] for k in form))
+    names = {k for form in _RESULT_TYPE_FORMS for k in form}
+    for key in kwargs:
+        if key not in names:
+            raise _args.unexpected_keyword("result_type", key, names)
+    given = [type(a).__name__ for a in args] + [f"{k}={type(v).__name__}" for k, v in
+                                                kwargs.items()]
+    raise TypeError(f"result_type() received an invalid combination of arguments ({', '.join(given)}"
+                    "); PyTorch's forms: result_type(Tensor tensor, Tensor/Number other), "
+                    "result_type(Number scalar, Tensor tensor), result_type(Number scalar1, Number "
+                    "scalar2)")
 
 
 def cast(x: Any, dt: Any) -> Any:
@@ -230,3 +266,11 @@ def _dense_like(a: Any, dtype: Any) -> Any:
     xp = _backend.xp_of(a)
     buf = xp.empty(tuple(shape[d] for d in outer_first), dtype)
     return buf.transpose(tuple(outer_first.index(d) for d in range(a.ndim)))
+
+
+# what inspect.signature shows: PyTorch's overloads merged
+result_type.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+    [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None)
+     for n in ("tensor", "other")]
+    + [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=None)
+       for n in ("scalar", "scalar1", "scalar2")])

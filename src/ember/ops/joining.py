@@ -19,14 +19,13 @@ import numpy as np
 from .. import _backend, _dtype
 from .._tensor_base import TensorBase
 from ..autograd.function import Op
-from . import _out
+from . import _args, _out
 from . import casting as _cast
 from .shape import (
     _dims_arg,
     _Embed,
     _int,
     _lst,
-    _sequence,
     _shape_arg,
     _Sub,
     _wrap,
@@ -495,7 +494,7 @@ def _dir_split(x: Any, ios: Any, d: int, name: str, need: int) -> tuple:
 def flip(input: Any, dims: Any) -> Any:
     """Reverse the order of elements along ``dims`` (a copy, as in PyTorch; one sequence:
     ``Tensor.flip`` also takes varargs)."""
-    return flip_method(input, dims=_sequence("flip", "dims", dims))
+    return flip_method(input, dims=_args.one_sequence("flip", "dims", dims))
 
 
 def flip_method(input: Any, *order: Any, dims: Any = None) -> Any:
@@ -640,7 +639,7 @@ def repeat(input: Any, *sizes: Any, repeats: Any = None) -> Any:
 def tile(input: Any, dims: Any) -> Any:
     """``repeat`` with ``dims`` (one sequence: ``torch.tile(x, (2, 3))``) padded by leading ones
     to the tensor's ndim."""
-    return tile_method(input, dims=_sequence("tile", "dims", dims))
+    return tile_method(input, dims=_args.one_sequence("tile", "dims", dims))
 
 
 def tile_method(input: Any, *reps: Any, dims: Any = None) -> Any:

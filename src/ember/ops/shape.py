@@ -25,6 +25,7 @@ from .._backend import CPU_ARRAY
 from .._size import Size
 from .._tensor_base import TensorBase, wrap_dim
 from ..autograd.function import Op
+from . import _args
 
 __all__ = [
     "reshape", "view", "view_as", "flatten", "unflatten", "ravel", "squeeze", "unsqueeze",
@@ -53,16 +54,6 @@ def _int(v: Any, what: str = "size", pos: int = 0) -> int:
             f"{what} must be a tuple of ints, but found element of type {type(v).__name__} at "
             f"pos {pos}"
         ) from None
-
-
-def _sequence(name: str, arg: str, value: Any) -> Any:
-    """``value`` when it is one sequence of ints (tuple, list, Size), as PyTorch's ``int[]``
-    parameters of the namespace functions take (``torch.reshape(x, 12)`` raises TypeError)."""
-    if not isinstance(value, (tuple, list)):
-        raise TypeError(f"{name}(): argument '{arg}' (position 2) must be tuple of ints, not "
-                        f"{type(value).__name__} (the varargs form is the method's: "
-                        f"x.{name}(...))")
-    return value
 
 
 def _shape_arg(size: tuple) -> tuple[int, ...]:
@@ -147,22 +138,10 @@ def _can_view(arr: Any, shape: tuple[int, ...]) -> bool:
 
 
 def reshape(input: Any, shape: Any) -> Any:
-    """Tensor with the same data in ``shape`` (a view when the layout allows, else a copy).
-
-    ``torch.reshape`` takes one sequence; ``Tensor.reshape`` also varargs (``reshape_method``)."""
-    shape = _infer_shape(_shape_arg((_sequence("reshape", "shape", shape),)), input._data.size)
-    if _can_view(input._data, shape):
-        return Reshape.apply(input, shape)
-    return ReshapeCopy.apply(input, shape)
-
-
-def reshape_method(input: Any, *size: Any, shape: Any = None) -> Any:
-    """``Tensor.reshape``: the shape as varargs, one sequence, or ``shape=``."""
-    if shape is not None:
-        if size:
-            raise TypeError("reshape() got the shape both positionally and as shape=")
-        size = (shape,)
-    shape = _infer_shape(_shape_arg(size), input._data.size)
+    """Tensor with the same data in ``shape``, one sequence (a view when the layout allows,
+    else a copy; ``Tensor.reshape`` also takes varargs: _tensor_methods.py)."""
+    shape = _infer_shape(_shape_arg((_args.one_sequence("reshape", "shape", shape),)),
+                         input._data.size)
     if _can_view(input._data, shape):
         return Reshape.apply(input, shape)
     return ReshapeCopy.apply(input, shape)
@@ -472,7 +451,7 @@ def _expand_shape(shp: tuple, sizes: tuple, name: str = "expand") -> tuple[int, 
 def permute(input: Any, dims: Any) -> Any:
     """View of ``input`` with dims in the order ``dims`` (one sequence; ``Tensor.permute`` also
     takes varargs)."""
-    return permute_method(input, dims=_sequence("permute", "dims", dims))
+    return permute_method(input, dims=_args.one_sequence("permute", "dims", dims))
 
 
 def permute_method(input: Any, *order: Any, dims: Any = None) -> Any:
