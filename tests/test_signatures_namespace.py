@@ -276,6 +276,10 @@ MORE_CALLS = {
     "repeat_interleave_one": lambda m: m.repeat_interleave(m.tensor([2, 0, 1])),
     "repeat_interleave_one_dim": lambda m: m.repeat_interleave(m.tensor([1, 2]), dim=0),
     "repeat_interleave_full": lambda m: m.repeat_interleave(_x(m, 2, 2), repeats=2, dim=1),
+    "repeat_interleave_input_only": lambda m: m.repeat_interleave(input=m.tensor([1, 2])),
+    "repeat_interleave_x": lambda m: m.repeat_interleave(x=_x(m, 2, 2), repeats=2, axis=0),
+    "repeat_interleave_output_size": lambda m: m.repeat_interleave(m.tensor([1, 2]),
+                                                                   output_size=3),
     # factory keywords
     "hann_window_pin": lambda m: m.hann_window(5, pin_memory=False, requires_grad=False),
     "kaiser_window_pin": lambda m: m.kaiser_window(6, False, 5.0, pin_memory=False),

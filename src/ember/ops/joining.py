@@ -40,6 +40,10 @@ __all__ = [
 ]
 
 
+# repeat_interleave's overloads, as PyTorch's parser binds them (_args.overload)
+_REPEAT_INTERLEAVE_FORMS = (("repeats",), ("input", "repeats"), ("input", "repeats", "dim"))
+
+
 # ---------------------------------------------------------------------------------------------
 # joining
 
@@ -660,19 +664,23 @@ def tile_method(input: Any, *reps: Any, dims: Any = None) -> Any:
     return repeat(input, reps)
 
 
-def repeat_interleave(input: Any = None, repeats: Any = None, dim: int | None = None, *,
-                      output_size: int | None = None) -> Any:
-    """Repeat each element (or slice along ``dim``) ``repeats`` times (int or 1-D tensor).
+def repeat_interleave(*args: Any, output_size: int | None = None, **kwargs: Any) -> Any:
+    """Repeat each element (or slice along ``dim``) ``repeats`` times (int or 1-D tensor):
+    ``repeat_interleave(input, repeats, dim=None)``.
 
     With one tensor (``repeat_interleave(t)`` or ``repeat_interleave(repeats=t)``): the indices
-    0..n-1, each repeated ``t[i]`` times, as PyTorch's one-argument overload."""
-    if input is None or repeats is None:  # repeat_interleave(repeats): 0..n-1 repeated
-        if input is None and repeats is None:
-            raise TypeError("repeat_interleave() missing required argument: 'repeats'")
-        if dim is not None:
-            raise TypeError("repeat_interleave(): dim= needs the input and the repeats "
-                            "(repeat_interleave(input, repeats, dim))")
-        input = repeats if input is None else input
+    0..n-1, each repeated ``t[i]`` times, as PyTorch's one-argument overload; the arguments
+    bind as PyTorch's overloads (``repeat_interleave(input=t)`` raises TypeError)."""
+    for alias, real in (("x", "input"), ("a", "input"), ("x1", "input"), ("axis", "dim")):
+        if alias in kwargs:  # NumPy's names, as PyTorch's builtin takes them
+            if real in kwargs:
+                raise TypeError(f"repeat_interleave() got '{real}' and '{alias}'")
+            kwargs[real] = kwargs.pop(alias)
+    b = _args.overload("repeat_interleave", args, kwargs, _REPEAT_INTERLEAVE_FORMS,
+                       {"dim": None}, ("output_size",), {"input": None, "dim": None})
+    input, repeats, dim = b["input"], b["repeats"], b["dim"]
+    if input is None:  # repeat_interleave(repeats): 0..n-1 repeated
+        input = repeats
         r = input._data
         if r.ndim > 1 or r.dtype.kind not in "iu":
             raise RuntimeError(
@@ -796,3 +804,7 @@ class _SegmentSum(Op):
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
         return ctx.call(RepeatInterleave, grad, ctx.r, ctx.dim, ctx.idx), None, None, None
+
+
+repeat_interleave.__signature__ = _args.shown_signature(  # type: ignore[attr-defined]
+    repeat_interleave, {"input": None, "repeats": None, "dim": None})
