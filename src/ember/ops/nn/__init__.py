@@ -3,7 +3,9 @@ activation, linear, dropout, sparse (embeddings), distance, normalization, loss 
 attention, vision (pad, interpolate, pixel shuffle, grid sampling), convolution, pooling and
 pooling_composite, recurrent (the fused RNN/LSTM/GRU layers), overrides (the ``__torch_function__``
 probes). ``_kernels`` holds the window and resampling kernels under convolution and pooling;
-``_common`` the checks the losses and norms share. ``ember.nn.functional`` re-exports all of it.
+``_common`` the checks the losses and norms share. ``ember.nn.functional`` re-exports all of it
+but ``namespace``: the ``torch.*`` forms with ATen's signatures (``torch.dropout(input, p,
+train)``), bound by ``ember/__init__.py``.
 """
 
 from .activation import *  # noqa: F403
