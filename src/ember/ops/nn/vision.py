@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 import operator
 import warnings
@@ -15,12 +16,12 @@ import numpy as np
 from ... import _backend, _dtype
 from ..._tensor_base import TensorBase
 from ...autograd.function import Op
+from .. import comparison as _cmp
 from .. import pointwise as _pw
 from .. import pointwise_piecewise as _pp
 from .._autocast import cast as _amp_cast
 from .._autocast import flag as _amp
 from ..creation import arange
-from ..creation import tensor as _tensor
 from ..joining import stack
 from ._kernels import Resample, _AxisMap, _check_tensor, _tname
 from .pooling import adaptive_avg_pool1d, adaptive_avg_pool2d
@@ -233,8 +234,14 @@ def affine_grid(theta: Any, size: Any, align_corners: bool | None = None) -> Any
 def grid_sample(input: Any, grid: Any, mode: str = "bilinear", padding_mode: str = "zeros",
                 align_corners: bool | None = None) -> Any:
     """Sample a 4-D input (N, C, H, W) at the normalised (x, y) locations of grid
-    (N, Ho, Wo, 2), bilinearly or from the nearest pixel; locations outside read 0 ('zeros'),
-    the edge ('border') or the mirror image ('reflection')."""
+    (N, Ho, Wo, 2), or a 5-D input (N, C, D, H, W) at the (x, y, z) locations of grid
+    (N, Do, Ho, Wo, 3): (tri)linearly ('bilinear') or from the nearest pixel; locations outside
+    read 0 ('zeros'), the edge ('border') or the mirror image ('reflection').
+
+    NaN coordinates read as PyTorch's CPU kernels read them: on 4-D inputs as the first pixel
+    along that axis under 'border'/'reflection' and out of bounds under 'zeros' (NaN with
+    'bilinear', 0 with 'nearest'); on 5-D inputs as the last pixel under 'border'/'reflection'
+    and out of bounds (0) under 'zeros'."""
     if _amp.active:
         input, grid = _amp_cast("grid_sample", input, grid)
     if mode not in ("bilinear", "nearest", "bicubic"):
@@ -243,42 +250,73 @@ def grid_sample(input: Any, grid: Any, mode: str = "bilinear", padding_mode: str
     if padding_mode not in ("zeros", "border", "reflection"):
         raise ValueError(f"nn.functional.grid_sample(): expected padding_mode to be 'zeros', "
                          f"'border', or 'reflection', but got: '{padding_mode}'")
-    if mode == "bicubic" or input.dim() != 4:
-        raise NotImplementedError("ember's grid_sample supports 4-D inputs with mode 'bilinear' "
-                                  "or 'nearest' (PyTorch also has 5-D inputs and 'bicubic')")
-    if grid.dim() != 4 or grid.shape[-1] != 2 or grid.shape[0] != input.shape[0]:
-        raise RuntimeError(f"grid_sampler(): expected grid of shape (N, H_out, W_out, 2) with "
-                           f"N = {input.shape[0]}, but got grid with sizes {list(grid.shape)}")
+    nsp = input.dim() - 2
+    if mode == "bicubic" and nsp == 3:
+        raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input (got "
+                           f"input of size {list(input.shape)}); use 'bilinear' or 'nearest'")
+    if nsp not in (2, 3) or mode == "bicubic":
+        raise NotImplementedError("ember's grid_sample supports 4-D and 5-D inputs with mode "
+                                  "'bilinear' or 'nearest' (PyTorch also has 'bicubic' on 4-D "
+                                  f"inputs); got mode {mode!r}, input of size "
+                                  f"{list(input.shape)}")
+    if grid.dim() != nsp + 2 or grid.shape[-1] != nsp:
+        raise RuntimeError(f"grid_sampler(): expected grid to have size {nsp} in last dimension "
+                           f"and {nsp + 2} dimensions (as the {nsp + 2}-D input), but got grid "
+                           f"with sizes {list(grid.shape)}")
+    if grid.shape[0] != input.shape[0]:
+        raise RuntimeError(f"grid_sampler(): expected grid and input to have same batch size, "
+                           f"but got input with sizes {list(input.shape)} and grid with sizes "
+                           f"{list(grid.shape)}")
     if input.dtype != grid.dtype:
         raise RuntimeError(f"grid_sampler(): expected input and grid to have the same dtype, "
                            f"but input has {input.dtype} and grid has {grid.dtype}")
     align = bool(align_corners)
-    N, C, H, W = input.shape
-    Ho, Wo = grid.shape[1], grid.shape[2]
-    ix = _unnormalise(grid[..., 0], W, align, padding_mode)  # (N, Ho, Wo)
-    iy = _unnormalise(grid[..., 1], H, align, padding_mode)
-    flat = input.reshape(N, C, H * W)
+    N, C = input.shape[:2]
+    sizes = tuple(input.shape[2:])  # (H, W) or (D, H, W)
+    out_sp = tuple(grid.shape[1:-1])
+    M = math.prod(out_sp)
+    nan = _cmp.isnan(grid.detach())
+    # NaN coordinates: PyTorch's 4-D kernel reads them as index 0 and its 5-D kernel as the
+    # last index (border, reflection); under 'zeros' both read them as out of bounds
+    fill = (-1.0 if nsp == 2 else 1.0) if padding_mode != "zeros" else -4.0
+    grid = _pp.where(nan, fill, grid)
+    # pos[a]: the source coordinate along spatial axis a (grid's last entry is axis 0's)
+    pos = [_unnormalise(grid[..., nsp - 1 - a], n, align, padding_mode)
+           for a, n in enumerate(sizes)]
+    strides = [math.prod(sizes[a + 1:]) for a in range(nsp)]
+    flat = input.reshape(N, C, math.prod(sizes))
 
-    def tap(xi: Any, yi: Any) -> tuple[Any, Any]:
-        """Values at integer pixel (xi, yi) (N, C, Ho, Wo) and the in-bounds mask."""
-        ok = (xi >= 0) & (xi <= W - 1) & (yi >= 0) & (yi <= H - 1)
-        idx = (yi.clamp(0, H - 1) * W + xi.clamp(0, W - 1)).to(_dtype.int64)
-        idx = idx.reshape(N, 1, Ho * Wo).expand(N, C, Ho * Wo)
-        vals = flat.gather(2, idx).reshape(N, C, Ho, Wo)
-        return vals, ok.unsqueeze(1).to(input.dtype)
+    def tap(ii: list) -> tuple[Any, Any]:
+        """Values at integer position ii (N, C, *out) and the in-bounds mask (N, 1, *out)."""
+        ok = None
+        idx = None
+        for i, n, s in zip(ii, sizes, strides):
+            inb = (i >= 0) & (i <= n - 1)
+            ok = inb if ok is None else ok & inb
+            term = i.clamp(0, n - 1) * s
+            idx = term if idx is None else idx + term
+        idx = idx.to(_dtype.int64).reshape(N, 1, M).expand(N, C, M)
+        vals = flat.gather(2, idx).reshape(N, C, *out_sp)
+        return vals, ok.unsqueeze(1)
 
     if mode == "nearest":
-        vals, ok = tap(_pp.round(ix.detach()), _pp.round(iy.detach()))
-        return vals * ok
-    x0, y0 = ix.detach().floor(), iy.detach().floor()
-    x1, y1 = x0 + 1, y0 + 1
-    wx1, wy1 = (ix - x0).unsqueeze(1), (iy - y0).unsqueeze(1)
-    wx0, wy0 = 1 - wx1, 1 - wy1
-    out = _tensor(0.0, dtype=input.dtype, device=input.device)
-    for xi, yi, w in ((x0, y0, wx0 * wy0), (x1, y0, wx1 * wy0), (x0, y1, wx0 * wy1),
-                      (x1, y1, wx1 * wy1)):
-        vals, ok = tap(xi, yi)
-        out = out + vals * ok * w
+        vals, ok = tap([_pp.round(p.detach()) for p in pos])
+        return vals * ok.to(input.dtype)
+    lo = [p.detach().floor() for p in pos]
+    w1 = [(p - f).unsqueeze(1) for p, f in zip(pos, lo)]
+    w0 = [1 - w for w in w1]
+    out = None
+    for corner in itertools.product((0, 1), repeat=nsp):
+        w = None
+        for a, bit in enumerate(corner):
+            wa = w1[a] if bit else w0[a]
+            w = wa if w is None else w * wa
+        vals, ok = tap([f + 1 if bit else f for f, bit in zip(lo, corner)])
+        term = vals * ok.to(input.dtype) * w
+        out = term if out is None else out + term
+    if nsp == 2 and padding_mode == "zeros":  # PyTorch's 4-D kernel: 0 * NaN weight
+        bad = nan.any(-1).unsqueeze(1)
+        out = _pp.where(bad, math.nan, out)
     return out
 
 
