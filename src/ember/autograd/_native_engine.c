@@ -10,7 +10,7 @@
  * or a tool that replaces one of them sees the replacement used. Iterative: the C stack does not
  * grow with the graph (a 100,000-op chain is tested).
  *
- * Grad mode is set by engine.py's _walk around this call, as for the Python loop.
+ * Grad mode is set by engine.py's run_backward around this call, as for the Python loop.
  */
 #include "../_native.h"
 

@@ -226,28 +226,21 @@ def run_backward(
     ready_leaves: list[Node] = []
     callbacks: list = []
     _final_callbacks.append(callbacks)
+    mode = grad_mode.state
+    was_enabled = mode.enabled
     try:
-        _walk(ready, ready_leaves, buffers, deps, needed, capture, handed_out, retain_graph,
-              create_graph)
+        mode.enabled = create_graph  # (grad_mode.set_grad_enabled's effect, without its object)
+        try:
+            _walk_nodes(ready, ready_leaves, buffers, deps, needed, capture, handed_out,
+                        retain_graph, create_graph)
+        finally:
+            mode.enabled = was_enabled
         i = 0
         while i < len(callbacks):  # a callback may queue another
             callbacks[i]()
             i += 1
     finally:
         _final_callbacks.pop()
-
-
-def _walk(ready: list, ready_leaves: list, buffers: dict, deps: dict, needed: set | None,
-          capture: dict | None, handed_out: set[int], retain_graph: bool,
-          create_graph: bool) -> None:
-    mode = grad_mode.state
-    was_enabled = mode.enabled
-    mode.enabled = create_graph  # (grad_mode.set_grad_enabled's effect, without its object)
-    try:
-        _walk_nodes(ready, ready_leaves, buffers, deps, needed, capture, handed_out, retain_graph,
-                    create_graph)
-    finally:
-        mode.enabled = was_enabled
 
 
 def _walk_nodes_python(ready: list, ready_leaves: list, buffers: dict, deps: dict,
