@@ -376,8 +376,11 @@ def interpolate(input: Any, size: Any = None, scale_factor: Any = None, mode: st
                 antialias: bool = False) -> Any:
     """Resize the spatial dims of an (N, C, L) or (N, C, H, W) input.
 
-    Modes: 'nearest', 'nearest-exact', 'linear' (3-D), 'bilinear' (4-D; ``align_corners``),
-    'area' (adaptive average pooling). Give either ``size`` or ``scale_factor``."""
+    Modes: 'nearest', 'nearest-exact', 'linear' (3-D), 'bilinear' and 'bicubic' (4-D;
+    ``align_corners``), 'area' (adaptive average pooling). Give either ``size`` or
+    ``scale_factor``. ``antialias=True`` ('bilinear', 'bicubic', 4-D) resamples with PyTorch's
+    (and PIL's) separable filters: a triangle or a cubic (a = -0.5) whose support widens by the
+    downscale factor, its taps normalised to sum to 1."""
     if _amp.active:
         (input,) = _amp_cast("interpolate", input)
     _check_tensor(input, "interpolate")
@@ -394,8 +397,10 @@ def interpolate(input: Any, size: Any = None, scale_factor: Any = None, mode: st
             f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {x.ndim}D) for the "
             "modes: nearest | linear | bilinear | bicubic | trilinear | lanczos | area | "
             f"nearest-exact (got {mode})")
-    if antialias:
-        raise NotImplementedError("interpolate: antialias=True is not supported by ember")
+    if antialias and not (mode in ("bilinear", "bicubic") and x.ndim == 4):
+        raise ValueError(f"Anti-alias option is restricted to bilinear and bicubic modes and "
+                         f"requires a 4-D tensor as input (got mode {mode!r} and a "
+                         f"{x.ndim}-D input)")
     if x.ndim not in (3, 4):
         if x.ndim == 5:
             raise NotImplementedError(f"interpolate: 5-D (volumetric) input is not supported by "
@@ -408,9 +413,6 @@ def interpolate(input: Any, size: Any = None, scale_factor: Any = None, mode: st
     need = {"linear": 3, "bilinear": 4, "trilinear": 5, "bicubic": 4}.get(mode)
     if need is not None and x.ndim != need:
         raise NotImplementedError(f"Got {x.ndim}D input, but {mode} mode needs {need}D input")
-    if mode == "bicubic":
-        raise NotImplementedError("interpolate: mode 'bicubic' is not supported by ember yet; "
-                                  "use 'bilinear'")
     sizes = x.shape[2:]
     if size is not None and scale_factor is not None:
         raise ValueError("only one of size or scale_factor should be defined")
@@ -456,9 +458,14 @@ def interpolate(input: Any, size: Any = None, scale_factor: Any = None, mode: st
         if x.dtype.kind not in "fV":
             raise RuntimeError(f'"upsample_{mode}" not implemented for \'{_tname(input)}\' '
                                f"(input dtype {input.dtype}); convert it first, e.g. x.float()")
-        maps = tuple(None if (n == o and not align_corners and s in (None, 1.0)) else
-                     _linear_map(n, o, s, bool(align_corners), np.dtype(x.dtype))
-                     for n, o, s in zip(sizes, out, sc))
+        dt, align = np.dtype(x.dtype), bool(align_corners)
+        if antialias:
+            maps = tuple(_filter_map(n, o, s, align, mode, dt) for n, o, s in zip(sizes, out, sc))
+        elif mode == "bicubic":
+            maps = tuple(_cubic_map(n, o, s, align, dt) for n, o, s in zip(sizes, out, sc))
+        else:
+            maps = tuple(None if (n == o and not align and s in (None, 1.0)) else
+                         _linear_map(n, o, s, align, dt) for n, o, s in zip(sizes, out, sc))
     return Resample.apply(input, maps)
 
 
@@ -556,6 +563,64 @@ def _linear_map(n_in: int, n_out: int, scale: float | None, align: bool, dtype: 
     l1 = np.clip(src - i0.astype(dtype), 0, 1).astype(dtype)
     l0 = (ft(1) - l1).astype(dtype)
     return _AxisMap(np.stack([i0, i1], axis=1), np.stack([l0, l1], axis=1), n_in)
+
+
+@functools.lru_cache(maxsize=256)  # maps are reused step after step
+def _cubic_map(n_in: int, n_out: int, scale: float | None, align: bool, dtype: Any) -> _AxisMap:
+    """Four taps per output: PyTorch's bicubic convolution (a = -0.75) at its source index,
+    the taps clamped to the edge, in the input's precision."""
+    ft = np.dtype(dtype).type
+    o = np.arange(n_out).astype(dtype)
+    if align:
+        src = (ft(n_in - 1) / ft(n_out - 1) if n_out > 1 else ft(0)) * o
+    else:
+        sc = ft(1.0 / scale) if scale is not None and scale > 0 else ft(n_in) / ft(n_out)
+        src = sc * (o + ft(0.5)) - ft(0.5)
+    i0 = np.floor(src)
+    t = (src - i0).astype(dtype)
+    a = ft(-0.75)
+
+    def near(v: Any) -> Any:  # |v| <= 1
+        return ((a + 2) * v - (a + 3)) * v * v + 1
+
+    def far(v: Any) -> Any:  # 1 < |v| < 2
+        return ((a * v - 5 * a) * v + 8 * a) * v - 4 * a
+
+    w = np.stack([far(t + 1), near(t), near(1 - t), far(2 - t)], axis=1).astype(dtype)
+    idx = np.clip(i0.astype(np.int64)[:, None] + np.arange(-1, 3), 0, n_in - 1)
+    return _AxisMap(idx, w, n_in)
+
+
+@functools.lru_cache(maxsize=256)  # maps are reused step after step
+def _filter_map(n_in: int, n_out: int, scale: float | None, align: bool, mode: str,
+                dtype: Any) -> _AxisMap:
+    """Antialiased resampling along one axis (PyTorch's and PIL's): output k is centred at
+    ``scale * (k + 0.5)`` in the input, a triangle ('bilinear') or cubic (a = -0.5, 'bicubic')
+    filter stretched by the downscale factor (not when upscaling) weighs the inputs within its
+    support, and the weights are normalised to sum to 1 (computed in float64)."""
+    if align:
+        sc = (n_in - 1) / (n_out - 1) if n_out > 1 else 0.0
+    else:
+        sc = 1.0 / scale if scale is not None and scale > 0 else n_in / n_out
+    half = 1.0 if mode == "bilinear" else 2.0  # the filter's support at scale 1
+    support = half * sc if sc >= 1.0 else half
+    inv = 1.0 / sc if sc >= 1.0 else 1.0
+    centre = sc * (np.arange(n_out) + 0.5)
+    lo = np.maximum(np.trunc(centre - support + 0.5), 0).astype(np.int64)
+    hi = np.minimum(np.trunc(centre + support + 0.5).astype(np.int64), n_in)
+    T = max(int((hi - lo).max()), 1)
+    j = lo[:, None] + np.arange(T)
+    d = np.abs((j - centre[:, None] + 0.5) * inv)
+    if mode == "bilinear":
+        w = np.maximum(1.0 - d, 0.0)
+    else:
+        a = -0.5
+        w = np.where(d < 1.0, ((a + 2) * d - (a + 3)) * d * d + 1,
+                     np.where(d < 2.0, (((d - 5) * d + 8) * d - 4) * a, 0.0))
+    w = np.where(j < hi[:, None], w, 0.0)
+    total = w.sum(axis=1, keepdims=True)
+    w = np.divide(w, total, out=np.zeros_like(w), where=total != 0)
+    return _AxisMap(np.minimum(j, n_in - 1), w.astype(dtype), n_in)
 
 
 # ---------------------------------------------------------------------------------------------
