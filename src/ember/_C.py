@@ -61,4 +61,8 @@ def _log_api_usage_once(event: str) -> None:
 
 
 def __getattr__(name: str) -> Any:
+    if name == "_LinAlgError":  # torch.linalg.LinAlgError's own name (the same class)
+        from .ops.linalg import LinAlgError
+
+        return LinAlgError
     raise AttributeError(f"module 'torch._C' has no attribute '{name}'")

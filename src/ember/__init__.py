@@ -181,6 +181,7 @@ from .ops.softmax_family import *  # noqa: F403
 from .ops import return_types  # torch.return_types: the named result tuples
 from .ops.blas import *  # noqa: F403
 from .ops.linalg import *  # noqa: F403
+from .ops.linalg_factor import *  # noqa: F403
 from .ops.other import *  # noqa: F403
 from .ops.other_matrix import *  # noqa: F403
 from .ops.other_variants import *  # noqa: F403

@@ -13,6 +13,7 @@ from typing import Any
 
 from .ops import _matrix as _mx
 from .ops import linalg as _la
+from .ops import linalg_factor as _lf
 from .ops import other_matrix as _om
 from .ops import return_types
 from .ops._autocast import cast as _amp_cast
@@ -24,6 +25,12 @@ from .ops.linalg import (  # noqa: F401
     matrix_norm,
     matrix_power,
     solve,
+)
+from .ops.linalg_factor import (  # noqa: F401
+    lu_factor,
+    lu_factor_ex,
+    matrix_exp,
+    solve_triangular,
 )
 
 __all__ = [
@@ -59,7 +66,18 @@ __all__ = [
     "tensorinv",
     "tensorsolve",
     "lstsq",
+    "lu_factor",
+    "lu_factor_ex",
+    "lu",
+    "lu_solve",
+    "eig",
+    "eigvals",
 ]
+
+lu = _lf.linalg_lu
+lu_solve = _lf.linalg_lu_solve
+eig = _lf.linalg_eig
+eigvals = _lf.linalg_eigvals
 
 
 
@@ -325,26 +343,6 @@ def _info(like: Any) -> Any:
     return zeros(tuple(like.shape[:-2]), dtype="int32", device=like.device)
 
 
-def solve_triangular(input: Any, B: Any, *, upper: bool, left: bool = True,
-                     unitriangular: bool = False, out: Any = None) -> Any:
-    """X with A X = B (``left=False``: X A = B) reading only A's upper or lower triangle (and a
-    unit diagonal when ``unitriangular``)."""
-    if out is not None:
-        res = solve_triangular(input, B=B, upper=upper, left=left, unitriangular=unitriangular)
-        return _mx._result(res, out, "linalg.solve_triangular")
-    A = input
-    if _amp.active:
-        A, B = _amp_cast("solve_triangular", A, B)
-    a = _square_float("linalg.solve_triangular", A)
-    t = _om.triu(a) if upper else _om.tril(a)
-    if unitriangular:
-        d = _om.diagonal(t, 0, -2, -1)
-        t = t - _om.diag_embed(d) + _om.diag_embed(d * 0 + 1)
-    if left:
-        return _la.solve(t, B)
-    return _la.solve(t.mT, B.mT).mT
-
-
 def solve_ex(A: Any, B: Any, *, left: bool = True, check_errors: bool = False,
              out: Any = None) -> Any:
     """(result, info): ``solve`` and a 0 error code per matrix (singular matrices raise)."""
@@ -411,31 +409,6 @@ def vander(x: Any, *, N: int | None = None) -> Any:
     for _ in range(1, n):
         cols.append(cols[-1] * x)
     return stack(cols, -1) if cols else x.unsqueeze(-1)[..., :0]
-
-
-def matrix_exp(input: Any) -> Any:
-    """exp(A) = sum_k A^k / k!, by scaling and squaring: the Taylor series (18 terms) of
-    A / 2^s with ||A / 2^s||_1 <= 1/2, squared s times."""
-    A = input
-    import math
-
-    import numpy as np
-
-    a = _square_float("linalg.matrix_exp", A)
-    if a.shape[-1] == 0:
-        return a * 1
-    norm = float(np.abs(a.detach().cpu().numpy()).sum(-2).max()) if a.numel() else 0.0
-    s = max(0, int(math.ceil(math.log2(norm))) + 1) if norm > 0 and math.isfinite(norm) else 0
-    x = a * (0.5 ** s)
-    eye = _om.diag_embed(_om.diagonal(a, 0, -2, -1) * 0 + 1)
-    term = eye
-    out = eye
-    for k in range(1, 19):
-        term = matmul(term, x) * (1.0 / k)
-        out = out + term
-    for _ in range(s):
-        out = matmul(out, out)
-    return out
 
 
 def cond(input: Any, p: Any = None, *, out: Any = None) -> Any:

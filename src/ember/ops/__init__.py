@@ -25,6 +25,7 @@ from .indexing import *  # noqa: F403
 from .indexing_scatter import *  # noqa: F403
 from .joining import *  # noqa: F403
 from .linalg import *  # noqa: F403
+from .linalg_factor import *  # noqa: F403
 from .other import *  # noqa: F403
 from .other_matrix import *  # noqa: F403
 from .other_variants import *  # noqa: F403

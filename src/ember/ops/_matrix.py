@@ -122,3 +122,49 @@ def _legacy(x: Any) -> str:
     """The legacy scalar-type name of a tensor's dtype ("Float", "Long"...), as PyTorch's errors
     spell it."""
     return _dtype.legacy_name(x.dtype)
+
+
+def _lu_raw(xp: Any, a: Any) -> tuple:
+    """LAPACK getrf's LU with partial pivoting of a (*, m, n) array, batched: (LU packed, pivots
+    as LAPACK's 1-based int32 row swaps (*, min(m, n)), info (*,): the 1-based column of the first
+    zero pivot, 0 when none). Column by column, vectorised over the batch."""
+    m, n = a.shape[-2], a.shape[-1]
+    k = min(m, n)
+    batch = tuple(a.shape[:-2])
+    a2 = xp.array(a, copy=True).reshape((-1, m, n))
+    nb = a2.shape[0]
+    piv = xp.empty((nb, k), dtype=np.int32)
+    info = xp.zeros((nb,), dtype=np.int32)
+    rows = xp.arange(nb)
+    for j in range(k):
+        p = xp.argmax(xp.abs(a2[:, j:, j]), axis=1) + j  # the first largest, as idamax
+        piv[:, j] = p + 1
+        top = a2[:, j, :].copy()
+        a2[:, j, :] = a2[rows, p, :]
+        a2[rows, p, :] = top
+        d = a2[:, j, j]
+        zero = d == 0
+        info[(info == 0) & zero] = j + 1
+        col = a2[:, j + 1:, j] / xp.where(zero, xp.ones_like(d), d)[:, None]
+        a2[:, j + 1:, j] = col
+        a2[:, j + 1:, j + 1:] -= col[:, :, None] * a2[:, j, None, j + 1:]
+    return a2.reshape(batch + (m, n)), piv.reshape(batch + (k,)), info.reshape(batch)
+
+
+def _pivots_to_perm(xp: Any, piv: Any, m: int) -> Any:
+    """LAPACK's row swaps (*, k) (1-based) as the permutation (*, m) with A[perm] = L U."""
+    batch = tuple(piv.shape[:-1])
+    p2 = xp.asarray(piv).reshape((-1, piv.shape[-1])).astype(np.int64) - 1
+    perm = xp.array(xp.broadcast_to(xp.arange(m), (p2.shape[0], m)), copy=True)
+    rows = xp.arange(p2.shape[0])
+    for j in range(p2.shape[1]):
+        t = perm[:, j].copy()
+        perm[:, j] = perm[rows, p2[:, j]]
+        perm[rows, p2[:, j]] = t
+    return perm.reshape(batch + (m,))
+
+
+def _perm_matrix(xp: Any, piv: Any, m: int, dtype: Any) -> Any:
+    """P (*, m, m) with A = P L U for LAPACK's row swaps ``piv``: P[perm[i], i] = 1."""
+    perm = _pivots_to_perm(xp, piv, m)
+    return (xp.arange(m)[:, None] == perm[..., None, :]).astype(dtype)

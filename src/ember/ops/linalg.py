@@ -1,7 +1,7 @@
 """Linear algebra, the matrix functions of ``torch.linalg`` and their ``torch`` names: inverse,
 det, slogdet/logdet, solve, cholesky, qr and svd (and pinverse), eigh/eigvalsh and svdvals (the op
 classes ``ember.linalg`` builds on), matrix_power and matrix_norm; ``LinAlgError``. qr has no
-derivative yet (its backward raises a clear error).
+derivative for mode 'r' (as in PyTorch).
 
 Neighbours: ``blas.py`` (the matmul family), ``other_matrix.py`` (einsum, triangles, diagonals,
 cross), ``reduction_stats.py`` (vector_norm); the public ``torch.linalg`` namespace is
@@ -240,9 +240,12 @@ class Cholesky(Op):
         except Exception as e:  # numpy.linalg.LinAlgError
             if type(e).__name__ != "LinAlgError":
                 raise
+            i, order = _chol_order(a)
+            where = f"(Batch element {i}): " if a.ndim > 2 else ""
             raise LinAlgError(
-                "linalg.cholesky: The factorization could not be completed because the input is "
-                f"not positive-definite (input shape {tuple(a.shape)}). Check that A is symmetric "
+                f"linalg.cholesky: {where}The factorization could not be completed because the "
+                f"input is not positive-definite (the leading minor of order {order} is not "
+                f"positive-definite). Input shape {tuple(a.shape)}: check that A is symmetric "
                 "positive-definite; adding a small multiple of the identity often helps"
             ) from None
         ctx.save_for_backward(low)
@@ -282,19 +285,48 @@ def _check_float(fn: str, x: Any) -> None:
 
 
 def _lapack(fn: str, call: Any, x: Any) -> Any:
-    """Run a NumPy/CuPy linalg routine, turning its LinAlgError into ember's, with the shape."""
+    """Run a NumPy/CuPy linalg routine, turning its LinAlgError into ember's (PyTorch's message,
+    then the shape and a way out): NumPy's exception class never leaks."""
     try:
         return call()
     except Exception as e:  # numpy.linalg.LinAlgError / cupy's
         if type(e).__name__ != "LinAlgError":
             raise
-        if "singular" in str(e).lower():
-            raise LinAlgError(
-                f"{fn}: The input matrix (shape {tuple(x.shape)}) is singular, so the operation "
-                "could not be completed; use torch.linalg.pinv / lstsq for a least-squares "
-                "answer, or regularise it (A + eps * I)"
-            ) from None
-        raise LinAlgError(f"{fn}: {e} (input shape {tuple(x.shape)})") from None
+        if "singular" not in str(e).lower():
+            raise LinAlgError(f"{fn}: {e} (input shape {tuple(x.shape)})") from None
+    from ._matrix import _lu_raw
+
+    info = np.asarray(_lu_raw(np, _host(x))[2]).reshape(-1)
+    bad = np.flatnonzero(info > 0)
+    i = int(bad[0]) if bad.size else 0
+    where = f"(Batch element {i}): " if x.ndim > 2 else ""
+    if fn == "linalg.inv":
+        what = (f"The diagonal element {int(info[i]) if bad.size else 1} is zero, the inversion "
+                "could not be completed because the input matrix is singular.")
+    else:
+        fn = "torch." + fn if fn.startswith("linalg.") else fn
+        what = "The solver failed because the input matrix is singular."
+    raise LinAlgError(
+        f"{fn}: {where}{what} (input shape {tuple(x.shape)}; use torch.linalg.pinv / lstsq for "
+        "a least-squares answer, or regularise it: A + eps * I)"
+    ) from None
+
+
+def _chol_order(a: Any) -> tuple:
+    """(batch element, order) of the first leading minor that is not positive-definite."""
+    flat = _host(a).reshape((-1,) + tuple(a.shape[-2:]))
+    for i, m in enumerate(flat):
+        for order in range(1, m.shape[-1] + 1):
+            try:
+                np.linalg.cholesky(m[:order, :order])
+            except np.linalg.LinAlgError:
+                return i, order
+    return 0, 1
+
+
+def _host(x: Any) -> Any:
+    """A NumPy copy of a NumPy/CuPy array (for an error message's details)."""
+    return np.asarray(x.get() if hasattr(x, "get") else x)
 
 
 def _prod_except(xp: Any, s: Any) -> Any:
@@ -350,35 +382,48 @@ def pinverse(input: Any, rcond: float = 1e-15) -> Any:
     return Pinv.apply(a, rcond, False)
 
 
-class _ForwardOnly(Op):
-    """A decomposition computed by NumPy/CuPy; its derivative is not implemented."""
-
-    fn_name = ""
-
-    @staticmethod
-    def backward(ctx: Any, *grads: Any) -> Any:
-        name = ctx._fn.fn_name
-        raise RuntimeError(
-            f"ember does not implement the derivative of torch.{name} yet. Compute it on a "
-            f"detached tensor ({name}(A.detach())) or under torch.no_grad() when its outputs "
-            "need no gradient"
-        )
-
-
-class Qr(_ForwardOnly):
-    """(Q, R) = qr(A), A = Q R          (no derivative yet)"""
+class Qr(Op):
+    """(Q, R) = qr(A), A = Q R (m >= n; a wide A = Q [X | Y] differentiates X's part and Y = Q V)
+    grad_A = Q (gR + tril(K) R^-T) + (gQ - Q Q^T gQ) R^-T, K = Q^T gQ - gQ^T Q + R gR^T - gR R^T
+    (mode 'r', and 'complete' with m > n, have no derivative, as in PyTorch)"""
 
     node_name = "LinalgQrBackward0"
-    fn_name = "linalg.qr"
 
     @staticmethod
     def forward(ctx: Any, a: Any, mode: str) -> Any:
         xp = ctx.xp
+        ctx.mode = mode
         if mode == "r":
-            r = xp.linalg.qr(a, mode="r")
+            r = _lapack("linalg.qr", lambda: xp.linalg.qr(a, mode="r"), a)
             return xp.zeros((0,), dtype=a.dtype), r
-        q, r = xp.linalg.qr(a, mode=mode)
+        q, r = _lapack("linalg.qr", lambda: xp.linalg.qr(a, mode=mode), a)
+        ctx.save_for_backward(q, r)
         return q, r
+
+    @staticmethod
+    def backward(ctx: Any, gq: Any, gr: Any) -> Any:
+        if ctx.mode == "r":
+            raise RuntimeError(
+                "The derivative of linalg.qr depends on Q, which is not computed when mode='r'. "
+                "Please use linalg.qr(A, mode='reduced') if you are going to differentiate "
+                "through linalg.qr.")
+        q, r = ctx.saved
+        m, n = q.shape[-2], r.shape[-1]
+        if ctx.mode == "complete" and m > n:
+            raise RuntimeError("The QR decomposition is not differentiable when mode='complete' "
+                               "and nrows > ncols.")
+        if m >= n:
+            return _qr_grad(ctx, q, r, gq, gr), None
+        u, v = r[..., :m], r[..., m:]
+        gu, gv = gr[..., :m], gr[..., m:]
+        y = ctx.call(Matmul, q, v)
+        gx = _qr_grad(ctx, q, u, gq + ctx.call(Matmul, y, gv.swapaxes(-1, -2)), gu)
+        gy = ctx.call(Matmul, q, gv)
+        if isinstance(gx, TensorBase):
+            from .joining import cat
+
+            return cat([gx, gy], -1), None
+        return ctx.xp.concatenate([gx, gy], axis=-1), None
 
 
 class Svd(Op):
@@ -391,7 +436,8 @@ class Svd(Op):
 
     @staticmethod
     def forward(ctx: Any, a: Any, full_matrices: bool) -> Any:
-        u, s, vh = ctx.xp.linalg.svd(a, full_matrices=full_matrices)
+        u, s, vh = _lapack("linalg.svd", lambda: ctx.xp.linalg.svd(
+            a, full_matrices=full_matrices), a)
         ctx.save_for_backward(u, s, vh)
         ctx.set_materialize_grads(False)
         ctx.full = full_matrices
@@ -449,8 +495,8 @@ class Svdvals(Op):
         xp = ctx.xp
         need = getattr(ctx, "needs_input_grad", None)
         if not need or not need[0]:
-            return xp.linalg.svd(a, compute_uv=False)
-        u, s, vh = xp.linalg.svd(a, full_matrices=False)
+            return _lapack("linalg.svdvals", lambda: xp.linalg.svd(a, compute_uv=False), a)
+        u, s, vh = _lapack("linalg.svdvals", lambda: xp.linalg.svd(a, full_matrices=False), a)
         ctx.save_for_backward(a, u, vh)
         return s
 
@@ -471,7 +517,7 @@ class Eigh(Op):
 
     @staticmethod
     def forward(ctx: Any, a: Any, uplo: str) -> Any:
-        w, v = ctx.xp.linalg.eigh(a, UPLO=uplo)
+        w, v = _lapack("linalg.eigh", lambda: ctx.xp.linalg.eigh(a, UPLO=uplo), a)
         ctx.save_for_backward(w, v)
         ctx.set_materialize_grads(False)
         return w, v
@@ -503,8 +549,8 @@ class Eigvalsh(Op):
         xp = ctx.xp
         need = getattr(ctx, "needs_input_grad", None)
         if not need or not need[0]:
-            return xp.linalg.eigvalsh(a, UPLO=uplo)
-        w, v = xp.linalg.eigh(a, UPLO=uplo)
+            return _lapack("linalg.eigvalsh", lambda: xp.linalg.eigvalsh(a, UPLO=uplo), a)
+        w, v = _lapack("linalg.eigvalsh", lambda: xp.linalg.eigh(a, UPLO=uplo), a)
         ctx.save_for_backward(a, v)
         ctx.uplo = uplo
         return w
@@ -528,9 +574,9 @@ class Pinv(Op):
     def forward(ctx: Any, a: Any, rtol: float, hermitian: bool) -> Any:
         xp = ctx.xp
         if hermitian:  # CuPy's pinv has no `hermitian`; the result is the same without it
-            out = xp.linalg.pinv(a, rcond=rtol, hermitian=True)
+            out = _lapack("linalg.pinv", lambda: xp.linalg.pinv(a, rcond=rtol, hermitian=True), a)
         else:
-            out = xp.linalg.pinv(a, rcond=rtol)
+            out = _lapack("linalg.pinv", lambda: xp.linalg.pinv(a, rcond=rtol), a)
         ctx.save_for_backward(a, out)
         return out
 
@@ -548,6 +594,20 @@ class Pinv(Op):
         ptp_gt = mm(mm(pt, p), gt)
         term3 = ptp_gt - mm(mm(ptp_gt, p), a)  # P^T P G^T (I - P A)
         return term1 + term2 + term3, None, None
+
+
+def _qr_grad(ctx: Any, q: Any, r: Any, gq: Any, gr: Any) -> Any:
+    """The QR derivative for a tall or square A = Q R (R square, invertible)."""
+    def mm(x: Any, y: Any) -> Any:
+        return ctx.call(Matmul, x, y)
+
+    def r_inv_t(x: Any) -> Any:  # x R^-T = (R^-1 x^T)^T
+        return ctx.call(Solve, r, x.swapaxes(-1, -2)).swapaxes(-1, -2)
+
+    qdq = mm(q.swapaxes(-1, -2), gq)
+    rdr = mm(r, gr.swapaxes(-1, -2))
+    low = ctx.call(Tril, qdq - qdq.swapaxes(-1, -2) + rdr - rdr.swapaxes(-1, -2), 0)
+    return mm(q, gr + r_inv_t(low)) + r_inv_t(gq - mm(q, qdq))
 
 
 def _row(v: Any) -> Any:

@@ -15,7 +15,8 @@ __all__ = [
     "max", "min", "aminmax", "median", "nanmedian", "mode", "cummax", "cummin", "sort", "topk",
     "kthvalue", "histogram", "frexp", "slogdet", "qr", "svd", "linalg_qr", "linalg_svd",
     "linalg_eigh", "linalg_slogdet", "linalg_inv_ex", "linalg_cholesky_ex", "linalg_solve_ex",
-    "linalg_lstsq",
+    "linalg_lstsq", "linalg_lu_factor", "linalg_lu_factor_ex", "linalg_lu", "lu_unpack",
+    "triangular_solve", "_lu_with_info", "linalg_ldl_factor", "linalg_ldl_factor_ex",
 ]
 
 
@@ -55,3 +56,11 @@ linalg_inv_ex = _return_type("linalg_inv_ex", "inverse info")
 linalg_cholesky_ex = _return_type("linalg_cholesky_ex", "L info")
 linalg_solve_ex = _return_type("linalg_solve_ex", "result info")
 linalg_lstsq = _return_type("linalg_lstsq", "solution residuals rank singular_values")
+linalg_lu_factor = _return_type("linalg_lu_factor", "LU pivots")
+linalg_lu_factor_ex = _return_type("linalg_lu_factor_ex", "LU pivots info")
+linalg_lu = _return_type("linalg_lu", "P L U")
+lu_unpack = _return_type("lu_unpack", "P L U")
+triangular_solve = _return_type("triangular_solve", "solution cloned_coefficient")
+_lu_with_info = _return_type("_lu_with_info", "LU pivots info")
+linalg_ldl_factor = _return_type("linalg_ldl_factor", "LD pivots")
+linalg_ldl_factor_ex = _return_type("linalg_ldl_factor_ex", "LD pivots info")

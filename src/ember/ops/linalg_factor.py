@@ -1,0 +1,441 @@
+"""The factorizations and solves beside ``linalg.py``: LU (``lu_factor``/``lu_factor_ex``,
+``lu``, ``lu_unpack``, ``lu_solve`` and the legacy ``torch.lu``/``torch.lu_solve``), triangular
+solves (``linalg.solve_triangular``, legacy ``triangular_solve``), ``cholesky_solve``,
+``cholesky_inverse``, ``matrix_exp``, and ``eig``/``eigvals``, which need complex tensors.
+
+LU is LAPACK getrf's partial pivoting done in NumPy/CuPy (``_matrix._lu_raw``): the pivots are
+LAPACK's 1-based int32 row swaps, as PyTorch returns them. Derivatives: LU (square input),
+triangular solves, and everything built from them.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from .._tensor_base import TensorBase
+from ..autograd.function import Op
+from . import return_types
+from ._matrix import _const, _lu_raw, _perm_matrix, _result, _shape, _tensor
+from .blas import Matmul, matmul
+from .linalg import LinAlgError, _check_float, _check_square
+from .other_matrix import Tril, Triu, diag_embed, diagonal, tril, triu
+
+__all__ = [
+    "lu",
+    "lu_unpack",
+    "lu_solve",
+    "cholesky_solve",
+    "cholesky_inverse",
+    "triangular_solve",
+    "matrix_exp",
+    "eig",
+]
+
+
+# ---------------------------------------------------------------------------------------------
+# LU
+
+
+def lu_factor_ex(A: Any, *, pivot: bool = True, check_errors: bool = False,
+                 out: Any = None) -> Any:
+    """(LU, pivots, info): A = P L U packed as LAPACK's getrf (L's unit diagonal implied);
+    ``pivots`` 1-based int32 row swaps; ``info`` the first zero pivot's column (1-based), else 0."""
+    if out is not None:
+        res = lu_factor_ex(A, pivot=pivot, check_errors=check_errors)
+        return _result(res, out, "linalg.lu_factor_ex")
+    a = _lu_input("linalg.lu_factor_ex", A, pivot)
+    lu, piv, info = LuFactor.apply(a)
+    if check_errors:
+        _raise_singular("linalg.lu_factor_ex", info)
+    return return_types.linalg_lu_factor_ex(lu, piv, info)
+
+
+def lu_factor(A: Any, *, pivot: bool = True, out: Any = None) -> Any:
+    """(LU, pivots) of A = P L U; a RuntimeError when U has a zero on its diagonal."""
+    if out is not None:
+        return _result(lu_factor(A, pivot=pivot), out, "linalg.lu_factor")
+    a = _lu_input("linalg.lu_factor", A, pivot)
+    lu, piv, info = LuFactor.apply(a)
+    _raise_singular("torch.linalg.lu_factor", info)
+    return return_types.linalg_lu_factor(lu, piv)
+
+
+def linalg_lu(A: Any, *, pivot: bool = True, out: Any = None) -> Any:
+    """(P, L, U) with A = P L U: L (*, m, k) unit lower, U (*, k, n) upper, k = min(m, n)."""
+    if out is not None:
+        return _result(linalg_lu(A, pivot=pivot), out, "linalg.lu")
+    a = _lu_input("linalg.lu", A, pivot)
+    lu_, piv, _ = LuFactor.apply(a)
+    p, lo, up = lu_unpack(lu_, piv)
+    return return_types.linalg_lu(p, lo, up)
+
+
+def lu(A: Any, pivot: bool = True, get_infos: bool = False, out: Any = None) -> Any:
+    """The legacy ``torch.lu``: (LU, pivots), with ``get_infos`` (LU, pivots, infos); without
+    it a singular matrix raises. Prefer torch.linalg.lu_factor / lu_factor_ex."""
+    if out is not None:
+        return _result(lu(A, pivot=pivot, get_infos=get_infos), out, "lu")
+    a = _lu_input("lu", A, pivot)
+    lu_, piv, info = LuFactor.apply(a)
+    if get_infos:
+        return return_types._lu_with_info(lu_, piv, info)
+    _raise_singular("torch.linalg.lu_factor", info)
+    return lu_, piv
+
+
+def lu_unpack(LU_data: Any, LU_pivots: Any, unpack_data: bool = True,
+              unpack_pivots: bool = True, *, out: Any = None) -> Any:
+    """(P, L, U) from ``lu_factor``'s packed result (differentiable in LU_data); an element not
+    asked for is an empty tensor."""
+    if out is not None:
+        res = lu_unpack(LU_data, LU_pivots, unpack_data, unpack_pivots)
+        return _result(res, out, "lu_unpack")
+    a = _tensor(LU_data, "lu_unpack", "LU_data", 1)
+    piv = _tensor(LU_pivots, "lu_unpack", "LU_pivots", 2)
+    s = _shape(a)
+    if len(s) < 2:
+        raise RuntimeError(f"torch.lu_unpack: Expected tensor with 2 or more dimensions. Got size: "
+                           f"{s} instead")
+    if piv._data.dtype != np.int32:
+        raise RuntimeError(f"torch.lu_unpack: LU_pivots is expected to be a contiguous tensor of "
+                           f"torch.int32 dtype. Note: this function is intended to be used with the "
+                           f"output produced by torch.linalg.lu_factor, got {piv.dtype}")
+    m, n = s[-2], s[-1]
+    k = min(m, n)
+    empty = a.new_zeros((0,))
+    if unpack_data:
+        eye = _const(a, lambda xp, dt: xp.eye(m, k, dtype=dt))
+        lo = tril(a[..., :, :k], -1) + TensorBase._make(eye)
+        up = triu(a[..., :k, :])
+    else:
+        lo = up = empty
+    if unpack_pivots:
+        xp = _xp(a)
+        pm = _perm_matrix(xp, piv._data, m, a._data.dtype)
+        p = TensorBase._make(xp.ascontiguousarray(xp.broadcast_to(pm, s[:-2] + (m, m))))
+    else:
+        p = empty
+    return return_types.lu_unpack(p, lo, up)
+
+
+def linalg_lu_solve(LU: Any, pivots: Any, B: Any, *, left: bool = True, adjoint: bool = False,
+                    out: Any = None) -> Any:
+    """X with A X = B (``adjoint``: A^H X = B; ``left=False``: X A = B) from A's ``lu_factor``;
+    differentiable in LU and B."""
+    if out is not None:
+        res = linalg_lu_solve(LU, pivots, B, left=left, adjoint=adjoint)
+        return _result(res, out, "linalg.lu_solve")
+    a = _tensor(LU, "linalg.lu_solve", "LU", 1)
+    piv = _tensor(pivots, "linalg.lu_solve", "pivots", 2)
+    b = _tensor(B, "linalg.lu_solve", "B", 3)
+    _check_float("linalg.lu_solve", a)
+    _check_square("linalg.lu_solve", a, "LU")
+    if b.dim() < 2 or (b.shape[-2] if left else b.shape[-1]) != a.shape[-1]:
+        raise RuntimeError(
+            f"linalg.lu_solve: Incompatible shapes of A and B for the equation "
+            f"{'AX = B' if left else 'XA = B'} ({a.shape[-2]}x{a.shape[-1]} and "
+            f"{'x'.join(str(v) for v in tuple(b.shape)[-2:])}); B must be a matrix or a batch")
+    if a._data.dtype != b._data.dtype:
+        raise RuntimeError(f"linalg.lu_solve: Expected LU and B to have the same dtype, but found "
+                           f"LU of type {a.dtype} and B of type {b.dtype} instead")
+    if not left:  # X A = B  <=>  A^T X^T = B^T
+        return linalg_lu_solve(a, piv, b.mT, adjoint=not adjoint).mT
+    xp = _xp(a)
+    p = TensorBase._make(_perm_matrix(xp, piv._data, a.shape[-1], a._data.dtype))
+    if not adjoint:  # X = U^-1 L^-1 P^T B
+        y = SolveTriangular.apply(a, matmul(p.mT, b), False, True)
+        return SolveTriangular.apply(a, y, True, False)
+    y = SolveTriangular.apply(a.mT, b, False, False)  # X = P L^-T U^-T B
+    return matmul(p, SolveTriangular.apply(a.mT, y, True, True))
+
+
+def lu_solve(input: Any, LU_data: Any, LU_pivots: Any, *, out: Any = None) -> Any:
+    """The legacy ``torch.lu_solve(b, LU_data, LU_pivots)``: X with A X = b; prefer
+    torch.linalg.lu_solve(LU, pivots, B)."""
+    return _result(linalg_lu_solve(LU_data, LU_pivots, input), out, "lu_solve")
+
+
+# ---------------------------------------------------------------------------------------------
+# triangular and Cholesky solves
+
+
+def solve_triangular(input: Any, B: Any, *, upper: bool, left: bool = True,
+                     unitriangular: bool = False, out: Any = None) -> Any:
+    """X with A X = B (``left=False``: X A = B), reading only A's upper or lower triangle (a unit
+    diagonal when ``unitriangular``); a zero on the diagonal gives inf/nan, as LAPACK's trsm."""
+    a = _tensor(input, "linalg.solve_triangular", "A", 1)
+    b = _tensor(B, "linalg.solve_triangular", "B", 2)
+    _check_float("linalg.solve_triangular", a)
+    _check_square("linalg.solve_triangular", a)
+    if b.dim() < 2 or (b.shape[-2] if left else b.shape[-1]) != a.shape[-1]:
+        raise RuntimeError(
+            f"linalg.solve_triangular: Incompatible shapes of A and B for the equation "
+            f"{'AX = B' if left else 'XA = B'} ({a.shape[-2]}x{a.shape[-1]} and "
+            f"{'x'.join(str(v) for v in tuple(b.shape)[-2:])}); B must be a matrix or a batch")
+    if a._data.dtype != b._data.dtype:
+        raise RuntimeError(f"linalg.solve_triangular: Expected A and B to have the same dtype, but "
+                           f"found A of type {a.dtype} and B of type {b.dtype} instead")
+    if left:
+        res = SolveTriangular.apply(a, b, bool(upper), bool(unitriangular))
+    else:
+        res = SolveTriangular.apply(a.mT, b.mT, not upper, bool(unitriangular)).mT
+    return _result(res, out, "linalg.solve_triangular")
+
+
+def triangular_solve(input: Any, A: Any, upper: bool = True, transpose: bool = False,
+                     unitriangular: bool = False, *, out: Any = None) -> Any:
+    """The legacy form: (solution, cloned_coefficient) with op(A) X = input, op(A) = A or A^T;
+    prefer torch.linalg.solve_triangular(A, B, upper=...)."""
+    b = _tensor(input, "triangular_solve", "input", 1)
+    a = _tensor(A, "triangular_solve", "A", 2)
+    if b.dim() < 2 or a.dim() < 2:
+        raise RuntimeError(f"torch.triangular_solve: Expected b to have at least 2 dimensions, "
+                           f"but it has {b.dim()} dimensions instead (A: {a.dim()})")
+    x = solve_triangular(a.mT if transpose else a, b, upper=bool(upper) != bool(transpose),
+                         unitriangular=unitriangular)
+    coef = a.expand(*tuple(x.shape[:-2]), *tuple(a.shape[-2:])).clone()  # broadcast, as PyTorch
+    return _result(return_types.triangular_solve(x, coef), out, "triangular_solve")
+
+
+def cholesky_solve(input: Any, input2: Any, upper: bool = False, *, out: Any = None) -> Any:
+    """X with A X = B from A's Cholesky factor ``input2`` (L, or U with ``upper``); B = input."""
+    b = _tensor(input, "cholesky_solve", "input", 1)
+    c = _tensor(input2, "cholesky_solve", "input2", 2)
+    if b.dim() < 2 or c.dim() < 2:
+        raise RuntimeError(f"b should have at least 2 dimensions, but has {b.dim()} dimensions "
+                           f"instead (A: {c.dim()}); make B a column, e.g. b.unsqueeze(-1)")
+    _check_float("cholesky_solve", c)
+    _check_square("cholesky_solve", c, "input2")
+    if b.shape[-2] != c.shape[-1]:
+        raise RuntimeError(f"Incompatible matrix sizes for cholesky_solve: each A matrix is "
+                           f"{c.shape[-1]} by {c.shape[-1]} but each b matrix is "
+                           f"{b.shape[-2]} by {b.shape[-1]}")
+    if b._data.dtype != c._data.dtype:
+        raise RuntimeError(f"Expected b and A to have the same dtype, but found b of type "
+                           f"{b.dtype} and A of type {c.dtype} instead.")
+    res = CholeskySolve.apply(b, c, bool(upper))
+    return _result(res, out, "cholesky_solve")
+
+
+def cholesky_inverse(input: Any, upper: bool = False, *, out: Any = None) -> Any:
+    """A^-1 from A's Cholesky factor (L, or U with ``upper``)."""
+    c = _tensor(input, "cholesky_inverse", "input", 1)
+    _check_float("cholesky_inverse", c)
+    _check_square("cholesky_inverse", c, "input")
+    d = _xp(c).diagonal(c._data, 0, -2, -1)
+    if d.size and bool((d == 0).any()):
+        k = int(np.argmax(np.asarray(d == 0).reshape(-1, d.shape[-1]).any(0))) + 1
+        raise LinAlgError(f"cholesky_inverse: The diagonal element {k} is zero, the inversion "
+                          f"could not be completed because the input matrix is singular.")
+    n = c.shape[-1]
+    eye = TensorBase._make(_const(c._data, lambda xp, dt: xp.eye(n, dtype=dt)))
+    return _result(cholesky_solve(eye, c, upper), out, "cholesky_inverse")
+
+
+# ---------------------------------------------------------------------------------------------
+# matrix_exp; eig (complex results)
+
+
+def matrix_exp(input: Any) -> Any:
+    """exp(A) = sum_k A^k / k!, by scaling and squaring: the Taylor series (18 terms) of
+    A / 2^s with ||A / 2^s||_1 <= 1/2, squared s times (differentiable through its ops)."""
+    a = _tensor(input, "matrix_exp", "input", 1)
+    _check_float("linalg.matrix_exp", a)
+    _check_square("linalg.matrix_exp", a)
+    if a.shape[-1] == 0:
+        return a * 1
+    raw = np.asarray(a._data) if a._data.size else np.zeros((1,))
+    norm = float(np.abs(raw).sum(-2).max()) if a._data.size else 0.0
+    s = max(0, int(math.ceil(math.log2(norm))) + 1) if norm > 0 and math.isfinite(norm) else 0
+    x = a * (0.5 ** s)
+    eye = diag_embed(diagonal(a, 0, -2, -1) * 0 + 1)
+    term = eye
+    res = eye
+    for k in range(1, 19):
+        term = matmul(term, x) * (1.0 / k)
+        res = res + term
+    for _ in range(s):
+        res = matmul(res, res)
+    return res
+
+
+def linalg_eig(input: Any, *, out: Any = None) -> Any:
+    """PyTorch returns complex eigenvalues and eigenvectors; ember has no complex tensors yet, so
+    this raises NotImplementedError (after PyTorch's argument checks)."""
+    _no_complex("linalg.eig", input)
+
+
+def linalg_eigvals(input: Any, *, out: Any = None) -> Any:
+    """PyTorch returns complex eigenvalues; ember has no complex tensors yet, so this raises
+    NotImplementedError (after PyTorch's argument checks)."""
+    _no_complex("linalg.eigvals", input)
+
+
+def eig(self: Any, eigenvectors: bool = False, *, e: Any = None, v: Any = None) -> Any:
+    """Removed from PyTorch (1.9): raises its RuntimeError naming the replacement."""
+    raise RuntimeError(
+        "This function was deprecated since version 1.9 and is now removed. `torch.linalg.eig` "
+        "returns complex tensors of dtype `cfloat` or `cdouble` rather than real tensors "
+        "mimicking complex tensors.\n\nL, _ = torch.eig(A) should be replaced with:\n"
+        "L_complex = torch.linalg.eigvals(A)\n\nand\n\nL, V = torch.eig(A, eigenvectors=True) "
+        "should be replaced with:\nL_complex, V_complex = torch.linalg.eig(A)"
+    )
+
+
+class CholeskySolve(Op):
+    """X = (L L^T)^-1 B (``upper``: (U^T U)^-1 B), reading one triangle of the factor
+    grad_B = cholesky_solve(grad), grad_L = -(grad_B X^T + X grad_B^T) L (upper: -U (...)),
+    the whole matrix, as PyTorch's"""
+
+    node_name = "CholeskySolveBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, b: Any, c: Any, upper: bool) -> Any:
+        xp = ctx.xp
+        ct = c.swapaxes(-1, -2)
+        if upper:
+            x = _trsolve(xp, c, _trsolve(xp, ct, b, False, False), True, False)
+        else:
+            x = _trsolve(xp, ct, _trsolve(xp, c, b, False, False), True, False)
+        ctx.save_for_backward(c, x)
+        ctx.upper = upper
+        return x
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        c, x = ctx.saved
+        gb = ctx.call(CholeskySolve, grad, c, ctx.upper)
+        need = ctx.needs_input_grad
+        gc = None
+        if need[1]:
+            common = ctx.call(Matmul, gb, x.swapaxes(-1, -2))
+            common = common + common.swapaxes(-1, -2)
+            gc = -(ctx.call(Matmul, c, common) if ctx.upper else ctx.call(Matmul, common, c))
+        return (gb if need[0] else None), gc, None
+
+
+class LuFactor(Op):
+    """(LU, pivots, info) = getrf(A), A = P L U
+    grad_A = P L^-T [tril(L^T gL, -1) + triu(gU U^T)] U^-T, gL = tril(gLU, -1), gU = triu(gLU)
+    (square A; the derivative exists where A is invertible)"""
+
+    node_name = "LinalgLuFactorExBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, a: Any) -> Any:
+        lu_, piv, info = _lu_raw(ctx.xp, a)
+        ctx.save_for_backward(lu_, piv)
+        ctx.mark_non_differentiable(piv, info)
+        return lu_, piv, info
+
+    @staticmethod
+    def backward(ctx: Any, glu: Any, gpiv: Any, ginfo: Any) -> Any:
+        lu_, piv = ctx.saved
+        m, n = lu_.shape[-2], lu_.shape[-1]
+        if m != n:
+            raise NotImplementedError(
+                f"ember implements the derivative of the LU factorization for square matrices "
+                f"only (got {m} by {n}); factor A.detach() or pad A to a square matrix")
+        praw = piv._data if isinstance(piv, TensorBase) else piv
+        p = _const(lu_, lambda xp, dt: _perm_matrix(xp, praw, m, dt))
+        eye = _const(lu_, lambda xp, dt: xp.eye(m, dtype=dt))
+        lo = ctx.call(Tril, lu_, -1) + eye
+        up = ctx.call(Triu, lu_, 0)
+        phi = (ctx.call(Tril, ctx.call(Matmul, lo.swapaxes(-1, -2), ctx.call(Tril, glu, -1)), -1)
+               + ctx.call(Triu, ctx.call(Matmul, ctx.call(Triu, glu, 0), up.swapaxes(-1, -2)), 0))
+        y = ctx.call(SolveTriangular, lo.swapaxes(-1, -2), phi, True, True)  # L^-T phi
+        z = ctx.call(SolveTriangular, up, y.swapaxes(-1, -2), True, False).swapaxes(-1, -2)
+        return ctx.call(Matmul, p, z)
+
+
+class SolveTriangular(Op):
+    """X = A^-1 B for triangular A (its ``upper`` or lower triangle; unit diagonal if ``unit``)
+    grad_B = A^-T grad          grad_A = -tri(grad_B X^T) (the strict triangle when ``unit``)"""
+
+    node_name = "LinalgSolveTriangularBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, a: Any, b: Any, upper: bool, unit: bool) -> Any:
+        x = _trsolve(ctx.xp, a, b, upper, unit)
+        ctx.save_for_backward(a, x)
+        ctx.tri = (upper, unit)
+        return x
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        a, x = ctx.saved
+        upper, unit = ctx.tri
+        need = ctx.needs_input_grad
+        gb = ctx.call(SolveTriangular, a.swapaxes(-1, -2), grad, not upper, unit)
+        ga = None
+        if need[0]:
+            ga = -ctx.call(Matmul, gb, x.swapaxes(-1, -2))
+            ga = ctx.call(Triu, ga, int(unit)) if upper else ctx.call(Tril, ga, -int(unit))
+        return ga, (gb if need[1] else None), None, None
+
+
+def _lu_input(fn: str, A: Any, pivot: bool) -> Any:
+    a = _tensor(A, fn, "A", 1)
+    _check_float(fn, a)
+    if a.dim() < 2:
+        raise RuntimeError(f"{fn}: Expected tensor with 2 or more dimensions. Got size: "
+                           f"{tuple(a.shape)} instead")
+    if not pivot:
+        raise RuntimeError(f"{fn}: LU without pivoting is not implemented on the CPU")
+    return a
+
+
+def _raise_singular(fn: str, info: Any) -> None:
+    bad = np.asarray(info._data).reshape(-1)
+    if bad.size and bool((bad > 0).any()):
+        i = int(np.argmax(bad > 0))
+        k = int(bad[i])
+        where = f"(Batch element {i}): " if info.dim() else ""
+        raise RuntimeError(
+            f"{fn}: {where}U[{k},{k}] is zero and using it on lu_solve would result in a division "
+            "by zero. If you still want to perform the factorization, consider calling "
+            "linalg.lu(A, pivot) or linalg.lu_factor_ex(A, pivot)")
+
+
+def _no_complex(fn: str, A: Any) -> None:
+    a = _tensor(A, fn, "A", 1)
+    _check_float(fn, a)
+    _check_square(fn, a)
+    raise NotImplementedError(
+        f"torch.{fn} returns complex tensors (complex64 for float32 input, complex128 for "
+        "float64), and ember has no complex tensors yet. For a symmetric (Hermitian) matrix use "
+        "torch.linalg.eigh / eigvalsh, whose results are real")
+
+
+def _trsolve(xp: Any, a: Any, b: Any, upper: bool, unit: bool) -> Any:
+    """A^-1 B reading one triangle of A, batched with broadcasting: LAPACK's solve when every
+    diagonal entry is nonzero, else substitution row by row (inf/nan where it divides by 0)."""
+    n = a.shape[-1]
+    batch = tuple(np.broadcast_shapes(a.shape[:-2], b.shape[:-2]))
+    t = xp.triu(a) if upper else xp.tril(a)
+    if unit:
+        t = t - xp.einsum("...ii->...i", t)[..., None] * xp.eye(n, dtype=a.dtype) + xp.eye(
+            n, dtype=a.dtype)
+    t = xp.broadcast_to(t, batch + (n, n))
+    bb = xp.broadcast_to(b, batch + tuple(b.shape[-2:]))
+    if n == 0 or bb.size == 0:
+        return xp.zeros(bb.shape, dtype=a.dtype)
+    if bool((xp.einsum("...ii->...i", t) != 0).all()):
+        return xp.linalg.solve(t, bb)
+    x = xp.zeros(bb.shape, dtype=a.dtype)
+    for i in (range(n - 1, -1, -1) if upper else range(n)):
+        if upper:
+            s = bb[..., i, :] - (t[..., i:i + 1, i + 1:] @ x[..., i + 1:, :])[..., 0, :]
+        else:
+            s = bb[..., i, :] - (t[..., i:i + 1, :i] @ x[..., :i, :])[..., 0, :]
+        x[..., i, :] = s / t[..., i, i, None]
+    return x
+
+
+def _xp(t: Any) -> Any:
+    from .. import _backend
+
+    return _backend.xp_of(t._data)
