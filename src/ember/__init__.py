@@ -158,6 +158,7 @@ from .ops.random import (
     initial_seed,
     manual_seed,
     multinomial,
+    poisson,
     normal,
     rand,
     rand_like,
@@ -191,6 +192,7 @@ from .ops.indexing import *  # noqa: F403
 from .ops.indexing_scatter import *  # noqa: F403
 from .ops.sorting import *  # noqa: F403
 from .ops.special import digamma, erfcx as _erfcx, i0, lgamma, logit, mvlgamma, polygamma, sinc  # noqa: F401
+from .ops.special import igamma, igammac  # noqa: F401
 from .ops._aliases import install as _numpy_names
 from .ops._aliases import numpy_names as _numpy_names_of
 

@@ -466,3 +466,364 @@ def gelu32_backward(x: np.ndarray, cdf: np.ndarray, grad: np.ndarray) -> np.ndar
         d += cf[i:j]
         d *= gf[i:j]
     return out.reshape(x.shape)
+
+
+# -- incomplete gamma, Hurwitz zeta, Bessel J, Y, K ----------------------------------------------
+# All in float64 (float32 computed in float64 and rounded). Methods:
+# - gammainc/gammaincc: P(a, x) by its power series for x < a + 1, Q(a, x) by its continued
+#   fraction (modified Lentz) above; the other is 1 minus it.
+# - zeta(x, q): Euler-Maclaurin summation: the first terms summed until q + N >= 9, then the
+#   integral, the half term and 12 Bernoulli corrections.
+# - J0, J1: the power series for |x| <= 4, the trapezoidal rule on Bessel's integral
+#   (1/pi) int_0^pi cos(n t - x sin t) dt (periodic and analytic: exponentially convergent) up to
+#   |x| = 25, Hankel's asymptotic expansion beyond.
+# - Y0, Y1: the series (logarithm times J plus a power series) for x <= 5, Gauss-Legendre on
+#   the integral representation up to 25, Hankel's expansion beyond.
+# - K0, K1: the series for x <= 2, the trapezoidal rule on e^x K_n(x) =
+#   int_0^inf exp(-x (cosh t - 1)) cosh(n t) dt up to 25, the asymptotic expansion beyond.
+_EULER_GAMMA = 0.5772156649015329
+_BERN_2K = (1 / 6, -1 / 30, 1 / 42, -1 / 30, 5 / 66, -691 / 2730, 7 / 6, -3617 / 510,
+            43867 / 798, -174611 / 330, 854513 / 138, -236364091 / 2730)
+_ZETA_EM = tuple(b / math.factorial(2 * k + 2) for k, b in enumerate(_BERN_2K))
+_GL_NODES, _GL_WEIGHTS = np.polynomial.legendre.leggauss(96)
+
+
+def _loop_series(xp: Any, mask: Any, first: Any, step: Any, limit: int = 20000) -> Any:
+    """sum of terms t_0 = first, t_{n} = step(n, t_{n-1}) over the elements of ``mask``."""
+    term = first
+    total = term.copy()
+    n = 0
+    while True:
+        n += 1
+        term = step(n, term)
+        total = total + term
+        if n >= limit or bool(xp.all(xp.abs(term) <= xp.abs(total) * 1e-17)):
+            return total
+
+
+def _gamma_pq(a: Any, x: Any) -> tuple[Any, Any]:
+    """(P(a, x), Q(a, x)) for float64 arrays of one shape, PyTorch's conventions at the edges."""
+    xp = xp_of(a)
+    # PyTorch's order of the edge cases: negative -> NaN; a = 0 -> 1 (x > 0) or NaN; x = 0 -> 0;
+    # a = inf -> 0 (NaN if x = inf); x = inf -> 1; then NaN in -> NaN out
+    edge = xp.where((a < 0) | (x < 0), xp.nan, xp.where(
+        a == 0, xp.where(x > 0, 1.0, xp.nan), xp.where(
+            x == 0, 0.0, xp.where(
+                xp.isinf(a), xp.where(xp.isinf(x), xp.nan, 0.0), xp.where(
+                    xp.isinf(x), 1.0, xp.nan)))))
+    p = edge
+    q = 1.0 - edge
+    fin = (a > 0) & (x > 0) & xp.isfinite(a) & xp.isfinite(x)
+    series = fin & (x < a + 1)
+    frac = fin & ~series
+    if bool(series.any()):
+        aa, xx = a[series], x[series]
+        tot = _loop_series(xp, series, 1.0 / aa, lambda n, t: t * xx / (aa + n))
+        with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+            val = xp.exp(aa * xp.log(xx) - xx - lgamma(aa) + xp.log(tot))
+        p[series] = val
+        q[series] = 1.0 - val
+    small = fin & (a < 1) & (x <= 2)
+    if bool(small.any()):  # Q directly: 1 - x^a / Gamma(a + 1) - x^a / Gamma(a) sum_n>=1 ...
+        aa, xx = a[small], x[small]
+        term = xp.ones_like(xx)
+        tot = xp.zeros_like(xx)
+        for n in range(1, 40):
+            term = term * -xx / n
+            tot = tot + term / (aa + n)
+        with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+            lx = aa * xp.log(xx)
+            val = -xp.expm1(lx - lgamma(aa + 1.0)) - xp.exp(lx - lgamma(aa)) * tot
+        q[small] = val
+        p[small] = xp.where(xx < aa + 1, p[small], 1.0 - val)
+    if bool(frac.any()):
+        aa, xx = a[frac], x[frac]
+        tiny = 1e-300
+        b = xx + 1.0 - aa
+        c = xp.full(b.shape, 1.0 / tiny)
+        d = 1.0 / xp.where(xp.abs(b) < tiny, tiny, b)
+        h = d.copy()
+        i = 0
+        while True:
+            i += 1
+            an = -i * (i - aa)
+            b = b + 2.0
+            d = an * d + b
+            d = xp.where(xp.abs(d) < tiny, tiny, d)
+            c = b + an / c
+            c = xp.where(xp.abs(c) < tiny, tiny, c)
+            d = 1.0 / d
+            delta = d * c
+            h = h * delta
+            if i > 20000 or bool(xp.all(xp.abs(delta - 1.0) <= 1e-16)):
+                break
+        with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+            val = xp.exp(aa * xp.log(xx) - xx - lgamma(aa) + xp.log(h))
+        q[frac] = val
+        p[frac] = 1.0 - val
+    return p, q
+
+
+def _binary(a: Any, x: Any) -> tuple[Any, Any, Any, tuple]:
+    xp = xp_of(a) if hasattr(a, "ndim") else xp_of(x)
+    a, x = xp.asarray(a), xp.asarray(x)
+    dtype = np.result_type(a.dtype, x.dtype)
+    dtype = dtype if dtype.kind == "f" else np.dtype(np.float64)
+    a64, x64 = xp.broadcast_arrays(a.astype(np.float64), x.astype(np.float64))
+    return xp, xp.array(a64), xp.array(x64), (dtype, type(a64))
+
+
+def gammainc(a: Any, x: Any) -> Any:
+    """The regularised lower incomplete gamma function P(a, x)."""
+    xp, a, x, dt = _binary(a, x)
+    return _done(xp, _gamma_pq(a, x)[0], dt)
+
+
+def gammaincc(a: Any, x: Any) -> Any:
+    """The regularised upper incomplete gamma function Q(a, x) = 1 - P(a, x)."""
+    xp, a, x, dt = _binary(a, x)
+    return _done(xp, _gamma_pq(a, x)[1], dt)
+
+
+def zeta(x: Any, q: Any) -> Any:
+    """The Hurwitz zeta function sum_k (k + q)^-x (x > 1; Cephes' conventions elsewhere: inf
+    at x = 1 and at the poles q = 0, -1, ...; NaN for x < 1 and for q < 0 with x not whole)."""
+    xp, x, q, dt = _binary(x, q)
+    nan = xp.isnan(x) | xp.isnan(q)
+    whole_q = q == xp.floor(q)
+    bad = (x < 1) | ((q <= 0) & ~whole_q & (x != xp.floor(x))) | xp.isinf(q)
+    pole = (q <= 0) & whole_q
+    good = ~bad & ~pole & ~nan & (x != 1) & xp.isfinite(x)
+    xs = xp.where(good, x, 2.0)
+    qs = xp.where(good, q, 1.0)
+    with np.errstate(all="ignore"):
+        # sum directly until w = q + n >= max(9, x): the Euler-Maclaurin terms then shrink
+        # at least as (x / (2 pi w))^2 each
+        n = xp.clip(xp.ceil(xp.maximum(9.0, xs) - qs), 0.0, 500.0)
+        total = xp.zeros_like(xs)
+        for k in range(int(n.max()) if n.size else 0):
+            total = total + xp.where(k < n, (qs + k) ** -xs, 0.0)
+        w = qs + n
+        total = total + w ** (1.0 - xs) / (xs - 1.0) + 0.5 * w ** -xs
+        rising = xs.copy()  # x (x+1) ... (x + 2j - 2)
+        wp = w ** (-xs - 1.0)
+        winv2 = 1.0 / (w * w)
+        for j, c in enumerate(_ZETA_EM):
+            total = total + c * rising * wp
+            rising = rising * (xs + 2 * j + 1) * (xs + 2 * j + 2)
+            wp = wp * winv2
+    at_inf = xp.where(q == 1, 1.0, xp.where(q < 1, xp.inf, xp.nan))
+    out = xp.where(xp.isposinf(x), at_inf, total)
+    out = xp.where(nan | xp.isinf(q), xp.nan, out)
+    out = xp.where(q <= 0, xp.where(whole_q, xp.inf, xp.where(x != xp.floor(x), xp.nan, out)),
+                   out)
+    out = xp.where(x == 1, xp.inf, xp.where(x < 1, xp.nan, out))
+    return _done(xp, out, dt)
+
+
+def _hankel(xp: Any, x: Any, n: int) -> tuple[Any, Any]:
+    """(sqrt(2/(pi x)) P, sqrt(2/(pi x)) Q) of Hankel's expansion, x > 25."""
+    mu = 4.0 * n * n
+    p = xp.ones_like(x)
+    q = xp.zeros_like(x)
+    term = xp.ones_like(x)
+    for k in range(1, 40):
+        term = term * (mu - (2 * k - 1) ** 2) / (k * 8.0 * x)
+        if k % 2:
+            q = q + (term if k % 4 == 1 else -term)
+        else:
+            p = p + (-term if k % 4 == 2 else term)
+    s = xp.sqrt(2.0 / (math.pi * x))
+    return s * p, s * q
+
+
+def _phase(xp: Any, x: Any, n: int) -> tuple[Any, Any]:
+    """(cos, sin) of x - (n/2 + 1/4) pi, without rounding x - phase."""
+    ph = (n / 2 + 0.25) * math.pi
+    c, s = xp.cos(x), xp.sin(x)
+    return c * math.cos(ph) + s * math.sin(ph), s * math.cos(ph) - c * math.sin(ph)
+
+
+def _bessel_j_series(xp: Any, x: Any, n: int, terms: int = 30) -> Any:
+    h2 = -(x * 0.5) ** 2
+    term = xp.ones_like(x) if n == 0 else x * 0.5
+    total = term
+    for k in range(1, terms):
+        term = term * h2 / (k * (k + n))
+        total = total + term
+    return total
+
+
+def _bessel_j_abs(xp: Any, ax: Any, n: int) -> Any:
+    """J_n(|x|) for finite |x| >= 0."""
+    small = ax <= 4.0
+    mid = ~small & (ax <= 25.0)
+    large = ax > 25.0
+    out = _bessel_j_series(xp, xp.where(small, ax, 0.0), n)
+    xm = xp.where(mid, ax, 0.0)[..., None]
+    m = 64
+    th = np.arange(m + 1) * (math.pi / m)
+    f = xp.cos(n * xp.asarray(th) - xm * xp.sin(xp.asarray(th)))
+    trap = (f[..., 1:-1].sum(-1) + 0.5 * (f[..., 0] + f[..., -1])) / m
+    out = xp.where(mid, trap, out)
+    xl = xp.where(large, ax, 30.0)
+    p, q = _hankel(xp, xl, n)
+    c, s = _phase(xp, xl, n)
+    return xp.where(large, p * c - q * s, out)
+
+
+def _bessel_j(x: Any, n: int) -> Any:
+    xp, x, dt = _prep(x)
+    ax = xp.abs(x)
+    with np.errstate(all="ignore"):
+        out = _bessel_j_abs(xp, xp.where(xp.isfinite(ax), ax, 0.0), n)
+    if n == 1:
+        out = xp.where(x < 0, -out, out)
+    out = xp.where(xp.isinf(x), xp.nan, out)  # PyTorch's convention (the limit is 0)
+    return _done(xp, xp.where(xp.isnan(x), x, out), dt)
+
+
+def bessel_j0(x: Any) -> Any:
+    """The Bessel function of the first kind of order 0."""
+    return _bessel_j(x, 0)
+
+
+def bessel_j1(x: Any) -> Any:
+    """The Bessel function of the first kind of order 1."""
+    return _bessel_j(x, 1)
+
+
+def _bessel_y(x: Any, n: int) -> Any:
+    xp, x, dt = _prep(x)
+    good = (x > 0) & xp.isfinite(x)
+    small = good & (x <= 5.0)
+    mid = good & (x > 5.0) & (x <= 25.0)
+    large = good & (x > 25.0)
+    with np.errstate(all="ignore"):
+        xs = xp.where(small, x, 1.0)
+        h2 = (xs * 0.5) ** 2
+        log_term = xp.log(xs * 0.5)
+        if n == 0:
+            j = _bessel_j_series(xp, xs, 0)
+            term = xp.ones_like(xs)
+            acc = xp.zeros_like(xs)
+            harm = 0.0
+            for k in range(1, 30):
+                harm += 1.0 / k
+                term = term * -h2 / (k * k)
+                acc = acc - harm * term
+            ys = (2 / math.pi) * ((log_term + _EULER_GAMMA) * j + acc)
+        else:
+            j = _bessel_j_series(xp, xs, 1)
+            term = xs * 0.5
+            hk, hk1 = 0.0, 1.0  # H_k, H_{k+1}
+            acc = term * (hk + hk1 - 2 * _EULER_GAMMA)
+            for k in range(1, 30):
+                hk, hk1 = hk1, hk1 + 1.0 / (k + 1)
+                term = term * -h2 / (k * (k + 1))
+                acc = acc + term * (hk + hk1 - 2 * _EULER_GAMMA)
+            ys = -2.0 / (math.pi * xs) + (2 / math.pi) * log_term * j - acc / math.pi
+        xm = xp.where(mid, x, 10.0)[..., None]
+        th = xp.asarray((_GL_NODES + 1.0) * (math.pi / 2))
+        w = xp.asarray(_GL_WEIGHTS * (math.pi / 2))
+        first = (xp.sin(xm * xp.sin(th) - n * th) * w).sum(-1)
+        top = xp.arcsinh(45.0 / xm)
+        t = (xp.asarray(_GL_NODES) + 1.0) * 0.5 * top
+        g = (xp.exp(n * t) + (-1) ** n * xp.exp(-n * t)) * xp.exp(-xm * xp.sinh(t))
+        second = (g * xp.asarray(_GL_WEIGHTS)).sum(-1) * 0.5 * top[..., 0]
+        ym = (first - second) / math.pi
+        xl = xp.where(large, x, 30.0)
+        p, q = _hankel(xp, xl, n)
+        c, s = _phase(xp, xl, n)
+        yl = p * s + q * c
+    out = xp.where(small, ys, xp.where(mid, ym, yl))
+    out = xp.where(x == 0, -xp.inf, xp.where(x < 0, xp.nan, out))
+    out = xp.where(xp.isposinf(x), xp.nan, out)  # PyTorch's convention (the limit is 0)
+    return _done(xp, xp.where(xp.isnan(x), x, out), dt)
+
+
+def bessel_y0(x: Any) -> Any:
+    """The Bessel function of the second kind of order 0 (NaN for x < 0, -inf at 0)."""
+    return _bessel_y(x, 0)
+
+
+def bessel_y1(x: Any) -> Any:
+    """The Bessel function of the second kind of order 1 (NaN for x < 0, -inf at 0)."""
+    return _bessel_y(x, 1)
+
+
+def _bessel_k(x: Any, n: int, scaled: bool) -> Any:
+    xp, x, dt = _prep(x)
+    good = (x > 0) & xp.isfinite(x)
+    small = good & (x <= 2.0)
+    mid = good & (x > 2.0) & (x <= 25.0)
+    large = good & (x > 25.0)
+    with np.errstate(all="ignore"):
+        xs = xp.where(small, x, 1.0)
+        h2 = (xs * 0.5) ** 2
+        log_term = xp.log(xs * 0.5)
+        if n == 0:
+            term = xp.ones_like(xs)
+            i_n = term
+            acc = xp.zeros_like(xs)
+            harm = 0.0
+            for k in range(1, 30):
+                harm += 1.0 / k
+                term = term * h2 / (k * k)
+                i_n = i_n + term
+                acc = acc + harm * term
+            ks = -(log_term + _EULER_GAMMA) * i_n + acc
+        else:
+            term = xs * 0.5
+            i_n = term
+            hk, hk1 = 0.0, 1.0
+            acc = term * (hk + hk1 - 2 * _EULER_GAMMA)
+            for k in range(1, 30):
+                hk, hk1 = hk1, hk1 + 1.0 / (k + 1)
+                term = term * h2 / (k * (k + 1))
+                i_n = i_n + term
+                acc = acc + term * (hk + hk1 - 2 * _EULER_GAMMA)
+            ks = 1.0 / xs + log_term * i_n - 0.5 * acc
+        if scaled:
+            ks = ks * xp.exp(xs)
+        xm = xp.where(mid, x, 10.0)[..., None]
+        h = 0.05
+        t = xp.asarray(np.arange(81) * h)
+        f = xp.exp(-xm * (xp.cosh(t) - 1.0)) * xp.cosh(n * t)
+        km = (f[..., 1:].sum(-1) + 0.5 * f[..., 0]) * h
+        if not scaled:
+            km = km * xp.exp(-xm[..., 0])
+        xl = xp.where(large, x, 30.0)
+        mu = 4.0 * n * n
+        term = xp.ones_like(xl)
+        acc = term
+        for k in range(1, 40):
+            term = term * (mu - (2 * k - 1) ** 2) / (k * 8.0 * xl)
+            acc = acc + term
+        kl = acc * xp.sqrt(math.pi / (2.0 * xl))
+        if not scaled:
+            kl = kl * xp.exp(-xl)
+    out = xp.where(small, ks, xp.where(mid, km, kl))
+    out = xp.where(x == 0, xp.inf, xp.where(x < 0, xp.nan, out))
+    out = xp.where(xp.isposinf(x), 0.0, out)
+    return _done(xp, xp.where(xp.isnan(x), x, out), dt)
+
+
+def modified_bessel_k0(x: Any) -> Any:
+    """The modified Bessel function of the second kind of order 0."""
+    return _bessel_k(x, 0, False)
+
+
+def modified_bessel_k1(x: Any) -> Any:
+    """The modified Bessel function of the second kind of order 1."""
+    return _bessel_k(x, 1, False)
+
+
+def scaled_modified_bessel_k0(x: Any) -> Any:
+    """exp(x) K0(x)."""
+    return _bessel_k(x, 0, True)
+
+
+def scaled_modified_bessel_k1(x: Any) -> Any:
+    """exp(x) K1(x)."""
+    return _bessel_k(x, 1, True)

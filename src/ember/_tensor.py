@@ -315,6 +315,17 @@ class Tensor(TensorBase):
     def clone(self, *, memory_format: Any = _dtype_info.preserve_format) -> Tensor:
         return ops.clone(self, memory_format=memory_format)
 
+    def as_subclass(self, cls: type) -> Tensor:
+        """A ``cls`` instance sharing this tensor's data and staying on its autograd graph (an
+        alias: its gradient flows back to ``self``); ``cls.__init__`` is not called."""
+        if not (isinstance(cls, type) and issubclass(cls, Tensor)):
+            raise TypeError("Creating a Tensor subclass from a class that does not inherit from "
+                            f"Tensor is not possible ({cls!r}). Make sure your class inherits "
+                            "from Tensor.")
+        out = ops.view(self, tuple(self._data.shape))
+        out.__class__ = cls
+        return out
+
     # -- conversions ------------------------------------------------------------------------
     def numpy(self, force: bool = False) -> np.ndarray:
         """The NumPy array behind this CPU tensor (shared memory: changes show in both)."""

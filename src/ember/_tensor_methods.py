@@ -23,6 +23,7 @@ import numpy as np
 from . import _dtype_info, ops
 from ._size import Size
 from .ops import casting, indexing, joining, shape
+from .ops import special as _special_ops
 from .ops import shape as _sh
 from .ops._aliases import numpy_names
 from .ops.creation import tensor
@@ -547,6 +548,8 @@ OP_METHODS: dict[str, Any] = {
     "histc": ops.histc,
     "put": ops.put,
     "i0": ops.i0,
+    "igamma": _special_ops.igamma,
+    "igammac": _special_ops.igammac,
     "gcd": ops.gcd,
     "lcm": ops.lcm,
     "diff": ops.diff,
@@ -639,7 +642,7 @@ arcsinh arctan arctan2 arctanh asin asinh atan atan2 atanh baddbmm bitwise_and
 bitwise_left_shift bitwise_not bitwise_or bitwise_right_shift bitwise_xor ceil clamp clamp_max
 clamp_min clip copysign cos cosh cumprod cumsum deg2rad digamma div divide eq erf erfc erfinv
 exp exp2 expm1 fill fill_diagonal fix floor floor_divide fmod frac gcd ge greater greater_equal
-gt heaviside hypot i0 index_add index_copy index_fill index_put lcm ldexp le lerp less
+gt heaviside hypot i0 igamma igammac index_add index_copy index_fill index_put lcm ldexp le lerp less
 less_equal lgamma log log10 log1p log2 logical_and logical_not logical_or logical_xor logit lt
 masked_fill masked_scatter mul multiply mvlgamma nan_to_num ne neg negative nextafter not_equal
 polygamma pow put rad2deg reciprocal relu remainder renorm round rsqrt scatter_add

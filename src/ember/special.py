@@ -14,17 +14,28 @@ from .ops.casting import as_tensor_arg
 from .ops.pointwise_math import erf, erfc, erfinv, exp2, expm1, log1p, sigmoid, xlogy
 from .ops.reduction_stats import logsumexp
 from .ops.special import (
+    bessel_j0,
+    bessel_j1,
+    bessel_y0,
+    bessel_y1,
     digamma,
     erfcx,
     i0,
     i0e,
     i1,
     i1e,
+    igamma,
+    igammac,
     lgamma,
     logit,
+    modified_bessel_k0,
+    modified_bessel_k1,
     mvlgamma,
     polygamma,
+    scaled_modified_bessel_k0,
+    scaled_modified_bessel_k1,
     sinc,
+    zeta,
 )
 
 __all__ = [
@@ -35,7 +46,9 @@ __all__ = [
     "chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v",
     "chebyshev_polynomial_w", "shifted_chebyshev_polynomial_t", "shifted_chebyshev_polynomial_u",
     "shifted_chebyshev_polynomial_v", "shifted_chebyshev_polynomial_w", "hermite_polynomial_h",
-    "hermite_polynomial_he", "laguerre_polynomial_l", "legendre_polynomial_p",
+    "hermite_polynomial_he", "laguerre_polynomial_l", "legendre_polynomial_p", "gammainc",
+    "gammaincc", "zeta", "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "modified_bessel_k0",
+    "modified_bessel_k1", "scaled_modified_bessel_k0", "scaled_modified_bessel_k1",
 ]
 
 expit = sigmoid
@@ -44,6 +57,8 @@ modified_bessel_i1 = i1
 gammaln = lgamma
 psi = digamma
 multigammaln = mvlgamma
+gammainc = igamma
+gammaincc = igammac
 
 
 def softmax(input: Any, dim: int, dtype: Any = None) -> Any:

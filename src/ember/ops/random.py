@@ -16,13 +16,14 @@ import numpy as np
 from .. import _backend, _dtype
 from .._tensor_base import TensorBase
 from ..autograd import grad_mode
+from ..autograd.function import Op
 from . import _args, _out
 from .casting import copy_from
 from .creation import _like, _place
 from .inplace import inplace
 
 __all__ = [
-    "Generator", "bernoulli", "default_generator", "get_rng_state", "initial_seed", "manual_seed", "multinomial", "normal", "rand", "rand_like", "randint", "randint_like", "randn", "randn_like", "randperm", "seed", "set_rng_state",
+    "Generator", "bernoulli", "default_generator", "get_rng_state", "initial_seed", "manual_seed", "multinomial", "normal", "poisson", "rand", "rand_like", "randint", "randint_like", "randn", "randn_like", "randperm", "seed", "set_rng_state",
 ]
 
 
@@ -275,6 +276,23 @@ def bernoulli(input: Any, p: float | None = None, *, generator: Generator | None
     arr = (_rng(generator).random(probs.shape) < probs).astype(dt)  # into out's dtype, as PyTorch
     result = TensorBase._make(_backend.to_device(arr, input.device))
     return result if out is None else _args.write_new(out, result, "bernoulli")
+
+
+def poisson(input: Any, generator: Generator | None = None) -> Any:
+    """Draws from Poisson(rate) for each element of ``input`` (non-negative rates), in its
+    dtype; the draw's gradient with respect to the rates is zero, as in PyTorch."""
+    if not isinstance(input, TensorBase):
+        raise TypeError(f"poisson(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f"poisson(): the rates must be floating point, got "
+                                  f"{input.dtype}; cast them (input.float())")
+    rates = _backend.to_numpy(input._data).astype(np.float64)
+    if not (rates >= 0).all():
+        raise RuntimeError("invalid Poisson rate, expected rate to be non-negative (and not NaN)")
+    arr = _rng(generator).poisson(rates).astype(input._data.dtype)
+    arr = _backend.to_device(arr, input.device)
+    return PoissonSample.apply(input, arr)
 
 
 def multinomial(input: Any, num_samples: int, replacement: bool = False, *,
@@ -604,3 +622,21 @@ randint.__signature__ = _args.shown_signature(  # type: ignore[attr-defined]
     randint, {"low": 0, "high": None, "size": None})
 randint_like.__signature__ = _args.shown_signature(  # type: ignore[attr-defined]
     randint_like, {"low": 0, "high": None})
+
+
+# ---------------------------------------------------------------------------------------------
+# op classes
+
+
+class PoissonSample(Op):
+    """out = the drawn counts          grad_rate = 0 (as PyTorch's PoissonBackward0)"""
+
+    node_name = "PoissonBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, rate: Any, drawn: Any) -> Any:
+        return drawn
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        return ctx.xp.zeros_like(grad), None

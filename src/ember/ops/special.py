@@ -14,14 +14,19 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .. import _special
+import numpy as np
+
+from .. import _backend, _special
+from .._tensor_base import TensorBase
 from ..autograd.function import Op
 from . import _out
-from ._promote import _float_unary, _quietly, _truediv, _unary
+from ._promote import _float_unary, _promote, _quietly, _truediv, _unary
 from .casting import as_tensor_arg
 
 __all__ = ["lgamma", "digamma", "polygamma", "mvlgamma", "erfcx", "i0", "i0e", "i1", "i1e",
-           "logit", "sinc"]
+           "logit", "sinc", "igamma", "igammac", "zeta", "bessel_j0", "bessel_j1", "bessel_y0",
+           "bessel_y1", "modified_bessel_k0", "modified_bessel_k1", "scaled_modified_bessel_k0",
+           "scaled_modified_bessel_k1"]
 
 
 def lgamma(input: Any, *, out: Any = None) -> Any:
@@ -102,6 +107,76 @@ def sinc(input: Any, *, out: Any = None) -> Any:
     op, input = _unary(Sinc, input)
     res = op.apply(input)
     return res if out is None else _out.write(out, res, "sinc")
+
+
+def igamma(input: Any, other: Any, *, out: Any = None) -> Any:
+    """The regularised lower incomplete gamma function P(input, other) (``special.gammainc``);
+    differentiable in ``other`` only, as in PyTorch."""
+    a, x = _gamma_args(input, other, "igamma")
+    res = Igamma.apply(a, x, False)
+    return res if out is None else _out.write(out, res, "igamma")
+
+
+def igammac(input: Any, other: Any, *, out: Any = None) -> Any:
+    """The regularised upper incomplete gamma function Q(input, other) = 1 - P
+    (``special.gammaincc``); differentiable in ``other`` only, as in PyTorch."""
+    a, x = _gamma_args(input, other, "igammac")
+    res = Igammac.apply(a, x, True)
+    return res if out is None else _out.write(out, res, "igammac")
+
+
+def zeta(input: Any, other: Any, *, out: Any = None) -> Any:
+    """The Hurwitz zeta function sum_k (k + other)^-input (``special.zeta``; either argument may
+    be a number); differentiable in ``other`` only, as in PyTorch."""
+    x, q = _promote(input, other, to_float=True)
+    if not isinstance(x, TensorBase):
+        x = _full_like0(q, x)
+    if not isinstance(q, TensorBase):
+        q = _full_like0(x, q)
+    res = Zeta.apply(x, q)
+    return res if out is None else _out.write(out, res, "special_zeta")
+
+
+def bessel_j0(input: Any, *, out: Any = None) -> Any:
+    """The Bessel function of the first kind of order 0 (no gradient, as in PyTorch)."""
+    return _no_grad_unary(_special.bessel_j0, input, out, "special_bessel_j0")
+
+
+def bessel_j1(input: Any, *, out: Any = None) -> Any:
+    """The Bessel function of the first kind of order 1 (no gradient, as in PyTorch)."""
+    return _no_grad_unary(_special.bessel_j1, input, out, "special_bessel_j1")
+
+
+def bessel_y0(input: Any, *, out: Any = None) -> Any:
+    """The Bessel function of the second kind of order 0 (no gradient, as in PyTorch)."""
+    return _no_grad_unary(_special.bessel_y0, input, out, "special_bessel_y0")
+
+
+def bessel_y1(input: Any, *, out: Any = None) -> Any:
+    """The Bessel function of the second kind of order 1 (no gradient, as in PyTorch)."""
+    return _no_grad_unary(_special.bessel_y1, input, out, "special_bessel_y1")
+
+
+def modified_bessel_k0(input: Any, *, out: Any = None) -> Any:
+    """The modified Bessel function of the second kind of order 0 (no gradient)."""
+    return _no_grad_unary(_special.modified_bessel_k0, input, out, "special_modified_bessel_k0")
+
+
+def modified_bessel_k1(input: Any, *, out: Any = None) -> Any:
+    """The modified Bessel function of the second kind of order 1 (no gradient)."""
+    return _no_grad_unary(_special.modified_bessel_k1, input, out, "special_modified_bessel_k1")
+
+
+def scaled_modified_bessel_k0(x: Any, *, out: Any = None) -> Any:
+    """exp(x) K0(x) (no gradient, as in PyTorch)."""
+    return _no_grad_unary(_special.scaled_modified_bessel_k0, x, out,
+                          "special_scaled_modified_bessel_k0")
+
+
+def scaled_modified_bessel_k1(x: Any, *, out: Any = None) -> Any:
+    """exp(x) K1(x) (no gradient, as in PyTorch)."""
+    return _no_grad_unary(_special.scaled_modified_bessel_k1, x, out,
+                          "special_scaled_modified_bessel_k1")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -258,6 +333,56 @@ class Sinc(Op):
         return grad * xp.where(zero, 0.0, d)
 
 
+class Igamma(Op):
+    """out = P(a, x) (Q(a, x) when upper)
+    grad_x = +- grad * x^(a-1) e^-x / Gamma(a)          grad_a: not implemented (as PyTorch)"""
+
+    @staticmethod
+    def forward(ctx: Any, a: Any, x: Any, upper: bool) -> Any:
+        ctx.save_for_backward(a, x)
+        ctx.upper = upper
+        fn = _special.gammaincc if upper else _special.gammainc
+        return fn(a, x).astype(a.dtype, copy=False)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        a, x = ctx.saved
+        xp = ctx.xp
+        if ctx.needs_input_grad[0]:
+            name = "igammac" if ctx.upper else "igamma"
+            raise RuntimeError(f"the derivative for '{name}: input' is not implemented.")
+        with np.errstate(all="ignore"):
+            d = xp.exp((a - 1) * xp.log(x) - x - _special.lgamma(a))
+        d = d.astype(grad.dtype, copy=False)
+        return None, (-grad * d if ctx.upper else grad * d), None
+
+
+class Igammac(Igamma):
+    """Q(a, x) (same rule as Igamma)."""
+
+    node_name = "IgammacBackward0"
+
+
+class Zeta(Op):
+    """out = zeta(x, q)          grad_q = -grad * x * zeta(x + 1, q)
+    grad_x: not implemented (as PyTorch)"""
+
+    node_name = "SpecialZetaBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, x: Any, q: Any) -> Any:
+        ctx.save_for_backward(x, q)
+        return _special.zeta(x, q).astype(x.dtype, copy=False)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        x, q = ctx.saved
+        if ctx.needs_input_grad[0]:
+            raise RuntimeError("the derivative for 'zeta' is not implemented.")
+        d = -x * _special.zeta(x + 1, q)
+        return None, grad * d.astype(grad.dtype, copy=False)
+
+
 # ---------------------------------------------------------------------------------------------
 # helpers
 
@@ -296,3 +421,30 @@ def _bessel_i(xp: Any, x: Any, order: int, scaled: bool) -> Any:
 
 
 def _logit_raw(xp: Any, z: Any) -> Any:    return xp.log(z / (1 - z))
+
+
+def _gamma_args(a: Any, x: Any, name: str) -> tuple[Any, Any]:
+    """Two tensors of one floating dtype (PyTorch's igamma has no integer or number forms)."""
+    a, x = as_tensor_arg(a), as_tensor_arg(x)
+    for t in (a, x):
+        if not isinstance(t, TensorBase):
+            raise TypeError(f"{name}(): both arguments must be tensors, not {type(t).__name__} "
+                            f"(wrap the number with torch.tensor)")
+    a, x = _promote(a, x)
+    if a._data.dtype.kind not in "fV":
+        raise RuntimeError(f"{name}: not implemented for {a._data.dtype} tensors; "
+                           "convert them with .float() or .double()")
+    return a, x
+
+
+def _no_grad_unary(fn: Any, input: Any, out: Any, name: str) -> Any:
+    """``fn`` on ``input``'s array (integer inputs in the default float dtype); the result
+    carries no gradient, as PyTorch's Bessel functions."""
+    x = _float_unary(as_tensor_arg(input))
+    res = TensorBase._make(fn(x._data).astype(x._data.dtype, copy=False))
+    return res if out is None else _out.write(out, res, name)
+
+
+def _full_like0(ref: Any, value: Any) -> Any:
+    """A 0-d tensor holding the number ``value`` in ``ref``'s dtype, on its device."""
+    return TensorBase._make(_backend.xp_of(ref._data).asarray(value, dtype=ref._data.dtype))
