@@ -23,9 +23,8 @@ import numpy as np
 from . import _dtype_info, ops
 from ._size import Size
 from .ops import casting, indexing, joining, shape
-from .ops import special as _special_ops
-from .ops import special as _special_ops
 from .ops import shape as _sh
+from .ops import special as _special_ops
 from .ops._aliases import numpy_names
 from .ops.creation import tensor
 from .ops.inplace import inplace
