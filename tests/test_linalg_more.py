@@ -361,3 +361,70 @@ def test_singular_errors_match_torch(call, batched):
         call(ember, ember.tensor(s))
     assert type(e.value) is ember._C._LinAlgError
     assert str(e.value).startswith(str(t.value).rstrip(".")), (str(e.value), str(t.value))
+
+
+# ---------------------------------------------------------------------------------------------
+# LDL^T (Bunch-Kaufman, as LAPACK's sytrf): pivots equal to PyTorch's, 2x2 blocks included
+
+
+def _sym_cases():
+    rng = np.random.default_rng(0)
+    for n in (1, 2, 3, 5, 8):
+        for small_diag in (False, True):
+            a = rng.standard_normal((n, n))
+            a = a + a.T
+            if small_diag:
+                a[np.diag_indices(n)] *= 0.01
+            yield a
+    yield np.array([[0.0, 1.0, 2.0], [1.0, 0.0, 3.0], [2.0, 3.0, 0.0]])  # 2x2 blocks
+
+
+@needs_torch
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_ldl_factor_and_solve_match_torch(dt):
+    saw_block = False
+    tol = dict(rtol=1e-4, atol=1e-4) if dt == np.float32 else dict(rtol=1e-9, atol=1e-10)
+    for a in _sym_cases():
+        x = a.astype(dt)
+        e = ember.linalg.ldl_factor_ex(ember.tensor(x))
+        t = torch.linalg.ldl_factor_ex(torch.tensor(x))
+        assert type(e).__name__ == "linalg_ldl_factor_ex" and e.LD.dtype == ember.tensor(x).dtype
+        np.testing.assert_array_equal(e.pivots.numpy(), t.pivots.numpy())
+        assert e.pivots.dtype == e.info.dtype == ember.int32
+        np.testing.assert_array_equal(e.info.numpy(), t.info.numpy())
+        np.testing.assert_allclose(e.LD.numpy(), t.LD.numpy(), **tol)
+        saw_block |= bool((t.pivots < 0).any())
+        b = randn(a.shape[0], 2, seed=3).astype(dt)
+        ld, piv = ember.linalg.ldl_factor(ember.tensor(x))
+        xe = ember.linalg.ldl_solve(ld, piv, ember.tensor(b))
+        xt = torch.linalg.ldl_solve(t.LD, t.pivots, torch.tensor(b))
+        np.testing.assert_allclose(xe.numpy(), xt.numpy(), **tol)
+        assert xe.dtype == ember.tensor(x).dtype
+    assert saw_block  # the cases reach the 2x2 pivots
+
+
+@needs_torch
+def test_ldl_batched_singular_and_no_derivative():
+    a = randn(4, 3, 3, seed=5)
+    a = a + np.swapaxes(a, -1, -2)
+    a[1:3] -= np.eye(3) * np.diagonal(a[1:3], 0, -2, -1)[..., None, :]  # zero diagonals: pivoting
+    e = ember.linalg.ldl_factor_ex(ember.tensor(a))
+    t = torch.linalg.ldl_factor_ex(torch.tensor(a))
+    np.testing.assert_array_equal(e.pivots.numpy(), t.pivots.numpy())
+    np.testing.assert_allclose(e.LD.numpy(), t.LD.numpy(), atol=1e-12)
+    b = randn(4, 3, 2, seed=2)
+    xe = ember.linalg.ldl_solve(e.LD, e.pivots, ember.tensor(b))
+    xt = torch.linalg.ldl_solve(t.LD, t.pivots, torch.tensor(b))
+    np.testing.assert_allclose(xe.numpy(), xt.numpy(), atol=1e-10)
+    # a broadcast batch (PyTorch 2.13's CPU kernel reads past B here: compared with NumPy only)
+    b = randn(2, 1, 3, 2, seed=2)
+    xe = ember.linalg.ldl_solve(e.LD, e.pivots, ember.tensor(b))
+    assert xe.shape == (2, 4, 3, 2)
+    np.testing.assert_allclose(xe.numpy(), np.linalg.solve(a, b), atol=1e-10)
+    z = ember.linalg.ldl_factor_ex(ember.zeros(3, 3))
+    assert z.info.item() == torch.linalg.ldl_factor_ex(torch.zeros(3, 3)).info.item() == 1
+    with pytest.raises(RuntimeError, match="D\\[1,1\\] is zero"):
+        ember.linalg.ldl_factor(ember.zeros(3, 3))
+    x = ember.tensor(a, requires_grad=True)
+    with pytest.raises(RuntimeError, match="derivative for aten::linalg_ldl_factor_ex"):
+        ember.linalg.ldl_factor(x).LD.sum().backward()

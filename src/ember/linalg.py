@@ -27,6 +27,9 @@ from .ops.linalg import (  # noqa: F401
     solve,
 )
 from .ops.linalg_factor import (  # noqa: F401
+    ldl_factor,
+    ldl_factor_ex,
+    ldl_solve,
     lu_factor,
     lu_factor_ex,
     matrix_exp,
@@ -72,6 +75,9 @@ __all__ = [
     "lu_solve",
     "eig",
     "eigvals",
+    "ldl_factor",
+    "ldl_factor_ex",
+    "ldl_solve",
 ]
 
 lu = _lf.linalg_lu

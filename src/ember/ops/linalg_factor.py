@@ -236,6 +236,57 @@ def cholesky_inverse(input: Any, upper: bool = False, *, out: Any = None) -> Any
 
 
 # ---------------------------------------------------------------------------------------------
+# LDL^T (Bunch-Kaufman)
+
+
+def ldl_factor_ex(A: Any, *, hermitian: bool = False, check_errors: bool = False,
+                  out: Any = None) -> Any:
+    """(LD, pivots, info): A = P L D L^T P^T for symmetric A (its lower triangle is read), as
+    LAPACK's sytrf: L unit lower below the diagonal of LD, D's 1x1 and 2x2 blocks on and next to
+    it; ``pivots`` 1-based int32 (a 2x2 block's two entries negative); ``info`` the first zero
+    block's index (1-based), else 0. No derivative (as in PyTorch)."""
+    if out is not None:
+        res = ldl_factor_ex(A, hermitian=hermitian, check_errors=check_errors)
+        return _result(res, out, "linalg.ldl_factor_ex")
+    a = _tensor(A, "linalg.ldl_factor_ex", "A", 1)
+    _check_float("linalg.ldl_factor_ex", a)
+    _check_square("linalg.ldl_factor_ex", a)
+    ld, piv, info = LdlFactor.apply(a)
+    if check_errors:
+        _raise_ldl_singular("linalg.ldl_factor_ex", info)
+    return return_types.linalg_ldl_factor_ex(ld, piv, info)
+
+
+def ldl_factor(A: Any, *, hermitian: bool = False, out: Any = None) -> Any:
+    """(LD, pivots) of A = P L D L^T P^T (see ``ldl_factor_ex``); a singular D raises."""
+    if out is not None:
+        return _result(ldl_factor(A, hermitian=hermitian), out, "linalg.ldl_factor")
+    ld, piv, info = ldl_factor_ex(A, hermitian=hermitian)
+    _raise_ldl_singular("torch.linalg.ldl_factor", info)
+    return return_types.linalg_ldl_factor(ld, piv)
+
+
+def ldl_solve(LD: Any, pivots: Any, B: Any, *, hermitian: bool = False, out: Any = None) -> Any:
+    """X with A X = B from ``ldl_factor``'s (LD, pivots), as LAPACK's sytrs. No derivative."""
+    ld = _tensor(LD, "linalg.ldl_solve", "LD", 1)
+    piv = _tensor(pivots, "linalg.ldl_solve", "pivots", 2)
+    b = _tensor(B, "linalg.ldl_solve", "B", 3)
+    _check_float("linalg.ldl_solve", ld)
+    _check_square("linalg.ldl_solve", ld, "LD")
+    if piv._data.dtype != np.int32:
+        raise RuntimeError(f"torch.linalg.ldl_solve: Expected pivots to be integers. Got "
+                           f"{piv.dtype}")
+    if b.dim() < 2 or b.shape[-2] != ld.shape[-1]:
+        raise RuntimeError(f"torch.linalg.ldl_solve: Incompatible shapes of LD and B for the "
+                           f"equation AX = B ({tuple(ld.shape)} and {tuple(b.shape)}); B must be "
+                           "a matrix or a batch of them")
+    if ld._data.dtype != b._data.dtype:
+        raise RuntimeError(f"torch.linalg.ldl_solve: Expected LD and B to have the same dtype, "
+                           f"but found LD of type {ld.dtype} and B of type {b.dtype} instead")
+    return _result(LdlSolve.apply(ld, b, piv._data), out, "linalg.ldl_solve")
+
+
+# ---------------------------------------------------------------------------------------------
 # matrix_exp; eig (complex results)
 
 
@@ -315,6 +366,56 @@ class CholeskySolve(Op):
             common = common + common.swapaxes(-1, -2)
             gc = -(ctx.call(Matmul, c, common) if ctx.upper else ctx.call(Matmul, common, c))
         return (gb if need[0] else None), gc, None
+
+
+class LdlFactor(Op):
+    """(LD, pivots, info) = sytrf(A) (lower)          no derivative, as in PyTorch"""
+
+    node_name = "LinalgLdlFactorExBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, a: Any) -> Any:
+        xp = ctx.xp
+        host = _host(a)
+        n = host.shape[-1]
+        flat = host.reshape((-1, n, n))
+        ld = np.zeros_like(flat)
+        piv = np.zeros(flat.shape[:-1], np.int32)
+        info = np.zeros(flat.shape[:1], np.int32)
+        for i, m in enumerate(flat):
+            ld[i], piv[i], info[i] = _sytf2_lower(m)
+        batch = tuple(host.shape[:-2])
+        ld = xp.asarray(ld.reshape(host.shape))
+        piv, info = xp.asarray(piv.reshape(batch + (n,))), xp.asarray(info.reshape(batch))
+        ctx.mark_non_differentiable(piv, info)
+        return ld, piv, info
+
+    @staticmethod
+    def backward(ctx: Any, *grads: Any) -> Any:
+        raise RuntimeError("derivative for aten::linalg_ldl_factor_ex is not implemented")
+
+
+class LdlSolve(Op):
+    """X = A^-1 B from sytrf's (LD, pivots), as sytrs          no derivative, as in PyTorch"""
+
+    node_name = "LinalgLdlSolveBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, ld: Any, b: Any, piv: Any) -> Any:
+        hl, hb, hp = _host(ld), _host(b), _host(piv)
+        batch = tuple(np.broadcast_shapes(hl.shape[:-2], hb.shape[:-2], hp.shape[:-1]))
+        n = hl.shape[-1]
+        fl = np.broadcast_to(hl, batch + (n, n)).reshape((-1, n, n))
+        fp = np.broadcast_to(hp, batch + (n,)).reshape((-1, n))
+        fb = np.array(np.broadcast_to(hb, batch + hb.shape[-2:]), copy=True)
+        fb = fb.reshape((-1,) + hb.shape[-2:])
+        for i in range(fb.shape[0]):
+            _sytrs_lower(fl[i], fp[i], fb[i])
+        return ctx.xp.asarray(fb.reshape(batch + hb.shape[-2:]))
+
+    @staticmethod
+    def backward(ctx: Any, *grads: Any) -> Any:
+        raise RuntimeError("derivative for aten::linalg_ldl_solve is not implemented")
 
 
 class LuFactor(Op):
@@ -439,3 +540,132 @@ def _xp(t: Any) -> Any:
     from .. import _backend
 
     return _backend.xp_of(t._data)
+
+
+def _host(x: Any) -> Any:
+    return np.asarray(x.get() if hasattr(x, "get") else x)
+
+
+def _raise_ldl_singular(fn: str, info: Any) -> None:
+    bad = np.asarray(_host(info._data)).reshape(-1)
+    if bad.size and bool((bad > 0).any()):
+        i = int(np.argmax(bad > 0))
+        where = f"(Batch element {i}): " if info.dim() else ""
+        raise RuntimeError(f"{fn}: {where}D[{int(bad[i])},{int(bad[i])}] is zero: the matrix is "
+                           "singular, so the factorization could not be used to solve; call "
+                           "torch.linalg.ldl_factor_ex to get the factors anyway")
+
+
+_BK_ALPHA = (1.0 + math.sqrt(17.0)) / 8.0
+
+
+def _sytf2_lower(m: Any) -> tuple:
+    """LAPACK dsytf2 (uplo 'L'): Bunch-Kaufman diagonal pivoting of one symmetric matrix (its
+    lower triangle). Returns (LD with the upper triangle zeroed, 1-based pivots, info)."""
+    a = np.tril(m).astype(m.dtype, copy=True)
+    n = a.shape[0]
+    piv = np.zeros(n, np.int32)
+    info = 0
+    k = 0
+    while k < n:
+        kstep = 1
+        absakk = abs(a[k, k])
+        if k < n - 1:
+            imax = k + 1 + int(np.argmax(np.abs(a[k + 1:, k])))
+            colmax = abs(a[imax, k])
+        else:
+            imax, colmax = k, 0.0
+        if max(absakk, colmax) == 0 or np.isnan(absakk):
+            if info == 0:
+                info = k + 1
+            kp = k
+        else:
+            if absakk >= _BK_ALPHA * colmax:
+                kp = k
+            else:
+                row = np.abs(a[imax, k:imax])
+                rowmax = row.max()
+                if imax < n - 1:
+                    rowmax = max(rowmax, np.abs(a[imax + 1:, imax]).max())
+                if absakk >= _BK_ALPHA * colmax * (colmax / rowmax):
+                    kp = k
+                elif abs(a[imax, imax]) >= _BK_ALPHA * rowmax:
+                    kp = imax
+                else:
+                    kp, kstep = imax, 2
+            kk = k + kstep - 1
+            if kp != kk:  # swap rows and columns kk and kp of the trailing lower triangle
+                if kp < n - 1:
+                    a[kp + 1:, [kk, kp]] = a[kp + 1:, [kp, kk]]
+                seg = a[kk + 1:kp, kk].copy()
+                a[kk + 1:kp, kk] = a[kp, kk + 1:kp]
+                a[kp, kk + 1:kp] = seg
+                a[kk, kk], a[kp, kp] = a[kp, kp], a[kk, kk]
+                if kstep == 2:
+                    a[k + 1, k], a[kp, k] = a[kp, k], a[k + 1, k]
+            if kstep == 1:
+                if k < n - 1:
+                    r1 = 1.0 / a[k, k]
+                    x = a[k + 1:, k].copy()
+                    a[k + 1:, k + 1:] += np.tril(np.outer(x, -r1 * x))
+                    a[k + 1:, k] = x * r1
+            elif k < n - 2:
+                d21 = a[k + 1, k]
+                d11 = a[k + 1, k + 1] / d21
+                d22 = a[k, k] / d21
+                t = 1.0 / (d11 * d22 - 1.0)
+                d21 = t / d21
+                for j in range(k + 2, n):
+                    wk = d21 * (d11 * a[j, k] - a[j, k + 1])
+                    wkp1 = d21 * (d22 * a[j, k + 1] - a[j, k])
+                    a[j:, j] -= a[j:, k] * wk + a[j:, k + 1] * wkp1
+                    a[j, k] = wk
+                    a[j, k + 1] = wkp1
+        if kstep == 1:
+            piv[k] = kp + 1
+        else:
+            piv[k] = piv[k + 1] = -(kp + 1)
+        k += kstep
+    return a, piv, info
+
+
+def _sytrs_lower(a: Any, piv: Any, b: Any) -> None:
+    """LAPACK dsytrs (uplo 'L'): overwrite ``b`` (n, k) with A^-1 b from dsytf2's factors."""
+    n = a.shape[0]
+    k = 0
+    while k < n:  # L D y = P^T b
+        if piv[k] > 0:
+            kp = piv[k] - 1
+            b[[k, kp]] = b[[kp, k]]
+            b[k + 1:] -= np.outer(a[k + 1:, k], b[k])
+            b[k] /= a[k, k]
+            k += 1
+        else:
+            kp = -piv[k] - 1
+            b[[k + 1, kp]] = b[[kp, k + 1]]
+            if k < n - 2:
+                b[k + 2:] -= np.outer(a[k + 2:, k], b[k]) + np.outer(a[k + 2:, k + 1], b[k + 1])
+            akm1k = a[k + 1, k]
+            akm1 = a[k, k] / akm1k
+            ak = a[k + 1, k + 1] / akm1k
+            denom = akm1 * ak - 1.0
+            bkm1 = b[k] / akm1k
+            bk = b[k + 1] / akm1k
+            b[k] = (ak * bkm1 - bk) / denom
+            b[k + 1] = (akm1 * bk - bkm1) / denom
+            k += 2
+    k = n - 1
+    while k >= 0:  # L^T P^T x = y
+        if piv[k] > 0:
+            if k < n - 1:
+                b[k] -= a[k + 1:, k] @ b[k + 1:]
+            kp = piv[k] - 1
+            b[[k, kp]] = b[[kp, k]]
+            k -= 1
+        else:
+            if k < n - 1:
+                b[k] -= a[k + 1:, k] @ b[k + 1:]
+                b[k - 1] -= a[k + 1:, k - 1] @ b[k + 1:]
+            kp = -piv[k] - 1
+            b[[k, kp]] = b[[kp, k]]
+            k -= 2
