@@ -400,3 +400,137 @@ def test_roi_align_and_nms_stay_on_the_inputs_device(device):  # conftest's devi
     assert np.abs(host(xt.grad)).sum() > 0
     keep = ops.nms(on(device, b0), on(device, np.array([0.1, 0.9, 0.5, 0.3], np.float32)), 0.5)
     assert keep.device == xt.device and keep.dtype == ember.int64
+
+
+# -- ops.misc blocks: torchvision's constructors, module layout, state_dict keys and outputs ----
+
+def _tv_misc():
+    import importlib
+    return importlib.import_module("torchvision.ops.misc")
+
+
+def _load_tv_state(e_mod, t_mod) -> None:
+    """Copy torchvision's module state into ember's by state_dict (the keys must agree)."""
+    t_state = t_mod.state_dict()
+    assert list(e_mod.state_dict()) == list(t_state)
+    e_mod.load_state_dict({k: ember.tensor(v.numpy()) for k, v in t_state.items()})
+
+
+def _same_structure(e_mod, t_mod) -> None:
+    e_kids = [(n, type(m).__name__) for n, m in e_mod.named_modules()]
+    t_kids = [(n, type(m).__name__) for n, m in t_mod.named_modules()]
+    assert e_kids == t_kids
+    for (_, em), (_, tm) in zip(e_mod.named_modules(), t_mod.named_modules()):
+        for attr in ("kernel_size", "stride", "padding", "dilation", "groups", "in_features",
+                     "out_features", "p", "inplace", "num_features"):
+            if hasattr(tm, attr):
+                assert getattr(em, attr) == getattr(tm, attr), (type(tm).__name__, attr)
+        if hasattr(tm, "bias") and type(tm).__name__.startswith(("Conv", "Linear")):
+            assert (em.bias is None) == (tm.bias is None)
+
+
+def _compare(e_mod, t_mod, shape, seed=0) -> None:
+    import torch
+    _same_structure(e_mod, t_mod)
+    _load_tv_state(e_mod, t_mod)
+    e_mod.eval()
+    t_mod.eval()
+    x = np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+    ex = ember.tensor(x, requires_grad=True)
+    tx = torch.tensor(x, requires_grad=True)
+    ey, ty = e_mod(ex), t_mod(tx)
+    np.testing.assert_allclose(ey.detach().numpy(), ty.detach().numpy(), rtol=1e-5, atol=1e-5)
+    ey.sum().backward()
+    ty.sum().backward()
+    np.testing.assert_allclose(ex.grad.numpy(), tx.grad.numpy(), rtol=1e-5, atol=1e-5)
+
+
+@needs_tv
+@pytest.mark.parametrize("kw", [{}, {"kernel_size": (3, 5), "dilation": 2},
+                                {"kernel_size": 3, "dilation": (2, 1), "stride": 2},
+                                {"norm_layer": None, "activation_layer": "Hardswish",
+                                 "inplace": None},
+                                {"groups": 2, "bias": True, "padding": 0},
+                                {"kernel_size": 1, "activation_layer": None}])
+def test_conv2d_norm_activation_as_torchvision(kw):
+    import torch
+    tkw = {k: getattr(torch.nn, v) if k == "activation_layer" and v else v
+           for k, v in kw.items()}
+    ekw = {k: getattr(ember.nn, v) if k == "activation_layer" and v else v
+           for k, v in kw.items()}
+    _compare(ops.Conv2dNormActivation(4, 6, **ekw), _tv_misc().Conv2dNormActivation(4, 6, **tkw),
+             (2, 4, 9, 8))
+
+
+@needs_tv
+@pytest.mark.parametrize("kw", [{}, {"kernel_size": (3, 1, 5), "dilation": 2},
+                                {"stride": (1, 2, 2), "padding": "same"},
+                                {"norm_layer": None}])
+def test_conv3d_norm_activation_as_torchvision(kw):
+    if kw.get("padding") == "same":  # PyTorch refuses padding='same' with stride > 1
+        kw = {"padding": "same"}
+    _compare(ops.Conv3dNormActivation(2, 3, **kw), _tv_misc().Conv3dNormActivation(2, 3, **kw),
+             (2, 2, 5, 6, 7))
+
+
+def test_conv_norm_activation_base_warns_and_defaults():
+    from ember.vision.ops.misc import ConvNormActivation
+    with pytest.warns(UserWarning, match="Don't use ConvNormActivation directly"):
+        m = ConvNormActivation(3, 4)
+    assert isinstance(m[0], ember.nn.Conv2d) and m[0].bias is None and m.out_channels == 4
+    m3 = ops.Conv3dNormActivation(3, 4, kernel_size=(3, 1, 5))
+    assert isinstance(m3[1], ember.nn.BatchNorm3d) and m3[0].padding == (1, 0, 2)
+    assert m3[2].inplace is True
+
+
+@needs_tv
+@pytest.mark.parametrize("kw", [{}, {"norm_layer": "LayerNorm", "dropout": 0.2},
+                                {"inplace": False, "bias": False},
+                                {"activation_layer": "GELU"}])
+def test_mlp_as_torchvision(kw):
+    import torch
+    def build(m, kw=kw):
+        return {k: getattr(m.nn, v) if k in ("norm_layer", "activation_layer") else v
+                for k, v in kw.items()}
+    for hidden in ([8, 5, 3], [3]):
+        _compare(ops.MLP(6, hidden, **build(ember)), _tv_misc().MLP(6, hidden, **build(torch)),
+                 (4, 6))
+
+
+def test_mlp_errors_and_dropout_in_training():
+    with pytest.raises(IndexError):
+        ops.MLP(4, [])
+    with pytest.raises(TypeError, match="activation_layer"):
+        ops.MLP(4, [8, 3], activation_layer=None)
+    m = ops.MLP(4, [3], activation_layer=None)  # no activation is built for one layer
+    assert [type(c).__name__ for c in m] == ["Linear", "Dropout"]
+    m = ops.MLP(4, [8, 3], dropout=0.5, inplace=True)
+    assert m[2].p == 0.5 and m[2].inplace and m[1].inplace and m[4].p == 0.5
+
+
+@needs_tv
+@pytest.mark.parametrize("kw", [{}, {"activation": "SiLU", "scale_activation": "Hardsigmoid"}])
+def test_squeeze_excitation_as_torchvision(kw):
+    import torch
+    ekw = {k: getattr(ember.nn, v) for k, v in kw.items()}
+    tkw = {k: getattr(torch.nn, v) for k, v in kw.items()}
+    _compare(ops.SqueezeExcitation(8, 3, **ekw), _tv_misc().SqueezeExcitation(8, 3, **tkw),
+             (2, 8, 5, 4))
+
+
+@needs_tv
+def test_permute_as_torchvision():
+    _compare(ops.Permute([0, 2, 3, 1]), _tv_misc().Permute([0, 2, 3, 1]), (2, 3, 4, 5))
+    assert ops.Permute([1, 0]).dims == [1, 0]
+    assert not ops.Permute([1, 0]).state_dict()
+
+
+@needs_tv
+def test_misc_names_as_torchvision():
+    tv_misc = _tv_misc()
+    for name in ("Conv2dNormActivation", "Conv3dNormActivation", "FrozenBatchNorm2d", "MLP",
+                 "Permute", "SqueezeExcitation"):
+        assert hasattr(ops, name) and name in ops.__all__
+        assert name in TV.ops.__dict__ and hasattr(tv_misc, name)
+    from ember.vision.ops import misc
+    assert issubclass(misc.Conv3dNormActivation, misc.ConvNormActivation)

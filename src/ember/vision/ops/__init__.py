@@ -1,6 +1,7 @@
 """``ember.vision.ops``: box utilities (``nms``, ``batched_nms``, ``box_iou``, ``box_area``,
 ``box_convert``, ``clip_boxes_to_image``, ``remove_small_boxes``), ``roi_align``/``RoIAlign``
-(differentiable with respect to the input), ``Conv2dNormActivation`` and ``FrozenBatchNorm2d``."""
+(differentiable with respect to the input), and ``ops.misc``'s blocks: ``Conv2dNormActivation``,
+``Conv3dNormActivation``, ``FrozenBatchNorm2d``, ``MLP``, ``Permute``, ``SqueezeExcitation``."""
 
 from .boxes import (
     batched_nms,
@@ -11,9 +12,16 @@ from .boxes import (
     nms,
     remove_small_boxes,
 )
-from .misc import Conv2dNormActivation, FrozenBatchNorm2d
+from .misc import (
+    MLP,
+    Conv2dNormActivation,
+    Conv3dNormActivation,
+    FrozenBatchNorm2d,
+    Permute,
+    SqueezeExcitation,
+)
 from .roi_align import RoIAlign, roi_align
 
 __all__ = ["nms", "batched_nms", "remove_small_boxes", "clip_boxes_to_image", "box_convert",
            "box_area", "box_iou", "roi_align", "RoIAlign", "Conv2dNormActivation",
-           "FrozenBatchNorm2d"]
+           "Conv3dNormActivation", "FrozenBatchNorm2d", "MLP", "Permute", "SqueezeExcitation"]
