@@ -740,3 +740,16 @@ def test_disable_and_force_eager_run_the_function_itself():
     with ember._dynamo.set_stance("force_eager"):
         c(x)
     assert len(calls) == n + 2
+
+
+def test_recompile_limit_bounds_this_callables_compiles():
+    # torch.compile(recompile_limit=n): past n guard keys, calls run eagerly (PyTorch 2.13's keyword)
+    f = ember.compile(lambda x: x * 2 + 1, recompile_limit=1)
+    before = stats["eager"]
+    for n in (2, 3, 4):
+        x = ember.ones(n)
+        assert ember.equal(f(x), x * 2 + 1)
+        assert ember.equal(f(x), x * 2 + 1)
+    assert stats["eager"] > before  # shapes 3 and 4 were over the limit
+    with pytest.raises(TypeError):
+        ember.compile(lambda x: x, recompile_limt=1)

@@ -157,10 +157,12 @@ class _Entry:
 class _CompiledFn:
     """The cache and the call path of one compiled callable."""
 
-    def __init__(self, fn: Callable, module: Module | None, fullgraph: bool) -> None:
+    def __init__(self, fn: Callable, module: Module | None, fullgraph: bool,
+                 recompile_limit: int | None = None) -> None:
         self.fn = fn
         self.module = module
         self.fullgraph = fullgraph
+        self.recompile_limit = recompile_limit  # None: torch._dynamo.config.cache_size_limit
         self.cache: dict = {}
         self._mods_cache: Any = None  # (ids of the roots, [(module, its children)])
         _live.add(self)
@@ -229,7 +231,8 @@ class _CompiledFn:
             stats["eager"] += 1
             return self.fn(*args, **kwargs)
         if entry is None:
-            if len(self.cache) >= _dynamo.config.cache_size_limit:
+            limit = self.recompile_limit
+            if len(self.cache) >= (_dynamo.config.cache_size_limit if limit is None else limit):
                 stats["eager"] += 1
                 stats["last_reason"] = "cache_size_limit reached"
                 return self.fn(*args, **kwargs)
@@ -321,7 +324,8 @@ class OptimizedModule(Module):
         self._orig_mod = mod
         object.__setattr__(self, "_compile_options", dict(options or {}))
         object.__setattr__(self, "_compiled", _CompiledFn(
-            mod, mod, bool((options or {}).get("fullgraph", False))))
+            mod, mod, bool((options or {}).get("fullgraph", False)),
+            (options or {}).get("recompile_limit")))
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         return self._compiled(*args, **kwargs)
@@ -342,7 +346,8 @@ class OptimizedModule(Module):
 def compile(model: Callable | None = None, *, fullgraph: bool = False,  # noqa: A001
             dynamic: bool | None = None, backend: str | Callable | None = None,
             mode: str | None = None, options: dict[str, Any] | None = None,
-            name: str | None = None, disable: bool = False, **kwargs: Any) -> Any:
+            name: str | None = None, disable: bool = False, recompile_limit: int | None = None,
+            isolate_recompiles: bool = False, shapes_spec: Any = None) -> Any:
     """Return ``model`` compiled: traced on its first calls, then replayed (see the module doc).
 
     Args:
@@ -353,6 +358,10 @@ def compile(model: Callable | None = None, *, fullgraph: bool = False,  # noqa: 
         backend, options, name: accepted and ignored (there is one backend).
         mode: checked against PyTorch's modes, then ignored.
         disable: return ``model`` itself.
+        recompile_limit: the most guard keys (shapes, dtypes...) this callable compiles; past it,
+            calls run eagerly (default: ``torch._dynamo.config.cache_size_limit``).
+        isolate_recompiles: accepted; every compiled callable already has its own cache.
+        shapes_spec: accepted; shapes are always specialised, as with ``dynamic``.
 
     Example::
 
@@ -370,7 +379,9 @@ def compile(model: Callable | None = None, *, fullgraph: bool = False,  # noqa: 
     if model is None:
         def decorator(fn: Callable) -> Any:
             return compile(fn, fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode,
-                           options=options, name=name, disable=disable, **kwargs)
+                           options=options, name=name, disable=disable,
+                           recompile_limit=recompile_limit,
+                           isolate_recompiles=isolate_recompiles, shapes_spec=shapes_spec)
 
         return decorator
     if not callable(model):
@@ -380,8 +391,9 @@ def compile(model: Callable | None = None, *, fullgraph: bool = False,  # noqa: 
         return model
     if isinstance(model, Module):
         return OptimizedModule(model, {"mode": mode, "options": options, "backend": backend,
-                                       "fullgraph": fullgraph})
-    compiled_fn = _CompiledFn(model, None, fullgraph)
+                                       "fullgraph": fullgraph,
+                                       "recompile_limit": recompile_limit})
+    compiled_fn = _CompiledFn(model, None, fullgraph, recompile_limit)
 
     @functools.wraps(model)
     def compiled(*args: Any, **kw: Any) -> Any:
