@@ -1,5 +1,5 @@
-"""``F.grid_sample`` on 5-D (volumetric) inputs and NaN grid coordinates (4-D and 5-D), against
-PyTorch: values in float64 and float32, gradients by float64 gradcheck and against torch's."""
+"""``F.grid_sample`` on 5-D (volumetric) inputs, 'bicubic' on 4-D inputs and NaN grid coordinates
+(4-D and 5-D), against PyTorch: values in float64 and float32, gradients by float64 gradcheck and against torch's."""
 
 from __future__ import annotations
 
@@ -120,3 +120,29 @@ def test_grid_sample_5d_errors_as_torch():
         F.grid_sample(x, ember.zeros(1, 2, 3, 4, 3), align_corners=False)
     with pytest.raises(RuntimeError, match="expected grid to have size 2 in last dimension"):
         F.grid_sample(ember.randn(2, 3, 5, 6), ember.zeros(2, 2, 3, 4, 3), align_corners=False)
+
+
+@pytest.mark.parametrize("padding", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("align", [False, True])
+def test_grid_sample_bicubic_4d_values_and_gradients(padding, align):
+    img = randn(2, 2, 4, 5)
+    grid = _grid(2, 3, 2, 2, seed=5, lim=1.4)
+    check_op(lambda m, x, g: m.nn.functional.grid_sample(
+        x, g, mode="bicubic", padding_mode=padding, align_corners=align), img, grid)
+
+
+@needs_torch
+@pytest.mark.parametrize("padding", ["zeros", "border", "reflection"])
+def test_grid_sample_bicubic_float32_and_nan_as_torch(padding):
+    import torch
+    x = randn(2, 3, 5, 6).astype(np.float32)
+    g = _grid(2, 4, 3, 2, seed=2, lim=1.5).astype(np.float32)
+    g[0, 0, 0, 0] = NAN
+    g[1, 2, 2] = NAN
+    for align in (False, True):
+        e = F.grid_sample(ember.tensor(x), ember.tensor(g), mode="bicubic", padding_mode=padding,
+                          align_corners=align)
+        t = torch.nn.functional.grid_sample(torch.tensor(x), torch.tensor(g), mode="bicubic",
+                                            padding_mode=padding, align_corners=align)
+        assert e.dtype == ember.float32
+        np.testing.assert_allclose(e.numpy(), t.numpy(), rtol=1e-5, atol=1e-5, equal_nan=True)

@@ -238,10 +238,12 @@ def grid_sample(input: Any, grid: Any, mode: str = "bilinear", padding_mode: str
     (N, Do, Ho, Wo, 3): (tri)linearly ('bilinear') or from the nearest pixel; locations outside
     read 0 ('zeros'), the edge ('border') or the mirror image ('reflection').
 
+    'bicubic' (4-D only) weighs 4 x 4 taps by PyTorch's a = -0.75 cubic, each tap padded.
+
     NaN coordinates read as PyTorch's CPU kernels read them: on 4-D inputs as the first pixel
     along that axis under 'border'/'reflection' and out of bounds under 'zeros' (NaN with
-    'bilinear', 0 with 'nearest'); on 5-D inputs as the last pixel under 'border'/'reflection'
-    and out of bounds (0) under 'zeros'."""
+    'bilinear', 0 with 'nearest'; 'bicubic' gives NaN); on 5-D inputs as the last pixel under
+    'border'/'reflection' and out of bounds (0) under 'zeros'."""
     if _amp.active:
         input, grid = _amp_cast("grid_sample", input, grid)
     if mode not in ("bilinear", "nearest", "bicubic"):
@@ -254,11 +256,9 @@ def grid_sample(input: Any, grid: Any, mode: str = "bilinear", padding_mode: str
     if mode == "bicubic" and nsp == 3:
         raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input (got "
                            f"input of size {list(input.shape)}); use 'bilinear' or 'nearest'")
-    if nsp not in (2, 3) or mode == "bicubic":
-        raise NotImplementedError("ember's grid_sample supports 4-D and 5-D inputs with mode "
-                                  "'bilinear' or 'nearest' (PyTorch also has 'bicubic' on 4-D "
-                                  f"inputs); got mode {mode!r}, input of size "
-                                  f"{list(input.shape)}")
+    if nsp not in (2, 3):
+        raise NotImplementedError("ember's grid_sample supports 4-D and 5-D inputs, as PyTorch's; "
+                                  f"got input of size {list(input.shape)}")
     if grid.dim() != nsp + 2 or grid.shape[-1] != nsp:
         raise RuntimeError(f"grid_sampler(): expected grid to have size {nsp} in last dimension "
                            f"and {nsp + 2} dimensions (as the {nsp + 2}-D input), but got grid "
@@ -280,8 +280,10 @@ def grid_sample(input: Any, grid: Any, mode: str = "bilinear", padding_mode: str
     # last index (border, reflection); under 'zeros' both read them as out of bounds
     fill = (-1.0 if nsp == 2 else 1.0) if padding_mode != "zeros" else -4.0
     grid = _pp.where(nan, fill, grid)
-    # pos[a]: the source coordinate along spatial axis a (grid's last entry is axis 0's)
-    pos = [_unnormalise(grid[..., nsp - 1 - a], n, align, padding_mode)
+    # pos[a]: the source coordinate along spatial axis a (grid's last entry is axis 0's);
+    # bicubic pads each of its taps instead
+    pos = [_unnormalise(grid[..., nsp - 1 - a], n, align,
+                        "zeros" if mode == "bicubic" else padding_mode)
            for a, n in enumerate(sizes)]
     strides = [math.prod(sizes[a + 1:]) for a in range(nsp)]
     flat = input.reshape(N, C, math.prod(sizes))
@@ -302,6 +304,18 @@ def grid_sample(input: Any, grid: Any, mode: str = "bilinear", padding_mode: str
     if mode == "nearest":
         vals, ok = tap([_pp.round(p.detach()) for p in pos])
         return vals * ok.to(input.dtype)
+    if mode == "bicubic":  # 4 x 4 taps, each padded; weights a = -0.75 cubic in the offsets
+        (py, px), (H, W) = pos, sizes
+        y0, x0 = py.detach().floor(), px.detach().floor()
+        wy, wx = _cubic_weights((py - y0).unsqueeze(1)), _cubic_weights((px - x0).unsqueeze(1))
+        out = None
+        for i in range(4):
+            yi = _pad_coord(y0 + (i - 1), H, align, padding_mode)
+            for j in range(4):
+                vals, ok = tap([yi, _pad_coord(x0 + (j - 1), W, align, padding_mode)])
+                term = vals * ok.to(input.dtype) * (wy[i] * wx[j])
+                out = term if out is None else out + term
+        return _pp.where(nan.any(-1).unsqueeze(1), math.nan, out)  # PyTorch: NaN weights
     lo = [p.detach().floor() for p in pos]
     w1 = [(p - f).unsqueeze(1) for p, f in zip(pos, lo)]
     w0 = [1 - w for w in w1]
@@ -345,6 +359,25 @@ def _reflect(x: Any, lo: float, hi: float) -> Any:
 
 def _unnormalise(c: Any, n: int, align: bool, padding_mode: str) -> Any:
     x = (c + 1) * ((n - 1) / 2) if align else ((c + 1) * n - 1) / 2
+    return _pad_coord(x, n, align, padding_mode)
+
+
+def _cubic_weights(t: Any) -> list:
+    """The four bicubic-convolution weights (a = -0.75) of taps at offsets -1, 0, 1, 2 from
+    floor(x), for t = x - floor(x)."""
+    a = -0.75
+
+    def near(v: Any) -> Any:  # |v| <= 1
+        return ((a + 2) * v - (a + 3)) * v * v + 1
+
+    def far(v: Any) -> Any:  # 1 < |v| < 2
+        return ((a * v - 5 * a) * v + 8 * a) * v - 4 * a
+
+    return [far(t + 1), near(t), near(1 - t), far(2 - t)]
+
+
+def _pad_coord(x: Any, n: int, align: bool, padding_mode: str) -> Any:
+    """A source coordinate after the padding mode (zeros: unchanged, out of bounds reads 0)."""
     if padding_mode == "border":
         x = x.clamp(0, n - 1)
     elif padding_mode == "reflection":
