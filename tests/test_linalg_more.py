@@ -123,20 +123,17 @@ def test_lu_singular():
     np.testing.assert_allclose((p @ lo @ up).numpy(), s)
 
 
-@pytest.mark.parametrize("shape", [(3, 3), (2, 4, 4)])
+@pytest.mark.parametrize("shape", [(3, 3), (2, 4, 4), (3, 5), (5, 3), (2, 3, 4), (2, 4, 2)])
 def test_lu_factor_gradient(shape):
-    check_op(lambda m, a: m.linalg.lu_factor(a)[0], well(*shape), rtol=1e-6, atol=1e-10)
+    a = well(*shape) if shape[-1] == shape[-2] else randn(*shape)
+    check_op(lambda m, a: m.linalg.lu_factor(a)[0], a, rtol=1e-6, atol=1e-10,
+             gradgrad=len(shape) == 2)
 
 
-@pytest.mark.parametrize("shape", [(3, 3), (2, 4, 4)])
+@pytest.mark.parametrize("shape", [(3, 3), (2, 4, 4), (3, 5), (5, 3)])
 def test_linalg_lu_gradient(shape):
-    check_op(lambda m, a: m.linalg.lu(a)[1:], well(*shape), rtol=1e-6, atol=1e-10)
-
-
-def test_lu_gradient_non_square_is_a_clear_error():
-    a = ember.randn(3, 4, dtype=ember.float64, requires_grad=True)
-    with pytest.raises(NotImplementedError, match="square matrices only"):
-        ember.linalg.lu_factor(a)[0].sum().backward()
+    a = well(*shape) if shape[-1] == shape[-2] else randn(*shape)
+    check_op(lambda m, a: m.linalg.lu(a)[1:], a, rtol=1e-6, atol=1e-10)
 
 
 LU_SOLVE_CASES = [((3, 3), (3, 2), True, False), ((3, 3), (3, 2), True, True),
@@ -428,3 +425,23 @@ def test_ldl_batched_singular_and_no_derivative():
     x = ember.tensor(a, requires_grad=True)
     with pytest.raises(RuntimeError, match="derivative for aten::linalg_ldl_factor_ex"):
         ember.linalg.ldl_factor(x).LD.sum().backward()
+
+
+@needs_torch
+def test_inv_ex_solve_ex_report_singular_matrices_in_info():
+    s = np.stack([np.eye(2), np.array([[1.0, 2.0], [2.0, 4.0]])])
+    for m in (ember, torch):
+        r = m.linalg.inv_ex(m.tensor(s))
+        q = m.linalg.solve_ex(m.tensor(s), m.ones(2, 2, 3, dtype=m.float64))
+        v = m.linalg.solve_ex(m.tensor(s[1]), m.ones(2, dtype=m.float64))
+        if m is ember:
+            e = (r, q, v)
+    for x, y in zip(e, (r, q, v)):
+        np.testing.assert_array_equal(x.info.numpy(), y.info.numpy())
+        assert x.info.dtype == ember.int32
+        np.testing.assert_array_equal(x[0].numpy(), y[0].numpy())  # the same inf/-inf
+    with pytest.raises(ember.linalg.LinAlgError, match="singular"):
+        ember.linalg.inv_ex(ember.tensor(s), check_errors=True)
+    with pytest.raises(ember.linalg.LinAlgError, match="singular"):
+        ember.linalg.solve_ex(ember.tensor(s), ember.ones(2, 2, 1, dtype=ember.float64),
+                              check_errors=True)

@@ -189,14 +189,23 @@ def inv(A: Any, *, out: Any = None) -> Any:
 
 
 def inv_ex(A: Any, *, check_errors: bool = False, out: Any = None) -> Any:
-    """(inverse, info): the inverse and a 0 error code per matrix (errors are raised)."""
+    """(inverse, info): the inverse and LAPACK's error code per matrix (the 1-based index of a
+    zero pivot, 0 when none); a singular matrix gives inf/nan there, or raises with
+    ``check_errors``."""
     if out is not None:
         return _mx._result(inv_ex(A, check_errors=check_errors), out, "linalg.inv_ex")
     if _amp.active:
         (A,) = _amp_cast("inv_ex", A)
     from .ops.creation import zeros
 
-    res = _la.inverse(A)
+    try:
+        res = _la.inverse(A)
+    except _la.LinAlgError:
+        if check_errors:
+            raise
+        lu_, piv, info = lu_factor_ex(A)
+        eye = _om.diag_embed(_om.diagonal(lu_, 0, -2, -1) * 0 + 1)
+        return return_types.linalg_inv_ex(_lf.linalg_lu_solve(lu_, piv, eye), info)
     info = zeros(tuple(res.shape[:-2]), dtype="int32", device=res.device)
     return return_types.linalg_inv_ex(res, info)
 
@@ -351,11 +360,21 @@ def _info(like: Any) -> Any:
 
 def solve_ex(A: Any, B: Any, *, left: bool = True, check_errors: bool = False,
              out: Any = None) -> Any:
-    """(result, info): ``solve`` and a 0 error code per matrix (singular matrices raise)."""
+    """(result, info): ``solve`` and LAPACK's error code per matrix (the 1-based index of a zero
+    pivot, 0 when none); a singular matrix gives inf/nan there, or raises with ``check_errors``."""
     if out is not None:
         res = solve_ex(A, B=B, left=left, check_errors=check_errors)
         return _mx._result(res, out, "linalg.solve_ex")
-    res = _la.solve(A, B, left=left)
+    try:
+        res = _la.solve(A, B, left=left)
+    except _la.LinAlgError:
+        if check_errors:
+            raise
+        a, b = _t(A, "linalg.solve_ex"), _t(B, "linalg.solve_ex", "B")
+        lu_, piv, info = lu_factor_ex(a)
+        vec = _la._solve_is_vector(tuple(a.shape), tuple(b.shape))
+        x = _lf.linalg_lu_solve(lu_, piv, b.unsqueeze(-1) if vec else b, left=left or vec)
+        return return_types.linalg_solve_ex(x.squeeze(-1) if vec else x, info)
     return return_types.linalg_solve_ex(res, _info(_t(A, "linalg.solve_ex")))
 
 

@@ -239,16 +239,16 @@ def cholesky_inverse(input: Any, upper: bool = False, *, out: Any = None) -> Any
 # LDL^T (Bunch-Kaufman)
 
 
-def ldl_factor_ex(A: Any, *, hermitian: bool = False, check_errors: bool = False,
+def ldl_factor_ex(input: Any, *, hermitian: bool = False, check_errors: bool = False,
                   out: Any = None) -> Any:
     """(LD, pivots, info): A = P L D L^T P^T for symmetric A (its lower triangle is read), as
     LAPACK's sytrf: L unit lower below the diagonal of LD, D's 1x1 and 2x2 blocks on and next to
     it; ``pivots`` 1-based int32 (a 2x2 block's two entries negative); ``info`` the first zero
     block's index (1-based), else 0. No derivative (as in PyTorch)."""
     if out is not None:
-        res = ldl_factor_ex(A, hermitian=hermitian, check_errors=check_errors)
+        res = ldl_factor_ex(input, hermitian=hermitian, check_errors=check_errors)
         return _result(res, out, "linalg.ldl_factor_ex")
-    a = _tensor(A, "linalg.ldl_factor_ex", "A", 1)
+    a = _tensor(input, "linalg.ldl_factor_ex", "A", 1)
     _check_float("linalg.ldl_factor_ex", a)
     _check_square("linalg.ldl_factor_ex", a)
     ld, piv, info = LdlFactor.apply(a)
@@ -257,11 +257,11 @@ def ldl_factor_ex(A: Any, *, hermitian: bool = False, check_errors: bool = False
     return return_types.linalg_ldl_factor_ex(ld, piv, info)
 
 
-def ldl_factor(A: Any, *, hermitian: bool = False, out: Any = None) -> Any:
+def ldl_factor(input: Any, *, hermitian: bool = False, out: Any = None) -> Any:
     """(LD, pivots) of A = P L D L^T P^T (see ``ldl_factor_ex``); a singular D raises."""
     if out is not None:
-        return _result(ldl_factor(A, hermitian=hermitian), out, "linalg.ldl_factor")
-    ld, piv, info = ldl_factor_ex(A, hermitian=hermitian)
+        return _result(ldl_factor(input, hermitian=hermitian), out, "linalg.ldl_factor")
+    ld, piv, info = ldl_factor_ex(input, hermitian=hermitian)
     _raise_ldl_singular("torch.linalg.ldl_factor", info)
     return return_types.linalg_ldl_factor(ld, piv)
 
@@ -420,8 +420,10 @@ class LdlSolve(Op):
 
 class LuFactor(Op):
     """(LU, pivots, info) = getrf(A), A = P L U
-    grad_A = P L^-T [tril(L^T gL, -1) + triu(gU U^T)] U^-T, gL = tril(gLU, -1), gU = triu(gLU)
-    (square A; the derivative exists where A is invertible)"""
+    square: grad_A = P L^-T [tril(L^T gL, -1) + triu(gU U^T)] U^-T (gL = tril(gLU, -1),
+    gU = triu(gLU)); wide A = P L [U1 | U2]: the square rule on (L, U1) with L^T gL less
+    gU2 U2^T, and grad_A2 = P L^-T gU2; tall P^T A = [L1; L2] U: the square rule on (L1, U) with
+    gU U^T less L2^T gL2, and grad_A2 = P gL2 U^-T (full-rank A)"""
 
     node_name = "LinalgLuFactorExBackward0"
 
@@ -436,20 +438,36 @@ class LuFactor(Op):
     def backward(ctx: Any, glu: Any, gpiv: Any, ginfo: Any) -> Any:
         lu_, piv = ctx.saved
         m, n = lu_.shape[-2], lu_.shape[-1]
-        if m != n:
-            raise NotImplementedError(
-                f"ember implements the derivative of the LU factorization for square matrices "
-                f"only (got {m} by {n}); factor A.detach() or pad A to a square matrix")
+        k = min(m, n)
+
+        def mm(x: Any, y: Any) -> Any:
+            return ctx.call(Matmul, x, y)
+
+        def t(x: Any) -> Any:
+            return x.swapaxes(-1, -2)
+
         praw = piv._data if isinstance(piv, TensorBase) else piv
         p = _const(lu_, lambda xp, dt: _perm_matrix(xp, praw, m, dt))
-        eye = _const(lu_, lambda xp, dt: xp.eye(m, dtype=dt))
-        lo = ctx.call(Tril, lu_, -1) + eye
-        up = ctx.call(Triu, lu_, 0)
-        phi = (ctx.call(Tril, ctx.call(Matmul, lo.swapaxes(-1, -2), ctx.call(Tril, glu, -1)), -1)
-               + ctx.call(Triu, ctx.call(Matmul, ctx.call(Triu, glu, 0), up.swapaxes(-1, -2)), 0))
-        y = ctx.call(SolveTriangular, lo.swapaxes(-1, -2), phi, True, True)  # L^-T phi
-        z = ctx.call(SolveTriangular, up, y.swapaxes(-1, -2), True, False).swapaxes(-1, -2)
-        return ctx.call(Matmul, p, z)
+        eye = _const(lu_, lambda xp, dt: xp.eye(k, dtype=dt))
+        sq, gsq = lu_[..., :k, :k], glu[..., :k, :k]
+        lo = ctx.call(Tril, sq, -1) + eye
+        up = ctx.call(Triu, sq, 0)
+        inner_l = mm(t(lo), ctx.call(Tril, gsq, -1))
+        inner_u = mm(ctx.call(Triu, gsq, 0), t(up))
+        if m < n:
+            inner_l = inner_l - mm(glu[..., k:], t(lu_[..., k:]))
+        elif m > n:
+            inner_u = inner_u - mm(t(lu_[..., k:, :]), glu[..., k:, :])
+        phi = ctx.call(Tril, inner_l, -1) + ctx.call(Triu, inner_u, 0)
+        y = ctx.call(SolveTriangular, t(lo), phi, True, True)  # L^-T phi
+        g1 = t(ctx.call(SolveTriangular, up, t(y), True, False))  # ... U^-T
+        if m == n:
+            return mm(p, g1)
+        if m < n:
+            g2 = ctx.call(SolveTriangular, t(lo), glu[..., k:], True, True)  # L^-T gU2
+            return mm(p, _cat(ctx, [g1, g2], -1))
+        g2 = t(ctx.call(SolveTriangular, up, t(glu[..., k:, :]), True, False))  # gL2 U^-T
+        return mm(p, _cat(ctx, [g1, g2], -2))
 
 
 class SolveTriangular(Op):
@@ -476,6 +494,14 @@ class SolveTriangular(Op):
             ga = -ctx.call(Matmul, gb, x.swapaxes(-1, -2))
             ga = ctx.call(Triu, ga, int(unit)) if upper else ctx.call(Tril, ga, -int(unit))
         return ga, (gb if need[1] else None), None, None
+
+
+def _cat(ctx: Any, parts: list, dim: int) -> Any:
+    if isinstance(parts[0], TensorBase):  # under create_graph
+        from .joining import cat
+
+        return cat(parts, dim)
+    return ctx.xp.concatenate(parts, axis=dim)
 
 
 def _lu_input(fn: str, A: Any, pivot: bool) -> Any:
