@@ -281,6 +281,8 @@ def _use_core(core: str, monkeypatch: pytest.MonkeyPatch) -> None:
 
     native = core == "native"
     monkeypatch.setattr(engine, "_walk_nodes", WALKS[core])
+    monkeypatch.setattr(engine, "run_backward",
+                        NATIVE.run_backward if native else engine._run_backward_python)
     monkeypatch.setattr(engine, "_dependencies",
                         NATIVE.dependencies if native else engine._dependencies_python)
     make = NATIVE.tensor_make if native else _tensor_base._make_python
@@ -338,6 +340,30 @@ def test_a_long_chain_needs_no_recursion(core: str, monkeypatch: pytest.MonkeyPa
         y = y * 1.0
     y.backward()
     assert x.grad.item() == 1.0
+
+
+def test_queued_callbacks_run_after_the_walk_in_either_core() -> None:
+    """engine.queue_callback (DistributedDataParallel's hook): run once the walk is done, before
+    backward returns, a callback may queue another; an error leaves no callback list behind."""
+    x = ember.ones(3, requires_grad=True)
+    order = []
+
+    def hook(g: Any) -> None:
+        order.append("hook")
+        engine.queue_callback(lambda: order.append(("first", x.grad is not None))
+                              or engine.queue_callback(lambda: order.append("second")))
+
+    y = x * 2
+    y.register_hook(hook)
+    y.sum().backward()
+    assert order == ["hook", ("first", True), "second"] and engine._final_callbacks == []
+    z = (x * 3).sum()
+    z.backward()
+    with pytest.raises(RuntimeError, match="second time"):
+        z.backward()
+    assert engine._final_callbacks == [] and ember.is_grad_enabled()
+    with pytest.raises(RuntimeError, match="during backward"):
+        engine.queue_callback(lambda: None)
 
 
 def test_grad_mode_is_per_thread_in_either_core() -> None:

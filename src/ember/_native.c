@@ -32,6 +32,10 @@ static PyMethodDef native_methods[] = {
      "engine_init(globals): give the C walk autograd/engine.py's module namespace."},
     {"dependencies", (PyCFunction)ember_engine_dependencies, METH_O,
      "dependencies(roots): autograd/engine.py's _dependencies_python, in C."},
+    {"run_backward", (PyCFunction)(void (*)(void))ember_engine_run_backward,
+     METH_FASTCALL | METH_KEYWORDS,
+     "run_backward(roots, retain_graph, create_graph, capture=None): autograd/engine.py's "
+     "_run_backward_python, in C (with capture: the Python function)."},
     {"walk_nodes", (PyCFunction)(void (*)(void))ember_engine_walk_nodes, METH_FASTCALL,
      "walk_nodes(ready, ready_leaves, buffers, deps, needed, capture, handed_out, "
      "retain_graph, create_graph): autograd/engine.py's _walk_nodes_python, in C."},

@@ -29,6 +29,8 @@ PyObject *ember_function_apply(PyObject *self, PyObject *const *args, size_t nar
 int ember_engine_exec(PyObject *module);
 PyObject *ember_engine_init(PyObject *self, PyObject *globals);
 PyObject *ember_engine_dependencies(PyObject *self, PyObject *roots);
+PyObject *ember_engine_run_backward(PyObject *self, PyObject *const *args, size_t nargsf,
+                                    PyObject *kwnames);
 PyObject *ember_engine_walk_nodes(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 
 #endif

@@ -21,7 +21,8 @@ static PyObject *s_pre_hooks, *s_retain, *s_fn, *s_tensor_io, *s_n_out, *s_post_
     *s_anomaly_enabled, *s_function, *s_run_pre_hooks, *s_run_node, *s_check_grad_count,
     *s_sum_to_shape, *s_AccumulateGrad, *s_FREED_MSG, *s_variable, *s_hooks, *s_post_acc_hooks,
     *s_grad, *s_data, *s_base, *s_flags, *s_writeable, *s_copy, *s_make, *s_TensorBase,
-    *s_CPU_ARRAY, *s_np, *s_generic, *s_asarray;
+    *s_CPU_ARRAY, *s_np, *s_generic, *s_asarray, *s_final_callbacks, *s_grad_mode, *s_state,
+    *s_enabled, *s_pop, *s_run_backward_python, *s_dependencies, *s_walk_nodes;
 
 /* engine.py's module namespace (a strong reference, set by engine_init). */
 static PyObject *engine_globals = NULL;
@@ -74,6 +75,14 @@ int ember_engine_exec(PyObject *module)
     INTERN(s_np, "np");
     INTERN(s_generic, "generic");
     INTERN(s_asarray, "asarray");
+    INTERN(s_final_callbacks, "_final_callbacks");
+    INTERN(s_grad_mode, "grad_mode");
+    INTERN(s_state, "state");
+    INTERN(s_enabled, "enabled");
+    INTERN(s_pop, "pop");
+    INTERN(s_run_backward_python, "_run_backward_python");
+    INTERN(s_dependencies, "_dependencies");
+    INTERN(s_walk_nodes, "_walk_nodes");
 #undef INTERN
     return 0;
 }
@@ -913,4 +922,212 @@ error:
     Py_DECREF(accum_type);
     Py_DECREF(function_mod);
     return NULL;
+}
+
+/* The roots' gradients into the buffers (run_backward's first loop):
+ *     for node, nr, g in roots:
+ *         buf = buffers.get(node)
+ *         if buf is None: buf = buffers[node] = [None] * node._n_out
+ *         buf[nr] = g if buf[nr] is None else buf[nr] + g
+ *         handed_out.add(id(g))
+ * `root_nodes` gets each root's node. Returns 0, or -1 with an error. */
+static int seed_roots(PyObject *roots, PyObject *root_nodes, PyObject *buffers,
+                      PyObject *handed_out)
+{
+    PyObject *seq = PySequence_Fast(roots, "run_backward(): roots must be a sequence");
+    if (seq == NULL)
+        return -1;
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
+        PyObject *root = PySequence_Tuple(PySequence_Fast_GET_ITEM(seq, i));
+        if (root == NULL || PyTuple_GET_SIZE(root) != 3) {
+            if (root != NULL) {
+                PyErr_Format(PyExc_ValueError, "expected 3 values to unpack (got %zd)",
+                             PyTuple_GET_SIZE(root));
+                Py_DECREF(root);
+            }
+            Py_DECREF(seq);
+            return -1;
+        }
+        PyObject *node = PyTuple_GET_ITEM(root, 0), *nr = PyTuple_GET_ITEM(root, 1);
+        PyObject *g = PyTuple_GET_ITEM(root, 2), *buf, *old = NULL, *id = NULL;
+        int err = PyList_Append(root_nodes, node);
+        buf = err ? NULL : PyDict_GetItemWithError(buffers, node);
+        if (buf == NULL && !PyErr_Occurred()) {
+            PyObject *n_out = PyObject_GetAttr(node, s_n_out);
+            Py_ssize_t n = n_out ? PyNumber_AsSsize_t(n_out, PyExc_OverflowError) : -1;
+            Py_XDECREF(n_out);
+            buf = n < 0 && PyErr_Occurred() ? NULL : PyList_New(n < 0 ? 0 : n);
+            for (Py_ssize_t k = 0; buf != NULL && k < n; k++)
+                PyList_SET_ITEM(buf, k, Py_NewRef(Py_None));
+            if (buf != NULL && PyDict_SetItem(buffers, node, buf) < 0)
+                Py_CLEAR(buf);
+        } else {
+            Py_XINCREF(buf);
+        }
+        err = buf == NULL ? -1 : 0;
+        old = err ? NULL : PyObject_GetItem(buf, nr);
+        if (old == NULL) {
+            err = -1;
+        } else if (old == Py_None) {
+            err = PyObject_SetItem(buf, nr, g);
+        } else {
+            PyObject *sum = PyNumber_Add(old, g);
+            err = sum ? PyObject_SetItem(buf, nr, sum) : -1;
+            Py_XDECREF(sum);
+        }
+        if (!err) {
+            id = PyLong_FromVoidPtr(g);
+            err = id ? PySet_Add(handed_out, id) : -1;
+        }
+        Py_XDECREF(id);
+        Py_XDECREF(old);
+        Py_XDECREF(buf);
+        Py_DECREF(root);
+        if (err) {
+            Py_DECREF(seq);
+            return -1;
+        }
+    }
+    Py_DECREF(seq);
+    return 0;
+}
+
+/* The nodes that can run first: a single root unless an edge points at it; else each root
+ * once, in order, that no edge points at. New reference. */
+static PyObject *first_ready(PyObject *root_nodes, PyObject *deps)
+{
+    Py_ssize_t n = PyList_GET_SIZE(root_nodes);
+    if (n == 1) {  /* ready = root_nodes if root_nodes[0] not in deps else [] */
+        int in = PyDict_Contains(deps, PyList_GET_ITEM(root_nodes, 0));
+        if (in < 0)
+            return NULL;
+        return in ? PyList_New(0) : Py_NewRef(root_nodes);
+    }
+    /* [n for n in dict.fromkeys(root_nodes) if deps.get(n, 0) == 0] */
+    PyObject *ready = PyList_New(0), *seen = PySet_New(NULL);
+    if (ready == NULL || seen == NULL)
+        goto error;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *node = PyList_GET_ITEM(root_nodes, i);
+        int dup = PySet_Contains(seen, node);
+        if (dup < 0 || (!dup && PySet_Add(seen, node) < 0))
+            goto error;
+        if (dup)
+            continue;
+        PyObject *count = PyDict_GetItemWithError(deps, node);
+        if (count == NULL && PyErr_Occurred())
+            goto error;
+        int zero_deps = 1;
+        if (count != NULL) {
+            long c = PyLong_AsLong(count);
+            if (c == -1 && PyErr_Occurred())
+                goto error;
+            zero_deps = c == 0;
+        }
+        if (zero_deps && PyList_Append(ready, node) < 0)
+            goto error;
+    }
+    Py_DECREF(seen);
+    return ready;
+error:
+    Py_XDECREF(ready);
+    Py_XDECREF(seen);
+    return NULL;
+}
+
+/* run_backward(roots, retain_graph, create_graph, capture=None): engine.py's
+ * _run_backward_python, for a backward without capture (autograd.grad's runs go to Python). */
+PyObject *ember_engine_run_backward(PyObject *self, PyObject *const *args, size_t nargsf,
+                                    PyObject *kwnames)
+{
+    (void)self;
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (kwnames != NULL || nargs < 3 || nargs > 4 || (nargs == 4 && args[3] != Py_None)) {
+        PyObject *py = engine_global(s_run_backward_python);
+        return py ? PyObject_Vectorcall(py, args, nargsf, kwnames) : NULL;
+    }
+    PyObject *root_nodes = PyList_New(0), *buffers = PyDict_New(), *handed_out = PySet_New(NULL);
+    PyObject *deps = NULL, *ready = NULL, *ready_leaves = NULL, *callbacks = NULL;
+    PyObject *final = NULL, *state = NULL, *was = NULL, *result = NULL;
+    if (root_nodes == NULL || buffers == NULL || handed_out == NULL)
+        goto done;
+    if (seed_roots(args[0], root_nodes, buffers, handed_out) < 0)
+        goto done;
+    /* deps = _dependencies(root_nodes) (the namespace's: C or Python) */
+    PyObject *dargs[1] = {root_nodes};
+    deps = call_engine(s_dependencies, dargs, 1);
+    if (deps == NULL)
+        goto done;
+    if (!PyDict_CheckExact(deps)) {
+        PyErr_SetString(PyExc_TypeError, "_dependencies() must return a dict");
+        goto done;
+    }
+    ready = first_ready(root_nodes, deps);
+    ready_leaves = ready ? PyList_New(0) : NULL;
+    callbacks = ready_leaves ? PyList_New(0) : NULL;
+    final = callbacks ? engine_global(s_final_callbacks) : NULL;
+    if (final == NULL)
+        goto done;
+    Py_INCREF(final);
+    if (PyList_Append(final, callbacks) < 0)
+        goto done_final_unpushed;
+    /* try: mode.enabled = create_graph; try: walk finally: mode.enabled = was_enabled */
+    PyObject *gm = engine_global(s_grad_mode);
+    state = gm ? PyObject_GetAttr(gm, s_state) : NULL;
+    was = state ? PyObject_GetAttr(state, s_enabled) : NULL;
+    if (was != NULL && PyObject_SetAttr(state, s_enabled, args[2]) == 0) {
+        PyObject *wargs[9] = {ready, ready_leaves, buffers, deps, Py_None, Py_None, handed_out,
+                              args[1], args[2]};
+        PyObject *walk = engine_global(s_walk_nodes);
+        PyObject *r = walk ? PyObject_Vectorcall(walk, wargs, 9, NULL) : NULL;
+        PyObject *et, *ev, *etb;
+        PyErr_Fetch(&et, &ev, &etb);
+        if (PyObject_SetAttr(state, s_enabled, was) < 0) {  /* (finally: restored) */
+            Py_XDECREF(r);
+            r = NULL;
+            Py_XDECREF(et);
+            Py_XDECREF(ev);
+            Py_XDECREF(etb);
+        } else {
+            PyErr_Restore(et, ev, etb);
+        }
+        /* i = 0; while i < len(callbacks): callbacks[i](); i += 1 (a callback may queue one) */
+        for (Py_ssize_t i = 0; r != NULL && i < PyList_GET_SIZE(callbacks); i++) {
+            PyObject *cb = Py_NewRef(PyList_GET_ITEM(callbacks, i));
+            PyObject *cr = PyObject_CallNoArgs(cb);
+            Py_DECREF(cb);
+            Py_DECREF(r);
+            r = cr;
+        }
+        if (r != NULL) {
+            Py_DECREF(r);
+            result = Py_NewRef(Py_None);
+        }
+    }
+    /* finally: _final_callbacks.pop() */
+    PyObject *et, *ev, *etb;
+    PyErr_Fetch(&et, &ev, &etb);
+    PyObject *popped = PyObject_CallMethodNoArgs(final, s_pop);
+    if (popped == NULL) {
+        Py_CLEAR(result);
+        Py_XDECREF(et);
+        Py_XDECREF(ev);
+        Py_XDECREF(etb);
+    } else {
+        Py_DECREF(popped);
+        PyErr_Restore(et, ev, etb);
+    }
+done_final_unpushed:
+    Py_DECREF(final);
+done:
+    Py_XDECREF(root_nodes);
+    Py_XDECREF(buffers);
+    Py_XDECREF(handed_out);
+    Py_XDECREF(deps);
+    Py_XDECREF(ready);
+    Py_XDECREF(ready_leaves);
+    Py_XDECREF(callbacks);
+    Py_XDECREF(state);
+    Py_XDECREF(was);
+    return result;
 }

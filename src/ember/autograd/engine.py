@@ -190,7 +190,7 @@ def _needed(roots: list[Node], deps: dict[Node, int], targets: set[Node]) -> set
     return needed
 
 
-def run_backward(
+def _run_backward_python(
     roots: list[tuple[Node, int, Any]],
     retain_graph: bool,
     create_graph: bool,
@@ -340,7 +340,9 @@ def _run_node(node: Node, buf: list, buffers: dict, capture: dict | None, handed
 
 _dependencies = _dependencies_python
 _walk_nodes = _walk_nodes_python
+run_backward = _run_backward_python
 if _native_core.native is not None:  # the same loops in C (docs/design.md, "The native core")
+    run_backward = _native_core.native.run_backward
     _dependencies = _native_core.native.dependencies
     _walk_nodes = _native_core.native.walk_nodes
     _native_core.native.engine_init(globals())
