@@ -6,7 +6,7 @@ See docs/distributions.md.
 
 from __future__ import annotations
 
-from . import constraint_registry, constraints, transforms
+from . import constraint_registry, constraints, exp_family, transforms  # noqa: F401
 from .bernoulli import Bernoulli
 from .beta import Beta
 from .binomial import Binomial
@@ -14,11 +14,13 @@ from .categorical import Categorical
 from .cauchy import Cauchy
 from .chi2 import Chi2
 from .constraint_registry import biject_to, transform_to
+from .continuous_bernoulli import ContinuousBernoulli
 from .dirichlet import Dirichlet
 from .distribution import Distribution, ExponentialFamily
 from .exponential import Exponential
 from .fishersnedecor import FisherSnedecor
 from .gamma import Gamma
+from .generalized_pareto import GeneralizedPareto
 from .geometric import Geometric
 from .gumbel import Gumbel
 from .half_cauchy import HalfCauchy
@@ -28,6 +30,7 @@ from .inverse_gamma import InverseGamma
 from .kl import kl_divergence, register_kl
 from .kumaraswamy import Kumaraswamy
 from .laplace import Laplace
+from .lkj_cholesky import LKJCholesky
 from .log_normal import LogNormal
 from .logistic_normal import LogisticNormal
 from .lowrank_multivariate_normal import LowRankMultivariateNormal
@@ -46,22 +49,29 @@ from .transformed_distribution import TransformedDistribution
 from .transforms import (
     AbsTransform,
     AffineTransform,
+    CatTransform,
     ComposeTransform,
+    CorrCholeskyTransform,
+    CumulativeDistributionTransform,
     ExpTransform,
     IndependentTransform,
     LowerCholeskyTransform,
     PositiveDefiniteTransform,
     PowerTransform,
+    ReshapeTransform,
     SigmoidTransform,
     SoftmaxTransform,
     SoftplusTransform,
+    StackTransform,
     StickBreakingTransform,
     TanhTransform,
     Transform,
     identity_transform,
 )
 from .uniform import Uniform
+from .von_mises import VonMises
 from .weibull import Weibull
+from .wishart import Wishart
 
 __all__ = [
     "AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy",
@@ -76,7 +86,9 @@ __all__ = [
     "TransformedDistribution", "Uniform", "constraints", "identity_transform", "kl_divergence",
     "register_kl", "transforms", "biject_to", "transform_to", "constraint_registry",
     "IndependentTransform", "LowerCholeskyTransform", "PositiveDefiniteTransform",
-    "SoftmaxTransform", "StickBreakingTransform",
+    "SoftmaxTransform", "StickBreakingTransform", "CatTransform", "ContinuousBernoulli",
+    "CorrCholeskyTransform", "CumulativeDistributionTransform", "GeneralizedPareto", "LKJCholesky",
+    "ReshapeTransform", "StackTransform", "VonMises", "Wishart",
 ]
 
 

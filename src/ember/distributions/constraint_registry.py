@@ -92,3 +92,15 @@ transform_to.register(constraints.simplex, lambda c: transforms.SoftmaxTransform
 transform_to.register(constraints.lower_cholesky, lambda c: transforms.LowerCholeskyTransform())
 transform_to.register(constraints.positive_definite,
                       lambda c: transforms.PositiveDefiniteTransform())
+transform_to.register(constraints.positive_semidefinite,
+                      lambda c: transforms.PositiveDefiniteTransform())
+for _registry in (biject_to, transform_to):
+    _registry.register(constraints.corr_cholesky, lambda c: transforms.CorrCholeskyTransform())
+biject_to.register(constraints.cat, lambda c: transforms.CatTransform(
+    [biject_to(x) for x in c.cseq], c.dim, c.lengths))
+transform_to.register(constraints.cat, lambda c: transforms.CatTransform(
+    [transform_to(x) for x in c.cseq], c.dim, c.lengths))
+biject_to.register(constraints.stack, lambda c: transforms.StackTransform(
+    [biject_to(x) for x in c.cseq], c.dim))
+transform_to.register(constraints.stack, lambda c: transforms.StackTransform(
+    [transform_to(x) for x in c.cseq], c.dim))

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
-    "Constraint", "boolean", "cat", "corr_cholesky", "dependent", "dependent_property",
+    "Constraint", "MixtureSameFamilyConstraint", "boolean", "cat", "corr_cholesky", "dependent", "dependent_property",
     "greater_than", "greater_than_eq", "half_open_interval", "independent", "integer_interval",
     "interval", "is_dependent", "less_than", "lower_cholesky", "lower_triangular", "multinomial",
     "nonnegative", "nonnegative_integer", "one_hot", "positive", "positive_definite",
@@ -407,6 +407,34 @@ class _Stack(Constraint):
         n = value.shape[self.dim]
         return ember.stack([self.cseq[i].check(value.select(self.dim, i)) for i in range(n)],
                            self.dim)
+
+
+class MixtureSameFamilyConstraint(Constraint):
+    """The support of a ``MixtureSameFamily``: ``base_constraint`` (the components' support)
+    checked with the component dimension added back, true where it holds for every one."""
+
+    def __init__(self, base_constraint: Constraint) -> None:
+        if not isinstance(base_constraint, Constraint):
+            raise TypeError("MixtureSameFamilyConstraint: base_constraint must be a Constraint, "
+                            f"not {type(base_constraint).__name__}")
+        self.base_constraint = base_constraint
+        super().__init__()
+
+    @property
+    def is_discrete(self) -> bool:  # type: ignore[override]
+        return self.base_constraint.is_discrete
+
+    @property
+    def event_dim(self) -> int:  # type: ignore[override]
+        return self.base_constraint.event_dim
+
+    def check(self, value: Any) -> Any:
+        result = self.base_constraint.check(value.unsqueeze(-1 - self.event_dim))
+        keep = value.dim() - self.event_dim
+        return result.reshape(tuple(result.shape[:keep]) + (-1,)).all(-1)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.base_constraint!r})"
 
 
 dependent = _Dependent()

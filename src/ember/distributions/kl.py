@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import warnings
 from typing import Any
 
@@ -10,6 +11,7 @@ from .bernoulli import Bernoulli
 from .beta import Beta
 from .categorical import Categorical
 from .cauchy import Cauchy
+from .continuous_bernoulli import ContinuousBernoulli
 from .dirichlet import Dirichlet
 from .distribution import Distribution
 from .exponential import Exponential
@@ -22,6 +24,7 @@ from .lowrank_multivariate_normal import LowRankMultivariateNormal
 from .multivariate_normal import MultivariateNormal, _tri_solve
 from .normal import Normal
 from .one_hot_categorical import OneHotCategorical
+from .pareto import Pareto
 from .poisson import Poisson
 from .transformed_distribution import TransformedDistribution
 from .uniform import Uniform
@@ -251,3 +254,78 @@ for _p, _q in ((LowRankMultivariateNormal, LowRankMultivariateNormal),
                (LowRankMultivariateNormal, MultivariateNormal),
                (MultivariateNormal, LowRankMultivariateNormal)):
     register_kl(_p, _q)(_kl_via_full_mvn)
+
+
+# -- ContinuousBernoulli ------------------------------------------------------------------------
+def _cb_cross(p: Any, q: ContinuousBernoulli) -> Any:
+    """-E_p[log q(x)] + H... : E_p[-log q(x)] for any p on [0, 1] with mean p.mean."""
+    import ember
+
+    return -p.mean * q.logits - ember.log1p(-q.probs) - q._cont_bern_log_norm()
+
+
+@register_kl(ContinuousBernoulli, ContinuousBernoulli)
+def _kl_cb_cb(p: ContinuousBernoulli, q: ContinuousBernoulli) -> Any:
+    import ember
+
+    t1 = p.mean * (p.logits - q.logits)
+    t2 = p._cont_bern_log_norm() + ember.log1p(-p.probs)
+    t3 = -q._cont_bern_log_norm() - ember.log1p(-q.probs)
+    return t1 + t2 + t3
+
+
+@register_kl(Beta, ContinuousBernoulli)
+def _kl_beta_cb(p: Beta, q: ContinuousBernoulli) -> Any:
+    return -p.entropy() + _cb_cross(p, q)
+
+
+@register_kl(Uniform, ContinuousBernoulli)
+def _kl_uniform_cb(p: Uniform, q: ContinuousBernoulli) -> Any:
+    import ember
+
+    result = -p.entropy() + _cb_cross(p, q)
+    # PyTorch's condition: inf unless the uniform lies strictly inside (0, 1)
+    outside = (p.high >= 1.0) | (p.low <= 0.0)
+    return ember.where(outside, _inf_like(result), result)
+
+
+@register_kl(ContinuousBernoulli, Exponential)
+def _kl_cb_exponential(p: ContinuousBernoulli, q: Exponential) -> Any:
+    return -p.entropy() - q.rate.log() + q.rate * p.mean
+
+
+@register_kl(ContinuousBernoulli, Normal)
+def _kl_cb_normal(p: ContinuousBernoulli, q: Normal) -> Any:
+    t1 = -p.entropy()
+    t2 = 0.5 * (math.log(2.0 * math.pi) + (q.loc / q.scale).pow(2)) + q.scale.log()
+    t3 = (p.variance + p.mean.pow(2) - 2.0 * q.loc * p.mean) / (2.0 * q.scale.pow(2))
+    return t1 + t2 + t3
+
+
+@register_kl(ContinuousBernoulli, Uniform)
+def _kl_cb_uniform(p: ContinuousBernoulli, q: Uniform) -> Any:
+    import ember
+
+    result = -p.entropy() + (q.high - q.low).log()
+    # PyTorch's condition: inf unless the uniform strictly contains [0, 1]
+    outside = (q.low >= 0.0) | (q.high <= 1.0)
+    return ember.where(outside, _inf_like(result), result)
+
+
+def _kl_cb_infinity(p: Any, q: Any) -> Any:
+    import ember
+
+    return ember.full(tuple(p.batch_shape), math.inf, dtype=p.probs.dtype,
+                      device=p.probs.device)
+
+
+def _kl_into_cb_infinity(p: Any, q: ContinuousBernoulli) -> Any:
+    import ember
+
+    shape = ember.broadcast_shapes(tuple(p.batch_shape), tuple(q.batch_shape))
+    return ember.full(tuple(shape), math.inf, dtype=q.probs.dtype, device=q.probs.device)
+
+
+register_kl(ContinuousBernoulli, Pareto)(_kl_cb_infinity)
+for _p in (Exponential, Gamma, Gumbel, Laplace, Normal, Pareto):
+    register_kl(_p, ContinuousBernoulli)(_kl_into_cb_infinity)

@@ -3,7 +3,9 @@
 Implemented: ``ExpTransform``, ``AffineTransform``, ``SigmoidTransform``, ``TanhTransform``,
 ``SoftplusTransform``, ``PowerTransform``, ``AbsTransform``, ``SoftmaxTransform``,
 ``StickBreakingTransform``, ``LowerCholeskyTransform``, ``PositiveDefiniteTransform``,
-``IndependentTransform``, ``ComposeTransform`` and ``identity_transform``. With ``cache_size=1`` a transform remembers its last (x, y) pair, so
+``IndependentTransform``, ``ComposeTransform``, ``CorrCholeskyTransform``, ``ReshapeTransform``,
+``CumulativeDistributionTransform``, ``CatTransform``, ``StackTransform`` and
+``identity_transform``. With ``cache_size=1`` a transform remembers its last (x, y) pair, so
 ``inv(t(x))`` returns ``x`` exactly (what keeps SAC's tanh-squashed log-probabilities finite).
 """
 
@@ -15,7 +17,9 @@ from typing import Any
 
 from . import constraints
 
-__all__ = ["AbsTransform", "AffineTransform", "ComposeTransform", "ExpTransform",
+__all__ = ["AbsTransform", "AffineTransform", "CatTransform", "ComposeTransform",
+           "CorrCholeskyTransform", "CumulativeDistributionTransform", "ExpTransform",
+           "ReshapeTransform", "StackTransform",
            "IndependentTransform", "LowerCholeskyTransform", "PositiveDefiniteTransform",
            "PowerTransform", "SigmoidTransform", "SoftmaxTransform", "SoftplusTransform",
            "StickBreakingTransform", "TanhTransform", "Transform", "identity_transform"]
@@ -659,3 +663,311 @@ class PositiveDefiniteTransform(Transform):
         import ember
 
         return LowerCholeskyTransform().inv(ember.linalg.cholesky(y))
+
+
+class CorrCholeskyTransform(Transform):
+    """A vector of D(D-1)/2 reals -> the Cholesky factor of a D x D correlation matrix: tanh
+    maps each entry to a partial correlation r_ij in (-1, 1), placed row by row below the
+    diagonal; then y_ij = r_ij sqrt(1 - sum_{k<j} y_ik^2) and y_ii = sqrt(1 - sum_{k<i} y_ik^2),
+    so every row has unit norm (``biject_to(constraints.corr_cholesky)``)."""
+
+    domain = constraints.real_vector
+    codomain = constraints.corr_cholesky
+    bijective = True
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, CorrCholeskyTransform)
+
+    __hash__ = object.__hash__
+
+    def _call(self, x: Any) -> Any:
+        import ember
+
+        from .utils import finfo_eps, vec_to_tril_matrix
+
+        eps = finfo_eps(x)
+        r = vec_to_tril_matrix(x.tanh().clamp(min=-1 + eps, max=1 - eps), diag=-1)
+        n = r.shape[-1]
+        eye = ember.eye(n, dtype=x.dtype, device=x.device)
+        r_eye = r + eye
+        keep = (1 - r.pow(2)).sqrt().cumprod(-1)
+        from ..nn.functional import pad
+
+        return r_eye * pad(keep[..., :-1], (1, 0), value=1.0)
+
+    def _inverse(self, y: Any) -> Any:
+        from ..nn.functional import pad
+        from .utils import finfo_eps, tril_matrix_to_vec
+
+        left = 1 - y.pow(2).cumsum(-1)
+        left = pad(left[..., :-1], (1, 0), value=1.0)
+        t = tril_matrix_to_vec(y, diag=-1) / tril_matrix_to_vec(left, diag=-1).sqrt()
+        eps = finfo_eps(y)
+        return t.clamp(min=-1 + eps, max=1 - eps).atanh()
+
+    def log_abs_det_jacobian(self, x: Any, y: Any, intermediates: Any = None) -> Any:
+        import ember
+
+        from ..nn.functional import pad, softplus
+        from .utils import tril_matrix_to_vec
+
+        # the stick-breaking part: prod over i > j of sqrt(1 - sum_{k<j} y_ik^2)
+        left = 1 - y.pow(2).cumsum(-1)
+        left = pad(left[..., :-1], (1, 0), value=1.0)
+        stick = 0.5 * tril_matrix_to_vec(left, diag=-1).log().sum(-1)
+        tanh_part = (2.0 * (math.log(2.0) - x - softplus(-2.0 * x))).sum(-1)
+        return ember.as_tensor(stick + tanh_part)
+
+    def forward_shape(self, shape: Any) -> Any:
+        if len(shape) < 1:
+            raise ValueError("CorrCholeskyTransform: the input needs at least one dimension")
+        n = shape[-1]
+        d = round((0.25 + 2 * n) ** 0.5 + 0.5)
+        if d * (d - 1) // 2 != n:
+            raise ValueError(f"CorrCholeskyTransform: the last dimension ({n}) is not a "
+                             "triangular number D(D-1)/2")
+        return tuple(shape[:-1]) + (d, d)
+
+    def inverse_shape(self, shape: Any) -> Any:
+        if len(shape) < 2 or shape[-2] != shape[-1]:
+            raise ValueError(f"CorrCholeskyTransform: expected square matrices, got {tuple(shape)}")
+        d = shape[-1]
+        return tuple(shape[:-2]) + (d * (d - 1) // 2,)
+
+
+class ReshapeTransform(Transform):
+    """Reshapes the right-most ``in_shape`` dimensions to ``out_shape`` (same number of
+    elements); the log-abs-det Jacobian is 0."""
+
+    bijective = True
+
+    def __init__(self, in_shape: Any, out_shape: Any, cache_size: int = 0) -> None:
+        import ember
+
+        self.in_shape = ember.Size(in_shape)
+        self.out_shape = ember.Size(out_shape)
+        if self.in_shape.numel() != self.out_shape.numel():
+            raise ValueError("in_shape, out_shape have different numbers of elements")
+        super().__init__(cache_size=cache_size)
+
+    @property
+    def domain(self) -> Any:  # type: ignore[override]
+        return constraints.independent(constraints.real, len(self.in_shape))
+
+    @property
+    def codomain(self) -> Any:  # type: ignore[override]
+        return constraints.independent(constraints.real, len(self.out_shape))
+
+    @property
+    def sign(self) -> Any:  # type: ignore[override]
+        return 1
+
+    def with_cache(self, cache_size: int = 1) -> Transform:
+        if self._cache_size == cache_size:
+            return self
+        return ReshapeTransform(self.in_shape, self.out_shape, cache_size=cache_size)
+
+    def _call(self, x: Any) -> Any:
+        batch = tuple(x.shape[: x.dim() - len(self.in_shape)])
+        return x.reshape(batch + tuple(self.out_shape))
+
+    def _inverse(self, y: Any) -> Any:
+        batch = tuple(y.shape[: y.dim() - len(self.out_shape)])
+        return y.reshape(batch + tuple(self.in_shape))
+
+    def log_abs_det_jacobian(self, x: Any, y: Any) -> Any:
+        batch = tuple(x.shape[: x.dim() - len(self.in_shape)])
+        return x.new_zeros(batch)
+
+    def forward_shape(self, shape: Any) -> Any:
+        return self._move(shape, self.in_shape, self.out_shape)
+
+    def inverse_shape(self, shape: Any) -> Any:
+        return self._move(shape, self.out_shape, self.in_shape)
+
+    @staticmethod
+    def _move(shape: Any, src: Any, dst: Any) -> Any:
+        shape = tuple(shape)
+        if len(shape) < len(src):
+            raise ValueError("Too few dimensions on input")
+        cut = len(shape) - len(src)
+        if shape[cut:] != tuple(src):
+            raise ValueError(f"Shape mismatch: expected {tuple(shape[cut:])} but got "
+                             f"{tuple(src)}")
+        return shape[:cut] + tuple(dst)
+
+
+class CumulativeDistributionTransform(Transform):
+    """x -> ``distribution.cdf(x)``, onto the unit interval; its inverse is ``icdf`` and its
+    log-abs-det Jacobian is ``distribution.log_prob(x)``."""
+
+    bijective = True
+    codomain = constraints.unit_interval
+
+    def __init__(self, distribution: Any, cache_size: int = 0) -> None:
+        super().__init__(cache_size=cache_size)
+        self.distribution = distribution
+
+    @property
+    def domain(self) -> Any:  # type: ignore[override]
+        return self.distribution.support
+
+    @property
+    def sign(self) -> Any:  # type: ignore[override]
+        return 1
+
+    def with_cache(self, cache_size: int = 1) -> Transform:
+        if self._cache_size == cache_size:
+            return self
+        return CumulativeDistributionTransform(self.distribution, cache_size=cache_size)
+
+    def _call(self, x: Any) -> Any:
+        return self.distribution.cdf(x)
+
+    def _inverse(self, y: Any) -> Any:
+        return self.distribution.icdf(y)
+
+    def log_abs_det_jacobian(self, x: Any, y: Any) -> Any:
+        return self.distribution.log_prob(x)
+
+
+class CatTransform(Transform):
+    """Applies ``tseq[i]`` to the i-th slice (``lengths[i]`` long, 1 by default) of dimension
+    ``dim``, as ``torch.cat`` joins them."""
+
+    def __init__(self, tseq: Any, dim: int = 0, lengths: Any = None, cache_size: int = 0) -> None:
+        tseq = list(tseq)
+        if not all(isinstance(t, Transform) for t in tseq):
+            raise TypeError("CatTransform: every element of tseq must be a Transform")
+        if cache_size:
+            tseq = [t.with_cache(cache_size) for t in tseq]
+        super().__init__(cache_size=cache_size)
+        self.transforms = tseq
+        self.lengths = [1] * len(tseq) if lengths is None else list(lengths)
+        if len(self.lengths) != len(self.transforms):
+            raise ValueError(f"CatTransform: {len(self.lengths)} lengths for "
+                             f"{len(self.transforms)} transforms")
+        self.dim = dim
+
+    @property
+    def event_dim(self) -> int:  # type: ignore[override]
+        return max(t.event_dim for t in self.transforms)
+
+    @property
+    def length(self) -> int:
+        return sum(self.lengths)
+
+    def with_cache(self, cache_size: int = 1) -> Transform:
+        if self._cache_size == cache_size:
+            return self
+        return CatTransform(self.transforms, self.dim, self.lengths, cache_size)
+
+    def _check(self, x: Any) -> None:
+        if not -x.dim() <= self.dim < x.dim():
+            raise ValueError(f"CatTransform: dim {self.dim} out of range for {x.dim()}-d input")
+        if x.shape[self.dim] != self.length:
+            raise ValueError(f"CatTransform: size {x.shape[self.dim]} of dimension {self.dim} "
+                             f"is not the sum of lengths {self.lengths}")
+
+    def _map(self, x: Any, fns: list) -> Any:
+        import ember
+
+        self._check(x)
+        parts, start = [], 0
+        for fn, n in zip(fns, self.lengths):
+            parts.append(fn(x.narrow(self.dim, start, n)))
+            start += n
+        return ember.cat(parts, dim=self.dim)
+
+    def _call(self, x: Any) -> Any:
+        return self._map(x, self.transforms)
+
+    def _inverse(self, y: Any) -> Any:
+        return self._map(y, [t.inv for t in self.transforms])
+
+    def log_abs_det_jacobian(self, x: Any, y: Any) -> Any:
+        import ember
+
+        self._check(x)
+        parts, start = [], 0
+        for t, n in zip(self.transforms, self.lengths):
+            ljd = t.log_abs_det_jacobian(x.narrow(self.dim, start, n), y.narrow(self.dim, start, n))
+            if t.event_dim < self.event_dim:
+                ljd = _sum_rightmost(ljd, self.event_dim - t.event_dim)
+            parts.append(ljd)
+            start += n
+        dim = self.dim - x.dim() if self.dim >= 0 else self.dim
+        dim += self.event_dim
+        if dim < 0:
+            return ember.cat(parts, dim=dim)
+        return sum(parts)
+
+    @property
+    def bijective(self) -> bool:  # type: ignore[override]
+        return all(t.bijective for t in self.transforms)
+
+    @property
+    def domain(self) -> Any:  # type: ignore[override]
+        return constraints.cat([t.domain for t in self.transforms], self.dim, self.lengths)
+
+    @property
+    def codomain(self) -> Any:  # type: ignore[override]
+        return constraints.cat([t.codomain for t in self.transforms], self.dim, self.lengths)
+
+
+class StackTransform(Transform):
+    """Applies ``tseq[i]`` to the i-th slice of dimension ``dim``, as ``torch.stack`` joins
+    them."""
+
+    def __init__(self, tseq: Any, dim: int = 0, cache_size: int = 0) -> None:
+        tseq = list(tseq)
+        if not all(isinstance(t, Transform) for t in tseq):
+            raise TypeError("StackTransform: every element of tseq must be a Transform")
+        if cache_size:
+            tseq = [t.with_cache(cache_size) for t in tseq]
+        super().__init__(cache_size=cache_size)
+        self.transforms = tseq
+        self.dim = dim
+
+    def with_cache(self, cache_size: int = 1) -> Transform:
+        if self._cache_size == cache_size:
+            return self
+        return StackTransform(self.transforms, self.dim, cache_size)
+
+    def _slices(self, z: Any) -> list:
+        if not -z.dim() <= self.dim < z.dim():
+            raise ValueError(f"StackTransform: dim {self.dim} out of range for {z.dim()}-d input")
+        if z.shape[self.dim] != len(self.transforms):
+            raise ValueError(f"StackTransform: size {z.shape[self.dim]} of dimension {self.dim} "
+                             f"!= {len(self.transforms)} transforms")
+        return [z.select(self.dim, i) for i in range(z.shape[self.dim])]
+
+    def _call(self, x: Any) -> Any:
+        import ember
+
+        return ember.stack([t(s) for t, s in zip(self.transforms, self._slices(x))], dim=self.dim)
+
+    def _inverse(self, y: Any) -> Any:
+        import ember
+
+        return ember.stack([t.inv(s) for t, s in zip(self.transforms, self._slices(y))],
+                           dim=self.dim)
+
+    def log_abs_det_jacobian(self, x: Any, y: Any) -> Any:
+        import ember
+
+        parts = [t.log_abs_det_jacobian(xs, ys)
+                 for t, xs, ys in zip(self.transforms, self._slices(x), self._slices(y))]
+        return ember.stack(parts, dim=self.dim)
+
+    @property
+    def bijective(self) -> bool:  # type: ignore[override]
+        return all(t.bijective for t in self.transforms)
+
+    @property
+    def domain(self) -> Any:  # type: ignore[override]
+        return constraints.stack([t.domain for t in self.transforms], self.dim)
+
+    @property
+    def codomain(self) -> Any:  # type: ignore[override]
+        return constraints.stack([t.codomain for t in self.transforms], self.dim)
