@@ -445,3 +445,19 @@ def test_inv_ex_solve_ex_report_singular_matrices_in_info():
     with pytest.raises(ember.linalg.LinAlgError, match="singular"):
         ember.linalg.solve_ex(ember.tensor(s), ember.ones(2, 2, 1, dtype=ember.float64),
                               check_errors=True)
+
+
+@pytest.mark.parametrize("shape,k", [((4, 3), 2), ((4, 3), 3), ((2, 5, 5), 5), ((3, 3), 0)])
+def test_householder_product(shape, k):
+    tau = randn(*shape[:-2], k, seed=4)
+    check_op(lambda m, a, t: m.linalg.householder_product(a, t), randn(*shape), tau, rtol=1e-6,
+             atol=1e-10, gradgrad=shape == (4, 3))
+    check_op(lambda m, a, t: m.orgqr(a, t), randn(*shape), tau, grad=False)
+    check_op(lambda m, a, t: a.orgqr(t), randn(*shape), tau, grad=False)
+
+
+def test_householder_product_errors():
+    with pytest.raises(RuntimeError, match="greater than or equal to input.shape\\[-1\\]"):
+        ember.linalg.householder_product(ember.randn(3, 4), ember.randn(2))
+    with pytest.raises(RuntimeError, match="greater than or equal to tau.shape\\[-1\\]"):
+        ember.linalg.householder_product(ember.randn(4, 3), ember.randn(4))

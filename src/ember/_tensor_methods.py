@@ -484,6 +484,7 @@ OP_METHODS: dict[str, Any] = {
     "cholesky_inverse": ops.cholesky_inverse,
     "triangular_solve": ops.triangular_solve,
     "matrix_exp": ops.matrix_exp,
+    "orgqr": ops.orgqr,
     "diagflat": ops.diagflat,
     "reshape": reshape,
     "view": ops.view,

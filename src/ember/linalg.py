@@ -2,9 +2,12 @@
 
 Differentiable (also twice): matmul, multi_dot, vecdot, cross, diagonal, vector_norm,
 matrix_norm, norm, inv, det, slogdet, solve, cholesky, matrix_power, svd, svdvals, eigh, eigvalsh,
-pinv. Without a derivative (backward raises a clear error): qr. matrix_rank is an integer.
+pinv, qr (not mode='r'), lu_factor, lu, lu_solve, solve_triangular, matrix_exp. Without a
+derivative, as in PyTorch: ldl_factor, ldl_solve. eig/eigvals need complex tensors and raise
+NotImplementedError. matrix_rank is an integer.
 The gradients of svd and eigh are finite for distinct singular values / eigenvalues only, as in
-PyTorch. The ops themselves live in ``ember/ops/linalg.py``, ``blas.py`` and ``other_matrix.py``.
+PyTorch. The ops themselves live in ``ember/ops/linalg.py``, ``linalg_factor.py``, ``blas.py`` and
+``other_matrix.py``.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from .ops.linalg import (  # noqa: F401
     solve,
 )
 from .ops.linalg_factor import (  # noqa: F401
+    householder_product,
     ldl_factor,
     ldl_factor_ex,
     ldl_solve,
@@ -78,6 +82,7 @@ __all__ = [
     "ldl_factor",
     "ldl_factor_ex",
     "ldl_solve",
+    "householder_product",
 ]
 
 lu = _lf.linalg_lu

@@ -1,11 +1,13 @@
 """The factorizations and solves beside ``linalg.py``: LU (``lu_factor``/``lu_factor_ex``,
-``lu``, ``lu_unpack``, ``lu_solve`` and the legacy ``torch.lu``/``torch.lu_solve``), triangular
+``lu``, ``lu_unpack``, ``lu_solve`` and the legacy ``torch.lu``/``torch.lu_solve``), LDL^T
+(``ldl_factor``/``ldl_factor_ex``/``ldl_solve``), triangular
 solves (``linalg.solve_triangular``, legacy ``triangular_solve``), ``cholesky_solve``,
 ``cholesky_inverse``, ``matrix_exp``, and ``eig``/``eigvals``, which need complex tensors.
 
 LU is LAPACK getrf's partial pivoting done in NumPy/CuPy (``_matrix._lu_raw``): the pivots are
-LAPACK's 1-based int32 row swaps, as PyTorch returns them. Derivatives: LU (square input),
-triangular solves, and everything built from them.
+LAPACK's 1-based int32 row swaps, as PyTorch returns them; LDL^T is sytrf's Bunch-Kaufman
+pivoting (``_sytf2_lower``). Derivatives: LU (full-rank input of any shape), triangular and
+Cholesky solves, and everything built from them; LDL^T has none, as in PyTorch.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ __all__ = [
     "triangular_solve",
     "matrix_exp",
     "eig",
+    "orgqr",
 ]
 
 
@@ -316,13 +319,46 @@ def matrix_exp(input: Any) -> Any:
 def linalg_eig(input: Any, *, out: Any = None) -> Any:
     """PyTorch returns complex eigenvalues and eigenvectors; ember has no complex tensors yet, so
     this raises NotImplementedError (after PyTorch's argument checks)."""
-    _no_complex("linalg.eig", input)
+    raise NotImplementedError(_no_complex("linalg.eig", input))
 
 
 def linalg_eigvals(input: Any, *, out: Any = None) -> Any:
     """PyTorch returns complex eigenvalues; ember has no complex tensors yet, so this raises
     NotImplementedError (after PyTorch's argument checks)."""
-    _no_complex("linalg.eigvals", input)
+    raise NotImplementedError(_no_complex("linalg.eigvals", input))
+
+
+def householder_product(input: Any, tau: Any, *, out: Any = None) -> Any:
+    """The first n columns of H_1 ... H_k, H_i = I - tau_i v_i v_i^T, v_i = (0, ..., 1,
+    input[i+1:, i]) (LAPACK's orgqr; ``torch.orgqr``), differentiable in input and tau."""
+    a = _tensor(input, "linalg.householder_product", "input", 1)
+    t = _tensor(tau, "linalg.householder_product", "tau", 2)
+    fn = "torch.linalg.householder_product"
+    if a.dim() < 2:
+        raise RuntimeError(f"{fn}: input must have at least 2 dimensions.")
+    m, n = a.shape[-2], a.shape[-1]
+    if m < n:
+        raise RuntimeError(f"{fn}: input.shape[-2] must be greater than or equal to "
+                           "input.shape[-1]")
+    if t.dim() < 1 or t.shape[-1] > n:
+        raise RuntimeError(f"{fn}: input.shape[-1] must be greater than or equal to "
+                           "tau.shape[-1]")
+    if a._data.dtype != t._data.dtype:
+        raise RuntimeError(f"{fn}: tau dtype {t.dtype} does not match input dtype {a.dtype}")
+    q = TensorBase._make(_const(a._data, lambda xp, dt: xp.eye(m, n, dtype=dt)))
+    for i in range(t.shape[-1] - 1, -1, -1):
+        below = TensorBase._make(_const(a._data, lambda xp, dt, i=i: (xp.arange(m) > i).astype(
+            dt)))
+        unit = TensorBase._make(_const(a._data, lambda xp, dt, i=i: (xp.arange(m) == i).astype(
+            dt)))
+        v = (a[..., :, i] * below + unit).unsqueeze(-1)  # (*, m, 1)
+        q = q - (t[..., i, None, None] * v) * matmul(v.mT, q)
+    return _result(q, out, "linalg.householder_product")
+
+
+def orgqr(input: Any, input2: Any, *, out: Any = None) -> Any:
+    """``torch.orgqr(input, tau)``: ``torch.linalg.householder_product`` (the same result)."""
+    return householder_product(input, input2, out=out)
 
 
 def eig(self: Any, eigenvectors: bool = False, *, e: Any = None, v: Any = None) -> Any:
@@ -527,14 +563,14 @@ def _raise_singular(fn: str, info: Any) -> None:
             "linalg.lu(A, pivot) or linalg.lu_factor_ex(A, pivot)")
 
 
-def _no_complex(fn: str, A: Any) -> None:
+def _no_complex(fn: str, A: Any) -> str:
+    """PyTorch's argument checks (their errors), then the message saying what is missing."""
     a = _tensor(A, fn, "A", 1)
     _check_float(fn, a)
     _check_square(fn, a)
-    raise NotImplementedError(
-        f"torch.{fn} returns complex tensors (complex64 for float32 input, complex128 for "
-        "float64), and ember has no complex tensors yet. For a symmetric (Hermitian) matrix use "
-        "torch.linalg.eigh / eigvalsh, whose results are real")
+    return (f"torch.{fn} returns complex tensors (complex64 for float32 input, complex128 for "
+            "float64), and ember has no complex tensors yet. For a symmetric (Hermitian) matrix "
+            "use torch.linalg.eigh / eigvalsh, whose results are real")
 
 
 def _trsolve(xp: Any, a: Any, b: Any, upper: bool, unit: bool) -> Any:
@@ -695,3 +731,4 @@ def _sytrs_lower(a: Any, piv: Any, b: Any) -> None:
             kp = -piv[k] - 1
             b[[k, kp]] = b[[kp, k]]
             k -= 2
+
