@@ -96,3 +96,20 @@ def test_antialias_downscale_is_a_normalised_average():
     for mode in ("bilinear", "bicubic"):
         y = F.interpolate(x, size=(4, 3), mode=mode, antialias=True)
         np.testing.assert_allclose(y.numpy(), 2.5, rtol=1e-14)
+
+
+@needs_torch
+def test_long_axis_beyond_the_dense_matrix_cap_matches_torch():
+    # 9000 -> 500 along W is over _kernels._DENSE_MAX_ENTRIES: the tap path instead of the matrix
+    from ember.ops.nn import _kernels
+    assert 500 * 9000 > _kernels._DENSE_MAX_ENTRIES
+    x = randn(1, 2, 3, 9000)
+    for mode in ("bilinear", "bicubic"):
+        e, t = _both(mode, True, False, dict(size=(2, 500)), x)
+        np.testing.assert_allclose(e.numpy(), t.numpy(), rtol=1e-11, atol=1e-12)
+        ex = ember.tensor(x, requires_grad=True)
+        F.interpolate(ex, size=(2, 500), mode=mode, antialias=True).sum().backward()
+        ex2 = ember.tensor(x[..., :900], requires_grad=True)  # dense: the same per-input total
+        F.interpolate(ex2, size=(2, 50), mode=mode, antialias=True).sum().backward()
+        np.testing.assert_allclose(ex.grad.numpy()[..., 450], ex2.grad.numpy()[..., 450],
+                                   rtol=1e-12)

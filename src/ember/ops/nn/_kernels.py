@@ -34,7 +34,8 @@ partial products also stay in cache (CNN conv1, 1 -> 16 channels 5x5 on 28x28: f
 ms, weight gradient 1.6 -> 0.65 ms).
 
 ``Resample`` is a separable linear map on the last one or two axes (interpolate, adaptive average
-pooling), whose adjoint is again a ``Resample``.
+pooling), whose adjoint is again a ``Resample``. Maps with many taps per output (antialiased
+downscaling) run as one dense matrix product per axis rather than a gather per tap.
 """
 
 from __future__ import annotations
@@ -74,6 +75,8 @@ _IMAGE_MIN_PIXELS = 144
 # the per-image forward builds its columns and runs its products this many bytes of columns at a
 # time, so the product reads them from cache
 _IMAGE_CHUNK_BYTES = 1 << 19
+# a dense resampling map (_AxisMap.dense) is a matrix of at most this many entries
+_DENSE_MAX_ENTRIES = 1 << 22
 
 
 class _Geom:
@@ -138,11 +141,15 @@ class _Geom:
 class _AxisMap:
     """out[k] = sum_t w[k, t] * in[idx[k, t]] along one axis (host arrays; ``w`` None = ones).
 
-    ``block`` > 0 marks out[k] = mean(in[k*block:(k+1)*block]), computed by a reshape."""
-    __slots__ = ("idx", "w", "n_in", "block", "_adj", "_dev")
+    ``block`` > 0 marks out[k] = mean(in[k*block:(k+1)*block]), computed by a reshape.
+    ``dense`` marks a map applied as one (n_out, n_in) matrix product (many taps per output:
+    antialiased downscaling), where that matrix is small enough."""
+    __slots__ = ("idx", "w", "n_in", "block", "dense", "_adj", "_dev")
 
-    def __init__(self, idx: np.ndarray, w: np.ndarray | None, n_in: int, block: int = 0) -> None:
+    def __init__(self, idx: np.ndarray, w: np.ndarray | None, n_in: int, block: int = 0,
+                 dense: bool = False) -> None:
         self.idx, self.w, self.n_in, self.block = idx, w, n_in, block
+        self.dense = dense and idx.shape[0] * n_in <= _DENSE_MAX_ENTRIES
         self._adj: _AxisMap | None = None
         self._dev: dict = {}
 
@@ -156,6 +163,17 @@ class _AxisMap:
         if got is None:
             w = None if self.w is None else xp.asarray(self.w.astype(dtype))
             got = self._dev[key] = (xp.asarray(self.idx), w)
+        return got
+
+    def matrix(self, xp: Any, dtype: Any) -> Any:
+        """The map as a dense (n_out, n_in) matrix (repeated taps summed)."""
+        key = ("dense", xp, np.dtype(dtype))
+        got = self._dev.get(key)
+        if got is None:
+            a = np.zeros((self.n_out, self.n_in))
+            rows = np.broadcast_to(np.arange(self.n_out)[:, None], self.idx.shape)
+            np.add.at(a, (rows, self.idx), 1.0 if self.w is None else self.w)
+            got = self._dev[key] = xp.asarray(a.astype(dtype))
         return got
 
     def adjoint(self) -> _AxisMap:
@@ -177,7 +195,7 @@ class _AxisMap:
             aidx[src, rank] = dst
             aw[src, rank] = wt
             plain = self.w is None and bool((counts == m).all())
-            self._adj = _AxisMap(aidx, None if plain else aw, n_out)
+            self._adj = _AxisMap(aidx, None if plain else aw, n_out, dense=self.dense)
             self._adj._adj = self
         return self._adj
 
@@ -500,6 +518,9 @@ def _apply_map(xp: Any, x: Any, m: _AxisMap, axis: int) -> Any:
     if m.block:
         shape = x.shape[:ax] + (m.n_out, m.block) + x.shape[ax + 1:]
         return x.reshape(shape).sum(axis=ax + 1) / m.block
+    if m.dense and axis in (-1, -2):
+        a = m.matrix(xp, x.dtype)
+        return xp.matmul(x, a.T) if axis == -1 else xp.matmul(a, x)
     idx, w = m.arrays(xp, x.dtype)
     tail = (1,) * (x.ndim - ax - 1)
     T = idx.shape[1]

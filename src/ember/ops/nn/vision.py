@@ -653,7 +653,7 @@ def _filter_map(n_in: int, n_out: int, scale: float | None, align: bool, mode: s
     w = np.where(j < hi[:, None], w, 0.0)
     total = w.sum(axis=1, keepdims=True)
     w = np.divide(w, total, out=np.zeros_like(w), where=total != 0)
-    return _AxisMap(np.minimum(j, n_in - 1), w.astype(dtype), n_in)
+    return _AxisMap(np.minimum(j, n_in - 1), w.astype(dtype), n_in, dense=T > 8)
 
 
 # ---------------------------------------------------------------------------------------------
