@@ -461,3 +461,15 @@ def test_householder_product_errors():
         ember.linalg.householder_product(ember.randn(3, 4), ember.randn(2))
     with pytest.raises(RuntimeError, match="greater than or equal to tau.shape\\[-1\\]"):
         ember.linalg.householder_product(ember.randn(4, 3), ember.randn(4))
+
+
+def test_autocast_runs_the_solves_in_float32():
+    a = ember.randn(3, 3) + 3 * ember.eye(3)
+    b = ember.randn(3, 2)
+    with ember.autocast("cpu", dtype=ember.bfloat16):
+        lu, piv = ember.linalg.lu_factor(a)
+        outs = [lu, ember.linalg.lu_solve(lu, piv, b.bfloat16()),
+                ember.linalg.solve_triangular(a, b.bfloat16(), upper=True),
+                ember.cholesky_solve(b.bfloat16(), a.bfloat16()), ember.cholesky_inverse(a),
+                ember.linalg.householder_product(a, b[:, 0]), ember.matrix_exp(a)]
+    assert [o.dtype for o in outs] == [ember.float32] * len(outs)

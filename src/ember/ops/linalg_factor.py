@@ -20,8 +20,10 @@ import numpy as np
 from .._tensor_base import TensorBase
 from ..autograd.function import Op
 from . import return_types
+from ._autocast import cast as _amp_cast
+from ._autocast import flag as _amp
 from ._matrix import _const, _lu_raw, _perm_matrix, _result, _shape, _tensor
-from .blas import Matmul, matmul
+from .blas import Matmul
 from .linalg import LinAlgError, _check_float, _check_square
 from .other_matrix import Tril, Triu, diag_embed, diagonal, tril, triu
 
@@ -49,6 +51,8 @@ def lu_factor_ex(A: Any, *, pivot: bool = True, check_errors: bool = False,
     if out is not None:
         res = lu_factor_ex(A, pivot=pivot, check_errors=check_errors)
         return _result(res, out, "linalg.lu_factor_ex")
+    if _amp.active:
+        (A,) = _amp_cast("lu_factor", A)
     a = _lu_input("linalg.lu_factor_ex", A, pivot)
     lu, piv, info = LuFactor.apply(a)
     if check_errors:
@@ -60,6 +64,8 @@ def lu_factor(A: Any, *, pivot: bool = True, out: Any = None) -> Any:
     """(LU, pivots) of A = P L U; a RuntimeError when U has a zero on its diagonal."""
     if out is not None:
         return _result(lu_factor(A, pivot=pivot), out, "linalg.lu_factor")
+    if _amp.active:
+        (A,) = _amp_cast("lu_factor", A)
     a = _lu_input("linalg.lu_factor", A, pivot)
     lu, piv, info = LuFactor.apply(a)
     _raise_singular("torch.linalg.lu_factor", info)
@@ -131,6 +137,8 @@ def linalg_lu_solve(LU: Any, pivots: Any, B: Any, *, left: bool = True, adjoint:
     if out is not None:
         res = linalg_lu_solve(LU, pivots, B, left=left, adjoint=adjoint)
         return _result(res, out, "linalg.lu_solve")
+    if _amp.active:
+        LU, B = _amp_cast("lu_solve", LU, B)
     a = _tensor(LU, "linalg.lu_solve", "LU", 1)
     piv = _tensor(pivots, "linalg.lu_solve", "pivots", 2)
     b = _tensor(B, "linalg.lu_solve", "B", 3)
@@ -149,10 +157,10 @@ def linalg_lu_solve(LU: Any, pivots: Any, B: Any, *, left: bool = True, adjoint:
     xp = _xp(a)
     p = TensorBase._make(_perm_matrix(xp, piv._data, a.shape[-1], a._data.dtype))
     if not adjoint:  # X = U^-1 L^-1 P^T B
-        y = SolveTriangular.apply(a, matmul(p.mT, b), False, True)
+        y = SolveTriangular.apply(a, Matmul.apply(p.mT, b), False, True)
         return SolveTriangular.apply(a, y, True, False)
     y = SolveTriangular.apply(a.mT, b, False, False)  # X = P L^-T U^-T B
-    return matmul(p, SolveTriangular.apply(a.mT, y, True, True))
+    return Matmul.apply(p, SolveTriangular.apply(a.mT, y, True, True))
 
 
 def lu_solve(input: Any, LU_data: Any, LU_pivots: Any, *, out: Any = None) -> Any:
@@ -169,6 +177,8 @@ def solve_triangular(input: Any, B: Any, *, upper: bool, left: bool = True,
                      unitriangular: bool = False, out: Any = None) -> Any:
     """X with A X = B (``left=False``: X A = B), reading only A's upper or lower triangle (a unit
     diagonal when ``unitriangular``); a zero on the diagonal gives inf/nan, as LAPACK's trsm."""
+    if _amp.active:
+        input, B = _amp_cast("solve_triangular", input, B)
     a = _tensor(input, "linalg.solve_triangular", "A", 1)
     b = _tensor(B, "linalg.solve_triangular", "B", 2)
     _check_float("linalg.solve_triangular", a)
@@ -192,6 +202,8 @@ def triangular_solve(input: Any, A: Any, upper: bool = True, transpose: bool = F
                      unitriangular: bool = False, *, out: Any = None) -> Any:
     """The legacy form: (solution, cloned_coefficient) with op(A) X = input, op(A) = A or A^T;
     prefer torch.linalg.solve_triangular(A, B, upper=...)."""
+    if _amp.active:
+        input, A = _amp_cast("triangular_solve", input, A)
     b = _tensor(input, "triangular_solve", "input", 1)
     a = _tensor(A, "triangular_solve", "A", 2)
     if b.dim() < 2 or a.dim() < 2:
@@ -205,6 +217,8 @@ def triangular_solve(input: Any, A: Any, upper: bool = True, transpose: bool = F
 
 def cholesky_solve(input: Any, input2: Any, upper: bool = False, *, out: Any = None) -> Any:
     """X with A X = B from A's Cholesky factor ``input2`` (L, or U with ``upper``); B = input."""
+    if _amp.active:
+        input, input2 = _amp_cast("cholesky_solve", input, input2)
     b = _tensor(input, "cholesky_solve", "input", 1)
     c = _tensor(input2, "cholesky_solve", "input2", 2)
     if b.dim() < 2 or c.dim() < 2:
@@ -225,6 +239,8 @@ def cholesky_solve(input: Any, input2: Any, upper: bool = False, *, out: Any = N
 
 def cholesky_inverse(input: Any, upper: bool = False, *, out: Any = None) -> Any:
     """A^-1 from A's Cholesky factor (L, or U with ``upper``)."""
+    if _amp.active:
+        (input,) = _amp_cast("cholesky_inverse", input)
     c = _tensor(input, "cholesky_inverse", "input", 1)
     _check_float("cholesky_inverse", c)
     _check_square("cholesky_inverse", c, "input")
@@ -309,10 +325,10 @@ def matrix_exp(input: Any) -> Any:
     term = eye
     res = eye
     for k in range(1, 19):
-        term = matmul(term, x) * (1.0 / k)
+        term = Matmul.apply(term, x) * (1.0 / k)
         res = res + term
     for _ in range(s):
-        res = matmul(res, res)
+        res = Matmul.apply(res, res)
     return res
 
 
@@ -331,6 +347,8 @@ def linalg_eigvals(input: Any, *, out: Any = None) -> Any:
 def householder_product(input: Any, tau: Any, *, out: Any = None) -> Any:
     """The first n columns of H_1 ... H_k, H_i = I - tau_i v_i v_i^T, v_i = (0, ..., 1,
     input[i+1:, i]) (LAPACK's orgqr; ``torch.orgqr``), differentiable in input and tau."""
+    if _amp.active:
+        input, tau = _amp_cast("householder_product", input, tau)
     a = _tensor(input, "linalg.householder_product", "input", 1)
     t = _tensor(tau, "linalg.householder_product", "tau", 2)
     fn = "torch.linalg.householder_product"
@@ -352,7 +370,7 @@ def householder_product(input: Any, tau: Any, *, out: Any = None) -> Any:
         unit = TensorBase._make(_const(a._data, lambda xp, dt, i=i: (xp.arange(m) == i).astype(
             dt)))
         v = (a[..., :, i] * below + unit).unsqueeze(-1)  # (*, m, 1)
-        q = q - (t[..., i, None, None] * v) * matmul(v.mT, q)
+        q = q - (t[..., i, None, None] * v) * Matmul.apply(v.mT, q)
     return _result(q, out, "linalg.householder_product")
 
 
