@@ -113,3 +113,26 @@ def test_long_axis_beyond_the_dense_matrix_cap_matches_torch():
         F.interpolate(ex2, size=(2, 50), mode=mode, antialias=True).sum().backward()
         np.testing.assert_allclose(ex.grad.numpy()[..., 450], ex2.grad.numpy()[..., 450],
                                    rtol=1e-12)
+
+
+@pytest.mark.parametrize("mode,align", [("trilinear", False), ("trilinear", True),
+                                        ("nearest", None), ("nearest-exact", None),
+                                        ("area", None)])
+@pytest.mark.parametrize("kw", [dict(size=(2, 5, 3)), dict(scale_factor=(0.5, 1.5, 1.3))])
+def test_5d_interpolate_values_and_gradients(mode, align, kw):
+    check_op(lambda m, x: m.nn.functional.interpolate(x, mode=mode, align_corners=align, **kw),
+             randn(1, 2, 4, 3, 5))
+
+
+@needs_torch
+def test_5d_interpolate_float32_matches_torch():
+    import torch
+    x = randn(2, 3, 7, 6, 9, seed=4).astype(np.float32)
+    for mode, align in (("trilinear", False), ("trilinear", True), ("nearest", None),
+                        ("area", None)):
+        for kw in (dict(size=(3, 4, 5)), dict(size=(14, 6, 20)), dict(scale_factor=1.7)):
+            e = F.interpolate(ember.tensor(x), mode=mode, align_corners=align, **kw)
+            t = torch.nn.functional.interpolate(torch.tensor(x), mode=mode, align_corners=align,
+                                                **kw)
+            assert e.dtype == ember.float32 and tuple(e.shape) == tuple(t.shape)
+            np.testing.assert_allclose(e.numpy(), t.numpy(), rtol=1e-5, atol=1e-6)

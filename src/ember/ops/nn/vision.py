@@ -24,7 +24,7 @@ from .._autocast import flag as _amp
 from ..creation import arange
 from ..joining import stack
 from ._kernels import Resample, _AxisMap, _check_tensor, _tname
-from .pooling import adaptive_avg_pool1d, adaptive_avg_pool2d
+from .pooling import _adaptive_avg, adaptive_avg_pool1d, adaptive_avg_pool2d
 
 __all__ = [
     "pad", "channel_shuffle", "affine_grid", "grid_sample", "native_channel_shuffle",
@@ -407,11 +407,11 @@ def native_channel_shuffle(input: Any, groups: int) -> Any:
 def interpolate(input: Any, size: Any = None, scale_factor: Any = None, mode: str = "nearest",
                 align_corners: bool | None = None, recompute_scale_factor: bool | None = None,
                 antialias: bool = False) -> Any:
-    """Resize the spatial dims of an (N, C, L) or (N, C, H, W) input.
+    """Resize the spatial dims of an (N, C, L), (N, C, H, W) or (N, C, D, H, W) input.
 
-    Modes: 'nearest', 'nearest-exact', 'linear' (3-D), 'bilinear' and 'bicubic' (4-D;
-    ``align_corners``), 'area' (adaptive average pooling). Give either ``size`` or
-    ``scale_factor``. ``antialias=True`` ('bilinear', 'bicubic', 4-D) resamples with PyTorch's
+    Modes: 'nearest', 'nearest-exact', 'linear' (3-D), 'bilinear' and 'bicubic' (4-D),
+    'trilinear' (5-D) (those four with ``align_corners``), 'area' (adaptive average pooling).
+    Give either ``size`` or ``scale_factor``. ``antialias=True`` ('bilinear', 'bicubic', 4-D) resamples with PyTorch's
     (and PIL's) separable filters: a triangle or a cubic (a = -0.5) whose support widens by the
     downscale factor, its taps normalised to sum to 1."""
     if _amp.active:
@@ -434,11 +434,7 @@ def interpolate(input: Any, size: Any = None, scale_factor: Any = None, mode: st
         raise ValueError(f"Anti-alias option is restricted to bilinear and bicubic modes and "
                          f"requires a 4-D tensor as input (got mode {mode!r} and a "
                          f"{x.ndim}-D input)")
-    if x.ndim not in (3, 4):
-        if x.ndim == 5:
-            raise NotImplementedError(f"interpolate: 5-D (volumetric) input is not supported by "
-                                      f"ember yet (got input of size {list(x.shape)}, "
-                                      f"mode {mode!r})")
+    if x.ndim not in (3, 4, 5):
         raise NotImplementedError(
             f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {x.ndim}D) for the "
             "modes: nearest | linear | bilinear | bicubic | trilinear | lanczos | area | "
@@ -476,12 +472,14 @@ def interpolate(input: Any, size: Any = None, scale_factor: Any = None, mode: st
     else:
         raise ValueError("either size or scale_factor should be defined")
     if any(o <= 0 for o in out) or any(n <= 0 for n in sizes):
-        names = ("W",) if nsp == 1 else ("H", "W")
+        names = ("D", "H", "W")[3 - nsp:]
         raise RuntimeError(
             f"Input and output sizes should be greater than 0, but got input "
             f"({', '.join(f'{a}: {n}' for a, n in zip(names, sizes))}) output "
             f"({', '.join(f'{a}: {n}' for a, n in zip(names, out))})")
     if mode == "area":
+        if nsp == 3:
+            return _adaptive_avg("adaptive_avg_pool3d", 3, input, out)
         return (adaptive_avg_pool1d if nsp == 1 else adaptive_avg_pool2d)(input, out)
     sc = scales or (None,) * nsp
     if mode in ("nearest", "nearest-exact"):
