@@ -473,3 +473,17 @@ def test_autocast_runs_the_solves_in_float32():
                 ember.cholesky_solve(b.bfloat16(), a.bfloat16()), ember.cholesky_inverse(a),
                 ember.linalg.householder_product(a, b[:, 0]), ember.matrix_exp(a)]
     assert [o.dtype for o in outs] == [ember.float32] * len(outs)
+
+
+@needs_torch
+def test_non_finite_input_as_torch():
+    nan = np.array([[np.nan, 1.0], [1.0, 1.0]])
+    with pytest.raises(torch.linalg.LinAlgError) as t:
+        torch.linalg.svd(torch.tensor(nan))
+    with pytest.raises(ember.linalg.LinAlgError) as e:
+        ember.linalg.svd(ember.tensor(nan))
+    assert str(e.value).startswith(str(t.value))
+    for m in (ember, torch):
+        a = m.tensor(nan, requires_grad=True)
+        m.linalg.det(a).backward()
+        assert np.isnan(a.grad.numpy()).all()

@@ -174,7 +174,9 @@ class Det(Op):
         xp = ctx.xp
         if a.shape[-1] == 0:
             return xp.zeros(a.shape, dtype=a.dtype)
-        u, s, vh = xp.linalg.svd(a)
+        if not bool(xp.isfinite(a).all()):  # PyTorch's gradient is nan there, not an error
+            return xp.full(a.shape, xp.nan, dtype=a.dtype)
+        u, s, vh = _lapack("linalg.det", lambda: xp.linalg.svd(a), a)
         sign = xp.linalg.det(u) * xp.linalg.det(vh)
         cof = (u * _prod_except(xp, s)[..., None, :]) @ vh
         return (grad * sign).reshape(shape) * cof
@@ -293,6 +295,10 @@ def _lapack(fn: str, call: Any, x: Any) -> Any:
         if type(e).__name__ != "LinAlgError":
             raise
         if "singular" not in str(e).lower():
+            if not bool(np.isfinite(_host(x)).all()):
+                raise LinAlgError(
+                    f"{fn}: The algorithm failed to converge because the input matrix contained "
+                    f"non-finite values. (input shape {tuple(x.shape)})") from None
             raise LinAlgError(f"{fn}: {e} (input shape {tuple(x.shape)})") from None
     from ._matrix import _lu_raw
 
