@@ -46,9 +46,9 @@ def test_incomplete_gamma_matches_pytorch_over_grid(name):
 
 def test_incomplete_gamma_large_a_against_mpmath():
     mpmath = pytest.importorskip("mpmath")
-    mpmath.mp.dps = 30
     for a in [30.0, 100.0, 1000.0]:
-        want = float(mpmath.gammainc(a, 0, a, regularized=True))
+        with mpmath.workdps(30):
+            want = float(mpmath.gammainc(a, 0, a, regularized=True))
         got = S.gammainc(np.array([a]), np.array([a]))[0]
         assert abs(got - want) < 1e-12 * want
 
@@ -123,15 +123,16 @@ def torch_dtype_name(t):
 
 
 BESSEL = ["bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "modified_bessel_k0",
-          "modified_bessel_k1", "scaled_modified_bessel_k0", "scaled_modified_bessel_k1"]
+          "modified_bessel_k1", "scaled_modified_bessel_k0", "scaled_modified_bessel_k1",
+          "airy_ai"]
 
 
 @pytest.mark.parametrize("name", BESSEL)
 def test_bessel_matches_pytorch(name):
     e = getattr(ember.special, name)(ember.tensor(BESSEL_X)).numpy()
     t = getattr(torch.special, name)(torch.tensor(BESSEL_X)).numpy()
-    if name.startswith("bessel"):
-        # PyTorch's float64 J and Y kernels are accurate to ~5e-7 absolute only (mpmath below)
+    if name.startswith("bessel") or name == "airy_ai":
+        # PyTorch's float64 J, Y and Ai kernels are accurate to ~5e-7 absolute only (mpmath below)
         _same(e, t, rtol=1e-6, atol=1e-6)
     else:
         _same(e, t, rtol=1e-12, atol=1e-300)
@@ -152,13 +153,22 @@ def test_bessel_matches_pytorch(name):
                                         ("bessel_y1", 1)])
 def test_bessel_j_y_against_mpmath(name, order):
     mpmath = pytest.importorskip("mpmath")
-    mpmath.mp.dps = 30
     xs = np.concatenate([[1e-10, 1e-3, 0.5, 4.0, 5.0, 24.9, 25.1, 1e3, 1e5],
                          np.linspace(0.05, 40, 120)])
     f = mpmath.besselj if name[7] == "j" else mpmath.bessely
-    want = np.array([float(f(order, mpmath.mpf(float(x)))) for x in xs])
+    with mpmath.workdps(30):
+        want = np.array([float(f(order, mpmath.mpf(float(x)))) for x in xs])
     got = getattr(S, name)(xs)
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=5e-15)
+
+
+def test_airy_ai_against_mpmath():
+    mpmath = pytest.importorskip("mpmath")
+    xs = np.concatenate([[0.0, 1e-10, 2.0, 2.0001, -2.5, -2.5001, 5.0, 20.0, 100.0, -10.4, -10.5,
+                          -20.0, -100.0], np.linspace(-15, 15, 151)])
+    with mpmath.workdps(30):
+        want = np.array([float(mpmath.airyai(mpmath.mpf(float(x)))) for x in xs])
+    np.testing.assert_allclose(S.airy_ai(xs), want, rtol=1e-12, atol=1e-15)
 
 
 def test_poisson_draws_statistics_grad_and_errors():

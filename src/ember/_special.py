@@ -827,3 +827,79 @@ def scaled_modified_bessel_k0(x: Any) -> Any:
 def scaled_modified_bessel_k1(x: Any) -> Any:
     """exp(x) K1(x)."""
     return _bessel_k(x, 1, True)
+
+
+# Ai(0) and -Ai'(0)
+_AIRY_C1 = 0.35502805388781723926
+_AIRY_C2 = 0.25881940379280679840
+
+
+def _bessel_j_frac(xp: Any, z: Any, nu: float) -> Any:
+    """J_nu(z) for 0 < z <= 25 and non-integer nu, Gauss-Legendre on the integral
+    (1/pi) int_0^pi cos(nu t - z sin t) dt - (sin(nu pi)/pi) int_0^inf e^(-z sinh t - nu t) dt."""
+    zc = z[..., None]
+    th = xp.asarray((_GL_NODES + 1.0) * (math.pi / 2))
+    w = xp.asarray(_GL_WEIGHTS * (math.pi / 2))
+    first = (xp.cos(nu * th - zc * xp.sin(th)) * w).sum(-1)
+    top = xp.arcsinh(45.0 / zc)
+    t = (xp.asarray(_GL_NODES) + 1.0) * 0.5 * top
+    g = xp.exp(-zc * xp.sinh(t) - nu * t)
+    second = (g * xp.asarray(_GL_WEIGHTS)).sum(-1) * 0.5 * top[..., 0]
+    return (first - math.sin(nu * math.pi) * second) / math.pi
+
+
+def airy_ai(x: Any) -> Any:
+    """The Airy function Ai(x): the Maclaurin series for -2.5 <= x <= 2; beyond,
+    Ai(x) = sqrt(x/3) K_{1/3}(zeta) / pi and Ai(-x) = sqrt(x) (J_{1/3} + J_{-1/3})(zeta) / 3
+    with zeta = 2/3 |x|^(3/2) (Bessel integrals up to zeta = 25, asymptotic series beyond)."""
+    xp, x, dt = _prep(x)
+    fin = xp.isfinite(x)
+    series = fin & (x >= -2.5) & (x <= 2.0)
+    pos = fin & (x > 2.0)
+    neg = fin & (x < -2.5)
+    with np.errstate(all="ignore"):
+        xs = xp.where(series, x, 0.0)
+        x3 = xs * xs * xs
+        f = xp.ones_like(xs)
+        g = xs.copy()
+        tf, tg = f, g
+        for k in range(1, 40):
+            tf = tf * x3 / ((3 * k - 1) * (3 * k))
+            tg = tg * x3 / ((3 * k) * (3 * k + 1))
+            f = f + tf
+            g = g + tg
+        ai_series = _AIRY_C1 * f - _AIRY_C2 * g
+        ax = xp.abs(x)
+        zeta = 2.0 / 3.0 * ax * xp.sqrt(ax)
+        # x > 2: K_{1/3}(zeta) e^zeta by the trapezoidal rule (zeta <= 25) or its asymptotic series
+        zp = xp.where(pos, zeta, 10.0)
+        zm = xp.minimum(zp, 25.0)[..., None]
+        h = 0.05
+        t = xp.asarray(np.arange(81) * h)
+        fk = xp.exp(-zm * (xp.cosh(t) - 1.0)) * xp.cosh(t / 3.0)
+        k_mid = (fk[..., 1:].sum(-1) + 0.5 * fk[..., 0]) * h
+        zl = xp.maximum(zp, 25.0)
+        term = xp.ones_like(zl)
+        acc = term
+        for k in range(1, 40):
+            term = term * (4.0 / 9.0 - (2 * k - 1) ** 2) / (k * 8.0 * zl)
+            acc = acc + term
+        k_large = acc * xp.sqrt(math.pi / (2.0 * zl))
+        ks = xp.where(zp <= 25.0, k_mid, k_large)
+        ai_pos = xp.sqrt(xp.where(pos, x, 3.0) / 3.0) * ks * xp.exp(-zp) / math.pi
+        # x < -2.5: J_{+-1/3}(zeta)
+        zn = xp.where(neg, zeta, 10.0)
+        mid = zn <= 25.0
+        zmid = xp.where(mid, zn, 10.0)
+        j_sum = _bessel_j_frac(xp, zmid, 1 / 3) + _bessel_j_frac(xp, zmid, -1 / 3)
+        zl = xp.where(mid, 30.0, zn)
+        big = xp.zeros_like(zl)
+        for nu in (1 / 3, -1 / 3):
+            p, q = _hankel(xp, zl, nu)  # type: ignore[arg-type]
+            c, s = _phase(xp, zl, nu)  # type: ignore[arg-type]
+            big = big + p * c - q * s
+        j_sum = xp.where(mid, j_sum, big)
+        ai_neg = xp.sqrt(xp.where(neg, ax, 1.0)) * j_sum / 3.0
+    out = xp.where(series, ai_series, xp.where(pos, ai_pos, ai_neg))
+    out = xp.where(xp.isinf(x), xp.nan, out)  # PyTorch's convention
+    return _done(xp, xp.where(xp.isnan(x), x, out), dt)

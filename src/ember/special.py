@@ -14,6 +14,7 @@ from .ops.casting import as_tensor_arg
 from .ops.pointwise_math import erf, erfc, erfinv, exp2, expm1, log1p, sigmoid, xlogy
 from .ops.reduction_stats import logsumexp
 from .ops.special import (
+    airy_ai,
     bessel_j0,
     bessel_j1,
     bessel_y0,
@@ -48,7 +49,7 @@ __all__ = [
     "shifted_chebyshev_polynomial_v", "shifted_chebyshev_polynomial_w", "hermite_polynomial_h",
     "hermite_polynomial_he", "laguerre_polynomial_l", "legendre_polynomial_p", "gammainc",
     "gammaincc", "zeta", "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "modified_bessel_k0",
-    "modified_bessel_k1", "scaled_modified_bessel_k0", "scaled_modified_bessel_k1",
+    "modified_bessel_k1", "scaled_modified_bessel_k0", "scaled_modified_bessel_k1", "airy_ai",
 ]
 
 expit = sigmoid

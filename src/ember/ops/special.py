@@ -26,7 +26,7 @@ from .casting import as_tensor_arg
 __all__ = ["lgamma", "digamma", "polygamma", "mvlgamma", "erfcx", "i0", "i0e", "i1", "i1e",
            "logit", "sinc", "igamma", "igammac", "zeta", "bessel_j0", "bessel_j1", "bessel_y0",
            "bessel_y1", "modified_bessel_k0", "modified_bessel_k1", "scaled_modified_bessel_k0",
-           "scaled_modified_bessel_k1"]
+           "scaled_modified_bessel_k1", "airy_ai"]
 
 
 def lgamma(input: Any, *, out: Any = None) -> Any:
@@ -165,6 +165,11 @@ def modified_bessel_k0(input: Any, *, out: Any = None) -> Any:
 def modified_bessel_k1(input: Any, *, out: Any = None) -> Any:
     """The modified Bessel function of the second kind of order 1 (no gradient)."""
     return _no_grad_unary(_special.modified_bessel_k1, input, out, "special_modified_bessel_k1")
+
+
+def airy_ai(x: Any, *, out: Any = None) -> Any:
+    """The Airy function Ai(x) (no gradient, as in PyTorch)."""
+    return _no_grad_unary(_special.airy_ai, x, out, "special_airy_ai")
 
 
 def scaled_modified_bessel_k0(x: Any, *, out: Any = None) -> Any:
