@@ -1,17 +1,25 @@
-"""``torch.fx``: what libraries use of it while they import.
+"""``torch.fx``: symbolic tracing of modules into graphs, and modules made from graphs.
 
-ember has no symbolic tracer yet. ``wrap`` is here because libraries call it at import time to
-mark a function as a leaf for tracing: it records the function and returns it unchanged, exactly
-as PyTorch's does when it runs (a later ``symbolic_trace`` would read the record). Every other
-name of ``torch.fx`` (``symbolic_trace``, ``GraphModule``, ``Tracer``, ``Proxy``...) raises
-``NotImplementedYet``.
+``symbolic_trace(module)`` runs ``forward`` on ``Proxy`` values and records every operation as a
+``Node`` of a ``Graph``; ``GraphModule`` turns a graph back into a runnable ``nn.Module`` (its
+``forward`` is generated Python, ``gm.code``); ``Interpreter`` runs a graph node by node. How
+namespace functions are recorded is described in ``_symbolic_trace``. ``Transformer``,
+``subgraph_rewriter`` and the passes are not implemented yet.
 """
 
 from __future__ import annotations
 
-from ._symbolic_trace import wrap
+from . import graph, graph_module, interpreter, node, proxy
+from ._symbolic_trace import PH, Tracer, symbolic_trace, wrap
+from .graph import Graph, PythonCode
+from .graph_module import GraphModule
+from .interpreter import Interpreter
+from .node import Node, map_arg
+from .proxy import Proxy
 
-__all__ = ["wrap"]
+__all__ = ["symbolic_trace", "Tracer", "wrap", "Graph", "GraphModule", "Interpreter", "Node",
+           "Proxy", "PH", "PythonCode", "map_arg", "graph", "graph_module", "interpreter", "node",
+           "proxy"]
 
 
 def __getattr__(name: str) -> object:

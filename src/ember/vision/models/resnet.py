@@ -58,9 +58,11 @@ class BasicBlock(nn.Module):
         self.stride = stride
 
     def forward(self, x: Tensor) -> Tensor:
-        identity = x if self.downsample is None else self.downsample(x)
         out = self.relu(self.bn1(self.conv1(x)))
         out = self.bn2(self.conv2(out))
+        # the shortcut after the main path, as torchvision orders it (torch.fx graphs, and
+        # feature-extraction node names, follow this order)
+        identity = x if self.downsample is None else self.downsample(x)
         out += identity
         return self.relu(out)
 
@@ -87,10 +89,10 @@ class Bottleneck(nn.Module):
         self.stride = stride
 
     def forward(self, x: Tensor) -> Tensor:
-        identity = x if self.downsample is None else self.downsample(x)
         out = self.relu(self.bn1(self.conv1(x)))
         out = self.relu(self.bn2(self.conv2(out)))
         out = self.bn3(self.conv3(out))
+        identity = x if self.downsample is None else self.downsample(x)
         out += identity
         return self.relu(out)
 
