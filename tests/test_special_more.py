@@ -124,7 +124,7 @@ def torch_dtype_name(t):
 
 BESSEL = ["bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "modified_bessel_k0",
           "modified_bessel_k1", "scaled_modified_bessel_k0", "scaled_modified_bessel_k1",
-          "airy_ai"]
+          "airy_ai", "modified_bessel_i0", "modified_bessel_i1"]
 
 
 @pytest.mark.parametrize("name", BESSEL)

@@ -29,6 +29,8 @@ from .ops.special import (
     igammac,
     lgamma,
     logit,
+    modified_bessel_i0,
+    modified_bessel_i1,
     modified_bessel_k0,
     modified_bessel_k1,
     mvlgamma,
@@ -53,8 +55,6 @@ __all__ = [
 ]
 
 expit = sigmoid
-modified_bessel_i0 = i0
-modified_bessel_i1 = i1
 gammaln = lgamma
 psi = digamma
 multigammaln = mvlgamma

@@ -26,7 +26,8 @@ from .casting import as_tensor_arg
 __all__ = ["lgamma", "digamma", "polygamma", "mvlgamma", "erfcx", "i0", "i0e", "i1", "i1e",
            "logit", "sinc", "igamma", "igammac", "zeta", "bessel_j0", "bessel_j1", "bessel_y0",
            "bessel_y1", "modified_bessel_k0", "modified_bessel_k1", "scaled_modified_bessel_k0",
-           "scaled_modified_bessel_k1", "airy_ai"]
+           "scaled_modified_bessel_k1", "airy_ai", "modified_bessel_i0",
+           "modified_bessel_i1"]
 
 
 def lgamma(input: Any, *, out: Any = None) -> Any:
@@ -165,6 +166,20 @@ def modified_bessel_k0(input: Any, *, out: Any = None) -> Any:
 def modified_bessel_k1(input: Any, *, out: Any = None) -> Any:
     """The modified Bessel function of the second kind of order 1 (no gradient)."""
     return _no_grad_unary(_special.modified_bessel_k1, input, out, "special_modified_bessel_k1")
+
+
+def modified_bessel_i0(input: Any, *, out: Any = None) -> Any:
+    """I0(x), as ``i0`` but without a gradient (PyTorch's ``special.modified_bessel_i0`` has
+    none)."""
+    return _no_grad_unary(lambda a: _bessel_i(_backend.xp_of(a), a, 0, False), input, out,
+                          "special_modified_bessel_i0")
+
+
+def modified_bessel_i1(input: Any, *, out: Any = None) -> Any:
+    """I1(x), as ``i1`` but without a gradient (PyTorch's ``special.modified_bessel_i1`` has
+    none)."""
+    return _no_grad_unary(lambda a: _bessel_i(_backend.xp_of(a), a, 1, False), input, out,
+                          "special_modified_bessel_i1")
 
 
 def airy_ai(x: Any, *, out: Any = None) -> Any:
