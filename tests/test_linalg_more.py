@@ -487,3 +487,21 @@ def test_non_finite_input_as_torch():
         a = m.tensor(nan, requires_grad=True)
         m.linalg.det(a).backward()
         assert np.isnan(a.grad.numpy()).all()
+
+
+def test_legacy_forms_warn_once_as_torch():
+    import ember.ops.linalg_factor as lf
+
+    a = ember.eye(3)
+    lf._warned.clear()
+    calls = [lambda: ember.lu(a), lambda: ember.lu_solve(ember.ones(3, 1), *ember.lu(a)),
+             lambda: ember.triangular_solve(ember.ones(3, 1), a)]
+    for name, call in zip(("torch.lu is", "torch.lu_solve is", "torch.triangular_solve is"), calls):
+        with pytest.warns(UserWarning, match=name):
+            call()
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for call in calls:
+            call()  # once per process, as PyTorch's TORCH_WARN_ONCE

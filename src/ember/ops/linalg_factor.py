@@ -87,6 +87,7 @@ def lu(A: Any, pivot: bool = True, get_infos: bool = False, out: Any = None) -> 
     it a singular matrix raises. Prefer torch.linalg.lu_factor / lu_factor_ex."""
     if out is not None:
         return _result(lu(A, pivot=pivot, get_infos=get_infos), out, "lu")
+    _deprecated("lu")
     a = _lu_input("lu", A, pivot)
     lu_, piv, info = LuFactor.apply(a)
     if get_infos:
@@ -166,6 +167,7 @@ def linalg_lu_solve(LU: Any, pivots: Any, B: Any, *, left: bool = True, adjoint:
 def lu_solve(input: Any, LU_data: Any, LU_pivots: Any, *, out: Any = None) -> Any:
     """The legacy ``torch.lu_solve(b, LU_data, LU_pivots)``: X with A X = b; prefer
     torch.linalg.lu_solve(LU, pivots, B)."""
+    _deprecated("lu_solve")
     return _result(linalg_lu_solve(LU_data, LU_pivots, input), out, "lu_solve")
 
 
@@ -202,6 +204,7 @@ def triangular_solve(input: Any, A: Any, upper: bool = True, transpose: bool = F
                      unitriangular: bool = False, *, out: Any = None) -> Any:
     """The legacy form: (solution, cloned_coefficient) with op(A) X = input, op(A) = A or A^T;
     prefer torch.linalg.solve_triangular(A, B, upper=...)."""
+    _deprecated("triangular_solve")
     if _amp.active:
         input, A = _amp_cast("triangular_solve", input, A)
     b = _tensor(input, "triangular_solve", "input", 1)
@@ -556,6 +559,37 @@ def _cat(ctx: Any, parts: list, dim: int) -> Any:
 
         return cat(parts, dim)
     return ctx.xp.concatenate(parts, axis=dim)
+
+
+_DEPRECATED = {
+    "lu": "torch.lu is deprecated in favor of torch.linalg.lu_factor / torch.linalg.lu_factor_ex "
+          "and will be removed in a future PyTorch release.\nLU, pivots = torch.lu(A, "
+          "compute_pivots)\nshould be replaced with\nLU, pivots = torch.linalg.lu_factor(A, "
+          "compute_pivots)\nand\nLU, pivots, info = torch.lu(A, compute_pivots, get_infos=True)"
+          "\nshould be replaced with\nLU, pivots, info = torch.linalg.lu_factor_ex(A, "
+          "compute_pivots)",
+    "lu_solve": "torch.lu_solve is deprecated in favor of torch.linalg.lu_solve and will be "
+                "removed in a future PyTorch release.\nNote that torch.linalg.lu_solve has its "
+                "arguments reversed.\nX = torch.lu_solve(B, LU, pivots)\nshould be replaced "
+                "with\nX = torch.linalg.lu_solve(LU, pivots, B)",
+    "triangular_solve": "torch.triangular_solve is deprecated in favor of "
+                        "torch.linalg.solve_triangular and will be removed in a future PyTorch "
+                        "release.\ntorch.linalg.solve_triangular has its arguments reversed and "
+                        "does not return a copy of one of the inputs.\nX = "
+                        "torch.triangular_solve(B, A).solution\nshould be replaced with\nX = "
+                        "torch.linalg.solve_triangular(A, B).",
+}
+_warned: set = set()
+
+
+def _deprecated(name: str) -> None:
+    """PyTorch's deprecation warning for a legacy function, once per process (as its
+    TORCH_WARN_ONCE)."""
+    if name not in _warned:
+        import warnings
+
+        _warned.add(name)
+        warnings.warn(_DEPRECATED[name], UserWarning, stacklevel=3)
 
 
 def _lu_input(fn: str, A: Any, pivot: bool) -> Any:
