@@ -505,3 +505,16 @@ def test_legacy_forms_warn_once_as_torch():
         warnings.simplefilter("error")
         for call in calls:
             call()  # once per process, as PyTorch's TORCH_WARN_ONCE
+
+
+@needs_torch
+@pytest.mark.parametrize("shape", [(100, 100), (70, 150), (150, 70), (2, 80, 80)])
+def test_lu_blocked_sizes_match_torch(shape):
+    """Past one panel (32 columns) the factorization is blocked, as getrf: same pivots."""
+    a = randn(*shape, seed=7)
+    a[..., :, 40] = 0  # a zero pivot in the second panel
+    e = ember.linalg.lu_factor_ex(ember.tensor(a))
+    t = torch.linalg.lu_factor_ex(torch.tensor(a))
+    np.testing.assert_array_equal(e.pivots.numpy(), t.pivots.numpy())
+    np.testing.assert_array_equal(e.info.numpy(), t.info.numpy())
+    np.testing.assert_allclose(e.LU.numpy(), t.LU.numpy(), atol=1e-10)

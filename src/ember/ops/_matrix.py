@@ -124,10 +124,12 @@ def _legacy(x: Any) -> str:
     return _dtype.legacy_name(x.dtype)
 
 
-def _lu_raw(xp: Any, a: Any) -> tuple:
+def _lu_raw(xp: Any, a: Any, block: int = 32) -> tuple:
     """LAPACK getrf's LU with partial pivoting of a (*, m, n) array, batched: (LU packed, pivots
     as LAPACK's 1-based int32 row swaps (*, min(m, n)), info (*,): the 1-based column of the first
-    zero pivot, 0 when none). Column by column, vectorised over the batch."""
+    zero pivot, 0 when none). Blocked as getrf: each panel of ``block`` columns column by column
+    (vectorised over the batch), then the rows right of it by a triangular solve and the trailing
+    matrix by one product."""
     m, n = a.shape[-2], a.shape[-1]
     k = min(m, n)
     batch = tuple(a.shape[:-2])
@@ -136,18 +138,26 @@ def _lu_raw(xp: Any, a: Any) -> tuple:
     piv = xp.empty((nb, k), dtype=np.int32)
     info = xp.zeros((nb,), dtype=np.int32)
     rows = xp.arange(nb)
-    for j in range(k):
-        p = xp.argmax(xp.abs(a2[:, j:, j]), axis=1) + j  # the first largest, as idamax
-        piv[:, j] = p + 1
-        top = a2[:, j, :].copy()
-        a2[:, j, :] = a2[rows, p, :]
-        a2[rows, p, :] = top
-        d = a2[:, j, j]
-        zero = d == 0
-        info[(info == 0) & zero] = j + 1
-        col = a2[:, j + 1:, j] / xp.where(zero, xp.ones_like(d), d)[:, None]
-        a2[:, j + 1:, j] = col
-        a2[:, j + 1:, j + 1:] -= col[:, :, None] * a2[:, j, None, j + 1:]
+    for j0 in range(0, k, block):
+        j1 = min(j0 + block, k)
+        for j in range(j0, j1):
+            p = xp.argmax(xp.abs(a2[:, j:, j]), axis=1) + j  # the first largest, as idamax
+            piv[:, j] = p + 1
+            top = a2[:, j, :].copy()
+            a2[:, j, :] = a2[rows, p, :]
+            a2[rows, p, :] = top
+            d = a2[:, j, j]
+            zero = d == 0
+            info[(info == 0) & zero] = j + 1
+            col = a2[:, j + 1:, j] / xp.where(zero, xp.ones_like(d), d)[:, None]
+            a2[:, j + 1:, j] = col
+            a2[:, j + 1:, j + 1:j1] -= col[:, :, None] * a2[:, j, None, j + 1:j1]
+        if j1 < n:  # U12 = L11^-1 A12, A22 -= L21 U12
+            w = j1 - j0
+            l11 = xp.tril(a2[:, j0:j1, j0:j1], -1) + xp.eye(w, dtype=a2.dtype)
+            a2[:, j0:j1, j1:] = xp.linalg.solve(l11, a2[:, j0:j1, j1:])
+            if j1 < m:
+                a2[:, j1:, j1:] -= a2[:, j1:, j0:j1] @ a2[:, j0:j1, j1:]
     return a2.reshape(batch + (m, n)), piv.reshape(batch + (k,)), info.reshape(batch)
 
 
