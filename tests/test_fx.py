@@ -537,3 +537,42 @@ def test_create_feature_extractor_errors():
     assert list(fe.train()(x)) == ["layer1"]
     assert list(fe.eval()(x)) == ["layer2"]
     assert not any(k.startswith("fc.") for k in fe.state_dict())
+
+
+def test_transformer_rewrites_a_graph():
+    class ReluToSigmoid(fx.Transformer):
+        def call_function(self, target, args, kwargs):
+            if target is EF.relu:
+                target = ember.sigmoid
+            return super().call_function(target, args, kwargs)
+
+    m = E["CNN"]().eval()
+    gm = ReluToSigmoid(fx.symbolic_trace(m)).transform()
+    targets = [_norm(n.target) for n in gm.graph.nodes if n.op == "call_function"]
+    assert targets == ["sigmoid", "flatten"]
+    gm.eval()
+    x = ember.randn(1, 3, 10, 10)
+    expected = m.fc(ember.flatten(m.avg(m.conv2(m.pool(ember.sigmoid(m.bn(m.conv(x)))))), 1))
+    np.testing.assert_allclose(gm(x).detach().numpy(), expected.detach().numpy(), rtol=1e-6)
+
+
+def test_submodule_editing_and_side_effects():
+    gm = fx.symbolic_trace(E["MLP"]())
+    assert gm.add_submodule("extra.inner", ember.nn.ReLU())
+    assert isinstance(gm.get_submodule("extra.inner"), ember.nn.ReLU)
+    gm.delete_all_unused_submodules()
+    assert not hasattr(gm, "extra") and hasattr(gm, "head")
+    assert not gm.delete_submodule("nothing.here")
+    assert gm.delete_submodule("head") and not hasattr(gm, "head")
+
+    def log(x):
+        return x
+
+    fx.has_side_effect(log)
+    g = fx.Graph()
+    x = g.placeholder("x")
+    g.call_function(log, (x,))
+    g.call_function(ember.neg, (x,))
+    g.output(x)
+    assert g.eliminate_dead_code()
+    assert [n.op for n in g.nodes] == ["placeholder", "call_function", "output"]

@@ -134,6 +134,49 @@ class GraphModule(Module):
         type(self).forward = ns["forward"]
         return python_code
 
+    def add_submodule(self, target: str, m: Module) -> bool:
+        """Install ``m`` at dotted path ``target``, making empty parents as needed; False when
+        a step of the path is an attribute that is not a module."""
+        *prefix, field = target.split(".")
+        mod: Any = self
+        for item in prefix:
+            sub = getattr(mod, item, None)
+            if sub is None:
+                sub = Module()
+                mod.add_module(item, sub)
+            if not isinstance(sub, Module):
+                return False
+            mod = sub
+        mod.add_module(field, m)
+        return True
+
+    def delete_submodule(self, target: str) -> bool:
+        """Remove the submodule at ``target``; False when there is none."""
+        *prefix, field = target.split(".")
+        mod: Any = self
+        for item in prefix:
+            mod = getattr(mod, item, None)
+            if not isinstance(mod, Module):
+                return False
+        if not isinstance(getattr(mod, field, None), Module):
+            return False
+        delattr(mod, field)
+        return True
+
+    def delete_all_unused_submodules(self) -> None:
+        """Remove every submodule that no call_module or get_attr node reaches."""
+        used: set[str] = set()
+        for node in self.graph.nodes:
+            if node.op not in ("call_module", "get_attr"):
+                continue
+            atoms = node.target.split(".")
+            used.update(".".join(atoms[:i]) for i in range(1, len(atoms) + 1))
+            if node.op == "call_module":
+                sub = self.get_submodule(node.target)
+                used.update(f"{node.target}.{n}" for n, _ in sub.named_modules() if n)
+        for name in [n for n, _ in self.named_modules() if n and n not in used]:
+            self.delete_submodule(name)
+
     def print_readable(self, print_output: bool = True, include_stride: bool = False,
                        include_device: bool = False, colored: bool = False) -> str:
         """The module as a class definition (its forward's code, then those of GraphModule

@@ -1,15 +1,17 @@
 """``torch.fx.interpreter``: ``Interpreter`` runs a ``GraphModule``'s graph node by node, one
-overridable method per op kind, freeing each value after its last use."""
+overridable method per op kind, freeing each value after its last use; ``Transformer`` runs it on
+Proxies to build a rewritten graph."""
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Iterator
 from typing import Any
 
 from .graph import Graph
-from .node import Argument, Node, map_arg
+from .node import Argument, Node, map_aggregate, map_arg
 
-__all__ = ["Interpreter"]
+__all__ = ["Interpreter", "Transformer"]
 
 
 class Interpreter:
@@ -125,3 +127,49 @@ class Interpreter:
         args_list.clear()
         return self.run(*args)
 
+
+
+class Transformer(Interpreter):
+    """Runs a graph on Proxies to build a new one: override ``call_function``/``call_module``...
+    to rewrite nodes, then ``transform()`` returns the new ``GraphModule``."""
+
+    def __init__(self, module: Any) -> None:
+        super().__init__(module)
+        from ._symbolic_trace import Tracer
+
+        self.new_graph = Graph()
+
+        class TransformerTracer(Tracer):
+            def is_leaf_module(self, m: Any, qualname: str) -> bool:
+                return True
+
+        self.tracer = TransformerTracer()
+        self.tracer.graph = self.new_graph
+        self.tracer.root = module
+
+    def placeholder(self, target: str, args: tuple, kwargs: dict) -> Any:
+        from .proxy import Proxy
+
+        default = args[0] if args else inspect.Signature.empty
+        return Proxy(self.new_graph.placeholder(target, default_value=default), self.tracer)
+
+    def get_attr(self, target: str, args: tuple, kwargs: dict) -> Any:
+        return self.tracer.create_proxy("get_attr", target, args, kwargs)
+
+    def call_module(self, target: str, args: tuple, kwargs: dict) -> Any:
+        submod = self.fetch_attr(target)
+        return self.tracer.call_module(submod, submod.forward, args, kwargs)
+
+    def call_function(self, target: Any, args: tuple, kwargs: dict) -> Any:
+        return self.tracer.create_proxy("call_function", target, args, kwargs)
+
+    def transform(self) -> Any:
+        """The new ``GraphModule``: the graph as the overridden methods rebuilt it."""
+        from .graph_module import GraphModule
+        from .proxy import Proxy
+
+        result = super().run(enable_io_processing=False)
+        if result is not None:
+            self.new_graph.output(map_aggregate(
+                result, lambda a: a.node if isinstance(a, Proxy) else a))
+        return GraphModule(self.module, self.new_graph)

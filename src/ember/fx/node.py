@@ -13,7 +13,7 @@ import operator
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["Node", "map_arg", "map_aggregate", "Argument", "Target"]
+__all__ = ["Node", "map_arg", "map_aggregate", "has_side_effect", "Argument", "Target"]
 
 Argument = Any
 Target = Any
@@ -22,6 +22,13 @@ _OPS = ("placeholder", "get_attr", "call_function", "call_method", "call_module"
 
 # functions whose nodes dead-code elimination must keep even without users
 _side_effect_functions: set[Callable] = {builtins.print, operator.setitem}
+
+
+def has_side_effect(fn: Callable) -> Callable:
+    """Mark ``fn`` as having side effects: its call_function nodes survive dead-code
+    elimination. Returns ``fn``."""
+    _side_effect_functions.add(fn)
+    return fn
 
 
 def map_aggregate(a: Argument, fn: Callable[[Any], Any]) -> Argument:
