@@ -576,3 +576,25 @@ def test_submodule_editing_and_side_effects():
     g.output(x)
     assert g.eliminate_dead_code()
     assert [n.op for n in g.nodes] == ["placeholder", "call_function", "output"]
+
+
+@needs_torch
+def test_subclass_of_a_standard_module_is_traced_through_like_torch():
+    class MyConv(ember.nn.Conv2d):
+        pass
+
+    class TMyConv(torch.nn.Conv2d):
+        pass
+
+    class MyLin(ember.nn.Linear):
+        pass
+
+    class TMyLin(torch.nn.Linear):
+        pass
+
+    for ours, theirs, shape in ((MyConv(3, 2, 3), TMyConv(3, 2, 3), (1, 3, 5, 5)),
+                                (MyLin(3, 2), TMyLin(3, 2), (2, 3))):
+        gm = fx.symbolic_trace(ours)
+        assert _ops(gm) == _ops(torch.fx.symbolic_trace(theirs))
+        x = ember.randn(*shape)
+        np.testing.assert_array_equal(gm(x).detach().numpy(), ours(x).detach().numpy())

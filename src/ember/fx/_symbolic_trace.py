@@ -3,7 +3,8 @@
 How calls are recorded. Operators, indexing, attribute access and method calls on a ``Proxy``
 are its own methods. Calls of ember's namespace functions (``torch.add``, ``F.relu``,
 ``torch.flatten``...) are recorded by patching: for the duration of a trace, the functions of
-``ember``, ``ember.nn.functional``, ``ember.linalg`` and ``ember.special`` are replaced by thin
+``ember``, ``ember.nn.functional``, ``ember.linalg``, ``ember.special`` and ``ember.ops`` (what
+ember's own modules call) are replaced by thin
 wrappers that record a ``call_function`` node when an argument is a ``Proxy`` and call through
 otherwise; so are the names bound to them (``from torch import flatten``), to ``math``'s
 functions, to ``autowrap_functions`` and to ``fx.wrap``-registered functions in the globals of
@@ -213,8 +214,12 @@ class _Patcher:
 def _namespaces() -> list[types.ModuleType]:
     import ember
     import ember.nn.functional as F
+    import ember.ops as ops
+    import ember.ops.nn as ops_nn
 
-    mods = [ember, F]
+    # ember.ops / ember.ops.nn: what ember's own modules call (a module subclass that keeps
+    # Linear's or Conv2d's forward is traced through it, as in PyTorch)
+    mods = [ember, F, ops, ops_nn]
     for name in ("ember.linalg", "ember.special"):
         try:
             __import__(name)
