@@ -396,7 +396,8 @@ def test_kl_gradients_and_registry():
     (g,) = ember.autograd.grad(kl, mu)
     close(g, mu.detach() / 4.0, 1e-12)
     with pytest.raises(NotImplementedError):
-        ED.kl_divergence(ED.Normal(0.0, 1.0), ED.Gamma(1.0, 1.0))
+        ED.kl_divergence(ED.Normal(0.0, 1.0), ED.Poisson(1.0))
+    assert float(ED.kl_divergence(ED.Normal(0.0, 1.0), ED.Gamma(1.0, 1.0))) == math.inf
 
     class MyNormal(ED.Normal):
         pass

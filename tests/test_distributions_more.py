@@ -362,3 +362,79 @@ def test_every_pytorch_distribution_and_transform_name_exists():
             assert hasattr(ED.transforms, name), name
     assert ED.exp_family.ExponentialFamily is ED.ExponentialFamily
     assert hasattr(ED.constraints, "MixtureSameFamilyConstraint")
+
+
+# -- KL pairs across families, the exponential-family base --------------------------------------
+KL_PARAMS = {
+    "Bernoulli": ([0.2, 0.7, 0.0],), "Poisson": ([0.5, 3.0, 1.0],),
+    "Beta": ([0.5, 2.0, 3.0], [1.0, 3.0, 0.7]), "Exponential": ([0.5, 2.0, 1.0],),
+    "Gamma": ([0.5, 2.0, 3.0], [1.0, 3.0, 0.7]), "Normal": ([0.0, 0.5, -1.0], [1.0, 0.3, 2.0]),
+    "Uniform": ([0.1, 0.0, -0.5], [0.9, 1.0, 1.5]), "Pareto": ([0.5, 2.0, 1.0], [1.5, 3.0, 0.8]),
+    "Gumbel": ([0.0, 1.0, -2.0], [1.0, 3.0, 0.5]), "Laplace": ([0.0, 1.0, 2.0], [1.0, 3.0, 0.5]),
+    "HalfNormal": ([1.0, 3.0, 0.5],), "Binomial": ([5.0, 5.0, 5.0], [0.2, 0.7, 0.5]),
+}
+
+
+def _make(lib, name, params, validate=None):
+    conv = E if lib is ED else P
+    return getattr(lib, name)(*[conv(p) for p in params], validate_args=validate)
+
+
+def test_every_pytorch_kl_pair_of_these_families_matches():
+    from torch.distributions.kl import _KL_REGISTRY
+
+    seen = 0
+    for tp, tq in _KL_REGISTRY:
+        pn, qn = tp.__name__, tq.__name__
+        if pn not in KL_PARAMS or qn not in KL_PARAMS:
+            continue
+        want = TD.kl_divergence(_make(TD, pn, KL_PARAMS[pn]), _make(TD, qn, KL_PARAMS[qn]))
+        got = ED.kl_divergence(_make(ED, pn, KL_PARAMS[pn]), _make(ED, qn, KL_PARAMS[qn]))
+        close(got, want, rtol=1e-10)
+        seen += 1
+    assert seen >= 60
+
+
+@pytest.mark.parametrize("p,q", [
+    (("Beta", [2.0] * 3, [3.0] * 3), ("Uniform", [0.0, 0.1, -1.0], [1.0, 2.0, 0.9])),
+    (("Uniform", [0.0, 0.1, -0.1], [1.0, 1.1, 0.5]), ("Beta", [2.0] * 3, [3.0] * 3)),
+    (("Uniform", [0.0, 0.1, -0.1], [1.0, 1.1, 0.5]), ("Exponential", [2.0] * 3)),
+    (("Uniform", [0.0, 0.1, -0.1], [1.0, 1.1, 0.5]), ("Gamma", [2.0] * 3, [3.0] * 3)),
+    (("Uniform", [1.0, 0.9, 2.0], [2.0, 1.1, 3.0]), ("Pareto", [1.0] * 3, [2.0] * 3)),
+    (("Pareto", [1.0, 0.9, 2.0], [1.0, 2.0, 2.5]), ("Pareto", [1.0] * 3, [2.0] * 3)),
+    (("Pareto", [1.0] * 3, [1.0, 2.0, 0.5]), ("Normal", [0.0] * 3, [1.0] * 3)),
+    (("Pareto", [1.0] * 3, [1.0, 2.0, 0.5]), ("Exponential", [1.0] * 3)),
+    (("Pareto", [1.0] * 3, [1.0, 2.0, 0.5]), ("Gamma", [1.0] * 3, [1.0, 2.0, 3.0])),
+    (("Binomial", [5.0, 5.0, 7.0], [0.2, 0.7, 0.5]), ("Binomial", [5.0] * 3, [0.4, 0.1, 0.5])),
+    (("Bernoulli", [0.0, 1.0, 0.5]), ("Poisson", [1.0, 2.0, 3.0])),
+])
+def test_kl_support_edges_match_pytorch(p, q):
+    (pn, *pp), (qn, *qp) = p, q
+    want = TD.kl_divergence(_make(TD, pn, pp, False), _make(TD, qn, qp, False))
+    got = ED.kl_divergence(_make(ED, pn, pp, False), _make(ED, qn, qp, False))
+    close(got, want, rtol=1e-10)
+
+
+def test_kl_infinite_pairs_shape_and_binomial_refusal():
+    got = ED.kl_divergence(ED.Normal(ember.zeros(2, 1), 1.0), ED.Beta(ember.ones(3), 1.0))
+    want = TD.kl_divergence(TD.Normal(torch.zeros(2, 1), 1.0), TD.Beta(torch.ones(3), 1.0))
+    assert got.shape == want.shape and bool(got.isinf().all())
+    with pytest.raises(NotImplementedError, match="q.total_count > p.total_count"):
+        ED.kl_divergence(ED.Binomial(5, E([0.2])), ED.Binomial(6, E([0.2])))
+
+
+def test_exponential_family_entropy_and_bregman_kl():
+    s = _spd()
+    w1 = ED.Wishart(E([4.5, 6.0]), covariance_matrix=E(s))
+    w2 = ED.Wishart(E([5.0, 3.5]), covariance_matrix=E(s[::-1].copy()))
+    t1 = TD.Wishart(P([4.5, 6.0]), covariance_matrix=P(s))
+    t2 = TD.Wishart(P([5.0, 3.5]), covariance_matrix=P(s[::-1].copy()))
+    close(ED.kl_divergence(w1, w2), TD.kl_divergence(t1, t2), rtol=1e-9)
+    close(ED.ExponentialFamily.entropy(w1), w1.entropy(), rtol=1e-10)
+    cb = ED.ContinuousBernoulli(probs=E([0.2, 0.7]))
+    close(ED.ExponentialFamily.entropy(cb), cb.entropy(), rtol=1e-10)
+    # different families: no Bregman divergence (PyTorch's error)
+    with pytest.raises(NotImplementedError, match="different exponential families"):
+        ED.kl_divergence(w1, cb)
+    with pytest.raises(NotImplementedError):
+        TD.kl_divergence(t1, TD.ContinuousBernoulli(probs=P([0.2, 0.7])))

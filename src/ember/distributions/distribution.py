@@ -247,3 +247,31 @@ def _builtin_owner(cls: type) -> type | None:
 
 class ExponentialFamily(Distribution):
     """Marker base for exponential-family distributions (``torch.distributions.ExponentialFamily``)."""
+
+    # p(x; theta) = h(x) exp(<theta, t(x)> - F(theta)): a family defines its natural parameters
+    # theta (``_natural_params``), the log normaliser F (``_log_normalizer``) and
+    # E[log h(x)] (``_mean_carrier_measure``); entropy and KL then follow from F's gradient.
+
+    @property
+    def _natural_params(self) -> tuple:
+        raise NotImplementedError(f"{type(self).__name__} does not define _natural_params")
+
+    def _log_normalizer(self, *natural_params: Any) -> Any:
+        raise NotImplementedError(f"{type(self).__name__} does not define _log_normalizer")
+
+    @property
+    def _mean_carrier_measure(self) -> Any:
+        raise NotImplementedError(f"{type(self).__name__} does not define _mean_carrier_measure")
+
+    def entropy(self) -> Any:
+        """H = F(theta) - <theta, grad F(theta)> - E[log h(x)] (Bregman form), differentiable."""
+        import ember
+
+        params = [p.detach().requires_grad_() for p in self._natural_params]
+        with ember.enable_grad():
+            log_norm = self._log_normalizer(*params)
+            grads = ember.autograd.grad(log_norm.sum(), params, create_graph=True)
+        result = log_norm - self._mean_carrier_measure
+        for p, g in zip(params, grads):
+            result = result - (p * g).reshape(tuple(self._batch_shape) + (-1,)).sum(-1)
+        return result

@@ -9,15 +9,17 @@ from typing import Any
 from ._special import digamma, lgamma
 from .bernoulli import Bernoulli
 from .beta import Beta
+from .binomial import Binomial
 from .categorical import Categorical
 from .cauchy import Cauchy
 from .continuous_bernoulli import ContinuousBernoulli
 from .dirichlet import Dirichlet
-from .distribution import Distribution
+from .distribution import Distribution, ExponentialFamily
 from .exponential import Exponential
 from .gamma import Gamma
 from .geometric import Geometric
 from .gumbel import _EULER, Gumbel
+from .half_normal import HalfNormal
 from .independent import Independent, _sum_rightmost
 from .laplace import Laplace
 from .lowrank_multivariate_normal import LowRankMultivariateNormal
@@ -312,20 +314,273 @@ def _kl_cb_uniform(p: ContinuousBernoulli, q: Uniform) -> Any:
     return ember.where(outside, _inf_like(result), result)
 
 
-def _kl_cb_infinity(p: Any, q: Any) -> Any:
-    import ember
-
-    return ember.full(tuple(p.batch_shape), math.inf, dtype=p.probs.dtype,
-                      device=p.probs.device)
+def _kl_cb_infinite(p: Any, q: Any) -> Any:
+    return _inf_batch(p, q)
 
 
-def _kl_into_cb_infinity(p: Any, q: ContinuousBernoulli) -> Any:
-    import ember
-
-    shape = ember.broadcast_shapes(tuple(p.batch_shape), tuple(q.batch_shape))
-    return ember.full(tuple(shape), math.inf, dtype=q.probs.dtype, device=q.probs.device)
-
-
-register_kl(ContinuousBernoulli, Pareto)(_kl_cb_infinity)
+register_kl(ContinuousBernoulli, Pareto)(_kl_cb_infinite)
 for _p in (Exponential, Gamma, Gumbel, Laplace, Normal, Pareto):
-    register_kl(_p, ContinuousBernoulli)(_kl_into_cb_infinity)
+    register_kl(_p, ContinuousBernoulli)(_kl_cb_infinite)
+
+
+@register_kl(ExponentialFamily, ExponentialFamily)
+def _kl_expfamily_expfamily(p: ExponentialFamily, q: ExponentialFamily) -> Any:
+    """The Bregman divergence of the log normaliser, for two members of one family."""
+    import ember
+
+    if type(p) is not type(q):
+        raise NotImplementedError("The cross KL-divergence between different exponential "
+                                  "families cannot be computed using Bregman divergences")
+    p_params = [t.detach().requires_grad_() for t in p._natural_params]
+    q_params = q._natural_params
+    with ember.enable_grad():
+        p_norm = p._log_normalizer(*p_params)
+        grads = ember.autograd.grad(p_norm.sum(), p_params)
+    result = q._log_normalizer(*q_params) - p_norm
+    for pp, qp, g in zip(p_params, q_params, grads):
+        result = result - _sum_rightmost((qp - pp) * g, len(q.event_shape))
+    return result
+
+
+# -- pairs across families (PyTorch's set). E_p[...] are p's moments; -H(p) - E_p[log q] ----------
+_HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
+
+
+def _inf_batch(p: Any, q: Any) -> Any:
+    """inf over p's batch shape (as PyTorch's infinite pairs: ``inf`` like p's parameter)."""
+    import ember
+
+    dt = next((t.dtype for t in p.__dict__.values()
+               if isinstance(t, ember.Tensor) and t.is_floating_point()), ember.get_default_dtype())
+    return ember.full(tuple(p.batch_shape), math.inf, dtype=dt)
+
+
+def _where_inf(cond: Any, result: Any) -> Any:
+    import ember
+
+    return ember.where(cond, _inf_like(result), result)
+
+
+def _normal_cross(mean: Any, var: Any, q: Normal) -> Any:
+    """E_p[-log q(x)] for a Normal q, from p's mean and variance."""
+    return q.scale.log() + _HALF_LOG_2PI + (var + (mean - q.loc).pow(2)) / (2 * q.scale.pow(2))
+
+
+def _gamma_cross(mean: Any, mean_log: Any, q: Gamma) -> Any:
+    """E_p[-log q(x)] for a Gamma q, from E_p[x] and E_p[log x]."""
+    c, r = q.concentration, q.rate
+    return lgamma(c) - c * r.log() - (c - 1) * mean_log + r * mean
+
+
+def _gumbel_cross(mean: Any, mgf_neg: Any, q: Gumbel) -> Any:
+    """E_p[-log q(x)] for a Gumbel q, from E_p[x] and E_p[exp(-x / scale)]."""
+    return q.scale.log() + (mean - q.loc) / q.scale + (q.loc / q.scale).exp() * mgf_neg
+
+
+def _beta_moments(p: Beta) -> tuple:
+    a, b = p.concentration1, p.concentration0
+    total = a + b
+    return a / total, a * b / (total.pow(2) * (total + 1)), digamma(a) - digamma(total)
+
+
+def _uniform_mean_log(p: Uniform) -> Any:
+    """E[log x] for x ~ U(low, high), 0 <= low."""
+    from .utils import xlogy
+
+    h, lo = p.high, p.low
+    return (xlogy(h, h) - h - xlogy(lo, lo) + lo) / (h - lo)
+
+
+@register_kl(Bernoulli, Poisson)
+def _kl_bernoulli_poisson(p: Bernoulli, q: Poisson) -> Any:
+    return -p.entropy() - (p.probs * q.rate.log() - q.rate)
+
+
+@register_kl(Beta, Exponential)
+def _kl_beta_exponential(p: Beta, q: Exponential) -> Any:
+    return -p.entropy() - q.rate.log() + q.rate * p.mean
+
+
+@register_kl(Beta, Gamma)
+def _kl_beta_gamma(p: Beta, q: Gamma) -> Any:
+    mean, _, mean_log = _beta_moments(p)
+    return -p.entropy() + _gamma_cross(mean, mean_log, q)
+
+
+@register_kl(Beta, Normal)
+def _kl_beta_normal(p: Beta, q: Normal) -> Any:
+    mean, var, _ = _beta_moments(p)
+    return -p.entropy() + _normal_cross(mean, var, q)
+
+
+@register_kl(Beta, Uniform)
+def _kl_beta_uniform(p: Beta, q: Uniform) -> Any:
+    result = -p.entropy() + (q.high - q.low).log()
+    return _where_inf((q.low > 0) | (q.high < 1), result)
+
+
+@register_kl(Binomial, Binomial)
+def _kl_binomial_binomial(p: Binomial, q: Binomial) -> Any:
+    import ember
+
+    n_p, n_q = p.total_count, q.total_count
+    if bool(ember.as_tensor(n_p < n_q).any()):
+        raise NotImplementedError("KL between Binomials where q.total_count > p.total_count is "
+                                  "not implemented")
+    kl = n_p * (p.probs * (p.logits - q.logits) + ember.log1p(-p.probs) - ember.log1p(-q.probs))
+    return _where_inf(ember.as_tensor(n_p > n_q), kl)
+
+
+@register_kl(Exponential, Gamma)
+def _kl_exponential_gamma(p: Exponential, q: Gamma) -> Any:
+    mean_log = -_EULER - p.rate.log()
+    return -p.entropy() + _gamma_cross(p.rate.reciprocal(), mean_log, q)
+
+
+@register_kl(Exponential, Gumbel)
+def _kl_exponential_gumbel(p: Exponential, q: Gumbel) -> Any:
+    mgf = p.rate / (p.rate + q.scale.reciprocal())
+    return -p.entropy() + _gumbel_cross(p.rate.reciprocal(), mgf, q)
+
+
+@register_kl(Exponential, Normal)
+def _kl_exponential_normal(p: Exponential, q: Normal) -> Any:
+    mean = p.rate.reciprocal()
+    return -p.entropy() + _normal_cross(mean, mean.pow(2), q)
+
+
+@register_kl(Gamma, Exponential)
+def _kl_gamma_exponential(p: Gamma, q: Exponential) -> Any:
+    return -p.entropy() - q.rate.log() + q.rate * p.concentration / p.rate
+
+
+@register_kl(Gamma, Gumbel)
+def _kl_gamma_gumbel(p: Gamma, q: Gumbel) -> Any:
+    mgf = (p.rate / (p.rate + q.scale.reciprocal())).pow(p.concentration)
+    return -p.entropy() + _gumbel_cross(p.concentration / p.rate, mgf, q)
+
+
+@register_kl(Gamma, Normal)
+def _kl_gamma_normal(p: Gamma, q: Normal) -> Any:
+    mean = p.concentration / p.rate
+    return -p.entropy() + _normal_cross(mean, mean / p.rate, q)
+
+
+@register_kl(Gumbel, Normal)
+def _kl_gumbel_normal(p: Gumbel, q: Normal) -> Any:
+    mean = p.loc + p.scale * _EULER
+    var = (math.pi * p.scale).pow(2) / 6
+    return -p.entropy() + _normal_cross(mean, var, q)
+
+
+@register_kl(HalfNormal, HalfNormal)
+def _kl_halfnormal_halfnormal(p: HalfNormal, q: HalfNormal) -> Any:
+    ratio = (p.scale / q.scale).pow(2)
+    return 0.5 * (ratio - 1 - ratio.log())
+
+
+@register_kl(Laplace, Normal)
+def _kl_laplace_normal(p: Laplace, q: Normal) -> Any:
+    return -p.entropy() + _normal_cross(p.loc, 2 * p.scale.pow(2), q)
+
+
+@register_kl(Normal, Gumbel)
+def _kl_normal_gumbel(p: Normal, q: Gumbel) -> Any:
+    mgf = (-p.loc / q.scale + 0.5 * (p.scale / q.scale).pow(2)).exp()
+    return -p.entropy() + _gumbel_cross(p.loc, mgf, q)
+
+
+@register_kl(Normal, Laplace)
+def _kl_normal_laplace(p: Normal, q: Laplace) -> Any:
+    d = p.loc - q.loc
+    mean_abs = (p.scale * math.sqrt(2 / math.pi) * (-(d / p.scale).pow(2) / 2).exp()
+                + d * (d / (p.scale * math.sqrt(2))).erf())
+    return -p.entropy() + (2 * q.scale).log() + mean_abs / q.scale
+
+
+@register_kl(Pareto, Exponential)
+def _kl_pareto_exponential(p: Pareto, q: Exponential) -> Any:
+    a, s = p.alpha, p.scale
+    result = -p.entropy() - q.rate.log() + q.rate * a * s / (a - 1)
+    return _where_inf(a <= 1, result)
+
+
+@register_kl(Pareto, Gamma)
+def _kl_pareto_gamma(p: Pareto, q: Gamma) -> Any:
+    a, s = p.alpha, p.scale
+    result = -p.entropy() + _gamma_cross(a * s / (a - 1), s.log() + a.reciprocal(), q)
+    return _where_inf(a <= 1, result)
+
+
+@register_kl(Pareto, Normal)
+def _kl_pareto_normal(p: Pareto, q: Normal) -> Any:
+    a, s = p.alpha, p.scale
+    mean = a * s / (a - 1)
+    var = a * s.pow(2) / (a - 2) - mean.pow(2)
+    return _where_inf(a <= 2, -p.entropy() + _normal_cross(mean, var, q))
+
+
+@register_kl(Pareto, Pareto)
+def _kl_pareto_pareto(p: Pareto, q: Pareto) -> Any:
+    ap, aq = p.alpha, q.alpha
+    result = (ap / aq).log() + aq * (p.scale / q.scale).log() + (aq - ap) / ap
+    return _where_inf(p.scale < q.scale, result)
+
+
+@register_kl(Uniform, Beta)
+def _kl_uniform_beta(p: Uniform, q: Beta) -> Any:
+    import ember
+
+    a, b = q.concentration1, q.concentration0
+    h, lo = p.high, p.low
+    one_minus = Uniform.__new__(Uniform)
+    one_minus.high, one_minus.low = 1 - lo, 1 - h
+    cross = (lgamma(a) + lgamma(b) - lgamma(a + b) - (a - 1) * _uniform_mean_log(p)
+             - (b - 1) * _uniform_mean_log(one_minus))
+    result = -(h - lo).log() + cross
+    return ember.where((h > 1) | (lo < 0), _inf_like(result), result)
+
+
+@register_kl(Uniform, Exponential)
+def _kl_uniform_exponential(p: Uniform, q: Exponential) -> Any:
+    result = -p.entropy() - q.rate.log() + q.rate * (p.high + p.low) / 2
+    return _where_inf(p.low < 0, result)
+
+
+@register_kl(Uniform, Gamma)
+def _kl_uniform_gamma(p: Uniform, q: Gamma) -> Any:
+    result = -p.entropy() + _gamma_cross((p.high + p.low) / 2, _uniform_mean_log(p), q)
+    return _where_inf(p.low < 0, result)
+
+
+@register_kl(Uniform, Gumbel)
+def _kl_uniform_gumbel(p: Uniform, q: Gumbel) -> Any:
+    h, lo, b = p.high, p.low, q.scale
+    mgf = b * ((-lo / b).exp() - (-h / b).exp()) / (h - lo)
+    return -p.entropy() + _gumbel_cross((h + lo) / 2, mgf, q)
+
+
+@register_kl(Uniform, Normal)
+def _kl_uniform_normal(p: Uniform, q: Normal) -> Any:
+    return -p.entropy() + _normal_cross((p.high + p.low) / 2, (p.high - p.low).pow(2) / 12, q)
+
+
+@register_kl(Uniform, Pareto)
+def _kl_uniform_pareto(p: Uniform, q: Pareto) -> Any:
+    a, s = q.alpha, q.scale
+    cross = -a.log() - a * s.log() + (a + 1) * _uniform_mean_log(p)
+    return _where_inf(p.low < s, -p.entropy() + cross)
+
+
+def _kl_infinite(p: Any, q: Any) -> Any:
+    return _inf_batch(p, q)
+
+
+for _p, _q in [(Beta, Pareto), (Exponential, Beta), (Exponential, Pareto), (Exponential, Uniform),
+               (Gamma, Beta), (Gamma, Pareto), (Gamma, Uniform), (Gumbel, Beta),
+               (Gumbel, Exponential), (Gumbel, Gamma), (Gumbel, Pareto), (Gumbel, Uniform),
+               (Laplace, Beta), (Laplace, Exponential), (Laplace, Gamma), (Laplace, Pareto),
+               (Laplace, Uniform), (Normal, Beta), (Normal, Exponential), (Normal, Gamma),
+               (Normal, Pareto), (Normal, Uniform), (Pareto, Beta), (Pareto, Uniform),
+               (Poisson, Bernoulli), (Poisson, Binomial)]:
+    register_kl(_p, _q)(_kl_infinite)
