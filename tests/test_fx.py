@@ -598,3 +598,23 @@ def test_subclass_of_a_standard_module_is_traced_through_like_torch():
         assert _ops(gm) == _ops(torch.fx.symbolic_trace(theirs))
         x = ember.randn(*shape)
         np.testing.assert_array_equal(gm(x).detach().numpy(), ours(x).detach().numpy())
+
+
+def test_erasing_the_next_node_while_iterating():
+    gm = fx.symbolic_trace(E["MLP"]())
+    g = gm.graph
+    before = len(g.nodes)
+    x = next(iter(g.nodes))
+    with g.inserting_after(x):
+        first = g.call_function(ember.exp, (x,))
+        second = g.call_function(ember.neg, (x,))
+    visited = []
+    for n in g.nodes:
+        visited.append(n)
+        if n is first:
+            g.erase_node(second)  # the node the loop visits next
+    assert second not in visited and first in visited
+    assert len(visited) == before + 1 == len(g.nodes)
+    g.erase_node(first)
+    g.lint()
+    assert len(g.nodes) == before

@@ -37,7 +37,7 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 # (id of the calling module's globals, function name) -> those globals: the functions a tracer
 # records as call_function nodes instead of tracing through them
 _wrapped_fns_to_patch: dict[tuple[int, str], dict[str, Any]] = {}
-_wrapped_ids: set[int] = set()
+_wrapped_ids: dict[int, Any] = {}  # id -> the function (held, so the id stays its)
 _is_tracing = [0]
 
 # namespace functions that ask about their argument's type rather than compute with it
@@ -81,7 +81,7 @@ def wrap(fn_or_name: _F | str) -> _F | str:
     _wrapped_fns_to_patch[(id(caller.f_globals), name)] = caller.f_globals
     target = caller.f_globals.get(name, getattr(builtins, name, None))
     if target is not None:
-        _wrapped_ids.add(id(target))
+        _wrapped_ids[id(target)] = target
     return fn_or_name
 
 

@@ -263,7 +263,10 @@ class Graph:
             raise RuntimeError(f"Attempting to remove {to_erase} from wrong graph!")
         if to_erase._erased:
             return
-        to_erase._remove_from_list()
+        # unlink it from its neighbours but keep its own links, so that a loop over the nodes
+        # that erases the node it is about to visit still finds its way on
+        p, n = to_erase._prev, to_erase._next
+        p._next, n._prev = n, p
         to_erase._erased = True
         self._len -= 1
         self._graph_namespace.release(to_erase.name)
