@@ -438,3 +438,27 @@ def test_exponential_family_entropy_and_bregman_kl():
         ED.kl_divergence(w1, cb)
     with pytest.raises(NotImplementedError):
         TD.kl_divergence(t1, TD.ContinuousBernoulli(probs=P([0.2, 0.7])))
+
+
+@pytest.mark.parametrize("name,params", [
+    ("Bernoulli", ([0.2, 0.7],)), ("Beta", ([0.5, 2.0], [1.5, 3.0])),
+    ("Dirichlet", ([[0.5, 2.0, 1.0], [1.0, 1.0, 4.0]],)), ("Exponential", ([0.5, 2.0],)),
+    ("Gamma", ([0.5, 2.0], [1.5, 3.0])), ("Normal", ([0.3, -1.0], [0.5, 2.0])),
+    ("Poisson", ([0.5, 4.0],)),
+])
+def test_exponential_family_parts_match_pytorch(name, params):
+    e, t = _make(ED, name, params), _make(TD, name, params)
+    assert len(e._natural_params) == len(t._natural_params)
+    for a, b in zip(e._natural_params, t._natural_params):
+        close(a, b)
+    close(e._log_normalizer(*e._natural_params), t._log_normalizer(*t._natural_params),
+          rtol=1e-10)
+    if "_mean_carrier_measure" in type(t).__dict__:
+        close(ED.ExponentialFamily.entropy(e), e.entropy(), rtol=1e-10)
+        assert e._mean_carrier_measure == t._mean_carrier_measure
+
+
+def test_utils_names():
+    assert ED.utils.euler_constant == TD.utils.euler_constant
+    assert ED.utils.is_tensor_like(ember.ones(1)) and not ED.utils.is_tensor_like(1.0)
+    close(ED.utils._sum_rightmost(ember.ones(2, 3, 4), 2), [12.0, 12.0])

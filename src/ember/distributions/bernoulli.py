@@ -97,3 +97,15 @@ class Bernoulli(ExponentialFamily):
 
     def _param_device(self) -> Any:
         return (self.probs if "probs" in self.__dict__ else self.logits).device
+
+    # exponential-family form: theta = logits, F(theta) = log(1 + e^theta)
+    _mean_carrier_measure = 0
+
+    @property
+    def _natural_params(self) -> tuple:
+        return (self.logits,)
+
+    def _log_normalizer(self, x: Any) -> Any:
+        from ..nn.functional import softplus
+
+        return softplus(x)

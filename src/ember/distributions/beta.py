@@ -63,3 +63,11 @@ class Beta(ExponentialFamily):
         total = a + b
         return (lgamma(a) + lgamma(b) - lgamma(total) - (a - 1) * digamma(a)
                 - (b - 1) * digamma(b) + (total - 2) * digamma(total))
+
+    # exponential-family form: theta = (a, b), F = lgamma(a) + lgamma(b) - lgamma(a + b)
+    @property
+    def _natural_params(self) -> tuple:
+        return (self.concentration1, self.concentration0)
+
+    def _log_normalizer(self, x: Any, y: Any) -> Any:
+        return lgamma(x) + lgamma(y) - lgamma(x + y)

@@ -68,3 +68,11 @@ class Dirichlet(ExponentialFamily):
         c0 = c.sum(-1)
         return (lgamma(c).sum(-1) - lgamma(c0) - (k - c0) * digamma(c0)
                 - ((c - 1.0) * digamma(c)).sum(-1))
+
+    # exponential-family form: theta = concentration, F = sum lgamma(theta) - lgamma(sum theta)
+    @property
+    def _natural_params(self) -> tuple:
+        return (self.concentration,)
+
+    def _log_normalizer(self, x: Any) -> Any:
+        return lgamma(x).sum(-1) - lgamma(x.sum(-1))

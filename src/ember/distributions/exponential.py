@@ -62,3 +62,13 @@ class Exponential(ExponentialFamily):
 
     def entropy(self) -> Any:
         return 1.0 - self.rate.log()
+
+    # exponential-family form: theta = -rate, F(theta) = -log(-theta)
+    _mean_carrier_measure = 0
+
+    @property
+    def _natural_params(self) -> tuple:
+        return (-self.rate,)
+
+    def _log_normalizer(self, x: Any) -> Any:
+        return -(-x).log()

@@ -63,3 +63,14 @@ class Gamma(ExponentialFamily):
             self._validate_sample(value)
         c, x = broadcast_all(self.concentration, value * self.rate)
         return gammainc_t(c, x)
+
+    # exponential-family form: theta = (concentration - 1, -rate),
+    # F = lgamma(theta_1 + 1) - (theta_1 + 1) log(-theta_2)
+    _mean_carrier_measure = 0
+
+    @property
+    def _natural_params(self) -> tuple:
+        return (self.concentration - 1, -self.rate)
+
+    def _log_normalizer(self, x: Any, y: Any) -> Any:
+        return lgamma(x + 1) - (x + 1) * (-y).log()

@@ -62,3 +62,14 @@ class Normal(ExponentialFamily):
 
     def entropy(self) -> Any:
         return 0.5 + 0.5 * math.log(2 * math.pi) + self.scale.log()
+
+    # exponential-family form: theta = (loc / scale^2, -1 / (2 scale^2)),
+    # F = -theta_1^2 / (4 theta_2) + log(pi / -theta_2) / 2
+    _mean_carrier_measure = 0
+
+    @property
+    def _natural_params(self) -> tuple:
+        return (self.loc / self.scale.pow(2), -0.5 * self.scale.pow(2).reciprocal())
+
+    def _log_normalizer(self, x: Any, y: Any) -> Any:
+        return -0.25 * x.pow(2) / y + 0.5 * (-math.pi / y).log()

@@ -51,3 +51,11 @@ class Poisson(ExponentialFamily):
             self._validate_sample(value)
         rate, value = broadcast_all(self.rate, value)
         return xlogy(value, rate) - rate - lgamma(value + 1)
+
+    # exponential-family form: theta = log(rate), F(theta) = e^theta
+    @property
+    def _natural_params(self) -> tuple:
+        return (self.rate.log(),)
+
+    def _log_normalizer(self, x: Any) -> Any:
+        return x.exp()

@@ -132,3 +132,18 @@ def xlogy(x: Any, y: Any) -> Any:
         y = ember.as_tensor(y, dtype=x.dtype, device=x.device)
     y_safe = ember.where((x == 0) & (y == 0), 1.0, y)
     return x * y_safe.log()
+
+
+euler_constant = 0.57721566490153286060  # the Euler-Mascheroni constant
+
+
+def is_tensor_like(x: Any) -> bool:
+    """A Tensor, or an object that takes part in ``__torch_function__`` dispatch."""
+    return _is_tensor(x) or hasattr(x, "__torch_function__")
+
+
+def _sum_rightmost(value: Any, dim: int) -> Any:
+    """``value`` summed over its ``dim`` right-most dimensions."""
+    if dim == 0:
+        return value
+    return value.reshape(tuple(value.shape[: value.dim() - dim]) + (-1,)).sum(-1)
