@@ -486,6 +486,48 @@ _BERN_2K = (1 / 6, -1 / 30, 1 / 42, -1 / 30, 5 / 66, -691 / 2730, 7 / 6, -3617 /
             43867 / 798, -174611 / 330, 854513 / 138, -236364091 / 2730)
 _ZETA_EM = tuple(b / math.factorial(2 * k + 2) for k, b in enumerate(_BERN_2K))
 _GL_NODES, _GL_WEIGHTS = np.polynomial.legendre.leggauss(96)
+_QUAD_CHUNK = 16384  # elements per quadrature pass (a pass holds ~100 values per element)
+
+
+def _on_subset(xp: Any, mask: Any, values: Any, fn: Any) -> Any:
+    """``fn`` (elementwise, by quadrature) on ``values[mask]`` in chunks, scattered back into an
+    array shaped like ``values`` (0 elsewhere): the quadratures' temporaries stay small."""
+    out = xp.zeros(values.shape, dtype=np.float64)
+    sub = values[mask]
+    if sub.size:
+        out[mask] = xp.concatenate([fn(sub[i:i + _QUAD_CHUNK])
+                                    for i in range(0, sub.size, _QUAD_CHUNK)])
+    return out
+
+
+def _j_trapezoid(xp: Any, z: Any, n: int) -> Any:
+    """J_n(z), integer n: the trapezoidal rule on (1/pi) int_0^pi cos(n t - z sin t) dt."""
+    m = 64
+    th = xp.asarray(np.arange(m + 1) * (math.pi / m))
+    f = xp.cos(n * th - z[:, None] * xp.sin(th))
+    return (f[:, 1:-1].sum(-1) + 0.5 * (f[:, 0] + f[:, -1])) / m
+
+
+def _y_quadrature(xp: Any, z: Any, n: int) -> Any:
+    """Y_n(z), integer n: Gauss-Legendre on (1/pi) int_0^pi sin(z sin t - n t) dt
+    - (1/pi) int_0^inf (e^(n t) + (-1)^n e^(-n t)) e^(-z sinh t) dt."""
+    zc = z[:, None]
+    th = xp.asarray((_GL_NODES + 1.0) * (math.pi / 2))
+    w = xp.asarray(_GL_WEIGHTS * (math.pi / 2))
+    first = (xp.sin(zc * xp.sin(th) - n * th) * w).sum(-1)
+    top = xp.arcsinh(45.0 / zc)
+    t = (xp.asarray(_GL_NODES) + 1.0) * 0.5 * top
+    g = (xp.exp(n * t) + (-1) ** n * xp.exp(-n * t)) * xp.exp(-zc * xp.sinh(t))
+    second = (g * xp.asarray(_GL_WEIGHTS)).sum(-1) * 0.5 * top[:, 0]
+    return (first - second) / math.pi
+
+
+def _k_trapezoid(xp: Any, z: Any, nu: float) -> Any:
+    """e^z K_nu(z), z >= ~1.8: the trapezoidal rule on int_0^inf e^(-z (cosh t - 1)) cosh(nu t)."""
+    h = 0.05
+    t = xp.asarray(np.arange(81) * h)
+    f = xp.exp(-z[:, None] * (xp.cosh(t) - 1.0)) * xp.cosh(nu * t)
+    return (f[:, 1:].sum(-1) + 0.5 * f[:, 0]) * h
 
 
 def _loop_series(xp: Any, mask: Any, first: Any, step: Any, limit: int = 20000) -> Any:
@@ -660,11 +702,7 @@ def _bessel_j_abs(xp: Any, ax: Any, n: int) -> Any:
     mid = ~small & (ax <= 25.0)
     large = ax > 25.0
     out = _bessel_j_series(xp, xp.where(small, ax, 0.0), n)
-    xm = xp.where(mid, ax, 0.0)[..., None]
-    m = 64
-    th = np.arange(m + 1) * (math.pi / m)
-    f = xp.cos(n * xp.asarray(th) - xm * xp.sin(xp.asarray(th)))
-    trap = (f[..., 1:-1].sum(-1) + 0.5 * (f[..., 0] + f[..., -1])) / m
+    trap = _on_subset(xp, mid, ax, lambda z: _j_trapezoid(xp, z, n))
     out = xp.where(mid, trap, out)
     xl = xp.where(large, ax, 30.0)
     p, q = _hankel(xp, xl, n)
@@ -723,15 +761,7 @@ def _bessel_y(x: Any, n: int) -> Any:
                 term = term * -h2 / (k * (k + 1))
                 acc = acc + term * (hk + hk1 - 2 * _EULER_GAMMA)
             ys = -2.0 / (math.pi * xs) + (2 / math.pi) * log_term * j - acc / math.pi
-        xm = xp.where(mid, x, 10.0)[..., None]
-        th = xp.asarray((_GL_NODES + 1.0) * (math.pi / 2))
-        w = xp.asarray(_GL_WEIGHTS * (math.pi / 2))
-        first = (xp.sin(xm * xp.sin(th) - n * th) * w).sum(-1)
-        top = xp.arcsinh(45.0 / xm)
-        t = (xp.asarray(_GL_NODES) + 1.0) * 0.5 * top
-        g = (xp.exp(n * t) + (-1) ** n * xp.exp(-n * t)) * xp.exp(-xm * xp.sinh(t))
-        second = (g * xp.asarray(_GL_WEIGHTS)).sum(-1) * 0.5 * top[..., 0]
-        ym = (first - second) / math.pi
+        ym = _on_subset(xp, mid, x, lambda z: _y_quadrature(xp, z, n))
         xl = xp.where(large, x, 30.0)
         p, q = _hankel(xp, xl, n)
         c, s = _phase(xp, xl, n)
@@ -786,13 +816,9 @@ def _bessel_k(x: Any, n: int, scaled: bool) -> Any:
             ks = 1.0 / xs + log_term * i_n - 0.5 * acc
         if scaled:
             ks = ks * xp.exp(xs)
-        xm = xp.where(mid, x, 10.0)[..., None]
-        h = 0.05
-        t = xp.asarray(np.arange(81) * h)
-        f = xp.exp(-xm * (xp.cosh(t) - 1.0)) * xp.cosh(n * t)
-        km = (f[..., 1:].sum(-1) + 0.5 * f[..., 0]) * h
+        km = _on_subset(xp, mid, x, lambda z: _k_trapezoid(xp, z, n))
         if not scaled:
-            km = km * xp.exp(-xm[..., 0])
+            km = km * xp.exp(-xp.where(mid, x, 0.0))
         xl = xp.where(large, x, 30.0)
         mu = 4.0 * n * n
         term = xp.ones_like(xl)
@@ -837,14 +863,14 @@ _AIRY_C2 = 0.25881940379280679840
 def _bessel_j_frac(xp: Any, z: Any, nu: float) -> Any:
     """J_nu(z) for 0 < z <= 25 and non-integer nu, Gauss-Legendre on the integral
     (1/pi) int_0^pi cos(nu t - z sin t) dt - (sin(nu pi)/pi) int_0^inf e^(-z sinh t - nu t) dt."""
-    zc = z[..., None]
+    zc = z[:, None]
     th = xp.asarray((_GL_NODES + 1.0) * (math.pi / 2))
     w = xp.asarray(_GL_WEIGHTS * (math.pi / 2))
     first = (xp.cos(nu * th - zc * xp.sin(th)) * w).sum(-1)
     top = xp.arcsinh(45.0 / zc)
     t = (xp.asarray(_GL_NODES) + 1.0) * 0.5 * top
     g = xp.exp(-zc * xp.sinh(t) - nu * t)
-    second = (g * xp.asarray(_GL_WEIGHTS)).sum(-1) * 0.5 * top[..., 0]
+    second = (g * xp.asarray(_GL_WEIGHTS)).sum(-1) * 0.5 * top[:, 0]
     return (first - math.sin(nu * math.pi) * second) / math.pi
 
 
@@ -873,11 +899,7 @@ def airy_ai(x: Any) -> Any:
         zeta = 2.0 / 3.0 * ax * xp.sqrt(ax)
         # x > 2: K_{1/3}(zeta) e^zeta by the trapezoidal rule (zeta <= 25) or its asymptotic series
         zp = xp.where(pos, zeta, 10.0)
-        zm = xp.minimum(zp, 25.0)[..., None]
-        h = 0.05
-        t = xp.asarray(np.arange(81) * h)
-        fk = xp.exp(-zm * (xp.cosh(t) - 1.0)) * xp.cosh(t / 3.0)
-        k_mid = (fk[..., 1:].sum(-1) + 0.5 * fk[..., 0]) * h
+        k_mid = _on_subset(xp, pos & (zp <= 25.0), zp, lambda z: _k_trapezoid(xp, z, 1 / 3))
         zl = xp.maximum(zp, 25.0)
         term = xp.ones_like(zl)
         acc = term
@@ -890,8 +912,8 @@ def airy_ai(x: Any) -> Any:
         # x < -2.5: J_{+-1/3}(zeta)
         zn = xp.where(neg, zeta, 10.0)
         mid = zn <= 25.0
-        zmid = xp.where(mid, zn, 10.0)
-        j_sum = _bessel_j_frac(xp, zmid, 1 / 3) + _bessel_j_frac(xp, zmid, -1 / 3)
+        j_sum = _on_subset(xp, neg & mid, zn, lambda z: _bessel_j_frac(xp, z, 1 / 3)
+                           + _bessel_j_frac(xp, z, -1 / 3))
         zl = xp.where(mid, 30.0, zn)
         big = xp.zeros_like(zl)
         for nu in (1 / 3, -1 / 3):
