@@ -201,19 +201,29 @@ class Node:
 
     def format_node(self) -> str:
         """One line as ``print(graph)`` shows it."""
+        typ = f"{_type_str(self.type)} " if self.type is not None else ""
         if self.op == "placeholder":
             default = f"(default={self.args[0]})" if self.args else ""
-            return f"%{self.name} : [num_users={len(self.users)}] = " \
+            return f"%{self.name} : {typ}[num_users={len(self.users)}] = " \
                    f"placeholder[target={self.target}]{default}"
         if self.op == "output":
             return f"return {self.args[0]}"
-        head = f"%{self.name} : [num_users={len(self.users)}] = {self.op}[target={_target_str(self)}]"
+        head = f"%{self.name} : {typ}[num_users={len(self.users)}] = " \
+               f"{self.op}[target={_target_str(self)}]"
         if self.op == "get_attr":
             return head
         return f"{head}(args = {_format_arg(self.args)}, kwargs = {_format_arg(self.kwargs)})"
 
     def __repr__(self) -> str:
         return self.name
+
+
+def _type_str(t: Any) -> str:
+    import ember
+
+    if t is ember.Tensor:
+        return "torch.Tensor"
+    return getattr(t, "__qualname__", None) or repr(t)
 
 
 def _target_str(node: Node) -> str:
