@@ -462,3 +462,23 @@ def test_utils_names():
     assert ED.utils.euler_constant == TD.utils.euler_constant
     assert ED.utils.is_tensor_like(ember.ones(1)) and not ED.utils.is_tensor_like(1.0)
     close(ED.utils._sum_rightmost(ember.ones(2, 3, 4), 2), [12.0, 12.0])
+
+
+def test_wishart_redraws_singular_samples(monkeypatch):
+    import warnings
+
+    d = ED.Wishart(E(3.0), covariance_matrix=E(np.eye(2)))
+    calls = []
+    real = ED.Wishart._bartlett
+
+    def first_singular(self, shape):
+        calls.append(1)
+        out = real(self, shape)
+        return out * 0 if len(calls) == 1 else out
+
+    monkeypatch.setattr(ED.Wishart, "_bartlett", first_singular)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        s = d.rsample((4,))
+    assert any("Singular sample detected" in str(w.message) for w in seen)
+    assert len(calls) == 2 and bool((ember.linalg.eigvalsh(s) > 0).all())

@@ -100,7 +100,7 @@ class Wishart(ExponentialFamily):
         return self.df.view(tuple(self._batch_shape) + (1, 1)) * (v.pow(2)
                                                                  + d.unsqueeze(-1) * d.unsqueeze(-2))
 
-    def rsample(self, sample_shape: Any = ()) -> Any:
+    def _bartlett(self, sample_shape: Any) -> Any:
         """L A A^T L^T with A lower triangular: sqrt(chi2(df - i)) on the diagonal, standard
         normals below (Bartlett's decomposition)."""
         import ember
@@ -113,6 +113,27 @@ class Wishart(ExponentialFamily):
         a = below + diag.diag_embed()
         chol = self._unbroadcasted_scale_tril @ a
         return chol @ chol.mT
+
+    def rsample(self, sample_shape: Any = (), max_try_correction: int | None = None) -> Any:
+        """Bartlett draws; a draw that is not numerically positive definite is redrawn up to
+        ``max_try_correction`` times (3 by default), with PyTorch's "Singular sample detected."
+        warning."""
+        import warnings
+
+        import ember
+
+        tries = 3 if max_try_correction is None else int(max_try_correction)
+        sample = self._bartlett(sample_shape)
+        singular = ~_is_positive_definite(sample)
+        if bool(singular.any()):
+            warnings.warn("Singular sample detected.", stacklevel=2)
+            for _ in range(tries):
+                if not bool(singular.any()):
+                    break
+                fresh = self._bartlett(sample_shape)
+                sample = ember.where(singular[..., None, None], fresh, sample)
+                singular = ~_is_positive_definite(sample)
+        return sample
 
     def log_prob(self, value: Any) -> Any:
         import ember
@@ -153,3 +174,17 @@ class Wishart(ExponentialFamily):
         p = self._event_shape[-1]
         return (-(y + 0.5 * (p + 1)) * (ember.linalg.slogdet(-2 * x)[1] - p * math.log(2))
                 + ember.mvlgamma(y + 0.5 * (p + 1), p=p))
+
+
+def _is_positive_definite(x: Any) -> Any:
+    """Per matrix: is it symmetric positive definite (smallest eigenvalue > 0)? Batched."""
+    import numpy as np
+
+    import ember
+
+    arr = x.detach().cpu().numpy().astype(np.float64)
+    with np.errstate(all="ignore"):
+        ok = np.isfinite(arr).all((-2, -1))
+        safe = np.where(ok[..., None, None], arr, np.eye(arr.shape[-1]))
+        ok &= np.linalg.eigvalsh(safe).min(-1) > 0
+    return ember.as_tensor(ok, device=x.device)
