@@ -482,3 +482,16 @@ def test_wishart_redraws_singular_samples(monkeypatch):
         s = d.rsample((4,))
     assert any("Singular sample detected" in str(w.message) for w in seen)
     assert len(calls) == 2 and bool((ember.linalg.eigvalsh(s) > 0).all())
+
+
+def test_von_mises_log_modified_bessel_helper():
+    from torch.distributions.von_mises import _log_modified_bessel_fn as theirs
+
+    from ember.distributions.von_mises import _log_modified_bessel_fn as mine
+
+    x = [0.1, 1.0, 5.0, 50.0, 500.0]
+    for order in (0, 1):
+        # PyTorch's polynomial fit is good to ~1e-7 relative
+        close(mine(E(x), order), theirs(P(x), order), rtol=1e-6, atol=1e-7)
+    with pytest.raises(ValueError):
+        mine(E(x), 2)

@@ -14,11 +14,19 @@ from .utils import broadcast_all
 __all__ = ["VonMises"]
 
 
-def _log_i0(k: Any) -> Any:
-    """log I0(k) = log(I0e(k)) + k (no overflow for large k)."""
+def _log_modified_bessel_fn(x: Any, order: int = 0) -> Any:
+    """log I_order(x) for order 0 or 1 and x > 0, from the scaled functions (no overflow):
+    log(I_order e^-x) + x (PyTorch has this private helper under the same name; callers use it)."""
     import ember
 
-    return ember.special.i0e(k).log() + k
+    if order not in (0, 1):
+        raise ValueError(f"_log_modified_bessel_fn: order must be 0 or 1, got {order}")
+    scaled = ember.special.i0e(x) if order == 0 else ember.special.i1e(x)
+    return scaled.log() + x
+
+
+def _log_i0(k: Any) -> Any:
+    return _log_modified_bessel_fn(k, 0)
 
 
 class VonMises(Distribution):
