@@ -106,8 +106,15 @@ def test_continuous_bernoulli_rsample_gradient_and_statistics():
 
 
 def test_continuous_bernoulli_validation():
-    with pytest.raises(ValueError):
-        ED.ContinuousBernoulli(probs=E([1.5]), validate_args=True)
+    for validate in (None, True, False):  # PyTorch's (quirky) rule, whatever it does
+        try:
+            TD.ContinuousBernoulli(probs=P([1.5]), validate_args=validate)
+        except ValueError:
+            with pytest.raises(ValueError, match="probs has invalid values"):
+                ED.ContinuousBernoulli(probs=E([1.5]), validate_args=validate)
+        else:
+            d = ED.ContinuousBernoulli(probs=E([1.5]), validate_args=validate)
+            assert float(d.probs) < 1.0
     with pytest.raises(ValueError):
         ED.ContinuousBernoulli(probs=E([0.5]), logits=E([0.0]))
     d = ED.ContinuousBernoulli(probs=E([0.3]), validate_args=True)

@@ -35,8 +35,10 @@ class ContinuousBernoulli(ExponentialFamily):
         _one_of(probs, logits)
         if probs is not None:
             (self.probs,) = broadcast_all(probs)
-            validate = self._validate_args if validate_args is None else validate_args
-            if validate and not bool(constraints.unit_interval.check(self.probs).all()):
+            # PyTorch checks probs (before clamping them) whenever validate_args is given,
+            # True or False, and not at all when it is left None
+            if validate_args is not None and not bool(
+                    constraints.unit_interval.check(self.probs).all()):
                 raise ValueError("The parameter probs has invalid values")
             self.probs = clamp_probs(self.probs)
             shape = self.probs.size()
