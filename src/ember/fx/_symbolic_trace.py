@@ -37,7 +37,6 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 # (id of the calling module's globals, function name) -> those globals: the functions a tracer
 # records as call_function nodes instead of tracing through them
 _wrapped_fns_to_patch: dict[tuple[int, str], dict[str, Any]] = {}
-_wrapped_ids: dict[int, Any] = {}  # id -> the function (held, so the id stays its)
 _is_tracing = [0]
 
 # namespace functions that ask about their argument's type rather than compute with it
@@ -79,9 +78,6 @@ def wrap(fn_or_name: _F | str) -> _F | str:
     if caller is None or caller.f_code.co_name != "<module>":
         raise NotImplementedError("wrap must be called at the top level of a module")
     _wrapped_fns_to_patch[(id(caller.f_globals), name)] = caller.f_globals
-    target = caller.f_globals.get(name, getattr(builtins, name, None))
-    if target is not None:
-        _wrapped_ids[id(target)] = target
     return fn_or_name
 
 
@@ -89,10 +85,6 @@ def _assert(condition: Any, message: str = "") -> None:
     """``torch._assert``: raise AssertionError(message) unless ``condition`` holds."""
     if not condition:
         raise AssertionError(message)
-
-
-def _is_wrapped_name(fn: Any) -> bool:
-    return id(fn) in _wrapped_ids
 
 
 def is_fx_tracing() -> bool:
@@ -158,8 +150,12 @@ def _find_proxy(args: tuple, kwargs: dict) -> Proxy | None:
     return None
 
 
-def _recording(fn: Any) -> Callable[..., Any]:
-    """A stand-in for ``fn`` during a trace: records a call_function node on a Proxy argument."""
+def _recording(fn: Any, wrapped: bool = False) -> Callable[..., Any]:
+    """A stand-in for ``fn`` during a trace: records a call_function node on a Proxy argument.
+
+    ``wrapped``: ``fn`` is a leaf by ``fx.wrap`` or autowrap; its nodes are marked
+    (``meta["is_wrapped"]``) so the generated code wraps it again, as PyTorch's does.
+    """
     call = fn.__func__ if isinstance(fn, staticmethod) else fn
 
     @functools.wraps(call)
@@ -167,7 +163,10 @@ def _recording(fn: Any) -> Callable[..., Any]:
         p = _find_proxy(args, kwargs)
         if p is None:
             return call(*args, **kwargs)
-        return p.tracer.create_proxy("call_function", fn, args, kwargs)
+        proxy = p.tracer.create_proxy("call_function", fn, args, kwargs)
+        if wrapped:
+            proxy.node.meta["is_wrapped"] = True
+        return proxy
     patched.__fx_original__ = fn  # type: ignore[attr-defined]
     return patched
 
@@ -515,7 +514,7 @@ class Tracer:
             orig = g.get(name, getattr(builtins, name, None))
             if orig is None:
                 continue
-            self._patcher.setitem(g, name, _recording(orig))
+            self._patcher.setitem(g, name, _recording(orig, wrapped=True))
 
     def _autowrap_globals(self, g: dict) -> None:
         """Patch the names in a traced forward's globals bound to recorded functions."""
@@ -525,7 +524,7 @@ class Tracer:
             if name.startswith("__"):
                 continue
             if id(v) in self._autowrap_function_ids:
-                self._patcher.setitem(g, name, _recording(v))
+                self._patcher.setitem(g, name, _recording(v, wrapped=True))
             elif id(v) in self._recorders:
                 self._patcher.setitem(g, name, self._recorders[id(v)])
 

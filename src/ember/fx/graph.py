@@ -323,19 +323,23 @@ class Graph:
     def __getstate__(self) -> dict:
         index = {n: i for i, n in enumerate(self.nodes)}
         rows = [(n.name, n.op, n.target, map_arg(n.args, lambda x: _Ref(index[x])),
-                 map_arg(n.kwargs, lambda x: _Ref(index[x])), n.type) for n in self.nodes]
+                 map_arg(n.kwargs, lambda x: _Ref(index[x])), n.type,
+                 bool(n.meta.get("is_wrapped"))) for n in self.nodes]
         return {"rows": rows, "tracer_cls": self._tracer_cls}
 
     def __setstate__(self, state: dict) -> None:
         self.__init__(tracer_cls=state["tracer_cls"])  # type: ignore[misc]
         made: list[Node] = []
-        for name, op, target, args, kwargs, type_expr in state["rows"]:
+        from .node import map_aggregate
+
+        for name, op, target, args, kwargs, type_expr, is_wrapped in state["rows"]:
             def get(x: Any) -> Any:
                 return made[x.i] if isinstance(x, _Ref) else x
-            from .node import map_aggregate
 
             made.append(self.create_node(op, target, map_aggregate(args, get),
                                          map_aggregate(kwargs, get), name, type_expr))
+            if is_wrapped:
+                made[-1].meta["is_wrapped"] = True
 
     # --- passes ---------------------------------------------------------------------------------
 
@@ -458,8 +462,13 @@ class _CodeGen:
         self.globals[name] = obj
         return name
 
-    def fn_name(self, fn: Any) -> str:
+    def fn_name(self, fn: Any, wrapped: bool = False) -> str:
         q = _qualified_name(fn)
+        if wrapped:  # a leaf by fx.wrap or autowrap: a global of its own, wrapped again
+            name = self.add_global(q, fn)
+            if name not in self.wrapped:
+                self.wrapped.append(name)
+            return name
         root = q.split(".", 1)[0]
         if root == "torch":
             import ember
@@ -471,12 +480,7 @@ class _CodeGen:
                 self.globals[root] = operator if root == "operator" else math
                 return q
             return fn.__name__
-        name = self.add_global(q, fn)
-        from ._symbolic_trace import _is_wrapped_name
-
-        if _is_wrapped_name(fn):
-            self.wrapped.append(name)
-        return name
+        return self.add_global(q, fn)
 
     def fmt(self, a: Any) -> str:
         if isinstance(a, Node):
@@ -597,7 +601,8 @@ class _CodeGen:
             if t is getattr and len(args) == 2 and isinstance(args[1], str) \
                     and _is_identifier(args[1]):
                 return f"{n.name} = {self.fmt(args[0])}.{args[1]}"
-        return f"{n.name} = {self.fn_name(t)}({self.call_args(args, kwargs)})"
+        name = self.fn_name(t, bool(n.meta.get("is_wrapped")))
+        return f"{n.name} = {name}({self.call_args(args, kwargs)})"
 
     def call_args(self, args: tuple, kwargs: dict) -> str:
         parts = [self.fmt(a) for a in args] + [f"{k} = {self.fmt(v)}" for k, v in kwargs.items()]
