@@ -502,3 +502,26 @@ def test_von_mises_log_modified_bessel_helper():
         close(mine(E(x), order), theirs(P(x), order), rtol=1e-6, atol=1e-7)
     with pytest.raises(ValueError):
         mine(E(x), 2)
+
+
+@pytest.mark.parametrize("build", [
+    lambda D, L: D.Wishart(L.tensor(3.0), covariance_matrix=-L.eye(2)),
+    lambda D, L: D.Wishart(L.tensor(3.0), covariance_matrix=L.eye(2)).log_prob(-L.eye(2)),
+    lambda D, L: D.LKJCholesky(2, L.tensor(1.0)).log_prob(L.eye(2) * 2),
+    lambda D, L: D.GeneralizedPareto(L.tensor(0.0), L.tensor(1.0), L.tensor(0.1)).cdf(
+        L.tensor(-1.0)),
+    lambda D, L: D.VonMises(L.tensor(0.0), L.tensor(1.0)).log_prob(L.tensor(float("nan"))),
+    lambda D, L: D.ContinuousBernoulli(probs=L.tensor(0.3)).cdf(L.tensor(1.5)),
+])
+def test_validation_errors_as_pytorch(build):
+    with pytest.raises(ValueError):
+        build(TD, torch)
+    with pytest.raises(ValueError):
+        build(ED, ember)
+
+
+def test_lkj_dim_must_be_an_int():
+    with pytest.raises(TypeError):
+        TD.LKJCholesky(2.0)
+    with pytest.raises(TypeError, match="dim must be an int"):
+        ED.LKJCholesky(2.0)

@@ -24,7 +24,9 @@ class LKJCholesky(Distribution):
 
     def __init__(self, dim: int, concentration: Any = 1.0,
                  validate_args: bool | None = None) -> None:
-        if not isinstance(dim, int) or isinstance(dim, bool) or dim < 2:
+        if not isinstance(dim, int) or isinstance(dim, bool):
+            raise TypeError(f"LKJCholesky: dim must be an int (>= 2), not {type(dim).__name__}")
+        if dim < 2:
             raise ValueError(f"Expected dim to be an integer greater than or equal to 2. "
                              f"Found dim={dim}.")
         self.dim = dim

@@ -45,17 +45,21 @@ class Wishart(ExponentialFamily):
         self.df = df.expand(batch_shape)
         if scale_tril is not None:
             self.scale_tril = scale_tril.expand(tuple(batch_shape) + (-1, -1))
-            self._unbroadcasted_scale_tril = scale_tril
         elif covariance_matrix is not None:
             self.covariance_matrix = covariance_matrix.expand(tuple(batch_shape) + (-1, -1))
-            self._unbroadcasted_scale_tril = ember.linalg.cholesky(covariance_matrix)
         else:
             self.precision_matrix = precision_matrix.expand(tuple(batch_shape) + (-1, -1))
-            self._unbroadcasted_scale_tril = _precision_to_scale_tril(precision_matrix)
         validate = self._validate_args if validate_args is None else validate_args
         if validate and bool((self.df <= p - 1).any()):
             raise ValueError(f"Value of df={df} expected to be greater than ndim - 1 = {p - 1}.")
         super().__init__(batch_shape, (p, p), validate_args=validate_args)
+        # factor after validation, so an invalid matrix gets the ValueError, not a LinAlgError
+        if scale_tril is not None:
+            self._unbroadcasted_scale_tril = scale_tril
+        elif covariance_matrix is not None:
+            self._unbroadcasted_scale_tril = ember.linalg.cholesky(covariance_matrix)
+        else:
+            self._unbroadcasted_scale_tril = _precision_to_scale_tril(precision_matrix)
 
     @property
     def arg_constraints(self) -> dict:  # type: ignore[override]
