@@ -525,3 +525,17 @@ def test_lkj_dim_must_be_an_int():
         TD.LKJCholesky(2.0)
     with pytest.raises(TypeError, match="dim must be an int"):
         ED.LKJCholesky(2.0)
+
+
+def test_binomial_with_a_python_int_total_count_samples():
+    ember.manual_seed(8)
+    d = ED.Binomial(10, ember.tensor([0.2, 0.7]))
+    s = d.sample((50000,))
+    t = TD.Binomial(10, torch.tensor([0.2, 0.7])).sample((3,))
+    assert s.dtype == ember.float32 and str(t.dtype) == "torch.float32"
+    assert s.shape == (50000, 2)
+    arr = s.numpy()
+    assert (arr == np.round(arr)).all() and arr.min() >= 0 and arr.max() <= 10
+    np.testing.assert_allclose(arr.mean(0), [2.0, 7.0], rtol=0.01)
+    np.testing.assert_allclose(arr.var(0), [1.6, 2.1], rtol=0.05)
+    assert ED.Binomial(10, probs=0.3).sample((4,)).shape == (4,)
