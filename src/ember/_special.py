@@ -1,4 +1,6 @@
 """Special functions NumPy lacks: erf, erfc, erfcx, erfinv, lgamma, digamma, polygamma.
+Also (section "incomplete gamma, Hurwitz zeta, Bessel J, Y, K" below): gammainc, gammaincc,
+zeta, bessel_j0/j1/y0/y1, modified_bessel_k0/k1 and their scaled forms, airy_ai.
 
 Vectorised over NumPy or CuPy arrays (the array module is taken from the argument), no SciPy,
 no per-element Python loops. Results keep the input's floating dtype (integer and bool inputs

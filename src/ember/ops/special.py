@@ -1,9 +1,13 @@
 """Special functions with their derivative rules (torch.special's differentiable core): lgamma,
 digamma, polygamma, mvlgamma, erfcx, the modified Bessel functions i0, i0e, i1, i1e (the
-values come from ``ember/_special.py``, vectorised NumPy/CuPy code), logit and sinc.
+values come from ``ember/_special.py``, vectorised NumPy/CuPy code), logit and sinc; the
+incomplete gamma functions igamma/igammac (gradient in x only) and the Hurwitz zeta (gradient in
+q only), as PyTorch; and, without gradients as in PyTorch, the Bessel functions J0, J1, Y0, Y1,
+K0, K1 (and scaled), modified_bessel_i0/i1, and airy_ai.
 
 Each op's backward is the next function in the family: d lgamma = digamma, d digamma =
-polygamma(1), d polygamma(n) = polygamma(n + 1); I0' = I1.
+polygamma(1), d polygamma(n) = polygamma(n + 1); I0' = I1; dP(a, x)/dx = x^(a-1) e^-x / Gamma(a);
+d zeta(x, q)/dq = -x zeta(x + 1, q).
 
 Neighbours: erf/erfc/erfinv, sigmoid, xlogy in ``ops/pointwise_math.py``;
 ``ember.special`` (``torch.special``) gathers them all under PyTorch's names.
