@@ -46,11 +46,21 @@ def test_incomplete_gamma_matches_pytorch_over_grid(name):
 
 def test_incomplete_gamma_large_a_against_mpmath():
     mpmath = pytest.importorskip("mpmath")
-    for a in [30.0, 100.0, 1000.0]:
-        with mpmath.workdps(30):
-            want = float(mpmath.gammainc(a, 0, a, regularized=True))
-        got = S.gammainc(np.array([a]), np.array([a]))[0]
-        assert abs(got - want) < 1e-12 * want
+    checked = 0
+    for a in [10.0, 30.0, 100.0, 1000.0, 1e4]:
+        for f in [1e-6, 0.1, 0.5, 0.9, 0.99, 1.0, 1.01, 1.1, 2.0]:
+            x = a * f
+            try:
+                with mpmath.workdps(40):
+                    p = float(mpmath.gammainc(a, 0, x, regularized=True))
+                    q = float(mpmath.gammainc(a, x, mpmath.inf, regularized=True))
+            except mpmath.libmp.NoConvergence:
+                continue
+            for got, want in ((S.gammainc(np.array([a]), np.array([x]))[0], p),
+                              (S.gammaincc(np.array([a]), np.array([x]))[0], q)):
+                assert abs(got - want) <= 1e-12 * abs(want) + 1e-300, (a, f, got, want)
+            checked += 1
+    assert checked >= 40
 
 
 def test_incomplete_gamma_float32_dtype_and_gradients():

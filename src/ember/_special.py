@@ -545,6 +545,21 @@ def _loop_series(xp: Any, mask: Any, first: Any, step: Any, limit: int = 20000) 
             return total
 
 
+def _gamma_log_prefactor(xp: Any, a: Any, x: Any) -> Any:
+    """log(x^a e^-x / Gamma(a)). For a >= 10 written as a (log1p(d) - d) + log(a)/2 - log(2 pi)/2
+    - (Stirling's correction), d = (x - a)/a, which avoids subtracting the large a log x and
+    lgamma(a) when x is near a (the bulk of the distribution)."""
+    big = a >= _SERIES_START
+    direct = a * xp.log(x) - x - lgamma(xp.where(big, 1.0, a))
+    ab = xp.where(big, a, _SERIES_START)
+    d = (x - ab) / ab
+    r = 1.0 / ab
+    stirling = r * _poly(r * r, _STIRLING)
+    log_ratio = xp.where(xp.abs(d) < 0.5, xp.log1p(d), xp.log(x / ab))  # log(x / a)
+    near = ab * (log_ratio - d) + 0.5 * xp.log(ab) - _HALF_LOG_2PI - stirling
+    return xp.where(big, near, direct)
+
+
 def _gamma_pq(a: Any, x: Any) -> tuple[Any, Any]:
     """(P(a, x), Q(a, x)) for float64 arrays of one shape, PyTorch's conventions at the edges."""
     xp = xp_of(a)
@@ -564,7 +579,7 @@ def _gamma_pq(a: Any, x: Any) -> tuple[Any, Any]:
         aa, xx = a[series], x[series]
         tot = _loop_series(xp, series, 1.0 / aa, lambda n, t: t * xx / (aa + n))
         with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-            val = xp.exp(aa * xp.log(xx) - xx - lgamma(aa) + xp.log(tot))
+            val = xp.exp(_gamma_log_prefactor(xp, aa, xx) + xp.log(tot))
         p[series] = val
         q[series] = 1.0 - val
     small = fin & (a < 1) & (x <= 2)
@@ -602,7 +617,7 @@ def _gamma_pq(a: Any, x: Any) -> tuple[Any, Any]:
             if i > 20000 or bool(xp.all(xp.abs(delta - 1.0) <= 1e-16)):
                 break
         with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-            val = xp.exp(aa * xp.log(xx) - xx - lgamma(aa) + xp.log(h))
+            val = xp.exp(_gamma_log_prefactor(xp, aa, xx) + xp.log(h))
         q[frac] = val
         p[frac] = 1.0 - val
     return p, q
