@@ -683,17 +683,14 @@ class CorrCholeskyTransform(Transform):
     def _call(self, x: Any) -> Any:
         import ember
 
+        from ..nn.functional import pad
         from .utils import finfo_eps, vec_to_tril_matrix
 
         eps = finfo_eps(x)
         r = vec_to_tril_matrix(x.tanh().clamp(min=-1 + eps, max=1 - eps), diag=-1)
-        n = r.shape[-1]
-        eye = ember.eye(n, dtype=x.dtype, device=x.device)
-        r_eye = r + eye
-        keep = (1 - r.pow(2)).sqrt().cumprod(-1)
-        from ..nn.functional import pad
-
-        return r_eye * pad(keep[..., :-1], (1, 0), value=1.0)
+        eye = ember.eye(r.shape[-1], dtype=x.dtype, device=x.device)
+        keep = (1 - r.pow(2)).sqrt().cumprod(-1)  # prod_{k<=j} sqrt(1 - r_ik^2)
+        return (r + eye) * pad(keep[..., :-1], (1, 0), value=1.0)
 
     def _inverse(self, y: Any) -> Any:
         from ..nn.functional import pad
@@ -706,8 +703,6 @@ class CorrCholeskyTransform(Transform):
         return t.clamp(min=-1 + eps, max=1 - eps).atanh()
 
     def log_abs_det_jacobian(self, x: Any, y: Any, intermediates: Any = None) -> Any:
-        import ember
-
         from ..nn.functional import pad, softplus
         from .utils import tril_matrix_to_vec
 
@@ -716,7 +711,7 @@ class CorrCholeskyTransform(Transform):
         left = pad(left[..., :-1], (1, 0), value=1.0)
         stick = 0.5 * tril_matrix_to_vec(left, diag=-1).log().sum(-1)
         tanh_part = (2.0 * (math.log(2.0) - x - softplus(-2.0 * x))).sum(-1)
-        return ember.as_tensor(stick + tanh_part)
+        return stick + tanh_part
 
     def forward_shape(self, shape: Any) -> Any:
         if len(shape) < 1:
