@@ -42,6 +42,7 @@ MIRRORED = (
     "_native_core.py",
     "_tensor_base.py",
     "autograd/engine.py",
+    "autograd/function.py",
 )
 BUILD_INFO = "_native_build.txt"  # written by setup.py beside the package: why it was not built
 

@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from .. import _backend
+from .. import _backend, _native_core
 from .._backend import CPU_ARRAY
 from .._tensor_base import TensorBase
 from . import grad_mode
@@ -38,6 +38,9 @@ anomaly_enabled = False  # set by ember.autograd.anomaly_mode.detect_anomaly
 # While ``compile`` traces a region, the recorder it installs here sees every op that runs:
 # ``tracer.record(cls, ctx, args, raw, outputs)`` after the op has made its outputs.
 tracer: Any = None
+# Reserved for the libraries issue's __torch_function__/TorchFunctionMode interception: while it
+# is not None, ember._native's Function.apply hands every call to the Python one (_apply_python).
+mode_hook: Any = None
 
 
 class FunctionCtx(Node):
@@ -776,3 +779,12 @@ def register_retain(t: TensorBase) -> None:
     if fn._retain is None:
         fn._retain = []
     fn._retain.append((t._output_nr, weakref.ref(t)))
+
+
+# ember._native's Function.apply does a built-in op's common call in C and hands every other call
+# (a user's Function, another device, a stale view, anomaly mode, compile's tracer, mode_hook) to
+# this Python function, the reference (docs/design.md, "The native core").
+_apply_python = Function.__dict__["apply"].__func__
+if _native_core.native is not None:
+    _native_core.native.function_init(globals())
+    Function.apply = classmethod(_native_core.native.function_apply)  # type: ignore[assignment]
