@@ -23,7 +23,16 @@ import pytest
 
 import ember
 
-torch = pytest.importorskip("torch")
+try:
+    import torch
+except ImportError:  # the library import test below still runs: it needs no PyTorch
+    torch = None
+
+
+@pytest.fixture(autouse=True)
+def _compare_with_pytorch(request):
+    if torch is None and request.node.originalname != "test_library_imports_under_ember_run":
+        pytest.skip("PyTorch is not installed")
 
 WITHOUT_TENSORS = ["complex64", "complex128", "complex32", "cfloat", "cdouble", "chalf",
                    "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz",
