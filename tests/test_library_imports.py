@@ -309,6 +309,18 @@ def test_grad_scaler_at_the_top_level_is_amps():
     assert scaler.scale(ember.ones(2)).equal(ember.ones(2)) and not scaler.is_enabled()
 
 
+def test_del_grad_clears_it_as_pytorch():
+    # pytorch_optimizer's wrappers clear gradients with `del p.grad`
+    for m in (ember, torch):
+        p = m.nn.Parameter(m.ones(2))
+        (p * 2).sum().backward()
+        assert p.grad is not None
+        del p.grad
+        assert p.grad is None
+        (p * 3).sum().backward()
+        assert p.grad.tolist() == [3.0, 3.0]
+
+
 def test_type_takes_a_legacy_tensor_class_as_pytorch():
     # einops' YOLO example (and YOLOv3 code): x.type(torch.FloatTensor)
     for src, cls in (("int64", "FloatTensor"), ("float32", "LongTensor"), ("float32", "HalfTensor")):

@@ -219,6 +219,11 @@ class Tensor(TensorBase):
             )
         self._grad = value
 
+    @grad.deleter
+    def grad(self) -> None:
+        # ``del p.grad``: the gradient is gone, as after ``p.grad = None`` (PyTorch's)
+        self._grad = None
+
     @property
     def is_leaf(self) -> bool:
         return self.grad_fn is None
