@@ -27,7 +27,7 @@ angles = fill(16, scale=2.5)
 loc = torch.zeros((), dtype=torch.float64, requires_grad=True)
 log_kappa = torch.zeros((), dtype=torch.float64, requires_grad=True)
 opt = torch.optim.Adam([loc, log_kappa], lr=0.05)
-for step in range(30):
+for _step in range(30):
     opt.zero_grad()
     nll = -D.VonMises(loc, log_kappa.exp()).log_prob(angles).mean()
     nll.backward()
