@@ -4,9 +4,14 @@
 #   1. .venv-core: ember with its runtime dependencies alone (NumPy, ml_dtypes) + pytest; runs the
 #      core-only tests (tests/test_core_install.py and a few suites) there. About a minute.
 #   2. .venv: ember[test,demo] + torch 2.13 (CPU wheel) + torchvision 0.28 for the parity tests;
-#      ruff, then the whole suite on both cores (pytest -n 2). About 10-15 minutes on 2 cores.
-# Arguments go to the second pytest (`bash scripts/test.sh tests/test_autograd.py -x`); with
-# arguments, the core-only step is skipped. EMBER_NO_TORCH=1 skips installing PyTorch.
+#      ruff, then the whole suite on both cores (pytest -n 2) with the native core (ember._native,
+#      built by the install; in CI a failed build is an error). About 5-10 minutes on 2 cores.
+#   3. The same environment with EMBER_PURE_PYTHON=1: the op table, autograd, nn, compile, the
+#      profiler and the differential tester against PyTorch on the pure-Python core; then the
+#      native core's own tests and autograd's under `python -X dev` with PYTHONMALLOC=debug
+#      (reference counting). A few minutes.
+# Arguments go to the second pytest alone (`bash scripts/test.sh tests/test_autograd.py -x`); with
+# arguments, steps 1 and 3 are skipped. EMBER_NO_TORCH=1 skips installing PyTorch.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -27,7 +32,8 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
-.venv/bin/python -m pip install -q -e '.[test,demo]'
+# in CI the native core must build (a broken C file is an error there, not a silent fallback)
+EMBER_REQUIRE_NATIVE=${CI:+1} .venv/bin/python -m pip install -q -e '.[test,demo]'
 if [ "${EMBER_NO_TORCH:-0}" != "1" ]; then
   # the CPU wheel of exactly this version is what the parity tests compare against
   if ! .venv/bin/python -m pip install -q torch==2.13.0; then
@@ -40,5 +46,17 @@ if [ "${EMBER_NO_TORCH:-0}" != "1" ]; then
     || echo "torchvision 0.28.0 is not installable here: the vision parity tests will be skipped"
 fi
 .venv/bin/ruff check .
-echo "== tests (.venv, 2 workers)"
-exec .venv/bin/python -m pytest -q -p no:cacheprovider -n 2 -rs "$@"
+.venv/bin/python -m ember --version
+if [ "$#" -ne 0 ]; then
+  exec .venv/bin/python -m pytest -q -p no:cacheprovider -n 2 -rs "$@"
+fi
+echo "== pure-Python core (EMBER_PURE_PYTHON=1): ops, autograd, nn, compile, differential"
+EMBER_PURE_PYTHON=1 .venv/bin/python -m pytest -q -p no:cacheprovider -n 2 \
+  tests/test_ops_*.py tests/test_autograd*.py tests/test_inplace_views.py \
+  tests/test_utils_checkpoint.py tests/test_compile.py tests/test_nn_*.py \
+  tests/test_differential.py tests/test_profiler.py tests/test_native_core.py
+echo "== native core under python -X dev, PYTHONMALLOC=debug"
+PYTHONMALLOC=debug .venv/bin/python -X dev -m pytest -q -p no:cacheprovider -p no:xdist \
+  tests/test_native_core.py tests/test_autograd.py
+echo "== tests (.venv, 2 workers, native core)"
+exec .venv/bin/python -m pytest -q -p no:cacheprovider -n 2 -rs
