@@ -63,58 +63,10 @@ def polygamma(n: int, x: Any) -> Any:
 
 
 # ---------------------------------------------------------------------------------------------
-# the regularised lower incomplete gamma function P(a, x), float64, NumPy
-
-
-def _log_prefactor(a: np.ndarray, x: np.ndarray) -> np.ndarray:
-    with np.errstate(divide="ignore"):
-        return a * np.log(x) - x - np.asarray(sp.lgamma(a))
-
-
 def gammainc(a: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """P(a, x) = gamma(a, x) / Gamma(a) for a > 0, x >= 0 (float64 arrays of one shape)."""
-    a = np.asarray(a, np.float64)
-    x = np.asarray(x, np.float64)
-    out = np.zeros(np.broadcast_shapes(a.shape, x.shape))
-    a, x = np.broadcast_to(a, out.shape), np.broadcast_to(x, out.shape)
-    pos = x > 0
-    series = pos & (x < a + 1)
-    frac = pos & ~series
-    if series.any():
-        aa, xx = a[series], x[series]
-        term = 1.0 / aa
-        total = term.copy()
-        n = 0
-        while True:  # terms shrink geometrically once n > x - a
-            n += 1
-            term = term * xx / (aa + n)
-            total += term
-            if n > 5000 or np.all(np.abs(term) <= np.abs(total) * 1e-16):
-                break
-        out[series] = np.exp(_log_prefactor(aa, xx) + np.log(total))
-    if frac.any():  # modified Lentz for the continued fraction of Q = 1 - P
-        aa, xx = a[frac], x[frac]
-        tiny = 1e-300
-        b = xx + 1.0 - aa
-        c = np.full_like(b, 1.0 / tiny)
-        d = 1.0 / b
-        h = d.copy()
-        i = 0
-        while True:
-            i += 1
-            an = -i * (i - aa)
-            b = b + 2.0
-            d = an * d + b
-            d = np.where(np.abs(d) < tiny, tiny, d)
-            c = b + an / c
-            c = np.where(np.abs(c) < tiny, tiny, c)
-            d = 1.0 / d
-            delta = d * c
-            h = h * delta
-            if i > 5000 or np.all(np.abs(delta - 1.0) <= 2e-15):
-                break
-        out[frac] = 1.0 - np.exp(_log_prefactor(aa, xx)) * h
-    return out
+    """P(a, x) = gamma(a, x) / Gamma(a) for a > 0, x >= 0, as float64 (``ember._special``'s
+    kernel, the one ``torch.special.gammainc`` uses)."""
+    return np.asarray(sp.gammainc(np.asarray(a, np.float64), np.asarray(x, np.float64)))
 
 
 def _host(x: Any) -> np.ndarray:
