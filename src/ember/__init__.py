@@ -178,6 +178,7 @@ from .ops.comparison import *  # noqa: F403
 from .ops.cumulative import *  # noqa: F403
 from .ops.reduction import *  # noqa: F403
 from .ops.reduction_stats import *  # noqa: F403
+from .ops.reduction_stats import _segment_reduce as segment_reduce  # noqa: F401
 from .ops.softmax_family import *  # noqa: F403
 from .ops import return_types  # torch.return_types: the named result tuples
 from .ops.blas import *  # noqa: F403
@@ -379,3 +380,4 @@ def __getattr__(name: str) -> object:
 
 # PyTorch's namespace functions are builtins, which do not bind as methods: ember's neither
 _as_builtins(globals(), __name__, _PYTHON_LEVEL)
+_segment_reduce = segment_reduce  # one builtin under both names, as PyTorch's

@@ -1,5 +1,5 @@
 """Statistical reductions (torch's "Reduction Ops", continued): var, std, var_mean, std_mean,
-norm, logsumexp, median, nanmedian, mode.
+norm, logsumexp, median, nanmedian, mode; `torch._segment_reduce` (`segment_reduce`).
 
 The plain reductions (sum, max...) are in ``reduction.py``, whose tie-sharing and index-selecting
 backward rules (``_EvenSplit``, ``_Select``) these reuse; ``torch.linalg.vector_norm`` lives in
@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from .. import _dtype
-from .._tensor_base import data_of
+from .. import _backend, _dtype
+from .._tensor_base import data_of, wrap_dim
 from ..autograd.function import Op
 from . import _out, return_types
 from . import _promote as _prom
@@ -44,6 +44,7 @@ from .reduction import AMax, AMin, Mean, Sum, _EvenSplit, _extreme_dim, _first_n
 
 __all__ = [
     "var", "std", "var_mean", "std_mean", "norm", "logsumexp", "median", "nanmedian", "mode",
+    "_segment_reduce",
 ]
 
 
@@ -527,3 +528,176 @@ def _nan_fill(xp: Any, x: Any) -> Any:
 
 
 make_outputs_contiguous(globals())
+
+
+# ---------------------------------------------------------------------------------------------
+# _segment_reduce
+
+
+_SEGMENT_REDUCES = {"sum": "sum", "mean": "mean", "prod": "prod", "max": "max", "amax": "max",
+                    "min": "min", "amin": "min"}
+
+
+class SegmentReduce(Op):
+    """out[s] = reduce(initial?, x[off[s]:off[s+1]]) along axis (per leading batch index).
+    sum:  grad_x = grad[s]                mean: grad_x = grad[s] / len[s]
+    prod: grad_x = grad[s] * initial * product of the other members (exact with zeros)
+    max/min: grad[s] is split evenly among the members equal to out[s] (initial is no member)"""
+
+    node_name = "SegmentReduceBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, x: Any, reduce: str, offs: Any, axis: int, initial: Any) -> Any:
+        xp = ctx.xp
+        bshape, n, rshape = x.shape[:axis], x.shape[axis], x.shape[axis + 1:]
+        bp, rp = math.prod(bshape), math.prod(rshape)
+        nseg = offs.shape[-1] - 1
+        off = xp.asarray(offs.reshape(bp, nseg + 1), dtype=np.int64)
+        lens = (off[:, 1:] - off[:, :-1]).reshape(-1)
+        first = xp.cumsum(lens) - lens  # each group's first place among the gathered rows
+        grp = xp.repeat(xp.arange(bp * nseg, dtype=np.int64), lens)
+        row0 = (off[:, :-1] + xp.arange(bp, dtype=np.int64)[:, None] * n).reshape(-1)
+        pos = xp.repeat(row0 - first, lens) + xp.arange(grp.shape[0], dtype=np.int64)
+        w = _wide(x).reshape(bp * n, rp)
+        vals = w[pos]
+        full = {"sum": 0.0, "mean": 0.0, "prod": 1.0, "max": -np.inf, "min": np.inf}[reduce]
+        out = xp.full((bp * nseg, rp), full, dtype=w.dtype)
+        ne = lens > 0
+        if bool(ne.any()):
+            ufunc = {"sum": xp.add, "mean": xp.add, "prod": xp.multiply, "max": xp.maximum,
+                     "min": xp.minimum}[reduce]
+            out[ne] = ufunc.reduceat(vals, first[ne], axis=0)
+        if initial is not None:
+            init = xp.asarray(initial, dtype=w.dtype)
+            out = {"sum": xp.add, "mean": xp.add, "prod": xp.multiply, "max": xp.maximum,
+                   "min": xp.minimum}[reduce](out, init)
+        if reduce == "mean":
+            with _quiet(xp):
+                div = out / lens.astype(w.dtype)[:, None]
+            out = xp.where(ne[:, None], div, out if initial is not None else np.nan)
+        out = out.astype(w.dtype, copy=False)
+        ctx.reduce, ctx.xshape = reduce, x.shape
+        if _need(ctx):
+            inv = xp.full(bp * n, bp * nseg, dtype=np.int64)  # rows in no segment: the zero row
+            inv[pos] = grp
+            ctx.inv, ctx.rp = inv, rp
+            if reduce == "mean":
+                per = xp.concatenate([1.0 / xp.maximum(lens, 1), xp.zeros(1)])
+                ctx.coef = per.astype(w.dtype)[inv][:, None]
+            elif reduce in ("max", "min"):
+                hit = vals == out[grp]
+                cnt = xp.zeros((bp * nseg, rp), dtype=np.int64)
+                if bool(ne.any()):
+                    cnt[ne] = xp.add.reduceat(hit.astype(np.int64), first[ne], axis=0)
+                coef = xp.zeros((bp * n, rp), dtype=w.dtype)
+                coef[pos] = hit / xp.maximum(cnt[grp], 1)
+                ctx.coef = coef
+            elif reduce == "prod":
+                ctx.coef = _segment_prod_coef(xp, w, vals, pos, grp, first, ne, bp * nseg, initial)
+        oshape = bshape + (nseg,) + rshape
+        return _narrow(out, x.dtype).reshape(oshape)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        xp = ctx.xp
+        if ctx.reduce == "prod" and not isinstance(grad, np.ndarray) and hasattr(grad, "_data"):
+            raise RuntimeError("_segment_reduce(reduce='prod') does not support double backward "
+                               "(create_graph=True) in ember; use reduce='sum' or torch.prod")
+        g = grad.reshape(-1, ctx.rp)
+        gpad = xp.concatenate([g, xp.zeros_like(g[:1])], axis=0)
+        gx = gpad[ctx.inv]
+        if ctx.reduce != "sum":
+            gx = gx * ctx.coef.astype(data_of(grad).dtype if hasattr(grad, "_data")
+                                      else grad.dtype, copy=False)
+        return gx.reshape(ctx.xshape), None, None, None, None
+
+
+def _segment_reduce(
+    data: Any, reduce: str, *, lengths: Any = None, indices: Any = None, offsets: Any = None,
+    axis: int = 0, unsafe: bool = False, initial: float | None = None,
+) -> Any:
+    """Reduce consecutive segments of ``data`` along ``axis`` (``sum``, ``mean``, ``prod``,
+    ``max``/``amax``, ``min``/``amin``); the segments are given by ``lengths`` or ``offsets``,
+    whose last dim is ``axis`` (``lengths.shape == data.shape[:axis] + (segments,)``). An empty
+    segment gives ``initial`` (else 0, nan, 1, -inf, inf); ``initial`` also joins every segment."""
+    x = _t(data)
+    if reduce not in _SEGMENT_REDUCES:
+        raise RuntimeError(
+            f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
+    if x.ndim == 0:
+        raise RuntimeError("segment_reduce(): expected data with at least one dim, got a 0-d "
+                           "tensor; reshape it, e.g. data.reshape(1)")
+    axis = wrap_dim(axis, x.ndim)
+    if indices is not None:
+        raise RuntimeError("segment_reduce(): indices based reduction is not supported yet; "
+                           "give lengths= or offsets=")
+    if lengths is None and offsets is None:
+        raise RuntimeError("segment_reduce(): Either lengths or offsets must be defined.")
+    dt = x._data.dtype
+    if dt.kind not in "fV":
+        raise NotImplementedError(
+            f"\"_segment_reduce_cpu\" not implemented for '{_dtype.legacy_name(x.dtype)}' "
+            "(segment_reduce takes floating data); convert first, e.g. data.float()")
+    offs = _segment_offsets(x, lengths, offsets, axis, unsafe)
+    return SegmentReduce.apply(x, _SEGMENT_REDUCES[reduce], offs, axis, initial)
+
+
+def _segment_offsets(x: Any, lengths: Any, offsets: Any, axis: int, unsafe: bool) -> Any:
+    """The segments' offsets as an int64 array of shape ``data.shape[:axis] + (segments + 1,)``,
+    checked as PyTorch checks them."""
+    name = "lengths" if lengths is not None else "offsets"
+    seg = _t(lengths if lengths is not None else offsets)
+    a = data_of(seg)
+    if a.dtype not in (np.int32, np.int64):
+        raise NotImplementedError(
+            f"\"_segment_reduce_{name}_cpu_kernel1\" not implemented for "
+            f"'{_dtype.legacy_name(seg.dtype)}' ({name} must be int32 or int64)")
+    if seg.ndim != axis + 1:
+        raise RuntimeError(
+            f"segment_reduce(): Expected axis to be the last dimension of {name} but got {axis} "
+            f"({name} has shape {tuple(a.shape)}, data {tuple(x.shape)}; {name} needs shape "
+            f"data.shape[:axis] + (segments{'' if lengths is not None else ' + 1'},))")
+    if tuple(a.shape[:-1]) != tuple(x.shape[:axis]):
+        raise RuntimeError(
+            f"segment_reduce(): {name} of shape {tuple(a.shape)} does not match data of shape "
+            f"{tuple(x.shape)} before axis {axis}")
+    a = np.asarray(_backend.to_numpy(a), dtype=np.int64)
+    n = x.shape[axis]
+    if lengths is not None:
+        if (a < 0).any():
+            raise RuntimeError("lengths contains negative value!")
+        if not unsafe and (a.sum(axis=-1) != n).any():
+            raise RuntimeError(
+                "segment_reduce(): Expected all rows of lengths along axis to sum to "
+                f"data.size(lengths.dim()-1) when !unsafe (they sum to "
+                f"{a.sum(axis=-1).tolist()}, data.size({axis}) is {n}).")
+        zero = np.zeros(a.shape[:-1] + (1,), dtype=np.int64)
+        a = np.concatenate([zero, np.cumsum(a, axis=-1)], axis=-1)
+    if a.shape[-1] == 0:
+        raise RuntimeError("segment_reduce(): offsets needs at least one value (segments + 1)")
+    if (np.diff(a, axis=-1) < 0).any():
+        raise RuntimeError("Expected segment_length >= 0 to be true, but got false (offsets "
+                           "must not decrease).")
+    if a.size and (a.min() < 0 or a.max() > n):
+        raise RuntimeError(f"segment_reduce(): offsets out of range [0, {n}] for data.size("
+                           f"{axis}) = {n}")
+    return _backend.xp_of(x._data).asarray(a)
+
+
+def _segment_prod_coef(xp: Any, w: Any, vals: Any, pos: Any, grp: Any, first: Any, ne: Any,
+                       ngroups: int, initial: Any) -> Any:
+    """d(initial * product of the segment)/d(member): the product of the other members and
+    ``initial``, exact with zeros (0 when another member is 0)."""
+    zero = vals == 0
+    zc = xp.zeros((ngroups, vals.shape[1]), dtype=np.int64)
+    pnz = xp.full((ngroups, vals.shape[1]), 1.0 if initial is None else initial, dtype=w.dtype)
+    if bool(ne.any()):
+        zc[ne] = xp.add.reduceat(zero.astype(np.int64), first[ne], axis=0)
+        pnz[ne] = pnz[ne] * xp.multiply.reduceat(xp.where(zero, 1, vals).astype(w.dtype),
+                                                 first[ne], axis=0)
+    z, p = zc[grp], pnz[grp]
+    with _quiet(xp):
+        c = xp.where(zero, (z == 1) * p, (z == 0) * p / xp.where(zero, 1, vals))
+    coef = xp.zeros(w.shape, dtype=w.dtype)
+    coef[pos] = c
+    return coef

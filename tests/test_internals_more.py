@@ -1,0 +1,110 @@
+"""Internals that libraries reach, each compared with PyTorch: ``torch._segment_reduce``, the
+COO/CSR index conversions, ``IterDataPipe``/``functional_datapipe``, and the ``nn.Module`` /
+``Optimizer`` internals that wrappers subclass."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ember
+from ember.autograd import gradcheck
+
+torch = pytest.importorskip("torch")
+
+
+# ---------------------------------------------------------------------------------------------
+# _segment_reduce
+
+_REDUCES = ["sum", "mean", "max", "min", "prod"]
+
+
+def _both(arr: np.ndarray, **kw: object) -> tuple:
+    """The same segment reduction on ember and torch; returns (ember out, torch out, ember grad,
+    torch grad) for one fixed cotangent."""
+    out = []
+    for m in (ember, torch):
+        x = m.tensor(arr, requires_grad=True)
+        k = {a: (m.tensor(v) if isinstance(v, np.ndarray) else v) for a, v in kw.items()}
+        y = m._segment_reduce(x, **k)
+        ct = m.tensor(np.linspace(1.0, 2.0, y.numel()).reshape(tuple(y.shape)).astype(arr.dtype))
+        (g,) = m.autograd.grad(y, x, ct)
+        out.append((y.detach().numpy(), g.numpy(), str(y.dtype)))
+    (ye, ge, de), (yt, gt, dt) = out
+    assert de.split(".")[-1] == dt.split(".")[-1]
+    np.testing.assert_allclose(ye, yt, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(ge, gt, rtol=1e-6, atol=1e-6)
+    return ye, ge
+
+
+@pytest.mark.parametrize("reduce", _REDUCES)
+@pytest.mark.parametrize("initial", [None, 0.0, 2.5])
+def test_segment_reduce_lengths_with_ties_empty_and_initial(reduce: str, initial: object) -> None:
+    # ties (3, 3), a zero (prod's exact gradient), and an empty segment
+    arr = np.array([[1.0, 2.0], [3.0, 2.0], [3.0, 6.0], [0.0, 8.0], [4.0, -1.0]])
+    lengths = np.array([1, 0, 3, 1])
+    _both(arr, reduce=reduce, lengths=lengths, initial=initial)
+    _both(arr.astype(np.float32), reduce=reduce, lengths=lengths, initial=initial)
+
+
+@pytest.mark.parametrize("reduce", _REDUCES)
+def test_segment_reduce_offsets_and_other_axes(reduce: str) -> None:
+    rng = np.random.default_rng(0)
+    arr = rng.standard_normal((2, 6, 3))
+    arr[0, 1, 2] = arr[0, 0, 2]  # a tie
+    lengths = np.array([[2, 0, 4], [1, 5, 0]])
+    _both(arr, reduce=reduce, lengths=lengths, axis=1)
+    _both(arr, reduce=reduce, lengths=lengths.astype(np.int32), axis=-2)
+    offsets = np.array([[0, 2, 2, 6], [0, 1, 6, 6]])
+    _both(arr, reduce=reduce, offsets=offsets, axis=1)
+    last = np.array([[[1, 2], [3, 0], [0, 3], [1, 2], [2, 1], [3, 0]]] * 2)
+    _both(arr, reduce=reduce, lengths=last, axis=2)
+    _both(arr[0], reduce=reduce, offsets=np.array([0, 2, 5]), axis=0)  # offsets need not reach N
+
+
+@pytest.mark.parametrize("reduce", _REDUCES)
+def test_segment_reduce_gradcheck_float64(reduce: str) -> None:
+    rng = np.random.default_rng(1)
+    x = ember.tensor(rng.uniform(0.5, 2.0, (5, 3)), requires_grad=True)
+    lengths = ember.tensor([2, 0, 3])
+    assert gradcheck(lambda t: ember._segment_reduce(t, reduce, lengths=lengths, initial=1.5),
+                     (x,))
+    y = ember.tensor(rng.uniform(0.5, 2.0, (2, 4, 3)), requires_grad=True)
+    assert gradcheck(
+        lambda t: ember._segment_reduce(t, reduce, offsets=ember.tensor([[0, 1, 4], [0, 3, 4]]),
+                                        axis=1), (y,))
+
+
+def test_segment_reduce_dtypes_names_and_errors() -> None:
+    for name in ("float16", "bfloat16", "float32"):
+        e = ember._segment_reduce(ember.ones(4, dtype=getattr(ember, name)), "amax",
+                                  lengths=ember.tensor([1, 3]))
+        assert e.dtype == getattr(ember, name)
+    assert ember.segment_reduce is ember._segment_reduce
+    y = ember._segment_reduce(ember.ones(3, requires_grad=True), "sum", lengths=ember.tensor([3]))
+    assert type(y.grad_fn).__name__ == type(
+        torch._segment_reduce(torch.ones(3, requires_grad=True), "sum",
+                              lengths=torch.tensor([3])).grad_fn).__name__
+    x = np.arange(12.0).reshape(6, 2)
+    bad = [
+        dict(reduce="foo", lengths=np.array([2, 4])),
+        dict(reduce="sum"),
+        dict(reduce="sum", indices=np.array([0, 2])),
+        dict(reduce="sum", lengths=np.array([2, 3])),
+        dict(reduce="sum", lengths=np.array([2, -1, 5])),
+        dict(reduce="sum", lengths=np.array([2, 4]), axis=1),
+        dict(reduce="sum", offsets=np.array([0, 4, 2, 6])),
+    ]
+    for kw in bad:
+        errs = []
+        for m in (ember, torch):
+            k = {a: (m.tensor(v) if isinstance(v, np.ndarray) else v) for a, v in kw.items()}
+            with pytest.raises(Exception) as info:
+                m._segment_reduce(m.tensor(x), **k)
+            errs.append(info.type)
+        assert errs[0] is errs[1], (kw, errs)
+    for m in (ember, torch):
+        with pytest.raises(NotImplementedError):
+            m._segment_reduce(m.tensor([1, 2, 3]), "sum", lengths=m.tensor([3]))
+        with pytest.raises(NotImplementedError):
+            m._segment_reduce(m.tensor([1.0, 2.0]), "sum", lengths=m.tensor([1.0, 1.0]))
