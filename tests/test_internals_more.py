@@ -108,3 +108,46 @@ def test_segment_reduce_dtypes_names_and_errors() -> None:
             m._segment_reduce(m.tensor([1, 2, 3]), "sum", lengths=m.tensor([3]))
         with pytest.raises(NotImplementedError):
             m._segment_reduce(m.tensor([1.0, 2.0]), "sum", lengths=m.tensor([1.0, 1.0]))
+
+
+# ---------------------------------------------------------------------------------------------
+# COO <-> CSR index conversions
+
+
+def _same(fn_name: str, *arrays: np.ndarray, **kw: object) -> None:
+    outs = []
+    for m in (ember, torch):
+        r = getattr(m, fn_name)(*(m.tensor(a) for a in arrays), **kw)
+        outs.append((r.numpy(), str(r.dtype).split(".")[-1]))
+    np.testing.assert_array_equal(outs[0][0], outs[1][0])
+    assert outs[0][1] == outs[1][1]
+
+
+@pytest.mark.parametrize("out_int32", [False, True])
+def test_convert_indices_coo_to_csr(out_int32: bool) -> None:
+    f = "_convert_indices_from_coo_to_csr"
+    for rows, size in (([0, 0, 1, 3, 3], 5), ([0, 0, 1, 3, 3], 4), ([], 3), ([], 0)):
+        for dt in (np.int64, np.int32, np.int16):
+            _same(f, np.array(rows, dtype=dt), size, out_int32=out_int32)
+    for m in (ember, torch):
+        with pytest.raises(NotImplementedError):
+            getattr(m, f)(m.tensor([0.0, 1.0]), 3)
+        with pytest.raises(RuntimeError):
+            getattr(m, f)(m.tensor([[0, 1], [0, 1]]), 3)
+    out = ember.empty(0, dtype=ember.int64)
+    ember._convert_indices_from_coo_to_csr(ember.tensor([0, 1, 1]), 2, out=out)
+    assert out.tolist() == [0, 1, 3]
+
+
+@pytest.mark.parametrize("out_int32", [False, True])
+@pytest.mark.parametrize("transpose", [False, True])
+def test_convert_indices_csr_to_coo(out_int32: bool, transpose: bool) -> None:
+    f = "_convert_indices_from_csr_to_coo"
+    kw = dict(out_int32=out_int32, transpose=transpose)
+    _same(f, np.array([0, 2, 2, 5]), np.array([0, 1, 2, 0, 1]), **kw)
+    _same(f, np.array([0, 2, 2, 5], dtype=np.int32), np.array([0, 1, 2, 0, 1], np.int32), **kw)
+    _same(f, np.array([0]), np.array([], dtype=np.int64), **kw)
+    _same(f, np.array([[0, 2, 3], [0, 1, 3]]), np.array([[0, 1, 2], [0, 1, 1]]), **kw)
+    for m in (ember, torch):
+        with pytest.raises(NotImplementedError):
+            getattr(m, f)(m.tensor([0.0, 2.0]), m.tensor([0, 1]))

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import _backend
+from .. import _backend, _dtype
 from .._tensor_base import TensorBase, data_of, wrap_dim
 from ..autograd.function import Op
 from . import _out, return_types
@@ -27,7 +27,7 @@ from .indexing_scatter import ScatterAdd
 
 __all__ = [
     "sort", "argsort", "msort", "topk", "kthvalue", "unique", "unique_consecutive", "searchsorted",
-    "bincount", "histc",
+    "bincount", "histc", "_convert_indices_from_coo_to_csr", "_convert_indices_from_csr_to_coo",
 ]
 
 
@@ -339,3 +339,59 @@ def histc(input: Any, bins: int = 100, min: Any = 0, max: Any = 0, *, out: Any =
     pos = xp.minimum(pos, bins - 1)
     res = TensorBase._make(xp.bincount(pos, minlength=bins).astype(a.dtype))
     return res if out is None else _out.write(out, res, "histc")
+
+
+# ---------------------------------------------------------------------------------------------
+# compressed sparse row indices
+
+
+def _convert_indices_from_coo_to_csr(input: Any, size: int, *, out_int32: bool = False,
+                                     out: Any = None) -> Any:
+    """CSR row pointers (``size + 1`` values) from the sorted COO row indices ``input``:
+    ``crow[i]`` counts the indices below ``i``; int64, or int32 with ``out_int32=True``."""
+    a = _sparse_index(input, "convert_indices_from_coo_to_csr")
+    if a.ndim > 1:
+        raise RuntimeError(f"Input is supposed to be a vector, but got {a.ndim} dimensional "
+                           f"tensor (shape {tuple(a.shape)}).")
+    xp = _backend.xp_of(a)
+    size = operator.index(size)
+    crow = xp.searchsorted(a.reshape(-1), xp.arange(size + 1), side="left")
+    result = TensorBase._make(crow.astype(np.int32 if out_int32 else np.int64))
+    return result if out is None else _out.write(out, result, "_convert_indices_from_coo_to_csr")
+
+
+def _convert_indices_from_csr_to_coo(crow_indices: Any, col_indices: Any, *,
+                                     out_int32: bool = False, transpose: bool = False,
+                                     out: Any = None) -> Any:
+    """COO indices ``[row, col]`` (``[col, row]`` with ``transpose=True``), shape ``(2, nnz)``,
+    from CSR ``crow_indices`` and ``col_indices``; a batched CSR (``crow`` of shape ``(B, n+1)``)
+    gives ``[batch, row, col]``. int64, or int32 with ``out_int32=True``."""
+    name = "convert_indices_from_csr_to_coo"
+    crow, col = _sparse_index(crow_indices, name), _sparse_index(col_indices, name)
+    xp = _backend.xp_of(crow)
+    dt = np.int32 if out_int32 else np.int64
+    crow2 = crow.reshape(-1, crow.shape[-1] if crow.ndim else 1).astype(np.int64)
+    col2 = col.reshape(crow2.shape[0], -1)
+    nnz = col2.shape[1]
+    counts = (crow2[:, 1:] - crow2[:, :-1]).reshape(-1)
+    nrows = crow2.shape[1] - 1
+    rows = xp.repeat(xp.tile(xp.arange(nrows, dtype=np.int64), crow2.shape[0]), counts)
+    if rows.size != col2.size:
+        raise RuntimeError(f"{name}: crow_indices {tuple(crow.shape)} end at {counts.sum()} "
+                           f"values, col_indices {tuple(col.shape)} holds {col2.size}")
+    rows = rows.reshape(col2.shape)
+    pair = [col2, rows] if transpose else [rows, col2]
+    if crow.ndim > 1:
+        batch = xp.repeat(xp.arange(crow2.shape[0], dtype=np.int64), nnz).reshape(-1, nnz)
+        pair = [batch] + pair
+    result = xp.stack([p.reshape(-1).astype(dt) for p in pair])
+    result = TensorBase._make(result)
+    return result if out is None else _out.write(out, result, "_convert_indices_from_csr_to_coo")
+
+
+def _sparse_index(t: Any, name: str) -> Any:
+    a = data_of(t)
+    if a.dtype.kind not in "iu":
+        raise NotImplementedError(f"\"{name}_cpu\" not implemented for "
+                                  f"'{_dtype.legacy_name(t.dtype)}' (indices are integers)")
+    return a
