@@ -151,3 +151,84 @@ def test_convert_indices_csr_to_coo(out_int32: bool, transpose: bool) -> None:
     for m in (ember, torch):
         with pytest.raises(NotImplementedError):
             getattr(m, f)(m.tensor([0.0, 2.0]), m.tensor([0, 1]))
+
+
+# ---------------------------------------------------------------------------------------------
+# IterDataPipe / MapDataPipe / functional_datapipe
+
+
+def _double(x: int) -> int:
+    return 2 * x
+
+
+def _is_mult3(x: int) -> bool:
+    return x % 3 == 0
+
+
+def _pipelines(m: object) -> dict:
+    """The same pipelines built on ``m.utils.data`` (ember or torch)."""
+    from importlib import import_module
+
+    it = import_module(f"{m.__name__}.utils.data.datapipes.iter")
+    mp = import_module(f"{m.__name__}.utils.data.datapipes.map")
+    dp = it.IterableWrapper(range(10))
+    pairs = it.IterableWrapper([(1, 2), (3, 4)])
+    seq = mp.SequenceWrapper([1, 2, 3, 4, 5])
+    return {
+        "batch": (list(dp.batch(3)), len(dp.batch(3)), len(dp.batch(3, drop_last=True))),
+        "map_filter": list(dp.map(_double).filter(_is_mult3)),
+        "cols": (list(pairs.map(_double, input_col=0)),
+                 list(pairs.map(_double, input_col=1, output_col=-1))),
+        "unbatch": list(dp.batch(4).batch(2).unbatch(unbatch_level=2)),
+        "collate": [t.tolist() for t in dp.batch(4).collate()],
+        "concat_zip": (list(dp.concat(it.IterableWrapper([7]))),
+                       list(dp.zip(it.IterableWrapper("abc"))), len(dp.zip(it.IterableWrapper("ab")))),
+        "shuffle": (sorted(dp.shuffle()), len(dp.shuffle()), list(dp.shuffle().set_shuffle(False))),
+        "sharding": list(dp.sharding_filter()),
+        "map_style": (seq[1], len(seq), [seq.map(_double)[i] for i in range(5)],
+                      list(seq.batch(2)[2]), len(seq.batch(2)), len(seq.batch(2, drop_last=True)),
+                      sorted(seq.shuffle()), seq.concat(seq)[6], seq.zip(seq)[4]),
+        "names": (repr(dp), repr(dp.batch(2)), type(list(dp.batch(2))[0]).__name__,
+                  sorted(set(m.utils.data.IterDataPipe.functions) & {
+                      "batch", "collate", "concat", "filter", "map", "sharding_filter", "shuffle",
+                      "unbatch", "zip"}),
+                  sorted(m.utils.data.MapDataPipe.functions)),
+    }
+
+
+def test_datapipes_match_torch() -> None:
+    e, t = _pipelines(ember), _pipelines(torch)
+    for key in e:
+        assert e[key] == t[key], key
+
+
+def test_functional_datapipe_registers_a_form() -> None:
+    import pickle
+
+    from ember.utils.data import IterableDataset, IterDataPipe, MapDataPipe, functional_datapipe
+    from ember.utils.data.datapipes.iter import IterableWrapper
+
+    assert issubclass(IterDataPipe, IterableDataset)
+    assert issubclass(MapDataPipe, ember.utils.data.Dataset)
+
+    @functional_datapipe("_ember_test_times")
+    class Times(IterDataPipe):
+        def __init__(self, source: IterDataPipe, k: int = 2) -> None:
+            self.source, self.k = source, k
+
+        def __iter__(self):  # noqa: ANN204
+            for x in self.source:
+                yield x * self.k
+
+    dp = IterableWrapper(range(4))
+    assert list(dp._ember_test_times(k=3)) == [0, 3, 6, 9]
+    assert list(dp.batch(2)._ember_test_times()) == [[0, 1, 0, 1], [2, 3, 2, 3]]
+    assert isinstance(dp._ember_test_times(), Times)
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        dp.nothing  # noqa: B018
+    with pytest.raises(Exception, match="already taken"):
+        functional_datapipe("_ember_test_times")(Times)
+    again = pickle.loads(pickle.dumps(dp.map(_double).batch(2)))
+    assert list(again) == [[0, 2], [4, 6]]
+    loader = ember.utils.data.DataLoader(dp.map(_double), batch_size=2)
+    assert [b.tolist() for b in loader] == [[0, 2], [4, 6]]

@@ -1,7 +1,9 @@
 """``ember.utils.data``: datasets, samplers and the DataLoader."""
 
+from . import datapipes
 from ._collate import default_collate, default_convert
 from .dataloader import DataLoader, WorkerInfo, get_worker_info
+from .datapipes import DataChunk, IterDataPipe, MapDataPipe, functional_datapipe
 from .dataset import (
     ChainDataset,
     ConcatDataset,
@@ -27,6 +29,7 @@ __all__ = [
     "ChainDataset", "Subset", "random_split", "Sampler", "SequentialSampler", "RandomSampler",
     "SubsetRandomSampler", "WeightedRandomSampler", "BatchSampler", "DistributedSampler",
     "default_collate", "default_convert", "get_worker_info", "WorkerInfo",
+    "IterDataPipe", "MapDataPipe", "DataChunk", "functional_datapipe", "datapipes",
 ]
 
 
