@@ -232,3 +232,84 @@ def test_functional_datapipe_registers_a_form() -> None:
     assert list(again) == [[0, 2], [4, 6]]
     loader = ember.utils.data.DataLoader(dp.map(_double), batch_size=2)
     assert [b.tolist() for b in loader] == [[0, 2], [4, 6]]
+
+
+# ---------------------------------------------------------------------------------------------
+# nn.Module / Optimizer internals
+
+
+def test_replicate_for_data_parallel_as_torch() -> None:
+    for m in (ember, torch):
+        bn = m.nn.Sequential(m.nn.Linear(2, 2), m.nn.BatchNorm1d(2))
+        r = bn._replicate_for_data_parallel()
+        assert type(r) is type(bn) and r is not bn and r._is_replica
+        assert r._parameters == {} and r._modules == bn._modules
+        assert r._modules is not bn._modules and r._buffers is not bn._buffers
+        assert r[1] is bn[1]  # children shared, as PyTorch's (replicate() replaces them)
+        leaf = bn[1]._replicate_for_data_parallel()
+        assert leaf._parameters == {} and leaf.running_mean is bn[1].running_mean
+        assert not getattr(bn, "_is_replica", False)
+
+
+def test_lazy_module_pickles_with_its_load_state_dict_pre_hook() -> None:
+    import copy
+    import pickle
+
+    for m in (ember, torch):
+        lazy = m.nn.LazyLinear(3)
+        again = pickle.loads(pickle.dumps(lazy))
+        again(m.ones(2, 4))
+        assert tuple(again.weight.shape) == (3, 4)
+        other = copy.deepcopy(lazy)
+        other.load_state_dict(m.nn.Linear(4, 3).state_dict())
+        assert tuple(other.weight.shape) == (3, 4)
+
+
+def _hook_log(m: object) -> list:
+    """What the step hooks see, for an SGD subclass that overrides step (and calls super)."""
+    log: list = []
+
+    class Mine(m.optim.SGD):
+        def step(self, closure=None):  # noqa: ANN001, ANN202
+            log.append("step")
+            return super().step(closure)
+
+    p = m.nn.Parameter(m.ones(2))
+    opt = Mine([p], lr=0.5)
+    opt.register_step_pre_hook(lambda o, a, k: log.append(("pre", a[0] is o, len(a), k)))
+    opt.register_step_post_hook(lambda o, a, k: log.append(("post", a[0] is o, len(a), k)))
+    p.grad = m.ones(2)
+    opt.step()
+    log.append(type(opt).step.hooked)
+    log.append(opt._zero_grad_profile_name)
+    log.append(p.detach().tolist())
+    plain = m.optim.SGD([p], lr=0.5)
+    plain.register_step_pre_hook(lambda o, a, k: log.append(("plain", a[0] is o, len(a))))
+    plain.step()
+    log.append(plain._zero_grad_profile_name)
+    return log
+
+
+def test_optimizer_step_patching_and_hooks_as_torch() -> None:
+    assert _hook_log(ember) == _hook_log(torch)
+
+
+def test_optimizer_internals_wrappers_call() -> None:
+    for m in (ember, torch):
+        p = m.nn.Parameter(m.ones(2))
+        opt = m.optim.Adam([p])
+        assert opt._optimizer_step_code() is None
+        with pytest.deprecated_call():
+            assert opt._cuda_graph_capture_health_check() is None
+        opt._patch_step_function()  # twice: wraps nothing more
+        assert opt._zero_grad_profile_name == "Optimizer.zero_grad#Adam.zero_grad"
+        assert opt._warned_capturable_if_run_uncaptured is True
+        wrapped = m.optim.Optimizer.profile_hook_step(lambda self, x: x + 1)
+        assert wrapped(opt, 1) == 2
+        a, b = m.ones(1), m.ones(1, dtype=m.float64)
+        groups = m.optim.Optimizer._group_tensors_by_device_and_dtype([[a, b], [a, b]], True)
+        assert {k[1]: (len(v[0][0]), v[1]) for k, v in groups.items()} == {
+            m.float32: (1, [0]), m.float64: (1, [1])}
+        proc = m.optim.Optimizer._process_value_according_to_param_policy
+        assert proc(a, m.ones(1, dtype=m.float64), 0, [], "exp_avg").dtype == m.float32
+        assert proc(a, m.tensor(3.0, dtype=m.float64), 0, [], "step").dtype == m.float64

@@ -21,6 +21,7 @@ tensor, ``'exp_avg'``...), so ``state_dict()`` interchanges with PyTorch's.
 
 from __future__ import annotations
 
+import functools
 import warnings
 from collections import OrderedDict, defaultdict
 from collections.abc import Callable, Iterable
@@ -187,9 +188,13 @@ class Optimizer:
         opt.zero_grad(); loss_fn(model(x), y).backward(); opt.step()
     """
 
+    OptimizerPreHook = Callable[..., "tuple[tuple, dict] | None"]  # PyTorch's hook type aliases
+    OptimizerPostHook = Callable[..., None]
+
     def __init__(self, params: ParamsT, defaults: dict[str, Any]) -> None:
         self.defaults = defaults
         self._init_hooks()
+        self._patch_step_function()
         if isinstance(params, Tensor):
             raise TypeError(
                 "params argument given to the optimizer should be an iterable of Tensors or "
@@ -225,6 +230,7 @@ class Optimizer:
         self.__dict__.update(state)
         if "_optimizer_step_pre_hooks" not in self.__dict__:
             self._init_hooks()
+        self._patch_step_function()
         if any(c.__name__ in _TENSOR_STEP and c.__module__.startswith("ember.optim.")
                for c in type(self).__mro__):
             _tensor_steps(self.state)  # (a built-in, or a subclass of one; not a user's own)
@@ -337,16 +343,20 @@ class Optimizer:
         Returns:
             The closure's loss, or ``None``.
         """
-        if self._optimizer_step_pre_hooks or _global_step_pre_hooks:
-            args, kwargs = self._run_pre_hooks((closure,), {})
-            closure = args[0] if args else kwargs.get("closure")
+        hooked = "_in_hooked_step" not in self.__dict__  # (the wrapper ran them already)
+        # hooks see PyTorch's (args, kwargs) of the call: args start with the optimizer
+        args: tuple = (self,) if closure is None else (self, closure)
+        kwargs: dict = {}
+        if (self._optimizer_step_pre_hooks or _global_step_pre_hooks) and hooked:
+            args, kwargs = self._run_pre_hooks(args, kwargs)
+            closure = args[1] if len(args) > 1 else kwargs.get("closure")
         if self._load_problem is not None:
             raise OptimizerStateError(f"{type(self).__name__}.step(): {self._load_problem}")
         loss = self._step(closure)
-        if self._optimizer_step_post_hooks or _global_step_post_hooks:
+        if (self._optimizer_step_post_hooks or _global_step_post_hooks) and hooked:
             for hook in chain(self._optimizer_step_post_hooks.values(),
                               _global_step_post_hooks.values()):
-                hook(self, (closure,), {})
+                hook(self, args, kwargs)
         return loss
 
     def _run_pre_hooks(self, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
@@ -407,6 +417,89 @@ class Optimizer:
         raise NotImplementedError(
             f"{type(self).__name__} must implement _update(p, g, o) (or override step())"
         )
+
+    # -- PyTorch's internals that wrappers and subclasses call ----------------------------------
+    def _patch_step_function(self) -> None:
+        """Name the zero_grad profile range and, when this class overrides ``step``, wrap it once
+        (``profile_hook_step``) so the step hooks run around it, as PyTorch does. The base
+        ``step`` runs the hooks itself."""
+        self._zero_grad_profile_name = f"Optimizer.zero_grad#{type(self).__name__}.zero_grad"
+        self._warned_capturable_if_run_uncaptured = True
+        cls = type(self)
+        if not getattr(cls.step, "hooked", False):
+            cls.step = self.profile_hook_step(cls.step)  # type: ignore[method-assign]
+            cls.step.hooked = True  # type: ignore[attr-defined]
+
+    @staticmethod
+    def profile_hook_step(func: Callable) -> Callable:
+        """``func`` (a ``step``) wrapped to run the global and per-optimizer step hooks around
+        it: ``hook(optimizer, args, kwargs)`` with ``args`` starting with the optimizer."""
+
+        @functools.wraps(func)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            self = args[0]
+            for pre in chain(_global_step_pre_hooks.values(),
+                             self._optimizer_step_pre_hooks.values()):
+                res = pre(self, args, kwargs)
+                if res is not None:
+                    if not (isinstance(res, tuple) and len(res) == 2):
+                        raise RuntimeError(f"{pre} must return None or a tuple of (new_args, "
+                                           f"new_kwargs), but got {res}.")
+                    args, kwargs = res
+            nested = "_in_hooked_step" in self.__dict__
+            self.__dict__["_in_hooked_step"] = True
+            try:
+                out = func(*args, **kwargs)
+            finally:
+                if not nested:
+                    del self.__dict__["_in_hooked_step"]
+            self._optimizer_step_code()
+            for post in chain(self._optimizer_step_post_hooks.values(),
+                              _global_step_post_hooks.values()):
+                post(self, args, kwargs)
+            return out
+
+        return wrapper
+
+    def _optimizer_step_code(self) -> None:
+        """An empty method a profiler can find each step by (as PyTorch's)."""
+
+    def _accelerator_graph_capture_health_check(self) -> None:
+        """PyTorch checks CUDA-graph capture settings here; ember captures no graphs."""
+
+    def _cuda_graph_capture_health_check(self) -> None:
+        """PyTorch's older name of ``_accelerator_graph_capture_health_check`` (deprecated)."""
+        warnings.warn("Use _accelerator_graph_capture_health_check instead", DeprecationWarning,
+                      stacklevel=2)
+        self._accelerator_graph_capture_health_check()
+
+    @staticmethod
+    def _group_tensors_by_device_and_dtype(
+        tensorlistlist: list[list[Any]], with_indices: bool = False,
+    ) -> dict[tuple[Any, Any], tuple[list[list[Any]], list[int]]]:
+        """The lists' tensors grouped by the (device, dtype) of the first list's tensor at each
+        index: ``{(device, dtype): ([sub-list per list], indices)}`` (indices filled only
+        ``with_indices``), as PyTorch's foreach grouping."""
+        groups: dict[tuple[Any, Any], tuple[list[list[Any]], list[int]]] = {}
+        for i, t in enumerate(tensorlistlist[0]):
+            key = (t.device, t.dtype)
+            if key not in groups:
+                groups[key] = ([[] for _ in tensorlistlist], [])
+            lists, idx = groups[key]
+            for out, src in zip(lists, tensorlistlist):
+                out.append(src[i])
+            if with_indices:
+                idx.append(i)
+        return groups
+
+    @staticmethod
+    def _process_value_according_to_param_policy(
+        param: Tensor, value: Any, param_id: int, param_groups: list[dict[str, Any]],
+        key: Any = None,
+    ) -> Any:
+        """A loaded state value on ``param``'s device and (floating ``param``) dtype; ``'step'``
+        kept as saved: what ``load_state_dict`` does to each value."""
+        return _cast_state(param, value, key)
 
     # -- hooks ----------------------------------------------------------------------------------
     def register_step_pre_hook(self, hook: Callable) -> _HookHandle:
@@ -536,6 +629,9 @@ _FILLED_ON_LOAD = {
 # subclasses that skip __init__ working).
 Optimizer._load_problem = None
 Optimizer._bad_state = None
+
+
+Optimizer.step.hooked = True  # type: ignore[attr-defined] # it runs the step hooks itself
 
 
 class OptimizerStateError(KeyError):

@@ -44,6 +44,25 @@ def _as_tensor(value: Any) -> Tensor | None:
     return None
 
 
+class _WithoutModule:
+    """A load_state_dict pre-hook registered without the module argument, called as one that
+    takes it (a class, not a closure, so a module holding it pickles, as PyTorch's)."""
+
+    __slots__ = ("hook",)
+
+    def __init__(self, hook: Callable) -> None:
+        self.hook = hook
+
+    def __call__(self, module: Any, *args: Any) -> Any:
+        return self.hook(*args)
+
+    def __getstate__(self) -> Callable:
+        return self.hook
+
+    def __setstate__(self, hook: Callable) -> None:
+        self.hook = hook
+
+
 class _ModuleStateDict:
     """The state-dict methods of ``Module`` (its only other base class is ``object``)."""
 
@@ -248,7 +267,7 @@ class _ModuleStateDict:
         if with_module:
             self._load_state_dict_pre_hooks[h.id] = hook
         else:
-            self._load_state_dict_pre_hooks[h.id] = lambda m, *a: hook(*a)
+            self._load_state_dict_pre_hooks[h.id] = _WithoutModule(hook)
         return h
 
     def register_load_state_dict_pre_hook(self, hook: Callable) -> RemovableHandle:

@@ -500,6 +500,18 @@ class Module(_ModuleStateDict):
         so processes started afterwards update the same weights (Hogwild training)."""
         return self._apply(lambda t: t.share_memory_())
 
+    def _replicate_for_data_parallel(self) -> Module:
+        """A shallow replica for ``DataParallel``'s ``replicate``, as PyTorch's: the same class
+        and attributes, copies of the buffer and child tables, an empty parameter table (the
+        caller sets the replica's parameters), and ``_is_replica = True``."""
+        replica = self.__new__(type(self))
+        replica.__dict__ = self.__dict__.copy()
+        replica.__dict__["_parameters"] = {}
+        replica.__dict__["_buffers"] = replica._buffers.copy()
+        replica.__dict__["_modules"] = replica._modules.copy()
+        replica.__dict__["_is_replica"] = True
+        return replica
+
     def ipu(self, device: Any = None) -> Module:  # pragma: no cover - API compatibility
         raise RuntimeError("ember has no IPU backend")
 
