@@ -439,6 +439,11 @@ class Tensor(TensorBase):
     def to(self, *args: Any, **kwargs: Any) -> Tensor:
         """``to(device)``, ``to(dtype)``, ``to(device, dtype)``, ``to(other)``; ``copy=``,
         ``non_blocking=`` accepted. Returns ``self`` when nothing changes."""
+        if len(args) == 1 and not kwargs and type(self._data) is _backend.CPU_ARRAY:
+            a = args[0]  # the training loop's x.to(device) on CPU: nothing to do
+            if (a == "cpu" if type(a) is str
+                    else type(a) is _backend.device and a.type == "cpu"):
+                return self
         dev, dt = None, None
         copy = kwargs.pop("copy", False)
         kwargs.pop("non_blocking", None)
