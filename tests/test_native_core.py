@@ -332,6 +332,40 @@ def test_a_replaced_engine_function_is_called_by_either_walk(core: str,
 
 
 @pytest.mark.parametrize("core", list(WALKS))
+def test_broadcast_gradients_sum_to_the_input_shape_in_either_walk(
+        core: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """sum_to_shape's common case (a CPU array that broadcasts) runs in C in the native walk,
+    without engine.py's Python body (its _broadcasts_to test), with the same gradients."""
+    monkeypatch.setattr(engine, "_walk_nodes", WALKS[core])
+    checks = []
+    real = engine._broadcasts_to
+
+    def spy(src: tuple, dst: tuple) -> bool:
+        checks.append(src)
+        return real(src, dst)
+
+    monkeypatch.setattr(engine, "_broadcasts_to", spy)
+    rng = np.random.default_rng(0)
+    shapes = [(4, 2, 3), (3,), (2, 1), (1, 2, 1), (1,), ()]
+    leaves = [ember.tensor(rng.standard_normal(s).astype(np.float32), requires_grad=True)
+              for s in shapes]
+    y = leaves[0]
+    for t in leaves[1:]:
+        y = y * t
+    (y * y).sum().backward()
+    seen = list(checks)
+    want = np.ones(shapes[0], np.float32)
+    arrays = [t.detach().numpy() for t in leaves]
+    prod = np.prod(np.broadcast_arrays(*arrays), axis=0)
+    for t, a in zip(leaves, arrays):
+        g = t.grad.numpy()
+        assert g.shape == a.shape and g.dtype == np.float32
+        full = 2 * prod * prod / np.where(a == 0, 1, a) * want
+        np.testing.assert_allclose(g, engine.sum_to_shape(full, a.shape), rtol=1e-5)
+    assert (seen == []) == (core == "native")
+
+
+@pytest.mark.parametrize("core", list(WALKS))
 def test_a_long_chain_needs_no_recursion(core: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(engine, "_walk_nodes", WALKS[core])
     x = ember.tensor(1.0, requires_grad=True)

@@ -19,7 +19,8 @@ static PyObject *s_pre_hooks, *s_retain, *s_fn, *s_tensor_io, *s_n_out, *s_post_
     *s_grads_to_cpu, *s_saved, *s_saved_src, *s_freed, *s_versions, *s_check_versions,
     *s_backward, *s_dict, *s_release, *s_edges, *s_meta, *s_shape, *s_dtype, *s_astype,
     *s_anomaly_enabled, *s_function, *s_run_pre_hooks, *s_run_node, *s_check_grad_count,
-    *s_sum_to_shape, *s_AccumulateGrad, *s_FREED_MSG, *s_variable, *s_hooks, *s_post_acc_hooks,
+    *s_sum_to_shape, *s_sum, *s_reshape, *s_axis_keepdims, *s_AccumulateGrad, *s_FREED_MSG,
+    *s_variable, *s_hooks, *s_post_acc_hooks,
     *s_grad, *s_data, *s_base, *s_flags, *s_writeable, *s_copy, *s_make, *s_TensorBase,
     *s_CPU_ARRAY, *s_np, *s_generic, *s_asarray, *s_final_callbacks, *s_grad_mode, *s_state,
     *s_enabled, *s_pop, *s_run_backward_python, *s_dependencies, *s_walk_nodes;
@@ -58,6 +59,11 @@ int ember_engine_exec(PyObject *module)
     INTERN(s_run_node, "_run_node");
     INTERN(s_check_grad_count, "_check_grad_count");
     INTERN(s_sum_to_shape, "sum_to_shape");
+    INTERN(s_sum, "sum");
+    INTERN(s_reshape, "reshape");
+    s_axis_keepdims = Py_BuildValue("(ss)", "axis", "keepdims");  /* kwnames of g.sum(...) */
+    if (s_axis_keepdims == NULL)
+        return -1;
     INTERN(s_AccumulateGrad, "AccumulateGrad");
     INTERN(s_FREED_MSG, "FREED_MSG");
     INTERN(s_variable, "variable");
@@ -291,6 +297,89 @@ static int release_node(PyObject *node)
     return 0;
 }
 
+/* sum_to_shape(g, shape, node): engine.py's function of that name, with its common case in C
+ * when engine.py's own function is the one bound (a replacement, e.g. a test's spy, is called):
+ *     lead = len(g.shape) - len(shape)
+ *     axes = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(shape)
+ *                                       if s == 1 and g.shape[lead + i] != 1)
+ *     if axes: g = g.sum(axis=axes, keepdims=True)
+ *     if lead: g = g.reshape(shape)
+ * for a CPU array `g` and a tuple of ints `shape` that broadcasts to g.shape; anything else
+ * (the error for a shape that does not reduce, other arrays) calls the Python function.
+ * Returns a new reference, or NULL with an error. */
+static PyObject *sum_to_shape(PyObject *g, PyObject *shape, PyObject *node)
+{
+    PyObject *f = engine_global(s_sum_to_shape);  /* borrowed */
+    PyObject *cpu = f ? engine_global(s_CPU_ARRAY) : NULL;
+    if (cpu == NULL)
+        return NULL;
+    PyObject *gshape = NULL, *axes = NULL, *r = NULL;
+    if (!PyFunction_Check(f) || PyFunction_GET_GLOBALS(f) != engine_globals
+        || (PyObject *)Py_TYPE(g) != cpu || !PyTuple_CheckExact(shape))
+        goto python;
+    gshape = PyObject_GetAttr(g, s_shape);
+    if (gshape == NULL)
+        return NULL;
+    if (!PyTuple_CheckExact(gshape))
+        goto python;
+    Py_ssize_t n = PyTuple_GET_SIZE(shape), lead = PyTuple_GET_SIZE(gshape) - n;
+    if (lead < 0)
+        goto python;
+    axes = PyList_New(0);
+    if (axes == NULL)
+        goto done;
+    for (Py_ssize_t i = 0; i < lead; i++) {
+        PyObject *ax = PyLong_FromSsize_t(i);
+        if (ax == NULL || PyList_Append(axes, ax) < 0) {
+            Py_XDECREF(ax);
+            goto done;
+        }
+        Py_DECREF(ax);
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *si = PyTuple_GET_ITEM(shape, i), *di = PyTuple_GET_ITEM(gshape, lead + i);
+        if (!PyLong_CheckExact(si) || !PyLong_CheckExact(di))
+            goto python;
+        Py_ssize_t sv = PyLong_AsSsize_t(si), dv = PyLong_AsSsize_t(di);
+        if ((sv == -1 || dv == -1) && PyErr_Occurred())
+            goto done;
+        if (sv != 1 && sv != dv)
+            goto python;  /* does not reduce: the Python function raises the error */
+        if (sv == 1 && dv != 1) {
+            PyObject *ax = PyLong_FromSsize_t(lead + i);
+            if (ax == NULL || PyList_Append(axes, ax) < 0) {
+                Py_XDECREF(ax);
+                goto done;
+            }
+            Py_DECREF(ax);
+        }
+    }
+    Py_INCREF(g);
+    r = g;
+    if (PyList_GET_SIZE(axes)) {
+        PyObject *t = PyList_AsTuple(axes);
+        PyObject *cargs[3] = {r, t, Py_True};  /* g.sum(axis=t, keepdims=True) */
+        PyObject *summed = t ? PyObject_VectorcallMethod(s_sum, cargs, 1, s_axis_keepdims)
+                             : NULL;
+        Py_XDECREF(t);
+        Py_SETREF(r, summed);
+        if (r == NULL)
+            goto done;
+    }
+    if (lead)
+        Py_SETREF(r, PyObject_CallMethodOneArg(r, s_reshape, shape));
+    goto done;
+python:
+    {
+        PyObject *args[3] = {g, shape, node};
+        r = PyObject_Vectorcall(f, args, 3, NULL);
+    }
+done:
+    Py_XDECREF(gshape);
+    Py_XDECREF(axes);
+    return r;
+}
+
 /* The send step of the fast path, for input `i` whose edge is (nxt, nr) and whose gradient
  * `g` (borrowed) is not None (_send's rule, as _walk_nodes_python inlines it):
  *     shape, dt = meta[i]
@@ -330,8 +419,7 @@ static int send_gradient(PyObject *node, PyObject *g, PyObject *meta_i, PyObject
     if (differ < 0)
         goto done;
     if (differ) {
-        PyObject *args[3] = {g, shape, node};
-        PyObject *r = call_engine(s_sum_to_shape, args, 3);
+        PyObject *r = sum_to_shape(g, shape, node);
         if (r == NULL)
             goto done;
         Py_SETREF(g, r);
