@@ -41,6 +41,11 @@ class TorchAlias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
         if _aliased(fullname) is not None:
             return _AliasSpec(fullname, self, is_package=True)
+        if fullname in _watched:  # an ember module whose names get PyTorch's once it has run
+            spec = importlib.machinery.PathFinder.find_spec(fullname, path, target)
+            if spec is not None and spec.loader is not None:
+                spec.loader = _RenamingLoader(spec.loader)
+            return spec
         return None
 
     def create_module(self, spec: Any) -> ModuleType:
@@ -83,7 +88,124 @@ class TorchAlias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
             module.__name__ = "torch"  # as PyTorch's (a library asserts it); undone by uninstall
 
 
+# --- names as PyTorch prints them ----------------------------------------------------------------
+#
+# Under `ember run`, ember's public classes and functions report the __module__ PyTorch's own
+# object reports (torch.optim.SGD.__module__ == "torch.optim.sgd", torch.Tensor prints as
+# <class 'torch.Tensor'>): libraries render names as text and key on them. The list is data
+# (_torch_modules.txt, written from PyTorch by scripts/module_names.py). Each ember module's names
+# are renamed once it is loaded; uninstall() puts ember's names back. Every such torch.* path
+# resolves to the same ember object under the alias, so pickling by name still round-trips; ember's
+# own pickler reads the original names from _missing.ember_module.
+
+# ember module -> [(qualname, torch module)] not yet renamed (modules not loaded yet)
+_pending: dict[str, list[tuple[str, str]]] = {}
+# those modules and the packages above them (whose code may still set names in them)
+_watched: set[str] = set()
+# (object, ember's __module__) for every renamed object, for uninstall
+_renamed: list[tuple[Any, str]] = []
+
+
+def _settled(mod: str, just_run: str | None) -> bool:
+    """Whether ``mod`` and every package above it have finished running (importlib marks a
+    module as initialising until its loader returns; ``just_run``'s code has just finished)."""
+    name = mod
+    while name:
+        m = sys.modules.get(name)
+        if m is None or (name != just_run
+                         and getattr(getattr(m, "__spec__", None), "_initializing", False)):
+            return False
+        name = name.rpartition(".")[0]
+    return True
+
+
+def _read_names() -> dict[str, list[tuple[str, str]]]:
+    from pathlib import Path
+
+    out: dict[str, list[tuple[str, str]]] = {}
+    for line in Path(__file__).with_name("_torch_modules.txt").read_text().splitlines():
+        if line and not line.startswith("#"):
+            mod, qual, torch_mod = line.split()
+            out.setdefault(mod, []).append((qual, torch_mod))
+    return out
+
+
+def _rename_loaded(just_run: str | None = None) -> None:
+    """Give PyTorch's ``__module__`` to the listed objects of every ember module now loaded
+    whose package has finished running (``_settled``; until then it may still add names); with
+    ``just_run``, of that module and those below it, which waited for it."""
+    from ._missing import ember_module
+
+    below = None if just_run is None else just_run + "."
+    for mod in [m for m in _pending if m in sys.modules
+                and (just_run is None or m == just_run or m.startswith(below))]:
+        if not _settled(mod, just_run):
+            continue
+        module = sys.modules[mod]
+        for qual, torch_mod in _pending.pop(mod):
+            obj: Any = module
+            for part in qual.split("."):
+                obj = getattr(obj, part, None)
+            if getattr(obj, "__module__", None) != mod:
+                continue
+            try:
+                obj.__module__ = torch_mod
+            except (AttributeError, TypeError):
+                continue
+            ember_module[id(obj)] = mod
+            _renamed.append((obj, mod))
+            if torch_mod not in sys.modules and torch_mod not in _SPECIAL:
+                # what `import torch_mod` gives under the alias, so that tools that look the
+                # name up (inspect.getmodule, typing.get_type_hints) find the module
+                home = sys.modules.get(_aliased(torch_mod) or "")
+                if home is not None:
+                    sys.modules[torch_mod] = home
+
+
+def _rename() -> None:
+    if not _renamed and not _pending:
+        _pending.update(_read_names())
+        for mod in _pending:
+            while mod and mod not in _watched:
+                _watched.add(mod)
+                mod = mod.rpartition(".")[0]
+    _rename_loaded()
+
+
+def _restore_names() -> None:
+    from ._missing import ember_module
+
+    while _renamed:
+        obj, mod = _renamed.pop()
+        obj.__module__ = mod
+        ember_module.pop(id(obj), None)
+    _pending.clear()
+    _watched.clear()
+
+
+class _RenamingLoader(importlib.abc.Loader):
+    """Runs an ember module with its own loader, then renames its listed names (and puts its
+    own loader back on the module, so nothing of this wrapper stays behind)."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def create_module(self, spec: Any) -> Any:
+        return self._inner.create_module(spec)
+
+    def exec_module(self, module: ModuleType) -> None:
+        module.__loader__ = self._inner
+        if module.__spec__ is not None:
+            module.__spec__.loader = self._inner
+        self._inner.exec_module(module)
+        _rename_loaded(module.__name__)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
 _hook = TorchAlias()
+_SPECIAL = frozenset({"torch", "torch.cuda.amp", "torch.cpu.amp"})  # loaded by the hook itself
 
 
 def install() -> None:
@@ -92,6 +214,7 @@ def install() -> None:
         for name in [m for m in sys.modules if _aliased(m) is not None]:
             del sys.modules[name]
         sys.meta_path.insert(0, _hook)
+        _rename()
 
 
 def uninstall() -> None:
@@ -102,6 +225,7 @@ def uninstall() -> None:
     ember = sys.modules.get("ember")
     if ember is not None:
         ember.__name__ = "ember"
+    _restore_names()
     for name in [m for m in sys.modules if _aliased(m) is not None]:
         if getattr(sys.modules[name], "__name__", "").startswith("ember"):
             del sys.modules[name]

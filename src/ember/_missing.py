@@ -13,6 +13,10 @@ from pathlib import Path
 
 touched: dict[str, None] = {}  # ordered set of "torch.x.y" names a run asked for and ember lacks
 
+# id -> ember's own ``__module__`` of each object that ``ember run`` gave PyTorch's ``__module__``
+# (``ember._alias``); ember's pickler reads it (``serialization._common._module_of``)
+ember_module: dict[int, str] = {}
+
 
 class NotImplementedYet(NotImplementedError, AttributeError):
     """An API PyTorch has and ember does not implement yet."""

@@ -240,7 +240,7 @@ def _builtin_owner(cls: type) -> type | None:
     for c in cls.__mro__:
         if c is Distribution or c is ExponentialFamily:
             return None
-        if c.__module__.startswith("ember.distributions."):
+        if c.__module__.startswith(("ember.distributions.", "torch.distributions.")):
             return c
     return None
 

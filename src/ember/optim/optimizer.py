@@ -231,7 +231,7 @@ class Optimizer:
         if "_optimizer_step_pre_hooks" not in self.__dict__:
             self._init_hooks()
         self._patch_step_function()
-        if any(c.__name__ in _TENSOR_STEP and c.__module__.startswith("ember.optim.")
+        if any(c.__name__ in _TENSOR_STEP and c.__module__.startswith(("ember.optim.", "torch.optim."))
                for c in type(self).__mro__):
             _tensor_steps(self.state)  # (a built-in, or a subclass of one; not a user's own)
         # Groups saved by an older version may lack newer options: fill them from defaults.
@@ -646,7 +646,7 @@ def _missing_options(opt: Optimizer, saved_groups: list) -> str | None:
     """Why ``opt`` cannot step with the loaded ``saved_groups`` (options missing), else None.
     Only ember's own algorithms are checked: a user's subclass gets its defaults filled in."""
     cls = type(opt)
-    if not cls.__module__.startswith("ember.optim"):
+    if not cls.__module__.startswith(("ember.optim", "torch.optim")):  # (torch.: ember run)
         return None
     filled = _FILLED_ON_LOAD.get(cls.__name__, frozenset())
     for i, s in enumerate(saved_groups):

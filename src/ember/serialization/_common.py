@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from .. import _backend
+from .._missing import ember_module
 from .._pickle_reader import (
     Callable_,
     Marker,
@@ -59,6 +60,12 @@ def _is_parameter(t: Tensor) -> bool:
 
 
 # -- PyTorch's names for ember's objects (what ember's pickles write) -------------------------
+def _module_of(obj: Any) -> Any:
+    """``obj.__module__`` as ember defines it (also under ``ember run``, which gives ember's
+    public objects PyTorch's ``__module__``: ``_alias``)."""
+    return ember_module.get(id(obj)) or getattr(obj, "__module__", None)
+
+
 # ember classes whose PyTorch home differs from ``'torch' + cls.__module__[5:]``
 _TORCH_HOME = {
     "ember.nn.modules.transformer.MultiheadAttention":
@@ -131,7 +138,7 @@ def _torch_global(obj: Any) -> tuple[str, str] | None:
     ``torch.load`` finds them; functions by the public namespace that has them
     (``torch.nn.functional.relu``).
     """
-    mod = getattr(obj, "__module__", None)
+    mod = _module_of(obj)
     qual = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None)
     if not isinstance(mod, str) or not isinstance(qual, str):
         return None

@@ -29,6 +29,7 @@ from ._common import (
     _contiguous_strides,
     _is_parameter,
     _location,
+    _module_of,
     _public_name,
     _torch_global,
 )
@@ -573,7 +574,7 @@ class _FullPickler(pickle._Pickler):  # the Python pickler: its save_global can 
         if isinstance(obj, Tensor):
             state = _user_state(obj)
             if _is_parameter(obj):
-                if type(obj).__name__ == "Parameter" and t.__module__ == "ember.nn.parameter":
+                if type(obj).__name__ == "Parameter" and _module_of(t) == "ember.nn.parameter":
                     inner = _PlainTensor(obj)
                     if state:
                         return (_G_PARAM_STATE, (inner, obj.requires_grad, OrderedDict(), state))
@@ -603,7 +604,7 @@ class _FullPickler(pickle._Pickler):  # the Python pickler: its save_global can 
     def save_global(self, obj: Any, name: str | None = None) -> None:
         if name is not None and not isinstance(obj, type) and "." not in name:
             # a singleton whose __reduce__ gives its name (ember.strided): PyTorch's name
-            mod = getattr(obj, "__module__", None) or type(obj).__module__
+            mod = _module_of(obj) or _module_of(type(obj))
             tg = _public_name(obj, name) if str(mod).startswith("ember") else None
         else:
             tg = _torch_global(obj)
