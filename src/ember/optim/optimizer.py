@@ -231,7 +231,8 @@ class Optimizer:
         if "_optimizer_step_pre_hooks" not in self.__dict__:
             self._init_hooks()
         self._patch_step_function()
-        if any(c.__name__ in _TENSOR_STEP and c.__module__.startswith(("ember.optim.", "torch.optim."))
+        if any(c.__name__ in _TENSOR_STEP
+               and c.__module__.startswith(("ember.optim.", "torch.optim."))  # (ember run)
                for c in type(self).__mro__):
             _tensor_steps(self.state)  # (a built-in, or a subclass of one; not a user's own)
         # Groups saved by an older version may lack newer options: fill them from defaults.
