@@ -77,6 +77,9 @@ _TORCH_HOME = {
     "ember.nn.utils.rnn_packing.PackedSequence": "torch.nn.utils.rnn.PackedSequence",
     "ember.utils.data.sampler.DistributedSampler":
         "torch.utils.data.distributed.DistributedSampler",
+    # a class in a private module that PyTorch's pickles name by that same module path
+    "ember.utils.data.datapipes._decorator.functional_datapipe":
+        "torch.utils.data.datapipes._decorator.functional_datapipe",
 }
 
 # ember classes pickled under their own names: PyTorch's class of that name is implemented in C
