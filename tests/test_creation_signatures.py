@@ -570,3 +570,16 @@ def test_generator_keyword_gives_the_same_draws() -> None:
         a = draw(ember, ember.Generator().manual_seed(7))
         b = draw(ember, ember.Generator().manual_seed(7))
         assert a.tolist() == b.tolist()
+
+
+def test_a_0d_gradient_buffer_in_double_backward():
+    # an in-place op on a view of a 0-d tensor, then create_graph: the engine's zeros of the base's
+    # shape () went through zeros(*shape), which the strict size parser refused (found by the
+    # differential tester, views seed 221419377)
+    import ember as torch
+
+    x = torch.arange(12, dtype=torch.float64).reshape(3, 4).requires_grad_()
+    v = x.sum().flatten()
+    v.unsqueeze(0).squeeze(0).pow_(3)
+    (g,) = torch.autograd.grad((v * v).sum(), [x], create_graph=True)
+    assert g.shape == (3, 4) and g.requires_grad

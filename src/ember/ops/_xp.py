@@ -113,7 +113,7 @@ def ones_like(x: Any, dtype: Any = None) -> Any:
 
 
 def zeros(shape: Any, dtype: Any = None) -> Any:
-    return z(*shape, dtype=dtype)
+    return z(tuple(shape), dtype=dtype)  # one sequence: a 0-d shape () is a valid size
 
 
 def broadcast_to(x: Any, shape: Any) -> Any:
