@@ -380,6 +380,19 @@ done:
     return r;
 }
 
+/* ``a, b = item`` for a 2-item sequence: a new 2-tuple, or NULL with Python's unpacking error set
+ * (shared by the edges (nxt, nr) and the saved metadata (shape, dtype) of every node). */
+static PyObject *unpack_pair(PyObject *item)
+{
+    PyObject *pair = PySequence_Tuple(item);
+    if (pair != NULL && PyTuple_GET_SIZE(pair) != 2) {
+        PyErr_Format(PyExc_ValueError, "expected 2 values to unpack (got %zd)",
+                     PyTuple_GET_SIZE(pair));
+        Py_CLEAR(pair);
+    }
+    return pair;
+}
+
 /* The send step of the fast path, for input `i` whose edge is (nxt, nr) and whose gradient
  * `g` (borrowed) is not None (_send's rule, as _walk_nodes_python inlines it):
  *     shape, dt = meta[i]
@@ -396,15 +409,9 @@ static int send_gradient(PyObject *node, PyObject *g, PyObject *meta_i, PyObject
     PyObject *shape = NULL, *dt = NULL, *have = NULL, *nb = NULL, *old = NULL;
     int rc = -1;
     Py_INCREF(g);  /* g: owned from here on (it may be replaced) */
-    PyObject *pair = PySequence_Tuple(meta_i);  /* new */
+    PyObject *pair = unpack_pair(meta_i);  /* new */
     if (pair == NULL)
         goto done;
-    if (PyTuple_GET_SIZE(pair) != 2) {
-        PyErr_Format(PyExc_ValueError, "expected 2 values to unpack (got %zd)",
-                     PyTuple_GET_SIZE(pair));
-        Py_DECREF(pair);
-        goto done;
-    }
     shape = PyTuple_GET_ITEM(pair, 0);
     dt = PyTuple_GET_ITEM(pair, 1);
     Py_INCREF(shape);
@@ -557,13 +564,8 @@ static int run_fast_node(PyObject *node, PyObject *fn, PyObject *buf, PyObject *
         goto done;
     for (Py_ssize_t i = 0; i < n_edges && i < PySequence_Fast_GET_SIZE(edge_seq); i++) {
         PyObject *edge = PySequence_Fast_GET_ITEM(edge_seq, i);  /* borrowed */
-        PyObject *pair = PySequence_Tuple(edge);  /* new: (nxt, nr) */
-        if (pair == NULL || PyTuple_GET_SIZE(pair) != 2) {
-            if (pair != NULL) {
-                PyErr_Format(PyExc_ValueError, "expected 2 values to unpack (got %zd)",
-                             PyTuple_GET_SIZE(pair));
-                Py_DECREF(pair);
-            }
+        PyObject *pair = unpack_pair(edge);  /* new: (nxt, nr) */
+        if (pair == NULL) {
             Py_DECREF(edge_seq);
             goto done;
         }
@@ -830,13 +832,8 @@ PyObject *ember_engine_dependencies(PyObject *self, PyObject *roots)
         if (seq == NULL)
             goto error;
         for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
-            PyObject *pair = PySequence_Tuple(PySequence_Fast_GET_ITEM(seq, i));
-            if (pair == NULL || PyTuple_GET_SIZE(pair) != 2) {
-                if (pair != NULL) {
-                    PyErr_Format(PyExc_ValueError, "expected 2 values to unpack (got %zd)",
-                                 PyTuple_GET_SIZE(pair));
-                    Py_DECREF(pair);
-                }
+            PyObject *pair = unpack_pair(PySequence_Fast_GET_ITEM(seq, i));
+            if (pair == NULL) {
                 Py_DECREF(seq);
                 goto error;
             }
@@ -976,13 +973,8 @@ PyObject *ember_engine_walk_nodes(PyObject *self, PyObject *const *args, Py_ssiz
         if (seq == NULL)
             goto error;
         for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
-            PyObject *pair = PySequence_Tuple(PySequence_Fast_GET_ITEM(seq, i));
-            if (pair == NULL || PyTuple_GET_SIZE(pair) != 2) {
-                if (pair != NULL) {
-                    PyErr_Format(PyExc_ValueError, "expected 2 values to unpack (got %zd)",
-                                 PyTuple_GET_SIZE(pair));
-                    Py_DECREF(pair);
-                }
+            PyObject *pair = unpack_pair(PySequence_Fast_GET_ITEM(seq, i));
+            if (pair == NULL) {
                 Py_DECREF(seq);
                 goto error;
             }
