@@ -1,6 +1,12 @@
-"""``python -m bench``: run the benchmark (see ``python -m bench --help``)."""
+"""``python -m bench``: run the benchmark (see ``python -m bench --help``); ``python -m bench
+--memory``: the peak-memory table instead (``bench/memory.py``, ``python -m bench --memory -h``)."""
 
 import sys
+
+if "--memory" in sys.argv[1:]:
+    from .memory import main
+
+    sys.exit(main([a for a in sys.argv[1:] if a != "--memory"]))
 
 from .runner import main
 
