@@ -20,7 +20,7 @@ LAYERS: list[tuple[str, str, list[str]]] = [
     ("backend", "arrays, devices, dtypes: the only place that knows NumPy/CuPy",
      ["ember._backend", "ember._dtype", "ember._dtype_info", "ember._size", "ember._special",
       "ember._special.*", "ember._special_tables", "ember._version", "ember._missing",
-      "ember._allocator",
+      "ember._allocator", "ember._meta",
       "ember._shared_memory", "ember._native_core", "ember._native"]),
     ("core", "the tensor base type and the autograd engine",
      ["ember._tensor_base", "ember.autograd", "ember.autograd.grad_mode", "ember.autograd.node",

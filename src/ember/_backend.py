@@ -1,7 +1,8 @@
 """Devices and array modules. THE ONLY module that knows CuPy.
 
 A ``device`` names where a tensor lives; ``device.xp`` is the array module that computes there
-(NumPy on ``cpu``, CuPy on ``cuda``). CuPy is imported the first time a CUDA device is used.
+(NumPy on ``cpu``, CuPy on ``cuda``, ``ember._meta.namespace`` on ``meta``: arrays with a shape
+and no data). CuPy is imported the first time a CUDA device is used.
 """
 
 from __future__ import annotations
@@ -10,6 +11,9 @@ import functools
 from typing import Any
 
 import numpy as np
+
+from . import _meta
+from ._meta import MetaArray
 
 _cupy: Any = None
 
@@ -89,11 +93,25 @@ class device:
     def __reduce__(self) -> tuple:
         return (device, (str(self),))
 
+    def __enter__(self) -> device:
+        """``with torch.device("meta"):``: factory functions called without ``device=`` make
+        their tensors here, as PyTorch's device context does."""
+        global default_device
+        _default_stack.append(default_device)
+        default_device = None if self.type == "cpu" and self.index is None else self
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        global default_device
+        default_device = _default_stack.pop()
+
     @property
     def xp(self) -> Any:
         """The array module computing on this device."""
         if self.type == "cpu":
             return np
+        if self.type == "meta":
+            return _meta.namespace
         return _import_cupy()
 
 
@@ -118,6 +136,30 @@ def _parse(spec: str, index: int | None) -> device:
 
 
 CPU = device("cpu")
+META = device("meta")
+# the device factory functions use when given none (``with torch.device(...)``,
+# ``set_default_device``); None means the CPU, so the common case tests one global
+default_device: device | None = None
+_default_stack: list = []
+
+
+def set_default_device(dev: Any) -> None:
+    """``torch.set_default_device``: None or 'cpu' restores the CPU."""
+    global default_device
+    d = None if dev is None else device(dev)
+    default_device = None if d is None or (d.type == "cpu" and d.index is None) else d
+
+
+def get_default_device() -> device:
+    return CPU if default_device is None else default_device
+
+
+def meta_target(dev: Any) -> bool:
+    """Whether a factory given ``device=dev`` makes a meta tensor (``device="meta"``, or none
+    given inside ``with torch.device("meta")``): it then allocates nothing."""
+    if dev is None:
+        return default_device is not None and default_device.type == "meta"
+    return (dev.type if type(dev) is device else str(dev)) == "meta"
 
 
 class OutOfMemoryError(RuntimeError):
@@ -128,6 +170,8 @@ def check_available(dev: device) -> device:
     """Raise a helpful error for devices ember cannot compute on; returns the canonical device."""
     if dev.type == "cpu":
         return CPU
+    if dev.type == "meta":
+        return META
     if dev.type == "cuda":
         _import_cupy()
         n = _cupy.cuda.runtime.getDeviceCount()
@@ -152,6 +196,8 @@ class FakeCudaArray(np.ndarray):
 def device_of(arr: Any) -> device:
     if type(arr) is np.ndarray:
         return CPU
+    if type(arr) is MetaArray:
+        return META
     if isinstance(arr, FakeCudaArray):
         return device("cuda", 0)
     if _cupy is not None and isinstance(arr, _cupy.ndarray):
@@ -161,7 +207,11 @@ def device_of(arr: Any) -> device:
 
 def xp_of(arr: Any) -> Any:
     """The array module of ``arr``."""
-    if type(arr) is np.ndarray or _cupy is None:
+    if type(arr) is np.ndarray:
+        return np
+    if type(arr) is MetaArray:
+        return _meta.namespace
+    if _cupy is None:
         return np
     return _cupy.get_array_module(arr)
 
@@ -171,6 +221,10 @@ def to_device(arr: Any, dev: device, copy: bool = False) -> Any:
     src = device_of(arr)
     if src == dev:
         return arr.copy() if copy else arr
+    if dev.type == "meta":
+        return _meta.like(arr)
+    if src.type == "meta":
+        raise NotImplementedError(_meta.NO_DATA)
     if dev.type == "cpu":
         return np.asarray(arr) if isinstance(arr, FakeCudaArray) else arr.get()
     if _cupy is None:  # only reachable from a FakeCudaArray (tests): Tensor.to checks first
@@ -207,6 +261,8 @@ def _dense_range(a: Any) -> tuple[int, int] | None:
 
 
 def _address(a: Any) -> int:
+    if type(a) is MetaArray:
+        return 0  # (PyTorch's data_ptr() of a meta tensor)
     return a.__array_interface__["data"][0] if isinstance(a, np.ndarray) else int(a.data.ptr)
 
 
@@ -243,6 +299,8 @@ def to_numpy(arr: Any) -> np.ndarray:
         return np.asarray(arr)
     if isinstance(arr, np.generic):
         return np.asarray(arr)
+    if type(arr) is MetaArray:
+        raise NotImplementedError(_meta.NO_DATA)
     return arr.get()
 
 
@@ -255,6 +313,8 @@ def storage_extent(arr: Any) -> tuple[int, int] | None:
     """(elements before the array's first element, elements from it to the end) of the one
     dense allocation it views; None when that is unknown or not dense."""
     item = arr.itemsize
+    if type(arr) is MetaArray:
+        return arr.offset, arr.storage_elements() - arr.offset
     if isinstance(arr, np.ndarray):
         root = arr
         while isinstance(root.base, np.ndarray):
@@ -271,8 +331,13 @@ def storage_extent(arr: Any) -> tuple[int, int] | None:
 
 
 def is_array(x: Any) -> bool:
-    return (type(x) is np.ndarray or isinstance(x, FakeCudaArray)
+    return (type(x) is np.ndarray or isinstance(x, FakeCudaArray) or type(x) is MetaArray
             or (_cupy is not None and isinstance(x, _cupy.ndarray)))
+
+
+def is_meta(x: Any) -> bool:
+    """A meta array: a shape, a dtype and strides, no data (``ember._meta``)."""
+    return type(x) is MetaArray
 
 
 def values_equal(a: Any, b: Any) -> bool:

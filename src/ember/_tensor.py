@@ -113,6 +113,8 @@ class Tensor(TensorBase):
 
     def storage_offset(self) -> int:
         base = self._data
+        if _backend.is_meta(base):
+            return base.offset
         while base.base is not None and hasattr(base.base, "__array_interface__"):
             base = base.base
         if base is self._data or not hasattr(base, "__array_interface__"):
@@ -378,6 +380,8 @@ class Tensor(TensorBase):
             )
         if type(d) is np.ndarray:  # (the common case, without to_numpy's dispatch)
             return d.item()
+        if _backend.is_meta(d):
+            raise RuntimeError("Tensor.item() cannot be called on meta tensors")
         return _backend.to_numpy(d.reshape(())).item()
 
     def tolist(self) -> Any:

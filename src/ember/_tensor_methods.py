@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _dtype_info, ops
+from . import _backend, _dtype_info, ops
 from ._size import Size
 from .ops import casting, indexing, joining, shape
 from .ops import shape as _sh
@@ -208,7 +208,8 @@ is_quantized = property(lambda self: False, doc="False: ember has no quantized t
 
 is_nested = property(lambda self: False, doc="False: ember has no nested tensors.")
 
-is_meta = property(lambda self: False, doc="False: ember has no meta device.")
+is_meta = property(lambda self: _backend.is_meta(self._data),
+                   doc="Whether the tensor is on the meta device (a shape, no data).")
 
 is_mkldnn = property(lambda self: False, doc="False: no MKL-DNN layout.")
 

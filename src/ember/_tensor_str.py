@@ -186,10 +186,26 @@ def _add_suffixes(text: str, suffixes: list[str], indent: int,
     return "".join(out)
 
 
+def _meta_repr(t: Any, prefix: str) -> str:
+    """A meta tensor has no values: ``tensor(..., device='meta', size=(2, 3))`` (PyTorch's)."""
+    from . import _dtype
+
+    suffixes = ["device='meta'", f"size={tuple(t._data.shape)}"]
+    if t.dtype is not _dtype.get_default_dtype():
+        suffixes.append(f"dtype={t.dtype}")
+    if t.grad_fn is not None:
+        suffixes.append(f"grad_fn=<{t.grad_fn.name()}>")
+    elif t.requires_grad:
+        suffixes.append("requires_grad=True")
+    return _add_suffixes(prefix + "...", suffixes, len(prefix))
+
+
 def tensor_repr(t: Any, prefix: str = "tensor(") -> str:
     from . import _dtype
 
     d = t._data
+    if _backend.is_meta(d):
+        return _meta_repr(t, prefix)
     arr = _backend.to_numpy(d)
     indent = len(prefix)
     suffixes = []

@@ -85,12 +85,16 @@ def _calculate_correct_fan(tensor: Tensor, mode: str) -> int:
 def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0, generator: Any = None) -> Tensor:
     """Fill with U(a, b)."""
     _check_tensor(tensor, "uniform_")
+    if tensor.is_meta:  # no values to draw on the meta device (PyTorch draws none either)
+        return tensor
     return _write(tensor, _random._rng(generator).uniform(a, b, tuple(tensor.shape)))
 
 
 def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, generator: Any = None) -> Tensor:
     """Fill with N(mean, std^2)."""
     _check_tensor(tensor, "normal_")
+    if tensor.is_meta:
+        return tensor
     return _write(tensor, _random._rng(generator).normal(mean, std, tuple(tensor.shape)))
 
 
@@ -138,6 +142,8 @@ def trunc_normal_(
     def cdf(x: float) -> float:
         return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
 
+    if tensor.is_meta:
+        return tensor
     lo, hi = cdf((a - mean) / std), cdf((b - mean) / std)
     u = _random._rng(generator).uniform(lo, hi, tuple(tensor.shape))
     vals = np.clip(_ndtri(u) * std + mean, a, b)
@@ -235,7 +241,7 @@ def orthogonal_(tensor: Tensor, gain: float = 1, generator: Any = None) -> Tenso
     dims after the first are flattened."""
     if tensor.ndimension() < 2:
         raise ValueError("Only tensors with 2 or more dimensions are supported")
-    if tensor.numel() == 0:
+    if tensor.numel() == 0 or tensor.is_meta:
         return tensor
     rows = tensor.shape[0]
     cols = tensor.numel() // rows

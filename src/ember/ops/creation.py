@@ -83,6 +83,8 @@ def zeros(*size: Any, out: Any = None, dtype: Any = None, layout: Any = None, de
     if out is not None:
         return _into(out, "zeros", np.zeros, shape, dtype, device, requires_grad)
     dt = _dtype.to_dtype(dtype) if dtype is not None else _dtype.get_default_dtype()
+    if _backend.meta_target(device):
+        return _place(_backend.MetaArray(shape, dt.np), dt, device, requires_grad)
     return _place(np.zeros(shape, dt.np), dt, device, requires_grad)
 
 
@@ -95,6 +97,8 @@ def ones(*size: Any, out: Any = None, dtype: Any = None, layout: Any = None, dev
     if out is not None:
         return _into(out, "ones", np.ones, shape, dtype, device, requires_grad)
     dt = _dtype.to_dtype(dtype) if dtype is not None else _dtype.get_default_dtype()
+    if _backend.meta_target(device):
+        return _place(_backend.MetaArray(shape, dt.np), dt, device, requires_grad)
     return _place(np.ones(shape, dt.np), dt, device, requires_grad)
 
 
@@ -110,6 +114,8 @@ def empty(*size: Any, memory_format: Any = None, out: Any = None, dtype: Any = N
     if out is not None:
         return _into(out, "empty", np.empty, shape, dtype, device, requires_grad)
     dt = _dtype.to_dtype(dtype) if dtype is not None else _dtype.get_default_dtype()
+    if _backend.meta_target(device):
+        return _place(_backend.MetaArray(shape, dt.np), dt, device, requires_grad)
     return _place(np.empty(shape, dt.np), dt, device, requires_grad)
 
 
@@ -126,6 +132,8 @@ def full(size: Any, fill_value: Any, *, out: Any = None, dtype: Any = None, layo
         res = _place(np.full(shape, fill_value, dt.np), dt, _out_device(out, device), False)
         return _args.write_new(out, res, "full", requires_grad)
     dt = _dtype.to_dtype(dtype) if dtype is not None else _dtype.scalar_dtype(fill_value)
+    if _backend.meta_target(device):
+        return _place(_backend.MetaArray(shape, dt.np), dt, device, requires_grad)
     return _place(np.full(shape, fill_value, dt.np), dt, device, requires_grad)
 
 
@@ -134,6 +142,8 @@ def zeros_like(input: Any, *, dtype: Any = None, layout: Any = None, device: Any
                memory_format: Any = None) -> Any:
     """Zeros of ``input``'s shape, dtype and device unless given."""
     dt, dev = _like("zeros_like", input, dtype, device, layout, memory_format)
+    if _backend.meta_target(dev):
+        return _place(_meta_like(input, dt), dt, dev, requires_grad)
     return _place(np.zeros(input._data.shape, dt.np), dt, dev, requires_grad)
 
 
@@ -142,6 +152,8 @@ def ones_like(input: Any, *, dtype: Any = None, layout: Any = None, device: Any 
               memory_format: Any = None) -> Any:
     """Ones of ``input``'s shape, dtype and device unless given."""
     dt, dev = _like("ones_like", input, dtype, device, layout, memory_format)
+    if _backend.meta_target(dev):
+        return _place(_meta_like(input, dt), dt, dev, requires_grad)
     return _place(np.ones(input._data.shape, dt.np), dt, dev, requires_grad)
 
 
@@ -150,6 +162,8 @@ def empty_like(input: Any, *, dtype: Any = None, layout: Any = None, device: Any
                memory_format: Any = None) -> Any:
     """An uninitialised tensor of ``input``'s shape, dtype and device unless given."""
     dt, dev = _like("empty_like", input, dtype, device, layout, memory_format)
+    if _backend.meta_target(dev):
+        return _place(_meta_like(input, dt), dt, dev, requires_grad)
     return _place(np.empty(input._data.shape, dt.np), dt, dev, requires_grad)
 
 
@@ -159,6 +173,8 @@ def full_like(input: Any, fill_value: Any, *, dtype: Any = None, layout: Any = N
     """``fill_value`` in ``input``'s shape, dtype and device unless given."""
     dt, dev = _like("full_like", input, dtype, device, layout, memory_format)
     fill_value = _fill_value("full_like", fill_value)
+    if _backend.meta_target(dev):
+        return _place(_meta_like(input, dt), dt, dev, requires_grad)
     return _place(np.full(input._data.shape, fill_value, dt.np), dt, dev, requires_grad)
 
 
@@ -310,6 +326,11 @@ def empty_strided(size: Any, stride: Any, *, dtype: Any = None, layout: Any = No
     if len(strides) != len(shape):
         raise RuntimeError(f"mismatch in length of strides and shape: size {list(shape)} has "
                            f"{len(shape)} dims, stride {list(strides)} has {len(strides)}")
+    if _backend.meta_target(device):  # a meta tensor keeps the strides asked (it has no memory)
+        dt = _dtype.to_dtype(dtype) if dtype is not None else _dtype.get_default_dtype()
+        item = np.dtype(dt.np).itemsize
+        arr = _backend.MetaArray(shape, dt.np, tuple(s * item for s in strides))
+        return _place(arr, dt, device, requires_grad)
     return empty(shape, dtype=dtype, layout=layout, device=device, requires_grad=requires_grad)
 
 
@@ -360,6 +381,8 @@ def _place(arr: Any, dt: Any, device: Any, requires_grad: bool) -> Any:
     T = TensorBase
     if dt is not None and arr.dtype != dt.np:
         arr = arr.astype(dt.np)
+    if device is None:
+        device = _backend.default_device  # (None: the CPU; ``with torch.device(...)`` sets it)
     if device is not None:
         dev = _backend.check_available(_backend.device(device))
         if dev.type != "cpu":
@@ -440,9 +463,17 @@ def _like(name: str, input: Any, dtype: Any, device: Any, layout: Any,
         _args.check_layout(layout)
     if memory_format is not None:
         _args.check_memory_format(memory_format, input._data.ndim)
-    if device is None and not _backend.is_cpu_array(input._data):
-        device = input.device
+    if device is None and (not _backend.is_cpu_array(input._data)
+                           or _backend.default_device is not None):
+        device = input.device  # (a *_like follows its input, not the default device)
     return (_dtype.to_dtype(dtype) if dtype is not None else input.dtype), device
+
+
+def _meta_like(input: Any, dt: Any) -> Any:
+    """A meta array of ``input``'s shape, laid out as ``input`` (PyTorch's preserve_format)."""
+    d = input._data
+    like = _backend.to_device(d, _backend.META) if not _backend.is_meta(d) else d
+    return like.astype(dt.np) if like.dtype != dt.np else like.copy("K")
 
 
 asarray = as_tensor

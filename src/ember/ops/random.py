@@ -1,13 +1,16 @@
 """Random numbers: ``Generator``, ``manual_seed``, RNG state, and the random creation functions.
 
-Streams come from NumPy's PCG64. They differ from PyTorch's streams, but one seed always gives
-the same numbers on every run and every device (values are drawn on the CPU, then moved).
+The CPU generator is PyTorch's: a Mersenne Twister seeded as PyTorch seeds it, whose draws go
+through PyTorch's conversions (``_mt19937.py``), so after ``manual_seed(s)`` ``rand``, ``randn``,
+``randint``, ``randperm``, ``normal_``, ``bernoulli_``... give PyTorch's CPU numbers, and
+``get_rng_state()`` is PyTorch's byte layout. CUDA tensors' values are drawn on the CPU from the
+same generator, then moved (PyTorch's CUDA generator, Philox, gives other numbers).
 """
 
 from __future__ import annotations
 
 import math
-import time
+import os
 import warnings
 from typing import Any
 
@@ -17,7 +20,8 @@ from .. import _backend, _dtype
 from .._tensor_base import TensorBase
 from ..autograd import grad_mode
 from ..autograd.function import Op
-from . import _args, _out
+from . import _args, _mt19937, _out
+from ._mt19937 import fma32, fma64, libm, unit24, unit53, words, words64
 from .casting import copy_from
 from .creation import _like, _place
 from .inplace import inplace
@@ -28,6 +32,7 @@ __all__ = [
 
 
 _DEFAULT_SEED = 67280421310721  # PyTorch's default initial seed
+_MASK64 = (1 << 64) - 1
 
 
 # randint's and randint_like's overloads, as PyTorch's parser binds them (_args.overload)
@@ -36,7 +41,7 @@ _RANDINT_LIKE_FORMS = (("high",), ("low", "high"))
 
 
 def manual_seed(seed: int) -> Generator:
-    """Seed every ember random stream (CPU and CUDA draws share this generator)."""
+    """Seed the default generator (CPU draws, and CUDA draws, which ember makes on the CPU)."""
     return default_generator.manual_seed(seed)
 
 
@@ -49,6 +54,7 @@ def initial_seed() -> int:
 
 
 def get_rng_state() -> Any:
+    """The default generator's state: a uint8 tensor in PyTorch's layout (5056 bytes)."""
     return default_generator.get_state()
 
 
@@ -57,23 +63,30 @@ def set_rng_state(new_state: Any) -> None:
 
 
 class Generator:
-    """A random number generator: ``ember.Generator().manual_seed(0)``."""
+    """A random number generator: ``ember.Generator().manual_seed(0)``; PyTorch's CPU streams."""
 
     def __init__(self, device: Any = "cpu") -> None:
         self.device = _backend.device(device)
-        self._seed = _DEFAULT_SEED
-        self._rng = np.random.Generator(np.random.PCG64(self._seed))
+        self._bg = np.random.MT19937(0)
+        # NumPy's Generator over the same words, for draws not yet written as PyTorch's
+        self._rng = np.random.Generator(self._bg)
+        self.manual_seed(_DEFAULT_SEED)
 
     def manual_seed(self, seed: int) -> Generator:
         seed = int(seed)
         if seed < 0:
-            seed &= 0xFFFFFFFFFFFFFFFF
+            seed &= _MASK64
+        if seed > _MASK64:
+            raise ValueError(f"manual_seed(): the seed must fit 64 bits, got {seed}")
         self._seed = seed
-        self._rng = np.random.Generator(np.random.PCG64(seed))
+        self._key0 = _mt19937.seeded_key(seed)
+        _mt19937.set_key(self._bg, self._key0, _mt19937.N)
+        self._normal: float | None = None  # Box-Muller's second value, for the next scalar draw
+        self._normal_f: float | None = None  # its float twin (kept for the state's bytes)
         return self
 
     def seed(self) -> int:
-        s = int(time.time_ns() ^ np.random.SeedSequence().entropy) & 0xFFFFFFFFFFFFFFFF
+        s = int.from_bytes(os.urandom(8), "little")
         self.manual_seed(s)
         return s
 
@@ -81,35 +94,28 @@ class Generator:
         return self._seed
 
     def get_state(self) -> Any:
-        """The state as a uint8 tensor (PyTorch's ByteTensor convention)."""
-        st = self._rng.bit_generator.state
-        raw = (
-            int(st["state"]["state"]).to_bytes(16, "little")
-            + int(st["state"]["inc"]).to_bytes(16, "little")
-            + int(st["has_uint32"]).to_bytes(1, "little")
-            + int(st["uinteger"]).to_bytes(4, "little")
-            + int(self._seed).to_bytes(8, "little")
-        )
+        """The state as a uint8 tensor in PyTorch's layout (a ``torch.get_rng_state()`` can be
+        given to ``set_state`` and the other way round)."""
+        st = self._bg.state["state"]
+        key, pos = st["key"], int(st["pos"])
+        fresh = pos >= _mt19937.N and np.array_equal(key, self._key0)
+        raw = _mt19937.pack_state(self._seed, key, pos, fresh, self._normal, self._normal_f)
         return TensorBase._make(np.frombuffer(raw, dtype=np.uint8).copy())
 
     def set_state(self, state: Any) -> Generator:
-        raw = bytes(np.asarray(state._data if isinstance(state, TensorBase) else state, np.uint8))
-        if len(raw) != 45:
-            raise RuntimeError(
-                f"RNG state is wrong size: expected 45 bytes (an ember generator state), got {len(raw)}"
-            )
-        bg = np.random.PCG64()
-        bg.state = {
-            "bit_generator": "PCG64",
-            "state": {
-                "state": int.from_bytes(raw[0:16], "little"),
-                "inc": int.from_bytes(raw[16:32], "little"),
-            },
-            "has_uint32": raw[32],
-            "uinteger": int.from_bytes(raw[33:37], "little"),
-        }
-        self._rng = np.random.Generator(bg)
-        self._seed = int.from_bytes(raw[37:45], "little")
+        if isinstance(state, TensorBase):
+            if state.dtype is not _dtype.uint8:
+                raise TypeError(f"RNG state must be a torch.ByteTensor (uint8), got {state.dtype}")
+            raw = bytes(_backend.to_numpy(state._data).ravel())
+        elif isinstance(state, (bytes, bytearray)):
+            raw = bytes(state)
+        else:
+            raw = bytes(np.asarray(state, np.uint8).ravel())
+        seed, key, pos, normal, normal_f = _mt19937.unpack_state(raw)
+        _mt19937.set_key(self._bg, key, pos)
+        self._seed = seed
+        self._key0 = _mt19937.seeded_key(seed) if pos >= _mt19937.N else None
+        self._normal, self._normal_f = normal, normal_f
         return self
 
     def __getstate__(self) -> dict:
@@ -120,7 +126,12 @@ class Generator:
         self.set_state(np.frombuffer(d["state"], np.uint8))
 
 
+def _gen(generator: Generator | None) -> Generator:
+    return generator or default_generator
+
+
 def _rng(generator: Generator | None) -> np.random.Generator:
+    """NumPy's Generator over the generator's words (for draws not yet written as PyTorch's)."""
     return (generator or default_generator)._rng
 
 
@@ -130,6 +141,216 @@ default_generator = Generator()
 # As in PyTorch, the default generator starts from a fresh seed in each process (an unseeded run
 # does not repeat the last one); new ``Generator()`` objects start from _DEFAULT_SEED.
 default_generator.seed()
+
+
+# ---------------------------------------------------------------------------------------------
+# PyTorch's draws, as flat arrays in the order PyTorch's kernels fill memory
+
+
+def _uniform_values(gen: Generator, n: int, dt: Any, a: float = 0.0, b: float = 1.0) -> Any:
+    """``uniform_(a, b)``: a word's low 24 bits (53 of a 64-bit draw for float64) scaled; a
+    value that rounds up to ``b`` in the dtype becomes ``a``, as PyTorch's [a, b) does."""
+    if dt is _dtype.float64:
+        u = unit53(gen._bg, n)
+        if a == 0.0 and b == 1.0:
+            return u
+        v = fma64(u, b - a, a)
+    else:
+        u = unit24(gen._bg, n)
+        if a == 0.0 and b == 1.0 and dt is _dtype.float32:
+            return u
+        fa, fb = np.float32(a), np.float32(b)
+        v = fma32(u, fb - fa, fa) if (a, b) != (0.0, 1.0) else u
+        if dt is not _dtype.float32:
+            v = v.astype(dt.np)
+    top, low = np.asarray(b).astype(v.dtype), np.asarray(a).astype(v.dtype)
+    return np.where(v >= top, low, v)
+
+
+def _scalar_normals(gen: Generator, n: int) -> np.ndarray:
+    """n standard normals one at a time, as PyTorch's scalar path: each Box-Muller pair takes two
+    float64 uniforms (angle, then radius); its sine waits in the generator for the next draw."""
+    out = np.empty(n)
+    i = 0
+    if n and gen._normal is not None:
+        out[0] = gen._normal
+        gen._normal = None
+        i = 1
+    pairs = (n - i + 1) // 2
+    if pairs:
+        u = unit53(gen._bg, 2 * pairs).reshape(pairs, 2)
+        r = np.sqrt(-2.0 * libm(math.log1p, -u[:, 1]))
+        theta = (2.0 * math.pi) * u[:, 0]
+        both = np.empty((pairs, 2))
+        np.multiply(r, libm(math.cos, theta), out=both[:, 0])
+        np.multiply(r, libm(math.sin, theta), out=both[:, 1])
+        both = both.reshape(-1)
+        out[i:] = both[:n - i]
+        if (n - i) % 2:
+            gen._normal = float(both[-1])
+    return out
+
+
+def _normal_values(gen: Generator, n: int, dt: Any, mean: float, std: float,
+                   contiguous: bool = True) -> np.ndarray:
+    """``normal_(mean, std)``: 16-element Box-Muller blocks for contiguous outputs of 16 or more
+    (the last, partial block recomputed from 16 new uniforms), else the scalar path."""
+    if n >= 16 and contiguous:
+        if dt is _dtype.float64:
+            uni, bm = unit53, _mt19937.box_muller16_f64
+        else:
+            uni, bm = unit24, _mt19937.box_muller16_f32
+        u = uni(gen._bg, n)
+        whole = n - n % 16
+        out = bm(u[:whole], mean, std)
+        if whole < n:
+            out = np.concatenate([out[:n - 16], bm(uni(gen._bg, 16), mean, std)])
+        return out if out.dtype == dt.np else out.astype(dt.np)
+    z = _scalar_normals(gen, n)
+    if mean != 0.0 or std != 1.0:
+        z = fma64(z, std, mean)
+    return z if dt is _dtype.float64 else z.astype(dt.np)
+
+
+def _int_values(gen: Generator, n: int, low: int, high: int) -> np.ndarray:
+    """Integers in [low, high) as int64: a word (a 64-bit draw from a range of 2**32 up) modulo
+    the range, plus low (PyTorch's wrapping arithmetic)."""
+    span = high - low
+    w = words64(gen._bg, n) if span >= 1 << 32 else words(gen._bg, n)
+    if span <= 1 << 64:
+        w %= np.uint64(span & _MASK64) if span < 1 << 64 else w  # 2**64: every word as is
+    w += np.uint64(low & _MASK64)
+    return w.view(np.int64)
+
+
+def _random_values(gen: Generator, n: int, dt: Any, low: int, high: int | None) -> np.ndarray:
+    """``random_(low, high)``; ``high=None``: to the dtype's top (2**mantissa for floats); the
+    whole int64 range when low is its minimum."""
+    if high is None:
+        if dt is _dtype.int64 and low == -(1 << 63):
+            return words64(gen._bg, n).view(np.int64)
+        high = _top(dt.np)
+    vals = _int_values(gen, n, low, high)
+    return vals.astype(dt.np)
+
+
+def _randperm_values(gen: Generator, n: int) -> np.ndarray:
+    """Fisher-Yates: position i swaps with i + (word mod (n - i))."""
+    if n < 2:
+        return np.arange(n, dtype=np.int64)
+    z = (words(gen._bg, n - 1) % (n - np.arange(n - 1, dtype=np.uint64))).tolist()
+    r = list(range(n))
+    for i, zi in enumerate(z):
+        j = zi + i
+        r[i], r[j] = r[j], r[i]
+    return np.array(r, dtype=np.int64)
+
+
+def _exponential_values(gen: Generator, n: int, dt: Any, lambd: float) -> np.ndarray:
+    u = unit53(gen._bg, n)
+    logs = libm(math.log1p, -u) if dt is _dtype.float64 else np.log1p(-u)
+    return ((-1.0 / lambd) * logs).astype(dt.np, copy=False)
+
+
+def _bernoulli_tensor(gen: Generator, probs: np.ndarray, p_dtype: Any) -> np.ndarray:
+    """``bernoulli_(p)`` with a tensor p (flat, in fill order): a float64 uniform per element
+    for float64 p, else a float32 one, compared ``u < p``."""
+    if p_dtype is _dtype.float64:
+        return unit53(gen._bg, probs.size) < probs
+    return unit24(gen._bg, probs.size) < probs.astype(np.float32, copy=False)
+
+
+def _poisson_values(gen: Generator, rates: np.ndarray) -> np.ndarray:
+    """Poisson counts one rate at a time, as PyTorch's CPU kernel: multiplied uniforms below
+    10, Hormann's transformed rejection (PTRS) from 10 up; float64 uniforms."""
+    bg = gen._bg
+    saved = bg.state
+    supply = unit53(bg, 2 * rates.size + 16).tolist()
+    used = 0
+
+    def uniform() -> float:
+        nonlocal supply, used
+        if used == len(supply):
+            supply += unit53(bg, len(supply)).tolist()
+        used += 1
+        return supply[used - 1]
+
+    out = np.empty(rates.size)
+    for i, lam in enumerate(rates.tolist()):
+        if lam >= 10:
+            slam = math.sqrt(lam)
+            loglam = math.log(lam)
+            b = 0.931 + 2.53 * slam
+            a = -0.059 + 0.02483 * b
+            log_inv_alpha = math.log(1.1239 + 1.1328 / (b - 3.4))
+            vr = 0.9277 - 3.6224 / (b - 2)
+            while True:
+                u = uniform() - 0.5
+                v = uniform()
+                us = 0.5 - abs(u)
+                k = math.floor((2 * a / us + b) * u + lam + 0.43)
+                if us >= 0.07 and v <= vr:
+                    break
+                if k < 0 or (us < 0.013 and v > us):
+                    continue
+                if (math.log(v) + log_inv_alpha - math.log(a / (us * us) + b)
+                        <= -lam + k * loglam - math.lgamma(k + 1)):
+                    break
+            out[i] = k
+        elif lam == 0:
+            out[i] = 0
+        else:
+            limit = math.exp(-lam)
+            k = 0
+            prod = uniform()
+            while prod > limit:
+                k += 1
+                prod *= uniform()
+            out[i] = k
+    bg.state = saved  # consume exactly the words used
+    bg.random_raw(2 * used)
+    return out
+
+
+def _axes(arr: Any) -> list[int] | None:
+    """The axes of ``arr`` from the slowest in memory to the fastest: the order PyTorch's serial
+    kernels walk an output in; None for C order."""
+    if arr.ndim < 2 or arr.flags.c_contiguous:
+        return None
+    axes = sorted(range(arr.ndim), key=lambda i: -abs(arr.strides[i]) if arr.shape[i] > 1 else 0)
+    return None if axes == list(range(arr.ndim)) else axes
+
+
+def _dense_axes(arr: Any) -> list[int] | None:
+    """``_axes`` for a dense layout (what ``empty_like`` keeps); None (C order) otherwise."""
+    axes = _axes(arr)
+    if axes is None:
+        return None
+    step = arr.itemsize
+    for i in reversed(axes):
+        if arr.shape[i] > 1 and arr.strides[i] != step:
+            return None
+        step *= arr.shape[i]
+    return axes
+
+
+def _arrange(vals: np.ndarray, shape: tuple, axes: list[int] | None) -> np.ndarray:
+    """Flat values in memory order -> the logical array of ``shape``."""
+    if axes is None:
+        return vals.reshape(shape)
+    return vals.reshape([shape[i] for i in axes]).transpose(np.argsort(axes))
+
+
+def _in_order(arr: np.ndarray, axes: list[int] | None) -> np.ndarray:
+    """The logical array ``arr`` flattened in memory order (the inverse of ``_arrange``)."""
+    return arr.reshape(-1) if axes is None else arr.transpose(axes).reshape(-1)
+
+
+def _numel(shape: tuple) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
 
 
 # ---------------------------------------------------------------------------------------------
@@ -143,7 +364,7 @@ def rand(*size: Any, generator: Generator | None = None, out: Any = None, dtype:
     if layout is not None:
         _args.check_layout(layout)
     dt = _float_dtype("rand", dtype, out)
-    arr = _rng(generator).random(shape, dtype=_draw_dtype(dt)).astype(dt.np, copy=False)
+    arr = _uniform_values(_gen(generator), _numel(shape), dt).reshape(shape)
     return _finish(arr, dt, device, requires_grad, out, "rand")
 
 
@@ -155,7 +376,7 @@ def randn(*size: Any, generator: Generator | None = None, out: Any = None, dtype
     if layout is not None:
         _args.check_layout(layout)
     dt = _float_dtype("randn", dtype, out)
-    arr = _rng(generator).standard_normal(shape, dtype=_draw_dtype(dt)).astype(dt.np, copy=False)
+    arr = _normal_values(_gen(generator), _numel(shape), dt, 0.0, 1.0).reshape(shape)
     return _finish(arr, dt, device, requires_grad, out, "randn")
 
 
@@ -180,7 +401,7 @@ def randint(*args: Any, generator: Generator | None = None, out: Any = None, dty
     if layout is not None:
         _args.check_layout(layout)
     _check_int_range(dt, low, high)
-    arr = _rng(generator).integers(low, high, size=shape, dtype=np.int64).astype(dt.np)
+    arr = _int_values(_gen(generator), _numel(shape), low, high).astype(dt.np).reshape(shape)
     return _finish(arr, dt, device, requires_grad, out, "randint")
 
 
@@ -197,7 +418,7 @@ def randperm(n: int, *, generator: Generator | None = None, out: Any = None, dty
         dt = _dtype.to_dtype(dtype) if dtype is not None else _dtype.int64
     if layout is not None:
         _args.check_layout(layout)
-    arr = _rng(generator).permutation(n).astype(dt.np)
+    arr = _randperm_values(_gen(generator), n).astype(dt.np)
     return _finish(arr, dt, device, requires_grad, out, "randperm")
 
 
@@ -230,8 +451,15 @@ def normal(mean: Any, std: Any = 1.0, size: Any = None, *, generator: Generator 
         else:
             dt = (mean if isinstance(mean, TensorBase) else std).dtype
         ref = mean if isinstance(mean, TensorBase) else std
-        z = _rng(generator).standard_normal(shape)
-        arr = (np.asarray(m, np.float64) + np.asarray(s, np.float64) * z).astype(dt.np)
+        # PyTorch: out.normal_(0, std) + mean for a number std, else out.normal_(0, 1) * std +
+        # mean, each step rounded in the result's dtype
+        n = _numel(shape)
+        if isinstance(std, TensorBase):
+            arr = _normal_values(_gen(generator), n, dt, 0.0, 1.0).reshape(shape)
+            arr = arr * np.asarray(s).astype(dt.np, copy=False)
+        else:
+            arr = _normal_values(_gen(generator), n, dt, 0.0, float(std)).reshape(shape)
+        arr = (arr + np.asarray(m).astype(dt.np, copy=False)).astype(dt.np, copy=False)
         result = _place(arr, dt, ref.device, False)
         return result if out is None else _out.write(out, result, "normal")
     if size is None:
@@ -243,8 +471,8 @@ def normal(mean: Any, std: Any = 1.0, size: Any = None, *, generator: Generator 
     if layout is not None:
         _args.check_layout(layout)
     dt = _float_dtype("normal", dtype, out)
-    arr = _rng(generator).normal(mean, std, size=shape).astype(dt.np)
-    return _finish(arr, dt, device, requires_grad, out, "normal")
+    arr = _normal_values(_gen(generator), _numel(shape), dt, float(mean), float(std))
+    return _finish(arr.reshape(shape), dt, device, requires_grad, out, "normal")
 
 
 def bernoulli(input: Any, p: float | None = None, *, generator: Generator | None = None,
@@ -271,9 +499,15 @@ def bernoulli(input: Any, p: float | None = None, *, generator: Generator | None
                             "of probabilities call bernoulli(p))")
         if not 0 <= p <= 1:
             raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p}")
-        probs = np.full(input._data.shape, p)
     dt = input._data.dtype if out is None or not isinstance(out, TensorBase) else out.dtype.np
-    arr = (_rng(generator).random(probs.shape) < probs).astype(dt)  # into out's dtype, as PyTorch
+    # PyTorch fills empty_like(input) (input's layout) in memory order
+    axes = _dense_axes(input._data)
+    gen = _gen(generator)
+    if p is None:
+        flat = _bernoulli_tensor(gen, _in_order(probs, axes), input.dtype)
+    else:
+        flat = unit53(gen._bg, input._data.size) < p
+    arr = _arrange(flat.astype(dt), input._data.shape, axes)  # into out's dtype, as PyTorch
     result = TensorBase._make(_backend.to_device(arr, input.device))
     return result if out is None else _args.write_new(out, result, "bernoulli")
 
@@ -290,8 +524,8 @@ def poisson(input: Any, generator: Generator | None = None) -> Any:
     rates = _backend.to_numpy(input._data).astype(np.float64)
     if not (rates >= 0).all():
         raise RuntimeError("invalid Poisson rate, expected rate to be non-negative (and not NaN)")
-    arr = _rng(generator).poisson(rates).astype(input._data.dtype)
-    arr = _backend.to_device(arr, input.device)
+    arr = _poisson_values(_gen(generator), rates.reshape(-1)).reshape(rates.shape)
+    arr = _backend.to_device(arr.astype(input._data.dtype), input.device)
     return PoissonSample.apply(input, arr)
 
 
@@ -314,17 +548,21 @@ def multinomial(input: Any, num_samples: int, replacement: bool = False, *,
     n_cat = w2.shape[1]
     if not replacement and num_samples > n_cat:
         raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without replacement")
-    rng = _rng(generator)
-    if replacement:
+    gen = _gen(generator)
+    if replacement and num_samples > 1:
+        # PyTorch: per row, a float64 uniform per sample, the first category whose normalised
+        # cumulative weight reaches it
         cdf = np.cumsum(w2, axis=1)
         cdf /= cdf[:, -1:]
-        u = rng.random((w2.shape[0], num_samples))
-        idx = np.stack([np.searchsorted(cdf[i], u[i], side="right") for i in range(w2.shape[0])])
+        u = unit53(gen._bg, w2.shape[0] * num_samples).reshape(w2.shape[0], num_samples)
+        idx = np.stack([np.searchsorted(cdf[i], u[i], side="left") for i in range(w2.shape[0])])
         idx = np.minimum(idx, n_cat - 1)
     else:
-        # Gumbel top-k: the k largest log(w) + Gumbel noise are a draw without replacement
-        with np.errstate(divide="ignore"):
-            keys = np.log(w2) - np.log(-np.log(rng.random(w2.shape)))
+        # PyTorch: weights / Exp(1) draws (in the input's dtype), the largest num_samples
+        pdt = input.dtype if input.dtype.is_floating_point else _dtype.float32
+        q = _exponential_values(gen, w2.size, pdt, 1.0).reshape(w2.shape)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            keys = w2.astype(pdt.np) / q
         idx = np.argsort(-keys, axis=1, kind="stable")[:, :num_samples]
     idx = idx.astype(np.int64)
     if squeeze:
@@ -339,9 +577,9 @@ def rand_like(input: Any, *, generator: Generator | None = None, dtype: Any = No
     """Uniform samples on [0, 1) in ``input``'s shape, dtype and device unless given."""
     dt, dev = _like("rand_like", input, dtype, device, layout, memory_format)
     _check_float("rand_like", dt)
-    arr = _rng(generator).random(input._data.shape, dtype=_draw_dtype(dt)).astype(dt.np,
-                                                                                  copy=False)
-    return _place(arr, dt, dev, requires_grad)
+    arr = _uniform_values(_gen(generator), input._data.size, dt)
+    return _place(_arrange(arr, input._data.shape, _dense_axes(input._data)), dt, dev,
+                  requires_grad)
 
 
 def randn_like(input: Any, *, generator: Generator | None = None, dtype: Any = None,
@@ -350,8 +588,9 @@ def randn_like(input: Any, *, generator: Generator | None = None, dtype: Any = N
     """Standard normal samples in ``input``'s shape, dtype and device unless given."""
     dt, dev = _like("randn_like", input, dtype, device, layout, memory_format)
     _check_float("randn_like", dt)
-    arr = _rng(generator).standard_normal(input._data.shape, dtype=_draw_dtype(dt))
-    return _place(arr.astype(dt.np, copy=False), dt, dev, requires_grad)
+    axes = _dense_axes(input._data)  # empty_like keeps a dense layout; a strided one is not
+    arr = _normal_values(_gen(generator), input._data.size, dt, 0.0, 1.0, axes is None)
+    return _place(_arrange(arr, input._data.shape, axes), dt, dev, requires_grad)
 
 
 def randint_like(input: Any, *args: Any, generator: Generator | None = None, dtype: Any = None,
@@ -370,8 +609,9 @@ def randint_like(input: Any, *args: Any, generator: Generator | None = None, dty
                            f"to={high}")
     dt, dev = _like("randint_like", input, dtype, device, layout, memory_format)
     _check_int_range(dt, low, high)
-    arr = _rng(generator).integers(low, high, size=input._data.shape, dtype=np.int64)
-    return _place(arr.astype(dt.np), dt, dev, requires_grad)
+    arr = _int_values(_gen(generator), input._data.size, low, high).astype(dt.np)
+    return _place(_arrange(arr, input._data.shape, _dense_axes(input._data)), dt, dev,
+                  requires_grad)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -480,43 +720,46 @@ def cauchy_(self: Any, median: float = 0.0, sigma: float = 1.0, *,
 
 def _fill(t: Any, kind: str, *args: Any, generator: Generator | None = None) -> Any:
     """In-place random fills (``uniform_``, ``normal_``...), written into the tensor's buffer."""
-    rng = _rng(generator)
-    shape = t._data.shape
-    if kind == "uniform":
-        a, b = args
-        vals = rng.uniform(a, b, shape)
-    elif kind == "normal":
-        m, s = args
-        vals = rng.normal(m, s, shape)
-    elif kind == "bernoulli":
-        (p,) = args
-        p = _backend.to_numpy(p._data) if isinstance(p, TensorBase) else p
-        vals = rng.random(shape) < p
-    elif kind == "random":
-        low, high = args
-        if high is None:
-            high = _top(t._data.dtype)
-        vals = rng.integers(low, high, shape)
-    elif kind == "exponential":
-        (lambd,) = args
-        vals = rng.exponential(1.0 / lambd, shape)
-    elif kind == "geometric":
-        (p,) = args
-        vals = rng.geometric(p, shape)
-    elif kind == "log_normal":
-        m, s = args
-        vals = rng.lognormal(m, s, shape)
-    elif kind == "cauchy":
-        med, sigma = args
-        vals = med + sigma * np.tan(math.pi * (rng.random(shape) - 0.5))
-    else:  # pragma: no cover
-        raise ValueError(kind)
-    vals = np.asarray(vals).astype(t._data.dtype)
     if t._rg and t.grad_fn is None and grad_mode.state.enabled:
         raise RuntimeError(
             "a leaf Variable that requires grad is being used in an in-place operation. "
             "(Initialise parameters inside `with torch.no_grad():`.)"
         )
+    gen = _gen(generator)
+    arr = t._data
+    n = arr.size
+    dt = t.dtype
+    axes = _axes(arr)  # PyTorch's kernels fill the output in memory order
+    if kind == "uniform":
+        vals = _uniform_values(gen, n, dt, *args)
+    elif kind == "normal":
+        vals = _normal_values(gen, n, dt, *args, contiguous=arr.flags.c_contiguous)
+    elif kind == "bernoulli":
+        (p,) = args
+        if isinstance(p, TensorBase):
+            probs = np.broadcast_to(_backend.to_numpy(p._data), arr.shape)
+            vals = _bernoulli_tensor(gen, _in_order(probs, axes), p.dtype)
+        else:
+            vals = unit53(gen._bg, n) < p
+    elif kind == "random":
+        vals = _random_values(gen, n, dt, *args)
+    elif kind == "exponential":
+        vals = _exponential_values(gen, n, dt, *args)
+    elif kind == "geometric":
+        (p,) = args
+        vals = np.ceil(libm(math.log, unit53(gen._bg, n)) / math.log1p(-p))
+    elif kind == "log_normal":
+        m, s = args
+        z = fma64(_scalar_normals(gen, n), s, m)
+        vals = libm(math.exp, z) if dt is _dtype.float64 else np.exp(z)
+    elif kind == "cauchy":
+        med, sigma = args
+        u = unit53(gen._bg, n)
+        x = math.pi * (u - 0.5)
+        vals = fma64(sigma, libm(math.tan, x) if dt is _dtype.float64 else np.tan(x), med)
+    else:  # pragma: no cover
+        raise ValueError(kind)
+    vals = _arrange(np.asarray(vals).astype(arr.dtype, copy=False), arr.shape, axes)
     if grad_mode.state.enabled and t.requires_grad:  # in the graph: overwritten values get a
         # zero gradient, as PyTorch's NormalBackward0 etc. give
         return inplace(t, _copy_from, TensorBase._make(_backend.to_device(vals, t.device)))

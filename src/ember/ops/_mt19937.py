@@ -1,0 +1,253 @@
+"""PyTorch's CPU random streams, computed with NumPy: the Mersenne Twister and the conversions.
+
+PyTorch's CPU generator is an mt19937 seeded with the standard ``init_genrand`` of the seed's low
+32 bits. NumPy's ``MT19937`` bit generator makes the same 32-bit words once its key is set to that
+seeding, so every draw here is PyTorch's transformation of those words, found by experiment
+against PyTorch 2.13 (x86-64, AVX2/AVX-512 kernels):
+
+- a float32 (also float16/bfloat16) uniform is the low 24 bits of one word times 2**-24; a
+  float64 uniform is the low 53 bits of a 64-bit draw (two words, the first the high half);
+- integers in a range are a word (a 64-bit draw when the range reaches 2**32) modulo the range;
+- normals come from Box-Muller: 16-element blocks for contiguous outputs of at least 16 elements
+  (float32 through the AVX2 kernel's Cephes-style ``log``/``sincos``, reproduced here op for op,
+  fused multiply-adds included), and one pair per two draws, the second value cached in the
+  generator, for smaller or strided outputs.
+
+The C library's ``log``/``log1p``/``tan``/``exp`` are what PyTorch's scalar kernels call; NumPy's
+vectorised float64 versions may differ from them in the last bit, so float64 results go through
+``math`` element by element (float32 and smaller results round the same either way).
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from typing import Any
+
+import numpy as np
+
+N = 624  # words of state
+STATE_BYTES = 5056  # PyTorch's CPUGeneratorImplState
+_HEADER = struct.Struct("<QiiQ")  # initial seed, left, seeded, next
+_NORMAL = struct.Struct("<dddi4xf?3x")  # normal_x, normal_y (the cached double), normal_rho,
+# normal_is_valid; the cached float and its flag
+_WORDS_AT = _HEADER.size  # 624 uint64 words (each holding a uint32)
+_NORMAL_AT = _WORDS_AT + 8 * N
+
+_keys: dict[int, np.ndarray] = {}  # the seeded key of recent seeds (``manual_seed`` in loops)
+
+
+def seeded_key(seed: int) -> np.ndarray:
+    """mt19937's ``init_genrand`` of the seed's low 32 bits: the 624 words before the first twist."""
+    s = seed & 0xFFFFFFFF
+    key = _keys.get(s)
+    if key is None:
+        words = [s]
+        append = words.append
+        for j in range(1, N):
+            s = (1812433253 * (s ^ (s >> 30)) + j) & 0xFFFFFFFF
+            append(s)
+        key = np.array(words, dtype=np.uint32)
+        key.flags.writeable = False
+        if len(_keys) >= 64:
+            _keys.pop(next(iter(_keys)))
+        _keys[seed & 0xFFFFFFFF] = key
+    return key
+
+
+def set_key(bg: np.random.MT19937, key: np.ndarray, pos: int) -> None:
+    bg.state = {"bit_generator": "MT19937", "state": {"key": key, "pos": pos}}
+
+
+def pack_state(seed: int, key: np.ndarray, pos: int, fresh: bool, normal: float | None,
+               normal_f: float | None) -> bytes:
+    """PyTorch's byte layout of a CPU generator's state (``torch.get_rng_state()``)."""
+    left = 1 if pos >= N else N + 1 - pos
+    nxt = 0 if fresh else pos
+    head = _HEADER.pack(seed, left, 1, nxt)
+    tail = _NORMAL.pack(0.0, 0.0 if normal is None else normal, 0.0, normal is not None,
+                        0.0 if normal_f is None else normal_f, normal_f is not None)
+    return head + np.asarray(key, np.uint64).astype("<u8").tobytes() + tail
+
+
+def unpack_state(raw: bytes) -> tuple[int, np.ndarray, int, float | None, float | None]:
+    """(seed, key, NumPy pos, cached double normal, cached float normal) from PyTorch's bytes."""
+    if len(raw) != STATE_BYTES:
+        raise RuntimeError(f"Expected a CPUGeneratorImplState of size {STATE_BYTES} but found the "
+                           f"input RNG state size to be {len(raw)} (a state from "
+                           "torch.get_rng_state() or Generator.get_state())")
+    seed, left, _seeded, nxt = _HEADER.unpack_from(raw, 0)
+    if not 1 <= left <= N or nxt > N:
+        raise RuntimeError("Invalid mt19937 state")
+    key = np.frombuffer(raw, "<u8", N, _WORDS_AT).astype(np.uint32)
+    _x, y, _rho, y_ok, f, f_ok = _NORMAL.unpack_from(raw, _NORMAL_AT)
+    return seed, key, N + 1 - left, (y if y_ok else None), (f if f_ok else None)
+
+
+# ---------------------------------------------------------------------------------------------
+# words and uniforms
+
+_M24 = np.uint64(0xFFFFFF)
+_M53 = np.uint64((1 << 53) - 1)
+_S32 = np.uint64(32)
+
+
+def words(bg: np.random.MT19937, n: int) -> np.ndarray:
+    """n 32-bit words (as uint64)."""
+    return bg.random_raw(n)
+
+
+def words64(bg: np.random.MT19937, n: int) -> np.ndarray:
+    """n 64-bit draws: two words each, the first the high half."""
+    w = bg.random_raw(2 * n)
+    hi = w[0::2]
+    hi <<= _S32
+    hi |= w[1::2]
+    return hi
+
+
+def unit24(bg: np.random.MT19937, n: int) -> np.ndarray:
+    """n float32 uniforms on [0, 1): a word's low 24 bits / 2**24."""
+    w = bg.random_raw(n)
+    w &= _M24
+    u = w.astype(np.float32)
+    u *= np.float32(2.0**-24)
+    return u
+
+
+def unit53(bg: np.random.MT19937, n: int) -> np.ndarray:
+    """n float64 uniforms on [0, 1): a 64-bit draw's low 53 bits / 2**53."""
+    w = words64(bg, n)
+    w &= _M53
+    u = w.astype(np.float64)
+    u *= 2.0**-53
+    return u
+
+
+# ---------------------------------------------------------------------------------------------
+# fused multiply-add, as PyTorch's kernels (built with FMA) compute a * b + c
+
+def fma32(a: Any, b: Any, c: Any) -> np.ndarray:
+    """float32 fma: the float64 product of two float32 values is exact; one rounding after."""
+    t = np.multiply(a, b, dtype=np.float64)
+    t += c
+    return t.astype(np.float32)
+
+
+_SPLIT = 134217729.0  # 2**27 + 1
+
+
+def fma64(a: Any, b: Any, c: Any) -> np.ndarray:
+    """float64 fma from error-free transformations (Dekker's product, Knuth's sum)."""
+    a = np.asarray(a, np.float64)
+    b = np.asarray(b, np.float64)
+    p = a * b
+    t = _SPLIT * a
+    ah = t - (t - a)
+    al = a - ah
+    t = _SPLIT * b
+    bh = t - (t - b)
+    bl = b - bh
+    e = ((ah * bh - p) + ah * bl + al * bh) + al * bl
+    s = p + c
+    bb = s - p
+    err = (p - (s - bb)) + (c - bb)
+    return s + (err + e)
+
+
+def libm(fn: Any, x: np.ndarray) -> np.ndarray:
+    """``fn`` (a ``math`` function) elementwise: the C library's result, as PyTorch's scalar
+    kernels get it."""
+    flat = x.ravel().tolist()
+    return np.array([fn(v) for v in flat], dtype=np.float64).reshape(x.shape)
+
+
+# ---------------------------------------------------------------------------------------------
+# Box-Muller
+
+_F = np.float32
+_LOG_P = tuple(_F(c) for c in (-1.1514610310e-1, 1.1676998740e-1, -1.2420140846e-1,
+                               1.4249322787e-1, -1.6668057665e-1, 2.0000714765e-1,
+                               -2.4999993993e-1, 3.3333331174e-1))
+
+
+def _log_ps(x: np.ndarray) -> np.ndarray:
+    """The AVX2 kernel's float32 natural log (a Cephes polynomial), with its fused steps."""
+    x = np.maximum(x, _F(1.17549435e-38))
+    i = x.view(np.int32)
+    e = ((i >> 23) - 0x7F).astype(np.float32)
+    e += _F(1)
+    m = ((i & ~0x7F800000) | 0x3F000000).view(np.float32)
+    small = m < _F(0.707106781186547524)
+    x = m - _F(1)
+    e -= small
+    x += np.where(small, m, _F(0))
+    z = x * x
+    y = np.full_like(x, _F(7.0376836292e-2))
+    for c in _LOG_P:
+        y = fma32(y, x, c)
+    y *= x
+    y = fma32(y, z, e * _F(-2.12194440e-4))
+    y = fma32(z, _F(-0.5), y)
+    x += y
+    return fma32(e, _F(0.693359375), x)
+
+
+def _sincos_ps(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The AVX2 kernel's float32 sin and cos (Cephes), for x >= 0, with its fused steps."""
+    j = (x * _F(1.27323954473516)).astype(np.int32)
+    j += 1
+    j &= ~1
+    y = j.astype(np.float32)
+    x = fma32(y, _F(-0.78515625), x)
+    x = fma32(y, _F(-2.4187564849853515625e-4), x)
+    x = fma32(y, _F(-3.77489497744594108e-8), x)
+    z = x * x
+    yc = fma32(_F(2.443315711809948e-5), z, _F(-1.388731625493765e-3))
+    yc = fma32(yc, z, _F(4.166664568298827e-2))
+    yc *= z
+    yc = fma32(yc, z, -(z * _F(0.5)))
+    yc += _F(1)
+    ys = fma32(_F(-1.9515295891e-4), z, _F(8.3321608736e-3))
+    ys = fma32(ys, z, _F(-1.6666654611e-1))
+    ys *= z
+    ys = fma32(ys, x, x)
+    poly = (j & 2) == 0
+    s = np.where(poly, ys, yc)
+    c = np.where(poly, yc, ys)
+    np.negative(s, out=s, where=(j & 4) != 0)
+    np.negative(c, out=c, where=((j - 2) & 4) == 0)
+    return s, c
+
+
+_TWO_PI_F = _F(2 * math.pi)
+
+
+def box_muller16_f32(u: np.ndarray, mean: float, std: float) -> np.ndarray:
+    """float32 normals from uniforms in blocks of 16 (len(u) a multiple of 16): element j of a
+    block pairs with element j + 8; ``r cos`` goes to j, ``r sin`` to j + 8."""
+    b = u.reshape(-1, 2, 8)
+    u1 = _F(1) - b[:, 0]
+    r = np.sqrt(_F(-2) * _log_ps(u1))
+    s, c = _sincos_ps(_TWO_PI_F * b[:, 1])
+    out = np.empty_like(b)
+    np.multiply(r, c, out=out[:, 0])
+    np.multiply(r, s, out=out[:, 1])
+    out = out.reshape(-1)
+    if mean != 0.0 or std != 1.0:
+        out = fma32(out, _F(std), _F(mean))
+    return out
+
+
+def box_muller16_f64(u: np.ndarray, mean: float, std: float) -> np.ndarray:
+    """float64 normals in blocks of 16, as PyTorch's scalar ``normal_fill_16``."""
+    b = u.reshape(-1, 2, 8)
+    r = np.sqrt(-2.0 * libm(math.log, 1.0 - b[:, 0]))
+    theta = (2.0 * math.pi) * b[:, 1]
+    out = np.empty_like(b)
+    np.multiply(r, np.cos(theta), out=out[:, 0])
+    np.multiply(r, np.sin(theta), out=out[:, 1])
+    out = out.reshape(-1)
+    if mean != 0.0 or std != 1.0:
+        out = fma64(out, std, mean)
+    return out
