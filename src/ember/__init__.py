@@ -121,6 +121,7 @@ from ._dtype_info import *  # noqa: F403
 from ._size import Size
 from ._switches import *  # noqa: F403
 from ._tensor import Tensor
+from . import _tensor_sparse  # noqa: F401 - sparse layouts: Tensor's SparseTensor subclass
 from .autograd.grad_mode import (
     enable_grad,
     inference_mode,
@@ -192,6 +193,7 @@ from .ops.joining import *  # noqa: F403
 from .ops.indexing import *  # noqa: F403
 from .ops.indexing_scatter import *  # noqa: F403
 from .ops.sorting import *  # noqa: F403
+from .ops.sparse import *  # noqa: F403
 from .ops.special import digamma, erfcx as _erfcx, i0, lgamma, logit, mvlgamma, polygamma, sinc  # noqa: F401
 from .ops.special import igamma, igammac  # noqa: F401
 from .ops._aliases import install as _numpy_names
@@ -310,7 +312,8 @@ _LAZY_SUBMODULES = frozenset({"nn", "optim", "utils", "linalg", "serialization",
                               "special", "distributed", "testing", "multiprocessing", "onnx",
                               "jit", "hub", "profiler", "_dynamo", "distributions", "func", "compiler",
                               "cpu", "xpu", "mps", "torch_version", "functional",
-                              "overrides", "fx", "futures", "_C", "__config__", "_subclasses"})
+                              "overrides", "fx", "futures", "_C", "__config__", "_subclasses",
+                              "sparse"})
 
 
 # Top-level functions that live in modules loaded on first use: name -> module.

@@ -24,6 +24,7 @@ from . import _backend, _dtype_info, ops
 from ._size import Size
 from .ops import casting, indexing, joining, shape
 from .ops import shape as _sh
+from .ops import sparse as _sparse
 from .ops import special as _special_ops
 from .ops._aliases import numpy_names
 from .ops.creation import tensor
@@ -128,6 +129,58 @@ def to_dense(self, dtype: Any = None, *, masked_grad: Any = None) -> Any:
     """The tensor itself (already dense), or a copy in ``dtype``."""
     return self if dtype is None else self.to(dtype)
 
+# the sparse layouts (ops/sparse.py; a sparse tensor is an ember._tensor_sparse.SparseTensor,
+# whose own methods shadow these): a dense tensor converts, and refuses the sparse accessors
+def to_sparse(self, sparse_dim: int | None = None, *, layout: Any = None, blocksize: Any = None,
+              dense_dim: Any = None) -> Any:
+    """A sparse COO copy (``sparse_dim`` leading sparse dims; all by default), or CSR with
+    ``layout=torch.sparse_csr``."""
+    if layout is _dtype_info.sparse_csr:
+        return _sparse.to_csr(self)
+    if layout not in (None, _dtype_info.sparse_coo):
+        raise NotImplementedError(f"to_sparse: layout {layout} is not supported by ember "
+                                  "(sparse_coo and sparse_csr are)")
+    return _sparse.to_sparse(self, sparse_dim)
+
+def to_sparse_coo(self) -> Any:
+    return _sparse.to_sparse(self)
+
+def to_sparse_csr(self, dense_dim: int | None = None) -> Any:
+    """A sparse CSR copy of a dense matrix."""
+    return _sparse.to_csr(self)
+
+def _strided_refusal(what: str, layout: str = "sparse coordinate") -> Callable:
+    def method(self: Any, *args: Any) -> Any:
+        raise RuntimeError(f"{what} expected {layout} tensor layout but got Strided (a dense "
+                           "tensor: convert it with .to_sparse() first)")
+    method.__name__ = what
+    return method
+
+is_coalesced = _strided_refusal("is_coalesced")
+coalesce = _strided_refusal("coalesce")
+indices = _strided_refusal("indices")
+values = _strided_refusal("values")
+_indices = _strided_refusal("_indices")
+_values = _strided_refusal("_values")
+crow_indices = _strided_refusal("crow_indices", "sparse row compressed")
+col_indices = _strided_refusal("col_indices", "sparse row compressed")
+
+def _nnz(self) -> int:
+    raise NotImplementedError("Could not run 'aten::_nnz' with arguments from the 'CPU' backend "
+                              "(a dense tensor has no nnz: count_nonzero() counts its non-zeros)")
+
+def sparse_dim(self) -> int:
+    return 0
+
+def dense_dim(self) -> int:
+    return self.ndim
+
+def sparse_mask(self, mask: Any) -> Any:
+    """This dense tensor's entries at the indices of the sparse tensor ``mask`` (sparse)."""
+    from ._tensor_sparse import _sparse_mask  # (the tensor layer's sparse subclass)
+
+    return _sparse_mask(self, mask)
+
 def is_signed(self) -> bool:
     return self.dtype.is_signed
 
@@ -200,9 +253,9 @@ def const_data_ptr(self) -> int:
 def layout(self) -> Any:
     return _dtype_info.strided
 
-is_sparse = property(lambda self: False, doc="False: ember tensors are dense.")
+is_sparse = property(lambda self: False, doc="False for a dense tensor (a sparse COO one is True).")
 
-is_sparse_csr = property(lambda self: False, doc="False: ember tensors are dense.")
+is_sparse_csr = property(lambda self: False, doc="False for a dense tensor (a CSR one is True).")
 
 is_quantized = property(lambda self: False, doc="False: ember has no quantized tensors.")
 
@@ -602,6 +655,21 @@ OP_METHODS: dict[str, Any] = {
     "imag": imag,
     "dequantize": dequantize,
     "to_dense": to_dense,
+    "to_sparse": to_sparse,
+    "to_sparse_coo": to_sparse_coo,
+    "to_sparse_csr": to_sparse_csr,
+    "is_coalesced": is_coalesced,
+    "coalesce": coalesce,
+    "indices": indices,
+    "values": values,
+    "_indices": _indices,
+    "_values": _values,
+    "crow_indices": crow_indices,
+    "col_indices": col_indices,
+    "_nnz": _nnz,
+    "sparse_dim": sparse_dim,
+    "dense_dim": dense_dim,
+    "sparse_mask": sparse_mask,
     "is_signed": is_signed,
     "is_nonzero": is_nonzero,
     "is_same_size": is_same_size,

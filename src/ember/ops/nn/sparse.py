@@ -9,6 +9,7 @@ from ... import _backend, _dtype
 from ..._tensor_base import TensorBase
 from ...autograd import grad_mode
 from ...autograd.function import Op
+from .. import sparse as _sparse
 from ..indexing import getitem
 from .activation import _MulMask
 
@@ -49,7 +50,7 @@ def embedding(
                 raise AssertionError("Padding_idx must be within num_embeddings")
             padding_idx = n + padding_idx
     idx = input._data
-    if idx.size:
+    if idx.size and input.device.type != "meta":  # (meta: no values to check)
         lo, hi = int(idx.min()), int(idx.max())
         if lo < 0 or hi >= n:
             bad = lo if lo < 0 else hi
@@ -59,6 +60,10 @@ def embedding(
             )
     if max_norm is not None:
         _embedding_renorm(weight, idx, max_norm, norm_type)
+    if sparse and weight._rg and weight._grad_fn is None and grad_mode.state.enabled:
+        # a sparse gradient (ops/sparse.py): the rows looked up, as PyTorch's
+        _sparse.install_grad_hook(weight)
+        return _EmbeddingSparse.apply(weight, idx, padding_idx, scale_grad_by_freq)
     if padding_idx is None and not scale_grad_by_freq:
         return EmbeddingLookup.apply(weight, idx)
     return _EmbeddingMasked.apply(weight, idx, padding_idx, scale_grad_by_freq)
@@ -206,6 +211,33 @@ class EmbeddingLookup(Op):
     def backward(ctx: Any, grad: Any) -> Any:
         (idx,) = ctx.saved
         return ctx.call(EmbeddingBackward, grad, idx, ctx.num), None
+
+
+class _EmbeddingSparse(Op):
+    """out = weight[idx]
+    grad_weight = a sparse COO tensor: one row of grad per looked-up index (uncoalesced, in
+    input order; rows at padding_idx left out), as ``nn.Embedding(sparse=True)`` gives"""
+    node_name = "EmbeddingBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, w: Any, idx: Any, padding_idx: Any, by_freq: bool) -> Any:
+        ctx.save_for_backward(idx)
+        ctx.shape, ctx.padding_idx, ctx.by_freq = w.shape, padding_idx, by_freq
+        return w[idx]
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        if ctx.by_freq:
+            raise RuntimeError("embedding_backward: scale_grad_by_freq not supported with sparse "
+                               "gradients")
+        (idx,) = ctx.saved
+        flat = idx.reshape(-1).astype(ctx.xp.int64)
+        rows = grad.reshape(-1, ctx.shape[1])
+        if ctx.padding_idx is not None:
+            keep = flat != ctx.padding_idx
+            flat, rows = flat[keep], rows[keep]
+        rec = _sparse.COO(flat[None, :], rows.copy(), ctx.shape, flat.shape[0] <= 1)
+        return _sparse.make(rec), None, None, None
 
 
 class _EmbeddingMasked(Op):

@@ -1,0 +1,851 @@
+"""``SparseTensor``: the tensors of the sparse layouts (``torch.sparse_coo``, ``torch.sparse_csr``).
+
+PyTorch has one Tensor type for every layout and picks the kernel per call. ember keeps the
+dense path free of layout tests by giving sparse tensors their own subclass of ``Tensor``: its
+methods are the sparse forms (``s.coalesce()``, ``s + s``, ``s.t()``, ``s @ d``...), and a
+namespace function that meets one (``torch.mm(s, d)``, ``torch.add(d, s)``) reaches
+``SparseTensor.__torch_function__``, which runs the sparse form or raises PyTorch's
+``NotImplementedError`` naming the op. The records, kernels and backward rules are in
+``ember/ops/sparse.py``; ``torch.sparse`` is ``ember/sparse/__init__.py``.
+"""
+
+from __future__ import annotations
+
+import copy as _copy
+from typing import Any
+
+import numpy as np
+
+from . import _backend, _dtype, _dtype_info, ops
+from ._dtype import dtype as _dtype_cls
+from ._tensor import Tensor
+from ._tensor_base import TensorBase, wrap_dim
+from ._tensor_str import _add_suffixes, array_str
+from .autograd import grad_mode
+from .ops import sparse as _sp
+from .ops.sparse import COO, CSR
+
+__all__ = ["SparseTensor"]
+
+# zero-preserving pointwise ops PyTorch runs on sparse COO tensors (on the coalesced values)
+UNARY = ("abs asin asinh atan atanh ceil floor round trunc frac sign sgn signbit sin sinh tan "
+         "tanh sqrt expm1 log1p erf erfinv deg2rad rad2deg square relu isnan isinf isposinf "
+         "isneginf nan_to_num conj_physical").split()
+
+# Tensor methods that read only shape, dtype and the autograd fields: they run unchanged
+_PASS = frozenset(
+    "size dim ndimension numel nelement is_floating_point is_complex is_signed get_device "
+    "float double half bfloat16 long int short char byte bool cpu cuda type_as requires_grad_ "
+    "register_hook register_post_accumulate_grad_hook retain_grad backward __len__ __bool__ "
+    "pin_memory is_pinned __format__ is_inference is_same_size dim_order __hash__".split())
+
+
+def _layout_name(rec: Any) -> str:
+    return "SparseCsr" if isinstance(rec, CSR) else "Sparse"
+
+
+class SparseTensor(Tensor):
+    """A Tensor in a sparse layout: ``_data`` is a ``COO`` or ``CSR`` record (ops/sparse.py)."""
+
+    __slots__ = ()
+
+    # -- identity ---------------------------------------------------------------------------
+    @property
+    def layout(self) -> Any:
+        return self._data.layout
+
+    @property
+    def is_sparse(self) -> bool:
+        return isinstance(self._data, COO)
+
+    @property
+    def is_sparse_csr(self) -> bool:
+        return isinstance(self._data, CSR)
+
+    @property
+    def device(self) -> _backend.device:
+        return _backend.device_of(self._data.values)
+
+    @property
+    def is_cuda(self) -> bool:
+        return self.device.type == "cuda"
+
+    @property
+    def is_cpu(self) -> bool:
+        return self.device.type == "cpu"
+
+    def element_size(self) -> int:
+        return self._data.values.itemsize
+
+    @property
+    def itemsize(self) -> int:
+        return self._data.values.itemsize
+
+    def type(self, dtype: Any = None, non_blocking: bool = False) -> Any:
+        if dtype is None:
+            prefix = "torch.cuda.sparse." if self.is_cuda else "torch.sparse."
+            return prefix + _dtype.legacy_name(self.dtype) + "Tensor"
+        return Tensor.type(self, dtype)
+
+    def is_contiguous(self, memory_format: Any = None) -> bool:
+        return False
+
+    def contiguous(self, *, memory_format: Any = None) -> Tensor:
+        raise RuntimeError("unsupported memory format option Contiguous (sparse tensors have no "
+                           "strides; use .to_dense() for a contiguous dense tensor)")
+
+    def stride(self, dim: int | None = None) -> Any:
+        st = (0,) * self._data.ndim
+        return st if dim is None else st[wrap_dim(dim, self._data.ndim)]
+
+    def data_ptr(self) -> int:
+        raise RuntimeError("Cannot access data pointer of Tensor that doesn't have storage (a "
+                           f"sparse tensor, layout={self.layout}; see .values() / .indices())")
+
+    def untyped_storage(self) -> Any:
+        raise NotImplementedError(f"Cannot access storage of {_layout_name(self._data)}"
+                                  "TensorImpl (use .values() / .indices())")
+
+    storage = untyped_storage
+
+    def numpy(self, force: bool = False) -> np.ndarray:
+        raise TypeError(f"can't convert {_layout_name(self._data)} layout tensor to numpy. Use "
+                        "Tensor.to_dense() first.")
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        return self.numpy()
+
+    def tolist(self) -> Any:
+        raise RuntimeError("Cannot access data pointer of Tensor that doesn't have storage (a "
+                           "sparse tensor: .to_dense().tolist())")
+
+    def item(self) -> Any:
+        if self._data.size != 1:
+            return Tensor.item(self)
+        return self.to_dense().item()
+
+    def __repr__(self) -> str:
+        return _sparse_repr(self)
+
+    __str__ = __repr__
+
+    # -- structure --------------------------------------------------------------------------
+    def _coo(self, what: str) -> COO:
+        rec = self._data
+        if not isinstance(rec, COO):
+            raise RuntimeError(f"{what} expected sparse coordinate tensor layout but got "
+                               f"{_layout_name(rec)}")
+        return rec
+
+    def _csr(self, what: str) -> CSR:
+        rec = self._data
+        if not isinstance(rec, CSR):
+            raise RuntimeError(f"{what} expected sparse row compressed tensor layout but got "
+                               f"{_layout_name(rec)}")
+        return rec
+
+    def is_coalesced(self) -> bool:
+        return self._coo("is_coalesced").coalesced
+
+    def coalesce(self) -> SparseTensor:
+        self._coo("coalesce")
+        return _sp.coalesce_tensor(self)
+
+    def _coalesced_(self, coalesced: bool) -> SparseTensor:
+        self._coo("_coalesced_").coalesced = bool(coalesced)
+        return self
+
+    def indices(self) -> Tensor:
+        c = self._coo("indices")
+        if not c.coalesced:
+            raise RuntimeError("Cannot get indices on an uncoalesced tensor, please call "
+                               ".coalesce() first")
+        return TensorBase._make(c.indices)
+
+    def _indices(self) -> Tensor:
+        return TensorBase._make(self._coo("_indices").indices)
+
+    def values(self) -> Tensor:
+        rec = self._data
+        if isinstance(rec, COO):
+            if not rec.coalesced:
+                raise RuntimeError("Cannot get values on an uncoalesced tensor, please call "
+                                   ".coalesce() first")
+            return _sp.values_of(self)[1]
+        return TensorBase._make(rec.values)
+
+    def _values(self) -> Tensor:
+        return TensorBase._make(self._coo("_values").values)
+
+    def _nnz(self) -> int:
+        return self._data.nnz
+
+    def sparse_dim(self) -> int:
+        return self._data.sparse_dim
+
+    def dense_dim(self) -> int:
+        return self._data.dense_dim
+
+    def crow_indices(self) -> Tensor:
+        return TensorBase._make(self._csr("crow_indices").crow)
+
+    def col_indices(self) -> Tensor:
+        return TensorBase._make(self._csr("col_indices").col)
+
+    def to_dense(self, dtype: Any = None, *, masked_grad: bool | None = None) -> Tensor:
+        out = _sp.to_dense(self)
+        return out if dtype is None else out.to(dtype)
+
+    def to_sparse(self, sparse_dim: int | None = None, *, layout: Any = None,
+                  blocksize: Any = None, dense_dim: Any = None) -> SparseTensor:
+        if layout is _dtype_info.sparse_csr:
+            return self.to_sparse_csr()
+        if layout not in (None, _dtype_info.sparse_coo):
+            raise NotImplementedError(f"to_sparse: layout {layout} is not supported by ember "
+                                      "(sparse_coo and sparse_csr are)")
+        if isinstance(self._data, CSR):
+            return _sp.make(_sp.csr_to_coo(self._data))
+        if sparse_dim is not None and sparse_dim != self._data.sparse_dim:
+            raise RuntimeError(f"to_sparse: conversion from Sparse to Sparse with sparse_dim "
+                               f"argument !=self.sparse_dim() is not supported (sparse_dim="
+                               f"{sparse_dim}, self.sparse_dim()={self._data.sparse_dim})")
+        return self
+
+    def to_sparse_coo(self) -> SparseTensor:
+        return self.to_sparse()
+
+    def to_sparse_csr(self, dense_dim: int | None = None) -> SparseTensor:
+        return _sp.to_csr(self)
+
+    # -- autograd ---------------------------------------------------------------------------
+    @property
+    def requires_grad(self) -> bool:
+        return self._rg
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        Tensor.requires_grad.fset(self, value)  # type: ignore[attr-defined]
+        if value and self._grad_fn is None:
+            _sp.install_grad_hook(self)
+
+    def detach(self) -> SparseTensor:
+        return _sp.make(self._data)
+
+    def astype(self, dt: Any, copy: bool = False) -> SparseTensor:
+        """(The engine's cast of a gradient to its input's dtype.)"""
+        if np.dtype(dt) == self._data.dtype:
+            return self
+        return _sp.make(self._data.astype(dt))
+
+    def register_hook(self, hook: Any) -> Any:
+        handle = Tensor.register_hook(self, hook)
+        hooks = self._hooks  # the sparse-gradient hook runs last: it sees the final gradient
+        if hooks:
+            mine = [h for h in hooks if getattr(h, "_ember_sparse", False)]
+            hooks[:] = [h for h in hooks if not getattr(h, "_ember_sparse", False)] + mine
+        return handle
+
+    # -- copies and conversions -------------------------------------------------------------
+    def clone(self, *, memory_format: Any = None) -> SparseTensor:
+        rec = self._data
+        if isinstance(rec, CSR) or not _sp.tracking(self):
+            out = _sp.make(rec.copy())
+            return out
+        c, v = _sp.values_of(self)
+        return _sp.from_values(COO(c.indices.copy(), c.values, c.shape, c.coalesced), v.clone())
+
+    def __deepcopy__(self, memo: dict) -> SparseTensor:
+        if self._grad_fn is not None:
+            raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) "
+                               "support the deepcopy protocol at the moment.")
+        t = _sp.make(self._data.copy())
+        if self._rg:
+            t.requires_grad_(True)
+        if self._grad is not None:
+            t._grad = _copy.deepcopy(self._grad, memo)
+        memo[id(self)] = t
+        return t
+
+    def __reduce_ex__(self, protocol: int) -> Any:
+        rec = self._data
+        if isinstance(rec, COO):
+            parts: tuple = (_backend.to_numpy(rec.indices), _backend.to_numpy(rec.values),
+                            rec.shape, rec.coalesced)
+        else:
+            parts = (_backend.to_numpy(rec.crow), _backend.to_numpy(rec.col),
+                     _backend.to_numpy(rec.values), rec.shape)
+        return (_rebuild_sparse, (rec.layout.name, parts, self._rg))
+
+    def to(self, *args: Any, **kwargs: Any) -> SparseTensor:
+        dev, dt = None, None
+        copy = kwargs.pop("copy", False)
+        kwargs.pop("non_blocking", None)
+        kwargs.pop("memory_format", None)
+        for a in list(args) + list(kwargs.values()):
+            if a is None or isinstance(a, bool):
+                continue
+            if isinstance(a, Tensor):
+                dev, dt = a.device, a.dtype
+            elif isinstance(a, _dtype_cls) or (isinstance(a, type) and a in (float, int, bool)):
+                dt = _dtype.to_dtype(a)
+            elif isinstance(a, str) and a.removeprefix("torch.") in _dtype.ALIASES:
+                dt = _dtype.to_dtype(a)
+            else:
+                dev = _backend.check_available(
+                    a if type(a) is _backend.device else _backend.device(a))
+        out = self
+        rec = self._data
+        if dt is not None and dt.np != rec.dtype:
+            if _sp.tracking(self) and isinstance(rec, COO):
+                c, v = _sp.values_of(self)
+                out = _sp.from_values(c, v.to(dt))
+            else:
+                out = _sp.make(rec.astype(dt.np))
+            rec = out._data
+        if dev is not None and dev != out.device:
+            moved = rec.copy()
+            for name in ("indices", "values", "crow", "col"):
+                if hasattr(type(moved), name) or name == "values":
+                    try:
+                        setattr(moved, name, _backend.to_device(getattr(moved, name), dev))
+                    except AttributeError:
+                        pass
+            out = _sp.make(moved, out._rg and out._grad_fn is None)
+        if copy and out is self:
+            out = self.clone()
+        return out
+
+    # -- arithmetic -------------------------------------------------------------------------
+    def add(self, other: Any, *, alpha: Any = 1, out: Any = None) -> Any:
+        return _add(self, other, alpha)
+
+    __add__ = add
+
+    def __radd__(self, other: Any) -> Any:
+        return _add(other, self, 1)
+
+    def sub(self, other: Any, *, alpha: Any = 1, out: Any = None) -> Any:
+        return _add(self, other, -alpha)
+
+    subtract = sub
+    __sub__ = sub
+
+    def __rsub__(self, other: Any) -> Any:
+        if _backend.is_array(other):
+            return _sp.add_dense(other, self._data, -1)
+        return _add(other, self, -1)
+
+    def mul(self, other: Any) -> Any:
+        return _mul(self, other)
+
+    multiply = mul
+    __mul__ = mul
+    __rmul__ = mul
+
+    def div(self, other: Any, *, rounding_mode: str | None = None) -> Any:
+        return _div(self, other, rounding_mode)
+
+    divide = div
+    true_divide = div
+    __truediv__ = div
+
+    def __rtruediv__(self, other: Any) -> Any:
+        raise NotImplementedError("Could not run 'aten::reciprocal' with arguments from the "
+                                  f"'{_layout_name(self._data)}CPU' backend (x / sparse is not "
+                                  "sparse; use x / s.to_dense())")
+
+    def neg(self) -> SparseTensor:
+        return _scale(self, -1)
+
+    negative = neg
+    __neg__ = neg
+
+    def __pos__(self) -> SparseTensor:
+        return self
+
+    def pow(self, exponent: Any) -> SparseTensor:
+        if isinstance(exponent, TensorBase):
+            raise NotImplementedError("Could not run 'aten::pow.Tensor_Tensor' with arguments "
+                                      "from the 'SparseCPU' backend (a sparse tensor takes a "
+                                      "number as exponent)")
+        if exponent == 0:
+            raise RuntimeError("pow(sparse, 0) is not sparse: use torch.ones(s.shape)")
+        return _valuewise(self, lambda v: v.pow(exponent), coalesce=True)
+
+    __pow__ = pow
+
+    def mm(self, mat2: Any) -> Any:
+        return _mm(self, mat2)
+
+    def matmul(self, other: Any) -> Any:
+        return _mm(self, other)
+
+    __matmul__ = matmul
+
+    def __rmatmul__(self, other: Any) -> Any:
+        return _mm(other, self)
+
+    def mv(self, vec: Any) -> Any:
+        return _mm(self, vec)
+
+    def sum(self, dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Any:
+        from .ops.sparse import sparse_sum_all
+
+        if dim is None:
+            return sparse_sum_all(self, dtype)
+        if keepdim:
+            raise RuntimeError("sum(sparse, dim, keepdim=True) is not supported (PyTorch's sparse "
+                               "sum keeps no dims)")
+        return sparse_sum_dims(self, dim, dtype)
+
+    # -- transposes -------------------------------------------------------------------------
+    def t(self) -> SparseTensor:
+        if self._data.ndim > 2:
+            raise RuntimeError(f"t() expects a tensor with <= 2 sparse and 0 dense dimensions, "
+                               f"but self is {self._data.ndim}D")
+        if self._data.ndim < 2:
+            return self
+        return self.transpose(0, 1)
+
+    def transpose(self, dim0: int, dim1: int) -> SparseTensor:
+        n = self._data.ndim
+        perm = list(range(n))
+        a, b = wrap_dim(dim0, n), wrap_dim(dim1, n)
+        perm[a], perm[b] = perm[b], perm[a]
+        if isinstance(self._data, CSR):
+            return _sp.to_csr(_sp.permute(_sp.make(_sp.csr_to_coo(self._data)), tuple(perm)))
+        return _sp.permute(self, tuple(perm))
+
+    swapaxes = transpose
+    swapdims = transpose
+
+    def permute(self, *dims: Any) -> SparseTensor:
+        if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
+            dims = tuple(dims[0])
+        n = self._data.ndim
+        return _sp.permute(self._as_coo("permute"), tuple(wrap_dim(d, n) for d in dims))
+
+    @property
+    def T(self) -> SparseTensor:
+        return self.t()
+
+    @property
+    def mT(self) -> SparseTensor:
+        return self.transpose(-2, -1)
+
+    def _as_coo(self, what: str) -> SparseTensor:
+        return self if isinstance(self._data, COO) else _sp.make(_sp.csr_to_coo(self._data))
+
+    def t_(self) -> SparseTensor:
+        return self._replace(self.t())
+
+    def transpose_(self, dim0: int, dim1: int) -> SparseTensor:
+        return self._replace(self.transpose(dim0, dim1))
+
+    # -- in place ---------------------------------------------------------------------------
+    def _replace(self, new: Any) -> SparseTensor:
+        """In place: ``self`` takes ``new``'s record (refused where autograd would need it)."""
+        if grad_mode.state.enabled and self._rg:
+            raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
+                               "operation (ember runs in-place ops on sparse tensors only "
+                               "outside autograd: use the out-of-place form)")
+        if not isinstance(new, SparseTensor):
+            raise RuntimeError("an in-place op on a sparse tensor must give a sparse result")
+        self._data = new._data
+        self._bump_version()
+        return self
+
+    def add_(self, other: Any, *, alpha: Any = 1) -> SparseTensor:
+        return self._replace(_add(self, other, alpha))
+
+    def sub_(self, other: Any, *, alpha: Any = 1) -> SparseTensor:
+        return self._replace(_add(self, other, -alpha))
+
+    def mul_(self, other: Any) -> SparseTensor:
+        return self._replace(_mul(self, other))
+
+    def div_(self, other: Any, *, rounding_mode: str | None = None) -> SparseTensor:
+        return self._replace(_div(self, other, rounding_mode))
+
+    def neg_(self) -> SparseTensor:
+        return self._replace(self.neg())
+
+    def zero_(self) -> SparseTensor:
+        rec = self._data
+        xp = _backend.xp_of(rec.values)
+        if isinstance(rec, COO):
+            empty: Any = COO(xp.zeros((rec.sparse_dim, 0), np.int64),
+                             xp.zeros((0,) + rec.values.shape[1:], rec.values.dtype),
+                             rec.shape, True)
+        else:
+            empty = CSR(xp.zeros(rec.shape[0] + 1, np.int64), xp.zeros(0, np.int64),
+                        xp.zeros(0, rec.values.dtype), rec.shape)
+        return self._replace(_sp.make(empty))
+
+    def copy_(self, src: Any, non_blocking: bool = False) -> SparseTensor:
+        if not isinstance(src, SparseTensor):
+            raise RuntimeError("copy_() between dense and sparse Tensors is not implemented! "
+                               f"Found self type = {self.type()} and src type = {src.type()}")
+        if tuple(src.shape) != tuple(self.shape):
+            raise RuntimeError(f"copy_: sizes do not match ({tuple(self.shape)} and "
+                               f"{tuple(src.shape)})")
+        return self._replace(_sp.make(src._data.astype(self._data.dtype).copy()))
+
+    def sparse_mask(self, mask: Any) -> SparseTensor:
+        return _sparse_mask(self.to_dense(), mask)
+
+    # -- __torch_function__: namespace functions that meet a sparse tensor ------------------
+    @classmethod
+    def __torch_function__(cls, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        kwargs = kwargs or {}
+        impl = getattr(func, "__func__", func)
+        for _ in range(4):  # through the dispatcher and NumPy-name wrappers to the op function
+            handler = _HANDLERS.get(impl)
+            if handler is not None:
+                return handler(*args, **kwargs)
+            inner = getattr(impl, "__wrapped__", None)
+            if inner is None:
+                break
+            impl = inner
+        name = getattr(impl, "__name__", str(impl))
+        module = getattr(impl, "__module__", "") or ""
+        if name in _PASS or module in ("ember.ops.sparse", "ember.sparse"):
+            return impl(*args, **kwargs)
+        rec = next(a._data for a in _flat(args, kwargs) if isinstance(a, SparseTensor))
+        raise NotImplementedError(
+            f"Could not run 'aten::{name}' with arguments from the '{_layout_name(rec)}CPU' "
+            f"backend: ember has no sparse form of {name} (layout={rec.layout}). Convert with "
+            ".to_dense() first, or use torch.sparse's functions.")
+
+
+def _flat(args: Any, kwargs: dict) -> list:
+    out = []
+    for a in (*args, *kwargs.values()):
+        if isinstance(a, (list, tuple)):
+            out.extend(a)
+        else:
+            out.append(a)
+    return out
+
+
+def _rebuild_sparse(layout: str, parts: tuple, requires_grad: bool) -> SparseTensor:
+    if layout == "sparse_coo":
+        idx, vals, shape, coalesced = parts
+        t = _sp.make(COO(np.array(idx), np.array(vals), shape, coalesced))
+    else:
+        crow, col, vals, shape = parts
+        t = _sp.make(CSR(np.array(crow), np.array(col), np.array(vals), shape))
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+# ---------------------------------------------------------------------------------------------
+# the sparse forms
+
+
+def _is_scalar(x: Any) -> bool:
+    return isinstance(x, (int, float, np.generic)) and not isinstance(x, bool) or (
+        isinstance(x, TensorBase) and not isinstance(x, SparseTensor) and x._data.ndim == 0)
+
+
+def _valuewise(s: SparseTensor, fn: Any, coalesce: bool) -> SparseTensor:
+    """A sparse tensor with ``s``'s indices and ``fn(values)`` (a dense op on the values
+    tensor, so autograd records it); coalesced first when ``coalesce`` (PyTorch's unary ops)."""
+    if isinstance(s._data, CSR):
+        rec = s._data
+        v = fn(TensorBase._make(rec.values))
+        return _sp.make(CSR(rec.crow, rec.col, v._data, rec.shape))
+    if coalesce:
+        s = _sp.coalesce_tensor(s)
+    c, v = _sp.values_of(s)
+    return _sp.from_values(c, fn(v))
+
+
+def _scale(s: SparseTensor, k: Any) -> SparseTensor:
+    return _valuewise(s, lambda v: v * k, coalesce=False)
+
+
+def _add(a: Any, b: Any, alpha: Any) -> Any:
+    """``a + alpha * b`` with at least one sparse operand."""
+    sa, sb = isinstance(a, SparseTensor), isinstance(b, SparseTensor)
+    if _backend.is_array(a):  # the engine adds a sparse gradient to a dense buffer
+        return _sp.add_dense(a, b._data, alpha)
+    if _backend.is_array(b):
+        return _sp.add_dense(b, a._data, 1) if alpha == 1 else _sp.add_dense(
+            b * alpha, a._data, 1)
+    if sa and sb:
+        if tuple(a.shape) != tuple(b.shape):
+            raise RuntimeError(f"add: expected 'self' and 'other' to have same size, but self has "
+                               f"size {list(a.shape)} while other has size {list(b.shape)} "
+                               "(sparse tensors do not broadcast)")
+        if isinstance(a._data, CSR) or isinstance(b._data, CSR):
+            return _sp.to_csr(_sp.make(_sp.add_sparse(a._data, b._data, alpha)))
+        if _sp.tracking(a, b):
+            ca, va = _sp.values_of(a)
+            cb, vb = _sp.values_of(b)
+            xp = _backend.xp_of(ca.indices)
+            idx = xp.concatenate([ca.indices, cb.indices], axis=1)
+            from . import ops as _ops
+
+            vals = _ops.cat([va, vb * alpha if alpha != 1 else vb])
+            out = _sp.from_values(COO(idx, vals._data, ca.shape, False), vals)
+            return out.coalesce()
+        return _sp.make(_sp.add_sparse(a._data, b._data, alpha))
+    if sa:
+        raise RuntimeError("add(sparse, dense) is not supported. Use add(dense, sparse) instead.")
+    if not isinstance(a, TensorBase):
+        raise RuntimeError("add(sparse, dense) is not supported. Use add(dense, sparse) instead.")
+    # dense + alpha * sparse: a dense result (its gradient to the sparse operand is dense)
+    if _sp.tracking(a, b):
+        return ops.add(a, _sp._ToDense.apply(b, True), alpha=alpha)
+    dt = _dtype.result_type(a, b)
+    out = _sp.add_dense(a._data, b._data, alpha)
+    return TensorBase._make(out.astype(dt.np, copy=False))
+
+
+def _mul(s: SparseTensor, other: Any) -> Any:
+    if _is_scalar(other):
+        return _scale(s, other)
+    if not isinstance(other, TensorBase):
+        raise TypeError(f"mul(): argument 'other' must be Tensor or Number, not "
+                        f"{type(other).__name__}")
+    if isinstance(other, SparseTensor):
+        a, b = _sp.coalesce_tensor(s), _sp.coalesce_tensor(other)
+        if tuple(a.shape) != tuple(b.shape):
+            raise RuntimeError(f"mul: sparse tensors of shapes {list(a.shape)} and "
+                               f"{list(b.shape)} do not broadcast")
+        ca, va = _sp.values_of(a)
+        cb, vb = _sp.values_of(b)
+        sizes = ca.shape[: ca.sparse_dim]
+        la, lb = _sp._linear(ca.indices, sizes), _sp._linear(cb.indices, sizes)
+        xp = _backend.xp_of(la)
+        common, ia, ib = np.intersect1d(_backend.to_numpy(la), _backend.to_numpy(lb),
+                                        assume_unique=True, return_indices=True)
+        ia, ib = xp.asarray(ia), xp.asarray(ib)
+        vals = va[TensorBase._make(ia)] * vb[TensorBase._make(ib)]
+        return _sp.from_values(COO(ca.indices[:, ia], vals._data, ca.shape, True), vals)
+    # sparse * dense: the sparse pattern, values times the dense entries there
+    if isinstance(s._data, CSR):
+        return _sp.to_csr(_mul(_sp.make(_sp.csr_to_coo(s._data)), other))
+    c, v = _sp.values_of(s)
+    full = tuple(np.broadcast_shapes(tuple(other.shape), c.shape))
+    if full != c.shape:
+        raise RuntimeError(f"mul: the dense operand of shape {list(other.shape)} must broadcast "
+                           f"to the sparse tensor's shape {list(c.shape)}")
+    d = other.expand(c.shape) if tuple(other.shape) != c.shape else other
+    picked = d[tuple(TensorBase._make(i) for i in c.indices)]
+    return _sp.from_values(c, v * picked)
+
+
+def _div(s: SparseTensor, other: Any, rounding_mode: Any) -> Any:
+    if not _is_scalar(other):
+        shape = list(other.shape) if isinstance(other, TensorBase) else type(other).__name__
+        raise RuntimeError(f"Sparse division requires a scalar or zero-dim dense tensor divisor "
+                           f"(got shape {shape} for divisor)")
+    return _valuewise(s, lambda v: ops.div(v, other, rounding_mode=rounding_mode),
+                      coalesce=rounding_mode is not None)
+
+
+def _mm(a: Any, b: Any, dense_grad: bool = True) -> Any:
+    sa, sb = isinstance(a, SparseTensor), isinstance(b, SparseTensor)
+    if sa and sb:
+        # sparse @ sparse: PyTorch gives a sparse (coalesced) result
+        if a._data.ndim != 2 or b._data.ndim != 2:
+            raise RuntimeError("mm: sparse @ sparse takes two matrices")
+        prod = _sp.sparse_mm(a._as_coo("mm"), b.to_dense(), dense_grad)
+        return _sp.to_sparse(prod) if isinstance(a._data, COO) else _sp.to_csr(prod)
+    if sa:
+        return _sp.sparse_mm(a._as_coo("mm"), b, dense_grad)
+    # dense @ sparse = (sparse^T @ dense^T)^T
+    if not isinstance(a, TensorBase):
+        raise TypeError(f"mm(): argument 'input' must be Tensor, not {type(a).__name__}")
+    if a.ndim == 1:
+        return _sp.sparse_mm(b._as_coo("mm").t(), a, dense_grad)
+    return _sp.sparse_mm(b._as_coo("mm").t(), a.t(), dense_grad).t()
+
+
+def _addmm(input: Any, mat1: Any, mat2: Any, *, beta: Any = 1, alpha: Any = 1,
+           out: Any = None) -> Any:
+    prod = _mm(mat1, mat2)
+    if isinstance(input, SparseTensor):
+        input = input.to_dense()
+    return ops.add(input * beta if beta != 1 else input, prod * alpha if alpha != 1 else prod)
+
+
+def sparse_sum_dims(s: SparseTensor, dim: Any, dtype: Any = None) -> Any:
+    """``torch.sparse.sum(s, dim)``: the sum over ``dim`` (sparse while sparse dims remain)."""
+    s = s._as_coo("sum")
+    c = s._data
+    dims = [dim] if isinstance(dim, int) else list(dim)
+    dims = sorted({wrap_dim(d, c.ndim) for d in dims})
+    if len(dims) == c.ndim and c.dense_dim == 0:
+        return _sp.sparse_sum_all(s, dtype)
+    s = _sp.coalesce_tensor(s)
+    c, v = _sp.values_of(s)
+    if dtype is not None:
+        v = v.to(dtype)
+    sd = c.sparse_dim
+    sparse_red = [d for d in dims if d < sd]
+    dense_red = [d - sd + 1 for d in dims if d >= sd]
+    if dense_red:
+        v = v.sum(dim=tuple(dense_red))
+    keep = [k for k in range(sd) if k not in sparse_red]
+    shape = tuple(c.shape[k] for k in keep) + tuple(
+        c.shape[k] for k in range(sd, c.ndim) if k not in dims)
+    if not keep:
+        return v.sum(0)
+    sizes = tuple(c.shape[k] for k in keep)
+    lin = _sp._linear(c.indices[keep], sizes)
+    xp = _backend.xp_of(lin)
+    uniq, inv = xp.unique(lin, return_inverse=True)
+    summed = ops.zeros((uniq.shape[0],) + tuple(v.shape[1:]), dtype=v.dtype).index_add(
+        0, TensorBase._make(inv.reshape(-1)), v)
+    rec = COO(_sp._unlinear(uniq, sizes), summed._data, shape, True)
+    return _sp.from_values(rec, summed)
+
+
+def _sparse_mask(dense: Any, mask: Any) -> SparseTensor:
+    """``dense.sparse_mask(mask)``: ``dense``'s entries at ``mask``'s indices."""
+    if not isinstance(mask, SparseTensor):
+        raise RuntimeError("sparse_mask: expected mask to be a sparse COO tensor")
+    if tuple(dense.shape) != tuple(mask.shape):
+        raise RuntimeError(f"sparse_mask(): operands have incompatible sizes; self has size "
+                           f"{list(dense.shape)} but mask has size {list(mask.shape)}")
+    c = _sp.coalesce(mask._as_coo("sparse_mask")._data)
+    picked = dense[tuple(TensorBase._make(i) for i in c.indices)]
+    return _sp.from_values(COO(c.indices, picked._data, c.shape, True), picked)
+
+
+def _cat(tensors: Any, dim: int = 0, *, out: Any = None) -> Any:
+    ts = list(tensors)
+    if not all(isinstance(t, SparseTensor) and isinstance(t._data, COO) for t in ts):
+        raise RuntimeError("cat: expected all tensors to be sparse COO (ember does not mix "
+                           "dense and sparse tensors in cat)")
+    first = ts[0]._data
+    n = first.ndim
+    d = wrap_dim(dim, n)
+    if d >= first.sparse_dim:
+        raise RuntimeError("cat: ember concatenates sparse tensors along sparse dims only")
+    xp = _backend.xp_of(first.values)
+    idx, vals, off = [], [], 0
+    for t in ts:
+        c = t._data
+        i = c.indices.copy()
+        i[d] += off
+        off += c.shape[d]
+        idx.append(i)
+        vals.append(c.values)
+    shape = list(first.shape)
+    shape[d] = off
+    rec = COO(xp.concatenate(idx, axis=1), xp.concatenate(vals), tuple(shape), False)
+    if _sp.tracking(*ts):
+        vs = [_sp.values_of(t)[1] for t in ts]
+        v = ops.cat(vs)
+        return _sp.from_values(rec, v)
+    return _sp.make(rec)
+
+
+def _unary(name: str) -> Any:
+    fn = getattr(ops, name)
+    keep = name in ("neg", "negative")
+
+    def method(self: SparseTensor, *args: Any, **kwargs: Any) -> SparseTensor:
+        return _valuewise(self, lambda v: fn(v, *args, **kwargs), coalesce=not keep)
+
+    def method_(self: SparseTensor, *args: Any, **kwargs: Any) -> SparseTensor:
+        if isinstance(self._data, COO) and not self._data.coalesced:
+            raise RuntimeError(f"{name}_: in-place operations on sparse tensors require a "
+                               "coalesced tensor; call .coalesce() first")
+        return self._replace(method(self, *args, **kwargs))
+
+    method.__name__, method_.__name__ = name, name + "_"
+    return method, method_
+
+
+for _name in UNARY:
+    if hasattr(ops, _name):
+        _m, _m_ = _unary(_name)
+        setattr(SparseTensor, _name, _m)
+        setattr(SparseTensor, _name + "_", _m_)
+
+
+# namespace functions (by the op function they wrap) -> their sparse forms
+_HANDLERS: dict[Any, Any] = {
+    ops.mm: lambda input, mat2, *, out=None: _mm(input, mat2),
+    ops.matmul: lambda input, other, *, out=None: _mm(input, other),
+    ops.mv: lambda input, vec, *, out=None: _mm(input, vec),
+    ops.addmm: _addmm,
+    ops.add: lambda input, other, *, alpha=1, out=None: _add(input, other, alpha),
+    ops.sub: lambda input, other, *, alpha=1, out=None: _add(input, other, -alpha),
+    ops.mul: lambda input, other, *, out=None: (
+        _mul(input, other) if isinstance(input, SparseTensor) else _mul(other, input)),
+    ops.div: lambda input, other, *, rounding_mode=None, out=None: (
+        _div(input, other, rounding_mode)),
+    ops.neg: lambda input, *, out=None: input.neg(),
+    ops.pow: lambda input, exponent, *, out=None: input.pow(exponent),
+    ops.sum: lambda input, dim=None, keepdim=False, *, dtype=None, out=None: (
+        input.sum(dim, keepdim, dtype)),
+    ops.t: lambda input: input.t(),
+    ops.transpose: lambda input, dim0, dim1: input.transpose(dim0, dim1),
+    ops.permute: lambda input, dims: input.permute(dims),
+    ops.clone: lambda input, *, memory_format=None: input.clone(),
+    ops.cat: _cat,
+}
+for _name in UNARY:
+    if hasattr(ops, _name):
+        _HANDLERS[getattr(ops, _name)] = (
+            lambda n: lambda input, *a, out=None, **k: getattr(input, n)(*a, **k))(_name)
+for _f in (getattr(ops, "true_divide", None), getattr(ops, "divide", None)):
+    if _f is not None and _f not in _HANDLERS:
+        _HANDLERS[_f] = _HANDLERS[ops.div]
+for _f in (getattr(ops, "multiply", None),):
+    if _f is not None and _f not in _HANDLERS:
+        _HANDLERS[_f] = _HANDLERS[ops.mul]
+for _f in (getattr(ops, "subtract", None),):
+    if _f is not None and _f not in _HANDLERS:
+        _HANDLERS[_f] = _HANDLERS[ops.sub]
+for _f in (getattr(ops, "negative", None),):
+    if _f is not None and _f not in _HANDLERS:
+        _HANDLERS[_f] = _HANDLERS[ops.neg]
+SparseTensor.__abs__ = SparseTensor.abs  # type: ignore[attr-defined]
+
+
+# ---------------------------------------------------------------------------------------------
+# printing, as PyTorch prints a sparse tensor
+
+
+def _inner(arr: Any, indent: int) -> str:
+    a = _backend.to_numpy(arr)
+    if a.size == 0:
+        return f"tensor([], size={tuple(a.shape)})"
+    return "tensor(" + array_str(a, indent + len("tensor(")) + ")"
+
+
+def _sparse_repr(t: SparseTensor) -> str:
+    rec = t._data
+    indent = len("tensor(")
+    if isinstance(rec, COO):
+        parts = [("indices=", rec.indices), ("values=", rec.values)]
+    else:
+        parts = [("crow_indices=", rec.crow), ("col_indices=", rec.col), ("values=", rec.values)]
+    text = "tensor("
+    for k, (label, arr) in enumerate(parts):
+        if k:
+            text += ",\n" + " " * indent
+        text += label + _inner(arr, indent + len(label))
+    suffixes = [f"size={tuple(rec.shape)}", f"nnz={rec.nnz}"]
+    if _dtype.from_numpy(rec.dtype) is not _dtype.get_default_dtype():
+        suffixes.append(f"dtype={_dtype.from_numpy(rec.dtype)}")
+    dev = t.device
+    if dev.type != "cpu":
+        suffixes.insert(0, f"device='{dev}'")
+    suffixes.append(f"layout={rec.layout}")
+    if t._grad_fn is not None:
+        suffixes.append(f"grad_fn=<{t._grad_fn.name()}>")
+    elif t._rg:
+        suffixes.append("requires_grad=True")
+    return _add_suffixes(text, suffixes, indent, force_newline=isinstance(rec, COO))
+
+
+_sp.register_class(SparseTensor)

@@ -1,0 +1,826 @@
+"""Sparse tensors (``torch.sparse_coo`` and ``torch.sparse_csr``): their records, array kernels
+and backward rules.
+
+A sparse tensor is a ``Tensor`` of the subclass ``SparseTensor`` (``ember/_tensor_sparse.py``)
+whose ``_data`` is not an array but a ``COO`` or ``CSR`` record: index arrays, a values array and
+the dense shape. ``shape``, ``dtype``, ``ndim`` and ``size`` read through the record as they do
+through an array, so the engine and the argument checks see a tensor of the right shape; any
+other use of it as an array (a dense op's forward, ``np.asarray``) raises ``SparseLayoutError``,
+so no dense op ever reads a sparse tensor as garbage. The tensor class sits above the ops and
+registers itself here (``register_class``), as ``Tensor`` does with ``TensorBase``.
+
+Autograd. A sparse tensor's gradient is a tensor of its shape, sparse or dense. The engine
+moves it between nodes like any gradient (it reads ``shape`` and ``dtype``, adds two with ``+``);
+a sparse gradient travels as a ``SparseTensor``. The primitives below record the graph:
+``_FromValues`` (values -> sparse, ``sparse_coo_tensor``), ``_Values`` (coalesced sparse ->
+values), ``_Coalesce``, ``_ToDense``, ``_ToSparse``, ``_Permute``, ``_SparseMM`` and
+``_SparseSum``; value-wise ops (``2 * s``, ``s.sqrt()``, ``s * d``) are dense ops on the values
+between ``_Values`` and ``_FromValues``, so their gradients come from the dense rules. A sparse
+gradient reaches a leaf's ``.grad`` through a hook (``sparse_grad_hook``) that gives the leaf an
+empty sparse ``.grad`` first, which the engine's accumulation (``cur._data + g``) then extends.
+
+Neighbours: ``ops/nn/sparse.py`` (``embedding(sparse=True)`` makes sparse gradients with
+``make_sparse``); ``ember/sparse/__init__.py`` is ``torch.sparse``.
+"""
+
+from __future__ import annotations
+
+import math
+import weakref
+from typing import Any
+
+import numpy as np
+
+from .. import _backend, _dtype, _dtype_info
+from .._tensor_base import TensorBase
+from ..autograd import grad_mode
+from ..autograd.function import Op
+
+__all__ = ["sparse_coo_tensor", "sparse_csr_tensor", "spmm", "smm"]
+
+
+_sparse_class: Any = None  # SparseTensor, registered by ember._tensor_sparse when it loads
+
+
+def register_class(cls: type) -> None:
+    global _sparse_class
+    _sparse_class = cls
+
+
+class SparseLayoutError(NotImplementedError, AttributeError):
+    """A sparse tensor met an operation that needs a dense (strided) one."""
+
+
+# ---------------------------------------------------------------------------------------------
+# records
+
+
+def is_sparse(x: Any) -> bool:
+    """Whether ``x`` is a sparse tensor (or a sparse record)."""
+    return isinstance(x._data if isinstance(x, TensorBase) else x, _Record)
+
+
+def make(rec: _Record, requires_grad: bool = False, grad_fn: Any = None) -> Any:
+    """A sparse tensor around ``rec`` (the class registered by ``ember._tensor_sparse``)."""
+    t = object.__new__(_sparse_class)
+    t._data = rec
+    t._rg = requires_grad
+    t._grad_fn = grad_fn
+    t._output_nr = 0
+    return t
+
+
+class _Record:
+    """What both layouts share: the dense shape, the values array, and refusals elsewhere."""
+
+    __slots__ = ("shape", "values")
+    layout: Any = None
+    shape: tuple
+    values: Any
+
+    @property
+    def dtype(self) -> Any:
+        return self.values.dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def nnz(self) -> int:
+        return int(self.values.shape[0])
+
+    def _refuse(self, what: str) -> SparseLayoutError:
+        return SparseLayoutError(
+            f"{what} is not supported on a sparse tensor (layout={self.layout}, shape "
+            f"{tuple(self.shape)}): ember runs dense ops on strided tensors only. Convert it "
+            "first with .to_dense(), or use the sparse form of the op (torch.sparse.mm, "
+            "torch.sparse.sum...).")
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
+        raise self._refuse("converting to a NumPy array")
+
+    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+        raise self._refuse(f"{func.__name__}")
+
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        # the engine adds gradients: a dense buffer plus a sparse gradient gives a dense one
+        if ufunc is np.add and method == "__call__" and not kwargs and len(inputs) == 2:
+            a, b = inputs
+            if _backend.is_array(a):
+                return add_dense(a, b, 1)
+            if _backend.is_array(b):
+                return add_dense(b, a, 1)
+        raise self._refuse(f"{ufunc.__name__}")
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise self._refuse(f"array attribute {name!r}")
+
+    def __add__(self, other: Any) -> Any:
+        if _backend.is_array(other):
+            return add_dense(other, self, 1)
+        return add_sparse(self, other, 1)
+
+    __radd__ = __add__
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} shape={tuple(self.shape)} nnz={self.nnz} {self.dtype}>"
+
+
+class COO(_Record):
+    """Coordinates: ``indices`` (int64, sparse_dim x nnz), ``values`` (nnz, *dense_shape)."""
+
+    __slots__ = ("indices", "coalesced")
+    layout = _dtype_info.sparse_coo
+
+    def __init__(self, indices: Any, values: Any, shape: tuple, coalesced: bool) -> None:
+        self.indices = indices
+        self.values = values
+        self.shape = tuple(int(s) for s in shape)
+        self.coalesced = bool(coalesced)
+
+    @property
+    def sparse_dim(self) -> int:
+        return int(self.indices.shape[0])
+
+    @property
+    def dense_dim(self) -> int:
+        return self.values.ndim - 1
+
+    def astype(self, dt: Any, copy: bool = True) -> COO:
+        if np.dtype(dt) == self.values.dtype:
+            return self
+        return COO(self.indices, self.values.astype(dt), self.shape, self.coalesced)
+
+    def copy(self) -> COO:
+        return COO(self.indices.copy(), self.values.copy(), self.shape, self.coalesced)
+
+
+class CSR(_Record):
+    """Compressed rows of a matrix: ``crow`` (rows + 1), ``col`` and ``values`` (nnz)."""
+
+    __slots__ = ("crow", "col")
+    layout = _dtype_info.sparse_csr
+
+    def __init__(self, crow: Any, col: Any, values: Any, shape: tuple) -> None:
+        self.crow = crow
+        self.col = col
+        self.values = values
+        self.shape = tuple(int(s) for s in shape)
+
+    sparse_dim = 2
+
+    @property
+    def dense_dim(self) -> int:
+        return self.values.ndim - 1
+
+    def astype(self, dt: Any, copy: bool = True) -> CSR:
+        if np.dtype(dt) == self.values.dtype:
+            return self
+        return CSR(self.crow, self.col, self.values.astype(dt), self.shape)
+
+    def copy(self) -> CSR:
+        return CSR(self.crow.copy(), self.col.copy(), self.values.copy(), self.shape)
+
+
+RECORDS = (COO, CSR)
+
+
+# ---------------------------------------------------------------------------------------------
+# array kernels
+
+
+def coalesce(c: COO) -> COO:
+    """Indices sorted row-major, duplicates summed (PyTorch's ``coalesce``)."""
+    if c.coalesced:
+        return c
+    xp = _xp(c.values)
+    sizes = c.shape[: c.sparse_dim]
+    if c.nnz == 0:
+        return COO(c.indices, c.values, c.shape, True)
+    lin = _linear(c.indices, sizes)
+    order = xp.argsort(lin, kind="stable")
+    lin = lin[order]
+    vals = c.values[order]
+    first = xp.ones(lin.shape[0], dtype=bool)
+    first[1:] = lin[1:] != lin[:-1]
+    starts = xp.flatnonzero(first)
+    if starts.shape[0] != lin.shape[0]:
+        vals = _segment_sum(vals, starts)
+        lin = lin[starts]
+    return COO(_unlinear(lin, sizes), vals, c.shape, True)
+
+
+def coo_to_dense(c: COO) -> Any:
+    xp = _xp(c.values)
+    out = xp.zeros(c.shape, dtype=c.values.dtype)
+    if c.nnz:
+        cc = coalesce(c)
+        out[tuple(cc.indices)] = cc.values
+    return out
+
+
+def dense_to_coo(arr: Any, sparse_dim: int | None = None) -> COO:
+    xp = _xp(arr)
+    sd = arr.ndim if sparse_dim is None else sparse_dim
+    mask = arr != 0
+    if sd < arr.ndim:
+        mask = mask.any(axis=tuple(range(sd, arr.ndim)))
+    idx = xp.nonzero(mask) if sd else ()
+    if sd == 0:
+        return COO(xp.zeros((0, 1), dtype=np.int64), arr[None].copy(), arr.shape, True)
+    indices = xp.stack([i.astype(np.int64) for i in idx]) if idx else xp.zeros((0, 0), np.int64)
+    return COO(indices, arr[idx].copy(), arr.shape, True)
+
+
+def coo_to_csr(c: COO) -> CSR:
+    cc = coalesce(c)
+    xp = _xp(cc.values)
+    n = cc.shape[0]
+    counts = xp.bincount(cc.indices[0], minlength=n) if cc.nnz else xp.zeros(n, np.int64)
+    crow = xp.zeros(n + 1, dtype=np.int64)
+    crow[1:] = xp.cumsum(counts)
+    return CSR(crow, cc.indices[1].copy(), cc.values.copy(), cc.shape)
+
+
+def csr_to_coo(r: CSR) -> COO:
+    xp = _xp(r.values)
+    rows = xp.repeat(xp.arange(r.shape[0], dtype=np.int64), xp.diff(r.crow))
+    return COO(xp.stack([rows, r.col.astype(np.int64)]), r.values, r.shape, True)
+
+
+def as_coo(rec: _Record) -> COO:
+    return rec if isinstance(rec, COO) else csr_to_coo(rec)
+
+
+def spmm_array(c: COO, dense: Any) -> Any:
+    """``c @ dense`` for a 2-D COO record (sparse_dim 2, no dense dims) and a dense matrix."""
+    xp = _xp(dense)
+    vec = dense.ndim == 1
+    d2 = dense[:, None] if vec else dense
+    out = xp.zeros((c.shape[0], d2.shape[1]), dtype=np.result_type(c.values.dtype, d2.dtype))
+    if c.nnz:
+        rows, cols = c.indices
+        xp.add.at(out, rows, c.values[:, None] * d2[cols])
+    return out[:, 0] if vec else out
+
+
+def add_dense(dense: Any, rec: _Record, alpha: Any) -> Any:
+    """``dense + alpha * rec`` as a new dense array."""
+    c = coalesce(as_coo(rec))
+    out = dense.astype(np.result_type(dense.dtype, c.values.dtype), copy=True)
+    if c.nnz:
+        idx = tuple(c.indices)
+        vals = c.values if alpha == 1 else c.values * alpha
+        out[idx] = out[idx] + vals.astype(out.dtype, copy=False)
+    return out
+
+
+def add_sparse(a: _Record, b: _Record, alpha: Any) -> COO:
+    """``a + alpha * b`` for two COO records of one shape (same indices: values added)."""
+    a, b = as_coo(a), as_coo(b)
+    vb = b.values if alpha == 1 else b.values * alpha
+    dt = np.result_type(a.values.dtype, vb.dtype)
+    xp = _xp(a.values)
+    if a.nnz == 0 and not b.nnz == 0:
+        return COO(b.indices, vb.astype(dt, copy=True), a.shape, b.coalesced)
+    if b.nnz == 0:
+        return COO(a.indices, a.values.astype(dt, copy=True), a.shape, a.coalesced)
+    if a.indices is b.indices or (a.indices.shape == b.indices.shape
+                                  and bool((a.indices == b.indices).all())):
+        return COO(a.indices, (a.values + vb).astype(dt, copy=False), a.shape, a.coalesced)
+    out = COO(xp.concatenate([a.indices, b.indices], axis=1),
+              xp.concatenate([a.values.astype(dt), vb.astype(dt)]), a.shape, False)
+    return coalesce(out) if a.coalesced and b.coalesced else out
+
+
+def gather(grad: Any, c: COO) -> Any:
+    """The values of ``grad`` (a dense array or a sparse tensor/record) at ``c``'s indices."""
+    if isinstance(grad, TensorBase):
+        grad = grad._data
+    if _backend.is_array(grad):
+        return grad[tuple(c.indices)] if c.sparse_dim else grad[None]
+    g = coalesce(as_coo(grad))
+    xp = _xp(g.values)
+    out = xp.zeros((c.nnz,) + g.values.shape[1:], dtype=g.values.dtype)
+    if g.nnz and c.nnz:
+        sizes = c.shape[: c.sparse_dim]
+        glin, clin = _linear(g.indices, sizes), _linear(c.indices, sizes)
+        pos = xp.searchsorted(glin, clin)
+        pos = xp.minimum(pos, glin.shape[0] - 1)
+        hit = glin[pos] == clin
+        out[hit] = g.values[pos[hit]]
+    return out
+
+
+def mask_values(dense: Any, c: COO) -> Any:
+    return dense[tuple(c.indices)]
+
+
+def dense_of(g: Any) -> Any:
+    """A gradient as a dense array (a sparse tensor's densified)."""
+    if isinstance(g, TensorBase):
+        g = g._data
+    return coo_to_dense(as_coo(g)) if isinstance(g, _Record) else g
+
+
+def permute_rec(c: COO, perm: tuple) -> COO:
+    sd = c.sparse_dim
+    if any(p >= sd for p in perm[:sd]) or tuple(perm[sd:]) != tuple(range(sd, c.ndim)):
+        raise RuntimeError(
+            f"permute(sparse_coo): transposing sparse dimensions with dense dimensions is not "
+            f"supported (sparse_dim={sd}, dims {tuple(perm)})")
+    shape = tuple(c.shape[p] for p in perm)
+    return COO(c.indices[list(perm[:sd])], c.values, shape, c.coalesced and list(perm[:sd]) ==
+               list(range(sd)))
+
+
+def _xp(a: Any) -> Any:
+    return _backend.xp_of(a)
+
+
+def _linear(indices: Any, sizes: tuple) -> Any:
+    """Row-major linear positions of ``indices`` (sparse_dim x nnz) in a grid of ``sizes``."""
+    lin = _xp(indices).zeros(indices.shape[1], dtype=np.int64)
+    for k, s in enumerate(sizes):
+        lin = lin * s + indices[k]
+    return lin
+
+
+def _unlinear(lin: Any, sizes: tuple) -> Any:
+    xp = _xp(lin)
+    out = xp.empty((len(sizes), lin.shape[0]), dtype=np.int64)
+    for k in range(len(sizes) - 1, -1, -1):
+        out[k] = lin % sizes[k]
+        lin = lin // sizes[k]
+    return out
+
+
+def _segment_sum(values: Any, starts: Any) -> Any:
+    """Sums of ``values`` (sorted into groups) over the groups beginning at ``starts``."""
+    xp = _xp(values)
+    if xp is np:
+        return np.add.reduceat(values, starts, axis=0)
+    seg = xp.zeros(values.shape[0], dtype=np.int64)
+    seg[starts[1:]] = 1
+    seg = xp.cumsum(seg)
+    out = xp.zeros((starts.shape[0],) + values.shape[1:], dtype=values.dtype)
+    xp.add.at(out, seg, values)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# the ops autograd records
+
+
+class _FromValues(Op):
+    """out = the sparse tensor with fixed indices and these values
+    grad_values = grad at the indices (grad dense or sparse)"""
+
+    node_name = "SparseCooTensorWithDimsAndTensorsBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, values: Any, rec: COO) -> Any:
+        ctx.rec = rec
+        return values
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        return gather(grad, ctx.rec), None
+
+
+class _Values(Op):
+    """out = the values of a coalesced sparse tensor
+    grad_input = the sparse tensor with its indices and the values' gradient"""
+
+    node_name = "ValuesBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, rec: COO) -> Any:
+        ctx.rec = rec
+        return rec.values
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        r = ctx.rec
+        return make(COO(r.indices, grad, r.shape, r.coalesced))
+
+
+class _Coalesce(Op):
+    """out = coalesce(input) (the same tensor)          grad_input = grad"""
+
+    node_name = "CoalesceBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, rec: COO, out: COO) -> Any:
+        return out.values
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        return grad, None
+
+
+class _ToDense(Op):
+    """out = the dense form of a sparse tensor
+    grad_input = grad at the input's (coalesced) indices, as a sparse tensor (``to_dense``), or
+    all of grad (``dense + sparse``, where PyTorch's gradient is dense)"""
+
+    node_name = "ToDenseBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, rec: _Record, dense_grad: bool = False) -> Any:
+        c = coalesce(as_coo(rec))
+        ctx.rec, ctx.dense_grad = c, dense_grad
+        return coo_to_dense(c)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        c = ctx.rec
+        if ctx.dense_grad:
+            return dense_of(grad), None
+        return make(COO(c.indices, mask_values(dense_of(grad), c), c.shape, True)), None
+
+
+class _ToSparse(Op):
+    """out = the sparse form of a dense tensor          grad_input = dense(grad)"""
+
+    node_name = "ToSparseBackward1"
+
+    @staticmethod
+    def forward(ctx: Any, x: Any, out: _Record) -> Any:
+        return out.values
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        return dense_of(grad), None
+
+
+class _Permute(Op):
+    """out = input with its sparse dims permuted          grad_input = grad permuted back"""
+
+    node_name = "PermuteBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, rec: COO, perm: tuple) -> Any:
+        ctx.perm = perm
+        return rec.values
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        inv = tuple(int(i) for i in np.argsort(ctx.perm))
+        if isinstance(grad, TensorBase):
+            return make(permute_rec(as_coo(grad._data), inv)), None
+        return grad.transpose(inv), None
+
+
+class _SparseMM(Op):
+    """out = S @ D (S a sparse matrix, D dense)
+    grad_S = (grad @ D^T) at S's indices (sparse), or dense for ``torch.mm``
+    grad_D = S^T @ grad"""
+
+    node_name = "SparseAddmmBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, rec: _Record, d: Any, dense_grad: bool) -> Any:
+        c = coalesce(as_coo(rec))
+        ctx.rec, ctx.dense_grad = c, dense_grad
+        ctx.save_for_backward(d)
+        return spmm_array(c, d)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (d,) = ctx.saved
+        c = ctx.rec
+        need = ctx.needs_input_grad
+        gs = gd = None
+        if need[0]:
+            if ctx.dense_grad:
+                gs = grad @ d.T if d.ndim == 2 else grad[:, None] * d[None, :]
+            else:
+                rows, cols = c.indices
+                g2 = grad[:, None] if grad.ndim == 1 else grad
+                d2 = d[:, None] if d.ndim == 1 else d
+                vals = (g2[rows] * d2[cols]).sum(axis=1).astype(c.values.dtype)
+                gs = make(COO(c.indices, vals, c.shape, True))
+        if need[1]:
+            ct = COO(c.indices[::-1], c.values, c.shape[::-1], False)
+            gd = spmm_array(ct, grad).astype(d.dtype, copy=False)
+        return gs, gd, None
+
+
+class _SparseSum(Op):
+    """out = the sum of all values (a dense 0-d tensor)
+    grad_input = grad at every specified element, as a sparse tensor"""
+
+    node_name = "SumBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, rec: _Record, dt: Any) -> Any:
+        c = coalesce(as_coo(rec))
+        ctx.rec = c
+        v = c.values if dt is None else c.values.astype(dt)
+        return _xp(v).asarray(v.sum(), dtype=v.dtype)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        c = ctx.rec
+        xp = _xp(c.values)
+        vals = xp.broadcast_to(xp.asarray(grad, dtype=c.values.dtype), c.values.shape).copy()
+        return make(COO(c.indices, vals, c.shape, True)), None
+
+
+# ---------------------------------------------------------------------------------------------
+# tensor-level helpers (used by ember._tensor_sparse and ember.sparse)
+
+
+def tracking(*ts: Any) -> bool:
+    return grad_mode.state.enabled and any(isinstance(t, TensorBase) and t._rg for t in ts)
+
+
+def values_of(s: Any) -> tuple[COO, Any]:
+    """``s``'s COO record (coalesced when autograd tracks ``s``) and its values as a tensor that
+    carries ``s``'s gradient (``_Values``), or a plain alias when nothing tracks."""
+    c = as_coo(s._data)
+    if tracking(s):
+        if not c.coalesced:
+            s = coalesce_tensor(s)
+            c = s._data
+        return c, _Values.apply(s)
+    return c, TensorBase._make(c.values)
+
+
+def from_values(rec: COO, values: Any) -> Any:
+    """A sparse tensor with ``rec``'s indices and shape and the tensor ``values`` (recorded when
+    ``values`` requires grad)."""
+    out_rec = COO(rec.indices, values._data, rec.shape, rec.coalesced)
+    if tracking(values):
+        v = _FromValues.apply(values, out_rec)
+        return make(out_rec, True, v._grad_fn)
+    return make(out_rec)
+
+
+def record(op: Any, out_rec: _Record, *args: Any) -> Any:
+    """A sparse tensor around ``out_rec``, recorded as made by ``op`` from ``args`` when
+    autograd tracks them (``op.forward`` returns ``out_rec.values``)."""
+    if tracking(*args):
+        v = op.apply(*args)
+        return make(out_rec, True, v._grad_fn)
+    return make(out_rec)
+
+
+def coalesce_tensor(s: Any) -> Any:
+    c = s._data
+    if c.coalesced:
+        return s
+    return record(_Coalesce, coalesce(c), s, coalesce(c))
+
+
+def to_dense(s: Any) -> Any:
+    if tracking(s):
+        return _ToDense.apply(s)
+    return TensorBase._make(coo_to_dense(as_coo(s._data)))
+
+
+def to_sparse(x: Any, sparse_dim: int | None = None) -> Any:
+    """A dense tensor as a coalesced COO tensor (``sparse_dim`` leading sparse dims)."""
+    if sparse_dim is not None and not 0 <= sparse_dim <= x.ndim:
+        raise RuntimeError(f"sparse_dim argument must be in [0, {x.ndim}] range, but {sparse_dim} "
+                           "is given")
+    rec = dense_to_coo(x._data, sparse_dim)
+    return record(_ToSparse, rec, x, rec)
+
+
+def to_csr(x: Any) -> Any:
+    if is_sparse(x):
+        if isinstance(x._data, CSR):
+            return x
+        rec = x._data
+    else:
+        rec = dense_to_coo(x._data)
+    if rec.ndim != 2 or rec.dense_dim:
+        raise RuntimeError(
+            f"to_sparse_csr: expected a 2-D tensor with no dense dimensions (got shape "
+            f"{tuple(rec.shape)}): ember's CSR tensors are matrices (batched CSR is not "
+            "supported)")
+    return make(coo_to_csr(rec))
+
+
+def permute(s: Any, perm: tuple) -> Any:
+    c = s._data
+    out = permute_rec(c, perm)
+    return record(_Permute, out, s, tuple(perm))
+
+
+def sparse_mm(s: Any, d: Any, dense_grad: bool = False, name: str = "mm") -> Any:
+    """``s @ d`` for a sparse matrix ``s`` and a dense matrix (or vector) ``d``: dense."""
+    rec = s._data
+    if not isinstance(d, TensorBase):
+        raise TypeError(f"{name}(): argument 'mat2' must be Tensor, not {type(d).__name__}")
+    if rec.ndim != 2 or rec.sparse_dim != 2:
+        raise RuntimeError(f"{name}: expected a 2-D sparse matrix with 2 sparse dims, got shape "
+                           f"{tuple(rec.shape)} with sparse_dim={rec.sparse_dim}")
+    if d._data.ndim not in (1, 2) or d._data.shape[0] != rec.shape[1]:
+        raise RuntimeError(
+            f"{name}: Argument #3 (dense): Expected dim 0 size {rec.shape[1]}, got "
+            f"{d._data.shape[0] if d._data.ndim else 0} (sparse {tuple(rec.shape)} @ dense "
+            f"{tuple(d._data.shape)}: the inner dimensions must match)")
+    if rec.dtype != d._data.dtype:
+        raise RuntimeError(
+            f"expected scalar type {_cpp(rec.dtype)} but found {_cpp(d._data.dtype)} ({name} of "
+            f"a sparse {_dtype.from_numpy(rec.dtype)} matrix and a dense "
+            f"{_dtype.from_numpy(d._data.dtype)} one: convert one, e.g. d.to(s.dtype))")
+    if tracking(s, d):
+        return _SparseMM.apply(s, d, dense_grad)
+    return TensorBase._make(spmm_array(coalesce(as_coo(rec)), d._data))
+
+
+def sparse_sum_all(s: Any, dt: Any = None) -> Any:
+    np_dt = None if dt is None else _dtype.to_dtype(dt).np
+    if tracking(s):
+        return _SparseSum.apply(s, np_dt)
+    c = as_coo(s._data)
+    v = c.values if np_dt is None else c.values.astype(np_dt)
+    return TensorBase._make(_xp(v).asarray(v.sum(), dtype=v.dtype))
+
+
+def sparse_grad_hook(leaf: Any) -> Any:
+    """A hook for a leaf that may receive sparse gradients: a sparse gradient finds an empty
+    sparse ``.grad`` to be added to (the engine adds into an existing ``.grad``); a dense one
+    finds a dense ``.grad`` (a sparse one is densified first), as PyTorch accumulates."""
+    ref = weakref.ref(leaf)
+
+    def hook(g: Any) -> None:
+        t = ref()
+        if t is None:
+            return
+        cur = t._grad
+        if is_sparse(g):
+            if cur is None:
+                c = g._data
+                xp = _xp(c.values)
+                if isinstance(c, COO):
+                    empty: _Record = COO(xp.zeros((c.sparse_dim, 0), np.int64),
+                                         xp.zeros((0,) + c.values.shape[1:], c.values.dtype),
+                                         c.shape, True)
+                else:
+                    empty = CSR(xp.zeros(c.shape[0] + 1, np.int64), xp.zeros(0, np.int64),
+                                xp.zeros(0, c.values.dtype), c.shape)
+                t._grad = make(empty)
+        elif cur is not None and is_sparse(cur):
+            t._grad = TensorBase._make(dense_of(cur))
+
+    hook._ember_sparse = True  # type: ignore[attr-defined]
+    return hook
+
+
+def install_grad_hook(t: Any) -> None:
+    """Give ``t`` (a leaf) the sparse-gradient hook, once."""
+    hooks = t._hooks
+    if hooks is not None and any(getattr(h, "_ember_sparse", False) for h in hooks):
+        return
+    if hooks is None:
+        hooks = t._hooks = []
+    hooks.append(sparse_grad_hook(t))
+
+
+def _cpp(dt: Any) -> str:
+    return {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long",
+            "int32": "Int", "bool": "Bool"}.get(np.dtype(dt).name, str(dt))
+
+
+# ---------------------------------------------------------------------------------------------
+# creation
+
+
+def sparse_coo_tensor(indices: Any, values: Any = None, size: Any = None, *, dtype: Any = None,
+                      device: Any = None, pin_memory: bool = False, requires_grad: bool = False,
+                      check_invariants: bool | None = None,
+                      is_coalesced: bool | None = None) -> Any:
+    """A sparse COO tensor: ``indices`` (sparse_dim x nnz), ``values`` (nnz, *dense_shape);
+    ``size`` defaults to the smallest that holds the indices. ``sparse_coo_tensor(size)`` (a
+    size only) makes an empty one."""
+    if values is None:
+        if size is None and isinstance(indices, (tuple, list)) and all(
+                isinstance(s, int) for s in indices):
+            size, indices = tuple(indices), None
+        if indices is not None:
+            raise TypeError("sparse_coo_tensor(): takes indices and values, or a size")
+        dt = _dtype.to_dtype(dtype) if dtype is not None else _dtype.get_default_dtype()
+        rec = COO(np.zeros((len(size), 0), np.int64), np.zeros((0,), dt.np), size, True)
+        return _finish(make(rec), device, requires_grad)
+    dt = _dtype.to_dtype(dtype) if dtype is not None else None
+    idx = _as_array(indices)
+    if idx.dtype.kind not in "iu":
+        raise RuntimeError(f"indices must be an int64 tensor (got {idx.dtype.name} indices): "
+                           "convert them, e.g. indices.long()")
+    if idx.ndim != 2:
+        raise RuntimeError(f"indices must be sparse_dim x nnz, but got: {list(idx.shape)}")
+    idx = idx.astype(np.int64, copy=False)
+    vt = None
+    if isinstance(values, TensorBase):  # its values are the tensor's own (PyTorch aliases them)
+        vt = values if dt is None or values._data.dtype == dt.np else values.to(dt)
+        if vt._data.ndim == 0:
+            vt = vt.reshape(1)
+        vals = vt._data
+    else:
+        vals = _as_array(values, dt)
+        if vals.ndim == 0:
+            vals = vals.reshape(1)
+        if dt is not None and vals.dtype != dt.np:
+            vals = vals.astype(dt.np)
+    sd, nnz = idx.shape
+    if vals.shape[0] != nnz:
+        raise RuntimeError(f"indices and values must have same nnz, but got nnz from indices: "
+                           f"{nnz}, nnz from values: {vals.shape[0]}")
+    if size is None:
+        mx = (idx.max(axis=1) + 1) if nnz else np.zeros(sd, np.int64)
+        size = tuple(int(m) for m in mx) + tuple(vals.shape[1:])
+    size = tuple(int(s) for s in size)
+    dd = vals.ndim - 1
+    if len(size) != sd + dd:
+        raise RuntimeError(f"'len(size) == sparse_dim + dense_dim' is not satisfied: len(size) = "
+                           f"{len(size)}, sparse_dim = {sd}, dense_dim = {dd}")
+    if tuple(vals.shape[1:]) != size[sd:]:
+        raise RuntimeError(f"values has incorrect size, expected {list(size[sd:])}, got "
+                           f"{list(vals.shape[1:])} (the dense dims of size)")
+    if nnz:
+        lo = idx.min(axis=1)
+        hi = idx.max(axis=1)
+        for k in range(sd):
+            if lo[k] < 0:
+                raise RuntimeError(f"found negative index {int(lo[k])} for dim {k}")
+            if hi[k] >= size[k]:
+                raise RuntimeError(f"size is inconsistent with indices: for dim {k}, size is "
+                                   f"{size[k]} but found index {int(hi[k])}")
+    if is_coalesced is None:
+        is_coalesced = nnz <= 1
+    rec = COO(idx, vals, size, bool(is_coalesced))
+    out = from_values(rec, vt) if vt is not None else make(rec)
+    return _finish(out, device, requires_grad)
+
+
+def sparse_csr_tensor(crow_indices: Any, col_indices: Any, values: Any, size: Any = None, *,
+                      dtype: Any = None, device: Any = None, pin_memory: bool = False,
+                      requires_grad: bool = False, check_invariants: bool | None = None) -> Any:
+    """A sparse CSR matrix: ``crow_indices`` (rows + 1), ``col_indices`` and ``values`` (nnz)."""
+    dt = _dtype.to_dtype(dtype) if dtype is not None else None
+    crow = _as_array(crow_indices).astype(np.int64)
+    col = _as_array(col_indices).astype(np.int64)
+    vals = _as_array(values, dt)
+    if dt is not None:
+        vals = vals.astype(dt.np)
+    if crow.ndim != 1 or col.ndim != 1:
+        raise RuntimeError("sparse_csr_tensor: ember's CSR tensors are matrices: crow_indices and "
+                           f"col_indices must be 1-D (got {crow.ndim}-D and {col.ndim}-D)")
+    if col.shape[0] != vals.shape[0]:
+        raise RuntimeError(f"col_indices and values must have the same number of elements, but "
+                           f"got {col.shape[0]} and {vals.shape[0]}")
+    if crow.shape[0] < 1 or (crow.shape[0] and int(crow[-1]) != col.shape[0]) or int(crow[0]):
+        raise RuntimeError("`crow_indices[..., 0] == 0` and `crow_indices[..., -1] == nnz` are "
+                           f"required (got crow_indices {crow.tolist()} with nnz={col.shape[0]})")
+    if size is None:
+        size = (crow.shape[0] - 1, int(col.max()) + 1 if col.shape[0] else 0) + vals.shape[1:]
+    size = tuple(int(s) for s in size)
+    if len(size) != 2 + vals.ndim - 1 or size[0] != crow.shape[0] - 1:
+        raise RuntimeError(f"sparse_csr_tensor: size {size} does not fit crow_indices of length "
+                           f"{crow.shape[0]} (rows + 1)")
+    if col.shape[0] and (int(col.min()) < 0 or int(col.max()) >= size[1]):
+        raise RuntimeError(f"`0 <= col_indices < ncols` is not satisfied (ncols={size[1]})")
+    return _finish(make(CSR(crow, col, vals, size)), device, requires_grad)
+
+
+def spmm(input: Any, mat2: Any) -> Any:
+    """``torch.spmm``: a sparse matrix times a dense one (dense result)."""
+    if not is_sparse(input):
+        raise RuntimeError("spmm: expected a sparse matrix as the first argument; use torch.mm "
+                           "for two dense matrices")
+    return sparse_mm(input, mat2, dense_grad=True, name="spmm")
+
+
+def smm(input: Any, mat: Any) -> Any:
+    """``torch.smm``: a sparse matrix times a dense one, as a sparse matrix."""
+    return to_sparse(spmm(input, mat))
+
+
+def _as_array(x: Any, dt: Any = None) -> Any:
+    if isinstance(x, TensorBase):
+        return x._data
+    arr = np.asarray(x)
+    if dt is None and arr.dtype == np.float64 and not isinstance(x, np.ndarray):
+        arr = arr.astype(_dtype.get_default_dtype().np)
+    return arr
+
+
+def _finish(t: Any, device: Any, requires_grad: bool) -> Any:
+    if device is not None:
+        dev = device if type(device) is _backend.device else _backend.device(device)
+        t = t.to(dev)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
