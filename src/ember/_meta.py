@@ -843,8 +843,17 @@ def _may_share_memory(a: Any, b: Any, max_work: Any = None) -> bool:
     return False
 
 
+def _bincount(x: Any, weights: Any = None, minlength: int = 0) -> MetaArray:
+    """Counts of valid indices (below ``minlength``, as an op's scatter-add passes it): the
+    output is ``minlength`` long. Without ``minlength`` the length is the largest value + 1,
+    which a meta array does not have."""
+    if not minlength:
+        raise NotImplementedError(_refusal(np.bincount))
+    return MetaArray((int(minlength),), np.float64 if weights is not None else np.intp)
+
+
 _REFUSED = {np.nonzero, np.flatnonzero, np.argwhere, np.unique, np.extract, np.compress,
-            np.bincount, np.histogram, np.histogram_bin_edges, np.histogramdd, np.histogram2d,
+            np.histogram, np.histogram_bin_edges, np.histogramdd, np.histogram2d,
             np.allclose, np.array_equal, np.array_equiv, np.trim_zeros, np.unique_values,
             np.unique_counts, np.unique_inverse, np.unique_all}
 
@@ -858,6 +867,7 @@ _RULES: dict[Any, Any] = {
     np.copyto: _noop, np.put_along_axis: _noop, np.put: _noop, np.place: _noop,
     np.putmask: _noop, np.fill_diagonal: _noop,
     np.may_share_memory: _may_share_memory, np.shares_memory: _may_share_memory,
+    np.bincount: _bincount,
     np.argmax: _argreduce(np.argmax), np.argmin: _argreduce(np.argmin),
     np.nanargmax: _argreduce(np.nanargmax), np.nanargmin: _argreduce(np.nanargmin),
     np.any: _reduction(np.any, truth=False), np.all: _reduction(np.all, truth=True),

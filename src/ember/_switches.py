@@ -13,7 +13,7 @@ import importlib
 import warnings
 from typing import Any
 
-from . import _dtype
+from . import _backend, _dtype
 from ._backend import device as _device
 from ._dtype import set_default_dtype
 
@@ -23,7 +23,7 @@ __all__ = [
     "get_deterministic_debug_mode", "set_float32_matmul_precision", "get_float32_matmul_precision",
     "set_warn_always", "is_warn_always_enabled", "get_num_interop_threads",
     "set_num_interop_threads", "init_num_threads", "get_default_device", "get_device_module",
-    "set_default_tensor_type",
+    "set_default_tensor_type", "set_default_device",
 ]
 
 _state: dict[str, Any] = {
@@ -108,8 +108,15 @@ def init_num_threads() -> None:
 
 
 def get_default_device() -> Any:
-    """The device new tensors go to: the CPU."""
-    return _device("cpu")
+    """The device factory functions use when given none: the CPU, unless
+    ``set_default_device`` or a ``with torch.device(...)`` block chose another."""
+    return _backend.get_default_device()
+
+
+def set_default_device(device: Any) -> None:
+    """The device factory functions (``zeros``, ``tensor``, ``randn``, modules' parameters) use
+    when given none; ``None`` or ``"cpu"`` restores the CPU."""
+    _backend.set_default_device(device)
 
 
 def get_device_module(device: Any = None) -> Any:

@@ -87,8 +87,8 @@ def _check_bounds(arr: Any, size: int, dim: int, name: str = "", exc: type = Ind
     """Out-of-range indices are an error naming the index, the dim and its size (negative
     indices from -size are accepted where PyTorch accepts them: callers pass wrapped arrays
     otherwise)."""
-    if arr.size == 0:
-        return
+    if arr.size == 0 or (type(arr) is not np.ndarray and _backend.is_meta(arr)):
+        return  # (a meta tensor has no values to check, as PyTorch's meta kernels assume)
     lo, hi = int(arr.min()), int(arr.max())
     bad = hi if hi >= size else (lo if lo < -size else None)
     if bad is not None:
@@ -101,8 +101,8 @@ def _check_nonneg_bounds(arr: Any, size: int, dim: int, name: str,
     """For ops that do not wrap negative indices (gather/scatter, index_select/add/copy,
     embedding): any index outside ``[0, size)`` raises ``exc``, the exception PyTorch raises
     (``torch_msg``, PyTorch's own wording, is kept at the end of ours)."""
-    if arr.size == 0:
-        return
+    if arr.size == 0 or (type(arr) is not np.ndarray and _backend.is_meta(arr)):
+        return  # (a meta tensor has no values to check, as PyTorch's meta kernels assume)
     lo, hi = int(arr.min()), int(arr.max())
     bad = hi if hi >= size else (lo if lo < 0 else None)
     if bad is not None:

@@ -581,7 +581,7 @@ def _zero_dim_case(input: Any, dim: Any, idx: Any, source: Any, name: str) -> tu
 
 
 def _check_take_bounds(idx: Any, n: int) -> None:
-    if idx.size == 0:
+    if idx.size == 0 or _backend.is_meta(idx):
         return
     lo, hi = int(idx.min()), int(idx.max())
     bad = hi if hi >= n else (lo if lo < -n else None)

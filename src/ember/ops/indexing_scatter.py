@@ -152,7 +152,7 @@ def take_along_dim(input: Any, indices: Any, dim: int | None = None, *,
     # PyTorch counts negative indices from the end here (unlike gather); beyond [-size, size)
     # it reads unchecked memory, which we refuse
     _check_bounds(idx, xs_d, dim, "take_along_dim", RuntimeError)
-    if idx.size and int(idx.min()) < 0:
+    if idx.size and not _backend.is_meta(idx) and int(idx.min()) < 0:
         idx = xp.where(idx < 0, idx + xs_d, idx)
     return Gather.apply(x, dim, idx)
 

@@ -5,6 +5,7 @@ per-module steps (``_save_to_state_dict``, ``_load_from_state_dict``), as a base
 from __future__ import annotations
 
 import itertools
+import warnings
 from collections import OrderedDict, namedtuple
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -159,6 +160,13 @@ class _ModuleStateDict:
                     if assign:
                         self._assign_loaded(name, param, value)
                     else:
+                        if param.is_meta and not value.is_meta:
+                            warnings.warn(
+                                f"for {key}: copying from a non-meta parameter in the checkpoint "
+                                "to a meta parameter in the current model, which is a no-op. "
+                                "(Did you mean to pass `assign=True` to assign items in the state "
+                                "dictionary to their corresponding key in the module instead of "
+                                "copying them in place?)", UserWarning, stacklevel=2)
                         param.copy_(value)
             except Exception as ex:  # noqa: BLE001 - reported like PyTorch does
                 error_msgs.append(
@@ -185,7 +193,8 @@ class _ModuleStateDict:
                     unexpected_keys.append(key)
 
     def _assign_loaded(self, name: str, param: Tensor, value: Tensor) -> None:
-        value = value.to(param.device)
+        # the checkpoint's tensor as it is (its device and dtype: a model built on the meta
+        # device gets real weights), keeping the parameter's requires_grad, as PyTorch does
         if name in self._parameters:
             new = Parameter(value.detach(), requires_grad=param.requires_grad)
             self._parameters[name] = new
