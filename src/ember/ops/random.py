@@ -203,8 +203,13 @@ def _normal_values(gen: Generator, n: int, dt: Any, mean: float, std: float,
         u = uni(gen._bg, n)
         whole = n - n % 16
         out = bm(u[:whole], mean, std)
-        if whole < n:
-            out = np.concatenate([out[:n - 16], bm(uni(gen._bg, 16), mean, std)])
+        if whole < n:  # the last 16 again, from new uniforms (float16/bfloat16: the leftover
+            # uniforms, then only as many new ones as the block lacks)
+            if dt is _dtype.float16 or dt is _dtype.bfloat16:
+                last = np.concatenate([u[whole:], uni(gen._bg, 16 - (n - whole))])
+            else:
+                last = uni(gen._bg, 16)
+            out = np.concatenate([out[:n - 16], bm(last, mean, std)])
         return out if out.dtype == dt.np else out.astype(dt.np)
     z = _scalar_normals(gen, n)
     if mean != 0.0 or std != 1.0:
@@ -213,19 +218,25 @@ def _normal_values(gen: Generator, n: int, dt: Any, mean: float, std: float,
 
 
 def _int_values(gen: Generator, n: int, low: int, high: int) -> np.ndarray:
-    """Integers in [low, high) as int64: a word (a 64-bit draw from a range of 2**32 up) modulo
-    the range, plus low (PyTorch's wrapping arithmetic)."""
+    """Integers in [low, high) as int64: a word (a 64-bit draw from a range of 2**28 up, as
+    PyTorch 2.13 does) modulo the range, plus low (PyTorch's wrapping arithmetic)."""
     span = high - low
-    w = words64(gen._bg, n) if span >= 1 << 32 else words(gen._bg, n)
+    w = words64(gen._bg, n) if span >= 1 << 28 else words(gen._bg, n)
     if span <= 1 << 64:
         w %= np.uint64(span & _MASK64) if span < 1 << 64 else w  # 2**64: every word as is
     w += np.uint64(low & _MASK64)
     return w.view(np.int64)
 
 
-def _random_values(gen: Generator, n: int, dt: Any, low: int, high: int | None) -> np.ndarray:
+def _random_values(gen: Generator, n: int, dt: Any, low: int | None,
+                   high: int | None) -> np.ndarray:
     """``random_(low, high)``; ``high=None``: to the dtype's top (2**mantissa for floats); the
     whole int64 range when low is its minimum."""
+    if low is None:  # random_(): a 64-bit draw for int64 and float64, else a word, modulo the top
+        top = _top(dt.np)
+        w = words64(gen._bg, n) if dt in (_dtype.int64, _dtype.float64) else words(gen._bg, n)
+        w %= np.uint64(top)
+        return w.astype(dt.np)
     if high is None:
         if dt is _dtype.int64 and low == -(1 << 63):
             return words64(gen._bg, n).view(np.int64)
@@ -667,6 +678,8 @@ def random_(self: Any, *args: Any, generator: Generator | None = None, **kwargs:
             raise TypeError("random_(): argument 'to' must be int, not NoneType")
     else:
         low, high = _params("random_", args, kwargs, ("from", "to"), (_UNSET, _UNSET))
+        if low is _UNSET and high is _UNSET:  # random_(): PyTorch's own draw per dtype
+            return _fill(self, "random", None, None, generator=generator)
         if low is _UNSET:
             low = 0
         elif high is _UNSET:
@@ -793,6 +806,8 @@ def _top(np_dtype: Any) -> int:
     """``random_()``'s exclusive top: 2**mantissa + 1 for floats, the max + 1 for integers."""
     if np_dtype.kind == "f":
         return 2 ** (np.finfo(np_dtype).nmant + 1) + 1
+    if np_dtype.name == "bfloat16":
+        return 2**8 + 1
     if np_dtype.kind == "b":
         return 2
     return int(np.iinfo(np_dtype).max) + 1
