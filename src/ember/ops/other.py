@@ -1,5 +1,6 @@
 """Other operations, as PyTorch's docs group them: composites of ops in other rooms, so autograd
-records the ops they are made of and they need no backward of their own. Grids and combinations
+records the ops they are made of and they need no backward of their own (``cdist`` runs one of
+the two distance kernels of ``nn/distance.py``). Grids and combinations
 (meshgrid, cartesian_prod, combinations, block_diag, vander), distances and differences (cdist,
 dist, diff, trapezoid), statistics (cov, corrcoef, histogram, bucketize, renorm), and, until
 they move to their rooms, a few names of other families: predicates on tensors (is_complex,
@@ -32,6 +33,7 @@ from .casting import fill  # torch.fill: the kernel behind Tensor.fill_ (out of 
 from .creation import tensor
 from .indexing_scatter import gather
 from .joining import cat, stack
+from .nn import distance as _distance
 from .sorting import searchsorted, sort
 
 __all__ = [
@@ -248,8 +250,24 @@ def cdist(x1: Any, x2: Any, p: float = 2.0,
                            f"X2: {x2.shape[-1]}")
     if p < 0:
         raise RuntimeError(f"cdist only supports non-negative p values, got {p}")
-    diff_ = x1.unsqueeze(-2) - x2.unsqueeze(-3)
-    return _pnorm_last(diff_, p)
+    for name, t in (("X1", x1), ("X2", x2)):
+        if not t.is_floating_point():
+            raise RuntimeError(f"cdist only supports floating-point dtypes, {name} got: "
+                               f"{t.dtype} (convert first, e.g. x.float())")
+    if compute_mode not in _CDIST_MODES:
+        raise ValueError(f"{compute_mode} is not a valid value for compute_mode (choose from "
+                         f"{', '.join(repr(m) for m in _CDIST_MODES)})")
+    # PyTorch's rule: the matrix-product form for p=2 when asked, or by default when either
+    # side has more than 25 rows; otherwise the distances of each pair, block by block
+    if p == 2 and (compute_mode == "use_mm_for_euclid_dist" or (
+            compute_mode == "use_mm_for_euclid_dist_if_necessary"
+            and (x1.shape[-2] > 25 or x2.shape[-2] > 25))):
+        return _distance.EuclideanDist.apply(x1, x2)
+    return _distance.Cdist.apply(x1, x2, builtins.float(p))
+
+
+_CDIST_MODES = ("use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist",
+                "donot_use_mm_for_euclid_dist")
 
 
 def dist(input: Any, other: Any, p: float = 2) -> Any:

@@ -1,6 +1,8 @@
 """Regression, margin and embedding losses (``mse_loss``, ``huber_loss``, ``kl_div``,
-``triplet_margin_loss``...): plain compositions of elementwise ops and reductions, so their gradients
-come from those ops' rules.
+``triplet_margin_loss``...): compositions of elementwise ops and reductions, so their gradients
+come from those ops' rules; except ``mse_loss``, ``smooth_l1_loss``, ``huber_loss`` and
+``multi_margin_loss``, one ``Op`` each as in PyTorch: they save the input and the target (not
+their differences) and their backward recomputes what it needs, a block at a time.
 """
 
 from __future__ import annotations
@@ -12,17 +14,21 @@ from typing import Any
 import numpy as np
 
 from ..._tensor_base import TensorBase
+from ...autograd.function import Op
 from .. import comparison as _cmp
 from .. import creation as _creation
 from .. import pointwise_math as _pm
 from .. import pointwise_piecewise as _pp
 from .._autocast import cast as _amp_cast
 from .._autocast import flag as _amp
+from .._reduce import _sum_arr
 from ._common import (
     _as_float_tensor,
     _check_reduction,
     _check_target_size,
+    _graphing,
     _legacy_reduction,
+    _quiet,
     _reduce,
     _size,
     _user_stacklevel,
@@ -48,6 +54,8 @@ def mse_loss(input: Any, target: Any, size_average: Any = None, reduce: Any = No
         input, target, weight = _amp_cast("mse_loss", input, target, weight)
     reduction = _check_reduction(_legacy_reduction(size_average, reduce, reduction))
     _check_target_size("mse_loss", input, target)
+    if weight is None and _fusable(input, target):
+        return MseLoss.apply(input, target, reduction)
     d = input - target
     loss = d * d
     if weight is not None:
@@ -77,6 +85,8 @@ def smooth_l1_loss(input: Any, target: Any, size_average: Any = None, reduce: An
     if beta < 0:
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
     _check_target_size("smooth_l1_loss", input, target)
+    if beta > 0 and _fusable(input, target):
+        return SmoothL1Loss.apply(input, target, reduction, float(beta), False)
     d = input - target
     ad = d.abs()
     if beta == 0.0:
@@ -94,6 +104,8 @@ def huber_loss(input: Any, target: Any, reduction: str = "mean", delta: float = 
     if delta <= 0:
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
     _check_target_size("huber_loss", input, target)
+    if weight is None and _fusable(input, target):
+        return HuberLoss.apply(input, target, reduction, float(delta), True)
     d = input - target
     ad = d.abs()
     loss = _pp.where(ad < delta, d * d * 0.5, (ad - 0.5 * delta) * delta)
@@ -314,6 +326,16 @@ def multi_margin_loss(input: Any, target: Any, p: int = 1, margin: float = 1.0,
         raise RuntimeError(f"inconsistent target size, expected {x.shape[0]} but got "
                            f"{list(target.shape)}")
     C = x.shape[1]
+    if C and x.is_floating_point() and (weight is None or weight.dtype == x.dtype):
+        bad = t._data[(t._data < 0) | (t._data >= C)]
+        if bad.size:
+            raise RuntimeError(f"target out of range (multi_margin_loss: target "
+                               f"{int(bad.reshape(-1)[0])} for {C} classes; targets must lie "
+                               f"in [0, {C - 1}])")
+        loss = MultiMarginLoss.apply(x, t, weight, p, float(margin))
+        if input.dim() < 2 and reduction == "none":
+            loss = loss.reshape(tuple(target.shape))  # (PyTorch: the target's shape)
+        return _reduce(loss, reduction)
     xy = x.gather(1, t.reshape(-1, 1))
     h = (x - xy + margin).clamp_min(0)
     if p == 2:
@@ -324,7 +346,7 @@ def multi_margin_loss(input: Any, target: Any, p: int = 1, margin: float = 1.0,
     not_y = _creation.arange(C, device=x.device).reshape(1, C) != t.reshape(-1, 1)
     loss = (h * not_y.to(h.dtype)).sum(1) / C
     if input.dim() < 2 and reduction == "none":
-        loss = loss.reshape(())
+        loss = loss.reshape(tuple(target.shape))
     return _reduce(loss, reduction)
 
 
@@ -371,3 +393,194 @@ def triplet_margin_with_distance_loss(anchor: Any, positive: Any, negative: Any,
         d_neg = _cmp.minimum(d_neg, dist(positive, negative))
     loss = (d_pos - d_neg + margin).clamp_min(0)
     return _reduce(loss, reduction)
+
+
+# ---------------------------------------------------------------------------------------------
+# the fused losses: save input and target, recompute the rest in backward
+
+
+class MseLoss(Op):
+    """loss = (x - t)^2, reduced          grad_x = 2 (x - t) grad (/ N for 'mean'), grad_t = -grad_x
+    (PyTorch's saves: input and target)"""
+    node_name = "MseLossBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, x: Any, t: Any, reduction: str) -> Any:
+        d = x - t
+        ctx.xp.multiply(d, d, out=d)
+        ctx.reduction, ctx.n = reduction, d.size
+        ctx.save_for_backward(x, t)
+        return _reduce_loss(d, reduction)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        x, t = ctx.saved
+        g = _loss_grad_scale(ctx, grad)
+        if _graphing(ctx):
+            gx = (x - t) * g * 2
+        else:
+            gx = x - t
+            gx *= g
+            gx *= 2  # (exact: as the sum of the two factors' gradients of d * d)
+        need = ctx.needs_input_grad
+        return gx if need[0] else None, -gx if need[1] else None, None
+
+
+class SmoothL1Loss(Op):
+    """d = x - t;  smooth L1: 0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta
+    Huber (``huber``): 0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta)
+    grad_x = grad * (d / beta or d where |d| < beta, else sign(d) or delta sign(d)), grad_t = -grad_x
+    (PyTorch's saves: input and target; forward and backward go a block at a time)"""
+    node_name = "SmoothL1LossBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, x: Any, t: Any, reduction: str, beta: float, huber: bool) -> Any:
+        xp = ctx.xp
+        ctx.reduction, ctx.beta, ctx.huber = reduction, beta, huber
+        ctx.save_for_backward(x, t)
+        shape = xp.broadcast_shapes(x.shape, t.shape)
+        ctx.n = math.prod(shape)
+        out = xp.empty(shape, dtype=xp.result_type(x, t))
+        for o, xc, tc in _blocks(xp, out, x, t):
+            d = xc - tc
+            ad = xp.abs(d)
+            near = ad < beta
+            if huber:
+                ad -= 0.5 * beta
+                ad *= beta
+            else:
+                ad -= 0.5 * beta
+            d *= d
+            d *= 0.5 if huber else 0.5 / beta
+            o[...] = xp.where(near, d, ad)
+        return _reduce_loss(out, reduction)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        x, t = ctx.saved
+        xp, beta = ctx.xp, ctx.beta
+        g = _loss_grad_scale(ctx, grad)
+        if _graphing(ctx):
+            d = x - t
+            if ctx.huber:
+                gx = d.clamp(-beta, beta) * g
+            else:
+                gx = _pp.where(d.abs() < beta, d * (g * (0.5 / beta)) * 2, d.sign() * g)
+        else:
+            shape = xp.broadcast_shapes(x.shape, t.shape)
+            gx = xp.empty(shape, dtype=xp.result_type(x, t, grad))
+            for o, xc, tc, gc in _blocks(xp, gx, x, t, g):
+                d = xc - tc
+                if ctx.huber:  # PyTorch's clamp form (equal to the where form exactly)
+                    xp.clip(d, -beta, beta, out=d)
+                    xp.multiply(d, gc, out=o)
+                else:
+                    inner = d * (gc * (0.5 / beta))
+                    inner *= 2
+                    o[...] = xp.where(xp.abs(d) < beta, inner, xp.sign(d) * gc)
+        need = ctx.needs_input_grad
+        return gx if need[0] else None, -gx if need[1] else None, None, None, None
+
+
+class HuberLoss(SmoothL1Loss):
+    """Huber loss (``huber=True``; same rule as SmoothL1Loss)"""
+    node_name = "HuberLossBackward0"
+
+
+class MultiMarginLoss(Op):
+    """h_ij = max(0, x_ij - x_iy + margin)^p (times weight[y_i]), j != y_i;  loss_i = sum_j h_ij / C
+    grad_x_ij = grad_i / C * dh_ij (p=1: [h > 0], p=2: 2 sqrt(h)) * weight[y_i] for j != y_i,
+    grad_x_iy = -sum_j grad_x_ij   (PyTorch's saves: input, target and weight)"""
+    node_name = "MultiMarginLossBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, x: Any, t: Any, weight: Any, p: int, margin: float) -> Any:
+        xp = ctx.xp
+        rows = xp.arange(x.shape[0])
+        h = _margin_terms(xp, x, t, rows, margin)
+        if p == 2:
+            h *= h
+        if weight is not None:
+            h *= weight[t].reshape(-1, 1)
+        ctx.p, ctx.margin = p, margin
+        ctx.save_for_backward(x, t, weight)
+        return h.sum(1) / x.shape[1]
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        x, t, weight = ctx.saved
+        xp, C = ctx.xp, x.shape[1]
+        if _graphing(ctx):
+            xy = x.gather(1, t.reshape(-1, 1))
+            h = (x - xy + ctx.margin).clamp_min(0)
+            not_y = _creation.arange(C, device=x.device).reshape(1, C) != t.reshape(-1, 1)
+            dh = (h > 0).to(h.dtype) if ctx.p == 1 else h * 2
+            dh = dh * not_y.to(h.dtype)
+            if weight is not None:
+                dh = dh * weight[t].reshape(-1, 1)
+            gx = dh * (grad.reshape(-1, 1) / C)
+            gy = -gx.sum(1, keepdim=True)
+            return gx.scatter_add(1, t.reshape(-1, 1), gy), None, None, None, None
+        rows = xp.arange(x.shape[0])
+        gx = _margin_terms(xp, x, t, rows, ctx.margin)
+        if ctx.p == 1:
+            xp.greater(gx, 0, out=gx, casting="unsafe")
+        else:
+            gx *= 2
+        scale = grad.reshape(-1) / C
+        if weight is not None:
+            scale = scale * weight[t]
+        gx *= scale.reshape(-1, 1)
+        gx[rows, t] = 0
+        gx[rows, t] = -gx.sum(1)
+        return gx, None, None, None, None
+
+
+_BLOCK = 1 << 20  # elements per block of the fused losses' elementwise passes
+
+
+def _fusable(input: Any, target: Any) -> bool:
+    """The fused regression losses take two floating tensors of one dtype (else composites)."""
+    return (isinstance(target, TensorBase) and input.dtype == target.dtype
+            and input.is_floating_point())
+
+
+def _reduce_loss(loss: Any, reduction: str) -> Any:
+    """'none', 'sum' or 'mean' of an elementwise loss array, as the Sum and Mean ops compute."""
+    if reduction == "none":
+        return loss
+    total = _sum_arr(loss, None, False)
+    if reduction == "sum":
+        return total
+    with _quiet(np):
+        return (total / loss.size).astype(loss.dtype) if loss.size else total / 0.0
+
+
+def _loss_grad_scale(ctx: Any, grad: Any) -> Any:
+    """grad as the Mean op hands it back: times 1/N for 'mean'."""
+    if ctx.reduction == "mean":
+        return grad * (1.0 / ctx.n) if ctx.n else grad * 0.0
+    return grad
+
+
+def _blocks(xp: Any, out: Any, *ins: Any) -> Any:
+    """(out block, input blocks...) over ``out``'s elements, ``_BLOCK`` at a time, the inputs
+    broadcast to ``out``'s shape (a 0-d or one-element input passes whole). Inputs of another
+    shape, or a non-contiguous layout, go in one block."""
+    flat = out.reshape(-1) if out.flags.c_contiguous else None
+    same = [a.ndim == 0 or a.shape == out.shape and a.flags.c_contiguous for a in ins]
+    if flat is None or not all(same) or out.size <= _BLOCK:
+        yield (out, *ins)
+        return
+    parts = [a if a.ndim == 0 else a.reshape(-1) for a in ins]
+    for i in range(0, flat.size, _BLOCK):
+        yield (flat[i:i + _BLOCK], *[a if a.ndim == 0 else a[i:i + _BLOCK] for a in parts])
+
+
+def _margin_terms(xp: Any, x: Any, t: Any, rows: Any, margin: float) -> Any:
+    """max(0, x_ij - x_iy + margin) with the target's own column set to 0 (an array)."""
+    h = x - x[rows, t].reshape(-1, 1)
+    h += margin
+    xp.maximum(h, 0, out=h)
+    h[rows, t] = 0
+    return h
