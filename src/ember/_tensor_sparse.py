@@ -9,6 +9,7 @@ namespace function that meets one (``torch.mm(s, d)``, ``torch.add(d, s)``) reac
 ``ember/ops/sparse.py``; ``torch.sparse`` is ``ember/sparse/__init__.py``.
 """
 
+# ruff: noqa: A006 - the handlers take PyTorch's argument names (input=...)
 from __future__ import annotations
 
 import copy as _copy
@@ -37,7 +38,8 @@ _PASS = frozenset(
     "size dim ndimension numel nelement is_floating_point is_complex is_signed get_device "
     "float double half bfloat16 long int short char byte bool cpu cuda type_as requires_grad_ "
     "register_hook register_post_accumulate_grad_hook retain_grad backward __len__ __bool__ "
-    "pin_memory is_pinned __format__ is_inference is_same_size dim_order __hash__".split())
+    "pin_memory is_pinned __format__ is_inference is_same_size dim_order __hash__ "
+    "sparse_mask".split())
 
 
 def _layout_name(rec: Any) -> str:
@@ -274,7 +276,8 @@ class SparseTensor(Tensor):
         else:
             parts = (_backend.to_numpy(rec.crow), _backend.to_numpy(rec.col),
                      _backend.to_numpy(rec.values), rec.shape)
-        return (_rebuild_sparse, (rec.layout.name, parts, self._rg))
+        return (_rebuild_sparse, ("sparse_coo" if isinstance(rec, COO) else "sparse_csr", parts,
+                                  self._rg))
 
     def to(self, *args: Any, **kwargs: Any) -> SparseTensor:
         dev, dt = None, None
@@ -372,7 +375,7 @@ class SparseTensor(Tensor):
             raise RuntimeError("pow(sparse, 0) is not sparse: use torch.ones(s.shape)")
         return _valuewise(self, lambda v: v.pow(exponent), coalesce=True)
 
-    __pow__ = pow
+    __pow__ = pow  # noqa: A003
 
     def mm(self, mat2: Any) -> Any:
         return _mm(self, mat2)
@@ -509,6 +512,12 @@ class SparseTensor(Tensor):
             impl = inner
         name = getattr(impl, "__name__", str(impl))
         module = getattr(impl, "__module__", "") or ""
+        if name in ("add_", "sub_") and args and not isinstance(args[0], SparseTensor):
+            # dense.add_(sparse): the dense sum, written into the dense tensor
+            other = args[1] if len(args) > 1 else kwargs.pop("other")
+            alpha = kwargs.get("alpha", args[2] if len(args) > 2 else 1)
+            res = _add(args[0], other, alpha if name == "add_" else -alpha)
+            return args[0].copy_(res)
         if name in _PASS or module in ("ember.ops.sparse", "ember.sparse"):
             return impl(*args, **kwargs)
         rec = next(a._data for a in _flat(args, kwargs) if isinstance(a, SparseTensor))

@@ -300,6 +300,14 @@ def add_sparse(a: _Record, b: _Record, alpha: Any) -> COO:
     return coalesce(out) if a.coalesced and b.coalesced else out
 
 
+def add_into(dense: Any, rec: _Record, alpha: Any) -> None:
+    """``dense += alpha * rec`` in place (an optimizer's step with a sparse gradient)."""
+    c = coalesce(as_coo(rec))
+    if c.nnz:
+        idx = tuple(c.indices)
+        dense[idx] += (c.values * alpha).astype(dense.dtype, copy=False)
+
+
 def gather(grad: Any, c: COO) -> Any:
     """The values of ``grad`` (a dense array or a sparse tensor/record) at ``c``'s indices."""
     if isinstance(grad, TensorBase):
@@ -698,7 +706,7 @@ def _cpp(dt: Any) -> str:
 # creation
 
 
-def sparse_coo_tensor(indices: Any, values: Any = None, size: Any = None, *, dtype: Any = None,
+def sparse_coo_tensor(indices: Any = None, values: Any = None, size: Any = None, *, dtype: Any = None,
                       device: Any = None, pin_memory: bool = False, requires_grad: bool = False,
                       check_invariants: bool | None = None,
                       is_coalesced: bool | None = None) -> Any:

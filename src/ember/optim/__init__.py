@@ -16,6 +16,7 @@ from .optimizer import Optimizer
 from .radam import RAdam
 from .rmsprop import RMSprop
 from .sgd import SGD
+from .sparse_adam import SparseAdam
 
 __all__ = [
     "Adadelta",
@@ -29,12 +30,13 @@ __all__ = [
     "RAdam",
     "RMSprop",
     "SGD",
+    "SparseAdam",
     "lr_scheduler",
 ]
 
 
 def __getattr__(name: str) -> object:
-    # PyTorch names ember lacks (Rprop, ASGD, SparseAdam...) fail clearly at the point of use.
+    # PyTorch names ember lacks (Rprop, ASGD...) fail clearly at the point of use.
     from .._missing import attribute_error
 
     raise attribute_error("torch.optim", name)

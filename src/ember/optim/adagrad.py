@@ -6,6 +6,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from .._tensor import Tensor
+from ..ops import sparse as _sparse
 from .optimizer import Optimizer, ParamsT, _check_lr, _check_nonneg, _step_tensor, _value, _xp
 
 __all__ = ["Adagrad"]
@@ -79,6 +80,8 @@ class Adagrad(Optimizer):
         s = state["step"]._data
         s += 1
         t = float(s)
+        if isinstance(g, _sparse.RECORDS):
+            return self._sparse_update(d, g, state, t, o)
         if o.maximize:
             g = -g
         if o.weight_decay != 0:
@@ -93,3 +96,17 @@ class Adagrad(Optimizer):
         tmp = g / tmp
         tmp *= clr
         d -= tmp
+
+    def _sparse_update(self, d: Any, g: Any, state: dict, t: float, o: SimpleNamespace) -> None:
+        """A sparse gradient, as PyTorch updates: the sum and the parameter change only at the
+        gradient's (coalesced) indices."""
+        if o.weight_decay != 0:
+            raise RuntimeError("weight_decay option is not compatible with sparse gradients")
+        c = _sparse.coalesce(_sparse.as_coo(g))
+        vals = -c.values if o.maximize else c.values
+        clr = o.lr / (1.0 + (t - 1.0) * o.lr_decay)
+        acc = state["sum"]._data
+        idx = tuple(c.indices)
+        acc[idx] += (vals * vals).astype(acc.dtype, copy=False)
+        std = _xp(d).sqrt(acc[idx]) + o.eps
+        d[idx] -= (clr * (vals / std)).astype(d.dtype, copy=False)

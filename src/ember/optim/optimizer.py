@@ -35,6 +35,7 @@ import numpy as np
 from .. import _backend, _dtype
 from .._tensor import Tensor
 from ..autograd import grad_mode
+from ..ops import sparse as _sparse
 
 __all__ = ["Optimizer", "required", "ParamsT"]
 
@@ -329,6 +330,9 @@ class Optimizer:
                 else:
                     g._rg = False
                 d = g._data
+                if isinstance(d, _sparse.RECORDS):  # a sparse gradient: emptied (PyTorch's zero_)
+                    g.zero_()
+                    continue
                 if getattr(d.flags, "writeable", True):  # (CuPy arrays are always writeable)
                     d.fill(0)
                 else:
@@ -387,11 +391,24 @@ class Optimizer:
                     continue
                 if bad is not None and id(p) in bad:
                     self._check_loaded_state(p)
-                update(p, g._data, options)
+                try:
+                    update(p, g._data, options)
+                except (TypeError, NotImplementedError):
+                    if isinstance(g._data, _sparse.RECORDS):  # a sparse gradient (ops/sparse.py)
+                        raise self._no_sparse() from None
+                    raise
                 v = p._version
                 if v is not None:  # the parameter changed in place: saved copies are stale
                     v[0] += 1
         return loss
+
+    def _no_sparse(self) -> RuntimeError:
+        """PyTorch's refusal of a sparse gradient by an algorithm without a sparse path."""
+        name = type(self).__name__
+        if name in ("Adam", "AdamW"):
+            return RuntimeError("Adam does not support sparse gradients, please consider "
+                                "SparseAdam instead")
+        return RuntimeError(f"{name} does not support sparse gradients")
 
     def _check_loaded_state(self, p: Tensor) -> None:
         """Raise when ``p``'s loaded state tensors do not have ``p``'s shape (PyTorch fails at

@@ -6,6 +6,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from .._tensor import Tensor
+from ..ops import sparse as _sparse
 from .optimizer import Optimizer, ParamsT, _check_lr, _check_nonneg
 
 __all__ = ["SGD"]
@@ -63,6 +64,8 @@ class SGD(Optimizer):
 
     def _update(self, p: Tensor, g: Any, o: SimpleNamespace) -> None:
         d = p._data
+        if isinstance(g, _sparse.RECORDS):
+            return self._sparse_update(p, g, o)
         if o.maximize:
             g = -g
         if o.weight_decay != 0:
@@ -79,3 +82,29 @@ class SGD(Optimizer):
                 buf += g * (1.0 - o.dampening) if o.dampening != 0 else g
             g = g + o.momentum * buf if o.nesterov else buf
         d -= o.lr * g
+
+    def _sparse_update(self, p: Tensor, g: Any, o: SimpleNamespace) -> None:
+        """A sparse gradient (``nn.Embedding(sparse=True)``), as PyTorch updates: the momentum
+        buffer is a sparse tensor too, and only the rows the gradient names change."""
+        if o.weight_decay != 0:
+            raise RuntimeError("add(sparse, dense) is not supported. Use add(dense, sparse) "
+                               "instead. (SGD's weight_decay adds the dense parameter to a "
+                               "sparse gradient: use weight_decay=0 with sparse gradients)")
+        grad = _sparse.make(g)
+        if o.maximize:
+            grad = -grad
+        if o.momentum != 0:
+            state = self.state[p]
+            buf = state.get("momentum_buffer")
+            if buf is None:
+                state["momentum_buffer"] = buf = grad.clone()
+            elif _sparse.is_sparse(buf):
+                buf.mul_(o.momentum).add_(grad, alpha=1.0 - o.dampening)
+            else:
+                buf._data *= o.momentum
+                buf._data[...] = _sparse.add_dense(buf._data, grad._data, 1.0 - o.dampening)
+            grad = grad.add(buf, alpha=o.momentum) if o.nesterov else buf
+        if _sparse.is_sparse(grad):
+            _sparse.add_into(p._data, grad._data, -o.lr)
+        else:
+            p._data -= o.lr * grad._data

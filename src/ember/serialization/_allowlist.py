@@ -153,6 +153,41 @@ def _size(*args: Any) -> Size:
     return Size(args[0])
 
 
+def _rebuild_sparse_tensor(*args: Any) -> Any:
+    """``torch._utils._rebuild_sparse_tensor(layout, data)``: a sparse COO tensor from (indices,
+    values, size, is_coalesced), or a CSR one from (crow_indices, col_indices, values, size)."""
+    from .. import _dtype_info
+    from ..ops import sparse as _sparse
+
+    if len(args) != 2 or type(args[1]) is not tuple:
+        raise _refuse(f"refused _rebuild_sparse_tensor arguments {_short(args)}")
+    layout, data = args
+    tensors = [x for x in data if isinstance(x, Tensor) and not _sparse.is_sparse(x)]
+    if layout is _dtype_info.sparse_coo and len(data) in (3, 4) and len(tensors) == 2:
+        size = data[2]
+        coalesced = data[3] if len(data) == 4 else None
+        if type(size) not in (tuple, Size) or coalesced not in (None, True, False):
+            raise _refuse(f"refused _rebuild_sparse_tensor data {_short(data)}")
+        return _sparse.sparse_coo_tensor(data[0], data[1], tuple(size), is_coalesced=coalesced)
+    if layout is _dtype_info.sparse_csr and len(data) == 4 and len(tensors) == 3:
+        if type(data[3]) not in (tuple, Size):
+            raise _refuse(f"refused _rebuild_sparse_tensor data {_short(data)}")
+        return _sparse.sparse_csr_tensor(data[0], data[1], data[2], tuple(data[3]))
+    raise _refuse(f"refused _rebuild_sparse_tensor for layout {_short(layout)}: ember rebuilds "
+                  "sparse_coo and sparse_csr tensors")
+
+
+def _get_layout(*args: Any) -> Any:
+    """``torch.serialization._get_layout("torch.sparse_coo")``: the layout of that name."""
+    from .. import _dtype_info
+
+    name = args[0] if len(args) == 1 and type(args[0]) is str else None
+    layout = getattr(_dtype_info, name[6:], None) if name and name.startswith("torch.") else None
+    if type(layout) is not type(_dtype_info.strided):
+        raise _refuse(f"refused torch.serialization._get_layout arguments {_short(args)}")
+    return layout
+
+
 def _device(*args: Any) -> _backend.device:
     if not (1 <= len(args) <= 2 and type(args[0]) is str
             and (len(args) == 1 or args[1] is None or _is_int(args[1]))):

@@ -12,16 +12,18 @@ import re
 import struct
 import sys
 import types
+import weakref
 import zlib
 from collections import Counter, OrderedDict
 from typing import IO, Any
 
 import numpy as np
 
-from .. import _backend, _dtype
+from .. import _backend, _dtype, _dtype_info
 from .._dtype import dtype as _dtype_cls
 from .._size import Size
 from .._tensor import Tensor
+from ..ops import sparse as _sparse
 from ._atomic import _atomic_write
 from ._common import (
     _STORAGE_OF,
@@ -450,6 +452,8 @@ def _collect(obj: Any, tensors: list[Tensor], seen: set[int], path: tuple) -> No
     if t in _SAVE_LEAVES or isinstance(obj, np.generic) and obj.dtype.kind in "biuf":
         return
     if isinstance(obj, Tensor):
+        if _sparse.is_sparse(obj):  # torch._utils._rebuild_sparse_tensor: the general pickler
+            raise _NeedsFullPickle(f"{_where(path)} is a sparse tensor")
         if id(obj) not in seen:
             seen.add(id(obj))
             tensors.append(obj)
@@ -511,6 +515,38 @@ _G_PARAM = _TorchGlobal("torch._utils", "_rebuild_parameter")
 _G_PARAM_STATE = _TorchGlobal("torch._utils", "_rebuild_parameter_with_state")
 
 _G_FROM_TYPE = _TorchGlobal("torch._tensor", "_rebuild_from_type_v2")
+_G_SPARSE = _TorchGlobal("torch._utils", "_rebuild_sparse_tensor")
+_G_GET_LAYOUT = _TorchGlobal("torch.serialization", "_get_layout")
+
+
+class _SavedLayout:
+    """A layout as PyTorch pickles it: ``torch.serialization._get_layout("torch.sparse_coo")``."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
+_SPARSE_PARTS: dict[int, tuple] = {}  # id(sparse tensor) -> (weakref, record, data)
+
+
+def _sparse_parts(t: Tensor) -> tuple:
+    """A sparse tensor's data as PyTorch pickles it (the same tensor objects on both passes of
+    the general pickler, so their storages are planned once)."""
+    key = id(t)
+    hit = _SPARSE_PARTS.get(key)
+    rec = t._data
+    if hit is None or hit[0]() is not t or hit[1] is not rec:
+        if rec.layout is _dtype_info.sparse_coo:
+            data: tuple = (Tensor._make(rec.indices), Tensor._make(rec.values), Size(rec.shape),
+                           rec.coalesced)
+        else:
+            data = (Tensor._make(rec.crow), Tensor._make(rec.col), Tensor._make(rec.values),
+                    Size(rec.shape))
+        ref = weakref.ref(t, lambda _r, k=key: _SPARSE_PARTS.pop(k, None))
+        hit = _SPARSE_PARTS[key] = (ref, rec, data)
+    return hit[2]
 
 _G_ODICT = _TorchGlobal("collections", "OrderedDict")
 
@@ -571,6 +607,10 @@ class _FullPickler(pickle._Pickler):  # the Python pickler: its save_global can 
         t = type(obj)
         if t is _PlainTensor:
             return (_rebuild_of(obj.t), self._tensor_args(obj.t, False))
+        if isinstance(obj, Tensor) and _sparse.is_sparse(obj):
+            return (_G_SPARSE, (_SavedLayout(f"torch.{obj.layout._name}"), _sparse_parts(obj)))
+        if t is _SavedLayout:
+            return (_G_GET_LAYOUT, (obj.name,))
         if isinstance(obj, Tensor):
             state = _user_state(obj)
             if _is_parameter(obj):
