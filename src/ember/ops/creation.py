@@ -83,7 +83,7 @@ def zeros(*size: Any, out: Any = None, dtype: Any = None, layout: Any = None, de
     if out is not None:
         return _into(out, "zeros", np.zeros, shape, dtype, device, requires_grad)
     dt = _dtype.to_dtype(dtype) if dtype is not None else _dtype.get_default_dtype()
-    if _backend.meta_target(device):
+    if (device is not None or _backend.default_device is not None) and _backend.meta_target(device):
         return _place(_backend.MetaArray(shape, dt.np), dt, device, requires_grad)
     return _place(np.zeros(shape, dt.np), dt, device, requires_grad)
 
@@ -97,7 +97,7 @@ def ones(*size: Any, out: Any = None, dtype: Any = None, layout: Any = None, dev
     if out is not None:
         return _into(out, "ones", np.ones, shape, dtype, device, requires_grad)
     dt = _dtype.to_dtype(dtype) if dtype is not None else _dtype.get_default_dtype()
-    if _backend.meta_target(device):
+    if (device is not None or _backend.default_device is not None) and _backend.meta_target(device):
         return _place(_backend.MetaArray(shape, dt.np), dt, device, requires_grad)
     return _place(np.ones(shape, dt.np), dt, device, requires_grad)
 
@@ -114,7 +114,7 @@ def empty(*size: Any, memory_format: Any = None, out: Any = None, dtype: Any = N
     if out is not None:
         return _into(out, "empty", np.empty, shape, dtype, device, requires_grad)
     dt = _dtype.to_dtype(dtype) if dtype is not None else _dtype.get_default_dtype()
-    if _backend.meta_target(device):
+    if (device is not None or _backend.default_device is not None) and _backend.meta_target(device):
         return _place(_backend.MetaArray(shape, dt.np), dt, device, requires_grad)
     return _place(np.empty(shape, dt.np), dt, device, requires_grad)
 
@@ -132,7 +132,7 @@ def full(size: Any, fill_value: Any, *, out: Any = None, dtype: Any = None, layo
         res = _place(np.full(shape, fill_value, dt.np), dt, _out_device(out, device), False)
         return _args.write_new(out, res, "full", requires_grad)
     dt = _dtype.to_dtype(dtype) if dtype is not None else _dtype.scalar_dtype(fill_value)
-    if _backend.meta_target(device):
+    if (device is not None or _backend.default_device is not None) and _backend.meta_target(device):
         return _place(_backend.MetaArray(shape, dt.np), dt, device, requires_grad)
     return _place(np.full(shape, fill_value, dt.np), dt, device, requires_grad)
 
@@ -142,7 +142,7 @@ def zeros_like(input: Any, *, dtype: Any = None, layout: Any = None, device: Any
                memory_format: Any = None) -> Any:
     """Zeros of ``input``'s shape, dtype and device unless given."""
     dt, dev = _like("zeros_like", input, dtype, device, layout, memory_format)
-    if _backend.meta_target(dev):
+    if (dev is not None or _backend.default_device is not None) and _backend.meta_target(dev):
         return _place(_meta_like(input, dt), dt, dev, requires_grad)
     return _place(np.zeros(input._data.shape, dt.np), dt, dev, requires_grad)
 
@@ -152,7 +152,7 @@ def ones_like(input: Any, *, dtype: Any = None, layout: Any = None, device: Any 
               memory_format: Any = None) -> Any:
     """Ones of ``input``'s shape, dtype and device unless given."""
     dt, dev = _like("ones_like", input, dtype, device, layout, memory_format)
-    if _backend.meta_target(dev):
+    if (dev is not None or _backend.default_device is not None) and _backend.meta_target(dev):
         return _place(_meta_like(input, dt), dt, dev, requires_grad)
     return _place(np.ones(input._data.shape, dt.np), dt, dev, requires_grad)
 
@@ -162,7 +162,7 @@ def empty_like(input: Any, *, dtype: Any = None, layout: Any = None, device: Any
                memory_format: Any = None) -> Any:
     """An uninitialised tensor of ``input``'s shape, dtype and device unless given."""
     dt, dev = _like("empty_like", input, dtype, device, layout, memory_format)
-    if _backend.meta_target(dev):
+    if (dev is not None or _backend.default_device is not None) and _backend.meta_target(dev):
         return _place(_meta_like(input, dt), dt, dev, requires_grad)
     return _place(np.empty(input._data.shape, dt.np), dt, dev, requires_grad)
 
@@ -173,7 +173,7 @@ def full_like(input: Any, fill_value: Any, *, dtype: Any = None, layout: Any = N
     """``fill_value`` in ``input``'s shape, dtype and device unless given."""
     dt, dev = _like("full_like", input, dtype, device, layout, memory_format)
     fill_value = _fill_value("full_like", fill_value)
-    if _backend.meta_target(dev):
+    if (dev is not None or _backend.default_device is not None) and _backend.meta_target(dev):
         return _place(_meta_like(input, dt), dt, dev, requires_grad)
     return _place(np.full(input._data.shape, fill_value, dt.np), dt, dev, requires_grad)
 
