@@ -13,6 +13,7 @@ from ... import _dtype
 from ..._backend import xp_of
 from ..._tensor_base import TensorBase
 from ...autograd.function import Op
+from .. import random as _random
 from .._autocast import cast as _amp_cast
 from .._autocast import flag as _amp
 from .._reduce import _rowsum
@@ -115,6 +116,14 @@ def scaled_dot_product_attention(query: Any, key: Any, value: Any, attn_mask: An
             )
     if scale is None:
         scale = 1.0 / math.sqrt(E)
+    if (L > _Q_TILE or S > _K_TILE) and L > 0 and S > 0 and dropout_p < 1.0 and \
+            _flash_ok(query._data, key._data, value._data, bmask, fmask):
+        seed = None
+        if dropout_p > 0.0:  # each tile's dropout mask is drawn again from this seed in backward
+            seed = int(_random._rng(None).integers(0, 1 << 62))
+        return ScaledDotProductFlashAttention.apply(
+            query, key, value, fmask, None if is_causal else bmask, float(scale),
+            bool(is_causal), float(dropout_p), groups, seed)
     keep = None
     if dropout_p > 0.0:
         if dropout_p >= 1.0:
@@ -153,45 +162,331 @@ class ScaledDotProductAttention(Op):
         if out.dtype != q.dtype:  # bfloat16 inputs: scores and softmax ran in float32; round once
             out = out.astype(q.dtype)
         ctx.scale, ctx.p_drop, ctx.groups = scale, p_drop, groups
-        ctx.save_for_backward(q, k, v, fmask, bmask, keep, p)
+        # (the output too, unused, as PyTorch's kernel saves it: an in-place change to it
+        # before backward is refused)
+        ctx.save_for_backward(q, k, v, fmask, bmask, keep, p, out)
         return out
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
-        q, k, v, fmask, bmask, keep, p = ctx.saved
+        q, k, v, fmask, bmask, keep, p, _ = ctx.saved
         xp, scale, groups = ctx.xp, ctx.scale, ctx.groups
         kk, vv = _repeat_heads(xp, k, groups), _repeat_heads(xp, v, groups)
         if _graphing(ctx):
             s = _attn_scores(xp, q, kk, fmask, bmask, scale)
             p = ctx.call(_SoftmaxCached, s, p, -1)
-        drop = None if keep is None else keep * (1.0 / (1.0 - ctx.p_drop))
-        pd = p if drop is None else p * drop
+        return _grads_from_p(ctx, grad, q, kk, vv, p, keep) + (None,) * 5
+
+
+def _grads_from_p(ctx: Any, grad: Any, q: Any, kk: Any, vv: Any, p: Any, keep: Any) -> tuple:
+    """The attention's gradients from its (whole) probabilities ``p`` and dropout mask."""
+    xp, scale, groups = ctx.xp, ctx.scale, ctx.groups
+    drop = None if keep is None else keep * (1.0 / (1.0 - ctx.p_drop))
+    pd = p if drop is None else p * drop
+    need = ctx.needs_input_grad
+    gv = None
+    if need[2]:
+        gv = _sum_heads(xp.matmul(pd.swapaxes(-1, -2), grad), groups)
+    gp = xp.matmul(grad, vv.swapaxes(-1, -2))
+    if drop is not None:
+        gp = gp * drop
+    if isinstance(gp, TensorBase):  # create_graph: recorded ops
+        gs = p * (gp - (gp * p).sum(axis=-1, keepdims=True))
+        gq = xp.matmul(gs, kk) * scale if need[0] else None
+        gk = _sum_heads(xp.matmul(gs.swapaxes(-1, -2), q) * scale, groups) if need[1] else None
+    else:  # gp is this call's own array: the softmax backward in place
+        gs = gp * p
+        row = _rowsum(gs, -1)
+        xp.subtract(gp, row, out=gs)
+        gs *= p
+        gq = gk = None
+        if need[0]:
+            gq = xp.matmul(gs, kk)
+            gq *= scale
+        if need[1]:
+            gk = xp.matmul(gs.swapaxes(-1, -2), q)
+            gk *= scale
+            gk = _sum_heads(gk, groups)
+    gm = gs if need[3] else None
+    return gq, gk, gv, gm
+
+
+# ---------------------------------------------------------------------------------------------
+# tiled (flash-style) attention on the host
+
+# query rows and keys per tile; inputs with more query rows or keys than one tile take the
+# tiled path, smaller ones the single-tile op above
+_Q_TILE = 256
+_K_TILE = 512
+# at most about this many scores per tile (1 MB of float32, so a tile's passes run in cache):
+# the leading batch dims are looped over, one index at a time, until the rest of the batch
+# times one tile fits
+_TILE_ELEMS = 1 << 18
+
+
+def _flash_ok(q: Any, k: Any, v: Any, bmask: Any, fmask: Any) -> bool:
+    """Whether the tiled path applies: host float32 / float64 arrays of one dtype, masks on the
+    host, and no float mask that wants a gradient (that takes the whole-matrix op)."""
+    if not (type(q) is np.ndarray and type(k) is np.ndarray and type(v) is np.ndarray
+            and q.dtype in (np.float32, np.float64) and q.dtype == k.dtype == v.dtype):
+        return False
+    if bmask is not None and type(bmask) is not np.ndarray:
+        return False
+    return fmask is None or (type(fmask._data) is np.ndarray and not fmask.requires_grad)
+
+
+class ScaledDotProductFlashAttention(Op):
+    """The attention of ``ScaledDotProductAttention`` in query x key tiles, flash-style:
+    forward keeps per query row a running max m and sum l of exp(S - m) and rescales its partial
+    output as m grows; it saves q, k, v, the output and lse = m + log(l) per row, never P.
+    Backward recomputes each tile's P = exp(S - lse) and, with D = rowsum(grad * out):
+    grad_v += P_d^T grad;  dS = P * (grad v^T * keep / (1 - p_drop) - D);
+    grad_q += scale * dS k;  grad_k += scale * dS^T q.
+    Causal tiles above the diagonal are skipped; dropout masks are drawn per tile from a seed
+    the forward was given, and drawn again in backward (nothing of them is stored)."""
+    node_name = "ScaledDotProductFlashAttentionForCpuBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, q: Any, k: Any, v: Any, fmask: Any, bmask: Any, scale: float,
+                causal: bool, p_drop: float, groups: int, seed: Any) -> Any:
+        g = _FlashGeom(q, k, v, fmask, bmask, groups)
+        shape = g.batch[:-2] + (g.batch[-2] * g.batch[-1],) if groups > 1 else g.batch
+        bq, bk = min(_Q_TILE, g.L), min(_K_TILE, g.S)
+        kp = 0
+        while kp < len(g.batch) and math.prod(g.batch[kp:]) * bq * bk > _TILE_ELEMS:
+            kp += 1
+        tiles = (kp, bq, bk)
+        out = np.empty(g.batch + (g.L, g.Ev), dtype=q.dtype)
+        lse = np.empty(g.batch + (g.L, 1), dtype=q.dtype)
+        nb = len(g.batch)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            for idx in np.ndindex(*g.batch[:kp]):
+                qb, kb, vb, fb, bb = (_at(a, idx, nb) for a in (g.q, g.k, g.v, g.f, g.b))
+                ob, lb = out[idx], lse[idx]
+                for i0 in range(0, g.L, bq):
+                    i1 = min(i0 + bq, g.L)
+                    qi = qb[..., i0:i1, :]
+                    m = acc = den = mu = None
+                    for j0 in range(0, min(g.S, i1) if causal else g.S, bk):
+                        j1 = min(j0 + bk, g.S)
+                        s = _tile_scores(qi, kb, fb, bb, scale, causal, i0, i1, j0, j1)
+                        mx = s.max(axis=-1, keepdims=True)
+                        if m is not None:
+                            np.maximum(mx, m, out=mx)
+                        mu_new = np.where(np.isfinite(mx), mx, 0).astype(s.dtype, copy=False)
+                        s = _inplace(np.subtract, s, mu_new)
+                        np.exp(s, out=s)
+                        rs = _rowsum(s, -1)
+                        if seed is not None:
+                            s = _inplace(np.multiply, s, _keep(seed, idx, i0, j0, g.batch[kp:],
+                                                               i1 - i0, j1 - j0, p_drop))
+                        pv = np.matmul(s, vb[..., j0:j1, :])
+                        if acc is None:
+                            acc, den = pv, rs
+                        else:
+                            c = np.exp(m - mu_new)  # (0 where nothing was seen yet)
+                            acc *= c
+                            acc = _inplace(np.add, acc, pv)
+                            den *= c
+                            den += rs
+                        m, mu = mx, mu_new
+                    empty = den == 0  # rows with nothing to attend: output 0, lse +inf (P = 0)
+                    if seed is not None:
+                        acc *= 1.0 / (1.0 - p_drop)
+                    ob[..., i0:i1, :] = acc / np.where(empty, 1, den)
+                    lb[..., i0:i1, :] = np.where(empty, np.inf, mu + np.log(den))
+        ctx.scale, ctx.causal, ctx.p_drop, ctx.groups, ctx.seed = scale, causal, p_drop, groups, seed
+        ctx.tiles = tiles
+        out = out.reshape(shape + (g.L, g.Ev))
+        ctx.save_for_backward(q, k, v, fmask, bmask, out, lse)
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        q, k, v, fmask, bmask, out, lse = ctx.saved
         need = ctx.needs_input_grad
-        gv = None
-        if need[2]:
-            gv = _sum_heads(xp.matmul(pd.swapaxes(-1, -2), grad), groups)
-        gp = xp.matmul(grad, vv.swapaxes(-1, -2))
-        if drop is not None:
-            gp = gp * drop
-        if isinstance(gp, TensorBase):  # create_graph: recorded ops
-            gs = p * (gp - (gp * p).sum(axis=-1, keepdims=True))
-            gq = xp.matmul(gs, kk) * scale if need[0] else None
-            gk = _sum_heads(xp.matmul(gs.swapaxes(-1, -2), q) * scale, groups) if need[1] else None
-        else:  # gp is this call's own array: the softmax backward in place
-            gs = gp * p
-            row = _rowsum(gs, -1)
-            xp.subtract(gp, row, out=gs)
-            gs *= p
-            gq = gk = None
-            if need[0]:
-                gq = xp.matmul(gs, kk)
-                gq *= scale
-            if need[1]:
-                gk = xp.matmul(gs.swapaxes(-1, -2), q)
-                gk *= scale
-                gk = _sum_heads(gk, groups)
-        gm = gs if need[3] else None
-        return gq, gk, gv, gm, None, None, None, None, None
+        if _graphing(ctx):
+            return _flash_graph_backward(ctx, grad, q, k, v, fmask, bmask)
+        g = _FlashGeom(q, k, v, fmask, bmask, ctx.groups)
+        scale, causal, p_drop, seed = ctx.scale, ctx.causal, ctx.p_drop, ctx.seed
+        kp, bq, bk = ctx.tiles
+        nb = len(g.batch)
+        o = g.split_q(out)
+        dy = g.split_q(grad)
+        gq = np.zeros(g.q.shape, dtype=q.dtype) if need[0] else None
+        gk = np.zeros(g.k.shape, dtype=k.dtype) if need[1] else None
+        gv = np.zeros(g.v.shape, dtype=v.dtype) if need[2] else None
+        inv = 1.0 / (1.0 - p_drop)
+        with np.errstate(invalid="ignore"):
+            for idx in np.ndindex(*g.batch[:kp]):
+                qb, kb, vb, fb, bb, ob, db, lb = (
+                    _at(a, idx, nb) for a in (g.q, g.k, g.v, g.f, g.b, o, dy, lse))
+                gqb, gkb, gvb = (None if a is None else _at(a, idx, nb) for a in (gq, gk, gv))
+                for i0 in range(0, g.L, bq):
+                    i1 = min(i0 + bq, g.L)
+                    qi, di, li = qb[..., i0:i1, :], db[..., i0:i1, :], lb[..., i0:i1, :]
+                    dd = _rowsum(np.multiply(di, ob[..., i0:i1, :]), -1)  # D = rowsum(dy * out)
+                    acc = None
+                    for j0 in range(0, min(g.S, i1) if causal else g.S, bk):
+                        j1 = min(j0 + bk, g.S)
+                        kj, vj = kb[..., j0:j1, :], vb[..., j0:j1, :]
+                        p = _tile_scores(qi, kb, fb, bb, scale, causal, i0, i1, j0, j1)
+                        p = _inplace(np.subtract, p, li)
+                        np.exp(p, out=p)
+                        keep = None if seed is None else _keep(
+                            seed, idx, i0, j0, g.batch[kp:], i1 - i0, j1 - j0, p_drop)
+                        if gvb is not None:
+                            pd = p if keep is None else p * keep
+                            _add_to(gvb[..., j0:j1, :], np.matmul(pd.swapaxes(-1, -2), di))
+                        ds = np.matmul(di, vj.swapaxes(-1, -2))
+                        if keep is not None:
+                            ds = _inplace(np.multiply, ds, keep)
+                            ds *= inv
+                        ds = _inplace(np.subtract, ds, dd)
+                        ds = _inplace(np.multiply, ds, p)
+                        if gqb is not None:
+                            t = np.matmul(ds, kj)
+                            acc = t if acc is None else _inplace(np.add, acc, t)
+                        if gkb is not None:
+                            _add_to(gkb[..., j0:j1, :], np.matmul(ds.swapaxes(-1, -2), qi))
+                    if gqb is not None:
+                        _add_to(gqb[..., i0:i1, :], acc)
+        if gq is not None:
+            gq *= scale
+            gq = gq.reshape(q.shape)
+        if gk is not None:
+            gk *= scale
+            gk = gk.reshape(k.shape)
+        if gv is not None:
+            if seed is not None:
+                gv *= inv
+            gv = gv.reshape(v.shape)
+        return gq, gk, gv, None, None, None, None, None, None, None
+
+
+class _FlashGeom:
+    """The tiled attention's operands with grouped heads split out: q (..., Hk, groups, L, E)
+    against k, v (..., Hk, 1, S, E), masks alike (a view each), and their broadcast batch."""
+    __slots__ = ("q", "k", "v", "f", "b", "batch", "L", "S", "Ev", "groups")
+
+    def __init__(self, q: Any, k: Any, v: Any, fmask: Any, bmask: Any, groups: int) -> None:
+        self.groups = groups
+        self.q = self.split_q(q)
+        if groups > 1:
+            k, v = k[..., None, :, :], v[..., None, :, :]
+        self.k, self.v = k, v
+        self.f, self.b = self._mask(fmask, q), self._mask(bmask, q)
+        self.batch = np.broadcast_shapes(self.q.shape[:-2], k.shape[:-2], v.shape[:-2])
+        self.L, self.S, self.Ev = q.shape[-2], k.shape[-2], v.shape[-1]
+
+    def split_q(self, a: Any) -> Any:
+        if self.groups == 1:
+            return a
+        sh = a.shape
+        return a.reshape(sh[:-3] + (sh[-3] // self.groups, self.groups) + sh[-2:])
+
+    def _mask(self, m: Any, q: Any) -> Any:
+        if m is None:
+            return None
+        if m.ndim < 2:
+            m = m.reshape((1,) * (2 - m.ndim) + m.shape)
+        if self.groups > 1 and m.ndim >= 3:
+            h = m.shape[-3]
+            m = m.reshape(m.shape[:-3] + ((h // self.groups, self.groups) if h > 1 else (1, 1))
+                          + m.shape[-2:])
+        return m
+
+
+def _at(a: Any, idx: tuple, nb: int) -> Any:
+    """``a`` (batch dims aligned right against a batch of ``nb`` dims, then two more) at the
+    leading batch index ``idx`` (a view; axes of size 1 broadcast)."""
+    if a is None or not idx:
+        return a
+    off = nb - (a.ndim - 2)
+    sel = tuple([(i if a.shape[t - off] != 1 else 0) for t, i in enumerate(idx) if t >= off])
+    return a[sel] if sel else a
+
+
+def _mask_tile(m: Any, i0: int, i1: int, j0: int, j1: int) -> Any:
+    return m[..., slice(i0, i1) if m.shape[-2] != 1 else slice(None),
+             slice(j0, j1) if m.shape[-1] != 1 else slice(None)]
+
+
+def _tile_scores(qi: Any, kb: Any, fb: Any, bb: Any, scale: float, causal: bool, i0: int,
+                 i1: int, j0: int, j1: int) -> Any:
+    """scale * q_i k_j^T with the tile's masks applied (as ``_attn_scores``: additive -inf)."""
+    s = np.matmul(qi, kb[..., j0:j1, :].swapaxes(-1, -2))
+    s *= scale
+    if causal and j1 - 1 > i0:  # a tile on the diagonal: key j visible to row i when j <= i
+        np.copyto(s, -np.inf, where=~np.tri(i1 - i0, j1 - j0, i0 - j0, dtype=bool))
+    if bb is not None:
+        add = np.where(_mask_tile(bb, i0, i1, j0, j1), 0.0, -np.inf).astype(s.dtype)
+        s = _inplace(np.add, s, add)
+    if fb is not None:
+        s = _inplace(np.add, s, _mask_tile(fb, i0, i1, j0, j1))
+    return s
+
+
+def _inplace(op: Any, a: Any, b: Any) -> Any:
+    """``op(a, b)`` into ``a`` where the result has ``a``'s shape, else a new array."""
+    if np.broadcast_shapes(a.shape, b.shape) == a.shape:
+        return op(a, b, out=a)
+    return op(a, b)
+
+
+def _add_to(dst: Any, part: Any) -> None:
+    """dst += part, summed over the axes ``dst`` broadcasts along (leading ones or size 1)."""
+    if part.shape != dst.shape:
+        lead = part.ndim - dst.ndim
+        axes = tuple(range(lead)) + tuple(lead + i for i, n in enumerate(dst.shape)
+                                          if n == 1 and part.shape[lead + i] != 1)
+        part = part.sum(axis=axes, keepdims=True).reshape(dst.shape)
+    dst += part
+
+
+def _keep(seed: int, idx: tuple, i0: int, j0: int, batch: tuple, rows: int, cols: int,
+          p: float) -> Any:
+    """The dropout mask of one tile (True = kept), drawn from the seed and the tile's place:
+    the same tile gets the same mask in forward and backward."""
+    rng = np.random.Generator(np.random.PCG64((seed,) + tuple(idx) + (i0, j0)))
+    return rng.random(batch + (rows, cols), dtype=np.float32) >= p
+
+
+def _flash_graph_backward(ctx: Any, grad: Any, q: Any, k: Any, v: Any, fmask: Any,
+                          bmask: Any) -> tuple:
+    """create_graph: the gradients as recorded ops over the whole probability matrix (the
+    single-tile op's rule), the dropout mask rebuilt from its tiles."""
+    xp, groups = ctx.xp, ctx.groups
+    kk, vv = _repeat_heads(xp, k, groups), _repeat_heads(xp, v, groups)
+    L, S = q.shape[-2], k.shape[-2]
+    if ctx.causal:
+        bmask = np.tri(L, S, 0, dtype=bool)
+    elif bmask is not None:
+        bmask = bmask._data
+    s = _attn_scores(xp, q, kk, fmask, bmask, ctx.scale)
+    p = s._data.copy()  # softmax as the single-tile forward computes it
+    m = p.max(axis=-1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p -= np.where(np.isfinite(m), m, 0)
+        np.exp(p, out=p)
+        den = _rowsum(p, -1)
+        p /= np.where(den == 0, 1, den)
+    p = ctx.call(_SoftmaxCached, s, p, -1)
+    keep = None
+    if ctx.seed is not None:
+        g = _FlashGeom(q._data, k._data, v._data, None, None, groups)
+        kp, bq, bk = ctx.tiles
+        full = np.zeros(g.batch + (L, S), dtype=q._data.dtype)
+        for idx in np.ndindex(*g.batch[:kp]):
+            fb = full[idx]
+            for i0 in range(0, L, bq):
+                i1 = min(i0 + bq, L)
+                for j0 in range(0, min(S, i1) if ctx.causal else S, bk):
+                    j1 = min(j0 + bk, S)
+                    fb[..., i0:i1, j0:j1] = _keep(ctx.seed, idx, i0, j0, g.batch[kp:],
+                                                  i1 - i0, j1 - j0, ctx.p_drop)
+        keep = full.reshape(p.shape)
+    return _grads_from_p(ctx, grad, q, kk, vv, p, keep)[:3] + (None,) * 7
 
 
 def _attn_scores(xp: Any, q: Any, k: Any, fmask: Any, bmask: Any, scale: float) -> Any:

@@ -1,0 +1,196 @@
+"""Tiled kernels that bound their working memory: flash-style ``scaled_dot_product_attention``
+and convolution over batch tiles of its im2col columns. Each tiled result must equal the untiled
+one (tile sizes forced tiny through the modules' constants) and PyTorch's."""
+
+from __future__ import annotations
+
+import tracemalloc
+
+import numpy as np
+import pytest
+
+import ember
+import ember.nn.functional as EF
+from ember.ops.nn import attention as attn
+from helpers import HAVE_TORCH, check, randn
+
+
+def _tiled(y) -> bool:
+    """Whether ``y`` came from the tiled attention op (both ops carry PyTorch's node name)."""
+    return type(y.grad_fn) is attn.ScaledDotProductFlashAttention._node_cls
+
+
+def F(m):
+    return m.nn.functional
+
+
+@pytest.fixture
+def tiny_tiles(monkeypatch):
+    """Tiles of 3 query rows x 4 keys, and a batch loop down to one (batch, head) per tile."""
+    monkeypatch.setattr(attn, "_Q_TILE", 3)
+    monkeypatch.setattr(attn, "_K_TILE", 4)
+    monkeypatch.setattr(attn, "_TILE_ELEMS", 30)
+
+
+def _untiled(fn, *arrays):
+    """fn's output and gradients (float64) on the single-tile path."""
+    saved = attn._Q_TILE, attn._K_TILE
+    attn._Q_TILE = attn._K_TILE = 1 << 30
+    try:
+        return _run(fn, *arrays)
+    finally:
+        attn._Q_TILE, attn._K_TILE = saved
+
+
+def _run(fn, *arrays):
+    ts = [ember.tensor(a, requires_grad=a.dtype.kind == "f") for a in arrays]
+    y = fn(ember, *ts)
+    cot = np.cos(np.arange(y.numel())).reshape(tuple(y.shape))
+    y.backward(ember.tensor(cot))
+    return y, [y.detach().numpy()] + [t.grad.numpy() for t in ts if t.requires_grad]
+
+
+Q, K, V = randn(2, 3, 10, 5), randn(2, 3, 11, 5, seed=1), randn(2, 3, 11, 4, seed=2)
+_BM = np.random.default_rng(0).random((10, 11)) > 0.4
+_BM[2] = False  # a row with nothing to attend: zeros, as the untiled op and PyTorch
+
+ATTENTION_FORMS = {
+    "plain": (lambda m, q, k, v: F(m).scaled_dot_product_attention(q, k, v), (Q, K, V)),
+    "causal": (lambda m, q, k, v: F(m).scaled_dot_product_attention(q, k, v, is_causal=True),
+               (Q, K, V)),
+    "causal_long_query": (
+        lambda m, q, k, v: F(m).scaled_dot_product_attention(q, k, v, is_causal=True,
+                                                             scale=0.3),
+        (randn(2, 11, 5), randn(2, 7, 5, seed=1), randn(2, 7, 3, seed=2))),
+    "bool_mask": (lambda m, q, k, v: F(m).scaled_dot_product_attention(
+        q, k, v, attn_mask=m.tensor(_BM)), (Q, K, V)),
+    "bool_mask_heads": (lambda m, q, k, v: F(m).scaled_dot_product_attention(
+        q, k, v, attn_mask=m.tensor(np.random.default_rng(1).random((3, 1, 11)) > 0.3)),
+        (Q, K, V)),
+    "float_mask": (lambda m, q, k, v: F(m).scaled_dot_product_attention(
+        q, k, v, attn_mask=m.tensor(randn(2, 1, 10, 11, seed=4))), (Q, K, V)),
+    "float_mask_with_inf": (lambda m, q, k, v: F(m).scaled_dot_product_attention(
+        q, k, v, attn_mask=m.tensor(np.where(_BM, 0.0, -np.inf))), (Q, K, V)),
+    "broadcast_batch": (lambda m, q, k, v: F(m).scaled_dot_product_attention(q, k, v),
+                        (randn(2, 1, 10, 5), randn(1, 3, 11, 5, seed=1),
+                         randn(3, 11, 4, seed=2))),
+    "unbatched": (lambda m, q, k, v: F(m).scaled_dot_product_attention(q, k, v),
+                  (randn(10, 5), randn(11, 5, seed=1), randn(11, 2, seed=2))),
+    "gqa": (lambda m, q, k, v: F(m).scaled_dot_product_attention(q, k, v, enable_gqa=True),
+            (randn(2, 6, 10, 5), randn(2, 2, 11, 5, seed=1), randn(2, 2, 11, 4, seed=2))),
+    "gqa_causal_mask": (lambda m, q, k, v: F(m).scaled_dot_product_attention(
+        q, k, v, attn_mask=m.tensor(np.random.default_rng(2).random((6, 10, 11)) > 0.2),
+        enable_gqa=True),
+        (randn(2, 6, 10, 5), randn(2, 2, 11, 5, seed=1), randn(2, 2, 11, 4, seed=2))),
+}
+
+
+@pytest.mark.parametrize("form", sorted(ATTENTION_FORMS))
+def test_tiled_attention_equals_untiled(form, tiny_tiles):
+    fn, arrays = ATTENTION_FORMS[form]
+    want_y, want = _untiled(fn, *arrays)
+    got_y, got = _run(fn, *arrays)
+    assert not _tiled(want_y) and _tiled(got_y)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("form", ["causal", "bool_mask", "float_mask", "gqa_causal_mask",
+                                  "broadcast_batch"])
+def test_tiled_attention_against_torch(form, tiny_tiles):
+    """Forward against PyTorch, float64 gradcheck and gradient parity, on smaller inputs
+    (still several tiles each way)."""
+    fn, arrays = ATTENTION_FORMS[form]
+    # one batch row (one head for the float mask, which has a batch dim of its own)
+    small = tuple(a[:, :1] if form == "float_mask" else a[:1] for a in arrays)
+    check(fn, *small, gradgrad=form == "causal")
+
+
+def test_tiled_attention_float32_within_rounding_of_untiled(tiny_tiles):
+    fn, arrays = ATTENTION_FORMS["causal"]
+    arrays = tuple(a.astype(np.float32) for a in arrays)
+    want_y, want = _untiled(fn, *arrays)
+    got_y, got = _run(fn, *arrays)
+    assert got_y.dtype == ember.float32 and _tiled(got_y)
+    for a, b in zip(got, want):
+        assert a.dtype == np.float32
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def _dropout_attention(q, k, v, seed=3):  # several 3 x 4 tiles of a 7 x 9 attention
+    ember.manual_seed(seed)
+    return EF.scaled_dot_product_attention(q, k, v, dropout_p=0.4, is_causal=True)
+
+
+def test_tiled_attention_dropout_same_seed_same_mask(tiny_tiles):
+    q, k, v = (ember.tensor(a[:1, :2, :9 if a is not Q else 7], requires_grad=True)
+               for a in (Q, K, V))
+    a, b, c = _dropout_attention(q, k, v), _dropout_attention(q, k, v), \
+        _dropout_attention(q, k, v, seed=4)
+    assert _tiled(a)
+    assert bool((a == b).all()) and not bool((a == c).all())
+    # the backward redraws each tile's mask: with the seed fixed the function is deterministic,
+    # so finite differences see the very mask backward uses
+    assert ember.autograd.gradcheck(_dropout_attention, (q, k, v))
+    assert ember.autograd.gradgradcheck(_dropout_attention, (q, k, v))
+
+
+def test_tiled_attention_dropout_rate():
+    # uniform attention over ones: each output is (kept keys) / (keys * (1 - p)), mean 1
+    q, k = ember.zeros(2, 2, 600, 8), ember.zeros(2, 2, 700, 8)
+    v = ember.ones(2, 2, 700, 3, requires_grad=True)
+    y = EF.scaled_dot_product_attention(q, k, v, dropout_p=0.3)
+    assert _tiled(y)
+    assert abs(y.mean().item() - 1.0) < 0.01
+    y.sum().backward()  # grad_v[j] = sum over rows of P_d[:, j]: the same total
+    assert abs(v.grad.sum().item() / (2 * 2 * 600 * 3) - 1.0) < 0.01
+
+
+def test_tiled_attention_output_is_saved_as_in_pytorch():
+    q = ember.randn(1, 1, 300, 8, requires_grad=True)
+    for n in (300, 6):  # tiled and single-tile: PyTorch's kernel saves its output in both
+        y = EF.scaled_dot_product_attention(q[..., :n, :], q[..., :n, :], q[..., :n, :])
+        y.add_(1)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            y.sum().backward()
+
+
+def _peak(fn) -> int:
+    tracemalloc.start()
+    try:
+        fn()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_tiled_attention_peak_memory(monkeypatch):
+    """1 x 4 x 1024 x 32 causal: one probability matrix is 16 MB in float32; the tiled path holds
+    the output, the log-sum-exp, the gradients (0.5 MB each) and a few 1 MB tiles."""
+    q, k, v = (ember.randn(1, 4, 1024, 32, requires_grad=True) for _ in range(3))
+
+    def step():
+        y = EF.scaled_dot_product_attention(q, k, v, is_causal=True)
+        y.backward(ember.ones_like(y))
+
+    step()
+    assert _peak(step) < 8 << 20
+    monkeypatch.setattr(attn, "_Q_TILE", 1 << 30)  # the single-tile op needs more: the test bites
+    monkeypatch.setattr(attn, "_K_TILE", 1 << 30)
+    assert _peak(step) > 16 << 20
+
+
+@pytest.mark.skipif(not HAVE_TORCH, reason="needs torch")
+def test_tiled_attention_large_against_torch():
+    import torch
+
+    rng = np.random.default_rng(5)
+    q, k, v = (rng.standard_normal((1, 2, 700, 16)).astype(np.float32) for _ in range(3))
+    res = []
+    for m in (ember, torch):
+        ts = [m.tensor(a, requires_grad=True) for a in (q, k, v)]
+        y = m.nn.functional.scaled_dot_product_attention(*ts, is_causal=True)
+        y.backward(m.ones_like(y))
+        res.append([y.detach().numpy()] + [t.grad.numpy() for t in ts])
+    for a, b in zip(*res):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
