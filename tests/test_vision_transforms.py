@@ -473,9 +473,10 @@ def test_manual_seed_reproduces_random_transforms(make):
     t = make()
     inputs = [et(F32)] + ([] if isinstance(t, T.RandomErasing) else [pil()])
     for x in inputs:
-        runs = [arr(_seeded(lambda x=x: t(x), seed)) for seed in (5, 5, 6, 7, 8)]
+        runs = [arr(_seeded(lambda x=x: t(x), seed)) for seed in (5, 5, 6, 7, 3)]
         np.testing.assert_array_equal(runs[0], runs[1])
-        assert any(not np.array_equal(runs[0], r) for r in runs[2:])  # the seed matters
+        assert any(not np.array_equal(runs[0], r) for r in runs[2:])  # the seed matters (seed 3
+        # draws rand() < 0.5 in PyTorch's stream, where 5 to 8 all draw above: the flips differ)
 
 
 def test_random_crop_params_and_output():

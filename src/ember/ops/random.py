@@ -375,6 +375,8 @@ def rand(*size: Any, generator: Generator | None = None, out: Any = None, dtype:
     if layout is not None:
         _args.check_layout(layout)
     dt = _float_dtype("rand", dtype, out)
+    if _backend.meta_target(device):  # no values on the meta device, and no draw (as PyTorch)
+        return _finish(_backend.MetaArray(shape, dt.np), dt, device, requires_grad, out, "rand")
     arr = _uniform_values(_gen(generator), _numel(shape), dt).reshape(shape)
     return _finish(arr, dt, device, requires_grad, out, "rand")
 
@@ -387,6 +389,8 @@ def randn(*size: Any, generator: Generator | None = None, out: Any = None, dtype
     if layout is not None:
         _args.check_layout(layout)
     dt = _float_dtype("randn", dtype, out)
+    if _backend.meta_target(device):  # no values on the meta device, and no draw (as PyTorch)
+        return _finish(_backend.MetaArray(shape, dt.np), dt, device, requires_grad, out, "randn")
     arr = _normal_values(_gen(generator), _numel(shape), dt, 0.0, 1.0).reshape(shape)
     return _finish(arr, dt, device, requires_grad, out, "randn")
 
@@ -733,6 +737,9 @@ def cauchy_(self: Any, median: float = 0.0, sigma: float = 1.0, *,
 
 def _fill(t: Any, kind: str, *args: Any, generator: Generator | None = None) -> Any:
     """In-place random fills (``uniform_``, ``normal_``...), written into the tensor's buffer."""
+    if _backend.is_meta(t._data) and not (t._rg and grad_mode.state.enabled):
+        t._bump_version()  # the meta device: no values to write, and no draw (as PyTorch)
+        return t
     if t._rg and t.grad_fn is None and grad_mode.state.enabled:
         raise RuntimeError(
             "a leaf Variable that requires grad is being used in an in-place operation. "
