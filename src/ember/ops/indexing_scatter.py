@@ -185,6 +185,18 @@ class ScatterAdd(Op):
     def forward(ctx: Any, src: Any, dim: int, index: Any, shape: tuple, base: Any = None) -> Any:
         ctx.dim, ctx.index = dim, index
         xp = ctx.xp
+        if xp is np and src.dtype.kind == "f" and src.dtype.itemsize >= 4 and index.ndim:
+            # block by block of the index's leading dim: no flat-position array of the whole
+            # index; the same values added in the same order (add.at) as _accumulate
+            # (the result owns its memory: the engine hands it on as .grad without a copy)
+            out = np.zeros(shape, src.dtype) if base is None else (
+                base.reshape(shape).astype(src.dtype))
+            flat = out.reshape(-1)
+            step = max(1, _BLOCK // max(1, index[:1].size))
+            for r0 in range(0, index.shape[0], step):
+                lin = _dim_lin(xp, index[r0:r0 + step], dim, shape, r0)
+                np.add.at(flat, lin.reshape(-1), src[r0:r0 + step].reshape(-1))
+            return out
         lin = _dim_lin(xp, index, dim, shape).reshape(-1)
         return _accumulate(xp, lin, src.reshape(-1), _numel(shape), src.dtype, base,
                            opmath=True).reshape(shape)
@@ -330,16 +342,21 @@ class _ScatterAddOnto(_ScatterAddInto):
         return b
 
 
-def _dim_lin(xp: Any, index: Any, dim: int, shape: tuple) -> Any:
+_BLOCK = 1 << 20  # index elements per block of ScatterAdd's positions
+
+
+def _dim_lin(xp: Any, index: Any, dim: int, shape: tuple, first: int = 0) -> Any:
     """For each element of ``index`` (same ndim as ``shape``), its flat position in an array of
-    ``shape`` when dim ``dim`` takes the index value and the others their own coordinate."""
+    ``shape`` when dim ``dim`` takes the index value and the others their own coordinate
+    (``first``: ``index`` is the block of rows from ``first`` on of a larger index)."""
     strides = _c_strides(shape)
     lin = index.astype(np.int64) * strides[dim]
     nd = index.ndim
     for d in range(nd):
-        if d != dim and index.shape[d] > 1:
-            ar = xp.arange(index.shape[d], dtype=np.int64) * strides[d]
-            lin = lin + ar.reshape((-1,) + (1,) * (nd - d - 1))
+        if d != dim and (index.shape[d] > 1 or (d == 0 and first)):
+            start = first if d == 0 else 0
+            ar = xp.arange(start, start + index.shape[d], dtype=np.int64) * strides[d]
+            lin += ar.reshape((-1,) + (1,) * (nd - d - 1))
     return lin
 
 

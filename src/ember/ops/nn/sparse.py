@@ -5,12 +5,16 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
+
 from ... import _backend, _dtype
 from ..._tensor_base import TensorBase
 from ...autograd import grad_mode
 from ...autograd.function import Op
 from .. import sparse as _sparse
+from .._index import _add_rows
 from ..indexing import getitem
+from ._common import _graphing
 from .activation import _MulMask
 
 __all__ = [
@@ -120,6 +124,15 @@ def embedding_bag(
         n = weight.shape[0]
         padding_idx = padding_idx + n if padding_idx < 0 else padding_idx
         valid = flat != padding_idx
+    if (mode != "max" and per_sample_weights is None and not scale_grad_by_freq
+            and type(idx) is np.ndarray):
+        # one Op, as PyTorch's: no (entries, dim) array of looked-up rows, forward or backward
+        _check_rows(flat, weight.shape[0])
+        if max_norm is not None:
+            _embedding_renorm(weight, flat, max_norm, norm_type)
+        keep = valid.nonzero()[0] if padding_idx is not None else None
+        ids, pos = (bag_ids, flat) if keep is None else (bag_ids[keep], flat[keep])
+        return EmbeddingBagSum.apply(weight, pos, ids, nbags, mode == "mean")
     rows = embedding(TensorBase._make(flat), weight, padding_idx, max_norm, norm_type,
                      scale_grad_by_freq)
     if mode == "max":
@@ -186,6 +199,11 @@ class EmbeddingBackward(Op):
         ctx.save_for_backward(idx)
         d = grad.shape[-1]
         g2 = grad.reshape(-1, d)
+        if xp is np:  # one buffer, rows summed per index in index order (PyTorch's index_add)
+            acc = np.float32 if grad.dtype.itemsize == 2 else grad.dtype
+            out = np.zeros((num_weights, d), acc)
+            _add_rows(out, idx.reshape(-1), g2)
+            return out.astype(grad.dtype, copy=False)
         # one bincount over (index, column) pairs: a vectorised scatter-add
         flat = (idx.reshape(-1, 1).astype(xp.int64) * d + xp.arange(d)).reshape(-1)
         sums = xp.bincount(flat, weights=g2.reshape(-1), minlength=num_weights * d)
@@ -271,6 +289,39 @@ class _EmbeddingMasked(Op):
         return ctx.call(EmbeddingBackward, grad, idx, ctx.num), None, None, None
 
 
+class EmbeddingBagSum(Op):
+    """out[b] = sum (or mean) of weight[pos[k]] over the entries k with bag[k] == b (``bag``
+    sorted; an empty bag gives 0)
+    grad_weight[v] = sum over the entries k with pos[k] == v of grad[bag[k]] (/ its bag's size)"""
+    node_name = "EmbeddingBagBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, w: Any, pos: Any, bag: Any, nbags: int, mean: bool) -> Any:
+        out = np.zeros((nbags, w.shape[1]), w.dtype)
+        _add_rows(out, bag, w, take=pos)  # (bag is sorted: the sort keeps it, blocks of rows)
+        scale = None
+        if mean:
+            counts = np.bincount(bag, minlength=nbags)
+            scale = (1 / np.maximum(counts, 1)).reshape(-1, 1).astype(w.dtype)
+            out *= scale
+        ctx.num = w.shape[0]
+        ctx.save_for_backward(pos, bag, scale)
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        pos, bag, scale = ctx.saved
+        if _graphing(ctx):
+            g = grad * scale if scale is not None else grad
+            rows = ctx.call(EmbeddingLookup, g, bag)
+            return ctx.call(EmbeddingBackward, rows, pos, ctx.num), None, None, None, None
+        g = grad * scale if scale is not None else grad
+        acc = np.float32 if g.dtype.itemsize == 2 else g.dtype
+        gw = np.zeros((ctx.num, g.shape[1]), acc)
+        _add_rows(gw, pos, g, take=bag)
+        return gw.astype(g.dtype, copy=False), None, None, None, None
+
+
 class _BagMax(Op):
     """out[b] = max over the rows of bag b (rows (B, L, D), mask (B, L): valid positions; an
     empty bag gives 0)          grad_rows = grad at each bag's first argmax, 0 elsewhere"""
@@ -295,6 +346,18 @@ class _BagMax(Op):
         pos = xp.arange(length).reshape(1, length, 1)
         onehot = pos == arg.reshape(b, 1, d)
         return xp.where(onehot, grad.reshape(b, 1, d), 0), None
+
+
+def _check_rows(idx: Any, n: int) -> None:
+    """embedding's bounds check: every index in [0, n)."""
+    if idx.size:
+        lo, hi = int(idx.min()), int(idx.max())
+        if lo < 0 or hi >= n:
+            bad = lo if lo < 0 else hi
+            raise IndexError(
+                f"index out of range in self (embedding: index {bad} with num_embeddings={n}; "
+                f"valid indices are 0..{n - 1})"
+            )
 
 
 def _embedding_renorm(weight: TensorBase, idx: Any, max_norm: float, norm_type: float) -> None:
