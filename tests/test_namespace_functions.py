@@ -113,10 +113,16 @@ def test_namespace_function_introspection():
     assert callable(add) and inspect.isroutine(add)
 
 
-def test_tensor_methods_stay_functions():
+def test_tensor_methods_bind_as_functions_do():
+    """Tensor.add is a __torch_function__ dispatcher over the op function; it binds as a
+    method, keeps the function's signature and pickles by name."""
+    from ember import _overrides
+    from ember._tensor_methods import OP_METHODS
+
     x = ember.ones(2)
-    assert type(ember.Tensor.add) is types.FunctionType
+    assert _overrides.implementation(ember.Tensor.add) is OP_METHODS["add"]
     assert isinstance(x.add, types.MethodType)
+    assert inspect.signature(ember.Tensor.add) == inspect.signature(OP_METHODS["add"])
     assert x.add(1).tolist() == [2.0, 2.0]
 
 

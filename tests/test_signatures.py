@@ -612,6 +612,10 @@ def _same_result(a: Any, b: Any) -> str | None:
                 return f"dtype {x.dtype}, PyTorch {y.dtype}"
             if tuple(x.shape) != tuple(y.shape):
                 return f"shape {tuple(x.shape)}, PyTorch {tuple(y.shape)}"
+            if str(x.layout) != str(y.layout):
+                return f"layout {x.layout}, PyTorch {y.layout}"
+            if y.layout != torch.strided:  # sparse: compare the dense values
+                x, y = x.to_dense(), y.to_dense()
             xa = x.detach().cpu().numpy().astype(np.float64)
             ya = y.detach().cpu().numpy().astype(np.float64)
             if not np.allclose(xa, ya, rtol=1e-4, atol=1e-5, equal_nan=True):

@@ -1,7 +1,7 @@
 """``torch._C`` at PyTorch's path: the few entries of PyTorch's C extension that Python libraries
 reach for while they import, each doing what PyTorch's does for a user's program.
 
-ember has no C extension (this module is plain Python). Every other name is absent, so a probe
+This module is plain Python (ember's own C code is ``ember._native``). Every other name is absent, so a probe
 such as ``getattr(torch._C, "_CudaDeviceProperties", None)`` answers None, as it does on a
 PyTorch build without that feature.
 """
@@ -11,30 +11,43 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from . import _overrides
+
 __all__: list[str] = []
 
 
-class _DisabledTorchFunctionImpl:
-    """``torch._C._disabled_torch_function_impl(func, types, args=(), kwargs=None)``: call
-    ``func(*args, **kwargs)`` without ``__torch_function__`` dispatch.
-
-    Tensor subclasses assign it as ``__torch_function__ = torch._C._disabled_torch_function_impl``
-    (``nn.Parameter`` does). Like PyTorch's built-in function it does not bind as a method, so the
-    protocol's call ``cls.__torch_function__(func, types, args, kwargs)`` reaches it unchanged.
-    ember never dispatches ``__torch_function__``, so calling ``func`` is the whole job.
-    """
-
-    __slots__ = ()
-    __name__ = __qualname__ = "_disabled_torch_function_impl"
-
-    def __call__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-        return func(*args, **(kwargs or {}))
-
-    def __repr__(self) -> str:
-        return "<function torch._C._disabled_torch_function_impl>"
+# __torch_function__'s switches (ember/_overrides.py): the same objects the dispatchers read
+_disabled_torch_function_impl = _overrides.disabled_torch_function_impl
+DisableTorchFunctionSubclass = _overrides.DisableTorchFunctionSubclass
+DisableTorchFunction = _overrides.DisableTorchFunction
 
 
-_disabled_torch_function_impl = _DisabledTorchFunctionImpl()
+def _is_torch_function_enabled() -> bool:
+    return _overrides.is_subclass_dispatch_enabled()
+
+
+def _is_torch_function_mode_enabled() -> bool:
+    return _overrides.is_mode_enabled()
+
+
+def _is_torch_function_all_disabled() -> bool:
+    return bool(_overrides.flags & _overrides.ALL_DISABLED)
+
+
+def _len_torch_function_stack() -> int:
+    return len(_overrides.mode_stack())
+
+
+def _get_function_stack_at(i: int) -> Any:
+    return _overrides.mode_stack()[i]
+
+
+def _push_on_torch_function_stack(mode: Any) -> None:
+    _overrides.push_mode(mode)
+
+
+def _pop_torch_function_stack() -> Any:
+    return _overrides.pop_mode()
 
 
 def _get_default_device() -> str:

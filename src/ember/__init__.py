@@ -11,6 +11,8 @@ from . import version  # torch.version (__version__, cuda, hip...)
 import numpy as _np
 import types as _types
 
+from . import _overrides
+
 
 class _BuiltinFunction(staticmethod):
     """A namespace function that stays unbound when stored on a class, as PyTorch's builtins
@@ -46,14 +48,24 @@ _PYTHON_LEVEL = frozenset({
     "unravel_index", "use_deterministic_algorithms", "vmap", "while_loop",
 })
 
+# those of them that take tensors, and so dispatch __torch_function__ as PyTorch's do
+_PYTHON_LEVEL_DISPATCHED = frozenset({
+    "atleast_1d", "atleast_2d", "atleast_3d", "block_diag", "broadcast_tensors",
+    "cartesian_prod", "cdist", "chain_matmul", "einsum", "lobpcg", "lstsq", "lu", "matrix_rank",
+    "meshgrid", "norm", "pca_lowrank", "solve", "split", "stft", "svd_lowrank", "tensordot",
+    "unique", "unique_consecutive",
+})
+
 
 def _as_builtin(fn: object, module: str, name: str) -> object:
     """``fn`` as a ``_BuiltinFunction`` named ``module.name`` (one per function: an alias such
     as ``absolute`` is the same object as ``abs``, and pickles under the first name)."""
     w = _builtins.get(id(fn))
-    if w is not None and w.__func__ is fn:
+    if w is not None and _overrides.implementation(w.__func__) is fn:
         return w
-    w = _BuiltinFunction(fn)
+    d = _overrides.dispatcher(fn)  # __torch_function__ dispatch (_overrides.py)
+    w = _BuiltinFunction(d)
+    _overrides.set_public(d, w)
     w.__module__, w.__name__, w.__qualname__ = module, name, name
     _builtins[id(fn)] = w
     return w
@@ -63,8 +75,12 @@ def _as_builtins(namespace: dict, module: str, keep: frozenset = frozenset()) ->
     """Make the public functions of ``namespace`` (a module's globals) _BuiltinFunctions, but
     those named in ``keep`` (PyTorch's Python-level functions there)."""
     for name, obj in list(namespace.items()):
-        if type(obj) is _types.FunctionType and name[0] != "_" and name not in keep:
-            namespace[name] = _as_builtin(obj, module, name)
+        if type(obj) is _types.FunctionType and name[0] != "_":
+            if name not in keep:
+                namespace[name] = _as_builtin(obj, module, name)
+            elif name in _PYTHON_LEVEL_DISPATCHED:  # binds as a method, and dispatches
+                namespace[name] = _overrides.dispatcher(obj)
+                namespace[name].__module__ = module
 
 # PyTorch prints nothing for log(0), exp(1000), 0 * inf, sqrt(-1), nan -> int...: the results are
 # inf/nan and that is the answer. NumPy would warn from inside every op (mul, sub, the engine's
@@ -365,8 +381,9 @@ def __getattr__(name: str) -> object:
         module = importlib.import_module(_LAZY_ATTRS[name])
         if hasattr(module, name):
             value = getattr(module, name)
-            if type(value) is _types.FunctionType and name not in _PYTHON_LEVEL:
-                value = _as_builtin(value, __name__, name)  # torch.conv2d: a builtin
+            if (type(value) is _types.FunctionType or _overrides.is_dispatcher(value)) \
+                    and name not in _PYTHON_LEVEL:  # torch.conv2d: a builtin
+                value = _as_builtin(_overrides.implementation(value), __name__, name)
             return value
     if name in _LAZY_SUBMODULES:
         import importlib

@@ -23,6 +23,12 @@ static PyMethodDef native_methods[] = {
      METH_FASTCALL | METH_KEYWORDS,
      "tensor_make(data, requires_grad=False, grad_fn=None, output_nr=0): "
      "_tensor_base.py's TensorBase._make, in C."},
+    {"overrides_init", (PyCFunction)(void (*)(void))ember_overrides_init, METH_FASTCALL,
+     "overrides_init(tensor_class, disabled_impl): _overrides.py's register, in C."},
+    {"overrides_set_flags", (PyCFunction)ember_overrides_set_flags, METH_O,
+     "overrides_set_flags(flags): the C copy of _overrides.flags."},
+    {"dispatcher_set_public", (PyCFunction)(void (*)(void))ember_dispatcher_set_public,
+     METH_FASTCALL, "dispatcher_set_public(d, public): _overrides.py's set_public, in C."},
     {"function_init", (PyCFunction)ember_function_init, METH_O,
      "function_init(globals): give function_apply function.py's module namespace."},
     {"function_apply", (PyCFunction)(void (*)(void))ember_function_apply,
@@ -48,7 +54,8 @@ static int native_exec(PyObject *module)
         || PyModule_AddStringConstant(module, "PY_HASH", EMBER_NATIVE_PY_HASH) < 0
         || PyModule_AddStringConstant(module, "BUILT_WITH", EMBER_NATIVE_BUILT_WITH) < 0)
         return -1;
-    if (ember_tensor_base_exec(module) < 0 || ember_function_exec(module) < 0)
+    if (ember_tensor_base_exec(module) < 0 || ember_overrides_exec(module) < 0
+        || ember_function_exec(module) < 0)
         return -1;
     return ember_engine_exec(module);
 }

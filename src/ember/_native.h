@@ -19,6 +19,12 @@ PyObject *ember_tensor_base_init(PyObject *self, PyObject *globals);
 PyObject *ember_tensor_make(PyObject *self, PyObject *const *args, size_t nargsf,
                             PyObject *kwnames);
 
+/* _native_overrides.c (mirrors _overrides.py) */
+int ember_overrides_exec(PyObject *module);
+PyObject *ember_overrides_init(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *ember_overrides_set_flags(PyObject *self, PyObject *arg);
+PyObject *ember_dispatcher_set_public(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+
 /* autograd/_native_function.c (mirrors autograd/function.py) */
 int ember_function_exec(PyObject *module);
 PyObject *ember_function_init(PyObject *self, PyObject *globals);

@@ -33,6 +33,7 @@ C_SOURCES = (
     "_native.h",
     "_native.c",
     "_native_tensor_base.c",
+    "_native_overrides.c",
     "autograd/_native_engine.c",
     "autograd/_native_function.c",
 )
@@ -40,6 +41,7 @@ C_SOURCES = (
 # change to one of them makes a built extension stale until it is rebuilt.
 MIRRORED = (
     "_native_core.py",
+    "_overrides.py",
     "_tensor_base.py",
     "autograd/engine.py",
     "autograd/function.py",

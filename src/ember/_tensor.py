@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import copy as _copy
 import math
+import types as _types
 import warnings
 from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
-from . import _backend, _dtype, _dtype_info, ops
+from . import _backend, _dtype, _dtype_info, _overrides, ops
 from ._dtype import dtype as _dtype_cls
 from ._missing import attribute_error
 from ._shared_memory import is_shared_array, to_shared_array
@@ -50,6 +51,8 @@ class Tensor(TensorBase):
     # ufunc's result back as a tensor (__array_wrap__); its operators defer to Tensor's
     # reflected ones (the priority), which take numbers and NumPy scalars, not arrays
     __array_priority__ = 1000
+    # a subclass's calls come here (ember/_overrides.py): run the function, results as the class
+    __torch_function__ = classmethod(_overrides.default_torch_function)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         # Legacy constructor: Tensor([1, 2]) -> float32 data; Tensor(2, 3) -> uninitialised 2x3.
@@ -860,3 +863,25 @@ del _name, _fn
 
 # From now on every tensor the engine and the ops make is a Tensor.
 register_tensor_class(Tensor)
+
+# __torch_function__ (ember/_overrides.py): the public methods and the operators dispatch on
+# their arguments' classes, as PyTorch's do; the rest (conversions to NumPy, pickling, copying,
+# printing) stay plain functions.
+_DISPATCHED_DUNDERS = frozenset(
+    f"__{op}__" for op in (
+        "add", "radd", "iadd", "sub", "rsub", "isub", "mul", "rmul", "imul", "truediv",
+        "rtruediv", "itruediv", "floordiv", "rfloordiv", "ifloordiv", "mod", "rmod", "imod",
+        "pow", "rpow", "ipow", "matmul", "rmatmul", "imatmul", "and", "rand", "iand", "or", "ror",
+        "ior", "xor", "rxor", "ixor", "lshift", "rlshift", "ilshift", "rshift", "rrshift",
+        "irshift", "neg", "pos", "abs", "invert", "eq", "ne", "lt", "le", "gt", "ge", "getitem",
+        "setitem", "len", "iter", "reversed", "contains", "bool", "float", "int", "index",
+        "complex",
+    ))
+_overrides.register(Tensor)
+for _name, _fn in list(Tensor.__dict__.items()):
+    if type(_fn) is _types.FunctionType and (_name[0] != "_" or _name in _DISPATCHED_DUNDERS) \
+            and _name != "as_subclass":
+        _d = _overrides.dispatcher(_fn)
+        _d.__module__, _d.__qualname__ = Tensor.__module__, f"Tensor.{_name}"  # pickles so
+        setattr(Tensor, _name, _d)
+del _name, _fn, _d

@@ -150,7 +150,7 @@ def to_sparse_csr(self, dense_dim: int | None = None) -> Any:
     return _sparse.to_csr(self)
 
 def _strided_refusal(what: str, layout: str = "sparse coordinate") -> Callable:
-    def method(self: Any, *args: Any) -> Any:
+    def method(self: Any) -> Any:
         raise RuntimeError(f"{what} expected {layout} tensor layout but got Strided (a dense "
                            "tensor: convert it with .to_sparse() first)")
     method.__name__ = what

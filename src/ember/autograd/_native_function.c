@@ -7,9 +7,9 @@
  * (_share_version, called back) and the saved arrays' versions (_track_saved, mirrored here as
  * track_saved). Every other call goes to
  * _apply_python before anything is done: a user's Function (_tensor_io), a tensor on another
- * device, a view whose base changed in place (refresh_view), anomaly mode, compile's tracer, and
- * the reserved hook for __torch_function__ modes (function.py's `mode_hook`, None until the
- * libraries issue makes it real). The Python helpers it calls (_accumulator, _share_version,
+ * device, a view whose base changed in place (refresh_view), anomaly mode and compile's tracer.
+ * (__torch_function__ dispatch happens before, at the public functions: _native_overrides.c.)
+ * The Python helpers it calls (_accumulator, _share_version,
  * _broadcast_message, _make) are looked up in function.py's namespace per call.
  */
 #include "../_native.h"
@@ -21,7 +21,7 @@ static PyTypeObject *tensor_base = NULL, *node_type = NULL;  /* TensorBase, Node
 static Py_ssize_t t_data, t_rg, t_grad_fn, t_output_nr;
 static Py_ssize_t n_edges, n_needs, n_xp, n_saved, n_versions, n_meta, n_n_out;
 
-static PyObject *s_tensor_io, *s_tracer, *s_anomaly, *s_mode_hook, *s_apply_python, *s_cpu_array,
+static PyObject *s_tensor_io, *s_tracer, *s_anomaly, *s_apply_python, *s_cpu_array,
     *s_grad_mode, *s_state, *s_enabled, *s_base, *s_attr_version, *s_version, *s_node_cls,
     *s_np, *s_accum, *s_accumulator, *s_shape, *s_dtype, *s_no_edge, *s_not_input, *s_no_grads,
     *s_forward, *s_broadcast_message, *s_broadcast, *s_make, *s_is_view, *s_share_version,
@@ -36,7 +36,6 @@ int ember_function_exec(PyObject *module)
     INTERN(s_tensor_io, "_tensor_io");
     INTERN(s_tracer, "tracer");
     INTERN(s_anomaly, "anomaly_enabled");
-    INTERN(s_mode_hook, "mode_hook");
     INTERN(s_apply_python, "_apply_python");
     INTERN(s_cpu_array, "CPU_ARRAY");
     INTERN(s_grad_mode, "grad_mode");
@@ -427,10 +426,6 @@ PyObject *ember_function_apply(PyObject *self, PyObject *const *args, size_t nar
     if (v == NULL)
         return NULL;
     rare |= v != Py_None;
-    v = PyDict_GetItemWithError(fn_globals, s_mode_hook);  /* reserved: absent or None today */
-    if (v == NULL && PyErr_Occurred())
-        return NULL;
-    rare |= v != NULL && v != Py_None;
     v = fn_global(s_anomaly);
     if (v == NULL)
         return NULL;

@@ -38,10 +38,6 @@ anomaly_enabled = False  # set by ember.autograd.anomaly_mode.detect_anomaly
 # While ``compile`` traces a region, the recorder it installs here sees every op that runs:
 # ``tracer.record(cls, ctx, args, raw, outputs)`` after the op has made its outputs.
 tracer: Any = None
-# Reserved for the libraries issue's __torch_function__/TorchFunctionMode interception: while it
-# is not None, ember._native's Function.apply hands every call to the Python one (_apply_python).
-mode_hook: Any = None
-
 
 class FunctionCtx(Node):
     """The ``ctx`` a custom Function's ``forward`` and ``backward`` receive (PyTorch's
@@ -782,7 +778,7 @@ def register_retain(t: TensorBase) -> None:
 
 
 # ember._native's Function.apply does a built-in op's common call in C and hands every other call
-# (a user's Function, another device, a stale view, anomaly mode, compile's tracer, mode_hook) to
+# (a user's Function, another device, a stale view, anomaly mode, compile's tracer) to
 # this Python function, the reference (docs/design.md, "The native core").
 _apply_python = Function.__dict__["apply"].__func__
 if _native_core.native is not None:

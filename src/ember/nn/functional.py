@@ -4,6 +4,8 @@ The functions live with their ops, one room per family in ``src/ember/ops/nn/`` 
 convolution, pooling, loss, ...); this module is the PyTorch-shaped place users import them from.
 """
 
+import types as _types
+
 from ..ops.nn import *  # noqa: F403
 
 
@@ -31,3 +33,14 @@ for _name in (
     if _name in globals():
         globals()[_name] = _as_builtin(numpy_names(globals()[_name], _name), __name__, _name)
 del _name
+
+# the rest dispatch __torch_function__ as PyTorch's Python-level functions do (_overrides.py)
+from .. import _overrides as _ov  # noqa: E402
+
+_PROBES = {"has_torch_function", "has_torch_function_unary", "has_torch_function_variadic",
+           "handle_torch_function", "assert_int_or_pair"}
+for _name, _fn in list(globals().items()):
+    if type(_fn) is _types.FunctionType and _name[0] != "_" and _name not in _PROBES:
+        globals()[_name] = _ov.dispatcher(_fn)
+        globals()[_name].__module__ = __name__  # pickles as F's, not the room's
+del _name, _fn

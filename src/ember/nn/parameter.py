@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import _overrides
 from .._tensor import Tensor
 
 __all__ = ["Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer"]
@@ -36,6 +37,8 @@ class Parameter(Tensor):
     """
 
     __slots__ = ()
+    # operations on a Parameter give plain Tensors: it takes no part in __torch_function__
+    __torch_function__ = _overrides.disabled_torch_function_impl
 
     def __new__(cls, data: Tensor | None = None, requires_grad: bool = True) -> Parameter:
         arr = _array_of(data)

@@ -774,9 +774,13 @@ def sparse_coo_tensor(indices: Any = None, values: Any = None, size: Any = None,
 
 
 def sparse_csr_tensor(crow_indices: Any, col_indices: Any, values: Any, size: Any = None, *,
-                      dtype: Any = None, device: Any = None, pin_memory: bool = False,
-                      requires_grad: bool = False, check_invariants: bool | None = None) -> Any:
+                      dtype: Any = None, layout: Any = None, device: Any = None,
+                      pin_memory: bool = False, requires_grad: bool = False,
+                      check_invariants: bool | None = None) -> Any:
     """A sparse CSR matrix: ``crow_indices`` (rows + 1), ``col_indices`` and ``values`` (nnz)."""
+    if layout is not None and layout != _dtype_info.sparse_csr:
+        raise RuntimeError(f"sparse_csr_tensor: layout={layout} given; this constructor makes "
+                           "torch.sparse_csr tensors (leave layout out)")
     dt = _dtype.to_dtype(dtype) if dtype is not None else None
     crow = _as_array(crow_indices).astype(np.int64)
     col = _as_array(col_indices).astype(np.int64)
@@ -811,9 +815,9 @@ def spmm(input: Any, mat2: Any) -> Any:
     return sparse_mm(input, mat2, dense_grad=True, name="spmm")
 
 
-def smm(input: Any, mat: Any) -> Any:
+def smm(input: Any, mat2: Any) -> Any:
     """``torch.smm``: a sparse matrix times a dense one, as a sparse matrix."""
-    return to_sparse(spmm(input, mat))
+    return to_sparse(spmm(input, mat2))
 
 
 def _as_array(x: Any, dt: Any = None) -> Any:

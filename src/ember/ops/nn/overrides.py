@@ -1,11 +1,18 @@
-"""The ``__torch_function__`` protocol's probes and ``nn.functional``'s argument helpers.
+"""The ``__torch_function__`` protocol's probes (``torch.overrides``' helpers that
+``nn.functional`` exposes too) and ``nn.functional``'s argument helpers.
 
-ember has no tensor-subclass dispatch, so nothing ever needs handling.
+ember's public functions dispatch by themselves (``ember/_overrides.py``); these are for code that
+writes its own Python-level functions the way PyTorch's are written::
+
+    if has_torch_function_unary(x):
+        return handle_torch_function(my_fn, (x,), x)
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+from ... import _overrides
 
 __all__ = [
     "has_torch_function", "has_torch_function_unary", "has_torch_function_variadic",
@@ -13,27 +20,44 @@ __all__ = [
 ]
 
 
-# ---------------------------------------------------------------------------------------------
-# the __torch_function__ protocol's probes: ember has no tensor-subclass dispatch, so nothing
-# ever needs handling
-
-
 def has_torch_function(relevant_args: Any) -> bool:
-    """False: ember does not dispatch ``__torch_function__`` overrides."""
-    return False
+    """Whether a mode is active or one of ``relevant_args`` asks for ``__torch_function__``."""
+    if _overrides.is_mode_enabled():
+        return True
+    if not _overrides.is_subclass_dispatch_enabled():
+        return False
+    return any(_overrides.asks(type(a)) for a in relevant_args)
 
 
 def has_torch_function_unary(arg: Any) -> bool:
-    return False
+    return has_torch_function((arg,))
 
 
 def has_torch_function_variadic(*args: Any) -> bool:
-    return False
+    return has_torch_function(args)
 
 
 def handle_torch_function(public_api: Any, relevant_args: Any, *args: Any, **kwargs: Any) -> Any:
-    """Calls ``public_api`` directly (there are no overrides to dispatch to)."""
-    return public_api(*args, **kwargs)
+    """Hand the call of ``public_api(*args, **kwargs)`` to the active mode or to the classes of
+    ``relevant_args`` that ask (PyTorch's order); ``TypeError`` when all decline."""
+    overloaded = _overrides.overloaded_args(tuple(relevant_args))
+    types = tuple(type(a) for a in overloaded)
+    if _overrides.is_mode_enabled():
+        mode = _overrides.pop_mode()
+        try:
+            ret = mode.__torch_function__(public_api, types, args, kwargs)
+        finally:
+            _overrides.push_mode(mode)
+        if ret is not NotImplemented:
+            return ret
+    if not overloaded:
+        return public_api(*args, **kwargs)
+    for a in overloaded:
+        ret = type(a).__torch_function__(public_api, types, args, kwargs)
+        if ret is not NotImplemented:
+            return ret
+    raise TypeError(f"no implementation found for '{_overrides._name(public_api)}' on types "
+                    f"that implement __torch_function__: {list(types)}")
 
 
 # ---------------------------------------------------------------------------------------------
