@@ -77,6 +77,11 @@ _IMAGE_MIN_PIXELS = 144
 _IMAGE_CHUNK_BYTES = 1 << 19
 # a dense resampling map (_AxisMap.dense) is a matrix of at most this many entries
 _DENSE_MAX_ENTRIES = 1 << 22
+# a convolution whose im2col columns (forward, input or weight gradient) would take more than
+# max(_COLS_CAP_MIN, _COLS_CAP_OUT x its output's bytes) runs over batch tiles of at most that
+# many bytes of columns (see _batch_step)
+_COLS_CAP_MIN = 8 << 20
+_COLS_CAP_OUT = 1.0
 
 
 class _Geom:
@@ -339,6 +344,21 @@ def _image_forward(buf: np.ndarray, w3: np.ndarray, b: np.ndarray | None, g: _Ge
         dst[...] = v
         np.matmul(w3, cols[n0:n0 + n], out=y[n0:n0 + n])
     return y.reshape(N, G * Og, g.OH, g.OW), cols[:, :, :K]
+
+
+def _batch_step(g: _Geom, n: int, k: int, out_channels: int, itemsize: int,
+                out_hw: tuple[int, int] | None = None) -> int:
+    """Images per batch tile of a convolution over ``n`` images with ``k`` column rows
+    (C * kh * kw) and ``out_channels`` output planes (of ``out_hw``, default the windows'
+    OH x OW): all ``n`` where the columns of the whole batch fit the cap (near the size of the
+    output, at least ``_COLS_CAP_MIN``), else as many as fit it (at least one). PyTorch's
+    kernels never hold a whole batch's columns either: a 3x3 convolution's are 9x its input."""
+    per = k * g.L * itemsize
+    if n <= 1 or per * n <= _COLS_CAP_MIN:
+        return n
+    pixels = g.OH * g.OW if out_hw is None else out_hw[0] * out_hw[1]
+    cap = max(_COLS_CAP_MIN, _COLS_CAP_OUT * n * out_channels * pixels * itemsize)
+    return n if per * n <= cap else max(1, int(cap // per))
 
 
 def _rows_ok(g: _Geom, groups: int, *arrays: Any) -> bool:

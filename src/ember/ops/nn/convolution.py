@@ -24,6 +24,7 @@ from ._kernels import (
     _LAYOUT,
     Pad2,
     _4d,
+    _batch_step,
     _bias_grad,
     _check_tensor,
     _col2im,
@@ -166,33 +167,22 @@ class Conv(Op):
         N, C, H, W = x4.shape
         O, Cg, kh, kw = w4.shape
         g = _Geom((H, W), (kh, kw), stride, pad, dil, out_hw, n=N, cin=Cg)
-        w3 = w4.reshape(groups, O // groups, Cg * kh * kw)
-        if _rows_ok(g, groups, x4, w4, b):
-            y, cols = _rows_forward(x4, w4, b, g)  # (bias added; cols are rows (N * L, K))
-        elif g.image and type(x4) is np.ndarray and x4.dtype in (np.float32, np.float64) and \
-                w3.dtype == x4.dtype and (b is None or b.dtype == x4.dtype):
-            y, cols = _image_forward(_conv_input(xp, x4, g), w3, b, g, groups)  # (bias added)
-        else:
-            cols = _cols(xp, _conv_input(xp, x4, g), g, groups)
-            y = xp.matmul(w3, cols)
-            # a bfloat16 product comes back float32: the bias joins it there and the sum is
-            # rounded once, as PyTorch's convolution does
-            if g.image:  # one product per image, already (N, groups, O / groups, OH * OW)
-                y = y.reshape(N, O, g.OH, g.OW)
-                if b is not None:
-                    y += b.reshape(1, O, 1, 1)
-                y = y.astype(x.dtype, copy=False)
-            else:
-                y = y.reshape(O, N * g.L)
-                if b is not None:
-                    y += b.reshape(O, 1)
-                y = _out_from_cols(xp, y.astype(x.dtype, copy=False), g, N)
+        step = _batch_step(g, N, C * kh * kw, O, x4.itemsize)
+        if step >= N:
+            y, cols = _conv_forward(xp, x4, w4, b, g, groups)
+        else:  # batch tiles: columns of ``step`` images at a time, rebuilt by the weight grad
+            cols = None
+            y = xp.empty((N, O, g.OH, g.OW), dtype=x.dtype)
+            for n0 in range(0, N, step):
+                xc = x4[n0:n0 + step]
+                gc = _Geom((H, W), (kh, kw), stride, pad, dil, out_hw, n=len(xc), cin=Cg)
+                y[n0:n0 + len(xc)] = _conv_forward(xp, xc, w4, b, gc, groups)[0]
         ctx.save_for_backward(x if ctx.needs_input_grad[1] else None,
                               w if ctx.needs_input_grad[0] else None)
-        if ctx.needs_input_grad[1]:  # the weight gradient reuses the columns (freed after it)
-            ctx.cols = cols
+        if ctx.needs_input_grad[1] and cols is not None:
+            ctx.cols = cols  # the weight gradient reuses the columns (freed after it)
         ctx.args = (stride, pad, dil, groups)
-        ctx.in_hw, ctx.k, ctx.nd, ctx.geom = (H, W), (kh, kw), x.ndim, g
+        ctx.in_hw, ctx.k, ctx.nd, ctx.geom, ctx.tiled = (H, W), (kh, kw), x.ndim, g, step < N
         return y if x.ndim == 4 else y.reshape(N, O, g.OW)
 
     @staticmethod
@@ -203,7 +193,8 @@ class Conv(Op):
         cols = None if ctx._tensor_mode else getattr(ctx, "cols", None)
         gt = None  # batch-inner: both gradients' products read the gradient as columns (O, N * L)
         g = ctx.geom
-        if need[0] and need[1] and not ctx._tensor_mode and g.batch and not g.image:
+        if need[0] and need[1] and not ctx._tensor_mode and g.batch and not g.image and \
+                not ctx.tiled:
             gt = _grad_to_cols(ctx.xp, _4d(grad), g)
         gx = ctx.call(ConvTranspose, grad, w, None, ctx.in_hw, *ctx.args, gt) \
             if need[0] else None
@@ -230,16 +221,16 @@ class ConvTranspose(Op):
         _, Cg, kh, kw = w4.shape
         C = Cg * groups
         g = _Geom(in_hw, (kh, kw), stride, pad, dil, (OH, OW), n=N, cin=Cg)
-        wm = w4.reshape(groups, O // groups, Cg * kh * kw).swapaxes(1, 2)
-        if g.image:  # per image: (N, groups, Cg * kh * kw, L), no transpose of the gradient
-            gt = g4.reshape(N, groups, O // groups, g.L)
-            cols = xp.matmul(wm, gt).astype(gy.dtype, copy=False)
-            out = _col2im(xp, cols.reshape(N, C * kh * kw, g.L), g, N)
-        else:  # (``gt``: the gradient's columns, when Conv's backward made them already)
-            gt = (_grad_to_cols(xp, g4, g) if gt is None else gt).reshape(
-                groups, O // groups, N * g.L)
-            cols = xp.matmul(wm, gt).astype(gy.dtype, copy=False)
-            out = _col2im(xp, cols.reshape(C * kh * kw, N * g.L), g, N)
+        step = _batch_step(g, N, C * kh * kw, C, g4.itemsize, in_hw)
+        if step >= N:
+            out = _conv_transpose_forward(xp, g4, w4, g, groups, gt, gy.dtype)
+        else:  # batch tiles: the columns of ``step`` images at a time
+            out = xp.empty((N, C) + tuple(in_hw), dtype=gy.dtype)
+            for n0 in range(0, N, step):
+                gc = g4[n0:n0 + step]
+                geom = _Geom(in_hw, (kh, kw), stride, pad, dil, (OH, OW), n=len(gc), cin=Cg)
+                out[n0:n0 + len(gc)] = _conv_transpose_forward(xp, gc, w4, geom, groups, None,
+                                                               gy.dtype)
         if b is not None:
             out += b.reshape(1, C, 1, 1)
         ctx.save_for_backward(gy if ctx.needs_input_grad[1] else None,
@@ -274,45 +265,25 @@ class ConvWeight(Op):
         N, C, H, W = x4.shape
         _, O, OH, OW = g4.shape
         g = _Geom((H, W), k, stride, pad, dil, (OH, OW), n=N, cin=C // groups)
-        # (Conv's backward hands over its forward's columns, and the gradient's as ``gt``)
-        if cols is None:
-            cols = _rows(x4, g) if _rows_ok(g, groups, x4, g4) else \
-                _cols(xp, _conv_input(xp, x4, g), g, groups)
         ctx.save_for_backward(x if ctx.needs_input_grad[1] else None,
                               gy if ctx.needs_input_grad[0] else None)
         ctx.args = (stride, pad, dil, groups)
         ctx.in_hw, ctx.out_hw = (H, W), (OH, OW)
         shape = (O, C // groups) + ((k[1],) if x.ndim == 3 else tuple(k))
-        if cols.ndim == 2:  # the forward's rows (N * L, K) (row-major columns, one group)
-            return _rows_weight_grad(cols, g4, shape, (g.kh, g.kw))
-        if g.image:
-            # per image, cols (K, L) @ gy^T (L, O / groups) (the faster orientation for a small
-            # K), summed over the images: (groups, K, O / groups), transposed into place
-            # (into an array of the weight's shape that owns its memory, as below)
-            gt = g4.reshape(N, groups, O // groups, g.L)
-            part = xp.matmul(cols, gt.swapaxes(2, 3)).sum(axis=0)
-            gw = xp.empty(shape, dtype=x.dtype)
-            gw.reshape(groups, O // groups, -1)[...] = part.swapaxes(1, 2)
-            return gw
-        gt = (_grad_to_cols(xp, g4, g) if gt is None else gt).reshape(
-            groups, O // groups, N * g.L)
-        if type(gt) is np.ndarray and gt.dtype in (np.float32, np.float64) and \
-                cols.dtype == gt.dtype:
-            # the product lands in an array of the weight's shape that owns its memory, so the
-            # weight's .grad takes it as is (a reshaped view would be copied into .grad). It is
-            # computed transposed where N * L is long against K, cols (K, N * L) @ gt^T
-            # (N * L, O / groups), then copied into place (O * K values): OpenBLAS runs these
-            # products up to 2x faster with the im2col rows as M than with the few output
-            # channels (CNN conv2: 2.9 -> 1.3 ms; not so for ResNet's later layers)
-            gw = np.empty(shape, dtype=gt.dtype)
-            if gt.shape[2] >= 4 * cols.shape[1]:  # (a long reduction against K)
-                part = np.matmul(cols, gt.swapaxes(1, 2))
-                gw.reshape(groups, O // groups, -1)[...] = part.swapaxes(1, 2)
+        # (Conv's backward hands over its forward's columns, and the gradient's as ``gt``)
+        step = N if cols is not None else _batch_step(g, N, C * k[0] * k[1], O, x4.itemsize)
+        if step >= N:
+            return _weight_grad(xp, x4, g4, g, groups, shape, cols, gt)
+        gw = None  # batch tiles: each tile's columns rebuilt, their products summed
+        for n0 in range(0, N, step):
+            xc, gc = x4[n0:n0 + step], g4[n0:n0 + step]
+            geom = _Geom((H, W), k, stride, pad, dil, (OH, OW), n=len(xc), cin=C // groups)
+            part = _weight_grad(xp, xc, gc, geom, groups, shape, None, None)
+            if gw is None:
+                gw = part
             else:
-                np.matmul(gt, cols.swapaxes(1, 2), out=gw.reshape(groups, O // groups, -1))
-            return gw
-        gw = xp.matmul(gt, cols.swapaxes(1, 2)).astype(x.dtype, copy=False)
-        return gw.reshape(shape)
+                gw += part
+        return gw
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
@@ -321,6 +292,90 @@ class ConvWeight(Op):
         gx = ctx.call(ConvTranspose, gy, grad, None, ctx.in_hw, *ctx.args) if need[0] else None
         ggy = ctx.call(Conv, x, grad, None, *ctx.args, ctx.out_hw) if need[1] else None
         return gx, ggy, None, None, None, None, None, None
+
+
+def _conv_forward(xp: Any, x4: Any, w4: Any, b: Any, g: _Geom, groups: int) -> tuple[Any, Any]:
+    """Conv's forward on (N, C, H, W) arrays -> (output (N, O, OH, OW), the columns its weight
+    gradient can reuse)."""
+    N = x4.shape[0]
+    O, Cg, kh, kw = w4.shape
+    w3 = w4.reshape(groups, O // groups, Cg * kh * kw)
+    if _rows_ok(g, groups, x4, w4, b):
+        return _rows_forward(x4, w4, b, g)  # (bias added; cols are rows (N * L, K))
+    if g.image and type(x4) is np.ndarray and x4.dtype in (np.float32, np.float64) and \
+            w3.dtype == x4.dtype and (b is None or b.dtype == x4.dtype):
+        return _image_forward(_conv_input(xp, x4, g), w3, b, g, groups)  # (bias added)
+    cols = _cols(xp, _conv_input(xp, x4, g), g, groups)
+    y = xp.matmul(w3, cols)
+    # a bfloat16 product comes back float32: the bias joins it there and the sum is
+    # rounded once, as PyTorch's convolution does
+    if g.image:  # one product per image, already (N, groups, O / groups, OH * OW)
+        y = y.reshape(N, O, g.OH, g.OW)
+        if b is not None:
+            y += b.reshape(1, O, 1, 1)
+        return y.astype(x4.dtype, copy=False), cols
+    y = y.reshape(O, N * g.L)
+    if b is not None:
+        y += b.reshape(O, 1)
+    return _out_from_cols(xp, y.astype(x4.dtype, copy=False), g, N), cols
+
+
+def _conv_transpose_forward(xp: Any, g4: Any, w4: Any, g: _Geom, groups: int, gt: Any,
+                            dtype: Any) -> Any:
+    """ConvTranspose's forward (without the bias) on (N, O, OH, OW) arrays -> (N, C, H, W);
+    ``gt``: the gradient's columns, when Conv's backward made them already."""
+    N, O = g4.shape[:2]
+    Cg, kh, kw = w4.shape[1:]
+    C = Cg * groups
+    wm = w4.reshape(groups, O // groups, Cg * kh * kw).swapaxes(1, 2)
+    if g.image:  # per image: (N, groups, Cg * kh * kw, L), no transpose of the gradient
+        gt = g4.reshape(N, groups, O // groups, g.L)
+        cols = xp.matmul(wm, gt).astype(dtype, copy=False)
+        return _col2im(xp, cols.reshape(N, C * kh * kw, g.L), g, N)
+    gt = (_grad_to_cols(xp, g4, g) if gt is None else gt).reshape(groups, O // groups, N * g.L)
+    cols = xp.matmul(wm, gt).astype(dtype, copy=False)
+    return _col2im(xp, cols.reshape(C * kh * kw, N * g.L), g, N)
+
+
+def _weight_grad(xp: Any, x4: Any, g4: Any, g: _Geom, groups: int, shape: tuple, cols: Any,
+                 gt: Any) -> Any:
+    """ConvWeight's forward on (N, C, H, W) and (N, O, OH, OW) arrays -> the weight's gradient
+    of ``shape``; ``cols`` / ``gt``: the forward's columns and the gradient's, when at hand."""
+    N = x4.shape[0]
+    O = g4.shape[1]
+    if cols is None:
+        cols = _rows(x4, g) if _rows_ok(g, groups, x4, g4) else \
+            _cols(xp, _conv_input(xp, x4, g), g, groups)
+    if cols.ndim == 2:  # the forward's rows (N * L, K) (row-major columns, one group)
+        return _rows_weight_grad(cols, g4, shape, (g.kh, g.kw))
+    if g.image:
+        # per image, cols (K, L) @ gy^T (L, O / groups) (the faster orientation for a small
+        # K), summed over the images: (groups, K, O / groups), transposed into place
+        # (into an array of the weight's shape that owns its memory, as below)
+        gt = g4.reshape(N, groups, O // groups, g.L)
+        part = xp.matmul(cols, gt.swapaxes(2, 3)).sum(axis=0)
+        gw = xp.empty(shape, dtype=x4.dtype)
+        gw.reshape(groups, O // groups, -1)[...] = part.swapaxes(1, 2)
+        return gw
+    gt = (_grad_to_cols(xp, g4, g) if gt is None else gt).reshape(
+        groups, O // groups, N * g.L)
+    if type(gt) is np.ndarray and gt.dtype in (np.float32, np.float64) and \
+            cols.dtype == gt.dtype:
+        # the product lands in an array of the weight's shape that owns its memory, so the
+        # weight's .grad takes it as is (a reshaped view would be copied into .grad). It is
+        # computed transposed where N * L is long against K, cols (K, N * L) @ gt^T
+        # (N * L, O / groups), then copied into place (O * K values): OpenBLAS runs these
+        # products up to 2x faster with the im2col rows as M than with the few output
+        # channels (CNN conv2: 2.9 -> 1.3 ms; not so for ResNet's later layers)
+        gw = np.empty(shape, dtype=gt.dtype)
+        if gt.shape[2] >= 4 * cols.shape[1]:  # (a long reduction against K)
+            part = np.matmul(cols, gt.swapaxes(1, 2))
+            gw.reshape(groups, O // groups, -1)[...] = part.swapaxes(1, 2)
+        else:
+            np.matmul(gt, cols.swapaxes(1, 2), out=gw.reshape(groups, O // groups, -1))
+        return gw
+    gw = xp.matmul(gt, cols.swapaxes(1, 2)).astype(x4.dtype, copy=False)
+    return gw.reshape(shape)
 
 
 class Im2col(Op):
