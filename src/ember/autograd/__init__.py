@@ -34,6 +34,7 @@ _LAZY = {
     "Variable": ("variable", "Variable"),
     "variable": ("variable", None),
     "forward_ad": ("forward_ad", None),
+    "graph": ("graph", None),
 }
 
 

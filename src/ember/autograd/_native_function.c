@@ -7,7 +7,8 @@
  * (_share_version, called back) and the saved arrays' versions (_track_saved, mirrored here as
  * track_saved). Every other call goes to
  * _apply_python before anything is done: a user's Function (_tensor_io), a tensor on another
- * device, a view whose base changed in place (refresh_view), anomaly mode and compile's tracer.
+ * device, a view whose base changed in place (refresh_view), anomaly mode, compile's tracer and
+ * active saved_tensors_hooks (saved_hooks).
  * (__torch_function__ dispatch happens before, at the public functions: _native_overrides.c.)
  * The Python helpers it calls (_accumulator, _share_version,
  * _broadcast_message, _make) are looked up in function.py's namespace per call.
@@ -21,7 +22,7 @@ static PyTypeObject *tensor_base = NULL, *node_type = NULL;  /* TensorBase, Node
 static Py_ssize_t t_data, t_rg, t_grad_fn, t_output_nr;
 static Py_ssize_t n_edges, n_needs, n_xp, n_saved, n_versions, n_meta, n_n_out;
 
-static PyObject *s_tensor_io, *s_tracer, *s_anomaly, *s_apply_python, *s_cpu_array,
+static PyObject *s_tensor_io, *s_tracer, *s_anomaly, *s_saved_hooks, *s_apply_python, *s_cpu_array,
     *s_grad_mode, *s_state, *s_enabled, *s_base, *s_attr_version, *s_version, *s_node_cls,
     *s_np, *s_accum, *s_accumulator, *s_shape, *s_dtype, *s_no_edge, *s_not_input, *s_no_grads,
     *s_forward, *s_broadcast_message, *s_broadcast, *s_make, *s_is_view, *s_share_version,
@@ -35,6 +36,7 @@ int ember_function_exec(PyObject *module)
     if (var == NULL && (var = PyUnicode_InternFromString(text)) == NULL) return -1
     INTERN(s_tensor_io, "_tensor_io");
     INTERN(s_tracer, "tracer");
+    INTERN(s_saved_hooks, "saved_hooks");
     INTERN(s_anomaly, "anomaly_enabled");
     INTERN(s_apply_python, "_apply_python");
     INTERN(s_cpu_array, "CPU_ARRAY");
@@ -433,6 +435,10 @@ PyObject *ember_function_apply(PyObject *self, PyObject *const *args, size_t nar
     if (on < 0)
         return NULL;
     rare |= on;
+    v = fn_global(s_saved_hooks);  /* saved_tensors_hooks active: the Python path packs */
+    if (v == NULL)
+        return NULL;
+    rare |= !PyList_Check(v) || PyList_GET_SIZE(v) > 0;
     if (!rare) {
         int t = 0;
         v = PyObject_GetAttr(cls, s_tensor_io);

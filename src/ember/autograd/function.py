@@ -39,6 +39,12 @@ anomaly_enabled = False  # set by ember.autograd.anomaly_mode.detect_anomaly
 # ``tracer.record(cls, ctx, args, raw, outputs)`` after the op has made its outputs.
 tracer: Any = None
 
+# torch.autograd.graph.saved_tensors_hooks: the active (pack, unpack) pairs, innermost last.
+# While one is active, ember._native's Function.apply hands every call to the Python one, which
+# packs what each node saved (_pack_saved).
+saved_hooks: list = []
+
+
 class FunctionCtx(Node):
     """The ``ctx`` a custom Function's ``forward`` and ``backward`` receive (PyTorch's
     ``torch.autograd.function.FunctionCtx``): ``save_for_backward``, ``saved_tensors``,
@@ -199,6 +205,8 @@ class Function(metaclass=FunctionMeta):
             _share_version(args[0], outputs, is_tuple)
         if ctx._saved:
             _track_saved(ctx, args, raw, outs_raw, outputs)
+            if saved_hooks:
+                _pack_saved(ctx)
         if anomaly_enabled:
             ctx._trace = _user_stack()
         if tracer is not None:
@@ -304,6 +312,8 @@ def _apply_tensor_io(cls: Any, ctx: Node, args: tuple, raw: list, record: bool) 
             ctx._out_meta = tuple([(r.shape, r.dtype) if r is not None else None for r in outs_raw])
         if ctx._saved:
             _track_saved(ctx, args, raw, tuple(outs_raw), outputs)
+            if saved_hooks:
+                _pack_saved(ctx)
         if anomaly_enabled:
             ctx._trace = _user_stack()
     if tracer is not None:
@@ -448,6 +458,52 @@ def _track_saved(ctx: Node, args: tuple, raw: list, outs_raw: tuple, outputs: li
         k += 1
     ctx._saved_src = src
     ctx._versions = versions or None
+
+
+class PackedSaves:
+    """A node's saved values after ``saved_tensors_hooks``' pack hook took them: what pack
+    returned, unpacked on each access (``a, b = self._saved`` in a backward), as PyTorch
+    unpacks a saved tensor each time backward reads it. Values that are no tensor (a Python
+    number an op keeps, None) are kept as they are, as PyTorch keeps scalars."""
+
+    __slots__ = ("packed", "is_packed", "unpack", "tensor_mode")
+
+    def __init__(self, packed: list, is_packed: list, unpack: Any, tensor_mode: bool) -> None:
+        self.packed, self.is_packed = packed, is_packed
+        self.unpack, self.tensor_mode = unpack, tensor_mode
+
+    def __len__(self) -> int:
+        return len(self.packed)
+
+    def tensors(self) -> tuple:
+        """As ``Node._saved_as_tensors``: every value a tensor (a kept number too)."""
+        return tuple([self.unpack(p) if k else (None if p is None else _make(p))
+                      for p, k in zip(self.packed, self.is_packed)])
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return tuple(self)[i]
+        p = self.packed[i]
+        if not self.is_packed[i]:
+            return p
+        t = self.unpack(p)
+        return t if self.tensor_mode or not isinstance(t, TensorBase) else t._data
+
+    def __iter__(self) -> Any:
+        return iter([self[i] for i in range(len(self.packed))])
+
+
+def _pack_saved(ctx: Node) -> None:
+    """Hand each saved tensor or array to the innermost pack hook (as a tensor: the input or
+    output itself when it is one, else a tensor over the array) and keep what it returns."""
+    pack, unpack = saved_hooks[-1]
+    tensors = ctx._saved_as_tensors()
+    packed, is_packed = [], []
+    for raw, t in zip(ctx._saved, tensors):
+        k = raw is not None and hasattr(raw, "shape") and hasattr(raw, "dtype")
+        packed.append(pack(t) if k else raw)
+        is_packed.append(k)
+    ctx._saved = PackedSaves(packed, is_packed, unpack, ctx._tensor_mode)
 
 
 def _broadcast_message(cls: Any, raw: list) -> str:

@@ -75,6 +75,8 @@ class Node:
                 raise RuntimeError(FREED_MSG)
             return ()
         if self._tensor_mode:
+            if hasattr(self._saved, "tensors"):  # packed by saved_tensors_hooks
+                return self._saved.tensors()
             return self._saved_as_tensors()
         return self._saved
 
