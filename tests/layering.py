@@ -30,7 +30,7 @@ LAYERS: list[tuple[str, str, list[str]]] = [
      ["ember.ops", "ember.ops.*"]),
     ("tensor", "Tensor: the user-facing methods, printing, sharing",
      ["ember._tensor", "ember._tensor_methods", "ember._tensor_str", "ember._tensor_sharing",
-      "ember._tensor_sparse"]),
+      "ember._tensor_sparse", "ember._tensor_wrapper"]),
     ("namespace", "the package's public names (ember/__init__.py)",
      ["ember", "ember._switches"]),
     ("libraries", "nn, optim, utils, amp, cuda, distributions, ...", ["ember.*"]),

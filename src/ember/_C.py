@@ -11,13 +11,14 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from . import _overrides
+from . import _overrides, _tensor_wrapper
 
 __all__: list[str] = []
 
 
 # __torch_function__'s switches (ember/_overrides.py): the same objects the dispatchers read
 _disabled_torch_function_impl = _overrides.disabled_torch_function_impl
+_disabled_torch_dispatch_impl = _tensor_wrapper.disabled_torch_dispatch_impl
 DisableTorchFunctionSubclass = _overrides.DisableTorchFunctionSubclass
 DisableTorchFunction = _overrides.DisableTorchFunction
 

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from . import _meta
-from ._meta import MetaArray
+from ._meta import MetaArray, WrapperArray
 
 _cupy: Any = None
 
@@ -202,6 +202,8 @@ def device_of(arr: Any) -> device:
         return device("cuda", 0)
     if _cupy is not None and isinstance(arr, _cupy.ndarray):
         return device("cuda", arr.device.id)
+    if type(arr) is WrapperArray:  # Tensor._make_wrapper_subclass: the device it was given
+        return arr.device
     return CPU
 
 

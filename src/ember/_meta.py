@@ -330,6 +330,51 @@ def is_meta(x: Any) -> bool:
     return type(x) is MetaArray
 
 
+class WrapperDataError(RuntimeError):
+    """Reading the values of a wrapper subclass's own array."""
+
+
+class WrapperArray(NDArrayOperatorsMixin):
+    """The array of a tensor made by ``Tensor._make_wrapper_subclass``: PyTorch's metadata (a
+    shape, a dtype, strides in bytes, a storage offset in elements, a device) and no storage.
+    Metadata reads answer; anything that would read or compute with values raises
+    ``WrapperDataError`` naming the class, since the data lives in a tensor the subclass wraps."""
+
+    __slots__ = ("shape", "dtype", "strides", "offset", "device", "owner")
+    __hash__ = object.__hash__  # (the operators, through __array_ufunc__, refuse)
+    base = None
+
+    def __init__(self, shape: tuple, dtype: Any, strides: tuple, offset: int, device: Any,
+                 owner: str) -> None:
+        self.shape, self.dtype, self.strides = shape, np.dtype(dtype), strides
+        self.offset, self.device, self.owner = offset, device, owner
+
+    ndim = property(lambda self: len(self.shape))
+    size = property(lambda self: math.prod(self.shape))
+    itemsize = property(lambda self: self.dtype.itemsize)
+    nbytes = property(lambda self: self.size * self.dtype.itemsize)
+    flags = property(lambda self: _Flags(self))
+
+    def __repr__(self) -> str:
+        return f"WrapperArray(shape={self.shape}, dtype={self.dtype}, device={self.device})"
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> Any:
+        raise WrapperDataError(
+            f"{self.owner} (made by Tensor._make_wrapper_subclass, shape {self.shape}, "
+            f"{self.dtype}) has no data of its own: an operation tried to read its values. Its "
+            "class's __torch_function__ (or __torch_dispatch__) must unwrap it and pass the "
+            "tensor it wraps (ember has no dispatch layer below __torch_function__).")
+
+    __array__ = __array_ufunc__ = __array_function__ = __getitem__ = __setitem__ = _refuse
+    __bool__ = __float__ = __int__ = __index__ = __iter__ = __len__ = _refuse
+    item = tolist = tobytes = copy = astype = reshape = view = get = __dlpack__ = _refuse
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        self._refuse()
+
+
 def empty(shape: Any, dtype: Any = float, order: str = "C") -> MetaArray:
     shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
     return MetaArray(shape, dtype)

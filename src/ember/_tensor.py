@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _backend, _dtype, _dtype_info, _overrides, ops
+from . import _backend, _dtype, _dtype_info, _overrides, _tensor_wrapper, ops
 from ._dtype import dtype as _dtype_cls
 from ._missing import attribute_error
 from ._shared_memory import is_shared_array, to_shared_array
@@ -53,9 +53,16 @@ class Tensor(TensorBase):
     __array_priority__ = 1000
     # a subclass's calls come here (ember/_overrides.py): run the function, results as the class
     __torch_function__ = classmethod(_overrides.default_torch_function)
+    # wrapper subclasses (ember/_tensor_wrapper.py): metadata without storage; a subclass that
+    # wraps must define its own __torch_dispatch__, as in PyTorch
+    __torch_dispatch__ = _tensor_wrapper.disabled_torch_dispatch_impl
+    _make_wrapper_subclass = staticmethod(_tensor_wrapper.make_wrapper_subclass)
+    _make_subclass = staticmethod(_tensor_wrapper.make_subclass)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         # Legacy constructor: Tensor([1, 2]) -> float32 data; Tensor(2, 3) -> uninitialised 2x3.
+        if type(self) is not Tensor and _tensor_wrapper.is_made(self):
+            return  # a subclass's __new__ made it (_make_subclass, _make_wrapper_subclass)
         device = kwargs.pop("device", None)
         dt = _dtype.get_default_dtype()
         if len(args) == 1 and not isinstance(args[0], (int, Size)):
@@ -345,6 +352,8 @@ class Tensor(TensorBase):
                 "instead."
             )
         if not _backend.is_cpu_array(self._data):
+            if type(self._data) is _backend.WrapperArray:
+                self._data._refuse()  # a wrapper subclass's own array: no data
             if not force:
                 raise TypeError(
                     f"can't convert {self.device} device type tensor to numpy. Use Tensor.cpu() "
