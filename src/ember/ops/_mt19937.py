@@ -26,13 +26,26 @@ from typing import Any
 
 import numpy as np
 
+from .. import _dtype
+
 N = 624  # words of state
+
+
 STATE_BYTES = 5056  # PyTorch's CPUGeneratorImplState
+
+
 _HEADER = struct.Struct("<QiiQ")  # initial seed, left, seeded, next
+
+
 _NORMAL = struct.Struct("<dddi4xf?3x")  # normal_x, normal_y (the cached double), normal_rho,
+
+
 # normal_is_valid; the cached float and its flag
 _WORDS_AT = _HEADER.size  # 624 uint64 words (each holding a uint32)
+
+
 _NORMAL_AT = _WORDS_AT + 8 * N
+
 
 _keys: dict[int, np.ndarray] = {}  # the seeded key of recent seeds (``manual_seed`` in loops)
 
@@ -87,8 +100,13 @@ def unpack_state(raw: bytes) -> tuple[int, np.ndarray, int, float | None, float 
 # ---------------------------------------------------------------------------------------------
 # words and uniforms
 
+
 _M24 = np.uint64(0xFFFFFF)
+
+
 _M53 = np.uint64((1 << 53) - 1)
+
+
 _S32 = np.uint64(32)
 
 
@@ -130,14 +148,15 @@ def unit53(bg: np.random.MT19937, n: int) -> np.ndarray:
 # ---------------------------------------------------------------------------------------------
 # fused multiply-add, as PyTorch's kernels (built with FMA) compute a * b + c
 
+
+_SPLIT = 134217729.0  # 2**27 + 1
+
+
 def fma32(a: Any, b: Any, c: Any) -> np.ndarray:
     """float32 fma: the float64 product of two float32 values is exact; one rounding after."""
     t = np.multiply(a, b, dtype=np.float64)
     t += c
     return t.astype(np.float32)
-
-
-_SPLIT = 134217729.0  # 2**27 + 1
 
 
 def fma64(a: Any, b: Any, c: Any) -> np.ndarray:
@@ -168,10 +187,64 @@ def libm(fn: Any, x: np.ndarray) -> np.ndarray:
 # ---------------------------------------------------------------------------------------------
 # Box-Muller
 
+
 _F = np.float32
+
+
 _LOG_P = tuple(_F(c) for c in (-1.1514610310e-1, 1.1676998740e-1, -1.2420140846e-1,
                                1.4249322787e-1, -1.6668057665e-1, 2.0000714765e-1,
                                -2.4999993993e-1, 3.3333331174e-1))
+
+
+_TWO_PI_F = _F(2 * math.pi)
+
+
+EXACT_NORMALS = 1 << 18  # float32 normals up to this many: the kernel's arithmetic op for op
+
+
+_CHUNK = 1 << 14  # uniforms per pass of the exact path (its temporaries stay in cache)
+
+
+def box_muller16_f32(u: np.ndarray, mean: float, std: float) -> np.ndarray:
+    """float32 normals from uniforms in blocks of 16 (len(u) a multiple of 16): element j of a
+    block pairs with element j + 8; ``r cos`` goes to j, ``r sin`` to j + 8. Up to
+    ``EXACT_NORMALS`` values, bit for bit PyTorch's AVX2 kernel; past that, NumPy's float32
+    log/sin/cos (several times faster; within 4 ulps of PyTorch's values, most equal)."""
+    if len(u) > EXACT_NORMALS:
+        b = u.reshape(-1, 2, 8)
+        r = np.log((_F(1) - b[:, 0]).astype(np.float64)).astype(np.float32)
+        r *= _F(-2)
+        np.sqrt(r, out=r)
+        theta = b[:, 1] * _TWO_PI_F
+        out = np.empty_like(b)
+        np.multiply(r, np.cos(theta), out=out[:, 0])
+        np.multiply(r, np.sin(theta, out=theta), out=out[:, 1])
+        out = out.reshape(-1)
+    elif len(u) > _CHUNK:
+        out = np.empty_like(u)
+        for i in range(0, len(u), _CHUNK):
+            out[i:i + _CHUNK] = _box_muller16_exact(u[i:i + _CHUNK])
+    else:
+        out = _box_muller16_exact(u)
+    if mean != 0.0 or std != 1.0:
+        out = fma32(out, _F(std), _F(mean))
+    return out
+
+
+def box_muller16_f64(u: np.ndarray, mean: float, std: float) -> np.ndarray:
+    """float64 normals in blocks of 16, as PyTorch's scalar ``normal_fill_16``."""
+    b = u.reshape(-1, 2, 8)
+    one_minus = 1.0 - b[:, 0]  # the C library's log, bit for bit, up to EXACT_NORMALS values
+    r = np.sqrt(-2.0 * (libm(math.log, one_minus) if len(u) <= EXACT_NORMALS else
+                        np.log(one_minus)))
+    theta = (2.0 * math.pi) * b[:, 1]
+    out = np.empty_like(b)
+    np.multiply(r, np.cos(theta), out=out[:, 0])
+    np.multiply(r, np.sin(theta), out=out[:, 1])
+    out = out.reshape(-1)
+    if mean != 0.0 or std != 1.0:
+        out = fma64(out, std, mean)
+    return out
 
 
 def _log_ps(x: np.ndarray) -> np.ndarray:
@@ -223,39 +296,6 @@ def _sincos_ps(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return s, c
 
 
-_TWO_PI_F = _F(2 * math.pi)
-
-
-EXACT_NORMALS = 1 << 18  # float32 normals up to this many: the kernel's arithmetic op for op
-_CHUNK = 1 << 14  # uniforms per pass of the exact path (its temporaries stay in cache)
-
-
-def box_muller16_f32(u: np.ndarray, mean: float, std: float) -> np.ndarray:
-    """float32 normals from uniforms in blocks of 16 (len(u) a multiple of 16): element j of a
-    block pairs with element j + 8; ``r cos`` goes to j, ``r sin`` to j + 8. Up to
-    ``EXACT_NORMALS`` values, bit for bit PyTorch's AVX2 kernel; past that, NumPy's float32
-    log/sin/cos (several times faster; within 4 ulps of PyTorch's values, most equal)."""
-    if len(u) > EXACT_NORMALS:
-        b = u.reshape(-1, 2, 8)
-        r = np.log((_F(1) - b[:, 0]).astype(np.float64)).astype(np.float32)
-        r *= _F(-2)
-        np.sqrt(r, out=r)
-        theta = b[:, 1] * _TWO_PI_F
-        out = np.empty_like(b)
-        np.multiply(r, np.cos(theta), out=out[:, 0])
-        np.multiply(r, np.sin(theta, out=theta), out=out[:, 1])
-        out = out.reshape(-1)
-    elif len(u) > _CHUNK:
-        out = np.empty_like(u)
-        for i in range(0, len(u), _CHUNK):
-            out[i:i + _CHUNK] = _box_muller16_exact(u[i:i + _CHUNK])
-    else:
-        out = _box_muller16_exact(u)
-    if mean != 0.0 or std != 1.0:
-        out = fma32(out, _F(std), _F(mean))
-    return out
-
-
 def _box_muller16_exact(u: np.ndarray) -> np.ndarray:
     b = u.reshape(-1, 2, 8)
     u1 = _F(1) - b[:, 0]
@@ -267,17 +307,190 @@ def _box_muller16_exact(u: np.ndarray) -> np.ndarray:
     return out.reshape(-1)
 
 
-def box_muller16_f64(u: np.ndarray, mean: float, std: float) -> np.ndarray:
-    """float64 normals in blocks of 16, as PyTorch's scalar ``normal_fill_16``."""
-    b = u.reshape(-1, 2, 8)
-    one_minus = 1.0 - b[:, 0]  # the C library's log, bit for bit, up to EXACT_NORMALS values
-    r = np.sqrt(-2.0 * (libm(math.log, one_minus) if len(u) <= EXACT_NORMALS else
-                        np.log(one_minus)))
-    theta = (2.0 * math.pi) * b[:, 1]
-    out = np.empty_like(b)
-    np.multiply(r, np.cos(theta), out=out[:, 0])
-    np.multiply(r, np.sin(theta), out=out[:, 1])
-    out = out.reshape(-1)
-    if mean != 0.0 or std != 1.0:
-        out = fma64(out, std, mean)
+# ---------------------------------------------------------------------------------------------
+# PyTorch's draws, as flat arrays in the order PyTorch's kernels fill memory (``gen``: a
+# Generator, whose ``_bg`` makes the words and ``_normal`` holds the cached normal)
+
+
+def uniform(gen: Any, n: int, dt: Any, a: float = 0.0, b: float = 1.0) -> Any:
+    """``uniform_(a, b)``: a word's low 24 bits (53 of a 64-bit draw for float64) scaled; a
+    value that rounds up to ``b`` in the dtype becomes ``a``, as PyTorch's [a, b) does."""
+    if dt is _dtype.float64:
+        u = unit53(gen._bg, n)
+        if a == 0.0 and b == 1.0:
+            return u
+        v = fma64(u, b - a, a)
+    else:
+        u = unit24(gen._bg, n)
+        if a == 0.0 and b == 1.0 and dt is _dtype.float32:
+            return u
+        fa, fb = np.float32(a), np.float32(b)
+        v = fma32(u, fb - fa, fa) if (a, b) != (0.0, 1.0) else u
+        if dt is not _dtype.float32:
+            v = v.astype(dt.np)
+    top, low = np.asarray(b).astype(v.dtype), np.asarray(a).astype(v.dtype)
+    return np.where(v >= top, low, v)
+
+
+def scalar_normals(gen: Any, n: int) -> np.ndarray:
+    """n standard normals one at a time, as PyTorch's scalar path: each Box-Muller pair takes two
+    float64 uniforms (angle, then radius); its sine waits in the generator for the next draw."""
+    out = np.empty(n)
+    i = 0
+    if n and gen._normal is not None:
+        out[0] = gen._normal
+        gen._normal = None
+        i = 1
+    pairs = (n - i + 1) // 2
+    if pairs:
+        u = unit53(gen._bg, 2 * pairs).reshape(pairs, 2)
+        r = np.sqrt(-2.0 * libm(math.log1p, -u[:, 1]))
+        theta = (2.0 * math.pi) * u[:, 0]
+        both = np.empty((pairs, 2))
+        np.multiply(r, libm(math.cos, theta), out=both[:, 0])
+        np.multiply(r, libm(math.sin, theta), out=both[:, 1])
+        both = both.reshape(-1)
+        out[i:] = both[:n - i]
+        if (n - i) % 2:
+            gen._normal = float(both[-1])
     return out
+
+
+def normal(gen: Any, n: int, dt: Any, mean: float, std: float,
+                   contiguous: bool = True) -> np.ndarray:
+    """``normal_(mean, std)``: 16-element Box-Muller blocks for contiguous outputs of 16 or more
+    (the last, partial block recomputed from 16 new uniforms), else the scalar path."""
+    if n >= 16 and contiguous:
+        if dt is _dtype.float64:
+            uni, bm = unit53, box_muller16_f64
+        else:
+            uni, bm = unit24, box_muller16_f32
+        u = uni(gen._bg, n)
+        whole = n - n % 16
+        out = bm(u[:whole], mean, std)
+        if whole < n:  # the last 16 again, from new uniforms (float16/bfloat16: the leftover
+            # uniforms, then only as many new ones as the block lacks)
+            if dt is _dtype.float16 or dt is _dtype.bfloat16:
+                last = np.concatenate([u[whole:], uni(gen._bg, 16 - (n - whole))])
+            else:
+                last = uni(gen._bg, 16)
+            out = np.concatenate([out[:n - 16], bm(last, mean, std)])
+        return out if out.dtype == dt.np else out.astype(dt.np)
+    z = scalar_normals(gen, n)
+    if mean != 0.0 or std != 1.0:
+        z = fma64(z, std, mean)
+    return z if dt is _dtype.float64 else z.astype(dt.np)
+
+
+def integers(gen: Any, n: int, low: int, high: int) -> np.ndarray:
+    """Integers in [low, high) as int64: a word (a 64-bit draw from a range of 2**28 up, as
+    PyTorch 2.13 does) modulo the range, plus low (PyTorch's wrapping arithmetic)."""
+    span = high - low
+    w = words64(gen._bg, n) if span >= 1 << 28 else words(gen._bg, n)
+    w %= np.uint64(span)
+    w += np.uint64(low & 0xFFFFFFFFFFFFFFFF)
+    return w.view(np.int64)
+
+
+def random_bits(gen: Any, n: int, dt: Any, low: int | None, high: int | None) -> np.ndarray:
+    """``random_(low, high)``; ``high=None``: to the dtype's top (2**mantissa for floats); the
+    whole int64 range when low is its minimum."""
+    if low is None:  # random_(): a 64-bit draw for int64 and float64, else a word, modulo the top
+        w = words64(gen._bg, n) if dt in (_dtype.int64, _dtype.float64) else words(gen._bg, n)
+        w %= np.uint64(top(dt.np))
+        return w.astype(dt.np)
+    if high is None:
+        if dt is _dtype.int64 and low == -(1 << 63):
+            return words64(gen._bg, n).view(np.int64)
+        high = top(dt.np)
+    vals = integers(gen, n, low, high)
+    return vals.astype(dt.np)
+
+
+def randperm(gen: Any, n: int) -> np.ndarray:
+    """Fisher-Yates: position i swaps with i + (word mod (n - i))."""
+    if n < 2:
+        return np.arange(n, dtype=np.int64)
+    z = (words(gen._bg, n - 1) % (n - np.arange(n - 1, dtype=np.uint64))).tolist()
+    r = list(range(n))
+    for i, zi in enumerate(z):
+        j = zi + i
+        r[i], r[j] = r[j], r[i]
+    return np.array(r, dtype=np.int64)
+
+
+def exponential(gen: Any, n: int, dt: Any, lambd: float) -> np.ndarray:
+    u = unit53(gen._bg, n)
+    logs = libm(math.log1p, -u) if dt is _dtype.float64 else np.log1p(-u)
+    return ((-1.0 / lambd) * logs).astype(dt.np, copy=False)
+
+
+def bernoulli_tensor(gen: Any, probs: np.ndarray, p_dtype: Any) -> np.ndarray:
+    """``bernoulli_(p)`` with a tensor p (flat, in fill order): a float64 uniform per element
+    for float64 p, else a float32 one, compared ``u < p``."""
+    if p_dtype is _dtype.float64:
+        return unit53(gen._bg, probs.size) < probs
+    return unit24(gen._bg, probs.size) < probs.astype(np.float32, copy=False)
+
+
+def poisson(gen: Any, rates: np.ndarray) -> np.ndarray:
+    """Poisson counts one rate at a time, as PyTorch's CPU kernel: multiplied uniforms below
+    10, Hormann's transformed rejection (PTRS) from 10 up; float64 uniforms."""
+    bg = gen._bg
+    saved = bg.state
+    supply = unit53(bg, 2 * rates.size + 16).tolist()
+    used = 0
+
+    def uniform() -> float:
+        nonlocal supply, used
+        if used == len(supply):
+            supply += unit53(bg, len(supply)).tolist()
+        used += 1
+        return supply[used - 1]
+
+    out = np.empty(rates.size)
+    for i, lam in enumerate(rates.tolist()):
+        if lam >= 10:
+            slam = math.sqrt(lam)
+            loglam = math.log(lam)
+            b = 0.931 + 2.53 * slam
+            a = -0.059 + 0.02483 * b
+            log_inv_alpha = math.log(1.1239 + 1.1328 / (b - 3.4))
+            vr = 0.9277 - 3.6224 / (b - 2)
+            while True:
+                u = uniform() - 0.5
+                v = uniform()
+                us = 0.5 - abs(u)
+                k = math.floor((2 * a / us + b) * u + lam + 0.43)
+                if us >= 0.07 and v <= vr:
+                    break
+                if k < 0 or (us < 0.013 and v > us):
+                    continue
+                if (math.log(v) + log_inv_alpha - math.log(a / (us * us) + b)
+                        <= -lam + k * loglam - math.lgamma(k + 1)):
+                    break
+            out[i] = k
+        elif lam == 0:
+            out[i] = 0
+        else:
+            limit = math.exp(-lam)
+            k = 0
+            prod = uniform()
+            while prod > limit:
+                k += 1
+                prod *= uniform()
+            out[i] = k
+    bg.state = saved  # consume exactly the words used
+    bg.random_raw(2 * used)
+    return out
+
+
+def top(np_dtype: Any) -> int:
+    """``random_()``'s exclusive top: 2**mantissa + 1 for floats, the max + 1 for integers."""
+    if np_dtype.kind == "f":
+        return 2 ** (np.finfo(np_dtype).nmant + 1) + 1
+    if np_dtype.name == "bfloat16":
+        return 2**8 + 1
+    if np_dtype.kind == "b":
+        return 2
+    return int(np.iinfo(np_dtype).max) + 1

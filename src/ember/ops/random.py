@@ -21,7 +21,7 @@ from .._tensor_base import TensorBase
 from ..autograd import grad_mode
 from ..autograd.function import Op
 from . import _args, _mt19937, _out
-from ._mt19937 import fma32, fma64, libm, unit24, unit53, words, words64
+from ._mt19937 import fma64, libm, unit53
 from .casting import copy_from
 from .creation import _like, _place
 from .inplace import inplace
@@ -144,183 +144,7 @@ default_generator.seed()
 
 
 # ---------------------------------------------------------------------------------------------
-# PyTorch's draws, as flat arrays in the order PyTorch's kernels fill memory
-
-
-def _uniform_values(gen: Generator, n: int, dt: Any, a: float = 0.0, b: float = 1.0) -> Any:
-    """``uniform_(a, b)``: a word's low 24 bits (53 of a 64-bit draw for float64) scaled; a
-    value that rounds up to ``b`` in the dtype becomes ``a``, as PyTorch's [a, b) does."""
-    if dt is _dtype.float64:
-        u = unit53(gen._bg, n)
-        if a == 0.0 and b == 1.0:
-            return u
-        v = fma64(u, b - a, a)
-    else:
-        u = unit24(gen._bg, n)
-        if a == 0.0 and b == 1.0 and dt is _dtype.float32:
-            return u
-        fa, fb = np.float32(a), np.float32(b)
-        v = fma32(u, fb - fa, fa) if (a, b) != (0.0, 1.0) else u
-        if dt is not _dtype.float32:
-            v = v.astype(dt.np)
-    top, low = np.asarray(b).astype(v.dtype), np.asarray(a).astype(v.dtype)
-    return np.where(v >= top, low, v)
-
-
-def _scalar_normals(gen: Generator, n: int) -> np.ndarray:
-    """n standard normals one at a time, as PyTorch's scalar path: each Box-Muller pair takes two
-    float64 uniforms (angle, then radius); its sine waits in the generator for the next draw."""
-    out = np.empty(n)
-    i = 0
-    if n and gen._normal is not None:
-        out[0] = gen._normal
-        gen._normal = None
-        i = 1
-    pairs = (n - i + 1) // 2
-    if pairs:
-        u = unit53(gen._bg, 2 * pairs).reshape(pairs, 2)
-        r = np.sqrt(-2.0 * libm(math.log1p, -u[:, 1]))
-        theta = (2.0 * math.pi) * u[:, 0]
-        both = np.empty((pairs, 2))
-        np.multiply(r, libm(math.cos, theta), out=both[:, 0])
-        np.multiply(r, libm(math.sin, theta), out=both[:, 1])
-        both = both.reshape(-1)
-        out[i:] = both[:n - i]
-        if (n - i) % 2:
-            gen._normal = float(both[-1])
-    return out
-
-
-def _normal_values(gen: Generator, n: int, dt: Any, mean: float, std: float,
-                   contiguous: bool = True) -> np.ndarray:
-    """``normal_(mean, std)``: 16-element Box-Muller blocks for contiguous outputs of 16 or more
-    (the last, partial block recomputed from 16 new uniforms), else the scalar path."""
-    if n >= 16 and contiguous:
-        if dt is _dtype.float64:
-            uni, bm = unit53, _mt19937.box_muller16_f64
-        else:
-            uni, bm = unit24, _mt19937.box_muller16_f32
-        u = uni(gen._bg, n)
-        whole = n - n % 16
-        out = bm(u[:whole], mean, std)
-        if whole < n:  # the last 16 again, from new uniforms (float16/bfloat16: the leftover
-            # uniforms, then only as many new ones as the block lacks)
-            if dt is _dtype.float16 or dt is _dtype.bfloat16:
-                last = np.concatenate([u[whole:], uni(gen._bg, 16 - (n - whole))])
-            else:
-                last = uni(gen._bg, 16)
-            out = np.concatenate([out[:n - 16], bm(last, mean, std)])
-        return out if out.dtype == dt.np else out.astype(dt.np)
-    z = _scalar_normals(gen, n)
-    if mean != 0.0 or std != 1.0:
-        z = fma64(z, std, mean)
-    return z if dt is _dtype.float64 else z.astype(dt.np)
-
-
-def _int_values(gen: Generator, n: int, low: int, high: int) -> np.ndarray:
-    """Integers in [low, high) as int64: a word (a 64-bit draw from a range of 2**28 up, as
-    PyTorch 2.13 does) modulo the range, plus low (PyTorch's wrapping arithmetic)."""
-    span = high - low
-    w = words64(gen._bg, n) if span >= 1 << 28 else words(gen._bg, n)
-    if span <= 1 << 64:
-        w %= np.uint64(span & _MASK64) if span < 1 << 64 else w  # 2**64: every word as is
-    w += np.uint64(low & _MASK64)
-    return w.view(np.int64)
-
-
-def _random_values(gen: Generator, n: int, dt: Any, low: int | None,
-                   high: int | None) -> np.ndarray:
-    """``random_(low, high)``; ``high=None``: to the dtype's top (2**mantissa for floats); the
-    whole int64 range when low is its minimum."""
-    if low is None:  # random_(): a 64-bit draw for int64 and float64, else a word, modulo the top
-        top = _top(dt.np)
-        w = words64(gen._bg, n) if dt in (_dtype.int64, _dtype.float64) else words(gen._bg, n)
-        w %= np.uint64(top)
-        return w.astype(dt.np)
-    if high is None:
-        if dt is _dtype.int64 and low == -(1 << 63):
-            return words64(gen._bg, n).view(np.int64)
-        high = _top(dt.np)
-    vals = _int_values(gen, n, low, high)
-    return vals.astype(dt.np)
-
-
-def _randperm_values(gen: Generator, n: int) -> np.ndarray:
-    """Fisher-Yates: position i swaps with i + (word mod (n - i))."""
-    if n < 2:
-        return np.arange(n, dtype=np.int64)
-    z = (words(gen._bg, n - 1) % (n - np.arange(n - 1, dtype=np.uint64))).tolist()
-    r = list(range(n))
-    for i, zi in enumerate(z):
-        j = zi + i
-        r[i], r[j] = r[j], r[i]
-    return np.array(r, dtype=np.int64)
-
-
-def _exponential_values(gen: Generator, n: int, dt: Any, lambd: float) -> np.ndarray:
-    u = unit53(gen._bg, n)
-    logs = libm(math.log1p, -u) if dt is _dtype.float64 else np.log1p(-u)
-    return ((-1.0 / lambd) * logs).astype(dt.np, copy=False)
-
-
-def _bernoulli_tensor(gen: Generator, probs: np.ndarray, p_dtype: Any) -> np.ndarray:
-    """``bernoulli_(p)`` with a tensor p (flat, in fill order): a float64 uniform per element
-    for float64 p, else a float32 one, compared ``u < p``."""
-    if p_dtype is _dtype.float64:
-        return unit53(gen._bg, probs.size) < probs
-    return unit24(gen._bg, probs.size) < probs.astype(np.float32, copy=False)
-
-
-def _poisson_values(gen: Generator, rates: np.ndarray) -> np.ndarray:
-    """Poisson counts one rate at a time, as PyTorch's CPU kernel: multiplied uniforms below
-    10, Hormann's transformed rejection (PTRS) from 10 up; float64 uniforms."""
-    bg = gen._bg
-    saved = bg.state
-    supply = unit53(bg, 2 * rates.size + 16).tolist()
-    used = 0
-
-    def uniform() -> float:
-        nonlocal supply, used
-        if used == len(supply):
-            supply += unit53(bg, len(supply)).tolist()
-        used += 1
-        return supply[used - 1]
-
-    out = np.empty(rates.size)
-    for i, lam in enumerate(rates.tolist()):
-        if lam >= 10:
-            slam = math.sqrt(lam)
-            loglam = math.log(lam)
-            b = 0.931 + 2.53 * slam
-            a = -0.059 + 0.02483 * b
-            log_inv_alpha = math.log(1.1239 + 1.1328 / (b - 3.4))
-            vr = 0.9277 - 3.6224 / (b - 2)
-            while True:
-                u = uniform() - 0.5
-                v = uniform()
-                us = 0.5 - abs(u)
-                k = math.floor((2 * a / us + b) * u + lam + 0.43)
-                if us >= 0.07 and v <= vr:
-                    break
-                if k < 0 or (us < 0.013 and v > us):
-                    continue
-                if (math.log(v) + log_inv_alpha - math.log(a / (us * us) + b)
-                        <= -lam + k * loglam - math.lgamma(k + 1)):
-                    break
-            out[i] = k
-        elif lam == 0:
-            out[i] = 0
-        else:
-            limit = math.exp(-lam)
-            k = 0
-            prod = uniform()
-            while prod > limit:
-                k += 1
-                prod *= uniform()
-            out[i] = k
-    bg.state = saved  # consume exactly the words used
-    bg.random_raw(2 * used)
-    return out
+# where PyTorch's kernels write: memory order
 
 
 def _axes(arr: Any) -> list[int] | None:
@@ -377,7 +201,7 @@ def rand(*size: Any, generator: Generator | None = None, out: Any = None, dtype:
     dt = _float_dtype("rand", dtype, out)
     if _backend.meta_target(device):  # no values on the meta device, and no draw (as PyTorch)
         return _finish(_backend.MetaArray(shape, dt.np), dt, device, requires_grad, out, "rand")
-    arr = _uniform_values(_gen(generator), _numel(shape), dt).reshape(shape)
+    arr = _mt19937.uniform(_gen(generator), _numel(shape), dt).reshape(shape)
     return _finish(arr, dt, device, requires_grad, out, "rand")
 
 
@@ -391,7 +215,7 @@ def randn(*size: Any, generator: Generator | None = None, out: Any = None, dtype
     dt = _float_dtype("randn", dtype, out)
     if _backend.meta_target(device):  # no values on the meta device, and no draw (as PyTorch)
         return _finish(_backend.MetaArray(shape, dt.np), dt, device, requires_grad, out, "randn")
-    arr = _normal_values(_gen(generator), _numel(shape), dt, 0.0, 1.0).reshape(shape)
+    arr = _mt19937.normal(_gen(generator), _numel(shape), dt, 0.0, 1.0).reshape(shape)
     return _finish(arr, dt, device, requires_grad, out, "randn")
 
 
@@ -416,7 +240,7 @@ def randint(*args: Any, generator: Generator | None = None, out: Any = None, dty
     if layout is not None:
         _args.check_layout(layout)
     _check_int_range(dt, low, high)
-    arr = _int_values(_gen(generator), _numel(shape), low, high).astype(dt.np).reshape(shape)
+    arr = _mt19937.integers(_gen(generator), _numel(shape), low, high).astype(dt.np).reshape(shape)
     return _finish(arr, dt, device, requires_grad, out, "randint")
 
 
@@ -433,7 +257,7 @@ def randperm(n: int, *, generator: Generator | None = None, out: Any = None, dty
         dt = _dtype.to_dtype(dtype) if dtype is not None else _dtype.int64
     if layout is not None:
         _args.check_layout(layout)
-    arr = _randperm_values(_gen(generator), n).astype(dt.np)
+    arr = _mt19937.randperm(_gen(generator), n).astype(dt.np)
     return _finish(arr, dt, device, requires_grad, out, "randperm")
 
 
@@ -470,10 +294,10 @@ def normal(mean: Any, std: Any = 1.0, size: Any = None, *, generator: Generator 
         # mean, each step rounded in the result's dtype
         n = _numel(shape)
         if isinstance(std, TensorBase):
-            arr = _normal_values(_gen(generator), n, dt, 0.0, 1.0).reshape(shape)
+            arr = _mt19937.normal(_gen(generator), n, dt, 0.0, 1.0).reshape(shape)
             arr = arr * np.asarray(s).astype(dt.np, copy=False)
         else:
-            arr = _normal_values(_gen(generator), n, dt, 0.0, float(std)).reshape(shape)
+            arr = _mt19937.normal(_gen(generator), n, dt, 0.0, float(std)).reshape(shape)
         arr = (arr + np.asarray(m).astype(dt.np, copy=False)).astype(dt.np, copy=False)
         result = _place(arr, dt, ref.device, False)
         return result if out is None else _out.write(out, result, "normal")
@@ -486,7 +310,7 @@ def normal(mean: Any, std: Any = 1.0, size: Any = None, *, generator: Generator 
     if layout is not None:
         _args.check_layout(layout)
     dt = _float_dtype("normal", dtype, out)
-    arr = _normal_values(_gen(generator), _numel(shape), dt, float(mean), float(std))
+    arr = _mt19937.normal(_gen(generator), _numel(shape), dt, float(mean), float(std))
     return _finish(arr.reshape(shape), dt, device, requires_grad, out, "normal")
 
 
@@ -519,7 +343,7 @@ def bernoulli(input: Any, p: float | None = None, *, generator: Generator | None
     axes = _dense_axes(input._data)
     gen = _gen(generator)
     if p is None:
-        flat = _bernoulli_tensor(gen, _in_order(probs, axes), input.dtype)
+        flat = _mt19937.bernoulli_tensor(gen, _in_order(probs, axes), input.dtype)
     else:
         flat = unit53(gen._bg, input._data.size) < p
     arr = _arrange(flat.astype(dt), input._data.shape, axes)  # into out's dtype, as PyTorch
@@ -539,7 +363,7 @@ def poisson(input: Any, generator: Generator | None = None) -> Any:
     rates = _backend.to_numpy(input._data).astype(np.float64)
     if not (rates >= 0).all():
         raise RuntimeError("invalid Poisson rate, expected rate to be non-negative (and not NaN)")
-    arr = _poisson_values(_gen(generator), rates.reshape(-1)).reshape(rates.shape)
+    arr = _mt19937.poisson(_gen(generator), rates.reshape(-1)).reshape(rates.shape)
     arr = _backend.to_device(arr.astype(input._data.dtype), input.device)
     return PoissonSample.apply(input, arr)
 
@@ -575,7 +399,7 @@ def multinomial(input: Any, num_samples: int, replacement: bool = False, *,
     else:
         # PyTorch: weights / Exp(1) draws (in the input's dtype), the largest num_samples
         pdt = input.dtype if input.dtype.is_floating_point else _dtype.float32
-        q = _exponential_values(gen, w2.size, pdt, 1.0).reshape(w2.shape)
+        q = _mt19937.exponential(gen, w2.size, pdt, 1.0).reshape(w2.shape)
         with np.errstate(divide="ignore", invalid="ignore"):
             keys = w2.astype(pdt.np) / q
         idx = np.argsort(-keys, axis=1, kind="stable")[:, :num_samples]
@@ -592,7 +416,7 @@ def rand_like(input: Any, *, generator: Generator | None = None, dtype: Any = No
     """Uniform samples on [0, 1) in ``input``'s shape, dtype and device unless given."""
     dt, dev = _like("rand_like", input, dtype, device, layout, memory_format)
     _check_float("rand_like", dt)
-    arr = _uniform_values(_gen(generator), input._data.size, dt)
+    arr = _mt19937.uniform(_gen(generator), input._data.size, dt)
     return _place(_arrange(arr, input._data.shape, _dense_axes(input._data)), dt, dev,
                   requires_grad)
 
@@ -604,7 +428,7 @@ def randn_like(input: Any, *, generator: Generator | None = None, dtype: Any = N
     dt, dev = _like("randn_like", input, dtype, device, layout, memory_format)
     _check_float("randn_like", dt)
     axes = _dense_axes(input._data)  # empty_like keeps a dense layout; a strided one is not
-    arr = _normal_values(_gen(generator), input._data.size, dt, 0.0, 1.0, axes is None)
+    arr = _mt19937.normal(_gen(generator), input._data.size, dt, 0.0, 1.0, axes is None)
     return _place(_arrange(arr, input._data.shape, axes), dt, dev, requires_grad)
 
 
@@ -624,7 +448,7 @@ def randint_like(input: Any, *args: Any, generator: Generator | None = None, dty
                            f"to={high}")
     dt, dev = _like("randint_like", input, dtype, device, layout, memory_format)
     _check_int_range(dt, low, high)
-    arr = _int_values(_gen(generator), input._data.size, low, high).astype(dt.np)
+    arr = _mt19937.integers(_gen(generator), input._data.size, low, high).astype(dt.np)
     return _place(_arrange(arr, input._data.shape, _dense_axes(input._data)), dt, dev,
                   requires_grad)
 
@@ -751,26 +575,26 @@ def _fill(t: Any, kind: str, *args: Any, generator: Generator | None = None) -> 
     dt = t.dtype
     axes = _axes(arr)  # PyTorch's kernels fill the output in memory order
     if kind == "uniform":
-        vals = _uniform_values(gen, n, dt, *args)
+        vals = _mt19937.uniform(gen, n, dt, *args)
     elif kind == "normal":
-        vals = _normal_values(gen, n, dt, *args, contiguous=arr.flags.c_contiguous)
+        vals = _mt19937.normal(gen, n, dt, *args, contiguous=arr.flags.c_contiguous)
     elif kind == "bernoulli":
         (p,) = args
         if isinstance(p, TensorBase):
             probs = np.broadcast_to(_backend.to_numpy(p._data), arr.shape)
-            vals = _bernoulli_tensor(gen, _in_order(probs, axes), p.dtype)
+            vals = _mt19937.bernoulli_tensor(gen, _in_order(probs, axes), p.dtype)
         else:
             vals = unit53(gen._bg, n) < p
     elif kind == "random":
-        vals = _random_values(gen, n, dt, *args)
+        vals = _mt19937.random_bits(gen, n, dt, *args)
     elif kind == "exponential":
-        vals = _exponential_values(gen, n, dt, *args)
+        vals = _mt19937.exponential(gen, n, dt, *args)
     elif kind == "geometric":
         (p,) = args
         vals = np.ceil(libm(math.log, unit53(gen._bg, n)) / math.log1p(-p))
     elif kind == "log_normal":
         m, s = args
-        z = fma64(_scalar_normals(gen, n), s, m)
+        z = fma64(_mt19937.scalar_normals(gen, n), s, m)
         vals = libm(math.exp, z) if dt is _dtype.float64 else np.exp(z)
     elif kind == "cauchy":
         med, sigma = args
@@ -807,17 +631,6 @@ def _params(name: str, args: tuple, kwargs: dict, names: tuple[str, ...],
             raise TypeError(f"{name}() got multiple values for argument '{key}'")
         values[i] = v
     return values
-
-
-def _top(np_dtype: Any) -> int:
-    """``random_()``'s exclusive top: 2**mantissa + 1 for floats, the max + 1 for integers."""
-    if np_dtype.kind == "f":
-        return 2 ** (np.finfo(np_dtype).nmant + 1) + 1
-    if np_dtype.name == "bfloat16":
-        return 2**8 + 1
-    if np_dtype.kind == "b":
-        return 2
-    return int(np.iinfo(np_dtype).max) + 1
 
 
 _INT_BOUNDS: dict = {}  # dtype -> (lowest, highest), filled on first use
