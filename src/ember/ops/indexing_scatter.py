@@ -342,7 +342,7 @@ class _ScatterAddOnto(_ScatterAddInto):
         return b
 
 
-_BLOCK = 1 << 20  # index elements per block of ScatterAdd's positions
+_BLOCK = 1 << 18  # index elements per block of ScatterAdd's positions
 
 
 def _dim_lin(xp: Any, index: Any, dim: int, shape: tuple, first: int = 0) -> Any:
