@@ -259,7 +259,7 @@ is_sparse_csr = property(lambda self: False, doc="False for a dense tensor (a CS
 
 is_quantized = property(lambda self: False, doc="False: ember has no quantized tensors.")
 
-is_nested = property(lambda self: False, doc="False: ember has no nested tensors.")
+is_nested = property(lambda self: False, doc="False: a dense tensor (torch.nested's are True).")
 
 is_meta = property(lambda self: _backend.is_meta(self._data),
                    doc="Whether the tensor is on the meta device (a shape, no data).")
