@@ -12,9 +12,12 @@ from typing import Any
 
 import numpy as np
 
+from .. import _backend
 from .._tensor import Tensor
 from ..autograd import grad_mode
+from ..ops import creation as _creation
 from ..ops import random as _random
+from ..ops.pointwise_piecewise import where as _where
 
 __all__ = [
     "calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "ones_", "zeros_",
@@ -83,71 +86,75 @@ def _calculate_correct_fan(tensor: Tensor, mode: str) -> int:
 
 
 def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0, generator: Any = None) -> Tensor:
-    """Fill with U(a, b)."""
+    """Fill with U(a, b): ``tensor.uniform_(a, b)`` (PyTorch's stream)."""
     _check_tensor(tensor, "uniform_")
-    if tensor.is_meta:  # no values to draw on the meta device (PyTorch draws none either)
-        return tensor
-    return _write(tensor, _random._rng(generator).uniform(a, b, tuple(tensor.shape)))
+    with grad_mode.no_grad():
+        return tensor.uniform_(a, b, generator=generator)
 
 
 def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, generator: Any = None) -> Tensor:
-    """Fill with N(mean, std^2)."""
+    """Fill with N(mean, std^2): ``tensor.normal_(mean, std)`` (PyTorch's stream)."""
     _check_tensor(tensor, "normal_")
-    if tensor.is_meta:
-        return tensor
-    return _write(tensor, _random._rng(generator).normal(mean, std, tuple(tensor.shape)))
-
-
-def _ndtri(p: np.ndarray) -> np.ndarray:
-    """Inverse standard-normal CDF (Acklam's rational approximation, refined by one Halley step)."""
-    a = [-3.969683028665376e01, 2.209460984245205e02, -2.759285104469687e02,
-         1.383577518672690e02, -3.066479806614716e01, 2.506628277459239e00]
-    b = [-5.447609879822406e01, 1.615858368580409e02, -1.556989798598866e02,
-         6.680131188771972e01, -1.328068155288572e01]
-    c = [-7.784894002430293e-03, -3.223964580411365e-01, -2.400758277161838e00,
-         -2.549732539343734e00, 4.374664141464968e00, 2.938163982698783e00]
-    d = [7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e00,
-         3.754408661907416e00]
-    p = np.clip(p, 1e-300, 1 - 1e-16)
-    x = np.empty_like(p)
-    lo = p < 0.02425
-    hi = p > 1 - 0.02425
-    mid = ~(lo | hi)
-    q = np.sqrt(-2 * np.log(p[lo]))
-    x[lo] = (((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) / \
-        ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1)
-    q = np.sqrt(-2 * np.log(1 - p[hi]))
-    x[hi] = -(((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) / \
-        ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1)
-    q = p[mid] - 0.5
-    r = q * q
-    x[mid] = (((((a[0] * r + a[1]) * r + a[2]) * r + a[3]) * r + a[4]) * r + a[5]) * q / \
-        (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1)
-    return x
+    with grad_mode.no_grad():
+        return tensor.normal_(mean, std, generator=generator)
 
 
 def trunc_normal_(
     tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: float = 2.0,
     generator: Any = None,
 ) -> Tensor:
-    """Fill with N(mean, std^2) truncated to [a, b] (absolute bounds, as in PyTorch)."""
+    """Fill with N(mean, std^2) truncated to [a, b] (absolute bounds), by rejection as PyTorch
+    2.13 draws it: when [a, b] holds more than 30% of the mass, whole-tensor normals redrawn
+    where out of bounds; otherwise uniform candidates on [a, b] accepted against the density
+    (a second uniform per element), the rejected ones redrawn."""
     _check_tensor(tensor, "trunc_normal_")
+    if tensor.is_meta:
+        return tensor
+
+    def cdf(x: float) -> float:
+        return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
+
     if (mean < a - 2 * std) or (mean > b + 2 * std):
         warnings.warn(
             "mean is more than 2 std from [a, b] in nn.init.trunc_normal_. "
             "The distribution of values may be incorrect.",
             stacklevel=2,
         )
+    with grad_mode.no_grad():
+        if cdf((b - mean) / std) - cdf((a - mean) / std) > 0.3:
+            # the bounds as the tensor's dtype rounds them
+            lo = tensor.new_tensor(a, device="cpu").item()
+            hi = tensor.new_tensor(b, device="cpu").item()
+            result = tensor.normal_(mean, std, generator=generator)
+            while True:
+                out = (result < lo) | (result > hi)
+                if not out.any():
+                    break
+                redraw = _creation.empty_like(result).normal_(mean, std, generator=generator)
+                result = _where(out, redraw, result)
+            if result is not tensor:
+                tensor.copy_(result)
+            return tensor
+        mode = max(a, min(mean, b))
+        log_peak = -0.5 * ((mode - mean) / std) ** 2
+        cand = _creation.empty_like(tensor)
+        accept = _creation.empty_like(tensor)
 
-    def cdf(x: float) -> float:
-        return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
+        def log_density(x: Tensor) -> Tensor:  # minus the peak's
+            return x.sub_(mean).div_(std).pow_(2).mul_(-0.5).sub_(log_peak)
 
-    if tensor.is_meta:
+        tensor.uniform_(a, b, generator=generator)
+        cand.copy_(tensor)
+        pending = accept.uniform_(generator=generator).log_().gt(log_density(cand))
+        if pending.any():
+            result = tensor
+            while pending.any():
+                cand.uniform_(a, b, generator=generator)
+                result = _where(pending, cand, result)
+                again = accept.uniform_(generator=generator).log_().gt(log_density(cand))
+                pending = _where(pending, again, pending)
+            tensor.copy_(result)
         return tensor
-    lo, hi = cdf((a - mean) / std), cdf((b - mean) / std)
-    u = _random._rng(generator).uniform(lo, hi, tuple(tensor.shape))
-    vals = np.clip(_ndtri(u) * std + mean, a, b)
-    return _write(tensor, vals)
 
 
 def constant_(tensor: Tensor, val: float) -> Tensor:
@@ -237,36 +244,45 @@ def kaiming_normal_(
 
 
 def orthogonal_(tensor: Tensor, gain: float = 1, generator: Any = None) -> Tensor:
-    """A (semi-)orthogonal matrix (QR of a Gaussian matrix, signs fixed), scaled by ``gain``;
-    dims after the first are flattened."""
+    """A (semi-)orthogonal matrix, scaled by ``gain``: the Q of a QR of a (rows, numel // rows)
+    standard-normal matrix (transposed when wide), its columns' signs those of R's diagonal."""
     if tensor.ndimension() < 2:
         raise ValueError("Only tensors with 2 or more dimensions are supported")
     if tensor.numel() == 0 or tensor.is_meta:
         return tensor
     rows = tensor.shape[0]
     cols = tensor.numel() // rows
-    flat = _random._rng(generator).normal(0.0, 1.0, (rows, cols))
+    with grad_mode.no_grad():
+        flat = tensor.new_empty((rows, cols)).normal_(0, 1, generator=generator)
+    # the QR in float64 (LAPACK's float32 QR differs between builds anyway: PyTorch's values
+    # are matched within float32 rounding)
+    a = _backend.to_numpy(flat._data).astype(np.float64)
     if rows < cols:
-        flat = flat.T
-    q, r = np.linalg.qr(flat)
+        a = a.T
+    q, r = np.linalg.qr(a)
     q = q * np.sign(np.diag(r))
     if rows < cols:
         q = q.T
-    return _write(tensor, (gain * q).reshape(tuple(tensor.shape)))
+    _write(tensor, q.reshape(tuple(tensor.shape)))
+    with grad_mode.no_grad():
+        return tensor.mul_(gain)
 
 
 def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator: Any = None) -> Tensor:
-    """N(0, std^2) with a fraction ``sparsity`` of each column set to zero."""
+    """N(0, std^2) with ``ceil(sparsity * rows)`` entries of each column set to zero: the first
+    rows of a ``randperm(rows)`` per column, drawn (as in PyTorch) from the default generator."""
     if tensor.ndimension() != 2:
         raise ValueError("Only tensors with 2 dimensions are supported")
+    if tensor.is_meta:
+        return tensor
     rows, cols = tuple(tensor.shape)
     num_zeros = int(math.ceil(sparsity * rows))
-    rng = _random._rng(generator)
-    vals = rng.normal(0.0, std, (rows, cols))
-    if num_zeros:
-        order = np.argsort(rng.random((rows, cols)), axis=0)  # a random permutation per column
-        vals[order[:num_zeros], np.arange(cols)] = 0
-    return _write(tensor, vals)
+    with grad_mode.no_grad():
+        tensor.normal_(0, std, generator=generator)
+        for col in range(cols):
+            zero_rows = _random.randperm(rows)[:num_zeros]
+            tensor[zero_rows, col] = 0
+    return tensor
 
 
 def _deprecated(fn: Any, old: str) -> Any:

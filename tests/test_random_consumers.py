@@ -1,0 +1,140 @@
+"""The consumers of the random stream draw PyTorch's numbers: after the same ``manual_seed``,
+``nn.init`` and the layers' initial weights, dropout, RReLU, gumbel_softmax, the samplers and
+``DataLoader`` shuffling, ``random_split``, the distributions' samples and the vision transforms
+are PyTorch's, and the generator's state after each call is PyTorch's (so the next draw is too).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ember
+
+torch = pytest.importorskip("torch")
+
+SEEDS = (0, 3, 42)
+
+
+def _np(t):
+    if isinstance(t, (list, tuple, int, float)):
+        return np.asarray(t)
+    t = t.detach()
+    if "bfloat16" in str(t.dtype):
+        t = t.float()
+    return np.asarray(t.numpy())
+
+
+def _same_state():
+    assert np.array_equal(ember.get_rng_state().numpy(), torch.get_rng_state().numpy())
+
+
+def _check(fn, seed, *, atol=0.0, rtol=0.0):
+    """fn(m) on both libraries after manual_seed(seed): the same values (a list of results, each
+    a tensor, list or number), dtypes and shapes, and the same generator state after."""
+    ember.manual_seed(seed)
+    torch.manual_seed(seed)
+    a, b = fn(ember), fn(torch)
+    a = a if isinstance(a, list) else [a]
+    b = b if isinstance(b, list) else [b]
+    assert len(a) == len(b)
+    for x, y in zip(a, b):
+        if hasattr(y, "dtype") and hasattr(x, "dtype"):
+            assert str(x.dtype).split(".")[-1] == str(y.dtype).split(".")[-1]
+        x, y = _np(x), _np(y)
+        assert x.shape == y.shape
+        if atol or rtol:
+            np.testing.assert_allclose(x, y, atol=atol, rtol=rtol)
+        else:
+            np.testing.assert_array_equal(x, y)
+    _same_state()
+
+
+def _params(m):
+    return list(m.parameters()) + list(m.buffers())
+
+
+# ---------------------------------------------------------------------------------------------
+# nn.init and the layers' initial weights
+
+LAYERS = {
+    "Linear": lambda t: t.nn.Linear(5, 7),
+    "Linear_nobias": lambda t: t.nn.Linear(5, 7, bias=False),
+    "Conv1d": lambda t: t.nn.Conv1d(3, 4, 3),
+    "Conv2d": lambda t: t.nn.Conv2d(4, 8, 3, groups=2),
+    "Conv3d": lambda t: t.nn.Conv3d(2, 3, 2),
+    "ConvTranspose2d": lambda t: t.nn.ConvTranspose2d(3, 5, 3),
+    "Embedding": lambda t: t.nn.Embedding(10, 4, padding_idx=1),
+    "EmbeddingBag": lambda t: t.nn.EmbeddingBag(10, 4),
+    "LSTM": lambda t: t.nn.LSTM(3, 5, num_layers=2, bidirectional=True),
+    "LSTM_proj": lambda t: t.nn.LSTM(3, 5, proj_size=2),
+    "GRU": lambda t: t.nn.GRU(3, 5),
+    "RNN": lambda t: t.nn.RNN(3, 5, bias=False),
+    "LSTMCell": lambda t: t.nn.LSTMCell(3, 5),
+    "GRUCell": lambda t: t.nn.GRUCell(3, 5),
+    "LayerNorm": lambda t: t.nn.LayerNorm(5),
+    "BatchNorm2d": lambda t: t.nn.BatchNorm2d(5),
+    "MultiheadAttention": lambda t: t.nn.MultiheadAttention(8, 2),
+    "MultiheadAttention_kv": lambda t: t.nn.MultiheadAttention(8, 2, kdim=4, vdim=6,
+                                                              add_bias_kv=True),
+    "TransformerEncoderLayer": lambda t: t.nn.TransformerEncoderLayer(8, 2, 16),
+    "TransformerDecoderLayer": lambda t: t.nn.TransformerDecoderLayer(8, 2, 16),
+    "Bilinear": lambda t: t.nn.Bilinear(3, 4, 5),
+    "Sequential": lambda t: t.nn.Sequential(t.nn.Conv2d(1, 2, 3), t.nn.ReLU(), t.nn.Flatten(),
+                                            t.nn.Linear(8, 3)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LAYERS))
+@pytest.mark.parametrize("seed", SEEDS)
+def test_layer_initial_weights(name, seed):
+    # then a draw: the stream continues where PyTorch's does
+    _check(lambda t: _params(LAYERS[name](t)) + [t.rand(3)], seed)
+
+
+def test_lazy_linear_weights():
+    def fn(t):
+        m = t.nn.LazyLinear(4)
+        m(t.ones(2, 3))
+        return _params(m)
+    _check(fn, 0)
+
+
+def _gen(t, seed):
+    return t.Generator().manual_seed(seed)
+
+
+INITS = {
+    "uniform_": lambda t: t.nn.init.uniform_(t.empty(17, 3), -2, 3),
+    "normal_": lambda t: t.nn.init.normal_(t.empty(17, 3), 1, 3),
+    "normal_f64_generator": lambda t: t.nn.init.normal_(t.empty(5, 3, dtype=t.float64),
+                                                        generator=_gen(t, 3)),
+    "xavier_uniform_": lambda t: t.nn.init.xavier_uniform_(t.empty(6, 5), gain=2),
+    "xavier_normal_": lambda t: t.nn.init.xavier_normal_(t.empty(6, 5)),
+    "kaiming_uniform_": lambda t: t.nn.init.kaiming_uniform_(t.empty(6, 5)),
+    "kaiming_normal_": lambda t: t.nn.init.kaiming_normal_(t.empty(6, 5, 3), mode="fan_out",
+                                                           nonlinearity="relu"),
+    # [a, b] holds most of the mass: normals, redrawn where outside
+    "trunc_normal_": lambda t: t.nn.init.trunc_normal_(t.empty(100, 30)),
+    "trunc_normal_std": lambda t: t.nn.init.trunc_normal_(t.empty(64, 33), std=0.02),
+    "trunc_normal_small": lambda t: t.nn.init.trunc_normal_(t.empty(5)),
+    # a narrow window: uniform candidates accepted against the density
+    "trunc_normal_narrow": lambda t: t.nn.init.trunc_normal_(t.empty(50, 7), a=1.5, b=2.5),
+    "trunc_normal_narrow_f64": lambda t: t.nn.init.trunc_normal_(
+        t.empty(50, 7, dtype=t.float64), mean=0.5, a=-0.2, b=0.1),
+    "sparse_": lambda t: t.nn.init.sparse_(t.empty(10, 6), 0.3),
+    "sparse_generator": lambda t: t.nn.init.sparse_(t.empty(10, 6), 0.3, generator=_gen(t, 5)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(INITS))
+@pytest.mark.parametrize("seed", SEEDS)
+def test_init(name, seed):
+    _check(lambda t: [INITS[name](t), t.rand(3)], seed)
+
+
+@pytest.mark.parametrize("shape", [(6, 5), (3, 4, 2), (64, 128)])
+def test_orthogonal(shape):
+    # the same normals; the QR agrees within float32 rounding
+    _check(lambda t: [t.nn.init.orthogonal_(t.empty(*shape), gain=2), t.rand(3)], 0,
+           atol=1e-5)
