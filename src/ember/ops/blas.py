@@ -273,7 +273,8 @@ class Dot(Op):
 
     @staticmethod
     def forward(ctx: Any, a: Any, b: Any) -> Any:
-        ctx.save_for_backward(a, b)
+        need = ctx.needs_input_grad  # each operand is kept for the other's gradient only
+        ctx.save_for_backward(a if need[1] else None, b if need[0] else None)
         return _mm_arrays(a, b)
 
     @staticmethod

@@ -159,7 +159,11 @@ class Einsum(Op):
     def forward(ctx: Any, spec: tuple, *ops: Any) -> Any:
         ins, out, sizes = spec
         ctx.spec = spec
-        ctx.save_for_backward(*ops)
+        # an operand is needed by the other operands' gradients only (PyTorch's products keep
+        # it only then): one whose partners need none is not kept
+        need = ctx.needs_input_grad[1:]
+        ctx.save_for_backward(*[o if any(need[:i] + need[i + 1:]) else None
+                                for i, o in enumerate(ops)])
         res = _einsum_arrays(ctx.xp, ins, out, list(ops), sizes)
         if len(ops) > 1 and not res.flags.c_contiguous:
             # NumPy may contract in another dim order and hand back a transposed view; PyTorch's

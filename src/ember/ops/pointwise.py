@@ -549,7 +549,8 @@ class Addcmul(Op):
 
     @staticmethod
     def forward(ctx: Any, x: Any, t1: Any, t2: Any, value: Any) -> Any:
-        ctx.save_for_backward(t1, t2, value)
+        n = ctx.needs_input_grad  # t1 is kept for t2's gradient only, and t2 for t1's
+        ctx.save_for_backward(t1 if n[2] else None, t2 if n[1] else None, value)
         return x + value * (t1 * t2)
 
     @staticmethod
@@ -566,7 +567,8 @@ class Addcdiv(Op):
 
     @staticmethod
     def forward(ctx: Any, x: Any, t1: Any, t2: Any, value: Any) -> Any:
-        ctx.save_for_backward(t1, t2, value)
+        n = ctx.needs_input_grad  # t1 is kept for t2's gradient only; t2 for both
+        ctx.save_for_backward(t1 if n[2] else None, t2 if n[1] or n[2] else None, value)
         return x + value * _quietly(_truediv, t1, t2)
 
     @staticmethod

@@ -73,7 +73,11 @@ class Linear(Op):
 
     @staticmethod
     def forward(ctx: Any, x: Any, w: Any, b: Any) -> Any:
-        ctx.save_for_backward(x, w)
+        # PyTorch's addmm/mm formula: x is kept for W's gradient, W for x's, each only when
+        # that gradient is needed (so an in-place change to the other is allowed, as there)
+        need = ctx.needs_input_grad
+        ctx.save_for_backward(x if need[1] else None, w if need[0] else None)
+        ctx.x_shape = x.shape
         rows = math.prod(x.shape[:-1])
         out = x.reshape(rows, x.shape[-1]) @ w.T
         if b is not None:  # a float16/bfloat16 product is float32 here: the bias joins it there
@@ -86,13 +90,14 @@ class Linear(Op):
     def backward(ctx: Any, grad: Any) -> Any:
         x, w = ctx.saved
         need = ctx.needs_input_grad
-        rows = math.prod(tuple(x.shape[:-1]))
-        g2 = grad.reshape(rows, w.shape[0])
+        x_shape = tuple(ctx.x_shape)
+        rows = math.prod(x_shape[:-1])
+        g2 = grad.reshape(rows, grad.shape[-1])
         gx = gw = gb = None
         if need[0]:
-            gx = (g2 @ w).reshape(tuple(x.shape))
+            gx = (g2 @ w).reshape(x_shape)
         if need[1]:
-            gw = g2.swapaxes(0, 1) @ x.reshape(rows, x.shape[-1])
+            gw = g2.swapaxes(0, 1) @ x.reshape(rows, x_shape[-1])
         if need[2]:
             gb = g2.sum(axis=0)
         return gx, gw, gb

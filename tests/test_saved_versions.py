@@ -1,0 +1,99 @@
+"""Which in-place changes after a forward make backward refuse: exactly those PyTorch refuses,
+because each op keeps what PyTorch's derivative formula keeps (docs/autograd.md)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import ember
+
+try:
+    import torch
+except ImportError:  # pragma: no cover - CI installs torch
+    torch = None
+
+
+def _linear(m: Any, x_rg: bool, w_rg: bool, change: str) -> Any:
+    x = m.randn(3, 4, requires_grad=x_rg)
+    w = m.randn(5, 4, requires_grad=w_rg)
+    y = m.nn.functional.linear(x, w, m.zeros(5))
+    return y, {"x": x, "w": w}[change]
+
+
+def _einsum(m: Any, x_rg: bool, w_rg: bool, change: str) -> Any:
+    x = m.randn(3, 4, requires_grad=x_rg)
+    w = m.randn(4, 5, requires_grad=w_rg)
+    return m.einsum("ij,jk->ik", x, w), {"x": x, "w": w}[change]
+
+
+def _dot(m: Any, x_rg: bool, w_rg: bool, change: str) -> Any:
+    x = m.randn(4, requires_grad=x_rg)
+    w = m.randn(4, requires_grad=w_rg)
+    return x @ w, {"x": x, "w": w}[change]
+
+
+def _mm(m: Any, x_rg: bool, w_rg: bool, change: str) -> Any:
+    x = m.randn(3, 4, requires_grad=x_rg)
+    w = m.randn(4, 2, requires_grad=w_rg)
+    return m.mm(x, w), {"x": x, "w": w}[change]
+
+
+def _addcmul(m: Any, x_rg: bool, w_rg: bool, change: str) -> Any:
+    x = m.randn(3, requires_grad=x_rg)
+    w = m.randn(3, requires_grad=w_rg)
+    return m.addcmul(m.zeros(3), x, w), {"x": x, "w": w}[change]
+
+
+def _refuses(m: Any, case: Any, x_rg: bool, w_rg: bool, change: str) -> bool:
+    m.manual_seed(0)
+    y, t = case(m, x_rg, w_rg, change)
+    with m.no_grad():
+        t.add_(1)
+    try:
+        y.sum().backward()
+    except RuntimeError as e:
+        assert "modified by an inplace operation" in str(e)
+        return True
+    return False
+
+
+def _addcdiv(m: Any, x_rg: bool, w_rg: bool, change: str) -> Any:
+    x = m.randn(3, requires_grad=x_rg)
+    w = (m.rand(3) + 1).requires_grad_(w_rg)
+    return m.addcdiv(m.zeros(3), x, w), {"x": x, "w": w}[change]
+
+
+def _mul(m: Any, x_rg: bool, w_rg: bool, change: str) -> Any:
+    x = m.randn(3, requires_grad=x_rg)
+    w = m.randn(3, requires_grad=w_rg)
+    return x * w, {"x": x, "w": w}[change]
+
+
+def _matmul_batched(m: Any, x_rg: bool, w_rg: bool, change: str) -> Any:
+    x = m.randn(2, 3, 4, requires_grad=x_rg)
+    w = m.randn(4, 2, requires_grad=w_rg)
+    return x @ w, {"x": x, "w": w}[change]
+
+
+CASES = {"addcdiv": _addcdiv, "mul": _mul, "matmul_batched": _matmul_batched, "linear": _linear, "einsum": _einsum, "dot": _dot, "mm": _mm, "addcmul": _addcmul}
+
+
+@pytest.mark.skipif(torch is None, reason="needs PyTorch")
+@pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.parametrize("grads", [(True, True), (True, False), (False, True)])
+@pytest.mark.parametrize("change", ["x", "w"])
+def test_in_place_change_refused_as_on_torch(name: str, grads: tuple, change: str) -> None:
+    want = _refuses(torch, CASES[name], *grads, change)
+    assert _refuses(ember, CASES[name], *grads, change) == want
+
+
+def test_linear_keeps_only_what_the_needed_gradients_use() -> None:
+    x = ember.randn(8, 4, requires_grad=True)
+    w = ember.randn(5, 4)  # frozen weight: x's gradient needs w, W's gradient (none) needs x
+    y = ember.nn.functional.linear(x, w)
+    saved = y.grad_fn._saved
+    assert saved[0] is None and saved[1] is w._data
+    y.sum().backward()
+    assert x.grad.shape == (8, 4)
