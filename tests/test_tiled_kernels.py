@@ -168,7 +168,8 @@ def _peak(fn) -> int:
 
 def test_tiled_attention_peak_memory(monkeypatch):
     """1 x 4 x 1024 x 32 causal: one probability matrix is 16 MB in float32; the tiled path holds
-    the output, the log-sum-exp, the gradients (0.5 MB each) and a few 1 MB tiles."""
+    the output, the log-sum-exp, the gradients (0.5 MB each) and a tile's scores and their
+    gradient (2 MB each)."""
     q, k, v = (ember.randn(1, 4, 1024, 32, requires_grad=True) for _ in range(3))
 
     def step():
@@ -176,7 +177,7 @@ def test_tiled_attention_peak_memory(monkeypatch):
         y.backward(ember.ones_like(y))
 
     step()
-    assert _peak(step) < 8 << 20
+    assert _peak(step) < 12 << 20
     monkeypatch.setattr(attn, "_Q_TILE", 1 << 30)  # the single-tile op needs more: the test bites
     monkeypatch.setattr(attn, "_K_TILE", 1 << 30)
     assert _peak(step) > 16 << 20

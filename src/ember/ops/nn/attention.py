@@ -218,10 +218,10 @@ def _grads_from_p(ctx: Any, grad: Any, q: Any, kk: Any, vv: Any, p: Any, keep: A
 # tiled path, smaller ones the single-tile op above
 _Q_TILE = 256
 _K_TILE = 512
-# at most about this many scores per tile (1 MB of float32, so a tile's passes run in cache):
-# the leading batch dims are looped over, one index at a time, until the rest of the batch
-# times one tile fits
-_TILE_ELEMS = 1 << 18
+# at most about this many scores per tile (4 MB of float32): the leading batch dims are looped
+# over, one index at a time, until the rest of the batch times one tile fits. (Single-threaded,
+# 2^18 and 2^20 run alike; fewer, larger products lose less to BLAS threads' synchronisation.)
+_TILE_ELEMS = 1 << 20
 
 
 def _flash_ok(q: Any, k: Any, v: Any, bmask: Any, fmask: Any) -> bool:
