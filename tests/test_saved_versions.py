@@ -77,7 +77,19 @@ def _matmul_batched(m: Any, x_rg: bool, w_rg: bool, change: str) -> Any:
     return x @ w, {"x": x, "w": w}[change]
 
 
-CASES = {"addcdiv": _addcdiv, "mul": _mul, "matmul_batched": _matmul_batched, "linear": _linear, "einsum": _einsum, "dot": _dot, "mm": _mm, "addcmul": _addcmul}
+def _conv2d(m: Any, x_rg: bool, w_rg: bool, change: str) -> Any:
+    x = m.randn(1, 2, 5, 5, requires_grad=x_rg)
+    w = m.randn(3, 2, 3, 3, requires_grad=w_rg)
+    return m.nn.functional.conv2d(x, w), {"x": x, "w": w}[change]
+
+
+def _conv_transpose1d(m: Any, x_rg: bool, w_rg: bool, change: str) -> Any:
+    x = m.randn(1, 2, 5, requires_grad=x_rg)
+    w = m.randn(2, 3, 3, requires_grad=w_rg)
+    return m.nn.functional.conv_transpose1d(x, w), {"x": x, "w": w}[change]
+
+
+CASES = {"conv2d": _conv2d, "conv_transpose1d": _conv_transpose1d, "addcdiv": _addcdiv, "mul": _mul, "matmul_batched": _matmul_batched, "linear": _linear, "einsum": _einsum, "dot": _dot, "mm": _mm, "addcmul": _addcmul}
 
 
 @pytest.mark.skipif(torch is None, reason="needs PyTorch")

@@ -177,8 +177,9 @@ class Conv(Op):
                 xc = x4[n0:n0 + step]
                 gc = _Geom((H, W), (kh, kw), stride, pad, dil, out_hw, n=len(xc), cin=Cg)
                 y[n0:n0 + len(xc)] = _conv_forward(xp, xc, w4, b, gc, groups)[0]
-        ctx.save_for_backward(x if ctx.needs_input_grad[1] else None,
-                              w if ctx.needs_input_grad[0] else None)
+        # PyTorch's convolution keeps input and weight whatever needs a gradient (so an in-place
+        # change to either refuses backward there, and here)
+        ctx.save_for_backward(x, w)
         if ctx.needs_input_grad[1] and cols is not None:
             ctx.cols = cols  # the weight gradient reuses the columns (freed after it)
         ctx.args = (stride, pad, dil, groups)
@@ -233,8 +234,7 @@ class ConvTranspose(Op):
                                                                gy.dtype)
         if b is not None:
             out += b.reshape(1, C, 1, 1)
-        ctx.save_for_backward(gy if ctx.needs_input_grad[1] else None,
-                              w if ctx.needs_input_grad[0] else None)
+        ctx.save_for_backward(gy, w)  # input and weight, whatever needs a gradient (PyTorch's)
         ctx.args = (stride, pad, dil, groups)
         ctx.out_hw, ctx.k, ctx.nd = (OH, OW), (kh, kw), gy.ndim
         return out if gy.ndim == 4 else out.reshape(N, C, in_hw[1])
