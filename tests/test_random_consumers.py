@@ -138,3 +138,96 @@ def test_orthogonal(shape):
     # the same normals; the QR agrees within float32 rounding
     _check(lambda t: [t.nn.init.orthogonal_(t.empty(*shape), gain=2), t.rand(3)], 0,
            atol=1e-5)
+
+
+# ---------------------------------------------------------------------------------------------
+# dropout, rrelu, gumbel_softmax
+
+
+def _x(t, *shape, dtype=None):
+    return (t.arange(int(np.prod(shape)), dtype=dtype or t.float32) * 0.25 - 2).reshape(*shape)
+
+
+def _F(t):
+    return t.nn.functional
+
+
+DROPOUTS = {
+    "dropout": lambda t: _F(t).dropout(_x(t, 7, 9), 0.3),
+    # 1 / float32(1 - p) differs from float32(1 / (1 - p)) for this p: PyTorch takes the first
+    "dropout_p": lambda t: _F(t).dropout(_x(t, 70), 0.021),
+    "dropout_f64": lambda t: _F(t).dropout(_x(t, 70, dtype=t.float64), 0.021),
+    "dropout_f16": lambda t: _F(t).dropout(_x(t, 70, dtype=t.float16), 0.021),
+    "dropout_bf16": lambda t: _F(t).dropout(_x(t, 70, dtype=t.bfloat16), 0.3),
+    "dropout_transposed": lambda t: _F(t).dropout(_x(t, 7, 9).t(), 0.5),  # memory order
+    "dropout_strided": lambda t: _F(t).dropout(_x(t, 7, 9)[:, ::2], 0.5),
+    "dropout_inplace": lambda t: _F(t).dropout(_x(t, 7, 9), 0.5, inplace=True),
+    "Dropout": lambda t: t.nn.Dropout(0.2)(_x(t, 4, 5)),
+    "dropout1d": lambda t: [_F(t).dropout1d(_x(t, 3, 4, 5), 0.5),
+                            _F(t).dropout1d(_x(t, 4, 5), 0.5)],
+    "dropout2d": lambda t: _F(t).dropout2d(_x(t, 3, 4, 2, 5), 0.5),
+    "dropout3d": lambda t: [_F(t).dropout3d(_x(t, 3, 4, 2, 2, 5), 0.5),
+                            _F(t).dropout3d(_x(t, 4, 2, 2, 5), 0.5)],
+    "Dropout2d": lambda t: t.nn.Dropout2d(0.4)(_x(t, 2, 6, 3, 3)),
+    "alpha_dropout": lambda t: _F(t).alpha_dropout(_x(t, 7, 9), 0.3, True),
+    "alpha_dropout_f64": lambda t: _F(t).alpha_dropout(_x(t, 7, 9, dtype=t.float64), 0.3, True),
+    "alpha_dropout_f16": lambda t: _F(t).alpha_dropout(_x(t, 7, 9, dtype=t.float16), 0.3, True),
+    "alpha_dropout_bf16": lambda t: _F(t).alpha_dropout(_x(t, 7, 9, dtype=t.bfloat16), 0.3,
+                                                        True),
+    "AlphaDropout": lambda t: t.nn.AlphaDropout(0.2)(_x(t, 7, 9)),
+    "feature_alpha_dropout": lambda t: _F(t).feature_alpha_dropout(_x(t, 3, 4, 5), 0.3, True),
+    "FeatureAlphaDropout": lambda t: t.nn.FeatureAlphaDropout(0.2)(_x(t, 3, 4, 2, 2)),
+    # no draw at p = 1 or for an empty input
+    "p_one_and_empty": lambda t: [_F(t).dropout(_x(t, 7, 9), 1.0),
+                                  _F(t).alpha_dropout(_x(t, 7, 9), 1.0, True),
+                                  _F(t).dropout(_x(t, 0, 9), 0.5),
+                                  _F(t).alpha_dropout(_x(t, 0, 9), 0.5, True)],
+}
+
+
+@pytest.mark.parametrize("name", sorted(DROPOUTS))
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.filterwarnings("ignore:dropout")
+def test_dropout(name, seed):
+    def fn(t):
+        r = DROPOUTS[name](t)
+        return (r if isinstance(r, list) else [r]) + [t.rand(3)]
+    _check(fn, seed)
+
+
+@pytest.mark.parametrize("alpha", [False, True])
+def test_dropout_gradient(alpha):
+    def fn(t):
+        a = _x(t, 5, 6).requires_grad_()
+        y = _F(t).alpha_dropout(a, 0.4, True) if alpha else _F(t).dropout(a, 0.4)
+        (y * y).sum().backward()
+        return [y, a.grad]
+    _check(fn, 1)
+
+
+def _randn(t, *shape, dtype=None):
+    return t.randn(*shape, generator=t.Generator().manual_seed(11), dtype=dtype or t.float32)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16"])
+@pytest.mark.parametrize("seed", SEEDS)
+def test_rrelu_training(dtype, seed):
+    # a float64 uniform per element <= 0 only, on bounds rounded to the compute type
+    def fn(t):
+        a = _randn(t, 40, 30, dtype=getattr(t, dtype)).requires_grad_()
+        y = _F(t).rrelu(a, 0.01, 0.7, training=True)
+        (y * y).sum().backward()
+        return [y, a.grad, t.nn.RReLU()(_randn(t, 5, 7)), _F(t).rrelu_(_randn(t, 5, 7).t(), 0.1,
+                                                                      0.3, True), t.rand(3)]
+    _check(fn, seed)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("seed", SEEDS)
+def test_gumbel_softmax(dtype, seed):
+    # the same exponential draws; log and softmax round within an ulp of PyTorch's
+    def fn(t):
+        x = _randn(t, 50, 20, dtype=getattr(t, dtype))
+        return [_F(t).gumbel_softmax(x, tau=0.5), _F(t).gumbel_softmax(x, hard=True, dim=0),
+                t.rand(3)]
+    _check(fn, seed, atol=1e-6)

@@ -16,7 +16,7 @@ import numpy as np
 from ... import _backend, _dtype, _special
 from ..._tensor_base import TensorBase, wrap_dim
 from ...autograd.function import Op
-from .. import _out
+from .. import _mt19937, _out
 from .. import pointwise_math as _pm
 from .. import pointwise_piecewise as _pp
 from .. import random as _random
@@ -712,13 +712,36 @@ def _rrelu(input: TensorBase, lower: float, upper: float, training: bool, inplac
     if not training:
         return leaky_relu(input, (lower + upper) / 2, inplace)
 
+    # PyTorch's draw: for each element <= 0, in C order, a float64 uniform on the bounds as
+    # the input's compute type rounds them (float32 below float64), ``lo + u * (hi - lo)``
     xp = _backend.xp_of(input._data)
-    draw = _random._rng(generator).uniform(lower, upper, tuple(input.shape))
-    slope = xp.asarray(draw.astype(input._data.dtype))
-    mask = xp.where(input._data > 0, xp.ones((), input._data.dtype), slope)
+    x = _backend.to_numpy(input._data)
+    op = np.float64 if x.dtype == np.float64 else np.float32
+    lo, hi = float(op(lower)), float(op(upper))
+    draws = x <= 0
+    slope = np.ones(x.shape, op)
+    slope[draws] = lo + _mt19937.unit53(_random._gen(generator)._bg,
+                                        int(np.count_nonzero(draws))) * (hi - lo)
+    out = xp.asarray((x.astype(op, copy=False) * slope).astype(x.dtype, copy=False))
+    mask = xp.asarray(slope.astype(x.dtype, copy=False))  # PyTorch's noise, in x's dtype
     if inplace:
-        return _inplace(input, lambda t: _MulMask.apply(t, mask))
-    return _MulMask.apply(input, mask)
+        return _inplace(input, lambda t: _RReLUNoise.apply(t, mask, out))
+    return _RReLUNoise.apply(input, mask, out)
+
+
+class _RReLUNoise(Op):
+    """rrelu in training: out (computed with the drawn slopes)          grad_x = grad * noise"""
+    node_name = "RreluWithNoiseBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, x: Any, noise: Any, out: Any) -> Any:
+        ctx.save_for_backward(noise)
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (noise,) = ctx.saved
+        return grad * noise, None, None
 
 
 def _softplus_arr(xp: Any, x: Any) -> Any:
@@ -780,8 +803,10 @@ def gumbel_softmax(
 ) -> TensorBase:
     """Sample from the Gumbel-softmax distribution (straight-through one-hot when ``hard``)."""
     xp = _backend.xp_of(logits._data)
-    u = _random._rng(None).exponential(1.0, tuple(logits.shape)).astype(logits._data.dtype)
-    gumbels = TensorBase._make(-xp.log(xp.asarray(u)))
+    # PyTorch's noise: -log of a contiguous exponential_() (one float64 uniform per element)
+    e = TensorBase._make(xp.empty(tuple(logits.shape), logits._data.dtype))
+    _random.exponential_(e)
+    gumbels = TensorBase._make(-xp.log(e._data))
     y_soft = softmax((logits + gumbels) / tau, dim)
     if not hard:
         return y_soft

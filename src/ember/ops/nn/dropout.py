@@ -1,10 +1,14 @@
 """Dropout functions: ``dropout``, its 1-d/2-d/3-d feature variants and alpha dropout.
 
-A mask drawn from ember's generator multiplies the input; backward multiplies by the same mask.
+A mask multiplies the input; backward multiplies by the same mask. The mask is PyTorch's: a
+``bernoulli_(1 - p)`` noise (one float64 uniform per element, in the memory order of
+``empty_like(input)``; of shape (N, C, 1, ...) for the feature variants) divided by ``1 - p``, so
+after ``manual_seed`` the same units drop as in PyTorch. ``p == 1`` and empty inputs draw nothing.
 """
 
 from __future__ import annotations
 
+import math
 import warnings
 from typing import Any
 
@@ -13,6 +17,7 @@ import numpy as np
 from ... import _backend
 from ..._tensor_base import TensorBase
 from ...autograd.function import Op
+from .. import _mt19937
 from .. import random as _random
 from ..inplace import inplace as _inplace
 from .activation import _SELU_ALPHA, _SELU_SCALE, _float_input, _MulMask
@@ -119,11 +124,34 @@ def _check_p(p: float) -> None:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
 
 
+_M53 = np.uint64((1 << 53) - 1)
+
+
+def _noise(x: TensorBase, q: float, shape: tuple[int, ...]) -> np.ndarray:
+    """PyTorch's dropout noise ``bernoulli_(q)`` in x's dtype (on the host): a float64 uniform
+    per element, in the memory order ``empty_like(x)`` keeps for a full-shape noise."""
+    axes = _random._dense_axes(x._data) if shape == tuple(x.shape) else None
+    n = 1
+    for d in shape:
+        n *= d
+    # u < q for u = (a 64-bit draw's low 53 bits) / 2**53, compared as integers (exact)
+    bits = _mt19937.words64(_random._gen(None)._bg, n)
+    bits &= _M53
+    keep = bits < np.uint64(math.ceil(q * 2.0**53))
+    return _random._arrange(keep, shape, axes).astype(x._data.dtype)
+
+
 def _keep_mask(x: TensorBase, p: float, shape: tuple[int, ...]) -> Any:
-    """A mask in x's dtype: 0 with probability p, else 1/(1-p) (drawn from the global RNG)."""
-    keep = _random._rng(None).random(shape, dtype=np.float32) >= p
-    scale = 0.0 if p >= 1.0 else 1.0 / (1.0 - p)
-    arr = keep.astype(x._data.dtype) * x._data.dtype.type(scale)
+    """A mask in x's dtype: 0 with probability p, else 1/(1-p) (PyTorch's ``noise.div_(1-p)``:
+    the scalar rounded to float32 first, except for float64)."""
+    if p >= 1.0 or x.numel() == 0:  # PyTorch multiplies by zero without a draw
+        arr = np.zeros(shape, x._data.dtype)
+    else:
+        arr = _noise(x, 1.0 - p, shape)
+        if arr.dtype == np.float64:
+            arr /= 1.0 - p
+        else:
+            arr *= (np.float32(1) / np.float32(1.0 - p)).astype(arr.dtype)
     if type(x._data) is not type(arr):
         arr = _backend.to_device(arr, x.device)
     return arr
@@ -154,13 +182,19 @@ def _alpha_dropout(input: TensorBase, p: float, training: bool, inplace: bool,
     if p == 1.0:
         return input * 0.0
 
+    if input.numel() == 0:
+        return input
+    # PyTorch's arithmetic: noise = bernoulli_(1 - p); b = (noise - 1) * (alpha * a) +
+    # alpha * a * p; out = input * (noise * a) + b, each step rounded to the input's dtype
+    # (scalars to float32 below float64)
     dt = input._data.dtype
-    keep = (_random._rng(None).random(shape) >= p).astype(dt)
-    alpha = -_SELU_ALPHA * _SELU_SCALE
-    a = ((1 - p) * (1 + p * alpha * alpha)) ** -0.5
-    b = -a * alpha * p  # dropped units become alpha; then affine a * (.) + b
-    mult = keep * dt.type(a)
-    add = (1 - keep) * dt.type(a * alpha) + dt.type(b)
+    alpha = _SELU_ALPHA * _SELU_SCALE
+    a = 1.0 / ((alpha * alpha * p + 1) * (1 - p)) ** 0.5
+    keep = _noise(input, 1.0 - p, shape)
+    op = np.float64 if dt == np.float64 else np.float32
+    mult = (keep.astype(op) * op(a)).astype(dt)
+    add = ((keep.astype(op) - 1).astype(dt).astype(op) * op(alpha * a)).astype(dt)
+    add = (add.astype(op) + op(alpha * a * p)).astype(dt)
     if type(input._data) is not type(mult):
         mult = _backend.to_device(mult, input.device)
         add = _backend.to_device(add, input.device)
