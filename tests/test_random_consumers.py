@@ -231,3 +231,14 @@ def test_gumbel_softmax(dtype, seed):
         return [_F(t).gumbel_softmax(x, tau=0.5), _F(t).gumbel_softmax(x, hard=True, dim=0),
                 t.rand(3)]
     _check(fn, seed, atol=1e-6)
+
+
+def test_attention_dropout():
+    # scaled_dot_product_attention (below the tiled path) and the transformer layers drop the
+    # attention weights as PyTorch's math path: F.dropout of the softmax
+    def fn(t):
+        q = t.randn(2, 3, 4, 8)
+        enc = t.nn.TransformerEncoderLayer(8, 2, 16, dropout=0.3, batch_first=True)
+        return [t.nn.functional.scaled_dot_product_attention(q, q, q, dropout_p=0.3),
+                enc(t.randn(3, 2, 8)), t.rand(3)]
+    _check(fn, 0, atol=1e-5)

@@ -19,10 +19,9 @@ from .._autocast import flag as _amp
 from .._reduce import _rowsum
 from ..creation import zeros
 from ..joining import cat
-from ..random import rand
 from ._common import _broadcast_shape, _graphing, _quiet, _SoftmaxCached
 from .activation import softmax
-from .dropout import dropout
+from .dropout import _noise, dropout
 from .linear import linear
 from .vision import pad
 
@@ -130,8 +129,10 @@ def scaled_dot_product_attention(query: Any, key: Any, value: Any, attn_mask: An
             keep = xp.zeros(batch + (L, S), dtype=query._data.dtype)
             dropout_p = 0.0
         else:
-            u = rand(*(batch + (L, S)), dtype=query.dtype, device=query.device)._data
-            keep = (u >= dropout_p).astype(query._data.dtype)
+            # PyTorch's math path: F.dropout of the weights, a bernoulli_(1 - p) noise
+            keep = _noise(query, 1.0 - dropout_p, batch + (L, S))
+            if type(keep) is not type(query._data):
+                keep = xp.asarray(keep)
     return ScaledDotProductAttention.apply(query, key, value, fmask, bmask, float(scale), keep,
                                            float(dropout_p), groups)
 
