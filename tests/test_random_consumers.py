@@ -242,3 +242,116 @@ def test_attention_dropout():
         return [t.nn.functional.scaled_dot_product_attention(q, q, q, dropout_p=0.3),
                 enc(t.randn(3, 2, 8)), t.rand(3)]
     _check(fn, 0, atol=1e-5)
+
+
+# ---------------------------------------------------------------------------------------------
+# samplers, DataLoader, random_split
+
+
+def _flat(x):
+    if isinstance(x, (list, tuple)):
+        out = []
+        for e in x:
+            f = _flat(e)
+            out += f if isinstance(f, list) else [f]
+        return out
+    return x.reshape(-1).tolist() if hasattr(x, "reshape") else x
+
+
+def _D(t):
+    return t.utils.data
+
+
+def _epochs(t, epochs=2, **kw):
+    dl = _D(t).DataLoader(_D(t).TensorDataset(t.arange(23)), **kw)
+    out = []
+    for _ in range(epochs):
+        for b in dl:
+            out += _flat(b)
+        out.append(-1)
+    return out
+
+
+SAMPLERS = {
+    "RandomSampler": lambda t: [list(_D(t).RandomSampler(range(10))),
+                                list(_D(t).RandomSampler(range(10)))],
+    "RandomSampler_generator": lambda t: list(_D(t).RandomSampler(range(10),
+                                                                  generator=_gen(t, 3))),
+    "RandomSampler_num_samples": lambda t: list(_D(t).RandomSampler(range(10), num_samples=25)),
+    # the last permutation is drawn whole even when none of it is kept
+    "RandomSampler_num_samples_generator": lambda t: (lambda g: [
+        list(_D(t).RandomSampler(range(10), num_samples=20, generator=g)),
+        t.rand(2, generator=g)])(_gen(t, 4)),
+    "RandomSampler_replacement": lambda t: list(_D(t).RandomSampler(range(10), True, 70)),
+    "RandomSampler_replacement_generator": lambda t: (lambda g: [
+        list(_D(t).RandomSampler(range(10), True, 70, generator=g)),
+        t.rand(2, generator=g)])(_gen(t, 4)),
+    "SubsetRandomSampler": lambda t: list(_D(t).SubsetRandomSampler([5, 9, 2, 7, 1])),
+    "WeightedRandomSampler": lambda t: list(_D(t).WeightedRandomSampler([0.1, 2, 3, 0, 1.5],
+                                                                        70)),
+    "WeightedRandomSampler_33": lambda t: list(_D(t).WeightedRandomSampler([1, 2, 3.5], 33)),
+    "WeightedRandomSampler_1": lambda t: list(_D(t).WeightedRandomSampler([1, 2, 3.5], 1)),
+    "WeightedRandomSampler_no_replacement": lambda t: list(_D(t).WeightedRandomSampler(
+        [0.1, 2, 3, 0, 1.5], 3, replacement=False)),
+    "BatchSampler": lambda t: list(_D(t).BatchSampler(_D(t).RandomSampler(range(10)), 3, False)),
+    "DistributedSampler": lambda t: list(_D(t).DistributedSampler(range(10), num_replicas=2,
+                                                                  rank=1)),
+    "random_split": lambda t: [list(s) for s in _D(t).random_split(range(10), [3, 7])],
+    "random_split_fractions": lambda t: [list(s) for s in _D(t).random_split(range(11),
+                                                                             [0.3, 0.3, 0.4])],
+    "random_split_generator": lambda t: [list(s) for s in _D(t).random_split(
+        range(10), [3, 7], generator=_gen(t, 2))],
+    # the workers' base seed is drawn per iterator, then the sampler's epoch seed
+    "DataLoader_shuffle": lambda t: _epochs(t, batch_size=4, shuffle=True),
+    "DataLoader_sequential": lambda t: _epochs(t, batch_size=4),
+    "DataLoader_generator": lambda t: _epochs(t, batch_size=4, shuffle=True,
+                                              generator=_gen(t, 9)),
+    "DataLoader_drop_last": lambda t: _epochs(t, batch_size=5, shuffle=True, drop_last=True),
+    "DataLoader_no_batching": lambda t: _epochs(t, batch_size=None, shuffle=True),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SAMPLERS))
+@pytest.mark.parametrize("seed", SEEDS)
+def test_samplers(name, seed):
+    _check(lambda t: [_flat(SAMPLERS[name](t)), t.rand(3)], seed)
+
+
+def test_dataloader_draw_order():
+    # iter() draws the base seed; the sampler's seed and permutation come at the first next()
+    def fn(t):
+        it = iter(_D(t).DataLoader(_D(t).TensorDataset(t.arange(10)), batch_size=3,
+                                   shuffle=True))
+        r = t.rand(2)
+        return [r, next(it)[0], t.rand(2)]
+    _check(fn, 0)
+
+
+@pytest.mark.parametrize("persistent", [False, True])
+def test_dataloader_workers(persistent):
+    # the same batches and stream; each worker's seeds (ember/torch, random, NumPy) as PyTorch's
+    def fn(t):
+        class DS(_D(t).Dataset):
+            def __len__(self):
+                return 4
+
+            def __getitem__(self, i):
+                w = _D(t).get_worker_info()
+                return t.tensor([w.seed, int(np.random.randint(0, 2**31)),
+                                 t.randint(0, 1000, ()).item()])
+        dl = _D(t).DataLoader(DS(), batch_size=1, num_workers=2, persistent_workers=persistent)
+        return [t.cat(list(dl)), t.cat(list(dl)), t.tensor(_epochs(t, batch_size=4, shuffle=True,
+                                                                   num_workers=2)), t.rand(2)]
+    _check(fn, 0)
+
+
+@pytest.mark.parametrize("weights", [[1.0, -1.0, 2.0], [float("nan"), 1.0], [float("inf"), 1.0],
+                                     [0.0, 0.0]])
+@pytest.mark.parametrize("n", [1, 2])
+def test_multinomial_errors(weights, n):
+    msgs = []
+    for m in (ember, torch):
+        with pytest.raises(RuntimeError) as e:
+            m.multinomial(m.tensor(weights), n, True)
+        msgs.append(str(e.value))
+    assert msgs[0] == msgs[1]

@@ -103,8 +103,12 @@ def test_weighted_random_sampler_huge_is_lazy_and_follows_weights():
 def test_weighted_random_sampler_errors():
     with pytest.raises(RuntimeError, match="encountering probability entry < 0"):
         list(WeightedRandomSampler([1.0, -1.0], 3))
-    with pytest.raises(RuntimeError, match="`inf`, `nan`"):
+    with pytest.raises(RuntimeError, match="infinity or NaN"):  # PyTorch's kernel's messages
+        list(WeightedRandomSampler([1.0, float("inf")], 3))
+    with pytest.raises(RuntimeError, match="entry < 0"):
         list(WeightedRandomSampler([1.0, float("nan")], 3))
+    with pytest.raises(RuntimeError, match="`inf`, `nan`"):  # one draw: multinomial's other path
+        list(WeightedRandomSampler([1.0, float("nan")], 1))
     with pytest.raises(RuntimeError, match="sum of probabilities"):
         list(WeightedRandomSampler([0.0, 0.0], 3))
     with pytest.raises(RuntimeError, match="without replacement"):

@@ -380,7 +380,14 @@ def multinomial(input: Any, num_samples: int, replacement: bool = False, *,
     w2 = w.reshape(1, -1) if squeeze else w
     if w2.ndim != 2:
         raise RuntimeError("prob_dist must be 1 or 2 dim")
-    if (w2 < 0).any() or not np.isfinite(w2).all():
+    if replacement and num_samples > 1:  # PyTorch's kernel checks entry by entry
+        for row in w2:
+            bad = np.flatnonzero(~(row >= 0) | ~np.isfinite(row))
+            if bad.size:
+                what = "< 0" if not row[bad[0]] >= 0 else "= infinity or NaN"
+                raise RuntimeError(f"invalid multinomial distribution (encountering probability "
+                                   f"entry {what})")
+    elif (w2 < 0).any() or not np.isfinite(w2).all():
         raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
     if (w2.sum(-1) <= 0).any():
         raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")

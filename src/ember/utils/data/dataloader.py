@@ -21,7 +21,7 @@ from typing import Any, Generic, TypeVar
 
 from ._collate import default_collate, default_convert
 from .dataset import IterableDataset, TensorDataset
-from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
+from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler, _seed_from
 
 __all__ = ["DataLoader", "get_worker_info", "WorkerInfo"]
 
@@ -121,7 +121,11 @@ def _worker_body(dataset: Any, index_q: Any, result_q: Any, collate_fn: Any, aut
     random.seed(seed)
     import numpy as np
 
-    np.random.seed(seed % 2**32)  # or every worker draws the same NumPy "random" augmentations
+    # or every worker draws the same NumPy "random" augmentations; PyTorch's seed: NumPy's
+    # SeedSequence of (worker_id, the base seed's two 32-bit halves, 0)
+    base = seed - worker_id
+    np.random.seed(np.random.SeedSequence([worker_id, base & 0xFFFFFFFF, base >> 32, 0])
+                   .generate_state(4))
     _worker_info = WorkerInfo(worker_id, num_workers, seed, dataset)
     try:
         if init_fn is not None:
@@ -241,18 +245,29 @@ class DataLoader(Generic[_T_co]):
             return len(self.batch_sampler)
         return len(self.sampler)
 
-    def _index_stream(self) -> Iterator:
+    def _index_stream(self, indices: Iterator | None = None) -> Iterator:
         if self._iterable:
             while True:
                 yield None
-        yield from (self.batch_sampler if self.batch_sampler is not None else self.sampler)
+        if indices is None:
+            indices = iter(self.batch_sampler if self.batch_sampler is not None else self.sampler)
+        yield from indices
+
+    def _next_base_seed(self) -> int:
+        """The workers' base seed of a new iterator: PyTorch draws it from ``generator`` (the
+        default generator without one) for every ``iter(loader)``, even with ``num_workers=0``,
+        after starting the sampler's iterator; persistent workers keep their first one."""
+        if self.persistent_workers and self.num_workers > 0 and hasattr(self, "_base_seed"):
+            return self._base_seed
+        self._base_seed: int = _seed_from(self.generator)
+        return self._base_seed
 
     def __iter__(self) -> _BaseDataLoaderIter:
         if self.num_workers == 0:
             return _SingleProcessDataLoaderIter(self)
         return _MultiProcessingDataLoaderIter(self)
 
-    def _single_process(self) -> Iterator:
+    def _single_process(self, indices: Iterator | None = None) -> Iterator:
         if self._iterable:
             it = iter(self.dataset)
             if not self._auto_collation:
@@ -271,18 +286,15 @@ class DataLoader(Generic[_T_co]):
                 yield self.collate_fn(items)
                 if len(items) < self.batch_size:
                     return
-        for indices in self._index_stream():
-            yield _fetch(self.dataset, indices, self._auto_collation, self.collate_fn)
+        for batch in self._index_stream(indices):
+            yield _fetch(self.dataset, batch, self._auto_collation, self.collate_fn)
 
-    def _start_workers(self) -> tuple:
-        from ...ops import random as _random
-
+    def _start_workers(self, base_seed: int) -> tuple:
         ctx = self.multiprocessing_context
         if ctx is None:
             ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context()
         elif isinstance(ctx, str):
             ctx = mp.get_context(ctx)
-        base_seed = int(_random._rng(self.generator).integers(0, 2**62))
         n = self.num_workers
         result_q = ctx.Queue()
         index_qs = [ctx.Queue() for _ in range(n)]
@@ -335,19 +347,19 @@ class DataLoader(Generic[_T_co]):
             q.cancel_join_thread()
             q.close()
 
-    def _multi_process(self) -> Iterator:
+    def _multi_process(self, indices: Iterator | None = None, base_seed: int = 0) -> Iterator:
         pool = getattr(self, "_pool", None)
         if pool is not None and not all(p.is_alive() for p in pool[0]):
             self._stop_workers(pool)
             pool = None
         if pool is None:
-            pool = self._start_workers()
+            pool = self._start_workers(base_seed)
             if self.persistent_workers:
                 self._pool = pool
         self._epoch = getattr(self, "_epoch", 0) + 1
         failed = True
         try:
-            yield from self._ordered_results(*pool, self._epoch)
+            yield from self._ordered_results(*pool, self._epoch, indices)
             failed = False
         except KeyboardInterrupt:
             self._stop_workers(pool, now=True)
@@ -367,10 +379,11 @@ class DataLoader(Generic[_T_co]):
             except Exception:  # noqa: BLE001 - interpreter shutdown
                 pass
 
-    def _ordered_results(self, workers: list, index_qs: list, result_q: Any, epoch: int) -> Iterator:
+    def _ordered_results(self, workers: list, index_qs: list, result_q: Any, epoch: int,
+                         indices: Iterator | None = None) -> Iterator:
         import time
 
-        stream = self._index_stream()
+        stream = self._index_stream(indices)
         n = len(workers)
         active = list(range(n))  # workers still producing (iterable datasets end per worker)
         sent = 0
@@ -461,6 +474,10 @@ class _BaseDataLoaderIter:
         self._num_yielded = 0
         self._len = loader.__len__
         self._batches: Iterator = iter(())
+        # as PyTorch: the sampler's iterator, then the workers' base seed (drawn even without
+        # workers, so the default generator moves on as in PyTorch)
+        self._sampler_iter = None if loader._iterable else iter(self._index_sampler)
+        self._base_seed = loader._next_base_seed()
 
     def __iter__(self) -> _BaseDataLoaderIter:
         return self
@@ -485,7 +502,7 @@ class _SingleProcessDataLoaderIter(_BaseDataLoaderIter):
 
     def __init__(self, loader: DataLoader) -> None:
         super().__init__(loader)
-        self._batches = loader._single_process()
+        self._batches = loader._single_process(self._sampler_iter)
 
 
 class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
@@ -497,7 +514,7 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
 
     def __init__(self, loader: DataLoader) -> None:
         super().__init__(loader)
-        self._batches = loader._multi_process()
+        self._batches = loader._multi_process(self._sampler_iter, self._base_seed)
 
     def _shutdown_workers(self) -> None:
         """Stop the workers now (persistent ones too); later ``next()`` calls raise

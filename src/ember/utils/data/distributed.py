@@ -27,7 +27,7 @@ def _permutation(n: int, seed: int) -> np.ndarray:
     from ...ops import random as _random
 
     g = _random.Generator().manual_seed(seed)
-    return _random._rng(g).permutation(n)
+    return _random.randperm(n, generator=g).numpy()
 
 
 _T_co = TypeVar("_T_co", covariant=True)

@@ -1,9 +1,15 @@
 """Samplers: which indices, in which order; ``BatchSampler`` groups them into batches.
 
-Every sampler here is lazy: its memory does not grow with ``num_samples``. Draws with replacement
-come 32 at a time (as PyTorch's ``RandomSampler`` does); a permutation of ``n`` items is one
-array for ``n`` up to ``_EAGER_PERM_MAX`` and beyond that a keyed bijection of ``range(n)``
-computed a chunk at a time, so even ``RandomSampler(range(10**10))`` starts at once.
+The draws are PyTorch's: after ``manual_seed`` a sampler yields PyTorch's indices. A
+``RandomSampler`` without a generator seeds a new ``Generator`` each epoch from a 64-bit
+``random_()`` of the default one, then draws ``randperm(n)`` (or ``randint`` 32 at a time with
+replacement); ``SubsetRandomSampler`` is a ``randperm``, ``WeightedRandomSampler`` a
+``multinomial``.
+
+Every sampler here is lazy: its memory does not grow with ``num_samples``. A permutation of
+``n`` items is PyTorch's ``randperm`` for ``n`` up to ``_EAGER_PERM_MAX`` and beyond that
+(where ember's departs from PyTorch's) a keyed bijection of ``range(n)`` computed a chunk at a
+time, so even ``RandomSampler(range(10**10))`` starts at once.
 """
 
 from __future__ import annotations
@@ -20,20 +26,29 @@ __all__ = [
 ]
 
 _DRAW_CHUNK = 32  # indices drawn per call with replacement (PyTorch's RandomSampler draws 32)
+_WEIGHTED_CHUNK = 1 << 14  # weighted draws with replacement per multinomial call
 _PERM_CHUNK = 1024  # permutation entries turned into Python ints at a time
 _EAGER_PERM_MAX = 1 << 22  # above this, permutations are computed lazily (32 MiB of int64)
 
 
-def _sampler_rng(generator: Any) -> np.random.Generator:
-    """The NumPy stream behind ``generator``; without one, a fresh generator seeded from ember's
-    default generator (PyTorch's ``RandomSampler`` does the same), so ``manual_seed`` makes the
-    sequence of epochs reproducible."""
+def _seed_from(generator: Any) -> int:
+    """``int(torch.empty((), dtype=torch.int64).random_(generator=generator))``: a 64-bit draw
+    modulo 2**63, how PyTorch seeds a sampler's epoch and a DataLoader's workers."""
+    from ..._dtype import int64
+    from ...ops import random as _random
+    from ...ops.creation import empty
+
+    return int(_random.random_(empty((), dtype=int64), generator=generator).item())
+
+
+def _epoch_generator(generator: Any) -> Any:
+    """The generator itself; without one, a new ``Generator`` seeded from the default one (as
+    PyTorch's ``RandomSampler`` does), so ``manual_seed`` makes the epochs reproducible."""
     from ...ops import random as _random
 
     if generator is not None:
-        return _random._rng(generator)
-    seed = int(_random._rng(None).integers(0, 2**63 - 1))
-    return np.random.default_rng(seed)
+        return generator
+    return _random.Generator().manual_seed(_seed_from(None))
 
 
 def _mix(x: np.ndarray) -> np.ndarray:
@@ -49,12 +64,15 @@ class _LazyPermutation:
     """A pseudo-random bijection of ``range(n)`` in O(1) memory: a 4-round Feistel network over
     the smallest even-bit-width domain holding ``n``, cycle-walking values that land past ``n``."""
 
-    def __init__(self, n: int, rng: np.random.Generator) -> None:
+    def __init__(self, n: int, generator: Any) -> None:
+        from ...ops import random as _random
+
         bits = max(2, (n - 1).bit_length())
         self.half = np.uint64((bits + 1) // 2)
         self.mask = np.uint64((1 << int(self.half)) - 1)
         self.n = np.uint64(n)
-        self.keys = [np.uint64(k) for k in rng.integers(0, 2**63, size=4, dtype=np.uint64)]
+        keys = _random.randint(0, 2**62, (4,), generator=generator)
+        self.keys = [np.uint64(k) for k in keys.tolist()]
 
     def _round_trip(self, x: np.ndarray) -> np.ndarray:
         left, right = x >> self.half, x & self.mask
@@ -71,20 +89,23 @@ class _LazyPermutation:
         return out.astype(np.int64)
 
 
-def _permutation_chunks(n: int, rng: np.random.Generator) -> Iterator[list[int]]:
-    """A random permutation of ``range(n)`` as successive lists of at most ``_PERM_CHUNK``."""
+def _permutation_chunks(n: int, generator: Any) -> Iterator[list[int]]:
+    """A random permutation of ``range(n)`` (``randperm(n, generator=generator)``) as successive
+    lists of at most ``_PERM_CHUNK``."""
+    from ...ops import random as _random
+
     if n <= _EAGER_PERM_MAX:
-        perm = rng.permutation(n)
+        perm = _random.randperm(n, generator=generator).numpy()
         for start in range(0, n, _PERM_CHUNK):
             yield perm[start : start + _PERM_CHUNK].tolist()
         return
-    lazy = _LazyPermutation(n, rng)
+    lazy = _LazyPermutation(n, generator)
     for start in range(0, n, _PERM_CHUNK):
         yield lazy(np.arange(start, min(start + _PERM_CHUNK, n), dtype=np.uint64)).tolist()
 
 
-def _permutation(n: int, rng: np.random.Generator) -> Iterator[int]:
-    for chunk in _permutation_chunks(n, rng):
+def _permutation(n: int, generator: Any) -> Iterator[int]:
+    for chunk in _permutation_chunks(n, generator):
         yield from chunk
 
 
@@ -141,17 +162,25 @@ class RandomSampler(Sampler[int]):
         return len(self.data_source) if self._num_samples is None else self._num_samples
 
     def __iter__(self) -> Iterator[int]:
+        from ...ops import random as _random
+
         n = len(self.data_source)
-        rng = _sampler_rng(self.generator)
+        g = _epoch_generator(self.generator)
         total = self.num_samples
         if self.replacement:
             for _ in range(total // _DRAW_CHUNK):
-                yield from rng.integers(0, n, size=_DRAW_CHUNK, dtype=np.int64).tolist()
-            yield from rng.integers(0, n, size=total % _DRAW_CHUNK, dtype=np.int64).tolist()
+                yield from _random.randint(0, n, (_DRAW_CHUNK,), generator=g).tolist()
+            yield from _random.randint(0, n, (total % _DRAW_CHUNK,), generator=g).tolist()
             return
         for _ in range(total // n):
-            yield from _permutation(n, rng)
-        yield from islice(_permutation(n, rng), total % n)
+            yield from _permutation(n, g)
+        # PyTorch draws the last permutation whole (even for none of it), keeps total % n
+        left = total % n
+        for chunk in _permutation_chunks(n, g):
+            if left <= 0:
+                break
+            yield from chunk[:left]
+            left -= len(chunk)
 
     def __len__(self) -> int:
         return self.num_samples
@@ -165,9 +194,7 @@ class SubsetRandomSampler(Sampler[int]):
         self.generator = generator
 
     def __iter__(self) -> Iterator[int]:
-        from ...ops import random as _random
-
-        for i in _permutation(len(self.indices), _random._rng(self.generator)):
+        for i in _permutation(len(self.indices), self.generator):
             yield self.indices[i]
 
     def __len__(self) -> int:
@@ -177,8 +204,9 @@ class SubsetRandomSampler(Sampler[int]):
 class WeightedRandomSampler(Sampler[int]):
     """``num_samples`` indices drawn with probability proportional to ``weights``.
 
-    With replacement the draws come in chunks (memory independent of ``num_samples``); without,
-    ``num_samples`` may not exceed ``len(weights)`` (PyTorch's error).
+    PyTorch's ``multinomial(weights, num_samples, replacement)``; with replacement its draws come
+    in chunks (memory independent of ``num_samples``); without, ``num_samples`` may not exceed
+    ``len(weights)`` (PyTorch's error).
     """
 
     def __init__(self, weights: Sequence[float], num_samples: int, replacement: bool = True,
@@ -206,22 +234,14 @@ class WeightedRandomSampler(Sampler[int]):
                                         generator=self.generator)
             yield from draws.tolist()
             return
-        w = np.asarray(self.weights.detach().cpu().numpy(), dtype=np.float64)
-        if not np.isfinite(w).all():
-            raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
-        if (w < 0).any():
-            raise RuntimeError("invalid multinomial distribution (encountering probability entry < 0)")
-        cdf = np.cumsum(w)
-        total = cdf[-1] if cdf.size else 0.0
-        if not total > 0:
-            raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
-        last = int(np.flatnonzero(w)[-1])  # rounding can put u * total on the top edge
-        rng = _random._rng(self.generator)
+        # PyTorch's multinomial(weights, num_samples, True) in chunks: the same draws (one
+        # float64 uniform per sample), except that a single sample takes multinomial's other
+        # path, so the last chunk never holds one alone
         left = self.num_samples
         while left:
-            k = min(left, _DRAW_CHUNK)
-            idx = np.searchsorted(cdf, rng.random(k) * total, side="right")
-            yield from np.minimum(idx, last).tolist()
+            k = left if left <= _WEIGHTED_CHUNK + 1 else _WEIGHTED_CHUNK
+            yield from _random.multinomial(self.weights, k, True,
+                                           generator=self.generator).tolist()
             left -= k
 
     def __len__(self) -> int:
