@@ -389,3 +389,43 @@ def test_pickle_and_deepcopy() -> None:
     p = pickle.loads(pickle.dumps(s))
     assert p.requires_grad and p.to_dense().tolist() == s.to_dense().tolist()
     assert copy.deepcopy(s)._indices().tolist() == IDX
+
+
+# ---------------------------------------------------------------------------------------------
+# the legacy names a Gaussian-process library calls: torch.dsmm, torch.hsmm, torch.sparse.FloatTensor
+
+
+def test_dsmm_and_hsmm() -> None:
+    def run(m):
+        d = m.arange(6.0).reshape(3, 2).requires_grad_()
+        r = m.dsmm(coo(m), d)
+        r.sum().backward()
+        h = m.hsmm(coo(m), d.detach())
+        return r, d.grad, h, (h.sparse_dim(), h.dense_dim()), m.dsmm(d.detach().t(), d.detach())
+
+    e, t = both(run)
+    for x, y in zip(e, t):
+        if isinstance(y, tuple):
+            assert x == y
+        else:
+            same(x, y)
+    for m in (ember, torch):
+        with pytest.raises(IndexError, match="out of range"):
+            m.dsmm(coo(m), m.ones(3))
+
+
+def test_legacy_sparse_constructors() -> None:
+    def run(m):
+        i, v = m.tensor(IDX), m.tensor(VAL)
+        out = [m.sparse.FloatTensor(i, v, m.Size((2, 3))), m.sparse.FloatTensor(i, v.double()),
+               m.sparse.DoubleTensor(2, 3), m.sparse.LongTensor(i, v.long(), (2, 3)),
+               m.sparse.FloatTensor()]
+        checks = [isinstance(out[0], m.sparse.FloatTensor), isinstance(out[0], m.sparse.DoubleTensor),
+                  isinstance(out[2], m.sparse.DoubleTensor), isinstance(v, m.sparse.FloatTensor),
+                  m.sparse.FloatTensor.__name__]
+        return out, checks
+
+    (e, ec), (t, tc) = both(run)
+    for x, y in zip(e, t):
+        same(x, y)
+    assert ec == tc == [True, False, True, False, "FloatTensor"]

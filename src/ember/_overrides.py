@@ -104,13 +104,15 @@ def _arg_asks(a: Any) -> bool:
     return asks(t)
 
 
-def dispatcher(impl: Callable[..., Any]) -> Callable[..., Any]:
+def dispatcher(impl: Callable[..., Any], operator: bool = False) -> Callable[..., Any]:
     """``impl`` wrapped in a dispatcher: same name, signature and docstring; binds as a method
     like a function does. Its ``__torch_function_public__`` (the object handed to
     ``__torch_function__`` as ``func``) is itself until ``set_public`` names another (a
-    namespace's staticmethod wrapper)."""
+    namespace's staticmethod wrapper). ``operator``: a binary operator (``Tensor.__add__``),
+    whose dispatch answers ``NotImplemented`` for a ``TypeError`` (``dispatch_operator``)."""
+    slow = dispatch_operator if operator else dispatch
     if native is not None:
-        d = native.dispatcher(impl, dispatch)
+        d = native.dispatcher(impl, slow)
     else:
         plain = _PLAIN.issuperset
 
@@ -123,7 +125,7 @@ def dispatcher(impl: Callable[..., Any]) -> Callable[..., Any]:
             if flags == SUBCLASS_DISABLED or (not flags and not any(
                     map(_arg_asks, (*args, *kwargs.values())))):
                 return impl(*args, **kwargs)
-            return dispatch(d.__torch_function_public__, impl, args, kwargs)
+            return slow(d.__torch_function_public__, impl, args, kwargs)
 
     functools.update_wrapper(d, impl)
     d.__torch_function_public__ = d
@@ -206,9 +208,52 @@ def dispatch(func: Any, impl: Callable[..., Any], args: tuple, kwargs: dict | No
                     "or unwrap the arguments to plain tensors first.")
 
 
+# Tensor's binary operators: when the call is handed over and fails with a TypeError (every
+# class declined, or one raised it), PyTorch's answer is NotImplemented, so Python goes on to the
+# other operand's reflected operator (``tensor @ linear_operator`` runs its ``__rmatmul__``)
+BINARY_OPERATORS = frozenset(
+    f"__{op}__" for op in (
+        "add", "radd", "iadd", "sub", "rsub", "isub", "mul", "rmul", "imul", "truediv",
+        "rtruediv", "itruediv", "floordiv", "rfloordiv", "ifloordiv", "mod", "rmod", "imod",
+        "pow", "rpow", "ipow", "matmul", "rmatmul", "imatmul", "and", "rand", "iand", "or",
+        "ror", "ior", "xor", "rxor", "ixor", "lshift", "rlshift", "ilshift", "rshift",
+        "rrshift", "irshift", "eq", "ne", "lt", "le", "gt", "ge",
+    ))
+
+# The ``func`` PyTorch hands over for an operator is the method it stands for: ``t + o`` and
+# ``o + t`` give ``Tensor.add``, ``t @ o`` ``Tensor.matmul``, ``t == o`` ``Tensor.eq`` (libraries
+# key their tables on these); the operators not listed hand over themselves (``Tensor.__rsub__``)
+OPERATOR_METHODS = {
+    "__add__": "add", "__radd__": "add", "__iadd__": "add_", "__sub__": "sub",
+    "__isub__": "sub_", "__mul__": "mul", "__rmul__": "mul", "__imul__": "mul_",
+    "__truediv__": "div", "__itruediv__": "div_", "__ifloordiv__": "floor_divide_",
+    "__mod__": "remainder", "__imod__": "remainder_", "__matmul__": "matmul",
+    "__rand__": "bitwise_and", "__ror__": "bitwise_or", "__rxor__": "bitwise_xor",
+    "__eq__": "eq", "__ne__": "ne", "__lt__": "lt", "__le__": "le", "__gt__": "gt", "__ge__": "ge",
+}
+
+
+def dispatch_operator(func: Any, impl: Callable[..., Any], args: tuple,
+                      kwargs: dict | None) -> Any:
+    """``dispatch`` for a binary operator: a ``TypeError`` gives ``NotImplemented``."""
+    try:
+        return dispatch(func, impl, args, kwargs)
+    except TypeError:
+        return NotImplemented
+
+
+def set_operator_methods(tensor_class: type) -> None:
+    """Point the operators' dispatchers at the methods PyTorch hands over for them."""
+    for name, method in OPERATOR_METHODS.items():
+        d, public = tensor_class.__dict__.get(name), tensor_class.__dict__.get(method)
+        if is_dispatcher(d) and public is not None:
+            set_public(d, public)
+
+
 def _name(func: Any) -> str:
     module = getattr(func, "__module__", None) or ""
     module = "torch" + module[5:] if module.startswith("ember") else module
+    module = "torch" if module == "torch._tensor" else module  # torch.Tensor.add
     return f"{module}.{getattr(func, '__qualname__', getattr(func, '__name__', func))}"
 
 

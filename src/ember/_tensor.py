@@ -890,7 +890,8 @@ _overrides.register(Tensor)
 for _name, _fn in list(Tensor.__dict__.items()):
     if type(_fn) is _types.FunctionType and (_name[0] != "_" or _name in _DISPATCHED_DUNDERS) \
             and _name != "as_subclass":
-        _d = _overrides.dispatcher(_fn)
+        _d = _overrides.dispatcher(_fn, operator=_name in _overrides.BINARY_OPERATORS)
         _d.__module__, _d.__qualname__ = Tensor.__module__, f"Tensor.{_name}"  # pickles so
         setattr(Tensor, _name, _d)
 del _name, _fn, _d
+_overrides.set_operator_methods(Tensor)  # t + o hands over Tensor.add, as PyTorch's

@@ -36,7 +36,7 @@ from .._tensor_base import TensorBase
 from ..autograd import grad_mode
 from ..autograd.function import Op
 
-__all__ = ["sparse_coo_tensor", "sparse_csr_tensor", "spmm", "smm"]
+__all__ = ["sparse_coo_tensor", "sparse_csr_tensor", "spmm", "smm", "dsmm", "hsmm"]
 
 
 _sparse_class: Any = None  # SparseTensor, registered by ember._tensor_sparse when it loads
@@ -818,6 +818,25 @@ def spmm(input: Any, mat2: Any) -> Any:
 def smm(input: Any, mat2: Any) -> Any:
     """``torch.smm``: a sparse matrix times a dense one, as a sparse matrix."""
     return to_sparse(spmm(input, mat2))
+
+
+def dsmm(input: Any, mat2: Any) -> Any:
+    """``torch.dsmm``: a sparse matrix times a dense matrix, a dense result (a dense ``input``
+    is ``torch.mm``'s)."""
+    if not is_sparse(input):
+        return input.mm(mat2)
+    if isinstance(mat2, TensorBase) and mat2._data.ndim != 2:
+        raise IndexError(f"Dimension out of range (expected to be in range of [-1, 0], but got "
+                           f"1): dsmm takes a dense matrix, got shape {tuple(mat2._data.shape)}")
+    return sparse_mm(input, mat2, dense_grad=True, name="dsmm")
+
+
+def hsmm(input: Any, mat2: Any) -> Any:
+    """``torch.hsmm``: a sparse matrix times a dense matrix, as a hybrid sparse tensor (its rows
+    sparse, each row dense: ``sparse_dim() == 1``)."""
+    if not is_sparse(input):
+        raise RuntimeError("hsmm: expected a sparse matrix as the first argument")
+    return to_sparse(dsmm(input, mat2), 1)
 
 
 def _as_array(x: Any, dt: Any = None) -> Any:

@@ -7,8 +7,10 @@ Sparse tensors themselves (``torch.sparse_coo_tensor``, ``x.to_sparse()``) are
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
+from .. import _dtype, _dtype_info
 from .. import _tensor_sparse as _ts
 from .._tensor_base import TensorBase
 from ..ops import sparse as _sp
@@ -140,3 +142,40 @@ class check_sparse_tensor_invariants:  # noqa: N801 - PyTorch's name
 def as_sparse_gradcheck(gradcheck: Any) -> Any:
     """``torch.sparse.as_sparse_gradcheck``: ember's gradcheck is returned unchanged."""
     return gradcheck
+
+
+class _LegacySparseType(type):
+    """``isinstance(s, torch.sparse.FloatTensor)``: a sparse COO tensor of that dtype."""
+
+    _dtype: Any
+
+    def __instancecheck__(cls, obj: object) -> bool:
+        return _sp.is_sparse(obj) and obj.layout is _dtype_info.sparse_coo \
+            and obj.dtype is cls._dtype
+
+
+def _legacy_sparse(name: str, dt: Any) -> type:
+    def __new__(cls: type, *args: Any, device: Any = None) -> Any:  # noqa: N807
+        """``torch.sparse.FloatTensor(indices, values[, size])`` (the values' dtype, as in
+        PyTorch) or ``torch.sparse.FloatTensor(*size)`` (empty, of the class's dtype)."""
+        warnings.warn(f"torch.sparse.{name}(...) is deprecated. Please use "
+                      "torch.sparse_coo_tensor(indices, values, shape, dtype=, device=).",
+                      UserWarning, stacklevel=2)
+        if len(args) >= 2 and isinstance(args[0], TensorBase):
+            return _sp.sparse_coo_tensor(args[0], args[1], *args[2:3], device=device)
+        size = args[0] if len(args) == 1 and isinstance(args[0], (tuple, list)) else args
+        return _sp.sparse_coo_tensor(size=tuple(size) or (0,), dtype=dt, device=device)
+
+    return _LegacySparseType(name, (), {"__new__": __new__, "_dtype": dt,
+                                        "__module__": "torch.sparse", "__qualname__": name})
+
+
+FloatTensor = _legacy_sparse("FloatTensor", _dtype.float32)
+DoubleTensor = _legacy_sparse("DoubleTensor", _dtype.float64)
+HalfTensor = _legacy_sparse("HalfTensor", _dtype.float16)
+BFloat16Tensor = _legacy_sparse("BFloat16Tensor", _dtype.bfloat16)
+LongTensor = _legacy_sparse("LongTensor", _dtype.int64)
+IntTensor = _legacy_sparse("IntTensor", _dtype.int32)
+ShortTensor = _legacy_sparse("ShortTensor", _dtype.int16)
+CharTensor = _legacy_sparse("CharTensor", _dtype.int8)
+ByteTensor = _legacy_sparse("ByteTensor", _dtype.uint8)
