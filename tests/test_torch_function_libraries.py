@@ -174,3 +174,35 @@ def test_a_subclass_through_the_operators_keeps_its_class(m: Any) -> None:
     outs = [t + s, s + 1, 2 * s, t @ s, t == s, 1 - s]
     assert [type(o).__name__ for o in outs] == ["S"] * 6
     assert log[:4] == ["add", "add", "mul", "matmul"]  # (s == t: PyTorch hands over __eq__)
+
+
+# ---------------------------------------------------------------------------------------------
+# beyond dispatch: what the library's sparse interpolation reads (``if idx.storage():``)
+
+
+def _storage_program(m: Any) -> list[Any]:
+    import warnings
+
+    t = m.arange(6.0).reshape(2, 3)
+    v = t[1:, 1:]
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        s = v.storage()
+    u = v.untyped_storage()
+    out = [type(s).__name__, len(s), s.size(), s.nbytes(), s.element_size(), str(s.dtype),
+           str(s.device), s.data_ptr() == t.data_ptr(), s.tolist(), s[4], bool(s),
+           type(u).__name__, len(u), u.nbytes(), u.element_size(), u.data_ptr() == t.data_ptr(),
+           u[6:8].tolist() if hasattr(u[6:8], "tolist") else u[6:8], u.tolist()[4:8],
+           bool(m.empty(0).untyped_storage()), bool(m.ones(3).nonzero().storage()),
+           m.is_storage(s), m.is_storage(u), m.is_storage(t), type(s.untyped()).__name__,
+           t.T.storage().size(), t.reshape(-1)[::2].storage().size(), len(w),
+           repr(m.arange(2).storage())]
+    s[0] = 7.0
+    out.append(t.tolist())
+    return out
+
+
+@needs_torch
+@pytest.mark.filterwarnings("ignore:TypedStorage is deprecated")
+def test_storages_as_on_torch() -> None:
+    assert _storage_program(ember) == _storage_program(torch)

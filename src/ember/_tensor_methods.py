@@ -15,6 +15,7 @@ random fills, ``t_``...) are written out in ``ember/_tensor.py``.
 from __future__ import annotations
 
 import inspect
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -282,6 +283,118 @@ is_maia = property(lambda self: False, doc="False: ember runs on cpu and cuda on
 
 def is_distributed(self) -> bool:
     return False
+
+# -- storages: the one allocation a tensor views, as PyTorch's storage objects ----------------
+
+class UntypedStorage:
+    """``x.untyped_storage()``: the bytes of the allocation ``x`` views, shared by every view of
+    it: ``nbytes()`` (``len``), ``data_ptr()``, ``device``, the byte values (``tolist()``,
+    ``s[i]``). ember's tensors own NumPy/CuPy arrays, so a storage is a window on the array that
+    owns the memory, made on request; ``torch.UntypedStorage(n)`` and resizing are not offered."""
+
+    _ember_storage = True
+
+    def __init__(self, arr: Any, device: Any) -> None:
+        self._arr, self.device = arr, device  # the tensor's array keeps the allocation alive
+        ext = _backend.storage_extent(arr)
+        start, rest = ext if ext is not None else (0, int(np.prod(arr.shape)))
+        self._start, self._nbytes = start * arr.itemsize, (start + rest) * arr.itemsize
+
+    def nbytes(self) -> int:
+        return self._nbytes
+
+    def size(self) -> int:
+        return self._nbytes
+
+    def __len__(self) -> int:
+        return self.size()
+
+    def element_size(self) -> int:
+        return 1
+
+    def data_ptr(self) -> int:
+        return _backend.address(self._arr) - self._start
+
+    @property
+    def is_cuda(self) -> bool:
+        return self.device.type == "cuda"
+
+    def is_shared(self) -> bool:
+        return False
+
+    def _bytes(self) -> np.ndarray:
+        """The allocation's bytes, a 1-D uint8 view (a copy off the host)."""
+        root, arr = self._arr, self._arr
+        while _backend.is_array(getattr(root, "base", None)):
+            root = root.base
+        if _backend.storage_extent(arr) is None:  # no one dense allocation: the tensor's values
+            root = np.ascontiguousarray(_backend.to_numpy(arr))
+        return _backend.to_numpy(root).ravel(order="K").view(np.uint8)[:self._nbytes]
+
+    def tolist(self) -> list:
+        return self._bytes().tolist()
+
+    def __getitem__(self, i: Any) -> Any:
+        return self._bytes()[i].tolist()
+
+    def __repr__(self) -> str:
+        body = "\n".join(f" {v}" for v in self.tolist())
+        return (f"{body}\n[torch.storage.{type(self).__name__}(device={self.device}) of size "
+                f"{self.size()}]")
+
+
+class TypedStorage(UntypedStorage):
+    """``x.storage()`` (deprecated in PyTorch, which warns): the allocation as elements of
+    ``x``'s dtype; ``s[i] = v`` writes into the memory every view of it shares."""
+
+    def __init__(self, arr: Any, device: Any, dtype: Any) -> None:
+        super().__init__(arr, device)
+        self.dtype = dtype
+        self._untyped_storage = UntypedStorage(arr, device)
+
+    def size(self) -> int:
+        return self._nbytes // self._arr.itemsize
+
+    def element_size(self) -> int:
+        return int(self._arr.itemsize)
+
+    def untyped(self) -> UntypedStorage:
+        return self._untyped_storage
+
+    def _elements(self) -> np.ndarray:
+        return self._bytes().view(self._arr.dtype)
+
+    def tolist(self) -> list:
+        return self._elements().tolist()
+
+    def __getitem__(self, i: Any) -> Any:
+        return self._elements()[i].tolist()
+
+    def __setitem__(self, i: Any, value: Any) -> None:
+        if not isinstance(self._arr, np.ndarray):
+            raise NotImplementedError("ember writes through a storage only on the CPU: write "
+                                      "into the tensor instead")
+        self._elements()[i] = value
+
+    def __repr__(self) -> str:
+        body = "\n".join(f" {v}" for v in self.tolist())
+        return (f"{body}\n[torch.storage.TypedStorage(dtype={self.dtype}, device={self.device}) "
+                f"of size {self.size()}]")
+
+
+def untyped_storage(self) -> UntypedStorage:
+    """The bytes of the allocation this tensor views (``UntypedStorage``)."""
+    return UntypedStorage(self._data, self.device)
+
+def storage(self) -> TypedStorage:
+    """The allocation this tensor views, as elements of its dtype (``TypedStorage``; PyTorch
+    warns that it is deprecated in favour of ``untyped_storage()``)."""
+    warnings.warn("TypedStorage is deprecated. It will be removed in the future and "
+                  "UntypedStorage will be the only storage class. This should only matter to "
+                  "you if you are using storages directly.  To access UntypedStorage directly, "
+                  "use tensor.untyped_storage() instead of tensor.storage()", UserWarning,
+                  stacklevel=2)
+    return TypedStorage(self._data, self.device, self.dtype)
 
 def put_(self, index: Any, source: Any, accumulate: bool = False) -> Any:
     """``put_(index, source, accumulate=False)``: in-place ``put``."""
@@ -679,6 +792,8 @@ OP_METHODS: dict[str, Any] = {
     "const_data_ptr": const_data_ptr,
     "layout": layout,
     "is_distributed": is_distributed,
+    "storage": storage,
+    "untyped_storage": untyped_storage,
     "index_reduce": index_reduce,
     "index_reduce_": index_reduce_,
     "apply_": apply_,

@@ -73,8 +73,8 @@ def is_signed(input: Any) -> bool:
 
 
 def is_storage(obj: Any) -> bool:
-    """False: ember exposes no storage objects."""
-    return False
+    """Whether ``obj`` is a storage (``x.storage()``, ``x.untyped_storage()``)."""
+    return getattr(type(obj), "_ember_storage", False) is True
 
 
 def is_conj(input: Any) -> bool:
