@@ -355,3 +355,87 @@ def test_multinomial_errors(weights, n):
             m.multinomial(m.tensor(weights), n, True)
         msgs.append(str(e.value))
     assert msgs[0] == msgs[1]
+
+
+# ---------------------------------------------------------------------------------------------
+# distributions
+
+
+def _T(t, v, dtype="float32"):
+    return t.tensor(v, dtype=getattr(t, dtype))
+
+
+_S = (3, 4)
+
+# the same draws and the same arithmetic: bit for bit
+DISTS_EXACT = {
+    "Normal": lambda t, D: [D.Normal(_T(t, [0., 1.]), _T(t, [1., 2.])).sample(_S),
+                            D.Normal(_T(t, [0., 1.]), _T(t, [1., 2.])).rsample(_S),
+                            D.Normal(0., 1.).rsample()],
+    "Uniform": lambda t, D: [D.Uniform(_T(t, [0., 1.]), _T(t, [1., 3.])).sample(_S)],
+    "Bernoulli": lambda t, D: [D.Bernoulli(probs=_T(t, [0.2, 0.7])).sample(_S)],
+    "Categorical": lambda t, D: [D.Categorical(probs=_T(t, [0.2, 0.5, 0.3])).sample(_S),
+                                 D.Categorical(logits=_T(t, [[0.2, 0.5, 0.3], [1, 2, 3]])).sample(),
+                                 D.Categorical(_T(t, [[1, 2, 3.]], "float64")).sample((5,))],
+    "OneHotCategorical": lambda t, D: [D.OneHotCategorical(probs=_T(t, [0.2, 0.5, 0.3])).sample(
+        _S)],
+    "Multinomial": lambda t, D: [D.Multinomial(10, _T(t, [0.2, 0.5, 0.3])).sample(_S)],
+    "Exponential": lambda t, D: [D.Exponential(_T(t, [0.5, 2.])).rsample(_S),
+                                 D.Exponential(_T(t, [0.5, 2.], "float64")).sample((3,))],
+    "Geometric": lambda t, D: [D.Geometric(_T(t, [0.2, 0.7])).sample(_S)],
+    "MultivariateNormal": lambda t, D: [D.MultivariateNormal(
+        _T(t, [0., 1.]), _T(t, [[2., 0.5], [0.5, 1.]])).rsample(_S)],
+    "Poisson": lambda t, D: [D.Poisson(_T(t, [0.5, 20.])).sample(_S),
+                             D.Poisson(_T(t, [3., 50.], "float64")).sample((4,))],
+    "Binomial": lambda t, D: [D.Binomial(10, _T(t, [0.2, 0.7])).sample((20,)),
+                              D.Binomial(100, _T(t, [0.2, 0.7, 0.5])).sample((20,)),
+                              D.Binomial(1000, _T(t, [0.3, 0.01, 0.999], "float64")).sample((9,))],
+    # Marsaglia-Tsang with PyTorch's float32/float64 arithmetic and cached normals
+    "Gamma": lambda t, D: [D.Gamma(_T(t, [0.5, 2., 7.]), _T(t, [1., 3., 1.])).rsample(_S),
+                           D.Gamma(_T(t, [0.05, 2.], "float64"), _T(t, [1., 3.], "float64")
+                                   ).rsample(_S)],
+    "Chi2": lambda t, D: [D.Chi2(_T(t, [1., 5.])).rsample(_S)],
+    "Beta": lambda t, D: [D.Beta(_T(t, [0.5, 2.]), _T(t, [1., 3.])).rsample(_S),
+                          D.Beta(_T(t, [0.05, 2.]), _T(t, [0.01, 3.])).rsample((20,))],
+    "Dirichlet": lambda t, D: [D.Dirichlet(_T(t, [0.5, 2., 3.])).rsample(_S),
+                               D.Dirichlet(_T(t, [[0.5, 2., 3.], [0.1, 0.01, 5.]], "float64")
+                                           ).rsample((4,))],
+    "FisherSnedecor": lambda t, D: [D.FisherSnedecor(_T(t, [3., 5.]), _T(t, [2., 7.])).rsample(
+        _S)],
+    "NegativeBinomial": lambda t, D: [D.NegativeBinomial(_T(t, [3., 5.]),
+                                                         probs=_T(t, [0.2, 0.7])).sample(_S)],
+    "MixtureSameFamily": lambda t, D: [D.MixtureSameFamily(
+        D.Categorical(_T(t, [0.3, 0.7])), D.Normal(_T(t, [0., 5.]), _T(t, [1., 1.]))).sample(_S)],
+}
+
+# the same draws; transcendental functions round within float32 ulps of PyTorch's
+DISTS_CLOSE = {
+    "Cauchy": lambda t, D: [D.Cauchy(_T(t, [0., 1.]), _T(t, [1., 2.])).rsample(_S)],
+    "HalfCauchy": lambda t, D: [D.HalfCauchy(_T(t, [1., 2.])).rsample(_S)],
+    "Laplace": lambda t, D: [D.Laplace(_T(t, [0., 1.]), _T(t, [1., 2.])).rsample(_S)],
+    "Gumbel": lambda t, D: [D.Gumbel(_T(t, [0., 1.]), _T(t, [1., 2.])).rsample(_S)],
+    "LogNormal": lambda t, D: [D.LogNormal(_T(t, [0., 1.]), _T(t, [1., 0.5])).rsample(_S)],
+    "StudentT": lambda t, D: [D.StudentT(_T(t, [3., 5.])).rsample(_S)],
+    "InverseGamma": lambda t, D: [D.InverseGamma(_T(t, [2., 3.]), _T(t, [1., 2.])).rsample(_S)],
+    "Weibull": lambda t, D: [D.Weibull(_T(t, [1., 2.]), _T(t, [1.5, 0.5])).rsample(_S)],
+    "Pareto": lambda t, D: [D.Pareto(_T(t, [1., 2.]), _T(t, [1.5, 3.])).rsample(_S)],
+    "Kumaraswamy": lambda t, D: [D.Kumaraswamy(_T(t, [1., 2.]), _T(t, [1.5, 0.5])).rsample(_S)],
+    "RelaxedBernoulli": lambda t, D: [D.RelaxedBernoulli(_T(t, 0.5), probs=_T(t, [0.2, 0.7])
+                                                         ).rsample(_S)],
+    "RelaxedOneHotCategorical": lambda t, D: [D.RelaxedOneHotCategorical(
+        _T(t, 0.5), probs=_T(t, [0.2, 0.5, 0.3])).rsample(_S)],
+    "ContinuousBernoulli": lambda t, D: [D.ContinuousBernoulli(_T(t, [0.2, 0.7])).rsample(_S)],
+    "VonMises": lambda t, D: [D.VonMises(_T(t, [0., 1.]), _T(t, [0.01, 50.])).sample((30,))],
+    "LKJCholesky": lambda t, D: [D.LKJCholesky(3, _T(t, 2.)).sample(_S)],
+    "Wishart": lambda t, D: [D.Wishart(_T(t, [4., 5., 3.]), covariance_matrix=_T(
+        t, [[2., 0.5], [0.5, 1.]])).rsample((2,))],
+}
+
+
+@pytest.mark.parametrize("name", sorted(DISTS_EXACT) + sorted(DISTS_CLOSE))
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.filterwarnings("ignore:Singular sample")
+def test_distribution_samples(name, seed):
+    fn = DISTS_EXACT.get(name) or DISTS_CLOSE[name]
+    tol = {} if name in DISTS_EXACT else {"rtol": 1e-5, "atol": 1e-6}
+    _check(lambda t: fn(t, t.distributions) + [t.rand(3)], seed, **tol)

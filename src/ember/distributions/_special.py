@@ -4,7 +4,7 @@
 digamma' = polygamma(1), polygamma(n)' = polygamma(n + 1)), to any order. The values come from
 ``ember._special``.
 
-``standard_gamma(alpha)`` draws Gamma(alpha, 1) samples from ember's generator and is
+``standard_gamma(alpha)`` draws Gamma(alpha, 1) samples as PyTorch does (``_sampling.py``) and is
 reparameterised by *implicit differentiation*: for a sample x with CDF F(x; alpha),
 dx/dalpha = -(dF/dalpha) / f(x; alpha). F is the regularised lower incomplete gamma function
 (series below x < alpha + 1, continued fraction above, in float64), and dF/dalpha is its central
@@ -170,14 +170,22 @@ def standard_gamma(alpha: Any, shape: tuple) -> Any:
     reparameterised: gradients flow to ``alpha``."""
     import ember
 
-    from ..ops.random import _rng
+    from ..ops.random import default_generator
+    from ._sampling import standard_gamma as _draw
 
-    a = alpha.detach().expand(shape).cpu().numpy().astype(np.float64)
-    draw = _rng(None).standard_gamma(a)
-    tiny = np.finfo(alpha._data.dtype).tiny
-    draw = np.maximum(draw, tiny)
-    sample = ember.as_tensor(draw.astype(alpha._data.dtype), device=alpha.device)
+    a = np.ascontiguousarray(alpha.detach().expand(shape).cpu().numpy())
+    draw = _draw(default_generator, a.reshape(-1)).reshape(a.shape)  # PyTorch's sampler
+    sample = ember.as_tensor(draw, device=alpha.device)
     if alpha.requires_grad and ember.is_grad_enabled():
         return _StandardGamma.apply(alpha.expand(shape), sample)
     return sample
 
+
+def dirichlet(conc: Any, shape: tuple) -> Any:
+    """PyTorch's ``_sample_dirichlet`` of ``conc`` broadcast to ``shape`` (..., K): float64
+    gammas normalised in float64, rounded to conc's dtype, clamped to [its smallest normal, the
+    float below 1]; reparameterised through the gammas."""
+    g = standard_gamma(conc.double(), shape)
+    x = (g / g.sum(-1, keepdim=True)).to(conc.dtype)
+    dt = np.dtype(conc._data.dtype)
+    return x.clamp(min=float(np.finfo(dt).tiny), max=float(np.nextafter(dt.type(1), dt.type(0))))

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from . import constraints
-from ._special import digamma, lgamma, standard_gamma
+from ._special import digamma, dirichlet, lgamma
 from .distribution import ExponentialFamily
-from .utils import broadcast_all, finfo_eps, finfo_tiny, xlogy
+from .utils import broadcast_all, xlogy
 
 __all__ = ["Beta"]
 
@@ -45,11 +45,11 @@ class Beta(ExponentialFamily):
 
     def rsample(self, sample_shape: Any = ()) -> Any:
         shape = tuple(self._extended_shape(sample_shape))
-        x = standard_gamma(self.concentration1, shape)
-        y = standard_gamma(self.concentration0, shape)
-        out = x / (x + y)
-        eps = finfo_eps(out)
-        return out.clamp(min=finfo_tiny(out), max=1 - eps)
+        import ember
+
+        # PyTorch's: a Dirichlet over (concentration1, concentration0), its first coordinate
+        conc = ember.stack([self.concentration1, self.concentration0], -1)
+        return dirichlet(conc, shape + (2,)).select(-1, 0)
 
     def log_prob(self, value: Any) -> Any:
         if self._validate_args:

@@ -70,14 +70,15 @@ class Binomial(Distribution):
     def sample(self, sample_shape: Any = ()) -> Any:
         import ember
 
-        from ..ops.random import _rng
+        from ..ops.random import default_generator
+        from ._sampling import binomial
 
         shape = tuple(self._extended_shape(sample_shape))
         with ember.no_grad():
-            n = self.total_count.expand(shape).cpu().numpy().astype(np.int64)
-            p = self.probs.detach().expand(shape).cpu().numpy().astype(np.float64)
-        draw = _rng(None).binomial(n, np.clip(p, 0.0, 1.0)).astype(self.probs._data.dtype)
-        return ember.as_tensor(draw, device=self.probs.device)
+            p = np.ascontiguousarray(self.probs.detach().expand(shape).cpu().numpy())
+            n = np.ascontiguousarray(self.total_count.expand(shape).cpu().numpy()).astype(p.dtype)
+        draw = binomial(default_generator, n.reshape(-1), p.reshape(-1))  # PyTorch's sampler
+        return ember.as_tensor(draw.reshape(shape), device=self.probs.device)
 
     def log_prob(self, value: Any) -> Any:
         if self._validate_args:

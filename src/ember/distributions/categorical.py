@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from . import constraints
 from .bernoulli import _one_of
 from .distribution import Distribution
@@ -76,19 +74,14 @@ class Categorical(Distribution):
     def sample(self, sample_shape: Any = ()) -> Any:
         import ember
 
-        from ..ops.random import _rng
-
-        shape = tuple(self._extended_shape(sample_shape))
+        # PyTorch's: multinomial with replacement over the rows, one column per sample
+        n = 1
+        for d in tuple(sample_shape):
+            n *= int(d)
         with ember.no_grad():
-            probs = self.probs.detach().cpu().numpy().astype(np.float64)
-        cdf = np.cumsum(probs, -1)
-        cdf = cdf / cdf[..., -1:]
-        u = _rng(None).random(shape)
-        b = cdf.shape[:-1]
-        cdf_b = np.broadcast_to(cdf, shape[: len(shape) - len(b)] + b + cdf.shape[-1:])
-        idx = (u[..., None] >= cdf_b).sum(-1)
-        idx = np.minimum(idx, self._num_events - 1).astype(np.int64)
-        return ember.as_tensor(idx, device=self._param().device)
+            probs_2d = self.probs.reshape(-1, self._num_events)
+            samples_2d = ember.multinomial(probs_2d, n, True).T
+            return samples_2d.reshape(tuple(self._extended_shape(sample_shape)))
 
     def log_prob(self, value: Any) -> Any:
         import ember

@@ -45,8 +45,8 @@ class Cauchy(Distribution):
         import ember
 
         shape = self._extended_shape(sample_shape)
-        u = ember.rand(shape, dtype=self.loc.dtype, device=self.loc.device)
-        return self.loc + self.scale * (math.pi * (u - 0.5)).tan()
+        eps = ember.empty(shape, dtype=self.loc.dtype, device=self.loc.device).cauchy_()
+        return self.loc + eps * self.scale  # PyTorch's
 
     def log_prob(self, value: Any) -> Any:
         if self._validate_args:

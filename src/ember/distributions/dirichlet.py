@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from . import constraints
-from ._special import digamma, lgamma, standard_gamma
+from ._special import digamma, dirichlet, lgamma
 from .distribution import ExponentialFamily
-from .utils import finfo_eps, finfo_tiny, xlogy
+from .utils import xlogy
 
 __all__ = ["Dirichlet"]
 
@@ -52,9 +52,7 @@ class Dirichlet(ExponentialFamily):
 
     def rsample(self, sample_shape: Any = ()) -> Any:
         shape = tuple(self._extended_shape(sample_shape))
-        g = standard_gamma(self.concentration, shape)
-        out = g / g.sum(-1, keepdim=True)
-        return out.clamp(min=finfo_tiny(out), max=1 - finfo_eps(out))
+        return dirichlet(self.concentration, shape)  # PyTorch's sampler
 
     def log_prob(self, value: Any) -> Any:
         if self._validate_args:

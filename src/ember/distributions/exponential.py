@@ -44,8 +44,8 @@ class Exponential(ExponentialFamily):
         import ember
 
         shape = self._extended_shape(sample_shape)
-        u = ember.rand(shape, dtype=self.rate.dtype, device=self.rate.device)
-        return -(-u).log1p() / self.rate
+        e = ember.empty(shape, dtype=self.rate.dtype, device=self.rate.device).exponential_()
+        return e / self.rate  # PyTorch's
 
     def log_prob(self, value: Any) -> Any:
         if self._validate_args:

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from . import constraints
 from ._special import lgamma
 from .categorical import Categorical
@@ -64,16 +62,15 @@ class Multinomial(Distribution):
     def sample(self, sample_shape: Any = ()) -> Any:
         import ember
 
-        from ..ops.random import _rng
-
-        shape = tuple(self._extended_shape(sample_shape))
+        # PyTorch's: total_count categorical draws per sample, counted
+        sample_shape = tuple(sample_shape)
         with ember.no_grad():
-            p = self._categorical.probs.detach().cpu().numpy().astype(np.float64)
-        p = np.broadcast_to(p / p.sum(-1, keepdims=True), shape)
-        counts = _rng(None).multinomial(self.total_count, p.reshape(-1, shape[-1]))
-        dt = self._categorical.probs._data.dtype
-        return ember.as_tensor(counts.reshape(shape).astype(dt),
-                               device=self._categorical.probs.device)
+            samples = self._categorical.sample((self.total_count,) + sample_shape)
+            samples = samples.permute(*range(1, samples.dim()), 0)
+            counts = ember.zeros(tuple(self._extended_shape(sample_shape)), dtype=samples.dtype,
+                                 device=samples.device)
+            counts.scatter_add_(-1, samples, ember.ones_like(samples))
+            return counts.type_as(self._categorical.probs)
 
     def log_prob(self, value: Any) -> Any:
         import ember

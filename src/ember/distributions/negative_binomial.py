@@ -9,7 +9,7 @@ from . import constraints
 from ._special import lgamma
 from .bernoulli import _one_of
 from .distribution import Distribution
-from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits
+from .utils import broadcast_all, finfo_tiny, lazy_property, logits_to_probs, probs_to_logits
 
 __all__ = ["NegativeBinomial"]
 
@@ -59,12 +59,13 @@ class NegativeBinomial(Distribution):
         import ember
 
         from ._special import standard_gamma
-        from .poisson import Poisson
 
         shape = tuple(self._extended_shape(sample_shape))
         with ember.no_grad():
-            rate = standard_gamma(self.total_count.detach(), shape) * self.logits.detach().exp()
-            return Poisson(rate, validate_args=False).sample()
+            # PyTorch's: Gamma(total_count, rate=exp(-logits)).sample(), then poisson
+            rate = standard_gamma(self.total_count.detach(), shape) / (-self.logits.detach()).exp()
+            rate = rate.clamp(min=finfo_tiny(rate))
+            return ember.poisson(rate)
 
     def log_prob(self, value: Any) -> Any:
         import ember

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from . import constraints
 from ._special import lgamma
 from .distribution import ExponentialFamily
@@ -39,12 +37,9 @@ class Poisson(ExponentialFamily):
     def sample(self, sample_shape: Any = ()) -> Any:
         import ember
 
-        from ..ops.random import _rng
-
         shape = tuple(self._extended_shape(sample_shape))
-        rate = self.rate.detach().expand(shape).cpu().numpy().astype(np.float64)
-        draw = _rng(None).poisson(rate).astype(self.rate._data.dtype)
-        return ember.as_tensor(draw, device=self.rate.device)
+        with ember.no_grad():
+            return ember.poisson(self.rate.expand(shape))  # PyTorch's
 
     def log_prob(self, value: Any) -> Any:
         if self._validate_args:

@@ -59,20 +59,21 @@ class VonMises(Distribution):
             tau = 1.0 + np.sqrt(1.0 + 4.0 * k * k)
             rho = (tau - np.sqrt(2.0 * tau)) / (2.0 * k)
             r = np.where(k < 1e-5, 1.0 / k + k, (1.0 + rho * rho) / (2.0 * rho))
-        out = np.empty_like(loc)
-        todo = np.arange(loc.size)
-        while todo.size:
-            u = ember.rand(3, todo.size, dtype=ember.float64).numpy()
-            rr, kk = r[todo], k[todo]
+        # PyTorch's rounds: float64 uniforms (3, *shape) for every element each round; an
+        # acceptance overwrites the element, done or not, until all are done
+        out = np.zeros_like(loc)
+        done = np.zeros(loc.shape, bool)
+        while not done.all():
+            u = ember.rand((3, loc.size), dtype=ember.float64).numpy()
             z = np.cos(math.pi * u[0])
-            f = (1.0 + rr * z) / (rr + z)
-            c = kk * (rr - f)
+            f = (1.0 + r * z) / (r + z)
+            c = k * (r - f)
             with np.errstate(all="ignore"):
                 ok = (c * (2.0 - c) - u[1] > 0) | (np.log(c / u[1]) + 1.0 - c >= 0)
-            theta = np.sign(u[2] - 0.5) * np.arccos(np.clip(f, -1.0, 1.0))
-            out[todo[ok]] = theta[ok]
-            todo = todo[~ok]
-        x = np.mod(out + loc + math.pi, 2 * math.pi) - math.pi
+                theta = np.sign(u[2] - 0.5) * np.arccos(f)
+            out = np.where(ok, theta, out)
+            done |= ok
+        x = np.mod(out + math.pi + loc, 2 * math.pi) - math.pi
         return ember.as_tensor(x.reshape(shape), dtype=self.loc.dtype, device=self.loc.device)
 
     @property

@@ -110,33 +110,52 @@ class Wishart(ExponentialFamily):
         import ember
 
         p = self._event_shape[-1]
-        shape = tuple(self._extended_shape(sample_shape))
+        sample_shape = tuple(sample_shape)
         df = self.df.unsqueeze(-1) - ember.arange(p, dtype=self.df.dtype, device=self.df.device)
-        diag = Chi2(df).rsample(tuple(ember.Size(sample_shape))).sqrt()
-        below = ember.randn(shape, dtype=diag.dtype, device=diag.device).tril(-1)
-        a = below + diag.diag_embed()
-        chol = self._unbroadcasted_scale_tril @ a
+        diag = Chi2(df).rsample(sample_shape).sqrt()
+        diag = diag.clamp(min=float(ember.finfo(diag.dtype).eps))
+        noise = diag.diag_embed()
+        # PyTorch's draw: normals for the strict lower triangle only, row by row
+        i, j = ember.tril_indices(p, p, offset=-1)
+        noise[..., i, j] = ember.randn(sample_shape + tuple(self._batch_shape) + (p * (p - 1) // 2,),
+                                       dtype=noise.dtype, device=noise.device)
+        chol = self._unbroadcasted_scale_tril @ noise
         return chol @ chol.mT
 
     def rsample(self, sample_shape: Any = (), max_try_correction: int | None = None) -> Any:
-        """Bartlett draws; a draw that is not numerically positive definite is redrawn up to
-        ``max_try_correction`` times (3 by default), with PyTorch's "Singular sample detected."
-        warning."""
+        """Bartlett draws, then PyTorch 2.13's correction loop (up to ``max_try_correction``
+        redraws, 10 by default, with its "Singular sample detected." warning). PyTorch's loop
+        flags the samples that pass the positive-definite check, so it warns and redraws once
+        in every call; ember does the same, so that the numbers (and the stream) are PyTorch's,
+        and then also redraws a sample that is still singular."""
         import warnings
 
-        import ember
+        tries = 10 if max_try_correction is None else int(max_try_correction)
+        batch_dims = [-(x + 1) for x in range(len(self._batch_shape))]
 
-        tries = 3 if max_try_correction is None else int(max_try_correction)
+        def flags(x: Any, singular: bool) -> Any:
+            f = self.support.check(x)
+            f = ~f if singular else f
+            return f.amax(batch_dims) if self._batch_shape else f
+
         sample = self._bartlett(sample_shape)
-        singular = ~_is_positive_definite(sample)
-        if bool(singular.any()):
-            warnings.warn("Singular sample detected.", stacklevel=2)
+        warned = False
+        # PyTorch 2.13's loop flags the samples that pass the check (sic), then the redraws
+        # that fail it; ember runs it as is (for PyTorch's numbers), then redraws any sample
+        # still singular, where PyTorch would return it
+        for first_singular in (False, True):
+            flagged = flags(sample, first_singular)
+            if not bool(flagged.any()):
+                continue
+            if not warned:
+                warnings.warn("Singular sample detected.", stacklevel=2)
+                warned = True
             for _ in range(tries):
-                if not bool(singular.any()):
+                fresh = self._bartlett(tuple(flagged[flagged].shape))
+                sample[flagged.clone()] = fresh  # (the mask changes below; backward keeps it)
+                flagged[flagged.clone()] = flags(fresh, True)
+                if not bool(flagged.any()):
                     break
-                fresh = self._bartlett(sample_shape)
-                sample = ember.where(singular[..., None, None], fresh, sample)
-                singular = ~_is_positive_definite(sample)
         return sample
 
     def log_prob(self, value: Any) -> Any:
