@@ -439,3 +439,67 @@ def test_distribution_samples(name, seed):
     fn = DISTS_EXACT.get(name) or DISTS_CLOSE[name]
     tol = {} if name in DISTS_EXACT else {"rtol": 1e-5, "atol": 1e-6}
     _check(lambda t: fn(t, t.distributions) + [t.rand(3)], seed, **tol)
+
+
+# ---------------------------------------------------------------------------------------------
+# vision transforms: ember's draws against torchvision's sequence of torch calls (torchvision's
+# documented get_params, written out with the installed torch)
+
+
+def _tv_area_window(h, w, scale, ratio, erase=False):
+    import math
+
+    area = h * w
+    log_ratio = torch.log(torch.tensor(ratio))
+    for _ in range(10):
+        target = area * torch.empty(1).uniform_(scale[0], scale[1]).item()
+        aspect = torch.exp(torch.empty(1).uniform_(log_ratio[0], log_ratio[1])).item()
+        a = int(round(math.sqrt(target * aspect)))
+        b = int(round(math.sqrt(target / aspect)))
+        if erase:  # RandomErasing: h, w = a, b
+            if a < h and b < w:
+                return a, b
+        elif 0 < a <= w and 0 < b <= h:  # RandomResizedCrop: w, h = a, b
+            return b, a
+    return None
+
+
+def _tv_resized_crop(h, w, scale, ratio):
+    found = _tv_area_window(h, w, scale, ratio)
+    assert found is not None
+    ch, cw = found
+    return (torch.randint(0, h - ch + 1, size=(1,)).item(),
+            torch.randint(0, w - cw + 1, size=(1,)).item(), ch, cw)
+
+
+def test_vision_transforms_draws():
+    from ember.vision import transforms as T
+
+    img = ember.zeros(3, 32, 40)
+    for seed in (0, 3, 11):
+        ember.manual_seed(seed)
+        torch.manual_seed(seed)
+        for _ in range(5):
+            assert T.RandomResizedCrop.get_params(img, (0.08, 1.0), (3 / 4, 4 / 3)) == \
+                _tv_resized_crop(32, 40, (0.08, 1.0), (3 / 4, 4 / 3))
+            assert T.RandomCrop.get_params(img, (20, 24)) == (
+                torch.randint(0, 13, size=(1,)).item(), torch.randint(0, 17, size=(1,)).item(),
+                20, 24)
+            assert T.RandomRotation.get_params([-30.0, 30.0]) == \
+                float(torch.empty(1).uniform_(-30.0, 30.0).item())
+            order, b, c, s, h = T.ColorJitter.get_params((0.5, 1.5), None, (0.8, 1.2),
+                                                         (-0.1, 0.1))
+            assert order.tolist() == torch.randperm(4).tolist()
+            assert [b, c, s, h] == [float(torch.empty(1).uniform_(0.5, 1.5)), None,
+                                    float(torch.empty(1).uniform_(0.8, 1.2)),
+                                    float(torch.empty(1).uniform_(-0.1, 0.1))]
+            i, j, eh, ew, v = T.RandomErasing.get_params(img, (0.02, 0.33), (0.3, 3.3))
+            found = _tv_area_window(32, 40, (0.02, 0.33), (0.3, 3.3), erase=True)
+            assert found == (eh, ew)
+            tv = torch.empty([3, eh, ew], dtype=torch.float32).normal_()
+            np.testing.assert_array_equal(v.numpy(), tv.numpy())
+            assert (i, j) == (torch.randint(0, 32 - eh + 1, size=(1,)).item(),
+                              torch.randint(0, 40 - ew + 1, size=(1,)).item())
+            flips = [bool(T.RandomHorizontalFlip(0.5)._params(img)["flip"]) for _ in range(4)]
+            assert flips == [bool(torch.rand(1) < 0.5) for _ in range(4)]
+        _same_state()

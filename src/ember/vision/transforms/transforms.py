@@ -13,6 +13,8 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
+
 import ember
 from ember import nn
 
@@ -300,10 +302,11 @@ def _area_window(h: int, w: int, scale: Sequence[float], ratio: Sequence[float],
                  fits: Callable[[int, int], bool]) -> tuple[int, int] | None:
     """Up to ten draws of a (height, width) covering ``scale`` of the area at aspect ``ratio``."""
     area = h * w
-    log_ratio = (math.log(ratio[0]), math.log(ratio[1]))
+    # torchvision's float32 log and exp (``torch.log(torch.tensor(ratio))``)
+    log_ratio = [float(v) for v in np.log(np.asarray(ratio, np.float32))]
     for _ in range(10):
         target = area * _uniform(scale[0], scale[1])
-        aspect = math.exp(_uniform(log_ratio[0], log_ratio[1]))
+        aspect = float(np.exp(np.float32(_uniform(log_ratio[0], log_ratio[1]))))
         cw, ch = int(round(math.sqrt(target * aspect))), int(round(math.sqrt(target / aspect)))
         if fits(ch, cw):
             return ch, cw
