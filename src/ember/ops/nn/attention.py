@@ -215,25 +215,19 @@ def _grads_from_p(ctx: Any, grad: Any, q: Any, kk: Any, vv: Any, p: Any, keep: A
 # ---------------------------------------------------------------------------------------------
 # tiled (flash-style) attention on the host
 
+
 # query rows and keys per tile; inputs with more query rows or keys than one tile take the
 # tiled path, smaller ones the single-tile op above
 _Q_TILE = 256
+
+
 _K_TILE = 512
+
+
 # at most about this many scores per tile (4 MB of float32): the leading batch dims are looped
 # over, one index at a time, until the rest of the batch times one tile fits. (Single-threaded,
 # 2^18 and 2^20 run alike; fewer, larger products lose less to BLAS threads' synchronisation.)
 _TILE_ELEMS = 1 << 20
-
-
-def _flash_ok(q: Any, k: Any, v: Any, bmask: Any, fmask: Any) -> bool:
-    """Whether the tiled path applies: host float32 / float64 arrays of one dtype, masks on the
-    host, and no float mask that wants a gradient (that takes the whole-matrix op)."""
-    if not (type(q) is np.ndarray and type(k) is np.ndarray and type(v) is np.ndarray
-            and q.dtype in (np.float32, np.float64) and q.dtype == k.dtype == v.dtype):
-        return False
-    if bmask is not None and type(bmask) is not np.ndarray:
-        return False
-    return fmask is None or (type(fmask._data) is np.ndarray and not fmask.requires_grad)
 
 
 class ScaledDotProductFlashAttention(Op):
@@ -396,6 +390,17 @@ class _FlashGeom:
             m = m.reshape(m.shape[:-3] + ((h // self.groups, self.groups) if h > 1 else (1, 1))
                           + m.shape[-2:])
         return m
+
+
+def _flash_ok(q: Any, k: Any, v: Any, bmask: Any, fmask: Any) -> bool:
+    """Whether the tiled path applies: host float32 / float64 arrays of one dtype, masks on the
+    host, and no float mask that wants a gradient (that takes the whole-matrix op)."""
+    if not (type(q) is np.ndarray and type(k) is np.ndarray and type(v) is np.ndarray
+            and q.dtype in (np.float32, np.float64) and q.dtype == k.dtype == v.dtype):
+        return False
+    if bmask is not None and type(bmask) is not np.ndarray:
+        return False
+    return fmask is None or (type(fmask._data) is np.ndarray and not fmask.requires_grad)
 
 
 def _at(a: Any, idx: tuple, nb: int) -> Any:

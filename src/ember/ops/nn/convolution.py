@@ -294,6 +294,39 @@ class ConvWeight(Op):
         return gx, ggy, None, None, None, None, None, None
 
 
+class Im2col(Op):
+    """out[n, (c, i, j), p] = x_pad[n, c, s*p + d*(i, j)]          grad_x = col2im(grad)"""
+    node_name = "Im2ColBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, x: Any, g: _Geom) -> Any:
+        N, C = x.shape[:2]
+        ctx.geom = g
+        xp = ctx.xp
+        return _unfold_cols(xp, _pad(xp, x, g), g)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        return ctx.call(Col2im, grad, ctx.geom), None
+
+
+class Col2im(Op):
+    """out[n, c, t] = sum over (window p, tap (i, j)) landing on t of cols[n, (c, i, j), p]
+
+    grad_cols = im2col(grad)"""
+    node_name = "Col2ImBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, cols: Any, g: _Geom) -> Any:
+        xp = ctx.xp
+        ctx.geom = g
+        return _crop(xp, _fold_cols(xp, cols, g), g)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        return ctx.call(Im2col, grad, ctx.geom), None
+
+
 def _conv_forward(xp: Any, x4: Any, w4: Any, b: Any, g: _Geom, groups: int) -> tuple[Any, Any]:
     """Conv's forward on (N, C, H, W) arrays -> (output (N, O, OH, OW), the columns its weight
     gradient can reuse)."""
@@ -376,39 +409,6 @@ def _weight_grad(xp: Any, x4: Any, g4: Any, g: _Geom, groups: int, shape: tuple,
         return gw
     gw = xp.matmul(gt, cols.swapaxes(1, 2)).astype(x4.dtype, copy=False)
     return gw.reshape(shape)
-
-
-class Im2col(Op):
-    """out[n, (c, i, j), p] = x_pad[n, c, s*p + d*(i, j)]          grad_x = col2im(grad)"""
-    node_name = "Im2ColBackward0"
-
-    @staticmethod
-    def forward(ctx: Any, x: Any, g: _Geom) -> Any:
-        N, C = x.shape[:2]
-        ctx.geom = g
-        xp = ctx.xp
-        return _unfold_cols(xp, _pad(xp, x, g), g)
-
-    @staticmethod
-    def backward(ctx: Any, grad: Any) -> Any:
-        return ctx.call(Col2im, grad, ctx.geom), None
-
-
-class Col2im(Op):
-    """out[n, c, t] = sum over (window p, tap (i, j)) landing on t of cols[n, (c, i, j), p]
-
-    grad_cols = im2col(grad)"""
-    node_name = "Col2ImBackward0"
-
-    @staticmethod
-    def forward(ctx: Any, cols: Any, g: _Geom) -> Any:
-        xp = ctx.xp
-        ctx.geom = g
-        return _crop(xp, _fold_cols(xp, cols, g), g)
-
-    @staticmethod
-    def backward(ctx: Any, grad: Any) -> Any:
-        return ctx.call(Im2col, grad, ctx.geom), None
 
 
 def _conv(fn: str, nd: int, input: Any, weight: Any, bias: Any, stride: Any, padding: Any,
