@@ -424,7 +424,7 @@ def gelu32(x: np.ndarray, want_cdf: bool) -> tuple[np.ndarray, np.ndarray | None
         np.minimum(zc, f32(10.0), out=tc)
         tc *= f32(0.5)
         tc += f32(1.0)
-        np.reciprocal(tc, out=tc)                 # t = 1 / (1 + z/2)
+        np.divide(f32(1.0), tc, out=tc)           # t = 1 / (1 + z/2) (np.reciprocal's value)
         np.multiply(tc, coefs[9], out=pc)
         for c in coefs[8:0:-1]:
             pc += c
@@ -447,27 +447,6 @@ def gelu32(x: np.ndarray, want_cdf: bool) -> tuple[np.ndarray, np.ndarray | None
         if cdf is not None:
             cdf[i:i + k] = qc
     return out.reshape(x.shape), None if cdf is None else cdf.reshape(x.shape)
-
-
-def gelu32_backward(x: np.ndarray, cdf: np.ndarray, grad: np.ndarray) -> np.ndarray:
-    """GELU's input gradient ``grad * (Phi(x) + x phi(x))`` for float32 arrays of one shape
-    (``cdf`` from ``gelu32``), block by block in cache (0.77 ms instead of 1.4 for 1024x512)."""
-    xf, cf = np.ascontiguousarray(x).reshape(-1), np.ascontiguousarray(cdf).reshape(-1)
-    gf = np.ascontiguousarray(grad).reshape(-1)
-    out = np.empty(xf.size, np.float32)
-
-    for i in range(0, xf.size, _GELU_CHUNK):
-        j = min(i + _GELU_CHUNK, xf.size)
-        d = out[i:j]
-        xc = xf[i:j]
-        np.multiply(xc, xc, out=d)
-        d *= np.float32(-0.5)
-        np.exp(d, out=d)
-        d *= xc
-        d *= np.float32(_INV_SQRT_2PI)
-        d += cf[i:j]
-        d *= gf[i:j]
-    return out.reshape(x.shape)
 
 
 # -- incomplete gamma, Hurwitz zeta, Bessel J, Y, K ----------------------------------------------

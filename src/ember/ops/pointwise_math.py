@@ -12,11 +12,14 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
+
 from .._special import erf as _erf
 from .._special import erfc as _erfc
 from .._special import erfinv as _erfinv
 from .._tensor_base import TensorBase
 from ..autograd.function import Op
+from . import _blockwise as _bw
 from . import _out
 from ._autocast import cast as _amp_cast
 from ._autocast import flag as _amp
@@ -587,6 +590,8 @@ class Tanh(Op):
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
         (out,) = ctx.saved
+        if type(out) is np.ndarray and type(grad) is np.ndarray and out.dtype.kind == "f":
+            return _bw.run(_bw.tanh_backward, "f", out, grad)  # (one full-size array)
         return grad * (1 - out * out)
 
 
@@ -638,6 +643,10 @@ class Sigmoid(Op):
     @staticmethod
     def forward(ctx: Any, x: Any) -> Any:
         xp = ctx.xp
+        if type(x) is np.ndarray and x.dtype.kind == "f":
+            out = _bw.run(_bw.sig_into, "f?", x)  # (the same steps, one full-size array)
+            ctx.save_for_backward(out)
+            return out
         # exp of a negative argument only, so large |x| never overflows
         e = xp.exp(-xp.abs(x))
         out = xp.where(x >= 0, 1, e) / (e + 1)  # (one division: 1/(1+e) or e/(1+e))
@@ -647,6 +656,8 @@ class Sigmoid(Op):
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
         (out,) = ctx.saved
+        if type(out) is np.ndarray and type(grad) is np.ndarray and out.dtype.kind == "f":
+            return _bw.run(_bw.sigmoid_backward, "f", out, grad)
         return grad * out * (1 - out)
 
 

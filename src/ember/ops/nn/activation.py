@@ -16,6 +16,7 @@ import numpy as np
 from ... import _backend, _dtype, _special
 from ..._tensor_base import TensorBase, wrap_dim
 from ...autograd.function import Op
+from .. import _blockwise as _bw
 from .. import _mt19937, _out
 from .. import pointwise_math as _pm
 from .. import pointwise_piecewise as _pp
@@ -379,6 +380,8 @@ class Elu(Op):
         xp = ctx.xp
         ctx.save_for_backward(x)
         ctx.args = (alpha, scale, input_scale)
+        if type(x) is np.ndarray:
+            return _bw.run(_bw.elu(alpha, scale, input_scale), "f", x)
         neg = xp.expm1(xp.minimum(x, 0) * input_scale) * (alpha * scale)
         return xp.where(x > 0, x * scale, neg)
 
@@ -387,6 +390,8 @@ class Elu(Op):
         (x,) = ctx.saved
         alpha, scale, s = ctx.args
         xp = ctx.xp
+        if type(x) is np.ndarray and type(grad) is np.ndarray:
+            return _bw.run(_bw.elu_backward(alpha, scale, s), "f?", x, grad), None, None, None
         neg = grad * (xp.exp(xp.where(x < 0, x, 0) * s) * (alpha * scale * s))
         return xp.where(x > 0, grad * scale, neg), None, None, None
 
@@ -399,37 +404,32 @@ class Celu(Elu):
 class Gelu(Op):
     """exact: out = x * Phi(x)          grad_x = grad * (Phi(x) + x * phi(x))
     tanh:  out = x/2 * (1 + tanh(u)), u = sqrt(2/pi) * (x + 0.044715 x^3)
-           grad_x = grad * (0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3 * 0.044715 x^2))"""
+           grad_x = grad * (0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3 * 0.044715 x^2))
+    Saves x only, as PyTorch: backward recomputes Phi(x) or t from it."""
     @staticmethod
     def forward(ctx: Any, x: Any, approximate: str) -> Any:
-        xp = ctx.xp
         ctx.save_for_backward(x)
         ctx.approximate = approximate
         if approximate == "tanh":
-            # in-place steps on fresh temporaries: this runs on every GPT MLP activation
+            if type(x) is np.ndarray:
+                return _bw.run(_bw.gelu_tanh, "", x)
             u = x * x
             u *= 0.044715
             u += 1
             u *= x
             u *= _SQRT_2_OVER_PI
-            t = xp.tanh(u)
-            if any(ctx.needs_input_grad):
-                ctx.t = t  # reused by backward (recomputed from x under create_graph)
-            out = t + 1
+            out = ctx.xp.tanh(u)
+            out += 1
             out *= x
             out *= 0.5
             return out
         if type(x) is np.ndarray and x.dtype == np.float32:  # the common case: one fused kernel
-            out, cdf = _special.gelu32(x, any(ctx.needs_input_grad))
-            if cdf is not None:
-                ctx.cdf = cdf
-            return out
+            return _special.gelu32(x, False)[0]
         cdf = ctx.call(_pm.Erf, x * _INV_SQRT2)
         cdf += 1
         cdf *= 0.5
-        if any(ctx.needs_input_grad):
-            ctx.cdf = cdf  # reused by backward (recomputed from x under create_graph)
-        return x * cdf  # inf at +inf, nan at -inf, -0.0 at -0.0: PyTorch's float64 gelu
+        cdf *= x
+        return cdf  # inf at +inf, nan at -inf, -0.0 at -0.0: PyTorch's float64 gelu
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
@@ -441,7 +441,9 @@ class Gelu(Op):
                 d = 0.5 * (1 + t) + x * 0.5 * (1 - t * t) * _SQRT_2_OVER_PI * (
                     1 + x * x * (3 * 0.044715))
                 return grad * d, None
-            t = ctx.t
+            if type(x) is np.ndarray and type(grad) is np.ndarray:
+                return _bw.run(_bw.gelu_tanh_backward, "ff", x, grad), None
+            t = xp.tanh((x * x * 0.044715 + 1) * x * _SQRT_2_OVER_PI)
             a = x * x
             a *= 3 * 0.044715 * 0.5 * _SQRT_2_OVER_PI
             a += 0.5 * _SQRT_2_OVER_PI          # 0.5 c (1 + 3k x^2)
@@ -457,15 +459,17 @@ class Gelu(Op):
             cdf = 0.5 * (1 + ctx.call(_pm.Erf, x * _INV_SQRT2))
             pdf = xp.exp(x * x * -0.5) * _INV_SQRT_2PI
             return grad * (cdf + x * pdf), None
-        if type(x) is np.ndarray and x.dtype == grad.dtype == np.float32 \
-                and type(grad) is np.ndarray and grad.shape == x.shape:
-            return _special.gelu32_backward(x, ctx.cdf, grad), None
+        if type(x) is np.ndarray and x.dtype == np.float32 and type(grad) is np.ndarray:
+            return _bw.run(_bw.gelu_backward, "ffu", x, grad), None
+        cdf = ctx.call(_pm.Erf, x * _INV_SQRT2)
+        cdf += 1
+        cdf *= 0.5
         d = x * x
         d *= -0.5
         d = xp.exp(d, out=d)
         d *= x
         d *= _INV_SQRT_2PI
-        d += ctx.cdf
+        d += cdf
         d *= grad
         return d, None
 
@@ -475,11 +479,15 @@ class Silu(Op):
     @staticmethod
     def forward(ctx: Any, x: Any) -> Any:
         ctx.save_for_backward(x)
+        if type(x) is np.ndarray:
+            return _bw.run(_bw.silu, "f?", x)
         return x * _sig(ctx.xp, x)
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
         (x,) = ctx.saved
+        if type(x) is np.ndarray and type(grad) is np.ndarray:
+            return _bw.run(_bw.silu_backward, "ff?", x, grad)
         s = _sig(ctx.xp, x)
         return grad * s * (1 + x * (1 - s))  # (PyTorch's order)
 
@@ -491,12 +499,16 @@ class Mish(Op):
     def forward(ctx: Any, x: Any) -> Any:
         xp = ctx.xp
         ctx.save_for_backward(x)
+        if type(x) is np.ndarray:
+            return _bw.run(_bw.mish, "ff", x)
         return x * xp.tanh(_softplus_arr(xp, x))
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
         (x,) = ctx.saved
         xp = ctx.xp
+        if type(x) is np.ndarray and type(grad) is np.ndarray:
+            return _bw.run(_bw.mish_backward, "fff?", x, grad)
         t = xp.tanh(_softplus_arr(xp, x))
         return grad * (t + x * _sig(xp, x) * (1 - t * t))
 
@@ -508,12 +520,16 @@ class Hardswish(Op):
     def forward(ctx: Any, x: Any) -> Any:
         xp = ctx.xp
         ctx.save_for_backward(x)
+        if type(x) is np.ndarray:
+            return _bw.run(_bw.hardswish, "", x)
         return x * xp.minimum(xp.maximum(x + 3, 0), 6) / 6
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
         (x,) = ctx.saved
         xp = ctx.xp
+        if type(x) is np.ndarray and type(grad) is np.ndarray:
+            return _bw.run(_bw.hardswish_backward, "?", x, grad)
         mid = grad * (x / 3 + 0.5)
         return xp.where(x <= -3, grad * 0, xp.where(x < 3, mid, grad))
 
@@ -540,6 +556,8 @@ class Softplus(Op):
         xp = ctx.xp
         ctx.save_for_backward(x)
         ctx.beta, ctx.threshold = beta, threshold
+        if type(x) is np.ndarray:
+            return _bw.run(_bw.softplus(beta, threshold), "ff?", x)
         bx = x * beta
         return xp.where(bx > threshold, x, _softplus_arr(xp, bx) / beta)
 
@@ -547,6 +565,9 @@ class Softplus(Op):
     def backward(ctx: Any, grad: Any) -> Any:
         (x,) = ctx.saved
         xp = ctx.xp
+        if type(x) is np.ndarray and type(grad) is np.ndarray:
+            return _bw.run(_bw.softplus_backward(ctx.beta, ctx.threshold), "fff?", x,
+                           grad), None, None
         bx = x * ctx.beta
         return xp.where(bx > ctx.threshold, grad, grad * _sig(xp, bx)), None, None
 
@@ -603,6 +624,8 @@ class LogSigmoid(Op):
     def forward(ctx: Any, x: Any) -> Any:
         xp = ctx.xp
         ctx.save_for_backward(x)
+        if type(x) is np.ndarray and x.flags.c_contiguous:
+            return _bw.run(_bw.logsigmoid, "f", x)
         out = xp.minimum(x, 0) - xp.log1p(xp.exp(-xp.abs(x)))
         # PyTorch's kernel writes a contiguous result whatever x's layout
         return out if out.flags.c_contiguous else xp.ascontiguousarray(out)
@@ -610,6 +633,8 @@ class LogSigmoid(Op):
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
         (x,) = ctx.saved
+        if type(x) is np.ndarray and type(grad) is np.ndarray:
+            return _bw.run(_bw.logsigmoid_backward, "ff?", x, grad)
         return grad * _sig(ctx.xp, -x)
 
 
