@@ -158,6 +158,7 @@ def _rebuild_sparse_tensor(*args: Any) -> Any:
     values, size, is_coalesced), or a CSR one from (crow_indices, col_indices, values, size)."""
     from .. import _dtype_info
     from ..ops import sparse as _sparse
+    from ..ops import sparse_creation as _creation
 
     if len(args) != 2 or type(args[1]) is not tuple:
         raise _refuse(f"refused _rebuild_sparse_tensor arguments {_short(args)}")
@@ -168,11 +169,11 @@ def _rebuild_sparse_tensor(*args: Any) -> Any:
         coalesced = data[3] if len(data) == 4 else None
         if type(size) not in (tuple, Size) or coalesced not in (None, True, False):
             raise _refuse(f"refused _rebuild_sparse_tensor data {_short(data)}")
-        return _sparse.sparse_coo_tensor(data[0], data[1], tuple(size), is_coalesced=coalesced)
+        return _creation.sparse_coo_tensor(data[0], data[1], tuple(size), is_coalesced=coalesced)
     if layout is _dtype_info.sparse_csr and len(data) == 4 and len(tensors) == 3:
         if type(data[3]) not in (tuple, Size):
             raise _refuse(f"refused _rebuild_sparse_tensor data {_short(data)}")
-        return _sparse.sparse_csr_tensor(data[0], data[1], data[2], tuple(data[3]))
+        return _creation.sparse_csr_tensor(data[0], data[1], data[2], tuple(data[3]))
     raise _refuse(f"refused _rebuild_sparse_tensor for layout {_short(layout)}: ember rebuilds "
                   "sparse_coo and sparse_csr tensors")
 

@@ -14,6 +14,7 @@ from .. import _dtype, _dtype_info
 from .. import _tensor_sparse as _ts
 from .._tensor_base import TensorBase
 from ..ops import sparse as _sp
+from ..ops import sparse_creation as _creation
 
 __all__ = ["mm", "addmm", "sum", "softmax", "log_softmax", "spmm", "check_sparse_tensor_invariants",
            "as_sparse_gradcheck"]
@@ -162,9 +163,9 @@ def _legacy_sparse(name: str, dt: Any) -> type:
                       "torch.sparse_coo_tensor(indices, values, shape, dtype=, device=).",
                       UserWarning, stacklevel=2)
         if len(args) >= 2 and isinstance(args[0], TensorBase):
-            return _sp.sparse_coo_tensor(args[0], args[1], *args[2:3], device=device)
+            return _creation.sparse_coo_tensor(args[0], args[1], *args[2:3], device=device)
         size = args[0] if len(args) == 1 and isinstance(args[0], (tuple, list)) else args
-        return _sp.sparse_coo_tensor(size=tuple(size) or (0,), dtype=dt, device=device)
+        return _creation.sparse_coo_tensor(size=tuple(size) or (0,), dtype=dt, device=device)
 
     return _LegacySparseType(name, (), {"__new__": __new__, "_dtype": dt,
                                         "__module__": "torch.sparse", "__qualname__": name})
