@@ -148,3 +148,46 @@ def test_gelu_times_tanh_peak_as_pytorchs():
     step()
     x.grad = None
     assert _peak(step) < 5 * 8 * MB + 2 * MB
+
+
+# -- optimizers' steps --------------------------------------------------------------------------
+
+OPTIMIZERS: dict[str, tuple[str, dict, float]] = {
+    # name: (class, options, the most temporaries a step may build, in parameter sizes;
+    # PyTorch's single-tensor steps build 0 (SGD momentum: in-place lerp/add), 1 (RMSprop,
+    # Adagrad: the denominator), 2 (Adam: sqrt, then the division by the bias correction))
+    "sgd_momentum": ("SGD", dict(lr=0.1, momentum=0.9), 0.1),
+    "adam": ("Adam", dict(lr=1e-3), 0.1),
+    "adamw": ("AdamW", dict(lr=1e-3, weight_decay=0.01), 0.1),
+    "rmsprop": ("RMSprop", dict(lr=1e-3), 1.1),
+    "adagrad": ("Adagrad", dict(lr=1e-2), 1.1),
+}
+
+
+@pytest.mark.parametrize("name", list(OPTIMIZERS))
+def test_optimizer_step_peak(name):
+    cls, kw, most = OPTIMIZERS[name]
+    n = 1 << 21
+    p = ember.randn(n, requires_grad=True)
+    p.grad = ember.randn(n)
+    opt = getattr(ember.optim, cls)([p], **kw)
+    opt.step()
+    opt.step()
+    assert _peak(opt.step) < most * 8 * MB + MB
+
+
+@needs_torch
+@pytest.mark.parametrize("name", list(OPTIMIZERS))
+def test_optimizer_trajectory_matches_torch(name):
+    cls, kw, _ = OPTIMIZERS[name]
+    w0 = rng.standard_normal((300, 301)).astype(np.float32)
+    grads = [rng.standard_normal(w0.shape).astype(np.float32) for _ in range(4)]
+    out = []
+    for m in (ember, torch):
+        p = m.tensor(w0.copy(), requires_grad=True)
+        opt = getattr(m.optim, cls)([p], **kw)
+        for g in grads:
+            p.grad = m.tensor(g)
+            opt.step()
+        out.append(p.detach().numpy())
+    np.testing.assert_allclose(out[0], out[1], rtol=1e-6, atol=1e-6)

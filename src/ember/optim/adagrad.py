@@ -5,6 +5,8 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
+import numpy as np
+
 from .._tensor import Tensor
 from ..ops import sparse as _sparse
 from .optimizer import Optimizer, ParamsT, _check_lr, _check_nonneg, _step_tensor, _value, _xp
@@ -91,9 +93,14 @@ class Adagrad(Optimizer):
         xp = _xp(d)
         tmp = g * g
         acc += tmp
-        tmp = xp.sqrt(acc)
-        tmp += o.eps
-        tmp = g / tmp
+        if type(tmp) is not np.ndarray or tmp.shape != acc.shape:  # (0-d: NumPy scalars)
+            tmp = xp.sqrt(acc)
+            tmp += o.eps
+            tmp = g / tmp
+        else:  # the same steps in one temporary (PyTorch's step builds one too)
+            xp.sqrt(acc, out=tmp)
+            tmp += o.eps
+            xp.divide(g, tmp, out=tmp)
         tmp *= clr
         d -= tmp
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
+import numpy as np
+
 from .._tensor import Tensor
 from .optimizer import (
     Optimizer,
@@ -100,10 +102,15 @@ class RMSprop(Optimizer):
             a *= o.alpha
             a += (1.0 - o.alpha) * g
             r = xp.sqrt(v - a * a)
+        elif type(r) is np.ndarray and r.shape == v.shape:  # r's memory again (no 0-d scalar)
+            xp.sqrt(v, out=r)
         else:
             r = xp.sqrt(v)
         r += o.eps
-        r = g / r
+        if type(r) is np.ndarray and r.shape == g.shape:
+            xp.divide(g, r, out=r)
+        else:
+            r = g / r
         if o.momentum > 0:
             b = state["momentum_buffer"]._data
             b *= o.momentum

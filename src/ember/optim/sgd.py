@@ -5,6 +5,8 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
+import numpy as np
+
 from .._tensor import Tensor
 from ..ops import sparse as _sparse
 from .optimizer import Optimizer, ParamsT, _check_lr, _check_nonneg
@@ -81,7 +83,11 @@ class SGD(Optimizer):
                 buf *= o.momentum
                 buf += g * (1.0 - o.dampening) if o.dampening != 0 else g
             g = g + o.momentum * buf if o.nesterov else buf
-        d -= o.lr * g
+        if type(d) is np.ndarray and d.ndim and d.flags.c_contiguous and g.shape == d.shape \
+                and g.dtype == d.dtype:
+            _sub_scaled(d, g, o.lr)
+        else:
+            d -= o.lr * g
 
     def _sparse_update(self, p: Tensor, g: Any, o: SimpleNamespace) -> None:
         """A sparse gradient (``nn.Embedding(sparse=True)``), as PyTorch updates: the momentum
@@ -108,3 +114,17 @@ class SGD(Optimizer):
             _sparse.add_into(p._data, grad._data, -o.lr)
         else:
             p._data -= o.lr * grad._data
+
+
+def _sub_scaled(d: np.ndarray, g: np.ndarray, lr: float) -> None:
+    """d -= lr * g a block at a time (the same roundings; no full-size temporary)."""
+    df, gf = d.reshape(-1), g.reshape(-1)
+    sc = np.empty(min(df.size, _BLOCK), d.dtype)
+    for i in range(0, df.size, _BLOCK):
+        j = min(i + _BLOCK, df.size)
+        s = sc[:j - i]
+        np.multiply(gf[i:j], lr, out=s)
+        df[i:j] -= s
+
+
+_BLOCK = 65536  # elements per block
