@@ -745,3 +745,15 @@ def test_embedding_style_gather_is_fast():
         w[idx].backward(g)
     ms = (time.perf_counter() - t0) / 10 * 1e3
     print(f"\nembedding gather (10k x 64 from 1000 x 64) forward+backward: {ms:.2f} ms")
+
+
+def test_scatter_add_into_a_transposed_tensor_sums_into_it():
+    """The sums land in the result when the base is a transposed view (a regression: the
+    blocked float path once added into a copy of an F-ordered result)."""
+    base = ember.arange(12.0).reshape(4, 3).t()
+    idx = ember.tensor([[0, 1, 2, 0], [1, 2, 3, 3], [0, 0, 0, 0]])
+    out = ember.scatter_add(base, 1, idx, ember.ones(3, 4))
+    want = base.numpy().copy()
+    np.add.at(want, (np.arange(3)[:, None].repeat(4, 1), idx.numpy()), 1.0)
+    np.testing.assert_array_equal(out.numpy(), want)
+    assert out.is_contiguous()

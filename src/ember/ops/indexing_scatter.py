@@ -189,8 +189,9 @@ class ScatterAdd(Op):
             # block by block of the index's leading dim: no flat-position array of the whole
             # index; the same values added in the same order (add.at) as _accumulate
             # (the result owns its memory: the engine hands it on as .grad without a copy)
+            # (C order: flat below must be a view of out, and PyTorch's result is contiguous)
             out = np.zeros(shape, src.dtype) if base is None else (
-                base.reshape(shape).astype(src.dtype))
+                base.reshape(shape).astype(src.dtype, order="C"))
             flat = out.reshape(-1)
             step = max(1, _BLOCK // max(1, index[:1].size))
             for r0 in range(0, index.shape[0], step):
