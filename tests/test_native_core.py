@@ -506,3 +506,29 @@ def test_the_walk_under_python_dev_mode_and_debug_malloc() -> None:
     out = _run(script, env={"PYTHONMALLOC": "debug"}, args=("-X", "dev"))
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.strip().endswith("ok")
+
+
+def test_a_gradient_view_of_a_temporary_becomes_grad_without_a_copy() -> None:
+    """A gather's backward returns a reshape of its scatter buffer: nothing else holds that
+    buffer, so .grad keeps it (no second gradient-sized array); a view whose base is held
+    elsewhere is copied, so .grad never shares memory with it."""
+    x = ember.randn(100, 50, requires_grad=True)
+    idx = ember.randint(0, 5000, (3000,))
+    ember.take(x, idx).sum().backward()
+    assert x.grad._data.base is not None and x.grad.sum().item() == 3000.0
+
+    keep = np.zeros(6, dtype=np.float32)
+
+    class Leak(ember.autograd.Function):
+        @staticmethod
+        def forward(ctx: Any, a: Any) -> Any:
+            return a * 1
+
+        @staticmethod
+        def backward(ctx: Any, g: Any) -> Any:
+            return ember.from_numpy(keep).view(2, 3)  # a view of an array held elsewhere
+
+    w = ember.ones(2, 3, requires_grad=True)
+    Leak.apply(w).sum().backward()
+    keep[:] = 7
+    assert w.grad.sum().item() == 0.0

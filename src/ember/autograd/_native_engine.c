@@ -21,7 +21,7 @@ static PyObject *s_pre_hooks, *s_retain, *s_fn, *s_tensor_io, *s_n_out, *s_post_
     *s_anomaly_enabled, *s_function, *s_run_pre_hooks, *s_run_node, *s_check_grad_count,
     *s_sum_to_shape, *s_sum, *s_reshape, *s_axis_keepdims, *s_AccumulateGrad, *s_FREED_MSG,
     *s_variable, *s_hooks, *s_post_acc_hooks,
-    *s_grad, *s_data, *s_base, *s_flags, *s_writeable, *s_copy, *s_make, *s_TensorBase,
+    *s_grad, *s_data, *s_base, *s_owns, *s_flags, *s_writeable, *s_copy, *s_make, *s_TensorBase,
     *s_CPU_ARRAY, *s_np, *s_generic, *s_asarray, *s_final_callbacks, *s_grad_mode, *s_state,
     *s_enabled, *s_pop, *s_run_backward_python, *s_dependencies, *s_walk_nodes;
 
@@ -72,6 +72,7 @@ int ember_engine_exec(PyObject *module)
     INTERN(s_grad, "_grad");
     INTERN(s_data, "_data");
     INTERN(s_base, "base");
+    INTERN(s_owns, "_owns");
     INTERN(s_flags, "flags");
     INTERN(s_writeable, "writeable");
     INTERN(s_copy, "copy");
@@ -620,7 +621,7 @@ static int shapes_differ(PyObject *a, PyObject *b)
  * capture, create_graph, hooks or an in-place reshape of the leaf:
  *     leaf = node.variable; g = buf[0]; cur = leaf._grad
  *     if cur is None:
- *         owns = (g.base is None and g.flags.writeable) if type(g) is CPU_ARRAY else _owns(g)
+ *         owns = g.flags.writeable if type(g) is CPU_ARRAY and g.base is None else _owns(g)
  *         if not owns or id(g) in handed_out: g = g.copy()
  *         handed_out.add(id(g)); leaf._grad = TensorBase._make(g)
  *     else:
@@ -685,6 +686,13 @@ static int accumulate_leaf(PyObject *node, PyObject *buf, PyObject *handed_out)
             PyObject *flags = PyObject_GetAttr(g, s_flags);
             owns = flags ? attr_truth(flags, s_writeable) : -1;
             Py_XDECREF(flags);
+            if (owns < 0)
+                goto done;
+        } else if (!owns && (PyObject *)Py_TYPE(g) == cpu) {
+            /* a view: engine.py's _owns decides (a view of a temporary nothing else holds) */
+            PyObject *r = call_engine(s_owns, &g, 1);
+            owns = r ? PyObject_IsTrue(r) : -1;
+            Py_XDECREF(r);
             if (owns < 0)
                 goto done;
         }

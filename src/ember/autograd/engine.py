@@ -7,6 +7,7 @@ until their node runs; saved arrays are freed as each node finishes unless ``ret
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -523,8 +524,8 @@ def _accumulate(leaf: Any, g: Any, create_graph: bool, handed_out: set[int]) -> 
             g = g._data
         cur = leaf._grad
         if cur is None:
-            if type(g) is CPU_ARRAY:  # (_owns, inlined)
-                owns = g.base is None and g.flags.writeable
+            if type(g) is CPU_ARRAY and g.base is None:  # (_owns' common case, inlined)
+                owns = g.flags.writeable
             else:
                 owns = _owns(g)
             if not owns or id(g) in handed_out:
@@ -584,6 +585,13 @@ def _fit_to_reshaped_leaf(leaf: Any, g: Any) -> Any:
 
 
 def _owns(a: Any) -> bool:
+    """Whether ``a``'s memory is its own (a gradient can become ``.grad`` without a copy)."""
     if type(a) is CPU_ARRAY:
-        return a.base is None and a.flags.writeable
+        b = a.base
+        if b is None:
+            return a.flags.writeable
+        # a view covering all of an array nothing else holds (the reshape of a temporary, as
+        # a gather's backward returns): its memory is a's alone (refs: a.base, b, the call's)
+        return (type(b) is CPU_ARRAY and b.base is None and sys.getrefcount(b) == 3
+                and a.nbytes == b.nbytes and a.flags.c_contiguous and a.flags.writeable)
     return getattr(a, "base", None) is None
