@@ -730,6 +730,21 @@ class Hardshrink(Shrink):
     node_name = "HardshrinkBackward0"
 
 
+class _RReLUNoise(Op):
+    """rrelu in training: out (computed with the drawn slopes)          grad_x = grad * noise"""
+    node_name = "RreluWithNoiseBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, x: Any, noise: Any, out: Any) -> Any:
+        ctx.save_for_backward(noise)
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (noise,) = ctx.saved
+        return grad * noise, None, None
+
+
 def _rrelu(input: TensorBase, lower: float, upper: float, training: bool, inplace: bool,
            generator: Any) -> TensorBase:
     """``rrelu`` drawing its slopes from ``generator`` (``torch.rrelu``'s own parameter)."""
@@ -752,21 +767,6 @@ def _rrelu(input: TensorBase, lower: float, upper: float, training: bool, inplac
     if inplace:
         return _inplace(input, lambda t: _RReLUNoise.apply(t, mask, out))
     return _RReLUNoise.apply(input, mask, out)
-
-
-class _RReLUNoise(Op):
-    """rrelu in training: out (computed with the drawn slopes)          grad_x = grad * noise"""
-    node_name = "RreluWithNoiseBackward0"
-
-    @staticmethod
-    def forward(ctx: Any, x: Any, noise: Any, out: Any) -> Any:
-        ctx.save_for_backward(noise)
-        return out
-
-    @staticmethod
-    def backward(ctx: Any, grad: Any) -> Any:
-        (noise,) = ctx.saved
-        return grad * noise, None, None
 
 
 def _softplus_arr(xp: Any, x: Any) -> Any:
