@@ -532,3 +532,41 @@ def test_a_gradient_view_of_a_temporary_becomes_grad_without_a_copy() -> None:
     Leak.apply(w).sum().backward()
     keep[:] = 7
     assert w.grad.sum().item() == 0.0
+
+
+def test_gradient_buffers_add_in_place_only_when_nothing_else_holds_them() -> None:
+    from ember.autograd import engine
+
+    a = np.ones(4, dtype=np.float32)
+    buf = [a]
+    del a
+    out = engine._add_into_buffer(buf, 0, np.ones(4, dtype=np.float32))
+    assert out.tolist() == [2.0] * 4
+    kept = np.ones(4, dtype=np.float32)
+    buf = [kept]
+    out = engine._add_into_buffer(buf, 0, np.ones(4, dtype=np.float32))
+    assert out is not kept and kept.tolist() == [1.0] * 4  # held elsewhere: a new array
+    base = np.ones(8, dtype=np.float32)
+    buf = [base[:4]]
+    engine._add_into_buffer(buf, 0, np.ones(4, dtype=np.float32))
+    assert base.tolist() == [1.0] * 8  # a view: never written through
+
+
+def _branches(m: Any) -> list:
+    x = m.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    a = x * 1.0
+    a.retain_grad()
+    b = a + a                      # Add's backward hands the same gradient to both slots
+    c = (a * 2).sum() + (b * 3).sum() + (a.exp() * a).sum()
+    seen = []
+    a.register_hook(lambda g: seen.append(g.clone()))
+    c.backward()
+    return [x.grad.tolist(), a.grad.tolist(), [s.tolist() for s in seen]]
+
+
+def test_branching_gradients_sum_as_on_torch() -> None:
+    torch = pytest.importorskip("torch")
+    got, want = _branches(ember), _branches(torch)
+    np.testing.assert_allclose(np.array(got[0]), np.array(want[0]), rtol=1e-6)
+    np.testing.assert_allclose(np.array(got[1]), np.array(want[1]), rtol=1e-6)
+    np.testing.assert_allclose(np.array(got[2]), np.array(want[2]), rtol=1e-6)

@@ -394,6 +394,44 @@ static PyObject *unpack_pair(PyObject *item)
     return pair;
 }
 
+
+/* engine.py's _add_into_buffer: old + g, added in place (old's memory) when old is a CPU array
+ * that only the buffer list holds (refcount 2: the list's and the caller's `old`), with no base,
+ * writeable, and g's shape and dtype; a new array otherwise. New reference. */
+static PyObject *add_into_buffer(PyObject *old, PyObject *g)
+{
+    PyObject *cpu = engine_global(s_CPU_ARRAY);
+    if (cpu == NULL)
+        return NULL;
+    if (Py_REFCNT(old) == 2 && (PyObject *)Py_TYPE(old) == cpu && (PyObject *)Py_TYPE(g) == cpu
+        && old != g) {
+        int ok = 1;
+        PyObject *base = PyObject_GetAttr(old, s_base);
+        if (base == NULL)
+            return NULL;
+        ok = base == Py_None;
+        Py_DECREF(base);
+        const char *attrs[2] = {"shape", "dtype"};
+        for (int k = 0; ok && k < 2; k++) {
+            PyObject *x = PyObject_GetAttrString(old, attrs[k]);
+            PyObject *y = x ? PyObject_GetAttrString(g, attrs[k]) : NULL;
+            ok = y ? PyObject_RichCompareBool(x, y, Py_EQ) : -1;
+            Py_XDECREF(x);
+            Py_XDECREF(y);
+        }
+        if (ok > 0) {
+            PyObject *flags = PyObject_GetAttr(old, s_flags);
+            ok = flags ? attr_truth(flags, s_writeable) : -1;
+            Py_XDECREF(flags);
+        }
+        if (ok < 0)
+            return NULL;
+        if (ok)
+            return PyNumber_InPlaceAdd(old, g);  /* ndarray.__iadd__: returns old */
+    }
+    return PyNumber_Add(old, g);
+}
+
 /* The send step of the fast path, for input `i` whose edge is (nxt, nr) and whose gradient
  * `g` (borrowed) is not None (_send's rule, as _walk_nodes_python inlines it):
  *     shape, dt = meta[i]
@@ -477,7 +515,7 @@ static int send_gradient(PyObject *node, PyObject *g, PyObject *meta_i, PyObject
         rc = PyObject_SetItem(nb, nr, g);
         goto done;
     }
-    PyObject *sum = PyNumber_Add(old, g);
+    PyObject *sum = add_into_buffer(old, g);
     if (sum == NULL)
         goto done;
     rc = PyObject_SetItem(nb, nr, sum);

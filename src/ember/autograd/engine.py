@@ -303,7 +303,7 @@ def _walk_nodes_python(ready: list, ready_leaves: list, buffers: dict, deps: dic
                         elif nb[nr] is None:
                             nb[nr] = g
                         else:
-                            nb[nr] = nb[nr] + g
+                            nb[nr] = _add_into_buffer(nb, nr, g)
                     left = deps[nxt] - 1
                     deps[nxt] = left
                     if left == 0:
@@ -437,7 +437,21 @@ def _send(node: Node, grads: tuple, buffers: dict, create_graph: bool) -> None:
         elif buf[nr] is None:
             buf[nr] = g
         else:
-            buf[nr] = buf[nr] + g
+            buf[nr] = _add_into_buffer(buf, nr, g)
+
+
+def _add_into_buffer(buf: list, nr: int, g: Any) -> Any:
+    """``buf[nr] + g``, added in place when ``buf[nr]`` is a CPU array that nothing but this
+    buffer holds (a gradient the engine alone owns), as PyTorch's engine accumulates; a new
+    array otherwise (never += into memory another tensor, view or buffer may share)."""
+    a = buf[nr]
+    buf[nr] = None  # refs to a now: this frame's and getrefcount's, when no one else holds it
+    if (type(a) is CPU_ARRAY and type(g) is CPU_ARRAY and a.base is None
+            and sys.getrefcount(a) == 2 and a.shape == g.shape and a.dtype == g.dtype
+            and a.flags.writeable):
+        np.add(a, g, out=a)
+        return a
+    return a + g
 
 
 def _check_grad_count(node: Node, grads: tuple) -> None:
