@@ -503,3 +503,19 @@ def test_vision_transforms_draws():
             flips = [bool(T.RandomHorizontalFlip(0.5)._params(img)["flip"]) for _ in range(4)]
             assert flips == [bool(torch.rand(1) < 0.5) for _ in range(4)]
         _same_state()
+
+
+def test_dataloader_pin_memory_warning():
+    # makemore's loader passes pin_memory=True: PyTorch warns once per iterator on a CPU machine
+    import warnings
+
+    msgs = []
+    for m in (ember, torch):
+        if m is ember and ember.accelerator.is_available():
+            pytest.skip("an accelerator is present")
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            dl = m.utils.data.DataLoader(m.utils.data.TensorDataset(m.arange(4)), pin_memory=True)
+            next(iter(dl))
+        msgs.append([str(w.message) for w in seen if "pin_memory" in str(w.message)])
+    assert msgs[0] == msgs[1] and len(msgs[0]) == 1

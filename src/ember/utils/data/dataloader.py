@@ -15,6 +15,7 @@ import queue
 import random
 import signal
 import traceback
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -468,6 +469,12 @@ class _BaseDataLoaderIter:
         self._num_workers = loader.num_workers
         self._prefetch_factor = loader.prefetch_factor
         self._pin_memory = loader.pin_memory
+        if loader.pin_memory:
+            from ... import accelerator
+
+            if not accelerator.is_available():
+                warnings.warn("'pin_memory' argument is set as true but no accelerator is found, "
+                              "then device pinned memory won't be used.", stacklevel=2)
         self._timeout = loader.timeout
         self._collate_fn = loader.collate_fn
         self._persistent_workers = loader.persistent_workers
