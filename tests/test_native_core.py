@@ -570,3 +570,28 @@ def test_branching_gradients_sum_as_on_torch() -> None:
     np.testing.assert_allclose(np.array(got[0]), np.array(want[0]), rtol=1e-6)
     np.testing.assert_allclose(np.array(got[1]), np.array(want[1]), rtol=1e-6)
     np.testing.assert_allclose(np.array(got[2]), np.array(want[2]), rtol=1e-6)
+
+
+def _accumulated(m: Any) -> list:
+    p = m.ones(3, requires_grad=True)
+    (p * 2).sum().backward()
+    g0 = p.grad
+    (p * 3).sum().backward()
+    out = [g0 is p.grad, g0.tolist()]
+    del g0
+    (p * 4).sum().backward()
+    return out + [p.grad.tolist()]
+
+
+def test_grad_accumulates_as_on_torch_and_in_place_when_unshared() -> None:
+    torch = pytest.importorskip("torch")
+    assert _accumulated(ember) == _accumulated(torch)
+    p = ember.randn(1000, requires_grad=True)
+    (p * 2).sum().backward()
+    before = id(p.grad._data)
+    (p * 3).sum().backward()
+    assert id(p.grad._data) == before  # added in place: no second gradient-sized array
+    keep = p.grad._data  # now an alias exists: the next sum is a new array, keep stays
+    snapshot = keep.copy()
+    (p * 1).sum().backward()
+    assert p.grad._data is not keep and np.array_equal(keep, snapshot)

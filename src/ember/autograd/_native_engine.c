@@ -662,7 +662,7 @@ static int shapes_differ(PyObject *a, PyObject *b)
  *         owns = g.flags.writeable if type(g) is CPU_ARRAY and g.base is None else _owns(g)
  *         if not owns or id(g) in handed_out: g = g.copy()
  *         handed_out.add(id(g)); leaf._grad = TensorBase._make(g)
- *     else:
+ *     else:  (in place when nothing else holds cur and its array: see _accumulate)
  *         new = cur._data + g
  *         cur._data = np.asarray(new) if isinstance(new, np.generic) else new
  *         handed_out.add(id(cur._data))
@@ -769,6 +769,42 @@ static int accumulate_leaf(PyObject *node, PyObject *buf, PyObject *handed_out)
     if (differ != 0) {
         rc = differ < 0 ? -1 : 0;
         goto done;
+    }
+    /* in place when only cur holds held (refcount 2: cur._data's and ours), a CPU array with
+     * no base, g's dtype, writeable, not handed out this backward (_accumulate's rule) */
+    if (Py_REFCNT(held) == 2 && (PyObject *)Py_TYPE(held) == cpu
+        && (PyObject *)Py_TYPE(g) == cpu) {
+        PyObject *base = PyObject_GetAttr(held, s_base);
+        int ok = base ? base == Py_None : -1;
+        Py_XDECREF(base);
+        if (ok > 0) {
+            PyObject *x = PyObject_GetAttr(held, s_dtype);
+            PyObject *y = x ? PyObject_GetAttr(g, s_dtype) : NULL;
+            ok = y ? PyObject_RichCompareBool(x, y, Py_EQ) : -1;
+            Py_XDECREF(x);
+            Py_XDECREF(y);
+        }
+        if (ok > 0) {
+            PyObject *flags = PyObject_GetAttr(held, s_flags);
+            ok = flags ? attr_truth(flags, s_writeable) : -1;
+            Py_XDECREF(flags);
+        }
+        if (ok > 0) {
+            PyObject *id = PyLong_FromVoidPtr(held);
+            int given = id ? PySet_Contains(handed_out, id) : -1;
+            Py_XDECREF(id);
+            ok = given < 0 ? -1 : !given;
+        }
+        if (ok < 0)
+            goto done;
+        if (ok) {
+            PyObject *r = PyNumber_InPlaceAdd(held, g);  /* ndarray.__iadd__ */
+            if (r == NULL)
+                goto done;
+            Py_DECREF(r);
+            rc = 1;
+            goto done;
+        }
     }
     PyObject *sum = PyNumber_Add(held, g);  /* a new array: never += into a shared buffer */
     if (sum == NULL)

@@ -547,11 +547,21 @@ def _accumulate(leaf: Any, g: Any, create_graph: bool, handed_out: set[int]) -> 
             handed_out.add(id(g))
             leaf._grad = TensorBase._make(g)
         else:
-            if g.shape != cur._data.shape:
-                _check_adds_in_place(cur._data.shape, g.shape)
-            new = cur._data + g  # a new array: never += into a buffer another may share
-            cur._data = np.asarray(new) if isinstance(new, np.generic) else new
-            handed_out.add(id(cur._data))
+            held = cur._data
+            if g.shape != held.shape:
+                _check_adds_in_place(held.shape, g.shape)
+            # in place, as PyTorch's AccumulateGrad, when nothing but the .grad tensor holds
+            # its array (refs: cur._data, this frame's, getrefcount's): an array an optimizer
+            # or a view also holds gets a new sum instead (a view of .grad then keeps the old
+            # values, where PyTorch's would see the sum)
+            if (type(held) is CPU_ARRAY and type(g) is CPU_ARRAY and held.base is None
+                    and held.dtype == g.dtype and held.flags.writeable
+                    and sys.getrefcount(held) == 3 and id(held) not in handed_out):
+                np.add(held, g, out=held)
+            else:
+                new = held + g  # a new array: never += into a buffer another may share
+                cur._data = np.asarray(new) if isinstance(new, np.generic) else new
+                handed_out.add(id(cur._data))
     if leaf._post_accumulate_hooks:
         for hook in leaf._post_accumulate_hooks:
             hook(leaf)
