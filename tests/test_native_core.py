@@ -595,3 +595,20 @@ def test_grad_accumulates_as_on_torch_and_in_place_when_unshared() -> None:
     snapshot = keep.copy()
     (p * 1).sum().backward()
     assert p.grad._data is not keep and np.array_equal(keep, snapshot)
+
+
+def test_randperm_loop_in_c_equals_the_python_loop(monkeypatch: Any) -> None:
+    from ember._native_core import native
+    from ember.ops import _mt19937
+
+    if native is None:
+        pytest.skip("the Python core is active")
+    g = ember.Generator().manual_seed(7)
+    a = _mt19937.randperm(g, 5000)
+    monkeypatch.setattr(_mt19937, "native", None)
+    g.manual_seed(7)
+    assert np.array_equal(a, _mt19937.randperm(g, 5000))
+    with pytest.raises(ValueError, match="out of range"):
+        native.fisher_yates(np.array([5], dtype=np.int64), np.arange(2, dtype=np.int64))
+    with pytest.raises(TypeError):
+        native.fisher_yates(np.array([0], dtype=np.int32), np.arange(2, dtype=np.int64))

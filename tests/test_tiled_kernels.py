@@ -180,7 +180,20 @@ def test_tiled_attention_peak_memory(monkeypatch):
     assert _peak(step) < 12 << 20
     monkeypatch.setattr(attn, "_Q_TILE", 1 << 30)  # the single-tile op needs more: the test bites
     monkeypatch.setattr(attn, "_K_TILE", 1 << 30)
+    monkeypatch.setattr(attn, "_FLASH_MIN_SCORES", 1 << 40)
     assert _peak(step) > 16 << 20
+
+
+def test_a_batch_of_one_tile_each_keeps_no_probabilities_when_its_scores_are_large():
+    """16 x 4 x 256 x 256 (one tile per head, 16 MB of scores): backward keeps the log-sum-exp,
+    not the probabilities, as PyTorch's CPU kernel; a small batch keeps the single-tile op."""
+    q, k, v = (ember.randn(16, 4, 256, 16, requires_grad=True) for _ in range(3))
+    y = EF.scaled_dot_product_attention(q, k, v, is_causal=True)
+    assert isinstance(y.grad_fn, attn.ScaledDotProductFlashAttention._node_cls)
+    kept = sum(b for _, arrs in ember.autograd.graph.saved_tensors(y) for *_, b in arrs)
+    assert kept < 4 * 16 * 4 * 256 * 16 * 4 + (1 << 20)  # q, k, v, out and the lse
+    small = EF.scaled_dot_product_attention(*(t[:1, :1] for t in (q, k, v)), is_causal=True)
+    assert not isinstance(small.grad_fn, attn.ScaledDotProductFlashAttention._node_cls)
 
 
 @pytest.mark.skipif(not HAVE_TORCH, reason="needs torch")

@@ -29,6 +29,8 @@ static PyMethodDef native_methods[] = {
      "overrides_set_flags(flags): the C copy of _overrides.flags."},
     {"dispatcher_set_public", (PyCFunction)(void (*)(void))ember_dispatcher_set_public,
      METH_FASTCALL, "dispatcher_set_public(d, public): _overrides.py's set_public, in C."},
+    {"fisher_yates", (PyCFunction)(void (*)(void))ember_fisher_yates, METH_FASTCALL,
+     "fisher_yates(offsets, out): ops/_mt19937.py's randperm loop, in C."},
     {"function_init", (PyCFunction)ember_function_init, METH_O,
      "function_init(globals): give function_apply function.py's module namespace."},
     {"function_apply", (PyCFunction)(void (*)(void))ember_function_apply,

@@ -25,6 +25,9 @@ PyObject *ember_overrides_init(PyObject *self, PyObject *const *args, Py_ssize_t
 PyObject *ember_overrides_set_flags(PyObject *self, PyObject *arg);
 PyObject *ember_dispatcher_set_public(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 
+/* _native_random.c (mirrors ops/_mt19937.py) */
+PyObject *ember_fisher_yates(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+
 /* autograd/_native_function.c (mirrors autograd/function.py) */
 int ember_function_exec(PyObject *module);
 PyObject *ember_function_init(PyObject *self, PyObject *globals);

@@ -34,6 +34,7 @@ C_SOURCES = (
     "_native.c",
     "_native_tensor_base.c",
     "_native_overrides.c",
+    "_native_random.c",
     "autograd/_native_engine.c",
     "autograd/_native_function.c",
 )
@@ -42,6 +43,7 @@ C_SOURCES = (
 MIRRORED = (
     "_native_core.py",
     "_overrides.py",
+    "ops/_mt19937.py",
     "_tensor_base.py",
     "autograd/engine.py",
     "autograd/function.py",

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from .. import _dtype
+from .._native_core import native
 
 N = 624  # words of state
 
@@ -411,12 +412,16 @@ def randperm(gen: Any, n: int) -> np.ndarray:
     """Fisher-Yates: position i swaps with i + (word mod (n - i))."""
     if n < 2:
         return np.arange(n, dtype=np.int64)
-    z = (words(gen._bg, n - 1) % (n - np.arange(n - 1, dtype=np.uint64))).tolist()
-    r = list(range(n))
-    for i, zi in enumerate(z):
+    z = words(gen._bg, n - 1) % (n - np.arange(n - 1, dtype=np.uint64))
+    if native is not None:  # the same loop in C (_native_random.c)
+        r = np.arange(n, dtype=np.int64)
+        native.fisher_yates(z.astype(np.int64), r)
+        return r
+    out = list(range(n))
+    for i, zi in enumerate(z.tolist()):
         j = zi + i
-        r[i], r[j] = r[j], r[i]
-    return np.array(r, dtype=np.int64)
+        out[i], out[j] = out[j], out[i]
+    return np.array(out, dtype=np.int64)
 
 
 def exponential(gen: Any, n: int, dt: Any, lambd: float) -> np.ndarray:

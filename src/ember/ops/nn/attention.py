@@ -115,7 +115,9 @@ def scaled_dot_product_attention(query: Any, key: Any, value: Any, attn_mask: An
             )
     if scale is None:
         scale = 1.0 / math.sqrt(E)
-    if (L > _Q_TILE or S > _K_TILE) and L > 0 and S > 0 and dropout_p < 1.0 and \
+    big = L > _Q_TILE or S > _K_TILE or (
+        dropout_p == 0.0 and math.prod(batch) * L * S > _FLASH_MIN_SCORES)
+    if big and L > 0 and S > 0 and dropout_p < 1.0 and \
             _flash_ok(query._data, key._data, value._data, bmask, fmask):
         seed = None
         if dropout_p > 0.0:  # each tile's dropout mask is drawn again from this seed in backward
@@ -222,6 +224,13 @@ _Q_TILE = 256
 
 
 _K_TILE = 512
+
+
+# a batch whose scores would take more than this many elements (4 MB of float32) takes the
+# tiled path even when one tile holds its rows, so backward keeps the log-sum-exp and not the
+# probabilities, as PyTorch's CPU kernel (without dropout: that path draws its masks as
+# PyTorch's math path does)
+_FLASH_MIN_SCORES = 1 << 20
 
 
 # at most about this many scores per tile (4 MB of float32): the leading batch dims are looped
