@@ -206,3 +206,21 @@ def _storage_program(m: Any) -> list[Any]:
 @pytest.mark.filterwarnings("ignore:TypedStorage is deprecated")
 def test_storages_as_on_torch() -> None:
     assert _storage_program(ember) == _storage_program(torch)
+
+
+@needs_torch
+def test_shapes_that_do_not_broadcast_raise_runtime_error_in_no_grad_ops() -> None:
+    # a Gaussian-process prior's log_prob checks that a bad shape raises RuntimeError
+    for name in ("eq", "lt", "logical_and", "bitwise_and", "isclose", "heaviside"):
+        for m in (ember, torch):
+            a, b = m.tensor([1, 0]), m.tensor([1, 0, 1])
+            with pytest.raises(RuntimeError, match=r"size of tensor a \(2\) must match"):
+                getattr(m, name)(a, b)
+
+
+@by_name
+def test_lkj_cholesky_checks_dim_below_two_first(m: Any) -> None:
+    with pytest.raises(ValueError, match="greater than or equal to 2"):
+        m.distributions.LKJCholesky(1.5, 1.0)
+    with pytest.raises(TypeError):
+        m.distributions.LKJCholesky(2.0, 1.0)

@@ -24,11 +24,11 @@ class LKJCholesky(Distribution):
 
     def __init__(self, dim: int, concentration: Any = 1.0,
                  validate_args: bool | None = None) -> None:
-        if not isinstance(dim, int) or isinstance(dim, bool):
-            raise TypeError(f"LKJCholesky: dim must be an int (>= 2), not {type(dim).__name__}")
-        if dim < 2:
+        if isinstance(dim, (int, float)) and dim < 2:  # (PyTorch checks this first: 1.5 too)
             raise ValueError(f"Expected dim to be an integer greater than or equal to 2. "
                              f"Found dim={dim}.")
+        if not isinstance(dim, int) or isinstance(dim, bool):
+            raise TypeError(f"LKJCholesky: dim must be an int (>= 2), not {type(dim).__name__}")
         self.dim = dim
         (self.concentration,) = broadcast_all(concentration)
         super().__init__(self.concentration.size(), (dim, dim), validate_args=validate_args)

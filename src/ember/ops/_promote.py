@@ -274,7 +274,17 @@ def _nograd(fn: Any, *args: Any) -> Any:
         with grad_mode.no_grad():
             return _NoGrad.apply(fn, *args)
     raw = [a._data if isinstance(a, TensorBase) else a for a in args]
-    return TensorBase._make(fn(*raw))
+    try:
+        return TensorBase._make(fn(*raw))
+    except ValueError:
+        shapes = [tuple(r.shape) for r in raw if hasattr(r, "shape") and hasattr(r, "ndim")]
+        try:
+            np.broadcast_shapes(*shapes)
+        except ValueError:  # PyTorch's error class for shapes that do not broadcast
+            n = getattr(fn, "__name__", "")
+            name = type(n if n.isidentifier() else "op", (), {})
+            raise RuntimeError(_function._broadcast_message(name, raw)) from None
+        raise
 
 
 _INT_BOUNDS = {np.dtype(t): _int_bounds(t) for t in (
