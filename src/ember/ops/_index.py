@@ -15,8 +15,11 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
 import math
 import operator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -28,6 +31,53 @@ from .shape import reshape
 
 # ---------------------------------------------------------------------------------------------
 # small helpers
+
+
+def keeps_index(arg: str, only_for: str | None = None
+                ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Decorate an op whose backward reads its index or mask argument ``arg``: the node then
+    checks that tensor's version, as PyTorch's saved indices are checked, so changing the index
+    in place before ``backward()`` raises PyTorch's error instead of sending the gradient to
+    the new positions. With ``only_for``, only when that argument needs a gradient (PyTorch
+    keeps ``index_add``'s index for the source's gradient alone)."""
+
+    def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
+        names = list(inspect.signature(fn).parameters)
+        pos = names.index(arg)
+        dep = names.index(only_for) if only_for is not None else -1
+
+        @functools.wraps(fn)
+        def op(*args: Any, **kwargs: Any) -> Any:
+            out = fn(*args, **kwargs)
+            if isinstance(out, TensorBase) and out._grad_fn is not None:
+                if dep >= 0:
+                    d = args[dep] if len(args) > dep else kwargs.get(only_for)
+                    if not (isinstance(d, TensorBase) and d.requires_grad):
+                        return out
+                track_index_versions(out, args[pos] if len(args) > pos else kwargs.get(arg))
+            return out
+        return op
+    return deco
+
+
+def track_index_versions(out: Any, key: Any) -> Any:
+    """Add the integer and bool tensors of ``key`` (one, or a tuple of them) to the version
+    checks of ``out``'s node; returns ``out``."""
+    node = out._grad_fn if isinstance(out, TensorBase) else None
+    if node is None:
+        return out
+    versions = None
+    for t in key if type(key) is tuple else (key,):
+        if isinstance(t, TensorBase) and t._data.dtype.kind in "biu":
+            counter = t._version
+            if counter is None:
+                counter = t._version = [0]
+            if versions is None:
+                versions = list(node._versions or ())
+            versions.append((counter, counter[0], "index"))
+    if versions is not None:
+        node._versions = versions
+    return out
 
 
 def _numel(shape: tuple) -> int:

@@ -46,6 +46,8 @@ from ._index import (
     _parse_key,
     _reshape,
     _type_name,
+    keeps_index,
+    track_index_versions,
 )
 from .creation import full
 from .shape import Expand
@@ -74,7 +76,7 @@ def getitem(x: Any, key: Any) -> Any:
         out = TensorBase._make(k.gather(x._data))
         return out if k.vkey is not None else link_view(x, out)
     if k.vkey is not None:
-        return Index.apply(x, k)
+        return track_index_versions(Index.apply(x, k), key)
     if type(key) is slice:  # a lone slice is always a slice node in PyTorch, even x[:]
         return IndexView.apply(x, k)
     last = k.last
@@ -108,7 +110,8 @@ def setitem(x: Any, key: Any, value: Any) -> Any:
         dev = _backend.device_of(x._data)
         if _backend.device_of(value._data) != dev:
             value = _cast.to_device(value, dev)
-    return IndexPut.apply(x, _value_for(x, value, k), k)
+    out = IndexPut.apply(x, _value_for(x, value, k), k)
+    return track_index_versions(out, key) if k.vkey is not None else out
 
 
 class Index(Op):
@@ -345,6 +348,7 @@ def _casting_key(key: Any, k: _Key, value: Any) -> bool:
 _OUT_OF_RANGE = "index out of range in self"
 
 
+@keeps_index("index")
 def index_select(input: Any, dim: int, index: Any, *, out: Any = None) -> Any:
     """The slices of ``input`` along ``dim`` at the 1-D ``index`` (repeats allowed; negative
     indices are out of range, as in PyTorch: ``IndexError``)."""
@@ -362,6 +366,7 @@ def index_select(input: Any, dim: int, index: Any, *, out: Any = None) -> Any:
     return IndexSelect.apply(input, _dim_key(input._data, dim, idx))
 
 
+@keeps_index("index", only_for="source")
 def index_add(input: Any, dim: int, index: Any, source: Any, *, alpha: Any = 1,
               out: Any = None) -> Any:
     """Out-of-place ``index_add_``: ``out[..., index[i], ...] += alpha * source[..., i, ...]``
@@ -387,6 +392,7 @@ def index_add(input: Any, dim: int, index: Any, source: Any, *, alpha: Any = 1,
     return _IndexAddInto.apply(a, b)
 
 
+@keeps_index("index")
 def index_copy(input: Any, dim: int, index: Any, source: Any, *, out: Any = None) -> Any:
     """Out-of-place ``index_copy_``: ``out[..., index[i], ...] = source[..., i, ...]``
     (indices must lie in ``[0, size)``: PyTorch's ``IndexError`` otherwise)."""
@@ -406,6 +412,7 @@ def index_copy(input: Any, dim: int, index: Any, source: Any, *, out: Any = None
     return IndexCopy.apply(input, source, k)
 
 
+@keeps_index("index")
 def index_fill(input: Any, dim: int, index: Any, value: Any) -> Any:
     """Out-of-place ``index_fill_``: the slices at ``index`` along ``dim`` set to ``value``
     (negative indices count from the end, as in PyTorch)."""
@@ -451,6 +458,7 @@ def index_put(input: Any, indices: Any, values: Any, accumulate: bool = False) -
     return _pw.add(input, IndexPutAdd.apply(v, k))
 
 
+@keeps_index("index")
 def take(input: Any, index: Any, *, out: Any = None) -> Any:
     """``input.flatten()[index]`` (negative indices count from the end)."""
     if out is not None:
@@ -466,6 +474,7 @@ def take(input: Any, index: Any, *, out: Any = None) -> Any:
     return _reshape(out, tuple(idx.shape))
 
 
+@keeps_index("index")
 def put(input: Any, index: Any, source: Any, accumulate: bool = False) -> Any:
     """Out-of-place ``put_``: ``input.flatten()[index] = source.flatten()`` (``+=`` with
     ``accumulate``)."""
@@ -593,6 +602,7 @@ def _check_take_bounds(idx: Any, n: int) -> None:
 # masked ops
 
 
+@keeps_index("mask")
 def masked_fill(input: Any, mask: Any, value: Any) -> Any:
     """``value`` where ``mask`` (broadcast) is True, ``input`` elsewhere."""
     m = _check_mask(mask, "masked_fill_")
@@ -610,6 +620,7 @@ def masked_fill(input: Any, mask: Any, value: Any) -> Any:
     return MaskedFill.apply(input, value, m)
 
 
+@keeps_index("mask")
 def masked_select(input: Any, mask: Any, *, out: Any = None) -> Any:
     """The 1-D tensor of ``input``'s elements where ``mask`` (broadcast) is True."""
     if out is not None:
@@ -622,6 +633,7 @@ def masked_select(input: Any, mask: Any, *, out: Any = None) -> Any:
     return MaskedSelect.apply(x, _parse_key(x._data, (m,)))
 
 
+@keeps_index("mask")
 def masked_scatter(input: Any, mask: Any, source: Any) -> Any:
     """Out-of-place ``masked_scatter_``: copy ``source``'s elements, in order, to the True
     positions of ``mask``."""

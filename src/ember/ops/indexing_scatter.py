@@ -36,6 +36,7 @@ from ._index import (
     _group_starts,
     _numel,
     _reshape,
+    keeps_index,
 )
 from .creation import full
 from .indexing import _expand, getitem
@@ -52,6 +53,7 @@ __all__ = [
 _REDUCES = ("sum", "prod", "mean", "amax", "amin")
 
 
+@keeps_index("index")
 def gather(input: Any, dim: int, index: Any, *, sparse_grad: bool = False,
            out: Any = None) -> Any:
     """``out[i][j] = input[index[i][j]][j]`` for dim 0 (index no larger than input elsewhere)."""
@@ -68,6 +70,7 @@ def gather(input: Any, dim: int, index: Any, *, sparse_grad: bool = False,
     return Gather.apply(input, dim, idx)
 
 
+@keeps_index("index")
 def scatter(input: Any, dim: int, index: Any, src: Any = None, value: Any = None, *,
             reduce: str | None = None, out: Any = None) -> Any:
     """Out-of-place ``scatter_``: write ``src`` (a tensor) or ``value`` (a number) at ``index``
@@ -95,6 +98,7 @@ def scatter(input: Any, dim: int, index: Any, src: Any = None, value: Any = None
     return (Scatter if isinstance(src, TensorBase) else ScatterValue).apply(input, src, dim, idx)
 
 
+@keeps_index("index", only_for="src")
 def scatter_add(input: Any, dim: int, index: Any, src: Any, *, out: Any = None) -> Any:
     """Out-of-place ``scatter_add_``: ``out[index[i][j]][j] += src[i][j]`` (dim 0)."""
     if out is not None:
@@ -109,6 +113,7 @@ def scatter_add(input: Any, dim: int, index: Any, src: Any, *, out: Any = None) 
     return _ScatterAddInto.apply(a, b)
 
 
+@keeps_index("index")
 def scatter_reduce(input: Any, dim: int, index: Any, src: Any, reduce: str, *,
                    include_self: bool = True, out: Any = None) -> Any:
     """Reduce ``src`` into ``input`` at ``index`` along ``dim`` with sum, prod, mean, amax, amin."""

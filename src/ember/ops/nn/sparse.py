@@ -12,7 +12,7 @@ from ..._tensor_base import TensorBase
 from ...autograd import grad_mode
 from ...autograd.function import Op
 from .. import sparse as _sparse
-from .._index import _add_rows
+from .._index import _add_rows, keeps_index
 from ..indexing import getitem
 from ._common import _graphing
 from .activation import _MulMask
@@ -26,6 +26,7 @@ __all__ = [
 # embedding
 
 
+@keeps_index("input")
 def embedding(
     input: TensorBase, weight: TensorBase, padding_idx: int | None = None, max_norm: float | None = None,
     norm_type: float = 2.0, scale_grad_by_freq: bool = False, sparse: bool = False,
