@@ -17,6 +17,7 @@ from __future__ import annotations
 import difflib
 import inspect
 import operator
+import sys
 from collections.abc import Iterable
 from typing import Any
 
@@ -226,3 +227,15 @@ def _ints(name: str, seq: Any, arg: str = "size") -> tuple[int, ...]:
         if s < 0:
             raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {out}")
     return tuple(out)
+
+
+def user_stacklevel() -> int:
+    """The ``stacklevel`` that points a warning at the first frame outside ember (the caller's
+    line, however many ember frames sit between: with the pure-Python core, a public
+    function's ``__torch_function__`` dispatcher is one more)."""
+    level = 1
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_globals.get("__name__", "").startswith("ember."):
+        frame = frame.f_back
+        level += 1
+    return level

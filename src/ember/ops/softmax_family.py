@@ -13,6 +13,7 @@ from .. import _dtype
 from ..autograd.function import Op
 from . import _out
 from . import casting as _cast
+from ._args import user_stacklevel
 from ._autocast import cast as _amp_cast
 from ._autocast import flag as _amp
 from ._promote import opmath
@@ -128,7 +129,7 @@ def _softmax_dim(x: Any, dim: Any, fname: str, stacklevel: int) -> int:
         warnings.warn(
             f"Implicit dimension choice for {fname} has been deprecated. Change the call to "
             "include dim=X as an argument.",
-            stacklevel=stacklevel + 1,
+            stacklevel=user_stacklevel(),  # the caller's line, in either core
         )
     return _one(dim, x, fname)
 

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import contextlib
 import math
-import sys
 import warnings
 from typing import Any
 
 from ..._tensor_base import TensorBase
 from ...autograd import grad_mode
 from ...autograd.function import Op
+from .._args import user_stacklevel as _user_stacklevel
 from .._reduce import _rowsum
 from ..creation import tensor
 
@@ -34,16 +34,6 @@ def _quiet(xp: Any) -> Any:
     """Silence NumPy's divide/invalid warnings where the op defines the result itself."""
     errstate = getattr(xp, "errstate", None)
     return errstate(divide="ignore", invalid="ignore") if errstate else contextlib.nullcontext()
-
-
-def _user_stacklevel() -> int:
-    """The stacklevel that points a warning at the first frame outside ember."""
-    level = 1
-    frame = sys._getframe(1)
-    while frame is not None and frame.f_globals.get("__name__", "").startswith("ember."):
-        frame = frame.f_back
-        level += 1
-    return level
 
 
 def _legacy_reduction(size_average: Any, reduce: Any, reduction: str) -> str:
