@@ -197,6 +197,18 @@ def write_new(out: Any, result: Any, name: str, requires_grad: bool = False) -> 
     return out
 
 
+def user_stacklevel() -> int:
+    """The ``stacklevel`` that points a warning at the first frame outside ember (the caller's
+    line, however many ember frames sit between: with the pure-Python core, a public
+    function's ``__torch_function__`` dispatcher is one more)."""
+    level = 1
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_globals.get("__name__", "").startswith("ember."):
+        frame = frame.f_back
+        level += 1
+    return level
+
+
 class Shown:
     """A default that only marks "not given" (``eye(n, m=n)``: ``m=None`` is refused, as in
     PyTorch), shown in signatures as ``text``."""
@@ -227,15 +239,3 @@ def _ints(name: str, seq: Any, arg: str = "size") -> tuple[int, ...]:
         if s < 0:
             raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {out}")
     return tuple(out)
-
-
-def user_stacklevel() -> int:
-    """The ``stacklevel`` that points a warning at the first frame outside ember (the caller's
-    line, however many ember frames sit between: with the pure-Python core, a public
-    function's ``__torch_function__`` dispatcher is one more)."""
-    level = 1
-    frame = sys._getframe(1)
-    while frame is not None and frame.f_globals.get("__name__", "").startswith("ember."):
-        frame = frame.f_back
-        level += 1
-    return level
