@@ -174,12 +174,16 @@ def overloaded_args(args: Any, kwargs: Any = None) -> list[Any]:
     return found
 
 
-def dispatch(func: Any, impl: Callable[..., Any], args: tuple, kwargs: dict | None) -> Any:
-    """The slow path of a dispatcher: a mode first, then the arguments' classes, else ``impl``."""
+def dispatch(func: Any, impl: Callable[..., Any], args: tuple, kwargs: dict | None,
+             relevant: tuple | None = None) -> Any:
+    """The slow path of a dispatcher: a mode first, then the arguments' classes, else ``impl``.
+    ``relevant``: the arguments whose classes are asked (all of them when None), as
+    ``handle_torch_function`` names them."""
     kwargs = kwargs or {}
     if _all_disabled:
         return impl(*args, **kwargs)
-    overloaded = [] if _subclass_disabled else overloaded_args(args, kwargs)
+    overloaded = [] if _subclass_disabled else (
+        overloaded_args(args, kwargs) if relevant is None else overloaded_args(relevant))
     types = tuple(type(a) for a in overloaded)
     if _mode_stack:
         mode = _mode_stack.pop()  # the mode's own calls are not seen by it (PyTorch's rule)

@@ -39,25 +39,9 @@ def has_torch_function_variadic(*args: Any) -> bool:
 
 def handle_torch_function(public_api: Any, relevant_args: Any, *args: Any, **kwargs: Any) -> Any:
     """Hand the call of ``public_api(*args, **kwargs)`` to the active mode or to the classes of
-    ``relevant_args`` that ask (PyTorch's order); ``TypeError`` when all decline."""
-    overloaded = _overrides.overloaded_args(tuple(relevant_args))
-    types = tuple(type(a) for a in overloaded)
-    if _overrides.is_mode_enabled():
-        mode = _overrides.pop_mode()
-        try:
-            ret = mode.__torch_function__(public_api, types, args, kwargs)
-        finally:
-            _overrides.push_mode(mode)
-        if ret is not NotImplemented:
-            return ret
-    if not overloaded:
-        return public_api(*args, **kwargs)
-    for a in overloaded:
-        ret = type(a).__torch_function__(public_api, types, args, kwargs)
-        if ret is not NotImplemented:
-            return ret
-    raise TypeError(f"no implementation found for '{_overrides._name(public_api)}' on types "
-                    f"that implement __torch_function__: {list(types)}")
+    ``relevant_args`` that ask (PyTorch's order); ``TypeError`` when all decline; the call
+    itself when none asks. The dispatchers' own slow path (``_overrides.dispatch``)."""
+    return _overrides.dispatch(public_api, public_api, args, kwargs, tuple(relevant_args))
 
 
 # ---------------------------------------------------------------------------------------------
