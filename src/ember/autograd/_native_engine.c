@@ -395,6 +395,33 @@ static PyObject *unpack_pair(PyObject *item)
 }
 
 
+/* engine.py's _addable_in_place(a, g): 1 when a += g may write a's memory (CPU arrays, a with
+ * no base, writeable, of g's shape and dtype), 0 when not, -1 with an error set. */
+static int addable_in_place(PyObject *a, PyObject *g, PyObject *cpu)
+{
+    if ((PyObject *)Py_TYPE(a) != cpu || (PyObject *)Py_TYPE(g) != cpu)
+        return 0;
+    PyObject *base = PyObject_GetAttr(a, s_base);
+    if (base == NULL)
+        return -1;
+    int ok = base == Py_None;
+    Py_DECREF(base);
+    PyObject *names[2] = {s_shape, s_dtype};
+    for (int k = 0; ok > 0 && k < 2; k++) {
+        PyObject *x = PyObject_GetAttr(a, names[k]);
+        PyObject *y = x ? PyObject_GetAttr(g, names[k]) : NULL;
+        ok = y ? PyObject_RichCompareBool(x, y, Py_EQ) : -1;
+        Py_XDECREF(x);
+        Py_XDECREF(y);
+    }
+    if (ok > 0) {
+        PyObject *flags = PyObject_GetAttr(a, s_flags);
+        ok = flags ? attr_truth(flags, s_writeable) : -1;
+        Py_XDECREF(flags);
+    }
+    return ok;
+}
+
 /* engine.py's _add_into_buffer: old + g, added in place (old's memory) when old is a CPU array
  * that only the buffer list holds (refcount 2: the list's and the caller's `old`), with no base,
  * writeable, and g's shape and dtype; a new array otherwise. New reference. */
@@ -403,27 +430,8 @@ static PyObject *add_into_buffer(PyObject *old, PyObject *g)
     PyObject *cpu = engine_global(s_CPU_ARRAY);
     if (cpu == NULL)
         return NULL;
-    if (Py_REFCNT(old) == 2 && (PyObject *)Py_TYPE(old) == cpu && (PyObject *)Py_TYPE(g) == cpu
-        && old != g) {
-        int ok = 1;
-        PyObject *base = PyObject_GetAttr(old, s_base);
-        if (base == NULL)
-            return NULL;
-        ok = base == Py_None;
-        Py_DECREF(base);
-        const char *attrs[2] = {"shape", "dtype"};
-        for (int k = 0; ok && k < 2; k++) {
-            PyObject *x = PyObject_GetAttrString(old, attrs[k]);
-            PyObject *y = x ? PyObject_GetAttrString(g, attrs[k]) : NULL;
-            ok = y ? PyObject_RichCompareBool(x, y, Py_EQ) : -1;
-            Py_XDECREF(x);
-            Py_XDECREF(y);
-        }
-        if (ok > 0) {
-            PyObject *flags = PyObject_GetAttr(old, s_flags);
-            ok = flags ? attr_truth(flags, s_writeable) : -1;
-            Py_XDECREF(flags);
-        }
+    if (Py_REFCNT(old) == 2 && old != g) {
+        int ok = addable_in_place(old, g, cpu);
         if (ok < 0)
             return NULL;
         if (ok)
@@ -772,23 +780,8 @@ static int accumulate_leaf(PyObject *node, PyObject *buf, PyObject *handed_out)
     }
     /* in place when only cur holds held (refcount 2: cur._data's and ours), a CPU array with
      * no base, g's dtype, writeable, not handed out this backward (_accumulate's rule) */
-    if (Py_REFCNT(held) == 2 && (PyObject *)Py_TYPE(held) == cpu
-        && (PyObject *)Py_TYPE(g) == cpu) {
-        PyObject *base = PyObject_GetAttr(held, s_base);
-        int ok = base ? base == Py_None : -1;
-        Py_XDECREF(base);
-        if (ok > 0) {
-            PyObject *x = PyObject_GetAttr(held, s_dtype);
-            PyObject *y = x ? PyObject_GetAttr(g, s_dtype) : NULL;
-            ok = y ? PyObject_RichCompareBool(x, y, Py_EQ) : -1;
-            Py_XDECREF(x);
-            Py_XDECREF(y);
-        }
-        if (ok > 0) {
-            PyObject *flags = PyObject_GetAttr(held, s_flags);
-            ok = flags ? attr_truth(flags, s_writeable) : -1;
-            Py_XDECREF(flags);
-        }
+    if (Py_REFCNT(held) == 2) {
+        int ok = addable_in_place(held, g, cpu);
         if (ok > 0) {
             PyObject *id = PyLong_FromVoidPtr(held);
             int given = id ? PySet_Contains(handed_out, id) : -1;

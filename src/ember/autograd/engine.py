@@ -446,12 +446,17 @@ def _add_into_buffer(buf: list, nr: int, g: Any) -> Any:
     array otherwise (never += into memory another tensor, view or buffer may share)."""
     a = buf[nr]
     buf[nr] = None  # refs to a now: this frame's and getrefcount's, when no one else holds it
-    if (type(a) is CPU_ARRAY and type(g) is CPU_ARRAY and a.base is None
-            and sys.getrefcount(a) == 2 and a.shape == g.shape and a.dtype == g.dtype
-            and a.flags.writeable):
+    if sys.getrefcount(a) == 2 and _addable_in_place(a, g):
         np.add(a, g, out=a)
         return a
     return a + g
+
+
+def _addable_in_place(a: Any, g: Any) -> bool:
+    """Whether ``a += g`` may write ``a``'s memory (the caller has checked that nothing else
+    holds ``a``): CPU arrays, ``a`` owning its memory, writeable, of ``g``'s shape and dtype."""
+    return (type(a) is CPU_ARRAY and type(g) is CPU_ARRAY and a.base is None
+            and a.shape == g.shape and a.dtype == g.dtype and a.flags.writeable)
 
 
 def _check_grad_count(node: Node, grads: tuple) -> None:
@@ -554,9 +559,8 @@ def _accumulate(leaf: Any, g: Any, create_graph: bool, handed_out: set[int]) -> 
             # its array (refs: cur._data, this frame's, getrefcount's): an array an optimizer
             # or a view also holds gets a new sum instead (a view of .grad then keeps the old
             # values, where PyTorch's would see the sum)
-            if (type(held) is CPU_ARRAY and type(g) is CPU_ARRAY and held.base is None
-                    and held.dtype == g.dtype and held.flags.writeable
-                    and sys.getrefcount(held) == 3 and id(held) not in handed_out):
+            if (sys.getrefcount(held) == 3 and _addable_in_place(held, g)
+                    and id(held) not in handed_out):
                 np.add(held, g, out=held)
             else:
                 new = held + g  # a new array: never += into a buffer another may share
