@@ -13,6 +13,8 @@
 
 from __future__ import annotations
 
+import gc
+import tracemalloc
 from collections.abc import Callable
 from typing import Any
 
@@ -213,3 +215,16 @@ def check(fn, *arrays, **kw):
     """check_op (reference, float32, gradcheck, loose parity) plus strict float64 parity."""
     check_op(fn, *arrays, **kw)
     strict_parity(fn, *arrays, **kw)
+
+
+def peak_bytes(step: Callable[[], Any]) -> int:
+    """Bytes allocated above the start while ``step`` runs (NumPy reports its arrays to
+    tracemalloc; ``step``'s result is dropped inside it)."""
+    gc.collect()
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        step()
+        return tracemalloc.get_traced_memory()[1] - base
+    finally:
+        tracemalloc.stop()

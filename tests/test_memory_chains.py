@@ -6,8 +6,6 @@ code exceeded; the optimizers' steps and activation checkpointing."""
 
 from __future__ import annotations
 
-import gc
-import tracemalloc
 from collections.abc import Callable
 
 import numpy as np
@@ -15,6 +13,7 @@ import pytest
 
 import ember
 import ember.nn.functional as F
+from helpers import peak_bytes
 
 try:
     import torch
@@ -27,16 +26,7 @@ MB = 1 << 20
 rng = np.random.default_rng(0)
 
 
-def _peak(step: Callable[[], None]) -> float:
-    """Bytes allocated above the start while ``step`` runs."""
-    gc.collect()
-    tracemalloc.start()
-    try:
-        base = tracemalloc.get_traced_memory()[0]
-        step()
-        return tracemalloc.get_traced_memory()[1] - base
-    finally:
-        tracemalloc.stop()
+_peak = peak_bytes
 
 
 def _arrays_on(node: object) -> list:

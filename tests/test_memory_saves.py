@@ -5,8 +5,6 @@ allocations to it) with bounds the old code exceeded several times over."""
 
 from __future__ import annotations
 
-import gc
-import tracemalloc
 from collections.abc import Callable
 
 import numpy as np
@@ -15,6 +13,7 @@ import pytest
 import ember
 import ember.nn.functional as F
 from ember.autograd import gradcheck, gradgradcheck
+from helpers import peak_bytes
 
 try:
     import torch
@@ -26,16 +25,7 @@ needs_torch = pytest.mark.skipif(torch is None, reason="PyTorch is not installed
 MB = 1 << 20
 
 
-def _peak(step: Callable[[], None]) -> float:
-    """Bytes allocated above the start while ``step`` runs (its result dropped inside)."""
-    gc.collect()
-    tracemalloc.start()
-    try:
-        base = tracemalloc.get_traced_memory()[0]
-        step()
-        return tracemalloc.get_traced_memory()[1] - base
-    finally:
-        tracemalloc.stop()
+_peak = peak_bytes
 
 
 def _saved(t: ember.Tensor) -> tuple:
