@@ -12,7 +12,7 @@ from ..._tensor_base import TensorBase
 from ...autograd import grad_mode
 from ...autograd.function import Op
 from .. import sparse as _sparse
-from .._index import _add_rows, keeps_index
+from .._index import _add_rows, _group_starts, keeps_index
 from ..indexing import getitem
 from ._common import _graphing
 from .activation import _MulMask
@@ -125,14 +125,15 @@ def embedding_bag(
         n = weight.shape[0]
         padding_idx = padding_idx + n if padding_idx < 0 else padding_idx
         valid = flat != padding_idx
-    if (mode != "max" and per_sample_weights is None and not scale_grad_by_freq
-            and type(idx) is np.ndarray):
+    if per_sample_weights is None and not scale_grad_by_freq and type(idx) is np.ndarray:
         # one Op, as PyTorch's: no (entries, dim) array of looked-up rows, forward or backward
         _check_rows(flat, weight.shape[0])
         if max_norm is not None:
             _embedding_renorm(weight, flat, max_norm, norm_type)
         keep = valid.nonzero()[0] if padding_idx is not None else None
         ids, pos = (bag_ids, flat) if keep is None else (bag_ids[keep], flat[keep])
+        if mode == "max":
+            return EmbeddingBagMax.apply(weight, pos, ids, nbags)
         return EmbeddingBagSum.apply(weight, pos, ids, nbags, mode == "mean")
     rows = embedding(TensorBase._make(flat), weight, padding_idx, max_norm, norm_type,
                      scale_grad_by_freq)
@@ -323,6 +324,90 @@ class EmbeddingBagSum(Op):
         return gw.astype(g.dtype, copy=False), None, None, None, None
 
 
+class EmbeddingBagMax(Op):
+    """out[b, j] = the largest weight[pos[k], j] over the entries k of bag b (``bag`` sorted),
+    as PyTorch's running max: the first entry on ties, a NaN first entry kept, later NaNs passed
+    over; an empty bag gives 0. Saves max_indices (bags, dim): the weight row of each maximum.
+    grad_weight[max_indices[b, j], j] += grad[b, j] (empty bags add nothing)"""
+    node_name = "EmbeddingBagBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, w: Any, pos: Any, bag: Any, nbags: int) -> Any:
+        d = w.shape[1]
+        out = np.zeros((nbags, d), w.dtype)
+        arg = np.full((nbags, d), -1, np.int64)  # -1: an empty bag's (no gradient)
+        n = pos.shape[0]
+        length = n // nbags if nbags else 0
+        if length and length * nbags == n and length * d * 8 <= _MAX_BLOCK and (
+                bag.reshape(nbags, length) == np.arange(nbags)[:, None]).all():
+            # bags of one length (a 2-D input): a running max over their positions, as PyTorch's
+            pos2 = pos.reshape(nbags, length)
+            step = max(1, _MAX_BLOCK // (length * d))
+            for a in range(0, nbags, step):
+                _bag_max_even(w, pos2[a:a + step], out[a:a + step], arg[a:a + step])
+        else:
+            step = max(1, _MAX_BLOCK // max(1, d))
+            for a in range(0, n, step):
+                _bag_max_block(w, pos[a:a + step], bag[a:a + step],
+                               a > 0 and bag[a - 1] == bag[a], out, arg)
+        ctx.num = w.shape[0]
+        ctx.empty = bag.shape[0] == 0 or int(np.count_nonzero(bag[1:] != bag[:-1])) + 1 < nbags
+        ctx.save_for_backward(arg)
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (arg,) = ctx.saved
+        return ctx.call(_BagMaxGrad, grad, arg, ctx.num, ctx.empty), None, None, None
+
+
+class _BagMaxGrad(Op):
+    """out = the (num, dim) weight gradient: out[arg[b, j], j] += grad[b, j] where arg >= 0
+    grad_grad[b, j] = grad_out[arg[b, j], j] (0 where arg < 0)"""
+    node_name = "EmbeddingBagBackwardBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, grad: Any, arg: Any, num: int, empty: bool) -> Any:
+        ctx.save_for_backward(arg)
+        d = grad.shape[1]
+        acc = np.float32 if grad.dtype.itemsize == 2 else grad.dtype
+        out = np.zeros((num, d), acc)
+        flat = out.reshape(-1)
+        cols = np.arange(d, dtype=np.int64)
+        step = max(1, _MAX_BLOCK // max(1, d))
+        for a in range(0, arg.shape[0], step):
+            pos = (arg[a:a + step] * d + cols).reshape(-1)
+            g = grad[a:a + step].reshape(-1)
+            if empty:
+                keep = pos >= 0
+                pos, g = pos[keep], g[keep]
+            np.add.at(flat, pos, g.astype(acc, copy=False))
+        return out.astype(grad.dtype, copy=False)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (arg,) = ctx.saved
+        return ctx.call(_BagMaxPick, grad, arg), None, None, None
+
+
+class _BagMaxPick(Op):
+    """out[b, j] = g[arg[b, j], j] (0 where arg < 0)
+    grad_g = the scatter-add of grad at (arg[b, j], j) (``_BagMaxGrad``)"""
+    node_name = "EmbeddingBagBackwardBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, g: Any, arg: Any) -> Any:
+        ctx.save_for_backward(arg)
+        ctx.num = g.shape[0]
+        out = np.take_along_axis(g, np.maximum(arg, 0), axis=0)
+        return np.where(arg >= 0, out, 0).astype(g.dtype, copy=False)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (arg,) = ctx.saved
+        return ctx.call(_BagMaxGrad, grad, arg, ctx.num, True), None
+
+
 class _BagMax(Op):
     """out[b] = max over the rows of bag b (rows (B, L, D), mask (B, L): valid positions; an
     empty bag gives 0)          grad_rows = grad at each bag's first argmax, 0 elsewhere"""
@@ -374,3 +459,51 @@ def _embedding_renorm(weight: TensorBase, idx: Any, max_norm: float, norm_type: 
     with grad_mode.no_grad():
         w[rows] = sel * scale[:, None]
     weight._bump_version()
+
+
+_MAX_BLOCK = 1 << 18  # elements per block of looked-up rows in embedding_bag's max
+
+
+def _bag_max_block(w: Any, pos: Any, bag: Any, goes_on: bool, out: Any, arg: Any) -> None:
+    """Fold the entries ``pos`` of sorted ``bag`` into the running maxima ``out`` and their
+    weight rows ``arg``; ``goes_on``: the first bag here began in an earlier block."""
+    rows = w[pos]
+    n = rows.shape[0]
+    s = _group_starts(np, bag)  # one segment per bag
+    ids = bag[s]
+    with np.errstate(invalid="ignore"):
+        m = np.fmax.reduceat(rows, s, axis=0)  # NaNs passed over (NaN only if all are)
+        hit = rows == np.repeat(m, np.diff(np.append(s, n)), axis=0)
+    at = np.arange(n, dtype=np.int32)[:, None]
+    k = np.minimum.reduceat(np.where(hit, at, np.int32(n - 1)), s, axis=0)
+    first = rows[s]  # a bag's first entry is its maximum when NaN (PyTorch's running max)
+    nan0 = np.isnan(first)
+    if goes_on:
+        nan0[0] = False
+    if nan0.any():
+        m = np.where(nan0, first, m)
+        k = np.where(nan0, s[:, None], k)
+    rowid = pos[k]
+    if goes_on:  # the first bag's maximum so far: replaced only by a strictly larger value
+        b = ids[0]
+        with np.errstate(invalid="ignore"):
+            more = m[0] > out[b]
+        out[b] = np.where(more, m[0], out[b])
+        arg[b] = np.where(more, rowid[0], arg[b])
+        ids, m, rowid = ids[1:], m[1:], rowid[1:]
+    out[ids] = m
+    arg[ids] = rowid
+
+
+def _bag_max_even(w: Any, pos: Any, out: Any, arg: Any) -> None:
+    """The maxima ``out`` and their weight rows ``arg`` of the bags ``pos`` (bags, length): a
+    later entry replaces the maximum so far only when strictly larger (NaNs after the first
+    entry passed over), as PyTorch's running max."""
+    rows = w[pos]  # (bags, length, dim)
+    np.copyto(out, rows[:, 0])
+    np.copyto(arg, pos[:, :1])
+    for j in range(1, rows.shape[1]):
+        r = rows[:, j]
+        more = r > out
+        np.copyto(out, r, where=more)
+        np.copyto(arg, pos[:, j:j + 1], where=more)
