@@ -18,6 +18,7 @@ import numpy as np
 from .. import _backend, _dtype
 from .._tensor_base import TensorBase
 from ..autograd.function import Op
+from ..autograd.node import SavedAt
 from . import _out
 from . import pointwise_math as _pm
 from ._autocast import cast as _amp_cast
@@ -38,7 +39,6 @@ from ._promote import (
 )
 from .casting import as_tensor_arg, cast
 from .creation import tensor
-from .pointwise_piecewise import trunc
 
 __all__ = [
     "add", "sub", "subtract", "mul", "multiply", "div", "true_divide", "divide",
@@ -111,17 +111,16 @@ def div(input: Any, other: Any, *, rounding_mode: str | None = None, out: Any = 
             return res if out is None else _out.write(out, res, "div")
         res = RDiv.apply(input, other)
         return res if out is None else _out.write(out, res, "div")
-    if rounding_mode == "floor":
-        res = floor_divide(input, other)
-        return res if out is None else _out.write(out, res, "div")
-    if rounding_mode == "trunc":
-        a2, b2 = _promote(input, other)
-        t = a2 if isinstance(a2, TensorBase) else b2
-        if t._data.dtype.kind in "iub":
-            _check_int_divisor(a2, b2, "division")
-            res = _nograd(_trunc_int_div, a2, b2)
-            return res if out is None else _out.write(out, res, "div")
-        res = trunc(div(input, other))
+    if rounding_mode == "floor" or rounding_mode == "trunc":
+        floor = rounding_mode == "floor"
+        if not isinstance(input, TensorBase) and not isinstance(other, TensorBase):
+            input = _number_tensor(input)
+        input, other = _promote(input, other)
+        if _is_float_arg(input, other):  # recorded, with zero gradients (PyTorch's DivBackward2)
+            res = _om(DivRounded, input, other).apply(input, other, floor)
+        else:
+            _check_int_divisor(input, other, "division")
+            res = _nograd(_floor_div if floor else _trunc_int_div, input, other)
         return res if out is None else _out.write(out, res, "div")
     raise RuntimeError(
         "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
@@ -134,8 +133,11 @@ def floor_divide(input: Any, other: Any, *, out: Any = None) -> Any:
     if not isinstance(input, TensorBase) and not isinstance(other, TensorBase):
         input = _number_tensor(input)
     input, other = _promote(input, other)
-    _check_int_divisor(input, other, "division")
-    res = _nograd(_floor_div, input, other)
+    if _is_float_arg(input, other):  # recorded; its backward raises, as PyTorch's
+        res = _om(FloorDivide, input, other).apply(input, other)
+    else:
+        _check_int_divisor(input, other, "division")
+        res = _nograd(_floor_div, input, other)
     return res if out is None else _out.write(out, res, "floor_divide")
 
 
@@ -311,6 +313,7 @@ negative = neg
 
 class Add(Op):
     """out = a + b          grad_a = grad          grad_b = grad"""
+    saved_fields = {"alpha": 1}
 
     @staticmethod
     def forward(ctx: Any, a: Any, b: Any) -> Any:
@@ -323,6 +326,7 @@ class Add(Op):
 
 class Sub(Op):
     """out = a - b          grad_a = grad          grad_b = -grad"""
+    saved_fields = {"alpha": 1}
 
     @staticmethod
     def forward(ctx: Any, a: Any, b: Any) -> Any:
@@ -392,6 +396,7 @@ class ScaledRsubT(ScaledSub):
 
 class Mul(Op):
     """out = a * b          grad_a = grad * b          grad_b = grad * a"""
+    saved_fields = {"other": SavedAt(1), "self": SavedAt(0)}
 
     @staticmethod
     def forward(ctx: Any, a: Any, b: Any) -> Any:
@@ -412,6 +417,7 @@ class Div(Op):
     grad_b divides twice instead of by b * b, as PyTorch does: b * b underflows to 0 for tiny
     float32 b, and its derivative 2b (0 at b == 0) would turn an infinite second derivative
     into nan."""
+    saved_fields = {"other": SavedAt(1), "self": SavedAt(0)}
 
     @staticmethod
     def forward(ctx: Any, a: Any, b: Any) -> Any:
@@ -432,6 +438,44 @@ class Div(Op):
         ga = _quietly(_truediv, grad, b) if ctx.needs_input_grad[0] else None
         gb = _quietly(_div_other_grad, grad, a, b) if ctx.needs_input_grad[1] else None
         return ga, gb
+
+
+class DivRounded(Op):
+    """out = floor(a / b) or trunc(a / b) (div's rounding modes, floating operands)
+    grad_a = grad_b = 0 (PyTorch's DivBackward2)"""
+
+    node_name = "DivBackward2"
+
+    @staticmethod
+    def forward(ctx: Any, a: Any, b: Any, floor: bool) -> Any:
+        ctx.save_for_backward(a, b)  # what PyTorch's node keeps (its a / b rule's inputs)
+        if floor:
+            return _quietly(_floordiv, a, b)
+        return ctx.xp.trunc(_quietly(_truediv, a, b))
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        zero = ctx.xp.zeros_like(grad)
+        need = ctx.needs_input_grad
+        return (zero if need[0] else None), (zero if need[1] else None), None
+
+
+class FloorDivide(Op):
+    """out = floor(a / b) (``//`` of floating operands)
+    backward: raises, as PyTorch's (it has no derivative for floor_divide)"""
+
+    node_name = "NotImplemented"  # PyTorch's grad_fn prints as <NotImplemented>
+
+    @staticmethod
+    def forward(ctx: Any, a: Any, b: Any) -> Any:
+        return _quietly(_floordiv, a, b)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        raise RuntimeError(
+            "derivative for aten::floor_divide is not implemented (as in PyTorch: `//` and "
+            "floor_divide have no gradient). Use torch.div(a, b, rounding_mode='floor'), whose "
+            "gradient is zero, or detach() the result of a // b")
 
 
 class RDiv(Div):
@@ -744,6 +788,12 @@ def _is_int_arg(x: Any) -> bool:
     if isinstance(x, TensorBase):
         return x._data.dtype.kind in "iub"
     return isinstance(x, (int, np.integer))
+
+
+def _is_float_arg(a: Any, b: Any) -> bool:
+    """Whether promoted operands are floating (or complex): a result autograd may record."""
+    t = a if isinstance(a, TensorBase) else b
+    return t._data.dtype.kind in "fcV"
 
 
 def _check_int_divisor(a: Any, b: Any, name: str) -> None:

@@ -15,6 +15,7 @@ import numpy as np
 from .. import _backend, _dtype
 from .._tensor_base import TensorBase
 from ..autograd.function import Op
+from ..autograd.node import SavedAt
 from . import _out
 from ._promote import _nograd, _promote
 from .casting import as_tensor_arg, cast
@@ -205,7 +206,10 @@ def copysign(input: Any, other: Any, *, out: Any = None) -> Any:
 def heaviside(input: Any, values: Any, *, out: Any = None) -> Any:
     """The Heaviside step: 0 below 0, 1 above, ``values`` at 0."""
     input, values = _promote(input, values)
-    res = _nograd(np.heaviside, input, values)
+    if any(isinstance(a, TensorBase) and a._rg for a in (input, values)):
+        res = Heaviside.apply(input, values)  # recorded; its backward raises, as PyTorch's
+    else:
+        res = _nograd(np.heaviside, input, values)
     return res if out is None else _out.write(out, res, "heaviside")
 
 
@@ -267,6 +271,7 @@ def bitwise_not(input: Any, *, out: Any = None) -> Any:
 
 class Relu(Op):
     """out = max(x, 0)          grad_x = grad * (out > 0)   (relu'(0) = 0)"""
+    saved_fields = {"result": SavedAt(0)}  # what tools read as ``_saved_result``
 
     @staticmethod
     def forward(ctx: Any, x: Any) -> Any:
@@ -346,6 +351,23 @@ class Sign(ZeroGrad):
 
 class Sgn(ZeroGrad):
     """sgn (same rule as ZeroGrad)."""
+
+
+class Heaviside(Op):
+    """out = 0 below 0, 1 above, values at 0
+    backward: raises, as PyTorch's (it has no derivative for heaviside)"""
+
+    node_name = "NotImplemented"  # PyTorch's grad_fn prints as <NotImplemented>
+
+    @staticmethod
+    def forward(ctx: Any, x: Any, values: Any) -> Any:
+        return ctx.xp.heaviside(x, values)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        raise RuntimeError(
+            "derivative for aten::heaviside is not implemented (as in PyTorch: the step has no "
+            "gradient). detach() its inputs, or use a smooth step such as torch.sigmoid(k * x)")
 
 
 class Clamp(Op):
