@@ -303,7 +303,7 @@ def test_tiled_conv_float32_within_rounding(monkeypatch):
 def test_tiled_conv_peak_memory(monkeypatch):
     """conv2d 32 -> 32 3x3 on 16 x 32 x 32 x 32 (float32): input and output 2 MB each, the
     batch's columns 19 MB, forward and again for the input gradient. With the default cap the
-    columns go 8 MB at a time and none are kept for backward."""
+    columns go 8 MB at a time; none are kept for backward at any cap (PyTorch saves x and w)."""
     x = ember.randn(16, 32, 32, 32, requires_grad=True)
     w = ember.randn(32, 32, 3, 3, requires_grad=True)
 
@@ -314,4 +314,4 @@ def test_tiled_conv_peak_memory(monkeypatch):
     step()
     assert _peak(step) < 24 << 20
     _with_cap(monkeypatch, 1 << 40, 1.0)  # the whole batch's columns: the test bites
-    assert _peak(step) > 36 << 20
+    assert _peak(step) > 27 << 20

@@ -169,9 +169,8 @@ class Conv(Op):
         g = _Geom((H, W), (kh, kw), stride, pad, dil, out_hw, n=N, cin=Cg)
         step = _batch_step(g, N, C * kh * kw, O, x4.itemsize)
         if step >= N:
-            y, cols = _conv_forward(xp, x4, w4, b, g, groups)
+            y = _conv_forward(xp, x4, w4, b, g, groups)[0]
         else:  # batch tiles: columns of ``step`` images at a time, rebuilt by the weight grad
-            cols = None
             y = xp.empty((N, O, g.OH, g.OW), dtype=x.dtype)
             for n0 in range(0, N, step):
                 xc = x4[n0:n0 + step]
@@ -180,8 +179,6 @@ class Conv(Op):
         # PyTorch's convolution keeps input and weight whatever needs a gradient (so an in-place
         # change to either refuses backward there, and here)
         ctx.save_for_backward(x, w)
-        if ctx.needs_input_grad[1] and cols is not None:
-            ctx.cols = cols  # the weight gradient reuses the columns (freed after it)
         ctx.args = (stride, pad, dil, groups)
         ctx.in_hw, ctx.k, ctx.nd, ctx.geom, ctx.tiled = (H, W), (kh, kw), x.ndim, g, step < N
         return y if x.ndim == 4 else y.reshape(N, O, g.OW)
@@ -190,8 +187,6 @@ class Conv(Op):
     def backward(ctx: Any, grad: Any) -> Any:
         x, w = ctx.saved
         need = ctx.needs_input_grad
-        # (under create_graph the weight gradient is recorded from x, so the columns are rebuilt)
-        cols = None if ctx._tensor_mode else getattr(ctx, "cols", None)
         gt = None  # batch-inner: both gradients' products read the gradient as columns (O, N * L)
         g = ctx.geom
         if need[0] and need[1] and not ctx._tensor_mode and g.batch and not g.image and \
@@ -199,7 +194,7 @@ class Conv(Op):
             gt = _grad_to_cols(ctx.xp, _4d(grad), g)
         gx = ctx.call(ConvTranspose, grad, w, None, ctx.in_hw, *ctx.args, gt) \
             if need[0] else None
-        gw = ctx.call(ConvWeight, x, grad, ctx.k, *ctx.args, cols, gt) if need[1] else None
+        gw = ctx.call(ConvWeight, x, grad, ctx.k, *ctx.args, gt) if need[1] else None
         gb = _bias_grad(ctx.xp, grad, ctx.nd) if need[2] else None
         return gx, gw, gb, None, None, None, None, None
 
@@ -259,7 +254,7 @@ class ConvWeight(Op):
 
     @staticmethod
     def forward(ctx: Any, x: Any, gy: Any, k: tuple, stride: tuple, pad: Pad2, dil: tuple,
-                groups: int, cols: Any = None, gt: Any = None) -> Any:
+                groups: int, gt: Any = None) -> Any:
         xp = ctx.xp
         x4, g4 = _4d(x), _4d(gy)
         N, C, H, W = x4.shape
@@ -270,10 +265,10 @@ class ConvWeight(Op):
         ctx.args = (stride, pad, dil, groups)
         ctx.in_hw, ctx.out_hw = (H, W), (OH, OW)
         shape = (O, C // groups) + ((k[1],) if x.ndim == 3 else tuple(k))
-        # (Conv's backward hands over its forward's columns, and the gradient's as ``gt``)
-        step = N if cols is not None else _batch_step(g, N, C * k[0] * k[1], O, x4.itemsize)
+        # (Conv's backward hands over the gradient's columns as ``gt`` when it made them)
+        step = _batch_step(g, N, C * k[0] * k[1], O, x4.itemsize)
         if step >= N:
-            return _weight_grad(xp, x4, g4, g, groups, shape, cols, gt)
+            return _weight_grad(xp, x4, g4, g, groups, shape, None, gt)
         gw = None  # batch tiles: each tile's columns rebuilt, their products summed
         for n0 in range(0, N, step):
             xc, gc = x4[n0:n0 + step], g4[n0:n0 + step]

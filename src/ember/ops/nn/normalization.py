@@ -327,7 +327,7 @@ class BatchNormTrain(Op):
         n = x.size // x.shape[1]
         mu = x.sum(axis=axes, keepdims=True) / n
         xc = x - mu
-        var = (xc * xc).sum(axis=axes, keepdims=True) / n
+        var = _sum_of_squares(xc, axes) / n
         rstd = 1 / xp.sqrt(var + eps)
         out = xc  # x - mean, then x_hat, then the output, in place (the same values)
         out *= rstd
@@ -441,6 +441,20 @@ def _batch_norm_backward_blocks(x: np.ndarray, w: Any, mu: np.ndarray, rstd: np.
             sg.astype(x.dtype, copy=False) if need[2] else None, None)
 
 
+def _sum_of_squares(xc: Any, axes: tuple[int, ...]) -> Any:
+    """sum(xc * xc) over ``axes`` (0 among them), keepdims: squares a block of samples at a
+    time, so no full-size temporary beside the result's input."""
+    step = max(1, _ROWS_BLOCK // max(1, xc[:1].size))
+    total = None
+    for r0 in range(0, xc.shape[0], step):
+        blk = xc[r0:r0 + step]
+        part = (blk * blk).sum(axis=axes, keepdims=True)
+        total = part if total is None else total + part
+    if total is None:  # an empty batch: the channels' zeros, as the one-call sum gives
+        total = (xc * xc).sum(axis=axes, keepdims=True)
+    return total
+
+
 def _norm_input_grad(gxhat: Any, xhat: Any, rstd: Any, axes: tuple[int, ...], n: int) -> Any:
     """d/dx of x_hat = (x - mean) / std, applied to gxhat."""
     mg = gxhat.sum(axis=axes, keepdims=True) / n
@@ -474,7 +488,7 @@ def _norm_stats_rows(x: np.ndarray, k: int, eps: float) -> tuple[np.ndarray, np.
     return xc.reshape(x.shape), rstd.reshape(kept), mu.reshape(kept)
 
 
-_ROWS_BLOCK = 1 << 20  # elements per block of rows in the layer norm's backward
+_ROWS_BLOCK = 1 << 18  # elements per block of rows (norms' block loops: a 1 MB float32 block)
 
 
 def _layer_norm_backward_rows(x: np.ndarray, w: Any, mu: np.ndarray, rstd: np.ndarray,
