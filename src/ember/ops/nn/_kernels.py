@@ -80,7 +80,7 @@ _DENSE_MAX_ENTRIES = 1 << 22
 # a convolution whose im2col columns (forward, input or weight gradient) would take more than
 # max(_COLS_CAP_MIN, _COLS_CAP_OUT x its output's bytes) runs over batch tiles of at most that
 # many bytes of columns (see _batch_step)
-_COLS_CAP_MIN = 8 << 20
+_COLS_CAP_MIN = 2 << 20
 _COLS_CAP_OUT = 1.0
 
 
