@@ -18,7 +18,6 @@ import numpy as np
 from .. import _backend, _dtype
 from .._tensor_base import TensorBase
 from ..autograd.function import Op
-from ..autograd.node import SavedAt
 from . import _out
 from . import pointwise_math as _pm
 from ._autocast import cast as _amp_cast
@@ -313,7 +312,6 @@ negative = neg
 
 class Add(Op):
     """out = a + b          grad_a = grad          grad_b = grad"""
-    saved_fields = {"alpha": 1}
 
     @staticmethod
     def forward(ctx: Any, a: Any, b: Any) -> Any:
@@ -326,7 +324,6 @@ class Add(Op):
 
 class Sub(Op):
     """out = a - b          grad_a = grad          grad_b = -grad"""
-    saved_fields = {"alpha": 1}
 
     @staticmethod
     def forward(ctx: Any, a: Any, b: Any) -> Any:
@@ -396,7 +393,6 @@ class ScaledRsubT(ScaledSub):
 
 class Mul(Op):
     """out = a * b          grad_a = grad * b          grad_b = grad * a"""
-    saved_fields = {"other": SavedAt(1), "self": SavedAt(0)}
 
     @staticmethod
     def forward(ctx: Any, a: Any, b: Any) -> Any:
@@ -417,7 +413,6 @@ class Div(Op):
     grad_b divides twice instead of by b * b, as PyTorch does: b * b underflows to 0 for tiny
     float32 b, and its derivative 2b (0 at b == 0) would turn an infinite second derivative
     into nan."""
-    saved_fields = {"other": SavedAt(1), "self": SavedAt(0)}
 
     @staticmethod
     def forward(ctx: Any, a: Any, b: Any) -> Any:

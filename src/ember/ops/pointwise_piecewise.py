@@ -15,7 +15,6 @@ import numpy as np
 from .. import _backend, _dtype
 from .._tensor_base import TensorBase
 from ..autograd.function import Op
-from ..autograd.node import SavedAt
 from . import _out
 from ._promote import _nograd, _promote
 from .casting import as_tensor_arg, cast
@@ -271,7 +270,6 @@ def bitwise_not(input: Any, *, out: Any = None) -> Any:
 
 class Relu(Op):
     """out = max(x, 0)          grad_x = grad * (out > 0)   (relu'(0) = 0)"""
-    saved_fields = {"result": SavedAt(0)}  # what tools read as ``_saved_result``
 
     @staticmethod
     def forward(ctx: Any, x: Any) -> Any:
