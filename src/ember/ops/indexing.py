@@ -36,6 +36,7 @@ from ._index import (
     _INT,
     _NONE,
     _SLICE,
+    _accumulate,
     _as_index_tensor,
     _atleast_1d,
     _broadcast_shapes,
@@ -174,10 +175,48 @@ class MaskedSelect(Index):
     node_name = "MaskedSelectBackward0"
 
 
-class Take(Index):
-    """``take`` (same rule as Index)."""
+class Take(Op):
+    """out = x.flatten()[idx] (of idx's shape)
+    grad_x = zeros(x.shape) with grad added at idx (repeats add up): one buffer of x's shape,
+    which becomes ``.grad`` as it is (not a reshaped view the engine would copy)"""
 
     node_name = "TakeBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, x: Any, idx: Any) -> Any:
+        ctx.save_for_backward(idx)
+        ctx.shape = x.shape
+        return ctx.xp.take(x, idx)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (idx,) = ctx.saved
+        return ctx.call(_TakeAdd, grad, idx, ctx.shape), None
+
+
+class _TakeAdd(Op):
+    """out = zeros(shape) with g added at the flat positions idx (repeats add up, in index
+    order, as PyTorch's CPU kernel)          grad_g = grad.flatten()[idx] (``Take``)"""
+
+    node_name = "TakeBackwardBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, g: Any, idx: Any, shape: tuple) -> Any:
+        ctx.save_for_backward(idx)
+        xp = ctx.xp
+        if xp is np and g.dtype.kind in "fc":
+            out = np.zeros(shape, g.dtype)
+            np.add.at(out.reshape(-1), idx.reshape(-1), g.reshape(-1))
+            return out
+        size = math.prod(shape)
+        pos = idx.reshape(-1)
+        pos = xp.where(pos < 0, pos + size, pos)
+        return _accumulate(xp, pos, g.reshape(-1), size, g.dtype).reshape(shape)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (idx,) = ctx.saved
+        return ctx.call(Take, grad, idx), None, None
 
 
 class IndexPutAdd(Op):
@@ -469,9 +508,7 @@ def take(input: Any, index: Any, *, out: Any = None) -> Any:
         raise RuntimeError(f"take(): Expected a long tensor for index, but got {index.dtype}")
     n = input._data.size
     _check_take_bounds(idx, n)
-    flat = _reshape(input, (n,))
-    out = Take.apply(flat, _parse_key(flat._data, (idx.reshape(-1),)))
-    return _reshape(out, tuple(idx.shape))
+    return Take.apply(input, idx)
 
 
 @keeps_index("index")
