@@ -114,3 +114,75 @@ def test_rounded_division_values_and_dtypes():
             res.append((y.detach().numpy(), str(y.dtype), y.requires_grad))
         np.testing.assert_array_equal(res[0][0], res[1][0])
         assert res[0][1:] == res[1][1:]
+
+
+# ---- errors raised where PyTorch raises, with PyTorch's classes ------------------------------
+
+_ERROR_CASES = {
+    "bce_nan_input": lambda m: m.nn.functional.binary_cross_entropy(
+        m.tensor([float("nan"), 0.5]), m.tensor([1.0, 0.0])),
+    "bce_out_of_range": lambda m: m.nn.functional.binary_cross_entropy(
+        m.tensor([1.5, 0.5]), m.tensor([1.0, 0.0])),
+    "ones_str_dtype": lambda m: m.ones(3, dtype="float32"),
+    "zeros_str_dtype": lambda m: m.zeros(3, dtype="int64"),
+    "tensor_str_dtype": lambda m: m.tensor([1.0], dtype="float32"),
+    "full_str_dtype": lambda m: m.full((2,), 1, dtype="float32"),
+    "new_ones_str_dtype": lambda m: m.ones(2).new_ones(2, dtype="float32"),
+    "zeros_like_str_dtype": lambda m: m.zeros_like(m.ones(2), dtype="float64"),
+    "ragged": lambda m: m.tensor([[1, 2], [3]]),
+    "ragged_long": lambda m: m.tensor([[1, 2], [3, 4, 5]]),
+    "ragged_deep": lambda m: m.tensor([[[1, 2], [3, 4]], [[1, 2], [3]]]),
+    "number_among_lists": lambda m: m.tensor([[1, 2], 3]),
+    "tensor_dataset_sizes": lambda m: m.utils.data.TensorDataset(m.ones(3), m.ones(4)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_ERROR_CASES))
+def test_errors_as_pytorch(name):
+    """The same exception class as PyTorch (ember's class may subclass it)."""
+    t_kind, t_cls = _outcome(_ERROR_CASES[name], torch)
+    assert t_kind == "raise"
+    with pytest.raises(Exception) as info:  # noqa: PT011 - the class is checked below
+        _ERROR_CASES[name](ember)
+    expected = {"RuntimeError": RuntimeError, "TypeError": TypeError, "ValueError": ValueError,
+                "AssertionError": AssertionError}[t_cls]
+    assert isinstance(info.value, expected), (type(info.value), t_cls)
+
+
+def test_ragged_message_is_pytorchs():
+    """PyTorch's sentence first, then where the short row is."""
+    for data in ([[1, 2], [3]], [[[1, 2], [3, 4]], [[1, 2], [3]]]):
+        with pytest.raises(ValueError) as te:
+            torch.tensor(data)
+        with pytest.raises(ValueError) as ee:
+            ember.tensor(data)
+        assert str(ee.value).startswith(str(te.value))
+    with pytest.raises(ValueError, match=r"data\[1\]\[1\] differs"):
+        ember.tensor([[[1, 2], [3, 4]], [[1, 2], [3]]])
+
+
+def test_tensor_dataset_mismatch_is_caught_both_ways():
+    """AssertionError as PyTorch's, and still the ValueError ember raised before."""
+    for cls in (AssertionError, ValueError):
+        with pytest.raises(cls, match="Size mismatch between tensors"):
+            ember.utils.data.TensorDataset(ember.ones(3), ember.ones(4))
+
+
+@pytest.mark.skipif(ember.cuda.is_available(), reason="this machine has a CUDA device")
+@pytest.mark.parametrize("how", ["randn", "cuda", "to", "tensor", "device_kw"])
+def test_cuda_request_without_cuda_raises_assertion_error(how):
+    """PyTorch (CPU build) raises AssertionError; ember's error is also a RuntimeError (its
+    class before), with ember's text saying what is missing."""
+    calls = {
+        "randn": lambda m: m.randn(2, device="cuda"),
+        "cuda": lambda m: m.ones(2).cuda(),
+        "to": lambda m: m.ones(2).to("cuda"),
+        "tensor": lambda m: m.tensor([1.0], device="cuda"),
+        "device_kw": lambda m: m.zeros(2, device=m.device("cuda", 0)),
+    }
+    if not torch.cuda.is_available():
+        with pytest.raises(AssertionError):
+            calls[how](torch)
+    for cls in (AssertionError, RuntimeError):
+        with pytest.raises(cls, match="CUDA"):
+            calls[how](ember)

@@ -18,13 +18,20 @@ from ._meta import MetaArray, WrapperArray
 _cupy: Any = None
 
 
+class CudaUnavailableError(AssertionError, RuntimeError):
+    """Raised where PyTorch built without CUDA raises ``AssertionError('Torch not compiled with
+    CUDA enabled')``: a CUDA tensor or ``torch.cuda`` call where CuPy or a GPU is missing (the
+    text says which). It is also a ``RuntimeError``, so either ``except`` catches it
+    (``ember.cuda.CudaUnavailableError``)."""
+
+
 def _import_cupy() -> Any:
     global _cupy
     if _cupy is None:
         try:
             import cupy
         except ImportError as e:
-            raise RuntimeError(
+            raise CudaUnavailableError(
                 "ember's CUDA device needs CuPy, which is not installed: "
                 "pip install 'ember[cuda]' (or cupy-cuda12x), on a machine with an NVIDIA GPU. "
                 "Use device='cpu' to run without a GPU."
@@ -32,9 +39,9 @@ def _import_cupy() -> Any:
         try:
             n = cupy.cuda.runtime.getDeviceCount()
         except Exception as e:  # noqa: BLE001 - CuPy raises driver-specific errors
-            raise RuntimeError(f"CuPy is installed but no CUDA GPU is usable: {e}") from e
+            raise CudaUnavailableError(f"CuPy is installed but no CUDA GPU is usable: {e}") from e
         if n == 0:
-            raise RuntimeError("CuPy is installed but this machine has no CUDA GPU; use device='cpu'")
+            raise CudaUnavailableError("CuPy is installed but this machine has no CUDA GPU; use device='cpu'")
         _cupy = cupy
     return _cupy
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import _dtype
 from .ops import _matrix as _mx
 from .ops import linalg as _la
 from .ops import linalg_factor as _lf
@@ -211,7 +212,7 @@ def inv_ex(A: Any, *, check_errors: bool = False, out: Any = None) -> Any:
         lu_, piv, info = lu_factor_ex(A)
         eye = _om.diag_embed(_om.diagonal(lu_, 0, -2, -1) * 0 + 1)
         return return_types.linalg_inv_ex(_lf.linalg_lu_solve(lu_, piv, eye), info)
-    info = zeros(tuple(res.shape[:-2]), dtype="int32", device=res.device)
+    info = zeros(tuple(res.shape[:-2]), dtype=_dtype.int32, device=res.device)
     return return_types.linalg_inv_ex(res, info)
 
 
@@ -360,7 +361,7 @@ def matrix_rank(input: Any, tol: Any = None, hermitian: bool = False, *, atol: A
 def _info(like: Any) -> Any:
     from .ops.creation import zeros
 
-    return zeros(tuple(like.shape[:-2]), dtype="int32", device=like.device)
+    return zeros(tuple(like.shape[:-2]), dtype=_dtype.int32, device=like.device)
 
 
 def solve_ex(A: Any, B: Any, *, left: bool = True, check_errors: bool = False,
@@ -535,7 +536,7 @@ def lstsq(input: Any, b: Any, rcond: Any = None, *, driver: str | None = None,
         if m > n and bool((rank == n).all()):
             res = ((matmul(a, x) - bm) ** 2).sum(-2)  # (*, k); a vector B gives k = 1
         return return_types.linalg_lstsq(sol, res, rank, sv)
-    return return_types.linalg_lstsq(sol, empty, rank if drv != "gels" else a.new_zeros((0,), dtype="int64"),
+    return return_types.linalg_lstsq(sol, empty, rank if drv != "gels" else a.new_zeros((0,), dtype=_dtype.int64),
                          empty)
 
 

@@ -4,10 +4,7 @@ from __future__ import annotations
 
 from .. import _backend
 
-
-class CudaUnavailableError(AssertionError, RuntimeError):
-    """Raised where PyTorch built without CUDA raises ``AssertionError('Torch not compiled with
-    CUDA enabled')``. It is also a ``RuntimeError``, so either ``except`` catches it."""
+CudaUnavailableError = _backend.CudaUnavailableError  # (AssertionError and RuntimeError)
 
 
 def available() -> bool:

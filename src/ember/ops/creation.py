@@ -48,10 +48,10 @@ def tensor(data: Any, *, dtype: Any = None, device: Any = None, requires_grad: b
         arr = _backend.to_numpy(data)
         device = device or _backend.device_of(data)
     else:
-        arr = _infer(data, _dtype.to_dtype(dtype) if dtype is not None else None)
+        arr = _infer(data, _dtype_arg("tensor", dtype) if dtype is not None else None)
         if arr is data:
             arr = arr.copy()
-    dt = _dtype.to_dtype(dtype) if dtype is not None else None
+    dt = _dtype_arg("tensor", dtype) if dtype is not None else None
     return _place(arr, dt, device, requires_grad)
 
 
@@ -61,7 +61,7 @@ def as_tensor(data: Any, *, dtype: Any = None, device: Any = None) -> Any:
     if isinstance(data, T):
         return data.to(device=device, dtype=dtype) if (dtype or device) else data
     if isinstance(data, np.ndarray):
-        dt = _dtype.to_dtype(dtype) if dtype is not None else None
+        dt = _dtype_arg("as_tensor", dtype) if dtype is not None else None
         return _place(_checked(data), dt, device, False)
     return tensor(data, dtype=dtype, device=device)
 
@@ -82,7 +82,7 @@ def zeros(*size: Any, out: Any = None, dtype: Any = None, layout: Any = None, de
         _args.check_layout(layout)
     if out is not None:
         return _into(out, "zeros", np.zeros, shape, dtype, device, requires_grad)
-    dt = _dtype.to_dtype(dtype) if dtype is not None else _dtype.get_default_dtype()
+    dt = _dtype_arg("zeros", dtype) if dtype is not None else _dtype.get_default_dtype()
     if (device is not None or _backend.default_device is not None) and _backend.meta_target(device):
         return _place(_backend.MetaArray(shape, dt.np), dt, device, requires_grad)
     return _place(np.zeros(shape, dt.np), dt, device, requires_grad)
@@ -96,7 +96,7 @@ def ones(*size: Any, out: Any = None, dtype: Any = None, layout: Any = None, dev
         _args.check_layout(layout)
     if out is not None:
         return _into(out, "ones", np.ones, shape, dtype, device, requires_grad)
-    dt = _dtype.to_dtype(dtype) if dtype is not None else _dtype.get_default_dtype()
+    dt = _dtype_arg("ones", dtype) if dtype is not None else _dtype.get_default_dtype()
     if (device is not None or _backend.default_device is not None) and _backend.meta_target(device):
         return _place(_backend.MetaArray(shape, dt.np), dt, device, requires_grad)
     return _place(np.ones(shape, dt.np), dt, device, requires_grad)
@@ -113,7 +113,7 @@ def empty(*size: Any, memory_format: Any = None, out: Any = None, dtype: Any = N
         _args.check_memory_format(memory_format, len(shape), preserve=False)
     if out is not None:
         return _into(out, "empty", np.empty, shape, dtype, device, requires_grad)
-    dt = _dtype.to_dtype(dtype) if dtype is not None else _dtype.get_default_dtype()
+    dt = _dtype_arg("empty", dtype) if dtype is not None else _dtype.get_default_dtype()
     if (device is not None or _backend.default_device is not None) and _backend.meta_target(device):
         return _place(_backend.MetaArray(shape, dt.np), dt, device, requires_grad)
     return _place(np.empty(shape, dt.np), dt, device, requires_grad)
@@ -131,7 +131,7 @@ def full(size: Any, fill_value: Any, *, out: Any = None, dtype: Any = None, layo
         dt = _args.out_dtype("full", dtype, out)
         res = _place(np.full(shape, fill_value, dt.np), dt, _out_device(out, device), False)
         return _args.write_new(out, res, "full", requires_grad)
-    dt = _dtype.to_dtype(dtype) if dtype is not None else _dtype.scalar_dtype(fill_value)
+    dt = _dtype_arg("full", dtype) if dtype is not None else _dtype.scalar_dtype(fill_value)
     if (device is not None or _backend.default_device is not None) and _backend.meta_target(device):
         return _place(_backend.MetaArray(shape, dt.np), dt, device, requires_grad)
     return _place(np.full(shape, fill_value, dt.np), dt, device, requires_grad)
@@ -195,7 +195,7 @@ def arange(*args: Any, out: Any = None, dtype: Any = None, layout: Any = None,
     if out is not None:
         dt = _args.out_dtype("arange", dtype, out)
     elif dtype is not None:
-        dt = _dtype.to_dtype(dtype)
+        dt = _dtype_arg("arange", dtype)
     else:
         is_int = all(isinstance(v, (int, np.integer)) for v in vals)
         dt = _dtype.int64 if is_int else _dtype.get_default_dtype()
@@ -327,7 +327,7 @@ def empty_strided(size: Any, stride: Any, *, dtype: Any = None, layout: Any = No
         raise RuntimeError(f"mismatch in length of strides and shape: size {list(shape)} has "
                            f"{len(shape)} dims, stride {list(strides)} has {len(strides)}")
     if _backend.meta_target(device):  # a meta tensor keeps the strides asked (it has no memory)
-        dt = _dtype.to_dtype(dtype) if dtype is not None else _dtype.get_default_dtype()
+        dt = _dt(dtype)
         item = np.dtype(dt.np).itemsize
         arr = _backend.MetaArray(shape, dt.np, tuple(s * item for s in strides))
         return _place(arr, dt, device, requires_grad)
@@ -403,6 +403,36 @@ def _unnest(data: Any) -> Any:
     return data
 
 
+def _ragged_message(data: Any) -> tuple[type, str] | None:
+    """PyTorch's error for nested lists of unequal lengths (``[[1, 2], [3]]``: ValueError) or a
+    number where a list is expected (TypeError): the first such entry, and where it is."""
+    sizes = []
+    first = data
+    while isinstance(first, (list, tuple)):
+        sizes.append(len(first))
+        if not first:
+            break
+        first = first[0]
+    stack = [(data, 0, ())]
+    while stack:
+        seq, dim, where = stack.pop()
+        if dim >= len(sizes):
+            continue
+        at = "".join(f"[{i}]" for i in where)
+        hint = ("every row of nested lists must have the same length; pad the short ones, or "
+                "keep them as separate tensors")
+        if not isinstance(seq, (list, tuple)):
+            return TypeError, (f"not a sequence (data{at} is {seq!r:.20} ({type(seq).__name__}) where "
+                               f"data{'[0]' * dim} is a list of {sizes[dim]}: {hint})")
+        if len(seq) != sizes[dim]:
+            return ValueError, (
+                f"expected sequence of length {sizes[dim]} at dim {dim} (got {len(seq)}) "
+                f"(data{at} differs from data{'[0]' * dim}: {hint})")
+        for i in range(len(seq) - 1, -1, -1):
+            stack.append((seq[i], dim + 1, (*where, i)))
+    return None
+
+
 def _infer(data: Any, dtype: Any = None) -> np.ndarray:
     """PyTorch's inference: Python floats -> default float, ints -> int64, bools -> bool.
     With ``dtype`` given, Python numbers go straight to it (no detour through float32)."""
@@ -416,6 +446,9 @@ def _infer(data: Any, dtype: Any = None) -> np.ndarray:
         try:
             arr = np.array(data)
         except ValueError as e:
+            ragged = _ragged_message(data)
+            if ragged is not None:
+                raise ragged[0](ragged[1]) from None
             raise ValueError(f"could not build a tensor from this data: {e}") from None
         if dtype is not None:
             arr = arr.astype(dtype.np)
@@ -449,8 +482,18 @@ def _checked(arr: np.ndarray) -> np.ndarray:
 
 def _dt(dtype: Any, default: Any = None) -> Any:
     if dtype is not None:
-        return _dtype.to_dtype(dtype)
+        return _dtype_arg("factory", dtype)
     return default or _dtype.get_default_dtype()
+
+
+def _dtype_arg(name: str, dtype: Any) -> Any:
+    """A factory's ``dtype=`` argument: a dtype (or Python's float/int/bool, or a NumPy type),
+    never a string, as PyTorch's factories refuse one (``dtype="float32"``: TypeError)."""
+    if isinstance(dtype, str):
+        raise TypeError(
+            f"{name}(): argument 'dtype' must be torch.dtype, not str (write "
+            f"dtype=torch.{dtype.removeprefix('torch.')}, not dtype={dtype!r})")
+    return _dtype.to_dtype(dtype)
 
 
 def _like(name: str, input: Any, dtype: Any, device: Any, layout: Any,
@@ -466,7 +509,7 @@ def _like(name: str, input: Any, dtype: Any, device: Any, layout: Any,
     if device is None and (not _backend.is_cpu_array(input._data)
                            or _backend.default_device is not None):
         device = input.device  # (a *_like follows its input, not the default device)
-    return (_dtype.to_dtype(dtype) if dtype is not None else input.dtype), device
+    return (_dtype_arg(name, dtype) if dtype is not None else input.dtype), device
 
 
 def _meta_like(input: Any, dt: Any) -> Any:

@@ -458,7 +458,7 @@ def _tri_indices(fn: str, row: int, col: int, offset: int, lower: bool, dtype: A
     r, c = np.indices((row, col))
     keep = (c - r <= offset) if lower else (c - r >= offset)
     idx = np.stack([r[keep], c[keep]]).astype(np.int64)
-    return tensor(idx, dtype=dtype if dtype is not None else "int64", device=device,
+    return tensor(idx, dtype=dtype if dtype is not None else np.int64, device=device,
                   requires_grad=requires_grad)
 
 

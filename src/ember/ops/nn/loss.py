@@ -322,9 +322,10 @@ def binary_cross_entropy(input: Any, target: Any, weight: Any = None, size_avera
     if target.dtype != input.dtype:
         target = target.to(input.dtype)
     d = input._data
-    if bool(((d < 0) | (d > 1)).any()):
+    if not bool(((d >= 0) & (d <= 1)).all()):  # (NaN fails both tests, as in PyTorch)
+        nan = "it holds NaN (check the step that made it); " if bool((d != d).any()) else ""
         raise RuntimeError(
-            "all elements of input should be between 0 and 1 (binary_cross_entropy takes "
+            f"all elements of input should be between 0 and 1 ({nan}binary_cross_entropy takes "
             "probabilities; for raw scores (logits) use binary_cross_entropy_with_logits / "
             "nn.BCEWithLogitsLoss, or apply sigmoid first)"
         )

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ... import _backend
+from ... import _backend, _dtype
 
 __all__ = ["default_collate", "default_convert"]
 
@@ -39,7 +39,7 @@ def default_collate(batch: list) -> Any:
     if isinstance(elem, bool):
         return _creation.tensor(batch)
     if isinstance(elem, float):
-        return _creation.tensor(batch, dtype="float64")
+        return _creation.tensor(batch, dtype=_dtype.float64)
     if isinstance(elem, int):
         return _creation.tensor(batch)
     if isinstance(elem, (str, bytes)):

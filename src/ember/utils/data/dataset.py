@@ -42,6 +42,11 @@ class IterableDataset(Dataset[_T_co], typing.Iterable[_T_co]):  # MRO as PyTorch
         return ChainDataset([self, other])
 
 
+class SizeMismatchError(ValueError, AssertionError):
+    """TensorDataset's tensors differ in their first dimension. PyTorch raises AssertionError;
+    ember raised ValueError: the class is both, so either ``except`` catches it."""
+
+
 class TensorDataset(Dataset[tuple[Any, ...]]):
     """Samples are ``tuple(t[i] for t in tensors)``; all tensors share their first dimension.
 
@@ -52,7 +57,8 @@ class TensorDataset(Dataset[tuple[Any, ...]]):
     def __init__(self, *tensors: Any) -> None:
         if tensors and any(tensors[0].shape[0] != t.shape[0] for t in tensors):
             sizes = ", ".join(str(tuple(t.shape)) for t in tensors)
-            raise ValueError(f"Size mismatch between tensors: first dimensions differ ({sizes})")
+            raise SizeMismatchError(
+                f"Size mismatch between tensors: first dimensions differ ({sizes})")
         self.tensors = tensors
 
     def __getitem__(self, index: Any) -> tuple:
