@@ -217,6 +217,40 @@ def _cnn(torch: Any, F: Any) -> Callable:
     return step
 
 
+@case("mlp_step", "an MLP training step (784-512-512-10, batch 128, AdamW)")
+def _mlp(torch: Any, F: Any) -> Callable:
+    nn = torch.nn
+    model = _params(nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(),
+                                  nn.Linear(512, 10)))
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    x, y = torch.randn(128, 784), torch.randint(0, 10, (128,))
+
+    def step() -> None:
+        opt.zero_grad(set_to_none=True)
+        F.cross_entropy(model(x), y).backward()
+        opt.step()
+    return step
+
+
+@case("resnet18_step", "a ResNet-18 training step (torchvision's, batch 32, 32x32, SGD momentum)")
+def _resnet18(torch: Any, F: Any) -> Callable:
+    if not hasattr(torch, "__ember_version__"):  # torchvision's compiled ops cannot load here
+        import types
+        sys.modules.setdefault("torchvision._meta_registrations",
+                               types.ModuleType("torchvision._meta_registrations"))
+    import torchvision  # (ember.vision under ember run)
+
+    model = _params(torchvision.models.resnet18(num_classes=10))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    x, y = torch.randn(32, 3, 32, 32), torch.randint(0, 10, (32,))
+
+    def step() -> None:
+        opt.zero_grad(set_to_none=True)
+        F.cross_entropy(model(x), y).backward()
+        opt.step()
+    return step
+
+
 @case("layer_norm", "`nn.LayerNorm(768)` on 64x1024x768")
 def _ln(torch: Any, F: Any) -> Callable:
     m = _params(torch.nn.LayerNorm(768))
