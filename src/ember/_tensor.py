@@ -244,6 +244,10 @@ class Tensor(TensorBase):
     def output_nr(self) -> int:
         return self._output_nr
 
+    def _is_view(self) -> bool:
+        """Whether this tensor is a view of another (its ``_base``), as PyTorch's ``_is_view``."""
+        return self._base is not None
+
     @property
     def _version_number(self) -> int:
         return 0 if self._version is None else self._version[0]

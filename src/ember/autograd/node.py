@@ -20,6 +20,14 @@ FREED_MSG = (
 NOT_INPUT = tuple([None, 0])  # an edge for an argument that is not a tensor or a number
 
 
+class SavedAt(int):
+    """In an op's ``saved_fields``: the value it saved at this index, as a tensor."""
+
+
+# ember's own bookkeeping fields whose names PyTorch's tools would take for saved values
+_HIDDEN = frozenset({"_saved_src", "_saved_as_tensors", "_saved_tensor"})
+
+
 class Node:
     """A recorded op in the autograd graph (``tensor.grad_fn``), and the ``ctx`` of its Function.
 
@@ -55,10 +63,56 @@ class Node:
 
     @property
     def next_functions(self) -> tuple:
-        return tuple(e for e in self._edges if e is not NOT_INPUT)
+        fn = self._fn
+        shown = getattr(fn, "shown_edges", None)
+        if shown is not None:  # a fused op shows PyTorch's nodes around it (see shown_node)
+            return shown(self)
+        edges = tuple(e for e in self._edges if e is not NOT_INPUT)
+        n = getattr(fn, "shown_inputs", None)  # PyTorch's tensor inputs come first
+        return edges if n is None else edges[:n]
 
     def name(self) -> str:
         return type(self).__name__
+
+    # -- what tools read: ``_saved_<name>`` as PyTorch's derivative formulas name them ---------
+    def __dir__(self) -> list:
+        names = [n for n in super().__dir__() if n not in _HIDDEN]
+        if self._fn is None or not self._fn._tensor_io:  # (see saved_tensors)
+            names.remove("saved_tensors")
+        fields = getattr(self._fn, "saved_fields", None)
+        if fields:
+            names += ["_saved_" + f for f in fields]
+        return sorted(names)
+
+    def __getattr__(self, name: str) -> Any:
+        # only reached when ordinary lookup fails: ``_saved_self``, ``_saved_mat1``...
+        if name.startswith("_saved_") and name not in _HIDDEN:
+            fields = getattr(self._fn, "saved_fields", None)
+            if fields and name[7:] in fields:
+                spec = fields[name[7:]]
+                if type(spec) is SavedAt:  # the op's saved value at that index
+                    return self._saved_tensor(spec)
+                if not callable(spec):
+                    return spec
+                try:
+                    return spec(self)
+                except AttributeError:
+                    if self._freed:
+                        raise RuntimeError(FREED_MSG) from None
+                    raise
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    def _saved_tensor(self, i: int) -> Any:
+        """The ``i``-th saved value as a tensor (the input or output it came from), None when
+        the op did not save it; after backward freed it, PyTorch's error."""
+        saved = self._saved
+        if saved is None:
+            if self._freed:
+                raise RuntimeError(FREED_MSG)
+            return None
+        if i >= len(saved) or saved[i] is None:
+            return None
+        return self._saved_as_tensors()[i] if not self._tensor_mode else self.saved[i]
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} object at {hex(id(self))}>"
@@ -69,7 +123,9 @@ class Node:
         self._saved = values
 
     @property
-    def saved_tensors(self) -> tuple:
+    def saved(self) -> tuple:
+        """What ``save_for_backward`` kept: arrays in a built-in op's backward (tensors under
+        ``create_graph``), tensors in a custom Function's."""
         if self._saved is None:
             if self._freed:
                 raise RuntimeError(FREED_MSG)
@@ -80,7 +136,15 @@ class Node:
             return self._saved_as_tensors()
         return self._saved
 
-    saved = saved_tensors
+    @property
+    def saved_tensors(self) -> tuple:
+        """A custom Function's saved tensors. A built-in op's node has no such attribute, as in
+        PyTorch (tools such as torchviz probe it with ``hasattr``): its saved values are the
+        ``_saved_<name>`` attributes, named as PyTorch's derivative formulas name them."""
+        if self._fn is None or not self._fn._tensor_io:
+            raise AttributeError(
+                f"'{type(self).__name__}' object has no attribute 'saved_tensors'")
+        return self.saved
 
     def mark_non_differentiable(self, *outputs: Any) -> None:
         self._non_diff = {id(o) for o in outputs}
@@ -179,6 +243,32 @@ class AccumulateGrad(Node):
         self._n_out = 1
         self.variable = variable
         self.shape = variable._data.shape
+
+
+class _Shown:
+    """The ``_fn`` of a node made by ``shown_node``: its saved fields, no backward."""
+
+    shown_edges = None
+    shown_inputs = None
+    _tensor_io = False
+
+    def __init__(self, fields: dict) -> None:
+        self.saved_fields = fields
+
+
+def shown_node(cls: type, edges: Any, fields: dict | None = None) -> Node:
+    """A node of class ``cls`` (``TBackward0``...) that stands in ``next_functions`` for a step
+    PyTorch records and a fused ember op does inside itself (``linear``'s transposed weight):
+    tools that walk the graph (torchviz, a user's walk) see PyTorch's nodes, edges and
+    ``_saved_*`` fields. The engine never runs it (the fused op differentiates that step), so
+    hooks registered on it do not fire."""
+    node = cls.__new__(cls)
+    node._edges = tuple(edges)
+    node._saved = None
+    node._versions = None
+    node._n_out = 1
+    node.__dict__["_fn"] = _Shown(fields or {})
+    return node
 
 
 class RemovableHandle:

@@ -15,7 +15,7 @@ Conventions every op follows (see docs/design.md):
 """
 
 from ..autograd.function import Op
-from . import _xp
+from . import _shown, _xp
 from .blas import *  # noqa: F403
 from .casting import *  # noqa: F403
 from .comparison import *  # noqa: F403
@@ -43,6 +43,7 @@ from .special import digamma, i0, lgamma, logit, mvlgamma, polygamma, sinc  # no
 # The engine runs backward rules on tensors under create_graph with this namespace as ctx.xp;
 # it sits below the ops, so the ops hand it over here instead of autograd importing upward.
 Op.tensor_xp = _xp
+_shown.install()  # PyTorch's ``_saved_*`` fields on the nodes, for graph tools (torchviz)
 
 
 def __getattr__(name: str) -> object:

@@ -135,8 +135,11 @@ def scaled_dot_product_attention(query: Any, key: Any, value: Any, attn_mask: An
             keep = _noise(query, 1.0 - dropout_p, batch + (L, S))
             if type(keep) is not type(query._data):
                 keep = xp.asarray(keep)
-    return ScaledDotProductAttention.apply(query, key, value, fmask, bmask, float(scale), keep,
-                                           float(dropout_p), groups)
+    out = ScaledDotProductAttention.apply(query, key, value, fmask, bmask, float(scale), keep,
+                                          float(dropout_p), groups)
+    if is_causal and out.grad_fn is not None:
+        out.grad_fn.causal = True  # (shown as PyTorch's ``_saved_is_causal``, not as a mask)
+    return out
 
 
 class ScaledDotProductAttention(Op):
@@ -164,6 +167,7 @@ class ScaledDotProductAttention(Op):
         out = xp.matmul(pd, vv)
         if out.dtype != q.dtype:  # bfloat16 inputs: scores and softmax ran in float32; round once
             out = out.astype(q.dtype)
+        out = _query_layout(out, q)
         ctx.scale, ctx.p_drop, ctx.groups = scale, p_drop, groups
         # (the output too, unused, as PyTorch's kernel saves it: an in-place change to it
         # before backward is refused)
@@ -179,6 +183,22 @@ class ScaledDotProductAttention(Op):
             s = _attn_scores(xp, q, kk, fmask, bmask, scale)
             p = ctx.call(_SoftmaxCached, s, p, -1)
         return _grads_from_p(ctx, grad, q, kk, vv, p, keep) + (None,) * 5
+
+
+def _query_layout(out: Any, q: Any) -> Any:
+    """``out`` in the query's memory order, as PyTorch's CPU attention allocates its output:
+    with q a transposed view of (B, T, H, E) (``x.view(B, T, H, E).transpose(1, 2)``), the
+    output's ``transpose(1, 2)`` is contiguous, so a following ``.contiguous()`` copies
+    nothing and records no node. A C-ordered query (the common case) costs nothing here."""
+    if type(out) is not np.ndarray or q.ndim < 3 or q.flags.c_contiguous or \
+            out.shape[:-1] != q.shape[:-1]:
+        return out
+    order = sorted(range(q.ndim - 1), key=lambda i: -q.strides[i]) + [q.ndim - 1]
+    if order == list(range(q.ndim)):
+        return out
+    res = np.empty([out.shape[i] for i in order], out.dtype).transpose(np.argsort(order))
+    res[...] = out
+    return res
 
 
 def _grads_from_p(ctx: Any, grad: Any, q: Any, kk: Any, vv: Any, p: Any, keep: Any) -> tuple:
@@ -301,7 +321,7 @@ class ScaledDotProductFlashAttention(Op):
                     lb[..., i0:i1, :] = np.where(empty, np.inf, mu + np.log(den))
         ctx.scale, ctx.causal, ctx.p_drop, ctx.groups, ctx.seed = scale, causal, p_drop, groups, seed
         ctx.tiles = tiles
-        out = out.reshape(shape + (g.L, g.Ev))
+        out = _query_layout(out.reshape(shape + (g.L, g.Ev)), q)
         ctx.save_for_backward(q, k, v, fmask, bmask, out, lse)
         return out
 

@@ -181,6 +181,7 @@ class Conv(Op):
         ctx.save_for_backward(x, w)
         ctx.args = (stride, pad, dil, groups)
         ctx.in_hw, ctx.k, ctx.nd, ctx.geom, ctx.tiled = (H, W), (kh, kw), x.ndim, g, step < N
+        ctx.bias, ctx.out_channels = b is not None, O
         return y if x.ndim == 4 else y.reshape(N, O, g.OW)
 
     @staticmethod

@@ -77,7 +77,7 @@ class Linear(Op):
         # that gradient is needed (so an in-place change to the other is allowed, as there)
         need = ctx.needs_input_grad
         ctx.save_for_backward(x if need[1] else None, w if need[0] else None)
-        ctx.x_shape = x.shape
+        ctx.x_shape, ctx.w_shape = x.shape, w.shape
         rows = math.prod(x.shape[:-1])
         out = x.reshape(rows, x.shape[-1]) @ w.T
         if b is not None:  # a float16/bfloat16 product is float32 here: the bias joins it there
@@ -104,7 +104,7 @@ class Linear(Op):
 
 
 # PyTorch's node for linear depends on the input's rank and the bias (it lowers to mm/addmm with
-# views around them); the rule is Linear's in every case.
+# views around them); the rule is Linear's in every case (``ops/_shown.py`` shows those views).
 class LinearMm(Linear):
     node_name = "MmBackward0"
 

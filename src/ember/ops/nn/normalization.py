@@ -70,7 +70,10 @@ def layer_norm(input: Any, normalized_shape: Any, weight: Any = None, bias: Any 
                 f"got {list(p.shape)}"
             )
     _check_floating("layer_norm", input)
-    return LayerNorm.apply(input, weight, bias, k, float(eps))
+    out = LayerNorm.apply(input, weight, bias, k, float(eps))
+    if bias is not None and out.grad_fn is not None:
+        out.grad_fn.bias = bias  # (PyTorch's node keeps it: ``_saved_bias``)
+    return out
 
 
 def rms_norm(input: Any, normalized_shape: Any, weight: Any = None, eps: float | None = None) -> Any:
@@ -163,6 +166,8 @@ def batch_norm(input: Any, running_mean: Any, running_var: Any, weight: Any = No
                 "a batch size above 1, or model.eval() to use the running statistics)"
             )
         out, mean, var = BatchNormTrain.apply(input, weight, bias, float(eps))
+        if out.grad_fn is not None:  # what PyTorch's node shows as ``_saved_running_mean``...
+            out.grad_fn.running = (running_mean, running_var)
         _update_running(running_mean, mean, momentum)
         _update_running(running_var, var, momentum)
         return out
@@ -248,7 +253,7 @@ class LayerNorm(Op):
                 out += b
             else:
                 out = out + b
-        ctx.axes, ctx.eps = axes, eps
+        ctx.axes, ctx.eps, ctx.shape = axes, eps, x.shape
         ctx.save_for_backward(x, w, mu, rstd)
         return out
 

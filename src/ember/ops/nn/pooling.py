@@ -130,6 +130,7 @@ class MaxPool(Op):
     def forward(ctx: Any, x: Any, g: Any, nsp: int) -> Any:
         y, idx = _max_pool_search(x, g, nsp, any(ctx.needs_input_grad))
         ctx.idx, ctx.nsp, ctx.unique, ctx.shape = idx, nsp, _windows_apart(g), x.shape
+        ctx.save_for_backward(x)  # (PyTorch's formula keeps the input: ``_saved_self``)
         return y
 
     @staticmethod
@@ -436,12 +437,24 @@ def _pool_args(fn: str, nd: int, input: Any, kernel_size: Any, stride: Any, padd
     return input, unbatched, g
 
 
+def _pool_fields(nd: int, k: Any, s: Any, p: Any, d: Any, ceil_mode: bool) -> tuple:
+    """(kernel_size, stride, padding, dilation, ceil_mode) as PyTorch's node keeps them."""
+    def ints(v: Any) -> tuple:
+        return (int(v),) * nd if isinstance(v, int) else tuple(int(x) for x in v)
+    k = ints(k)
+    return k, (k if s is None or s == [] or s == () else ints(s)), ints(p), ints(d), \
+        bool(ceil_mode)
+
+
 def _max_pool(fn: str, nd: int, input: Any, kernel_size: Any, stride: Any, padding: Any,
               dilation: Any, ceil_mode: bool, return_indices: bool) -> Any:
     input, unbatched, g = _pool_args(  # noqa: A001
         fn, nd, input, kernel_size, stride, padding, dilation, ceil_mode)
     if not return_indices:  # the search runs inside the op, so compile can replay it
-        return _rebatch(MaxPool.apply(input, g, nd), unbatched)
+        out = MaxPool.apply(input, g, nd)
+        if out.grad_fn is not None:  # PyTorch's ``_saved_kernel_size``... (as given)
+            out.grad_fn.pool = _pool_fields(nd, kernel_size, stride, padding, dilation, ceil_mode)
+        return _rebatch(out, unbatched)
     y, idx = _max_pool_search(input._data, g, nd, True)
     T = TensorBase
     if grad_mode.state.enabled and input.requires_grad:
