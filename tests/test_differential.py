@@ -304,7 +304,6 @@ def test_copy_from_overlapping_column_is_allowed():
     _assert_same(prog)
 
 
-@pytest.mark.xfail(strict=False, reason="issue 10: inplace_on_expanded")
 def test_write_through_expanded_view_reaches_base():
     """Writing into part of an expanded view of a non-leaf writes the base (autograd on)."""
 

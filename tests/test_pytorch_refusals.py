@@ -186,3 +186,63 @@ def test_cuda_request_without_cuda_raises_assertion_error(how):
     for cls in (AssertionError, RuntimeError):
         with pytest.raises(cls, match="CUDA"):
             calls[how](ember)
+
+
+# ---- writes through expanded views ----------------------------------------------------------
+
+_EXPANDED_WRITES = {
+    "row": lambda m, v, val: v.__setitem__(0, val),
+    "row_slice": lambda m, v, val: v.__setitem__(slice(0, 1), val),
+    "second_row": lambda m, v, val: v.__setitem__(1, val),
+    "row_number": lambda m, v, val: v.__setitem__(0, 5.0),
+    "row_int_tensor": lambda m, v, val: v.__setitem__(0, m.tensor([1, 2, 3])),
+    "row_broadcast": lambda m, v, val: v.__setitem__(0, val[:1]),
+    "none_row": lambda m, v, val: v.__setitem__((None, 0), val),
+    "element": lambda m, v, val: v.__setitem__((0, 1), val[1]),
+    "block": lambda m, v, val: v.__setitem__((slice(1, None), slice(0, 2)), val[:2]),
+    "row_then_advanced": lambda m, v, val: v.__setitem__((0, [1]), val[:1]),
+    "column": lambda m, v, val: v.__setitem__((slice(None), 1), 5.0),  # repeats: refused
+    "whole": lambda m, v, val: v.__setitem__(slice(None), 5.0),  # refused
+    "ellipsis": lambda m, v, val: v.__setitem__(Ellipsis, val),  # refused
+    "advanced": lambda m, v, val: v.__setitem__([0], val),  # forward runs, backward refused
+    "mask": lambda m, v, val: v.__setitem__(
+        m.tensor([[True, False, False], [False, False, False]]), val[0]),
+    "row_scatter_": lambda m, v, val: v[0:1].scatter_(1, m.tensor([[2]]), val[:1].reshape(1, 1)),
+    "row_mul_": lambda m, v, val: v[0].mul_(val),
+}
+
+
+def _expanded_write(m, name, grad):
+    x = m.tensor([1.0, 2.0, 3.0], requires_grad=grad)
+    val = m.tensor([10.0, 20.0, 30.0], requires_grad=grad)
+    b = x * 1
+    v = b.unsqueeze(0).expand(2, 3)
+    try:
+        _EXPANDED_WRITES[name](m, v, val)
+    except RuntimeError as e:
+        return "forward raises", str(e)[:60]
+    out = [b.detach().numpy().copy(), v.detach().numpy().copy()]
+    if not grad:
+        return "ok", out
+    try:
+        (v * m.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])).sum().backward()
+    except RuntimeError as e:
+        return "backward raises", str(e)[:60]
+    return "ok", [*out, x.grad.numpy(), None if val.grad is None else val.grad.numpy()]
+
+
+@pytest.mark.filterwarnings("ignore:Use of .* on expanded tensors is deprecated")
+@pytest.mark.parametrize("grad", [True, False])
+@pytest.mark.parametrize("name", sorted(_EXPANDED_WRITES))
+def test_writes_through_expanded_views(name, grad):
+    """``v = b.unsqueeze(0).expand(2, n); v[0] = val``: as PyTorch, the basic part of the key
+    takes a view first and the value is copied into it, so b is written once and gradients
+    flow; a write that itself repeats memory (``v[:, 1] = 5``, ``v[:] = 5``) is refused."""
+    e_kind, e_out = _expanded_write(ember, name, grad)
+    t_kind, t_out = _expanded_write(torch, name, grad)
+    assert e_kind == t_kind, (e_out, t_out)
+    if e_kind == "ok":
+        for a, b in zip(e_out, t_out):
+            assert (a is None) == (b is None)
+            if a is not None:
+                np.testing.assert_array_equal(a, b)

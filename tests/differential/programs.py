@@ -59,7 +59,6 @@ KNOWN_GAPS: set[str] = {
     "inplace_nograd_view_alias",  # class no_grad_view
     "inplace_meta_on_graph_output_in_no_grad",  # class inplace_metadata_ops
     "inplace_operand_aliases_target",  # class inplace_operand_overlaps_target (partial overlap)
-    "inplace_on_expanded_alias",  # class inplace_on_expanded
     "create_graph_with_retain_grad",  # class retain_grad_create_graph
     "grad_enters_view_of_constant",  # class grad_enters_constant_through_view
     "grad_enters_constant_with_views",  # class grad_enters_constant_through_view

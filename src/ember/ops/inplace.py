@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from .. import _backend, _dtype
 from .._tensor_base import TensorBase
 from ..autograd import grad_mode
@@ -26,7 +28,7 @@ from ..autograd.function import (
     window_geometry,
 )
 from .casting import fill, zero
-from .indexing import index_fill, index_put, masked_fill, setitem
+from .indexing import getitem, index_fill, index_put, masked_fill, setitem
 
 __all__ = ["inplace", "restride"]
 
@@ -49,8 +51,13 @@ def inplace(t: TensorBase, fn: Any, *args: Any, **kwargs: Any) -> TensorBase:
     if base is not None and t._attr_version != t._version[0]:
         if grad_mode.state.enabled:
             refresh_view(t)
-    if 0 in t._data.strides and fn not in _OVERLAP_OK:
-        _check_no_overlap(t)
+    if 0 in t._data.strides:
+        if fn is setitem and _repeats(t._data):
+            split = _split_key(t, args[0])
+            if split is not None:  # x[basic] = v through repeated memory: PyTorch's two steps
+                return _setitem_in_view(t, split, args[1])
+        if fn not in _OVERLAP_OK:
+            _check_no_overlap(t)
     if fn not in _OVERLAP_OK:
         _check_operands_overlap(t, args)
     tracking = grad_mode.state.enabled and (
@@ -143,9 +150,63 @@ def _inplace_on_view(t: TensorBase, fn: Any, args: tuple, kwargs: dict) -> Tenso
     return t
 
 
+def _split_key(t: TensorBase, key: Any) -> tuple | None:
+    """``key`` as PyTorch's ``x[key] = v`` applies it: ``(basic, advanced)``, the basic part
+    (integers, slices, None, Ellipsis, bools; advanced items kept as full slices) that takes a
+    view first, and the advanced part (None when there is none) indexed into that view. None
+    when the write goes to the whole tensor through an advanced index or a bool."""
+    items = key if type(key) is tuple else (key,)
+    basic: list = []
+    adv: list = []
+    has_adv = False
+    trivial = True
+    for it in items:
+        if isinstance(it, (bool, np.bool_)):
+            return None  # (x[True] = v: the write goes to the whole tensor)
+        if it is None or it is Ellipsis:
+            basic.append(it)
+            adv.append(Ellipsis if it is Ellipsis else slice(None))
+            trivial = trivial and it is Ellipsis
+        elif type(it) is slice:
+            basic.append(it)
+            adv.append(slice(None))
+            trivial = trivial and it == slice(None)
+        elif isinstance(it, (int, np.integer)):
+            basic.append(it)  # (select: the dim is gone from the view)
+            trivial = False
+        else:  # a tensor, list or array: advanced, applied to the view
+            nd = it.ndim if isinstance(it, TensorBase) and it.dtype == _dtype.bool_ else 1
+            basic.extend([slice(None)] * nd)
+            adv.append(it)
+            has_adv = True
+    if trivial:
+        return None if has_adv else ((), None)  # x[:] = v: a copy into t itself
+    return tuple(basic), (tuple(adv) if has_adv else None)
+
+
+def _setitem_in_view(t: TensorBase, split: tuple, value: Any) -> TensorBase:
+    """``t[key] = value`` on a tensor whose memory repeats (an ``expand()``ed view), as PyTorch
+    runs it: ``t[basic]`` is taken as a view and the value is copied into it (refused when that
+    view itself repeats memory, as ``copy_`` is), or index-put into it for an advanced part.
+    So ``b.unsqueeze(0).expand(2, n)[0] = v`` writes ``b`` once and its gradient flows."""
+    basic, adv = split
+    view = getitem(t, basic) if basic else t
+    if adv is not None:
+        view[adv] = value
+        return t
+    _check_no_overlap(view)
+    inplace(view, setitem, Ellipsis, value)
+    return t
+
+
+def _repeats(d: Any) -> bool:
+    """Whether several elements of array ``d`` are one memory location (``expand()``)."""
+    return d.size > 1 and any(s == 0 and n > 1 for s, n in zip(d.strides, d.shape))
+
+
 def _check_no_overlap(t: TensorBase) -> None:
     d = t._data
-    if d.size > 1 and any(s == 0 and n > 1 for s, n in zip(d.strides, d.shape)):
+    if _repeats(d):
         raise RuntimeError(
             "unsupported operation: more than one element of the written-to tensor refers to a "
             f"single memory location (shape {tuple(d.shape)}, stride {t.stride()}: made by "
