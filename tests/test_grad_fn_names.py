@@ -290,7 +290,6 @@ KNOWN = {
     "F.mse_loss": "ember composes the loss from elementwise ops and mean",
     "F.smooth_l1_loss": "ember composes the loss from elementwise ops and mean",
     "F.huber_loss": "ember composes the loss from elementwise ops and mean",
-    "F.group_norm": "ember composes group_norm from layer-norm style ops and views",
     "F.pairwise_distance": "ember uses linalg.vector_norm; PyTorch its legacy norm",
     "quantile": "ember indexes the single quantile out; PyTorch squeezes",
     "cdist": "ember composes cdist from differences and a norm",

@@ -154,3 +154,70 @@ def test_take_gradcheck_and_gradient_buffer():
     # wrapped positions (2 MB int64) and handed .grad a reshaped view of a flat sum
     peak = _step_peak(lambda: ember.take(y, big).sum().backward(), y)
     assert peak < 5 * MB, peak / MB
+
+
+# -- group_norm ---------------------------------------------------------------------------------
+
+@needs_torch
+@pytest.mark.parametrize("shape,groups", [((4, 6, 5, 5), 3), ((2, 4), 2), ((3, 8, 7), 8),
+                                          ((2, 6, 3, 2, 2), 1), ((0, 4, 3), 2)])
+@pytest.mark.parametrize("affine", [True, False])
+def test_group_norm_matches_torch(shape, groups, affine):
+    x = rng.standard_normal(shape).astype(np.float32)
+    c = shape[1]
+    w, b = rng.standard_normal(c).astype(np.float32), rng.standard_normal(c).astype(np.float32)
+    grad_of = (0, 1, 2) if affine else (0,)
+
+    def gn(m, x, w, b):
+        return m.nn.functional.group_norm(x, groups, w if affine else None,
+                                          b if affine else None, eps=1e-4)
+
+    _both(gn, x, w, b, grad_of=grad_of, rtol=1e-4, atol=1e-4)
+    _both(gn, x.astype(np.float64), w.astype(np.float64), b.astype(np.float64),
+          grad_of=grad_of, rtol=1e-10, atol=1e-10)
+    if len(shape) == 4:  # a channels-last (non-contiguous) input
+        _both(lambda m, x, w, b: gn(m, x.permute(0, 2, 3, 1).contiguous().permute(0, 3, 1, 2),
+                                    w, b), x, w, b, grad_of=grad_of, rtol=1e-4, atol=1e-4)
+        _both(lambda m, x: m.nn.functional.instance_norm(x), x, rtol=1e-4, atol=1e-4)
+
+
+def test_group_norm_gradcheck():
+    x = ember.randn(3, 4, 5, dtype=ember.float64, requires_grad=True)
+    w = ember.randn(4, dtype=ember.float64, requires_grad=True)
+    b = ember.randn(4, dtype=ember.float64, requires_grad=True)
+    f = lambda x, w, b: F.group_norm(x, 2, w, b)  # noqa: E731
+    assert gradcheck(f, (x, w, b)) and gradgradcheck(f, (x, w, b))
+    assert gradcheck(lambda x: F.group_norm(x, 4), (x,))
+
+
+def test_group_norm_saves_input_weight_mean_rstd_only():
+    x = ember.randn(16, 64, 32, 32, requires_grad=True)  # 4 MB
+    w, b = ember.randn(64, requires_grad=True), ember.randn(64, requires_grad=True)
+    out = F.group_norm(x, 8, w, b)
+    assert out.grad_fn.name() == "NativeGroupNormBackward0"
+    s = _saved(out)  # PyTorch's input, weight, mean and rstd (one per sample and group)
+    assert len(s) == 4 and s[0] is x._data and s[1] is w._data
+    assert s[2].size == s[3].size == 16 * 8
+    # result and its gradient (4 MB each) + blocks; the old composite kept x_hat and the
+    # scaled x_hat (4 MB each) and built their gradients
+    peak = _step_peak(lambda: F.group_norm(x, 8, w, b).sum().backward(), x, w, b)
+    assert peak < 2.5 * x._data.nbytes, peak / MB
+
+
+@needs_torch
+def test_group_norm_node_shows_pytorchs_saved_fields():
+    x = rng.standard_normal((2, 4, 3, 3)).astype(np.float32)
+    w = rng.standard_normal(4).astype(np.float32)
+    nodes = []
+    for m in (ember, torch):
+        xt, wt = m.tensor(x, requires_grad=True), m.tensor(w, requires_grad=True)
+        nodes.append((m.nn.functional.group_norm(xt, 2, wt, wt).grad_fn, xt, wt))
+    (e, ex, ew), (t, _, _) = nodes
+    assert e.name() == t.name() == "NativeGroupNormBackward0"
+    assert len(e.next_functions) == len(t.next_functions) == 3
+    for f in ("C", "HxW", "N", "eps", "group"):
+        assert getattr(e, "_saved_" + f) == getattr(t, "_saved_" + f), f
+    assert e._saved_input is ex and e._saved_weight is ew
+    for f in ("result1", "result2"):
+        np.testing.assert_allclose(getattr(e, "_saved_" + f).numpy(),
+                                   getattr(t, "_saved_" + f).detach().numpy(), rtol=1e-5)

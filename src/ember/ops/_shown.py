@@ -46,12 +46,14 @@ def _conv_ints(ctx: Any, pair: tuple) -> tuple:
 def _norm_stat(ctx: Any, i: int) -> Any:
     """The mean (``i=2``) or rstd (``i=3``) a norm saved, in the shape PyTorch shows as
     ``_saved_result1``/``_saved_result2``: one per channel (batch norm), or the leading dims
-    with the normalized ones kept as 1 (layer norm)."""
+    with the normalized ones kept as 1 (layer norm), one per sample and group (group norm)."""
     t = ctx._saved_tensor(i)
     if t is None:
         return None
     if type(ctx)._fn is normalization.BatchNormTrain:
         return t.detach().reshape(-1)
+    if type(ctx)._fn is normalization.GroupNorm:  # (samples, groups)
+        return t.detach().reshape(tuple(t.shape[:2]))
     k = len(ctx.axes)
     return t.detach().reshape(tuple(ctx.shape[:len(ctx.shape) - k]) + (1,) * k)
 
@@ -163,6 +165,12 @@ FIELDS: dict[type, tuple[dict, int | None]] = {
         "result1": lambda c: _norm_stat(c, 2), "result2": lambda c: _norm_stat(c, 3),
         "running_mean": lambda c: c.running[0], "running_var": lambda c: c.running[1],
         "training": True, "weight": SavedAt(1),
+    }, 3),
+    normalization.GroupNorm: ({
+        "C": lambda c: c.shape[1], "HxW": lambda c: math.prod(c.shape[2:]),
+        "N": lambda c: c.shape[0], "eps": lambda c: c.eps, "group": lambda c: c.groups,
+        "input": SavedAt(0), "result1": lambda c: _norm_stat(c, 2),
+        "result2": lambda c: _norm_stat(c, 3), "weight": SavedAt(1),
     }, 3),
     pooling.MaxPool: ({
         "ceil_mode": lambda c: c.pool[4], "dilation": lambda c: c.pool[3],

@@ -113,7 +113,7 @@ def group_norm(input: Any, num_groups: int, weight: Any = None, bias: Any = None
         raise RuntimeError(
             f"group_norm: expected an input of shape (N, C, *), got {list(input.shape)}"
         )
-    N, C = input.shape[0], input.shape[1]
+    C = input.shape[1]
     if num_groups <= 0 or C % num_groups != 0:
         raise RuntimeError(
             f"Expected number of channels in input to be divisible by num_groups, but got input "
@@ -126,15 +126,7 @@ def group_norm(input: Any, num_groups: int, weight: Any = None, bias: Any = None
                 f"{list(p.shape)}"
             )
     _check_floating("group_norm", input)
-    ishape = tuple(input.shape)
-    grouped = input.reshape(N, num_groups, -1) if N * C else input.reshape(N, num_groups, 0)
-    out = LayerNorm.apply(grouped, None, None, 1, float(eps)).reshape(ishape)
-    bshape = (C,) + (1,) * (input.ndim - 2)
-    if weight is not None:
-        out = out * weight.reshape(bshape)
-    if bias is not None:
-        out = out + bias.reshape(bshape)
-    return out
+    return GroupNorm.apply(input, weight, bias, num_groups, float(eps))
 
 
 def batch_norm(input: Any, running_mean: Any, running_var: Any, weight: Any = None,
@@ -280,6 +272,69 @@ class LayerNorm(Op):
             gw = grad * xhat
         if need[2]:
             gb = grad
+        return gx, gw, gb, None, None
+
+
+class GroupNorm(Op):
+    """x_hat = (x - mean) * rstd over each group of C/G channels of a sample (and all their
+    positions), rstd = 1 / sqrt(var + eps);  out = x_hat * w + b (w, b per channel)
+    grad_x = rstd * (gh - mean(gh) - x_hat * mean(gh * x_hat)) over each group,  gh = grad * w
+    grad_w = sum(grad * x_hat),  grad_b = sum(grad)   (over samples and positions)
+    Saves x, w, mean and rstd (PyTorch's saves); backward recomputes x_hat, a block of samples
+    at a time."""
+    node_name = "NativeGroupNormBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, x: Any, w: Any, b: Any, groups: int, eps: float) -> Any:
+        n, c = x.shape[0], x.shape[1]
+        hw = math.prod(x.shape[2:])
+        xc = x if x.flags.c_contiguous else ctx.xp.ascontiguousarray(x)
+        g3 = xc.reshape(n, groups, c // groups * hw)
+        if _rows_ok(g3):
+            xhat, rstd, mu = _norm_stats_rows(g3, 1, eps)
+        else:
+            xhat, rstd, mu = _norm_moments(g3, (2,), eps, ctx.xp)
+        out = xhat.reshape(n, c, hw)  # (x_hat is this op's own array: scaled and shifted in place)
+        if w is not None:
+            if w.dtype == out.dtype:
+                out *= w.reshape(c, 1)
+            else:
+                out = out * w.reshape(c, 1)
+        if b is not None:
+            if b.dtype == out.dtype:
+                out += b.reshape(c, 1)
+            else:
+                out = out + b.reshape(c, 1)
+        ctx.groups, ctx.eps, ctx.shape = groups, eps, x.shape
+        ctx.save_for_backward(x, w, mu, rstd)
+        return out.reshape(x.shape)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        x, w, mu, rstd = ctx.saved
+        need = ctx.needs_input_grad
+        groups = ctx.groups
+        n, c = x.shape[0], x.shape[1]
+        hw = math.prod(x.shape[2:])
+        m = c // groups * hw
+        if _graphing(ctx):
+            xhat, rstd = _norm_stats(x.reshape((n, groups, m)), (2,), ctx.eps, ctx.xp)
+        elif (_rows_ok(x) and type(grad) is np.ndarray and grad.dtype == x.dtype
+              and (w is None or w.dtype == x.dtype)):
+            return _group_norm_backward_blocks(x, w, mu, rstd, grad, groups, need)
+        else:
+            xhat = (x.reshape(n, groups, m) - mu) * rstd
+        xhat = xhat.reshape((n, c, hw))
+        g = grad.reshape((n, c, hw))
+        gx = gw = gb = None
+        if need[0]:
+            gh = g * w.reshape((c, 1)) if w is not None else g
+            gx = _norm_input_grad(gh.reshape((n, groups, m)), xhat.reshape((n, groups, m)),
+                                  rstd, (2,), m).reshape(x.shape)
+        if need[1]:
+            gw = (g * xhat).sum(axis=(0, 2))
+        if need[2]:
+            gb = g.sum(axis=(0, 2))
         return gx, gw, gb, None, None
 
 
@@ -525,6 +580,39 @@ def _layer_norm_backward_rows(x: np.ndarray, w: Any, mu: np.ndarray, rstd: np.nd
     return (gx.reshape(x.shape) if gx is not None else None,
             gw.reshape(kshape) if gw is not None else None,
             gb.reshape(kshape) if gb is not None else None, None, None)
+
+
+def _group_norm_backward_blocks(x: np.ndarray, w: Any, mu: np.ndarray, rstd: np.ndarray,
+                                grad: np.ndarray, groups: int, need: tuple) -> tuple:
+    """GroupNorm's backward on a C-ordered float32 NumPy ``x``, a block of samples at a time:
+    each block's x_hat recomputed from x, mean and rstd as the forward made it, so no
+    full-size array but the result. ``grad`` may be a broadcast view (a sum's gradient)."""
+    n, c = x.shape[0], x.shape[1]
+    hw = math.prod(x.shape[2:])
+    m = c // groups * hw
+    g = np.broadcast_to(grad, x.shape)
+    wc = w.reshape(c, 1) if w is not None else None
+    gx = np.empty(x.shape, x.dtype) if need[0] else None
+    gw = np.zeros(c, x.dtype) if need[1] else None
+    gb = np.zeros(c, x.dtype) if need[2] else None
+    step = max(1, _ROWS_BLOCK // max(1, x[:1].size))
+    for r0 in range(0, n, step):
+        sl = slice(r0, r0 + step)
+        nb = x[sl].shape[0]
+        xh = x[sl].reshape(nb, groups, m) - mu[sl]
+        xh *= rstd[sl]
+        xh = xh.reshape(nb, c, hw)
+        gb3 = g[sl].reshape(nb, c, hw)
+        if gw is not None:
+            gw += (gb3 * xh).sum(axis=(0, 2))
+        if gb is not None:
+            gb += gb3.sum(axis=(0, 2))
+        if gx is not None:
+            gh = gb3 * wc if wc is not None else gb3
+            gx[sl] = _norm_input_grad_rows(np.ascontiguousarray(gh).reshape(nb * groups, m),
+                                           xh.reshape(nb * groups, m), rstd[sl],
+                                           m).reshape(x[sl].shape)
+    return gx, gw, gb, None, None
 
 
 def _norm_input_grad_rows(gxhat: np.ndarray, xhat: np.ndarray, rstd: np.ndarray,
