@@ -246,3 +246,73 @@ def test_writes_through_expanded_views(name, grad):
             assert (a is None) == (b is None)
             if a is not None:
                 np.testing.assert_array_equal(a, b)
+
+
+# ---- a custom Function's backward returns one gradient per forward argument -----------------
+
+
+def _grad_count_run(m, returned, k_is_tensor):
+    class Scale(m.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, k):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            out = tuple(g * 2 if r == "g" else None for r in returned)
+            return out[0] if len(out) == 1 else out
+
+    x = m.ones(2, requires_grad=True)
+    k = m.ones(2) if k_is_tensor else 3.0
+    try:
+        Scale.apply(x, k).sum().backward()
+    except RuntimeError as e:
+        return "raises", str(e).split(" (expected")[0].replace("Scale", "F"), str(e)
+    return "ok", x.grad.numpy().tolist(), None
+
+
+@pytest.mark.parametrize("k_is_tensor", [True, False])
+@pytest.mark.parametrize("returned", ["g", "gg", "ggg", "gNN", "gN", "gNg", "N"])
+def test_custom_function_gradient_count(returned, k_is_tensor):
+    """``backward`` must return one gradient per ``forward`` argument: too many (unless the
+    extras are None) or too few raise PyTorch's 'returned an incorrect number of gradients
+    (expected 2, got 3)', also when the other argument is a number."""
+    e = _grad_count_run(ember, returned, k_is_tensor)
+    t = _grad_count_run(torch, returned, k_is_tensor)
+    if returned == "gg" and not k_is_tensor:
+        # PyTorch also refuses a gradient for a non-tensor argument; ember cannot tell a
+        # number from a tensor that needs no grad there, and accepts it
+        assert t[0] == "raises" and e[0] == "ok"
+        return
+    assert e[:2] == t[:2]
+    if e[0] == "raises":
+        n = len(returned)
+        assert f"(expected 2, got {n})" in e[2]
+
+
+def test_custom_function_gradient_count_in_both_cores(tmp_path):
+    """The check runs in the native core and in the pure-Python one."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import ember\n"
+        "class F(ember.autograd.Function):\n"
+        "    @staticmethod\n"
+        "    def forward(ctx, x, k):\n"
+        "        return x * k\n"
+        "    @staticmethod\n"
+        "    def backward(ctx, g):\n"
+        "        return g, g, g\n"
+        "x = ember.ones(2, requires_grad=True)\n"
+        "try:\n"
+        "    F.apply(x, 2.0).sum().backward()\n"
+        "except RuntimeError as e:\n"
+        "    print(e)\n"
+    )
+    for pure in ("1", ""):
+        env = dict(os.environ, EMBER_PURE_PYTHON=pure)
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                             text=True, check=True).stdout
+        assert "FBackward returned an incorrect number of gradients (expected 2, got 3)" in out

@@ -7,6 +7,7 @@ leaf: it adds the gradient that reaches it into ``leaf.grad``.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from .._tensor_base import TensorBase
@@ -211,6 +212,15 @@ class Node:
                     "(x = x + ...), or clone() the tensor before modifying it."
                 )
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        # a custom Function's node class (FunctionMeta makes one per Function): its backward
+        # gets PyTorch's count check. (Here because both cores call a user's backward from
+        # Python: engine._call_backward; the built-in ops' nodes are untouched.)
+        super().__init_subclass__(**kwargs)
+        fn = cls.__dict__.get("_fn")
+        if fn is not None and fn._tensor_io:
+            _count_checked_backward(fn)
+
     def _release(self) -> None:
         """Free what backward needed: saved arrays, and ctx attributes that hold arrays. A node
         that kept only metadata (shapes, dims) stays usable, as in PyTorch."""
@@ -226,6 +236,37 @@ class Node:
                     break
         if freed:
             self._freed = True
+
+
+def _count_checked_backward(fn: Any) -> None:
+    """Wrap the ``backward`` that custom Function ``fn`` defines (once) so it returns one gradient
+    per ``forward`` argument, as PyTorch checks: extra trailing Nones are dropped; too many or too
+    few gradients raise "returned an incorrect number of gradients (expected 2, got 3)"."""
+    raw = fn.__dict__.get("backward")
+    inner = raw.__func__ if isinstance(raw, staticmethod) else raw
+    if not callable(inner) or getattr(inner, "_ember_count_checked", False):
+        return  # inherited (checked where defined), or not a function
+
+    @functools.wraps(inner)
+    def backward(ctx: Any, *grads: Any) -> Any:
+        out = inner(ctx, *grads)
+        edges = getattr(ctx, "_edges", None)
+        if not edges:  # (called by hand, not by the engine)
+            return out
+        got = out if type(out) is tuple else (out,)
+        n = len(edges)
+        if len(got) != n:
+            if len(got) > n and all(g is None for g in got[n:]):
+                return got[:n]
+            raise RuntimeError(
+                f"function {type(ctx).__name__} returned an incorrect number of gradients "
+                f"(expected {n}, got {len(got)}): backward returns one gradient per argument "
+                "of forward, in order (None for an argument that needs none, such as a "
+                "non-tensor or a tensor that does not require grad)")
+        return out
+
+    backward._ember_count_checked = True  # type: ignore[attr-defined]
+    fn.backward = staticmethod(backward) if isinstance(raw, staticmethod) else backward
 
 
 class AccumulateGrad(Node):
