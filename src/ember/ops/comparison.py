@@ -176,8 +176,7 @@ class Maximum(Op):
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
         a, b = ctx.saved
-        share = (a > b) + (a == b) * 0.5
-        return grad * share, grad * (1 - share)
+        return _split_ties(ctx, grad, a > b, a, b)
 
 
 class Minimum(Op):
@@ -191,8 +190,20 @@ class Minimum(Op):
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
         a, b = ctx.saved
-        share = (a < b) + (a == b) * 0.5
+        return _split_ties(ctx, grad, a < b, a, b)
+
+
+def _split_ties(ctx: Any, grad: Any, wins: Any, a: Any, b: Any) -> tuple[Any, Any]:
+    """(grad where a wins, grad where b wins), each half of grad at ties. On arrays the share
+    is built in grad's dtype and multiplied in place (a float64 share would double the
+    gradient's bytes), and b's part is grad minus a's (exact: the shares are 0, 1/2 and 1)."""
+    if ctx._tensor_mode:
+        share = wins + (a == b) * 0.5
         return grad * share, grad * (1 - share)
+    share = ctx.xp.array(wins, dtype=grad.dtype)  # (a copy: 0-d operands give a scalar)
+    share[a == b] = 0.5
+    share *= grad
+    return share, grad - share
 
 
 class Fmax(Where):

@@ -520,8 +520,15 @@ class Pow(Op):
             else:  # a tensor exponent: 0 where it is 0 (a**-1 may be inf there)
                 ga = xp.where(b == 0, 0, grad * b * a ** (b - 1))
         if ctx.needs_input_grad[1]:
-            safe = xp.where((a == 0) & (b >= 0), 1, a) if not isinstance(a, (int, float)) else (a or 1)
-            gb = xp.where((a == 0) & (b >= 0), 0, grad * out * xp.log(safe))
+            if isinstance(a, (int, float)) and not ctx._tensor_mode:
+                gb = grad * out  # a number base (2 ** x): one array, scaled in place
+                gb *= math.log(a) if a > 0 else -math.inf if a == 0 else math.nan
+                if a == 0:  # 0 ** b: no gradient where b >= 0 (PyTorch's mask)
+                    gb[b >= 0] = 0
+            else:
+                safe = xp.where((a == 0) & (b >= 0), 1, a) if not isinstance(a, (int, float)) \
+                    else (a or 1)
+                gb = xp.where((a == 0) & (b >= 0), 0, grad * out * xp.log(safe))
         return ga, gb
 
 

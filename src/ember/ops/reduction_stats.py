@@ -294,7 +294,10 @@ class Norm(Op):
             out = (x != 0).sum(axis=axes, keepdims=keepdim).astype(x.dtype)
         else:
             with _quiet(xp):
-                out = (xp.abs(xw) ** p).sum(axis=axes, keepdims=keepdim) ** (1.0 / p)
+                powered = xp.abs(xw)
+                powered **= p  # in place: one full-size temporary
+                out = powered.sum(axis=axes, keepdims=keepdim) ** (1.0 / p)
+                del powered
             out = _narrow(out, x.dtype)
         if _need(ctx) and p != 0:
             ctx.save_for_backward(x, out)
@@ -310,8 +313,18 @@ class Norm(Op):
         o = _unreduce(out, ctx.shape, ctx.axes, ctx.keepdim)
         zero = _lift(g, data_of(o) == 0)
         o_safe = xp.where(zero, 1, o)
-        if p == 2:
-            return g * x * xp.where(zero, 0, 1 / o_safe), None, None, None
+        if p == 2:  # x * (grad / norm): the factor on the reduced shape, one full-size product
+            return x * xp.where(zero, 0, g / o_safe), None, None, None
+        if not ctx._tensor_mode:  # arrays: |x|^(p-1) with x's sign built in one buffer
+            with _quiet(xp):
+                d = xp.abs(x)
+                at_zero = x == 0
+                d[at_zero] = 1  # (sign(0) = 0 zeroes these below; 0^(p-1) may be inf)
+                d **= p - 1
+                xp.copysign(d, x, out=d)
+                d[at_zero] = 0
+                d *= xp.where(zero, 0, g * o_safe ** (1 - p))
+            return d, None, None, None
         ax = xp.abs(x)
         ax_safe = xp.where(_lift(g, data_of(x) == 0), 1, ax)  # sign(0) = 0 zeroes these anyway
         d = xp.sign(x) * ax_safe ** (p - 1) * o_safe ** (1 - p)

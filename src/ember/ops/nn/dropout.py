@@ -134,11 +134,19 @@ def _noise(x: TensorBase, q: float, shape: tuple[int, ...]) -> np.ndarray:
     n = 1
     for d in shape:
         n *= d
-    # u < q for u = (a 64-bit draw's low 53 bits) / 2**53, compared as integers (exact)
-    bits = _mt19937.words64(_random._gen(None)._bg, n)
-    bits &= _M53
-    keep = bits < np.uint64(math.ceil(q * 2.0**53))
+    # u < q for u = (a 64-bit draw's low 53 bits) / 2**53, compared as integers (exact); drawn a
+    # block at a time (the same stream), so the raw words take 4 MB, not 16 bytes per element
+    bg = _random._gen(None)._bg
+    limit = np.uint64(math.ceil(q * 2.0**53))
+    keep = np.empty(n, np.bool_)
+    for i in range(0, n, _NOISE_BLOCK):
+        bits = _mt19937.words64(bg, min(_NOISE_BLOCK, n - i))
+        bits &= _M53
+        np.less(bits, limit, out=keep[i:i + bits.size])
     return _random._arrange(keep, shape, axes).astype(x._data.dtype)
+
+
+_NOISE_BLOCK = 1 << 18  # draws per block of dropout's noise
 
 
 def _keep_mask(x: TensorBase, p: float, shape: tuple[int, ...]) -> Any:
