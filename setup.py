@@ -1,11 +1,13 @@
-"""Builds the optional C core ``ember._native`` (the rest of the metadata is in pyproject.toml).
+"""Builds the optional C core ``ember._native`` and the optional eager kernels ``ember._kernels``
+(the rest of the metadata is in pyproject.toml).
 
 ``pip install .`` / ``pip install -e .`` compile it when a C compiler and Python's headers are
 present; otherwise they install the pure-Python package and say so in one line (shown by
 ``pip install -v``, and afterwards by ``ember --version``). A missing compiler never fails the
 install. The build records a hash of the C sources and of the Python modules they mirror (the
 lists are in src/ember/_native_core.py), so an editable install notices a stale extension and
-runs the Python core until it is rebuilt. ``EMBER_NO_NATIVE=1`` skips the build;
+runs the Python core until it is rebuilt (``ember._kernels`` records the hash of its C file the same
+way; without it, or stale, the ops run their NumPy formulas). ``EMBER_NO_NATIVE=1`` skips the build;
 ``EMBER_REQUIRE_NATIVE=1`` makes a failed build fail the install (CI, and C work: shows the
 compiler's errors).
 """
@@ -58,7 +60,10 @@ class OptionalBuildExt(build_ext):
         try:
             super().build_extension(ext)
         except Exception as e:  # noqa: BLE001
-            self._skip(_why(e))
+            if ext.name == KERNELS:  # the kernels are optional on their own: the core still runs
+                self._skip_kernels(_why(e))
+            else:
+                self._skip(_why(e))
 
     def copy_file(self, infile: str, outfile: str, *args: Any, **kwargs: Any) -> Any:
         """An in-place build replaces the extension by a rename, never by writing into it: a
@@ -83,6 +88,12 @@ class OptionalBuildExt(build_ext):
             self._status(line)
         except OSError:  # a read-only tree: the line above is all there is
             pass
+
+    def _skip_kernels(self, why: str) -> None:
+        if os.environ.get("EMBER_REQUIRE_NATIVE", "") not in ("", "0"):
+            raise SystemExit(f"{KERNELS} was not built: {why} (EMBER_REQUIRE_NATIVE is set)")
+        print(f"ember: {KERNELS} was not built: {why}; the ops use their NumPy formulas",
+              file=sys.stderr)
 
     def _status(self, text: str) -> None:
         """The note _native_core.py reads when the extension is absent: beside the package in
@@ -134,4 +145,29 @@ def _native_extension() -> Extension:
     )
 
 
-setup(ext_modules=[_native_extension()], cmdclass={"build_ext": OptionalBuildExt})
+KERNELS = "ember._kernels"
+KERNELS_C_SOURCES = ("_kernels.c",)  # the same list as src/ember/_kernels_loader.py's C_SOURCES
+
+
+def _kernels_extension() -> Extension:
+    cc = sysconfig.get_config_var("CC") or "cc"
+    built_with = f"built with {os.environ.get('CC', cc).split()[0]} for Python {sys.version.split()[0]}"
+    return Extension(
+        KERNELS,
+        sources=[f"src/ember/{name}" for name in KERNELS_C_SOURCES],
+        define_macros=[
+            ("EMBER_KERNELS_C_HASH", f'"{core.source_hash(KERNELS_C_SOURCES, PACKAGE)}"'),
+            ("EMBER_KERNELS_BUILT_WITH", f'"{built_with}"'),
+        ],
+        # -O3 vectorises the loops; -ffp-contract=off: no FMA contraction, so every instruction
+        # set rounds alike; -fno-trapping-math lets the selects vectorise (no value changes);
+        # never -ffast-math
+        extra_compile_args=["-std=c11", "-O3", "-ffp-contract=off", "-fno-trapping-math",
+                            "-Wall", "-Wno-unused-function"]
+        if sys.platform != "win32" else ["/O2", "/fp:precise"],
+        optional=True,
+    )
+
+
+setup(ext_modules=[_native_extension(), _kernels_extension()],
+      cmdclass={"build_ext": OptionalBuildExt})

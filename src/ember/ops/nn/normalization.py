@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from ... import _dtype
+from ... import _kernels_loader as _kernels
 from ..._tensor_base import TensorBase
 from ...autograd import grad_mode
 from ...autograd.function import Op
@@ -230,17 +231,20 @@ class LayerNorm(Op):
         axes = tuple(range(x.ndim - k, x.ndim))
         # PyTorch normalizes a contiguous copy, so its result is contiguous whatever x's layout
         xc = x if x.flags.c_contiguous else ctx.xp.ascontiguousarray(x)
-        if _rows_ok(xc):
+        fast = _kernels.layer_norm(xc, w, b, k, eps)  # the eager kernel: y, mean, rstd per row
+        if fast is not None:
+            xhat, mu, rstd = fast  # (already scaled and shifted)
+        elif _rows_ok(xc):
             xhat, rstd, mu = _norm_stats_rows(xc, k, eps)
         else:
             xhat, rstd, mu = _norm_moments(xc, axes, eps, ctx.xp)
         out = xhat  # (x_hat is this op's own array: scaled and shifted in place)
-        if w is not None:
+        if w is not None and fast is None:
             if w.dtype == out.dtype:
                 out *= w
             else:
                 out = out * w
-        if b is not None:
+        if b is not None and fast is None:
             if b.dtype == out.dtype:
                 out += b
             else:
@@ -259,6 +263,9 @@ class LayerNorm(Op):
             n *= x.shape[a]
         if _graphing(ctx):
             xhat, rstd = _norm_stats(x, axes, ctx.eps, ctx.xp)
+        elif (fast := _kernels.layer_norm_backward(x, w, mu, rstd, grad, len(axes),
+                                                   need)) is not None:
+            return (*fast, None, None)
         elif (_rows_ok(x) and type(grad) is np.ndarray and grad.dtype == x.dtype
               and (w is None or w.dtype == x.dtype)):
             return _layer_norm_backward_rows(x, w, mu, rstd, grad, n, need, len(axes))

@@ -1,0 +1,868 @@
+/* ember._kernels: single-pass eager kernels for the ops where NumPy needs many passes.
+ *
+ * Array functions on the buffers of C-contiguous float32/float64 NumPy arrays (the CPython
+ * buffer protocol: no NumPy headers): the caller (ember/_kernels_loader.py) allocates every
+ * output and checks shapes; each function here checks dtypes, contiguity and sizes again and
+ * raises TypeError/ValueError rather than reading out of bounds. The NumPy formulas in the ops
+ * stay the reference and the fallback (docs/design.md, "Eager kernels").
+ *
+ * Vectorised by the compiler: -O3 -ffp-contract=off, never -ffast-math, so every loop does the
+ * operations it spells, in that order, and a vector lane rounds exactly as the scalar code. The
+ * loops have no calls (exp and erf are the polynomials below, inlined) and their reductions run
+ * in LANES independent accumulators combined in a fixed order, so results do not depend on the
+ * instruction set: on x86-64 with GCC or Clang each kernel is compiled for the baseline, AVX2
+ * and AVX-512F, one chosen at load by the CPU (target_clones).
+ *
+ * Accuracy (tests/test_kernels.py checks it against float64 and mpmath ground truth):
+ * - float32 erf, erfc, gelu and gelu's backward (exact and tanh forms) compute in float64 from
+ *   polynomials fitted to 4e-11 relative (scripts/fit_kernels.py) and round once: within 1 ulp
+ *   of the true value (correctly rounded but for ~1e-3 ulp);
+ * - float64 gelu (tanh form) and its backward: a few ulp, as the NumPy formula;
+ * - the float32 exp of softmax and log_softmax: within 1 ulp; row sums in float64 accumulators.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#ifndef EMBER_KERNELS_C_HASH
+#define EMBER_KERNELS_C_HASH "unknown"
+#endif
+#ifndef EMBER_KERNELS_BUILT_WITH
+#define EMBER_KERNELS_BUILT_WITH "built by an unknown compiler"
+#endif
+
+#if defined(_MSC_VER)
+#define KI static __forceinline
+#define RESTRICT __restrict
+#else
+#define KI static inline __attribute__((always_inline))
+#define RESTRICT __restrict__
+#endif
+
+#ifndef __has_attribute
+#define __has_attribute(x) 0
+#endif
+#if defined(__x86_64__) && defined(__ELF__) && __has_attribute(target_clones) \
+    && !defined(EMBER_KERNELS_NO_CLONES)
+#define CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#define HAVE_CLONES 1
+#else
+#define CLONES
+#define HAVE_CLONES 0
+#endif
+
+#define LANES 16  /* independent accumulators of a row reduction */
+
+/* ---------------------------------------------------------------------------------------------
+ * Coefficients: scripts/fit_kernels.py (relative least squares at Chebyshev points, mpmath). */
+
+/* erfcx(z) (1 + z/K) = P(t), t = (z - K)/(z + K), z in [0, 10.5]: max relative error 1.22e-09 */
+#define ERFCX_K 4.0
+#define ERFCX_ZMAX 10.5
+static const double ERFCX32[11] = {
+    0.27399891519943764, -0.24413718744023125, 0.1933021845085728, -0.13521319564262063,
+    0.08271282305060626, -0.04350648057252987, 0.01909301768554987, -0.006572623075255094,
+    0.0015557039029500121, -9.724782007147687e-05, -0.00018937845107501613};
+/* erf(x)/x = P(x^2), x^2 in [0, 0.25]: max relative error 1.20e-11 */
+static const double ERF_SMALL32[6] = {
+    1.128379167081976, -0.3761263851706109, 0.11283773740534338, -0.026863112671796252,
+    0.005200275531773153, -0.0007692330597506539};
+/* (exp(r) - 1 - r)/r^2 = Q(r), |r| <= ln(2)/2: 2.74e-09 (EXP_Q32D), 8.88e-16 (EXP_Q64) and,
+ * in float32 coefficients, 1.27e-07 (EXP_Q32F) */
+static const double EXP_Q32D[6] = {
+    0.5000000013350251, 0.16666666495213509, 0.04166646572328431, 0.00833337312759006,
+    0.0013933581278392222, 0.00019849518491816574};
+static const double EXP_Q64[11] = {
+    0.49999999999999967, 0.16666666666666638, 0.04166666666666544, 0.008333333333349499,
+    0.0013888888890227016, 0.00019841269801381832, 2.4801583282084797e-05,
+    2.7557344370259455e-06, 2.7561859844341987e-07, 2.5069218341785822e-08,
+    1.916952387119216e-09};
+static const float EXP_Q32F[5] = {
+    0.5f, 0.16666577756404877f, 0.041666943579912186f, 0.00836312584578991f,
+    0.0013893831055611372f};
+
+#define INV_SQRT2 0.70710678118654752440
+#define INV_SQRT_2PI 0.39894228040143267794
+#define SQRT_2_OVER_PI 0.79788456080286535588
+#define GELU_K 0.044715
+
+/* Polynomials by Estrin's scheme (pairs, then powers of x^2): the same operations as Horner's
+ * rule in number, a third of its dependency chain (float64 only, where the rounding of either
+ * is far below what the float32 results keep). */
+KI double estrin5(double x, const double *c)  /* degree 5 */
+{
+    double x2 = x * x;
+    return (c[0] + c[1] * x) + x2 * ((c[2] + c[3] * x) + x2 * (c[4] + c[5] * x));
+}
+
+KI double estrin10(double x, const double *c)  /* degree 10 */
+{
+    double x2 = x * x, x4 = x2 * x2;
+    double a = (c[0] + c[1] * x) + x2 * (c[2] + c[3] * x);
+    double b = (c[4] + c[5] * x) + x2 * (c[6] + c[7] * x);
+    double d = (c[8] + c[9] * x) + x2 * c[10];
+    return a + x4 * (b + x4 * d);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * exp: Cody-Waite reduction x = n ln2 + r, |r| <= ln2/2, exp(r) = 1 + r + r^2 Q(r), then two
+ * exact scalings by powers of two (so results in the subnormal range round once). NaN in, NaN
+ * out; -inf gives +0, overflow +inf. */
+
+KI float k_expf(float x)
+{
+    float a = x > -110.0f ? x : -110.0f;   /* NaN -> -110 here, restored at the end */
+    a = a < 89.0f ? a : 89.0f;
+    float kd = a * 1.44269504088896341f + 12582912.0f;  /* 1.5 * 2^23: rounds to an integer */
+    float kf = kd - 12582912.0f;
+    uint32_t kb;
+    memcpy(&kb, &kd, 4);
+    int32_t n = (int32_t)(kb - 0x4B400000u);
+    float r = a - kf * 0.693359375f;          /* exact: 9-bit constant, Sterbenz */
+    r = r - kf * -2.12194440e-4f;
+    float q = (((EXP_Q32F[4] * r + EXP_Q32F[3]) * r + EXP_Q32F[2]) * r + EXP_Q32F[1]) * r
+              + EXP_Q32F[0];
+    float p = 1.0f + (r + (r * r) * q);
+    int32_t n1 = n >> 1, n2 = n - n1;
+    uint32_t b1 = (uint32_t)(n1 + 127) << 23, b2 = (uint32_t)(n2 + 127) << 23;
+    float s1, s2;
+    memcpy(&s1, &b1, 4);
+    memcpy(&s2, &b2, 4);
+    float y = (p * s1) * s2;
+    return x != x ? x : y;
+}
+
+#define SHIFT_D 6755399441055744.0   /* 1.5 * 2^52 */
+#define SHIFT_D_BITS 0x4338000000000000ULL
+
+KI double exp_scale(double p, double kd, double kf)
+{
+    double hd = kf * 0.5 + SHIFT_D;  /* n1 = round(n / 2), n2 = n - n1: both in range */
+    uint64_t kb, hb;
+    memcpy(&kb, &kd, 8);
+    memcpy(&hb, &hd, 8);
+    int64_t n = (int64_t)(kb - SHIFT_D_BITS), n1 = (int64_t)(hb - SHIFT_D_BITS), n2 = n - n1;
+    uint64_t b1 = (uint64_t)(n1 + 1023) << 52, b2 = (uint64_t)(n2 + 1023) << 52;
+    double s1, s2;
+    memcpy(&s1, &b1, 8);
+    memcpy(&s2, &b2, 8);
+    return (p * s1) * s2;
+}
+
+/* exp(x) in float64 to ~2e-10 relative, for x <= 0 and results rounded to float32 (which has
+ * nothing below 1e-45, so one scaling suffices): x < -708 (-inf too) gives +0; NaN gives an
+ * unspecified number (the callers carry x's NaN to their result themselves). */
+KI double k_exp32(double x)
+{
+    double a = x > -708.0 ? x : -708.0;
+    double kd = a * 1.4426950408889634 + SHIFT_D;
+    double kf = kd - SHIFT_D;
+    double r = a - kf * 6.93147180369123816490e-01;
+    r = r - kf * 1.90821492927058770002e-10;
+    uint64_t kb;
+    memcpy(&kb, &kd, 8);
+    uint64_t sb = (kb - SHIFT_D_BITS + 1023) << 52;
+    double scale;
+    memcpy(&scale, &sb, 8);
+    double y = (1.0 + (r + (r * r) * estrin5(r, EXP_Q32D))) * scale;
+    return x < -708.0 ? 0.0 : y;
+}
+
+/* exp(x) in float64 to about 1 ulp */
+KI double k_exp(double x)
+{
+    double a = x > -746.0 ? x : -746.0;
+    a = a < 710.0 ? a : 710.0;
+    double kd = a * 1.4426950408889634 + SHIFT_D;
+    double kf = kd - SHIFT_D;
+    double r = a - kf * 6.93147180369123816490e-01;
+    r = r - kf * 1.90821492927058770002e-10;
+    double y = exp_scale(1.0 + (r + (r * r) * estrin10(r, EXP_Q64)), kd, kf);
+    return x != x ? x : y;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * erf family in float64 arithmetic, for float32 results */
+
+/* erfcx(z) = exp(z^2) erfc(z) for z >= 0 (NaN and z > ZMAX read the value at ZMAX: every caller
+ * multiplies by an exp(-z^2) that is below float32's range there, or carries the NaN itself) */
+KI double erfcx32(double z)
+{
+    double zc = z < ERFCX_ZMAX ? z : ERFCX_ZMAX;
+    double r = 1.0 / (zc + ERFCX_K);
+    double t = (zc - ERFCX_K) * r;
+    return estrin10(t, ERFCX32) * (ERFCX_K * r);
+}
+
+KI double erf_small32(double x, double s)  /* erf(x) for |x| < 1/2, s = x^2 */
+{
+    return x * estrin5(s, ERF_SMALL32);
+}
+
+KI float k_erf32(float xf)
+{
+    double x = xf, s = x * x;
+    double c = k_exp32(-s) * erfcx32(fabs(x));   /* erfc(|x|); NaN for NaN */
+    double big = copysign(1.0 - c, x);
+    return (float)(s < 0.25 ? erf_small32(x, s) : x != x ? x : big);
+}
+
+KI float k_erfc32(float xf)
+{
+    double x = xf, s = x * x;
+    double c = k_exp32(-s) * erfcx32(fabs(x));
+    double big = x > 0 ? c : 2.0 - c;
+    return (float)(s < 0.25 ? 1.0 - erf_small32(x, s) : x != x ? x : big);
+}
+
+/* Phi(-|x|) = erfc(|x|/sqrt2)/2 and phi(x) = exp(-x^2/2)/sqrt(2pi); x^2/2 is exact for a float32 x */
+KI double half_erfc32(double x, double *e)
+{
+    double s = 0.5 * (x * x);
+    *e = k_exp32(-s);
+    return 0.5 * (*e * erfcx32(fabs(x) * INV_SQRT2));
+}
+
+KI float k_gelu32(float xf)  /* x Phi(x) */
+{
+    double x = xf, e;
+    double h = half_erfc32(x, &e);
+    return (float)(x * (x > 0 ? 1.0 - h : h));
+}
+
+KI float k_gelu_backward32(float xf, float gf)  /* grad (Phi(x) + x phi(x)) */
+{
+    double x = xf, e;
+    double h = half_erfc32(x, &e);
+    double d = (x > 0 ? 1.0 - h : h) + x * (e * INV_SQRT_2PI);
+    return (float)((double)gf * d);
+}
+
+/* gelu's tanh form from e = exp(-2|u|): 1 + tanh(u) = 2 sel / (1 + e) with sel = 1 for u >= 0,
+ * e below, and 1 - tanh(u)^2 = 4 e / (1 + e)^2: both with full relative accuracy. */
+#define GELU_TANH_U(x) ((((x) * (x) * GELU_K + 1.0) * (x)) * SQRT_2_OVER_PI)
+
+KI float k_gelu_tanh32(float xf)
+{
+    double x = xf, u = GELU_TANH_U(x);
+    double e = k_exp32(-2.0 * fabs(u));
+    return (float)(x * (u >= 0 ? 1.0 : e) / (1.0 + e));
+}
+
+KI float k_gelu_tanh_backward32(float xf, float gf)
+{
+    double x = xf, u = GELU_TANH_U(x);
+    double e = k_exp32(-2.0 * fabs(u)), den = 1.0 + e;
+    double du = SQRT_2_OVER_PI * (1.0 + (3.0 * GELU_K) * (x * x));
+    double d = (u >= 0 ? 1.0 : e) / den + 2.0 * x * e * du / (den * den);
+    return (float)((double)gf * d);
+}
+
+KI double k_gelu_tanh64(double x)
+{
+    double u = GELU_TANH_U(x);
+    double e = k_exp(-2.0 * fabs(u));
+    return x * (u >= 0 ? 1.0 : e) / (1.0 + e);
+}
+
+KI double k_gelu_tanh_backward64(double x, double g)
+{
+    double u = GELU_TANH_U(x);
+    double e = k_exp(-2.0 * fabs(u)), den = 1.0 + e;
+    double du = SQRT_2_OVER_PI * (1.0 + (3.0 * GELU_K) * (x * x));
+    double d = (u >= 0 ? 1.0 : e) / den + 2.0 * x * e * du / (den * den);
+    return g * d;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Elementwise loops: [i0, i1) of the flat arrays */
+
+typedef void (*unary_fn)(const void *x, void *y, Py_ssize_t i0, Py_ssize_t i1);
+typedef void (*binary_fn)(const void *x, const void *g, void *y, Py_ssize_t i0, Py_ssize_t i1);
+
+#define UNARY(NAME, T, EXPR)                                                                   \
+    CLONES static void NAME(const void *xv, void *yv, Py_ssize_t i0, Py_ssize_t i1)           \
+    {                                                                                          \
+        const T *RESTRICT x = (const T *)xv;                                                   \
+        T *RESTRICT y = (T *)yv;                                                               \
+        for (Py_ssize_t i = i0; i < i1; i++)                                                   \
+            y[i] = EXPR(x[i]);                                                                 \
+    }
+#define BINARY(NAME, T, EXPR)                                                                  \
+    CLONES static void NAME(const void *xv, const void *gv, void *yv, Py_ssize_t i0,          \
+                            Py_ssize_t i1)                                                     \
+    {                                                                                          \
+        const T *RESTRICT x = (const T *)xv;                                                   \
+        const T *RESTRICT g = (const T *)gv;                                                   \
+        T *RESTRICT y = (T *)yv;                                                               \
+        for (Py_ssize_t i = i0; i < i1; i++)                                                   \
+            y[i] = EXPR(x[i], g[i]);                                                           \
+    }
+
+UNARY(erf_f32, float, k_erf32)
+UNARY(erfc_f32, float, k_erfc32)
+UNARY(gelu_f32, float, k_gelu32)
+BINARY(gelu_backward_f32, float, k_gelu_backward32)
+UNARY(gelu_tanh_f32, float, k_gelu_tanh32)
+BINARY(gelu_tanh_backward_f32, float, k_gelu_tanh_backward32)
+UNARY(gelu_tanh_f64, double, k_gelu_tanh64)
+BINARY(gelu_tanh_backward_f64, double, k_gelu_tanh_backward64)
+
+/* ---------------------------------------------------------------------------------------------
+ * Row kernels: rows [r0, r1) of an (rows, n) C-ordered matrix, n >= 1. Reductions run in LANES
+ * float64 accumulators (lane j takes the elements j, j + LANES, ...) combined pairwise. */
+
+KI double lanes_total(double *acc)
+{
+    for (int w = LANES / 2; w > 0; w /= 2)
+        for (int j = 0; j < w; j++)
+            acc[j] += acc[j + w];
+    return acc[0];
+}
+
+/* Run BODY for i = 0 .. n-1 with j = i % LANES, as blocks of LANES (vectorised) and a tail */
+#define LANE_LOOP(n, i, j, BODY)                                                               \
+    do {                                                                                       \
+        Py_ssize_t t_ = (n) - (n) % LANES;                                                     \
+        for (Py_ssize_t b_ = 0; b_ < t_; b_ += LANES)                                          \
+            for (int j = 0; j < LANES; j++) {                                                  \
+                Py_ssize_t i = b_ + j;                                                         \
+                BODY;                                                                          \
+            }                                                                                  \
+        for (int j = 0; t_ + j < (n); j++) {                                                   \
+            Py_ssize_t i = t_ + j;                                                             \
+            BODY;                                                                              \
+        }                                                                                      \
+    } while (0)
+
+#define ZERO_LANES(acc)                                                                        \
+    double acc[LANES];                                                                         \
+    for (int j_ = 0; j_ < LANES; j_++)                                                         \
+        acc[j_] = 0.0
+
+/* OUT = the sum over the row of F (an expression of i) in float64 lanes */
+#define LANE_SUM(OUT, n, i, F)                                                                 \
+    do {                                                                                       \
+        ZERO_LANES(acc_);                                                                      \
+        LANE_LOOP(n, i, j_, acc_[j_] += (double)(F));                                          \
+        OUT = lanes_total(acc_);                                                               \
+    } while (0)
+
+#define ROW_MAX(T)                                                                             \
+    KI T row_max_##T(const T *RESTRICT x, Py_ssize_t n)                                        \
+    {                                                                                          \
+        T m[LANES];                                                                            \
+        for (int j = 0; j < LANES; j++)                                                        \
+            m[j] = -INFINITY;                                                                  \
+        LANE_LOOP(n, i, j, m[j] = x[i] > m[j] ? x[i] : m[j]);                                  \
+        for (int j = 1; j < LANES; j++)                                                        \
+            m[0] = m[j] > m[0] ? m[j] : m[0];                                                  \
+        return m[0]; /* NaN ignored here: the NaN reaches the sum and every output */          \
+    }
+ROW_MAX(float)
+ROW_MAX(double)
+
+/* softmax: y = exp(x - max) / sum;  log_softmax: y = (x - max) - log(sum) */
+#define SOFTMAX(T, EXP)                                                                            \
+CLONES static void softmax_##T(const T *RESTRICT x, T *RESTRICT y, Py_ssize_t r0, Py_ssize_t r1,   \
+                               Py_ssize_t n)                                                       \
+{                                                                                                  \
+    for (Py_ssize_t r = r0; r < r1; r++) {                                                         \
+        const T *RESTRICT xr = x + r * n;                                                          \
+        T *RESTRICT yr = y + r * n;                                                                \
+        T m = row_max_##T(xr, n);                                                                  \
+        double s;                                                                                  \
+        for (Py_ssize_t i = 0; i < n; i++)                                                         \
+            yr[i] = EXP(xr[i] - m);                                                                \
+        LANE_SUM(s, n, i, yr[i]);                                                                  \
+        T st = (T)s;                                                                               \
+        for (Py_ssize_t i = 0; i < n; i++)                                                         \
+            yr[i] = yr[i] / st;                                                                    \
+    }                                                                                              \
+}                                                                                                  \
+CLONES static void log_softmax_##T(const T *RESTRICT x, T *RESTRICT y, Py_ssize_t r0,              \
+                                   Py_ssize_t r1, Py_ssize_t n)                                    \
+{                                                                                                  \
+    for (Py_ssize_t r = r0; r < r1; r++) {                                                         \
+        const T *RESTRICT xr = x + r * n;                                                          \
+        T *RESTRICT yr = y + r * n;                                                                \
+        T m = row_max_##T(xr, n);                                                                  \
+        double s;                                                                                  \
+        LANE_SUM(s, n, i, EXP(xr[i] - m));                                                         \
+        T ls = (T)log(s);                                                                          \
+        for (Py_ssize_t i = 0; i < n; i++)                                                         \
+            yr[i] = (xr[i] - m) - ls;                                                              \
+    }                                                                                              \
+}                                                                                                  \
+/* softmax: gx = y (g - sum(g y));  log_softmax: gx = g - exp(y) sum(g) */                         \
+CLONES static void softmax_backward_##T(const T *RESTRICT y, const T *RESTRICT g,                  \
+                                        T *RESTRICT gx, Py_ssize_t r0, Py_ssize_t r1,              \
+                                        Py_ssize_t n)                                              \
+{                                                                                                  \
+    for (Py_ssize_t r = r0; r < r1; r++) {                                                         \
+        const T *RESTRICT yr = y + r * n, *RESTRICT gr = g + r * n;                                \
+        T *RESTRICT o = gx + r * n;                                                                \
+        double s;                                                                                  \
+        LANE_SUM(s, n, i, (double)gr[i] * (double)yr[i]);                                          \
+        T st = (T)s;                                                                               \
+        for (Py_ssize_t i = 0; i < n; i++)                                                         \
+            o[i] = yr[i] * (gr[i] - st);                                                           \
+    }                                                                                              \
+}                                                                                                  \
+CLONES static void log_softmax_backward_##T(const T *RESTRICT y, const T *RESTRICT g,              \
+                                            T *RESTRICT gx, Py_ssize_t r0, Py_ssize_t r1,          \
+                                            Py_ssize_t n)                                          \
+{                                                                                                  \
+    for (Py_ssize_t r = r0; r < r1; r++) {                                                         \
+        const T *RESTRICT yr = y + r * n, *RESTRICT gr = g + r * n;                                \
+        T *RESTRICT o = gx + r * n;                                                                \
+        double s;                                                                                  \
+        LANE_SUM(s, n, i, gr[i]);                                                                  \
+        T st = (T)s;                                                                               \
+        for (Py_ssize_t i = 0; i < n; i++)                                                         \
+            o[i] = gr[i] - EXP(yr[i]) * st;                                                        \
+    }                                                                                              \
+}
+SOFTMAX(float, k_expf)
+SOFTMAX(double, k_exp)
+
+/* layer_norm over rows: mean and rstd = 1/sqrt(var + eps) in float64, rounded to T;
+ * y = (x - mean) * rstd [* w] [+ b] in T, the NumPy formula's operations and order. */
+#define LAYER_NORM(T)                                                                              \
+CLONES static void layer_norm_##T(const T *RESTRICT x, const T *RESTRICT w, const T *RESTRICT b,   \
+                                  T *RESTRICT y, T *RESTRICT mean, T *RESTRICT rstd,               \
+                                  Py_ssize_t r0, Py_ssize_t r1, Py_ssize_t n, double eps)          \
+{                                                                                                  \
+    for (Py_ssize_t r = r0; r < r1; r++) {                                                         \
+        const T *RESTRICT xr = x + r * n;                                                          \
+        T *RESTRICT yr = y + r * n;                                                                \
+        double s, v;                                                                               \
+        LANE_SUM(s, n, i, xr[i]);                                                                  \
+        T mu = (T)(s / (double)n);                                                                 \
+        LANE_SUM(v, n, i, (double)(xr[i] - mu) * (double)(xr[i] - mu));                            \
+        T rs = (T)(1.0 / sqrt(v / (double)n + eps));                                               \
+        mean[r] = mu;                                                                              \
+        rstd[r] = rs;                                                                              \
+        if (w && b)                                                                                \
+            for (Py_ssize_t i = 0; i < n; i++)                                                     \
+                yr[i] = ((xr[i] - mu) * rs) * w[i] + b[i];                                         \
+        else if (w)                                                                                \
+            for (Py_ssize_t i = 0; i < n; i++)                                                     \
+                yr[i] = ((xr[i] - mu) * rs) * w[i];                                                \
+        else if (b)                                                                                \
+            for (Py_ssize_t i = 0; i < n; i++)                                                     \
+                yr[i] = ((xr[i] - mu) * rs) + b[i];                                                \
+        else                                                                                       \
+            for (Py_ssize_t i = 0; i < n; i++)                                                     \
+                yr[i] = (xr[i] - mu) * rs;                                                         \
+    }                                                                                              \
+}                                                                                                  \
+/* gx = (gh - (x_hat mean(gh x_hat) + mean(gh))) rstd, gh = g w, x_hat = (x - mean) rstd;          \
+ * gw += g x_hat and gb += g into float64 column sums */        \
+CLONES static void layer_norm_backward_##T(const T *RESTRICT x, const T *RESTRICT w,               \
+                                           const T *RESTRICT mean, const T *RESTRICT rstd,         \
+                                           const T *RESTRICT g, T *RESTRICT gx,                    \
+                                           double *RESTRICT gw, double *RESTRICT gb,               \
+                                           Py_ssize_t r0, Py_ssize_t r1, Py_ssize_t n)             \
+{                                                                                                  \
+    for (Py_ssize_t r = r0; r < r1; r++) {                                                         \
+        const T *RESTRICT xr = x + r * n, *RESTRICT gr = g + r * n;                                \
+        T mu = mean[r], rs = rstd[r];                                                              \
+        if (gw && gb)                                                                              \
+            for (Py_ssize_t i = 0; i < n; i++) {                                                   \
+                gw[i] += (double)gr[i] * (double)((xr[i] - mu) * rs);                              \
+                gb[i] += (double)gr[i];                                                            \
+            }                                                                                      \
+        else if (gw)                                                                               \
+            for (Py_ssize_t i = 0; i < n; i++)                                                     \
+                gw[i] += (double)gr[i] * (double)((xr[i] - mu) * rs);                              \
+        else if (gb)                                                                               \
+            for (Py_ssize_t i = 0; i < n; i++)                                                     \
+                gb[i] += (double)gr[i];                                                            \
+        if (!gx)                                                                                   \
+            continue;                                                                              \
+        T *RESTRICT o = gx + r * n;                                                                \
+        double sg, sgx;                                                                            \
+        if (w) {                                                                                   \
+            LANE_SUM(sg, n, i, gr[i] * w[i]);                                                      \
+            LANE_SUM(sgx, n, i, (double)(gr[i] * w[i]) * (double)((xr[i] - mu) * rs));             \
+            T mg = (T)(sg / (double)n), mgx = (T)(sgx / (double)n);                                \
+            for (Py_ssize_t i = 0; i < n; i++)                                                     \
+                o[i] = (gr[i] * w[i] - (((xr[i] - mu) * rs) * mgx + mg)) * rs;                     \
+        }                                                                                          \
+        else {                                                                                     \
+            LANE_SUM(sg, n, i, gr[i]);                                                             \
+            LANE_SUM(sgx, n, i, (double)gr[i] * (double)((xr[i] - mu) * rs));                      \
+            T mg = (T)(sg / (double)n), mgx = (T)(sgx / (double)n);                                \
+            for (Py_ssize_t i = 0; i < n; i++)                                                     \
+                o[i] = (gr[i] - (((xr[i] - mu) * rs) * mgx + mg)) * rs;                            \
+        }                                                                                          \
+    }                                                                                              \
+}
+LAYER_NORM(float)
+LAYER_NORM(double)
+
+/* ---------------------------------------------------------------------------------------------
+ * The Python functions: buffers in, checked, loops run without the GIL */
+
+/* A C-contiguous float32 ('f') or float64 ('d') buffer; its kind in *kind. */
+static int get_buffer(PyObject *obj, Py_buffer *view, int writable, char *kind, const char *what)
+{
+    int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
+    if (PyObject_GetBuffer(obj, view, flags) < 0) {
+        PyErr_Format(PyExc_TypeError,
+                     "ember._kernels: %s must be a C-contiguous%s float32/float64 array",
+                     what, writable ? ", writable" : "");
+        return -1;
+    }
+    const char *f = view->format ? view->format : "B";
+    if (*f == '@' || *f == '=' || *f == '<')
+        f++;
+    char k = (f[0] == 'f' || f[0] == 'd') && f[1] == '\0' ? f[0] : 0;
+    if (!k || view->itemsize != (k == 'f' ? 4 : 8)) {
+        PyBuffer_Release(view);
+        PyErr_Format(PyExc_TypeError, "ember._kernels: %s must be float32 or float64, got "
+                     "format '%s'", what, view->format ? view->format : "B");
+        return -1;
+    }
+    *kind = k;
+    return 0;
+}
+
+#define MAXBUF 9
+
+typedef struct {
+    Py_buffer v[MAXBUF];
+    void *p[MAXBUF];  /* NULL for a None argument */
+    Py_ssize_t len[MAXBUF];  /* elements */
+    int n;
+    char kind;
+} Bufs;
+
+static void release(Bufs *b)
+{
+    for (int i = 0; i < b->n; i++)
+        if (b->p[i])
+            PyBuffer_Release(&b->v[i]);
+    b->n = 0;
+}
+
+/* Take args[0..count) as buffers; spec: one character per argument, 'i' input, 'o' output,
+ * lowercase required, uppercase may be None. All must share one kind. */
+static int take(Bufs *b, PyObject *const *args, Py_ssize_t nargs, const char *spec)
+{
+    Py_ssize_t count = (Py_ssize_t)strlen(spec);
+    b->n = 0;
+    b->kind = 0;
+    if (nargs < count) {
+        PyErr_Format(PyExc_TypeError, "ember._kernels: expected %zd array arguments", count);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < count; i++) {
+        char c = spec[i];
+        if ((c == 'I' || c == 'O') && args[i] == Py_None) {
+            b->p[i] = NULL;
+            b->len[i] = 0;
+            b->n = (int)i + 1;
+            continue;
+        }
+        char kind, name[32];
+        PyOS_snprintf(name, sizeof name, "argument %zd", i + 1);
+        if (get_buffer(args[i], &b->v[i], c == 'o' || c == 'O', &kind, name) < 0) {
+            b->p[i] = NULL;
+            b->n = (int)i;
+            release(b);
+            return -1;
+        }
+        b->p[i] = b->v[i].buf;
+        b->len[i] = b->v[i].len / b->v[i].itemsize;
+        b->n = (int)i + 1;
+        if (b->kind && kind != b->kind) {
+            release(b);
+            PyErr_SetString(PyExc_TypeError, "ember._kernels: arrays of mixed dtypes");
+            return -1;
+        }
+        b->kind = kind;
+    }
+    return 0;
+}
+
+static int same_lengths(Bufs *b, Py_ssize_t want, int first, int last)
+{
+    for (int i = first; i < last; i++)
+        if (b->p[i] && b->len[i] != want) {
+            PyErr_Format(PyExc_ValueError, "ember._kernels: argument %d has %zd elements, "
+                         "expected %zd", i + 1, b->len[i], want);
+            return -1;
+        }
+    return 0;
+}
+
+static PyObject *run_unary(PyObject *const *args, Py_ssize_t nargs, unary_fn f32, unary_fn f64)
+{
+    Bufs b;
+    if (take(&b, args, nargs, "io") < 0)
+        return NULL;
+    unary_fn f = b.kind == 'f' ? f32 : f64;
+    if (!f) {
+        release(&b);
+        return PyErr_Format(PyExc_TypeError, "ember._kernels: no %s kernel",
+                            b.kind == 'f' ? "float32" : "float64");
+    }
+    if (same_lengths(&b, b.len[0], 1, 2) < 0) {
+        release(&b);
+        return NULL;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    f(b.p[0], b.p[1], 0, b.len[0]);
+    Py_END_ALLOW_THREADS
+    release(&b);
+    Py_RETURN_NONE;
+}
+
+static PyObject *run_binary(PyObject *const *args, Py_ssize_t nargs, binary_fn f32,
+                            binary_fn f64)
+{
+    Bufs b;
+    if (take(&b, args, nargs, "iio") < 0)
+        return NULL;
+    binary_fn f = b.kind == 'f' ? f32 : f64;
+    if (!f) {
+        release(&b);
+        return PyErr_Format(PyExc_TypeError, "ember._kernels: no %s kernel",
+                            b.kind == 'f' ? "float32" : "float64");
+    }
+    if (same_lengths(&b, b.len[0], 1, 3) < 0) {
+        release(&b);
+        return NULL;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    f(b.p[0], b.p[1], b.p[2], 0, b.len[0]);
+    Py_END_ALLOW_THREADS
+    release(&b);
+    Py_RETURN_NONE;
+}
+
+#define UNARY_PY(NAME, F32, F64)                                                               \
+    static PyObject *py_##NAME(PyObject *m, PyObject *const *args, Py_ssize_t nargs)           \
+    {                                                                                          \
+        return run_unary(args, nargs, F32, F64);                                               \
+    }
+#define BINARY_PY(NAME, F32, F64)                                                              \
+    static PyObject *py_##NAME(PyObject *m, PyObject *const *args, Py_ssize_t nargs)           \
+    {                                                                                          \
+        return run_binary(args, nargs, F32, F64);                                              \
+    }
+UNARY_PY(erf, erf_f32, NULL)
+UNARY_PY(erfc, erfc_f32, NULL)
+UNARY_PY(gelu, gelu_f32, NULL)
+BINARY_PY(gelu_backward, gelu_backward_f32, NULL)
+UNARY_PY(gelu_tanh, gelu_tanh_f32, gelu_tanh_f64)
+BINARY_PY(gelu_tanh_backward, gelu_tanh_backward_f32, gelu_tanh_backward_f64)
+
+/* the row length, last argument; the arrays' sizes a multiple of it */
+static int row_length(PyObject *const *args, Py_ssize_t nargs, Py_ssize_t at, Py_ssize_t *n)
+{
+    if (nargs != at + 1) {
+        PyErr_Format(PyExc_TypeError, "ember._kernels: expected %zd arguments", at + 1);
+        return -1;
+    }
+    *n = PyLong_AsSsize_t(args[at]);
+    if (*n == -1 && PyErr_Occurred())
+        return -1;
+    if (*n < 1) {
+        PyErr_SetString(PyExc_ValueError, "ember._kernels: rows must have at least 1 element");
+        return -1;
+    }
+    return 0;
+}
+
+typedef void (*rows1_fn)(const void *, void *, Py_ssize_t, Py_ssize_t, Py_ssize_t);
+typedef void (*rows2_fn)(const void *, const void *, void *, Py_ssize_t, Py_ssize_t, Py_ssize_t);
+
+static PyObject *run_rows(PyObject *const *args, Py_ssize_t nargs, int binary, void *f32,
+                          void *f64)
+{
+    Py_ssize_t n;
+    if (row_length(args, nargs, binary ? 3 : 2, &n) < 0)
+        return NULL;
+    Bufs b;
+    if (take(&b, args, nargs, binary ? "iio" : "io") < 0)
+        return NULL;
+    Py_ssize_t total = b.len[0];
+    if (total % n || same_lengths(&b, total, 1, binary ? 3 : 2) < 0) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "ember._kernels: size is not a multiple of the row");
+        release(&b);
+        return NULL;
+    }
+    void *f = b.kind == 'f' ? f32 : f64;
+    Py_BEGIN_ALLOW_THREADS
+    if (binary)
+        ((rows2_fn)f)(b.p[0], b.p[1], b.p[2], 0, total / n, n);
+    else
+        ((rows1_fn)f)(b.p[0], b.p[1], 0, total / n, n);
+    Py_END_ALLOW_THREADS
+    release(&b);
+    Py_RETURN_NONE;
+}
+
+#define ROWS_PY(NAME, BIN)                                                                     \
+    static PyObject *py_##NAME(PyObject *m, PyObject *const *args, Py_ssize_t nargs)           \
+    {                                                                                          \
+        return run_rows(args, nargs, BIN, (void *)NAME##_float, (void *)NAME##_double);        \
+    }
+ROWS_PY(softmax, 0)
+ROWS_PY(log_softmax, 0)
+ROWS_PY(softmax_backward, 1)
+ROWS_PY(log_softmax_backward, 1)
+
+/* layer_norm(x, w | None, b | None, y, mean, rstd, n, eps) */
+static PyObject *py_layer_norm(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 8)
+        return PyErr_Format(PyExc_TypeError, "ember._kernels.layer_norm: expected 8 arguments");
+    double eps = PyFloat_AsDouble(args[7]);
+    if (eps == -1.0 && PyErr_Occurred())
+        return NULL;
+    Py_ssize_t n;
+    if (row_length(args, 7, 6, &n) < 0)
+        return NULL;
+    Bufs b;
+    if (take(&b, args, nargs, "iIIooo") < 0)
+        return NULL;
+    Py_ssize_t total = b.len[0], rows = n ? total / n : 0;
+    if (!b.p[0] || !b.p[3] || total % n || same_lengths(&b, n, 1, 3) < 0
+        || same_lengths(&b, total, 3, 4) < 0 || same_lengths(&b, rows, 4, 6) < 0) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "ember._kernels.layer_norm: bad arguments");
+        release(&b);
+        return NULL;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    if (b.kind == 'f')
+        layer_norm_float(b.p[0], b.p[1], b.p[2], b.p[3], b.p[4], b.p[5], 0, rows, n, eps);
+    else
+        layer_norm_double(b.p[0], b.p[1], b.p[2], b.p[3], b.p[4], b.p[5], 0, rows, n, eps);
+    Py_END_ALLOW_THREADS
+    release(&b);
+    Py_RETURN_NONE;
+}
+
+/* layer_norm_backward(x, w | None, mean, rstd, g, gx | None, gw | None, gb | None, n) */
+static PyObject *py_layer_norm_backward(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_ssize_t n;
+    if (row_length(args, nargs, 8, &n) < 0)
+        return NULL;
+    Bufs b;
+    if (take(&b, args, nargs, "iIiiiOOO") < 0)
+        return NULL;
+    Py_ssize_t total = b.len[0], rows = total / n;
+    if (!b.p[0] || !b.p[2] || !b.p[3] || !b.p[4] || total % n || same_lengths(&b, n, 1, 2) < 0
+        || same_lengths(&b, rows, 2, 4) < 0 || same_lengths(&b, total, 4, 6) < 0
+        || same_lengths(&b, n, 6, 8) < 0) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "ember._kernels.layer_norm_backward: bad arguments");
+        release(&b);
+        return NULL;
+    }
+    double *acc = NULL;
+    int nacc = (b.p[6] != NULL) + (b.p[7] != NULL);
+    if (nacc) {
+        acc = (double *)PyMem_RawCalloc((size_t)(nacc * n), sizeof(double));
+        if (!acc) {
+            release(&b);
+            return PyErr_NoMemory();
+        }
+    }
+    double *gw = b.p[6] ? acc : NULL, *gb = b.p[7] ? acc + (b.p[6] ? n : 0) : NULL;
+    Py_BEGIN_ALLOW_THREADS
+    if (b.kind == 'f') {
+        layer_norm_backward_float(b.p[0], b.p[1], b.p[2], b.p[3], b.p[4], b.p[5], gw, gb, 0,
+                                  rows, n);
+        for (Py_ssize_t i = 0; i < n; i++) {
+            if (gw)
+                ((float *)b.p[6])[i] = (float)gw[i];
+            if (gb)
+                ((float *)b.p[7])[i] = (float)gb[i];
+        }
+    }
+    else {
+        layer_norm_backward_double(b.p[0], b.p[1], b.p[2], b.p[3], b.p[4], b.p[5], gw, gb, 0,
+                                   rows, n);
+        for (Py_ssize_t i = 0; i < n; i++) {
+            if (gw)
+                ((double *)b.p[6])[i] = gw[i];
+            if (gb)
+                ((double *)b.p[7])[i] = gb[i];
+        }
+    }
+    Py_END_ALLOW_THREADS
+    PyMem_RawFree(acc);
+    release(&b);
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_isa(PyObject *m, PyObject *unused)
+{
+#if HAVE_CLONES
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f"))
+        return PyUnicode_FromString("avx512f");
+    if (__builtin_cpu_supports("avx2"))
+        return PyUnicode_FromString("avx2");
+    return PyUnicode_FromString("x86-64 baseline");
+#else
+    return PyUnicode_FromString("portable");
+#endif
+}
+
+#define FAST(NAME, DOC) {#NAME, (PyCFunction)(void (*)(void))py_##NAME, METH_FASTCALL, DOC}
+static PyMethodDef kernels_methods[] = {
+    FAST(erf, "erf(x, out): float32 erf, within 1 ulp."),
+    FAST(erfc, "erfc(x, out): float32 erfc, within 1 ulp."),
+    FAST(gelu, "gelu(x, out): float32 x Phi(x), within 1 ulp."),
+    FAST(gelu_backward, "gelu_backward(x, grad, out): float32 grad (Phi(x) + x phi(x))."),
+    FAST(gelu_tanh, "gelu_tanh(x, out): gelu's tanh form, float32 or float64."),
+    FAST(gelu_tanh_backward, "gelu_tanh_backward(x, grad, out): its derivative times grad."),
+    FAST(softmax, "softmax(x, out, n): softmax over rows of n elements."),
+    FAST(log_softmax, "log_softmax(x, out, n): log_softmax over rows of n elements."),
+    FAST(softmax_backward, "softmax_backward(y, grad, out, n): y (grad - sum(grad y))."),
+    FAST(log_softmax_backward, "log_softmax_backward(y, grad, out, n): grad - exp(y) sum(grad)."),
+    FAST(layer_norm, "layer_norm(x, w, b, out, mean, rstd, n, eps): over rows of n elements."),
+    FAST(layer_norm_backward,
+         "layer_norm_backward(x, w, mean, rstd, grad, gx, gw, gb, n): gx, gw, gb (None: skip)."),
+    {"isa", (PyCFunction)py_isa, METH_NOARGS, "isa(): the instruction set the kernels run on."},
+    {NULL, NULL, 0, NULL},
+};
+
+static int kernels_exec(PyObject *module)
+{
+    if (PyModule_AddStringConstant(module, "C_HASH", EMBER_KERNELS_C_HASH) < 0
+        || PyModule_AddStringConstant(module, "BUILT_WITH", EMBER_KERNELS_BUILT_WITH) < 0)
+        return -1;
+    return 0;
+}
+
+static PyModuleDef_Slot kernels_slots[] = {
+    {Py_mod_exec, kernels_exec},
+    {0, NULL},
+};
+
+static struct PyModuleDef kernels_module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "ember._kernels",
+    .m_doc = "ember's optional eager kernels: single-pass loops over float32/float64 arrays "
+             "(see ember/_kernels_loader.py).",
+    .m_size = 0,
+    .m_methods = kernels_methods,
+    .m_slots = kernels_slots,
+};
+
+PyMODINIT_FUNC PyInit__kernels(void)
+{
+    return PyModuleDef_Init(&kernels_module);
+}

@@ -1,0 +1,198 @@
+"""The eager kernels ``ember._kernels``: single-pass C loops over float32/float64 NumPy arrays, for
+the ops where NumPy needs many passes (erf, GELU, softmax, layer_norm; docs/design.md, "Eager
+kernels"). Optional, as ``ember._native``: the ops' NumPy formulas are the reference and the
+fallback, and every function here returns None where the kernel does not apply, so a caller reads
+
+    out = _kernels_loader.gelu(x)
+    if out is None:
+        ...  # the NumPy formula
+
+``active`` is the C module, or None: ``EMBER_PURE_PYTHON=1`` in the environment, not built (no C
+compiler at install), or stale (its C file changed since it was built: an editable install after
+a ``git pull``; one ``RuntimeWarning`` says how to rebuild). ``disabled()`` turns the kernels off
+within a block (the tests compare both paths in one process). A kernel takes C-contiguous host
+arrays of one dtype, float32 (or float64 where it says so), with at least one element; anything
+else (CuPy arrays, other dtypes, strided views) gets None.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import warnings
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from ._native_core import source_hash
+
+C_SOURCES = ("_kernels.c",)  # relative to the package (setup.py's KERNELS_C_SOURCES)
+
+_F32 = np.dtype(np.float32)
+_F64 = np.dtype(np.float64)
+
+
+def _load() -> tuple[Any, str]:
+    """(the extension module or None, why)."""
+    if os.environ.get("EMBER_PURE_PYTHON", "") not in ("", "0"):
+        return None, "EMBER_PURE_PYTHON is set"
+    try:
+        import ember._kernels as mod  # the C extension (absolute: a .so, not a module of the tree)
+    except ImportError as e:
+        if getattr(e, "name", None) == "ember._kernels":
+            return None, "ember._kernels was not built (install from source with a C compiler)"
+        return None, f"ember._kernels did not import ({e})"
+    if getattr(mod, "__file__", None) is None or not hasattr(mod, "C_HASH"):
+        return None, "ember._kernels is not the extension (a folder of that name shadows it?)"
+    now = source_hash(C_SOURCES)
+    if now is not None and now != mod.C_HASH:  # the C file is present: an editable install
+        why = ("ember._kernels is stale: its C source changed since it was built; rebuild it with "
+               "`pip install -e .` (or `python setup.py build_ext --inplace`)")
+        warnings.warn(f"{why}. Using the NumPy formulas until then.", RuntimeWarning, stacklevel=2)
+        return None, why
+    return mod, f"ember._kernels {mod.BUILT_WITH}, running {mod.isa()}"
+
+
+_module, reason = _load() if __name__ == "ember._kernels_loader" else (None, "not loaded")
+active: Any = _module  # what the functions below use; None while disabled()
+
+
+def describe() -> str:
+    """One line: whether the eager kernels run, and why."""
+    return f"eager kernels: {'on' if active is not None else 'off'} ({reason})"
+
+
+@contextlib.contextmanager
+def disabled() -> Iterator[None]:
+    """Run the block with the NumPy formulas (the kernels off), then restore."""
+    global active
+    saved, active = active, None
+    try:
+        yield
+    finally:
+        active = saved
+
+
+@contextlib.contextmanager
+def enabled() -> Iterator[None]:
+    """Run the block with the kernels when they are built (the reverse of ``disabled``)."""
+    global active
+    saved, active = active, _module
+    try:
+        yield
+    finally:
+        active = saved
+
+
+def _ok(x: Any, f64: bool = False) -> bool:
+    """A C-contiguous, non-empty host array of float32 (or float64 where ``f64``)."""
+    return (type(x) is np.ndarray and (x.dtype == _F32 or (f64 and x.dtype == _F64))
+            and x.flags.c_contiguous and x.size > 0)
+
+
+def _ok2(x: Any, g: Any, f64: bool = False) -> bool:
+    return _ok(x, f64) and _ok(g, f64) and g.dtype == x.dtype and g.shape == x.shape
+
+
+# -- elementwise -----------------------------------------------------------------------------
+def erf(x: Any) -> np.ndarray | None:
+    """erf(x) of a float32 array, within 1 ulp; None where the kernel does not apply."""
+    k = active
+    if k is None or not _ok(x):
+        return None
+    out = np.empty_like(x)
+    k.erf(x, out)
+    return out
+
+
+def erfc(x: Any) -> np.ndarray | None:
+    """erfc(x) of a float32 array, within 1 ulp (relative, also in the tail)."""
+    k = active
+    if k is None or not _ok(x):
+        return None
+    out = np.empty_like(x)
+    k.erfc(x, out)
+    return out
+
+
+def gelu(x: Any, approximate: str = "none") -> np.ndarray | None:
+    """GELU's forward, exact (float32) or tanh form (float32 or float64)."""
+    k = active
+    if k is None or not _ok(x, approximate == "tanh"):
+        return None
+    out = np.empty_like(x)
+    (k.gelu_tanh if approximate == "tanh" else k.gelu)(x, out)
+    return out
+
+
+def gelu_backward(x: Any, grad: Any, approximate: str = "none") -> np.ndarray | None:
+    """grad times GELU's derivative at x (x and grad of one dtype and shape)."""
+    k = active
+    if k is None or not _ok2(x, grad, approximate == "tanh"):
+        return None
+    out = np.empty_like(x)
+    (k.gelu_tanh_backward if approximate == "tanh" else k.gelu_backward)(x, grad, out)
+    return out
+
+
+# -- over the last dim -----------------------------------------------------------------------
+def softmax(x: Any, log: bool = False) -> np.ndarray | None:
+    """softmax (or log_softmax) over the last dim of a float32/float64 array."""
+    k = active
+    if k is None or not _ok(x, True) or x.ndim == 0:
+        return None
+    out = np.empty_like(x)
+    (k.log_softmax if log else k.softmax)(x, out, x.shape[-1])
+    return out
+
+
+def softmax_backward(y: Any, grad: Any, log: bool = False) -> np.ndarray | None:
+    """The gradient of softmax (or log_softmax) over the last dim, from its output y."""
+    k = active
+    if k is None or not _ok2(y, grad, True) or y.ndim == 0:
+        return None
+    out = np.empty_like(y)
+    (k.log_softmax_backward if log else k.softmax_backward)(y, grad, out, y.shape[-1])
+    return out
+
+
+def layer_norm(x: Any, w: Any, b: Any, k: int,
+               eps: float) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """(y, mean, rstd) of layer_norm over the last ``k`` dims (mean and rstd with those dims
+    kept as 1), y = (x - mean) * rstd * w + b; w and b of the normalized shape, or None."""
+    mod = active
+    if mod is None or not _ok(x, True) or k < 1 or k > x.ndim:
+        return None
+    for p in (w, b):
+        if p is not None and not (_ok(p, True) and p.dtype == x.dtype
+                                  and p.shape == x.shape[x.ndim - k:]):
+            return None
+    n = math.prod(x.shape[x.ndim - k:])
+    kept = x.shape[:x.ndim - k] + (1,) * k
+    out = np.empty_like(x)
+    mean = np.empty(kept, x.dtype)
+    rstd = np.empty(kept, x.dtype)
+    mod.layer_norm(x, w, b, out, mean, rstd, n, float(eps))
+    return out, mean, rstd
+
+
+def layer_norm_backward(x: Any, w: Any, mean: Any, rstd: Any, grad: Any, k: int,
+                        need: tuple) -> tuple[Any, Any, Any] | None:
+    """(grad_x, grad_w, grad_b) of layer_norm over the last ``k`` dims, each None where
+    ``need`` (three flags) says so; None where the kernel does not apply."""
+    mod = active
+    if mod is None or not _ok2(x, grad, True) or k < 1 or k > x.ndim:
+        return None
+    if w is not None and not (_ok(w, True) and w.dtype == x.dtype):
+        return None
+    if not (_ok(mean, True) and _ok(rstd, True) and mean.dtype == rstd.dtype == x.dtype):
+        return None
+    kshape = x.shape[x.ndim - k:]
+    n = math.prod(x.shape[x.ndim - k:])
+    gx = np.empty_like(x) if need[0] else None
+    gw = np.empty(kshape, x.dtype) if need[1] else None
+    gb = np.empty(kshape, x.dtype) if need[2] else None
+    mod.layer_norm_backward(x, w, mean, rstd, grad, gx, gw, gb, n)
+    return gx, gw, gb

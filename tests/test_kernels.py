@@ -1,0 +1,432 @@
+"""The eager kernels (ember._kernels, through ember/_kernels_loader.py): each against float64 ground
+truth in float32 ulps, against the NumPy formula it replaces (the kernels off in the same
+process), against PyTorch (forward and backward), at the edges (inf, NaN, -0.0, subnormals, huge
+|x|, empty arrays, one-element rows), and the loader's choices (off, stale, not built).
+
+Every test that needs the extension skips when it is absent or off (EMBER_PURE_PYTHON=1); there
+the ops run their NumPy formulas, which the rest of the suite checks.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import ember
+import ember.nn.functional as F
+from ember import _kernels_loader as L
+from helpers import HAVE_TORCH, torch
+
+ROOT = Path(__file__).resolve().parent.parent
+needs_kernels = pytest.mark.skipif(L.active is None, reason=f"kernels off: {L.reason}")
+needs_torch = pytest.mark.skipif(not HAVE_TORCH, reason="PyTorch is not installed")
+
+_erf = np.vectorize(math.erf, otypes=[np.float64])
+_erfc = np.vectorize(math.erfc, otypes=[np.float64])
+C = math.sqrt(2 / math.pi)
+K = 0.044715
+
+
+def ulps(got: np.ndarray, exact: np.ndarray, slack: float | np.ndarray = 0.0) -> float:
+    """The largest |got - exact| in float32 ulps of the exact value (subnormal ulps below
+    2^-126), less an absolute ``slack`` (a number, or one per element); non-finite exact values
+    must match exactly."""
+    got = np.asarray(got, np.float64)
+    fin = np.isfinite(exact)
+    assert np.array_equal(np.isnan(got[~fin]), np.isnan(exact[~fin]))
+    assert np.array_equal(got[~fin & ~np.isnan(exact)], exact[~fin & ~np.isnan(exact)])
+    e = exact[fin]
+    below = np.abs(e).astype(np.float32)  # the float32 at or below |e|: its spacing is e's ulp
+    below = np.where(below > np.abs(e), np.nextafter(below, np.float32(0)), below)
+    ulp = np.maximum(np.spacing(below).astype(np.float64), 2.0**-149)
+    slack = np.broadcast_to(slack, exact.shape)[fin]
+    err = np.maximum(np.abs(got[fin] - e) - slack, 0.0)
+    return float(np.max(err / ulp)) if e.size else 0.0
+
+
+def _points() -> np.ndarray:
+    """float32 points across every range the kernels treat apart, plus normal activations."""
+    rng = np.random.default_rng(0)
+    parts = [
+        rng.standard_normal(100_000) * 2,
+        rng.uniform(-12, 12, 100_000),
+        np.linspace(-0.6, 0.6, 20_001),                        # erf's small-|x| branch and its edge
+        np.linspace(-15, 15, 30_001),                          # the tails, to underflow
+        np.geomspace(1e-38, 1e-2, 3_000), -np.geomspace(1e-38, 1e-2, 3_000),
+        np.array([0.5, -0.5, 0.4999999, 10.5, 10.05, 26.0, 1e4, 1e19, 3e38]),
+    ]
+    return np.concatenate(parts).astype(np.float32)
+
+
+X = _points()
+X64 = X.astype(np.float64)
+EDGES = np.array([np.inf, -np.inf, np.nan, 0.0, -0.0, 1e-45, -1e-45, 1e-40, -1e-40, 3.4e38,
+                  -3.4e38, 2e19, -2e19], np.float32)
+
+
+def _phi(x: np.ndarray) -> np.ndarray:
+    return 0.5 * _erfc(-x / math.sqrt(2))
+
+
+def _tanh_parts(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """1 + tanh(u) and 1 - tanh(u)^2 in float64 without cancellation, u = c (x + k x^3)."""
+    u = C * (x + K * x**3)
+    with np.errstate(over="ignore"):
+        e = np.exp(-2 * np.abs(u))
+        opt = np.where(u >= 0, 2 / (1 + e), 2 * e / (1 + e))
+        sech2 = 1 / np.cosh(u) ** 2
+    return opt, sech2
+
+
+# -- accuracy against float64 ground truth --------------------------------------------------------
+@needs_kernels
+def test_erf_and_erfc_are_within_one_ulp() -> None:
+    # correctly rounded but for the fits' 1.2e-9 (0.02 ulp) and CPython's float64 erf's own error
+    assert ulps(L.erf(X), _erf(X64)) <= 0.53
+    assert ulps(L.erfc(X), _erfc(X64)) <= 0.53  # relative, down to the tail's subnormals
+
+
+@needs_kernels
+def test_gelu_is_within_one_ulp() -> None:
+    with np.errstate(over="ignore", invalid="ignore"):
+        assert ulps(L.gelu(X), X64 * _phi(X64)) <= 0.53
+
+
+@needs_kernels
+def test_gelu_backward_is_within_one_ulp() -> None:
+    g = np.random.default_rng(1).standard_normal(X.size).astype(np.float32)
+    g64 = g.astype(np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        d = _phi(X64) + X64 * np.exp(-X64 * X64 / 2) / math.sqrt(2 * math.pi)
+    # d(x) crosses zero at x = -0.7518...: there what remains is the absolute error of the sum
+    # Phi(x) + x phi(x) of float64 terms fitted to 1.2e-9, far below float32's resolution of
+    # the terms it sums (PyTorch's float32 kernel: ~1e-7)
+    assert ulps(L.gelu_backward(X, g), g64 * d, slack=1e-9 * np.abs(g64)) <= 0.53
+
+
+@needs_kernels
+def test_gelu_tanh_and_its_backward_are_within_one_ulp() -> None:
+    g = np.random.default_rng(2).standard_normal(X.size).astype(np.float32)
+    opt, sech2 = _tanh_parts(X64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        assert ulps(L.gelu(X, "tanh"), 0.5 * X64 * opt) <= 0.53
+        big = np.abs(X64) > 1e18  # where x^2 overflows float32 (see the edge test)
+        d = 0.5 * opt + 0.5 * X64 * sech2 * C * (1 + 3 * K * X64**2)
+    got = L.gelu_backward(X, g, "tanh")
+    assert ulps(got[~big], (g * d)[~big], slack=1e-9 * np.abs(g[~big])) <= 0.53
+
+
+@needs_kernels
+def test_gelu_tanh_float64_is_within_a_few_ulp() -> None:
+    x = X64[np.abs(X64) < 1e6]
+    opt, sech2 = _tanh_parts(x)
+    exact = 0.5 * x * opt
+    got = L.gelu(x, "tanh")
+    assert got.dtype == np.float64
+    # relative error within a few ulp of the conditioning: exp(-2|u|) turns u's rounding
+    # (|u| 2^-53 absolute) into as much relative error in the tail
+    u = np.abs(C * (x + K * x**3))
+    ok = exact != 0
+    rel = np.abs(got[ok] - exact[ok]) / np.abs(exact[ok])
+    assert np.all(rel <= 2.0**-52 * (8 + 8 * u[ok]))
+    d = 0.5 * opt + 0.5 * x * sech2 * C * (1 + 3 * K * x**2)
+    gd = L.gelu_backward(x, np.ones_like(x), "tanh")
+    # (and an absolute 4e-16 around its root at x = -0.7524, where its terms cancel)
+    assert np.all(np.abs(gd - d) <= 2.0**-52 * (8 + 8 * u) * np.abs(d) + 4e-16)
+
+
+def _rows(shape: tuple, scale: float = 3.0, seed: int = 3) -> np.ndarray:
+    return (np.random.default_rng(seed).standard_normal(shape) * scale).astype(np.float32)
+
+
+@needs_kernels
+@pytest.mark.parametrize("n", [1, 2, 15, 16, 17, 100, 4096])
+def test_softmax_and_log_softmax_against_float64(n: int) -> None:
+    x = _rows((64, n))
+    # x - max rounds to float32 first, in the kernel as in the NumPy formula and PyTorch's
+    shifted = (x - x.max(-1, keepdims=True)).astype(np.float64)
+    e = np.exp(shifted)
+    s = e.sum(-1, keepdims=True)
+    # exp within 1 ulp, the float32 sum and the division half an ulp each
+    assert ulps(L.softmax(x), e / s) <= 2.5
+    exact = shifted - np.log(s)
+    # y = (x - max) - log(sum): one rounding of each term (PyTorch's formula too)
+    got = L.softmax(x, log=True)
+    assert np.all(np.abs(got - exact) <= 1.01 * np.spacing(np.abs(exact).astype(np.float32))
+                  + np.spacing(np.log(s).astype(np.float32)))
+
+
+@needs_kernels
+@pytest.mark.parametrize("n", [1, 17, 4096])
+def test_softmax_backward_against_float64(n: int) -> None:
+    x, g = _rows((32, n)), _rows((32, n), 1.0, 4)
+    y = L.softmax(x)
+    y64, g64 = y.astype(np.float64), g.astype(np.float64)
+    exact = y64 * (g64 - (g64 * y64).sum(-1, keepdims=True))
+    tol = 4 * np.spacing(np.float32(1)) * y64 * (np.abs(g64) + np.abs(g64 * y64).sum(-1, keepdims=True))
+    assert np.all(np.abs(L.softmax_backward(y, g) - exact) <= tol + 1e-45)
+    ly = L.softmax(x, log=True)
+    ly64 = ly.astype(np.float64)
+    exact = g64 - np.exp(ly64) * g64.sum(-1, keepdims=True)
+    tol = 4 * np.spacing(np.float32(1)) * (np.abs(g64) + np.exp(ly64) * np.abs(g64).sum(-1, keepdims=True))
+    assert np.all(np.abs(L.softmax_backward(ly, g, log=True) - exact) <= tol)
+
+
+@needs_kernels
+@pytest.mark.parametrize("shape,k", [((64, 4096), 1), ((8, 3, 5, 7), 2), ((5, 1), 1), ((3, 33), 1)])
+def test_layer_norm_against_float64(shape: tuple, k: int) -> None:
+    x = _rows(shape) + 1.5
+    nshape = shape[len(shape) - k:]
+    w, b = _rows(nshape, 1.0, 5), _rows(nshape, 1.0, 6)
+    y, mean, rstd = L.layer_norm(x, w, b, k, 1e-5)
+    axes = tuple(range(len(shape) - k, len(shape)))
+    x64 = x.astype(np.float64)
+    mu = x64.mean(axes, keepdims=True)
+    r = 1 / np.sqrt(((x64 - mu) ** 2).mean(axes, keepdims=True) + 1e-5)
+    assert mean.shape == rstd.shape == mu.shape and mean.dtype == rstd.dtype == np.float32
+    assert ulps(mean, mu) <= 0.5 and ulps(rstd, r) <= 1.0  # float64 sums (of float32 x - mean)
+    exact = (x64 - mu) * r * w + b
+    scale = np.abs((x64 - mu) * r * w) + np.abs(b)
+    assert np.all(np.abs(y - exact) <= 8 * np.spacing(np.float32(1)) * (scale + np.abs(mu * r * w)))
+    g = _rows(shape, 1.0, 7)
+    gx, gw, gb = L.layer_norm_backward(x, w, mean, rstd, g, k, (True, True, True))
+    xhat = (x64 - mu) * r
+    lead = tuple(range(len(shape) - k))
+    np.testing.assert_allclose(gb, g.sum(lead), rtol=1e-6, atol=1e-5)
+    np.testing.assert_allclose(gw, (g * xhat).sum(lead), rtol=1e-5, atol=1e-4)
+    gh = g * w.astype(np.float64)
+    exact = r * (gh - gh.mean(axes, keepdims=True) - xhat * (gh * xhat).mean(axes, keepdims=True))
+    np.testing.assert_allclose(gx, exact, rtol=1e-4, atol=1e-4 * float(np.abs(exact).max()))
+
+
+# -- the same results as the NumPy formulas (kernels off, one process) ------------------------------
+def _both(fn):
+    """fn() with the kernels on, then off."""
+    with L.enabled():
+        on = fn()
+    with L.disabled():
+        off = fn()
+    return on, off
+
+
+def _np(t):
+    return t.detach().numpy()
+
+
+@needs_kernels
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_ops_agree_with_their_numpy_formulas(dtype) -> None:
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((64, 257)).astype(dtype) * 2
+    w = rng.standard_normal(257).astype(dtype)
+    b = rng.standard_normal(257).astype(dtype)
+    g = rng.standard_normal((64, 257)).astype(dtype)
+    tol = dict(rtol=3e-6, atol=3e-6) if dtype == np.float32 else dict(rtol=1e-12, atol=1e-12)
+    cases = {
+        "erf": lambda t: ember.erf(t), "erfc": lambda t: ember.erfc(t),
+        "gelu": lambda t: F.gelu(t), "gelu_tanh": lambda t: F.gelu(t, approximate="tanh"),
+        "softmax": lambda t: ember.softmax(t, -1), "log_softmax": lambda t: ember.log_softmax(t, -1),
+        "layer_norm": lambda t: F.layer_norm(t, (257,), ember.tensor(w), ember.tensor(b)),
+        "layer_norm_plain": lambda t: F.layer_norm(t, (257,)),
+    }
+    for name, fn in cases.items():
+        def run(fn=fn):
+            t = ember.tensor(x, requires_grad=True)
+            y = fn(t)
+            y.backward(ember.tensor(g))
+            return _np(y), t.grad.numpy()
+        (y1, g1), (y0, g0) = _both(run)
+        assert y1.dtype == y0.dtype == dtype and g1.dtype == dtype, name
+        np.testing.assert_allclose(y1, y0, **tol, err_msg=name)
+        np.testing.assert_allclose(g1, g0, **tol, err_msg=name)
+
+
+@needs_kernels
+def test_the_kernels_are_chosen_only_where_they_apply() -> None:
+    x = np.ones((4, 6), np.float32)
+    assert L.erf(x) is not None and L.softmax(x) is not None
+    for bad in (x.astype(np.float16), x[:, ::2], x.T, np.ones((0, 6), np.float32), x.tolist()):
+        assert L.erf(bad) is None and L.softmax(bad) is None and L.gelu(bad) is None
+    assert L.erf(x.astype(np.float64)) is None  # float64 erf: SciPy's or the table
+    assert L.gelu(x.astype(np.float64)) is None and L.gelu(x.astype(np.float64), "tanh") is not None
+    assert L.gelu_backward(x, x.astype(np.float64)) is None  # mixed dtypes
+    assert L.gelu_backward(x, np.ones((6, 4), np.float32)) is None  # other shape
+    assert L.layer_norm(x, np.ones(5, np.float32), None, 1, 1e-5) is None
+    with L.disabled():
+        assert L.erf(x) is None and L.active is None
+    assert L.active is not None
+
+
+# -- against PyTorch ----------------------------------------------------------------------------
+@needs_kernels
+@needs_torch
+@pytest.mark.parametrize("case", ["erf", "erfc", "gelu", "gelu_tanh", "softmax", "log_softmax",
+                                  "layer_norm"])
+def test_forward_and_backward_match_torch(case: str) -> None:
+    rng = np.random.default_rng(9)
+    x = (rng.standard_normal((128, 1024)) * 2).astype(np.float32)
+    g = rng.standard_normal((128, 1024)).astype(np.float32)
+    w = rng.standard_normal(1024).astype(np.float32)
+    b = rng.standard_normal(1024).astype(np.float32)
+
+    def fn(m, t):
+        if case == "erf":
+            return m.erf(t)
+        if case == "erfc":
+            return m.erfc(t)
+        if case in ("gelu", "gelu_tanh"):
+            return m.nn.functional.gelu(t, approximate="tanh" if case == "gelu_tanh" else "none")
+        if case in ("softmax", "log_softmax"):
+            return getattr(m, case)(t, -1)
+        return m.nn.functional.layer_norm(t, (1024,), m.tensor(w), m.tensor(b))
+
+    res = []
+    for m in (ember, torch):
+        t = m.tensor(x, requires_grad=True)
+        y = fn(m, t)
+        y.backward(m.tensor(g))
+        res.append((y.detach().numpy(), t.grad.numpy()))
+    (y1, g1), (y0, g0) = res
+    np.testing.assert_allclose(y1, y0, rtol=2e-6, atol=2e-6)
+    np.testing.assert_allclose(g1, g0, rtol=2e-5, atol=2e-5)
+
+
+@needs_kernels
+@needs_torch
+def test_layer_norm_weight_and_bias_gradients_match_torch() -> None:
+    rng = np.random.default_rng(10)
+    x = rng.standard_normal((4, 6, 32)).astype(np.float32)
+    g = rng.standard_normal((4, 6, 32)).astype(np.float32)
+    w = rng.standard_normal((6, 32)).astype(np.float32)
+    b = rng.standard_normal((6, 32)).astype(np.float32)
+    grads = []
+    for m in (ember, torch):
+        t, tw, tb = (m.tensor(a, requires_grad=True) for a in (x, w, b))
+        m.nn.functional.layer_norm(t, (6, 32), tw, tb).backward(m.tensor(g))
+        grads.append([a.grad.numpy() for a in (t, tw, tb)])
+    for a, r in zip(*grads):
+        np.testing.assert_allclose(a, r, rtol=1e-5, atol=1e-5)
+
+
+# -- edges ----------------------------------------------------------------------------------------
+@needs_kernels
+def test_erf_edges() -> None:
+    e64 = EDGES.astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        assert ulps(L.erf(EDGES), _erf(e64)) <= 0.51 and ulps(L.erfc(EDGES), _erfc(e64)) <= 0.51
+    got = L.erf(EDGES)
+    assert np.signbit(got[4]) and got[4] == 0  # erf(-0.0) = -0.0
+    assert list(L.erf(EDGES[:3])[:2]) == [1, -1] and list(L.erfc(EDGES[:2])) == [0, 2]
+
+
+@needs_kernels
+@needs_torch
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_gelu_edges_as_the_numpy_formula(approximate: str) -> None:
+    """inf gives inf, -inf NaN (inf * 0) and -0.0 stays -0.0, as PyTorch's float64 gelu and the
+    NumPy formula; the gradient is NaN at +-inf."""
+    x = EDGES[:5]
+    with L.disabled():
+        ref = _np(F.gelu(ember.tensor(x), approximate=approximate))
+    got = L.gelu(x, approximate)
+    np.testing.assert_array_equal(got, ref)
+    assert np.signbit(got[4])
+    d = L.gelu_backward(x, np.ones_like(x), approximate)
+    assert np.isnan(d[:3]).all() and list(d[3:]) == [0.5, 0.5]
+    t = torch.tensor(x.astype(np.float64), requires_grad=True)
+    torch.nn.functional.gelu(t, approximate=approximate).backward(torch.ones(5, dtype=torch.float64))
+    np.testing.assert_array_equal(np.isnan(t.grad.numpy()), np.isnan(d))
+
+
+@needs_kernels
+def test_gelu_at_huge_and_subnormal_inputs() -> None:
+    x = np.array([1e-45, -1e-45, 1e-40, -1e-40, 3e38, -3e38, -20.0, -13.0], np.float32)
+    for approximate in ("none", "tanh"):
+        y = L.gelu(x, approximate)
+        assert ulps(y[:4], x[:4] * 0.5) <= 1  # gelu(x) ~ x/2 near 0 (2^-150 is a tie)
+        assert y[4] == x[4] and y[5] == 0 and np.signbit(y[5]) and y[6] == 0
+
+
+@needs_kernels
+def test_softmax_edges() -> None:
+    inf, nan = np.inf, np.nan
+    x = np.array([[0.0, -inf, 1.0], [-inf, -inf, -inf], [1.0, inf, 0.0], [1.0, nan, 2.0],
+                  [1e30, -1e30, 0.0], [-1e-45, 1e-45, 0.0]], np.float32)
+    with L.disabled(), np.errstate(all="ignore"):
+        ref = _np(ember.softmax(ember.tensor(x), -1)), _np(ember.log_softmax(ember.tensor(x), -1))
+    got = L.softmax(x), L.softmax(x, log=True)
+    for a, r in zip(got, ref):
+        np.testing.assert_array_equal(np.isnan(a), np.isnan(r))
+        np.testing.assert_allclose(a, r, rtol=1e-6, atol=0)
+    one = np.array([[3.0], [-inf], [nan]], np.float32)  # one-element rows
+    np.testing.assert_array_equal(L.softmax(one), [[1.0], [nan], [nan]])
+    np.testing.assert_array_equal(L.softmax(one, log=True), [[0.0], [nan], [nan]])
+    assert L.softmax(np.ones((3, 0), np.float32)) is None  # empty: the formula's copy
+
+
+@needs_kernels
+def test_ops_on_empty_and_one_element_inputs() -> None:
+    for shape in [(0,), (0, 5), (1,), (1, 1), (2, 1)]:
+        x = ember.ones(shape, requires_grad=True)
+        for fn in (ember.erf, F.gelu, lambda t: ember.softmax(t, -1),
+                   lambda t, shape=shape: F.layer_norm(t, shape[-1:])):
+            y = fn(x)
+            y.sum().backward()
+            assert y.shape == x.shape and y.dtype == ember.float32
+    assert F.layer_norm(ember.ones(2, 1), (1,)).tolist() == [[0.0], [0.0]]
+
+
+@needs_kernels
+def test_create_graph_keeps_the_formula_and_double_backward() -> None:
+    x = ember.tensor([0.3, -1.2, 2.0], requires_grad=True)
+    for approximate in ("none", "tanh"):
+        (g,) = ember.autograd.grad(F.gelu(x, approximate=approximate).sum(), x, create_graph=True)
+        (gg,) = ember.autograd.grad(g.sum(), x)
+        with L.disabled():
+            (g0,) = ember.autograd.grad(F.gelu(x, approximate=approximate).sum(), x,
+                                        create_graph=True)
+            (gg0,) = ember.autograd.grad(g0.sum(), x)
+        np.testing.assert_allclose(g.detach().numpy(), g0.detach().numpy(), rtol=1e-6)
+        np.testing.assert_allclose(gg.numpy(), gg0.numpy(), rtol=1e-6)
+
+
+# -- the loader and the build -------------------------------------------------------------------
+def test_pure_python_switch_turns_the_kernels_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EMBER_PURE_PYTHON", "1")
+    mod, why = L._load()
+    assert mod is None and "EMBER_PURE_PYTHON" in why
+
+
+@needs_kernels
+def test_a_stale_extension_is_not_used(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(L, "source_hash", lambda files, root=None: "0" * 64)
+    with pytest.warns(RuntimeWarning, match="stale.*build_ext --inplace"):
+        mod, why = L._load()
+    assert mod is None and "stale" in why
+
+
+def test_setup_builds_the_listed_sources() -> None:
+    text = (ROOT / "setup.py").read_text()
+    listed = re.search(r"KERNELS_C_SOURCES = (\(.*?\))", text).group(1)
+    assert eval(listed) == L.C_SOURCES  # noqa: S307 - a literal tuple from our own file
+    assert "-ffp-contract=off" in text and "-ffast-math" not in text.replace("never -ffast-math", "")
+
+
+def test_a_build_without_a_compiler_skips_the_kernels(tmp_path: Path) -> None:
+    """A failed kernel build never fails the install: one line, and the ops use NumPy."""
+    pytest.importorskip("setuptools")
+    out = subprocess.run(
+        [sys.executable, "setup.py", "-q", "build_ext", "--build-lib", str(tmp_path / "lib"),
+         "--build-temp", str(tmp_path / "tmp")],
+        capture_output=True, text=True, timeout=300, cwd=ROOT,
+        env={**os.environ, "CC": "/bin/false", "EMBER_REQUIRE_NATIVE": ""})
+    assert out.returncode == 0, out.stderr
+    assert "ember._kernels was not built" in out.stderr
+    assert not list((tmp_path / "lib").rglob("_kernels*.so"))
