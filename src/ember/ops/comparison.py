@@ -66,15 +66,9 @@ def ne(input: Any, other: Any, *, out: Any = None) -> Any:
     return _compare("ne", operator.ne, input, other, out)
 
 
-not_equal = ne
-
-
 def lt(input: Any, other: Any, *, out: Any = None) -> Any:
     """``input < other``, elementwise (a bool tensor)."""
     return _compare("lt", operator.lt, input, other, out)
-
-
-less = lt
 
 
 def le(input: Any, other: Any, *, out: Any = None) -> Any:
@@ -82,23 +76,14 @@ def le(input: Any, other: Any, *, out: Any = None) -> Any:
     return _compare("le", operator.le, input, other, out)
 
 
-less_equal = le
-
-
 def gt(input: Any, other: Any, *, out: Any = None) -> Any:
     """``input > other``, elementwise (a bool tensor)."""
     return _compare("gt", operator.gt, input, other, out)
 
 
-greater = gt
-
-
 def ge(input: Any, other: Any, *, out: Any = None) -> Any:
     """``input >= other``, elementwise (a bool tensor)."""
     return _compare("ge", operator.ge, input, other, out)
-
-
-greater_equal = ge
 
 
 def equal(input: Any, other: Any) -> bool:
@@ -161,6 +146,21 @@ def fmin(input: Any, other: Any, *, out: Any = None) -> Any:
     return res if out is None else _out.write(out, res, "fmin")
 
 
+not_equal = ne
+
+
+less = lt
+
+
+less_equal = le
+
+
+greater = gt
+
+
+greater_equal = ge
+
+
 # ---------------------------------------------------------------------------------------------
 # op classes
 
@@ -193,6 +193,14 @@ class Minimum(Op):
         return _split_ties(ctx, grad, a < b, a, b)
 
 
+class Fmax(Where):
+    """fmax as a selection by a precomputed mask (same rule as Where)."""
+
+
+class Fmin(Where):
+    """fmin as a selection by a precomputed mask (same rule as Where)."""
+
+
 def _split_ties(ctx: Any, grad: Any, wins: Any, a: Any, b: Any) -> tuple[Any, Any]:
     """(grad where a wins, grad where b wins), each half of grad at ties. On arrays the share
     is built in grad's dtype and multiplied in place (a float64 share would double the
@@ -204,14 +212,6 @@ def _split_ties(ctx: Any, grad: Any, wins: Any, a: Any, b: Any) -> tuple[Any, An
     share[a == b] = 0.5
     share *= grad
     return share, grad - share
-
-
-class Fmax(Where):
-    """fmax as a selection by a precomputed mask (same rule as Where)."""
-
-
-class Fmin(Where):
-    """fmin as a selection by a precomputed mask (same rule as Where)."""
 
 
 # ---------------------------------------------------------------------------------------------
