@@ -152,6 +152,39 @@ def test_record_shapes_and_profile_memory():
         plain.key_averages(group_by_input_shape=True)
 
 
+def test_profile_memory_counts_backward_kernels_and_pytorchs_units():
+    """Each op's and each backward node's new memory, as PyTorch's rows show it: an MLP's
+    backward makes its gradients (mm 3.04 MB there: AddmmBackward0 here), in PyTorch's units."""
+    torch = pytest.importorskip("torch")
+
+    def run(m):
+        model = m.nn.Sequential(m.nn.Linear(512, 1024), m.nn.GELU(), m.nn.Linear(1024, 10))
+        x = m.randn(256, 512)
+        with m.profiler.profile(profile_memory=True) as prof:
+            model(x).sum().backward()
+        return prof.key_averages()
+
+    def mem(rows, *names):
+        return sum(e.self_cpu_memory_usage for e in rows if e.key in names)
+
+    ours, theirs = run(ember), run(torch)
+    # forward: the two linear outputs and GELU's; backward: GELU's gradient and the addmm grads
+    assert mem(ours, "ember::linear") == mem(theirs, "aten::addmm")
+    assert mem(ours, "ember::gelu") == mem(theirs, "aten::gelu")
+    assert mem(ours, "autograd::engine::evaluate_function: GeluBackward0") == \
+        mem(theirs, "aten::gelu_backward")
+    # the weight, input and bias gradients (PyTorch's mm and sum rows; its loss sum is 4 B,
+    # and it makes a 20 KB scratch in aten::empty that ember makes inside the rule)
+    addmm = mem(ours, "autograd::engine::evaluate_function: AddmmBackward0")
+    assert abs(addmm - (mem(theirs, "aten::mm") + mem(theirs, "aten::sum"))) <= 32 << 10
+    assert addmm > 3 << 20
+    table = ours.table(sort_by="self_cpu_memory_usage")
+    assert " MB " in table and " Mb " not in table
+    from ember.profiler._events import _format_memory
+    assert [_format_memory(n) for n in (4, 20480, 3 << 20, 3 << 30)] == \
+        ["4 B", "20.00 KB", "3.00 MB", "3.00 GB"]
+
+
 def test_with_stack_records_the_calling_line():
     with profile(with_stack=True) as prof:
         ember.ones(2).exp()

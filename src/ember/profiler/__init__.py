@@ -18,8 +18,9 @@ inside another op (a user Function's forward, a composite) are its children, so 
 time not spent in children, as in PyTorch.
 
 What differs from PyTorch: times are host wall-clock times (for CUDA tensors, kernel launch
-times; there are no device-side columns); ``profile_memory`` counts the bytes of the tensors each
-op returns (allocations only, no frees); ``with_flops``/``with_modules`` record nothing extra.
+times; there are no device-side columns); ``profile_memory`` counts the new memory each op
+returns and each backward rule's gradients (allocations only, no frees), on the node's row where
+PyTorch shows its kernels'; ``with_flops``/``with_modules`` record nothing extra.
 Ops are intercepted by wrapping ``Function.apply`` and the ops' ``backward`` rules while a
 profile records (restored on exit), see ``ember/profiler/_core.py``.
 """

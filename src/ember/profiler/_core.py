@@ -87,7 +87,7 @@ class _Recorder:
         ev.start_ns = time.perf_counter_ns()
         return ev
 
-    def pop(self, ev: _Event, result: Any = None) -> None:
+    def pop(self, ev: _Event, result: Any = None, inputs: tuple = ()) -> None:
         ev.end_ns = time.perf_counter_ns()
         st = self._stack()
         if st and st[-1] is ev:
@@ -95,17 +95,31 @@ class _Recorder:
         elif ev in st:  # a block exited out of order: close it anyway
             st.remove(ev)
         if self.profile_memory and result is not None:
-            ev.memory = _nbytes(result)
+            ev.memory = _nbytes(result, inputs)
 
 
-def _nbytes(result: Any) -> int:
-    outs = result if isinstance(result, tuple) else (result,)
+def _nbytes(result: Any, inputs: tuple = ()) -> int:
+    """Bytes of the new memory in an op's result (tensors) or a backward rule's (arrays, or
+    tensors under ``create_graph``): views and the incoming gradients passed through count 0."""
+    outs = result if isinstance(result, (tuple, list)) else (result,)
+    seen = {id(_root(getattr(g, "_data", g))) for g in inputs}
     total = 0
     for o in outs:
-        d = getattr(o, "_data", None)
-        if d is not None:
-            total += int(getattr(d, "nbytes", 0))
+        d = getattr(o, "_data", o)
+        if d is None or not hasattr(d, "nbytes"):
+            continue
+        root = _root(d) if o is d else d  # (a tensor result's array is counted as it is)
+        if id(root) not in seen:
+            seen.add(id(root))
+            total += int(getattr(root, "nbytes", d.nbytes))
     return total
+
+
+def _root(a: Any) -> Any:
+    """The array that owns ``a``'s memory (``a`` itself when it is not a view)."""
+    while getattr(a, "base", None) is not None and hasattr(a.base, "nbytes"):
+        a = a.base
+    return a
 
 
 def _user_stack() -> list[str]:
@@ -204,11 +218,13 @@ def _timed_backward(rule: Callable) -> Callable:
     def backward(ctx: Any, *grads: Any) -> Any:
         name = "autograd::engine::evaluate_function: " + type(ctx).__name__
         events = [(r, r.push(name, "op")) for r in _recorders]
+        result = None
         try:
-            return rule(ctx, *grads)
-        finally:
+            result = rule(ctx, *grads)
+            return result
+        finally:  # (memory: the gradients it made, as PyTorch's rows of backward kernels)
             for r, ev in reversed(events):
-                r.pop(ev)
+                r.pop(ev, result, grads)
 
     backward.__wrapped__ = rule  # type: ignore[attr-defined]
     return backward

@@ -23,13 +23,13 @@ def _format_time(us: float) -> str:
 
 def _format_memory(nbytes: int) -> str:
     kb, mb, gb = 1024, 1024 ** 2, 1024 ** 3
-    if abs(nbytes) >= gb:
-        return f"{nbytes / gb:.2f} Gb"
+    if abs(nbytes) >= gb:  # PyTorch's units: 1.50 GB, 3.04 MB, 20.00 KB, 4 B
+        return f"{nbytes / gb:.2f} GB"
     if abs(nbytes) >= mb:
-        return f"{nbytes / mb:.2f} Mb"
+        return f"{nbytes / mb:.2f} MB"
     if abs(nbytes) >= kb:
-        return f"{nbytes / kb:.2f} Kb"
-    return f"{nbytes} b"
+        return f"{nbytes / kb:.2f} KB"
+    return f"{nbytes} B"
 
 
 class FunctionEvent:
