@@ -8,7 +8,6 @@ without a GPU. ``cuda`` is the real device (CuPy), used only when ``ember.cuda.i
 from __future__ import annotations
 
 import contextlib
-import types
 from collections.abc import Iterator
 from typing import Any
 
@@ -16,6 +15,7 @@ import numpy as np
 
 import ember
 from ember import _backend
+from ember.testing._fake_cuda import FAKE_CUPY
 
 DEVICES = ("cpu", "fake_cuda", "cuda")
 
@@ -74,104 +74,16 @@ def device_name(device: str) -> str:
 
 
 # -------------------------------------------------------------------------------------------
-# A stand-in for the CuPy module while fake_cuda tests run.
+# A stand-in for the CuPy module while fake_cuda tests run: the package's fake CUDA
+# (``ember.testing._fake_cuda.FAKE_CUPY``, behind ``ember.testing.fake_cuda()`` and
+# ``ember run --fake-cuda``).
 #
 # ember asks ``_backend.xp_of(arr)`` for the array module of a non-CPU array. Without CuPy that is
 # NumPy, so ``xp.zeros(shape)`` would make a plain (CPU) array where CuPy makes a GPU one: the
-# FakeCudaArray alone cannot tell a real bug from the double's own gap. ``fake_cupy()`` installs a
-# module that is NumPy with every array it returns (functions, submodules, NumPy scalars)
-# turned into a FakeCudaArray, as CuPy returns device arrays, and ``ndarray`` is FakeCudaArray.
-# Code that bypasses the array module (``np.zeros`` on a GPU path, ``type(a) is np.ndarray``
+# FakeCudaArray alone cannot tell a real bug from the double's own gap. ``FAKE_CUPY`` is NumPy
+# with every array it returns turned into a FakeCudaArray, as CuPy returns device arrays. Code
+# that bypasses the array module (``np.zeros`` on a GPU path, ``type(a) is np.ndarray``
 # branches, ``.get()``) still fails, as it would on a GPU.
-
-
-def _fake(x: Any) -> Any:
-    if type(x) is np.ndarray or isinstance(x, np.generic):
-        return np.asarray(x).view(_backend.FakeCudaArray)
-    if type(x) is tuple or type(x) is list:
-        return type(x)(_fake(v) for v in x)
-    if isinstance(x, tuple) and hasattr(x, "_fields"):  # NumPy's named results (linalg)
-        return type(x)(*(_fake(v) for v in x))
-    return x
-
-
-class _FakeUfunc:
-    """A NumPy ufunc whose results (call, reduce, accumulate, outer, ...) are FakeCudaArray."""
-
-    def __init__(self, uf: np.ufunc) -> None:
-        self._uf = uf
-
-    def __call__(self, *args: Any, **kw: Any) -> Any:
-        return _fake(self._uf(*args, **kw))
-
-    def __getattr__(self, name: str) -> Any:
-        obj = getattr(self._uf, name)
-        if not callable(obj):
-            return obj
-
-        def call(*args: Any, **kw: Any) -> Any:
-            return _fake(obj(*args, **kw))
-
-        return call
-
-
-class _FakeModule(types.ModuleType):
-    """NumPy (or one of its submodules) returning FakeCudaArray where it returns arrays."""
-
-    def __init__(self, mod: Any) -> None:
-        super().__init__(f"fake_cupy<{mod.__name__}>")
-        self._mod = mod
-
-    def __getattr__(self, name: str) -> Any:
-        obj = getattr(self._mod, name)
-        if isinstance(obj, types.ModuleType):
-            obj = _FakeModule(obj)
-        elif isinstance(obj, np.ufunc):
-            obj = _FakeUfunc(obj)
-        elif callable(obj) and not isinstance(obj, type):
-
-            def call(*args: Any, _f: Any = obj, **kw: Any) -> Any:
-                return _fake(_f(*args, **kw))
-
-            obj = call
-        setattr(self, name, obj)
-        return obj
-
-
-class _FakeDevice:
-    def __init__(self, index: int | None = None) -> None:
-        self.id = 0 if index is None else int(index)
-
-    def __enter__(self) -> _FakeDevice:
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        return None
-
-    def synchronize(self) -> None:
-        return None
-
-
-class _FakeCupy(_FakeModule):
-    """The fake CuPy module: one device, arrays are FakeCudaArray."""
-
-    def __init__(self) -> None:
-        super().__init__(np)
-        self.ndarray = _backend.FakeCudaArray
-        self.cuda = types.SimpleNamespace(
-            Device=_FakeDevice,
-            runtime=types.SimpleNamespace(getDeviceCount=lambda: 1, getDevice=lambda: 0),
-        )
-
-    def get_array_module(self, *arrays: Any) -> Any:
-        return self if any(isinstance(a, _backend.FakeCudaArray) for a in arrays) else np
-
-    def asnumpy(self, a: Any) -> np.ndarray:
-        return np.array(a)
-
-
-FAKE_CUPY = _FakeCupy()
-
 
 _real_cupy: list = []  # the CuPy module (or None) that fake_cupy() replaced, innermost last
 

@@ -48,7 +48,7 @@ def _import_cupy() -> Any:
 
 def nccl_module() -> Any:
     """CuPy's NCCL binding (``cupy.cuda.nccl``), or None where CuPy, a GPU or NCCL is missing."""
-    if not cuda_available():
+    if not cuda_available() or cuda_is_fake():
         return None
     try:
         from cupy.cuda import nccl
@@ -196,8 +196,22 @@ def check_available(dev: device) -> device:
 
 
 class FakeCudaArray(np.ndarray):
-    """Test double: a NumPy array that says it lives on ``cuda:0``, so device checks and
-    transfers are tested on machines without a GPU. Never created by ember itself."""
+    """A NumPy array that says it lives on ``cuda:0``: the arrays of fake CUDA
+    (``ember.testing.fake_cuda``, ``ember run --fake-cuda``) and of the tests' ``fake_cuda``
+    device, so device checks and transfers run on machines without a GPU."""
+
+    def __array_finalize__(self, obj: Any) -> None:
+        if fake_cuda_track is not None:
+            fake_cuda_track(self)
+
+
+# set by ``ember.testing.fake_cuda`` while it is on: counts each new FakeCudaArray's allocation
+fake_cuda_track: Any = None
+
+
+def cuda_is_fake() -> bool:
+    """Whether ``cuda`` is fake CUDA (NumPy arrays) rather than CuPy's."""
+    return bool(getattr(_cupy, "ember_fake_cuda", False))
 
 
 def device_of(arr: Any) -> device:
@@ -235,9 +249,9 @@ def to_device(arr: Any, dev: device, copy: bool = False) -> Any:
     if src.type == "meta":
         raise NotImplementedError(_meta.NO_DATA)
     if dev.type == "cpu":
-        return np.asarray(arr) if isinstance(arr, FakeCudaArray) else arr.get()
+        return np.array(arr, subok=False) if isinstance(arr, FakeCudaArray) else arr.get()
     if _cupy is None:  # only reachable from a FakeCudaArray (tests): Tensor.to checks first
-        return np.asarray(arr).view(FakeCudaArray)
+        return np.array(arr).view(FakeCudaArray)
     cp = _import_cupy()
     with cp.cuda.Device(dev.index or 0):
         return cp.asarray(arr)

@@ -160,7 +160,13 @@ def _exec_script(path: str) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    code = _run_target(args)
+    if getattr(args, "fake_cuda", False):
+        from .testing import fake_cuda
+
+        with fake_cuda():  # `cuda` is NumPy arrays with CUDA's rules (docs/cuda.md)
+            code = _run_target(args)
+    else:
+        code = _run_target(args)
     if code and os.environ.get("EMBER_LAUNCH") == "1":
         from .distributed.run import end_job
 
@@ -271,6 +277,9 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--report", action="store_true",
                      help="at exit, list each torch API the run touched that ember lacks")
     run.add_argument("-m", dest="module", action="store_true", help="run a module, like python -m")
+    run.add_argument("--fake-cuda", action="store_true",
+                     help="make 'cuda' a device backed by NumPy arrays with CUDA's rules, to find "
+                          "device mistakes without a GPU (numerics and speed are the CPU's)")
     run.add_argument("target", help="the script (or module with -m)")
     run.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the script")
     run.set_defaults(func=_run)

@@ -33,21 +33,30 @@ from .shape import reshape
 # small helpers
 
 
-def keeps_index(arg: str, only_for: str | None = None
+def keeps_index(arg: str, only_for: str | None = None, against: str = "input"
                 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorate an op whose backward reads its index or mask argument ``arg``: the node then
     checks that tensor's version, as PyTorch's saved indices are checked, so changing the index
     in place before ``backward()`` raises PyTorch's error instead of sending the gradient to
     the new positions. With ``only_for``, only when that argument needs a gradient (PyTorch
-    keeps ``index_add``'s index for the source's gradient alone)."""
+    keeps ``index_add``'s index for the source's gradient alone). The index must be on the
+    device of the tensor it indexes, ``against`` (a CPU index of a CUDA tensor raises, as in
+    PyTorch: only ``x[index]`` takes one)."""
 
     def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
         names = list(inspect.signature(fn).parameters)
         pos = names.index(arg)
         dep = names.index(only_for) if only_for is not None else -1
+        on = names.index(against)
+        name = fn.__name__
 
         @functools.wraps(fn)
         def op(*args: Any, **kwargs: Any) -> Any:
+            i = args[pos] if len(args) > pos else kwargs.get(arg)
+            x = args[on] if len(args) > on else kwargs.get(against)
+            if (isinstance(i, TensorBase) and isinstance(x, TensorBase)
+                    and type(i._data) is not type(x._data)):
+                _check_same_device(name, arg, i, against, x)
             out = fn(*args, **kwargs)
             if isinstance(out, TensorBase) and out._grad_fn is not None:
                 if dep >= 0:
@@ -78,6 +87,18 @@ def track_index_versions(out: Any, key: Any) -> Any:
     if versions is not None:
         node._versions = versions
     return out
+
+
+def _check_same_device(op: str, arg: str, i: TensorBase, against: str, x: TensorBase) -> None:
+    di, dx = _backend.device_of(i._data), _backend.device_of(x._data)
+    if di != dx and "cuda" in (di.type, dx.type):
+        raise RuntimeError(
+            f"Expected all tensors to be on the same device, but found at least two devices, "
+            f"{dx} and {di}! (when checking argument for argument {arg} in method {op}: "
+            f"{against} of shape {tuple(x._data.shape)} is on {dx}, {arg} of shape "
+            f"{tuple(i._data.shape)} on {di}). Move the {arg} with .to({str(dx)!r}), or "
+            f"the {against} to {di}."
+        )
 
 
 def _numel(shape: tuple) -> int:

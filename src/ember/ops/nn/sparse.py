@@ -26,7 +26,7 @@ __all__ = [
 # embedding
 
 
-@keeps_index("input")
+@keeps_index("input", against="weight")
 def embedding(
     input: TensorBase, weight: TensorBase, padding_idx: int | None = None, max_norm: float | None = None,
     norm_type: float = 2.0, scale_grad_by_freq: bool = False, sparse: bool = False,
