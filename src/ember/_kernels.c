@@ -14,9 +14,10 @@
  * and AVX-512F, one chosen at load by the CPU (target_clones).
  *
  * Accuracy (tests/test_kernels.py checks it against float64 and mpmath ground truth):
- * - float32 erf, erfc, gelu and gelu's backward (exact and tanh forms) compute in float64 from
- *   polynomials fitted to 4e-11 relative (scripts/fit_kernels.py) and round once: within 1 ulp
- *   of the true value (correctly rounded but for ~1e-3 ulp);
+ * - float32 erf, erfc, their derivatives, gelu and gelu's backward (exact and tanh forms)
+ *   compute in float64 from polynomials fitted to 1.2e-9 relative (scripts/fit_kernels.py) and
+ *   round once: within 1 ulp of the true value (correctly rounded but for ~0.02 ulp; the
+ *   backward of gelu within 1e-9 absolute near the zero of its derivative);
  * - float64 gelu (tanh form) and its backward: a few ulp, as the NumPy formula;
  * - the float32 exp of softmax and log_softmax: within 1 ulp; row sums in float64 accumulators.
  */
@@ -84,6 +85,7 @@ static const float EXP_Q32F[5] = {
     0.0013893831055611372f};
 
 #define INV_SQRT2 0.70710678118654752440
+#define TWO_OVER_SQRT_PI 1.12837916709551257390
 #define INV_SQRT_2PI 0.39894228040143267794
 #define SQRT_2_OVER_PI 0.79788456080286535588
 #define GELU_K 0.044715
@@ -217,6 +219,20 @@ KI float k_erfc32(float xf)
     return (float)(s < 0.25 ? 1.0 - erf_small32(x, s) : x != x ? x : big);
 }
 
+/* erf's derivative times grad: grad 2/sqrt(pi) exp(-x^2) (x^2 exact in float64); erfc's is its
+ * negative */
+KI float k_erf_backward32(float xf, float gf)
+{
+    double x = xf;
+    double d = (double)gf * (TWO_OVER_SQRT_PI * k_exp32(-(x * x)));
+    return (float)(x != x ? x : d);
+}
+
+KI float k_erfc_backward32(float xf, float gf)
+{
+    return -k_erf_backward32(xf, gf);
+}
+
 /* Phi(-|x|) = erfc(|x|/sqrt2)/2 and phi(x) = exp(-x^2/2)/sqrt(2pi); x^2/2 is exact for a float32 x */
 KI double half_erfc32(double x, double *e)
 {
@@ -303,6 +319,8 @@ typedef void (*binary_fn)(const void *x, const void *g, void *y, Py_ssize_t i0, 
 
 UNARY(erf_f32, float, k_erf32)
 UNARY(erfc_f32, float, k_erfc32)
+BINARY(erf_backward_f32, float, k_erf_backward32)
+BINARY(erfc_backward_f32, float, k_erfc_backward32)
 UNARY(gelu_f32, float, k_gelu32)
 BINARY(gelu_backward_f32, float, k_gelu_backward32)
 UNARY(gelu_tanh_f32, float, k_gelu_tanh32)
@@ -657,6 +675,8 @@ static PyObject *run_binary(PyObject *const *args, Py_ssize_t nargs, binary_fn f
     }
 UNARY_PY(erf, erf_f32, NULL)
 UNARY_PY(erfc, erfc_f32, NULL)
+BINARY_PY(erf_backward, erf_backward_f32, NULL)
+BINARY_PY(erfc_backward, erfc_backward_f32, NULL)
 UNARY_PY(gelu, gelu_f32, NULL)
 BINARY_PY(gelu_backward, gelu_backward_f32, NULL)
 UNARY_PY(gelu_tanh, gelu_tanh_f32, gelu_tanh_f64)
@@ -824,6 +844,8 @@ static PyObject *py_isa(PyObject *m, PyObject *unused)
 static PyMethodDef kernels_methods[] = {
     FAST(erf, "erf(x, out): float32 erf, within 1 ulp."),
     FAST(erfc, "erfc(x, out): float32 erfc, within 1 ulp."),
+    FAST(erf_backward, "erf_backward(x, grad, out): float32 grad 2/sqrt(pi) exp(-x^2)."),
+    FAST(erfc_backward, "erfc_backward(x, grad, out): float32 -grad 2/sqrt(pi) exp(-x^2)."),
     FAST(gelu, "gelu(x, out): float32 x Phi(x), within 1 ulp."),
     FAST(gelu_backward, "gelu_backward(x, grad, out): float32 grad (Phi(x) + x phi(x))."),
     FAST(gelu_tanh, "gelu_tanh(x, out): gelu's tanh form, float32 or float64."),

@@ -117,10 +117,22 @@ def erfc(x: Any) -> np.ndarray | None:
     return out
 
 
-def gelu(x: Any, approximate: str = "none") -> np.ndarray | None:
-    """GELU's forward, exact (float32) or tanh form (float32 or float64)."""
+def erf_backward(x: Any, grad: Any, complement: bool = False) -> np.ndarray | None:
+    """grad * 2/sqrt(pi) * exp(-x^2) (erf's derivative; negated for erfc), float32."""
     k = active
-    if k is None or not _ok(x, approximate == "tanh"):
+    if k is None or not _ok2(x, grad):
+        return None
+    out = np.empty_like(x)
+    (k.erfc_backward if complement else k.erf_backward)(x, grad, out)
+    return out
+
+
+def gelu(x: Any, approximate: str = "none") -> np.ndarray | None:
+    """GELU's forward, exact (float32) or tanh form (float64; float32's tanh form stays with
+    NumPy's blockwise passes, as fast as the kernel where NumPy has AVX-512 tanh loops)."""
+    k = active
+    tanh = approximate == "tanh"
+    if k is None or not _ok(x, tanh) or (tanh and x.dtype == _F32):
         return None
     out = np.empty_like(x)
     (k.gelu_tanh if approximate == "tanh" else k.gelu)(x, out)

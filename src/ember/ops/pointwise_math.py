@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import _kernels_loader as _kernels
 from .._special import erf as _erf
 from .._special import erfc as _erfc
 from .._special import erfinv as _erfinv
@@ -672,6 +673,8 @@ class Erf(Op):
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
         (x,) = ctx.saved
+        if (gx := _kernels.erf_backward(x, grad)) is not None:  # (arrays only: not create_graph)
+            return gx
         return grad * (2 / math.sqrt(math.pi)) * ctx.xp.exp(-(x * x))
 
 
@@ -686,6 +689,8 @@ class Erfc(Op):
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
         (x,) = ctx.saved
+        if (gx := _kernels.erf_backward(x, grad, complement=True)) is not None:
+            return gx
         return grad * (-2 / math.sqrt(math.pi)) * ctx.xp.exp(-(x * x))
 
 
