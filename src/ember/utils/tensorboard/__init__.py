@@ -135,8 +135,26 @@ class SummaryWriter(_tbx.SummaryWriter):
 
     def add_graph(self, model: Any, input_to_model: Any = None, verbose: bool = False,
                   use_strict_trace: bool = True) -> None:
-        """Not implemented: drawing a model's graph needs PyTorch's tracer (``torch.jit``)."""
-        raise NotImplementedError(
-            "ember does not implement SummaryWriter.add_graph: it needs a graph tracer "
-            "(torch.jit.trace), which ember does not have. Log scalars, histograms and images."
-        )
+        """The model's graph, for TensorBoard's Graphs tab.
+
+        The model runs once on ``input_to_model`` (a tensor, or a tuple of the forward's
+        arguments) in eval mode without gradients, as PyTorch traces it; each op it runs
+        becomes a node (``aten::addmm``, ``aten::convolution``...) inside boxes named after
+        the modules (``Net/Linear[fc1]``), with its parameters (``prim::GetAttr``), the edges
+        between them and the shapes of every output. Training modes are restored afterwards.
+
+        Args:
+            model: the ``nn.Module`` to draw.
+            input_to_model: example input(s) to run it on.
+            verbose: also print the graph, one node a line.
+            use_strict_trace: accepted for PyTorch's signature (nothing to relax).
+        """
+        from ._graph import describe, graph_def, trace_graph
+
+        nodes = trace_graph(model, input_to_model)
+        if verbose:
+            print(describe(nodes))
+        from tensorboardX.proto import event_pb2
+
+        event = event_pb2.Event(graph_def=graph_def(nodes).SerializeToString())
+        self._get_file_writer().add_event(event)
