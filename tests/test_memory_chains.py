@@ -151,6 +151,14 @@ OPTIMIZERS: dict[str, tuple[str, dict, float]] = {
     "adamw": ("AdamW", dict(lr=1e-3, weight_decay=0.01), 0.1),
     "rmsprop": ("RMSprop", dict(lr=1e-3), 1.1),
     "adagrad": ("Adagrad", dict(lr=1e-2), 1.1),
+    # PyTorch 2.13 measured (16 MB parameter, foreach=False): amsgrad 2, centered RMSprop with
+    # momentum 1, Adamax 1, NAdam 2, Adadelta 2
+    "adam_amsgrad": ("Adam", dict(lr=1e-3, amsgrad=True), 0.1),
+    "adamw_amsgrad": ("AdamW", dict(lr=1e-3, amsgrad=True), 0.1),
+    "rmsprop_centered_momentum": ("RMSprop", dict(lr=1e-3, momentum=0.9, centered=True), 1.1),
+    "adamax": ("Adamax", dict(lr=1e-3), 1.1),
+    "nadam": ("NAdam", dict(lr=1e-3), 2.1),
+    "adadelta": ("Adadelta", dict(), 2.1),
 }
 
 

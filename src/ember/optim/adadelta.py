@@ -87,12 +87,18 @@ class Adadelta(Optimizer):
         tmp = g * g
         tmp *= 1.0 - o.rho
         v += tmp
-        std = xp.sqrt(v + o.eps)
-        tmp = xp.sqrt(u + o.eps)
+        std = v + o.eps
+        if d.ndim:  # two temporaries, reused (a 0-d step gets NumPy scalars: no out=)
+            xp.sqrt(std, out=std)
+            xp.add(u, o.eps, out=tmp)
+            xp.sqrt(tmp, out=tmp)
+        else:
+            std = xp.sqrt(std)
+            tmp = xp.sqrt(u + o.eps)
         tmp /= std
         tmp *= g  # tmp is now the step dx
         u *= o.rho
-        std = tmp * tmp
+        std = xp.multiply(tmp, tmp, out=std) if d.ndim else tmp * tmp
         std *= 1.0 - o.rho
         u += std
         tmp *= o.lr

@@ -100,9 +100,11 @@ class Adam(Optimizer):
         if o.weight_decay != 0 and not o.decoupled_weight_decay:
             g = g + o.weight_decay * d
         decay = 1.0 - o.lr * o.weight_decay if o.decoupled_weight_decay else 1.0
-        if (_BLOCKED and not o.amsgrad and type(d) is np.ndarray and d.ndim and d.dtype.kind == "f"
-                and g.dtype == d.dtype and d.flags.c_contiguous and m.flags.c_contiguous and v.flags.c_contiguous):
-            return _blocked_step(d, g, m, v, o, t, decay)
+        vmax = state["max_exp_avg_sq"]._data if o.amsgrad else None
+        if (_BLOCKED and type(d) is np.ndarray and d.ndim and d.dtype.kind == "f"
+                and g.dtype == d.dtype and d.flags.c_contiguous and m.flags.c_contiguous
+                and v.flags.c_contiguous and (vmax is None or vmax.flags.c_contiguous)):
+            return _blocked_step(d, g, m, v, o, t, decay, vmax)
         if decay != 1.0:
             d *= decay
         m *= o.beta1
@@ -112,8 +114,7 @@ class Adam(Optimizer):
         v *= o.beta2
         v += gg
         xp = _xp(d)
-        if o.amsgrad:
-            vmax = state["max_exp_avg_sq"]._data
+        if vmax is not None:
             xp.maximum(vmax, v, out=vmax)
             v = vmax
         # temporaries are updated with in-place operators, never out=: for a 0-d parameter
@@ -131,12 +132,14 @@ _BLOCKED = True  # tests switch the blocked path off to compare it with the plai
 
 
 def _blocked_step(d: np.ndarray, g: np.ndarray, m: np.ndarray, v: np.ndarray,
-                  o: SimpleNamespace, t: float, decay: float) -> None:
+                  o: SimpleNamespace, t: float, decay: float, vmax: np.ndarray | None = None
+                  ) -> None:
     """The update above, block by block, into scratch rows: the same operations in the same
     order (bit for bit the plain path's result), but each block's thirteen passes read and
     write cache instead of memory, and no full-size temporaries are allocated (an MLP's 784x512
     weight: 1.36 -> 0.92 ms)."""
     df, gf, mf, vf = d.reshape(-1), g.reshape(-1), m.reshape(-1), v.reshape(-1)
+    wf = None if vmax is None else vmax.reshape(-1)  # amsgrad's running maximum
     b1, b2, c1, c2 = o.beta1, o.beta2, 1.0 - o.beta1, 1.0 - o.beta2
     bc2 = math.sqrt(1.0 - b2**t)
     step = o.lr / (1.0 - b1**t)
@@ -156,6 +159,8 @@ def _blocked_step(d: np.ndarray, g: np.ndarray, m: np.ndarray, v: np.ndarray,
         sc *= c2
         vc *= b2
         vc += sc
+        if wf is not None:
+            vc = np.maximum(wf[i:j], vc, out=wf[i:j])
         np.sqrt(vc, out=sc)
         sc /= bc2
         sc += eps

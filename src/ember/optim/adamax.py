@@ -85,11 +85,18 @@ class Adamax(Optimizer):
         m = state["exp_avg"]._data
         u = state["exp_inf"]._data
         m *= o.beta1
-        m += (1.0 - o.beta1) * g
+        tmp = (1.0 - o.beta1) * g
+        m += tmp
         u *= o.beta2
-        tmp = xp.abs(g)
+        if d.ndim:  # one temporary, reused (a 0-d step gets NumPy scalars: no out=)
+            xp.abs(g, out=tmp)
+        else:
+            tmp = xp.abs(g)
         tmp += o.eps
         xp.maximum(u, tmp, out=u)
-        tmp = m / u
+        if d.ndim:
+            xp.divide(m, u, out=tmp)
+        else:
+            tmp = m / u
         tmp *= o.lr / (1.0 - o.beta1**t)
         d -= tmp

@@ -105,17 +105,23 @@ class NAdam(Optimizer):
         m = state["exp_avg"]._data
         v = state["exp_avg_sq"]._data
         m *= o.beta1
-        m += (1.0 - o.beta1) * g
+        r = (1.0 - o.beta1) * g
+        m += r
         v *= o.beta2
-        r = g * g
+        inplace = bool(d.ndim)  # (a 0-d step gets NumPy scalars: no out=)
+        r = xp.multiply(g, g, out=r) if inplace else g * g
         r *= 1.0 - o.beta2
         v += r
-        r = xp.sqrt(v / (1.0 - o.beta2**t))
+        if inplace:  # the same operations through r's and upd's memory: two temporaries
+            xp.divide(v, 1.0 - o.beta2**t, out=r)
+            xp.sqrt(r, out=r)
+        else:
+            r = xp.sqrt(v / (1.0 - o.beta2**t))
         r += o.eps
         # two terms: the current gradient's and the momentum's
         upd = g / r
         upd *= o.lr * (1.0 - mu) / (1.0 - mu_product)
         d -= upd
-        upd = m / r
+        upd = xp.divide(m, r, out=upd) if inplace else m / r
         upd *= o.lr * mu_next / (1.0 - mu_product * mu_next)
         d -= upd

@@ -97,12 +97,20 @@ class RMSprop(Optimizer):
         r *= 1.0 - o.alpha
         v += r
         xp = _xp(d)
+        reuse = type(r) is np.ndarray and r.shape == v.shape  # r's memory again (no 0-d scalar)
         if o.centered:
             a = state["grad_avg"]._data
             a *= o.alpha
-            a += (1.0 - o.alpha) * g
-            r = xp.sqrt(v - a * a)
-        elif type(r) is np.ndarray and r.shape == v.shape:  # r's memory again (no 0-d scalar)
+            if reuse:  # the same operations, through r's memory
+                xp.multiply(g, 1.0 - o.alpha, out=r)
+                a += r
+                xp.multiply(a, a, out=r)
+                xp.subtract(v, r, out=r)
+                xp.sqrt(r, out=r)
+            else:
+                a += (1.0 - o.alpha) * g
+                r = xp.sqrt(v - a * a)
+        elif reuse:
             xp.sqrt(v, out=r)
         else:
             r = xp.sqrt(v)
@@ -115,7 +123,11 @@ class RMSprop(Optimizer):
             b = state["momentum_buffer"]._data
             b *= o.momentum
             b += r
-            d -= o.lr * b
+            if type(r) is np.ndarray and r.shape == b.shape:
+                xp.multiply(b, o.lr, out=r)
+                d -= r
+            else:
+                d -= o.lr * b
         else:
             r *= o.lr
             d -= r
