@@ -209,6 +209,7 @@ _EXPANDED_WRITES = {
         m.tensor([[True, False, False], [False, False, False]]), val[0]),
     "row_scatter_": lambda m, v, val: v[0:1].scatter_(1, m.tensor([[2]]), val[:1].reshape(1, 1)),
     "row_mul_": lambda m, v, val: v[0].mul_(val),
+    "self_copy": lambda m, v, val: v[0:2].copy_(v),  # copies nothing: runs, backward refuses
 }
 
 
@@ -316,3 +317,44 @@ def test_custom_function_gradient_count_in_both_cores(tmp_path):
         out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                              text=True, check=True).stdout
         assert "FBackward returned an incorrect number of gradients (expected 2, got 3)" in out
+
+
+# ---- what an op keeps for backward decides which in-place changes backward refuses ----------
+
+_SAVING = {
+    "addcdiv_x_only_t2": lambda m, x, c, d: (m.addcdiv(x, c, d, value=0.5), d),
+    "addcdiv_x_only_t1": lambda m, x, c, d: (m.addcdiv(x, c, d, value=0.5), c),
+    "addcmul_x_only": lambda m, x, c, d: (m.addcmul(x, c, d, value=0.5), d),
+    "addcmul_self_operand": lambda m, x, c, d: (m.addcmul(x * 1, c, d), c),
+    "linear_const_weight": lambda m, x, c, d: (m.nn.functional.linear(x, c.view(1, 4)), c),
+    "linear_const_input": lambda m, x, c, d: (m.nn.functional.linear(c, x.view(1, 4)), c),
+    "matmul_1d": lambda m, x, c, d: (x @ c, c),
+    "einsum_outer": lambda m, x, c, d: (m.einsum("i,j->ij", x, c), c),
+    "conv1d_const_weight": lambda m, x, c, d: (
+        m.nn.functional.conv1d(x.view(1, 1, 4), c[:2].view(1, 1, 2)), c),
+    "conv1d_const_input": lambda m, x, c, d: (
+        m.nn.functional.conv1d(c.view(1, 1, 4), x[:2].view(1, 1, 2)), c),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_SAVING))
+def test_inplace_change_after_forward_as_pytorch(name):
+    """An operand changed in place between forward and backward: backward raises exactly
+    where PyTorch's does (its node saved that operand), and otherwise gives its gradient."""
+    res = []
+    for m in MODULES:
+        x = m.tensor([0.5, -1.0, 2.0, 1.5], requires_grad=True)
+        c = m.tensor([1.5, 0.25, -0.75, 2.0])
+        d = m.tensor([2.0, -0.5, 1.25, 0.75])
+        y, changed = _SAVING[name](m, x, c, d)
+        changed.mul_(2)
+        try:
+            y.sum().backward()
+            res.append(("ok", x.grad.numpy()))
+        except RuntimeError as e:
+            res.append(("raises", "modified by an inplace operation" in str(e)))
+    assert res[0][0] == res[1][0]
+    if res[0][0] == "ok":
+        np.testing.assert_allclose(res[0][1], res[1][1], rtol=1e-6)
+    else:
+        assert res[0][1] and res[1][1]

@@ -27,7 +27,7 @@ from ..autograd.function import (
     refresh_view,
     window_geometry,
 )
-from .casting import fill, zero
+from .casting import copy_from, fill, zero
 from .indexing import getitem, index_fill, index_put, masked_fill, setitem
 
 __all__ = ["inplace", "restride"]
@@ -56,8 +56,8 @@ def inplace(t: TensorBase, fn: Any, *args: Any, **kwargs: Any) -> TensorBase:
             split = _split_key(t, args[0])
             if split is not None:  # x[basic] = v through repeated memory: PyTorch's two steps
                 return _setitem_in_view(t, split, args[1])
-        if fn not in _OVERLAP_OK:
-            _check_no_overlap(t)
+        if fn not in _OVERLAP_OK and not (fn is copy_from and _same_view(t, args[0])):
+            _check_no_overlap(t)  # (x.copy_(x) with x expanded copies nothing, as PyTorch's)
     if fn not in _OVERLAP_OK:
         _check_operands_overlap(t, args)
     tracking = grad_mode.state.enabled and (
@@ -197,6 +197,16 @@ def _setitem_in_view(t: TensorBase, split: tuple, value: Any) -> TensorBase:
     _check_no_overlap(view)
     inplace(view, setitem, Ellipsis, value)
     return t
+
+
+def _same_view(t: TensorBase, src: Any) -> bool:
+    """Whether ``src`` is the same memory as ``t``, element for element (same start, shape and
+    strides): PyTorch's ``copy_`` then returns at once."""
+    if not isinstance(src, TensorBase):
+        return False
+    a, b = t._data, src._data
+    return (a is b or (a.shape == b.shape and a.strides == b.strides
+                       and _backend.address(a) == _backend.address(b)))
 
 
 def _repeats(d: Any) -> bool:

@@ -613,8 +613,9 @@ class Addcdiv(Op):
 
     @staticmethod
     def forward(ctx: Any, x: Any, t1: Any, t2: Any, value: Any) -> Any:
-        n = ctx.needs_input_grad  # t1 is kept for t2's gradient only; t2 for both
-        ctx.save_for_backward(t1 if n[2] else None, t2 if n[1] or n[2] else None, value)
+        # t1 is kept for t2's gradient only; t2 always, as PyTorch's node keeps it (an in-place
+        # change of t2 makes backward raise even when only x needs a gradient)
+        ctx.save_for_backward(t1 if ctx.needs_input_grad[2] else None, t2, value)
         return x + value * _quietly(_truediv, t1, t2)
 
     @staticmethod
