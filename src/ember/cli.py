@@ -159,6 +159,20 @@ def _exec_script(path: str) -> None:
     exec(code, main.__dict__)
 
 
+def _exec_code(code: str) -> None:
+    """Run ``code`` as ``__main__``, as ``python -c code`` does."""
+    global _launcher_main
+    import builtins
+
+    compiled = compile(code, "<string>", "exec", dont_inherit=True)
+    main = types.ModuleType("__main__")
+    main.__dict__.update(__builtins__=builtins, __spec__=None, __package__=None,
+                         __loader__=None)
+    _launcher_main = sys.modules.get("__main__")
+    sys.modules["__main__"] = main
+    exec(compiled, main.__dict__)
+
+
 def _run(args: argparse.Namespace) -> int:
     if getattr(args, "fake_cuda", False):
         from .testing import fake_cuda
@@ -189,9 +203,15 @@ def _run_target(args: argparse.Namespace) -> int:
 
     torchrun_env()
     launcher_dirs = _launcher_dirs()
-    sys.argv = [args.target, *args.args]
+    if args.code is not None:  # python -c: the other arguments are sys.argv[1:]
+        sys.argv = ["-c", *([args.target] if args.target is not None else []), *args.args]
+    else:
+        sys.argv = [args.target, *args.args]
     try:
-        if args.module:
+        if args.code is not None:
+            _set_path0("", launcher_dirs)  # python -c puts '' (the current folder) first
+            _exec_code(args.code)
+        elif args.module:
             _set_path0(os.getcwd(), launcher_dirs)
             try:
                 # `-m torch.x` runs ember.x (the alias gives packages, which runpy cannot run)
@@ -273,21 +293,27 @@ def main(argv: list[str] | None = None) -> int:
                         default=f"ember {__ember_version__} (PyTorch {TORCH_API_VERSION} API)\n"
                                 f"{_core()}")
     sub = parser.add_subparsers(dest="command", required=True)
-    run = sub.add_parser("run", help="run an unmodified PyTorch script on ember (import torch -> ember)")
+    run = sub.add_parser(
+        "run", help="run an unmodified PyTorch script on ember (import torch -> ember)",
+        description="Run a PyTorch script, module (-m) or code string (-c) unchanged on ember: "
+                    "`import torch` (and torchvision) give ember for the whole run, as if it were "
+                    "PyTorch; arguments after the script go to it, as with python.")
     run.add_argument("--report", action="store_true",
                      help="at exit, list each torch API the run touched that ember lacks")
     run.add_argument("-m", dest="module", action="store_true", help="run a module, like python -m")
+    run.add_argument("-c", dest="code", metavar="CODE",
+                     help="run CODE, like python -c (arguments after it go to sys.argv[1:])")
     run.add_argument("--fake-cuda", action="store_true",
                      help="make 'cuda' a device backed by NumPy arrays with CUDA's rules, to find "
                           "device mistakes without a GPU (numerics and speed are the CPU's)")
-    run.add_argument("target", help="the script (or module with -m)")
+    run.add_argument("target", nargs="?", help="the script (or module with -m)")
     run.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the script")
     run.set_defaults(func=_run)
     from .distributed import run as _dist_run
 
     launch = sub.add_parser(
         "launch", help="start N processes of a script, as torchrun does (over MPI's mpiexec)",
-        description=_dist_run.__doc__.split("\n\n")[0])
+        description=_dist_run.description())
     _dist_run.add_arguments(launch)
     launch.set_defaults(func=_dist_run.launch)
     demo = sub.add_parser(
@@ -296,11 +322,17 @@ def main(argv: list[str] | None = None) -> int:
                     "print the test accuracy, and write a loss/accuracy plot, a grid of predicted "
                     "test digits and the model checkpoint into --out.")
     demo.add_argument("--epochs", type=int, default=12, help="training epochs (default 12)")
-    demo.add_argument("--device", default="auto", help="cpu, cuda or auto (default)")
+    demo.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"),
+                      help="cpu, cuda or auto (default: cuda when available)")
     demo.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     demo.add_argument("--out", default="runs/digits", help="output folder (default runs/digits)")
     demo.set_defaults(func=_demo)
     args = parser.parse_args(argv)
+    if args.command == "run":
+        if args.code is not None and args.module:
+            run.error("-c and -m cannot be used together")
+        if args.code is None and args.target is None:
+            run.error("the following arguments are required: target (or -c CODE)")
     try:
         return args.func(args)
     except SystemExit as e:  # a subcommand's own exit

@@ -61,8 +61,9 @@ def set_dir(d: str | os.PathLike) -> None:
 
 
 def _progress_bar(total: int | None, enabled: bool) -> Any:
-    """A tqdm bar when tqdm is installed (and ``enabled``), else a silent stand-in."""
-    if enabled:
+    """A tqdm bar when tqdm is installed (and ``enabled``, and stderr is a terminal: a bar's
+    carriage-return redraws would fill a log file), else a silent stand-in."""
+    if enabled and sys.stderr.isatty():
         try:
             from tqdm import tqdm
         except ImportError:

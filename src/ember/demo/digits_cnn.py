@@ -6,6 +6,7 @@ Plain PyTorch code: `python digits_cnn.py` runs it on PyTorch, `ember run digits
 """
 
 import argparse
+import sys
 import time
 from pathlib import Path
 
@@ -57,6 +58,8 @@ def evaluate(model, X, y, device):
 
 
 def progress(iterable, desc):
+    if not sys.stderr.isatty():  # a log file: no bar redraws (the epoch lines still print)
+        return iterable
     try:
         from tqdm import tqdm
     except ImportError:

@@ -21,16 +21,33 @@ import time
 __all__ = ["add_arguments", "end_job", "launch", "main", "torchrun_env"]
 
 
+_FLAGS = [
+    ("nproc-per-node", dict(type=int, default=1, metavar="N",
+                            help="processes to start on this machine (default 1)")),
+    ("nnodes", dict(default="1", metavar="M", help="machines in the job (default 1)")),
+    ("node-rank", dict(type=int, default=0, metavar="R",
+                       help="this machine's rank, 0 to M-1 (default 0)")),
+    ("master-addr", dict(default="127.0.0.1", metavar="ADDR",
+                         help="address of the rank-0 machine (default 127.0.0.1)")),
+    ("master-port", dict(type=int, default=29500, metavar="PORT",
+                         help="free port on the rank-0 machine (default 29500)")),
+    ("rdzv-id", dict(default="none", metavar="ID", help="job id, as TORCHELASTIC_RUN_ID")),
+    ("standalone", dict(action="store_true", help="one machine (accepted, as torchrun's)")),
+    ("hostfile", dict(default=None, metavar="FILE", help="MPICH host file: one machine a line "
+                      "(host or host:slots); starts every machine from here")),
+]
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """torchrun's flags, spelt with ``-`` or ``_``, then the script and its arguments."""
-    for flag, kw in [("nproc-per-node", dict(type=int, default=1)), ("nnodes", dict(default="1")),
-                     ("node-rank", dict(type=int, default=0)),
-                     ("master-addr", dict(default="127.0.0.1")),
-                     ("master-port", dict(type=int, default=29500)),
-                     ("rdzv-id", dict(default="none")), ("standalone", dict(action="store_true")),
-                     ("hostfile", dict(default=None, help="MPICH host file: one machine a line "
-                                       "(host or host:slots); starts every machine from here"))]:
-        parser.add_argument(f"--{flag}", f"--{flag.replace('-', '_')}", **kw)
+    """torchrun's flags, spelt with ``-`` or ``_`` (help shows the ``-`` one), then the script
+    and its arguments."""
+    for flag, kw in _FLAGS:
+        parser.add_argument(f"--{flag}", **kw)
+        alias = flag.replace("-", "_")
+        if alias != flag:  # torchrun's other spelling: same destination, not listed twice
+            hidden = {k: v for k, v in kw.items() if k in ("type", "action")}
+            parser.add_argument(f"--{alias}", dest=alias, default=argparse.SUPPRESS,
+                                help=argparse.SUPPRESS, **hidden)
     parser.add_argument("-m", "--module", dest="module", action="store_true",
                         help="run a module, like python -m")
     parser.add_argument("target", help="the script (or module with -m)")
@@ -99,8 +116,17 @@ def torchrun_env() -> None:
 
 
 def end_job(code: int) -> None:
-    """A launched process failed: end every process of the job now (MPI_Abort), as torchrun
-    stops the other workers, rather than leave them waiting in a collective for this one."""
+    """A launched process failed: say which rank it is, then end every process of the job now
+    (MPI_Abort), as torchrun stops the other workers, rather than leave them waiting in a
+    collective for this one (mpiexec's own report names only a PID)."""
+    env = os.environ
+    parts = [f"local rank {env['LOCAL_RANK']}"] if "LOCAL_RANK" in env else []
+    if "GROUP_RANK" in env:
+        parts.append(f"node {env['GROUP_RANK']}")
+    parts.append(f"pid {os.getpid()}")
+    where = f"rank {env.get('RANK', '?')} ({', '.join(parts)})"
+    print(f"ember launch: {where} failed with exit code {code}; ending the job",
+          file=sys.stderr, flush=True)
     mpi = sys.modules.get("mpi4py.MPI")
     if mpi is None or not mpi.Is_initialized() or mpi.Is_finalized():
         return  # MPI never started here: mpiexec sees the exit code itself
@@ -115,8 +141,13 @@ def end_job(code: int) -> None:
     comm.Abort(code)
 
 
+def description() -> str:
+    """The help text's description: the module docstring's first paragraph, as plain text."""
+    return " ".join(__doc__.split("\n\n")[0].replace("``", "").split())
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="ember launch", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="ember launch", description=description())
     add_arguments(parser)
     return launch(parser.parse_args(argv))
 
