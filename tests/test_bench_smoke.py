@@ -201,3 +201,22 @@ def test_op_timer_reports_ms_per_op_class(tmp_path):
     assert out.returncode == 0, out.stderr[-3000:] + out.stdout[-3000:]
     assert "Linear.forward" in out.stdout and "Linear.backward" in out.stdout
     assert "Adam._update" in out.stdout  # the MLP trains with AdamW
+
+
+@pytest.mark.skipif(not Path("/proc/self/clear_refs").exists(), reason="Linux /proc needed")
+def test_memory_sweep_child_and_render():
+    """The op-table memory sweep's ember process measures the ops it is given (a number per
+    op, or the error an op raised), and the table marks ops above the target."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT), MALLOC_MMAP_THRESHOLD_="131072")
+    out = subprocess.run([sys.executable, "-m", "ember", "run", str(ROOT / "bench" /
+                          "memory_sweep.py"), "--child", "--only", "exp,mm"],
+                         capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    res = json.loads(out.stdout.strip().splitlines()[-1])
+    assert set(res) == {"exp", "mm"} and all(isinstance(v, float) for v in res.values())
+    assert 8 <= res["exp"] <= 64  # the 16 MB result and its 16 MB gradient, give or take
+    from bench import memory_sweep
+    table = memory_sweep.render({"torch": {"exp": 32.0, "mm": 64.0},
+                                 "ember": {"exp": 32.0, "mm": 200.0}})
+    assert "| `exp` | 32 MB | 32 MB | 1.00x | yes |" in table
+    assert "| `mm` | 64 MB | 200 MB | 3.12x | **no** |" in table and "1 above the target" in table
