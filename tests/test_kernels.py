@@ -417,6 +417,99 @@ def test_create_graph_keeps_the_formula_and_double_backward() -> None:
         np.testing.assert_allclose(gg.numpy(), gg0.numpy(), rtol=1e-6)
 
 
+# -- threads ------------------------------------------------------------------------------------
+def _all_kernels(x: np.ndarray, g: np.ndarray) -> list[np.ndarray]:
+    rows = x.reshape(-1, 1000)
+    grow = g.reshape(-1, 1000)
+    w, b = grow[0].copy(), grow[1].copy()
+    y, mean, rstd = L.layer_norm(rows, w, b, 1, 1e-5)
+    out = [L.erf(x), L.erfc(x), L.erf_backward(x, g), L.gelu(x), L.gelu_backward(x, g),
+           L.gelu_backward(x, g, "tanh"), L.softmax(rows), L.softmax(rows, log=True),
+           L.softmax_backward(L.softmax(rows), grow), y, mean, rstd,
+           *L.layer_norm_backward(rows, w, mean, rstd, grow, 1, (True, True, True))]
+    x64 = x.astype(np.float64)
+    out += [L.gelu(x64, "tanh"), L.softmax(x64.reshape(-1, 1000)),
+            *L.layer_norm(x64.reshape(-1, 1000), None, None, 1, 1e-5)]
+    return out
+
+
+@needs_kernels
+def test_results_do_not_depend_on_the_thread_count() -> None:
+    rng = np.random.default_rng(12)
+    x = rng.standard_normal(300_000).astype(np.float32)
+    g = rng.standard_normal(300_000).astype(np.float32)
+    saved = L.active.get_num_threads()
+    try:
+        L.set_num_threads(1)
+        ref = _all_kernels(x, g)
+        for n in (2, 3, 7):
+            L.set_num_threads(n)
+            assert L.active.get_num_threads() in (1, n)
+            for a, r in zip(_all_kernels(x, g), ref):
+                np.testing.assert_array_equal(a, r)
+    finally:
+        L.set_num_threads(saved)
+
+
+@needs_kernels
+def test_set_num_threads_reaches_the_kernels() -> None:
+    saved = L.active.get_num_threads()
+    try:
+        ember.set_num_threads(3)
+        assert L.active.get_num_threads() in (1, 3)  # (1: a build without threads)
+    finally:
+        ember.set_num_threads(saved)
+
+
+@needs_kernels
+def test_kernels_from_several_python_threads() -> None:
+    import threading
+
+    x = np.random.default_rng(13).standard_normal(200_000).astype(np.float32)
+    ref = L.gelu(x)
+    errors = []
+
+    def work() -> None:
+        for _ in range(20):
+            if not np.array_equal(L.gelu(x), ref):
+                errors.append(1)
+
+    saved = L.active.get_num_threads()
+    L.set_num_threads(2)
+    try:
+        threads = [threading.Thread(target=work) for _ in range(3)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        assert not errors and not any(t.is_alive() for t in threads)
+    finally:
+        L.set_num_threads(saved)
+
+
+@needs_kernels
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork")
+def test_a_forked_child_runs_the_kernels() -> None:
+    """The pool's workers do not survive fork: the child starts its own (no deadlock)."""
+    x = np.random.default_rng(14).standard_normal(200_000).astype(np.float32)
+    saved = L.active.get_num_threads()
+    L.set_num_threads(2)
+    try:
+        ref = L.gelu(x)  # the parent's workers exist now
+        code = ("import numpy as np, os, sys; from ember import _kernels_loader as L; "
+                "x = np.random.default_rng(14).standard_normal(200_000).astype(np.float32); "
+                "L.set_num_threads(2); L.gelu(x); pid = os.fork(); "
+                "r = L.gelu(x) if pid == 0 else None; "
+                "os._exit(0 if r is not None and np.isfinite(r).all() else 1) if pid == 0 else None; "
+                "sys.exit(os.waitpid(pid, 0)[1] != 0)")
+        out = subprocess.run([sys.executable, "-c", code], timeout=120, capture_output=True,
+                             text=True, env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+        assert out.returncode == 0, out.stderr
+        assert np.array_equal(L.gelu(x), ref)
+    finally:
+        L.set_num_threads(saved)
+
+
 # -- the loader and the build -------------------------------------------------------------------
 def test_pure_python_switch_turns_the_kernels_off(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("EMBER_PURE_PYTHON", "1")

@@ -239,15 +239,19 @@ _num_threads = None
 
 
 def set_num_threads(n: object) -> None:
-    """Threads for CPU math: NumPy's BLAS pool (through threadpoolctl when installed). ember's
-    own elementwise kernels stay on one thread (measured: docs/benchmarks.md, "Threads")."""
+    """Threads for CPU math: the eager kernels' pool (``ember._kernels``: erf, GELU, softmax,
+    layer_norm) and NumPy's BLAS pool (through threadpoolctl when installed); NumPy's own
+    elementwise loops stay on one thread (measured: docs/benchmarks.md, "Threads")."""
     import builtins
+
+    from . import _kernels_loader
 
     global _num_threads
     n = builtins.int(n)  # `int` in this module is PyTorch's dtype alias
     if n < 1:
         raise RuntimeError(f"set_num_threads expects a positive integer, got {n}")
     _num_threads = n
+    _kernels_loader.set_num_threads(n)
     try:
         from threadpoolctl import threadpool_limits
     except ImportError:

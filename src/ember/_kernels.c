@@ -477,30 +477,15 @@ CLONES static void layer_norm_##T(const T *RESTRICT x, const T *RESTRICT w, cons
                 yr[i] = (xr[i] - mu) * rs;                                                         \
     }                                                                                              \
 }                                                                                                  \
-/* gx = (gh - (x_hat mean(gh x_hat) + mean(gh))) rstd, gh = g w, x_hat = (x - mean) rstd;          \
- * gw += g x_hat and gb += g into float64 column sums */        \
+/* gx = (gh - (x_hat mean(gh x_hat) + mean(gh))) rstd, gh = g w, x_hat = (x - mean) rstd */        \
 CLONES static void layer_norm_backward_##T(const T *RESTRICT x, const T *RESTRICT w,               \
                                            const T *RESTRICT mean, const T *RESTRICT rstd,         \
-                                           const T *RESTRICT g, T *RESTRICT gx,                    \
-                                           double *RESTRICT gw, double *RESTRICT gb,               \
-                                           Py_ssize_t r0, Py_ssize_t r1, Py_ssize_t n)             \
+                                           const T *RESTRICT g, T *RESTRICT gx, Py_ssize_t r0,     \
+                                           Py_ssize_t r1, Py_ssize_t n)                            \
 {                                                                                                  \
     for (Py_ssize_t r = r0; r < r1; r++) {                                                         \
         const T *RESTRICT xr = x + r * n, *RESTRICT gr = g + r * n;                                \
         T mu = mean[r], rs = rstd[r];                                                              \
-        if (gw && gb)                                                                              \
-            for (Py_ssize_t i = 0; i < n; i++) {                                                   \
-                gw[i] += (double)gr[i] * (double)((xr[i] - mu) * rs);                              \
-                gb[i] += (double)gr[i];                                                            \
-            }                                                                                      \
-        else if (gw)                                                                               \
-            for (Py_ssize_t i = 0; i < n; i++)                                                     \
-                gw[i] += (double)gr[i] * (double)((xr[i] - mu) * rs);                              \
-        else if (gb)                                                                               \
-            for (Py_ssize_t i = 0; i < n; i++)                                                     \
-                gb[i] += (double)gr[i];                                                            \
-        if (!gx)                                                                                   \
-            continue;                                                                              \
         T *RESTRICT o = gx + r * n;                                                                \
         double sg, sgx;                                                                            \
         if (w) {                                                                                   \
@@ -518,9 +503,197 @@ CLONES static void layer_norm_backward_##T(const T *RESTRICT x, const T *RESTRIC
                 o[i] = (gr[i] - (((xr[i] - mu) * rs) * mgx + mg)) * rs;                            \
         }                                                                                          \
     }                                                                                              \
+}                                                                                                  \
+/* gw[c] = sum over rows of g x_hat, gb[c] = sum of g, for columns [c0, c1), in float64, rows in   \
+ * order (so a split by columns over threads gives the same sums) */                               \
+CLONES static void layer_norm_colsums_##T(const T *RESTRICT x, const T *RESTRICT mean,             \
+                                          const T *RESTRICT rstd, const T *RESTRICT g,             \
+                                          double *RESTRICT gw, double *RESTRICT gb,                \
+                                          Py_ssize_t rows, Py_ssize_t n, Py_ssize_t c0,            \
+                                          Py_ssize_t c1)                                           \
+{                                                                                                  \
+    for (Py_ssize_t r = 0; r < rows; r++) {                                                        \
+        const T *RESTRICT xr = x + r * n, *RESTRICT gr = g + r * n;                                \
+        T mu = mean[r], rs = rstd[r];                                                              \
+        if (gw && gb)                                                                              \
+            for (Py_ssize_t i = c0; i < c1; i++) {                                                 \
+                gw[i] += (double)gr[i] * (double)((xr[i] - mu) * rs);                              \
+                gb[i] += (double)gr[i];                                                            \
+            }                                                                                      \
+        else if (gw)                                                                               \
+            for (Py_ssize_t i = c0; i < c1; i++)                                                   \
+                gw[i] += (double)gr[i] * (double)((xr[i] - mu) * rs);                              \
+        else                                                                                       \
+            for (Py_ssize_t i = c0; i < c1; i++)                                                   \
+                gb[i] += (double)gr[i];                                                            \
+    }                                                                                              \
 }
 LAYER_NORM(float)
 LAYER_NORM(double)
+
+/* ---------------------------------------------------------------------------------------------
+ * Threads: a small pool (pthreads) that splits a loop's range into contiguous parts, one per
+ * thread, the caller running the first. Every kernel's elements (or rows, or columns of a column
+ * sum) are computed independently of the others, so results do not depend on the number of
+ * threads. set_num_threads() sets the count (ember.set_num_threads calls it; the loader starts it
+ * at ember.get_num_threads()); below MIN_PART elements per part, fewer threads run. One parallel
+ * call at a time: a second Python thread that finds the pool busy runs its loop alone. A forked
+ * child starts with no workers (they do not survive fork). */
+
+typedef void (*range_fn)(void *ctx, Py_ssize_t i0, Py_ssize_t i1);
+
+#define MIN_PART 32768   /* elements a thread's part should at least have */
+#define MAX_THREADS 256
+
+static int want_threads = 1;
+
+#if !defined(_WIN32) && !defined(EMBER_KERNELS_NO_THREADS)
+#include <pthread.h>
+#define HAVE_THREADS 1
+
+static pthread_mutex_t pool_busy = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t pool_go = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t pool_done = PTHREAD_COND_INITIALIZER;
+static int pool_workers = 0;         /* started, each waiting for the next generation */
+static unsigned long pool_generation = 0;
+static int pool_pending = 0;         /* workers still to finish the current generation */
+static struct {
+    range_fn fn;
+    void *ctx;
+    Py_ssize_t total, align;
+    int parts;
+} pool_job;
+
+/* part `part` of `parts` of [0, total), boundaries on multiples of `align` */
+static void part_range(int part, int parts, Py_ssize_t total, Py_ssize_t align, Py_ssize_t *i0,
+                       Py_ssize_t *i1)
+{
+    Py_ssize_t units = (total + align - 1) / align;
+    Py_ssize_t a = units * part / parts * align, b = units * (part + 1) / parts * align;
+    *i0 = a < total ? a : total;
+    *i1 = b < total ? b : total;
+}
+
+typedef struct {
+    int id;
+    unsigned long seen;
+} worker_arg;
+
+static worker_arg pool_args[MAX_THREADS];
+
+static void *pool_worker(void *argp)
+{
+    worker_arg *arg = (worker_arg *)argp;
+    pthread_mutex_lock(&pool_mu);
+    for (;;) {
+        while (pool_generation == arg->seen)
+            pthread_cond_wait(&pool_go, &pool_mu);
+        arg->seen = pool_generation;
+        if (arg->id < pool_job.parts) {
+            Py_ssize_t i0, i1;
+            range_fn fn = pool_job.fn;
+            void *ctx = pool_job.ctx;
+            part_range(arg->id, pool_job.parts, pool_job.total, pool_job.align, &i0, &i1);
+            pthread_mutex_unlock(&pool_mu);
+            if (i0 < i1)
+                fn(ctx, i0, i1);
+            pthread_mutex_lock(&pool_mu);
+        }
+        if (--pool_pending == 0)
+            pthread_cond_signal(&pool_done);
+    }
+    return NULL;
+}
+
+static void pool_after_fork_in_child(void)
+{
+    pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+    pthread_cond_t c = PTHREAD_COND_INITIALIZER;
+    pool_busy = m;
+    pool_mu = m;
+    pool_go = c;
+    pool_done = c;
+    pool_workers = 0;
+    pool_pending = 0;
+}
+
+/* fn over [0, total) in parts of at least min_part units; align: part boundaries' multiple */
+static void parallel(range_fn fn, void *ctx, Py_ssize_t total, Py_ssize_t align,
+                     Py_ssize_t min_part)
+{
+    Py_ssize_t most = min_part > 0 ? total / min_part : total;
+    int parts = want_threads < most ? want_threads : (int)(most > 1 ? most : 1);
+    if (parts <= 1 || pthread_mutex_trylock(&pool_busy) != 0) {
+        if (total > 0)
+            fn(ctx, 0, total);
+        return;
+    }
+    pthread_mutex_lock(&pool_mu);
+    while (pool_workers < parts - 1 && pool_workers < MAX_THREADS) {
+        pthread_t t;
+        pthread_attr_t attr;
+        worker_arg *arg = &pool_args[pool_workers];
+        arg->id = pool_workers + 1;
+        arg->seen = pool_generation;
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        int failed = pthread_create(&t, &attr, pool_worker, arg);
+        pthread_attr_destroy(&attr);
+        if (failed)
+            break;
+        pool_workers++;
+    }
+    if (parts > pool_workers + 1)
+        parts = pool_workers + 1;
+    pool_job.fn = fn;
+    pool_job.ctx = ctx;
+    pool_job.total = total;
+    pool_job.align = align;
+    pool_job.parts = parts;
+    pool_pending = pool_workers;
+    pool_generation++;
+    pthread_cond_broadcast(&pool_go);
+    pthread_mutex_unlock(&pool_mu);
+    Py_ssize_t i0, i1;
+    part_range(0, parts, total, align, &i0, &i1);
+    if (i0 < i1)
+        fn(ctx, i0, i1);
+    pthread_mutex_lock(&pool_mu);
+    while (pool_pending > 0)
+        pthread_cond_wait(&pool_done, &pool_mu);
+    pthread_mutex_unlock(&pool_mu);
+    pthread_mutex_unlock(&pool_busy);
+}
+#else
+#define HAVE_THREADS 0
+static void parallel(range_fn fn, void *ctx, Py_ssize_t total, Py_ssize_t align,
+                     Py_ssize_t min_part)
+{
+    if (total > 0)
+        fn(ctx, 0, total);
+}
+#endif
+
+/* the parts' bodies: the kernel with its arrays (ctx) over a range */
+typedef struct {
+    void *f;
+    const void *a, *b;
+    void *out;
+    Py_ssize_t n;  /* row length, for the row kernels */
+} call_ctx;
+
+static void call_unary(void *c, Py_ssize_t i0, Py_ssize_t i1)
+{
+    call_ctx *k = (call_ctx *)c;
+    ((unary_fn)k->f)(k->a, k->out, i0, i1);
+}
+
+static void call_binary(void *c, Py_ssize_t i0, Py_ssize_t i1)
+{
+    call_ctx *k = (call_ctx *)c;
+    ((binary_fn)k->f)(k->a, k->b, k->out, i0, i1);
+}
 
 /* ---------------------------------------------------------------------------------------------
  * The Python functions: buffers in, checked, loops run without the GIL */
@@ -633,8 +806,9 @@ static PyObject *run_unary(PyObject *const *args, Py_ssize_t nargs, unary_fn f32
         release(&b);
         return NULL;
     }
+    call_ctx c = {(void *)f, b.p[0], NULL, b.p[1], 0};
     Py_BEGIN_ALLOW_THREADS
-    f(b.p[0], b.p[1], 0, b.len[0]);
+    parallel(call_unary, &c, b.len[0], 64, MIN_PART);
     Py_END_ALLOW_THREADS
     release(&b);
     Py_RETURN_NONE;
@@ -656,8 +830,9 @@ static PyObject *run_binary(PyObject *const *args, Py_ssize_t nargs, binary_fn f
         release(&b);
         return NULL;
     }
+    call_ctx c = {(void *)f, b.p[0], b.p[1], b.p[2], 0};
     Py_BEGIN_ALLOW_THREADS
-    f(b.p[0], b.p[1], b.p[2], 0, b.len[0]);
+    parallel(call_binary, &c, b.len[0], 64, MIN_PART);
     Py_END_ALLOW_THREADS
     release(&b);
     Py_RETURN_NONE;
@@ -702,6 +877,18 @@ static int row_length(PyObject *const *args, Py_ssize_t nargs, Py_ssize_t at, Py
 typedef void (*rows1_fn)(const void *, void *, Py_ssize_t, Py_ssize_t, Py_ssize_t);
 typedef void (*rows2_fn)(const void *, const void *, void *, Py_ssize_t, Py_ssize_t, Py_ssize_t);
 
+static void call_rows1(void *c, Py_ssize_t r0, Py_ssize_t r1)
+{
+    call_ctx *k = (call_ctx *)c;
+    ((rows1_fn)k->f)(k->a, k->out, r0, r1, k->n);
+}
+
+static void call_rows2(void *c, Py_ssize_t r0, Py_ssize_t r1)
+{
+    call_ctx *k = (call_ctx *)c;
+    ((rows2_fn)k->f)(k->a, k->b, k->out, r0, r1, k->n);
+}
+
 static PyObject *run_rows(PyObject *const *args, Py_ssize_t nargs, int binary, void *f32,
                           void *f64)
 {
@@ -718,12 +905,11 @@ static PyObject *run_rows(PyObject *const *args, Py_ssize_t nargs, int binary, v
         release(&b);
         return NULL;
     }
-    void *f = b.kind == 'f' ? f32 : f64;
+    call_ctx c = {b.kind == 'f' ? f32 : f64, b.p[0], binary ? b.p[1] : NULL,
+                  b.p[binary ? 2 : 1], n};
+    Py_ssize_t min_rows = MIN_PART / n > 1 ? MIN_PART / n : 1;
     Py_BEGIN_ALLOW_THREADS
-    if (binary)
-        ((rows2_fn)f)(b.p[0], b.p[1], b.p[2], 0, total / n, n);
-    else
-        ((rows1_fn)f)(b.p[0], b.p[1], 0, total / n, n);
+    parallel(binary ? call_rows2 : call_rows1, &c, total / n, 1, min_rows);
     Py_END_ALLOW_THREADS
     release(&b);
     Py_RETURN_NONE;
@@ -738,6 +924,44 @@ ROWS_PY(softmax, 0)
 ROWS_PY(log_softmax, 0)
 ROWS_PY(softmax_backward, 1)
 ROWS_PY(log_softmax_backward, 1)
+
+typedef struct {
+    char kind;
+    const void *x, *w, *b, *mean_in, *rstd_in, *g;
+    void *y, *mean, *rstd;
+    double *gw, *gb;
+    Py_ssize_t rows, n;
+    double eps;
+} ln_ctx;
+
+static void call_layer_norm(void *cv, Py_ssize_t r0, Py_ssize_t r1)
+{
+    ln_ctx *c = (ln_ctx *)cv;
+    if (c->kind == 'f')
+        layer_norm_float(c->x, c->w, c->b, c->y, c->mean, c->rstd, r0, r1, c->n, c->eps);
+    else
+        layer_norm_double(c->x, c->w, c->b, c->y, c->mean, c->rstd, r0, r1, c->n, c->eps);
+}
+
+static void call_layer_norm_backward(void *cv, Py_ssize_t r0, Py_ssize_t r1)
+{
+    ln_ctx *c = (ln_ctx *)cv;
+    if (c->kind == 'f')
+        layer_norm_backward_float(c->x, c->w, c->mean_in, c->rstd_in, c->g, c->y, r0, r1, c->n);
+    else
+        layer_norm_backward_double(c->x, c->w, c->mean_in, c->rstd_in, c->g, c->y, r0, r1, c->n);
+}
+
+static void call_layer_norm_colsums(void *cv, Py_ssize_t c0, Py_ssize_t c1)
+{
+    ln_ctx *c = (ln_ctx *)cv;
+    if (c->kind == 'f')
+        layer_norm_colsums_float(c->x, c->mean_in, c->rstd_in, c->g, c->gw, c->gb, c->rows, c->n,
+                                 c0, c1);
+    else
+        layer_norm_colsums_double(c->x, c->mean_in, c->rstd_in, c->g, c->gw, c->gb, c->rows, c->n,
+                                  c0, c1);
+}
 
 /* layer_norm(x, w | None, b | None, y, mean, rstd, n, eps) */
 static PyObject *py_layer_norm(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
@@ -761,11 +985,10 @@ static PyObject *py_layer_norm(PyObject *m, PyObject *const *args, Py_ssize_t na
         release(&b);
         return NULL;
     }
+    ln_ctx c = {b.kind, b.p[0], b.p[1], b.p[2], NULL, NULL, NULL, b.p[3], b.p[4], b.p[5],
+                NULL, NULL, rows, n, eps};
     Py_BEGIN_ALLOW_THREADS
-    if (b.kind == 'f')
-        layer_norm_float(b.p[0], b.p[1], b.p[2], b.p[3], b.p[4], b.p[5], 0, rows, n, eps);
-    else
-        layer_norm_double(b.p[0], b.p[1], b.p[2], b.p[3], b.p[4], b.p[5], 0, rows, n, eps);
+    parallel(call_layer_norm, &c, rows, 1, MIN_PART / n > 1 ? MIN_PART / n : 1);
     Py_END_ALLOW_THREADS
     release(&b);
     Py_RETURN_NONE;
@@ -799,21 +1022,21 @@ static PyObject *py_layer_norm_backward(PyObject *m, PyObject *const *args, Py_s
         }
     }
     double *gw = b.p[6] ? acc : NULL, *gb = b.p[7] ? acc + (b.p[6] ? n : 0) : NULL;
+    ln_ctx c = {b.kind, b.p[0], b.p[1], NULL, b.p[2], b.p[3], b.p[4], b.p[5], NULL, NULL,
+                gw, gb, rows, n, 0.0};
     Py_BEGIN_ALLOW_THREADS
-    if (b.kind == 'f') {
-        layer_norm_backward_float(b.p[0], b.p[1], b.p[2], b.p[3], b.p[4], b.p[5], gw, gb, 0,
-                                  rows, n);
-        for (Py_ssize_t i = 0; i < n; i++) {
+    if (gw || gb)  /* by columns: each column's sum runs over the rows in order */
+        parallel(call_layer_norm_colsums, &c, n, 64, rows > 0 ? MIN_PART / rows + 1 : n);
+    if (b.p[5])
+        parallel(call_layer_norm_backward, &c, rows, 1, MIN_PART / n > 1 ? MIN_PART / n : 1);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (b.kind == 'f') {
             if (gw)
                 ((float *)b.p[6])[i] = (float)gw[i];
             if (gb)
                 ((float *)b.p[7])[i] = (float)gb[i];
         }
-    }
-    else {
-        layer_norm_backward_double(b.p[0], b.p[1], b.p[2], b.p[3], b.p[4], b.p[5], gw, gb, 0,
-                                   rows, n);
-        for (Py_ssize_t i = 0; i < n; i++) {
+        else {
             if (gw)
                 ((double *)b.p[6])[i] = gw[i];
             if (gb)
@@ -824,6 +1047,24 @@ static PyObject *py_layer_norm_backward(PyObject *m, PyObject *const *args, Py_s
     PyMem_RawFree(acc);
     release(&b);
     Py_RETURN_NONE;
+}
+
+static PyObject *py_set_num_threads(PyObject *m, PyObject *arg)
+{
+    long n = PyLong_AsLong(arg);
+    if (n == -1 && PyErr_Occurred())
+        return NULL;
+    if (n < 1) {
+        PyErr_SetString(PyExc_ValueError, "ember._kernels.set_num_threads: expected n >= 1");
+        return NULL;
+    }
+    want_threads = n > MAX_THREADS ? MAX_THREADS : (int)n;
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_get_num_threads(PyObject *m, PyObject *unused)
+{
+    return PyLong_FromLong(HAVE_THREADS ? want_threads : 1);
 }
 
 static PyObject *py_isa(PyObject *m, PyObject *unused)
@@ -858,6 +1099,10 @@ static PyMethodDef kernels_methods[] = {
     FAST(layer_norm_backward,
          "layer_norm_backward(x, w, mean, rstd, grad, gx, gw, gb, n): gx, gw, gb (None: skip)."),
     {"isa", (PyCFunction)py_isa, METH_NOARGS, "isa(): the instruction set the kernels run on."},
+    {"set_num_threads", (PyCFunction)py_set_num_threads, METH_O,
+     "set_num_threads(n): threads a large kernel splits over (1: the calling thread alone)."},
+    {"get_num_threads", (PyCFunction)py_get_num_threads, METH_NOARGS,
+     "get_num_threads(): the thread count in use (1 where the build has no threads)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -866,6 +1111,11 @@ static int kernels_exec(PyObject *module)
     if (PyModule_AddStringConstant(module, "C_HASH", EMBER_KERNELS_C_HASH) < 0
         || PyModule_AddStringConstant(module, "BUILT_WITH", EMBER_KERNELS_BUILT_WITH) < 0)
         return -1;
+#if HAVE_THREADS
+    static int registered = 0;
+    if (!registered && pthread_atfork(NULL, NULL, pool_after_fork_in_child) == 0)
+        registered = 1;
+#endif
     return 0;
 }
 

@@ -7,7 +7,9 @@ fallback, and every function here returns None where the kernel does not apply, 
     if out is None:
         ...  # the NumPy formula
 
-``active`` is the C module, or None: ``EMBER_PURE_PYTHON=1`` in the environment, not built (no C
+Large kernels split over ``set_num_threads`` threads (``ember.set_num_threads``; by default the
+CPUs the process may use, as PyTorch's), each element or row computed alone, so a result does not
+depend on the count. ``active`` is the C module, or None: ``EMBER_PURE_PYTHON=1`` in the environment, not built (no C
 compiler at install), or stale (its C file changed since it was built: an editable install after
 a ``git pull``; one ``RuntimeWarning`` says how to rebuild). ``disabled()`` turns the kernels off
 within a block (the tests compare both paths in one process). A kernel takes C-contiguous host
@@ -57,6 +59,25 @@ def _load() -> tuple[Any, str]:
 
 _module, reason = _load() if __name__ == "ember._kernels_loader" else (None, "not loaded")
 active: Any = _module  # what the functions below use; None while disabled()
+
+
+def default_threads() -> int:
+    """PyTorch's default thread count: ``OMP_NUM_THREADS`` (at most the usable CPUs), else the
+    CPUs this process may use (``ember.get_num_threads``'s rule, which sets it afterwards)."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    cpus = cpus or 1
+    env = os.environ.get("OMP_NUM_THREADS", "").strip()
+    return min(int(env), cpus) if env.isdigit() and int(env) > 0 else cpus
+
+
+def set_num_threads(n: int) -> None:
+    """The threads a large kernel splits over (``ember.set_num_threads`` calls this). A kernel's
+    results do not depend on it: every element, row or column is computed on its own."""
+    if _module is not None:
+        _module.set_num_threads(int(n))
+
+
+set_num_threads(default_threads())
 
 
 def describe() -> str:
