@@ -10,11 +10,13 @@ from .adagrad import Adagrad
 from .adam import Adam
 from .adamax import Adamax
 from .adamw import AdamW
+from .asgd import ASGD
 from .lbfgs import LBFGS
 from .nadam import NAdam
 from .optimizer import Optimizer
 from .radam import RAdam
 from .rmsprop import RMSprop
+from .rprop import Rprop
 from .sgd import SGD
 from .sparse_adam import SparseAdam
 
@@ -23,12 +25,14 @@ __all__ = [
     "Adagrad",
     "Adam",
     "AdamW",
+    "ASGD",
     "Adamax",
     "LBFGS",
     "NAdam",
     "Optimizer",
     "RAdam",
     "RMSprop",
+    "Rprop",
     "SGD",
     "SparseAdam",
     "lr_scheduler",

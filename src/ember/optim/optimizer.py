@@ -129,7 +129,8 @@ def _step_options(group: dict[str, Any], defaults: dict[str, Any]) -> SimpleName
     """A parameter group's options for one step, by name: numbers (also 0-d tensors, as a
     scheduler may set ``lr``) become Python floats, flags and other values stay as they are, and
     ``betas`` is also given as ``beta1``/``beta2``. Options a group lacks (a state dict saved by
-    an older version) take the optimizer's defaults."""
+    an older version) take the optimizer's defaults. ``_group`` is the group itself (for an
+    algorithm that must see an option as given, such as a tensor ``lr``)."""
     opts = {**defaults, **group}  # (runs once per group and step: kept to plain dict work)
     opts.pop("params", None)
     for key, value in opts.items():
@@ -141,6 +142,7 @@ def _step_options(group: dict[str, Any], defaults: dict[str, Any]) -> SimpleName
     betas = opts.get("betas")
     if betas is not None:
         opts["beta1"], opts["beta2"] = _value(betas[0]), _value(betas[1])
+    opts["_group"] = group
     return SimpleNamespace(**opts)
 
 

@@ -1,0 +1,223 @@
+"""ember.optim's ASGD, Rprop, Adafactor, Muon and swa_utils against the installed PyTorch.
+
+Each trajectory starts both libraries from the same weights; every step the gradient of each
+parameter is a fixed function of its current value plus fixed noise (computed in NumPy), so the
+two only agree if the update rules do. One parameter gets no gradient on every third step (it
+must be skipped).
+"""
+
+from __future__ import annotations
+
+import copy
+import pickle
+from typing import Any
+
+import numpy as np
+import pytest
+
+import ember
+import ember.optim as eopt
+
+torch = pytest.importorskip("torch")
+
+ALL = [(), (5,), (4, 3), (2, 3, 4)]  # a 0-d, a vector, a matrix and a 3-d parameter
+TOL = {np.float32: (1e-6, 1e-7), np.float64: (1e-12, 1e-14)}  # (rtol, atol)
+
+
+def _problem(shapes: list, steps: int, seed: int) -> tuple[list, list]:
+    rng = np.random.default_rng(seed)
+    init = [rng.standard_normal(s) for s in shapes]
+    noise = [[0.3 * rng.standard_normal(s) for s in shapes] for _ in range(steps)]
+    return init, noise
+
+
+def _grad(i: int, x: np.ndarray, noise: np.ndarray) -> np.ndarray:
+    return (0.5 + 0.25 * i) * x + np.sin(2 * x) + noise
+
+
+def _params(lib: Any, init: list, dtype: Any) -> list:
+    return [lib.tensor(a.astype(dtype), requires_grad=True) for a in init]
+
+
+def _steps(lib: Any, opt: Any, params: list, noise: list, steps: range, dtype: Any) -> None:
+    for k in steps:
+        for i, p in enumerate(params):
+            if i == 1 and k % 3 == 2 and len(params) > 2:
+                p.grad = None
+                continue
+            x = p.detach().numpy().astype(np.float64)
+            p.grad = lib.tensor(_grad(i, x, noise[k][i]).astype(dtype))
+        opt.step()
+
+
+def _np(t: Any) -> np.ndarray:
+    return t.detach().numpy() if hasattr(t, "detach") else np.asarray(t)
+
+
+def _close(ep: list, tp: list, dtype: Any, scale: float = 1.0) -> None:
+    rtol, atol = TOL[dtype]
+    for e, t in zip(ep, tp):
+        assert str(e.dtype) == str(t.dtype)
+        np.testing.assert_allclose(_np(e), _np(t), rtol=rtol * scale, atol=atol * scale)
+
+
+def _torch_kw(kw: dict) -> dict:
+    return {k: (torch.tensor(float(v)) if isinstance(v, ember.Tensor) else v)
+            for k, v in kw.items()}
+
+
+def _pair(name: str, kw: dict, shapes: list, dtype: Any, steps: int, seed: int = 0) -> tuple:
+    """Run ``name`` in both libraries; returns (ember params, torch params, ember optimizer,
+    torch optimizer, initial arrays)."""
+    init, noise = _problem(shapes, steps, seed)
+    ep, tp = _params(ember, init, dtype), _params(torch, init, dtype)
+    eo = getattr(eopt, name)(ep, **kw)
+    to = getattr(torch.optim, name)(tp, **_torch_kw(kw))
+    _steps(ember, eo, ep, noise, range(steps), dtype)
+    _steps(torch, to, tp, noise, range(steps), dtype)
+    return ep, tp, eo, to, init
+
+
+def _check_state(eo: Any, to: Any, dtype: Any) -> None:
+    es, ts = eo.state_dict(), to.state_dict()
+    assert es["state"].keys() == ts["state"].keys()
+    rtol, atol = TOL[dtype]
+    for k, tstate in ts["state"].items():
+        assert list(es["state"][k]) == list(tstate)
+        for key, tv in tstate.items():
+            ev = es["state"][k][key]
+            assert tuple(ev.shape) == tuple(tv.shape), key
+            assert str(ev.dtype).split(".")[-1] == str(tv.dtype).split(".")[-1], key
+            np.testing.assert_allclose(_np(ev), _np(tv), rtol=rtol, atol=atol, err_msg=key)
+    assert _groups(es) == _groups(ts)
+
+
+def _groups(sd: dict) -> list:
+    return [{k: (float(v) if hasattr(v, "numel") else v) for k, v in g.items()}
+            for g in sd["param_groups"]]
+
+
+def _to_torch_sd(sd: dict) -> dict:
+    return {"state": {k: {kk: (torch.tensor(_np(vv)) if isinstance(vv, ember.Tensor) else vv)
+                          for kk, vv in v.items()} for k, v in sd["state"].items()},
+            "param_groups": copy.deepcopy(sd["param_groups"])}
+
+
+def _round_trips(name: str, kw: dict, shapes: list, dtype: Any, seed: int = 3) -> None:
+    """torch's state_dict resumes in ember as in torch, and ember's (also pickled) resumes in
+    torch and in ember as torch's own does. (Each side compared has loaded a state_dict:
+    loading casts the state to the parameters' dtype, which changes the rounding after.)"""
+    init, noise = _problem(shapes, 12, seed)
+    tp = _params(torch, init, dtype)
+    to = getattr(torch.optim, name)(tp, **_torch_kw(kw))
+    _steps(torch, to, tp, noise, range(4), dtype)
+
+    def resume(lib: Any, params: list, sd: dict) -> tuple[list, Any]:
+        ps = _params(lib, [_np(p) for p in params], dtype)
+        opt = getattr(lib.optim, name)(ps, **(kw if lib is ember else _torch_kw(kw)))
+        opt.load_state_dict(sd)
+        return ps, opt
+
+    # torch -> ember (torch tensors inside, converted on load), beside torch -> torch
+    ep, eo = resume(ember, tp, to.state_dict())
+    tp1, to1 = resume(torch, tp, to.state_dict())
+    _steps(ember, eo, ep, noise, range(4, 8), dtype)
+    _steps(torch, to1, tp1, noise, range(4, 8), dtype)
+    _close(ep, tp1, dtype)
+    # ember -> torch and ember -> pickle -> ember, beside torch -> torch
+    tp2, to2 = resume(torch, ep, _to_torch_sd(eo.state_dict()))
+    ep2, eo2 = resume(ember, ep, pickle.loads(pickle.dumps(eo.state_dict())))
+    tp3, to3 = resume(torch, tp1, to1.state_dict())
+    for lib, o, ps in ((torch, to2, tp2), (ember, eo2, ep2), (torch, to3, tp3)):
+        _steps(lib, o, ps, noise, range(8, 12), dtype)
+    _close(tp2, tp3, dtype)
+    _close(ep2, tp3, dtype)
+
+
+def _case_id(case: tuple) -> str:
+    name, kw = case[0], case[1]
+    return name + "-" + "-".join(f"{k}={v}" for k, v in kw.items())
+
+
+def _refusals(name: str, bad: list[dict], params: list | None = None) -> None:
+    """Each keyword set raises the same exception class in both libraries."""
+    for kw in bad:
+        tp = params or [torch.zeros(2, 2, requires_grad=True)]
+        ep = [ember.zeros(*p.shape, requires_grad=True) for p in tp]
+        with pytest.raises(Exception) as te:
+            getattr(torch.optim, name)(tp, **kw)
+        with pytest.raises(te.type):
+            getattr(eopt, name)(ep, **kw)
+
+
+# ---------------------------------------------------------------------------------------------
+# ASGD and Rprop
+
+ELEMENTWISE = [
+    ("ASGD", dict()),
+    ("ASGD", dict(lr=0.05, t0=3)),
+    ("ASGD", dict(lr=0.05, lambd=0.01, alpha=0.5, t0=2, weight_decay=0.1)),
+    ("ASGD", dict(lr=0.05, t0=0, maximize=True, weight_decay=0.05)),
+    ("ASGD", dict(lr=ember.tensor(0.05), t0=4, foreach=False, differentiable=False)),
+    ("Rprop", dict()),
+    ("Rprop", dict(lr=0.05, etas=(0.3, 1.5), step_sizes=(1e-3, 0.2))),
+    ("Rprop", dict(lr=0.05, maximize=True, foreach=False)),
+    ("Rprop", dict(lr=ember.tensor(0.02), step_sizes=(0.01, 1))),
+]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("case", ELEMENTWISE, ids=_case_id)
+def test_elementwise_trajectory(case: tuple, dtype: Any) -> None:
+    name, kw = case
+    ep, tp, eo, to, init = _pair(name, kw, ALL, dtype, 10)
+    _close(ep, tp, dtype)
+    assert max(np.abs(_np(p) - a).max() for p, a in zip(ep, init)) > 1e-2  # they moved
+    _check_state(eo, to, dtype)
+
+
+@pytest.mark.parametrize("case", ELEMENTWISE[1:5] + ELEMENTWISE[6:8], ids=_case_id)
+def test_elementwise_state_dict_round_trips(case: tuple) -> None:
+    _round_trips(case[0], case[1], ALL, np.float64)
+
+
+@pytest.mark.parametrize("name", ["ASGD", "Rprop"])
+def test_complex_parameters_as_real_pairs(name: str) -> None:
+    rng = np.random.default_rng(5)
+    z0 = (rng.standard_normal((3, 2)) + 1j * rng.standard_normal((3, 2))).astype(np.complex64)
+    out = []
+    for lib in (ember, torch):
+        p = lib.tensor(z0.copy(), requires_grad=True)
+        opt = getattr(lib.optim, name)([p], lr=0.05, **({"t0": 1} if name == "ASGD" else {}))
+        for k in range(6):
+            z = p.detach().numpy()
+            p.grad = lib.tensor((z * (1 + 0.1 * k) + 0.2j).astype(np.complex64))
+            opt.step()
+        out.append((p.detach().numpy(), {k: _np(v) for k, v in opt.state[p].items()}))
+    np.testing.assert_allclose(out[0][0], out[1][0], rtol=1e-6, atol=1e-7)
+    for key, tv in out[1][1].items():
+        assert out[0][1][key].dtype == tv.dtype, key
+        np.testing.assert_allclose(out[0][1][key], tv, rtol=1e-6, atol=1e-7, err_msg=key)
+
+
+def test_asgd_rprop_refuse_as_pytorch() -> None:
+    _refusals("ASGD", [dict(lr=-0.1), dict(weight_decay=-1.0)])
+    _refusals("Rprop", [dict(lr=-0.1), dict(etas=(1.0, 1.2)), dict(etas=(0.5, 1.0)),
+                        dict(etas=(0.0, 2.0))])
+
+
+@pytest.mark.parametrize("name", ["ASGD", "Rprop"])
+def test_sparse_gradient_refused(name: str) -> None:
+    emb = ember.nn.Embedding(5, 3, sparse=True)
+    emb(ember.tensor([1, 2])).sum().backward()
+    opt = getattr(eopt, name)(emb.parameters())
+    with pytest.raises(RuntimeError, match="does not support sparse gradients"):
+        opt.step()
+
+
+def test_asgd_defaults_and_groups_as_pytorch() -> None:
+    for name in ("ASGD", "Rprop"):
+        e = getattr(eopt, name)([ember.zeros(2, requires_grad=True)])
+        t = getattr(torch.optim, name)([torch.zeros(2, requires_grad=True)])
+        assert _groups(e.state_dict()) == _groups(t.state_dict())
+        assert repr(e) == repr(t)
