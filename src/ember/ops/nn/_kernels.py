@@ -77,6 +77,9 @@ _IMAGE_MIN_PIXELS = 144
 _IMAGE_CHUNK_BYTES = 1 << 19
 # a dense resampling map (_AxisMap.dense) is a matrix of at most this many entries
 _DENSE_MAX_ENTRIES = 1 << 22
+# a NumPy resampling (interpolate, adaptive average pooling) runs over blocks of rows whose
+# largest intermediate has at most this many elements (see _resample_blocks)
+_RESAMPLE_BLOCK = 1 << 18
 # a convolution whose im2col columns (forward, input or weight gradient) would take more than
 # max(_COLS_CAP_MIN, _COLS_CAP_OUT x its output's bytes) runs over batch tiles of at most that
 # many bytes of columns (see _batch_step)
@@ -215,13 +218,11 @@ class Resample(Op):
     def forward(ctx: Any, x: Any, maps: tuple) -> Any:
         xp = ctx.xp
         ctx.maps = maps
-        y = x
-        n = len(maps)
-        for k in range(n - 1, -1, -1):  # the last axis first, as PyTorch's kernels do
-            if maps[k] is not None:
-                y = _apply_map(xp, y, maps[k], k - n)
-        if y is x:
-            return y.copy()
+        if all(m is None for m in maps):
+            return x.copy()
+        if type(x) is np.ndarray and x.size:
+            return _resample_blocks(x, maps)
+        y = _resample(xp, x, maps)
         # a sum over a permuted input keeps its layout: PyTorch's result is contiguous
         return y if y.flags.c_contiguous else xp.ascontiguousarray(y)
 
@@ -229,6 +230,89 @@ class Resample(Op):
     def backward(ctx: Any, grad: Any) -> Any:
         adj = tuple(None if m is None else m.adjoint() for m in ctx.maps)
         return ctx.call(Resample, grad, adj), None
+
+
+def _resample(xp: Any, x: Any, maps: tuple) -> Any:
+    """``maps`` applied to the last ``len(maps)`` axes of ``x``, the last axis first (as
+    PyTorch's kernels do)."""
+    y = x
+    n = len(maps)
+    for k in range(n - 1, -1, -1):
+        if maps[k] is not None:
+            y = _apply_map(xp, y, maps[k], k - n)
+    return y
+
+
+def _resample_blocks(x: np.ndarray, maps: tuple) -> np.ndarray:
+    """``_resample`` on a NumPy array a block of rows (its leading dims merged, or its first
+    dim where they do not merge) at a time, each block written into the one C-ordered result:
+    the passes' temporaries stay block-sized (PyTorch's kernels build none). ``x`` may be a
+    broadcast view (a sum's gradient): a block reads it in place."""
+    n = len(maps)
+    lead, sp = x.shape[:x.ndim - n], x.shape[x.ndim - n:]
+    osp = tuple(s if m is None else m.n_out for s, m in zip(sp, maps))
+    out = np.empty(lead + osp, x.dtype)
+    try:
+        x2 = np.reshape(x, (-1,) + sp, copy=False)
+    except ValueError:  # leading dims that do not merge without a copy: blocks of the first
+        x2 = x
+    o2 = out.reshape((x2.shape[0],) + out.shape[out.ndim - x2.ndim + 1:])
+    # the largest intermediate per row: each pass's output size
+    per, size = 1, list(sp)
+    for k in range(n - 1, -1, -1):
+        size[k] = osp[k]
+        per = max(per, math.prod(size), math.prod(sp))
+    per *= math.prod(x2.shape[1:x2.ndim - n])
+    step = max(1, _RESAMPLE_BLOCK // max(1, per))
+    last = min(k for k, m in enumerate(maps) if m is not None)
+    scratch: dict = {}  # one buffer per pass and role, reused block after block
+    for r0 in range(0, x2.shape[0], step):
+        y = x2[r0:r0 + step]
+        dst = o2[r0:r0 + step]
+        for k in range(n - 1, -1, -1):
+            if maps[k] is not None:
+                y = _apply_map_into(y, maps[k], k - n, dst if k == last else None, scratch, k)
+    return out
+
+
+def _apply_map_into(x: np.ndarray, m: _AxisMap, axis: int, dst: Any, scratch: dict,
+                    key: int) -> np.ndarray:
+    """``_apply_map`` on a NumPy block, into ``dst`` (or a buffer of ``scratch``): the same
+    taps, products and sums, with no new array per block."""
+    ax = x.ndim + axis
+    shape = x.shape[:ax] + (m.n_out,) + x.shape[ax + 1:]
+    idx, w = m.arrays(np, x.dtype)
+    T = idx.shape[1]
+    if m.block or m.dense or T > 8:
+        y = _apply_map(np, x, m, axis)
+        if dst is None:
+            return y
+        dst[...] = y
+        return dst
+    if not x.flags.c_contiguous:  # (take would copy it for each tap: once, into a buffer)
+        xc = _scratch(scratch, (key, 2), x.shape, x.dtype)
+        np.copyto(xc, x)
+        x = xc
+    y = dst if dst is not None else _scratch(scratch, (key, 0), shape, x.dtype)
+    v = _scratch(scratch, (key, 1), shape, x.dtype) if T > 1 else None
+    tail = (1,) * (x.ndim - ax - 1)
+    for t in range(T):  # (indices in range: "clip" takes straight into the buffer)
+        o = y if t == 0 else v
+        np.take(x, idx[:, t], axis=ax, out=o, mode="clip")
+        if w is not None:
+            o *= w[:, t].reshape((m.n_out,) + tail)
+        if t:
+            y += v
+    return y
+
+
+def _scratch(bufs: dict, key: Any, shape: tuple, dtype: Any) -> np.ndarray:
+    """A C-ordered array of ``shape`` over the buffer ``bufs[key]`` (grown when too small)."""
+    need = math.prod(shape)
+    b = bufs.get(key)
+    if b is None or b.size < need or b.dtype != dtype:
+        b = bufs[key] = np.empty(need, dtype)
+    return b[:need].reshape(shape)
 
 
 def _4d(a: Any) -> Any:
@@ -552,7 +636,10 @@ def _apply_map(xp: Any, x: Any, m: _AxisMap, axis: int) -> Any:
         v = xp.take(x, idx[:, t], axis=ax)
         if w is not None:
             v *= w[:, t].reshape((m.n_out,) + tail)
-        y = v if y is None else y + v
+        if y is None:
+            y = v
+        else:  # (y is this function's own array: summed in place)
+            y += v
     return y
 
 
