@@ -145,7 +145,8 @@ def _refusals(name: str, bad: list[dict], params: list | None = None) -> None:
         tp = params or [torch.zeros(2, 2, requires_grad=True)]
         ep = [ember.zeros(*p.shape, requires_grad=True) for p in tp]
         with pytest.raises(Exception) as te:
-            getattr(torch.optim, name)(tp, **kw)
+            getattr(torch.optim, name)(tp, **{k: (torch.tensor(_np(v)) if isinstance(
+                v, ember.Tensor) else v) for k, v in kw.items()})
         with pytest.raises(te.type):
             getattr(eopt, name)(ep, **kw)
 
@@ -221,3 +222,58 @@ def test_asgd_defaults_and_groups_as_pytorch() -> None:
         t = getattr(torch.optim, name)([torch.zeros(2, requires_grad=True)])
         assert _groups(e.state_dict()) == _groups(t.state_dict())
         assert repr(e) == repr(t)
+
+
+# ---------------------------------------------------------------------------------------------
+# Adafactor
+
+ADAFACTOR = [
+    ("Adafactor", dict()),
+    ("Adafactor", dict(lr=0.05, weight_decay=0.1)),
+    ("Adafactor", dict(lr=0.05, beta2_decay=-0.5, d=2.0, eps=(1e-20, 1e-2))),
+    ("Adafactor", dict(lr=0.05, maximize=True, foreach=False)),
+    ("Adafactor", dict(lr=ember.tensor(0.03), weight_decay=0.01)),
+]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("case", ADAFACTOR, ids=_case_id)
+def test_adafactor_trajectory(case: tuple, dtype: Any) -> None:
+    name, kw = case
+    ep, tp, eo, to, init = _pair(name, kw, ALL + [(3, 1, 5)], dtype, 10)
+    _close(ep, tp, dtype)
+    assert max(np.abs(_np(p) - a).max() for p, a in zip(ep, init)) > 1e-2
+    _check_state(eo, to, dtype)
+    assert tuple(eo.state[ep[3]]["row_var"].shape) == (2, 3, 1)
+    assert tuple(eo.state[ep[3]]["col_var"].shape) == (2, 1, 4)
+
+
+@pytest.mark.parametrize("case", ADAFACTOR[1:4], ids=_case_id)
+def test_adafactor_state_dict_round_trips(case: tuple) -> None:
+    _round_trips(case[0], case[1], ALL, np.float64)
+    _round_trips(case[0], case[1], ALL, np.float32)
+
+
+def test_adafactor_refuses_as_pytorch() -> None:
+    _refusals("Adafactor", [dict(lr=-1.0), dict(beta2_decay=0.5), dict(eps=(-1.0, 1e-3)),
+                            dict(eps=(None, -1.0)), dict(d=0.5), dict(weight_decay=-0.1),
+                            dict(lr=ember.tensor([0.1, 0.2]))])
+    for lib in (ember, torch):
+        p = lib.zeros(2, dtype=lib.complex64, requires_grad=True)
+        p.grad = lib.ones(2, dtype=lib.complex64)
+        with pytest.raises(RuntimeError, match="complex"):
+            lib.optim.Adafactor([p]).step()
+
+
+def test_adafactor_loaded_factors_must_fit() -> None:
+    p = ember.zeros(3, 4, requires_grad=True)
+    opt = eopt.Adafactor([p])
+    p.grad = ember.ones(3, 4)
+    opt.step()
+    sd = opt.state_dict()
+    q = ember.zeros(4, 3, requires_grad=True)
+    opt2 = eopt.Adafactor([q])
+    opt2.load_state_dict(sd)
+    q.grad = ember.ones(4, 3)
+    with pytest.raises(RuntimeError, match="row_var"):
+        opt2.step()

@@ -6,6 +6,7 @@ per-parameter update on arrays (see ``optimizer.py``).
 
 from . import lr_scheduler
 from .adadelta import Adadelta
+from .adafactor import Adafactor
 from .adagrad import Adagrad
 from .adam import Adam
 from .adamax import Adamax
@@ -22,6 +23,7 @@ from .sparse_adam import SparseAdam
 
 __all__ = [
     "Adadelta",
+    "Adafactor",
     "Adagrad",
     "Adam",
     "AdamW",

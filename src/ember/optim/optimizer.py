@@ -716,7 +716,7 @@ def _cast_state(p: Tensor, value: Any, key: Any) -> Any:
 
 # the built-in optimizers that count ``state['step']`` in a tensor (SGD and LBFGS keep no step)
 _TENSOR_STEP = frozenset({"Adam", "AdamW", "Adamax", "NAdam", "RAdam", "RMSprop", "Adagrad",
-                          "Adadelta", "ASGD", "Rprop"})
+                          "Adadelta", "ASGD", "Rprop", "Adafactor"})
 
 
 def _tensor_steps(state: Any) -> None:
@@ -732,3 +732,27 @@ def _tensor_steps(state: Any) -> None:
 def _xp(arr: Any) -> Any:
     """The array module of a parameter array (NumPy fast path first)."""
     return np if type(arr) is _backend.CPU_ARRAY else _backend.xp_of(arr)
+
+
+def _lerp_(x: Any, end: Any, weight: float, scratch: Any = None) -> None:
+    """``x = lerp(x, end, weight)`` in place, as PyTorch's kernel computes it: the weight in
+    ``x``'s dtype, ``x + w * (end - x)`` when ``|w| < 0.5``, else ``end - (end - x) * (1 - w)``
+    (exact at ``w = 1``). ``scratch``: an array shaped as ``x`` that may be overwritten (``end``
+    itself when the caller owns it); without one, the small-weight branch allocates one."""
+    xp = _xp(x)
+    w = x.dtype.type(weight)
+    if abs(w) < 0.5:
+        tmp = xp.empty_like(x) if scratch is None else scratch
+        xp.subtract(end, x, out=tmp)
+        tmp *= w
+        x += tmp
+    else:
+        xp.subtract(end, x, out=x)
+        x *= x.dtype.type(1) - w
+        xp.subtract(end, x, out=x)
+
+
+def _norm(a: Any) -> float:
+    """The 2-norm of an array, summed in its own dtype (as PyTorch's ``norm().item()``)."""
+    xp = _xp(a)
+    return float(xp.sqrt(xp.vdot(a, a)))
