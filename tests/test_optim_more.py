@@ -277,3 +277,72 @@ def test_adafactor_loaded_factors_must_fit() -> None:
     q.grad = ember.ones(4, 3)
     with pytest.raises(RuntimeError, match="row_var"):
         opt2.step()
+
+
+# ---------------------------------------------------------------------------------------------
+# Muon (its Newton-Schulz iteration runs in bfloat16, as PyTorch's)
+
+MATRICES = [(4, 6), (6, 4), (5, 5), (3, 8)]
+MUON = [
+    ("Muon", dict()),
+    ("Muon", dict(lr=0.02, momentum=0.9, weight_decay=0.01)),
+    ("Muon", dict(lr=0.02, nesterov=False, adjust_lr_fn="match_rms_adamw")),
+    ("Muon", dict(lr=0.02, momentum=0.3, ns_steps=3, eps=1e-5, adjust_lr_fn="original")),
+    ("Muon", dict(lr=0.02, ns_coefficients=(2.0, -1.5, 0.5), weight_decay=0.0)),
+    ("Muon", dict(lr=ember.tensor(0.02))),
+]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("case", MUON, ids=_case_id)
+def test_muon_trajectory(case: tuple, dtype: Any) -> None:
+    name, kw = case
+    ep, tp, eo, to, init = _pair(name, kw, MATRICES, dtype, 8, seed=1)
+    _close(ep, tp, dtype)
+    assert max(np.abs(_np(p) - a).max() for p, a in zip(ep, init)) > 5e-3
+    _check_state(eo, to, dtype)
+
+
+def test_newton_schulz_is_pytorchs_bfloat16_iteration() -> None:
+    from torch.optim._muon import _zeropower_via_newtonschulz
+
+    from ember.optim.muon import _newton_schulz
+
+    rng = np.random.default_rng(0)
+    for shape in [(4, 6), (6, 4), (5, 5), (3, 8), (1, 7)]:
+        g = rng.standard_normal(shape).astype(np.float32)
+        want = _zeropower_via_newtonschulz(torch.tensor(g), (3.4445, -4.775, 2.0315), 5, 1e-7)
+        got = _newton_schulz(g, (3.4445, -4.775, 2.0315), 5, 1e-7)
+        np.testing.assert_array_equal(got, want.float().numpy())
+    # roughly orthogonal: the singular values are near 1 (the iteration's design: 0.5-1.5)
+    s = np.linalg.svd(_newton_schulz(rng.standard_normal((8, 16)), (3.4445, -4.775, 2.0315),
+                                     5, 1e-7), compute_uv=False)
+    assert 0.5 < s.min() and s.max() < 1.5
+
+
+@pytest.mark.parametrize("case", MUON[1:4], ids=_case_id)
+def test_muon_state_dict_round_trips(case: tuple) -> None:
+    _round_trips(case[0], case[1], MATRICES, np.float32)
+
+
+def test_muon_refuses_as_pytorch() -> None:
+    _refusals("Muon", [dict(lr=-1.0), dict(momentum=-0.1), dict(weight_decay=-1.0),
+                       dict(adjust_lr_fn="bogus"), dict(lr=ember.tensor([0.1, 0.2]))])
+    _refusals("Muon", [dict()], params=[torch.zeros(3, requires_grad=True)])
+    _refusals("Muon", [dict()], params=[torch.zeros(2, 3, 4, requires_grad=True)])
+    for kw, grad_shape in [(dict(ns_steps=100), (2, 3)), (dict(ns_coefficients=(1.0, 2.0)),
+                                                          (2, 3))]:
+        for lib in (ember, torch):
+            p = lib.zeros(2, 3, requires_grad=True)
+            p.grad = lib.ones(*grad_shape)
+            with pytest.raises(ValueError):
+                lib.optim.Muon([p], **kw).step()
+    for lib in (ember, torch):
+        p = lib.zeros(2, 3, dtype=lib.complex64, requires_grad=True)
+        p.grad = lib.ones(2, 3, dtype=lib.complex64)
+        with pytest.raises(RuntimeError, match="complex"):
+            lib.optim.Muon([p]).step()
+    emb = ember.nn.Embedding(5, 3, sparse=True)
+    emb(ember.tensor([1, 2])).sum().backward()
+    with pytest.raises(RuntimeError, match="does not support sparse gradients"):
+        eopt.Muon(emb.parameters()).step()
