@@ -12,11 +12,27 @@
 #      (reference counting). A few minutes.
 # Arguments go to the second pytest alone (`bash scripts/test.sh tests/test_autograd.py -x`); with
 # arguments, steps 1 and 3 are skipped. EMBER_NO_TORCH=1 skips installing PyTorch.
+# `--quick`: step 2's install, then a subset for contributors (tensors, ops, autograd, in-place and
+# views, nn, optim, data, serialization, errors, the differential tester, the CLI): a few minutes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
+QUICK=0
+if [ "${1:-}" = "--quick" ]; then
+  QUICK=1
+  shift
+fi
+QUICK_TESTS=(tests/test_autograd.py tests/test_tensor.py tests/test_ops_elementwise.py
+  tests/test_ops_reduction.py tests/test_ops_shape.py tests/test_ops_indexing.py
+  tests/test_inplace_views.py tests/test_nn_module.py tests/test_nn_layers.py tests/test_nn_loss.py
+  tests/test_optim.py tests/test_errors_misc.py tests/test_data.py tests/test_serialization.py
+  tests/test_differential.py tests/test_pytorch_refusals.py tests/test_cli.py)
+echo "scripts/test.sh installs (first run only, a few minutes): .venv-core (ember, NumPy, ml_dtypes,"
+echo "  pytest: ~100 MB) and .venv (ember[test,demo], torch 2.13 CPU, torchvision: ~1.3 GB, 750 MB"
+echo "  of it PyTorch). Then the tests: about 10-15 minutes on 2 cores (--quick: a subset, a few"
+echo "  minutes)."
 
-if [ "$#" -eq 0 ]; then
+if [ "$#" -eq 0 ] && [ "$QUICK" -eq 0 ]; then
   echo "== core-only install (.venv-core: numpy, ml_dtypes): installing, then a core test subset"
   [ -x .venv-core/bin/python ] || "$PY" -m venv .venv-core
   .venv-core/bin/python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
@@ -47,8 +63,12 @@ if [ "${EMBER_NO_TORCH:-0}" != "1" ]; then
 fi
 .venv/bin/ruff check .
 .venv/bin/python -m ember --version
+if [ "$QUICK" -eq 1 ]; then
+  echo "== quick subset (.venv, 2 workers, native core): ${#QUICK_TESTS[@]} files"
+  exec .venv/bin/python -m pytest -q -p no:cacheprovider -n 2 "${QUICK_TESTS[@]}" "$@"
+fi
 if [ "$#" -ne 0 ]; then
-  exec .venv/bin/python -m pytest -q -p no:cacheprovider -n 2 -rs "$@"
+  exec .venv/bin/python -m pytest -q -p no:cacheprovider -n 2 "$@"
 fi
 echo "== pure-Python core (EMBER_PURE_PYTHON=1): ops, autograd, nn, compile, differential"
 EMBER_PURE_PYTHON=1 .venv/bin/python -m pytest -q -p no:cacheprovider -n 2 \
@@ -60,4 +80,4 @@ echo "== native core under python -X dev, PYTHONMALLOC=debug"
 PYTHONMALLOC=debug .venv/bin/python -X dev -m pytest -q -p no:cacheprovider -p no:xdist \
   tests/test_native_core.py tests/test_autograd.py tests/test_torch_function.py
 echo "== tests (.venv, 2 workers, native core)"
-exec .venv/bin/python -m pytest -q -p no:cacheprovider -n 2 -rs
+exec .venv/bin/python -m pytest -q -p no:cacheprovider -n 2

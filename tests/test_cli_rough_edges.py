@@ -121,3 +121,27 @@ def test_demo_progress_stays_out_of_logs(monkeypatch):
     monkeypatch.setattr(sys, "stderr", io.StringIO())
     items = [1, 2, 3]
     assert digits_cnn.progress(items, "epoch") is items
+
+
+def test_test_sh_quick_subset_names_existing_files():
+    """scripts/test.sh --quick runs a list of test files: each must exist."""
+    import re
+
+    root = Path(__file__).resolve().parents[1]
+    text = (root / "scripts" / "test.sh").read_text()
+    block = re.search(r"QUICK_TESTS=\((.*?)\)", text, re.S)
+    assert block is not None
+    files = block.group(1).split()
+    assert len(files) >= 10
+    for f in files:
+        assert (root / f).is_file(), f
+    assert "--quick" in (root / "README.md").read_text()
+
+
+def test_pytest_summary_lists_skip_reasons():
+    import tomllib
+
+    root = Path(__file__).resolve().parents[1]
+    cfg = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
+    assert "s" in cfg["addopts"].split("-r", 1)[1].split()[0]
+    assert any("torch" in f for f in cfg["filterwarnings"])
