@@ -191,6 +191,7 @@ from .ops.casting import *  # noqa: F403
 from .ops.pointwise import *  # noqa: F403
 from .ops.pointwise_math import *  # noqa: F403
 from .ops.pointwise_piecewise import *  # noqa: F403
+from .ops.pointwise_complex import *  # noqa: F403
 from .ops.comparison import *  # noqa: F403
 from .ops.cumulative import *  # noqa: F403
 from .ops.reduction import *  # noqa: F403

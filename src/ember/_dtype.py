@@ -1,14 +1,17 @@
 """dtype objects and type promotion (PyTorch's ``torch.result_type`` rules).
 
-A ``dtype`` wraps a NumPy dtype. Promotion works by category (bool < integer < floating):
-a higher category always wins, Python scalars never upcast a tensor of their own category,
-and within a category NumPy's rules apply (uint8 + int8 -> int16, float16 + bfloat16 -> float32).
+A ``dtype`` wraps a NumPy dtype. Promotion works by category (bool < integer < floating <
+complex): a higher category always wins, Python scalars never upcast a tensor of their own
+category, and within a category NumPy's rules apply (uint8 + int8 -> int16, float16 + bfloat16 ->
+float32); a complex operand of a higher-priority group keeps a floating tensor's precision
+(``float32_tensor * 1j`` is complex64, ``float64_tensor * 1j`` complex128).
 
-The complex dtypes (``complex64``/``complex128``/``complex32``, aka ``cfloat``/``cdouble``/``chalf``)
-and the float8/float4 formats exist as objects only: libraries name them in dtype tables at import,
-so they print, compare, pickle and promote as PyTorch's (``promote_types(float64, complex64)`` is
-complex128; float8 promotion is refused as in PyTorch), but no tensor can hold them yet: reading
-their NumPy type (which every path that makes a tensor does) raises ``TypeError`` naming the dtype.
+``complex64``/``complex128`` (``cfloat``/``cdouble``) are NumPy's complex64/complex128.
+``complex32`` (``chalf``) and the float8/float4 formats exist as objects only: libraries name them
+in dtype tables at import, so they print, compare, pickle and promote as PyTorch's (float8
+promotion is refused as in PyTorch), but NumPy has no such types and no tensor can hold them:
+reading their NumPy type (which every path that makes a tensor does) raises ``TypeError`` naming
+the dtype.
 """
 
 from __future__ import annotations
@@ -44,7 +47,7 @@ class dtype:
         self.name = name
         if np_dtype is not None:  # bfloat16's stays unset until first read (``__getattr__``)
             self.np = np_dtype
-        # 0 bool, 1 integer, 2 floating; without tensors yet: 5 float8/float4, 6 complex (the
+        # 0 bool, 1 integer, 2 floating; 5 float8/float4 (without tensors), 6 complex (the
         # numbers let promote_types and can_cast spot them with one test off the common path)
         self._category = category
         self.is_floating_point = category == 2 or category == _FLOAT8
@@ -54,7 +57,7 @@ class dtype:
 
     def __getattr__(self, name: str) -> Any:
         # only reached while a slot is unset: bfloat16's NumPy dtype, loaded once, on first use;
-        # the dtypes without tensors (complex, float8, float4) refuse here, at any tensor's making
+        # the dtypes without tensors (complex32, float8, float4) refuse here, at any tensor's making
         if name == "np":
             if self.name == "bfloat16":
                 self.np = _load_bfloat16()
@@ -69,7 +72,7 @@ class dtype:
         return f"torch.{self.name}"
 
     def __reduce__(self) -> tuple:
-        return (to_dtype if self._category <= 2 else _named, (self.name,))
+        return (_named if self in WITHOUT_TENSORS else to_dtype, (self.name,))
 
     def to_real(self) -> dtype:
         """The real dtype of a complex one (``complex64`` -> ``float32``); others unchanged."""
@@ -109,18 +112,19 @@ uint32 = dtype("uint32", np.dtype(np.uint32), 1)
 uint64 = dtype("uint64", np.dtype(np.uint64), 1)
 _WIDE_UNSIGNED = (uint16, uint32, uint64)
 
-# Named, without tensors yet (the module docstring): libraries build dtype tables with them.
+complex64 = dtype("complex64", np.dtype(np.complex64), _COMPLEX)
+complex128 = dtype("complex128", np.dtype(np.complex128), _COMPLEX)
+# Named, without tensors (the module docstring): libraries build dtype tables with them.
 complex32 = dtype("complex32", None, _COMPLEX, 4)
-complex64 = dtype("complex64", None, _COMPLEX, 8)
-complex128 = dtype("complex128", None, _COMPLEX, 16)
 float8_e4m3fn = dtype("float8_e4m3fn", None, _FLOAT8, 1)
 float8_e5m2 = dtype("float8_e5m2", None, _FLOAT8, 1)
 float8_e4m3fnuz = dtype("float8_e4m3fnuz", None, _FLOAT8, 1)
 float8_e5m2fnuz = dtype("float8_e5m2fnuz", None, _FLOAT8, 1)
 float8_e8m0fnu = dtype("float8_e8m0fnu", None, _FLOAT8, 1)
 float4_e2m1fn_x2 = dtype("float4_e2m1fn_x2", None, _FLOAT8, 1)
-WITHOUT_TENSORS = (complex32, complex64, complex128, float8_e4m3fn, float8_e5m2,
-                   float8_e4m3fnuz, float8_e5m2fnuz, float8_e8m0fnu, float4_e2m1fn_x2)
+WITHOUT_TENSORS = (complex32, float8_e4m3fn, float8_e5m2,
+                   float8_e4m3fnuz, float8_e5m2fnuz, float8_e8m0fnu,
+                   float4_e2m1fn_x2)
 _REAL_OF = {"complex32": float16, "complex64": float32, "complex128": float64}
 _COMPLEX_OF = {"float16": complex32, "bfloat16": complex64, "float32": complex64,
                "float64": complex128}
@@ -133,14 +137,13 @@ def _named(name: str) -> dtype:
 
 def _no_tensors(d: dtype) -> str:
     if d.is_complex:
-        return (f"{d!r}: ember does not support complex tensors yet; the dtype exists so that code "
-                "naming it runs, but no tensor can hold it. Keep the real and imaginary parts as "
-                "two real tensors (or stacked in a last dimension of size 2)")
+        return (f"{d!r}: ember has no complex32 tensors (NumPy has no half-precision complex "
+                "type); the dtype exists so that code naming it runs. Use torch.complex64")
     return (f"{d!r}: ember has no tensors of this dtype yet; the dtype exists so that code naming "
             "it runs. Store the values as torch.float16, torch.bfloat16 or torch.float32")
 
 ALL = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64,
-       uint16, uint32, uint64)
+       uint16, uint32, uint64, complex64, complex128)
 
 # PyTorch's aliases
 ALIASES = {
@@ -148,7 +151,8 @@ ALIASES = {
     "short": int16, "bool": bool_, "float32": float32, "float64": float64, "float16": float16,
     "bfloat16": bfloat16, "int64": int64, "int32": int32, "int16": int16, "int8": int8,
     "uint8": uint8, "uint16": uint16, "uint32": uint32, "uint64": uint64,
-    "cfloat": complex64, "cdouble": complex128, "chalf": complex32,
+    "cfloat": complex64, "cdouble": complex128, "chalf": complex32, "complex64": complex64,
+    "complex128": complex128,
     **{d.name: d for d in WITHOUT_TENSORS},
 }
 
@@ -168,8 +172,8 @@ def from_numpy(np_dtype: Any) -> dtype:
     if np_dtype in _FROM_NP:
         return _FROM_NP[np_dtype]
     if np_dtype.kind == "c":
-        raise TypeError(f"NumPy's {np_dtype}: ember does not support complex tensors yet; keep "
-                        "the real and imaginary parts as two real arrays (a.real, a.imag)")
+        raise TypeError(f"NumPy's {np_dtype}: ember has no tensors of this complex type; "
+                        "convert the array to complex64 or complex128 first")
     raise TypeError(f"ember has no dtype for NumPy's {np_dtype}")
 
 
@@ -261,7 +265,7 @@ def scalar_dtype(x: Any) -> dtype:
     if isinstance(x, float):
         return _default_float
     if isinstance(x, complex):
-        raise TypeError("ember does not support complex numbers yet")
+        return _COMPLEX_OF[_default_float.name]  # complex64 (complex128 under float64 default)
     if isinstance(x, np.generic):
         return from_numpy(x.dtype)
     raise TypeError(f"expected a number, got {type(x).__name__}")
@@ -296,6 +300,8 @@ def _combine(higher: dtype | None, lower: dtype | None) -> dtype | None:
     # the lower-priority group has a higher category: it decides the category
     if lower._category == 2 and higher._category < 2:
         return lower
+    if lower._category == _COMPLEX:  # a floating tensor keeps its precision: f64 * 1j -> c128
+        return higher.to_complex() if higher._category == 2 else lower
     return promote_types(higher, lower)
 
 

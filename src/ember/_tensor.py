@@ -104,7 +104,7 @@ class Tensor(TensorBase):
         return self._data.dtype.kind == "f" or self.dtype is _dtype.bfloat16
 
     def is_complex(self) -> bool:
-        return False
+        return self._data.dtype.kind == "c"
 
     def element_size(self) -> int:
         return self._data.itemsize
@@ -193,9 +193,9 @@ class Tensor(TensorBase):
                 "computed variable in a subgraph that doesn't require differentiation use "
                 "var_no_grad = var.detach()."
             )
-        if value and not (self.is_floating_point()):
+        if value and not (self.is_floating_point() or self._data.dtype.kind == "c"):
             raise RuntimeError(
-                f"only Tensors of floating point dtype can require gradients (this one is "
+                f"only Tensors of floating point and complex dtype can require gradients (this one is "
                 f"{self.dtype}); convert it first, e.g. x = x.float().requires_grad_()"
             )
         self._rg = bool(value)
@@ -627,8 +627,15 @@ class Tensor(TensorBase):
         """The last two dimensions swapped (a batch of transposed matrices)."""
         return ops.transpose(self, -2, -1)
 
-    H = T
-    mH = mT
+    @property
+    def H(self) -> Tensor:
+        """The conjugate transpose of a matrix (the transpose of a real one)."""
+        return ops.conj(self.T) if self._data.dtype.kind == "c" else self.T
+
+    @property
+    def mH(self) -> Tensor:
+        """The last two dimensions swapped and conjugated (``mT`` for real tensors)."""
+        return ops.conj(self.mT) if self._data.dtype.kind == "c" else self.mT
 
     # -- arithmetic operators (ops/pointwise.py) -----------------------------------------
     __add__ = ops.add

@@ -81,8 +81,8 @@ def diagonal_scatter(self: Any, src: Any, offset: int = 0, dim1: int = 0, dim2: 
     return ops.diagonal_scatter(self, src, offset, dim1, dim2)
 
 def adjoint(self) -> Any:
-    """``adjoint()``: the conjugate transpose of the last two dims (a transpose here)."""
-    return ops.transpose(self, -2, -1)
+    """``adjoint()``: the conjugate transpose of the last two dims (a transpose when real)."""
+    return ops.conj(ops.transpose(self, -2, -1))
 
 def resize_as_(self, other: Any) -> Any:
     """``resize_as_(other)``: ``self.resize_(other.shape)``."""
@@ -97,30 +97,22 @@ def new_empty_strided(self, size: Any, stride: Any, *, dtype: Any = None, layout
                              layout=layout, device=self.device if device is None else device,
                              requires_grad=requires_grad)
 
-def conj(self) -> Any:
-    return self
+def _real(self) -> Any:
+    """The real parts (a view of a complex tensor; a real tensor itself)."""
+    return ops.real(self)
 
-def resolve_conj(self) -> Any:
-    return self
+def _set_real(self, value: Any) -> None:
+    ops.real(self).copy_(value)
 
-def resolve_neg(self) -> Any:
-    return self
+def _imag(self) -> Any:
+    """The imaginary parts (a view; real tensors have none: RuntimeError, as in PyTorch)."""
+    return ops.imag(self)
 
-def is_conj(self) -> bool:
-    return False
+def _set_imag(self, value: Any) -> None:
+    ops.imag(self).copy_(value)
 
-def is_neg(self) -> bool:
-    return False
-
-@property
-def real(self) -> Any:
-    """The tensor itself (a real tensor is its own real part)."""
-    return self
-
-@property
-def imag(self) -> Any:
-    """Raises as in PyTorch: real tensors have no imaginary part."""
-    raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
+real = property(_real, _set_real)
+imag = property(_imag, _set_imag)
 
 def dequantize(self) -> Any:
     """The tensor itself: ember has no quantized tensors."""
@@ -444,8 +436,10 @@ def record_stream(self, s: Any) -> None:
     """Nothing to record: ember's CuPy arrays are freed by reference counting."""
 
 def conj_physical_(self) -> Any:
-    """The tensor itself: a real tensor is its own conjugate."""
-    return self
+    """Conjugates in place (a real tensor is its own conjugate: itself)."""
+    if self._data.dtype.kind != "c":
+        return self
+    return self.copy_(ops.conj_physical(self))
 
 def new(self, *args: Any, **kwargs: Any) -> Any:
     """Legacy constructor: ``x.new(2, 3)`` (uninitialised, x's dtype and device),
@@ -759,11 +753,11 @@ OP_METHODS: dict[str, Any] = {
     "adjoint": adjoint,
     "resize_as_": resize_as_,
     "new_empty_strided": new_empty_strided,
-    "conj": conj,
-    "resolve_conj": resolve_conj,
-    "resolve_neg": resolve_neg,
-    "is_conj": is_conj,
-    "is_neg": is_neg,
+    "conj": ops.conj,
+    "resolve_conj": ops.resolve_conj,
+    "resolve_neg": ops.resolve_neg,
+    "is_conj": ops.is_conj,
+    "is_neg": ops.is_neg,
     "real": real,
     "imag": imag,
     "dequantize": dequantize,

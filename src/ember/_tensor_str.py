@@ -4,6 +4,8 @@ The rules (PyTorch's documented print options): floats print with 4 decimals, or
 with a trailing dot when every value is whole, or in scientific notation when the values span
 more than 3 orders of magnitude, exceed 1e8 or go below 1e-4; all elements share one width;
 more than ``threshold`` elements are summarised with ``...``; lines wrap at ``linewidth``.
+Complex values print as PyTorch's: real and imaginary parts each with their own format (chosen
+from all real parts, all imaginary parts), joined by their sign: ``tensor([1.+2.j, 3.-1.j])``.
 """
 
 from __future__ import annotations
@@ -111,6 +113,21 @@ class _Formatter:
         return " " * (self.max_width - len(s)) + s
 
 
+class _ComplexFormatter:
+    """PyTorch's complex format: a formatter for the real parts and one for the imaginary parts;
+    ``real+imagj`` (the imaginary part's sign joins them)."""
+
+    def __init__(self, arr: np.ndarray) -> None:
+        self.re = _Formatter(arr.real)
+        self.im = _Formatter(arr.imag)
+        self.max_width = self.re.max_width + self.im.max_width + 1  # (+1: the j)
+
+    def format(self, value: Any) -> str:
+        re = self.re.format(value.real)
+        im = (self.im.format(value.imag) + "j").lstrip()
+        return re + im if im[0] in "+-" else re + "+" + im
+
+
 def _summarized(arr: np.ndarray) -> np.ndarray:
     """The elements that will be shown: the first and last ``edgeitems`` along every dim."""
     e = PRINT_OPTS.edgeitems
@@ -153,12 +170,13 @@ def array_str(arr: np.ndarray, indent: int) -> str:
     """The bracketed body of a tensor's repr."""
     if arr.size == 0:
         return "[]"
-    if arr.dtype.kind not in "fiub":  # bfloat16 and friends print through float32
+    if arr.dtype.kind not in "fiubc":  # bfloat16 and friends print through float32
         arr = arr.astype(np.float32)
     elif arr.dtype == np.float16:
         arr = arr.astype(np.float32)
     summarize = arr.size > PRINT_OPTS.threshold
-    fmt = _Formatter(_summarized(arr) if summarize else arr)
+    shown = _summarized(arr) if summarize else arr
+    fmt = _ComplexFormatter(shown) if arr.dtype.kind == "c" else _Formatter(shown)
     return _nested(arr, indent, summarize, fmt)
 
 
@@ -213,7 +231,8 @@ def tensor_repr(t: Any, prefix: str = "tensor(") -> str:
     if dev.type != "cpu":
         suffixes.append(f"device='{dev}'")
     dt = t.dtype
-    default = (_dtype.get_default_dtype(), _dtype.int64, _dtype.bool_)
+    default = (_dtype.get_default_dtype(), _dtype.int64, _dtype.bool_,
+               _dtype.get_default_dtype().to_complex())
     if arr.size == 0:
         if arr.ndim != 1:
             suffixes.append(f"size={tuple(arr.shape)}")

@@ -18,7 +18,8 @@ from . import _out
 _CPP_NAME = {
     "float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
     "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
-    "uint8": "unsigned char", "bool": "bool",
+    "uint8": "unsigned char", "bool": "bool", "complex64": "c10::complex<float>",
+    "complex128": "c10::complex<double>",
 }
 
 

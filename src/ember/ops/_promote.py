@@ -1,8 +1,9 @@
 """Operand promotion for the pointwise ops: PyTorch's ``result_type`` rules applied before NumPy
 sees the operands (so a float32 tensor never meets a float64 array by accident), Python ints
 wrapped into an integer tensor's range, NumPy's floating-point warnings silenced, ``out=``,
-results that carry no gradient, and PyTorch's "opmath" rule for float16/bfloat16 (``opmath``:
-computed in float32, each result rounded once to the half type).
+results that carry no gradient, PyTorch's "opmath" rule for float16/bfloat16 (``opmath``:
+computed in float32, each result rounded once to the half type), and complex operands of
+holomorphic ops (``conjugated``: PyTorch's conjugate-Wirtinger gradients from the real rules).
 
 Shared by the pointwise rooms (``pointwise.py``, ``pointwise_math.py``,
 ``pointwise_piecewise.py``, ``comparison.py``, ``special.py``) and by other families that need
@@ -38,6 +39,9 @@ _F16 = np.dtype(np.float16)
 _OPMATH: dict = {}
 
 
+_CONJUGATED: dict = {}
+
+
 def opmath(cls: Any) -> Any:
     """``cls`` as PyTorch computes float16/bfloat16: its kernels load half inputs into float32
     (their "opmath" type), compute there, Python number operands included (never rounded to the
@@ -57,6 +61,23 @@ def opmath(cls: Any) -> Any:
             "node_name": cls._node_cls.__name__,
             "forward": staticmethod(_opmath_forward(cls.forward)),
             "backward": staticmethod(_opmath_backward(cls.backward)),
+        })
+    return sub
+
+
+def conjugated(cls: Any) -> Any:
+    """``cls`` for complex operands. For a holomorphic op (one whose real backward rule multiplies
+    ``grad`` by the derivative, written with real coefficients: mul, div, exp, sin, matmul...)
+    PyTorch's gradient is ``grad * conj(f'(z))`` (docs: "Autograd for Complex Numbers"), which is
+    ``conj(rule(conj(grad)))``: the returned subclass (made once per class, same node name) runs
+    the rule between two conjugations. Callers pick it only when an operand is complex, so the
+    real paths are untouched."""
+    sub = _CONJUGATED.get(cls)
+    if sub is None:
+        sub = _CONJUGATED[cls] = type(cls.__name__, (cls,), {
+            "__doc__": cls.__doc__, "__module__": cls.__module__,
+            "node_name": cls._node_cls.__name__,
+            "backward": staticmethod(_conjugated_backward(cls.backward)),
         })
     return sub
 
@@ -84,7 +105,7 @@ def _promote(a: Any, b: Any, to_float: bool = False) -> tuple[Any, Any]:
         b = as_tensor_arg(b)
         tb = isinstance(b, T)
     if ta and tb:
-        if a._data.dtype == b._data.dtype and not (to_float and a._data.dtype.kind not in "fV"):
+        if a._data.dtype == b._data.dtype and not (to_float and a._data.dtype.kind not in "fVc"):
             return a, b
     elif ta and not tb:
         k = a._data.dtype.kind
@@ -101,7 +122,7 @@ def _promote(a: Any, b: Any, to_float: bool = False) -> tuple[Any, Any]:
         if k in "iu" and type(a) is int and not to_float:
             return _fit_int(a, b._data.dtype), b
     rt = _dtype.result_type(a, b)
-    if to_float and not rt.is_floating_point:
+    if to_float and not (rt.is_floating_point or rt.is_complex):
         rt = _dtype.get_default_dtype()
     if ta and a._data.dtype != rt.np:
         a = _promoted(a, rt)
@@ -136,6 +157,8 @@ def _om(cls: Any, *args: Any) -> Any:
             dt = a._data.dtype
             if dt.itemsize == 2 and dt.kind in "fV":
                 return opmath(cls)
+            if dt.kind == "c":
+                return conjugated(cls)
     return cls
 
 
@@ -150,6 +173,23 @@ def _half_of(*args: Any) -> Any:
         if isinstance(a, TensorBase) and _is_half(a._data.dtype):
             return a._data.dtype
     return None
+
+
+def _is_complex(a: Any) -> bool:
+    """Whether a backward rule's array (or, under create_graph, tensor) holds complex values."""
+    dt = a.dtype
+    return dt.is_complex if isinstance(dt, _dtype.dtype) else dt.kind == "c"
+
+
+def _conjugated_backward(bwd: Any) -> Any:
+    def backward(ctx: Any, *grads: Any) -> Any:
+        conj = ctx.xp.conj
+        out = bwd(ctx, *[None if g is None else conj(g) for g in grads])
+        if type(out) is tuple:
+            return tuple([None if g is None or not hasattr(g, "dtype") else conj(g) for g in out])
+        return None if out is None else conj(out)
+
+    return backward
 
 
 def _opmath_forward(fwd: Any) -> Any:
@@ -213,16 +253,50 @@ def _unary(cls: Any, x: Any) -> tuple[Any, Any]:
     x = as_tensor_arg(x)
     dt = x._data.dtype
     if dt.kind not in "fV":
+        if dt.kind == "c":
+            return conjugated(cls), x
         return cls, cast(x, _dtype.get_default_dtype())
     return (opmath(cls) if dt.itemsize == 2 else cls), x
 
 
 def _float_unary(x: Any) -> Any:
-    """Math functions of integer tensors compute in the default float dtype, as in PyTorch."""
+    """Math functions of integer tensors compute in the default float dtype, as in PyTorch;
+    complex tensors are refused here (functions defined on them call ``_cunary``)."""
     x = as_tensor_arg(x)
     if x._data.dtype.kind not in "fV":
+        if x._data.dtype.kind == "c":
+            raise NotImplementedError(_not_complex(x))
         return cast(x, _dtype.get_default_dtype())
     return x
+
+
+def _cunary(cls: Any, x: Any) -> tuple[Any, Any]:
+    """The class to apply and its operand for a math function PyTorch defines on complex
+    tensors (holomorphic: exp, log, sin...): ``conjugated(cls)`` for a complex ``x``; otherwise
+    ``cls`` and ``_float_unary(x)`` (integers compute in the default float dtype)."""
+    x = as_tensor_arg(x)
+    k = x._data.dtype.kind
+    if k == "c":
+        return conjugated(cls), x
+    if k not in "fV":
+        return cls, cast(x, _dtype.get_default_dtype())
+    return cls, x
+
+
+def _not_complex(x: Any, name: str | None = None) -> str:
+    """The error of an op that PyTorch does not define on complex tensors (it names the op's
+    kernel: ``"erf_vml_cpu" not implemented for 'ComplexFloat'``)."""
+    import inspect
+
+    if name is None:  # the public function that called _float_unary
+        frame = inspect.currentframe()
+        for _ in range(3):
+            frame = frame.f_back if frame is not None else None
+            if frame is not None and not frame.f_code.co_name.startswith("_"):
+                break
+        name = frame.f_code.co_name if frame is not None else "this op"
+    return (f"\"{name}\" not implemented for '{_dtype.legacy_name(x.dtype)}' (PyTorch has no "
+            f"complex {name} either); apply it to x.real and x.imag, or to x.abs()")
 
 
 def _int_bounds(dt: Any) -> tuple[int, int, int]:

@@ -12,6 +12,7 @@ from . import casting as _cast
 from . import comparison as _cmp
 from . import joining as _jn
 from . import other_matrix as _om
+from . import pointwise_complex as _pcx
 from . import pointwise_math as _pm
 from . import pointwise_piecewise as _pp
 from . import shape as _sh
@@ -199,3 +200,6 @@ def ascontiguousarray(x: Any) -> Any:
 
 def _t(x: Any) -> Any:
     return _cast.as_tensor_arg(x)
+
+
+conj = _pcx.conj

@@ -35,7 +35,7 @@ from ._matrix import (
     _shape,
     _tensor,
 )
-from ._promote import _om
+from ._promote import _om, conjugated
 
 __all__ = [
     "matmul",
@@ -84,6 +84,8 @@ def matmul(input: Any, other: Any, *, out: Any = None) -> Any:
         op = Bmm
     else:
         op = Matmul
+    if a._data.dtype.kind == "c":
+        op = conjugated(op)
     return _result(op.apply(a, b), out, "matmul")
 
 
@@ -100,7 +102,7 @@ def mm(input: Any, mat2: Any, *, out: Any = None) -> Any:
                 "2-D tensors only, use torch.matmul for vectors or batches"
             )
     _check_matmul("mm", a, b)
-    return _result(Mm.apply(a, b), out, "mm")
+    return _result((Mm if a._data.dtype.kind != "c" else conjugated(Mm)).apply(a, b), out, "mm")
 
 
 def bmm(input: Any, mat2: Any, *, out: Any = None) -> Any:
@@ -124,7 +126,8 @@ def bmm(input: Any, mat2: Any, *, out: Any = None) -> Any:
             f"but got: [{sb[0]}, {sb[1]}]. (bmm: {sa} @ {sb}: the batch sizes must be equal and "
             f"the inner dimensions {sa[2]} and {sb[1]} must match)"
         )
-    return _result(Bmm.apply(a, b), out, "bmm")
+    return _result((Bmm if a._data.dtype.kind != "c" else conjugated(Bmm)).apply(a, b), out,
+                   "bmm")
 
 
 def mv(input: Any, vec: Any, *, out: Any = None) -> Any:
@@ -139,7 +142,7 @@ def mv(input: Any, vec: Any, *, out: Any = None) -> Any:
             f"{_shape(a)} and {_shape(v)}; mv takes a 2-D matrix and a 1-D vector)"
         )
     _check_matmul("mv", a, v)
-    return _result(Mv.apply(a, v), out, "mv")
+    return _result((Mv if a._data.dtype.kind != "c" else conjugated(Mv)).apply(a, v), out, "mv")
 
 
 def dot(input: Any, tensor: Any, *, out: Any = None) -> Any:
@@ -149,7 +152,8 @@ def dot(input: Any, tensor: Any, *, out: Any = None) -> Any:
     a = _tensor(input, "dot", "input", 1)
     b = _tensor(tensor, "dot", "tensor", 2)
     _check_vectors("dot", a, b)
-    return _result(Dot.apply(a, b), out, "dot")
+    return _result((Dot if a._data.dtype.kind != "c" else conjugated(Dot)).apply(a, b), out,
+                   "dot")
 
 
 def vdot(input: Any, other: Any, *, out: Any = None) -> Any:
@@ -285,9 +289,22 @@ class Dot(Op):
 
 
 class Vdot(Dot):
-    """out = sum_i conj(a_i) b_i (= dot for real tensors)   grad_a = grad * b   grad_b = grad * a"""
+    """out = sum_i conj(a_i) b_i (= dot for real tensors)
+    grad_a = conj(grad) * b          grad_b = grad * a"""
 
     node_name = "VdotBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, a: Any, b: Any) -> Any:
+        need = ctx.needs_input_grad
+        ctx.save_for_backward(a if need[1] else None, b if need[0] else None)
+        return _mm_arrays(ctx.xp.conj(a) if a.dtype.kind == "c" else a, b)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        a, b = ctx.saved
+        need = ctx.needs_input_grad
+        return (ctx.xp.conj(grad) * b if need[0] else None), (grad * a if need[1] else None)
 
 
 def _matmul_grads(ctx: Any, a: Any, b: Any, grad: Any, need_a: bool, need_b: bool) -> tuple:

@@ -8,6 +8,7 @@ arithmetic is in ``ops/pointwise.py``, math functions in ``ops/pointwise_math.py
 from __future__ import annotations
 
 import inspect
+import warnings
 from typing import Any
 
 import numpy as np
@@ -62,9 +63,12 @@ def cast(x: Any, dt: Any) -> Any:
     dt = _dtype.to_dtype(dt)
     if x._data.dtype == dt.np:
         return x
-    if x._rg and not dt.is_floating_point:
+    if x._data.dtype.kind == "c" and not dt.is_complex:
+        warnings.warn("Casting complex values to real discards the imaginary part",
+                      UserWarning, stacklevel=3)  # PyTorch's warning (NumPy's would name NumPy)
+    if x._rg and not (dt.is_floating_point or dt.is_complex):
         # integer results carry no gradient
-        return TensorBase._make(x._data.astype(dt.np))
+        return TensorBase._make(_real_part(x._data, dt.np).astype(dt.np))
     return Cast.apply(x, dt.np)
 
 
@@ -120,16 +124,22 @@ def zero(x: Any) -> Any:
 
 
 class Cast(Op):
-    """out = x as another dtype          grad_x = grad (cast back by the engine)"""
+    """out = x as another dtype          grad_x = grad (cast back by the engine)
+    complex -> real: out = real(x), grad_x = grad (a real gradient, as complex)
+    real -> complex: grad_x = real(grad) (PyTorch's rule for a real input of a complex op)"""
 
     node_name = "ToCopyBackward0"
 
     @staticmethod
     def forward(ctx: Any, x: Any, np_dtype: Any) -> Any:
+        if x.dtype.kind == "c" and np_dtype.kind != "c":
+            x = x.real
         return _layout_copy(x, np_dtype)  # PyTorch's preserve_format
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
+        if ctx._meta[0][1].kind != "c" and _is_complex(grad):
+            return grad.real, None
         return grad, None
 
 
@@ -274,3 +284,14 @@ result_type.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
      for n in ("tensor", "other")]
     + [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=None)
        for n in ("scalar", "scalar1", "scalar2")])
+
+
+def _is_complex(a: Any) -> bool:
+    """Whether an array (or, under create_graph, a tensor) holds complex values."""
+    dt = a.dtype
+    return dt.is_complex if isinstance(dt, _dtype.dtype) else dt.kind == "c"
+
+
+def _real_part(a: Any, np_dtype: Any) -> Any:
+    """``a``'s real part when ``a`` is complex and ``np_dtype`` is not (no NumPy warning)."""
+    return a.real if a.dtype.kind == "c" and np_dtype.kind != "c" else a

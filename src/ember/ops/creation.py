@@ -454,6 +454,8 @@ def _infer(data: Any, dtype: Any = None) -> np.ndarray:
             arr = arr.astype(dtype.np)
         elif arr.dtype == np.float64:
             arr = arr.astype(_dtype.get_default_dtype().np)
+        elif arr.dtype == np.complex128:  # Python complex numbers: complex64 by default
+            arr = arr.astype(_dtype.get_default_dtype().to_complex().np)
         elif arr.dtype.kind in "iu" and arr.dtype != np.uint8:
             arr = arr.astype(np.int64)
     if arr.dtype.kind == "O":

@@ -344,8 +344,10 @@ def _check_scalar_value(x: Any, value: Any) -> Any:
         if not -(2**63) <= value < 2**63:
             raise ValueError(f"Overflow when unpacking long long: {value} does not fit 64 bits")
     elif isinstance(value, complex):
-        raise RuntimeError(f"value {value} cannot be converted to type {_dtype.from_numpy(x._data.dtype)} "
-                           "without overflow (ember has no complex dtypes)")
+        if x._data.dtype.kind == "c":
+            return value
+        raise RuntimeError(f"value cannot be converted to type {_dtype.from_numpy(x._data.dtype)} "
+                           f"without overflow (a complex {value} into a real tensor)")
     elif not isinstance(value, float):
         if isinstance(value, TensorBase):
             return value

@@ -4,7 +4,7 @@ the two distance kernels of ``nn/distance.py``). Grids and combinations
 (meshgrid, cartesian_prod, combinations, block_diag, vander), distances and differences (cdist,
 dist, diff, trapezoid), statistics (cov, corrcoef, histogram, bucketize, renorm), and, until
 they move to their rooms, a few names of other families: predicates on tensors (is_complex,
-is_nonzero...), conj/real/angle, quantile/nanquantile, isin, gcd/lcm, ldexp/frexp/nextafter,
+is_nonzero...), quantile/nanquantile, isin, gcd/lcm, ldexp/frexp/nextafter,
 the bit shifts, rsub, logcumsumexp, frombuffer and the window functions (hann_window...).
 
 Neighbours: ``other_matrix.py`` (einsum, triangles, diagonals, cross), ``other_variants.py``
@@ -37,9 +37,8 @@ from .nn import distance as _distance
 from .sorting import searchsorted, sort
 
 __all__ = [
-    "is_complex", "is_nonzero", "is_same_size", "is_signed", "is_storage", "is_conj", "is_neg",
-    "is_inference", "typename", "conj", "conj_physical", "resolve_conj", "resolve_neg", "real",
-    "angle", "detach", "get_device", "meshgrid", "cartesian_prod", "combinations", "block_diag",
+    "is_complex", "is_nonzero", "is_same_size", "is_signed", "is_storage",
+    "is_inference", "typename", "detach", "get_device", "meshgrid", "cartesian_prod", "combinations", "block_diag",
     "vander", "cdist", "dist", "diff", "trapezoid", "trapz", "cumulative_trapezoid", "quantile",
     "nanquantile", "bucketize", "unravel_index", "isin", "gcd", "lcm", "cov", "corrcoef",
     "logcumsumexp", "rsub", "fill", "hann_window", "hamming_window", "blackman_window",
@@ -49,11 +48,11 @@ __all__ = [
 
 
 # ---------------------------------------------------------------------------------------------
-# predicates and identities on real tensors
+# predicates and identities
 
 
 def is_complex(input: Any) -> bool:
-    """False: ember has no complex dtypes yet."""
+    """True if ``input``'s dtype is complex (complex64, complex128)."""
     return input.is_complex()
 
 
@@ -77,16 +76,6 @@ def is_storage(obj: Any) -> bool:
     return getattr(type(obj), "_ember_storage", False) is True
 
 
-def is_conj(input: Any) -> bool:
-    """False: a real tensor has no conjugate bit."""
-    return False
-
-
-def is_neg(input: Any) -> bool:
-    """False: a real tensor has no negative bit."""
-    return False
-
-
 def is_inference(input: Any) -> bool:
     """True if ``input`` was made under ``torch.inference_mode``."""
     return input.is_inference()
@@ -101,27 +90,6 @@ def typename(obj: Any) -> str:
     return name if module in ("builtins", None) else f"{module}.{name}"
 
 
-def conj(input: Any) -> Any:
-    """The tensor itself: a real tensor is its own conjugate."""
-    return input
-
-
-def real(input: Any) -> Any:
-    """The tensor itself for a real tensor (as PyTorch returns ``self``)."""
-    return input
-
-
-def angle(input: Any, *, out: Any = None) -> Any:
-    """``pi`` where ``input < 0``, else 0 (NaN stays NaN); integer inputs give the default
-    float dtype. Its gradient is zero, as PyTorch's is for real inputs."""
-    if out is not None:
-        return _out.write(out, angle(input), "angle")
-    x = _as(input)
-    if not x.is_floating_point():
-        x = x.to(_dtype.get_default_dtype())
-    return _pp.where(_cmp.isnan(x), x, (x < 0).to(x.dtype) * math.pi) + x * 0
-
-
 def detach(input: Any) -> Any:
     """``input.detach()``: the same values, cut from the graph."""
     return input.detach()
@@ -130,14 +98,6 @@ def detach(input: Any) -> Any:
 def get_device(input: Any) -> int:
     """The CUDA device index of ``input``, -1 on the CPU."""
     return input.get_device()
-
-
-resolve_conj = resolve_neg = conj
-
-
-def conj_physical(input: Any, *, out: Any = None) -> Any:
-    """``input`` itself (a real tensor is its own conjugate, as PyTorch returns it)."""
-    return input if out is None else _out.write(out, input, "conj_physical")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -32,6 +32,7 @@ from ._matrix import (
     _shape,
     _tensor,
 )
+from ._promote import conjugated
 from .blas import mm
 from .creation import tensor
 
@@ -144,7 +145,8 @@ def einsum(*args: Any) -> Any:
                 "\"bmm\" not implemented for 'Bool' (einsum of bool tensors); convert first, "
                 "e.g. x.long()"
             )
-    return Einsum.apply((ins, out, sizes), *ops)
+    op = conjugated(Einsum) if kind == "c" else Einsum  # (complex: PyTorch's conjugated rule)
+    return op.apply((ins, out, sizes), *ops)
 
 
 class Einsum(Op):

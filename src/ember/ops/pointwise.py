@@ -108,7 +108,7 @@ def div(input: Any, other: Any, *, rounding_mode: str | None = None, out: Any = 
         if _half_of(other) is not None:  # PyTorch's number / tensor: tensor.reciprocal() * number
             res = mul(_pm.reciprocal(other), input)
             return res if out is None else _out.write(out, res, "div")
-        res = RDiv.apply(input, other)
+        res = _om(RDiv, other).apply(input, other)
         return res if out is None else _out.write(out, res, "div")
     if rounding_mode == "floor" or rounding_mode == "trunc":
         floor = rounding_mode == "floor"
@@ -188,14 +188,14 @@ def pow(input: Any, exponent: Any, *, out: Any = None) -> Any:
         elif neg_exp:
             raise RuntimeError("Integers to negative integer powers are not allowed.")
     if not isinstance(input, TensorBase):
-        res = RPow.apply(input, exponent)  # (the number is rounded to the half type, as PyTorch)
+        res = (_om(RPow, exponent) if exponent._data.dtype.kind == "c" else RPow).apply(input, exponent)
         return res if out is None else _out.write(out, res, "pow")
     if isinstance(exponent, TensorBase):
         res = _om(PowTensor, input, exponent).apply(input, exponent)
         return res if out is None else _out.write(out, res, "pow")
     half = _half_of(input)
     if half is None:
-        res = Pow.apply(input, exponent)
+        res = _om(Pow, input).apply(input, exponent)
         return res if out is None else _out.write(out, res, "pow")
     # a half tensor to a number: PyTorch rounds the exponent to the half type; float16 computes
     # in float32, while its bfloat16 kernel rounds x * x before the third factor of x ** 3 (as

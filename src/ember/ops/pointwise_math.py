@@ -1,7 +1,8 @@
 """Pointwise math functions: exponentials and logarithms, powers' relatives (sqrt, rsqrt,
 reciprocal), trigonometric and hyperbolic functions, sigmoid, erf family, logit, sinc, and the
 binary ones (atan2, logaddexp, logaddexp2, hypot, xlogy). Integer inputs compute in the
-default float dtype, as in PyTorch.
+default float dtype, as in PyTorch. exp/log/roots/trigonometric/hyperbolic functions, sigmoid
+and reciprocal take complex tensors (``_cunary``); the others refuse them, as PyTorch does.
 
 Neighbours: arithmetic in ``ops/pointwise.py``, abs/rounding/clamp/where in
 ``ops/pointwise_piecewise.py``, lgamma/digamma/Bessel functions in ``ops/special.py``.
@@ -24,7 +25,7 @@ from . import _blockwise as _bw
 from . import _out
 from ._autocast import cast as _amp_cast
 from ._autocast import flag as _amp
-from ._promote import _float_unary, _promote, _quietly, _truediv, _unary
+from ._promote import _cunary, _float_unary, _is_complex, _promote, _quietly, _truediv, _unary
 
 __all__ = [
     "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "sin", "cos",
@@ -39,13 +40,15 @@ def exp(input: Any, *, out: Any = None) -> Any:
     """``e ** input``, elementwise."""
     if _amp.active and out is None:
         (input,) = _amp_cast("exp", input)
-    res = Exp.apply(_float_unary(input))
+    op, x = _cunary(Exp, input)
+    res = op.apply(x)
     return res if out is None else _out.write(out, res, "exp")
 
 
 def exp2(input: Any, *, out: Any = None) -> Any:
     """``2 ** input``, elementwise."""
-    res = Exp2.apply(_float_unary(input))
+    op, x = _cunary(Exp2, input)
+    res = op.apply(x)
     return res if out is None else _out.write(out, res, "exp2")
 
 
@@ -53,7 +56,8 @@ def expm1(input: Any, *, out: Any = None) -> Any:
     """``exp(input) - 1``, accurate near 0."""
     if _amp.active and out is None:
         (input,) = _amp_cast("expm1", input)
-    res = Expm1.apply(_float_unary(input))
+    op, x = _cunary(Expm1, input)
+    res = op.apply(x)
     return res if out is None else _out.write(out, res, "expm1")
 
 
@@ -61,7 +65,8 @@ def log(input: Any, *, out: Any = None) -> Any:
     """The natural logarithm, elementwise."""
     if _amp.active and out is None:
         (input,) = _amp_cast("log", input)
-    res = Log.apply(_float_unary(input))
+    op, x = _cunary(Log, input)
+    res = op.apply(x)
     return res if out is None else _out.write(out, res, "log")
 
 
@@ -69,7 +74,8 @@ def log2(input: Any, *, out: Any = None) -> Any:
     """The base-2 logarithm, elementwise."""
     if _amp.active and out is None:
         (input,) = _amp_cast("log2", input)
-    res = Log2.apply(_float_unary(input))
+    op, x = _cunary(Log2, input)
+    res = op.apply(x)
     return res if out is None else _out.write(out, res, "log2")
 
 
@@ -77,7 +83,8 @@ def log10(input: Any, *, out: Any = None) -> Any:
     """The base-10 logarithm, elementwise."""
     if _amp.active and out is None:
         (input,) = _amp_cast("log10", input)
-    res = Log10.apply(_float_unary(input))
+    op, x = _cunary(Log10, input)
+    res = op.apply(x)
     return res if out is None else _out.write(out, res, "log10")
 
 
@@ -85,13 +92,15 @@ def log1p(input: Any, *, out: Any = None) -> Any:
     """``log(1 + input)``, accurate near 0."""
     if _amp.active and out is None:
         (input,) = _amp_cast("log1p", input)
-    res = Log1p.apply(_float_unary(input))
+    op, x = _cunary(Log1p, input)
+    res = op.apply(x)
     return res if out is None else _out.write(out, res, "log1p")
 
 
 def sqrt(input: Any, *, out: Any = None) -> Any:
     """The square root, elementwise."""
-    res = Sqrt.apply(_float_unary(input))
+    op, x = _cunary(Sqrt, input)
+    res = op.apply(x)
     return res if out is None else _out.write(out, res, "sqrt")
 
 
@@ -106,13 +115,15 @@ def rsqrt(input: Any, *, out: Any = None) -> Any:
 
 def sin(input: Any, *, out: Any = None) -> Any:
     """The sine, elementwise."""
-    res = Sin.apply(_float_unary(input))
+    op, x = _cunary(Sin, input)
+    res = op.apply(x)
     return res if out is None else _out.write(out, res, "sin")
 
 
 def cos(input: Any, *, out: Any = None) -> Any:
     """The cosine, elementwise."""
-    res = Cos.apply(_float_unary(input))
+    op, x = _cunary(Cos, input)
+    res = op.apply(x)
     return res if out is None else _out.write(out, res, "cos")
 
 
@@ -120,7 +131,8 @@ def tan(input: Any, *, out: Any = None) -> Any:
     """The tangent, elementwise."""
     if _amp.active and out is None:
         (input,) = _amp_cast("tan", input)
-    res = Tan.apply(_float_unary(input))
+    op, x = _cunary(Tan, input)
+    res = op.apply(x)
     return res if out is None else _out.write(out, res, "tan")
 
 
@@ -128,7 +140,8 @@ def asin(input: Any, *, out: Any = None) -> Any:
     """The inverse sine, elementwise."""
     if _amp.active and out is None:
         (input,) = _amp_cast("asin", input)
-    res = Asin.apply(_float_unary(input))
+    op, x = _cunary(Asin, input)
+    res = op.apply(x)
     return res if out is None else _out.write(out, res, "asin")
 
 
@@ -139,7 +152,8 @@ def acos(input: Any, *, out: Any = None) -> Any:
     """The inverse cosine, elementwise."""
     if _amp.active and out is None:
         (input,) = _amp_cast("acos", input)
-    res = Acos.apply(_float_unary(input))
+    op, x = _cunary(Acos, input)
+    res = op.apply(x)
     return res if out is None else _out.write(out, res, "acos")
 
 
@@ -148,7 +162,8 @@ arccos = acos
 
 def atan(input: Any, *, out: Any = None) -> Any:
     """The inverse tangent, elementwise."""
-    res = Atan.apply(_float_unary(input))
+    op, x = _cunary(Atan, input)
+    res = op.apply(x)
     return res if out is None else _out.write(out, res, "atan")
 
 
@@ -159,7 +174,8 @@ def sinh(input: Any, *, out: Any = None) -> Any:
     """The hyperbolic sine, elementwise."""
     if _amp.active and out is None:
         (input,) = _amp_cast("sinh", input)
-    res = Sinh.apply(_float_unary(input))
+    op, x = _cunary(Sinh, input)
+    res = op.apply(x)
     return res if out is None else _out.write(out, res, "sinh")
 
 
@@ -167,19 +183,22 @@ def cosh(input: Any, *, out: Any = None) -> Any:
     """The hyperbolic cosine, elementwise."""
     if _amp.active and out is None:
         (input,) = _amp_cast("cosh", input)
-    res = Cosh.apply(_float_unary(input))
+    op, x = _cunary(Cosh, input)
+    res = op.apply(x)
     return res if out is None else _out.write(out, res, "cosh")
 
 
 def tanh(input: Any, *, out: Any = None) -> Any:
     """The hyperbolic tangent, elementwise."""
-    res = Tanh.apply(_float_unary(input))
+    op, x = _cunary(Tanh, input)
+    res = op.apply(x)
     return res if out is None else _out.write(out, res, "tanh")
 
 
 def asinh(input: Any, *, out: Any = None) -> Any:
     """The inverse hyperbolic sine, elementwise."""
-    res = Asinh.apply(_float_unary(input))
+    op, x = _cunary(Asinh, input)
+    res = op.apply(x)
     return res if out is None else _out.write(out, res, "asinh")
 
 
@@ -188,7 +207,8 @@ arcsinh = asinh
 
 def acosh(input: Any, *, out: Any = None) -> Any:
     """The inverse hyperbolic cosine, elementwise."""
-    res = Acosh.apply(_float_unary(input))
+    op, x = _cunary(Acosh, input)
+    res = op.apply(x)
     return res if out is None else _out.write(out, res, "acosh")
 
 
@@ -197,7 +217,8 @@ arccosh = acosh
 
 def atanh(input: Any, *, out: Any = None) -> Any:
     """The inverse hyperbolic tangent, elementwise."""
-    res = Atanh.apply(_float_unary(input))
+    op, x = _cunary(Atanh, input)
+    res = op.apply(x)
     return res if out is None else _out.write(out, res, "atanh")
 
 
@@ -241,7 +262,8 @@ def reciprocal(input: Any, *, out: Any = None) -> Any:
     """``1 / input``, elementwise (integer inputs give the default float dtype)."""
     if _amp.active:
         (input,) = _amp_cast("reciprocal", input)
-    res = Reciprocal.apply(_float_unary(input))
+    op, x = _cunary(Reciprocal, input)
+    res = op.apply(x)
     return res if out is None else _out.write(out, res, "reciprocal")
 
 
@@ -621,6 +643,8 @@ class Acosh(Op):
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
         (x,) = ctx.saved
+        if _is_complex(x):  # sqrt(x - 1) sqrt(x + 1): the principal branch's derivative
+            return grad / (ctx.xp.sqrt(x - 1) * ctx.xp.sqrt(x + 1))
         return grad / ctx.xp.sqrt(x * x - 1)
 
 
@@ -646,6 +670,10 @@ class Sigmoid(Op):
         xp = ctx.xp
         if type(x) is np.ndarray and x.dtype.kind == "f":
             out = _bw.run(_bw.sig_into, "f?", x)  # (the same steps, one full-size array)
+            ctx.save_for_backward(out)
+            return out
+        if x.dtype.kind == "c":
+            out = 1 / (1 + xp.exp(-x))
             ctx.save_for_backward(out)
             return out
         # exp of a negative argument only, so large |x| never overflows

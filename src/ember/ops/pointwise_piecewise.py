@@ -16,7 +16,8 @@ from .. import _backend, _dtype
 from .._tensor_base import TensorBase
 from ..autograd.function import Op
 from . import _out
-from ._promote import _nograd, _promote
+from . import pointwise_complex as _pc
+from ._promote import _nograd, _promote, conjugated
 from .casting import as_tensor_arg, cast
 from .creation import tensor
 
@@ -32,9 +33,11 @@ _BIT_WORDS = {2: np.int16, 4: np.int32, 8: np.int64}
 
 
 def abs(input: Any, *, out: Any = None) -> Any:
-    """``|input|``, elementwise."""
+    """``|input|``, elementwise (the modulus of complex values, a real tensor)."""
     if input._data.dtype == np.bool_:
         res = input.clone()
+    elif input._data.dtype.kind == "c":
+        res = _pc.abs_complex(input)
     else:
         res = Abs.apply(input)
     return res if out is None else _out.write(out, res, "abs")
@@ -47,7 +50,7 @@ def square(input: Any, *, out: Any = None) -> Any:
     """``input ** 2``, elementwise (bool inputs give int64)."""
     if input._data.dtype == np.bool_:
         input = cast(input, _dtype.int64)
-    res = Square.apply(input)
+    res = (conjugated(Square) if input._data.dtype.kind == "c" else Square).apply(input)
     return res if out is None else _out.write(out, res, "square")
 
 
@@ -103,18 +106,24 @@ def round(input: Any, *, decimals: int = 0, out: Any = None) -> Any:
 
 
 def sign(input: Any, *, out: Any = None) -> Any:
-    """The sign of each element: -1, 0 or 1 (0 at NaN)."""
+    """The sign of each element: -1, 0 or 1 (0 at NaN); complex tensors: ``sgn``."""
     if input._data.dtype == np.bool_:
         res = input.clone()
+    elif input._data.dtype.kind == "c":
+        raise NotImplementedError(
+            "Unlike NumPy, torch.sign is not intended to support complex numbers. Please use "
+            "torch.sgn instead.")
     else:
         res = _piecewise(input, _sign0_of, Sign)
     return res if out is None else _out.write(out, res, "sign")
 
 
 def sgn(input: Any, *, out: Any = None) -> Any:
-    """The sign of each element (-1, 0 or 1; 0 at NaN); PyTorch's name for complex inputs too."""
+    """The sign of each element (-1, 0 or 1; 0 at NaN); ``z / |z|`` (0 at 0) for complex ones."""
     if input._data.dtype == np.bool_:
         res = input.clone()
+    elif input._data.dtype.kind == "c":
+        res = _pc.sgn_complex(input)
     else:
         res = _piecewise(input, _sign0_of, Sgn)
     return res if out is None else _out.write(out, res, "sgn")

@@ -27,6 +27,7 @@ from . import comparison as _cmp
 from . import pointwise_piecewise as _pp
 from ._autocast import cast as _amp_cast
 from ._autocast import flag as _amp
+from ._promote import conjugated
 from ._reduce import (
     _axes,
     _count,
@@ -77,7 +78,7 @@ def mean(
     """Arithmetic mean over ``dim``; integer inputs need ``dtype=`` (as in PyTorch)."""
     x = _t(input)
     x = _with_dtype(x, dtype)
-    if not x.is_floating_point():
+    if not (x.is_floating_point() or x._data.dtype.kind == "c"):
         raise RuntimeError(
             "mean(): could not infer output dtype. Input dtype must be either a floating point or "
             f"complex dtype. Got: {_dtype.legacy_name(x.dtype)}. Convert first, e.g. x.float().mean(), or pass "
@@ -194,14 +195,15 @@ def prod(
     if dim is not None:
         _one(dim, x, "prod")  # (a bad dim raises before a bad dtype, as in PyTorch)
     x = _int_to_long(x) if dtype is None else _with_dtype(x, dtype)
+    op = Prod if x._data.dtype.kind != "c" else conjugated(Prod)
     if dim is None:
-        result = Prod.apply(x, None, False)
+        result = op.apply(x, None, False)
         return result if out is None else _out.write(out, _out_dtype(out, result, dtype, "prod"), "prod")
     d = _one(dim, x, "prod")
     if x._data.ndim == 0:
-        result = Prod.apply(x, None, False)
+        result = op.apply(x, None, False)
         return result if out is None else _out.write(out, _out_dtype(out, result, dtype, "prod"), "prod")
-    result = ProdDim.apply(x, d, keepdim)
+    result = (ProdDim if op is Prod else conjugated(ProdDim)).apply(x, d, keepdim)
     return result if out is None else _out.write(out, _out_dtype(out, result, dtype, "prod"), "prod")
 
 

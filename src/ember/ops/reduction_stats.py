@@ -20,6 +20,7 @@ from .._tensor_base import data_of, wrap_dim
 from ..autograd.function import Op
 from . import _out, return_types
 from . import _promote as _prom
+from . import pointwise_math as _pm
 from . import pointwise_piecewise as _pp
 from ._autocast import cast as _amp_cast
 from ._autocast import flag as _amp
@@ -59,6 +60,9 @@ def var(
     """Variance over ``dim`` with Bessel's ``correction`` (default 1; legacy ``unbiased=``)."""
     x = _t(input)
     axes, c = _var_args(x, dim, unbiased, correction, "var")
+    if x._data.dtype.kind == "c":  # the variances of the two parts add up (a real result)
+        return var(x.real, dim, keepdim=keepdim, correction=c, out=out) + var(
+            x.imag, dim, keepdim=keepdim, correction=c)
     result = Var.apply(x, axes, c, keepdim)
     return result if out is None else _out.write(out, result, "var")
 
@@ -70,6 +74,9 @@ def std(
     """Standard deviation over ``dim`` with ``correction`` (default 1; legacy ``unbiased=``)."""
     x = _t(input)
     axes, c = _var_args(x, dim, unbiased, correction, "std")
+    if x._data.dtype.kind == "c":  # sqrt of the parts' variances' sum
+        result = _pm.sqrt(var(x, dim, keepdim=keepdim, correction=c))
+        return result if out is None else _out.write(out, result, "std")
     result = Std.apply(x, axes, c, keepdim)
     return result if out is None else _out.write(out, result, "std")
 
@@ -179,7 +186,7 @@ def _var_args(x: Any, dim: Any, unbiased: Any, correction: Any, fname: str) -> t
         )
     if correction is None:
         correction = 1 if unbiased is None else int(bool(unbiased))
-    if not x.is_floating_point():
+    if not (x.is_floating_point() or x._data.dtype.kind == "c"):
         raise RuntimeError(
             f"std and var only support floating point and complex dtypes ({fname}() got "
             f"{_dtype.legacy_name(x.dtype)}); convert first, e.g. x.float()"
@@ -202,6 +209,9 @@ def vector_norm(
     if _amp.active and dtype is None:
         (x,) = _amp_cast("vector_norm", x)
     x = _t(x)
+    if x._data.dtype.kind == "c":  # the norm of the moduli
+        return vector_norm(_pp.abs(x), ord, dim, keepdim, None if dtype is None else
+                           _dtype.to_dtype(dtype).to_real())
     if not x.is_floating_point():
         raise RuntimeError(
             "linalg.vector_norm: Expected a floating point or complex tensor as input. Got "

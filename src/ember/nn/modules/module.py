@@ -12,6 +12,7 @@ The state-dict methods come from ``_state_dict.py`` (``Module``'s base class ``_
 
 from __future__ import annotations
 
+import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -443,18 +444,24 @@ class Module(_ModuleStateDict):
 
     def to(self, *args: Any, **kwargs: Any) -> Module:
         """Move/cast parameters and buffers in place: ``to(device)``, ``to(dtype)``,
-        ``to(device, dtype)``, ``to(tensor)``. Only floating-point tensors change dtype."""
+        ``to(device, dtype)``, ``to(tensor)``. Only floating-point and complex tensors change
+        dtype."""
         device, dtype = _parse_to(args, kwargs)
         if dtype is not None and not dtype.is_floating_point:
-            if dtype.is_complex:
-                dtype.np  # noqa: B018 - raises TypeError: ember has no complex tensors yet
-            raise TypeError(
-                "nn.Module.to only accepts floating point or complex dtypes, but got desired "
-                f"dtype={dtype}"
-            )
+            if not dtype.is_complex:
+                raise TypeError(
+                    "nn.Module.to only accepts floating point or complex dtypes, but got desired "
+                    f"dtype={dtype}"
+                )
+            dtype.np  # noqa: B018 - complex32 raises TypeError: it has no tensors
+            warnings.warn(
+                "Complex modules are a new feature under active development whose design may "
+                "change, and some modules might not work as expected when using complex tensors "
+                "as parameters or buffers.", UserWarning, stacklevel=2)  # PyTorch's warning
 
         def convert(t: Tensor) -> Tensor:
-            dt = dtype if (dtype is not None and t.is_floating_point()) else None
+            dt = dtype if (dtype is not None and (t.is_floating_point() or t.is_complex())) \
+                else None
             return t.to(device, dt) if device is not None else (t.to(dt) if dt else t)
 
         return self._apply(convert)

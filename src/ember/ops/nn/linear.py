@@ -11,7 +11,7 @@ from ...autograd.function import Op
 from .. import _out
 from .._autocast import cast as _amp_cast
 from .._autocast import flag as _amp
-from .._promote import opmath
+from .._promote import conjugated, opmath
 
 __all__ = [
     "linear", "bilinear",
@@ -166,7 +166,9 @@ def _linear_op(ndim: int, bias: Any, dt: Any) -> type:
     else:
         op = LinearSqueeze if ndim == 1 else LinearUnsafeView
     # float16/bfloat16: the product, the bias and the gradients in float32, rounded once
-    return opmath(op) if dt.itemsize == 2 else op
+    if dt.itemsize == 2:
+        return opmath(op)
+    return conjugated(op) if dt.kind == "c" else op  # complex: PyTorch's conjugated rule
 
 
 def _linear_checked(input: TensorBase, weight: TensorBase, bias: TensorBase | None) -> TensorBase:

@@ -1,0 +1,359 @@
+"""Complex tensors (issue 32, first slice): the complex64/complex128 dtypes and their promotion,
+printing, creation and views (complex, polar, view_as_real/view_as_complex, real/imag, conj),
+abs/angle/sgn, and the elementwise, reduction, matmul and shape ops on complex tensors, each
+compared with the installed PyTorch: values, result dtypes (float32 inputs never give
+complex128), and gradients by PyTorch's convention (the conjugate Wirtinger derivative), the
+latter also checked by central differences, independent of PyTorch. Every case runs with the
+native core and with EMBER_PURE_PYTHON=1 (a subprocess runs this file again).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pytest
+
+import ember
+
+torch = pytest.importorskip("torch")
+
+RNG = np.random.default_rng(32)
+
+
+def _cz(*shape: int) -> np.ndarray:
+    return RNG.standard_normal(shape) + 1j * RNG.standard_normal(shape)
+
+
+def _np(t):
+    return t.detach().resolve_conj().numpy() if hasattr(t, "resolve_conj") else t.detach().numpy()
+
+
+# -- dtypes and promotion ----------------------------------------------------------------------
+
+DTYPES = ["bool", "uint8", "int32", "int64", "float16", "bfloat16", "float32", "float64",
+          "complex64", "complex128"]
+
+
+@pytest.mark.parametrize("a", DTYPES)
+def test_result_type_of_tensors_zero_dim_tensors_and_complex_scalars_matches_pytorch(a):
+    for b in DTYPES:
+        for m in (ember, torch):
+            x, y = m.ones(2, dtype=getattr(m, a)), m.ones((), dtype=getattr(m, b))
+            if m is ember:
+                got = (ember.result_type(x, y), ember.result_type(x, 1j),
+                       ember.result_type(y, 1j), ember.promote_types(x.dtype, y.dtype))
+            else:
+                want = (torch.result_type(x, y), torch.result_type(x, 1j),
+                        torch.result_type(y, 1j), torch.promote_types(x.dtype, y.dtype))
+        assert [str(d) for d in got] == [str(d) for d in want], (a, b)
+
+
+def test_python_complex_numbers_and_arithmetic_keep_the_precision():
+    for m in (ember, torch):
+        f32, f64 = m.ones(2), m.ones(2, dtype=m.float64)
+        got = [m.tensor(1 + 2j).dtype, m.tensor([1, 2j]).dtype, (f32 * 1j).dtype,
+               (f64 * 1j).dtype, (m.arange(3) * 1j).dtype, (f32 + m.tensor(1j)).dtype,
+               m.tensor([1j], dtype=m.complex128).dtype, (1j - f32).dtype, (f32 / 2j).dtype]
+        if m is ember:
+            mine = [str(d) for d in got]
+        else:
+            assert mine == [str(d) for d in got]
+    assert mine[:3] == ["torch.complex64"] * 3  # float32 in, complex64 out: no silent upcast
+
+
+def test_default_dtype_float64_makes_complex128():
+    prev = ember.get_default_dtype()
+    ember.set_default_dtype(ember.float64)
+    try:
+        assert ember.tensor(1j).dtype is ember.complex128
+        assert (ember.ones(2, dtype=ember.float32) * 1j).dtype is ember.complex64
+        assert repr(ember.tensor([1j], dtype=ember.complex128)) == "tensor([0.+1.j])"
+    finally:
+        ember.set_default_dtype(prev)
+
+
+def test_dtype_flags_finfo_and_complex32_name():
+    z = ember.tensor([1 + 2j])
+    assert z.is_complex() and ember.is_complex(z) and z.dtype.is_complex
+    assert not z.is_floating_point() and not ember.ones(1).is_complex()
+    assert ember.cfloat is ember.complex64 and ember.cdouble is ember.complex128
+    for name in ("complex64", "complex128"):
+        e, t = ember.finfo(getattr(ember, name)), torch.finfo(getattr(torch, name))
+        assert (e.eps, e.max, e.tiny, e.bits, e.dtype) == (t.eps, t.max, t.tiny, t.bits, t.dtype)
+    with pytest.raises(TypeError, match="torch.complex32"):
+        ember.zeros(2, dtype=ember.chalf)
+    with pytest.raises(TypeError, match="torch.complex32"):
+        ember.complex(ember.ones(2).half(), ember.ones(2).half())
+
+
+def test_to_and_back_warn_as_pytorch_and_keep_the_real_part():
+    x = ember.tensor([1.5, -2.0], requires_grad=True)
+    z = x.to(ember.complex64)
+    assert z.dtype is ember.complex64 and z.grad_fn is not None
+    with pytest.warns(UserWarning, match="discards the imaginary part"):
+        r = (z * (1 + 1j)).to(ember.float32)
+    assert r.tolist() == [1.5, -2.0]
+    r.sum().backward()
+    assert x.grad.dtype is ember.float32 and x.grad.tolist() == [1.0, 1.0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # NumPy's ComplexWarning never reaches the user
+        (ember.tensor([1.0], requires_grad=True).to(ember.complex64) * 1j).abs().sum().backward()
+
+
+# -- printing ----------------------------------------------------------------------------------
+
+PRINTED = [
+    lambda m: m.tensor([1 + 2j, 3 - 1j]),
+    lambda m: m.tensor([1 + 2j], dtype=m.complex128),
+    lambda m: m.tensor(1.5 + 2j),
+    lambda m: m.tensor([[1.2345 + 2j, 3 - 1e-5j], [1e5, 0]]),
+    lambda m: m.tensor([1e10 + 2j, 1j]),
+    lambda m: m.tensor([float("nan") + 1j, float("inf") * 1j, -0.5]),
+    lambda m: m.arange(40.0) * (1 + 1j),
+    lambda m: m.arange(2000.0).reshape(40, 50) * (0.25 - 1j),
+    lambda m: m.tensor([1 + 2j], requires_grad=True),
+    lambda m: m.tensor([1 + 2j], requires_grad=True) * 2,
+    lambda m: m.zeros(0, dtype=m.complex64),
+]
+
+
+@pytest.mark.parametrize("i", range(len(PRINTED)))
+def test_printing_as_pytorch(i):
+    assert repr(PRINTED[i](ember)) == repr(PRINTED[i](torch))
+
+
+# -- creation and views ------------------------------------------------------------------------
+
+def test_views_share_memory_and_have_pytorchs_shapes():
+    z = ember.tensor([1 + 2j, 3 - 4j])
+    r = ember.view_as_real(z)
+    assert r.dtype is ember.float32 and tuple(r.shape) == (2, 2)
+    r[0, 1] = 7.0
+    assert z.tolist() == [1 + 7j, 3 - 4j]
+    z.real.mul_(2)
+    z.imag[1] = 0.5
+    assert z.tolist() == [2 + 7j, 6 + 0.5j]
+    c = ember.view_as_complex(r)
+    c[0] = 1j
+    assert z.tolist()[0] == 1j and c.dtype is ember.complex64
+    z.real = ember.tensor([5.0, 6.0])
+    assert z.real.tolist() == [5.0, 6.0]
+    zt = ember.tensor(_cz(3, 4)).t()  # a strided complex tensor
+    assert np.array_equal(ember.view_as_real(zt).numpy(), torch.view_as_real(
+        torch.tensor(zt.numpy())).numpy())
+
+
+@pytest.mark.parametrize("fn", [
+    lambda m: m.view_as_complex(m.ones(2, 3)),
+    lambda m: m.view_as_complex(m.ones(2, 2).t()),
+    lambda m: m.view_as_complex(m.ones(2, 2).long()),
+    lambda m: m.view_as_real(m.ones(2)),
+    lambda m: m.ones(2).imag,
+    lambda m: m.complex(m.ones(2), m.ones(2).double()),
+    lambda m: m.complex(m.ones(2).long(), m.ones(2).long()),
+    lambda m: m.sign(m.tensor([1j])),
+    lambda m: m.erf(m.tensor([1j])),
+    lambda m: m.lgamma(m.tensor([1j])) if m is torch else m.special.gammaln(m.tensor([1j])),
+])
+def test_refusals_as_pytorch(fn):
+    with pytest.raises(Exception) as want:
+        fn(torch)
+    with pytest.raises(type(want.value)):
+        fn(ember)
+
+
+def test_conj_is_eager_and_documented_so():
+    z = ember.tensor([1 + 2j], requires_grad=True)
+    c = z.conj()
+    assert c.tolist() == [1 - 2j] and not c.is_conj() and c.resolve_conj() is c
+    assert ember.conj_physical(z).tolist() == [1 - 2j] and ember.tensor([1.0]).conj().tolist() == [1.0]
+    w = ember.tensor([1 + 2j])
+    w.conj_physical_()
+    assert w.tolist() == [1 - 2j]
+    a = ember.tensor(_cz(2, 3))
+    assert np.array_equal(a.mH.numpy(), a.numpy().conj().T) and np.array_equal(
+        a.adjoint().numpy(), a.numpy().conj().T) and np.array_equal(a.H.numpy(), a.numpy().conj().T)
+
+
+# -- the op table: forward, dtype and gradients against PyTorch --------------------------------
+
+A, B, S, M, V, R = _cz(3, 4), _cz(3, 4), _cz(4), _cz(4, 5), _cz(5), RNG.standard_normal((3, 4))
+UNARY = ("exp exp2 expm1 log log2 log10 log1p sqrt rsqrt sin cos tan asin acos atan sinh cosh "
+         "tanh asinh acosh atanh sigmoid reciprocal abs angle sgn neg square sinc").split()
+CASES = {f"{n}": (lambda m, x, n=n: getattr(m, n)(x), (A,), ()) for n in UNARY}
+CASES.update({
+    "conj": (lambda m, x: m.conj(x) * 1, (A,), ()),
+    "conj_physical": (lambda m, x: m.conj_physical(x), (A,), ()),
+    "real": (lambda m, x: x.real * 1, (A,), ()),
+    "imag": (lambda m, x: x.imag * 1, (A,), ()),
+    "view_as_real": (lambda m, x: m.view_as_real(x) * 1, (A,), ()),
+    "view_as_complex": (lambda m, x: m.view_as_complex(x), (R[:, :2].copy(),), (0,)),
+    "complex": (lambda m, x, y: m.complex(x, y), (R, 2 * R), (0, 1)),
+    "polar": (lambda m, x, y: m.polar(x, y), (R, 2 * R), (0, 1)),
+    "rpow": (lambda m, x: 2 ** x, (A,), ()),
+    "rdiv": (lambda m, x: 2 / x, (A,), ()),
+    "rsub": (lambda m, x: (1 + 1j) - x, (A,), ()),
+    "pow_tensor": (lambda m, x, y: x ** y, (A, B), ()),
+    "sum": (lambda m, x: x.sum(), (A,), ()),
+    "sum_dim": (lambda m, x: x.sum(1), (A,), ()),
+    "mean": (lambda m, x: x.mean(0), (A,), ()),
+    "prod": (lambda m, x: x.prod(1), (A,), ()),
+    "prod_all": (lambda m, x: x.prod(), (A,), ()),
+    "cumsum": (lambda m, x: x.cumsum(1), (A,), ()),
+    "cumprod": (lambda m, x: x.cumprod(1), (A,), ()),
+    "var": (lambda m, x: x.var(), (A,), ()),
+    "std_dim": (lambda m, x: x.std(0), (A,), ()),
+    "vector_norm": (lambda m, x: m.linalg.vector_norm(x), (A,), ()),
+    "norm_1": (lambda m, x: m.linalg.vector_norm(x, 1, dim=1), (A,), ()),
+    "matmul": (lambda m, x, y: x @ y, (A, M), ()),
+    "mm": (lambda m, x, y: m.mm(x, y), (A, M), ()),
+    "mv": (lambda m, x, y: m.mv(x, y), (M, V), ()),
+    "bmm": (lambda m, x, y: m.bmm(x, y), (_cz(2, 3, 4), _cz(2, 4, 5)), ()),
+    "matmul_batched": (lambda m, x, y: x @ y, (_cz(2, 3, 4), M), ()),
+    "einsum": (lambda m, x, y: m.einsum("ij,jk->ik", x, y), (A, M), ()),
+    "dot": (lambda m, x, y: m.dot(x, y), (S, _cz(4)), ()),
+    "vdot": (lambda m, x, y: m.vdot(x, y), (S, _cz(4)), ()),
+    "outer": (lambda m, x, y: m.outer(x, y), (S, V), ()),
+    "linear": (lambda m, x, w, b: m.nn.functional.linear(x, w, b), (A, _cz(5, 4), V), ()),
+    "cat": (lambda m, x, y: m.cat([x, y]), (A, B), ()),
+    "stack": (lambda m, x, y: m.stack([x, y], 1), (A, B), ()),
+    "reshape": (lambda m, x: x.reshape(4, 3), (A,), ()),
+    "transpose_mH": (lambda m, x: x.mH * 1, (A,), ()),
+    "index": (lambda m, x: x[1:, [0, 2]], (A,), ()),
+    "where": (lambda m, x, y: m.where(m.tensor([True, False, True, False]), x, y), (A, B), ()),
+    "flip_roll": (lambda m, x: x.flip(0).roll(1, 1), (A,), ()),
+    "gather": (lambda m, x: x.gather(1, m.tensor([[0, 1], [2, 3], [1, 1]])), (A,), ()),
+    "masked_fill": (lambda m, x: x.masked_fill(m.tensor([True, False, True, False]), 0), (A,), ()),
+    "pad": (lambda m, x: m.nn.functional.pad(x, (1, 1)), (A,), ()),
+    "addcmul": (lambda m, x, y: m.addcmul(x, x, y, value=2), (A, B), ()),
+    "lerp": (lambda m, x, y: m.lerp(x, y, 0.3), (A, B), ()),
+    "abs_loss": (lambda m, x, y: m.nn.functional.mse_loss(x.abs(), y.abs()), (A, B), ()),
+    "modulus_squared": (lambda m, x: (x * x.conj()).real.sum(), (A,), ()),
+    "real_to_complex": (lambda m, x: x.to(m.complex64 if x.dtype == m.float32 else m.complex128)
+                        * (1 + 2j), (R,), (0,)),
+    "unbind_chunk": (lambda m, x: m.unbind(x)[1] * m.chunk(x, 2, 1)[0][0, 0], (A,), ()),
+    "index_select_scatter_add": (lambda m, x: m.zeros(3, 4, dtype=x.dtype).scatter_add(
+        1, m.tensor([[0, 1, 2, 3]] * 3), x).index_select(1, m.tensor([0, 2])), (A,), ()),
+})
+for _op in ("add", "sub", "mul", "div", "pow"):
+    CASES[_op] = (lambda m, x, y, op=_op: getattr(m, op)(x, y), (A, B), ())
+    CASES[_op + "_broadcast"] = (lambda m, x, y, op=_op: getattr(m, op)(x, y), (A, S), ())
+    CASES[_op + "_real_other"] = (lambda m, x, y, op=_op: getattr(m, op)(x, y), (A, R), (1,))
+    CASES[_op + "_real_first"] = (lambda m, x, y, op=_op: getattr(m, op)(y, x), (A, R), (1,))
+    CASES[_op + "_complex_number"] = (lambda m, x, op=_op: getattr(m, op)(x, 1.5 - 2j), (A,), ())
+    CASES[_op + "_float_number"] = (lambda m, x, op=_op: getattr(m, op)(x, 1.5), (A,), ())
+    CASES[_op + "_real_by_complex_number"] = (
+        lambda m, x, op=_op: getattr(m, op)(x, 1.5 - 2j), (R,), (0,))
+
+
+def _leaves(m, arrays, real, cdt):
+    rdt = {"complex64": "float32", "complex128": "float64"}[cdt]
+    return [m.tensor(a.real if i in real else a, dtype=getattr(m, rdt if i in real else cdt),
+                     requires_grad=True) for i, a in enumerate(arrays)]
+
+
+def _cotangent(out):
+    g = RNG.standard_normal(tuple(out.shape)) + (1j * RNG.standard_normal(tuple(out.shape))
+                                                 if out.is_complex() else 0)
+    return g.astype(_np(out).dtype)
+
+
+@pytest.mark.parametrize("cdt", ["complex64", "complex128"])
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_op_matches_pytorch_values_dtypes_and_gradients(name, cdt):
+    fn, arrays, real = CASES[name]
+    te = _leaves(ember, arrays, real, cdt)
+    tt = _leaves(torch, arrays, real, cdt)
+    oe, ot = fn(ember, *te), fn(torch, *tt)
+    assert str(oe.dtype) == str(ot.dtype)
+    tol = dict(rtol=1e-4, atol=1e-5) if cdt == "complex64" else dict(rtol=1e-9, atol=1e-11)
+    np.testing.assert_allclose(_np(oe), _np(ot), **tol)
+    g = _cotangent(ot)
+    oe.backward(ember.tensor(g))
+    ot.backward(torch.tensor(g))
+    for a, b in zip(te, tt):
+        assert str(a.grad.dtype) == str(b.grad.dtype)
+        np.testing.assert_allclose(_np(a.grad), _np(b.grad), **tol)
+
+
+# -- gradients by central differences, without PyTorch -----------------------------------------
+
+def _check_wirtinger(fn, *arrays):
+    """PyTorch's convention: for the real loss L = re(sum(conj(g) * fn(z))), z.grad must be
+    dL/dx + i dL/dy (x, y: z's real and imaginary parts), measured by central differences."""
+    leaves = [ember.tensor(a, dtype=ember.complex128, requires_grad=True) for a in arrays]
+    out = fn(*leaves)
+    g = _cotangent(out)
+    out.backward(ember.tensor(g))
+
+    def loss(vals):
+        with ember.no_grad():
+            o = fn(*[ember.tensor(v) for v in vals]).numpy()
+        return float(np.real(np.sum(np.conj(g) * o)))
+
+    eps = 1e-6
+    for k, a in enumerate(arrays):
+        num = np.zeros_like(a)
+        for idx in np.ndindex(a.shape):
+            for unit in (1, 1j):
+                up = [v.copy() for v in arrays]
+                dn = [v.copy() for v in arrays]
+                up[k][idx] += eps * unit
+                dn[k][idx] -= eps * unit
+                num[idx] += unit * (loss(up) - loss(dn)) / (2 * eps)
+        np.testing.assert_allclose(leaves[k].grad.numpy(), num, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("fn,n", [
+    (lambda z: z * z.exp(), 1), (lambda a, b: a / b, 2), (lambda z: z.abs(), 1),
+    (lambda z: z.angle(), 1), (lambda z: z.sgn(), 1), (lambda z: z.conj() * z.sin(), 1),
+    (lambda a, b: a @ b, 2), (lambda z: z.sqrt().log(), 1), (lambda z: z.tanh().sigmoid(), 1),
+    (lambda z: z.prod(1), 1), (lambda z: ember.vdot(z[0], z[1]), 1),
+    (lambda z: ember.view_as_real(z).pow(3).sum(-1), 1),
+    (lambda z: ember.polar(z.real.abs() + 0.5, z.imag), 1),  # (r < 0: PyTorch uses sgn(out))
+])
+def test_gradients_by_central_differences(fn, n):
+    arrays = [_cz(2, 2) + 0.1 for _ in range(n)]
+    _check_wirtinger(fn, *arrays)
+
+
+def test_second_order_through_complex_ops():
+    for m in (ember, torch):
+        z = m.tensor([0.3 + 0.4j, -1 + 0.2j], dtype=m.complex128, requires_grad=True)
+        w = m.tensor([1 - 1j, 2 + 0.5j], dtype=m.complex128)
+        loss = ((z * w).exp() * z.conj()).abs().sum()
+        (g,) = m.autograd.grad(loss, z, create_graph=True)
+        (g.abs() ** 2).sum().backward()
+        if m is ember:
+            mine = (g.detach().numpy(), z.grad.numpy())
+    np.testing.assert_allclose(mine[0], g.detach().numpy(), rtol=1e-10)
+    np.testing.assert_allclose(mine[1], z.grad.numpy(), rtol=1e-10)
+
+
+def test_optimizer_step_descends_on_a_complex_parameter():
+    w = ember.nn.Parameter(ember.tensor([1 + 1j, -2 + 0.5j]))
+    opt = ember.optim.SGD([w], lr=0.1)
+    target = ember.tensor([0.5 - 1j, 1 + 1j])
+    losses = []
+    for _ in range(30):
+        opt.zero_grad()
+        loss = (w - target).abs().pow(2).sum()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    assert losses[-1] < 1e-3 * losses[0] and w.dtype is ember.complex64
+
+
+# -- both cores ---------------------------------------------------------------------------------
+
+@pytest.mark.skipif(os.environ.get("EMBER_PURE_PYTHON") == "1", reason="already the Python core")
+def test_this_file_passes_on_the_pure_python_core():
+    env = dict(os.environ, EMBER_PURE_PYTHON="1")
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
+                           __file__, "-k", "not pure_python"], env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
