@@ -306,7 +306,7 @@ def test_muon_trajectory(case: tuple, dtype: Any) -> None:
 def test_newton_schulz_is_pytorchs_bfloat16_iteration() -> None:
     from torch.optim._muon import _zeropower_via_newtonschulz
 
-    from ember.optim.muon import _newton_schulz
+    from ember.optim._muon import _newton_schulz
 
     rng = np.random.default_rng(0)
     for shape in [(4, 6), (6, 4), (5, 5), (3, 8), (1, 7)]:
@@ -346,3 +346,259 @@ def test_muon_refuses_as_pytorch() -> None:
     emb(ember.tensor([1, 2])).sum().backward()
     with pytest.raises(RuntimeError, match="does not support sparse gradients"):
         eopt.Muon(emb.parameters()).step()
+
+
+# ---------------------------------------------------------------------------------------------
+# learning-rate schedulers drive the new optimizers
+
+
+@pytest.mark.parametrize("name,kw", [("ASGD", dict(lr=0.05, t0=2)), ("Rprop", dict(lr=0.05)),
+                                     ("Adafactor", dict(lr=0.05, weight_decay=0.1)),
+                                     ("Muon", dict(lr=0.05))])
+def test_schedulers_drive_them(name: str, kw: dict) -> None:
+    shapes = MATRICES if name == "Muon" else ALL
+    init, noise = _problem(shapes, 8, 7)
+    out = []
+    for lib in (ember, torch):
+        ps = _params(lib, init, np.float32)
+        opt = getattr(lib.optim, name)(ps, **kw)
+        sched = lib.optim.lr_scheduler.OneCycleLR(opt, max_lr=0.1, total_steps=8,
+                                                  cycle_momentum=name == "Muon")
+        lrs = []
+        for k in range(8):
+            _steps(lib, opt, ps, noise, range(k, k + 1), np.float32)
+            sched.step()
+            lrs.append(sched.get_last_lr()[0])
+        out.append((ps, lrs))
+    np.testing.assert_allclose(out[0][1], out[1][1], rtol=1e-12)
+    _close(out[0][0], out[1][0], np.float32)
+
+
+# ---------------------------------------------------------------------------------------------
+# swa_utils
+
+
+def _nets() -> tuple[Any, Any]:
+    """The same small model with BatchNorm in both libraries (float64)."""
+    def build(lib: Any) -> Any:
+        return lib.nn.Sequential(lib.nn.Linear(3, 4), lib.nn.BatchNorm1d(4), lib.nn.ReLU(),
+                                 lib.nn.Linear(4, 2)).double()
+
+    torch.manual_seed(0)
+    t = build(torch)
+    e = build(ember)
+    e.load_state_dict({k: ember.tensor(v.numpy()) for k, v in t.state_dict().items()})
+    return e, t
+
+
+def _assert_state_equal(e: Any, t: Any, rtol: float = 1e-12) -> None:
+    es, ts = e.state_dict(), t.state_dict()
+    assert list(es) == list(ts)
+    for k, tv in ts.items():
+        assert str(es[k].dtype) == str(tv.dtype), k
+        np.testing.assert_allclose(_np(es[k]), tv.numpy(), rtol=rtol, atol=1e-14, err_msg=k)
+
+
+def _train(lib: Any, model: Any, avg: Any, steps: int, seed: int = 0) -> None:
+    """Move the weights and BatchNorm statistics; average after each move."""
+    rng = np.random.default_rng(seed)
+    for _ in range(steps):
+        with lib.no_grad():
+            for p in model.parameters():
+                p.mul_(0.9).add_(lib.tensor(rng.standard_normal(tuple(p.shape))))
+        model(lib.tensor(rng.standard_normal((6, 3))))  # training mode: statistics move
+        avg.update_parameters(model)
+
+
+SWA_CASES = {
+    "swa": lambda m: dict(),
+    "swa_buffers": lambda m: dict(use_buffers=True),
+    "ema_avg_fn": lambda m: dict(avg_fn=m.optim.swa_utils.get_ema_avg_fn(0.9)),
+    "swa_avg_fn_buffers": lambda m: dict(avg_fn=m.optim.swa_utils.get_swa_avg_fn(),
+                                         use_buffers=True),
+    "ema_multi": lambda m: dict(multi_avg_fn=m.optim.swa_utils.get_ema_multi_avg_fn(0.8)),
+    "ema_multi_buffers": lambda m: dict(
+        multi_avg_fn=m.optim.swa_utils.get_ema_multi_avg_fn(0.8), use_buffers=True),
+    "swa_multi": lambda m: dict(multi_avg_fn=m.optim.swa_utils.get_swa_multi_avg_fn()),
+}
+
+
+@pytest.mark.parametrize("case", list(SWA_CASES))
+def test_averaged_model_as_pytorch(case: str) -> None:
+    e, t = _nets()
+    ea = ember.optim.swa_utils.AveragedModel(e, **SWA_CASES[case](ember))
+    ta = torch.optim.swa_utils.AveragedModel(t, **SWA_CASES[case](torch))
+    assert repr(ea) == repr(ta)
+    _train(ember, e, ea, 4)
+    _train(torch, t, ta, 4)
+    _assert_state_equal(e, t, rtol=1e-10)
+    _assert_state_equal(ea, ta, rtol=1e-10)
+    assert int(ea.n_averaged) == 4 and ea.n_averaged.dtype == ember.int64
+    # the averaged model is a model: same forward (eval mode, with its statistics)
+    x = np.random.default_rng(9).standard_normal((5, 3))
+    ea.eval()
+    ta.eval()
+    np.testing.assert_allclose(_np(ea(ember.tensor(x))), ta(torch.tensor(x)).detach().numpy(),
+                               rtol=1e-10)
+
+
+def test_averaged_model_refusals_as_pytorch() -> None:
+    e, t = _nets()
+    for lib, m in ((ember, e), (torch, t)):
+        su = lib.optim.swa_utils
+        with pytest.raises(AssertionError):
+            su.AveragedModel(m, avg_fn=su.get_swa_avg_fn(), multi_avg_fn=su.get_swa_multi_avg_fn())
+        for bad in (-0.1, 1.5):
+            with pytest.raises(ValueError):
+                su.get_ema_avg_fn(bad)
+            with pytest.raises(ValueError):
+                su.get_ema_multi_avg_fn(bad)
+        # the SWA list average refuses integer buffers (num_batches_tracked) as PyTorch does
+        avg = su.AveragedModel(m, multi_avg_fn=su.get_swa_multi_avg_fn(), use_buffers=True)
+        avg.update_parameters(m)
+        with pytest.raises(RuntimeError, match="addcdiv"):
+            avg.update_parameters(m)
+
+
+def test_update_bn_as_pytorch() -> None:
+    e, t = _nets()
+    ea, ta = ember.optim.swa_utils.AveragedModel(e), torch.optim.swa_utils.AveragedModel(t)
+    _train(ember, e, ea, 3)
+    _train(torch, t, ta, 3)
+    rng = np.random.default_rng(4)
+    batches = [(rng.standard_normal((7, 3)), rng.standard_normal(7)) for _ in range(3)]
+    ea.eval()
+    ta.eval()
+    ember.optim.swa_utils.update_bn([(ember.tensor(x), ember.tensor(y)) for x, y in batches], ea)
+    torch.optim.swa_utils.update_bn([[torch.tensor(x), torch.tensor(y)] for x, y in batches], ta)
+    _assert_state_equal(ea, ta, rtol=1e-10)
+    assert not ea.training and ea.module[1].momentum == 0.1
+    assert int(ea.module[1].num_batches_tracked) == 3
+    # bare tensors as batches, and a model without BatchNorm (nothing to do)
+    ember.optim.swa_utils.update_bn([ember.tensor(x) for x, _ in batches], e, device="cpu")
+    torch.optim.swa_utils.update_bn([torch.tensor(x) for x, _ in batches], t, device="cpu")
+    _assert_state_equal(e, t, rtol=1e-10)
+    ember.optim.swa_utils.update_bn([ember.ones(2, 3)], ember.nn.Linear(3, 1))
+
+
+@pytest.mark.parametrize("kw", [dict(swa_lr=0.05), dict(swa_lr=0.05, anneal_strategy="linear"),
+                                dict(swa_lr=[0.01, 0.2], anneal_epochs=3),
+                                dict(swa_lr=0.02, anneal_epochs=0)])
+def test_swalr_as_pytorch(kw: dict) -> None:
+    out = []
+    for lib in (ember, torch):
+        p1, p2 = lib.zeros(2, requires_grad=True), lib.zeros(2, requires_grad=True)
+        opt = lib.optim.SGD([{"params": [p1]}, {"params": [p2], "lr": 0.3}], lr=0.5)
+        before = lib.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5)
+        lrs = []
+        for _ in range(3):
+            opt.step()
+            before.step()
+        sched = lib.optim.swa_utils.SWALR(opt, **kw)
+        lrs.append(sched.get_last_lr())
+        for _ in range(14):
+            opt.step()
+            sched.step()
+            lrs.append(sched.get_last_lr())
+        sd = sched.state_dict()
+        assert "anneal_func" not in sd and "optimizer" not in sd
+        again = lib.optim.swa_utils.SWALR(opt, swa_lr=1.0, anneal_strategy="linear")
+        again.load_state_dict(sd)
+        assert again.anneal_func is again._cosine_anneal or kw.get("anneal_strategy")
+        opt.step()
+        again.step()
+        lrs.append(again.get_last_lr())
+        out.append((np.array(lrs, dtype=np.float64), [g["swa_lr"] for g in opt.param_groups]))
+    np.testing.assert_allclose(out[0][0], out[1][0], rtol=1e-12)
+    assert out[0][1] == out[1][1]
+
+
+def test_swalr_refusals_as_pytorch() -> None:
+    for lib in (ember, torch):
+        opt = lib.optim.SGD([lib.zeros(2, requires_grad=True)], lr=0.1)
+        for kw in (dict(anneal_strategy="exp"), dict(anneal_epochs=-1),
+                   dict(anneal_epochs=2.5), dict(swa_lr=[0.1, 0.2])):
+            with pytest.raises(ValueError):
+                lib.optim.swa_utils.SWALR(opt, **{"swa_lr": 0.05, **kw})
+
+
+def test_swa_utils_paths() -> None:
+    """``torch.optim.swa_utils`` is an attribute after ``import ember as torch``, and
+    ``from torch.optim.swa_utils import AveragedModel`` works under ``ember run``."""
+    import subprocess
+    import sys
+    import textwrap
+
+    assert ember.optim.swa_utils.AveragedModel is not None
+    assert set(torch.optim.swa_utils.__all__) <= set(dir(ember.optim.swa_utils))
+    code = textwrap.dedent("""
+        import torch
+        from torch.optim.swa_utils import AveragedModel, SWALR, update_bn
+        from torch.optim import swa_utils
+        import torch.optim.swa_utils as su
+        m = torch.nn.Linear(2, 2)
+        a = AveragedModel(m, multi_avg_fn=su.get_ema_multi_avg_fn(0.9))
+        a.update_parameters(m)
+        print(type(a).__module__, swa_utils is su, type(torch.optim.Adafactor).__name__)
+    """)
+    res = subprocess.run([sys.executable, "-m", "ember", "run", "-c", code],
+                         capture_output=True, text=True, timeout=300)
+    if res.returncode != 0 and "-c" in res.stderr:  # (no -c: run it from a file)
+        import tempfile
+
+        with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
+            f.write(code)
+        res = subprocess.run([sys.executable, "-m", "ember", "run", f.name],
+                             capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.split() == ["torch.optim.swa_utils", "True", "type"]
+
+
+# ---------------------------------------------------------------------------------------------
+# swap_in_optimizer_params_and_state
+
+
+def test_swap_in_optimizer_params_and_state_as_pytorch() -> None:
+    init, noise = _problem([(3,), (2, 2)], 4, 11)
+    out = []
+    for lib in (ember, torch):
+        ps = _params(lib, init, np.float64)
+        opt = lib.optim.Adam(ps, lr=0.1)
+        with pytest.raises(RuntimeError, match="initialized optimizer state"):
+            with lib.optim.swap_in_optimizer_params_and_state(opt, {}, opt.state_dict()):
+                pass
+        _steps(lib, opt, ps, noise, range(2), np.float64)
+        before = [_np(p).copy() for p in ps]
+        sd = copy.deepcopy(opt.state_dict())
+        sd["param_groups"][0]["lr"] = 0.5
+        swap = {f"p{i}": lib.tensor(_np(p).copy() + 1.0) for i, p in enumerate(ps)}
+        for i, p in enumerate(swap.values()):
+            p.grad = lib.tensor(noise[2][i])
+        with lib.optim.swap_in_optimizer_params_and_state(opt, swap, sd):
+            assert opt.param_groups[0]["lr"] == 0.5
+            assert opt.param_groups[0]["params"][0] is swap["p0"]
+            opt.step()
+        assert opt.param_groups[0]["lr"] == 0.1 and opt.param_groups[0]["params"][0] is ps[0]
+        for p, b in zip(ps, before):  # the live parameters did not move
+            np.testing.assert_array_equal(_np(p), b)
+        out.append(([_np(p) for p in swap.values()], float(sd["state"][0]["step"]),
+                    _np(sd["state"][1]["exp_avg"]), float(opt.state[ps[0]]["step"])))
+        bad = copy.deepcopy(opt.state_dict())
+        bad["param_groups"][0]["extra"] = 1
+        with pytest.raises(RuntimeError, match="Keys only in swap-in"):
+            with lib.optim.swap_in_optimizer_params_and_state(opt, swap, bad):
+                pass
+        bad = copy.deepcopy(opt.state_dict())
+        bad["state"][7] = {}
+        with pytest.raises(RuntimeError, match="extra keys"):
+            with lib.optim.swap_in_optimizer_params_and_state(opt, swap, bad):
+                pass
+        with pytest.raises(RuntimeError, match="ordering"):
+            with lib.optim.swap_in_optimizer_params_and_state(opt, {"a": ps[0]},
+                                                              opt.state_dict()):
+                pass
+    for a, b in zip(out[0][0], out[1][0]):
+        np.testing.assert_allclose(a, b, rtol=1e-12)
+    assert out[0][1:2] == out[1][1:2] == (3.0,)  # the swapped-in state advanced in place
+    np.testing.assert_allclose(out[0][2], out[1][2], rtol=1e-12)
+    assert out[0][3] == out[1][3] == 2.0  # the live state did not

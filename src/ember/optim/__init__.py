@@ -1,19 +1,21 @@
 """``ember.optim``: optimizers and learning-rate schedulers, with PyTorch's interface.
 
 ``Optimizer`` walks parameter groups and parameters; each algorithm writes only its in-place
-per-parameter update on arrays (see ``optimizer.py``).
+per-parameter update on arrays (see ``optimizer.py``). ``swa_utils`` (weight averaging) loads on
+first use.
 """
 
 from . import lr_scheduler
+from ._adafactor import Adafactor
+from ._muon import Muon
+from ._stateless import swap_in_optimizer_params_and_state
 from .adadelta import Adadelta
-from .adafactor import Adafactor
 from .adagrad import Adagrad
 from .adam import Adam
 from .adamax import Adamax
 from .adamw import AdamW
 from .asgd import ASGD
 from .lbfgs import LBFGS
-from .muon import Muon
 from .nadam import NAdam
 from .optimizer import Optimizer
 from .radam import RAdam
@@ -40,11 +42,17 @@ __all__ = [
     "SGD",
     "SparseAdam",
     "lr_scheduler",
+    "swa_utils",
+    "swap_in_optimizer_params_and_state",
 ]
 
 
 def __getattr__(name: str) -> object:
-    # PyTorch names ember lacks (Rprop, ASGD...) fail clearly at the point of use.
+    if name == "swa_utils":  # loaded on first use (it needs ember.nn)
+        import importlib
+
+        return importlib.import_module(".swa_utils", __name__)
+    # PyTorch names ember lacks fail clearly at the point of use.
     from .._missing import attribute_error
 
     raise attribute_error("torch.optim", name)
