@@ -358,3 +358,28 @@ def test_inplace_change_after_forward_as_pytorch(name):
         np.testing.assert_allclose(res[0][1], res[1][1], rtol=1e-6)
     else:
         assert res[0][1] and res[1][1]
+
+
+def test_addcmul_with_a_detached_alias_keeps_it_detached_in_double_backward():
+    """addcmul(y, y.detach(), x): the detached operand is y's very array; double backward must
+    not carry y's history through it (found by the long differential run)."""
+    res = []
+    for m in MODULES:
+        x = m.tensor([[0.25, 1.25], [-0.125, 0.75]], dtype=m.float64, requires_grad=True)
+        for op in ("addcmul", "addcdiv"):
+            y = x * 1.5
+            out = getattr(m, op)(y, y.detach(), x, value=0.5)
+            (g,) = m.autograd.grad((out * out).sum(), [x], create_graph=True)
+            g.sum().backward()
+        res.append(x.grad.numpy())
+    np.testing.assert_allclose(res[0], res[1], rtol=1e-10)
+
+
+def test_copy_into_the_same_memory_through_a_size_one_stride():
+    """v[-1].copy_(s) where v = s.unsqueeze(0).expand(2, -1) and s has one element: the same
+    memory (a size-1 dim's stride never steps), not a partial overlap (long differential run)."""
+    for m in MODULES:
+        s = (m.tensor([1.0, 2.0], requires_grad=True) * 1).sum(0, keepdim=True)
+        v = s.unsqueeze(0).expand(2, -1)
+        v[-1].copy_(s)
+        assert s.detach().numpy().tolist() == [3.0]

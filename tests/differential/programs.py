@@ -62,6 +62,7 @@ KNOWN_GAPS: set[str] = {
     "requires_grad_with_views",  # class requires_grad_on_view
     "inplace_through_data",  # class inplace_through_data (leaf.data modified after a promoted op)
     "linear_batched_input_copied",  # class linear_saves_flattened_copy
+    "inplace_meta_after_retain_grad",  # class retained_grad_after_inplace_metadata_op
 }
 
 # Features whose programs PyTorch itself runs in an undefined way (the result depends on its loop
@@ -1197,6 +1198,8 @@ class Builder:
                     for w in self.env.values()
                 ):
                     tags.add("grad_enters_constant_with_views")
+        if "inplace_after_retain_grad" in tags and any(t.startswith("inplace_meta:") for t in tags):
+            tags.add("inplace_meta_after_retain_grad")
         if tgt is not None and (tgt in self.stale_views or _root_var(s.expr) in self.stale_views):
             tags.add("inplace_on_stale_view_after_grad_entered")
         s = replace(s, features=frozenset(tags))
@@ -1218,9 +1221,10 @@ class Builder:
             self.stale_views -= self._reads(s) - {tgt}
         if tags & {"grad_enters_view_of_constant", "grad_enters_constant_with_views"}:
             key = _storage(tv)
+            fresh = None if "inplace_on_inline_view" in tags else tgt  # (its grad_fn is new)
             self.stale_views |= {
                 k for k, w in self.env.items()
-                if k != tgt and isinstance(w, self.torch.Tensor) and w._base is not None
+                if k != fresh and isinstance(w, self.torch.Tensor) and w._base is not None
                 and _storage(w) == key
             }
         outs = set(s.out) if isinstance(s.out, tuple) else {s.out}
@@ -1333,6 +1337,7 @@ CONTEXT_TAGS = frozenset(
         "inplace_on_saved_constant", "view_of_result_of_noncontiguous",
         "inplace_int_target_grad_operand", "double_backward_empty",
         "inplace_operand_partial_overlap", "inplace_on_stale_view_after_grad_entered",
+        "inplace_meta_after_retain_grad",
     }
 )  # fmt: skip
 
@@ -2801,6 +2806,11 @@ _SALIENT = (
 # features are generator tags; putting them in KNOWN_GAPS stops the generator from making such
 # programs. Checked in order; the first whose features the minimised program has wins.
 CLASSES: dict[str, tuple[frozenset, str]] = {
+    "retained_grad_after_inplace_metadata_op": (
+        frozenset({"inplace_meta_after_retain_grad"}),
+        "retain_grad() then unsqueeze_/t_/... under no_grad: PyTorch's .grad keeps the shape the "
+        "node recorded, ember's takes the tensor's new shape (engine.py fills retained grads)",
+    ),
     "inplace_metadata_ops": (
         frozenset(
             {

@@ -204,9 +204,17 @@ def _same_view(t: TensorBase, src: Any) -> bool:
     strides): PyTorch's ``copy_`` then returns at once."""
     if not isinstance(src, TensorBase):
         return False
-    a, b = t._data, src._data
-    return (a is b or (a.shape == b.shape and a.strides == b.strides
-                       and _backend.address(a) == _backend.address(b)))
+    return _same_memory(t._data, src._data)
+
+
+def _same_memory(a: Any, b: Any) -> bool:
+    """Arrays ``a`` and ``b`` are the same elements of one memory (strides of size-1 dims do
+    not matter: they never step)."""
+    if a is b:
+        return True
+    if a.shape != b.shape or _backend.address(a) != _backend.address(b):
+        return False
+    return all(sa == sb for sa, sb, n in zip(a.strides, b.strides, a.shape) if n > 1)
 
 
 def _repeats(d: Any) -> bool:
@@ -228,7 +236,8 @@ def _check_no_overlap(t: TensorBase) -> None:
 def _check_operands_overlap(t: TensorBase, args: tuple) -> None:
     d = t._data
     for a in args:
-        if isinstance(a, TensorBase) and a._data is not d and _backend.partial_overlap(d, a._data):
+        if (isinstance(a, TensorBase) and a._data is not d and _backend.partial_overlap(d, a._data)
+                and not _same_memory(d, a._data)):
             raise RuntimeError(
                 "unsupported operation: some elements of the input tensor and the written-to "
                 "tensor refer to a single memory location. Please clone() the tensor before "

@@ -596,12 +596,14 @@ class Addcmul(Op):
     @staticmethod
     def forward(ctx: Any, x: Any, t1: Any, t2: Any, value: Any) -> Any:
         n = ctx.needs_input_grad  # t1 is kept for t2's gradient only, and t2 for t1's
-        ctx.save_for_backward(t1 if n[2] else None, t2 if n[1] else None, value)
+        # (saved at their argument positions: t1 may be x's very array, as in
+        # addcmul(y, y.detach(), w), and must keep its own history for double backward)
+        ctx.save_for_backward(None, t1 if n[2] else None, t2 if n[1] else None, value)
         return x + value * (t1 * t2)
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
-        t1, t2, value = ctx.saved
+        _, t1, t2, value = ctx.saved
         n = ctx.needs_input_grad
         return (grad, grad * value * t2 if n[1] else None, grad * value * t1 if n[2] else None,
                 None)
@@ -615,12 +617,13 @@ class Addcdiv(Op):
     def forward(ctx: Any, x: Any, t1: Any, t2: Any, value: Any) -> Any:
         # t1 is kept for t2's gradient only; t2 always, as PyTorch's node keeps it (an in-place
         # change of t2 makes backward raise even when only x needs a gradient)
-        ctx.save_for_backward(t1 if ctx.needs_input_grad[2] else None, t2, value)
+        # (saved at their argument positions, as Addcmul's)
+        ctx.save_for_backward(None, t1 if ctx.needs_input_grad[2] else None, t2, value)
         return x + value * _quietly(_truediv, t1, t2)
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
-        t1, t2, value = ctx.saved
+        _, t1, t2, value = ctx.saved
         n = ctx.needs_input_grad
         g1 = _quietly(_truediv, grad * value, t2) if n[1] else None
         g2 = _quietly(_truediv, -grad * value * t1, t2 * t2) if n[2] else None
