@@ -602,3 +602,32 @@ def test_swap_in_optimizer_params_and_state_as_pytorch() -> None:
     assert out[0][1:2] == out[1][1:2] == (3.0,)  # the swapped-in state advanced in place
     np.testing.assert_allclose(out[0][2], out[1][2], rtol=1e-12)
     assert out[0][3] == out[1][3] == 2.0  # the live state did not
+
+
+# ---------------------------------------------------------------------------------------------
+# temporaries: the steps work in place on the optimizer's own buffers
+
+PEAKS = [
+    # (class, options, shape, the most temporaries a step may build, in parameter sizes)
+    ("ASGD", dict(), (1 << 21,), 1.1),
+    ("ASGD", dict(t0=0, weight_decay=0.1), (1 << 21,), 2.1),
+    ("Rprop", dict(), (1 << 21,), 1.6),
+    ("Adafactor", dict(), (1 << 21,), 1.1),
+    ("Adafactor", dict(weight_decay=0.1, maximize=True), (1024, 2048), 1.1),
+    # x and the next x (float32), Gram matrix and polynomial: 2 + 2 * 1024^2 / (1024 * 2048)
+    ("Muon", dict(), (1024, 2048), 3.1),
+    ("Muon", dict(nesterov=False), (2048, 1024), 3.1),
+]
+
+
+@pytest.mark.parametrize("case", PEAKS, ids=lambda c: f"{c[0]}-{c[2]}-{c[1]}")
+def test_step_temporaries(case: tuple) -> None:
+    from helpers import peak_bytes
+
+    name, kw, shape, most = case
+    p = ember.randn(*shape, requires_grad=True)
+    p.grad = ember.randn(*shape)
+    opt = getattr(eopt, name)([p], **kw)
+    opt.step()
+    opt.step()
+    assert peak_bytes(opt.step) < most * p.numel() * 4 + (1 << 20)

@@ -107,13 +107,15 @@ class Muon(Optimizer):
         if "momentum_buffer" not in state:
             state["momentum_buffer"] = Tensor._make(xp.zeros_like(g))
         buf = state["momentum_buffer"]._data
-        m = xp.empty_like(g)  # the step's one full-size temporary of the parameter's dtype
+        m = xp.empty(g.shape, g.dtype)  # the step's one full-size temporary of the parameter's dtype
         _lerp_(buf, g, 1.0 - o.momentum, scratch=m)
         if o.nesterov:
             xp.copyto(m, g)
             _lerp_(m, buf, o.momentum, scratch=xp.empty_like(g) if o.momentum < 0.5 else None)
         else:
             xp.copyto(m, buf)
+        if m.dtype != np.float32:  # rounded once, straight to bfloat16, as PyTorch's cast
+            m = _round(m).astype(np.float32)  # (the float64 buffer goes now)
         u = _newton_schulz(m, o.ns_coefficients, o._group["ns_steps"], o.eps)  # (an int)
         lr = o._group["lr"]
         # a tensor lr stays a scalar of its dtype (PyTorch's arithmetic rounds through it)
@@ -135,7 +137,9 @@ class Muon(Optimizer):
 def _newton_schulz(m: Any, coefficients: tuple, steps: int, eps: float) -> Any:
     """``m`` orthogonalised by ``steps`` quintic Newton-Schulz iterations in bfloat16, as
     PyTorch computes them: a float32 array of bfloat16 values (each product is summed in
-    float32 and rounded to bfloat16, as PyTorch's bfloat16 matmul does)."""
+    float32 and rounded to bfloat16, as PyTorch's bfloat16 matmul does). ``m`` (C-contiguous)
+    is overwritten and returned when it is float32; the iteration uses one more array of its
+    size and two square ones of its smaller dimension."""
     if steps >= 100:
         raise ValueError("Number of steps must be less than 100 for computational efficiency")
     if m.ndim != 2:
@@ -143,32 +147,43 @@ def _newton_schulz(m: Any, coefficients: tuple, steps: int, eps: float) -> Any:
     if len(coefficients) != 3:
         raise ValueError("Coefficients must be a tuple of exactly 3 values")
     xp = _xp(m)
-    bf16 = _dtype.bfloat16.np
     f32 = np.float32
     a, b, c = (f32(v) for v in coefficients)
-    x = m.astype(bf16).astype(f32)
+    x = _round(m) if m.dtype == f32 else _round(m).astype(f32)
+    y = xp.empty_like(x)  # the iteration writes into y, then swaps x and y
     tall = m.shape[0] > m.shape[1]
-    if tall:
-        x = x.T
-    n = _round(xp.asarray(_norm(x), dtype=f32), bf16)
-    n = _round(xp.maximum(n, f32(eps), out=n), bf16)
+    xs, ys = (x.T, y.T) if tall else (x, y)  # (wide views of the contiguous buffers)
+    n = xp.asarray(_norm(x), dtype=f32)
+    _round(n)
+    xp.maximum(n, f32(eps), out=n)
+    _round(n)
     x /= n
-    _round(x, bf16)
+    _round(x)
     for _ in range(steps):
-        gram = _round(x @ x.T, bf16)
+        gram = _round(xs @ xs.T)
         poly = gram @ gram
         poly *= c
         gram *= b
         poly += gram
-        _round(poly, bf16)
-        y = poly @ x
+        _round(poly)
+        xp.matmul(poly, xs, out=ys)
+        del gram, poly  # (before the next iteration makes its own)
         x *= a
         y += x
-        x = _round(y, bf16)
-    return x.T if tall else x
+        _round(y)
+        x, y, xs, ys = y, x, ys, xs
+    return x
 
 
-def _round(x: Any, bf16: Any) -> Any:
-    """``x`` (a float32 array) rounded to bfloat16 values in place; returns it."""
-    x[...] = x.astype(bf16)
+_BLOCK = 65536  # elements rounded per pass: the bfloat16 copy stays small
+
+
+def _round(x: Any) -> Any:
+    """``x`` (a C-contiguous float array) rounded to bfloat16 values in place, a block at a
+    time; returns it."""
+    bf16 = _dtype.bfloat16.np
+    flat = x.reshape(-1)
+    for i in range(0, flat.size, _BLOCK):
+        block = flat[i:i + _BLOCK]
+        block[...] = block.astype(bf16)
     return x
