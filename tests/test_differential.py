@@ -655,7 +655,6 @@ def test_inplace_on_expanded_empty_view():
     _assert_same(prog)
 
 
-@pytest.mark.xfail(strict=False, reason="issue 10: no_grad_view (detach of it, then in-place)")
 def test_detached_no_grad_view_inplace_with_the_view():
     """d = v.detach(); d.sub_(v) where v is a no_grad view that requires grad: d requires grad."""
 
