@@ -160,6 +160,9 @@ ELEMENTWISE = [
     ("ASGD", dict(lr=0.05, lambd=0.01, alpha=0.5, t0=2, weight_decay=0.1)),
     ("ASGD", dict(lr=0.05, t0=0, maximize=True, weight_decay=0.05)),
     ("ASGD", dict(lr=ember.tensor(0.05), t0=4, foreach=False, differentiable=False)),
+    # foreach=True: PyTorch's multi-tensor form (another rounding; eta in the step's dtype)
+    ("ASGD", dict(lr=0.05, t0=2, foreach=True)),
+    ("ASGD", dict(lr=0.05, t0=2, weight_decay=0.1, maximize=True, foreach=True)),
     ("Rprop", dict()),
     ("Rprop", dict(lr=0.05, etas=(0.3, 1.5), step_sizes=(1e-3, 0.2))),
     ("Rprop", dict(lr=0.05, maximize=True, foreach=False)),
@@ -177,7 +180,7 @@ def test_elementwise_trajectory(case: tuple, dtype: Any) -> None:
     _check_state(eo, to, dtype)
 
 
-@pytest.mark.parametrize("case", ELEMENTWISE[1:5] + ELEMENTWISE[6:8], ids=_case_id)
+@pytest.mark.parametrize("case", ELEMENTWISE[1:7] + ELEMENTWISE[8:10], ids=_case_id)
 def test_elementwise_state_dict_round_trips(case: tuple) -> None:
     _round_trips(case[0], case[1], ALL, np.float64)
 
@@ -234,6 +237,13 @@ ADAFACTOR = [
     ("Adafactor", dict(lr=0.05, maximize=True, foreach=False)),
     ("Adafactor", dict(lr=ember.tensor(0.03), weight_decay=0.01)),
 ]
+
+
+def test_adafactor_foreach_accepted() -> None:
+    """PyTorch's multi-tensor Adafactor rounds a little differently from its (and ember's)
+    per-tensor one; ember accepts the flag and takes the per-tensor steps."""
+    ep, tp, _, _, _ = _pair("Adafactor", dict(lr=0.05, foreach=True), ALL, np.float64, 10)
+    _close(ep, tp, np.float64)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

@@ -103,15 +103,22 @@ class ASGD(Optimizer):
         xp = _xp(d)
         if o.maximize:
             g = -g
-        if o.weight_decay != 0:
-            g = g + o.weight_decay * d
         eta = float(eta_t)
-        d *= 1.0 - o.lambd * eta
         tmp = xp.empty_like(d)
-        xp.multiply(g, -eta, out=tmp)
-        d += tmp
-        mu = float(mu_t)
-        if mu != 1.0:
+        if o.foreach:  # PyTorch's multi-tensor form: p -= eta * (g + wd * p + lambd * p)
+            xp.multiply(d, o.weight_decay if o.weight_decay != 0 else o.lambd, out=tmp)
+            tmp += g
+            if o.weight_decay != 0:
+                tmp += o.lambd * d
+            tmp *= eta
+            d -= tmp
+        else:  # its single-tensor form: p = p * (1 - lambd * eta) - eta * g
+            if o.weight_decay != 0:
+                g = g + o.weight_decay * d
+            d *= 1.0 - o.lambd * eta
+            xp.multiply(g, -eta, out=tmp)
+            d += tmp
+        if o.foreach or float(mu_t) != 1.0:
             xp.subtract(d, ax, out=tmp)
             tmp *= mu_t  # (the 0-d state tensor's own dtype, as PyTorch multiplies)
             ax += tmp
@@ -121,9 +128,12 @@ class ASGD(Optimizer):
         if isinstance(lr, Tensor):  # a tensor lr: PyTorch computes eta in its dtype
             lr = lr._data.reshape(())
             eta_t[...] = lr / ((1.0 + lr * o.lambd * t) ** o.alpha)
+        elif o.foreach:  # the multi-tensor form computes it in the step's dtype
+            eta_t[...] = o.lr / ((1.0 + (o.lambd * o.lr) * s[()]) ** o.alpha)
         else:  # a Python number, rounded to the default dtype (PyTorch's as_tensor) first
             eta_t[...] = _scalar_dtype()(o.lr / ((1.0 + o.lambd * o.lr * t) ** o.alpha))
         mu_t[...] = _scalar_dtype()(1.0 / max(1.0, t - o.t0))
+
 
 def _real(a: Any) -> Any:
     """A complex array as a real view with a trailing axis of (real, imaginary) pairs."""
