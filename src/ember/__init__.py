@@ -335,7 +335,7 @@ _LAZY_SUBMODULES = frozenset({"nn", "optim", "utils", "linalg", "serialization",
                               "jit", "hub", "profiler", "_dynamo", "distributions", "func", "compiler",
                               "cpu", "xpu", "mps", "torch_version", "functional",
                               "overrides", "fx", "futures", "_C", "__config__", "_subclasses",
-                              "sparse", "nested"})
+                              "sparse", "nested", "fft"})
 
 
 # Top-level functions that live in modules loaded on first use: name -> module.

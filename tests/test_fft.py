@@ -1,0 +1,209 @@
+"""``torch.fft`` on ember (issue 32): every transform with PyTorch's n/s/dim/norm arguments,
+compared with the installed PyTorch (values, shapes, result dtypes: float32 in, complex64 out,
+never complex128; gradients for a random cotangent), gradients also checked by central
+differences without PyTorch, second order, the refusals, fftfreq/rfftfreq, fftshift/ifftshift,
+``import torch.fft`` under ``ember run``, and the pure-Python core (a subprocess reruns this file).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import ember
+
+torch = pytest.importorskip("torch")
+
+RNG = np.random.default_rng(2032)
+R = RNG.standard_normal((4, 6, 5))
+C = R + 1j * RNG.standard_normal((4, 6, 5))
+NORMS = [None, "ortho", "forward"]
+PAIRS = {"float32": "complex64", "float64": "complex128"}
+
+
+def _np(t):
+    return t.detach().resolve_conj().numpy()
+
+
+def _compare(fn, arr, real_dt):
+    """fn on ember and torch: same dtype, shape, values, and gradients for one cotangent."""
+    dt = real_dt if arr.dtype.kind == "f" else PAIRS[real_dt]
+    te = ember.tensor(arr, dtype=getattr(ember, dt), requires_grad=True)
+    tt = torch.tensor(arr, dtype=getattr(torch, dt), requires_grad=True)
+    oe, ot = fn(ember, te), fn(torch, tt)
+    assert str(oe.dtype) == str(ot.dtype) and tuple(oe.shape) == tuple(ot.shape)
+    tol = dict(rtol=1e-4, atol=1e-4) if real_dt == "float32" else dict(rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(_np(oe), _np(ot), **tol)
+    g = RNG.standard_normal(tuple(ot.shape))
+    if ot.is_complex():
+        g = g + 1j * RNG.standard_normal(tuple(ot.shape))
+    g = g.astype(_np(ot).dtype)
+    oe.backward(ember.tensor(g))
+    ot.backward(torch.tensor(g))
+    assert str(te.grad.dtype) == str(tt.grad.dtype)
+    np.testing.assert_allclose(_np(te.grad), _np(tt.grad), **tol)
+
+
+ONE_D = ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft"]
+REAL_ONLY = {"rfft", "ihfft", "rfft2", "ihfft2", "rfftn", "ihfftn"}
+
+
+@pytest.mark.parametrize("real_dt", ["float32", "float64"])
+@pytest.mark.parametrize("norm", NORMS)
+@pytest.mark.parametrize("name", ONE_D)
+def test_one_dimensional_transforms_match_pytorch(name, norm, real_dt):
+    inputs = [R] if name in REAL_ONLY else [R, C]
+    for arr in inputs:
+        for n in (None, 3, 8):
+            for dim in (-1, 0, 1):
+                _compare(lambda m, x, n=n, dim=dim: getattr(m.fft, name)(x, n=n, dim=dim,
+                                                                         norm=norm), arr, real_dt)
+
+
+N_D = ["fft2", "ifft2", "rfft2", "irfft2", "hfft2", "ihfft2", "fftn", "ifftn", "rfftn", "irfftn",
+       "hfftn", "ihfftn"]
+SHAPES = [{}, {"s": (3, 8)}, {"dim": (0, 2)}, {"s": (5, 4), "dim": (2, 0)}, {"s": (-1, 7),
+                                                                            "dim": (1, 2)}]
+
+
+@pytest.mark.parametrize("real_dt", ["float32", "float64"])
+@pytest.mark.parametrize("norm", NORMS)
+@pytest.mark.parametrize("name", N_D)
+def test_n_dimensional_transforms_match_pytorch(name, norm, real_dt):
+    inputs = [R] if name in REAL_ONLY else [R, C]
+    for arr in inputs:
+        for kw in SHAPES:
+            _compare(lambda m, x, kw=kw: getattr(m.fft, name)(x, norm=norm, **kw), arr, real_dt)
+
+
+def test_float32_gives_complex64_and_matches_numpy():
+    x = RNG.standard_normal((3, 16)).astype(np.float32)
+    assert ember.fft.fft(ember.tensor(x)).dtype is ember.complex64
+    assert ember.fft.rfft(ember.tensor(x)).dtype is ember.complex64
+    assert ember.fft.irfft(ember.fft.rfft(ember.tensor(x))).dtype is ember.float32
+    assert ember.fft.fft(ember.arange(4)).dtype is ember.complex64  # integers: the default dtype
+    np.testing.assert_allclose(ember.fft.rfftn(ember.tensor(x), norm="ortho").numpy(),
+                               np.fft.rfftn(x, norm="ortho"), rtol=1e-5, atol=1e-5)
+    y = ember.fft.irfftn(ember.fft.rfftn(ember.tensor(x)), s=x.shape)
+    np.testing.assert_allclose(y.numpy(), x, rtol=1e-5, atol=1e-5)
+
+
+def _central(fn, a, g):
+    """d/da of re(sum(conj(g) * fn(a))) by central differences (a real or complex)."""
+    def loss(v):
+        with ember.no_grad():
+            return float(np.real(np.sum(np.conj(g) * fn(ember.tensor(v)).numpy())))
+    num = np.zeros_like(a)
+    units = (1, 1j) if a.dtype.kind == "c" else (1,)
+    for idx in np.ndindex(a.shape):
+        for u in units:
+            up, dn = a.copy(), a.copy()
+            up[idx] += 1e-6 * u
+            dn[idx] -= 1e-6 * u
+            num[idx] += u * (loss(up) - loss(dn)) / 2e-6
+    return num
+
+
+@pytest.mark.parametrize("fn,complex_in", [
+    (lambda x: ember.fft.fft(x, n=5), False), (lambda x: ember.fft.rfft(x, norm="ortho"), False),
+    (lambda x: ember.fft.irfft(x, n=7), True), (lambda x: ember.fft.irfft(x, n=6), True),
+    (lambda x: ember.fft.hfft(x, norm="forward"), True), (lambda x: ember.fft.ihfft(x), False),
+    (lambda x: ember.fft.ifftn(x, s=(3, 5)), True), (lambda x: ember.fft.irfftn(x), True),
+    (lambda x: ember.fft.rfft2(x, s=(2, 6)), False),
+])
+def test_gradients_by_central_differences(fn, complex_in):
+    a = RNG.standard_normal((3, 4))
+    if complex_in:
+        a = a + 1j * RNG.standard_normal((3, 4))
+    x = ember.tensor(a, requires_grad=True)
+    out = fn(x)
+    g = RNG.standard_normal(tuple(out.shape)) + (1j * RNG.standard_normal(tuple(out.shape))
+                                                 if out.is_complex() else 0)
+    out.backward(ember.tensor(g))
+    np.testing.assert_allclose(x.grad.numpy(), _central(fn, a, g), rtol=1e-6, atol=1e-7)
+
+
+def test_second_order_matches_pytorch():
+    a = RNG.standard_normal(6)
+    res = []
+    for m in (ember, torch):
+        x = m.tensor(a, requires_grad=True)
+        y = m.fft.irfft(m.fft.rfft(x) * m.fft.rfft(x), n=6, norm="ortho")
+        loss = (m.fft.fft(x) * m.fft.ifft(x ** 2)).abs().sum() + y.pow(2).sum()
+        (g,) = m.autograd.grad(loss, x, create_graph=True)
+        g.sin().sum().backward()
+        res.append((g.detach().numpy(), x.grad.numpy()))
+    np.testing.assert_allclose(res[0][0], res[1][0], rtol=1e-10)
+    np.testing.assert_allclose(res[0][1], res[1][1], rtol=1e-10)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda m: m.fft.fft(m.ones(4).half()),
+    lambda m: m.fft.rfft(m.ones(4, dtype=m.complex64)),
+    lambda m: m.fft.ihfft(m.ones(4, dtype=m.complex64)),
+    lambda m: m.fft.fft(m.ones(4), norm="bad"),
+    lambda m: m.fft.fft(m.ones(4), n=0),
+    lambda m: m.fft.fft(m.ones(4), dim=3),
+    lambda m: m.fft.irfft(m.ones(1, dtype=m.complex64)),
+    lambda m: m.fft.fft(m.tensor(2.0)),
+    lambda m: m.fft.fftn(m.ones(2, 3), dim=(0, 0)),
+    lambda m: m.fft.fftn(m.ones(2, 3), s=(2, 2, 2)),
+    lambda m: m.fft.fftn(m.ones(2, 3), s=(2, 2), dim=(0,)),
+    lambda m: m.fft.fft2(m.ones(3)),
+])
+def test_refusals_as_pytorch(fn):
+    with pytest.raises(Exception) as want:
+        fn(torch)
+    with pytest.raises(type(want.value)):
+        fn(ember)
+
+
+@pytest.mark.parametrize("name", ["fftfreq", "rfftfreq"])
+def test_frequencies(name):
+    for n, d in ((5, 1.0), (6, 0.5), (1, 2.0), (8, 0.1)):
+        e, t = getattr(ember.fft, name)(n, d), getattr(torch.fft, name)(n, d)
+        assert str(e.dtype) == str(t.dtype)
+        np.testing.assert_allclose(e.numpy(), t.numpy(), rtol=1e-6)
+    e = getattr(ember.fft, name)(4, dtype=ember.float64, requires_grad=True)
+    assert e.dtype is ember.float64 and e.requires_grad
+
+
+@pytest.mark.parametrize("name", ["fftshift", "ifftshift"])
+def test_shifts(name):
+    for dim in (None, 0, (1, 2), -1):
+        _compare(lambda m, x, dim=dim: getattr(m.fft, name)(x, dim=dim), R, "float64")
+    assert getattr(ember.fft, name)(ember.arange(6)).tolist() == \
+        getattr(torch.fft, name)(torch.arange(6)).tolist()
+
+
+def test_out_and_numpy_names():
+    out = ember.empty(3, dtype=ember.complex64)
+    res = ember.fft.rfft(ember.ones(4), out=out)
+    assert res is out and out.tolist() == [4, 0, 0]
+
+
+def test_namespace_and_import_under_ember_run(tmp_path):
+    names = {n for n in dir(torch.fft) if not n.startswith("_")}
+    assert names - set(dir(ember.fft)) <= {"common_args", "factory_common_args", "torch"}
+    script = tmp_path / "spectral.py"
+    script.write_text(
+        "import torch\nimport torch.fft\nfrom torch.fft import rfft, irfft\n"
+        "x = torch.arange(8.0)\nprint(torch.fft.fft(x)[1], irfft(rfft(x), n=8).dtype)\n")
+    out = subprocess.run([sys.executable, "-m", "ember", "run", str(script)], capture_output=True,
+                         text=True, cwd=tmp_path, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    x = torch.arange(8.0)
+    assert out.stdout == f"{torch.fft.fft(x)[1]!s} {torch.float32}\n"
+
+
+@pytest.mark.skipif(os.environ.get("EMBER_PURE_PYTHON") == "1", reason="already the Python core")
+def test_this_file_passes_on_the_pure_python_core():
+    env = dict(os.environ, EMBER_PURE_PYTHON="1")
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
+                           __file__, "-k", "not pure_python and not ember_run"], env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
