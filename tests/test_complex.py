@@ -348,6 +348,35 @@ def test_optimizer_step_descends_on_a_complex_parameter():
     assert losses[-1] < 1e-3 * losses[0] and w.dtype is ember.complex64
 
 
+# -- checkpoints -------------------------------------------------------------------------------
+
+def test_pt_checkpoints_of_complex_tensors_both_ways(tmp_path):
+    z = torch.tensor([[1 + 2j, 3 - 4j]])
+    torch.save({"z": z, "w": z.to(torch.complex128).t()}, tmp_path / "t.pt")
+    for weights_only in (True, False):
+        d = ember.load(tmp_path / "t.pt", weights_only=weights_only)
+        assert d["z"].dtype is ember.complex64 and d["w"].dtype is ember.complex128
+        assert d["z"].tolist() == z.tolist() and d["w"].tolist() == z.t().tolist()
+    e = ember.tensor([[1 + 2j], [3 - 4j]], dtype=ember.complex128)
+    ember.save({"e": e, "f": e.to(ember.complex64).t()}, tmp_path / "e.pt")
+    back = torch.load(tmp_path / "e.pt")
+    assert back["e"].dtype == torch.complex128 and back["e"].tolist() == e.tolist()
+    assert back["f"].dtype == torch.complex64 and back["f"].tolist() == e.t().tolist()
+
+
+def test_safetensors_complex64_both_ways_and_complex128_refused_as_the_format_does(tmp_path):
+    stt = pytest.importorskip("safetensors.torch")
+    from ember.utils import safetensors as est
+
+    stt.save_file({"z": torch.tensor([1 + 2j, 3 - 4j])}, tmp_path / "a.safetensors")
+    z = est.load_file(tmp_path / "a.safetensors")["z"]
+    assert z.dtype is ember.complex64 and z.tolist() == [1 + 2j, 3 - 4j]
+    est.save_file({"z": ember.tensor([[1 + 2j], [3 - 4j]])}, tmp_path / "b.safetensors")
+    assert stt.load_file(tmp_path / "b.safetensors")["z"].tolist() == [[1 + 2j], [3 - 4j]]
+    with pytest.raises(Exception, match="complex128"):  # no C128 in the format (torch: KeyError)
+        est.save_file({"z": ember.tensor([1j], dtype=ember.complex128)}, tmp_path / "c.st")
+
+
 # -- both cores ---------------------------------------------------------------------------------
 
 @pytest.mark.skipif(os.environ.get("EMBER_PURE_PYTHON") == "1", reason="already the Python core")

@@ -24,6 +24,7 @@ _STORAGE_OF = {
     "float64": "DoubleStorage", "float32": "FloatStorage", "float16": "HalfStorage",
     "bfloat16": "BFloat16Storage", "int64": "LongStorage", "int32": "IntStorage",
     "int16": "ShortStorage", "int8": "CharStorage", "uint8": "ByteStorage", "bool": "BoolStorage",
+    "complex64": "ComplexFloatStorage", "complex128": "ComplexDoubleStorage",
 }
 
 _DTYPE_OF_STORAGE = {v: k for k, v in _STORAGE_OF.items()}

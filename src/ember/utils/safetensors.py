@@ -58,7 +58,8 @@ def _tensors(arrays: dict[str, np.ndarray], device: Any) -> dict[str, Tensor]:
     dev = _backend.check_available(_backend.device(device))
     out: dict[str, Tensor] = {}
     for k, a in arrays.items():
-        if a.dtype.kind in "uc" and a.dtype.itemsize > 1 or a.dtype.kind not in "biufcV":
+        if (a.dtype.kind == "u" and a.dtype.itemsize > 1 or a.dtype.kind not in "biufcV"
+                or a.dtype.kind == "c" and a.dtype != np.complex64):
             raise TypeError(f"safetensors tensor {k!r} is {a.dtype}, which ember has no tensors "
                             f"of; ember reads {_SUPPORTED}")
         if not a.flags.writeable:  # frombuffer over immutable bytes: own the memory
@@ -74,9 +75,9 @@ def save(tensors: dict[str, Tensor], metadata: dict[str, str] | None = None) -> 
 
 _ST_DTYPES = {
     "F64": np.float64, "F32": np.float32, "F16": np.float16, "I64": np.int64, "I32": np.int32,
-    "I16": np.int16, "I8": np.int8, "U8": np.uint8, "BOOL": np.bool_,
+    "I16": np.int16, "I8": np.int8, "U8": np.uint8, "BOOL": np.bool_, "C64": np.complex64,
 }
-_SUPPORTED = "BOOL, U8, I8, I16, I32, I64, F16, BF16, F32, F64"
+_SUPPORTED = "BOOL, U8, I8, I16, I32, I64, F16, BF16, F32, F64, C64"
 
 
 def _refuse_dtype(name: str, code: str) -> TypeError:
