@@ -126,3 +126,63 @@ def test_dropout_peak():
     x = ember.randn(N, requires_grad=True)
     # output and the float mask (PyTorch's noise), 8 MB; the raw draws were 16 MB at once
     assert peak_bytes(_fwd_bwd(lambda t: ember.nn.functional.dropout(t, 0.1), x)) < 14 * MB
+
+
+# -- grid_sample (bilinear, 4-D): one op over the corners -----------------------------------
+
+
+def _grids(rng):
+    zoom = np.stack(np.meshgrid(np.linspace(-1, 1, 12), np.linspace(-1, 1, 10)), -1)
+    yield "random", (rng.random((2, 6, 5, 2)) * 2.6 - 1.3).astype(np.float32)  # some outside
+    yield "zoom", np.broadcast_to(zoom, (2, 10, 12, 2)).astype(np.float32)  # repeated corners
+    yield "piled", np.full((2, 9, 9, 2), 0.13, np.float32)  # 81 samples on one pixel
+
+
+@needs_torch
+@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("align", [False, True])
+def test_grid_sample_bilinear_matches_torch(padding_mode, align):
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((2, 3, 5, 7)).astype(np.float32)
+    for name, grid in _grids(rng):
+        got = []
+        w = rng.standard_normal((2, 3) + grid.shape[1:3]).astype(np.float32)
+        for m in (ember, torch):
+            xt, gt = m.tensor(x, requires_grad=True), m.tensor(grid.copy(), requires_grad=True)
+            out = m.nn.functional.grid_sample(xt, gt, padding_mode=padding_mode,
+                                              align_corners=align)
+            (out * m.tensor(w)).sum().backward()
+            got.append((out.detach().numpy(), xt.grad.numpy(), gt.grad.numpy()))
+        for a, b in zip(*got):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=2e-5, err_msg=name)
+
+
+def test_grid_sample_bilinear_saves_input_and_positions_only():
+    x = ember.randn(4, 64, 64, 64, requires_grad=True)  # 4 MB
+    grid = (ember.rand(4, 64, 64, 2) * 2 - 1).requires_grad_()
+    out = ember.nn.functional.grid_sample(x, grid, align_corners=False)
+    assert type(out.grad_fn).__name__ == "GridSampler2DBackward0"
+    from ember.autograd.graph import saved_tensors
+    saved = sum(b for _, arrs in saved_tensors(out) for *_, b in arrs)
+    assert saved < x.nbytes + 8 * grid.nbytes  # x and the pixel positions, no corner values
+    # forward + backward: result, input gradient, the grid's gradients and an image's scratch
+    # (the composite kept four corners' values and weights: above 6x)
+    assert peak_bytes(_fwd_bwd(lambda a, g: ember.nn.functional.grid_sample(
+        a, g, align_corners=False), x, grid)) < 4.5 * x.nbytes
+
+
+@needs_torch
+def test_grid_sample_bilinear_double_backward_matches_torch():
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((1, 2, 4, 5))
+    grid = rng.random((1, 3, 3, 2)) * 1.8 - 0.9
+    got = []
+    for m in (ember, torch):
+        xt = m.tensor(x, requires_grad=True)
+        gt = m.tensor(grid, requires_grad=True)
+        out = m.nn.functional.grid_sample(xt, gt, align_corners=True)
+        gx, gg = m.autograd.grad(out.pow(2).sum(), (xt, gt), create_graph=True)
+        (gx.sum() + gg.pow(2).sum()).backward()
+        got.append((xt.grad.numpy(), gt.grad.numpy()))
+    for a, b in zip(*got):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-10)

@@ -1,7 +1,7 @@
 """``nn.functional``'s ops, one room per family as PyTorch's functional documentation groups them:
 activation, linear, dropout, sparse (embeddings), distance, normalization, loss and loss_margin,
-attention, vision (pad, interpolate, pixel shuffle, grid sampling), convolution, pooling and
-pooling_composite, recurrent (the fused RNN/LSTM/GRU layers), overrides (the ``__torch_function__``
+attention, vision and vision_sampling (pad, interpolate, pixel shuffle; grid sampling),
+convolution, pooling and pooling_composite, recurrent (the fused RNN/LSTM/GRU layers), overrides (the ``__torch_function__``
 probes). ``_kernels`` holds the window and resampling kernels under convolution and pooling;
 ``_common`` the checks the losses and norms share. ``ember.nn.functional`` re-exports all of it
 but ``namespace``: the ``torch.*`` forms with ATen's signatures (``torch.dropout(input, p,
@@ -23,3 +23,4 @@ from .pooling_composite import *  # noqa: F403
 from .recurrent import *  # noqa: F403
 from .sparse import *  # noqa: F403
 from .vision import *  # noqa: F403
+from .vision_sampling import *  # noqa: F403

@@ -1,11 +1,10 @@
-"""Vision functions: ``pad``, ``interpolate``/``upsample``, ``pixel_shuffle``,
-``channel_shuffle``, ``affine_grid`` and ``grid_sample``.
+"""Vision functions: ``pad``, ``interpolate``/``upsample``, ``pixel_shuffle`` and
+``channel_shuffle`` (``affine_grid`` and ``grid_sample`` continue in ``vision_sampling.py``).
 """
 
 from __future__ import annotations
 
 import functools
-import itertools
 import math
 import operator
 import warnings
@@ -13,22 +12,16 @@ from typing import Any
 
 import numpy as np
 
-from ... import _backend, _dtype
+from ... import _backend
 from ..._tensor_base import TensorBase
 from ...autograd.function import Op
-from .. import comparison as _cmp
-from .. import pointwise as _pw
-from .. import pointwise_piecewise as _pp
 from .._autocast import cast as _amp_cast
 from .._autocast import flag as _amp
-from ..creation import arange
-from ..joining import stack
 from ._kernels import Resample, _AxisMap, _check_tensor, _tname
 from .pooling import _adaptive_avg, adaptive_avg_pool1d, adaptive_avg_pool2d
 
 __all__ = [
-    "pad", "channel_shuffle", "affine_grid", "grid_sample", "native_channel_shuffle",
-    "GRID_SAMPLE_INTERPOLATION_MODES", "GRID_SAMPLE_PADDING_MODES", "interpolate", "upsample",
+    "pad", "channel_shuffle", "native_channel_shuffle", "interpolate", "upsample",
     "upsample_nearest", "upsample_bilinear", "pixel_shuffle", "pixel_unshuffle",
 ]
 
@@ -196,204 +189,7 @@ def channel_shuffle(input: TensorBase, groups: int) -> TensorBase:
 
 
 # ---------------------------------------------------------------------------------------------
-# spatial transformers: affine_grid and grid_sample (composites: gradients reach theta, the
-# input and the grid through the ops they are made of)
-
-
-def affine_grid(theta: Any, size: Any, align_corners: bool | None = None) -> Any:
-    """Sampling grid (N, H, W, 2) for ``grid_sample`` from affine matrices theta (N, 2, 3)
-    (or (N, D, H, W, 3) from (N, 3, 4)): each output pixel's normalised (x, y[, z], 1) times
-    theta^T."""
-    align = bool(align_corners)
-    size = tuple(int(v) for v in size)
-    if not theta.is_floating_point():
-        raise ValueError(f"Expected theta to have floating point type, but got {theta.dtype}")
-    if len(size) == 4:
-        if theta.dim() != 3 or tuple(theta.shape[1:]) != (2, 3):
-            raise ValueError(f"Expected a batch of 2D affine matrices of shape Nx2x3 for size "
-                             f"{list(size)}. Got {list(theta.shape)}.")
-        N, _, H, W = size
-        xs = _grid_coords(W, align, theta).reshape(1, W).expand(H, W)
-        ys = _grid_coords(H, align, theta).reshape(H, 1).expand(H, W)
-        base = stack([xs, ys, xs * 0 + 1], -1).reshape(1, H * W, 3)
-        return (base @ theta.transpose(1, 2)).reshape(N, H, W, 2)
-    if len(size) == 5:
-        if theta.dim() != 3 or tuple(theta.shape[1:]) != (3, 4):
-            raise ValueError(f"Expected a batch of 3D affine matrices of shape Nx3x4 for size "
-                             f"{list(size)}. Got {list(theta.shape)}.")
-        N, _, D, H, W = size
-        xs = _grid_coords(W, align, theta).reshape(1, 1, W).expand(D, H, W)
-        ys = _grid_coords(H, align, theta).reshape(1, H, 1).expand(D, H, W)
-        zs = _grid_coords(D, align, theta).reshape(D, 1, 1).expand(D, H, W)
-        base = stack([xs, ys, zs, xs * 0 + 1], -1).reshape(1, D * H * W, 4)
-        return (base @ theta.transpose(1, 2)).reshape(N, D, H, W, 3)
-    raise NotImplementedError(f"affine_grid only supports 4D and 5D sizes, for 2D and 3D affine "
-                              f"transforms, respectively. Got size {list(size)}.")
-
-
-def grid_sample(input: Any, grid: Any, mode: str = "bilinear", padding_mode: str = "zeros",
-                align_corners: bool | None = None) -> Any:
-    """Sample a 4-D input (N, C, H, W) at the normalised (x, y) locations of grid
-    (N, Ho, Wo, 2), or a 5-D input (N, C, D, H, W) at the (x, y, z) locations of grid
-    (N, Do, Ho, Wo, 3): (tri)linearly ('bilinear') or from the nearest pixel; locations outside
-    read 0 ('zeros'), the edge ('border') or the mirror image ('reflection').
-
-    'bicubic' (4-D only) weighs 4 x 4 taps by PyTorch's a = -0.75 cubic, each tap padded.
-
-    NaN coordinates read as PyTorch's CPU kernels read them: on 4-D inputs as the first pixel
-    along that axis under 'border'/'reflection' and out of bounds under 'zeros' (NaN with
-    'bilinear', 0 with 'nearest'; 'bicubic' gives NaN); on 5-D inputs as the last pixel under
-    'border'/'reflection' and out of bounds (0) under 'zeros'."""
-    if _amp.active:
-        input, grid = _amp_cast("grid_sample", input, grid)
-    if mode not in ("bilinear", "nearest", "bicubic"):
-        raise ValueError(f"nn.functional.grid_sample(): expected mode to be 'bilinear', "
-                         f"'nearest' or 'bicubic', but got: '{mode}'")
-    if padding_mode not in ("zeros", "border", "reflection"):
-        raise ValueError(f"nn.functional.grid_sample(): expected padding_mode to be 'zeros', "
-                         f"'border', or 'reflection', but got: '{padding_mode}'")
-    nsp = input.dim() - 2
-    if mode == "bicubic" and nsp == 3:
-        raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input (got "
-                           f"input of size {list(input.shape)}); use 'bilinear' or 'nearest'")
-    if nsp not in (2, 3):
-        raise NotImplementedError("ember's grid_sample supports 4-D and 5-D inputs, as PyTorch's; "
-                                  f"got input of size {list(input.shape)}")
-    if grid.dim() != nsp + 2 or grid.shape[-1] != nsp:
-        raise RuntimeError(f"grid_sampler(): expected grid to have size {nsp} in last dimension "
-                           f"and {nsp + 2} dimensions (as the {nsp + 2}-D input), but got grid "
-                           f"with sizes {list(grid.shape)}")
-    if grid.shape[0] != input.shape[0]:
-        raise RuntimeError(f"grid_sampler(): expected grid and input to have same batch size, "
-                           f"but got input with sizes {list(input.shape)} and grid with sizes "
-                           f"{list(grid.shape)}")
-    if input.dtype != grid.dtype:
-        raise RuntimeError(f"grid_sampler(): expected input and grid to have the same dtype, "
-                           f"but input has {input.dtype} and grid has {grid.dtype}")
-    align = bool(align_corners)
-    N, C = input.shape[:2]
-    sizes = tuple(input.shape[2:])  # (H, W) or (D, H, W)
-    out_sp = tuple(grid.shape[1:-1])
-    M = math.prod(out_sp)
-    nan = _cmp.isnan(grid.detach())
-    # NaN coordinates: PyTorch's 4-D kernel reads them as index 0 and its 5-D kernel as the
-    # last index (border, reflection); under 'zeros' both read them as out of bounds
-    fill = (-1.0 if nsp == 2 else 1.0) if padding_mode != "zeros" else -4.0
-    grid = _pp.where(nan, fill, grid)
-    # pos[a]: the source coordinate along spatial axis a (grid's last entry is axis 0's);
-    # bicubic pads each of its taps instead
-    pos = [_unnormalise(grid[..., nsp - 1 - a], n, align,
-                        "zeros" if mode == "bicubic" else padding_mode)
-           for a, n in enumerate(sizes)]
-    strides = [math.prod(sizes[a + 1:]) for a in range(nsp)]
-    flat = input.reshape(N, C, math.prod(sizes))
-
-    def tap(ii: list) -> tuple[Any, Any]:
-        """Values at integer position ii (N, C, *out) and the in-bounds mask (N, 1, *out)."""
-        ok = None
-        idx = None
-        for i, n, s in zip(ii, sizes, strides):
-            inb = (i >= 0) & (i <= n - 1)
-            ok = inb if ok is None else ok & inb
-            term = i.clamp(0, n - 1) * s
-            idx = term if idx is None else idx + term
-        idx = idx.to(_dtype.int64).reshape(N, 1, M).expand(N, C, M)
-        vals = flat.gather(2, idx).reshape(N, C, *out_sp)
-        return vals, ok.unsqueeze(1)
-
-    if mode == "nearest":
-        vals, ok = tap([_pp.round(p.detach()) for p in pos])
-        return vals * ok.to(input.dtype)
-    if mode == "bicubic":  # 4 x 4 taps, each padded; weights a = -0.75 cubic in the offsets
-        (py, px), (H, W) = pos, sizes
-        y0, x0 = py.detach().floor(), px.detach().floor()
-        wy, wx = _cubic_weights((py - y0).unsqueeze(1)), _cubic_weights((px - x0).unsqueeze(1))
-        out = None
-        for i in range(4):
-            yi = _pad_coord(y0 + (i - 1), H, align, padding_mode)
-            for j in range(4):
-                vals, ok = tap([yi, _pad_coord(x0 + (j - 1), W, align, padding_mode)])
-                term = vals * ok.to(input.dtype) * (wy[i] * wx[j])
-                out = term if out is None else out + term
-        return _pp.where(nan.any(-1).unsqueeze(1), math.nan, out)  # PyTorch: NaN weights
-    lo = [p.detach().floor() for p in pos]
-    w1 = [(p - f).unsqueeze(1) for p, f in zip(pos, lo)]
-    w0 = [1 - w for w in w1]
-    out = None
-    for corner in itertools.product((0, 1), repeat=nsp):
-        w = None
-        for a, bit in enumerate(corner):
-            wa = w1[a] if bit else w0[a]
-            w = wa if w is None else w * wa
-        vals, ok = tap([f + 1 if bit else f for f, bit in zip(lo, corner)])
-        term = vals * ok.to(input.dtype) * w
-        out = term if out is None else out + term
-    if nsp == 2 and padding_mode == "zeros":  # PyTorch's 4-D kernel: 0 * NaN weight
-        bad = nan.any(-1).unsqueeze(1)
-        out = _pp.where(bad, math.nan, out)
-    return out
-
-
-def _grid_coords(n: int, align_corners: bool, like: Any) -> Any:
-    """The normalised coordinates of n pixel centres in [-1, 1] (corner pixels' centres at +-1
-    when ``align_corners``, else the corners of the corner pixels)."""
-    if n == 1:
-        return arange(1, dtype=like.dtype, device=like.device) * 0.0
-    i = arange(n, dtype=like.dtype, device=like.device)
-    if align_corners:
-        return i * (2.0 / (n - 1)) - 1.0
-    return (i * 2.0 + 1.0) / n - 1.0
-
-
-def _reflect(x: Any, lo: float, hi: float) -> Any:
-    """x reflected into [lo, hi] (mirror at both ends, repeatedly)."""
-    span = hi - lo
-    if span <= 0:
-        return x * 0 + lo
-    d = (x - lo).abs()
-    flips = (d / span).floor()
-    extra = d - flips * span
-    odd = _pw.remainder(flips, 2.0) == 1
-    return _pp.where(odd, span - extra, extra) + lo
-
-
-def _unnormalise(c: Any, n: int, align: bool, padding_mode: str) -> Any:
-    x = (c + 1) * ((n - 1) / 2) if align else ((c + 1) * n - 1) / 2
-    return _pad_coord(x, n, align, padding_mode)
-
-
-def _cubic_weights(t: Any) -> list:
-    """The four bicubic-convolution weights (a = -0.75) of taps at offsets -1, 0, 1, 2 from
-    floor(x), for t = x - floor(x)."""
-    a = -0.75
-
-    def near(v: Any) -> Any:  # |v| <= 1
-        return ((a + 2) * v - (a + 3)) * v * v + 1
-
-    def far(v: Any) -> Any:  # 1 < |v| < 2
-        return ((a * v - 5 * a) * v + 8 * a) * v - 4 * a
-
-    return [far(t + 1), near(t), near(1 - t), far(2 - t)]
-
-
-def _pad_coord(x: Any, n: int, align: bool, padding_mode: str) -> Any:
-    """A source coordinate after the padding mode (zeros: unchanged, out of bounds reads 0)."""
-    if padding_mode == "border":
-        x = x.clamp(0, n - 1)
-    elif padding_mode == "reflection":
-        x = _reflect(x, 0.0, n - 1.0) if align else _reflect(x, -0.5, n - 0.5)
-        x = x.clamp(0, n - 1)
-    return x
-
-
-# ---------------------------------------------------------------------------------------------
 # CTC loss
-
-
-GRID_SAMPLE_INTERPOLATION_MODES = {"bilinear": 0, "nearest": 1, "bicubic": 2}
-
-
-GRID_SAMPLE_PADDING_MODES = {"zeros": 0, "border": 1, "reflection": 2}
 
 
 _MODES = ("nearest", "linear", "bilinear", "bicubic", "trilinear", "area", "nearest-exact")
