@@ -928,6 +928,7 @@ class Builder:
         # views made before grad entered their base through another view, whose grad_fn PyTorch
         # has not re-derived yet (nothing read it since)
         self.stale_views: set[str] = set()
+        self.meta_reshaped: set[str] = set()  # graph outputs reshaped in place under no_grad
 
     # ---- names and state ----
     def name(self, prefix: str = "t") -> str:
@@ -1200,6 +1201,9 @@ class Builder:
                     tags.add("grad_enters_constant_with_views")
         if "inplace_after_retain_grad" in tags and any(t.startswith("inplace_meta:") for t in tags):
             tags.add("inplace_meta_after_retain_grad")
+        if ("retain_grad" in tags and isinstance(s.expr, Method) and isinstance(s.expr.obj, Var)
+                and s.expr.obj.name in self.meta_reshaped):
+            tags.add("inplace_meta_after_retain_grad")  # (the other order: same class)
         if tgt is not None and (tgt in self.stale_views or _root_var(s.expr) in self.stale_views):
             tags.add("inplace_on_stale_view_after_grad_entered")
         s = replace(s, features=frozenset(tags))
@@ -1217,6 +1221,8 @@ class Builder:
             self._rebuild()
             return False
         self.steps.append(s)
+        if "inplace_meta_on_graph_output_in_no_grad" in tags and tgt is not None:
+            self.meta_reshaped.add(tgt)
         if not s.no_grad:  # reading a view under grad mode re-derives its grad_fn in PyTorch
             self.stale_views -= self._reads(s) - {tgt}
         if tags & {"grad_enters_view_of_constant", "grad_enters_constant_with_views"}:
@@ -2808,8 +2814,9 @@ _SALIENT = (
 CLASSES: dict[str, tuple[frozenset, str]] = {
     "retained_grad_after_inplace_metadata_op": (
         frozenset({"inplace_meta_after_retain_grad"}),
-        "retain_grad() then unsqueeze_/t_/... under no_grad: PyTorch's .grad keeps the shape the "
-        "node recorded, ember's takes the tensor's new shape (engine.py fills retained grads)",
+        "retain_grad() and unsqueeze_/t_/... under no_grad on a graph output (either order): "
+        "PyTorch's .grad keeps the shape the node recorded, ember's takes the tensor's new shape "
+        "(engine.py fills retained grads)",
     ),
     "inplace_metadata_ops": (
         frozenset(
