@@ -189,9 +189,11 @@ def _query_layout(out: Any, q: Any) -> Any:
     """``out`` in the query's memory order, as PyTorch's CPU attention allocates its output:
     with q a transposed view of (B, T, H, E) (``x.view(B, T, H, E).transpose(1, 2)``), the
     output's ``transpose(1, 2)`` is contiguous, so a following ``.contiguous()`` copies
-    nothing and records no node. A C-ordered query (the common case) costs nothing here."""
+    nothing and records no node. A C-ordered query (the common case) costs nothing here, and a
+    query whose last dim is not dense (channels_last, a transposed E) gets a C-ordered output,
+    as PyTorch's."""
     if type(out) is not np.ndarray or q.ndim < 3 or q.flags.c_contiguous or \
-            out.shape[:-1] != q.shape[:-1]:
+            out.shape[:-1] != q.shape[:-1] or q.strides[-1] != q.itemsize:
         return out
     order = sorted(range(q.ndim - 1), key=lambda i: -q.strides[i]) + [q.ndim - 1]
     if order == list(range(q.ndim)):
