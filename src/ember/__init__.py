@@ -189,6 +189,7 @@ from .ops.random import (
 )
 from .ops.casting import *  # noqa: F403
 from .ops.pointwise import *  # noqa: F403
+from .ops.pointwise_fused import *  # noqa: F403
 from .ops.pointwise_math import *  # noqa: F403
 from .ops.pointwise_piecewise import *  # noqa: F403
 from .ops.pointwise_complex import *  # noqa: F403

@@ -31,6 +31,7 @@ from .other_matrix import *  # noqa: F403
 from .other_variants import *  # noqa: F403
 from .pointwise import *  # noqa: F403
 from .pointwise_complex import *  # noqa: F403
+from .pointwise_fused import *  # noqa: F403
 from .pointwise_math import *  # noqa: F403
 from .pointwise_piecewise import *  # noqa: F403
 from .random import *  # noqa: F403

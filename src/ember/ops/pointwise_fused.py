@@ -1,0 +1,145 @@
+"""Pointwise arithmetic, continued from ``pointwise.py``: the fused forms addcmul
+(``input + value * t1 * t2``), addcdiv (``input + value * t1 / t2``) and lerp
+(``input + weight * (end - input)``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import _dtype
+from .._tensor_base import TensorBase
+from ..autograd.function import Op
+from . import _out
+from ._autocast import cast as _amp_cast
+from ._autocast import flag as _amp
+from ._promote import _om, _promote, _promoted, _quietly, _truediv
+from .casting import as_tensor_arg
+from .pointwise import _is_int_arg
+
+__all__ = ["addcmul", "addcdiv", "lerp"]
+
+
+def addcmul(input: Any, tensor1: Any, tensor2: Any, *, value: Any = 1, out: Any = None) -> Any:
+    """``input + value * tensor1 * tensor2``."""
+    if _amp.active:
+        input, tensor1, tensor2 = _amp_cast("addcmul", input, tensor1, tensor2)
+    input, tensor1, tensor2 = _promote3(input, tensor1, tensor2)
+    res = _om(Addcmul, input, tensor1, tensor2).apply(input, tensor1, tensor2, value)
+    return res if out is None else _out.write(out, res, "addcmul")
+
+
+def addcdiv(input: Any, tensor1: Any, tensor2: Any, *, value: Any = 1, out: Any = None) -> Any:
+    """``input + value * tensor1 / tensor2`` (floating tensors only, as in PyTorch)."""
+    if _amp.active:
+        input, tensor1, tensor2 = _amp_cast("addcdiv", input, tensor1, tensor2)
+    if (_is_int_arg(tensor1) and _is_int_arg(tensor2)
+            and isinstance(tensor1, TensorBase) and isinstance(tensor2, TensorBase)):
+        raise RuntimeError(
+            "Integer division with addcdiv is no longer supported, and in a future release "
+            "addcdiv will perform a true division of tensor1 and tensor2. Convert tensor1 or "
+            "tensor2 to a floating dtype first (e.g. t1.float())"
+        )
+    input, tensor1, tensor2 = _promote3(input, tensor1, tensor2)
+    res = _om(Addcdiv, input, tensor1, tensor2).apply(input, tensor1, tensor2, value)
+    return res if out is None else _out.write(out, res, "addcdiv")
+
+
+def lerp(input: Any, end: Any, weight: Any, *, out: Any = None) -> Any:
+    """``input + weight * (end - input)`` (``end`` and a non-0-d ``weight`` must have
+    ``input``'s dtype, as in PyTorch)."""
+    for name, v in (("end", end), ("weight", weight)):
+        if (isinstance(v, TensorBase) and isinstance(input, TensorBase) and v.dtype != input.dtype
+                and (name == "end" or v.ndim)):
+            raise RuntimeError(f"expected dtype {input.dtype} for `{name}` but got dtype "
+                               f"{v.dtype}; convert it first: {name}.to({input.dtype})")
+    input, end = _promote(input, end)
+    if isinstance(weight, TensorBase):
+        input, weight = _promote(input, weight)
+        res = _om(LerpT, input, end, weight).apply(input, end, weight)
+    else:
+        res = _om(Lerp, input, end).apply(input, end, weight)
+    return res if out is None else _out.write(out, res, "lerp")
+
+
+# ---------------------------------------------------------------------------------------------
+# op classes
+
+
+class Addcmul(Op):
+    """out = x + value * t1 * t2
+    grad_x = grad          grad_t1 = grad * value * t2          grad_t2 = grad * value * t1"""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any, t1: Any, t2: Any, value: Any) -> Any:
+        n = ctx.needs_input_grad  # t1 is kept for t2's gradient only, and t2 for t1's
+        # (saved at their argument positions: t1 may be x's very array, as in
+        # addcmul(y, y.detach(), w), and must keep its own history for double backward)
+        ctx.save_for_backward(None, t1 if n[2] else None, t2 if n[1] else None, value)
+        return x + value * (t1 * t2)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        _, t1, t2, value = ctx.saved
+        n = ctx.needs_input_grad
+        return (grad, grad * value * t2 if n[1] else None, grad * value * t1 if n[2] else None,
+                None)
+
+
+class Addcdiv(Op):
+    """out = x + value * t1 / t2
+    grad_x = grad          grad_t1 = grad * value / t2          grad_t2 = -grad * value * t1 / t2**2"""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any, t1: Any, t2: Any, value: Any) -> Any:
+        # t1 is kept for t2's gradient only; t2 always, as PyTorch's node keeps it (an in-place
+        # change of t2 makes backward raise even when only x needs a gradient)
+        # (saved at their argument positions, as Addcmul's)
+        ctx.save_for_backward(None, t1 if ctx.needs_input_grad[2] else None, t2, value)
+        return x + value * _quietly(_truediv, t1, t2)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        _, t1, t2, value = ctx.saved
+        n = ctx.needs_input_grad
+        g1 = _quietly(_truediv, grad * value, t2) if n[1] else None
+        g2 = _quietly(_truediv, -grad * value * t1, t2 * t2) if n[2] else None
+        return grad, g1, g2, None
+
+
+class Lerp(Op):
+    """out = start + w * (end - start)
+    grad_start = grad * (1 - w)          grad_end = grad * w          grad_w = grad * (end - start)"""
+
+    @staticmethod
+    def forward(ctx: Any, start: Any, end: Any, w: Any) -> Any:
+        diff = end - start
+        ctx.save_for_backward(diff if ctx.needs_input_grad[2] else None, w)
+        return start + w * diff
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        diff, w = ctx.saved
+        n = ctx.needs_input_grad
+        return (grad * (1 - w) if n[0] else None, grad * w if n[1] else None,
+                grad * diff if n[2] else None)
+
+
+class LerpT(Lerp):
+    """lerp with a tensor weight (same rule as Lerp)."""
+
+    node_name = "LerpBackward1"
+
+
+# ---------------------------------------------------------------------------------------------
+# helpers
+
+
+def _promote3(x: Any, t1: Any, t2: Any) -> tuple[Any, Any, Any]:
+    """Cast three tensor operands to their common dtype."""
+    x, t1, t2 = as_tensor_arg(x), as_tensor_arg(t1), as_tensor_arg(t2)
+    t1, t2 = _promote(t1, t2)
+    x, t1 = _promote(x, t1)
+    if isinstance(t2, TensorBase) and isinstance(t1, TensorBase) and t2._data.dtype != t1._data.dtype:
+        t2 = _promoted(t2, _dtype.from_numpy(t1._data.dtype))
+    return x, t1, t2
