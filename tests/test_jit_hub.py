@@ -7,6 +7,7 @@ import collections
 import hashlib
 import http.server
 import os
+import sys
 import threading
 import warnings
 from pathlib import Path
@@ -319,12 +320,17 @@ def test_download_url_to_file_http_error_leaves_nothing(server, tmp_path):
     assert list(dst.parent.iterdir()) == []
 
 
-def test_download_url_to_file_with_progress_bar(server, tmp_path, capsys):
+def test_download_url_to_file_with_progress_bar(server, tmp_path, capsys, monkeypatch):
     pytest.importorskip("tqdm")
     root, base = server
     (root / "blob.bin").write_bytes(b"x" * 300_000)
     dst = tmp_path / "blob.bin"
     digest = hashlib.sha256(b"x" * 300_000).hexdigest()
+    hub.download_url_to_file(f"{base}/blob.bin", str(dst), hash_prefix=digest[:10])
+    assert dst.read_bytes() == b"x" * 300_000
+    assert capsys.readouterr().err == ""  # stderr is not a terminal: no bar in a log file
+    dst.unlink()
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)  # a terminal: tqdm draws
     hub.download_url_to_file(f"{base}/blob.bin", str(dst), hash_prefix=digest[:10])
     assert dst.read_bytes() == b"x" * 300_000
     assert "293k" in capsys.readouterr().err  # tqdm's byte count (KiB units)
