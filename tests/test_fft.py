@@ -200,6 +200,106 @@ def test_namespace_and_import_under_ember_run(tmp_path):
     assert out.stdout == f"{torch.fft.fft(x)[1]!s} {torch.float32}\n"
 
 
+STFT_CASES = [
+    dict(n_fft=16, window="hann"),
+    dict(n_fft=16, hop_length=3, window="hann", normalized=True),
+    dict(n_fft=16, win_length=10, window="hamming", hop_length=2),
+    dict(n_fft=16, window="hamming", center=False),
+    dict(n_fft=15, hop_length=5, window="hann", pad_mode="constant"),
+    dict(n_fft=16, window="hann", onesided=False),
+    dict(n_fft=12, hop_length=4, window=None, pad_mode="replicate"),
+    dict(n_fft=16, win_length=8, window="hann", center=False, align_to_window=True),
+]
+
+
+def _stft_kw(lib, kw, dtype):
+    kw = dict(kw)
+    name = kw.pop("window")
+    if name is not None:
+        kw["window"] = getattr(lib, name + "_window")(kw.get("win_length", kw["n_fft"]),
+                                                      dtype=dtype)
+    return kw
+
+
+@pytest.mark.filterwarnings("ignore:A window was not provided")
+@pytest.mark.parametrize("batched", [False, True])
+@pytest.mark.parametrize("case", range(len(STFT_CASES)))
+@pytest.mark.parametrize("real_dt", ["float32", "float64"])
+def test_stft_and_istft_match_pytorch(case, batched, real_dt):
+    kw = STFT_CASES[case]
+    sig = RNG.standard_normal((2, 70) if batched else (70,))
+
+    def both(lib, x):
+        k = _stft_kw(lib, kw, getattr(lib, real_dt))
+        spec = lib.stft(x, return_complex=True, **k)
+        k.pop("pad_mode", None), k.pop("align_to_window", None)
+        if kw.get("align_to_window") or kw.get("pad_mode") == "constant":
+            return spec
+        back = lib.istft(spec * (1 + 0.5j), length=x.shape[-1] - 3, **k)
+        return spec.abs().sum() * 0 + spec + back.sum()
+
+    _compare(both, sig, real_dt)
+
+
+@pytest.mark.parametrize("dt", ["complex64", "complex128"])
+def test_stft_of_complex_signals_and_complex_istft(dt):
+    sig = RNG.standard_normal((2, 50)) + 1j * RNG.standard_normal((2, 50))
+
+    def both(lib, x):
+        w = lib.hann_window(16, dtype=x.real.dtype)
+        spec = lib.stft(x, 16, window=w, return_complex=True)
+        return lib.istft(spec, 16, window=w, return_complex=True)
+
+    _compare(both, sig, "float32" if dt == "complex64" else "float64")
+    x = ember.tensor(sig, dtype=getattr(ember, dt))
+    w = ember.hann_window(16)
+    back = ember.istft(ember.stft(x, 16, window=w), 16, window=w, return_complex=True, length=50)
+    np.testing.assert_allclose(back.numpy(), sig, atol=1e-5)
+
+
+def test_stft_round_trip_dtypes_and_return_complex_false():
+    x = ember.randn(3, 200)
+    w = ember.hann_window(64)
+    spec = ember.stft(x, 64, hop_length=16, window=w, return_complex=True)
+    assert spec.dtype == ember.complex64 and tuple(spec.shape) == (3, 33, 13)
+    back = ember.istft(spec, 64, hop_length=16, window=w, length=200)
+    assert back.dtype == ember.float32
+    np.testing.assert_allclose(back.numpy(), x.numpy(), atol=1e-5)
+    assert x.stft(64, window=w, return_complex=True).shape == ember.stft(
+        x, 64, window=w, return_complex=True).shape
+    with pytest.warns(UserWarning, match="return_complex=False is deprecated"):
+        old = ember.stft(x, 64, window=w, return_complex=False)
+    tt = torch.tensor(x.numpy())
+    with pytest.warns(UserWarning):
+        ref = torch.stft(tt, 64, window=torch.hann_window(64), return_complex=False)
+    assert old.dtype == ember.float32 and tuple(old.shape) == tuple(ref.shape)
+    np.testing.assert_allclose(old.numpy(), ref.numpy(), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.filterwarnings("ignore:A window was not provided")
+def test_stft_refusals_as_pytorch():
+    calls = [
+        lambda lib: lib.stft(lib.ones(100), 16),
+        lambda lib: lib.stft(lib.ones(100), 0, return_complex=True),
+        lambda lib: lib.stft(lib.ones(100), 16, hop_length=0, return_complex=True),
+        lambda lib: lib.stft(lib.ones(100), 16, win_length=20, return_complex=True),
+        lambda lib: lib.stft(lib.ones(100), 16, window=lib.ones(5), return_complex=True),
+        lambda lib: lib.stft(lib.ones(2, 2, 100), 16, return_complex=True),
+        lambda lib: lib.stft(lib.ones(100), 16, return_complex=True, align_to_window=True),
+        lambda lib: lib.stft(lib.ones(100, dtype=lib.complex64), 16, onesided=True),
+        lambda lib: lib.istft(lib.ones(9, 5), 16),
+        lambda lib: lib.istft(lib.ones(9, 5, dtype=lib.complex64), 16, onesided=False),
+        lambda lib: lib.istft(lib.ones(9, 5, dtype=lib.complex64), 16, return_complex=True),
+        lambda lib: lib.istft(lib.ones(9, 9, dtype=lib.complex64), 16,
+                              window=lib.hann_window(16), center=False),
+    ]
+    for call in calls:
+        with pytest.raises(RuntimeError):
+            call(torch)
+        with pytest.raises(RuntimeError):
+            call(ember)
+
+
 @pytest.mark.skipif(os.environ.get("EMBER_PURE_PYTHON") == "1", reason="already the Python core")
 def test_this_file_passes_on_the_pure_python_core():
     env = dict(os.environ, EMBER_PURE_PYTHON="1")

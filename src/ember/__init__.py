@@ -215,6 +215,7 @@ from .ops.sparse import *  # noqa: F403
 from .ops.sparse_creation import *  # noqa: F403
 from .ops.special import digamma, erfcx as _erfcx, i0, lgamma, logit, mvlgamma, polygamma, sinc  # noqa: F401
 from .ops.special import igamma, igammac  # noqa: F401
+from .ops.spectral_stft import istft, stft  # noqa: F401
 from .ops._aliases import install as _numpy_names
 from .ops._aliases import numpy_names as _numpy_names_of
 

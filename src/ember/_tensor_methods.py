@@ -27,6 +27,7 @@ from .ops import casting, indexing, joining, shape
 from .ops import shape as _sh
 from .ops import sparse as _sparse
 from .ops import special as _special_ops
+from .ops import spectral_stft as _spectral_stft
 from .ops._aliases import numpy_names
 from .ops.creation import tensor
 from .ops.inplace import inplace
@@ -715,6 +716,8 @@ OP_METHODS: dict[str, Any] = {
     "gcd": ops.gcd,
     "lcm": ops.lcm,
     "diff": ops.diff,
+    "stft": _spectral_stft.stft,
+    "istft": _spectral_stft.istft,
     "angle": ops.angle,
     "dist": ops.dist,
     "cov": ops.cov,
