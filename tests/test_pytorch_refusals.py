@@ -383,3 +383,6 @@ def test_copy_into_the_same_memory_through_a_size_one_stride():
         v = s.unsqueeze(0).expand(2, -1)
         v[-1].copy_(s)
         assert s.detach().numpy().tolist() == [3.0]
+        c = m.tensor([0.125], dtype=m.float64)  # c[::2]: the same element, another stride:
+        with pytest.raises(RuntimeError, match="single memory location"):  # a partial overlap
+            c.sub_(c[::2], alpha=2)

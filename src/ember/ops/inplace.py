@@ -209,13 +209,16 @@ def _same_view(t: TensorBase, src: Any) -> bool:
 
 
 def _same_memory(a: Any, b: Any) -> bool:
-    """Arrays ``a`` and ``b`` are the same elements of one memory (strides of size-1 dims do
-    not matter: they never step)."""
+    """Arrays ``a`` and ``b`` are the same view of one memory, as PyTorch compares them (same
+    start, shape and strides). A size-1 dim's stride 0 matches any: NumPy's broadcasting zeroes
+    it where PyTorch's ``expand`` keeps the original (``s.unsqueeze(0).expand(2, -1)[-1]`` is
+    ``s``'s view to PyTorch; ``c[::2]`` of a 1-element ``c`` is not)."""
     if a is b:
         return True
     if a.shape != b.shape or _backend.address(a) != _backend.address(b):
         return False
-    return all(sa == sb for sa, sb, n in zip(a.strides, b.strides, a.shape) if n > 1)
+    return all(sa == sb or (n == 1 and (sa == 0 or sb == 0))
+               for sa, sb, n in zip(a.strides, b.strides, a.shape))
 
 
 def _repeats(d: Any) -> bool:
