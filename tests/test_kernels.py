@@ -550,3 +550,181 @@ def test_a_build_without_a_compiler_skips_the_kernels(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr
     assert "ember._kernels was not built" in out.stderr
     assert not list((tmp_path / "lib").rglob("_kernels*.so"))
+
+
+# -- activations built on exp (issue 29, second slice) --------------------------------------------
+def _sig64(x: np.ndarray) -> np.ndarray:
+    with np.errstate(over="ignore"):
+        e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1.0, e) / (1.0 + e)
+
+
+SELU = (1.6732632423543772848170429916717, 1.0507009873554804934193349852946, 1.0)
+
+
+@needs_kernels
+def test_activations_are_within_one_ulp() -> None:
+    g = np.random.default_rng(21).standard_normal(X.size).astype(np.float32)
+    g64 = g.astype(np.float64)
+    s, sc = _sig64(X64), _sig64(-X64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        sp = np.logaddexp(0, X64)
+        t = np.tanh(sp)
+        dmish = t + X64 * s / np.cosh(sp) ** 2
+    assert ulps(L.activation("sigmoid", X), s) <= 0.51
+    assert ulps(L.activation("silu", X), X64 * s) <= 0.51
+    assert ulps(L.activation("mish", X), X64 * t) <= 0.51
+    assert ulps(L.activation_backward("logsigmoid", X, g), g64 * sc) <= 0.51
+    # the derivatives of silu (at x = -1.278...) and mish (x = -1.19...) cross zero: there what
+    # remains is the absolute error of a float64 sum of terms near 1, far below float32's
+    slack = 1e-9 * np.abs(g64)
+    assert ulps(L.activation_backward("silu", X, g), g64 * s * (1 + X64 * sc), slack) <= 0.51
+    assert ulps(L.activation_backward("mish", X, g), g64 * dmish, slack) <= 0.51
+    for beta, thr in ((1.0, 20.0), (2.0, 5.0), (0.5, 20.0), (0.3, 1.0)):
+        bx = (X * np.float32(beta)).astype(np.float64)
+        b32 = float(np.float32(beta))
+        exact = np.where(bx > np.float32(thr), X64, np.logaddexp(0, bx) / b32)
+        assert ulps(L.activation("softplus", X, beta, thr), exact) <= 0.52, beta
+        exact = np.where(bx > np.float32(thr), g64, g64 * _sig64(bx))
+        assert ulps(L.activation_backward("softplus", X, g, beta, thr), exact) <= 0.51, beta
+    for alpha, scale, s_in in ((1.0, 1.0, 1.0), SELU, (2.0, 1.0, 0.5), (0.5, 1.0, 2.0)):
+        pos32 = (X * np.float32(scale)).astype(np.float64)  # float32 product, as PyTorch's
+        with np.errstate(over="ignore", invalid="ignore"):
+            exact = np.where(X64 > 0, pos32, alpha * scale * np.expm1(X64 * s_in))
+            d = np.where(X64 <= 0, g64 * np.exp(X64 * s_in) * (alpha * scale * s_in),
+                         (g * np.float32(scale)).astype(np.float64))
+        assert ulps(L.activation("elu", X, alpha, scale, s_in), exact) <= 0.51
+        assert ulps(L.activation_backward("elu", X, g, alpha, scale, s_in), d) <= 0.51
+
+
+@needs_kernels
+def test_float64_sigmoid_and_silu_are_within_a_few_ulp() -> None:
+    x = np.concatenate([X64, np.random.default_rng(4).standard_normal(10_000) * 30])
+    g = np.random.default_rng(5).standard_normal(x.size)
+    s, sc = _sig64(x), _sig64(-x)
+    eps = np.finfo(np.float64).eps
+    assert np.max(np.abs(L.activation("sigmoid", x) - s) / np.maximum(s, 1e-300)) <= 3 * eps
+    ok = np.abs(x * s) > 1e-300
+    rel = np.abs(L.activation("silu", x) - x * s)[ok] / np.abs(x * s)[ok]
+    assert np.max(rel) <= 4 * eps
+    d = g * s * (1 + x * sc)
+    err = np.abs(L.activation_backward("silu", x, g) - d) - 1e-15 * np.abs(g)
+    assert np.max(err / np.maximum(np.abs(d), 1e-300)) <= 4 * eps
+
+
+@needs_kernels
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_tanh_and_sigmoid_backward_are_the_numpy_formulas_bit_for_bit(dtype) -> None:
+    rng = np.random.default_rng(6)
+    x = (rng.standard_normal(100_003) * 3).astype(dtype)
+    g = rng.standard_normal(x.size).astype(dtype)
+    y, s = np.tanh(x), _sig64(x.astype(np.float64)).astype(dtype)
+    np.testing.assert_array_equal(L.activation_backward("tanh", y, g), g * (1 - y * y))
+    np.testing.assert_array_equal(L.activation_backward("sigmoid", s, g), g * s * (1 - s))
+
+
+ACTS = {
+    "sigmoid": lambda m, t: m.sigmoid(t), "tanh": lambda m, t: m.tanh(t),
+    "silu": lambda m, t: m.nn.functional.silu(t), "mish": lambda m, t: m.nn.functional.mish(t),
+    "softplus": lambda m, t: m.nn.functional.softplus(t),
+    "softplus_b2_t10": lambda m, t: m.nn.functional.softplus(t, beta=2.0, threshold=10.0),
+    "elu": lambda m, t: m.nn.functional.elu(t), "selu": lambda m, t: m.nn.functional.selu(t),
+    "celu": lambda m, t: m.nn.functional.celu(t, alpha=2.0),
+    "elu_a05": lambda m, t: m.nn.functional.elu(t, alpha=0.5),
+    "logsigmoid": lambda m, t: m.nn.functional.logsigmoid(t),
+}
+
+
+@needs_kernels
+@needs_torch
+@pytest.mark.parametrize("case", sorted(ACTS))
+def test_activations_match_torch(case: str) -> None:
+    rng = np.random.default_rng(10)
+    x = np.concatenate([(rng.standard_normal(70_000) * 4), [np.inf, -np.inf, np.nan, 0.0, -0.0,
+                        1e-45, -1e-45, 1e-40, -1e-40, 3.4e38, -3.4e38, 2e19, -2e19, 20.0, 10.0,
+                        -88.0, 89.0, 40.5, -1.278, -1.19]]).astype(np.float32)
+    g = rng.standard_normal(x.size).astype(np.float32)
+    res = []
+    for m in (ember, torch):
+        t = m.tensor(x, requires_grad=True)
+        y = ACTS[case](m, t)
+        y.backward(m.tensor(g))
+        res.append((y.detach().numpy(), t.grad.numpy()))
+    (y1, g1), (y0, g0) = res
+    assert y1.dtype == g1.dtype == np.float32
+    # PyTorch's float32 loops flush some results below 1e-37 to 0 and round a few ulp further
+    # from the float64 value than the kernels (which are within 1 ulp of it: above)
+    np.testing.assert_allclose(y1, y0, rtol=3e-6, atol=1e-37, equal_nan=True)
+    if "elu" in case:  # at a NaN x PyTorch's vector loop gives NaN, its scalar loop (and ours)
+        g0 = np.where(np.isnan(x), g1, g0)  # grad * scale
+    assert np.array_equal(np.isnan(g1), np.isnan(g0))
+    fin = ~np.isnan(g0)
+    # (near the zeros of silu's and mish's derivatives, relative to the gradient)
+    bad = np.abs(g1 - g0)[fin] > 3e-6 * np.abs(g0[fin]) + 1e-6 * np.abs(g[fin]) + 1e-37
+    assert not bad.any(), (x[fin][bad][:5], g1[fin][bad][:5], g0[fin][bad][:5])
+
+
+@needs_kernels
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_activations_agree_with_their_numpy_formulas(dtype) -> None:
+    rng = np.random.default_rng(13)
+    x = (rng.standard_normal((64, 1031)) * 4).astype(dtype)
+    x[0, :6] = [0.0, -0.0, np.inf, -np.inf, 30.0, -30.0]
+    g = rng.standard_normal(x.shape).astype(dtype)
+    tol = dict(rtol=3e-6, atol=1e-30) if dtype == np.float32 else dict(rtol=1e-14, atol=1e-300)
+    # (a result 1 ulp below 1 where the formula rounds to 1 moves the gradient by 6e-8 |grad|)
+    gtol = dict(rtol=3e-6, atol=3e-7) if dtype == np.float32 else dict(rtol=1e-14, atol=1e-15)
+    for name, fn in ACTS.items():
+        def run(fn=fn):
+            t = ember.tensor(x, requires_grad=True)
+            y = fn(ember, t)
+            y.backward(ember.tensor(g))
+            return _np(y), t.grad.numpy()
+        (y1, g1), (y0, g0) = _both(run)
+        assert y1.dtype == y0.dtype == g1.dtype == dtype, name
+        with np.errstate(invalid="ignore"):
+            np.testing.assert_allclose(y1, y0, **tol, equal_nan=True, err_msg=name)
+            np.testing.assert_allclose(g1, g0, **gtol, equal_nan=True, err_msg=name)
+
+
+@needs_kernels
+def test_activation_kernels_apply_only_where_they_should() -> None:
+    x = np.ones((4, 6), np.float32)
+    assert L.activation("mish", x) is not None and L.activation("silu", x[:, ::2]) is None
+    assert L.activation("mish", x.astype(np.float64)) is None  # float32 only
+    assert L.activation("silu", x.astype(np.float64)) is not None
+    assert L.activation("silu", x.astype(np.float16)) is None
+    assert L.activation_backward("silu", x, x.astype(np.float64)) is None
+    assert L.activation_backward("elu", x, x[:1], 1.0, 1.0, 1.0) is None  # broadcast grad
+    with L.disabled():
+        assert L.activation("sigmoid", x) is None
+    with pytest.raises(TypeError):
+        L.active.elu(x, np.empty_like(x), 1.0)  # parameters checked
+    with pytest.raises(TypeError):
+        L.active.mish(x.astype(np.float64), np.empty((4, 6)))
+
+
+@needs_kernels
+def test_activations_do_not_depend_on_the_thread_count() -> None:
+    rng = np.random.default_rng(14)
+    x = (rng.standard_normal(300_001) * 4).astype(np.float32)
+    g = rng.standard_normal(x.size).astype(np.float32)
+
+    def all_of() -> list:
+        out = [L.activation(n, x) for n in ("sigmoid", "silu", "mish")]
+        out += [L.activation_backward(n, x, g) for n in ("silu", "mish", "logsigmoid", "tanh")]
+        out += [L.activation("softplus", x, 1.0, 20.0), L.activation("elu", x, *SELU),
+                L.activation_backward("elu", x, g, *SELU),
+                L.activation_backward("softplus", x, g, 2.0, 3.0)]
+        return out
+
+    saved = L.active.get_num_threads()
+    try:
+        L.set_num_threads(1)
+        ref = all_of()
+        for n in (2, 3):
+            L.set_num_threads(n)
+            for a, r in zip(all_of(), ref):
+                np.testing.assert_array_equal(a, r)
+    finally:
+        L.set_num_threads(saved)

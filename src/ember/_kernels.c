@@ -293,6 +293,145 @@ KI double k_gelu_tanh_backward64(double x, double g)
 }
 
 /* ---------------------------------------------------------------------------------------------
+ * Activations built on exp (SiLU, Mish, softplus, the ELU family, sigmoid, logsigmoid): float32
+ * results from float64 arithmetic, rounded once (within 1 ulp of the float64 formula; the
+ * backward of silu and mish within ~1e-9 absolute next to the zeros of their derivatives). */
+
+KI double exp_d(double x)  /* exp to ~2e-10 relative for x <= 700 (float32 results) */
+{
+    return k_exp32(x < 700.0 ? x : 700.0);
+}
+
+KI double sig_d(double x)  /* sigmoid from e = exp(-|x|): no overflow, no cancellation */
+{
+    double e = exp_d(-fabs(x));
+    return (x >= 0 ? 1.0 : e) / (1.0 + e);
+}
+
+/* log1p(u) for u in [0, 1]: 2 atanh(s), s = u / (2 + u) <= 1/3, by its series to s^15
+ * (relative error below 2e-9, 0.03 ulp of a float32 result) */
+KI double log1p01(double u)
+{
+    double s = u / (2.0 + u), z = s * s, z2 = z * z, z4 = z2 * z2;
+    double p = ((1.0 + z * (1.0 / 3)) + z2 * (1.0 / 5 + z * (1.0 / 7)))
+               + z4 * ((1.0 / 9 + z * (1.0 / 11)) + z2 * (1.0 / 13 + z * (1.0 / 15)));
+    return 2.0 * s * p;
+}
+
+KI double softplus_d(double z)  /* log(1 + exp(z)) = max(z, 0) + log1p(exp(-|z|)) */
+{
+    return (z > 0 ? z : 0.0) + log1p01(exp_d(-fabs(z)));
+}
+
+KI double expm1_d(double z)  /* exp(z) - 1 with full relative accuracy */
+{
+    double small = z * (1.0 + z * estrin5(z, EXP_Q32D));  /* (-0 stays -0) */
+    return fabs(z) < 0.34657359027997264 ? small : exp_d(z) - 1.0;
+}
+
+KI float k_sigmoid32(float xf)
+{
+    double x = xf;
+    return (float)(x != x ? x : sig_d(x));
+}
+
+KI float k_silu32(float xf)
+{
+    double x = xf;
+    return (float)(x != x ? x : x * sig_d(x));
+}
+
+KI float k_silu_backward32(float xf, float gf)  /* grad s (1 + x (1 - s)) */
+{
+    double x = xf, e = exp_d(-fabs(x)), den = 1.0 + e;
+    double s = (x >= 0 ? 1.0 : e) / den, sc = (x >= 0 ? e : 1.0) / den;
+    double d = s * (1.0 + x * sc);
+    return (float)(x != x ? x : (double)gf * d);
+}
+
+/* Mish: tanh(softplus(x)) = n / (n + 2), n = e (e + 2), e = exp(x); 1 - t^2 = 4 (n + 1) / (n + 2)^2 */
+KI float k_mish32(float xf)
+{
+    double x = xf, e = exp_d(x < 40.0 ? x : 40.0), n = e * (e + 2.0);
+    return (float)(x != x ? x : x * (n / (n + 2.0)));
+}
+
+KI float k_mish_backward32(float xf, float gf)  /* grad (t + x sigmoid(x) (1 - t^2)) */
+{
+    double x = xf, xc = x < 40.0 ? x : 40.0;  /* past 40 the second term is below 1e-32 */
+    double e = exp_d(xc), n = e * (e + 2.0), m = n + 2.0;
+    double d = n / m + xc * (e / (1.0 + e)) * (4.0 * (n + 1.0) / (m * m));
+    d = x == INFINITY ? NAN : d;  /* inf * 0 in the formula: NaN, as PyTorch's */
+    return (float)(x != x ? x : (double)gf * d);
+}
+
+KI float k_logsigmoid32(float xf)  /* min(x, 0) - log1p(exp(-|x|)) */
+{
+    double x = xf;
+    return (float)(x != x ? x : (x < 0 ? x : 0.0) - log1p01(exp_d(-fabs(x))));
+}
+
+KI float k_logsigmoid_backward32(float xf, float gf)  /* grad sigmoid(-x) */
+{
+    double x = xf;
+    return (float)(x != x ? x : (double)gf * sig_d(-x));
+}
+
+/* p: beta, threshold (as float32, PyTorch's scalars for a float32 op) */
+KI float k_softplus32(float x, const double *p)
+{
+    float bx = x * (float)p[0];
+    double y = softplus_d((double)bx) * p[2];  /* p[2] = 1 / float32(beta), set by the caller */
+    return bx > (float)p[1] ? x : bx != bx ? bx : (float)y;
+}
+
+KI float k_softplus_backward32(float x, float g, const double *p)
+{
+    float bx = x * (float)p[0];
+    return bx > (float)p[1] ? g : bx != bx ? bx : (float)((double)g * sig_d((double)bx));
+}
+
+/* p: alpha, scale, input_scale: scale x for x > 0 (in float32, as PyTorch's and the NumPy
+ * formula), else alpha scale expm1(x input_scale) (float64, rounded once) */
+KI float k_elu32(float xf, const double *p)
+{
+    double x = xf;
+    float neg = (float)(expm1_d(x * p[2]) * (p[0] * p[1]));
+    return xf > 0 ? xf * (float)p[1] : x != x ? xf : neg;
+}
+
+KI float k_elu_backward32(float xf, float gf, const double *p)
+{
+    double x = xf, g = gf;
+    float neg = (float)(g * (exp_d(x * p[2]) * (p[0] * p[1] * p[2])));
+    return xf <= 0 ? neg : gf * (float)p[1];  /* nan x: grad * scale, as PyTorch */
+}
+
+/* sigmoid and silu in float64 from the 1-ulp exp: a few ulp */
+KI double k_sigmoid64(double x)
+{
+    double e = k_exp(-fabs(x));
+    return x != x ? x : (x >= 0 ? 1.0 : e) / (1.0 + e);
+}
+
+KI double k_silu64(double x)
+{
+    return x * k_sigmoid64(x);
+}
+
+KI double k_silu_backward64(double x, double g)
+{
+    double e = k_exp(-fabs(x)), den = 1.0 + e;
+    double s = (x >= 0 ? 1.0 : e) / den, sc = (x >= 0 ? e : 1.0) / den;
+    return x != x ? x : g * (s * (1.0 + x * sc));
+}
+
+/* From the saved result y, in the NumPy formula's operations and order (bit for bit):
+ * tanh: grad (1 - y y);  sigmoid: (grad y) (1 - y) */
+#define TANH_BACKWARD(y, g) ((g) * (1 - (y) * (y)))
+#define SIGMOID_BACKWARD(y, g) (((g) * (y)) * (1 - (y)))
+
+/* ---------------------------------------------------------------------------------------------
  * Elementwise loops: [i0, i1) of the flat arrays */
 
 typedef void (*unary_fn)(const void *x, void *y, Py_ssize_t i0, Py_ssize_t i1);
@@ -317,6 +456,33 @@ typedef void (*binary_fn)(const void *x, const void *g, void *y, Py_ssize_t i0, 
             y[i] = EXPR(x[i], g[i]);                                                           \
     }
 
+typedef void (*unaryp_fn)(const void *x, void *y, Py_ssize_t i0, Py_ssize_t i1, const double *p);
+typedef void (*binaryp_fn)(const void *x, const void *g, void *y, Py_ssize_t i0, Py_ssize_t i1,
+                           const double *p);
+
+/* with parameters p (the op's scalars) */
+#define UNARYP(NAME, T, EXPR)                                                                  \
+    CLONES static void NAME(const void *xv, void *yv, Py_ssize_t i0, Py_ssize_t i1,           \
+                            const double *p)                                                   \
+    {                                                                                          \
+        const T *RESTRICT x = (const T *)xv;                                                   \
+        T *RESTRICT y = (T *)yv;                                                               \
+        double q[4] = {p[0], p[1], p[2], p[3]};                                                \
+        for (Py_ssize_t i = i0; i < i1; i++)                                                   \
+            y[i] = EXPR(x[i], q);                                                              \
+    }
+#define BINARYP(NAME, T, EXPR)                                                                 \
+    CLONES static void NAME(const void *xv, const void *gv, void *yv, Py_ssize_t i0,          \
+                            Py_ssize_t i1, const double *p)                                    \
+    {                                                                                          \
+        const T *RESTRICT x = (const T *)xv;                                                   \
+        const T *RESTRICT g = (const T *)gv;                                                   \
+        T *RESTRICT y = (T *)yv;                                                               \
+        double q[4] = {p[0], p[1], p[2], p[3]};                                                \
+        for (Py_ssize_t i = i0; i < i1; i++)                                                   \
+            y[i] = EXPR(x[i], g[i], q);                                                        \
+    }
+
 UNARY(erf_f32, float, k_erf32)
 UNARY(erfc_f32, float, k_erfc32)
 BINARY(erf_backward_f32, float, k_erf_backward32)
@@ -327,6 +493,24 @@ UNARY(gelu_tanh_f32, float, k_gelu_tanh32)
 BINARY(gelu_tanh_backward_f32, float, k_gelu_tanh_backward32)
 UNARY(gelu_tanh_f64, double, k_gelu_tanh64)
 BINARY(gelu_tanh_backward_f64, double, k_gelu_tanh_backward64)
+UNARY(sigmoid_f32, float, k_sigmoid32)
+UNARY(sigmoid_f64, double, k_sigmoid64)
+UNARY(silu_f32, float, k_silu32)
+UNARY(silu_f64, double, k_silu64)
+BINARY(silu_backward_f32, float, k_silu_backward32)
+BINARY(silu_backward_f64, double, k_silu_backward64)
+UNARY(mish_f32, float, k_mish32)
+BINARY(mish_backward_f32, float, k_mish_backward32)
+UNARY(logsigmoid_f32, float, k_logsigmoid32)
+BINARY(logsigmoid_backward_f32, float, k_logsigmoid_backward32)
+UNARYP(softplus_f32, float, k_softplus32)
+BINARYP(softplus_backward_f32, float, k_softplus_backward32)
+UNARYP(elu_f32, float, k_elu32)
+BINARYP(elu_backward_f32, float, k_elu_backward32)
+BINARY(tanh_backward_f32, float, TANH_BACKWARD)
+BINARY(tanh_backward_f64, double, TANH_BACKWARD)
+BINARY(sigmoid_backward_f32, float, SIGMOID_BACKWARD)
+BINARY(sigmoid_backward_f64, double, SIGMOID_BACKWARD)
 
 /* ---------------------------------------------------------------------------------------------
  * Row kernels: rows [r0, r1) of an (rows, n) C-ordered matrix, n >= 1. Reductions run in LANES
@@ -681,7 +865,20 @@ typedef struct {
     const void *a, *b;
     void *out;
     Py_ssize_t n;  /* row length, for the row kernels */
+    const double *p;  /* parameters, for UNARYP/BINARYP */
 } call_ctx;
+
+static void call_unaryp(void *c, Py_ssize_t i0, Py_ssize_t i1)
+{
+    call_ctx *k = (call_ctx *)c;
+    ((unaryp_fn)k->f)(k->a, k->out, i0, i1, k->p);
+}
+
+static void call_binaryp(void *c, Py_ssize_t i0, Py_ssize_t i1)
+{
+    call_ctx *k = (call_ctx *)c;
+    ((binaryp_fn)k->f)(k->a, k->b, k->out, i0, i1, k->p);
+}
 
 static void call_unary(void *c, Py_ssize_t i0, Py_ssize_t i1)
 {
@@ -838,6 +1035,61 @@ static PyObject *run_binary(PyObject *const *args, Py_ssize_t nargs, binary_fn f
     Py_RETURN_NONE;
 }
 
+/* f(x, out, p0, ...) or f(x, grad, out, p0, ...): up to 4 float parameters */
+static PyObject *run_params(PyObject *const *args, Py_ssize_t nargs, int binary, int nparams,
+                            void *f32)
+{
+    Py_ssize_t na = binary ? 3 : 2;
+    if (nargs != na + nparams)
+        return PyErr_Format(PyExc_TypeError, "ember._kernels: expected %zd arguments",
+                            na + nparams);
+    double p[4] = {0.0, 0.0, 0.0, 0.0};
+    for (int i = 0; i < nparams; i++) {
+        p[i] = PyFloat_AsDouble(args[na + i]);
+        if (p[i] == -1.0 && PyErr_Occurred())
+            return NULL;
+    }
+    if (nparams == 2)  /* softplus: 1 / beta, beta as float32 */
+        p[2] = 1.0 / (double)(float)p[0];
+    Bufs b;
+    if (take(&b, args, na, binary ? "iio" : "io") < 0)
+        return NULL;
+    if (b.kind != 'f') {
+        release(&b);
+        return PyErr_Format(PyExc_TypeError, "ember._kernels: no float64 kernel");
+    }
+    if (same_lengths(&b, b.len[0], 1, (int)na) < 0) {
+        release(&b);
+        return NULL;
+    }
+    call_ctx c = {f32, b.p[0], binary ? b.p[1] : NULL, b.p[na - 1], 0, p};
+    Py_BEGIN_ALLOW_THREADS
+    parallel(binary ? call_binaryp : call_unaryp, &c, b.len[0], 64, MIN_PART);
+    Py_END_ALLOW_THREADS
+    release(&b);
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_softplus(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    return run_params(args, nargs, 0, 2, (void *)softplus_f32);  /* (p[2]: run_params) */
+}
+
+static PyObject *py_softplus_backward(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    return run_params(args, nargs, 1, 2, (void *)softplus_backward_f32);
+}
+
+static PyObject *py_elu(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    return run_params(args, nargs, 0, 3, (void *)elu_f32);
+}
+
+static PyObject *py_elu_backward(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    return run_params(args, nargs, 1, 3, (void *)elu_backward_f32);
+}
+
 #define UNARY_PY(NAME, F32, F64)                                                               \
     static PyObject *py_##NAME(PyObject *m, PyObject *const *args, Py_ssize_t nargs)           \
     {                                                                                          \
@@ -856,6 +1108,15 @@ UNARY_PY(gelu, gelu_f32, NULL)
 BINARY_PY(gelu_backward, gelu_backward_f32, NULL)
 UNARY_PY(gelu_tanh, gelu_tanh_f32, gelu_tanh_f64)
 BINARY_PY(gelu_tanh_backward, gelu_tanh_backward_f32, gelu_tanh_backward_f64)
+UNARY_PY(sigmoid, sigmoid_f32, sigmoid_f64)
+UNARY_PY(silu, silu_f32, silu_f64)
+BINARY_PY(silu_backward, silu_backward_f32, silu_backward_f64)
+UNARY_PY(mish, mish_f32, NULL)
+BINARY_PY(mish_backward, mish_backward_f32, NULL)
+UNARY_PY(logsigmoid, logsigmoid_f32, NULL)
+BINARY_PY(logsigmoid_backward, logsigmoid_backward_f32, NULL)
+BINARY_PY(tanh_backward, tanh_backward_f32, tanh_backward_f64)
+BINARY_PY(sigmoid_backward, sigmoid_backward_f32, sigmoid_backward_f64)
 
 /* the row length, last argument; the arrays' sizes a multiple of it */
 static int row_length(PyObject *const *args, Py_ssize_t nargs, Py_ssize_t at, Py_ssize_t *n)
@@ -1091,6 +1352,19 @@ static PyMethodDef kernels_methods[] = {
     FAST(gelu_backward, "gelu_backward(x, grad, out): float32 grad (Phi(x) + x phi(x))."),
     FAST(gelu_tanh, "gelu_tanh(x, out): gelu's tanh form, float32 or float64."),
     FAST(gelu_tanh_backward, "gelu_tanh_backward(x, grad, out): its derivative times grad."),
+    FAST(sigmoid, "sigmoid(x, out): float32 (1 ulp) or float64."),
+    FAST(silu, "silu(x, out): x sigmoid(x), float32 (1 ulp) or float64."),
+    FAST(silu_backward, "silu_backward(x, grad, out): grad s (1 + x (1 - s))."),
+    FAST(mish, "mish(x, out): float32 x tanh(softplus(x)), 1 ulp."),
+    FAST(mish_backward, "mish_backward(x, grad, out): float32 mish's derivative times grad."),
+    FAST(logsigmoid, "logsigmoid(x, out): float32 log(sigmoid(x)), 1 ulp."),
+    FAST(logsigmoid_backward, "logsigmoid_backward(x, grad, out): float32 grad sigmoid(-x)."),
+    FAST(softplus, "softplus(x, out, beta, threshold): float32, 1 ulp."),
+    FAST(softplus_backward, "softplus_backward(x, grad, out, beta, threshold): float32."),
+    FAST(elu, "elu(x, out, alpha, scale, input_scale): float32, 1 ulp."),
+    FAST(elu_backward, "elu_backward(x, grad, out, alpha, scale, input_scale): float32."),
+    FAST(tanh_backward, "tanh_backward(y, grad, out): grad (1 - y y), bit for bit NumPy's."),
+    FAST(sigmoid_backward, "sigmoid_backward(y, grad, out): (grad y) (1 - y), bit for bit."),
     FAST(softmax, "softmax(x, out, n): softmax over rows of n elements."),
     FAST(log_softmax, "log_softmax(x, out, n): log_softmax over rows of n elements."),
     FAST(softmax_backward, "softmax_backward(y, grad, out, n): y (grad - sum(grad y))."),

@@ -170,6 +170,33 @@ def gelu_backward(x: Any, grad: Any, approximate: str = "none") -> np.ndarray | 
     return out
 
 
+_ACT_F64 = frozenset(("sigmoid", "silu", "tanh"))
+
+
+def activation(name: str, x: Any, *params: float) -> np.ndarray | None:
+    """The activation ``name`` of a float32 array (float64 too for sigmoid and silu), within 1
+    ulp: sigmoid, silu, mish, logsigmoid, softplus (params beta, threshold) or elu (params alpha,
+    scale, input_scale: elu, selu and celu)."""
+    k = active
+    if k is None or not _ok(x, name in _ACT_F64):
+        return None
+    out = np.empty_like(x)
+    getattr(k, name)(x, out, *params)
+    return out
+
+
+def activation_backward(name: str, x: Any, grad: Any, *params: float) -> np.ndarray | None:
+    """grad times the derivative of the activation ``name`` at x (float32; float64 too for
+    silu), or, for "tanh" and "sigmoid", from the saved result y: grad (1 - y y) and
+    (grad y) (1 - y), bit for bit the NumPy formulas (float32 and float64)."""
+    k = active
+    if k is None or not _ok2(x, grad, name in _ACT_F64 or name == "silu"):
+        return None
+    out = np.empty_like(x)
+    getattr(k, name + "_backward")(x, grad, out, *params)
+    return out
+
+
 # -- over the last dim -----------------------------------------------------------------------
 def softmax(x: Any, log: bool = False) -> np.ndarray | None:
     """softmax (or log_softmax) over the last dim of a float32/float64 array."""
