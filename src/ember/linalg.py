@@ -2,9 +2,9 @@
 
 Differentiable (also twice): matmul, multi_dot, vecdot, cross, diagonal, vector_norm,
 matrix_norm, norm, inv, det, slogdet, solve, cholesky, matrix_power, svd, svdvals, eigh, eigvalsh,
-pinv, qr (not mode='r'), lu_factor, lu, lu_solve, solve_triangular, matrix_exp. Without a
-derivative, as in PyTorch: ldl_factor, ldl_solve. eig/eigvals need complex tensors and raise
-NotImplementedError. matrix_rank is an integer.
+pinv, qr (not mode='r'), lu_factor, lu, lu_solve, solve_triangular, matrix_exp, and eig/eigvals
+(complex results, ``ops/linalg_eig.py``); complex inputs take conjugate-transposed rules. Without
+a derivative, as in PyTorch: ldl_factor, ldl_solve. matrix_rank is an integer.
 The gradients of svd and eigh are finite for distinct singular values / eigenvalues only, as in
 PyTorch. The ops themselves live in ``ember/ops/linalg.py``, ``linalg_factor.py``, ``blas.py`` and
 ``other_matrix.py``.
@@ -17,6 +17,7 @@ from typing import Any
 from . import _dtype
 from .ops import _matrix as _mx
 from .ops import linalg as _la
+from .ops import linalg_eig as _le
 from .ops import linalg_factor as _lf
 from .ops import other_matrix as _om
 from .ops import return_types
@@ -88,8 +89,8 @@ __all__ = [
 
 lu = _lf.linalg_lu
 lu_solve = _lf.linalg_lu_solve
-eig = _lf.linalg_eig
-eigvals = _lf.linalg_eigvals
+eig = _le.linalg_eig
+eigvals = _le.linalg_eigvals
 
 
 

@@ -133,7 +133,7 @@ class LinAlgError(RuntimeError):
 
 
 class Inverse(Op):
-    """out = A^-1          grad_A = -out^T @ grad @ out^T"""
+    """out = A^-1          grad_A = -out^H @ grad @ out^H  (^H: conjugate transpose; ^T if real)"""
 
     node_name = "LinalgInvExBackward0"
 
@@ -147,13 +147,13 @@ class Inverse(Op):
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
         (inv,) = ctx.saved
-        it = inv.swapaxes(-1, -2)
+        it = _mh(inv)
         return -ctx.call(Matmul, ctx.call(Matmul, it, grad), it)
 
 
 class Det(Op):
-    """out = det(A)          grad_A = grad * det(A) * A^-T  (the cofactor matrix; via the SVD
-    A = U S V^T as det(U) det(V) U diag(prod_{j != i} s_j) V^T, so singular A works too)"""
+    """out = det(A)          grad_A = grad * conj(det(A)) * A^-H  (the cofactor matrix; via the SVD
+    A = U S V^H as conj(det(U) det(V^H)) U diag(prod_{j != i} s_j) V^H, so singular A works too)"""
 
     node_name = "LinalgDetBackward0"
 
@@ -169,8 +169,8 @@ class Det(Op):
         a, det = ctx.saved
         shape = tuple(grad.shape) + (1, 1)
         if isinstance(a, TensorBase):  # create_graph: differentiable form (A invertible)
-            inv_t = ctx.call(Inverse, a).swapaxes(-1, -2)
-            return (grad * det).reshape(shape) * inv_t
+            inv_t = _mh(ctx.call(Inverse, a))
+            return (grad * (det.conj() if _kind(det) == "c" else det)).reshape(shape) * inv_t
         xp = ctx.xp
         if a.shape[-1] == 0:
             return xp.zeros(a.shape, dtype=a.dtype)
@@ -178,12 +178,15 @@ class Det(Op):
             return xp.full(a.shape, xp.nan, dtype=a.dtype)
         u, s, vh = _lapack("linalg.det", lambda: xp.linalg.svd(a), a)
         sign = xp.linalg.det(u) * xp.linalg.det(vh)
+        sign = xp.conj(sign) if sign.dtype.kind == "c" else sign
         cof = (u * _prod_except(xp, s)[..., None, :]) @ vh
         return (grad * sign).reshape(shape) * cof
 
 
 class Slogdet(Op):
-    """(sign, logabsdet) = slogdet(A)          grad_A = grad_logabsdet * A^-T  (sign: no gradient)"""
+    """(sign, logabsdet) = slogdet(A)          grad_A = grad_logabsdet * A^-T  (real A: sign has
+    no gradient); complex A: grad_A = (grad_logabsdet + i Im(grad_sign conj(sign))) * A^-H (the
+    gradient of log det = log|det| + i arg det, holomorphic)"""
 
     node_name = "LinalgSlogdetBackward0"
 
@@ -192,19 +195,22 @@ class Slogdet(Op):
         xp = ctx.xp
         sign, logabs = xp.linalg.slogdet(a)
         sign, logabs = xp.asarray(sign), xp.asarray(logabs)
-        ctx.save_for_backward(a)
-        ctx.mark_non_differentiable(sign)
+        ctx.save_for_backward(a, sign)
+        if a.dtype.kind != "c":
+            ctx.mark_non_differentiable(sign)
         return sign, logabs
 
     @staticmethod
     def backward(ctx: Any, gsign: Any, glog: Any) -> Any:
-        (a,) = ctx.saved
-        inv_t = ctx.call(Inverse, a).swapaxes(-1, -2)
+        a, sign = ctx.saved
+        inv_t = _mh(ctx.call(Inverse, a))
+        if _kind(a) == "c" and gsign is not None:
+            glog = glog + 1j * (gsign * sign.conj()).imag
         return glog.reshape(tuple(glog.shape) + (1, 1)) * inv_t
 
 
 class Solve(Op):
-    """X = A^-1 B  (B: (*, n, k))          grad_B = A^-T grad          grad_A = -grad_B X^T"""
+    """X = A^-1 B  (B: (*, n, k))          grad_B = A^-H grad          grad_A = -grad_B X^H"""
 
     node_name = "LinalgSolveExBackward0"
 
@@ -222,15 +228,15 @@ class Solve(Op):
     def backward(ctx: Any, grad: Any) -> Any:
         a, x = ctx.saved
         need = ctx.needs_input_grad
-        gb = ctx.call(Solve, a.swapaxes(-1, -2), grad)
-        ga = -ctx.call(Matmul, gb, x.swapaxes(-1, -2)) if need[0] else None
+        gb = ctx.call(Solve, _mh(a), grad)
+        ga = -ctx.call(Matmul, gb, _mh(x)) if need[0] else None
         return ga, (gb if need[1] else None)
 
 
 class Cholesky(Op):
-    """L = cholesky(A), A = L L^T
-    grad_A = sym(L^-T Phi(L^T grad) L^-1), Phi = lower triangle with the diagonal halved,
-    sym(S) = (S + S^T) / 2"""
+    """L = cholesky(A), A = L L^H
+    grad_A = sym(L^-H Phi(L^H grad) L^-1), Phi = lower triangle with the diagonal halved,
+    sym(S) = (S + S^H) / 2  (^H: conjugate transpose; ^T for real A)"""
 
     node_name = "LinalgCholeskyExBackward0"
 
@@ -256,11 +262,11 @@ class Cholesky(Op):
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
         (low,) = ctx.saved
-        p = ctx.call(Matmul, low.swapaxes(-1, -2), grad)
+        p = ctx.call(Matmul, _mh(low), grad)
         phi = ctx.call(Tril, p, -1) + 0.5 * ctx.call(Triu, ctx.call(Tril, p, 0), 0)
         inv = ctx.call(Inverse, low)
-        s = ctx.call(Matmul, ctx.call(Matmul, inv.swapaxes(-1, -2), phi), inv)
-        return 0.5 * (s + s.swapaxes(-1, -2))
+        s = ctx.call(Matmul, ctx.call(Matmul, _mh(inv), phi), inv)
+        return 0.5 * (s + _mh(s))
 
 
 def _check_square(fn: str, x: Any, what: str = "A") -> None:
@@ -274,7 +280,7 @@ def _check_square(fn: str, x: Any, what: str = "A") -> None:
 
 def _check_float(fn: str, x: Any) -> None:
     k = x._data.dtype
-    if k.kind not in "fV":
+    if k.kind not in "fcV":
         raise RuntimeError(
             f"{fn}: Expected a floating point or complex tensor as input. Got "
             f"{_legacy(x)}; convert first, e.g. A.double() or A.float()"
@@ -423,7 +429,7 @@ class Qr(Op):
         u, v = r[..., :m], r[..., m:]
         gu, gv = gr[..., :m], gr[..., m:]
         y = ctx.call(Matmul, q, v)
-        gx = _qr_grad(ctx, q, u, gq + ctx.call(Matmul, y, gv.swapaxes(-1, -2)), gu)
+        gx = _qr_grad(ctx, q, u, gq + ctx.call(Matmul, y, _mh(gv)), gu)
         gy = ctx.call(Matmul, q, gv)
         if isinstance(gx, TensorBase):
             from .joining import cat
@@ -463,31 +469,35 @@ class Svd(Op):
         if gu is None and gvh is None:  # singular values only
             return ctx.call(Matmul, u * _row(gs), vh), None
         eye = _eye_like(s)
-        v = vh.swapaxes(-1, -2)
+        v = _mh(vh)
         s2 = s * s
         e = _row(s2) - _col(s2) + eye  # 1 on the diagonal, where the numerators are 0
         num = None
         if gu is not None:
-            uhgu = ctx.call(Matmul, u.swapaxes(-1, -2), gu)
-            num = (uhgu - uhgu.swapaxes(-1, -2)) * _row(s)
+            uhgu = ctx.call(Matmul, _mh(u), gu)
+            num = (uhgu - _mh(uhgu)) * _row(s)
         if gvh is not None:
-            gv = gvh.swapaxes(-1, -2)
+            gv = _mh(gvh)
             vhgv = ctx.call(Matmul, vh, gv)
-            term = _col(s) * (vhgv - vhgv.swapaxes(-1, -2))
+            term = _col(s) * (vhgv - _mh(vhgv))
             num = term if num is None else num + term
         inner = num / e
+        if _kind(u) == "c":  # the phase of each pair (u_i, v_i): PyTorch's gauge, Im diag / s
+            x = uhgu if gu is not None else -vhgv
+            inner = inner + eye * (1j * (x * eye).sum(-1).imag / s).reshape(
+                tuple(s.shape[:-1]) + (1, k))
         if gs is not None:
             inner = inner + eye * _row(gs)
         if m > n and gu is not None:
             ga = ctx.call(Matmul, u, inner)
             gus = gu / _row(s)
-            ga = ga + gus - ctx.call(Matmul, u, ctx.call(Matmul, u.swapaxes(-1, -2), gus))
+            ga = ga + gus - ctx.call(Matmul, u, ctx.call(Matmul, _mh(u), gus))
             return ctx.call(Matmul, ga, vh), None
         if m < n and gvh is not None:
             ga = ctx.call(Matmul, inner, vh)
             gvs = gv / _row(s)
             rest = gvs - ctx.call(Matmul, v, ctx.call(Matmul, vh, gvs))
-            return ctx.call(Matmul, u, ga + rest.swapaxes(-1, -2)), None
+            return ctx.call(Matmul, u, ga + _mh(rest)), None
         return ctx.call(Matmul, u, ctx.call(Matmul, inner, vh)), None
 
 
@@ -531,7 +541,7 @@ class Eigh(Op):
     @staticmethod
     def backward(ctx: Any, gw: Any, gv: Any) -> Any:
         w, v = ctx.saved
-        vt = v.swapaxes(-1, -2)
+        vt = _mh(v)
         if gv is None:
             if gw is None:
                 return None, None
@@ -539,7 +549,7 @@ class Eigh(Op):
         eye = _eye_like(w)
         f = 1.0 / (_row(w) - _col(w) + eye) - eye
         x = ctx.call(Matmul, vt, gv)
-        inner = f * (0.5 * (x - x.swapaxes(-1, -2)))
+        inner = f * (0.5 * (x - _mh(x)))
         if gw is not None:
             inner = inner + eye * _row(gw)
         return ctx.call(Matmul, ctx.call(Matmul, v, inner), vt), None
@@ -566,7 +576,7 @@ class Eigvalsh(Op):
         a, v = ctx.saved
         if isinstance(gw, TensorBase):  # under create_graph: V carries its dependence on A
             _, v = ctx.call(Eigh, a, ctx.uplo)
-        return ctx.call(Matmul, v * _row(gw), v.swapaxes(-1, -2)), None
+        return ctx.call(Matmul, v * _row(gw), _mh(v)), None
 
 
 class Pinv(Op):
@@ -593,7 +603,7 @@ class Pinv(Op):
         def mm(x: Any, y: Any) -> Any:
             return ctx.call(Matmul, x, y)
 
-        pt, gt = p.swapaxes(-1, -2), g.swapaxes(-1, -2)
+        pt, gt = _mh(p), _mh(g)
         term1 = -mm(mm(pt, g), pt)
         gt_ppt = mm(gt, mm(p, pt))
         term2 = gt_ppt - mm(a, mm(p, gt_ppt))  # (I - A P) G^T P P^T
@@ -607,13 +617,27 @@ def _qr_grad(ctx: Any, q: Any, r: Any, gq: Any, gr: Any) -> Any:
     def mm(x: Any, y: Any) -> Any:
         return ctx.call(Matmul, x, y)
 
-    def r_inv_t(x: Any) -> Any:  # x R^-T = (R^-1 x^T)^T
-        return ctx.call(Solve, r, x.swapaxes(-1, -2)).swapaxes(-1, -2)
+    def r_inv_t(x: Any) -> Any:  # x R^-H = (R^-1 x^H)^H
+        return _mh(ctx.call(Solve, r, _mh(x)))
 
-    qdq = mm(q.swapaxes(-1, -2), gq)
-    rdr = mm(r, gr.swapaxes(-1, -2))
-    low = ctx.call(Tril, qdq - qdq.swapaxes(-1, -2) + rdr - rdr.swapaxes(-1, -2), 0)
+    qdq = mm(_mh(q), gq)
+    rdr = mm(r, _mh(gr))
+    k = qdq - _mh(qdq) + rdr - _mh(rdr)
+    low = ctx.call(Tril, k, -1)
+    if _kind(k) == "c":  # the diagonal of K is imaginary; half of it, as R's diagonal is real
+        low = low + 0.5 * k * _eye_like(k[..., 0, :])
     return mm(q, gr + r_inv_t(low)) + r_inv_t(gq - mm(q, qdq))
+
+
+def _kind(x: Any) -> str:
+    """The NumPy kind of an array's or a tensor's dtype ("c": complex)."""
+    return (x._data if isinstance(x, TensorBase) else x).dtype.kind
+
+
+def _mh(x: Any) -> Any:
+    """The conjugate transpose of the last two dims (the transpose for real ``x``)."""
+    t = x.swapaxes(-1, -2)
+    return t.conj() if _kind(x) == "c" else t
 
 
 def _row(v: Any) -> Any:

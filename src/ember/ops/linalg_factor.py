@@ -309,7 +309,7 @@ def ldl_solve(LD: Any, pivots: Any, B: Any, *, hermitian: bool = False, out: Any
 
 
 # ---------------------------------------------------------------------------------------------
-# matrix_exp; eig (complex results)
+# matrix_exp, householder_product
 
 
 def matrix_exp(input: Any) -> Any:
@@ -333,18 +333,6 @@ def matrix_exp(input: Any) -> Any:
     for _ in range(s):
         res = Matmul.apply(res, res)
     return res
-
-
-def linalg_eig(input: Any, *, out: Any = None) -> Any:
-    """PyTorch returns complex eigenvalues and eigenvectors; ember has no complex tensors yet, so
-    this raises NotImplementedError (after PyTorch's argument checks)."""
-    raise NotImplementedError(_no_complex("linalg.eig", input))
-
-
-def linalg_eigvals(input: Any, *, out: Any = None) -> Any:
-    """PyTorch returns complex eigenvalues; ember has no complex tensors yet, so this raises
-    NotImplementedError (after PyTorch's argument checks)."""
-    raise NotImplementedError(_no_complex("linalg.eigvals", input))
 
 
 def householder_product(input: Any, tau: Any, *, out: Any = None) -> Any:
@@ -613,16 +601,6 @@ def _raise_singular(fn: str, info: Any) -> None:
             f"{fn}: {where}U[{k},{k}] is zero and using it on lu_solve would result in a division "
             "by zero. If you still want to perform the factorization, consider calling "
             "linalg.lu(A, pivot) or linalg.lu_factor_ex(A, pivot)")
-
-
-def _no_complex(fn: str, A: Any) -> str:
-    """PyTorch's argument checks (their errors), then the message saying what is missing."""
-    a = _tensor(A, fn, "A", 1)
-    _check_float(fn, a)
-    _check_square(fn, a)
-    return (f"torch.{fn} returns complex tensors (complex64 for float32 input, complex128 for "
-            "float64), and ember has no complex tensors yet. For a symmetric (Hermitian) matrix "
-            "use torch.linalg.eigh / eigvalsh, whose results are real")
 
 
 def _trsolve(xp: Any, a: Any, b: Any, upper: bool, unit: bool) -> Any:

@@ -14,7 +14,8 @@ from typing import Any
 __all__ = [
     "max", "min", "aminmax", "median", "nanmedian", "mode", "cummax", "cummin", "sort", "topk",
     "kthvalue", "histogram", "frexp", "slogdet", "qr", "svd", "linalg_qr", "linalg_svd",
-    "linalg_eigh", "linalg_slogdet", "linalg_inv_ex", "linalg_cholesky_ex", "linalg_solve_ex",
+    "linalg_eigh", "linalg_eig", "linalg_slogdet", "linalg_inv_ex", "linalg_cholesky_ex",
+    "linalg_solve_ex",
     "linalg_lstsq", "linalg_lu_factor", "linalg_lu_factor_ex", "linalg_lu", "lu_unpack",
     "triangular_solve", "_lu_with_info", "linalg_ldl_factor", "linalg_ldl_factor_ex",
 ]
@@ -51,6 +52,7 @@ svd = _return_type("svd", "U S V")
 linalg_qr = _return_type("linalg_qr", "Q R")
 linalg_svd = _return_type("linalg_svd", "U S Vh")
 linalg_eigh = _return_type("linalg_eigh", "eigenvalues eigenvectors")
+linalg_eig = _return_type("linalg_eig", "eigenvalues eigenvectors")
 linalg_slogdet = _return_type("linalg_slogdet", "sign logabsdet")
 linalg_inv_ex = _return_type("linalg_inv_ex", "inverse info")
 linalg_cholesky_ex = _return_type("linalg_cholesky_ex", "L info")

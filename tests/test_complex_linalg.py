@@ -1,0 +1,161 @@
+"""Complex linear algebra (issue 32): ``torch.linalg.eig``/``eigvals`` (complex results from real
+or complex input) and inv, det, slogdet, solve, cholesky, eigh/eigvalsh, svd/svdvals, qr, pinv on
+complex64/complex128 matrices, compared with the installed PyTorch: values (or invariants where
+a result is defined up to phases: A V = V diag(L), |V|), result dtypes, and gradients for
+losses that do not depend on those phases. Both cores (a subprocess reruns this file with
+``EMBER_PURE_PYTHON=1``).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import ember
+
+torch = pytest.importorskip("torch")
+
+RNG = np.random.default_rng(3232)
+N = 4
+
+
+def _c(*shape):
+    return RNG.standard_normal(shape) + 1j * RNG.standard_normal(shape)
+
+
+SQ = _c(N, N)
+HERM = SQ @ SQ.conj().T + N * np.eye(N)
+RHS = _c(N, 2)
+TALL = _c(5, 3)
+WIDE = _c(3, 5)
+BATCH = _c(2, 3, 3)
+
+
+def _svd_loss(lib, a):
+    u, s, vh = lib.linalg.svd(a, full_matrices=False)
+    return (u[..., :2] @ vh[..., :2, :]).abs().sum() + (vh.abs() ** 3).sum() + s.sum()
+
+
+def _eig_loss(lib, a):
+    w, v = lib.linalg.eig(a)
+    return w.sum() + (v.abs() ** 2 * w).sum()
+
+
+# name -> (fn(lib, *tensors) -> tensor, inputs, the results compared as sorted values)
+CASES = {
+    "inv": (lambda lib, a: lib.linalg.inv(a), [SQ], False),
+    "inv_batched": (lambda lib, a: lib.linalg.inv(a), [BATCH], False),
+    "det": (lambda lib, a: lib.linalg.det(a), [SQ], False),
+    "slogdet": (lambda lib, a: (lambda r: 2 * r[1] + (r[0] * (0.3 + 0.7j)).real)(
+        lib.linalg.slogdet(a)), [SQ], False),
+    "solve": (lambda lib, a, b: lib.linalg.solve(a, b), [SQ, RHS], False),
+    "solve_left_false": (lambda lib, a, b: lib.linalg.solve(a, b.mT, left=False), [SQ, RHS],
+                         False),
+    "eigvalsh": (lambda lib, a: lib.linalg.eigvalsh(a), [HERM], False),
+    "eigh": (lambda lib, a: (lambda r: r[0].sum() + (r[1].abs() ** 2 * r[0]).sum())(
+        lib.linalg.eigh(a)), [HERM], False),
+    "svdvals": (lambda lib, a: lib.linalg.svdvals(a), [TALL], False),
+    "svd_tall": (_svd_loss, [TALL], False),
+    "svd_wide": (_svd_loss, [WIDE], False),
+    "qr_tall": (lambda lib, a: lib.linalg.qr(a)[0].sum() + lib.linalg.qr(a)[1].sum(), [TALL],
+                False),
+    "qr_wide": (lambda lib, a: lib.linalg.qr(a)[0].sum() + lib.linalg.qr(a)[1].sum(), [WIDE],
+                False),
+    "pinv": (lambda lib, a: lib.linalg.pinv(a), [TALL], False),
+    "cholesky_of_gram": (lambda lib, a: lib.linalg.cholesky(a @ a.mH + 4 * lib.eye(5)), [TALL],
+                         False),
+    "eigvals": (lambda lib, a: lib.linalg.eigvals(a), [SQ], True),
+    "eigvals_of_real": (lambda lib, a: lib.linalg.eigvals(a.real), [SQ], True),
+    "eig": (_eig_loss, [SQ], False),
+    "eig_of_real": (lambda lib, a: _eig_loss(lib, a.real), [SQ], False),
+}
+
+
+@pytest.mark.parametrize("dt", ["complex64", "complex128"])
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_matches_pytorch(name, dt):
+    fn, inputs, as_set = CASES[name]
+    te = [ember.tensor(a, dtype=getattr(ember, dt), requires_grad=True) for a in inputs]
+    tt = [torch.tensor(a, dtype=getattr(torch, dt), requires_grad=True) for a in inputs]
+    oe, ot = fn(ember, *te), fn(torch, *tt)
+    assert str(oe.dtype) == str(ot.dtype) and tuple(oe.shape) == tuple(ot.shape)
+    tol = dict(rtol=2e-3, atol=2e-3) if dt == "complex64" else dict(rtol=1e-8, atol=1e-8)
+    ve, vt = oe.detach().numpy(), ot.detach().resolve_conj().numpy()
+    if as_set:
+        ve, vt = np.sort_complex(ve.ravel()), np.sort_complex(vt.ravel())
+        g = np.ones(tuple(ot.shape))  # a loss that does not depend on the order
+    else:
+        g = RNG.standard_normal(tuple(ot.shape))
+        if ot.is_complex():
+            g = g + 1j * RNG.standard_normal(tuple(ot.shape))
+    np.testing.assert_allclose(ve, vt, **tol)
+    ge, gt = ember.tensor(g.astype(vt.dtype)), torch.tensor(g.astype(vt.dtype))
+    le, lt = (oe * ge).sum(), (ot * gt).sum()
+    (le.real if le.is_complex() else le).backward()
+    (lt.real if lt.is_complex() else lt).backward()
+    for a, b in zip(te, tt):
+        assert str(a.grad.dtype) == str(b.grad.dtype)
+        np.testing.assert_allclose(a.grad.numpy(), b.grad.resolve_conj().numpy(), **tol)
+
+
+@pytest.mark.parametrize("real_dt, complex_dt", [("float32", "complex64"),
+                                                 ("float64", "complex128")])
+def test_eig_results_are_complex_with_pytorchs_invariants(real_dt, complex_dt):
+    a = RNG.standard_normal((2, N, N))
+    for arr in (a, a + 1j * RNG.standard_normal((2, N, N))):
+        dt = real_dt if arr.dtype.kind == "f" else complex_dt
+        w, v = ember.linalg.eig(ember.tensor(arr, dtype=getattr(ember, dt)))
+        wt, vt = torch.linalg.eig(torch.tensor(arr, dtype=getattr(torch, dt)))
+        assert w.dtype == v.dtype == getattr(ember, complex_dt)
+        tol = 1e-4 if real_dt == "float32" else 1e-10
+        m = arr.astype(np.complex128)
+        np.testing.assert_allclose(m @ v.numpy(), v.numpy() * w.numpy()[..., None, :],
+                                   atol=tol * 10)
+        np.testing.assert_allclose(np.linalg.norm(v.numpy(), axis=-2), 1, atol=tol)
+        np.testing.assert_allclose(np.sort_complex(w.numpy().ravel()),
+                                   np.sort_complex(wt.numpy().ravel()), atol=tol * 10)
+        # the same LAPACK routine: the same order and |V| entry by entry
+        np.testing.assert_allclose(np.abs(v.numpy()), np.abs(vt.numpy()), atol=tol * 10)
+    assert type(ember.linalg.eig(ember.eye(2))).__name__ == "linalg_eig"
+    assert ember.linalg.eig(ember.eye(2)).eigenvalues.dtype == ember.complex64
+
+
+def test_cholesky_gradient_hermitian_part_matches_pytorch():
+    """PyTorch's complex cholesky gradient carries a skew-Hermitian part that no Hermitian
+    perturbation of A sees; ember's gradient is PyTorch's Hermitian part."""
+    g = _c(N, N)
+    grads = []
+    for lib in (ember, torch):
+        a = lib.tensor(HERM, requires_grad=True)
+        (lib.linalg.cholesky(a) * lib.tensor(g)).sum().real.backward()
+        grads.append(a.grad.numpy())
+    herm = 0.5 * (grads[1] + grads[1].conj().T)
+    np.testing.assert_allclose(grads[0], herm, atol=1e-10)
+    np.testing.assert_allclose(ember.linalg.cholesky(ember.tensor(HERM)).numpy(),
+                               torch.linalg.cholesky(torch.tensor(HERM)).numpy(), atol=1e-10)
+
+
+def test_errors_as_pytorch():
+    for lib in (ember, torch):
+        z = lib.zeros(3, 3, dtype=lib.complex64)
+        for fn, args in ((lib.linalg.inv, (z,)), (lib.linalg.cholesky, (z,)),
+                         (lib.linalg.solve, (z, lib.ones(3, dtype=lib.complex64)))):
+            with pytest.raises(lib.linalg.LinAlgError):
+                fn(*args)
+        with pytest.raises(RuntimeError, match="square"):
+            lib.linalg.eig(lib.ones(2, 3))
+        with pytest.raises(RuntimeError):
+            lib.linalg.eigvals(lib.ones(3, 3, dtype=lib.int64))
+
+
+@pytest.mark.skipif(os.environ.get("EMBER_PURE_PYTHON") == "1", reason="already the Python core")
+def test_this_file_passes_on_the_pure_python_core():
+    env = dict(os.environ, EMBER_PURE_PYTHON="1")
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
+                           __file__, "-k", "not pure_python"], env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
