@@ -910,3 +910,51 @@ def test_repeat_of_a_transposed_tensor_is_c_ordered():
     dis, _, _ = P.check(P.generate("shape", 156713845))
     assert dis is None
     assert ember.tensor(2.0).repeat().shape == ()
+
+
+def test_multi_output_view_of_a_no_grad_view_names_the_multi_output_rule():
+    """A view's own kind wins over the kind it inherits (PyTorch's rule): unbind's output of a
+    view made in no_grad, stale after an in-place change of its base, names unbind's rule."""
+
+    def prog(m):
+        x1 = m.tensor([[-0.375, -1.25, -0.25, -0.875], [-1.75, 1.125, 1.875, 0.375],
+                       [1.625, 0.625, -0.625, 2.0]], dtype=m.float64, requires_grad=True)
+        v2 = x1.unsqueeze(-2)  # (the differential tester's views program, seed 477)
+        with m.no_grad():
+            v3 = v2.chunk(2)[0]
+        v2.retain_grad()
+        v5 = v3.unbind(0)[1]
+        v8 = v2[1:]
+        with m.no_grad():
+            v8.atan_()
+        try:
+            v3.copy_(v8)  # refused by both (an in-place change of a no_grad view)
+        except RuntimeError:
+            pass
+        try:
+            v5.grad_fn
+        except RuntimeError as e:
+            return "Unbind" in str(e), "no_grad mode" in str(e)
+        return None
+
+    _assert_same(prog)
+    assert _both(prog)[1] == (True, False)
+
+
+def test_cast_of_a_no_grad_view_with_a_stale_base():
+    """A view made in no_grad of a base changed in place earlier requires grad with no grad_fn
+    (PyTorch's answer); a cast of it records a node whose gradient reaches nothing."""
+
+    def prog(m):
+        x = m.tensor([[1.0, -2.0], [0.5, 3.0]], dtype=m.float64, requires_grad=True)
+        v2 = x.unbind(0)[0]
+        with m.no_grad():
+            v2.sub_(m.ones(2, dtype=m.float64), alpha=2)
+        (x * 2).sum().backward()
+        with m.no_grad():
+            v3 = x.chunk(2)[0]
+        y = v3.float()
+        (y * 3).sum().backward()
+        return v3.requires_grad, v3.grad_fn is None, y.requires_grad, x.grad, v3.grad
+
+    _assert_same(prog)

@@ -54,12 +54,7 @@ import numpy as np
 # Features whose programs ember still gets wrong (see the module docstring). The lead shrinks this.
 KNOWN_GAPS: set[str] = {
     # views family (each needs autograd/function.py or engine.py, the files the C core mirrors)
-    "view_in_no_grad",  # class no_grad_view
-    "view_of_nograd_view",  # class no_grad_view
-    "inplace_nograd_view_alias",  # class no_grad_view
     "create_graph_with_retain_grad",  # class retain_grad_create_graph
-    "requires_grad_on_view",  # class requires_grad_on_view (views made before requires_grad_())
-    "requires_grad_with_views",  # class requires_grad_on_view
     "inplace_through_data",  # class inplace_through_data (leaf.data modified after a promoted op)
     "inplace_meta_on_graph_output_in_no_grad",  # class inplace_metadata_ops (cat's output)
     "linear_batched_input_copied",  # class linear_saves_flattened_copy

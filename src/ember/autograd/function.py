@@ -382,8 +382,8 @@ def _share_version(first: Any, outputs: list, multi: bool = False) -> None:
         kind = 0
     if base is None:
         base = first
-    else:
-        kind |= first._view_kind
+    else:  # PyTorch's rule: the newest view's own kind wins, else it inherits its base's
+        kind = kind or first._view_kind
     now = counter[0]
     for t in outputs:
         if t is not None:
@@ -714,9 +714,10 @@ def refresh_view(t: TensorBase) -> None:
     view's window of the base's current history. We do the same, lazily, when the view's
     ``grad_fn``/``requires_grad`` is read or the view is used by an op."""
     base = t._base
-    t._attr_version = t._version[0]
     if not base._rg:
-        return  # the base has no history to derive from: the view keeps its own
+        return  # the base has no history to derive from: the view keeps its own (and stays
+        # due for a refresh, as PyTorch re-checks at every grad_fn read)
+    t._attr_version = t._version[0]
     if t._view_kind & CUSTOM_FUNCTION:
         t._attr_version = -1  # stays stale: every use raises
         raise RuntimeError(

@@ -138,7 +138,8 @@ class Cast(Op):
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
-        if ctx._meta[0][1].kind != "c" and _is_complex(grad):
+        meta = ctx._meta[0]  # (shape, dtype) of x, None where x had no edge to record
+        if meta is not None and meta[1].kind != "c" and _is_complex(grad):
             return grad.real, None
         return grad, None
 
