@@ -160,9 +160,11 @@ def _kernels_extension() -> Extension:
             ("EMBER_KERNELS_BUILT_WITH", f'"{built_with}"'),
         ],
         # -O3 vectorises the loops; -ffp-contract=off: no FMA contraction, so every instruction
-        # set rounds alike; -fno-trapping-math lets the selects vectorise (no value changes);
+        # set rounds alike; -fno-trapping-math lets the selects vectorise and -fno-math-errno the
+        # square roots (no value changes);
         # never -ffast-math
         extra_compile_args=["-std=c11", "-O3", "-ffp-contract=off", "-fno-trapping-math",
+                            "-fno-math-errno",
                             "-Wall", "-Wno-unused-function"]
         if sys.platform != "win32" else ["/O2", "/fp:precise"],
         optional=True,

@@ -19,13 +19,23 @@ import numpy as np
 import ember
 from ember import _kernels_loader as L
 
+ONLY: list[str] = []
+
 
 def _cases(m: Any) -> dict[str, tuple[Any, str]]:
+    cases = _all_cases(m)
+    return {k: v for k, v in cases.items() if not ONLY or k in ONLY}
+
+
+def _all_cases(m: Any) -> dict[str, tuple[Any, str]]:
     F = m.nn.functional
     w, b = m.ones(4096), m.zeros(4096)
     return {
         "erf": (m.erf, "v"), "erfc": (m.erfc, "v"),
         "gelu": (F.gelu, "v"), "gelu tanh": (lambda t: F.gelu(t, approximate="tanh"), "v"),
+        "sigmoid": (m.sigmoid, "v"), "tanh": (m.tanh, "v"), "silu": (F.silu, "v"),
+        "mish": (F.mish, "v"), "softplus": (F.softplus, "v"), "elu": (F.elu, "v"),
+        "selu": (F.selu, "v"), "logsigmoid": (F.logsigmoid, "v"),
         "softmax(-1)": (lambda t: m.softmax(t, -1), "r"),
         "log_softmax(-1)": (lambda t: m.log_softmax(t, -1), "r"),
         "layer_norm": (lambda t: F.layer_norm(t, (4096,), w, b), "r"),
@@ -68,8 +78,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--cpu", action="store_true", help="time this thread's CPU time")
+    ap.add_argument("--only", default="", help="comma-separated op names (default: all)")
     args = ap.parse_args()
     global CLOCK
+    ONLY[:] = [n.strip() for n in args.only.split(",") if n.strip()]
     if args.cpu:
         CLOCK = time.thread_time
     ember.set_num_threads(1)

@@ -728,3 +728,80 @@ def test_activations_do_not_depend_on_the_thread_count() -> None:
                 np.testing.assert_array_equal(a, r)
     finally:
         L.set_num_threads(saved)
+
+
+# -- optimizer steps: bit for bit the NumPy paths ---------------------------------------------------
+OPTS = [
+    ("Adam", dict(lr=1e-3)), ("Adam", dict(lr=1e-2, amsgrad=True, weight_decay=0.1)),
+    ("AdamW", dict(lr=1e-2, weight_decay=0.1)), ("AdamW", dict(lr=3e-3, maximize=True, amsgrad=True)),
+    ("AdamW", dict(lr=1e-3, weight_decay=0.0, eps=0.0)),
+    ("SGD", dict(lr=0.1, momentum=0.9)),
+    ("SGD", dict(lr=0.1, momentum=0.9, nesterov=True, weight_decay=1e-2)),
+    ("SGD", dict(lr=0.05, momentum=0.5, dampening=0.3, maximize=True)),
+]
+
+
+def _steps(name: str, kw: dict, dtype, n: int = 100_003) -> tuple:
+    rng = np.random.default_rng(30)
+    p = ember.nn.Parameter(ember.tensor(rng.standard_normal((n // 7, 7)).astype(dtype)))
+    opt = getattr(ember.optim, name)([p], **kw)
+    for i in range(4):
+        g = rng.standard_normal(p.shape).astype(dtype) * (10.0 ** -i)
+        g.flat[::997] = 0.0
+        if i == 3:
+            g.flat[5] = np.nan  # a NaN gradient spreads the same way
+        p.grad = ember.tensor(g)
+        opt.step()
+    state = {k: v.numpy().copy() for k, v in opt.state[p].items()}
+    return p.detach().numpy().copy(), state
+
+
+@needs_kernels
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("case", range(len(OPTS)))
+def test_optimizer_steps_are_the_numpy_path_bit_for_bit(case: int, dtype) -> None:
+    name, kw = OPTS[case]
+    on, off = _both(lambda: _steps(name, kw, dtype))
+    np.testing.assert_array_equal(on[0], off[0])
+    assert on[0].dtype == dtype and sorted(on[1]) == sorted(off[1])
+    for k in on[1]:
+        np.testing.assert_array_equal(on[1][k], off[1][k], err_msg=k)
+    saved = L.active.get_num_threads()
+    try:
+        L.set_num_threads(3)
+        again = _steps(name, kw, dtype)
+    finally:
+        L.set_num_threads(saved)
+    np.testing.assert_array_equal(again[0], on[0])
+
+
+@needs_kernels
+def test_optimizer_kernels_apply_only_where_they_should() -> None:
+    x = np.ones(8, np.float32)
+    args = (1.0, 0.9, 0.999, 0.5, 1e-8, 1e-3)
+    assert L.adam_step(x, x.copy(), x.copy(), x.copy(), None, *args)
+    assert not L.adam_step(x, x.astype(np.float64), x.copy(), x.copy(), None, *args)
+    assert not L.adam_step(x, np.ones(16, np.float32)[::2], x.copy(), x.copy(), None, *args)
+    assert not L.adam_step(x.astype(np.float16), x, x, x, None, *args)
+    assert L.sgd_momentum_step(x, x.copy(), x.copy(), 0.9, 0.0, 0.1, False)
+    assert not L.sgd_momentum_step(x, x.copy(), np.ones(7, np.float32), 0.9, 0.0, 0.1, False)
+    ro = x.copy()
+    ro.flags.writeable = False
+    assert not L.sgd_momentum_step(ro, x.copy(), x.copy(), 0.9, 0.0, 0.1, False)
+    with L.disabled():
+        assert not L.adam_step(x, x.copy(), x.copy(), x.copy(), None, *args)
+
+
+@needs_kernels
+def test_the_optimizers_take_the_kernels(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = []
+    for fn in ("adam_step", "sgd_momentum_step"):
+        real = getattr(L, fn)
+        monkeypatch.setattr(L, fn, lambda *a, real=real, fn=fn: calls.append(fn) or real(*a))
+    for name, kw in (("AdamW", {}), ("SGD", dict(lr=0.1, momentum=0.9))):
+        p = ember.nn.Parameter(ember.ones(100))
+        opt = getattr(ember.optim, name)([p], **kw)
+        for _ in range(2):
+            p.grad = ember.ones(100)
+            opt.step()
+    assert calls == ["adam_step", "adam_step", "sgd_momentum_step"]

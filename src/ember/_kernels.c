@@ -716,6 +716,69 @@ LAYER_NORM(float)
 LAYER_NORM(double)
 
 /* ---------------------------------------------------------------------------------------------
+ * Optimizer steps: the operations of ember/optim's NumPy paths in their order, each rounded to
+ * T as NumPy rounds them (its Python-float scalars become T first), so the results are bit for
+ * bit the NumPy path's. */
+
+typedef struct {
+    char kind;
+    void *d, *m, *v, *w;  /* parameter, exp_avg, exp_avg_sq, max_exp_avg_sq | NULL */
+    const void *g;
+    double decay, b1, c1, c2, b2, bc2, eps, step;
+    int nesterov, damp;    /* sgd */
+} opt_ctx;
+
+/* Adam/AdamW (optim/adam.py, _blocked_step): d *= decay; m = m b1 + g c1; v = v b2 + (g g) c2;
+ * [w = max(w, v), v' = w]; d -= m / (sqrt(v') / bc2 + eps) * step */
+#define ADAM_BODY(T, MAX)                                                                          \
+    for (Py_ssize_t i = i0; i < i1; i++) {                                                         \
+        T di = d[i] * decay;  /* (times 1 is exact: no test needed) */                            \
+        T mi = m[i] * b1 + g[i] * c1;                                                              \
+        T vi = v[i] * b2 + (g[i] * g[i]) * c2;                                                     \
+        m[i] = mi;                                                                                 \
+        v[i] = vi;                                                                                 \
+        MAX;                                                                                       \
+        T s = SQRT_##T(vi) / bc2 + eps;                                                            \
+        d[i] = di - (mi / s) * step;                                                               \
+    }
+#define ADAM(T)                                                                                    \
+CLONES static void adam_##T(opt_ctx *c, Py_ssize_t i0, Py_ssize_t i1)                              \
+{                                                                                                  \
+    T *RESTRICT d = (T *)c->d, *RESTRICT m = (T *)c->m, *RESTRICT v = (T *)c->v;                   \
+    T *RESTRICT w = (T *)c->w;                                                                     \
+    const T *RESTRICT g = (const T *)c->g;                                                         \
+    const T decay = (T)c->decay, b1 = (T)c->b1, c1 = (T)c->c1, c2 = (T)c->c2, b2 = (T)c->b2;       \
+    const T bc2 = (T)c->bc2, eps = (T)c->eps, step = (T)c->step;                                   \
+    if (w) /* amsgrad: v' = np.maximum(w, v) (NaN wins) */                                         \
+        ADAM_BODY(T, T wi = w[i]; vi = (wi > vi || wi != wi) ? wi : vi; w[i] = vi)                 \
+    else                                                                                           \
+        ADAM_BODY(T, (void)0)                                                                      \
+}
+#define SQRT_float sqrtf
+#define SQRT_double sqrt
+ADAM(float)
+ADAM(double)
+
+/* SGD with momentum (optim/sgd.py): b = b mom + g [* (1 - dampening)]; u = g + mom b (nesterov)
+ * or b; d -= u lr */
+#define SGD(T)                                                                                     \
+CLONES static void sgd_##T(opt_ctx *c, Py_ssize_t i0, Py_ssize_t i1)                               \
+{                                                                                                  \
+    T *RESTRICT d = (T *)c->d, *RESTRICT b = (T *)c->m;                                            \
+    const T *RESTRICT g = (const T *)c->g;                                                         \
+    const T mom = (T)c->b1, damp = (T)c->c1, lr = (T)c->step;                                      \
+    int damped = c->damp, nesterov = c->nesterov;                                                  \
+    for (Py_ssize_t i = i0; i < i1; i++) {                                                         \
+        T bi = b[i] * mom + (damped ? g[i] * damp : g[i]);                                         \
+        b[i] = bi;                                                                                 \
+        T u = nesterov ? g[i] + bi * mom : bi;                                                     \
+        d[i] = d[i] - u * lr;                                                                      \
+    }                                                                                              \
+}
+SGD(float)
+SGD(double)
+
+/* ---------------------------------------------------------------------------------------------
  * Threads: a small pool (pthreads) that splits a loop's range into contiguous parts, one per
  * thread, the caller running the first. Every kernel's elements (or rows, or columns of a column
  * sum) are computed independently of the others, so results do not depend on the number of
@@ -1310,6 +1373,87 @@ static PyObject *py_layer_norm_backward(PyObject *m, PyObject *const *args, Py_s
     Py_RETURN_NONE;
 }
 
+static void call_adam(void *cv, Py_ssize_t i0, Py_ssize_t i1)
+{
+    opt_ctx *c = (opt_ctx *)cv;
+    if (c->kind == 'f')
+        adam_float(c, i0, i1);
+    else
+        adam_double(c, i0, i1);
+}
+
+static void call_sgd(void *cv, Py_ssize_t i0, Py_ssize_t i1)
+{
+    opt_ctx *c = (opt_ctx *)cv;
+    if (c->kind == 'f')
+        sgd_float(c, i0, i1);
+    else
+        sgd_double(c, i0, i1);
+}
+
+static int doubles(PyObject *const *args, Py_ssize_t n, double *out)
+{
+    for (Py_ssize_t i = 0; i < n; i++) {
+        out[i] = PyFloat_AsDouble(args[i]);
+        if (out[i] == -1.0 && PyErr_Occurred())
+            return -1;
+    }
+    return 0;
+}
+
+/* adam(d, g, m, v, w | None, decay, b1, c1, c2, b2, bc2, eps, step) */
+static PyObject *py_adam(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
+{
+    double p[8];
+    if (nargs != 13)
+        return PyErr_Format(PyExc_TypeError, "ember._kernels.adam: expected 13 arguments");
+    if (doubles(args + 5, 8, p) < 0)
+        return NULL;
+    Bufs b;
+    if (take(&b, args, 5, "oiooO") < 0)
+        return NULL;
+    if (same_lengths(&b, b.len[0], 1, 5) < 0) {
+        release(&b);
+        return NULL;
+    }
+    opt_ctx c = {b.kind, b.p[0], b.p[2], b.p[3], b.p[4], b.p[1],
+                 p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], 0, 0};
+    Py_BEGIN_ALLOW_THREADS
+    parallel(call_adam, &c, b.len[0], 64, MIN_PART);
+    Py_END_ALLOW_THREADS
+    release(&b);
+    Py_RETURN_NONE;
+}
+
+/* sgd_momentum(d, g, buf, momentum, 1 - dampening | None, lr, nesterov) */
+static PyObject *py_sgd_momentum(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
+{
+    double p[3] = {0.0, 1.0, 0.0};
+    if (nargs != 7)
+        return PyErr_Format(PyExc_TypeError, "ember._kernels.sgd_momentum: expected 7 arguments");
+    int damp = args[4] != Py_None;
+    if (doubles(args + 3, 1, p) < 0 || (damp && doubles(args + 4, 1, p + 1) < 0)
+        || doubles(args + 5, 1, p + 2) < 0)
+        return NULL;
+    int nesterov = PyObject_IsTrue(args[6]);
+    if (nesterov < 0)
+        return NULL;
+    Bufs b;
+    if (take(&b, args, 3, "oio") < 0)
+        return NULL;
+    if (same_lengths(&b, b.len[0], 1, 3) < 0) {
+        release(&b);
+        return NULL;
+    }
+    opt_ctx c = {b.kind, b.p[0], b.p[2], NULL, NULL, b.p[1],
+                 0.0, p[0], p[1], 0.0, 0.0, 0.0, 0.0, p[2], nesterov, damp};
+    Py_BEGIN_ALLOW_THREADS
+    parallel(call_sgd, &c, b.len[0], 64, MIN_PART);
+    Py_END_ALLOW_THREADS
+    release(&b);
+    Py_RETURN_NONE;
+}
+
 static PyObject *py_set_num_threads(PyObject *m, PyObject *arg)
 {
     long n = PyLong_AsLong(arg);
@@ -1372,6 +1516,8 @@ static PyMethodDef kernels_methods[] = {
     FAST(layer_norm, "layer_norm(x, w, b, out, mean, rstd, n, eps): over rows of n elements."),
     FAST(layer_norm_backward,
          "layer_norm_backward(x, w, mean, rstd, grad, gx, gw, gb, n): gx, gw, gb (None: skip)."),
+    FAST(adam, "adam(d, g, m, v, vmax, decay, b1, c1, c2, b2, bc2, eps, step): one Adam step."),
+    FAST(sgd_momentum, "sgd_momentum(d, g, buf, momentum, 1 - dampening, lr, nesterov)."),
     {"isa", (PyCFunction)py_isa, METH_NOARGS, "isa(): the instruction set the kernels run on."},
     {"set_num_threads", (PyCFunction)py_set_num_threads, METH_O,
      "set_num_threads(n): threads a large kernel splits over (1: the calling thread alone)."},

@@ -256,3 +256,34 @@ def layer_norm_backward(x: Any, w: Any, mean: Any, rstd: Any, grad: Any, k: int,
     gb = np.empty(kshape, x.dtype) if need[2] else None
     mod.layer_norm_backward(x, w, mean, rstd, grad, gx, gw, gb, n)
     return gx, gw, gb
+
+
+# -- optimizer steps -------------------------------------------------------------------------
+def _same(d: Any, *arrays: Any) -> bool:
+    """Host arrays of d's float dtype and size, C-contiguous (d writable)."""
+    return _ok(d, True) and d.flags.writeable and all(
+        type(a) is np.ndarray and a.dtype == d.dtype and a.size == d.size
+        and a.flags.c_contiguous for a in arrays)
+
+
+def adam_step(d: Any, g: Any, m: Any, v: Any, vmax: Any, decay: float, b1: float, b2: float,
+              bc2: float, eps: float, step: float) -> bool:
+    """One Adam/AdamW step in place (optim/adam.py's blocked path, bit for bit); False where the
+    kernel does not apply (the caller runs the NumPy path)."""
+    k = active
+    if k is None or not _same(d, g, m, v, *(() if vmax is None else (vmax,))):
+        return False
+    k.adam(d, g, m, v, vmax, decay, b1, 1.0 - b1, 1.0 - b2, b2, bc2, eps, step)
+    return True
+
+
+def sgd_momentum_step(d: Any, g: Any, buf: Any, momentum: float, dampening: float, lr: float,
+                      nesterov: bool) -> bool:
+    """buf = momentum buf + (1 - dampening) g; d -= lr (g + momentum buf if nesterov else buf),
+    in place, bit for bit optim/sgd.py's NumPy path; False where the kernel does not apply."""
+    k = active
+    if k is None or not _same(d, g, buf):
+        return False
+    k.sgd_momentum(d, g, buf, momentum, 1.0 - dampening if dampening != 0 else None, lr,
+                   bool(nesterov))
+    return True

@@ -7,6 +7,10 @@ the blocks (``np.nditer`` in memory order: any layout, a broadcast gradient incl
 inputs and mixed dtypes take one call on whole arrays. Each kernel keeps the rounding of the
 plain NumPy expression it replaces (the same operations in the same order), except GELU's
 backward, which recomputes the normal CDF from x (PyTorch saves only x for it).
+
+A kernel with a ``c_kernel`` attribute (``_c``) has an eager kernel of ``ember._kernels`` in
+front of it: ``run`` calls it first and runs the passes where it returns None (no extension,
+other dtypes, strided or broadcast operands; docs/design.md, "Eager kernels").
 """
 
 from __future__ import annotations
@@ -15,6 +19,8 @@ import math
 from typing import Any
 
 import numpy as np
+
+from .. import _kernels_loader as _kernels
 
 BLOCK = 65536  # elements per block: a kernel's few scratch rows stay in the L2 cache
 
@@ -27,6 +33,9 @@ def run(kernel: Any, scratch: str, x: Any, *more: Any) -> Any:
     ``scratch`` names the kernel's scratch rows, one character each: ``f`` x's dtype, ``?`` bool,
     ``u`` the unsigned integer of x's size. Host arrays only (the ops call it when
     ``type(x) is np.ndarray``)."""
+    c = getattr(kernel, "c_kernel", None)
+    if c is not None and (out := c(x, *more)) is not None:
+        return out
     dt = x.dtype
     kinds = [dt if c == "f" else _UINT[dt.itemsize] if c == "u" else np.dtype(bool)
              for c in scratch]
@@ -44,6 +53,14 @@ def run(kernel: Any, scratch: str, x: Any, *more: Any) -> Any:
             k = ops[0].shape[0]
             kernel(ops[-1], *ops[:-1], *[r[:k] for r in rows])
     return out
+
+
+def _c(kernel: Any, name: str, *params: float) -> Any:
+    """Put the eager kernel ``name`` (``_kernels_loader.activation``; its backward where the
+    blockwise kernel takes a gradient) in front of ``kernel``."""
+    kernel.c_kernel = lambda x, *g: (_kernels.activation_backward(name, x, *g, *params) if g
+                                     else _kernels.activation(name, x, *params))
+    return kernel
 
 
 # ---------------------------------------------------------------------------------------------
@@ -83,11 +100,17 @@ def sig_into(s: Any, x: Any, e: Any, b: Any) -> None:
     s /= e
 
 
+_c(sig_into, "sigmoid")  # float32 (1 ulp) and float64
+
+
 def sigmoid_backward(o: Any, y: Any, g: Any, s: Any) -> None:
     """grad * y * (1 - y), y = sigmoid(x) (the saved result)."""
     np.subtract(1, y, out=s)
     np.multiply(g, y, out=o)
     o *= s
+
+
+_c(sigmoid_backward, "sigmoid")  # (bit for bit these passes, in one)
 
 
 def tanh_backward(o: Any, y: Any, g: Any, s: Any) -> None:
@@ -97,10 +120,16 @@ def tanh_backward(o: Any, y: Any, g: Any, s: Any) -> None:
     np.multiply(g, s, out=o)
 
 
+_c(tanh_backward, "tanh")  # (bit for bit)
+
+
 def silu(o: Any, x: Any, e: Any, b: Any) -> None:
     """x * sigmoid(x)."""
     sig_into(o, x, e, b)
     o *= x
+
+
+_c(silu, "silu")
 
 
 def silu_backward(o: Any, x: Any, g: Any, s: Any, e: Any, b: Any) -> None:
@@ -113,11 +142,17 @@ def silu_backward(o: Any, x: Any, g: Any, s: Any, e: Any, b: Any) -> None:
     o *= e
 
 
+_c(silu_backward, "silu")
+
+
 def mish(o: Any, x: Any, a: Any, c: Any) -> None:
     """x * tanh(softplus(x))."""
     _softplus_into(a, x, c)
     np.tanh(a, out=a)
     np.multiply(x, a, out=o)
+
+
+_c(mish, "mish")
 
 
 def mish_backward(o: Any, x: Any, g: Any, t: Any, c: Any, e: Any, b: Any) -> None:
@@ -133,6 +168,9 @@ def mish_backward(o: Any, x: Any, g: Any, t: Any, c: Any, e: Any, b: Any) -> Non
     np.multiply(g, c, out=o)
 
 
+_c(mish_backward, "mish")
+
+
 def softplus(beta: float, threshold: float) -> Any:
     """The kernel of log(1 + exp(beta x)) / beta, x where beta x > threshold."""
     def kernel(o: Any, x: Any, bx: Any, c: Any, b: Any) -> None:
@@ -141,7 +179,7 @@ def softplus(beta: float, threshold: float) -> Any:
         o /= beta
         np.greater(bx, threshold, out=b)
         np.copyto(o, x, where=b)
-    return kernel
+    return _c(kernel, "softplus", beta, threshold)
 
 
 def softplus_backward(beta: float, threshold: float) -> Any:
@@ -152,7 +190,7 @@ def softplus_backward(beta: float, threshold: float) -> Any:
         np.multiply(g, s, out=o)
         np.greater(bx, threshold, out=b)
         np.copyto(o, g, where=b)
-    return kernel
+    return _c(kernel, "softplus", beta, threshold)
 
 
 def elu(alpha: float, scale: float, input_scale: float) -> Any:
@@ -166,7 +204,7 @@ def elu(alpha: float, scale: float, input_scale: float) -> Any:
         np.maximum(x, 0, out=o)
         o *= scale
         o += s
-    return kernel
+    return _c(kernel, "elu", alpha, scale, input_scale)
 
 
 def elu_backward(alpha: float, scale: float, input_scale: float) -> Any:
@@ -183,7 +221,7 @@ def elu_backward(alpha: float, scale: float, input_scale: float) -> Any:
         np.multiply(b, scale, out=o)  # scale where not x <= 0, else 0
         o += s
         o *= g
-    return kernel
+    return _c(kernel, "elu", alpha, scale, input_scale)
 
 
 def hardswish(o: Any, x: Any) -> None:
@@ -222,6 +260,9 @@ def logsigmoid_backward(o: Any, x: Any, g: Any, n: Any, e: Any, b: Any) -> None:
     np.negative(x, out=n)
     sig_into(o, n, e, b)
     o *= g
+
+
+_c(logsigmoid_backward, "logsigmoid")  # (the forward keeps its passes: as fast)
 
 
 def gelu_tanh(o: Any, x: Any) -> None:

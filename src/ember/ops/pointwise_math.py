@@ -613,8 +613,6 @@ class Tanh(Op):
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
         (out,) = ctx.saved
-        if (gx := _kernels.activation_backward("tanh", out, grad)) is not None:
-            return gx  # the eager kernel: the same operations, one pass
         if type(out) is np.ndarray and type(grad) is np.ndarray and out.dtype.kind == "f":
             return _bw.run(_bw.tanh_backward, "f", out, grad)  # (one full-size array)
         return grad * (1 - out * out)
@@ -670,9 +668,6 @@ class Sigmoid(Op):
     @staticmethod
     def forward(ctx: Any, x: Any) -> Any:
         xp = ctx.xp
-        if (out := _kernels.activation("sigmoid", x)) is not None:  # float32 (1 ulp), float64
-            ctx.save_for_backward(out)
-            return out
         if type(x) is np.ndarray and x.dtype.kind == "f":
             out = _bw.run(_bw.sig_into, "f?", x)  # (the same steps, one full-size array)
             ctx.save_for_backward(out)
@@ -690,8 +685,6 @@ class Sigmoid(Op):
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
         (out,) = ctx.saved
-        if (gx := _kernels.activation_backward("sigmoid", out, grad)) is not None:
-            return gx  # the eager kernel: the same operations, one pass
         if type(out) is np.ndarray and type(grad) is np.ndarray and out.dtype.kind == "f":
             return _bw.run(_bw.sigmoid_backward, "f", out, grad)
         return grad * out * (1 - out)

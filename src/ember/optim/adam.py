@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import _kernels_loader as _kernels
 from .._tensor import Tensor
 from .optimizer import (
     Optimizer,
@@ -144,6 +145,9 @@ def _blocked_step(d: np.ndarray, g: np.ndarray, m: np.ndarray, v: np.ndarray,
     bc2 = math.sqrt(1.0 - b2**t)
     step = o.lr / (1.0 - b1**t)
     eps = o.eps
+    if (all(type(s) in (float, int) for s in (b1, b2, bc2, step, eps, decay))
+            and _kernels.adam_step(df, gf, mf, vf, wf, decay, b1, b2, bc2, eps, step)):
+        return  # the eager kernel: these operations in this order, one pass
 
     n = df.size
     scratch = np.empty(min(n, _BLOCK), d.dtype)

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import _kernels_loader as _kernels
 from .._tensor import Tensor
 from ..ops import sparse as _sparse
 from .optimizer import Optimizer, ParamsT, _check_lr, _check_nonneg
@@ -80,6 +81,10 @@ class SGD(Optimizer):
                 buf = buf_t._data
             else:
                 buf = buf_t._data
+                if (type(d) is np.ndarray and g.shape == d.shape and type(o.lr) in (float, int)
+                        and _kernels.sgd_momentum_step(d, g, buf, o.momentum, o.dampening, o.lr,
+                                                       o.nesterov)):
+                    return  # the eager kernel: the same operations in one pass
                 buf *= o.momentum
                 buf += g * (1.0 - o.dampening) if o.dampening != 0 else g
             g = g + o.momentum * buf if o.nesterov else buf

@@ -381,8 +381,6 @@ class Elu(Op):
         xp = ctx.xp
         ctx.save_for_backward(x)
         ctx.args = (alpha, scale, input_scale)
-        if (out := _kernels.activation("elu", x, alpha, scale, input_scale)) is not None:
-            return out  # the eager kernel (float32)
         if type(x) is np.ndarray:
             return _bw.run(_bw.elu(alpha, scale, input_scale), "f", x)
         neg = xp.expm1(xp.minimum(x, 0) * input_scale) * (alpha * scale)
@@ -393,8 +391,6 @@ class Elu(Op):
         (x,) = ctx.saved
         alpha, scale, s = ctx.args
         xp = ctx.xp
-        if (gx := _kernels.activation_backward("elu", x, grad, alpha, scale, s)) is not None:
-            return gx, None, None, None
         if type(x) is np.ndarray and type(grad) is np.ndarray:
             return _bw.run(_bw.elu_backward(alpha, scale, s), "f?", x, grad), None, None, None
         neg = grad * (xp.exp(xp.where(x < 0, x, 0) * s) * (alpha * scale * s))
@@ -491,8 +487,6 @@ class Silu(Op):
     @staticmethod
     def forward(ctx: Any, x: Any) -> Any:
         ctx.save_for_backward(x)
-        if (out := _kernels.activation("silu", x)) is not None:
-            return out  # the eager kernel (float32, float64)
         if type(x) is np.ndarray:
             return _bw.run(_bw.silu, "f?", x)
         return x * _sig(ctx.xp, x)
@@ -500,8 +494,6 @@ class Silu(Op):
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
         (x,) = ctx.saved
-        if (gx := _kernels.activation_backward("silu", x, grad)) is not None:
-            return gx
         if type(x) is np.ndarray and type(grad) is np.ndarray:
             return _bw.run(_bw.silu_backward, "ff?", x, grad)
         s = _sig(ctx.xp, x)
@@ -515,8 +507,6 @@ class Mish(Op):
     def forward(ctx: Any, x: Any) -> Any:
         xp = ctx.xp
         ctx.save_for_backward(x)
-        if (out := _kernels.activation("mish", x)) is not None:
-            return out  # the eager kernel (float32)
         if type(x) is np.ndarray:
             return _bw.run(_bw.mish, "ff", x)
         return x * xp.tanh(_softplus_arr(xp, x))
@@ -525,8 +515,6 @@ class Mish(Op):
     def backward(ctx: Any, grad: Any) -> Any:
         (x,) = ctx.saved
         xp = ctx.xp
-        if (gx := _kernels.activation_backward("mish", x, grad)) is not None:
-            return gx
         if type(x) is np.ndarray and type(grad) is np.ndarray:
             return _bw.run(_bw.mish_backward, "fff?", x, grad)
         t = xp.tanh(_softplus_arr(xp, x))
@@ -576,8 +564,6 @@ class Softplus(Op):
         xp = ctx.xp
         ctx.save_for_backward(x)
         ctx.beta, ctx.threshold = beta, threshold
-        if (out := _kernels.activation("softplus", x, beta, threshold)) is not None:
-            return out  # the eager kernel (float32)
         if type(x) is np.ndarray:
             return _bw.run(_bw.softplus(beta, threshold), "ff?", x)
         bx = x * beta
@@ -587,9 +573,6 @@ class Softplus(Op):
     def backward(ctx: Any, grad: Any) -> Any:
         (x,) = ctx.saved
         xp = ctx.xp
-        gx = _kernels.activation_backward("softplus", x, grad, ctx.beta, ctx.threshold)
-        if gx is not None:
-            return gx, None, None
         if type(x) is np.ndarray and type(grad) is np.ndarray:
             return _bw.run(_bw.softplus_backward(ctx.beta, ctx.threshold), "fff?", x,
                            grad), None, None
@@ -658,8 +641,6 @@ class LogSigmoid(Op):
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
         (x,) = ctx.saved
-        if (gx := _kernels.activation_backward("logsigmoid", x, grad)) is not None:
-            return gx  # the eager kernel (float32; the forward stays with NumPy's passes)
         if type(x) is np.ndarray and type(grad) is np.ndarray:
             return _bw.run(_bw.logsigmoid_backward, "ff?", x, grad)
         return grad * _sig(ctx.xp, -x)
