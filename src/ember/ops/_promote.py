@@ -299,6 +299,14 @@ def _not_complex(x: Any, name: str | None = None) -> str:
             f"complex {name} either); apply it to x.real and x.imag, or to x.abs()")
 
 
+def _unordered(x: Any, head: str, exc: type = NotImplementedError) -> Exception:
+    """The error of an op that needs an order (lt, max, sort, clamp, floor...) on a complex
+    tensor ``x``: PyTorch's class and message ``head`` (``{dt}``: the dtype's legacy name,
+    'ComplexFloat'), then a way out."""
+    return exc(head.replace("{dt}", _dtype.legacy_name(x.dtype)) + " (complex numbers have no "
+               "order: apply it to x.abs(), x.real or x.imag)")
+
+
 def _int_bounds(dt: Any) -> tuple[int, int, int]:
     info = np.iinfo(dt)
     return int(info.min), int(info.max), info.bits

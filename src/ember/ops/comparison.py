@@ -14,7 +14,7 @@ from .. import _backend
 from .._tensor_base import TensorBase
 from ..autograd.function import Op
 from . import _out
-from ._promote import _nograd, _promote
+from ._promote import _nograd, _promote, _unordered
 from .pointwise_piecewise import Where
 
 __all__ = [
@@ -113,6 +113,8 @@ def maximum(input: Any, other: Any, *, out: Any = None) -> Any:
     if not (isinstance(input, TensorBase) and isinstance(other, TensorBase)):
         raise TypeError("maximum(): argument 'other' must be Tensor (use clamp(min=...) for numbers)")
     input, other = _promote(input, other)
+    if input._data.dtype.kind == "c":
+        raise _unordered(input, "maximum not implemented for complex tensors.", RuntimeError)
     res = Maximum.apply(input, other)
     return res if out is None else _out.write(out, res, "maximum")
 
@@ -122,6 +124,8 @@ def minimum(input: Any, other: Any, *, out: Any = None) -> Any:
     if not (isinstance(input, TensorBase) and isinstance(other, TensorBase)):
         raise TypeError("minimum(): argument 'other' must be Tensor (use clamp(max=...) for numbers)")
     input, other = _promote(input, other)
+    if input._data.dtype.kind == "c":
+        raise _unordered(input, "minimum not implemented for complex tensors.", RuntimeError)
     res = Minimum.apply(input, other)
     return res if out is None else _out.write(out, res, "minimum")
 
@@ -129,6 +133,8 @@ def minimum(input: Any, other: Any, *, out: Any = None) -> Any:
 def fmax(input: Any, other: Any, *, out: Any = None) -> Any:
     """Elementwise maximum that ignores NaN (NaN only where both are NaN)."""
     input, other = _promote(input, other)
+    if input._data.dtype.kind == "c":
+        raise _unordered(input, "fmax not implemented for complex tensors.", RuntimeError)
     if input._data.dtype.kind != "f":
         res = maximum(input, other)
     else:
@@ -139,6 +145,8 @@ def fmax(input: Any, other: Any, *, out: Any = None) -> Any:
 def fmin(input: Any, other: Any, *, out: Any = None) -> Any:
     """Elementwise minimum that ignores NaN (NaN only where both are NaN)."""
     input, other = _promote(input, other)
+    if input._data.dtype.kind == "c":
+        raise _unordered(input, "fmin not implemented for complex tensors.", RuntimeError)
     if input._data.dtype.kind != "f":
         res = minimum(input, other)
     else:
@@ -227,5 +235,7 @@ def _compare(name: str, fn: Any, a: Any, b: Any, out: Any) -> Any:
             f"{name}(tensor, number) instead"
         )
     a, b = _promote(a, b)
+    if name[0] != "e" and name[0] != "n" and a._data.dtype.kind == "c":  # lt le gt ge
+        raise _unordered(a, f"\"{name}_cpu\" not implemented for '{{dt}}'")
     res = _nograd(fn, a, b)
     return res if out is None else _out.write(out, res, name)

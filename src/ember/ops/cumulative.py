@@ -15,7 +15,7 @@ from ..autograd.function import Op
 from . import _out, return_types
 from ._autocast import cast as _amp_cast
 from ._autocast import flag as _amp
-from ._promote import _om
+from ._promote import _om, _unordered
 from ._reduce import (
     _int_to_long,
     _lift,
@@ -220,6 +220,9 @@ def _cumulative(op: Any, x: Any, d: int) -> Any:
 
 
 def _cum_extreme(op: Any, rtype: Any, x: Any, d: int) -> Any:
+    if x._data.dtype.kind == "c":
+        name = "cummax" if rtype is return_types.cummax else "cummin"
+        raise _unordered(x, f"\"{name}_cpu\" not implemented for '{{dt}}'")
     if x._data.ndim == 0:
         v, i = op.apply(x.reshape(1), 0)
         return rtype(v.reshape(()), i.reshape(()))

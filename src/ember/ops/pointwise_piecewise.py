@@ -17,7 +17,7 @@ from .._tensor_base import TensorBase
 from ..autograd.function import Op
 from . import _out
 from . import pointwise_complex as _pc
-from ._promote import _nograd, _promote, conjugated
+from ._promote import _nograd, _promote, _unordered, conjugated
 from .casting import as_tensor_arg, cast
 from .creation import tensor
 
@@ -56,7 +56,10 @@ def square(input: Any, *, out: Any = None) -> Any:
 
 def relu(input: Any) -> Any:
     """``max(input, 0)``, elementwise (bool tensors raise)."""
-    if input._data.dtype == np.bool_:
+    k = input._data.dtype.kind
+    if k == "b" or k == "c":
+        if k == "c":
+            raise _unordered(input, "clamp is not supported for complex types")
         raise RuntimeError("relu is not implemented for bool tensors")
     return Relu.apply(input)
 
@@ -65,6 +68,8 @@ def floor(input: Any, *, out: Any = None) -> Any:
     """The largest integer <= each element (integer tensors are returned as a copy)."""
     if input._data.dtype.kind in "iub":
         res = input.clone()
+    elif input._data.dtype.kind == "c":
+        raise _unordered(input, "floor is not supported for complex inputs")
     else:
         res = _piecewise(input, _backend.xp_of(input._data).floor, Floor)
     return res if out is None else _out.write(out, res, "floor")
@@ -74,6 +79,8 @@ def ceil(input: Any, *, out: Any = None) -> Any:
     """The smallest integer >= each element (integer tensors are returned as a copy)."""
     if input._data.dtype.kind in "iub":
         res = input.clone()
+    elif input._data.dtype.kind == "c":
+        raise _unordered(input, "ceil is not supported for complex inputs")
     else:
         res = _piecewise(input, _backend.xp_of(input._data).ceil, Ceil)
     return res if out is None else _out.write(out, res, "ceil")
@@ -83,6 +90,8 @@ def trunc(input: Any, *, out: Any = None) -> Any:
     """Each element rounded toward zero (integer tensors are returned as a copy)."""
     if input._data.dtype.kind in "iub":
         res = input.clone()
+    elif input._data.dtype.kind == "c":
+        raise _unordered(input, "trunc is not supported for complex inputs")
     else:
         res = _piecewise(input, _backend.xp_of(input._data).trunc, Trunc)
     return res if out is None else _out.write(out, res, "trunc")
@@ -100,6 +109,9 @@ def round(input: Any, *, decimals: int = 0, out: Any = None) -> Any:
                 f"round(decimals={decimals}) is not implemented for {input.dtype} tensors (as in "
                 "PyTorch); convert to a floating dtype first, e.g. x.float().round(decimals=...)")
         res = input.clone()
+    elif input._data.dtype.kind == "c":
+        raise _unordered(input, f"\"{'round_vml_cpu' if decimals == 0 else 'round_cpu'}\" not "
+                        "implemented for '{dt}'")
     else:
         res = _piecewise(input, lambda a: xp.round(a, decimals), Round)
     return res if out is None else _out.write(out, res, "round")
@@ -525,7 +537,11 @@ def _clamp(x: Any, lo: Any, hi: Any, ops: tuple) -> Any:
             x, lo = _promote(x, lo)
         if hi is not None:
             x, hi = _promote(x, hi)
+        if x._data.dtype.kind == "c":
+            raise _unordered(x, "clamp is not supported for complex types")
         return ops[0].apply(x, lo, hi)
+    if x._data.dtype.kind == "c":
+        raise _unordered(x, "clamp is not supported for complex types")
     if x._data.dtype.kind in "iub" and (isinstance(lo, float) or isinstance(hi, float)):
         x = cast(x, _dtype.get_default_dtype())
     return ops[1].apply(x, lo, hi)

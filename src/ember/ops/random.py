@@ -198,10 +198,14 @@ def rand(*size: Any, generator: Generator | None = None, out: Any = None, dtype:
     shape = _args.size("rand", size, size_kw, _args.RANDOM)
     if layout is not None:
         _args.check_layout(layout)
-    dt = _float_dtype("rand", dtype, out)
+    dt = _float_dtype("rand", dtype, out, complex_ok=True)
     if _backend.meta_target(device):  # no values on the meta device, and no draw (as PyTorch)
         return _finish(_backend.MetaArray(shape, dt.np), dt, device, requires_grad, out, "rand")
-    arr = _mt19937.uniform(_gen(generator), _numel(shape), dt).reshape(shape)
+    if dt.is_complex:  # real and imaginary parts from U[0, 1) each: PyTorch's view_as_real fill
+        arr = _mt19937.uniform(_gen(generator), 2 * _numel(shape), dt.to_real())
+        arr = arr.view(dt.np).reshape(shape)
+    else:
+        arr = _mt19937.uniform(_gen(generator), _numel(shape), dt).reshape(shape)
     return _finish(arr, dt, device, requires_grad, out, "rand")
 
 
@@ -212,10 +216,15 @@ def randn(*size: Any, generator: Generator | None = None, out: Any = None, dtype
     shape = _args.size("randn", size, size_kw, _args.RANDOM)
     if layout is not None:
         _args.check_layout(layout)
-    dt = _float_dtype("randn", dtype, out)
+    dt = _float_dtype("randn", dtype, out, complex_ok=True)
     if _backend.meta_target(device):  # no values on the meta device, and no draw (as PyTorch)
         return _finish(_backend.MetaArray(shape, dt.np), dt, device, requires_grad, out, "randn")
-    arr = _mt19937.normal(_gen(generator), _numel(shape), dt, 0.0, 1.0).reshape(shape)
+    if dt.is_complex:  # each part N(0, 1/2), so that E|z|^2 = 1: PyTorch's view_as_real fill
+        arr = _mt19937.normal(_gen(generator), 2 * _numel(shape), dt.to_real(), 0.0,
+                              1 / math.sqrt(2))
+        arr = arr.view(dt.np).reshape(shape)
+    else:
+        arr = _mt19937.normal(_gen(generator), _numel(shape), dt, 0.0, 1.0).reshape(shape)
     return _finish(arr, dt, device, requires_grad, out, "randn")
 
 
@@ -422,8 +431,11 @@ def rand_like(input: Any, *, generator: Generator | None = None, dtype: Any = No
               requires_grad: bool = False, memory_format: Any = None) -> Any:
     """Uniform samples on [0, 1) in ``input``'s shape, dtype and device unless given."""
     dt, dev = _like("rand_like", input, dtype, device, layout, memory_format)
-    _check_float("rand_like", dt)
-    arr = _mt19937.uniform(_gen(generator), input._data.size, dt)
+    _check_float("rand_like", dt, complex_ok=True)
+    if dt.is_complex:
+        arr = _mt19937.uniform(_gen(generator), 2 * input._data.size, dt.to_real()).view(dt.np)
+    else:
+        arr = _mt19937.uniform(_gen(generator), input._data.size, dt)
     return _place(_arrange(arr, input._data.shape, _dense_axes(input._data)), dt, dev,
                   requires_grad)
 
@@ -433,9 +445,13 @@ def randn_like(input: Any, *, generator: Generator | None = None, dtype: Any = N
                requires_grad: bool = False, memory_format: Any = None) -> Any:
     """Standard normal samples in ``input``'s shape, dtype and device unless given."""
     dt, dev = _like("randn_like", input, dtype, device, layout, memory_format)
-    _check_float("randn_like", dt)
+    _check_float("randn_like", dt, complex_ok=True)
     axes = _dense_axes(input._data)  # empty_like keeps a dense layout; a strided one is not
-    arr = _mt19937.normal(_gen(generator), input._data.size, dt, 0.0, 1.0, axes is None)
+    if dt.is_complex:
+        arr = _mt19937.normal(_gen(generator), 2 * input._data.size, dt.to_real(), 0.0,
+                              1 / math.sqrt(2), axes is None).view(dt.np)
+    else:
+        arr = _mt19937.normal(_gen(generator), input._data.size, dt, 0.0, 1.0, axes is None)
     return _place(_arrange(arr, input._data.shape, axes), dt, dev, requires_grad)
 
 
@@ -468,7 +484,7 @@ def uniform_(self: Any, *args: Any, generator: Generator | None = None, **kwargs
     """``uniform_(from=0, to=1, *, generator=None)``: fill with samples from U[from, to).
     (``from`` is a Python keyword: pass it positionally or as ``**{"from": a}``.)"""
     a, b = _params("uniform_", args, kwargs, ("from", "to"), (0.0, 1.0))
-    _check_float("uniform_", self.dtype)
+    _check_float("uniform_", self.dtype, complex_ok=True)
     top = float(np.finfo(self._data.dtype).max)
     for arg, v in (("from", a), ("to", b)):
         if not -top <= v <= top:
@@ -482,10 +498,12 @@ def uniform_(self: Any, *args: Any, generator: Generator | None = None, **kwargs
 def normal_(self: Any, mean: float = 0.0, std: float = 1.0, *,
             generator: Generator | None = None) -> Any:
     """Fill with samples from N(mean, std**2)."""
-    _check_float("normal_", self.dtype)
+    _check_float("normal_", self.dtype, complex_ok=True)
     mean, std = float(mean), float(std)
     if std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
+    if self.dtype.is_complex:  # each part N(mean, std^2 / 2), as PyTorch's
+        std = std / math.sqrt(2)
     return _fill(self, "normal", mean, std, generator=generator)
 
 
@@ -581,6 +599,8 @@ def _fill(t: Any, kind: str, *args: Any, generator: Generator | None = None) -> 
     n = arr.size
     dt = t.dtype
     axes = _axes(arr)  # PyTorch's kernels fill the output in memory order
+    if dt.is_complex:  # (uniform_, normal_) PyTorch fills view_as_real(t): (re, im) pairs
+        dt, n = dt.to_real(), 2 * n
     if kind == "uniform":
         vals = _mt19937.uniform(gen, n, dt, *args)
     elif kind == "normal":
@@ -610,6 +630,8 @@ def _fill(t: Any, kind: str, *args: Any, generator: Generator | None = None) -> 
         vals = fma64(sigma, libm(math.tan, x) if dt is _dtype.float64 else np.tan(x), med)
     else:  # pragma: no cover
         raise ValueError(kind)
+    if arr.dtype.kind == "c":
+        vals = np.asarray(vals).astype(dt.np, copy=False).view(arr.dtype)
     vals = _arrange(np.asarray(vals).astype(arr.dtype, copy=False), arr.shape, axes)
     if grad_mode.state.enabled and t.requires_grad:  # in the graph: overwritten values get a
         # zero gradient, as PyTorch's NormalBackward0 etc. give
@@ -675,7 +697,7 @@ def _finish(arr: np.ndarray, dt: Any, device: Any, requires_grad: bool, out: Any
     return _args.write_new(out, res, name, requires_grad)
 
 
-def _float_dtype(name: str, dtype: Any, out: Any) -> Any:
+def _float_dtype(name: str, dtype: Any, out: Any, complex_ok: bool = False) -> Any:
     """The dtype of random floats: ``out``'s, ``dtype``, or the default; it must be a float."""
     if out is not None:
         dt = _args.out_dtype(name, dtype, out)
@@ -683,14 +705,16 @@ def _float_dtype(name: str, dtype: Any, out: Any) -> Any:
         return _dtype.get_default_dtype()
     else:
         dt = _dtype.to_dtype(dtype)
-    _check_float(name, dt)
+    _check_float(name, dt, complex_ok)
     return dt
 
 
-def _check_float(name: str, dt: Any) -> None:
+def _check_float(name: str, dt: Any, complex_ok: bool = False) -> None:
     if not dt.is_floating_point:
         if dt.is_complex:
-            dt.np  # noqa: B018 - raises TypeError: ember has no complex tensors yet
+            dt.np  # noqa: B018 - complex32: a TypeError that names it (NumPy has no such type)
+            if complex_ok:
+                return
         raise NotImplementedError(f"{name}(): random floats need a floating-point dtype, got "
                                   f"{dt} (for integers use randint / random_)")
 

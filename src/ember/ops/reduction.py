@@ -27,7 +27,7 @@ from . import comparison as _cmp
 from . import pointwise_piecewise as _pp
 from ._autocast import cast as _amp_cast
 from ._autocast import flag as _amp
-from ._promote import conjugated
+from ._promote import _unordered, conjugated
 from ._reduce import (
     _axes,
     _count,
@@ -259,6 +259,8 @@ def amax(
 ) -> Any:
     """Maximum over ``dim`` (all dims by default); the gradient is shared evenly among ties."""
     x = _t(input)
+    if x._data.dtype.kind == "c":
+        raise _unordered(x, "\"max_values_cpu\" not implemented for '{dt}'")
     axes = _axes(dim, x, "amax")
     _nonempty(x, axes, "amax")  # (no dim given: PyTorch's "specify the reduction dim" error)
     result = AMax.apply(x, axes, keepdim)
@@ -270,6 +272,8 @@ def amin(
 ) -> Any:
     """Minimum over ``dim`` (all dims by default); the gradient is shared evenly among ties."""
     x = _t(input)
+    if x._data.dtype.kind == "c":
+        raise _unordered(x, "\"min_values_cpu\" not implemented for '{dt}'")
     axes = _axes(dim, x, "amin")
     _nonempty(x, axes, "amin")  # (no dim given: PyTorch's "specify the reduction dim" error)
     result = AMin.apply(x, axes, keepdim)
@@ -286,6 +290,9 @@ def max(  # noqa: A001 - PyTorch's name
     if other is not None or isinstance(dim, TensorBase):
         result = _cmp.maximum(x, other if other is not None else dim)
         return result if out is None else _out.write(out, result, "max")
+    if x._data.dtype.kind == "c":
+        raise (_unordered(x, "\"max_all\" not implemented for '{dt}'") if dim is None else
+               _unordered(x, "max(): does not support complex input", RuntimeError))
     if dim is None:
         _nonempty(x, None, "max")
         result = MaxAll.apply(x, None, False)
@@ -304,6 +311,9 @@ def min(  # noqa: A001 - PyTorch's name
     if other is not None or isinstance(dim, TensorBase):
         result = _cmp.minimum(x, other if other is not None else dim)
         return result if out is None else _out.write(out, result, "min")
+    if x._data.dtype.kind == "c":
+        raise (_unordered(x, "\"min_all\" not implemented for '{dt}'") if dim is None else
+               _unordered(x, "min(): does not support complex input", RuntimeError))
     if dim is None:
         _nonempty(x, None, "min")
         result = MinAll.apply(x, None, False)
@@ -317,6 +327,8 @@ def aminmax(
 ) -> Any:
     """``(min, max)`` over one ``dim`` (all elements when None), as a named tuple."""
     x = _t(input)
+    if x._data.dtype.kind == "c":
+        raise _unordered(x, "\"aminmax_cpu\" not implemented for '{dt}'")
     if dim is None:
         axes = None
         _nonempty(x, None, "aminmax")
@@ -493,6 +505,8 @@ def _arg(x: Any, dim: Any, keepdim: bool, fname: str, largest: bool) -> Any:
         raise RuntimeError(
             f"{fname}(): does not support bool input; convert first, e.g. x.int().{fname}()"
         )
+    if a.dtype.kind == "c":
+        raise _unordered(x, f"{fname}(): does not support complex input", RuntimeError)
     if dim is None:
         if a.size == 0:
             raise IndexError(

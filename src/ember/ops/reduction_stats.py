@@ -417,6 +417,9 @@ def median(
 ) -> Any:
     """``median(x)``: lower median of all elements; ``median(x, dim)``: ``(values, indices)``."""
     x = _t(input)
+    if x._data.dtype.kind == "c":
+        raise _prom._unordered(x, f"\"{'median_cpu' if dim is None else 'median_out'}\" not "
+                              "implemented for '{dt}'")
     if dim is None:
         result = MedianAll.apply(x, None, False)
         return result if out is None else _out.write(out, result, "median")
@@ -429,6 +432,9 @@ def nanmedian(
 ) -> Any:
     """Like ``median`` but ignoring NaN values."""
     x = _t(input)
+    if x._data.dtype.kind == "c":
+        raise _prom._unordered(x, f"\"{'median_cpu' if dim is None else 'median_out'}\" not "
+                              "implemented for '{dt}'")
     if dim is None:
         result = NanMedianAll.apply(x, None, False)
         return result if out is None else _out.write(out, result, "nanmedian")
@@ -441,6 +447,8 @@ def mode(
 ) -> Any:
     """Most frequent value along ``dim`` (the smallest on ties) and its last index."""
     x = _t(input)
+    if x._data.dtype.kind == "c":
+        raise _prom._unordered(x, "\"mode_cpu\" not implemented for '{dt}'")
     result = _extreme_dim(x, dim, keepdim, ModeDim, "mode", return_types.mode)
     return result if out is None else _out.write(out, result, "mode")
 

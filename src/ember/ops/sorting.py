@@ -23,6 +23,7 @@ from .._tensor_base import TensorBase, data_of, wrap_dim
 from ..autograd.function import Op
 from . import _out, return_types
 from ._index import _atleast_1d
+from ._promote import _unordered
 from .indexing_scatter import ScatterAdd
 
 __all__ = [
@@ -38,6 +39,8 @@ __all__ = [
 def sort(input: Any, dim: int = -1, descending: bool = False, *, stable: bool | None = False,
          out: Any = None) -> Any:
     """``(values, indices)`` sorted along ``dim`` (always stable; NaN sorts as the largest)."""
+    if input._data.dtype.kind == "c":
+        raise _unordered(input, "Sort does not support complex dtypes on CPU", RuntimeError)
     x, d, was0 = _dim_1d(input.detach(), dim)
     idx = _argsort(_backend.xp_of(x._data), x._data, d, descending)
     if was0:
@@ -50,6 +53,8 @@ def sort(input: Any, dim: int = -1, descending: bool = False, *, stable: bool | 
 def argsort(input: Any, dim: int = -1, descending: bool = False, *, stable: bool = False,
             out: Any = None) -> Any:
     """The int64 indices that sort ``input`` along ``dim``."""
+    if input._data.dtype.kind == "c":
+        raise _unordered(input, "Sort does not support complex dtypes on CPU", RuntimeError)
     x, d, was0 = _dim_1d(input, dim)
     idx = _argsort(_backend.xp_of(x._data), x._data, d, descending)
     res = TensorBase._make(idx.reshape(()) if was0 else idx)
@@ -65,6 +70,8 @@ def msort(input: Any, *, out: Any = None) -> Any:
 def topk(input: Any, k: int, dim: int = -1, largest: bool = True, sorted: bool = True, *,
          out: Any = None) -> Any:
     """The ``k`` largest (or smallest) values along ``dim`` and their indices, sorted."""
+    if input._data.dtype.kind == "c":
+        raise _unordered(input, "topk does not support complex dtypes on CPU", RuntimeError)
     x, d, was0 = _dim_1d(input.detach(), dim)
     a = x._data
     xp = _backend.xp_of(a)
@@ -95,6 +102,8 @@ def topk(input: Any, k: int, dim: int = -1, largest: bool = True, sorted: bool =
 
 def kthvalue(input: Any, k: int, dim: int = -1, keepdim: bool = False, *, out: Any = None) -> Any:
     """The ``k``-th smallest value along ``dim`` and its index."""
+    if input._data.dtype.kind == "c":
+        raise _unordered(input, "\"kthvalue_cpu\" not implemented for '{dt}'")
     x, d, was0 = _dim_1d(input.detach(), dim)
     a = x._data
     xp = _backend.xp_of(a)
@@ -176,6 +185,8 @@ def unique(input: Any, sorted: bool = True, return_inverse: bool = False,
     """The sorted unique elements (or slices along ``dim``), optionally with the inverse
     indices and counts."""
     a = input._data
+    if a.dtype.kind == "c":
+        raise _unordered(input, "\"unique\" not implemented for '{dt}'")
     xp = _backend.xp_of(a)
     if dim is None:
         vals, inv, counts = xp.unique(a.reshape(-1), return_inverse=True, return_counts=True,
@@ -193,6 +204,8 @@ def unique_consecutive(input: Any, return_inverse: bool = False, return_counts: 
                        dim: int | None = None) -> Any:
     """Collapse runs of equal consecutive elements (or slices along ``dim``)."""
     a = input._data
+    if a.dtype.kind == "c":
+        raise _unordered(input, "\"unique\" not implemented for '{dt}'")
     xp = _backend.xp_of(a)
     if dim is None:
         flat = a.reshape(-1)

@@ -1,0 +1,116 @@
+"""Complex tensors (issue 32): the ops PyTorch does not define on them (orderings, max/min,
+sort/topk, clamp/relu, floor/ceil/round, unique...) raise PyTorch's exception class, as the
+installed PyTorch does; and complex random numbers (``randn``/``rand``/``*_like``/``normal_``/
+``uniform_`` with a complex dtype) draw PyTorch's numbers bit for bit (each part from the real
+dtype's stream, view_as_real order; normals with variance 1/2 per part). Both cores (a
+subprocess reruns this file with ``EMBER_PURE_PYTHON=1``).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import ember
+
+torch = pytest.importorskip("torch")
+
+REFUSED = {
+    "lt": lambda L, z, w: z < w, "gt": lambda L, z, w: z > w, "le": lambda L, z, w: z <= w,
+    "ge": lambda L, z, w: z >= w, "lt_number": lambda L, z, w: z < 1,
+    "real_lt_complex": lambda L, z, w: z.real < w, "torch_lt": lambda L, z, w: L.lt(z, w),
+    "max": lambda L, z, w: z.max(), "max_dim": lambda L, z, w: z.max(0),
+    "min": lambda L, z, w: z.min(), "min_dim": lambda L, z, w: L.min(z, 0),
+    "max_other": lambda L, z, w: L.max(z, w), "maximum": lambda L, z, w: L.maximum(z, w),
+    "minimum": lambda L, z, w: L.minimum(z, w), "fmax": lambda L, z, w: L.fmax(z, w),
+    "fmin": lambda L, z, w: L.fmin(z, w), "amax": lambda L, z, w: z.amax(),
+    "amin": lambda L, z, w: z.amin(0), "aminmax": lambda L, z, w: L.aminmax(z),
+    "argmax": lambda L, z, w: z.argmax(), "argmin": lambda L, z, w: z.argmin(0),
+    "sort": lambda L, z, w: z.sort(), "argsort": lambda L, z, w: z.argsort(),
+    "msort": lambda L, z, w: L.msort(z), "topk": lambda L, z, w: z.topk(2),
+    "kthvalue": lambda L, z, w: z.kthvalue(1), "median": lambda L, z, w: z.median(),
+    "median_dim": lambda L, z, w: z.median(0), "nanmedian": lambda L, z, w: z.nanmedian(),
+    "mode": lambda L, z, w: z.mode(), "cummax": lambda L, z, w: z.cummax(0),
+    "cummin": lambda L, z, w: z.cummin(0), "clamp": lambda L, z, w: z.clamp(0, 1),
+    "clamp_min": lambda L, z, w: z.clamp_min(0), "clamp_max": lambda L, z, w: z.clamp(max=1),
+    "clamp_tensor": lambda L, z, w: z.clamp(w.real, w.real + 1), "clip": lambda L, z, w: z.clip(0, 1),
+    "clamp_": lambda L, z, w: z.clone().clamp_(0, 1), "relu": lambda L, z, w: L.relu(z),
+    "relu_": lambda L, z, w: z.clone().relu_(), "F.relu": lambda L, z, w: L.nn.functional.relu(z),
+    "floor": lambda L, z, w: z.floor(), "ceil": lambda L, z, w: z.ceil(),
+    "trunc": lambda L, z, w: z.trunc(), "round": lambda L, z, w: z.round(),
+    "round_decimals": lambda L, z, w: z.round(decimals=2), "floor_": lambda L, z, w: z.floor_(),
+    "unique": lambda L, z, w: L.unique(z), "unique_consecutive": lambda L, z, w: z.unique_consecutive(),
+}
+
+
+def _pair(lib, dt):
+    z = lib.tensor([1 + 2j, 3 - 1j, 0.5j], dtype=getattr(lib, dt))
+    w = lib.tensor([2 + 0j, 1 + 1j, 1j], dtype=getattr(lib, dt))
+    return z, w
+
+
+@pytest.mark.parametrize("dt", ["complex64", "complex128"])
+@pytest.mark.parametrize("name", sorted(REFUSED))
+def test_refusals_as_pytorch(name, dt):
+    with pytest.raises(Exception) as expected:
+        REFUSED[name](torch, *_pair(torch, dt))
+    with pytest.raises(expected.type) as got:
+        REFUSED[name](ember, *_pair(ember, dt))
+    assert "complex" in str(got.value).lower()
+
+
+def test_what_stays_defined_on_complex_tensors():
+    z, w = _pair(ember, "complex64")
+    assert (z == w).dtype == ember.bool and (z != w).tolist() == [True, True, True]
+    assert ember.equal(z, z.clone()) and bool(ember.isclose(z, z).all())
+    assert z.abs().max().item() == pytest.approx(abs(3 - 1j))
+    assert (z.real < 2).tolist() == [True, False, True]
+
+
+CREATORS = {
+    "randn": lambda L, dt, n: L.randn(n, dtype=dt),
+    "randn_2d": lambda L, dt, n: L.randn(2, n, dtype=dt),
+    "rand": lambda L, dt, n: L.rand(n, dtype=dt),
+    "randn_like": lambda L, dt, n: L.randn_like(L.zeros(n, 3, dtype=dt)),
+    "randn_like_strided": lambda L, dt, n: L.randn_like(L.zeros(n, 3, dtype=dt).t()),
+    "rand_like": lambda L, dt, n: L.rand_like(L.zeros(n, dtype=dt)),
+    "normal_": lambda L, dt, n: L.zeros(n, dtype=dt).normal_(1, 2),
+    "uniform_": lambda L, dt, n: L.zeros(3, n, dtype=dt).t().uniform_(-1, 2),
+    "randn_out": lambda L, dt, n: L.randn(n, out=L.empty(n, dtype=dt)),
+}
+
+
+@pytest.mark.parametrize("n", [3, 17, 40])
+@pytest.mark.parametrize("dt", ["complex64", "complex128"])
+@pytest.mark.parametrize("name", sorted(CREATORS))
+def test_complex_random_numbers_are_pytorchs(name, dt, n):
+    torch.manual_seed(7)
+    ref = CREATORS[name](torch, getattr(torch, dt), n)
+    after_ref = torch.randn(5)
+    ember.manual_seed(7)
+    got = CREATORS[name](ember, getattr(ember, dt), n)
+    after_got = ember.randn(5)
+    assert str(got.dtype) == str(ref.dtype) and tuple(got.shape) == tuple(ref.shape)
+    np.testing.assert_array_equal(got.numpy(), ref.numpy())
+    np.testing.assert_array_equal(after_got.numpy(), after_ref.numpy())
+
+
+def test_complex_normal_has_unit_variance():
+    z = ember.randn(200000, dtype=ember.cfloat)
+    assert z.dtype == ember.complex64
+    assert z.real.var().item() == pytest.approx(0.5, rel=0.02)
+    assert z.imag.var().item() == pytest.approx(0.5, rel=0.02)
+    assert (z.abs() ** 2).mean().item() == pytest.approx(1.0, rel=0.02)
+
+
+@pytest.mark.skipif(os.environ.get("EMBER_PURE_PYTHON") == "1", reason="already the Python core")
+def test_this_file_passes_on_the_pure_python_core():
+    env = dict(os.environ, EMBER_PURE_PYTHON="1")
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
+                           __file__, "-k", "not pure_python"], env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
