@@ -235,7 +235,9 @@ def _compare(name: str, fn: Any, a: Any, b: Any, out: Any) -> Any:
             f"{name}(tensor, number) instead"
         )
     a, b = _promote(a, b)
-    if name[0] != "e" and name[0] != "n" and a._data.dtype.kind == "c":  # lt le gt ge
-        raise _unordered(a, f"\"{name}_cpu\" not implemented for '{{dt}}'")
+    if name[0] == "l" or name[0] == "g":  # lt le gt ge: complex numbers have no order
+        for t in (a, b):
+            if isinstance(t, TensorBase) and t._data.dtype.kind == "c":
+                raise _unordered(t, f"\"{name}_cpu\" not implemented for '{{dt}}'")
     res = _nograd(fn, a, b)
     return res if out is None else _out.write(out, res, name)
