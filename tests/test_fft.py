@@ -276,6 +276,23 @@ def test_stft_round_trip_dtypes_and_return_complex_false():
     np.testing.assert_allclose(old.numpy(), ref.numpy(), rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("win_length", [16, 10])
+def test_stft_and_istft_gradients_reach_the_window(win_length):
+    sig = RNG.standard_normal((2, 60))
+    win = np.hanning(win_length) + 0.1
+    grads = []
+    for lib in (ember, torch):
+        x = lib.tensor(sig, requires_grad=True)
+        w = lib.tensor(win, requires_grad=True)
+        spec = lib.stft(x, 16, hop_length=4, win_length=win_length, window=w,
+                        return_complex=True)
+        back = lib.istft(spec * spec.abs(), 16, hop_length=4, win_length=win_length, window=w)
+        (back.square().sum() + spec.abs().sum()).backward()
+        grads.append((x.grad.numpy(), w.grad.numpy()))
+    np.testing.assert_allclose(grads[0][0], grads[1][0], rtol=1e-8, atol=1e-8)
+    np.testing.assert_allclose(grads[0][1], grads[1][1], rtol=1e-8, atol=1e-8)
+
+
 @pytest.mark.filterwarnings("ignore:A window was not provided")
 def test_stft_refusals_as_pytorch():
     calls = [
