@@ -68,22 +68,22 @@ def ne(input: Any, other: Any, *, out: Any = None) -> Any:
 
 def lt(input: Any, other: Any, *, out: Any = None) -> Any:
     """``input < other``, elementwise (a bool tensor)."""
-    return _compare("lt", operator.lt, input, other, out)
+    return _compare("lt", operator.lt, input, other, out, True)
 
 
 def le(input: Any, other: Any, *, out: Any = None) -> Any:
     """``input <= other``, elementwise (a bool tensor)."""
-    return _compare("le", operator.le, input, other, out)
+    return _compare("le", operator.le, input, other, out, True)
 
 
 def gt(input: Any, other: Any, *, out: Any = None) -> Any:
     """``input > other``, elementwise (a bool tensor)."""
-    return _compare("gt", operator.gt, input, other, out)
+    return _compare("gt", operator.gt, input, other, out, True)
 
 
 def ge(input: Any, other: Any, *, out: Any = None) -> Any:
     """``input >= other``, elementwise (a bool tensor)."""
-    return _compare("ge", operator.ge, input, other, out)
+    return _compare("ge", operator.ge, input, other, out, True)
 
 
 def equal(input: Any, other: Any) -> bool:
@@ -226,8 +226,9 @@ def _split_ties(ctx: Any, grad: Any, wins: Any, a: Any, b: Any) -> tuple[Any, An
 # helpers
 
 
-def _compare(name: str, fn: Any, a: Any, b: Any, out: Any) -> Any:
-    """``fn(a, b)`` on promoted operands, no gradient; the first operand must be a tensor."""
+def _compare(name: str, fn: Any, a: Any, b: Any, out: Any, ordered: bool = False) -> Any:
+    """``fn(a, b)`` on promoted operands, no gradient; the first operand must be a tensor.
+    ``ordered`` (lt le gt ge): complex operands raise, as PyTorch's (they have no order)."""
     if not isinstance(a, TensorBase) and isinstance(a, (int, float, bool)):
         raise TypeError(
             f"{name}() received an invalid combination of arguments: the first "
@@ -235,9 +236,8 @@ def _compare(name: str, fn: Any, a: Any, b: Any, out: Any) -> Any:
             f"{name}(tensor, number) instead"
         )
     a, b = _promote(a, b)
-    if name[0] == "l" or name[0] == "g":  # lt le gt ge: complex numbers have no order
-        for t in (a, b):
-            if isinstance(t, TensorBase) and t._data.dtype.kind == "c":
-                raise _unordered(t, f"\"{name}_cpu\" not implemented for '{{dt}}'")
+    if ordered and (a if isinstance(a, TensorBase) else b)._data.dtype.kind == "c":
+        t = a if isinstance(a, TensorBase) else b
+        raise _unordered(t, f"\"{name}_cpu\" not implemented for '{{dt}}'")
     res = _nograd(fn, a, b)
     return res if out is None else _out.write(out, res, name)
