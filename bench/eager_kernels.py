@@ -39,6 +39,7 @@ def _all_cases(m: Any) -> dict[str, tuple[Any, str]]:
         "softmax(-1)": (lambda t: m.softmax(t, -1), "r"),
         "log_softmax(-1)": (lambda t: m.log_softmax(t, -1), "r"),
         "layer_norm": (lambda t: F.layer_norm(t, (4096,), w, b), "r"),
+        "rms_norm": (lambda t: F.rms_norm(t, (4096,), w, 1e-6), "r"),
     }
 
 

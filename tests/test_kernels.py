@@ -805,3 +805,83 @@ def test_the_optimizers_take_the_kernels(monkeypatch: pytest.MonkeyPatch) -> Non
             p.grad = ember.ones(100)
             opt.step()
     assert calls == ["adam_step", "adam_step", "sgd_momentum_step"]
+
+
+# -- rms_norm ------------------------------------------------------------------------------------
+@needs_kernels
+@pytest.mark.parametrize("shape,k", [((64, 4096), 1), ((8, 3, 5, 7), 2), ((3, 33), 1)])
+@pytest.mark.parametrize("with_w", [True, False])
+def test_rms_norm_against_float64(shape: tuple, k: int, with_w: bool) -> None:
+    rng = np.random.default_rng(40)
+    x = (rng.standard_normal(shape) * 3).astype(np.float32)
+    w = rng.standard_normal(shape[-k:]).astype(np.float32) if with_w else None
+    g = rng.standard_normal(shape).astype(np.float32)
+    axes = tuple(range(x.ndim - k, x.ndim))
+    x64, g64 = x.astype(np.float64), g.astype(np.float64)
+    r64 = 1 / np.sqrt((x64 * x64).mean(axis=axes, keepdims=True) + 1e-6)
+    y, r = L.rms_norm(x, w, k, 1e-6)
+    assert y.dtype == r.dtype == np.float32 and r.shape == x.shape[:x.ndim - k] + (1,) * k
+    assert ulps(r, r64) <= 0.51  # float64 sums, one rounding
+    # y = (x r) w in float32 from the float32 rstd (the formula's order): two or three
+    # roundings of half an ulp, each relative to its own value's binade
+    w64 = 1.0 if w is None else w.astype(np.float64)
+    assert ulps(y, x64 * r64 * w64) <= (2.5 if w is not None else 1.5)
+    gx, gw = L.rms_norm_backward(x, w, r, g, k, (True, True))
+    gh = g64 * w64
+    xh = x64 * r64
+    exact = r64 * (gh - xh * (gh * xh).mean(axis=axes, keepdims=True))
+    scale = np.abs(gh).max()
+    assert np.max(np.abs(gx - exact)) <= 4e-7 * scale
+    if with_w:
+        lead = tuple(range(x.ndim - k))
+        np.testing.assert_allclose(gw, (g64 * xh).sum(axis=lead), rtol=1e-5,
+                                   atol=1e-6 * np.abs(g64 * xh).sum(axis=lead).max())
+    else:
+        assert gw is None
+
+
+@needs_kernels
+@needs_torch
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_rms_norm_matches_torch_and_the_numpy_formula(dtype) -> None:
+    rng = np.random.default_rng(41)
+    x = (rng.standard_normal((96, 1000)) * 2).astype(dtype)
+    w = rng.standard_normal(1000).astype(dtype)
+    g = rng.standard_normal(x.shape).astype(dtype)
+
+    def run(m):
+        t, wt = m.tensor(x, requires_grad=True), m.tensor(w, requires_grad=True)
+        y = m.nn.functional.rms_norm(t, (1000,), wt, 1e-5)
+        y.backward(m.tensor(g))
+        return y.detach().numpy(), t.grad.numpy(), wt.grad.numpy()
+
+    tol = dict(rtol=2e-5, atol=2e-5) if dtype == np.float32 else dict(rtol=1e-12, atol=1e-12)
+    ours, formula = _both(lambda: run(ember))
+    for a, b, c in zip(ours, formula, run(torch)):
+        assert a.dtype == dtype and a.shape == b.shape
+        np.testing.assert_allclose(a, c, **tol)
+        np.testing.assert_allclose(a, b, **tol)
+
+
+@needs_kernels
+def test_rms_norm_double_backward_and_thread_count() -> None:
+    rng = np.random.default_rng(42)
+    x = rng.standard_normal((6, 9)).astype(np.float64)
+    w = rng.standard_normal(9)
+    t, wt = ember.tensor(x, requires_grad=True), ember.tensor(w, requires_grad=True)
+    assert ember.autograd.gradcheck(lambda a, b: F.rms_norm(a, (9,), b), (t, wt))
+    assert ember.autograd.gradgradcheck(lambda a, b: F.rms_norm(a, (9,), b), (t, wt))
+    big = rng.standard_normal((300, 1001)).astype(np.float32)
+    gw = rng.standard_normal(1001).astype(np.float32)
+    saved = L.active.get_num_threads()
+    try:
+        outs = []
+        for n in (1, 2, 3):
+            L.set_num_threads(n)
+            y, r = L.rms_norm(big, gw, 1, 1e-6)
+            outs.append((y, r, *L.rms_norm_backward(big, gw, r, big[::-1].copy(), 1, (1, 1))))
+    finally:
+        L.set_num_threads(saved)
+    for o in outs[1:]:
+        for a, b in zip(o, outs[0]):
+            np.testing.assert_array_equal(a, b)

@@ -715,6 +715,69 @@ CLONES static void layer_norm_colsums_##T(const T *RESTRICT x, const T *RESTRICT
 LAYER_NORM(float)
 LAYER_NORM(double)
 
+/* rms_norm over rows: rstd = 1/sqrt(mean(x^2) + eps) in float64, rounded to T; y = (x rstd) [* w];
+ * backward: gx = rstd (gh - x_hat mean(gh x_hat)), gh = g [w], x_hat = x rstd (in T, the
+ * formula's order); gw = the column sums of g x_hat in float64, rows in order */
+#define RMS_NORM(T)                                                                                \
+CLONES static void rms_norm_##T(const T *RESTRICT x, const T *RESTRICT w, T *RESTRICT y,           \
+                                T *RESTRICT rstd, Py_ssize_t r0, Py_ssize_t r1, Py_ssize_t n,      \
+                                double eps)                                                        \
+{                                                                                                  \
+    for (Py_ssize_t r = r0; r < r1; r++) {                                                         \
+        const T *RESTRICT xr = x + r * n;                                                          \
+        T *RESTRICT yr = y + r * n;                                                                \
+        double s;                                                                                  \
+        LANE_SUM(s, n, i, (double)xr[i] * (double)xr[i]);                                          \
+        T rs = (T)(1.0 / sqrt(s / (double)n + eps));                                               \
+        rstd[r] = rs;                                                                              \
+        if (w)                                                                                     \
+            for (Py_ssize_t i = 0; i < n; i++)                                                     \
+                yr[i] = (xr[i] * rs) * w[i];                                                       \
+        else                                                                                       \
+            for (Py_ssize_t i = 0; i < n; i++)                                                     \
+                yr[i] = xr[i] * rs;                                                                \
+    }                                                                                              \
+}                                                                                                  \
+CLONES static void rms_norm_backward_##T(const T *RESTRICT x, const T *RESTRICT w,                 \
+                                         const T *RESTRICT rstd, const T *RESTRICT g,              \
+                                         T *RESTRICT gx, Py_ssize_t r0, Py_ssize_t r1,             \
+                                         Py_ssize_t n)                                             \
+{                                                                                                  \
+    for (Py_ssize_t r = r0; r < r1; r++) {                                                         \
+        const T *RESTRICT xr = x + r * n, *RESTRICT gr = g + r * n;                                \
+        T rs = rstd[r];                                                                            \
+        T *RESTRICT o = gx + r * n;                                                                \
+        double s;                                                                                  \
+        if (w) {                                                                                   \
+            LANE_SUM(s, n, i, (double)(gr[i] * w[i]) * (double)(xr[i] * rs));                     \
+            T m = (T)(s / (double)n);                                                              \
+            for (Py_ssize_t i = 0; i < n; i++)                                                     \
+                o[i] = rs * (gr[i] * w[i] - (xr[i] * rs) * m);                                     \
+        }                                                                                          \
+        else {                                                                                     \
+            LANE_SUM(s, n, i, (double)gr[i] * (double)(xr[i] * rs));                               \
+            T m = (T)(s / (double)n);                                                              \
+            for (Py_ssize_t i = 0; i < n; i++)                                                     \
+                o[i] = rs * (gr[i] - (xr[i] * rs) * m);                                            \
+        }                                                                                          \
+    }                                                                                              \
+}                                                                                                  \
+CLONES static void rms_norm_colsums_##T(const T *RESTRICT x, const T *RESTRICT rstd,               \
+                                        const T *RESTRICT g, double *RESTRICT gw,                  \
+                                        Py_ssize_t rows, Py_ssize_t n, Py_ssize_t c0,              \
+                                        Py_ssize_t c1)                                             \
+{                                                                                                  \
+    for (Py_ssize_t r = 0; r < rows; r++) {                                                        \
+        const T *RESTRICT xr = x + r * n, *RESTRICT gr = g + r * n;                                \
+        T rs = rstd[r];                                                                            \
+        for (Py_ssize_t i = c0; i < c1; i++)                                                       \
+            gw[i] += (double)gr[i] * (double)(xr[i] * rs);                                         \
+    }                                                                                              \
+}
+RMS_NORM(float)
+RMS_NORM(double)
+
+
 /* ---------------------------------------------------------------------------------------------
  * Optimizer steps: the operations of ember/optim's NumPy paths in their order, each rounded to
  * T as NumPy rounds them (its Python-float scalars become T first), so the results are bit for
@@ -1373,6 +1436,108 @@ static PyObject *py_layer_norm_backward(PyObject *m, PyObject *const *args, Py_s
     Py_RETURN_NONE;
 }
 
+static void call_rms_norm(void *cv, Py_ssize_t r0, Py_ssize_t r1)
+{
+    ln_ctx *c = (ln_ctx *)cv;
+    if (c->kind == 'f')
+        rms_norm_float(c->x, c->w, c->y, c->rstd, r0, r1, c->n, c->eps);
+    else
+        rms_norm_double(c->x, c->w, c->y, c->rstd, r0, r1, c->n, c->eps);
+}
+
+static void call_rms_norm_backward(void *cv, Py_ssize_t r0, Py_ssize_t r1)
+{
+    ln_ctx *c = (ln_ctx *)cv;
+    if (c->kind == 'f')
+        rms_norm_backward_float(c->x, c->w, c->rstd_in, c->g, c->y, r0, r1, c->n);
+    else
+        rms_norm_backward_double(c->x, c->w, c->rstd_in, c->g, c->y, r0, r1, c->n);
+}
+
+static void call_rms_norm_colsums(void *cv, Py_ssize_t c0, Py_ssize_t c1)
+{
+    ln_ctx *c = (ln_ctx *)cv;
+    if (c->kind == 'f')
+        rms_norm_colsums_float(c->x, c->rstd_in, c->g, c->gw, c->rows, c->n, c0, c1);
+    else
+        rms_norm_colsums_double(c->x, c->rstd_in, c->g, c->gw, c->rows, c->n, c0, c1);
+}
+
+/* rms_norm(x, w | None, out, rstd, n, eps) */
+static PyObject *py_rms_norm(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 6)
+        return PyErr_Format(PyExc_TypeError, "ember._kernels.rms_norm: expected 6 arguments");
+    double eps = PyFloat_AsDouble(args[5]);
+    if (eps == -1.0 && PyErr_Occurred())
+        return NULL;
+    Py_ssize_t n;
+    if (row_length(args, 5, 4, &n) < 0)
+        return NULL;
+    Bufs b;
+    if (take(&b, args, 4, "iIoo") < 0)
+        return NULL;
+    Py_ssize_t total = b.len[0], rows = total / n;
+    if (total % n || same_lengths(&b, n, 1, 2) < 0 || same_lengths(&b, total, 2, 3) < 0
+        || same_lengths(&b, rows, 3, 4) < 0) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "ember._kernels.rms_norm: bad arguments");
+        release(&b);
+        return NULL;
+    }
+    ln_ctx c = {b.kind, b.p[0], b.p[1], NULL, NULL, NULL, NULL, b.p[2], NULL, b.p[3],
+                NULL, NULL, rows, n, eps};
+    Py_BEGIN_ALLOW_THREADS
+    parallel(call_rms_norm, &c, rows, 1, MIN_PART / n > 1 ? MIN_PART / n : 1);
+    Py_END_ALLOW_THREADS
+    release(&b);
+    Py_RETURN_NONE;
+}
+
+/* rms_norm_backward(x, w | None, rstd, g, gx | None, gw | None, n) */
+static PyObject *py_rms_norm_backward(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_ssize_t n;
+    if (row_length(args, nargs, 6, &n) < 0)
+        return NULL;
+    Bufs b;
+    if (take(&b, args, nargs, "iIiiOO") < 0)
+        return NULL;
+    Py_ssize_t total = b.len[0], rows = total / n;
+    if (total % n || same_lengths(&b, n, 1, 2) < 0 || same_lengths(&b, rows, 2, 3) < 0
+        || same_lengths(&b, total, 3, 5) < 0 || same_lengths(&b, n, 5, 6) < 0) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "ember._kernels.rms_norm_backward: bad arguments");
+        release(&b);
+        return NULL;
+    }
+    double *acc = NULL;
+    if (b.p[5]) {
+        acc = (double *)PyMem_RawCalloc((size_t)n, sizeof(double));
+        if (!acc) {
+            release(&b);
+            return PyErr_NoMemory();
+        }
+    }
+    ln_ctx c = {b.kind, b.p[0], b.p[1], NULL, NULL, b.p[2], b.p[3], b.p[4], NULL, NULL,
+                acc, NULL, rows, n, 0.0};
+    Py_BEGIN_ALLOW_THREADS
+    if (acc)  /* by columns: each column's sum runs over the rows in order */
+        parallel(call_rms_norm_colsums, &c, n, 64, rows > 0 ? MIN_PART / rows + 1 : n);
+    if (b.p[4])
+        parallel(call_rms_norm_backward, &c, rows, 1, MIN_PART / n > 1 ? MIN_PART / n : 1);
+    for (Py_ssize_t i = 0; acc && i < n; i++) {
+        if (b.kind == 'f')
+            ((float *)b.p[5])[i] = (float)acc[i];
+        else
+            ((double *)b.p[5])[i] = acc[i];
+    }
+    Py_END_ALLOW_THREADS
+    PyMem_RawFree(acc);
+    release(&b);
+    Py_RETURN_NONE;
+}
+
 static void call_adam(void *cv, Py_ssize_t i0, Py_ssize_t i1)
 {
     opt_ctx *c = (opt_ctx *)cv;
@@ -1516,6 +1681,8 @@ static PyMethodDef kernels_methods[] = {
     FAST(layer_norm, "layer_norm(x, w, b, out, mean, rstd, n, eps): over rows of n elements."),
     FAST(layer_norm_backward,
          "layer_norm_backward(x, w, mean, rstd, grad, gx, gw, gb, n): gx, gw, gb (None: skip)."),
+    FAST(rms_norm, "rms_norm(x, w, out, rstd, n, eps): over rows of n elements."),
+    FAST(rms_norm_backward, "rms_norm_backward(x, w, rstd, grad, gx, gw, n): gx, gw (None: skip)."),
     FAST(adam, "adam(d, g, m, v, vmax, decay, b1, c1, c2, b2, bc2, eps, step): one Adam step."),
     FAST(sgd_momentum, "sgd_momentum(d, g, buf, momentum, 1 - dampening, lr, nesterov)."),
     {"isa", (PyCFunction)py_isa, METH_NOARGS, "isa(): the instruction set the kernels run on."},

@@ -258,6 +258,40 @@ def layer_norm_backward(x: Any, w: Any, mean: Any, rstd: Any, grad: Any, k: int,
     return gx, gw, gb
 
 
+def rms_norm(x: Any, w: Any, k: int, eps: float) -> tuple[np.ndarray, np.ndarray] | None:
+    """(y, rstd) of rms_norm over the last ``k`` dims (rstd with those dims kept as 1),
+    y = x * rstd * w; w of the normalized shape, or None."""
+    mod = active
+    if mod is None or not _ok(x, True) or k < 1 or k > x.ndim:
+        return None
+    if w is not None and not (_ok(w, True) and w.dtype == x.dtype
+                              and w.shape == x.shape[x.ndim - k:]):
+        return None
+    n = math.prod(x.shape[x.ndim - k:])
+    out = np.empty_like(x)
+    rstd = np.empty(x.shape[:x.ndim - k] + (1,) * k, x.dtype)
+    mod.rms_norm(x, w, out, rstd, n, float(eps))
+    return out, rstd
+
+
+def rms_norm_backward(x: Any, w: Any, rstd: Any, grad: Any, k: int,
+                      need: tuple) -> tuple[Any, Any] | None:
+    """(grad_x, grad_w) of rms_norm over the last ``k`` dims (grad_w of w's shape, summed in
+    float64), each None where ``need`` says so; None where the kernel does not apply."""
+    mod = active
+    if mod is None or not _ok2(x, grad, True) or k < 1 or k > x.ndim:
+        return None
+    if w is not None and not (_ok(w, True) and w.dtype == x.dtype):
+        return None
+    if not (_ok(rstd, True) and rstd.dtype == x.dtype):
+        return None
+    kshape = x.shape[x.ndim - k:]
+    gx = np.empty_like(x) if need[0] else None
+    gw = np.empty(kshape, x.dtype) if need[1] and w is not None else None
+    mod.rms_norm_backward(x, w, rstd, grad, gx, gw, math.prod(kshape))
+    return gx, gw
+
+
 # -- optimizer steps -------------------------------------------------------------------------
 def _same(d: Any, *arrays: Any) -> bool:
     """Host arrays of d's float dtype and size, C-contiguous (d writable)."""

@@ -354,8 +354,11 @@ class RMSNorm(Op):
     @staticmethod
     def forward(ctx: Any, x: Any, w: Any, k: int, eps: float) -> Any:
         axes = tuple(range(x.ndim - k, x.ndim))
-        xhat, r = _rms_stats(x, axes, eps, ctx.xp)
         ctx.axes, ctx.eps = axes, eps
+        if (res := _kernels.rms_norm(x, w, k, eps)) is not None:  # the eager kernel
+            ctx.save_for_backward(x, w, None, res[1])  # (x_hat recomputed: PyTorch's saves)
+            return res[0]
+        xhat, r = _rms_stats(x, axes, eps, ctx.xp)
         ctx.save_for_backward(x, w, xhat, r)
         return xhat * w if w is not None else xhat
 
@@ -365,6 +368,11 @@ class RMSNorm(Op):
         axes = ctx.axes
         if _graphing(ctx):
             xhat, r = _rms_stats(x, axes, ctx.eps, ctx.xp)
+        elif xhat is None:  # saved by the kernel
+            res = _kernels.rms_norm_backward(x, w, r, grad, len(axes), ctx.needs_input_grad)
+            if res is not None:
+                return res[0], res[1], None, None
+            xhat = x * r
         n = 1
         for a in axes:
             n *= x.shape[a]
