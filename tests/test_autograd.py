@@ -600,3 +600,42 @@ def test_inference_mode_is_not_no_grad():
         with ember.inference_mode(False):
             assert not ember.is_inference_mode_enabled() and ember.is_grad_enabled()
     assert not ember.is_inference_mode_enabled() and ember.is_grad_enabled()
+
+
+def test_function_split_form_forward_without_ctx_and_setup_context():
+    """PyTorch 2's split form (the one torch.func needs): forward(*args) takes no ctx, then
+    setup_context(ctx, inputs, output) saves what backward needs; as PyTorch's, in both cores."""
+    torch = pytest.importorskip("torch")
+
+    def run(m):
+        class Cube(m.autograd.Function):
+            @staticmethod
+            def forward(x, k):
+                return x ** 3 * k, x * 2
+
+            @staticmethod
+            def setup_context(ctx, inputs, output):
+                x, k = inputs
+                ctx.save_for_backward(x)
+                ctx.k = k
+                ctx.mark_non_differentiable(output[1])
+
+            @staticmethod
+            def backward(ctx, g, g2):
+                (x,) = ctx.saved_tensors
+                return g * 3 * x ** 2 * ctx.k, None
+
+        class Child(Cube):  # inherits the split form
+            pass
+
+        x = m.tensor([1.0, 2.0], requires_grad=True)
+        y, z = Child.apply(x, 2.0)
+        y.sum().backward()
+        with m.no_grad():
+            w = Cube.apply(x, 1.0)[0]
+        return x.grad.tolist(), z.requires_grad, w.tolist(), type(y.grad_fn).__name__
+
+    ours, theirs = run(ember), run(torch)
+    assert ours == theirs == ([6.0, 24.0], False, [1.0, 8.0], "ChildBackward")
+    with pytest.raises(NotImplementedError):
+        ember.autograd.Function.setup_context(None, (), None)

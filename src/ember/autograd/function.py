@@ -64,6 +64,10 @@ class FunctionMeta(type):
         )
         base = FunctionCtx if cls._tensor_io else Node  # type: ignore[attr-defined]
         cls._node_cls = type(node_name, (base,), {"__slots__": (), "_fn": cls})
+        # PyTorch 2's split form: forward(*args) without ctx, then setup_context(ctx, inputs,
+        # output) (what torch.func needs); Function's own placeholder is reset below
+        cls._split_ctx = "setup_context" in ns or any(getattr(b, "_split_ctx", False)
+                                                      for b in bases)
 
 
 class Function(metaclass=FunctionMeta):
@@ -96,6 +100,12 @@ class Function(metaclass=FunctionMeta):
 
     @staticmethod
     def backward(ctx: Node, *grads: Any) -> Any:
+        raise NotImplementedError
+
+    @staticmethod
+    def setup_context(ctx: Node, inputs: tuple, output: Any) -> None:
+        """The split form's second half: given forward's inputs and output, save on ``ctx`` what
+        backward needs (forward then takes no ctx, as in PyTorch 2)."""
         raise NotImplementedError
 
     @classmethod
@@ -213,6 +223,9 @@ class Function(metaclass=FunctionMeta):
             tracer.record(cls, ctx, args, raw, outputs)
         return tuple(outputs) if is_tuple else outputs[0]
 
+Function._split_ctx = False  # (its setup_context is the placeholder that raises)
+
+
 class Op(Function):
     """A built-in operation: ``forward``/``backward`` see backend arrays, not tensors."""
 
@@ -280,7 +293,11 @@ def _apply_tensor_io(cls: Any, ctx: Node, args: tuple, raw: list, record: bool) 
     view comes back as a view that in-place ops refuse (the custom backward would be bypassed).
     Non-tensor outputs (and a list, which PyTorch does not unpack) pass through untouched."""
     with grad_mode.no_grad():
-        out = cls.forward(ctx, *args)
+        if cls._split_ctx:  # forward(*args), then setup_context(ctx, inputs, output)
+            out = cls.forward(*args)
+            cls.setup_context(ctx, args, out)
+        else:
+            out = cls.forward(ctx, *args)
     is_tuple = isinstance(out, tuple)  # a namedtuple comes back as a plain tuple (PyTorch)
     outs = tuple(out) if is_tuple else (out,)
     if ctx._saved is not None:
