@@ -885,3 +885,41 @@ def test_rms_norm_double_backward_and_thread_count() -> None:
     for o in outs[1:]:
         for a, b in zip(o, outs[0]):
             np.testing.assert_array_equal(a, b)
+
+
+# -- cross_entropy's backward over (N, C) logits --------------------------------------------------
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_cross_entropy_backward_matches_its_formula_and_torch(reduction: str, dtype) -> None:
+    rng = np.random.default_rng(50)
+    x = (rng.standard_normal((37, 11)) * 3).astype(dtype)
+    t = rng.integers(0, 11, 37)
+    t[::5] = -100  # ignored
+    w = rng.uniform(0.5, 2, 11).astype(dtype)
+    for weight in (None, w):
+        xt = ember.tensor(x, requires_grad=True)
+        wt_ = None if weight is None else ember.tensor(weight)
+        loss = F.cross_entropy(xt, ember.tensor(t), weight=wt_, reduction=reduction)
+        g = np.ones(loss.shape, dtype) if reduction != "none" else rng.standard_normal(37).astype(dtype)
+        loss.backward(ember.tensor(g))
+        # the formula: g * wt * where(onehot, p - 1, p), g divided by the summed weight for mean
+        m = x.max(axis=1, keepdims=True)
+        e = np.exp(x - m)
+        p = e / e.sum(axis=1, keepdims=True)
+        valid = t != -100
+        tc = np.where(valid, t, 0)
+        wt = (weight[tc] if weight is not None else np.ones(37, dtype)) * valid
+        gg = g / wt.sum() if reduction == "mean" else g
+        gg = gg[:, None] if reduction == "none" else gg
+        onehot = np.arange(11)[None, :] == tc[:, None]
+        ref = gg * wt[:, None] * np.where(onehot, p - 1, p)
+        assert xt.grad.numpy().dtype == dtype
+        np.testing.assert_allclose(xt.grad.numpy(), ref, rtol=1e-5 if dtype == np.float32 else 1e-12,
+                                   atol=1e-7 if dtype == np.float32 else 1e-15)
+        if torch is not None:
+            tx = torch.tensor(x, requires_grad=True)
+            tl = torch.nn.functional.cross_entropy(
+                tx, torch.tensor(t), weight=None if weight is None else torch.tensor(weight),
+                reduction=reduction)
+            tl.backward(torch.tensor(g))
+            np.testing.assert_allclose(xt.grad.numpy(), tx.grad.numpy(), rtol=2e-5, atol=2e-6)
