@@ -583,3 +583,23 @@ def test_a_0d_gradient_buffer_in_double_backward():
     v.unsqueeze(0).squeeze(0).pow_(3)
     (g,) = torch.autograd.grad((v * v).sum(), [x], create_graph=True)
     assert g.shape == (3, 4) and g.requires_grad
+
+
+def test_tensor_of_a_list_holding_tensors_promotes_their_dtypes():
+    """torch.tensor infers the dtype of nested lists holding tensors by promoting each
+    element's type, a tensor's own dtype included (kornia builds expected values this way)."""
+    torch = pytest.importorskip("torch")
+    cases = [
+        lambda m: [0.0, m.tensor(2.0, dtype=m.float64)],
+        lambda m: [1, m.tensor(2.0)],
+        lambda m: [1, m.tensor(2, dtype=m.int8)],
+        lambda m: [m.tensor(1, dtype=m.int8), 2.5],
+        lambda m: [True, m.tensor(3, dtype=m.int16)],
+        lambda m: [m.tensor(1.0, dtype=m.float16), 1],
+        lambda m: [[m.tensor(1.0, dtype=m.float64)], [2]],
+        lambda m: [m.tensor(1.0), 1j],
+    ]
+    for make in cases:
+        ours, theirs = ember.tensor(make(ember)), torch.tensor(make(torch))
+        assert str(ours.dtype) == str(theirs.dtype), (make(torch), theirs.dtype, ours.dtype)
+        np.testing.assert_array_equal(ours.numpy(), theirs.numpy())

@@ -7,6 +7,7 @@ Signatures are PyTorch's, keyword for keyword: ``dtype``, ``layout``, ``device``
 
 from __future__ import annotations
 
+import builtins
 import math
 import warnings
 from typing import Any
@@ -403,6 +404,34 @@ def _unnest(data: Any) -> Any:
     return data
 
 
+def _nested_dtype(data: Any) -> Any:
+    """PyTorch's dtype for nested lists that hold tensors: each element's type promoted with the
+    others', a tensor counting with its own dtype (``[0.0, tensor(2., dtype=float64)]`` is
+    float64, ``[1, tensor(2, dtype=int8)]`` int64), Python numbers as they always do."""
+    result = None
+    stack = [data]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, (list, tuple)):
+            stack.extend(x)
+            continue
+        if isinstance(x, TensorBase):
+            t = x.dtype
+        elif isinstance(x, (bool, np.bool_)):
+            t = _dtype.bool_
+        elif isinstance(x, (int, np.integer)):
+            t = _dtype.int64 if isinstance(x, int) else _dtype.from_numpy(np.asarray(x).dtype)
+        elif isinstance(x, builtins.complex):  # (this room defines torch.complex)
+            t = _dtype.get_default_dtype().to_complex()
+        elif isinstance(x, (float, np.floating)):
+            t = _dtype.get_default_dtype() if isinstance(x, float) else \
+                _dtype.from_numpy(np.asarray(x).dtype)
+        else:
+            return None  # anything else: NumPy's reading, as before
+        result = t if result is None else _dtype.promote_types(result, t)
+    return result
+
+
 def _ragged_message(data: Any) -> tuple[type, str] | None:
     """PyTorch's error for nested lists of unequal lengths (``[[1, 2], [3]]``: ValueError) or a
     number where a list is expected (TypeError): the first such entry, and where it is."""
@@ -441,7 +470,9 @@ def _infer(data: Any, dtype: Any = None) -> np.ndarray:
     elif isinstance(data, np.generic):
         arr = np.asarray(data)
     else:
+        inferred = None
         if isinstance(data, (list, tuple)) and any(isinstance(x, TensorBase) for x in _flat_first(data)):
+            inferred = None if dtype is not None else _nested_dtype(data)
             data = _unnest(data)
         try:
             arr = np.array(data)
@@ -452,6 +483,8 @@ def _infer(data: Any, dtype: Any = None) -> np.ndarray:
             raise ValueError(f"could not build a tensor from this data: {e}") from None
         if dtype is not None:
             arr = arr.astype(dtype.np)
+        elif inferred is not None:
+            arr = arr.astype(inferred.np, copy=False)
         elif arr.dtype == np.float64:
             arr = arr.astype(_dtype.get_default_dtype().np)
         elif arr.dtype == np.complex128:  # Python complex numbers: complex64 by default
