@@ -9,8 +9,11 @@ The analytic side is a vector-Jacobian product with a *random* cotangent ``v`` p
 that forgets to multiply by ``grad`` fails, which ``.sum()`` would hide); the numerical side
 perturbs each input element by ``eps`` in place (through the input's own strides, so a
 non-contiguous input works) and measures ``v . (f(x + eps) - f(x - eps)) / (2 eps)``. With
-``fast_mode=True`` the input is perturbed along one random direction ``u`` instead of one element
-at a time (PyTorch's fast mode: ``v^T J u``), two calls of ``fn`` per input.
+``fast_mode=True`` it is PyTorch's fast mode draw for draw: each input is perturbed along one
+random direction ``u`` (two calls of ``fn`` per input) and each (input, output) pair compares
+``v . (J u)`` with ``(v^T J) . u``, with PyTorch's vectors (from a default-seeded generator, as
+ember's streams are PyTorch's) and its scaled tolerance, so a function with a kink within ``eps``
+passes or fails as it does on PyTorch.
 
 A mismatch raises ``GradcheckError`` (a ``RuntimeError``; ``from torch.autograd.gradcheck import
 GradcheckError``), or returns False with ``raise_exception=False``.
@@ -144,27 +147,23 @@ def gradcheck(
             s += float((_host(vals[k]) * vs[j]).sum())
         return s
 
+    if fast_mode:
+        bad = _fast_check(func, inputs, diff, xs, outs, keep, eps, rtol, atol)
+        if bad is not None:
+            return _fail(raise_exception, bad)
     for n, (i, x) in enumerate(zip(diff, xs)):
         if fast_mode:
-            u = rng.standard_normal(tuple(x.shape))
-            numeric = _directional(func, inputs, x, u, eps, total)
-            expected = float((analytic[n] * u).sum())
-            ok = bool(np.isclose(expected, numeric, rtol=rtol, atol=atol))
-            shown_n, shown_a = np.array([numeric]), np.array([expected])
-        else:
-            numeric_arr = _per_element(func, inputs, x, eps, total)
-            ok = bool(np.allclose(analytic[n], numeric_arr, rtol=rtol, atol=atol))
+            break  # (checked above)
+        numeric_arr = _per_element(func, inputs, x, eps, total)
+        if not np.allclose(analytic[n], numeric_arr, rtol=rtol, atol=atol):
             shown_n, shown_a = numeric_arr.reshape(-1), analytic[n].reshape(-1)
-        if not ok:
             worst = int(np.argmax(np.abs(shown_a - shown_n)))
-            what = ("v^T J u along a random direction u (fast_mode)" if fast_mode
-                    else "v^T J, one entry per input element")
             return _fail(raise_exception, (
                 f"Jacobian mismatch for output {keep if len(keep) > 1 else keep[0]} with respect "
-                f"to input {i} (shape {tuple(x.shape)}), compared as {what} with a random "
-                f"cotangent v per output,\nnumerical:{shown_n[:8]}\nanalytical:{shown_a[:8]}\n"
-                f"largest difference at flat index {worst}: numerical {shown_n[worst]!r}, "
-                f"analytical {shown_a[worst]!r}"))
+                f"to input {i} (shape {tuple(x.shape)}), compared as v^T J, one entry per input "
+                f"element with a random cotangent v per output,\nnumerical:{shown_n[:8]}\n"
+                f"analytical:{shown_a[:8]}\nlargest difference at flat index {worst}: numerical "
+                f"{shown_n[worst]!r}, analytical {shown_a[worst]!r}"))
 
     # backward is reentrant: the same cotangents give the same gradients again
     again = vjp(list(range(len(keep))))
@@ -210,21 +209,64 @@ def _per_element(func: Callable, inputs: tuple, x: Tensor, eps: float,
     return numeric
 
 
-def _directional(func: Callable, inputs: tuple, x: Tensor, u: np.ndarray, eps: float,
-                 total: Callable[[tuple], float]) -> float:
-    """``d total(func(inputs)) / d x`` along the direction ``u``, by central differences."""
+def _fast_check(func: Callable, inputs: tuple, diff: list[int], xs: list, outs: tuple,
+                keep: list[int], eps: float, rtol: float, atol: float) -> str | None:
+    """PyTorch's fast mode, draw for draw: one direction ``u`` per input that requires grad, then
+    one cotangent ``v`` per differentiable output, each ``rand(numel)`` from a fresh default-seeded
+    generator (float32 draws in the tensor's dtype, scaled to unit norm); for each (input, output)
+    pair, the numerical ``v . (J u)`` (central differences along ``eps u``) against the analytic
+    ``(v^T J) . u``, within ``atol * sum(u) * sum(v) + rtol * |numerical|``. With the same draws
+    as PyTorch's, a borderline function (a kink within ``eps``) passes or fails as it does there.
+    Returns the failure's message, or None."""
+    from ..ops.random import Generator, rand
+
+    gen = Generator()
+
+    def unit(t: Tensor) -> np.ndarray:
+        vec = _host(rand(t.numel(), generator=gen)).astype(
+            t._data.dtype if t._data.dtype.kind != "c" else np.float64)
+        vec /= np.sqrt((vec * vec).sum())
+        return vec.reshape(tuple(t.shape))
+
+    us = [unit(x) for x in xs]
+    vs = [unit(outs[k]) for k in keep]
+    # analytic: one backward per output, its v alone
+    analytic = []
+    for j, k in enumerate(keep):
+        got = autograd_grad([outs[k]], xs, [Tensor._make(vs[j].astype(outs[k]._data.dtype))],
+                            retain_graph=True, allow_unused=True)
+        analytic.append([0.0 if g is None else float((_host(g) * u).sum())
+                         for g, u in zip(got, us)])
+    for n, (i, x) in enumerate(zip(diff, xs)):
+        jus = _directional_each(func, inputs, x, us[n], eps, keep)
+        for j, k in enumerate(keep):
+            numeric = float((vs[j] * jus[j]).sum())
+            expected = analytic[j][n]
+            tol = atol * float(us[n].sum()) * float(vs[j].sum()) + rtol * abs(numeric)
+            if not abs(expected - numeric) <= tol:
+                return (f"Jacobian mismatch for output {k} with respect to input {i} (shape "
+                        f"{tuple(x.shape)}), compared as v^T J u along a random direction u "
+                        f"(fast_mode, PyTorch's draws),\nnumerical:{numeric!r}\n"
+                        f"analytical:{expected!r}")
+    return None
+
+
+def _directional_each(func: Callable, inputs: tuple, x: Tensor, u: np.ndarray, eps: float,
+                      keep: list[int]) -> list[np.ndarray]:
+    """``J u`` for each output in ``keep``: (f(x + eps u) - f(x - eps u)) / (2 eps), the minus
+    side evaluated first, as PyTorch's."""
     arr = x._data
     orig = arr.copy()
     xp = _backend.xp_of(arr)
     step = xp.asarray(u * eps, dtype=arr.dtype)
     try:
-        arr[...] = orig + step
-        plus = total(_as_tuple(func(*inputs)))
         arr[...] = orig - step
-        minus = total(_as_tuple(func(*inputs)))
+        minus = [_host(o).astype(np.float64) for o in _as_tuple(func(*inputs))]
+        arr[...] = orig + step
+        plus = [_host(o).astype(np.float64) for o in _as_tuple(func(*inputs))]
     finally:
         arr[...] = orig
-    return (plus - minus) / (2 * eps)
+    return [(plus[k] - minus[k]) / (2 * eps) for k in keep]
 
 
 def _check_no_differentiable_outputs(func: Callable, inputs: tuple, diff: list[int], outs: tuple,
