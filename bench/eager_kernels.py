@@ -1,11 +1,13 @@
 """Per-op times of the eager kernels (ember._kernels) against the NumPy formulas they replace
-and against PyTorch: ``python -m bench.eager_kernels [--repeat N]``.
+and against PyTorch: ``python -m bench.eager_kernels [--repeat N] [--threads N] [--only a,b]``.
 
-One thread (``set_num_threads(1)`` for both: PyTorch's pool and NumPy's BLAS), 4M-element vectors
-and 1024 x 4096 rows of normal inputs, forward under ``no_grad`` and forward+backward, best of
-``--repeat`` runs in ms. The kernels are switched off and on in this process
-(``_kernels_loader.disabled()``), so both columns see the same machine state. ``--cpu`` times
-this thread's CPU time instead of the wall clock (steadier on a shared, busy machine).
+``--threads`` threads (default 1; ``set_num_threads`` for both: PyTorch's pool, NumPy's BLAS and
+the kernels' pool), 4M-element vectors and 1024 x 4096 rows of normal inputs (cross_entropy:
+1024 x 4096 logits, random class indices; the optimizers: one step over 8M float32 parameters,
+two in the f+b column), forward under ``no_grad`` and forward+backward, best of ``--repeat``
+runs in ms. The kernels are switched off and on in this process (``_kernels_loader.disabled()``),
+so both columns see the same machine state. ``--cpu`` times this thread's CPU time instead of the
+wall clock (steadier on a shared, busy machine), ``--process`` the process's (every thread's).
 """
 
 from __future__ import annotations
@@ -20,6 +22,31 @@ import ember
 from ember import _kernels_loader as L
 
 ONLY: list[str] = []
+TARGET = np.random.default_rng(1).integers(0, 4096, 1024)
+
+
+def _opt_step(m: Any, name: str, **kw: Any) -> Any:
+    """An optimizer step over the parameter the first call gets (8M float32); "forward" is
+    the step, "forward+backward" two steps."""
+    state: dict[str, Any] = {}
+
+    def step(t: Any) -> Any:
+        if "opt" not in state:
+            p = m.nn.Parameter(t.detach().clone())
+            p.grad = m.ones_like(p) * 1e-3
+            state["opt"] = getattr(m.optim, name)([p], **kw)
+            state["opt"].step()
+        state["opt"].step()
+        return _Done(state["opt"])
+    return step
+
+
+class _Done:
+    def __init__(self, opt: Any) -> None:
+        self.opt = opt
+
+    def backward(self, g: Any) -> None:
+        self.opt.step()
 
 
 def _cases(m: Any) -> dict[str, tuple[Any, str]]:
@@ -40,6 +67,9 @@ def _all_cases(m: Any) -> dict[str, tuple[Any, str]]:
         "log_softmax(-1)": (lambda t: m.log_softmax(t, -1), "r"),
         "layer_norm": (lambda t: F.layer_norm(t, (4096,), w, b), "r"),
         "rms_norm": (lambda t: F.rms_norm(t, (4096,), w, 1e-6), "r"),
+        "cross_entropy": (lambda t: F.cross_entropy(t, m.tensor(TARGET)), "r"),
+        "AdamW.step": (_opt_step(m, "AdamW", lr=1e-3, weight_decay=0.01), "p"),
+        "SGD momentum.step": (_opt_step(m, "SGD", lr=0.1, momentum=0.9), "p"),
     }
 
 
@@ -60,15 +90,16 @@ def measure(m: Any, arrays: dict[str, np.ndarray], repeat: int) -> dict[str, tup
     out = {}
     for name, (fn, kind) in _cases(m).items():
         x = m.tensor(arrays[kind])
-        xg = m.tensor(arrays[kind], requires_grad=True)
+        xg = m.tensor(arrays[kind], requires_grad=kind != "p")
         g = m.ones_like(x)
 
         def fwd(fn=fn, x=x) -> None:
             with m.no_grad():
                 fn(x)
 
-        def fb(fn=fn, xg=xg, g=g) -> None:
-            fn(xg).backward(g)
+        def fb(fn=fn, xg=xg, g=g, kind=kind) -> None:
+            y = fn(xg)
+            y.backward(g if kind != "r" or y.ndim else None)
             xg.grad = None
 
         out[name] = (_time(fwd, repeat), _time(fb, repeat))
@@ -79,16 +110,22 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--cpu", action="store_true", help="time this thread's CPU time")
+    ap.add_argument("--process", action="store_true",
+                    help="time the process's CPU time (every thread's: the kernels' pool too)")
+    ap.add_argument("--threads", type=int, default=1, help="threads (ember's and PyTorch's)")
     ap.add_argument("--only", default="", help="comma-separated op names (default: all)")
     args = ap.parse_args()
     global CLOCK
     ONLY[:] = [n.strip() for n in args.only.split(",") if n.strip()]
     if args.cpu:
         CLOCK = time.thread_time
-    ember.set_num_threads(1)
+    if args.process:
+        CLOCK = time.process_time
+    ember.set_num_threads(args.threads)
     rng = np.random.default_rng(0)
     arrays = {"v": rng.standard_normal(4 << 20).astype(np.float32),
-              "r": rng.standard_normal((1024, 4096)).astype(np.float32)}
+              "r": rng.standard_normal((1024, 4096)).astype(np.float32),
+              "p": rng.standard_normal(8 << 20).astype(np.float32)}
     print(L.describe())
     with L.disabled():
         before = measure(ember, arrays, args.repeat)
@@ -96,7 +133,7 @@ def main() -> None:
     try:
         import torch
 
-        torch.set_num_threads(1)
+        torch.set_num_threads(args.threads)
         ref = measure(torch, arrays, args.repeat)
     except ImportError:
         ref = {}
