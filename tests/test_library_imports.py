@@ -465,9 +465,7 @@ def test_foreach_names_match_pytorchs():
 # -- the libraries themselves, when installed here -----------------------------------------------
 
 LIBRARIES = ["einops", "timm", "kornia", "torch_geometric", "pytorch_optimizer", "torchdiffeq",
-             pytest.param("pyro", marks=pytest.mark.xfail(
-                 strict=True, reason="pyro imports torch.fft (rfft/irfft) at import: ember has "
-                                     "no complex tensors yet"))]
+             "pyro"]  # (pyro imports torch.fft at import: complex tensors since issue 32)
 
 
 @pytest.mark.parametrize("lib", LIBRARIES)
