@@ -923,3 +923,38 @@ def test_cross_entropy_backward_matches_its_formula_and_torch(reduction: str, dt
                 reduction=reduction)
             tl.backward(torch.tensor(g))
             np.testing.assert_allclose(xt.grad.numpy(), tx.grad.numpy(), rtol=2e-5, atol=2e-6)
+
+
+@needs_kernels
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_cross_entropy_forward_kernel_matches_the_formula_and_torch(dtype) -> None:
+    rng = np.random.default_rng(51)
+    x = (rng.standard_normal((40, 300)) * 4).astype(dtype)
+    x[1, 7] = np.inf
+    x[2, :] = -np.inf
+    x[3, 9] = np.nan
+    x[4, :] = 1e30
+    t = rng.integers(0, 300, 40)
+    probs = rng.dirichlet(np.ones(300), 40).astype(dtype)
+    p, lse = L.softmax_lse(x[5:], True)
+    x64 = x[5:].astype(np.float64)
+    m = x64.max(axis=1, keepdims=True)
+    exact = np.log(np.exp(x64 - m).sum(axis=1, keepdims=True)) + m
+    if dtype == np.float32:
+        assert ulps(lse, exact) <= 0.51 and lse.shape == (35, 1)
+    assert L.softmax_lse(x, False)[0] is None
+    for target in (t, probs):
+        for reduction in ("none", "mean"):
+            def run(m, target=target, reduction=reduction):
+                xt = m.tensor(x, requires_grad=True)
+                loss = m.nn.functional.cross_entropy(xt, m.tensor(target), reduction=reduction)
+                loss.backward(m.ones_like(loss))
+                return loss.detach().numpy(), xt.grad.numpy()
+            on, off = _both(lambda run=run: run(ember))
+            for a, b in zip(on, off):
+                assert a.dtype == dtype
+                with np.errstate(invalid="ignore"):
+                    np.testing.assert_allclose(a, b, rtol=2e-6, atol=1e-7, equal_nan=True)
+            if torch is not None and reduction == "none":  # (rows 0-4: the formula's edges,
+                for a, b in zip(on, run(torch)):  # which the kernel keeps, differ from PyTorch's)
+                    np.testing.assert_allclose(a[5:], b[5:], rtol=2e-5, atol=1e-6)

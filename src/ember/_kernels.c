@@ -630,6 +630,35 @@ CLONES static void log_softmax_backward_##T(const T *RESTRICT y, const T *RESTRI
 SOFTMAX(float, k_expf)
 SOFTMAX(double, k_exp)
 
+/* softmax and logsumexp together (cross_entropy's forward): m = the row max, 0 where it is not
+ * finite (the formula's rule), s = sum exp(x - m) in float64, lse = log(s) + m rounded once,
+ * p = exp(x - m) / s (skipped where p is NULL) */
+#define SOFTMAX_LSE(T, EXP)                                                                        \
+CLONES static void softmax_lse_##T(const T *RESTRICT x, T *RESTRICT p, T *RESTRICT lse,            \
+                                   Py_ssize_t r0, Py_ssize_t r1, Py_ssize_t n)                     \
+{                                                                                                  \
+    for (Py_ssize_t r = r0; r < r1; r++) {                                                         \
+        const T *RESTRICT xr = x + r * n;                                                          \
+        T m = row_max_##T(xr, n);                                                                  \
+        m = m - m == 0 ? m : 0;                                                                    \
+        double s;                                                                                  \
+        if (p) {                                                                                   \
+            T *RESTRICT pr = p + r * n;                                                            \
+            for (Py_ssize_t i = 0; i < n; i++)                                                     \
+                pr[i] = EXP(xr[i] - m);                                                            \
+            LANE_SUM(s, n, i, pr[i]);                                                              \
+            T st = (T)s;                                                                           \
+            for (Py_ssize_t i = 0; i < n; i++)                                                     \
+                pr[i] = pr[i] / st;                                                                \
+        }                                                                                          \
+        else                                                                                       \
+            LANE_SUM(s, n, i, EXP(xr[i] - m));                                                     \
+        lse[r] = (T)(log(s) + (double)m);                                                          \
+    }                                                                                              \
+}
+SOFTMAX_LSE(float, k_expf)
+SOFTMAX_LSE(double, k_exp)
+
 /* layer_norm over rows: mean and rstd = 1/sqrt(var + eps) in float64, rounded to T;
  * y = (x - mean) * rstd [* w] [+ b] in T, the NumPy formula's operations and order. */
 #define LAYER_NORM(T)                                                                              \
@@ -1436,6 +1465,40 @@ static PyObject *py_layer_norm_backward(PyObject *m, PyObject *const *args, Py_s
     Py_RETURN_NONE;
 }
 
+static void call_softmax_lse(void *cv, Py_ssize_t r0, Py_ssize_t r1)
+{
+    ln_ctx *c = (ln_ctx *)cv;
+    if (c->kind == 'f')
+        softmax_lse_float(c->x, c->y, c->rstd, r0, r1, c->n);
+    else
+        softmax_lse_double(c->x, c->y, c->rstd, r0, r1, c->n);
+}
+
+/* softmax_lse(x, p | None, lse, n) */
+static PyObject *py_softmax_lse(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_ssize_t n;
+    if (row_length(args, nargs, 3, &n) < 0)
+        return NULL;
+    Bufs b;
+    if (take(&b, args, 3, "iOo") < 0)
+        return NULL;
+    Py_ssize_t total = b.len[0], rows = total / n;
+    if (total % n || same_lengths(&b, total, 1, 2) < 0 || same_lengths(&b, rows, 2, 3) < 0) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "ember._kernels.softmax_lse: bad arguments");
+        release(&b);
+        return NULL;
+    }
+    ln_ctx c = {b.kind, b.p[0], NULL, NULL, NULL, NULL, NULL, b.p[1], NULL, b.p[2],
+                NULL, NULL, rows, n, 0.0};
+    Py_BEGIN_ALLOW_THREADS
+    parallel(call_softmax_lse, &c, rows, 1, MIN_PART / n > 1 ? MIN_PART / n : 1);
+    Py_END_ALLOW_THREADS
+    release(&b);
+    Py_RETURN_NONE;
+}
+
 static void call_rms_norm(void *cv, Py_ssize_t r0, Py_ssize_t r1)
 {
     ln_ctx *c = (ln_ctx *)cv;
@@ -1681,6 +1744,7 @@ static PyMethodDef kernels_methods[] = {
     FAST(layer_norm, "layer_norm(x, w, b, out, mean, rstd, n, eps): over rows of n elements."),
     FAST(layer_norm_backward,
          "layer_norm_backward(x, w, mean, rstd, grad, gx, gw, gb, n): gx, gw, gb (None: skip)."),
+    FAST(softmax_lse, "softmax_lse(x, p, lse, n): softmax (p None: skipped) and logsumexp."),
     FAST(rms_norm, "rms_norm(x, w, out, rstd, n, eps): over rows of n elements."),
     FAST(rms_norm_backward, "rms_norm_backward(x, w, rstd, grad, gx, gw, n): gx, gw (None: skip)."),
     FAST(adam, "adam(d, g, m, v, vmax, decay, b1, c1, c2, b2, bc2, eps, step): one Adam step."),

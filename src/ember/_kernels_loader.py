@@ -218,6 +218,18 @@ def softmax_backward(y: Any, grad: Any, log: bool = False) -> np.ndarray | None:
     return out
 
 
+def softmax_lse(x: Any, need_p: bool) -> tuple[Any, np.ndarray] | None:
+    """(softmax(x) or None, logsumexp(x)) over the last dim (lse with it kept as 1): the row max
+    taken as 0 where it is not finite, as cross_entropy's formula; lse rounded once."""
+    mod = active
+    if mod is None or not _ok(x, True) or x.ndim == 0:
+        return None
+    p = np.empty_like(x) if need_p else None
+    lse = np.empty(x.shape[:-1] + (1,), x.dtype)
+    mod.softmax_lse(x, p, lse, x.shape[-1])
+    return p, lse
+
+
 def layer_norm(x: Any, w: Any, b: Any, k: int,
                eps: float) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """(y, mean, rstd) of layer_norm over the last ``k`` dims (mean and rstd with those dims

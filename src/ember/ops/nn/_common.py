@@ -9,6 +9,7 @@ import math
 import warnings
 from typing import Any
 
+from ... import _kernels_loader as _kernels
 from ..._tensor_base import TensorBase
 from ...autograd import grad_mode
 from ...autograd.function import Op
@@ -179,6 +180,8 @@ class _LogSoftmaxFromLse(Op):
 
 def _softmax_stats(xp: Any, x: Any, axis: int, need_p: bool) -> tuple[Any, Any]:
     """(softmax(x) or None, logsumexp(x)) along ``axis`` with keepdims, stable for finite x."""
+    if axis in (-1, x.ndim - 1) and (res := _kernels.softmax_lse(x, need_p)) is not None:
+        return res  # the eager kernel (one pass a row)
     m = x.max(axis=axis, keepdims=True)
     with _quiet(xp):
         m = xp.where(xp.isfinite(m), m, 0)
