@@ -932,7 +932,7 @@ def test_multi_output_view_of_a_no_grad_view_names_the_multi_output_rule():
         except RuntimeError:
             pass
         try:
-            v5.grad_fn
+            _ = v5.grad_fn
         except RuntimeError as e:
             return "Unbind" in str(e), "no_grad mode" in str(e)
         return None

@@ -663,7 +663,15 @@ def test_view_dtype():
     assert v.dtype == ember.int32 and np.shares_memory(v.numpy(), x.numpy())
     np.testing.assert_array_equal(v.numpy(), np.array([1.0, -2.0], np.float32).view(np.int32))
     assert x.view(ember.float32).shape == (2,)
-    with pytest.raises(RuntimeError, match="same size"):
-        x.view(ember.float64)
+    # between sizes, as PyTorch: the last dim scales by the ratio, and must divide by it
+    assert x.view(ember.float64).shape == (1,) and x.view(ember.uint8).shape == (8,)
+    np.testing.assert_array_equal(x.view(ember.uint8).numpy(),
+                                  np.array([1.0, -2.0], np.float32).view(np.uint8))
+    with pytest.raises(RuntimeError, match="must be divisible by 2 to view Float as Double"):
+        ember.tensor([1.0, 2.0, 3.0]).view(ember.float64)
+    with pytest.raises(RuntimeError, match="stride.-1. must be 1"):
+        ember.zeros(3, 2).t().view(ember.uint8)
+    with pytest.raises(RuntimeError, match="cannot be 0"):
+        ember.tensor(1.0).view(ember.uint8)
     with pytest.raises(RuntimeError, match="detach"):
         ember.tensor([1.0], requires_grad=True).view(ember.int32)

@@ -224,6 +224,14 @@ class Zero(Fill):
 # helpers
 
 
+# what inspect.signature shows: PyTorch's overloads merged
+result_type.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+    [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None)
+     for n in ("tensor", "other")]
+    + [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=None)
+       for n in ("scalar", "scalar1", "scalar2")])
+
+
 def as_tensor_arg(x: Any) -> Any:
     """Numbers stay numbers; NumPy arrays and lists become tensors."""
     if isinstance(x, TensorBase):
@@ -233,6 +241,40 @@ def as_tensor_arg(x: Any) -> Any:
     if isinstance(x, (int, float, bool)):
         return x
     return tensor(x)
+
+
+def view_dtype(x: Any, dt: Any) -> Any:
+    """``x.view(dtype)``: the same bytes read as another dtype (a view sharing x's version
+    counter). Between sizes, as PyTorch: the last dim is dense and scales by the size ratio
+    (float32 (2, 3) -> uint8 (2, 12)); growing needs it divisible by the ratio; a 0-d tensor
+    cannot change size. Not differentiable across dtypes."""
+    d = _dtype.to_dtype(dt)
+    a = x._data
+    if a.dtype == d.np:
+        from .shape import Reshape
+
+        return Reshape.apply(x, a.shape)
+    if d.np.itemsize != a.itemsize:
+        names = (f"to view {_dtype.legacy_name(x.dtype)} as {_dtype.legacy_name(d)} "
+                 "(different element sizes)")
+        if a.ndim == 0:
+            raise RuntimeError(f"self.dim() cannot be 0 {names}")
+        if a.strides[-1] != a.itemsize and a.shape[-1] != 1:
+            raise RuntimeError(f"self.stride(-1) must be 1 {names}, but got "
+                               f"{a.strides[-1] // a.itemsize}")
+        ratio = d.np.itemsize // a.itemsize
+        if ratio and a.shape[-1] % ratio:
+            raise RuntimeError(f"self.size(-1) must be divisible by {ratio} {names}, but got "
+                               f"{a.shape[-1]}")
+    if x.requires_grad:
+        raise RuntimeError(
+            f"view(dtype) of a tensor that requires grad is not differentiable ({x.dtype} -> "
+            f"{d}); call .detach() first"
+        )
+    out = TensorBase._make(a.view(d.np))
+    out._version = x._version_counter()
+    out._base = x if x._base is None else x._base
+    return out
 
 
 def _dense(a: Any) -> bool:
@@ -277,14 +319,6 @@ def _dense_like(a: Any, dtype: Any) -> Any:
     xp = _backend.xp_of(a)
     buf = xp.empty(tuple(shape[d] for d in outer_first), dtype)
     return buf.transpose(tuple(outer_first.index(d) for d in range(a.ndim)))
-
-
-# what inspect.signature shows: PyTorch's overloads merged
-result_type.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
-    [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None)
-     for n in ("tensor", "other")]
-    + [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=None)
-       for n in ("scalar", "scalar1", "scalar2")])
 
 
 def _is_complex(a: Any) -> bool:

@@ -16,7 +16,6 @@ from ._matrix import _result, _tensor
 from .blas import Matmul
 from .linalg import Solve, _check_float, _check_square, _col, _eye_like, _lapack, _mh, _row
 
-
 __all__: list[str] = []
 
 

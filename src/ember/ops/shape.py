@@ -20,12 +20,13 @@ from typing import Any
 
 import numpy as np
 
-from .. import _backend, _dtype, _dtype_info
+from .. import _backend, _dtype_info
 from .._backend import CPU_ARRAY
 from .._size import Size
 from .._tensor_base import TensorBase, wrap_dim
 from ..autograd.function import Op
 from . import _args
+from .casting import view_dtype as _view_dtype
 
 __all__ = [
     "reshape", "view", "view_as", "flatten", "unflatten", "ravel", "squeeze", "unsqueeze",
@@ -292,26 +293,6 @@ class Unsqueeze(Reshape):
     """out = x with a new size-1 dim          grad_x = grad reshaped back"""
 
     node_name = "UnsqueezeBackward0"
-
-
-def _view_dtype(x: Any, dt: Any) -> Any:
-    d = _dtype.to_dtype(dt)
-    if d.np.itemsize != x._data.itemsize:
-        raise RuntimeError(
-            f"view(dtype): ember only reinterprets between dtypes of the same size, got "
-            f"{x.dtype} ({x._data.itemsize} bytes) -> {d} ({d.np.itemsize} bytes)"
-        )
-    if x._data.dtype == d.np:
-        return Reshape.apply(x, x._data.shape)
-    if x.requires_grad:
-        raise RuntimeError(
-            f"view(dtype) of a tensor that requires grad is not differentiable ({x.dtype} -> "
-            f"{d}); call .detach() first"
-        )
-    out = TensorBase._make(x._data.view(d.np))
-    out._version = x._version_counter()
-    out._base = x if x._base is None else x._base
-    return out
 
 
 # ---------------------------------------------------------------------------------------------
