@@ -247,13 +247,9 @@ def view_dtype(x: Any, dt: Any) -> Any:
     """``x.view(dtype)``: the same bytes read as another dtype (a view sharing x's version
     counter). Between sizes, as PyTorch: the last dim is dense and scales by the size ratio
     (float32 (2, 3) -> uint8 (2, 12)); growing needs it divisible by the ratio; a 0-d tensor
-    cannot change size. Not differentiable across dtypes."""
+    cannot change size. The result never requires grad, even for x's own dtype (PyTorch's)."""
     d = _dtype.to_dtype(dt)
     a = x._data
-    if a.dtype == d.np:
-        from .shape import Reshape
-
-        return Reshape.apply(x, a.shape)
     if d.np.itemsize != a.itemsize:
         names = (f"to view {_dtype.legacy_name(x.dtype)} as {_dtype.legacy_name(d)} "
                  "(different element sizes)")
@@ -266,14 +262,10 @@ def view_dtype(x: Any, dt: Any) -> Any:
         if ratio and a.shape[-1] % ratio:
             raise RuntimeError(f"self.size(-1) must be divisible by {ratio} {names}, but got "
                                f"{a.shape[-1]}")
-    if x.requires_grad:
-        raise RuntimeError(
-            f"view(dtype) of a tensor that requires grad is not differentiable ({x.dtype} -> "
-            f"{d}); call .detach() first"
-        )
+    # no history and no autograd base (PyTorch's result never requires grad and is no autograd
+    # view); the version counter is shared, so saved tensors still see writes through it
     out = TensorBase._make(a.view(d.np))
     out._version = x._version_counter()
-    out._base = x if x._base is None else x._base
     return out
 
 
