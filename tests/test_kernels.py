@@ -958,3 +958,23 @@ def test_cross_entropy_forward_kernel_matches_the_formula_and_torch(dtype) -> No
             if torch is not None and reduction == "none":  # (rows 0-4: the formula's edges,
                 for a, b in zip(on, run(torch)):  # which the kernel keeps, differ from PyTorch's)
                     np.testing.assert_allclose(a[5:], b[5:], rtol=2e-5, atol=1e-6)
+
+
+@needs_torch
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_nll_loss_backward_scatters_as_torch(reduction: str) -> None:
+    rng = np.random.default_rng(52)
+    x = rng.standard_normal((29, 13)).astype(np.float32)
+    t = rng.integers(0, 13, 29)
+    t[::4] = -100
+    w = rng.uniform(0.5, 2, 13).astype(np.float32)
+    g = np.float32(-2.0) if reduction != "none" else rng.standard_normal(29).astype(np.float32)
+    res = []
+    for m in (ember, torch):
+        xt = m.tensor(x, requires_grad=True)
+        loss = m.nn.functional.nll_loss(xt, m.tensor(t), weight=m.tensor(w), reduction=reduction)
+        loss.backward(m.tensor(g))
+        res.append(xt.grad.numpy())
+    assert res[0].dtype == np.float32
+    np.testing.assert_allclose(res[0], res[1], rtol=1e-6, atol=0)
+    np.testing.assert_array_equal(np.signbit(res[0]), np.signbit(res[1]))  # +0 off the targets

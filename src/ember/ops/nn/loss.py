@@ -249,6 +249,11 @@ class NllLoss(Op):
         g = ctx.xp.expand_dims(grad, ctx.ax) if ctx.reduction == "none" else grad
         if ctx.reduction == "mean":
             g = g / den
+        if type(tk) is np.ndarray and tk.ndim == 2 and not ctx._tensor_mode:
+            s = -g * wt  # (N, C) host input: zeros, then -g w at the targets (as PyTorch's
+            gx = np.zeros((tk.shape[0], cls.shape[1]), s.dtype)  # scatter: +0 elsewhere)
+            gx[np.arange(tk.shape[0]), tk[:, 0]] = s[:, 0] + 0  # (ignored rows: +0, not -0)
+            return gx, None, None, None, None
         return -g * wt * (cls == tk), None, None, None, None
 
 
