@@ -429,3 +429,17 @@ def test_legacy_sparse_constructors() -> None:
     for x, y in zip(e, t):
         same(x, y)
     assert ec == tc == [True, False, True, False, "FloatTensor"]
+
+
+def test_legacy_new_on_a_sparse_tensor() -> None:
+    """``sparse.new(indices, values, size)`` builds a sparse COO tensor (optimizers such as SM3
+    rebuild sparse gradients this way), ``sparse.new(*size)`` an empty one; as PyTorch's."""
+    got = {}
+    for m in (ember, torch):
+        i = m.tensor([[0, 1], [1, 0]])
+        s = m.sparse_coo_tensor(i, m.tensor([1.0, 2.0]), (2, 2))
+        a = s.new(i, m.tensor([3.0, 6.0]), m.Size([2, 2]))
+        b, c = s.new(3, 4), s.new()
+        got[m.__name__] = (str(a.layout), a.to_dense().tolist(), tuple(b.shape), str(b.layout),
+                           b.to_dense().sum().item(), tuple(c.shape))
+    assert got["ember"] == got["torch"]

@@ -518,6 +518,8 @@ class SparseTensor(Tensor):
             alpha = kwargs.get("alpha", args[2] if len(args) > 2 else 1)
             res = _add(args[0], other, alpha if name == "add_" else -alpha)
             return args[0].copy_(res)
+        if name == "new" and args and isinstance(args[0], SparseTensor):
+            return _legacy_new(*args, **kwargs)
         if name in _PASS or module in ("ember.ops.sparse", "ember.ops.sparse_creation",
                                        "ember.sparse"):
             return impl(*args, **kwargs)
@@ -526,6 +528,22 @@ class SparseTensor(Tensor):
             f"Could not run 'aten::{name}' with arguments from the '{_layout_name(rec)}CPU' "
             f"backend: ember has no sparse form of {name} (layout={rec.layout}). Convert with "
             ".to_dense() first, or use torch.sparse's functions.")
+
+
+def _legacy_new(self: Any, *args: Any, **kwargs: Any) -> Any:
+    """``sparse.new(indices, values[, size])`` (PyTorch's legacy constructor, optimizers such as
+    SM3 call it on a sparse gradient), ``sparse.new(*size)`` and ``sparse.new()``: sparse COO
+    tensors of ``self``'s dtype."""
+    from .ops.sparse_creation import sparse_coo_tensor
+
+    if len(args) >= 2 and all(hasattr(a, "_data") for a in args[:2]):
+        size = tuple(args[2]) if len(args) > 2 else kwargs.get("size")
+        return sparse_coo_tensor(args[0], args[1].to(self.dtype), size)
+    sizes = tuple(int(a) for a in (args[0] if len(args) == 1 and isinstance(args[0], (tuple, list))
+                                   else args)) or (0,)
+    return sparse_coo_tensor(ops.zeros(len(sizes), 0, dtype=_dtype.int64),
+                             ops.zeros(0, dtype=self.dtype),
+                             sizes)
 
 
 def _flat(args: Any, kwargs: dict) -> list:
