@@ -569,3 +569,24 @@ def test_sdpa_backend_members_match_pytorch():
     with sdpa_kernel(SDPBackend.MATH):
         ours = (cuda.flash_sdp_enabled(), cuda.math_sdp_enabled())
     assert ours == theirs
+
+
+def test_jit_internal_markers_as_pytorchs():
+    """``torch._jit_internal``'s markers that libraries import (pyro: _copy_to_script_wrapper)
+    behave as PyTorch's outside TorchScript."""
+    torch = pytest.importorskip("torch")
+    from ember import _jit_internal as ours
+
+    theirs = torch._jit_internal
+    for mod in (ours, theirs):
+        f = mod._copy_to_script_wrapper(lambda: 3)
+        assert f() == 3
+        assert f._torchscript_modifier == mod.FunctionModifiers.COPY_TO_SCRIPT_WRAPPER
+        g = mod.boolean_dispatch("flag", 1, False, lambda a, flag=False: ("t", a),
+                                 lambda a, flag=False: ("f", a), "m", "g")
+        assert (g(1), g(1, True), g(1, flag=True), g.__name__) == (("f", 1), ("t", 1),
+                                                                    ("t", 1), "g")
+        assert mod.is_scripting() is False
+    names = {n for n in vars(theirs.FunctionModifiers) if not n.startswith("__")}
+    assert {n: getattr(ours.FunctionModifiers, n) for n in names} == \
+        {n: getattr(theirs.FunctionModifiers, n) for n in names}
