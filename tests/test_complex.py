@@ -386,3 +386,37 @@ def test_this_file_passes_on_the_pure_python_core():
                            __file__, "-k", "not pure_python"], env=env, capture_output=True,
                           text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+
+
+def test_inplace_write_into_a_complex_tensor_is_recorded():
+    """out[:, :m] = spectral_product (an FNO layer's pattern) carries the gradient, as PyTorch's."""
+    got = []
+    for m in (ember, torch):
+        ec = m.complex(m.tensor([1.0, 2.0]), m.tensor([0.5, -1.0])).requires_grad_()
+        out = m.zeros(4, dtype=m.cfloat)
+        out[:2] = ec * 2
+        assert out.requires_grad
+        out.abs().sum().backward()
+        got.append(m.view_as_real(ec.grad).numpy())
+    np.testing.assert_allclose(got[0], got[1], rtol=1e-6)
+
+
+@pytest.mark.parametrize("name,kw", [("Adam", {}), ("AdamW", {"amsgrad": True}),
+                                     ("RMSprop", {"centered": True, "momentum": 0.5}),
+                                     ("Adagrad", {}), ("Adamax", {}), ("NAdam", {}),
+                                     ("SGD", {"momentum": 0.9, "nesterov": True})])
+def test_optimizers_step_complex_parameters_as_real_pairs(name, kw):
+    """PyTorch updates a complex parameter, its gradient and state as pairs of reals (Adam's
+    second moment is re^2 and im^2, not g * g); the state stays complex."""
+    out = []
+    for m in (ember, torch):
+        p = m.nn.Parameter(m.complex(m.tensor([1.0, -2.0, 0.5]), m.tensor([0.3, 0.2, -1.0])))
+        c = m.complex(m.tensor([0.1, 0.7, -0.4]), m.tensor([1.1, -0.6, 0.35]))
+        opt = getattr(m.optim, name)([p], lr=0.05, **kw)
+        for _ in range(5):
+            opt.zero_grad()
+            (((p - c).abs() ** 2) * m.tensor([1.0, 2.0, 3.0])).sum().backward()
+            opt.step()
+        assert all(v.dtype == p.dtype for v in opt.state[p].values() if v.dim())
+        out.append(m.view_as_real(p.detach()).numpy())
+    np.testing.assert_allclose(out[0], out[1], rtol=1e-5, atol=1e-6)

@@ -64,7 +64,7 @@ def inplace(t: TensorBase, fn: Any, *args: Any, **kwargs: Any) -> TensorBase:
         t._rg or (base is not None and base._rg)
         or any(isinstance(a, TensorBase) and (a._rg or (a._base is not None and a._base._rg))
                for a in args)  # (an operand that is a no_grad view requires grad, as PyTorch's)
-    ) and t._data.dtype.kind in "fV"  # an integer tensor never requires grad
+    ) and t._data.dtype.kind in "fcV"  # an integer tensor never requires grad
     if not tracking:
         with grad_mode.no_grad():
             out = fn(t, *args, **kwargs)

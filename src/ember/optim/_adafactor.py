@@ -60,6 +60,8 @@ class Adafactor(Optimizer):
         opt = ember.optim.Adafactor(model.parameters(), lr=1e-2)
     """
 
+    _complex_as_real = False  # (it refuses complex parameters itself, as PyTorch's)
+
     def __init__(
         self,
         params: ParamsT,

@@ -56,6 +56,8 @@ class Muon(Optimizer):
         opts = [ember.optim.Muon(hidden, lr=0.02), ember.optim.AdamW(others, lr=3e-4)]
     """
 
+    _complex_as_real = False  # (it refuses complex parameters itself, as PyTorch's)
+
     def __init__(
         self,
         params: ParamsT,

@@ -53,6 +53,8 @@ class ASGD(Optimizer):
         opt = ember.optim.ASGD(model.parameters(), lr=0.01, t0=100)
     """
 
+    _complex_as_real = False  # (complex values handled in _update, as real pairs)
+
     def __init__(
         self,
         params: ParamsT,

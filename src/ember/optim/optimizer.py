@@ -394,7 +394,10 @@ class Optimizer:
                 if bad is not None and id(p) in bad:
                     self._check_loaded_state(p)
                 try:
-                    update(p, g._data, options)
+                    if p._data.dtype.kind == "c" and self._complex_as_real:
+                        self._update_complex(p, g._data, options)
+                    else:
+                        update(p, g._data, options)
                 except (TypeError, NotImplementedError):
                     if isinstance(g._data, _sparse.RECORDS):  # a sparse gradient (ops/sparse.py)
                         raise self._no_sparse() from None
@@ -403,6 +406,38 @@ class Optimizer:
                 if v is not None:  # the parameter changed in place: saved copies are stale
                     v[0] += 1
         return loss
+
+    # PyTorch's rule for a complex parameter: it, its gradient and its state update as pairs of
+    # real numbers (view_as_real), so Adam's second moment is |g|^2 per part, not g * g. An
+    # optimizer that handles complex values itself (ASGD, Rprop) sets this False.
+    _complex_as_real = True
+
+    def _update_complex(self, p: Tensor, g: Any, o: SimpleNamespace) -> None:
+        """``_update`` on real views of a complex parameter, its gradient and its state (the
+        state stays complex tensors of the parameter's shape, sharing memory with the views)."""
+        def as_real(a: Any) -> Any:
+            if a.ndim and a.strides[-1] != a.itemsize:  # (a strided gradient: its pairs copied)
+                return _backend.xp_of(a).stack([a.real, a.imag], -1)
+            return a.view(a.real.dtype).reshape(a.shape + (2,))
+
+        if p._data.ndim and not p._data.flags.c_contiguous:
+            return self._update(p, g, o)  # (no real view of a strided parameter: as it is)
+        real = Tensor._make(as_real(p._data))
+        state = self.state[p]
+        self.state[real] = {k: Tensor._make(as_real(v._data))
+                            if isinstance(v, Tensor) and v._data.dtype.kind == "c" else v
+                            for k, v in state.items()}
+        try:
+            self._update(real, as_real(g), o)
+        finally:
+            new = self.state.pop(real)
+        for k, v in new.items():  # a new entry made on the real view: seen as complex again
+            if isinstance(v, Tensor) and v._data.shape == real._data.shape and \
+                    v._data.dtype == real._data.dtype and k not in state:
+                v = Tensor._make(v._data.view(p._data.dtype).reshape(p._data.shape))
+            if k not in state or not (isinstance(state[k], Tensor)
+                                      and state[k]._data.dtype.kind == "c"):
+                state[k] = v
 
     def _no_sparse(self) -> RuntimeError:
         """PyTorch's refusal of a sparse gradient by an algorithm without a sparse path."""

@@ -41,6 +41,8 @@ class Rprop(Optimizer):
         opt = ember.optim.Rprop(model.parameters(), lr=0.01, etas=(0.5, 1.2))
     """
 
+    _complex_as_real = False  # (complex values handled in _update, as real pairs)
+
     def __init__(
         self,
         params: ParamsT,

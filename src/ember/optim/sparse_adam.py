@@ -31,6 +31,8 @@ class SparseAdam(Optimizer):
         opt = ember.optim.SparseAdam(emb.parameters(), lr=1e-2)
     """
 
+    _complex_as_real = False  # (it refuses complex parameters itself, as PyTorch's)
+
     def __init__(self, params: ParamsT, lr: float | Tensor = 1e-3,
                  betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
                  maximize: bool = False) -> None:
