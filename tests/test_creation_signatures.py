@@ -603,3 +603,19 @@ def test_tensor_of_a_list_holding_tensors_promotes_their_dtypes():
         ours, theirs = ember.tensor(make(ember)), torch.tensor(make(torch))
         assert str(ours.dtype) == str(theirs.dtype), (make(torch), theirs.dtype, ours.dtype)
         np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
+def test_tensor_of_strings_refused_as_pytorch():
+    """A string, alone or in a list, is refused with PyTorch's exception class, dtype= or not
+    (kornia's parameter validation expects the TypeError)."""
+    torch = pytest.importorskip("torch")
+    for data in ("invalid", "", ["a", 1.0]):
+        for kw in ({}, {"dtype": "float32"}):
+            kinds = []
+            for m in (ember, torch):
+                kwargs = {"dtype": getattr(m, kw["dtype"])} if kw else {}
+                with pytest.raises((TypeError, ValueError)) as info:
+                    m.tensor(data, **kwargs)
+                kinds.append(info.type)
+            assert kinds[0] is kinds[1], (data, kw, kinds)
+

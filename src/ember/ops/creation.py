@@ -481,6 +481,10 @@ def _infer(data: Any, dtype: Any = None) -> np.ndarray:
             if ragged is not None:
                 raise ragged[0](ragged[1]) from None
             raise ValueError(f"could not build a tensor from this data: {e}") from None
+        if arr.dtype.kind in "US":  # (before a dtype= cast: PyTorch refuses strings either way)
+            if isinstance(data, (list, tuple)):  # a string in a list reads as a sequence there
+                raise ValueError("too many dimensions 'str'")
+            raise TypeError(f"new(): invalid data type '{'str' if arr.dtype.kind == 'U' else 'bytes'}'")
         if dtype is not None:
             arr = arr.astype(dtype.np)
         elif inferred is not None:
