@@ -539,3 +539,15 @@ def test_binomial_with_a_python_int_total_count_samples():
     np.testing.assert_allclose(arr.mean(0), [2.0, 7.0], rtol=0.01)
     np.testing.assert_allclose(arr.var(0), [1.6, 2.1], rtol=0.05)
     assert ED.Binomial(10, probs=0.3).sample((4,)).shape == (4,)
+
+
+def test_gamma_family_samples_of_scalar_parameters_are_0d():
+    """Gamma, Chi2, Beta and StudentT with 0-d parameters sample 0-d values, as PyTorch's
+    (a 1-element array once came back: pyro's MultivariateStudentT then sampled (1, d))."""
+    for m in (ember, torch):
+        a = m.tensor(1.5)
+        shapes = [tuple(d.rsample().shape) for d in (
+            m.distributions.Gamma(a, m.tensor(0.5)), m.distributions.Chi2(a),
+            m.distributions.Beta(a, a), m.distributions.StudentT(a))]
+        assert shapes == [()] * 4, (m.__name__, shapes)
+        assert tuple(m.distributions.Gamma(a, m.tensor(0.5)).rsample((3,)).shape) == (3,)

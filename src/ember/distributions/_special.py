@@ -173,7 +173,7 @@ def standard_gamma(alpha: Any, shape: tuple) -> Any:
     from ..ops.random import default_generator
     from ._sampling import standard_gamma as _draw
 
-    a = np.ascontiguousarray(alpha.detach().expand(shape).cpu().numpy())
+    a = np.array(alpha.detach().expand(shape).cpu().numpy(), order="C")  # (0-d stays 0-d)
     draw = _draw(default_generator, a.reshape(-1)).reshape(a.shape)  # PyTorch's sampler
     sample = ember.as_tensor(draw, device=alpha.device)
     if alpha.requires_grad and ember.is_grad_enabled():
