@@ -958,3 +958,20 @@ def test_cast_of_a_no_grad_view_with_a_stale_base():
         return v3.requires_grad, v3.grad_fn is None, y.requires_grad, x.grad, v3.grad
 
     _assert_same(prog)
+
+
+def test_linear_of_a_batch_that_flattens_to_a_copy_saves_the_copy():
+    """linear of an N-D input whose flatten is a copy saves that copy, as PyTorch's: an in-place
+    change of the input afterwards leaves backward alone (class linear_saves_flattened_copy)."""
+
+    def prog(m):
+        a = m.tensor(np.arange(60, dtype=np.float64).reshape(3, 4, 5) / 10, requires_grad=True)
+        v = a.detach().transpose(0, 1)  # (4, 3, 5): flattening copies
+        w = m.tensor(np.linspace(-1, 1, 10).reshape(2, 5), requires_grad=True)
+        y = m.nn.functional.linear(v, w)
+        with m.no_grad():
+            v.mul_(2)
+        (y * y).sum().backward()
+        return w.grad, y
+
+    _assert_same(prog)

@@ -57,7 +57,6 @@ KNOWN_GAPS: set[str] = {
     "create_graph_with_retain_grad",  # class retain_grad_create_graph
     "inplace_through_data",  # class inplace_through_data (leaf.data modified after a promoted op)
     "inplace_meta_on_graph_output_in_no_grad",  # class inplace_metadata_ops (cat's output)
-    "linear_batched_input_copied",  # class linear_saves_flattened_copy
     "inplace_meta_after_retain_grad",  # class retained_grad_after_inplace_metadata_op
 }
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ... import _dtype
+from ... import _backend, _dtype
 from ..._tensor_base import TensorBase
 from ...autograd.function import Op
 from .. import _out
@@ -40,6 +40,12 @@ def linear(input: TensorBase, weight: TensorBase, bias: TensorBase | None = None
     # the common case in one test: matching dtypes, 2-D weight, in_features that agree
     if (x.dtype == w.dtype and w.ndim == 2 and x.ndim and x.shape[-1] == w.shape[1]
             and (b is None or (b.dtype == w.dtype and b.shape == (w.shape[0],)))):
+        if x.ndim > 2 and not x.flags.c_contiguous and _flattens_to_copy(x):
+            # PyTorch flattens such a batch into a copy and saves that copy (an in-place change
+            # of the input afterwards leaves backward alone): the same two steps here
+            flat = input.reshape(-1, x.shape[-1])
+            out2 = _linear_op(2, b, x.dtype).apply(flat, weight, bias)
+            return out2.reshape(tuple(x.shape[:-1]) + (w.shape[0],))
         return _linear_op(x.ndim, b, x.dtype).apply(input, weight, bias)
     return _linear_checked(input, weight, bias)
 
@@ -156,6 +162,12 @@ class Bilinear(Op):
         if need[3]:
             gb = g.sum(axis=0)
         return g1, g2, gw, gb
+
+
+def _flattens_to_copy(x: Any) -> bool:
+    """Whether ``x`` (N-D, not C-ordered) flattens to (rows, in_features) only as a copy."""
+    flat = x.reshape(-1, x.shape[-1])
+    return not _backend.xp_of(x).may_share_memory(flat, x)
 
 
 def _linear_op(ndim: int, bias: Any, dt: Any) -> type:
