@@ -186,3 +186,25 @@ def test_grid_sample_bilinear_double_backward_matches_torch():
         got.append((xt.grad.numpy(), gt.grad.numpy()))
     for a, b in zip(*got):
         np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-10)
+
+
+@needs_torch
+def test_relu_backward_in_blocks_matches_torch_and_builds_no_full_mask():
+    """ReLU's backward on a large host gradient selects a block at a time (a NaN output passes
+    the gradient, an inf gradient at a zero output gives 0, as PyTorch's select)."""
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal(N).astype(np.float32)
+    x[:4] = [np.nan, 0.0, -0.0, 1.0]
+    g = rng.standard_normal(N).astype(np.float32)
+    g[1] = np.inf
+    got = []
+    for m in (ember, torch):
+        t = m.tensor(x, requires_grad=True)
+        m.relu(t).backward(m.tensor(g))
+        got.append(t.grad.numpy())
+    np.testing.assert_array_equal(got[0], got[1])
+    t = ember.tensor(x, requires_grad=True)
+    y = ember.relu(t)
+    gt = ember.tensor(g)
+    # the gradient (4 MB) and a block's masks: a whole-array mask pair took 1.5 MB more
+    assert peak_bytes(lambda: y.backward(gt, retain_graph=True)) < 4 * MB + (1 << 19)

@@ -28,6 +28,7 @@ __all__ = [
     "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
 ]
 
+
 # host float dtypes by size -> the integer type whose bits ``_keep_where`` masks
 _BIT_WORDS = {2: np.int16, 4: np.int32, 8: np.int64}
 
@@ -41,9 +42,6 @@ def abs(input: Any, *, out: Any = None) -> Any:
     else:
         res = Abs.apply(input)
     return res if out is None else _out.write(out, res, "abs")
-
-
-absolute = abs
 
 
 def square(input: Any, *, out: Any = None) -> Any:
@@ -95,9 +93,6 @@ def trunc(input: Any, *, out: Any = None) -> Any:
     else:
         res = _piecewise(input, _backend.xp_of(input._data).trunc, Trunc)
     return res if out is None else _out.write(out, res, "trunc")
-
-
-fix = trunc
 
 
 def round(input: Any, *, decimals: int = 0, out: Any = None) -> Any:
@@ -153,9 +148,6 @@ def clamp(input: Any, min: Any = None, max: Any = None, *, out: Any = None) -> A
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     res = _clamp(input, min, max, (Clamp, ClampScalar))
     return res if out is None else _out.write(out, res, "clamp")
-
-
-clip = clamp
 
 
 def clamp_min(input: Any, min: Any, *, out: Any = None) -> Any:
@@ -285,12 +277,22 @@ def bitwise_not(input: Any, *, out: Any = None) -> Any:
     return res if out is None else _out.write(out, res, "bitwise_not")
 
 
+absolute = abs
+
+
+fix = trunc
+
+
+clip = clamp
+
+
 # ---------------------------------------------------------------------------------------------
 # op classes
 
 
 class Relu(Op):
-    """out = max(x, 0)          grad_x = grad * (out > 0)   (relu'(0) = 0)"""
+    """out = max(x, 0)          grad_x = grad where not (out <= 0), else 0   (relu'(0) = 0; a NaN
+    output passes the gradient, as PyTorch's threshold_backward)"""
 
     @staticmethod
     def forward(ctx: Any, x: Any) -> Any:
@@ -302,8 +304,11 @@ class Relu(Op):
     def backward(ctx: Any, grad: Any) -> Any:
         (out,) = ctx.saved
         if type(grad) is np.ndarray and type(out) is np.ndarray:
-            return _keep_where(grad, np.greater(out, 0))
-        return ctx.xp.where(out > 0, grad, 0)  # a mask, not a product: inf * 0 would be nan
+            if grad.size > _MASK_BLOCK and grad.shape == out.shape and \
+                    grad.flags.c_contiguous and out.flags.c_contiguous:
+                return _keep_where_blocks(grad, out)
+            return _keep_where(grad, ~np.less_equal(out, 0))  # (a NaN output passes grad)
+        return ctx.xp.where(out <= 0, 0, grad)  # a mask, not a product: inf * 0 would be nan
 
 
 class Abs(Op):
@@ -504,6 +509,9 @@ class CopysignScalar(Copysign):
 # helpers
 
 
+_MASK_BLOCK = 1 << 16  # elements per block of ReLU's backward mask
+
+
 def _keep_where(grad: np.ndarray, mask: np.ndarray) -> np.ndarray:
     """``where(mask, grad, 0)`` for host arrays, as one bitwise AND of grad's bits with a mask of
     all-ones or zero words (several times faster than ``np.where`` on a mask without long runs,
@@ -513,6 +521,17 @@ def _keep_where(grad: np.ndarray, mask: np.ndarray) -> np.ndarray:
         return np.where(mask, grad, 0).astype(grad.dtype, copy=False)
     ones = np.negative(mask.view(np.int8))  # True -> -1: every bit set once widened
     return np.bitwise_and(grad.view(word), ones).view(grad.dtype)
+
+
+def _keep_where_blocks(grad: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """``_keep_where(grad, out > 0)`` a block at a time: the masks take a block's bytes, not a
+    quarter and an eighth of the gradient's (PyTorch's kernel builds none)."""
+    res = np.empty_like(grad)
+    gf, of, rf = grad.reshape(-1), out.reshape(-1), res.reshape(-1)
+    for i in range(0, gf.size, _MASK_BLOCK):
+        j = i + _MASK_BLOCK
+        rf[i:j] = _keep_where(gf[i:j], ~np.less_equal(of[i:j], 0))
+    return res
 
 
 def _sign0(xp: Any, x: Any) -> Any:

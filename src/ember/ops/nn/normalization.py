@@ -563,7 +563,7 @@ def _norm_stats_rows(x: np.ndarray, k: int, eps: float) -> tuple[np.ndarray, np.
     return xc.reshape(x.shape), rstd.reshape(kept), mu.reshape(kept)
 
 
-_ROWS_BLOCK = 1 << 18  # elements per block of rows (norms' block loops: a 1 MB float32 block)
+_ROWS_BLOCK = 1 << 16  # elements per block of rows (norms' block loops: a 256 KB float32 block)
 
 
 def _layer_norm_backward_rows(x: np.ndarray, w: Any, mu: np.ndarray, rstd: np.ndarray,

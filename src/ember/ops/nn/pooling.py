@@ -157,11 +157,12 @@ class IndexScatter(Op):
         m = _rows(idx.shape, nsp)[1]
         gf = gy.reshape(rows, m)
         idf = idx.reshape(rows, m)
-        flat = (idf + (xp.arange(rows) * n)[:, None]).ravel()
-        if unique:  # windows don't overlap: every index is hit at most once
-            out = xp.zeros(rows * n, dtype=gy.dtype)
-            out[flat] = gf.ravel()
+        if unique:  # windows don't overlap: every index is hit at most once; the (row, index)
+            # pairs are read as they are, with no flat index array beside them
+            out = xp.zeros((rows, n), dtype=gy.dtype)
+            out[xp.arange(rows)[:, None], idf] = gf
         else:
+            flat = (idf + (xp.arange(rows) * n)[:, None]).ravel()
             out = xp.bincount(flat, weights=gf.ravel(), minlength=rows * n)
             out = out.astype(gy.dtype, copy=False)
         ctx.idx, ctx.nsp, ctx.unique = idx, nsp, unique
