@@ -63,6 +63,15 @@ def _backward(out: Any, *leaves: Any) -> None:
     out.sum().backward() if out.dim() else out.backward()
 
 
+def _classifier_step(F: Any, model: Any, opt: Any, x: Any, y: Any) -> Callable[[], None]:
+    """One training step of a classifier: zero the gradients, cross-entropy, backward, update."""
+    def step() -> None:
+        opt.zero_grad(set_to_none=True)
+        F.cross_entropy(model(x), y).backward()
+        opt.step()
+    return step
+
+
 @case("pdist", "`torch.pdist(x)`, x 1024x128")
 def _pdist(torch: Any, F: Any) -> Callable:
     x = _leaf(torch, 1024, 128)
@@ -209,12 +218,7 @@ def _cnn(torch: Any, F: Any) -> Callable:
     model = _params(nn.Sequential(*layers, nn.Flatten(), nn.Linear(128 * 4 * 4, 10)))
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     x, y = torch.randn(64, 3, 32, 32), torch.randint(0, 10, (64,))
-
-    def step() -> None:
-        opt.zero_grad(set_to_none=True)
-        F.cross_entropy(model(x), y).backward()
-        opt.step()
-    return step
+    return _classifier_step(F, model, opt, x, y)
 
 
 @case("mlp_step", "an MLP training step (784-512-512-10, batch 128, AdamW)")
@@ -224,12 +228,7 @@ def _mlp(torch: Any, F: Any) -> Callable:
                                   nn.Linear(512, 10)))
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     x, y = torch.randn(128, 784), torch.randint(0, 10, (128,))
-
-    def step() -> None:
-        opt.zero_grad(set_to_none=True)
-        F.cross_entropy(model(x), y).backward()
-        opt.step()
-    return step
+    return _classifier_step(F, model, opt, x, y)
 
 
 @case("resnet18_step", "a ResNet-18 training step (torchvision's, batch 32, 32x32, SGD momentum)")
@@ -243,12 +242,7 @@ def _resnet18(torch: Any, F: Any) -> Callable:
     model = _params(torchvision.models.resnet18(num_classes=10))
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     x, y = torch.randn(32, 3, 32, 32), torch.randint(0, 10, (32,))
-
-    def step() -> None:
-        opt.zero_grad(set_to_none=True)
-        F.cross_entropy(model(x), y).backward()
-        opt.step()
-    return step
+    return _classifier_step(F, model, opt, x, y)
 
 
 @case("layer_norm", "`nn.LayerNorm(768)` on 64x1024x768")
