@@ -292,3 +292,44 @@ def test_in_place_on_a_leaf_does_not_draw():
     with pytest.raises(RuntimeError):
         w.normal_()
     assert ember.equal(before, ember.get_rng_state())
+
+
+def test_reused_bit_generators_start_fresh():
+    """Generators reuse collected ones' bit generators (an epoch's RandomSampler makes one): a
+    new Generator still starts at the default seed's stream, its state bytes PyTorch's."""
+    import gc
+
+    used = ember.Generator().manual_seed(5)
+    ember.rand(100, generator=used)
+    del used
+    gc.collect()
+    g, h = ember.Generator(), torch.Generator()
+    np.testing.assert_array_equal(g.get_state().numpy(), h.get_state().numpy())
+    np.testing.assert_array_equal(_np(ember.randn(9, generator=g)), _np(torch.randn(9, generator=h)))
+
+
+@pytest.mark.parametrize("seed", (0, 7, 2**32 - 1, 2**32 + 3, 2**64 - 1))
+def test_fast_seeding_is_init_genrand(seed):
+    from ember.ops import _mt19937
+
+    a, b = np.random.MT19937(0), np.random.MT19937(0)
+    _mt19937.seed_words(a, seed)
+    _mt19937.set_key(b, _mt19937.seeded_key(seed), _mt19937.N)
+    np.testing.assert_array_equal(a.state["state"]["key"], b.state["state"]["key"])
+    assert a.state["state"]["pos"] == b.state["state"]["pos"] == _mt19937.N
+    np.testing.assert_array_equal(a.random_raw(700), b.random_raw(700))
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_int64_draw_is_a_0d_random_(seed):
+    """The samplers' epoch seed: int(empty((), dtype=int64).random_()), drawn without a tensor."""
+    from ember.ops.random import int64_draw
+
+    g = ember.Generator().manual_seed(seed)
+    h = torch.Generator().manual_seed(seed)
+    for _ in range(3):
+        assert int64_draw(g) == int(torch.empty((), dtype=torch.int64).random_(generator=h))
+    ember.manual_seed(seed)
+    first = int64_draw()
+    ember.manual_seed(seed)
+    assert first == int(ember.empty((), dtype=ember.int64).random_())

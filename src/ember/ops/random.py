@@ -67,10 +67,17 @@ class Generator:
 
     def __init__(self, device: Any = "cpu") -> None:
         self.device = _backend.device(device)
-        self._bg = np.random.MT19937(0)
+        self._bg = _SPARE_BIT_GENERATORS.pop() if _SPARE_BIT_GENERATORS else np.random.MT19937(0)
         # NumPy's Generator over the same words, for draws not yet written as PyTorch's
         self._rng = np.random.Generator(self._bg)
         self.manual_seed(_DEFAULT_SEED)
+
+    def __del__(self) -> None:
+        # a bit generator costs ~150 us to build (NumPy seeds it through a SeedSequence), and a
+        # DataLoader's RandomSampler makes a Generator each epoch, as PyTorch's does: reuse them
+        bg = self.__dict__.get("_bg")
+        if bg is not None and len(_SPARE_BIT_GENERATORS) < 8:
+            _SPARE_BIT_GENERATORS.append(bg)
 
     def manual_seed(self, seed: int) -> Generator:
         seed = int(seed)
@@ -79,8 +86,7 @@ class Generator:
         if seed > _MASK64:
             raise ValueError(f"manual_seed(): the seed must fit 64 bits, got {seed}")
         self._seed = seed
-        self._key0 = _mt19937.seeded_key(seed)
-        _mt19937.set_key(self._bg, self._key0, _mt19937.N)
+        _mt19937.seed_words(self._bg, seed)
         self._normal: float | None = None  # Box-Muller's second value, for the next scalar draw
         self._normal_f: float | None = None  # its float twin (kept for the state's bytes)
         return self
@@ -98,7 +104,7 @@ class Generator:
         given to ``set_state`` and the other way round)."""
         st = self._bg.state["state"]
         key, pos = st["key"], int(st["pos"])
-        fresh = pos >= _mt19937.N and np.array_equal(key, self._key0)
+        fresh = pos >= _mt19937.N and np.array_equal(key, _mt19937.seeded_key(self._seed))
         raw = _mt19937.pack_state(self._seed, key, pos, fresh, self._normal, self._normal_f)
         return TensorBase._make(np.frombuffer(raw, dtype=np.uint8).copy())
 
@@ -114,7 +120,6 @@ class Generator:
         seed, key, pos, normal, normal_f = _mt19937.unpack_state(raw)
         _mt19937.set_key(self._bg, key, pos)
         self._seed = seed
-        self._key0 = _mt19937.seeded_key(seed) if pos >= _mt19937.N else None
         self._normal, self._normal_f = normal, normal_f
         return self
 
@@ -124,6 +129,15 @@ class Generator:
     def __setstate__(self, d: dict) -> None:
         self.__init__(d["device"])
         self.set_state(np.frombuffer(d["state"], np.uint8))
+
+
+def int64_draw(generator: Generator | None = None) -> int:
+    """``int(torch.empty((), dtype=torch.int64).random_(generator=generator))`` without the tensor:
+    a 64-bit draw modulo 2**63 (how samplers and DataLoaders seed each epoch)."""
+    return int(_mt19937.words64(_gen(generator)._bg, 1)[0]) % (1 << 63)
+
+
+_SPARE_BIT_GENERATORS: list[np.random.MT19937] = []  # those of collected Generators
 
 
 def _gen(generator: Generator | None) -> Generator:

@@ -34,11 +34,9 @@ _EAGER_PERM_MAX = 1 << 22  # above this, permutations are computed lazily (32 Mi
 def _seed_from(generator: Any) -> int:
     """``int(torch.empty((), dtype=torch.int64).random_(generator=generator))``: a 64-bit draw
     modulo 2**63, how PyTorch seeds a sampler's epoch and a DataLoader's workers."""
-    from ..._dtype import int64
     from ...ops import random as _random
-    from ...ops.creation import empty
 
-    return int(_random.random_(empty((), dtype=int64), generator=generator).item())
+    return _random.int64_draw(generator)
 
 
 def _epoch_generator(generator: Any) -> Any:
