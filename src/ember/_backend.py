@@ -353,6 +353,15 @@ def storage_extent(arr: Any) -> tuple[int, int] | None:
     return start, mem.size // item - start
 
 
+def gemm(a: Any, b: Any) -> Any:
+    """``a @ b`` for arrays of at most two dimensions. Host arrays go through ``ndarray.dot``: the
+    same BLAS call as matmul's, bit for bit, at a third of matmul's fixed cost (~0.8 vs 2.5 us),
+    which is most of a small layer's product."""
+    if type(a) is np.ndarray and type(b) is np.ndarray:
+        return a.dot(b)
+    return a @ b
+
+
 def is_array(x: Any) -> bool:
     return (type(x) is np.ndarray or isinstance(x, FakeCudaArray) or type(x) is MetaArray
             or (_cupy is not None and isinstance(x, _cupy.ndarray)))

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import _backend
 from .._tensor_base import TensorBase
 from ..autograd.function import Op
 from ._autocast import cast as _amp_cast
@@ -414,7 +415,7 @@ def _mm_arrays(a: Any, b: Any) -> Any:
     """a @ b on arrays: half types through float32, (batch..., n, k) @ (k, m) as one GEMM."""
     dt = a.dtype
     if a.ndim <= 2 and b.ndim <= 2 and dt.itemsize != 2:  # the common case, straight to BLAS
-        out = a @ b
+        out = _backend.gemm(a, b)
         return np.asarray(out) if isinstance(out, np.generic) else out
     low = _is_low(dt)
     if low:
@@ -422,7 +423,7 @@ def _mm_arrays(a: Any, b: Any) -> Any:
         b = b.astype(np.float32)
     if a.ndim > 2 and b.ndim == 2 and a.flags.c_contiguous:
         rows = math.prod(a.shape[:-1])
-        out = (a.reshape(rows, a.shape[-1]) @ b).reshape(a.shape[:-1] + (b.shape[-1],))
+        out = _backend.gemm(a.reshape(rows, a.shape[-1]), b).reshape(a.shape[:-1] + (b.shape[-1],))
     else:
         out = a @ b
     if isinstance(out, np.generic):  # NumPy's 1-D @ 1-D gives a scalar

@@ -85,7 +85,7 @@ class Linear(Op):
         ctx.save_for_backward(x if need[1] else None, w if need[0] else None)
         ctx.x_shape, ctx.w_shape = x.shape, w.shape
         rows = math.prod(x.shape[:-1])
-        out = x.reshape(rows, x.shape[-1]) @ w.T
+        out = _backend.gemm(x.reshape(rows, x.shape[-1]), w.T)
         if b is not None:  # a float16/bfloat16 product is float32 here: the bias joins it there
             out += b
         if out.dtype != x.dtype:  # NumPy computes bfloat16 products in float32: round once
@@ -101,9 +101,9 @@ class Linear(Op):
         g2 = grad.reshape(rows, grad.shape[-1])
         gx = gw = gb = None
         if need[0]:
-            gx = (g2 @ w).reshape(x_shape)
+            gx = _backend.gemm(g2, w).reshape(x_shape)
         if need[1]:
-            gw = g2.swapaxes(0, 1) @ x.reshape(rows, x_shape[-1])
+            gw = _backend.gemm(g2.swapaxes(0, 1), x.reshape(rows, x_shape[-1]))
         if need[2]:
             gb = g2.sum(axis=0)
         return gx, gw, gb
