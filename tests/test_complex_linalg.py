@@ -1,5 +1,6 @@
 """Complex linear algebra (issue 32): ``torch.linalg.eig``/``eigvals`` (complex results from real
-or complex input) and inv, det, slogdet, solve, cholesky, eigh/eigvalsh, svd/svdvals, qr, pinv on
+or complex input) and inv, det, slogdet, solve, cholesky, eigh/eigvalsh, svd/svdvals, qr, pinv,
+lu/lu_factor/lu_solve, solve_triangular, cholesky_solve, lstsq and matrix_exp on
 complex64/complex128 matrices, compared with the installed PyTorch: values (or invariants where
 a result is defined up to phases: A V = V diag(L), |V|), result dtypes, and gradients for
 losses that do not depend on those phases. Both cores (a subprocess reruns this file with
@@ -33,11 +34,25 @@ RHS = _c(N, 2)
 TALL = _c(5, 3)
 WIDE = _c(3, 5)
 BATCH = _c(2, 3, 3)
+TRI = SQ + 3 * np.eye(N)  # a well-conditioned triangle either way
+RHS5 = _c(5, 2)
+RHS3 = _c(3, 2)
 
 
 def _svd_loss(lib, a):
     u, s, vh = lib.linalg.svd(a, full_matrices=False)
     return (u[..., :2] @ vh[..., :2, :]).abs().sum() + (vh.abs() ** 3).sum() + s.sum()
+
+
+def _lu_parts(lib, a):
+    p, lo, up = lib.linalg.lu(a)
+    assert p.dtype == a.dtype and not p.requires_grad
+    return lib.cat([lo, up], -1 if a.shape[-2] <= a.shape[-1] else -2)
+
+
+def _lu_solve(lib, a, b, **kw):
+    lu, piv = lib.linalg.lu_factor(a)
+    return lib.linalg.lu_solve(lu, piv, b if kw.get("left", True) else b.mT, **kw)
 
 
 def _eig_loss(lib, a):
@@ -72,6 +87,32 @@ CASES = {
     "eigvals_of_real": (lambda lib, a: lib.linalg.eigvals(a.real), [SQ], True),
     "eig": (_eig_loss, [SQ], False),
     "eig_of_real": (lambda lib, a: _eig_loss(lib, a.real), [SQ], False),
+    "cholesky_upper": (lambda lib, a: lib.linalg.cholesky(a, upper=True), [HERM], False),
+    "solve_triangular_upper": (lambda lib, a, b: lib.linalg.solve_triangular(
+        lib.triu(a), b, upper=True), [TRI, RHS], False),
+    "solve_triangular_lower_right_unit": (lambda lib, a, b: lib.linalg.solve_triangular(
+        a, b.mT, upper=False, left=False, unitriangular=True), [TRI, RHS], False),
+    "lu_square": (_lu_parts, [SQ], False),
+    "lu_tall": (_lu_parts, [TALL], False),
+    "lu_wide": (_lu_parts, [WIDE], False),
+    "lu_factor": (lambda lib, a: lib.linalg.lu_factor(a).LU, [SQ], False),
+    "lu_factor_ex_batched": (lambda lib, a: lib.linalg.lu_factor_ex(a).LU, [BATCH], False),
+    "lu_solve": (_lu_solve, [SQ, RHS], False),
+    "lu_solve_adjoint": (lambda lib, a, b: _lu_solve(lib, a, b, adjoint=True), [SQ, RHS], False),
+    "lu_solve_right": (lambda lib, a, b: _lu_solve(lib, a, b, left=False), [SQ, RHS], False),
+    "lu_solve_right_adjoint": (lambda lib, a, b: _lu_solve(lib, a, b, left=False, adjoint=True),
+                               [SQ, RHS], False),
+    "cholesky_solve": (lambda lib, a, b: lib.cholesky_solve(b, lib.linalg.cholesky(a)),
+                       [HERM, RHS], False),
+    "cholesky_solve_upper": (lambda lib, a, b: lib.cholesky_solve(
+        b, lib.linalg.cholesky(a, upper=True), upper=True), [HERM, RHS], False),
+    "cholesky_solve_of_a_triangle": (lambda lib, a, b: lib.cholesky_solve(b, lib.tril(a)),
+                                     [TRI, RHS], False),
+    "lstsq_tall": (lambda lib, a, b: lib.linalg.lstsq(a, b).solution, [TALL, RHS5], False),
+    "lstsq_square": (lambda lib, a, b: lib.linalg.lstsq(a, b).solution, [SQ, RHS], False),
+    "lstsq_wide": (lambda lib, a, b: lib.linalg.lstsq(a, b).solution, [WIDE, RHS3], False),
+    "matrix_exp": (lambda lib, a: lib.linalg.matrix_exp(a), [SQ], False),
+    "matrix_exp_batched": (lambda lib, a: lib.linalg.matrix_exp(0.3 * a), [BATCH], False),
 }
 
 
@@ -124,19 +165,21 @@ def test_eig_results_are_complex_with_pytorchs_invariants(real_dt, complex_dt):
     assert ember.linalg.eig(ember.eye(2)).eigenvalues.dtype == ember.complex64
 
 
-def test_cholesky_gradient_hermitian_part_matches_pytorch():
-    """PyTorch's complex cholesky gradient carries a skew-Hermitian part that no Hermitian
-    perturbation of A sees; ember's gradient is PyTorch's Hermitian part."""
+@pytest.mark.parametrize("upper", [False, True])
+def test_cholesky_gradient_equals_pytorchs_skew_hermitian_part_included(upper):
+    """PyTorch's complex cholesky gradient carries a skew-Hermitian part (an imaginary diagonal in
+    L^H grad) that no Hermitian perturbation of A sees; ember's is the same matrix."""
     g = _c(N, N)
     grads = []
     for lib in (ember, torch):
         a = lib.tensor(HERM, requires_grad=True)
-        (lib.linalg.cholesky(a) * lib.tensor(g)).sum().real.backward()
-        grads.append(a.grad.numpy())
-    herm = 0.5 * (grads[1] + grads[1].conj().T)
-    np.testing.assert_allclose(grads[0], herm, atol=1e-10)
-    np.testing.assert_allclose(ember.linalg.cholesky(ember.tensor(HERM)).numpy(),
-                               torch.linalg.cholesky(torch.tensor(HERM)).numpy(), atol=1e-10)
+        (lib.linalg.cholesky(a, upper=upper) * lib.tensor(g)).sum().real.backward()
+        grads.append(a.grad.resolve_conj().numpy())
+    assert np.abs(grads[1] - grads[1].conj().T).max() > 1e-3  # the upstream is not Hermitian
+    np.testing.assert_allclose(grads[0], grads[1], atol=1e-10)
+    np.testing.assert_allclose(ember.linalg.cholesky(ember.tensor(HERM), upper=upper).numpy(),
+                               torch.linalg.cholesky(torch.tensor(HERM), upper=upper)
+                               .resolve_conj().numpy(), atol=1e-10)
 
 
 def test_errors_as_pytorch():

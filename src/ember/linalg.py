@@ -23,6 +23,7 @@ from .ops import other_matrix as _om
 from .ops import return_types
 from .ops._autocast import cast as _amp_cast
 from .ops._autocast import flag as _amp
+from .ops._promote import conjugated as _conjugated
 from .ops.blas import Matmul as _Matmul
 from .ops.blas import matmul
 from .ops.linalg import (  # noqa: F401
@@ -526,7 +527,8 @@ def lstsq(input: Any, b: Any, rcond: Any = None, *, driver: str | None = None,
     bm = b.unsqueeze(-1) if vec else b
     # the product as one op, not through matmul's autocast hook: lstsq runs in float32 under
     # CPU autocast, as PyTorch's single kernel does
-    x = _Matmul.apply(pinv(a, rtol=rcond) if rcond is not None else pinv(a), bm)
+    mm = _conjugated(_Matmul) if a._data.dtype.kind == "c" else _Matmul  # PyTorch's gradient
+    x = mm.apply(pinv(a, rtol=rcond) if rcond is not None else pinv(a), bm)
     sol = x.squeeze(-1) if vec else x
     empty = a.new_zeros((0,))
     rank = matrix_rank(a)

@@ -139,10 +139,12 @@ def _lu_raw(xp: Any, a: Any, block: int = 32) -> tuple:
     piv = xp.empty((nb, k), dtype=np.int32)
     info = xp.zeros((nb,), dtype=np.int32)
     rows = xp.arange(nb)
+    cplx = a2.dtype.kind == "c"
     for j0 in range(0, k, block):
         j1 = min(j0 + block, k)
         for j in range(j0, j1):
-            p = xp.argmax(xp.abs(a2[:, j:, j]), axis=1) + j  # the first largest, as idamax
+            c = a2[:, j:, j]  # the first largest |re| + |im|, as i?amax
+            p = xp.argmax(xp.abs(c.real) + xp.abs(c.imag) if cplx else xp.abs(c), axis=1) + j
             piv[:, j] = p + 1
             top = a2[:, j, :].copy()
             a2[:, j, :] = a2[rows, p, :]

@@ -22,6 +22,7 @@ from . import return_types
 from ._autocast import cast as _amp_cast
 from ._autocast import flag as _amp
 from ._matrix import _broadcast_batch, _const, _is_low, _legacy, _result, _shape, _tensor
+from ._promote import conjugated
 from .blas import Matmul, matmul
 from .creation import eye, zeros_like
 from .other_matrix import Tril, Triu
@@ -118,14 +119,15 @@ def solve(A: Any, B: Any, *, left: bool = True, out: Any = None) -> Any:
 
 
 def cholesky(input: Any, upper: bool = False, *, out: Any = None) -> Any:
-    """The Cholesky factor L (lower; U = L^T with ``upper``) of a symmetric positive-definite A."""
+    """The Cholesky factor L (lower; U = L^H with ``upper``) of a Hermitian (real: symmetric)
+    positive-definite A."""
     if _amp.active:
         (input,) = _amp_cast("cholesky", input)
     a = _tensor(input, "linalg.cholesky", "A", 1)
     _check_float("linalg.cholesky", a)
     _check_square("linalg.cholesky", a)
     low = Cholesky.apply(a)
-    return _result(low.mT if upper else low, out, "cholesky")
+    return _result(low.mH if upper else low, out, "cholesky")
 
 
 class LinAlgError(RuntimeError):
@@ -148,7 +150,7 @@ class Inverse(Op):
     def backward(ctx: Any, grad: Any) -> Any:
         (inv,) = ctx.saved
         it = _mh(inv)
-        return -ctx.call(Matmul, ctx.call(Matmul, it, grad), it)
+        return -_mm(ctx, _mm(ctx, it, grad), it)
 
 
 class Det(Op):
@@ -229,14 +231,15 @@ class Solve(Op):
         a, x = ctx.saved
         need = ctx.needs_input_grad
         gb = ctx.call(Solve, _mh(a), grad)
-        ga = -ctx.call(Matmul, gb, _mh(x)) if need[0] else None
+        ga = -_mm(ctx, gb, _mh(x)) if need[0] else None
         return ga, (gb if need[1] else None)
 
 
 class Cholesky(Op):
     """L = cholesky(A), A = L L^H
-    grad_A = sym(L^-H Phi(L^H grad) L^-1), Phi = lower triangle with the diagonal halved,
-    sym(S) = (S + S^H) / 2  (^H: conjugate transpose; ^T for real A)"""
+    grad_A = L^-H Phi(L^H grad) L^-1, Phi(P) = (S + S^H + diag(P)) / 2 with S the strict lower
+    triangle of P (^H: conjugate transpose; ^T for real A). For complex A, diag(P) may be
+    complex: the skew-Hermitian part of PyTorch's gradient, kept as PyTorch keeps it"""
 
     node_name = "LinalgCholeskyExBackward0"
 
@@ -262,11 +265,11 @@ class Cholesky(Op):
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
         (low,) = ctx.saved
-        p = ctx.call(Matmul, _mh(low), grad)
-        phi = ctx.call(Tril, p, -1) + 0.5 * ctx.call(Triu, ctx.call(Tril, p, 0), 0)
+        p = _mm(ctx, _mh(low), grad)
+        strict = ctx.call(Tril, p, -1)
+        phi = 0.5 * (strict + _mh(strict) + ctx.call(Triu, ctx.call(Tril, p, 0), 0))
         inv = ctx.call(Inverse, low)
-        s = ctx.call(Matmul, ctx.call(Matmul, _mh(inv), phi), inv)
-        return 0.5 * (s + _mh(s))
+        return _mm(ctx, _mm(ctx, _mh(inv), phi), inv)
 
 
 def _check_square(fn: str, x: Any, what: str = "A") -> None:
@@ -428,9 +431,9 @@ class Qr(Op):
             return _qr_grad(ctx, q, r, gq, gr), None
         u, v = r[..., :m], r[..., m:]
         gu, gv = gr[..., :m], gr[..., m:]
-        y = ctx.call(Matmul, q, v)
-        gx = _qr_grad(ctx, q, u, gq + ctx.call(Matmul, y, _mh(gv)), gu)
-        gy = ctx.call(Matmul, q, gv)
+        y = _mm(ctx, q, v)
+        gx = _qr_grad(ctx, q, u, gq + _mm(ctx, y, _mh(gv)), gu)
+        gy = _mm(ctx, q, gv)
         if isinstance(gx, TensorBase):
             from .joining import cat
 
@@ -467,18 +470,18 @@ class Svd(Op):
             gvh = gvh[..., :k, :] if gvh is not None else None
         m, n = u.shape[-2], vh.shape[-1]
         if gu is None and gvh is None:  # singular values only
-            return ctx.call(Matmul, u * _row(gs), vh), None
+            return _mm(ctx, u * _row(gs), vh), None
         eye = _eye_like(s)
         v = _mh(vh)
         s2 = s * s
         e = _row(s2) - _col(s2) + eye  # 1 on the diagonal, where the numerators are 0
         num = None
         if gu is not None:
-            uhgu = ctx.call(Matmul, _mh(u), gu)
+            uhgu = _mm(ctx, _mh(u), gu)
             num = (uhgu - _mh(uhgu)) * _row(s)
         if gvh is not None:
             gv = _mh(gvh)
-            vhgv = ctx.call(Matmul, vh, gv)
+            vhgv = _mm(ctx, vh, gv)
             term = _col(s) * (vhgv - _mh(vhgv))
             num = term if num is None else num + term
         inner = num / e
@@ -489,16 +492,16 @@ class Svd(Op):
         if gs is not None:
             inner = inner + eye * _row(gs)
         if m > n and gu is not None:
-            ga = ctx.call(Matmul, u, inner)
+            ga = _mm(ctx, u, inner)
             gus = gu / _row(s)
-            ga = ga + gus - ctx.call(Matmul, u, ctx.call(Matmul, _mh(u), gus))
-            return ctx.call(Matmul, ga, vh), None
+            ga = ga + gus - _mm(ctx, u, _mm(ctx, _mh(u), gus))
+            return _mm(ctx, ga, vh), None
         if m < n and gvh is not None:
-            ga = ctx.call(Matmul, inner, vh)
+            ga = _mm(ctx, inner, vh)
             gvs = gv / _row(s)
-            rest = gvs - ctx.call(Matmul, v, ctx.call(Matmul, vh, gvs))
-            return ctx.call(Matmul, u, ga + _mh(rest)), None
-        return ctx.call(Matmul, u, ctx.call(Matmul, inner, vh)), None
+            rest = gvs - _mm(ctx, v, _mm(ctx, vh, gvs))
+            return _mm(ctx, u, ga + _mh(rest)), None
+        return _mm(ctx, u, _mm(ctx, inner, vh)), None
 
 
 class Svdvals(Op):
@@ -521,7 +524,7 @@ class Svdvals(Op):
         a, u, vh = ctx.saved
         if isinstance(gs, TensorBase):  # under create_graph: U, Vh carry their dependence on A
             u, _, vh = ctx.call(Svd, a, False)
-        return ctx.call(Matmul, u * _row(gs), vh)
+        return _mm(ctx, u * _row(gs), vh)
 
 
 class Eigh(Op):
@@ -545,14 +548,14 @@ class Eigh(Op):
         if gv is None:
             if gw is None:
                 return None, None
-            return ctx.call(Matmul, v * _row(gw), vt), None
+            return _mm(ctx, v * _row(gw), vt), None
         eye = _eye_like(w)
         f = 1.0 / (_row(w) - _col(w) + eye) - eye
-        x = ctx.call(Matmul, vt, gv)
+        x = _mm(ctx, vt, gv)
         inner = f * (0.5 * (x - _mh(x)))
         if gw is not None:
             inner = inner + eye * _row(gw)
-        return ctx.call(Matmul, ctx.call(Matmul, v, inner), vt), None
+        return _mm(ctx, _mm(ctx, v, inner), vt), None
 
 
 class Eigvalsh(Op):
@@ -576,7 +579,7 @@ class Eigvalsh(Op):
         a, v = ctx.saved
         if isinstance(gw, TensorBase):  # under create_graph: V carries its dependence on A
             _, v = ctx.call(Eigh, a, ctx.uplo)
-        return ctx.call(Matmul, v * _row(gw), _mh(v)), None
+        return _mm(ctx, v * _row(gw), _mh(v)), None
 
 
 class Pinv(Op):
@@ -601,7 +604,7 @@ class Pinv(Op):
         a, p = ctx.saved
 
         def mm(x: Any, y: Any) -> Any:
-            return ctx.call(Matmul, x, y)
+            return _mm(ctx, x, y)
 
         pt, gt = _mh(p), _mh(g)
         term1 = -mm(mm(pt, g), pt)
@@ -615,7 +618,7 @@ class Pinv(Op):
 def _qr_grad(ctx: Any, q: Any, r: Any, gq: Any, gr: Any) -> Any:
     """The QR derivative for a tall or square A = Q R (R square, invertible)."""
     def mm(x: Any, y: Any) -> Any:
-        return ctx.call(Matmul, x, y)
+        return _mm(ctx, x, y)
 
     def r_inv_t(x: Any) -> Any:  # x R^-H = (R^-1 x^H)^H
         return _mh(ctx.call(Solve, r, _mh(x)))
@@ -632,6 +635,12 @@ def _qr_grad(ctx: Any, q: Any, r: Any, gq: Any, gr: Any) -> Any:
 def _kind(x: Any) -> str:
     """The NumPy kind of an array's or a tensor's dtype ("c": complex)."""
     return (x._data if isinstance(x, TensorBase) else x).dtype.kind
+
+
+def _mm(ctx: Any, x: Any, y: Any) -> Any:
+    """x @ y inside a backward rule (recorded under ``create_graph``): the complex Matmul
+    (``conjugated``: PyTorch's conjugate Wirtinger gradient) when an operand is complex."""
+    return ctx.call(conjugated(Matmul) if "c" in (_kind(x), _kind(y)) else Matmul, x, y)
 
 
 def _mh(x: Any) -> Any:

@@ -13,8 +13,7 @@ from typing import Any
 from ..autograd.function import Op
 from . import return_types
 from ._matrix import _result, _tensor
-from .blas import Matmul
-from .linalg import Solve, _check_float, _check_square, _col, _eye_like, _lapack, _mh, _row
+from .linalg import Solve, _check_float, _check_square, _col, _eye_like, _lapack, _mh, _mm, _row
 
 __all__: list[str] = []
 
@@ -62,14 +61,14 @@ class Eig(Op):
         if gv is None:
             inner = eye * _row(gw)
         else:
-            x = ctx.call(Matmul, vh, gv)
+            x = _mm(ctx, vh, gv)
             re_diag = (x * eye).sum(-1).real
-            inner = x - ctx.call(Matmul, vh, v * _row(re_diag))
+            inner = x - _mm(ctx, vh, v * _row(re_diag))
             e = (_row(w) - _col(w)).conj() + eye
             inner = inner / e * (1 - eye)
             if gw is not None:
                 inner = inner + eye * _row(gw)
-        ga = ctx.call(Solve, vh, ctx.call(Matmul, inner, vh))
+        ga = ctx.call(Solve, vh, _mm(ctx, inner, vh))
         return ga.real if ctx.real else ga
 
 
@@ -89,7 +88,7 @@ class Eigvals(Op):
     def backward(ctx: Any, gw: Any) -> Any:
         (v,) = ctx.saved
         vh = _mh(v)
-        ga = ctx.call(Solve, vh, ctx.call(Matmul, _row(gw) * _eye_like(gw), vh))
+        ga = ctx.call(Solve, vh, _mm(ctx, _row(gw) * _eye_like(gw), vh))
         return ga.real if ctx.real else ga
 
 

@@ -23,8 +23,9 @@ from . import return_types
 from ._autocast import cast as _amp_cast
 from ._autocast import flag as _amp
 from ._matrix import _const, _lu_raw, _perm_matrix, _result, _shape, _tensor
+from ._promote import conjugated
 from .blas import Matmul
-from .linalg import LinAlgError, _check_float, _check_square
+from .linalg import LinAlgError, _check_float, _check_square, _mh, _mm
 from .other_matrix import Tril, Triu, diag_embed, diagonal, tril, triu
 
 __all__ = [
@@ -153,15 +154,16 @@ def linalg_lu_solve(LU: Any, pivots: Any, B: Any, *, left: bool = True, adjoint:
     if a._data.dtype != b._data.dtype:
         raise RuntimeError(f"linalg.lu_solve: Expected LU and B to have the same dtype, but found "
                            f"LU of type {a.dtype} and B of type {b.dtype} instead")
-    if not left:  # X A = B  <=>  A^T X^T = B^T
-        return linalg_lu_solve(a, piv, b.mT, adjoint=not adjoint).mT
+    if not left:  # X A = B  <=>  A^H X^H = B^H
+        return linalg_lu_solve(a, piv, b.mH, adjoint=not adjoint).mH
     xp = _xp(a)
     p = TensorBase._make(_perm_matrix(xp, piv._data, a.shape[-1], a._data.dtype))
+    mm = _matmul_op(a).apply
     if not adjoint:  # X = U^-1 L^-1 P^T B
-        y = SolveTriangular.apply(a, Matmul.apply(p.mT, b), False, True)
+        y = SolveTriangular.apply(a, mm(p.mT, b), False, True)
         return SolveTriangular.apply(a, y, True, False)
-    y = SolveTriangular.apply(a.mT, b, False, False)  # X = P L^-T U^-T B
-    return Matmul.apply(p, SolveTriangular.apply(a.mT, y, True, True))
+    y = SolveTriangular.apply(a.mH, b, False, False)  # X = P L^-H U^-H B
+    return mm(p, SolveTriangular.apply(a.mH, y, True, True))
 
 
 def lu_solve(input: Any, LU_data: Any, LU_pivots: Any, *, out: Any = None) -> Any:
@@ -327,11 +329,12 @@ def matrix_exp(input: Any) -> Any:
     eye = diag_embed(diagonal(a, 0, -2, -1) * 0 + 1)
     term = eye
     res = eye
+    mm = _matmul_op(a).apply
     for k in range(1, 19):
-        term = Matmul.apply(term, x) * (1.0 / k)
+        term = mm(term, x) * (1.0 / k)
         res = res + term
     for _ in range(s):
-        res = Matmul.apply(res, res)
+        res = mm(res, res)
     return res
 
 
@@ -382,16 +385,16 @@ def eig(self: Any, eigenvectors: bool = False, *, e: Any = None, v: Any = None) 
 
 
 class CholeskySolve(Op):
-    """X = (L L^T)^-1 B (``upper``: (U^T U)^-1 B), reading one triangle of the factor
-    grad_B = cholesky_solve(grad), grad_L = -(grad_B X^T + X grad_B^T) L (upper: -U (...)),
-    the whole matrix, as PyTorch's"""
+    """X = (L L^H)^-1 B (``upper``: (U^H U)^-1 B), reading one triangle of the factor
+    grad_B = cholesky_solve(grad), grad_L = -(grad_B X^H + X grad_B^H) L (upper: -U (...)),
+    the whole matrix, as PyTorch's  (^H: conjugate transpose; ^T for real)"""
 
     node_name = "CholeskySolveBackward0"
 
     @staticmethod
     def forward(ctx: Any, b: Any, c: Any, upper: bool) -> Any:
         xp = ctx.xp
-        ct = c.swapaxes(-1, -2)
+        ct = _mh(c)
         if upper:
             x = _trsolve(xp, c, _trsolve(xp, ct, b, False, False), True, False)
         else:
@@ -407,9 +410,9 @@ class CholeskySolve(Op):
         need = ctx.needs_input_grad
         gc = None
         if need[1]:
-            common = ctx.call(Matmul, gb, x.swapaxes(-1, -2))
-            common = common + common.swapaxes(-1, -2)
-            gc = -(ctx.call(Matmul, c, common) if ctx.upper else ctx.call(Matmul, common, c))
+            common = _mm(ctx, gb, _mh(x))
+            common = common + _mh(common)
+            gc = -(_mm(ctx, c, common) if ctx.upper else _mm(ctx, common, c))
         return (gb if need[0] else None), gc, None
 
 
@@ -465,10 +468,10 @@ class LdlSolve(Op):
 
 class LuFactor(Op):
     """(LU, pivots, info) = getrf(A), A = P L U
-    square: grad_A = P L^-T [tril(L^T gL, -1) + triu(gU U^T)] U^-T (gL = tril(gLU, -1),
-    gU = triu(gLU)); wide A = P L [U1 | U2]: the square rule on (L, U1) with L^T gL less
-    gU2 U2^T, and grad_A2 = P L^-T gU2; tall P^T A = [L1; L2] U: the square rule on (L1, U) with
-    gU U^T less L2^T gL2, and grad_A2 = P gL2 U^-T (full-rank A)"""
+    square: grad_A = P L^-H [tril(L^H gL, -1) + triu(gU U^H)] U^-H (gL = tril(gLU, -1),
+    gU = triu(gLU)); wide A = P L [U1 | U2]: the square rule on (L, U1) with L^H gL less
+    gU2 U2^H, and grad_A2 = P L^-H gU2; tall P^T A = [L1; L2] U: the square rule on (L1, U) with
+    gU U^H less L2^H gL2, and grad_A2 = P gL2 U^-H (full-rank A; ^H: ^T for real A)"""
 
     node_name = "LinalgLuFactorExBackward0"
 
@@ -486,10 +489,9 @@ class LuFactor(Op):
         k = min(m, n)
 
         def mm(x: Any, y: Any) -> Any:
-            return ctx.call(Matmul, x, y)
+            return _mm(ctx, x, y)
 
-        def t(x: Any) -> Any:
-            return x.swapaxes(-1, -2)
+        t = _mh
 
         praw = piv._data if isinstance(piv, TensorBase) else piv
         p = _const(lu_, lambda xp, dt: _perm_matrix(xp, praw, m, dt))
@@ -517,7 +519,8 @@ class LuFactor(Op):
 
 class SolveTriangular(Op):
     """X = A^-1 B for triangular A (its ``upper`` or lower triangle; unit diagonal if ``unit``)
-    grad_B = A^-T grad          grad_A = -tri(grad_B X^T) (the strict triangle when ``unit``)"""
+    grad_B = A^-H grad          grad_A = -tri(grad_B X^H) (the strict triangle when ``unit``;
+    ^H: ^T for real A)"""
 
     node_name = "LinalgSolveTriangularBackward0"
 
@@ -533,10 +536,10 @@ class SolveTriangular(Op):
         a, x = ctx.saved
         upper, unit = ctx.tri
         need = ctx.needs_input_grad
-        gb = ctx.call(SolveTriangular, a.swapaxes(-1, -2), grad, not upper, unit)
+        gb = ctx.call(SolveTriangular, _mh(a), grad, not upper, unit)
         ga = None
         if need[0]:
-            ga = -ctx.call(Matmul, gb, x.swapaxes(-1, -2))
+            ga = -_mm(ctx, gb, _mh(x))
             ga = ctx.call(Triu, ga, int(unit)) if upper else ctx.call(Tril, ga, -int(unit))
         return ga, (gb if need[1] else None), None, None
 
@@ -626,6 +629,11 @@ def _trsolve(xp: Any, a: Any, b: Any, upper: bool, unit: bool) -> Any:
             s = bb[..., i, :] - (t[..., i:i + 1, :i] @ x[..., :i, :])[..., 0, :]
         x[..., i, :] = s / t[..., i, i, None]
     return x
+
+
+def _matmul_op(a: Any) -> Any:
+    """The Matmul op for ``a``'s dtype (complex: ``conjugated``, PyTorch's gradient)."""
+    return conjugated(Matmul) if a._data.dtype.kind == "c" else Matmul
 
 
 def _xp(t: Any) -> Any:
