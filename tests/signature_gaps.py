@@ -14,5 +14,9 @@ GAPS: dict[str, str] = {
     'torch.linalg.lstsq': "rcond: ember solves through the SVD pseudo-inverse (rtol=rcond); PyTorch's default CPU driver gelsy decides the rank by QR with column pivoting, so rank-deficient results differ",
     'torch.mm': "missing out_dtype= (PyTorch's CPU build raises NotImplementedError for it; Tensor.mm is the same function and its schema has no out_dtype)",
     'torch.sparse_csr_tensor': "extra check_invariants=: PyTorch's documented keyword (its docstring lists it), which its argument parser's signature does not show",
+    'torch.sparse_csc_tensor': "extra check_invariants=: PyTorch's documented keyword (its docstring lists it), which its argument parser's signature does not show",
+    'torch.sparse_bsr_tensor': "extra check_invariants=: PyTorch's documented keyword (its docstring lists it), which its argument parser's signature does not show",
+    'torch.sparse_bsc_tensor': "extra check_invariants=: PyTorch's documented keyword (its docstring lists it), which its argument parser's signature does not show",
+    'torch.sparse_compressed_tensor': "extra check_invariants=: PyTorch's documented keyword (its docstring lists it), which its argument parser's signature does not show",
     'torch.rsub': "alpha should be positional in PyTorch's number overload rsub(input, Scalar other, Scalar alpha) but is keyword-only for a tensor other: one Python signature cannot say both",
 }

@@ -127,13 +127,14 @@ def to_dense(self, dtype: Any = None, *, masked_grad: Any = None) -> Any:
 # whose own methods shadow these): a dense tensor converts, and refuses the sparse accessors
 def to_sparse(self, sparse_dim: int | None = None, *, layout: Any = None, blocksize: Any = None,
               dense_dim: Any = None) -> Any:
-    """A sparse COO copy (``sparse_dim`` leading sparse dims; all by default), or CSR with
-    ``layout=torch.sparse_csr``."""
-    if layout is _dtype_info.sparse_csr:
-        return _sparse.to_csr(self)
+    """A sparse COO copy (``sparse_dim`` leading sparse dims; all by default), or one in the
+    compressed ``layout`` (``torch.sparse_csr``/``_csc``/``_bsr``/``_bsc``; ``blocksize`` for
+    the block layouts)."""
+    if layout in _sparse.COMPRESSED_LAYOUTS:
+        return _sparse.to_layout(self, layout, blocksize)
     if layout not in (None, _dtype_info.sparse_coo):
-        raise NotImplementedError(f"to_sparse: layout {layout} is not supported by ember "
-                                  "(sparse_coo and sparse_csr are)")
+        raise RuntimeError(f"to_sparse: layout {layout} is not a sparse layout (sparse_coo, "
+                           "sparse_csr, sparse_csc, sparse_bsr or sparse_bsc)")
     return _sparse.to_sparse(self, sparse_dim)
 
 def to_sparse_coo(self) -> Any:
@@ -141,7 +142,19 @@ def to_sparse_coo(self) -> Any:
 
 def to_sparse_csr(self, dense_dim: int | None = None) -> Any:
     """A sparse CSR copy of a dense matrix."""
-    return _sparse.to_csr(self)
+    return _sparse.to_layout(self, _dtype_info.sparse_csr, name="to_sparse_csr")
+
+def to_sparse_csc(self, dense_dim: int | None = None) -> Any:
+    """A sparse CSC copy of a dense matrix."""
+    return _sparse.to_layout(self, _dtype_info.sparse_csc, name="to_sparse_csc")
+
+def to_sparse_bsr(self, blocksize: Any, dense_dim: int | None = None) -> Any:
+    """A sparse BSR copy of a dense matrix (blocks of ``blocksize``)."""
+    return _sparse.to_layout(self, _dtype_info.sparse_bsr, blocksize)
+
+def to_sparse_bsc(self, blocksize: Any, dense_dim: int | None = None) -> Any:
+    """A sparse BSC copy of a dense matrix (blocks of ``blocksize``)."""
+    return _sparse.to_layout(self, _dtype_info.sparse_bsc, blocksize)
 
 def _strided_refusal(what: str, layout: str = "sparse coordinate") -> Callable:
     def method(self: Any) -> Any:
@@ -158,6 +171,8 @@ _indices = _strided_refusal("_indices")
 _values = _strided_refusal("_values")
 crow_indices = _strided_refusal("crow_indices", "sparse row compressed")
 col_indices = _strided_refusal("col_indices", "sparse row compressed")
+ccol_indices = _strided_refusal("ccol_indices", "sparse column compressed")
+row_indices = _strided_refusal("row_indices", "sparse column compressed")
 
 def _nnz(self) -> int:
     raise NotImplementedError("Could not run 'aten::_nnz' with arguments from the 'CPU' backend "
@@ -768,6 +783,9 @@ OP_METHODS: dict[str, Any] = {
     "to_sparse": to_sparse,
     "to_sparse_coo": to_sparse_coo,
     "to_sparse_csr": to_sparse_csr,
+    "to_sparse_csc": to_sparse_csc,
+    "to_sparse_bsr": to_sparse_bsr,
+    "to_sparse_bsc": to_sparse_bsc,
     "is_coalesced": is_coalesced,
     "coalesce": coalesce,
     "indices": indices,
@@ -775,6 +793,8 @@ OP_METHODS: dict[str, Any] = {
     "_indices": _indices,
     "_values": _values,
     "crow_indices": crow_indices,
+    "ccol_indices": ccol_indices,
+    "row_indices": row_indices,
     "col_indices": col_indices,
     "_nnz": _nnz,
     "sparse_dim": sparse_dim,

@@ -1,4 +1,5 @@
-"""``SparseTensor``: the tensors of the sparse layouts (``torch.sparse_coo``, ``torch.sparse_csr``).
+"""``SparseTensor``: the tensors of the sparse layouts (``torch.sparse_coo`` and the compressed
+``torch.sparse_csr``, ``sparse_csc``, ``sparse_bsr``, ``sparse_bsc``).
 
 PyTorch has one Tensor type for every layout and picks the kernel per call. ember keeps the
 dense path free of layout tests by giving sparse tensors their own subclass of ``Tensor``: its
@@ -24,7 +25,7 @@ from ._tensor_base import TensorBase, wrap_dim
 from ._tensor_str import _add_suffixes, array_str
 from .autograd import grad_mode
 from .ops import sparse as _sp
-from .ops.sparse import COO, CSR
+from .ops.sparse import COO, Compressed
 
 __all__ = ["SparseTensor"]
 
@@ -43,11 +44,12 @@ _PASS = frozenset(
 
 
 def _layout_name(rec: Any) -> str:
-    return "SparseCsr" if isinstance(rec, CSR) else "Sparse"
+    return _sp.layout_name(rec.layout)
 
 
 class SparseTensor(Tensor):
-    """A Tensor in a sparse layout: ``_data`` is a ``COO`` or ``CSR`` record (ops/sparse.py)."""
+    """A Tensor in a sparse layout: ``_data`` is a ``COO`` or ``Compressed`` record
+    (ops/sparse.py)."""
 
     __slots__ = ()
 
@@ -62,7 +64,7 @@ class SparseTensor(Tensor):
 
     @property
     def is_sparse_csr(self) -> bool:
-        return isinstance(self._data, CSR)
+        return self._data.layout is _dtype_info.sparse_csr
 
     @property
     def device(self) -> _backend.device:
@@ -139,10 +141,11 @@ class SparseTensor(Tensor):
                                f"{_layout_name(rec)}")
         return rec
 
-    def _csr(self, what: str) -> CSR:
+    def _compressed(self, what: str, by_rows: bool) -> Compressed:
         rec = self._data
-        if not isinstance(rec, CSR):
-            raise RuntimeError(f"{what} expected sparse row compressed tensor layout but got "
+        if not isinstance(rec, Compressed) or rec.by_rows != by_rows:
+            kind = "row" if by_rows else "column"
+            raise RuntimeError(f"{what} expected sparse {kind} compressed tensor layout but got "
                                f"{_layout_name(rec)}")
         return rec
 
@@ -174,7 +177,7 @@ class SparseTensor(Tensor):
                 raise RuntimeError("Cannot get values on an uncoalesced tensor, please call "
                                    ".coalesce() first")
             return _sp.values_of(self)[1]
-        return TensorBase._make(rec.values)
+        return _sp.compressed_values(self)[1]
 
     def _values(self) -> Tensor:
         return TensorBase._make(self._coo("_values").values)
@@ -189,10 +192,16 @@ class SparseTensor(Tensor):
         return self._data.dense_dim
 
     def crow_indices(self) -> Tensor:
-        return TensorBase._make(self._csr("crow_indices").crow)
+        return TensorBase._make(self._compressed("crow_indices", True).compressed)
 
     def col_indices(self) -> Tensor:
-        return TensorBase._make(self._csr("col_indices").col)
+        return TensorBase._make(self._compressed("col_indices", True).plain)
+
+    def ccol_indices(self) -> Tensor:
+        return TensorBase._make(self._compressed("ccol_indices", False).compressed)
+
+    def row_indices(self) -> Tensor:
+        return TensorBase._make(self._compressed("row_indices", False).plain)
 
     def to_dense(self, dtype: Any = None, *, masked_grad: bool | None = None) -> Tensor:
         out = _sp.to_dense(self)
@@ -200,13 +209,13 @@ class SparseTensor(Tensor):
 
     def to_sparse(self, sparse_dim: int | None = None, *, layout: Any = None,
                   blocksize: Any = None, dense_dim: Any = None) -> SparseTensor:
-        if layout is _dtype_info.sparse_csr:
-            return self.to_sparse_csr()
+        if layout in _sp.COMPRESSED_LAYOUTS:
+            return _sp.to_layout(self, layout, blocksize)
         if layout not in (None, _dtype_info.sparse_coo):
-            raise NotImplementedError(f"to_sparse: layout {layout} is not supported by ember "
-                                      "(sparse_coo and sparse_csr are)")
-        if isinstance(self._data, CSR):
-            return _sp.make(_sp.csr_to_coo(self._data))
+            raise RuntimeError(f"to_sparse: layout {layout} is not a sparse layout (sparse_coo, "
+                               "sparse_csr, sparse_csc, sparse_bsr or sparse_bsc)")
+        if isinstance(self._data, Compressed):
+            return _sp.to_coo(self)
         if sparse_dim is not None and sparse_dim != self._data.sparse_dim:
             raise RuntimeError(f"to_sparse: conversion from Sparse to Sparse with sparse_dim "
                                f"argument !=self.sparse_dim() is not supported (sparse_dim="
@@ -217,7 +226,16 @@ class SparseTensor(Tensor):
         return self.to_sparse()
 
     def to_sparse_csr(self, dense_dim: int | None = None) -> SparseTensor:
-        return _sp.to_csr(self)
+        return _sp.to_layout(self, _dtype_info.sparse_csr, name="to_sparse_csr")
+
+    def to_sparse_csc(self, dense_dim: int | None = None) -> SparseTensor:
+        return _sp.to_layout(self, _dtype_info.sparse_csc, name="to_sparse_csc")
+
+    def to_sparse_bsr(self, blocksize: Any, dense_dim: int | None = None) -> SparseTensor:
+        return _sp.to_layout(self, _dtype_info.sparse_bsr, blocksize, name="to_sparse_bsr")
+
+    def to_sparse_bsc(self, blocksize: Any, dense_dim: int | None = None) -> SparseTensor:
+        return _sp.to_layout(self, _dtype_info.sparse_bsc, blocksize, name="to_sparse_bsc")
 
     # -- autograd ---------------------------------------------------------------------------
     @property
@@ -250,9 +268,11 @@ class SparseTensor(Tensor):
     # -- copies and conversions -------------------------------------------------------------
     def clone(self, *, memory_format: Any = None) -> SparseTensor:
         rec = self._data
-        if isinstance(rec, CSR) or not _sp.tracking(self):
-            out = _sp.make(rec.copy())
-            return out
+        if not _sp.tracking(self):
+            return _sp.make(rec.copy())
+        if isinstance(rec, Compressed):
+            c, v = _sp.compressed_values(self)
+            return _sp.from_values(c.copy(), v.clone())
         c, v = _sp.values_of(self)
         return _sp.from_values(COO(c.indices.copy(), c.values, c.shape, c.coalesced), v.clone())
 
@@ -274,10 +294,9 @@ class SparseTensor(Tensor):
             parts: tuple = (_backend.to_numpy(rec.indices), _backend.to_numpy(rec.values),
                             rec.shape, rec.coalesced)
         else:
-            parts = (_backend.to_numpy(rec.crow), _backend.to_numpy(rec.col),
+            parts = (_backend.to_numpy(rec.compressed), _backend.to_numpy(rec.plain),
                      _backend.to_numpy(rec.values), rec.shape)
-        return (_rebuild_sparse, ("sparse_coo" if isinstance(rec, COO) else "sparse_csr", parts,
-                                  self._rg))
+        return (_rebuild_sparse, (rec.layout._name, parts, self._rg))
 
     def to(self, *args: Any, **kwargs: Any) -> SparseTensor:
         dev, dt = None, None
@@ -299,15 +318,15 @@ class SparseTensor(Tensor):
         out = self
         rec = self._data
         if dt is not None and dt.np != rec.dtype:
-            if _sp.tracking(self) and isinstance(rec, COO):
-                c, v = _sp.values_of(self)
+            if _sp.tracking(self):
+                c, v = (_sp.values_of if isinstance(rec, COO) else _sp.compressed_values)(self)
                 out = _sp.from_values(c, v.to(dt))
             else:
                 out = _sp.make(rec.astype(dt.np))
             rec = out._data
         if dev is not None and dev != out.device:
             moved = rec.copy()
-            for name in ("indices", "values", "crow", "col"):
+            for name in ("indices", "values", "compressed", "plain"):
                 if hasattr(type(moved), name) or name == "values":
                     try:
                         setattr(moved, name, _backend.to_device(getattr(moved, name), dev))
@@ -415,8 +434,8 @@ class SparseTensor(Tensor):
         perm = list(range(n))
         a, b = wrap_dim(dim0, n), wrap_dim(dim1, n)
         perm[a], perm[b] = perm[b], perm[a]
-        if isinstance(self._data, CSR):
-            return _sp.to_csr(_sp.permute(_sp.make(_sp.csr_to_coo(self._data)), tuple(perm)))
+        if isinstance(self._data, Compressed):
+            return self if a == b else _sp.transpose_compressed(self)
         return _sp.permute(self, tuple(perm))
 
     swapaxes = transpose
@@ -437,7 +456,7 @@ class SparseTensor(Tensor):
         return self.transpose(-2, -1)
 
     def _as_coo(self, what: str) -> SparseTensor:
-        return self if isinstance(self._data, COO) else _sp.make(_sp.csr_to_coo(self._data))
+        return self if isinstance(self._data, COO) else _sp.to_coo(self)
 
     def t_(self) -> SparseTensor:
         return self._replace(self.t())
@@ -474,16 +493,15 @@ class SparseTensor(Tensor):
         return self._replace(self.neg())
 
     def zero_(self) -> SparseTensor:
-        rec = self._data
-        xp = _backend.xp_of(rec.values)
-        if isinstance(rec, COO):
-            empty: Any = COO(xp.zeros((rec.sparse_dim, 0), np.int64),
-                             xp.zeros((0,) + rec.values.shape[1:], rec.values.dtype),
-                             rec.shape, True)
-        else:
-            empty = CSR(xp.zeros(rec.shape[0] + 1, np.int64), xp.zeros(0, np.int64),
-                        xp.zeros(0, rec.values.dtype), rec.shape)
-        return self._replace(_sp.make(empty))
+        return self._replace(_sp.make(_sp.empty_rec(self._data)))
+
+    def resize_as_(self, the_template: Any, *, memory_format: Any = None) -> SparseTensor:
+        """``s.resize_as_(other)`` (COO): ``other``'s size and sparse/dense dims; an empty
+        tensor takes any, a non-empty one keeps its elements and may only grow, as PyTorch's."""
+        return self._replace(_resize_as(self, the_template))
+
+    def index_select(self, dim: int, index: Any) -> SparseTensor:
+        return _index_select(self, dim, index)
 
     def copy_(self, src: Any, non_blocking: bool = False) -> SparseTensor:
         if not isinstance(src, SparseTensor):
@@ -546,6 +564,102 @@ def _legacy_new(self: Any, *args: Any, **kwargs: Any) -> Any:
                              sizes)
 
 
+def _zeros_like(input: Any, *, dtype: Any = None, layout: Any = None, device: Any = None,
+                requires_grad: bool = False, memory_format: Any = None,
+                pin_memory: bool = False) -> Any:
+    """``torch.zeros_like(sparse)`` (and ``empty_like``): a sparse tensor of ``input``'s layout,
+    shape and sparse/dense dims with nothing specified; dense zeros with
+    ``layout=torch.strided``."""
+    rec = input._data
+    dt = _dtype.to_dtype(dtype) if dtype is not None else _dtype.from_numpy(rec.dtype)
+    if layout is _dtype_info.strided:
+        out = ops.zeros(tuple(rec.shape), dtype=dt, device=device or input.device)
+        return out.requires_grad_(True) if requires_grad else out
+    if layout is not None and layout is not rec.layout:
+        raise RuntimeError(f"zeros_like: layout={layout} differs from the input's "
+                           f"{rec.layout}: ember makes zeros of the input's layout (or strided)")
+    out = _sp.make(_sp.empty_rec(rec).astype(dt.np))
+    if device is not None:
+        out = out.to(device)
+    if requires_grad:
+        out.requires_grad_(True)
+    return out
+
+
+def _resize_as(s: SparseTensor, other: Any) -> SparseTensor:
+    rec = s._data
+    if not isinstance(other, SparseTensor):
+        raise NotImplementedError(
+            f"Could not run 'aten::resize_' with arguments from the '{_layout_name(rec)}CPU' "
+            "backend: a sparse tensor's resize_as_ takes a sparse template")
+    tpl = other._data
+    if not isinstance(rec, COO) or not isinstance(tpl, COO):
+        raise NotImplementedError(f"resize_as_: ember resizes sparse COO tensors only (got "
+                                  f"{_layout_name(rec)} and {_layout_name(tpl)})")
+    shape, sd = tuple(tpl.shape), tpl.sparse_dim
+    if rec.nnz == 0:
+        xp = _backend.xp_of(rec.values)
+        return _sp.make(COO(xp.zeros((sd, 0), np.int64),
+                            xp.zeros((0,) + shape[sd:], rec.values.dtype), shape, True))
+    if (sd, tpl.dense_dim) != (rec.sparse_dim, rec.dense_dim):
+        raise RuntimeError(
+            f"resize_as_: changing the number of sparse dimensions (from {rec.sparse_dim} to "
+            f"{sd}) or dense dimensions (from {rec.dense_dim} to {tpl.dense_dim}) on a "
+            "non-empty sparse tensor is not supported.")
+    old = list(rec.shape)
+    if any(n < o for n, o in zip(shape[:sd], old[:sd])):
+        raise RuntimeError(f"shrinking the size of sparse dimensions (from {old[:sd]} to "
+                           f"{list(shape[:sd])}) on a non-empty sparse tensor is not supported.")
+    if shape[sd:] != tuple(old[sd:]):
+        raise RuntimeError(f"resizing dense dimensions (from {old[sd:]} to {list(shape[sd:])}) "
+                           "on a non-empty sparse tensor is not supported.")
+    return _sp.make(COO(rec.indices, rec.values, shape, rec.coalesced))
+
+
+def _index_select(s: SparseTensor, dim: int, index: Any) -> SparseTensor:
+    """``s.index_select(dim, index)`` for a COO tensor: the entries at ``index`` along ``dim``,
+    in the order of ``index`` (then of ``s``'s elements), uncoalesced, as PyTorch's."""
+    rec = s._data
+    if not isinstance(rec, COO):
+        raise NotImplementedError(
+            f"Could not run 'aten::index_select' with arguments from the '{_layout_name(rec)}CPU'"
+            " backend (ember selects from sparse COO tensors: convert with .to_sparse() first)")
+    if not isinstance(index, TensorBase) or isinstance(index, SparseTensor) or \
+            index._data.ndim != 1 or index._data.dtype != np.int64:
+        raise IndexError("index_select() argument index must be 1-D strided (non-sparse) "
+                         "long-tensor.")
+    d = wrap_dim(dim, rec.ndim)
+    n = rec.shape[d]
+    ix = index._data
+    xp = _backend.xp_of(rec.values)
+    ix = xp.asarray(ix)
+    if ix.shape[0]:
+        bad = (ix < -n) | (ix >= n)
+        if bool(bad.any()):
+            raise IndexError(f"index_select(): index contains {int(ix[bad][0])} that is out of "
+                             f"range for tensor of size {list(rec.shape)} at dimension {d}")
+    ix = xp.where(ix < 0, ix + n, ix)
+    shape = list(rec.shape)
+    shape[d] = int(ix.shape[0])
+    c, v = _sp.values_of(s)
+    sd = c.sparse_dim
+    if d >= sd:
+        nv = v.index_select(d - sd + 1, TensorBase._make(ix))
+        return _sp.from_values(COO(c.indices, nv._data, tuple(shape), False), nv)
+    key = c.indices[d]
+    order = xp.argsort(key, kind="stable")
+    sk = key[order]
+    lo = xp.searchsorted(sk, ix, "left")
+    counts = xp.searchsorted(sk, ix, "right") - lo
+    total = int(counts.sum())
+    pos = order[xp.arange(total, dtype=np.int64)
+                + xp.repeat(lo - (xp.cumsum(counts) - counts), counts)]
+    idx = c.indices[:, pos].copy()
+    idx[d] = xp.repeat(xp.arange(ix.shape[0], dtype=np.int64), counts)
+    nv = v[TensorBase._make(pos)]
+    return _sp.from_values(COO(idx, nv._data, tuple(shape), False), nv)
+
+
 def _flat(args: Any, kwargs: dict) -> list:
     out = []
     for a in (*args, *kwargs.values()):
@@ -561,8 +675,9 @@ def _rebuild_sparse(layout: str, parts: tuple, requires_grad: bool) -> SparseTen
         idx, vals, shape, coalesced = parts
         t = _sp.make(COO(np.array(idx), np.array(vals), shape, coalesced))
     else:
-        crow, col, vals, shape = parts
-        t = _sp.make(CSR(np.array(crow), np.array(col), np.array(vals), shape))
+        cidx, pidx, vals, shape = parts
+        t = _sp.make(Compressed(np.array(cidx), np.array(pidx), np.array(vals), shape,
+                                getattr(_dtype_info, layout)))
     if requires_grad:
         t.requires_grad_(True)
     return t
@@ -580,10 +695,9 @@ def _is_scalar(x: Any) -> bool:
 def _valuewise(s: SparseTensor, fn: Any, coalesce: bool) -> SparseTensor:
     """A sparse tensor with ``s``'s indices and ``fn(values)`` (a dense op on the values
     tensor, so autograd records it); coalesced first when ``coalesce`` (PyTorch's unary ops)."""
-    if isinstance(s._data, CSR):
-        rec = s._data
-        v = fn(TensorBase._make(rec.values))
-        return _sp.make(CSR(rec.crow, rec.col, v._data, rec.shape))
+    if isinstance(s._data, Compressed):
+        rec, v = _sp.compressed_values(s)
+        return _sp.from_values(rec, fn(v))
     if coalesce:
         s = _sp.coalesce_tensor(s)
     c, v = _sp.values_of(s)
@@ -607,8 +721,10 @@ def _add(a: Any, b: Any, alpha: Any) -> Any:
             raise RuntimeError(f"add: expected 'self' and 'other' to have same size, but self has "
                                f"size {list(a.shape)} while other has size {list(b.shape)} "
                                "(sparse tensors do not broadcast)")
-        if isinstance(a._data, CSR) or isinstance(b._data, CSR):
-            return _sp.to_csr(_sp.make(_sp.add_sparse(a._data, b._data, alpha)))
+        like = a._data if isinstance(a._data, Compressed) else b._data
+        if isinstance(like, Compressed):  # (in the compressed operand's layout)
+            return _sp.make(_sp.convert_rec(_sp.add_sparse(a._data, b._data, alpha), like.layout,
+                                            like.blocksize))
         if _sp.tracking(a, b):
             ca, va = _sp.values_of(a)
             cb, vb = _sp.values_of(b)
@@ -638,6 +754,14 @@ def _mul(s: SparseTensor, other: Any) -> Any:
     if not isinstance(other, TensorBase):
         raise TypeError(f"mul(): argument 'other' must be Tensor or Number, not "
                         f"{type(other).__name__}")
+    if isinstance(s._data, Compressed) or isinstance(other, SparseTensor) and isinstance(
+            other._data, Compressed):  # through COO, back to s's layout
+        out = _mul(s._as_coo("mul"), other._as_coo("mul") if isinstance(other, SparseTensor)
+                   else other)
+        rec = s._data
+        if isinstance(rec, Compressed):
+            return _sp.to_layout(out, rec.layout, rec.blocksize)
+        return out
     if isinstance(other, SparseTensor):
         a, b = _sp.coalesce_tensor(s), _sp.coalesce_tensor(other)
         if tuple(a.shape) != tuple(b.shape):
@@ -654,8 +778,6 @@ def _mul(s: SparseTensor, other: Any) -> Any:
         vals = va[TensorBase._make(ia)] * vb[TensorBase._make(ib)]
         return _sp.from_values(COO(ca.indices[:, ia], vals._data, ca.shape, True), vals)
     # sparse * dense: the sparse pattern, values times the dense entries there
-    if isinstance(s._data, CSR):
-        return _sp.to_csr(_mul(_sp.make(_sp.csr_to_coo(s._data)), other))
     c, v = _sp.values_of(s)
     full = tuple(np.broadcast_shapes(tuple(other.shape), c.shape))
     if full != c.shape:
@@ -675,14 +797,22 @@ def _div(s: SparseTensor, other: Any, rounding_mode: Any) -> Any:
                       coalesce=rounding_mode is not None)
 
 
-def _mm(a: Any, b: Any, dense_grad: bool = True) -> Any:
+def _mm(a: Any, b: Any, dense_grad: bool = True, keep_layout: bool = False) -> Any:
     sa, sb = isinstance(a, SparseTensor), isinstance(b, SparseTensor)
     if sa and sb:
-        # sparse @ sparse: PyTorch gives a sparse (coalesced) result
+        # sparse @ sparse: PyTorch gives a sparse (coalesced) result; of two compressed ones,
+        # CSR (torch.mm, @) or the first one's layout (torch.sparse.mm)
         if a._data.ndim != 2 or b._data.ndim != 2:
             raise RuntimeError("mm: sparse @ sparse takes two matrices")
+        for r in (a._data, b._data):
+            if r.layout in _sp.BLOCK_LAYOUTS:
+                raise RuntimeError(f"mm: sparse @ sparse with a {_layout_name(r)} operand is not "
+                                   "supported (as in PyTorch): convert it with .to_dense() or "
+                                   ".to_sparse() first")
         prod = _sp.sparse_mm(a._as_coo("mm"), b.to_dense(), dense_grad)
-        return _sp.to_sparse(prod) if isinstance(a._data, COO) else _sp.to_csr(prod)
+        if isinstance(a._data, COO):
+            return _sp.to_sparse(prod)
+        return _sp.to_layout(prod, a._data.layout if keep_layout else _dtype_info.sparse_csr)
     if sa:
         return _sp.sparse_mm(a._as_coo("mm"), b, dense_grad)
     # dense @ sparse = (sparse^T @ dense^T)^T
@@ -819,6 +949,9 @@ _HANDLERS: dict[Any, Any] = {
     ops.permute: lambda input, dims: input.permute(dims),
     ops.clone: lambda input, *, memory_format=None: input.clone(),
     ops.cat: _cat,
+    ops.zeros_like: _zeros_like,
+    ops.empty_like: _zeros_like,
+    ops.index_select: lambda input, dim, index, *, out=None: _index_select(input, dim, index),
 }
 for _name in UNARY:
     if hasattr(ops, _name):
@@ -856,7 +989,9 @@ def _sparse_repr(t: SparseTensor) -> str:
     if isinstance(rec, COO):
         parts = [("indices=", rec.indices), ("values=", rec.values)]
     else:
-        parts = [("crow_indices=", rec.crow), ("col_indices=", rec.col), ("values=", rec.values)]
+        c, p = ("crow_indices=", "col_indices=") if rec.by_rows else ("ccol_indices=",
+                                                                      "row_indices=")
+        parts = [(c, rec.compressed), (p, rec.plain), ("values=", rec.values)]
     text = "tensor("
     for k, (label, arr) in enumerate(parts):
         if k:

@@ -55,6 +55,16 @@ class SparseLayoutError(NotImplementedError, AttributeError):
 # records
 
 
+ROW_LAYOUTS = (_dtype_info.sparse_csr, _dtype_info.sparse_bsr)
+
+
+BLOCK_LAYOUTS = (_dtype_info.sparse_bsr, _dtype_info.sparse_bsc)
+
+
+COMPRESSED_LAYOUTS = (_dtype_info.sparse_csr, _dtype_info.sparse_csc, _dtype_info.sparse_bsr,
+                      _dtype_info.sparse_bsc)
+
+
 def is_sparse(x: Any) -> bool:
     """Whether ``x`` is a sparse tensor (or a sparse record)."""
     return isinstance(x._data if isinstance(x, TensorBase) else x, _Record)
@@ -162,34 +172,65 @@ class COO(_Record):
         return COO(self.indices.copy(), self.values.copy(), self.shape, self.coalesced)
 
 
-class CSR(_Record):
-    """Compressed rows of a matrix: ``crow`` (rows + 1), ``col`` and ``values`` (nnz)."""
+class Compressed(_Record):
+    """A matrix in one of the compressed layouts (``sparse_csr``, ``sparse_csc``, ``sparse_bsr``,
+    ``sparse_bsc``): ``compressed`` (int64, one more than the rows of elements or blocks for the
+    row layouts, than the columns for the column layouts), ``plain`` (the other index of each
+    stored element or block, nnz), ``values`` (nnz) or, for the block layouts, (nnz, bh, bw)."""
 
-    __slots__ = ("crow", "col")
-    layout = _dtype_info.sparse_csr
+    __slots__ = ("compressed", "plain", "layout")
 
-    def __init__(self, crow: Any, col: Any, values: Any, shape: tuple) -> None:
-        self.crow = crow
-        self.col = col
+    def __init__(self, compressed: Any, plain: Any, values: Any, shape: tuple,
+                 layout: Any = _dtype_info.sparse_csr) -> None:
+        self.compressed = compressed
+        self.plain = plain
         self.values = values
         self.shape = tuple(int(s) for s in shape)
+        self.layout = layout
 
     sparse_dim = 2
 
     @property
-    def dense_dim(self) -> int:
-        return self.values.ndim - 1
+    def blocked(self) -> bool:
+        return self.layout in BLOCK_LAYOUTS
 
-    def astype(self, dt: Any, copy: bool = True) -> CSR:
+    @property
+    def by_rows(self) -> bool:
+        return self.layout in ROW_LAYOUTS
+
+    @property
+    def blocksize(self) -> tuple | None:
+        return tuple(int(b) for b in self.values.shape[1:3]) if self.blocked else None
+
+    @property
+    def dense_dim(self) -> int:
+        return self.values.ndim - (3 if self.blocked else 1)
+
+    def __add__(self, other: Any) -> Any:
+        if _backend.is_array(other):
+            return add_dense(other, self, 1)
+        return convert_rec(add_sparse(self, other, 1), self.layout, self.blocksize)
+
+    __radd__ = __add__
+
+    def like(self, values: Any) -> Compressed:
+        """The same pattern with other values."""
+        return Compressed(self.compressed, self.plain, values, self.shape, self.layout)
+
+    def astype(self, dt: Any, copy: bool = True) -> Compressed:
         if np.dtype(dt) == self.values.dtype:
             return self
-        return CSR(self.crow, self.col, self.values.astype(dt), self.shape)
+        return self.like(self.values.astype(dt))
 
-    def copy(self) -> CSR:
-        return CSR(self.crow.copy(), self.col.copy(), self.values.copy(), self.shape)
+    def copy(self) -> Compressed:
+        return Compressed(self.compressed.copy(), self.plain.copy(), self.values.copy(),
+                          self.shape, self.layout)
 
 
-RECORDS = (COO, CSR)
+CSR = Compressed  # (the name the row-compressed layout's code knew it by)
+
+
+RECORDS = (COO, Compressed)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -239,24 +280,97 @@ def dense_to_coo(arr: Any, sparse_dim: int | None = None) -> COO:
     return COO(indices, arr[idx].copy(), arr.shape, True)
 
 
-def coo_to_csr(c: COO) -> CSR:
+def coo_to_compressed(c: COO, layout: Any = _dtype_info.sparse_csr,
+                      blocksize: tuple | None = None) -> Compressed:
+    """A 2-D COO record (no dense dims) in a compressed layout; a block layout stores every
+    block that holds a specified element (its other elements zero)."""
     cc = coalesce(c)
     xp = _xp(cc.values)
-    n = cc.shape[0]
-    counts = xp.bincount(cc.indices[0], minlength=n) if cc.nnz else xp.zeros(n, np.int64)
-    crow = xp.zeros(n + 1, dtype=np.int64)
-    crow[1:] = xp.cumsum(counts)
-    return CSR(crow, cc.indices[1].copy(), cc.values.copy(), cc.shape)
+    nr, nc = cc.shape
+    rows, cols = cc.indices[0], cc.indices[1]
+    by_rows = layout in ROW_LAYOUTS
+    if layout in BLOCK_LAYOUTS:
+        bh, bw = blocksize
+        nbr, nbc = nr // bh, nc // bw
+        br, bc = rows // bh, cols // bw
+        nminor = nbc if by_rows else nbr
+        key = br * nbc + bc if by_rows else bc * nbr + br
+        uniq, inv = xp.unique(key, return_inverse=True)
+        blocks = xp.zeros((uniq.shape[0], bh, bw), dtype=cc.values.dtype)
+        blocks[inv.reshape(-1), rows % bh, cols % bw] = cc.values
+        return Compressed(_ptr(uniq // nminor, nbr if by_rows else nbc), uniq % nminor, blocks,
+                          cc.shape, layout)
+    if by_rows:
+        return Compressed(_ptr(rows, nr), cols.copy(), cc.values.copy(), cc.shape, layout)
+    order = xp.argsort(cols * max(nr, 1) + rows, kind="stable")
+    return Compressed(_ptr(cols[order], nc), rows[order], cc.values[order], cc.shape, layout)
 
 
-def csr_to_coo(r: CSR) -> COO:
+def coo_to_csr(c: COO) -> Compressed:
+    return coo_to_compressed(c)
+
+
+def element_positions(r: Compressed) -> tuple:
+    """The (row, column) of each stored element of ``r``, each shaped as its values (nnz, or
+    nnz x bh x bw), in storage order."""
     xp = _xp(r.values)
-    rows = xp.repeat(xp.arange(r.shape[0], dtype=np.int64), xp.diff(r.crow))
-    return COO(xp.stack([rows, r.col.astype(np.int64)]), r.values, r.shape, True)
+    major = xp.repeat(xp.arange(r.compressed.shape[0] - 1, dtype=np.int64),
+                      xp.diff(r.compressed))
+    plain = r.plain.astype(np.int64, copy=False)
+    br, bc = (major, plain) if r.by_rows else (plain, major)
+    if not r.blocked:
+        return br, bc
+    bh, bw = r.blocksize
+    shape = (br.shape[0], bh, bw)
+    rows = br[:, None, None] * bh + xp.arange(bh, dtype=np.int64)[None, :, None]
+    cols = bc[:, None, None] * bw + xp.arange(bw, dtype=np.int64)[None, None, :]
+    return xp.broadcast_to(rows, shape), xp.broadcast_to(cols, shape)
+
+
+def compressed_to_coo(r: Compressed) -> COO:
+    """The stored elements of ``r`` as COO, in storage order (coalesced for CSR only, as
+    PyTorch marks them)."""
+    xp = _xp(r.values)
+    rows, cols = element_positions(r)
+    idx = xp.stack([rows.reshape(-1), cols.reshape(-1)])
+    vals = r.values.reshape((-1,) + r.values.shape[(3 if r.blocked else 1):])
+    return COO(idx, vals, r.shape, r.layout is _dtype_info.sparse_csr)
 
 
 def as_coo(rec: _Record) -> COO:
-    return rec if isinstance(rec, COO) else csr_to_coo(rec)
+    return rec if isinstance(rec, COO) else compressed_to_coo(rec)
+
+
+def convert_rec(rec: _Record, layout: Any, blocksize: tuple | None = None) -> _Record:
+    """``rec`` in ``layout`` (``blocksize`` for the block layouts); itself if it is already."""
+    if layout is _dtype_info.sparse_coo:
+        return as_coo(rec)
+    if isinstance(rec, Compressed) and rec.layout is layout and rec.blocksize == (
+            tuple(blocksize) if blocksize is not None else None):
+        return rec
+    return coo_to_compressed(as_coo(rec), layout, blocksize)
+
+
+def transpose_rec(r: Compressed) -> Compressed:
+    """The transpose of a compressed matrix: the same arrays in the other direction's layout
+    (CSR <-> CSC, BSR <-> BSC; blocks transposed)."""
+    swap = {_dtype_info.sparse_csr: _dtype_info.sparse_csc,
+            _dtype_info.sparse_csc: _dtype_info.sparse_csr,
+            _dtype_info.sparse_bsr: _dtype_info.sparse_bsc,
+            _dtype_info.sparse_bsc: _dtype_info.sparse_bsr}[r.layout]
+    vals = r.values.swapaxes(1, 2) if r.blocked else r.values
+    return Compressed(r.compressed, r.plain, vals, r.shape[::-1], swap)
+
+
+def empty_rec(rec: _Record) -> _Record:
+    """A record of ``rec``'s layout, shape and dtype with nothing specified."""
+    xp = _xp(rec.values)
+    if isinstance(rec, COO):
+        return COO(xp.zeros((rec.sparse_dim, 0), np.int64),
+                   xp.zeros((0,) + rec.values.shape[1:], rec.values.dtype), rec.shape, True)
+    return Compressed(xp.zeros(rec.compressed.shape[0], np.int64), xp.zeros(0, np.int64),
+                      xp.zeros((0,) + rec.values.shape[1:], rec.values.dtype), rec.shape,
+                      rec.layout)
 
 
 def spmm_array(c: COO, dense: Any) -> Any:
@@ -312,6 +426,8 @@ def gather(grad: Any, c: COO) -> Any:
     """The values of ``grad`` (a dense array or a sparse tensor/record) at ``c``'s indices."""
     if isinstance(grad, TensorBase):
         grad = grad._data
+    if isinstance(c, Compressed):
+        return dense_of(grad)[element_positions(c)]
     if _backend.is_array(grad):
         return grad[tuple(c.indices)] if c.sparse_dim else grad[None]
     g = coalesce(as_coo(grad))
@@ -349,6 +465,15 @@ def permute_rec(c: COO, perm: tuple) -> COO:
                list(range(sd)))
 
 
+def _ptr(major: Any, n: int) -> Any:
+    """Compressed pointers (``n + 1``) from the sorted major indices of the stored elements."""
+    xp = _xp(major)
+    counts = xp.bincount(major, minlength=n) if major.shape[0] else xp.zeros(n, np.int64)
+    ptr = xp.zeros(n + 1, dtype=np.int64)
+    ptr[1:] = xp.cumsum(counts)
+    return ptr
+
+
 def _xp(a: Any) -> Any:
     return _backend.xp_of(a)
 
@@ -381,6 +506,9 @@ def _segment_sum(values: Any, starts: Any) -> Any:
     out = xp.zeros((starts.shape[0],) + values.shape[1:], dtype=values.dtype)
     xp.add.at(out, seg, values)
     return out
+
+
+csr_to_coo = compressed_to_coo
 
 
 # ---------------------------------------------------------------------------------------------
@@ -417,6 +545,8 @@ class _Values(Op):
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
         r = ctx.rec
+        if isinstance(r, Compressed):
+            return make(r.like(grad))
         return make(COO(r.indices, grad, r.shape, r.coalesced))
 
 
@@ -445,6 +575,7 @@ class _ToDense(Op):
     def forward(ctx: Any, rec: _Record, dense_grad: bool = False) -> Any:
         c = coalesce(as_coo(rec))
         ctx.rec, ctx.dense_grad = c, dense_grad
+        ctx.layout = rec.layout, getattr(rec, "blocksize", None)
         return coo_to_dense(c)
 
     @staticmethod
@@ -452,7 +583,8 @@ class _ToDense(Op):
         c = ctx.rec
         if ctx.dense_grad:
             return dense_of(grad), None
-        return make(COO(c.indices, mask_values(dense_of(grad), c), c.shape, True)), None
+        g = COO(c.indices, mask_values(dense_of(grad), c), c.shape, True)
+        return make(convert_rec(g, *ctx.layout)), None
 
 
 class _ToSparse(Op):
@@ -467,6 +599,58 @@ class _ToSparse(Op):
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
         return dense_of(grad), None
+
+
+class _Convert(Op):
+    """out = a sparse tensor in another sparse layout
+    grad_input = grad in the input's layout (a dense grad stays dense)"""
+
+    node_name = "ToSparseBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, rec: _Record, out: _Record) -> Any:
+        ctx.layout = rec.layout, getattr(rec, "blocksize", None)
+        return out.values
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        if isinstance(grad, TensorBase):
+            return make(convert_rec(grad._data, *ctx.layout)), None
+        return grad, None
+
+
+class _TransposeCompressed(Op):
+    """out = the transpose of a compressed matrix (CSR <-> CSC, BSR <-> BSC)
+    grad_input = grad transposed back"""
+
+    node_name = "TBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, rec: Compressed, out: Compressed) -> Any:
+        return out.values
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        if not isinstance(grad, TensorBase):
+            return grad.T, None
+        g = grad._data
+        return make(transpose_rec(g) if isinstance(g, Compressed) else permute_rec(g, (1, 0))), None
+
+
+class _FromCompressedValues(Op):
+    """out = the compressed tensor with fixed indices and these values
+    grad_values = grad at the stored elements (grad dense or sparse)"""
+
+    node_name = "SparseCompressedTensorBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, values: Any, rec: Compressed) -> Any:
+        ctx.rec = rec
+        return values
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        return gather(grad, ctx.rec), None
 
 
 class _Permute(Op):
@@ -547,6 +731,11 @@ class _SparseSum(Op):
 # tensor-level helpers (used by ember._tensor_sparse and ember.sparse)
 
 
+_LAYOUT_NAMES = {_dtype_info.sparse_coo: "Sparse", _dtype_info.sparse_csr: "SparseCsr",
+                 _dtype_info.sparse_csc: "SparseCsc", _dtype_info.sparse_bsr: "SparseBsr",
+                 _dtype_info.sparse_bsc: "SparseBsc", _dtype_info.strided: "Strided"}
+
+
 def tracking(*ts: Any) -> bool:
     return grad_mode.state.enabled and any(isinstance(t, TensorBase) and t._rg for t in ts)
 
@@ -563,14 +752,27 @@ def values_of(s: Any) -> tuple[COO, Any]:
     return c, TensorBase._make(c.values)
 
 
-def from_values(rec: COO, values: Any) -> Any:
+def from_values(rec: _Record, values: Any) -> Any:
     """A sparse tensor with ``rec``'s indices and shape and the tensor ``values`` (recorded when
     ``values`` requires grad)."""
-    out_rec = COO(rec.indices, values._data, rec.shape, rec.coalesced)
+    if isinstance(rec, Compressed):
+        out_rec: _Record = rec.like(values._data)
+        op: Any = _FromCompressedValues
+    else:
+        out_rec, op = COO(rec.indices, values._data, rec.shape, rec.coalesced), _FromValues
     if tracking(values):
-        v = _FromValues.apply(values, out_rec)
+        v = op.apply(values, out_rec)
         return make(out_rec, True, v._grad_fn)
     return make(out_rec)
+
+
+def compressed_values(s: Any) -> tuple[Compressed, Any]:
+    """A compressed tensor's record and its values as a tensor that carries ``s``'s gradient
+    (``_Values``), or a plain alias when nothing tracks."""
+    rec = s._data
+    if tracking(s):
+        return rec, _Values.apply(s)
+    return rec, TensorBase._make(rec.values)
 
 
 def record(op: Any, out_rec: _Record, *args: Any) -> Any:
@@ -604,19 +806,75 @@ def to_sparse(x: Any, sparse_dim: int | None = None) -> Any:
     return record(_ToSparse, rec, x, rec)
 
 
-def to_csr(x: Any) -> Any:
-    if is_sparse(x):
-        if isinstance(x._data, CSR):
+def layout_name(layout: Any) -> str:
+    """A layout as PyTorch's messages name it (``SparseCsc``)."""
+    return _LAYOUT_NAMES.get(layout, str(layout))
+
+
+def to_layout(x: Any, layout: Any, blocksize: Any = None, name: str | None = None) -> Any:
+    """``x`` (dense or sparse) as a matrix in the compressed ``layout``, as PyTorch's
+    ``to_sparse_csr``/``_csc``/``_bsr``/``_bsc`` convert it (autograd records the conversion)."""
+    lname = layout_name(layout)
+    src = x._data
+    sparse_src = isinstance(src, _Record)
+    block = layout in BLOCK_LAYOUTS
+    if name is None:
+        if not sparse_src:
+            name = "dense_to_sparse" + ("_" + lname[6:].lower() if blocksize is not None else "")
+        elif isinstance(src, Compressed):
+            name = "sparse_compressed_to_sparse_" + lname[6:].lower()
+        else:
+            name = "to_sparse_" + lname[6:].lower()
+    if block and blocksize is None:
+        raise RuntimeError(f"{name}: conversion from {layout_name(src.layout if sparse_src else _dtype_info.strided)} "
+                           f"to {lname} without blocksize argument given is not supported")
+    if not block and blocksize is not None:
+        raise RuntimeError(f"{name}: conversion from {layout_name(src.layout if sparse_src else _dtype_info.strided)} "
+                           f"to {lname} with blocksize argument given is not supported")
+    bs = _blocksize(blocksize, name) if block else None
+    if isinstance(src, Compressed):
+        if src.blocked and not block:
+            raise RuntimeError(f"{name}: expected SparseCsr or SparseCsc layout but got "
+                               f"{layout_name(src.layout)}")
+        if src.blocked and block and src.blocksize != bs:
+            raise RuntimeError(
+                f"{name}: conversion from {layout_name(src.layout)} to {lname} with blocksize "
+                f"changed from {list(src.blocksize)} to {list(bs)} is not supported")
+        if src.layout is layout:
             return x
-        rec = x._data
-    else:
-        rec = dense_to_coo(x._data)
-    if rec.ndim != 2 or rec.dense_dim:
+    if len(src.shape) < 2:
+        raise IndexError(f"Dimension out of range (expected to be in range of [-1, 0], but got 1)"
+                         f" ({name} needs a matrix, got shape {tuple(src.shape)})")
+    if len(src.shape) != 2 or (sparse_src and src.dense_dim):
         raise RuntimeError(
-            f"to_sparse_csr: expected a 2-D tensor with no dense dimensions (got shape "
-            f"{tuple(rec.shape)}): ember's CSR tensors are matrices (batched CSR is not "
-            "supported)")
-    return make(coo_to_csr(rec))
+            f"{name}: expected a 2-D tensor with no dense dimensions (got shape "
+            f"{tuple(src.shape)}): ember's compressed sparse tensors are matrices (batched and "
+            "hybrid ones are not supported)")
+    if bs is not None and (src.shape[0] % bs[0] or src.shape[1] % bs[1]):
+        raise RuntimeError(f"{name}: tensor sparse size ({src.shape[0]},{src.shape[1]}) must be "
+                           f"divisible by given blocksize ({bs[0]},{bs[1]})")
+    if sparse_src:
+        out = convert_rec(src, layout, bs)
+        return record(_Convert, out, x, out)
+    out = coo_to_compressed(dense_to_coo(src), layout, bs)
+    return record(_ToSparse, out, x, out)
+
+
+def to_csr(x: Any) -> Any:
+    return to_layout(x, _dtype_info.sparse_csr, name="to_sparse_csr")
+
+
+def to_coo(s: Any) -> Any:
+    """A compressed tensor as COO (its stored elements, in storage order); a COO one itself."""
+    if isinstance(s._data, COO):
+        return s
+    out = compressed_to_coo(s._data)
+    return record(_Convert, out, s, out)
+
+
+def transpose_compressed(s: Any) -> Any:
+    out = transpose_rec(s._data)
+    return record(_TransposeCompressed, out, s, out)
 
 
 def permute(s: Any, perm: tuple) -> Any:
@@ -663,25 +921,24 @@ def sparse_grad_hook(leaf: Any) -> Any:
     finds a dense ``.grad`` (a sparse one is densified first), as PyTorch accumulates."""
     ref = weakref.ref(leaf)
 
-    def hook(g: Any) -> None:
+    def hook(g: Any) -> Any:
         t = ref()
         if t is None:
             return
         cur = t._grad
+        out = None
         if is_sparse(g):
+            mine = t._data
+            if isinstance(mine, _Record) and (mine.layout is not g._data.layout or getattr(
+                    mine, "blocksize", None) != getattr(g._data, "blocksize", None)):
+                # a sparse gradient takes its leaf's layout, as PyTorch's
+                out = g = make(convert_rec(g._data, mine.layout, getattr(mine, "blocksize",
+                                                                          None)))
             if cur is None:
-                c = g._data
-                xp = _xp(c.values)
-                if isinstance(c, COO):
-                    empty: _Record = COO(xp.zeros((c.sparse_dim, 0), np.int64),
-                                         xp.zeros((0,) + c.values.shape[1:], c.values.dtype),
-                                         c.shape, True)
-                else:
-                    empty = CSR(xp.zeros(c.shape[0] + 1, np.int64), xp.zeros(0, np.int64),
-                                xp.zeros(0, c.values.dtype), c.shape)
-                t._grad = make(empty)
+                t._grad = make(empty_rec(g._data))
         elif cur is not None and is_sparse(cur):
             t._grad = TensorBase._make(dense_of(cur))
+        return out
 
     hook._ember_sparse = True  # type: ignore[attr-defined]
     return hook
@@ -695,6 +952,19 @@ def install_grad_hook(t: Any) -> None:
     if hooks is None:
         hooks = t._hooks = []
     hooks.append(sparse_grad_hook(t))
+
+
+def _blocksize(blocksize: Any, name: str) -> tuple:
+    if isinstance(blocksize, TensorBase):
+        blocksize = blocksize.tolist()
+    if isinstance(blocksize, (int, np.integer)):
+        blocksize = (int(blocksize), int(blocksize))
+    bs = tuple(int(b) for b in blocksize)
+    if len(bs) != 2:
+        raise RuntimeError(f"{name}: blocksize needs to be a tuple of size 2, but got {len(bs)}")
+    if min(bs) < 1:
+        raise RuntimeError(f"{name}: blocksize {bs} must be positive")
+    return bs
 
 
 def _cpp(dt: Any) -> str:

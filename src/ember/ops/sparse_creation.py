@@ -1,5 +1,6 @@
 """Sparse tensors' constructors and products with dense matrices: ``sparse_coo_tensor``,
-``sparse_csr_tensor``, ``spmm``, ``smm``, ``dsmm``, ``hsmm`` (the records, kernels and backward
+``sparse_compressed_tensor`` and its layouts' forms (``sparse_csr_tensor``, ``sparse_csc_tensor``,
+``sparse_bsr_tensor``, ``sparse_bsc_tensor``), ``spmm``, ``smm``, ``dsmm``, ``hsmm`` (the records, kernels and backward
 rules they build on are ``ops/sparse.py``)."""
 
 from __future__ import annotations
@@ -11,16 +12,21 @@ import numpy as np
 from .. import _backend, _dtype, _dtype_info
 from .._tensor_base import TensorBase
 from .sparse import (
+    BLOCK_LAYOUTS,
+    COMPRESSED_LAYOUTS,
     COO,
-    CSR,
+    ROW_LAYOUTS,
+    Compressed,
     from_values,
     is_sparse,
+    layout_name,
     make,
     sparse_mm,
     to_sparse,
 )
 
-__all__ = ["sparse_coo_tensor", "sparse_csr_tensor", "spmm", "smm", "dsmm", "hsmm"]
+__all__ = ["sparse_coo_tensor", "sparse_csr_tensor", "sparse_csc_tensor", "sparse_bsr_tensor",
+           "sparse_bsc_tensor", "sparse_compressed_tensor", "spmm", "smm", "dsmm", "hsmm"]
 
 
 def sparse_coo_tensor(indices: Any = None, values: Any = None, size: Any = None, *, dtype: Any = None,
@@ -90,38 +96,23 @@ def sparse_coo_tensor(indices: Any = None, values: Any = None, size: Any = None,
     return _finish(out, device, requires_grad)
 
 
-def sparse_csr_tensor(crow_indices: Any, col_indices: Any, values: Any, size: Any = None, *,
-                      dtype: Any = None, layout: Any = None, device: Any = None,
-                      pin_memory: bool = False, requires_grad: bool = False,
-                      check_invariants: bool | None = None) -> Any:
-    """A sparse CSR matrix: ``crow_indices`` (rows + 1), ``col_indices`` and ``values`` (nnz)."""
-    if layout is not None and layout != _dtype_info.sparse_csr:
-        raise RuntimeError(f"sparse_csr_tensor: layout={layout} given; this constructor makes "
-                           "torch.sparse_csr tensors (leave layout out)")
-    dt = _dtype.to_dtype(dtype) if dtype is not None else None
-    crow = _as_array(crow_indices).astype(np.int64)
-    col = _as_array(col_indices).astype(np.int64)
-    vals = _as_array(values, dt)
-    if dt is not None:
-        vals = vals.astype(dt.np)
-    if crow.ndim != 1 or col.ndim != 1:
-        raise RuntimeError("sparse_csr_tensor: ember's CSR tensors are matrices: crow_indices and "
-                           f"col_indices must be 1-D (got {crow.ndim}-D and {col.ndim}-D)")
-    if col.shape[0] != vals.shape[0]:
-        raise RuntimeError(f"col_indices and values must have the same number of elements, but "
-                           f"got {col.shape[0]} and {vals.shape[0]}")
-    if crow.shape[0] < 1 or (crow.shape[0] and int(crow[-1]) != col.shape[0]) or int(crow[0]):
-        raise RuntimeError("`crow_indices[..., 0] == 0` and `crow_indices[..., -1] == nnz` are "
-                           f"required (got crow_indices {crow.tolist()} with nnz={col.shape[0]})")
-    if size is None:
-        size = (crow.shape[0] - 1, int(col.max()) + 1 if col.shape[0] else 0) + vals.shape[1:]
-    size = tuple(int(s) for s in size)
-    if len(size) != 2 + vals.ndim - 1 or size[0] != crow.shape[0] - 1:
-        raise RuntimeError(f"sparse_csr_tensor: size {size} does not fit crow_indices of length "
-                           f"{crow.shape[0]} (rows + 1)")
-    if col.shape[0] and (int(col.min()) < 0 or int(col.max()) >= size[1]):
-        raise RuntimeError(f"`0 <= col_indices < ncols` is not satisfied (ncols={size[1]})")
-    return _finish(make(CSR(crow, col, vals, size)), device, requires_grad)
+def sparse_compressed_tensor(compressed_indices: Any, plain_indices: Any, values: Any,
+                             size: Any = None, *, dtype: Any = None, layout: Any = None,
+                             device: Any = None, pin_memory: bool = False,
+                             requires_grad: bool = False,
+                             check_invariants: bool | None = None) -> Any:
+    """A sparse matrix in a compressed ``layout`` (``torch.sparse_csr``, ``sparse_csc``,
+    ``sparse_bsr``, ``sparse_bsc``): ``compressed_indices`` (one more than the rows, or the
+    columns for the column layouts, counted in blocks for the block layouts), ``plain_indices``
+    (the other index of each stored element or block) and ``values`` (nnz, or nnz x bh x bw
+    blocks). ``size`` defaults to the smallest that holds the indices."""
+    if layout not in COMPRESSED_LAYOUTS:
+        got = "none" if layout is None else layout_name(layout)
+        raise RuntimeError(f"sparse_compressed_tensor expected sparse compressed tensor layout "
+                           f"but got {got} (pass layout=torch.sparse_csr, sparse_csc, sparse_bsr "
+                           "or sparse_bsc)")
+    return _compressed(compressed_indices, plain_indices, values, size, dtype, layout, device,
+                       requires_grad)
 
 
 def spmm(input: Any, mat2: Any) -> Any:
@@ -156,6 +147,115 @@ def hsmm(input: Any, mat2: Any) -> Any:
     return to_sparse(dsmm(input, mat2), 1)
 
 
+def _constructor(fixed: Any, cname: str, pname: str) -> Any:
+    lname = layout_name(fixed)
+
+    def make_one(compressed: Any, plain: Any, values: Any, size: Any = None, *,
+                 dtype: Any = None, layout: Any = None, device: Any = None,
+                 pin_memory: bool = False, requires_grad: bool = False,
+                 check_invariants: bool | None = None) -> Any:
+        if layout is not None and layout is not fixed:
+            raise RuntimeError(f"sparse_{lname[6:].lower()}_tensor: layout must be {lname} but "
+                               f"got {layout_name(layout)} (leave layout out)")
+        return _compressed(compressed, plain, values, size, dtype, fixed, device, requires_grad)
+
+    name = f"sparse_{lname[6:].lower()}_tensor"
+    # PyTorch's parameter names (callers pass them by keyword: ccol_indices=, row_indices=)
+    src = (f"def {name}({cname}, {pname}, values, size=None, *, dtype=None, layout=None, "
+           f"device=None, pin_memory=False, requires_grad=False, check_invariants=None):\n"
+           f"    return _impl({cname}, {pname}, values, size, dtype=dtype, layout=layout, "
+           "device=device, pin_memory=pin_memory, requires_grad=requires_grad, "
+           "check_invariants=check_invariants)\n")
+    scope: dict = {"_impl": make_one}
+    exec(src, scope)  # noqa: S102 - a fixed signature, no user input
+    fn = scope[name]
+    fn.__module__ = __name__
+    fn.__doc__ = (f"A sparse {lname[6:].upper()} matrix: ``{cname}``, ``{pname}`` and ``values``"
+                  " (see ``sparse_compressed_tensor``).")
+    return fn
+
+
+def _compressed(compressed_indices: Any, plain_indices: Any, values: Any, size: Any, dtype: Any,
+                layout: Any, device: Any, requires_grad: bool) -> Any:
+    by_rows = layout in ROW_LAYOUTS
+    block = layout in BLOCK_LAYOUTS
+    cname, pname = ("crow_indices", "col_indices") if by_rows else ("ccol_indices", "row_indices")
+    dt = _dtype.to_dtype(dtype) if dtype is not None else None
+    cidx, pidx = _as_array(compressed_indices), _as_array(plain_indices)
+    for label, arr in ((cname, cidx), (pname, pidx)):
+        if arr.dtype.kind not in "iu":
+            raise RuntimeError(f"{cname} and {pname} must be integer tensors (got {label} of "
+                               f"{arr.dtype.name}): convert them, e.g. .long()")
+        if arr.ndim != 1:
+            raise RuntimeError(f"{label} of shape {tuple(arr.shape)}: ember's compressed sparse "
+                               "tensors are matrices, with 1-D index tensors (batched ones are "
+                               "not supported)")
+    cidx, pidx = cidx.astype(np.int64), pidx.astype(np.int64)
+    vt = None
+    if isinstance(values, TensorBase):  # its values are the tensor's own (PyTorch aliases them)
+        vt = values if dt is None or values._data.dtype == dt.np else values.to(dt)
+        vals = vt._data
+    else:
+        vals = _as_array(values, dt)
+        if dt is not None and vals.dtype != dt.np:
+            vals = vals.astype(dt.np)
+    want = 3 if block else 1
+    if vals.ndim < want:
+        raise RuntimeError(f"values must have dimensionality > sum of batch and block "
+                           f"dimensionalities (=0 + {want - 1}) but got {vals.ndim}")
+    if vals.ndim != want:
+        raise RuntimeError(f"values of shape {tuple(vals.shape)}: ember's compressed sparse "
+                           f"tensors have no dense dimensions (values must be {want}-D)")
+    nnz = vals.shape[0]
+    bh, bw = (int(vals.shape[1]), int(vals.shape[2])) if block else (1, 1)
+    if size is None:
+        nmajor = cidx.shape[0] - 1
+        nminor = int(pidx.max()) + 1 if pidx.shape[0] else 0
+        nbr, nbc = (nmajor, nminor) if by_rows else (nminor, nmajor)
+        size = (nbr * bh, nbc * bw)
+    size = tuple(int(s) for s in size)
+    if len(size) != 2:
+        raise RuntimeError(f"tensor dimensionality must be sum of batch, base, and dense "
+                           f"dimensionalities (=0 + 2 + 0) but got {len(size)}")
+    for k, b in enumerate((bh, bw)):
+        if size[k] % b:
+            raise RuntimeError(f"tensor shape[{k}] (={size[k]}) must be divisible with "
+                               f"blocksize[{k}] (={b}) as defined by values shape")
+    nbr, nbc = size[0] // bh, size[1] // bw
+    nmajor, nminor = (nbr, nbc) if by_rows else (nbc, nbr)
+    what = ("row" if by_rows else "column") + (" blocks" if block else "s")
+    if cidx.shape[0] != nmajor + 1:
+        raise RuntimeError(f"{cname}.shape[-1] must be equal to the number of {what} + 1 "
+                           f"(={nmajor + 1}), but got {cidx.shape[0]}")
+    if pidx.shape[0] != nnz:
+        raise RuntimeError(f"{pname}.shape[-1] must be equal to nnz (={nnz}) as defined by "
+                           f"values.shape[0], but got {pidx.shape[0]}")
+    if int(cidx[0]) != 0:
+        raise RuntimeError(f"`{cname}[..., 0] == 0` is not satisfied.")
+    if int(cidx[-1]) != nnz:
+        raise RuntimeError(f"`{cname}[..., -1] == nnz` is not satisfied (got {int(cidx[-1])}, "
+                           f"nnz={nnz}).")
+    steps = np.diff(cidx)
+    if steps.size and (int(steps.min()) < 0 or int(steps.max()) > nminor):
+        raise RuntimeError(f"`0 <= {cname}[..., 1:] - {cname}[..., :-1] <= "
+                           f"{'ncols' if by_rows else 'nrows'}` is not satisfied.")
+    lim = "ncols" if by_rows else "nrows"
+    if nnz and (int(pidx.min()) < 0 or int(pidx.max()) >= nminor):
+        raise RuntimeError(f"`0 <= {pname} < {lim}` is not satisfied ({lim}={nminor}"
+                           f"{' blocks' if block else ''}).")
+    if nnz > 1:
+        seg_start = np.zeros(nnz, dtype=bool)
+        seg_start[cidx[:-1][steps > 0]] = True
+        if bool(((np.diff(pidx) <= 0) & ~seg_start[1:]).any()):
+            n = "nrows" if by_rows else "ncols"
+            raise RuntimeError(f"`{pname}[..., {cname}[..., i - 1]:{cname}[..., i]] for all i = "
+                               f"1, ..., {n} are sorted and distinct along the last dimension "
+                               "values` is not satisfied.")
+    rec = Compressed(cidx, pidx, vals, size, layout)
+    out = from_values(rec, vt) if vt is not None else make(rec)
+    return _finish(out, device, requires_grad)
+
+
 def _as_array(x: Any, dt: Any = None) -> Any:
     if isinstance(x, TensorBase):
         return x._data
@@ -172,3 +272,15 @@ def _finish(t: Any, device: Any, requires_grad: bool) -> Any:
     if requires_grad:
         t.requires_grad_(True)
     return t
+
+
+sparse_csr_tensor = _constructor(_dtype_info.sparse_csr, "crow_indices", "col_indices")
+
+
+sparse_csc_tensor = _constructor(_dtype_info.sparse_csc, "ccol_indices", "row_indices")
+
+
+sparse_bsr_tensor = _constructor(_dtype_info.sparse_bsr, "crow_indices", "col_indices")
+
+
+sparse_bsc_tensor = _constructor(_dtype_info.sparse_bsc, "ccol_indices", "row_indices")

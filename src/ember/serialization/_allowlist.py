@@ -155,7 +155,8 @@ def _size(*args: Any) -> Size:
 
 def _rebuild_sparse_tensor(*args: Any) -> Any:
     """``torch._utils._rebuild_sparse_tensor(layout, data)``: a sparse COO tensor from (indices,
-    values, size, is_coalesced), or a CSR one from (crow_indices, col_indices, values, size)."""
+    values, size, is_coalesced), or a compressed one (CSR, CSC, BSR, BSC) from
+    (compressed_indices, plain_indices, values, size)."""
     from .. import _dtype_info
     from ..ops import sparse as _sparse
     from ..ops import sparse_creation as _creation
@@ -170,12 +171,13 @@ def _rebuild_sparse_tensor(*args: Any) -> Any:
         if type(size) not in (tuple, Size) or coalesced not in (None, True, False):
             raise _refuse(f"refused _rebuild_sparse_tensor data {_short(data)}")
         return _creation.sparse_coo_tensor(data[0], data[1], tuple(size), is_coalesced=coalesced)
-    if layout is _dtype_info.sparse_csr and len(data) == 4 and len(tensors) == 3:
+    if layout in _sparse.COMPRESSED_LAYOUTS and len(data) == 4 and len(tensors) == 3:
         if type(data[3]) not in (tuple, Size):
             raise _refuse(f"refused _rebuild_sparse_tensor data {_short(data)}")
-        return _creation.sparse_csr_tensor(data[0], data[1], data[2], tuple(data[3]))
+        return _creation.sparse_compressed_tensor(data[0], data[1], data[2], tuple(data[3]),
+                                                  layout=layout)
     raise _refuse(f"refused _rebuild_sparse_tensor for layout {_short(layout)}: ember rebuilds "
-                  "sparse_coo and sparse_csr tensors")
+                  "sparse_coo, sparse_csr, sparse_csc, sparse_bsr and sparse_bsc tensors")
 
 
 def _get_layout(*args: Any) -> Any:

@@ -542,8 +542,8 @@ def _sparse_parts(t: Tensor) -> tuple:
             data: tuple = (Tensor._make(rec.indices), Tensor._make(rec.values), Size(rec.shape),
                            rec.coalesced)
         else:
-            data = (Tensor._make(rec.crow), Tensor._make(rec.col), Tensor._make(rec.values),
-                    Size(rec.shape))
+            data = (Tensor._make(rec.compressed), Tensor._make(rec.plain),
+                    Tensor._make(rec.values), Size(rec.shape))
         ref = weakref.ref(t, lambda _r, k=key: _SPARSE_PARTS.pop(k, None))
         hit = _SPARSE_PARTS[key] = (ref, rec, data)
     return hit[2]
