@@ -978,3 +978,30 @@ def test_nll_loss_backward_scatters_as_torch(reduction: str) -> None:
     assert res[0].dtype == np.float32
     np.testing.assert_allclose(res[0], res[1], rtol=1e-6, atol=0)
     np.testing.assert_array_equal(np.signbit(res[0]), np.signbit(res[1]))  # +0 off the targets
+
+
+@needs_kernels
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("transposed", [False, True])
+def test_dropout_noise_kernel_draws_the_numpy_paths_stream(dtype, transposed) -> None:
+    """bernoulli53 reads the generator's words through NumPy's bit generator interface: the same
+    mask as the NumPy path (kernels off), the generator left in the same state, PyTorch's mask."""
+    def run(mod):
+        mod.manual_seed(11)
+        x = mod.ones(40, 70, dtype=getattr(mod, dtype))
+        if transposed:
+            x = x.t()
+        y = mod.nn.functional.dropout(x, 0.3)
+        after = mod.rand(5)  # where the stream was left
+        return y.numpy(), after.numpy()
+
+    fast = run(ember)
+    with L.disabled():
+        slow = run(ember)
+    for a, b in zip(fast, slow):
+        np.testing.assert_array_equal(a, b)
+    assert fast[0].dtype == np.dtype(dtype)
+    assert set(np.unique(fast[0])) <= {0.0, fast[0].max()}
+    if HAVE_TORCH:
+        for a, b in zip(fast, run(torch)):
+            np.testing.assert_array_equal(a, b)

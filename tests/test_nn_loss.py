@@ -533,3 +533,42 @@ def test_cross_entropy_module_trains():
         with ember.no_grad():
             w -= 1.0 * w.grad
     assert loss.item() < first / 3
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("reduction", REDS)
+def test_cross_entropy_plain_branch_equals_the_masked_one(dtype, reduction):
+    """(N, C) logits with every target a class take a branch without masks; weights of ones (the
+    masked branch) give the same bits, forward and backward, and a target outside [0, C) still
+    raises there."""
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((37, 6)).astype(dtype) * 4
+    t = ember.tensor(rng.integers(0, 6, 37))
+    outs = []
+    for w in (None, ember.ones(6, dtype=getattr(ember, dtype))):
+        xe = ember.tensor(x, requires_grad=True)
+        loss = EF.cross_entropy(xe, t, weight=w, reduction=reduction)
+        loss.sum().backward()
+        assert loss.dtype == xe.dtype
+        outs.append((loss.detach().numpy(), xe.grad.numpy()))
+    np.testing.assert_array_equal(outs[0][0], outs[1][0])
+    np.testing.assert_array_equal(outs[0][1], outs[1][1])
+    if HAVE_TORCH:
+        import torch
+
+        xt = torch.tensor(x, requires_grad=True)
+        lt = torch.nn.functional.cross_entropy(xt, torch.tensor(t.numpy()), reduction=reduction)
+        lt.sum().backward()
+        np.testing.assert_allclose(outs[0][0], lt.detach().numpy(), rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(outs[0][1], xt.grad.numpy(), rtol=1e-6, atol=1e-7)
+    for bad in (-1, 6):
+        tb = t.clone()
+        tb[3] = bad
+        with pytest.raises(IndexError, match=f"Target {bad} is out of bounds"):
+            EF.cross_entropy(ember.tensor(x), tb, reduction=reduction)
+    # an ignore_index inside [0, C) takes the masked branch: class 2 ignored
+    kept = t.numpy() != 2
+    got = EF.cross_entropy(ember.tensor(x), t, ignore_index=2, reduction="sum").item()
+    want = EF.cross_entropy(ember.tensor(x[kept]), ember.tensor(t.numpy()[kept]),
+                            reduction="sum").item()
+    assert got == pytest.approx(want, rel=1e-6)

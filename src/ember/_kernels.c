@@ -1682,6 +1682,58 @@ static PyObject *py_sgd_momentum(PyObject *mod, PyObject *const *args, Py_ssize_
     Py_RETURN_NONE;
 }
 
+/* NumPy's bit generator interface (numpy/random/bitgen.h, a stable ABI that Cython and numba
+ * extensions use): the function pointers behind the "BitGenerator" capsule of `bg.capsule`. */
+typedef struct {
+    void *state;
+    uint64_t (*next_uint64)(void *st);
+    uint32_t (*next_uint32)(void *st);
+    double (*next_double)(void *st);
+    uint64_t (*next_raw)(void *st);
+} np_bitgen;
+
+/* bernoulli53(capsule, limit, out, scale): dropout's noise (ops/nn/dropout.py `_noise`), each
+ * element from one 64-bit draw, two 32-bit words high half first (ops/_mt19937.py `words64`):
+ * scale where its low 53 bits are below limit, else 0. The words are the stream random_raw
+ * gives, in the same order; the caller holds the bit generator's lock. Sequential (one stream),
+ * and the GIL stays held. */
+static PyObject *py_bernoulli53(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 4)
+        return PyErr_Format(PyExc_TypeError, "ember._kernels.bernoulli53: expected 4 arguments");
+    np_bitgen *bg = (np_bitgen *)PyCapsule_GetPointer(args[0], "BitGenerator");
+    if (bg == NULL)
+        return NULL;
+    uint64_t limit = PyLong_AsUnsignedLongLong(args[1]);
+    if (limit == (uint64_t)-1 && PyErr_Occurred())
+        return NULL;
+    double scale;
+    if (doubles(args + 3, 1, &scale) < 0)
+        return NULL;
+    Bufs b;
+    if (take(&b, args + 2, 1, "o") < 0)
+        return NULL;
+    const uint64_t low53 = (UINT64_C(1) << 53) - 1;
+    Py_ssize_t n = b.len[0];
+    if (b.kind == 'f') {
+        float *out = (float *)b.p[0], s = (float)scale;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            uint64_t hi = bg->next_uint32(bg->state);
+            uint64_t w = (hi << 32) | bg->next_uint32(bg->state);
+            out[i] = (w & low53) < limit ? s : 0.0f;
+        }
+    } else {
+        double *out = (double *)b.p[0];
+        for (Py_ssize_t i = 0; i < n; i++) {
+            uint64_t hi = bg->next_uint32(bg->state);
+            uint64_t w = (hi << 32) | bg->next_uint32(bg->state);
+            out[i] = (w & low53) < limit ? scale : 0.0;
+        }
+    }
+    release(&b);
+    Py_RETURN_NONE;
+}
+
 static PyObject *py_set_num_threads(PyObject *m, PyObject *arg)
 {
     long n = PyLong_AsLong(arg);
@@ -1749,6 +1801,7 @@ static PyMethodDef kernels_methods[] = {
     FAST(rms_norm_backward, "rms_norm_backward(x, w, rstd, grad, gx, gw, n): gx, gw (None: skip)."),
     FAST(adam, "adam(d, g, m, v, vmax, decay, b1, c1, c2, b2, bc2, eps, step): one Adam step."),
     FAST(sgd_momentum, "sgd_momentum(d, g, buf, momentum, 1 - dampening, lr, nesterov)."),
+    FAST(bernoulli53, "bernoulli53(capsule, limit, out, scale): dropout's noise from a bit generator."),
     {"isa", (PyCFunction)py_isa, METH_NOARGS, "isa(): the instruction set the kernels run on."},
     {"set_num_threads", (PyCFunction)py_set_num_threads, METH_O,
      "set_num_threads(n): threads a large kernel splits over (1: the calling thread alone)."},

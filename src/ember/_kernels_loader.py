@@ -230,6 +230,19 @@ def softmax_lse(x: Any, need_p: bool) -> tuple[Any, np.ndarray] | None:
     return p, lse
 
 
+def bernoulli53(bg: np.random.MT19937, limit: int, n: int, dtype: Any,
+                scale: float) -> np.ndarray | None:
+    """Dropout's noise, n values of ``dtype`` (float32/float64): ``scale`` where a 64-bit draw's
+    low 53 bits fall below ``limit``, else 0, drawn from ``bg`` in the order ``words64`` draws."""
+    mod = active
+    if mod is None or dtype not in (_F32, _F64):
+        return None
+    out = np.empty(n, dtype)
+    with bg.lock:  # (NumPy's own draws take it, and release the GIL while they run)
+        mod.bernoulli53(bg.capsule, limit, out, scale)
+    return out
+
+
 def layer_norm(x: Any, w: Any, b: Any, k: int,
                eps: float) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """(y, mean, rstd) of layer_norm over the last ``k`` dims (mean and rstd with those dims

@@ -32,12 +32,19 @@ __all__ = [
 
 
 _DEFAULT_SEED = 67280421310721  # PyTorch's default initial seed
+
+
 _MASK64 = (1 << 64) - 1
 
 
 # randint's and randint_like's overloads, as PyTorch's parser binds them (_args.overload)
 _RANDINT_FORMS = (("high", "size"), ("low", "high", "size"))
+
+
 _RANDINT_LIKE_FORMS = (("high",), ("low", "high"))
+
+
+_SPARE_BIT_GENERATORS: list[np.random.MT19937] = []  # those of collected Generators
 
 
 def manual_seed(seed: int) -> Generator:
@@ -60,6 +67,12 @@ def get_rng_state() -> Any:
 
 def set_rng_state(new_state: Any) -> None:
     default_generator.set_state(new_state)
+
+
+def int64_draw(generator: Generator | None = None) -> int:
+    """``int(torch.empty((), dtype=torch.int64).random_(generator=generator))`` without the tensor:
+    a 64-bit draw modulo 2**63 (how samplers and DataLoaders seed each epoch)."""
+    return int(_mt19937.words64(_gen(generator)._bg, 1)[0]) % (1 << 63)
 
 
 class Generator:
@@ -129,15 +142,6 @@ class Generator:
     def __setstate__(self, d: dict) -> None:
         self.__init__(d["device"])
         self.set_state(np.frombuffer(d["state"], np.uint8))
-
-
-def int64_draw(generator: Generator | None = None) -> int:
-    """``int(torch.empty((), dtype=torch.int64).random_(generator=generator))`` without the tensor:
-    a 64-bit draw modulo 2**63 (how samplers and DataLoaders seed each epoch)."""
-    return int(_mt19937.words64(_gen(generator)._bg, 1)[0]) % (1 << 63)
-
-
-_SPARE_BIT_GENERATORS: list[np.random.MT19937] = []  # those of collected Generators
 
 
 def _gen(generator: Generator | None) -> Generator:
@@ -494,6 +498,12 @@ def randint_like(input: Any, *args: Any, generator: Generator | None = None, dty
 # the in-place random fills: Tensor methods (``ember/_tensor.py`` sets them on Tensor)
 
 
+_UNSET = object()
+
+
+_INT_BOUNDS: dict = {}  # dtype -> (lowest, highest), filled on first use
+
+
 def uniform_(self: Any, *args: Any, generator: Generator | None = None, **kwargs: Any) -> Any:
     """``uniform_(from=0, to=1, *, generator=None)``: fill with samples from U[from, to).
     (``from`` is a Python keyword: pass it positionally or as ``**{"from": a}``.)"""
@@ -655,9 +665,6 @@ def _fill(t: Any, kind: str, *args: Any, generator: Generator | None = None) -> 
     return t
 
 
-_UNSET = object()
-
-
 def _params(name: str, args: tuple, kwargs: dict, names: tuple[str, ...],
             defaults: tuple) -> list:
     """Bind ``args``/``kwargs`` to ``names`` (parameters Python cannot spell, like ``from``),
@@ -674,9 +681,6 @@ def _params(name: str, args: tuple, kwargs: dict, names: tuple[str, ...],
             raise TypeError(f"{name}() got multiple values for argument '{key}'")
         values[i] = v
     return values
-
-
-_INT_BOUNDS: dict = {}  # dtype -> (lowest, highest), filled on first use
 
 
 def _check_int_range(dt: Any, low: int, high: int) -> None:
@@ -743,6 +747,8 @@ def _copy_from(x: Any, src: Any) -> Any:
 
 randint.__signature__ = _args.shown_signature(  # type: ignore[attr-defined]
     randint, {"low": 0, "high": None, "size": None})
+
+
 randint_like.__signature__ = _args.shown_signature(  # type: ignore[attr-defined]
     randint_like, {"low": 0, "high": None})
 

@@ -123,6 +123,9 @@ class SGD(Optimizer):
 
 def _sub_scaled(d: np.ndarray, g: np.ndarray, lr: float) -> None:
     """d -= lr * g a block at a time (the same roundings; no full-size temporary)."""
+    if d.size <= _BLOCK:  # one block: the temporary is small, the loop's set-up is not
+        d -= g * lr
+        return
     df, gf = d.reshape(-1), g.reshape(-1)
     sc = np.empty(min(df.size, _BLOCK), d.dtype)
     for i in range(0, df.size, _BLOCK):

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from ... import _backend
+from ... import _kernels_loader as _kernels
 from ..._tensor_base import TensorBase
 from ...autograd.function import Op
 from .. import _mt19937
@@ -127,23 +128,31 @@ def _check_p(p: float) -> None:
 _M53 = np.uint64((1 << 53) - 1)
 
 
-def _noise(x: TensorBase, q: float, shape: tuple[int, ...]) -> np.ndarray:
-    """PyTorch's dropout noise ``bernoulli_(q)`` in x's dtype (on the host): a float64 uniform
-    per element, in the memory order ``empty_like(x)`` keeps for a full-shape noise."""
-    axes = _random._dense_axes(x._data) if shape == tuple(x.shape) else None
+def _noise(x: TensorBase, q: float, shape: tuple[int, ...], scale: float = 1.0) -> np.ndarray:
+    """PyTorch's dropout noise ``bernoulli_(q)`` in x's dtype (on the host), times ``scale``: a
+    float64 uniform per element, in the memory order ``empty_like(x)`` keeps for a full-shape
+    noise."""
+    axes = _random._dense_axes(x._data) if shape == x._data.shape else None
     n = 1
     for d in shape:
         n *= d
     # u < q for u = (a 64-bit draw's low 53 bits) / 2**53, compared as integers (exact); drawn a
     # block at a time (the same stream), so the raw words take 4 MB, not 16 bytes per element
     bg = _random._gen(None)._bg
-    limit = np.uint64(math.ceil(q * 2.0**53))
+    limit = math.ceil(q * 2.0**53)
+    dt = x._data.dtype
+    if (out := _kernels.bernoulli53(bg, limit, n, dt, scale)) is not None:
+        return _random._arrange(out, shape, axes)  # the eager kernel: the same draws, one pass
+    limit = np.uint64(limit)
     keep = np.empty(n, np.bool_)
     for i in range(0, n, _NOISE_BLOCK):
         bits = _mt19937.words64(bg, min(_NOISE_BLOCK, n - i))
         bits &= _M53
         np.less(bits, limit, out=keep[i:i + bits.size])
-    return _random._arrange(keep, shape, axes).astype(x._data.dtype)
+    arr = _random._arrange(keep, shape, axes).astype(dt)
+    if scale != 1.0:
+        arr *= np.asarray(scale, dt)  # (1 or 0 times the scale: exact)
+    return arr
 
 
 _NOISE_BLOCK = 1 << 18  # draws per block of dropout's noise
@@ -155,11 +164,10 @@ def _keep_mask(x: TensorBase, p: float, shape: tuple[int, ...]) -> Any:
     if p >= 1.0 or x.numel() == 0:  # PyTorch multiplies by zero without a draw
         arr = np.zeros(shape, x._data.dtype)
     else:
-        arr = _noise(x, 1.0 - p, shape)
-        if arr.dtype == np.float64:
-            arr /= 1.0 - p
-        else:
-            arr *= (np.float32(1) / np.float32(1.0 - p)).astype(arr.dtype)
+        dt = x._data.dtype
+        scale = 1.0 / (1.0 - p) if dt == np.float64 else \
+            float((np.float32(1) / np.float32(1.0 - p)).astype(dt))
+        arr = _noise(x, 1.0 - p, shape, scale)
     if type(x._data) is not type(arr):
         arr = _backend.to_device(arr, x.device)
     return arr

@@ -54,7 +54,7 @@ def cross_entropy(input: Any, target: Any, weight: Any = None, size_average: Any
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
     if weight is not None and weight.dtype != input.dtype:
         weight = weight.to(input.dtype)
-    if tuple(target.shape) == tuple(input.shape) and input.ndim >= 1:
+    if target._data.shape == input._data.shape and input.ndim >= 1:
         if not target.is_floating_point():
             raise RuntimeError(
                 f"Expected floating point type for target with class probabilities, got "
@@ -130,6 +130,19 @@ class CrossEntropy(Op):
             n = x.size // C if x.ndim >= 2 else 1
             den = xp.asarray(n, dtype=x.dtype)
             ctx.save_for_backward(x, target, w_b, p, lse, den)
+        elif _plain_class_targets(x, target, weight, ignore_index, eps):
+            # (N, C) host logits, every target a class, no weight or smoothing (the common
+            # call): the values of the branch below without its masks
+            n = x.shape[0]
+            loss = lse[:, 0] - x[np.arange(n), target]
+            ones = np.ones((n, 1), x.dtype)  # the weights of the targets, and their validity
+            den = x.dtype.type(n)
+            ctx.save_for_backward(x, p, target.reshape(n, 1), np.arange(C).reshape(1, C), ones,
+                                  ones, None, den)
+            if reduction == "none":
+                return loss
+            total = loss.sum()
+            return total if reduction == "sum" else total / den  # (n > 0: no 0/0 to quiet)
         else:
             valid = target != ignore_index
             t = xp.where(valid, target, 0)
@@ -257,9 +270,20 @@ class NllLoss(Op):
         return -g * wt * (cls == tk), None, None, None, None
 
 
+def _plain_class_targets(x: Any, target: Any, weight: Any, ignore_index: int, eps: float) -> bool:
+    """Whether cross entropy's fast branch applies: float32/float64 (N, C) host logits, int64
+    targets all in [0, C) (a negative one wraps past C as uint64), ignore_index outside [0, C)."""
+    if type(x) is not np.ndarray or x.ndim != 2 or weight is not None or eps != 0 \
+            or x.dtype.kind != "f" or x.dtype.itemsize < 4 or type(target) is not np.ndarray \
+            or not x.size:
+        return False
+    C = x.shape[1]
+    return not 0 <= ignore_index < C and bool((target.view(np.uint64) < C).all())
+
+
 def _class_target_checks(name: str, input: Any, target: Any, weight: Any) -> Any:
     """Validate class-index targets; returns the target as int64."""
-    ishape, tshape = tuple(input.shape), tuple(target.shape)
+    ishape, tshape = input._data.shape, target._data.shape
     if target.dtype not in (_dtype.int64, _dtype.uint8):
         hint = " Class-index targets must be int64: use target.long()."
         if target.is_floating_point():
