@@ -420,3 +420,71 @@ def test_optimizers_step_complex_parameters_as_real_pairs(name, kw):
         assert all(v.dtype == p.dtype for v in opt.state[p].values() if v.dim())
         out.append(m.view_as_real(p.detach()).numpy())
     np.testing.assert_allclose(out[0], out[1], rtol=1e-5, atol=1e-6)
+
+
+# -- gradcheck on complex inputs and outputs ---------------------------------------------------
+
+
+def _custom_functions(lib):
+    """name -> (autograd.Function, whether its backward is right), written for ``lib``."""
+    F = lib.autograd.Function
+
+    def make(fwd, bwd, save=True):
+        def forward(ctx, z):
+            if save:
+                ctx.save_for_backward(z)
+            return fwd(z)
+
+        def backward(ctx, g):
+            return bwd(g, *(ctx.saved_tensors if save else ()))
+
+        return type("Custom", (F,), {"forward": staticmethod(forward),
+                                     "backward": staticmethod(backward)})
+
+    sq = lambda z: z * z  # noqa: E731
+    abs2 = lambda z: (z * z.conj()).real  # noqa: E731
+    r2c = lambda x: x * (1 + 2j)  # noqa: E731
+    return {
+        # z -> z^2 with the holomorphic derivative 2z, not conjugated: wrong
+        "square_unconjugated": (make(sq, lambda g, z: g * 2 * z), False),
+        "square": (make(sq, lambda g, z: g * (2 * z).conj()), True),
+        # |z|^2 (real output) whose backward drops the imaginary part of z: wrong
+        "abs2_real_part_only": (make(abs2, lambda g, z: (g * 2 * z.real).to(z.dtype)), False),
+        "abs2": (make(abs2, lambda g, z: g * 2 * z), True),
+        # real input, complex output: the gradient is Re(conj(c) g), not Re(c g)
+        "real_to_complex_unconjugated": (make(r2c, lambda g: (g * (1 + 2j)).real, False), False),
+        "real_to_complex": (make(r2c, lambda g: (g * (1 - 2j)).real, False), True),
+    }
+
+
+@pytest.mark.parametrize("fast_mode", [False, True])
+@pytest.mark.parametrize("name", sorted(_custom_functions(ember)))
+def test_gradcheck_checks_complex_gradients_as_pytorch(name, fast_mode):
+    """gradcheck perturbs real and imaginary parts: a backward that returns the holomorphic
+    derivative, or drops an imaginary part, fails on both libraries; a right one passes."""
+    results = []
+    for lib in (ember, torch):
+        fn, right = _custom_functions(lib)[name]
+        if name.startswith("real"):
+            x = lib.tensor([0.3, -1.2], dtype=lib.float64, requires_grad=True)
+        else:
+            x = lib.tensor([0.3 + 0.7j, -1.1 + 0.2j, 0.5 - 0.9j], dtype=lib.complex128,
+                           requires_grad=True)
+        results.append(lib.autograd.gradcheck(fn.apply, (x,), raise_exception=False,
+                                              fast_mode=fast_mode))
+    assert results == [right, right]
+
+
+def test_gradcheck_complex_failure_message_and_builtin_ops_pass():
+    fn, _ = _custom_functions(ember)["square_unconjugated"]
+    z = ember.tensor([0.3 + 0.7j, -1.1 + 0.2j], dtype=ember.complex128, requires_grad=True)
+    with pytest.raises(RuntimeError, match="Wirtinger"):  # GradcheckError
+        ember.autograd.gradcheck(fn.apply, (z,))
+    w = ember.tensor([[0.5 - 0.2j, 1.0 + 0.1j], [0.3j, -0.7 + 0.4j]], dtype=ember.complex128,
+                     requires_grad=True)
+    for f, args in ((lambda a: a * a.sin(), (z,)), (lambda a: a.abs(), (z,)),
+                    (lambda a: a.angle(), (z,)), (lambda a, b: (a @ b, (a * b).real), (w, w)),
+                    (lambda a: ember.fft.fft(a), (z,)), (lambda a: ember.linalg.inv(a), (w,))):
+        assert ember.autograd.gradcheck(f, args)
+        assert ember.autograd.gradcheck(f, args, fast_mode=True)
+        assert ember.autograd.gradgradcheck(f, args)

@@ -113,6 +113,8 @@ CASES = {
     "lstsq_wide": (lambda lib, a, b: lib.linalg.lstsq(a, b).solution, [WIDE, RHS3], False),
     "matrix_exp": (lambda lib, a: lib.linalg.matrix_exp(a), [SQ], False),
     "matrix_exp_batched": (lambda lib, a: lib.linalg.matrix_exp(0.3 * a), [BATCH], False),
+    "cholesky_inverse": (lambda lib, a: lib.cholesky_inverse(lib.linalg.cholesky(a)), [HERM],
+                         False),
 }
 
 
@@ -180,6 +182,66 @@ def test_cholesky_gradient_equals_pytorchs_skew_hermitian_part_included(upper):
     np.testing.assert_allclose(ember.linalg.cholesky(ember.tensor(HERM), upper=upper).numpy(),
                                torch.linalg.cholesky(torch.tensor(HERM), upper=upper)
                                .resolve_conj().numpy(), atol=1e-10)
+
+
+def _gram(lib, a):
+    return a @ a.mH + 3 * lib.eye(a.shape[-1], dtype=a.dtype)
+
+
+SQ3 = _c(3, 3) + 2 * np.eye(3)
+TALL3 = _c(4, 3)
+# name -> (fn(lib, *tensors) -> tensor or tuple, inputs): second order through the
+# decompositions (gradients of gradients), losses that do not depend on eigenvector phases
+SECOND_ORDER = {
+    "inv": (lambda lib, a: lib.linalg.inv(a), [SQ3]),
+    "det": (lambda lib, a: lib.linalg.det(a), [SQ3]),
+    "slogdet": (lambda lib, a: lib.linalg.slogdet(a), [SQ3]),
+    "solve": (lambda lib, a, b: lib.linalg.solve(a, b), [SQ3, _c(3, 2)]),
+    "cholesky": (lambda lib, a: lib.linalg.cholesky(_gram(lib, a)), [SQ3]),
+    "cholesky_upper": (lambda lib, a: lib.linalg.cholesky(_gram(lib, a), upper=True), [SQ3]),
+    "eigh": (lambda lib, a: (lambda r: (r[0], r[1].abs()))(lib.linalg.eigh(_gram(lib, a))),
+             [SQ3]),
+    "eigvalsh": (lambda lib, a: lib.linalg.eigvalsh(_gram(lib, a)), [SQ3]),
+    "eigvals": (lambda lib, a: lib.linalg.eigvals(a), [SQ3]),
+    "eig": (lambda lib, a: (lambda r: (r[0], r[1].abs() ** 2 * r[0]))(lib.linalg.eig(a)), [SQ3]),
+    "svd": (lambda lib, a: (lambda r: ((r[0][:, :2] @ r[2][:2]).abs(), r[1]))(
+        lib.linalg.svd(a, full_matrices=False)), [TALL3]),
+    "qr": (lambda lib, a: lib.linalg.qr(a), [TALL3]),
+    "pinv": (lambda lib, a: lib.linalg.pinv(a), [TALL3]),
+    "lu": (lambda lib, a: lib.linalg.lu(a)[1:], [TALL3]),
+    "lu_solve_adjoint": (lambda lib, a, b: lib.linalg.lu_solve(*lib.linalg.lu_factor(a), b,
+                                                                adjoint=True), [SQ3, _c(3, 2)]),
+    "solve_triangular": (lambda lib, a, b: lib.linalg.solve_triangular(a.triu(), b, upper=True),
+                         [SQ3, _c(3, 2)]),
+    "cholesky_solve": (lambda lib, a, b: lib.cholesky_solve(b, lib.linalg.cholesky(
+        _gram(lib, a))), [SQ3, _c(3, 2)]),
+    "lstsq": (lambda lib, a, b: lib.linalg.lstsq(a, b).solution, [TALL3, _c(4, 2)]),
+    "matrix_exp": (lambda lib, a: lib.linalg.matrix_exp(0.3 * a), [SQ3]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SECOND_ORDER))
+def test_second_order_matches_pytorch(name):
+    """create_graph through each complex decomposition: the gradient of |grad|^2 equals
+    PyTorch's, and ember's gradcheck/gradgradcheck (complex: real and imaginary parts
+    perturbed) pass."""
+    fn, inputs = SECOND_ORDER[name]
+    results = []
+    for lib in (ember, torch):
+        xs = [lib.tensor(a, dtype=lib.complex128, requires_grad=True) for a in inputs]
+        outs = fn(lib, *xs)
+        outs = outs if isinstance(outs, tuple) else (outs,)
+        loss = sum((o * lib.tensor(np.cos(np.arange(o.numel())).reshape(tuple(o.shape)) + 0.5j,
+                                   dtype=o.dtype)).sum().real for o in outs if o.requires_grad)
+        gs = lib.autograd.grad(loss, xs, create_graph=True)
+        sum((g.abs() ** 2).sum() for g in gs).backward()
+        results.append([x.grad.resolve_conj().numpy() for x in xs]
+                       + [g.detach().resolve_conj().numpy() for g in gs])
+    for e, t in zip(*results):
+        np.testing.assert_allclose(e, t, rtol=1e-7, atol=1e-9)
+    xs = [ember.tensor(a, dtype=ember.complex128, requires_grad=True) for a in inputs]
+    assert ember.autograd.gradcheck(lambda *a: fn(ember, *a), xs)
+    assert ember.autograd.gradgradcheck(lambda *a: fn(ember, *a), xs)
 
 
 def test_errors_as_pytorch():

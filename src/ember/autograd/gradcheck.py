@@ -15,6 +15,16 @@ random direction ``u`` (two calls of ``fn`` per input) and each (input, output) 
 ember's streams are PyTorch's) and its scaled tolerance, so a function with a kink within ``eps``
 passes or fails as it does on PyTorch.
 
+Complex inputs and outputs are checked as PyTorch documents ("Gradcheck mechanics"): for a
+real-valued loss, PyTorch's gradient is the conjugate Wirtinger derivative times 2, that is
+``dL/dRe(z) + i dL/dIm(z)``. The loss here is ``L = sum Re(conj(v) * out)`` with a random complex
+cotangent ``v`` for each complex output (a real ``v`` for a real output), which is what backward
+with grad_output ``v`` differentiates; the numerical side perturbs the real and the imaginary part
+of each complex input element by ``eps`` and assembles ``dL/dRe + i dL/dIm``. A backward that
+returns the holomorphic derivative without conjugating it, or drops an imaginary part, fails.
+(PyTorch checks the real and imaginary parts of complex outputs in two passes; one complex
+cotangent covers both, and its failure message says so.)
+
 A mismatch raises ``GradcheckError`` (a ``RuntimeError``; ``from torch.autograd.gradcheck import
 GradcheckError``), or returns False with ``raise_exception=False``.
 """
@@ -48,7 +58,27 @@ def _as_tuple(x: Any) -> tuple:
 
 
 def _host(t: Tensor) -> np.ndarray:
-    return np.asarray(_backend.to_numpy(t._data), np.float64)
+    """A float64 (complex128 for a complex tensor) NumPy copy of ``t``'s values."""
+    a = np.asarray(_backend.to_numpy(t._data))
+    return a.astype(np.complex128 if a.dtype.kind == "c" else np.float64)
+
+
+def _cotangent(rng: np.random.Generator, o: Tensor) -> np.ndarray:
+    """A random cotangent for output ``o``: complex (random real and imaginary parts) when ``o``
+    is complex, so both parts of the output are checked."""
+    shape = tuple(o.shape)
+    v = rng.standard_normal(shape)
+    if o._data.dtype.kind == "c":
+        v = v + 1j * rng.standard_normal(shape)
+    return v
+
+
+def _complex_note(xs: Sequence[Any], outs: Sequence[Any]) -> str:
+    if any(getattr(t, "_data", None) is not None and t._data.dtype.kind == "c"
+           for t in (*xs, *outs)):
+        return (" (complex: the gradient of Re(sum(conj(v) * out)) against dL/dRe + i dL/dIm "
+                "of each input element, PyTorch's conjugate Wirtinger convention)")
+    return ""
 
 
 def _differentiable(outs: tuple) -> list[int]:
@@ -120,7 +150,7 @@ def gradcheck(
     keep = _differentiable(outs)
     if not keep:
         return _check_no_differentiable_outputs(func, inputs, diff, outs, eps, raise_exception)
-    vs = [rng.standard_normal(tuple(outs[k].shape)) for k in keep]
+    vs = [_cotangent(rng, outs[k]) for k in keep]
     xs = [inputs[i] for i in diff]
 
     def vjp(which: list[int]) -> list:
@@ -144,11 +174,13 @@ def gradcheck(
     def total(vals: tuple) -> float:
         s = 0.0
         for j, k in enumerate(keep):
-            s += float((_host(vals[k]) * vs[j]).sum())
+            s += float(np.real(np.conj(vs[j]) * _host(vals[k])).sum())
         return s
 
     if fast_mode:
         bad = _fast_check(func, inputs, diff, xs, outs, keep, eps, rtol, atol)
+        if bad is not None:
+            bad += _complex_note(xs, [outs[k] for k in keep])
         if bad is not None:
             return _fail(raise_exception, bad)
     for n, (i, x) in enumerate(zip(diff, xs)):
@@ -161,7 +193,8 @@ def gradcheck(
             return _fail(raise_exception, (
                 f"Jacobian mismatch for output {keep if len(keep) > 1 else keep[0]} with respect "
                 f"to input {i} (shape {tuple(x.shape)}), compared as v^T J, one entry per input "
-                f"element with a random cotangent v per output,\nnumerical:{shown_n[:8]}\n"
+                f"element with a random cotangent v per output"
+                f"{_complex_note(xs, [outs[k] for k in keep])},\nnumerical:{shown_n[:8]}\n"
                 f"analytical:{shown_a[:8]}\nlargest difference at flat index {worst}: numerical "
                 f"{shown_n[worst]!r}, analytical {shown_a[worst]!r}"))
 
@@ -195,17 +228,21 @@ def gradcheck(
 def _per_element(func: Callable, inputs: tuple, x: Tensor, eps: float,
                  total: Callable[[tuple], float]) -> np.ndarray:
     """``d total(func(inputs)) / d x`` by central differences, one element of ``x`` at a time,
-    written through ``x``'s own strides (a non-contiguous view is perturbed where it lives)."""
+    written through ``x``'s own strides (a non-contiguous view is perturbed where it lives); for
+    a complex ``x``, ``d total / d Re + i d total / d Im`` (both parts perturbed in turn)."""
     arr = x._data
-    numeric = np.zeros(arr.shape)
+    steps = (eps, 1j * eps) if arr.dtype.kind == "c" else (eps,)
+    numeric = np.zeros(arr.shape, np.complex128 if len(steps) == 2 else np.float64)
     for idx in np.ndindex(*arr.shape):  # not under no_grad: func may itself differentiate
         orig = arr[idx].item()
-        arr[idx] = orig + eps
-        plus = total(_as_tuple(func(*inputs)))
-        arr[idx] = orig - eps
-        minus = total(_as_tuple(func(*inputs)))
-        arr[idx] = orig
-        numeric[idx] = (plus - minus) / (2 * eps)
+        for step in steps:
+            arr[idx] = orig + step
+            plus = total(_as_tuple(func(*inputs)))
+            arr[idx] = orig - step
+            minus = total(_as_tuple(func(*inputs)))
+            arr[idx] = orig
+            d = (plus - minus) / (2 * eps)
+            numeric[idx] += d if step == eps else 1j * d
     return numeric
 
 
@@ -223,10 +260,17 @@ def _fast_check(func: Callable, inputs: tuple, diff: list[int], xs: list, outs: 
     gen = Generator()
 
     def unit(t: Tensor) -> np.ndarray:
-        vec = _host(rand(t.numel(), generator=gen)).astype(
-            t._data.dtype if t._data.dtype.kind != "c" else np.float64)
+        if t._data.dtype.kind == "c":  # a complex direction: real, then imaginary draws
+            vec = _host(rand(t.numel(), generator=gen)) + 1j * _host(
+                rand(t.numel(), generator=gen))
+            vec /= np.sqrt((np.abs(vec) ** 2).sum())
+            return vec.reshape(tuple(t.shape))
+        vec = _host(rand(t.numel(), generator=gen)).astype(t._data.dtype)
         vec /= np.sqrt((vec * vec).sum())
         return vec.reshape(tuple(t.shape))
+
+    def size(u: np.ndarray) -> float:
+        return float(u.sum()) if u.dtype.kind != "c" else float(np.abs(u).sum())
 
     us = [unit(x) for x in xs]
     vs = [unit(outs[k]) for k in keep]
@@ -235,14 +279,14 @@ def _fast_check(func: Callable, inputs: tuple, diff: list[int], xs: list, outs: 
     for j, k in enumerate(keep):
         got = autograd_grad([outs[k]], xs, [Tensor._make(vs[j].astype(outs[k]._data.dtype))],
                             retain_graph=True, allow_unused=True)
-        analytic.append([0.0 if g is None else float((_host(g) * u).sum())
+        analytic.append([0.0 if g is None else float(np.real(np.conj(_host(g)) * u).sum())
                          for g, u in zip(got, us)])
     for n, (i, x) in enumerate(zip(diff, xs)):
         jus = _directional_each(func, inputs, x, us[n], eps, keep)
         for j, k in enumerate(keep):
-            numeric = float((vs[j] * jus[j]).sum())
+            numeric = float(np.real(np.conj(vs[j]) * jus[j]).sum())
             expected = analytic[j][n]
-            tol = atol * float(us[n].sum()) * float(vs[j].sum()) + rtol * abs(numeric)
+            tol = atol * size(us[n]) * size(vs[j]) + rtol * abs(numeric)
             if not abs(expected - numeric) <= tol:
                 return (f"Jacobian mismatch for output {k} with respect to input {i} (shape "
                         f"{tuple(x.shape)}), compared as v^T J u along a random direction u "
@@ -261,9 +305,9 @@ def _directional_each(func: Callable, inputs: tuple, x: Tensor, u: np.ndarray, e
     step = xp.asarray(u * eps, dtype=arr.dtype)
     try:
         arr[...] = orig - step
-        minus = [_host(o).astype(np.float64) for o in _as_tuple(func(*inputs))]
+        minus = [_host(o) for o in _as_tuple(func(*inputs))]
         arr[...] = orig + step
-        plus = [_host(o).astype(np.float64) for o in _as_tuple(func(*inputs))]
+        plus = [_host(o) for o in _as_tuple(func(*inputs))]
     finally:
         arr[...] = orig
     return [(plus[k] - minus[k]) / (2 * eps) for k in keep]
@@ -275,7 +319,8 @@ def _check_no_differentiable_outputs(func: Callable, inputs: tuple, diff: list[i
     floats = _float_outputs(outs)
     for k in floats:
         def value(vals: tuple, k: int = k) -> float:
-            return float(_host(vals[k]).sum())
+            h = _host(vals[k])
+            return float(h.real.sum() + h.imag.sum()) if h.dtype.kind == "c" else float(h.sum())
 
         for i in diff:
             numeric = _per_element(func, inputs, inputs[i], eps, value)
@@ -345,14 +390,15 @@ def gradgradcheck(
 
 
 def _random_like(o: Tensor, rng: np.random.Generator, non_contiguous: bool) -> Tensor:
-    """A random cotangent for output ``o`` that requires grad (a strided view if asked)."""
+    """A random cotangent for output ``o`` that requires grad (a strided view if asked; random
+    real and imaginary parts for a complex output)."""
     shape = tuple(o.shape)
     dtype = o._data.dtype
     if non_contiguous and len(shape) > 0:
-        wide = rng.standard_normal((*shape[:-1], shape[-1] * 2)).astype(dtype)
-        arr = wide[..., ::2]
+        wide = _cotangent(rng, Tensor._make(np.empty((*shape[:-1], shape[-1] * 2), dtype)))
+        arr = wide.astype(dtype)[..., ::2]
     else:
-        arr = rng.standard_normal(shape).astype(dtype)
+        arr = _cotangent(rng, o).astype(dtype)
     xp = _backend.xp_of(o._data)
     if xp is not np:
         arr = xp.asarray(arr)

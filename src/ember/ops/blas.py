@@ -332,25 +332,28 @@ def _matmul_grads(ctx: Any, a: Any, b: Any, grad: Any, need_a: bool, need_b: boo
     batch = tuple(G.shape[:-2])
     nbatch = math.prod(batch)
     ga = gb = None
+    op = Matmul  # complex tensors (create_graph records the products): the conjugated op
+    if type(G) is not np.ndarray and (G._data if isinstance(G, TensorBase) else G).dtype.kind == "c":
+        op = conjugated(Matmul)
     if need_a:
         if A.ndim == 2 and batch:  # A shared by the batch of B: sum_b G_b B_b^T
             gp = xp.moveaxis(G, -2, 0).reshape((n, nbatch * m))
             bp = B.swapaxes(-1, -2).reshape((nbatch * m, k))
-            ga = ctx.call(Matmul, gp, bp)
+            ga = ctx.call(op, gp, bp)
         elif B.ndim == 2 and batch:
-            ga = ctx.call(Matmul, G.reshape((nbatch * n, m)), B.swapaxes(-1, -2))
+            ga = ctx.call(op, G.reshape((nbatch * n, m)), B.swapaxes(-1, -2))
             ga = ga.reshape(batch + (n, k))
         else:
-            ga = ctx.call(Matmul, G, B.swapaxes(-1, -2))
+            ga = ctx.call(op, G, B.swapaxes(-1, -2))
         if na == 1:
             ga = ga.reshape(tuple(ga.shape[:-2]) + (k,))
     if need_b:
         if B.ndim == 2 and batch:  # B shared by the batch of A: sum_b A_b^T G_b
             gb = ctx.call(
-                Matmul, A.reshape((nbatch * n, k)).swapaxes(-1, -2), G.reshape((nbatch * n, m))
+                op, A.reshape((nbatch * n, k)).swapaxes(-1, -2), G.reshape((nbatch * n, m))
             )
         else:
-            gb = ctx.call(Matmul, A.swapaxes(-1, -2), G)
+            gb = ctx.call(op, A.swapaxes(-1, -2), G)
         if nb == 1:
             gb = gb.reshape(tuple(gb.shape[:-1]))
     return ga, gb

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._tensor_base import TensorBase
 from ..autograd.function import Op
 from . import return_types
 from ._matrix import _result, _tensor
@@ -73,20 +74,23 @@ class Eig(Op):
 
 
 class Eigvals(Op):
-    """L = the eigenvalues of A          grad_A = V^-H diag(gL) V^H (the real part for real A)"""
+    """L = the eigenvalues of A          grad_A = V^-H diag(gL) V^H (the real part for real A;
+    under create_graph V comes from a recorded ``Eig`` of A, so the rule differentiates again)"""
 
     node_name = "LinalgEigBackward0"
 
     @staticmethod
     def forward(ctx: Any, a: Any) -> Any:
         w, v = _eig(ctx.xp, a)
-        ctx.save_for_backward(v)
+        ctx.save_for_backward(v, a)
         ctx.real = a.dtype.kind != "c"
         return w
 
     @staticmethod
     def backward(ctx: Any, gw: Any) -> Any:
-        (v,) = ctx.saved
+        v, a = ctx.saved
+        if isinstance(v, TensorBase):  # create_graph: V as a function of A
+            v = Eig.apply(a)[1]
         vh = _mh(v)
         ga = ctx.call(Solve, vh, _mm(ctx, _row(gw) * _eye_like(gw), vh))
         return ga.real if ctx.real else ga
