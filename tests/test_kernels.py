@@ -983,9 +983,16 @@ def test_nll_loss_backward_scatters_as_torch(reduction: str) -> None:
 @needs_kernels
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("transposed", [False, True])
-def test_dropout_noise_kernel_draws_the_numpy_paths_stream(dtype, transposed) -> None:
-    """bernoulli53 reads the generator's words through NumPy's bit generator interface: the same
-    mask as the NumPy path (kernels off), the generator left in the same state, PyTorch's mask."""
+@pytest.mark.parametrize("direct", [False, True])
+def test_dropout_noise_kernel_draws_the_numpy_paths_stream(dtype, transposed, direct,
+                                                           monkeypatch) -> None:
+    """bernoulli53 reads the generator's words through NumPy's bit generator interface (or, where
+    the loader's one check passes, steps its MT19937 state itself): the same mask as the NumPy
+    path (kernels off), the generator left in the same state, PyTorch's mask."""
+    if direct and not L._check_direct_mt(L.active):
+        pytest.skip("this NumPy's MT19937 state is not the layout the kernel knows")
+    monkeypatch.setattr(L, "_direct_mt", direct)
+
     def run(mod):
         mod.manual_seed(11)
         x = mod.ones(40, 70, dtype=getattr(mod, dtype))

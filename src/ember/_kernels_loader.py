@@ -234,13 +234,33 @@ def bernoulli53(bg: np.random.MT19937, limit: int, n: int, dtype: Any,
                 scale: float) -> np.ndarray | None:
     """Dropout's noise, n values of ``dtype`` (float32/float64): ``scale`` where a 64-bit draw's
     low 53 bits fall below ``limit``, else 0, drawn from ``bg`` in the order ``words64`` draws."""
+    global _direct_mt
     mod = active
     if mod is None or dtype not in (_F32, _F64):
         return None
+    if _direct_mt is None:
+        _direct_mt = _check_direct_mt(mod)
     out = np.empty(n, dtype)
     with bg.lock:  # (NumPy's own draws take it, and release the GIL while they run)
-        mod.bernoulli53(bg.capsule, limit, out, scale)
+        mod.bernoulli53(bg.capsule, limit, out, scale, _direct_mt)
     return out
+
+
+_direct_mt: bool | None = None  # whether the kernel may step NumPy's MT19937 state itself
+
+
+def _check_direct_mt(mod: Any) -> bool:
+    """Whether drawing from NumPy's MT19937 state in C gives the words NumPy's own calls give
+    (the state's layout is NumPy's internal: checked once per process, across twists)."""
+    a, b = np.random.MT19937(12345), np.random.MT19937(12345)
+    a.random_raw(100)
+    b.random_raw(100)
+    here = np.empty(1000, np.float64)  # 2,000 words: three twists
+    there = np.empty(1000, np.float64)
+    mod.bernoulli53(a.capsule, 1 << 52, here, 1.0, True)
+    mod.bernoulli53(b.capsule, 1 << 52, there, 1.0, False)
+    return bool(np.array_equal(here, there) and np.array_equal(a.random_raw(700),
+                                                                   b.random_raw(700)))
 
 
 def layer_norm(x: Any, w: Any, b: Any, k: int,
