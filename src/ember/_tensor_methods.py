@@ -142,11 +142,11 @@ def to_sparse_coo(self) -> Any:
 
 def to_sparse_csr(self, dense_dim: int | None = None) -> Any:
     """A sparse CSR copy of a dense matrix."""
-    return _sparse.to_layout(self, _dtype_info.sparse_csr, name="to_sparse_csr")
+    return _sparse.to_layout(self, _dtype_info.sparse_csr)
 
 def to_sparse_csc(self, dense_dim: int | None = None) -> Any:
     """A sparse CSC copy of a dense matrix."""
-    return _sparse.to_layout(self, _dtype_info.sparse_csc, name="to_sparse_csc")
+    return _sparse.to_layout(self, _dtype_info.sparse_csc)
 
 def to_sparse_bsr(self, blocksize: Any, dense_dim: int | None = None) -> Any:
     """A sparse BSR copy of a dense matrix (blocks of ``blocksize``)."""

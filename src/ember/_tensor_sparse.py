@@ -226,16 +226,16 @@ class SparseTensor(Tensor):
         return self.to_sparse()
 
     def to_sparse_csr(self, dense_dim: int | None = None) -> SparseTensor:
-        return _sp.to_layout(self, _dtype_info.sparse_csr, name="to_sparse_csr")
+        return _sp.to_layout(self, _dtype_info.sparse_csr)
 
     def to_sparse_csc(self, dense_dim: int | None = None) -> SparseTensor:
-        return _sp.to_layout(self, _dtype_info.sparse_csc, name="to_sparse_csc")
+        return _sp.to_layout(self, _dtype_info.sparse_csc)
 
     def to_sparse_bsr(self, blocksize: Any, dense_dim: int | None = None) -> SparseTensor:
-        return _sp.to_layout(self, _dtype_info.sparse_bsr, blocksize, name="to_sparse_bsr")
+        return _sp.to_layout(self, _dtype_info.sparse_bsr, blocksize)
 
     def to_sparse_bsc(self, blocksize: Any, dense_dim: int | None = None) -> SparseTensor:
-        return _sp.to_layout(self, _dtype_info.sparse_bsc, blocksize, name="to_sparse_bsc")
+        return _sp.to_layout(self, _dtype_info.sparse_bsc, blocksize)
 
     # -- autograd ---------------------------------------------------------------------------
     @property
@@ -566,12 +566,15 @@ def _legacy_new(self: Any, *args: Any, **kwargs: Any) -> Any:
 
 def _zeros_like(input: Any, *, dtype: Any = None, layout: Any = None, device: Any = None,
                 requires_grad: bool = False, memory_format: Any = None,
-                pin_memory: bool = False) -> Any:
+                pin_memory: bool = False, empty: bool = False) -> Any:
     """``torch.zeros_like(sparse)`` (and ``empty_like``): a sparse tensor of ``input``'s layout,
-    shape and sparse/dense dims with nothing specified; dense zeros with
-    ``layout=torch.strided``."""
+    shape and sparse/dense dims with nothing specified (``empty_like`` of a compressed one keeps
+    its pattern, with zero values); dense zeros of a COO one with ``layout=torch.strided``."""
     rec = input._data
     dt = _dtype.to_dtype(dtype) if dtype is not None else _dtype.from_numpy(rec.dtype)
+    if layout is not None and layout is not rec.layout and isinstance(rec, Compressed):
+        raise RuntimeError(f"empty_like with different sparse layout is not supported (self is "
+                           f"{_layout_name(rec)} but you requested {_sp.layout_name(layout)})")
     if layout is _dtype_info.strided:
         out = ops.zeros(tuple(rec.shape), dtype=dt, device=device or input.device)
         return out.requires_grad_(True) if requires_grad else out
@@ -579,6 +582,10 @@ def _zeros_like(input: Any, *, dtype: Any = None, layout: Any = None, device: An
         raise RuntimeError(f"zeros_like: layout={layout} differs from the input's "
                            f"{rec.layout}: ember makes zeros of the input's layout (or strided)")
     out = _sp.make(_sp.empty_rec(rec).astype(dt.np))
+    if empty and isinstance(rec, Compressed):  # PyTorch's keeps the pattern (values unset)
+        xp = _backend.xp_of(rec.values)
+        out = _sp.make(Compressed(rec.compressed.copy(), rec.plain.copy(),
+                                  xp.zeros(rec.values.shape, dt.np), rec.shape, rec.layout))
     if device is not None:
         out = out.to(device)
     if requires_grad:
@@ -645,7 +652,7 @@ def _index_select(s: SparseTensor, dim: int, index: Any) -> SparseTensor:
     sd = c.sparse_dim
     if d >= sd:
         nv = v.index_select(d - sd + 1, TensorBase._make(ix))
-        return _sp.from_values(COO(c.indices, nv._data, tuple(shape), False), nv)
+        return _sp.from_values(COO(c.indices, nv._data, tuple(shape), c.nnz <= 1), nv)
     key = c.indices[d]
     order = xp.argsort(key, kind="stable")
     sk = key[order]
@@ -657,7 +664,7 @@ def _index_select(s: SparseTensor, dim: int, index: Any) -> SparseTensor:
     idx = c.indices[:, pos].copy()
     idx[d] = xp.repeat(xp.arange(ix.shape[0], dtype=np.int64), counts)
     nv = v[TensorBase._make(pos)]
-    return _sp.from_values(COO(idx, nv._data, tuple(shape), False), nv)
+    return _sp.from_values(COO(idx, nv._data, tuple(shape), total <= 1), nv)
 
 
 def _flat(args: Any, kwargs: dict) -> list:
@@ -950,7 +957,7 @@ _HANDLERS: dict[Any, Any] = {
     ops.clone: lambda input, *, memory_format=None: input.clone(),
     ops.cat: _cat,
     ops.zeros_like: _zeros_like,
-    ops.empty_like: _zeros_like,
+    ops.empty_like: lambda input, **kw: _zeros_like(input, empty=True, **kw),
     ops.index_select: lambda input, dim, index, *, out=None: _index_select(input, dim, index),
 }
 for _name in UNARY:

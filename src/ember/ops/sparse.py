@@ -811,26 +811,24 @@ def layout_name(layout: Any) -> str:
     return _LAYOUT_NAMES.get(layout, str(layout))
 
 
-def to_layout(x: Any, layout: Any, blocksize: Any = None, name: str | None = None) -> Any:
+def to_layout(x: Any, layout: Any, blocksize: Any = None) -> Any:
     """``x`` (dense or sparse) as a matrix in the compressed ``layout``, as PyTorch's
     ``to_sparse_csr``/``_csc``/``_bsr``/``_bsc`` convert it (autograd records the conversion)."""
     lname = layout_name(layout)
     src = x._data
     sparse_src = isinstance(src, _Record)
     block = layout in BLOCK_LAYOUTS
-    if name is None:
-        if not sparse_src:
-            name = "dense_to_sparse" + ("_" + lname[6:].lower() if blocksize is not None else "")
-        elif isinstance(src, Compressed):
-            name = "sparse_compressed_to_sparse_" + lname[6:].lower()
-        else:
-            name = "to_sparse_" + lname[6:].lower()
-    if block and blocksize is None:
-        raise RuntimeError(f"{name}: conversion from {layout_name(src.layout if sparse_src else _dtype_info.strided)} "
-                           f"to {lname} without blocksize argument given is not supported")
-    if not block and blocksize is not None:
-        raise RuntimeError(f"{name}: conversion from {layout_name(src.layout if sparse_src else _dtype_info.strided)} "
-                           f"to {lname} with blocksize argument given is not supported")
+    kind = lname[6:].lower()
+    if isinstance(src, Compressed):
+        name = ("to_sparse_" if src.layout is layout else "sparse_compressed_to_sparse_") + kind
+    else:
+        name = ("sparse_coo_to_sparse_" if sparse_src else "dense_to_sparse_") + kind
+    if block == (blocksize is None):
+        src_name = layout_name(src.layout if sparse_src else _dtype_info.strided)
+        raise RuntimeError(
+            f"{name if sparse_src else 'dense_to_sparse'}: conversion from {src_name} to "
+            f"{lname} {'without' if block else 'with'} blocksize argument given is not "
+            "supported")
     bs = _blocksize(blocksize, name) if block else None
     if isinstance(src, Compressed):
         if src.blocked and not block:
@@ -861,7 +859,7 @@ def to_layout(x: Any, layout: Any, blocksize: Any = None, name: str | None = Non
 
 
 def to_csr(x: Any) -> Any:
-    return to_layout(x, _dtype_info.sparse_csr, name="to_sparse_csr")
+    return to_layout(x, _dtype_info.sparse_csr)
 
 
 def to_coo(s: Any) -> Any:

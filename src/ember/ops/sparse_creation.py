@@ -183,7 +183,8 @@ def _compressed(compressed_indices: Any, plain_indices: Any, values: Any, size: 
     dt = _dtype.to_dtype(dtype) if dtype is not None else None
     cidx, pidx = _as_array(compressed_indices), _as_array(plain_indices)
     for label, arr in ((cname, cidx), (pname, pidx)):
-        if arr.dtype.kind not in "iu":
+        if arr.dtype.kind not in "iu" and not (arr.size == 0 and not isinstance(
+                compressed_indices if label == cname else plain_indices, TensorBase)):
             raise RuntimeError(f"{cname} and {pname} must be integer tensors (got {label} of "
                                f"{arr.dtype.name}): convert them, e.g. .long()")
         if arr.ndim != 1:
