@@ -44,6 +44,18 @@ REFUSED = {
     "trunc": lambda L, z, w: z.trunc(), "round": lambda L, z, w: z.round(),
     "round_decimals": lambda L, z, w: z.round(decimals=2), "floor_": lambda L, z, w: z.floor_(),
     "unique": lambda L, z, w: L.unique(z), "unique_consecutive": lambda L, z, w: z.unique_consecutive(),
+    # the activations that clamp or compare (NotImplementedError, as PyTorch's)
+    "hardtanh": lambda L, z, w: L.nn.functional.hardtanh(z),
+    "hardtanh_bounds": lambda L, z, w: L.nn.functional.hardtanh(z, -2.0, 2.0),
+    "hardtanh_": lambda L, z, w: L.nn.functional.hardtanh_(z.clone()),
+    "relu6": lambda L, z, w: L.nn.functional.relu6(z),
+    "relu6_inplace": lambda L, z, w: L.nn.functional.relu6(z.clone(), inplace=True),
+    "Hardtanh": lambda L, z, w: L.nn.Hardtanh()(z), "ReLU6": lambda L, z, w: L.nn.ReLU6()(z),
+    "elu": lambda L, z, w: L.nn.functional.elu(z),
+    "leaky_relu": lambda L, z, w: L.nn.functional.leaky_relu(z),
+    "gelu": lambda L, z, w: L.nn.functional.gelu(z),
+    "softplus": lambda L, z, w: L.nn.functional.softplus(z),
+    "hardswish": lambda L, z, w: L.nn.functional.hardswish(z),
 }
 
 

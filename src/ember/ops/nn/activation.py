@@ -58,10 +58,10 @@ def _float_input(x: Any, name: str) -> TensorBase:
             "e.g. torch.tensor(values)"
         )
     if not x.is_floating_point():
-        raise RuntimeError(
-            f"\"{name}\" not implemented for '{_dtype.legacy_name(x.dtype)}' "
-            f"(input dtype {x.dtype}, shape {tuple(x.shape)}); convert it first, e.g. x.float()"
-        )
+        raise (NotImplementedError if x.is_complex() else RuntimeError)(  # as PyTorch's classes
+            f"\"{name}\" not implemented for '{_dtype.legacy_name(x.dtype)}' (input dtype "
+            f"{x.dtype}, shape {tuple(x.shape)}); convert it first, e.g. "
+            + ("x.real or x.abs()" if x.is_complex() else "x.float()"))
     return x
 
 
