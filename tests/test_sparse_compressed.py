@@ -510,3 +510,40 @@ def test_sm3_style_sparse_step_as_pytorch() -> None:
     e, t = both(run)
     for x, y in zip(e, t):
         same(x, y)
+
+
+# ---------------------------------------------------------------------------------------------
+# torch.sparse.mm(csr, dense, reduce): the products of each row reduced (a graph library's
+# mean/max/min message passing)
+
+
+D4N = [[0.0, 1.5, 0.0, 0.0], [2.0, 0.0, -3.0, 0.0], [0.0, 0.0, 0.0, 0.0], [4.0, 0.0, 5.0, 1.0]]
+
+
+@pytest.mark.parametrize("reduce", ["sum", "mean", "amax", "amin", "max", "min"])
+def test_sparse_mm_reduce_as_pytorch(reduce) -> None:
+    def run(m):
+        s = m.tensor(D4N).to_sparse_csr().requires_grad_()
+        d = (m.arange(8.0).reshape(4, 2) - 3).requires_grad_()
+        out = m.sparse.mm(s, d, reduce)
+        (out * m.arange(8.0).reshape(4, 2)).sum().backward()
+        v = m.tensor(D4N).to_sparse_csr().values().requires_grad_()
+        s2 = m.sparse_csr_tensor(s.crow_indices(), s.col_indices(), v, (4, 4))
+        m.sparse.mm(s2, d.detach(), reduce).pow(2).sum().backward()
+        with m.no_grad():
+            plain = m.sparse.mm(s.detach(), d.detach(), reduce)
+        return out, s.grad, d.grad, v.grad, plain
+
+    for x, y in zip(*both(run)):
+        same(x, y)
+
+
+@pytest.mark.parametrize("fn, exc", [
+    (lambda m: m.sparse.mm(make(m, "sparse_csc"), m.ones(4, 2), "mean"), RuntimeError),
+    (lambda m: m.sparse.mm(m.tensor(D4).to_sparse(), m.ones(4, 2), "mean"), NotImplementedError),
+    (lambda m: m.sparse.mm(make(m, "sparse_csr"), m.ones(4, 2), "prod"), RuntimeError),
+])
+def test_sparse_mm_reduce_errors_as_pytorch(fn, exc) -> None:
+    for m in (torch, ember):
+        with pytest.raises(exc):
+            fn(m)

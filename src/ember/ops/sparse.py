@@ -373,6 +373,31 @@ def empty_rec(rec: _Record) -> _Record:
                       rec.layout)
 
 
+def mm_reduce_array(rec: Compressed, d: Any, reduce: str) -> tuple:
+    """``torch.sparse.mm(csr, d, reduce)``'s result, with what its backward needs: the stored
+    elements' rows and columns and each product's weight in its output (None: all 1)."""
+    xp = _xp(d)
+    rows, cols = element_positions(rec)
+    prod = rec.values[:, None] * d[cols]
+    out = xp.zeros((rec.shape[0], d.shape[1]), dtype=prod.dtype)
+    w: Any = None
+    if reduce in ("sum", "mean"):
+        xp.add.at(out, rows, prod)
+        if reduce == "mean":
+            counts = xp.maximum(xp.diff(rec.compressed), 1).astype(prod.dtype)
+            out /= counts[:, None]
+            w = (1 / counts)[rows][:, None]
+    elif prod.shape[0]:  # amax / amin: the first winner of each output takes its gradient
+        best = xp.full(out.shape, np.inf if reduce == "amin" else -np.inf, dtype=prod.dtype)
+        (xp.minimum if reduce == "amin" else xp.maximum).at(best, rows, prod)
+        nnz = prod.shape[0]
+        order = xp.arange(nnz, dtype=np.int64)[:, None]
+        first = xp.full(out.shape, nnz, dtype=np.int64)
+        xp.minimum.at(first, rows, xp.where(prod == best[rows], order, nnz))
+        w = (first[rows] == order).astype(prod.dtype)
+        out = xp.where(xp.isinf(best), 0, best).astype(prod.dtype)
+    return out, rows, cols, w
+
 def spmm_array(c: COO, dense: Any) -> Any:
     """``c @ dense`` for a 2-D COO record (sparse_dim 2, no dense dims) and a dense matrix."""
     xp = _xp(dense)
@@ -706,6 +731,37 @@ class _SparseMM(Op):
         return gs, gd, None
 
 
+class _SparseMMReduce(Op):
+    """out[i] = reduce over the stored j of row i of v_ij * D[j] (a CSR matrix S, D dense;
+    ``sum``, ``mean``, ``amax``, ``amin``; rows with nothing stored give 0)
+    grad_S = sum_k grad[i, k] D[j, k] w_ijk at S's elements (CSR), grad_D[j] = sum_i v_ij w_ij grad[i]
+    (w: 1 for sum, 1 / (the row's count) for mean, 1 at each (i, k)'s first winner for amax/amin)"""
+
+    node_name = "SparseMmReduceImplBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, rec: Compressed, d: Any, reduce: str) -> Any:
+        out, ctx.rows, ctx.cols, ctx.w = mm_reduce_array(rec, d, reduce)
+        ctx.rec = rec
+        ctx.save_for_backward(d)
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (d,) = ctx.saved
+        rec, rows, cols, w = ctx.rec, ctx.rows, ctx.cols, ctx.w
+        g = grad[rows]
+        if w is not None:
+            g = g * w
+        gs = gd = None
+        if ctx.needs_input_grad[0]:
+            gs = make(rec.like((g * d[cols]).sum(axis=1).astype(rec.values.dtype)))
+        if ctx.needs_input_grad[1]:
+            gd = _xp(d).zeros(d.shape, dtype=d.dtype)
+            _xp(d).add.at(gd, cols, (g * rec.values[:, None]).astype(d.dtype))
+        return gs, gd, None
+
+
 class _SparseSum(Op):
     """out = the sum of all values (a dense 0-d tensor)
     grad_input = grad at every specified element, as a sparse tensor"""
@@ -903,6 +959,36 @@ def sparse_mm(s: Any, d: Any, dense_grad: bool = False, name: str = "mm") -> Any
         return _SparseMM.apply(s, d, dense_grad)
     return TensorBase._make(spmm_array(coalesce(as_coo(rec)), d._data))
 
+
+
+def sparse_mm_reduce(s: Any, d: Any, reduce: str) -> Any:
+    """``torch.sparse.mm(s, d, reduce)``: a CSR matrix times a dense one, the products of each
+    row reduced by ``reduce`` (``sum``, ``mean``, ``amax``/``max``, ``amin``/``min``)."""
+    rec = s._data
+    red = {"max": "amax", "min": "amin"}.get(reduce, reduce)
+    if red not in ("sum", "mean", "amax", "amin"):
+        raise RuntimeError(f"sparse_mm_reduce: reduce type of {reduce} has not been enabled "
+                           "(sum, mean, amax and amin are)")
+    if not isinstance(rec, Compressed):
+        raise NotImplementedError(
+            f"Could not run 'aten::_sparse_mm_reduce_impl' with arguments from the "
+            f"'{layout_name(rec.layout)}CPU' backend (torch.sparse.mm with reduce takes a CSR "
+            "matrix: convert with .to_sparse_csr())")
+    if rec.layout is not _dtype_info.sparse_csr:
+        raise RuntimeError(f"sparse_mm_reduce: expect self to be SparseCsr, got "
+                           f"{layout_name(rec.layout)}")
+    if not isinstance(d, TensorBase) or d._data.ndim != 2 or d._data.shape[0] != rec.shape[1]:
+        shape = tuple(d.shape) if isinstance(d, TensorBase) else type(d).__name__
+        raise RuntimeError(f"sparse_mm_reduce: expected a dense matrix of {rec.shape[1]} rows "
+                           f"for a {tuple(rec.shape)} sparse one, got {shape}")
+    if rec.dtype != d._data.dtype:
+        raise RuntimeError(f"expected scalar type {_cpp(rec.dtype)} but found "
+                           f"{_cpp(d._data.dtype)} (torch.sparse.mm of a sparse "
+                           f"{_dtype.from_numpy(rec.dtype)} matrix and a dense "
+                           f"{_dtype.from_numpy(d._data.dtype)} one)")
+    if tracking(s, d):
+        return _SparseMMReduce.apply(s, d, red)
+    return TensorBase._make(mm_reduce_array(rec, d._data, red)[0])
 
 def sparse_sum_all(s: Any, dt: Any = None) -> Any:
     np_dt = None if dt is None else _dtype.to_dtype(dt).np

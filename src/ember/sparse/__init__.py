@@ -23,13 +23,13 @@ __all__ = ["mm", "addmm", "sum", "softmax", "log_softmax", "spmm", "check_sparse
 def mm(mat1: Any, mat2: Any, reduce: str = "sum") -> Any:
     """``mat1 @ mat2`` with ``mat1`` sparse (COO or compressed): dense for a dense ``mat2``
     (gradients to both; ``mat1``'s is sparse, at its indices, in its layout), sparse (of
-    ``mat1``'s layout) for a sparse ``mat2``."""
-    if reduce != "sum":
-        raise NotImplementedError(f"torch.sparse.mm: reduce={reduce!r} is not supported by ember "
-                                  "(only 'sum')")
+    ``mat1``'s layout) for a sparse ``mat2``. ``reduce`` (``mean``, ``amax``, ``amin``) reduces
+    each row's products of a CSR ``mat1`` otherwise than by summing them."""
     if not _sp.is_sparse(mat1):
         raise RuntimeError("torch.sparse.mm: expected mat1 to be a sparse tensor (use torch.mm "
                            "for two dense matrices)")
+    if reduce != "sum":
+        return _sp.sparse_mm_reduce(mat1, mat2, reduce)
     if _sp.is_sparse(mat2):
         return _ts._mm(mat1, mat2, dense_grad=False, keep_layout=True)
     return _sp.sparse_mm(mat1._as_coo("mm"), mat2, dense_grad=False, name="mm")
