@@ -115,6 +115,8 @@ CASES = {
     "matrix_exp_batched": (lambda lib, a: lib.linalg.matrix_exp(0.3 * a), [BATCH], False),
     "cholesky_inverse": (lambda lib, a: lib.cholesky_inverse(lib.linalg.cholesky(a)), [HERM],
                          False),
+    "householder_product": (lambda lib, a, t: lib.linalg.householder_product(a, t),
+                            [TALL, _c(2)], False),
 }
 
 

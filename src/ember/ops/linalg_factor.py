@@ -339,7 +339,7 @@ def matrix_exp(input: Any) -> Any:
 
 
 def householder_product(input: Any, tau: Any, *, out: Any = None) -> Any:
-    """The first n columns of H_1 ... H_k, H_i = I - tau_i v_i v_i^T, v_i = (0, ..., 1,
+    """The first n columns of H_1 ... H_k, H_i = I - tau_i v_i v_i^H, v_i = (0, ..., 1,
     input[i+1:, i]) (LAPACK's orgqr; ``torch.orgqr``), differentiable in input and tau."""
     if _amp.active:
         input, tau = _amp_cast("householder_product", input, tau)
@@ -358,13 +358,14 @@ def householder_product(input: Any, tau: Any, *, out: Any = None) -> Any:
     if a._data.dtype != t._data.dtype:
         raise RuntimeError(f"{fn}: tau dtype {t.dtype} does not match input dtype {a.dtype}")
     q = TensorBase._make(_const(a._data, lambda xp, dt: xp.eye(m, n, dtype=dt)))
+    mm = _matmul_op(a).apply
     for i in range(t.shape[-1] - 1, -1, -1):
         below = TensorBase._make(_const(a._data, lambda xp, dt, i=i: (xp.arange(m) > i).astype(
             dt)))
         unit = TensorBase._make(_const(a._data, lambda xp, dt, i=i: (xp.arange(m) == i).astype(
             dt)))
         v = (a[..., :, i] * below + unit).unsqueeze(-1)  # (*, m, 1)
-        q = q - (t[..., i, None, None] * v) * Matmul.apply(v.mT, q)
+        q = q - (t[..., i, None, None] * v) * mm(v.mH, q)
     return _result(q, out, "linalg.householder_product")
 
 

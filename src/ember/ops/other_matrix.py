@@ -645,8 +645,10 @@ class Cross(Op):
     def backward(ctx: Any, grad: Any) -> Any:
         a, b = ctx.saved
         need = ctx.needs_input_grad
-        ga = ctx.call(Cross, b, grad, ctx.dim) if need[0] else None
-        gb = ctx.call(Cross, grad, a, ctx.dim) if need[1] else None
+        kind = (grad._data if isinstance(grad, TensorBase) else grad).dtype.kind
+        op = conjugated(Cross) if kind == "c" else Cross  # complex: recorded as such
+        ga = ctx.call(op, b, grad, ctx.dim) if need[0] else None
+        gb = ctx.call(op, grad, a, ctx.dim) if need[1] else None
         return ga, gb, None
 
 
@@ -695,4 +697,4 @@ def _cross(fn: str, a: Any, b: Any, dim: int | None) -> Any:
             f"linalg.cross: inputs dimension {dim} must have length 3. Got {la} and {lb} "
             f"({fn}: shapes {sa} and {sb})"
         )
-    return Cross.apply(a, b, d - len(shape))
+    return (conjugated(Cross) if a._data.dtype.kind == "c" else Cross).apply(a, b, d - len(shape))

@@ -483,9 +483,9 @@ class Pow(Op):
                 if a == 0:  # 0 ** b: no gradient where b >= 0 (PyTorch's mask)
                     gb[b >= 0] = 0
             else:
-                safe = xp.where((a == 0) & (b >= 0), 1, a) if not isinstance(a, (int, float)) \
-                    else (a or 1)
-                gb = xp.where((a == 0) & (b >= 0), 0, grad * out * xp.log(safe))
+                zero = (a == 0) & (b.real >= 0)  # (a complex exponent: its real part, as PyTorch)
+                safe = xp.where(zero, 1, a) if not isinstance(a, (int, float)) else (a or 1)
+                gb = xp.where(zero, 0, grad * out * xp.log(safe))
         return ga, gb
 
 

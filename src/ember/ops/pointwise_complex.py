@@ -288,15 +288,15 @@ class ComplexSgn(Op):
 
     @staticmethod
     def forward(ctx: Any, z: Any) -> Any:
-        r = ctx.xp.abs(z)
-        out = _sgn(ctx.xp, z, r)
-        ctx.save_for_backward(r, out)
+        out = _sgn(ctx.xp, z, ctx.xp.abs(z))
+        ctx.save_for_backward(z, out)  # (|z| recomputed: under create_graph, a function of z)
         return out
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
-        r, out = ctx.saved
+        z, out = ctx.saved
         xp = ctx.xp
+        r = xp.abs(z)
         g = (grad - (grad * xp.conj(out)).real * out) / xp.where(r == 0, 1, r)
         return xp.where(r == 0, 0, g)
 
