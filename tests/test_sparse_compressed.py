@@ -547,3 +547,44 @@ def test_sparse_mm_reduce_errors_as_pytorch(fn, exc) -> None:
     for m in (torch, ember):
         with pytest.raises(exc):
             fn(m)
+
+
+# ---------------------------------------------------------------------------------------------
+# hybrid compressed tensors (trailing dense dims: a graph library's multi-feature edge values)
+
+
+def _hybrid(m):
+    x = m.arange(24.0).reshape(4, 3, 2)
+    return x * (x % 5 != 0)
+
+
+@pytest.mark.parametrize("build", [
+    lambda m: m.sparse_csr_tensor([0, 1, 3, 3, 4], [1, 0, 2, 1], m.arange(8.0).reshape(4, 2),
+                                  (4, 3, 2)),
+    lambda m: m.sparse_csc_tensor([0, 1, 3], [1, 0, 2], m.arange(6.0).reshape(3, 2)),
+    lambda m: m.sparse_bsr_tensor([0, 1, 2], [1, 0], m.arange(16.0).reshape(2, 2, 2, 2),
+                                  (4, 4, 2)),
+    lambda m: _hybrid(m).to_sparse_csr(dense_dim=1),
+    lambda m: _hybrid(m).to_sparse_csc(dense_dim=1),
+    lambda m: _hybrid(m)[:, :2].to_sparse_bsr((2, 2), dense_dim=1),
+    lambda m: _hybrid(m).to_sparse(layout=m.sparse_csr, dense_dim=1),
+    lambda m: _hybrid(m).to_sparse(2).to_sparse_csr(),
+    lambda m: _hybrid(m).to_sparse(2).to_sparse_csc(),
+    lambda m: _hybrid(m).to_sparse(2).to_sparse_csr().to_sparse(),
+    lambda m: _hybrid(m).to_sparse(2).to_sparse_csc().to_dense(),
+    lambda m: _hybrid(m).to_sparse(2).to_sparse_csr() * 2,
+])
+def test_hybrid_compressed_as_pytorch(build) -> None:
+    e, t = both(build)
+    same(e, t)
+    assert repr(e) == repr(t)
+
+
+def test_hybrid_values_gradient_as_pytorch() -> None:
+    def run(m):
+        v = m.arange(8.0).reshape(4, 2).requires_grad_()
+        s = m.sparse_csr_tensor([0, 1, 3, 3, 4], [1, 0, 2, 1], v, (4, 3, 2))
+        (s.to_dense() * m.arange(24.0).reshape(4, 3, 2)).sum().backward()
+        return v.grad
+
+    same(*both(run))

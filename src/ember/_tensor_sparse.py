@@ -210,7 +210,7 @@ class SparseTensor(Tensor):
     def to_sparse(self, sparse_dim: int | None = None, *, layout: Any = None,
                   blocksize: Any = None, dense_dim: Any = None) -> SparseTensor:
         if layout in _sp.COMPRESSED_LAYOUTS:
-            return _sp.to_layout(self, layout, blocksize)
+            return _sp.to_layout(self, layout, blocksize, dense_dim)
         if layout not in (None, _dtype_info.sparse_coo):
             raise RuntimeError(f"to_sparse: layout {layout} is not a sparse layout (sparse_coo, "
                                "sparse_csr, sparse_csc, sparse_bsr or sparse_bsc)")
@@ -226,16 +226,16 @@ class SparseTensor(Tensor):
         return self.to_sparse()
 
     def to_sparse_csr(self, dense_dim: int | None = None) -> SparseTensor:
-        return _sp.to_layout(self, _dtype_info.sparse_csr)
+        return _sp.to_layout(self, _dtype_info.sparse_csr, dense_dim=dense_dim)
 
     def to_sparse_csc(self, dense_dim: int | None = None) -> SparseTensor:
-        return _sp.to_layout(self, _dtype_info.sparse_csc)
+        return _sp.to_layout(self, _dtype_info.sparse_csc, dense_dim=dense_dim)
 
     def to_sparse_bsr(self, blocksize: Any, dense_dim: int | None = None) -> SparseTensor:
-        return _sp.to_layout(self, _dtype_info.sparse_bsr, blocksize)
+        return _sp.to_layout(self, _dtype_info.sparse_bsr, blocksize, dense_dim)
 
     def to_sparse_bsc(self, blocksize: Any, dense_dim: int | None = None) -> SparseTensor:
-        return _sp.to_layout(self, _dtype_info.sparse_bsc, blocksize)
+        return _sp.to_layout(self, _dtype_info.sparse_bsc, blocksize, dense_dim)
 
     # -- autograd ---------------------------------------------------------------------------
     @property

@@ -286,7 +286,7 @@ def coo_to_compressed(c: COO, layout: Any = _dtype_info.sparse_csr,
     block that holds a specified element (its other elements zero)."""
     cc = coalesce(c)
     xp = _xp(cc.values)
-    nr, nc = cc.shape
+    nr, nc = cc.shape[:2]
     rows, cols = cc.indices[0], cc.indices[1]
     by_rows = layout in ROW_LAYOUTS
     if layout in BLOCK_LAYOUTS:
@@ -296,7 +296,7 @@ def coo_to_compressed(c: COO, layout: Any = _dtype_info.sparse_csr,
         nminor = nbc if by_rows else nbr
         key = br * nbc + bc if by_rows else bc * nbr + br
         uniq, inv = xp.unique(key, return_inverse=True)
-        blocks = xp.zeros((uniq.shape[0], bh, bw), dtype=cc.values.dtype)
+        blocks = xp.zeros((uniq.shape[0], bh, bw) + cc.values.shape[1:], dtype=cc.values.dtype)
         blocks[inv.reshape(-1), rows % bh, cols % bw] = cc.values
         return Compressed(_ptr(uniq // nminor, nbr if by_rows else nbc), uniq % nminor, blocks,
                           cc.shape, layout)
@@ -359,7 +359,7 @@ def transpose_rec(r: Compressed) -> Compressed:
             _dtype_info.sparse_bsr: _dtype_info.sparse_bsc,
             _dtype_info.sparse_bsc: _dtype_info.sparse_bsr}[r.layout]
     vals = r.values.swapaxes(1, 2) if r.blocked else r.values
-    return Compressed(r.compressed, r.plain, vals, r.shape[::-1], swap)
+    return Compressed(r.compressed, r.plain, vals, (r.shape[1], r.shape[0]) + r.shape[2:], swap)
 
 
 def empty_rec(rec: _Record) -> _Record:
@@ -867,9 +867,10 @@ def layout_name(layout: Any) -> str:
     return _LAYOUT_NAMES.get(layout, str(layout))
 
 
-def to_layout(x: Any, layout: Any, blocksize: Any = None) -> Any:
+def to_layout(x: Any, layout: Any, blocksize: Any = None, dense_dim: int | None = None) -> Any:
     """``x`` (dense or sparse) as a matrix in the compressed ``layout``, as PyTorch's
-    ``to_sparse_csr``/``_csc``/``_bsr``/``_bsc`` convert it (autograd records the conversion)."""
+    ``to_sparse_csr``/``_csc``/``_bsr``/``_bsc`` convert it (autograd records the conversion);
+    a dense ``x`` keeps its last ``dense_dim`` dims dense (a hybrid tensor)."""
     lname = layout_name(layout)
     src = x._data
     sparse_src = isinstance(src, _Record)
@@ -899,18 +900,19 @@ def to_layout(x: Any, layout: Any, blocksize: Any = None) -> Any:
     if len(src.shape) < 2:
         raise IndexError(f"Dimension out of range (expected to be in range of [-1, 0], but got 1)"
                          f" ({name} needs a matrix, got shape {tuple(src.shape)})")
-    if len(src.shape) != 2 or (sparse_src and src.dense_dim):
+    dd = src.dense_dim if sparse_src else int(dense_dim or 0)
+    if len(src.shape) - dd != 2:
         raise RuntimeError(
-            f"{name}: expected a 2-D tensor with no dense dimensions (got shape "
-            f"{tuple(src.shape)}): ember's compressed sparse tensors are matrices (batched and "
-            "hybrid ones are not supported)")
+            f"{name}: expected a matrix of 2 sparse dims (got shape {tuple(src.shape)} with "
+            f"{dd} dense dims): ember's compressed sparse tensors have no batch dims (pass "
+            "dense_dim= for trailing dense dims)")
     if bs is not None and (src.shape[0] % bs[0] or src.shape[1] % bs[1]):
         raise RuntimeError(f"{name}: tensor sparse size ({src.shape[0]},{src.shape[1]}) must be "
                            f"divisible by given blocksize ({bs[0]},{bs[1]})")
     if sparse_src:
         out = convert_rec(src, layout, bs)
         return record(_Convert, out, x, out)
-    out = coo_to_compressed(dense_to_coo(src), layout, bs)
+    out = coo_to_compressed(dense_to_coo(src, 2), layout, bs)
     return record(_ToSparse, out, x, out)
 
 
@@ -977,6 +979,9 @@ def sparse_mm_reduce(s: Any, d: Any, reduce: str) -> Any:
     if rec.layout is not _dtype_info.sparse_csr:
         raise RuntimeError(f"sparse_mm_reduce: expect self to be SparseCsr, got "
                            f"{layout_name(rec.layout)}")
+    if rec.dense_dim:
+        raise RuntimeError(f"sparse_mm_reduce: expected a matrix without dense dims, got shape "
+                           f"{tuple(rec.shape)}")
     if not isinstance(d, TensorBase) or d._data.ndim != 2 or d._data.shape[0] != rec.shape[1]:
         shape = tuple(d.shape) if isinstance(d, TensorBase) else type(d).__name__
         raise RuntimeError(f"sparse_mm_reduce: expected a dense matrix of {rec.shape[1]} rows "

@@ -204,20 +204,22 @@ def _compressed(compressed_indices: Any, plain_indices: Any, values: Any, size: 
     if vals.ndim < want:
         raise RuntimeError(f"values must have dimensionality > sum of batch and block "
                            f"dimensionalities (=0 + {want - 1}) but got {vals.ndim}")
-    if vals.ndim != want:
-        raise RuntimeError(f"values of shape {tuple(vals.shape)}: ember's compressed sparse "
-                           f"tensors have no dense dimensions (values must be {want}-D)")
+    dense_shape = tuple(int(n) for n in vals.shape[want:])
     nnz = vals.shape[0]
     bh, bw = (int(vals.shape[1]), int(vals.shape[2])) if block else (1, 1)
     if size is None:
         nmajor = cidx.shape[0] - 1
         nminor = int(pidx.max()) + 1 if pidx.shape[0] else 0
         nbr, nbc = (nmajor, nminor) if by_rows else (nminor, nmajor)
-        size = (nbr * bh, nbc * bw)
+        size = (nbr * bh, nbc * bw) + dense_shape
     size = tuple(int(s) for s in size)
-    if len(size) != 2:
+    if len(size) != 2 + len(dense_shape):
         raise RuntimeError(f"tensor dimensionality must be sum of batch, base, and dense "
-                           f"dimensionalities (=0 + 2 + 0) but got {len(size)}")
+                           f"dimensionalities (=0 + 2 + {len(dense_shape)}) but got {len(size)} "
+                           "(ember's compressed sparse tensors have no batch dims)")
+    if size[2:] != dense_shape:
+        raise RuntimeError(f"tensor shape[2:] (={list(size[2:])}) must be equal to "
+                           f"values.shape[{want}:] (={list(dense_shape)}) (the dense dims)")
     for k, b in enumerate((bh, bw)):
         if size[k] % b:
             raise RuntimeError(f"tensor shape[{k}] (={size[k]}) must be divisible with "
