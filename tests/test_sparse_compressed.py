@@ -588,3 +588,21 @@ def test_hybrid_values_gradient_as_pytorch() -> None:
         return v.grad
 
     same(*both(run))
+
+
+@pytest.mark.parametrize("layout", ["sparse_coo", "sparse_csr"])
+@pytest.mark.parametrize("with_bias", [True, False])
+def test_linear_of_a_sparse_input_as_pytorch(layout, with_bias) -> None:
+    """``F.linear(sparse x, W, b)``, as a graph library's layers call it on sparse features."""
+    def run(m):
+        d = m.tensor([[0.0, 1.0, 0.0], [2.0, 0.0, 0.0]])
+        x = d.to_sparse() if layout == "sparse_coo" else d.to_sparse_csr()
+        x.requires_grad_()
+        W = m.arange(6.0).reshape(2, 3).requires_grad_()
+        b = m.ones(2).requires_grad_() if with_bias else None
+        y = m.nn.functional.linear(x, W, b)
+        (y * m.arange(4.0).reshape(2, 2)).sum().backward()
+        return y, x.grad, W.grad, *((b.grad,) if with_bias else ())
+
+    for a, b in zip(*both(run)):
+        same(a, b)

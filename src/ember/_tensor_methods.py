@@ -26,6 +26,7 @@ from ._size import Size
 from .ops import casting, indexing, joining, shape
 from .ops import shape as _sh
 from .ops import sparse as _sparse
+from .ops import sparse_compressed as _sparse_compressed
 from .ops import special as _special_ops
 from .ops import spectral_stft as _spectral_stft
 from .ops._aliases import numpy_names
@@ -131,7 +132,7 @@ def to_sparse(self, sparse_dim: int | None = None, *, layout: Any = None, blocks
     compressed ``layout`` (``torch.sparse_csr``/``_csc``/``_bsr``/``_bsc``; ``blocksize`` for
     the block layouts)."""
     if layout in _sparse.COMPRESSED_LAYOUTS:
-        return _sparse.to_layout(self, layout, blocksize, dense_dim)
+        return _sparse_compressed.to_layout(self, layout, blocksize, dense_dim)
     if layout not in (None, _dtype_info.sparse_coo):
         raise RuntimeError(f"to_sparse: layout {layout} is not a sparse layout (sparse_coo, "
                            "sparse_csr, sparse_csc, sparse_bsr or sparse_bsc)")
@@ -142,19 +143,19 @@ def to_sparse_coo(self) -> Any:
 
 def to_sparse_csr(self, dense_dim: int | None = None) -> Any:
     """A sparse CSR copy of a dense matrix."""
-    return _sparse.to_layout(self, _dtype_info.sparse_csr, dense_dim=dense_dim)
+    return _sparse_compressed.to_layout(self, _dtype_info.sparse_csr, dense_dim=dense_dim)
 
 def to_sparse_csc(self, dense_dim: int | None = None) -> Any:
     """A sparse CSC copy of a dense matrix."""
-    return _sparse.to_layout(self, _dtype_info.sparse_csc, dense_dim=dense_dim)
+    return _sparse_compressed.to_layout(self, _dtype_info.sparse_csc, dense_dim=dense_dim)
 
 def to_sparse_bsr(self, blocksize: Any, dense_dim: int | None = None) -> Any:
     """A sparse BSR copy of a dense matrix (blocks of ``blocksize``)."""
-    return _sparse.to_layout(self, _dtype_info.sparse_bsr, blocksize, dense_dim)
+    return _sparse_compressed.to_layout(self, _dtype_info.sparse_bsr, blocksize, dense_dim)
 
 def to_sparse_bsc(self, blocksize: Any, dense_dim: int | None = None) -> Any:
     """A sparse BSC copy of a dense matrix (blocks of ``blocksize``)."""
-    return _sparse.to_layout(self, _dtype_info.sparse_bsc, blocksize, dense_dim)
+    return _sparse_compressed.to_layout(self, _dtype_info.sparse_bsc, blocksize, dense_dim)
 
 def _strided_refusal(what: str, layout: str = "sparse coordinate") -> Callable:
     def method(self: Any) -> Any:

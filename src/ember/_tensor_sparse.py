@@ -25,6 +25,8 @@ from ._tensor_base import TensorBase, wrap_dim
 from ._tensor_str import _add_suffixes, array_str
 from .autograd import grad_mode
 from .ops import sparse as _sp
+from .ops import sparse_compressed as _spc
+from .ops.nn.linear import linear as _nn_linear
 from .ops.sparse import COO, Compressed
 
 __all__ = ["SparseTensor"]
@@ -44,7 +46,7 @@ _PASS = frozenset(
 
 
 def _layout_name(rec: Any) -> str:
-    return _sp.layout_name(rec.layout)
+    return _spc.layout_name(rec.layout)
 
 
 class SparseTensor(Tensor):
@@ -177,7 +179,7 @@ class SparseTensor(Tensor):
                 raise RuntimeError("Cannot get values on an uncoalesced tensor, please call "
                                    ".coalesce() first")
             return _sp.values_of(self)[1]
-        return _sp.compressed_values(self)[1]
+        return _spc.compressed_values(self)[1]
 
     def _values(self) -> Tensor:
         return TensorBase._make(self._coo("_values").values)
@@ -210,12 +212,12 @@ class SparseTensor(Tensor):
     def to_sparse(self, sparse_dim: int | None = None, *, layout: Any = None,
                   blocksize: Any = None, dense_dim: Any = None) -> SparseTensor:
         if layout in _sp.COMPRESSED_LAYOUTS:
-            return _sp.to_layout(self, layout, blocksize, dense_dim)
+            return _spc.to_layout(self, layout, blocksize, dense_dim)
         if layout not in (None, _dtype_info.sparse_coo):
             raise RuntimeError(f"to_sparse: layout {layout} is not a sparse layout (sparse_coo, "
                                "sparse_csr, sparse_csc, sparse_bsr or sparse_bsc)")
         if isinstance(self._data, Compressed):
-            return _sp.to_coo(self)
+            return _spc.to_coo(self)
         if sparse_dim is not None and sparse_dim != self._data.sparse_dim:
             raise RuntimeError(f"to_sparse: conversion from Sparse to Sparse with sparse_dim "
                                f"argument !=self.sparse_dim() is not supported (sparse_dim="
@@ -226,16 +228,16 @@ class SparseTensor(Tensor):
         return self.to_sparse()
 
     def to_sparse_csr(self, dense_dim: int | None = None) -> SparseTensor:
-        return _sp.to_layout(self, _dtype_info.sparse_csr, dense_dim=dense_dim)
+        return _spc.to_layout(self, _dtype_info.sparse_csr, dense_dim=dense_dim)
 
     def to_sparse_csc(self, dense_dim: int | None = None) -> SparseTensor:
-        return _sp.to_layout(self, _dtype_info.sparse_csc, dense_dim=dense_dim)
+        return _spc.to_layout(self, _dtype_info.sparse_csc, dense_dim=dense_dim)
 
     def to_sparse_bsr(self, blocksize: Any, dense_dim: int | None = None) -> SparseTensor:
-        return _sp.to_layout(self, _dtype_info.sparse_bsr, blocksize, dense_dim)
+        return _spc.to_layout(self, _dtype_info.sparse_bsr, blocksize, dense_dim)
 
     def to_sparse_bsc(self, blocksize: Any, dense_dim: int | None = None) -> SparseTensor:
-        return _sp.to_layout(self, _dtype_info.sparse_bsc, blocksize, dense_dim)
+        return _spc.to_layout(self, _dtype_info.sparse_bsc, blocksize, dense_dim)
 
     # -- autograd ---------------------------------------------------------------------------
     @property
@@ -271,7 +273,7 @@ class SparseTensor(Tensor):
         if not _sp.tracking(self):
             return _sp.make(rec.copy())
         if isinstance(rec, Compressed):
-            c, v = _sp.compressed_values(self)
+            c, v = _spc.compressed_values(self)
             return _sp.from_values(c.copy(), v.clone())
         c, v = _sp.values_of(self)
         return _sp.from_values(COO(c.indices.copy(), c.values, c.shape, c.coalesced), v.clone())
@@ -319,7 +321,7 @@ class SparseTensor(Tensor):
         rec = self._data
         if dt is not None and dt.np != rec.dtype:
             if _sp.tracking(self):
-                c, v = (_sp.values_of if isinstance(rec, COO) else _sp.compressed_values)(self)
+                c, v = (_sp.values_of if isinstance(rec, COO) else _spc.compressed_values)(self)
                 out = _sp.from_values(c, v.to(dt))
             else:
                 out = _sp.make(rec.astype(dt.np))
@@ -435,7 +437,7 @@ class SparseTensor(Tensor):
         a, b = wrap_dim(dim0, n), wrap_dim(dim1, n)
         perm[a], perm[b] = perm[b], perm[a]
         if isinstance(self._data, Compressed):
-            return self if a == b else _sp.transpose_compressed(self)
+            return self if a == b else _spc.transpose_compressed(self)
         return _sp.permute(self, tuple(perm))
 
     swapaxes = transpose
@@ -456,7 +458,7 @@ class SparseTensor(Tensor):
         return self.transpose(-2, -1)
 
     def _as_coo(self, what: str) -> SparseTensor:
-        return self if isinstance(self._data, COO) else _sp.to_coo(self)
+        return self if isinstance(self._data, COO) else _spc.to_coo(self)
 
     def t_(self) -> SparseTensor:
         return self._replace(self.t())
@@ -574,7 +576,7 @@ def _zeros_like(input: Any, *, dtype: Any = None, layout: Any = None, device: An
     dt = _dtype.to_dtype(dtype) if dtype is not None else _dtype.from_numpy(rec.dtype)
     if layout is not None and layout is not rec.layout and isinstance(rec, Compressed):
         raise RuntimeError(f"empty_like with different sparse layout is not supported (self is "
-                           f"{_layout_name(rec)} but you requested {_sp.layout_name(layout)})")
+                           f"{_layout_name(rec)} but you requested {_spc.layout_name(layout)})")
     if layout is _dtype_info.strided:
         out = ops.zeros(tuple(rec.shape), dtype=dt, device=device or input.device)
         return out.requires_grad_(True) if requires_grad else out
@@ -703,7 +705,7 @@ def _valuewise(s: SparseTensor, fn: Any, coalesce: bool) -> SparseTensor:
     """A sparse tensor with ``s``'s indices and ``fn(values)`` (a dense op on the values
     tensor, so autograd records it); coalesced first when ``coalesce`` (PyTorch's unary ops)."""
     if isinstance(s._data, Compressed):
-        rec, v = _sp.compressed_values(s)
+        rec, v = _spc.compressed_values(s)
         return _sp.from_values(rec, fn(v))
     if coalesce:
         s = _sp.coalesce_tensor(s)
@@ -767,7 +769,7 @@ def _mul(s: SparseTensor, other: Any) -> Any:
                    else other)
         rec = s._data
         if isinstance(rec, Compressed):
-            return _sp.to_layout(out, rec.layout, rec.blocksize)
+            return _spc.to_layout(out, rec.layout, rec.blocksize)
         return out
     if isinstance(other, SparseTensor):
         a, b = _sp.coalesce_tensor(s), _sp.coalesce_tensor(other)
@@ -819,7 +821,7 @@ def _mm(a: Any, b: Any, dense_grad: bool = True, keep_layout: bool = False) -> A
         prod = _sp.sparse_mm(a._as_coo("mm"), b.to_dense(), dense_grad)
         if isinstance(a._data, COO):
             return _sp.to_sparse(prod)
-        return _sp.to_layout(prod, a._data.layout if keep_layout else _dtype_info.sparse_csr)
+        return _spc.to_layout(prod, a._data.layout if keep_layout else _dtype_info.sparse_csr)
     if sa:
         return _sp.sparse_mm(a._as_coo("mm"), b, dense_grad)
     # dense @ sparse = (sparse^T @ dense^T)^T
@@ -869,6 +871,18 @@ def sparse_sum_dims(s: SparseTensor, dim: Any, dtype: Any = None) -> Any:
     rec = COO(_sp._unlinear(uniq, sizes), summed._data, shape, True)
     return _sp.from_values(rec, summed)
 
+
+def _linear(input: Any, weight: Any, bias: Any) -> Any:
+    """``F.linear`` of a sparse matrix input (a graph library's sparse node features):
+    ``bias + input @ weight.T``, dense, with a dense gradient to ``input`` as PyTorch's."""
+    if isinstance(weight, SparseTensor) or isinstance(bias, SparseTensor) or \
+            not isinstance(input, SparseTensor) or input._data.ndim != 2:
+        rec = next(a._data for a in (input, weight, bias) if isinstance(a, SparseTensor))
+        raise NotImplementedError(
+            f"Could not run 'aten::linear' with arguments from the '{_layout_name(rec)}CPU' "
+            "backend: ember's F.linear takes a sparse 2-D input with a dense weight and bias")
+    out = _mm(input, weight.t())
+    return out if bias is None else ops.add(out, bias)
 
 def _sparse_mask(dense: Any, mask: Any) -> SparseTensor:
     """``dense.sparse_mask(mask)``: ``dense``'s entries at ``mask``'s indices."""
@@ -956,6 +970,7 @@ _HANDLERS: dict[Any, Any] = {
     ops.permute: lambda input, dims: input.permute(dims),
     ops.clone: lambda input, *, memory_format=None: input.clone(),
     ops.cat: _cat,
+    _nn_linear: lambda input, weight, bias=None: _linear(input, weight, bias),
     ops.zeros_like: _zeros_like,
     ops.empty_like: lambda input, **kw: _zeros_like(input, empty=True, **kw),
     ops.index_select: lambda input, dim, index, *, out=None: _index_select(input, dim, index),

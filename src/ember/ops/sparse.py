@@ -1,9 +1,9 @@
-"""Sparse tensors (``torch.sparse_coo`` and ``torch.sparse_csr``): their records, array kernels
-and backward rules.
+"""Sparse tensors (``torch.sparse_coo`` and the compressed CSR, CSC, BSR, BSC): their records,
+array kernels and backward rules.
 
 A sparse tensor is a ``Tensor`` of the subclass ``SparseTensor`` (``ember/_tensor_sparse.py``)
-whose ``_data`` is not an array but a ``COO`` or ``CSR`` record: index arrays, a values array and
-the dense shape. ``shape``, ``dtype``, ``ndim`` and ``size`` read through the record as they do
+whose ``_data`` is not an array but a ``COO`` or ``Compressed`` record: index arrays, a values
+array and the dense shape. ``shape``, ``dtype``, ``ndim`` and ``size`` read through the record as they do
 through an array, so the engine and the argument checks see a tensor of the right shape; any
 other use of it as an array (a dense op's forward, ``np.asarray``) raises ``SparseLayoutError``,
 so no dense op ever reads a sparse tensor as garbage. The tensor class sits above the ops and
@@ -12,14 +12,16 @@ registers itself here (``register_class``), as ``Tensor`` does with ``TensorBase
 Autograd. A sparse tensor's gradient is a tensor of its shape, sparse or dense. The engine
 moves it between nodes like any gradient (it reads ``shape`` and ``dtype``, adds two with ``+``);
 a sparse gradient travels as a ``SparseTensor``. The primitives below record the graph:
-``_FromValues`` (values -> sparse, ``sparse_coo_tensor``), ``_Values`` (coalesced sparse ->
-values), ``_Coalesce``, ``_ToDense``, ``_ToSparse``, ``_Permute``, ``_SparseMM`` and
-``_SparseSum``; value-wise ops (``2 * s``, ``s.sqrt()``, ``s * d``) are dense ops on the values
+``_FromValues`` (values -> sparse, ``sparse_coo_tensor``; ``_FromCompressedValues`` for the
+compressed layouts), ``_Values`` (coalesced or compressed sparse -> values), ``_Coalesce``,
+``_ToDense``, ``_ToSparse``, ``_Permute``, ``_SparseMM`` and ``_SparseSum``; value-wise ops (``2 * s``, ``s.sqrt()``, ``s * d``) are dense ops on the values
 between ``_Values`` and ``_FromValues``, so their gradients come from the dense rules. A sparse
 gradient reaches a leaf's ``.grad`` through a hook (``sparse_grad_hook``) that gives the leaf an
-empty sparse ``.grad`` first, which the engine's accumulation (``cur._data + g``) then extends.
+empty sparse ``.grad`` first, which the engine's accumulation (``cur._data + g``) then extends;
+a sparse gradient of another layout than its leaf's is converted to the leaf's first.
 
-Neighbours: ``ops/nn/sparse.py`` (``embedding(sparse=True)`` makes sparse gradients with
+Neighbours: ``ops/sparse_compressed.py`` (conversions to and between the compressed layouts,
+their transposes, ``torch.sparse.mm`` with ``reduce``), ``ops/nn/sparse.py`` (``embedding(sparse=True)`` makes sparse gradients with
 ``make_sparse``); ``ember/sparse/__init__.py`` is ``torch.sparse``.
 """
 
@@ -351,17 +353,6 @@ def convert_rec(rec: _Record, layout: Any, blocksize: tuple | None = None) -> _R
     return coo_to_compressed(as_coo(rec), layout, blocksize)
 
 
-def transpose_rec(r: Compressed) -> Compressed:
-    """The transpose of a compressed matrix: the same arrays in the other direction's layout
-    (CSR <-> CSC, BSR <-> BSC; blocks transposed)."""
-    swap = {_dtype_info.sparse_csr: _dtype_info.sparse_csc,
-            _dtype_info.sparse_csc: _dtype_info.sparse_csr,
-            _dtype_info.sparse_bsr: _dtype_info.sparse_bsc,
-            _dtype_info.sparse_bsc: _dtype_info.sparse_bsr}[r.layout]
-    vals = r.values.swapaxes(1, 2) if r.blocked else r.values
-    return Compressed(r.compressed, r.plain, vals, (r.shape[1], r.shape[0]) + r.shape[2:], swap)
-
-
 def empty_rec(rec: _Record) -> _Record:
     """A record of ``rec``'s layout, shape and dtype with nothing specified."""
     xp = _xp(rec.values)
@@ -372,31 +363,6 @@ def empty_rec(rec: _Record) -> _Record:
                       xp.zeros((0,) + rec.values.shape[1:], rec.values.dtype), rec.shape,
                       rec.layout)
 
-
-def mm_reduce_array(rec: Compressed, d: Any, reduce: str) -> tuple:
-    """``torch.sparse.mm(csr, d, reduce)``'s result, with what its backward needs: the stored
-    elements' rows and columns and each product's weight in its output (None: all 1)."""
-    xp = _xp(d)
-    rows, cols = element_positions(rec)
-    prod = rec.values[:, None] * d[cols]
-    out = xp.zeros((rec.shape[0], d.shape[1]), dtype=prod.dtype)
-    w: Any = None
-    if reduce in ("sum", "mean"):
-        xp.add.at(out, rows, prod)
-        if reduce == "mean":
-            counts = xp.maximum(xp.diff(rec.compressed), 1).astype(prod.dtype)
-            out /= counts[:, None]
-            w = (1 / counts)[rows][:, None]
-    elif prod.shape[0]:  # amax / amin: the first winner of each output takes its gradient
-        best = xp.full(out.shape, np.inf if reduce == "amin" else -np.inf, dtype=prod.dtype)
-        (xp.minimum if reduce == "amin" else xp.maximum).at(best, rows, prod)
-        nnz = prod.shape[0]
-        order = xp.arange(nnz, dtype=np.int64)[:, None]
-        first = xp.full(out.shape, nnz, dtype=np.int64)
-        xp.minimum.at(first, rows, xp.where(prod == best[rows], order, nnz))
-        w = (first[rows] == order).astype(prod.dtype)
-        out = xp.where(xp.isinf(best), 0, best).astype(prod.dtype)
-    return out, rows, cols, w
 
 def spmm_array(c: COO, dense: Any) -> Any:
     """``c @ dense`` for a 2-D COO record (sparse_dim 2, no dense dims) and a dense matrix."""
@@ -626,42 +592,6 @@ class _ToSparse(Op):
         return dense_of(grad), None
 
 
-class _Convert(Op):
-    """out = a sparse tensor in another sparse layout
-    grad_input = grad in the input's layout (a dense grad stays dense)"""
-
-    node_name = "ToSparseBackward0"
-
-    @staticmethod
-    def forward(ctx: Any, rec: _Record, out: _Record) -> Any:
-        ctx.layout = rec.layout, getattr(rec, "blocksize", None)
-        return out.values
-
-    @staticmethod
-    def backward(ctx: Any, grad: Any) -> Any:
-        if isinstance(grad, TensorBase):
-            return make(convert_rec(grad._data, *ctx.layout)), None
-        return grad, None
-
-
-class _TransposeCompressed(Op):
-    """out = the transpose of a compressed matrix (CSR <-> CSC, BSR <-> BSC)
-    grad_input = grad transposed back"""
-
-    node_name = "TBackward0"
-
-    @staticmethod
-    def forward(ctx: Any, rec: Compressed, out: Compressed) -> Any:
-        return out.values
-
-    @staticmethod
-    def backward(ctx: Any, grad: Any) -> Any:
-        if not isinstance(grad, TensorBase):
-            return grad.T, None
-        g = grad._data
-        return make(transpose_rec(g) if isinstance(g, Compressed) else permute_rec(g, (1, 0))), None
-
-
 class _FromCompressedValues(Op):
     """out = the compressed tensor with fixed indices and these values
     grad_values = grad at the stored elements (grad dense or sparse)"""
@@ -731,37 +661,6 @@ class _SparseMM(Op):
         return gs, gd, None
 
 
-class _SparseMMReduce(Op):
-    """out[i] = reduce over the stored j of row i of v_ij * D[j] (a CSR matrix S, D dense;
-    ``sum``, ``mean``, ``amax``, ``amin``; rows with nothing stored give 0)
-    grad_S = sum_k grad[i, k] D[j, k] w_ijk at S's elements (CSR), grad_D[j] = sum_i v_ij w_ij grad[i]
-    (w: 1 for sum, 1 / (the row's count) for mean, 1 at each (i, k)'s first winner for amax/amin)"""
-
-    node_name = "SparseMmReduceImplBackward0"
-
-    @staticmethod
-    def forward(ctx: Any, rec: Compressed, d: Any, reduce: str) -> Any:
-        out, ctx.rows, ctx.cols, ctx.w = mm_reduce_array(rec, d, reduce)
-        ctx.rec = rec
-        ctx.save_for_backward(d)
-        return out
-
-    @staticmethod
-    def backward(ctx: Any, grad: Any) -> Any:
-        (d,) = ctx.saved
-        rec, rows, cols, w = ctx.rec, ctx.rows, ctx.cols, ctx.w
-        g = grad[rows]
-        if w is not None:
-            g = g * w
-        gs = gd = None
-        if ctx.needs_input_grad[0]:
-            gs = make(rec.like((g * d[cols]).sum(axis=1).astype(rec.values.dtype)))
-        if ctx.needs_input_grad[1]:
-            gd = _xp(d).zeros(d.shape, dtype=d.dtype)
-            _xp(d).add.at(gd, cols, (g * rec.values[:, None]).astype(d.dtype))
-        return gs, gd, None
-
-
 class _SparseSum(Op):
     """out = the sum of all values (a dense 0-d tensor)
     grad_input = grad at every specified element, as a sparse tensor"""
@@ -785,11 +684,6 @@ class _SparseSum(Op):
 
 # ---------------------------------------------------------------------------------------------
 # tensor-level helpers (used by ember._tensor_sparse and ember.sparse)
-
-
-_LAYOUT_NAMES = {_dtype_info.sparse_coo: "Sparse", _dtype_info.sparse_csr: "SparseCsr",
-                 _dtype_info.sparse_csc: "SparseCsc", _dtype_info.sparse_bsr: "SparseBsr",
-                 _dtype_info.sparse_bsc: "SparseBsc", _dtype_info.strided: "Strided"}
 
 
 def tracking(*ts: Any) -> bool:
@@ -820,15 +714,6 @@ def from_values(rec: _Record, values: Any) -> Any:
         v = op.apply(values, out_rec)
         return make(out_rec, True, v._grad_fn)
     return make(out_rec)
-
-
-def compressed_values(s: Any) -> tuple[Compressed, Any]:
-    """A compressed tensor's record and its values as a tensor that carries ``s``'s gradient
-    (``_Values``), or a plain alias when nothing tracks."""
-    rec = s._data
-    if tracking(s):
-        return rec, _Values.apply(s)
-    return rec, TensorBase._make(rec.values)
 
 
 def record(op: Any, out_rec: _Record, *args: Any) -> Any:
@@ -862,77 +747,6 @@ def to_sparse(x: Any, sparse_dim: int | None = None) -> Any:
     return record(_ToSparse, rec, x, rec)
 
 
-def layout_name(layout: Any) -> str:
-    """A layout as PyTorch's messages name it (``SparseCsc``)."""
-    return _LAYOUT_NAMES.get(layout, str(layout))
-
-
-def to_layout(x: Any, layout: Any, blocksize: Any = None, dense_dim: int | None = None) -> Any:
-    """``x`` (dense or sparse) as a matrix in the compressed ``layout``, as PyTorch's
-    ``to_sparse_csr``/``_csc``/``_bsr``/``_bsc`` convert it (autograd records the conversion);
-    a dense ``x`` keeps its last ``dense_dim`` dims dense (a hybrid tensor)."""
-    lname = layout_name(layout)
-    src = x._data
-    sparse_src = isinstance(src, _Record)
-    block = layout in BLOCK_LAYOUTS
-    kind = lname[6:].lower()
-    if isinstance(src, Compressed):
-        name = ("to_sparse_" if src.layout is layout else "sparse_compressed_to_sparse_") + kind
-    else:
-        name = ("sparse_coo_to_sparse_" if sparse_src else "dense_to_sparse_") + kind
-    if block == (blocksize is None):
-        src_name = layout_name(src.layout if sparse_src else _dtype_info.strided)
-        raise RuntimeError(
-            f"{name if sparse_src else 'dense_to_sparse'}: conversion from {src_name} to "
-            f"{lname} {'without' if block else 'with'} blocksize argument given is not "
-            "supported")
-    bs = _blocksize(blocksize, name) if block else None
-    if isinstance(src, Compressed):
-        if src.blocked and not block:
-            raise RuntimeError(f"{name}: expected SparseCsr or SparseCsc layout but got "
-                               f"{layout_name(src.layout)}")
-        if src.blocked and block and src.blocksize != bs:
-            raise RuntimeError(
-                f"{name}: conversion from {layout_name(src.layout)} to {lname} with blocksize "
-                f"changed from {list(src.blocksize)} to {list(bs)} is not supported")
-        if src.layout is layout:
-            return x
-    if len(src.shape) < 2:
-        raise IndexError(f"Dimension out of range (expected to be in range of [-1, 0], but got 1)"
-                         f" ({name} needs a matrix, got shape {tuple(src.shape)})")
-    dd = src.dense_dim if sparse_src else int(dense_dim or 0)
-    if len(src.shape) - dd != 2:
-        raise RuntimeError(
-            f"{name}: expected a matrix of 2 sparse dims (got shape {tuple(src.shape)} with "
-            f"{dd} dense dims): ember's compressed sparse tensors have no batch dims (pass "
-            "dense_dim= for trailing dense dims)")
-    if bs is not None and (src.shape[0] % bs[0] or src.shape[1] % bs[1]):
-        raise RuntimeError(f"{name}: tensor sparse size ({src.shape[0]},{src.shape[1]}) must be "
-                           f"divisible by given blocksize ({bs[0]},{bs[1]})")
-    if sparse_src:
-        out = convert_rec(src, layout, bs)
-        return record(_Convert, out, x, out)
-    out = coo_to_compressed(dense_to_coo(src, 2), layout, bs)
-    return record(_ToSparse, out, x, out)
-
-
-def to_csr(x: Any) -> Any:
-    return to_layout(x, _dtype_info.sparse_csr)
-
-
-def to_coo(s: Any) -> Any:
-    """A compressed tensor as COO (its stored elements, in storage order); a COO one itself."""
-    if isinstance(s._data, COO):
-        return s
-    out = compressed_to_coo(s._data)
-    return record(_Convert, out, s, out)
-
-
-def transpose_compressed(s: Any) -> Any:
-    out = transpose_rec(s._data)
-    return record(_TransposeCompressed, out, s, out)
-
-
 def permute(s: Any, perm: tuple) -> Any:
     c = s._data
     out = permute_rec(c, perm)
@@ -961,39 +775,6 @@ def sparse_mm(s: Any, d: Any, dense_grad: bool = False, name: str = "mm") -> Any
         return _SparseMM.apply(s, d, dense_grad)
     return TensorBase._make(spmm_array(coalesce(as_coo(rec)), d._data))
 
-
-
-def sparse_mm_reduce(s: Any, d: Any, reduce: str) -> Any:
-    """``torch.sparse.mm(s, d, reduce)``: a CSR matrix times a dense one, the products of each
-    row reduced by ``reduce`` (``sum``, ``mean``, ``amax``/``max``, ``amin``/``min``)."""
-    rec = s._data
-    red = {"max": "amax", "min": "amin"}.get(reduce, reduce)
-    if red not in ("sum", "mean", "amax", "amin"):
-        raise RuntimeError(f"sparse_mm_reduce: reduce type of {reduce} has not been enabled "
-                           "(sum, mean, amax and amin are)")
-    if not isinstance(rec, Compressed):
-        raise NotImplementedError(
-            f"Could not run 'aten::_sparse_mm_reduce_impl' with arguments from the "
-            f"'{layout_name(rec.layout)}CPU' backend (torch.sparse.mm with reduce takes a CSR "
-            "matrix: convert with .to_sparse_csr())")
-    if rec.layout is not _dtype_info.sparse_csr:
-        raise RuntimeError(f"sparse_mm_reduce: expect self to be SparseCsr, got "
-                           f"{layout_name(rec.layout)}")
-    if rec.dense_dim:
-        raise RuntimeError(f"sparse_mm_reduce: expected a matrix without dense dims, got shape "
-                           f"{tuple(rec.shape)}")
-    if not isinstance(d, TensorBase) or d._data.ndim != 2 or d._data.shape[0] != rec.shape[1]:
-        shape = tuple(d.shape) if isinstance(d, TensorBase) else type(d).__name__
-        raise RuntimeError(f"sparse_mm_reduce: expected a dense matrix of {rec.shape[1]} rows "
-                           f"for a {tuple(rec.shape)} sparse one, got {shape}")
-    if rec.dtype != d._data.dtype:
-        raise RuntimeError(f"expected scalar type {_cpp(rec.dtype)} but found "
-                           f"{_cpp(d._data.dtype)} (torch.sparse.mm of a sparse "
-                           f"{_dtype.from_numpy(rec.dtype)} matrix and a dense "
-                           f"{_dtype.from_numpy(d._data.dtype)} one)")
-    if tracking(s, d):
-        return _SparseMMReduce.apply(s, d, red)
-    return TensorBase._make(mm_reduce_array(rec, d._data, red)[0])
 
 def sparse_sum_all(s: Any, dt: Any = None) -> Any:
     np_dt = None if dt is None else _dtype.to_dtype(dt).np
@@ -1041,19 +822,6 @@ def install_grad_hook(t: Any) -> None:
     if hooks is None:
         hooks = t._hooks = []
     hooks.append(sparse_grad_hook(t))
-
-
-def _blocksize(blocksize: Any, name: str) -> tuple:
-    if isinstance(blocksize, TensorBase):
-        blocksize = blocksize.tolist()
-    if isinstance(blocksize, (int, np.integer)):
-        blocksize = (int(blocksize), int(blocksize))
-    bs = tuple(int(b) for b in blocksize)
-    if len(bs) != 2:
-        raise RuntimeError(f"{name}: blocksize needs to be a tuple of size 2, but got {len(bs)}")
-    if min(bs) < 1:
-        raise RuntimeError(f"{name}: blocksize {bs} must be positive")
-    return bs
 
 
 def _cpp(dt: Any) -> str:

@@ -19,11 +19,11 @@ from .sparse import (
     Compressed,
     from_values,
     is_sparse,
-    layout_name,
     make,
     sparse_mm,
     to_sparse,
 )
+from .sparse_compressed import layout_name
 
 __all__ = ["sparse_coo_tensor", "sparse_csr_tensor", "sparse_csc_tensor", "sparse_bsr_tensor",
            "sparse_bsc_tensor", "sparse_compressed_tensor", "spmm", "smm", "dsmm", "hsmm"]

@@ -14,6 +14,7 @@ from .. import _dtype, _dtype_info
 from .. import _tensor_sparse as _ts
 from .._tensor_base import TensorBase
 from ..ops import sparse as _sp
+from ..ops import sparse_compressed as _spc
 from ..ops import sparse_creation as _creation
 
 __all__ = ["mm", "addmm", "sum", "softmax", "log_softmax", "spmm", "check_sparse_tensor_invariants",
@@ -29,7 +30,7 @@ def mm(mat1: Any, mat2: Any, reduce: str = "sum") -> Any:
         raise RuntimeError("torch.sparse.mm: expected mat1 to be a sparse tensor (use torch.mm "
                            "for two dense matrices)")
     if reduce != "sum":
-        return _sp.sparse_mm_reduce(mat1, mat2, reduce)
+        return _spc.sparse_mm_reduce(mat1, mat2, reduce)
     if _sp.is_sparse(mat2):
         return _ts._mm(mat1, mat2, dense_grad=False, keep_layout=True)
     return _sp.sparse_mm(mat1._as_coo("mm"), mat2, dense_grad=False, name="mm")
