@@ -246,6 +246,36 @@ def test_second_order_matches_pytorch(name):
     assert ember.autograd.gradgradcheck(lambda *a: fn(ember, *a), xs)
 
 
+@pytest.mark.parametrize("hermitian", [True, False])
+@pytest.mark.parametrize("dt", ["complex64", "complex128"])
+def test_ldl_factor_and_solve_match_pytorch(hermitian, dt):
+    """Bunch-Kaufman on complex matrices: sytrf (symmetric, |re| + |im| pivoting) or, with
+    hermitian=True, hetrf (A = L D L^H): the same LD, pivots (2x2 blocks too) and solutions."""
+    rng = np.random.default_rng(5)
+    two_by_two = 0
+    for _ in range(12):
+        n = int(rng.integers(1, 7))
+        s = rng.standard_normal((n, n)) + 1j * rng.standard_normal((n, n))
+        s[0, 0] = s[-1, -1] = 0  # small diagonals: 2x2 pivots
+        a = s + (s.conj().T if hermitian else s.T)
+        b = rng.standard_normal((n, 2)) + 1j * rng.standard_normal((n, 2))
+        got = []
+        for lib in (ember, torch):
+            ld, piv, info = lib.linalg.ldl_factor_ex(lib.tensor(a, dtype=getattr(lib, dt)),
+                                                     hermitian=hermitian)
+            x = lib.linalg.ldl_solve(ld, piv, lib.tensor(b, dtype=getattr(lib, dt)),
+                                     hermitian=hermitian)
+            got.append((ld.numpy(), piv.numpy(), x.numpy(), info.numpy()))
+        tol = 1e-4 if dt == "complex64" else 1e-10
+        for e, t in zip(*got):
+            if e is got[0][2] and got[1][3].any():
+                continue  # singular: a division by a zero pivot (inf/nan patterns vary)
+            np.testing.assert_allclose(e, t, rtol=tol, atol=tol)
+        two_by_two += int((got[0][1] < 0).any())
+        assert got[0][2].dtype == np.dtype(dt)
+    assert two_by_two >= 3
+
+
 def test_errors_as_pytorch():
     for lib in (ember, torch):
         z = lib.zeros(3, 3, dtype=lib.complex64)

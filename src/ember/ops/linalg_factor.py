@@ -266,7 +266,7 @@ def cholesky_inverse(input: Any, upper: bool = False, *, out: Any = None) -> Any
 def ldl_factor_ex(input: Any, *, hermitian: bool = False, check_errors: bool = False,
                   out: Any = None) -> Any:
     """(LD, pivots, info): A = P L D L^T P^T for symmetric A (its lower triangle is read), as
-    LAPACK's sytrf: L unit lower below the diagonal of LD, D's 1x1 and 2x2 blocks on and next to
+    LAPACK's sytrf (complex ``hermitian=True``: A = P L D L^H P^T, hetrf): L unit lower below the diagonal of LD, D's 1x1 and 2x2 blocks on and next to
     it; ``pivots`` 1-based int32 (a 2x2 block's two entries negative); ``info`` the first zero
     block's index (1-based), else 0. No derivative (as in PyTorch)."""
     if out is not None:
@@ -275,7 +275,7 @@ def ldl_factor_ex(input: Any, *, hermitian: bool = False, check_errors: bool = F
     a = _tensor(input, "linalg.ldl_factor_ex", "A", 1)
     _check_float("linalg.ldl_factor_ex", a)
     _check_square("linalg.ldl_factor_ex", a)
-    ld, piv, info = LdlFactor.apply(a)
+    ld, piv, info = LdlFactor.apply(a, bool(hermitian))
     if check_errors:
         _raise_ldl_singular("linalg.ldl_factor_ex", info)
     return return_types.linalg_ldl_factor_ex(ld, piv, info)
@@ -307,7 +307,7 @@ def ldl_solve(LD: Any, pivots: Any, B: Any, *, hermitian: bool = False, out: Any
     if ld._data.dtype != b._data.dtype:
         raise RuntimeError(f"torch.linalg.ldl_solve: Expected LD and B to have the same dtype, "
                            f"but found LD of type {ld.dtype} and B of type {b.dtype} instead")
-    return _result(LdlSolve.apply(ld, b, piv._data), out, "linalg.ldl_solve")
+    return _result(LdlSolve.apply(ld, b, piv._data, bool(hermitian)), out, "linalg.ldl_solve")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -423,7 +423,7 @@ class LdlFactor(Op):
     node_name = "LinalgLdlFactorExBackward0"
 
     @staticmethod
-    def forward(ctx: Any, a: Any) -> Any:
+    def forward(ctx: Any, a: Any, herm: bool) -> Any:
         xp = ctx.xp
         host = _host(a)
         n = host.shape[-1]
@@ -432,7 +432,7 @@ class LdlFactor(Op):
         piv = np.zeros(flat.shape[:-1], np.int32)
         info = np.zeros(flat.shape[:1], np.int32)
         for i, m in enumerate(flat):
-            ld[i], piv[i], info[i] = _sytf2_lower(m)
+            ld[i], piv[i], info[i] = _sytf2_lower(m, herm)
         batch = tuple(host.shape[:-2])
         ld = xp.asarray(ld.reshape(host.shape))
         piv, info = xp.asarray(piv.reshape(batch + (n,))), xp.asarray(info.reshape(batch))
@@ -450,7 +450,7 @@ class LdlSolve(Op):
     node_name = "LinalgLdlSolveBackward0"
 
     @staticmethod
-    def forward(ctx: Any, ld: Any, b: Any, piv: Any) -> Any:
+    def forward(ctx: Any, ld: Any, b: Any, piv: Any, herm: bool) -> Any:
         hl, hb, hp = _host(ld), _host(b), _host(piv)
         batch = tuple(np.broadcast_shapes(hl.shape[:-2], hb.shape[:-2], hp.shape[:-1]))
         n = hl.shape[-1]
@@ -459,7 +459,7 @@ class LdlSolve(Op):
         fb = np.array(np.broadcast_to(hb, batch + hb.shape[-2:]), copy=True)
         fb = fb.reshape((-1,) + hb.shape[-2:])
         for i in range(fb.shape[0]):
-            _sytrs_lower(fl[i], fp[i], fb[i])
+            _sytrs_lower(fl[i], fp[i], fb[i], herm)
         return ctx.xp.asarray(fb.reshape(batch + hb.shape[-2:]))
 
     @staticmethod
@@ -660,20 +660,28 @@ def _raise_ldl_singular(fn: str, info: Any) -> None:
 _BK_ALPHA = (1.0 + math.sqrt(17.0)) / 8.0
 
 
-def _sytf2_lower(m: Any) -> tuple:
-    """LAPACK dsytf2 (uplo 'L'): Bunch-Kaufman diagonal pivoting of one symmetric matrix (its
-    lower triangle). Returns (LD with the upper triangle zeroed, 1-based pivots, info)."""
+def _sytf2_lower(m: Any, herm: bool = False) -> tuple:
+    """LAPACK sytf2 (uplo 'L'; ``herm``: hetf2, A = L D L^H with a real diagonal): Bunch-Kaufman
+    diagonal pivoting of one symmetric (Hermitian) matrix, its lower triangle; complex entries
+    are sized by |re| + |im| as LAPACK's. Returns (LD with the upper triangle zeroed, 1-based
+    pivots, info)."""
     a = np.tril(m).astype(m.dtype, copy=True)
     n = a.shape[0]
+    cplx = a.dtype.kind == "c"
+    herm = herm and cplx
+    size = (lambda x: np.abs(np.real(x)) + np.abs(np.imag(x))) if cplx else np.abs
+    cj = np.conj if herm else (lambda x: x)
+    if herm:
+        a[np.diag_indices(n)] = a.diagonal().real
     piv = np.zeros(n, np.int32)
     info = 0
     k = 0
     while k < n:
         kstep = 1
-        absakk = abs(a[k, k])
+        absakk = abs(a[k, k].real) if herm else size(a[k, k])
         if k < n - 1:
-            imax = k + 1 + int(np.argmax(np.abs(a[k + 1:, k])))
-            colmax = abs(a[imax, k])
+            imax = k + 1 + int(np.argmax(size(a[k + 1:, k])))
+            colmax = size(a[imax, k])
         else:
             imax, colmax = k, 0.0
         if max(absakk, colmax) == 0 or np.isnan(absakk):
@@ -684,13 +692,13 @@ def _sytf2_lower(m: Any) -> tuple:
             if absakk >= _BK_ALPHA * colmax:
                 kp = k
             else:
-                row = np.abs(a[imax, k:imax])
-                rowmax = row.max()
+                rowmax = size(a[imax, k:imax]).max()
                 if imax < n - 1:
-                    rowmax = max(rowmax, np.abs(a[imax + 1:, imax]).max())
+                    rowmax = max(rowmax, size(a[imax + 1:, imax]).max())
                 if absakk >= _BK_ALPHA * colmax * (colmax / rowmax):
                     kp = k
-                elif abs(a[imax, imax]) >= _BK_ALPHA * rowmax:
+                elif (abs(a[imax, imax].real) if herm else size(a[imax, imax])) >= (
+                        _BK_ALPHA * rowmax):
                     kp = imax
                 else:
                     kp, kstep = imax, 2
@@ -699,8 +707,9 @@ def _sytf2_lower(m: Any) -> tuple:
                 if kp < n - 1:
                     a[kp + 1:, [kk, kp]] = a[kp + 1:, [kp, kk]]
                 seg = a[kk + 1:kp, kk].copy()
-                a[kk + 1:kp, kk] = a[kp, kk + 1:kp]
-                a[kp, kk + 1:kp] = seg
+                a[kk + 1:kp, kk] = cj(a[kp, kk + 1:kp])
+                a[kp, kk + 1:kp] = cj(seg)
+                a[kp, kk] = cj(a[kp, kk])
                 a[kk, kk], a[kp, kp] = a[kp, kp], a[kk, kk]
                 if kstep == 2:
                     a[k + 1, k], a[kp, k] = a[kp, k], a[k + 1, k]
@@ -708,20 +717,24 @@ def _sytf2_lower(m: Any) -> tuple:
                 if k < n - 1:
                     r1 = 1.0 / a[k, k]
                     x = a[k + 1:, k].copy()
-                    a[k + 1:, k + 1:] += np.tril(np.outer(x, -r1 * x))
+                    a[k + 1:, k + 1:] += np.tril(np.outer(x, -r1 * cj(x)))
                     a[k + 1:, k] = x * r1
             elif k < n - 2:
                 d21 = a[k + 1, k]
-                d11 = a[k + 1, k + 1] / d21
-                d22 = a[k, k] / d21
+                scale = abs(d21) if herm else d21
+                d11 = a[k + 1, k + 1] / scale
+                d22 = a[k, k] / scale
                 t = 1.0 / (d11 * d22 - 1.0)
-                d21 = t / d21
+                u21 = d21 / scale if herm else 1.0
+                d21 = t / scale
                 for j in range(k + 2, n):
-                    wk = d21 * (d11 * a[j, k] - a[j, k + 1])
-                    wkp1 = d21 * (d22 * a[j, k + 1] - a[j, k])
-                    a[j:, j] -= a[j:, k] * wk + a[j:, k + 1] * wkp1
+                    wk = d21 * (d11 * a[j, k] - u21 * a[j, k + 1])
+                    wkp1 = d21 * (d22 * a[j, k + 1] - cj(u21) * a[j, k])
+                    a[j:, j] -= a[j:, k] * cj(wk) + a[j:, k + 1] * cj(wkp1)
                     a[j, k] = wk
                     a[j, k + 1] = wkp1
+                    if herm:
+                        a[j, j] = a[j, j].real
         if kstep == 1:
             piv[k] = kp + 1
         else:
@@ -730,8 +743,11 @@ def _sytf2_lower(m: Any) -> tuple:
     return a, piv, info
 
 
-def _sytrs_lower(a: Any, piv: Any, b: Any) -> None:
-    """LAPACK dsytrs (uplo 'L'): overwrite ``b`` (n, k) with A^-1 b from dsytf2's factors."""
+def _sytrs_lower(a: Any, piv: Any, b: Any, herm: bool = False) -> None:
+    """LAPACK sytrs (uplo 'L'; ``herm``: hetrs): overwrite ``b`` (n, k) with A^-1 b from
+    ``_sytf2_lower``'s factors."""
+    herm = herm and a.dtype.kind == "c"
+    cj = np.conj if herm else (lambda x: x)
     n = a.shape[0]
     k = 0
     while k < n:  # L D y = P^T b
@@ -747,27 +763,26 @@ def _sytrs_lower(a: Any, piv: Any, b: Any) -> None:
             if k < n - 2:
                 b[k + 2:] -= np.outer(a[k + 2:, k], b[k]) + np.outer(a[k + 2:, k + 1], b[k + 1])
             akm1k = a[k + 1, k]
-            akm1 = a[k, k] / akm1k
+            akm1 = a[k, k] / cj(akm1k)
             ak = a[k + 1, k + 1] / akm1k
             denom = akm1 * ak - 1.0
-            bkm1 = b[k] / akm1k
+            bkm1 = b[k] / cj(akm1k)
             bk = b[k + 1] / akm1k
             b[k] = (ak * bkm1 - bk) / denom
             b[k + 1] = (akm1 * bk - bkm1) / denom
             k += 2
     k = n - 1
-    while k >= 0:  # L^T P^T x = y
+    while k >= 0:  # L^T P^T x = y (L^H when ``herm``)
         if piv[k] > 0:
             if k < n - 1:
-                b[k] -= a[k + 1:, k] @ b[k + 1:]
+                b[k] -= cj(a[k + 1:, k]) @ b[k + 1:]
             kp = piv[k] - 1
             b[[k, kp]] = b[[kp, k]]
             k -= 1
         else:
             if k < n - 1:
-                b[k] -= a[k + 1:, k] @ b[k + 1:]
-                b[k - 1] -= a[k + 1:, k - 1] @ b[k + 1:]
+                b[k] -= cj(a[k + 1:, k]) @ b[k + 1:]
+                b[k - 1] -= cj(a[k + 1:, k - 1]) @ b[k + 1:]
             kp = -piv[k] - 1
             b[[k, kp]] = b[[kp, k]]
             k -= 2
-
