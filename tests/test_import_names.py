@@ -139,6 +139,26 @@ def test_fx_names_ember_lacks_are_not_implemented_yet():
     assert not hasattr(ember.fx, "not_a_torch_fx_name")
 
 
+def test_tensor_attributes_ember_lacks_are_not_implemented_yet():
+    """A PyTorch Tensor attribute ember lacks reads as NotImplementedYet and is recorded for
+    ``ember run --report``; hasattr is False and dir() leaves it out, as for any absent name. No
+    ``Tensor.__getattr__`` does it (that would slow every attribute read of every tensor)."""
+    from ember import _missing
+    from ember._tensor import _UNIMPLEMENTED
+
+    assert "__getattr__" not in vars(ember.Tensor)
+    t = ember.ones(2)
+    name = "int_repr"  # a quantized-tensor method
+    assert name in _UNIMPLEMENTED
+    with pytest.raises(NotImplementedYet, match=f"torch.Tensor.{name}"):
+        getattr(t, name)
+    assert f"torch.Tensor.{name}" in _missing.touched
+    assert not hasattr(t, name) and not hasattr(ember.Tensor, name) and name not in dir(t)
+    with pytest.raises(AttributeError, match="'Tensor' object has no attribute 'not_torch'"):
+        t.not_torch  # noqa: B018
+    assert not any(hasattr(ember.Tensor, n) for n in _UNIMPLEMENTED)
+
+
 # -- torchvision.ops.misc.FrozenBatchNorm2d -------------------------------------------------
 
 def test_frozen_batch_norm_matches_torchvision():

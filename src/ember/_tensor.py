@@ -19,6 +19,7 @@ import numpy as np
 
 from . import _backend, _dtype, _dtype_info, _overrides, _tensor_wrapper, ops
 from ._dtype import dtype as _dtype_cls
+from ._missing import _api as _missing_api
 from ._missing import attribute_error
 from ._shared_memory import is_shared_array, to_shared_array
 from ._size import Size
@@ -848,9 +849,8 @@ class Tensor(TensorBase):
     def __dlpack_device__(self) -> Any:
         return self._data.__dlpack_device__()
 
-    def __getattr__(self, name: str) -> Any:
-        # only reached when normal lookup fails: a PyTorch method ember lacks, or a typo
-        raise attribute_error("torch.Tensor", name, what="object")
+    def __dir__(self) -> list[str]:
+        return [n for n in super().__dir__() if n not in _UNIMPLEMENTED or n in self.__dict__]
 
 
 
@@ -872,6 +872,22 @@ def _dev(d: Any) -> _backend.device:
 def _legacy_type_name(t: Tensor) -> str:
     prefix = "torch.cuda." if t.is_cuda else "torch."
     return prefix + _dtype.legacy_name(t.dtype) + "Tensor"
+
+
+class _Unimplemented:
+    """A PyTorch ``Tensor`` attribute ember lacks: reading it raises ``NotImplementedYet`` (an
+    AttributeError, so ``hasattr`` is False as for any absent name) and ``ember run --report``
+    lists it. One descriptor per name rather than a ``Tensor.__getattr__``: a class with
+    ``__getattr__`` sends every attribute read of every tensor down CPython's slow path (no
+    specialised LOAD_ATTR in Python, two more type lookups per read from C)."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: Any, cls: Any = None) -> Any:
+        raise attribute_error("torch.Tensor", self.name, what="object")
 
 
 # The methods that are op functions, and their in-place twins (see _tensor_methods.py).
@@ -906,3 +922,11 @@ for _name, _fn in list(Tensor.__dict__.items()):
         setattr(Tensor, _name, _d)
 del _name, _fn, _d
 _overrides.set_operator_methods(Tensor)  # t + o hands over Tensor.add, as PyTorch's
+
+# PyTorch's Tensor attributes that ember lacks (ember/_torch_api.txt): each reads as
+# NotImplementedYet (see _Unimplemented); a module that defines one later replaces it.
+_UNIMPLEMENTED = frozenset(n for n in _missing_api().get("torch.Tensor", ())
+                           if n[0] != "_" and not hasattr(Tensor, n))
+for _name in _UNIMPLEMENTED:
+    setattr(Tensor, _name, _Unimplemented(_name))
+del _name

@@ -88,9 +88,9 @@ class Generator:
     def __del__(self) -> None:
         # a bit generator costs ~150 us to build (NumPy seeds it through a SeedSequence), and a
         # DataLoader's RandomSampler makes a Generator each epoch, as PyTorch's does: reuse them
-        bg = self.__dict__.get("_bg")
-        if bg is not None and len(_SPARE_BIT_GENERATORS) < 8:
-            _SPARE_BIT_GENERATORS.append(bg)
+        bg, spare = self.__dict__.get("_bg"), _SPARE_BIT_GENERATORS
+        if bg is not None and spare is not None and len(spare) < 8:  # (None: at exit)
+            spare.append(bg)
 
     def manual_seed(self, seed: int) -> Generator:
         seed = int(seed)
