@@ -369,15 +369,14 @@ def logsumexp(
     """``log(sum(exp(x)))`` over ``dim``, computed stably (integers compute in float)."""
     if _amp.active:
         (input,) = _amp_cast("logsumexp", input)
-    x = _t(input)
-    x = _prom._float_unary(x)
-    result = LogSumExp.apply(x, _axes(dim, x, "logsumexp"), keepdim)
+    op, x = _prom._cunary(LogSumExp, _t(input))  # complex: holomorphic, PyTorch's gradient
+    result = op.apply(x, _axes(dim, x, "logsumexp"), keepdim)
     return result if out is None else _out.write(out, result, "logsumexp")
 
 
 class LogSumExp(Op):
-    """out = m + log(sum over dims of exp(x - m)), m = max (0 where the max is not finite)
-    grad_x = grad * exp(x - out)"""
+    """out = m + log(sum over dims of exp(x - m)), m = max (of the real part for complex x;
+    0 where it is not finite)          grad_x = grad * exp(x - out)"""
 
     node_name = "LogsumexpBackward0"
 
@@ -389,7 +388,7 @@ class LogSumExp(Op):
             out = xp.full(_reduced(x.shape, axes, keepdim), -math.inf, dtype=x.dtype)
         else:
             with _quiet(xp):
-                m = x.max(axis=axes, keepdims=True)
+                m = (x.real if x.dtype.kind == "c" else x).max(axis=axes, keepdims=True)
                 m = xp.where(xp.isfinite(m), m, 0)  # all -inf (or inf/nan) rows: no shift
                 s = _sum_arr(xp.exp(x - m), axes, True)
                 out = xp.log(s) + m
