@@ -306,3 +306,24 @@ def test_grad_fn_name_matches_torch(case):
     if case in LEAD and got != expected:
         pytest.xfail("name in lead's file")
     assert got == expected, f"{case}: ember {got}, torch {expected}"
+
+
+def test_saved_fields_are_descriptors_not_getattr():
+    """``_saved_<name>`` reads through descriptors on Node (no Node.__getattr__, which would slow
+    every attribute read the engine makes): present where the op saved that field, absent
+    (AttributeError, not in dir) elsewhere, PyTorch's freed error after backward."""
+    from ember.autograd.node import Node
+
+    assert "__getattr__" not in vars(Node)
+    x = ember.randn(3, 4, requires_grad=True)
+    y = x * 2.0
+    mul = y.grad_fn
+    assert [n for n in dir(mul) if n.startswith("_saved_")] == ["_saved_other", "_saved_self"]
+    assert mul._saved_other.item() == 2.0
+    exp = x.exp().grad_fn
+    assert not hasattr(exp, "_saved_other") and "_saved_other" not in dir(exp)
+    y.sum().backward()
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        mul._saved_self  # noqa: B018
+    with pytest.raises(AttributeError):
+        mul._saved_nonexistent  # noqa: B018

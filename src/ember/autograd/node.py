@@ -29,6 +29,45 @@ class SavedAt(int):
 _HIDDEN = frozenset({"_saved_src", "_saved_as_tensors", "_saved_tensor"})
 
 
+class SavedField:
+    """``node._saved_<name>``: the field ``name`` of the node's op's ``saved_fields`` (PyTorch's
+    names for what its derivative formula saved), or AttributeError where the op has none.
+    Descriptors on ``Node`` for the names any op uses (``install_saved_fields``), rather than a
+    ``Node.__getattr__``: a class with ``__getattr__`` sends every attribute read of every node
+    down CPython's slow path, and the engine reads nodes' attributes on each step."""
+
+    __slots__ = ("name", "field")
+
+    def __init__(self, name: str) -> None:
+        self.name, self.field = name, name[7:]
+
+    def __get__(self, node: Any, cls: Any = None) -> Any:
+        if node is None:
+            return self
+        fields = getattr(node._fn, "saved_fields", None)
+        if not fields or self.field not in fields:
+            raise AttributeError(f"'{type(node).__name__}' object has no attribute '{self.name}'")
+        spec = fields[self.field]
+        if type(spec) is SavedAt:  # the op's saved value at that index
+            return node._saved_tensor(spec)
+        if not callable(spec):
+            return spec
+        try:
+            return spec(node)
+        except AttributeError:
+            if node._freed:
+                raise RuntimeError(FREED_MSG) from None
+            raise
+
+
+def install_saved_fields(fields: Any) -> None:
+    """Make ``node._saved_<f>`` readable for each name f (the ops' ``saved_fields`` keys)."""
+    for f in fields:
+        name = "_saved_" + f
+        if name not in _HIDDEN and name not in Node.__dict__:
+            setattr(Node, name, SavedField(name))
+
+
 class Node:
     """A recorded op in the autograd graph (``tensor.grad_fn``), and the ``ctx`` of its Function.
 
@@ -77,31 +116,12 @@ class Node:
 
     # -- what tools read: ``_saved_<name>`` as PyTorch's derivative formulas name them ---------
     def __dir__(self) -> list:
-        names = [n for n in super().__dir__() if n not in _HIDDEN]
+        fields = getattr(self._fn, "saved_fields", None) or ()
+        names = {n for n in super().__dir__() if n not in _HIDDEN
+                 and (type(getattr(Node, n, None)) is not SavedField or n[7:] in fields)}
         if self._fn is None or not self._fn._tensor_io:  # (see saved_tensors)
-            names.remove("saved_tensors")
-        fields = getattr(self._fn, "saved_fields", None)
-        if fields:
-            names += ["_saved_" + f for f in fields]
+            names.discard("saved_tensors")
         return sorted(names)
-
-    def __getattr__(self, name: str) -> Any:
-        # only reached when ordinary lookup fails: ``_saved_self``, ``_saved_mat1``...
-        if name.startswith("_saved_") and name not in _HIDDEN:
-            fields = getattr(self._fn, "saved_fields", None)
-            if fields and name[7:] in fields:
-                spec = fields[name[7:]]
-                if type(spec) is SavedAt:  # the op's saved value at that index
-                    return self._saved_tensor(spec)
-                if not callable(spec):
-                    return spec
-                try:
-                    return spec(self)
-                except AttributeError:
-                    if self._freed:
-                        raise RuntimeError(FREED_MSG) from None
-                    raise
-        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     def _saved_tensor(self, i: int) -> Any:
         """The ``i``-th saved value as a tensor (the input or output it came from), None when

@@ -5,8 +5,8 @@ PyTorch's nodes expose what their derivative formula saved as ``_saved_self``, `
 ``_saved_dim``...; ember's op keeps its own fields. Each entry below gives an op class
 ``saved_fields``: PyTorch's name -> ``SavedAt(i)`` (the op's saved value ``i``, as a tensor), a
 function of the node, or a constant. ``shown_inputs`` is the number of PyTorch's tensor inputs
-(an op's later arguments, dims and sizes, are no inputs there). ``Node.__getattr__`` and
-``Node.__dir__`` (``autograd/node.py``) read both. ``linear`` is one fused op in ember, while
+(an op's later arguments, dims and sizes, are no inputs there). ``Node``'s ``SavedField``
+descriptors and ``Node.__dir__`` (``autograd/node.py``) read both. ``linear`` is one fused op in ember, while
 PyTorch records ``t`` (and views for inputs that are not 2-D) around ``addmm``/``mm``: its
 ``next_functions`` shows those nodes (``shown_node``), which the engine never runs.
 """
@@ -17,7 +17,7 @@ import math
 from typing import Any
 
 from .._tensor_base import TensorBase
-from ..autograd.node import SavedAt, shown_node
+from ..autograd.node import SavedAt, install_saved_fields, shown_node
 from . import joining, pointwise, pointwise_piecewise, shape
 from .nn import activation, attention, convolution, normalization, pooling
 from .nn.linear import Linear, LinearMm, LinearSqueeze, LinearUnsafeView, LinearView
@@ -31,6 +31,7 @@ def install() -> None:
     """Give the op classes their fields (``ember.ops`` calls this once, when it loads)."""
     for cls, (fields, inputs) in FIELDS.items():
         cls.saved_fields = fields
+        install_saved_fields(fields)
         if inputs is not None:
             cls.shown_inputs = inputs
     for cls in (Linear, LinearMm, LinearView, LinearUnsafeView,
