@@ -67,6 +67,7 @@ CASES = {
     "det": (lambda lib, a: lib.linalg.det(a), [SQ], False),
     "slogdet": (lambda lib, a: (lambda r: 2 * r[1] + (r[0] * (0.3 + 0.7j)).real)(
         lib.linalg.slogdet(a)), [SQ], False),
+    "logdet": (lambda lib, a: lib.logdet(a), [SQ], False),
     "solve": (lambda lib, a, b: lib.linalg.solve(a, b), [SQ, RHS], False),
     "solve_left_false": (lambda lib, a, b: lib.linalg.solve(a, b.mT, left=False), [SQ, RHS],
                          False),

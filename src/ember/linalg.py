@@ -171,12 +171,13 @@ def multi_dot(tensors: Any, *, out: Any = None) -> Any:
 
 
 def vecdot(x: Any, y: Any, *, dim: int = -1, out: Any = None) -> Any:
-    """sum(x * y) over ``dim`` (broadcasting), the batched dot product."""
+    """sum(conj(x) * y) over ``dim`` (broadcasting), the batched dot product (x conjugated
+    when complex, as PyTorch)."""
     if _amp.active and out is None:
         x, y = _amp_cast("linalg_vecdot", x, y)
     x = _t(x, "linalg.vecdot", "x")
     y = _t(y, "linalg.vecdot", "y")
-    return _mx._result((x * y).sum(dim), out, "linalg.vecdot")
+    return _mx._result(((x.conj() if x.is_complex() else x) * y).sum(dim), out, "linalg.vecdot")
 
 
 def cross(input: Any, other: Any, *, dim: int = -1, out: Any = None) -> Any:

@@ -75,8 +75,11 @@ def slogdet(input: Any, *, out: Any = None) -> Any:
 
 
 def logdet(input: Any) -> Any:
-    """log det(A): -inf for a singular matrix, nan for a negative determinant."""
+    """log det(A): -inf for a singular matrix, nan for a negative determinant; complex A: the
+    principal log, log|det| + i arg(det)."""
     sign, logabs = slogdet(input)
+    if sign._data.dtype.kind == "c":
+        return logabs + 1j * sign.angle()
     return _pp.where(sign < 0, float("nan"), logabs)
 
 

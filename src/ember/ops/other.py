@@ -26,6 +26,7 @@ from .._tensor_base import TensorBase
 from . import _out, return_types
 from . import comparison as _cmp
 from . import pointwise as _pw
+from . import pointwise_complex as _pc
 from . import pointwise_piecewise as _pp
 from ._autocast import cast as _amp_cast
 from ._autocast import flag as _amp
@@ -479,34 +480,36 @@ def _int_binary(name: str, fn: Any, a: Any, b: Any) -> Any:
 
 
 def cov(input: Any, *, correction: int = 1, fweights: Any = None, aweights: Any = None) -> Any:
-    """Covariance of the rows of ``input`` (variables) over its columns (observations)."""
+    """Covariance of the rows of ``input`` (variables) over its columns (observations); complex
+    rows: sum (x - mean)(x - mean)^H / norm."""
     x = input if input.dim() == 2 else input.reshape(1, -1)
     if input.dim() > 2:
         raise RuntimeError(f"cov(): expected input to have two or fewer dimensions but got an "
                            f"input with {input.dim()} dimensions")
-    if not x.is_floating_point():
+    if not x.is_floating_point() and not x.is_complex():
         x = x.to(_dtype.get_default_dtype())
     n = x.shape[1]
     w = None
+    rdt = x.real.dtype  # the weights and the norm are real
     if fweights is not None:
-        w = fweights.to(x.dtype)
+        w = fweights.to(rdt)
     if aweights is not None:
-        w = aweights.to(x.dtype) if w is None else w * aweights.to(x.dtype)
+        w = aweights.to(rdt) if w is None else w * aweights.to(rdt)
     if w is None:
         avg = x.mean(1, keepdim=True)
-        wsum = x.new_full((), builtins.float(n))
+        wsum = x.new_full((), builtins.float(n), dtype=rdt)
         norm = wsum - correction
         xc = x - avg
-        c = xc @ xc.t()
+        c = xc @ (xc.mH if x.is_complex() else xc.t())
     else:
         wsum = w.sum()
         avg = (x * w).sum(1, keepdim=True) / wsum
         if aweights is None or correction == 0:
             norm = wsum - correction
         else:
-            norm = wsum - correction * (w * aweights.to(x.dtype)).sum() / wsum
+            norm = wsum - correction * (w * aweights.to(rdt)).sum() / wsum
         xc = x - avg
-        c = (xc * w) @ xc.t()
+        c = (xc * w) @ (xc.mH if x.is_complex() else xc.t())
     norm = _pp.clamp(norm, min=0)
     c = c / norm
     return c.reshape(()) if input.dim() < 2 else c
@@ -520,6 +523,8 @@ def corrcoef(input: Any) -> Any:
     d = c.diagonal()
     sd = d.sqrt()
     c = c / sd.unsqueeze(1) / sd.unsqueeze(0)
+    if c.is_complex():  # each part clipped, as PyTorch
+        return _pc.complex(c.real.clamp(-1, 1), c.imag.clamp(-1, 1))
     return c.clamp(-1, 1)
 
 
