@@ -135,7 +135,8 @@ class CrossEntropy(Op):
             # call): the values of the branch below without its masks
             n = x.shape[0]
             loss = lse[:, 0] - x[np.arange(n), target]
-            ones = np.ones((n, 1), x.dtype)  # the weights of the targets, and their validity
+            ones = np.empty((n, 1), x.dtype)  # the weights of the targets, and their validity
+            ones.fill(1)
             den = x.dtype.type(n)
             ctx.save_for_backward(x, p, target.reshape(n, 1), np.arange(C).reshape(1, C), ones,
                                   ones, None, den)
@@ -278,7 +279,7 @@ def _plain_class_targets(x: Any, target: Any, weight: Any, ignore_index: int, ep
             or not x.size:
         return False
     C = x.shape[1]
-    return not 0 <= ignore_index < C and bool((target.view(np.uint64) < C).all())
+    return not 0 <= ignore_index < C and np.maximum.reduce(target.view(np.uint64), None) < C
 
 
 def _class_target_checks(name: str, input: Any, target: Any, weight: Any) -> Any:
