@@ -34,8 +34,11 @@ def run(kernel: Any, scratch: str, x: Any, *more: Any) -> Any:
     ``u`` the unsigned integer of x's size. Host arrays only (the ops call it when
     ``type(x) is np.ndarray``)."""
     c = getattr(kernel, "c_kernel", None)
-    if c is not None and (out := c(x, *more)) is not None:
-        return out
+    if c is not None:  # (name, params): the activation's kernel, or its backward's
+        out = (_kernels.activation_backward(c[0], x, *more, *c[1]) if more
+               else _kernels.activation(c[0], x, *c[1]))
+        if out is not None:
+            return out
     dt = x.dtype
     kinds = [dt if c == "f" else _UINT[dt.itemsize] if c == "u" else np.dtype(bool)
              for c in scratch]
@@ -58,8 +61,7 @@ def run(kernel: Any, scratch: str, x: Any, *more: Any) -> Any:
 def _c(kernel: Any, name: str, *params: float) -> Any:
     """Put the eager kernel ``name`` (``_kernels_loader.activation``; its backward where the
     blockwise kernel takes a gradient) in front of ``kernel``."""
-    kernel.c_kernel = lambda x, *g: (_kernels.activation_backward(name, x, *g, *params) if g
-                                     else _kernels.activation(name, x, *params))
+    kernel.c_kernel = (name, params)
     return kernel
 
 

@@ -145,6 +145,8 @@ def _sum_arr(x: Any, axes: Any, keepdim: bool) -> Any:
         return x.sum(axis=axes, keepdims=keepdim, dtype="float32").astype(x.dtype)
     if x.dtype.kind == "b":
         return x.sum(axis=axes, keepdims=keepdim)
+    if type(x) is np.ndarray:  # ndarray.sum's own call, without its Python-level wrapper
+        return np.add.reduce(x, axes, x.dtype, None, keepdim)
     return x.sum(axis=axes, keepdims=keepdim, dtype=x.dtype)
 
 

@@ -142,7 +142,9 @@ class Mean(Op):
         ctx.n = n
         xw = _wide(x)
         if n:
-            return _narrow(xw.sum(axis=axes, keepdims=keepdim) / n, x.dtype)
+            total = np.add.reduce(xw, axes, None, None, keepdim) if type(xw) is np.ndarray \
+                else xw.sum(axis=axes, keepdims=keepdim)  # (ndarray.sum's call, unwrapped)
+            return _narrow(total / n, x.dtype)
         with _quiet(ctx.xp):  # the mean of nothing is NaN, as in PyTorch
             return _narrow(xw.sum(axis=axes, keepdims=keepdim) / 0.0, x.dtype)
 
