@@ -1012,3 +1012,28 @@ def test_dropout_noise_kernel_draws_the_numpy_paths_stream(dtype, transposed, di
     if HAVE_TORCH:
         for a, b in zip(fast, run(torch)):
             np.testing.assert_array_equal(a, b)
+
+
+@needs_kernels
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_softmax_lse_short_rows_equal_the_lane_path(dtype) -> None:
+    """Rows of at most 16 (a classifier's few classes) take a branch without the unused lanes;
+    padding each row with -inf to 32 columns runs the lane path on the same terms (exp(-inf) adds
+    +0.0): softmax and logsumexp must agree bit for bit."""
+    rng = np.random.default_rng(3)
+    for n in range(1, 17):
+        x = (rng.standard_normal((300, n)) * 6).astype(dtype)
+        x[rng.random(x.shape) < 0.03] = -np.inf
+        x[7] = -np.inf  # a row of -inf only
+        x[9, 0] = np.nan
+        p, lse = np.empty_like(x), np.empty((300, 1), dtype)
+        L.active.softmax_lse(x, p, lse, n)
+        wide = np.full((300, 32), -np.inf, dtype)
+        wide[:, :n] = x
+        pw, lsew = np.empty_like(wide), np.empty((300, 1), dtype)
+        L.active.softmax_lse(wide, pw, lsew, 32)
+        np.testing.assert_array_equal(lse, lsew)
+        np.testing.assert_array_equal(p, pw[:, :n])
+        lse_only = np.empty((300, 1), dtype)
+        L.active.softmax_lse(x, None, lse_only, n)
+        np.testing.assert_array_equal(lse_only, lse)

@@ -524,6 +524,21 @@ KI double lanes_total(double *acc)
     return acc[0];
 }
 
+/* lanes_total of a row of n <= LANES non-negative (or NaN) terms in acc[0..n): the lanes past n
+ * would hold +0.0, which adds nothing to such terms, so only the filled pairs are added, in
+ * lanes_total's order */
+KI double short_total(double *acc, Py_ssize_t n)
+{
+    Py_ssize_t k = n;  /* lanes holding terms */
+    for (int w = LANES / 2; w > 0; w /= 2) {
+        for (Py_ssize_t j = 0; j + w < k; j++)
+            acc[j] += acc[j + w];
+        if (k > w)
+            k = w;
+    }
+    return acc[0];
+}
+
 /* Run BODY for i = 0 .. n-1 with j = i % LANES, as blocks of LANES (vectorised) and a tail */
 #define LANE_LOOP(n, i, j, BODY)                                                               \
     do {                                                                                       \
@@ -637,6 +652,34 @@ SOFTMAX(double, k_exp)
 CLONES static void softmax_lse_##T(const T *RESTRICT x, T *RESTRICT p, T *RESTRICT lse,            \
                                    Py_ssize_t r0, Py_ssize_t r1, Py_ssize_t n)                     \
 {                                                                                                  \
+    if (n <= LANES) { /* short rows (a classifier's few classes): the same values, no unused lanes */ \
+        for (Py_ssize_t r = r0; r < r1; r++) {                                                     \
+            const T *RESTRICT xr = x + r * n;                                                      \
+            T m = -INFINITY;                                                                       \
+            for (Py_ssize_t i = 0; i < n; i++)                                                     \
+                m = xr[i] > m ? xr[i] : m;                                                         \
+            m = m - m == 0 ? m : 0;                                                                \
+            double acc[LANES];                                                                     \
+            double s;                                                                              \
+            if (p) {                                                                               \
+                T *RESTRICT pr = p + r * n;                                                        \
+                for (Py_ssize_t i = 0; i < n; i++) {                                               \
+                    pr[i] = EXP(xr[i] - m);                                                        \
+                    acc[i] = (double)pr[i];                                                        \
+                }                                                                                  \
+                s = short_total(acc, n);                                                           \
+                T st = (T)s;                                                                       \
+                for (Py_ssize_t i = 0; i < n; i++)                                                 \
+                    pr[i] = pr[i] / st;                                                            \
+            } else {                                                                               \
+                for (Py_ssize_t i = 0; i < n; i++)                                                 \
+                    acc[i] = (double)EXP(xr[i] - m);                                               \
+                s = short_total(acc, n);                                                           \
+            }                                                                                      \
+            lse[r] = (T)(log(s) + (double)m);                                                      \
+        }                                                                                          \
+        return;                                                                                    \
+    }                                                                                              \
     for (Py_ssize_t r = r0; r < r1; r++) {                                                         \
         const T *RESTRICT xr = x + r * n;                                                          \
         T m = row_max_##T(xr, n);                                                                  \
