@@ -142,7 +142,7 @@ class CrossEntropy(Op):
                                   ones, None, den)
             if reduction == "none":
                 return loss
-            total = loss.sum()
+            total = np.add.reduce(loss)
             return total if reduction == "sum" else total / den  # (n > 0: no 0/0 to quiet)
         else:
             valid = target != ignore_index
@@ -285,7 +285,8 @@ def _plain_class_targets(x: Any, target: Any, weight: Any, ignore_index: int, ep
 def _class_target_checks(name: str, input: Any, target: Any, weight: Any) -> Any:
     """Validate class-index targets; returns the target as int64."""
     ishape, tshape = input._data.shape, target._data.shape
-    if target.dtype not in (_dtype.int64, _dtype.uint8):
+    tnp = target._data.dtype
+    if tnp != np.int64 and tnp != np.uint8:
         hint = " Class-index targets must be int64: use target.long()."
         if target.is_floating_point():
             hint += (" Or, to pass class probabilities, give a float target of the input's "
@@ -295,17 +296,18 @@ def _class_target_checks(name: str, input: Any, target: Any, weight: Any) -> Any
             f"(expected scalar type Long but found {_dtype.legacy_name(target.dtype)}; {name} got input "
             f"{list(ishape)} and target {list(tshape)} of dtype {target.dtype}).{hint}"
         )
-    if input.ndim == 0:
+    ndim = len(ishape)
+    if ndim == 0:
         raise ValueError(f"{name}: input must have at least 1 dimension (classes), got a 0-d tensor")
-    C = ishape[1] if input.ndim >= 2 else ishape[0]
-    if input.ndim == 1:
-        if target.ndim != 0:
+    C = ishape[1] if ndim >= 2 else ishape[0]
+    if ndim == 1:
+        if len(tshape) != 0:
             raise RuntimeError(
                 f"{name}: 1D input {list(ishape)} (one sample's {C} class scores) expects a 0D "
                 f"target (one class index), got target of shape {list(tshape)}"
             )
     else:
-        if target.ndim != input.ndim - 1:
+        if len(tshape) != ndim - 1:
             raise RuntimeError(
                 f"{name}: input of shape {list(ishape)} expects a target of shape "
                 f"{[ishape[0]] + list(ishape[2:])} (the class dim 1 removed), got "
@@ -328,7 +330,7 @@ def _class_target_checks(name: str, input: Any, target: Any, weight: Any) -> Any
             f"weight tensor should be defined either for all {C} classes or no classes but got "
             f"weight tensor of shape: {list(weight.shape)}"
         )
-    if target.dtype == _dtype.uint8:
+    if tnp == np.uint8:
         target = target.to(_dtype.int64)
     return target
 
