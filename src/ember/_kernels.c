@@ -1762,25 +1762,53 @@ static void mt_twist(uint32_t *mt)
     mt[623] = mt[396] ^ (y >> 1) ^ ((0U - (y & 1U)) & matrix);
 }
 
-KI uint32_t mt_next(np_mt19937_state *st)
+/* the next count words of the stream, tempered, into dst (the key's runs between twists are
+ * tempered in one vectorisable loop) */
+CLONES static void mt_fill(np_mt19937_state *st, uint32_t *RESTRICT dst, Py_ssize_t count)
 {
-    if (st->pos >= 624) {
-        mt_twist(st->key);
-        st->pos = 0;
+    while (count > 0) {
+        if (st->pos >= 624) {
+            mt_twist(st->key);
+            st->pos = 0;
+        }
+        Py_ssize_t k = 624 - st->pos;
+        if (k > count)
+            k = count;
+        const uint32_t *RESTRICT src = st->key + st->pos;
+        for (Py_ssize_t j = 0; j < k; j++) {
+            uint32_t y = src[j];
+            y ^= y >> 11;  /* tempering */
+            y ^= (y << 7) & 0x9d2c5680U;
+            y ^= (y << 15) & 0xefc60000U;
+            y ^= y >> 18;
+            dst[j] = y;
+        }
+        st->pos += (int)k;
+        dst += k;
+        count -= k;
     }
-    uint32_t y = st->key[st->pos++];
-    y ^= y >> 11;  /* tempering */
-    y ^= (y << 7) & 0x9d2c5680U;
-    y ^= (y << 15) & 0xefc60000U;
-    y ^= y >> 18;
-    return y;
 }
+
+/* out[i] = scale where the 64-bit draw (words[2i] high, words[2i + 1] low) has its low 53 bits
+ * below limit, else 0 */
+#define KEEP53(T)                                                                                  \
+CLONES static void keep53_##T(const uint32_t *RESTRICT words, T *RESTRICT out, Py_ssize_t n,       \
+                              uint64_t limit, T scale)                                             \
+{                                                                                                  \
+    const uint64_t low53 = (UINT64_C(1) << 53) - 1;                                                \
+    for (Py_ssize_t i = 0; i < n; i++) {                                                           \
+        uint64_t w = ((uint64_t)words[2 * i] << 32) | words[2 * i + 1];                            \
+        out[i] = (w & low53) < limit ? scale : (T)0;                                               \
+    }                                                                                              \
+}
+KEEP53(float)
+KEEP53(double)
 
 /* bernoulli53(capsule, limit, out, scale, direct): dropout's noise (ops/nn/dropout.py `_noise`),
  * each element from one 64-bit draw, two 32-bit words high half first (ops/_mt19937.py
  * `words64`): scale where its low 53 bits are below limit, else 0. The words are the stream
  * random_raw gives, in the same order, drawn through the bit generator's function pointers or,
- * with direct, from its MT19937 state here (about 3x faster). The caller holds the bit
+ * with direct, from its MT19937 state here (tempered a run at a time: 4096 draws 8.7 vs 22.7 us). The caller holds the bit
  * generator's lock; sequential (one stream), and the GIL stays held. */
 static PyObject *py_bernoulli53(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -1801,23 +1829,20 @@ static PyObject *py_bernoulli53(PyObject *mod, PyObject *const *args, Py_ssize_t
     Bufs b;
     if (take(&b, args + 2, 1, "o") < 0)
         return NULL;
-    const uint64_t low53 = (UINT64_C(1) << 53) - 1;
     Py_ssize_t n = b.len[0];
     np_mt19937_state *st = (np_mt19937_state *)bg->state;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        uint64_t hi, lo;
-        if (direct) {
-            hi = mt_next(st);
-            lo = mt_next(st);
-        } else {
-            hi = bg->next_uint32(bg->state);
-            lo = bg->next_uint32(bg->state);
-        }
-        int keep = (((hi << 32) | lo) & low53) < limit;
-        if (b.kind == 'f')
-            ((float *)b.p[0])[i] = keep ? (float)scale : 0.0f;
+    uint32_t words[2048];  /* a chunk of 1024 draws */
+    for (Py_ssize_t i0 = 0; i0 < n; i0 += 1024) {
+        Py_ssize_t m = n - i0 < 1024 ? n - i0 : 1024;
+        if (direct)
+            mt_fill(st, words, 2 * m);
         else
-            ((double *)b.p[0])[i] = keep ? scale : 0.0;
+            for (Py_ssize_t j = 0; j < 2 * m; j++)
+                words[j] = bg->next_uint32(bg->state);
+        if (b.kind == 'f')
+            keep53_float(words, (float *)b.p[0] + i0, m, limit, (float)scale);
+        else
+            keep53_double(words, (double *)b.p[0] + i0, m, limit, scale);
     }
     release(&b);
     Py_RETURN_NONE;
