@@ -167,11 +167,16 @@ def _prepare(cls: type, tensor: type) -> None:
 def _bridge(convert: bool) -> Any:
     def __torch_function__(cls: type, func: Any, types: Any, args: Any = (),
                            kwargs: Any = None) -> Any:
-        with _overrides.DisableTorchFunctionSubclass():
-            meta = _METADATA.get(func)
-            if meta is not None:  # answered from the metadata, as PyTorch's are
-                return meta(*args, **(kwargs or {}))
-            ret = cls.__torch_dispatch__(func, types, args, kwargs or {})
+        kwargs = kwargs or {}
+        meta = _METADATA.get(func)
+        if meta is not None:  # answered from the metadata, as PyTorch's are
+            with _overrides.DisableTorchFunctionSubclass():
+                return meta(*args, **kwargs)
+        # the handler runs with dispatch on, as PyTorch's __torch_dispatch__ does: an operation
+        # it makes on a wrapper (``input[0]``) reaches the wrapper's class again
+        ret = _aten_call(func, args, kwargs)
+        if ret is _NO:  # no aten form: the public function itself
+            ret = cls.__torch_dispatch__(func, types, args, kwargs)
         return _overrides.convert(ret, cls) if convert else ret
 
     return __torch_function__
@@ -224,6 +229,8 @@ def _class_attrs(tensor: type) -> dict[str, Any]:
     if _cache:
         return _cache
     _cache["_data"] = _OwnData()
+    # str() is repr(), as PyTorch's Tensor has no __str__ (a class's own __repr__ prints it)
+    _cache["__str__"] = lambda self: type(self).__repr__(self)
     _cache["shape"] = property(lambda self: Size(_SLOT.__get__(self).shape))
     _cache["ndim"] = property(lambda self: _SLOT.__get__(self).ndim)
     _cache["dtype"] = property(lambda self: _dtype.from_numpy(_SLOT.__get__(self).dtype))
@@ -250,3 +257,333 @@ def _class_attrs(tensor: type) -> dict[str, Any]:
     for name in ("requires_grad_", "get_device"):
         _METADATA[tensor.__dict__[name]] = _overrides.implementation(tensor.__dict__[name])
     return _cache
+
+
+# --------------------------------------------------------------------------------------------
+# aten forms: what a wrapper's __torch_dispatch__ is handed
+#
+# PyTorch runs the public function and hands ``__torch_dispatch__`` the aten operators it
+# decomposes into (``x[:, 1:]`` is ``aten.slice.Tensor(x, 1, 1, 2**63 - 1)``, ``x.narrow(1, 0,
+# 2)`` is ``aten.slice.Tensor(x, 1, 0, 2)``, ``x.int()`` is ``aten._to_copy.default(x,
+# dtype=torch.int32)``, ``x.to(x.dtype)`` is ``x`` itself); libraries key their tables on those
+# overloads. For the public functions below ember does the same decomposition, with the
+# arguments as PyTorch passes them (trailing defaults left out), over ``torch.ops.aten``
+# (``ops/_aten.py``); every other function reaches ``__torch_dispatch__`` as itself.
+
+_NO = object()  # no aten form for this call: hand over the public function
+_MAX = 2 ** 63 - 1  # a slice's open end, as PyTorch passes it
+
+
+def _aten_call(func: Any, args: tuple, kwargs: dict) -> Any:
+    """``func(*args, **kwargs)`` as the aten operators PyTorch would dispatch, or ``_NO``."""
+    form = _FORMS.get(getattr(func, "__name__", None))
+    if form is None or not (getattr(func, "__module__", None) or "").startswith(("ember", "torch")):
+        return _NO
+    try:
+        return form(*args, **kwargs)
+    except _Unbound:
+        return _NO
+
+
+class _Unbound(Exception):
+    """The call does not fit the form's signature (the public function reports it)."""
+
+
+def _fits(fn: Any) -> Any:
+    """``fn`` raising ``_Unbound`` for arguments that do not bind to its signature."""
+    import inspect
+
+    sig = inspect.signature(fn)
+
+    def form(*args: Any, **kwargs: Any) -> Any:
+        try:
+            sig.bind(*args, **kwargs)
+        except TypeError:
+            raise _Unbound from None
+        return fn(*args, **kwargs)
+
+    return form
+
+
+def _dispatching(x: Any) -> bool:
+    t = type(x)
+    return (isinstance(x, TensorBase) and t is not _tensor_base._tensor_class
+            and _lookup(t, "__torch_dispatch__") not in (None, disabled_torch_dispatch_impl))
+
+
+def _call(op: Any, *args: Any, **kwargs: Any) -> Any:
+    """Run aten ``op``: through the ``__torch_dispatch__`` of the arguments' wrapper classes
+    (subclasses first, the first answer that is not ``NotImplemented``), else the op itself."""
+    types: list[type] = []
+    for a in (*args, *kwargs.values()):
+        for x in (a if isinstance(a, (list, tuple)) else (a,)):
+            t = type(x)
+            if t not in types and _dispatching(x):
+                i = next((i for i, u in enumerate(types) if issubclass(t, u)), len(types))
+                types.insert(i, t)
+    if not types:
+        return op(*args, **kwargs)
+    for t in types:
+        ret = t.__torch_dispatch__(op, tuple(types), args, kwargs)
+        if ret is not NotImplemented:
+            return ret
+    raise TypeError(f"Multiple dispatch failed for {op}: every __torch_dispatch__ returned "
+                    f"NotImplemented ({', '.join(t.__name__ for t in types)})")
+
+
+def _aten() -> Any:
+    from .ops._aten import aten
+
+    return aten
+
+
+def _trim(*args: Any, defaults: tuple) -> tuple:
+    """``args`` without the trailing ones equal to their ``defaults`` (as PyTorch passes them)."""
+    n = len(args)
+    while n and n > len(args) - len(defaults) and \
+            args[n - 1] == defaults[n - 1 - (len(args) - len(defaults))]:
+        n -= 1
+    return args[:n]
+
+
+def _to_form(self: Any, dt: Any, dev: Any, copy: bool = False) -> Any:
+    changes = (dt is not None and dt != self.dtype) or (dev is not None and dev != self.device)
+    if not changes and not copy:
+        return self
+    kw = {}
+    if dt is not None:
+        kw["dtype"] = dt
+    if dev is not None:
+        kw["device"] = dev
+    return _call(_aten()._to_copy.default, self, **kw)
+
+
+def _to(self: Any, *args: Any, copy: bool = False, non_blocking: bool = False,
+        memory_format: Any = None, **kwargs: Any) -> Any:
+    if memory_format is not None and memory_format is not _dtype_info.preserve_format:
+        raise _Unbound
+    dt = dev = None
+    for a in (*args, *kwargs.values()):
+        if a is None or isinstance(a, bool):
+            continue
+        if isinstance(a, TensorBase):
+            dt, dev = a.dtype, a.device
+        elif isinstance(a, _dtype.dtype) or a in (float, int, bool):
+            dt = _dtype.to_dtype(a)
+        elif isinstance(a, (str, _backend.device, int)):
+            if isinstance(a, str) and a.removeprefix("torch.") in _dtype.ALIASES:
+                dt = _dtype.to_dtype(a)
+            else:
+                dev = _backend.device(a)
+        else:
+            raise _Unbound
+    return _to_form(self, dt, dev, copy)
+
+
+def _cast(dt_name: str) -> Any:
+    def form(self: Any) -> Any:
+        return _to_form(self, getattr(_dtype, dt_name), None)
+
+    return _fits(form)
+
+
+def _type(self: Any, dtype: Any = None, non_blocking: bool = False) -> Any:
+    if not isinstance(dtype, _dtype.dtype):
+        raise _Unbound  # the type's name, or a legacy type: the method itself
+    return _to_form(self, dtype, None)
+
+
+def _contiguous(self: Any, memory_format: Any = _dtype_info.contiguous_format) -> Any:
+    if memory_format is not _dtype_info.contiguous_format:
+        raise _Unbound
+    if self.is_contiguous():
+        return self
+    return _call(_aten().clone.default, self, memory_format=memory_format)
+
+
+def _clone(self: Any, *, memory_format: Any = None) -> Any:
+    kw = {} if memory_format in (None, _dtype_info.preserve_format) else \
+        {"memory_format": memory_format}
+    return _call(_aten().clone.default, self, **kw)
+
+
+def _joining(name: str) -> Any:
+    def form(tensors: Any, dim: Any = 0, *, out: Any = None) -> Any:
+        if out is not None or not isinstance(tensors, (list, tuple)) or \
+                not isinstance(dim, int):
+            raise _Unbound
+        return _call(getattr(_aten(), name).default, list(tensors), *_trim(dim, defaults=(0,)))
+
+    return _fits(form)
+
+
+def _dims(dims: tuple) -> list:
+    if len(dims) == 1 and isinstance(dims[0], (list, tuple)):
+        return list(dims[0])
+    return list(dims)
+
+
+def _flip(self: Any, *dims: Any, **kwargs: Any) -> Any:
+    if kwargs:
+        if dims or set(kwargs) != {"dims"}:
+            raise _Unbound
+        dims = (kwargs["dims"],)
+    dims = _dims(dims)
+    if not all(isinstance(d, int) for d in dims):
+        raise _Unbound
+    return _call(_aten().flip.default, self, dims)
+
+
+def _index_select(self: Any, dim: int, index: Any, *, out: Any = None) -> Any:
+    if out is not None or not isinstance(dim, int):
+        raise _Unbound
+    return _call(_aten().index_select.default, self, dim, index)
+
+
+def _narrow(self: Any, dim: int, start: Any, length: int) -> Any:
+    if not isinstance(dim, int):
+        raise _Unbound
+    start = operator.index(start) if not isinstance(start, TensorBase) else int(start)
+    if start < 0:
+        start += self.size(dim)
+    return _call(_aten().slice.Tensor, self, dim, start, start + length)
+
+
+def _select(self: Any, dim: int, index: int) -> Any:
+    if not isinstance(dim, int):
+        raise _Unbound
+    return _call(_aten().select.int, self, dim, index)
+
+
+def _unbind(self: Any, dim: int = 0) -> Any:
+    if not isinstance(dim, int):
+        raise _Unbound
+    return tuple(_call(_aten().unbind.int, self, *_trim(dim, defaults=(0,))))
+
+
+def _sort(self: Any, dim: int = -1, descending: bool = False, *, stable: Any = None,
+          out: Any = None) -> Any:
+    from .ops import return_types
+
+    if out is not None or not isinstance(dim, int):
+        raise _Unbound
+    A = _aten()
+    if stable is None:
+        ret = _call(A.sort.default, self, *_trim(dim, descending, defaults=(-1, False)))
+    else:
+        kw: dict[str, Any] = {"stable": stable}
+        if dim != -1:
+            kw["dim"] = dim
+        if descending:
+            kw["descending"] = descending
+        ret = _call(A.sort.stable, self, **kw)
+    return return_types.sort(*ret)
+
+
+def _arith(name: str, alpha: bool) -> Any:
+    def form(self: Any, other: Any, *, out: Any = None, **kwargs: Any) -> Any:
+        if out is not None or not isinstance(self, TensorBase) or \
+                set(kwargs) - ({"alpha"} if alpha else set()):
+            raise _Unbound
+        kw = {"alpha": kwargs["alpha"]} if kwargs.get("alpha", 1) != 1 else {}
+        return _call(getattr(_aten(), name).Tensor, self, other, **kw)
+
+    return _fits(form)
+
+
+def _mm(self: Any, mat2: Any, *, out: Any = None) -> Any:
+    if out is not None or not isinstance(self, TensorBase) or \
+            not isinstance(mat2, TensorBase) or self.dim() != 2 or mat2.dim() != 2:
+        raise _Unbound
+    return _call(_aten().mm.default, self, mat2)
+
+
+def _view(self: Any, *shape: Any) -> Any:
+    shape = _dims(shape)
+    if not all(isinstance(n, int) for n in shape):
+        raise _Unbound  # view(dtype)
+    return _call(_aten().view.default, self, shape)
+
+
+def _unary(name: str, overload: str = "default") -> Any:
+    def form(self: Any) -> Any:
+        return _call(getattr(getattr(_aten(), name), overload), self)
+
+    return _fits(form)
+
+
+def _iter(self: Any) -> Any:
+    if self.dim() == 0:
+        raise _Unbound  # the method's error
+    return iter(self.unbind(0))
+
+
+def _getitem(self: Any, key: Any) -> Any:
+    """Indexing as PyTorch decomposes it: ``select`` for an int, ``slice`` for a slice (a
+    full one inside a tuple is skipped), ``unsqueeze`` for None, then one ``index`` for the
+    tensors; ``alias`` when nothing else ran."""
+    A = _aten()
+    items = key if type(key) is tuple else (key,)
+    spec = 0
+    for k in items:
+        if k is None or k is Ellipsis:
+            continue
+        if isinstance(k, bool) or isinstance(k, (list, str, float)):
+            raise _Unbound
+        if isinstance(k, TensorBase):
+            spec += k.dim() if k.dtype in (_dtype.bool_, _dtype.uint8) else 1
+        elif isinstance(k, slice) or hasattr(k, "__index__"):
+            spec += 1
+        else:
+            raise _Unbound
+    out, dim, ran, adv = self, 0, False, []
+    for k in items:
+        if k is None:
+            out, dim, ran = _call(A.unsqueeze.default, out, dim), dim + 1, True
+        elif k is Ellipsis:
+            dim += self.dim() - spec
+        elif isinstance(k, slice):
+            start = 0 if k.start is None else operator.index(k.start)
+            stop = _MAX if k.stop is None else operator.index(k.stop)
+            step = 1 if k.step is None else operator.index(k.step)
+            if step <= 0:
+                raise _Unbound  # the error is the method's
+            if type(key) is not tuple or (start, stop, step) != (0, _MAX, 1):
+                out, ran = _call(A.slice.Tensor, out, dim, start, stop,
+                                 *_trim(step, defaults=(1,))), True
+            dim += 1
+        elif isinstance(k, TensorBase):
+            adv.append((dim, k))
+            dim += k.dim() if k.dtype in (_dtype.bool_, _dtype.uint8) else 1
+        else:
+            out, ran = _call(A.select.int, out, dim, operator.index(k)), True
+    if adv:
+        indices: list[Any] = [None] * (adv[-1][0] + 1)
+        for d, k in adv:
+            indices[d] = k
+        return _call(A.index.Tensor, out, indices)
+    return out if ran else _call(A.alias.default, out)
+
+
+_FORMS: dict[str, Any] = {
+    "__getitem__": _fits(_getitem), "to": _fits(_to), "type": _fits(_type),
+    "cpu": _fits(lambda self, memory_format=None: _to_form(self, None, _backend.device("cpu"))),
+    "type_as": _fits(lambda self, other: _to_form(self, other.dtype, None)),
+    "contiguous": _fits(_contiguous), "clone": _fits(_clone),
+    "cat": _joining("cat"), "concat": _joining("cat"), "concatenate": _joining("cat"),
+    "stack": _joining("stack"), "flip": _fits(_flip), "flip_method": _fits(_flip),
+    "index_select": _fits(_index_select),
+    "narrow": _fits(_narrow), "select": _fits(_select), "unbind": _fits(_unbind),
+    "sort": _fits(_sort), "matmul": _fits(_mm), "mm": _fits(_mm), "view": _fits(_view),
+    "__iter__": _fits(_iter), "t": _unary("t"), "detach": _unary("detach"), "neg": _unary("neg"),
+    "negative": _unary("neg"),
+}
+for _name, _dt in (("int", "int32"), ("long", "int64"), ("float", "float32"),
+                   ("double", "float64"), ("half", "float16"), ("bfloat16", "bfloat16"),
+                   ("short", "int16"), ("char", "int8"), ("byte", "uint8"), ("bool", "bool_")):
+    _FORMS[_name] = _cast(_dt)
+for _name, _alpha in (("add", True), ("sub", True), ("subtract", True), ("mul", False),
+                      ("multiply", False)):
+    _base = {"subtract": "sub", "multiply": "mul"}.get(_name, _name)
+    _FORMS[_name] = _arith(_base, _alpha)
+    _FORMS[_name + "_"] = _arith(_base + "_", _alpha)
