@@ -340,9 +340,13 @@ def rms_norm_backward(x: Any, w: Any, rstd: Any, grad: Any, k: int,
 # -- optimizer steps -------------------------------------------------------------------------
 def _same(d: Any, *arrays: Any) -> bool:
     """Host arrays of d's float dtype and size, C-contiguous (d writable)."""
-    return _ok(d, True) and d.flags.writeable and all(
-        type(a) is np.ndarray and a.dtype == d.dtype and a.size == d.size
-        and a.flags.c_contiguous for a in arrays)
+    if not (_ok(d, True) and d.flags.writeable):
+        return False
+    dt, n = d.dtype, d.size
+    for a in arrays:  # (a loop, not all() over a generator: this runs per parameter and step)
+        if type(a) is not np.ndarray or a.dtype != dt or a.size != n or not a.flags.c_contiguous:
+            return False
+    return True
 
 
 def adam_step(d: Any, g: Any, m: Any, v: Any, vmax: Any, decay: float, b1: float, b2: float,

@@ -129,6 +129,7 @@ class Adam(Optimizer):
 
 
 _BLOCK = 65536  # elements per pass: the step's five arrays of this length stay in cache
+_NUMBER = (float, int)  # hyperparameters the eager kernel takes (as C doubles)
 _BLOCKED = True  # tests switch the blocked path off to compare it with the plain one
 
 
@@ -145,7 +146,8 @@ def _blocked_step(d: np.ndarray, g: np.ndarray, m: np.ndarray, v: np.ndarray,
     bc2 = math.sqrt(1.0 - b2**t)
     step = o.lr / (1.0 - b1**t)
     eps = o.eps
-    if (all(type(s) in (float, int) for s in (b1, b2, bc2, step, eps, decay))
+    if (type(b1) in _NUMBER and type(b2) in _NUMBER and type(bc2) in _NUMBER
+            and type(step) in _NUMBER and type(eps) in _NUMBER and type(decay) in _NUMBER
             and _kernels.adam_step(df, gf, mf, vf, wf, decay, b1, b2, bc2, eps, step)):
         return  # the eager kernel: these operations in this order, one pass
 

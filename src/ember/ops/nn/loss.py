@@ -202,16 +202,19 @@ class CrossEntropy(Op):
                 coef = -(1 - eps) * lsm
                 gt = g * (coef * w_b if w_b is not None else coef)
             return gx, gt, None, None, None, None, None
-        p = ctx.call(_SoftmaxCached, x, p_saved, ax)
-        if eps == 0 and type(p) is np.ndarray and p.ndim == 2 and not ctx._tensor_mode:
+        if eps == 0 and type(p_saved) is np.ndarray and p_saved.ndim == 2 \
+                and not ctx._tensor_mode:
             # (N, C) host logits: s p, then s (p - 1) at the targets (the formula's operations,
-            # one pass over the logits instead of a one-hot mask and three)
+            # one pass over the logits instead of a one-hot mask and three); p is the saved
+            # softmax itself (what ctx.call(_SoftmaxCached, ...) gives outside create_graph)
+            p = p_saved
             s = g * wt
             gx = np.multiply(p, s)
             rows = np.arange(p.shape[0])
             cols = tk[:, 0]
             gx[rows, cols] = s[:, 0] * (p[rows, cols] - 1)
             return gx, None, None, None, None, None, None
+        p = ctx.call(_SoftmaxCached, x, p_saved, ax)
         onehot = cls == tk
         if eps == 0:
             gx = g * wt * ctx.xp.where(onehot, p - 1, p)  # (p - onehot; no bool subtraction)
