@@ -257,6 +257,10 @@ for _op in ("add", "sub", "mul", "div", "pow"):
     CASES[_op + "_float_number"] = (lambda m, x, op=_op: getattr(m, op)(x, 1.5), (A,), ())
     CASES[_op + "_real_by_complex_number"] = (
         lambda m, x, op=_op: getattr(m, op)(x, 1.5 - 2j), (R,), (0,))
+CASES["softsign"] = (lambda m, x: m.nn.functional.softsign(x), (A,), ())
+CASES["tanhshrink"] = (lambda m, x: m.nn.functional.tanhshrink(x), (A,), ())
+CASES["Softsign_Tanhshrink_modules"] = (lambda m, x: m.nn.Tanhshrink()(m.nn.Softsign()(x)),
+                                        (A,), ())
 
 
 def _leaves(m, arrays, real, cdt):
@@ -507,6 +511,8 @@ SECOND_ORDER_OPS = {
     "matmul": (lambda L, a, b: a @ b.mT, 2),
     "matmul_batched_shared": (lambda L, a, b: a[None].expand(2, 2, 3) @ b.mT, 2),
     "abs_angle": (lambda L, a, b: a.abs() * b.angle(), 2),
+    "softsign": (lambda L, a, b: L.nn.functional.softsign(a) * b, 2),
+    "tanhshrink": (lambda L, a, b: L.nn.functional.tanhshrink(a * b), 2),
 }
 
 
@@ -529,3 +535,57 @@ def test_second_order_of_complex_ops_matches_pytorch(name):
         np.testing.assert_allclose(e, t, rtol=1e-8, atol=1e-10)
     xs = [ember.tensor(a, dtype=ember.complex128, requires_grad=True) for a in arrays]
     assert ember.autograd.gradgradcheck(lambda *a: fn(ember, *a), xs)
+
+
+@pytest.mark.parametrize("cdt", ["complex64", "complex128"])
+def test_silu_softsign_tanhshrink_compute_on_complex_as_pytorch(cdt):
+    """PyTorch defines these three activations on complex tensors (every other one refuses):
+    softsign and tanhshrink as composites (their gradients and node names are the division's and
+    the subtraction's, |z|'s gradient 0 at 0), silu forward only (RuntimeError when autograd
+    would record it, computed under no_grad or without requires_grad)."""
+    z = np.array([1 + 2j, -0.5 + 0.3j, 0j, 3 - 1j, -4 + 0.1j, 25 - 30j])
+    tol = dict(rtol=1e-5, atol=1e-6) if cdt == "complex64" else dict(rtol=1e-12, atol=1e-14)
+    out = {}
+    for lib in (ember, torch):
+        F, dt = lib.nn.functional, getattr(lib, cdt)
+        x = lib.tensor(z, dtype=dt)
+        r = [F.silu(x), F.softsign(x), F.tanhshrink(x), lib.nn.SiLU()(x),
+             F.silu(x.clone(), inplace=True), lib.nn.SiLU(inplace=True)(x.clone())]
+        xg = lib.tensor(z, dtype=dt, requires_grad=True)
+        with lib.no_grad():
+            r.append(F.silu(xg))
+        with pytest.raises(RuntimeError, match="silu does not support automatic differentiation"):
+            F.silu(xg)
+        names = []
+        for f in (F.softsign, F.tanhshrink):
+            y = f(xg)
+            names.append(type(y.grad_fn).__name__)
+            r.append(lib.autograd.grad((y * (0.3 - 1.1j)).abs().sum(), xg)[0])
+        out[lib] = ([str(t.dtype) for t in r], names, [_np(t) for t in r])
+    assert out[ember][:2] == out[torch][:2]
+    assert out[ember][1] == ["DivBackward0", "SubBackward0"]
+    for e, t in zip(out[ember][2], out[torch][2]):
+        np.testing.assert_allclose(e, t, **tol)
+
+
+@pytest.mark.parametrize("cdt", ["complex128", "float64", "int64"])
+def test_python_complex_numbers_keep_double_precision_in_arithmetic(cdt):
+    """A Python complex is a double-precision number: with a complex128 (or float64, int64)
+    tensor it is not rounded to complex64 first (it was: 0.3 became 0.30000001192...), and a
+    real tensor times a complex number differentiates to the real part, as PyTorch."""
+    c = 0.3 - 1.1j
+    out = []
+    for lib in (ember, torch):
+        x = lib.tensor([1.5, -2.0, 0.25]).to(getattr(lib, cdt))
+        r = [x * c, c * x, x + c, c - x, x / c, c / (x + 5), (x + 5) ** c, c ** x,
+             lib.add(x, 1j), lib.mul(x, c)]
+        g = None
+        if cdt == "float64":
+            xg = lib.tensor([1.5, -2.0, 0.25], dtype=lib.float64, requires_grad=True)
+            g = lib.autograd.grad(((xg * c) ** 2 + c / xg).abs().sum(), xg)[0]
+            r.append(g)
+        out.append(([str(t.dtype) for t in r], [_np(t) for t in r]))
+    assert out[0][0] == out[1][0]
+    for e, t in zip(out[0][1], out[1][1]):  # (an int64 tensor's results are complex64)
+        tol = (1e-14, 1e-15) if e.dtype.itemsize > 8 or e.dtype == np.float64 else (1e-6, 1e-7)
+        np.testing.assert_allclose(e, t, rtol=tol[0], atol=tol[1])

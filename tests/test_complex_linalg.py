@@ -290,6 +290,20 @@ def test_errors_as_pytorch():
             lib.linalg.eigvals(lib.ones(3, 3, dtype=lib.int64))
 
 
+@pytest.mark.parametrize("dt", ["complex64", "complex128"])
+def test_logdet_of_a_singular_complex_matrix_is_pytorchs(dt):
+    """log det of a singular complex matrix is -inf + nan j in PyTorch (0's phase is undefined),
+    batched too; a regular one in the same batch keeps its value."""
+    a = np.array([[[1, 2], [2, 4]], [[0, 0], [0, 0]], [[1j, 0], [0, 2]]])
+    out = []
+    for lib in (ember, torch):
+        r = lib.logdet(lib.tensor(a, dtype=getattr(lib, dt)))
+        out.append((str(r.dtype), r.numpy()))
+    assert out[0][0] == out[1][0]
+    np.testing.assert_array_equal(out[0][1][:2], out[1][1][:2])
+    np.testing.assert_allclose(out[0][1][2], out[1][1][2], rtol=1e-6)
+
+
 @pytest.mark.skipif(os.environ.get("EMBER_PURE_PYTHON") == "1", reason="already the Python core")
 def test_this_file_passes_on_the_pure_python_core():
     env = dict(os.environ, EMBER_PURE_PYTHON="1")

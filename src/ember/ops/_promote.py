@@ -109,15 +109,13 @@ def _promote(a: Any, b: Any, to_float: bool = False) -> tuple[Any, Any]:
             return a, b
     elif ta and not tb:
         k = a._data.dtype.kind
-        if k == "f" and not to_float:
-            return a, b
-        if k == "f":
+        if k == "f" and type(b) is not complex:
             return a, b
         if k in "iu" and type(b) is int and not to_float:
             return a, _fit_int(b, a._data.dtype)
     elif tb and not ta:
         k = b._data.dtype.kind
-        if k == "f":
+        if k == "f" and type(a) is not complex:
             return a, b
         if k in "iu" and type(a) is int and not to_float:
             return _fit_int(a, b._data.dtype), b
@@ -159,6 +157,8 @@ def _om(cls: Any, *args: Any) -> Any:
                 return opmath(cls)
             if dt.kind == "c":
                 return conjugated(cls)
+        elif type(a) is complex:
+            return conjugated(cls)
     return cls
 
 

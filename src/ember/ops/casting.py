@@ -238,7 +238,7 @@ def as_tensor_arg(x: Any) -> Any:
         return x
     if isinstance(x, np.generic):  # NumPy scalars act as Python scalars, as in PyTorch
         return x.item()
-    if isinstance(x, (int, float, bool)):
+    if isinstance(x, (int, float, bool, complex)):  # (a complex keeps its double precision)
         return x
     return tensor(x)
 

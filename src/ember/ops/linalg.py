@@ -78,8 +78,8 @@ def logdet(input: Any) -> Any:
     """log det(A): -inf for a singular matrix, nan for a negative determinant; complex A: the
     principal log, log|det| + i arg(det)."""
     sign, logabs = slogdet(input)
-    if sign._data.dtype.kind == "c":
-        return logabs + 1j * sign.angle()
+    if sign._data.dtype.kind == "c":  # a singular matrix: -inf+nanj, as PyTorch's
+        return _pp.where(sign == 0, complex(-math.inf, math.nan), logabs + 1j * sign.angle())
     return _pp.where(sign < 0, float("nan"), logabs)
 
 

@@ -194,7 +194,7 @@ def pow(input: Any, exponent: Any, *, out: Any = None) -> Any:
         return res if out is None else _out.write(out, res, "pow")
     half = _half_of(input)
     if half is None:
-        res = _om(Pow, input).apply(input, exponent)
+        res = _om(Pow, input, exponent).apply(input, exponent)
         return res if out is None else _out.write(out, res, "pow")
     # a half tensor to a number: PyTorch rounds the exponent to the half type; float16 computes
     # in float32, while its bfloat16 kernel rounds x * x before the third factor of x ** 3 (as

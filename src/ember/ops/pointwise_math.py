@@ -26,6 +26,7 @@ from . import _out
 from ._autocast import cast as _amp_cast
 from ._autocast import flag as _amp
 from ._promote import _cunary, _float_unary, _is_complex, _promote, _quietly, _truediv, _unary
+from ._promote import _not_complex as _no_complex
 
 __all__ = [
     "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "sin", "cos",
@@ -309,6 +310,8 @@ def hypot(input: Any, other: Any, *, out: Any = None) -> Any:
 def xlogy(input: Any, other: Any, *, out: Any = None) -> Any:
     """``input * log(other)``, 0 where ``input == 0`` (unless ``other`` is NaN)."""
     input, other = _promote(input, other, to_float=True)
+    if (t := input if isinstance(input, TensorBase) else other).is_complex():  # (as PyTorch)
+        raise NotImplementedError(_no_complex(t, "xlogy"))
     if not isinstance(input, TensorBase):
         res = XlogyScalarX.apply(float(input), other)
     elif not isinstance(other, TensorBase):
@@ -316,9 +319,6 @@ def xlogy(input: Any, other: Any, *, out: Any = None) -> Any:
     else:
         res = Xlogy.apply(input, other)
     return res if out is None else _out.write(out, res, "xlogy")
-
-
-
 
 
 # ---------------------------------------------------------------------------------------------

@@ -94,7 +94,11 @@ def nansum(
     """Sum treating NaN as zero (the gradient at NaN positions is 0)."""
     x = _t(input)
     if not x.is_floating_point():
+        if x.is_complex():
+            _nansum_complex(x, dtype)
         return sum(x, dim, keepdim, dtype=dtype, out=out)
+    if dtype is not None and dtype.is_complex:
+        _nansum_complex(x, dtype)
     x = _pp.where(_cmp.isnan(x), 0.0, x)
     x = _with_dtype(x, dtype)
     result = NanSum.apply(x, _axes(dim, x, "nansum"), keepdim)
@@ -106,6 +110,8 @@ def nanmean(
 ) -> Any:
     """Mean of the non-NaN elements."""
     x = _t(input)
+    if x.is_complex() or (x.is_floating_point() and dtype is not None and dtype.is_complex):
+        _nansum_complex(x, dtype)  # nanmean is nansum / count in PyTorch: its refusal
     x = _with_dtype(x, dtype)
     _float_only(x, "nanmean", f"nanmean(): expected input to have floating point or complex "
                 f"dtype but got {_dtype.legacy_name(x.dtype)}; convert first, e.g. x.float()")
@@ -175,11 +181,25 @@ class MeanDim(Mean):
     node_name = "MeanBackward1"
 
 
+def _nansum_complex(x: Any, dtype: Any) -> None:
+    """nansum (and nanmean) refuse complex numbers as PyTorch's: a complex input raises
+    RuntimeError, a complex ``dtype=`` for a real input NotImplementedError."""
+    if x.is_complex():
+        raise RuntimeError(
+            f"nansum does not support complex inputs (got {x.dtype}, shape {tuple(x.shape)}); "
+            "sum the parts instead, e.g. torch.complex(x.real.nansum(), x.imag.nansum())")
+    raise NotImplementedError(
+        f"\"nansum\" not implemented for '{_dtype.legacy_name(dtype)}' (dtype={dtype} for a "
+        f"{x.dtype} input); nansum takes real dtypes only")
+
+
 def _expand_back(xp: Any, g: Any, shape: tuple) -> Any:
     """``g`` broadcast to ``shape``: a small result as a filled array (``np.full`` is a few times
     cheaper than NumPy's Python-level ``broadcast_to``), a large one as a broadcast view."""
     if xp is np and type(g) is np.ndarray and math.prod(shape) <= 4096:
-        return np.full(shape, g, g.dtype)
+        out = np.empty(shape, g.dtype)  # (np.full's own two steps, without its Python frame)
+        np.copyto(out, g)
+        return out
     return xp.broadcast_to(g, shape)
 
 

@@ -1,14 +1,16 @@
 """``nn.functional``'s ops, one room per family as PyTorch's functional documentation groups them:
-activation, linear, dropout, sparse (embeddings), distance, normalization, loss and loss_margin,
-attention, vision and vision_sampling (pad, interpolate, pixel shuffle; grid sampling),
-convolution, pooling and pooling_composite, recurrent (the fused RNN/LSTM/GRU layers), overrides (the ``__torch_function__``
-probes). ``_kernels`` holds the window and resampling kernels under convolution and pooling;
-``_common`` the checks the losses and norms share. ``ember.nn.functional`` re-exports all of it
-but ``namespace``: the ``torch.*`` forms with ATen's signatures (``torch.dropout(input, p,
-train)``), bound by ``ember/__init__.py``.
+activation and activation_complex (silu, softsign and tanhshrink, the activations PyTorch also
+defines on complex tensors), linear, dropout, sparse (embeddings), distance, normalization, loss
+and loss_margin, attention, vision and vision_sampling (pad, interpolate, pixel shuffle; grid
+sampling), convolution, pooling and pooling_composite, recurrent (the fused RNN/LSTM/GRU layers),
+overrides (the ``__torch_function__`` probes). ``_kernels`` holds the window and resampling
+kernels under convolution and pooling; ``_common`` the checks the losses and norms share.
+``ember.nn.functional`` re-exports all of it but ``namespace``: the ``torch.*`` forms with ATen's
+signatures (``torch.dropout(input, p, train)``), bound by ``ember/__init__.py``.
 """
 
 from .activation import *  # noqa: F403
+from .activation_complex import *  # noqa: F403
 from .attention import *  # noqa: F403
 from .convolution import *  # noqa: F403
 from .distance import *  # noqa: F403

@@ -132,7 +132,7 @@ def _not_differentiable(fn: str, arg: str, t: Any) -> None:
 
 def _check_floating(name: str, x: Any, what: str = "input") -> None:
     if not x.is_floating_point():
-        raise RuntimeError(
+        raise (NotImplementedError if x.is_complex() else RuntimeError)(  # PyTorch's classes
             f"{name}: expected a floating point {what}, but got {x.dtype} (shape "
             f"{list(x.shape)}). Convert it first, e.g. {what} = {what}.float()."
         )

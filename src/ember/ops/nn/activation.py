@@ -30,8 +30,8 @@ from ..softmax_family import LogSoftmax, Softmax, softmax_along
 
 __all__ = [
     "relu", "relu_", "hardtanh", "hardtanh_", "relu6", "leaky_relu", "leaky_relu_", "elu", "elu_",
-    "selu", "selu_", "celu", "celu_", "gelu", "silu", "mish", "hardswish", "hardsigmoid",
-    "softplus", "softsign", "tanhshrink", "threshold", "threshold_", "logsigmoid", "glu", "prelu",
+    "selu", "selu_", "celu", "celu_", "gelu", "mish", "hardswish", "hardsigmoid",
+    "softplus", "threshold", "threshold_", "logsigmoid", "glu", "prelu",
     "rrelu", "rrelu_", "softshrink", "hardshrink", "sigmoid", "tanh", "softmax", "log_softmax",
     "softmin", "gumbel_softmax",
 ]
@@ -183,14 +183,6 @@ def gelu(input: TensorBase, *, approximate: str = "none", out: Any = None) -> Te
     return op.apply(input, approximate)
 
 
-def silu(input: TensorBase, inplace: bool = False) -> TensorBase:
-    """x * sigmoid(x) (a.k.a. swish)."""
-    op = _act(Silu, input, "silu")
-    if inplace:
-        return _inplace(input, op.apply)
-    return op.apply(input)
-
-
 def mish(input: TensorBase, inplace: bool = False) -> TensorBase:
     """x * tanh(softplus(x))."""
     op = _act(Mish, input, "mish")
@@ -224,18 +216,6 @@ def softplus(input: TensorBase, beta: float = 1.0, threshold: float = 20.0,
         (input,) = _amp_cast("softplus", input)
     op = _act(Softplus, input, "softplus")
     return op.apply(input, beta, threshold)
-
-
-def softsign(input: TensorBase) -> TensorBase:
-    """x / (1 + |x|)."""
-    op = _act(Softsign, input, "softsign")
-    return op.apply(input)
-
-
-def tanhshrink(input: TensorBase) -> TensorBase:
-    """x - tanh(x)."""
-    op = _act(Tanhshrink, input, "tanhshrink")
-    return op.apply(input)
 
 
 def threshold(input: TensorBase, threshold: float, value: float, inplace: bool = False) -> TensorBase:
@@ -482,24 +462,6 @@ class Gelu(Op):
         return d, None
 
 
-class Silu(Op):
-    """out = x * sigmoid(x)          grad_x = grad * s * (1 + x * (1 - s)), s = sigmoid(x)"""
-    @staticmethod
-    def forward(ctx: Any, x: Any) -> Any:
-        ctx.save_for_backward(x)
-        if type(x) is np.ndarray:
-            return _bw.run(_bw.silu, "f?", x)
-        return x * _sig(ctx.xp, x)
-
-    @staticmethod
-    def backward(ctx: Any, grad: Any) -> Any:
-        (x,) = ctx.saved
-        if type(x) is np.ndarray and type(grad) is np.ndarray:
-            return _bw.run(_bw.silu_backward, "ff?", x, grad)
-        s = _sig(ctx.xp, x)
-        return grad * s * (1 + x * (1 - s))  # (PyTorch's order)
-
-
 class Mish(Op):
     """out = x * tanh(softplus(x))
     grad_x = grad * (t + x * sigmoid(x) * (1 - t^2)), t = tanh(softplus(x))"""
@@ -578,38 +540,6 @@ class Softplus(Op):
                            grad), None, None
         bx = x * ctx.beta
         return xp.where(bx > ctx.threshold, grad, grad * _sig(xp, bx)), None, None
-
-
-class Softsign(Op):
-    """out = x / (1 + |x|)          grad_x = grad / (1 + |x|)^2"""
-    node_name = "DivBackward0"  # PyTorch computes softsign as a division
-
-    @staticmethod
-    def forward(ctx: Any, x: Any) -> Any:
-        ctx.save_for_backward(x)
-        return x / (1 + ctx.xp.abs(x))
-
-    @staticmethod
-    def backward(ctx: Any, grad: Any) -> Any:
-        (x,) = ctx.saved
-        d = 1 + ctx.xp.abs(x)
-        return grad / (d * d)
-
-
-class Tanhshrink(Op):
-    """out = x - tanh(x)          grad_x = grad * tanh(x)^2"""
-    node_name = "SubBackward0"  # PyTorch computes tanhshrink as a subtraction
-
-    @staticmethod
-    def forward(ctx: Any, x: Any) -> Any:
-        ctx.save_for_backward(x)
-        return x - ctx.xp.tanh(x)
-
-    @staticmethod
-    def backward(ctx: Any, grad: Any) -> Any:
-        (x,) = ctx.saved
-        t = ctx.xp.tanh(x)
-        return grad * t * t
 
 
 class Threshold(Op):
@@ -786,6 +716,8 @@ def _softplus_arr(xp: Any, x: Any) -> Any:
 def _threshold(input: TensorBase, th: float, value: float, inplace: bool) -> TensorBase:
     if not isinstance(input, TensorBase):
         raise TypeError(f"threshold(): argument 'input' must be Tensor, not {type(input).__name__}")
+    if input.is_complex():  # PyTorch's threshold kernel has no complex form
+        _float_input(input, "threshold")
 
     def fn(t: TensorBase) -> TensorBase:
         if t.is_floating_point():

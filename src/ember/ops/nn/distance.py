@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ... import _backend
+from ... import _backend, _dtype
 from ..._tensor_base import TensorBase
 from ...autograd.function import Op
 from .._autocast import cast as _amp_cast
@@ -35,6 +35,9 @@ def cosine_similarity(x1: TensorBase, x2: TensorBase, dim: int = 1, eps: float =
     """sum(x1/||x1|| * x2/||x2||) along ``dim`` (each norm clamped to at least ``eps``)."""
     if _amp.active:
         x1, x2 = _amp_cast("cosine_similarity", x1, x2)
+    if not (isinstance(x1, TensorBase) and x1.is_floating_point()
+            and isinstance(x2, TensorBase) and x2.is_floating_point()):
+        x1, x2 = _floating_pair(x1, x2)
     n1 = x1.norm(2, dim, keepdim=True).clamp_min(eps)
     n2 = x2.norm(2, dim, keepdim=True).clamp_min(eps)
     return ((x1 / n1) * (x2 / n2)).sum(dim)
@@ -274,3 +277,15 @@ def _pnorm_weights(xp: Any, d: Any, dist: Any, p: float) -> Any:
         if p < 1:
             zero = zero | (d == 0)
         return xp.where(zero, 0, w)
+
+
+def _floating_pair(x1: Any, x2: Any) -> tuple[Any, Any]:
+    """cosine_similarity's operands in their common dtype, which must be floating (PyTorch
+    refuses integer and complex ones)."""
+    rt = _dtype.result_type(x1, x2)
+    if not rt.is_floating_point:
+        raise RuntimeError(
+            f"expected common dtype to be floating point, yet common dtype is "
+            f"{_dtype.legacy_name(rt)} (x1: {x1.dtype}, x2: {x2.dtype}); cosine_similarity "
+            "takes real floating tensors: convert first, e.g. x.float() (or x.abs() of complex)")
+    return x1.to(rt), x2.to(rt)
