@@ -119,6 +119,52 @@ def make_subclass(cls: type, data: Any, require_grad: bool = False, dispatch_str
     return t
 
 
+def is_wrapper(t: Any) -> bool:
+    """Whether ``t`` was made by ``Tensor._make_wrapper_subclass`` (it has no storage)."""
+    try:
+        return type(_SLOT.__get__(t)) is WrapperArray
+    except AttributeError:
+        return False
+
+
+def wrapper_state(t: Any) -> dict:
+    """What pickling saves of a wrapper besides its metadata: its instance attributes (the
+    wrapped tensors in them), as PyTorch's ``_rebuild_from_type_v2`` restores them."""
+    internal = _tensor_base._tensor_class._INTERNAL
+    return {k: v for k, v in t.__dict__.items() if k not in internal or k == "_data"}
+
+
+def wrapper_args(t: Any) -> tuple:
+    """``torch._utils._rebuild_wrapper_subclass``'s arguments for ``t``: class, dtype, size,
+    stride, storage offset, layout, device, requires_grad."""
+    arr = _SLOT.__get__(t)
+    itemsize = arr.dtype.itemsize
+    return (type(t), _dtype.from_numpy(arr.dtype), tuple(arr.shape),
+            tuple(s // itemsize for s in arr.strides), arr.offset, _dtype_info.strided,
+            arr.device, bool(t._rg))
+
+
+def rebuild_wrapper_subclass(cls: type, dtype: Any, size: Any, stride: Any, storage_offset: int,
+                             layout: Any, device: Any, requires_grad: bool) -> Any:
+    """``torch._utils._rebuild_wrapper_subclass``: the wrapper, without its attributes."""
+    return make_wrapper_subclass(cls, size, strides=stride, storage_offset=storage_offset,
+                                 dtype=dtype, layout=layout, device=device,
+                                 requires_grad=requires_grad)
+
+
+def _rebuild_with_state(args: tuple, state: dict) -> Any:
+    t = rebuild_wrapper_subclass(*args)
+    for k, v in state.items():
+        setattr(t, k, v)
+    return t
+
+
+def _reduce_ex(self: Any, protocol: int) -> Any:
+    # pickle (multiprocessing queues, copy): the metadata and the attributes, whose tensors
+    # pickle as tensors do (shared memory between processes)
+    return (_rebuild_with_state, (wrapper_args(self), wrapper_state(self)))
+
+
 def is_made(t: Any) -> bool:
     """Whether ``t``'s fields are set (a subclass's ``__new__`` made it, so ``Tensor.__init__``,
     PyTorch's legacy constructor, leaves it alone)."""
@@ -231,6 +277,7 @@ def _class_attrs(tensor: type) -> dict[str, Any]:
     _cache["_data"] = _OwnData()
     # str() is repr(), as PyTorch's Tensor has no __str__ (a class's own __repr__ prints it)
     _cache["__str__"] = lambda self: type(self).__repr__(self)
+    _cache["__reduce_ex__"] = _reduce_ex
     _cache["shape"] = property(lambda self: Size(_SLOT.__get__(self).shape))
     _cache["ndim"] = property(lambda self: _SLOT.__get__(self).ndim)
     _cache["dtype"] = property(lambda self: _dtype.from_numpy(_SLOT.__get__(self).dtype))
@@ -276,8 +323,12 @@ _MAX = 2 ** 63 - 1  # a slice's open end, as PyTorch passes it
 
 def _aten_call(func: Any, args: tuple, kwargs: dict) -> Any:
     """``func(*args, **kwargs)`` as the aten operators PyTorch would dispatch, or ``_NO``."""
-    form = _FORMS.get(getattr(func, "__name__", None))
-    if form is None or not (getattr(func, "__module__", None) or "").startswith(("ember", "torch")):
+    module = getattr(func, "__module__", None) or ""
+    if not module.startswith(("ember", "torch")):
+        return _NO
+    name = getattr(func, "__name__", None)
+    form = _FORMS.get(f"sparse.{name}" if module.endswith(".sparse") else name)
+    if form is None:
         return _NO
     try:
         return form(*args, **kwargs)
@@ -498,6 +549,12 @@ def _mm(self: Any, mat2: Any, *, out: Any = None) -> Any:
     return _call(_aten().mm.default, self, mat2)
 
 
+def _sparse_mm(mat1: Any, mat2: Any, reduce: Any = _NO) -> Any:
+    if reduce is _NO:
+        raise _Unbound
+    return _call(_aten()._sparse_mm_reduce_impl.default, mat1, mat2, reduce)[0]
+
+
 def _view(self: Any, *shape: Any) -> Any:
     shape = _dims(shape)
     if not all(isinstance(n, int) for n in shape):
@@ -574,7 +631,8 @@ _FORMS: dict[str, Any] = {
     "stack": _joining("stack"), "flip": _fits(_flip), "flip_method": _fits(_flip),
     "index_select": _fits(_index_select),
     "narrow": _fits(_narrow), "select": _fits(_select), "unbind": _fits(_unbind),
-    "sort": _fits(_sort), "matmul": _fits(_mm), "mm": _fits(_mm), "view": _fits(_view),
+    "sort": _fits(_sort), "matmul": _fits(_mm), "mm": _fits(_mm),
+    "sparse.mm": _fits(_sparse_mm), "sparse.spmm": _fits(_sparse_mm), "view": _fits(_view),
     "__iter__": _fits(_iter), "t": _unary("t"), "detach": _unary("detach"), "neg": _unary("neg"),
     "negative": _unary("neg"),
 }

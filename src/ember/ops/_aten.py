@@ -173,6 +173,15 @@ def _sparse_addmm(self: Any, mat1: Any, mat2: Any, *, beta: Any = 1, alpha: Any 
     return self.addmm(mat1, mat2, beta=beta, alpha=alpha)
 
 
+def _sparse_mm_reduce_impl(self: Any, other: Any, reduce: str) -> Any:
+    # torch.sparse.mm(csr, dense, reduce): the product and an (empty) argument index
+    from .. import _dtype
+    from .creation import empty
+    from .sparse_compressed import sparse_mm_reduce
+
+    return sparse_mm_reduce(self, other, reduce), empty(0, dtype=_dtype.int64)
+
+
 def _sum(self: Any, *, dtype: Any = None) -> Any:
     return self.sum(dtype=dtype)
 
@@ -306,6 +315,7 @@ _TABLE: dict[str, dict[str, Callable]] = {
     "sigmoid": {"default": _sigmoid}, "tanh": {"default": _tanh},
     "mm": {"default": _mm}, "bmm": {"default": _bmm}, "addmm": {"default": _addmm},
     "_sparse_addmm": {"default": _sparse_addmm},
+    "_sparse_mm_reduce_impl": {"default": _sparse_mm_reduce_impl},
     "sum": {"default": _sum, "dim_IntList": _sum_dim},
     "mean": {"default": _mean, "dim": _mean_dim},
     "clone": {"default": _clone}, "detach": {"default": _detach}, "alias": {"default": _alias},

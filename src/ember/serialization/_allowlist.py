@@ -7,7 +7,7 @@ import sys
 from collections import Counter, OrderedDict
 from typing import Any
 
-from .. import _backend
+from .. import _backend, _tensor_wrapper
 from .._pickle_reader import (
     Callable_,
     Marker,
@@ -250,7 +250,26 @@ def _rebuild_parameter_with_state(data: Any, requires_grad: Any, hooks: Any, sta
 
 
 _TENSOR_REBUILDS = ("_rebuild_tensor_v2", "_rebuild_tensor_v3", "_rebuild_tensor",
-                    "_rebuild_parameter", "_rebuild_parameter_with_state")
+                    "_rebuild_parameter", "_rebuild_parameter_with_state",
+                    "_rebuild_wrapper_subclass")
+
+
+def _rebuild_wrapper_subclass(cls: Any, dtype: Any, size: Any, stride: Any, storage_offset: Any,
+                              layout: Any, device: Any, requires_grad: Any,
+                              user_ids: frozenset[int] | None = None) -> Any:
+    """``torch._utils._rebuild_wrapper_subclass``: a ``Tensor._make_wrapper_subclass`` tensor
+    (its attributes follow in ``_rebuild_from_type_v2``'s state); with ``weights_only``
+    (``user_ids`` given) only of a class given to ``add_safe_globals``."""
+    if user_ids is not None and not (isinstance(cls, type) and issubclass(cls, Tensor)
+                                     and id(cls) in user_ids):
+        raise _refuse(f"refused _rebuild_wrapper_subclass of {_short(cls)}: ember rebuilds "
+                      "wrapper tensor subclasses given to add_safe_globals")
+    try:
+        return _tensor_wrapper.rebuild_wrapper_subclass(
+            cls, dtype, tuple(size), tuple(stride), storage_offset, layout, device,
+            bool(requires_grad))
+    except (TypeError, ValueError, RuntimeError, NotImplementedError) as e:
+        raise _refuse(f"refused _rebuild_wrapper_subclass: {e}") from None
 
 
 def _rebuild_from_type_v2(func: Any, new_type: Any, args: Any, state: Any,
@@ -286,6 +305,15 @@ def _rebuild_from_type_v2(func: Any, new_type: Any, args: Any, state: Any,
     return t
 
 
+def _wrapper_attribute(cls: type, name: str) -> bool:
+    """A wrapper class's instance attribute with a class-level default (``_sort_order = None``)
+    or its wrapped tensor (``_data``): a saved value may set it, a method may not be replaced."""
+    if name == "_data":
+        return True
+    attr = getattr(cls, name)
+    return not callable(attr) and not hasattr(type(attr), "__get__")
+
+
 def _set_attributes(t: Tensor, state: Any) -> None:
     """Plain Python attributes of a saved tensor (``t.note = 'x'``), names checked."""
     if state is None:
@@ -295,8 +323,10 @@ def _set_attributes(t: Tensor, state: Any) -> None:
     if type(state) not in (dict, OrderedDict):
         raise _refuse(f"refused tensor state {_short(state)}")
     check_plain(state, "a tensor's attributes")
+    wrapper = _tensor_wrapper.is_wrapper(t)
     for k in state:
         if (type(k) is not str or not k.isidentifier() or k.startswith("__")
-                or hasattr(type(t), k) or k in Tensor._INTERNAL):
+                or k in Tensor._INTERNAL or (hasattr(type(t), k) and not (
+                    wrapper and _wrapper_attribute(type(t), k)))):
             raise _refuse(f"refused tensor attribute {_short(k)}")
     t.__dict__.update(state)

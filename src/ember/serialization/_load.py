@@ -40,6 +40,7 @@ from ._allowlist import (
     _rebuild_parameter,
     _rebuild_parameter_with_state,
     _rebuild_sparse_tensor,
+    _rebuild_wrapper_subclass,
     _set,
     _size,
     _unsupported_global_message,
@@ -331,6 +332,10 @@ class _Loader:
             "torch.device": Callable_("torch.device", _device),
             "torch._utils._rebuild_sparse_tensor": Callable_("_rebuild_sparse_tensor",
                                                              _rebuild_sparse_tensor),
+            "torch._utils._rebuild_wrapper_subclass": Callable_(
+                "_rebuild_wrapper_subclass",
+                lambda *a: _rebuild_wrapper_subclass(
+                    *a, user_ids=self._user_ids() if self.weights_only else None)),
             "torch.serialization._get_layout": Callable_("_get_layout", _get_layout),
             "_codecs.encode": Callable_("_codecs.encode", _encode),
             "builtins.set": Callable_("builtins.set", _set),

@@ -19,7 +19,7 @@ from typing import IO, Any
 
 import numpy as np
 
-from .. import _backend, _dtype, _dtype_info
+from .. import _backend, _dtype, _dtype_info, _tensor_wrapper
 from .._dtype import dtype as _dtype_cls
 from .._size import Size
 from .._tensor import Tensor
@@ -454,6 +454,8 @@ def _collect(obj: Any, tensors: list[Tensor], seen: set[int], path: tuple) -> No
     if isinstance(obj, Tensor):
         if _sparse.is_sparse(obj):  # torch._utils._rebuild_sparse_tensor: the general pickler
             raise _NeedsFullPickle(f"{_where(path)} is a sparse tensor")
+        if _tensor_wrapper.is_wrapper(obj):  # no storage: its class and attributes
+            raise _NeedsFullPickle(f"{_where(path)} is a wrapper tensor subclass")
         if id(obj) not in seen:
             seen.add(id(obj))
             tensors.append(obj)
@@ -516,6 +518,7 @@ _G_PARAM_STATE = _TorchGlobal("torch._utils", "_rebuild_parameter_with_state")
 
 _G_FROM_TYPE = _TorchGlobal("torch._tensor", "_rebuild_from_type_v2")
 _G_SPARSE = _TorchGlobal("torch._utils", "_rebuild_sparse_tensor")
+_G_WRAPPER = _TorchGlobal("torch._utils", "_rebuild_wrapper_subclass")
 _G_GET_LAYOUT = _TorchGlobal("torch.serialization", "_get_layout")
 
 
@@ -609,6 +612,12 @@ class _FullPickler(pickle._Pickler):  # the Python pickler: its save_global can 
             return (_rebuild_of(obj.t), self._tensor_args(obj.t, False))
         if isinstance(obj, Tensor) and _sparse.is_sparse(obj):
             return (_G_SPARSE, (_SavedLayout(f"torch.{obj.layout._name}"), _sparse_parts(obj)))
+        if isinstance(obj, Tensor) and _tensor_wrapper.is_wrapper(obj):
+            # Tensor._make_wrapper_subclass's: metadata, then the attributes (the wrapped
+            # tensors among them), as torch.save writes it
+            args = _tensor_wrapper.wrapper_args(obj)
+            args = (*args[:5], _SavedLayout("torch.strided"), *args[6:])
+            return (_G_FROM_TYPE, (_G_WRAPPER, t, args, _tensor_wrapper.wrapper_state(obj)))
         if t is _SavedLayout:
             return (_G_GET_LAYOUT, (obj.name,))
         if isinstance(obj, Tensor):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
-from .. import _dtype, _dtype_info
+from .. import _dtype, _dtype_info, _overrides
 from .. import _tensor_sparse as _ts
 from .._tensor_base import TensorBase
 from ..ops import sparse as _sp
@@ -36,6 +36,7 @@ def mm(mat1: Any, mat2: Any, reduce: str = "sum") -> Any:
     return _sp.sparse_mm(mat1._as_coo("mm"), mat2, dense_grad=False, name="mm")
 
 
+mm = _overrides.dispatcher(mm)  # hands a tensor subclass the call, as PyTorch's does
 spmm = mm
 
 
