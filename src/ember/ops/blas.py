@@ -324,6 +324,12 @@ def _matmul_grads(ctx: Any, a: Any, b: Any, grad: Any, need_a: bool, need_b: boo
     promoted output; the unit dims are dropped from the results again. A matrix shared by a
     whole batch gets its gradient as one GEMM over the flattened batch.
     """
+    if (type(grad) is np.ndarray and type(a) is np.ndarray and type(b) is np.ndarray
+            and a.ndim == 2 and b.ndim == 2 and grad.dtype.kind == "f" and grad.dtype.itemsize > 2
+            and a.dtype == grad.dtype and b.dtype == grad.dtype):
+        # host matrices outside create_graph: the two products ctx.call(Matmul, ...) would make
+        return (_backend.gemm(grad, b.T) if need_a else None,
+                _backend.gemm(a.T, grad) if need_b else None)
     xp = ctx.xp
     na, nb = a.ndim, b.ndim
     k = a.shape[-1]
