@@ -271,6 +271,13 @@ _cache: dict[str, Any] = {}
 _METADATA: dict[Any, Any] = {}  # their public functions (and requires_grad_, get_device): ours
 
 
+def _len(self: Any) -> int:
+    shape = _SLOT.__get__(self).shape
+    if not shape:
+        raise TypeError("len() of a 0-d tensor")
+    return shape[0]
+
+
 def _class_attrs(tensor: type) -> dict[str, Any]:
     if _cache:
         return _cache
@@ -303,6 +310,7 @@ def _class_attrs(tensor: type) -> dict[str, Any]:
             _METADATA[public] = fn
     for name in ("requires_grad_", "get_device"):
         _METADATA[tensor.__dict__[name]] = _overrides.implementation(tensor.__dict__[name])
+    _METADATA[tensor.__dict__["__len__"].__torch_function_public__] = _len
     return _cache
 
 
