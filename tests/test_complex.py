@@ -589,3 +589,47 @@ def test_python_complex_numbers_keep_double_precision_in_arithmetic(cdt):
     for e, t in zip(out[0][1], out[1][1]):  # (an int64 tensor's results are complex64)
         tol = (1e-14, 1e-15) if e.dtype.itemsize > 8 or e.dtype == np.float64 else (1e-6, 1e-7)
         np.testing.assert_allclose(e, t, rtol=tol[0], atol=tol[1])
+
+
+COV_CASES = {  # name -> (data dtype, fweights dtype or None, aweights dtype or None, correction)
+    "f64_aw32": ("float64", None, "float32", 1), "f32_aw64": ("float32", None, "float64", 1),
+    "f64_fw_aw32": ("float64", "int64", "float32", 2), "c64_aw64": ("complex64", None, "float64", 1),
+    "c128_aw32": ("complex128", None, "float32", 1), "int_aw64": ("int64", None, "float64", 1),
+    "int_fw32": ("int64", "int32", None, 1), "f16_aw32": ("float16", None, "float32", 1),
+    "f64_aw32_c0": ("float64", "int64", "float32", 0), "one_row": ("float64", None, "float32", 1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(COV_CASES))
+def test_cov_weights_keep_their_dtypes_as_pytorch(name):
+    """cov promotes its result with the weights' dtypes and computes the norm in theirs, as
+    PyTorch (float32 data with float64 aweights is float64; float64 data with float32 aweights
+    normalises by a float32 sum), squeezes a single variable to a 0-d result."""
+    xd, fd, ad, corr = COV_CASES[name]
+    x = np.array([[1.5, 2, 3, 4, -1], [2, 1, 5, 3, 0.5], [0, 1, -2, 3, 7]])
+    x = x[:1] if name == "one_row" else x
+    out = []
+    for lib in (ember, torch):
+        t = lib.tensor(x.astype(np.int64) if xd == "int64" else x).to(getattr(lib, xd))
+        t = t * (1 + 0.5j) if t.is_complex() else t
+        kw = {} if fd is None else {"fweights": lib.tensor([1, 2, 1, 3, 1], dtype=getattr(lib, fd))}
+        if ad is not None:
+            kw["aweights"] = lib.tensor([0.5, 1.0, 0.7, 0.9, 0.3], dtype=getattr(lib, ad))
+        r = lib.cov(t, correction=corr, **kw)
+        out.append((str(r.dtype), tuple(r.shape), r.numpy()))
+    assert out[0][:2] == out[1][:2]
+    # float32 weights: their sums round differently (NumPy's and PyTorch's summation orders)
+    tol = 1e-6 if out[1][2].dtype in (np.float64, np.complex128) else 2e-3
+    np.testing.assert_allclose(out[0][2], out[1][2], rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("kw", [
+    {"fweights": [1.0, 2, 1, 3]}, {"aweights": [1, 2, 1, 3]}, {"fweights": [[1, 2, 1, 3]]},
+    {"fweights": [1, 2, 1]}, {"aweights": [0.5, -1.0, 1, 1]}, {"fweights": [0, 0, 0, 0]},
+    {"fweights": [True, True, False, True]},
+])
+def test_cov_refuses_weights_as_pytorch(kw):
+    for lib in (torch, ember):
+        args = {k: lib.tensor(v) for k, v in kw.items()}
+        with pytest.raises(RuntimeError, match="cov\\(\\): (expected|.*cannot be negative|weights)"):
+            lib.cov(lib.tensor([[1.0, 2, 3, 4], [2, 1, 5, 3]]), **args)

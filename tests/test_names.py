@@ -336,7 +336,7 @@ def test_cov_corrcoef():
     check_op(lambda m, x: m.cov(x[0]), a)
     fw = np.array([1, 2, 1, 3, 1, 1])
     aw = positive(6, seed=3)
-    check_op(lambda m, x: m.cov(x, fweights=m.tensor(fw), aweights=m.tensor(aw)), a)
+    check_op(lambda m, x: m.cov(x, fweights=m.tensor(fw), aweights=m.tensor(aw, dtype=x.dtype)), a)
     check_op(lambda m, x: m.corrcoef(x), a)
     both(lambda m, x: m.cov(x), np.arange(12).reshape(3, 4))
 

@@ -481,38 +481,44 @@ def _int_binary(name: str, fn: Any, a: Any, b: Any) -> Any:
 
 def cov(input: Any, *, correction: int = 1, fweights: Any = None, aweights: Any = None) -> Any:
     """Covariance of the rows of ``input`` (variables) over its columns (observations); complex
-    rows: sum (x - mean)(x - mean)^H / norm."""
-    x = input if input.dim() == 2 else input.reshape(1, -1)
+    rows: sum (x - mean)(x - mean)^H / norm. Integer ``fweights`` and floating ``aweights`` (1-D,
+    one per observation, non-negative) keep their dtypes, as PyTorch's: the result is promoted
+    with them (float32 data, float64 aweights: float64) and the norm is computed in theirs."""
     if input.dim() > 2:
         raise RuntimeError(f"cov(): expected input to have two or fewer dimensions but got an "
                            f"input with {input.dim()} dimensions")
+    x = input if input.dim() == 2 else input.reshape(1, -1)
     if not x.is_floating_point() and not x.is_complex():
         x = x.to(_dtype.get_default_dtype())
     n = x.shape[1]
-    w = None
-    rdt = x.real.dtype  # the weights and the norm are real
-    if fweights is not None:
-        w = fweights.to(rdt)
-    if aweights is not None:
-        w = aweights.to(rdt) if w is None else w * aweights.to(rdt)
+    fw = _cov_weights(fweights, "fweights", n)
+    aw = _cov_weights(aweights, "aweights", n)
+    w = fw if aw is None else aw if fw is None else fw * aw
     if w is None:
         avg = x.mean(1, keepdim=True)
-        wsum = x.new_full((), builtins.float(n), dtype=rdt)
-        norm = wsum - correction
-        xc = x - avg
-        c = xc @ (xc.mH if x.is_complex() else xc.t())
+        norm = n - correction
+        bad = norm <= 0
     else:
         wsum = w.sum()
+        if not bool(wsum != 0):
+            raise RuntimeError("cov(): weights sum to zero, can't be normalized (all fweights "
+                               "or aweights are 0)")
         avg = (x * w).sum(1, keepdim=True) / wsum
-        if aweights is None or correction == 0:
+        if correction == 0:
+            norm = wsum
+        elif aw is None:
             norm = wsum - correction
         else:
-            norm = wsum - correction * (w * aweights.to(rdt)).sum() / wsum
-        xc = x - avg
-        c = (xc * w) @ (xc.mH if x.is_complex() else xc.t())
-    norm = _pp.clamp(norm, min=0)
-    c = c / norm
-    return c.reshape(()) if input.dim() < 2 else c
+            norm = wsum - correction * (w * aw).sum() / wsum
+        bad = not bool(norm > 0)
+    if bad:
+        warnings.warn("cov(): degrees of freedom is <= 0. Correction should be strictly less "
+                      f"than the number of observations (correction={correction}).",
+                      UserWarning, stacklevel=3)  # (past the NumPy-names wrapper)
+        norm = norm * 0
+    xc = x - avg
+    c = (xc if w is None else xc * w) @ (xc.mH if x.is_complex() else xc.t())
+    return (c / norm).squeeze()
 
 
 def corrcoef(input: Any) -> Any:
@@ -569,6 +575,30 @@ def _isin_args(elements: Any, test_elements: Any, element: Any, test_element: An
         raise TypeError("isin(): element and test_element cannot both be numbers (PyTorch has "
                         "no such overload); pass one of them as a tensor")
     return elements, test_elements
+
+
+def _cov_weights(w: Any, name: str, n: int) -> Any:
+    """cov's ``fweights``/``aweights`` checked as PyTorch checks them (at most 1-D, integral /
+    floating, one per observation, non-negative), or None."""
+    if w is None:
+        return None
+    if w.dim() > 1:
+        raise RuntimeError(f"cov(): expected {name} to have one or fewer dimensions but got "
+                           f"{name} with {w.dim()} dimensions")
+    integral = name == "fweights"
+    if (w._data.dtype.kind in "iu") if integral else w.is_floating_point():
+        pass
+    else:
+        raise RuntimeError(
+            f"cov(): expected {name} to have {'integral' if integral else 'floating point'} "
+            f"dtype but got {name} with {_dtype.legacy_name(w.dtype)} dtype (convert it, e.g. "
+            f"{name}.{'long' if integral else 'float'}())")
+    if w.numel() != n:
+        raise RuntimeError(f"cov(): expected {name} to have the same numel as there are "
+                           f"observations in the input but got {w.numel()} != {n}")
+    if w.numel() and bool((w < 0).any()):
+        raise RuntimeError(f"cov(): {name} cannot be negative")
+    return w
 
 
 # ---------------------------------------------------------------------------------------------
