@@ -332,3 +332,21 @@ def test_pickle_keeps_the_class_and_its_attributes() -> None:
     y = pickle.loads(pickle.dumps(x))
     assert type(y) is cls and y._tag == "t" and y._data.tolist() == [[0, 1], [1, 0]]
     assert y.size() == (2, 2) and y.stride() == (2, 1)
+
+
+@pytest.mark.skipif(torch is None, reason="needs PyTorch as the reference")
+def test_tensor_of_a_list_holding_tensors_takes_one_element_tensors() -> None:
+    # (index classes validate their input by it: EdgeIndex([tensor([0, 1]), tensor([1, 0])]))
+    def run(lib: Any, make: Any) -> Any:
+        try:
+            r = lib.tensor(make(lib))
+        except (TypeError, ValueError) as e:
+            return type(e).__name__, str(e).split(" (")[0]
+        return tuple(r.shape), str(r.dtype).split(".")[-1], r.tolist()
+
+    for make in (lambda lib: [lib.tensor([0]), lib.tensor([1])],
+                 lambda lib: [[lib.tensor(0.5), 1], [2, lib.tensor([3])]],
+                 lambda lib: [lib.tensor([0, 1]), lib.tensor([1, 0])],
+                 lambda lib: [lib.tensor([0.0, 1.0])],
+                 lambda lib: [lib.tensor([[True]])]):
+        assert run(ember, make) == run(torch, make)

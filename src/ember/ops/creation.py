@@ -398,7 +398,16 @@ def _unnest(data: Any) -> Any:
     """Lists that contain tensors become plain nested arrays/lists NumPy can read."""
     T = TensorBase
     if isinstance(data, T):
-        return _backend.to_numpy(data._data)
+        arr = _backend.to_numpy(data._data)
+        if arr.size != 1:  # a tensor inside a list is a number, as in PyTorch (stack them)
+            if arr.dtype.kind in "biu":
+                raise TypeError("only integer tensors of a single element can be converted to "
+                                f"an index (a list holds a tensor of shape {tuple(arr.shape)}: "
+                                "torch.stack the tensors)")
+            raise ValueError("only one element tensors can be converted to Python scalars (a "
+                             f"list holds a tensor of shape {tuple(arr.shape)}: torch.stack "
+                             "the tensors)")
+        return arr.reshape(())
     if isinstance(data, (list, tuple)):
         return [_unnest(x) for x in data]
     return data
