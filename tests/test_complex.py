@@ -259,6 +259,9 @@ for _op in ("add", "sub", "mul", "div", "pow"):
         lambda m, x, op=_op: getattr(m, op)(x, 1.5 - 2j), (R,), (0,))
 CASES["softsign"] = (lambda m, x: m.nn.functional.softsign(x), (A,), ())
 CASES["tanhshrink"] = (lambda m, x: m.nn.functional.tanhshrink(x), (A,), ())
+CASES["rms_norm"] = (lambda m, x: m.nn.functional.rms_norm(x, (4,)), (A,), ())
+CASES["rms_norm_weight_eps"] = (lambda m, x, w: m.nn.functional.rms_norm(x, (3, 4), w, 1e-3),
+                                (A, B), ())
 CASES["Softsign_Tanhshrink_modules"] = (lambda m, x: m.nn.Tanhshrink()(m.nn.Softsign()(x)),
                                         (A,), ())
 

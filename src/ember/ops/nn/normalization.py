@@ -94,6 +94,8 @@ def rms_norm(input: Any, normalized_shape: Any, weight: Any = None, eps: float |
             f"rms_norm: expected weight of shape {list(shape)} (the normalized_shape), but got "
             f"{list(weight.shape)}"
         )
+    if input.is_complex():  # PyTorch's composite, holomorphic: x * rsqrt(mean(x * x) + eps)
+        return _rms_norm_complex(input, k, weight, eps)
     _check_floating("rms_norm", input)
     if eps is None:
         eps = _finfo_eps(input)
@@ -677,6 +679,16 @@ def _rms_stats(x: Any, axes: tuple[int, ...], eps: float, xp: Any) -> tuple[Any,
         n *= x.shape[a]
     r = 1 / xp.sqrt((x * x).sum(axis=axes, keepdims=True) / n + eps)
     return x * r, r
+
+
+def _rms_norm_complex(x: Any, k: int, weight: Any, eps: float | None) -> Any:
+    """rms_norm of a complex tensor as PyTorch computes it: the mean of x * x (not |x|^2) over
+    the last ``k`` dims, eps (default: the real dtype's finfo.eps) added, its rsqrt times x."""
+    if eps is None:
+        eps = _finfo_eps(x.real)
+    dims = tuple(range(x.ndim - k, x.ndim))
+    out = x * ((x * x).mean(dims, keepdim=True) + eps).rsqrt()
+    return out if weight is None else out * weight
 
 
 def _finfo_eps(x: Any) -> float:
