@@ -118,6 +118,44 @@ def test_nansum_of_integers_to_a_complex_dtype_sums_as_pytorch():
         assert str(r.dtype) == "torch.complex64" and complex(r.item()) == 3
 
 
+def _setitem(t, c):
+    t[0] = c
+    return t
+
+
+INTO_REAL = {  # a Python complex number written into (or scaling) a tensor
+    "fill_": lambda L, c: L.zeros(2).fill_(c), "fill_long": lambda L, c: L.zeros(2).long().fill_(c),
+    "setitem": lambda L, c: _setitem(L.zeros(2), c),
+    "masked_fill": lambda L, c: L.zeros(2).masked_fill(L.tensor([True, False]), c),
+    "masked_fill_complex": lambda L, c: L.zeros(2, dtype=L.complex128).masked_fill(
+        L.tensor([True, False]), c),
+    "index_fill": lambda L, c: L.zeros(2).index_fill(0, L.tensor([0]), c),
+    "index_fill_complex": lambda L, c: L.zeros(2, dtype=L.complex64).index_fill(
+        0, L.tensor([0]), c),
+    "add_alpha": lambda L, c: L.add(L.ones(2), 1, alpha=c),
+    "sub_alpha_tensors": lambda L, c: L.sub(L.ones(2), L.ones(2), alpha=c),
+    "add__alpha": lambda L, c: L.ones(2).add_(L.ones(2), alpha=c),
+    "add_alpha_complex": lambda L, c: L.add(L.ones(2, dtype=L.complex64), 1, alpha=c),
+}
+
+
+@pytest.mark.parametrize("c", [2 + 0j, 2 - 1.5j])
+@pytest.mark.parametrize("name", sorted(INTO_REAL))
+def test_complex_numbers_into_real_tensors_as_pytorch(name, c):
+    """A complex number converts to a real dtype only without an imaginary part (fill_, x[i] =,
+    masked_fill); index_fill and a complex alpha for real tensors refuse it always."""
+    try:
+        want = INTO_REAL[name](torch, c)
+    except RuntimeError as e:
+        with pytest.raises(RuntimeError) as got:
+            INTO_REAL[name](ember, c)
+        assert got.type is type(e)
+        return
+    got = INTO_REAL[name](ember, c)
+    assert str(got.dtype) == str(want.dtype)
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
 def test_what_stays_defined_on_complex_tensors():
     z, w = _pair(ember, "complex64")
     assert (z == w).dtype == ember.bool and (z != w).tolist() == [True, True, True]

@@ -111,6 +111,11 @@ def fill(input: Any, value: Any) -> Any:
                 f"{value._data.ndim} dimensions."
             )
         return copy_from(x, value)
+    if isinstance(value, complex) and x._data.dtype.kind != "c":
+        if value.imag:  # (a complex with no imaginary part fills its real part, as PyTorch)
+            raise RuntimeError(f"value cannot be converted to type {x.dtype} without overflow "
+                               f"(a complex {value} into a real tensor)")
+        value = value.real
     return Fill.apply(x, value)
 
 

@@ -346,8 +346,11 @@ def _check_scalar_value(x: Any, value: Any) -> Any:
     elif isinstance(value, complex):
         if x._data.dtype.kind == "c":
             return value
-        raise RuntimeError(f"value cannot be converted to type {_dtype.from_numpy(x._data.dtype)} "
-                           f"without overflow (a complex {value} into a real tensor)")
+        if value.imag:
+            raise RuntimeError(f"value cannot be converted to type "
+                               f"{_dtype.from_numpy(x._data.dtype)} without overflow (a complex "
+                               f"{value} into a real tensor)")
+        value = value.real  # (no imaginary part: its real part, as PyTorch)
     elif not isinstance(value, float):
         if isinstance(value, TensorBase):
             return value
@@ -469,6 +472,9 @@ def index_fill(input: Any, dim: int, index: Any, value: Any) -> Any:
     dim = wrap_dim(dim, input._data.ndim)
     _check_bounds(idx, input._data.shape[dim], dim, "index_fill")
     k = _dim_key(input._data, dim, idx)
+    if isinstance(value, complex) and input._data.dtype.kind != "c":
+        raise RuntimeError(f"index_fill_(): Converting complex Scalar to non-complex type is not "
+                           f"supported (value {value}, input {input.dtype})")
     op = IndexFillT if isinstance(value, TensorBase) else IndexFill
     return op.apply(input, _value_for(input, value, k), k)
 
@@ -651,10 +657,14 @@ def masked_fill(input: Any, mask: Any, value: Any) -> Any:
                 "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
                 f"{value._data.ndim} dimension(s)."
             )
-    elif isinstance(value, np.generic):
-        value = value.item()
-    elif not isinstance(value, (bool, int, float)):
-        raise TypeError(f"masked_fill(): value must be a number or 0-d tensor, got {type(value)}")
+    else:
+        if isinstance(value, np.generic):
+            value = value.item()
+        if isinstance(value, complex):
+            value = _check_scalar_value(input, value)
+        elif not isinstance(value, (bool, int, float)):
+            raise TypeError(f"masked_fill(): value must be a number or 0-d tensor, got "
+                            f"{type(value)}")
     _broadcast_shapes(tuple(input._data.shape), tuple(m.shape))
     return MaskedFill.apply(input, value, m)
 

@@ -629,6 +629,9 @@ def _scaled(a: Any, b: Any, alpha: Any) -> tuple[Any, Any, Any]:
     a, b = _promote(a, b)
     t = a if isinstance(a, TensorBase) else b
     kind = t._data.dtype.kind  # (an int tensor with a float number was cast to float)
+    if isinstance(alpha, complex) and kind != "c":
+        raise RuntimeError(f"For non-complex input tensors, argument alpha must not be a complex "
+                           f"number (got alpha={alpha} with {t.dtype} operands)")
     if isinstance(alpha, float) and kind in "iub":
         raise RuntimeError(
             "For integral input tensors, argument alpha must not be a floating point number "
