@@ -46,7 +46,7 @@ def _index_class(lib: Any) -> tuple[type, list]:
             return [summary(y) for y in x]
         if isinstance(x, dict):
             return {k: summary(v) for k, v in x.items()}
-        if isinstance(x, (lib.dtype, lib.device)):
+        if isinstance(x, (lib.dtype, lib.device, lib.memory_format)):
             return str(x)
         return x
 
@@ -160,6 +160,8 @@ SCENARIOS = {
     "x[i]": lambda lib, x, i, m: x[i],
     "x[1:, i]": lambda lib, x, i, m: x[1:, i],
     "x[i, 0]": lambda lib, x, i, m: x[i, 0],
+    "x[[0, 2]]": lambda lib, x, i, m: x[[0, 2]],
+    "x[:, [True, False, True, True]]": lambda lib, x, i, m: x[:, [True, False, True, True]],
     "x[...]": lambda lib, x, i, m: x[...],
     "x[:, :]": lambda lib, x, i, m: x[:, :],
     "narrow": lambda lib, x, i, m: x.narrow(1, 1, 2),
@@ -350,3 +352,15 @@ def test_tensor_of_a_list_holding_tensors_takes_one_element_tensors() -> None:
                  lambda lib: [lib.tensor([0.0, 1.0])],
                  lambda lib: [lib.tensor([[True]])]):
         assert run(ember, make) == run(torch, make)
+
+
+@pytest.mark.skipif(torch is None, reason="needs PyTorch as the reference")
+def test_contiguous_of_a_strided_wrapper_clones_it() -> None:
+    def run(lib: Any) -> tuple:
+        cls, seen = _index_class(lib)
+        x = cls(lib.tensor([[0, 1, 2], [3, 4, 5]]).t(), tag="t")
+        out = x.contiguous()
+        return seen, type(out).__name__, out._data.tolist(), x.is_contiguous()
+
+    ours, ref = run(ember), run(torch)
+    assert ours == ref and ours[0][0][0] == "aten.clone.default"

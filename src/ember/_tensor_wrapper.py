@@ -335,7 +335,7 @@ def _aten_call(func: Any, args: tuple, kwargs: dict) -> Any:
     if not module.startswith(("ember", "torch")):
         return _NO
     name = getattr(func, "__name__", None)
-    form = _FORMS.get(f"sparse.{name}" if module.endswith(".sparse") else name)
+    form = _FORMS.get(f"sparse.{name}" if module in ("ember.sparse", "torch.sparse") else name)
     if form is None:
         return _NO
     try:
@@ -589,11 +589,18 @@ def _getitem(self: Any, key: Any) -> Any:
     tensors; ``alias`` when nothing else ran."""
     A = _aten()
     items = key if type(key) is tuple else (key,)
+    if any(type(k) is list for k in items):  # a list of ints or of bools indexes as a tensor
+        from .ops.creation import tensor
+
+        if not all(type(k) is not list or k and (all(type(i) is int for i in k) or all(
+                type(i) is bool for i in k)) for k in items):
+            raise _Unbound
+        items = tuple(tensor(k) if type(k) is list else k for k in items)
     spec = 0
     for k in items:
         if k is None or k is Ellipsis:
             continue
-        if isinstance(k, bool) or isinstance(k, (list, str, float)):
+        if isinstance(k, (bool, list, str, float)):
             raise _Unbound
         if isinstance(k, TensorBase):
             spec += k.dim() if k.dtype in (_dtype.bool_, _dtype.uint8) else 1
