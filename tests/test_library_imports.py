@@ -361,7 +361,14 @@ def test_more_aten_overloads_run_like_pytorchs():
     # PyTorch's needs an accelerator to pin; ember's pin_memory keeps the tensor (CPU arrays)
     t = ember.tensor(x)
     assert ea._pin_memory.default(t).equal(t)
-    assert not hasattr(ea, "_sparse_mm_reduce_impl")  # sparse CSR kernels: absent
+    # torch.sparse.mm(csr, dense, reduce)'s operator: the product and an (empty) argument index
+    s = [[1.0, 0.0], [2.0, 3.0]]
+    eo = ea._sparse_mm_reduce_impl.default(ember.tensor(s).to_sparse_csr(), ember.ones(2, 3),
+                                           "amax")
+    to = ta._sparse_mm_reduce_impl.default(torch.tensor(s).to_sparse_csr(), torch.ones(2, 3),
+                                           "amax")
+    assert [eo[0].tolist(), eo[1].tolist(), str(eo[1].dtype)] == \
+        [to[0].tolist(), to[1].tolist(), str(to[1].dtype)]
 
 
 # -- torch._foreach_*: what an optimizer library batches its updates with ----------------------
