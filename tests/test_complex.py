@@ -262,6 +262,8 @@ CASES["tanhshrink"] = (lambda m, x: m.nn.functional.tanhshrink(x), (A,), ())
 CASES["rms_norm"] = (lambda m, x: m.nn.functional.rms_norm(x, (4,)), (A,), ())
 CASES["rms_norm_weight_eps"] = (lambda m, x, w: m.nn.functional.rms_norm(x, (3, 4), w, 1e-3),
                                 (A, B), ())
+CASES["ldexp"] = (lambda m, x: m.ldexp(x, m.tensor([[1, 2, 0, 3]])), (A,), ())
+CASES["float_power"] = (lambda m, x: m.float_power(x, 2) + m.float_power(x, 0.5 - 1j), (A,), ())
 CASES["Softsign_Tanhshrink_modules"] = (lambda m, x: m.nn.Tanhshrink()(m.nn.Softsign()(x)),
                                         (A,), ())
 
@@ -636,3 +638,18 @@ def test_cov_refuses_weights_as_pytorch(kw):
         args = {k: lib.tensor(v) for k, v in kw.items()}
         with pytest.raises(RuntimeError, match="cov\\(\\): (expected|.*cannot be negative|weights)"):
             lib.cov(lib.tensor([[1.0, 2, 3, 4], [2, 1, 5, 3]]), **args)
+
+
+def test_isreal_ldexp_and_vander_of_complex_tensors_are_pytorchs():
+    """isreal tests the imaginary part (it was True everywhere); ldexp with a negative exponent
+    and vander keep complex values (they were cast to float32 / int64)."""
+    got, want = ([lib.ldexp(lib.tensor([1 + 1j, 2j]), lib.tensor([-2, 3])),
+                  lib.vander(lib.tensor([1 + 2j, 0.5 - 1j]), 3)] for lib in (ember, torch))
+    for e, t in zip(got, want):
+        assert str(e.dtype) == str(t.dtype)
+        np.testing.assert_allclose(e.numpy(), t.numpy(), rtol=1e-6)
+    for dt in ("complex64", "complex128"):
+        got, want = (lib.isreal(lib.tensor([1 + 0j, 1j, -0.0j, 2 - 1e-30j], dtype=getattr(lib, dt)))
+                     for lib in (ember, torch))
+        assert got.tolist() == want.tolist() == [True, False, True, False]
+

@@ -77,6 +77,12 @@ REFUSED = {
     "cosine_similarity_real_complex": lambda L, z, w: L.cosine_similarity(z.real, w, dim=0),
     "CosineSimilarity": lambda L, z, w: L.nn.CosineSimilarity(dim=0)(z, w),
     "silu_requires_grad": lambda L, z, w: L.nn.functional.silu(z.requires_grad_()),
+    "abs_": lambda L, z, w: z.clone().abs_(), "isposinf": lambda L, z, w: L.isposinf(z),
+    "isneginf": lambda L, z, w: L.isneginf(z), "logit": lambda L, z, w: L.logit(z),
+    "logit_eps": lambda L, z, w: z.logit(1e-6), "special_logit": lambda L, z, w: L.special.logit(z),
+    "searchsorted": lambda L, z, w: L.searchsorted(z, w), "bucketize": lambda L, z, w: L.bucketize(
+        z, w), "isin": lambda L, z, w: L.isin(z, w),
+    "xlog1py": lambda L, z, w: L.special.xlog1py(z, w),
     "xlogy": lambda L, z, w: L.xlogy(z, w), "xlogy_complex_number": lambda L, z, w: L.xlogy(
         z.real, 1 + 2j),
 }

@@ -103,6 +103,9 @@ def xlog1py(input: Any, other: Any, *, out: Any = None) -> Any:
     from .ops.pointwise_piecewise import where
 
     x, y = _promote(as_tensor_arg(input), as_tensor_arg(other), to_float=True)
+    if (x if isinstance(x, Tensor) else y).is_complex():
+        raise NotImplementedError(f"\"xlog1py\" not implemented for complex tensors (got "
+                                  f"{(x if isinstance(x, Tensor) else y).dtype}), as PyTorch's")
     if not isinstance(x, Tensor):  # a number with a tensor (PyTorch's Scalar overloads)
         x = tensor(x, dtype=y.dtype)
     elif not isinstance(y, Tensor):

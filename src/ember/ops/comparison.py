@@ -36,12 +36,14 @@ def isinf(input: Any) -> Any:
 
 def isposinf(input: Any, *, out: Any = None) -> Any:
     """True where an element is +inf."""
+    _real_only(input, "isposinf")
     res = _nograd(lambda a: _backend.xp_of(a).isposinf(a) if a.dtype.kind == "f" else a != a, input)
     return res if out is None else _out.write(out, res, "isposinf")
 
 
 def isneginf(input: Any, *, out: Any = None) -> Any:
     """True where an element is -inf."""
+    _real_only(input, "isneginf")
     res = _nograd(lambda a: _backend.xp_of(a).isneginf(a) if a.dtype.kind == "f" else a != a, input)
     return res if out is None else _out.write(out, res, "isneginf")
 
@@ -52,7 +54,9 @@ def isfinite(input: Any) -> Any:
 
 
 def isreal(input: Any) -> Any:
-    """True everywhere for real tensors (ember has no complex dtypes)."""
+    """True where an element has no imaginary part (everywhere for real tensors)."""
+    if input._data.dtype.kind == "c":
+        return TensorBase._make(input._data.imag == 0)
     return TensorBase._make(_backend.xp_of(input._data).ones(input._data.shape, bool))
 
 
@@ -241,3 +245,10 @@ def _compare(name: str, fn: Any, a: Any, b: Any, out: Any, ordered: bool = False
         raise _unordered(t, f"\"{name}_cpu\" not implemented for '{{dt}}'")
     res = _nograd(fn, a, b)
     return res if out is None else _out.write(out, res, name)
+
+
+def _real_only(x: Any, name: str) -> None:
+    """isposinf/isneginf refuse complex input, as PyTorch's (RuntimeError)."""
+    if isinstance(x, TensorBase) and x._data.dtype.kind == "c":
+        raise RuntimeError(f"{name} does not support complex inputs (got {x.dtype}); test "
+                           f"x.real or x.imag, e.g. torch.{name}(x.real)")

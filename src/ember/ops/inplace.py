@@ -299,6 +299,9 @@ def _check_inplace_result(t: TensorBase, out: TensorBase, fn: Any) -> None:
         )
     if out._data.dtype != t._data.dtype:
         src, dst = _dtype.from_numpy(out._data.dtype), _dtype.from_numpy(t._data.dtype)
+        if dst.is_complex and getattr(fn, "__name__", "") == "abs":  # (|z| is real)
+            raise RuntimeError("In-place abs is not supported for complex tensors (a "
+                               f"{dst} tensor); use z.abs(), which returns a real tensor")
         if not _dtype.can_cast(src, dst):
             raise RuntimeError(
                 f"result type {_dtype.legacy_name(src)} can't be cast to the desired output type "

@@ -185,7 +185,7 @@ def vander(x: Any, N: int | None = None, increasing: bool = False) -> Any:
     n = x.shape[0] if N is None else N
     if n < 0:
         raise RuntimeError("N must be non-negative.")
-    xx = x if x.is_floating_point() else x.to(_dtype.int64)
+    xx = x if x.is_floating_point() or x.is_complex() else x.to(_dtype.int64)
     powers = [xx ** p if p else xx.new_ones(xx.shape) for p in range(n)]
     if not increasing:
         powers = powers[::-1]
@@ -387,6 +387,10 @@ def isin(elements: Any = None, test_elements: Any = None, *, assume_unique: bool
         return _out.write(out, res, "isin")
     a = _as(elements)
     b = _as(test_elements)
+    for t in (a, b):
+        if t.is_complex():
+            raise RuntimeError(f"Unsupported input type encountered for isin(): "
+                               f"{_dtype.legacy_name(t.dtype)} (complex numbers are not supported)")
     xp = np
     res = xp.isin(a.detach().cpu().numpy(), b.detach().cpu().numpy(), invert=invert)
     return tensor(res, device=a.device)
@@ -734,9 +738,9 @@ def ldexp(input: Any, other: Any, *, out: Any = None) -> Any:
     if out is not None:
         return _out.write(out, ldexp(input, other=other), "ldexp")
     x = _as(input)
-    if not x.is_floating_point():
+    if not x.is_floating_point() and not x.is_complex():
         x = x.to(_dtype.get_default_dtype())
-    return x * (2.0 ** _as(other).to(x.dtype))
+    return x * (2.0 ** _as(other).to(x.real.dtype if x.is_complex() else x.dtype))
 
 
 def frexp(input: Any, *, out: Any = None) -> Any:

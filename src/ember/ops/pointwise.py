@@ -205,11 +205,13 @@ def pow(input: Any, exponent: Any, *, out: Any = None) -> Any:
 
 
 def float_power(input: Any, exponent: Any, *, out: Any = None) -> Any:
-    """``input ** exponent`` computed in float64, as PyTorch's float_power."""
-    input = (cast(as_tensor_arg(input), _dtype.float64)
-             if isinstance(as_tensor_arg(input), TensorBase) else float(input))
-    exponent = (cast(as_tensor_arg(exponent), _dtype.float64)
-                if isinstance(as_tensor_arg(exponent), TensorBase) else float(exponent))
+    """``input ** exponent`` computed in float64 (complex128 if either is complex), as
+    PyTorch's float_power."""
+    a, b = as_tensor_arg(input), as_tensor_arg(exponent)
+    c = any(x.is_complex() if isinstance(x, TensorBase) else isinstance(x, complex) for x in (a, b))
+    dt, num = (_dtype.complex128, complex) if c else (_dtype.float64, float)
+    input = cast(a, dt) if isinstance(a, TensorBase) else num(a)
+    exponent = cast(b, dt) if isinstance(b, TensorBase) else num(b)
     res = pow(input, exponent)
     return res if out is None else _out.write(out, res, "float_power")
 

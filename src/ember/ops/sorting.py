@@ -236,6 +236,9 @@ def searchsorted(sorted_sequence: Any, input: Any, *, out_int32: bool = False,
                  out: Any = None) -> Any:
     """Insertion indices of ``input`` into ``sorted_sequence`` along its last dim (batched
     over the leading dims)."""
+    for t in (sorted_sequence, input):
+        if isinstance(t, TensorBase) and t._data.dtype.kind == "c":
+            raise _unordered(t, "\"searchsorted_out_cpu\" not implemented for '{dt}'")
     seq = sorted_sequence._data
     xp = _backend.xp_of(seq)
     if side is not None:

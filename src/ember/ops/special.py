@@ -24,7 +24,7 @@ from .. import _backend, _special
 from .._tensor_base import TensorBase
 from ..autograd.function import Op
 from . import _out
-from ._promote import _float_unary, _promote, _quietly, _truediv, _unary
+from ._promote import _float_unary, _not_complex, _promote, _quietly, _truediv, _unary
 from .casting import as_tensor_arg
 
 __all__ = ["lgamma", "digamma", "polygamma", "mvlgamma", "erfcx", "i0", "i0e", "i1", "i1e",
@@ -102,6 +102,8 @@ def i1e(input: Any, *, out: Any = None) -> Any:
 
 def logit(input: Any, eps: float | None = None, *, out: Any = None) -> Any:
     """``log(input / (1 - input))``, ``input`` clamped to ``[eps, 1 - eps]`` if ``eps`` is given."""
+    if isinstance(input, TensorBase) and input.is_complex():  # (PyTorch's logit is real only)
+        raise NotImplementedError(_not_complex(input, "logit"))
     op, input = _unary(Logit, input)
     res = op.apply(input, eps)
     return res if out is None else _out.write(out, res, "logit")
