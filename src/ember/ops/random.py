@@ -80,7 +80,10 @@ class Generator:
 
     def __init__(self, device: Any = "cpu") -> None:
         self.device = _backend.device(device)
-        self._bg = _SPARE_BIT_GENERATORS.pop() if _SPARE_BIT_GENERATORS else np.random.MT19937(0)
+        try:  # (pop is atomic: two threads never take the same one)
+            self._bg = _SPARE_BIT_GENERATORS.pop()
+        except IndexError:
+            self._bg = np.random.MT19937(0)
         # NumPy's Generator over the same words, for draws not yet written as PyTorch's
         self._rng = np.random.Generator(self._bg)
         self.manual_seed(_DEFAULT_SEED)
