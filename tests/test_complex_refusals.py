@@ -83,6 +83,12 @@ REFUSED = {
     "searchsorted": lambda L, z, w: L.searchsorted(z, w), "bucketize": lambda L, z, w: L.bucketize(
         z, w), "isin": lambda L, z, w: L.isin(z, w),
     "xlog1py": lambda L, z, w: L.special.xlog1py(z, w),
+    "bitwise_not": lambda L, z, w: ~z, "bitwise_and": lambda L, z, w: z & w,
+    "signbit": lambda L, z, w: L.signbit(z), "copysign": lambda L, z, w: L.copysign(z, w),
+    "heaviside": lambda L, z, w: L.heaviside(z, w), "fmod": lambda L, z, w: L.fmod(z, w),
+    "remainder": lambda L, z, w: z % w, "floor_divide": lambda L, z, w: z // w,
+    "nextafter": lambda L, z, w: L.nextafter(z, w), "deg2rad": lambda L, z, w: L.deg2rad(z),
+    "rad2deg": lambda L, z, w: z.rad2deg(),
     "xlogy": lambda L, z, w: L.xlogy(z, w), "xlogy_complex_number": lambda L, z, w: L.xlogy(
         z.real, 1 + 2j),
 }

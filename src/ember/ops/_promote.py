@@ -299,6 +299,14 @@ def _not_complex(x: Any, name: str | None = None) -> str:
             f"complex {name} either); apply it to x.real and x.imag, or to x.abs()")
 
 
+def _refuse_complex(name: str, *args: Any) -> None:
+    """NotImplementedError (PyTorch's class) if a tensor argument is complex: for the real-only
+    ops whose NumPy kernels would otherwise raise a TypeError (fmod, copysign, signbit...)."""
+    for a in args:
+        if isinstance(a, TensorBase) and a._data.dtype.kind == "c":
+            raise NotImplementedError(_not_complex(a, name))
+
+
 def _unordered(x: Any, head: str, exc: type = NotImplementedError) -> Exception:
     """The error of an op that needs an order (lt, max, sort, clamp, floor...) on a complex
     tensor ``x``: PyTorch's class and message ``head`` (``{dt}``: the dtype's legacy name,

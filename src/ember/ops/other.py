@@ -30,6 +30,7 @@ from . import pointwise_complex as _pc
 from . import pointwise_piecewise as _pp
 from ._autocast import cast as _amp_cast
 from ._autocast import flag as _amp
+from ._promote import _refuse_complex
 from .casting import fill  # torch.fill: the kernel behind Tensor.fill_ (out of place)
 from .creation import tensor
 from .indexing_scatter import gather
@@ -759,6 +760,7 @@ def nextafter(input: Any, other: Any, *, out: Any = None) -> Any:
     if out is not None:
         return _out.write(out, nextafter(input, other=other), "nextafter")
     a, b = _as(input), _as(other)
+    _refuse_complex("nextafter", a, b)
     dt = _dtype.result_type(a, b)
     res = np.nextafter(a.detach().cpu().numpy().astype(dt.np),
                        b.detach().cpu().numpy().astype(dt.np))

@@ -32,6 +32,7 @@ from ._promote import (
     _om,
     _promote,
     _quietly,
+    _refuse_complex,
     _truediv,
     opmath,
 )
@@ -131,6 +132,7 @@ def floor_divide(input: Any, other: Any, *, out: Any = None) -> Any:
     if not isinstance(input, TensorBase) and not isinstance(other, TensorBase):
         input = _number_tensor(input)
     input, other = _promote(input, other)
+    _refuse_complex("floor_divide", input, other)
     if _is_float_arg(input, other):  # recorded; its backward raises, as PyTorch's
         res = _om(FloorDivide, input, other).apply(input, other)
     else:
@@ -142,6 +144,7 @@ def floor_divide(input: Any, other: Any, *, out: Any = None) -> Any:
 def remainder(input: Any, other: Any, *, out: Any = None) -> Any:
     """``input % other`` with the sign of ``other`` (Python's rule); integer 0 divisors raise."""
     input, other = _promote(input, other)
+    _refuse_complex("remainder", input, other)
     _check_int_divisor(input, other, "modulo")
     both = isinstance(input, TensorBase) and isinstance(other, TensorBase)
     res = (RemainderT if both else Remainder).apply(input, other)
@@ -151,6 +154,7 @@ def remainder(input: Any, other: Any, *, out: Any = None) -> Any:
 def fmod(input: Any, other: Any, *, out: Any = None) -> Any:
     """C's ``fmod``: the remainder with the sign of ``input``; integer ``other == 0`` raises."""
     input, other = _promote(input, other)
+    _refuse_complex("fmod", input, other)
     _check_int_divisor(input, other, "modulo")
     both = isinstance(input, TensorBase) and isinstance(other, TensorBase)
     res = (FmodT if both else Fmod).apply(input, other)
@@ -234,6 +238,8 @@ def positive(input: Any) -> Any:
 
 def deg2rad(input: Any, *, out: Any = None) -> Any:
     """Degrees to radians."""
+    if isinstance(input, TensorBase) and input.is_complex():
+        raise RuntimeError(f"deg2rad is not supported for complex tensors (got {input.dtype})")
     input = _float_unary(input)
     res = _om(Deg2Rad, input).apply(input, math.pi / 180)
     return res if out is None else _out.write(out, res, "deg2rad")
@@ -241,6 +247,8 @@ def deg2rad(input: Any, *, out: Any = None) -> Any:
 
 def rad2deg(input: Any, *, out: Any = None) -> Any:
     """Radians to degrees."""
+    if isinstance(input, TensorBase) and input.is_complex():
+        raise RuntimeError(f"rad2deg is not supported for complex tensors (got {input.dtype})")
     input = _float_unary(input)
     res = _om(Rad2Deg, input).apply(input, 180 / math.pi)
     return res if out is None else _out.write(out, res, "rad2deg")

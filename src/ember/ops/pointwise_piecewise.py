@@ -17,7 +17,7 @@ from .._tensor_base import TensorBase
 from ..autograd.function import Op
 from . import _out
 from . import pointwise_complex as _pc
-from ._promote import _nograd, _promote, _unordered, conjugated
+from ._promote import _nograd, _promote, _refuse_complex, _unordered, conjugated
 from .casting import as_tensor_arg, cast
 from .creation import tensor
 
@@ -138,6 +138,7 @@ def sgn(input: Any, *, out: Any = None) -> Any:
 
 def signbit(input: Any, *, out: Any = None) -> Any:
     """True where the sign bit is set (-0.0 included), elementwise."""
+    _refuse_complex("signbit", input)
     res = _nograd(np.signbit, input)
     return res if out is None else _out.write(out, res, "signbit")
 
@@ -208,6 +209,7 @@ def nan_to_num(
 def copysign(input: Any, other: Any, *, out: Any = None) -> Any:
     """``|input|`` with the sign of ``other`` (the sign bit: -0.0 counts as negative)."""
     input, other = _promote(input, other, to_float=True)
+    _refuse_complex("copysign", input, other)
     if not isinstance(input, TensorBase):
         input = as_tensor_arg(float(input))
         input = TensorBase._make(np.asarray(input, dtype=other._data.dtype))
@@ -218,6 +220,10 @@ def copysign(input: Any, other: Any, *, out: Any = None) -> Any:
 def heaviside(input: Any, values: Any, *, out: Any = None) -> Any:
     """The Heaviside step: 0 below 0, 1 above, ``values`` at 0."""
     input, values = _promote(input, values)
+    for a in (input, values):
+        if isinstance(a, TensorBase) and a._data.dtype.kind == "c":
+            raise RuntimeError(f"heaviside is not yet implemented for complex tensors (got "
+                               f"{a.dtype}), as in PyTorch")
     if any(isinstance(a, TensorBase) and a._rg for a in (input, values)):
         res = Heaviside.apply(input, values)  # recorded; its backward raises, as PyTorch's
     else:
@@ -269,7 +275,7 @@ def bitwise_xor(input: Any, other: Any, *, out: Any = None) -> Any:
 
 def bitwise_not(input: Any, *, out: Any = None) -> Any:
     """Bitwise NOT of an integer or bool tensor (``~input``)."""
-    if input._data.dtype.kind == "f":
+    if input._data.dtype.kind in "fc":  # TypeError, as PyTorch's ~ (this function is ~ too)
         raise TypeError(
             f"~ (bitwise_not) is only supported for integer and bool tensors, got {input.dtype}"
         )
@@ -570,7 +576,7 @@ def _bitwise(name: str, fn: Any, a: Any, b: Any) -> Any:
     """``fn(a, b)`` on promoted integer or bool operands (floating ones raise), no gradient."""
     a, b = _promote(a, b)
     for t in (a, b):
-        if isinstance(t, TensorBase) and t._data.dtype.kind == "f":
+        if isinstance(t, TensorBase) and t._data.dtype.kind in "fc":
             raise NotImplementedError(  # (PyTorch's class: "not implemented for 'Float'")
                 f"{name} is only supported for integer and bool tensors, got {t.dtype}; for "
                 "masks, compare first: (x > 0) & (y < 1)"
