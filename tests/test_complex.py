@@ -264,6 +264,7 @@ CASES["rms_norm_weight_eps"] = (lambda m, x, w: m.nn.functional.rms_norm(x, (3, 
                                 (A, B), ())
 CASES["ldexp"] = (lambda m, x: m.ldexp(x, m.tensor([[1, 2, 0, 3]])), (A,), ())
 CASES["float_power"] = (lambda m, x: m.float_power(x, 2) + m.float_power(x, 0.5 - 1j), (A,), ())
+CASES["logcumsumexp"] = (lambda m, x: m.logcumsumexp(x * 3, 1), (A,), ())
 CASES["Softsign_Tanhshrink_modules"] = (lambda m, x: m.nn.Tanhshrink()(m.nn.Softsign()(x)),
                                         (A,), ())
 
@@ -653,3 +654,11 @@ def test_isreal_ldexp_and_vander_of_complex_tensors_are_pytorchs():
                      for lib in (ember, torch))
         assert got.tolist() == want.tolist() == [True, False, True, False]
 
+
+
+def test_complex_logcumsumexp_keeps_imaginary_parts_unwrapped_as_pytorch():
+    """PyTorch accumulates complex logcumsumexp pairwise (hi + log1p(exp(lo - hi))), so an
+    imaginary part beyond pi is kept, and a -inf start does not turn into nan."""
+    v = [-np.inf + 0j, 1 + 1j, 0.5 + 4j, 3 - 5j]
+    got, want = (lib.logcumsumexp(lib.tensor(v, dtype=lib.complex128), 0) for lib in (ember, torch))
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-12)

@@ -545,6 +545,8 @@ def logcumsumexp(input: Any, dim: int, *, out: Any = None) -> Any:
         return _out.write(out, logcumsumexp(input, dim=dim), "logcumsumexp")
     if input.dim() == 0:
         return input * 1
+    if input.is_complex():
+        return _logcumsumexp_complex(input, dim)
     m = input.detach().amax(dim, keepdim=True)
     m = _pp.where(_cmp.isfinite(m), m, m.new_zeros(()))
     return (input - m).exp().cumsum(dim).log() + m
@@ -580,6 +582,22 @@ def _isin_args(elements: Any, test_elements: Any, element: Any, test_element: An
         raise TypeError("isin(): element and test_element cannot both be numbers (PyTorch has "
                         "no such overload); pass one of them as a tensor")
     return elements, test_elements
+
+
+def _logcumsumexp_complex(x: Any, dim: int) -> Any:
+    """logcumsumexp of complex numbers as PyTorch accumulates it: each step adds the next element
+    as ``hi + log1p(exp(lo - hi))``, hi the one with the larger real part, so the imaginary parts
+    carry on unwrapped (not the principal log of the sum). A loop over ``dim``: complex
+    logcumsumexp is rare."""
+    parts = x.unbind(dim)
+    acc = parts[0].clone()
+    outs = [acc]
+    for b in parts[1:]:
+        a_hi = acc.real.detach() >= b.real.detach()
+        hi, lo = _pp.where(a_hi, acc, b), _pp.where(a_hi, b, acc)
+        acc = hi + (lo - hi).exp().log1p()
+        outs.append(acc)
+    return stack(outs, dim)
 
 
 def _cov_weights(w: Any, name: str, n: int) -> Any:
