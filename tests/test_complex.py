@@ -599,7 +599,8 @@ def test_python_complex_numbers_keep_double_precision_in_arithmetic(cdt):
 
 COV_CASES = {  # name -> (data dtype, fweights dtype or None, aweights dtype or None, correction)
     "f64_aw32": ("float64", None, "float32", 1), "f32_aw64": ("float32", None, "float64", 1),
-    "f64_fw_aw32": ("float64", "int64", "float32", 2), "c64_aw64": ("complex64", None, "float64", 1),
+    "f64_fw_aw32": ("float64", "int64", "float32", 2),
+    "c64_aw64": ("complex64", None, "float64", 1),
     "c128_aw32": ("complex128", None, "float32", 1), "int_aw64": ("int64", None, "float64", 1),
     "int_fw32": ("int64", "int32", None, 1), "f16_aw32": ("float16", None, "float32", 1),
     "f64_aw32_c0": ("float64", "int64", "float32", 0), "one_row": ("float64", None, "float32", 1),
@@ -637,7 +638,8 @@ def test_cov_weights_keep_their_dtypes_as_pytorch(name):
 def test_cov_refuses_weights_as_pytorch(kw):
     for lib in (torch, ember):
         args = {k: lib.tensor(v) for k, v in kw.items()}
-        with pytest.raises(RuntimeError, match="cov\\(\\): (expected|.*cannot be negative|weights)"):
+        with pytest.raises(RuntimeError,
+                           match="cov\\(\\): (expected|.*cannot be negative|weights)"):
             lib.cov(lib.tensor([[1.0, 2, 3, 4], [2, 1, 5, 3]]), **args)
 
 

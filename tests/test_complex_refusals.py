@@ -89,6 +89,7 @@ REFUSED = {
     "remainder": lambda L, z, w: z % w, "floor_divide": lambda L, z, w: z // w,
     "nextafter": lambda L, z, w: L.nextafter(z, w), "deg2rad": lambda L, z, w: L.deg2rad(z),
     "rad2deg": lambda L, z, w: z.rad2deg(),
+    "bincount": lambda L, z, w: L.bincount(z), "histogram": lambda L, z, w: L.histogram(z),
     "xlogy": lambda L, z, w: L.xlogy(z, w), "xlogy_complex_number": lambda L, z, w: L.xlogy(
         z.real, 1 + 2j),
 }

@@ -708,6 +708,7 @@ def histogram(input: Any, bins: Any = 100, *, range: Any = None, weight: Any = N
     if out is not None:
         res = histogram(input, bins=bins, range=range, weight=weight, density=density)
         return _out.write(out, res, "histogram")
+    _refuse_complex("histogram", input)  # (NotImplementedError, as PyTorch's)
     if not input.is_floating_point():
         raise RuntimeError(f"torch.histogram: input tensor and bins tensors should have the same "
                            f"floating dtype, got {input.dtype}; convert it first, e.g. x.float()")

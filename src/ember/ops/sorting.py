@@ -307,6 +307,10 @@ def bincount(input: Any, weights: Any = None, minlength: int = 0) -> Any:
     """Counts of each value in a 1-D non-negative integer tensor (sums of ``weights``)."""
     a = input._data
     xp = _backend.xp_of(a)
+    if a.dtype.kind == "c":  # (PyTorch's class for complex input)
+        raise NotImplementedError(f"\"bincount\" not implemented for "
+                                  f"'{_dtype.legacy_name(input.dtype)}' (it counts non-negative "
+                                  "integers)")
     if a.ndim != 1 or a.dtype.kind not in "iub" or (a.size and int(a.min()) < 0):
         raise RuntimeError(
             f"bincount only supports 1-d non-negative integral inputs (got shape {list(a.shape)},"
