@@ -92,6 +92,24 @@ REFUSED = {
     "bincount": lambda L, z, w: L.bincount(z), "histogram": lambda L, z, w: L.histogram(z),
     "xlogy": lambda L, z, w: L.xlogy(z, w), "xlogy_complex_number": lambda L, z, w: L.xlogy(
         z.real, 1 + 2j),
+    "atan2": lambda L, z, w: L.atan2(z, w), "hypot": lambda L, z, w: L.hypot(z, w),
+    "logaddexp2": lambda L, z, w: L.logaddexp2(z, w),
+    "mse_loss": lambda L, z, w: L.nn.functional.mse_loss(z, w),
+    "smooth_l1_loss": lambda L, z, w: L.nn.functional.smooth_l1_loss(z, w),
+    "huber_loss": lambda L, z, w: L.nn.functional.huber_loss(z, w),
+    "avg_pool1d": lambda L, z, w: L.nn.functional.avg_pool1d(z.reshape(1, 1, 3), 2),
+    "max_pool1d": lambda L, z, w: L.nn.functional.max_pool1d(z.reshape(1, 1, 3), 2),
+    "adaptive_avg_pool1d": lambda L, z, w: L.nn.functional.adaptive_avg_pool1d(
+        z.reshape(1, 1, 3), 2),
+    "avg_pool2d": lambda L, z, w: L.nn.functional.avg_pool2d(z.reshape(1, 1, 3, 1), 1),
+    "interpolate_nearest": lambda L, z, w: L.nn.functional.interpolate(z.reshape(1, 1, 3),
+                                                                       scale_factor=2),
+    "interpolate_linear": lambda L, z, w: L.nn.functional.interpolate(
+        z.reshape(1, 1, 3), scale_factor=2, mode="linear"),
+    "sdpa": lambda L, z, w: L.nn.functional.scaled_dot_product_attention(
+        z.reshape(1, 3, 1), w.reshape(1, 3, 1), z.reshape(1, 3, 1)),
+    "full_real_dtype": lambda L, z, w: L.full((2,), 1 + 2j, dtype=L.float32),
+    "full_like_real": lambda L, z, w: L.full_like(z.real, 1 + 2j),
 }
 
 

@@ -307,6 +307,13 @@ def _refuse_complex(name: str, *args: Any) -> None:
             raise NotImplementedError(_not_complex(a, name))
 
 
+def _promote_real(a: Any, b: Any, name: str) -> tuple[Any, Any]:
+    """``_promote(a, b, to_float=True)`` for an op PyTorch defines on real numbers only (its
+    kernel ``name``, e.g. ``"hypot_cpu"``): NotImplementedError for a complex operand."""
+    _refuse_complex(name, a, b)
+    return _promote(a, b, to_float=True)
+
+
 def _unordered(x: Any, head: str, exc: type = NotImplementedError) -> Exception:
     """The error of an op that needs an order (lt, max, sort, clamp, floor...) on a complex
     tensor ``x``: PyTorch's class and message ``head`` (``{dt}``: the dtype's legacy name,

@@ -130,9 +130,11 @@ def full(size: Any, fill_value: Any, *, out: Any = None, dtype: Any = None, layo
         _args.check_layout(layout)
     if out is not None:
         dt = _args.out_dtype("full", dtype, out)
+        fill_value = _fill_in("full", fill_value, dt)
         res = _place(np.full(shape, fill_value, dt.np), dt, _out_device(out, device), False)
         return _args.write_new(out, res, "full", requires_grad)
     dt = _dtype_arg("full", dtype) if dtype is not None else _dtype.scalar_dtype(fill_value)
+    fill_value = _fill_in("full", fill_value, dt)
     if (device is not None or _backend.default_device is not None) and _backend.meta_target(device):
         return _place(_backend.MetaArray(shape, dt.np), dt, device, requires_grad)
     return _place(np.full(shape, fill_value, dt.np), dt, device, requires_grad)
@@ -173,7 +175,7 @@ def full_like(input: Any, fill_value: Any, *, dtype: Any = None, layout: Any = N
               memory_format: Any = None) -> Any:
     """``fill_value`` in ``input``'s shape, dtype and device unless given."""
     dt, dev = _like("full_like", input, dtype, device, layout, memory_format)
-    fill_value = _fill_value("full_like", fill_value)
+    fill_value = _fill_in("full_like", _fill_value("full_like", fill_value), dt)
     if (dev is not None or _backend.default_device is not None) and _backend.meta_target(dev):
         return _place(_meta_like(input, dt), dt, dev, requires_grad)
     return _place(np.full(input._data.shape, fill_value, dt.np), dt, dev, requires_grad)
@@ -358,6 +360,18 @@ def _fill_value(name: str, value: Any) -> Any:
             raise TypeError(f"{name}(): argument 'fill_value' must be Number, not Tensor (got a "
                             f"tensor of shape {list(value.shape)}; pass a 0-d tensor or a number)")
         return value.item()
+    return value
+
+
+def _fill_in(name: str, value: Any, dt: Any) -> Any:
+    """``value`` for a tensor of dtype ``dt``: a complex number with an imaginary part fits only
+    a complex dtype (PyTorch's overflow error); without one, its real part."""
+    if isinstance(value, builtins.complex) and not dt.is_complex:
+        if value.imag != 0:
+            raise RuntimeError(f"{name}(): value {value} cannot be converted to type {dt} without "
+                               "overflow (a complex fill needs a complex dtype, e.g. "
+                               "dtype=torch.complex64)")
+        return value.real
     return value
 
 

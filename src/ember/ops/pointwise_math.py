@@ -27,6 +27,7 @@ from ._autocast import cast as _amp_cast
 from ._autocast import flag as _amp
 from ._promote import _cunary, _float_unary, _is_complex, _promote, _quietly, _truediv, _unary
 from ._promote import _not_complex as _no_complex
+from ._promote import _promote_real as _real_operands
 
 __all__ = [
     "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "sin", "cos",
@@ -274,11 +275,9 @@ def atan2(input: Any, other: Any, *, out: Any = None) -> Any:
         input, other = _amp_cast("atan2", input, other)
     for name, v in (("input", input), ("other", other)):
         if not isinstance(v, TensorBase) and isinstance(v, (int, float, bool)):
-            raise TypeError(
-                f"atan2(): argument '{name}' must be Tensor, not {type(v).__name__}; wrap the "
-                "number in a tensor: torch.atan2(y, torch.tensor(x))"
-            )
-    input, other = _promote(input, other, to_float=True)
+            raise TypeError(f"atan2(): argument '{name}' must be Tensor, not {type(v).__name__}; "
+                            "wrap the number in a tensor: torch.atan2(y, torch.tensor(x))")
+    input, other = _real_operands(input, other, "atan2_cpu")
     res = Atan2.apply(input, other)
     return res if out is None else _out.write(out, res, "atan2")
 
@@ -295,14 +294,14 @@ def logaddexp(input: Any, other: Any, *, out: Any = None) -> Any:
 
 def logaddexp2(input: Any, other: Any, *, out: Any = None) -> Any:
     """``log2(2**input + 2**other)``, computed stably."""
-    input, other = _promote(input, other, to_float=True)
+    input, other = _real_operands(input, other, "logaddexp2_cpu")
     res = LogAddExp2.apply(input, other)
     return res if out is None else _out.write(out, res, "logaddexp2")
 
 
 def hypot(input: Any, other: Any, *, out: Any = None) -> Any:
     """``sqrt(input**2 + other**2)`` without overflow in the squares."""
-    input, other = _promote(input, other, to_float=True)
+    input, other = _real_operands(input, other, "hypot_cpu")
     res = Hypot.apply(input, other)
     return res if out is None else _out.write(out, res, "hypot")
 

@@ -49,7 +49,7 @@ def scaled_dot_product_attention(query: Any, key: Any, value: Any, attn_mask: An
                 f"shape {list(t.shape)}"
             )
         if not t.is_floating_point():
-            raise RuntimeError(
+            raise (NotImplementedError if t.is_complex() else RuntimeError)(  # PyTorch's classes
                 f"scaled_dot_product_attention: {name} must be floating point, got {t.dtype}"
             )
     if not (query.dtype == key.dtype == value.dtype):

@@ -21,6 +21,7 @@ from .. import pointwise_math as _pm
 from .. import pointwise_piecewise as _pp
 from .._autocast import cast as _amp_cast
 from .._autocast import flag as _amp
+from .._promote import _refuse_complex
 from .._reduce import _sum_arr
 from ._common import (
     _as_float_tensor,
@@ -53,6 +54,7 @@ def mse_loss(input: Any, target: Any, size_average: Any = None, reduce: Any = No
     if _amp.active:
         input, target, weight = _amp_cast("mse_loss", input, target, weight)
     reduction = _check_reduction(_legacy_reduction(size_average, reduce, reduction))
+    _refuse_complex("mse_cpu", input, target)  # (PyTorch defines no complex squared error)
     _check_target_size("mse_loss", input, target)
     if weight is None and _fusable(input, target):
         return MseLoss.apply(input, target, reduction)
@@ -84,6 +86,7 @@ def smooth_l1_loss(input: Any, target: Any, size_average: Any = None, reduce: An
     reduction = _check_reduction(_legacy_reduction(size_average, reduce, reduction))
     if beta < 0:
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    _refuse_complex("smooth_l1_cpu", input, target)
     _check_target_size("smooth_l1_loss", input, target)
     if beta > 0 and _fusable(input, target):
         return SmoothL1Loss.apply(input, target, reduction, float(beta), False)
@@ -103,6 +106,7 @@ def huber_loss(input: Any, target: Any, reduction: str = "mean", delta: float = 
     _check_reduction(reduction)
     if delta <= 0:
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
+    _refuse_complex("huber_cpu", input, target)
     _check_target_size("huber_loss", input, target)
     if weight is None and _fusable(input, target):
         return HuberLoss.apply(input, target, reduction, float(delta), True)

@@ -19,6 +19,7 @@ from ..._tensor_base import TensorBase
 from ...autograd import grad_mode
 from ...autograd.function import Op
 from .. import _out
+from .._promote import _refuse_complex
 from ._kernels import (
     Resample,
     _4d,
@@ -391,6 +392,7 @@ def _pool_args(fn: str, nd: int, input: Any, kernel_size: Any, stride: Any, padd
                dilation: Any, ceil_mode: bool) -> tuple:
     """Check a pooling call; returns (input (batched), unbatched, geometry)."""
     _check_tensor(input, fn)
+    _refuse_complex(fn, input)
     x = input._data
     if x.ndim not in (nd + 1, nd + 2):
         if fn.startswith("max_pool2d"):
@@ -525,6 +527,7 @@ def _avg_pool(fn: str, nd: int, input: Any, kernel_size: Any, stride: Any, paddi
 
 def _adaptive_args(fn: str, nd: int, input: Any, output_size: Any) -> tuple[Any, tuple]:
     _check_tensor(input, fn)
+    _refuse_complex(fn, input)
     x = input._data
     if x.ndim not in (nd + 1, nd + 2):
         if nd == 1:

@@ -16,6 +16,7 @@ from ...autograd import grad_mode
 from .. import _out
 from .._autocast import cast as _amp_cast
 from .._autocast import flag as _amp
+from .._promote import _refuse_complex
 from ..joining import stack
 from ..random import rand
 from ._kernels import _check_tensor, _depth_taps, _ints, _rebatch, _tname, _unbatch
@@ -286,6 +287,7 @@ def _pool3d_args(fn: str, input: Any, kernel_size: Any, stride: Any, padding: An
                  dilation: Any, ceil_mode: bool) -> tuple:
     """Checks of a 3-D pooling call; returns (batched input, unbatched, k, s, p, d, OD, pad_hi)."""
     _check_tensor(input, fn)
+    _refuse_complex(fn, input)
     x = input._data
     if x.ndim not in (4, 5):
         raise RuntimeError(f"{fn}: Expected 4D or 5D (batch mode) tensor with optional 0 dim "

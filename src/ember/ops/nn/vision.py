@@ -17,6 +17,7 @@ from ..._tensor_base import TensorBase
 from ...autograd.function import Op
 from .._autocast import cast as _amp_cast
 from .._autocast import flag as _amp
+from .._promote import _refuse_complex
 from ._kernels import Resample, _AxisMap, _check_tensor, _tname
 from .pooling import _adaptive_avg, adaptive_avg_pool1d, adaptive_avg_pool2d
 
@@ -215,6 +216,7 @@ def interpolate(input: Any, size: Any = None, scale_factor: Any = None, mode: st
     _check_tensor(input, "interpolate")
     x = input._data
     nsp = x.ndim - 2
+    _refuse_complex(f"upsample_{mode}{nsp}d", input)
     if mode in ("nearest", "area", "nearest-exact"):
         if align_corners is not None:
             raise ValueError("align_corners option can only be set with the interpolating "
