@@ -963,3 +963,15 @@ def airy_ai(x: Any) -> Any:
     out = xp.where(series, ai_series, xp.where(pos, ai_pos, ai_neg))
     out = xp.where(xp.isinf(x), xp.nan, out)  # PyTorch's convention
     return _done(xp, xp.where(xp.isnan(x), x, out), dt)
+
+
+def logaddexp_complex(xp: Any, a: Any, b: Any) -> Any:
+    """``log(exp(a) + exp(b))`` of complex arrays as PyTorch computes it: the operand with the
+    larger real part plus ``log1p(exp(other - it))`` (imaginary parts are not wrapped); where
+    both real parts are the same infinity, that operand itself."""
+    first = a.real >= b.real
+    hi, lo = xp.where(first, a, b), xp.where(first, b, a)
+    with np.errstate(invalid="ignore", over="ignore"):
+        out = hi + xp.log1p(xp.exp(lo - hi))
+    same_inf = xp.isinf(hi.real) & (hi.real == lo.real)
+    return xp.where(same_inf, hi, out)

@@ -19,6 +19,7 @@ from .. import _kernels_loader as _kernels
 from .._special import erf as _erf
 from .._special import erfc as _erfc
 from .._special import erfinv as _erfinv
+from .._special import logaddexp_complex as _logaddexp_c
 from .._tensor_base import TensorBase
 from ..autograd.function import Op
 from . import _blockwise as _bw
@@ -673,11 +674,9 @@ class Sigmoid(Op):
             return out
         if x.dtype.kind == "c":
             out = 1 / (1 + xp.exp(-x))
-            ctx.save_for_backward(out)
-            return out
-        # exp of a negative argument only, so large |x| never overflows
-        e = xp.exp(-xp.abs(x))
-        out = xp.where(x >= 0, 1, e) / (e + 1)  # (one division: 1/(1+e) or e/(1+e))
+        else:  # exp of a negative argument only, so large |x| never overflows
+            e = xp.exp(-xp.abs(x))
+            out = xp.where(x >= 0, 1, e) / (e + 1)  # (one division: 1/(1+e) or e/(1+e))
         ctx.save_for_backward(out)
         return out
 
@@ -755,15 +754,16 @@ class LogAddExp(Op):
 
     @staticmethod
     def forward(ctx: Any, a: Any, b: Any) -> Any:
-        out = ctx.xp.logaddexp(a, b)
+        xp = ctx.xp
+        out = xp.logaddexp(a, b) if a.dtype.kind != "c" else _logaddexp_c(xp, a, b)
         ctx.save_for_backward(a, b, out)
         return out
 
     @staticmethod
-    def backward(ctx: Any, grad: Any) -> Any:
+    def backward(ctx: Any, grad: Any) -> Any:  # (complex: grad times the conjugate derivative)
         a, b, out = ctx.saved
         xp = ctx.xp
-        return grad * xp.exp(a - out), grad * xp.exp(b - out)
+        return grad * xp.conj(xp.exp(a - out)), grad * xp.conj(xp.exp(b - out))
 
 
 class LogAddExp2(Op):
