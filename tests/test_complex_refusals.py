@@ -205,6 +205,9 @@ CREATORS = {
     "normal_": lambda L, dt, n: L.zeros(n, dtype=dt).normal_(1, 2),
     "uniform_": lambda L, dt, n: L.zeros(3, n, dtype=dt).t().uniform_(-1, 2),
     "randn_out": lambda L, dt, n: L.randn(n, out=L.empty(n, dtype=dt)),
+    "normal_tensor_mean": lambda L, dt, n: L.normal(L.ones(n, dtype=dt) * (1 - 2j), 2.0),
+    "normal_tensor_std": lambda L, dt, n: L.normal(L.ones(n, dtype=dt) * 1j,
+                                                   L.ones(n, dtype=dt).real * 3),
 }
 
 

@@ -323,11 +323,15 @@ def normal(mean: Any, std: Any = 1.0, size: Any = None, *, generator: Generator 
         # PyTorch: out.normal_(0, std) + mean for a number std, else out.normal_(0, 1) * std +
         # mean, each step rounded in the result's dtype
         n = _numel(shape)
-        if isinstance(std, TensorBase):
-            arr = _mt19937.normal(_gen(generator), n, dt, 0.0, 1.0).reshape(shape)
-            arr = arr * np.asarray(s).astype(dt.np, copy=False)
+        noise_std = 1.0 if isinstance(std, TensorBase) else float(std)
+        if dt.is_complex:  # PyTorch's normal_ of a complex out: view_as_real's 2n draws, each
+            rdt = dt.to_real()  # part with std / sqrt(2)
+            arr = _mt19937.normal(_gen(generator), 2 * n, rdt, 0.0, noise_std / math.sqrt(2))
+            arr = np.asarray(arr).astype(rdt.np, copy=False).view(dt.np).reshape(shape)
         else:
-            arr = _mt19937.normal(_gen(generator), n, dt, 0.0, float(std)).reshape(shape)
+            arr = _mt19937.normal(_gen(generator), n, dt, 0.0, noise_std).reshape(shape)
+        if isinstance(std, TensorBase):
+            arr = arr * np.asarray(s).astype(dt.np, copy=False)
         arr = (arr + np.asarray(m).astype(dt.np, copy=False)).astype(dt.np, copy=False)
         result = _place(arr, dt, ref.device, False)
         return result if out is None else _out.write(out, result, "normal")
