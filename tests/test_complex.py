@@ -689,3 +689,60 @@ def test_logaddexp_of_complex_tensors_as_pytorch():
     x = ember.tensor(a[2:], requires_grad=True)
     y = ember.tensor(b[2:], requires_grad=True)
     assert ember.autograd.gradcheck(ember.logaddexp, (x, y))
+
+
+def _complex_conv(lib, case, x, w, b, x3, w3):
+    """(output, inputs) of one complex convolution case on ``lib``."""
+    F = lib.nn.functional
+    xt, wt, bt = (lib.tensor(a, requires_grad=True) for a in (x, w, b))
+    x3t, w3t = (lib.tensor(a, requires_grad=True) for a in (x3, w3))
+    if case == "conv1d":
+        return F.conv1d(xt[:, :, 0], wt[:, :, 0], bt, padding=1), (xt, wt, bt)
+    if case == "conv2d":
+        return F.conv2d(xt, wt, bt, stride=2, padding=1), (xt, wt, bt)
+    if case == "conv2d_groups":
+        return F.conv2d(xt, wt[:2, :2], groups=2), (xt, wt)
+    if case == "conv_transpose2d":
+        return F.conv_transpose2d(xt, wt.transpose(0, 1)[:, :3], None, stride=2), (xt, wt)
+    if case == "conv3d":
+        return F.conv3d(x3t, w3t, padding=1), (x3t, w3t)
+    return F.conv_transpose3d(x3t, w3t.transpose(0, 1)), (x3t, w3t)
+
+
+@pytest.mark.parametrize("case", ["conv1d", "conv2d", "conv2d_groups", "conv_transpose2d",
+                                  "conv3d", "conv_transpose3d"])
+def test_complex_convolutions_match_pytorchs_gradients(case):
+    """Convolutions are holomorphic in each operand: their gradients are the conjugate rule's
+    (ember's real rule had given unconjugated ones); values and gradients against torch."""
+    rng = np.random.default_rng(9)
+
+    def c(*shape):
+        return rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
+
+    arrays = (c(2, 4, 6, 6), c(3, 4, 3, 3), c(3), c(1, 2, 3, 4, 4), c(2, 2, 2, 3, 3))
+    got, g = [], None
+    for lib in (ember, torch):
+        out, ins = _complex_conv(lib, case, *arrays)
+        if g is None:
+            g = c(*tuple(out.shape))
+        (out * lib.tensor(g)).sum().real.backward()
+        got.append([out.detach().numpy()] + [t.grad.numpy() for t in ins])
+    for e, t in zip(*got):
+        np.testing.assert_allclose(e, t, rtol=1e-10, atol=1e-10)
+
+
+def test_complex_conv2d_gradcheck_and_embedding_refusal():
+    rng = np.random.default_rng(2)
+    x = ember.tensor(rng.standard_normal((1, 2, 4, 4)) + 1j * rng.standard_normal((1, 2, 4, 4)),
+                     requires_grad=True)
+    w = ember.tensor(rng.standard_normal((2, 2, 3, 3)) + 1j * rng.standard_normal((2, 2, 3, 3)),
+                     requires_grad=True)
+    assert ember.autograd.gradcheck(lambda a, b: ember.nn.functional.conv2d(a, b, padding=1),
+                                    (x, w))
+    # PyTorch records no complex embedding: a weight that requires grad is refused, as there
+    for lib in (ember, torch):
+        weight = lib.ones(3, 2, dtype=lib.complex64, requires_grad=True)
+        with pytest.raises(RuntimeError, match="complex dtype"):
+            lib.nn.functional.embedding(lib.tensor([0, 2]), weight)
+        with lib.no_grad():
+            assert lib.nn.functional.embedding(lib.tensor([0, 2]), weight).shape == (2, 2)

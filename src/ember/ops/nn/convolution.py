@@ -18,6 +18,7 @@ import numpy as np
 from ...autograd.function import Op
 from .._autocast import cast as _amp_cast
 from .._autocast import flag as _amp
+from .._promote import conjugated
 from ..creation import zeros_like
 from ..joining import stack
 from ._kernels import (
@@ -477,7 +478,8 @@ def _conv(fn: str, nd: int, input: Any, weight: Any, bias: Any, stride: Any, pad
     if nd == 3:
         return _rebatch(_conv3d(input, weight, bias, stride, pads, dilation, groups), unbatched)
     pad2 = ((0, 0),) + pads if nd == 1 else pads
-    out = Conv.apply(input, weight, bias, _to2(stride, 1), pad2, _to2(dilation, 1), groups)
+    op = conjugated(Conv) if input._data.dtype.kind == "c" else Conv  # (complex: PyTorch's rule)
+    out = op.apply(input, weight, bias, _to2(stride, 1), pad2, _to2(dilation, 1), groups)
     return _rebatch(out, unbatched)
 
 
@@ -547,7 +549,8 @@ def _conv_transpose(fn: str, nd: int, input: Any, weight: Any, bias: Any, stride
         return _rebatch(y, unbatched)
     out_hw = _to2(tuple(out), 1)
     pad2 = ((p2[0], p2[0]), (p2[1], p2[1]))
-    y = ConvTranspose.apply(input, weight, bias, out_hw, s2, pad2, d2, groups)
+    op = conjugated(ConvTranspose) if input._data.dtype.kind == "c" else ConvTranspose
+    y = op.apply(input, weight, bias, out_hw, s2, pad2, d2, groups)
     return _rebatch(y, unbatched)
 
 

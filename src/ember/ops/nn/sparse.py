@@ -65,6 +65,10 @@ def embedding(
             )
     if max_norm is not None:
         _embedding_renorm(weight, idx, max_norm, norm_type)
+    if weight._data.dtype.kind == "c" and weight._rg and grad_mode.state.enabled:
+        raise RuntimeError("embedding does not support automatic differentiation for outputs "
+                           "with complex dtype. (As PyTorch: look rows up under torch.no_grad(), "
+                           "or index the weight, weight[indices], which is differentiable.)")
     if sparse and weight._rg and weight._grad_fn is None and grad_mode.state.enabled:
         # a sparse gradient (ops/sparse.py): the rows looked up, as PyTorch's
         _sparse.install_grad_hook(weight)
