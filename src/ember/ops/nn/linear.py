@@ -7,6 +7,7 @@ from typing import Any
 
 from ... import _backend, _dtype
 from ..._tensor_base import TensorBase
+from ...autograd import grad_mode
 from ...autograd.function import Op
 from .. import _out
 from .._autocast import cast as _amp_cast
@@ -69,6 +70,11 @@ def bilinear(input1: TensorBase, input2: TensorBase, weight: TensorBase, bias: T
             f"bilinear(): input sizes ({input1.shape[-1]}, {input2.shape[-1]}) do not match the "
             f"weight's (in1_features, in2_features) = ({weight.shape[1]}, {weight.shape[2]})"
         )
+    if input1._data.dtype.kind == "c" and grad_mode.state.enabled and any(
+            t is not None and t.requires_grad for t in (input1, input2, weight, bias)):
+        raise RuntimeError("_trilinear does not support automatic differentiation for outputs "
+                           "with complex dtype. (As PyTorch: compute it under torch.no_grad(), "
+                           "or write it with einsum, which is differentiable.)")
     return Bilinear.apply(input1, input2, weight, bias)
 
 
