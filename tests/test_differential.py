@@ -851,6 +851,22 @@ def test_requires_grad_on_view_of_constant():
     _assert_same(prog2)
 
 
+@pytest.mark.xfail(strict=False, reason="issue 31: inplace_on_op_internal_view")
+def test_inplace_with_grad_on_einsum_result_made_under_no_grad():
+    """PyTorch's einsum("i,i->") returns a view of its own product (``_base`` set); made under
+    no_grad, that view refuses an in-place copy from a tensor requiring grad. ember's result is
+    not a view and takes the copy (generated: family views, seed 310819173)."""
+
+    def prog(m):
+        x = m.tensor([[-0.5, -0.625], [1.5, 2.0]], dtype=m.float64, requires_grad=True)
+        with m.no_grad():
+            y = m.einsum("i,i->", x.reshape(-1), x.t().reshape(-1))
+        y.copy_(m.tensor(0.875, dtype=m.float64, requires_grad=True))
+        return y
+
+    _assert_same(prog)
+
+
 @pytest.mark.xfail(strict=False, reason="issue 10: inplace_through_data (promoted leaf)")
 def test_leaf_data_modified_after_promoting_op():
     """y = c64 / x32 saves x; x.data.clamp_() is invisible to the version check, so PyTorch's

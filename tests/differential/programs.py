@@ -58,6 +58,9 @@ KNOWN_GAPS: set[str] = {
     "inplace_through_data",  # class inplace_through_data (leaf.data modified after a promoted op)
     "inplace_meta_on_graph_output_in_no_grad",  # class inplace_metadata_ops (cat's output)
     "inplace_meta_after_retain_grad",  # class retained_grad_after_inplace_metadata_op
+    # an op whose PyTorch result is a view of its own temporaries (einsum "i,i->", ...): ember's
+    # result is not a view, so PyTorch's no_grad-view rules for it are not ember's (ops/ rooms)
+    "inplace_on_op_internal_view",  # class grad_enters_constant_through_view
 }
 
 # Features whose programs PyTorch itself runs in an undefined way (the result depends on its loop
@@ -924,6 +927,7 @@ class Builder:
         # has not re-derived yet (nothing read it since)
         self.stale_views: set[str] = set()
         self.meta_reshaped: set[str] = set()  # graph outputs reshaped in place under no_grad
+        self.op_views: set[str] = set()  # results PyTorch made views of its own temporaries
 
     # ---- names and state ----
     def name(self, prefix: str = "t") -> str:
@@ -1201,6 +1205,8 @@ class Builder:
             tags.add("inplace_meta_after_retain_grad")  # (the other order: same class)
         if tgt is not None and (tgt in self.stale_views or _root_var(s.expr) in self.stale_views):
             tags.add("inplace_on_stale_view_after_grad_entered")
+        if tgt is not None and (tgt in self.op_views or _root_var(s.expr) in self.op_views):
+            tags.add("inplace_on_op_internal_view")
         s = replace(s, features=frozenset(tags))
         if tags & self.gaps or tags & UNDEFINED:
             return False
@@ -1234,6 +1240,10 @@ class Builder:
                 self.multiout |= outs
             if "view_in_no_grad" in tags or src in self.nograd_views:
                 self.nograd_views |= outs
+        if "view" not in tags and any(
+                isinstance(self.env.get(n), self.torch.Tensor) and self.env[n]._base is not None
+                for n in outs):
+            self.op_views |= outs
         if s.kind == "assign" and not isinstance(s.out, tuple):
             o = self.env.get(s.out)
             ins = [self.env.get(n) for n in self._reads(s) if n != s.out]

@@ -754,8 +754,9 @@ class LogAddExp(Op):
 
     @staticmethod
     def forward(ctx: Any, a: Any, b: Any) -> Any:
-        xp = ctx.xp
-        out = xp.logaddexp(a, b) if a.dtype.kind != "c" else _logaddexp_c(xp, a, b)
+        xp = ctx.xp  # (a or b may be a number)
+        cplx = np.iscomplexobj(a) or np.iscomplexobj(b)
+        out = _logaddexp_c(xp, a, b) if cplx else xp.logaddexp(a, b)
         ctx.save_for_backward(a, b, out)
         return out
 
