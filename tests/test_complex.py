@@ -819,6 +819,71 @@ _GRAD_SWEEP = {
  "cholesky_solve_dummy": (lambda m, x: m.linalg.det(x @ x.mT.conj() + m.eye(3)), (A,)),
 }
 
+A2, S2, V2 = _swc(3, 4), _swc(4, 4), _swc(6)
+_GRAD_SWEEP.update({
+ "index_put": (lambda m, x, y: x.index_put((m.tensor([0, 2]),), y), (A2, _swc(2,4))),
+ "index_put_acc": (lambda m, x, y: x.index_put((m.tensor([0, 0]),), y, accumulate=True), (A2, _swc(2,4))),
+ "setitem": (lambda m, x, y: (lambda z: (z.__setitem__((slice(0,2),), y), z)[1])(x * 1), (A2, _swc(2,4))),
+ "put": (lambda m, x, y: x.put(m.tensor([0, 5]), y), (A2, _swc(2))),
+ "masked_fill_tensor": (lambda m, x, y: x.masked_fill(m.tensor([[True, False, True, False]]*3), y), (A2, _swc(1)[0:1].reshape(()))),
+ "diag_embed": (lambda m, x: m.diag_embed(x), (A2,)),
+ "tril_triu": (lambda m, x: m.tril(x) + m.triu(x, 1) * 2, (S2,)),
+ "diagonal": (lambda m, x: m.diagonal(x, 1), (S2,)),
+ "repeat_tile": (lambda m, x: x.repeat(2, 1) + m.tile(x, (2, 1)), (A2,)),
+ "cat_stack": (lambda m, x, y: m.cat([x, y]) @ m.stack([x, y], 1).reshape(8, 3)[:4], (A2, A2)),
+ "split_chunk": (lambda m, x: m.split(x, 2, 1)[1] * x.chunk(2, 0)[0][:2, :2].sum(), (A2,)),
+ "narrow_unfold": (lambda m, x: x.narrow(1, 1, 2).sum() * x.unfold(1, 2, 1), (A2,)),
+ "movedim": (lambda m, x: m.movedim(x.reshape(3, 2, 2), 0, -1), (A2,)),
+ "sum_dims": (lambda m, x: x.reshape(3, 2, 2).sum((0, 2)), (A2,)),
+ "mean_keep": (lambda m, x: x.mean(1, keepdim=True) * x, (A2,)),
+ "prod_all": (lambda m, x: x.prod(), (A2,)),
+ "var_corr": (lambda m, x: m.var(x, 1, correction=0), (A2,)),
+ "std_mean": (lambda m, x: m.std_mean(x, 0)[0] + m.std_mean(x, 0)[1].abs(), (A2,)),
+ "cumsum_flip": (lambda m, x: m.cumsum(x.flip(1), 1), (A2,)),
+ "norm_p1": (lambda m, x: m.linalg.vector_norm(x, 1), (A2,)),
+ "norm_inf": (lambda m, x: m.linalg.vector_norm(x, float("inf")), (A2,)),
+ "matrix_norm_nuc": (lambda m, x: m.linalg.matrix_norm(x, "nuc"), (S2,)),
+ "matrix_norm_2": (lambda m, x: m.linalg.matrix_norm(x, 2), (S2,)),
+ "cond": (lambda m, x: m.linalg.cond(x), (S2,)),
+ "det_inv": (lambda m, x: m.linalg.det(m.linalg.inv(x)), (S2,)),
+ "fft2": (lambda m, x: m.fft.fft2(x), (A2,)),
+ "ifftn": (lambda m, x: m.fft.ifftn(x, norm="ortho"), (A2,)),
+ "fftshift": (lambda m, x: m.fft.fftshift(m.fft.fft(x)), (V2,)),
+ "hfft": (lambda m, x: m.fft.hfft(x), (V2,)),
+ "irfft": (lambda m, x: m.fft.irfft(x, 10), (V2,)),
+ "view_as_real": (lambda m, x: m.view_as_real(x) * 2, (A2,)),
+ "real_imag": (lambda m, x: x.real * x.imag, (A2,)),
+ "conj_mul": (lambda m, x: x.conj() * x, (A2,)),
+ "abs_angle": (lambda m, x: x.abs() + x.angle(), (A2,)),
+ "exp_log": (lambda m, x: m.log(m.exp(x) + 1), (A2,)),
+ "trig": (lambda m, x: m.sin(x) * m.cos(x) + m.tan(x * 0.1), (A2,)),
+ "hyper": (lambda m, x: m.tanh(x) + m.sinh(x) * m.cosh(x * 0.5), (A2,)),
+ "inv_trig": (lambda m, x: m.asin(x * 0.3) + m.acos(x * 0.2) + m.atan(x * 0.4), (A2,)),
+ "sqrt_rsqrt": (lambda m, x: m.sqrt(x) + m.rsqrt(x), (A2,)),
+ "pow_scalar": (lambda m, x: x ** 2.5 + x ** (1 + 1j), (A2,)),
+ "rpow": (lambda m, x: (1.5 + 0.5j) ** x, (A2,)),
+ "sigmoid": (lambda m, x: m.sigmoid(x), (A2,)),
+ "einsum_batch": (lambda m, x, y: m.einsum("bij,bjk->bik", x, y), (_swc(2,3,4), _swc(2,4,2))),
+ "matmul_vec": (lambda m, x, y: x @ y, (A2, _swc(4))),
+ "tensordot2": (lambda m, x, y: m.tensordot(x, y, dims=([1], [0])), (A2, _swc(4, 3))),
+ "roll": (lambda m, x: m.roll(x, (1, 2), (0, 1)), (A2,)),
+ "expand_as": (lambda m, x, y: x[:1].expand_as(y) * y, (A2, A2)),
+ "where_scalar": (lambda m, x: m.where(x.real > 0, x, 0.5j), (A2,)),
+ "sgn": (lambda m, x: m.sgn(x), (A2,)),
+ "polar": (lambda m, r, t: m.polar(r.real.abs(), t.real), (A2, A2)),
+ "complex_fn": (lambda m, r, t: m.complex(r.real, t.imag), (A2, A2)),
+ "stft": (lambda m, x: m.stft(x.real, 4, return_complex=True, window=m.hann_window(4, dtype=m.float64)), (_swc(16),)),
+ "index_select": (lambda m, x: m.index_select(x, 1, m.tensor([3, 0])), (A2,)),
+ "take": (lambda m, x: m.take(x, m.tensor([0, 7, 11])), (A2,)),
+ "cummax_abs": (lambda m, x: m.cumsum(x, 0) * m.cumprod(x, 0), (A2,)),
+ "logsumexp": (lambda m, x: m.logsumexp(x, 1), (A2,)),
+ "linalg_solve": (lambda m, a, b: m.linalg.solve(a, b), (S2, _swc(4, 2))),
+ "pinv": (lambda m, a: m.linalg.pinv(a), (A2,)),
+ "svdvals": (lambda m, a: m.linalg.svdvals(a), (A2,)),
+ "eigvalsh": (lambda m, a: m.linalg.eigvalsh(a + a.mH), (S2,)),
+ "qr": (lambda m, a: m.linalg.qr(a)[1], (A2.T.copy(),)),
+})
+
 
 @pytest.mark.parametrize("name", sorted(_GRAD_SWEEP))
 def test_complex_gradients_sweep_against_pytorch(name):
@@ -833,8 +898,8 @@ def test_complex_gradients_sweep_against_pytorch(name):
             (o * lib.tensor(g)).sum().real.backward()
         else:
             (o * lib.tensor(g.real)).sum().backward()
-        got.append([o.detach().numpy()] + [None if t.grad is None else t.grad.numpy()
-                                             for t in ts])
+        got.append([o.detach().resolve_conj().numpy()] + [
+            None if t.grad is None else t.grad.resolve_conj().numpy() for t in ts])
     for e, t in zip(*got):
         assert (e is None) == (t is None)
         if e is not None:
@@ -848,3 +913,17 @@ def test_complex_bilinear_refuses_autograd_as_pytorch():
         assert tuple(lib.nn.functional.bilinear(x, y, w).shape) == (3, 5)
         with pytest.raises(RuntimeError, match="complex dtype"):
             lib.nn.functional.bilinear(x.requires_grad_(), y, w)
+
+
+def test_complex_nan_to_num_as_pytorch():
+    """Each part replaced (NaN -> nan, +-inf -> the real dtype's extremes or the given values);
+    PyTorch records no gradient for it (refused when the input requires grad)."""
+    vals = [complex("nan+1j"), complex("inf+nanj"), complex("-inf-infj"), 2 - 3j]
+    for dt in ("complex64", "complex128"):
+        for kw in ({}, {"nan": 2.0, "posinf": 5.0, "neginf": -5.0}):
+            got = ember.nan_to_num(ember.tensor(vals, dtype=getattr(ember, dt)), **kw)
+            want = torch.nan_to_num(torch.tensor(vals, dtype=getattr(torch, dt)), **kw)
+            np.testing.assert_array_equal(got.numpy(), want.numpy())
+    for lib in (ember, torch):
+        with pytest.raises(RuntimeError, match="complex dtype"):
+            lib.nan_to_num(lib.tensor(vals, requires_grad=True))

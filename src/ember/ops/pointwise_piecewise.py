@@ -14,6 +14,7 @@ import numpy as np
 
 from .. import _backend, _dtype
 from .._tensor_base import TensorBase
+from ..autograd import grad_mode as _grad_mode
 from ..autograd.function import Op
 from . import _out
 from . import pointwise_complex as _pc
@@ -195,7 +196,16 @@ def nan_to_num(
     input: Any, nan: float | None = None, posinf: float | None = None,
     neginf: float | None = None, *, out: Any = None
 ) -> Any:
-    """Replace NaN and infinities (default: the dtype's largest finite values)."""
+    """Replace NaN and infinities (default: the dtype's largest finite values); complex values
+    part by part."""
+    if input._data.dtype.kind == "c":
+        if input.requires_grad and _grad_mode.state.enabled:  # (PyTorch records none)
+            raise RuntimeError("nan_to_num does not support automatic differentiation for "
+                               "outputs with complex dtype. (Apply it under torch.no_grad(), or "
+                               "to x.real and x.imag.)")
+        res = _nograd(lambda a: np.nan_to_num(a, nan=0.0 if nan is None else nan,
+                                              posinf=posinf, neginf=neginf), input)
+        return res if out is None else _out.write(out, res, "nan_to_num")
     if input._data.dtype.kind != "f":
         res = input.clone()
         return res if out is None else _out.write(out, res, "nan_to_num")
