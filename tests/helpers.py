@@ -14,6 +14,9 @@
 from __future__ import annotations
 
 import gc
+import os
+import subprocess
+import sys
 import tracemalloc
 import warnings
 from collections.abc import Callable
@@ -238,3 +241,13 @@ def peak_bytes(step: Callable[[], Any]) -> int:
         return tracemalloc.get_traced_memory()[1] - base
     finally:
         tracemalloc.stop()
+
+
+def rerun_on_pure_python(path: str, deselect: str = "not pure_python") -> None:
+    """Run the test file ``path`` again in a subprocess with ``EMBER_PURE_PYTHON=1`` (the files
+    that CI's pure-Python step does not list), the tests ``-k deselect`` keeps."""
+    env = dict(os.environ, EMBER_PURE_PYTHON="1")
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
+                           path, "-k", deselect], env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]

@@ -10,14 +10,13 @@ native core and with EMBER_PURE_PYTHON=1 (a subprocess runs this file again).
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import warnings
 
 import numpy as np
 import pytest
 
 import ember
+from helpers import rerun_on_pure_python
 
 torch = pytest.importorskip("torch")
 
@@ -400,11 +399,7 @@ def test_safetensors_complex64_both_ways_and_complex128_refused_as_the_format_do
 
 @pytest.mark.skipif(os.environ.get("EMBER_PURE_PYTHON") == "1", reason="already the Python core")
 def test_this_file_passes_on_the_pure_python_core():
-    env = dict(os.environ, EMBER_PURE_PYTHON="1")
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
-                           __file__, "-k", "not pure_python"], env=env, capture_output=True,
-                          text=True, timeout=600)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    rerun_on_pure_python(__file__)
 
 
 def test_inplace_write_into_a_complex_tensor_is_recorded():

@@ -10,13 +10,12 @@ losses that do not depend on those phases. Both cores (a subprocess reruns this 
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
 import ember
+from helpers import rerun_on_pure_python
 
 torch = pytest.importorskip("torch")
 
@@ -309,8 +308,4 @@ def test_logdet_of_a_singular_complex_matrix_is_pytorchs(dt):
 
 @pytest.mark.skipif(os.environ.get("EMBER_PURE_PYTHON") == "1", reason="already the Python core")
 def test_this_file_passes_on_the_pure_python_core():
-    env = dict(os.environ, EMBER_PURE_PYTHON="1")
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
-                           __file__, "-k", "not pure_python"], env=env,
-                          capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    rerun_on_pure_python(__file__)

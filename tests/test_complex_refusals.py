@@ -9,13 +9,12 @@ subprocess reruns this file with ``EMBER_PURE_PYTHON=1``).
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
 import ember
+from helpers import rerun_on_pure_python
 
 torch = pytest.importorskip("torch")
 
@@ -236,8 +235,4 @@ def test_complex_normal_has_unit_variance():
 
 @pytest.mark.skipif(os.environ.get("EMBER_PURE_PYTHON") == "1", reason="already the Python core")
 def test_this_file_passes_on_the_pure_python_core():
-    env = dict(os.environ, EMBER_PURE_PYTHON="1")
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
-                           __file__, "-k", "not pure_python"], env=env,
-                          capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    rerun_on_pure_python(__file__)
