@@ -592,20 +592,10 @@ class _ToSparse(Op):
         return dense_of(grad), None
 
 
-class _FromCompressedValues(Op):
-    """out = the compressed tensor with fixed indices and these values
-    grad_values = grad at the stored elements (grad dense or sparse)"""
+class _FromCompressedValues(_FromValues):
+    """_FromValues for a compressed record (CSR/CSC/BSR/BSC): PyTorch's node name differs"""
 
     node_name = "SparseCompressedTensorBackward0"
-
-    @staticmethod
-    def forward(ctx: Any, values: Any, rec: Compressed) -> Any:
-        ctx.rec = rec
-        return values
-
-    @staticmethod
-    def backward(ctx: Any, grad: Any) -> Any:
-        return gather(grad, ctx.rec), None
 
 
 class _Permute(Op):
