@@ -171,6 +171,16 @@ def check_memory_format(memory_format: Any, ndim: int, preserve: bool = True) ->
                            "size)")
 
 
+def real_part_of(value: complex, dtype: Any) -> float:
+    """A Python complex written into a tensor of the real ``dtype`` (``fill_``, ``x[i] =``,
+    ``full``): its real part when it has no imaginary part, else PyTorch's overflow error."""
+    if value.imag:
+        raise RuntimeError(f"value cannot be converted to type {dtype} without overflow (a "
+                           f"complex {value} into a real tensor: make the tensor complex, e.g. "
+                           "dtype=torch.complex64, or write value.real)")
+    return value.real
+
+
 def out_dtype(name: str, dtype: Any, out: Any) -> Any:
     """The dtype a factory makes with ``out=``: ``out``'s, which ``dtype`` (if given) must equal."""
     if not isinstance(out, TensorBase):

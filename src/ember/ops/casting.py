@@ -112,10 +112,7 @@ def fill(input: Any, value: Any) -> Any:
             )
         return copy_from(x, value)
     if isinstance(value, complex) and x._data.dtype.kind != "c":
-        if value.imag:  # (a complex with no imaginary part fills its real part, as PyTorch)
-            raise RuntimeError(f"value cannot be converted to type {x.dtype} without overflow "
-                               f"(a complex {value} into a real tensor)")
-        value = value.real
+        value = _args.real_part_of(value, x.dtype)
     return Fill.apply(x, value)
 
 

@@ -130,11 +130,11 @@ def full(size: Any, fill_value: Any, *, out: Any = None, dtype: Any = None, layo
         _args.check_layout(layout)
     if out is not None:
         dt = _args.out_dtype("full", dtype, out)
-        fill_value = _fill_in("full", fill_value, dt)
+        fill_value = _fill_in(fill_value, dt)
         res = _place(np.full(shape, fill_value, dt.np), dt, _out_device(out, device), False)
         return _args.write_new(out, res, "full", requires_grad)
     dt = _dtype_arg("full", dtype) if dtype is not None else _dtype.scalar_dtype(fill_value)
-    fill_value = _fill_in("full", fill_value, dt)
+    fill_value = _fill_in(fill_value, dt)
     if (device is not None or _backend.default_device is not None) and _backend.meta_target(device):
         return _place(_backend.MetaArray(shape, dt.np), dt, device, requires_grad)
     return _place(np.full(shape, fill_value, dt.np), dt, device, requires_grad)
@@ -175,7 +175,7 @@ def full_like(input: Any, fill_value: Any, *, dtype: Any = None, layout: Any = N
               memory_format: Any = None) -> Any:
     """``fill_value`` in ``input``'s shape, dtype and device unless given."""
     dt, dev = _like("full_like", input, dtype, device, layout, memory_format)
-    fill_value = _fill_in("full_like", _fill_value("full_like", fill_value), dt)
+    fill_value = _fill_in(_fill_value("full_like", fill_value), dt)
     if (dev is not None or _backend.default_device is not None) and _backend.meta_target(dev):
         return _place(_meta_like(input, dt), dt, dev, requires_grad)
     return _place(np.full(input._data.shape, fill_value, dt.np), dt, dev, requires_grad)
@@ -363,15 +363,10 @@ def _fill_value(name: str, value: Any) -> Any:
     return value
 
 
-def _fill_in(name: str, value: Any, dt: Any) -> Any:
-    """``value`` for a tensor of dtype ``dt``: a complex number with an imaginary part fits only
-    a complex dtype (PyTorch's overflow error); without one, its real part."""
+def _fill_in(value: Any, dt: Any) -> Any:
+    """``value`` for a tensor of dtype ``dt`` (a complex number into a real one: _args's rule)."""
     if isinstance(value, builtins.complex) and not dt.is_complex:
-        if value.imag != 0:
-            raise RuntimeError(f"{name}(): value {value} cannot be converted to type {dt} without "
-                               "overflow (a complex fill needs a complex dtype, e.g. "
-                               "dtype=torch.complex64)")
-        return value.real
+        return _args.real_part_of(value, dt)
     return value
 
 

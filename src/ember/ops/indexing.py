@@ -25,7 +25,7 @@ from .._tensor_base import TensorBase, wrap_dim
 from ..autograd import function as _function
 from ..autograd import grad_mode
 from ..autograd.function import Op, link_view
-from . import _out
+from . import _args, _out
 from . import _promote as _prom
 from . import casting as _cast
 from . import pointwise as _pw
@@ -346,11 +346,7 @@ def _check_scalar_value(x: Any, value: Any) -> Any:
     elif isinstance(value, complex):
         if x._data.dtype.kind == "c":
             return value
-        if value.imag:
-            raise RuntimeError(f"value cannot be converted to type "
-                               f"{_dtype.from_numpy(x._data.dtype)} without overflow (a complex "
-                               f"{value} into a real tensor)")
-        value = value.real  # (no imaginary part: its real part, as PyTorch)
+        value = _args.real_part_of(value, _dtype.from_numpy(x._data.dtype))
     elif not isinstance(value, float):
         if isinstance(value, TensorBase):
             return value
