@@ -223,9 +223,6 @@ class Matmul(Op):
         if need[0] or need[1]:
             ctx.shapes = (a.shape, b.shape)
             ctx.save_for_backward(a if need[1] else None, b if need[0] else None)
-        if type(a) is np.ndarray and type(b) is np.ndarray and a.ndim == 2 and b.ndim == 2 \
-                and a.dtype.itemsize != 2:
-            return a.dot(b)  # (host matrices: _mm_arrays's first case, inlined)
         return _mm_arrays(a, b)
 
     @staticmethod
