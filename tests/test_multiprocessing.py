@@ -143,10 +143,89 @@ def test_shared_tensor_through_a_queue_stays_shared():
     p = ctx.Process(target=_from_queue, args=(q, done))
     p.start()
     u = ember.ones(4)
-    q.put(u)  # not shared: pickled by value
+    assert not u.is_shared()
+    q.put(u)  # not shared yet: put moves it to shared memory first, as PyTorch's reductions do
     assert done.get(timeout=30) == 24.0
+    assert u.is_shared()
     p.join(30)
-    assert u.tolist() == [1, 1, 1, 1]
+    assert u.tolist() == [6, 6, 6, 6]
+
+
+def _report_and_add(q, done):
+    t = q.get()
+    done.put((type(t).__name__, t.is_shared(), t.requires_grad, str(t.dtype).split(".")[-1]))
+    t.data.add_(5)
+    done.put(t.tolist())
+
+
+def _one(lib):
+    t = lib.ones(3)
+    return [t], t
+
+
+def _int64(lib):
+    t = lib.arange(3)
+    return [t], t
+
+
+def _view(lib):
+    b = lib.zeros(6)
+    return [b], b[2:4]
+
+
+def _transposed_view(lib):
+    b = lib.zeros(2, 3)
+    return [b], b.t()
+
+
+def _parameter(lib):
+    p = lib.nn.Parameter(lib.ones(2))
+    return [p], p
+
+
+def _through_a_queue(lib, make):
+    """Put ``make(lib)``'s tensor on a plain multiprocessing Queue to a forked child that adds 5
+    to it: what the child saw, and the sender's tensors (values, shared) after."""
+    ctx = multiprocessing.get_context("fork")
+    q, done = ctx.Queue(), ctx.Queue()
+    p = ctx.Process(target=_report_and_add, args=(q, done))
+    p.start()
+    keep, sent = make(lib)
+    q.put(sent)
+    seen, values = done.get(timeout=60), done.get(timeout=60)
+    p.join(60)
+    return seen, values, [t.tolist() for t in keep], [t.is_shared() for t in keep]
+
+
+@needs_fork
+@pytest.mark.parametrize("make", [_one, _int64, _view, _transposed_view, _parameter])
+def test_a_queue_moves_a_tensor_to_shared_memory_as_pytorch(make):
+    torch = pytest.importorskip("torch")
+    assert _through_a_queue(ember, make) == _through_a_queue(torch, make)
+
+
+def test_a_queue_pickles_empty_tensors_by_value_and_refuses_non_leaves():
+    from multiprocessing.reduction import ForkingPickler
+
+    e = ember.zeros(0)
+    ForkingPickler.dumps(e)
+    assert not e.is_shared()  # as PyTorch's
+    x = ember.ones(2, requires_grad=True) * 2
+    with pytest.raises(RuntimeError, match="Cowardly refusing to serialize non-leaf tensor"):
+        ForkingPickler.dumps(x)
+    ForkingPickler.dumps(x.detach())
+
+
+def test_share_memory_of_a_view_moves_its_base_too():
+    base = ember.zeros(6)
+    v = base[2:4]
+    v.share_memory_()
+    assert v.is_shared() and base.is_shared()  # PyTorch moves the whole storage
+    v.add_(1)
+    assert base.tolist() == [0, 0, 1, 1, 0, 0]
+    e = ember.zeros(4).expand(2, 4)
+    e.share_memory_()
+    assert e.is_shared() and e.shape == (2, 4) and e.stride() == (0, 1)
 
 
 def test_spawn_shares_parameters_with_spawned_children():

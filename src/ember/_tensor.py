@@ -21,11 +21,11 @@ from . import _backend, _dtype, _dtype_info, _overrides, _tensor_wrapper, ops
 from ._dtype import dtype as _dtype_cls
 from ._missing import _api as _missing_api
 from ._missing import attribute_error
-from ._shared_memory import is_shared_array, to_shared_array
+from ._shared_memory import is_shared_array
 from ._size import Size
 from ._tensor_base import TensorBase, register_tensor_class, wrap_dim
 from ._tensor_methods import INPLACE_TWINS, OP_METHODS, TWIN_ONLY_OPS, inplace_twin
-from ._tensor_sharing import register_reducer
+from ._tensor_sharing import register_reducer, share_in_place
 from ._tensor_str import tensor_repr
 from .autograd import engine, grad_mode
 from .autograd.function import refresh_view, register_retain
@@ -520,7 +520,7 @@ class Tensor(TensorBase):
         """Move the data into shared memory (a no-op on CUDA): processes forked or spawned later,
         or sent this tensor through a ``multiprocessing`` Queue, see in-place writes."""
         if _backend.is_cpu_array(self._data):
-            self._data = to_shared_array(self._data)
+            share_in_place(self)  # a view's base moves with it, as PyTorch moves the storage
             register_reducer(type(self))
         return self
 
@@ -899,6 +899,7 @@ del _name, _fn
 
 # From now on every tensor the engine and the ops make is a Tensor.
 register_tensor_class(Tensor)
+register_reducer(Tensor)  # multiprocessing sends tensors through shared memory, as PyTorch does
 
 # __torch_function__ (ember/_overrides.py): the public methods and the operators dispatch on
 # their arguments' classes, as PyTorch's do; the rest (conversions to NumPy, pickling, copying,

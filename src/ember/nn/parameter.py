@@ -8,6 +8,7 @@ import numpy as np
 
 from .. import _overrides
 from .._tensor import Tensor
+from .._tensor_sharing import register_reducer
 
 __all__ = ["Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer"]
 
@@ -69,6 +70,9 @@ class Parameter(Tensor):
             out.grad = Tensor._make(self.grad._data.copy())
         memo[id(self)] = out
         return out
+
+
+register_reducer(Parameter)  # through multiprocessing: shared memory (ember/_tensor_sharing.py)
 
 
 def _rebuild_parameter(arr: np.ndarray, requires_grad: bool) -> Parameter:
