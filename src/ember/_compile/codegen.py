@@ -17,11 +17,16 @@ text, for reading::
 
 from __future__ import annotations
 
+import ctypes
+import hashlib
 from typing import Any
+
+import numpy as np
 
 from .._tensor_base import TensorBase
 from ..autograd.engine import sum_to_shape
 from ..ops import random as _random
+from . import cc, cgen, config
 from .replay import ShapeChanged, bad_count, prog_mask
 from .trace import MASK, OP, UPDATE, Program
 
@@ -43,7 +48,8 @@ def generate(prog: Program) -> None:
     ns: dict[str, Any] = {"NEW": _new_node, "ShapeChanged": ShapeChanged,
                           "sum_to_shape": sum_to_shape, "bad_count": bad_count,
                           "RANDOM": _random, "MASK": prog_mask, "MAKE": TensorBase._make}
-    fwd = _forward_source(prog, ns)
+    groups = _native_groups(prog, ns) if config.native else {}
+    fwd = _forward_source(prog, ns, groups)
     bwd = _backward_source(prog, ns) if prog.needs_grad else ""
     prog.source = fwd + ("\n" + bwd if bwd else "")
     exec(compile(prog.source, "<ember compiled region>", "exec"), ns)  # noqa: S102 - our own text
@@ -51,7 +57,71 @@ def generate(prog: Program) -> None:
     prog.bwd_fn = ns.get("backward")
 
 
-def _forward_source(prog: Program, ns: dict) -> str:
+def _native_groups(prog: Program, ns: dict) -> dict:
+    """The fused groups of ``prog`` built as C (cgen.py, cc.py), by first step; ``{}`` when
+    there are none or the build failed (then NumPy runs every op, as before)."""
+    groups = cgen.plan(prog)
+    if not groups:
+        return {}
+    funcs: dict[str, str] = {}  # identical kernels share one function
+    for g in groups:
+        g.name = "ember_k" + hashlib.sha256(g.source.encode()).hexdigest()[:16]
+        funcs.setdefault(g.name, f"\n{g.comment}\nvoid {g.name}{g.source}")
+    source = cgen.PRELUDE + "".join(funcs.values())
+    lib = cc.build(source)
+    if lib is None:
+        return {}
+    prog.c_source = source
+    ns["EMPTY"] = np.empty
+    out = {}
+    for i, g in enumerate(groups):
+        fn = getattr(lib, g.name)
+        fn.argtypes = [ctypes.c_void_p] * (len(g.inputs) + len(g.outputs))
+        fn.restype = None
+        ns[f"KG{i}"] = fn
+        out[g.ks[0]] = (i, g)
+    return out
+
+
+def _group_lines(i: int, g: cgen.Group, prog: Program, ns: dict, add: Any, pad: str) -> None:
+    """One fused group: its C function when its array inputs are C-contiguous (the layout its
+    strides assume), else its ops through NumPy as usual; then each op's ctx as forward left it."""
+    ins = [f"s{s}" for s, _dt, _sh in g.inputs]
+    check = " and ".join(f"{x}.flags.c_contiguous" for x in ins) or "True"
+    add(f"{pad}if {check}:")
+    for j, (s, dt) in enumerate(g.outputs):
+        ns[f"GD{i}_{j}"] = dt
+        add(f"{pad}    s{s} = EMPTY({g.shape!r}, GD{i}_{j})")
+    ptrs = ", ".join(f"{x}.ctypes.data" for x in ins + [f"s{s}" for s, _ in g.outputs])
+    add(f"{pad}    KG{i}({ptrs})")
+    written = {s for s, _ in g.outputs}
+    for k, info in zip(g.ks, g.infos):
+        st = prog.steps[k]
+        o = st[6][0]
+        if o not in written:
+            add(f"{pad}    s{o} = None")  # (computed in registers only)
+        if prog.needs_grad:
+            _, fwd, ncls, xp, nig, aslots, oslots, shapes = st
+            ns[f"N{k}"], ns[f"XP{k}"], ns[f"NIG{k}"] = ncls, xp, nig
+            add(f"{pad}    c{k} = NEW(N{k}); c{k}._edges = (); c{k}._versions = None; "
+                f"c{k}._n_out = 1; c{k}.xp = XP{k}; c{k}.needs_input_grad = NIG{k}")
+            saved = info[2]
+            if saved is None:
+                add(f"{pad}    c{k}._saved = None")
+            else:
+                vals = [("None" if w is None else
+                         f"s{aslots[w[1]]}" if w[0] == "arg" else f"s{oslots[w[1]]}")
+                        for w in saved]
+                add(f"{pad}    c{k}._saved = ({''.join(v + ', ' for v in vals)})")
+            if info[3]:
+                ns[f"A{k}"] = info[3]
+                add(f"{pad}    c{k}.__dict__.update(A{k})")
+    add(f"{pad}else:")
+    for k in g.ks:
+        _op_lines(k, prog.steps[k], ns, add, pad + "    ")
+
+
+def _forward_source(prog: Program, ns: dict, groups: dict | None = None) -> str:
     lines = ["def forward(flat):"]
     add = lines.append
     # steps that change state (a running statistic, a write, a random draw) are undone when a
@@ -72,9 +142,16 @@ def _forward_source(prog: Program, ns: dict) -> str:
         add(f"{pad}s{s} = K{s}")
     ctx_names = []
     masked = False
+    groups = groups or {}
+    skip: set[int] = set()
     for k, (st, done) in enumerate(zip(prog.steps, prog.drops)):
+        if k in groups:
+            i, g = groups[k]
+            _group_lines(i, g, prog, ns, add, pad)
+            skip.update(g.ks)
         if st[0] is OP:
-            _op_lines(k, st, ns, add, pad)
+            if k not in skip:
+                _op_lines(k, st, ns, add, pad)
             ctx_names.append(f"c{k}")
         elif st[0] is MASK:  # a dropout mask from the same generator, in the same order
             _, xs, p, shape, s = st

@@ -29,6 +29,8 @@ import sys
 import weakref
 from typing import Any
 
+import numpy as np
+
 from .. import _backend, _tensor_base
 from .._tensor_base import TensorBase
 from ..autograd import function as _function
@@ -71,10 +73,12 @@ class Program:
     consts: list  # (slot, value) of array constants, for comparing two traces
     signature: tuple
     out_guard: tuple = ()  # output leaves whose memory an op saved for backward
+    op_info: list  # per OP step (in order): trace.py's _op_info, for cgen.py's fusion
     # generated straight-line replay (codegen.py), attached once the program is trusted
     fwd_fn: Any = None
     bwd_fn: Any = None
     source: str = ""
+    c_source: str = ""  # the generated C of its fused elementwise groups (cgen.py), if any
 
 
 def _root(arr: Any) -> Any:
@@ -200,7 +204,8 @@ class Tracer:
             out_slots.append(s)
             shapes.append(o._data.shape)
         self.ctxs.append(ctx)
-        self.steps.append([OP, cls, ctx, tuple(arg_slots), tuple(out_slots), tuple(shapes)])
+        self.steps.append([OP, cls, ctx, tuple(arg_slots), tuple(out_slots), tuple(shapes),
+                           _op_info(ctx, raw, outputs)])
 
     def record_mask(self, x: TensorBase, p: float, shape: tuple, arr: Any) -> None:
         if self.reason is not None:
@@ -344,14 +349,16 @@ class Tracer:
         # grad_fn is the op that made them
         rg = {s for s, t in self.outside.items() if t._rg}
         steps = []
+        prog.op_info = []  # per OP step, what cgen.py needs to fuse it (see _op_info)
         bsched = []
         edge_used: dict[int, None] = {}
         saved_outside: dict[int, None] = {}
         op_index = 0
         for st in self.steps:
             if st[0] == OP:
-                _, cls, ctx, aslots, oslots, shapes = st
+                _, cls, ctx, aslots, oslots, shapes, info = st
                 aslots = tuple(r(s) for s in aslots)
+                prog.op_info.append(info)
                 steps.append((OP, cls.forward, cls._node_cls, ctx.xp, ctx.needs_input_grad,
                               aslots, oslots, shapes))
                 grads_here = False
@@ -463,6 +470,49 @@ class Tracer:
         prog.signature = _signature(prog)
         prog.drops = _drops(prog)
         return prog
+
+
+_PY_SCALARS = (int, float, bool, type(None))
+
+
+def _op_info(ctx: Any, raw: list, outputs: list) -> tuple | None:
+    """What generated native code needs to stand in for one op's ``forward``: per argument
+    ``("arr", dtype, shape)`` or ``("py", value)``; the outputs' dtypes; where each saved value
+    comes from (``("arg", i)``, ``("out", j)`` or None); the attributes ``forward`` set on the
+    ctx (Python scalars only). None when the ctx holds anything else (cgen.py then leaves the
+    op to NumPy)."""
+    args = []
+    for r in raw:
+        if type(r) is np.ndarray:
+            args.append(("arr", r.dtype, r.shape))
+        elif type(r) in _PY_SCALARS:
+            args.append(("py", r))
+        else:
+            args.append(("other",))
+    outs = []
+    for o in outputs:
+        if o is None or type(o._data) is not np.ndarray:
+            return None
+        outs.append(o._data)
+    saved: Any = None
+    if ctx._saved is not None:
+        if type(ctx._saved) is not tuple:
+            return None
+        saved = []
+        for v in ctx._saved:
+            if v is None:
+                saved.append(None)
+                continue
+            where = next((("arg", i) for i, r in enumerate(raw) if r is v), None) or next(
+                (("out", j) for j, o in enumerate(outs) if o is v), None)
+            if where is None:
+                return None
+            saved.append(where)
+        saved = tuple(saved)
+    attrs = dict(getattr(ctx, "__dict__", None) or {})
+    if any(type(v) not in _PY_SCALARS for v in attrs.values()):
+        return None
+    return tuple(args), tuple(o.dtype for o in outs), saved, attrs
 
 
 def _drops(prog: Program) -> list:
