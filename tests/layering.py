@@ -22,7 +22,7 @@ LAYERS: list[tuple[str, str, list[str]]] = [
       "ember._special.*", "ember._special_tables", "ember._version", "ember._missing",
       "ember._allocator", "ember._meta",
       "ember._shared_memory", "ember._native_core", "ember._native", "ember._kernels_loader",
-      "ember._kernels"]),
+      "ember._kernels", "ember._threads"]),
     ("core", "the tensor base type and the autograd engine",
      ["ember._tensor_base", "ember._overrides", "ember.autograd", "ember.autograd.grad_mode",
       "ember.autograd.node",

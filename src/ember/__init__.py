@@ -238,43 +238,29 @@ int = int32  # noqa: A001
 short = int16
 
 
-_num_threads = None
-
-
 def set_num_threads(n: object) -> None:
-    """Threads for CPU math: the eager kernels' pool (``ember._kernels``: erf, GELU, softmax,
-    layer_norm) and NumPy's BLAS pool (through threadpoolctl when installed); NumPy's own
-    elementwise loops stay on one thread (measured: docs/benchmarks.md, "Threads")."""
+    """Threads for CPU math, as PyTorch's: the eager kernels' pool (``ember._kernels``), NumPy's
+    BLAS (threadpoolctl where installed, else the loaded OpenBLAS libraries through ctypes) and
+    the pool that splits large elementwise NumPy calls (``ember._threads``). Results do not
+    depend on it (docs/running.md, "Threads")."""
     import builtins
 
-    from . import _kernels_loader
+    from . import _threads
 
-    global _num_threads
+    if isinstance(n, builtins.bool) or not isinstance(n, (builtins.int, _np.integer)):
+        raise RuntimeError(f"set_num_threads expects an int, but got {type(n).__name__}")
     n = builtins.int(n)  # `int` in this module is PyTorch's dtype alias
     if n < 1:
         raise RuntimeError(f"set_num_threads expects a positive integer, got {n}")
-    _num_threads = n
-    _kernels_loader.set_num_threads(n)
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:
-        return
-    threadpool_limits(n)
+    _threads.set_num_threads(n)
 
 
 def get_num_threads() -> object:
     """The thread count set by ``set_num_threads``, else ``OMP_NUM_THREADS`` (at most the usable
     CPUs), else the CPUs this process may use, as PyTorch's."""
-    import builtins
-    import os
+    from . import _threads
 
-    if _num_threads is not None:
-        return _num_threads
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    env = os.environ.get("OMP_NUM_THREADS", "").strip()
-    if env.isdigit() and builtins.int(env) > 0:
-        return builtins.min(builtins.int(env), cpus)  # PyTorch caps it at the CPUs too
-    return cpus
+    return _threads.get_num_threads()
 
 
 def is_tensor(obj: object) -> bool:
@@ -337,7 +323,7 @@ _LAZY_SUBMODULES = frozenset({"nn", "optim", "utils", "linalg", "serialization",
                               "jit", "hub", "profiler", "_dynamo", "distributions", "func", "compiler",
                               "cpu", "xpu", "mps", "torch_version", "functional",
                               "overrides", "fx", "futures", "_C", "__config__", "_subclasses",
-                              "sparse", "nested", "fft"})
+                              "sparse", "nested", "fft", "storage"})
 
 
 # Top-level functions that live in modules loaded on first use: name -> module.
@@ -364,6 +350,8 @@ _LAZY_ATTRS = {
         "trunc trunc_ zero_ "
     ).split()], "ember._foreach"),
     "vmap": "ember.func",
+    **dict.fromkeys(["UntypedStorage", "TypedStorage"], "ember.storage"),
+    "PyTorchFileReader": "ember._archive",
     "from_dlpack": "ember.utils.dlpack",
     **dict.fromkeys(
         ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "avg_pool1d",

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import _backend, _dtype
+from .. import _backend, _dtype, _threads
 from .._tensor_base import TensorBase
 from ..autograd.function import Op
 from . import _out
@@ -282,6 +282,9 @@ class Add(Op):
 
     @staticmethod
     def forward(ctx: Any, a: Any, b: Any) -> Any:
+        if type(a) is np.ndarray and a.size >= _threads.cut and (
+                out := _threads.run(np.add, a, b)) is not None:
+            return out  # (large: split over the threads)
         return a + b
 
     @staticmethod
@@ -294,6 +297,9 @@ class Sub(Op):
 
     @staticmethod
     def forward(ctx: Any, a: Any, b: Any) -> Any:
+        if type(a) is np.ndarray and a.size >= _threads.cut and (
+                out := _threads.run(np.subtract, a, b)) is not None:
+            return out
         return a - b
 
     @staticmethod
@@ -365,11 +371,17 @@ class Mul(Op):
     def forward(ctx: Any, a: Any, b: Any) -> Any:
         ctx.save_for_backward(a if ctx.needs_input_grad[1] else None,
                               b if ctx.needs_input_grad[0] else None)
+        if type(a) is np.ndarray and a.size >= _threads.cut and (
+                out := _threads.run(np.multiply, a, b)) is not None:
+            return out
         return a * b
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
         a, b = ctx.saved
+        if type(grad) is np.ndarray and grad.size >= _threads.cut:
+            return (_split_mul(grad, b) if ctx.needs_input_grad[0] else None,
+                    _split_mul(grad, a) if ctx.needs_input_grad[1] else None)
         return (grad * b if ctx.needs_input_grad[0] else None,
                 grad * a if ctx.needs_input_grad[1] else None)
 
@@ -384,6 +396,8 @@ class Div(Op):
     @staticmethod
     def forward(ctx: Any, a: Any, b: Any) -> Any:
         ctx.save_for_backward(a if ctx.needs_input_grad[1] else None, b)
+        if type(a) is np.ndarray and a.size >= _threads.cut:
+            return _quietly(_split_div, a, b)
         if _safe_divisor(b):
             return a / b
         if _EXTOBJ is None:  # pragma: no cover
@@ -562,6 +576,20 @@ class Deg2Rad(Mul):
 
 class Rad2Deg(Mul):
     """x * 180 / pi (same rule as Mul)."""
+
+
+def _split_mul(a: Any, b: Any) -> Any:
+    """``a * b`` for a large host array a: split over the threads where ``_threads.run``
+    applies."""
+    out = _threads.run(np.multiply, a, b)
+    return a * b if out is None else out
+
+
+def _split_div(a: Any, b: Any) -> Any:
+    """``a / b`` for a large host array a (called under ``_quietly``; the workers run in a copy
+    of this context, so they are quiet too)."""
+    out = _threads.run(np.divide, a, b)
+    return a / b if out is None else out
 
 
 def _div_other_grad(grad: Any, a: Any, b: Any) -> Any:

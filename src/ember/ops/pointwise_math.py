@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from .. import _kernels_loader as _kernels
+from .. import _threads
 from .._special import erf as _erf
 from .._special import erfc as _erfc
 from .._special import erfinv as _erfinv
@@ -330,13 +331,18 @@ class Exp(Op):
 
     @staticmethod
     def forward(ctx: Any, x: Any) -> Any:
-        out = ctx.xp.exp(x)
+        if type(x) is not np.ndarray or x.size < _threads.cut or (
+                out := _threads.run(np.exp, x)) is None:  # (large: split over the threads)
+            out = ctx.xp.exp(x)
         ctx.save_for_backward(out)
         return out
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
         (out,) = ctx.saved
+        if type(grad) is np.ndarray and grad.size >= _threads.cut and (
+                g := _threads.run(np.multiply, grad, out)) is not None:
+            return g
         return grad * out
 
 
@@ -606,7 +612,9 @@ class Tanh(Op):
 
     @staticmethod
     def forward(ctx: Any, x: Any) -> Any:
-        out = ctx.xp.tanh(x)
+        if type(x) is not np.ndarray or x.size < _threads.cut or (
+                out := _threads.run(np.tanh, x)) is None:  # (large: split over the threads)
+            out = ctx.xp.tanh(x)
         ctx.save_for_backward(out)
         return out
 

@@ -1,0 +1,254 @@
+"""Threads for CPU math: one setting (``ember.set_num_threads``) for the eager kernels' pool
+(``ember._kernels``), NumPy's BLAS, and a small pool of Python threads that splits large
+elementwise NumPy calls (NumPy's ufunc loops release the GIL).
+
+The count follows PyTorch's rules: ``set_num_threads(n)``, else ``OMP_NUM_THREADS`` (at most the
+CPUs this process may use), else the CPUs this process may use (``os.sched_getaffinity``).
+
+BLAS: threadpoolctl where installed (its ``blas`` libraries); otherwise the OpenBLAS libraries
+this process has loaded, found by name and called through ctypes (``openblas_set_num_threads``
+and the prefixed/suffixed names NumPy's and SciPy's bundled builds export,
+``scipy_openblas_set_num_threads64_``...), as threadpoolctl does. A BLAS loaded after the call
+keeps its own default (``OPENBLAS_NUM_THREADS``/``OMP_NUM_THREADS``, else every core).
+
+``run(f, *operands)``: ``f(*operands)`` for a NumPy ufunc ``f``, split over the threads in
+contiguous parts of the result when the result has at least ``cut`` elements (``cut`` is
+``sys.maxsize`` at one thread, so a caller's test ``a.size >= _threads.cut`` is the whole cost
+for small arrays). Each element is computed by the same loop as in one call (flat parts start
+at multiples of 1024 elements, so SIMD groups line up), so results are bit-identical at every
+thread count. Workers do not survive ``fork``; a child starts its own.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import ctypes
+import glob
+import os
+import queue
+import sys
+import threading
+from typing import Any
+
+import numpy as np
+
+from . import _kernels_loader
+
+THRESHOLD = 1 << 18  # elements: below this one thread is faster (docs/benchmarks.md, "Threads")
+ALIGN = 1024  # a flat part starts at a multiple of this many elements
+
+_count: int | None = None  # set_num_threads's value; None: the default
+cut = sys.maxsize  # the smallest result that splits (sys.maxsize: never)
+
+
+def default_threads() -> int:
+    """PyTorch's default: ``OMP_NUM_THREADS`` (at most the usable CPUs), else the usable CPUs."""
+    return _kernels_loader.default_threads()
+
+
+def get_num_threads() -> int:
+    return _count if _count is not None else default_threads()
+
+
+def set_num_threads(n: int) -> None:
+    """The thread count for the kernels' pool, NumPy's BLAS and ``run``'s pool."""
+    global _count
+    _count = n
+    _kernels_loader.set_num_threads(n)
+    _set_cut(n)
+    set_blas_threads(n)
+
+
+def _set_cut(n: int) -> None:
+    global cut
+    cut = THRESHOLD if n > 1 else sys.maxsize
+
+
+# -- BLAS -------------------------------------------------------------------------------------
+_SET_NAMES = [f"{p}openblas_set_num_threads{s}" for p in ("", "scipy_") for s in ("", "64_")]
+_GET_NAMES = [f"{p}openblas_get_num_threads{s}" for p in ("", "scipy_") for s in ("", "64_")]
+
+
+def _loaded_paths() -> list[str]:
+    """Paths of the shared libraries this process has loaded (Linux: /proc/self/maps; macOS:
+    dyld's image list), else NumPy's and SciPy's bundled library folders."""
+    paths: list[str] = []
+    try:
+        with open("/proc/self/maps") as f:
+            for line in f:
+                parts = line.split(None, 5)
+                if len(parts) == 6 and parts[5].startswith("/"):
+                    paths.append(parts[5].strip())
+    except OSError:
+        if sys.platform == "darwin":
+            try:
+                dyld = ctypes.CDLL(None)
+                dyld._dyld_get_image_name.restype = ctypes.c_char_p
+                for i in range(dyld._dyld_image_count()):
+                    paths.append(os.fsdecode(dyld._dyld_get_image_name(i)))
+            except (OSError, AttributeError):
+                pass
+        if not paths:
+            site = os.path.dirname(os.path.dirname(np.__file__))
+            for folder in ("numpy.libs", "scipy.libs", os.path.join("numpy", ".dylibs")):
+                paths += glob.glob(os.path.join(site, folder, "*"))
+    return list(dict.fromkeys(paths))
+
+
+def openblas_libraries() -> list[tuple[str, Any, Any]]:
+    """(path, set function, get function) of each loaded OpenBLAS that exports them."""
+    found = []
+    for path in _loaded_paths():
+        if "openblas" not in os.path.basename(path).lower():
+            continue
+        try:
+            lib = ctypes.CDLL(path)  # already loaded: the same handle
+        except OSError:
+            continue
+        setter = next((getattr(lib, n) for n in _SET_NAMES if hasattr(lib, n)), None)
+        getter = next((getattr(lib, n) for n in _GET_NAMES if hasattr(lib, n)), None)
+        if setter is not None and getter is not None:
+            setter.argtypes, setter.restype, getter.restype = [ctypes.c_int], None, ctypes.c_int
+            found.append((path, setter, getter))
+    return found
+
+
+def _threadpoolctl() -> Any:
+    try:
+        import threadpoolctl
+    except ImportError:
+        return None
+    return threadpoolctl
+
+
+def set_blas_threads(n: int, use_threadpoolctl: bool = True) -> None:
+    """Limit every loaded BLAS to n threads (threadpoolctl, else the OpenBLAS lookup)."""
+    tpc = _threadpoolctl() if use_threadpoolctl else None
+    if tpc is not None:
+        tpc.threadpool_limits(limits=n, user_api="blas")
+        return
+    for _, setter, _ in openblas_libraries():
+        setter(n)
+
+
+def blas_threads(use_threadpoolctl: bool = True) -> list[int]:
+    """The thread count each loaded BLAS reports (empty where none can be queried)."""
+    tpc = _threadpoolctl() if use_threadpoolctl else None
+    if tpc is not None:
+        return [int(p["num_threads"]) for p in tpc.threadpool_info() if p["user_api"] == "blas"]
+    return [int(getter()) for _, _, getter in openblas_libraries()]
+
+
+# -- the pool ---------------------------------------------------------------------------------
+_tasks: Any = None  # queue.SimpleQueue of (context, function, args, done) once a worker runs
+_workers = 0
+_lock = threading.Lock()
+
+
+def _work(tasks: Any) -> None:
+    while True:
+        ctx, f, args, kwargs, done = tasks.get()
+        try:
+            ctx.run(f, *args, **kwargs)
+        except BaseException as e:  # handed to the caller, which raises it
+            done.put(e)
+        else:
+            done.put(None)
+
+
+def _ensure(workers: int) -> Any:
+    global _tasks, _workers
+    with _lock:
+        if _tasks is None:
+            _tasks = queue.SimpleQueue()
+        while _workers < workers:
+            threading.Thread(target=_work, args=(_tasks,), name=f"ember-worker-{_workers}",
+                             daemon=True).start()
+            _workers += 1
+        return _tasks
+
+
+def _after_fork() -> None:
+    global _tasks, _workers, _lock
+    _tasks, _workers, _lock = None, 0, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork)
+
+
+def _parallel(f: Any, parts: list[tuple[tuple[Any, ...], Any]]) -> None:
+    """``f(*args, out=out)`` for each (args, out) part: the first on this thread, the others on
+    the workers, each under a copy of this thread's context (NumPy's errstate)."""
+    tasks = _ensure(len(parts) - 1)
+    done: Any = queue.SimpleQueue()
+    for args, out in parts[1:]:
+        tasks.put((contextvars.copy_context(), f, args, {"out": out}, done))
+    error: BaseException | None = None
+    try:
+        args, out = parts[0]
+        f(*args, out=out)
+    except BaseException as e:
+        error = e
+    for _ in parts[1:]:
+        e = done.get()
+        if e is not None and error is None:
+            error = e
+    if error is not None:
+        raise error
+
+
+def run(f: Any, *operands: Any) -> Any:
+    """``f(*operands)`` (a NumPy ufunc with one output) split over the threads, or None where
+    it does not apply: fewer than ``cut`` elements in the result, an operand that is not a
+    host array of the result's floating dtype or a Python int/float, a result that NumPy would
+    not lay out in C order. A broadcast operand (missing or size-1 leading dimension) is passed
+    whole to every part."""
+    n = get_num_threads()
+    dtype = None
+    shape: tuple[int, ...] | None = None
+    for x in operands:
+        if type(x) is np.ndarray:
+            if dtype is None:
+                dtype = x.dtype
+            elif x.dtype != dtype:
+                return None
+        elif type(x) is not float and type(x) is not int:
+            return None
+    if dtype is None or dtype.kind != "f" or n < 2:
+        return None
+    arrays = [x for x in operands if type(x) is np.ndarray]
+    try:
+        shape = np.broadcast_shapes(*(a.shape for a in arrays))
+    except ValueError:
+        return None
+    size = 1
+    for d in shape:
+        size *= d
+    if size < cut or size < 2 * ALIGN:
+        return None
+    full = [a for a in arrays if a.shape == shape]
+    if not full or not all(a.flags.c_contiguous for a in full):
+        return None  # (NumPy would choose the layout of a strided operand)
+    out = np.empty(shape, dtype)
+    if len(full) == len(arrays):  # same shape, all C-contiguous: flat parts
+        step = -(-size // n)
+        step = -(-step // ALIGN) * ALIGN
+        flat = [x.reshape(-1) if type(x) is np.ndarray else x for x in operands]
+        o = out.reshape(-1)
+        parts = [(tuple(x[i:i + step] if type(x) is np.ndarray else x for x in flat),
+                  o[i:i + step]) for i in range(0, size, step)]
+    else:  # broadcasting: parts of the leading dimension
+        rows = shape[0]
+        if rows < 2:
+            return None
+        step = -(-rows // min(n, rows))
+        nd = len(shape)
+        parts = [(tuple(x[i:i + step] if type(x) is np.ndarray and x.ndim == nd and
+                        x.shape[0] == rows else x for x in operands), out[i:i + step])
+                 for i in range(0, rows, step)]
+    _parallel(f, parts)
+    return out
+
+
+_set_cut(get_num_threads())

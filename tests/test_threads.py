@@ -1,0 +1,242 @@
+"""Threads (ember._threads): one setting for the kernels' pool, NumPy's BLAS and the pool that
+splits large elementwise NumPy calls; split results equal one call's bit for bit at every thread
+count; set_num_threads/get_num_threads as PyTorch's."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import pytest
+
+import ember
+from ember import _threads
+from helpers import HAVE_TORCH, rerun_on_pure_python
+
+F32, F64 = np.float32, np.float64
+
+
+@pytest.fixture
+def threads():
+    """Restore the thread count (and ``cut``) after the test."""
+    saved = ember.get_num_threads()
+    saved_cut = _threads.cut
+    yield
+    ember.set_num_threads(saved)
+    _threads.cut = saved_cut
+
+
+@pytest.fixture
+def low_cut(threads, monkeypatch):
+    """Split from 4K elements (small, fast arrays); count the parallel calls."""
+    calls = []
+    real = _threads._parallel
+
+    def counting(f, parts):
+        calls.append(len(parts))
+        return real(f, parts)
+
+    monkeypatch.setattr(_threads, "_parallel", counting)
+    monkeypatch.setattr(_threads, "THRESHOLD", 4096)
+    return calls
+
+
+def _set(n: int) -> None:
+    ember.set_num_threads(n)
+
+
+def _arr(shape, dtype=F32, seed=0, lo=-3.0, hi=3.0):
+    return np.random.default_rng(seed).uniform(lo, hi, shape).astype(dtype)
+
+
+CASES = [
+    (np.add, lambda d: (_arr(10_001, d), _arr(10_001, d, 1))),
+    (np.subtract, lambda d: (_arr((37, 301), d), _arr((37, 301), d, 1))),
+    (np.multiply, lambda d: (_arr(50_000, d), 0.37)),
+    (np.divide, lambda d: (_arr((64, 200), d), _arr(200, d, 1))),  # broadcast: row parts
+    (np.add, lambda d: (_arr((300, 40), d), _arr((300, 1), d, 1))),
+    (np.multiply, lambda d: (_arr((2, 3, 2000), d), np.asarray(1.5, d))),
+    (np.exp, lambda d: (_arr(70_003, d),)),
+    (np.tanh, lambda d: (_arr((129, 257), d),)),
+]
+
+
+@pytest.mark.parametrize("n", [2, 3, 7])
+@pytest.mark.parametrize("dtype", [F32, F64])
+@pytest.mark.parametrize("case", range(len(CASES)))
+def test_split_ufunc_equals_one_call_bit_for_bit(low_cut, n, dtype, case):
+    _set(n)
+    f, make = CASES[case]
+    ops = make(dtype)
+    got = _threads.run(f, *ops)
+    want = f(*ops)
+    assert got is not None and low_cut, "the call did not split"
+    assert got.dtype == want.dtype == dtype
+    assert got.shape == want.shape and got.strides == want.strides
+    assert np.array_equal(got.view(np.uint8), want.view(np.uint8))
+
+
+def test_run_declines_what_it_cannot_split_as_numpy_would(low_cut):
+    _set(2)
+    a = _arr(20_000)
+    assert _threads.run(np.add, a, a.astype(F64)) is None  # mixed dtypes: NumPy promotes
+    assert _threads.run(np.add, a, np.float64(2.0)) is None  # a NumPy scalar is strong (NEP 50)
+    assert _threads.run(np.add, a.reshape(100, 200).T, 1.0) is None  # strided: NumPy's layout
+    assert _threads.run(np.add, a.astype(np.int32), 1) is None  # integers
+    assert _threads.run(np.add, a, 1j) is None
+    assert _threads.run(np.add, a[:1000], 1.0) is None  # below the cut
+    assert not low_cut
+    _set(1)
+    assert _threads.cut == sys.maxsize and _threads.run(np.add, a, 1.0) is None
+
+
+def test_workers_raise_in_the_caller_with_its_errstate(low_cut):
+    """A worker runs in a copy of the caller's context: NumPy's errstate reaches it, and what it
+    raises comes back to the caller."""
+    _set(2)
+    x = np.zeros(40_000, F32)
+    x[-1] = 1000.0  # overflows exp, in the last part: a worker's
+    with np.errstate(over="raise"), pytest.raises(FloatingPointError):
+        _threads.run(np.exp, x)
+    with np.errstate(over="ignore"):
+        assert np.isinf(_threads.run(np.exp, x)[-1])
+    assert low_cut == [2, 2]
+
+
+def test_concurrent_callers_get_their_own_results(low_cut):
+    _set(3)
+    arrays = [_arr(30_000, seed=s) for s in range(6)]
+    got: dict[int, np.ndarray] = {}
+
+    def work(i):
+        for _ in range(20):
+            got[i] = _threads.run(np.exp, arrays[i])
+
+    ts = [threading.Thread(target=work, args=(i,)) for i in range(6)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    for i, a in enumerate(arrays):
+        assert np.array_equal(got[i], np.exp(a))
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork")
+def test_a_forked_child_starts_its_own_workers(low_cut):
+    _set(2)
+    a = _arr(50_000)
+    _threads.run(np.exp, a)  # workers running in the parent
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        ok = np.array_equal(_threads.run(np.exp, a), np.exp(a))
+        os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.WEXITSTATUS(status) == 0
+
+
+# -- the ops -------------------------------------------------------------------------------------
+
+def _ops_results(n: int):
+    """Forward and gradients of add/sub/mul/div/exp/tanh at n threads."""
+    _set(n)
+    x = ember.tensor(_arr((64, 300)), requires_grad=True)
+    y = ember.tensor(_arr((64, 300), seed=1, lo=0.5, hi=2.0), requires_grad=True)
+    b = ember.tensor(_arr(300, seed=2), requires_grad=True)
+    outs = [x + y, x - y, x * y, x / y, x.exp(), x.tanh(), x * b, x + b, x / 0.0]
+    sum(o.sum() for o in outs[:-1]).backward()
+    return [o.detach().numpy() for o in outs] + [t.grad.numpy() for t in (x, y, b)]
+
+
+def test_ops_split_and_equal_one_thread_bit_for_bit(low_cut):
+    one = _ops_results(1)
+    assert not low_cut
+    two = _ops_results(2)
+    assert len(low_cut) >= 9, low_cut  # each forward and the large backward products split
+    three = _ops_results(3)
+    for a, b, c in zip(one, two, three):
+        assert a.dtype == b.dtype == c.dtype == F32
+        assert np.array_equal(a.view(np.uint32), b.view(np.uint32))
+        assert np.array_equal(a.view(np.uint32), c.view(np.uint32))
+
+
+@pytest.mark.skipif(not HAVE_TORCH, reason="needs torch")
+def test_split_ops_match_torch(low_cut):
+    import torch
+
+    _set(2)
+    a, b = _arr((100, 400)), _arr((100, 400), seed=1, lo=0.5, hi=2.0)
+    for fn in (lambda x, y: x + y, lambda x, y: x * y - y, lambda x, y: x / y,
+               lambda x, y: x.exp() * y, lambda x, y: x.tanh() + y / 0.0):
+        with np.errstate(all="raise"):  # no warning from a worker, as none from PyTorch
+            ours = fn(ember.tensor(a), ember.tensor(b))
+        theirs = fn(torch.tensor(a), torch.tensor(b))
+        assert ours.dtype == ember.float32 and ours.stride() == theirs.stride()
+        np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=2e-6, atol=1e-6)
+    assert low_cut
+
+
+# -- the setting ---------------------------------------------------------------------------------
+
+def test_set_num_threads_reaches_blas_and_restores(threads):
+    before = ember.get_num_threads()
+    ember.set_num_threads(1)
+    assert ember.get_num_threads() == 1 and _threads.cut == sys.maxsize
+    counts = _threads.blas_threads()
+    if counts:  # (a BLAS that cannot be queried reports nothing)
+        assert set(counts) == {1}
+    ember.set_num_threads(2)
+    assert _threads.cut == _threads.THRESHOLD
+    if counts:
+        assert set(_threads.blas_threads()) == {2}
+    ember.set_num_threads(before)
+    assert ember.get_num_threads() == before
+
+
+def test_the_openblas_lookup_without_threadpoolctl(threads):
+    """The ctypes path (no threadpoolctl): NumPy's bundled OpenBLAS found by its exported names."""
+    libs = _threads.openblas_libraries()
+    if not libs:
+        pytest.skip("no OpenBLAS loaded (NumPy built against another BLAS)")
+    for n in (1, 3, 1):
+        _threads.set_blas_threads(n, use_threadpoolctl=False)
+        assert set(_threads.blas_threads(use_threadpoolctl=False)) == {n}
+        if _threads._threadpoolctl() is not None:
+            assert set(_threads.blas_threads()) == {n}  # threadpoolctl reads the same
+
+
+def test_set_num_threads_refuses_as_pytorch(threads):
+    for bad in (2.0, True, "2"):
+        with pytest.raises(RuntimeError, match="expects an int"):
+            ember.set_num_threads(bad)
+    with pytest.raises(RuntimeError, match="positive"):
+        ember.set_num_threads(0)
+    ember.set_num_threads(np.int64(1))
+    assert ember.get_num_threads() == 1
+    if HAVE_TORCH:
+        import torch
+
+        for bad in (2.0, True):
+            with pytest.raises(RuntimeError, match="expects an int"):
+                torch.set_num_threads(bad)
+
+
+def test_a_fresh_process_follows_omp_num_threads():
+    """OMP_NUM_THREADS=1: nothing splits and BLAS reports one thread (the default otherwise is
+    the usable CPUs, as PyTorch's: tests/test_tensor.py compares with it)."""
+    code = ("import ember, sys; from ember import _threads as t; "
+            "print(ember.get_num_threads(), t.cut == sys.maxsize, t.blas_threads())")
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    env.pop("OPENBLAS_NUM_THREADS", None)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    n, never, blas = out.stdout.split(maxsplit=2)
+    assert n == "1" and never == "True" and set(eval(blas)) <= {1}
+
+
+@pytest.mark.skipif(os.environ.get("EMBER_PURE_PYTHON") == "1", reason="already the Python core")
+def test_this_file_passes_on_the_pure_python_core():
+    rerun_on_pure_python(__file__)
