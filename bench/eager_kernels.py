@@ -4,7 +4,8 @@ and against PyTorch: ``python -m bench.eager_kernels [--repeat N] [--threads N] 
 ``--threads`` threads (default 1; ``set_num_threads`` for both: PyTorch's pool, NumPy's BLAS and
 the kernels' pool), 4M-element vectors and 1024 x 4096 rows of normal inputs (cross_entropy:
 1024 x 4096 logits, random class indices; the optimizers: one step over 8M float32 parameters,
-two in the f+b column), forward under ``no_grad`` and forward+backward, best of ``--repeat``
+two in the f+b column; batch_norm: BatchNorm2d(64) on 32 x 64 x 56 x 56, training and
+evaluation; group_norm: GroupNorm(32, 256) on 16 x 256 x 32 x 32), forward under ``no_grad`` and forward+backward, best of ``--repeat``
 runs in ms. The kernels are switched off and on in this process (``_kernels_loader.disabled()``),
 so both columns see the same machine state. ``--cpu`` times this thread's CPU time instead of the
 wall clock (steadier on a shared, busy machine), ``--process`` the process's (every thread's).
@@ -57,6 +58,8 @@ def _cases(m: Any) -> dict[str, tuple[Any, str]]:
 def _all_cases(m: Any) -> dict[str, tuple[Any, str]]:
     F = m.nn.functional
     w, b = m.ones(4096), m.zeros(4096)
+    cw, cb, rm, rv = m.ones(64), m.zeros(64), m.zeros(64), m.ones(64)  # BatchNorm2d(64)
+    gw, gb = m.ones(256), m.zeros(256)  # GroupNorm(32, 256)
     return {
         "erf": (m.erf, "v"), "erfc": (m.erfc, "v"),
         "gelu": (F.gelu, "v"), "gelu tanh": (lambda t: F.gelu(t, approximate="tanh"), "v"),
@@ -68,6 +71,9 @@ def _all_cases(m: Any) -> dict[str, tuple[Any, str]]:
         "layer_norm": (lambda t: F.layer_norm(t, (4096,), w, b), "r"),
         "rms_norm": (lambda t: F.rms_norm(t, (4096,), w, 1e-6), "r"),
         "cross_entropy": (lambda t: F.cross_entropy(t, m.tensor(TARGET)), "r"),
+        "batch_norm train": (lambda t: F.batch_norm(t, rm, rv, cw, cb, training=True), "bn"),
+        "batch_norm eval": (lambda t: F.batch_norm(t, rm, rv, cw, cb), "bn"),
+        "group_norm": (lambda t: F.group_norm(t, 32, gw, gb), "gn"),
         "AdamW.step": (_opt_step(m, "AdamW", lr=1e-3, weight_decay=0.01), "p"),
         "SGD momentum.step": (_opt_step(m, "SGD", lr=0.1, momentum=0.9), "p"),
     }
@@ -125,7 +131,9 @@ def main() -> None:
     rng = np.random.default_rng(0)
     arrays = {"v": rng.standard_normal(4 << 20).astype(np.float32),
               "r": rng.standard_normal((1024, 4096)).astype(np.float32),
-              "p": rng.standard_normal(8 << 20).astype(np.float32)}
+              "p": rng.standard_normal(8 << 20).astype(np.float32),
+              "bn": rng.standard_normal((32, 64, 56, 56)).astype(np.float32),
+              "gn": rng.standard_normal((16, 256, 32, 32)).astype(np.float32)}
     print(L.describe())
     with L.disabled():
         before = measure(ember, arrays, args.repeat)

@@ -849,6 +849,190 @@ CLONES static void rms_norm_colsums_##T(const T *RESTRICT x, const T *RESTRICT r
 RMS_NORM(float)
 RMS_NORM(double)
 
+/* Channel norms over x viewed as (N, C, hw), C-ordered: channel c of sample n is the block of
+ * hw elements at (n C + c) hw.
+ * batch_norm: channel c's statistics over its N blocks: mean, then the biased variance of
+ * (x - mean) (the mean rounded to T first, as the NumPy formula's x - mu), in float64 lanes that
+ * run on across the blocks in order (lane j takes each block's elements i with i % LANES == j);
+ * rstd = 1/sqrt(var + eps) rounded to T; y = ((x - mean) rstd) [* w] [+ b] in T, the NumPy
+ * formula's operations and order. Backward: sg = sum g and sgx = sum g x_hat (float64, one
+ * pass), gx = (g [w] - (x_hat mgx + mg)) rstd with mg = (T)(sg [w] / cnt), mgx likewise. */
+#define CH_LANES(N, C, hw, c, BODY)                                                                \
+    for (Py_ssize_t n_ = 0; n_ < (N); n_++) {                                                      \
+        Py_ssize_t o_ = (n_ * (C) + (c)) * (hw);                                                   \
+        LANE_LOOP(hw, k_, j, Py_ssize_t i = o_ + k_; BODY);                                        \
+    }
+#define CH_AFFINE(T, yb, xb, hw, EXPR_W_B, EXPR_W, EXPR_B, EXPR)                                   \
+    if (w && b)                                                                                    \
+        for (Py_ssize_t i = 0; i < (hw); i++)                                                      \
+            yb[i] = EXPR_W_B;                                                                      \
+    else if (w)                                                                                    \
+        for (Py_ssize_t i = 0; i < (hw); i++)                                                      \
+            yb[i] = EXPR_W;                                                                        \
+    else if (b)                                                                                    \
+        for (Py_ssize_t i = 0; i < (hw); i++)                                                      \
+            yb[i] = EXPR_B;                                                                        \
+    else                                                                                           \
+        for (Py_ssize_t i = 0; i < (hw); i++)                                                      \
+            yb[i] = EXPR;
+#define CHANNEL_NORMS(T)                                                                           \
+CLONES static void batch_norm_##T(const T *RESTRICT x, const T *RESTRICT w, const T *RESTRICT b,   \
+                                  T *RESTRICT y, T *RESTRICT mean, T *RESTRICT var,                \
+                                  T *RESTRICT rstd, Py_ssize_t N, Py_ssize_t C, Py_ssize_t hw,     \
+                                  Py_ssize_t c0, Py_ssize_t c1, double eps)                        \
+{                                                                                                  \
+    double cnt = (double)N * (double)hw;                                                           \
+    for (Py_ssize_t c = c0; c < c1; c++) {                                                         \
+        ZERO_LANES(a);                                                                             \
+        CH_LANES(N, C, hw, c, a[j] += (double)x[i]);                                               \
+        T mu = (T)(lanes_total(a) / cnt);                                                          \
+        ZERO_LANES(v);                                                                             \
+        CH_LANES(N, C, hw, c, v[j] += (double)(x[i] - mu) * (double)(x[i] - mu));                  \
+        double vb = lanes_total(v) / cnt;                                                          \
+        T rs = (T)(1.0 / sqrt(vb + eps));                                                          \
+        mean[c] = mu;                                                                              \
+        var[c] = (T)vb;                                                                            \
+        rstd[c] = rs;                                                                              \
+        T wc = w ? w[c] : 1, bc = b ? b[c] : 0;                                                    \
+        for (Py_ssize_t n = 0; n < N; n++) {                                                       \
+            const T *RESTRICT xb = x + (n * C + c) * hw;                                           \
+            T *RESTRICT yb = y + (n * C + c) * hw;                                                 \
+            CH_AFFINE(T, yb, xb, hw, ((xb[i] - mu) * rs) * wc + bc, ((xb[i] - mu) * rs) * wc,      \
+                      ((xb[i] - mu) * rs) + bc, (xb[i] - mu) * rs)                                 \
+        }                                                                                          \
+    }                                                                                              \
+}                                                                                                  \
+CLONES static void batch_norm_backward_##T(const T *RESTRICT x, const T *RESTRICT w,               \
+                                           const T *RESTRICT mean, const T *RESTRICT rstd,         \
+                                           const T *RESTRICT g, T *RESTRICT gx,                    \
+                                           double *RESTRICT sg_out, double *RESTRICT sgx_out,      \
+                                           Py_ssize_t N, Py_ssize_t C, Py_ssize_t hw,              \
+                                           Py_ssize_t c0, Py_ssize_t c1)                           \
+{                                                                                                  \
+    double cnt = (double)N * (double)hw;                                                           \
+    for (Py_ssize_t c = c0; c < c1; c++) {                                                         \
+        T mu = mean[c], rs = rstd[c];                                                              \
+        ZERO_LANES(a);                                                                             \
+        ZERO_LANES(s);                                                                             \
+        CH_LANES(N, C, hw, c, a[j] += (double)g[i];                                                \
+                 s[j] += (double)g[i] * (double)((x[i] - mu) * rs));                               \
+        double sg = lanes_total(a), sgx = lanes_total(s);                                          \
+        sg_out[c] = sg;                                                                            \
+        sgx_out[c] = sgx;                                                                          \
+        if (!gx)                                                                                   \
+            continue;                                                                              \
+        double wd = w ? (double)w[c] : 1.0;                                                        \
+        T wc = w ? w[c] : 1, mg = (T)(sg * wd / cnt), mgx = (T)(sgx * wd / cnt);                   \
+        for (Py_ssize_t n = 0; n < N; n++) {                                                       \
+            Py_ssize_t o = (n * C + c) * hw;                                                       \
+            const T *RESTRICT xb = x + o, *RESTRICT gb = g + o;                                    \
+            T *RESTRICT ob = gx + o;                                                               \
+            if (w)                                                                                 \
+                for (Py_ssize_t i = 0; i < hw; i++)                                                \
+                    ob[i] = (gb[i] * wc - (((xb[i] - mu) * rs) * mgx + mg)) * rs;                  \
+            else                                                                                   \
+                for (Py_ssize_t i = 0; i < hw; i++)                                                \
+                    ob[i] = (gb[i] - (((xb[i] - mu) * rs) * mgx + mg)) * rs;                       \
+        }                                                                                          \
+    }                                                                                              \
+}                                                                                                  \
+/* y = x s[c] [+ t[c]] over blocks [r0, r1) of hw elements, block r in channel r % C (batch_norm  \
+ * in evaluation: the NumPy formula's x * scale + shift, bit for bit; its backward's g * scale) */ \
+CLONES static void channel_affine_##T(const T *RESTRICT x, const T *RESTRICT s,                    \
+                                      const T *RESTRICT t, T *RESTRICT y, Py_ssize_t C,            \
+                                      Py_ssize_t hw, Py_ssize_t r0, Py_ssize_t r1)                 \
+{                                                                                                  \
+    for (Py_ssize_t r = r0; r < r1; r++) {                                                         \
+        const T *RESTRICT xb = x + r * hw;                                                         \
+        T *RESTRICT yb = y + r * hw;                                                               \
+        T sc = s[r % C];                                                                           \
+        if (t) {                                                                                   \
+            T tc = t[r % C];                                                                       \
+            for (Py_ssize_t i = 0; i < hw; i++)                                                    \
+                yb[i] = xb[i] * sc + tc;                                                           \
+        }                                                                                          \
+        else                                                                                       \
+            for (Py_ssize_t i = 0; i < hw; i++)                                                    \
+                yb[i] = xb[i] * sc;                                                                \
+    }                                                                                              \
+}                                                                                                  \
+/* group_norm: rows [r0, r1) of (N G, m), m = (C / G) hw, row r = (n, group r % G): mean and rstd \
+ * as layer_norm's (float64 lanes, rounded to T); y = ((x - mean) rstd) [* w[c]] [+ b[c]].        \
+ * Backward: per channel of the row, sums of g and g x_hat over its hw elements (float64 lanes,   \
+ * kept in db and dsx for grad_w and grad_b), the row's sg = sum_c [w_c] db, sgx likewise; then   \
+ * gx = (g [w_c] - (x_hat mgx + mg)) rstd, mg = (T)(sg / m), mgx = (T)(sgx / m). */                \
+CLONES static void group_norm_##T(const T *RESTRICT x, const T *RESTRICT w, const T *RESTRICT b,   \
+                                  T *RESTRICT y, T *RESTRICT mean, T *RESTRICT rstd,               \
+                                  Py_ssize_t C, Py_ssize_t hw, Py_ssize_t G, Py_ssize_t r0,        \
+                                  Py_ssize_t r1, double eps)                                       \
+{                                                                                                  \
+    Py_ssize_t cpg = C / G, m = cpg * hw;                                                          \
+    for (Py_ssize_t r = r0; r < r1; r++) {                                                         \
+        const T *RESTRICT xr = x + r * m;                                                          \
+        T *RESTRICT yr = y + r * m;                                                                \
+        double s, v;                                                                               \
+        LANE_SUM(s, m, i, xr[i]);                                                                  \
+        T mu = (T)(s / (double)m);                                                                 \
+        LANE_SUM(v, m, i, (double)(xr[i] - mu) * (double)(xr[i] - mu));                            \
+        T rs = (T)(1.0 / sqrt(v / (double)m + eps));                                               \
+        mean[r] = mu;                                                                              \
+        rstd[r] = rs;                                                                              \
+        for (Py_ssize_t k = 0; k < cpg; k++) {                                                     \
+            Py_ssize_t c = (r % G) * cpg + k;                                                      \
+            const T *RESTRICT xb = xr + k * hw;                                                    \
+            T *RESTRICT yb = yr + k * hw;                                                          \
+            T wc = w ? w[c] : 1, bc = b ? b[c] : 0;                                                \
+            CH_AFFINE(T, yb, xb, hw, ((xb[i] - mu) * rs) * wc + bc, ((xb[i] - mu) * rs) * wc,      \
+                      ((xb[i] - mu) * rs) + bc, (xb[i] - mu) * rs)                                 \
+        }                                                                                          \
+    }                                                                                              \
+}                                                                                                  \
+CLONES static void group_norm_backward_##T(const T *RESTRICT x, const T *RESTRICT w,               \
+                                           const T *RESTRICT mean, const T *RESTRICT rstd,         \
+                                           const T *RESTRICT g, T *RESTRICT gx,                    \
+                                           double *RESTRICT db, double *RESTRICT dsx,              \
+                                           Py_ssize_t C, Py_ssize_t hw, Py_ssize_t G,              \
+                                           Py_ssize_t r0, Py_ssize_t r1)                           \
+{                                                                                                  \
+    Py_ssize_t cpg = C / G, m = cpg * hw;                                                          \
+    for (Py_ssize_t r = r0; r < r1; r++) {                                                         \
+        Py_ssize_t c0 = (r % G) * cpg, nc = (r / G) * C + c0; /* (n, c0) */                        \
+        const T *RESTRICT xr = x + r * m, *RESTRICT gr = g + r * m;                                \
+        T mu = mean[r], rs = rstd[r];                                                              \
+        double sg = 0.0, sgx = 0.0;                                                                \
+        for (Py_ssize_t k = 0; k < cpg; k++) {                                                     \
+            const T *RESTRICT xb = xr + k * hw, *RESTRICT gb = gr + k * hw;                        \
+            ZERO_LANES(a);                                                                         \
+            ZERO_LANES(s);                                                                         \
+            LANE_LOOP(hw, i, j, a[j] += (double)gb[i];                                             \
+                      s[j] += (double)gb[i] * (double)((xb[i] - mu) * rs));                        \
+            double dbk = lanes_total(a), dsk = lanes_total(s);                                     \
+            db[nc + k] = dbk;                                                                      \
+            dsx[nc + k] = dsk;                                                                     \
+            double wd = w ? (double)w[c0 + k] : 1.0;                                               \
+            sg += wd * dbk;                                                                        \
+            sgx += wd * dsk;                                                                       \
+        }                                                                                          \
+        if (!gx)                                                                                   \
+            continue;                                                                              \
+        T mg = (T)(sg / (double)m), mgx = (T)(sgx / (double)m);                                    \
+        for (Py_ssize_t k = 0; k < cpg; k++) {                                                     \
+            const T *RESTRICT xb = xr + k * hw, *RESTRICT gb = gr + k * hw;                        \
+            T *RESTRICT ob = gx + r * m + k * hw;                                                  \
+            if (w) {                                                                               \
+                T wc = w[c0 + k];                                                                  \
+                for (Py_ssize_t i = 0; i < hw; i++)                                                \
+                    ob[i] = (gb[i] * wc - (((xb[i] - mu) * rs) * mgx + mg)) * rs;                  \
+            }                                                                                      \
+            else                                                                                   \
+                for (Py_ssize_t i = 0; i < hw; i++)                                                \
+                    ob[i] = (gb[i] - (((xb[i] - mu) * rs) * mgx + mg)) * rs;                       \
+        }                                                                                          \
+    }                                                                                              \
+}
+CHANNEL_NORMS(float)
+CHANNEL_NORMS(double)
+
 
 /* ---------------------------------------------------------------------------------------------
  * Optimizer steps: the operations of ember/optim's NumPy paths in their order, each rounded to
@@ -1644,6 +1828,254 @@ static PyObject *py_rms_norm_backward(PyObject *m, PyObject *const *args, Py_ssi
     Py_RETURN_NONE;
 }
 
+/* batch_norm, channel_affine and group_norm: x as (N, C, hw) */
+typedef struct {
+    char kind;
+    const void *x, *w, *b, *mean_in, *rstd_in, *g;
+    void *y, *mean, *var, *rstd;
+    double *s1, *s2;  /* backward's float64 sums: per channel (batch_norm), per (n, c) (group) */
+    Py_ssize_t N, C, hw, G;
+    double eps;
+} cn_ctx;
+
+static void call_batch_norm(void *cv, Py_ssize_t c0, Py_ssize_t c1)
+{
+    cn_ctx *c = (cn_ctx *)cv;
+    if (c->kind == 'f')
+        batch_norm_float(c->x, c->w, c->b, c->y, c->mean, c->var, c->rstd, c->N, c->C, c->hw, c0,
+                         c1, c->eps);
+    else
+        batch_norm_double(c->x, c->w, c->b, c->y, c->mean, c->var, c->rstd, c->N, c->C, c->hw,
+                          c0, c1, c->eps);
+}
+
+static void call_batch_norm_backward(void *cv, Py_ssize_t c0, Py_ssize_t c1)
+{
+    cn_ctx *c = (cn_ctx *)cv;
+    if (c->kind == 'f')
+        batch_norm_backward_float(c->x, c->w, c->mean_in, c->rstd_in, c->g, c->y, c->s1, c->s2,
+                                  c->N, c->C, c->hw, c0, c1);
+    else
+        batch_norm_backward_double(c->x, c->w, c->mean_in, c->rstd_in, c->g, c->y, c->s1, c->s2,
+                                   c->N, c->C, c->hw, c0, c1);
+}
+
+static void call_channel_affine(void *cv, Py_ssize_t r0, Py_ssize_t r1)
+{
+    cn_ctx *c = (cn_ctx *)cv;
+    if (c->kind == 'f')
+        channel_affine_float(c->x, c->w, c->b, c->y, c->C, c->hw, r0, r1);
+    else
+        channel_affine_double(c->x, c->w, c->b, c->y, c->C, c->hw, r0, r1);
+}
+
+static void call_group_norm(void *cv, Py_ssize_t r0, Py_ssize_t r1)
+{
+    cn_ctx *c = (cn_ctx *)cv;
+    if (c->kind == 'f')
+        group_norm_float(c->x, c->w, c->b, c->y, c->mean, c->rstd, c->C, c->hw, c->G, r0, r1,
+                         c->eps);
+    else
+        group_norm_double(c->x, c->w, c->b, c->y, c->mean, c->rstd, c->C, c->hw, c->G, r0, r1,
+                          c->eps);
+}
+
+static void call_group_norm_backward(void *cv, Py_ssize_t r0, Py_ssize_t r1)
+{
+    cn_ctx *c = (cn_ctx *)cv;
+    if (c->kind == 'f')
+        group_norm_backward_float(c->x, c->w, c->mean_in, c->rstd_in, c->g, c->y, c->s1, c->s2,
+                                  c->C, c->hw, c->G, r0, r1);
+    else
+        group_norm_backward_double(c->x, c->w, c->mean_in, c->rstd_in, c->g, c->y, c->s1, c->s2,
+                                   c->C, c->hw, c->G, r0, r1);
+}
+
+/* the trailing integer arguments args[at ..], each >= 1 */
+static int sizes(PyObject *const *args, Py_ssize_t count, Py_ssize_t *out, const char *fn)
+{
+    for (Py_ssize_t i = 0; i < count; i++) {
+        out[i] = PyLong_AsSsize_t(args[i]);
+        if (out[i] == -1 && PyErr_Occurred())
+            return -1;
+        if (out[i] < 1) {
+            PyErr_Format(PyExc_ValueError, "ember._kernels.%s: sizes must be >= 1", fn);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static PyObject *bad_args(Bufs *b, const char *fn)
+{
+    if (!PyErr_Occurred())
+        PyErr_Format(PyExc_ValueError, "ember._kernels.%s: bad arguments", fn);
+    release(b);
+    return NULL;
+}
+
+/* store float64 sums into a T output (NULL: skipped) */
+static void store_sums(char kind, void *out, const double *s, Py_ssize_t n)
+{
+    if (!out)
+        return;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (kind == 'f')
+            ((float *)out)[i] = (float)s[i];
+        else
+            ((double *)out)[i] = s[i];
+    }
+}
+
+/* batch_norm(x, w | None, b | None, y, mean, var, rstd, C, hw, eps): var is the biased one */
+static PyObject *py_batch_norm(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_ssize_t sz[2];
+    if (nargs != 10)
+        return PyErr_Format(PyExc_TypeError, "ember._kernels.batch_norm: expected 10 arguments");
+    double eps = PyFloat_AsDouble(args[9]);
+    if ((eps == -1.0 && PyErr_Occurred()) || sizes(args + 7, 2, sz, "batch_norm") < 0)
+        return NULL;
+    Bufs b;
+    if (take(&b, args, 7, "iIIoooo") < 0)
+        return NULL;
+    Py_ssize_t C = sz[0], hw = sz[1], total = b.len[0], N = total / (C * hw);
+    if (total % (C * hw) || same_lengths(&b, C, 1, 3) < 0 || same_lengths(&b, total, 3, 4) < 0
+        || same_lengths(&b, C, 4, 7) < 0)
+        return bad_args(&b, "batch_norm");
+    cn_ctx c = {b.kind, b.p[0], b.p[1], b.p[2], NULL, NULL, NULL, b.p[3], b.p[4], b.p[5], b.p[6],
+                NULL, NULL, N, C, hw, 1, eps};
+    Py_BEGIN_ALLOW_THREADS
+    parallel(call_batch_norm, &c, C, 1, MIN_PART / (N * hw) + 1);
+    Py_END_ALLOW_THREADS
+    release(&b);
+    Py_RETURN_NONE;
+}
+
+/* batch_norm_backward(x, w | None, mean, rstd, g, gx | None, gw | None, gb | None, C, hw) */
+static PyObject *py_batch_norm_backward(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_ssize_t sz[2];
+    if (nargs != 10)
+        return PyErr_Format(PyExc_TypeError,
+                            "ember._kernels.batch_norm_backward: expected 10 arguments");
+    if (sizes(args + 8, 2, sz, "batch_norm_backward") < 0)
+        return NULL;
+    Bufs b;
+    if (take(&b, args, 8, "iIiiiOOO") < 0)
+        return NULL;
+    Py_ssize_t C = sz[0], hw = sz[1], total = b.len[0], N = total / (C * hw);
+    if (total % (C * hw) || same_lengths(&b, C, 1, 4) < 0 || same_lengths(&b, total, 4, 6) < 0
+        || same_lengths(&b, C, 6, 8) < 0)
+        return bad_args(&b, "batch_norm_backward");
+    double *acc = (double *)PyMem_RawMalloc((size_t)(2 * C) * sizeof(double));
+    if (!acc) {
+        release(&b);
+        return PyErr_NoMemory();
+    }
+    cn_ctx c = {b.kind, b.p[0], b.p[1], NULL, b.p[2], b.p[3], b.p[4], b.p[5], NULL, NULL, NULL,
+                acc, acc + C, N, C, hw, 1, 0.0};
+    Py_BEGIN_ALLOW_THREADS
+    parallel(call_batch_norm_backward, &c, C, 1, MIN_PART / (N * hw) + 1);
+    store_sums(b.kind, b.p[6], acc + C, C);
+    store_sums(b.kind, b.p[7], acc, C);
+    Py_END_ALLOW_THREADS
+    PyMem_RawFree(acc);
+    release(&b);
+    Py_RETURN_NONE;
+}
+
+/* channel_affine(x, scale, shift | None, y, C, hw) */
+static PyObject *py_channel_affine(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_ssize_t sz[2];
+    if (nargs != 6)
+        return PyErr_Format(PyExc_TypeError, "ember._kernels.channel_affine: expected 6 arguments");
+    if (sizes(args + 4, 2, sz, "channel_affine") < 0)
+        return NULL;
+    Bufs b;
+    if (take(&b, args, 4, "iiIo") < 0)
+        return NULL;
+    Py_ssize_t C = sz[0], hw = sz[1], total = b.len[0];
+    if (total % (C * hw) || same_lengths(&b, C, 1, 3) < 0 || same_lengths(&b, total, 3, 4) < 0)
+        return bad_args(&b, "channel_affine");
+    cn_ctx c = {b.kind, b.p[0], b.p[1], b.p[2], NULL, NULL, NULL, b.p[3], NULL, NULL, NULL,
+                NULL, NULL, total / (C * hw), C, hw, 1, 0.0};
+    Py_BEGIN_ALLOW_THREADS
+    parallel(call_channel_affine, &c, total / hw, 1, MIN_PART / hw + 1);
+    Py_END_ALLOW_THREADS
+    release(&b);
+    Py_RETURN_NONE;
+}
+
+/* group_norm(x, w | None, b | None, y, mean, rstd, C, hw, G, eps) */
+static PyObject *py_group_norm(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_ssize_t sz[3];
+    if (nargs != 10)
+        return PyErr_Format(PyExc_TypeError, "ember._kernels.group_norm: expected 10 arguments");
+    double eps = PyFloat_AsDouble(args[9]);
+    if ((eps == -1.0 && PyErr_Occurred()) || sizes(args + 6, 3, sz, "group_norm") < 0)
+        return NULL;
+    Bufs b;
+    if (take(&b, args, 6, "iIIooo") < 0)
+        return NULL;
+    Py_ssize_t C = sz[0], hw = sz[1], G = sz[2], total = b.len[0], rows = total / (C * hw) * G;
+    if (total % (C * hw) || C % G || same_lengths(&b, C, 1, 3) < 0
+        || same_lengths(&b, total, 3, 4) < 0 || same_lengths(&b, rows, 4, 6) < 0)
+        return bad_args(&b, "group_norm");
+    Py_ssize_t m_ = C / G * hw;
+    cn_ctx c = {b.kind, b.p[0], b.p[1], b.p[2], NULL, NULL, NULL, b.p[3], b.p[4], NULL, b.p[5],
+                NULL, NULL, total / (C * hw), C, hw, G, eps};
+    Py_BEGIN_ALLOW_THREADS
+    parallel(call_group_norm, &c, rows, 1, MIN_PART / m_ + 1);
+    Py_END_ALLOW_THREADS
+    release(&b);
+    Py_RETURN_NONE;
+}
+
+/* group_norm_backward(x, w | None, mean, rstd, g, gx | None, gw | None, gb | None, C, hw, G) */
+static PyObject *py_group_norm_backward(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_ssize_t sz[3];
+    if (nargs != 11)
+        return PyErr_Format(PyExc_TypeError,
+                            "ember._kernels.group_norm_backward: expected 11 arguments");
+    if (sizes(args + 8, 3, sz, "group_norm_backward") < 0)
+        return NULL;
+    Bufs b;
+    if (take(&b, args, 8, "iIiiiOOO") < 0)
+        return NULL;
+    Py_ssize_t C = sz[0], hw = sz[1], G = sz[2], total = b.len[0], N = total / (C * hw);
+    Py_ssize_t rows = N * G;
+    if (total % (C * hw) || C % G || same_lengths(&b, C, 1, 2) < 0
+        || same_lengths(&b, rows, 2, 4) < 0 || same_lengths(&b, total, 4, 6) < 0
+        || same_lengths(&b, C, 6, 8) < 0)
+        return bad_args(&b, "group_norm_backward");
+    double *acc = (double *)PyMem_RawMalloc((size_t)(2 * N * C) * sizeof(double));
+    if (!acc) {
+        release(&b);
+        return PyErr_NoMemory();
+    }
+    double *db = acc, *dsx = acc + N * C;
+    cn_ctx c = {b.kind, b.p[0], b.p[1], NULL, b.p[2], b.p[3], b.p[4], b.p[5], NULL, NULL, NULL,
+                db, dsx, N, C, hw, G, 0.0};
+    Py_BEGIN_ALLOW_THREADS
+    parallel(call_group_norm_backward, &c, rows, 1, MIN_PART / (C / G * hw) + 1);
+    /* grad_w, grad_b: the (n, c) sums over n in order, in the first row's slots */
+    for (Py_ssize_t n = 1; n < N; n++)
+        for (Py_ssize_t k = 0; k < C; k++) {
+            db[k] += db[n * C + k];
+            dsx[k] += dsx[n * C + k];
+        }
+    store_sums(b.kind, b.p[6], dsx, C);
+    store_sums(b.kind, b.p[7], db, C);
+    Py_END_ALLOW_THREADS
+    PyMem_RawFree(acc);
+    release(&b);
+    Py_RETURN_NONE;
+}
+
 static void call_adam(void *cv, Py_ssize_t i0, Py_ssize_t i1)
 {
     opt_ctx *c = (opt_ctx *)cv;
@@ -1914,6 +2346,13 @@ static PyMethodDef kernels_methods[] = {
     FAST(softmax_lse, "softmax_lse(x, p, lse, n): softmax (p None: skipped) and logsumexp."),
     FAST(rms_norm, "rms_norm(x, w, out, rstd, n, eps): over rows of n elements."),
     FAST(rms_norm_backward, "rms_norm_backward(x, w, rstd, grad, gx, gw, n): gx, gw (None: skip)."),
+    FAST(batch_norm, "batch_norm(x, w, b, y, mean, var, rstd, C, hw, eps): x as (N, C, hw)."),
+    FAST(batch_norm_backward,
+         "batch_norm_backward(x, w, mean, rstd, grad, gx, gw, gb, C, hw): None: skip."),
+    FAST(channel_affine, "channel_affine(x, scale, shift, y, C, hw): y = x scale[c] + shift[c]."),
+    FAST(group_norm, "group_norm(x, w, b, y, mean, rstd, C, hw, G, eps): x as (N, C, hw)."),
+    FAST(group_norm_backward,
+         "group_norm_backward(x, w, mean, rstd, grad, gx, gw, gb, C, hw, G): None: skip."),
     FAST(adam, "adam(d, g, m, v, vmax, decay, b1, c1, c2, b2, bc2, eps, step): one Adam step."),
     FAST(sgd_momentum, "sgd_momentum(d, g, buf, momentum, 1 - dampening, lr, nesterov)."),
     FAST(bernoulli53, "bernoulli53(capsule, limit, out, scale, direct): dropout's noise from a bit generator."),

@@ -337,6 +337,96 @@ def rms_norm_backward(x: Any, w: Any, rstd: Any, grad: Any, k: int,
     return gx, gw
 
 
+# -- over channels: x as (N, C, hw) ------------------------------------------------------------
+def _channel_params(x: Any, *params: Any) -> bool:
+    """x an (N, C, *) kernel array; each of params None or a C-contiguous array of x's dtype
+    with C elements."""
+    if not (_ok(x, True) and x.ndim >= 2):
+        return False
+    c = x.shape[1]
+    for p in params:
+        if p is not None and not (_ok(p, True) and p.dtype == x.dtype and p.size == c):
+            return False
+    return True
+
+
+def batch_norm(x: Any, w: Any, b: Any,
+               eps: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+    """(y, mean, biased var, rstd) of batch_norm's training forward over every dim but 1 (the
+    statistics of shape (C,)), y = (x - mean) * rstd * w + b; w and b of C elements, or None."""
+    mod = active
+    if mod is None or not _channel_params(x, w, b):
+        return None
+    c = x.shape[1]
+    y = np.empty_like(x)
+    mean, var, rstd = (np.empty(c, x.dtype) for _ in range(3))
+    mod.batch_norm(x, w, b, y, mean, var, rstd, c, x.size // (x.shape[0] * c), float(eps))
+    return y, mean, var, rstd
+
+
+def batch_norm_backward(x: Any, w: Any, mean: Any, rstd: Any, grad: Any,
+                        need: tuple) -> tuple[Any, Any, Any] | None:
+    """(grad_x, grad_w, grad_b) of batch_norm over every dim but 1 from the saved mean and rstd
+    (C elements each), each None where ``need`` says so: grad_w = sum(grad * x_hat) and grad_b
+    = sum(grad) per channel in float64 (also with w None: the evaluation mode's sums)."""
+    mod = active
+    if mod is None or not _ok2(x, grad, True) or not _channel_params(x, w, mean, rstd):
+        return None
+    if mean is None or rstd is None:
+        return None
+    c = x.shape[1]
+    gx = np.empty_like(x) if need[0] else None
+    gw = np.empty(c, x.dtype) if need[1] else None
+    gb = np.empty(c, x.dtype) if need[2] else None
+    mod.batch_norm_backward(x, w, mean, rstd, grad, gx, gw, gb, c, x.size // (x.shape[0] * c))
+    return gx, gw, gb
+
+
+def channel_affine(x: Any, scale: Any, shift: Any) -> np.ndarray | None:
+    """x * scale[c] (+ shift[c]) over an (N, C, *) array, one pass (batch_norm in evaluation,
+    and its backward's grad * scale): bit for bit NumPy's broadcast x * scale + shift."""
+    mod = active
+    if mod is None or scale is None or not _channel_params(x, scale, shift):
+        return None
+    c = x.shape[1]
+    y = np.empty_like(x)
+    mod.channel_affine(x, scale, shift, y, c, x.size // (x.shape[0] * c))
+    return y
+
+
+def group_norm(x: Any, w: Any, b: Any, groups: int,
+               eps: float) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """(y, mean, rstd) of group_norm (mean and rstd of shape (N, groups, 1)), y = (x - mean) *
+    rstd * w[c] + b[c]; w and b of C elements, or None."""
+    mod = active
+    if mod is None or not _channel_params(x, w, b) or groups < 1 or x.shape[1] % groups:
+        return None
+    n, c = x.shape[0], x.shape[1]
+    y = np.empty_like(x)
+    mean = np.empty((n, groups, 1), x.dtype)
+    rstd = np.empty((n, groups, 1), x.dtype)
+    mod.group_norm(x, w, b, y, mean, rstd, c, x.size // (n * c), groups, float(eps))
+    return y, mean, rstd
+
+
+def group_norm_backward(x: Any, w: Any, mean: Any, rstd: Any, grad: Any, groups: int,
+                        need: tuple) -> tuple[Any, Any, Any] | None:
+    """(grad_x, grad_w, grad_b) of group_norm from the saved mean and rstd ((N, groups, 1)),
+    each None where ``need`` says so; grad_w and grad_b summed in float64."""
+    mod = active
+    if mod is None or not _ok2(x, grad, True) or not _channel_params(x, w):
+        return None
+    n, c = x.shape[0], x.shape[1]
+    for s in (mean, rstd):
+        if not (_ok(s, True) and s.dtype == x.dtype and s.size == n * groups):
+            return None
+    gx = np.empty_like(x) if need[0] else None
+    gw = np.empty(c, x.dtype) if need[1] and w is not None else None
+    gb = np.empty(c, x.dtype) if need[2] else None
+    mod.group_norm_backward(x, w, mean, rstd, grad, gx, gw, gb, c, x.size // (n * c), groups)
+    return gx, gw, gb
+
+
 # -- optimizer steps -------------------------------------------------------------------------
 def _same(d: Any, *arrays: Any) -> bool:
     """Host arrays of d's float dtype and size, C-contiguous (d writable)."""

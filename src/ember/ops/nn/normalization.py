@@ -171,16 +171,12 @@ def batch_norm(input: Any, running_mean: Any, running_var: Any, weight: Any = No
             "batch_norm: running_mean and running_var must be defined in evaluation mode "
             "(training=False); pass training=True to use the batch statistics"
         )
-    bshape = (C,) + (1,) * (input.ndim - 2)
-    rm = running_mean.detach().to(input.dtype)
-    rv = running_var.detach().to(input.dtype)
-    scale = (rv + eps).rsqrt()
-    if weight is not None:
-        scale = scale * weight
-    shift = -rm * scale
-    if bias is not None:
-        shift = shift + bias
-    return input * scale.reshape(bshape) + shift.reshape(bshape)
+    rm = running_mean.detach().to(input.dtype).reshape(C)
+    rv = running_var.detach().to(input.dtype).reshape(C)
+    out = BatchNormEval.apply(input, weight, bias, rm, rv, float(eps))
+    if out.grad_fn is not None:
+        out.grad_fn.running = (running_mean, running_var)
+    return out
 
 
 def instance_norm(input: Any, running_mean: Any = None, running_var: Any = None,
@@ -298,6 +294,11 @@ class GroupNorm(Op):
         n, c = x.shape[0], x.shape[1]
         hw = math.prod(x.shape[2:])
         xc = x if x.flags.c_contiguous else ctx.xp.ascontiguousarray(x)
+        if (fast := _kernels.group_norm(xc, w, b, groups, eps)) is not None:  # the eager kernel
+            out, mu, rstd = fast
+            ctx.groups, ctx.eps, ctx.shape = groups, eps, x.shape
+            ctx.save_for_backward(x, w, mu, rstd)
+            return out
         g3 = xc.reshape(n, groups, c // groups * hw)
         if _rows_ok(g3):
             xhat, rstd, mu = _norm_stats_rows(g3, 1, eps)
@@ -328,6 +329,9 @@ class GroupNorm(Op):
         m = c // groups * hw
         if _graphing(ctx):
             xhat, rstd = _norm_stats(x.reshape((n, groups, m)), (2,), ctx.eps, ctx.xp)
+        elif (fast := _kernels.group_norm_backward(x, w, mu, rstd, grad, groups,
+                                                   need)) is not None:
+            return (*fast, None, None)
         elif (_rows_ok(x) and type(grad) is np.ndarray and grad.dtype == x.dtype
               and (w is None or w.dtype == x.dtype)):
             return _group_norm_backward_blocks(x, w, mu, rstd, grad, groups, need)
@@ -402,17 +406,21 @@ class BatchNormTrain(Op):
         axes = (0,) + tuple(range(2, x.ndim))
         bshape = (1, x.shape[1]) + (1,) * (x.ndim - 2)
         n = x.size // x.shape[1]
-        mu = x.sum(axis=axes, keepdims=True) / n
-        xc = x - mu
-        var = _sum_of_squares(xc, axes) / n
-        rstd = 1 / xp.sqrt(var + eps)
-        out = xc  # x - mean, then x_hat, then the output, in place (the same values)
-        out *= rstd
-        if w is not None:
-            out *= w.reshape(bshape)
-        if b is not None:
-            out += b.reshape(bshape)
-        mean = mu.reshape(-1)
+        if (fast := _kernels.batch_norm(x, w, b, eps)) is not None:  # the eager kernel
+            out, mean, var, rstd = fast
+            mu, rstd = mean.reshape(bshape), rstd.reshape(bshape)
+        else:
+            mu = x.sum(axis=axes, keepdims=True) / n
+            xc = x - mu
+            var = _sum_of_squares(xc, axes) / n
+            rstd = 1 / xp.sqrt(var + eps)
+            out = xc  # x - mean, then x_hat, then the output, in place (the same values)
+            out *= rstd
+            if w is not None:
+                out *= w.reshape(bshape)
+            if b is not None:
+                out += b.reshape(bshape)
+            mean = mu.reshape(-1)
         var = var.reshape(-1) * (n / (n - 1))
         ctx.axes, ctx.eps, ctx.bshape, ctx.n = axes, eps, bshape, n
         ctx.save_for_backward(x, w, mu, rstd)
@@ -427,6 +435,9 @@ class BatchNormTrain(Op):
         need = ctx.needs_input_grad
         if _graphing(ctx):
             xhat, rstd = _norm_stats(x, axes, ctx.eps, ctx.xp)
+        elif (fast := _kernels.batch_norm_backward(x, w, mu.reshape(-1), rstd.reshape(-1), grad,
+                                                   need)) is not None:
+            return (*fast, None)
         elif type(x) is np.ndarray and type(grad) is np.ndarray:
             return _batch_norm_backward_blocks(x, w, mu, rstd, grad, ctx.bshape, n, need)
         else:
@@ -440,6 +451,58 @@ class BatchNormTrain(Op):
         if need[2]:
             gb = grad.sum(axis=axes)
         return gx, gw, gb, None
+
+
+class BatchNormEval(Op):
+    """batch_norm in evaluation: rstd = 1 / sqrt(running_var + eps), scale = rstd * w,
+    shift = b - running_mean * scale;  out = x * scale + shift (per channel, dim 1)
+    grad_x = grad * scale,  grad_w = sum(grad * x_hat), x_hat = (x - running_mean) * rstd,
+    grad_b = sum(grad)   (over all dims but 1; the running statistics get none)"""
+    node_name = "NativeBatchNormBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, x: Any, w: Any, b: Any, rm: Any, rv: Any, eps: float) -> Any:
+        scale, shift = _eval_affine(ctx.xp, w, b, rm, rv, eps)
+        ctx.eps, ctx.bshape = eps, (x.shape[1],) + (1,) * (x.ndim - 2)
+        ctx.save_for_backward(x, w, rm, rv)
+        if (out := _kernels.channel_affine(x, scale, shift)) is not None:  # the eager kernel
+            return out
+        return x * scale.reshape(ctx.bshape) + shift.reshape(ctx.bshape)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        x, w, rm, rv = ctx.saved
+        need, bshape = ctx.needs_input_grad, ctx.bshape
+        axes = (0,) + tuple(range(2, x.ndim))
+        rstd = 1 / ctx.xp.sqrt(rv + ctx.eps)
+        scale = rstd * w if w is not None else rstd
+        gx = gw = gb = None
+        if need[0]:
+            gx = None if _graphing(ctx) else _kernels.channel_affine(grad, scale, None)
+            if gx is None:
+                gx = grad * scale.reshape(bshape)
+        if need[1] or need[2]:
+            fast = None if _graphing(ctx) else _kernels.batch_norm_backward(
+                x, None, rm, rstd, grad, (False, need[1], need[2]))
+            if fast is not None:
+                gw, gb = fast[1], fast[2]
+            else:
+                if need[1]:
+                    gw = (grad * ((x - rm.reshape(bshape)) * rstd.reshape(bshape))).sum(axis=axes)
+                if need[2]:
+                    gb = grad.sum(axis=axes)
+        return gx, gw, gb, None, None, None
+
+
+def _eval_affine(xp: Any, w: Any, b: Any, rm: Any, rv: Any, eps: float) -> tuple[Any, Any]:
+    """batch_norm's evaluation scale and shift per channel: rstd * w and b - rm * scale."""
+    scale = 1 / xp.sqrt(rv + eps)
+    if w is not None:
+        scale = scale * w
+    shift = -rm * scale
+    if b is not None:
+        shift = shift + b
+    return scale, shift
 
 
 class LocalResponseNorm(Op):
