@@ -74,9 +74,29 @@ def _log_api_usage_once(event: str) -> None:
     """Nothing: PyTorch logs this only to an embedding application's handler, never to users."""
 
 
+class _TensorMetaCheck(type):
+    """The class of ``_TensorMeta``: makes ``isinstance(cls, torch._C._TensorMeta)`` answer as
+    PyTorch's does, True exactly for ``torch.Tensor`` and its subclasses (nn.Parameter too)."""
+
+    def __instancecheck__(cls, obj: Any) -> bool:
+        from ._tensor_base import TensorBase
+
+        return isinstance(obj, type) and issubclass(obj, TensorBase)
+
+
+class _TensorMeta(type, metaclass=_TensorMetaCheck):
+    """``torch._C._TensorMeta``: PyTorch's metaclass of ``torch.Tensor``. ember's Tensor is an
+    ordinary class, so this names the type for annotations and ``isinstance`` checks (libraries
+    annotate a tensor class's type with it: Lightning's lazy checkpoint loader)."""
+
+
 def __getattr__(name: str) -> Any:
     if name == "_LinAlgError":  # torch.linalg.LinAlgError's own name (the same class)
         from .ops.linalg import LinAlgError
 
         return LinAlgError
+    if name == "PyTorchFileReader":  # torch.PyTorchFileReader's own name (the same class)
+        from ._archive import PyTorchFileReader
+
+        return PyTorchFileReader
     raise AttributeError(f"module 'torch._C' has no attribute '{name}'")

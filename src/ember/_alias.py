@@ -12,6 +12,8 @@ import sys
 from types import ModuleType
 from typing import Any
 
+from . import _metadata
+
 # each aliased top-level package and the ember package that stands in for it
 _ALIASES = {"torch": "ember", "torchvision": "ember.vision"}
 
@@ -215,6 +217,7 @@ def install() -> None:
             del sys.modules[name]
         sys.meta_path.insert(0, _hook)
         _rename()
+    _metadata.install()  # importlib.metadata.version("torch") answers the mirrored release
 
 
 def uninstall() -> None:
@@ -222,6 +225,7 @@ def uninstall() -> None:
     _uninstall_for_children()
     if _hook in sys.meta_path:
         sys.meta_path.remove(_hook)
+    _metadata.uninstall()
     ember = sys.modules.get("ember")
     if ember is not None:
         ember.__name__ = "ember"

@@ -18,6 +18,7 @@ limit.
 from __future__ import annotations
 
 import collections
+import warnings
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
@@ -75,6 +76,12 @@ def _node_type(obj: Any) -> type | None:
 
 class _NamedTupleNode:
     """Stands for every namedtuple class (the class itself travels as the context)."""
+
+
+def _get_node_type(obj: Any) -> Any:
+    """The key ``obj`` has in ``SUPPORTED_NODES`` when it is a container (namedtuples share one
+    key), else its type: ``_get_node_type(x) in SUPPORTED_NODES`` says whether it flattens."""
+    return _NamedTupleNode if _is_namedtuple(obj) else type(obj)
 
 
 def _dict_flatten(d: dict) -> tuple[list, Any]:
@@ -301,6 +308,14 @@ def tree_is_leaf(tree: PyTree, is_leaf: Callable[[PyTree], bool] | None = None) 
     if is_leaf is not None and is_leaf(tree):
         return True
     return _node_type(tree) is None
+
+
+def _is_leaf(tree: PyTree, is_leaf: Callable[[PyTree], bool] | None = None) -> bool:
+    """``tree_is_leaf`` under its older private name (PyTorch warns that it is deprecated)."""
+    warnings.warn("torch.utils._pytree._is_leaf is private and will be removed in a future "
+                  "release. Please use torch.utils._pytree.tree_is_leaf instead.", FutureWarning,
+                  stacklevel=2)
+    return tree_is_leaf(tree, is_leaf)
 
 
 def tree_map(func: Callable[..., Any], tree: PyTree, *rests: PyTree,
