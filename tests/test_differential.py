@@ -330,9 +330,10 @@ def test_write_through_expanded_view_of_constant_reaches_base():
     _assert_same(prog)
 
 
-@pytest.mark.xfail(strict=False, reason="issue 10: retain_grad_create_graph")
 def test_retained_grad_through_double_backward():
-    """A retained grad is filled by the backward through a create_graph=True gradient."""
+    """A retained grad is filled by the backward through a create_graph=True gradient: tanh_
+    on a view saves its result, which under create_graph has the view's history (PyTorch's
+    saved output of an in-place op on a view), so v's retained grad sees that gradient."""
 
     def prog(m):
         x = m.tensor([1.0, 2.0], dtype=m.float64, requires_grad=True)
@@ -346,6 +347,7 @@ def test_retained_grad_through_double_backward():
         return v.grad
 
     _assert_same(prog)
+    _assert_same(lambda m: prog(m) is None)
 
 
 def test_double_backward_keeps_a_detached_operand_detached():
@@ -991,3 +993,88 @@ def test_linear_of_a_batch_that_flattens_to_a_copy_saves_the_copy():
         return w.grad, y
 
     _assert_same(prog)
+
+
+def test_metadata_inplace_op_under_no_grad_keeps_the_recorded_shape():
+    """unsqueeze_/t_ under no_grad on a graph output: the gradient reaching its node is summed
+    to the shape the node recorded (a retained grad and autograd.grad get that shape), or
+    raises when it does not broadcast from it (classes inplace_metadata_ops and
+    retained_grad_after_inplace_metadata_op; family views, seed 6803)."""
+
+    def cat_output(m):
+        x = m.tensor([-0.5, -1.5, -1.25, 1.625], requires_grad=True)
+        y = m.cat([x, x * 2.0], dim=-1)
+        with m.no_grad():
+            y.unsqueeze_(0)
+        y.retain_grad()
+        (y * m.arange(8.0).reshape((1, 8))).sum().backward()
+        return x.grad, y.grad, y.grad.shape
+
+    def retained_before(m):
+        x = m.tensor([1.0, 2.0, 3.0], dtype=m.float64, requires_grad=True)
+        y = x * 2
+        y.retain_grad()
+        with m.no_grad():
+            y.unsqueeze_(0).unsqueeze_(-1)
+        z = y * 3  # an op recorded after the reshape sends the new shape
+        (z.sum() + y.sum()).backward()
+        return x.grad, y.grad.shape
+
+    def captured(m):
+        x = m.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+        y = x * 2
+        with m.no_grad():
+            y.unsqueeze_(0)
+        (g,) = m.autograd.grad((y ** 2).sum(), [y], create_graph=True)
+        return g.shape, g
+
+    def transposed(m):  # (3, 2) does not sum to (2, 3): both raise
+        x = m.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], requires_grad=True)
+        y = x * 2
+        with m.no_grad():
+            y.t_()
+        (y * m.arange(6.0).reshape(3, 2)).sum().backward()
+        return x.grad
+
+    for prog in (cat_output, retained_before, captured, transposed):
+        _assert_same(prog)
+    with pytest.raises(RuntimeError, match="expected shape compatible with \\[2, 3\\]"):
+        transposed(ember)
+
+
+def test_leaf_moved_into_the_graph_interior():
+    """requires_grad_() on a view, used by an in-place op on another view of its base: the
+    view gets a history, and backward reaching its AccumulateGrad raises as PyTorch's (family
+    views, seed 6461 of long mode)."""
+
+    def prog(m):
+        x = m.tensor([-1.125, -0.875, -1.125, -1.0], dtype=m.float64, requires_grad=True)
+        with m.no_grad():
+            y = (x + -2.0).square()
+        v5 = y[1:]
+        v8 = v5.reshape((3,))
+        v5.requires_grad_()
+        v8.sub_(v5, alpha=2)
+        (v5 * m.linspace(0.5, 1.5, 3, dtype=m.float64)).sum().backward()
+        return v5.grad
+
+    _assert_same(prog)
+    with pytest.raises(RuntimeError, match="moved into the graph interior"):
+        prog(ember)
+
+
+def test_data_write_reaches_a_saved_zero_dim_output():
+    """exp of a 0-d tensor saves its result; a write through .data is invisible to the version
+    check and PyTorch's backward uses the new value (class inplace_through_data; family views,
+    seed 1133): ember's saved value is the output's own 0-d array, not a NumPy scalar copy."""
+
+    def prog(m):
+        x = m.tensor([-1.875, 1.375, 0.25, -1.0, 1.875, -1.25], dtype=m.float64,
+                     requires_grad=True)
+        y = x.mean(-1).exp()
+        y.data.zero_()
+        (y * 1.5).backward()
+        return x.grad
+
+    _assert_same(prog)
+    assert np.all(prog(ember).numpy() == 0)

@@ -53,11 +53,6 @@ import numpy as np
 
 # Features whose programs ember still gets wrong (see the module docstring). The lead shrinks this.
 KNOWN_GAPS: set[str] = {
-    # views family (each needs autograd/function.py or engine.py, the files the C core mirrors)
-    "create_graph_with_retain_grad",  # class retain_grad_create_graph
-    "inplace_through_data",  # class inplace_through_data (leaf.data modified after a promoted op)
-    "inplace_meta_on_graph_output_in_no_grad",  # class inplace_metadata_ops (cat's output)
-    "inplace_meta_after_retain_grad",  # class retained_grad_after_inplace_metadata_op
     # an op whose PyTorch result is a view of its own temporaries (einsum "i,i->", ...): ember's
     # result is not a view, so PyTorch's no_grad-view rules for it are not ember's (ops/ rooms)
     "inplace_on_op_internal_view",  # class grad_enters_constant_through_view
@@ -2820,8 +2815,8 @@ CLASSES: dict[str, tuple[frozenset, str]] = {
     "retained_grad_after_inplace_metadata_op": (
         frozenset({"inplace_meta_after_retain_grad"}),
         "retain_grad() and unsqueeze_/t_/... under no_grad on a graph output (either order): "
-        "PyTorch's .grad keeps the shape the node recorded, ember's takes the tensor's new shape "
-        "(engine.py fills retained grads)",
+        ".grad keeps the shape the node recorded, as PyTorch's (fixed: "
+        "function.keep_recorded_shape)",
     ),
     "inplace_metadata_ops": (
         frozenset(
@@ -2834,9 +2829,9 @@ CLASSES: dict[str, tuple[frozenset, str]] = {
             }
         ),
         "t_/squeeze_/unsqueeze_/transpose_ under no_grad on a non-leaf that is not a view: "
-        "PyTorch keeps its grad_fn and sums the gradient back to the shape that node made "
-        "(its input metadata); ember hands the new shape to the old node (the version bumps, "
-        "the refusals and views and leaves reshaped so match PyTorch)",
+        "it keeps its grad_fn, and the gradient reaching that node is summed back to the shape "
+        "the node made, or raises where it does not broadcast from it, as PyTorch's engine "
+        "checks a node's input metadata (fixed)",
     ),
     "inplace_operand_overlaps_target": (
         frozenset({"inplace_operand_partial_overlap", "inplace_operand_aliases_target"}),
@@ -2881,7 +2876,8 @@ CLASSES: dict[str, tuple[frozenset, str]] = {
     "inplace_through_data": (
         frozenset({"inplace_through_data"}),
         "y.data.op_() on a tensor whose value a recorded op saved: PyTorch does not bump the "
-        "version and its backward uses the new values; ember's gradient differs",
+        "version and its backward uses the new values (fixed for a 0-d saved output; open for "
+        "an operand a mixed-dtype op promoted: ember saves the recorded cast's copy)",
     ),
     "empty_double_backward": (
         frozenset({"double_backward_empty"}),
@@ -2897,7 +2893,8 @@ CLASSES: dict[str, tuple[frozenset, str]] = {
     "retain_grad_create_graph": (
         frozenset({"create_graph_with_retain_grad"}),
         "retain_grad() plus autograd.grad(create_graph=True): PyTorch fills the retained .grad "
-        "(differentiable) and keeps it through the second backward",
+        "(differentiable) and keeps it through the second backward; the saved output of an "
+        "in-place op on a view has the view's history there (fixed: node.ViewOutput)",
     ),
     "grad_enters_constant_through_view": (
         frozenset({"inplace_on_stale_view_after_grad_entered", "grad_enters_view_of_constant",

@@ -15,7 +15,7 @@
 #include "../_native.h"
 
 /* Interned names (immortal for the life of the process: set once in ember_engine_exec). */
-static PyObject *s_pre_hooks, *s_retain, *s_fn, *s_tensor_io, *s_n_out, *s_post_hooks,
+static PyObject *s_grad_fn, *s_pre_hooks, *s_retain, *s_fn, *s_tensor_io, *s_n_out, *s_post_hooks,
     *s_grads_to_cpu, *s_saved, *s_saved_src, *s_freed, *s_versions, *s_check_versions,
     *s_backward, *s_dict, *s_release, *s_edges, *s_meta, *s_shape, *s_dtype, *s_astype,
     *s_anomaly_enabled, *s_function, *s_run_pre_hooks, *s_run_node, *s_check_grad_count,
@@ -68,6 +68,7 @@ int ember_engine_exec(PyObject *module)
     INTERN(s_FREED_MSG, "FREED_MSG");
     INTERN(s_variable, "variable");
     INTERN(s_hooks, "_hooks");
+    INTERN(s_grad_fn, "_grad_fn");
     INTERN(s_post_acc_hooks, "_post_accumulate_hooks");
     INTERN(s_grad, "_grad");
     INTERN(s_data, "_data");
@@ -699,7 +700,11 @@ static int accumulate_leaf(PyObject *node, PyObject *buf, PyObject *handed_out)
     leaf = PyObject_GetAttr(node, s_variable);
     if (leaf == NULL)
         goto done;
-    int hooked = attr_truth(leaf, s_hooks);
+    /* a leaf that got a grad_fn since (moved into the graph interior): _accumulate raises */
+    int hooked = attr_is_none(leaf, s_grad_fn);
+    hooked = hooked < 0 ? -1 : !hooked;
+    if (hooked == 0)
+        hooked = attr_truth(leaf, s_hooks);
     if (hooked == 0)
         hooked = attr_truth(leaf, s_post_acc_hooks);
     if (hooked != 0) {

@@ -333,7 +333,7 @@ static int track_saved(PyObject *ctx, PyObject *const *argv, Py_ssize_t n, PyObj
     if (saved == NULL)
         return -1;
     Py_ssize_t m = PySequence_Fast_GET_SIZE(saved);
-    PyObject *src = PyList_New(m), *versions = PyList_New(0);
+    PyObject *src = PyList_New(m), *versions = PyList_New(0), *scalars = NULL;
     if (src == NULL || versions == NULL)
         goto error;
     for (Py_ssize_t k = 0; k < m; k++) {
@@ -369,6 +369,14 @@ static int track_saved(PyObject *ctx, PyObject *const *argv, Py_ssize_t n, PyObj
                     PyObject *t = PyList_GET_ITEM(outputs, j);
                     if (t != Py_None)
                         err = note_version(t, k_obj, versions);
+                    /* a NumPy scalar the output holds as a 0-d array: save that array */
+                    PyObject *td = t != Py_None ? SLOT(t, t_data) : NULL;
+                    if (err == 0 && td != NULL && td != s) {
+                        if (scalars == NULL && (scalars = PySequence_List(saved)) == NULL)
+                            err = -1;
+                        else
+                            err = PyList_SetItem(scalars, k, Py_NewRef(td));
+                    }
                     break;
                 }
             }
@@ -381,6 +389,13 @@ static int track_saved(PyObject *ctx, PyObject *const *argv, Py_ssize_t n, PyObj
         Py_DECREF(k_obj);
         PyList_SET_ITEM(src, k, found);  /* steals */
     }
+    if (scalars != NULL) {  /* ctx._saved = tuple(saved, with those arrays) */
+        PyObject *tup = PyList_AsTuple(scalars);
+        if (tup == NULL)
+            goto error;
+        set_slot(ctx, n_saved, tup);
+        Py_DECREF(tup);
+    }
     /* ctx._saved_src = src; ctx._versions = versions or None */
     if (PyObject_SetAttr(ctx, s_saved_src, src) < 0)
         goto error;
@@ -388,11 +403,13 @@ static int track_saved(PyObject *ctx, PyObject *const *argv, Py_ssize_t n, PyObj
     Py_DECREF(saved);
     Py_DECREF(src);
     Py_DECREF(versions);
+    Py_XDECREF(scalars);
     return 0;
 error:
     Py_DECREF(saved);
     Py_XDECREF(src);
     Py_XDECREF(versions);
+    Py_XDECREF(scalars);
     return -1;
 }
 

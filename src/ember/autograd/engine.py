@@ -528,6 +528,12 @@ def _run_pre_hooks(node: Node, buf: list) -> None:
 
 def _accumulate(leaf: Any, g: Any, create_graph: bool, handed_out: set[int]) -> None:
     """leaf.grad += g, without ever sharing an array between two ``.grad``s."""
+    if leaf._grad_fn is not None:
+        raise RuntimeError(
+            "leaf variable has been moved into the graph interior (a tensor that was a leaf "
+            "requiring grad when an op used it got a history since: it is a view whose base, or "
+            "another view of that base, was modified in place). Clone it, or call "
+            "requires_grad_() on a tensor that has no views.")
     if leaf._hooks:
         for hook in leaf._hooks:
             res = hook(g if isinstance(g, TensorBase) else TensorBase._make(g))

@@ -437,6 +437,7 @@ def _track_saved(ctx: Node, args: tuple, raw: list, outs_raw: tuple, outputs: li
     an input tensor, an output index, or None for an intermediate array."""
     src = []
     versions = []
+    scalars = []
     k = 0
     n = len(raw)
     for s in ctx._saved:
@@ -469,10 +470,17 @@ def _track_saved(ctx: Node, args: tuple, raw: list, outs_raw: tuple, outputs: li
                             if counter is None:
                                 counter = t._version = [0]
                             versions.append((counter, counter[0], k))
+                            if t._data is not s:  # a NumPy scalar the output holds as a 0-d
+                                scalars.append((k, t._data))  # array: save that array
                         break
                     j += 1
         src.append(found)
         k += 1
+    if scalars:  # (so a write through y.data reaches backward, as PyTorch's saved output does)
+        saved = list(ctx._saved)
+        for k, arr in scalars:
+            saved[k] = arr
+        ctx._saved = tuple(saved)
     ctx._saved_src = src
     ctx._versions = versions or None
 
@@ -841,6 +849,57 @@ def move_retain_grad(t: TensorBase, old_fn: Any) -> None:
         old_fn._retain = [e for e in old_fn._retain if e[1]() is not t] or None
         if t._grad_fn is not None:
             register_retain(t)
+
+
+def keep_recorded_shape(t: TensorBase, shape: tuple) -> None:
+    """``t``, a non-leaf that is not a view, was reshaped in place without being recorded
+    (``t_()``, ``unsqueeze_()``... under no_grad): it keeps its ``grad_fn``, whose output had
+    ``shape``. A gradient reaching that node in ``t``'s new shape is summed back to ``shape``
+    where it broadcasts from it, else raises, as PyTorch's engine checks each gradient against
+    the metadata the node recorded (so a retained ``.grad`` keeps that shape too)."""
+    node = t._grad_fn
+    hooks = node._pre_hooks
+    if hooks and type(hooks[0][1]) is _RecordedShapes:
+        hooks[0][1].shapes.setdefault(t._output_nr, tuple(shape))  # (the first reshape's)
+        return
+    fix = _RecordedShapes(node, {t._output_nr: tuple(shape)})
+    if hooks is None:
+        node._pre_hooks = [(-1, fix)]
+    else:
+        hooks.insert(0, (-1, fix))  # before the tensor hooks and retain_grad(), as PyTorch's
+
+
+class _RecordedShapes:
+    """A node pre-hook (``keep_recorded_shape``): sums each output's gradient to the shape the
+    node recorded for it."""
+
+    __slots__ = ("name", "shapes")
+
+    def __init__(self, node: Node, shapes: dict) -> None:
+        self.name, self.shapes = node.name(), shapes
+
+    def __call__(self, grads: tuple) -> tuple:
+        out = list(grads)
+        for nr, shape in self.shapes.items():
+            g = out[nr] if nr < len(out) else None
+            if g is None or tuple(g.shape) == shape:
+                continue
+            have = tuple(g.shape)
+            lead = len(have) - len(shape)
+            if lead < 0 or any(s != 1 and s != h for s, h in zip(shape, have[lead:])):
+                raise RuntimeError(
+                    f"Function {self.name} got an invalid gradient at index {nr} - got "
+                    f"{list(have)} but expected shape compatible with {list(shape)} (the tensor "
+                    "was reshaped in place, e.g. by t_() or unsqueeze_() under no_grad, after "
+                    f"{self.name} made it; reshape it out of place instead)")
+            axes = tuple(range(lead)) + tuple(
+                lead + i for i, s in enumerate(shape) if s == 1 and have[lead + i] != 1)
+            if isinstance(g, TensorBase):
+                g = g.sum(dim=axes, keepdim=True) if axes else g  # type: ignore[attr-defined]
+            elif axes:
+                g = g.sum(axis=axes, keepdims=True)
+            out[nr] = g.reshape(shape)
+        return tuple(out)
 
 
 def register_retain(t: TensorBase) -> None:

@@ -8,6 +8,7 @@ leaf: it adds the gradient that reaches it into ``leaf.grad``.
 from __future__ import annotations
 
 import functools
+import weakref
 from typing import Any
 
 from .._tensor_base import TensorBase
@@ -23,6 +24,18 @@ NOT_INPUT = tuple([None, 0])  # an edge for an argument that is not a tensor or 
 
 class SavedAt(int):
     """In an op's ``saved_fields``: the value it saved at this index, as a tensor."""
+
+
+class ViewOutput:
+    """In a node's ``_saved_src``: its output that an in-place op on a view wrote back into the
+    view. Unpacked under ``create_graph``, it has the view's history at save time (the window of
+    the base's ``CopySlices``, held weakly: it holds this node), as PyTorch's saved output of an
+    in-place op on a view has; so a hook or ``retain_grad()`` on the view sees its gradient."""
+
+    __slots__ = ("node", "output_nr")
+
+    def __init__(self, node: Any, output_nr: int) -> None:
+        self.node, self.output_nr = weakref.ref(node), output_nr
 
 
 # ember's own bookkeeping fields whose names PyTorch's tools would take for saved values
@@ -215,6 +228,10 @@ class Node:
                 out.append(src)
             elif type(src) is int:  # an output of this very node
                 out.append(TensorBase._make(arr, True, self, src))
+            elif type(src) is ViewOutput:  # the output an in-place op on a view wrote back
+                node = src.node()
+                out.append(TensorBase._make(arr, True, node, 0) if node is not None
+                           else TensorBase._make(arr, True, self, src.output_nr))
             elif isinstance(arr, TensorBase):
                 out.append(arr)
             else:

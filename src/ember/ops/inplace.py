@@ -22,11 +22,13 @@ from ..autograd.function import (
     StridedScatter,
     StridedWindow,
     check_view_inplace,
+    keep_recorded_shape,
     move_retain_grad,
     no_geometry,
     refresh_view,
     window_geometry,
 )
+from ..autograd.node import ViewOutput
 from .casting import copy_from, fill, zero
 from .indexing import getitem, index_fill, index_put, masked_fill, setitem
 
@@ -109,9 +111,11 @@ def restride(t: TensorBase, fn: Any, *args: Any) -> TensorBase:
                 "out-of-place form, e.g. x = x.t().)"
             )
     out = fn(t, *args)
-    t._data = out._data
     if out._grad_fn is not None:
         t._grad_fn, t._output_nr, t._rg = out._grad_fn, out._output_nr, out._rg
+    elif t._grad_fn is not None and t._base is None and out._data.shape != t._data.shape:
+        keep_recorded_shape(t, t._data.shape)  # its node's gradients keep the old shape
+    t._data = out._data
     t._bump_version()
     if t._base is not None and out._grad_fn is not None:
         t._attr_version = t._version[0]  # its new grad_fn already describes it
@@ -146,9 +150,21 @@ def _inplace_on_view(t: TensorBase, fn: Any, args: tuple, kwargs: dict) -> Tenso
     t._grad_fn, t._output_nr, t._rg = window._grad_fn, 0, window._rg
     t._attr_version = t._version[0]
     _adopt_saved_output(new_view, t)
+    _saved_output_is_the_view(new_view, window._grad_fn)
     move_retain_grad(t, old_fn)
     move_retain_grad(base, old_base_fn)
     return t
+
+
+def _saved_output_is_the_view(out: TensorBase, view_fn: Any) -> None:
+    """The op saved its result (``tanh_`` does), which lives on in the view: under
+    ``create_graph`` that saved value has the view's history (PyTorch's), not the op's own node."""
+    fn = out._grad_fn
+    src = getattr(fn, "_saved_src", None) if fn is not None else None
+    if src and view_fn is not None:
+        nr = out._output_nr
+        fn._saved_src = [ViewOutput(view_fn, nr) if type(s) is int and s == nr else s
+                         for s in src]
 
 
 def _split_key(t: TensorBase, key: Any) -> tuple | None:
