@@ -79,6 +79,22 @@ def test_split_ufunc_equals_one_call_bit_for_bit(low_cut, n, dtype, case):
     assert np.array_equal(got.view(np.uint8), want.view(np.uint8))
 
 
+@pytest.mark.parametrize("n", [2, 3])
+@pytest.mark.parametrize("shapes", [((20_000,), (20_000,), ()), ((40, 300), (300,), (40, 300)),
+                                    ((300,), (40, 300), (40, 1))])
+def test_split_where_equals_one_call(low_cut, n, shapes):
+    _set(n)
+    c = _arr(shapes[0], seed=3) > 0
+    a, b = _arr(shapes[1], seed=4), _arr(shapes[2], seed=5)
+    for args in ((c, a, b), (c, 0, a), (c, a, 2.5)):
+        got, want = _threads.where(*args), np.where(*args)
+        assert got.dtype == want.dtype and got.strides == want.strides
+        assert np.array_equal(got.view(np.uint8), want.view(np.uint8))
+    assert len(low_cut) == 3
+    assert _threads.where(c.astype(F32), a, b) is None  # not a bool condition
+    assert _threads.where(c, a, b.astype(F64)) is None
+
+
 def test_run_declines_what_it_cannot_split_as_numpy_would(low_cut):
     _set(2)
     a = _arr(20_000)
@@ -145,16 +161,20 @@ def _ops_results(n: int):
     x = ember.tensor(_arr((64, 300)), requires_grad=True)
     y = ember.tensor(_arr((64, 300), seed=1, lo=0.5, hi=2.0), requires_grad=True)
     b = ember.tensor(_arr(300, seed=2), requires_grad=True)
-    outs = [x + y, x - y, x * y, x / y, x.exp(), x.tanh(), x * b, x + b, x / 0.0]
-    sum(o.sum() for o in outs[:-1]).backward()
-    return [o.detach().numpy() for o in outs] + [t.grad.numpy() for t in (x, y, b)]
+    v = ember.tensor(0.25, requires_grad=True)
+    m = ember.tensor(_arr((64, 300), seed=3) > 0)
+    outs = [x + y, x - y, x * y, x / y, x.exp(), x.tanh(), x * b, x + b,
+            ember.where(m, x, y), x.masked_fill(m, v), x.masked_fill(m[0], 2.0), x / 0.0]
+    g = ember.tensor(_arr((64, 300), seed=4))  # (contiguous, as most upstream gradients)
+    ember.autograd.backward(outs[:-1], [g] * (len(outs) - 1))
+    return [o.detach().numpy() for o in outs] + [t.grad.numpy() for t in (x, y, b, v)]
 
 
 def test_ops_split_and_equal_one_thread_bit_for_bit(low_cut):
     one = _ops_results(1)
     assert not low_cut
     two = _ops_results(2)
-    assert len(low_cut) >= 9, low_cut  # each forward and the large backward products split
+    assert len(low_cut) >= 20, low_cut  # each forward and the large backward products split
     three = _ops_results(3)
     for a, b, c in zip(one, two, three):
         assert a.dtype == b.dtype == c.dtype == F32
@@ -169,7 +189,8 @@ def test_split_ops_match_torch(low_cut):
     _set(2)
     a, b = _arr((100, 400)), _arr((100, 400), seed=1, lo=0.5, hi=2.0)
     for fn in (lambda x, y: x + y, lambda x, y: x * y - y, lambda x, y: x / y,
-               lambda x, y: x.exp() * y, lambda x, y: x.tanh() + y / 0.0):
+               lambda x, y: x.exp() * y, lambda x, y: x.tanh() + y / 0.0,
+               lambda x, y: x.masked_fill(y > 1, -1.0), lambda x, y: x.where(y > 1, y)):
         with np.errstate(all="raise"):  # no warning from a worker, as none from PyTorch
             ours = fn(ember.tensor(a), ember.tensor(b))
         theirs = fn(torch.tensor(a), torch.tensor(b))

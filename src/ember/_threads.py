@@ -204,9 +204,7 @@ def run(f: Any, *operands: Any) -> Any:
     host array of the result's floating dtype or a Python int/float, a result that NumPy would
     not lay out in C order. A broadcast operand (missing or size-1 leading dimension) is passed
     whole to every part."""
-    n = get_num_threads()
     dtype = None
-    shape: tuple[int, ...] | None = None
     for x in operands:
         if type(x) is np.ndarray:
             if dtype is None:
@@ -215,7 +213,40 @@ def run(f: Any, *operands: Any) -> Any:
                 return None
         elif type(x) is not float and type(x) is not int:
             return None
-    if dtype is None or dtype.kind != "f" or n < 2:
+    if dtype is None or dtype.kind != "f":
+        return None
+    return _split(f, operands, dtype)
+
+
+def where(cond: Any, a: Any, b: Any) -> Any:
+    """``np.where(cond, a, b)`` split over the threads (each part's result copied into its part
+    of the output), or None where it does not apply (as ``run``; ``cond`` a bool array, a and b
+    arrays of one floating dtype or Python numbers). NumPy's where branches per element, so on
+    an irregular mask it is compute-bound and gains from threads."""
+    if type(cond) is not np.ndarray or cond.dtype != np.bool_:
+        return None
+    arrays = [x for x in (a, b) if type(x) is np.ndarray]
+    if (not arrays or arrays[0].dtype.kind != "f" or any(x.dtype != arrays[0].dtype
+                                                          for x in arrays)
+            or any(type(x) is not np.ndarray and type(x) is not float and type(x) is not int
+                   for x in (a, b))):
+        return None
+    return _split(_where_into, (cond, a, b), arrays[0].dtype)
+
+
+def select(cond: Any, a: Any, b: Any) -> Any:
+    """``np.where(cond, a, b)``: split where ``where`` applies, else one call."""
+    out = where(cond, a, b)
+    return np.where(cond, a, b) if out is None else out
+
+
+def _where_into(cond: Any, a: Any, b: Any, out: Any) -> None:
+    np.copyto(out, np.where(cond, a, b))
+
+
+def _split(f: Any, operands: tuple[Any, ...], dtype: Any) -> Any:
+    n = get_num_threads()
+    if n < 2:
         return None
     arrays = [x for x in operands if type(x) is np.ndarray]
     try:

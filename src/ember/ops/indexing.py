@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import _backend, _dtype
+from .. import _backend, _dtype, _threads
 from .._tensor_base import TensorBase, wrap_dim
 from ..autograd import function as _function
 from ..autograd import grad_mode
@@ -714,6 +714,9 @@ class MaskedFill(Op):
         xp = ctx.xp
         ctx.mask = mask
         v = xp.asarray(value).astype(x.dtype)
+        if type(x) is np.ndarray and x.size >= _threads.cut and (
+                out := _threads.where(mask, v, x)) is not None:
+            return out  # (large: split over the threads; C-ordered)
         # C-ordered whatever x's layout, as PyTorch's (it fills a contiguous clone): a later
         # reshape is then a view that sees in-place writes, as there
         out = xp.where(mask, v, x)
@@ -722,6 +725,10 @@ class MaskedFill(Op):
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
         xp, mask = ctx.xp, ctx.mask
+        if type(grad) is np.ndarray and grad.size >= _threads.cut:  # (split over the threads)
+            gx = _threads.select(mask, 0, grad) if ctx.needs_input_grad[0] else None
+            gv = _threads.select(mask, grad, 0) if ctx.needs_input_grad[1] else None
+            return gx, gv, None
         gx = xp.where(mask, 0, grad) if ctx.needs_input_grad[0] else None
         gv = xp.where(mask, grad, 0) if ctx.needs_input_grad[1] else None
         return gx, gv, None

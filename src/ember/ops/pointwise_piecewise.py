@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import _backend, _dtype
+from .. import _backend, _dtype, _threads
 from .._tensor_base import TensorBase
 from ..autograd import grad_mode as _grad_mode
 from ..autograd.function import Op
@@ -474,12 +474,17 @@ class Where(Op):
     @staticmethod
     def forward(ctx: Any, cond: Any, a: Any, b: Any) -> Any:
         ctx.save_for_backward(cond)
+        if type(a) is np.ndarray and a.size >= _threads.cut and (
+                out := _threads.where(cond, a, b)) is not None:
+            return out  # (large: split over the threads)
         return ctx.xp.where(cond, a, b)
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
         (cond,) = ctx.saved
         xp = ctx.xp
+        if type(grad) is np.ndarray and grad.size >= _threads.cut:  # (split over the threads)
+            return None, _threads.select(cond, grad, 0), _threads.select(cond, 0, grad)
         return None, xp.where(cond, grad, 0), xp.where(cond, 0, grad)
 
 
