@@ -25,7 +25,7 @@ from helpers import HAVE_TORCH, torch
 needs_kernels = pytest.mark.skipif(L.active is None, reason=f"kernels off: {L.reason}")
 needs_torch = pytest.mark.skipif(not HAVE_TORCH, reason="PyTorch is not installed")
 
-SHAPES = [(8, 16, 5, 7), (4, 6), (3, 5, 40), (2, 3, 1, 1)]
+SHAPES = [(8, 16, 5, 7), (4, 6), (3, 5, 40), (2, 3, 1, 1), (40, 37)]  # (hw == 1: by columns)
 GN_SHAPES = [((3, 12, 9), 4), ((2, 8, 4, 4), 8), ((5, 24), 3), ((2, 32, 17), 1)]
 
 
@@ -159,8 +159,11 @@ def test_channel_norm_kernels_do_not_depend_on_the_thread_count() -> None:
             bwd = L.batch_norm_backward(x, w, mean, rstd, g, (True, True, True))
             yg, gm, gr = L.group_norm(x, w, b, 8, 1e-5)
             gbwd = L.group_norm_backward(x, w, gm, gr, g, 8, (True, True, True))
+            x1, g1 = x.reshape(-1, 32 * 30)[:, :960].copy(), g.reshape(-1, 960)  # hw == 1
+            y1, m1, v1, r1 = L.batch_norm(x1, None, None, 1e-5)
+            bwd1 = L.batch_norm_backward(x1, None, m1, r1, g1, (True, False, True))
             outs.append((y, mean, var, rstd, *bwd, yg, gm, gr, *gbwd,
-                         L.channel_affine(x, w, b)))
+                         L.channel_affine(x, w, b), y1, m1, v1, r1, bwd1[0], bwd1[2]))
     finally:
         L.set_num_threads(saved)
     for o in outs[1:]:
@@ -177,6 +180,7 @@ def test_channel_norm_kernels_refuse_what_they_do_not_take() -> None:
     assert L.batch_norm(x, np.ones(4, np.float32), None, 1e-5) is None  # not C elements
     assert L.batch_norm(np.ones(3, np.float32), None, None, 1e-5) is None  # 1-d
     assert L.group_norm(x, None, None, 2, 1e-5) is None  # 3 channels in 2 groups
+    assert L.group_norm(x[:, :, 0].copy(), None, None, 3, 1e-5) is None  # (N, C): the formula's
     assert L.channel_affine(x, None, None) is None
     with L.disabled():
         assert L.batch_norm(x, None, None, 1e-5) is None

@@ -936,6 +936,66 @@ CLONES static void batch_norm_backward_##T(const T *RESTRICT x, const T *RESTRIC
         }                                                                                          \
     }                                                                                              \
 }                                                                                                  \
+/* hw == 1 (BatchNorm1d on (N, C)): x as an (N, C) matrix, channels [c0, c1) summed down the   \
+ * columns, rows in order, in float64 (s1, s2: C-element scratch), each row's stretch a vector */ \
+CLONES static void batch_norm_cols_##T(const T *RESTRICT x, const T *RESTRICT w,                   \
+                                       const T *RESTRICT b, T *RESTRICT y, T *RESTRICT mean,       \
+                                       T *RESTRICT var, T *RESTRICT rstd, double *RESTRICT s1,     \
+                                       double *RESTRICT s2, Py_ssize_t N, Py_ssize_t C,            \
+                                       Py_ssize_t c0, Py_ssize_t c1, double eps)                   \
+{                                                                                                  \
+    for (Py_ssize_t c = c0; c < c1; c++)                                                           \
+        s1[c] = s2[c] = 0.0;                                                                       \
+    for (Py_ssize_t n = 0; n < N; n++)                                                             \
+        for (Py_ssize_t c = c0; c < c1; c++)                                                       \
+            s1[c] += (double)x[n * C + c];                                                         \
+    for (Py_ssize_t c = c0; c < c1; c++)                                                           \
+        mean[c] = (T)(s1[c] / (double)N);                                                          \
+    for (Py_ssize_t n = 0; n < N; n++)                                                             \
+        for (Py_ssize_t c = c0; c < c1; c++)                                                       \
+            s2[c] += (double)(x[n * C + c] - mean[c]) * (double)(x[n * C + c] - mean[c]);          \
+    for (Py_ssize_t c = c0; c < c1; c++) {                                                         \
+        double vb = s2[c] / (double)N;                                                             \
+        var[c] = (T)vb;                                                                            \
+        rstd[c] = (T)(1.0 / sqrt(vb + eps));                                                       \
+    }                                                                                              \
+    for (Py_ssize_t n = 0; n < N; n++) {                                                           \
+        const T *RESTRICT xb = x + n * C;                                                          \
+        T *RESTRICT yb = y + n * C;                                                                \
+        for (Py_ssize_t c = c0; c < c1; c++) {                                                     \
+            T v = (xb[c] - mean[c]) * rstd[c];                                                     \
+            if (w)                                                                                 \
+                v = v * w[c];                                                                      \
+            if (b)                                                                                 \
+                v = v + b[c];                                                                      \
+            yb[c] = v;                                                                             \
+        }                                                                                          \
+    }                                                                                              \
+}                                                                                                  \
+CLONES static void batch_norm_cols_backward_##T(const T *RESTRICT x, const T *RESTRICT w,          \
+                                                const T *RESTRICT mean, const T *RESTRICT rstd,    \
+                                                const T *RESTRICT g, T *RESTRICT gx,               \
+                                                double *RESTRICT sg, double *RESTRICT sgx,         \
+                                                Py_ssize_t N, Py_ssize_t C, Py_ssize_t c0,         \
+                                                Py_ssize_t c1)                                     \
+{                                                                                                  \
+    for (Py_ssize_t c = c0; c < c1; c++)                                                           \
+        sg[c] = sgx[c] = 0.0;                                                                      \
+    for (Py_ssize_t n = 0; n < N; n++)                                                             \
+        for (Py_ssize_t c = c0; c < c1; c++) {                                                     \
+            sg[c] += (double)g[n * C + c];                                                         \
+            sgx[c] += (double)g[n * C + c] * (double)((x[n * C + c] - mean[c]) * rstd[c]);         \
+        }                                                                                          \
+    if (!gx)                                                                                       \
+        return;                                                                                    \
+    for (Py_ssize_t n = 0; n < N; n++)                                                             \
+        for (Py_ssize_t c = c0; c < c1; c++) {                                                     \
+            double wd = w ? (double)w[c] : 1.0;                                                    \
+            T mg = (T)(sg[c] * wd / (double)N), mgx = (T)(sgx[c] * wd / (double)N);               \
+            T gh = w ? g[n * C + c] * w[c] : g[n * C + c];                                         \
+            gx[n * C + c] = (gh - (((x[n * C + c] - mean[c]) * rstd[c]) * mgx + mg)) * rstd[c];    \
+        }                                                                                          \
+}                                                                                                  \
 /* y = x s[c] [+ t[c]] over blocks [r0, r1) of hw elements, block r in channel r % C (batch_norm  \
  * in evaluation: the NumPy formula's x * scale + shift, bit for bit; its backward's g * scale) */ \
 CLONES static void channel_affine_##T(const T *RESTRICT x, const T *RESTRICT s,                    \
@@ -1002,11 +1062,20 @@ CLONES static void group_norm_backward_##T(const T *RESTRICT x, const T *RESTRIC
         double sg = 0.0, sgx = 0.0;                                                                \
         for (Py_ssize_t k = 0; k < cpg; k++) {                                                     \
             const T *RESTRICT xb = xr + k * hw, *RESTRICT gb = gr + k * hw;                        \
-            ZERO_LANES(a);                                                                         \
-            ZERO_LANES(s);                                                                         \
-            LANE_LOOP(hw, i, j, a[j] += (double)gb[i];                                             \
-                      s[j] += (double)gb[i] * (double)((xb[i] - mu) * rs));                        \
-            double dbk = lanes_total(a), dsk = lanes_total(s);                                     \
+            double dbk = 0.0, dsk = 0.0;                                                           \
+            if (hw < LANES) /* (a few elements: in order, no lanes) */                             \
+                for (Py_ssize_t i = 0; i < hw; i++) {                                              \
+                    dbk += (double)gb[i];                                                          \
+                    dsk += (double)gb[i] * (double)((xb[i] - mu) * rs);                            \
+                }                                                                                  \
+            else {                                                                                 \
+                ZERO_LANES(a);                                                                     \
+                ZERO_LANES(s);                                                                     \
+                LANE_LOOP(hw, i, j, a[j] += (double)gb[i];                                         \
+                          s[j] += (double)gb[i] * (double)((xb[i] - mu) * rs));                    \
+                dbk = lanes_total(a);                                                              \
+                dsk = lanes_total(s);                                                              \
+            }                                                                                      \
             db[nc + k] = dbk;                                                                      \
             dsx[nc + k] = dsk;                                                                     \
             double wd = w ? (double)w[c0 + k] : 1.0;                                               \
@@ -1841,7 +1910,13 @@ typedef struct {
 static void call_batch_norm(void *cv, Py_ssize_t c0, Py_ssize_t c1)
 {
     cn_ctx *c = (cn_ctx *)cv;
-    if (c->kind == 'f')
+    if (c->hw == 1 && c->kind == 'f')
+        batch_norm_cols_float(c->x, c->w, c->b, c->y, c->mean, c->var, c->rstd, c->s1, c->s2,
+                              c->N, c->C, c0, c1, c->eps);
+    else if (c->hw == 1)
+        batch_norm_cols_double(c->x, c->w, c->b, c->y, c->mean, c->var, c->rstd, c->s1, c->s2,
+                               c->N, c->C, c0, c1, c->eps);
+    else if (c->kind == 'f')
         batch_norm_float(c->x, c->w, c->b, c->y, c->mean, c->var, c->rstd, c->N, c->C, c->hw, c0,
                          c1, c->eps);
     else
@@ -1852,7 +1927,13 @@ static void call_batch_norm(void *cv, Py_ssize_t c0, Py_ssize_t c1)
 static void call_batch_norm_backward(void *cv, Py_ssize_t c0, Py_ssize_t c1)
 {
     cn_ctx *c = (cn_ctx *)cv;
-    if (c->kind == 'f')
+    if (c->hw == 1 && c->kind == 'f')
+        batch_norm_cols_backward_float(c->x, c->w, c->mean_in, c->rstd_in, c->g, c->y, c->s1,
+                                       c->s2, c->N, c->C, c0, c1);
+    else if (c->hw == 1)
+        batch_norm_cols_backward_double(c->x, c->w, c->mean_in, c->rstd_in, c->g, c->y, c->s1,
+                                        c->s2, c->N, c->C, c0, c1);
+    else if (c->kind == 'f')
         batch_norm_backward_float(c->x, c->w, c->mean_in, c->rstd_in, c->g, c->y, c->s1, c->s2,
                                   c->N, c->C, c->hw, c0, c1);
     else
@@ -1943,11 +2024,17 @@ static PyObject *py_batch_norm(PyObject *m, PyObject *const *args, Py_ssize_t na
     if (total % (C * hw) || same_lengths(&b, C, 1, 3) < 0 || same_lengths(&b, total, 3, 4) < 0
         || same_lengths(&b, C, 4, 7) < 0)
         return bad_args(&b, "batch_norm");
+    double *acc = NULL;
+    if (hw == 1 && !(acc = (double *)PyMem_RawMalloc((size_t)(2 * C) * sizeof(double)))) {
+        release(&b);
+        return PyErr_NoMemory();
+    }
     cn_ctx c = {b.kind, b.p[0], b.p[1], b.p[2], NULL, NULL, NULL, b.p[3], b.p[4], b.p[5], b.p[6],
-                NULL, NULL, N, C, hw, 1, eps};
-    Py_BEGIN_ALLOW_THREADS
-    parallel(call_batch_norm, &c, C, 1, MIN_PART / (N * hw) + 1);
+                acc, acc ? acc + C : NULL, N, C, hw, 1, eps};
+    Py_BEGIN_ALLOW_THREADS  /* (hw == 1: parts of whole cache lines of channels) */
+    parallel(call_batch_norm, &c, C, hw == 1 ? 16 : 1, MIN_PART / (N * hw) + 1);
     Py_END_ALLOW_THREADS
+    PyMem_RawFree(acc);
     release(&b);
     Py_RETURN_NONE;
 }
@@ -1976,7 +2063,7 @@ static PyObject *py_batch_norm_backward(PyObject *m, PyObject *const *args, Py_s
     cn_ctx c = {b.kind, b.p[0], b.p[1], NULL, b.p[2], b.p[3], b.p[4], b.p[5], NULL, NULL, NULL,
                 acc, acc + C, N, C, hw, 1, 0.0};
     Py_BEGIN_ALLOW_THREADS
-    parallel(call_batch_norm_backward, &c, C, 1, MIN_PART / (N * hw) + 1);
+    parallel(call_batch_norm_backward, &c, C, hw == 1 ? 16 : 1, MIN_PART / (N * hw) + 1);
     store_sums(b.kind, b.p[6], acc + C, C);
     store_sums(b.kind, b.p[7], acc, C);
     Py_END_ALLOW_THREADS

@@ -397,9 +397,11 @@ def channel_affine(x: Any, scale: Any, shift: Any) -> np.ndarray | None:
 def group_norm(x: Any, w: Any, b: Any, groups: int,
                eps: float) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """(y, mean, rstd) of group_norm (mean and rstd of shape (N, groups, 1)), y = (x - mean) *
-    rstd * w[c] + b[c]; w and b of C elements, or None."""
+    rstd * w[c] + b[c]; w and b of C elements, or None (also for an (N, C) input: one element
+    per channel, where the NumPy formula's row passes are faster)."""
     mod = active
-    if mod is None or not _channel_params(x, w, b) or groups < 1 or x.shape[1] % groups:
+    if (mod is None or not _channel_params(x, w, b) or groups < 1 or x.shape[1] % groups
+            or x.ndim == 2 or x.size == x.shape[0] * x.shape[1]):
         return None
     n, c = x.shape[0], x.shape[1]
     y = np.empty_like(x)
@@ -414,7 +416,8 @@ def group_norm_backward(x: Any, w: Any, mean: Any, rstd: Any, grad: Any, groups:
     """(grad_x, grad_w, grad_b) of group_norm from the saved mean and rstd ((N, groups, 1)),
     each None where ``need`` says so; grad_w and grad_b summed in float64."""
     mod = active
-    if mod is None or not _ok2(x, grad, True) or not _channel_params(x, w):
+    if (mod is None or not _ok2(x, grad, True) or not _channel_params(x, w)
+            or x.size == x.shape[0] * x.shape[1]):
         return None
     n, c = x.shape[0], x.shape[1]
     for s in (mean, rstd):
