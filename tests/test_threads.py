@@ -182,6 +182,18 @@ def test_ops_split_and_equal_one_thread_bit_for_bit(low_cut):
         assert np.array_equal(a.view(np.uint32), c.view(np.uint32))
 
 
+def test_reductions_do_not_change_with_the_thread_count(threads):
+    """ember's sums are the same number at any setting (PyTorch's can differ: docs/running.md)."""
+    x = ember.tensor(np.random.default_rng(0).random(1 << 20, dtype=F32) * 1000)
+    r = ember.tensor(np.random.default_rng(1).random((256, 4096), dtype=F32))
+    seen = set()
+    for n in (1, 2, 3):
+        ember.set_num_threads(n)
+        seen.add((x.sum().item(), x.mean().item(), r.sum(0).numpy().tobytes(),
+                  r.var(-1).numpy().tobytes(), r.softmax(-1).sum().item()))
+    assert len(seen) == 1
+
+
 @pytest.mark.skipif(not HAVE_TORCH, reason="needs torch")
 def test_split_ops_match_torch(low_cut):
     import torch
