@@ -76,6 +76,8 @@ def _all_cases(m: Any) -> dict[str, tuple[Any, str]]:
         "group_norm": (lambda t: F.group_norm(t, 32, gw, gb), "gn"),
         "AdamW.step": (_opt_step(m, "AdamW", lr=1e-3, weight_decay=0.01), "p"),
         "SGD momentum.step": (_opt_step(m, "SGD", lr=0.1, momentum=0.9), "p"),
+        "RMSprop.step": (_opt_step(m, "RMSprop", lr=1e-3), "p"),
+        "RMSprop mom+ctr": (_opt_step(m, "RMSprop", lr=1e-3, momentum=0.9, centered=True), "p"),
     }
 
 

@@ -738,6 +738,10 @@ OPTS = [
     ("SGD", dict(lr=0.1, momentum=0.9)),
     ("SGD", dict(lr=0.1, momentum=0.9, nesterov=True, weight_decay=1e-2)),
     ("SGD", dict(lr=0.05, momentum=0.5, dampening=0.3, maximize=True)),
+    ("RMSprop", dict(lr=1e-2)),
+    ("RMSprop", dict(lr=1e-2, centered=True, momentum=0.9, weight_decay=0.1)),
+    ("RMSprop", dict(lr=1e-3, alpha=0.9, momentum=0.5, maximize=True)),
+    ("RMSprop", dict(lr=1e-2, centered=True, eps=0.0)),
 ]
 
 
@@ -788,23 +792,50 @@ def test_optimizer_kernels_apply_only_where_they_should() -> None:
     ro = x.copy()
     ro.flags.writeable = False
     assert not L.sgd_momentum_step(ro, x.copy(), x.copy(), 0.9, 0.0, 0.1, False)
+    assert L.rmsprop_step(x, x.copy(), x.copy(), None, x.copy(), 0.99, 1e-8, 0.9, 0.1)
+    assert not L.rmsprop_step(x, x.copy(), x.copy(), np.ones(7, np.float32), None, 0.99, 1e-8,
+                              0.0, 0.1)
+    assert not L.rmsprop_step(x, x.astype(np.float64), x.copy(), None, None, 0.99, 1e-8, 0.0, 0.1)
     with L.disabled():
         assert not L.adam_step(x, x.copy(), x.copy(), x.copy(), None, *args)
+        assert not L.rmsprop_step(x, x.copy(), x.copy(), None, None, 0.99, 1e-8, 0.0, 0.1)
 
 
 @needs_kernels
 def test_the_optimizers_take_the_kernels(monkeypatch: pytest.MonkeyPatch) -> None:
     calls = []
-    for fn in ("adam_step", "sgd_momentum_step"):
+    for fn in ("adam_step", "sgd_momentum_step", "rmsprop_step"):
         real = getattr(L, fn)
-        monkeypatch.setattr(L, fn, lambda *a, real=real, fn=fn: calls.append(fn) or real(*a))
-    for name, kw in (("AdamW", {}), ("SGD", dict(lr=0.1, momentum=0.9))):
+        monkeypatch.setattr(L, fn, lambda *a, real=real, fn=fn: real(*a) and calls.append(fn))
+    for name, kw in (("AdamW", {}), ("SGD", dict(lr=0.1, momentum=0.9)),
+                     ("RMSprop", dict(momentum=0.9, centered=True)), ("RMSprop", {})):
         p = ember.nn.Parameter(ember.ones(100))
         opt = getattr(ember.optim, name)([p], **kw)
         for _ in range(2):
             p.grad = ember.ones(100)
             opt.step()
-    assert calls == ["adam_step", "adam_step", "sgd_momentum_step"]
+    assert calls == ["adam_step", "adam_step", "sgd_momentum_step"] + ["rmsprop_step"] * 4
+
+
+@needs_kernels
+@needs_torch
+@pytest.mark.parametrize("kw", [dict(), dict(centered=True, momentum=0.9, weight_decay=0.1),
+                                dict(alpha=0.9, momentum=0.5, maximize=True)])
+def test_rmsprop_kernel_matches_torch(kw: dict) -> None:
+    rng = np.random.default_rng(31)
+    w0 = rng.standard_normal(5000).astype(np.float32)
+    grads = [rng.standard_normal(5000).astype(np.float32) for _ in range(5)]
+    res = []
+    for m in (ember, torch):
+        p = m.nn.Parameter(m.tensor(w0.copy()))
+        opt = m.optim.RMSprop([p], lr=1e-2, **kw)
+        for g in grads:
+            p.grad = m.tensor(g)
+            opt.step()
+        res.append(p.detach().numpy())
+    assert res[0].dtype == np.float32
+    # (centered: sqrt(v - a a) cancels in the first steps; the NumPy path differs alike)
+    np.testing.assert_allclose(res[0], res[1], rtol=1e-5, atol=3e-5 if kw else 1e-6)
 
 
 # -- rms_norm ------------------------------------------------------------------------------------

@@ -1166,6 +1166,41 @@ CLONES static void sgd_##T(opt_ctx *c, Py_ssize_t i0, Py_ssize_t i1)            
 SGD(float)
 SGD(double)
 
+/* RMSprop (optim/rmsprop.py): v = v alpha + (g g) c; centered: a = a alpha + g c,
+ * r = sqrt(v - a a), else r = sqrt(v); r = g / (r + eps); with momentum b = b mom + r,
+ * d -= b lr, else d -= r lr (c = 1 - alpha) */
+#define RMSPROP(T)                                                                                 \
+CLONES static void rmsprop_##T(opt_ctx *c, Py_ssize_t i0, Py_ssize_t i1)                           \
+{                                                                                                  \
+    T *RESTRICT d = (T *)c->d, *RESTRICT b = (T *)c->m, *RESTRICT v = (T *)c->v;                   \
+    T *RESTRICT a = (T *)c->w;                                                                     \
+    const T *RESTRICT g = (const T *)c->g;                                                         \
+    const T alpha = (T)c->b1, ca = (T)c->c1, mom = (T)c->b2, eps = (T)c->eps, lr = (T)c->step;     \
+    for (Py_ssize_t i = i0; i < i1; i++) {                                                         \
+        T gi = g[i];                                                                               \
+        T vi = v[i] * alpha + (gi * gi) * ca;                                                      \
+        v[i] = vi;                                                                                 \
+        T r;                                                                                       \
+        if (a) {                                                                                   \
+            T ai = a[i] * alpha + gi * ca;                                                         \
+            a[i] = ai;                                                                             \
+            r = SQRT_##T(vi - ai * ai);                                                            \
+        }                                                                                          \
+        else                                                                                       \
+            r = SQRT_##T(vi);                                                                      \
+        r = gi / (r + eps);                                                                        \
+        if (b) {                                                                                   \
+            T bi = b[i] * mom + r;                                                                 \
+            b[i] = bi;                                                                             \
+            d[i] = d[i] - bi * lr;                                                                 \
+        }                                                                                          \
+        else                                                                                       \
+            d[i] = d[i] - r * lr;                                                                  \
+    }                                                                                              \
+}
+RMSPROP(float)
+RMSPROP(double)
+
 /* ---------------------------------------------------------------------------------------------
  * Threads: a small pool (pthreads) that splits a loop's range into contiguous parts, one per
  * thread, the caller running the first. Every kernel's elements (or rows, or columns of a column
@@ -2181,6 +2216,15 @@ static void call_sgd(void *cv, Py_ssize_t i0, Py_ssize_t i1)
         sgd_double(c, i0, i1);
 }
 
+static void call_rmsprop(void *cv, Py_ssize_t i0, Py_ssize_t i1)
+{
+    opt_ctx *c = (opt_ctx *)cv;
+    if (c->kind == 'f')
+        rmsprop_float(c, i0, i1);
+    else
+        rmsprop_double(c, i0, i1);
+}
+
 static int doubles(PyObject *const *args, Py_ssize_t n, double *out)
 {
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -2210,6 +2254,31 @@ static PyObject *py_adam(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
                  p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], 0, 0};
     Py_BEGIN_ALLOW_THREADS
     parallel(call_adam, &c, b.len[0], 64, MIN_PART);
+    Py_END_ALLOW_THREADS
+    release(&b);
+    Py_RETURN_NONE;
+}
+
+/* rmsprop(d, g, v, grad_avg | None, momentum_buffer | None, alpha, 1 - alpha, eps, momentum,
+ * lr) */
+static PyObject *py_rmsprop(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
+{
+    double p[5];
+    if (nargs != 10)
+        return PyErr_Format(PyExc_TypeError, "ember._kernels.rmsprop: expected 10 arguments");
+    if (doubles(args + 5, 5, p) < 0)
+        return NULL;
+    Bufs b;
+    if (take(&b, args, 5, "oioOO") < 0)
+        return NULL;
+    if (same_lengths(&b, b.len[0], 1, 5) < 0) {
+        release(&b);
+        return NULL;
+    }
+    opt_ctx c = {b.kind, b.p[0], b.p[4], b.p[2], b.p[3], b.p[1],
+                 0.0, p[0], p[1], 0.0, p[3], 0.0, p[2], p[4], 0, 0};
+    Py_BEGIN_ALLOW_THREADS
+    parallel(call_rmsprop, &c, b.len[0], 64, MIN_PART);
     Py_END_ALLOW_THREADS
     release(&b);
     Py_RETURN_NONE;
@@ -2441,6 +2510,7 @@ static PyMethodDef kernels_methods[] = {
     FAST(group_norm_backward,
          "group_norm_backward(x, w, mean, rstd, grad, gx, gw, gb, C, hw, G): None: skip."),
     FAST(adam, "adam(d, g, m, v, vmax, decay, b1, c1, c2, b2, bc2, eps, step): one Adam step."),
+    FAST(rmsprop, "rmsprop(d, g, v, grad_avg, buf, alpha, 1 - alpha, eps, momentum, lr)."),
     FAST(sgd_momentum, "sgd_momentum(d, g, buf, momentum, 1 - dampening, lr, nesterov)."),
     FAST(bernoulli53, "bernoulli53(capsule, limit, out, scale, direct): dropout's noise from a bit generator."),
     {"isa", (PyCFunction)py_isa, METH_NOARGS, "isa(): the instruction set the kernels run on."},

@@ -463,3 +463,16 @@ def sgd_momentum_step(d: Any, g: Any, buf: Any, momentum: float, dampening: floa
     k.sgd_momentum(d, g, buf, momentum, 1.0 - dampening if dampening != 0 else None, lr,
                    bool(nesterov))
     return True
+
+
+def rmsprop_step(d: Any, g: Any, v: Any, a: Any, buf: Any, alpha: float, eps: float,
+                 momentum: float, lr: float) -> bool:
+    """One RMSprop step in place (optim/rmsprop.py's NumPy path, bit for bit): ``a`` the
+    centered form's grad_avg and ``buf`` the momentum buffer, each None where unused; False
+    where the kernel does not apply (the caller runs the NumPy path)."""
+    k = active
+    if k is None or not _same(d, g, v, *(() if a is None else (a,)),
+                              *(() if buf is None else (buf,))):
+        return False
+    k.rmsprop(d, g, v, a, buf, alpha, 1.0 - alpha, eps, momentum, lr)
+    return True

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import _kernels_loader as _kernels
 from .._tensor import Tensor
 from .optimizer import (
     Optimizer,
@@ -19,6 +20,8 @@ from .optimizer import (
 )
 
 __all__ = ["RMSprop"]
+
+_NUMBER = (float, int)  # hyperparameters the eager kernel takes (as C doubles)
 
 
 class RMSprop(Optimizer):
@@ -92,6 +95,13 @@ class RMSprop(Optimizer):
         if o.weight_decay != 0:
             g = g + o.weight_decay * d
         v = state["square_avg"]._data
+        if (type(d) is np.ndarray and g.shape == d.shape and type(o.lr) in _NUMBER
+                and type(o.alpha) in _NUMBER and type(o.eps) in _NUMBER
+                and type(o.momentum) in _NUMBER and _kernels.rmsprop_step(
+                    d, g, v, state["grad_avg"]._data if o.centered else None,
+                    state["momentum_buffer"]._data if o.momentum > 0 else None,
+                    o.alpha, o.eps, o.momentum, o.lr)):
+            return  # the eager kernel: the operations below in their order, one pass
         v *= o.alpha
         r = g * g
         r *= 1.0 - o.alpha
