@@ -90,6 +90,30 @@ class _TensorMeta(type, metaclass=_TensorMetaCheck):
     annotate a tensor class's type with it: Lightning's lazy checkpoint loader)."""
 
 
+def _parse_to(*args: Any, **kwargs: Any) -> tuple[Any, Any, bool, Any]:
+    """``torch._C._nn._parse_to``: the (device, dtype, non_blocking, memory_format) that
+    ``Tensor.to``/``Module.to`` would take from these arguments (None where not given)."""
+    from .nn.modules.module import _parse_to as parse
+
+    device, dtype = parse(args, kwargs)
+    bools = [a for a in args if isinstance(a, bool)]
+    non_blocking = bool(kwargs.get("non_blocking", bools[0] if bools else False))
+    return device, dtype, non_blocking, kwargs.get("memory_format")
+
+
+class _NnNamespace:
+    """``torch._C._nn``: of PyTorch's C functions for ``torch.nn``, the argument parser that
+    libraries call (Lightning's ``DeviceDtypeModuleMixin.to``)."""
+
+    _parse_to = staticmethod(_parse_to)
+
+    def __getattr__(self, name: str) -> Any:
+        raise AttributeError(f"module 'torch._C._nn' has no attribute '{name}'")
+
+
+_nn = _NnNamespace()
+
+
 def __getattr__(name: str) -> Any:
     if name == "_LinAlgError":  # torch.linalg.LinAlgError's own name (the same class)
         from .ops.linalg import LinAlgError

@@ -352,6 +352,8 @@ _LAZY_ATTRS = {
     "vmap": "ember.func",
     **dict.fromkeys(["UntypedStorage", "TypedStorage"], "ember.storage"),
     "PyTorchFileReader": "ember._archive",
+    # PyTorch's C classes under torch (type annotations, isinstance): torch.jit's classes here
+    **dict.fromkeys(["ScriptModule", "ScriptFunction"], "ember.jit"),
     "from_dlpack": "ember.utils.dlpack",
     **dict.fromkeys(
         ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "avg_pool1d",

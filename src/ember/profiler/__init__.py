@@ -41,7 +41,7 @@ from ._events import EventList, FunctionEvent, FunctionEventAvg
 
 __all__ = ["profile", "record_function", "ProfilerActivity", "ProfilerAction", "schedule",
            "tensorboard_trace_handler", "supported_activities", "EventList", "FunctionEvent",
-           "FunctionEventAvg"]
+           "FunctionEventAvg", "kineto_available"]
 
 
 class ProfilerActivity(enum.Enum):
@@ -75,6 +75,13 @@ def supported_activities() -> set[ProfilerActivity]:
     except Exception:  # noqa: BLE001 - a broken CuPy install means CPU only
         pass
     return acts
+
+
+def kineto_available() -> bool:
+    """True, as on PyTorch's CPU and CUDA builds: ``profile(activities=...)``, ``schedule``,
+    ``on_trace_ready`` and ``export_chrome_trace`` (the API PyTorch builds on its Kineto library)
+    are available; ember's recorder answers them (libraries choose that API when this is True)."""
+    return True
 
 
 def schedule(*, wait: int, warmup: int, active: int, repeat: int = 0, skip_first: int = 0,
