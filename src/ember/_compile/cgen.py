@@ -31,6 +31,7 @@ from ..ops import comparison as _comparison
 from ..ops import pointwise as _pw
 from ..ops import pointwise_math as _pwm
 from ..ops import pointwise_piecewise as _pwp
+from ..ops.nn import activation as _act
 from .trace import MASK, OP, Program
 
 _F32, _F64, _BOOL = np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.bool_)
@@ -156,6 +157,7 @@ TABLE: dict[Any, tuple[str, Callable]] = {
     _pw.Add.forward: ("add", _binary("+")),
     _pw.Sub.forward: ("sub", _binary("-")),
     _pw.Mul.forward: ("mul", _binary("*")),
+    _act._MulMask.forward: ("mul (mask)", _binary("*")),
     _pw.Div.forward: ("div", _binary("/")),
     _pw.ScaledAdd.forward: ("add (alpha)", _scaled("+")),
     _pw.ScaledSub.forward: ("sub (alpha)", _scaled("-")),
@@ -180,6 +182,7 @@ class Group:
     def __init__(self, shape: tuple) -> None:
         self.shape = shape
         self.ks: list[int] = []  # step indices
+        self.masks: list[int] = []  # dropout masks drawn before the group's C runs (step indices)
         self.infos: list[tuple] = []
         self.inputs: list[tuple] = []  # (slot, dtype, shape) of the arrays read
         self.outputs: list[tuple] = []  # (slot, dtype) of the arrays written
@@ -255,6 +258,11 @@ def plan(prog: Program) -> list[Group]:
         if st[0] is OP and cur is not None and len(cur.ks) < MAX_OPS \
                 and _try_add(cur, k, st, info):
             continue
+        if st[0] is MASK and cur is not None:
+            # a dropout mask depends on its input's shape, dtype and layout only (the group's
+            # values are C-contiguous): drawn before the group runs, in the same order
+            cur.masks.append(k)
+            continue
         if cur is not None and len(cur.ks) > 1:
             groups.append(cur)
         cur = None
@@ -286,7 +294,7 @@ def _outputs(prog: Program, groups: list[Group]) -> None:
         for s in _reads(st):
             last_read[s] = k
     for g in groups:
-        end = g.ks[-1]
+        end = max(g.ks + g.masks)
         need: set[int] = set()
         for k, info in zip(g.ks, g.infos):
             st = prog.steps[k]

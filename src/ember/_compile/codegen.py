@@ -72,7 +72,7 @@ def _native_groups(prog: Program, ns: dict) -> dict:
     if lib is None:
         return {}
     prog.c_source = source
-    ns["EMPTY"] = np.empty
+    ns["EMPTY"], ns["ND"] = np.empty, np.ndarray
     out = {}
     for i, g in enumerate(groups):
         fn = getattr(lib, g.name)
@@ -87,14 +87,25 @@ def _group_lines(i: int, g: cgen.Group, prog: Program, ns: dict, add: Any, pad: 
     """One fused group: its C function when its array inputs are C-contiguous (the layout its
     strides assume), else its ops through NumPy as usual; then each op's ctx as forward left it."""
     ins = [f"s{s}" for s, _dt, _sh in g.inputs]
-    check = " and ".join(f"{x}.flags.c_contiguous" for x in ins) or "True"
+    # (an op on 0-d arrays may return a NumPy scalar: not an array, NumPy runs the group; a
+    # mask drawn in the group takes the layout of a C-contiguous value: C-contiguous)
+    masks = {prog.steps[k][4] for k in g.masks}
+    check = " and ".join(f"type(s{s}) is ND and s{s}.flags.c_contiguous"
+                         for s, _dt, _sh in g.inputs if s not in masks) or "True"
     add(f"{pad}if {check}:")
     for j, (s, dt) in enumerate(g.outputs):
         ns[f"GD{i}_{j}"] = dt
         add(f"{pad}    s{s} = EMPTY({g.shape!r}, GD{i}_{j})")
+    written = {s for s, _ in g.outputs}
+    for k in g.masks:  # (drawn as the interpreted order draws them: before any later mask)
+        _, xs, _p, _shape, s = prog.steps[k]
+        x = f"s{xs}"
+        if xs in g.values and xs not in written:  # not in memory: a stand-in of its layout
+            ns[f"GV{i}_{xs}"] = g.values[xs][1]
+            x = f"EMPTY({g.shape!r}, GV{i}_{xs})"
+        add(f"{pad}    " + _mask_line(k, prog.steps[k], ns, x))
     ptrs = ", ".join(f"{x}.ctypes.data" for x in ins + [f"s{s}" for s, _ in g.outputs])
     add(f"{pad}    KG{i}({ptrs})")
-    written = {s for s, _ in g.outputs}
     for k, info in zip(g.ks, g.infos):
         st = prog.steps[k]
         o = st[6][0]
@@ -104,7 +115,8 @@ def _group_lines(i: int, g: cgen.Group, prog: Program, ns: dict, add: Any, pad: 
             _, fwd, ncls, xp, nig, aslots, oslots, shapes = st
             ns[f"N{k}"], ns[f"XP{k}"], ns[f"NIG{k}"] = ncls, xp, nig
             add(f"{pad}    c{k} = NEW(N{k}); c{k}._edges = (); c{k}._versions = None; "
-                f"c{k}._n_out = 1; c{k}.xp = XP{k}; c{k}.needs_input_grad = NIG{k}")
+                f"c{k}._n_out = 1; c{k}.xp = XP{k}; c{k}.needs_input_grad = NIG{k}"
+                + _meta_line(k, ns, prog.metas))
             saved = info[2]
             if saved is None:
                 add(f"{pad}    c{k}._saved = None")
@@ -117,8 +129,18 @@ def _group_lines(i: int, g: cgen.Group, prog: Program, ns: dict, add: Any, pad: 
                 ns[f"A{k}"] = info[3]
                 add(f"{pad}    c{k}.__dict__.update(A{k})")
     add(f"{pad}else:")
-    for k in g.ks:
-        _op_lines(k, prog.steps[k], ns, add, pad + "    ")
+    for k in sorted(g.ks + g.masks):
+        if prog.steps[k][0] is MASK:
+            add(f"{pad}    " + _mask_line(k, prog.steps[k], ns))
+        else:
+            _op_lines(k, prog.steps[k], ns, add, pad + "    ", prog.metas)
+
+
+def _mask_line(k: int, st: tuple, ns: dict, x: str = "") -> str:
+    """A dropout mask's draw (``x``: the expression of the array whose layout it takes)."""
+    _, xs, p, shape, s = st
+    ns[f"P{k}"], ns[f"SHP{k}"] = p, shape
+    return f"s{s} = MASK(MAKE({x or f's{xs}'}), P{k}, SHP{k})"
 
 
 def _forward_source(prog: Program, ns: dict, groups: dict | None = None) -> str:
@@ -147,19 +169,21 @@ def _forward_source(prog: Program, ns: dict, groups: dict | None = None) -> str:
     for k, (st, done) in enumerate(zip(prog.steps, prog.drops)):
         if k in groups:
             i, g = groups[k]
-            _group_lines(i, g, prog, ns, add, pad)
-            skip.update(g.ks)
-        if st[0] is OP:
-            if k not in skip:
-                _op_lines(k, st, ns, add, pad)
-            ctx_names.append(f"c{k}")
-        elif st[0] is MASK:  # a dropout mask from the same generator, in the same order
-            _, xs, p, shape, s = st
-            ns[f"P{k}"], ns[f"SHP{k}"] = p, shape
-            if not masked:
+            if g.masks and not masked:
                 add(f"{pad}rng_state = RANDOM.default_generator.get_state()")
                 masked = True
-            add(f"{pad}s{s} = MASK(MAKE(s{xs}), P{k}, SHP{k})")
+            _group_lines(i, g, prog, ns, add, pad)
+            skip.update(g.ks + g.masks)
+        if st[0] is OP:
+            if k not in skip:
+                _op_lines(k, st, ns, add, pad, prog.metas)
+            ctx_names.append(f"c{k}")
+        elif st[0] is MASK:  # a dropout mask from the same generator, in the same order
+            if k not in skip:
+                if not masked:
+                    add(f"{pad}rng_state = RANDOM.default_generator.get_state()")
+                    masked = True
+                add(pad + _mask_line(k, st, ns))
         elif st[0] is UPDATE:  # a running statistic, with normalization.py's arithmetic
             _, ss, bs, m, fi = st
             ns[f"M{k}"] = m
@@ -192,13 +216,21 @@ def _forward_source(prog: Program, ns: dict, groups: dict | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _op_lines(k: int, st: tuple, ns: dict, add: Any, pad: str) -> None:
+def _meta_line(k: int, ns: dict, metas: list) -> str:
+    """The statement giving op k's ctx its inputs' (shape, dtype), as apply records them."""
+    if metas[k] is None:
+        return ""
+    ns[f"META{k}"] = metas[k]
+    return f"; c{k}._meta = META{k}"
+
+
+def _op_lines(k: int, st: tuple, ns: dict, add: Any, pad: str, prog_metas: list) -> None:
     _, fwd, ncls, xp, nig, aslots, oslots, shapes = st
     ns[f"F{k}"], ns[f"N{k}"], ns[f"XP{k}"], ns[f"NIG{k}"] = fwd, ncls, xp, nig
     # Node.__init__'s fields, without the call (as Function.apply does)
     add(f"{pad}c{k} = NEW(N{k}); c{k}._edges = (); c{k}._saved = None; "
         f"c{k}._versions = None; c{k}._n_out = 1; c{k}.xp = XP{k}; "
-        f"c{k}.needs_input_grad = NIG{k}")
+        f"c{k}.needs_input_grad = NIG{k}" + _meta_line(k, ns, prog_metas))
     args = ", ".join(f"s{s}" for s in aslots)
     if len(oslots) == 1:  # (straight into its slot: nothing else keeps the array alive)
         o = f"s{oslots[0]}"

@@ -61,7 +61,7 @@ def run_forward(prog: Program, flat: list) -> tuple[list, list | None]:
     undo: list = []
     rng_state = None
     try:
-        for st, done in zip(prog.steps, prog.drops):
+        for st, done, meta in zip(prog.steps, prog.drops, prog.metas):
             if st[0] is OP:
                 _, fwd, ncls, xp, nig, aslots, oslots, shapes = st
                 ctx = _new_node(ncls)  # Node.__init__'s fields, without the call (as apply)
@@ -71,6 +71,8 @@ def run_forward(prog: Program, flat: list) -> tuple[list, list | None]:
                 ctx._n_out = 1
                 ctx.xp = xp
                 ctx.needs_input_grad = nig
+                if meta is not None:
+                    ctx._meta = meta
                 out = fwd(ctx, *[vals[i] for i in aslots])
                 if type(out) is tuple:
                     for s, o, sh in zip(oslots, out, shapes):

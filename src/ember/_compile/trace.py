@@ -74,6 +74,8 @@ class Program:
     signature: tuple
     out_guard: tuple = ()  # output leaves whose memory an op saved for backward
     op_info: list  # per OP step (in order): trace.py's _op_info, for cgen.py's fusion
+    metas: list  # per step: an op's ctx._meta (its inputs' shapes and dtypes; Cast's backward
+    # reads it), or None
     # generated straight-line replay (codegen.py), attached once the program is trusted
     fwd_fn: Any = None
     bwd_fn: Any = None
@@ -350,6 +352,7 @@ class Tracer:
         rg = {s for s, t in self.outside.items() if t._rg}
         steps = []
         prog.op_info = []  # per OP step, what cgen.py needs to fuse it (see _op_info)
+        metas: list = []  # per step: an op's inputs' (shape, dtype) as apply recorded them
         bsched = []
         edge_used: dict[int, None] = {}
         saved_outside: dict[int, None] = {}
@@ -359,6 +362,7 @@ class Tracer:
                 _, cls, ctx, aslots, oslots, shapes, info = st
                 aslots = tuple(r(s) for s in aslots)
                 prog.op_info.append(info)
+                metas.append(getattr(ctx, "_meta", None) if ctx.needs_input_grad else None)
                 steps.append((OP, cls.forward, cls._node_cls, ctx.xp, ctx.needs_input_grad,
                               aslots, oslots, shapes))
                 grads_here = False
@@ -397,15 +401,19 @@ class Tracer:
                                     break
                 op_index += 1
             elif st[0] == MASK:
+                metas.append(None)
                 _, xs, p, shape, s, _shape = st
                 steps.append((MASK, r(xs), p, shape, s))
             elif st[0] == UPDATE:
+                metas.append(None)
                 _, ss, bs, m = st
                 steps.append((UPDATE, r(ss), r(bs), m, free_index.get(ss, -1)))
             else:
+                metas.append(None)
                 _, ds, src_s = st
                 steps.append((WRITE, r(ds), r(src_s), free_index.get(ds, -1)))
         prog.steps = steps
+        prog.metas = metas
         bsched.reverse()
         prog.bsched = bsched
         prog.needs_grad = bool(bsched)

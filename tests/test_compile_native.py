@@ -1,0 +1,379 @@
+"""torch.compile's generated C (ember/_compile/cgen.py, cc.py): fused elementwise chains give
+the very bits of the NumPy replay and of eager mode, forward and backward; the kernel cache is
+reused across processes, rebuilt when corrupt; no compiler means one warning and NumPy."""
+
+import os
+import pathlib
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import ember
+import ember._dynamo
+from ember import nn
+from ember._compile import cc, config
+
+hypothesis = pytest.importorskip("hypothesis")
+st = hypothesis.strategies
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+HAVE_CC = cc.compiler() is not None and not os.environ.get("EMBER_PURE_PYTHON")
+needs_cc = pytest.mark.skipif(not HAVE_CC, reason="no C compiler (or EMBER_PURE_PYTHON=1)")
+
+
+@pytest.fixture(autouse=True)
+def _fresh(tmp_path_factory, monkeypatch):
+    monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "kernels"))
+    ember._dynamo.reset()
+    yield
+    ember._dynamo.reset()
+
+
+def _prog(compiled):
+    (entry,) = compiled._ember_compiled.cache.values()
+    return entry.prog
+
+
+def _run(fn, make_args, native, calls=4):
+    """``fn`` compiled with generated C on or off (or eager when native is None): the last of
+    ``calls`` calls' outputs and the inputs' gradients."""
+    saved = config.native
+    config.native = bool(native)
+    try:
+        f = fn if native is None else ember.compile(fn)
+        for _ in range(calls):
+            args = make_args()
+            out = f(*args)
+        outs = out if isinstance(out, tuple) else (out,)
+        seeds = [ember.tensor(np.random.default_rng(7).standard_normal(o.shape)).to(o.dtype)
+                 for o in outs]
+        if any(o.requires_grad for o in outs):
+            ember.autograd.backward([o for o in outs if o.requires_grad],
+                                    [g for o, g in zip(outs, seeds) if o.requires_grad])
+        grads = [a.grad.numpy().copy() if isinstance(a, ember.Tensor) and a.grad is not None
+                 else None for a in args]
+        return [o.detach().numpy().copy() for o in outs], grads, (
+            None if native is None else _prog(f))
+    finally:
+        config.native = saved
+
+
+def _same_bits(a, b):
+    for x, y in zip(a, b):
+        if x is None or y is None:
+            assert x is None and y is None
+            continue
+        assert x.dtype == y.dtype and x.shape == y.shape
+        np.testing.assert_array_equal(x, y)
+        if x.dtype.kind == "f":  # every bit: signed zeros and NaN payloads too
+            np.testing.assert_array_equal(x.reshape(-1).view(f"u{x.itemsize}"),
+                                          y.reshape(-1).view(f"u{y.itemsize}"))
+
+
+def _check_three_ways(fn, make_args, expect_native=True):
+    eager = _run(fn, make_args, None)
+    replay = _run(fn, make_args, False)
+    native = _run(fn, make_args, True)
+    assert replay[2].c_source == ""
+    if expect_native:
+        assert "ember_k" in native[2].c_source, native[2].source
+    _same_bits(replay[0], native[0])  # what the generated C promises: the replay's very bits
+    _same_bits(replay[1], native[1])
+    _same_bits(eager[0], native[0])
+    # (the replay adds a value's gradients in reverse op order, the engine in its ready order:
+    # for a value read three times or more the two sums may round apart in the last bit)
+    for e, n in zip(eager[1], native[1]):
+        if e is not None:
+            np.testing.assert_allclose(n, e, rtol=4 * np.finfo(e.dtype).eps, atol=0)
+    return native[2]
+
+
+# -- a fixed chain, and what it generates -------------------------------------------------------
+
+@needs_cc
+def test_chain_is_one_kernel_and_bitwise_equal():
+    rng = np.random.default_rng(0)
+    xa = rng.standard_normal((33, 17)).astype(np.float32)
+    ba = rng.standard_normal(17).astype(np.float32)
+    xa[0, :4] = [0.0, -0.0, np.inf, -np.inf]
+
+    def make():
+        return (ember.tensor(xa, requires_grad=True), ember.tensor(ba, requires_grad=True))
+
+    def f(x, b):
+        y = (x * 0.1 + b).relu() - x / 3
+        return ember.clamp(y * y, max=2.5).sqrt() + ember.maximum(x, b).abs()
+
+    prog = _check_three_ways(f, make)
+    assert prog.c_source.count("void ember_k") == 1
+    assert "-ffast-math" not in " ".join(cc.FLAGS) and "-ffp-contract=off" in cc.FLAGS
+
+
+@needs_cc
+def test_signed_zeros_nans_and_ties():
+    vals = np.array([0.0, -0.0, np.nan, np.inf, -np.inf, 1.0, -1.0, 3.0], np.float32)
+    a = np.repeat(vals, len(vals))
+    b = np.tile(vals, len(vals))
+
+    def make():
+        return ember.tensor(a), ember.tensor(b)
+
+    def f(x, y):
+        return (ember.maximum(x, y) + 0.0, ember.minimum(x, y) * 1.0, (x - y).relu() * 1.0,
+                ember.where(x > 0, x, y) * 1.0, ember.clamp(x, -0.5, 0.5) - y)
+
+    eager = _run(f, make, None)
+    native = _run(f, make, True)
+    assert native[2].c_source
+    for e, n in zip(eager[0], native[0]):
+        np.testing.assert_array_equal(np.signbit(e), np.signbit(n))
+        np.testing.assert_array_equal(e, n)
+
+
+@needs_cc
+def test_non_contiguous_input_runs_numpy_and_agrees():
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((16, 24)).astype(np.float32)
+
+    def f(x):
+        return (x * 2 - 1).relu() * x
+
+    cf = ember.compile(f)
+    for _ in range(3):
+        cf(ember.tensor(a))
+    assert _prog(cf).c_source
+    x_t = ember.tensor(np.ascontiguousarray(a.T)).t()  # same shape, another layout
+    assert not x_t.is_contiguous()
+    np.testing.assert_array_equal(cf(x_t).numpy(), f(x_t).numpy())
+    np.testing.assert_array_equal(cf(ember.tensor(a)).numpy(), f(ember.tensor(a)).numpy())
+
+
+# -- many random chains -------------------------------------------------------------------------
+
+_UNARY = [
+    ("neg", lambda x: -x), ("abs", lambda x: x.abs()), ("relu", lambda x: x.relu()),
+    ("square", lambda x: x.square()), ("sqrt", lambda x: x.abs().sqrt()),
+    ("scale", lambda x: x * 0.37), ("shift", lambda x: 1.5 - x), ("half", lambda x: x / 2),
+    ("clamp", lambda x: x.clamp(-1.0, 0.75)), ("clamp_min", lambda x: x.clamp(min=0.1)),
+    ("tanh", lambda x: x.tanh()),  # not fused: NumPy runs it between two groups
+]
+_BINARY = [
+    ("add", lambda x, y: x + y), ("sub", lambda x, y: x - y), ("mul", lambda x, y: x * y),
+    ("div", lambda x, y: x / (y.abs() + 1)), ("max", ember.maximum), ("min", ember.minimum),
+    ("alpha", lambda x, y: ember.add(x, y, alpha=0.25)),
+    ("where", lambda x, y: ember.where(x > y, x, y)),
+]
+_SHAPES = [(6, 5), (5,), (6, 1), (1, 5), (), (3, 6, 5), (3, 1, 5)]
+
+
+@st.composite
+def _chains(draw):
+    dtype = draw(st.sampled_from([np.float32, np.float64]))
+    n_in = draw(st.integers(1, 3))
+    shapes = [draw(st.sampled_from(_SHAPES)) for _ in range(n_in)]
+    ops = []
+    for _ in range(draw(st.integers(2, 7))):
+        if draw(st.booleans()):
+            ops.append(("u", draw(st.integers(0, len(_UNARY) - 1)), draw(st.integers(0, 20))))
+        else:
+            ops.append(("b", draw(st.integers(0, len(_BINARY) - 1)), draw(st.integers(0, 20)),
+                        draw(st.integers(0, 20))))
+    cast = draw(st.sampled_from([None, "double", "float"]))
+    seed = draw(st.integers(0, 2 ** 16))
+    return dtype, shapes, ops, cast, seed
+
+
+@needs_cc
+@hypothesis.settings(max_examples=25, deadline=None, derandomize=True,
+                     phases=[hypothesis.Phase.explicit, hypothesis.Phase.generate])
+@hypothesis.given(_chains())
+def test_random_chains_bitwise(chain):
+    dtype, shapes, ops, cast, seed = chain
+    rng = np.random.default_rng(seed)
+    arrays = [rng.standard_normal(s).astype(dtype) for s in shapes]
+    if arrays[0].size > 2:
+        arrays[0].flat[:3] = [0.0, -0.0, 0.5]  # ties and signed zeros
+
+    def make():
+        return tuple(ember.tensor(a, requires_grad=True) for a in arrays)
+
+    def f(*xs):
+        vals = list(xs)
+        for op in ops:
+            if op[0] == "u":
+                vals.append(_UNARY[op[1]][1](vals[op[2] % len(vals)]))
+            else:
+                vals.append(_BINARY[op[1]][1](vals[op[2] % len(vals)], vals[op[3] % len(vals)]))
+            if cast and len(vals) == len(xs) + 2:
+                vals[-1] = getattr(vals[-1], cast)()
+        return vals[-1] * 1.0 + vals[-2]
+
+    _check_three_ways(f, make, expect_native=False)
+
+
+# -- training steps: eager vs NumPy replay vs generated C ---------------------------------------
+
+class _TinyGPT(nn.Module):
+    """Hand-written attention (masked_fill + softmax), a tanh GELU written out, dropout."""
+
+    def __init__(self, vocab=11, block=8, width=16, heads=2):
+        super().__init__()
+        self.heads = heads
+        self.tok = nn.Embedding(vocab, width)
+        self.pos = nn.Embedding(block, width)
+        self.ln1, self.ln2 = nn.LayerNorm(width), nn.LayerNorm(width)
+        self.qkv = nn.Linear(width, 3 * width)
+        self.proj = nn.Linear(width, width)
+        self.fc1, self.fc2 = nn.Linear(width, 4 * width), nn.Linear(4 * width, width)
+        self.drop = nn.Dropout(0.1)
+        self.head = nn.Linear(width, vocab)
+        self.register_buffer("mask", ember.tril(ember.ones(block, block)).view(1, 1, block, block))
+
+    def forward(self, idx, targets):
+        B, T = idx.shape
+        x = self.tok(idx) + self.pos(ember.arange(T))
+        C = x.shape[-1]
+        q, k, v = self.qkv(self.ln1(x)).split(C, dim=2)
+        q, k, v = (t.view(B, T, self.heads, C // self.heads).transpose(1, 2) for t in (q, k, v))
+        att = (q @ k.transpose(-2, -1)) * (1.0 / (C // self.heads) ** 0.5)
+        att = att.masked_fill(self.mask[:, :, :T, :T] == 0, float("-inf")).softmax(dim=-1)
+        y = (self.drop(att) @ v).transpose(1, 2).contiguous().view(B, T, C)
+        x = x + self.drop(self.proj(y))
+        h = self.fc1(self.ln2(x))
+        h = 0.5 * h * (1.0 + ember.tanh(0.7978845608 * (h + 0.044715 * h * h * h)))
+        x = x + self.drop(self.fc2(h))
+        logits = self.head(x)
+        return nn.functional.cross_entropy(logits.view(B * T, -1), targets.view(B * T))
+
+
+def _mlp():
+    return nn.Sequential(nn.Linear(20, 32), nn.ReLU(), nn.Dropout(0.2), nn.Linear(32, 32),
+                         nn.ReLU(), nn.Linear(32, 5))
+
+
+def _train(make_model, batch, native, steps=5):
+    ember.manual_seed(0)
+    model = make_model()
+    opt = ember.optim.AdamW(model.parameters(), lr=1e-2)
+    saved = config.native
+    config.native = bool(native)
+    try:
+        if isinstance(model, _TinyGPT):
+            fwd = model if native is None else ember.compile(model)
+        else:
+            loss_fn = nn.CrossEntropyLoss()
+
+            def step(x, y):
+                return loss_fn(model(x), y)
+
+            fwd = step if native is None else ember.compile(step)
+        ember.manual_seed(1)  # the dropout stream: the same in every mode
+        losses, grads = [], []
+        for _ in range(steps):
+            x, y = batch()
+            loss = fwd(x, y)
+            opt.zero_grad()
+            loss.backward()
+            losses.append(loss.detach().numpy().copy())
+            grads.append([p.grad.numpy().copy() for p in model.parameters()])
+            opt.step()
+        prog = None
+        if native is not None:
+            comp = fwd._compiled if hasattr(fwd, "_compiled") else fwd._ember_compiled
+            prog = next(iter(comp.cache.values())).prog
+        return losses, grads, prog
+    finally:
+        config.native = saved
+
+
+@needs_cc
+@pytest.mark.parametrize("which", ["mlp", "gpt"])
+def test_training_steps_bitwise(which):
+    rng = np.random.default_rng(3)
+    if which == "mlp":
+        xs, ys = rng.standard_normal((16, 20)).astype(np.float32), rng.integers(0, 5, 16)
+        make = _mlp
+    else:
+        xs, ys = rng.integers(0, 11, (4, 8)), rng.integers(0, 11, (4, 8))
+        make = _TinyGPT
+
+    def batch():
+        return ember.tensor(xs), ember.tensor(ys)
+
+    eager = _train(make, batch, None)
+    replay = _train(make, batch, False)
+    native = _train(make, batch, True)
+    assert "ember_k" in native[2].c_source
+    for got in (replay, native):
+        for a, b in zip(eager[0], got[0]):
+            np.testing.assert_array_equal(a, b)
+        for ga, gb in zip(eager[1], got[1]):
+            for a, b in zip(ga, gb):
+                np.testing.assert_array_equal(a, b)
+
+
+# -- the compiler and the cache -----------------------------------------------------------------
+
+_SCRIPT = textwrap.dedent("""
+    import json, warnings
+    import numpy as np
+    import ember
+    from ember._compile import cc
+    warnings.simplefilter("always")
+    x = ember.tensor(np.linspace(-2, 2, 60, dtype=np.float32).reshape(6, 10))
+    f = ember.compile(lambda x: (x * 3 - 1).relu() / 2 + x)
+    with warnings.catch_warnings(record=True) as w:
+        for _ in range(4):
+            out = f(x)
+        g = ember.compile(lambda x: (x + 1).abs() * x - 2)
+        for _ in range(4):
+            g(x)
+    prog = next(iter(f._ember_compiled.cache.values())).prog
+    ok = bool(np.array_equal(out.numpy(), ((x * 3 - 1).relu() / 2 + x).numpy()))
+    print(json.dumps({"stats": cc.stats, "native": bool(prog.c_source), "ok": ok,
+                      "warnings": [str(m.message) for m in w]}))
+""")
+
+
+def _child(cache, **env):
+    e = dict(os.environ, EMBER_CACHE_DIR=str(cache), **env)
+    e.pop("EMBER_PURE_PYTHON", None) if "EMBER_PURE_PYTHON" not in env else None
+    r = subprocess.run([sys.executable, "-c", _SCRIPT], env=e, capture_output=True, text=True,
+                       timeout=300, cwd=ROOT)
+    assert r.returncode == 0, r.stderr[-3000:]
+    import json
+
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+@needs_cc
+def test_cache_reused_by_a_second_process_and_corrupt_entry_rebuilt(tmp_path):
+    first = _child(tmp_path)
+    assert first["native"] and first["ok"] and first["warnings"] == []
+    assert first["stats"]["builds"] == 2 and first["stats"]["cache_hits"] == 0
+    second = _child(tmp_path)
+    assert second["native"] and second["ok"]
+    assert second["stats"]["builds"] == 0 and second["stats"]["cache_hits"] == 2
+    libs = sorted(tmp_path.glob("k*.so"))
+    assert len(libs) == 2
+    for lib in libs:  # truncated and garbled: rebuilt, never loaded
+        lib.write_bytes(lib.read_bytes()[:100] + b"garbage")
+    third = _child(tmp_path)
+    assert third["native"] and third["ok"]
+    assert third["stats"]["builds"] == 2 and third["stats"]["cache_hits"] == 0
+
+
+def test_no_compiler_warns_once_and_replays_numpy(tmp_path):
+    res = _child(tmp_path, CC="/nonexistent/cc")
+    assert res["ok"] and not res["native"]
+    assert len(res["warnings"]) == 1 and "no working C compiler" in res["warnings"][0]
+
+
+def test_switched_off_by_environment(tmp_path):
+    for env in ({"EMBER_COMPILE_NATIVE": "0"}, {"EMBER_PURE_PYTHON": "1"}):
+        res = _child(tmp_path, **env)
+        assert res["ok"] and not res["native"] and res["warnings"] == []
+        assert res["stats"]["builds"] == 0 and res["stats"]["cache_hits"] == 0
