@@ -869,7 +869,8 @@ def test_inplace_with_grad_on_einsum_result_made_under_no_grad():
     _assert_same(prog)
 
 
-@pytest.mark.xfail(strict=False, reason="issue 10: inplace_through_data (promoted leaf)")
+@pytest.mark.xfail(strict=False, reason="issue 31: inplace_through_data_promoted (ops promote "
+                   "through a recorded cast, whose copy Div saves)")
 def test_leaf_data_modified_after_promoting_op():
     """y = c64 / x32 saves x; x.data.clamp_() is invisible to the version check, so PyTorch's
     backward uses the clamped x."""
@@ -1078,3 +1079,49 @@ def test_data_write_reaches_a_saved_zero_dim_output():
 
     _assert_same(prog)
     assert np.all(prog(ember).numpy() == 0)
+
+
+def test_view_of_a_detached_column_after_requires_grad():
+    """A view of a detached, non-dense column, stale after an in-place change, re-derives its
+    history once the column requires grad: a window of the column's elements (class
+    requires_grad_on_view; long mode, family views, seed 695679906)."""
+
+    def prog(m):
+        x = m.tensor(np.arange(16.0).reshape(4, 4) / 8 - 1, dtype=m.float64, requires_grad=True)
+        v3 = x.atan()[:, 0]
+        d4 = v3.detach()
+        v5 = d4.squeeze()
+        v3 -= 2
+        d4.requires_grad_()
+        (v5 * m.linspace(0.5, 1.5, 4, dtype=m.float64)).sum().backward()
+        return d4.grad, v5
+
+    def through_window(m):  # grad enters a strided window of a non-dense constant
+        base = m.arange(24.0, dtype=m.float64).reshape(4, 6) * 1
+        x = m.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=m.float64, requires_grad=True)
+        d = base[:, 1:5].detach()
+        d[1:3, ::2].mul_(x)
+        (d * m.arange(16.0, dtype=m.float64).reshape(4, 4)).sum().backward()
+        return x.grad, d
+
+    _assert_same(prog)
+    _assert_same(through_window)
+
+
+def test_requires_grad_after_an_op_saved_the_tensor_is_undefined_in_pytorch():
+    """requires_grad_() on a tensor an op already read, then a double backward: PyTorch's second
+    gradient reaches it where the op saved the tensor itself (mul) and not where it saved a view
+    of it (linear, matmul), so the generator never makes it (programs.UNDEFINED; long mode,
+    family views, seed 629905360)."""
+
+    def prog(m, op):
+        w = m.tensor([[1.0, 2.0, 3.0]], dtype=m.float64, requires_grad=True)
+        d = m.tensor([[0.5, -1.0, 2.0]], dtype=m.float64)
+        y = w * d if op == "mul" else m.nn.functional.linear(w, d)
+        d.requires_grad_()
+        (g,) = m.autograd.grad((y * y).sum(), [w], create_graph=True)
+        g.sum().backward()
+        return d.grad
+
+    assert prog(torch, "mul") is not None and prog(torch, "linear") is None
+    assert "double_backward_after_requires_grad_on_saved" in P.UNDEFINED

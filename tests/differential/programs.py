@@ -53,9 +53,13 @@ import numpy as np
 
 # Features whose programs ember still gets wrong (see the module docstring). The lead shrinks this.
 KNOWN_GAPS: set[str] = {
+    # x.data written after a mixed-dtype op read x: ember's op saved the recorded cast's copy
+    # (ops promote through a ToCopy node), PyTorch's the operand itself (ops/ rooms)
+    "inplace_through_data_promoted",  # class inplace_through_data
     # an op whose PyTorch result is a view of its own temporaries (einsum "i,i->", ...): ember's
     # result is not a view, so PyTorch's no_grad-view rules for it are not ember's (ops/ rooms)
-    "inplace_on_op_internal_view",  # class grad_enters_constant_through_view
+    "inplace_on_op_internal_view",  # class op_result_is_internal_view
+    "requires_grad_on_op_internal_view",  # (requires_grad_() on such a result, or a view of it)
 }
 
 # Features whose programs PyTorch itself runs in an undefined way (the result depends on its loop
@@ -68,6 +72,10 @@ UNDEFINED: frozenset[str] = frozenset({
     # an in-place op on a view made before grad entered its base through another view: PyTorch
     # refuses it ("a leaf Variable ...") unless the view's grad_fn was read in between
     "inplace_on_stale_view_after_grad_entered",
+    # requires_grad_() on a tensor that a recorded op had read, then a double backward: PyTorch's
+    # second gradient reaches it only where that op's formula saved the tensor itself (mul), not
+    # a view of it taken inside the op (linear saves weight.t(), matmul a view)
+    "double_backward_after_requires_grad_on_saved",
 })
 
 FAMILIES = ("views", "indexing", "shape", "reductions", "promotion")
@@ -918,6 +926,9 @@ class Builder:
         self.freed = False  # a backward without retain_graph ran
         self.layout_results: set[str] = set()  # results of ops that read non-contiguous inputs
         self.in_graph: set[str] = set()  # tensors without grad that a recorded op read
+        self.promoted: set[str] = set()  # tensors a recorded op read beside another dtype
+        # tensors given requires_grad_() after a recorded op read them (in_graph)
+        self.grad_after_saved: set[str] = set()
         # views made before grad entered their base through another view, whose grad_fn PyTorch
         # has not re-derived yet (nothing read it since)
         self.stale_views: set[str] = set()
@@ -1160,6 +1171,8 @@ class Builder:
             tags.add("double_backward_empty")
         if self.retained and "double_backward" in tags:
             tags.add("create_graph_with_retain_grad")
+        if self.grad_after_saved and "double_backward" in tags:
+            tags.add("double_backward_after_requires_grad_on_saved")
         tgt = self._inplace_target(s)
         tv = self.env.get(tgt or "")
         if isinstance(tv, self.torch.Tensor) and not tv.requires_grad:
@@ -1249,6 +1262,8 @@ class Builder:
                 self.layout_results.add(s.out)
         if not s.no_grad and s.kind != "setitem":
             ins = {n: self.env.get(n) for n in self._reads(s)}
+            if len({w.dtype for w in ins.values() if isinstance(w, self.torch.Tensor)}) > 1:
+                self.promoted |= {n for n, w in ins.items() if isinstance(w, self.torch.Tensor)}
             if any(isinstance(w, self.torch.Tensor) and w.requires_grad for w in ins.values()):
                 self.in_graph |= {
                     n
@@ -1343,7 +1358,7 @@ CONTEXT_TAGS = frozenset(
         "inplace_on_saved_constant", "view_of_result_of_noncontiguous",
         "inplace_int_target_grad_operand", "double_backward_empty",
         "inplace_operand_partial_overlap", "inplace_on_stale_view_after_grad_entered",
-        "inplace_meta_after_retain_grad",
+        "inplace_meta_after_retain_grad", "double_backward_after_requires_grad_on_saved",
     }
 )  # fmt: skip
 
@@ -1823,11 +1838,13 @@ def gen_views(b: Builder) -> None:
                         s = None
                     b.env.pop("__view", None)
                     if s is not None and s.kind == "expr" and s.expr.obj == Var("__view"):
-                        extra = "inplace_through_data" if ve[1] == "data" else "view:" + ve[1]
+                        extra = {"inplace_through_data" if ve[1] == "data" else "view:" + ve[1]}
+                        if ve[1] == "data" and name in b.promoted:
+                            extra.add("inplace_through_data_promoted")
                         s = replace(
                             s,
                             expr=replace(s.expr, obj=ve[0]),
-                            features=s.features | {extra},
+                            features=s.features | extra,
                         )
                     else:
                         s = None
@@ -1907,10 +1924,14 @@ def gen_views(b: Builder) -> None:
                     for k, w in b.env.items()
                 ):
                     f.add("requires_grad_with_views")  # its views start requiring grad
-                b.add(
+                if c in b.op_views or b.env[c]._base is not None and any(
+                        _storage(b.env[k]) == key for k in b.op_views if k in b.env):
+                    f.add("requires_grad_on_op_internal_view")  # (see KNOWN_GAPS)
+                if b.add(
                     Step("expr", Method(Var(c), "requires_grad_"), features=frozenset(f)),
                     allow_error=0.5,
-                )
+                ) and any(_storage(b.env[k]) == key for k in b.in_graph if k in b.env):
+                    b.grad_after_saved.add(c)
         elif roll < 0.88:
             name = r.choice(ts)
             b.add(
@@ -2812,6 +2833,12 @@ _SALIENT = (
 # features are generator tags; putting them in KNOWN_GAPS stops the generator from making such
 # programs. Checked in order; the first whose features the minimised program has wins.
 CLASSES: dict[str, tuple[frozenset, str]] = {
+    "op_result_is_internal_view": (
+        frozenset({"inplace_on_op_internal_view", "requires_grad_on_op_internal_view"}),
+        "einsum, F.linear of an N-D or 1-D input, tensordot, inner, bilinear, multi_dot: "
+        "PyTorch's result is a view of the op's own temporary (_base set), so its no_grad-view "
+        "refusals and requires_grad_() on it follow view rules; ember's result is not a view",
+    ),
     "retained_grad_after_inplace_metadata_op": (
         frozenset({"inplace_meta_after_retain_grad"}),
         "retain_grad() and unsqueeze_/t_/... under no_grad on a graph output (either order): "
@@ -2874,7 +2901,7 @@ CLASSES: dict[str, tuple[frozenset, str]] = {
         "of it, raises as in PyTorch (fixed)",
     ),
     "inplace_through_data": (
-        frozenset({"inplace_through_data"}),
+        frozenset({"inplace_through_data", "inplace_through_data_promoted"}),
         "y.data.op_() on a tensor whose value a recorded op saved: PyTorch does not bump the "
         "version and its backward uses the new values (fixed for a 0-d saved output; open for "
         "an operand a mixed-dtype op promoted: ember saves the recorded cast's copy)",

@@ -648,12 +648,53 @@ def window_geometry(base: Any, view: Any) -> tuple | None:
         return None
     perm = tuple(sorted(range(base.ndim), key=lambda d: (-base.strides[d], d)))
     if not (base.transpose(perm).flags.c_contiguous if base.ndim else True):
-        return None
+        return _logical_window(base, view)
     off, rem = divmod(_backend.address(view) - _backend.address(base), item)
     extent = off + sum((n - 1) * (s // item) for n, s in zip(view.shape, view.strides)) + 1
     if rem or off < 0 or (view.size and extent > max(base.size, 1)):
         return None
     return perm, tuple(view.shape), tuple(s // item for s in view.strides), int(off)
+
+
+def _element_offsets(a: Any) -> Any:
+    """The memory offset (in elements) of each element of CPU array ``a``, in C order."""
+    item = a.itemsize
+    off = np.zeros(a.shape, np.int64)
+    for d, (n, st) in enumerate(zip(a.shape, a.strides)):
+        off += (np.arange(n, dtype=np.int64) * (st // item)).reshape((n,) + (1,) * (a.ndim - d - 1))
+    return off.reshape(-1)
+
+
+def _logical_window(base: Any, view: Any) -> tuple | None:
+    """``window_geometry`` for a base whose memory is not dense (a detached column, say): the
+    view as a strided window of the base's elements in C order (perm is the identity), or
+    None when the view's elements are not such a window, or not a CPU array's."""
+    item = base.itemsize
+    if (type(base) is not CPU_ARRAY or type(view) is not CPU_ARRAY or base.size == 0
+            or view.size == 0 or any(s % item for s in base.strides + view.strides)):
+        return None
+    flat = _element_offsets(base)
+    order = np.argsort(flat, kind="stable")
+    ranked = flat[order]
+    if ranked.size > 1 and not (ranked[1:] != ranked[:-1]).all():
+        return None  # the base repeats memory (expand())
+    start, rem = divmod(_backend.address(view) - _backend.address(base), item)
+    want = _element_offsets(view) + start
+    pos = np.searchsorted(ranked, want)
+    if rem or (pos >= ranked.size).any() or (ranked[np.minimum(pos, ranked.size - 1)] != want).any():
+        return None
+    idx = order[pos].reshape(view.shape)  # each view element's index in the base's C order
+    offset = int(idx.reshape(-1)[0])
+    strides = tuple(int(idx[(0,) * d + (1,) + (0,) * (view.ndim - d - 1)]) - offset if n > 1
+                    else 0 for d, n in enumerate(view.shape))
+    if any(st < 0 for st in strides):
+        return None
+    expect = np.full(view.shape, offset, np.int64)
+    for d, (n, st) in enumerate(zip(view.shape, strides)):
+        expect += (np.arange(n, dtype=np.int64) * st).reshape((n,) + (1,) * (view.ndim - d - 1))
+    if not (expect == idx).all():
+        return None
+    return tuple(range(base.ndim)), tuple(view.shape), strides, offset
 
 
 class StridedWindow(Op):
