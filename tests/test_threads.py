@@ -270,6 +270,31 @@ def test_a_fresh_process_follows_omp_num_threads():
     assert n == "1" and never == "True" and set(eval(blas)) <= {1}
 
 
+class _Threads:
+    """A dataset whose items are the worker's thread count and BLAS threads (picklable)."""
+
+    def __init__(self, m):
+        self.m = m
+
+    def __len__(self):
+        return 2
+
+    def __getitem__(self, i):
+        counts = _threads.blas_threads() if self.m is ember else []
+        return [self.m.get_num_threads(), *counts]
+
+
+def test_dataloader_workers_run_on_one_thread_as_pytorch(threads):
+    """PyTorch's workers call set_num_threads(1): N workers must not each take every core."""
+    ember.set_num_threads(2)
+    mods = [ember] + ([__import__("torch")] if HAVE_TORCH else [])
+    for m in mods:
+        loader = m.utils.data.DataLoader(_Threads(m), batch_size=None, num_workers=2)
+        got = [[int(v) for v in item] for item in loader]
+        assert all(set(item) == {1} for item in got), (m.__name__, got)
+    assert ember.get_num_threads() == 2  # the main process keeps its setting
+
+
 @pytest.mark.skipif(os.environ.get("EMBER_PURE_PYTHON") == "1", reason="already the Python core")
 def test_this_file_passes_on_the_pure_python_core():
     rerun_on_pure_python(__file__)

@@ -115,9 +115,11 @@ def _worker_body(dataset: Any, index_q: Any, result_q: Any, collate_fn: Any, aut
                  iterable: bool, batch_size: int | None, drop_last: bool, worker_id: int,
                  num_workers: int, seed: int, init_fn: Any) -> None:
     global _worker_info
+    from ... import _threads
     from ...ops import random as _random
 
     ppid = os.getppid()
+    _threads.set_num_threads(1)  # as PyTorch's workers: N workers must not each take every core
     _random.manual_seed(seed)
     random.seed(seed)
     import numpy as np
