@@ -66,21 +66,43 @@ def _native_groups(prog: Program, ns: dict) -> dict:
     funcs: dict[str, str] = {}  # identical kernels share one function
     for g in groups:
         g.name = "ember_k" + hashlib.sha256(g.source.encode()).hexdigest()[:16]
-        funcs.setdefault(g.name, f"\n{g.comment}\nvoid {g.name}{g.source}")
+        funcs.setdefault(g.name, f"\n{g.comment}\nvoid {g.name}{g.source}"
+                         + cgen.array_entry(g.name, len(g.inputs) + len(g.outputs)))
     source = cgen.PRELUDE + "".join(funcs.values())
     lib = cc.build(source)
     if lib is None:
         return {}
     prog.c_source = source
+    by_object = _data_offset_ok(lib)
+    prog.c_by_object = by_object
     ns["EMPTY"], ns["ND"] = np.empty, np.ndarray
     out = {}
     for i, g in enumerate(groups):
-        fn = getattr(lib, g.name)
-        fn.argtypes = [ctypes.c_void_p] * (len(g.inputs) + len(g.outputs))
+        n = len(g.inputs) + len(g.outputs)
+        if by_object:  # the arrays themselves: the C reads their data pointers
+            fn = getattr(lib, g.name + "_arrays")
+            fn.argtypes = [ctypes.py_object] * n
+        else:
+            fn = getattr(lib, g.name)
+            fn.argtypes = [ctypes.c_void_p] * n
         fn.restype = None
         ns[f"KG{i}"] = fn
         out[g.ks[0]] = (i, g)
     return out
+
+
+_offset_checked: dict[int, bool] = {}
+
+
+def _data_offset_ok(lib: Any) -> bool:
+    """Whether the library's ``EMBER_DATA`` finds an array's data where ``ctypes.data`` says."""
+    key = id(lib)
+    if key not in _offset_checked:
+        f = lib.ember_data_pointer
+        f.argtypes, f.restype = [ctypes.py_object], ctypes.c_void_p
+        probe = np.arange(3.0)[1:]
+        _offset_checked[key] = f(probe) == probe.ctypes.data
+    return _offset_checked[key]
 
 
 def _group_lines(i: int, g: cgen.Group, prog: Program, ns: dict, add: Any, pad: str) -> None:
@@ -104,7 +126,8 @@ def _group_lines(i: int, g: cgen.Group, prog: Program, ns: dict, add: Any, pad: 
             ns[f"GV{i}_{xs}"] = g.values[xs][1]
             x = f"EMPTY({g.shape!r}, GV{i}_{xs})"
         add(f"{pad}    " + _mask_line(k, prog.steps[k], ns, x))
-    ptrs = ", ".join(f"{x}.ctypes.data" for x in ins + [f"s{s}" for s, _ in g.outputs])
+    arrs = ins + [f"s{s}" for s, _ in g.outputs]
+    ptrs = ", ".join(arrs if prog.c_by_object else [f"{x}.ctypes.data" for x in arrs])
     add(f"{pad}    KG{i}({ptrs})")
     for k, info in zip(g.ks, g.infos):
         st = prog.steps[k]

@@ -81,6 +81,7 @@ class Program:
     bwd_fn: Any = None
     source: str = ""
     c_source: str = ""  # the generated C of its fused elementwise groups (cgen.py), if any
+    c_by_object: bool = False  # its C entry points take the arrays themselves (codegen.py)
 
 
 def _root(arr: Any) -> Any:
