@@ -5,7 +5,8 @@ and against PyTorch: ``python -m bench.eager_kernels [--repeat N] [--threads N] 
 the kernels' pool), 4M-element vectors and 1024 x 4096 rows of normal inputs (cross_entropy:
 1024 x 4096 logits, random class indices; the optimizers: one step over 8M float32 parameters,
 two in the f+b column; batch_norm: BatchNorm2d(64) on 32 x 64 x 56 x 56, training and
-evaluation; group_norm: GroupNorm(32, 256) on 16 x 256 x 32 x 32), forward under ``no_grad`` and forward+backward, best of ``--repeat``
+evaluation; group_norm: GroupNorm(32, 256) on 16 x 256 x 32 x 32; embedding: a 10000 x 512
+table looked up at 32 x 512 token indices), forward under ``no_grad`` and forward+backward, best of ``--repeat``
 runs in ms. The kernels are switched off and on in this process (``_kernels_loader.disabled()``),
 so both columns see the same machine state. ``--cpu`` times this thread's CPU time instead of the
 wall clock (steadier on a shared, busy machine), ``--process`` the process's (every thread's).
@@ -24,6 +25,11 @@ from ember import _kernels_loader as L
 
 ONLY: list[str] = []
 TARGET = np.random.default_rng(1).integers(0, 4096, 1024)
+EMB_IDX = ember.tensor(np.random.default_rng(2).integers(0, 10000, (32, 512)))  # 16K tokens
+
+
+def torch_idx(m: Any) -> Any:
+    return m.tensor(EMB_IDX.numpy())
 
 
 def _opt_step(m: Any, name: str, **kw: Any) -> Any:
@@ -74,6 +80,7 @@ def _all_cases(m: Any) -> dict[str, tuple[Any, str]]:
         "batch_norm train": (lambda t: F.batch_norm(t, rm, rv, cw, cb, training=True), "bn"),
         "batch_norm eval": (lambda t: F.batch_norm(t, rm, rv, cw, cb), "bn"),
         "group_norm": (lambda t: F.group_norm(t, 32, gw, gb), "gn"),
+        "embedding": (lambda t: F.embedding(EMB_IDX if m is ember else torch_idx(m), t), "emb"),
         "AdamW.step": (_opt_step(m, "AdamW", lr=1e-3, weight_decay=0.01), "p"),
         "SGD momentum.step": (_opt_step(m, "SGD", lr=0.1, momentum=0.9), "p"),
         "RMSprop.step": (_opt_step(m, "RMSprop", lr=1e-3), "p"),
@@ -99,7 +106,7 @@ def measure(m: Any, arrays: dict[str, np.ndarray], repeat: int) -> dict[str, tup
     for name, (fn, kind) in _cases(m).items():
         x = m.tensor(arrays[kind])
         xg = m.tensor(arrays[kind], requires_grad=kind != "p")
-        g = m.ones_like(x)
+        g = m.ones_like(x) if kind != "emb" else m.ones(32, 512, 512)  # (the output's shape)
 
         def fwd(fn=fn, x=x) -> None:
             with m.no_grad():
@@ -135,7 +142,8 @@ def main() -> None:
               "r": rng.standard_normal((1024, 4096)).astype(np.float32),
               "p": rng.standard_normal(8 << 20).astype(np.float32),
               "bn": rng.standard_normal((32, 64, 56, 56)).astype(np.float32),
-              "gn": rng.standard_normal((16, 256, 32, 32)).astype(np.float32)}
+              "gn": rng.standard_normal((16, 256, 32, 32)).astype(np.float32),
+              "emb": rng.standard_normal((10000, 512)).astype(np.float32)}
     print(L.describe())
     with L.disabled():
         before = measure(ember, arrays, args.repeat)

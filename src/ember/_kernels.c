@@ -1102,6 +1102,31 @@ CLONES static void group_norm_backward_##T(const T *RESTRICT x, const T *RESTRIC
 CHANNEL_NORMS(float)
 CHANNEL_NORMS(double)
 
+/* Embedding's backward: out[idx[i], j] += src[i, j] [* scale[i]] for rows i = 0 .. n-1 in order
+ * (row take[i] of src where take is given), columns [j0, j1): NumPy's add.at over the rows in
+ * index order, bit for bit (the product rounded to T first, as grad * scale) */
+#define SCATTER_ROWS(T)                                                                            \
+CLONES static void scatter_rows_##T(const int64_t *RESTRICT idx, const int64_t *RESTRICT take,     \
+                                    const T *RESTRICT src, const T *RESTRICT scale,                \
+                                    T *RESTRICT out, Py_ssize_t n, Py_ssize_t d, Py_ssize_t j0,    \
+                                    Py_ssize_t j1)                                                 \
+{                                                                                                  \
+    for (Py_ssize_t i = 0; i < n; i++) {                                                           \
+        T *RESTRICT o = out + idx[i] * d;                                                          \
+        const T *RESTRICT g = src + (take ? take[i] : i) * d;                                      \
+        if (scale) {                                                                               \
+            T s = scale[i];                                                                        \
+            for (Py_ssize_t j = j0; j < j1; j++)                                                   \
+                o[j] = o[j] + g[j] * s;                                                            \
+        }                                                                                          \
+        else                                                                                       \
+            for (Py_ssize_t j = j0; j < j1; j++)                                                   \
+                o[j] = o[j] + g[j];                                                                \
+    }                                                                                              \
+}
+SCATTER_ROWS(float)
+SCATTER_ROWS(double)
+
 
 /* ---------------------------------------------------------------------------------------------
  * Optimizer steps: the operations of ember/optim's NumPy paths in their order, each rounded to
@@ -2198,6 +2223,102 @@ static PyObject *py_group_norm_backward(PyObject *m, PyObject *const *args, Py_s
     Py_RETURN_NONE;
 }
 
+typedef struct {
+    char kind;
+    const int64_t *idx, *take;
+    const void *src, *scale;
+    void *out;
+    Py_ssize_t n, d;
+} scatter_ctx;
+
+static void call_scatter_rows(void *cv, Py_ssize_t j0, Py_ssize_t j1)
+{
+    scatter_ctx *c = (scatter_ctx *)cv;
+    if (c->kind == 'f')
+        scatter_rows_float(c->idx, c->take, c->src, c->scale, c->out, c->n, c->d, j0, j1);
+    else
+        scatter_rows_double(c->idx, c->take, c->src, c->scale, c->out, c->n, c->d, j0, j1);
+}
+
+/* a C-contiguous int64 buffer (None: NULL) whose values lie in [0, bound) */
+static int index_buffer(PyObject *obj, Py_buffer *view, Py_ssize_t bound, const char *what)
+{
+    view->buf = NULL;
+    if (obj == Py_None)
+        return 0;
+    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
+        return -1;
+    const char *f = view->format ? view->format : "B";
+    if (*f == '@' || *f == '=' || *f == '<')
+        f++;
+    if (view->itemsize != 8 || !(f[0] == 'q' || f[0] == 'l') || f[1] != '\0') {
+        PyBuffer_Release(view);
+        view->buf = NULL;
+        PyErr_Format(PyExc_TypeError, "ember._kernels: %s must be an int64 array", what);
+        return -1;
+    }
+    const int64_t *p = (const int64_t *)view->buf;
+    Py_ssize_t n = view->len / 8;
+    int64_t bad = 0;
+    for (Py_ssize_t i = 0; i < n; i++)
+        bad |= (p[i] < 0) | (p[i] >= bound);
+    if (bad) {
+        PyBuffer_Release(view);
+        view->buf = NULL;
+        PyErr_Format(PyExc_ValueError, "ember._kernels: %s out of range [0, %zd)", what, bound);
+        return -1;
+    }
+    return 0;
+}
+
+/* scatter_rows(idx, take | None, src, scale | None, out): out[idx[i]] += src[take[i] or i]
+ * [* scale[i]]; src (m, d), out (V, d) as flat buffers with d = out's row length (last arg) */
+static PyObject *py_scatter_rows(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 6)
+        return PyErr_Format(PyExc_TypeError, "ember._kernels.scatter_rows: expected 6 arguments");
+    Py_ssize_t d;
+    if (sizes(args + 5, 1, &d, "scatter_rows") < 0)
+        return NULL;
+    PyObject *bufargs[3] = {args[2], args[3], args[4]};
+    Bufs b;
+    if (take(&b, bufargs, 3, "iIo") < 0)
+        return NULL;
+    Py_ssize_t rows_out = b.len[2] / d, rows_src = b.len[0] / d;
+    if (b.len[2] % d || b.len[0] % d) {
+        release(&b);
+        return PyErr_Format(PyExc_ValueError, "ember._kernels.scatter_rows: bad sizes");
+    }
+    Py_buffer iv, tv;
+    if (index_buffer(args[0], &iv, rows_out, "idx") < 0) {
+        release(&b);
+        return NULL;
+    }
+    Py_ssize_t n = iv.len / 8;
+    if (index_buffer(args[1], &tv, rows_src, "take") < 0) {
+        PyBuffer_Release(&iv);
+        release(&b);
+        return NULL;
+    }
+    if ((tv.buf ? tv.len / 8 != n : rows_src != n) || (b.p[1] && b.len[1] != n)) {
+        if (tv.buf)
+            PyBuffer_Release(&tv);
+        PyBuffer_Release(&iv);
+        release(&b);
+        return PyErr_Format(PyExc_ValueError, "ember._kernels.scatter_rows: bad sizes");
+    }
+    scatter_ctx c = {b.kind, (const int64_t *)iv.buf, (const int64_t *)tv.buf, b.p[0], b.p[1],
+                     b.p[2], n, d};
+    Py_BEGIN_ALLOW_THREADS  /* by columns: each element's sum runs over the rows in order */
+    parallel(call_scatter_rows, &c, d, 16, n > 0 ? MIN_PART / n + 1 : d);
+    Py_END_ALLOW_THREADS
+    if (tv.buf)
+        PyBuffer_Release(&tv);
+    PyBuffer_Release(&iv);
+    release(&b);
+    Py_RETURN_NONE;
+}
+
 static void call_adam(void *cv, Py_ssize_t i0, Py_ssize_t i1)
 {
     opt_ctx *c = (opt_ctx *)cv;
@@ -2511,6 +2632,7 @@ static PyMethodDef kernels_methods[] = {
          "group_norm_backward(x, w, mean, rstd, grad, gx, gw, gb, C, hw, G): None: skip."),
     FAST(adam, "adam(d, g, m, v, vmax, decay, b1, c1, c2, b2, bc2, eps, step): one Adam step."),
     FAST(rmsprop, "rmsprop(d, g, v, grad_avg, buf, alpha, 1 - alpha, eps, momentum, lr)."),
+    FAST(scatter_rows, "scatter_rows(idx, take, src, scale, out, d): out[idx] += src scale."),
     FAST(sgd_momentum, "sgd_momentum(d, g, buf, momentum, 1 - dampening, lr, nesterov)."),
     FAST(bernoulli53, "bernoulli53(capsule, limit, out, scale, direct): dropout's noise from a bit generator."),
     {"isa", (PyCFunction)py_isa, METH_NOARGS, "isa(): the instruction set the kernels run on."},

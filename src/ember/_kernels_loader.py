@@ -430,6 +430,30 @@ def group_norm_backward(x: Any, w: Any, mean: Any, rstd: Any, grad: Any, groups:
     return gx, gw, gb
 
 
+
+# -- scatter-add -------------------------------------------------------------------------------
+def scatter_rows(num: int, idx: Any, src: Any, scale: Any = None,
+                 take: Any = None) -> np.ndarray | None:
+    """A (num, d) array of zeros with out[idx[i]] += src[i] (row take[i] of src where given),
+    times scale[i] where given: embedding's backward, bit for bit NumPy's add.at over the rows
+    in index order. src a (m, d) float32/float64 array, idx (and take) integer arrays; None
+    where the kernel does not apply."""
+    mod = active
+    if (mod is None or not _ok(src, True) or src.ndim != 2 or type(idx) is not np.ndarray
+            or idx.dtype.kind not in "iu" or num < 1):
+        return None
+    if scale is not None and not (_ok(scale, True) and scale.dtype == src.dtype
+                                  and scale.size == idx.size):
+        return None
+    if take is not None and not (type(take) is np.ndarray and take.dtype.kind in "iu"):
+        return None
+    out = np.zeros((num, src.shape[1]), src.dtype)
+    i64 = np.ascontiguousarray(idx.reshape(-1), np.int64)
+    t64 = None if take is None else np.ascontiguousarray(take.reshape(-1), np.int64)
+    mod.scatter_rows(i64, t64, src, scale, out, src.shape[1])
+    return out
+
+
 # -- optimizer steps -------------------------------------------------------------------------
 def _same(d: Any, *arrays: Any) -> bool:
     """Host arrays of d's float dtype and size, C-contiguous (d writable)."""

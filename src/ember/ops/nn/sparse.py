@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from ... import _backend, _dtype
+from ... import _kernels_loader as _kernels
 from ..._tensor_base import TensorBase
 from ...autograd import grad_mode
 from ...autograd.function import Op
@@ -206,6 +207,8 @@ class EmbeddingBackward(Op):
         d = grad.shape[-1]
         g2 = grad.reshape(-1, d)
         if xp is np:  # one buffer, rows summed per index in index order (PyTorch's index_add)
+            if (out := _kernels.scatter_rows(num_weights, idx, g2)) is not None:
+                return out  # the eager kernel: the same sums, one pass
             acc = np.float32 if grad.dtype.itemsize == 2 else grad.dtype
             out = np.zeros((num_weights, d), acc)
             _add_rows(out, idx.reshape(-1), g2)
@@ -290,6 +293,9 @@ class _EmbeddingMasked(Op):
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
         idx, scale = ctx.saved
+        if scale is not None and not _graphing(ctx) and (fast := _kernels.scatter_rows(
+                ctx.num, idx, grad.reshape(-1, grad.shape[-1]), scale.reshape(-1))) is not None:
+            return fast, None, None, None  # the eager kernel: grad * scale scattered, one pass
         if scale is not None:
             grad = grad * scale
         return ctx.call(EmbeddingBackward, grad, idx, ctx.num), None, None, None
@@ -322,6 +328,8 @@ class EmbeddingBagSum(Op):
             rows = ctx.call(EmbeddingLookup, g, bag)
             return ctx.call(EmbeddingBackward, rows, pos, ctx.num), None, None, None, None
         g = grad * scale if scale is not None else grad
+        if (fast := _kernels.scatter_rows(ctx.num, pos, g, take=bag)) is not None:
+            return fast, None, None, None, None  # the eager kernel: the same sums, one pass
         acc = np.float32 if g.dtype.itemsize == 2 else g.dtype
         gw = np.zeros((ctx.num, g.shape[1]), acc)
         _add_rows(gw, pos, g, take=bag)
