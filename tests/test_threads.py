@@ -224,6 +224,10 @@ def test_set_num_threads_reaches_blas_and_restores(threads):
     assert _threads.cut == _threads.THRESHOLD
     if counts:
         assert set(_threads.blas_threads()) == {2}
+    ember.set_num_threads(1)
+    info = ember.__config__.parallel_info()
+    assert "get_num_threads() : 1" in info
+    assert "BLAS threads : " + ("1" if counts else "unknown") in info
     ember.set_num_threads(before)
     assert ember.get_num_threads() == before
 

@@ -52,12 +52,22 @@ def show() -> str:
 
 
 def parallel_info() -> str:
-    """The thread settings: ember's thread count (``torch.get_num_threads()``, which sizes
-    NumPy's BLAS pool) and the inter-op count; ember's own kernels run on the calling thread."""
-    from . import get_num_interop_threads, get_num_threads
+    """The thread settings: ember's thread count (``torch.get_num_threads()``: the eager kernels'
+    pool, NumPy's BLAS threads and the pool that splits large NumPy calls), the inter-op count,
+    the BLAS's own count and the thread environment variables, as PyTorch's lists them."""
+    import os
 
+    from . import _kernels_loader, _threads, get_num_interop_threads, get_num_threads
+
+    blas = _threads.blas_threads()
+    env = "".join(f"\t{v} : {os.environ.get(v, '[not set]')}\n"
+                  for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"))
     return ("ember/Parallel:\n"
             f"\ttorch.get_num_threads() : {get_num_threads()}\n"
             f"\ttorch.get_num_interop_threads() : {get_num_interop_threads()}\n"
             f"BLAS: {_blas()}\n"
-            "Elementwise kernels: NumPy, on the calling thread\n")
+            f"\tBLAS threads : {', '.join(map(str, blas)) if blas else 'unknown'}\n"
+            f"{_kernels_loader.describe().capitalize()}\n"
+            f"Elementwise NumPy calls: split over the threads from {_threads.THRESHOLD} "
+            "elements\n"
+            f"Environment variables:\n{env}")
