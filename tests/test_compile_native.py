@@ -108,8 +108,31 @@ def test_chain_is_one_kernel_and_bitwise_equal():
         return ember.clamp(y * y, max=2.5).sqrt() + ember.maximum(x, b).abs()
 
     prog = _check_three_ways(f, make)
-    assert prog.c_source.count("void ember_k") == 1
+    assert prog.c_source.count("_arrays(") == 1  # one fused kernel (and its entry point)
     assert "-ffast-math" not in " ".join(cc.FLAGS) and "-ffp-contract=off" in cc.FLAGS
+
+
+@needs_cc
+def test_equal_groups_share_one_function_and_raw_pointer_path(monkeypatch):
+    from ember._compile import codegen
+
+    a = np.linspace(-3, 3, 48, dtype=np.float32).reshape(6, 8)
+
+    def make():
+        return ember.tensor(a, requires_grad=True), ember.tensor(a[::-1].copy())
+
+    def f(x, y):  # two equal chains, a transcendental between them
+        u = (x * 2 + 1).relu()
+        return (u.tanh() * 2 + 1).relu()
+
+    prog = _check_three_ways(f, make)
+    assert prog.c_by_object and prog.c_source.count("_arrays(") == 1
+    assert prog.source.count("KG0(") == 1 and prog.source.count("KG1(") == 1
+    # the fallback when the array layout check fails: raw pointers from ctypes.data
+    monkeypatch.setattr(codegen, "_data_offset_ok", lambda lib: False)
+    ember._dynamo.reset()
+    prog = _check_three_ways(f, make)
+    assert not prog.c_by_object and ".ctypes.data" in prog.source
 
 
 @needs_cc

@@ -67,9 +67,9 @@ static inline double max_d(double a, double b) { return a != a ? a : (a > b ? a 
 static inline double min_d(double a, double b) { return a != a ? a : (a < b ? a : b); }
 
 /* a NumPy array's data pointer, from the array object itself (see cgen.DATA_OFFSET) */
-#define EMBER_DATA(o) ((void *)*(char **)((char *)(o) + DATA_OFFSET))
+#define EMBER_DATA(o) ((void *)*(char **)((char *)(o) + @OFFSET@))
 void *ember_data_pointer(void *o) { return EMBER_DATA(o); }
-""".replace("DATA_OFFSET", str(DATA_OFFSET))
+""".replace("@OFFSET@", str(DATA_OFFSET))
 
 
 class Arg:
@@ -256,8 +256,9 @@ def _try_add(g: Group, k: int, st: tuple, info: tuple) -> bool:
         return False
     (o,) = st[6]
     g.inputs.extend(new_inputs)
-    g.values[o] = (f"v{o}", dt)
-    g.body.append(f"const {CTYPE[dt]} v{o} = {expr};  /* step {len(g.ks)}: {label} */")
+    v = f"v{len(g.ks)}"  # (named by position: equal groups give equal text, one function)
+    g.values[o] = (v, dt)
+    g.body.append(f"const {CTYPE[dt]} {v} = {expr};  /* {label} */")
     g.ks.append(k)
     g.infos.append(info)
     return True
@@ -360,7 +361,7 @@ def _function_source(g: Group) -> str:
     lines = ["(" + ", ".join(
         [f"const {CTYPE[dt]} *restrict in{j}" for j, (_s, dt, _sh) in enumerate(g.inputs)]
         + [f"{CTYPE[dt]} *restrict out{j}" for j, (_s, dt) in enumerate(g.outputs)]) + ")", "{"]
-    ops = ", ".join(b.rsplit(": ", 1)[1].rstrip(" */") for b in g.body)
+    ops = ", ".join(b.rsplit("/* ", 1)[1][:-3] for b in g.body)
     g.comment = f"/* {len(g.ks)} ops over shape {tuple(shape)}: {ops} */"
     n = len(sizes)
     ind = "    "
@@ -376,7 +377,7 @@ def _function_source(g: Group) -> str:
     at = " + ".join(f"i{d} * {math.prod(sizes[d + 1:])}" if d < n - 1 else f"i{d}"
                     for d in range(n))
     for j, (s, _dt) in enumerate(g.outputs):
-        lines.append(f"{pad}out{j}[{at}] = v{s};")
+        lines.append(f"{pad}out{j}[{at}] = {g.values[s][0]};")
     for d in reversed(range(n)):
         lines.append(f"{ind * (d + 1)}}}")
     lines.append("}")
