@@ -323,7 +323,7 @@ _LAZY_SUBMODULES = frozenset({"nn", "optim", "utils", "linalg", "serialization",
                               "jit", "hub", "profiler", "_dynamo", "distributions", "func", "compiler",
                               "cpu", "xpu", "mps", "torch_version", "functional",
                               "overrides", "fx", "futures", "_C", "__config__", "_subclasses",
-                              "sparse", "nested", "fft", "storage"})
+                              "sparse", "nested", "fft", "storage", "library"})
 
 
 # Top-level functions that live in modules loaded on first use: name -> module.

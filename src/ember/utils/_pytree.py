@@ -18,6 +18,7 @@ limit.
 from __future__ import annotations
 
 import collections
+import dataclasses
 import warnings
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
@@ -82,6 +83,25 @@ def _get_node_type(obj: Any) -> Any:
     """The key ``obj`` has in ``SUPPORTED_NODES`` when it is a container (namedtuples share one
     key), else its type: ``_get_node_type(x) in SUPPORTED_NODES`` says whether it flattens."""
     return _NamedTupleNode if _is_namedtuple(obj) else type(obj)
+
+
+@dataclasses.dataclass(frozen=True)
+class MappingKey:
+    """The path step to a mapping's value: ``str()`` is ``[key!r]``, ``get(d)`` is ``d[key]``."""
+
+    key: Any
+
+    def __str__(self) -> str:
+        return f"[{self.key!r}]"
+
+    def get(self, mapping: Any) -> Any:
+        return mapping[self.key]
+
+
+def _dict_flatten_with_keys(d: dict) -> tuple[list, Any]:
+    """``flatten_with_keys_fn`` of dicts: ([(MappingKey(k), v)...], keys)."""
+    values, keys = _dict_flatten(d)
+    return [(MappingKey(k), v) for k, v in zip(keys, values)], keys
 
 
 def _dict_flatten(d: dict) -> tuple[list, Any]:
