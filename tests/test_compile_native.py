@@ -2,6 +2,7 @@
 the very bits of the NumPy replay and of eager mode, forward and backward; the kernel cache is
 reused across processes, rebuilt when corrupt; no compiler means one warning and NumPy."""
 
+import json
 import os
 import pathlib
 import subprocess
@@ -367,8 +368,6 @@ def _child(cache, **env):
     r = subprocess.run([sys.executable, "-c", _SCRIPT], env=e, capture_output=True, text=True,
                        timeout=300, cwd=ROOT)
     assert r.returncode == 0, r.stderr[-3000:]
-    import json
-
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
@@ -387,6 +386,22 @@ def test_cache_reused_by_a_second_process_and_corrupt_entry_rebuilt(tmp_path):
     third = _child(tmp_path)
     assert third["native"] and third["ok"]
     assert third["stats"]["builds"] == 2 and third["stats"]["cache_hits"] == 0
+
+
+@needs_cc
+def test_two_processes_compiling_at_once(tmp_path):
+    env = dict(os.environ, EMBER_CACHE_DIR=str(tmp_path))
+    env.pop("EMBER_PURE_PYTHON", None)
+    procs = [subprocess.Popen([sys.executable, "-c", _SCRIPT], env=env, cwd=ROOT, text=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(3)]
+    for p in procs:
+        out, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err[-3000:]
+        res = json.loads(out.strip().splitlines()[-1])
+        assert res["ok"] and res["native"] and res["warnings"] == []
+    assert len(list(tmp_path.glob("k*.so"))) == 2 and not list(tmp_path.glob(".tmp-*"))
+    after = _child(tmp_path)  # every entry whole: all loaded from the cache
+    assert after["stats"]["cache_hits"] == 2 and after["stats"]["builds"] == 0
 
 
 def test_no_compiler_warns_once_and_replays_numpy(tmp_path):
