@@ -14,7 +14,7 @@ import pytest
 
 import ember
 from ember import _threads
-from helpers import HAVE_TORCH, rerun_on_pure_python
+from helpers import HAVE_TORCH, peak_bytes, rerun_on_pure_python
 
 F32, F64 = np.float32, np.float64
 
@@ -82,7 +82,8 @@ def test_split_ufunc_equals_one_call_bit_for_bit(low_cut, n, dtype, case):
 @pytest.mark.parametrize("n", [2, 3])
 @pytest.mark.parametrize("shapes", [((20_000,), (20_000,), ()), ((40, 300), (300,), (40, 300)),
                                     ((300,), (40, 300), (40, 1))])
-def test_split_where_equals_one_call(low_cut, n, shapes):
+def test_split_where_equals_one_call(low_cut, monkeypatch, n, shapes):
+    monkeypatch.setattr(_threads, "BLOCK", 1000)  # several blocks per part
     _set(n)
     c = _arr(shapes[0], seed=3) > 0
     a, b = _arr(shapes[1], seed=4), _arr(shapes[2], seed=5)
@@ -93,6 +94,14 @@ def test_split_where_equals_one_call(low_cut, n, shapes):
     assert len(low_cut) == 3
     assert _threads.where(c.astype(F32), a, b) is None  # not a bool condition
     assert _threads.where(c, a, b.astype(F64)) is None
+
+
+def test_split_where_builds_one_full_size_array(low_cut):
+    """Each part runs np.where in 64K blocks: the peak is the result, not result + temporaries."""
+    _set(2)
+    c, a = _arr(1 << 20) > 0, _arr(1 << 20, seed=1)
+    assert peak_bytes(lambda: _threads.where(c, a, 0.0)) < 1.25 * a.nbytes
+    assert low_cut == [2]
 
 
 def test_run_declines_what_it_cannot_split_as_numpy_would(low_cut):
@@ -120,6 +129,22 @@ def test_workers_raise_in_the_caller_with_its_errstate(low_cut):
     with np.errstate(over="ignore"):
         assert np.isinf(_threads.run(np.exp, x)[-1])
     assert low_cut == [2, 2]
+
+
+def test_idle_workers_keep_no_arrays_alive(low_cut):
+    """A worker drops its part's views when done (it kept the operand and the result alive until
+    its next task: one full-size array too many in tests/test_memory_chains.py)."""
+    import gc
+    import weakref
+
+    _set(3)
+    a = _arr(50_000)
+    out = _threads.run(np.exp, a)
+    refs = [weakref.ref(a), weakref.ref(out)]
+    del a, out
+    gc.collect()
+    assert [r() for r in refs] == [None, None]
+    assert low_cut == [3]
 
 
 def test_concurrent_callers_get_their_own_results(low_cut):

@@ -36,6 +36,7 @@ from . import _kernels_loader
 
 THRESHOLD = 1 << 18  # elements: below this one thread is faster (docs/benchmarks.md, "Threads")
 ALIGN = 1024  # a flat part starts at a multiple of this many elements
+BLOCK = 1 << 16  # elements per block where a part is computed in blocks (where)
 
 _count: int | None = None  # set_num_threads's value; None: the default
 cut = sys.maxsize  # the smallest result that splits (sys.maxsize: never)
@@ -151,9 +152,14 @@ def _work(tasks: Any) -> None:
         try:
             ctx.run(f, *args, **kwargs)
         except BaseException as e:  # handed to the caller, which raises it
-            done.put(e)
+            error: BaseException | None = e
         else:
-            done.put(None)
+            error = None
+        # drop the views before reporting: an idle worker must not keep the caller's arrays
+        # (or its context) alive until its next task
+        del ctx, f, args, kwargs
+        done.put(error)
+        del done, error
 
 
 def _ensure(workers: int) -> Any:
@@ -241,7 +247,16 @@ def select(cond: Any, a: Any, b: Any) -> Any:
 
 
 def _where_into(cond: Any, a: Any, b: Any, out: Any) -> None:
-    np.copyto(out, np.where(cond, a, b))
+    """out = np.where(cond, a, b) in blocks of about 64K elements along the leading dimension,
+    so the temporaries stay small (not a second full-size result)."""
+    rows = out.shape[0]
+    per = max(1, BLOCK // max(1, out.size // rows))
+    nd = out.ndim
+    ops = (cond, a, b)
+    for i in range(0, rows, per):
+        c, x, y = (v[i:i + per] if type(v) is np.ndarray and v.ndim == nd and v.shape[0] == rows
+                   else v for v in ops)
+        out[i:i + per] = np.where(c, x, y)
 
 
 def _split(f: Any, operands: tuple[Any, ...], dtype: Any) -> Any:
