@@ -189,7 +189,8 @@ def _ops_results(n: int):
     v = ember.tensor(0.25, requires_grad=True)
     m = ember.tensor(_arr((64, 300), seed=3) > 0)
     outs = [x + y, x - y, x * y, x / y, x.exp(), x.tanh(), x * b, x + b,
-            ember.where(m, x, y), x.masked_fill(m, v), x.masked_fill(m[0], 2.0), x / 0.0]
+            ember.where(m, x, y), x.masked_fill(m, v), x.masked_fill(m[0], 2.0), x.relu(),
+            x / 0.0]
     g = ember.tensor(_arr((64, 300), seed=4))  # (contiguous, as most upstream gradients)
     ember.autograd.backward(outs[:-1], [g] * (len(outs) - 1))
     return [o.detach().numpy() for o in outs] + [t.grad.numpy() for t in (x, y, b, v)]

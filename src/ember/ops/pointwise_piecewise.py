@@ -312,7 +312,9 @@ class Relu(Op):
 
     @staticmethod
     def forward(ctx: Any, x: Any) -> Any:
-        out = ctx.xp.maximum(0, x)  # (0 first: a tie returns x, so -0.0 stays -0.0, as PyTorch)
+        if type(x) is not np.ndarray or x.size < _threads.cut or (
+                out := _threads.run(np.maximum, 0, x)) is None:  # (large: split)
+            out = ctx.xp.maximum(0, x)  # (0 first: a tie returns x, so -0.0 stays -0.0, as PyTorch)
         ctx.save_for_backward(out)
         return out
 
