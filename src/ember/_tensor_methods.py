@@ -344,7 +344,29 @@ class UntypedStorage:
         return self._bytes().tolist()
 
     def __getitem__(self, i: Any) -> Any:
+        """A byte's value; a slice is a storage over those bytes (the same memory)."""
+        if isinstance(i, slice) and type(self) is UntypedStorage:
+            part = self._bytes()[i]
+            if part.strides not in ((1,), ()) and part.size > 1:
+                raise RuntimeError("Trying to slice with a step other than 1: a storage is "
+                                   "contiguous bytes")
+            # a fresh array over the slice's memory, so the new storage starts where it does
+            return UntypedStorage(np.frombuffer(memoryview(part), np.uint8), self.device)
         return self._bytes()[i].tolist()
+
+    def untyped(self) -> UntypedStorage:
+        """Itself (a TypedStorage answers its bytes' storage)."""
+        return self
+
+    @classmethod
+    def from_file(cls, filename: str, shared: bool = False, nbytes: int = 0) -> UntypedStorage:
+        """The first ``nbytes`` bytes of a file (all of it when 0), memory-mapped: with
+        ``shared=True`` writes go to the file, else they stay private (copy on write)."""
+        import os
+
+        size = nbytes or os.path.getsize(filename)
+        mapped = np.memmap(filename, dtype=np.uint8, mode="r+" if shared else "c", shape=(size,))
+        return cls(mapped, _backend.device("cpu"))
 
     def __repr__(self) -> str:
         body = "\n".join(f" {v}" for v in self.tolist())

@@ -64,6 +64,10 @@ def as_tensor(data: Any, *, dtype: Any = None, device: Any = None) -> Any:
     if isinstance(data, np.ndarray):
         dt = _dtype_arg("as_tensor", dtype) if dtype is not None else None
         return _place(_checked(data), dt, device, False)
+    if getattr(type(data), "_ember_storage", False) is True:  # a storage: its bytes, shared
+        raw = data._bytes()
+        dt = _dtype_arg("asarray", dtype) if dtype is not None else _dtype.uint8
+        return _place(raw.view(dt.np) if dt.np != raw.dtype else raw, None, device, False)
     return tensor(data, dtype=dtype, device=device)
 
 

@@ -38,6 +38,10 @@ del _obj
 
 __all__ = ["Module", "RemovableHandle"]
 
+# the state-dict key suffix PyTorch reserves for a module's get_extra_state() (libraries compare
+# keys with it while loading checkpoints)
+_EXTRA_STATE_KEY_SUFFIX = "_extra_state"
+
 
 def _typename(value: Any) -> str:
     if isinstance(value, Tensor):
