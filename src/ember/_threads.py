@@ -47,8 +47,11 @@ def default_threads() -> int:
     return _kernels_loader.default_threads()
 
 
+_default = default_threads()  # read once, as PyTorch reads OMP_NUM_THREADS once
+
+
 def get_num_threads() -> int:
-    return _count if _count is not None else default_threads()
+    return _count if _count is not None else _default
 
 
 def set_num_threads(n: int) -> None:
