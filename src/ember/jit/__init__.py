@@ -10,8 +10,10 @@ something that computes exactly what the original computes, by running the origi
 - ``trace`` runs the example once (so a broken model fails at the ``trace`` call, as in PyTorch),
   with ``is_tracing()`` True during that run; nothing is recorded, so data-dependent control flow
   keeps working afterwards (PyTorch's trace would freeze the branch taken).
+- ``script`` refuses what PyTorch's TorchScript front end refuses, with its exception classes
+  (``torch.jit.frontend``: ``*args``/``**kwargs``, ``try``, ``lambda``...);
 - ``ignore``, ``unused``, ``export``, ``interface``, ``script_method`` are decorators that return
-  their argument; ``is_scripting()`` is False; ``annotate(T, v)`` returns ``v``; ``Final`` is
+  their argument (the first three mark it, as PyTorch's do); ``is_scripting()`` is False; ``annotate(T, v)`` returns ``v``; ``Final`` is
   ``typing.Final``.
 - ``fork(fn, ...)`` calls ``fn`` at once and returns a completed ``torch.futures.Future``;
   ``wait`` reads it.
@@ -131,7 +133,7 @@ def __getattr__(name: str) -> Any:
             for c in _classes:
                 g[c.__name__] = c
         return globals()[name]
-    if name == "annotations":  # torch.jit.annotations loads on first use
+    if name in ("annotations", "frontend"):  # torch.jit.annotations loads on first use
         import importlib
 
         return importlib.import_module(f"{__name__}.annotations")
@@ -188,6 +190,10 @@ def script(obj: Any, optimize: Any = None, _frames_up: int = 0, _rcb: Any = None
            example_inputs: Any = None) -> Any:
     """Return ``obj`` ready to run as PyTorch's ``torch.jit.script`` would, but eagerly.
 
+    What PyTorch's front end refuses is refused with its exception classes (``*args`` and
+    ``**kwargs`` parameters, ``try``, ``lambda``, ``import``... in the function, the functions
+    it calls, or a module's and its submodules' ``forward``): see ``ember/jit/frontend.py``.
+
     Args:
         obj: a function (gives a :class:`ScriptFunction`), an ``nn.Module`` instance (returned
             itself, marked as a ``RecursiveScriptModule``) or a plain class (returned as is).
@@ -195,8 +201,12 @@ def script(obj: Any, optimize: Any = None, _frames_up: int = 0, _rcb: Any = None
         optimize, _frames_up, _rcb, example_inputs: accepted for compatibility and ignored.
     """
     _deprecated("script")
+    from .frontend import check_scriptable
+
     Module = _module_cls()
     if builtins.isinstance(obj, Module):
+        if getattr(obj, "__dict__", {}).get(_MARK) is None:
+            check_scriptable(obj, is_module=True)
         return _mark(obj, "script")
     if builtins.isinstance(obj, type):
         if issubclass(obj, Module):
@@ -205,9 +215,10 @@ def script(obj: Any, optimize: Any = None, _frames_up: int = 0, _rcb: Any = None
         return obj
     if builtins.isinstance(obj, ScriptFunction):
         return obj
-    if not callable(obj):
-        raise RuntimeError(f"torch.jit.script: expected a function, a class or an nn.Module "
-                           f"instance, got {type(obj).__name__}")
+    if not callable(obj) or builtins.isinstance(obj, types.BuiltinFunctionType):
+        raise TypeError(f"{type(obj)} is a built-in class: torch.jit.script takes a Python "
+                        "function, an nn.Module instance or a class")
+    check_scriptable(obj)
     return ScriptFunction(obj, "script")
 
 
@@ -303,29 +314,43 @@ def script_method(fn: Callable) -> Callable:
     return fn
 
 
+def _modify(fn: Any, modifier: str) -> Any:
+    """Record PyTorch's ``fn._torchscript_modifier`` (``script`` reads it) and return ``fn``."""
+    from .._jit_internal import FunctionModifiers
+
+    target = fn.fget if builtins.isinstance(fn, property) else fn
+    try:
+        target._torchscript_modifier = getattr(FunctionModifiers, modifier)
+    except (AttributeError, TypeError):  # a builtin or a slotted callable: nothing to record
+        pass
+    return fn
+
+
 def ignore(drop: Any = False, **kwargs: Any) -> Any:
-    """``@torch.jit.ignore`` / ``@torch.jit.ignore(drop=True)``: returns the function unchanged."""
+    """``@torch.jit.ignore`` / ``@torch.jit.ignore(drop=True)``: returns the function, marked
+    (``script`` does not read it)."""
     if callable(drop):
-        return drop
+        return _modify(drop, "IGNORE")
     if drop:
         warnings.warn("ignore(True) has been deprecated. TorchScript will now drop the function "
                       "call on compilation. Use torch.jit.unused now. {}", FutureWarning,
                       stacklevel=2)
 
     def decorator(fn: Callable) -> Callable:
-        return fn
+        return _modify(fn, "UNUSED" if drop else "IGNORE")
 
     return decorator
 
 
 def unused(fn: Callable) -> Callable:
-    """``@torch.jit.unused``: returns ``fn`` unchanged."""
-    return fn
+    """``@torch.jit.unused``: returns ``fn``, marked (``script`` does not read it)."""
+    return _modify(fn, "UNUSED")
 
 
 def export(fn: Callable) -> Callable:
-    """``@torch.jit.export``: returns ``fn`` unchanged."""
-    return fn
+    """``@torch.jit.export``: returns ``fn``, marked (``script`` reads it as it reads
+    ``forward``)."""
+    return _modify(fn, "EXPORT")
 
 
 def interface(obj: Any) -> Any:
