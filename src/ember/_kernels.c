@@ -1127,6 +1127,89 @@ CLONES static void scatter_rows_##T(const int64_t *RESTRICT idx, const int64_t *
 SCATTER_ROWS(float)
 SCATTER_ROWS(double)
 
+/* ---------------------------------------------------------------------------------------------
+ * Half-precision casts, as integer operations on the bits (branch-free selects, so they
+ * vectorise), each equal bit for bit to what NumPy/ml_dtypes give:
+ * float32 -> bfloat16: round to nearest even; NaN -> the quiet NaN 0x7fc0 with x's sign
+ *   (ml_dtypes');
+ * float32 -> float16: round to nearest even, overflow to inf, subnormals rounded once; NaN ->
+ *   0x7c00 + the top 10 bits of its payload (at least 1), with x's sign (NumPy's);
+ * bfloat16/float16 -> float32: exact (NaN payloads kept). */
+
+KI uint16_t k_to_bf16(uint32_t u)
+{
+    uint32_t a = u & 0x7fffffffu;
+    uint32_t r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+    uint32_t nan = ((u >> 16) & 0x8000u) | 0x7fc0u;
+    return (uint16_t)(a > 0x7f800000u ? nan : r);
+}
+
+KI uint16_t k_to_f16(uint32_t u)
+{
+    uint32_t sign = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;
+    /* normal results: rebias, round to nearest even on the 13 dropped bits */
+    uint32_t n = (a + ((uint32_t)(15 - 127) << 23) + 0xfffu + ((a >> 13) & 1u)) >> 13;
+    /* subnormal results (|x| < 2^-14): the float addition to 0.5 rounds the bits into place */
+    float f, half = 0.5f;
+    memcpy(&f, &a, 4);
+    f = f + half;
+    uint32_t fb;
+    memcpy(&fb, &f, 4);
+    uint32_t sub = fb - 0x3f000000u;
+    uint32_t big = a > 0x7f800000u ? 0x7c00u + ((a & 0x7fffffu) >> 13) + ((a & 0x7fe000u) == 0)
+                                   : 0x7c00u;  /* NaN (payload, at least 1) or inf */
+    uint32_t o = a >= 0x477ff000u ? big : (a < 0x38800000u ? sub : n);
+    return (uint16_t)(o | sign);
+}
+
+KI uint32_t k_from_f16(uint16_t h)
+{
+    uint32_t o = (uint32_t)(h & 0x7fffu) << 13, e = o & 0x0f800000u;
+    uint32_t norm = o + ((uint32_t)(127 - 15) << 23);
+    uint32_t inf = norm + ((uint32_t)(128 - 16) << 23);
+    float f, magic;
+    uint32_t mb = 113u << 23, t = norm + (1u << 23);
+    memcpy(&f, &t, 4);
+    memcpy(&magic, &mb, 4);
+    f = f - magic;  /* zero and subnormals: exact */
+    uint32_t sub;
+    memcpy(&sub, &f, 4);
+    uint32_t r = e == 0x0f800000u ? inf : (e == 0 ? sub : norm);
+    return r | ((uint32_t)(h & 0x8000u) << 16);
+}
+
+CLONES static void cast_to_bf16(const void *xv, void *yv, Py_ssize_t i0, Py_ssize_t i1)
+{
+    const uint32_t *RESTRICT x = (const uint32_t *)xv;
+    uint16_t *RESTRICT y = (uint16_t *)yv;
+    for (Py_ssize_t i = i0; i < i1; i++)
+        y[i] = k_to_bf16(x[i]);
+}
+
+CLONES static void cast_from_bf16(const void *xv, void *yv, Py_ssize_t i0, Py_ssize_t i1)
+{
+    const uint16_t *RESTRICT x = (const uint16_t *)xv;
+    uint32_t *RESTRICT y = (uint32_t *)yv;
+    for (Py_ssize_t i = i0; i < i1; i++)
+        y[i] = (uint32_t)x[i] << 16;
+}
+
+CLONES static void cast_to_f16(const void *xv, void *yv, Py_ssize_t i0, Py_ssize_t i1)
+{
+    const uint32_t *RESTRICT x = (const uint32_t *)xv;
+    uint16_t *RESTRICT y = (uint16_t *)yv;
+    for (Py_ssize_t i = i0; i < i1; i++)
+        y[i] = k_to_f16(x[i]);
+}
+
+CLONES static void cast_from_f16(const void *xv, void *yv, Py_ssize_t i0, Py_ssize_t i1)
+{
+    const uint16_t *RESTRICT x = (const uint16_t *)xv;
+    uint32_t *RESTRICT y = (uint32_t *)yv;
+    for (Py_ssize_t i = i0; i < i1; i++)
+        y[i] = k_from_f16(x[i]);
+}
+
 
 /* ---------------------------------------------------------------------------------------------
  * Optimizer steps: the operations of ember/optim's NumPy paths in their order, each rounded to
@@ -2319,6 +2402,42 @@ static PyObject *py_scatter_rows(PyObject *mod, PyObject *const *args, Py_ssize_
     Py_RETURN_NONE;
 }
 
+/* half_cast(src, dst, mode): mode 0 float32 -> bfloat16, 1 bfloat16 -> float32, 2 float32 ->
+ * float16, 3 float16 -> float32; the half side as a uint16 buffer, the float side float32 (or
+ * uint32), both C-contiguous with the same number of elements */
+static PyObject *py_half_cast(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3)
+        return PyErr_Format(PyExc_TypeError, "ember._kernels.half_cast: expected 3 arguments");
+    long mode = PyLong_AsLong(args[2]);
+    if (mode == -1 && PyErr_Occurred())
+        return NULL;
+    if (mode < 0 || mode > 3)
+        return PyErr_Format(PyExc_ValueError, "ember._kernels.half_cast: mode 0 to 3");
+    Py_ssize_t from = mode % 2 ? 2 : 4, to = mode % 2 ? 4 : 2;
+    Py_buffer src, dst;
+    if (PyObject_GetBuffer(args[0], &src, PyBUF_C_CONTIGUOUS) < 0)
+        return NULL;
+    if (PyObject_GetBuffer(args[1], &dst, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) {
+        PyBuffer_Release(&src);
+        return NULL;
+    }
+    if (src.itemsize != from || dst.itemsize != to || src.len / from != dst.len / to) {
+        PyBuffer_Release(&dst);
+        PyBuffer_Release(&src);
+        return PyErr_Format(PyExc_ValueError, "ember._kernels.half_cast: expected %zd-byte "
+                            "items in and %zd-byte items out, as many", from, to);
+    }
+    static unary_fn fns[4] = {cast_to_bf16, cast_from_bf16, cast_to_f16, cast_from_f16};
+    call_ctx c = {(void *)fns[mode], src.buf, NULL, dst.buf, 0, NULL};
+    Py_BEGIN_ALLOW_THREADS
+    parallel(call_unary, &c, src.len / from, 64, MIN_PART);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&dst);
+    PyBuffer_Release(&src);
+    Py_RETURN_NONE;
+}
+
 static void call_adam(void *cv, Py_ssize_t i0, Py_ssize_t i1)
 {
     opt_ctx *c = (opt_ctx *)cv;
@@ -2633,6 +2752,7 @@ static PyMethodDef kernels_methods[] = {
     FAST(adam, "adam(d, g, m, v, vmax, decay, b1, c1, c2, b2, bc2, eps, step): one Adam step."),
     FAST(rmsprop, "rmsprop(d, g, v, grad_avg, buf, alpha, 1 - alpha, eps, momentum, lr)."),
     FAST(scatter_rows, "scatter_rows(idx, take, src, scale, out, d): out[idx] += src scale."),
+    FAST(half_cast, "half_cast(src, dst, mode): float32 <-> bfloat16 (0, 1) or float16 (2, 3)."),
     FAST(sgd_momentum, "sgd_momentum(d, g, buf, momentum, 1 - dampening, lr, nesterov)."),
     FAST(bernoulli53, "bernoulli53(capsule, limit, out, scale, direct): dropout's noise from a bit generator."),
     {"isa", (PyCFunction)py_isa, METH_NOARGS, "isa(): the instruction set the kernels run on."},

@@ -454,6 +454,42 @@ def scatter_rows(num: int, idx: Any, src: Any, scale: Any = None,
     return out
 
 
+# -- half-precision casts ------------------------------------------------------------------------
+_F16 = np.dtype(np.float16)
+
+
+def half_cast(a: Any, dtype: Any) -> np.ndarray | None:
+    """``a.astype(dtype)`` for a C-contiguous float32 array to bfloat16 or float16, or back to
+    float32, in one pass (bit for bit ml_dtypes'/NumPy's casts: round to nearest even, NaN as
+    they make it; no RuntimeWarning for overflow or NaN, as PyTorch's casts give none); None
+    where the kernel does not apply."""
+    mod = active
+    if mod is None or type(a) is not np.ndarray or not a.flags.c_contiguous or a.size == 0:
+        return None
+    src, dt = a.dtype, np.dtype(dtype)
+    if src == _F32:
+        if dt == _F16:
+            mode = 2
+        elif dt.name == "bfloat16" and dt.itemsize == 2:
+            mode = 0
+        else:
+            return None
+        out = np.empty(a.shape, dt)
+        mod.half_cast(a, out.view(np.uint16), mode)
+        return out
+    if dt != _F32 or src.itemsize != 2:
+        return None
+    if src == _F16:
+        mode = 3
+    elif src.name == "bfloat16":
+        mode = 1
+    else:
+        return None
+    out = np.empty(a.shape, _F32)
+    mod.half_cast(a.view(np.uint16), out, mode)
+    return out
+
+
 # -- optimizer steps -------------------------------------------------------------------------
 def _same(d: Any, *arrays: Any) -> bool:
     """Host arrays of d's float dtype and size, C-contiguous (d writable)."""

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from .. import _dtype
+from .. import _kernels_loader as _kernels
 from .._tensor_base import TensorBase
 from ..autograd import function as _function
 from ..autograd import grad_mode
@@ -201,7 +202,7 @@ def _opmath_forward(fwd: Any) -> Any:
             dt = getattr(a, "dtype", None)
             if dt is not None and dt.itemsize == 2 and dt.kind in "fV" and hasattr(a, "ndim"):
                 half = dt
-                w = a.astype(_F32)
+                w = _to_f32(a)
                 wide[id(w)] = a
                 a = w
             up.append(a)
@@ -239,12 +240,21 @@ def _opmath_backward(bwd: Any) -> Any:
 def _widen(a: Any) -> Any:
     dt = getattr(a, "dtype", None)
     if dt is not None and dt.itemsize == 2 and dt.kind in "fV" and hasattr(a, "ndim"):
-        return a.astype(_F32)
+        return _to_f32(a)
     return a
 
 
+def _to_f32(a: Any) -> Any:
+    """A float16/bfloat16 array as float32 (the eager kernel where it applies: one pass)."""
+    out = _kernels.half_cast(a, _F32)
+    return a.astype(_F32) if out is None else out
+
+
 def _round_half(o: Any, half: Any) -> Any:
-    return o.astype(half) if getattr(o, "dtype", None) == _F32 else o
+    if getattr(o, "dtype", None) != _F32:
+        return o
+    out = _kernels.half_cast(o, half)  # (the eager kernel: one pass, NumPy's rounding)
+    return o.astype(half) if out is None else out
 
 
 def _unary(cls: Any, x: Any) -> tuple[Any, Any]:

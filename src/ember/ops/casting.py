@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from .. import _backend, _dtype, _dtype_info
+from .. import _kernels_loader as _kernels
 from .._tensor_base import TensorBase
 from ..autograd.function import Op
 from . import _args
@@ -288,6 +289,9 @@ def _layout_copy(a: Any, dtype: Any = None) -> Any:
     strides in the order of ``a``'s (``_dense_like``)."""
     dtype = a.dtype if dtype is None else dtype
     if a.flags.c_contiguous or _dense(a):
+        if (a.dtype.itemsize == 2 or dtype.itemsize == 2) and (
+                fast := _kernels.half_cast(a, dtype)) is not None:
+            return fast  # the eager kernel: float32 <-> bfloat16/float16 in one pass
         return a.astype(dtype)  # (order "K": a dense array keeps its strides)
     out = _dense_like(a, dtype)
     out[...] = a

@@ -494,17 +494,6 @@ class BatchNormEval(Op):
         return gx, gw, gb, None, None, None
 
 
-def _eval_affine(xp: Any, w: Any, b: Any, rm: Any, rv: Any, eps: float) -> tuple[Any, Any]:
-    """batch_norm's evaluation scale and shift per channel: rstd * w and b - rm * scale."""
-    scale = 1 / xp.sqrt(rv + eps)
-    if w is not None:
-        scale = scale * w
-    shift = -rm * scale
-    if b is not None:
-        shift = shift + b
-    return scale, shift
-
-
 class LocalResponseNorm(Op):
     """D_c = k + alpha / n * sum_{c' in win(c)} x_c'^2;  out = x * D^-beta
     grad_x_c' = grad_c' D_c'^-beta - 2 beta alpha / n * x_c' * sum_{c: c' in win(c)} grad_c x_c D_c^(-beta-1)"""
@@ -524,6 +513,17 @@ class LocalResponseNorm(Op):
         inner = _channel_window_sum(xp, grad * x * d ** (-beta - 1), (size - 1) // 2, size // 2)
         gx = grad * d ** (-beta) - (2 * beta * alpha / size) * x * inner
         return gx, None, None, None, None
+
+
+def _eval_affine(xp: Any, w: Any, b: Any, rm: Any, rv: Any, eps: float) -> tuple[Any, Any]:
+    """batch_norm's evaluation scale and shift per channel: rstd * w and b - rm * scale."""
+    scale = 1 / xp.sqrt(rv + eps)
+    if w is not None:
+        scale = scale * w
+    shift = -rm * scale
+    if b is not None:
+        shift = shift + b
+    return scale, shift
 
 
 def _norm_stats(x: Any, axes: tuple[int, ...], eps: float, xp: Any) -> tuple[Any, Any]:

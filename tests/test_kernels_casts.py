@@ -1,0 +1,112 @@
+"""float32 <-> bfloat16/float16 casts as an eager kernel (``_kernels_loader.half_cast``; issue
+29, third slice): bit for bit ml_dtypes' and NumPy's casts (round to nearest even, subnormals,
+overflow to inf, their NaNs), used by ``.to()`` and autocast's casts and the half ops' float32
+arithmetic (ops/_promote.py), which give the same results with the kernels on and off.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import ember
+from ember import _kernels_loader as L
+from helpers import HAVE_TORCH, torch
+
+needs_kernels = pytest.mark.skipif(L.active is None, reason=f"kernels off: {L.reason}")
+
+
+def _bf16() -> np.dtype:
+    return ember.bfloat16.np if hasattr(ember.bfloat16, "np") else np.dtype("bfloat16")
+
+
+def _bits32() -> np.ndarray:
+    """float32 bit patterns: random ones, and each exponent with the mantissas around the
+    rounding points of both half formats (ties, ties +- 1, the top bits), both signs."""
+    rng = np.random.default_rng(70)
+    ex = np.arange(256, dtype=np.uint32) << 23
+    near = [ex + d for d in (0, 1, 0x7fffff, 0x1000, 0xfff, 0x1001, 0x3000, 0x2000, 0x1fff,
+                             0x8000, 0x7fff, 0x8001, 0x18000, 0x10000, 0x7fe000, 0x7ff000)]
+    special = np.array([0x477fe000, 0x477fefff, 0x477ff000, 0x38800000, 0x387fffff, 0x33000000,
+                        0x33000001, 0x32ffffff, 0x7fc00000, 0x7f800001, 0x7fa00000, 0x7fffffff,
+                        0x7f7fffff, 0x7f7f8000, 0x7f7f7fff, 1], np.uint32)
+    u = np.concatenate([rng.integers(0, 2**32, 1 << 20, dtype=np.uint64).astype(np.uint32),
+                        *near, special])
+    return np.concatenate([u, u | np.uint32(0x80000000)])
+
+
+@needs_kernels
+@pytest.mark.parametrize("half", ["bfloat16", "float16"])
+def test_half_casts_are_numpys_bit_for_bit(half: str) -> None:
+    dt = _bf16() if half == "bfloat16" else np.dtype(np.float16)
+    f = _bits32().view(np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (NumPy warns of the overflows and NaNs)
+        ref = f.astype(dt)
+    got = L.half_cast(f, dt)
+    assert got.dtype == dt and got.shape == f.shape
+    np.testing.assert_array_equal(got.view(np.uint16), ref.view(np.uint16))
+    h = np.arange(65536, dtype=np.uint32).astype(np.uint16).view(dt).reshape(256, 256)
+    back = L.half_cast(h, np.float32)
+    assert back.dtype == np.float32 and back.shape == (256, 256)
+    np.testing.assert_array_equal(back.view(np.uint32), h.astype(np.float32).view(np.uint32))
+
+
+@needs_kernels
+def test_half_cast_refuses_what_it_does_not_take() -> None:
+    x = np.ones((4, 6), np.float32)
+    assert L.half_cast(x[:, ::2], np.float16) is None  # strided
+    assert L.half_cast(x, np.float64) is None
+    assert L.half_cast(x.astype(np.float64), np.float16) is None
+    assert L.half_cast(x.astype(np.float16), np.float64) is None
+    assert L.half_cast(np.ones(0, np.float32), np.float16) is None
+    with L.disabled():
+        assert L.half_cast(x, np.float16) is None
+
+
+@needs_kernels
+@pytest.mark.parametrize("half", ["bfloat16", "float16"])
+def test_tensor_casts_take_the_kernel_and_match_torch(half: str, monkeypatch) -> None:
+    calls = []
+    real = L.half_cast
+    monkeypatch.setattr(L, "half_cast",
+                        lambda *a: (lambda r: calls.append(r is not None) or r)(real(*a)))
+    rng = np.random.default_rng(71)
+    x = (rng.standard_normal((300, 70)) * 10.0 ** rng.integers(-8, 6, (300, 70))).astype(
+        np.float32)
+    x[0, :4] = [np.inf, -np.inf, 7e4, -1e-40]
+    t = ember.tensor(x)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # (no overflow warning: PyTorch's casts give none)
+        h = t.to(getattr(ember, half))
+        back = h.float()
+    assert calls == [True, True]
+    assert h.dtype == getattr(ember, half) and back.dtype == ember.float32
+    if HAVE_TORCH:
+        th = torch.tensor(x).to(getattr(torch, half))
+        np.testing.assert_array_equal(back.numpy().view(np.uint32),
+                                      th.float().numpy().view(np.uint32))
+
+
+@needs_kernels
+def test_autocast_step_is_the_same_with_the_kernels_on_and_off() -> None:
+    def run():
+        ember.manual_seed(3)
+        net = ember.nn.Sequential(ember.nn.Linear(64, 128), ember.nn.ReLU(),
+                                  ember.nn.Linear(128, 10))
+        x = ember.randn(32, 64)
+        y = ember.randint(0, 10, (32,))
+        with ember.autocast("cpu", dtype=ember.bfloat16):
+            out = net(x)
+            loss = ember.nn.functional.cross_entropy(out, y)
+        loss.backward()
+        return [out.detach().float().numpy(), loss.detach().numpy()] + [
+            p.grad.numpy() for p in net.parameters()]
+    with L.enabled():
+        on = run()
+    with L.disabled():
+        off = run()
+    for a, b in zip(on, off):
+        np.testing.assert_array_equal(a, b)
