@@ -134,7 +134,16 @@ class _Counter:
         self.modules = modules
 
 
-def _count(cls: type, ctx: Any, raw: tuple, outputs: list) -> tuple[list, Callable] | None:
+def _contiguous(t: Any, arr: Any) -> bool:
+    """Whether linear's input is contiguous (PyTorch folds it into one addmm only then)."""
+    is_contiguous = getattr(t, "is_contiguous", None)
+    if is_contiguous is not None:
+        return bool(is_contiguous())
+    return bool(getattr(getattr(arr, "flags", None), "c_contiguous", True))
+
+
+def _count(cls: type, ctx: Any, args: tuple, raw: tuple,
+           outputs: list) -> tuple[list, Callable] | None:
     """([(op, flops)] of the forward, backward rule) for a counted op; None for the others."""
     name = cls.__name__
     if name in ("Linear", "LinearMm", "LinearView", "LinearUnsafeView", "LinearSqueeze"):
@@ -142,10 +151,10 @@ def _count(cls: type, ctx: Any, raw: tuple, outputs: list) -> tuple[list, Callab
         xs, ws = _shape(x), _shape(w)
         rows = math.prod(xs[:-1])
         flops = _mm(rows, xs[-1], ws[0])
-        contiguous = len(xs) <= 2 or bool(getattr(getattr(x, "flags", None), "c_contiguous", 1))
+        contiguous = len(xs) <= 2 or _contiguous(args[0], x)
         op = "addmm" if b is not None and contiguous else "mm"
         return [(op, flops)], lambda need: [("mm", flops)] * (need[0] + need[1])
-    if name in ("Matmul", "Mm", "Bmm"):
+    if name in ("Matmul", "Mm", "Bmm", "Mv", "_VecMat"):
         found = _matmul(_shape(raw[0]), _shape(raw[1]))
         if found is None:
             return None
@@ -224,7 +233,7 @@ class _Tracer:
             self.previous.record(cls, ctx, args, raw, outputs)
         if not _active:
             return
-        found = _count(cls, ctx, raw, outputs)
+        found = _count(cls, ctx, args, raw, outputs)
         if found is None:
             return
         forward, backward = found
