@@ -411,7 +411,9 @@ class Div(Op):
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
         a, b = ctx.saved
-        ga = _quietly(_truediv, grad, b) if ctx.needs_input_grad[0] else None
+        div = (_split_div if type(grad) is np.ndarray and grad.size >= _threads.cut
+               else _truediv)
+        ga = _quietly(div, grad, b) if ctx.needs_input_grad[0] else None
         gb = _quietly(_div_other_grad, grad, a, b) if ctx.needs_input_grad[1] else None
         return ga, gb
 
