@@ -91,7 +91,15 @@ def test_tensor_casts_take_the_kernel_and_match_torch(half: str, monkeypatch) ->
 
 
 @needs_kernels
-def test_autocast_step_is_the_same_with_the_kernels_on_and_off() -> None:
+def test_autocast_step_is_the_same_with_the_kernels_on_and_off(monkeypatch) -> None:
+    """also in backward: the half ops' float32 gradients rounded to their inputs' dtype, and
+    autocast's casts' gradients widened back to float32, by the kernel (not the engine's
+    astype)"""
+    seen = []
+    real = L.half_cast
+    monkeypatch.setattr(L, "half_cast", lambda a, dt: (lambda r: seen.append(
+        (a.dtype.itemsize, r is not None)) or r)(real(a, dt)))
+
     def run():
         ember.manual_seed(3)
         net = ember.nn.Sequential(ember.nn.Linear(64, 128), ember.nn.ReLU(),
@@ -101,12 +109,44 @@ def test_autocast_step_is_the_same_with_the_kernels_on_and_off() -> None:
         with ember.autocast("cpu", dtype=ember.bfloat16):
             out = net(x)
             loss = ember.nn.functional.cross_entropy(out, y)
+        seen.clear()
         loss.backward()
         return [out.detach().float().numpy(), loss.detach().numpy()] + [
             p.grad.numpy() for p in net.parameters()]
     with L.enabled():
         on = run()
+    assert (4, True) in seen and (2, True) in seen  # float32 -> half and half -> float32
     with L.disabled():
         off = run()
     for a, b in zip(on, off):
         np.testing.assert_array_equal(a, b)
+
+
+@needs_kernels
+@pytest.mark.parametrize("how", ["cast", "opmath"])
+def test_half_gradients_are_cast_by_the_kernel(how: str, monkeypatch) -> None:
+    """a cast's gradient back to a half input (ToCopyBackward0), and a half op's float32
+    gradient rounded to its half input: the kernel's one pass, the engine's astype's values"""
+    x = np.random.default_rng(72).standard_normal(1000).astype(np.float32)
+
+    def run():
+        a = ember.tensor(x).to(ember.bfloat16).requires_grad_()
+        y = (a.float() * 3).sum() if how == "cast" else ember.sigmoid(a).sum()
+        seen.clear()  # (the backward's casts only)
+        y.backward()
+        return a.grad
+    seen = []
+    real = L.half_cast
+    monkeypatch.setattr(L, "half_cast", lambda a, dt: (lambda r: seen.append(
+        (a.dtype.itemsize, r is not None)) or r)(real(a, dt)))
+    with L.enabled():
+        on = run()
+    assert (4, True) in seen
+    with L.disabled():
+        off = run()
+    assert on.dtype == off.dtype == ember.bfloat16
+    np.testing.assert_array_equal(on.float().numpy(), off.float().numpy())
+    if HAVE_TORCH:
+        t = torch.tensor(x).to(torch.bfloat16).requires_grad_()
+        ((t.float() * 3).sum() if how == "cast" else torch.sigmoid(t).sum()).backward()
+        np.testing.assert_array_equal(on.float().numpy(), t.grad.float().numpy())

@@ -229,12 +229,30 @@ def _opmath_backward(bwd: Any) -> Any:
         if saved:
             ctx._saved = tuple([_widen(s) for s in saved])
         try:
-            return bwd(ctx, *[_widen(g) for g in grads])
+            return _round_grads(ctx, bwd(ctx, *[_widen(g) for g in grads]))
         finally:
             if saved:
                 ctx._saved = saved
 
     return backward
+
+
+def _round_grads(ctx: Any, out: Any) -> Any:
+    """The float32 gradients of half inputs rounded to their dtype by the eager kernel (the
+    engine's cast of each to its input's dtype, in one pass; the same values)."""
+    meta = ctx._meta
+    if not meta or _kernels.active is None:
+        return out
+    grads = out if type(out) is tuple else (out,)
+    res = []
+    for i, g in enumerate(grads):
+        m = meta[i] if i < len(meta) else None
+        if (m is not None and type(g) is np.ndarray and g.dtype == _F32
+                and m[1].itemsize == 2 and g.shape == m[0]):
+            r = _kernels.half_cast(g, m[1])
+            g = g if r is None else r
+        res.append(g)
+    return tuple(res) if type(out) is tuple else res[0]
 
 
 def _widen(a: Any) -> Any:

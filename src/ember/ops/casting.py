@@ -144,6 +144,9 @@ class Cast(Op):
         meta = ctx._meta[0]  # (shape, dtype) of x, None where x had no edge to record
         if meta is not None and meta[1].kind != "c" and _is_complex(grad):
             return grad.real, None
+        if meta is not None and meta[1].itemsize + grad.dtype.itemsize == 6 and (
+                fast := _kernels.half_cast(grad, meta[1])) is not None:
+            return fast, None  # (the eager kernel casts a half gradient back to float32)
         return grad, None
 
 
