@@ -519,8 +519,7 @@ def test_dynamo_functions():
     dynamo.mark_dynamic(ember.ones(2), 0)
     g = dynamo.optimize("inductor")(f)
     assert g(1) == 2
-    with pytest.raises(NotImplementedError, match="explain"):
-        dynamo.explain(f)(ember.ones(1))
+    assert dynamo.explain(f)(ember.ones(1)).graph_count == 1  # (tests/test_dynamo_explain.py)
     with dynamo.set_stance("force_eager"):
         pass
     assert dynamo.list_backends() == ["cudagraphs", "inductor", "openxla", "tvm"]

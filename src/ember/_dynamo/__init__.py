@@ -12,7 +12,8 @@ panel:
 - ``disable``, ``allow_in_graph``, ``disallow_in_graph``, ``assume_constant_result`` return
   what they are given; ``mark_dynamic``, ``mark_static``... record nothing (shapes are always
   specialised); ``set_stance("force_eager")`` runs compiled callables eagerly;
-- ``optimize(...)`` is ``torch.compile``; ``explain(...)`` raises ``NotImplementedError``.
+- ``optimize(...)`` is ``torch.compile``; ``explain(fn)(*args)`` runs ``fn`` once and reports
+  its graphs, graph breaks and ops as ember's compiler sees them (``_explain.py``).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any
 
 from .._compile import OptimizedModule
 from . import config, exc
+from ._explain import explain
 
 __all__ = [
     "config", "exc", "reset", "disable", "allow_in_graph", "disallow_in_graph", "assume_constant_result",
@@ -121,19 +123,6 @@ def optimize(*args: Any, **kwargs: Any) -> Callable:
 def run(fn: Any = None) -> Any:
     """Returns ``fn`` (it already runs without compilation)."""
     return fn
-
-
-def explain(f: Callable, *extra_args: Any, **extra_kwargs: Any) -> Any:
-    """Not available: ember captures no graph, so there are no graph breaks to explain."""
-    def unavailable(*args: Any, **kwargs: Any) -> Any:
-        raise NotImplementedError(
-            "torch._dynamo.explain: ember does not capture graphs (torch.compile runs the model "
-            "eagerly), so there are no graphs or graph breaks to explain."
-        )
-
-    if extra_args or extra_kwargs:
-        return unavailable(*extra_args, **extra_kwargs)
-    return unavailable
 
 
 def list_backends(exclude_tags: Any = ("debug", "experimental")) -> list[str]:
