@@ -1125,3 +1125,20 @@ def test_requires_grad_after_an_op_saved_the_tensor_is_undefined_in_pytorch():
 
     assert prog(torch, "mul") is not None and prog(torch, "linear") is None
     assert "double_backward_after_requires_grad_on_saved" in P.UNDEFINED
+
+
+def test_backward_twice_through_a_node_that_saved_nothing_needed():
+    """F.linear with only the bias requiring grad keeps neither operand (PyTorch's addmm saves
+    each only for the other's gradient), so a second backward without retain_graph runs
+    (class backward_twice; long mode, family views, seed 504167867)."""
+
+    def prog(m):
+        x = m.tensor([1.0, 2.0], dtype=m.float64, requires_grad=True)
+        c = m.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=m.float64)
+        y = m.nn.functional.linear(c, c.tanh(), x)
+        y.sum().backward()
+        y.sum().backward()
+        return x.grad
+
+    _assert_same(prog)
+    assert prog(ember) is not None

@@ -273,7 +273,8 @@ fail:
 
 /* The release step of the fast path:
  *     if node.__dict__: node._release()
- *     elif node._saved is not None: node._saved = None; node._saved_src = None; node._freed = True
+ *     elif node._saved is not None and not _only_nones(node._saved):
+ *         node._saved = None; node._saved_src = None; node._freed = True
  */
 static int release_node(PyObject *node)
 {
@@ -287,15 +288,22 @@ static int release_node(PyObject *node)
         Py_DECREF(r);
         return 0;
     }
-    int none = attr_is_none(node, s_saved);
-    if (none < 0)
+    PyObject *saved = PyObject_GetAttr(node, s_saved);
+    if (saved == NULL)
         return -1;
-    if (!none) {
+    /* node.py's _only_nones(saved): a non-empty tuple of Nones frees nothing (kept as it is) */
+    int only_nones = PyTuple_CheckExact(saved) && PyTuple_GET_SIZE(saved) > 0;
+    for (Py_ssize_t i = 0; only_nones && i < PyTuple_GET_SIZE(saved); i++)
+        only_nones = PyTuple_GET_ITEM(saved, i) == Py_None;
+    if (saved != Py_None && !only_nones) {
         if (PyObject_SetAttr(node, s_saved, Py_None) < 0
             || PyObject_SetAttr(node, s_saved_src, Py_None) < 0
-            || PyObject_SetAttr(node, s_freed, Py_True) < 0)
+            || PyObject_SetAttr(node, s_freed, Py_True) < 0) {
+            Py_DECREF(saved);
             return -1;
+        }
     }
+    Py_DECREF(saved);
     return 0;
 }
 

@@ -21,6 +21,7 @@ from . import function as _function
 from . import grad_mode
 from .anomaly_mode import check_grads
 from .function import FREED_MSG, AccumulateGrad, Node, Op
+from .node import _only_nones
 
 # -- the entry points: Tensor.backward() and autograd.grad() -------------------------------
 
@@ -276,8 +277,8 @@ def _walk_nodes_python(ready: list, ready_leaves: list, buffers: dict, deps: dic
                 if not retain_graph:
                     if node.__dict__:
                         node._release()
-                    elif node._saved is not None:  # (_release for a node with no ctx fields)
-                        node._saved = None
+                    elif node._saved is not None and not _only_nones(node._saved):
+                        node._saved = None  # (_release for a node with no ctx fields)
                         node._saved_src = None
                         node._freed = True
                 edges = node._edges

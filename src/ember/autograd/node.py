@@ -261,9 +261,14 @@ class Node:
     def _release(self) -> None:
         """Free what backward needed: saved arrays, and ctx attributes that hold arrays. A node
         that kept only metadata (shapes, dims) stays usable, as in PyTorch."""
-        freed = self._saved is not None
-        self._saved = None
-        self._saved_src = None
+        saved = self._saved
+        freed = saved is not None
+        if freed and type(saved) is tuple and saved and saved[0] is None and _only_nones(saved):
+            freed = False  # it kept nothing (the operands no requested gradient reads): it
+            # stays usable, as PyTorch's
+        else:
+            self._saved = None
+            self._saved_src = None
         d = self.__dict__
         if d:
             for v in d.values():
@@ -273,6 +278,14 @@ class Node:
                     break
         if freed:
             self._freed = True
+
+
+def _only_nones(saved: Any) -> bool:
+    """Whether a node's saved values are all None (it saved nothing a backward needs), as an op
+    keeps its operands only for the gradients requested: PyTorch's node then has nothing to
+    free, and a second backward through it runs."""
+    return (type(saved) is tuple and len(saved) > 0 and saved[0] is None
+            and all(v is None for v in saved))
 
 
 def _count_checked_backward(fn: Any) -> None:
