@@ -5,7 +5,9 @@ ones ``torch.compile`` uses, ``ember/_compile/trace.py``) and a recorder that co
 (``Function.apply`` calls) between breaks instead of building a program. A graph break is what
 ember's compiler breaks on: tensor data turned into a Python value (``.item()``, ``.tolist()``,
 ``if tensor:``, ``.numpy()``...), an op whose output shape depends on the data (``nonzero``,
-``unique``...), and a backward pass. The segments between breaks are the graphs.
+``unique``...), and a backward pass. The segments between breaks that ran ops are the graphs;
+as in PyTorch, ``graph_break_count`` is one less than ``graph_count`` (a break after which no op
+runs is listed in ``break_reasons`` but splits nothing).
 
 PyTorch's counts come from Dynamo's bytecode analysis, so they can differ: its ``op_count``
 counts FX ``call_function`` nodes, ember's counts every op; its ``graphs`` are FX GraphModules,
@@ -158,7 +160,8 @@ def explain(f: Callable, *extra_args: Any, **extra_kwargs: Any) -> Any:
         graphs = [g for g in rec.graphs if g]
         ops = [[getattr(c, "__name__", str(c)) for c in g] for g in graphs]
         return ExplainOutput(
-            graphs=ops, graph_count=len(graphs), graph_break_count=len(rec.reasons),
+            # PyTorch's count: the graphs less one (-1 when no op ran), not the reasons listed
+            graphs=ops, graph_count=len(graphs), graph_break_count=len(graphs) - 1,
             break_reasons=rec.reasons, op_count=sum(len(g) for g in graphs), ops_per_graph=ops,
             out_guards=[], compile_times=f"ember tracing, {time.perf_counter() - t0:.4f} s")
 
