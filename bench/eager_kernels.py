@@ -3,11 +3,11 @@ and against PyTorch: ``python -m bench.eager_kernels [--repeat N] [--threads N] 
 
 ``--threads`` threads (default 1; ``set_num_threads`` for both: PyTorch's pool, NumPy's BLAS and
 the kernels' pool), 4M-element vectors and 1024 x 4096 rows of normal inputs (cross_entropy:
-1024 x 4096 logits, random class indices; the optimizers: one step over 8M float32 parameters,
-two in the f+b column; batch_norm: BatchNorm2d(64) on 32 x 64 x 56 x 56, training and
-evaluation; group_norm: GroupNorm(32, 256) on 16 x 256 x 32 x 32; embedding: a 10000 x 512
-table looked up at 32 x 512 token indices), forward under ``no_grad`` and forward+backward, best of ``--repeat``
-runs in ms. The kernels are switched off and on in this process (``_kernels_loader.disabled()``),
+1024 x 4096 logits, random class indices; the optimizers (AdamW, SGD momentum, RMSprop plain
+and with momentum and centered): one step over 8M float32 parameters, two in the f+b column;
+batch_norm: BatchNorm2d(64) on 32 x 64 x 56 x 56, training and evaluation; group_norm:
+GroupNorm(32, 256) on 16 x 256 x 32 x 32; embedding: a 10000 x 512 table looked up at 32 x 512
+token indices), forward under ``no_grad`` and forward+backward, best of ``--repeat`` runs in ms. The kernels are switched off and on in this process (``_kernels_loader.disabled()``),
 so both columns see the same machine state. ``--cpu`` times this thread's CPU time instead of the
 wall clock (steadier on a shared, busy machine), ``--process`` the process's (every thread's).
 """
@@ -121,6 +121,44 @@ def measure(m: Any, arrays: dict[str, np.ndarray], repeat: int) -> dict[str, tup
     return out
 
 
+def amp_mlp(m: Any, repeat: int) -> dict[str, float]:
+    """The issue's MLP step (1024-2048-1024-10, batch 256, AdamW) in float32 and under
+    ``autocast("cpu", dtype=bfloat16)`` (ember: with the kernels off and on), best of
+    ``repeat`` interleaved rounds, ms."""
+    m.manual_seed(0)
+    nn = m.nn
+    net = nn.Sequential(nn.Linear(1024, 2048), nn.ReLU(), nn.Linear(2048, 1024), nn.ReLU(),
+                        nn.Linear(1024, 10))
+    opt = m.optim.AdamW(net.parameters(), lr=1e-3)
+    x, y = m.randn(256, 1024), m.randint(0, 10, (256,))
+
+    def step(amp: bool) -> None:
+        opt.zero_grad()
+        if amp:
+            with m.autocast("cpu", dtype=m.bfloat16):
+                loss = nn.functional.cross_entropy(net(x), y)
+        else:
+            loss = nn.functional.cross_entropy(net(x), y)
+        loss.backward()
+        opt.step()
+
+    def off() -> None:
+        with L.disabled():
+            step(True)
+    cases = {"float32": lambda: step(False), "bf16 autocast": lambda: step(True)}
+    if m is ember:
+        cases["bf16, kernels off"] = off
+    best = {k: float("inf") for k in cases}
+    for f in cases.values():
+        f()
+    for _ in range(repeat):
+        for k, f in cases.items():
+            t0 = CLOCK()
+            f()
+            best[k] = min(best[k], (CLOCK() - t0) * 1e3)
+    return best
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=7)
@@ -129,6 +167,8 @@ def main() -> None:
                     help="time the process's CPU time (every thread's: the kernels' pool too)")
     ap.add_argument("--threads", type=int, default=1, help="threads (ember's and PyTorch's)")
     ap.add_argument("--only", default="", help="comma-separated op names (default: all)")
+    ap.add_argument("--amp-mlp", action="store_true",
+                    help="time the MLP step in float32 and under bfloat16 autocast instead")
     args = ap.parse_args()
     global CLOCK
     ONLY[:] = [n.strip() for n in args.only.split(",") if n.strip()]
@@ -137,6 +177,16 @@ def main() -> None:
     if args.process:
         CLOCK = time.process_time
     ember.set_num_threads(args.threads)
+    if args.amp_mlp:
+        print(L.describe())
+        print("ember  ", "  ".join(f"{k} {v:.1f}" for k, v in amp_mlp(ember, args.repeat).items()))
+        try:
+            import torch
+        except ImportError:
+            return
+        torch.set_num_threads(args.threads)
+        print("PyTorch", "  ".join(f"{k} {v:.1f}" for k, v in amp_mlp(torch, args.repeat).items()))
+        return
     rng = np.random.default_rng(0)
     arrays = {"v": rng.standard_normal(4 << 20).astype(np.float32),
               "r": rng.standard_normal((1024, 4096)).astype(np.float32),
