@@ -382,3 +382,239 @@ def _function_source(g: Group) -> str:
         lines.append(f"{ind * (d + 1)}}}")
     lines.append("}")
     return "\n".join(lines) + "\n"
+
+
+# -- backward: runs of elementwise rules ---------------------------------------------------------
+#
+# A run of consecutive backward rules (the program's reverse schedule) of fusible ops whose
+# incoming gradients and edges all have one shape and dtype becomes one C function too: the
+# gradients each rule sends are added up per value in registers, as the replay adds them
+# (``g = x if g is None else g + x``, in schedule order), and only the sums read after the run
+# are written. Which sums already hold a value when the run starts is fixed by the schedule;
+# the generated Python checks it at each call (and the arrays' layout) and otherwise runs the
+# rules as before.
+
+def _b_add(g: str, ins: list, attrs: dict, T: str) -> list:
+    return [g, g]
+
+
+def _b_scaled_add(g: str, ins: list, attrs: dict, T: str) -> list | None:
+    alpha = attrs.get("alpha")
+    if type(alpha) not in (int, float) or (type(alpha) is int and abs(alpha) > 2 ** 24):
+        return None
+    return [g, f"{g} * (({T}){_literal(alpha)})", None]
+
+
+def _b_sub(g: str, ins: list, attrs: dict, T: str) -> list:
+    return [g, f"(-{g})"]
+
+
+def _b_neg(g: str, ins: list, attrs: dict, T: str) -> list:
+    return [f"(-{g})"]
+
+
+def _b_mul(g: str, ins: list, attrs: dict, T: str) -> list:  # (grad * b, grad * a)
+    a, b = ins
+    return [None if b is None else f"{g} * {b}", None if a is None else f"{g} * {a}"]
+
+
+def _b_mul_mask(g: str, ins: list, attrs: dict, T: str) -> list:
+    return [f"{g} * {ins[0]}", None]
+
+
+def _b_relu(g: str, ins: list, attrs: dict, T: str) -> list:  # grad where not (out <= 0)
+    return [f"({ins[0]} <= 0 ? ({T})0 : {g})"]
+
+
+def _b_square(g: str, ins: list, attrs: dict, T: str) -> list:  # grad * 2 * x
+    return [f"({g} * ({T})2) * {ins[0]}"]
+
+
+BTABLE: dict[Any, tuple[str, Callable]] = {
+    _pw.Add.backward: ("add", _b_add),
+    _pw.ScaledAdd.backward: ("add (alpha)", _b_scaled_add),
+    _pw.Sub.backward: ("sub", _b_sub),
+    _pw.Neg.backward: ("neg", _b_neg),
+    _pw.Mul.backward: ("mul", _b_mul),
+    _act._MulMask.backward: ("mul (mask)", _b_mul_mask),
+    _pwp.Relu.backward: ("relu", _b_relu),
+    _pwp.Square.backward: ("square", _b_square),
+}
+
+
+class BGroup:
+    """A fused run of backward rules: schedule entries ``ks`` (indices into ``prog.bsched``)."""
+
+    def __init__(self, shape: tuple, dtype: np.dtype) -> None:
+        self.shape, self.dtype = shape, dtype
+        self.ks: list[int] = []
+        self.loads: list[int] = []  # gradient slots read from memory (they hold a value)
+        self.saved: list[tuple] = []  # (op index, saved index, shape) of saved arrays read
+        self.state: dict[int, str] = {}  # gradient slot -> its C variable (while it has one)
+        self.outputs: list[int] = []  # gradient slots written
+        self.spent: list[int] = []  # slots the replay clears after the run
+        self.body: list[str] = []
+        self.name = self.comment = self.source = ""
+
+
+def plan_backward(prog: Program) -> list[BGroup]:
+    """The fused runs of ``prog``'s backward schedule (two rules or more), with their C."""
+    op_steps = [k for k, st in enumerate(prog.steps) if st[0] is OP]
+    holds: set[int] = {s for s in prog.out_slots}  # slots that may hold a gradient by now
+    groups: list[BGroup] = []
+    cur: BGroup | None = None
+    for k, entry in enumerate(prog.bsched):
+        ci, bwd, oslots, _ometa, _mat, edges, _name = entry
+        st = prog.steps[op_steps[ci]]
+        info = prog.op_info[ci]
+        ok = _bfusible(entry, st, info)
+        if ok and cur is not None and (cur.shape, cur.dtype) == ok and len(cur.ks) < MAX_OPS:
+            _badd(cur, k, entry, st, info, holds)
+        else:
+            if cur is not None and len(cur.ks) > 1:
+                groups.append(cur)
+            cur = None
+            if ok:
+                cur = BGroup(*ok)
+                _badd(cur, k, entry, st, info, holds)
+        if oslots[0] not in prog.edge_slots:
+            holds.discard(oslots[0])  # (spent: the replay drops it after its rule)
+        holds.update(e[1] for e in edges)
+    if cur is not None and len(cur.ks) > 1:
+        groups.append(cur)
+    for g in groups:
+        _boutputs(prog, g)
+        g.source = _bfunction_source(g)
+    return groups
+
+
+def _bfusible(entry: tuple, st: tuple, info: tuple | None) -> tuple | None:
+    ci, bwd, oslots, _ometa, _mat, edges, _name = entry
+    if bwd not in BTABLE or info is None or len(oslots) != 1 or st[1] not in TABLE:
+        return None
+    arg_meta, out_dtypes, saved, _attrs = info
+    shape, dt = st[7][0], out_dtypes[0]
+    if dt not in SUFFIX or not shape or 0 in shape:
+        return None
+    for _i, _s, eshape, edt in edges:
+        if eshape != shape or edt != dt:
+            return None  # a sum down to a broadcast input's shape, or a cast: not fused
+    for where in saved or ():
+        if where is None:
+            continue
+        if where[0] == "out":
+            continue
+        meta = arg_meta[where[1]]
+        if meta[0] == "py":
+            if type(meta[1]) not in (int, float) or (type(meta[1]) is int
+                                                      and abs(meta[1]) > 2 ** 24):
+                return None
+        elif meta[0] != "arr" or meta[1] != dt or not _broadcastable(meta[2], shape):
+            return None
+    return shape, dt
+
+
+def _bvar(g: BGroup, s: int) -> str:
+    """The C value of gradient slot s (loaded from memory on first use if it holds one)."""
+    if s not in g.state:
+        g.state[s] = f"gin{len(g.loads)}"
+        g.loads.append(s)
+    return g.state[s]
+
+
+def _badd(g: BGroup, k: int, entry: tuple, st: tuple, info: tuple, holds: set) -> None:
+    ci, bwd, oslots, _ometa, _mat, edges, _name = entry
+    label, emit = BTABLE[bwd]
+    g.ks.append(k)
+    o = oslots[0]
+    if o not in g.state and o not in holds:
+        return  # its gradient is None: the replay skips the rule too
+    T = CTYPE[g.dtype]
+    grad = _bvar(g, o)
+    ins: list = []
+    arg_meta, _out_dtypes, saved, attrs = info
+    for j, where in enumerate(saved or ()):
+        if where is None:
+            ins.append(None)
+        elif where[0] == "arg" and arg_meta[where[1]][0] == "py":
+            ins.append(f"(({T}){_literal(arg_meta[where[1]][1])})")
+        else:
+            shape = arg_meta[where[1]][2] if where[0] == "arg" else st[7][where[1]]
+            n = next((i for i, sv in enumerate(g.saved) if sv[:2] == (ci, j)), None)
+            if n is None:
+                n = len(g.saved)
+                g.saved.append((ci, j, shape))
+            ins.append(f"sv{n}")
+    outs = emit(grad, ins, attrs, T)
+    r = len(g.body)
+    g.body.append(f"/* {label} */")
+    for i, s, _shape, _dt in edges:
+        expr = outs[i]
+        v = f"r{r}_{i}"
+        g.body.append(f"const {T} {v} = {expr};")
+        if s in g.state or s in holds:
+            cur = _bvar(g, s)
+            new = f"a{len(g.body)}"
+            g.body.append(f"const {T} {new} = {cur} + {v};")
+            g.state[s] = new
+        else:
+            g.state[s] = v
+
+
+def _boutputs(prog: Program, g: BGroup) -> None:
+    later = set(prog.edge_slots)
+    last = g.ks[-1]
+    for entry in prog.bsched[last + 1:]:
+        later.update(s for s in entry[2] if s >= 0)
+        later.update(e[1] for e in entry[5])
+    touched = [s for s, v in g.state.items() if not v.startswith("gin")]
+    spent = set()
+    for k in g.ks:
+        for s in prog.bsched[k][2]:
+            if s >= 0 and s not in prog.edge_slots:
+                spent.add(s)
+    g.spent = sorted(spent)
+    g.outputs = [s for s in touched if s in later and s not in spent]
+
+
+def _bfunction_source(g: BGroup) -> str:
+    T = CTYPE[g.dtype]
+    shape = g.shape
+    n = math.prod(shape)
+    params = ([f"const {T} *restrict gp{j}" for j in range(len(g.loads))]
+              + [f"const {T} *restrict sp{j}" for j in range(len(g.saved))]
+              + [f"{T} *restrict out{j}" for j in range(len(g.outputs))])
+    lines = ["(" + ", ".join(params) + ")", "{"]
+    # saved arrays may broadcast: their element index, as in the forward groups
+    idx = []
+    for _ci, _j, sh in g.saved:
+        full = (1,) * (len(shape) - len(sh)) + tuple(sh)
+        terms, acc = [], 1
+        for d in reversed(range(len(shape))):
+            if full[d] != 1:
+                if shape[d] != 1:
+                    terms.append((d, acc))
+                acc *= full[d]
+        idx.append(terms)
+    nd = len(shape)
+    ind = "    "
+    for d in range(nd):
+        lines.append(f"{ind * (d + 1)}for (int64_t i{d} = 0; i{d} < {shape[d]}; i{d}++) {{")
+    pad = ind * (nd + 1)
+    flat = " + ".join(f"i{d} * {math.prod(shape[d + 1:])}" if d < nd - 1 else f"i{d}"
+                      for d in range(nd))
+    lines.append(f"{pad}const int64_t e = {flat};")
+    for j in range(len(g.loads)):
+        lines.append(f"{pad}const {T} gin{j} = gp{j}[e];")
+    for j, terms in enumerate(idx):
+        ix = " + ".join(f"i{d} * {a}" if a != 1 else f"i{d}" for d, a in terms) or "0"
+        lines.append(f"{pad}const {T} sv{j} = sp{j}[{ix}];")
+    lines.extend(pad + b for b in g.body)
+    for j, s in enumerate(g.outputs):
+        lines.append(f"{pad}out{j}[e] = {g.state[s]};")
+    for d in reversed(range(nd)):
+        lines.append(f"{ind * (d + 1)}}}")
+    lines.append("}")
+    labels = ", ".join(b[3:-3] for b in g.body if b.startswith("/* "))
+    g.comment = f"/* backward, {len(g.ks)} rules over shape {tuple(shape)} ({n} elements): {labels} */"
+    return "\n".join(lines) + "\n"

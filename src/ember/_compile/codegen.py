@@ -37,6 +37,7 @@ enabled = True  # False: trusted programs keep the interpreted replay (tests com
 # (measured: 1.6 vs 2.3 us per small op at 2,000 ops, 2.5 vs 3.1 at 5,000), so longer programs
 # keep the interpreted replay and compiling stays well under a second
 MAX_STEPS = 3000
+backward_native = True  # False: only forward runs are generated as C (tests compare the two)
 
 
 def generate(prog: Program) -> None:
@@ -48,47 +49,53 @@ def generate(prog: Program) -> None:
     ns: dict[str, Any] = {"NEW": _new_node, "ShapeChanged": ShapeChanged,
                           "sum_to_shape": sum_to_shape, "bad_count": bad_count,
                           "RANDOM": _random, "MASK": prog_mask, "MAKE": TensorBase._make}
-    groups = _native_groups(prog, ns) if config.native else {}
+    groups, bgroups = _native_groups(prog, ns) if config.native else ({}, {})
     fwd = _forward_source(prog, ns, groups)
-    bwd = _backward_source(prog, ns) if prog.needs_grad else ""
+    bwd = _backward_source(prog, ns, bgroups) if prog.needs_grad else ""
     prog.source = fwd + ("\n" + bwd if bwd else "")
     exec(compile(prog.source, "<ember compiled region>", "exec"), ns)  # noqa: S102 - our own text
     prog.fwd_fn = ns["forward"]
     prog.bwd_fn = ns.get("backward")
 
 
-def _native_groups(prog: Program, ns: dict) -> dict:
-    """The fused groups of ``prog`` built as C (cgen.py, cc.py), by first step; ``{}`` when
-    there are none or the build failed (then NumPy runs every op, as before)."""
+def _native_groups(prog: Program, ns: dict) -> tuple[dict, dict]:
+    """The fused groups of ``prog`` built as C (cgen.py, cc.py), forward ones by first step,
+    backward ones by first schedule entry; empty when there are none or the build failed (then
+    NumPy runs every op, as before)."""
     groups = cgen.plan(prog)
-    if not groups:
-        return {}
+    bgroups = cgen.plan_backward(prog) if prog.needs_grad and backward_native else []
+    if not groups and not bgroups:
+        return {}, {}
     funcs: dict[str, str] = {}  # identical kernels share one function
-    for g in groups:
+    for g in [*groups, *bgroups]:
+        n = len(g.inputs) + len(g.outputs) if isinstance(g, cgen.Group) else \
+            len(g.loads) + len(g.saved) + len(g.outputs)
         g.name = "ember_k" + hashlib.sha256(g.source.encode()).hexdigest()[:16]
+        g.n_args = n
         funcs.setdefault(g.name, f"\n{g.comment}\nvoid {g.name}{g.source}"
-                         + cgen.array_entry(g.name, len(g.inputs) + len(g.outputs)))
+                         + cgen.array_entry(g.name, n))
     source = cgen.PRELUDE + "".join(funcs.values())
     lib = cc.build(source)
     if lib is None:
-        return {}
+        return {}, {}
     prog.c_source = source
     by_object = _data_offset_ok(lib)
     prog.c_by_object = by_object
     ns["EMPTY"], ns["ND"] = np.empty, np.ndarray
-    out = {}
-    for i, g in enumerate(groups):
-        n = len(g.inputs) + len(g.outputs)
-        if by_object:  # the arrays themselves: the C reads their data pointers
-            fn = getattr(lib, g.name + "_arrays")
-            fn.argtypes = [ctypes.py_object] * n
-        else:
-            fn = getattr(lib, g.name)
-            fn.argtypes = [ctypes.c_void_p] * n
-        fn.restype = None
-        ns[f"KG{i}"] = fn
-        out[g.ks[0]] = (i, g)
-    return out
+    out: dict = {}
+    bout: dict = {}
+    for prefix, gs, where in (("KG", groups, out), ("KB", bgroups, bout)):
+        for i, g in enumerate(gs):
+            if by_object:  # the arrays themselves: the C reads their data pointers
+                fn = getattr(lib, g.name + "_arrays")
+                fn.argtypes = [ctypes.py_object] * g.n_args
+            else:
+                fn = getattr(lib, g.name)
+                fn.argtypes = [ctypes.c_void_p] * g.n_args
+            fn.restype = None
+            ns[f"{prefix}{i}"] = fn
+            where[g.ks[0]] = (i, g)
+    return out, bout
 
 
 _offset_checked: dict[int, bool] = {}
@@ -271,7 +278,7 @@ def _op_lines(k: int, st: tuple, ns: dict, add: Any, pad: str, prog_metas: list)
         add(f"{pad}o = None")
 
 
-def _backward_source(prog: Program, ns: dict) -> str:
+def _backward_source(prog: Program, ns: dict, bgroups: dict | None = None) -> str:
     lines = ["def backward(ctxs, grads):"]
     add = lines.append
     slots = set(prog.out_slots) | set(prog.edge_slots)
@@ -282,41 +289,87 @@ def _backward_source(prog: Program, ns: dict) -> str:
         add(f"    g{s} = None")
     for j, s in enumerate(prog.out_slots):
         add(f"    if grads[{j}] is not None: g{s} = grads[{j}] if g{s} is None else g{s} + grads[{j}]")
-    for k, (ci, bwd, oslots, ometa, materialize, edges, name) in enumerate(prog.bsched):
-        ns[f"B{k}"] = bwd
-        ns[f"NAME{k}"] = name
-        add(f"    c = ctxs[{ci}]")
-        if len(oslots) == 1:
-            add(f"    if g{oslots[0]} is not None:")
-            add(f"        o = B{k}(c, g{oslots[0]})")
-        else:
-            buf = [f"g{s}" if s >= 0 else "None" for s in oslots]
-            add(f"    if not ({' is None and '.join(buf)} is None):")
-            if materialize:
-                for j in range(len(oslots)):
-                    if ometa[j] is not None:
-                        ns[f"OM{k}_{j}"] = ometa[j]
-                        v = buf[j]
-                        if v == "None":
-                            add(f"        b{j} = c.xp.zeros(*OM{k}_{j})")
-                        else:
-                            add(f"        b{j} = {v} if {v} is not None else c.xp.zeros(*OM{k}_{j})")
-                        buf[j] = f"b{j}"
-            add(f"        o = B{k}(c, {', '.join(buf)})")
-        add("        if type(o) is not tuple: o = (o,)")
-        if edges:
-            top = max(e[0] for e in edges)
-            add(f"        if len(o) <= {top}: bad_count(NAME{k}, {top}, len(o))")
-        for i, s, shape, dt in edges:
-            ns[f"ES{k}_{i}"], ns[f"ED{k}_{i}"] = shape, dt
-            add(f"        x = o[{i}]")
-            add("        if x is not None:")
-            add(f"            if x.shape != ES{k}_{i}: x = sum_to_shape(x, ES{k}_{i}, c)")
-            add(f"            if x.dtype != ED{k}_{i}: x = x.astype(ED{k}_{i})")
-            add(f"            g{s} = x if g{s} is None else g{s} + x")
-        add("        o = x = None")  # (no reference past this rule: the memory can be reused)
-        for s in oslots:  # this op's output gradients are spent
-            if s >= 0 and s not in prog.edge_slots:
-                add(f"    g{s} = None")
+    bgroups = bgroups or {}
+    skip: set[int] = set()
+    for k, entry in enumerate(prog.bsched):
+        if k in bgroups:
+            i, g = bgroups[k]
+            _bgroup_lines(i, g, prog, ns, add)
+            skip.update(g.ks)
+        if k not in skip:
+            _rule_lines(k, entry, prog, ns, add, "    ")
     add(f"    return ({''.join(f'g{s}, ' for s in prog.edge_slots)})")
     return "\n".join(lines) + "\n"
+
+
+def _bgroup_lines(i: int, g: cgen.BGroup, prog: Program, ns: dict, add: Any) -> None:
+    """A fused run of backward rules: its C when the gradients it reads hold arrays of the
+    expected shape, dtype and layout, else the rules one by one."""
+    ns[f"BSH{i}"], ns[f"BDT{i}"] = g.shape, g.dtype
+    op_ci = {}
+    for j, (ci, sj, _sh) in enumerate(g.saved):
+        op_ci[j] = (ci, sj)
+    for j, (ci, sj) in op_ci.items():
+        add(f"    sv{i}_{j} = ctxs[{ci}]._saved[{sj}]")
+    checks = [f"g{s} is not None and type(g{s}) is ND and g{s}.shape == BSH{i} and "
+              f"g{s}.dtype == BDT{i} and g{s}.flags.c_contiguous" for s in g.loads]
+    checks += [f"type(sv{i}_{j}) is ND and sv{i}_{j}.flags.c_contiguous" for j in op_ci]
+    add(f"    if {' and '.join(checks) or 'True'}:")
+    outs = [f"bo{i}_{j}" for j in range(len(g.outputs))]
+    for o in outs:
+        add(f"        {o} = EMPTY(BSH{i}, BDT{i})")
+    args = [f"g{s}" for s in g.loads] + [f"sv{i}_{j}" for j in op_ci] + outs
+    if not prog.c_by_object:
+        args = [f"{a}.ctypes.data" for a in args]
+    add(f"        KB{i}({', '.join(args)})")
+    for s, o in zip(g.outputs, outs):
+        add(f"        g{s} = {o}")
+    for s in g.spent:
+        add(f"        g{s} = None")
+    add(f"        {' = '.join(outs + [f'sv{i}_{j}' for j in op_ci])} = None"
+        if outs or op_ci else "        pass")
+    add("    else:")
+    for j in op_ci:
+        add(f"        sv{i}_{j} = None")
+    for k in g.ks:
+        _rule_lines(k, prog.bsched[k], prog, ns, add, "        ")
+
+
+def _rule_lines(k: int, entry: tuple, prog: Program, ns: dict, add: Any, pad: str) -> None:
+    """One backward rule of the schedule, as the interpreted replay runs it."""
+    ci, bwd, oslots, ometa, materialize, edges, name = entry
+    ns[f"B{k}"] = bwd
+    ns[f"NAME{k}"] = name
+    add(f"{pad}c = ctxs[{ci}]")
+    if len(oslots) == 1:
+        add(f"{pad}if g{oslots[0]} is not None:")
+        add(f"{pad}    o = B{k}(c, g{oslots[0]})")
+    else:
+        buf = [f"g{s}" if s >= 0 else "None" for s in oslots]
+        add(f"{pad}if not ({' is None and '.join(buf)} is None):")
+        if materialize:
+            for j in range(len(oslots)):
+                if ometa[j] is not None:
+                    ns[f"OM{k}_{j}"] = ometa[j]
+                    v = buf[j]
+                    if v == "None":
+                        add(f"{pad}    b{j} = c.xp.zeros(*OM{k}_{j})")
+                    else:
+                        add(f"{pad}    b{j} = {v} if {v} is not None else c.xp.zeros(*OM{k}_{j})")
+                    buf[j] = f"b{j}"
+        add(f"{pad}    o = B{k}(c, {', '.join(buf)})")
+    add(f"{pad}    if type(o) is not tuple: o = (o,)")
+    if edges:
+        top = max(e[0] for e in edges)
+        add(f"{pad}    if len(o) <= {top}: bad_count(NAME{k}, {top}, len(o))")
+    for i, s, shape, dt in edges:
+        ns[f"ES{k}_{i}"], ns[f"ED{k}_{i}"] = shape, dt
+        add(f"{pad}    x = o[{i}]")
+        add(f"{pad}    if x is not None:")
+        add(f"{pad}        if x.shape != ES{k}_{i}: x = sum_to_shape(x, ES{k}_{i}, c)")
+        add(f"{pad}        if x.dtype != ED{k}_{i}: x = x.astype(ED{k}_{i})")
+        add(f"{pad}        g{s} = x if g{s} is None else g{s} + x")
+    add(f"{pad}    o = x = None")  # (no reference past this rule: the memory can be reused)
+    for s in oslots:  # this op's output gradients are spent
+        if s >= 0 and s not in prog.edge_slots:
+            add(f"{pad}g{s} = None")
