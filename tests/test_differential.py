@@ -1142,3 +1142,26 @@ def test_backward_twice_through_a_node_that_saved_nothing_needed():
 
     _assert_same(prog)
     assert prog(ember) is not None
+
+
+def test_retain_grad_on_a_stale_view_is_undefined_in_pytorch():
+    """retain_grad() on a view made before grad entered its base in place: PyTorch fills its
+    .grad only if the view's grad_fn was read first, so the generator never makes it
+    (programs.UNDEFINED; long mode, family views, seed 3334114). ember fills it."""
+
+    def prog(m, peek):
+        x = m.tensor([-1.625, -1.125, 1.625, 1.0], dtype=m.float64, requires_grad=True)
+        c = m.tensor([-0.25, 1.375, 0.375, 0.25], dtype=m.float64)
+        v = c.unsqueeze(0)
+        c.mul_(x)
+        if peek:
+            v.grad_fn  # noqa: B018 - the read is the point
+        v.retain_grad()
+        (v * 1).sum().backward()
+        return v.grad
+
+    assert prog(torch, False) is None
+    np.testing.assert_array_equal(prog(torch, True).numpy(), np.ones((1, 4)))
+    for peek in (False, True):
+        np.testing.assert_array_equal(prog(ember, peek).numpy(), np.ones((1, 4)))
+    assert "retain_grad_on_stale_view_after_grad_entered" in P.UNDEFINED

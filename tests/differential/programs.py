@@ -72,6 +72,9 @@ UNDEFINED: frozenset[str] = frozenset({
     # an in-place op on a view made before grad entered its base through another view: PyTorch
     # refuses it ("a leaf Variable ...") unless the view's grad_fn was read in between
     "inplace_on_stale_view_after_grad_entered",
+    # retain_grad() on such a view: PyTorch's .grad stays None unless the view's grad_fn was
+    # read before the retain_grad() call
+    "retain_grad_on_stale_view_after_grad_entered",
     # requires_grad_() on a tensor that a recorded op had read, then a double backward: PyTorch's
     # second gradient reaches it only where that op's formula saved the tensor itself (mul), not
     # a view of it taken inside the op (linear saves weight.t(), matmul a view)
@@ -1213,6 +1216,9 @@ class Builder:
             tags.add("inplace_meta_after_retain_grad")  # (the other order: same class)
         if tgt is not None and (tgt in self.stale_views or _root_var(s.expr) in self.stale_views):
             tags.add("inplace_on_stale_view_after_grad_entered")
+        if ("retain_grad" in tags and isinstance(s.expr, Method) and isinstance(s.expr.obj, Var)
+                and s.expr.obj.name in self.stale_views):
+            tags.add("retain_grad_on_stale_view_after_grad_entered")
         if tgt is not None and (tgt in self.op_views or _root_var(s.expr) in self.op_views):
             tags.add("inplace_on_op_internal_view")
         s = replace(s, features=frozenset(tags))
@@ -1359,6 +1365,7 @@ CONTEXT_TAGS = frozenset(
         "inplace_int_target_grad_operand", "double_backward_empty",
         "inplace_operand_partial_overlap", "inplace_on_stale_view_after_grad_entered",
         "inplace_meta_after_retain_grad", "double_backward_after_requires_grad_on_saved",
+        "retain_grad_on_stale_view_after_grad_entered",
     }
 )  # fmt: skip
 
@@ -1595,6 +1602,14 @@ def _inplace_step(b: Builder, name: str) -> Step | None:
         cands = [
             n for n in b.tensors() if n != name and _broadcastable_to(tuple(b.env[n].shape), shp)
         ]
+        if cands and r.random() < 0.2:  # addcmul_/addcdiv_ (the target may be an operand:
+            op = r.choice(["addcmul_", "addcdiv_"])  # y.addcmul_(y, t, value=0.5))
+            t1, t2 = Var(r.choice(cands + [name])), Var(r.choice(cands + [name]))
+            if any(b.env[o.name].dtype != t.dtype for o in (t1, t2)):
+                feats.add("dtype_mix")
+            div = Bin("+", Method(t2, "abs"), Lit(1.0)) if op == "addcdiv_" else t2
+            return Step("expr", Method(v, op, (t1, div), (("value", Lit(0.5)),)),
+                        features=frozenset(feats | {op, "inplace_tensor_arg"}))
         if cands and r.random() < 0.7:
             other: Any = Var(r.choice(cands))
             if b.env[other.name].dtype != t.dtype:
@@ -2924,7 +2939,8 @@ CLASSES: dict[str, tuple[frozenset, str]] = {
         "in-place op on a view has the view's history there (fixed: node.ViewOutput)",
     ),
     "grad_enters_constant_through_view": (
-        frozenset({"inplace_on_stale_view_after_grad_entered", "grad_enters_view_of_constant",
+        frozenset({"inplace_on_stale_view_after_grad_entered",
+                   "retain_grad_on_stale_view_after_grad_entered", "grad_enters_view_of_constant",
                    "grad_enters_constant_with_views"}),
         "an in-place op with a requires-grad operand on a view of a tensor that does not require "
         "grad: the base and its other views start requiring grad (an in-place op on such another "
