@@ -354,6 +354,7 @@ _LAZY_ATTRS = {
     "PyTorchFileReader": "ember._archive",
     # PyTorch's C classes under torch (type annotations, isinstance): torch.jit's classes here
     **dict.fromkeys(["ScriptModule", "ScriptFunction"], "ember.jit"),
+    **dict.fromkeys(["Stream", "Event"], "ember._stream"),
     "from_dlpack": "ember.utils.dlpack",
     **dict.fromkeys(
         ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "avg_pool1d",

@@ -152,10 +152,14 @@ def is_torchelastic_launched() -> bool:
 
 
 def __getattr__(name: str) -> object:
-    if name == "rpc":  # torch.distributed.rpc loads on first use
+    if name in ("rpc", "device_mesh"):  # torch.distributed.rpc/.device_mesh: on first use
         import importlib
 
-        return importlib.import_module(f"{__name__}.rpc")
+        return importlib.import_module(f"{__name__}.{name}")
+    if name in ("DeviceMesh", "init_device_mesh"):  # PyTorch names them here too
+        from . import device_mesh
+
+        return getattr(device_mesh, name)
     from .._missing import attribute_error
 
     raise attribute_error("torch.distributed", name)

@@ -15,7 +15,7 @@ from types import ModuleType
 
 __version__ = "0.28.0+ember"  # the torchvision release whose API this package follows
 
-_SUBMODULES = ("datasets", "transforms", "models", "ops", "utils")
+_SUBMODULES = ("datasets", "transforms", "models", "ops", "utils", "io")
 _image_backend = "PIL"
 
 
