@@ -2383,19 +2383,20 @@ static PyObject *py_scatter_rows(PyObject *mod, PyObject *const *args, Py_ssize_
         release(&b);
         return NULL;
     }
-    if ((tv.buf ? tv.len / 8 != n : rows_src != n) || (b.p[1] && b.len[1] != n)) {
-        if (tv.buf)
+    int have_t = args[1] != Py_None;  /* (an empty buffer's pointer may be NULL) */
+    if ((have_t ? tv.len / 8 != n : rows_src != n) || (b.p[1] && b.len[1] != n)) {
+        if (have_t)
             PyBuffer_Release(&tv);
         PyBuffer_Release(&iv);
         release(&b);
         return PyErr_Format(PyExc_ValueError, "ember._kernels.scatter_rows: bad sizes");
     }
-    scatter_ctx c = {b.kind, (const int64_t *)iv.buf, (const int64_t *)tv.buf, b.p[0], b.p[1],
-                     b.p[2], n, d};
+    scatter_ctx c = {b.kind, (const int64_t *)iv.buf, have_t ? (const int64_t *)tv.buf : NULL,
+                     b.p[0], b.p[1], b.p[2], n, d};
     Py_BEGIN_ALLOW_THREADS  /* by columns: each element's sum runs over the rows in order */
     parallel(call_scatter_rows, &c, d, 16, n > 0 ? MIN_PART / n + 1 : d);
     Py_END_ALLOW_THREADS
-    if (tv.buf)
+    if (have_t)
         PyBuffer_Release(&tv);
     PyBuffer_Release(&iv);
     release(&b);
