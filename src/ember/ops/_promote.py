@@ -240,7 +240,7 @@ def _opmath_backward(bwd: Any) -> Any:
 def _round_grads(ctx: Any, out: Any) -> Any:
     """The float32 gradients of half inputs rounded to their dtype by the eager kernel (the
     engine's cast of each to its input's dtype, in one pass; the same values)."""
-    meta = ctx._meta
+    meta = getattr(ctx, "_meta", None)  # ((shape, dtype) per input; None where not recorded)
     if not meta or _kernels.active is None:
         return out
     grads = out if type(out) is tuple else (out,)
