@@ -8,6 +8,7 @@
 #   torchmetrics  a dozen metrics inside a training loop, MetricCollection, against scikit-learn
 #   lightning     Trainer fit/validate/test/predict, CSV logging, checkpoint + resume, summary
 #   transformers  tiny GPT-2 / LLaMA / BERT: train, generate, save_pretrained/from_pretrained
+#   diffusers     tiny UNet2DConditionModel, AutoencoderKL, DiT: train, DDIM/DPM-Solver sampling
 #
 #   bash scripts/libraries.sh            install (first run: a few minutes), run the programs
 #   bash scripts/libraries.sh --full     also skorch's own test suite (a skorch source checkout
@@ -35,16 +36,16 @@ if [ ! -x "$VENV/bin/python" ]; then
   "$PY" -m venv "$VENV"
 fi
 P="$VENV/bin/python"
-if ! "$P" -c "import torchmetrics, lightning, transformers" >/dev/null 2>&1; then
+if ! "$P" -c "import torchmetrics, lightning, transformers, diffusers" >/dev/null 2>&1; then
   "$P" -m pip install -q --upgrade pip >/dev/null 2>&1 || true
   "$P" -m pip install -q -e "$ROOT"
   # the libraries themselves: --no-deps, so pip never pulls PyTorch in
   "$P" -m pip install -q --no-deps "torchmetrics>=1.9,<2" "lightning>=2.6,<3" \
-    "transformers>=5,<6" "skorch>=1.4,<2" 2>&1 | grep -v "requires torch" || true
+    "transformers>=5,<6" "diffusers>=0.42,<1" "skorch>=1.4,<2" 2>&1 | grep -v "requires torch" || true
   # their own dependencies (compiled ones included), and the tools the programs use
   "$P" -m pip install -q lightning-utilities fsspec packaging typing_extensions pyyaml tqdm \
     tokenizers safetensors huggingface_hub regex filelock requests scikit-learn scipy \
-    tabulate pytest flaky pandas
+    tabulate pytest flaky pandas importlib_metadata Pillow
 fi
 if "$P" -c "import importlib.util as u, sys; sys.exit(u.find_spec('torch') is None)"; then
   echo "error: $VENV has a real torch installed; this environment must not" >&2
@@ -54,7 +55,7 @@ fi
 RUN=("$P" -m ember run)
 SITE=$("$P" -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
 status=0
-for prog in torchmetrics_loop lightning_fit transformers_tiny; do
+for prog in torchmetrics_loop lightning_fit transformers_tiny diffusers_tiny; do
   echo "== $prog on ember"
   if ! "${RUN[@]}" "examples/libraries/$prog.py" 2>&1 | grep -v "it/s]\|Tip:"; then
     status=1

@@ -418,3 +418,85 @@ def test_metadata_finder_is_only_installed_by_the_alias():
 @pytest.mark.skipif(os.environ.get("EMBER_PURE_PYTHON") == "1", reason="already the Python core")
 def test_pure_python_core():
     rerun_on_pure_python(__file__, "flop or prune or library or flex")
+
+
+# -- torch.Stream / torch.Event, device_mesh, torchvision.io ----------------------------------
+
+def test_stream_and_event_on_cpu_match_torch():
+    def run(m):
+        s = m.Stream(device="cpu")
+        out = [repr(s), s.query(), s.synchronize(), s == m.Stream(device="cpu"),
+               (s.device_index, s.stream_id), repr(m.Event(device="cpu"))]
+        e = m.Event(device="cpu")
+        out += [e.query(), e.synchronize(), e.wait()]
+        for f in (lambda: s.record_event(), lambda: s.wait_stream(s), lambda: e.record(s),
+                  lambda: e.elapsed_time(m.Event(device="cpu"))):
+            try:
+                f()
+            except (RuntimeError, ValueError) as exc:
+                out.append((type(exc).__name__, str(exc)))
+        with s as entered:
+            out.append(entered is s)
+        return out
+
+    assert run(ember) == run(torch)
+
+
+def test_device_mesh_single_rank_matches_torch(tmp_path):
+    script = tmp_path / "mesh.py"
+    script.write_text(
+        "import os, torch, torch.distributed as dist\n"
+        "import torch.distributed.device_mesh as dm\n"
+        "os.environ.update(MASTER_ADDR='127.0.0.1', MASTER_PORT=os.environ['PORT'])\n"
+        "dist.init_process_group('gloo', rank=0, world_size=1)\n"
+        "m = dm.init_device_mesh('cpu', (1, 1), mesh_dim_names=('dp', 'tp'))\n"
+        "print(m.shape, m.ndim, m.size(), m.size(0), m.get_rank(), m.get_local_rank('tp'),\n"
+        "      m.get_coordinate(), m['dp'].shape, m['dp'].mesh_dim_names, m.mesh.tolist(),\n"
+        "      str(m.mesh.dtype), dist.get_process_group_ranks(m.get_group('dp')),\n"
+        "      torch.distributed.DeviceMesh is dm.DeviceMesh)\n"
+        "dist.destroy_process_group()\n")
+    outs = []
+    for i, cmd in enumerate(([sys.executable, str(script)],
+                             [sys.executable, "-m", "ember", "run", str(script)])):
+        if i == 1 and not ember.distributed.is_available():
+            pytest.skip("ember's distributed needs MPI here")
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120,
+                              env=dict(os.environ, PORT=str(29600 + i),
+                                       PYTHONWARNINGS="ignore"))
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        outs.append(proc.stdout.strip().splitlines()[-1])
+    assert outs[0] == outs[1]
+
+
+def test_device_mesh_stubs_without_distributed():
+    code = ("import ember.distributed._mpi as m; m.available = lambda: False\n"
+            "import ember.distributed.device_mesh as dm\n"
+            "print(dm.DeviceMesh.__name__, dm.init_device_mesh())")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.stdout.split() == ["_DeviceMeshStub", "None"], proc.stderr[-2000:]
+
+
+def test_vision_io_round_trips(tmp_path):
+    from ember.vision import io
+
+    img = (ember.arange(3 * 5 * 7) % 256).to(ember.uint8).reshape(3, 5, 7)
+    path = str(tmp_path / "a.png")
+    io.write_png(img, path)
+    back = io.read_image(path)
+    assert back.dtype == ember.uint8 and bool((back == img).all())
+    gray = io.read_image(path, io.ImageReadMode.GRAY)
+    from PIL import Image
+
+    assert gray.shape == (1, 5, 7)
+    assert gray[0].numpy().tolist() == np.asarray(Image.open(path).convert("L")).tolist()
+    rgba = io.decode_image(io.read_file(path), mode=io.ImageReadMode.RGB_ALPHA)
+    assert rgba.shape == (4, 5, 7) and rgba[3].unique().tolist() == [255]
+    data = io.encode_jpeg(img, quality=95)
+    assert data.dtype == ember.uint8 and data.dim() == 1
+    jpg = io.decode_jpeg(data)
+    assert jpg.shape == (3, 5, 7) and (jpg.float() - img.float()).abs().mean().item() < 20
+    with pytest.raises(RuntimeError, match="1-D uint8"):
+        io.decode_image(img)
+    with pytest.raises(ValueError):
+        io.encode_png(img, compression_level=10)

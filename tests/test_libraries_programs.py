@@ -14,7 +14,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PROGRAMS = {"torchmetrics_loop": ("torchmetrics", "sklearn"), "lightning_fit": ("lightning",),
-            "transformers_tiny": ("transformers", "safetensors", "tokenizers")}
+            "transformers_tiny": ("transformers", "safetensors", "tokenizers"),
+            "diffusers_tiny": ("diffusers", "safetensors", "PIL")}
 
 
 @pytest.mark.parametrize("program", sorted(PROGRAMS))

@@ -106,6 +106,7 @@ class Event:
             self._cuda = cuda.Event(enable_timing=enable_timing, blocking=blocking,
                                     interprocess=interprocess)
         self.event_id = 0
+        self._timing = enable_timing
 
     def record(self, stream: Stream | None = None) -> None:
         if self._cuda is None:
@@ -124,6 +125,8 @@ class Event:
             self._cuda.synchronize()
 
     def elapsed_time(self, end_event: Event) -> float:
+        if not (self._timing and end_event._timing):
+            raise ValueError("Both events must be created with argument 'enable_timing=True'.")
         if self._cuda is None or end_event._cuda is None:
             raise ValueError("Both events must be recorded before calculating elapsed time.")
         return self._cuda.elapsed_time(end_event._cuda)
