@@ -6,8 +6,8 @@ Three compiled regions, each with the generated C on and off (``ember._compile.c
 in one process, interleaved, best of 5, CPU time of this thread per call (the machine may be
 shared): an elementwise chain (mul, add, relu, div, sub, clamp, mul: one kernel), ReLU then
 dropout (one kernel after the mask's draw) and a tanh GELU written out (two kernels around
-NumPy's tanh); "train" runs the forward with inputs that require grad (the ops' saved values are
-written too; backward is not fused and not timed).
+NumPy's tanh); "train" runs forward and backward (``y.backward(ones)``, outside the region), with
+the backward rules' elementwise runs fused too.
 """
 
 from __future__ import annotations
@@ -41,13 +41,17 @@ def _make(native: bool, which: str, shape: tuple, rg: bool) -> tuple:
         f(x)
     comp = getattr(f, "_ember_compiled", None) or f._compiled
     assert bool(next(iter(comp.cache.values())).prog.c_source) == native
+    x.grad = None
     return f, x
 
 
 def _time(f: object, x: ember.Tensor, n: int) -> float:
+    g = ember.ones(x.shape) if x.requires_grad else None
     t0 = time.thread_time()
     for _ in range(n):
-        f(x)
+        y = f(x)
+        if g is not None:
+            y.backward(g)
     return (time.thread_time() - t0) / n * 1e6
 
 
