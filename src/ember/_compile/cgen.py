@@ -430,7 +430,20 @@ def _b_square(g: str, ins: list, attrs: dict, T: str) -> list:  # grad * 2 * x
     return [f"({g} * ({T})2) * {ins[0]}"]
 
 
+def _b_div(g: str, ins: list, attrs: dict, T: str) -> list:  # grad / b, -grad * ((a / b) / b)
+    a, b = ins
+    return [f"{g} / {b}", None if a is None else f"(-{g}) * (({a} / {b}) / {b})"]
+
+
+def _b_clamp(g: str, ins: list, attrs: dict, T: str) -> list:  # grad where lo <= x <= hi
+    x, lo, hi = ins
+    inside = " && ".join([f"{x} >= {lo}"] * (lo is not None) + [f"{x} <= {hi}"] * (hi is not None))
+    return [f"(({inside or '1'}) ? {g} : ({T})0)", None, None]  # (bounds' gradients: not fused)
+
+
 BTABLE: dict[Any, tuple[str, Callable]] = {
+    _pw.Div.backward: ("div", _b_div),
+    _pwp.Clamp.backward: ("clamp", _b_clamp),
     _pw.Add.backward: ("add", _b_add),
     _pw.ScaledAdd.backward: ("add (alpha)", _b_scaled_add),
     _pw.Sub.backward: ("sub", _b_sub),
@@ -511,6 +524,11 @@ def _bfusible(entry: tuple, st: tuple, info: tuple | None) -> tuple | None:
                 return None
         elif meta[0] != "arr" or meta[1] != dt or not _broadcastable(meta[2], shape):
             return None
+    # every edge must get an expression (a clamp's tensor bounds, for one, do not)
+    ins = [None if w is None else "v" for w in (saved or ())]
+    outs = BTABLE[bwd][1]("g", ins, _attrs, CTYPE[dt])
+    if outs is None or any(i >= len(outs) or outs[i] is None for i, *_ in edges):
+        return None
     return shape, dt
 
 
