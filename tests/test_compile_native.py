@@ -167,6 +167,37 @@ def test_backward_run_with_a_missing_gradient_falls_back():
 
 
 @needs_cc
+def test_large_kernels_split_over_threads_give_the_same_bits():
+    from ember import _threads
+
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((520, 1030)).astype(np.float32)  # over _threads.THRESHOLD
+    b = rng.standard_normal(1030).astype(np.float32)
+
+    def make():
+        return ember.tensor(a, requires_grad=True), ember.tensor(b, requires_grad=True)
+
+    def f(x, w):
+        h = (x * w + 0.5).relu()
+        return (h * h - x).clamp(-2, 2) * 0.25
+
+    before = ember.get_num_threads()
+    try:
+        ember.set_num_threads(1)
+        one = _run(f, make, True)
+        ember.set_num_threads(3)
+        assert _threads.cut <= a.size
+        three = _run(f, make, True)
+        replay = _run(f, make, False)
+    finally:
+        ember.set_num_threads(before)
+    assert "SPLIT(KG0" in three[2].source and "SPLIT(KB0" in three[2].source
+    for got in (three, replay):
+        _same_bits(one[0], got[0])
+        _same_bits(one[1], got[1])
+
+
+@needs_cc
 def test_signed_zeros_nans_and_ties():
     vals = np.array([0.0, -0.0, np.nan, np.inf, -np.inf, 1.0, -1.0, 3.0], np.float32)
     a = np.repeat(vals, len(vals))

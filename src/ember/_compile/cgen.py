@@ -48,8 +48,8 @@ DATA_OFFSET = object.__basicsize__
 
 def array_entry(name: str, n: int) -> str:
     """``<name>_arrays``: the kernel ``name`` called with n NumPy arrays (as PyObject pointers)."""
-    params = ", ".join(f"void *a{j}" for j in range(n))
-    args = ", ".join(f"EMBER_DATA(a{j})" for j in range(n))
+    params = ", ".join(["int64_t lo", "int64_t hi"] + [f"void *a{j}" for j in range(n)])
+    args = ", ".join(["lo", "hi"] + [f"EMBER_DATA(a{j})" for j in range(n)])
     return f"void {name}_arrays({params}) {{ {name}({args}); }}\n"
 
 
@@ -358,15 +358,19 @@ def _function_source(g: Group) -> str:
             st.append(acc if d[1][j] else 0)
             acc *= d[0] if d[1][j] else 1
         strides.append(st[::-1])
+    # (lo, hi: the part of the outermost loop this call computes; threads split it)
     lines = ["(" + ", ".join(
-        [f"const {CTYPE[dt]} *restrict in{j}" for j, (_s, dt, _sh) in enumerate(g.inputs)]
+        ["int64_t lo", "int64_t hi"]
+        + [f"const {CTYPE[dt]} *restrict in{j}" for j, (_s, dt, _sh) in enumerate(g.inputs)]
         + [f"{CTYPE[dt]} *restrict out{j}" for j, (_s, dt) in enumerate(g.outputs)]) + ")", "{"]
     ops = ", ".join(b.rsplit("/* ", 1)[1][:-3] for b in g.body)
     g.comment = f"/* {len(g.ks)} ops over shape {tuple(shape)}: {ops} */"
     n = len(sizes)
     ind = "    "
+    g.outer, g.size = sizes[0], math.prod(sizes)
     for d in range(n):
-        lines.append(f"{ind * (d + 1)}for (int64_t i{d} = 0; i{d} < {sizes[d]}; i{d}++) {{")
+        lo, hi = ("lo", "hi") if d == 0 else ("0", sizes[d])
+        lines.append(f"{ind * (d + 1)}for (int64_t i{d} = {lo}; i{d} < {hi}; i{d}++) {{")
     pad = ind * (n + 1)
     for j in range(len(g.inputs)):
         terms = [f"i{d} * {strides[j][d]}" if strides[j][d] != 1 else f"i{d}"
@@ -599,7 +603,7 @@ def _bfunction_source(g: BGroup) -> str:
     T = CTYPE[g.dtype]
     shape = g.shape
     n = math.prod(shape)
-    params = ([f"const {T} *restrict gp{j}" for j in range(len(g.loads))]
+    params = (["int64_t lo", "int64_t hi"] + [f"const {T} *restrict gp{j}" for j in range(len(g.loads))]
               + [f"const {T} *restrict sp{j}" for j in range(len(g.saved))]
               + [f"{T} *restrict out{j}" for j in range(len(g.outputs))])
     lines = ["(" + ", ".join(params) + ")", "{"]
@@ -616,8 +620,10 @@ def _bfunction_source(g: BGroup) -> str:
         idx.append(terms)
     nd = len(shape)
     ind = "    "
+    g.outer, g.size = shape[0], n
     for d in range(nd):
-        lines.append(f"{ind * (d + 1)}for (int64_t i{d} = 0; i{d} < {shape[d]}; i{d}++) {{")
+        lo, hi = ("lo", "hi") if d == 0 else ("0", shape[d])
+        lines.append(f"{ind * (d + 1)}for (int64_t i{d} = {lo}; i{d} < {hi}; i{d}++) {{")
     pad = ind * (nd + 1)
     flat = " + ".join(f"i{d} * {math.prod(shape[d + 1:])}" if d < nd - 1 else f"i{d}"
                       for d in range(nd))

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import _threads
 from .._tensor_base import TensorBase
 from ..autograd.engine import sum_to_shape
 from ..ops import random as _random
@@ -88,14 +89,37 @@ def _native_groups(prog: Program, ns: dict) -> tuple[dict, dict]:
         for i, g in enumerate(gs):
             if by_object:  # the arrays themselves: the C reads their data pointers
                 fn = getattr(lib, g.name + "_arrays")
-                fn.argtypes = [ctypes.py_object] * g.n_args
+                fn.argtypes = [ctypes.c_int64] * 2 + [ctypes.py_object] * g.n_args
             else:
                 fn = getattr(lib, g.name)
-                fn.argtypes = [ctypes.c_void_p] * g.n_args
+                fn.argtypes = [ctypes.c_int64] * 2 + [ctypes.c_void_p] * g.n_args
             fn.restype = None
             ns[f"{prefix}{i}"] = fn
             where[g.ks[0]] = (i, g)
     return out, bout
+
+
+def _call(fn: str, g: Any, args: str, ns: dict) -> str:
+    """The statement calling kernel ``fn`` over its whole loop: split over ember's threads
+    (``_threads``: ``set_num_threads``, ``OMP_NUM_THREADS``) when it is large enough; each
+    element is computed alike in any part, so the result is the same at any thread count."""
+    if g.size < _threads.THRESHOLD or g.outer < 2:
+        return f"{fn}(0, {g.outer}, {args})"
+    ns["THR"], ns["SPLIT"] = _threads, _split
+    return (f"SPLIT({fn}, {g.outer}, ({args},)) if THR.cut <= {g.size} else "
+            f"{fn}(0, {g.outer}, {args})")
+
+
+def _split(fn: Any, outer: int, args: tuple) -> None:
+    """``fn(lo, hi, *args)`` over parts of ``range(outer)``, one per thread (the ctypes call
+    releases the GIL, so the parts run at once)."""
+    n = min(_threads.get_num_threads(), outer)
+    bounds = [outer * k // n for k in range(n + 1)]
+
+    def part(lo: int, hi: int, out: Any = None) -> None:
+        fn(lo, hi, *args)
+
+    _threads._parallel(part, [((bounds[k], bounds[k + 1]), None) for k in range(n)])
 
 
 _offset_checked: dict[int, bool] = {}
@@ -135,7 +159,7 @@ def _group_lines(i: int, g: cgen.Group, prog: Program, ns: dict, add: Any, pad: 
         add(f"{pad}    " + _mask_line(k, prog.steps[k], ns, x))
     arrs = ins + [f"s{s}" for s, _ in g.outputs]
     ptrs = ", ".join(arrs if prog.c_by_object else [f"{x}.ctypes.data" for x in arrs])
-    add(f"{pad}    KG{i}({ptrs})")
+    add(f"{pad}    " + _call(f"KG{i}", g, ptrs, ns))
     for k, info in zip(g.ks, g.infos):
         st = prog.steps[k]
         o = st[6][0]
@@ -321,7 +345,7 @@ def _bgroup_lines(i: int, g: cgen.BGroup, prog: Program, ns: dict, add: Any) -> 
     args = [f"g{s}" for s in g.loads] + [f"sv{i}_{j}" for j in op_ci] + outs
     if not prog.c_by_object:
         args = [f"{a}.ctypes.data" for a in args]
-    add(f"        KB{i}({', '.join(args)})")
+    add("        " + _call(f"KB{i}", g, ", ".join(args), ns))
     for s, o in zip(g.outputs, outs):
         add(f"        g{s} = {o}")
     for s in g.spent:
