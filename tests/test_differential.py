@@ -853,11 +853,10 @@ def test_requires_grad_on_view_of_constant():
     _assert_same(prog2)
 
 
-@pytest.mark.xfail(strict=False, reason="issue 31: inplace_on_op_internal_view")
 def test_inplace_with_grad_on_einsum_result_made_under_no_grad():
     """PyTorch's einsum("i,i->") returns a view of its own product (``_base`` set); made under
     no_grad, that view refuses an in-place copy from a tensor requiring grad. ember's result is
-    not a view and takes the copy (generated: family views, seed 310819173)."""
+    such a view too (function.internal_view; generated: family views, seed 310819173)."""
 
     def prog(m):
         x = m.tensor([[-0.5, -0.625], [1.5, 2.0]], dtype=m.float64, requires_grad=True)
@@ -867,6 +866,28 @@ def test_inplace_with_grad_on_einsum_result_made_under_no_grad():
         return y
 
     _assert_same(prog)
+    for eq, a in (("i,i->", (3,)), ("i,j->ij", (3,)), ("i,i->i", (3,)), ("ij,j->i", (2, 3))):
+        # a view where PyTorch's result is one (a contraction), not elsewhere
+        _assert_same(lambda m, eq=eq, a=a: m.einsum(eq, m.ones(a), m.ones(3))._base is None)
+
+
+def test_requires_grad_on_a_linear_result_leaves_earlier_views_alone():
+    """F.linear of a batch with a bias returns a view of its addmm's output in PyTorch: views
+    taken of the result show that temporary, so requires_grad_() on the result leaves them
+    alone (class op_result_is_internal_view; long mode, family views, seed 695678282)."""
+
+    def prog(m, shape, bias):
+        x = m.tensor(np.arange(24.0).reshape(shape) / 10, dtype=m.float64)
+        w = m.tensor(np.linspace(-1, 1, 20).reshape(5, 4), dtype=m.float64)
+        b = m.ones(5, dtype=m.float64) if bias else None
+        y = m.nn.functional.linear(x, w, b)
+        v = y[1:]
+        y.requires_grad_()
+        return v.requires_grad, y._base is None, y.is_leaf
+
+    for shape in ((2, 3, 4), (6, 4), (3, 2, 4)):
+        for bias in (True, False):
+            _assert_same(lambda m, shape=shape, bias=bias: prog(m, shape, bias))
 
 
 @pytest.mark.xfail(strict=False, reason="issue 31: inplace_through_data_promoted (ops promote "

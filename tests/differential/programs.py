@@ -56,10 +56,6 @@ KNOWN_GAPS: set[str] = {
     # x.data written after a mixed-dtype op read x: ember's op saved the recorded cast's copy
     # (ops promote through a ToCopy node), PyTorch's the operand itself (ops/ rooms)
     "inplace_through_data_promoted",  # class inplace_through_data
-    # an op whose PyTorch result is a view of its own temporaries (einsum "i,i->", ...): ember's
-    # result is not a view, so PyTorch's no_grad-view rules for it are not ember's (ops/ rooms)
-    "inplace_on_op_internal_view",  # class op_result_is_internal_view
-    "requires_grad_on_op_internal_view",  # (requires_grad_() on such a result, or a view of it)
 }
 
 # Features whose programs PyTorch itself runs in an undefined way (the result depends on its loop
@@ -2850,9 +2846,10 @@ _SALIENT = (
 CLASSES: dict[str, tuple[frozenset, str]] = {
     "op_result_is_internal_view": (
         frozenset({"inplace_on_op_internal_view", "requires_grad_on_op_internal_view"}),
-        "einsum, F.linear of an N-D or 1-D input, tensordot, inner, bilinear, multi_dot: "
-        "PyTorch's result is a view of the op's own temporary (_base set), so its no_grad-view "
-        "refusals and requires_grad_() on it follow view rules; ember's result is not a view",
+        "einsum with a contraction, F.linear of an N-D or 1-D input with a bias: PyTorch's "
+        "result is a view of the op's own temporary (_base set), so its no_grad-view refusals "
+        "and requires_grad_() on it follow view rules (fixed for those two, unrecorded: "
+        "function.internal_view; tensordot, inner, bilinear, multi_dot are not generated)",
     ),
     "retained_grad_after_inplace_metadata_op": (
         frozenset({"inplace_meta_after_retain_grad"}),

@@ -412,6 +412,16 @@ def _share_version(first: Any, outputs: list, multi: bool = False) -> None:
                 t._view_kind = kind
 
 
+def internal_view(t: TensorBase) -> TensorBase:
+    """Make ``t``, an op's fresh result that autograd did not record, a view of a hidden tensor
+    over the same memory, as PyTorch returns some results (``einsum`` with a contraction,
+    ``linear`` of a batch with a bias) as a view of the op's own temporary: views taken of ``t``
+    later show that temporary, so ``t.requires_grad_()`` leaves them alone, and ``t`` made under
+    no_grad refuses an in-place op that autograd would track. Returns ``t``."""
+    _share_version(_make(t._data), [t])
+    return t
+
+
 def link_view(first: Any, out: Any) -> Any:
     """Mark ``out`` (made without ``apply``) as a view of ``first``; returns ``out``."""
     _share_version(first, [out])

@@ -17,7 +17,7 @@ import numpy as np
 
 from .. import _backend
 from .._tensor_base import TensorBase, wrap_dim
-from ..autograd.function import Op
+from ..autograd.function import Op, internal_view
 from . import casting as _cast
 from ._autocast import cast as _amp_cast
 from ._autocast import flag as _amp
@@ -146,7 +146,10 @@ def einsum(*args: Any) -> Any:
                 "e.g. x.long()"
             )
     op = conjugated(Einsum) if kind == "c" else Einsum  # (complex: PyTorch's conjugated rule)
-    return op.apply((ins, out, sizes), *ops)
+    res = op.apply((ins, out, sizes), *ops)
+    if res._grad_fn is None and len(ins) == 2 and (set(ins[0]) & set(ins[1])) - set(out):
+        internal_view(res)  # PyTorch's contraction: a view of its bmm's output
+    return res
 
 
 class Einsum(Op):

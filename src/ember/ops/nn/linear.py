@@ -8,7 +8,7 @@ from typing import Any
 from ... import _backend, _dtype
 from ..._tensor_base import TensorBase
 from ...autograd import grad_mode
-from ...autograd.function import Op
+from ...autograd.function import Op, internal_view
 from .. import _out
 from .._autocast import cast as _amp_cast
 from .._autocast import flag as _amp
@@ -47,7 +47,10 @@ def linear(input: TensorBase, weight: TensorBase, bias: TensorBase | None = None
             flat = input.reshape(-1, x.shape[-1])
             out2 = _linear_op(2, b, x.dtype).apply(flat, weight, bias)
             return out2.reshape(tuple(x.shape[:-1]) + (w.shape[0],))
-        return _linear_op(x.ndim, b, x.dtype).apply(input, weight, bias)
+        res = _linear_op(x.ndim, b, x.dtype).apply(input, weight, bias)
+        if b is not None and x.ndim != 2 and res._grad_fn is None:
+            internal_view(res)  # PyTorch's: a view of its addmm's output (ViewBackward0)
+        return res
     return _linear_checked(input, weight, bias)
 
 
