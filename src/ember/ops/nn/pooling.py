@@ -561,6 +561,11 @@ def _adaptive_avg(fn: str, nd: int, input: Any, output_size: Any) -> Any:
     if input._data.dtype.kind not in "fV":
         raise RuntimeError(f'"{fn}" not implemented for \'{_tname(input)}\' (input dtype '
                            f"{input.dtype}); convert it first, e.g. x.float()")
+    if all(o == 1 for o in out):  # PyTorch's global pooling is the mean (MeanBackward1), so
+        # the two agree to the last bit (a library's test compares them with allclose)
+        if nd == 1:
+            return input.unsqueeze(-2).mean(dim=(-1, -2), keepdim=True).squeeze(-2)
+        return input.mean(dim=tuple(range(-1, -nd - 1, -1)), keepdim=True)
     sizes = input._data.shape[-nd:]
     maps = tuple(None if o == n else _adaptive_avg_map(n, o) for n, o in zip(sizes, out))
     return AdaptiveAvgPool.apply(input, maps)
