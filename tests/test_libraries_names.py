@@ -500,3 +500,69 @@ def test_vision_io_round_trips(tmp_path):
         io.decode_image(img)
     with pytest.raises(ValueError):
         io.encode_png(img, compression_level=10)
+
+
+# -- key-value stores -------------------------------------------------------------------------
+
+def _store_run(m, path):
+    import datetime
+
+    d = m.distributed
+    out = []
+    s = d.TCPStore("127.0.0.1", 0, 1, True, timeout=datetime.timedelta(seconds=2))
+    s.set("a", "x")
+    out += [s.get("a"), s.add("c", 5), s.add("c", 2), s.num_keys(), s.check(["a"]),
+            s.check(["zz"])]
+    out += [s.compare_set("a", "x", "y"), s.get("a"), s.compare_set("a", "q", "z"),
+            s.compare_set("new", "", "v"), s.delete_key("a"), s.delete_key("a"), s.num_keys()]
+    s.set("b", b"\x00\x01")
+    s.append("b", "zz")
+    s.multi_set(["k1", "k2"], ["v1", "v2"])
+    out += [s.get("b"), s.multi_get(["b", "c"]), s.get("k2"), s.timeout]
+    for f in (lambda: s.get("missing"),
+              lambda: s.wait(["never"], datetime.timedelta(seconds=0.2))):
+        try:
+            f()
+        except RuntimeError as e:
+            out.append((isinstance(e, d.DistStoreError), str(e)))
+    client = d.TCPStore("127.0.0.1", s.port, is_master=False,
+                        timeout=datetime.timedelta(seconds=2))
+    out += [client.get("k1"), client.add("c", 1), s.get("c")]
+    h = d.HashStore()
+    h.set("a", "1")
+    out += [h.get("a"), h.add("n", 3), h.num_keys()]
+    p = d.PrefixStore("pre", h)
+    p.set("a", "2")
+    out += [p.get("a"), h.get("pre/a"), p.add("q", 1), h.get("pre/q")]
+    fs = d.FileStore(path, 1)
+    fs.set("x", "1")
+    out += [fs.get("x"), fs.add("n", 2), fs.check(["x"]), d.FileStore(path, 1).get("x"),
+            fs.compare_set("x", "1", "5"), fs.get("x")]
+    fs.set_timeout(datetime.timedelta(seconds=0.3))
+    try:
+        fs.get("nope")
+    except RuntimeError as e:
+        out.append(str(e))
+    return out
+
+
+def test_stores_match_torch(tmp_path):
+    assert _store_run(ember, str(tmp_path / "e")) == _store_run(torch, str(tmp_path / "t"))
+
+
+def test_tcp_store_across_processes():
+    import datetime
+
+    master = ember.distributed.TCPStore("127.0.0.1", 0, 2, True, wait_for_workers=False,
+                                        timeout=datetime.timedelta(seconds=30))
+    code = ("import datetime, ember.distributed as d\n"
+            f"s = d.TCPStore('127.0.0.1', {master.port}, 2, False,"
+            " timeout=datetime.timedelta(seconds=30))\n"
+            "s.set('from_child', 'hello')\n"
+            "print(s.get('from_parent').decode(), s.add('count', 10))\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    master.set("from_parent", "hi")
+    assert master.get("from_child") == b"hello"
+    out, _ = proc.communicate(timeout=60)
+    assert out.split() == ["hi", "10"]
+    assert int(master.get("init/")) == 2 and master.add("count", 1) == 11

@@ -25,14 +25,9 @@ from ._names import (
     DistNetworkError,
     DistributedNotInitializedError,  # noqa: F401 - raised by ember.nn and ember.utils.data
     DistStoreError,
-    FileStore,
     GroupMember,
-    HashStore,
     P2POp,
-    PrefixStore,
     ReduceOp,
-    Store,
-    TCPStore,
     _no_group,  # noqa: F401 - used by ember.nn and ember.utils.data
     default_pg_timeout,
     group,
@@ -46,6 +41,7 @@ from ._object_collectives import (
     scatter_object_list,
     send_object_list,
 )
+from ._store import FileStore, HashStore, PrefixStore, Store, TCPStore
 from .distributed_c10d import (
     ProcessGroup,
     Work,

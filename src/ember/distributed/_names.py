@@ -115,26 +115,6 @@ class _NeedsBackend:
         )
 
 
-class Store(_NeedsBackend):
-    """A key-value store for rendezvous (needs a backend)."""
-
-
-class TCPStore(Store):
-    """A TCP key-value store (not available in ember yet)."""
-
-
-class FileStore(Store):
-    """A file-backed key-value store (not available in ember yet)."""
-
-
-class HashStore(Store):
-    """An in-memory key-value store (not available in ember yet)."""
-
-
-class PrefixStore(Store):
-    """A store that prefixes keys (not available in ember yet)."""
-
-
 class P2POp:
     """A point-to-point operation for ``batch_isend_irecv`` (op, tensor, peer, group, tag)."""
 
