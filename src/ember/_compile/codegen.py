@@ -26,9 +26,8 @@ import numpy as np
 from .. import _threads
 from .._tensor_base import TensorBase
 from ..autograd.engine import sum_to_shape
-from ..ops import random as _random
 from . import cc, cgen, config
-from .replay import ShapeChanged, bad_count, prog_mask
+from .replay import ShapeChanged, bad_count, prog_mask, rng_restore, rng_snapshot
 from .trace import MASK, OP, UPDATE, Program
 
 _new_node = object.__new__
@@ -49,7 +48,7 @@ def generate(prog: Program) -> None:
         return
     ns: dict[str, Any] = {"NEW": _new_node, "ShapeChanged": ShapeChanged,
                           "sum_to_shape": sum_to_shape, "bad_count": bad_count,
-                          "RANDOM": _random, "MASK": prog_mask, "MAKE": TensorBase._make}
+                          "RNG_SNAP": rng_snapshot, "RNG_RESTORE": rng_restore, "MASK": prog_mask, "MAKE": TensorBase._make}
     groups, bgroups = _native_groups(prog, ns) if config.native else ({}, {})
     fwd = _forward_source(prog, ns, groups)
     bwd = _backward_source(prog, ns, bgroups) if prog.needs_grad else ""
@@ -224,7 +223,7 @@ def _forward_source(prog: Program, ns: dict, groups: dict | None = None) -> str:
         if k in groups:
             i, g = groups[k]
             if g.masks and not masked:
-                add(f"{pad}rng_state = RANDOM.default_generator.get_state()")
+                add(f"{pad}rng_state = RNG_SNAP()")
                 masked = True
             _group_lines(i, g, prog, ns, add, pad)
             skip.update(g.ks + g.masks)
@@ -235,7 +234,7 @@ def _forward_source(prog: Program, ns: dict, groups: dict | None = None) -> str:
         elif st[0] is MASK:  # a dropout mask from the same generator, in the same order
             if k not in skip:
                 if not masked:
-                    add(f"{pad}rng_state = RANDOM.default_generator.get_state()")
+                    add(f"{pad}rng_state = RNG_SNAP()")
                     masked = True
                 add(pad + _mask_line(k, st, ns))
         elif st[0] is UPDATE:  # a running statistic, with normalization.py's arithmetic
@@ -259,7 +258,7 @@ def _forward_source(prog: Program, ns: dict, groups: dict | None = None) -> str:
         add("        for arr, old in reversed(undo):")
         add("            arr[...] = old")
         add("        if rng_state is not None:")
-        add("            RANDOM.default_generator.set_state(rng_state)")
+        add("            RNG_RESTORE(rng_state)")
         add("        raise")
     keep = sorted({leaf[1] for leaf in prog.out_spec[1] if leaf[0] in ("diff", "slot")})
     add(f"    vals = [None] * {prog.n_slots}")
