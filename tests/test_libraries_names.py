@@ -566,3 +566,26 @@ def test_tcp_store_across_processes():
     out, _ = proc.communicate(timeout=60)
     assert out.split() == ["hi", "10"]
     assert int(master.get("init/")) == 2 and master.add("count", 1) == 11
+
+
+def test_lerp_follows_pytorch_formula_bit_for_bit():
+    """PyTorch computes lerp from `end` when |weight| >= 0.5, each branch one fused
+    multiply-add: lerp(a, -inf, 0.5) is nan (diffusers' KDPM2 sigmas rely on it) and float32
+    results agree to the bit."""
+    def run(m):
+        m.manual_seed(0)
+        a, b, w = m.randn(1000), m.randn(1000), m.rand(1000)
+        out = [m.lerp(a, b, ww).numpy().tobytes() for ww in (0.3, 0.5, 0.7, 1.0, w)]
+        inf = m.tensor([float("-inf"), 3.0])
+        out.append(str(m.lerp(m.tensor([1.0, 2.0]), inf, 0.5).tolist()))
+        out.append(str(m.lerp(m.tensor([1.0, 2.0]), inf, m.tensor([0.2, 0.9])).tolist()))
+        x = m.tensor([1.0, 2.0], requires_grad=True)
+        y = m.lerp(x, m.tensor([5.0, 6.0]), 0.75)
+        y.sum().backward()
+        out += [str(y.tolist()), str(x.grad.tolist())]
+        d = m.lerp(m.tensor([1.0, 2.0], dtype=m.float64), m.tensor([3.0, 4.0], dtype=m.float64),
+                   0.6)
+        out.append(str(d.dtype).split(".")[-1])
+        return out
+
+    assert run(ember) == run(torch)

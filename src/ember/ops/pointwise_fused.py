@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from .. import _dtype
 from .._tensor_base import TensorBase
 from ..autograd.function import Op
@@ -108,14 +110,32 @@ class Addcdiv(Op):
 
 
 class Lerp(Op):
-    """out = start + w * (end - start)
+    """out = start + w * (end - start)   (computed as end - (1 - w) * (end - start) for |w| >= 0.5)
     grad_start = grad * (1 - w)          grad_end = grad * w          grad_w = grad * (end - start)"""
 
     @staticmethod
     def forward(ctx: Any, start: Any, end: Any, w: Any) -> Any:
         diff = end - start
         ctx.save_for_backward(diff if ctx.needs_input_grad[2] else None, w)
-        return start + w * diff
+        # PyTorch's formula: from start for |w| < 0.5, from end otherwise (exact at w = 1;
+        # lerp(a, -inf, 0.5) is nan there, which schedulers' interpolated sigmas rely on), each
+        # a fused multiply-add: for float32 the product and sum are taken in float64 and
+        # rounded once, which is what the fused instruction gives
+        wide = getattr(diff, "dtype", None) == np.float32 and ctx.xp is np
+        if isinstance(w, (int, float)):
+            if wide:
+                w32 = np.float32(w)
+                near = abs(w32) < 0.5
+                lo, hi = (start, diff * np.float64(w32)) if near else \
+                    (end, -(diff * np.float64(np.float32(1) - w32)))
+                return (lo.astype(np.float64) + hi).astype(np.float32)
+            return start + w * diff if abs(w) < 0.5 else end - diff * (1 - w)
+        if wide and getattr(w, "dtype", None) == np.float32:
+            d64 = diff.astype(np.float64)
+            out = np.where(np.abs(w) < 0.5, start + d64 * w,
+                           end - d64 * (np.float32(1) - w))
+            return out.astype(np.float32)
+        return ctx.xp.where(abs(w) < 0.5, start + w * diff, end - diff * (1 - w))
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
