@@ -736,8 +736,12 @@ def compare(program: Program, tt: Trace, te: Trace) -> Disagreement | None:
     et = tt.error[0] if tt.error else None
     ee = te.error[0] if te.error else None
     n = min(len(tt.steps), len(te.steps))
+    grad_outs = set()  # (autograd.grad's results are gradients: the gradients' tolerance)
+    for st in program.steps:
+        if step_op(st) == "autograd.grad":
+            grad_outs |= set(st.out) if isinstance(st.out, tuple) else {st.out}
     for i in range(n):
-        r = _cmp(tt.steps[i], te.steps[i])
+        r = _cmp(tt.steps[i], te.steps[i], grad=step_op(program.steps[i]) == "autograd.grad")
         if r:
             return Disagreement(r[0], i, f"step {i + 1}", r[1], step_op(program.steps[i]))
     if et != ee:
@@ -796,7 +800,7 @@ def compare(program: Program, tt: Trace, te: Trace) -> Disagreement | None:
                 f"ember raises {v_e['type']} on using {name}: {v_e['msg']}",
                 f"use/{v_e['type']}",
             )
-        r = _cmp(v_t, v_e)
+        r = _cmp(v_t, v_e, grad=name in grad_outs)
         if r:
             return Disagreement(r[0], None, f"final value of {name}", r[1], "final")
         if failed_backward:
