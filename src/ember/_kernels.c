@@ -1127,6 +1127,140 @@ CLONES static void scatter_rows_##T(const int64_t *RESTRICT idx, const int64_t *
 SCATTER_ROWS(float)
 SCATTER_ROWS(double)
 
+/* Convolution's im2col and col2im between an (N, C, H, W) image and its columns, whose layout
+ * the caller states by strides (elements): tap (c, i, j) of image n starts at
+ * n sn + ((c kh + i) kw + j) st and window (oh, ow) sits oh rs + ow cs after it. ``wide``
+ * (stride 1, cs 1): each tap's run is the flat slice of the padded image starting at
+ * (i dh) Wp + j dw, L = rs OH values long (rows wrapping into the next, as ops/nn/_kernels.py's
+ * wide layout reads them), with Wp = W + pl + pr = rs. Parts: planes (n, c) [p0, p1).
+ *
+ * col2im: each plane zeroed, then every tap (i, j) in order added where it read (o = o + v):
+ * the NumPy path's order (zeros, then one add per tap), bit for bit; the wide layout's
+ * throw-away columns are skipped (the NumPy path adds them as +0 onto other pixels). */
+KI Py_ssize_t k_lo(Py_ssize_t off, Py_ssize_t s)  /* least o >= 0 with o s + off >= 0 */
+{
+    return off >= 0 ? 0 : (-off + s - 1) / s;
+}
+
+KI Py_ssize_t k_hi(Py_ssize_t off, Py_ssize_t s, Py_ssize_t n, Py_ssize_t lim)
+{   /* least o >= 0 with o s + off >= n, at most lim */
+    if (n - off <= 0)
+        return 0;
+    Py_ssize_t o = (n - off + s - 1) / s;
+    return o < lim ? o : lim;
+}
+
+typedef struct {
+    Py_ssize_t N, C, H, W, kh, kw, sh, sw, pt, pl, dh, dw, OH, OW, sn, st, rs, cs, wide, Wp;
+    int acc;  /* col2im: add onto the image rather than zeroing it first */
+} conv_geom;
+
+#define IM2COL(T)                                                                                  \
+CLONES static void im2col_##T(const T *RESTRICT x, T *RESTRICT cols, const conv_geom *g,           \
+                              Py_ssize_t p0, Py_ssize_t p1)                                        \
+{                                                                                                  \
+    const Py_ssize_t H = g->H, W = g->W, OH = g->OH, OW = g->OW;                                   \
+    for (Py_ssize_t p = p0; p < p1; p++) {                                                         \
+        Py_ssize_t n = p / g->C, c = p % g->C;                                                     \
+        const T *RESTRICT xp = x + p * H * W;                                                      \
+        for (Py_ssize_t i = 0; i < g->kh; i++)                                                     \
+            for (Py_ssize_t j = 0; j < g->kw; j++) {                                               \
+                T *RESTRICT d = cols + n * g->sn + ((c * g->kh + i) * g->kw + j) * g->st;          \
+                if (g->wide) {  /* one flat run of the padded image, row by padded row */          \
+                    Py_ssize_t q = i * g->dh * g->Wp + j * g->dw, left = g->rs * OH;               \
+                    while (left > 0) {                                                             \
+                        Py_ssize_t r = q / g->Wp, col = q % g->Wp;                                 \
+                        Py_ssize_t k = g->Wp - col < left ? g->Wp - col : left;                    \
+                        Py_ssize_t h = r - g->pt, a = g->pl - col, z = g->pl + W - col;            \
+                        if (h < 0 || h >= H)                                                       \
+                            a = z = k;                                                             \
+                        a = a < 0 ? 0 : a > k ? k : a;                                             \
+                        z = z < a ? a : z > k ? k : z;                                             \
+                        const T *RESTRICT xr = xp + h * W + col - g->pl;                           \
+                        for (Py_ssize_t t = 0; t < a; t++)                                         \
+                            d[t] = (T)0;                                                           \
+                        for (Py_ssize_t t = a; t < z; t++)                                         \
+                            d[t] = xr[t];                                                          \
+                        for (Py_ssize_t t = z; t < k; t++)                                         \
+                            d[t] = (T)0;                                                           \
+                        d += k;                                                                    \
+                        q += k;                                                                    \
+                        left -= k;                                                                 \
+                    }                                                                              \
+                    continue;                                                                      \
+                }                                                                                  \
+                Py_ssize_t ho = i * g->dh - g->pt, wo = j * g->dw - g->pl;                         \
+                Py_ssize_t w0 = k_lo(wo, g->sw), w1 = k_hi(wo, g->sw, W, OW);                      \
+                if (w1 < w0)                                                                       \
+                    w1 = w0;                                                                       \
+                for (Py_ssize_t oh = 0; oh < OH; oh++) {                                           \
+                    T *RESTRICT dr = d + oh * g->rs;                                               \
+                    Py_ssize_t h = oh * g->sh + ho;                                                \
+                    if (h < 0 || h >= H) {                                                         \
+                        for (Py_ssize_t ow = 0; ow < OW; ow++)                                     \
+                            dr[ow * g->cs] = (T)0;                                                 \
+                        continue;                                                                  \
+                    }                                                                              \
+                    const T *RESTRICT xr = xp + h * W + wo;                                        \
+                    if (g->cs == 1) {                                                              \
+                        for (Py_ssize_t ow = 0; ow < w0; ow++)                                     \
+                            dr[ow] = (T)0;                                                         \
+                        if (g->sw == 1)                                                            \
+                            for (Py_ssize_t ow = w0; ow < w1; ow++)                                \
+                                dr[ow] = xr[ow];                                                   \
+                        else                                                                       \
+                            for (Py_ssize_t ow = w0; ow < w1; ow++)                                \
+                                dr[ow] = xr[ow * g->sw];                                           \
+                        for (Py_ssize_t ow = w1; ow < OW; ow++)                                    \
+                            dr[ow] = (T)0;                                                         \
+                    }                                                                              \
+                    else {                                                                         \
+                        for (Py_ssize_t ow = 0; ow < w0; ow++)                                     \
+                            dr[ow * g->cs] = (T)0;                                                 \
+                        for (Py_ssize_t ow = w0; ow < w1; ow++)                                    \
+                            dr[ow * g->cs] = xr[ow * g->sw];                                       \
+                        for (Py_ssize_t ow = w1; ow < OW; ow++)                                    \
+                            dr[ow * g->cs] = (T)0;                                                 \
+                    }                                                                              \
+                }                                                                                  \
+            }                                                                                      \
+    }                                                                                              \
+}                                                                                                  \
+                                                                                                   \
+CLONES static void col2im_##T(const T *RESTRICT cols, T *RESTRICT x, const conv_geom *g,           \
+                              Py_ssize_t p0, Py_ssize_t p1)                                        \
+{                                                                                                  \
+    const Py_ssize_t H = g->H, W = g->W, OH = g->OH, OW = g->OW;                                   \
+    for (Py_ssize_t p = p0; p < p1; p++) {                                                         \
+        Py_ssize_t n = p / g->C, c = p % g->C;                                                     \
+        T *RESTRICT xp = x + p * H * W;                                                            \
+        if (!g->acc)                                                                               \
+            for (Py_ssize_t e = 0; e < H * W; e++)                                                 \
+                xp[e] = (T)0;                                                                      \
+        for (Py_ssize_t i = 0; i < g->kh; i++) {                                                   \
+            Py_ssize_t ho = i * g->dh - g->pt;                                                     \
+            Py_ssize_t h0 = k_lo(ho, g->sh), h1 = k_hi(ho, g->sh, H, OH);                          \
+            for (Py_ssize_t j = 0; j < g->kw; j++) {                                               \
+                const T *RESTRICT s = cols + n * g->sn + ((c * g->kh + i) * g->kw + j) * g->st;   \
+                Py_ssize_t wo = j * g->dw - g->pl;                                                 \
+                Py_ssize_t w0 = k_lo(wo, g->sw), w1 = k_hi(wo, g->sw, W, OW);                      \
+                for (Py_ssize_t oh = h0; oh < h1; oh++) {                                          \
+                    const T *RESTRICT sr = s + oh * g->rs;                                         \
+                    T *RESTRICT xr = xp + (oh * g->sh + ho) * W + wo;                              \
+                    if (g->sw == 1 && g->cs == 1)                                                  \
+                        for (Py_ssize_t ow = w0; ow < w1; ow++)                                    \
+                            xr[ow] = xr[ow] + sr[ow];                                              \
+                    else                                                                           \
+                        for (Py_ssize_t ow = w0; ow < w1; ow++)                                    \
+                            xr[ow * g->sw] = xr[ow * g->sw] + sr[ow * g->cs];                      \
+                }                                                                                  \
+            }                                                                                      \
+        }                                                                                          \
+    }                                                                                              \
+}
+IM2COL(float)
+IM2COL(double)
+
 /* ---------------------------------------------------------------------------------------------
  * Half-precision casts, as integer operations on the bits (branch-free selects, so they
  * vectorise), each equal bit for bit to what NumPy/ml_dtypes give:
@@ -2403,6 +2537,91 @@ static PyObject *py_scatter_rows(PyObject *mod, PyObject *const *args, Py_ssize_
     Py_RETURN_NONE;
 }
 
+typedef struct {
+    char kind;
+    const void *src;
+    void *dst;
+    conv_geom g;
+} conv_ctx;
+
+static void call_im2col(void *cv, Py_ssize_t p0, Py_ssize_t p1)
+{
+    conv_ctx *c = (conv_ctx *)cv;
+    if (c->kind == 'f')
+        im2col_float(c->src, c->dst, &c->g, p0, p1);
+    else
+        im2col_double(c->src, c->dst, &c->g, p0, p1);
+}
+
+static void call_col2im(void *cv, Py_ssize_t p0, Py_ssize_t p1)
+{
+    conv_ctx *c = (conv_ctx *)cv;
+    if (c->kind == 'f')
+        col2im_float(c->src, c->dst, &c->g, p0, p1);
+    else
+        col2im_double(c->src, c->dst, &c->g, p0, p1);
+}
+
+/* im2col(x, cols, geom) / col2im(cols, x, geom[, accumulate]): geom a tuple of 19 ints (N, C, H,
+ * W, kh, kw, sh, sw, pt, pl, dh, dw, OH, OW, sn, st, rs, cs, wide); x (N, C, H, W) and the
+ * columns as flat C-contiguous buffers of one dtype, every index the strides reach checked to
+ * lie inside. col2im with ``accumulate`` true adds onto x rather than zeroing it first. */
+static PyObject *conv_cols(PyObject *const *args, Py_ssize_t nargs, int to_cols)
+{
+    const char *fn = to_cols ? "im2col" : "col2im";
+    if (nargs != 3 + !to_cols || !PyTuple_Check(args[2]) || PyTuple_GET_SIZE(args[2]) != 19)
+        return PyErr_Format(PyExc_TypeError, "ember._kernels.%s: expected (src, dst, a tuple "
+                            "of 19 ints)", fn);
+    Py_ssize_t v[19];
+    for (int i = 0; i < 19; i++) {
+        v[i] = PyLong_AsSsize_t(PyTuple_GET_ITEM(args[2], i));
+        if (v[i] == -1 && PyErr_Occurred())
+            return NULL;
+        /* (pt and pl may be negative: the window rows and columns of a chunk of the output) */
+        if (v[i] < ((i == 8 || i == 9) ? -((Py_ssize_t)1 << 40) : 0) || v[i] > ((Py_ssize_t)1 << 40))
+            return PyErr_Format(PyExc_ValueError, "ember._kernels.%s: bad geometry", fn);
+    }
+    int acc = to_cols ? 0 : PyObject_IsTrue(args[3]);
+    if (acc < 0)
+        return NULL;
+    conv_geom g = {v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11],
+                   v[12], v[13], v[14], v[15], v[16], v[17], v[18], 0, acc};
+    if (g.kh < 1 || g.kw < 1 || g.sh < 1 || g.sw < 1 || g.dh < 1 || g.dw < 1 || g.N < 1
+        || g.C < 1 || g.H < 1 || g.W < 1 || g.OH < 1 || g.OW < 1 || g.cs < 1
+        || (g.wide && (g.sh != 1 || g.sw != 1 || g.cs != 1 || g.rs < g.OW)))
+        return PyErr_Format(PyExc_ValueError, "ember._kernels.%s: bad geometry", fn);
+    g.Wp = g.rs;
+    Bufs b;
+    PyObject *bufargs[2] = {args[0], args[1]};
+    if (take(&b, bufargs, 2, "io") < 0)
+        return NULL;
+    Py_ssize_t xlen = b.len[to_cols ? 0 : 1], clen = b.len[to_cols ? 1 : 0];
+    /* the last element any tap or window reaches */
+    Py_ssize_t last = (g.N - 1) * g.sn + (g.C * g.kh * g.kw - 1) * g.st
+                      + (g.wide ? g.rs * g.OH - 1 : (g.OH - 1) * g.rs + (g.OW - 1) * g.cs);
+    if (xlen != g.N * g.C * g.H * g.W || last >= clen) {
+        release(&b);
+        return PyErr_Format(PyExc_ValueError, "ember._kernels.%s: bad sizes", fn);
+    }
+    conv_ctx c = {b.kind, b.p[0], b.p[1], g};
+    Py_ssize_t per = g.kh * g.kw * g.OH * (g.wide ? g.rs : g.OW);
+    Py_BEGIN_ALLOW_THREADS  /* by planes (n, c): each writes its own */
+    parallel(to_cols ? call_im2col : call_col2im, &c, g.N * g.C, 1, MIN_PART / per + 1);
+    Py_END_ALLOW_THREADS
+    release(&b);
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_im2col(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
+{
+    return conv_cols(args, nargs, 1);
+}
+
+static PyObject *py_col2im(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
+{
+    return conv_cols(args, nargs, 0);
+}
+
 /* half_cast(src, dst, mode): mode 0 float32 -> bfloat16, 1 bfloat16 -> float32, 2 float32 ->
  * float16, 3 float16 -> float32; the half side as a uint16 buffer, the float side float32 (or
  * uint32), both C-contiguous with the same number of elements */
@@ -2753,6 +2972,8 @@ static PyMethodDef kernels_methods[] = {
     FAST(adam, "adam(d, g, m, v, vmax, decay, b1, c1, c2, b2, bc2, eps, step): one Adam step."),
     FAST(rmsprop, "rmsprop(d, g, v, grad_avg, buf, alpha, 1 - alpha, eps, momentum, lr)."),
     FAST(scatter_rows, "scatter_rows(idx, take, src, scale, out, d): out[idx] += src scale."),
+    FAST(im2col, "im2col(x, cols, geom): convolution columns of an (N, C, H, W) image."),
+    FAST(col2im, "col2im(cols, x, geom, accumulate): the columns summed into the image in tap order."),
     FAST(half_cast, "half_cast(src, dst, mode): float32 <-> bfloat16 (0, 1) or float16 (2, 3)."),
     FAST(sgd_momentum, "sgd_momentum(d, g, buf, momentum, 1 - dampening, lr, nesterov)."),
     FAST(bernoulli53, "bernoulli53(capsule, limit, out, scale, direct): dropout's noise from a bit generator."),

@@ -454,6 +454,36 @@ def scatter_rows(num: int, idx: Any, src: Any, scale: Any = None,
     return out
 
 
+# -- convolution columns -------------------------------------------------------------------------
+def im2col(x: Any, shape: tuple, geom: tuple, out: Any = None) -> np.ndarray | None:
+    """A convolution's columns of ``shape`` from an (N, C, H, W) float32/float64 image ``x``
+    (padding read as zeros, no padded copy), in the layout ``geom`` states (``ember._kernels``'s
+    19 ints: sizes, then the columns' strides; into ``out`` where given, a C-contiguous array
+    of ``shape``): the values of ops/nn/_kernels.py's strided copies; None where the kernel does
+    not apply."""
+    mod = active
+    if mod is None or not _ok(x, True):
+        return None
+    cols = np.empty(shape, x.dtype) if out is None else out
+    mod.im2col(x, cols, geom)
+    return cols
+
+
+def col2im(cols: Any, shape: tuple, geom: tuple, out: Any = None) -> np.ndarray | None:
+    """The (N, C, H, W) image of ``shape`` that sums convolution columns back where they were
+    read, each pixel's taps added in tap order from zero (onto ``out`` where given, a
+    C-contiguous array of ``shape``): bit for bit the NumPy path's one add per tap; None where
+    the kernel does not apply."""
+    mod = active
+    if mod is None or not _ok(cols, True):
+        return None
+    acc = out is not None
+    if out is None:
+        out = np.empty(shape, cols.dtype)
+    mod.col2im(cols, out, geom, acc)
+    return out
+
+
 # -- half-precision casts ------------------------------------------------------------------------
 _F16 = np.dtype(np.float16)
 

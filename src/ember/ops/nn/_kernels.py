@@ -46,6 +46,7 @@ from typing import Any
 
 import numpy as np
 
+from ... import _kernels_loader as _kl
 from ..._tensor_base import TensorBase
 from ...autograd.function import Op
 from ..shape import reshape
@@ -345,6 +346,41 @@ def _unfold_cols(xp: Any, xpad: Any, g: _Geom) -> Any:
     return v.reshape(N, C * g.kh * g.kw, g.OH * g.OW)
 
 
+def _kgeom(g: _Geom, N: int, C: int, per_image: bool) -> tuple:
+    """The eager kernels' (``_kl.im2col`` / ``col2im``) geometry of ``g``'s columns over N
+    images of C channels: per image (N, C * kh * kw, L), batch-inner (C * kh * kw, OH, OW, N),
+    else (C * kh * kw, N, L) with rows of Wp (wide) or OW values."""
+    if per_image:
+        sn, st, rs, cs = C * g.kh * g.kw * g.L, g.L, g.OW, 1
+    elif g.batch:
+        sn, st, rs, cs = 1, g.L * N, g.OW * N, N
+    else:
+        sn, st, rs, cs = g.L, N * g.L, g.Wp if g.wide else g.OW, 1
+    return (N, C, g.H, g.W, g.kh, g.kw, g.sh, g.sw, g.pt, g.pl, g.dh, g.dw, g.OH, g.OW, sn, st,
+            rs, cs, int(g.wide))
+
+
+def _unfold(xp: Any, x: Any, g: _Geom) -> Any:
+    """unfold's columns (N, C * kh * kw, OH * OW) of an (N, C, H, W) array: the eager kernel
+    where it applies, else a strided copy of the padded input."""
+    if type(x) is np.ndarray:
+        N, C = x.shape[:2]
+        shape = (N, C * g.kh * g.kw, g.L)
+        if (cols := _kl.im2col(x, shape, _kgeom(g, N, C, True))) is not None:
+            return cols
+    return _unfold_cols(xp, _pad(xp, x, g), g)
+
+
+def _fold(xp: Any, cols: Any, g: _Geom) -> Any:
+    """fold: columns (N, C * kh * kw, OH * OW) summed into (N, C, H, W) (the eager kernel where
+    it applies: the same sums in the same order)."""
+    if type(cols) is np.ndarray:
+        N, C = cols.shape[0], cols.shape[1] // (g.kh * g.kw)
+        if (out := _kl.col2im(cols, (N, C, g.H, g.W), _kgeom(g, N, C, True))) is not None:
+            return out
+    return _crop(xp, _fold_cols(xp, cols, g), g)
+
+
 def _fold_cols(xp: Any, cols: Any, g: _Geom) -> Any:
     """Fold's columns (N, C * kh * kw, OH * OW) -> padded (N, C, Hp, Wp), overlaps summed."""
     N = cols.shape[0]
@@ -370,6 +406,18 @@ def _conv_input(xp: Any, x4: Any, g: _Geom) -> Any:
     buf = xp.zeros((N, C, g.Hp + 1, g.Wp), dtype=x4.dtype)
     buf[:, :, g.pt:g.pt + g.H, g.pl:g.pl + g.W] = x4
     return buf
+
+
+def _im2col(xp: Any, x4: Any, g: _Geom, groups: int) -> Any:
+    """``_cols`` of ``_conv_input``: the eager kernel (host float arrays; wide or plain columns:
+    the batch-inner ones it builds 2-4x slower than NumPy's copy of runs of N), which reads the
+    padding as zeros rather than copying the input into a padded buffer."""
+    if type(x4) is np.ndarray and not g.image and not g.batch:
+        N, C = x4.shape[:2]
+        shape = (groups, (C // groups) * g.kh * g.kw, N * g.L)
+        if (cols := _kl.im2col(x4, shape, _kgeom(g, N, C, False))) is not None:
+            return cols
+    return _cols(xp, _conv_input(xp, x4, g), g, groups)
 
 
 def _cols(xp: Any, buf: Any, g: _Geom, groups: int) -> Any:
@@ -534,7 +582,12 @@ def _grad_to_cols(xp: Any, gy: Any, g: _Geom) -> Any:
 def _col2im(xp: Any, cols: Any, g: _Geom, N: int) -> Any:
     """Columns (C * kh * kw, N * L) (per image: (N, C * kh * kw, L)) -> (N, C, H, W): each tap's
     values added back where it read them (one vectorised add per kernel tap), then the padding
-    cropped."""
+    cropped. The eager kernel, where it applies (not batch-inner columns: 2x slower than the
+    adds below on those), sums the same values in the same order."""
+    if type(cols) is np.ndarray and not g.batch:
+        C = cols.shape[1 if g.image else 0] // (g.kh * g.kw)
+        if (out := _kl.col2im(cols, (N, C, g.H, g.W), _kgeom(g, N, C, g.image))) is not None:
+            return out
     if g.image:
         C = cols.shape[1] // (g.kh * g.kw)
         c = cols.reshape(N, C, g.kh, g.kw, g.OH, g.OW)

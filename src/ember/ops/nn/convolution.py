@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from ... import _kernels_loader as _kl
 from ...autograd.function import Op
 from .._autocast import cast as _amp_cast
 from .._autocast import flag as _amp
@@ -29,17 +30,15 @@ from ._kernels import (
     _bias_grad,
     _check_tensor,
     _col2im,
-    _cols,
     _conv_input,
-    _crop,
     _depth_taps,
-    _fold_cols,
+    _fold,
     _Geom,
     _grad_to_cols,
+    _im2col,
     _image_forward,
     _ints,
     _out_from_cols,
-    _pad,
     _rebatch,
     _rows,
     _rows_forward,
@@ -48,7 +47,7 @@ from ._kernels import (
     _same_dtype,
     _to2,
     _unbatch,
-    _unfold_cols,
+    _unfold,
 )
 from .vision import pad
 
@@ -169,7 +168,10 @@ class Conv(Op):
         O, Cg, kh, kw = w4.shape
         g = _Geom((H, W), (kh, kw), stride, pad, dil, out_hw, n=N, cin=Cg)
         step = _batch_step(g, N, C * kh * kw, O, x4.itemsize)
-        if step >= N:
+        chunked = _chunked(g, C * kh * kw, x4, w4, b)
+        if chunked:
+            y = _chunk_forward(x4, w4, b, g, groups)
+        elif step >= N:
             y = _conv_forward(xp, x4, w4, b, g, groups)[0]
         else:  # batch tiles: columns of ``step`` images at a time, rebuilt by the weight grad
             y = xp.empty((N, O, g.OH, g.OW), dtype=x.dtype)
@@ -181,7 +183,8 @@ class Conv(Op):
         # change to either refuses backward there, and here)
         ctx.save_for_backward(x, w)
         ctx.args = (stride, pad, dil, groups)
-        ctx.in_hw, ctx.k, ctx.nd, ctx.geom, ctx.tiled = (H, W), (kh, kw), x.ndim, g, step < N
+        ctx.in_hw, ctx.k, ctx.nd, ctx.geom = (H, W), (kh, kw), x.ndim, g
+        ctx.tiled = step < N or chunked  # (no whole-batch gradient columns to share)
         ctx.bias, ctx.out_channels = b is not None, O
         return y if x.ndim == 4 else y.reshape(N, O, g.OW)
 
@@ -220,7 +223,9 @@ class ConvTranspose(Op):
         C = Cg * groups
         g = _Geom(in_hw, (kh, kw), stride, pad, dil, (OH, OW), n=N, cin=Cg)
         step = _batch_step(g, N, C * kh * kw, C, g4.itemsize, in_hw)
-        if step >= N:
+        if _chunked(g, C * kh * kw, g4, w4):
+            out = _chunk_transpose(g4, w4, g, groups)
+        elif step >= N:
             out = _conv_transpose_forward(xp, g4, w4, g, groups, gt, gy.dtype)
         else:  # batch tiles: the columns of ``step`` images at a time
             out = xp.empty((N, C) + tuple(in_hw), dtype=gy.dtype)
@@ -269,6 +274,8 @@ class ConvWeight(Op):
         shape = (O, C // groups) + ((k[1],) if x.ndim == 3 else tuple(k))
         # (Conv's backward hands over the gradient's columns as ``gt`` when it made them)
         step = _batch_step(g, N, C * k[0] * k[1], O, x4.itemsize)
+        if _chunked(g, C * k[0] * k[1], x4, g4):
+            return _chunk_weight_grad(x4, g4, g, groups, shape)
         if step >= N:
             return _weight_grad(xp, x4, g4, g, groups, shape, None, gt)
         gw = None  # batch tiles: each tile's columns rebuilt, their products summed
@@ -300,7 +307,7 @@ class Im2col(Op):
         N, C = x.shape[:2]
         ctx.geom = g
         xp = ctx.xp
-        return _unfold_cols(xp, _pad(xp, x, g), g)
+        return _unfold(xp, x, g)
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
@@ -317,11 +324,124 @@ class Col2im(Op):
     def forward(ctx: Any, cols: Any, g: _Geom) -> Any:
         xp = ctx.xp
         ctx.geom = g
-        return _crop(xp, _fold_cols(xp, cols, g), g)
+        return _fold(xp, cols, g)
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
         return ctx.call(Im2col, grad, ctx.geom), None
+
+
+# With the eager kernels, a large convolution (wide or plain columns, at least half
+# ``_CHUNK_BYTES`` of them per image; host float32/float64 arrays) runs a chunk of output rows of
+# one image at a time: ``_kl.im2col`` builds the chunk's columns (at most ``_CHUNK_BYTES``) into
+# one reused buffer, reading the padding as zeros, and the product reads them from cache and
+# writes the output in place: no batch-sized columns, padded copy, wide throw-away columns or
+# transposes (forward and input gradient bit for bit the NumPy path's; docs/benchmarks.md)
+_CHUNK_BYTES = 1 << 21
+
+
+def _chunked(g: _Geom, k: int, *arrays: Any) -> bool:
+    """Whether a convolution with ``k`` column rows (C * kh * kw) runs in row chunks: the
+    kernels on, wide or plain columns of at least half ``_CHUNK_BYTES`` per image, and host
+    float32/float64 arrays of one dtype (``None`` entries skipped)."""
+    x = arrays[0]
+    if (_kl.active is None or g.batch or g.image or type(x) is not np.ndarray
+            or x.dtype not in (np.float32, np.float64)
+            or 2 * k * g.OH * g.OW * x.itemsize < _CHUNK_BYTES):
+        return False
+    return all(type(a) is np.ndarray and a.dtype == x.dtype for a in arrays if a is not None)
+
+
+def _chunks(g: _Geom, k: int, itemsize: int) -> tuple[int, list]:
+    """(rows per chunk, [(first output row, rows), ...]) for columns of ``k`` rows."""
+    R = max(1, min(g.OH, _CHUNK_BYTES // (k * g.OW * itemsize)))
+    return R, [(r0, min(R, g.OH - r0)) for r0 in range(0, g.OH, R)]
+
+
+def _chunk_geom(g: _Geom, C: int, r0: int, r: int) -> tuple:
+    """The kernels' geometry of one image's columns (C * kh * kw, r * OW) for output rows
+    [r0, r0 + r): the windows of those rows, as if the padding above were ``pt - r0 * sh``."""
+    L = r * g.OW
+    return (1, C, g.H, g.W, g.kh, g.kw, g.sh, g.sw, g.pt - r0 * g.sh, g.pl, g.dh, g.dw, r, g.OW,
+            L, L, g.OW, 1, 0)
+
+
+def _chunk_forward(x4: np.ndarray, w4: np.ndarray, b: Any, g: _Geom, groups: int) -> np.ndarray:
+    """Conv's forward in row chunks: w (groups, O / groups, K) @ columns (groups, K, r * OW)
+    into the output's rows in place, then the bias (the NumPy path's product and sum)."""
+    x4 = np.ascontiguousarray(x4)
+    N, C = x4.shape[:2]
+    O, Cg, kh, kw = w4.shape
+    K, Og, OL = Cg * kh * kw, O // groups, g.OH * g.OW
+    w3 = w4.reshape(groups, Og, K)
+    y = np.empty((N, O, g.OH, g.OW), x4.dtype)
+    y4 = y.reshape(N, groups, Og, OL)
+    R, chunks = _chunks(g, groups * K, x4.itemsize)
+    buf = np.empty(groups * K * R * g.OW, x4.dtype)
+    bias = None if b is None else b.reshape(groups, Og, 1)
+    for n in range(N):
+        xn = x4[n:n + 1]
+        for r0, r in chunks:
+            cols = buf[:groups * K * r * g.OW].reshape(groups, K, r * g.OW)
+            _kl.im2col(xn, cols.shape, _chunk_geom(g, C, r0, r), cols)
+            dst = y4[n, :, :, r0 * g.OW:(r0 + r) * g.OW]
+            np.matmul(w3, cols, out=dst)
+            if bias is not None:
+                dst += bias
+    return y
+
+
+def _chunk_transpose(g4: np.ndarray, w4: np.ndarray, g: _Geom, groups: int) -> np.ndarray:
+    """ConvTranspose's forward (no bias) in row chunks: W^T @ the gradient's rows, summed into
+    the image by ``_kl.col2im``. The chunks run last to first, so each pixel still receives its
+    taps in (i, j) order (a later output row holds its earlier kernel rows): bit for bit."""
+    g4 = np.ascontiguousarray(g4)
+    N, O = g4.shape[:2]
+    Cg, kh, kw = w4.shape[1:]
+    C, K, Og, OL = Cg * groups, Cg * kh * kw, O // groups, g.OH * g.OW
+    wm = w4.reshape(groups, Og, K).swapaxes(1, 2)
+    g3 = g4.reshape(N, groups, Og, OL)
+    out = np.zeros((N, C, g.H, g.W), g4.dtype)
+    R, chunks = _chunks(g, groups * K, g4.itemsize)
+    buf = np.empty(groups * K * R * g.OW, g4.dtype)
+    for n in range(N):
+        on = out[n:n + 1]
+        for r0, r in reversed(chunks):
+            cols = buf[:groups * K * r * g.OW].reshape(groups, K, r * g.OW)
+            np.matmul(wm, g3[n, :, :, r0 * g.OW:(r0 + r) * g.OW], out=cols)
+            _kl.col2im(cols, on.shape, _chunk_geom(g, C, r0, r), on)
+    return out
+
+
+def _chunk_weight_grad(x4: np.ndarray, g4: np.ndarray, g: _Geom, groups: int,
+                       shape: tuple) -> np.ndarray:
+    """ConvWeight's forward in row chunks: the sum over chunks of the chunk's columns @ the
+    gradient's rows^T (groups, K, O / groups) (the faster orientation for these long, thin
+    products, as ``_weight_grad``'s), transposed into an array of the weight's ``shape`` that
+    owns its memory."""
+    x4, g4 = np.ascontiguousarray(x4), np.ascontiguousarray(g4)
+    N, C = x4.shape[:2]
+    O = g4.shape[1]
+    K, Og, OL = (C // groups) * g.kh * g.kw, O // groups, g.OH * g.OW
+    g3 = g4.reshape(N, groups, Og, OL)
+    acc = np.empty((groups, K, Og), x4.dtype)
+    part = np.empty_like(acc)
+    R, chunks = _chunks(g, groups * K, x4.itemsize)
+    buf = np.empty(groups * K * R * g.OW, x4.dtype)
+    first = True
+    for n in range(N):
+        xn = x4[n:n + 1]
+        for r0, r in chunks:
+            cols = buf[:groups * K * r * g.OW].reshape(groups, K, r * g.OW)
+            _kl.im2col(xn, cols.shape, _chunk_geom(g, C, r0, r), cols)
+            np.matmul(cols, g3[n, :, :, r0 * g.OW:(r0 + r) * g.OW].swapaxes(1, 2),
+                      out=acc if first else part)
+            if not first:
+                acc += part
+            first = False
+    gw = np.empty(shape, x4.dtype)
+    gw.reshape(groups, Og, K)[...] = acc.swapaxes(1, 2)
+    return gw
 
 
 def _conv_forward(xp: Any, x4: Any, w4: Any, b: Any, g: _Geom, groups: int) -> tuple[Any, Any]:
@@ -335,7 +455,7 @@ def _conv_forward(xp: Any, x4: Any, w4: Any, b: Any, g: _Geom, groups: int) -> t
     if g.image and type(x4) is np.ndarray and x4.dtype in (np.float32, np.float64) and \
             w3.dtype == x4.dtype and (b is None or b.dtype == x4.dtype):
         return _image_forward(_conv_input(xp, x4, g), w3, b, g, groups)  # (bias added)
-    cols = _cols(xp, _conv_input(xp, x4, g), g, groups)
+    cols = _im2col(xp, x4, g, groups)
     y = xp.matmul(w3, cols)
     # a bfloat16 product comes back float32: the bias joins it there and the sum is
     # rounded once, as PyTorch's convolution does
@@ -375,7 +495,7 @@ def _weight_grad(xp: Any, x4: Any, g4: Any, g: _Geom, groups: int, shape: tuple,
     O = g4.shape[1]
     if cols is None:
         cols = _rows(x4, g) if _rows_ok(g, groups, x4, g4) else \
-            _cols(xp, _conv_input(xp, x4, g), g, groups)
+            _im2col(xp, x4, g, groups)
     if cols.ndim == 2:  # the forward's rows (N * L, K) (row-major columns, one group)
         return _rows_weight_grad(cols, g4, shape, (g.kh, g.kw))
     if g.image:

@@ -1,0 +1,188 @@
+"""Convolution's im2col / col2im as eager kernels (``_kernels_loader.im2col`` / ``col2im``; issue
+29, fourth slice): the columns bit for bit the NumPy path's strided copies (wide, plain and
+per-image layouts, unfold), col2im's sums bit for bit its one add per tap (fold, the input
+gradient); large convolutions in row chunks of one image (``convolution._chunk_*``): forward and
+input gradient as the NumPy path's, weight gradient within rounding; against PyTorch; the same at
+any thread count.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ember
+from ember import _kernels_loader as L
+from ember.ops.nn import _kernels as kern
+from ember.ops.nn import convolution as conv
+from helpers import HAVE_TORCH, torch
+
+needs_kernels = pytest.mark.skipif(L.active is None, reason=f"kernels off: {L.reason}")
+
+# (N, C, H, W, O, kernel, stride, padding, dilation, groups): wide (stride 1), plain (strided,
+# dilated, rectangular), per-image (few taps), grouped; conv1d-like (H 1)
+SHAPES = [
+    (2, 3, 9, 11, 4, 3, 1, 1, 1, 1),
+    (3, 4, 12, 12, 6, 3, 2, 1, 1, 2),
+    (2, 5, 15, 13, 3, (3, 2), (2, 3), (2, 1), (1, 2), 1),
+    (2, 2, 20, 20, 2, 5, 1, 2, 1, 1),
+    (2, 6, 11, 10, 6, 3, 1, (0, 2), 2, 3),
+    (2, 1, 30, 30, 4, 3, 1, 1, 1, 1),
+    (3, 4, 1, 40, 5, (1, 5), (1, 2), (0, 3), 1, 1),
+]
+
+# (not per image: more taps per output)
+CHUNK_SHAPES = [
+    (2, 16, 17, 15, 8, 3, 1, 1, 1, 1),
+    (2, 10, 12, 12, 6, 3, 2, 1, 1, 2),
+    (2, 12, 15, 13, 6, (3, 2), (2, 3), (2, 1), (1, 2), 1),
+    (2, 24, 11, 10, 12, 3, 1, (0, 2), 2, 3),
+    (3, 16, 1, 40, 5, (1, 5), (1, 2), (0, 3), 1, 1),
+]
+
+
+def _conv_grads(m, x: np.ndarray, w: np.ndarray, b: np.ndarray | None, gy_seed: int,
+                *args) -> tuple:
+    xt = m.tensor(x, requires_grad=True)
+    wt = m.tensor(w, requires_grad=True)
+    bt = None if b is None else m.tensor(b, requires_grad=True)
+    y = m.nn.functional.conv2d(xt, wt, bt, *args)
+    gy = np.random.default_rng(gy_seed).standard_normal(tuple(y.shape)).astype(x.dtype)
+    y.backward(m.tensor(gy))
+    out = [y.detach().numpy(), xt.grad.numpy(), wt.grad.numpy()]
+    return tuple(out + ([] if b is None else [bt.grad.numpy()]))
+
+
+def _arrays(shape: tuple, dtype: type, seed: int) -> tuple:
+    N, C, H, W, O, k, s, p, d, g = shape
+    k2 = (k, k) if isinstance(k, int) else k
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((N, C, H, W)).astype(dtype)
+    w = rng.standard_normal((O, C // g) + k2).astype(dtype)
+    b = rng.standard_normal(O).astype(dtype)
+    return x, w, b, (s, p, d, g)
+
+
+def _spy(monkeypatch, name: str) -> dict:
+    calls = {"n": 0}
+    orig = getattr(conv, name)
+
+    def spy(*a):
+        calls["n"] += 1
+        return orig(*a)
+
+    monkeypatch.setattr(conv, name, spy)
+    return calls
+
+
+@needs_kernels
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", SHAPES)
+def test_conv_columns_kernels_are_the_numpy_path_bit_for_bit(shape, dtype, monkeypatch) -> None:
+    """Small convolutions (no row chunks): the kernels' columns and col2im sums change nothing."""
+    x, w, b, args = _arrays(shape, dtype, 1)
+    calls = {"im2col": 0, "col2im": 0}
+    for name in calls:
+        orig = getattr(L, name)
+
+        def spy(*a, _orig=orig, _name=name):
+            calls[_name] += 1
+            return _orig(*a)
+
+        monkeypatch.setattr(L, name, spy)
+    with L.enabled():
+        on = _conv_grads(ember, x, w, b, 2, *args)
+    assert calls["col2im"] >= 1  # the input gradient went through the kernel
+    with L.disabled():
+        off = _conv_grads(ember, x, w, b, 2, *args)
+    for a, c in zip(on, off):
+        assert a.dtype == dtype
+        np.testing.assert_array_equal(a, c)
+
+
+@needs_kernels
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("geom", [(3, 1, 1, 1), ((2, 3), (1, 2), (1, 0), (2, 1))])
+def test_unfold_fold_kernels_bit_for_bit(geom, dtype) -> None:
+    k, d, p, s = geom
+    x = np.random.default_rng(3).standard_normal((2, 3, 10, 9)).astype(dtype)
+    F = ember.nn.functional
+    res = []
+    for ctx in (L.enabled(), L.disabled()):
+        with ctx:
+            cols = F.unfold(ember.tensor(x), k, d, p, s)
+            res.append((cols.numpy(), F.fold(cols, (10, 9), k, d, p, s).numpy()))
+    for a, c in zip(*res):
+        assert a.dtype == dtype and a.flags.c_contiguous
+        np.testing.assert_array_equal(a, c)
+
+
+@needs_kernels
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", CHUNK_SHAPES)
+def test_row_chunks_against_the_numpy_path(shape, dtype, monkeypatch) -> None:
+    """Chunks of a few output rows (a tiny ``_CHUNK_BYTES``): the input gradient bit for bit
+    (the chunks run last to first, so each pixel's taps are added in the same order), forward
+    and weight gradient within rounding (OpenBLAS may sum a small product's terms otherwise)."""
+    x, w, b, args = _arrays(shape, dtype, 4)
+    with L.disabled():
+        off = _conv_grads(ember, x, w, b, 5, *args)
+    ow = off[0].shape[3]  # chunks of 2 output rows
+    monkeypatch.setattr(conv, "_CHUNK_BYTES", 2 * x.shape[1] * w[0, 0].size * ow * x.itemsize)
+    calls = _spy(monkeypatch, "_chunk_forward")
+    tcalls = _spy(monkeypatch, "_chunk_transpose")
+    wcalls = _spy(monkeypatch, "_chunk_weight_grad")
+    with L.enabled():
+        on = _conv_grads(ember, x, w, b, 5, *args)
+    assert calls["n"] == tcalls["n"] == wcalls["n"] == 1
+    tol = dict(rtol=1e-5, atol=1e-5) if dtype == np.float32 else dict(rtol=1e-12, atol=1e-12)
+    for i, (a, c) in enumerate(zip(on, off)):
+        assert a.dtype == dtype
+        if i == 1:
+            np.testing.assert_array_equal(a, c)
+        else:
+            np.testing.assert_allclose(a, c, **tol)
+    if HAVE_TORCH:
+        ref = _conv_grads(torch, x, w, b, 5, *args)
+        for a, c in zip(on, ref):
+            np.testing.assert_allclose(a, c, **tol)
+
+
+@needs_kernels
+def test_large_conv_takes_row_chunks_and_matches_torch(monkeypatch) -> None:
+    """A ResNet-sized convolution (64 -> 64 3x3 on 32 x 32 maps) runs in row chunks at the
+    default chunk size, each gradient against PyTorch; at 1 and 2 kernel threads alike."""
+    x, w, b, args = _arrays((4, 64, 32, 32, 64, 3, 1, 1, 1, 1), np.float32, 6)
+    calls = _spy(monkeypatch, "_chunk_forward")
+    threads = L.active.get_num_threads()
+    try:
+        res = []
+        for t in (1, 2):
+            L.set_num_threads(t)
+            res.append(_conv_grads(ember, x, w, b, 7, *args))
+    finally:
+        L.set_num_threads(threads)
+    assert calls["n"] == 2
+    for a, c in zip(*res):
+        np.testing.assert_array_equal(a, c)
+    if HAVE_TORCH:
+        for a, c in zip(res[0], _conv_grads(torch, x, w, b, 7, *args)):
+            assert a.dtype == np.float32
+            np.testing.assert_allclose(a, c, rtol=1e-4, atol=2e-3)
+
+
+@needs_kernels
+def test_conv_kernels_refuse_bad_geometry() -> None:
+    x = np.zeros((1, 2, 5, 5), np.float32)
+    g = kern._Geom((5, 5), (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), None, wide=False)
+    geom = kern._kgeom(g, 1, 2, True)
+    cols = np.empty((1, 18, 25), np.float32)
+    L.active.im2col(x, cols, geom)  # fine
+    with pytest.raises(ValueError):
+        L.active.im2col(x, cols[:, :17], geom)  # too few columns for the strides
+    with pytest.raises(ValueError):
+        L.active.im2col(x, cols, geom[:4] + (0,) + geom[5:])  # a zero kernel height
+    with pytest.raises(ValueError):
+        L.active.col2im(cols, np.empty((1, 2, 5, 4), np.float32), geom, False)  # wrong image
+    with pytest.raises(TypeError):
+        L.active.col2im(cols, np.empty((1, 2, 5, 5), np.float64), geom, False)  # mixed dtypes
