@@ -252,8 +252,11 @@ class _CompiledFn:
                     stats["last_reason"] = entry.reason
                     return self.fn(*args, **kwargs)
                 stats["replays"] += 1
-                out_leaves = make_outputs(prog, vals, ctxs, leaves)
-                return _unflatten(prog.out_spec[0], iter(out_leaves))
+                out_fn = prog.out_fn
+                out_leaves = out_fn(vals, ctxs, leaves) if out_fn is not None else \
+                    make_outputs(prog, vals, ctxs, leaves)
+                spec = prog.out_spec[0]
+                return out_leaves[0] if spec is None else _unflatten(spec, iter(out_leaves))
             entry.state = "new"
             stats["recompiles"] += 1
         if entry.state == "eager":

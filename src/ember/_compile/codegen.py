@@ -25,9 +25,10 @@ import numpy as np
 
 from .. import _threads
 from .._tensor_base import TensorBase
+from ..autograd import function as _function
 from ..autograd.engine import sum_to_shape
 from . import cc, cgen, config
-from .replay import ShapeChanged, bad_count, prog_mask, rng_restore, rng_snapshot
+from .replay import _NODE_CLS, ShapeChanged, bad_count, prog_mask, rng_restore, rng_snapshot
 from .trace import MASK, OP, UPDATE, Program
 
 _new_node = object.__new__
@@ -52,9 +53,10 @@ def generate(prog: Program) -> None:
     groups, bgroups = _native_groups(prog, ns) if config.native else ({}, {})
     fwd = _forward_source(prog, ns, groups)
     bwd = _backward_source(prog, ns, bgroups) if prog.needs_grad else ""
-    prog.source = fwd + ("\n" + bwd if bwd else "")
+    prog.source = fwd + "\n" + _outputs_source(prog, ns) + ("\n" + bwd if bwd else "")
     exec(compile(prog.source, "<ember compiled region>", "exec"), ns)  # noqa: S102 - our own text
     prog.fwd_fn = ns["forward"]
+    prog.out_fn = ns["outputs"]
     prog.bwd_fn = ns.get("backward")
 
 
@@ -266,6 +268,75 @@ def _forward_source(prog: Program, ns: dict, groups: dict | None = None) -> str:
         add(f"    vals[{s}] = s{s}")
     ctxs = f"[{', '.join(ctx_names)}]" if prog.needs_grad else "None"
     add(f"    return vals, {ctxs}")
+    return "\n".join(lines) + "\n"
+
+
+def _outputs_source(prog: Program, ns: dict) -> str:
+    """``outputs(vals, ctxs, flat)``: ``replay.make_outputs`` written out for this program (its
+    edges, saved-value versions and output leaves by name, no loop over the program's tables)."""
+    lines = ["def outputs(vals, ctxs, flat):"]
+    add = lines.append
+    ns["PROG"], ns["NODE"], ns["ACC"] = prog, _NODE_CLS, _function._accumulator
+
+    def tensor(where: str, k: int) -> str:
+        if where == "input":
+            return f"flat[{k}]"
+        ns[f"FREE{k}"] = prog.free[k][0]
+        return f"FREE{k}"
+
+    node = prog.needs_grad and bool(prog.out_slots)
+    if node:
+        add("    node = NEW(NODE)")
+        edges, metas = [], []
+        for j, (where, k) in enumerate(prog.edge_src):
+            add(f"    t = {tensor(where, k)}; fn = t._grad_fn; d = t._data; m{j} = (d.shape, d.dtype)")
+            add(f"    e{j} = (fn, t._output_nr) if fn is not None else (ACC(t), 0)")
+            edges.append(f"e{j}, ")
+            metas.append(f"m{j}")
+        add(f"    node._edges = ({''.join(edges)})")
+        add(f"    node._meta = [{', '.join(metas)}]")
+        add(f"    node._n_out = {len(prog.out_slots)}")
+        add("    node._materialize = False")
+        ns["NODE_XP"] = prog.steps[0][3] if prog.steps and prog.steps[0][0] is OP else None
+        ns["NODE_NIG"] = (True,) * len(prog.edge_src)
+        add("    node.xp = NODE_XP")
+        add("    node.needs_input_grad = NODE_NIG")
+        add("    node._saved = (PROG, ctxs)")
+        versions = []
+        for j, (where, k) in enumerate(prog.saved_src):
+            add(f"    v{j} = {tensor(where, k)}._version_counter()")
+            versions.append(f"(v{j}, v{j}[0], {j})")
+        add(f"    node._versions = [{', '.join(versions)}]" if versions
+            else "    node._versions = None")
+    leaves = []
+    for leaf in prog.out_spec[1]:
+        kind = leaf[0]
+        if kind == "diff":
+            leaves.append(f"MAKE(vals[{leaf[1]}], True, node, {leaf[2]})" if node
+                          else f"MAKE(vals[{leaf[1]}])")
+        elif kind == "slot":
+            v = f"vals[{leaf[1]}]"
+            leaves.append(f"MAKE({v}.copy())" if prog.init[leaf[1]] is not None
+                          else f"MAKE({v})")
+        elif kind == "input":
+            leaves.append(f"flat[{leaf[1]}]")
+        elif kind == "free":
+            leaves.append(tensor("free", leaf[1]))
+        else:
+            j = len(leaves)
+            ns[f"PY{j}"] = leaf[1]
+            leaves.append(f"PY{j}")
+    add(f"    leaves = [{', '.join(leaves)}]")
+    if node and prog.out_guard:
+        # an output an op saved for backward: changing it in place before backward raises, as
+        # in eager mode, instead of the region's rules reading the changed values
+        add("    versions = node._versions or []")
+        for i in prog.out_guard:
+            add(f"    t = leaves[{i}]; counter = t._version")
+            add("    if counter is None: counter = t._version = [0]")
+            add("    versions.append((counter, counter[0], len(versions)))")
+        add("    node._versions = versions")
+    add("    return leaves")
     return "\n".join(lines) + "\n"
 
 

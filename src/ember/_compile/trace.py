@@ -78,6 +78,7 @@ class Program:
     # reads it), or None
     # generated straight-line replay (codegen.py), attached once the program is trusted
     fwd_fn: Any = None
+    out_fn: Any = None  # make_outputs written out for this program
     bwd_fn: Any = None
     source: str = ""
     c_source: str = ""  # the generated C of its fused elementwise groups (cgen.py), if any
