@@ -589,3 +589,21 @@ def test_lerp_follows_pytorch_formula_bit_for_bit():
         return out
 
     assert run(ember) == run(torch)
+
+
+def test_linspace_values_bit_for_bit():
+    """linspace counts the first half up from start and the second down from end, each value a
+    fused multiply-add: float32 and float64 agree with PyTorch to the bit (diffusers' schedulers
+    round timesteps computed from them)."""
+    rng = np.random.default_rng(0)
+    for dt in ("float32", "float64"):
+        for _ in range(60):
+            s, e = rng.normal(0, 10, 2).tolist()
+            n = int(rng.integers(0, 3000))
+            mine = ember.linspace(s, e, n, dtype=getattr(ember, dt)).numpy()
+            ref = torch.linspace(s, e, n, dtype=getattr(torch, dt)).numpy()
+            assert mine.tobytes() == ref.tobytes(), (dt, s, e, n)
+    ref = torch.linspace(0.0001, 0.02, 1100)
+    assert ember.linspace(0.0001, 0.02, 1100).numpy().tobytes() == ref.numpy().tobytes()
+    assert ember.linspace(1.7, -3.2, 5, dtype=ember.int64).tolist() == \
+        torch.linspace(1.7, -3.2, 5, dtype=torch.int64).tolist()

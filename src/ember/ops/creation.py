@@ -270,11 +270,39 @@ def linspace(start: Any, end: Any, steps: int, *, out: Any = None, dtype: Any = 
     if layout is not None:
         _args.check_layout(layout)
     dt = _args.out_dtype("linspace", dtype, out) if out is not None else _dt(dtype)
-    arr = np.linspace(s, e, n).astype(dt.np)
+    arr = _linspace_values(s, e, n, dt.np)
     if out is None:
         return _place(arr, dt, device, requires_grad)
     return _args.write_new(out, _place(arr, dt, _out_device(out, device), False), "linspace",
                            requires_grad)
+
+
+def _linspace_values(s: Any, e: Any, n: int, np_dt: Any) -> np.ndarray:
+    """PyTorch's linspace values: step = (end - start) / (steps - 1) in the dtype (double for
+    integer dtypes, whose start and end are truncated first); the first half counted up from
+    start, the second half down from end, each value one fused multiply-add (float32: exact in
+    float64; float64: in extended precision, which agrees but for rare last-bit cases; integers:
+    in double, then truncated). Other dtypes (half, bfloat16, complex) take NumPy's linspace."""
+    np_dt = np.dtype(np_dt)
+    kind = np_dt.kind
+    if n < 2 or not (np_dt in (np.float32, np.float64) or kind in "iu"):
+        return np.linspace(s, e, n).astype(np_dt)
+    if np_dt == np.float32:
+        s0, e0 = np.float32(s), np.float32(e)
+        step = np.float64((e0 - s0) / np.float32(n - 1))
+        wide: Any = np.float64
+    elif kind in "iu":  # double arithmetic, then truncation
+        s0, e0 = np.float64(np_dt.type(int(s))), np.float64(np_dt.type(int(e)))
+        step = (e0 - s0) / np.float64(n - 1)
+        wide = np.float64
+    else:
+        s0, e0 = np.float64(s), np.float64(e)
+        step = np.longdouble((e0 - s0) / np.float64(n - 1))
+        wide = np.longdouble
+    idx = np.arange(n)
+    up = wide(s0) + step * idx.astype(wide)
+    down = wide(e0) - step * (n - 1 - idx).astype(wide)
+    return np.where(idx < n // 2, up, down).astype(np_dt)
 
 
 def logspace(start: Any, end: Any, steps: int, base: float = 10.0, *, out: Any = None,
