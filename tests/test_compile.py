@@ -753,3 +753,34 @@ def test_recompile_limit_bounds_this_callables_compiles():
     assert stats["eager"] > before  # shapes 3 and 4 were over the limit
     with pytest.raises(TypeError):
         ember.compile(lambda x: x, recompile_limt=1)
+
+
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("x_grad", [True, False])
+@pytest.mark.parametrize("shape,dtype", [((5, 3), ember.float32), ((5, 3), ember.float64),
+                                         ((2, 5, 3), ember.float32)])
+def test_linear_written_out_equals_eager_bit_for_bit(bias, x_grad, shape, dtype):
+    """A 2-d Linear's forward and backward are written into the generated replay (no rule call):
+    outputs, input and parameter gradients equal eager's bit for bit, bias or none, with or
+    without the input's gradient; a 3-d input keeps the rule."""
+    from ember._compile import codegen
+
+    ember.manual_seed(0)
+    lin = nn.Linear(3, 4, bias=bias).to(dtype)
+    eager = copy.deepcopy(lin)
+    c = ember.compile(lin)
+    for _ in range(4):
+        x = ember.randn(*shape, dtype=dtype, requires_grad=x_grad)
+        xe = x.detach().clone().requires_grad_(x_grad)
+        y, ye = c(x), eager(xe)
+        assert y.dtype == ye.dtype == dtype
+        assert np.array_equal(y.detach().numpy(), ye.detach().numpy())
+        (y * y).sum().backward()
+        (ye * ye).sum().backward()
+        assert all(np.array_equal(a, b) for a, b in zip(_grads(lin), _grads(eager)))
+        if x_grad:
+            assert np.array_equal(x.grad.numpy(), xe.grad.numpy())
+    prog = next(iter(c._compiled.cache.values())).prog
+    assert stats["replays"] >= 2
+    if codegen.enabled:
+        assert (".dot(" in prog.source) == (len(shape) == 2)

@@ -47,7 +47,7 @@ def generate(prog: Program) -> None:
     program of more than ``MAX_STEPS`` steps keeps the interpreted replay."""
     if len(prog.steps) > MAX_STEPS:
         return
-    ns: dict[str, Any] = {"NEW": _new_node, "ShapeChanged": ShapeChanged,
+    ns: dict[str, Any] = {"NEW": _new_node, "ShapeChanged": ShapeChanged, "ND": np.ndarray,
                           "sum_to_shape": sum_to_shape, "bad_count": bad_count,
                           "RNG_SNAP": rng_snapshot, "RNG_RESTORE": rng_restore, "MASK": prog_mask, "MAKE": TensorBase._make}
     groups, bgroups = _native_groups(prog, ns) if config.native else ({}, {})
@@ -356,6 +356,20 @@ def _op_lines(k: int, st: tuple, ns: dict, add: Any, pad: str, prog_metas: list)
         f"c{k}._versions = None; c{k}._n_out = 1; c{k}.xp = XP{k}; "
         f"c{k}.needs_input_grad = NIG{k}" + _meta_line(k, ns, prog_metas))
     args = ", ".join(f"s{s}" for s in aslots)
+    if _is_rule(fwd, "Linear.forward") and xp is np and len(shapes[0]) == 2 and len(oslots) == 1:
+        # a 2-d Linear written out: the same product (``ndarray.dot``, as _backend.gemm calls
+        # it) without the rule's call, its reshapes to and from the shape it already has
+        x, w, b = (f"s{s}" for s in aslots)
+        o = f"s{oslots[0]}"
+        ns[f"SH{k}_0"] = shapes[0]
+        add(f"{pad}c{k}._saved = ({x if nig[1] else 'None'}, {w if nig[0] else 'None'}); "
+            f"c{k}.x_shape = {x}.shape; c{k}.w_shape = {w}.shape")
+        add(f"{pad}{o} = {x}.dot({w}.T)")
+        if not _const_none(aslots[2], ns):
+            add(f"{pad}if {b} is not None: {o} += {b}")
+        add(f"{pad}if {o}.dtype != {x}.dtype: {o} = {o}.astype({x}.dtype)")
+        add(f"{pad}if {o}.shape != SH{k}_0: raise ShapeChanged")
+        return
     if len(oslots) == 1:  # (straight into its slot: nothing else keeps the array alive)
         o = f"s{oslots[0]}"
         ns[f"SH{k}_0"] = shapes[0]
@@ -370,6 +384,18 @@ def _op_lines(k: int, st: tuple, ns: dict, add: Any, pad: str, prog_metas: list)
                 add(f"{pad}if o[{j}].shape != SH{k}_{j}: raise ShapeChanged")
                 add(f"{pad}s{s} = o[{j}]")
         add(f"{pad}o = None")
+
+
+def _is_rule(fn: Any, qualname: str, module: str = "ember.ops.nn.linear") -> bool:
+    """Whether ``fn`` is the op rule ``module.qualname`` (named, not imported: the ops sit
+    above this layer)."""
+    return getattr(fn, "__qualname__", None) == qualname and \
+        getattr(fn, "__module__", None) == module
+
+
+def _const_none(s: int, ns: dict) -> bool:
+    """Whether slot ``s`` holds the constant None (an omitted bias)."""
+    return f"K{s}" in ns and ns[f"K{s}"] is None
 
 
 def _backward_source(prog: Program, ns: dict, bgroups: dict | None = None) -> str:
@@ -435,7 +461,20 @@ def _rule_lines(k: int, entry: tuple, prog: Program, ns: dict, add: Any, pad: st
     ns[f"B{k}"] = bwd
     ns[f"NAME{k}"] = name
     add(f"{pad}c = ctxs[{ci}]")
-    if len(oslots) == 1:
+    if len(oslots) == 1 and _is_rule(bwd, "Linear.backward") and len(ometa[0][0]) == 2 \
+            and ometa[0][1] in (np.float32, np.float64):
+        # a 2-d Linear's rule written out (Linear.backward's products and sum, without its
+        # call and its reshapes to the shapes the arrays already have)
+        g = f"g{oslots[0]}"
+        add(f"{pad}if {g} is not None:")
+        add(f"{pad}    if type({g}) is ND and {g}.ndim == 2:")
+        add(f"{pad}        sx, sw = c._saved; need = c.needs_input_grad")
+        add(f"{pad}        o = ({g}.dot(sw) if need[0] else None, "
+            f"{g}.swapaxes(0, 1).dot(sx) if need[1] else None, "
+            f"{g}.sum(axis=0) if need[2] else None)")
+        add(f"{pad}    else:")
+        add(f"{pad}        o = B{k}(c, {g})")
+    elif len(oslots) == 1:
         add(f"{pad}if g{oslots[0]} is not None:")
         add(f"{pad}    o = B{k}(c, g{oslots[0]})")
     else:
