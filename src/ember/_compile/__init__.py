@@ -208,21 +208,29 @@ class _CompiledFn:
         _dynamo = _dynamo_module or _load_dynamo()
         if _function.tracer is not None or _function.anomaly_enabled or _dynamo._disabled():
             return self.fn(*args, **kwargs)  # inside another trace: its ops are recorded there
-        if not kwargs and not any(type(a) in _CONTAINERS for a in args):
-            leaves = list(args)  # the common call: flat positional arguments
-            spec = _flat_spec(len(args))
-        else:
-            leaves = []
-            spec = _flatten((args, kwargs), leaves)
-        flat = []
         key_parts: list = []
-        for i, x in enumerate(leaves):
+        leaves: Any = args  # the common call: flat positional arguments, keyed in one pass
+        for x in args if not kwargs else ():
             if isinstance(x, TensorBase):
                 d = x._data
-                flat.append((i, x))
                 key_parts.append((type(d), d.shape, d.dtype, x._rg))
+            elif type(x) in _CONTAINERS:
+                break
             else:
                 key_parts.append((type(x), x))
+        else:
+            if not kwargs:
+                spec = _flat_spec(len(args))
+        if kwargs or len(key_parts) != len(args):
+            leaves = []
+            spec = _flatten((args, kwargs), leaves)
+            key_parts = []
+            for x in leaves:
+                if isinstance(x, TensorBase):
+                    d = x._data
+                    key_parts.append((type(d), d.shape, d.dtype, x._rg))
+                else:
+                    key_parts.append((type(x), x))
         outside, mod_key = self._outside()
         key = (spec, tuple(key_parts), grad_mode.state.enabled, mod_key)
         try:
@@ -262,10 +270,12 @@ class _CompiledFn:
         if entry.state == "eager":
             stats["eager"] += 1
             return self.fn(*args, **kwargs)
-        return self._trace(entry, args, kwargs, flat, outside)
+        return self._trace(entry, args, kwargs, leaves, outside)
 
-    def _trace(self, entry: _Entry, args: tuple, kwargs: dict, flat: list, outside: list) -> Any:
+    def _trace(self, entry: _Entry, args: tuple, kwargs: dict, leaves: Any,
+               outside: list) -> Any:
         t0 = time.perf_counter()
+        flat = [(i, x) for i, x in enumerate(leaves) if isinstance(x, TensorBase)]
         tracer = Tracer(flat, outside, self.fullgraph)
         stats["traces"] += 1
         _function.tracer = tracer
