@@ -1186,3 +1186,19 @@ def test_retain_grad_on_a_stale_view_is_undefined_in_pytorch():
     for peek in (False, True):
         np.testing.assert_array_equal(prog(ember, peek).numpy(), np.ones((1, 4)))
     assert "retain_grad_on_stale_view_after_grad_entered" in P.UNDEFINED
+
+
+@pytest.mark.xfail(strict=False, reason="issue 31: whole_setitem_double_backward (ops/indexing.py)")
+def test_double_backward_through_a_whole_tensor_setitem():
+    """s[...] = 0.5 covering all of s is PyTorch's s.fill_(0.5) (FillBackward3): the gradient
+    through it under create_graph has no graph. ember's IndexPutBackward0 gives one that requires
+    grad (long mode, family views, seed 695680168)."""
+
+    def prog(m):
+        x = m.tensor([1.875, 1.25, 0.625], requires_grad=True)
+        s = x.mean(-1, keepdim=True)
+        s[0:1] = 0.5
+        (g,) = m.autograd.grad((s * s).sum(), [x], create_graph=True)
+        return g.requires_grad, g
+
+    _assert_same(prog)

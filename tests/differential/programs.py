@@ -53,6 +53,10 @@ import numpy as np
 
 # Features whose programs ember still gets wrong (see the module docstring). The lead shrinks this.
 KNOWN_GAPS: set[str] = {
+    # x[key] = v covering all of x (PyTorch's fill_, FillBackward3), then a double backward:
+    # PyTorch's gradient through it has no graph, ember's IndexPutBackward0 keeps one
+    # (ops/indexing.py)
+    "double_backward_through_whole_fill",  # class whole_setitem_double_backward
     # x.data written after a mixed-dtype op read x: ember's op saved the recorded cast's copy
     # (ops promote through a ToCopy node), PyTorch's the operand itself (ops/ rooms)
     "inplace_through_data_promoted",  # class inplace_through_data
@@ -932,6 +936,7 @@ class Builder:
         self.promoted: set[str] = set()  # tensors a recorded op read beside another dtype
         # tensors given requires_grad_() after a recorded op read them (in_graph)
         self.grad_after_saved: set[str] = set()
+        self.whole_fill: set[str] = set()  # targets of x[key] = v that PyTorch ran as fill_
         # views made before grad entered their base through another view, whose grad_fn PyTorch
         # has not re-derived yet (nothing read it since)
         self.stale_views: set[str] = set()
@@ -1176,6 +1181,8 @@ class Builder:
             tags.add("create_graph_with_retain_grad")
         if self.grad_after_saved and "double_backward" in tags:
             tags.add("double_backward_after_requires_grad_on_saved")
+        if self.whole_fill and "double_backward" in tags:
+            tags.add("double_backward_through_whole_fill")
         tgt = self._inplace_target(s)
         tv = self.env.get(tgt or "")
         if isinstance(tv, self.torch.Tensor) and not tv.requires_grad:
@@ -1236,6 +1243,12 @@ class Builder:
             self._rebuild()
             return False
         self.steps.append(s)
+        if s.kind == "setitem":  # x[key] = value that PyTorch runs as x.fill_(value)
+            w = self.env.get(s.target)
+            # (a view's grad_fn is not read: the read re-derives its history in PyTorch)
+            if (isinstance(w, self.torch.Tensor) and w._base is None
+                    and type(w.grad_fn).__name__.startswith("FillBackward")):
+                self.whole_fill.add(s.target)
         if "inplace_meta_on_graph_output_in_no_grad" in tags and tgt is not None:
             self.meta_reshaped.add(tgt)
         if not s.no_grad:  # reading a view under grad mode re-derives its grad_fn in PyTorch
@@ -1365,7 +1378,7 @@ CONTEXT_TAGS = frozenset(
         "inplace_int_target_grad_operand", "double_backward_empty",
         "inplace_operand_partial_overlap", "inplace_on_stale_view_after_grad_entered",
         "inplace_meta_after_retain_grad", "double_backward_after_requires_grad_on_saved",
-        "retain_grad_on_stale_view_after_grad_entered",
+        "retain_grad_on_stale_view_after_grad_entered", "double_backward_through_whole_fill",
     }
 )  # fmt: skip
 
@@ -2854,6 +2867,12 @@ CLASSES: dict[str, tuple[frozenset, str]] = {
         "result is a view of the op's own temporary (_base set), so its no_grad-view refusals "
         "and requires_grad_() on it follow view rules (fixed for those two, unrecorded: "
         "function.internal_view; tensordot, inner, bilinear, multi_dot are not generated)",
+    ),
+    "whole_setitem_double_backward": (
+        frozenset({"double_backward_through_whole_fill"}),
+        "x[key] = value where key covers all of x (s[0:1] on one element, s[...]): PyTorch runs "
+        "x.fill_(value) (FillBackward3), whose gradient under create_graph has no graph; "
+        "ember's IndexPutBackward0 gives one that requires grad (values agree)",
     ),
     "retained_grad_after_inplace_metadata_op": (
         frozenset({"inplace_meta_after_retain_grad"}),
