@@ -607,3 +607,24 @@ def test_linspace_values_bit_for_bit():
     assert ember.linspace(0.0001, 0.02, 1100).numpy().tobytes() == ref.numpy().tobytes()
     assert ember.linspace(1.7, -3.2, 5, dtype=ember.int64).tolist() == \
         torch.linspace(1.7, -3.2, 5, dtype=torch.int64).tolist()
+
+
+def test_cumulative_ops_accumulate_as_pytorch():
+    """cumsum/cumprod accumulate float32 in double (half in float) and round each output once, as
+    PyTorch's CPU kernels: the values agree to the bit (diffusers' alphas_cumprod, sigmas)."""
+    torch.manual_seed(0)
+    for shape, dim in (((5000,), 0), ((7, 300), 1), ((300, 7), 0)):
+        b = torch.randn(*shape)
+        e = ember.tensor(b.numpy())
+        assert torch.cumsum(b, dim).numpy().tobytes() == ember.cumsum(e, dim).numpy().tobytes()
+        assert torch.cumprod(1 + b / 100, dim).numpy().tobytes() == \
+            ember.cumprod(1 + e / 100, dim).numpy().tobytes()
+    h = torch.randn(300).half()
+    assert torch.cumsum(h, 0).numpy().tobytes() == \
+        ember.cumsum(ember.tensor(h.float().numpy()).half(), 0).numpy().tobytes()
+    x = torch.randn(50, requires_grad=True)
+    torch.cumsum(x, 0).backward(torch.arange(50.0))
+    ex = ember.tensor(x.detach().numpy(), requires_grad=True)
+    ember.cumsum(ex, 0).backward(ember.arange(50.0))
+    assert x.grad.numpy().tobytes() == ex.grad.numpy().tobytes()
+    assert ember.cumsum(ember.ones(3), 0).dtype == ember.float32

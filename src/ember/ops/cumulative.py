@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from .. import _backend
 from .._tensor_base import data_of
 from ..autograd.function import Op
@@ -70,6 +72,20 @@ def cummin(input: Any, dim: Any, *, out: Any = None) -> Any:
     return result if out is None else _out.write(out, result, "cummin")
 
 
+# PyTorch's CPU kernels accumulate cumulative sums and products in a wider type (float32 in
+# double, half and bfloat16 in float, complex64 in complex128) and round each output once
+_ACC = {"float32": "float64", "float16": "float32", "bfloat16": "float32",
+        "complex64": "complex128"}
+
+
+def _accumulated(xp: Any, fn: Any, x: Any, axis: int) -> Any:
+    """``fn(x, axis)`` (cumsum/cumprod) accumulated as PyTorch's CPU kernels do."""
+    wide = _ACC.get(str(getattr(x, "dtype", ""))) if xp is np else None
+    if wide is None:
+        return fn(x, axis=axis, dtype=x.dtype)
+    return fn(x, axis=axis, dtype=wide).astype(x.dtype)
+
+
 class CumSum(Op):
     """out_i = sum_{j <= i} x_j along dim          grad_x_j = sum_{i >= j} grad_i"""
 
@@ -78,7 +94,7 @@ class CumSum(Op):
     @staticmethod
     def forward(ctx: Any, x: Any, axis: int) -> Any:
         ctx.axis = axis
-        return ctx.xp.cumsum(x, axis=axis, dtype=x.dtype)
+        return _accumulated(ctx.xp, ctx.xp.cumsum, x, axis)
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
@@ -92,7 +108,7 @@ class RevCumSum(Op):
     def forward(ctx: Any, x: Any, axis: int) -> Any:
         xp = ctx.xp
         ctx.axis = axis
-        return xp.flip(xp.cumsum(xp.flip(x, axis), axis=axis, dtype=x.dtype), axis)
+        return xp.flip(_accumulated(xp, xp.cumsum, xp.flip(x, axis), axis), axis)
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
@@ -110,7 +126,7 @@ class CumProd(Op):
     @staticmethod
     def forward(ctx: Any, x: Any, axis: int) -> Any:
         ctx.axis = axis
-        out = ctx.xp.cumprod(x, axis=axis, dtype=x.dtype)
+        out = _accumulated(ctx.xp, ctx.xp.cumprod, x, axis)
         if _need(ctx):
             ctx.save_for_backward(x, out)
         return out
