@@ -476,3 +476,25 @@ def test_switched_off_by_environment(tmp_path):
         res = _child(tmp_path, **env)
         assert res["ok"] and not res["native"] and res["warnings"] == []
         assert res["stats"]["builds"] == 0 and res["stats"]["cache_hits"] == 0
+
+
+@needs_cc
+def test_a_lone_relu_backward_runs_as_c_and_equals_eager():
+    """Between two Linear layers ReLU's backward is a run of one rule: its NumPy path takes
+    several passes (compare, negate, bitwise and), so it is built as C alone; same bits as the
+    replay and eager, zeros, NaN and infinities included."""
+    rng = np.random.default_rng(3)
+    xa = rng.standard_normal((8, 5)).astype(np.float32)
+    xa[0, :4] = [0.0, -0.0, np.inf, np.nan]
+    ember.manual_seed(0)
+    l1, l2 = nn.Linear(5, 6), nn.Linear(6, 2)
+
+    def make():
+        return (ember.tensor(xa, requires_grad=True),)
+
+    def f(x):
+        return l2(l1(x).relu())
+
+    prog = _check_three_ways(f, make)
+    assert prog.c_source.count("/* backward, 1 rules") == 1 and "relu" in prog.c_source
+    assert "KB0(" in prog.source

@@ -474,8 +474,19 @@ class BGroup:
         self.name = self.comment = self.source = ""
 
 
+# rules worth a C call alone: their NumPy path takes several passes (ReLU's mask: a compare, a
+# negation and a bitwise and; clamp's: two compares and a select), where one rule of a single
+# ufunc (mul, add) gains nothing from a call of its own
+_ALONE = {"relu", "clamp"}
+
+
+def _worth(prog: Program, g: BGroup) -> bool:
+    return len(g.ks) > 1 or BTABLE[prog.bsched[g.ks[0]][1]][0] in _ALONE
+
+
 def plan_backward(prog: Program) -> list[BGroup]:
-    """The fused runs of ``prog``'s backward schedule (two rules or more), with their C."""
+    """The fused runs of ``prog``'s backward schedule (two rules or more, or one of ``_ALONE``),
+    with their C."""
     op_steps = [k for k, st in enumerate(prog.steps) if st[0] is OP]
     holds: set[int] = {s for s in prog.out_slots}  # slots that may hold a gradient by now
     groups: list[BGroup] = []
@@ -488,7 +499,7 @@ def plan_backward(prog: Program) -> list[BGroup]:
         if ok and cur is not None and (cur.shape, cur.dtype) == ok and len(cur.ks) < MAX_OPS:
             _badd(cur, k, entry, st, info, holds)
         else:
-            if cur is not None and len(cur.ks) > 1:
+            if cur is not None and _worth(prog, cur):
                 groups.append(cur)
             cur = None
             if ok:
@@ -497,7 +508,7 @@ def plan_backward(prog: Program) -> list[BGroup]:
         if oslots[0] not in prog.edge_slots:
             holds.discard(oslots[0])  # (spent: the replay drops it after its rule)
         holds.update(e[1] for e in edges)
-    if cur is not None and len(cur.ks) > 1:
+    if cur is not None and _worth(prog, cur):
         groups.append(cur)
     for g in groups:
         _boutputs(prog, g)
