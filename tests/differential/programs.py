@@ -53,10 +53,6 @@ import numpy as np
 
 # Features whose programs ember still gets wrong (see the module docstring). The lead shrinks this.
 KNOWN_GAPS: set[str] = {
-    # x[key] = v covering all of x (PyTorch's fill_, FillBackward3), then a double backward:
-    # PyTorch's gradient through it has no graph, ember's IndexPutBackward0 keeps one
-    # (ops/indexing.py)
-    "double_backward_through_whole_fill",  # class whole_setitem_double_backward
     # x.data written after a mixed-dtype op read x: ember's op saved the recorded cast's copy
     # (ops promote through a ToCopy node), PyTorch's the operand itself (ops/ rooms)
     "inplace_through_data_promoted",  # class inplace_through_data
@@ -2872,7 +2868,7 @@ CLASSES: dict[str, tuple[frozenset, str]] = {
         frozenset({"double_backward_through_whole_fill"}),
         "x[key] = value where key covers all of x (s[0:1] on one element, s[...]): PyTorch runs "
         "x.fill_(value) (FillBackward3), whose gradient under create_graph has no graph; "
-        "ember's IndexPutBackward0 gives one that requires grad (values agree)",
+        "ember's IndexPutBackward0 gave one that requires grad (fixed: fresh zeros)",
     ),
     "retained_grad_after_inplace_metadata_op": (
         frozenset({"inplace_meta_after_retain_grad"}),

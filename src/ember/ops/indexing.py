@@ -256,8 +256,14 @@ class IndexPut(Op):
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
-        gx = ctx.call(IndexZero, grad, ctx.key) if ctx.needs_input_grad[0] else None
-        gv = ctx.call(Index, grad, ctx.key) if ctx.needs_input_grad[1] else None
+        key = ctx.key
+        gx = None
+        if ctx.needs_input_grad[0]:
+            # a key that keeps every dim whole overwrote all of x (PyTorch's fill_/copy_): its
+            # gradient is fresh zeros, with no graph under create_graph, as PyTorch's
+            whole = key.vkey is None and key.last == _ELL
+            gx = ctx.xp.zeros_like(grad) if whole else ctx.call(IndexZero, grad, key)
+        gv = ctx.call(Index, grad, key) if ctx.needs_input_grad[1] else None
         return gx, gv, None
 
 
