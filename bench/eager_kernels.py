@@ -7,7 +7,8 @@ the kernels' pool), 4M-element vectors and 1024 x 4096 rows of normal inputs (cr
 and with momentum and centered): one step over 8M float32 parameters, two in the f+b column;
 batch_norm: BatchNorm2d(64) on 32 x 64 x 56 x 56, training and evaluation; group_norm:
 GroupNorm(32, 256) on 16 x 256 x 32 x 32; embedding: a 10000 x 512 table looked up at 32 x 512
-token indices), forward under ``no_grad`` and forward+backward, best of ``--repeat`` runs in ms. The kernels are switched off and on in this process (``_kernels_loader.disabled()``),
+token indices; conv2d: 64 -> 64 3x3, padding 1, on 32 x 64 x 56 x 56, and "conv2d 16" on 16
+images, both gradients), forward under ``no_grad`` and forward+backward, best of ``--repeat`` runs in ms. The kernels are switched off and on in this process (``_kernels_loader.disabled()``),
 so both columns see the same machine state. ``--cpu`` times this thread's CPU time instead of the
 wall clock (steadier on a shared, busy machine), ``--process`` the process's (every thread's).
 """
@@ -66,6 +67,8 @@ def _all_cases(m: Any) -> dict[str, tuple[Any, str]]:
     w, b = m.ones(4096), m.zeros(4096)
     cw, cb, rm, rv = m.ones(64), m.zeros(64), m.zeros(64), m.ones(64)  # BatchNorm2d(64)
     gw, gb = m.ones(256), m.zeros(256)  # GroupNorm(32, 256)
+    m.manual_seed(0)
+    cw3 = m.randn(64, 64, 3, 3, requires_grad=True)  # conv2d 64 -> 64 3x3 (its grad accumulates)
     return {
         "erf": (m.erf, "v"), "erfc": (m.erfc, "v"),
         "gelu": (F.gelu, "v"), "gelu tanh": (lambda t: F.gelu(t, approximate="tanh"), "v"),
@@ -80,6 +83,8 @@ def _all_cases(m: Any) -> dict[str, tuple[Any, str]]:
         "batch_norm train": (lambda t: F.batch_norm(t, rm, rv, cw, cb, training=True), "bn"),
         "batch_norm eval": (lambda t: F.batch_norm(t, rm, rv, cw, cb), "bn"),
         "group_norm": (lambda t: F.group_norm(t, 32, gw, gb), "gn"),
+        "conv2d": (lambda t: F.conv2d(t, cw3, None, 1, 1), "bn"),
+        "conv2d 16": (lambda t: F.conv2d(t, cw3, None, 1, 1), "cv"),
         "embedding": (lambda t: F.embedding(EMB_IDX if m is ember else torch_idx(m), t), "emb"),
         "AdamW.step": (_opt_step(m, "AdamW", lr=1e-3, weight_decay=0.01), "p"),
         "SGD momentum.step": (_opt_step(m, "SGD", lr=0.1, momentum=0.9), "p"),
@@ -193,6 +198,7 @@ def main() -> None:
               "p": rng.standard_normal(8 << 20).astype(np.float32),
               "bn": rng.standard_normal((32, 64, 56, 56)).astype(np.float32),
               "gn": rng.standard_normal((16, 256, 32, 32)).astype(np.float32),
+              "cv": rng.standard_normal((16, 64, 56, 56)).astype(np.float32),
               "emb": rng.standard_normal((10000, 512)).astype(np.float32)}
     print(L.describe())
     with L.disabled():

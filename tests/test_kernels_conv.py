@@ -63,6 +63,15 @@ def _arrays(shape: tuple, dtype: type, seed: int) -> tuple:
     return x, w, b, (s, p, d, g)
 
 
+@pytest.fixture
+def one_thread():
+    """The kernels (and so the row chunks) at one thread, restored after."""
+    threads = L.active.get_num_threads()
+    L.set_num_threads(1)
+    yield
+    L.set_num_threads(threads)
+
+
 def _spy(monkeypatch, name: str) -> dict:
     calls = {"n": 0}
     orig = getattr(conv, name)
@@ -120,7 +129,7 @@ def test_unfold_fold_kernels_bit_for_bit(geom, dtype) -> None:
 @needs_kernels
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("shape", CHUNK_SHAPES)
-def test_row_chunks_against_the_numpy_path(shape, dtype, monkeypatch) -> None:
+def test_row_chunks_against_the_numpy_path(shape, dtype, monkeypatch, one_thread) -> None:
     """Chunks of a few output rows (a tiny ``_CHUNK_BYTES``): the input gradient bit for bit
     (the chunks run last to first, so each pixel's taps are added in the same order), forward
     and weight gradient within rounding (OpenBLAS may sum a small product's terms otherwise)."""
@@ -149,25 +158,31 @@ def test_row_chunks_against_the_numpy_path(shape, dtype, monkeypatch) -> None:
 
 
 @needs_kernels
-def test_large_conv_takes_row_chunks_and_matches_torch(monkeypatch) -> None:
+def test_large_conv_takes_row_chunks_at_one_thread_only(monkeypatch) -> None:
     """A ResNet-sized convolution (64 -> 64 3x3 on 32 x 32 maps) runs in row chunks at the
-    default chunk size, each gradient against PyTorch; at 1 and 2 kernel threads alike."""
+    default chunk size at one thread (each gradient against the NumPy path and PyTorch), and in
+    whole-batch products at two (the kernels' columns bit for bit at either count)."""
     x, w, b, args = _arrays((4, 64, 32, 32, 64, 3, 1, 1, 1, 1), np.float32, 6)
     calls = _spy(monkeypatch, "_chunk_forward")
     threads = L.active.get_num_threads()
     try:
-        res = []
-        for t in (1, 2):
-            L.set_num_threads(t)
-            res.append(_conv_grads(ember, x, w, b, 7, *args))
+        L.set_num_threads(1)
+        one = _conv_grads(ember, x, w, b, 7, *args)
+        assert calls["n"] == 1
+        L.set_num_threads(2)
+        two = _conv_grads(ember, x, w, b, 7, *args)
+        assert calls["n"] == 1
+        with L.disabled():
+            off = _conv_grads(ember, x, w, b, 7, *args)
     finally:
         L.set_num_threads(threads)
-    assert calls["n"] == 2
-    for a, c in zip(*res):
-        np.testing.assert_array_equal(a, c)
+    np.testing.assert_array_equal(one[1], off[1])  # the input gradient, bit for bit
+    for a, c, d in zip(one, two, off):
+        assert a.dtype == np.float32
+        np.testing.assert_array_equal(c, d)
+        np.testing.assert_allclose(a, d, rtol=1e-5, atol=1e-4)
     if HAVE_TORCH:
-        for a, c in zip(res[0], _conv_grads(torch, x, w, b, 7, *args)):
-            assert a.dtype == np.float32
+        for a, c in zip(one, _conv_grads(torch, x, w, b, 7, *args)):
             np.testing.assert_allclose(a, c, rtol=1e-4, atol=2e-3)
 
 

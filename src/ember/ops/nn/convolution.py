@@ -331,7 +331,7 @@ class Col2im(Op):
         return ctx.call(Im2col, grad, ctx.geom), None
 
 
-# With the eager kernels, a large convolution (wide or plain columns, at least half
+# With the eager kernels at one thread, a large convolution (wide or plain columns, at least half
 # ``_CHUNK_BYTES`` of them per image; host float32/float64 arrays) runs a chunk of output rows of
 # one image at a time: ``_kl.im2col`` builds the chunk's columns (at most ``_CHUNK_BYTES``) into
 # one reused buffer, reading the padding as zeros, and the product reads them from cache and
@@ -342,10 +342,13 @@ _CHUNK_BYTES = 1 << 21
 
 def _chunked(g: _Geom, k: int, *arrays: Any) -> bool:
     """Whether a convolution with ``k`` column rows (C * kh * kw) runs in row chunks: the
-    kernels on, wide or plain columns of at least half ``_CHUNK_BYTES`` per image, and host
-    float32/float64 arrays of one dtype (``None`` entries skipped)."""
+    kernels on at one thread, wide or plain columns of at least half ``_CHUNK_BYTES`` per
+    image, and host float32/float64 arrays of one dtype (``None`` entries skipped). (At two
+    threads OpenBLAS splits each of the chunks' many small products, and on a busy machine
+    waiting for its second thread made the step 2.7x slower than the whole-batch products.)"""
     x = arrays[0]
     if (_kl.active is None or g.batch or g.image or type(x) is not np.ndarray
+            or _kl.active.get_num_threads() != 1
             or x.dtype not in (np.float32, np.float64)
             or 2 * k * g.OH * g.OW * x.itemsize < _CHUNK_BYTES):
         return False
