@@ -167,9 +167,10 @@ class _CompiledFn:
         self._mods_cache: Any = None  # (ids of the roots, [(module, its children)])
         _live.add(self)
 
-    def _outside(self) -> tuple[list, tuple]:
-        """The outside tensors (parameters, buffers...) and the guard on modules: every
-        submodule's ``training`` flag and the identity of every parameter, buffer and child."""
+    def _outside(self, want_tensors: bool = False) -> tuple[list | None, tuple]:
+        """The guard on modules: every submodule's ``training`` flag and the identity of every
+        parameter, buffer and child; with ``want_tensors``, the outside tensors (parameters,
+        buffers...) too, for a trace."""
         if self.module is not None:
             roots = [self.module]
             extra: list = []
@@ -179,21 +180,22 @@ class _CompiledFn:
         cached = self._mods_cache
         if cached is None or cached[0] != ids:
             cached = self._modules_of(roots, ids)
-        tensors: list = []
         flags = []
+        key: list = []
         for m, children in cached[1]:
-            if tuple(m._modules.values()) != children:  # a child was replaced: walk again
+            if m._modules != children:  # a child was replaced: walk again
                 self._modules_of(roots, ids)
-                return self._outside()
+                return self._outside(want_tensors)
             flags.append(m.training)
-            for p in m._parameters.values():
-                if p is not None:
-                    tensors.append(p)
-            for b in m._buffers.values():
-                if b is not None:
-                    tensors.append(b)
-        tensors.extend(extra)
-        return tensors, (tuple(flags), tuple(map(id, tensors)))
+            key.extend(map(id, m._parameters.values()))  # (an absent bias: id(None))
+            key.extend(map(id, m._buffers.values()))
+        key.extend(map(id, extra))
+        tensors = None
+        if want_tensors:
+            tensors = [t for m, _ in cached[1]
+                       for t in (*m._parameters.values(), *m._buffers.values()) if t is not None]
+            tensors.extend(extra)
+        return tensors, (tuple(flags), tuple(key))
 
     def _modules_of(self, roots: list, ids: list) -> Any:
         """Every module under ``roots``, once each, with its children as seen now (cached)."""
@@ -201,7 +203,7 @@ class _CompiledFn:
         for root in roots:
             for m in root.modules():
                 seen.setdefault(id(m), m)
-        self._mods_cache = (ids, [(m, tuple(m._modules.values())) for m in seen.values()])
+        self._mods_cache = (ids, [(m, dict(m._modules)) for m in seen.values()])
         return self._mods_cache
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -231,7 +233,7 @@ class _CompiledFn:
                     key_parts.append((type(d), d.shape, d.dtype, x._rg))
                 else:
                     key_parts.append((type(x), x))
-        outside, mod_key = self._outside()
+        mod_key = self._outside()[1]
         key = (spec, tuple(key_parts), grad_mode.state.enabled, mod_key)
         try:
             entry = self.cache.get(key)
@@ -270,7 +272,7 @@ class _CompiledFn:
         if entry.state == "eager":
             stats["eager"] += 1
             return self.fn(*args, **kwargs)
-        return self._trace(entry, args, kwargs, leaves, outside)
+        return self._trace(entry, args, kwargs, leaves, self._outside(True)[0])
 
     def _trace(self, entry: _Entry, args: tuple, kwargs: dict, leaves: Any,
                outside: list) -> Any:
