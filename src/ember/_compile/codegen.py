@@ -464,16 +464,22 @@ def _rule_lines(k: int, entry: tuple, prog: Program, ns: dict, add: Any, pad: st
     if len(oslots) == 1 and _is_rule(bwd, "Linear.backward") and len(ometa[0][0]) == 2 \
             and ometa[0][1] in (np.float32, np.float64):
         # a 2-d Linear's rule written out (Linear.backward's products and sum, without its
-        # call and its reshapes to the shapes the arrays already have)
+        # call, its reshapes to the shapes the arrays already have and the tuple it returns)
         g = f"g{oslots[0]}"
-        add(f"{pad}if {g} is not None:")
-        add(f"{pad}    if type({g}) is ND and {g}.ndim == 2:")
-        add(f"{pad}        sx, sw = c._saved; need = c.needs_input_grad")
-        add(f"{pad}        o = ({g}.dot(sw) if need[0] else None, "
-            f"{g}.swapaxes(0, 1).dot(sx) if need[1] else None, "
-            f"{g}.sum(axis=0) if need[2] else None)")
-        add(f"{pad}    else:")
-        add(f"{pad}        o = B{k}(c, {g})")
+        nig = [st for st in prog.steps if st[0] is OP][ci][4]
+        grad = (f"{g}.dot(sw)", f"{g}.swapaxes(0, 1).dot(sx)", f"{g}.sum(axis=0)")
+        add(f"{pad}if {g} is not None and type({g}) is ND and {g}.ndim == 2:")
+        add(f"{pad}    sx, sw = c._saved")
+        for i, s, shape, dt in edges:
+            if nig[i]:
+                ns[f"ES{k}_{i}"], ns[f"ED{k}_{i}"] = shape, dt
+                add(f"{pad}    x = {grad[i]}")
+                add(f"{pad}    if x.shape != ES{k}_{i}: x = sum_to_shape(x, ES{k}_{i}, c)")
+                add(f"{pad}    if x.dtype != ED{k}_{i}: x = x.astype(ED{k}_{i})")
+                add(f"{pad}    g{s} = x if g{s} is None else g{s} + x")
+        add(f"{pad}    x = sx = sw = None")
+        add(f"{pad}elif {g} is not None:")
+        add(f"{pad}    o = B{k}(c, {g})")
     elif len(oslots) == 1:
         add(f"{pad}if g{oslots[0]} is not None:")
         add(f"{pad}    o = B{k}(c, g{oslots[0]})")
