@@ -209,6 +209,7 @@ class DataLoader(Generic[_T_co]):
         self.multiprocessing_context = multiprocessing_context
         self.generator = generator
         self.persistent_workers = persistent_workers
+        self._iterator: _BaseDataLoaderIter | None = None  # PyTorch's: persistent workers' iterator
         self._iterable = isinstance(dataset, IterableDataset)
 
         if self._iterable:
@@ -268,7 +269,10 @@ class DataLoader(Generic[_T_co]):
     def __iter__(self) -> _BaseDataLoaderIter:
         if self.num_workers == 0:
             return _SingleProcessDataLoaderIter(self)
-        return _MultiProcessingDataLoaderIter(self)
+        it = _MultiProcessingDataLoaderIter(self)
+        if self.persistent_workers:  # kept, as PyTorch keeps it: `loader._iterator` is how
+            self._iterator = it  # libraries reach `_shutdown_workers()`
+        return it
 
     def _single_process(self, indices: Iterator | None = None) -> Iterator:
         if self._iterable:
@@ -523,9 +527,14 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
 
     def __init__(self, loader: DataLoader) -> None:
         super().__init__(loader)
+        self._loader = loader
         self._batches = loader._multi_process(self._sampler_iter, self._base_seed)
 
     def _shutdown_workers(self) -> None:
         """Stop the workers now (persistent ones too); later ``next()`` calls raise
         StopIteration."""
         self._batches.close()  # type: ignore[attr-defined]
+        pool = getattr(self._loader, "_pool", None)  # persistent workers idle between passes
+        if pool is not None:
+            self._loader._pool = None
+            DataLoader._stop_workers(pool)
