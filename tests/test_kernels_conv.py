@@ -158,6 +158,19 @@ def test_row_chunks_against_the_numpy_path(shape, dtype, monkeypatch, one_thread
 
 
 @needs_kernels
+def test_row_chunks_leave_an_empty_batch_to_the_numpy_path(monkeypatch, one_thread) -> None:
+    """An empty batch's weight gradient is zeros (row chunks would sum no products)."""
+    monkeypatch.setattr(conv, "_CHUNK_BYTES", 64)
+    calls = _spy(monkeypatch, "_chunk_weight_grad")
+    x = ember.zeros(0, 16, 9, 9, requires_grad=True)
+    w = ember.randn(8, 16, 3, 3, requires_grad=True)
+    ember.nn.functional.conv2d(x, w, padding=1).sum().backward()
+    assert calls["n"] == 0
+    np.testing.assert_array_equal(w.grad.numpy(), np.zeros((8, 16, 3, 3), np.float32))
+    assert tuple(x.grad.shape) == (0, 16, 9, 9)
+
+
+@needs_kernels
 def test_large_conv_takes_row_chunks_at_one_thread_only(monkeypatch) -> None:
     """A ResNet-sized convolution (64 -> 64 3x3 on 32 x 32 maps) runs in row chunks at the
     default chunk size at one thread (each gradient against the NumPy path and PyTorch), and in

@@ -343,12 +343,12 @@ _CHUNK_BYTES = 1 << 21
 def _chunked(g: _Geom, k: int, *arrays: Any) -> bool:
     """Whether a convolution with ``k`` column rows (C * kh * kw) runs in row chunks: the
     kernels on at one thread, wide or plain columns of at least half ``_CHUNK_BYTES`` per
-    image, and host float32/float64 arrays of one dtype (``None`` entries skipped). (At two
+    image, and non-empty host float32/float64 arrays of one dtype (``None`` entries skipped). (At two
     threads OpenBLAS splits each of the chunks' many small products, and on a busy machine
     waiting for its second thread made the step 2.7x slower than the whole-batch products.)"""
     x = arrays[0]
     if (_kl.active is None or g.batch or g.image or type(x) is not np.ndarray
-            or _kl.active.get_num_threads() != 1
+            or _kl.active.get_num_threads() != 1 or x.size == 0
             or x.dtype not in (np.float32, np.float64)
             or 2 * k * g.OH * g.OW * x.itemsize < _CHUNK_BYTES):
         return False
