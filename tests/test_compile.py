@@ -784,3 +784,24 @@ def test_linear_written_out_equals_eager_bit_for_bit(bias, x_grad, shape, dtype)
     assert stats["replays"] >= 2
     if codegen.enabled:
         assert (".dot(" in prog.source) == (len(shape) == 2)
+
+
+def test_a_compiled_function_follows_rebound_globals_and_cells():
+    """The modules a compiled function reaches are looked up again when a closure cell or a
+    global it names is rebound (the guard's cached walk is reused only for the same objects)."""
+    global _REBOUND
+    _REBOUND = nn.Linear(3, 2)
+    inner = nn.Linear(2, 2)
+
+    def f(x):
+        return inner(_REBOUND(x))
+
+    c = ember.compile(f)
+    x = ember.randn(4, 3)
+    for _ in range(4):
+        assert ember.equal(c(x), f(x))
+    _REBOUND = nn.Linear(3, 2)  # a new global
+    assert ember.equal(c(x), f(x))
+    inner = nn.Linear(2, 2)  # a new cell value  # noqa: F841
+    for _ in range(4):
+        assert ember.equal(c(x), inner(_REBOUND(x)))

@@ -97,9 +97,41 @@ def _unflatten(spec: Any, it: Any) -> Any:
     return items if spec[0] is list else tuple(items)
 
 
-def _roots(fn: Any) -> tuple[list, list]:
+def _roots(fn: Any, cache: list | None = None) -> tuple[list, list]:
     """Modules and tensors a compiled function reaches through its closure, the globals it
-    names and its ``self``: their tensors are read live at each call and guarded on."""
+    names and its ``self``: their tensors are read live at each call and guarded on. With
+    ``cache`` (a list of one item), the answer is reused while the objects found are the same
+    ones and none is a container or an optimizer (whose contents can change in place)."""
+    objs = _root_objects(fn)
+    if cache is not None:
+        ids = tuple(map(id, objs))
+        hit = cache[0]
+        if hit is not None and hit[0] == ids:
+            return hit[1], hit[2]
+    mods: list = []
+    tensors: list = []
+    plain = True
+    for o in objs:
+        if isinstance(o, (dict, list, tuple)):
+            plain = False
+        for x in (o.values() if isinstance(o, dict) else o if isinstance(o, (list, tuple)) else (o,)):
+            if isinstance(x, Module):
+                mods.append(x)
+            elif isinstance(x, TensorBase):
+                tensors.append(x)
+            elif hasattr(x, "param_groups") and hasattr(x, "state"):  # an optimizer
+                plain = False
+                for group in x.param_groups:
+                    tensors.extend(group["params"])
+    if cache is not None:
+        # (the objects themselves are kept: while held, no new object can take their ids)
+        cache[0] = (ids, mods, tensors, objs) if plain else None
+    return mods, tensors
+
+
+def _root_objects(fn: Any) -> list:
+    """What ``_roots`` looks through: ``functools.partial`` arguments, a method's ``self``, the
+    closure's cells and the globals the code names, as they are now."""
     objs: list = []
     target = fn
     if isinstance(target, functools.partial):
@@ -120,18 +152,7 @@ def _roots(fn: Any) -> tuple[list, list]:
         for name in code.co_names:
             if name in g:
                 objs.append(g[name])
-    mods: list = []
-    tensors: list = []
-    for o in objs:
-        for x in (o.values() if isinstance(o, dict) else o if isinstance(o, (list, tuple)) else (o,)):
-            if isinstance(x, Module):
-                mods.append(x)
-            elif isinstance(x, TensorBase):
-                tensors.append(x)
-            elif hasattr(x, "param_groups") and hasattr(x, "state"):  # an optimizer
-                for group in x.param_groups:
-                    tensors.extend(group["params"])
-    return mods, tensors
+    return objs
 
 
 _dynamo_module: Any = None  # ember._dynamo, which imports this module: bound on the first call
@@ -165,6 +186,7 @@ class _CompiledFn:
         self.recompile_limit = recompile_limit  # None: torch._dynamo.config.cache_size_limit
         self.cache: dict = {}
         self._mods_cache: Any = None  # (ids of the roots, [(module, its children)])
+        self._roots_cache: list = [None]  # _roots' last answer, by the objects' identities
         _live.add(self)
 
     def _outside(self, want_tensors: bool = False) -> tuple[list | None, tuple]:
@@ -175,7 +197,7 @@ class _CompiledFn:
             roots = [self.module]
             extra: list = []
         else:
-            roots, extra = _roots(self.fn)
+            roots, extra = _roots(self.fn, self._roots_cache)
         ids = list(map(id, roots))
         cached = self._mods_cache
         if cached is None or cached[0] != ids:
