@@ -111,7 +111,8 @@ def test_conv_columns_kernels_are_the_numpy_path_bit_for_bit(shape, dtype, monke
 
 @needs_kernels
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("geom", [(3, 1, 1, 1), ((2, 3), (1, 2), (1, 0), (2, 1))])
+@pytest.mark.parametrize("geom", [(3, 1, 1, 1), ((2, 3), (1, 2), (1, 0), (2, 1)),
+                                  (1, 1, 4, 5), ((1, 2), (1, 3), (2, 4), (3, 5))])
 def test_unfold_fold_kernels_bit_for_bit(geom, dtype) -> None:
     k, d, p, s = geom
     x = np.random.default_rng(3).standard_normal((2, 3, 10, 9)).astype(dtype)

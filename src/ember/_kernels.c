@@ -1191,6 +1191,7 @@ CLONES static void im2col_##T(const T *RESTRICT x, T *RESTRICT cols, const conv_
                 }                                                                                  \
                 Py_ssize_t ho = i * g->dh - g->pt, wo = j * g->dw - g->pl;                         \
                 Py_ssize_t w0 = k_lo(wo, g->sw), w1 = k_hi(wo, g->sw, W, OW);                      \
+                w0 = w0 < OW ? w0 : OW;                                                            \
                 if (w1 < w0)                                                                       \
                     w1 = w0;                                                                       \
                 for (Py_ssize_t oh = 0; oh < OH; oh++) {                                           \
