@@ -215,3 +215,20 @@ def test_conv_kernels_refuse_bad_geometry() -> None:
         L.active.col2im(cols, np.empty((1, 2, 5, 4), np.float32), geom, False)  # wrong image
     with pytest.raises(TypeError):
         L.active.col2im(cols, np.empty((1, 2, 5, 5), np.float64), geom, False)  # mixed dtypes
+
+
+@needs_kernels
+def test_unfold_kernel_with_taps_wholly_in_the_padding() -> None:
+    """A 1 x 1 image, kernel 3 dilated 2, padding 2: tap 0's windows all lie in the padding
+    (the kernel writes zeros for exactly the one window, not past it)."""
+    x = np.arange(1, 7, dtype=np.float32).reshape(2, 3, 1, 1)
+    F = ember.nn.functional
+    res = []
+    for ctx in (L.enabled(), L.disabled()):
+        with ctx:
+            cols = F.unfold(ember.tensor(x), 3, 2, 2, 1)
+            res.append((cols.numpy(), F.fold(cols, (1, 1), 3, 2, 2, 1).numpy()))
+    assert res[0][0].shape == (2, 27, 1)
+    for a, c in zip(*res):
+        np.testing.assert_array_equal(a, c)
+    np.testing.assert_array_equal(res[0][1], x)
