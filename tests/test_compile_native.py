@@ -498,3 +498,25 @@ def test_a_lone_relu_backward_runs_as_c_and_equals_eager():
     prog = _check_three_ways(f, make)
     assert prog.c_source.count("/* backward, 1 rules") == 1 and "relu" in prog.c_source
     assert "KB0(" in prog.source
+
+
+def test_a_second_batch_size_reuses_the_generated_python():
+    """Shapes and loop counts are bound by name, so the same model at another batch size
+    generates the same Python text and reuses its code object (Python compiles ~11 us a line);
+    each size keeps its own kernels and constants, and both equal eager."""
+    ember.manual_seed(0)
+    model = nn.Sequential(nn.Linear(5, 8), nn.ReLU(), nn.Dropout(0.2), nn.Linear(8, 3))
+    f = ember.compile(lambda a: model(a).relu().sum())
+    outs = {}
+    for n in (6, 4):
+        x = ember.randn(n, 5)
+        for _ in range(3):
+            ember.manual_seed(1)
+            y = f(x)
+        ember.manual_seed(1)
+        outs[n] = (y.item(), model(x).relu().sum().item())
+    p6, p4 = (e.prog for e in f._ember_compiled.cache.values())
+    assert p6.source == p4.source and p6.fwd_fn.__code__ is p4.fwd_fn.__code__
+    assert p6.fwd_fn.__globals__ is not p4.fwd_fn.__globals__
+    for got, want in outs.values():
+        assert got == want

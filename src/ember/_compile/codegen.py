@@ -38,6 +38,8 @@ enabled = True  # False: trusted programs keep the interpreted replay (tests com
 # (measured: 1.6 vs 2.3 us per small op at 2,000 ops, 2.5 vs 3.1 at 5,000), so longer programs
 # keep the interpreted replay and compiling stays well under a second
 MAX_STEPS = 3000
+_CODE: dict[str, Any] = {}  # generated text -> its code object (the oldest dropped first)
+_CODE_MAX = 256
 backward_native = True  # False: only forward runs are generated as C (tests compare the two)
 
 
@@ -54,7 +56,14 @@ def generate(prog: Program) -> None:
     fwd = _forward_source(prog, ns, groups)
     bwd = _backward_source(prog, ns, bgroups) if prog.needs_grad else ""
     prog.source = fwd + "\n" + _outputs_source(prog, ns) + ("\n" + bwd if bwd else "")
-    exec(compile(prog.source, "<ember compiled region>", "exec"), ns)  # noqa: S102 - our own text
+    code = _CODE.get(prog.source)
+    if code is None:  # (Python compiles ~11 us a line: a region seen at a second batch size, or
+        # a second model alike, has the same text, every shape and constant bound by name)
+        code = compile(prog.source, "<ember compiled region>", "exec")
+        if len(_CODE) >= _CODE_MAX:
+            _CODE.pop(next(iter(_CODE)))
+        _CODE[prog.source] = code
+    exec(code, ns)  # noqa: S102 - our own text
     prog.fwd_fn = ns["forward"]
     prog.out_fn = ns["outputs"]
     prog.bwd_fn = ns.get("backward")
@@ -104,11 +113,12 @@ def _call(fn: str, g: Any, args: str, ns: dict) -> str:
     """The statement calling kernel ``fn`` over its whole loop: split over ember's threads
     (``_threads``: ``set_num_threads``, ``OMP_NUM_THREADS``) when it is large enough; each
     element is computed alike in any part, so the result is the same at any thread count."""
+    ns[f"{fn}_N"] = g.outer  # (sizes by name: the text is the same for another batch size)
     if g.size < _threads.THRESHOLD or g.outer < 2:
-        return f"{fn}(0, {g.outer}, {args})"
-    ns["THR"], ns["SPLIT"] = _threads, _split
-    return (f"SPLIT({fn}, {g.outer}, ({args},)) if THR.cut <= {g.size} else "
-            f"{fn}(0, {g.outer}, {args})")
+        return f"{fn}(0, {fn}_N, {args})"
+    ns["THR"], ns["SPLIT"], ns[f"{fn}_S"] = _threads, _split, g.size
+    return (f"SPLIT({fn}, {fn}_N, ({args},)) if THR.cut <= {fn}_S else "
+            f"{fn}(0, {fn}_N, {args})")
 
 
 def _split(fn: Any, outer: int, args: tuple) -> None:
@@ -147,16 +157,17 @@ def _group_lines(i: int, g: cgen.Group, prog: Program, ns: dict, add: Any, pad: 
     check = " and ".join(f"type(s{s}) is ND and s{s}.flags.c_contiguous"
                          for s, _dt, _sh in g.inputs if s not in masks) or "True"
     add(f"{pad}if {check}:")
+    ns[f"GS{i}"] = g.shape
     for j, (s, dt) in enumerate(g.outputs):
         ns[f"GD{i}_{j}"] = dt
-        add(f"{pad}    s{s} = EMPTY({g.shape!r}, GD{i}_{j})")
+        add(f"{pad}    s{s} = EMPTY(GS{i}, GD{i}_{j})")
     written = {s for s, _ in g.outputs}
     for k in g.masks:  # (drawn as the interpreted order draws them: before any later mask)
         _, xs, _p, _shape, s = prog.steps[k]
         x = f"s{xs}"
         if xs in g.values and xs not in written:  # not in memory: a stand-in of its layout
             ns[f"GV{i}_{xs}"] = g.values[xs][1]
-            x = f"EMPTY({g.shape!r}, GV{i}_{xs})"
+            x = f"EMPTY(GS{i}, GV{i}_{xs})"
         add(f"{pad}    " + _mask_line(k, prog.steps[k], ns, x))
     arrs = ins + [f"s{s}" for s, _ in g.outputs]
     ptrs = ", ".join(arrs if prog.c_by_object else [f"{x}.ctypes.data" for x in arrs])
