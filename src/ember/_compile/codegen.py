@@ -50,6 +50,7 @@ def generate(prog: Program) -> None:
     if len(prog.steps) > MAX_STEPS:
         return
     ns: dict[str, Any] = {"NEW": _new_node, "ShapeChanged": ShapeChanged, "ND": np.ndarray,
+                          "THR": _threads,
                           "sum_to_shape": sum_to_shape, "bad_count": bad_count,
                           "RNG_SNAP": rng_snapshot, "RNG_RESTORE": rng_restore, "MASK": prog_mask, "MAKE": TensorBase._make}
     groups, bgroups = _native_groups(prog, ns) if config.native else ({}, {})
@@ -397,6 +398,28 @@ def _op_lines(k: int, st: tuple, ns: dict, add: Any, pad: str, prog_metas: list)
         add(f"{pad}o = None")
 
 
+def _written_rule(bwd: Any, ometa: tuple, g: str) -> tuple | None:
+    """``(condition, setup, gradient expression per input)`` for a backward rule whose
+    arithmetic the generated code writes out (the same expressions the rule evaluates, under
+    the condition in which it evaluates them), or None."""
+    if _is_rule(bwd, "Linear.backward") and len(ometa[0][0]) == 2 \
+            and ometa[0][1] in (np.float32, np.float64):
+        # 2-d: Linear.backward's reshapes give the arrays their own shapes
+        return (f"type({g}) is ND and {g}.ndim == 2", "sa, sb = c._saved",
+                (f"{g}.dot(sb)", f"{g}.swapaxes(0, 1).dot(sa)", f"{g}.sum(axis=0)"))
+    if _is_rule(bwd, "Add.backward", _POINTWISE):
+        return "True", "", (g, g)
+    if _is_rule(bwd, "Sub.backward", _POINTWISE):
+        return "True", "", (g, f"-{g}")
+    if _is_rule(bwd, "Mul.backward", _POINTWISE):  # (large gradients: its split products)
+        return (f"not (type({g}) is ND and {g}.size >= THR.cut)", "sa, sb = c._saved",
+                (f"{g} * sb", f"{g} * sa"))
+    return None
+
+
+_POINTWISE = "ember.ops.pointwise"
+
+
 def _is_rule(fn: Any, qualname: str, module: str = "ember.ops.nn.linear") -> bool:
     """Whether ``fn`` is the op rule ``module.qualname`` (named, not imported: the ops sit
     above this layer)."""
@@ -472,23 +495,24 @@ def _rule_lines(k: int, entry: tuple, prog: Program, ns: dict, add: Any, pad: st
     ns[f"B{k}"] = bwd
     ns[f"NAME{k}"] = name
     add(f"{pad}c = ctxs[{ci}]")
-    if len(oslots) == 1 and _is_rule(bwd, "Linear.backward") and len(ometa[0][0]) == 2 \
-            and ometa[0][1] in (np.float32, np.float64):
-        # a 2-d Linear's rule written out (Linear.backward's products and sum, without its
-        # call, its reshapes to the shapes the arrays already have and the tuple it returns)
+    written = _written_rule(bwd, ometa, f"g{oslots[0]}") if len(oslots) == 1 else None
+    if written is not None:
+        # the rule written out: its own arithmetic on the arrays, without its call and the
+        # tuple it returns; each gradient added as it is made (as the engine would, in order)
+        cond, setup, grad = written
         g = f"g{oslots[0]}"
         nig = [st for st in prog.steps if st[0] is OP][ci][4]
-        grad = (f"{g}.dot(sw)", f"{g}.swapaxes(0, 1).dot(sx)", f"{g}.sum(axis=0)")
-        add(f"{pad}if {g} is not None and type({g}) is ND and {g}.ndim == 2:")
-        add(f"{pad}    sx, sw = c._saved")
+        add(f"{pad}if {g} is not None and {cond}:")
+        if setup:
+            add(f"{pad}    {setup}")
         for i, s, shape, dt in edges:
-            if nig[i]:
+            if nig[i] and grad[i] is not None:
                 ns[f"ES{k}_{i}"], ns[f"ED{k}_{i}"] = shape, dt
                 add(f"{pad}    x = {grad[i]}")
                 add(f"{pad}    if x.shape != ES{k}_{i}: x = sum_to_shape(x, ES{k}_{i}, c)")
                 add(f"{pad}    if x.dtype != ED{k}_{i}: x = x.astype(ED{k}_{i})")
                 add(f"{pad}    g{s} = x if g{s} is None else g{s} + x")
-        add(f"{pad}    x = sx = sw = None")
+        add(f"{pad}    x = sa = sb = None")
         add(f"{pad}elif {g} is not None:")
         add(f"{pad}    o = B{k}(c, {g})")
     elif len(oslots) == 1:
