@@ -809,9 +809,9 @@ def test_a_compiled_function_follows_rebound_globals_and_cells():
 
 @pytest.mark.parametrize("shapes", [((), ()), ((4, 3), (3,)), ((2, 1, 3), (4, 1))])
 def test_add_sub_mul_rules_written_out_equal_eager_bit_for_bit(shapes):
-    """Add's, Sub's and Mul's backward rules are written into the generated backward (their
-    own expressions, no rule call): gradients equal eager's bit for bit, broadcast inputs
-    (summed down) and 0-d tensors included; a number operand too."""
+    """Add's, Sub's and Mul's forward and backward rules are written into the generated code
+    (their own expressions, no rule call): values and gradients equal eager's bit for bit,
+    broadcast inputs (summed down) and 0-d tensors included; a number operand too."""
     from ember._compile import codegen
 
     rng = np.random.default_rng(5)
@@ -824,11 +824,13 @@ def test_add_sub_mul_rules_written_out_equal_eager_bit_for_bit(shapes):
     for _ in range(4):
         a, b = ember.tensor(a0, requires_grad=True), ember.tensor(b0, requires_grad=True)
         ae, be = ember.tensor(a0, requires_grad=True), ember.tensor(b0, requires_grad=True)
-        c(a, b).backward()
-        f(ae, be).backward()
+        y, ye = c(a, b), f(ae, be)
+        assert y.detach().numpy().tobytes() == ye.detach().numpy().tobytes()
+        y.backward()
+        ye.backward()
         for x, y in ((a, ae), (b, be)):
             assert x.grad.dtype == y.grad.dtype
             assert np.array_equal(x.grad.numpy().view(np.uint32), y.grad.numpy().view(np.uint32))
     if codegen.enabled:
         prog = next(iter(c._ember_compiled.cache.values())).prog
-        assert " * sa" in prog.source and " * sb" in prog.source
+        assert " * sa" in prog.source and " * sb" in prog.source and "else: s" in prog.source

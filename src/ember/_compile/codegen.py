@@ -382,6 +382,20 @@ def _op_lines(k: int, st: tuple, ns: dict, add: Any, pad: str, prog_metas: list)
         add(f"{pad}if {o}.dtype != {x}.dtype: {o} = {o}.astype({x}.dtype)")
         add(f"{pad}if {o}.shape != SH{k}_0: raise ShapeChanged")
         return
+    sym = next((op for name, op in (("Add", "+"), ("Sub", "-"), ("Mul", "*"))
+                if _is_rule(fwd, f"{name}.forward", _POINTWISE)), None)
+    if sym is not None and len(oslots) == 1 and len(aslots) == 2:
+        # a binary op written out: the rule's own expression, below the size at which the
+        # rule splits it over the threads (there: the rule)
+        a, b = (f"s{s}" for s in aslots)
+        o = f"s{oslots[0]}"
+        ns[f"SH{k}_0"] = shapes[0]
+        if sym == "*":  # (what Mul.forward saves)
+            add(f"{pad}c{k}._saved = ({a if nig[1] else 'None'}, {b if nig[0] else 'None'})")
+        add(f"{pad}if type({a}) is ND and {a}.size >= THR.cut: {o} = F{k}(c{k}, {args})")
+        add(f"{pad}else: {o} = {a} {sym} {b}")
+        add(f"{pad}if {o}.shape != SH{k}_0: raise ShapeChanged")
+        return
     if len(oslots) == 1:  # (straight into its slot: nothing else keeps the array alive)
         o = f"s{oslots[0]}"
         ns[f"SH{k}_0"] = shapes[0]
