@@ -33,6 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 API_FILE = ROOT / "src" / "ember" / "_torch_api.txt"
 OUT_FILE = ROOT / "docs" / "api-coverage.md"
+SUITES_FILE = ROOT / "scripts" / "library_suites.md"  # appended as written (run by hand)
 USAGE_FILE = ROOT / "scripts" / "api_usage.tsv"
 RANK_TOP = 150
 
@@ -217,6 +218,8 @@ def render(api: dict[str, list[str]]) -> str:
         if g["incidental"]:
             lines += [f"Not counted ({len(g['incidental'])}): {_names(g['incidental'])}", ""]
     lines += render_ranking()
+    if SUITES_FILE.exists():  # the hand-written library suites table, kept across regenerations
+        lines += ["", *SUITES_FILE.read_text().rstrip().splitlines()]
     return "\n".join(lines).rstrip() + "\n"
 
 
