@@ -23,10 +23,10 @@ F32, F64 = np.float32, np.float64
 def threads():
     """Restore the thread count (and ``cut``) after the test."""
     saved = ember.get_num_threads()
-    saved_cut = _threads.cut
+    saved_cut = _threads.cut, _threads.cut_cheap
     yield
     ember.set_num_threads(saved)
-    _threads.cut = saved_cut
+    _threads.cut, _threads.cut_cheap = saved_cut
 
 
 @pytest.fixture
@@ -41,6 +41,7 @@ def low_cut(threads, monkeypatch):
 
     monkeypatch.setattr(_threads, "_parallel", counting)
     monkeypatch.setattr(_threads, "THRESHOLD", 4096)
+    monkeypatch.setattr(_threads, "THRESHOLD_CHEAP", 4096)
     return calls
 
 
@@ -247,7 +248,7 @@ def test_set_num_threads_reaches_blas_and_restores(threads):
     if counts:  # (a BLAS that cannot be queried reports nothing)
         assert set(counts) == {1}
     ember.set_num_threads(2)
-    assert _threads.cut == _threads.THRESHOLD
+    assert _threads.cut == _threads.THRESHOLD and _threads.cut_cheap == _threads.THRESHOLD_CHEAP
     if counts:
         assert set(_threads.blas_threads()) == {2}
     ember.set_num_threads(1)

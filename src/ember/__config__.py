@@ -69,5 +69,5 @@ def parallel_info() -> str:
             f"\tBLAS threads : {', '.join(map(str, blas)) if blas else 'unknown'}\n"
             f"{_kernels_loader.describe().capitalize()}\n"
             f"Elementwise NumPy calls: split over the threads from {_threads.THRESHOLD} "
-            "elements\n"
+            f"elements ({_threads.THRESHOLD_CHEAP} for memory-bound arithmetic)\n"
             f"Environment variables:\n{env}")

@@ -12,9 +12,9 @@ and the prefixed/suffixed names NumPy's and SciPy's bundled builds export,
 keeps its own default (``OPENBLAS_NUM_THREADS``/``OMP_NUM_THREADS``, else every core).
 
 ``run(f, *operands)``: ``f(*operands)`` for a NumPy ufunc ``f``, split over the threads in
-contiguous parts of the result when the result has at least ``cut`` elements (``cut`` is
-``sys.maxsize`` at one thread, so a caller's test ``a.size >= _threads.cut`` is the whole cost
-for small arrays). Each element is computed by the same loop as in one call (flat parts start
+contiguous parts of the result when the caller finds at least ``cut`` elements (``cut_cheap``
+for memory-bound arithmetic; both are ``sys.maxsize`` at one thread, so a caller's test
+``a.size >= _threads.cut`` is the whole cost for small arrays). Each element is computed by the same loop as in one call (flat parts start
 at multiples of 1024 elements, so SIMD groups line up), so results are bit-identical at every
 thread count. Workers do not survive ``fork``; a child starts its own.
 """
@@ -34,12 +34,17 @@ import numpy as np
 
 from . import _kernels_loader
 
-THRESHOLD = 1 << 18  # elements: below this one thread is faster (docs/benchmarks.md, "Threads")
+# Elements from which a split pays (measured on a quiet 2-vCPU Xeon: docs/benchmarks.md,
+# "Threads"): the hand-off costs 40-80 us, so compute-bound loops (exp, tanh, where's branchy
+# loop) split from 512K elements and memory-bound arithmetic (add, mul, div, maximum) from 2M.
+THRESHOLD = 1 << 19
+THRESHOLD_CHEAP = 1 << 21
 ALIGN = 1024  # a flat part starts at a multiple of this many elements
 BLOCK = 1 << 16  # elements per block where a part is computed in blocks (where)
 
 _count: int | None = None  # set_num_threads's value; None: the default
 cut = sys.maxsize  # the smallest result that splits (sys.maxsize: never)
+cut_cheap = sys.maxsize  # the same for memory-bound arithmetic
 
 
 def default_threads() -> int:
@@ -64,8 +69,9 @@ def set_num_threads(n: int) -> None:
 
 
 def _set_cut(n: int) -> None:
-    global cut
+    global cut, cut_cheap
     cut = THRESHOLD if n > 1 else sys.maxsize
+    cut_cheap = THRESHOLD_CHEAP if n > 1 else sys.maxsize
 
 
 # -- BLAS -------------------------------------------------------------------------------------

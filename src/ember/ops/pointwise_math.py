@@ -340,7 +340,7 @@ class Exp(Op):
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
         (out,) = ctx.saved
-        if type(grad) is np.ndarray and grad.size >= _threads.cut and (
+        if type(grad) is np.ndarray and grad.size >= _threads.cut_cheap and (
                 g := _threads.run(np.multiply, grad, out)) is not None:
             return g
         return grad * out

@@ -312,7 +312,7 @@ class Relu(Op):
 
     @staticmethod
     def forward(ctx: Any, x: Any) -> Any:
-        if type(x) is not np.ndarray or x.size < _threads.cut or (
+        if type(x) is not np.ndarray or x.size < _threads.cut_cheap or (
                 out := _threads.run(np.maximum, 0, x)) is None:  # (large: split)
             out = ctx.xp.maximum(0, x)  # (0 first: a tie returns x, so -0.0 stays -0.0, as PyTorch)
         ctx.save_for_backward(out)
