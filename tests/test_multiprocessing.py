@@ -367,3 +367,20 @@ def test_ctrl_c_with_workers_prints_one_traceback(tmp_path):
     assert proc.returncode != 0
     assert err.count("Traceback (most recent call last)") == 1, err
     assert err.rstrip().endswith("KeyboardInterrupt"), err
+
+
+@pytest.mark.skipif(not hasattr(__import__("select"), "epoll"), reason="Linux's epoll adopts the fd")
+def test_shared_memory_closes_its_fd_without_a_python_finalizer():
+    """A DataLoader with workers receives shared tensors at every batch: a Python finalizer per
+    mapping would run all the time, and a Ctrl-C arriving inside one is lost (the program goes
+    on running). The fd is closed in C when the mapping goes."""
+    import gc
+    import weakref
+
+    before = len(weakref.finalize._registry)
+    t = ember.ones(3).share_memory_()
+    assert len(weakref.finalize._registry) == before
+    fds = len(os.listdir("/proc/self/fd"))
+    del t
+    gc.collect()
+    assert len(os.listdir("/proc/self/fd")) < fds  # closed with the mapping

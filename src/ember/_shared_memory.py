@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import select
 import tempfile
 import weakref
 from typing import Any
@@ -38,7 +39,14 @@ def _open_fd(nbytes: int) -> int:
 def map_shared(fd: int, nbytes: int) -> SharedBuffer:
     buf = SharedBuffer(fd, nbytes)
     buf.fd = fd
-    weakref.finalize(buf, os.close, fd)
+    if hasattr(select, "epoll"):
+        # The fd is closed in C when the mapping goes: an epoll object adopts it (``fromfd``
+        # takes any descriptor and only closes it). A Python finalizer would run at every
+        # batch a DataLoader receives, and a Ctrl-C arriving inside one is lost ("Exception
+        # ignored in: <finalize object>"), leaving the program running.
+        buf._owner = select.epoll.fromfd(fd)
+    else:  # pragma: no cover - systems without epoll
+        weakref.finalize(buf, os.close, fd)
     return buf
 
 
