@@ -233,6 +233,12 @@ def run(f: Any, *operands: Any) -> Any:
     return _split(f, operands, dtype)
 
 
+def call(f: Any, alt: Any, *operands: Any) -> Any:
+    """``run(f, *operands)``, or ``alt(*operands)`` where the split does not apply."""
+    out = run(f, *operands)
+    return alt(*operands) if out is None else out
+
+
 def where(cond: Any, a: Any, b: Any) -> Any:
     """``np.where(cond, a, b)`` split over the threads (each part's result copied into its part
     of the output), or None where it does not apply (as ``run``; ``cond`` a bool array, a and b

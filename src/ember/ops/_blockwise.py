@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from .. import _kernels_loader as _kernels
+from .. import _threads as threads  # noqa: F401 - pointwise_math reaches the split through it
 
 BLOCK = 65536  # elements per block: a kernel's few scratch rows stay in the L2 cache
 

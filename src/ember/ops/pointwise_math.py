@@ -16,7 +16,6 @@ from typing import Any
 import numpy as np
 
 from .. import _kernels_loader as _kernels
-from .. import _threads
 from .._special import erf as _erf
 from .._special import erfc as _erfc
 from .._special import erfinv as _erfinv
@@ -331,18 +330,13 @@ class Exp(Op):
 
     @staticmethod
     def forward(ctx: Any, x: Any) -> Any:
-        if type(x) is not np.ndarray or x.size < _threads.cut or (
-                out := _threads.run(np.exp, x)) is None:  # (large: split over the threads)
-            out = ctx.xp.exp(x)
+        out = _bw.threads.call(np.exp, ctx.xp.exp, x) if x.size >= _bw.threads.cut else ctx.xp.exp(x)
         ctx.save_for_backward(out)
         return out
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
         (out,) = ctx.saved
-        if type(grad) is np.ndarray and grad.size >= _threads.cut_cheap and (
-                g := _threads.run(np.multiply, grad, out)) is not None:
-            return g
         return grad * out
 
 
@@ -612,9 +606,7 @@ class Tanh(Op):
 
     @staticmethod
     def forward(ctx: Any, x: Any) -> Any:
-        if type(x) is not np.ndarray or x.size < _threads.cut or (
-                out := _threads.run(np.tanh, x)) is None:  # (large: split over the threads)
-            out = ctx.xp.tanh(x)
+        out = _bw.threads.call(np.tanh, ctx.xp.tanh, x) if x.size >= _bw.threads.cut else ctx.xp.tanh(x)
         ctx.save_for_backward(out)
         return out
 
