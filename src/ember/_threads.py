@@ -34,7 +34,7 @@ import numpy as np
 
 from . import _kernels_loader
 
-# Elements from which a split pays (measured on a quiet 2-vCPU Xeon: docs/benchmarks.md,
+# Elements from which a split pays (measured on a quiet 2-vCPU AMD EPYC: docs/benchmarks.md,
 # "Threads"): the hand-off costs 40-80 us, so compute-bound loops (exp, tanh, where's branchy
 # loop) split from 512K elements and memory-bound arithmetic (add, mul, div, maximum) from 2M.
 THRESHOLD = 1 << 19
