@@ -45,7 +45,7 @@ if ! "$P" -c "import torchmetrics, lightning, transformers, diffusers" >/dev/nul
   # their own dependencies (compiled ones included), and the tools the programs use
   "$P" -m pip install -q lightning-utilities fsspec packaging typing_extensions pyyaml tqdm \
     tokenizers safetensors huggingface_hub regex filelock requests scikit-learn scipy \
-    tabulate pytest flaky pandas importlib_metadata Pillow
+    tabulate pytest flaky pandas importlib_metadata Pillow matplotlib
 fi
 if "$P" -c "import importlib.util as u, sys; sys.exit(u.find_spec('torch') is None)"; then
   echo "error: $VENV has a real torch installed; this environment must not" >&2
