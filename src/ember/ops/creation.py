@@ -25,6 +25,8 @@ __all__ = [
 
 # arange's overloads, as PyTorch's parser binds them (_args.overload)
 _ARANGE_FORMS = (("end",), ("start", "end"), ("start", "end", "step"))
+
+
 _M_IS_N = _args.Shown("n")  # eye's m when not given
 
 
@@ -277,34 +279,6 @@ def linspace(start: Any, end: Any, steps: int, *, out: Any = None, dtype: Any = 
                            requires_grad)
 
 
-def _linspace_values(s: Any, e: Any, n: int, np_dt: Any) -> np.ndarray:
-    """PyTorch's linspace values: step = (end - start) / (steps - 1) in the dtype (double for
-    integer dtypes, whose start and end are truncated first); the first half counted up from
-    start, the second half down from end, each value one fused multiply-add (float32: exact in
-    float64; float64: in extended precision, which agrees but for rare last-bit cases; integers:
-    in double, then truncated). Other dtypes (half, bfloat16, complex) take NumPy's linspace."""
-    np_dt = np.dtype(np_dt)
-    kind = np_dt.kind
-    if n < 2 or not (np_dt in (np.float32, np.float64) or kind in "iu"):
-        return np.linspace(s, e, n).astype(np_dt)
-    if np_dt == np.float32:
-        s0, e0 = np.float32(s), np.float32(e)
-        step = np.float64((e0 - s0) / np.float32(n - 1))
-        wide: Any = np.float64
-    elif kind in "iu":  # double arithmetic, then truncation
-        s0, e0 = np.float64(np_dt.type(int(s))), np.float64(np_dt.type(int(e)))
-        step = (e0 - s0) / np.float64(n - 1)
-        wide = np.float64
-    else:
-        s0, e0 = np.float64(s), np.float64(e)
-        step = np.longdouble((e0 - s0) / np.float64(n - 1))
-        wide = np.longdouble
-    idx = np.arange(n)
-    up = wide(s0) + step * idx.astype(wide)
-    down = wide(e0) - step * (n - 1 - idx).astype(wide)
-    return np.where(idx < n // 2, up, down).astype(np_dt)
-
-
 def logspace(start: Any, end: Any, steps: int, base: float = 10.0, *, out: Any = None,
              dtype: Any = None, layout: Any = None, device: Any = None, pin_memory: bool = False,
              requires_grad: bool = False) -> Any:
@@ -371,6 +345,34 @@ def empty_strided(size: Any, stride: Any, *, dtype: Any = None, layout: Any = No
 
 def complex(*_: Any, **__: Any) -> Any:
     raise NotImplementedError("ember does not implement torch.complex yet (no complex dtypes)")
+
+
+def _linspace_values(s: Any, e: Any, n: int, np_dt: Any) -> np.ndarray:
+    """PyTorch's linspace values: step = (end - start) / (steps - 1) in the dtype (double for
+    integer dtypes, whose start and end are truncated first); the first half counted up from
+    start, the second half down from end, each value one fused multiply-add (float32: exact in
+    float64; float64: in extended precision, which agrees but for rare last-bit cases; integers:
+    in double, then truncated). Other dtypes (half, bfloat16, complex) take NumPy's linspace."""
+    np_dt = np.dtype(np_dt)
+    kind = np_dt.kind
+    if n < 2 or not (np_dt in (np.float32, np.float64) or kind in "iu"):
+        return np.linspace(s, e, n).astype(np_dt)
+    if np_dt == np.float32:
+        s0, e0 = np.float32(s), np.float32(e)
+        step = np.float64((e0 - s0) / np.float32(n - 1))
+        wide: Any = np.float64
+    elif kind in "iu":  # double arithmetic, then truncation
+        s0, e0 = np.float64(np_dt.type(int(s))), np.float64(np_dt.type(int(e)))
+        step = (e0 - s0) / np.float64(n - 1)
+        wide = np.float64
+    else:
+        s0, e0 = np.float64(s), np.float64(e)
+        step = np.longdouble((e0 - s0) / np.float64(n - 1))
+        wide = np.longdouble
+    idx = np.arange(n)
+    up = wide(s0) + step * idx.astype(wide)
+    down = wide(e0) - step * (n - 1 - idx).astype(wide)
+    return np.where(idx < n // 2, up, down).astype(np_dt)
 
 
 def _into(out: Any, name: str, make: Any, shape: tuple, dtype: Any, device: Any,

@@ -36,6 +36,12 @@ __all__ = ["cumsum", "cumprod", "cummax", "cummin"]
 # cumulative ops
 
 
+# PyTorch's CPU kernels accumulate cumulative sums and products in a wider type (float32 in
+# double, half and bfloat16 in float, complex64 in complex128) and round each output once
+_ACC = {"float32": "float64", "float16": "float32", "bfloat16": "float32",
+        "complex64": "complex128"}
+
+
 def cumsum(input: Any, dim: Any, *, dtype: Any = None, out: Any = None) -> Any:
     """Cumulative sum along ``dim``; integers and bools accumulate in int64."""
     if _amp.active and dtype is None:
@@ -70,20 +76,6 @@ def cummin(input: Any, dim: Any, *, out: Any = None) -> Any:
     x = _t(input)
     result = _cum_extreme(CumMin, return_types.cummin, x, _cum_dim(x, dim, "cummin"))
     return result if out is None else _out.write(out, result, "cummin")
-
-
-# PyTorch's CPU kernels accumulate cumulative sums and products in a wider type (float32 in
-# double, half and bfloat16 in float, complex64 in complex128) and round each output once
-_ACC = {"float32": "float64", "float16": "float32", "bfloat16": "float32",
-        "complex64": "complex128"}
-
-
-def _accumulated(xp: Any, fn: Any, x: Any, axis: int) -> Any:
-    """``fn(x, axis)`` (cumsum/cumprod) accumulated as PyTorch's CPU kernels do."""
-    wide = _ACC.get(str(getattr(x, "dtype", ""))) if xp is np else None
-    if wide is None:
-        return fn(x, axis=axis, dtype=x.dtype)
-    return fn(x, axis=axis, dtype=wide).astype(x.dtype)
 
 
 class CumSum(Op):
@@ -220,6 +212,14 @@ class CumMin(CumMax):
     node_name = "CumminBackward0"
 
     _ufunc = "minimum"
+
+
+def _accumulated(xp: Any, fn: Any, x: Any, axis: int) -> Any:
+    """``fn(x, axis)`` (cumsum/cumprod) accumulated as PyTorch's CPU kernels do."""
+    wide = _ACC.get(str(getattr(x, "dtype", ""))) if xp is np else None
+    if wide is None:
+        return fn(x, axis=axis, dtype=x.dtype)
+    return fn(x, axis=axis, dtype=wide).astype(x.dtype)
 
 
 def _cum_dim(x: Any, dim: Any, fname: str) -> int:
