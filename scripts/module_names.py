@@ -24,6 +24,10 @@ NAMESPACES = [
     ".utils.data.sampler", ".autograd.function", ".autograd.grad_mode", ".serialization",
 ]
 
+# private names that pickles carry, which libraries' unpicklers look for by PyTorch's name
+# (skorch intercepts torch.storage._load_from_bytes)
+PRIVATE = [("ember.storage", "_load_from_bytes", "torch.storage")]
+
 OUT = Path(__file__).resolve().parent.parent / "src" / "ember" / "_torch_modules.txt"
 
 
@@ -59,7 +63,7 @@ def main() -> None:
             if _resolve(emod, equal) is not eo:
                 continue  # not found again under its own name: nothing to rename at run time
             seen[id(eo)] = (emod, equal, tmod)
-    rows = sorted(set(seen.values()))
+    rows = sorted(set(seen.values()) | set(PRIVATE))
     lines = ["# ember module, qualname, PyTorch 2.13's __module__ for it (scripts/module_names.py)"]
     lines += [" ".join(r) for r in rows]
     OUT.write_text("\n".join(lines) + "\n")

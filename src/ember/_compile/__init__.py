@@ -352,6 +352,29 @@ def _guards_hold(prog: Program) -> bool:
     return True
 
 
+class _CompileContext:
+    """``OptimizedModule.dynamo_ctx``: the compile call's settings as a decorator, as PyTorch's
+    ``OptimizeContext`` is (``ctx(fn)`` is ``fn`` compiled with them; ``fullgraph`` read back).
+    Libraries test for it to tell a compiled module (skorch)."""
+
+    def __init__(self, options: dict[str, Any]) -> None:
+        self._options = options
+        self.fullgraph = bool(options.get("fullgraph", False))
+
+    def __call__(self, fn: Callable) -> Any:
+        o = self._options
+        return compile(fn, fullgraph=self.fullgraph, mode=o.get("mode"),
+                       options=o.get("options"), backend=o.get("backend"),
+                       recompile_limit=o.get("recompile_limit"))
+
+    def __enter__(self) -> None:
+        raise RuntimeError("torch._dynamo.optimize(...) is used with a context manager; use it as "
+                           "a decorator (ctx(fn)), or torch.compile(fn)")
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
 class OptimizedModule(Module):
     """What ``compile(module)`` returns: runs ``_orig_mod`` through the compiled path and
     forwards attribute reads to it."""
@@ -360,6 +383,7 @@ class OptimizedModule(Module):
         super().__init__()
         self._orig_mod = mod
         object.__setattr__(self, "_compile_options", dict(options or {}))
+        object.__setattr__(self, "dynamo_ctx", _CompileContext(self._compile_options))
         object.__setattr__(self, "_compiled", _CompiledFn(
             mod, mod, bool((options or {}).get("fullgraph", False)),
             (options or {}).get("recompile_limit")))

@@ -60,7 +60,10 @@ class Parameter(Tensor):
     __str__ = __repr__
 
     def __reduce_ex__(self, protocol: int) -> Any:
-        return (_rebuild_parameter, (self.detach().cpu().numpy(), self.requires_grad))
+        # PyTorch's form: the data through torch.storage._load_from_bytes (torch.save's bytes)
+        from ..storage import _SavedTensor
+
+        return (_rebuild_parameter, (_SavedTensor(self.detach()), self.requires_grad))
 
     def __deepcopy__(self, memo: dict) -> Parameter:
         if id(self) in memo:
@@ -75,8 +78,10 @@ class Parameter(Tensor):
 register_reducer(Parameter)  # through multiprocessing: shared memory (ember/_tensor_sharing.py)
 
 
-def _rebuild_parameter(arr: np.ndarray, requires_grad: bool) -> Parameter:
-    return Parameter(Tensor._make(np.array(arr)), requires_grad)
+def _rebuild_parameter(arr: Tensor | np.ndarray, requires_grad: bool) -> Parameter:
+    # a Tensor (from _load_from_bytes), or an array (pickles written before it)
+    data = arr if isinstance(arr, Tensor) else Tensor._make(np.array(arr))
+    return Parameter(data, requires_grad)
 
 
 class _BufferMeta(type):
