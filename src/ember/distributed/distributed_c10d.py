@@ -90,9 +90,19 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
 
     ``backend`` is ``"gloo"`` or ``"mpi"`` (both MPI in ember; ``None`` means gloo); ``rank`` and
     ``world_size``, given or in the environment (``RANK``, ``WORLD_SIZE``), must agree with MPI's.
+    ``store`` (a ``TCPStore``, ``FileStore``, ``HashStore``...) is accepted as PyTorch accepts it,
+    with ``rank`` and ``world_size`` given and no ``init_method``; MPI's world is still the one
+    the launcher started (a one-process world needs no launcher).
     """
     if _WORLD:
         raise ValueError("trying to initialize the default process group twice!")
+    if store is not None:  # PyTorch's conditions (and its AssertionError)
+        if init_method is not None:
+            raise AssertionError("Cannot specify both init_method and store.")
+        if world_size <= 0:
+            raise AssertionError("world_size must be positive if using store")
+        if rank < 0:
+            raise AssertionError("rank must be non-negative if using store")
     name = Backend(backend) if backend else Backend.GLOO
     if "nccl" in name or "cuda:" in name:
         from . import _nccl
@@ -112,6 +122,8 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
             f"rank={want_rank}, world_size={want_size} was asked (arguments or RANK/WORLD_SIZE): "
             f"start the processes with `ember launch --nproc-per-node {want_size} script.py` (or "
             f"MPI's own `mpiexec -n {want_size} ember run script.py`), so the two agree"
+            + ("; a store does not join processes started apart (each is its own MPI world)"
+               if store is not None and size < want_size else "")
         )
     world = ProcessGroup(comm, str(name), list(range(size)), timeout)
     _WORLD["group"] = world
