@@ -10,8 +10,11 @@
 #      profiler and the differential tester against PyTorch on the pure-Python core; then the
 #      native core's own tests and autograd's under `python -X dev` with PYTHONMALLOC=debug
 #      (reference counting). A few minutes.
+#   4. In CI only (CI set): scripts/libraries.sh, one program per library (torchmetrics, Lightning,
+#      transformers, diffusers) under `ember run` in their own environment, never PyTorch; about
+#      2 minutes with the installs. One line, and no failure, where the package index is unreachable.
 # Arguments go to the second pytest alone (`bash scripts/test.sh tests/test_autograd.py -x`); with
-# arguments, steps 1 and 3 are skipped. EMBER_NO_TORCH=1 skips installing PyTorch.
+# arguments (or --quick), steps 1, 3 and 4 are skipped. EMBER_NO_TORCH=1 skips installing PyTorch.
 # `--quick`: step 2's install, then a subset for contributors (tensors, ops, autograd, in-place and
 # views, nn, optim, data, serialization, errors, the differential tester, the CLI): a few minutes.
 set -euo pipefail
@@ -85,5 +88,14 @@ EMBER_PURE_PYTHON=1 .venv/bin/python -m pytest -q -p no:cacheprovider -n 2 \
 echo "== native core under python -X dev, PYTHONMALLOC=debug"
 PYTHONMALLOC=debug .venv/bin/python -X dev -m pytest -q -p no:cacheprovider -p no:xdist \
   tests/test_native_core.py tests/test_autograd.py tests/test_torch_function.py
+if [ -n "${CI:-}" ]; then
+  if .venv/bin/python -m pip index versions --timeout 10 --retries 0 torchmetrics \
+      >/dev/null 2>&1; then
+    echo "== the libraries' programs (scripts/libraries.sh: their own environment, no PyTorch)"
+    bash scripts/libraries.sh
+  else
+    echo "== the libraries' programs: skipped, the package index is unreachable"
+  fi
+fi
 echo "== tests (.venv, 2 workers, native core)"
 exec .venv/bin/python -m pytest -q -p no:cacheprovider -n 2
