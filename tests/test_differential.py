@@ -890,8 +890,6 @@ def test_requires_grad_on_a_linear_result_leaves_earlier_views_alone():
             _assert_same(lambda m, shape=shape, bias=bias: prog(m, shape, bias))
 
 
-@pytest.mark.xfail(strict=False, reason="issue 31: inplace_through_data_promoted (ops promote "
-                   "through a recorded cast, whose copy Div saves)")
 def test_leaf_data_modified_after_promoting_op():
     """y = c64 / x32 saves x; x.data.clamp_() is invisible to the version check, so PyTorch's
     backward uses the clamped x."""
@@ -903,6 +901,55 @@ def test_leaf_data_modified_after_promoting_op():
         x.data.clamp_(-0.5, 0.7)
         (y * m.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=m.float64)).sum().backward()
         return x.grad
+
+    _assert_same(prog)
+
+
+@pytest.mark.parametrize("op", ["complex_div", "maximum", "atan2", "remainder", "clamp", "mul",
+                                "pow", "hypot", "xlogy", "fmod", "copysign", "addcmul"])
+def test_data_write_reaches_promoting_ops(op):
+    """A mixed-dtype op reads x through a recorded cast; a write through x.data afterwards
+    reaches its backward, as PyTorch's (which saves x itself) does: for each op that saves an
+    operand (class inplace_through_data, tag inplace_through_data_promoted)."""
+    fns = {
+        "complex_div": lambda m, c, x: (c + 0.5j).to(m.complex64) / x,
+        "maximum": lambda m, c, x: m.maximum(x, c),
+        "atan2": lambda m, c, x: m.atan2(c, x),
+        "remainder": lambda m, c, x: c % x,
+        "clamp": lambda m, c, x: m.clamp(c, min=x),
+        "mul": lambda m, c, x: c * x,
+        "pow": lambda m, c, x: m.pow(c.abs() + 1, x),
+        "hypot": lambda m, c, x: m.hypot(x, c),
+        "xlogy": lambda m, c, x: m.xlogy(x, c.abs()),
+        "fmod": lambda m, c, x: m.fmod(c, x),
+        "copysign": lambda m, c, x: m.copysign(x, c),
+        "addcmul": lambda m, c, x: m.addcmul(c, x, c),
+    }
+
+    def prog(m):
+        x = m.tensor([[-1.5, 0.375], [1.25, -1.125]], requires_grad=True)
+        c = m.tensor([[0.375, 1.125]], dtype=m.float64, requires_grad=True)
+        y = fns[op](m, c, x)
+        x.data.mul_(-0.5).add_(0.25)
+        w = m.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=m.float64)
+        (y * w).real.sum().backward()
+        return x.grad, c.grad
+
+    _assert_same(prog)
+
+
+def test_data_write_reaches_promoting_op_under_create_graph():
+    """The same under create_graph: the gradient's graph reads the new x (a second backward
+    through it agrees too)."""
+
+    def prog(m):
+        x = m.tensor([0.5, -1.25, 2.0], requires_grad=True)
+        c = m.tensor([1.5, 0.25, -0.75], dtype=m.float64, requires_grad=True)
+        y = c / x
+        x.data.mul_(2)
+        (gx,) = m.autograd.grad(y.sum(), x, create_graph=True)
+        gx.sum().backward()
+        return gx, x.grad, c.grad
 
     _assert_same(prog)
 

@@ -52,11 +52,7 @@ from typing import Any
 import numpy as np
 
 # Features whose programs ember still gets wrong (see the module docstring). The lead shrinks this.
-KNOWN_GAPS: set[str] = {
-    # x.data written after a mixed-dtype op read x: ember's op saved the recorded cast's copy
-    # (ops promote through a ToCopy node), PyTorch's the operand itself (ops/ rooms)
-    "inplace_through_data_promoted",  # class inplace_through_data
-}
+KNOWN_GAPS: set[str] = set()
 
 # Features whose programs PyTorch itself runs in an undefined way (the result depends on its loop
 # order, or on whether an attribute was read before): never generated, whatever KNOWN_GAPS says.
@@ -2934,8 +2930,8 @@ CLASSES: dict[str, tuple[frozenset, str]] = {
     "inplace_through_data": (
         frozenset({"inplace_through_data", "inplace_through_data_promoted"}),
         "y.data.op_() on a tensor whose value a recorded op saved: PyTorch does not bump the "
-        "version and its backward uses the new values (fixed for a 0-d saved output; open for "
-        "an operand a mixed-dtype op promoted: ember saves the recorded cast's copy)",
+        "version and its backward uses the new values (fixed, for a 0-d saved output too, and "
+        "for an operand a mixed-dtype op promoted: its backward casts the operand again)",
     ),
     "empty_double_backward": (
         frozenset({"double_backward_empty"}),

@@ -22,7 +22,7 @@ from .._tensor_base import TensorBase
 from ..autograd import function as _function
 from ..autograd import grad_mode
 from ..autograd.function import Op
-from .casting import as_tensor_arg, cast
+from .casting import _layout_copy, as_tensor_arg, cast
 
 __all__: list[str] = []
 
@@ -41,6 +41,9 @@ _OPMATH: dict = {}
 
 
 _CONJUGATED: dict = {}
+
+
+_REFRESHED: dict = {}
 
 
 def opmath(cls: Any) -> Any:
@@ -79,6 +82,23 @@ def conjugated(cls: Any) -> Any:
             "__doc__": cls.__doc__, "__module__": cls.__module__,
             "node_name": cls._node_cls.__name__,
             "backward": staticmethod(_conjugated_backward(cls.backward)),
+        })
+    return sub
+
+
+def refreshed(cls: Any) -> Any:
+    """``cls`` for operands that ``_promote`` cast to the computation's dtype. The op saves the
+    cast's copy, but PyTorch's saves the operand itself and casts it when backward runs, so a
+    write through ``x.data`` after the op reaches its backward there (an in-place op on ``x``
+    itself fails the version check in both). The returned subclass (made once per class, same
+    node name) casts each saved copy's operand again before the rule runs. Callers pick it only
+    when an operand was promoted (``_om``, ``_pr``), so same-dtype ops are untouched."""
+    sub = _REFRESHED.get(cls)
+    if sub is None:
+        sub = _REFRESHED[cls] = type(cls.__name__, (cls,), {
+            "__doc__": cls.__doc__, "__module__": cls.__module__,
+            "node_name": cls._node_cls.__name__,
+            "backward": staticmethod(_refreshed_backward(cls.backward)),
         })
     return sub
 
@@ -141,26 +161,42 @@ def _promote(a: Any, b: Any, to_float: bool = False) -> tuple[Any, Any]:
 def _promoted(x: Any, rt: Any) -> Any:
     """``x`` cast for an op's computation. The copy shares x's version counter: an op that saves
     it must fail, as PyTorch's (which saves x itself) does, if x is later changed in place. The
-    copy never reaches the user, so nothing changes it in place itself."""
+    copy never reaches the user, so nothing changes it in place itself. It keeps ``x``
+    (``_promoted_from``): ``refreshed`` ops cast it again when their backward runs."""
     out = cast(x, rt)
     if out is not x:
         out._version = x._version_counter()
+        out._promoted_from = x
     return out
+
+
+def _pr(cls: Any, *args: Any) -> Any:
+    """``refreshed(cls)`` when a tensor among ``args`` is a copy made by ``_promote``, else
+    ``cls``."""
+    for a in args:
+        if isinstance(a, TensorBase) and "_promoted_from" in a.__dict__:
+            return refreshed(cls)
+    return cls
 
 
 def _om(cls: Any, *args: Any) -> Any:
     """``cls``, or ``opmath(cls)`` when an operand is a float16/bfloat16 tensor (for the paths
-    that already left the float32 fast path)."""
+    that already left the float32 fast path); ``refreshed`` on top when an operand was
+    promoted."""
+    sub = cls
     for a in args:
         if isinstance(a, TensorBase):
             dt = a._data.dtype
             if dt.itemsize == 2 and dt.kind in "fV":
-                return opmath(cls)
+                sub = opmath(cls)
+                break
             if dt.kind == "c":
-                return conjugated(cls)
+                sub = conjugated(cls)
+                break
         elif type(a) is complex:
-            return conjugated(cls)
-    return cls
+            sub = conjugated(cls)
+            break
+    return _pr(sub, *args)
 
 
 def _is_half(dt: Any) -> bool:
@@ -189,6 +225,36 @@ def _conjugated_backward(bwd: Any) -> Any:
         if type(out) is tuple:
             return tuple([None if g is None or not hasattr(g, "dtype") else conj(g) for g in out])
         return None if out is None else conj(out)
+
+    return backward
+
+
+def _refreshed_backward(bwd: Any) -> Any:
+    def backward(ctx: Any, *grads: Any) -> Any:
+        saved = ctx._saved
+        src = getattr(ctx, "_saved_src", None)
+        if type(saved) is not tuple or not src:  # (packed by saved_tensors_hooks: as saved)
+            return bwd(ctx, *grads)
+        new_saved, new_src = list(saved), list(src)
+        hit = False
+        for k, t in enumerate(src):
+            if isinstance(t, TensorBase) and saved[k] is t._data:
+                x = t.__dict__.get("_promoted_from")
+                if x is None:
+                    continue
+                hit = True
+                if ctx._tensor_mode:  # under create_graph: a recorded cast of x, as PyTorch's
+                    c = cast(x, _dtype.from_numpy(t._data.dtype))
+                    new_src[k], new_saved[k] = c, c._data
+                else:
+                    new_saved[k] = _layout_copy(x._data, t._data.dtype)
+        if not hit:
+            return bwd(ctx, *grads)
+        ctx._saved, ctx._saved_src = tuple(new_saved), new_src
+        try:
+            return bwd(ctx, *grads)
+        finally:
+            ctx._saved, ctx._saved_src = saved, src
 
     return backward
 

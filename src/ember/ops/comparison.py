@@ -14,7 +14,7 @@ from .. import _backend
 from .._tensor_base import TensorBase
 from ..autograd.function import Op
 from . import _out
-from ._promote import _nograd, _promote, _unordered
+from ._promote import _nograd, _pr, _promote, _unordered
 from .pointwise_piecewise import Where
 
 __all__ = [
@@ -119,7 +119,7 @@ def maximum(input: Any, other: Any, *, out: Any = None) -> Any:
     input, other = _promote(input, other)
     if input._data.dtype.kind == "c":
         raise _unordered(input, "maximum not implemented for complex tensors.", RuntimeError)
-    res = Maximum.apply(input, other)
+    res = _pr(Maximum, input, other).apply(input, other)
     return res if out is None else _out.write(out, res, "maximum")
 
 
@@ -130,7 +130,7 @@ def minimum(input: Any, other: Any, *, out: Any = None) -> Any:
     input, other = _promote(input, other)
     if input._data.dtype.kind == "c":
         raise _unordered(input, "minimum not implemented for complex tensors.", RuntimeError)
-    res = Minimum.apply(input, other)
+    res = _pr(Minimum, input, other).apply(input, other)
     return res if out is None else _out.write(out, res, "minimum")
 
 

@@ -30,6 +30,7 @@ from ._promote import (
     _half_of,
     _nograd,
     _om,
+    _pr,
     _promote,
     _quietly,
     _refuse_complex,
@@ -147,7 +148,7 @@ def remainder(input: Any, other: Any, *, out: Any = None) -> Any:
     _refuse_complex("remainder", input, other)
     _check_int_divisor(input, other, "modulo")
     both = isinstance(input, TensorBase) and isinstance(other, TensorBase)
-    res = (RemainderT if both else Remainder).apply(input, other)
+    res = _pr(RemainderT if both else Remainder, input, other).apply(input, other)
     return res if out is None else _out.write(out, res, "remainder")
 
 
@@ -157,7 +158,7 @@ def fmod(input: Any, other: Any, *, out: Any = None) -> Any:
     _refuse_complex("fmod", input, other)
     _check_int_divisor(input, other, "modulo")
     both = isinstance(input, TensorBase) and isinstance(other, TensorBase)
-    res = (FmodT if both else Fmod).apply(input, other)
+    res = _pr(FmodT if both else Fmod, input, other).apply(input, other)
     return res if out is None else _out.write(out, res, "fmod")
 
 

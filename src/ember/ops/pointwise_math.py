@@ -26,7 +26,7 @@ from . import _blockwise as _bw
 from . import _out
 from ._autocast import cast as _amp_cast
 from ._autocast import flag as _amp
-from ._promote import _cunary, _float_unary, _is_complex, _promote, _quietly, _truediv, _unary
+from ._promote import _cunary, _float_unary, _is_complex, _pr, _promote, _quietly, _truediv, _unary
 from ._promote import _not_complex as _no_complex
 from ._promote import _promote_real as _real_operands
 
@@ -279,7 +279,7 @@ def atan2(input: Any, other: Any, *, out: Any = None) -> Any:
             raise TypeError(f"atan2(): argument '{name}' must be Tensor, not {type(v).__name__}; "
                             "wrap the number in a tensor: torch.atan2(y, torch.tensor(x))")
     input, other = _real_operands(input, other, "atan2_cpu")
-    res = Atan2.apply(input, other)
+    res = _pr(Atan2, input, other).apply(input, other)
     return res if out is None else _out.write(out, res, "atan2")
 
 
@@ -289,21 +289,21 @@ arctan2 = atan2
 def logaddexp(input: Any, other: Any, *, out: Any = None) -> Any:
     """``log(exp(input) + exp(other))``, computed stably."""
     input, other = _promote(input, other, to_float=True)
-    res = LogAddExp.apply(input, other)
+    res = _pr(LogAddExp, input, other).apply(input, other)
     return res if out is None else _out.write(out, res, "logaddexp")
 
 
 def logaddexp2(input: Any, other: Any, *, out: Any = None) -> Any:
     """``log2(2**input + 2**other)``, computed stably."""
     input, other = _real_operands(input, other, "logaddexp2_cpu")
-    res = LogAddExp2.apply(input, other)
+    res = _pr(LogAddExp2, input, other).apply(input, other)
     return res if out is None else _out.write(out, res, "logaddexp2")
 
 
 def hypot(input: Any, other: Any, *, out: Any = None) -> Any:
     """``sqrt(input**2 + other**2)`` without overflow in the squares."""
     input, other = _real_operands(input, other, "hypot_cpu")
-    res = Hypot.apply(input, other)
+    res = _pr(Hypot, input, other).apply(input, other)
     return res if out is None else _out.write(out, res, "hypot")
 
 
@@ -317,7 +317,7 @@ def xlogy(input: Any, other: Any, *, out: Any = None) -> Any:
     elif not isinstance(other, TensorBase):
         res = XlogyScalarY.apply(input, float(other))
     else:
-        res = Xlogy.apply(input, other)
+        res = _pr(Xlogy, input, other).apply(input, other)
     return res if out is None else _out.write(out, res, "xlogy")
 
 

@@ -18,7 +18,16 @@ from ..autograd import grad_mode as _grad_mode
 from ..autograd.function import Op
 from . import _out
 from . import pointwise_complex as _pc
-from ._promote import _nograd, _promote, _refuse_complex, _unordered, conjugated
+from ._promote import (
+    _nograd,
+    _pr,
+    _promote,
+    _quietly,
+    _refuse_complex,
+    _truediv,
+    _unordered,
+    conjugated,
+)
 from .casting import as_tensor_arg, cast
 from .creation import tensor
 
@@ -223,7 +232,8 @@ def copysign(input: Any, other: Any, *, out: Any = None) -> Any:
     if not isinstance(input, TensorBase):
         input = as_tensor_arg(float(input))
         input = TensorBase._make(np.asarray(input, dtype=other._data.dtype))
-    res = (Copysign if isinstance(other, TensorBase) else CopysignScalar).apply(input, other)
+    op = Copysign if isinstance(other, TensorBase) else CopysignScalar
+    res = _pr(op, input, other).apply(input, other)
     return res if out is None else _out.write(out, res, "copysign")
 
 
@@ -506,7 +516,8 @@ class NanToNum(Op):
 
 
 class Copysign(Op):
-    """out = |a| with the sign of b          grad_a = grad * sign(a) * sign(b) (0 where a == 0)"""
+    """out = |a| with the sign of b          grad_a = grad * out / a (0 where a == 0; PyTorch's
+    formula: a write through a.data after the op reaches it, and an infinite a gives nan)"""
 
     @staticmethod
     def forward(ctx: Any, a: Any, b: Any) -> Any:
@@ -518,7 +529,7 @@ class Copysign(Op):
     def backward(ctx: Any, grad: Any) -> Any:
         a, out = ctx.saved
         xp = ctx.xp
-        ratio = xp.where(a == 0, 0.0, xp.sign(a) * xp.sign(out))
+        ratio = xp.where(a == 0, 0.0, _quietly(_truediv, out, a))
         return grad * ratio, None if not ctx.needs_input_grad[1] else grad * 0
 
 
@@ -581,7 +592,7 @@ def _clamp(x: Any, lo: Any, hi: Any, ops: tuple) -> Any:
             x, hi = _promote(x, hi)
         if x._data.dtype.kind == "c":
             raise _unordered(x, "clamp is not supported for complex types")
-        return ops[0].apply(x, lo, hi)
+        return _pr(ops[0], x, lo, hi).apply(x, lo, hi)
     if x._data.dtype.kind == "c":
         raise _unordered(x, "clamp is not supported for complex types")
     if x._data.dtype.kind in "iub" and (isinstance(lo, float) or isinstance(hi, float)):
