@@ -174,7 +174,7 @@ def _pr(cls: Any, *args: Any) -> Any:
     """``refreshed(cls)`` when a tensor among ``args`` is a copy made by ``_promote``, else
     ``cls``."""
     for a in args:
-        if isinstance(a, TensorBase) and "_promoted_from" in a.__dict__:
+        if isinstance(a, TensorBase) and getattr(a, "_promoted_from", None) is not None:
             return refreshed(cls)
     return cls
 
@@ -184,19 +184,20 @@ def _om(cls: Any, *args: Any) -> Any:
     that already left the float32 fast path); ``refreshed`` on top when an operand was
     promoted."""
     sub = cls
+    fresh = False
     for a in args:
         if isinstance(a, TensorBase):
-            dt = a._data.dtype
-            if dt.itemsize == 2 and dt.kind in "fV":
-                sub = opmath(cls)
-                break
-            if dt.kind == "c":
-                sub = conjugated(cls)
-                break
-        elif type(a) is complex:
+            if getattr(a, "_promoted_from", None) is not None:  # (_pr, inlined)
+                fresh = True
+            if sub is cls:
+                dt = a._data.dtype
+                if dt.itemsize == 2 and dt.kind in "fV":
+                    sub = opmath(cls)
+                elif dt.kind == "c":
+                    sub = conjugated(cls)
+        elif type(a) is complex and sub is cls:
             sub = conjugated(cls)
-            break
-    return _pr(sub, *args)
+    return refreshed(sub) if fresh else sub
 
 
 def _is_half(dt: Any) -> bool:
@@ -239,7 +240,7 @@ def _refreshed_backward(bwd: Any) -> Any:
         hit = False
         for k, t in enumerate(src):
             if isinstance(t, TensorBase) and saved[k] is t._data:
-                x = t.__dict__.get("_promoted_from")
+                x = getattr(t, "_promoted_from", None)
                 if x is None:
                     continue
                 hit = True
