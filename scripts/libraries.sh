@@ -47,6 +47,11 @@ if ! "$P" -c "import torchmetrics, lightning, transformers, diffusers" >/dev/nul
     tokenizers safetensors huggingface_hub regex filelock requests scikit-learn scipy \
     tabulate pytest flaky pandas importlib_metadata Pillow matplotlib
 fi
+# an environment made from another checkout (an earlier CI clone, since deleted) points its
+# editable ember elsewhere: point it at this one
+if ! "$P" -c "import ember, sys; sys.exit(not ember.__file__.startswith('$ROOT/'))" >/dev/null 2>&1; then
+  "$P" -m pip install -q --no-deps -e "$ROOT"
+fi
 if "$P" -c "import importlib.util as u, sys; sys.exit(u.find_spec('torch') is None)"; then
   echo "error: $VENV has a real torch installed; this environment must not" >&2
   exit 1
