@@ -871,6 +871,28 @@ def test_inplace_with_grad_on_einsum_result_made_under_no_grad():
         _assert_same(lambda m, eq=eq, a=a: m.einsum(eq, m.ones(a), m.ones(3))._base is None)
 
 
+def test_retained_grad_of_a_recorded_einsum_after_inplace_on_it():
+    """A recorded einsum contraction is a view of its product in PyTorch too (ViewBackward0): a
+    view of it taken before an in-place op on it reaches the base without passing the result's
+    new node, so its retained grad stays None (class op_result_is_internal_view; long mode,
+    family views, seed 398278149)."""
+
+    def prog(m):
+        x = m.tensor([[1.375, -1.625, -0.25, 0.5], [-0.125, -1.875, 0.75, -1.25]],
+                     dtype=m.float64, requires_grad=True)
+        y = m.einsum("i,i->", x.reshape(-1), x.reshape(-1))
+        y.retain_grad()
+        v = y.reshape((-1,))
+        y.sub_(m.tensor(2.0, dtype=m.float64, requires_grad=True), alpha=2)
+        (v * 0.5).sum().backward()
+        return y.grad, x.grad, type(y.grad_fn).__name__, y._base is None
+
+    _assert_same(prog)
+    for eq, a in (("i,i->", (3,)), ("ij,j->i", (2, 3)), ("i,j->ij", (3,))):
+        _assert_same(lambda m, eq=eq, a=a: (
+            m.einsum(eq, m.ones(a, requires_grad=True), m.ones(3))._base is None))
+
+
 def test_requires_grad_on_a_linear_result_leaves_earlier_views_alone():
     """F.linear of a batch with a bias returns a view of its addmm's output in PyTorch: views
     taken of the result show that temporary, so requires_grad_() on the result leaves them

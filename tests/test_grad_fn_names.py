@@ -283,7 +283,6 @@ LEAD = {
 # folded matmul, a squeeze inside solve, a loss kernel where ember composes mean(...)): ember's
 # name is its own op's, a known difference
 KNOWN = {
-    "einsum": "PyTorch names the last view of its lowering",
     "matmul_batched": "PyTorch folds a batch of 1 into mm and views back",
     "kron": "PyTorch names the last view of its lowering",
     "linalg_solve": "ember solves and squeezes; PyTorch has one linalg_solve_ex node",

@@ -147,8 +147,12 @@ def einsum(*args: Any) -> Any:
             )
     op = conjugated(Einsum) if kind == "c" else Einsum  # (complex: PyTorch's conjugated rule)
     res = op.apply((ins, out, sizes), *ops)
-    if res._grad_fn is None and len(ins) == 2 and (set(ins[0]) & set(ins[1])) - set(out):
-        internal_view(res)  # PyTorch's contraction: a view of its bmm's output
+    if len(ins) == 2 and (set(ins[0]) & set(ins[1])) - set(out):
+        # PyTorch's contraction is a view of its bmm's output: so is ember's (a recorded
+        # ViewBackward0 where autograd records, so views of it and in-place ops see that base)
+        if res._grad_fn is None:
+            return internal_view(res)
+        return res.view(res.shape)
     return res
 
 
