@@ -893,6 +893,26 @@ def test_retained_grad_of_a_recorded_einsum_after_inplace_on_it():
             m.einsum(eq, m.ones(a, requires_grad=True), m.ones(3))._base is None))
 
 
+def test_linear_of_an_expanded_batch_saves_its_flat_copy():
+    """F.linear of a batch that flattens only as a copy (an expanded view) saves that copy in
+    PyTorch, also with a broadcast (1,) bias: an in-place change of the input's base before
+    backward is allowed (class inplace_on_expanded; long mode, family views, seed 554890760)."""
+
+    def prog(m, bias_shape):
+        x = m.tensor([[1.5, -0.625, -0.75, 0.75], [0.75, -0.5, -0.625, 1.375],
+                      [1.0, -0.875, -1.25, -1.0]], dtype=m.float64, requires_grad=True)
+        y = x + 0.5
+        v = y.unsqueeze(0).expand(2, -1, -1)
+        b = m.full(bias_shape, 0.25, dtype=m.float64, requires_grad=True)
+        out = m.nn.functional.linear(v, x, b)
+        y.mul_(1.5)
+        (out.flatten() * m.linspace(0.5, 1.5, 18, dtype=m.float64)).sum().backward()
+        return out, x.grad, b.grad
+
+    for bias_shape in ((1,), (3,)):
+        _assert_same(lambda m, s=bias_shape: prog(m, s))
+
+
 def test_requires_grad_on_a_linear_result_leaves_earlier_views_alone():
     """F.linear of a batch with a bias returns a view of its addmm's output in PyTorch: views
     taken of the result show that temporary, so requires_grad_() on the result leaves them

@@ -42,11 +42,7 @@ def linear(input: TensorBase, weight: TensorBase, bias: TensorBase | None = None
     if (x.dtype == w.dtype and w.ndim == 2 and x.ndim and x.shape[-1] == w.shape[1]
             and (b is None or (b.dtype == w.dtype and b.shape == (w.shape[0],)))):
         if x.ndim > 2 and not x.flags.c_contiguous and _flattens_to_copy(x):
-            # PyTorch flattens such a batch into a copy and saves that copy (an in-place change
-            # of the input afterwards leaves backward alone): the same two steps here
-            flat = input.reshape(-1, x.shape[-1])
-            out2 = _linear_op(2, b, x.dtype).apply(flat, weight, bias)
-            return out2.reshape(tuple(x.shape[:-1]) + (w.shape[0],))
+            return _linear_of_flat_copy(input, weight, bias)
         res = _linear_op(x.ndim, b, x.dtype).apply(input, weight, bias)
         if b is not None and x.ndim != 2 and res._grad_fn is None:
             internal_view(res)  # PyTorch's: a view of its addmm's output (ViewBackward0)
@@ -173,6 +169,15 @@ class Bilinear(Op):
         return g1, g2, gw, gb
 
 
+def _linear_of_flat_copy(input: TensorBase, weight: TensorBase, bias: Any) -> TensorBase:
+    """PyTorch flattens a batch whose layout does not flatten as a view into a copy and saves
+    that copy (an in-place change of the input afterwards leaves backward alone): the same two
+    steps here."""
+    flat = input.reshape(-1, input._data.shape[-1])
+    out2 = _linear_op(2, bias, flat._data.dtype).apply(flat, weight, bias)
+    return out2.reshape(tuple(input._data.shape[:-1]) + (weight._data.shape[0],))
+
+
 def _flattens_to_copy(x: Any) -> bool:
     """Whether ``x`` (N-D, not C-ordered) flattens to (rows, in_features) only as a copy."""
     flat = x.reshape(-1, x.shape[-1])
@@ -225,7 +230,11 @@ def _linear_checked(input: TensorBase, weight: TensorBase, bias: TensorBase | No
             f"linear(): bias of shape {tuple(bias.shape)} does not match out_features="
             f"{weight.shape[0]} (weight of shape {tuple(weight.shape)})"
         )
-    out = _linear_op(input.ndim, bias, input._data.dtype).apply(input, weight, bias)
+    x = input._data
+    if x.ndim > 2 and not x.flags.c_contiguous and _flattens_to_copy(x):
+        out = _linear_of_flat_copy(input, weight, bias)
+    else:
+        out = _linear_op(input.ndim, bias, x.dtype).apply(input, weight, bias)
     if squeeze_out:
         out = out.squeeze(-1)
     return out
