@@ -60,12 +60,8 @@ def opmath(cls: Any) -> Any:
     float32/float64 paths are untouched."""
     sub = _OPMATH.get(cls)
     if sub is None:
-        sub = _OPMATH[cls] = type(cls.__name__, (cls,), {
-            "__doc__": cls.__doc__, "__module__": cls.__module__,
-            "node_name": cls._node_cls.__name__,
-            "forward": staticmethod(_opmath_forward(cls.forward)),
-            "backward": staticmethod(_opmath_backward(cls.backward)),
-        })
+        sub = _OPMATH[cls] = _variant(cls, forward=_opmath_forward(cls.forward),
+                                      backward=_opmath_backward(cls.backward))
     return sub
 
 
@@ -78,11 +74,7 @@ def conjugated(cls: Any) -> Any:
     real paths are untouched."""
     sub = _CONJUGATED.get(cls)
     if sub is None:
-        sub = _CONJUGATED[cls] = type(cls.__name__, (cls,), {
-            "__doc__": cls.__doc__, "__module__": cls.__module__,
-            "node_name": cls._node_cls.__name__,
-            "backward": staticmethod(_conjugated_backward(cls.backward)),
-        })
+        sub = _CONJUGATED[cls] = _variant(cls, backward=_conjugated_backward(cls.backward))
     return sub
 
 
@@ -95,11 +87,7 @@ def refreshed(cls: Any) -> Any:
     when an operand was promoted (``_om``, ``_pr``), so same-dtype ops are untouched."""
     sub = _REFRESHED.get(cls)
     if sub is None:
-        sub = _REFRESHED[cls] = type(cls.__name__, (cls,), {
-            "__doc__": cls.__doc__, "__module__": cls.__module__,
-            "node_name": cls._node_cls.__name__,
-            "backward": staticmethod(_refreshed_backward(cls.backward)),
-        })
+        sub = _REFRESHED[cls] = _variant(cls, backward=_refreshed_backward(cls.backward))
     return sub
 
 
@@ -113,6 +101,15 @@ class _NoGrad(Op):
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
         return (None,) * len(ctx.needs_input_grad)
+
+
+def _variant(cls: Any, **rules: Any) -> type:
+    """A subclass of op ``cls`` with the same name, docs and node name whose rules are
+    ``rules`` (the wrappers below make one per class and cache it)."""
+    body = {"__doc__": cls.__doc__, "__module__": cls.__module__,
+            "node_name": cls._node_cls.__name__}
+    body.update({k: staticmethod(f) for k, f in rules.items()})
+    return type(cls.__name__, (cls,), body)
 
 
 def _promote(a: Any, b: Any, to_float: bool = False) -> tuple[Any, Any]:

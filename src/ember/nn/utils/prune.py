@@ -197,6 +197,21 @@ class Identity(BasePruningMethod):
         return super().apply(module, name)
 
 
+def _unstructured_mask(t: Any, default_mask: Any, amount: int | float, scores: Any,
+                       largest: bool) -> Any:
+    """``default_mask`` with the ``amount`` entries of ``t`` whose ``scores()`` rank first
+    (``largest``) or last set to 0; ``scores`` is called only when something is pruned, as
+    PyTorch draws the random scores only then."""
+    tensor_size = t.nelement()
+    nparams_toprune = _compute_nparams_toprune(amount, tensor_size)
+    _validate_pruning_amount(nparams_toprune, tensor_size)
+    mask = default_mask.clone(memory_format=torch.contiguous_format)
+    if nparams_toprune != 0:
+        topk = torch.topk(scores().view(-1), k=nparams_toprune, largest=largest)
+        mask.view(-1)[topk.indices] = 0
+    return mask
+
+
 class RandomUnstructured(BasePruningMethod):
     """Prunes ``amount`` entries (a fraction in [0, 1], or a count) chosen at random."""
 
@@ -207,15 +222,8 @@ class RandomUnstructured(BasePruningMethod):
         self.amount = amount
 
     def compute_mask(self, t: Any, default_mask: Any) -> Any:
-        tensor_size = t.nelement()
-        nparams_toprune = _compute_nparams_toprune(self.amount, tensor_size)
-        _validate_pruning_amount(nparams_toprune, tensor_size)
-        mask = default_mask.clone(memory_format=torch.contiguous_format)
-        if nparams_toprune != 0:
-            prob = torch.rand_like(t)
-            topk = torch.topk(prob.view(-1), k=nparams_toprune)
-            mask.view(-1)[topk.indices] = 0
-        return mask
+        return _unstructured_mask(t, default_mask, self.amount,
+                                  lambda: torch.rand_like(t), largest=True)
 
     @classmethod
     def apply(cls, module: Any, name: str, amount: int | float  # type: ignore[override]
@@ -233,14 +241,8 @@ class L1Unstructured(BasePruningMethod):
         self.amount = amount
 
     def compute_mask(self, t: Any, default_mask: Any) -> Any:
-        tensor_size = t.nelement()
-        nparams_toprune = _compute_nparams_toprune(self.amount, tensor_size)
-        _validate_pruning_amount(nparams_toprune, tensor_size)
-        mask = default_mask.clone(memory_format=torch.contiguous_format)
-        if nparams_toprune != 0:
-            topk = torch.topk(torch.abs(t).view(-1), k=nparams_toprune, largest=False)
-            mask.view(-1)[topk.indices] = 0
-        return mask
+        return _unstructured_mask(t, default_mask, self.amount,
+                                  lambda: torch.abs(t), largest=False)
 
     @classmethod
     def apply(cls, module: Any, name: str, amount: int | float,  # type: ignore[override]
