@@ -99,3 +99,26 @@ def test_two_processes_share_a_tcpstore_under_the_launcher(tmp_path):
         pytest.skip("PyTorch's torchrun is not installed here")
     theirs = _run([torchrun, "--nproc-per-node", "2"], script, STORE_PORT=str(_free_port()))
     assert sorted(theirs.splitlines()) == ours
+
+
+BACKENDS = r'''
+import torch.distributed as dist
+for backend in (None, "gloo", "cpu:gloo"):
+    dist.init_process_group(backend, store=dist.HashStore(), rank=0, world_size=1)
+    print(backend, repr(dist.get_backend()), repr(dist.group.WORLD.name()),
+          repr(dist.get_backend(dist.new_group([0]))),
+          repr(dist.get_backend(dist.new_group([0], backend="gloo"))))
+    dist.destroy_process_group()
+'''
+
+
+def test_get_backend_of_a_group_made_with_backend_none_as_pytorch(tmp_path):
+    """backend=None: get_backend answers "undefined" (and so do new_group's groups that inherit
+    it), as PyTorch 2.13 does; name() is the backend that runs the collectives."""
+    script = tmp_path / "backends.py"
+    script.write_text(BACKENDS)
+    ours = _run([sys.executable, "-m", "ember", "run"], script)
+    assert ours.splitlines()[0] == "None 'undefined' 'gloo' 'undefined' 'gloo'", ours
+    assert ours.splitlines()[2] == "cpu:gloo 'cpu:gloo' 'gloo' 'cpu:gloo' 'gloo'", ours
+    pytest.importorskip("torch")
+    assert ours == _run([sys.executable], script)

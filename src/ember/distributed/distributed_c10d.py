@@ -51,10 +51,12 @@ class ProcessGroup:
     ``rank()``/``size()`` are this process's rank in the group and the group's size."""
 
     def __init__(self, comm: Any, backend: str, ranks: list[int],
-                 timeout: datetime.timedelta) -> None:
+                 timeout: datetime.timedelta, label: str | None = None) -> None:
         self._comm = comm
         self._checks = comm.Dup()  # the agreement messages never meet the program's own sends
-        self._backend = backend
+        self._backend = backend  # the backend that runs the collectives
+        # what get_backend answers: PyTorch's "undefined" for a group made with backend=None
+        self._label = backend if label is None else label
         self._ranks = ranks  # global rank of each group rank
         self._timeout = timeout
         self._calls = 0
@@ -65,8 +67,8 @@ class ProcessGroup:
     def size(self) -> int:
         return self._comm.Get_size()
 
-    def name(self) -> str:
-        return self._backend
+    def name(self) -> str:  # "cpu:gloo" -> "gloo", as PyTorch's
+        return self._backend.split(",")[0].split(":")[-1]
 
     def __repr__(self) -> str:
         return f"ProcessGroup(backend={self._backend!r}, ranks={self._ranks})"
@@ -125,7 +127,8 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
             + ("; a store does not join processes started apart (each is its own MPI world)"
                if store is not None and size < want_size else "")
         )
-    world = ProcessGroup(comm, str(name), list(range(size)), timeout)
+    world = ProcessGroup(comm, str(name), list(range(size)), timeout,
+                         None if backend else Backend.UNDEFINED)
     _WORLD["group"] = world
     _GROUPS[:] = [world]
     group.WORLD = GroupMember.WORLD = world
@@ -161,7 +164,7 @@ def new_group(ranks: list[int] | None = None, timeout: datetime.timedelta | None
     if comm == mpi.COMM_NULL:
         return GroupMember.NON_GROUP_MEMBER
     pg = ProcessGroup(comm, Backend(backend) if backend else world._backend, members,
-                      timeout or world._timeout)
+                      timeout or world._timeout, None if backend else world._label)
     _GROUPS.append(pg)
     return pg
 
@@ -258,8 +261,9 @@ def get_world_size(group: Any = None) -> int:
 
 
 def get_backend(group: Any = None) -> str:
-    """The backend name given to ``init_process_group`` (or ``new_group``)."""
-    return _group("get_backend", group)._backend
+    """The backend name given to ``init_process_group`` (or ``new_group``): ``"undefined"`` for a
+    group made with ``backend=None``, as PyTorch answers (gloo runs its collectives here)."""
+    return _group("get_backend", group)._label
 
 
 def get_global_rank(group: Any, group_rank: int) -> int:
