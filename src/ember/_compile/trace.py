@@ -468,6 +468,7 @@ class Tracer:
             else:
                 leaves.append(("py", leaf))
         prog.out_slots = out_slots
+        prog.bsched = _eager_order(prog.bsched, out_slots)
         prog.out_spec = (out_spec, leaves)
         # outputs whose memory an op saved for backward: eager mode raises at backward when one
         # is changed in place (its version counter moved), so the replayed outputs are checked too
@@ -480,6 +481,53 @@ class Tracer:
         prog.signature = _signature(prog)
         prog.drops = _drops(prog)
         return prog
+
+
+def _eager_order(bsched: list, out_slots: list) -> list:
+    """The backward schedule in the order the eager engine runs the region's nodes, so that a
+    value read several times gets its gradients added up in the engine's order (float addition
+    is not associative: for three reads or more another order can round apart).
+
+    ``bsched`` comes in reverse op order. This replays ``engine._walk_nodes_python`` on the
+    region's own nodes: dependency counts over the edges reachable from the nodes that made the
+    differentiable outputs (pushed in output order, as ``autograd.backward`` pushes its roots),
+    then a LIFO stack, each finished node releasing its edges' nodes in argument order. Nodes
+    outside the region never change the relative order of the region's nodes (they run only
+    once every region node that feeds them has). Entries no output reaches (they get no
+    gradient) keep their place at the end."""
+    producer: dict[int, int] = {}
+    for j, entry in enumerate(bsched):
+        for s in entry[2]:
+            if s >= 0:
+                producer[s] = j
+    roots = list(dict.fromkeys(producer[s] for s in out_slots if s in producer))
+    deps: dict[int, int] = {}
+    seen = set(roots)
+    stack = list(roots)
+    while stack:  # (_dependencies_python)
+        j = stack.pop()
+        for e in bsched[j][5]:
+            p = producer.get(e[1])
+            if p is not None:
+                deps[p] = deps.get(p, 0) + 1
+                if p not in seen:
+                    seen.add(p)
+                    stack.append(p)
+    ready = [j for j in roots if deps.get(j, 0) == 0]
+    order: list[int] = []
+    while ready:
+        j = ready.pop()
+        order.append(j)
+        for e in bsched[j][5]:
+            p = producer.get(e[1])
+            if p is not None:
+                deps[p] -= 1
+                if deps[p] == 0:
+                    ready.append(p)
+    if len(order) != len(seen):  # (cannot happen for a traced DAG: keep the reverse order)
+        return bsched
+    done = set(order)
+    return [bsched[j] for j in order] + [e for j, e in enumerate(bsched) if j not in done]
 
 
 _PY_SCALARS = (int, float, bool, type(None))
