@@ -1,0 +1,65 @@
+"""CPU autocast's bfloat16 fast paths (issue 29, "Mixed precision on the CPU"): the ops of the
+MLP step take bit-level routes on bfloat16 instead of ml_dtypes' scalar loops, with the same
+results as those loops and as PyTorch (ReLU through the bits; NaNs stay NaN, as PyTorch's)."""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import ember
+from ember.ops import pointwise_piecewise as pwp
+from helpers import HAVE_TORCH, torch
+
+BF16 = np.dtype(ml_dtypes.bfloat16)
+ALL_BITS = np.arange(1 << 16, dtype=np.uint16)  # every bfloat16 value, NaNs and -0.0 included
+
+
+def _bits(t):
+    return t.detach().numpy().view(np.uint16)
+
+
+def test_relu_half_is_maximum_on_every_bfloat16():
+    x = ALL_BITS.view(BF16)
+    ref = np.maximum(np.zeros((), BF16), x)  # ml_dtypes' loop: the reference of the bits
+    np.testing.assert_array_equal(pwp._relu_half(x).view(np.uint16), ref.view(np.uint16))
+    out = ref
+    g = np.random.default_rng(0).standard_normal(out.shape).astype(BF16)
+    g[::7] = np.float32("nan")  # NaN gradients pass or are dropped bit for bit, not multiplied
+    keep = np.where(~(out <= 0), g, np.zeros((), BF16))
+    np.testing.assert_array_equal(pwp._relu_half_backward(g, out).view(np.uint16),
+                                  keep.view(np.uint16))
+    assert pwp._relu_half(x.astype(np.float16)) is None  # (float16 keeps NumPy's own loop)
+
+
+def test_relu_bfloat16_tensor_takes_the_bit_path(monkeypatch):
+    calls = []
+    fwd, bwd = pwp._relu_half, pwp._relu_half_backward
+    monkeypatch.setattr(pwp, "_relu_half", lambda x: calls.append("f") or fwd(x))
+    monkeypatch.setattr(pwp, "_relu_half_backward",
+                        lambda g, o: calls.append("b") or bwd(g, o))
+    x = ember.randn(300, 500).to(ember.bfloat16).requires_grad_()
+    y = ember.relu(x)
+    y.sum().backward()
+    assert calls == ["f", "b"]
+    assert y.dtype is ember.bfloat16 and x.grad.dtype is ember.bfloat16
+    xs = x.detach().float().numpy()
+    np.testing.assert_array_equal(y.float().detach().numpy(), np.maximum(xs, 0))
+    np.testing.assert_array_equal(x.grad.float().numpy(), (xs > 0).astype(np.float32))
+
+
+@pytest.mark.skipif(not HAVE_TORCH, reason="needs PyTorch")
+def test_relu_bfloat16_like_torch_on_every_value():
+    x = ember.tensor(ALL_BITS.view(np.int16)).view(ember.bfloat16).requires_grad_()
+    tx = torch.tensor(ALL_BITS.view(np.int16)).view(torch.bfloat16).requires_grad_()
+    y, ty = ember.relu(x), torch.relu(tx)
+    a, b = _bits(y), ty.detach().view(torch.int16).numpy().view(np.uint16)
+    nan = np.isnan(y.detach().float().numpy())
+    np.testing.assert_array_equal(nan, np.isnan(ty.detach().float().numpy()))
+    # the numbers bit for bit (-0.0 stays -0.0); NaN bits are PyTorch's vector loop's business
+    np.testing.assert_array_equal(a[~nan], b[~nan])
+    g = np.random.default_rng(1).standard_normal(1 << 16).astype(np.float32)
+    y.backward(ember.tensor(g).to(ember.bfloat16))
+    ty.backward(torch.tensor(g).to(torch.bfloat16))
+    np.testing.assert_array_equal(_bits(x.grad), tx.grad.view(torch.int16).numpy().view(np.uint16))
