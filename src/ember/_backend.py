@@ -283,6 +283,16 @@ def _dense_range(a: Any) -> tuple[int, int] | None:
     return start, start + span
 
 
+def with_strides(a: Any, strides: tuple) -> Any:
+    """A view of ``a`` with the byte ``strides``, which must address the same elements (they
+    differ from ``a``'s on size-1 dims only): PyTorch's strides where NumPy's reshape or
+    indexing picks others for such dims (visible in ``stride()`` and the in-place overlap
+    check)."""
+    if isinstance(a, np.ndarray):  # the CPU array and FakeCudaArray (kept by subok)
+        return np.lib.stride_tricks.as_strided(a, strides=strides, subok=True)
+    return xp_of(a).lib.stride_tricks.as_strided(a, a.shape, strides)
+
+
 def _address(a: Any) -> int:
     if type(a) is MetaArray:
         return 0  # (PyTorch's data_ptr() of a meta tensor)

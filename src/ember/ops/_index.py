@@ -276,7 +276,10 @@ class _Key:
     is_mask)], and full slices elsewhere."""
 
     __slots__ = ("shape", "basic", "trivial", "vshape", "vkey", "adv", "unique", "last",
-                 "from_tensor")
+                 "from_tensor", "news")
+
+    # ``news``: (view dim, x's dim after it) for each None, whose stride is PyTorch's: the
+    # size times the stride of the dim it goes before, or 1 at the end (NumPy's is 0)
 
     # ``last``: the kind of the key's last item that changes the view (an integer, a slice
     # that does not cover its dim, None), which names the view's node as in PyTorch
@@ -303,6 +306,11 @@ class _Key:
         when they are not the leading dims)."""
         v = arr if self.trivial else arr[self.basic]
         if self.vkey is None:
+            if self.news:
+                st, shp = list(v.strides), arr.shape
+                for vd, d in self.news:
+                    st[vd] = shp[d] * arr.strides[d] if d < len(shp) else arr.itemsize
+                return _backend.with_strides(v, tuple(st))
             return v
         if len(self.adv) == 1 and self.adv[0][0]:
             # one index array after the first dim: take writes the result in order, one pass
@@ -587,6 +595,7 @@ def _parse_basic(shape: tuple, key: tuple) -> _Key | None:
     kk.last = last
     kk.vkey, kk.adv, kk.unique = None, [], True
     kk.from_tensor = False
+    kk.news = ()
     return kk
 
 
@@ -648,6 +657,7 @@ def _parse_key(x: Any, key: Any) -> _Key:
     basic: list = []
     vshape: list = []
     adv: list = []
+    news: list = []
     d = 0
     last = _ELL
     for kind, p in items:
@@ -659,6 +669,7 @@ def _parse_key(x: Any, key: Any) -> _Key:
         elif kind == _NONE:
             if p is False:  # a second Ellipsis: no dims
                 continue
+            news.append((len(vshape), d))
             basic.append(None)
             vshape.append(1)
             last = _NONE
@@ -707,6 +718,7 @@ def _parse_key(x: Any, key: Any) -> _Key:
     kk.basic = tuple(basic) + (Ellipsis,)  # the Ellipsis keeps an all-integer key a 0-d view
     kk.vshape = tuple(vshape)
     kk.adv = adv
+    kk.news = tuple(news)
     # masks (and bool scalars) never repeat a position: their backward can assign, not add
     kk.unique = not any(kind == _ARR for kind, _ in items)
     if adv:
