@@ -21,8 +21,10 @@ hypothesis = pytest.importorskip("hypothesis")
 st = hypothesis.strategies
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-HAVE_CC = cc.compiler() is not None and not os.environ.get("EMBER_PURE_PYTHON")
-needs_cc = pytest.mark.skipif(not HAVE_CC, reason="no C compiler (or EMBER_PURE_PYTHON=1)")
+# (EMBER_PURE_PYTHON=1 or EMBER_COMPILE_NATIVE=0 switch code generation off: config.native)
+HAVE_CC = cc.compiler() is not None and config.native
+needs_cc = pytest.mark.skipif(not HAVE_CC, reason="no C compiler (or EMBER_PURE_PYTHON=1, "
+                              "EMBER_COMPILE_NATIVE=0)")
 
 
 @pytest.fixture(autouse=True)
@@ -374,6 +376,117 @@ def test_values_read_three_times_known_case():
     assert names.index("Tanh") < names.index("Sin")
 
 
+# -- reductions ending a chain: NumPy's pairwise order in C -------------------------------------
+
+_CHAIN_OPS = [
+    lambda a, b: a - b, lambda a, b: a * b, lambda a, b: (a - b) ** 2, lambda a, b: a.relu() + b,
+    lambda a, b: a * 0.5 - b / 3, lambda a, b: ember.maximum(a, b) * a,
+]
+
+
+@st.composite
+def _reductions(draw):
+    dtype = draw(st.sampled_from([np.float32, np.float64]))
+    nd = draw(st.integers(1, 3))
+    if nd == 1:
+        shape = (draw(st.integers(1, 5000)),)
+    else:
+        last = draw(st.sampled_from([1, 2, 7, 8, 9, 127, 128, 129, 130, 1000, 5000]))
+        last = draw(st.one_of(st.just(last), st.integers(1, 300)))
+        lead = tuple(draw(st.integers(1, 40)) for _ in range(nd - 1))
+        shape = lead + (last,)
+    # the second operand: the same shape, the last dim only, or the leading dims (last: 1)
+    other = draw(st.sampled_from(["same", "last", "rows"]))
+    ops = [draw(st.integers(0, len(_CHAIN_OPS) - 1)) for _ in range(draw(st.integers(1, 3)))]
+    kind = draw(st.sampled_from(["sum", "mean"]))
+    dim = draw(st.sampled_from([None, -1, "keep"]))
+    layout = draw(st.sampled_from(["contiguous", "transposed", "strided"]))
+    return dtype, shape, other, ops, kind, dim, layout, draw(st.integers(0, 2 ** 16))
+
+
+def _noncontiguous(a, layout):
+    """``a``'s values in another memory layout (the last call's: the C's layout check fails)."""
+    if layout == "transposed" and a.ndim >= 2:
+        return ember.tensor(np.ascontiguousarray(np.swapaxes(a, -1, -2))).transpose(-1, -2)
+    wide = np.zeros(a.shape[:-1] + (2 * a.shape[-1],), a.dtype)
+    wide[..., ::2] = a
+    return ember.tensor(wide)[..., ::2]
+
+
+def _check_reduction(case, threads):
+    from ember import _threads
+
+    dtype, shape, other, ops, kind, dim, layout, seed = case
+    rng = np.random.default_rng(seed)
+    xa = rng.standard_normal(shape).astype(dtype)
+    ya = rng.standard_normal({"same": shape, "last": shape[-1:],
+                              "rows": shape[:-1] + (1,)}[other]).astype(dtype)
+    calls = []
+
+    def make():
+        return ember.tensor(xa, requires_grad=True), ember.tensor(ya, requires_grad=True)
+
+    def make_other():  # each run's last call in another layout: NumPy runs the group
+        calls.append(None)
+        if len(calls) % 4 == 0:
+            return _noncontiguous(xa, layout).requires_grad_(), ember.tensor(ya, requires_grad=True)
+        return make()
+
+    def f(x, y):
+        for k in ops:
+            x = _CHAIN_OPS[k](x, y)
+        red = getattr(x, kind)
+        return red() if dim is None else red(-1, keepdim=dim == "keep")
+
+    before, threshold = ember.get_num_threads(), _threads.THRESHOLD
+    try:
+        _threads.THRESHOLD = 256  # (so that small kernels split too)
+        ember.set_num_threads(threads)
+        for make_args in [make] + [make_other] * (layout != "contiguous"):
+            eager = _run(f, make_args, None)
+            replay = _run(f, make_args, False)
+            ember._dynamo.reset()
+            native = _run(f, make_args, True)
+            for got in (replay, native):
+                _same_bits(eager[0], got[0])
+                _same_bits(eager[1], got[1])
+    finally:
+        _threads.THRESHOLD = threshold
+        ember.set_num_threads(before)
+    return native[2]
+
+
+@needs_cc
+@pytest.mark.parametrize("threads", [1, 2])
+@hypothesis.settings(max_examples=25, deadline=None, derandomize=True,
+                     phases=[hypothesis.Phase.explicit, hypothesis.Phase.generate])
+@hypothesis.given(_reductions())
+def test_reductions_ending_a_chain_are_fused_bitwise(threads, case):
+    prog = _check_reduction(case, threads)
+    dtype, shape, other, ops, kind, dim, layout, seed = case
+    assert f"then {kind} over" in prog.c_source, prog.c_source
+
+
+@needs_cc
+def test_mse_and_row_dot_fuse_their_reduction():
+    rng = np.random.default_rng(5)
+    p, y = rng.standard_normal((2, 3000, 7)).astype(np.float32)
+    x, w = rng.standard_normal((700, 129)).astype(np.float32), rng.standard_normal(129)
+
+    def mse(pred, target):  # as users write it
+        return ((pred - target) ** 2).mean()
+
+    def dot(a, b):
+        return (a * b).sum(-1)
+
+    for fn, arrays in ((mse, (p, y)), (dot, (x, w.astype(np.float32)))):
+        prog = _check_three_ways(fn, lambda arrays=arrays: tuple(
+            ember.tensor(a, requires_grad=True) for a in arrays))
+        assert prog.c_source.count("ops over shape") == 1
+        assert "then mean over all elements" in prog.c_source or \
+            "then sum over the last dim" in prog.c_source
+
+
 # -- training steps: eager vs NumPy replay vs generated C ---------------------------------------
 
 class _TinyGPT(nn.Module):
@@ -500,7 +613,9 @@ _SCRIPT = textwrap.dedent("""
 
 def _child(cache, **env):
     e = dict(os.environ, EMBER_CACHE_DIR=str(cache), **env)
-    e.pop("EMBER_PURE_PYTHON", None) if "EMBER_PURE_PYTHON" not in env else None
+    for switch in ("EMBER_PURE_PYTHON", "EMBER_COMPILE_NATIVE"):  # (the test's own, not ours)
+        if switch not in env:
+            e.pop(switch, None)
     r = subprocess.run([sys.executable, "-c", _SCRIPT], env=e, capture_output=True, text=True,
                        timeout=300, cwd=ROOT)
     assert r.returncode == 0, r.stderr[-3000:]

@@ -31,6 +31,7 @@ from ..ops import comparison as _comparison
 from ..ops import pointwise as _pw
 from ..ops import pointwise_math as _pwm
 from ..ops import pointwise_piecewise as _pwp
+from ..ops import reduction as _red
 from ..ops.nn import activation as _act
 from .trace import MASK, OP, Program
 
@@ -165,6 +166,29 @@ def _where(a: list, dt: np.dtype) -> str | None:
     return f"({a[0].expr} ? {a[1].to(dt)} : {a[2].to(dt)})"
 
 
+def _pow(a: list, dt: np.dtype) -> str | None:
+    """``x ** b`` for the exponents ``pointwise._pow`` computes as products, reciprocals and
+    square roots (2, 3, -1, -2, 0.5, -0.5): its own arithmetic; other exponents: NumPy."""
+    if len(a) != 2 or a[0].dtype != dt or dt not in SUFFIX or a[1].dtype is not None:
+        return None
+    b, x, T, f = a[1].value, a[0].expr, CTYPE[dt], "f" if dt == _F32 else ""
+    if type(b) not in (int, float):
+        return None
+    if b == 2:
+        return f"({x} * {x})"
+    if b == 3:
+        return f"(({x} * {x}) * {x})"
+    if b == -0.5 and type(b) is float:
+        return f"(({T})1 / sqrt{f}({x}))"
+    if b == 0.5:
+        return f"sqrt{f}({x})"
+    if b == -1:
+        return f"(({T})1 / {x})"
+    if b == -2:
+        return f"(({T})1 / ({x} * {x}))"
+    return None
+
+
 def _cast(a: list, dt: np.dtype) -> str | None:
     if len(a) != 2 or a[0].dtype not in (_F32, _F64, _BOOL):
         return None
@@ -189,7 +213,12 @@ TABLE: dict[Any, tuple[str, Callable]] = {
     _pwp.Clamp.forward: ("clamp", _clamp),
     _pwp.Where.forward: ("where", _where),
     _casting.Cast.forward: ("cast", _cast),
+    _pw.Pow.forward: ("pow", _pow),
 }
+
+# reductions that can end a group (SumDim, MeanDim and NanSum share these forwards): over all
+# elements or over the last dim, in NumPy's pairwise order (``_reduce_source``)
+RTABLE: dict[Any, str] = {_red.Sum.forward: "sum", _red.Mean.forward: "mean"}
 
 
 # -- groups -------------------------------------------------------------------------------------
@@ -209,6 +238,15 @@ class Group:
         self.name = ""
         self.comment = ""
         self.source = ""  # the C function from its parameter list on (the name is the caller's)
+        # a reduction ending the group: (kind "sum"/"mean", value reduced, its slot, "all" or
+        # "last", count n, keepdim); the group takes no op after it
+        self.reduce: tuple | None = None
+        self.out_shapes: dict[int, tuple] = {}  # slot -> shape, where not the group's
+        self.tasks: list[tuple] = []  # an all-element sum's parts (start, n): see _tasks
+        self.tree = ""  # how the parts' sums combine, as C over ``p[k]``
+        self.outer = self.size = 0
+        self.helpers = ""  # C the function calls (``@NAME@`` stands for its name)
+        self.fin = ""  # an all-element reduction's combining function (``@NAME@_fin``)
 
 
 def _broadcastable(shape: tuple, to: tuple) -> bool:
@@ -219,8 +257,12 @@ def _broadcastable(shape: tuple, to: tuple) -> bool:
 
 def _try_add(g: Group, k: int, st: tuple, info: tuple) -> bool:
     """Append op step ``st`` to group ``g`` when it can be computed there; False if not."""
+    if g.reduce is not None or info is None:
+        return False
+    if st[1] in RTABLE:
+        return _try_reduce(g, k, st, info)
     entry = TABLE.get(st[1])
-    if entry is None or info is None:
+    if entry is None:
         return False
     label, emit = entry
     arg_meta, out_dtypes, _saved, _attrs = info
@@ -232,7 +274,7 @@ def _try_add(g: Group, k: int, st: tuple, info: tuple) -> bool:
     for s, meta in zip(st[5], arg_meta):
         if meta[0] == "py":
             v = meta[1]
-            if type(v) is bool or (type(v) is int and abs(v) > 2 ** 24):
+            if type(v) not in (int, float, type(None)) or (type(v) is int and abs(v) > 2 ** 24):
                 return False
             args.append(Arg("", None, v))
         elif meta[0] == "arr":
@@ -259,6 +301,45 @@ def _try_add(g: Group, k: int, st: tuple, info: tuple) -> bool:
     v = f"v{len(g.ks)}"  # (named by position: equal groups give equal text, one function)
     g.values[o] = (v, dt)
     g.body.append(f"const {CTYPE[dt]} {v} = {expr};  /* {label} */")
+    g.ks.append(k)
+    g.infos.append(info)
+    return True
+
+
+def _try_reduce(g: Group, k: int, st: tuple, info: tuple) -> bool:
+    """End group ``g`` with a sum or mean (op step ``st``) of one of its values, or of an input
+    of its shape, over all elements or over the last dim (float32/float64, in its own dtype)."""
+    arg_meta, out_dtypes, _saved, _attrs = info
+    if len(arg_meta) != 3 or arg_meta[0][0] != "arr" or arg_meta[1][0] != "py" \
+            or arg_meta[2][0] != "py" or len(out_dtypes) != 1 or not g.ks:
+        return False
+    _, dt, shape = arg_meta[0]
+    axes, keepdim = arg_meta[1][1], arg_meta[2][1]
+    nd = len(shape)
+    if dt not in SUFFIX or out_dtypes[0] != dt or tuple(shape) != g.shape or nd == 0:
+        return False
+    if axes is None:
+        where = "all"
+    elif axes == (nd - 1,):
+        where = "last"
+    else:
+        return False
+    s = st[5][0]
+    if s in g.values:
+        if g.values[s][1] != dt:
+            return False
+        value = g.values[s][0]
+    else:  # an input of the group's shape, read directly
+        known = next((n for n, i in enumerate(g.inputs) if i[0] == s), None)
+        if known is None:
+            known = len(g.inputs)
+            g.inputs.append((s, dt, tuple(shape)))
+        value = f"x{known}"
+    n = math.prod(shape) if where == "all" else shape[-1]
+    (o,) = st[6]
+    g.reduce = (RTABLE[st[1]], value, o, where, n, keepdim)
+    g.values[o] = ("red", dt)
+    g.out_shapes[o] = st[7][0]
     g.ks.append(k)
     g.infos.append(info)
     return True
@@ -326,38 +407,66 @@ def _outputs(prog: Program, groups: list[Group]) -> None:
                         s = st[5][where[1]] if where[0] == "arg" else st[6][where[1]]
                         if s in g.values:
                             need.add(s)
+        if g.reduce is not None:
+            need.add(g.reduce[2])  # (what the group is for)
         g.outputs = [(s, g.values[s][1]) for s in sorted(need, key=list(g.values).index)]
 
 
-def _function_source(g: Group) -> str:
-    """The C function of one group (its name is set by the caller from a hash of its text)."""
-    shape = g.shape
+def _loop_dims(shape: tuple, inputs: list, keep_last: bool = False) -> tuple[list, list]:
+    """The loop nest over ``shape``: its sizes and, per input, its element stride per loop (0
+    where it broadcasts). Size-1 dims are dropped and neighbouring dims every input treats alike
+    are merged (``keep_last``: the last dim is never merged with the one before: a reduction's)."""
     nd = len(shape)
-    # per input and dimension: does it vary along it? size-1 output dims are dropped and
-    # neighbouring dims every operand treats alike are merged
+    # per input and dimension: does it vary along it?
     masks = []
-    for _s, _dt, sh in g.inputs:
+    for _s, _dt, sh in inputs:
         full = (1,) * (nd - len(sh)) + tuple(sh)
         masks.append([full[i] != 1 for i in range(nd)])
     dims: list[list] = []  # [size, [varies per input]]
     for i in range(nd):
-        if shape[i] == 1:
+        if shape[i] == 1 and not (keep_last and i == nd - 1):
             continue
         m = [mk[i] for mk in masks]
-        if dims and dims[-1][1] == m:
+        if dims and dims[-1][1] == m and not (keep_last and i == nd - 1):
             dims[-1][0] *= shape[i]
         else:
             dims.append([shape[i], m])
     if not dims:
-        dims = [[1, [False] * len(g.inputs)]]
+        dims = [[1, [False] * len(inputs)]]
     sizes = [d[0] for d in dims]
     strides = []  # per input, per dim: element stride (0 where broadcast)
-    for j in range(len(g.inputs)):
+    for j in range(len(inputs)):
         st, acc = [], 1
         for d in reversed(dims):
             st.append(acc if d[1][j] else 0)
             acc *= d[0] if d[1][j] else 1
         strides.append(st[::-1])
+    return sizes, strides
+
+
+def _index(sizes: list, strides: list, e: str) -> str:
+    """An input's element index at flat position ``e`` of the loop nest ``sizes``."""
+    if strides == [math.prod(sizes[d + 1:]) if st else 0 for d, st in enumerate(strides)] \
+            and all(strides):
+        return e  # (it varies along every loop: its layout is the output's)
+    terms = []
+    for d, st in enumerate(strides):
+        if not st:
+            continue
+        inner = math.prod(sizes[d + 1:])
+        t = e if inner == 1 else f"({e} / {inner})"
+        if d > 0:
+            t = f"({t} % {sizes[d]})"
+        terms.append(t if st == 1 else f"{t} * {st}")
+    return " + ".join(terms) or "0"
+
+
+def _function_source(g: Group) -> str:
+    """The C function of one group (its name is set by the caller from a hash of its text)."""
+    if g.reduce is not None:
+        return _reduce_source(g)
+    shape = g.shape
+    sizes, strides = _loop_dims(g.shape, g.inputs)
     # (lo, hi: the part of the outermost loop this call computes; threads split it)
     lines = ["(" + ", ".join(
         ["int64_t lo", "int64_t hi"]
@@ -386,6 +495,134 @@ def _function_source(g: Group) -> str:
         lines.append(f"{ind * (d + 1)}}}")
     lines.append("}")
     return "\n".join(lines) + "\n"
+
+
+# -- reductions ending a group ------------------------------------------------------------------
+#
+# NumPy sums a contiguous run of n values pairwise (``pairwise_sum`` in its float add loop): below
+# 8 one after the other from zero; up to 128 in 8 interleaved accumulators, combined as
+# ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7)), then the rest one by one; above 128 the
+# two halves (the first cut to a multiple of 8) summed so and added. ``np.add.reduce`` adds that
+# to its identity 0. A full reduction of a C-ordered array is one such run; one over the last
+# dim, one run per row (checked against NumPy for every size up to 300 and beyond 8192). The
+# generated reduction computes its values on the fly in that very order, so its bits are eager
+# mode's; a reduction over all elements is cut into up to 8 parts along the same recursion, summed
+# on the threads and combined as the recursion combines them (the same bits at any count).
+
+PARTS_DEPTH = 3  # an all-element reduction: up to 2**3 parts
+
+
+def _tasks(n: int) -> tuple[list, str]:
+    """The parts (start, count) of a pairwise sum of n values, down to ``PARTS_DEPTH`` levels
+    of its recursion, and the C expression over ``p[k]`` that combines their sums."""
+    tasks: list = []
+    # (an explicit stack: each entry a range and its depth, or a marker to combine two sums)
+    out: list[str] = []
+    stack: list = [(0, n, 0)]
+    while stack:
+        item = stack.pop()
+        if item == "+":
+            b, a = out.pop(), out.pop()
+            out.append(f"({a} + {b})")
+            continue
+        start, count, depth = item
+        if count <= 128 or depth == PARTS_DEPTH:
+            out.append(f"p[{len(tasks)}]")
+            tasks.append((start, count))
+            continue
+        n2 = count // 2
+        n2 -= n2 % 8
+        stack += ["+", (start + n2, count - n2, depth + 1), (start, n2, depth + 1)]
+    return tasks, out[0]
+
+
+def _reduce_source(g: Group) -> str:
+    """The C of a group that ends with a sum or mean (``Group.reduce``): an element function
+    computing the group's values at one position (writing those kept), a pairwise sum over a run
+    of positions as NumPy's, and the entry that sums each row (``last``) or each part
+    (``all``; ``<name>_fin`` combines the parts)."""
+    kind, value, red_slot, where, n, _keepdim = g.reduce
+    red_dt = g.values[red_slot][1]
+    T = CTYPE[red_dt]
+    shape = g.shape
+    elem_outs = [(j, s, dt) for j, (s, dt) in enumerate(g.outputs) if s != red_slot]
+    red_j = next(j for j, (s, _dt) in enumerate(g.outputs) if s == red_slot)
+    params = ([f"const {CTYPE[dt]} *restrict in{j}" for j, (_s, dt, _sh) in enumerate(g.inputs)]
+              + [f"{CTYPE[dt]} *restrict out{j}" for j, _s, dt in elem_outs])
+    names = [f"in{j}" for j in range(len(g.inputs))] + [f"out{j}" for j, _s, _dt in elem_outs]
+    if where == "last":  # rows: the pointers come offset to the row, the position is j
+        sizes, strides = _loop_dims(shape, g.inputs, keep_last=True)
+        idx = [("e" if st[-1] else "0") for st in strides]
+    else:
+        sizes, strides = _loop_dims(shape, g.inputs)
+        idx = [_index(sizes, st, "e") for st in strides]
+    lines = [f"static inline {T} @NAME@_e(int64_t e, {', '.join(params)})", "{"]
+    for j, (_s, dt, _sh) in enumerate(g.inputs):
+        lines.append(f"    const {CTYPE[dt]} x{j} = in{j}[{idx[j]}];")
+    lines.extend("    " + b for b in g.body)
+    for j, s, _dt in elem_outs:
+        lines.append(f"    out{j}[e] = {g.values[s][0]};")
+    lines.append(f"    return {value};")
+    lines.append("}")
+    args = ", ".join(names)
+    e = "@NAME@_e"
+    lines += [
+        f"static {T} @NAME@_pw(int64_t s, int64_t n, {', '.join(params)})", "{",
+        "    if (n < 8) {",
+        f"        {T} res = -0.0;",
+        f"        for (int64_t i = 0; i < n; i++) res += {e}(s + i, {args});",
+        "        return res;",
+        "    }",
+        "    if (n <= 128) {",
+        *[f"        {T} r{j} = {e}(s + {j}, {args});" for j in range(8)],
+        "        int64_t i;",
+        "        for (i = 8; i < n - (n % 8); i += 8) {",
+        *[f"            r{j} += {e}(s + i + {j}, {args});" for j in range(8)],
+        "        }",
+        f"        {T} res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7));",
+        f"        for (; i < n; i++) res += {e}(s + i, {args});",
+        "        return res;",
+        "    }",
+        "    int64_t n2 = n / 2;",
+        "    n2 -= n2 % 8;",
+        f"    return @NAME@_pw(s, n2, {args}) + @NAME@_pw(s + n2, n - n2, {args});",
+        "}",
+    ]
+    g.helpers = "\n".join(lines) + "\n"
+    finish = f" / (({T}){_literal(n)})" if kind == "mean" else ""
+    ops = ", ".join(b.rsplit("/* ", 1)[1][:-3] for b in g.body)
+    g.comment = (f"/* {len(g.ks)} ops over shape {tuple(shape)}: {ops}, then {kind} over "
+                 f"{'all elements' if where == 'all' else 'the last dim'} */")
+    g.size = math.prod(shape)
+    if where == "last":
+        rows = g.size // n
+        g.outer = rows
+        # a row's offset per input: its position along the loops before the last
+        row_idx = [_index(sizes[:-1], st[:-1], "r") for st in strides]
+        body = [f"in{j} + {row_idx[j]}" for j in range(len(g.inputs))] + \
+            [f"out{j} + r * {n}" for j, _s, _dt in elem_outs]
+        src = ["(" + ", ".join(["int64_t lo", "int64_t hi"] + params
+                               + [f"{T} *restrict out{red_j}"]) + ")", "{",
+               "    for (int64_t r = lo; r < hi; r++) {",
+               f"        const {T} t = ({T})0 + @NAME@_pw(0, {n}, {', '.join(body)});",
+               f"        out{red_j}[r] = t{finish};",
+               "    }", "}"]
+        g.fin = ""
+    else:
+        g.tasks, g.tree = _tasks(n)
+        g.outer = len(g.tasks)
+        starts = ", ".join(str(t[0]) for t in g.tasks)
+        counts = ", ".join(str(t[1]) for t in g.tasks)
+        src = ["(" + ", ".join(["int64_t lo", "int64_t hi"] + params
+                               + [f"{T} *restrict part"]) + ")", "{",
+               f"    static const int64_t start[] = {{{starts}}}, count[] = {{{counts}}};",
+               "    for (int64_t k = lo; k < hi; k++)",
+               f"        part[k] = @NAME@_pw(start[k], count[k], {args});", "}"]
+        g.fin = (f"void @NAME@_fin(const {T} *restrict p, {T} *restrict o)\n{{\n"
+                 f"    const {T} t = ({T})0 + {g.tree};\n    o[0] = t{finish};\n}}\n"
+                 "void @NAME@_fin_arrays(void *a0, void *a1) "
+                 "{ @NAME@_fin(EMBER_DATA(a0), EMBER_DATA(a1)); }\n")
+    return "\n".join(src) + "\n"
 
 
 # -- backward: runs of elementwise rules ---------------------------------------------------------

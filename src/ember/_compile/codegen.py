@@ -82,10 +82,11 @@ def _native_groups(prog: Program, ns: dict) -> tuple[dict, dict]:
     for g in [*groups, *bgroups]:
         n = len(g.inputs) + len(g.outputs) if isinstance(g, cgen.Group) else \
             len(g.loads) + len(g.saved) + len(g.outputs)
-        g.name = "ember_k" + hashlib.sha256(g.source.encode()).hexdigest()[:16]
+        helpers, fin = getattr(g, "helpers", ""), getattr(g, "fin", "")
+        g.name = "ember_k" + hashlib.sha256((helpers + g.source + fin).encode()).hexdigest()[:16]
         g.n_args = n
-        funcs.setdefault(g.name, f"\n{g.comment}\nvoid {g.name}{g.source}"
-                         + cgen.array_entry(g.name, n))
+        funcs.setdefault(g.name, (f"\n{g.comment}\n{helpers}void {g.name}{g.source}"
+                                  + cgen.array_entry(g.name, n) + fin).replace("@NAME@", g.name))
     source = cgen.PRELUDE + "".join(funcs.values())
     lib = cc.build(source)
     if lib is None:
@@ -106,6 +107,11 @@ def _native_groups(prog: Program, ns: dict) -> tuple[dict, dict]:
                 fn.argtypes = [ctypes.c_int64] * 2 + [ctypes.c_void_p] * g.n_args
             fn.restype = None
             ns[f"{prefix}{i}"] = fn
+            if getattr(g, "fin", ""):  # an all-element reduction's last step: its parts combined
+                fin = getattr(lib, g.name + ("_fin_arrays" if by_object else "_fin"))
+                fin.argtypes = [ctypes.py_object if by_object else ctypes.c_void_p] * 2
+                fin.restype = None
+                ns[f"{prefix}{i}_FIN"] = fin
             where[g.ks[0]] = (i, g)
     return out, bout
 
@@ -161,7 +167,11 @@ def _group_lines(i: int, g: cgen.Group, prog: Program, ns: dict, add: Any, pad: 
     ns[f"GS{i}"] = g.shape
     for j, (s, dt) in enumerate(g.outputs):
         ns[f"GD{i}_{j}"] = dt
-        add(f"{pad}    s{s} = EMPTY(GS{i}, GD{i}_{j})")
+        shape = f"GS{i}"
+        if s in g.out_shapes:  # (a reduction's result)
+            ns[f"GS{i}_{j}"] = g.out_shapes[s]
+            shape = f"GS{i}_{j}"
+        add(f"{pad}    s{s} = EMPTY({shape}, GD{i}_{j})")
     written = {s for s, _ in g.outputs}
     for k in g.masks:  # (drawn as the interpreted order draws them: before any later mask)
         _, xs, _p, _shape, s = prog.steps[k]
@@ -170,9 +180,23 @@ def _group_lines(i: int, g: cgen.Group, prog: Program, ns: dict, add: Any, pad: 
             ns[f"GV{i}_{xs}"] = g.values[xs][1]
             x = f"EMPTY(GS{i}, GV{i}_{xs})"
         add(f"{pad}    " + _mask_line(k, prog.steps[k], ns, x))
-    arrs = ins + [f"s{s}" for s, _ in g.outputs]
-    ptrs = ", ".join(arrs if prog.c_by_object else [f"{x}.ctypes.data" for x in arrs])
-    add(f"{pad}    " + _call(f"KG{i}", g, ptrs, ns))
+    red = g.reduce[2] if g.reduce is not None else None
+    arrs = ins + [f"s{s}" for s, _ in g.outputs if s != red]
+    if red is not None:  # (the result, or the parts an all-element sum combines after)
+        if g.fin:
+            ns[f"GP{i}"] = (len(g.tasks),)
+            rj = [s for s, _ in g.outputs].index(red)
+            add(f"{pad}    p{i} = EMPTY(GP{i}, GD{i}_{rj})")
+        arrs.append(f"p{i}" if g.fin else f"s{red}")
+
+    def ptrs(arrs: list) -> str:
+        return ", ".join(arrs if prog.c_by_object else [f"{x}.ctypes.data" for x in arrs])
+
+    add(f"{pad}    " + _call(f"KG{i}", g, ptrs(arrs), ns))
+    if red is not None and g.fin:
+        add(f"{pad}    KG{i}_FIN({ptrs([f'p{i}', f's{red}'])}); p{i} = None")
+    if red is not None and g.out_shapes[red] == ():
+        add(f"{pad}    s{red} = s{red}[()]")  # (a NumPy scalar, as np.add.reduce returns)
     for k, info in zip(g.ks, g.infos):
         st = prog.steps[k]
         o = st[6][0]

@@ -537,13 +537,13 @@ def _op_info(ctx: Any, raw: list, outputs: list) -> tuple | None:
     """What generated native code needs to stand in for one op's ``forward``: per argument
     ``("arr", dtype, shape)`` or ``("py", value)``; the outputs' dtypes; where each saved value
     comes from (``("arg", i)``, ``("out", j)`` or None); the attributes ``forward`` set on the
-    ctx (Python scalars only). None when the ctx holds anything else (cgen.py then leaves the
-    op to NumPy)."""
+    ctx (Python scalars and tuples of ints only; a tuple of ints is a ``"py"`` argument too).
+    None when the ctx holds anything else (cgen.py then leaves the op to NumPy)."""
     args = []
     for r in raw:
         if type(r) is np.ndarray:
             args.append(("arr", r.dtype, r.shape))
-        elif type(r) in _PY_SCALARS:
+        elif type(r) in _PY_SCALARS or _int_tuple(r):
             args.append(("py", r))
         else:
             args.append(("other",))
@@ -568,9 +568,14 @@ def _op_info(ctx: Any, raw: list, outputs: list) -> tuple | None:
             saved.append(where)
         saved = tuple(saved)
     attrs = dict(getattr(ctx, "__dict__", None) or {})
-    if any(type(v) not in _PY_SCALARS for v in attrs.values()):
+    if any(type(v) not in _PY_SCALARS and not _int_tuple(v) for v in attrs.values()):
         return None
     return tuple(args), tuple(o.dtype for o in outs), saved, attrs
+
+
+def _int_tuple(v: Any) -> bool:
+    """A tuple of Python ints (a reduction's axes, an input's shape): immutable, kept as is."""
+    return type(v) is tuple and all(type(i) is int for i in v)
 
 
 def _drops(prog: Program) -> list:
