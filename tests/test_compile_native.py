@@ -242,6 +242,9 @@ _UNARY = [
     ("scale", lambda x: x * 0.37), ("shift", lambda x: 1.5 - x), ("half", lambda x: x / 2),
     ("clamp", lambda x: x.clamp(-1.0, 0.75)), ("clamp_min", lambda x: x.clamp(min=0.1)),
     ("tanh", lambda x: x.tanh()),  # not fused: NumPy runs it between two groups
+    ("pow2", lambda x: x ** 2), ("pow3", lambda x: x ** 3.0), ("pow-1", lambda x: x ** -1),
+    ("pow-2", lambda x: x ** -2), ("pow.5", lambda x: x.abs() ** 0.5),
+    ("pow-.5", lambda x: x ** -0.5), ("pow1.5", lambda x: x.abs() ** 1.5),  # (1.5: NumPy's)
 ]
 _BINARY = [
     ("add", lambda x, y: x + y), ("sub", lambda x, y: x - y), ("mul", lambda x, y: x * y),
