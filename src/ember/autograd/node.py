@@ -223,8 +223,14 @@ class Node:
     # -- engine internals -------------------------------------------------------------------
     def _saved_as_tensors(self) -> tuple:
         out = []
+        # an op that casts a promoted operand's copy again in backward shows the operand itself
+        # (ops/_promote.py's ``refreshed``): PyTorch saves it and casts it there
+        recast = getattr(self._fn, "_recasts_promoted", False)
         for arr, src in zip(self._saved, getattr(self, "_saved_src", None) or (None,) * len(self._saved)):
             if isinstance(src, TensorBase):
+                x = getattr(src, "_promoted_from", None) if recast else None
+                if x is not None and (arr is src._data or arr is x._data):  # (x: unpacked)
+                    src = x
                 out.append(src)
             elif type(src) is int:  # an output of this very node
                 out.append(TensorBase._make(arr, True, self, src))

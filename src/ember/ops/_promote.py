@@ -88,6 +88,9 @@ def refreshed(cls: Any) -> Any:
     sub = _REFRESHED.get(cls)
     if sub is None:
         sub = _REFRESHED[cls] = _variant(cls, backward=_refreshed_backward(cls.backward))
+        # its node shows the operands themselves (``_saved_self``, saved_tensors_hooks' pack
+        # hook), as PyTorch's, not the copies (``Node._saved_as_tensors``)
+        sub._recasts_promoted = True
     return sub
 
 
@@ -231,8 +234,10 @@ def _refreshed_backward(bwd: Any) -> Any:
     def backward(ctx: Any, *grads: Any) -> Any:
         saved = ctx._saved
         src = getattr(ctx, "_saved_src", None)
-        if type(saved) is not tuple or not src:  # (packed by saved_tensors_hooks: as saved)
+        if not src:
             return bwd(ctx, *grads)
+        if type(saved) is not tuple:  # packed by saved_tensors_hooks: the hooks saw x
+            return _recast_unpacked(ctx, bwd, grads, saved, src)
         new_saved, new_src = list(saved), list(src)
         hit = False
         for k, t in enumerate(src):
@@ -255,6 +260,35 @@ def _refreshed_backward(bwd: Any) -> Any:
             ctx._saved, ctx._saved_src = saved, src
 
     return backward
+
+
+def _recast_unpacked(ctx: Any, bwd: Any, grads: tuple, saved: Any, src: list) -> Any:
+    """``refreshed``'s backward for a node whose saves went through saved_tensors_hooks: the
+    pack hook got each promoted operand itself (as PyTorch's), so what unpack returns is cast
+    to the computation's dtype here (a recorded cast under create_graph)."""
+    vals = list(saved.packed)
+    hit = False
+    for k, t in enumerate(src):
+        if not (saved.is_packed[k] and isinstance(t, TensorBase)
+                and getattr(t, "_promoted_from", None) is not None):
+            continue
+        v = saved.unpack(vals[k])
+        dt = t._data.dtype
+        if isinstance(v, TensorBase) and v._data.dtype != dt:
+            hit = True
+            v = (cast(v, _dtype.from_numpy(dt)) if ctx._tensor_mode
+                 else TensorBase._make(_layout_copy(v._data, dt)))
+        vals[k] = v
+    if not hit:
+        return bwd(ctx, *grads)
+    unpack = saved.unpack
+    ctx._saved = _function.PackedSaves(
+        vals, saved.is_packed,
+        lambda p: p if isinstance(p, TensorBase) else unpack(p), ctx._tensor_mode)
+    try:
+        return bwd(ctx, *grads)
+    finally:
+        ctx._saved = saved
 
 
 def _opmath_forward(fwd: Any) -> Any:

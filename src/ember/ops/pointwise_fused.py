@@ -111,12 +111,18 @@ class Addcdiv(Op):
 
 class Lerp(Op):
     """out = start + w * (end - start)   (computed as end - (1 - w) * (end - start) for |w| >= 0.5)
-    grad_start = grad * (1 - w)          grad_end = grad * w          grad_w = grad * (end - start)"""
+    grad_start = grad * (1 - w)          grad_end = grad * w          grad_w = grad * (end - start)
+
+    start and end are saved when w needs a gradient (as PyTorch's), not their difference: a
+    write through ``.data`` after the op reaches w's gradient, and an in-place change fails."""
 
     @staticmethod
     def forward(ctx: Any, start: Any, end: Any, w: Any) -> Any:
         diff = end - start
-        ctx.save_for_backward(diff if ctx.needs_input_grad[2] else None, w)
+        if ctx.needs_input_grad[2]:
+            ctx.save_for_backward(start, end, w)
+        else:
+            ctx.save_for_backward(None, None, w)
         # PyTorch's formula: from start for |w| < 0.5, from end otherwise (exact at w = 1;
         # lerp(a, -inf, 0.5) is nan there, which schedulers' interpolated sigmas rely on), each
         # a fused multiply-add: for float32 the product and sum are taken in float64 and
@@ -139,10 +145,10 @@ class Lerp(Op):
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
-        diff, w = ctx.saved
+        start, end, w = ctx.saved
         n = ctx.needs_input_grad
         return (grad * (1 - w) if n[0] else None, grad * w if n[1] else None,
-                grad * diff if n[2] else None)
+                grad * (end - start) if n[2] else None)
 
 
 class LerpT(Lerp):

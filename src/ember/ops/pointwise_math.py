@@ -748,7 +748,11 @@ class Frac(Op):
 
 
 class LogAddExp(Op):
-    """out = log(exp(a) + exp(b))          grad_a = grad * exp(a - out)          grad_b = grad * exp(b - out)"""
+    """out = log(exp(a) + exp(b))
+    grad_a = grad / (1 + exp(b - a))          grad_b = grad / (1 + exp(a - b))
+
+    PyTorch's formula, from a and b only (what it saves: a write through ``.data`` to either
+    after the op reaches backward as there)."""
 
     node_name = "LogaddexpBackward0"
 
@@ -757,32 +761,40 @@ class LogAddExp(Op):
         xp = ctx.xp  # (a or b may be a number)
         cplx = np.iscomplexobj(a) or np.iscomplexobj(b)
         out = _logaddexp_c(xp, a, b) if cplx else xp.logaddexp(a, b)
-        ctx.save_for_backward(a, b, out)
+        ctx.save_for_backward(a, b)
         return out
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:  # (complex: grad times the conjugate derivative)
-        a, b, out = ctx.saved
+        a, b = ctx.saved
         xp = ctx.xp
-        return grad * xp.conj(xp.exp(a - out)), grad * xp.conj(xp.exp(b - out))
+        with np.errstate(over="ignore"):  # exp overflows to inf: a zero gradient, as PyTorch's
+            ga = grad / xp.conj(1 + xp.exp(b - a)) if ctx.needs_input_grad[0] else None
+            gb = grad / xp.conj(1 + xp.exp(a - b)) if ctx.needs_input_grad[1] else None
+        return ga, gb
 
 
 class LogAddExp2(Op):
-    """out = log2(2**a + 2**b)          grad_a = grad * 2**(a - out)          grad_b = grad * 2**(b - out)"""
+    """out = log2(2**a + 2**b)
+    grad_a = grad / (1 + 2**(b - a))          grad_b = grad / (1 + 2**(a - b))   (PyTorch's
+    formula, from a and b only, as LogAddExp's)"""
 
     node_name = "Logaddexp2Backward0"
 
     @staticmethod
     def forward(ctx: Any, a: Any, b: Any) -> Any:
         out = ctx.xp.logaddexp2(a, b)
-        ctx.save_for_backward(a, b, out)
+        ctx.save_for_backward(a, b)
         return out
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
-        a, b, out = ctx.saved
-        xp, ln2 = ctx.xp, math.log(2.0)
-        return grad * xp.exp((a - out) * ln2), grad * xp.exp((b - out) * ln2)
+        a, b = ctx.saved
+        xp = ctx.xp
+        with np.errstate(over="ignore"):
+            ga = grad / (1 + xp.exp2(b - a)) if ctx.needs_input_grad[0] else None
+            gb = grad / (1 + xp.exp2(a - b)) if ctx.needs_input_grad[1] else None
+        return ga, gb
 
 
 class Hypot(Op):
