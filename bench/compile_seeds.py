@@ -10,7 +10,10 @@ compiles its function ``w * x ** 2 + 1``. The last column compiles the benchmark
 loss_fn(model(x), y))``. Four runs per loop in one process, interleaved: PyTorch eager, ember
 eager, ember compiled (module) and ember compiled (function); best of ``R`` rounds of ``N``
 steps, CPU time of this thread per step (the machine may be shared). The ratios are PyTorch's
-time over ember's.
+time over ember's. The compile columns are ``ember._compile.stats["compile_seconds"]`` over the
+warm-up steps of each compiled run (its traced calls: two eager runs under the recorder,
+generating code and building or loading its C; the kernel cache as this process finds it:
+``bench/compile_time.py`` measures cold and warm caches apart).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from collections.abc import Callable
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import ember  # noqa: E402
+import ember._compile  # noqa: E402
 
 try:
     import torch
@@ -113,16 +117,21 @@ def main() -> None:
     if torch is not None:
         torch.set_num_threads(1)
     print("| loop | PyTorch eager us | ember eager us | ember compiled us | compiled (function) "
-          "us | eager ratio | compiled ratio | compiled (function) ratio |")
-    print("|---|---|---|---|---|---|---|---|")
+          "us | eager ratio | compiled ratio | compiled (function) ratio | compile ms "
+          "(module, function) |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    stats = ember._compile.stats
     for make in (scalar, linear_regression, classifier, sine_regression):
         runs = {"ember eager": make(ember, False), "ember compiled": make(ember, True),
                 "function": make(ember, "function")}
         if torch is not None:
             runs["torch"] = make(torch, False)
-        for step in runs.values():  # warm up: the compiled ones trace here
+        compile_ms = {}
+        for k, step in runs.items():  # warm up: the compiled ones trace here
+            before = stats["compile_seconds"]
             for _ in range(5):
                 step()
+            compile_ms[k] = 1e3 * (stats["compile_seconds"] - before)
         best = {k: float("inf") for k in runs}
         for _ in range(a.rounds):
             for k, step in runs.items():
@@ -131,7 +140,8 @@ def main() -> None:
         e, c, f = best["ember eager"], best["ember compiled"], best["function"]
         er, cr, fr = (f"{pt / v:.2f}x" for v in (e, c, f)) if pt else ("", "", "")
         print(f"| {make.__name__} | {f'{pt:.1f}' if pt else ''} | {e:.1f} | {c:.1f} | {f:.1f} | "
-              f"{er} | {cr} | {fr} |", flush=True)
+              f"{er} | {cr} | {fr} | {compile_ms['ember compiled']:.1f}, "
+              f"{compile_ms['function']:.1f} |", flush=True)
 
 
 if __name__ == "__main__":

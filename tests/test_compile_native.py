@@ -672,6 +672,24 @@ def test_switched_off_by_environment(tmp_path):
 
 
 @needs_cc
+def test_compile_time_is_counted(tmp_path, monkeypatch):
+    from ember import _compile
+
+    monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path / "cold"))
+    builds, secs = cc.stats["builds"], cc.stats["build_seconds"]
+    f = ember.compile(lambda x: ((x * 2 - 1).relu() ** 2).mean())
+    for _ in range(3):
+        f(ember.randn(40, 30, requires_grad=True))
+    st = _compile.stats
+    assert st["compiled"] == 1 and cc.stats["builds"] == builds + 1
+    assert cc.stats["build_seconds"] > secs
+    assert st["compile_seconds"] >= st["run_seconds"] + st["codegen_seconds"] - 1e-9
+    assert st["run_seconds"] > 0 and st["codegen_seconds"] >= cc.stats["build_seconds"] - secs
+    ember._dynamo.reset()
+    assert st["compile_seconds"] == st["run_seconds"] == st["codegen_seconds"] == 0.0
+
+
+@needs_cc
 def test_a_lone_relu_backward_runs_as_c_and_equals_eager():
     """Between two Linear layers ReLU's backward is a run of one rule: its NumPy path takes
     several passes (compare, negate, bitwise and), so it is built as C alone; same bits as the

@@ -20,6 +20,7 @@ import platform
 import shutil
 import subprocess
 import tempfile
+import time
 import warnings
 from typing import Any
 
@@ -30,7 +31,7 @@ from typing import Any
 FLAGS = ("-O3", "-fPIC", "-shared", "-ffp-contract=off", "-fno-math-errno", "-fno-trapping-math",
          "-std=c99")
 NATIVE = "-march=native"
-stats = {"builds": 0, "cache_hits": 0, "failures": 0}
+stats: dict[str, Any] = {"builds": 0, "cache_hits": 0, "failures": 0, "build_seconds": 0.0}
 _warned = False
 _compiler_info: dict[str, Any] = {}  # CC path -> its --version line (or None: unusable)
 
@@ -143,6 +144,7 @@ def build(source: str) -> Any:
             pass  # unloadable: rebuilt below
     try:
         os.makedirs(d, exist_ok=True)
+        t0 = time.perf_counter()
         with tempfile.TemporaryDirectory(prefix="ember-cc-") as tmp:
             src = os.path.join(tmp, f"k{k}.c")  # (a fixed name: identical builds, identical bytes)
             with open(src, "w") as f:
@@ -161,6 +163,7 @@ def build(source: str) -> Any:
         _atomic_write(so, data)
         _atomic_write(sig, hashlib.sha256(data).hexdigest().encode())
         stats["builds"] += 1
+        stats["build_seconds"] += time.perf_counter() - t0
         return ctypes.CDLL(so)
     except (OSError, subprocess.SubprocessError) as e:
         _warn(f"building generated C failed ({e})")
