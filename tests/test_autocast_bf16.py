@@ -1,6 +1,7 @@
 """CPU autocast's bfloat16 fast paths (issue 29, "Mixed precision on the CPU"): the ops of the
 MLP step take bit-level routes on bfloat16 instead of ml_dtypes' scalar loops, with the same
-results as those loops and as PyTorch (ReLU through the bits; NaNs stay NaN, as PyTorch's)."""
+results as those loops and as PyTorch (ReLU through the bits, float16's too; NaNs stay NaN, as
+PyTorch's)."""
 
 from __future__ import annotations
 
@@ -20,39 +21,44 @@ def _bits(t):
     return t.detach().numpy().view(np.uint16)
 
 
-def test_relu_half_is_maximum_on_every_bfloat16():
-    x = ALL_BITS.view(BF16)
-    ref = np.maximum(np.zeros((), BF16), x)  # ml_dtypes' loop: the reference of the bits
+@pytest.mark.parametrize("dt", [BF16, np.dtype(np.float16)], ids=["bfloat16", "float16"])
+def test_relu_half_is_maximum_on_every_value(dt):
+    x = ALL_BITS.view(dt)
+    ref = np.maximum(np.zeros((), dt), x)  # NumPy's/ml_dtypes' loop: the reference of the bits
+    # but -0.0 stays -0.0, as PyTorch's relu (NumPy's float16 maximum(0, -0.0) gives +0.0)
+    ref = np.where(ALL_BITS == 0x8000, ALL_BITS, ref.view(np.uint16)).view(dt)
     np.testing.assert_array_equal(pwp._relu_half(x).view(np.uint16), ref.view(np.uint16))
     out = ref
-    g = np.random.default_rng(0).standard_normal(out.shape).astype(BF16)
+    g = np.random.default_rng(0).standard_normal(out.shape).astype(dt)
     g[::7] = np.float32("nan")  # NaN gradients pass or are dropped bit for bit, not multiplied
-    keep = np.where(~(out <= 0), g, np.zeros((), BF16))
+    keep = np.where(~(out <= 0), g, np.zeros((), dt))
     np.testing.assert_array_equal(pwp._relu_half_backward(g, out).view(np.uint16),
                                   keep.view(np.uint16))
-    assert pwp._relu_half(x.astype(np.float16)) is None  # (float16 keeps NumPy's own loop)
+    assert pwp._relu_half(ALL_BITS.view(np.int16)) is None  # (other 2-byte dtypes: NumPy's)
 
 
-def test_relu_bfloat16_tensor_takes_the_bit_path(monkeypatch):
+def test_relu_half_tensor_takes_the_bit_path(monkeypatch):
     calls = []
     fwd, bwd = pwp._relu_half, pwp._relu_half_backward
     monkeypatch.setattr(pwp, "_relu_half", lambda x: calls.append("f") or fwd(x))
     monkeypatch.setattr(pwp, "_relu_half_backward",
                         lambda g, o: calls.append("b") or bwd(g, o))
-    x = ember.randn(300, 500).to(ember.bfloat16).requires_grad_()
-    y = ember.relu(x)
-    y.sum().backward()
-    assert calls == ["f", "b"]
-    assert y.dtype is ember.bfloat16 and x.grad.dtype is ember.bfloat16
-    xs = x.detach().float().numpy()
-    np.testing.assert_array_equal(y.float().detach().numpy(), np.maximum(xs, 0))
-    np.testing.assert_array_equal(x.grad.float().numpy(), (xs > 0).astype(np.float32))
+    for dt in (ember.bfloat16, ember.float16):
+        x = ember.randn(300, 500).to(dt).requires_grad_()
+        y = ember.relu(x)
+        y.sum().backward()
+        assert y.dtype is dt and x.grad.dtype is dt
+        xs = x.detach().float().numpy()
+        np.testing.assert_array_equal(y.float().detach().numpy(), np.maximum(xs, 0))
+        np.testing.assert_array_equal(x.grad.float().numpy(), (xs > 0).astype(np.float32))
+    assert calls == ["f", "b"] * 2
 
 
 @pytest.mark.skipif(not HAVE_TORCH, reason="needs PyTorch")
-def test_relu_bfloat16_like_torch_on_every_value():
-    x = ember.tensor(ALL_BITS.view(np.int16)).view(ember.bfloat16).requires_grad_()
-    tx = torch.tensor(ALL_BITS.view(np.int16)).view(torch.bfloat16).requires_grad_()
+@pytest.mark.parametrize("name", ["bfloat16", "float16"])
+def test_relu_half_like_torch_on_every_value(name):
+    x = ember.tensor(ALL_BITS.view(np.int16)).view(getattr(ember, name)).requires_grad_()
+    tx = torch.tensor(ALL_BITS.view(np.int16)).view(getattr(torch, name)).requires_grad_()
     y, ty = ember.relu(x), torch.relu(tx)
     a, b = _bits(y), ty.detach().view(torch.int16).numpy().view(np.uint16)
     nan = np.isnan(y.detach().float().numpy())
@@ -60,8 +66,8 @@ def test_relu_bfloat16_like_torch_on_every_value():
     # the numbers bit for bit (-0.0 stays -0.0); NaN bits are PyTorch's vector loop's business
     np.testing.assert_array_equal(a[~nan], b[~nan])
     g = np.random.default_rng(1).standard_normal(1 << 16).astype(np.float32)
-    y.backward(ember.tensor(g).to(ember.bfloat16))
-    ty.backward(torch.tensor(g).to(torch.bfloat16))
+    y.backward(ember.tensor(g).to(getattr(ember, name)))
+    ty.backward(torch.tensor(g).to(getattr(torch, name)))
     np.testing.assert_array_equal(_bits(x.grad), tx.grad.view(torch.int16).numpy().view(np.uint16))
 
 

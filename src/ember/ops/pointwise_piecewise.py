@@ -324,7 +324,7 @@ class Relu(Op):
     def forward(ctx: Any, x: Any) -> Any:
         if type(x) is not np.ndarray:
             out = ctx.xp.maximum(0, x)
-        elif x.dtype.kind == "V" and (out := _relu_half(x)) is not None:  # (bfloat16)
+        elif x.dtype.itemsize == 2 and (out := _relu_half(x)) is not None:  # (float16/bfloat16)
             pass
         elif x.size < _threads.cut_cheap or (
                 out := _threads.run(np.maximum, 0, x)) is None:  # (large: split)
@@ -336,7 +336,7 @@ class Relu(Op):
     def backward(ctx: Any, grad: Any) -> Any:
         (out,) = ctx.saved
         if type(grad) is np.ndarray and type(out) is np.ndarray:
-            if grad.dtype.kind == "V" and (res := _relu_half_backward(grad, out)) is not None:
+            if grad.dtype.itemsize == 2 and (res := _relu_half_backward(grad, out)) is not None:
                 return res
             if grad.size > _MASK_BLOCK and grad.shape == out.shape and \
                     grad.flags.c_contiguous and out.flags.c_contiguous:
@@ -574,26 +574,36 @@ def _keep_where_blocks(grad: np.ndarray, out: np.ndarray) -> np.ndarray:
     return res
 
 
-# bfloat16's bits as uint16: -0.0 0x8000, -inf 0xFF80, the negative NaNs above it
-_BF16_NEG_INF = 0xFF80
+# -inf's bits (as uint16) by half dtype: the negative numbers run from 0x8001 to it, the negative
+# NaNs above it. bfloat16's entry is added on first use (ml_dtypes loads lazily).
+_HALF_NEG_INF: dict[Any, int] = {np.dtype(np.float16): 0xFC00}
+
+
+def _half_neg_inf(dt: np.dtype) -> int | None:
+    ninf = _HALF_NEG_INF.get(dt)
+    if ninf is None and dt.kind == "V" and dt.name == "bfloat16":
+        ninf = _HALF_NEG_INF[dt] = 0xFF80
+    return ninf
 
 
 def _relu_half(x: np.ndarray) -> np.ndarray | None:
-    """ReLU of a bfloat16 array through its bits (ml_dtypes' ``maximum`` is a scalar loop, ~20x
-    slower than float32's): the negative numbers (0x8001 to -inf) become +0; -0.0 and the NaNs
-    (either sign) pass unchanged, as ``maximum(0, x)`` and PyTorch's relu leave them."""
-    if x.dtype.name != "bfloat16":
+    """ReLU of a float16/bfloat16 array through its bits (NumPy's float16 ``maximum`` and
+    ml_dtypes' bfloat16 one are scalar loops, 15-20x slower than float32's): the negative numbers
+    become +0; -0.0 and the NaNs (either sign) pass unchanged, as ``maximum(0, x)`` and PyTorch's
+    relu leave them. None for other dtypes."""
+    ninf = _half_neg_inf(x.dtype)
+    if ninf is None:
         return None
     u = x.view(np.uint16)
-    # u + 0x7FFF (mod 2**16) maps 0x8001..-inf to 0..0x7F7F: every other value lands above
-    keep = np.greater(np.add(u, np.uint16(0x7FFF)), np.uint16(_BF16_NEG_INF - 0x8001))
+    # u + 0x7FFF (mod 2**16) maps 0x8001..-inf to 0..(-inf - 0x8001): every other value lands above
+    keep = np.greater(np.add(u, np.uint16(0x7FFF)), np.uint16(ninf - 0x8001))
     return np.multiply(u, keep).view(x.dtype)  # (integer product by 0/1: the bits, exactly)
 
 
 def _relu_half_backward(grad: np.ndarray, out: np.ndarray) -> np.ndarray | None:
-    """ReLU's backward for bfloat16: ``grad`` where ``out > 0`` or NaN. ``out`` is ReLU's output,
-    so its only values <= 0 are +-0.0: the bits other than the sign are all zero."""
-    if grad.dtype.name != "bfloat16" or out.dtype != grad.dtype or grad.shape != out.shape:
+    """ReLU's backward for float16/bfloat16: ``grad`` where ``out > 0`` or NaN. ``out`` is ReLU's
+    output, so its only values <= 0 are +-0.0: the bits other than the sign are all zero."""
+    if out.dtype != grad.dtype or grad.shape != out.shape or _half_neg_inf(grad.dtype) is None:
         return None
     keep = np.not_equal(np.left_shift(out.view(np.uint16), np.uint16(1)), np.uint16(0))
     return np.multiply(grad.view(np.uint16), keep).view(grad.dtype)
