@@ -18,6 +18,9 @@
  *   compute in float64 from polynomials fitted to 1.2e-9 relative (scripts/fit_kernels.py) and
  *   round once: within 1 ulp of the true value (correctly rounded but for ~0.02 ulp; the
  *   backward of gelu within 1e-9 absolute near the zero of its derivative);
+ * - float32 sigmoid, silu and silu's backward compute in float32 (double-float where a rounding
+ *   would cost the budget; "Float32-arithmetic kernels" below): within 1 ulp (0.6 but where
+ *   the result is subnormal, 0.76), the same bits in every variant (tests/test_kernels_f32.py);
  * - float64 gelu (tanh form) and its backward: a few ulp, as the NumPy formula;
  * - the float32 exp of softmax and log_softmax: within 1 ulp; row sums in float64 accumulators.
  */
@@ -329,26 +332,6 @@ KI double expm1_d(double z)  /* exp(z) - 1 with full relative accuracy */
     return fabs(z) < 0.34657359027997264 ? small : exp_d(z) - 1.0;
 }
 
-KI float k_sigmoid32(float xf)
-{
-    double x = xf;
-    return (float)(x != x ? x : sig_d(x));
-}
-
-KI float k_silu32(float xf)
-{
-    double x = xf;
-    return (float)(x != x ? x : x * sig_d(x));
-}
-
-KI float k_silu_backward32(float xf, float gf)  /* grad s (1 + x (1 - s)) */
-{
-    double x = xf, e = exp_d(-fabs(x)), den = 1.0 + e;
-    double s = (x >= 0 ? 1.0 : e) / den, sc = (x >= 0 ? e : 1.0) / den;
-    double d = s * (1.0 + x * sc);
-    return (float)(x != x ? x : (double)gf * d);
-}
-
 /* Mish: tanh(softplus(x)) = n / (n + 2), n = e (e + 2), e = exp(x); 1 - t^2 = 4 (n + 1) / (n + 2)^2 */
 KI float k_mish32(float xf)
 {
@@ -407,6 +390,141 @@ KI float k_elu_backward32(float xf, float gf, const double *p)
     return xf <= 0 ? neg : gf * (float)p[1];  /* nan x: grad * scale, as PyTorch */
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * Float32-arithmetic kernels (sigmoid, silu and silu's backward): 16 lanes under AVX-512, 8 under
+ * AVX2, twice the float64 kernels'. A float32 rounding costs up to 2^-24 relative, and a 1-ulp
+ * result allows about 2^-25 before its final rounding, so the steps that would lose more carry a
+ * double-float (df: hi + lo, the rounding error of hi kept in lo) by error-free transformations:
+ * two_sum, fast_two_sum (|a| >= |b|) and two_prod, whose error term is one fmaf. These loops are
+ * cloned for AVX-512F, x86-64-v3 (AVX2 with FMA) and the baseline: fmaf is one instruction in the
+ * first two and the C library's correctly rounded fmaf in the baseline (slower, the same bits),
+ * so every variant rounds alike (-ffp-contract=off: no other fma is formed). */
+#if HAVE_CLONES && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12
+#define CLONES_FMA __attribute__((target_clones("avx512f", "arch=x86-64-v3", "default")))
+#else
+#define CLONES_FMA CLONES
+#endif
+
+typedef struct {
+    float hi, lo;
+} df;
+
+KI df two_sum(float a, float b)
+{
+    float s = a + b, bb = s - a;
+    df r = {s, (a - (s - bb)) + (b - bb)};
+    return r;
+}
+
+KI df fast_two_sum(float a, float b)  /* |a| >= |b| (or a == 0) */
+{
+    float s = a + b;
+    df r = {s, b - (s - a)};
+    return r;
+}
+
+KI df two_prod(float a, float b)
+{
+    float p = a * b;
+    df r = {p, fmaf(a, b, -p)};
+    return r;
+}
+
+/* exp(z) = (hi + lo) s1 s2, hi + lo within 2^-27 relative, for z in [-150, 88.5] (the caller
+ * clamps; it scales when the result can no longer be subnormal, so that it rounds once): z = n ln2 + rh + rl with
+ * rh = z - n LN2_HI exact (by fmaf: z and n LN2_HI are multiples of 2^-24, or of 2^-25 for
+ * |n| <= 1, and |rh| <= ln2/2) and rl = n (LN2_HI - ln2); exp(rh) = 1 + p, p = rh + rh^2 Q(rh),
+ * Q Taylor's to rh^8 (remainder below 2^-31), p as ph + pl (rh - ph is exact: Sterbenz) and
+ * 1 + ph summed exactly; exp(rl) = 1 + rl; s1 s2 = 2^n (each a normal float32). */
+KI df exp_df(float z, float *s1, float *s2)
+{
+    float kd = z * 1.44269504088896341f + 12582912.0f;  /* 1.5 * 2^23: rounds to an integer */
+    float kf = kd - 12582912.0f;
+    uint32_t kb;
+    memcpy(&kb, &kd, 4);
+    int32_t n = (int32_t)(kb - 0x4B400000u);
+    float rh = fmaf(-kf, 0.693147182464599609375f, z);
+    float rl = kf * 1.904654299957768e-09f;
+    float q = fmaf(fmaf(fmaf(fmaf(fmaf(fmaf(2.48015873e-05f, rh, 1.98412698e-04f), rh,
+                                       1.38888889e-03f), rh, 8.33333333e-03f), rh,
+                             4.16666667e-02f), rh, 1.66666667e-01f), rh, 0.5f);
+    float r2 = rh * rh;
+    float ph = fmaf(r2, q, rh);
+    float pl = fmaf(r2, q, rh - ph);
+    df a = fast_two_sum(1.0f, ph);
+    float lo = fmaf(rl, a.hi, a.lo + pl);
+    int32_t n1 = n >> 1, n2 = n - n1;
+    uint32_t b1 = (uint32_t)(n1 + 127) << 23, b2 = (uint32_t)(n2 + 127) << 23;
+    memcpy(s1, &b1, 4);
+    memcpy(s2, &b2, 4);
+    df e = {a.hi, lo};
+    return e;
+}
+
+/* sigmoid(x) = (s.hi + s.lo) k1 k2 and sigmoid(-x) = sc.hi + sc.lo, from E 2^n = e = exp(-|x|):
+ * 1/(1 + e) and E 2^n/(1 + e), with one division (1/(1 + e) = y + y (1 - y (1 + e)), the
+ * residual exact by fmaf). The scaling of s is left to the caller, so that a result rounds
+ * once where it is subnormal (x < -87); sc is scaled (it only ever meets 1 + x sc). NaN x:
+ * unspecified values (the callers return the NaN). */
+KI void sig_df(float x, df *s, float *k1, float *k2, df *sc)
+{
+    float z = -fabsf(x);
+    int in = z > -115.0f;  /* below, x sigmoid(x) and x sigmoid(-x) round to 0 (e = +0) */
+    z = in ? z : -115.0f;  /* (NaN: -115) */
+    float s1, s2;
+    df e = exp_df(z, &s1, &s2);
+    s1 = in ? s1 : 0.0f;
+    df d = fast_two_sum(1.0f, (e.hi * s1) * s2);
+    float dl = d.lo + (e.lo * s1) * s2;
+    float yh = 1.0f / d.hi;
+    float yl = yh * (fmaf(-yh, d.hi, 1.0f) - yh * dl);
+    df p = two_prod(e.hi, yh);
+    float pl = p.lo + fmaf(e.hi, yl, e.lo * yh);
+    int pos = x >= 0;
+    s->hi = pos ? yh : p.hi;
+    s->lo = pos ? yl : pl;
+    *k1 = pos ? 1.0f : s1;
+    *k2 = pos ? 1.0f : s2;
+    sc->hi = pos ? (p.hi * s1) * s2 : yh;
+    sc->lo = pos ? (pl * s1) * s2 : yl;
+}
+
+KI float k_sigmoid32(float x)
+{
+    df s, sc;
+    float k1, k2;
+    sig_df(x, &s, &k1, &k2, &sc);
+    float y = ((s.hi + s.lo) * k1) * k2;
+    return x != x ? x : y;
+}
+
+KI float k_silu32(float x)  /* x sigmoid(x); -inf gives NaN (-inf * 0), as PyTorch's */
+{
+    df s, sc;
+    float k1, k2;
+    sig_df(x, &s, &k1, &k2, &sc);
+    float sh = s.hi * k1, sl = s.lo * k1;  /* exact: k1 = 0 or k1 >= 2^-83 */
+    df p = two_prod(x, sh);
+    float y = copysignf((p.hi + fmaf(x, sl, p.lo)) * k2, x);  /* (a zero too: x * +0) */
+    return fabsf(x) == INFINITY ? x * (sh * k2) : x != x ? x : y;
+}
+
+KI float k_silu_backward32(float x, float g)  /* grad s (1 + x (1 - s)); +-inf give NaN */
+{
+    df s, sc;
+    float k1, k2;
+    sig_df(x, &s, &k1, &k2, &sc);
+    df p = two_prod(x, sc.hi);
+    df w = two_sum(1.0f, p.hi);
+    float wl = w.lo + fmaf(x, sc.lo, p.lo);
+    float sh = s.hi * k1, sl = s.lo * k1;  /* exact: k1 >= 2^-83 */
+    df d = two_prod(sh, w.hi);
+    float dl = fmaf(sh, wl, fmaf(sl, w.hi, d.lo));
+    df gd = two_prod(g, d.hi);
+    float y = (gd.hi + fmaf(g, dl, gd.lo)) * k2;
+    return fabsf(x) == INFINITY ? NAN : x != x ? x : y;
+}
+
 /* sigmoid and silu in float64 from the 1-ulp exp: a few ulp */
 KI double k_sigmoid64(double x)
 {
@@ -456,6 +574,25 @@ typedef void (*binary_fn)(const void *x, const void *g, void *y, Py_ssize_t i0, 
             y[i] = EXPR(x[i], g[i]);                                                           \
     }
 
+#define UNARYF(NAME, EXPR)                                                                     \
+    CLONES_FMA static void NAME(const void *xv, void *yv, Py_ssize_t i0, Py_ssize_t i1)       \
+    {                                                                                          \
+        const float *RESTRICT x = (const float *)xv;                                           \
+        float *RESTRICT y = (float *)yv;                                                       \
+        for (Py_ssize_t i = i0; i < i1; i++)                                                   \
+            y[i] = EXPR(x[i]);                                                                 \
+    }
+#define BINARYF(NAME, EXPR)                                                                    \
+    CLONES_FMA static void NAME(const void *xv, const void *gv, void *yv, Py_ssize_t i0,      \
+                                Py_ssize_t i1)                                                 \
+    {                                                                                          \
+        const float *RESTRICT x = (const float *)xv;                                           \
+        const float *RESTRICT g = (const float *)gv;                                           \
+        float *RESTRICT y = (float *)yv;                                                       \
+        for (Py_ssize_t i = i0; i < i1; i++)                                                   \
+            y[i] = EXPR(x[i], g[i]);                                                           \
+    }
+
 typedef void (*unaryp_fn)(const void *x, void *y, Py_ssize_t i0, Py_ssize_t i1, const double *p);
 typedef void (*binaryp_fn)(const void *x, const void *g, void *y, Py_ssize_t i0, Py_ssize_t i1,
                            const double *p);
@@ -493,11 +630,11 @@ UNARY(gelu_tanh_f32, float, k_gelu_tanh32)
 BINARY(gelu_tanh_backward_f32, float, k_gelu_tanh_backward32)
 UNARY(gelu_tanh_f64, double, k_gelu_tanh64)
 BINARY(gelu_tanh_backward_f64, double, k_gelu_tanh_backward64)
-UNARY(sigmoid_f32, float, k_sigmoid32)
+UNARYF(sigmoid_f32, k_sigmoid32)
 UNARY(sigmoid_f64, double, k_sigmoid64)
-UNARY(silu_f32, float, k_silu32)
+UNARYF(silu_f32, k_silu32)
 UNARY(silu_f64, double, k_silu64)
-BINARY(silu_backward_f32, float, k_silu_backward32)
+BINARYF(silu_backward_f32, k_silu_backward32)
 BINARY(silu_backward_f64, double, k_silu_backward64)
 UNARY(mish_f32, float, k_mish32)
 BINARY(mish_backward_f32, float, k_mish_backward32)
