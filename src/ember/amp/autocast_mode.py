@@ -34,8 +34,9 @@ Like grad mode, the state is per thread, as in PyTorch.
 
 Speed on the CPU: NumPy has no bfloat16/float16 GEMM, so a lower-precision product widens its
 inputs to float32, multiplies there and rounds the result: autocast costs time on the CPU (the
-casts) and gains none; it gives PyTorch's numerics. On CUDA (CuPy) float16/bfloat16 GEMMs use the
-GPU's tensor cores.
+casts, one eager-kernel pass each: 5-8% of issue 29's MLP step, docs/benchmarks.md "CPU
+autocast") and gains none; it gives PyTorch's numerics. On CUDA (CuPy) float16/bfloat16 GEMMs
+use the GPU's tensor cores.
 """
 
 from __future__ import annotations
