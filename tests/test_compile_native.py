@@ -690,6 +690,21 @@ def test_compile_time_is_counted(tmp_path, monkeypatch):
 
 
 @needs_cc
+def test_bench_compile_time_cold_then_warm(tmp_path):
+    sys.path.insert(0, str(ROOT))
+    try:
+        from bench import compile_time
+    finally:
+        sys.path.remove(str(ROOT))
+    cold = compile_time.run_one("sine_regression", str(tmp_path))
+    warm = compile_time.run_one("sine_regression", str(tmp_path))
+    assert "error" not in cold and "error" not in warm, (cold, warm)
+    assert cold["builds"] >= 1 and cold["build_s"] > 0 and cold["replays"] > 0
+    assert warm["builds"] == 0 and warm["cache_hits"] >= 1 and warm["build_s"] == 0
+    assert cold["compile_s"] >= cold["run_s"] and warm["compile_s"] >= warm["run_s"]
+
+
+@needs_cc
 def test_a_lone_relu_backward_runs_as_c_and_equals_eager():
     """Between two Linear layers ReLU's backward is a run of one rule: its NumPy path takes
     several passes (compare, negate, bitwise and), so it is built as C alone; same bits as the
