@@ -25,8 +25,11 @@ NAMESPACES = [
 ]
 
 # private names that pickles carry, which libraries' unpicklers look for by PyTorch's name
-# (skorch intercepts torch.storage._load_from_bytes)
-PRIVATE = [("ember.storage", "_load_from_bytes", "torch.storage")]
+# (skorch intercepts torch.storage._load_from_bytes; a tensor's pickle names torch._utils)
+PRIVATE = [("ember.storage", "_load_from_bytes", "torch.storage")] + [
+    ("ember._utils", n, "torch._utils") for n in (
+        "_rebuild_tensor", "_rebuild_tensor_v2", "_rebuild_parameter",
+        "_rebuild_parameter_with_state")]
 
 OUT = Path(__file__).resolve().parent.parent / "src" / "ember" / "_torch_modules.txt"
 

@@ -628,3 +628,13 @@ def test_cumulative_ops_accumulate_as_pytorch():
     ember.cumsum(ex, 0).backward(ember.arange(50.0))
     assert x.grad.numpy().tobytes() == ex.grad.numpy().tobytes()
     assert ember.cumsum(ember.ones(3), 0).dtype == ember.float32
+
+
+def test_dynamo_eval_frame_names_the_compiled_module_class():
+    """accelerate's unwrap_model: isinstance(m, torch._dynamo.eval_frame.OptimizedModule)."""
+    for m in (ember, torch):
+        compiled = m.compile(m.nn.Linear(2, 2))
+        assert isinstance(compiled, m._dynamo.eval_frame.OptimizedModule), m.__name__
+        assert not isinstance(m.nn.Linear(2, 2), m._dynamo.eval_frame.OptimizedModule)
+        assert m._dynamo.eval_frame.is_dynamo_supported() is True
+        assert compiled._orig_mod.weight.shape == (2, 2)

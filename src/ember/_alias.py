@@ -218,6 +218,9 @@ def install() -> None:
         sys.meta_path.insert(0, _hook)
         _rename()
     _metadata.install()  # importlib.metadata.version("torch") answers the mirrored release
+    from . import storage
+
+    storage._pickle_as_pytorch(True)  # plain tensors pickle as PyTorch's (torch.* names resolve)
 
 
 def uninstall() -> None:
@@ -226,6 +229,9 @@ def uninstall() -> None:
     if _hook in sys.meta_path:
         sys.meta_path.remove(_hook)
     _metadata.uninstall()
+    storage = sys.modules.get("ember.storage")
+    if storage is not None:
+        storage._pickle_as_pytorch(False)
     ember = sys.modules.get("ember")
     if ember is not None:
         ember.__name__ = "ember"

@@ -23,14 +23,15 @@ from collections.abc import Callable
 from typing import Any
 
 from .._compile import OptimizedModule
-from . import config, exc
+from . import config, eval_frame, exc
 from ._explain import explain
+from .eval_frame import is_dynamo_supported
 
 __all__ = [
     "config", "exc", "reset", "disable", "allow_in_graph", "disallow_in_graph", "assume_constant_result",
     "graph_break", "is_compiling", "mark_dynamic", "maybe_mark_dynamic", "mark_static",
     "mark_static_address", "optimize", "run", "explain", "list_backends", "is_dynamo_supported",
-    "set_stance", "OptimizedModule",
+    "set_stance", "OptimizedModule", "eval_frame",
 ]
 
 
@@ -84,11 +85,6 @@ def is_compiling() -> bool:
     from ..autograd import function as _function
 
     return _function.tracer is not None
-
-
-def is_dynamo_supported() -> bool:
-    """True: ``torch.compile`` works in ember."""
-    return True
 
 
 def mark_dynamic(t: Any, index: Any, *, hint_override: int | None = None, min: int | None = None,  # noqa: A002

@@ -28,6 +28,7 @@ from .._pickle_reader import (
 )
 from .._size import Size
 from .._tensor import Tensor
+from . import _legacy
 from ._allowlist import (
     _bytearray,
     _complex,
@@ -170,6 +171,11 @@ class _Loader:
         head = fh.read(16)
         fh.seek(start)
         if head[:4] != b"PK\x03\x04":
+            if head.startswith(_LEGACY_MAGIC[:14]):  # a storage from a tensor's pickle
+                try:
+                    return _legacy.load(fh, self._device_for)
+                except ValueError as e:
+                    raise _refuse(str(e)) from None
             raise _refuse(_not_zip_message(head))
         fh.seek(0, 2)
         self.file_len = fh.tell()
