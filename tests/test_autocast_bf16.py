@@ -112,17 +112,21 @@ def test_mlp_adamw_steps_under_autocast_like_torch(monkeypatch):
         assert out.dtype is ember.bfloat16 and loss.dtype is ember.float32
         loss.backward()
         tloss.backward()
-        np.testing.assert_allclose(loss.item(), tloss.item(), rtol=1e-4)
+        # step 0 from the same parameters: (almost) every bfloat16 output and gradient bit for
+        # bit; later steps start from parameters that may differ by AdamW's first, sign-like
+        # steps wherever a tiny gradient differed, so they are compared within tolerances
+        first = step == 0
+        np.testing.assert_allclose(loss.item(), tloss.item(), rtol=1e-5 if first else 1e-3)
         a, b = out.detach().float().numpy(), tout.detach().float().numpy()
-        assert (a == b).mean() > 0.95
-        np.testing.assert_allclose(a, b, rtol=2 ** -7, atol=1e-3)
+        assert not first or (a == b).mean() > 0.95
+        np.testing.assert_allclose(a, b, rtol=2 ** -7, atol=1e-3 if first else 1e-2)
         for (name, p), tp in zip(em.named_parameters(), tm.parameters(), strict=True):
             g, tg = p.grad.numpy(), tp.grad.numpy()
             assert g.dtype == np.float32, name
-            if step == 0:  # the same parameters: (almost) every gradient bit for bit
-                assert (g == tg).mean() > 0.95, name
+            assert not first or (g == tg).mean() > 0.95, name
             scale = np.abs(tg).max()
-            np.testing.assert_allclose(g, tg, rtol=2 ** -6, atol=2e-2 * scale, err_msg=name)
+            np.testing.assert_allclose(g, tg, rtol=2 ** -6, atol=(2e-2 if first else 5e-2) * scale,
+                                       err_msg=name)
         eopt.step()
         topt.step()
     assert len(relu_calls) == 2 * 3  # the bit path ran in every step
