@@ -488,6 +488,8 @@ def test_mse_and_row_dot_fuse_their_reduction():
         assert prog.c_source.count("ops over shape") == 1
         assert "then mean over all elements" in prog.c_source or \
             "then sum over the last dim" in prog.c_source
+        if fn is mse:  # its backward: pow's rule (grad * 2 * a) and sub's in one kernel
+            assert "rules over shape (3000, 7) (21000 elements): pow, sub */" in prog.c_source
 
 
 # -- training steps: eager vs NumPy replay vs generated C ---------------------------------------

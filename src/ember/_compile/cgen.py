@@ -682,7 +682,28 @@ def _b_clamp(g: str, ins: list, attrs: dict, T: str) -> list:  # grad where lo <
     return [f"(({inside or '1'}) ? {g} : ({T})0)", None, None]  # (bounds' gradients: not fused)
 
 
+def _b_pow(g: str, ins: list, attrs: dict, T: str) -> list | None:
+    """``Pow.backward`` for a number exponent, where it is a product (pointwise.py's rule)."""
+    b = attrs["numbers"].get(1)
+    x = ins[0]
+    if type(b) not in (int, float) or x is None:
+        return None
+    if b == 2:  # grad * 2 * a
+        return [f"({g} * (({T})2)) * {x}", None, None]
+    if b == 0:  # grad * 0
+        return [f"{g} * (({T})0)", None, None]
+    if b == 0.5 and type(b) is float:  # grad * 0.5 / sqrt(a)
+        s = "f" if T == "float" else ""
+        return [f"({g} * (({T})0.5)) / sqrt{s}({x})", None, None]
+    if b == 3:  # grad * b * a ** 2, the power as a product
+        return [f"({g} * (({T}){_literal(b)})) * ({x} * {x})", None, None]
+    if b == -1:  # grad * b * a ** -2
+        return [f"({g} * (({T}){_literal(b)})) * ((({T})1) / ({x} * {x}))", None, None]
+    return None
+
+
 BTABLE: dict[Any, tuple[str, Callable]] = {
+    _pw.Pow.backward: ("pow", _b_pow),
     _pw.Div.backward: ("div", _b_div),
     _pwp.Clamp.backward: ("clamp", _b_clamp),
     _pw.Add.backward: ("add", _b_add),
@@ -778,10 +799,18 @@ def _bfusible(entry: tuple, st: tuple, info: tuple | None) -> tuple | None:
             return None
     # every edge must get an expression (a clamp's tensor bounds, for one, do not)
     ins = [None if w is None else "v" for w in (saved or ())]
-    outs = BTABLE[bwd][1]("g", ins, _attrs, CTYPE[dt])
+    outs = BTABLE[bwd][1]("g", ins, _with_numbers(_attrs, arg_meta, saved), CTYPE[dt])
     if outs is None or any(i >= len(outs) or outs[i] is None for i, *_ in edges):
         return None
     return shape, dt
+
+
+def _with_numbers(attrs: dict, arg_meta: tuple, saved: tuple | None) -> dict:
+    """The ctx's attributes plus ``numbers``: the Python numbers among its saved values, by
+    position (a rule whose arithmetic depends on one, as pow's on its exponent, reads them)."""
+    numbers = {j: arg_meta[w[1]][1] for j, w in enumerate(saved or ())
+               if w is not None and w[0] == "arg" and arg_meta[w[1]][0] == "py"}
+    return {**attrs, "numbers": numbers}
 
 
 def _bvar(g: BGroup, s: int) -> str:
@@ -815,7 +844,7 @@ def _badd(g: BGroup, k: int, entry: tuple, st: tuple, info: tuple, holds: set) -
                 n = len(g.saved)
                 g.saved.append((ci, j, shape))
             ins.append(f"sv{n}")
-    outs = emit(grad, ins, attrs, T)
+    outs = emit(grad, ins, _with_numbers(attrs, arg_meta, saved), T)
     r = len(g.body)
     g.body.append(f"/* {label} */")
     for i, s, _shape, _dt in edges:
