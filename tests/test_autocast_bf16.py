@@ -130,3 +130,17 @@ def test_mlp_adamw_steps_under_autocast_like_torch(monkeypatch):
         eopt.step()
         topt.step()
     assert len(relu_calls) == 2 * 3  # the bit path ran in every step
+
+
+def test_bench_autocast_mlp_runs_and_counts_the_casts():
+    """bench/autocast_mlp.py's step in both configurations; with the eager kernels on, the 43
+    casts a step that docs/benchmarks.md ("CPU autocast") accounts for (more would be a
+    regression: each is a pass over a tensor)."""
+    import ember._kernels_loader as L
+    from bench import autocast_mlp
+
+    step = autocast_mlp.make_step(ember)
+    best = autocast_mlp.interleaved(step, 1)
+    assert set(best) == {"float32", "bf16 autocast"} and all(v > 0 for v in best.values())
+    if L.active is not None:
+        assert autocast_mlp.count_casts(step) == 43
