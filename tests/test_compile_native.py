@@ -492,6 +492,23 @@ def test_mse_and_row_dot_fuse_their_reduction():
             assert "rules over shape (3000, 7) (21000 elements): pow, sub */" in prog.c_source
 
 
+@needs_cc
+def test_fused_reductions_through_raw_pointers(monkeypatch):
+    from ember._compile import codegen
+
+    monkeypatch.setattr(codegen, "_data_offset_ok", lambda lib: False)
+    rng = np.random.default_rng(6)
+    a, b = rng.standard_normal((300, 50)).astype(np.float32), rng.standard_normal(50)
+
+    def make():
+        return ember.tensor(a, requires_grad=True), ember.tensor(b.astype(np.float32))
+
+    for f in (lambda x, y: ((x - y) ** 2).mean(), lambda x, y: (x * y).sum(-1)):
+        ember._dynamo.reset()
+        prog = _check_three_ways(f, make)
+        assert not prog.c_by_object and ".ctypes.data" in prog.source
+
+
 # -- training steps: eager vs NumPy replay vs generated C ---------------------------------------
 
 class _TinyGPT(nn.Module):
