@@ -596,8 +596,9 @@ def _relu_half(x: np.ndarray) -> np.ndarray | None:
         return None
     u = x.view(np.uint16)
     # u + 0x7FFF (mod 2**16) maps 0x8001..-inf to 0..(-inf - 0x8001): every other value lands above
-    keep = np.greater(np.add(u, np.uint16(0x7FFF)), np.uint16(ninf - 0x8001))
-    return np.multiply(u, keep).view(x.dtype)  # (integer product by 0/1: the bits, exactly)
+    t = np.add(u, np.uint16(0x7FFF), out=np.empty_like(u))  # (x's layout, as maximum's result)
+    keep = np.greater(t, np.uint16(ninf - 0x8001))
+    return np.multiply(u, keep, out=t).view(x.dtype)  # (a product by 0/1: the bits, exactly)
 
 
 def _relu_half_backward(grad: np.ndarray, out: np.ndarray) -> np.ndarray | None:
@@ -605,8 +606,11 @@ def _relu_half_backward(grad: np.ndarray, out: np.ndarray) -> np.ndarray | None:
     output, so its only values <= 0 are +-0.0: the bits other than the sign are all zero."""
     if out.dtype != grad.dtype or grad.shape != out.shape or _half_neg_inf(grad.dtype) is None:
         return None
-    keep = np.not_equal(np.left_shift(out.view(np.uint16), np.uint16(1)), np.uint16(0))
-    return np.multiply(grad.view(np.uint16), keep).view(grad.dtype)
+    gu, t = grad.view(np.uint16), np.left_shift(out.view(np.uint16), np.uint16(1))
+    keep = np.not_equal(t, np.uint16(0))
+    if type(t) is np.ndarray and t.strides == gu.strides:  # (the result in grad's layout)
+        return np.multiply(gu, keep, out=t).view(grad.dtype)
+    return np.multiply(gu, keep).view(grad.dtype)
 
 
 def _sign0(xp: Any, x: Any) -> Any:
