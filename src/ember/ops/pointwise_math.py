@@ -748,53 +748,41 @@ class Frac(Op):
 
 
 class LogAddExp(Op):
-    """out = log(exp(a) + exp(b))
-    grad_a = grad / (1 + exp(b - a))          grad_b = grad / (1 + exp(a - b))
-
-    PyTorch's formula, from a and b only (what it saves: a write through ``.data`` to either
-    after the op reaches backward as there)."""
+    """out = log(exp(a) + exp(b))          grad_a = grad / (1 + exp(b - a))   (b's likewise)"""
 
     node_name = "LogaddexpBackward0"
 
     @staticmethod
     def forward(ctx: Any, a: Any, b: Any) -> Any:
         xp = ctx.xp  # (a or b may be a number)
-        cplx = np.iscomplexobj(a) or np.iscomplexobj(b)
-        out = _logaddexp_c(xp, a, b) if cplx else xp.logaddexp(a, b)
         ctx.save_for_backward(a, b)
-        return out
+        cplx = np.iscomplexobj(a) or np.iscomplexobj(b)
+        return _logaddexp_c(xp, a, b) if cplx else xp.logaddexp(a, b)
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:  # (complex: grad times the conjugate derivative)
-        a, b = ctx.saved
-        xp = ctx.xp
+        (a, b), xp, n = ctx.saved, ctx.xp, ctx.needs_input_grad
         with np.errstate(over="ignore"):  # exp overflows to inf: a zero gradient, as PyTorch's
-            ga = grad / xp.conj(1 + xp.exp(b - a)) if ctx.needs_input_grad[0] else None
-            gb = grad / xp.conj(1 + xp.exp(a - b)) if ctx.needs_input_grad[1] else None
-        return ga, gb
+            return (grad / xp.conj(1 + xp.exp(b - a)) if n[0] else None,
+                    grad / xp.conj(1 + xp.exp(a - b)) if n[1] else None)
 
 
 class LogAddExp2(Op):
-    """out = log2(2**a + 2**b)
-    grad_a = grad / (1 + 2**(b - a))          grad_b = grad / (1 + 2**(a - b))   (PyTorch's
-    formula, from a and b only, as LogAddExp's)"""
+    """out = log2(2**a + 2**b)          grad_a = grad / (1 + 2**(b - a))   (b's likewise)"""
 
     node_name = "Logaddexp2Backward0"
 
     @staticmethod
     def forward(ctx: Any, a: Any, b: Any) -> Any:
-        out = ctx.xp.logaddexp2(a, b)
         ctx.save_for_backward(a, b)
-        return out
+        return ctx.xp.logaddexp2(a, b)
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
-        a, b = ctx.saved
-        xp = ctx.xp
+        (a, b), xp, n = ctx.saved, ctx.xp, ctx.needs_input_grad
         with np.errstate(over="ignore"):
-            ga = grad / (1 + xp.exp2(b - a)) if ctx.needs_input_grad[0] else None
-            gb = grad / (1 + xp.exp2(a - b)) if ctx.needs_input_grad[1] else None
-        return ga, gb
+            return (grad / (1 + xp.exp2(b - a)) if n[0] else None,
+                    grad / (1 + xp.exp2(a - b)) if n[1] else None)
 
 
 class Hypot(Op):

@@ -245,43 +245,6 @@ def unsqueeze(input: Any, dim: int) -> Any:
     return Unsqueeze.apply(input, d % (nd + 1))
 
 
-def _view_strides(shape: tuple, strides: tuple, new: tuple, item: int) -> tuple | None:
-    """PyTorch's byte strides for a view of an array (``shape``, byte ``strides``) as ``new``,
-    None when no view exists. From the innermost dim out, x's dims group into chunks laid out
-    contiguously one after the other; each chunk is spread over the next run of ``new`` dims,
-    each stride the chunk's innermost stride times the sizes already placed, and a size-1
-    dim of ``new`` takes the stride reached at its place (NumPy picks others for size-1 dims)."""
-    if not shape:
-        return _contiguous_strides(new, item)
-    out = [0] * len(new)
-    j = len(new) - 1
-    unit = strides[-1]
-    n_old = n_new = 1
-    for i in range(len(shape) - 1, -1, -1):
-        n_old *= shape[i]
-        if i and (shape[i - 1] == 1 or strides[i - 1] == n_old * unit):
-            continue  # x's dim i - 1 continues the chunk
-        while j >= 0 and (n_new < n_old or new[j] == 1):
-            out[j] = n_new * unit
-            n_new *= new[j]
-            j -= 1
-        if n_new != n_old:
-            return None
-        if i:
-            unit, n_old, n_new = strides[i - 1], 1, 1
-    return tuple(out) if j == -1 else None
-
-
-def _contiguous_strides(shape: tuple, item: int) -> tuple:
-    """C-order byte strides as PyTorch's (a size-0 dim counts as size 1)."""
-    out = []
-    acc = item
-    for n in reversed(shape):
-        out.append(acc)
-        acc *= max(n, 1)
-    return tuple(reversed(out))
-
-
 class Reshape(Op):
     """out = x reshaped (a view)          grad_x = grad reshaped back"""
 
@@ -291,12 +254,8 @@ class Reshape(Op):
     @staticmethod
     def forward(ctx: Any, x: Any, shape: tuple) -> Any:
         ctx.shape = x.shape
-        out = x.reshape(shape)
-        if 1 in shape and out.size:  # size-1 dims: PyTorch's strides (NumPy picks others)
-            st = _view_strides(x.shape, x.strides, shape, x.itemsize)
-            if st is not None and st != out.strides:
-                return _backend.with_strides(out, st)
-        return out
+        out = x.reshape(shape)  # (size-1 dims: PyTorch's strides, where NumPy picks others)
+        return _backend.view_restrided(x, out) if 1 in shape and out.size else out
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
@@ -316,8 +275,7 @@ class ReshapeCopy(Reshape):
 
 
 class Squeeze(Reshape):
-    """out = x without the size-1 dims ``axes`` (the others keep their strides, as PyTorch's)
-    grad_x = grad reshaped back"""
+    """out = x without the size-1 dims ``axes`` (others keep strides)      grad_x = grad reshaped"""
 
     node_name = "SqueezeBackward0"
 
@@ -340,10 +298,7 @@ class SqueezeDims(Squeeze):
 
 
 class Unsqueeze(Reshape):
-    """out = x with a new size-1 dim at ``dim``          grad_x = grad reshaped back
-
-    The new dim's stride is PyTorch's: the size times the stride of the dim it goes before,
-    or 1 at the end."""
+    """out = x with a size-1 dim at ``dim`` (PyTorch's stride)          grad_x = grad reshaped"""
 
     node_name = "UnsqueezeBackward0"
 
@@ -443,33 +398,11 @@ class Expand(Op):
         out = ctx.xp.broadcast_to(x, shape)
         if _backend.is_numpy_backed(out) and x.flags.writeable:
             out.flags.writeable = True  # NumPy's is read-only; PyTorch's writes through to x
-        if 1 in shape:  # size-1 dims: PyTorch's strides (NumPy's are 0)
-            st = _expand_strides(x, shape)
-            if st != out.strides:
-                return _backend.with_strides(out, st)
-        return out
+        return _backend.expand_restrided(x, out) if 1 in shape else out  # (NumPy's size-1: 0)
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
         return grad, None  # the engine sums the broadcast dims back to x's shape
-
-
-def _expand_strides(x: Any, shape: tuple) -> tuple:
-    """PyTorch's byte strides for ``x`` expanded to ``shape``: a dim kept at its size keeps
-    its stride, a broadcast dim gets 0, and a new size-1 dim the size times the stride of the
-    dim after it (0 at the end)."""
-    lead = len(shape) - x.ndim
-    out = [0] * len(shape)
-    after = 0
-    for i in range(len(shape) - 1, -1, -1):
-        n, k = shape[i], i - lead
-        if k >= 0:
-            st = x.strides[k] if x.shape[k] == n else 0
-        else:
-            st = after if n == 1 else 0
-        out[i] = st
-        after = n * st
-    return tuple(out)
 
 
 def _expand_shape(shp: tuple, sizes: tuple, name: str = "expand") -> tuple[int, ...]:
