@@ -493,6 +493,31 @@ def test_mse_and_row_dot_fuse_their_reduction():
 
 
 @needs_cc
+def test_broadcast_incoming_gradient_runs_the_backward_kernel():
+    # a mean's backward hands a broadcast view (over 4096 elements): the backward kernel of
+    # pow and sub takes a C-ordered copy of it instead of leaving the rules to NumPy
+    rng = np.random.default_rng(8)
+    p, y = rng.standard_normal((2, 300, 70)).astype(np.float32)
+
+    def mse(a, b):
+        return ((a - b) ** 2).mean()
+
+    f = ember.compile(mse)
+    for _ in range(3):
+        f(ember.tensor(p, requires_grad=True), ember.tensor(y))
+    ns = _prog(f).bwd_fn.__globals__
+    calls = []
+    kernel = ns["KB0"]
+    ns["KB0"] = lambda *a: (calls.append(1), kernel(*a))[1]
+    x = ember.tensor(p, requires_grad=True)
+    f(x, ember.tensor(y)).backward()
+    x_eager = ember.tensor(p, requires_grad=True)
+    mse(x_eager, ember.tensor(y)).backward()
+    assert calls == [1]
+    _same_bits([x_eager.grad.numpy()], [x.grad.numpy()])
+
+
+@needs_cc
 def test_fused_reductions_through_raw_pointers(monkeypatch):
     from ember._compile import codegen
 

@@ -504,9 +504,14 @@ def _bgroup_lines(i: int, g: cgen.BGroup, prog: Program, ns: dict, add: Any) -> 
     for j, (ci, sj) in op_ci.items():
         add(f"    sv{i}_{j} = ctxs[{ci}]._saved[{sj}]")
     checks = [f"g{s} is not None and type(g{s}) is ND and g{s}.shape == BSH{i} and "
-              f"g{s}.dtype == BDT{i} and g{s}.flags.c_contiguous" for s in g.loads]
+              f"g{s}.dtype == BDT{i}" for s in g.loads]
     checks += [f"type(sv{i}_{j}) is ND and sv{i}_{j}.flags.c_contiguous" for j in op_ci]
     add(f"    if {' and '.join(checks) or 'True'}:")
+    # an incoming gradient in another layout (a sum's or mean's backward hands a broadcast
+    # view) is copied to C order: one pass, where the rules one by one would take several
+    ns["CONTIG"] = np.ascontiguousarray
+    for s in g.loads:
+        add(f"        if not g{s}.flags.c_contiguous: g{s} = CONTIG(g{s})")
     outs = [f"bo{i}_{j}" for j in range(len(g.outputs))]
     for o in outs:
         add(f"        {o} = EMPTY(BSH{i}, BDT{i})")
