@@ -5,6 +5,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import ember
 import ember.linalg  # noqa: F401 - the namespace under test
@@ -261,6 +263,14 @@ EINSUMS = [
     ("ij,j->i", [(3, 4), (4,)]),
     ("ii,i->i", [(3, 3), (3,)]),
     ("...", [()]),
+    # two operands as one batched matmul (attention's forms, odd output orders, letters summed
+    # in one operand alone, size-1 broadcasts)
+    ("bhid,bhjd->bhij", [(2, 2, 3, 4), (2, 2, 5, 4)]),
+    ("bhij,bhjd->bhid", [(2, 2, 3, 5), (2, 2, 5, 4)]),
+    ("bij,bjk->kbi", [(2, 3, 4), (2, 4, 2)]),
+    ("ijk,jl->il", [(2, 3, 4), (3, 2)]),
+    ("bij,bjk->bik", [(1, 2, 3), (2, 3, 4)]),
+    ("ij,kj->ik", [(2, 3), (4, 3)]),
 ]
 
 
@@ -269,6 +279,29 @@ def test_einsum(eq, shapes):
     arrays = [randn(*s, seed=i) for i, s in enumerate(shapes)]
     check_op(lambda m, *xs: m.einsum(eq, *xs), *arrays,
              ref=lambda *xs: np.einsum(eq, *xs), gradgrad=True)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_einsum_pairs_match_numpy(data):
+    """Random two-operand equations (the batched-matmul path) against NumPy's einsum."""
+    letters = "abcde"
+    sa = "".join(data.draw(st.permutations(letters))[:data.draw(st.integers(1, 4))])
+    sb = "".join(data.draw(st.permutations(letters))[:data.draw(st.integers(1, 4))])
+    pool = sorted(set(sa + sb))
+    out = "".join(data.draw(st.permutations(pool))[:data.draw(st.integers(0, len(pool)))])
+    sizes = {c: data.draw(st.integers(1, 3)) for c in pool}
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal([sizes[c] for c in sa])
+    b = rng.standard_normal([sizes[c] for c in sb])
+    eq = f"{sa},{sb}->{out}"
+    got = ember.einsum(eq, ember.tensor(a), ember.tensor(b))
+    want = np.einsum(eq, a, b)
+    assert got.shape == want.shape and got.dtype == ember.float64
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-12, atol=1e-12)
+    got32 = ember.einsum(eq, ember.tensor(a, dtype=ember.float32),
+                         ember.tensor(b, dtype=ember.float32))
+    assert got32.dtype == ember.float32
 
 
 def test_einsum_forms():

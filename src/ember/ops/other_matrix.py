@@ -234,8 +234,47 @@ def _einsum_arrays(xp: Any, ins: list, out: str, arrays: list, sizes: dict) -> A
     dt = fixed[0].dtype if fixed else None
     if low:
         fixed = [f.astype(np.float32) for f in fixed]
-    res = xp.asarray(xp.einsum(eq, *fixed, optimize=len(fixed) > 1))
+    res = _pair_product(xp, ins, out, fixed, sizes) if len(fixed) == 2 else None
+    if res is None:
+        res = xp.asarray(xp.einsum(eq, *fixed, optimize=len(fixed) > 1))
     return res.astype(dt) if low else res
+
+
+def _pair_product(xp: Any, ins: list, out: str, arrays: list, sizes: dict) -> Any:
+    """A two-operand contraction as one batched matmul laid out for ``out``, as PyTorch's
+    einsum does it: operands permuted to (batch, rows, summed) and (batch, summed, columns).
+    None where it does not apply (a subscript repeated in one operand, nothing summed over
+    both operands). NumPy's own planner may pick the transposed product, whose copy into
+    ``out``'s order cost more than the product (attention's ``bhid,bhjd->bhij``)."""
+    sa, sb = ins
+    if len(set(sa)) != len(sa) or len(set(sb)) != len(sb):
+        return None
+    a, b = arrays
+    alone_a = [c for c in sa if c not in sb and c not in out]  # summed in a alone
+    alone_b = [c for c in sb if c not in sa and c not in out]
+    if alone_a:
+        a = a.sum(axis=tuple(sa.index(c) for c in alone_a))
+        sa = "".join(c for c in sa if c not in alone_a)
+    if alone_b:
+        b = b.sum(axis=tuple(sb.index(c) for c in alone_b))
+        sb = "".join(c for c in sb if c not in alone_b)
+    summed = [c for c in sa if c in sb and c not in out]
+    if not summed:
+        return None
+    batch = [c for c in out if c in sa and c in sb]
+    rows = [c for c in out if c in sa and c not in sb]
+    cols = [c for c in out if c in sb and c not in sa]
+
+    def size(cs: list) -> int:
+        return math.prod(sizes[c] for c in cs)
+
+    pa = a.transpose([sa.index(c) for c in batch + rows + summed])
+    pb = b.transpose([sb.index(c) for c in batch + summed + cols])
+    res = xp.matmul(pa.reshape(size(batch), size(rows), size(summed)),
+                    pb.reshape(size(batch), size(summed), size(cols)))
+    have = batch + rows + cols
+    res = res.reshape(tuple(sizes[c] for c in have))
+    return res.transpose([have.index(c) for c in out])
 
 
 def _parse_sublist(args: tuple) -> tuple[str, list]:
