@@ -22,7 +22,8 @@ __all__: list[str] = []
 
 def _rebuild_tensor(storage: Any, storage_offset: int, size: Any, stride: Any) -> Tensor:
     """A tensor viewing ``storage`` (a ``TypedStorage``) from ``storage_offset`` with ``size``
-    and ``stride`` in elements: it shares the storage's memory, as PyTorch's does."""
+    and ``stride`` in elements: it shares the storage's memory, as PyTorch's does (off the host,
+    it is built from the storage's values and moved to its device)."""
     if not isinstance(storage, UntypedStorage) or not hasattr(storage, "dtype"):
         raise TypeError(f"_rebuild_tensor: expected a TypedStorage, got {type(storage).__name__}")
     elems = storage._elements()
@@ -40,7 +41,8 @@ def _rebuild_tensor(storage: Any, storage_offset: int, size: Any, stride: Any) -
     else:
         arr = np.lib.stride_tricks.as_strided(
             elems[storage_offset:], size, tuple(s * elems.itemsize for s in stride))
-    return Tensor._make(arr)
+    t = Tensor._make(arr)
+    return t if storage.device.type == "cpu" else t.to(storage.device)
 
 def _rebuild_tensor_v2(storage: Any, storage_offset: int, size: Any, stride: Any,
                        requires_grad: bool, backward_hooks: Any, metadata: Any = None) -> Tensor:
