@@ -1,5 +1,6 @@
 """Per-op times of the eager kernels (ember._kernels) against the NumPy formulas they replace
-and against PyTorch: ``python -m bench.eager_kernels [--repeat N] [--threads N] [--only a,b]``.
+and against PyTorch: ``python -m bench.eager_kernels [--repeat N] [--threads N] [--only a,b]
+[--uniform] [--engine ember|torch]`` (uniform [0, 1) inputs; one engine per process).
 
 ``--threads`` threads (default 1; ``set_num_threads`` for both: PyTorch's pool, NumPy's BLAS and
 the kernels' pool), 4M-element vectors and 1024 x 4096 rows of normal inputs (cross_entropy:
@@ -172,6 +173,11 @@ def main() -> None:
                     help="time the process's CPU time (every thread's: the kernels' pool too)")
     ap.add_argument("--threads", type=int, default=1, help="threads (ember's and PyTorch's)")
     ap.add_argument("--only", default="", help="comma-separated op names (default: all)")
+    ap.add_argument("--uniform", action="store_true",
+                    help="uniform [0, 1) inputs instead of normal ones (the issue's first table)")
+    ap.add_argument("--engine", choices=("both", "ember", "torch"), default="both",
+                    help="time only ember (both columns) or only PyTorch: run each in its own "
+                         "process, as docs/benchmarks.md's tables do")
     ap.add_argument("--amp-mlp", action="store_true",
                     help="time the MLP step in float32 and under bfloat16 autocast instead")
     args = ap.parse_args()
@@ -193,7 +199,8 @@ def main() -> None:
         print("PyTorch", "  ".join(f"{k} {v:.1f}" for k, v in amp_mlp(torch, args.repeat).items()))
         return
     rng = np.random.default_rng(0)
-    arrays = {"v": rng.standard_normal(4 << 20).astype(np.float32),
+    draw = rng.random if args.uniform else rng.standard_normal
+    arrays = {"v": draw(4 << 20).astype(np.float32),
               "r": rng.standard_normal((1024, 4096)).astype(np.float32),
               "p": rng.standard_normal(8 << 20).astype(np.float32),
               "bn": rng.standard_normal((32, 64, 56, 56)).astype(np.float32),
@@ -201,21 +208,25 @@ def main() -> None:
               "cv": rng.standard_normal((16, 64, 56, 56)).astype(np.float32),
               "emb": rng.standard_normal((10000, 512)).astype(np.float32)}
     print(L.describe())
-    with L.disabled():
-        before = measure(ember, arrays, args.repeat)
-    after = measure(ember, arrays, args.repeat)
+    before, after, ref = {}, {}, {}
+    if args.engine != "torch":
+        with L.disabled():
+            before = measure(ember, arrays, args.repeat)
+        after = measure(ember, arrays, args.repeat)
     try:
-        import torch
+        if args.engine != "ember":
+            import torch
 
-        torch.set_num_threads(args.threads)
-        ref = measure(torch, arrays, args.repeat)
+            torch.set_num_threads(args.threads)
+            ref = measure(torch, arrays, args.repeat)
     except ImportError:
-        ref = {}
+        pass
     print(f"{'op':16s} {'fwd: numpy':>11s} {'kernel':>7s} {'torch':>7s}   "
           f"{'f+b: numpy':>11s} {'kernel':>7s} {'torch':>7s}  (ms)")
-    for name, (f0, b0) in before.items():
-        f1, b1 = after[name]
-        ft, bt = ref.get(name, (float("nan"),) * 2)
+    nan2 = (float("nan"),) * 2
+    for name in before or ref:
+        (f0, b0), (f1, b1) = before.get(name, nan2), after.get(name, nan2)
+        ft, bt = ref.get(name, nan2)
         print(f"{name:16s} {f0:11.2f} {f1:7.2f} {ft:7.2f}   {b0:11.2f} {b1:7.2f} {bt:7.2f}")
 
 

@@ -595,8 +595,9 @@ def test_activations_are_within_one_ulp() -> None:
             exact = np.where(X64 > 0, pos32, alpha * scale * np.expm1(X64 * s_in))
             d = np.where(X64 <= 0, g64 * np.exp(X64 * s_in) * (alpha * scale * s_in),
                          (g * np.float32(scale)).astype(np.float64))
-        assert ulps(L.activation("elu", X, alpha, scale, s_in), exact) <= 0.51
-        assert ulps(L.activation_backward("elu", X, g, alpha, scale, s_in), d) <= 0.51
+        # (float32 arithmetic, as sigmoid's: within 1 ulp)
+        assert ulps(L.activation("elu", X, alpha, scale, s_in), exact) < 1.0
+        assert ulps(L.activation_backward("elu", X, g, alpha, scale, s_in), d) < 1.0
 
 
 @needs_kernels

@@ -1,4 +1,5 @@
-"""The float32-arithmetic eager kernels (sigmoid, silu and silu's backward; ember/_kernels.c,
+"""The float32-arithmetic eager kernels (sigmoid, silu, the ELU family and their backward;
+ember/_kernels.c,
 "Float32-arithmetic kernels"): within 1 ulp of float64 ground truth over a dense sweep of the
 float32 line (every 128th float32 in [-120, 120], subnormals and +-0 included: 17.5M points),
 the same bits at 1 and 2 threads, and the same bits in every instruction-set variant that this
@@ -61,6 +62,25 @@ def test_sigmoid_silu_and_silu_backward_are_within_one_ulp_over_a_dense_sweep(sw
     assert ulps(L.activation("sigmoid", x[normal]), s[normal]) < 0.6
 
 
+SELU = (1.6732632423543772848170429916717, 1.0507009873554804934193349852946, 1.0)
+
+
+@needs_kernels
+@pytest.mark.parametrize("params", [(1.0, 1.0, 1.0), SELU, (2.0, 1.0, 0.5), (0.5, 1.0, 2.0)])
+def test_elu_family_is_within_one_ulp_over_a_dense_sweep(sweep, params) -> None:
+    x, g = sweep
+    x, g = x[::2].copy(), g[::2].copy()  # (the x > 0 half is one float32 product)
+    x64, g64 = x.astype(np.float64), g.astype(np.float64)
+    alpha, scale, s_in = params
+    with np.errstate(over="ignore", invalid="ignore"):
+        exact = np.where(x64 > 0, (x * np.float32(scale)).astype(np.float64),
+                         alpha * scale * np.expm1(x64 * s_in))
+        d = np.where(x64 <= 0, g64 * np.exp(x64 * s_in) * (alpha * scale * s_in),
+                     (g * np.float32(scale)).astype(np.float64))
+    assert ulps(L.activation("elu", x, *params), exact) < 1.0
+    assert ulps(L.activation_backward("elu", x, g, *params), d) < 1.0
+
+
 @needs_kernels
 def test_float32_sigmoid_and_silu_edges() -> None:
     x = np.array([np.inf, -np.inf, np.nan, 0.0, -0.0, 1e-45, -1e-45, 3.4e38, -3.4e38, 2e19,
@@ -92,7 +112,8 @@ def test_float32_kernels_give_the_same_bits_at_1_and_2_threads(sweep) -> None:
         for n in (1, 2):
             ember.set_num_threads(n)
             res.append([L.activation("sigmoid", x), L.activation("silu", x),
-                        L.activation_backward("silu", x, g)])
+                        L.activation_backward("silu", x, g), L.activation("elu", x, *SELU),
+                        L.activation_backward("elu", x, g, *SELU)])
     finally:
         ember.set_num_threads(before)
     for a, b in zip(*res):
@@ -107,9 +128,12 @@ k = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(k)
 x, g = np.load(sys.argv[2]), np.load(sys.argv[3])
 outs = []
-for name, args in (("sigmoid", (x,)), ("silu", (x,)), ("silu_backward", (x, g))):
+SELU = (1.6732632423543772848170429916717, 1.0507009873554804934193349852946, 1.0)
+for name, args, params in (("sigmoid", (x,), ()), ("silu", (x,), ()),
+                           ("silu_backward", (x, g), ()), ("elu", (x,), SELU),
+                           ("elu_backward", (x, g), SELU)):
     out = np.empty_like(x)
-    getattr(k, name)(*args, out)
+    getattr(k, name)(*args, out, *params)
     outs.append(out)
 np.save(sys.argv[4], np.stack(outs))
 """
@@ -147,6 +171,8 @@ def test_float32_kernels_give_the_same_bits_in_each_isa_variant(sweep, march, tm
                    env={**os.environ, "EMBER_PURE_PYTHON": "1"})
     got = np.load(tmp_path / "out.npy")
     here = [L.activation("sigmoid", x), L.activation("silu", x),
-            L.activation_backward("silu", x, g)]
-    for name, a, b in zip(("sigmoid", "silu", "silu_backward"), got, here):
+            L.activation_backward("silu", x, g), L.activation("elu", x, *SELU),
+            L.activation_backward("elu", x, g, *SELU)]
+    names = ("sigmoid", "silu", "silu_backward", "elu", "elu_backward")
+    for name, a, b in zip(names, got, here):
         assert a.tobytes() == b.tobytes(), (name, march, L.active.isa())

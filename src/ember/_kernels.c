@@ -18,9 +18,10 @@
  *   compute in float64 from polynomials fitted to 1.2e-9 relative (scripts/fit_kernels.py) and
  *   round once: within 1 ulp of the true value (correctly rounded but for ~0.02 ulp; the
  *   backward of gelu within 1e-9 absolute near the zero of its derivative);
- * - float32 sigmoid, silu and silu's backward compute in float32 (double-float where a rounding
- *   would cost the budget; "Float32-arithmetic kernels" below): within 1 ulp (0.6 but where
- *   the result is subnormal, 0.76), the same bits in every variant (tests/test_kernels_f32.py);
+ * - float32 sigmoid, silu, elu/selu/celu and their backward compute in float32 (double-float
+ *   where a rounding would cost the budget; "Float32-arithmetic kernels" below): within 1 ulp
+ *   (0.67, and 0.76 where the result is subnormal), the same bits in every variant
+ *   (tests/test_kernels_f32.py);
  * - float64 gelu (tanh form) and its backward: a few ulp, as the NumPy formula;
  * - the float32 exp of softmax and log_softmax: within 1 ulp; row sums in float64 accumulators.
  */
@@ -326,12 +327,6 @@ KI double softplus_d(double z)  /* log(1 + exp(z)) = max(z, 0) + log1p(exp(-|z|)
     return (z > 0 ? z : 0.0) + log1p01(exp_d(-fabs(z)));
 }
 
-KI double expm1_d(double z)  /* exp(z) - 1 with full relative accuracy */
-{
-    double small = z * (1.0 + z * estrin5(z, EXP_Q32D));  /* (-0 stays -0) */
-    return fabs(z) < 0.34657359027997264 ? small : exp_d(z) - 1.0;
-}
-
 /* Mish: tanh(softplus(x)) = n / (n + 2), n = e (e + 2), e = exp(x); 1 - t^2 = 4 (n + 1) / (n + 2)^2 */
 KI float k_mish32(float xf)
 {
@@ -374,27 +369,12 @@ KI float k_softplus_backward32(float x, float g, const double *p)
     return bx > (float)p[1] ? g : bx != bx ? bx : (float)((double)g * sig_d((double)bx));
 }
 
-/* p: alpha, scale, input_scale: scale x for x > 0 (in float32, as PyTorch's and the NumPy
- * formula), else alpha scale expm1(x input_scale) (float64, rounded once) */
-KI float k_elu32(float xf, const double *p)
-{
-    double x = xf;
-    float neg = (float)(expm1_d(x * p[2]) * (p[0] * p[1]));
-    return xf > 0 ? xf * (float)p[1] : x != x ? xf : neg;
-}
-
-KI float k_elu_backward32(float xf, float gf, const double *p)
-{
-    double x = xf, g = gf;
-    float neg = (float)(g * (exp_d(x * p[2]) * (p[0] * p[1] * p[2])));
-    return xf <= 0 ? neg : gf * (float)p[1];  /* nan x: grad * scale, as PyTorch */
-}
 
 /* ---------------------------------------------------------------------------------------------
- * Float32-arithmetic kernels (sigmoid, silu and silu's backward): 16 lanes under AVX-512, 8 under
- * AVX2, twice the float64 kernels'. A float32 rounding costs up to 2^-24 relative, and a 1-ulp
- * result allows about 2^-25 before its final rounding, so the steps that would lose more carry a
- * double-float (df: hi + lo, the rounding error of hi kept in lo) by error-free transformations:
+ * Float32-arithmetic kernels (sigmoid, silu, the ELU family, backward too): 16 lanes under
+ * AVX-512, 8 under AVX2, twice the float64 kernels'. A float32 rounding costs up to 2^-24
+ * relative, and a 1-ulp result allows about 2^-25 before its final rounding, so the steps that
+ * would lose more carry a double-float (df: hi + lo, the rounding error of hi kept in lo) by error-free transformations:
  * two_sum, fast_two_sum (|a| >= |b|) and two_prod, whose error term is one fmaf. These loops are
  * cloned for AVX-512F, x86-64-v3 (AVX2 with FMA) and the baseline: fmaf is one instruction in the
  * first two and the C library's correctly rounded fmaf in the baseline (slower, the same bits),
@@ -430,13 +410,14 @@ KI df two_prod(float a, float b)
     return r;
 }
 
-/* exp(z) = (hi + lo) s1 s2, hi + lo within 2^-27 relative, for z in [-150, 88.5] (the caller
- * clamps; it scales when the result can no longer be subnormal, so that it rounds once): z = n ln2 + rh + rl with
+/* exp(z + zl) = (hi + lo) s1 s2 (|zl| <= ulp(z)), hi + lo within 2^-27 relative, for z in
+ * [-150, 88.5] (the caller
+ * clamps, and scales where the result can no longer be subnormal, so that it rounds once): z = n ln2 + rh + rl with
  * rh = z - n LN2_HI exact (by fmaf: z and n LN2_HI are multiples of 2^-24, or of 2^-25 for
  * |n| <= 1, and |rh| <= ln2/2) and rl = n (LN2_HI - ln2); exp(rh) = 1 + p, p = rh + rh^2 Q(rh),
  * Q Taylor's to rh^8 (remainder below 2^-31), p as ph + pl (rh - ph is exact: Sterbenz) and
  * 1 + ph summed exactly; exp(rl) = 1 + rl; s1 s2 = 2^n (each a normal float32). */
-KI df exp_df(float z, float *s1, float *s2)
+KI df exp_df(float z, float zl, float *s1, float *s2)
 {
     float kd = z * 1.44269504088896341f + 12582912.0f;  /* 1.5 * 2^23: rounds to an integer */
     float kf = kd - 12582912.0f;
@@ -444,7 +425,7 @@ KI df exp_df(float z, float *s1, float *s2)
     memcpy(&kb, &kd, 4);
     int32_t n = (int32_t)(kb - 0x4B400000u);
     float rh = fmaf(-kf, 0.693147182464599609375f, z);
-    float rl = kf * 1.904654299957768e-09f;
+    float rl = fmaf(kf, 1.904654299957768e-09f, zl);
     float q = fmaf(fmaf(fmaf(fmaf(fmaf(fmaf(2.48015873e-05f, rh, 1.98412698e-04f), rh,
                                        1.38888889e-03f), rh, 8.33333333e-03f), rh,
                              4.16666667e-02f), rh, 1.66666667e-01f), rh, 0.5f);
@@ -472,7 +453,7 @@ KI void sig_df(float x, df *s, float *k1, float *k2, df *sc)
     int in = z > -115.0f;  /* below, x sigmoid(x) and x sigmoid(-x) round to 0 (e = +0) */
     z = in ? z : -115.0f;  /* (NaN: -115) */
     float s1, s2;
-    df e = exp_df(z, &s1, &s2);
+    df e = exp_df(z, 0.0f, &s1, &s2);
     s1 = in ? s1 : 0.0f;
     df d = fast_two_sum(1.0f, (e.hi * s1) * s2);
     float dl = d.lo + (e.lo * s1) * s2;
@@ -523,6 +504,89 @@ KI float k_silu_backward32(float x, float g)  /* grad s (1 + x (1 - s)); +-inf g
     df gd = two_prod(g, d.hi);
     float y = (gd.hi + fmaf(g, dl, gd.lo)) * k2;
     return fabsf(x) == INFINITY ? NAN : x != x ? x : y;
+}
+
+/* The ELU family (elu, selu, celu); p: alpha, scale, input_scale (float64, as the NumPy formula's
+ * scalars). x > 0: scale x (a float32 product, as PyTorch's); else alpha scale expm1(x input_scale)
+ * and its derivative alpha scale input_scale exp(x input_scale), with x input_scale, the
+ * constant and the products as dfs, rounded once. */
+KI df df_of(double v)
+{
+    float h = (float)v;
+    df r = {h, (float)(v - h)};
+    return r;
+}
+
+KI df scaled_x(float x, double v)  /* x v as a df */
+{
+    df c = df_of(v), z = two_prod(x, c.hi);
+    z.lo = fmaf(x, c.lo, z.lo);
+    return z;
+}
+
+/* expm1(z + zl) as a df within 2^-27 relative, z in [-30, 88]: exp_df's steps, and then for
+ * n = 0 (|z| <= ln2/2) ph + pl + rl (1 + ph) with no cancellation, else 2^n (1 + p) - 1 */
+KI df expm1_df(float z, float zl)
+{
+    float kd = z * 1.44269504088896341f + 12582912.0f;
+    float kf = kd - 12582912.0f;
+    uint32_t kb;
+    memcpy(&kb, &kd, 4);
+    int32_t n = (int32_t)(kb - 0x4B400000u);
+    float rh = fmaf(-kf, 0.693147182464599609375f, z);
+    float rl = fmaf(kf, 1.904654299957768e-09f, zl);
+    float q = fmaf(fmaf(fmaf(fmaf(fmaf(fmaf(2.48015873e-05f, rh, 1.98412698e-04f), rh,
+                                       1.38888889e-03f), rh, 8.33333333e-03f), rh,
+                             4.16666667e-02f), rh, 1.66666667e-01f), rh, 0.5f);
+    float r2 = rh * rh;
+    float ph = fmaf(r2, q, rh);
+    float pl = fmaf(r2, q, rh - ph);
+    df a = fast_two_sum(1.0f, ph);
+    float lo = fmaf(rl, a.hi, a.lo + pl);
+    uint32_t b = (uint32_t)(n + 127) << 23;
+    float sc;
+    memcpy(&sc, &b, 4);
+    df v = two_sum(a.hi * sc, -1.0f);
+    v.lo += lo * sc;
+    df small = {ph, fmaf(rl, ph, pl + rl)};
+    return n == 0 ? small : v;
+}
+
+KI float k_elu32(float x, const double *p)
+{
+    df c = df_of(p[0] * p[1]), z = scaled_x(x, p[2]);
+    int in = z.hi > -30.0f;  /* below, expm1 rounds to -1 */
+    float zh = in ? z.hi : -30.0f, zl = in ? z.lo : 0.0f;
+    int big = !(zh < 88.0f);  /* (a negative input_scale) */
+    zh = big ? 88.0f : zh;
+    df v = expm1_df(zh, zl);
+    df m = two_prod(c.hi, v.hi);
+    float neg = m.hi + fmaf(c.hi, v.lo, fmaf(c.lo, v.hi, m.lo));
+    neg = big ? c.hi * INFINITY : neg;
+    /* |z| < 2^-28: alpha scale input_scale x, from x (z may be subnormal, and inexact), at
+     * 2^24 times its size, so that the low parts stay above the subnormal range */
+    float xs = x * 16777216.0f;
+    df cs = df_of(p[0] * p[1] * p[2]), t = two_prod(xs, cs.hi);
+    float tiny = (t.hi + fmaf(xs, cs.lo, t.lo)) * 5.9604645e-08f;
+    neg = fabsf(zh) < 3.7252903e-09f ? tiny : neg;
+    return x > 0 ? x * (float)p[1] : x != x ? x : neg;
+}
+
+KI float k_elu_backward32(float x, float g, const double *p)
+{
+    df c = df_of(p[0] * p[1] * p[2]), z = scaled_x(x, p[2]);
+    int in = z.hi > -150.0f;  /* below, exp is taken as 0 */
+    float zh = in ? z.hi : -150.0f, zl = in ? z.lo : 0.0f;
+    zh = zh < 88.0f ? zh : 88.0f;
+    float s1, s2;
+    df e = exp_df(zh, zl, &s1, &s2);
+    s1 = in ? s1 : 0.0f;
+    float eh = e.hi * s1, el = e.lo * s1;  /* exact: s1 >= 2^-109 */
+    df t = two_prod(g, c.hi);
+    float tl = fmaf(g, c.lo, t.lo);
+    df u = two_prod(t.hi, eh);
+    float neg = (u.hi + fmaf(t.hi, el, fmaf(tl, eh, u.lo))) * s2;
+    return x <= 0 ? neg : g * (float)p[1];  /* nan x: grad * scale, as PyTorch */
 }
 
 /* sigmoid and silu in float64 from the 1-ulp exp: a few ulp */
@@ -620,6 +684,28 @@ typedef void (*binaryp_fn)(const void *x, const void *g, void *y, Py_ssize_t i0,
             y[i] = EXPR(x[i], g[i], q);                                                        \
     }
 
+#define UNARYPF(NAME, EXPR)                                                                    \
+    CLONES_FMA static void NAME(const void *xv, void *yv, Py_ssize_t i0, Py_ssize_t i1,       \
+                                const double *p)                                               \
+    {                                                                                          \
+        const float *RESTRICT x = (const float *)xv;                                           \
+        float *RESTRICT y = (float *)yv;                                                       \
+        double q[4] = {p[0], p[1], p[2], p[3]};                                                \
+        for (Py_ssize_t i = i0; i < i1; i++)                                                   \
+            y[i] = EXPR(x[i], q);                                                              \
+    }
+#define BINARYPF(NAME, EXPR)                                                                   \
+    CLONES_FMA static void NAME(const void *xv, const void *gv, void *yv, Py_ssize_t i0,      \
+                                Py_ssize_t i1, const double *p)                                \
+    {                                                                                          \
+        const float *RESTRICT x = (const float *)xv;                                           \
+        const float *RESTRICT g = (const float *)gv;                                           \
+        float *RESTRICT y = (float *)yv;                                                       \
+        double q[4] = {p[0], p[1], p[2], p[3]};                                                \
+        for (Py_ssize_t i = i0; i < i1; i++)                                                   \
+            y[i] = EXPR(x[i], g[i], q);                                                        \
+    }
+
 UNARY(erf_f32, float, k_erf32)
 UNARY(erfc_f32, float, k_erfc32)
 BINARY(erf_backward_f32, float, k_erf_backward32)
@@ -642,8 +728,44 @@ UNARY(logsigmoid_f32, float, k_logsigmoid32)
 BINARY(logsigmoid_backward_f32, float, k_logsigmoid_backward32)
 UNARYP(softplus_f32, float, k_softplus32)
 BINARYP(softplus_backward_f32, float, k_softplus_backward32)
-UNARYP(elu_f32, float, k_elu32)
-BINARYP(elu_backward_f32, float, k_elu_backward32)
+/* elu: blocks of 64 with no x <= 0 (nor NaN) take scale x alone (the same bits: k_elu32's
+ * positive branch), as PyTorch's loop does for the positive half of an activation */
+#define ELU_BLOCKS(BODY)                                                                       \
+    for (Py_ssize_t b_ = i0; b_ < i1; b_ += 64) {                                              \
+        Py_ssize_t e_ = i1 - b_ < 64 ? i1 : b_ + 64;                                           \
+        int neg_ = 0;                                                                          \
+        for (Py_ssize_t i = b_; i < e_; i++)                                                   \
+            neg_ |= !(x[i] > 0);                                                               \
+        if (neg_)                                                                              \
+            for (Py_ssize_t i = b_; i < e_; i++)                                               \
+                BODY;                                                                          \
+        else                                                                                   \
+            for (Py_ssize_t i = b_; i < e_; i++)                                               \
+                y[i] = POS;                                                                    \
+    }
+CLONES_FMA static void elu_f32(const void *xv, void *yv, Py_ssize_t i0, Py_ssize_t i1,
+                               const double *p)
+{
+    const float *RESTRICT x = (const float *)xv;
+    float *RESTRICT y = (float *)yv;
+    double q[4] = {p[0], p[1], p[2], p[3]};
+    float scale = (float)q[1];
+#define POS (x[i] * scale)
+    ELU_BLOCKS(y[i] = k_elu32(x[i], q))
+#undef POS
+}
+CLONES_FMA static void elu_backward_f32(const void *xv, const void *gv, void *yv, Py_ssize_t i0,
+                                        Py_ssize_t i1, const double *p)
+{
+    const float *RESTRICT x = (const float *)xv;
+    const float *RESTRICT g = (const float *)gv;
+    float *RESTRICT y = (float *)yv;
+    double q[4] = {p[0], p[1], p[2], p[3]};
+    float scale = (float)q[1];
+#define POS (g[i] * scale)
+    ELU_BLOCKS(y[i] = k_elu_backward32(x[i], g[i], q))
+#undef POS
+}
 BINARY(tanh_backward_f32, float, TANH_BACKWARD)
 BINARY(tanh_backward_f64, double, TANH_BACKWARD)
 BINARY(sigmoid_backward_f32, float, SIGMOID_BACKWARD)
