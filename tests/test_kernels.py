@@ -576,7 +576,7 @@ def test_activations_are_within_one_ulp() -> None:
     assert ulps(L.activation("sigmoid", X), s) < 1.0
     assert ulps(L.activation("silu", X), X64 * s) < 1.0
     assert ulps(L.activation("mish", X), X64 * t) <= 0.51
-    assert ulps(L.activation_backward("logsigmoid", X, g), g64 * sc) <= 0.51
+    assert ulps(L.activation_backward("logsigmoid", X, g), g64 * sc) < 1.0
     # the derivatives of silu (at x = -1.278...) and mish (x = -1.19...) cross zero: there what
     # remains is the absolute error of a float64 sum of terms near 1, far below float32's
     slack = 1e-9 * np.abs(g64)
@@ -586,9 +586,9 @@ def test_activations_are_within_one_ulp() -> None:
         bx = (X * np.float32(beta)).astype(np.float64)
         b32 = float(np.float32(beta))
         exact = np.where(bx > np.float32(thr), X64, np.logaddexp(0, bx) / b32)
-        assert ulps(L.activation("softplus", X, beta, thr), exact) <= 0.52, beta
+        assert ulps(L.activation("softplus", X, beta, thr), exact) < 1.0, beta
         exact = np.where(bx > np.float32(thr), g64, g64 * _sig64(bx))
-        assert ulps(L.activation_backward("softplus", X, g, beta, thr), exact) <= 0.51, beta
+        assert ulps(L.activation_backward("softplus", X, g, beta, thr), exact) < 1.0, beta
     for alpha, scale, s_in in ((1.0, 1.0, 1.0), SELU, (2.0, 1.0, 0.5), (0.5, 1.0, 2.0)):
         pos32 = (X * np.float32(scale)).astype(np.float64)  # float32 product, as PyTorch's
         with np.errstate(over="ignore", invalid="ignore"):

@@ -1,4 +1,5 @@
-"""The float32-arithmetic eager kernels (sigmoid, silu, the ELU family and their backward;
+"""The float32-arithmetic eager kernels (sigmoid, silu, the ELU family, softplus, logsigmoid and
+their backward;
 ember/_kernels.c,
 "Float32-arithmetic kernels"): within 1 ulp of float64 ground truth over a dense sweep of the
 float32 line (every 128th float32 in [-120, 120], subnormals and +-0 included: 17.5M points),
@@ -62,6 +63,28 @@ def test_sigmoid_silu_and_silu_backward_are_within_one_ulp_over_a_dense_sweep(sw
     assert ulps(L.activation("sigmoid", x[normal]), s[normal]) < 0.6
 
 
+@needs_kernels
+def test_logsigmoid_is_within_one_ulp_over_a_dense_sweep(sweep) -> None:
+    x, g = sweep
+    x64, g64 = x.astype(np.float64), g.astype(np.float64)
+    assert ulps(L.activation("logsigmoid", x), -np.logaddexp(0, -x64)) < 1.0
+    assert ulps(L.activation_backward("logsigmoid", x, g), g64 * _sig64(-x64)) < 1.0
+
+
+@needs_kernels
+@pytest.mark.parametrize("beta, thr", [(1.0, 20.0), (2.0, 5.0), (0.3, 1.0)])
+def test_softplus_is_within_one_ulp_over_a_dense_sweep(sweep, beta, thr) -> None:
+    x, g = sweep
+    x, g = x[1::2].copy(), g[1::2].copy()
+    g64 = g.astype(np.float64)
+    bx = (x * np.float32(beta)).astype(np.float64)  # a float32 product, as PyTorch's
+    exact = np.where(bx > np.float32(thr), x.astype(np.float64),
+                     np.logaddexp(0, bx) / float(np.float32(beta)))
+    assert ulps(L.activation("softplus", x, beta, thr), exact) < 1.0
+    exact = np.where(bx > np.float32(thr), g64, g64 * _sig64(bx))
+    assert ulps(L.activation_backward("softplus", x, g, beta, thr), exact) < 1.0
+
+
 SELU = (1.6732632423543772848170429916717, 1.0507009873554804934193349852946, 1.0)
 
 
@@ -113,7 +136,10 @@ def test_float32_kernels_give_the_same_bits_at_1_and_2_threads(sweep) -> None:
             ember.set_num_threads(n)
             res.append([L.activation("sigmoid", x), L.activation("silu", x),
                         L.activation_backward("silu", x, g), L.activation("elu", x, *SELU),
-                        L.activation_backward("elu", x, g, *SELU)])
+                        L.activation_backward("elu", x, g, *SELU),
+                        L.activation("softplus", x, 2.0, 5.0),
+                        L.activation_backward("softplus", x, g, 2.0, 5.0),
+                        L.activation("logsigmoid", x), L.activation_backward("logsigmoid", x, g)])
     finally:
         ember.set_num_threads(before)
     for a, b in zip(*res):
@@ -131,7 +157,9 @@ outs = []
 SELU = (1.6732632423543772848170429916717, 1.0507009873554804934193349852946, 1.0)
 for name, args, params in (("sigmoid", (x,), ()), ("silu", (x,), ()),
                            ("silu_backward", (x, g), ()), ("elu", (x,), SELU),
-                           ("elu_backward", (x, g), SELU)):
+                           ("elu_backward", (x, g), SELU), ("softplus", (x,), (2.0, 5.0)),
+                           ("softplus_backward", (x, g), (2.0, 5.0)), ("logsigmoid", (x,), ()),
+                           ("logsigmoid_backward", (x, g), ())):
     out = np.empty_like(x)
     getattr(k, name)(*args, out, *params)
     outs.append(out)
@@ -172,7 +200,10 @@ def test_float32_kernels_give_the_same_bits_in_each_isa_variant(sweep, march, tm
     got = np.load(tmp_path / "out.npy")
     here = [L.activation("sigmoid", x), L.activation("silu", x),
             L.activation_backward("silu", x, g), L.activation("elu", x, *SELU),
-            L.activation_backward("elu", x, g, *SELU)]
-    names = ("sigmoid", "silu", "silu_backward", "elu", "elu_backward")
+            L.activation_backward("elu", x, g, *SELU), L.activation("softplus", x, 2.0, 5.0),
+            L.activation_backward("softplus", x, g, 2.0, 5.0), L.activation("logsigmoid", x),
+            L.activation_backward("logsigmoid", x, g)]
+    names = ("sigmoid", "silu", "silu_backward", "elu", "elu_backward", "softplus",
+             "softplus_backward", "logsigmoid", "logsigmoid_backward")
     for name, a, b in zip(names, got, here):
         assert a.tobytes() == b.tobytes(), (name, march, L.active.isa())

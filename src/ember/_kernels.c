@@ -297,34 +297,12 @@ KI double k_gelu_tanh_backward64(double x, double g)
 }
 
 /* ---------------------------------------------------------------------------------------------
- * Activations built on exp (SiLU, Mish, softplus, the ELU family, sigmoid, logsigmoid): float32
- * results from float64 arithmetic, rounded once (within 1 ulp of the float64 formula; the
- * backward of silu and mish within ~1e-9 absolute next to the zeros of their derivatives). */
+ * Mish: float32 results from float64 arithmetic, rounded once (within 1 ulp of the float64
+ * formula; the backward within ~1e-9 absolute next to the zero of its derivative). */
 
 KI double exp_d(double x)  /* exp to ~2e-10 relative for x <= 700 (float32 results) */
 {
     return k_exp32(x < 700.0 ? x : 700.0);
-}
-
-KI double sig_d(double x)  /* sigmoid from e = exp(-|x|): no overflow, no cancellation */
-{
-    double e = exp_d(-fabs(x));
-    return (x >= 0 ? 1.0 : e) / (1.0 + e);
-}
-
-/* log1p(u) for u in [0, 1]: 2 atanh(s), s = u / (2 + u) <= 1/3, by its series to s^15
- * (relative error below 2e-9, 0.03 ulp of a float32 result) */
-KI double log1p01(double u)
-{
-    double s = u / (2.0 + u), z = s * s, z2 = z * z, z4 = z2 * z2;
-    double p = ((1.0 + z * (1.0 / 3)) + z2 * (1.0 / 5 + z * (1.0 / 7)))
-               + z4 * ((1.0 / 9 + z * (1.0 / 11)) + z2 * (1.0 / 13 + z * (1.0 / 15)));
-    return 2.0 * s * p;
-}
-
-KI double softplus_d(double z)  /* log(1 + exp(z)) = max(z, 0) + log1p(exp(-|z|)) */
-{
-    return (z > 0 ? z : 0.0) + log1p01(exp_d(-fabs(z)));
 }
 
 /* Mish: tanh(softplus(x)) = n / (n + 2), n = e (e + 2), e = exp(x); 1 - t^2 = 4 (n + 1) / (n + 2)^2 */
@@ -343,39 +321,14 @@ KI float k_mish_backward32(float xf, float gf)  /* grad (t + x sigmoid(x) (1 - t
     return (float)(x != x ? x : (double)gf * d);
 }
 
-KI float k_logsigmoid32(float xf)  /* min(x, 0) - log1p(exp(-|x|)) */
-{
-    double x = xf;
-    return (float)(x != x ? x : (x < 0 ? x : 0.0) - log1p01(exp_d(-fabs(x))));
-}
-
-KI float k_logsigmoid_backward32(float xf, float gf)  /* grad sigmoid(-x) */
-{
-    double x = xf;
-    return (float)(x != x ? x : (double)gf * sig_d(-x));
-}
-
-/* p: beta, threshold (as float32, PyTorch's scalars for a float32 op) */
-KI float k_softplus32(float x, const double *p)
-{
-    float bx = x * (float)p[0];
-    double y = softplus_d((double)bx) * p[2];  /* p[2] = 1 / float32(beta), set by the caller */
-    return bx > (float)p[1] ? x : bx != bx ? bx : (float)y;
-}
-
-KI float k_softplus_backward32(float x, float g, const double *p)
-{
-    float bx = x * (float)p[0];
-    return bx > (float)p[1] ? g : bx != bx ? bx : (float)((double)g * sig_d((double)bx));
-}
-
 
 /* ---------------------------------------------------------------------------------------------
  * Float32-arithmetic kernels (sigmoid, silu, the ELU family, backward too): 16 lanes under
  * AVX-512, 8 under AVX2, twice the float64 kernels'. A float32 rounding costs up to 2^-24
  * relative, and a 1-ulp result allows about 2^-25 before its final rounding, so the steps that
- * would lose more carry a double-float (df: hi + lo, the rounding error of hi kept in lo) by error-free transformations:
- * two_sum, fast_two_sum (|a| >= |b|) and two_prod, whose error term is one fmaf. These loops are
+ * would lose more carry a double-float (df: hi + lo, the rounding error of hi kept in lo) by
+ * error-free transformations: two_sum, fast_two_sum (|a| >= |b|) and two_prod, whose error term
+ * is one fmaf. These loops are
  * cloned for AVX-512F, x86-64-v3 (AVX2 with FMA) and the baseline: fmaf is one instruction in the
  * first two and the C library's correctly rounded fmaf in the baseline (slower, the same bits),
  * so every variant rounds alike (-ffp-contract=off: no other fma is formed). */
@@ -412,7 +365,8 @@ KI df two_prod(float a, float b)
 
 /* exp(z + zl) = (hi + lo) s1 s2 (|zl| <= ulp(z)), hi + lo within 2^-27 relative, for z in
  * [-150, 88.5] (the caller
- * clamps, and scales where the result can no longer be subnormal, so that it rounds once): z = n ln2 + rh + rl with
+ * clamps, and scales where the result can no longer be subnormal, so that it rounds once):
+ * z = n ln2 + rh + rl with
  * rh = z - n LN2_HI exact (by fmaf: z and n LN2_HI are multiples of 2^-24, or of 2^-25 for
  * |n| <= 1, and |rh| <= ln2/2) and rl = n (LN2_HI - ln2); exp(rh) = 1 + p, p = rh + rh^2 Q(rh),
  * Q Taylor's to rh^8 (remainder below 2^-31), p as ph + pl (rh - ph is exact: Sterbenz) and
@@ -589,6 +543,84 @@ KI float k_elu_backward32(float x, float g, const double *p)
     return x <= 0 ? neg : g * (float)p[1];  /* nan x: grad * scale, as PyTorch */
 }
 
+/* log1p(exp(-|z|)) = (hi + lo) k1 k2: with u = exp(-|z|) and s = u/(2 + u) <= 1/3,
+ * log1p(u) = 2 atanh(s) = u (2/(2 + u)) (1 + t), t = s^2/3 + s^4/5 + ... (to s^14: the rest below
+ * 2^-31), 2/(2 + u) a df by one division; u's scaling 2^n left to the caller (a result that is
+ * subnormal then rounds once). */
+KI df log1p_exp_df(float z, float *k1, float *k2)
+{
+    float a = -fabsf(z);
+    int in = a > -150.0f;  /* below, the result is taken as 0 (NaN too: the callers return it) */
+    a = in ? a : -150.0f;
+    float s1, s2;
+    df e = exp_df(a, 0.0f, &s1, &s2);
+    s1 = in ? s1 : 0.0f;
+    float uh = (e.hi * s1) * s2, ul = (e.lo * s1) * s2;
+    df d = fast_two_sum(2.0f, uh);
+    float dl = d.lo + ul;
+    float yh = 2.0f / d.hi;
+    float yl = (fmaf(-yh, d.hi, 2.0f) - yh * dl) * (0.5f * yh);
+    float sv = uh * (0.5f * yh), ss = sv * sv;
+    float t = ss * fmaf(fmaf(fmaf(fmaf(fmaf(fmaf(6.66666667e-02f, ss, 7.69230769e-02f), ss,
+                                            9.09090909e-02f), ss, 1.11111111e-01f), ss,
+                                  1.42857143e-01f), ss, 2.0e-01f), ss, 3.33333333e-01f);
+    df m = two_prod(e.hi, yh);
+    float ml = fmaf(e.hi, yl, fmaf(e.lo, yh, m.lo));
+    df r = {m.hi, fmaf(m.hi, t, ml)};
+    *k1 = s1;
+    *k2 = s2;
+    return r;
+}
+
+/* softplus; p: beta, threshold (as float32, PyTorch's scalars for a float32 op), p[2] = 1 /
+ * float32(beta) (set by the caller): (max(bx, 0) + log1p(exp(-|bx|))) / beta, bx = x beta in
+ * float32 (as PyTorch's), the sum and the division as dfs */
+KI float k_softplus32(float x, const double *p)
+{
+    float bx = x * (float)p[0], k1, k2;
+    df l = log1p_exp_df(bx, &k1, &k2);
+    float lh = l.hi * k1, ll = l.lo * k1;  /* exact: k1 = 0 or k1 >= 2^-109 */
+    df v = two_sum(bx, lh * k2);
+    int pos = bx > 0;
+    float vh = pos ? v.hi : lh, vl = pos ? v.lo + ll * k2 : ll, k = pos ? 1.0f : k2;
+    df ib = df_of(p[2]), w = two_prod(vh, ib.hi);
+    float y = (w.hi + fmaf(vh, ib.lo, fmaf(vl, ib.hi, w.lo))) * k;
+    return bx > (float)p[1] ? x : bx != bx ? bx : y;
+}
+
+KI float k_softplus_backward32(float x, float g, const double *p)  /* grad sigmoid(bx) */
+{
+    float bx = x * (float)p[0], k1, k2;
+    df s, sc;
+    sig_df(bx, &s, &k1, &k2, &sc);
+    float sh = s.hi * k1, sl = s.lo * k1;
+    df w = two_prod(g, sh);
+    float y = (w.hi + fmaf(g, sl, w.lo)) * k2;
+    return bx > (float)p[1] ? g : bx != bx ? bx : y;
+}
+
+KI float k_logsigmoid32(float x)  /* min(x, 0) - log1p(exp(-|x|)) */
+{
+    float k1, k2;
+    df l = log1p_exp_df(x, &k1, &k2);
+    float lh = l.hi * k1, ll = l.lo * k1;
+    df v = two_sum(x, -(lh * k2));
+    float neg = v.hi + (v.lo - ll * k2);
+    float y = x < 0 ? neg : -((lh + ll) * k2);
+    return x == -INFINITY ? x : x != x ? x : y;
+}
+
+KI float k_logsigmoid_backward32(float x, float g)  /* grad sigmoid(-x) */
+{
+    float k1, k2;
+    df s, sc;
+    sig_df(-x, &s, &k1, &k2, &sc);
+    float sh = s.hi * k1, sl = s.lo * k1;
+    df w = two_prod(g, sh);
+    float y = (w.hi + fmaf(g, sl, w.lo)) * k2;
+    return x != x ? x : y;
+}
+
 /* sigmoid and silu in float64 from the 1-ulp exp: a few ulp */
 KI double k_sigmoid64(double x)
 {
@@ -724,10 +756,10 @@ BINARYF(silu_backward_f32, k_silu_backward32)
 BINARY(silu_backward_f64, double, k_silu_backward64)
 UNARY(mish_f32, float, k_mish32)
 BINARY(mish_backward_f32, float, k_mish_backward32)
-UNARY(logsigmoid_f32, float, k_logsigmoid32)
-BINARY(logsigmoid_backward_f32, float, k_logsigmoid_backward32)
-UNARYP(softplus_f32, float, k_softplus32)
-BINARYP(softplus_backward_f32, float, k_softplus_backward32)
+UNARYF(logsigmoid_f32, k_logsigmoid32)
+BINARYF(logsigmoid_backward_f32, k_logsigmoid_backward32)
+UNARYPF(softplus_f32, k_softplus32)
+BINARYPF(softplus_backward_f32, k_softplus_backward32)
 /* elu: blocks of 64 with no x <= 0 (nor NaN) take scale x alone (the same bits: k_elu32's
  * positive branch), as PyTorch's loop does for the positive half of an activation */
 #define ELU_BLOCKS(BODY)                                                                       \
