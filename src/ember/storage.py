@@ -97,17 +97,18 @@ def _reduce_parameter_as_pytorch(p: Any) -> Any:
     return (_rebuild_parameter, (data, p.requires_grad, OrderedDict()))
 
 
+_pytorch_form = [False]  # set by _pickle_as_pytorch; Parameter.__reduce_ex__ reads it
+
+
 def _pickle_as_pytorch(on: bool) -> None:
     """Make ``pickle`` write plain tensors and parameters in PyTorch's form (``on``) or ember's
     own (multiprocessing's pickler keeps its shared-memory reducers either way)."""
     import copyreg
 
     from ._tensor import Tensor
-    from .nn.parameter import Parameter
 
+    _pytorch_form[0] = on
     if on:
         copyreg.pickle(Tensor, _reduce_as_pytorch)
-        copyreg.pickle(Parameter, _reduce_parameter_as_pytorch)
     else:
         copyreg.dispatch_table.pop(Tensor, None)
-        copyreg.dispatch_table.pop(Parameter, None)

@@ -60,10 +60,13 @@ class Parameter(Tensor):
     __str__ = __repr__
 
     def __reduce_ex__(self, protocol: int) -> Any:
-        # PyTorch's form: the data through torch.storage._load_from_bytes (torch.save's bytes)
-        from ..storage import _SavedTensor
+        # PyTorch's form: the data through torch.storage._load_from_bytes (torch.save's bytes);
+        # under `ember run`, PyTorch's names too (torch._utils._rebuild_parameter)
+        from .. import storage
 
-        return (_rebuild_parameter, (_SavedTensor(self.detach()), self.requires_grad))
+        if storage._pytorch_form[0]:
+            return storage._reduce_parameter_as_pytorch(self)
+        return (_rebuild_parameter, (storage._SavedTensor(self.detach()), self.requires_grad))
 
     def __deepcopy__(self, memo: dict) -> Parameter:
         if id(self) in memo:
