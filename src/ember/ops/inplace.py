@@ -226,15 +226,14 @@ def _same_view(t: TensorBase, src: Any) -> bool:
 
 def _same_memory(a: Any, b: Any) -> bool:
     """Arrays ``a`` and ``b`` are the same view of one memory, as PyTorch compares them (same
-    start, shape and strides). A size-1 dim's stride 0 matches any: NumPy's broadcasting zeroes
-    it where PyTorch's ``expand`` keeps the original (``s.unsqueeze(0).expand(2, -1)[-1]`` is
-    ``s``'s view to PyTorch; ``c[::2]`` of a 1-element ``c`` is not)."""
+    start, shape and strides, size-1 dims' too: views carry PyTorch's strides there, so
+    ``s.unsqueeze(0).expand(2, -1)[-1]`` is ``s``'s view, and ``c[::2]`` of a 1-element ``c``
+    or ``c0.expand(1)`` of a 0-d ``c0`` beside ``c0.reshape(1)`` are not)."""
     if a is b:
         return True
     if a.shape != b.shape or _backend.address(a) != _backend.address(b):
         return False
-    return all(sa == sb or (n == 1 and (sa == 0 or sb == 0))
-               for sa, sb, n in zip(a.strides, b.strides, a.shape))
+    return a.strides == b.strides
 
 
 def _repeats(d: Any) -> bool:
