@@ -207,3 +207,16 @@ def test_float32_kernels_give_the_same_bits_in_each_isa_variant(sweep, march, tm
              "softplus_backward", "logsigmoid", "logsigmoid_backward")
     for name, a, b in zip(names, got, here):
         assert a.tobytes() == b.tobytes(), (name, march, L.active.isa())
+
+
+@needs_kernels
+def test_the_ops_take_the_float32_kernels() -> None:
+    """F.logsigmoid's forward too (it kept NumPy's passes while its kernel was no faster)."""
+    x = (np.random.default_rng(8).standard_normal(100_003) * 6).astype(np.float32)
+    F = ember.nn.functional
+    for name, fn, params in (("logsigmoid", F.logsigmoid, ()), ("sigmoid", ember.sigmoid, ()),
+                             ("silu", F.silu, ()), ("softplus", F.softplus, (1.0, 20.0)),
+                             ("elu", F.elu, (1.0, 1.0, 1.0))):
+        with ember.no_grad():
+            got = fn(ember.tensor(x)).numpy()
+        assert got.tobytes() == L.activation(name, x, *params).tobytes(), name

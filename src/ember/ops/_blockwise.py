@@ -258,6 +258,9 @@ def logsigmoid(o: Any, x: Any, a: Any) -> None:
     o -= a
 
 
+_c(logsigmoid, "logsigmoid")  # float32
+
+
 def logsigmoid_backward(o: Any, x: Any, g: Any, n: Any, e: Any, b: Any) -> None:
     """grad * sigmoid(-x)."""
     np.negative(x, out=n)
@@ -265,7 +268,7 @@ def logsigmoid_backward(o: Any, x: Any, g: Any, n: Any, e: Any, b: Any) -> None:
     o *= g
 
 
-_c(logsigmoid_backward, "logsigmoid")  # (the forward keeps its passes: as fast)
+_c(logsigmoid_backward, "logsigmoid")
 
 
 def gelu_tanh(o: Any, x: Any) -> None:
