@@ -20,7 +20,7 @@
  *   backward of gelu within 1e-9 absolute near the zero of its derivative);
  * - float32 sigmoid, silu, elu/selu/celu and their backward compute in float32 (double-float
  *   where a rounding would cost the budget; "Float32-arithmetic kernels" below): within 1 ulp
- *   (0.67, and 0.76 where the result is subnormal), the same bits in every variant
+ *   (0.73, and 0.76 where the result is subnormal), the same bits in every variant
  *   (tests/test_kernels_f32.py);
  * - float64 gelu (tanh form) and its backward: a few ulp, as the NumPy formula;
  * - the float32 exp of softmax and log_softmax: within 1 ulp; row sums in float64 accumulators.
