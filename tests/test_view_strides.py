@@ -48,6 +48,9 @@ CASES = {
     "index_none_then_int": lambda m: m.zeros(3, 4)[None, 0],
     "index_none_before_slice": lambda m: m.zeros(3, 4)[:, None, 1:2],
     "index_none_end": lambda m: m.zeros(3, 4).t()[..., None],
+    "clone_of_dense_keeps_size1_strides": lambda m: m.zeros(1, 4).t().clone(),
+    "clone_of_permuted": lambda m: m.zeros(2, 1, 3).permute(1, 2, 0).clone(),
+    "clone_of_expanded": lambda m: m.zeros(1, 3).t().expand(2, 3, 1).clone(),
 }
 
 
@@ -102,8 +105,10 @@ def test_inplace_overlap_as_pytorch(prog):
 def _step(draw, shape):
     nd = len(shape)
     kinds = ["unsqueeze", "squeeze", "reshape_ones", "expand", "index", "permute", "merge",
-             "narrow1"]
+             "narrow1", "clone"]
     kind = draw(st.sampled_from(kinds))
+    if kind == "clone":  # (a fresh tensor in the input's layout, size-1 dims' strides too)
+        return "clone()", lambda t: t.clone()
     if kind == "unsqueeze":
         d = draw(st.integers(-nd - 1, nd))
         return f"unsqueeze({d})", lambda t: t.unsqueeze(d)
