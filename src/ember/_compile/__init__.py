@@ -30,6 +30,8 @@ numbers computed inside) is baked into the trace, as in PyTorch without its extr
 from __future__ import annotations
 
 import functools
+import itertools
+import operator
 import time
 import types
 import weakref
@@ -58,6 +60,11 @@ stats: dict[str, Any] = {"traces": 0, "compiled": 0, "replays": 0, "eager": 0,
                          "run_seconds": 0.0, "codegen_seconds": 0.0}
 _live: weakref.WeakSet = weakref.WeakSet()
 _SCALARS = (type(None), bool, int, float, complex, str)
+_chain = itertools.chain
+_TRAINING = operator.attrgetter("training")
+_PARAMS = operator.attrgetter("_parameters")
+_BUFFERS = operator.attrgetter("_buffers")
+_CHILDREN = operator.attrgetter("_modules")
 
 
 def reset() -> None:
@@ -197,7 +204,8 @@ class _CompiledFn:
     def _outside(self, want_tensors: bool = False) -> tuple[list | None, tuple]:
         """The guard on modules: every submodule's ``training`` flag and the identity of every
         parameter, buffer and child; with ``want_tensors``, the outside tensors (parameters,
-        buffers...) too, for a trace."""
+        buffers...) too, for a trace. Each part is one C-level pass over the cached module
+        list (no Python loop per module)."""
         if self.module is not None:
             roots = [self.module]
             extra: list = []
@@ -207,22 +215,19 @@ class _CompiledFn:
         cached = self._mods_cache
         if cached is None or cached[0] != ids:
             cached = self._modules_of(roots, ids)
-        flags = []
-        key: list = []
-        for m, children in cached[1]:
-            if m._modules != children:  # a child was replaced: walk again
-                self._modules_of(roots, ids)
-                return self._outside(want_tensors)
-            flags.append(m.training)
-            key.extend(map(id, m._parameters.values()))  # (an absent bias: id(None))
-            key.extend(map(id, m._buffers.values()))
-        key.extend(map(id, extra))
+        mods = cached[1]
+        if list(map(_CHILDREN, mods)) != cached[2]:  # a child was replaced: walk again
+            self._modules_of(roots, ids)
+            return self._outside(want_tensors)
+        key = list(map(id, _chain(*map(dict.values, map(_PARAMS, mods)),
+                                  *map(dict.values, map(_BUFFERS, mods)))))
+        key.extend(map(id, extra))  # (an absent bias: id(None))
         tensors = None
         if want_tensors:
-            tensors = [t for m, _ in cached[1]
+            tensors = [t for m in mods
                        for t in (*m._parameters.values(), *m._buffers.values()) if t is not None]
             tensors.extend(extra)
-        return tensors, (tuple(flags), tuple(key))
+        return tensors, (tuple(map(_TRAINING, mods)), tuple(key))
 
     def _modules_of(self, roots: list, ids: list) -> Any:
         """Every module under ``roots``, once each, with its children as seen now (cached)."""
@@ -230,7 +235,8 @@ class _CompiledFn:
         for root in roots:
             for m in root.modules():
                 seen.setdefault(id(m), m)
-        self._mods_cache = (ids, [(m, dict(m._modules)) for m in seen.values()])
+        mods = list(seen.values())
+        self._mods_cache = (ids, mods, [dict(m._modules) for m in mods])
         return self._mods_cache
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:

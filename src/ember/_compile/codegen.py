@@ -332,7 +332,6 @@ def _outputs_source(prog: Program, ns: dict) -> str:
         add(f"    node._edges = ({''.join(edges)})")
         add(f"    node._meta = [{', '.join(metas)}]")
         add(f"    node._n_out = {len(prog.out_slots)}")
-        add("    node._materialize = False")
         ns["NODE_XP"] = prog.steps[0][3] if prog.steps and prog.steps[0][0] is OP else None
         ns["NODE_NIG"] = (True,) * len(prog.edge_src)
         add("    node.xp = NODE_XP")

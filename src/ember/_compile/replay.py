@@ -54,6 +54,11 @@ class CompiledFunction(Op):
         return run_backward(prog, ctxs, grads)
 
 
+# A region's outputs that get no gradient stay None (its backward knows which): a class default,
+# so the node has no instance fields and the engine frees it without calling Node._release
+CompiledFunction._node_cls._materialize = False
+
+
 def run_forward(prog: Program, flat: list) -> tuple[list, list | None]:
     """The region's values (one per slot) and, when it needs gradients, its ops' ctxs."""
     vals = list(prog.init)
@@ -197,7 +202,6 @@ def make_outputs(prog: Program, vals: list, ctxs: list | None, flat: list) -> li
         node._edges = tuple(edges)
         node._meta = meta
         node._n_out = len(prog.out_slots)
-        node._materialize = False
         node.xp = prog.steps[0][3] if prog.steps and prog.steps[0][0] is OP else None
         node.needs_input_grad = (True,) * len(edges)
         node._saved = (prog, ctxs)

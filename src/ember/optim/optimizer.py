@@ -22,6 +22,7 @@ tensor, ``'exp_avg'``...), so ``state_dict()`` interchanges with PyTorch's.
 from __future__ import annotations
 
 import functools
+import operator
 import warnings
 from collections import OrderedDict, defaultdict
 from collections.abc import Callable, Iterable
@@ -123,6 +124,7 @@ def _value(x: Any) -> float:
 
 
 _NUMBERS = (Tensor, int, float, np.number)
+_is = operator.is_
 
 
 def _step_options(group: dict[str, Any], defaults: dict[str, Any]) -> SimpleNamespace:
@@ -144,6 +146,35 @@ def _step_options(group: dict[str, Any], defaults: dict[str, Any]) -> SimpleName
         opts["beta1"], opts["beta2"] = _value(betas[0]), _value(betas[1])
     opts["_group"] = group
     return SimpleNamespace(**opts)
+
+
+_FROZEN = (float, int, bool, str, type(None))
+
+
+def _frozen(value: Any) -> bool:
+    """Whether an option's value cannot change without being replaced in its dict: a number,
+    flag, string or None, or a tuple of those (``betas``); a tensor or a list can."""
+    t = type(value)
+    return t in _FROZEN or (t is tuple and all(type(v) in _FROZEN for v in value))
+
+
+def _cached_step_options(cache: dict, group: dict[str, Any],
+                         defaults: dict[str, Any]) -> SimpleNamespace:
+    """``_step_options(group, defaults)``, reused from the last step while the group and the
+    defaults hold the same key and value objects and every value is ``_frozen`` (a scheduler
+    that sets ``group['lr']`` stores a new float: the options are read again)."""
+    snap = (*group, *group.values(), *defaults.values())
+    hit = cache.get(id(group))
+    if (hit is not None and hit[0] is group and hit[1] is defaults and len(hit[2]) == len(snap)
+            and all(map(_is, hit[2], snap))):
+        return hit[3]
+    options = _step_options(group, defaults)
+    if all(_frozen(v) for k, v in group.items() if k != "params") and \
+            all(map(_frozen, defaults.values())):
+        cache[id(group)] = (group, defaults, snap, options)
+    else:
+        cache.pop(id(group), None)
+    return options
 
 
 def _check_lr(lr: Any) -> None:
@@ -385,8 +416,11 @@ class Optimizer:
                 loss = closure()
         update = self._update
         bad = self._bad_state
+        cache = self.__dict__.get("_options_cache")
+        if cache is None:
+            cache = self.__dict__["_options_cache"] = {}
         for group in self.param_groups:
-            options = _step_options(group, self.defaults)
+            options = _cached_step_options(cache, group, self.defaults)
             for p in group["params"]:
                 g = p.grad
                 if g is None:

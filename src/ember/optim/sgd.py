@@ -90,7 +90,10 @@ class SGD(Optimizer):
             g = g + o.momentum * buf if o.nesterov else buf
         if type(d) is np.ndarray and d.ndim and d.flags.c_contiguous and g.shape == d.shape \
                 and g.dtype == d.dtype:
-            _sub_scaled(d, g, o.lr)
+            if d.size <= _BLOCK:  # (_sub_scaled's one-block case, without its call)
+                d -= g * o.lr
+            else:
+                _sub_scaled(d, g, o.lr)
         else:
             d -= o.lr * g
 
