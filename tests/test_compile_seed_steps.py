@@ -199,3 +199,47 @@ def test_module_guard_sees_buffers_new_parameters_and_nested_modes(through, _fre
     inner[2].eval()
     check()  # back to the key after the new buffer: its program is reused
     assert stats["compiled"] == n + 4
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("dtype", [ember.float32, ember.float64])
+@pytest.mark.parametrize("target_grad", [False, True])
+def test_mse_written_into_the_replay_is_bit_for_bit_eager(reduction, dtype, target_grad, _fresh):
+    """MSE's forward and backward written into the generated replay (the rule's arithmetic
+    without its calls): loss, input and target gradients and SGD steps equal eager's bits."""
+    from ember._compile import codegen
+
+    def run(compiled):
+        ember.manual_seed(0)
+        model = nn.Sequential(nn.Linear(1, 8), nn.ReLU(), nn.Linear(8, 1)).to(dtype)
+        x = ember.rand(16, 1, dtype=dtype) * 4 - 2
+        t = ember.sin(2 * x).requires_grad_(target_grad)
+        opt = ember.optim.SGD(model.parameters(), lr=0.02)
+
+        def loss_fn(x, t):
+            out = nn.functional.mse_loss(model(x), t, reduction=reduction)
+            return out if reduction != "none" else out.sum()
+
+        f = ember.compile(loss_fn) if compiled else loss_fn
+        losses = []
+        for _ in range(5):
+            opt.zero_grad()
+            t.grad = None
+            loss = f(x, t)
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+        return losses, [p.detach().numpy().copy() for p in model.parameters()], \
+            None if t.grad is None else t.grad.numpy().copy(), f
+
+    got, want = run(True), run(False)
+    assert got[0] == want[0]
+    for a, b in zip(got[1], want[1]):
+        assert a.dtype == b.dtype
+        np.testing.assert_array_equal(a, b)
+    if target_grad:
+        np.testing.assert_array_equal(got[2], want[2])
+    if codegen.enabled and reduction != "none":
+        prog = next(e.prog for e in got[3]._ember_compiled.cache.values()
+                    if e.state == "compiled")
+        assert "ADDRED(d" in prog.source and "sa = sa - sb" in prog.source

@@ -52,7 +52,8 @@ def generate(prog: Program) -> None:
     ns: dict[str, Any] = {"NEW": _new_node, "ShapeChanged": ShapeChanged, "ND": np.ndarray,
                           "THR": _threads,
                           "sum_to_shape": sum_to_shape, "bad_count": bad_count,
-                          "RNG_SNAP": rng_snapshot, "RNG_RESTORE": rng_restore, "MASK": prog_mask, "MAKE": TensorBase._make}
+                          "RNG_SNAP": rng_snapshot, "RNG_RESTORE": rng_restore, "MASK": prog_mask, "MAKE": TensorBase._make,
+                          "MUL": np.multiply, "ADDRED": np.add.reduce}
     groups, bgroups = _native_groups(prog, ns) if config.native else ({}, {})
     fwd = _forward_source(prog, ns, groups)
     bwd = _backward_source(prog, ns, bgroups) if prog.needs_grad else ""
@@ -419,6 +420,26 @@ def _op_lines(k: int, st: tuple, ns: dict, add: Any, pad: str, prog_metas: list)
         add(f"{pad}else: {o} = {a} {sym} {b}")
         add(f"{pad}if {o}.shape != SH{k}_0: raise ShapeChanged")
         return
+    red = ns.get(f"K{aslots[-1]}") if len(aslots) == 3 else None
+    if (_is_rule(fwd, "MseLoss.forward", _LOSSES) and xp is np and red in ("mean", "sum")
+            and len(oslots) == 1 and prog_metas[k] is not None
+            and prog_metas[k][0][1] in (np.float32, np.float64)):
+        # MSE written out for host float32/float64 arrays: (x - t)^2 in place, the sum as
+        # _sum_arr takes it (np.add.reduce in the dtype), the mean's division in the dtype
+        # (an empty input: the rule, which quiets its 0/0)
+        a, b = (f"s{s}" for s in aslots[:2])
+        o = f"s{oslots[0]}"
+        ns[f"SH{k}_0"] = shapes[0]
+        add(f"{pad}if type({a}) is ND and type({b}) is ND and {a}.size:")
+        add(f"{pad}    d = {a} - {b}; MUL(d, d, out=d); c{k}.reduction = K{aslots[-1]}; "
+            f"c{k}.n = d.size; c{k}._saved = ({a}, {b})")
+        total = "ADDRED(d, None, d.dtype, None, False)"
+        add(f"{pad}    {o} = ({total} / d.size).astype(d.dtype)" if red == "mean"
+            else f"{pad}    {o} = {total}")
+        add(f"{pad}    d = None")
+        add(f"{pad}else: {o} = F{k}(c{k}, {args})")
+        add(f"{pad}if {o}.shape != SH{k}_0: raise ShapeChanged")
+        return
     if len(oslots) == 1:  # (straight into its slot: nothing else keeps the array alive)
         o = f"s{oslots[0]}"
         ns[f"SH{k}_0"] = shapes[0]
@@ -444,6 +465,12 @@ def _written_rule(bwd: Any, ometa: tuple, g: str) -> tuple | None:
         # 2-d: Linear.backward's reshapes give the arrays their own shapes
         return (f"type({g}) is ND and {g}.ndim == 2", "sa, sb = c._saved",
                 (f"{g}.dot(sb)", f"{g}.swapaxes(0, 1).dot(sa)", f"{g}.sum(axis=0)"))
+    if _is_rule(bwd, "MseLoss.backward", _LOSSES):
+        # gx = (x - t) g' 2 in place, g' the gradient as the mean hands it back (the rule's
+        # _loss_grad_scale); sa ends as gx (cleared with sa and sb after the rule)
+        return ("True", "sa, sb = c._saved; sa = sa - sb; sa *= ((" + g + " * (1.0 / c.n) if c.n "
+                "else " + g + " * 0.0) if c.reduction == 'mean' else " + g + "); sa *= 2",
+                ("sa", "-sa"))
     if _is_rule(bwd, "Add.backward", _POINTWISE):
         return "True", "", (g, g)
     if _is_rule(bwd, "Sub.backward", _POINTWISE):
@@ -455,6 +482,7 @@ def _written_rule(bwd: Any, ometa: tuple, g: str) -> tuple | None:
 
 
 _POINTWISE = "ember.ops.pointwise"
+_LOSSES = "ember.ops.nn.loss_margin"
 
 
 def _is_rule(fn: Any, qualname: str, module: str = "ember.ops.nn.linear") -> bool:
