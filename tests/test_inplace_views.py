@@ -440,6 +440,37 @@ def clone_and_cast_of_an_expanded_transpose_keep_its_dim_order(t):
     return [list(o.stride()) for o in outs], [o.reshape(-1)._base is not None for o in outs]
 
 
+def retained_view_sees_double_backward_through_inplace_input(t):
+    # pow_ on a view of a retained view saves its input with the view's own history (PyTorch
+    # saves a clone of the view): the double backward reaches the retained view's node
+    x = t.arange(1.0, 7.0, dtype=t.float64).requires_grad_()
+    y = x * 2
+    v = y.narrow(0, 4, 2)
+    v.retain_grad()
+    e = v.unsqueeze(0).expand(2, -1)
+    v.unsqueeze(-1).pow_(3)
+    g, = t.autograd.grad((e * e).sum(), [x], create_graph=True)
+    g.sum().backward()
+    return v.grad, x.grad
+
+
+def reading_grad_or_requires_grad_keeps_retain_on_stale_view(t):
+    # unlike grad_fn/is_leaf, .grad and .requires_grad do not re-derive a stale view's history,
+    # so its retain_grad() stays on the node the loss was built from
+    x = t.ones(3, requires_grad=True)
+    out = []
+    for read in ("grad", "requires_grad", "is_leaf"):
+        y = x * 2
+        w = y[:2]
+        w.retain_grad()
+        w2 = w * 1
+        y.mul_(2)
+        getattr(w, read)
+        w2.sum().backward()
+        out.append(w.grad)
+    return out
+
+
 CASES = [
     issue_example, mean_after_view_add, large_view_then_sum_is_finite, view_of_view,
     step_slice_exp, transposed_row, two_dim_slice_zero, view_rederived_after_base_changes,
@@ -461,6 +492,8 @@ CASES = [
     double_backward_through_empty_as_strided, retain_grad_stays_through_transpose_,
     double_backward_after_two_inplace_ops_on_an_empty_view, retain_grad_stays_when_a_view_is_rederived,
     clone_and_cast_of_an_expanded_transpose_keep_its_dim_order,
+    retained_view_sees_double_backward_through_inplace_input,
+    reading_grad_or_requires_grad_keeps_retain_on_stale_view,
 ]
 
 

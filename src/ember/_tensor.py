@@ -27,7 +27,7 @@ from ._tensor_base import TensorBase, register_tensor_class, wrap_dim
 from ._tensor_methods import INPLACE_TWINS, OP_METHODS, TWIN_ONLY_OPS, inplace_twin
 from ._tensor_sharing import register_reducer, share_in_place
 from ._tensor_str import tensor_repr
-from .autograd import engine, grad_mode
+from .autograd import engine
 from .autograd.function import refresh_view, register_retain
 from .autograd.node import RemovableHandle
 from .ops import _args, casting, creation, indexing, shape
@@ -180,10 +180,8 @@ class Tensor(TensorBase):
     @property
     def requires_grad(self) -> bool:
         base = self._base
-        if base is not None:
-            if self._attr_version != self._version[0] and grad_mode.state.enabled:
-                refresh_view(self)
-            return self._rg or base._rg  # a view of a tensor that requires grad does too
+        if base is not None:  # (a stale view's history is not re-derived here, as in PyTorch:
+            return self._rg or base._rg  # that would move its retain_grad() off the old node)
         return self._rg
 
     @requires_grad.setter
@@ -209,7 +207,8 @@ class Tensor(TensorBase):
     def grad(self) -> Tensor | None:
         """The accumulated gradient (leaves, or non-leaves after ``retain_grad()``)."""
         g = self._grad
-        if g is None and self.grad_fn is not None and not self.retains_grad:
+        # (the recorded grad_fn: reading .grad does not re-derive a stale view's history)
+        if g is None and self._grad_fn is not None and not self._retains:
                 warnings.warn(
                 "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its "
                 ".grad attribute won't be populated during autograd.backward(). If you indeed want "

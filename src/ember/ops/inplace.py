@@ -142,6 +142,8 @@ def _inplace_on_view(t: TensorBase, fn: Any, args: tuple, kwargs: dict) -> Tenso
         snapshot = TensorBase._make(t._data.copy(), t._rg, old_fn, t._output_nr)
     new_view = fn(snapshot, *args, **kwargs)
     _check_inplace_result(t, new_view, fn)
+    if old_base._rg and old_fn is not None:
+        _saved_input_is_the_view(new_view, snapshot, old_fn, t._output_nr)
     new_base = StridedScatter.apply(old_base, new_view, geom)
     base._data[...] = new_base._data  # the view's values change in memory too
     base._grad_fn, base._output_nr, base._rg = new_base._grad_fn, 0, new_base._rg
@@ -154,6 +156,19 @@ def _inplace_on_view(t: TensorBase, fn: Any, args: tuple, kwargs: dict) -> Tenso
     move_retain_grad(t, old_fn)
     move_retain_grad(base, old_base_fn)
     return t
+
+
+def _saved_input_is_the_view(out: TensorBase, snapshot: TensorBase, view_fn: Any,
+                             nr: int) -> None:
+    """The op saved its input (``pow_`` does): PyTorch saves a clone of the view, so under
+    ``create_graph`` that saved value has the view's own history before the op (its chain, and
+    a hook or ``retain_grad()`` on it, see the double-backward gradient), not the base's window
+    the first-order gradient takes."""
+    fn = out._grad_fn
+    src = getattr(fn, "_saved_src", None) if fn is not None else None
+    if src and any(s is snapshot for s in src):
+        view = TensorBase._make(snapshot._data, True, view_fn, nr)
+        fn._saved_src = [view if s is snapshot else s for s in src]
 
 
 def _saved_output_is_the_view(out: TensorBase, view_fn: Any) -> None:
