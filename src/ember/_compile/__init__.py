@@ -30,7 +30,6 @@ numbers computed inside) is baked into the trace, as in PyTorch without its extr
 from __future__ import annotations
 
 import functools
-import itertools
 import operator
 import time
 import types
@@ -60,10 +59,7 @@ stats: dict[str, Any] = {"traces": 0, "compiled": 0, "replays": 0, "eager": 0,
                          "run_seconds": 0.0, "codegen_seconds": 0.0}
 _live: weakref.WeakSet = weakref.WeakSet()
 _SCALARS = (type(None), bool, int, float, complex, str)
-_chain = itertools.chain
 _TRAINING = operator.attrgetter("training")
-_PARAMS = operator.attrgetter("_parameters")
-_BUFFERS = operator.attrgetter("_buffers")
 _CHILDREN = operator.attrgetter("_modules")
 
 
@@ -204,8 +200,7 @@ class _CompiledFn:
     def _outside(self, want_tensors: bool = False) -> tuple[list | None, tuple]:
         """The guard on modules: every submodule's ``training`` flag and the identity of every
         parameter, buffer and child; with ``want_tensors``, the outside tensors (parameters,
-        buffers...) too, for a trace. Each part is one C-level pass over the cached module
-        list (no Python loop per module)."""
+        buffers...) too, for a trace."""
         if self.module is not None:
             roots = [self.module]
             extra: list = []
@@ -216,18 +211,31 @@ class _CompiledFn:
         if cached is None or cached[0] != ids:
             cached = self._modules_of(roots, ids)
         mods = cached[1]
-        if list(map(_CHILDREN, mods)) != cached[2]:  # a child was replaced: walk again
-            self._modules_of(roots, ids)
-            return self._outside(want_tensors)
-        key = list(map(id, _chain(*map(dict.values, map(_PARAMS, mods)),
-                                  *map(dict.values, map(_BUFFERS, mods)))))
-        key.extend(map(id, extra))  # (an absent bias: id(None))
+        if len(mods) > 2:  # (C-level passes: cheaper than the loop below from three modules)
+            if list(map(_CHILDREN, mods)) != cached[2]:  # a child was replaced: walk again
+                self._modules_of(roots, ids)
+                return self._outside(want_tensors)
+            flags = tuple(map(_TRAINING, mods))
+            key = [id(v) for m in mods for v in (*m._parameters.values(), *m._buffers.values())]
+        else:
+            flag_list = []
+            key = []
+            for m, children in zip(mods, cached[2]):
+                if m._modules != children:
+                    self._modules_of(roots, ids)
+                    return self._outside(want_tensors)
+                flag_list.append(m.training)
+                key.extend(map(id, m._parameters.values()))
+                key.extend(map(id, m._buffers.values()))
+            flags = tuple(flag_list)
+        if extra:
+            key.extend(map(id, extra))  # (an absent bias: id(None))
         tensors = None
         if want_tensors:
             tensors = [t for m in mods
                        for t in (*m._parameters.values(), *m._buffers.values()) if t is not None]
             tensors.extend(extra)
-        return tensors, (tuple(map(_TRAINING, mods)), tuple(key))
+        return tensors, (flags, tuple(key))
 
     def _modules_of(self, roots: list, ids: list) -> Any:
         """Every module under ``roots``, once each, with its children as seen now (cached)."""
