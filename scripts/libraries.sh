@@ -2,7 +2,8 @@
 # The libraries PyTorch users build on, run unchanged on ember (docs/libraries/).
 #
 # Makes a virtual environment OUTSIDE the repository (default /tmp/ember-libs; LIBS_VENV=...) with
-# ember (editable) and each library installed with `pip install --no-deps`, plus the libraries'
+# ember (editable) and each library installed with `pip install --no-deps` (accelerate too:
+# skorch's AccelerateMixin tests and transformers' example scripts use it), plus the libraries'
 # own non-torch dependencies (tokenizers and safetensors included): never PyTorch. Then runs one
 # program per library under `ember run` (examples/libraries/):
 #   torchmetrics  a dozen metrics inside a training loop, MetricCollection, against scikit-learn
@@ -41,11 +42,12 @@ if ! "$P" -c "import torchmetrics, lightning, transformers, diffusers" >/dev/nul
   "$P" -m pip install -q -e "$ROOT"
   # the libraries themselves: --no-deps, so pip never pulls PyTorch in
   "$P" -m pip install -q --no-deps "torchmetrics>=1.9,<2" "lightning>=2.6,<3" \
-    "transformers>=5,<6" "diffusers>=0.42,<1" "skorch>=1.4,<2" 2>&1 | grep -v "requires torch" || true
+    "transformers>=5,<6" "diffusers>=0.42,<1" "skorch>=1.4,<2" "accelerate>=1.10,<2" 2>&1 \
+    | grep -v "requires torch" || true
   # their own dependencies (compiled ones included), and the tools the programs use
   "$P" -m pip install -q lightning-utilities fsspec packaging typing_extensions pyyaml tqdm \
     tokenizers safetensors huggingface_hub regex filelock requests scikit-learn scipy \
-    tabulate pytest flaky pandas importlib_metadata Pillow matplotlib
+    tabulate pytest flaky pandas importlib_metadata Pillow matplotlib psutil
 fi
 # an environment made from another checkout (an earlier CI clone, since deleted) points its
 # editable ember elsewhere: point it at this one
