@@ -243,3 +243,37 @@ def test_mse_written_into_the_replay_is_bit_for_bit_eager(reduction, dtype, targ
         prog = next(e.prog for e in got[3]._ember_compiled.cache.values()
                     if e.state == "compiled")
         assert "ADDRED(d" in prog.source and "sa = sa - sb" in prog.source
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_relu_written_into_the_replay_keeps_eager_bits(dtype, _fresh):
+    """ReLU's forward written into the generated replay: -0.0 stays -0.0, NaN passes, the
+    saved output drives the backward as the rule's does (same bits as eager, and as PyTorch)."""
+    from ember._compile import codegen
+
+    a = np.array([[-1.5, -0.0, 0.0, 2.0], [np.nan, 3.0, -np.inf, np.inf]], dtype)
+    lin = nn.Linear(4, 4).to(ember.float64 if dtype == np.float64 else ember.float32)
+
+    def f(x):
+        return (lin(nn.functional.relu(x)) * 2).sum()
+
+    c = ember.compile(f)
+    for _ in range(3):
+        x = ember.tensor(a, requires_grad=True)
+        got = c(x)
+        got.backward()
+        gx = x.grad.numpy().copy()
+        x2 = ember.tensor(a, requires_grad=True)
+        want = f(x2)
+        want.backward()
+        np.testing.assert_array_equal(got.detach().numpy(), want.detach().numpy())
+        np.testing.assert_array_equal(gx, x2.grad.numpy())
+    r = ember.compile(lambda x: nn.functional.relu(x) * 1)
+    for _ in range(3):
+        out = r(ember.tensor(a)).numpy()
+    ta = torch.tensor(a)
+    np.testing.assert_array_equal(np.signbit(out), np.signbit(torch.relu(ta).numpy()))
+    np.testing.assert_array_equal(out, torch.relu(ta).numpy())
+    if codegen.enabled:
+        prog = next(e.prog for e in c._ember_compiled.cache.values() if e.state == "compiled")
+        assert "MAX(0, " in prog.source

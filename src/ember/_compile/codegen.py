@@ -53,7 +53,7 @@ def generate(prog: Program) -> None:
                           "THR": _threads,
                           "sum_to_shape": sum_to_shape, "bad_count": bad_count,
                           "RNG_SNAP": rng_snapshot, "RNG_RESTORE": rng_restore, "MASK": prog_mask, "MAKE": TensorBase._make,
-                          "MUL": np.multiply, "ADDRED": np.add.reduce}
+                          "MUL": np.multiply, "ADDRED": np.add.reduce, "MAX": np.maximum}
     groups, bgroups = _native_groups(prog, ns) if config.native else ({}, {})
     fwd = _forward_source(prog, ns, groups)
     bwd = _backward_source(prog, ns, bgroups) if prog.needs_grad else ""
@@ -418,6 +418,18 @@ def _op_lines(k: int, st: tuple, ns: dict, add: Any, pad: str, prog_metas: list)
             add(f"{pad}c{k}._saved = ({a if nig[1] else 'None'}, {b if nig[0] else 'None'})")
         add(f"{pad}if type({a}) is ND and {a}.size >= THR.cut: {o} = F{k}(c{k}, {args})")
         add(f"{pad}else: {o} = {a} {sym} {b}")
+        add(f"{pad}if {o}.shape != SH{k}_0: raise ShapeChanged")
+        return
+    if (_is_rule(fwd, "Relu.forward", "ember.ops.pointwise_piecewise") and xp is np
+            and len(oslots) == 1 and len(aslots) == 1 and prog_metas[k] is not None
+            and prog_metas[k][0][1] in (np.float32, np.float64)):
+        # ReLU written out below the size at which the rule splits it over the threads: its
+        # own np.maximum(0, x) (0 first: -0.0 stays -0.0), the output saved as it saves it
+        x, o = f"s{aslots[0]}", f"s{oslots[0]}"
+        ns[f"SH{k}_0"] = shapes[0]
+        add(f"{pad}if type({x}) is ND and {x}.size < THR.cut_cheap: "
+            f"{o} = MAX(0, {x}); c{k}._saved = ({o},)")
+        add(f"{pad}else: {o} = F{k}(c{k}, {args})")
         add(f"{pad}if {o}.shape != SH{k}_0: raise ShapeChanged")
         return
     red = ns.get(f"K{aslots[-1]}") if len(aslots) == 3 else None
