@@ -312,6 +312,29 @@ def test_functional_call_with_buffers_and_tied_weights():
     both(run, 1e-6)
 
 
+def test_reparametrize_module_as_pytorchs():
+    """nn.utils.stateless._reparametrize_module (zuko's Bayesian layers use it): inside, the
+    module computes with the given tensors and other attributes; afterwards the originals are
+    back and the dict holds what the module ended with (PyTorch's write-back)."""
+    def run(m):
+        lin = m.nn.Linear(2, 1)
+        w0, b0 = lin.weight, lin.bias
+        params = {"weight": m.tensor([[2.0, 3.0]]), "bias": m.zeros(1), "scale": m.ones(1)}
+        with m.nn.utils.stateless._reparametrize_module(lin, params):
+            out = lin(m.tensor([[1.0, 1.0]]))
+            inside = (lin.weight is params["weight"], lin.scale.tolist())
+            lin._parameters["bias"] = m.full((1,), 7.0)  # a change inside the block
+        after = (lin.weight is w0, lin.bias is b0, hasattr(lin, "scale"),
+                 params["bias"].tolist())
+        with pytest.raises(RuntimeError, match="Unexpected key\\(s\\): 'nope'"):
+            with m.nn.utils.stateless._reparametrize_module(lin, {"nope": m.zeros(1)},
+                                                            strict=True):
+                pass
+        return out.tolist(), inside, after
+
+    assert run(ember) == run(torch) == ([[5.0]], (True, [1.0]), (True, True, False, [7.0]))
+
+
 def test_torch_func_import_through_the_alias():
     # in a subprocess: installing the alias evicts the real torch from sys.modules
     code = (

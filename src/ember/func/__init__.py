@@ -19,6 +19,7 @@ tensors, and restores them afterwards, even if the call raises.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections.abc import Callable
 from typing import Any
@@ -494,7 +495,7 @@ def functional_call(module: Any, parameter_and_buffer_dicts: Any, args: Any = No
     names, as ``named_parameters`` gives them) replaced by the given tensors; everything is
     restored afterwards, even if the call raises."""
     if isinstance(parameter_and_buffer_dicts, dict):
-        mapping = dict(parameter_and_buffer_dicts)
+        mapping = parameter_and_buffer_dicts
     elif isinstance(parameter_and_buffer_dicts, (list, tuple)):
         mapping = {}
         seen: set = set()
@@ -511,6 +512,24 @@ def functional_call(module: Any, parameter_and_buffer_dicts: Any, args: Any = No
     else:
         raise ValueError(f"Expected parameter_and_buffer_dicts to be a dict, or a list/tuple of "
                          f"dicts, but got {type(parameter_and_buffer_dicts)}")
+    if args is None:
+        args = ()
+    elif not isinstance(args, tuple):
+        args = (args,)
+    kwargs = {} if kwargs is None else kwargs
+    with _reparametrize_module(module, mapping, tie_weights=tie_weights, strict=strict):
+        return module(*args, **kwargs)
+
+
+@contextlib.contextmanager
+def _reparametrize_module(module: Any, parameters_and_buffers: dict, tie_weights: bool = False,
+                         strict: bool = False, stack_weights: bool = False) -> Any:
+    """Within the block, ``module``'s parameters, buffers (dotted names) and other attributes
+    named in the dict are the given tensors (PyTorch's private
+    ``nn.utils.stateless._reparametrize_module``, which libraries call). On exit the originals
+    come back, last swapped first, and the dict receives what the module held at the end (a
+    module that replaced an entry in place keeps that change visible to the caller)."""
+    mapping = dict(parameters_and_buffers)
     if tie_weights:
         groups: dict = {}
         for n, p in module.named_parameters(remove_duplicate=False):
@@ -536,12 +555,7 @@ def functional_call(module: Any, parameter_and_buffer_dicts: Any, args: Any = No
                 msg.append("Missing key(s): " + ", ".join(repr(k) for k in missing) + ".")
             raise RuntimeError(f"Error(s) in reparametrizing for {type(module).__name__}:\n\t"
                                + "\n\t".join(msg))
-    if args is None:
-        args = ()
-    elif not isinstance(args, tuple):
-        args = (args,)
-    kwargs = {} if kwargs is None else kwargs
-    saved = []
+    saved = []  # (the dict holding it, its key, the original, whether there was one, name)
     try:
         for name, value in mapping.items():
             *path, leaf = name.split(".")
@@ -550,18 +564,19 @@ def functional_call(module: Any, parameter_and_buffer_dicts: Any, args: Any = No
                 mod = getattr(mod, part)
             d = mod.__dict__
             if leaf in d.get("_parameters", {}):
-                saved.append((d["_parameters"], leaf, d["_parameters"][leaf], True))
-                d["_parameters"][leaf] = value
+                store = d["_parameters"]
             elif leaf in d.get("_buffers", {}):
-                saved.append((d["_buffers"], leaf, d["_buffers"][leaf], True))
-                d["_buffers"][leaf] = value
+                store = d["_buffers"]
             else:
-                had = leaf in d
-                saved.append((d, leaf, d.get(leaf), had))
-                d[leaf] = value
-        return module(*args, **kwargs)
+                store = d
+            had = leaf in store
+            saved.append((store, leaf, store.get(leaf), had, name))
+            store[leaf] = value
+        yield
     finally:
-        for store, leaf, old, had in reversed(saved):
+        for store, leaf, old, had, name in reversed(saved):
+            if name in parameters_and_buffers and leaf in store:
+                parameters_and_buffers[name] = store[leaf]
             if had:
                 store[leaf] = old
             else:
