@@ -153,7 +153,11 @@ def zeros_like(input: Any, *, dtype: Any = None, layout: Any = None, device: Any
     dt, dev = _like("zeros_like", input, dtype, device, layout, memory_format)
     if (dev is not None or _backend.default_device is not None) and _backend.meta_target(dev):
         return _place(_meta_like(input, dt), dt, dev, requires_grad)
-    return _place(np.zeros(input._data.shape, dt.np), dt, dev, requires_grad)
+    d = input._data
+    shape = d.shape
+    if memory_format is None and d.flags.c_contiguous and 1 not in shape and 0 not in shape:
+        return _place(np.zeros(shape, dt.np), dt, dev, requires_grad)  # C order, the common case
+    return _place(_like_array(d, memory_format, np.zeros, dt.np), dt, dev, requires_grad)
 
 
 def ones_like(input: Any, *, dtype: Any = None, layout: Any = None, device: Any = None,
@@ -163,7 +167,11 @@ def ones_like(input: Any, *, dtype: Any = None, layout: Any = None, device: Any 
     dt, dev = _like("ones_like", input, dtype, device, layout, memory_format)
     if (dev is not None or _backend.default_device is not None) and _backend.meta_target(dev):
         return _place(_meta_like(input, dt), dt, dev, requires_grad)
-    return _place(np.ones(input._data.shape, dt.np), dt, dev, requires_grad)
+    d = input._data
+    shape = d.shape
+    if memory_format is None and d.flags.c_contiguous and 1 not in shape and 0 not in shape:
+        return _place(np.ones(shape, dt.np), dt, dev, requires_grad)  # C order, the common case
+    return _place(_like_array(d, memory_format, np.ones, dt.np), dt, dev, requires_grad)
 
 
 def empty_like(input: Any, *, dtype: Any = None, layout: Any = None, device: Any = None,
@@ -173,7 +181,11 @@ def empty_like(input: Any, *, dtype: Any = None, layout: Any = None, device: Any
     dt, dev = _like("empty_like", input, dtype, device, layout, memory_format)
     if (dev is not None or _backend.default_device is not None) and _backend.meta_target(dev):
         return _place(_meta_like(input, dt), dt, dev, requires_grad)
-    return _place(np.empty(input._data.shape, dt.np), dt, dev, requires_grad)
+    d = input._data
+    shape = d.shape
+    if memory_format is None and d.flags.c_contiguous and 1 not in shape and 0 not in shape:
+        return _place(np.empty(shape, dt.np), dt, dev, requires_grad)  # C order, the common case
+    return _place(_like_array(d, memory_format, np.empty, dt.np), dt, dev, requires_grad)
 
 
 def full_like(input: Any, fill_value: Any, *, dtype: Any = None, layout: Any = None,
@@ -184,7 +196,12 @@ def full_like(input: Any, fill_value: Any, *, dtype: Any = None, layout: Any = N
     fill_value = _fill_in(_fill_value("full_like", fill_value), dt)
     if (dev is not None or _backend.default_device is not None) and _backend.meta_target(dev):
         return _place(_meta_like(input, dt), dt, dev, requires_grad)
-    return _place(np.full(input._data.shape, fill_value, dt.np), dt, dev, requires_grad)
+    d = input._data
+    shape = d.shape
+    if memory_format is None and d.flags.c_contiguous and 1 not in shape and 0 not in shape:
+        return _place(np.full(shape, fill_value, dt.np), dt, dev, requires_grad)  # C order
+    return _place(_like_array(d, memory_format, lambda n, t: np.full(n, fill_value, t), dt.np),
+                  dt, dev, requires_grad)
 
 
 def arange(*args: Any, out: Any = None, dtype: Any = None, layout: Any = None,
@@ -601,6 +618,98 @@ def _like(name: str, input: Any, dtype: Any, device: Any, layout: Any,
                            or _backend.default_device is not None):
         device = input.device  # (a *_like follows its input, not the default device)
     return (_dtype_arg(name, dtype) if dtype is not None else input.dtype), device
+
+
+def like_strides(d: Any, memory_format: Any) -> tuple | None:
+    """The strides (in elements) of a ``*_like`` result for the input array ``d``, PyTorch's:
+    None for C order (``contiguous_format``, or a C-ordered input: the common case, which NumPy's
+    own factories make). ``preserve_format`` (the default): ``d``'s strides when ``d`` is dense
+    (size-1 dims' too), else dense strides in the order of ``d``'s (a stable sort, innermost
+    first, in which a stride of 0 compares with nothing and equal strides put the smaller size
+    inside); ``channels_last``/``channels_last_3d``: the channels innermost."""
+    shape = d.shape
+    if memory_format is not None:
+        name = memory_format._name
+        if name == "channels_last" or name == "channels_last_3d":
+            inner_first = (1, 3, 2, 0) if len(shape) == 4 else (1, 4, 3, 2, 0)
+            return _dense_strides(shape, inner_first, 0)  # (a size-0 dim zeroes the outer ones)
+        if name != "preserve_format":  # contiguous_format: C order (explicit when empty, as
+            return _dense_strides(shape, range(len(shape) - 1, -1, -1)) if 0 in shape else None
+    if d.flags.c_contiguous and 1 not in shape and 0 not in shape:  # (NumPy's are 0 there)
+        return None
+    item = d.itemsize
+    strides = [(-s if s < 0 else s) // item for s in d.strides]
+    n = len(shape)
+    big = sorted((strides[i], shape[i]) for i in range(n) if shape[i] > 1)
+    expect = 1
+    for st, size in big:  # dense (PyTorch's non-overlapping and dense, as every empty tensor
+        if st != expect and 0 not in shape:  # is): its own strides
+            break
+        expect *= size
+    else:
+        out = tuple(strides)
+        return None if 0 not in shape and out == _dense_strides(shape, range(n - 1, -1, -1)) \
+            else out
+    perm = list(range(n - 1, -1, -1))  # innermost first
+    for i in range(1, n):
+        j = i
+        for k in range(i - 1, -1, -1):
+            s0, s1 = strides[perm[k]], strides[perm[j]]
+            if s0 == 0 or s1 == 0:
+                continue
+            if s0 < s1:
+                break
+            if s0 > s1 or shape[perm[k]] > shape[perm[j]]:
+                perm[k], perm[j] = perm[j], perm[k]
+                j = k
+    out = _dense_strides(shape, perm)
+    return None if 0 not in shape and perm == list(range(n - 1, -1, -1)) else out
+
+
+def _dense_strides(shape: tuple, inner_first: Any, empty: int = 1) -> tuple:
+    """Dense strides (in elements) with the dims laid out in ``inner_first`` order (innermost
+    first; a size-0 dim counts as ``empty``: 1 in PyTorch's contiguous and inferred strides, 0
+    in its channels_last ones)."""
+    out = [0] * len(shape)
+    step = 1
+    for d in inner_first:
+        out[d] = step
+        step *= shape[d] or empty
+    return tuple(out)
+
+
+def _like_array(d: Any, memory_format: Any, make: Any, np_dtype: Any) -> Any:
+    """A ``*_like`` result's array for the input array ``d`` in PyTorch's layout
+    (``like_strides``), its memory made by ``make(count, np_dtype)`` (``np.zeros``...)."""
+    shape = d.shape
+    st = like_strides(d, memory_format)
+    if st is None:
+        return make(shape, np_dtype)
+    n = 1
+    for k in shape:
+        n *= k
+    return strided(make(n, np_dtype), shape, st)
+
+
+def strided(flat: Any, shape: tuple, strides: tuple) -> Any:
+    """An array of ``shape`` with the element ``strides`` (dense) over the memory of ``flat``,
+    an array of that many elements in memory order."""
+    item = flat.itemsize
+    return np.ndarray(shape, flat.dtype, flat, 0, tuple([s * item for s in strides]))
+
+
+def contiguous_strides(shape: tuple, strides: tuple | None) -> bool:
+    """Whether ``strides`` (None: C order) are C-contiguous, size-1 dims aside (``is_contiguous``)."""
+    if strides is None:
+        return True
+    step = 1
+    for n, st in zip(reversed(shape), reversed(strides)):
+        if n == 0:
+            return True
+        if n != 1 and st != step:
+            return False
+        step *= n
+    return True
 
 
 def _meta_like(input: Any, dt: Any) -> Any:

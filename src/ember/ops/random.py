@@ -23,7 +23,7 @@ from ..autograd.function import Op
 from . import _args, _mt19937, _out
 from ._mt19937 import fma64, libm, unit53
 from .casting import copy_from
-from .creation import _like, _place
+from .creation import _like, _place, contiguous_strides, like_strides, strided
 from .inplace import inplace
 
 __all__ = [
@@ -188,6 +188,15 @@ def _dense_axes(arr: Any) -> list[int] | None:
             return None
         step *= arr.shape[i]
     return axes
+
+
+def _like_layout(vals: np.ndarray, input: Any, memory_format: Any, st: Any = False) -> np.ndarray:
+    """Flat values in memory order -> the array of a ``*_like`` result (``empty_like``'s
+    layout: ``creation.like_strides``, or ``st`` when given), as PyTorch fills it."""
+    if st is False:
+        st = like_strides(input._data, memory_format)
+    shape = input._data.shape
+    return vals.reshape(shape) if st is None else strided(vals, shape, st)
 
 
 def _arrange(vals: np.ndarray, shape: tuple, axes: list[int] | None) -> np.ndarray:
@@ -461,8 +470,7 @@ def rand_like(input: Any, *, generator: Generator | None = None, dtype: Any = No
         arr = _mt19937.uniform(_gen(generator), 2 * input._data.size, dt.to_real()).view(dt.np)
     else:
         arr = _mt19937.uniform(_gen(generator), input._data.size, dt)
-    return _place(_arrange(arr, input._data.shape, _dense_axes(input._data)), dt, dev,
-                  requires_grad)
+    return _place(_like_layout(arr, input, memory_format), dt, dev, requires_grad)
 
 
 def randn_like(input: Any, *, generator: Generator | None = None, dtype: Any = None,
@@ -471,13 +479,14 @@ def randn_like(input: Any, *, generator: Generator | None = None, dtype: Any = N
     """Standard normal samples in ``input``'s shape, dtype and device unless given."""
     dt, dev = _like("randn_like", input, dtype, device, layout, memory_format)
     _check_float("randn_like", dt, complex_ok=True)
-    axes = _dense_axes(input._data)  # empty_like keeps a dense layout; a strided one is not
+    st = like_strides(input._data, memory_format)  # (empty_like's layout: a contiguous one
+    flat = contiguous_strides(input._data.shape, st)  # takes the vectorised path, as PyTorch's)
     if dt.is_complex:
         arr = _mt19937.normal(_gen(generator), 2 * input._data.size, dt.to_real(), 0.0,
-                              1 / math.sqrt(2), axes is None).view(dt.np)
+                              1 / math.sqrt(2), flat).view(dt.np)
     else:
-        arr = _mt19937.normal(_gen(generator), input._data.size, dt, 0.0, 1.0, axes is None)
-    return _place(_arrange(arr, input._data.shape, axes), dt, dev, requires_grad)
+        arr = _mt19937.normal(_gen(generator), input._data.size, dt, 0.0, 1.0, flat)
+    return _place(_like_layout(arr, input, memory_format, st), dt, dev, requires_grad)
 
 
 def randint_like(input: Any, *args: Any, generator: Generator | None = None, dtype: Any = None,
@@ -497,8 +506,7 @@ def randint_like(input: Any, *args: Any, generator: Generator | None = None, dty
     dt, dev = _like("randint_like", input, dtype, device, layout, memory_format)
     _check_int_range(dt, low, high)
     arr = _mt19937.integers(_gen(generator), input._data.size, low, high).astype(dt.np)
-    return _place(_arrange(arr, input._data.shape, _dense_axes(input._data)), dt, dev,
-                  requires_grad)
+    return _place(_like_layout(arr, input, memory_format), dt, dev, requires_grad)
 
 
 # ---------------------------------------------------------------------------------------------
