@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import _backend, _dtype
+from .. import _backend, _dtype, _dtype_info
 from .._tensor_base import TensorBase
 from . import _args
 
@@ -22,6 +22,8 @@ __all__ = [
     "arange", "as_tensor", "asarray", "empty", "empty_like", "empty_strided", "eye", "from_numpy", "full", "full_like", "linspace", "logspace", "ones", "ones_like", "scalar_tensor", "tensor", "zeros", "zeros_like",
 ]
 
+
+_PRESERVE = _dtype_info.preserve_format  # (the *_like default, which optimizers pass)
 
 # arange's overloads, as PyTorch's parser binds them (_args.overload)
 _ARANGE_FORMS = (("end",), ("start", "end"), ("start", "end", "step"))
@@ -155,7 +157,8 @@ def zeros_like(input: Any, *, dtype: Any = None, layout: Any = None, device: Any
         return _place(_meta_like(input, dt), dt, dev, requires_grad)
     d = input._data
     shape = d.shape
-    if memory_format is None and d.flags.c_contiguous and 1 not in shape and 0 not in shape:
+    if (memory_format is None or memory_format is _PRESERVE) and d.flags.c_contiguous \
+            and 1 not in shape and 0 not in shape:
         return _place(np.zeros(shape, dt.np), dt, dev, requires_grad)  # C order, the common case
     return _place(_like_array(d, memory_format, np.zeros, dt.np), dt, dev, requires_grad)
 
@@ -169,7 +172,8 @@ def ones_like(input: Any, *, dtype: Any = None, layout: Any = None, device: Any 
         return _place(_meta_like(input, dt), dt, dev, requires_grad)
     d = input._data
     shape = d.shape
-    if memory_format is None and d.flags.c_contiguous and 1 not in shape and 0 not in shape:
+    if (memory_format is None or memory_format is _PRESERVE) and d.flags.c_contiguous \
+            and 1 not in shape and 0 not in shape:
         return _place(np.ones(shape, dt.np), dt, dev, requires_grad)  # C order, the common case
     return _place(_like_array(d, memory_format, np.ones, dt.np), dt, dev, requires_grad)
 
@@ -183,7 +187,8 @@ def empty_like(input: Any, *, dtype: Any = None, layout: Any = None, device: Any
         return _place(_meta_like(input, dt), dt, dev, requires_grad)
     d = input._data
     shape = d.shape
-    if memory_format is None and d.flags.c_contiguous and 1 not in shape and 0 not in shape:
+    if (memory_format is None or memory_format is _PRESERVE) and d.flags.c_contiguous \
+            and 1 not in shape and 0 not in shape:
         return _place(np.empty(shape, dt.np), dt, dev, requires_grad)  # C order, the common case
     return _place(_like_array(d, memory_format, np.empty, dt.np), dt, dev, requires_grad)
 
@@ -198,7 +203,8 @@ def full_like(input: Any, fill_value: Any, *, dtype: Any = None, layout: Any = N
         return _place(_meta_like(input, dt), dt, dev, requires_grad)
     d = input._data
     shape = d.shape
-    if memory_format is None and d.flags.c_contiguous and 1 not in shape and 0 not in shape:
+    if (memory_format is None or memory_format is _PRESERVE) and d.flags.c_contiguous \
+            and 1 not in shape and 0 not in shape:
         return _place(np.full(shape, fill_value, dt.np), dt, dev, requires_grad)  # C order
     return _place(_like_array(d, memory_format, lambda n, t: np.full(n, fill_value, t), dt.np),
                   dt, dev, requires_grad)
@@ -620,7 +626,7 @@ def _like(name: str, input: Any, dtype: Any, device: Any, layout: Any,
     return (_dtype_arg(name, dtype) if dtype is not None else input.dtype), device
 
 
-def like_strides(d: Any, memory_format: Any) -> tuple | None:
+def _like_strides(d: Any, memory_format: Any) -> tuple | None:
     """The strides (in elements) of a ``*_like`` result for the input array ``d``, PyTorch's:
     None for C order (``contiguous_format``, or a C-ordered input: the common case, which NumPy's
     own factories make). ``preserve_format`` (the default): ``d``'s strides when ``d`` is dense
@@ -680,25 +686,25 @@ def _dense_strides(shape: tuple, inner_first: Any, empty: int = 1) -> tuple:
 
 def _like_array(d: Any, memory_format: Any, make: Any, np_dtype: Any) -> Any:
     """A ``*_like`` result's array for the input array ``d`` in PyTorch's layout
-    (``like_strides``), its memory made by ``make(count, np_dtype)`` (``np.zeros``...)."""
+    (``_like_strides``), its memory made by ``make(count, np_dtype)`` (``np.zeros``...)."""
     shape = d.shape
-    st = like_strides(d, memory_format)
+    st = _like_strides(d, memory_format)
     if st is None:
         return make(shape, np_dtype)
     n = 1
     for k in shape:
         n *= k
-    return strided(make(n, np_dtype), shape, st)
+    return _strided(make(n, np_dtype), shape, st)
 
 
-def strided(flat: Any, shape: tuple, strides: tuple) -> Any:
+def _strided(flat: Any, shape: tuple, strides: tuple) -> Any:
     """An array of ``shape`` with the element ``strides`` (dense) over the memory of ``flat``,
     an array of that many elements in memory order."""
     item = flat.itemsize
     return np.ndarray(shape, flat.dtype, flat, 0, tuple([s * item for s in strides]))
 
 
-def contiguous_strides(shape: tuple, strides: tuple | None) -> bool:
+def _contiguous_strides(shape: tuple, strides: tuple | None) -> bool:
     """Whether ``strides`` (None: C order) are C-contiguous, size-1 dims aside (``is_contiguous``)."""
     if strides is None:
         return True

@@ -23,7 +23,7 @@ from ..autograd.function import Op
 from . import _args, _mt19937, _out
 from ._mt19937 import fma64, libm, unit53
 from .casting import copy_from
-from .creation import _like, _place, contiguous_strides, like_strides, strided
+from .creation import _contiguous_strides, _like, _like_strides, _place, _strided
 from .inplace import inplace
 
 __all__ = [
@@ -192,11 +192,11 @@ def _dense_axes(arr: Any) -> list[int] | None:
 
 def _like_layout(vals: np.ndarray, input: Any, memory_format: Any, st: Any = False) -> np.ndarray:
     """Flat values in memory order -> the array of a ``*_like`` result (``empty_like``'s
-    layout: ``creation.like_strides``, or ``st`` when given), as PyTorch fills it."""
+    layout: ``creation._like_strides``, or ``st`` when given), as PyTorch fills it."""
     if st is False:
-        st = like_strides(input._data, memory_format)
+        st = _like_strides(input._data, memory_format)
     shape = input._data.shape
-    return vals.reshape(shape) if st is None else strided(vals, shape, st)
+    return vals.reshape(shape) if st is None else _strided(vals, shape, st)
 
 
 def _arrange(vals: np.ndarray, shape: tuple, axes: list[int] | None) -> np.ndarray:
@@ -479,8 +479,8 @@ def randn_like(input: Any, *, generator: Generator | None = None, dtype: Any = N
     """Standard normal samples in ``input``'s shape, dtype and device unless given."""
     dt, dev = _like("randn_like", input, dtype, device, layout, memory_format)
     _check_float("randn_like", dt, complex_ok=True)
-    st = like_strides(input._data, memory_format)  # (empty_like's layout: a contiguous one
-    flat = contiguous_strides(input._data.shape, st)  # takes the vectorised path, as PyTorch's)
+    st = _like_strides(input._data, memory_format)  # (empty_like's layout: a contiguous one
+    flat = _contiguous_strides(input._data.shape, st)  # takes the vectorised path, as PyTorch's)
     if dt.is_complex:
         arr = _mt19937.normal(_gen(generator), 2 * input._data.size, dt.to_real(), 0.0,
                               1 / math.sqrt(2), flat).view(dt.np)
