@@ -277,3 +277,39 @@ def test_relu_written_into_the_replay_keeps_eager_bits(dtype, _fresh):
     if codegen.enabled:
         prog = next(e.prog for e in c._ember_compiled.cache.values() if e.state == "compiled")
         assert "MAX(0, " in prog.source
+
+
+_SCALE = ember.tensor(2.0)
+
+
+def test_function_reaching_nothing_skips_the_module_guard(_fresh):
+    """A plain function with no closure that names no globals (the scalar seed's
+    ``w * x ** 2 + 1``) has an empty module guard without looking; one that names a global or
+    closes over a tensor is still guarded (a rebound global recompiles)."""
+    global _SCALE
+    f = ember.compile(lambda w, x: w * x ** 2 + 1)
+    assert f._ember_compiled._reaches_nothing
+    w = ember.tensor(3.0, requires_grad=True)
+    x = ember.tensor(2.0, requires_grad=True)
+    for _ in range(3):
+        y = f(w, x)
+        y.backward()
+        assert y.item() == 13.0 and w.grad.item() == 4.0 and x.grad.item() == 12.0
+        w.grad = x.grad = None
+    assert stats["replays"] == 1
+
+    g = ember.compile(lambda x: x * _SCALE)
+    assert not g._ember_compiled._reaches_nothing
+    for _ in range(3):
+        assert g(x).item() == 4.0
+    old = _SCALE
+    try:
+        _SCALE = ember.tensor(5.0)
+        assert g(x).item() == 10.0
+    finally:
+        _SCALE = old
+    k = ember.tensor(7.0)
+    h = ember.compile(lambda x: x * k)
+    assert not h._ember_compiled._reaches_nothing
+    m = nn.Linear(1, 1)
+    assert not ember.compile(m)._compiled._reaches_nothing
