@@ -375,6 +375,27 @@ def test_addcmul_with_a_detached_alias_keeps_it_detached_in_double_backward():
     np.testing.assert_allclose(res[0], res[1], rtol=1e-10)
 
 
+def test_addcmul_keeping_nothing_runs_a_second_backward_and_casts_value_for_integers():
+    """addcmul_ whose operands need no gradient keeps only ``value`` in PyTorch, a scalar:
+    a second backward through it runs; on integer tensors a float value is cast to their dtype
+    (``k.addcmul_(k, k, value=0.5)`` leaves k unchanged; long differential run, views seed
+    204418873)."""
+    res = []
+    for m in MODULES:
+        x = m.tensor([0.5, -1.0, 2.0], dtype=m.float64, requires_grad=True)
+        y = x + x
+        c = m.tensor([1.5, 0.25, -0.75], dtype=m.float32)
+        y.addcmul_(c, c, value=0.5)
+        y.sum().backward()
+        y.sum().backward()
+        k = m.tensor([3, 3, 3, 1])
+        k.addcmul_(k, k, value=0.5)
+        u = m.tensor([3, 10], dtype=m.uint8)
+        r = m.addcmul(u, u, u, value=1.5)
+        res.append((x.grad.tolist(), k.tolist(), r.tolist(), str(r.dtype).split(".")[-1]))
+    assert res[0] == res[1]
+
+
 def test_copy_into_the_same_memory_through_a_size_one_stride():
     """v[-1].copy_(s) where v = s.unsqueeze(0).expand(2, -1) and s has one element: the same
     memory (a size-1 dim's stride never steps), not a partial overlap (long differential run)."""

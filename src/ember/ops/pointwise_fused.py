@@ -76,8 +76,12 @@ class Addcmul(Op):
     def forward(ctx: Any, x: Any, t1: Any, t2: Any, value: Any) -> Any:
         n = ctx.needs_input_grad  # t1 is kept for t2's gradient only, and t2 for t1's
         # (saved at their argument positions: t1 may be x's very array, as in
-        # addcmul(y, y.detach(), w), and must keep its own history for double backward)
-        ctx.save_for_backward(None, t1 if n[2] else None, t2 if n[1] else None, value)
+        # addcmul(y, y.detach(), w), and must keep its own history for double backward);
+        # value only with them, so a node that keeps nothing runs a second backward, as PyTorch's
+        ctx.save_for_backward(None, t1 if n[2] else None, t2 if n[1] else None,
+                              value if n[1] or n[2] else None)
+        if isinstance(value, float) and x.dtype.kind in "iu":
+            value = int(value)  # an integer result: value in its dtype, as PyTorch casts it
         return x + value * (t1 * t2)
 
     @staticmethod
