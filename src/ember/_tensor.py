@@ -39,6 +39,19 @@ from .ops.inplace import inplace, restride
 _OPERAND = (TensorBase, int, float, complex, np.generic)
 
 
+def _foreign(o: Any) -> bool:
+    """An operand that is no tensor but takes part through ``__torch_function__``."""
+    return hasattr(type(o), "__torch_function__")
+
+
+def _array_or_foreign(o: Any) -> bool:
+    """The same, or a NumPy/CuPy array: ``x * array`` computes as a tensor operand (PyTorch
+    hands it to NumPy, whose result comes back wrapped as a tensor of the same values; rules
+    written with arrays under create_graph rely on it, on every device)."""
+    t = type(o)
+    return hasattr(t, "__torch_function__") or (hasattr(t, "dtype") and hasattr(t, "shape"))
+
+
 class Tensor(TensorBase):
     """A multi-dimensional array with a dtype, a device and optional gradient tracking.
 
@@ -638,59 +651,76 @@ class Tensor(TensorBase):
         return ops.conj(self.mT) if self._data.dtype.kind == "c" else self.mT
 
     # -- arithmetic operators (ops/pointwise.py) -----------------------------------------
-    __add__ = ops.add
+    # They take what PyTorch's take: tensors, Python numbers, NumPy scalars, objects with
+    # __torch_function__, and (not reflected) arrays, whose result PyTorch gets back from NumPy
+    # as a tensor of the same values. Anything else (a list, a tuple, None) gives NotImplemented,
+    # so Python asks the other operand (zuko's NestedTensor, a tuple, defines __rmul__) or raises
+    # TypeError; the function forms (torch.add(x, [1, 2])) still convert lists.
+    def __add__(self, o: Any) -> Any:
+        if isinstance(o, _OPERAND) or _array_or_foreign(o):
+            return ops.add(self, o)
+        return NotImplemented
 
-    def __radd__(self, o: Any) -> Tensor:
-        if type(o) is np.ndarray:  # PyTorch's reflected operators take no arrays
-            return NotImplemented
-        return ops.add(o, self)
+    def __radd__(self, o: Any) -> Any:
+        return ops.add(o, self) if isinstance(o, _OPERAND) or _foreign(o) else NotImplemented
 
-    __sub__ = ops.sub
+    def __sub__(self, o: Any) -> Any:
+        if isinstance(o, _OPERAND) or _array_or_foreign(o):
+            return ops.sub(self, o)
+        return NotImplemented
 
-    def __rsub__(self, o: Any) -> Tensor:
-        if type(o) is np.ndarray:  # PyTorch's reflected operators take no arrays
-            return NotImplemented
-        return ops.sub(o, self)
+    def __rsub__(self, o: Any) -> Any:
+        return ops.sub(o, self) if isinstance(o, _OPERAND) or _foreign(o) else NotImplemented
 
-    __mul__ = ops.mul
+    def __mul__(self, o: Any) -> Any:
+        if isinstance(o, _OPERAND) or _array_or_foreign(o):
+            return ops.mul(self, o)
+        return NotImplemented
 
-    def __rmul__(self, o: Any) -> Tensor:
-        if type(o) is np.ndarray:  # PyTorch's reflected operators take no arrays
-            return NotImplemented
-        return ops.mul(o, self)
+    def __rmul__(self, o: Any) -> Any:
+        return ops.mul(o, self) if isinstance(o, _OPERAND) or _foreign(o) else NotImplemented
 
-    __truediv__ = ops.div
+    def __truediv__(self, o: Any) -> Any:
+        if isinstance(o, _OPERAND) or _array_or_foreign(o):
+            return ops.div(self, o)
+        return NotImplemented
 
-    def __rtruediv__(self, o: Any) -> Tensor:
-        return ops.div(o, self)
+    def __rtruediv__(self, o: Any) -> Any:
+        return ops.div(o, self) if isinstance(o, _OPERAND) or _foreign(o) else NotImplemented
 
-    __floordiv__ = ops.floor_divide
+    def __floordiv__(self, o: Any) -> Any:
+        if isinstance(o, _OPERAND) or _array_or_foreign(o):
+            return ops.floor_divide(self, o)
+        return NotImplemented
 
-    def __rfloordiv__(self, o: Any) -> Tensor:
-        if type(o) is np.ndarray:  # PyTorch's reflected operators take no arrays
-            return NotImplemented
-        return ops.floor_divide(o, self)
+    def __rfloordiv__(self, o: Any) -> Any:
+        if isinstance(o, _OPERAND) or _foreign(o):
+            return ops.floor_divide(o, self)
+        return NotImplemented
 
-    __mod__ = ops.remainder
+    def __mod__(self, o: Any) -> Any:
+        if isinstance(o, _OPERAND) or _array_or_foreign(o):
+            return ops.remainder(self, o)
+        return NotImplemented
 
-    def __rmod__(self, o: Any) -> Tensor:
-        if type(o) is np.ndarray:  # PyTorch's reflected operators take no arrays
-            return NotImplemented
-        return ops.remainder(o, self)
+    def __rmod__(self, o: Any) -> Any:
+        return ops.remainder(o, self) if isinstance(o, _OPERAND) or _foreign(o) else NotImplemented
 
-    __pow__ = ops.pow
+    def __pow__(self, o: Any) -> Any:
+        if isinstance(o, _OPERAND) or _array_or_foreign(o):
+            return ops.pow(self, o)
+        return NotImplemented
 
-    def __rpow__(self, o: Any) -> Tensor:
-        if type(o) is np.ndarray:  # PyTorch's reflected operators take no arrays
-            return NotImplemented
-        return ops.pow(o, self)
+    def __rpow__(self, o: Any) -> Any:
+        return ops.pow(o, self) if isinstance(o, _OPERAND) or _foreign(o) else NotImplemented
 
-    __matmul__ = ops.matmul
+    def __matmul__(self, o: Any) -> Any:
+        if isinstance(o, _OPERAND) or _array_or_foreign(o):
+            return ops.matmul(self, o)
+        return NotImplemented
 
-    def __rmatmul__(self, o: Any) -> Tensor:
-        if type(o) is np.ndarray:  # PyTorch's reflected operators take no arrays
-            return NotImplemented
-        return ops.matmul(o, self)
+    def __rmatmul__(self, o: Any) -> Any:
+        return ops.matmul(o, self) if isinstance(o, _OPERAND) or _foreign(o) else NotImplemented
 
     __neg__ = ops.neg
 
@@ -701,26 +731,53 @@ class Tensor(TensorBase):
 
     __invert__ = ops.bitwise_not
 
-    __and__ = ops.bitwise_and
+    def __and__(self, o: Any) -> Any:
+        if isinstance(o, _OPERAND) or _array_or_foreign(o):
+            return ops.bitwise_and(self, o)
+        return NotImplemented
 
-    def __rand__(self, o: Any) -> Tensor:
-        if type(o) is np.ndarray:  # PyTorch's reflected operators take no arrays
-            return NotImplemented
-        return ops.bitwise_and(self, o)
+    def __rand__(self, o: Any) -> Any:
+        if isinstance(o, _OPERAND) or _foreign(o):
+            return ops.bitwise_and(self, o)
+        return NotImplemented
 
-    __or__ = ops.bitwise_or
+    def __or__(self, o: Any) -> Any:
+        if isinstance(o, _OPERAND) or _array_or_foreign(o):
+            return ops.bitwise_or(self, o)
+        return NotImplemented
 
-    def __ror__(self, o: Any) -> Tensor:
-        if type(o) is np.ndarray:  # PyTorch's reflected operators take no arrays
-            return NotImplemented
-        return ops.bitwise_or(self, o)
+    def __ror__(self, o: Any) -> Any:
+        return ops.bitwise_or(self, o) if isinstance(o, _OPERAND) or _foreign(o) else NotImplemented
 
-    __xor__ = ops.bitwise_xor
+    def __xor__(self, o: Any) -> Any:
+        if isinstance(o, _OPERAND) or _array_or_foreign(o):
+            return ops.bitwise_xor(self, o)
+        return NotImplemented
 
-    def __rxor__(self, o: Any) -> Tensor:
-        if type(o) is np.ndarray:  # PyTorch's reflected operators take no arrays
-            return NotImplemented
-        return ops.bitwise_xor(self, o)
+    def __rxor__(self, o: Any) -> Any:
+        if isinstance(o, _OPERAND) or _foreign(o):
+            return ops.bitwise_xor(self, o)
+        return NotImplemented
+
+    def __lshift__(self, o: Any) -> Any:
+        if isinstance(o, _OPERAND) or _array_or_foreign(o):
+            return ops.bitwise_left_shift(self, o)
+        return NotImplemented
+
+    def __rlshift__(self, o: Any) -> Any:
+        if isinstance(o, _OPERAND) or _foreign(o):
+            return ops.bitwise_left_shift(o, self)
+        return NotImplemented
+
+    def __rshift__(self, o: Any) -> Any:
+        if isinstance(o, _OPERAND) or _array_or_foreign(o):
+            return ops.bitwise_right_shift(self, o)
+        return NotImplemented
+
+    def __rrshift__(self, o: Any) -> Any:
+        if isinstance(o, _OPERAND) or _foreign(o):
+            return ops.bitwise_right_shift(o, self)
+        return NotImplemented
 
     # comparisons take what PyTorch's take: tensors, numbers and NumPy scalars (arrays for ==);
     # anything else (None, a string, an enum member, a list) gives NotImplemented, so Python
@@ -748,38 +805,70 @@ class Tensor(TensorBase):
         return ops.ge(self, o) if isinstance(o, _OPERAND) else NotImplemented
 
     # in-place operators: x += y is x.add_(y) (PyTorch's semantics, incl. the leaf check)
-    def __iadd__(self, o: Any) -> Tensor:
-        return inplace(self, ops.add, o)
+    def __iadd__(self, o: Any) -> Any:
+        if isinstance(o, _OPERAND) or _array_or_foreign(o):
+            return inplace(self, ops.add, o)
+        return NotImplemented
 
-    def __isub__(self, o: Any) -> Tensor:
-        return inplace(self, ops.sub, o)
+    def __isub__(self, o: Any) -> Any:
+        if isinstance(o, _OPERAND) or _array_or_foreign(o):
+            return inplace(self, ops.sub, o)
+        return NotImplemented
 
-    def __imul__(self, o: Any) -> Tensor:
-        return inplace(self, ops.mul, o)
+    def __imul__(self, o: Any) -> Any:
+        if isinstance(o, _OPERAND) or _array_or_foreign(o):
+            return inplace(self, ops.mul, o)
+        return NotImplemented
 
-    def __itruediv__(self, o: Any) -> Tensor:
-        return inplace(self, ops.div, o)
+    def __itruediv__(self, o: Any) -> Any:
+        if isinstance(o, _OPERAND) or _array_or_foreign(o):
+            return inplace(self, ops.div, o)
+        return NotImplemented
 
-    def __ifloordiv__(self, o: Any) -> Tensor:
-        return inplace(self, ops.floor_divide, o)
+    def __ifloordiv__(self, o: Any) -> Any:
+        if isinstance(o, _OPERAND) or _array_or_foreign(o):
+            return inplace(self, ops.floor_divide, o)
+        return NotImplemented
 
-    def __imod__(self, o: Any) -> Tensor:
-        return inplace(self, ops.remainder, o)
+    def __imod__(self, o: Any) -> Any:
+        if isinstance(o, _OPERAND) or _array_or_foreign(o):
+            return inplace(self, ops.remainder, o)
+        return NotImplemented
 
-    def __ipow__(self, o: Any) -> Tensor:
-        return inplace(self, ops.pow, o)
+    def __ipow__(self, o: Any) -> Any:
+        if isinstance(o, _OPERAND) or _array_or_foreign(o):
+            return inplace(self, ops.pow, o)
+        return NotImplemented
 
-    def __imatmul__(self, o: Any) -> Tensor:
-        return inplace(self, ops.matmul, o)
+    def __imatmul__(self, o: Any) -> Any:
+        if isinstance(o, _OPERAND) or _array_or_foreign(o):
+            return inplace(self, ops.matmul, o)
+        return NotImplemented
 
-    def __iand__(self, o: Any) -> Tensor:
-        return inplace(self, ops.bitwise_and, o)
+    def __iand__(self, o: Any) -> Any:
+        if isinstance(o, _OPERAND) or _array_or_foreign(o):
+            return inplace(self, ops.bitwise_and, o)
+        return NotImplemented
 
-    def __ior__(self, o: Any) -> Tensor:
-        return inplace(self, ops.bitwise_or, o)
+    def __ior__(self, o: Any) -> Any:
+        if isinstance(o, _OPERAND) or _array_or_foreign(o):
+            return inplace(self, ops.bitwise_or, o)
+        return NotImplemented
 
-    def __ixor__(self, o: Any) -> Tensor:
-        return inplace(self, ops.bitwise_xor, o)
+    def __ixor__(self, o: Any) -> Any:
+        if isinstance(o, _OPERAND) or _array_or_foreign(o):
+            return inplace(self, ops.bitwise_xor, o)
+        return NotImplemented
+
+    def __ilshift__(self, o: Any) -> Any:
+        if isinstance(o, _OPERAND) or _array_or_foreign(o):
+            return inplace(self, ops.bitwise_left_shift, o)
+        return NotImplemented
+
+    def __irshift__(self, o: Any) -> Any:
+        if isinstance(o, _OPERAND) or _array_or_foreign(o):
+            return inplace(self, ops.bitwise_right_shift, o)
+        return NotImplemented
 
     # -- in-place methods that are not an op's twin (the twins: _tensor_methods.INPLACE_TWINS)
     def copy_(self, src: Any, non_blocking: bool = False) -> Tensor:
