@@ -639,3 +639,29 @@ def test_function_split_form_forward_without_ctx_and_setup_context():
     assert ours == theirs == ([6.0, 24.0], False, [1.0, 8.0], "ChildBackward")
     with pytest.raises(NotImplementedError):
         ember.autograd.Function.setup_context(None, (), None)
+
+
+def test_grad_with_batched_grad_outputs_as_pytorchs():
+    """autograd.grad(is_grads_batched=True): the leading dim of each grad_output is a batch, and
+    each gradient comes back stacked over it (zuko's exact CNF trace takes a Jacobian so);
+    under create_graph the stacked result differentiates again. Compared with torch."""
+    torch = pytest.importorskip("torch")
+
+    def run(m):
+        x = m.tensor([[0.5, -1.0, 2.0], [1.5, 0.25, -0.5]], dtype=m.float64, requires_grad=True)
+        w = m.tensor([[1.0, 2.0, 0.0], [0.5, -1.0, 3.0], [2.0, 0.0, 1.0]], dtype=m.float64,
+                     requires_grad=True)
+        unused = m.ones(2, requires_grad=True)
+        y = m.tanh(x @ w) * x
+        eye = m.eye(3, dtype=m.float64).expand(2, 3, 3).movedim(-1, 0)  # (3, 2, 3)
+        jac, gw, gu = m.autograd.grad(y, (x, w, unused), eye, create_graph=True,
+                                      is_grads_batched=True, materialize_grads=True)
+        trace = m.einsum("i...i", jac)
+        (gx2,) = m.autograd.grad(trace.sum(), x)
+        with pytest.raises(RuntimeError, match="is_grads_batched=True"):
+            m.autograd.grad(y, x, m.ones(3, 2, 2), is_grads_batched=True, retain_graph=True)
+        return [a.detach().numpy() for a in (jac, gw, gu, trace, gx2)]
+
+    for a, b in zip(run(ember), run(torch)):
+        assert a.shape == b.shape
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)

@@ -128,6 +128,9 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
     for i, t in enumerate(inputs):
         if not t._rg:
             raise RuntimeError(f"One of the differentiated Tensors (input {i}) does not require grad")
+    if is_grads_batched:
+        return _grad_batched(outputs, inputs, grad_outputs, retain_graph, create_graph,
+                             allow_unused, materialize_grads)
     roots = _roots(outputs, grad_outputs, create_graph, "autograd.grad()")
     keys = []
     capture: dict = {}
@@ -152,6 +155,52 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
         result.append(g if isinstance(g, TensorBase) else TensorBase._make(g))
     return tuple(result)
 
+
+
+def _grad_batched(outputs: list, inputs: list, grad_outputs: Any, retain_graph: bool,
+                  create_graph: bool, allow_unused: bool | None, materialize_grads: bool) -> tuple:
+    """``grad(..., is_grads_batched=True)``: every grad_output carries a leading batch dim, and
+    each input's gradient comes back with it: the gradients for each slice, stacked. PyTorch
+    vmaps one backward over the batch; this runs one backward per slice (the graph kept until
+    the last), writing each into its row of the result (a recorded copy under create_graph)."""
+    if grad_outputs is None or any(g is None for g in grad_outputs):
+        raise RuntimeError("autograd.grad(is_grads_batched=True) needs a batched tensor in "
+                           "grad_outputs for every output (the gradients' leading dim is the "
+                           "batch)")
+    grad_outputs = list(grad_outputs)
+    n = grad_outputs[0].shape[0] if grad_outputs[0].dim() else 0
+    for g, o in zip(grad_outputs, outputs):
+        if g.dim() == 0 or g.shape[0] != n or tuple(g.shape[1:]) != tuple(o.shape):
+            raise RuntimeError(
+                f"If `is_grads_batched=True`, we interpret the first dimension of each grad_output "
+                f"as the batch dimension. The sizes of the remaining dimensions are expected to "
+                f"match the shape of corresponding output, but a mismatch was detected: "
+                f"grad_output of shape {tuple(g.shape)} for output of shape {tuple(o.shape)}")
+    rows: list = [None] * len(inputs)
+    for b in range(n):
+        got = grad(outputs, inputs, [g[b] for g in grad_outputs],
+                   retain_graph=retain_graph if b == n - 1 else True, create_graph=create_graph,
+                   allow_unused=True)
+        for i, g in enumerate(got):
+            if g is None:
+                continue
+            if rows[i] is None:
+                rows[i] = g.new_zeros((n,) + tuple(g.shape))
+            rows[i][b] = g
+    result = []
+    for i, (t, r) in enumerate(zip(inputs, rows)):
+        if r is None and n:
+            if not (allow_unused or materialize_grads):
+                raise RuntimeError(
+                    f"One of the differentiated Tensors (input {i}, shape {tuple(t.shape)}) appears "
+                    "to not have been used in the graph. Set allow_unused=True if this is the "
+                    "desired behavior.")
+            # (PyTorch materialises an unused input's gradient unbatched, as zeros_like)
+            r = t.new_zeros(t.shape) if materialize_grads else None
+        elif r is None:
+            r = t.new_zeros((0,) + tuple(t.shape))
+        result.append(r)
+    return tuple(result)
 
 
 # -- the walk ------------------------------------------------------------------------------
