@@ -551,3 +551,27 @@ def test_gamma_family_samples_of_scalar_parameters_are_0d():
             m.distributions.Beta(a, a), m.distributions.StudentT(a))]
         assert shapes == [()] * 4, (m.__name__, shapes)
         assert tuple(m.distributions.Gamma(a, m.tensor(0.5)).rsample((3,)).shape) == (3,)
+
+
+def test_private_standard_gamma_as_pytorchs():
+    """torch._standard_gamma (zuko draws through it): PyTorch's sampler and stream, with a
+    generator or the default one, StandardGammaBackward0 and its reparameterised gradient
+    (ember's implicit derivative by central differences: within 1e-4 of PyTorch's)."""
+    torch = pytest.importorskip("torch")
+
+    def run(m):
+        a = m.tensor([0.5, 2.0, 3.0], requires_grad=True)
+        x = m._standard_gamma(a, generator=m.Generator().manual_seed(0))
+        x.sum().backward()
+        m.manual_seed(1)
+        y = m._standard_gamma(m.tensor([[1.5], [0.2]], dtype=m.float64))
+        dg = m._standard_gamma_grad(m.tensor([0.5, 2.0]), m.tensor([0.3, 1.0]))
+        return x.detach().numpy(), x.grad_fn.name(), a.grad.numpy(), y.numpy(), y.dtype, dg.numpy()
+
+    e, t = run(ember), run(torch)
+    np.testing.assert_array_equal(e[0], t[0])
+    assert e[1] == t[1] == "StandardGammaBackward0"
+    np.testing.assert_allclose(e[2], t[2], rtol=1e-4)
+    np.testing.assert_array_equal(e[3], t[3])
+    assert str(e[4]).split(".")[-1] == str(t[4]).split(".")[-1] == "float64"
+    np.testing.assert_allclose(e[5], t[5], rtol=1e-4)

@@ -350,6 +350,7 @@ _LAZY_ATTRS = {
         "trunc trunc_ zero_ "
     ).split()], "ember._foreach"),
     "vmap": "ember.func",
+    **dict.fromkeys(["_standard_gamma", "_standard_gamma_grad"], "ember.distributions._special"),
     **dict.fromkeys(["UntypedStorage", "TypedStorage"], "ember.storage"),
     "PyTorchFileReader": "ember._archive",
     # PyTorch's C classes under torch (type annotations, isinstance): torch.jit's classes here

@@ -139,6 +139,8 @@ def standard_gamma_grad(alpha: np.ndarray, x: np.ndarray) -> np.ndarray:
 class _StandardGamma(Op):
     """out = a Gamma(alpha, 1) sample (drawn before)      grad_alpha = grad * dx/dalpha"""
 
+    node_name = "StandardGammaBackward0"
+
     @staticmethod
     def forward(ctx: Any, alpha: Any, sample: Any) -> Any:
         ctx.save_for_backward(alpha, sample)
@@ -165,7 +167,7 @@ class _StandardGammaGrad(Op):
                            "concentration is not implemented in ember")
 
 
-def standard_gamma(alpha: Any, shape: tuple) -> Any:
+def standard_gamma(alpha: Any, shape: tuple, generator: Any = None) -> Any:
     """Gamma(alpha, 1) samples of ``shape`` (alpha broadcast to it), from ember's generator,
     reparameterised: gradients flow to ``alpha``."""
     import ember
@@ -174,11 +176,23 @@ def standard_gamma(alpha: Any, shape: tuple) -> Any:
     from ._sampling import standard_gamma as _draw
 
     a = np.array(alpha.detach().expand(shape).cpu().numpy(), order="C")  # (0-d stays 0-d)
-    draw = _draw(default_generator, a.reshape(-1)).reshape(a.shape)  # PyTorch's sampler
+    gen = default_generator if generator is None else generator
+    draw = _draw(gen, a.reshape(-1)).reshape(a.shape)  # PyTorch's sampler
     sample = ember.as_tensor(draw, device=alpha.device)
     if alpha.requires_grad and ember.is_grad_enabled():
         return _StandardGamma.apply(alpha.expand(shape), sample)
     return sample
+
+
+def _standard_gamma(input: Any, generator: Any = None) -> Any:
+    """``torch._standard_gamma``: a Gamma(input, 1) sample of input's shape, PyTorch's sampler
+    and stream, differentiable in ``input`` (zuko's generalised normal draws through it)."""
+    return standard_gamma(input, tuple(input.shape), generator)
+
+
+def _standard_gamma_grad(input: Any, output: Any) -> Any:
+    """``torch._standard_gamma_grad``: d(sample)/d(concentration) at a sample ``output``."""
+    return _StandardGammaGrad.apply(input, output)
 
 
 def dirichlet(conc: Any, shape: tuple) -> Any:
