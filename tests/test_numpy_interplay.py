@@ -94,7 +94,45 @@ CASES = {
     "lt_str": lambda m: m.ones(3) < "abc",
     "ge_none": lambda m: m.ones(3) >= None,
     "eq_bool": lambda m: m.tensor([1.0, 0.0]) == True,  # noqa: E712
+    # arithmetic with lists, tuples, None: NotImplemented, so Python raises TypeError, or the
+    # other operand answers (a tuple subclass with __rmul__, as zuko's NestedTensor)
+    "t_times_list": lambda m: m.ones(2) * [1, 2],
+    "list_times_t": lambda m: [1, 2] * m.ones(2),
+    "t_plus_tuple": lambda m: m.ones(2) + (1, 2),
+    "t_pow_list": lambda m: m.ones(2) ** [1, 2],
+    "t_minus_none": lambda m: m.ones(2) - None,
+    "t_matmul_list": lambda m: m.ones(2) @ [1.0, 2.0],
+    "t_iadd_list": lambda m: _iadd(m.ones(2), [1, 2]),
+    "t_times_nested": lambda m: sum(m.tensor(2.0) * _Nested((m.ones(2), m.ones(2)))),
+    "t_rtruediv_nested": lambda m: sum(_Nested((m.ones(2),)) / m.tensor(2.0)),
+    # shifts, as bitwise_left_shift/bitwise_right_shift
+    "lshift": lambda m: m.tensor([1, 2]) << 1,
+    "rlshift": lambda m: 1 << m.tensor([1, 2]),
+    "rshift_negative": lambda m: m.tensor([-8, 8]) >> 1,
+    "lshift_tensor_int32": lambda m: m.tensor([1], dtype=m.int32) << m.tensor([2]),
+    "lshift_float": lambda m: m.tensor([1.5]) << 1,
+    "ilshift": lambda m: _ilshift(m.tensor([1, 2]), 2),
 }
+
+
+class _Nested(tuple):
+    """zuko's NestedTensor: a tuple of tensors that scales by a tensor from the left."""
+
+    def __rmul__(self, other):
+        return _Nested(other * x for x in self)
+
+    def __truediv__(self, other):
+        return _Nested(x / other for x in self)
+
+
+def _iadd(t, o):
+    t += o
+    return t
+
+
+def _ilshift(t, o):
+    t <<= o
+    return t
 
 
 
@@ -103,7 +141,7 @@ def _outcome(m, case: str):
         warnings.simplefilter("ignore")  # PyTorch's __array_wrap__ warns on NumPy 2
         try:
             return CASES[case](m)
-        except (TypeError, RuntimeError, ValueError) as e:
+        except (TypeError, RuntimeError, ValueError, NotImplementedError) as e:
             return type(e)
 
 

@@ -685,8 +685,10 @@ class Tensor(TensorBase):
             return ops.div(self, o)
         return NotImplemented
 
-    def __rtruediv__(self, o: Any) -> Any:
-        return ops.div(o, self) if isinstance(o, _OPERAND) or _foreign(o) else NotImplemented
+    def __rtruediv__(self, o: Any) -> Any:  # (arrays too, as PyTorch's: np.ones(3) / t)
+        if isinstance(o, _OPERAND) or _array_or_foreign(o):
+            return ops.div(o, self)
+        return NotImplemented
 
     def __floordiv__(self, o: Any) -> Any:
         if isinstance(o, _OPERAND) or _array_or_foreign(o):

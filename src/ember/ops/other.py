@@ -804,8 +804,8 @@ def _shift(name: str, fn: Any, a: Any, b: Any) -> Any:
     a, b = _as(a), _as(b)
     dt = _dtype.result_type(a, b)
     if dt.is_floating_point or dt.name == "bool":
-        raise RuntimeError(f"\"{name}_cpu\" not implemented for '{dt.name.capitalize()}': "
-                           "shifts need integer tensors")
+        raise NotImplementedError(f"\"{name}_cpu\" not implemented for "
+                                  f"'{_dtype.legacy_name(dt)}': shifts need integer tensors")
     x = a.detach().cpu().numpy().astype(dt.np)
     y = b.detach().cpu().numpy().astype(dt.np)
     return tensor(fn(x, y).astype(dt.np), device=a.device)
