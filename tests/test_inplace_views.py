@@ -471,6 +471,24 @@ def reading_grad_or_requires_grad_keeps_retain_on_stale_view(t):
     return out
 
 
+def relu_double_backward_reaches_its_result(t):
+    # relu's backward under create_graph is recorded (ThresholdBackwardBackward0), with a zero
+    # gradient for the saved result: a double backward fills .grad with zeros, and a
+    # retain_grad() on a view that relu_ changed sees them (views seed 387128568)
+    x = t.tensor([1.0, -2.0, 3.0], dtype=t.float64, requires_grad=True)
+    g, = t.autograd.grad(t.relu(x).sum(), x, create_graph=True)
+    g.sum().backward()
+    w = t.tensor([1.25, -0.75, -1.125, 0.875], dtype=t.float64, requires_grad=True)
+    y = (w * 2).reshape(1, 4)
+    v = y[0]
+    e = v.unsqueeze(0)
+    v.retain_grad()
+    v.relu_()
+    h, = t.autograd.grad((e ** 3).sum(), [w], create_graph=True)
+    h.sum().backward()
+    return x.grad, g.grad_fn, v.grad, w.grad
+
+
 CASES = [
     issue_example, mean_after_view_add, large_view_then_sum_is_finite, view_of_view,
     step_slice_exp, transposed_row, two_dim_slice_zero, view_rederived_after_base_changes,
@@ -494,6 +512,7 @@ CASES = [
     clone_and_cast_of_an_expanded_transpose_keep_its_dim_order,
     retained_view_sees_double_backward_through_inplace_input,
     reading_grad_or_requires_grad_keeps_retain_on_stale_view,
+    relu_double_backward_reaches_its_result,
 ]
 
 

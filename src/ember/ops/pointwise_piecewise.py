@@ -342,7 +342,26 @@ class Relu(Op):
                     grad.flags.c_contiguous and out.flags.c_contiguous:
                 return _keep_where_blocks(grad, out)
             return _keep_where(grad, ~np.less_equal(out, 0))  # (a NaN output passes grad)
-        return ctx.xp.where(out <= 0, 0, grad)  # a mask, not a product: inf * 0 would be nan
+        return ctx.call(ReluBackward, grad, out)  # (recorded under create_graph)
+
+
+class ReluBackward(Op):
+    """relu's backward, recorded under ``create_graph`` (PyTorch's ThresholdBackwardBackward0):
+    out = grad where not (result <= 0), else 0   (a mask, not a product: inf * 0 would be nan)
+    grad_grad = the same mask on gg          grad_result = zeros (so the result, and a hook or
+    ``retain_grad()`` on it, gets a zero gradient in the double backward, as PyTorch's)"""
+
+    node_name = "ThresholdBackwardBackward0"
+
+    @staticmethod
+    def forward(ctx: Any, grad: Any, result: Any) -> Any:
+        ctx.save_for_backward(result)
+        return ctx.xp.where(result <= 0, 0, grad)
+
+    @staticmethod
+    def backward(ctx: Any, gg: Any) -> Any:
+        (result,) = ctx.saved
+        return ctx.call(ReluBackward, gg, result), ctx.xp.zeros_like(result)
 
 
 class Abs(Op):
