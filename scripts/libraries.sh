@@ -39,7 +39,7 @@ fi
 P="$VENV/bin/python"
 if ! "$P" -c "import torchmetrics, lightning, transformers, diffusers" >/dev/null 2>&1; then
   "$P" -m pip install -q --upgrade pip >/dev/null 2>&1 || true
-  "$P" -m pip install -q -e "$ROOT"
+  "$P" -m pip install -q -e "$ROOT[bf16]"  # (bf16: the libraries use bfloat16)
   # the libraries themselves: --no-deps, so pip never pulls PyTorch in
   "$P" -m pip install -q --no-deps "torchmetrics>=1.9,<2" "lightning>=2.6,<3" \
     "transformers>=5,<6" "diffusers>=0.42,<1" "skorch>=1.4,<2" "accelerate>=1.10,<2" 2>&1 \

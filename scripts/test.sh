@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Set up a virtual environment with the test extras (and PyTorch 2.13 for the parity tests),
 # then run the whole test suite. Works on a fresh machine with only Python 3.11+.
-#   1. .venv-core: ember with its runtime dependencies alone (NumPy, ml_dtypes) + pytest; runs the
+#   1. .venv-core: ember with its runtime dependency alone (NumPy) + pytest; runs the
 #      core-only tests (tests/test_core_install.py and a few suites) there. About a minute.
 #   2. .venv: ember[test,demo] + torch 2.13 (CPU wheel) + torchvision 0.28 for the parity tests;
 #      ruff, then the whole suite on both cores (pytest -n 2) with the native core (ember._native,
@@ -30,13 +30,13 @@ QUICK_TESTS=(tests/test_autograd.py tests/test_tensor.py tests/test_ops_elementw
   tests/test_inplace_views.py tests/test_nn_module.py tests/test_nn_layers.py tests/test_nn_loss.py
   tests/test_optim.py tests/test_errors_misc.py tests/test_data.py tests/test_serialization.py
   tests/test_differential.py tests/test_pytorch_refusals.py tests/test_cli.py)
-echo "scripts/test.sh installs (first run only, a few minutes): .venv-core (ember, NumPy, ml_dtypes,"
+echo "scripts/test.sh installs (first run only, a few minutes): .venv-core (ember, NumPy,"
 echo "  pytest: ~100 MB) and .venv (ember[test,demo], torch 2.13 CPU, torchvision: ~1.3 GB, 750 MB"
 echo "  of it PyTorch). Then the tests: about 10-15 minutes on 2 cores (--quick: a subset, a few"
 echo "  minutes)."
 
 if [ "$#" -eq 0 ] && [ "$QUICK" -eq 0 ]; then
-  echo "== core-only install (.venv-core: numpy, ml_dtypes): installing, then a core test subset"
+  echo "== core-only install (.venv-core: numpy alone): installing, then a core test subset"
   [ -x .venv-core/bin/python ] || "$PY" -m venv .venv-core
   .venv-core/bin/python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
   .venv-core/bin/python -m pip uninstall -q -y torch >/dev/null 2>&1 || true

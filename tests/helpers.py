@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import gc
+import importlib.util
 import os
 import subprocess
 import sys
@@ -33,6 +34,9 @@ try:
 except ImportError:  # pragma: no cover - CI installs torch
     torch = None
     HAVE_TORCH = False
+
+# bfloat16 tensors need the bf16 extra (ml_dtypes); the core-only CI step runs without it
+HAVE_ML_DTYPES = importlib.util.find_spec("ml_dtypes") is not None
 
 
 def _to_ember(a: Any, requires_grad: bool, dtype: Any = None) -> Any:

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import ember as torch
+from helpers import HAVE_ML_DTYPES
 
 OPTIONAL = ("torch", "scipy", "cupy", "mpi4py", "safetensors", "tqdm", "matplotlib", "sklearn",
             "tensorboardX", "PIL")
@@ -47,7 +48,20 @@ def test_a_training_loop_on_the_core():
     assert all(torch.equal(state[k], v) for k, v in model.state_dict().items())
 
 
+def test_bfloat16_without_its_extra_says_what_to_install():
+    """The core install is NumPy alone; bfloat16 tensors need the bf16 extra (ml_dtypes). The
+    dtype and its finfo exist either way (libraries build dtype tables at import)."""
+    if HAVE_ML_DTYPES:
+        pytest.skip("ml_dtypes is installed here: the core-only step runs this")
+    assert torch.bfloat16.itemsize == 2 and torch.bfloat16.is_floating_point
+    with pytest.raises(RuntimeError, match=r"ember\[bf16\]"):
+        torch.ones(4, dtype=torch.bfloat16)
+    assert torch.ones(2, dtype=torch.float16).numpy().dtype == np.float16
+
+
 def test_half_types_on_the_core():
+    if not HAVE_ML_DTYPES:
+        pytest.skip("bfloat16 needs the bf16 extra (ml_dtypes)")
     b = torch.ones(4, dtype=torch.bfloat16) * 3
     assert b.dtype is torch.bfloat16 and b.numpy().dtype.name == "bfloat16"
     assert torch.finfo(torch.bfloat16).eps == 0.0078125

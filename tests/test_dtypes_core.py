@@ -1,4 +1,4 @@
-"""bfloat16 on every install, and PyTorch's limited-support unsigned types (uint16/32/64)."""
+"""bfloat16 where the bf16 extra (ml_dtypes) is installed, and its clear refusal where not, and PyTorch's limited-support unsigned types (uint16/32/64)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import ember
+from helpers import HAVE_ML_DTYPES
 
 
 def torch_or_skip():
@@ -25,6 +26,7 @@ def _dt(lib, name):
     return getattr(lib, name)
 
 
+@pytest.mark.skipif(not HAVE_ML_DTYPES, reason="bfloat16 needs the bf16 extra (ml_dtypes)")
 def test_bfloat16_is_real():
     assert ember.zeros(2, dtype=ember.bfloat16).dtype is ember.bfloat16
     assert ember.ones(2).to(ember.bfloat16).dtype is ember.bfloat16

@@ -25,6 +25,7 @@ from ember.nn.parameter import Parameter
 from ember.serialization import UnsafeCheckpointError, load, save
 from ember.serialization import _save as ser_save
 from ember.utils.dlpack import from_dlpack, to_dlpack
+from helpers import HAVE_ML_DTYPES
 
 try:
     import torch
@@ -72,6 +73,8 @@ def _sample(dt: str, shape=(3, 4)):
 
 @pytest.mark.parametrize("dt", ALL_DTYPES)
 def test_roundtrip_every_dtype(dt):
+    if dt == "bfloat16" and not HAVE_ML_DTYPES:
+        pytest.skip("bfloat16 needs the bf16 extra (ml_dtypes)")
     t = _sample(dt)
     r = _roundtrip({"t": t, "zero_d": t[1, 2], "empty": t[:0]})
     _same(r["t"], t)
@@ -568,6 +571,7 @@ def test_torch_legacy_format_is_refused(tmp_path):
         load(path)
 
 
+@pytest.mark.skipif(not HAVE_ML_DTYPES, reason="bfloat16 needs the bf16 extra (ml_dtypes)")
 def test_bfloat16_without_ml_dtypes(monkeypatch):
     buf = io.BytesIO()
     save({"h": ember.ones(2, dtype=ember.bfloat16)}, buf)
@@ -878,6 +882,7 @@ def _split(raw: bytes) -> tuple[str, bytes, dict[str, bytes], dict[str, bytes]]:
     return prefix, zf.read(pkl_name), storages, {}
 
 
+@pytest.mark.skipif(not HAVE_ML_DTYPES, reason="bfloat16 needs the bf16 extra (ml_dtypes)")
 def test_mutation_fuzz_only_loads_or_refuses():
     rng = np.random.default_rng(20240613)
     bases = _fuzz_bases()

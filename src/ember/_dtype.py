@@ -25,15 +25,16 @@ _COMPLEX = 6  # and of the complex dtypes
 
 
 def _load_bfloat16() -> Any:
-    """NumPy's bfloat16 from ml_dtypes (a core dependency). Loaded on first use, not at
-    ``import ember``: importing ml_dtypes takes a noticeable part of a second. Never substituted:
-    without ml_dtypes, using bfloat16 raises rather than quietly giving another dtype."""
+    """NumPy's bfloat16 from ml_dtypes (the ``bf16`` extra: the core install is NumPy alone).
+    Loaded on first use, not at ``import ember``: importing ml_dtypes takes a noticeable part
+    of a second. Never substituted: without ml_dtypes, using bfloat16 raises rather than quietly
+    giving another dtype."""
     try:
         import ml_dtypes
-    except ImportError as e:  # a broken install: ml_dtypes is one of ember's dependencies
+    except ImportError as e:
         raise RuntimeError(
-            "torch.bfloat16 needs the package ml_dtypes, one of ember's dependencies, which is "
-            "missing from this environment: pip install ml_dtypes") from e
+            "torch.bfloat16 tensors need the package ml_dtypes (NumPy has no bfloat16), which is "
+            "not installed: pip install 'ember[bf16]' (or pip install ml_dtypes)") from e
     return np.dtype(ml_dtypes.bfloat16)
 
 
