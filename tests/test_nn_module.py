@@ -681,3 +681,25 @@ def test_apply_to_a_second_device_keeps_identity():
 def test_print_parameter_says_parameter_containing():
     p = ember.nn.Parameter(ember.ones(2))
     assert str(p).startswith("Parameter containing:\ntensor(")
+
+
+def test_parameter_rebuilt_from_its_instance_dict_as_accelerate_does():
+    """accelerate's init_empty_weights (diffusers' from_pretrained) rebuilds a parameter as
+    type(p)(p.to(device), **p.__dict__): ember keeps its per-tensor fields in the instance dict
+    (a used parameter has _accum, _grad, _version there), so those names are accepted and
+    ignored; any other keyword is refused, as on torch."""
+    torch = pytest.importorskip("torch")
+
+    def run(m):
+        p = m.nn.Parameter(m.randn(2))
+        (p * 2).sum().backward()
+        with m.no_grad():
+            p.mul_(2)
+        kwargs = p.__dict__
+        kwargs["requires_grad"] = p.requires_grad
+        q = type(p)(p.to("cpu"), **kwargs)
+        with pytest.raises(TypeError, match="unexpected keyword argument 'foo'"):
+            m.nn.Parameter(m.randn(2), foo=1)
+        return type(q).__name__, q.requires_grad, q.grad is None, bool((q == p).all())
+
+    assert run(ember) == run(torch) == ("Parameter", True, True, True)

@@ -24,6 +24,18 @@ def _array_of(data: Any) -> Any:
     )
 
 
+def _internal_only(fields: dict) -> None:
+    """Keyword arguments that are ember's own per-tensor fields are ignored: a library that
+    rebuilds a parameter as ``type(p)(p.to(device), **p.__dict__)`` (accelerate's
+    init_empty_weights, which diffusers' from_pretrained uses) passes them, because ember keeps
+    them in the instance dict where PyTorch's C tensor keeps its own out of sight. Any other
+    name is refused as Python refuses it."""
+    for name in fields:
+        if name not in Tensor._INTERNAL and name not in ("_retains", "_lazy_device",
+                                                             "_lazy_dtype"):
+            raise TypeError(f"Parameter.__new__() got an unexpected keyword argument '{name}'")
+
+
 class Parameter(Tensor):
     """A Tensor that is a module parameter: assigning one to a Module attribute registers it.
 
@@ -41,7 +53,10 @@ class Parameter(Tensor):
     # operations on a Parameter give plain Tensors: it takes no part in __torch_function__
     __torch_function__ = _overrides.disabled_torch_function_impl
 
-    def __new__(cls, data: Tensor | None = None, requires_grad: bool = True) -> Parameter:
+    def __new__(cls, data: Tensor | None = None, requires_grad: bool = True,
+                **fields: Any) -> Parameter:
+        if fields:
+            _internal_only(fields)
         arr = _array_of(data)
         t = Tensor.__new__(cls)
         t._init_fields(arr, False)
@@ -51,7 +66,8 @@ class Parameter(Tensor):
             t._version = data._version  # in-place writes through either are seen by autograd
         return t
 
-    def __init__(self, data: Tensor | None = None, requires_grad: bool = True) -> None:
+    def __init__(self, data: Tensor | None = None, requires_grad: bool = True,
+                 **fields: Any) -> None:
         pass  # everything happens in __new__ (Tensor.__init__ is the legacy constructor)
 
     def __repr__(self) -> str:
