@@ -304,7 +304,7 @@ def view_strides(shape: tuple, strides: tuple, new: tuple, item: int) -> tuple |
     each stride the chunk's innermost stride times the sizes already placed, and a size-1
     dim of ``new`` takes the stride reached at its place (NumPy picks others for size-1 dims)."""
     if not shape:
-        return _contiguous_strides(new, item)
+        return _meta._c_strides(new, item)
     out = [0] * len(new)
     j = len(new) - 1
     unit = strides[-1]
@@ -336,14 +336,6 @@ def expand_restrided(x: Any, out: Any) -> Any:
     return out if st == out.strides else with_strides(out, st)
 
 
-def _contiguous_strides(shape: tuple, item: int) -> tuple:
-    """C-order byte strides as PyTorch's (a size-0 dim counts as size 1)."""
-    out = []
-    acc = item
-    for n in reversed(shape):
-        out.append(acc)
-        acc *= max(n, 1)
-    return tuple(reversed(out))
 
 
 def expand_strides(x: Any, shape: tuple) -> tuple:
