@@ -155,12 +155,7 @@ def zeros_like(input: Any, *, dtype: Any = None, layout: Any = None, device: Any
     dt, dev = _like("zeros_like", input, dtype, device, layout, memory_format)
     if (dev is not None or _backend.default_device is not None) and _backend.meta_target(dev):
         return _place(_meta_like(input, dt), dt, dev, requires_grad)
-    d = input._data
-    shape = d.shape
-    if (memory_format is None or memory_format is _PRESERVE) and d.flags.c_contiguous \
-            and 1 not in shape and 0 not in shape:
-        return _place(np.zeros(shape, dt.np), dt, dev, requires_grad)  # C order, the common case
-    return _place(_like_array(d, memory_format, np.zeros, dt.np), dt, dev, requires_grad)
+    return _place(_like_array(input._data, memory_format, np.zeros, dt.np), dt, dev, requires_grad)
 
 
 def ones_like(input: Any, *, dtype: Any = None, layout: Any = None, device: Any = None,
@@ -170,12 +165,7 @@ def ones_like(input: Any, *, dtype: Any = None, layout: Any = None, device: Any 
     dt, dev = _like("ones_like", input, dtype, device, layout, memory_format)
     if (dev is not None or _backend.default_device is not None) and _backend.meta_target(dev):
         return _place(_meta_like(input, dt), dt, dev, requires_grad)
-    d = input._data
-    shape = d.shape
-    if (memory_format is None or memory_format is _PRESERVE) and d.flags.c_contiguous \
-            and 1 not in shape and 0 not in shape:
-        return _place(np.ones(shape, dt.np), dt, dev, requires_grad)  # C order, the common case
-    return _place(_like_array(d, memory_format, np.ones, dt.np), dt, dev, requires_grad)
+    return _place(_like_array(input._data, memory_format, np.ones, dt.np), dt, dev, requires_grad)
 
 
 def empty_like(input: Any, *, dtype: Any = None, layout: Any = None, device: Any = None,
@@ -185,12 +175,7 @@ def empty_like(input: Any, *, dtype: Any = None, layout: Any = None, device: Any
     dt, dev = _like("empty_like", input, dtype, device, layout, memory_format)
     if (dev is not None or _backend.default_device is not None) and _backend.meta_target(dev):
         return _place(_meta_like(input, dt), dt, dev, requires_grad)
-    d = input._data
-    shape = d.shape
-    if (memory_format is None or memory_format is _PRESERVE) and d.flags.c_contiguous \
-            and 1 not in shape and 0 not in shape:
-        return _place(np.empty(shape, dt.np), dt, dev, requires_grad)  # C order, the common case
-    return _place(_like_array(d, memory_format, np.empty, dt.np), dt, dev, requires_grad)
+    return _place(_like_array(input._data, memory_format, np.empty, dt.np), dt, dev, requires_grad)
 
 
 def full_like(input: Any, fill_value: Any, *, dtype: Any = None, layout: Any = None,
@@ -201,12 +186,8 @@ def full_like(input: Any, fill_value: Any, *, dtype: Any = None, layout: Any = N
     fill_value = _fill_in(_fill_value("full_like", fill_value), dt)
     if (dev is not None or _backend.default_device is not None) and _backend.meta_target(dev):
         return _place(_meta_like(input, dt), dt, dev, requires_grad)
-    d = input._data
-    shape = d.shape
-    if (memory_format is None or memory_format is _PRESERVE) and d.flags.c_contiguous \
-            and 1 not in shape and 0 not in shape:
-        return _place(np.full(shape, fill_value, dt.np), dt, dev, requires_grad)  # C order
-    return _place(_like_array(d, memory_format, lambda n, t: np.full(n, fill_value, t), dt.np),
+    return _place(_like_array(input._data, memory_format,
+                              lambda n, t: np.full(n, fill_value, t), dt.np),
                   dt, dev, requires_grad)
 
 
@@ -688,6 +669,9 @@ def _like_array(d: Any, memory_format: Any, make: Any, np_dtype: Any) -> Any:
     """A ``*_like`` result's array for the input array ``d`` in PyTorch's layout
     (``_like_strides``), its memory made by ``make(count, np_dtype)`` (``np.zeros``...)."""
     shape = d.shape
+    if (memory_format is None or memory_format is _PRESERVE) and d.flags.c_contiguous \
+            and 1 not in shape and 0 not in shape:
+        return make(shape, np_dtype)  # C order, the common case
     st = _like_strides(d, memory_format)
     if st is None:
         return make(shape, np_dtype)
