@@ -52,6 +52,37 @@ def _array_or_foreign(o: Any) -> bool:
     return hasattr(t, "__torch_function__") or (hasattr(t, "dtype") and hasattr(t, "shape"))
 
 
+def _binary(fn: Any) -> Any:
+    """``x <op> o`` for the op function ``fn``: ``fn(x, o)``, or NotImplemented for an operand
+    PyTorch's operators do not take."""
+    def method(self: Any, o: Any) -> Any:
+        if isinstance(o, _OPERAND) or _array_or_foreign(o):
+            return fn(self, o)
+        return NotImplemented
+    return method
+
+
+def _reflected(fn: Any, arrays: bool = False, swap: bool = True) -> Any:
+    """``o <op> x`` for the op function ``fn``: ``fn(o, x)`` (``fn(x, o)`` where the op
+    commutes); arrays only where PyTorch's reflected operator takes them."""
+    take = _array_or_foreign if arrays else _foreign
+
+    def method(self: Any, o: Any) -> Any:
+        if isinstance(o, _OPERAND) or take(o):
+            return fn(o, self) if swap else fn(self, o)
+        return NotImplemented
+    return method
+
+
+def _inplace(fn: Any) -> Any:
+    """``x <op>= o``: ``inplace(x, fn, o)``, or NotImplemented as ``_binary``."""
+    def method(self: Any, o: Any) -> Any:
+        if isinstance(o, _OPERAND) or _array_or_foreign(o):
+            return inplace(self, fn, o)
+        return NotImplemented
+    return method
+
+
 class Tensor(TensorBase):
     """A multi-dimensional array with a dtype, a device and optional gradient tracking.
 
@@ -656,73 +687,15 @@ class Tensor(TensorBase):
     # as a tensor of the same values. Anything else (a list, a tuple, None) gives NotImplemented,
     # so Python asks the other operand (zuko's NestedTensor, a tuple, defines __rmul__) or raises
     # TypeError; the function forms (torch.add(x, [1, 2])) still convert lists.
-    def __add__(self, o: Any) -> Any:
-        if isinstance(o, _OPERAND) or _array_or_foreign(o):
-            return ops.add(self, o)
-        return NotImplemented
-
-    def __radd__(self, o: Any) -> Any:
-        return ops.add(o, self) if isinstance(o, _OPERAND) or _foreign(o) else NotImplemented
-
-    def __sub__(self, o: Any) -> Any:
-        if isinstance(o, _OPERAND) or _array_or_foreign(o):
-            return ops.sub(self, o)
-        return NotImplemented
-
-    def __rsub__(self, o: Any) -> Any:
-        return ops.sub(o, self) if isinstance(o, _OPERAND) or _foreign(o) else NotImplemented
-
-    def __mul__(self, o: Any) -> Any:
-        if isinstance(o, _OPERAND) or _array_or_foreign(o):
-            return ops.mul(self, o)
-        return NotImplemented
-
-    def __rmul__(self, o: Any) -> Any:
-        return ops.mul(o, self) if isinstance(o, _OPERAND) or _foreign(o) else NotImplemented
-
-    def __truediv__(self, o: Any) -> Any:
-        if isinstance(o, _OPERAND) or _array_or_foreign(o):
-            return ops.div(self, o)
-        return NotImplemented
-
-    def __rtruediv__(self, o: Any) -> Any:  # (arrays too, as PyTorch's: np.ones(3) / t)
-        if isinstance(o, _OPERAND) or _array_or_foreign(o):
-            return ops.div(o, self)
-        return NotImplemented
-
-    def __floordiv__(self, o: Any) -> Any:
-        if isinstance(o, _OPERAND) or _array_or_foreign(o):
-            return ops.floor_divide(self, o)
-        return NotImplemented
-
-    def __rfloordiv__(self, o: Any) -> Any:
-        if isinstance(o, _OPERAND) or _foreign(o):
-            return ops.floor_divide(o, self)
-        return NotImplemented
-
-    def __mod__(self, o: Any) -> Any:
-        if isinstance(o, _OPERAND) or _array_or_foreign(o):
-            return ops.remainder(self, o)
-        return NotImplemented
-
-    def __rmod__(self, o: Any) -> Any:
-        return ops.remainder(o, self) if isinstance(o, _OPERAND) or _foreign(o) else NotImplemented
-
-    def __pow__(self, o: Any) -> Any:
-        if isinstance(o, _OPERAND) or _array_or_foreign(o):
-            return ops.pow(self, o)
-        return NotImplemented
-
-    def __rpow__(self, o: Any) -> Any:
-        return ops.pow(o, self) if isinstance(o, _OPERAND) or _foreign(o) else NotImplemented
-
-    def __matmul__(self, o: Any) -> Any:
-        if isinstance(o, _OPERAND) or _array_or_foreign(o):
-            return ops.matmul(self, o)
-        return NotImplemented
-
-    def __rmatmul__(self, o: Any) -> Any:
-        return ops.matmul(o, self) if isinstance(o, _OPERAND) or _foreign(o) else NotImplemented
+    __add__, __radd__ = _binary(ops.add), _reflected(ops.add)
+    __sub__, __rsub__ = _binary(ops.sub), _reflected(ops.sub)
+    __mul__, __rmul__ = _binary(ops.mul), _reflected(ops.mul)
+    # (array / tensor takes the array, as PyTorch's reflected true division does)
+    __truediv__, __rtruediv__ = _binary(ops.div), _reflected(ops.div, arrays=True)
+    __floordiv__, __rfloordiv__ = _binary(ops.floor_divide), _reflected(ops.floor_divide)
+    __mod__, __rmod__ = _binary(ops.remainder), _reflected(ops.remainder)
+    __pow__, __rpow__ = _binary(ops.pow), _reflected(ops.pow)
+    __matmul__, __rmatmul__ = _binary(ops.matmul), _reflected(ops.matmul)
 
     __neg__ = ops.neg
 
@@ -733,53 +706,13 @@ class Tensor(TensorBase):
 
     __invert__ = ops.bitwise_not
 
-    def __and__(self, o: Any) -> Any:
-        if isinstance(o, _OPERAND) or _array_or_foreign(o):
-            return ops.bitwise_and(self, o)
-        return NotImplemented
-
-    def __rand__(self, o: Any) -> Any:
-        if isinstance(o, _OPERAND) or _foreign(o):
-            return ops.bitwise_and(self, o)
-        return NotImplemented
-
-    def __or__(self, o: Any) -> Any:
-        if isinstance(o, _OPERAND) or _array_or_foreign(o):
-            return ops.bitwise_or(self, o)
-        return NotImplemented
-
-    def __ror__(self, o: Any) -> Any:
-        return ops.bitwise_or(self, o) if isinstance(o, _OPERAND) or _foreign(o) else NotImplemented
-
-    def __xor__(self, o: Any) -> Any:
-        if isinstance(o, _OPERAND) or _array_or_foreign(o):
-            return ops.bitwise_xor(self, o)
-        return NotImplemented
-
-    def __rxor__(self, o: Any) -> Any:
-        if isinstance(o, _OPERAND) or _foreign(o):
-            return ops.bitwise_xor(self, o)
-        return NotImplemented
-
-    def __lshift__(self, o: Any) -> Any:
-        if isinstance(o, _OPERAND) or _array_or_foreign(o):
-            return ops.bitwise_left_shift(self, o)
-        return NotImplemented
-
-    def __rlshift__(self, o: Any) -> Any:
-        if isinstance(o, _OPERAND) or _foreign(o):
-            return ops.bitwise_left_shift(o, self)
-        return NotImplemented
-
-    def __rshift__(self, o: Any) -> Any:
-        if isinstance(o, _OPERAND) or _array_or_foreign(o):
-            return ops.bitwise_right_shift(self, o)
-        return NotImplemented
-
-    def __rrshift__(self, o: Any) -> Any:
-        if isinstance(o, _OPERAND) or _foreign(o):
-            return ops.bitwise_right_shift(o, self)
-        return NotImplemented
+    # (and, or, xor commute: the reflected forms keep the tensor first)
+    __and__, __rand__ = _binary(ops.bitwise_and), _reflected(ops.bitwise_and, swap=False)
+    __or__, __ror__ = _binary(ops.bitwise_or), _reflected(ops.bitwise_or, swap=False)
+    __xor__, __rxor__ = _binary(ops.bitwise_xor), _reflected(ops.bitwise_xor, swap=False)
+    __lshift__, __rlshift__ = _binary(ops.bitwise_left_shift), _reflected(ops.bitwise_left_shift)
+    __rshift__, __rrshift__ = (_binary(ops.bitwise_right_shift),
+                               _reflected(ops.bitwise_right_shift))
 
     # comparisons take what PyTorch's take: tensors, numbers and NumPy scalars (arrays for ==);
     # anything else (None, a string, an enum member, a list) gives NotImplemented, so Python
@@ -807,70 +740,13 @@ class Tensor(TensorBase):
         return ops.ge(self, o) if isinstance(o, _OPERAND) else NotImplemented
 
     # in-place operators: x += y is x.add_(y) (PyTorch's semantics, incl. the leaf check)
-    def __iadd__(self, o: Any) -> Any:
-        if isinstance(o, _OPERAND) or _array_or_foreign(o):
-            return inplace(self, ops.add, o)
-        return NotImplemented
-
-    def __isub__(self, o: Any) -> Any:
-        if isinstance(o, _OPERAND) or _array_or_foreign(o):
-            return inplace(self, ops.sub, o)
-        return NotImplemented
-
-    def __imul__(self, o: Any) -> Any:
-        if isinstance(o, _OPERAND) or _array_or_foreign(o):
-            return inplace(self, ops.mul, o)
-        return NotImplemented
-
-    def __itruediv__(self, o: Any) -> Any:
-        if isinstance(o, _OPERAND) or _array_or_foreign(o):
-            return inplace(self, ops.div, o)
-        return NotImplemented
-
-    def __ifloordiv__(self, o: Any) -> Any:
-        if isinstance(o, _OPERAND) or _array_or_foreign(o):
-            return inplace(self, ops.floor_divide, o)
-        return NotImplemented
-
-    def __imod__(self, o: Any) -> Any:
-        if isinstance(o, _OPERAND) or _array_or_foreign(o):
-            return inplace(self, ops.remainder, o)
-        return NotImplemented
-
-    def __ipow__(self, o: Any) -> Any:
-        if isinstance(o, _OPERAND) or _array_or_foreign(o):
-            return inplace(self, ops.pow, o)
-        return NotImplemented
-
-    def __imatmul__(self, o: Any) -> Any:
-        if isinstance(o, _OPERAND) or _array_or_foreign(o):
-            return inplace(self, ops.matmul, o)
-        return NotImplemented
-
-    def __iand__(self, o: Any) -> Any:
-        if isinstance(o, _OPERAND) or _array_or_foreign(o):
-            return inplace(self, ops.bitwise_and, o)
-        return NotImplemented
-
-    def __ior__(self, o: Any) -> Any:
-        if isinstance(o, _OPERAND) or _array_or_foreign(o):
-            return inplace(self, ops.bitwise_or, o)
-        return NotImplemented
-
-    def __ixor__(self, o: Any) -> Any:
-        if isinstance(o, _OPERAND) or _array_or_foreign(o):
-            return inplace(self, ops.bitwise_xor, o)
-        return NotImplemented
-
-    def __ilshift__(self, o: Any) -> Any:
-        if isinstance(o, _OPERAND) or _array_or_foreign(o):
-            return inplace(self, ops.bitwise_left_shift, o)
-        return NotImplemented
-
-    def __irshift__(self, o: Any) -> Any:
-        if isinstance(o, _OPERAND) or _array_or_foreign(o):
-            return inplace(self, ops.bitwise_right_shift, o)
-        return NotImplemented
+    __iadd__, __isub__, __imul__ = _inplace(ops.add), _inplace(ops.sub), _inplace(ops.mul)
+    __itruediv__, __ifloordiv__ = _inplace(ops.div), _inplace(ops.floor_divide)
+    __imod__, __ipow__ = _inplace(ops.remainder), _inplace(ops.pow)
+    __imatmul__ = _inplace(ops.matmul)
+    __iand__, __ior__ = _inplace(ops.bitwise_and), _inplace(ops.bitwise_or)
+    __ixor__ = _inplace(ops.bitwise_xor)
+    __ilshift__, __irshift__ = _inplace(ops.bitwise_left_shift), _inplace(ops.bitwise_right_shift)
 
     # -- in-place methods that are not an op's twin (the twins: _tensor_methods.INPLACE_TWINS)
     def copy_(self, src: Any, non_blocking: bool = False) -> Tensor:
@@ -1008,6 +884,8 @@ _overrides.register(Tensor)
 for _name, _fn in list(Tensor.__dict__.items()):
     if type(_fn) is _types.FunctionType and (_name[0] != "_" or _name in _DISPATCHED_DUNDERS) \
             and _name != "as_subclass":
+        if _fn.__name__ == "method":  # an operator made by _binary/_reflected/_inplace
+            _fn.__name__ = _name
         _d = _overrides.dispatcher(_fn, operator=_name in _overrides.BINARY_OPERATORS)
         _d.__module__, _d.__qualname__ = Tensor.__module__, f"Tensor.{_name}"  # pickles so
         setattr(Tensor, _name, _d)
