@@ -371,7 +371,11 @@ KI df two_prod(float a, float b)
  * |n| <= 1, and |rh| <= ln2/2) and rl = n (LN2_HI - ln2); exp(rh) = 1 + p, p = rh + rh^2 Q(rh),
  * Q Taylor's to rh^8 (remainder below 2^-31), p as ph + pl (rh - ph is exact: Sterbenz) and
  * 1 + ph summed exactly; exp(rl) = 1 + rl; s1 s2 = 2^n (each a normal float32). */
-KI df exp_df(float z, float zl, float *s1, float *s2)
+/* exp_df's and expm1_df's shared steps: n, the reduced argument's rl, p = ph + pl, and
+ * exp(rh) exp(rl) = a.hi + lo */
+typedef struct { df a; float lo, ph, pl, rl; int32_t n; } exp_parts;
+
+KI exp_parts exp_reduce(float z, float zl)
 {
     float kd = z * 1.44269504088896341f + 12582912.0f;  /* 1.5 * 2^23: rounds to an integer */
     float kf = kd - 12582912.0f;
@@ -388,6 +392,16 @@ KI df exp_df(float z, float zl, float *s1, float *s2)
     float pl = fmaf(r2, q, rh - ph);
     df a = fast_two_sum(1.0f, ph);
     float lo = fmaf(rl, a.hi, a.lo + pl);
+    exp_parts e = {a, lo, ph, pl, rl, n};
+    return e;
+}
+
+KI df exp_df(float z, float zl, float *s1, float *s2)
+{
+    exp_parts e0 = exp_reduce(z, zl);
+    df a = e0.a;
+    float lo = e0.lo;
+    int32_t n = e0.n;
     int32_t n1 = n >> 1, n2 = n - n1;
     uint32_t b1 = (uint32_t)(n1 + 127) << 23, b2 = (uint32_t)(n2 + 127) << 23;
     memcpy(s1, &b1, 4);
@@ -482,21 +496,10 @@ KI df scaled_x(float x, double v)  /* x v as a df */
  * n = 0 (|z| <= ln2/2) ph + pl + rl (1 + ph) with no cancellation, else 2^n (1 + p) - 1 */
 KI df expm1_df(float z, float zl)
 {
-    float kd = z * 1.44269504088896341f + 12582912.0f;
-    float kf = kd - 12582912.0f;
-    uint32_t kb;
-    memcpy(&kb, &kd, 4);
-    int32_t n = (int32_t)(kb - 0x4B400000u);
-    float rh = fmaf(-kf, 0.693147182464599609375f, z);
-    float rl = fmaf(kf, 1.904654299957768e-09f, zl);
-    float q = fmaf(fmaf(fmaf(fmaf(fmaf(fmaf(2.48015873e-05f, rh, 1.98412698e-04f), rh,
-                                       1.38888889e-03f), rh, 8.33333333e-03f), rh,
-                             4.16666667e-02f), rh, 1.66666667e-01f), rh, 0.5f);
-    float r2 = rh * rh;
-    float ph = fmaf(r2, q, rh);
-    float pl = fmaf(r2, q, rh - ph);
-    df a = fast_two_sum(1.0f, ph);
-    float lo = fmaf(rl, a.hi, a.lo + pl);
+    exp_parts e0 = exp_reduce(z, zl);
+    df a = e0.a;
+    float lo = e0.lo, ph = e0.ph, pl = e0.pl, rl = e0.rl;
+    int32_t n = e0.n;
     uint32_t b = (uint32_t)(n + 127) << 23;
     float sc;
     memcpy(&sc, &b, 4);
