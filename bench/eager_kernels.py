@@ -131,22 +131,9 @@ def amp_mlp(m: Any, repeat: int) -> dict[str, float]:
     """The issue's MLP step (1024-2048-1024-10, batch 256, AdamW) in float32 and under
     ``autocast("cpu", dtype=bfloat16)`` (ember: with the kernels off and on), best of
     ``repeat`` interleaved rounds, ms."""
-    m.manual_seed(0)
-    nn = m.nn
-    net = nn.Sequential(nn.Linear(1024, 2048), nn.ReLU(), nn.Linear(2048, 1024), nn.ReLU(),
-                        nn.Linear(1024, 10))
-    opt = m.optim.AdamW(net.parameters(), lr=1e-3)
-    x, y = m.randn(256, 1024), m.randint(0, 10, (256,))
+    from bench.autocast_mlp import make_step
 
-    def step(amp: bool) -> None:
-        opt.zero_grad()
-        if amp:
-            with m.autocast("cpu", dtype=m.bfloat16):
-                loss = nn.functional.cross_entropy(net(x), y)
-        else:
-            loss = nn.functional.cross_entropy(net(x), y)
-        loss.backward()
-        opt.step()
+    step = make_step(m)
 
     def off() -> None:
         with L.disabled():
