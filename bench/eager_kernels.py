@@ -91,6 +91,7 @@ def _all_cases(m: Any) -> dict[str, tuple[Any, str]]:
         "SGD momentum.step": (_opt_step(m, "SGD", lr=0.1, momentum=0.9), "p"),
         "RMSprop.step": (_opt_step(m, "RMSprop", lr=1e-3), "p"),
         "RMSprop mom+ctr": (_opt_step(m, "RMSprop", lr=1e-3, momentum=0.9, centered=True), "p"),
+        "erfinv": (m.erfinv, "u"),  # (uniform in (-0.999, 0.999), its domain, either way)
     }
 
 
@@ -193,7 +194,8 @@ def main() -> None:
               "bn": rng.standard_normal((32, 64, 56, 56)).astype(np.float32),
               "gn": rng.standard_normal((16, 256, 32, 32)).astype(np.float32),
               "cv": rng.standard_normal((16, 64, 56, 56)).astype(np.float32),
-              "emb": rng.standard_normal((10000, 512)).astype(np.float32)}
+              "emb": rng.standard_normal((10000, 512)).astype(np.float32),
+              "u": ((rng.random(4 << 20) * 2 - 1) * 0.999).astype(np.float32)}
     print(L.describe())
     before, after, ref = {}, {}, {}
     if args.engine != "torch":

@@ -22,6 +22,9 @@
  *   where a rounding would cost the budget; "Float32-arithmetic kernels" below): within 1 ulp
  *   (0.73, and 0.76 where the result is subnormal), the same bits in every variant
  *   (tests/test_kernels_f32.py);
+ * - float32 erfinv computes in float64 from two polynomials in w = -log(1 - x^2) fitted to 5e-10
+ *   relative (scripts/fit_erfinv.py) and rounds once: within 1 ulp (0.507); its backward from
+ *   the output, in float64, rounded once (tests/test_kernels_erfinv.py);
  * - float64 gelu (tanh form) and its backward: a few ulp, as the NumPy formula;
  * - the float32 exp of softmax and log_softmax: within 1 ulp; row sums in float64 accumulators.
  */
@@ -319,6 +322,93 @@ KI float k_mish_backward32(float xf, float gf)  /* grad (t + x sigmoid(x) (1 - t
     double d = n / m + xc * (e / (1.0 + e)) * (4.0 * (n + 1.0) / (m * m));
     d = x == INFINITY ? NAN : d;  /* inf * 0 in the formula: NaN, as PyTorch's */
     return (float)(x != x ? x : (double)gf * d);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * erfinv in float64 arithmetic, for float32 results: erfinv(x) = x P(w), w = -log(1 - x^2)
+ * (1 - x^2 is exact in float64 for a float32 x), one polynomial for w <= 5 and one in sqrt(w)
+ * for the tail (float32's largest x below 1 gives w = 15.94); scripts/fit_erfinv.py fitted them
+ * (max relative errors below). Polynomials by fma (correctly rounded in every variant: the
+ * CLONES_FMA kernels), one rounding to float32 at the end: within 1 ulp (0.5 + 0.01). */
+/* max relative error 4.28e-10 */
+static const double ERFINV_C[12] = {1.5014093517052813, 0.6166006892092034, -0.02610827961502916, -0.0195735088983879, 0.00852592532661195, -0.0004881858605163536, -0.0008364430702307, 0.00029284176156220014, 2.5128110797658792e-05, -4.2105503519300626e-05, 4.161303952784653e-06, 3.1872607317399967e-06};
+/* max relative error 5.16e-10 */
+static const double ERFINV_T[12] = {2.951328577069128, 0.885158491348395, 0.005569426913014489, -0.0037102934409776697, 0.002348471343729434, -0.0013719802617001052, 0.0006055293724386566, -0.00013739335304307457, -4.507937675361294e-05, 4.993202173935842e-05, -8.647497852603637e-06, -3.238285028756752e-06};
+#define ERFINV_W0 5.0
+#define ERFINV_XC 0.99662511f  /* float32 x below it has w < 5 */
+#define ERFINV_S0 2.23606797749979  /* sqrt(W0) */
+#define ERFINV_S1 4.0               /* sqrt(16): the tail's end */
+
+/* log(y) for y in [2^-24, 1] to ~1e-12 relative: y = 2^e m, m in [sqrt(1/2), sqrt(2)),
+ * log(m) = 2 atanh(s), s = (m - 1)/(m + 1), |s| <= 0.172, as s (2 + z R(z)), z = s^2 */
+KI double log_unit(double y)
+{
+    uint64_t b;
+    memcpy(&b, &y, 8);
+    /* the biased exponent as a double without an int64 -> double conversion (AVX-512F has
+     * none for vectors): 2^52 + e' has e' in its low bits */
+    uint64_t eb = (b >> 52) | 0x4330000000000000ULL;
+    uint64_t mb = (b & 0x000FFFFFFFFFFFFFULL) | 0x3FF0000000000000ULL;
+    double m, ef;
+    memcpy(&m, &mb, 8);
+    memcpy(&ef, &eb, 8);
+    ef = ef - (4503599627370496.0 + 1023.0);
+    ef = m > 1.4142135623730951 ? ef + 1.0 : ef;
+    m = m > 1.4142135623730951 ? 0.5 * m : m;
+    double f = m - 1.0;  /* exact */
+    double s = f / (2.0 + f), z = s * s;
+    double r = fma(z, fma(z, fma(z, fma(z, fma(z, 2.0 / 15, 2.0 / 13), 2.0 / 11), 2.0 / 9),
+                          2.0 / 7), 2.0 / 5);
+    r = fma(z, r, 2.0 / 3);
+    return fma(ef, 0.6931471805599453, s * fma(z, r, 2.0));
+}
+
+KI double horner_fma(double t, const double *c, int n)  /* c[0] + c[1] t + ... */
+{
+    double p = c[n - 1];
+    for (int i = n - 2; i >= 0; i--)
+        p = fma(p, t, c[i]);
+    return p;
+}
+
+KI double erfinv_w(double x)  /* w = -log(1 - x^2) for |x| < 1 (0.5's elsewhere) */
+{
+    return -log_unit(fabs(x) < 1.0 ? 1.0 - x * x : 0.5);
+}
+
+KI double erfinv_central(double w)
+{
+    return horner_fma(w * (2.0 / ERFINV_W0) - 1.0, ERFINV_C, 12);
+}
+
+KI float erfinv_finish(double x, double r)  /* +-inf at +-1, NaN beyond and for NaN */
+{
+    r = fabs(x) == 1.0 ? x * INFINITY : r;
+    return (float)(fabs(x) <= 1.0 ? r : NAN);
+}
+
+KI float k_erfinv32(float xf)
+{
+    double x = xf, w = erfinv_w(x);
+    double pc = erfinv_central(w);
+    double pt = horner_fma((sqrt(w) - ERFINV_S0) * (2.0 / (ERFINV_S1 - ERFINV_S0)) - 1.0,
+                           ERFINV_T, 12);
+    return erfinv_finish(x, x * (w <= ERFINV_W0 ? pc : pt));
+}
+
+KI float k_erfinv_central32(float xf)  /* k_erfinv32 where |x| < ERFINV_XC (w < 5) */
+{
+    double x = xf;
+    return (float)(x * erfinv_central(erfinv_w(x)));
+}
+
+/* erfinv's derivative times grad, from its output y: grad sqrt(pi)/2 exp(y^2) (y^2 exact) */
+KI float k_erfinv_backward32(float yf, float gf)
+{
+    double y = yf;
+    double e = k_exp(y * y < 710.0 ? y * y : 710.0);  /* (y = +-inf: 710, still inf below) */
+    double d = (double)gf * (0.88622692545275801365 * e);
+    return (float)(y != y ? y : y * y > 710.0 ? (double)gf * INFINITY : d);
 }
 
 
@@ -805,6 +895,26 @@ BINARY(tanh_backward_f32, float, TANH_BACKWARD)
 BINARY(tanh_backward_f64, double, TANH_BACKWARD)
 BINARY(sigmoid_backward_f32, float, SIGMOID_BACKWARD)
 BINARY(sigmoid_backward_f64, double, SIGMOID_BACKWARD)
+/* erfinv: blocks of 64 inside |x| < ERFINV_XC (uniform inputs: nearly all) skip the tail's
+ * polynomial and square root; the central lanes' value is the same in both loops */
+CLONES_FMA static void erfinv_f32(const void *xv, void *yv, Py_ssize_t i0, Py_ssize_t i1)
+{
+    const float *RESTRICT x = (const float *)xv;
+    float *RESTRICT y = (float *)yv;
+    for (Py_ssize_t b = i0; b < i1; b += 64) {
+        Py_ssize_t e = i1 - b < 64 ? i1 : b + 64;
+        int out = 0;
+        for (Py_ssize_t i = b; i < e; i++)
+            out |= !(fabsf(x[i]) < ERFINV_XC);
+        if (out)
+            for (Py_ssize_t i = b; i < e; i++)
+                y[i] = k_erfinv32(x[i]);
+        else
+            for (Py_ssize_t i = b; i < e; i++)
+                y[i] = k_erfinv_central32(x[i]);
+    }
+}
+BINARYF(erfinv_backward_f32, k_erfinv_backward32)
 
 /* ---------------------------------------------------------------------------------------------
  * Row kernels: rows [r0, r1) of an (rows, n) C-ordered matrix, n >= 1. Reductions run in LANES
@@ -2140,6 +2250,8 @@ UNARY_PY(logsigmoid, logsigmoid_f32, NULL)
 BINARY_PY(logsigmoid_backward, logsigmoid_backward_f32, NULL)
 BINARY_PY(tanh_backward, tanh_backward_f32, tanh_backward_f64)
 BINARY_PY(sigmoid_backward, sigmoid_backward_f32, sigmoid_backward_f64)
+UNARY_PY(erfinv, erfinv_f32, NULL)
+BINARY_PY(erfinv_backward, erfinv_backward_f32, NULL)
 
 /* the row length, last argument; the arrays' sizes a multiple of it */
 static int row_length(PyObject *const *args, Py_ssize_t nargs, Py_ssize_t at, Py_ssize_t *n)
@@ -3272,6 +3384,8 @@ static PyMethodDef kernels_methods[] = {
     FAST(half_cast, "half_cast(src, dst, mode): float32 <-> bfloat16 (0, 1) or float16 (2, 3)."),
     FAST(sgd_momentum, "sgd_momentum(d, g, buf, momentum, 1 - dampening, lr, nesterov)."),
     FAST(bernoulli53, "bernoulli53(capsule, limit, out, scale, direct): dropout's noise from a bit generator."),
+    FAST(erfinv, "erfinv(x, out): float32 erfinv, within 1 ulp."),
+    FAST(erfinv_backward, "erfinv_backward(y, grad, out): grad sqrt(pi)/2 exp(y^2), float32."),
     {"isa", (PyCFunction)py_isa, METH_NOARGS, "isa(): the instruction set the kernels run on."},
     {"set_num_threads", (PyCFunction)py_set_num_threads, METH_O,
      "set_num_threads(n): threads a large kernel splits over (1: the calling thread alone)."},

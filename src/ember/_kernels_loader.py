@@ -138,6 +138,27 @@ def erfc(x: Any) -> np.ndarray | None:
     return out
 
 
+def erfinv(x: Any) -> np.ndarray | None:
+    """erfinv(x) of a float32 array, within 1 ulp; None where the kernel does not apply."""
+    k = active
+    if k is None or not _ok(x):
+        return None
+    out = np.empty_like(x)
+    k.erfinv(x, out)
+    return out
+
+
+def erfinv_backward(y: Any, grad: Any) -> np.ndarray | None:
+    """grad * sqrt(pi)/2 * exp(y^2) from erfinv's output y (its derivative), float32, one
+    rounding; None where the kernel does not apply."""
+    k = active
+    if k is None or not _ok2(y, grad):
+        return None
+    out = np.empty_like(y)
+    k.erfinv_backward(y, grad, out)
+    return out
+
+
 def erf_backward(x: Any, grad: Any, complement: bool = False) -> np.ndarray | None:
     """grad * 2/sqrt(pi) * exp(-x^2) (erf's derivative; negated for erfc), float32."""
     k = active

@@ -236,6 +236,9 @@ def erfcx(x: Any) -> Any:
 
 def erfinv(x: Any) -> Any:
     """The inverse error function: erfinv(erf(y)) = y; +-inf at +-1, nan outside [-1, 1]."""
+    fast = _kernels.erfinv(x)  # float32: the eager kernel (1 ulp), else SciPy's, else Halley's
+    if fast is not None:
+        return fast
     fast = _scipy("erfinv", x)
     if fast is not None:
         return fast

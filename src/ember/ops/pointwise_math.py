@@ -699,9 +699,8 @@ class Erf(Op):
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
         (x,) = ctx.saved
-        if (gx := _kernels.erf_backward(x, grad)) is not None:  # (arrays only: not create_graph)
-            return gx
-        return grad * (2 / math.sqrt(math.pi)) * ctx.xp.exp(-(x * x))
+        gx = _kernels.erf_backward(x, grad)  # (arrays only: not create_graph)
+        return gx if gx is not None else grad * (2 / math.sqrt(math.pi)) * ctx.xp.exp(-(x * x))
 
 
 class Erfc(Op):
@@ -732,7 +731,8 @@ class Erfinv(Op):
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
         (out,) = ctx.saved
-        return grad * (math.sqrt(math.pi) / 2) * ctx.xp.exp(out * out)
+        gx = _kernels.erfinv_backward(out, grad)  # (arrays only: not create_graph)
+        return gx if gx is not None else grad * (math.sqrt(math.pi) / 2) * ctx.xp.exp(out * out)
 
 
 class Frac(Op):

@@ -1,0 +1,168 @@
+"""The float32 erfinv eager kernel and its backward (ember/_kernels.c, "erfinv in float64
+arithmetic"): within 1 ulp of float64 ground truth over a dense sweep of (-1, 1) (every 64th
+float32: 33M points), PyTorch's special values, the same bits at 1 and 2 threads and in each
+instruction-set variant this machine runs, and the op taking it (forward and backward)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import numpy as np
+import pytest
+from test_kernels import ulps
+from test_kernels_f32 import _supports
+
+import ember
+from ember import _kernels_loader as L
+from ember import _special
+from helpers import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+needs_kernels = pytest.mark.skipif(L.active is None, reason=f"kernels off: {L.reason}")
+
+
+def _reference(x: np.ndarray) -> np.ndarray:
+    """erfinv in float64 by the NumPy path (Halley steps on erf: a few float64 ulp)."""
+    saved = _special.USE_SCIPY
+    _special.USE_SCIPY = False
+    try:
+        return _special.erfinv(x.astype(np.float64))
+    finally:
+        _special.USE_SCIPY = saved
+
+
+@pytest.fixture(scope="module")
+def sweep() -> np.ndarray:
+    bits = np.arange(0, int(np.float32(1.0).view(np.uint32)), 64, dtype=np.uint32)
+    pos = bits.view(np.float32)
+    edge = np.nextafter(np.float32(1), np.float32(0)) - np.arange(4096, dtype=np.float32) * 2**-24
+    return np.concatenate([pos, -pos[::7], edge, -edge]).astype(np.float32)
+
+
+@needs_kernels
+def test_erfinv_is_within_one_ulp_over_a_dense_sweep(sweep) -> None:
+    x = sweep
+    got = L.erfinv(x)
+    assert got.dtype == np.float32
+    # measured: 0.507 ulp at worst (the fits' 5e-10 relative error on one rounding)
+    assert ulps(got, _reference(x)) < 0.51
+
+
+@needs_kernels
+def test_erfinv_backward_is_within_one_ulp(sweep) -> None:
+    y = L.erfinv(sweep[::16].copy())
+    g = np.random.default_rng(4).standard_normal(y.size).astype(np.float32)
+    exact = g.astype(np.float64) * (np.sqrt(np.pi) / 2) * np.exp(y.astype(np.float64) ** 2)
+    assert ulps(L.erfinv_backward(y, g), exact) < 0.51
+
+
+@needs_kernels
+def test_erfinv_special_values() -> None:
+    x = np.float32([1, -1, 1.0000001, -2, np.inf, -np.inf, np.nan, 0, -0.0, 1e-45, -1e-45,
+                    2**-126])
+    got = L.erfinv(x)
+    np.testing.assert_array_equal(got[:2], [np.inf, -np.inf])
+    assert np.isnan(got[2:7]).all()
+    assert got[7] == 0 and not np.signbit(got[7]) and np.signbit(got[8])
+    # erfinv(x) = sqrt(pi)/2 x (1 + ...) for tiny x: subnormal results round as float64's
+    np.testing.assert_array_equal(got[9:], (x[9:].astype(np.float64) * (np.sqrt(np.pi) / 2))
+                                  .astype(np.float32))
+    gb = L.erfinv_backward(np.float32([np.inf, -np.inf, np.nan, 0.0]), np.float32([1, 1, 1, 2]))
+    assert gb[0] == np.inf and gb[1] == np.inf and np.isnan(gb[2])
+    assert gb[3] == np.float32(np.sqrt(np.pi))
+
+
+@needs_kernels
+def test_erfinv_gives_the_same_bits_at_1_and_2_threads(sweep) -> None:
+    x = sweep[: 1 << 22]
+    g = np.ones_like(x)
+    before = ember.get_num_threads()
+    try:
+        res = []
+        for n in (1, 2):
+            ember.set_num_threads(n)
+            y = L.erfinv(x)
+            res.append((y, L.erfinv_backward(y, g)))
+    finally:
+        ember.set_num_threads(before)
+    assert res[0][0].tobytes() == res[1][0].tobytes()
+    assert res[0][1].tobytes() == res[1][1].tobytes()
+
+
+_VARIANT = """
+import importlib.util, sys
+import numpy as np
+spec = importlib.util.spec_from_file_location("ember._kernels", sys.argv[1])
+k = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(k)
+x = np.load(sys.argv[2])
+y, gy = np.empty_like(x), np.empty_like(x)
+k.erfinv(x, y)
+k.erfinv_backward(y, x, gy)
+np.save(sys.argv[3], np.stack([y, gy]))
+"""
+
+
+@needs_kernels
+@pytest.mark.skipif(sys.platform != "linux" or shutil.which("cc") is None
+                    or os.uname().machine != "x86_64", reason="needs cc on x86-64 Linux")
+@pytest.mark.parametrize("march", ["x86-64", "x86-64-v3"])
+def test_erfinv_gives_the_same_bits_in_each_isa_variant(sweep, march, tmp_path) -> None:
+    """Blocks that are all central and mixed blocks, in the baseline (the C library's fma) and
+    in AVX2+FMA, against the variant running here."""
+    if march == "x86-64-v3" and not all(_supports(f) for f in ("avx2", "fma", "bmi2")):
+        pytest.skip("this CPU cannot run x86-64-v3 code")
+    x = sweep[::8].copy()
+    so = tmp_path / ("_kernels" + sysconfig.get_config_var("EXT_SUFFIX"))
+    cmd = ["cc", "-shared", "-fPIC", "-std=c11", "-O3", "-ffp-contract=off", "-fno-trapping-math",
+           "-fno-math-errno", f"-march={march}", "-DEMBER_KERNELS_NO_CLONES",
+           f"-I{sysconfig.get_paths()['include']}", str(ROOT / "src/ember/_kernels.c"),
+           "-o", str(so), "-lm"]
+    subprocess.run(cmd, check=True, capture_output=True, timeout=300)
+    np.save(tmp_path / "x.npy", x)
+    subprocess.run([sys.executable, "-c", _VARIANT, str(so), str(tmp_path / "x.npy"),
+                    str(tmp_path / "out.npy")], check=True, timeout=300,
+                   env={**os.environ, "EMBER_PURE_PYTHON": "1"})
+    got = np.load(tmp_path / "out.npy")
+    y = L.erfinv(x)
+    assert got[0].tobytes() == y.tobytes(), (march, L.active.isa())
+    assert got[1].tobytes() == L.erfinv_backward(y, x).tobytes(), (march, L.active.isa())
+
+
+@needs_kernels
+def test_the_op_takes_the_kernel_forward_and_backward() -> None:
+    x = ((np.random.default_rng(5).random(100_003) * 2 - 1) * 0.9999).astype(np.float32)
+    t = ember.tensor(x, requires_grad=True)
+    y = ember.erfinv(t)
+    assert y.dtype == ember.float32
+    assert y.detach().numpy().tobytes() == L.erfinv(x).tobytes()
+    g = np.random.default_rng(6).standard_normal(x.size).astype(np.float32)
+    y.backward(ember.tensor(g))
+    assert t.grad.numpy().tobytes() == L.erfinv_backward(L.erfinv(x), g).tobytes()
+    # with the kernels off the NumPy formulas give the same values within an ulp or two
+    with L.disabled():
+        t2 = ember.tensor(x, requires_grad=True)
+        y2 = ember.erfinv(t2)
+        y2.backward(ember.tensor(g))
+    np.testing.assert_allclose(y2.detach().numpy(), y.detach().numpy(), rtol=3e-7, atol=1e-30)
+    # (the formula squares y in float32: its relative error grows with y^2, up to ~15 here)
+    np.testing.assert_allclose(t2.grad.numpy(), t.grad.numpy(), rtol=3e-6)
+
+
+@pytest.mark.skipif(torch is None, reason="needs PyTorch")
+def test_erfinv_matches_pytorch_within_its_rounding() -> None:
+    x = (np.random.default_rng(7).random(200_000) * 2 - 1).astype(np.float32)
+    x[:4] = [1, -1, 0, -0.0]
+    t = ember.tensor(x, requires_grad=True)
+    ours = ember.erfinv(t)
+    ours.sum().backward()
+    tt = torch.tensor(x, requires_grad=True)
+    theirs = torch.erfinv(tt)
+    theirs.sum().backward()
+    np.testing.assert_allclose(ours.detach().numpy(), theirs.detach().numpy(), rtol=1e-6)
+    np.testing.assert_allclose(t.grad.numpy(), tt.grad.numpy(), rtol=1e-5)
