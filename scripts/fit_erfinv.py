@@ -5,7 +5,7 @@ erfinv(x) = x P(t) with w = -log(1 - x^2): the central piece in t = w/W0*2 - 1 f
 tail in t = (sqrt(w) - S0)/(S1 - S0)*2 - 1 for w up to WMAX (float32's largest x below 1 gives
 w = 15.94). Relative least squares at Chebyshev points against mpmath at 40 digits (close to
 minimax); the maximum relative error on a dense grid is printed beside each.
-``python scripts/fit_erfinv.py`` (needs mpmath; about half a minute). tests/test_kernels_erfinv.py
+``python scripts/fit_erfinv.py`` (needs mpmath; about half a minute). tests/test_kernels_fma.py
 checks the kernel against mpmath, so a refit that loses accuracy fails there.
 """
 

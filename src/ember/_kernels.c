@@ -24,9 +24,11 @@
  *   (tests/test_kernels_f32.py);
  * - float32 erfinv computes in float64 from two polynomials in w = -log(1 - x^2) fitted to 5e-10
  *   relative (scripts/fit_erfinv.py) and rounds once: within 1 ulp (0.507); its backward from
- *   the output, in float64, rounded once (tests/test_kernels_erfinv.py);
+ *   the output, in float64, rounded once (tests/test_kernels_fma.py);
  * - float64 gelu (tanh form) and its backward: a few ulp, as the NumPy formula;
- * - the float32 exp of softmax and log_softmax: within 1 ulp; row sums in float64 accumulators.
+ * - the float32 exp of softmax, log_softmax and cross_entropy's softmax_lse: within 1 ulp, its
+ *   reduction and polynomial by fmaf (CLONES_FMA: the same bits in every variant,
+ *   tests/test_kernels_fma.py); row sums in float64 accumulators.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -134,6 +136,32 @@ KI float k_expf(float x)
     float q = (((EXP_Q32F[4] * r + EXP_Q32F[3]) * r + EXP_Q32F[2]) * r + EXP_Q32F[1]) * r
               + EXP_Q32F[0];
     float p = 1.0f + (r + (r * r) * q);
+    int32_t n1 = n >> 1, n2 = n - n1;
+    uint32_t b1 = (uint32_t)(n1 + 127) << 23, b2 = (uint32_t)(n2 + 127) << 23;
+    float s1, s2;
+    memcpy(&s1, &b1, 4);
+    memcpy(&s2, &b2, 4);
+    float y = (p * s1) * s2;
+    return x != x ? x : y;
+}
+
+/* k_expf with its reduction and polynomial by fmaf (for CLONES_FMA kernels: correctly rounded in
+ * every variant, so the same bits in each; fewer instructions than k_expf, a different
+ * rounding of r and q, also within 1 ulp) */
+KI float k_expf_fma(float x)
+{
+    float a = x > -110.0f ? x : -110.0f;
+    a = a < 89.0f ? a : 89.0f;
+    float kd = fmaf(a, 1.44269504088896341f, 12582912.0f);
+    float kf = kd - 12582912.0f;
+    uint32_t kb;
+    memcpy(&kb, &kd, 4);
+    int32_t n = (int32_t)(kb - 0x4B400000u);
+    float r = fmaf(kf, -0.693359375f, a);
+    r = fmaf(kf, 2.12194440e-4f, r);
+    float q = fmaf(fmaf(fmaf(fmaf(EXP_Q32F[4], r, EXP_Q32F[3]), r, EXP_Q32F[2]), r,
+                        EXP_Q32F[1]), r, EXP_Q32F[0]);
+    float p = 1.0f + fmaf(r * r, q, r);
     int32_t n1 = n >> 1, n2 = n - n1;
     uint32_t b1 = (uint32_t)(n1 + 127) << 23, b2 = (uint32_t)(n2 + 127) << 23;
     float s1, s2;
@@ -987,7 +1015,7 @@ ROW_MAX(double)
 
 /* softmax: y = exp(x - max) / sum;  log_softmax: y = (x - max) - log(sum) */
 #define SOFTMAX(T, EXP)                                                                            \
-CLONES static void softmax_##T(const T *RESTRICT x, T *RESTRICT y, Py_ssize_t r0, Py_ssize_t r1,   \
+CLONES_FMA static void softmax_##T(const T *RESTRICT x, T *RESTRICT y, Py_ssize_t r0, Py_ssize_t r1,   \
                                Py_ssize_t n)                                                       \
 {                                                                                                  \
     for (Py_ssize_t r = r0; r < r1; r++) {                                                         \
@@ -1003,7 +1031,7 @@ CLONES static void softmax_##T(const T *RESTRICT x, T *RESTRICT y, Py_ssize_t r0
             yr[i] = yr[i] / st;                                                                    \
     }                                                                                              \
 }                                                                                                  \
-CLONES static void log_softmax_##T(const T *RESTRICT x, T *RESTRICT y, Py_ssize_t r0,              \
+CLONES_FMA static void log_softmax_##T(const T *RESTRICT x, T *RESTRICT y, Py_ssize_t r0,          \
                                    Py_ssize_t r1, Py_ssize_t n)                                    \
 {                                                                                                  \
     for (Py_ssize_t r = r0; r < r1; r++) {                                                         \
@@ -1032,7 +1060,7 @@ CLONES static void softmax_backward_##T(const T *RESTRICT y, const T *RESTRICT g
             o[i] = yr[i] * (gr[i] - st);                                                           \
     }                                                                                              \
 }                                                                                                  \
-CLONES static void log_softmax_backward_##T(const T *RESTRICT y, const T *RESTRICT g,              \
+CLONES_FMA static void log_softmax_backward_##T(const T *RESTRICT y, const T *RESTRICT g,          \
                                             T *RESTRICT gx, Py_ssize_t r0, Py_ssize_t r1,          \
                                             Py_ssize_t n)                                          \
 {                                                                                                  \
@@ -1046,14 +1074,14 @@ CLONES static void log_softmax_backward_##T(const T *RESTRICT y, const T *RESTRI
             o[i] = gr[i] - EXP(yr[i]) * st;                                                        \
     }                                                                                              \
 }
-SOFTMAX(float, k_expf)
+SOFTMAX(float, k_expf_fma)
 SOFTMAX(double, k_exp)
 
 /* softmax and logsumexp together (cross_entropy's forward): m = the row max, 0 where it is not
  * finite (the formula's rule), s = sum exp(x - m) in float64, lse = log(s) + m rounded once,
  * p = exp(x - m) / s (skipped where p is NULL) */
 #define SOFTMAX_LSE(T, EXP)                                                                        \
-CLONES static void softmax_lse_##T(const T *RESTRICT x, T *RESTRICT p, T *RESTRICT lse,            \
+CLONES_FMA static void softmax_lse_##T(const T *RESTRICT x, T *RESTRICT p, T *RESTRICT lse,        \
                                    Py_ssize_t r0, Py_ssize_t r1, Py_ssize_t n)                     \
 {                                                                                                  \
     if (n <= LANES) { /* short rows (a classifier's few classes): the same values, no unused lanes */ \
@@ -1103,7 +1131,7 @@ CLONES static void softmax_lse_##T(const T *RESTRICT x, T *RESTRICT p, T *RESTRI
         lse[r] = (T)(log(s) + (double)m);                                                          \
     }                                                                                              \
 }
-SOFTMAX_LSE(float, k_expf)
+SOFTMAX_LSE(float, k_expf_fma)
 SOFTMAX_LSE(double, k_exp)
 
 /* layer_norm over rows: mean and rstd = 1/sqrt(var + eps) in float64, rounded to T;

@@ -1,7 +1,9 @@
-"""The float32 erfinv eager kernel and its backward (ember/_kernels.c, "erfinv in float64
-arithmetic"): within 1 ulp of float64 ground truth over a dense sweep of (-1, 1) (every 64th
-float32: 33M points), PyTorch's special values, the same bits at 1 and 2 threads and in each
-instruction-set variant this machine runs, and the op taking it (forward and backward)."""
+"""The eager kernels that compute by fma (correctly rounded in every instruction-set variant:
+the CLONES_FMA kernels of ember/_kernels.c): the float32 erfinv kernel and its backward ("erfinv
+in float64 arithmetic"), within 1 ulp of float64 ground truth over a dense sweep of (-1, 1)
+(every 64th float32: 33M points), PyTorch's special values, and the op taking it; and with
+them the float32 softmax family, whose exp (k_expf_fma) is reduced and evaluated by fmaf. Both:
+the same bits at 1 and 2 threads and in each instruction-set variant this machine runs."""
 
 from __future__ import annotations
 
@@ -78,7 +80,7 @@ def test_erfinv_special_values() -> None:
 
 
 @needs_kernels
-def test_erfinv_gives_the_same_bits_at_1_and_2_threads(sweep) -> None:
+def test_fma_kernels_give_the_same_bits_at_1_and_2_threads(sweep) -> None:
     x = sweep[: 1 << 22]
     g = np.ones_like(x)
     before = ember.get_num_threads()
@@ -87,11 +89,11 @@ def test_erfinv_gives_the_same_bits_at_1_and_2_threads(sweep) -> None:
         for n in (1, 2):
             ember.set_num_threads(n)
             y = L.erfinv(x)
-            res.append((y, L.erfinv_backward(y, g)))
+            res.append([y, L.erfinv_backward(y, g), *_rows(x).values()])
     finally:
         ember.set_num_threads(before)
-    assert res[0][0].tobytes() == res[1][0].tobytes()
-    assert res[0][1].tobytes() == res[1][1].tobytes()
+    for a, b in zip(*res):
+        assert a.tobytes() == b.tobytes()
 
 
 _VARIANT = """
@@ -104,17 +106,35 @@ x = np.load(sys.argv[2])
 y, gy = np.empty_like(x), np.empty_like(x)
 k.erfinv(x, y)
 k.erfinv_backward(y, x, gy)
+rows = (x[: 1 << 20] * 40).reshape(256, -1)
+sm, lsm, lb = np.empty_like(rows), np.empty_like(rows), np.empty_like(rows)
+p, lse = np.empty_like(rows), np.empty((256, 1), np.float32)
+k.softmax(rows, sm, rows.shape[1])
+k.log_softmax(rows, lsm, rows.shape[1])
+k.log_softmax_backward(lsm, rows, lb, rows.shape[1])
+k.softmax_lse(rows, p, lse, rows.shape[1])
 np.save(sys.argv[3], np.stack([y, gy]))
+np.save(sys.argv[4], np.stack([sm, lsm, lb, p]))
+np.save(sys.argv[5], lse)
 """
+
+
+def _rows(x: np.ndarray) -> dict[str, np.ndarray]:
+    """The softmax family's float32 kernels on 256 rows of 4096 (x * 40: exp's whole range)."""
+    rows = (x[: 1 << 20] * 40).reshape(256, -1)
+    lsm = L.softmax(rows, log=True)
+    p, lse = L.softmax_lse(rows, True)
+    return {"softmax": L.softmax(rows), "log_softmax": lsm,
+            "log_softmax_backward": L.softmax_backward(lsm, rows, log=True), "p": p, "lse": lse}
 
 
 @needs_kernels
 @pytest.mark.skipif(sys.platform != "linux" or shutil.which("cc") is None
                     or os.uname().machine != "x86_64", reason="needs cc on x86-64 Linux")
 @pytest.mark.parametrize("march", ["x86-64", "x86-64-v3"])
-def test_erfinv_gives_the_same_bits_in_each_isa_variant(sweep, march, tmp_path) -> None:
-    """Blocks that are all central and mixed blocks, in the baseline (the C library's fma) and
-    in AVX2+FMA, against the variant running here."""
+def test_fma_kernels_give_the_same_bits_in_each_isa_variant(sweep, march, tmp_path) -> None:
+    """erfinv's all-central and mixed blocks, and the softmax family, in the baseline (the C
+    library's fma) and in AVX2+FMA, against the variant running here."""
     if march == "x86-64-v3" and not all(_supports(f) for f in ("avx2", "fma", "bmi2")):
         pytest.skip("this CPU cannot run x86-64-v3 code")
     x = sweep[::8].copy()
@@ -125,13 +145,17 @@ def test_erfinv_gives_the_same_bits_in_each_isa_variant(sweep, march, tmp_path) 
            "-o", str(so), "-lm"]
     subprocess.run(cmd, check=True, capture_output=True, timeout=300)
     np.save(tmp_path / "x.npy", x)
-    subprocess.run([sys.executable, "-c", _VARIANT, str(so), str(tmp_path / "x.npy"),
-                    str(tmp_path / "out.npy")], check=True, timeout=300,
-                   env={**os.environ, "EMBER_PURE_PYTHON": "1"})
-    got = np.load(tmp_path / "out.npy")
+    outs = [str(tmp_path / f"out{j}.npy") for j in range(3)]
+    subprocess.run([sys.executable, "-c", _VARIANT, str(so), str(tmp_path / "x.npy"), *outs],
+                   check=True, timeout=300, env={**os.environ, "EMBER_PURE_PYTHON": "1"})
+    got, rows, lse = (np.load(f) for f in outs)
     y = L.erfinv(x)
     assert got[0].tobytes() == y.tobytes(), (march, L.active.isa())
     assert got[1].tobytes() == L.erfinv_backward(y, x).tobytes(), (march, L.active.isa())
+    here = _rows(x)
+    for j, name in enumerate(("softmax", "log_softmax", "log_softmax_backward", "p")):
+        assert rows[j].tobytes() == here[name].tobytes(), (name, march, L.active.isa())
+    assert lse.tobytes() == here["lse"].tobytes(), (march, L.active.isa())
 
 
 @needs_kernels
