@@ -2,7 +2,8 @@
 the CLONES_FMA kernels of ember/_kernels.c): the float32 erfinv kernel and its backward ("erfinv
 in float64 arithmetic"), within 1 ulp of float64 ground truth over a dense sweep of (-1, 1)
 (every 64th float32: 33M points), PyTorch's special values, and the op taking it; and with
-them the float32 softmax family, whose exp (k_expf_fma) is reduced and evaluated by fmaf. Both:
+them the float32 softmax family, whose exp (k_expf_fma) is reduced and evaluated by fmaf, and
+normal_'s Box-Muller (bit for bit PyTorch's: tests/test_random_streams.py). All:
 the same bits at 1 and 2 threads and in each instruction-set variant this machine runs."""
 
 from __future__ import annotations
@@ -113,9 +114,13 @@ k.softmax(rows, sm, rows.shape[1])
 k.log_softmax(rows, lsm, rows.shape[1])
 k.log_softmax_backward(lsm, rows, lb, rows.shape[1])
 k.softmax_lse(rows, p, lse, rows.shape[1])
+u = np.abs(x[: 1 << 20]) % np.float32(1)
+bm = np.empty_like(u)
+k.box_muller16(u, bm, 0.5, 2.0, 1.0)
 np.save(sys.argv[3], np.stack([y, gy]))
 np.save(sys.argv[4], np.stack([sm, lsm, lb, p]))
 np.save(sys.argv[5], lse)
+np.save(sys.argv[6], bm)
 """
 
 
@@ -125,7 +130,8 @@ def _rows(x: np.ndarray) -> dict[str, np.ndarray]:
     lsm = L.softmax(rows, log=True)
     p, lse = L.softmax_lse(rows, True)
     return {"softmax": L.softmax(rows), "log_softmax": lsm,
-            "log_softmax_backward": L.softmax_backward(lsm, rows, log=True), "p": p, "lse": lse}
+            "log_softmax_backward": L.softmax_backward(lsm, rows, log=True), "p": p, "lse": lse,
+            "box_muller16": L.box_muller16(np.abs(x[: 1 << 20]) % np.float32(1), 0.5, 2.0)}
 
 
 @needs_kernels
@@ -145,10 +151,10 @@ def test_fma_kernels_give_the_same_bits_in_each_isa_variant(sweep, march, tmp_pa
            "-o", str(so), "-lm"]
     subprocess.run(cmd, check=True, capture_output=True, timeout=300)
     np.save(tmp_path / "x.npy", x)
-    outs = [str(tmp_path / f"out{j}.npy") for j in range(3)]
+    outs = [str(tmp_path / f"out{j}.npy") for j in range(4)]
     subprocess.run([sys.executable, "-c", _VARIANT, str(so), str(tmp_path / "x.npy"), *outs],
                    check=True, timeout=300, env={**os.environ, "EMBER_PURE_PYTHON": "1"})
-    got, rows, lse = (np.load(f) for f in outs)
+    got, rows, lse, bm = (np.load(f) for f in outs)
     y = L.erfinv(x)
     assert got[0].tobytes() == y.tobytes(), (march, L.active.isa())
     assert got[1].tobytes() == L.erfinv_backward(y, x).tobytes(), (march, L.active.isa())
@@ -156,6 +162,15 @@ def test_fma_kernels_give_the_same_bits_in_each_isa_variant(sweep, march, tmp_pa
     for j, name in enumerate(("softmax", "log_softmax", "log_softmax_backward", "p")):
         assert rows[j].tobytes() == here[name].tobytes(), (name, march, L.active.isa())
     assert lse.tobytes() == here["lse"].tobytes(), (march, L.active.isa())
+    assert bm.tobytes() == here["box_muller16"].tobytes(), (march, L.active.isa())
+
+
+@needs_kernels
+def test_box_muller16_takes_whole_blocks_only() -> None:
+    u = np.full(24, 0.5, np.float32)
+    with pytest.raises(ValueError, match="blocks of 16"):
+        L.active.box_muller16(u, np.empty_like(u), 0.0, 1.0, 0.0)
+    assert L.box_muller16(u, 0.0, 1.0) is None  # the loader leaves it to the NumPy path
 
 
 @needs_kernels

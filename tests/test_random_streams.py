@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import ember
+from ember import _kernels_loader
 
 torch = pytest.importorskip("torch")
 
@@ -76,15 +77,17 @@ def test_rand_randn(seed, n, dtype):
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_randn_large(seed):
+    """The NumPy path (kernels off): bit for bit up to EXACT_NORMALS, past it NumPy's float32
+    transcendentals within 4 ulps (the documented tolerance)."""
     from ember.ops._mt19937 import EXACT_NORMALS
 
-    _check(lambda m: m.randn(EXACT_NORMALS - 5), seed)  # bit for bit up to EXACT_NORMALS
-    _check(lambda m: m.randn(64, 33, dtype=m.float64), seed)
-    _check(lambda m: m.empty(EXACT_NORMALS + 16).normal_(0.5, 2.0), seed, exact=False)
-    # past it, NumPy's float32 transcendentals: within 4 ulps (the documented tolerance)
-    ember.manual_seed(seed)
-    torch.manual_seed(seed)
-    a, b = _np(ember.randn(EXACT_NORMALS + 17)), _np(torch.randn(EXACT_NORMALS + 17))
+    with _kernels_loader.disabled():
+        _check(lambda m: m.randn(EXACT_NORMALS - 5), seed)  # bit for bit up to EXACT_NORMALS
+        _check(lambda m: m.randn(64, 33, dtype=m.float64), seed)
+        _check(lambda m: m.empty(EXACT_NORMALS + 16).normal_(0.5, 2.0), seed, exact=False)
+        ember.manual_seed(seed)
+        torch.manual_seed(seed)
+        a, b = _np(ember.randn(EXACT_NORMALS + 17)), _np(torch.randn(EXACT_NORMALS + 17))
     ulps = np.abs(a.view(np.int32).astype(np.int64) - b.view(np.int32).astype(np.int64))
     assert ulps.max() <= 4 and (ulps == 0).mean() > 0.8
     np.testing.assert_array_equal(_np(ember.rand(5)), _np(torch.rand(5)))  # same position after
@@ -92,6 +95,28 @@ def test_randn_large(seed):
         torch.randn(EXACT_NORMALS + 16, dtype=torch.float64))
     np.testing.assert_allclose(a, b, rtol=1e-15, atol=1e-15)
     _same_state()
+
+
+@pytest.mark.skipif(_kernels_loader.active is None, reason="eager kernels not built")
+@pytest.mark.parametrize("seed", (0, 2**40 + 7))
+def test_randn_large_is_pytorchs_bit_for_bit_with_the_kernel(seed):
+    """The Box-Muller kernel (ember/_kernels.c box_muller16): PyTorch's float32 normals at every
+    size, mean/std by one fma as PyTorch's, the same at 1 and 2 threads."""
+    from ember.ops._mt19937 import EXACT_NORMALS
+
+    _check(lambda m: m.randn(EXACT_NORMALS + 17), seed)
+    _check(lambda m: m.empty(3_000_017).normal_(0.5, 0.02), seed)
+    _check(lambda m: m.randn(8, 3, 224, 224), seed)
+    before = ember.get_num_threads()
+    try:
+        outs = []
+        for n in (1, 2):
+            ember.set_num_threads(n)
+            ember.manual_seed(seed)
+            outs.append(_np(ember.randn(1 << 22)))
+    finally:
+        ember.set_num_threads(before)
+    assert outs[0].tobytes() == outs[1].tobytes()
 
 
 @pytest.mark.parametrize("seed", (0, 7))

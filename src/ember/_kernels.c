@@ -3287,6 +3287,120 @@ CLONES static void keep53_##T(const uint32_t *RESTRICT words, T *RESTRICT out, P
 KEEP53(float)
 KEEP53(double)
 
+/* ---------------------------------------------------------------------------------------------
+ * normal_'s Box-Muller in 16-element blocks (ops/_mt19937.py `box_muller16_f32`, PyTorch's AVX2
+ * `normal_fill_16`): element j of a block pairs with j + 8; r = sqrt(-2 log(1 - u_j)),
+ * theta = 2 pi u_(j+8); r cos(theta) goes to j, r sin(theta) to j + 8; then std y + mean by one
+ * fma. log, sin and cos are the Cephes float32 polynomials, each fused step an fmaf as the AVX2
+ * kernel's: bit for bit PyTorch's normals (and the NumPy path's operations, which round their
+ * fmas through float64). Constants are float32 roundings of the doubles, as the NumPy path's. */
+
+KI float bm_log(float x)
+{
+    x = x > 1.17549435e-38f ? x : 1.17549435e-38f;
+    int32_t i;
+    memcpy(&i, &x, 4);
+    float e = (float)((i >> 23) - 0x7F) + 1.0f;
+    int32_t mi = (i & ~0x7F800000) | 0x3F000000;
+    float m;
+    memcpy(&m, &mi, 4);
+    int small = m < (float)0.707106781186547524;
+    x = m - 1.0f;
+    e = small ? e - 1.0f : e;
+    x = small ? x + m : x;  /* (x + 0 where not small: the same value) */
+    float z = x * x;
+    float y = (float)7.0376836292e-2;
+    y = fmaf(y, x, (float)-1.1514610310e-1);
+    y = fmaf(y, x, (float)1.1676998740e-1);
+    y = fmaf(y, x, (float)-1.2420140846e-1);
+    y = fmaf(y, x, (float)1.4249322787e-1);
+    y = fmaf(y, x, (float)-1.6668057665e-1);
+    y = fmaf(y, x, (float)2.0000714765e-1);
+    y = fmaf(y, x, (float)-2.4999993993e-1);
+    y = fmaf(y, x, (float)3.3333331174e-1);
+    y = y * x;
+    y = fmaf(y, z, e * (float)-2.12194440e-4);
+    y = fmaf(z, -0.5f, y);
+    x = x + y;
+    return fmaf(e, 0.693359375f, x);
+}
+
+KI void bm_sincos(float x, float *s, float *c)  /* x >= 0 */
+{
+    int32_t j = (int32_t)(x * (float)1.27323954473516);
+    j = (j + 1) & ~1;
+    float y = (float)j;
+    x = fmaf(y, -0.78515625f, x);
+    x = fmaf(y, (float)-2.4187564849853515625e-4, x);
+    x = fmaf(y, (float)-3.77489497744594108e-8, x);
+    float z = x * x;
+    float yc = fmaf((float)2.443315711809948e-5, z, (float)-1.388731625493765e-3);
+    yc = fmaf(yc, z, (float)4.166664568298827e-2);
+    yc = yc * z;
+    yc = fmaf(yc, z, -(z * 0.5f));
+    yc = yc + 1.0f;
+    float ys = fmaf((float)-1.9515295891e-4, z, (float)8.3321608736e-3);
+    ys = fmaf(ys, z, (float)-1.6666654611e-1);
+    ys = ys * z;
+    ys = fmaf(ys, x, x);
+    int poly = (j & 2) == 0;
+    float sv = poly ? ys : yc, cv = poly ? yc : ys;
+    *s = (j & 4) != 0 ? -sv : sv;
+    *c = ((j - 2) & 4) == 0 ? -cv : cv;
+}
+
+/* blocks [i0, i1) of u (multiples of 16) into y; p = {mean, std, affine} */
+CLONES_FMA static void box_muller16_f32(const void *uv, void *yv, Py_ssize_t i0, Py_ssize_t i1,
+                                        const double *p)
+{
+    const float *RESTRICT u = (const float *)uv;
+    float *RESTRICT y = (float *)yv;
+    float mean = (float)p[0], std = (float)p[1];
+    int affine = p[2] != 0.0;
+    /* up to 64 blocks at a time: their halves gathered into contiguous rows so the arithmetic
+     * runs as one long loop (an 8-iteration loop per block does not fill 16 lanes) */
+    float lo[512], hi[512], ya[512], yb[512];
+    for (Py_ssize_t c0 = i0; c0 < i1; c0 += 1024) {
+        Py_ssize_t nb = (i1 - c0 < 1024 ? i1 - c0 : 1024) / 16;
+        for (Py_ssize_t k = 0; k < nb; k++)
+            for (int j = 0; j < 8; j++) {
+                lo[k * 8 + j] = u[c0 + k * 16 + j];
+                hi[k * 8 + j] = u[c0 + k * 16 + 8 + j];
+            }
+        for (Py_ssize_t q = 0; q < nb * 8; q++) {
+            float r = sqrtf(-2.0f * bm_log(1.0f - lo[q]));
+            float sn, cs;
+            bm_sincos((float)(2 * 3.14159265358979323846) * hi[q], &sn, &cs);
+            float a = r * cs, c = r * sn;
+            ya[q] = affine ? fmaf(a, std, mean) : a;
+            yb[q] = affine ? fmaf(c, std, mean) : c;
+        }
+        for (Py_ssize_t k = 0; k < nb; k++)
+            for (int j = 0; j < 8; j++) {
+                y[c0 + k * 16 + j] = ya[k * 8 + j];
+                y[c0 + k * 16 + 8 + j] = yb[k * 8 + j];
+            }
+    }
+}
+
+static PyObject *py_box_muller16(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
+{
+    /* box_muller16(u, out, mean, std, affine): float32, sizes a multiple of 16 (checked here:
+     * the loop reads whole blocks) */
+    if (nargs == 5) {
+        Py_buffer v;
+        if (PyObject_GetBuffer(args[0], &v, PyBUF_ND) < 0)
+            return NULL;
+        Py_ssize_t bytes = v.len;
+        PyBuffer_Release(&v);
+        if (bytes % 64 != 0)
+            return PyErr_Format(PyExc_ValueError,
+                                "ember._kernels.box_muller16: %zd bytes, not blocks of 16 floats",
+                                bytes);
+    }
+    return run_params(args, nargs, 0, 3, (void *)box_muller16_f32);
+}
+
 /* bernoulli53(capsule, limit, out, scale, direct): dropout's noise (ops/nn/dropout.py `_noise`),
  * each element from one 64-bit draw, two 32-bit words high half first (ops/_mt19937.py
  * `words64`): scale where its low 53 bits are below limit, else 0. The words are the stream
@@ -3412,6 +3526,7 @@ static PyMethodDef kernels_methods[] = {
     FAST(half_cast, "half_cast(src, dst, mode): float32 <-> bfloat16 (0, 1) or float16 (2, 3)."),
     FAST(sgd_momentum, "sgd_momentum(d, g, buf, momentum, 1 - dampening, lr, nesterov)."),
     FAST(bernoulli53, "bernoulli53(capsule, limit, out, scale, direct): dropout's noise from a bit generator."),
+    FAST(box_muller16, "box_muller16(u, out, mean, std, affine): normal_'s float32 Box-Muller blocks."),
     FAST(erfinv, "erfinv(x, out): float32 erfinv, within 1 ulp."),
     FAST(erfinv_backward, "erfinv_backward(y, grad, out): grad sqrt(pi)/2 exp(y^2), float32."),
     {"isa", (PyCFunction)py_isa, METH_NOARGS, "isa(): the instruction set the kernels run on."},

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from .. import _dtype
+from .. import _kernels_loader as _kernels
 from .._native_core import native
 
 N = 624  # words of state
@@ -222,7 +223,10 @@ def box_muller16_f32(u: np.ndarray, mean: float, std: float) -> np.ndarray:
     """float32 normals from uniforms in blocks of 16 (len(u) a multiple of 16): element j of a
     block pairs with element j + 8; ``r cos`` goes to j, ``r sin`` to j + 8. Up to
     ``EXACT_NORMALS`` values, bit for bit PyTorch's AVX2 kernel; past that, NumPy's float32
-    log/sin/cos (several times faster; within 4 ulps of PyTorch's values, most equal)."""
+    log/sin/cos (several times faster; within 4 ulps of PyTorch's values, most equal). The eager
+    kernel, where built, is bit for bit PyTorch's at every size."""
+    if (fast := _kernels.box_muller16(u, mean, std)) is not None:
+        return fast
     if len(u) > EXACT_NORMALS:
         b = u.reshape(-1, 2, 8)
         r = np.log((_F(1) - b[:, 0]).astype(np.float64)).astype(np.float32)
