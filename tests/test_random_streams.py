@@ -100,13 +100,16 @@ def test_randn_large(seed):
 @pytest.mark.skipif(_kernels_loader.active is None, reason="eager kernels not built")
 @pytest.mark.parametrize("seed", (0, 2**40 + 7))
 def test_randn_large_is_pytorchs_bit_for_bit_with_the_kernel(seed):
-    """The Box-Muller kernel (ember/_kernels.c box_muller16): PyTorch's float32 normals at every
-    size, mean/std by one fma as PyTorch's, the same at 1 and 2 threads."""
+    """The Box-Muller kernel (ember/_kernels.c box_muller16): PyTorch's float32 and float64
+    normals at every size (float64: the C library's log/cos/sin, as PyTorch's), mean/std by one
+    fma as PyTorch's, the same at 1 and 2 threads."""
     from ember.ops._mt19937 import EXACT_NORMALS
 
     _check(lambda m: m.randn(EXACT_NORMALS + 17), seed)
     _check(lambda m: m.empty(3_000_017).normal_(0.5, 0.02), seed)
     _check(lambda m: m.randn(8, 3, 224, 224), seed)
+    _check(lambda m: m.randn(EXACT_NORMALS + 17, dtype=m.float64), seed)
+    _check(lambda m: m.empty(1_000_003, dtype=m.float64).normal_(-3.0, 7.5), seed)
     before = ember.get_num_threads()
     try:
         outs = []
@@ -114,9 +117,10 @@ def test_randn_large_is_pytorchs_bit_for_bit_with_the_kernel(seed):
             ember.set_num_threads(n)
             ember.manual_seed(seed)
             outs.append(_np(ember.randn(1 << 22)))
+            outs.append(_np(ember.randn(1 << 20, dtype=ember.float64)))
     finally:
         ember.set_num_threads(before)
-    assert outs[0].tobytes() == outs[1].tobytes()
+    assert outs[0].tobytes() == outs[2].tobytes() and outs[1].tobytes() == outs[3].tobytes()
 
 
 @pytest.mark.parametrize("seed", (0, 7))

@@ -3383,22 +3383,54 @@ CLONES_FMA static void box_muller16_f32(const void *uv, void *yv, Py_ssize_t i0,
     }
 }
 
+/* float64: PyTorch's scalar normal_fill_16, the C library's log, cos and sin (PyTorch calls the
+ * same functions: bit for bit where both run on one C library), mean/std by one fma */
+static void box_muller16_f64(const void *uv, void *yv, Py_ssize_t i0, Py_ssize_t i1,
+                             const double *p)
+{
+    const double *RESTRICT u = (const double *)uv;
+    double *RESTRICT y = (double *)yv;
+    int affine = p[2] != 0.0;
+    for (Py_ssize_t b = i0; b < i1; b += 16)
+        for (int j = 0; j < 8; j++) {
+            double r = sqrt(-2.0 * log(1.0 - u[b + j]));
+            double theta = (2.0 * 3.14159265358979323846) * u[b + 8 + j];
+            double a = r * cos(theta), c = r * sin(theta);
+            y[b + j] = affine ? fma(a, p[1], p[0]) : a;
+            y[b + 8 + j] = affine ? fma(c, p[1], p[0]) : c;
+        }
+}
+
+/* box_muller16(u, out, mean, std, affine): float32 or float64, u and out of one size, a multiple
+ * of 16 (checked: the loops read whole blocks) */
 static PyObject *py_box_muller16(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
 {
-    /* box_muller16(u, out, mean, std, affine): float32, sizes a multiple of 16 (checked here:
-     * the loop reads whole blocks) */
-    if (nargs == 5) {
-        Py_buffer v;
-        if (PyObject_GetBuffer(args[0], &v, PyBUF_ND) < 0)
-            return NULL;
-        Py_ssize_t bytes = v.len;
-        PyBuffer_Release(&v);
-        if (bytes % 64 != 0)
-            return PyErr_Format(PyExc_ValueError,
-                                "ember._kernels.box_muller16: %zd bytes, not blocks of 16 floats",
-                                bytes);
+    if (nargs != 5)
+        return PyErr_Format(PyExc_TypeError, "ember._kernels.box_muller16: expected 5 arguments");
+    double p[4] = {PyFloat_AsDouble(args[2]), PyFloat_AsDouble(args[3]),
+                   PyFloat_AsDouble(args[4]), 0.0};
+    if (PyErr_Occurred())
+        return NULL;
+    Bufs b;
+    if (take(&b, args, 2, "io") < 0)
+        return NULL;
+    if (same_lengths(&b, b.len[0], 1, 2) < 0) {
+        release(&b);
+        return NULL;
     }
-    return run_params(args, nargs, 0, 3, (void *)box_muller16_f32);
+    if (b.len[0] % 16 != 0) {
+        release(&b);
+        return PyErr_Format(PyExc_ValueError,
+                            "ember._kernels.box_muller16: %zd uniforms, not blocks of 16",
+                            b.len[0]);
+    }
+    call_ctx c = {b.kind == 'f' ? (void *)box_muller16_f32 : (void *)box_muller16_f64, b.p[0],
+                  NULL, b.p[1], 0, p};
+    Py_BEGIN_ALLOW_THREADS
+    parallel(call_unaryp, &c, b.len[0], 64, b.kind == 'f' ? MIN_PART : MIN_PART / 16);
+    Py_END_ALLOW_THREADS
+    release(&b);
+    Py_RETURN_NONE;
 }
 
 /* bernoulli53(capsule, limit, out, scale, direct): dropout's noise (ops/nn/dropout.py `_noise`),

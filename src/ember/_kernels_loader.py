@@ -252,11 +252,11 @@ def softmax_lse(x: Any, need_p: bool) -> tuple[Any, np.ndarray] | None:
 
 
 def box_muller16(u: Any, mean: float, std: float) -> np.ndarray | None:
-    """normal_'s float32 normals from uniforms in blocks of 16 (ops/_mt19937.py
-    ``box_muller16_f32``), bit for bit PyTorch's at every size; None where the kernel does not
-    apply (then the NumPy path: exact up to 2^18 values, within 4 ulps beyond)."""
+    """normal_'s float32 or float64 normals from uniforms in blocks of 16 (ops/_mt19937.py
+    ``box_muller16_f32``/``_f64``), bit for bit PyTorch's at every size; None where the kernel
+    does not apply (then the NumPy path: exact up to 2^18 values, within a few ulps beyond)."""
     k = active
-    if k is None or not _ok(u) or u.size % 16:
+    if k is None or not _ok(u, True) or u.size % 16:
         return None
     out = np.empty_like(u)
     k.box_muller16(u, out, float(mean), float(std), float(mean != 0.0 or std != 1.0))

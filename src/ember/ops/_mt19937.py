@@ -249,7 +249,10 @@ def box_muller16_f32(u: np.ndarray, mean: float, std: float) -> np.ndarray:
 
 
 def box_muller16_f64(u: np.ndarray, mean: float, std: float) -> np.ndarray:
-    """float64 normals in blocks of 16, as PyTorch's scalar ``normal_fill_16``."""
+    """float64 normals in blocks of 16, as PyTorch's scalar ``normal_fill_16`` (the eager
+    kernel, where built, calls the C library's log, cos and sin as PyTorch does)."""
+    if (fast := _kernels.box_muller16(u, mean, std)) is not None:
+        return fast
     b = u.reshape(-1, 2, 8)
     one_minus = 1.0 - b[:, 0]  # the C library's log, bit for bit, up to EXACT_NORMALS values
     r = np.sqrt(-2.0 * (libm(math.log, one_minus) if len(u) <= EXACT_NORMALS else
