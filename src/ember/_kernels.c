@@ -3288,6 +3288,61 @@ KEEP53(float)
 KEEP53(double)
 
 /* ---------------------------------------------------------------------------------------------
+ * clamp (and relu: lo 0, hi +inf): t = x < lo ? lo : x; y = t > hi ? hi : t. The same values as
+ * NumPy's minimum(hi, maximum(lo, x)) with the bound first (a tie keeps x: -0.0 stays -0.0, as
+ * PyTorch's; a NaN x stays NaN) for bounds that are not NaN (the caller checks); one pass where
+ * NumPy's maximum with a scalar runs a slow loop. p = {lo, hi}. */
+CLONES static void clamp_f32(const void *xv, void *yv, Py_ssize_t i0, Py_ssize_t i1,
+                             const double *p)
+{
+    const float *RESTRICT x = (const float *)xv;
+    float *RESTRICT y = (float *)yv;
+    float lo = (float)p[0], hi = (float)p[1];
+    for (Py_ssize_t i = i0; i < i1; i++) {
+        float t = x[i] < lo ? lo : x[i];
+        y[i] = t > hi ? hi : t;
+    }
+}
+
+CLONES static void clamp_f64(const void *xv, void *yv, Py_ssize_t i0, Py_ssize_t i1,
+                             const double *p)
+{
+    const double *RESTRICT x = (const double *)xv;
+    double *RESTRICT y = (double *)yv;
+    double lo = p[0], hi = p[1];
+    for (Py_ssize_t i = i0; i < i1; i++) {
+        double t = x[i] < lo ? lo : x[i];
+        y[i] = t > hi ? hi : t;
+    }
+}
+
+/* clamp(x, out, lo, hi): float32 or float64 arrays of one size; lo, hi numbers (not NaN) */
+static PyObject *py_clamp(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 4)
+        return PyErr_Format(PyExc_TypeError, "ember._kernels.clamp: expected 4 arguments");
+    double p[4] = {PyFloat_AsDouble(args[2]), PyFloat_AsDouble(args[3]), 0.0, 0.0};
+    if (PyErr_Occurred())
+        return NULL;
+    if (p[0] != p[0] || p[1] != p[1])
+        return PyErr_Format(PyExc_ValueError, "ember._kernels.clamp: a NaN bound");
+    Bufs b;
+    if (take(&b, args, 2, "io") < 0)
+        return NULL;
+    if (same_lengths(&b, b.len[0], 1, 2) < 0) {
+        release(&b);
+        return NULL;
+    }
+    call_ctx c = {b.kind == 'f' ? (void *)clamp_f32 : (void *)clamp_f64, b.p[0], NULL, b.p[1],
+                  0, p};
+    Py_BEGIN_ALLOW_THREADS
+    parallel(call_unaryp, &c, b.len[0], 64, MIN_PART);
+    Py_END_ALLOW_THREADS
+    release(&b);
+    Py_RETURN_NONE;
+}
+
+/* ---------------------------------------------------------------------------------------------
  * normal_'s Box-Muller in 16-element blocks (ops/_mt19937.py `box_muller16_f32`, PyTorch's AVX2
  * `normal_fill_16`): element j of a block pairs with j + 8; r = sqrt(-2 log(1 - u_j)),
  * theta = 2 pi u_(j+8); r cos(theta) goes to j, r sin(theta) to j + 8; then std y + mean by one
@@ -3558,6 +3613,7 @@ static PyMethodDef kernels_methods[] = {
     FAST(half_cast, "half_cast(src, dst, mode): float32 <-> bfloat16 (0, 1) or float16 (2, 3)."),
     FAST(sgd_momentum, "sgd_momentum(d, g, buf, momentum, 1 - dampening, lr, nesterov)."),
     FAST(bernoulli53, "bernoulli53(capsule, limit, out, scale, direct): dropout's noise from a bit generator."),
+    FAST(clamp, "clamp(x, out, lo, hi): min(max(x, lo), hi), NaN kept, -0.0 kept at a tie."),
     FAST(box_muller16, "box_muller16(u, out, mean, std, affine): normal_'s float32 Box-Muller blocks."),
     FAST(erfinv, "erfinv(x, out): float32 erfinv, within 1 ulp."),
     FAST(erfinv_backward, "erfinv_backward(y, grad, out): grad sqrt(pi)/2 exp(y^2), float32."),

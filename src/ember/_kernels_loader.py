@@ -251,6 +251,28 @@ def softmax_lse(x: Any, need_p: bool) -> tuple[Any, np.ndarray] | None:
     return p, lse
 
 
+def clamp(x: Any, lo: Any, hi: Any) -> np.ndarray | None:
+    """``minimum(hi, maximum(lo, x))`` (a None bound: none) of a float32/float64 array in one
+    pass, the same values as NumPy's (bound first: a tie keeps x); None where the kernel does
+    not apply (other dtypes, non-number or NaN bounds, small arrays: NumPy's call is as fast)."""
+    k = active
+    if k is None or not _ok(x, True) or x.size < 4096:
+        return None
+    for b in (lo, hi):  # (ints past 2^53 would round twice on the way to float32)
+        if b is not None and (type(b) not in _NUMBERS or (type(b) is int and abs(b) > 1 << 53)):
+            return None
+    lo = -math.inf if lo is None else float(lo)
+    hi = math.inf if hi is None else float(hi)
+    if lo != lo or hi != hi:
+        return None
+    out = np.empty_like(x)
+    k.clamp(x, out, lo, hi)
+    return out
+
+
+_NUMBERS = (int, float, np.float32, np.float64)
+
+
 def box_muller16(u: Any, mean: float, std: float) -> np.ndarray | None:
     """normal_'s float32 or float64 normals from uniforms in blocks of 16 (ops/_mt19937.py
     ``box_muller16_f32``/``_f64``), bit for bit PyTorch's at every size; None where the kernel

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from .. import _backend, _dtype, _threads
+from .. import _kernels_loader as _kernels
 from .._tensor_base import TensorBase
 from ..autograd import grad_mode as _grad_mode
 from ..autograd.function import Op
@@ -326,6 +327,8 @@ class Relu(Op):
             out = ctx.xp.maximum(0, x)
         elif x.dtype.itemsize == 2 and (out := _relu_half(x)) is not None:  # (float16/bfloat16)
             pass
+        elif (out := _kernels.clamp(x, 0.0, None)) is not None:  # (float32/64: the same values)
+            pass
         elif x.size < _threads.cut_cheap or (
                 out := _threads.run(np.maximum, 0, x)) is None:  # (large: split)
             out = np.maximum(0, x)  # (0 first: a tie returns x, so -0.0 stays -0.0, as PyTorch)
@@ -455,6 +458,8 @@ class Clamp(Op):
     def forward(ctx: Any, x: Any, lo: Any, hi: Any) -> Any:
         xp = ctx.xp
         ctx.save_for_backward(x, lo, hi)
+        if (out := _kernels.clamp(x, lo, hi)) is not None:  # (one pass; number bounds)
+            return out
         out = x
         if lo is not None:  # (bound first: a tie returns x's value, -0.0 kept, as PyTorch)
             out = xp.maximum(lo, out)

@@ -1,0 +1,89 @@
+"""The clamp eager kernel (ember/_kernels.c "clamp"), behind clamp/clamp_min/clamp_max with number
+bounds and ReLU on float32/float64 arrays: the NumPy path's values bit for bit (NaN kept, -0.0 kept
+at a tie with the bound, lo > hi gives hi), PyTorch's too, at 1 and 2 threads."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ember
+from ember import _kernels_loader as L
+from helpers import torch
+
+needs_kernels = pytest.mark.skipif(L.active is None, reason=f"kernels off: {L.reason}")
+
+EDGES = np.array([-0.0, 0.0, np.nan, -1, 2, -np.inf, np.inf, 0.5, -2.5, 1e-45, 3e38], np.float64)
+BOUNDS = [(0, None), (-1, 1), (None, 0.5), (2, 1), (0.0, 0.0), (-0.0, None), (0.3, 1e30),
+          (-np.inf, np.inf), (np.float32(0.1), None), (None, -7)]
+
+
+def _values(dtype: type) -> np.ndarray:
+    rng = np.random.default_rng(0)
+    x = np.concatenate([np.tile(EDGES, 500), rng.standard_normal(20_011) * 3]).astype(dtype)
+    return x
+
+
+@needs_kernels
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("lo,hi", BOUNDS)
+def test_clamp_kernel_equals_the_numpy_path(dtype, lo, hi) -> None:
+    x = _values(dtype)
+    got = L.clamp(x, lo, hi)
+    assert got is not None and got.dtype == dtype
+    with L.disabled():
+        ref = ember.tensor(x).clamp(lo, hi).numpy()
+    assert got.tobytes() == ref.tobytes()
+    assert ember.tensor(x).clamp(lo, hi).numpy().tobytes() == got.tobytes()
+
+
+@needs_kernels
+def test_relu_takes_the_kernel_and_keeps_its_values() -> None:
+    x = _values(np.float32)
+    t = ember.tensor(x, requires_grad=True)
+    y = ember.nn.functional.relu(t)
+    with L.disabled():
+        ref = ember.nn.functional.relu(ember.tensor(x)).detach().numpy()
+    assert y.detach().numpy().tobytes() == ref.tobytes()
+    y.sum().backward()  # (the saved output drives the backward as before)
+    np.testing.assert_array_equal(t.grad.numpy(), np.where(~(ref <= 0), 1, 0).astype(np.float32))
+
+
+@needs_kernels
+def test_clamp_kernel_declines_what_it_does_not_handle() -> None:
+    x = _values(np.float32)
+    assert L.clamp(x, np.nan, None) is None  # a NaN bound: NumPy's rule (NaN everywhere)
+    assert L.clamp(x, 2**60, None) is None  # an int that float32 would round twice
+    assert L.clamp(x.astype(np.int32), 0, 1) is None
+    assert L.clamp(x[:100], 0, 1) is None  # small: NumPy's call
+    assert L.clamp(x[::2], 0, 1) is None  # strided
+    nan_lo = ember.tensor(x).clamp(float("nan"), None).numpy()
+    assert np.isnan(nan_lo).all()
+
+
+@needs_kernels
+def test_clamp_kernel_gives_the_same_bits_at_1_and_2_threads() -> None:
+    x = np.random.default_rng(1).standard_normal(1 << 21).astype(np.float32)
+    before = ember.get_num_threads()
+    try:
+        outs = []
+        for n in (1, 2):
+            ember.set_num_threads(n)
+            outs.append(L.clamp(x, -0.5, 0.5))
+    finally:
+        ember.set_num_threads(before)
+    assert outs[0].tobytes() == outs[1].tobytes()
+
+
+@pytest.mark.skipif(torch is None, reason="needs PyTorch")
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("lo,hi", BOUNDS)
+def test_clamp_and_relu_match_pytorch_bit_for_bit(dtype, lo, hi) -> None:
+    x = _values(getattr(np, dtype))
+    lo_t = float(lo) if lo is not None else None
+    hi_t = float(hi) if hi is not None else None
+    a = ember.tensor(x).clamp(lo_t, hi_t).numpy()
+    b = torch.tensor(x).clamp(lo_t, hi_t).numpy()
+    assert a.tobytes() == b.tobytes()
+    assert (ember.relu(ember.tensor(x)).numpy().tobytes()
+            == torch.relu(torch.tensor(x)).numpy().tobytes())
