@@ -251,6 +251,18 @@ def softmax_lse(x: Any, need_p: bool) -> tuple[Any, np.ndarray] | None:
     return p, lse
 
 
+def dense_copy(x: Any) -> np.ndarray | None:
+    """``x`` copied into C order where its fastest-moving axis is not its last (a transposed
+    or permuted view: NumPy's copy reads it a stride apart), by tiles; the same bits.
+    None elsewhere (then ``x.copy()``)."""
+    k = active
+    if (k is None or type(x) is not np.ndarray or x.ndim < 2 or x.size < 4096
+            or x.flags.c_contiguous or x.dtype.hasobject):
+        return None
+    out = np.empty(x.shape, x.dtype)
+    return out if k.transpose_copy(x, out) else None
+
+
 def clamp(x: Any, lo: Any, hi: Any) -> np.ndarray | None:
     """``minimum(hi, maximum(lo, x))`` (a None bound: none) of a float32/float64 array in one
     pass, the same values as NumPy's (bound first: a tie keeps x); None where the kernel does

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from .. import _backend, _dtype_info
+from .. import _kernels_loader as _kernels
 from .._backend import CPU_ARRAY
 from .._size import Size
 from .._tensor_base import TensorBase, wrap_dim
@@ -271,6 +272,8 @@ class ReshapeCopy(Reshape):
     @staticmethod
     def forward(ctx: Any, x: Any, shape: tuple) -> Any:
         ctx.shape = x.shape
+        if (out := _kernels.dense_copy(x)) is not None:  # (a transposed view: tiled)
+            return out.reshape(shape)
         return x.reshape(shape)  # a fresh C-order copy: PyTorch's strides already
 
 
@@ -556,7 +559,8 @@ class Contiguous(Op):
 
     @staticmethod
     def forward(ctx: Any, x: Any) -> Any:
-        return x.copy()
+        out = _kernels.dense_copy(x)  # (a transposed or permuted view: by tiles)
+        return out if out is not None else x.copy()
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:

@@ -566,13 +566,6 @@ class BinaryCrossEntropyWithLogits(Op):
         return gx, gt, None, None, None
 
 
-def _softplus_neg(xp: Any, x: Any) -> Any:
-    """log(1 + exp(-x)) = logaddexp(0, -x): the float32 softplus kernel (one pass, 1 ulp; NumPy's
-    logaddexp is a scalar loop, ~15x slower), else NumPy's."""
-    sp = _kernels.activation("softplus", -x, 1.0, math.inf)
-    return sp if sp is not None else xp.logaddexp(0, -x)
-
-
 class CtcLoss(Op):
     """Connectionist temporal classification: nll_n = -log sum over the alignments of target n
     of prod_t p_t(path_t), by the forward (alpha) recursion over the extended label sequence
@@ -658,6 +651,13 @@ class CtcLoss(Op):
             live = live & ~xp.isinf(nll)[None, :]
         G = xp.where(live[:, :, None], G, 0).astype(lp.dtype)
         return grad.reshape(1, N, 1) * G, None, None, None, None, None
+
+
+def _softplus_neg(xp: Any, x: Any) -> Any:
+    """log(1 + exp(-x)) = logaddexp(0, -x): the float32 softplus kernel (one pass, 1 ulp; NumPy's
+    logaddexp is a scalar loop, ~15x slower), else NumPy's."""
+    sp = _kernels.activation("softplus", -x, 1.0, math.inf)
+    return sp if sp is not None else xp.logaddexp(0, -x)
 
 
 def _reduce_array(xp: Any, loss: Any, reduction: str) -> Any:
