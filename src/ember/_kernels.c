@@ -70,10 +70,36 @@ static const double ERFCX32[11] = {
     0.27399891519943764, -0.24413718744023125, 0.1933021845085728, -0.13521319564262063,
     0.08271282305060626, -0.04350648057252987, 0.01909301768554987, -0.006572623075255094,
     0.0015557039029500121, -9.724782007147687e-05, -0.00018937845107501613};
-/* erf(x)/x = P(x^2), x^2 in [0, 0.25]: max relative error 1.20e-11 */
-static const double ERF_SMALL32[6] = {
-    1.128379167081976, -0.3761263851706109, 0.11283773740534338, -0.026863112671796252,
-    0.005200275531773153, -0.0007692330597506539};
+/* The central polynomials, |x| < CENTRAL_X (no exp, no division): fitted in float64 by weighted
+ * least squares (each weighted by what its error costs the float32 result, so 1/2 + x G at
+ * x = -3, where Phi = 0.00135, and 1 - x P at x = 3, erfc = 2.2e-5, keep it); the bound beside
+ * each is that cost, in float32 ulps, for the float64 coefficients below */
+#define CENTRAL_X 3.0f
+/* (Phi(x) - 1/2)/x = G(x^2), x^2 <= 9: 0.003 ulp */
+static const double GELU_PHI32[13] = {
+    0.3989422799040991, -0.06649037585372322, 0.009973545148036092, -0.0011873115307681097,
+    0.00011542076947071496, -9.43711122727768e-06, 6.631649187431294e-07, -4.0488721170611064e-08,
+    2.1335928929981618e-09, -9.37461603368169e-11, 3.187084537973713e-12, -7.299319351723291e-14,
+    8.259325807109865e-16};
+/* (Phi(x) + x phi(x) - 1/2)/x = R(x^2), x^2 <= 9: 0.002 ulp */
+static const double GELU_DPHI32[14] = {
+    0.7978845604622615, -0.2659615169476379, 0.05984132988540161, -0.009498602610570488,
+    0.0011543208009742617, -0.00011331690381961943, 9.314182275978705e-06, -6.563535616043362e-07,
+    4.0101623896178493e-08, -2.109766360475962e-09, 9.230707830479524e-11, -3.1175365196371446e-12,
+    7.082031917967242e-14, -7.943119934504719e-16};
+/* erf(x)/x = P(x^2), for erf, x^2 <= 9: 0.006 ulp */
+static const double ERF_P32[15] = {
+    1.1283791666726883, -0.37612636961813634, 0.1128377650374395, -0.026865693774606927,
+    0.005223179435043936, -0.0008540158132268727, 0.000119999181844326, -1.4663407342917843e-05,
+    1.5566539087008187e-06, -1.4107381632038283e-07, 1.0532329785661288e-08, -6.135486427015667e-10,
+    2.577734146223043e-11, -6.863562876219536e-13, 8.619201526566887e-15};
+/* erf(x)/x = P(x^2), for erfc = 1 - x P, x^2 <= 9: 0.019 ulp */
+static const double ERFC_P32[17] = {
+    1.1283791660990414, -0.3761263613233927, 0.11283777580210612, -0.02686584534694079,
+    0.00522354037959447, -0.0008544474326146591, 0.00012031502479250888, -1.481757609459715e-05,
+    1.6092143107075294e-06, -1.5390514658760788e-07, 1.279927157869186e-08, -9.029294973296328e-10,
+    5.2077970802672156e-11, -2.334094144033118e-12, 7.55341565863229e-14, -1.5582448751207673e-15,
+    1.530024695401181e-17};
 /* (exp(r) - 1 - r)/r^2 = Q(r), |r| <= ln(2)/2: 2.74e-09 (EXP_Q32D), 8.88e-16 (EXP_Q64) and,
  * in float32 coefficients, 1.27e-07 (EXP_Q32F) */
 static const double EXP_Q32D[6] = {
@@ -202,9 +228,42 @@ KI double erfcx32(double z)
     return estrin10(t, ERFCX32) * (ERFCX_K * r);
 }
 
-KI double erf_small32(double x, double s)  /* erf(x) for |x| < 1/2, s = x^2 */
+/* Estrin in s for the central polynomials, degree n from 12 to 16 (a constant: the branches
+ * fold), with explicit fused multiply-adds: one instruction in the AVX-512F and x86-64-v3
+ * clones, the C library's correctly rounded fma in the baseline one (slower, the same bits) */
+KI double estrin_c(double s, const double *c, const int n)
 {
-    return x * estrin5(s, ERF_SMALL32);
+    double s2 = s * s, s4 = s2 * s2, s8 = s4 * s4;
+    double a = fma(s2, fma(c[3], s, c[2]), fma(c[1], s, c[0]));
+    double b = fma(s2, fma(c[7], s, c[6]), fma(c[5], s, c[4]));
+    double d = fma(s2, fma(c[11], s, c[10]), fma(c[9], s, c[8]));
+    double e = n == 12 ? c[12]
+             : n == 13 ? fma(c[13], s, c[12])
+             : n == 14 ? fma(s2, c[14], fma(c[13], s, c[12]))
+             : n == 15 ? fma(s2, fma(c[15], s, c[14]), fma(c[13], s, c[12]))
+                       : fma(s4, c[16], fma(s2, fma(c[15], s, c[14]), fma(c[13], s, c[12])));
+    return fma(s8, fma(s4, e, d), fma(s4, b, a));
+}
+
+/* Each function of the erf family has a central path for |x| < CENTRAL_X (a polynomial in x^2:
+ * no exp, no division) and the general exp * erfcx one outside it; a lane's path depends on its
+ * x alone. The CENTRAL kernels (below) run the central path alone over blocks whose every x is
+ * central: the same operations, so the same bits, whatever the neighbours. */
+KI int central32(float x)
+{
+    return fabsf(x) < CENTRAL_X;  /* false for NaN */
+}
+
+KI float erf_central32(float xf)
+{
+    double x = xf;
+    return (float)(x * estrin_c(x * x, ERF_P32, 14));
+}
+
+KI float erfc_central32(float xf)
+{
+    double x = xf;
+    return (float)fma(-x, estrin_c(x * x, ERFC_P32, 16), 1.0);
 }
 
 KI float k_erf32(float xf)
@@ -212,7 +271,7 @@ KI float k_erf32(float xf)
     double x = xf, s = x * x;
     double c = k_exp32(-s) * erfcx32(fabs(x));   /* erfc(|x|); NaN for NaN */
     double big = copysign(1.0 - c, x);
-    return (float)(s < 0.25 ? erf_small32(x, s) : x != x ? x : big);
+    return central32(xf) ? erf_central32(xf) : (float)(x != x ? x : big);
 }
 
 KI float k_erfc32(float xf)
@@ -220,7 +279,7 @@ KI float k_erfc32(float xf)
     double x = xf, s = x * x;
     double c = k_exp32(-s) * erfcx32(fabs(x));
     double big = x > 0 ? c : 2.0 - c;
-    return (float)(s < 0.25 ? 1.0 - erf_small32(x, s) : x != x ? x : big);
+    return central32(xf) ? erfc_central32(xf) : (float)(x != x ? x : big);
 }
 
 /* erf's derivative times grad: grad 2/sqrt(pi) exp(-x^2) (x^2 exact in float64); erfc's is its
@@ -245,11 +304,25 @@ KI double half_erfc32(double x, double *e)
     return 0.5 * (*e * erfcx32(fabs(x) * INV_SQRT2));
 }
 
+/* x Phi(x) = x (1/2 + x G(x^2)) centrally */
+KI float gelu_central32(float xf)
+{
+    double x = xf;
+    return (float)(x * fma(x, estrin_c(x * x, GELU_PHI32, 12), 0.5));
+}
+
 KI float k_gelu32(float xf)  /* x Phi(x) */
 {
     double x = xf, e;
     double h = half_erfc32(x, &e);
-    return (float)(x * (x > 0 ? 1.0 - h : h));
+    return central32(xf) ? gelu_central32(xf) : (float)(x * (x > 0 ? 1.0 - h : h));
+}
+
+/* grad (Phi(x) + x phi(x)) = grad (1/2 + x R(x^2)) centrally */
+KI float gelu_backward_central32(float xf, float gf)
+{
+    double x = xf;
+    return (float)((double)gf * fma(x, estrin_c(x * x, GELU_DPHI32, 13), 0.5));
 }
 
 KI float k_gelu_backward32(float xf, float gf)  /* grad (Phi(x) + x phi(x)) */
@@ -257,7 +330,7 @@ KI float k_gelu_backward32(float xf, float gf)  /* grad (Phi(x) + x phi(x)) */
     double x = xf, e;
     double h = half_erfc32(x, &e);
     double d = (x > 0 ? 1.0 - h : h) + x * (e * INV_SQRT_2PI);
-    return (float)((double)gf * d);
+    return central32(xf) ? gelu_backward_central32(xf, gf) : (float)((double)gf * d);
 }
 
 /* gelu's tanh form from e = exp(-2|u|): 1 + tanh(u) = 2 sel / (1 + e) with sel = 1 for u >= 0,
@@ -741,12 +814,63 @@ typedef void (*binaryp_fn)(const void *x, const void *g, void *y, Py_ssize_t i0,
             y[i] = EXPR(x[i], g[i], q);                                                        \
     }
 
-UNARY(erf_f32, float, k_erf32)
-UNARY(erfc_f32, float, k_erfc32)
+#define CBLOCK 16  /* elements per block of the CENTRAL kernels */
+/* whether every x of the block is central: the largest |x| as bits (NaN's above inf's), a
+ * reduction the compiler vectorises; the same test as central32's */
+KI int all_central32(const float *x)
+{
+    uint32_t m = 0;
+    for (int j = 0; j < CBLOCK; j++) {
+        uint32_t b;
+        memcpy(&b, x + j, 4);
+        b &= 0x7fffffffu;
+        m = b > m ? b : m;
+    }
+    return m < 0x40400000u;  /* 3.0f */
+}
+#define UNARY_CENTRAL(NAME, EXPR, CENTRAL)                                                     \
+    CLONES_FMA static void NAME(const void *xv, void *yv, Py_ssize_t i0, Py_ssize_t i1)           \
+    {                                                                                          \
+        const float *RESTRICT x = (const float *)xv;                                           \
+        float *RESTRICT y = (float *)yv;                                                       \
+        Py_ssize_t i = i0;                                                                     \
+        for (; i + CBLOCK <= i1; i += CBLOCK) {                                                \
+            if (!all_central32(x + i))                                                         \
+                for (int j = 0; j < CBLOCK; j++)                                               \
+                    y[i + j] = EXPR(x[i + j]);                                                 \
+            else                                                                               \
+                for (int j = 0; j < CBLOCK; j++)                                               \
+                    y[i + j] = CENTRAL(x[i + j]);                                              \
+        }                                                                                      \
+        for (; i < i1; i++)                                                                    \
+            y[i] = EXPR(x[i]);                                                                 \
+    }
+#define BINARY_CENTRAL(NAME, EXPR, CENTRAL)                                                    \
+    CLONES_FMA static void NAME(const void *xv, const void *gv, void *yv, Py_ssize_t i0,          \
+                            Py_ssize_t i1)                                                     \
+    {                                                                                          \
+        const float *RESTRICT x = (const float *)xv;                                           \
+        const float *RESTRICT g = (const float *)gv;                                           \
+        float *RESTRICT y = (float *)yv;                                                       \
+        Py_ssize_t i = i0;                                                                     \
+        for (; i + CBLOCK <= i1; i += CBLOCK) {                                                \
+            if (!all_central32(x + i))                                                         \
+                for (int j = 0; j < CBLOCK; j++)                                               \
+                    y[i + j] = EXPR(x[i + j], g[i + j]);                                       \
+            else                                                                               \
+                for (int j = 0; j < CBLOCK; j++)                                               \
+                    y[i + j] = CENTRAL(x[i + j], g[i + j]);                                    \
+        }                                                                                      \
+        for (; i < i1; i++)                                                                    \
+            y[i] = EXPR(x[i], g[i]);                                                           \
+    }
+
+UNARY_CENTRAL(erf_f32, k_erf32, erf_central32)
+UNARY_CENTRAL(erfc_f32, k_erfc32, erfc_central32)
 BINARY(erf_backward_f32, float, k_erf_backward32)
 BINARY(erfc_backward_f32, float, k_erfc_backward32)
-UNARY(gelu_f32, float, k_gelu32)
-BINARY(gelu_backward_f32, float, k_gelu_backward32)
+UNARY_CENTRAL(gelu_f32, k_gelu32, gelu_central32)
+BINARY_CENTRAL(gelu_backward_f32, k_gelu_backward32, gelu_backward_central32)
 UNARY(gelu_tanh_f32, float, k_gelu_tanh32)
 BINARY(gelu_tanh_backward_f32, float, k_gelu_tanh_backward32)
 UNARY(gelu_tanh_f64, double, k_gelu_tanh64)
