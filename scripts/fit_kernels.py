@@ -2,10 +2,10 @@
 
 Relative least squares at Chebyshev points against mpmath at 40 digits (close to minimax); the
 maximum relative error on a dense grid is printed beside each. The central polynomials of erf,
-erfc and gelu (|x| < 3, no exp and no division) are fitted in a Chebyshev basis and weighted by
-what their error costs the float32 result (1 - x P cancels for erfc, 1/2 + x G for gelu at
-negative x), then converted to monomials; beside each: the largest error that the float64
-coefficients cost the result, in float32 ulps (2^24 times its relative error). ``python scripts/fit_kernels.py``
+erfc and gelu (|x| < 3, no exp and no division) are monomials in x^2 (evaluated by Horner's
+rule with fma), fitted in mpmath and weighted by what their error costs the float32 result
+(1 - x P cancels for erfc, 1/2 + x G for gelu at negative x); beside each: the largest error
+that the float64 coefficients cost the result, in float32 ulps. ``python scripts/fit_kernels.py``
 (needs mpmath; takes a minute or two). tests/test_kernels.py checks the resulting functions against
 float64 and mpmath ground truth, so a refit that loses accuracy fails there.
 """
