@@ -813,13 +813,16 @@ typedef void (*binaryp_fn)(const void *x, const void *g, void *y, Py_ssize_t i0,
             y[i] = EXPR(x[i], g[i], q);                                                        \
     }
 
-#define CBLOCK 16  /* elements per block of the CENTRAL kernels */
-/* whether every x of the block is central: the largest |x| as bits (NaN's above inf's), a
+/* The CENTRAL kernels: blocks of 2 CBLOCK elements whose every x is central run the central
+ * path alone; the others are taken as two blocks of CBLOCK, each central alone or elementwise
+ * (the central path where x is central, else the general one): the same bits either way. */
+#define CBLOCK 16
+/* whether every x of x[0..n) is central: the largest |x| as bits (NaN's above inf's), a
  * reduction the compiler vectorises; the same test as central32's */
-KI int all_central32(const float *x)
+KI int all_central32(const float *x, const int n)
 {
     uint32_t m = 0;
-    for (int j = 0; j < CBLOCK; j++) {
+    for (int j = 0; j < n; j++) {
         uint32_t b;
         memcpy(&b, x + j, 4);
         b &= 0x7fffffffu;
@@ -827,41 +830,47 @@ KI int all_central32(const float *x)
     }
     return m < 0x40400000u;  /* 3.0f */
 }
+#define ARGS_X(k) (x[k])
+#define ARGS_XG(k) (x[k], g[k])
+#define CENTRAL_BLOCK(EXPR, CENTRAL, ARGS, h)                                                  \
+    {                                                                                          \
+        if (all_central32(x + (h), CBLOCK))                                                    \
+            for (int j = 0; j < CBLOCK; j++)                                                   \
+                y[(h) + j] = CENTRAL ARGS((h) + j);                                            \
+        else                                                                                   \
+            for (int j = 0; j < CBLOCK; j++)                                                   \
+                y[(h) + j] = EXPR ARGS((h) + j);                                               \
+    }
+#define CENTRAL_LOOP(EXPR, CENTRAL, ARGS)                                                      \
+    Py_ssize_t i = i0;                                                                         \
+    for (; i + 2 * CBLOCK <= i1; i += 2 * CBLOCK) {                                            \
+        if (all_central32(x + i, 2 * CBLOCK)) {                                                \
+            for (int j = 0; j < 2 * CBLOCK; j++)                                               \
+                y[i + j] = CENTRAL ARGS(i + j);                                                \
+            continue;                                                                          \
+        }                                                                                      \
+        for (Py_ssize_t h = i; h < i + 2 * CBLOCK; h += CBLOCK)                                \
+            CENTRAL_BLOCK(EXPR, CENTRAL, ARGS, h)                                              \
+    }                                                                                          \
+    for (; i + CBLOCK <= i1; i += CBLOCK)                                                      \
+        CENTRAL_BLOCK(EXPR, CENTRAL, ARGS, i)                                                  \
+    for (; i < i1; i++)                                                                        \
+        y[i] = EXPR ARGS(i);
 #define UNARY_CENTRAL(NAME, EXPR, CENTRAL)                                                     \
-    CLONES_FMA static void NAME(const void *xv, void *yv, Py_ssize_t i0, Py_ssize_t i1)           \
+    CLONES_FMA static void NAME(const void *xv, void *yv, Py_ssize_t i0, Py_ssize_t i1)        \
     {                                                                                          \
         const float *RESTRICT x = (const float *)xv;                                           \
         float *RESTRICT y = (float *)yv;                                                       \
-        Py_ssize_t i = i0;                                                                     \
-        for (; i + CBLOCK <= i1; i += CBLOCK) {                                                \
-            if (!all_central32(x + i))                                                         \
-                for (int j = 0; j < CBLOCK; j++)                                               \
-                    y[i + j] = EXPR(x[i + j]);                                                 \
-            else                                                                               \
-                for (int j = 0; j < CBLOCK; j++)                                               \
-                    y[i + j] = CENTRAL(x[i + j]);                                              \
-        }                                                                                      \
-        for (; i < i1; i++)                                                                    \
-            y[i] = EXPR(x[i]);                                                                 \
+        CENTRAL_LOOP(EXPR, CENTRAL, ARGS_X)                                                    \
     }
 #define BINARY_CENTRAL(NAME, EXPR, CENTRAL)                                                    \
-    CLONES_FMA static void NAME(const void *xv, const void *gv, void *yv, Py_ssize_t i0,          \
-                            Py_ssize_t i1)                                                     \
+    CLONES_FMA static void NAME(const void *xv, const void *gv, void *yv, Py_ssize_t i0,       \
+                                Py_ssize_t i1)                                                 \
     {                                                                                          \
         const float *RESTRICT x = (const float *)xv;                                           \
         const float *RESTRICT g = (const float *)gv;                                           \
         float *RESTRICT y = (float *)yv;                                                       \
-        Py_ssize_t i = i0;                                                                     \
-        for (; i + CBLOCK <= i1; i += CBLOCK) {                                                \
-            if (!all_central32(x + i))                                                         \
-                for (int j = 0; j < CBLOCK; j++)                                               \
-                    y[i + j] = EXPR(x[i + j], g[i + j]);                                       \
-            else                                                                               \
-                for (int j = 0; j < CBLOCK; j++)                                               \
-                    y[i + j] = CENTRAL(x[i + j], g[i + j]);                                    \
-        }                                                                                      \
-        for (; i < i1; i++)                                                                    \
-            y[i] = EXPR(x[i], g[i]);                                                           \
+        CENTRAL_LOOP(EXPR, CENTRAL, ARGS_XG)                                                   \
     }
 
 UNARY_CENTRAL(erf_f32, k_erf32, erf_central32)
