@@ -134,11 +134,13 @@ def test_gelu_backward_is_within_one_ulp() -> None:
 # -- the central paths of erf, erfc and gelu: |x| < 3, one float64 polynomial in x^2 ----------------
 def _dense_sweep(stride: int = 128, top: float = 120.0) -> np.ndarray:
     """Every stride-th float32 in [-top, top] (+-0 and subnormals included), and both sides of
-    |x| = 3, where the kernels change from the central polynomial to exp * erfcx."""
+    |x| = 3 (erf, erfc) and 3.5 (gelu), where the kernels change from the central polynomial to
+    exp * erfcx."""
     bits = np.arange(0, int(np.float32(top).view(np.uint32)) + 1, stride, dtype=np.uint32)
-    pos = np.concatenate([bits.view(np.float32), np.nextafter(np.float32(3), np.float32(0),
-                                                              dtype=np.float32)[None],
-                          np.float32([3.0, 2.9999, 3.0001])])
+    edges = np.float32([3.0, 3.5])
+    below = np.nextafter(edges, np.float32(0), dtype=np.float32)
+    pos = np.concatenate([bits.view(np.float32), edges, below, edges * np.float32(1 - 3e-5),
+                          edges * np.float32(1 + 3e-5)])
     return np.concatenate([pos, -pos])
 
 
@@ -153,7 +155,7 @@ def dense() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 def test_erf_family_is_within_one_ulp_over_a_dense_sweep(dense) -> None:
     """17.5M points, 96% of them central: a central polynomial fitted (or evaluated) short of
     its weighted bound fails here first where it cancels, erfc near x = 3 (2.2e-5) and gelu near
-    x = -3 (Phi = 0.00135); a truncated one (its last coefficient dropped) fails by far."""
+    x = -3.5 (Phi = 2.3e-4); a truncated one (its last coefficient dropped) fails by far."""
     x, x64, g = dense
     assert x.size >= 1 << 24
     with np.errstate(over="ignore", invalid="ignore", under="ignore"):
@@ -181,7 +183,7 @@ def test_erf_family_bits_do_not_depend_on_the_neighbours() -> None:
     g = rng.standard_normal(x.size).astype(np.float32)
     ref = _erf_family(x, g)
     spoiled = x.copy()
-    spoiled[::37] = np.float32(50.0)  # every block around these goes the general way
+    spoiled[::37] = np.float32(50.0)  # every block around these takes the general way
     spoiled[5::41] = np.float32(np.nan)
     keep = np.ones(x.size, bool)
     keep[::37] = keep[5::41] = False
