@@ -1556,6 +1556,95 @@ CLONES static void col2im_##T(const T *RESTRICT cols, T *RESTRICT x, const conv_
 IM2COL(float)
 IM2COL(double)
 
+/* Max pooling over planes (n, c) of an (N, C, H, W) image: each window's maximum and the flat
+ * index h W + w of the element it came from, PyTorch's CPU rule: a tap (i, j), in order, wins
+ * when greater than the running maximum or NaN (ties keep the first; NaN propagates and reports
+ * the last NaN); the running maximum starts at -inf and the index at the window's first element
+ * inside the image, which a window of only -inf (or padding) reports. Taps in the padding are
+ * skipped (the NumPy path reads them as -inf, which never wins). Parts: planes [p0, p1).
+ * max_pool_backward: each plane's gradient from its outputs', in output order: assigned where no
+ * two windows overlap (``unique``), else summed in float64 and rounded once (NumPy's bincount
+ * and astype, bit for bit). */
+typedef struct {
+    Py_ssize_t H, W, kh, kw, sh, sw, pt, pl, dh, dw, OH, OW;
+    int unique;
+} pool_geom;
+
+KI Py_ssize_t k_first_valid(Py_ssize_t start, Py_ssize_t d, Py_ssize_t n)
+{   /* the first position start + k d inside [0, n), clipped into it (as the NumPy path's) */
+    Py_ssize_t f = start < 0 ? start + ((-start + d - 1) / d) * d : start;
+    return f > n - 1 ? n - 1 : f < 0 ? 0 : f;
+}
+
+#define MAX_POOL(T)                                                                                \
+CLONES static void max_pool_##T(const T *RESTRICT x, T *RESTRICT y, int64_t *RESTRICT idx,         \
+                                const pool_geom *g, Py_ssize_t p0, Py_ssize_t p1)                  \
+{                                                                                                  \
+    const Py_ssize_t H = g->H, W = g->W, OH = g->OH, OW = g->OW, sw = g->sw;                       \
+    for (Py_ssize_t p = p0; p < p1; p++) {                                                         \
+        const T *RESTRICT xp = x + p * H * W;                                                      \
+        for (Py_ssize_t oh = 0; oh < OH; oh++) {                                                   \
+            T *RESTRICT yr = y + (p * OH + oh) * OW;                                               \
+            int64_t *RESTRICT ir = idx ? idx + (p * OH + oh) * OW : NULL;                          \
+            Py_ssize_t hs = oh * g->sh - g->pt;                                                    \
+            Py_ssize_t i0 = k_lo(hs, g->dh), i1 = k_hi(hs, g->dh, H, g->kh);                       \
+            int64_t base = (int64_t)k_first_valid(hs, g->dh, H) * W;                               \
+            for (Py_ssize_t ow = 0; ow < OW; ow++)                                                 \
+                yr[ow] = (T)-INFINITY;                                                             \
+            if (ir)                                                                                \
+                for (Py_ssize_t ow = 0; ow < OW; ow++)                                             \
+                    ir[ow] = base + k_first_valid(ow * sw - g->pl, g->dw, W);                      \
+            for (Py_ssize_t i = i0; i < i1; i++) {                                                 \
+                Py_ssize_t h = hs + i * g->dh;                                                     \
+                for (Py_ssize_t j = 0; j < g->kw; j++) {                                           \
+                    Py_ssize_t wo = j * g->dw - g->pl;                                             \
+                    Py_ssize_t w0 = k_lo(wo, sw), w1 = k_hi(wo, sw, W, OW);                        \
+                    const T *RESTRICT xr = xp + h * W + wo;                                        \
+                    int64_t at = (int64_t)(h * W + wo);                                            \
+                    if (ir)                                                                        \
+                        for (Py_ssize_t ow = w0; ow < w1; ow++) {                                  \
+                            T v = xr[ow * sw], c = yr[ow];                                         \
+                            int win = (v > c) | (v != v);                                          \
+                            yr[ow] = win ? v : c;                                                  \
+                            ir[ow] = win ? at + ow * sw : ir[ow];                                  \
+                        }                                                                          \
+                    else                                                                           \
+                        for (Py_ssize_t ow = w0; ow < w1; ow++) {                                  \
+                            T v = xr[ow * sw], c = yr[ow];                                         \
+                            yr[ow] = ((v > c) | (v != v)) ? v : c;                                 \
+                        }                                                                          \
+                }                                                                                  \
+            }                                                                                      \
+        }                                                                                          \
+    }                                                                                              \
+}                                                                                                  \
+                                                                                                   \
+CLONES static void max_pool_backward_##T(const T *RESTRICT gy, const int64_t *RESTRICT idx,        \
+                                         T *RESTRICT gx, double *RESTRICT acc, Py_ssize_t n,       \
+                                         Py_ssize_t m, int unique, Py_ssize_t p0, Py_ssize_t p1)   \
+{                                                                                                  \
+    for (Py_ssize_t p = p0; p < p1; p++) {                                                         \
+        const T *RESTRICT gr = gy + p * m;                                                         \
+        const int64_t *RESTRICT ir = idx + p * m;                                                  \
+        T *RESTRICT o = gx + p * n;                                                                \
+        if (unique) {                                                                              \
+            for (Py_ssize_t e = 0; e < n; e++)                                                     \
+                o[e] = (T)0;                                                                       \
+            for (Py_ssize_t k = 0; k < m; k++)                                                     \
+                o[ir[k]] = gr[k];                                                                  \
+            continue;                                                                              \
+        }                                                                                          \
+        for (Py_ssize_t e = 0; e < n; e++)                                                         \
+            acc[e] = 0.0;                                                                          \
+        for (Py_ssize_t k = 0; k < m; k++)                                                         \
+            acc[ir[k]] = acc[ir[k]] + (double)gr[k];                                               \
+        for (Py_ssize_t e = 0; e < n; e++)                                                         \
+            o[e] = (T)acc[e];                                                                      \
+    }                                                                                              \
+}
+MAX_POOL(float)
+MAX_POOL(double)
+
 /* ---------------------------------------------------------------------------------------------
  * Half-precision casts, as integer operations on the bits (branch-free selects, so they
  * vectorise), each equal bit for bit to what NumPy/ml_dtypes give:
@@ -2917,6 +3006,154 @@ static PyObject *py_col2im(PyObject *mod, PyObject *const *args, Py_ssize_t narg
     return conv_cols(args, nargs, 0);
 }
 
+/* An int64 C-contiguous buffer (writable where asked), no range check. */
+static int int64_buffer(PyObject *obj, Py_buffer *view, int writable, const char *what)
+{
+    int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
+    if (PyObject_GetBuffer(obj, view, flags) < 0)
+        return -1;
+    const char *f = view->format ? view->format : "B";
+    if (*f == '@' || *f == '=' || *f == '<')
+        f++;
+    if (view->itemsize != 8 || !(f[0] == 'q' || f[0] == 'l') || f[1] != '\0') {
+        PyBuffer_Release(view);
+        PyErr_Format(PyExc_TypeError, "ember._kernels: %s must be a C-contiguous%s int64 array",
+                     what, writable ? ", writable" : "");
+        return -1;
+    }
+    return 0;
+}
+
+typedef struct {
+    char kind;
+    const void *x;
+    void *y;
+    int64_t *idx;
+    pool_geom g;
+    Py_ssize_t n, m;
+    int failed;
+} pool_ctx;
+
+static void call_max_pool(void *cv, Py_ssize_t p0, Py_ssize_t p1)
+{
+    pool_ctx *c = (pool_ctx *)cv;
+    if (c->kind == 'f')
+        max_pool_float(c->x, c->y, c->idx, &c->g, p0, p1);
+    else
+        max_pool_double(c->x, c->y, c->idx, &c->g, p0, p1);
+}
+
+static void call_max_pool_backward(void *cv, Py_ssize_t p0, Py_ssize_t p1)
+{
+    pool_ctx *c = (pool_ctx *)cv;
+    double *acc = NULL;
+    if (!c->g.unique && !(acc = (double *)malloc((size_t)c->n * sizeof(double)))) {
+        c->failed = 1;  /* (each part writes only this flag's one value) */
+        return;
+    }
+    if (c->kind == 'f')
+        max_pool_backward_float(c->x, c->idx, c->y, acc, c->n, c->m, c->g.unique, p0, p1);
+    else
+        max_pool_backward_double(c->x, c->idx, c->y, acc, c->n, c->m, c->g.unique, p0, p1);
+    free(acc);
+}
+
+/* max_pool(x, y, idx | None, geom): geom a tuple of 12 ints (H, W, kh, kw, sh, sw, pt, pl, dh,
+ * dw, OH, OW); x (planes, H, W), y and idx (planes, OH, OW) as flat C-contiguous buffers. */
+static PyObject *py_max_pool(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 4 || !PyTuple_Check(args[3]) || PyTuple_GET_SIZE(args[3]) != 12)
+        return PyErr_Format(PyExc_TypeError, "ember._kernels.max_pool: expected (x, y, idx, a "
+                            "tuple of 12 ints)");
+    Py_ssize_t v[12];
+    for (int i = 0; i < 12; i++) {
+        v[i] = PyLong_AsSsize_t(PyTuple_GET_ITEM(args[3], i));
+        if (v[i] == -1 && PyErr_Occurred())
+            return NULL;
+        if (v[i] < 0 || v[i] > ((Py_ssize_t)1 << 40))
+            return PyErr_Format(PyExc_ValueError, "ember._kernels.max_pool: bad geometry");
+    }
+    pool_geom g = {v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11], 1};
+    if (g.H < 1 || g.W < 1 || g.kh < 1 || g.kw < 1 || g.sh < 1 || g.sw < 1 || g.dh < 1
+        || g.dw < 1 || g.OH < 1 || g.OW < 1)
+        return PyErr_Format(PyExc_ValueError, "ember._kernels.max_pool: bad geometry");
+    Bufs b;
+    PyObject *bufargs[2] = {args[0], args[1]};
+    if (take(&b, bufargs, 2, "io") < 0)
+        return NULL;
+    Py_ssize_t P = b.len[0] / (g.H * g.W), m = g.OH * g.OW;
+    if (b.len[0] != P * g.H * g.W || b.len[1] != P * m) {
+        release(&b);
+        return PyErr_Format(PyExc_ValueError, "ember._kernels.max_pool: bad sizes");
+    }
+    Py_buffer iv;
+    int have_idx = args[2] != Py_None;
+    if (have_idx) {
+        if (int64_buffer(args[2], &iv, 1, "idx") < 0) {
+            release(&b);
+            return NULL;
+        }
+        if (iv.len / 8 != P * m) {
+            PyBuffer_Release(&iv);
+            release(&b);
+            return PyErr_Format(PyExc_ValueError, "ember._kernels.max_pool: bad sizes");
+        }
+    }
+    pool_ctx c = {b.kind, b.p[0], b.p[1], have_idx ? (int64_t *)iv.buf : NULL, g, 0, m, 0};
+    Py_ssize_t per = g.kh * g.kw * m;
+    Py_BEGIN_ALLOW_THREADS  /* by planes: each writes its own */
+    parallel(call_max_pool, &c, P, 1, MIN_PART / per + 1);
+    Py_END_ALLOW_THREADS
+    if (have_idx)
+        PyBuffer_Release(&iv);
+    release(&b);
+    Py_RETURN_NONE;
+}
+
+/* max_pool_backward(gy, idx, gx, unique): gy and idx (planes, m), gx (planes, n) with n its
+ * last argument's plane size; idx in [0, n) (checked). */
+static PyObject *py_max_pool_backward(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 5)
+        return PyErr_Format(PyExc_TypeError,
+                            "ember._kernels.max_pool_backward: expected 5 arguments");
+    Py_ssize_t n;
+    if (sizes(args + 4, 1, &n, "max_pool_backward") < 0)
+        return NULL;
+    int unique = PyObject_IsTrue(args[3]);
+    if (unique < 0)
+        return NULL;
+    Bufs b;
+    PyObject *bufargs[2] = {args[0], args[2]};
+    if (take(&b, bufargs, 2, "io") < 0)
+        return NULL;
+    Py_ssize_t P = b.len[1] / n, m = P > 0 ? b.len[0] / P : 0;
+    if (P < 1 || b.len[1] != P * n || b.len[0] != P * m || m < 1) {
+        release(&b);
+        return PyErr_Format(PyExc_ValueError, "ember._kernels.max_pool_backward: bad sizes");
+    }
+    Py_buffer iv;
+    if (index_buffer(args[1], &iv, n, "idx") < 0) {
+        release(&b);
+        return NULL;
+    }
+    if (iv.len / 8 != P * m) {
+        PyBuffer_Release(&iv);
+        release(&b);
+        return PyErr_Format(PyExc_ValueError, "ember._kernels.max_pool_backward: bad sizes");
+    }
+    pool_ctx c = {b.kind, b.p[0], b.p[1], (int64_t *)iv.buf, {0}, n, m, 0};
+    c.g.unique = unique;
+    Py_BEGIN_ALLOW_THREADS  /* by planes: each writes its own */
+    parallel(call_max_pool_backward, &c, P, 1, MIN_PART / (n + m) + 1);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&iv);
+    release(&b);
+    if (c.failed)
+        return PyErr_NoMemory();
+    Py_RETURN_NONE;
+}
+
 /* half_cast(src, dst, mode): mode 0 float32 -> bfloat16, 1 bfloat16 -> float32, 2 float32 ->
  * float16, 3 float16 -> float32; the half side as a uint16 buffer, the float side float32 (or
  * uint32), both C-contiguous with the same number of elements */
@@ -3269,6 +3506,8 @@ static PyMethodDef kernels_methods[] = {
     FAST(scatter_rows, "scatter_rows(idx, take, src, scale, out, d): out[idx] += src scale."),
     FAST(im2col, "im2col(x, cols, geom): convolution columns of an (N, C, H, W) image."),
     FAST(col2im, "col2im(cols, x, geom, accumulate): the columns summed into the image in tap order."),
+    FAST(max_pool, "max_pool(x, y, idx, geom): max pooling's maxima and (idx not None) their indices."),
+    FAST(max_pool_backward, "max_pool_backward(gy, idx, gx, unique, n): max pooling's scatter."),
     FAST(half_cast, "half_cast(src, dst, mode): float32 <-> bfloat16 (0, 1) or float16 (2, 3)."),
     FAST(sgd_momentum, "sgd_momentum(d, g, buf, momentum, 1 - dampening, lr, nesterov)."),
     FAST(bernoulli53, "bernoulli53(capsule, limit, out, scale, direct): dropout's noise from a bit generator."),
