@@ -448,34 +448,84 @@ def _cols(xp: Any, buf: Any, g: _Geom, groups: int) -> Any:
     return v.reshape(groups, (C // groups) * g.kh * g.kw, N * g.L)
 
 
-def _image_forward(buf: np.ndarray, w3: np.ndarray, b: np.ndarray | None, g: _Geom,
-                   groups: int) -> tuple[np.ndarray, np.ndarray]:
-    """The per-image convolution on the host: padded input (N, C, Hp, Wp), weight (groups,
-    O / groups, C / groups * kh * kw) and bias -> (output (N, O, OH, OW), columns (N, groups,
-    K, L)). Columns are built and multiplied a few images at a time (``_IMAGE_CHUNK_BYTES``), so
-    each product reads them from cache rather than memory, and the bias rides in the product as
-    one more column row of ones (no pass over the output to add it)."""
-    N, C = buf.shape[:2]
+def _image_forward(x4: np.ndarray, w3: np.ndarray, b: np.ndarray | None, g: _Geom,
+                   groups: int) -> tuple[np.ndarray, None]:
+    """The per-image convolution on the host: input (N, C, H, W), weight (groups, O / groups,
+    C / groups * kh * kw) and bias -> (output (N, O, OH, OW), None). Columns are built and
+    multiplied a few images at a time (``_IMAGE_CHUNK_BYTES``) in one reused buffer, so each
+    product reads them from cache rather than memory, and the bias rides in the product as one
+    more column row of ones (no pass over the output to add it). The columns come from the eager
+    kernel where it applies (one group; the padding read as zeros), else from a strided copy of
+    the padded input: the same values."""
+    N, C = x4.shape[:2]
     G, Og, K = w3.shape
     Cg = C // G
     extra = 0 if b is None else 1
-    cols = np.empty((N, G, K + extra, g.L), dtype=buf.dtype)
+    if extra:
+        w3 = np.concatenate([w3, b.reshape(G, Og, 1)], axis=2)
+    y = np.empty((N, G, Og, g.L), dtype=x4.dtype)
+    per = G * (K + extra) * g.L
+    step = max(1, _IMAGE_CHUNK_BYTES // max(per * x4.itemsize, 1))
+    cols = np.empty((min(step, N), G, K + extra, g.L), dtype=x4.dtype)
     if extra:
         cols[:, :, K] = 1
-        w3 = np.concatenate([w3, b.reshape(G, Og, 1)], axis=2)
-    y = np.empty((N, G, Og, g.L), dtype=buf.dtype)
-    s0, s1, s2, s3 = buf.strides
-    step = max(1, _IMAGE_CHUNK_BYTES // max(cols[0].nbytes, 1))
+    kern = G == 1 and _kl.active is not None and x4.flags.c_contiguous
+    if not kern:
+        buf = _conv_input(np, x4, g)
+        s0, s1, s2, s3 = buf.strides
     for n0 in range(0, N, step):
         n = min(step, N - n0)
-        v = np.lib.stride_tricks.as_strided(
-            buf[n0:], (n, G, Cg, g.kh, g.kw, g.OH, g.OW),
-            (s0, Cg * s1, s1, g.dh * s2, g.dw * s3, g.sh * s2, g.sw * s3))
-        dst = cols[n0:n0 + n, :, :K]
-        dst.shape = v.shape  # (a view: raises rather than copy)
-        dst[...] = v
-        np.matmul(w3, cols[n0:n0 + n], out=y[n0:n0 + n])
-    return y.reshape(N, G * Og, g.OH, g.OW), cols[:, :, :K]
+        cn = cols[:n]
+        if kern:  # (per image: K + extra rows of L, the taps' rows first)
+            geom = (n, C, g.H, g.W, g.kh, g.kw, g.sh, g.sw, g.pt, g.pl, g.dh, g.dw, g.OH, g.OW,
+                    per, g.L, g.OW, 1, 0)
+            _kl.im2col(x4[n0:n0 + n], None, geom, cn)
+        else:
+            v = np.lib.stride_tricks.as_strided(
+                buf[n0:], (n, G, Cg, g.kh, g.kw, g.OH, g.OW),
+                (s0, Cg * s1, s1, g.dh * s2, g.dw * s3, g.sh * s2, g.sw * s3))
+            dst = cn[:, :, :K]
+            dst.shape = v.shape  # (a view: raises rather than copy)
+            dst[...] = v
+        np.matmul(w3, cn, out=y[n0:n0 + n])
+    return y.reshape(N, G * Og, g.OH, g.OW), None
+
+
+def _image_weight_grad(x4: np.ndarray, g4: np.ndarray, g: _Geom, groups: int,
+                       shape: tuple) -> np.ndarray:
+    """The per-image weight gradient on the host: per image, columns (groups, K, L) @ gy^T
+    (L, O / groups) (the faster orientation for a small K), the images' products then summed in
+    order (as NumPy's sum over the batch axis), transposed into an array of the weight's
+    ``shape`` that owns its memory. Columns are built a few images at a time into one reused
+    buffer (the eager kernel where it applies, as ``_image_forward``)."""
+    N, C = x4.shape[:2]
+    O = g4.shape[1]
+    G, Og, Cg = groups, O // groups, C // groups
+    K = Cg * g.kh * g.kw
+    gt = g4.reshape(N, G, Og, g.L)
+    parts = np.empty((N, G, K, Og), dtype=x4.dtype)
+    step = max(1, _IMAGE_CHUNK_BYTES // max(G * K * g.L * x4.itemsize, 1))
+    cols = np.empty((min(step, N), G, K, g.L), dtype=x4.dtype)
+    kern = G == 1 and _kl.active is not None and x4.flags.c_contiguous
+    if not kern:
+        buf = _conv_input(np, x4, g)
+        s0, s1, s2, s3 = buf.strides
+    for n0 in range(0, N, step):
+        n = min(step, N - n0)
+        cn = cols[:n]
+        if kern:
+            _kl.im2col(x4[n0:n0 + n], None, _kgeom(g, n, C, True), cn)
+        else:
+            v = np.lib.stride_tricks.as_strided(
+                buf[n0:], (n, G, Cg, g.kh, g.kw, g.OH, g.OW),
+                (s0, Cg * s1, s1, g.dh * s2, g.dw * s3, g.sh * s2, g.sw * s3))
+            dst = cn.view()
+            dst.shape = v.shape  # (a view: raises rather than copy)
+            dst[...] = v
+        np.matmul(cn, gt[n0:n0 + n].swapaxes(2, 3), out=parts[n0:n0 + n])
+    gw = np.empty(shape, dtype=x4.dtype)
+    gw.reshape(G, Og, -1)[...] = parts.sum(axis=0).swapaxes(1, 2)
+    return gw
 
 
 def _batch_step(g: _Geom, n: int, k: int, out_channels: int, itemsize: int,

@@ -30,13 +30,13 @@ from ._kernels import (
     _bias_grad,
     _check_tensor,
     _col2im,
-    _conv_input,
     _depth_taps,
     _fold,
     _Geom,
     _grad_to_cols,
     _im2col,
     _image_forward,
+    _image_weight_grad,
     _ints,
     _out_from_cols,
     _rebatch,
@@ -457,7 +457,7 @@ def _conv_forward(xp: Any, x4: Any, w4: Any, b: Any, g: _Geom, groups: int) -> t
         return _rows_forward(x4, w4, b, g)  # (bias added; cols are rows (N * L, K))
     if g.image and type(x4) is np.ndarray and x4.dtype in (np.float32, np.float64) and \
             w3.dtype == x4.dtype and (b is None or b.dtype == x4.dtype):
-        return _image_forward(_conv_input(xp, x4, g), w3, b, g, groups)  # (bias added)
+        return _image_forward(x4, w3, b, g, groups)  # (bias added)
     cols = _im2col(xp, x4, g, groups)
     y = xp.matmul(w3, cols)
     # a bfloat16 product comes back float32: the bias joins it there and the sum is
@@ -496,6 +496,9 @@ def _weight_grad(xp: Any, x4: Any, g4: Any, g: _Geom, groups: int, shape: tuple,
     of ``shape``; ``cols`` / ``gt``: the forward's columns and the gradient's, when at hand."""
     N = x4.shape[0]
     O = g4.shape[1]
+    if g.image and cols is None and type(x4) is np.ndarray and type(g4) is np.ndarray and \
+            x4.dtype in (np.float32, np.float64) and g4.dtype == x4.dtype:
+        return _image_weight_grad(x4, g4, g, groups, shape)
     if cols is None:
         cols = _rows(x4, g) if _rows_ok(g, groups, x4, g4) else \
             _im2col(xp, x4, g, groups)
