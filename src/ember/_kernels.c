@@ -1645,6 +1645,51 @@ CLONES static void max_pool_backward_##T(const T *RESTRICT gy, const int64_t *RE
 MAX_POOL(float)
 MAX_POOL(double)
 
+/* col2im from row-major columns: rows (N, OH, OW, kh, kw, C) (a row per window, its taps (i, j,
+ * c), as ops/nn/_kernels.py's ``_rows`` builds them) summed back into the (N, C, H, W) image:
+ * each pixel from zero, its taps added in (i, j) order (the NumPy path's one add per tap onto
+ * an NHWC image), a row of the image at a time in ``acc`` (W C values). Parts: image rows
+ * (n, h) [r0, r1). */
+#define COL2IM_ROWS(T)                                                                             \
+CLONES static void col2im_rows_##T(const T *RESTRICT rows, T *RESTRICT x, T *RESTRICT acc,         \
+                                   const conv_geom *g, Py_ssize_t r0, Py_ssize_t r1)               \
+{                                                                                                  \
+    const Py_ssize_t C = g->C, H = g->H, W = g->W, OH = g->OH, OW = g->OW, sw = g->sw;             \
+    const Py_ssize_t K = g->kh * g->kw * C;                                                        \
+    for (Py_ssize_t r = r0; r < r1; r++) {                                                         \
+        Py_ssize_t n = r / H, h = r % H;                                                           \
+        for (Py_ssize_t e = 0; e < W * C; e++)                                                     \
+            acc[e] = (T)0;                                                                         \
+        for (Py_ssize_t i = 0; i < g->kh; i++) {                                                   \
+            Py_ssize_t t = h + g->pt - i * g->dh;                                                  \
+            if (t < 0 || t % g->sh)                                                                \
+                continue;                                                                          \
+            Py_ssize_t oh = t / g->sh;                                                             \
+            if (oh >= OH)                                                                          \
+                continue;                                                                          \
+            const T *RESTRICT src0 = rows + (n * OH + oh) * OW * K;                                \
+            for (Py_ssize_t j = 0; j < g->kw; j++) {                                               \
+                /* pixels w = ow sw + j dw - pl, ow in [0, OW), inside [0, W) */                   \
+                Py_ssize_t wo = j * g->dw - g->pl;                                                 \
+                Py_ssize_t o0 = k_lo(wo, sw), o1 = k_hi(wo, sw, W, OW);                            \
+                const T *RESTRICT src = src0 + (i * g->kw + j) * C;                                \
+                for (Py_ssize_t ow = o0; ow < o1; ow++) {                                          \
+                    T *RESTRICT a = acc + (ow * sw + wo) * C;                                      \
+                    const T *RESTRICT s = src + ow * K;                                            \
+                    for (Py_ssize_t c = 0; c < C; c++)                                             \
+                        a[c] = a[c] + s[c];                                                        \
+                }                                                                                  \
+            }                                                                                      \
+        }                                                                                          \
+        T *RESTRICT xr = x + n * C * H * W + h * W;                                                \
+        for (Py_ssize_t c = 0; c < C; c++)                                                         \
+            for (Py_ssize_t w = 0; w < W; w++)                                                     \
+                xr[c * H * W + w] = acc[w * C + c];                                                \
+    }                                                                                              \
+}
+COL2IM_ROWS(float)
+COL2IM_ROWS(double)
+
 /* ---------------------------------------------------------------------------------------------
  * Half-precision casts, as integer operations on the bits (branch-free selects, so they
  * vectorise), each equal bit for bit to what NumPy/ml_dtypes give:
@@ -3110,6 +3155,68 @@ static PyObject *py_max_pool(PyObject *mod, PyObject *const *args, Py_ssize_t na
     Py_RETURN_NONE;
 }
 
+
+typedef struct {
+    char kind;
+    const void *src;
+    void *dst;
+    conv_geom g;
+    int failed;
+} rows_ctx;
+
+static void call_col2im_rows(void *cv, Py_ssize_t r0, Py_ssize_t r1)
+{
+    rows_ctx *c = (rows_ctx *)cv;
+    void *acc = malloc((size_t)(c->g.W * c->g.C) * (c->kind == 'f' ? 4 : 8));
+    if (!acc) {
+        c->failed = 1;
+        return;
+    }
+    if (c->kind == 'f')
+        col2im_rows_float(c->src, c->dst, acc, &c->g, r0, r1);
+    else
+        col2im_rows_double(c->src, c->dst, acc, &c->g, r0, r1);
+    free(acc);
+}
+
+/* col2im_rows(rows, x, geom): geom a tuple of 14 ints (N, C, H, W, kh, kw, sh, sw, pt, pl, dh,
+ * dw, OH, OW); rows (N, OH, OW, kh, kw, C) and x (N, C, H, W) as flat C-contiguous buffers. */
+static PyObject *py_col2im_rows(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3 || !PyTuple_Check(args[2]) || PyTuple_GET_SIZE(args[2]) != 14)
+        return PyErr_Format(PyExc_TypeError, "ember._kernels.col2im_rows: expected (rows, x, a "
+                            "tuple of 14 ints)");
+    Py_ssize_t v[14];
+    for (int i = 0; i < 14; i++) {
+        v[i] = PyLong_AsSsize_t(PyTuple_GET_ITEM(args[2], i));
+        if (v[i] == -1 && PyErr_Occurred())
+            return NULL;
+        if (v[i] < 0 || v[i] > ((Py_ssize_t)1 << 40))
+            return PyErr_Format(PyExc_ValueError, "ember._kernels.col2im_rows: bad geometry");
+    }
+    conv_geom g = {v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11],
+                   v[12], v[13], 0, 0, 0, 1, 0, 0, 0};
+    if (g.N < 1 || g.C < 1 || g.H < 1 || g.W < 1 || g.kh < 1 || g.kw < 1 || g.sh < 1
+        || g.sw < 1 || g.dh < 1 || g.dw < 1 || g.OH < 1 || g.OW < 1)
+        return PyErr_Format(PyExc_ValueError, "ember._kernels.col2im_rows: bad geometry");
+    Bufs b;
+    PyObject *bufargs[2] = {args[0], args[1]};
+    if (take(&b, bufargs, 2, "io") < 0)
+        return NULL;
+    if (b.len[0] != g.N * g.OH * g.OW * g.kh * g.kw * g.C || b.len[1] != g.N * g.C * g.H * g.W) {
+        release(&b);
+        return PyErr_Format(PyExc_ValueError, "ember._kernels.col2im_rows: bad sizes");
+    }
+    rows_ctx c = {b.kind, b.p[0], b.p[1], g, 0};
+    Py_ssize_t per = g.W * g.C * g.kh * g.kw;
+    Py_BEGIN_ALLOW_THREADS  /* by image rows (n, h): each writes its own */
+    parallel(call_col2im_rows, &c, g.N * g.H, 1, MIN_PART / per + 1);
+    Py_END_ALLOW_THREADS
+    release(&b);
+    if (c.failed)
+        return PyErr_NoMemory();
+    Py_RETURN_NONE;
+}
 /* max_pool_backward(gy, idx, gx, unique): gy and idx (planes, m), gx (planes, n) with n its
  * last argument's plane size; idx in [0, n) (checked). */
 static PyObject *py_max_pool_backward(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
@@ -3506,6 +3613,7 @@ static PyMethodDef kernels_methods[] = {
     FAST(scatter_rows, "scatter_rows(idx, take, src, scale, out, d): out[idx] += src scale."),
     FAST(im2col, "im2col(x, cols, geom): convolution columns of an (N, C, H, W) image."),
     FAST(col2im, "col2im(cols, x, geom, accumulate): the columns summed into the image in tap order."),
+    FAST(col2im_rows, "col2im_rows(rows, x, geom): row-major columns summed into the image."),
     FAST(max_pool, "max_pool(x, y, idx, geom): max pooling's maxima and (idx not None) their indices."),
     FAST(max_pool_backward, "max_pool_backward(gy, idx, gx, unique, n): max pooling's scatter."),
     FAST(half_cast, "half_cast(src, dst, mode): float32 <-> bfloat16 (0, 1) or float16 (2, 3)."),

@@ -484,6 +484,19 @@ def col2im(cols: Any, shape: tuple, geom: tuple, out: Any = None) -> np.ndarray 
     return out
 
 
+def col2im_rows(rows: Any, shape: tuple, geom: tuple) -> np.ndarray | None:
+    """The (N, C, H, W) image of ``shape`` that sums row-major convolution columns (N * OH * OW,
+    kh * kw * C) back where they were read (``geom``: ``ember._kernels``' 14 ints N, C, H, W,
+    kh, kw, sh, sw, pt, pl, dh, dw, OH, OW), each pixel's taps added in (i, j) order from zero:
+    bit for bit ops/nn/_kernels.py's one add per tap; None where the kernel does not apply."""
+    mod = active
+    if mod is None or not _ok(rows, True):
+        return None
+    out = np.empty(shape, rows.dtype)
+    mod.col2im_rows(rows, out, geom)
+    return out
+
+
 def max_pool(x: Any, geom: tuple, need_idx: bool) -> tuple[np.ndarray, Any] | None:
     """Max pooling of an (N, C, H, W) float32/float64 array over windows of ``geom``
     (``ember._kernels``' 12 ints: H, W, kh, kw, sh, sw, pt, pl, dh, dw, OH, OW) -> (maxima

@@ -590,18 +590,50 @@ def _rows_forward(x4: np.ndarray, w4: np.ndarray, b: np.ndarray | None,
     return out, rows
 
 
-def _rows_weight_grad(rows: np.ndarray, gy: np.ndarray, shape: tuple,
-                      k: tuple[int, int]) -> np.ndarray:
-    """The weight gradient from the forward's rows (N * L, K) and the output gradient
-    (N, O, OH, OW): its columns (O, N * L) in the rows' (n, oh, ow) order (a copy in runs of
-    OH * OW values) @ rows = (O, K), taps reordered (i, j, c) -> (c, i, j) into an array of the
-    weight's ``shape`` that owns its memory."""
+def _grad_rows(gy: np.ndarray) -> np.ndarray:
+    """An output gradient (N, O, OH, OW) as rows (N * OH * OW, O), ordered (n, oh, ow) as the
+    forward's rows: one transposing copy, shared by the input and the weight gradient."""
     N, O = gy.shape[:2]
-    gt = np.ascontiguousarray(gy.reshape(N, O, -1).transpose(1, 0, 2)).reshape(O, -1)
-    part = np.matmul(gt, rows).reshape(O, k[0], k[1], -1)
+    return np.ascontiguousarray(gy.reshape(N, O, -1).transpose(0, 2, 1)).reshape(-1, O)
+
+
+def _rows_weight_grad(rows: np.ndarray, gy: np.ndarray, shape: tuple, k: tuple[int, int],
+                      gr: np.ndarray | None = None) -> np.ndarray:
+    """The weight gradient from the forward's rows (N * L, K) and the output gradient
+    (N, O, OH, OW) (``gr``: its rows (N * L, O), when at hand): gr^T @ rows = (O, K), taps
+    reordered (i, j, c) -> (c, i, j) into an array of the weight's ``shape`` that owns its
+    memory."""
+    if gr is None:
+        gr = _grad_rows(gy)
+    O = gr.shape[1]
+    part = np.matmul(gr.T, rows).reshape(O, k[0], k[1], -1)
     gw = np.empty(shape, dtype=rows.dtype)
     gw.reshape(O, -1, k[0], k[1])[...] = part.transpose(0, 3, 1, 2)
     return gw
+
+
+def _rows_input_grad(gr: np.ndarray, w4: np.ndarray, g: _Geom, N: int) -> np.ndarray:
+    """The input gradient of a row-major convolution: the gradient's rows (N * L, O) @ the
+    weight as (O, taps (i, j, c)) = columns as rows (N * L, K), summed back into (N, C, H, W)
+    by ``_rows_col2im``."""
+    O, C, kh, kw = w4.shape
+    wr = w4.transpose(0, 2, 3, 1).reshape(O, kh * kw * C)  # (a small copy)
+    return _rows_col2im(np.matmul(gr, wr), g, N, C)
+
+
+def _rows_col2im(rows: np.ndarray, g: _Geom, N: int, C: int) -> np.ndarray:
+    """Row-major columns (N * OH * OW, kh * kw * C) summed back into (N, C, H, W), each pixel's
+    taps from zero in (i, j) order: the eager kernel (one pass, a row of the image at a time),
+    else one add per tap onto a padded NHWC image and a transposing copy (the same sums)."""
+    geom = (N, C, g.H, g.W, g.kh, g.kw, g.sh, g.sw, g.pt, g.pl, g.dh, g.dw, g.OH, g.OW)
+    if (out := _kl.col2im_rows(rows, (N, C, g.H, g.W), geom)) is not None:
+        return out
+    r = rows.reshape(N, g.OH, g.OW, g.kh, g.kw, C)
+    img = np.zeros((N, g.Hp, g.Wp, C), dtype=rows.dtype)
+    for i in range(g.kh):
+        for j in range(g.kw):
+            img[(slice(None),) + g.window(i, j)[2:]] += r[:, :, :, i, j]
+    return np.ascontiguousarray(img[:, g.pt:g.pt + g.H, g.pl:g.pl + g.W].transpose(0, 3, 1, 2))
 
 
 def _out_from_cols(xp: Any, y: Any, g: _Geom, N: int) -> Any:
