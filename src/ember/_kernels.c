@@ -1576,44 +1576,120 @@ KI Py_ssize_t k_first_valid(Py_ssize_t start, Py_ssize_t d, Py_ssize_t n)
     return f > n - 1 ? n - 1 : f < 0 ? 0 : f;
 }
 
-#define MAX_POOL(T)                                                                                \
-CLONES static void max_pool_##T(const T *RESTRICT x, T *RESTRICT y, int64_t *RESTRICT idx,         \
-                                const pool_geom *g, Py_ssize_t p0, Py_ssize_t p1)                  \
+/* Pooling's loops run over output rows, often shorter than an AVX-512 vector (12 windows of a
+ * 24-pixel row): their clones stop at AVX2, whose 8 lanes fit such rows (AVX-512's clone ran
+ * the CNN's pool 5x slower, its whole rows left to the scalar remainder). */
+#if HAVE_CLONES
+#define CLONES_POOL __attribute__((target_clones("avx2", "default")))
+#else
+#define CLONES_POOL
+#endif
+
+/* a plane of 2 x 2 windows at stride 2, every tap inside (the common MaxPool2d(2)): the rule
+ * below on the four taps in order, in one pass, the selects on the bits (branch-free, as the
+ * scalar remainder runs too); code (OH OW): the winning tap (0 for none: the corner) */
+#define MAX_POOL_PAIR(T, U)                                                                        \
+KI U bits_##T(T v)                                                                                 \
 {                                                                                                  \
+    U u;                                                                                           \
+    memcpy(&u, &v, sizeof u);                                                                      \
+    return u;                                                                                      \
+}                                                                                                  \
+                                                                                                   \
+KI T of_bits_##T(U u)                                                                              \
+{                                                                                                  \
+    T v;                                                                                           \
+    memcpy(&v, &u, sizeof v);                                                                      \
+    return v;                                                                                      \
+}                                                                                                  \
+                                                                                                   \
+KI void max_pool_pair_##T(const T *RESTRICT x, T *RESTRICT y, int32_t *RESTRICT code,              \
+                          Py_ssize_t W, Py_ssize_t OH, Py_ssize_t OW)                              \
+{                                                                                                  \
+    for (Py_ssize_t oh = 0; oh < OH; oh++) {                                                       \
+        const T *RESTRICT x0 = x + 2 * oh * W, *RESTRICT x1 = x0 + W;                              \
+        T *RESTRICT yr = y + oh * OW;                                                              \
+        int32_t *RESTRICT cr = code + oh * OW;                                                     \
+        for (Py_ssize_t ow = 0; ow < OW; ow++) {                                                   \
+            T a = x0[2 * ow], b = x0[2 * ow + 1], c = x1[2 * ow], d = x1[2 * ow + 1];              \
+            U m = bits_##T(a), k = 0, w;                                                           \
+            w = -(U)((b > of_bits_##T(m)) | (b != b));                                             \
+            m = (bits_##T(b) & w) | (m & ~w);                                                      \
+            k = ((U)1 & w) | (k & ~w);                                                             \
+            w = -(U)((c > of_bits_##T(m)) | (c != c));                                             \
+            m = (bits_##T(c) & w) | (m & ~w);                                                      \
+            k = ((U)2 & w) | (k & ~w);                                                             \
+            w = -(U)((d > of_bits_##T(m)) | (d != d));                                             \
+            m = (bits_##T(d) & w) | (m & ~w);                                                      \
+            k = ((U)3 & w) | (k & ~w);                                                             \
+            yr[ow] = of_bits_##T(m);                                                               \
+            cr[ow] = (int32_t)k;                                                                   \
+        }                                                                                          \
+    }                                                                                              \
+}
+MAX_POOL_PAIR(float, uint32_t)
+MAX_POOL_PAIR(double, uint64_t)
+
+#define MAX_POOL(T, U)                                                                             \
+CLONES_POOL static void max_pool_##T(const T *RESTRICT x, T *RESTRICT y,                         \
+                                     int64_t *RESTRICT idx, int32_t *RESTRICT code,                \
+                                     int64_t *RESTRICT offs,                                       \
+                                     const pool_geom *g, Py_ssize_t p0, Py_ssize_t p1)             \
+{   /* code[ow]: the winning tap's number i kw + j of the row's windows, -1 for none yet; offs[k]: \
+     * tap k's offset from the window's corner, i dh W + j dw */                                   \
     const Py_ssize_t H = g->H, W = g->W, OH = g->OH, OW = g->OW, sw = g->sw;                       \
+    for (Py_ssize_t i = 0; i < g->kh; i++)                                                         \
+        for (Py_ssize_t j = 0; j < g->kw; j++)                                                     \
+            offs[i * g->kw + j] = (int64_t)(i * g->dh * W + j * g->dw);                            \
+    const int pair = g->kh == 2 && g->kw == 2 && g->sh == 2 && sw == 2 && g->dh == 1             \
+                     && g->dw == 1 && g->pt == 0 && g->pl == 0 && 2 * OH <= H && 2 * OW <= W;      \
     for (Py_ssize_t p = p0; p < p1; p++) {                                                         \
         const T *RESTRICT xp = x + p * H * W;                                                      \
+        if (pair) {  /* code: the plane's (OH OW) */                                               \
+            max_pool_pair_##T(xp, y + p * OH * OW, code, W, OH, OW);                               \
+            if (idx) {                                                                             \
+                int64_t *RESTRICT ip = idx + p * OH * OW;                                          \
+                for (Py_ssize_t oh = 0; oh < OH; oh++)                                             \
+                    for (Py_ssize_t ow = 0; ow < OW; ow++) {                                       \
+                        int64_t k = code[oh * OW + ow];                                            \
+                        ip[oh * OW + ow] = (2 * oh + (k >> 1)) * W + 2 * ow + (k & 1);             \
+                    }                                                                              \
+            }                                                                                      \
+            continue;                                                                              \
+        }                                                                                          \
         for (Py_ssize_t oh = 0; oh < OH; oh++) {                                                   \
             T *RESTRICT yr = y + (p * OH + oh) * OW;                                               \
-            int64_t *RESTRICT ir = idx ? idx + (p * OH + oh) * OW : NULL;                          \
             Py_ssize_t hs = oh * g->sh - g->pt;                                                    \
             Py_ssize_t i0 = k_lo(hs, g->dh), i1 = k_hi(hs, g->dh, H, g->kh);                       \
-            int64_t base = (int64_t)k_first_valid(hs, g->dh, H) * W;                               \
             for (Py_ssize_t ow = 0; ow < OW; ow++)                                                 \
                 yr[ow] = (T)-INFINITY;                                                             \
-            if (ir)                                                                                \
-                for (Py_ssize_t ow = 0; ow < OW; ow++)                                             \
-                    ir[ow] = base + k_first_valid(ow * sw - g->pl, g->dw, W);                      \
+            for (Py_ssize_t ow = 0; ow < OW; ow++)                                                 \
+                code[ow] = -1;                                                                     \
             for (Py_ssize_t i = i0; i < i1; i++) {                                                 \
-                Py_ssize_t h = hs + i * g->dh;                                                     \
+                const T *RESTRICT xh = xp + (hs + i * g->dh) * W;                                  \
                 for (Py_ssize_t j = 0; j < g->kw; j++) {                                           \
                     Py_ssize_t wo = j * g->dw - g->pl;                                             \
                     Py_ssize_t w0 = k_lo(wo, sw), w1 = k_hi(wo, sw, W, OW);                        \
-                    const T *RESTRICT xr = xp + h * W + wo;                                        \
-                    int64_t at = (int64_t)(h * W + wo);                                            \
-                    if (ir)                                                                        \
-                        for (Py_ssize_t ow = w0; ow < w1; ow++) {                                  \
-                            T v = xr[ow * sw], c = yr[ow];                                         \
-                            int win = (v > c) | (v != v);                                          \
-                            yr[ow] = win ? v : c;                                                  \
-                            ir[ow] = win ? at + ow * sw : ir[ow];                                  \
-                        }                                                                          \
-                    else                                                                           \
-                        for (Py_ssize_t ow = w0; ow < w1; ow++) {                                  \
-                            T v = xr[ow * sw], c = yr[ow];                                         \
-                            yr[ow] = ((v > c) | (v != v)) ? v : c;                                 \
-                        }                                                                          \
+                    const T *RESTRICT xr = xh + wo;                                                \
+                    int32_t k = (int32_t)(i * g->kw + j);                                          \
+                    for (Py_ssize_t ow = w0; ow < w1; ow++) {  /* (selects on the bits) */        \
+                        T v = xr[ow * sw], c = yr[ow];                                             \
+                        int win = (v > c) | (v != v);                                              \
+                        U m = -(U)win;                                                             \
+                        int32_t m32 = -(int32_t)win;                                               \
+                        yr[ow] = of_bits_##T((bits_##T(v) & m) | (bits_##T(c) & ~m));             \
+                        code[ow] = (k & m32) | (code[ow] & ~m32);                                  \
+                    }                                                                              \
                 }                                                                                  \
+            }                                                                                      \
+            if (!idx)                                                                              \
+                continue;                                                                          \
+            int64_t *RESTRICT ir = idx + (p * OH + oh) * OW;                                       \
+            int64_t first = (int64_t)k_first_valid(hs, g->dh, H) * W, at = hs * W - g->pl;         \
+            for (Py_ssize_t ow = 0; ow < OW; ow++) {                                               \
+                int32_t k = code[ow];                                                              \
+                ir[ow] = k < 0 ? first + k_first_valid(ow * sw - g->pl, g->dw, W)                  \
+                               : at + ow * sw + offs[k];                                           \
             }                                                                                      \
         }                                                                                          \
     }                                                                                              \
@@ -1642,8 +1718,8 @@ CLONES static void max_pool_backward_##T(const T *RESTRICT gy, const int64_t *RE
             o[e] = (T)acc[e];                                                                      \
     }                                                                                              \
 }
-MAX_POOL(float)
-MAX_POOL(double)
+MAX_POOL(float, uint32_t)
+MAX_POOL(double, uint64_t)
 
 /* col2im from row-major columns: rows (N, OH, OW, kh, kw, C) (a row per window, its taps (i, j,
  * c), as ops/nn/_kernels.py's ``_rows`` builds them) summed back into the (N, C, H, W) image:
@@ -3082,10 +3158,20 @@ typedef struct {
 static void call_max_pool(void *cv, Py_ssize_t p0, Py_ssize_t p1)
 {
     pool_ctx *c = (pool_ctx *)cv;
+    int32_t *code = (int32_t *)malloc((size_t)(c->g.OH * c->g.OW) * sizeof(int32_t));
+    int64_t *offs = (int64_t *)malloc((size_t)(c->g.kh * c->g.kw) * sizeof(int64_t));
+    if (!code || !offs) {
+        free(code);
+        free(offs);
+        c->failed = 1;
+        return;
+    }
     if (c->kind == 'f')
-        max_pool_float(c->x, c->y, c->idx, &c->g, p0, p1);
+        max_pool_float(c->x, c->y, c->idx, code, offs, &c->g, p0, p1);
     else
-        max_pool_double(c->x, c->y, c->idx, &c->g, p0, p1);
+        max_pool_double(c->x, c->y, c->idx, code, offs, &c->g, p0, p1);
+    free(code);
+    free(offs);
 }
 
 static void call_max_pool_backward(void *cv, Py_ssize_t p0, Py_ssize_t p1)
@@ -3152,6 +3238,8 @@ static PyObject *py_max_pool(PyObject *mod, PyObject *const *args, Py_ssize_t na
     if (have_idx)
         PyBuffer_Release(&iv);
     release(&b);
+    if (c.failed)
+        return PyErr_NoMemory();
     Py_RETURN_NONE;
 }
 
