@@ -154,3 +154,27 @@ def test_col2im_rows_refuses_bad_arguments() -> None:
         L.active.col2im_rows(rows, x, geom[:12] + (0, 3))
     with pytest.raises(TypeError):
         L.active.col2im_rows(rows, x.astype(np.float64), geom)
+
+
+@needs_kernels
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", ROWS)
+def test_im2row_is_the_numpy_copy(shape, dtype, monkeypatch) -> None:
+    g = _geom(shape)
+    x = _arrays(shape, dtype, 4)[0]
+    with L.disabled():
+        want = kern._rows(x, g)
+    calls = _count(monkeypatch, L, "im2row")
+    got = kern._rows(x, g)
+    assert calls["n"] == 1 and got.dtype == dtype
+    np.testing.assert_array_equal(got, want)
+    before = L.active.get_num_threads()
+    try:
+        L.set_num_threads(2)
+        np.testing.assert_array_equal(kern._rows(x, g), want)
+    finally:
+        L.set_num_threads(before)
+    with pytest.raises(ValueError):  # rows of the wrong size
+        L.active.im2row(x, np.empty(want.size - 1, dtype), (shape[0], shape[1]) + tuple(
+            getattr(g, a) for a in ("H", "W", "kh", "kw", "sh", "sw", "pt", "pl", "dh", "dw",
+                                    "OH", "OW")))

@@ -1766,6 +1766,54 @@ CLONES static void col2im_rows_##T(const T *RESTRICT rows, T *RESTRICT x, T *RES
 COL2IM_ROWS(float)
 COL2IM_ROWS(double)
 
+/* im2row: an (N, C, H, W) image's windows as rows (N, OH, OW, kh, kw, C) (taps (i, j, c), the
+ * padding as zeros: ops/nn/_kernels.py's ``_rows``), an image at a time through ``tile``, the
+ * image transposed to (H, W, C) in cache, so each tap row copies kw C (dw 1) or C values. Parts:
+ * images [n0, n1). */
+#define IM2ROW(T)                                                                                  \
+CLONES static void im2row_##T(const T *RESTRICT x, T *RESTRICT rows, T *RESTRICT tile,             \
+                              const conv_geom *g, Py_ssize_t n0, Py_ssize_t n1)                    \
+{                                                                                                  \
+    const Py_ssize_t C = g->C, H = g->H, W = g->W, OH = g->OH, OW = g->OW, kw = g->kw;             \
+    const Py_ssize_t K = g->kh * kw * C;                                                           \
+    for (Py_ssize_t n = n0; n < n1; n++) {                                                         \
+        const T *RESTRICT xn = x + n * C * H * W;                                                  \
+        for (Py_ssize_t h = 0; h < H; h++)                                                         \
+            for (Py_ssize_t w = 0; w < W; w++)                                                     \
+                for (Py_ssize_t c = 0; c < C; c++)                                                 \
+                    tile[(h * W + w) * C + c] = xn[(c * H + h) * W + w];                           \
+        for (Py_ssize_t oh = 0; oh < OH; oh++)                                                     \
+            for (Py_ssize_t ow = 0; ow < OW; ow++) {                                               \
+                T *RESTRICT d = rows + ((n * OH + oh) * OW + ow) * K;                              \
+                Py_ssize_t ws = ow * g->sw - g->pl;                                                \
+                int inside = g->dw == 1 && ws >= 0 && ws + kw <= W;                                \
+                for (Py_ssize_t i = 0; i < g->kh; i++, d += kw * C) {                              \
+                    Py_ssize_t h = oh * g->sh - g->pt + i * g->dh;                                 \
+                    if (h < 0 || h >= H) {                                                         \
+                        for (Py_ssize_t e = 0; e < kw * C; e++)                                    \
+                            d[e] = (T)0;                                                           \
+                        continue;                                                                  \
+                    }                                                                              \
+                    const T *RESTRICT s = tile + h * W * C;                                        \
+                    if (inside) {  /* one run of kw C values */                                    \
+                        memcpy(d, s + ws * C, (size_t)(kw * C) * sizeof(T));                       \
+                        continue;                                                                  \
+                    }                                                                              \
+                    for (Py_ssize_t j = 0; j < kw; j++) {                                          \
+                        Py_ssize_t w = ws + j * g->dw;                                             \
+                        if (w < 0 || w >= W)                                                       \
+                            for (Py_ssize_t c = 0; c < C; c++)                                     \
+                                d[j * C + c] = (T)0;                                               \
+                        else                                                                       \
+                            memcpy(d + j * C, s + w * C, (size_t)C * sizeof(T));                   \
+                    }                                                                              \
+                }                                                                                  \
+            }                                                                                      \
+    }                                                                                              \
+}
+IM2ROW(float)
+IM2ROW(double)
+
 /* ---------------------------------------------------------------------------------------------
  * Half-precision casts, as integer operations on the bits (branch-free selects, so they
  * vectorise), each equal bit for bit to what NumPy/ml_dtypes give:
@@ -3252,6 +3300,21 @@ typedef struct {
     int failed;
 } rows_ctx;
 
+static void call_im2row(void *cv, Py_ssize_t n0, Py_ssize_t n1)
+{
+    rows_ctx *c = (rows_ctx *)cv;
+    void *tile = malloc((size_t)(c->g.H * c->g.W * c->g.C) * (c->kind == 'f' ? 4 : 8));
+    if (!tile) {
+        c->failed = 1;
+        return;
+    }
+    if (c->kind == 'f')
+        im2row_float(c->src, c->dst, tile, &c->g, n0, n1);
+    else
+        im2row_double(c->src, c->dst, tile, &c->g, n0, n1);
+    free(tile);
+}
+
 static void call_col2im_rows(void *cv, Py_ssize_t r0, Py_ssize_t r1)
 {
     rows_ctx *c = (rows_ctx *)cv;
@@ -3267,44 +3330,60 @@ static void call_col2im_rows(void *cv, Py_ssize_t r0, Py_ssize_t r1)
     free(acc);
 }
 
-/* col2im_rows(rows, x, geom): geom a tuple of 14 ints (N, C, H, W, kh, kw, sh, sw, pt, pl, dh,
- * dw, OH, OW); rows (N, OH, OW, kh, kw, C) and x (N, C, H, W) as flat C-contiguous buffers. */
-static PyObject *py_col2im_rows(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
+/* col2im_rows(rows, x, geom) / im2row(x, rows, geom): geom a tuple of 14 ints (N, C, H, W, kh,
+ * kw, sh, sw, pt, pl, dh, dw, OH, OW); rows (N, OH, OW, kh, kw, C) and x (N, C, H, W) as flat
+ * C-contiguous buffers. */
+static PyObject *rows_cols(PyObject *const *args, Py_ssize_t nargs, int to_rows)
 {
+    const char *fn = to_rows ? "im2row" : "col2im_rows";
     if (nargs != 3 || !PyTuple_Check(args[2]) || PyTuple_GET_SIZE(args[2]) != 14)
-        return PyErr_Format(PyExc_TypeError, "ember._kernels.col2im_rows: expected (rows, x, a "
-                            "tuple of 14 ints)");
+        return PyErr_Format(PyExc_TypeError, "ember._kernels.%s: expected (src, dst, a tuple of "
+                            "14 ints)", fn);
     Py_ssize_t v[14];
     for (int i = 0; i < 14; i++) {
         v[i] = PyLong_AsSsize_t(PyTuple_GET_ITEM(args[2], i));
         if (v[i] == -1 && PyErr_Occurred())
             return NULL;
         if (v[i] < 0 || v[i] > ((Py_ssize_t)1 << 40))
-            return PyErr_Format(PyExc_ValueError, "ember._kernels.col2im_rows: bad geometry");
+            return PyErr_Format(PyExc_ValueError, "ember._kernels.%s: bad geometry", fn);
     }
     conv_geom g = {v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11],
                    v[12], v[13], 0, 0, 0, 1, 0, 0, 0};
     if (g.N < 1 || g.C < 1 || g.H < 1 || g.W < 1 || g.kh < 1 || g.kw < 1 || g.sh < 1
         || g.sw < 1 || g.dh < 1 || g.dw < 1 || g.OH < 1 || g.OW < 1)
-        return PyErr_Format(PyExc_ValueError, "ember._kernels.col2im_rows: bad geometry");
+        return PyErr_Format(PyExc_ValueError, "ember._kernels.%s: bad geometry", fn);
     Bufs b;
     PyObject *bufargs[2] = {args[0], args[1]};
     if (take(&b, bufargs, 2, "io") < 0)
         return NULL;
-    if (b.len[0] != g.N * g.OH * g.OW * g.kh * g.kw * g.C || b.len[1] != g.N * g.C * g.H * g.W) {
+    Py_ssize_t rlen = b.len[to_rows ? 1 : 0], xlen = b.len[to_rows ? 0 : 1];
+    if (rlen != g.N * g.OH * g.OW * g.kh * g.kw * g.C || xlen != g.N * g.C * g.H * g.W) {
         release(&b);
-        return PyErr_Format(PyExc_ValueError, "ember._kernels.col2im_rows: bad sizes");
+        return PyErr_Format(PyExc_ValueError, "ember._kernels.%s: bad sizes", fn);
     }
     rows_ctx c = {b.kind, b.p[0], b.p[1], g, 0};
     Py_ssize_t per = g.W * g.C * g.kh * g.kw;
-    Py_BEGIN_ALLOW_THREADS  /* by image rows (n, h): each writes its own */
-    parallel(call_col2im_rows, &c, g.N * g.H, 1, MIN_PART / per + 1);
+    Py_BEGIN_ALLOW_THREADS  /* by images or image rows (n, h): each writes its own */
+    if (to_rows)
+        parallel(call_im2row, &c, g.N, 1, MIN_PART / (per * g.OH) + 1);
+    else
+        parallel(call_col2im_rows, &c, g.N * g.H, 1, MIN_PART / per + 1);
     Py_END_ALLOW_THREADS
     release(&b);
     if (c.failed)
         return PyErr_NoMemory();
     Py_RETURN_NONE;
 }
+static PyObject *py_col2im_rows(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
+{
+    return rows_cols(args, nargs, 0);
+}
+
+static PyObject *py_im2row(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
+{
+    return rows_cols(args, nargs, 1);
+}
+
 /* max_pool_backward(gy, idx, gx, unique): gy and idx (planes, m), gx (planes, n) with n its
  * last argument's plane size; idx in [0, n) (checked). */
 static PyObject *py_max_pool_backward(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
@@ -3701,6 +3780,7 @@ static PyMethodDef kernels_methods[] = {
     FAST(scatter_rows, "scatter_rows(idx, take, src, scale, out, d): out[idx] += src scale."),
     FAST(im2col, "im2col(x, cols, geom): convolution columns of an (N, C, H, W) image."),
     FAST(col2im, "col2im(cols, x, geom, accumulate): the columns summed into the image in tap order."),
+    FAST(im2row, "im2row(x, rows, geom): an image's windows as row-major columns."),
     FAST(col2im_rows, "col2im_rows(rows, x, geom): row-major columns summed into the image."),
     FAST(max_pool, "max_pool(x, y, idx, geom): max pooling's maxima and (idx not None) their indices."),
     FAST(max_pool_backward, "max_pool_backward(gy, idx, gx, unique, n): max pooling's scatter."),

@@ -484,6 +484,19 @@ def col2im(cols: Any, shape: tuple, geom: tuple, out: Any = None) -> np.ndarray 
     return out
 
 
+def im2row(x: Any, shape: tuple, geom: tuple) -> np.ndarray | None:
+    """Row-major convolution columns of ``shape`` (N * OH * OW, kh * kw * C) from an (N, C, H, W)
+    float32/float64 image ``x`` (``geom`` as ``col2im_rows``'), taps (i, j, c), the padding read
+    as zeros: the values of ops/nn/_kernels.py's strided copy; None where the kernel does not
+    apply."""
+    mod = active
+    if mod is None or not _ok(x, True):
+        return None
+    rows = np.empty(shape, x.dtype)
+    mod.im2row(x, rows, geom)
+    return rows
+
+
 def col2im_rows(rows: Any, shape: tuple, geom: tuple) -> np.ndarray | None:
     """The (N, C, H, W) image of ``shape`` that sums row-major convolution columns (N * OH * OW,
     kh * kw * C) back where they were read (``geom``: ``ember._kernels``' 14 ints N, C, H, W,

@@ -556,8 +556,12 @@ def _rows_ok(g: _Geom, groups: int, *arrays: Any) -> bool:
 def _rows(x4: np.ndarray, g: _Geom) -> np.ndarray:
     """(N, C, H, W) -> forward columns as rows (N * OH * OW, kh * kw * C): rows ordered
     (n, oh, ow), taps (i, j, c), copied in one pass from windows of a padded NHWC copy of the
-    input (runs of ``kw * C`` values at stride 1)."""
+    input (runs of ``kw * C`` values at stride 1); the eager kernel where it applies (an image at
+    a time, transposed in cache: the same values)."""
     N, C = x4.shape[:2]
+    geom = (N, C, g.H, g.W, g.kh, g.kw, g.sh, g.sw, g.pt, g.pl, g.dh, g.dw, g.OH, g.OW)
+    if (rows := _kl.im2row(x4, (N * g.L, g.kh * g.kw * C), geom)) is not None:
+        return rows
     buf = (np.zeros if g.padded else np.empty)((N, g.Hp, g.Wp, C), dtype=x4.dtype)
     buf[:, g.pt:g.pt + g.H, g.pl:g.pl + g.W] = x4.transpose(0, 2, 3, 1)
     s0, s1, s2, s3 = buf.strides
