@@ -21,8 +21,11 @@ Where such a convolution's GEMM is long against its taps (one group, ``N * OH * 
 forward builds its columns as *rows* instead, (OH * OW * N, kh * kw * C), from an NHWC copy of
 the input (each copy moves runs of ``kw * C`` values), and multiplies them by the weight's
 transpose: OpenBLAS runs that orientation up to 15% faster than weight-rows-times-columns for
-such thin products (CNN conv2: 1.45 -> 1.25 ms), and the weight gradient reuses the rows in the
-same way. The input gradient keeps the batch-inner columns (its col2im is faster on them).
+such thin products (CNN conv2: 1.45 -> 1.25 ms). The backward takes the output gradient as rows
+(N * OH * OW, O) in the same order: the weight gradient is gr^T @ rows, the input gradient
+gr @ W = columns as rows, summed back into the image by ``_rows_col2im`` (the eager kernel: a row
+of the image at a time, each pixel's taps in (i, j) order). Batch tiles of such a convolution
+keep the row-major layout (the batch-inner choice depends on the tile's batch).
 
 Convolutions with few taps per output (``C / groups * kh * kw`` at most ``_IMAGE_MAX_K``: one or
 two input channels, a 3-channel 3x3 stem) over outputs of at least ``_IMAGE_MIN_PIXELS`` pixels use
