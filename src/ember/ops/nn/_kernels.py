@@ -21,11 +21,9 @@ Where such a convolution's GEMM is long against its taps (one group, ``N * OH * 
 forward builds its columns as *rows* instead, (OH * OW * N, kh * kw * C), from an NHWC copy of
 the input (each copy moves runs of ``kw * C`` values), and multiplies them by the weight's
 transpose: OpenBLAS runs that orientation up to 15% faster than weight-rows-times-columns for
-such thin products (CNN conv2: 1.45 -> 1.25 ms). The backward takes the output gradient as rows
-(N * OH * OW, O) in the same order: the weight gradient is gr^T @ rows, the input gradient
-gr @ W = columns as rows, summed back into the image by ``_rows_col2im`` (the eager kernel: a row
-of the image at a time, each pixel's taps in (i, j) order). Batch tiles of such a convolution
-keep the row-major layout (the batch-inner choice depends on the tile's batch).
+such thin products (CNN conv2: 1.45 -> 1.25 ms). Its backward takes the output gradient as rows
+(N * OH * OW, O): weight gradient gr^T @ rows, input gradient gr @ W summed back by
+``_rows_col2im``. Its batch tiles keep the layout (batch-inner depends on the tile's batch).
 
 Convolutions with few taps per output (``C / groups * kh * kw`` at most ``_IMAGE_MAX_K``: one or
 two input channels, a 3-channel 3x3 stem) over outputs of at least ``_IMAGE_MIN_PIXELS`` pixels use
@@ -497,10 +495,8 @@ def _image_forward(x4: np.ndarray, w3: np.ndarray, b: np.ndarray | None, g: _Geo
 def _image_weight_grad(x4: np.ndarray, g4: np.ndarray, g: _Geom, groups: int,
                        shape: tuple) -> np.ndarray:
     """The per-image weight gradient on the host: per image, columns (groups, K, L) @ gy^T
-    (L, O / groups) (the faster orientation for a small K), the images' products then summed in
-    order (as NumPy's sum over the batch axis), transposed into an array of the weight's
-    ``shape`` that owns its memory. Columns are built a few images at a time into one reused
-    buffer (the eager kernel where it applies, as ``_image_forward``)."""
+    (L, O / groups), the products summed over the batch axis, transposed into an array of the
+    weight's ``shape``; columns built a few images at a time, as ``_image_forward``'s."""
     N, C = x4.shape[:2]
     O = g4.shape[1]
     G, Og, Cg = groups, O // groups, C // groups
@@ -598,8 +594,7 @@ def _rows_forward(x4: np.ndarray, w4: np.ndarray, b: np.ndarray | None,
 
 
 def _grad_rows(gy: np.ndarray) -> np.ndarray:
-    """An output gradient (N, O, OH, OW) as rows (N * OH * OW, O), ordered (n, oh, ow) as the
-    forward's rows: one transposing copy, shared by the input and the weight gradient."""
+    """An output gradient (N, O, OH, OW) as rows (N * OH * OW, O), ordered as the forward's."""
     N, O = gy.shape[:2]
     return np.ascontiguousarray(gy.reshape(N, O, -1).transpose(0, 2, 1)).reshape(-1, O)
 
@@ -620,9 +615,8 @@ def _rows_weight_grad(rows: np.ndarray, gy: np.ndarray, shape: tuple, k: tuple[i
 
 
 def _rows_input_grad(gr: np.ndarray, w4: np.ndarray, g: _Geom, N: int) -> np.ndarray:
-    """The input gradient of a row-major convolution: the gradient's rows (N * L, O) @ the
-    weight as (O, taps (i, j, c)) = columns as rows (N * L, K), summed back into (N, C, H, W)
-    by ``_rows_col2im``."""
+    """The input gradient of a row-major convolution: gradient rows (N * L, O) @ the weight as
+    (O, taps (i, j, c)) = columns as rows, summed back into (N, C, H, W) by ``_rows_col2im``."""
     O, C, kh, kw = w4.shape
     wr = w4.transpose(0, 2, 3, 1).reshape(O, kh * kw * C)  # (a small copy)
     return _rows_col2im(np.matmul(gr, wr), g, N, C)
