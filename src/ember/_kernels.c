@@ -1819,6 +1819,264 @@ CLONES static void col2im_##T(const T *RESTRICT cols, T *RESTRICT x, const conv_
 IM2COL(float)
 IM2COL(double)
 
+/* Max pooling over planes (n, c) of an (N, C, H, W) image: each window's maximum and the flat
+ * index h W + w of the element it came from, PyTorch's CPU rule: a tap (i, j), in order, wins
+ * when greater than the running maximum or NaN (ties keep the first; NaN propagates and reports
+ * the last NaN); the running maximum starts at -inf and the index at the window's first element
+ * inside the image, which a window of only -inf (or padding) reports. Taps in the padding are
+ * skipped (the NumPy path reads them as -inf, which never wins). Parts: planes [p0, p1).
+ * max_pool_backward: each plane's gradient from its outputs', in output order: assigned where no
+ * two windows overlap (``unique``), else summed in float64 and rounded once (NumPy's bincount
+ * and astype, bit for bit). */
+typedef struct {
+    Py_ssize_t H, W, kh, kw, sh, sw, pt, pl, dh, dw, OH, OW;
+    int unique;
+} pool_geom;
+
+KI Py_ssize_t k_first_valid(Py_ssize_t start, Py_ssize_t d, Py_ssize_t n)
+{   /* the first position start + k d inside [0, n), clipped into it (as the NumPy path's) */
+    Py_ssize_t f = start < 0 ? start + ((-start + d - 1) / d) * d : start;
+    return f > n - 1 ? n - 1 : f < 0 ? 0 : f;
+}
+
+/* Pooling's loops run over output rows, often shorter than an AVX-512 vector (12 windows of a
+ * 24-pixel row): their clones stop at AVX2, whose 8 lanes fit such rows (AVX-512's clone ran
+ * the CNN's pool 5x slower, its whole rows left to the scalar remainder). */
+#if HAVE_CLONES
+#define CLONES_POOL __attribute__((target_clones("avx2", "default")))
+#else
+#define CLONES_POOL
+#endif
+
+/* a plane of 2 x 2 windows at stride 2, every tap inside (the common MaxPool2d(2)): the rule
+ * below on the four taps in order, in one pass, the selects on the bits (branch-free, as the
+ * scalar remainder runs too); code (OH OW): the winning tap (0 for none: the corner) */
+#define MAX_POOL_PAIR(T, U)                                                                        \
+KI U bits_##T(T v)                                                                                 \
+{                                                                                                  \
+    U u;                                                                                           \
+    memcpy(&u, &v, sizeof u);                                                                      \
+    return u;                                                                                      \
+}                                                                                                  \
+                                                                                                   \
+KI T of_bits_##T(U u)                                                                              \
+{                                                                                                  \
+    T v;                                                                                           \
+    memcpy(&v, &u, sizeof v);                                                                      \
+    return v;                                                                                      \
+}                                                                                                  \
+                                                                                                   \
+KI void max_pool_pair_##T(const T *RESTRICT x, T *RESTRICT y, int32_t *RESTRICT code,              \
+                          Py_ssize_t W, Py_ssize_t OH, Py_ssize_t OW)                              \
+{                                                                                                  \
+    for (Py_ssize_t oh = 0; oh < OH; oh++) {                                                       \
+        const T *RESTRICT x0 = x + 2 * oh * W, *RESTRICT x1 = x0 + W;                              \
+        T *RESTRICT yr = y + oh * OW;                                                              \
+        int32_t *RESTRICT cr = code + oh * OW;                                                     \
+        for (Py_ssize_t ow = 0; ow < OW; ow++) {                                                   \
+            T a = x0[2 * ow], b = x0[2 * ow + 1], c = x1[2 * ow], d = x1[2 * ow + 1];              \
+            U m = bits_##T(a), k = 0, w;                                                           \
+            w = -(U)((b > of_bits_##T(m)) | (b != b));                                             \
+            m = (bits_##T(b) & w) | (m & ~w);                                                      \
+            k = ((U)1 & w) | (k & ~w);                                                             \
+            w = -(U)((c > of_bits_##T(m)) | (c != c));                                             \
+            m = (bits_##T(c) & w) | (m & ~w);                                                      \
+            k = ((U)2 & w) | (k & ~w);                                                             \
+            w = -(U)((d > of_bits_##T(m)) | (d != d));                                             \
+            m = (bits_##T(d) & w) | (m & ~w);                                                      \
+            k = ((U)3 & w) | (k & ~w);                                                             \
+            yr[ow] = of_bits_##T(m);                                                               \
+            cr[ow] = (int32_t)k;                                                                   \
+        }                                                                                          \
+    }                                                                                              \
+}
+MAX_POOL_PAIR(float, uint32_t)
+MAX_POOL_PAIR(double, uint64_t)
+
+#define MAX_POOL(T, U)                                                                             \
+CLONES_POOL static void max_pool_##T(const T *RESTRICT x, T *RESTRICT y,                         \
+                                     int64_t *RESTRICT idx, int32_t *RESTRICT code,                \
+                                     int64_t *RESTRICT offs,                                       \
+                                     const pool_geom *g, Py_ssize_t p0, Py_ssize_t p1)             \
+{   /* code[ow]: the winning tap's number i kw + j of the row's windows, -1 for none yet; offs[k]: \
+     * tap k's offset from the window's corner, i dh W + j dw */                                   \
+    const Py_ssize_t H = g->H, W = g->W, OH = g->OH, OW = g->OW, sw = g->sw;                       \
+    for (Py_ssize_t i = 0; i < g->kh; i++)                                                         \
+        for (Py_ssize_t j = 0; j < g->kw; j++)                                                     \
+            offs[i * g->kw + j] = (int64_t)(i * g->dh * W + j * g->dw);                            \
+    const int pair = g->kh == 2 && g->kw == 2 && g->sh == 2 && sw == 2 && g->dh == 1             \
+                     && g->dw == 1 && g->pt == 0 && g->pl == 0 && 2 * OH <= H && 2 * OW <= W;      \
+    for (Py_ssize_t p = p0; p < p1; p++) {                                                         \
+        const T *RESTRICT xp = x + p * H * W;                                                      \
+        if (pair) {  /* code: the plane's (OH OW) */                                               \
+            max_pool_pair_##T(xp, y + p * OH * OW, code, W, OH, OW);                               \
+            if (idx) {                                                                             \
+                int64_t *RESTRICT ip = idx + p * OH * OW;                                          \
+                for (Py_ssize_t oh = 0; oh < OH; oh++)                                             \
+                    for (Py_ssize_t ow = 0; ow < OW; ow++) {                                       \
+                        int64_t k = code[oh * OW + ow];                                            \
+                        ip[oh * OW + ow] = (2 * oh + (k >> 1)) * W + 2 * ow + (k & 1);             \
+                    }                                                                              \
+            }                                                                                      \
+            continue;                                                                              \
+        }                                                                                          \
+        for (Py_ssize_t oh = 0; oh < OH; oh++) {                                                   \
+            T *RESTRICT yr = y + (p * OH + oh) * OW;                                               \
+            Py_ssize_t hs = oh * g->sh - g->pt;                                                    \
+            Py_ssize_t i0 = k_lo(hs, g->dh), i1 = k_hi(hs, g->dh, H, g->kh);                       \
+            for (Py_ssize_t ow = 0; ow < OW; ow++)                                                 \
+                yr[ow] = (T)-INFINITY;                                                             \
+            for (Py_ssize_t ow = 0; ow < OW; ow++)                                                 \
+                code[ow] = -1;                                                                     \
+            for (Py_ssize_t i = i0; i < i1; i++) {                                                 \
+                const T *RESTRICT xh = xp + (hs + i * g->dh) * W;                                  \
+                for (Py_ssize_t j = 0; j < g->kw; j++) {                                           \
+                    Py_ssize_t wo = j * g->dw - g->pl;                                             \
+                    Py_ssize_t w0 = k_lo(wo, sw), w1 = k_hi(wo, sw, W, OW);                        \
+                    const T *RESTRICT xr = xh + wo;                                                \
+                    int32_t k = (int32_t)(i * g->kw + j);                                          \
+                    for (Py_ssize_t ow = w0; ow < w1; ow++) {  /* (selects on the bits) */        \
+                        T v = xr[ow * sw], c = yr[ow];                                             \
+                        int win = (v > c) | (v != v);                                              \
+                        U m = -(U)win;                                                             \
+                        int32_t m32 = -(int32_t)win;                                               \
+                        yr[ow] = of_bits_##T((bits_##T(v) & m) | (bits_##T(c) & ~m));             \
+                        code[ow] = (k & m32) | (code[ow] & ~m32);                                  \
+                    }                                                                              \
+                }                                                                                  \
+            }                                                                                      \
+            if (!idx)                                                                              \
+                continue;                                                                          \
+            int64_t *RESTRICT ir = idx + (p * OH + oh) * OW;                                       \
+            int64_t first = (int64_t)k_first_valid(hs, g->dh, H) * W, at = hs * W - g->pl;         \
+            for (Py_ssize_t ow = 0; ow < OW; ow++) {                                               \
+                int32_t k = code[ow];                                                              \
+                ir[ow] = k < 0 ? first + k_first_valid(ow * sw - g->pl, g->dw, W)                  \
+                               : at + ow * sw + offs[k];                                           \
+            }                                                                                      \
+        }                                                                                          \
+    }                                                                                              \
+}                                                                                                  \
+                                                                                                   \
+CLONES static void max_pool_backward_##T(const T *RESTRICT gy, const int64_t *RESTRICT idx,        \
+                                         T *RESTRICT gx, double *RESTRICT acc, Py_ssize_t n,       \
+                                         Py_ssize_t m, int unique, Py_ssize_t p0, Py_ssize_t p1)   \
+{                                                                                                  \
+    for (Py_ssize_t p = p0; p < p1; p++) {                                                         \
+        const T *RESTRICT gr = gy + p * m;                                                         \
+        const int64_t *RESTRICT ir = idx + p * m;                                                  \
+        T *RESTRICT o = gx + p * n;                                                                \
+        if (unique) {                                                                              \
+            for (Py_ssize_t e = 0; e < n; e++)                                                     \
+                o[e] = (T)0;                                                                       \
+            for (Py_ssize_t k = 0; k < m; k++)                                                     \
+                o[ir[k]] = gr[k];                                                                  \
+            continue;                                                                              \
+        }                                                                                          \
+        for (Py_ssize_t e = 0; e < n; e++)                                                         \
+            acc[e] = 0.0;                                                                          \
+        for (Py_ssize_t k = 0; k < m; k++)                                                         \
+            acc[ir[k]] = acc[ir[k]] + (double)gr[k];                                               \
+        for (Py_ssize_t e = 0; e < n; e++)                                                         \
+            o[e] = (T)acc[e];                                                                      \
+    }                                                                                              \
+}
+MAX_POOL(float, uint32_t)
+MAX_POOL(double, uint64_t)
+
+/* col2im from row-major columns: rows (N, OH, OW, kh, kw, C) (a row per window, its taps (i, j,
+ * c), as ops/nn/_kernels.py's ``_rows`` builds them) summed back into the (N, C, H, W) image:
+ * each pixel from zero, its taps added in (i, j) order (the NumPy path's one add per tap onto
+ * an NHWC image), a row of the image at a time in ``acc`` (W C values). Parts: image rows
+ * (n, h) [r0, r1). */
+#define COL2IM_ROWS(T)                                                                             \
+CLONES static void col2im_rows_##T(const T *RESTRICT rows, T *RESTRICT x, T *RESTRICT acc,         \
+                                   const conv_geom *g, Py_ssize_t r0, Py_ssize_t r1)               \
+{                                                                                                  \
+    const Py_ssize_t C = g->C, H = g->H, W = g->W, OH = g->OH, OW = g->OW, sw = g->sw;             \
+    const Py_ssize_t K = g->kh * g->kw * C;                                                        \
+    for (Py_ssize_t r = r0; r < r1; r++) {                                                         \
+        Py_ssize_t n = r / H, h = r % H;                                                           \
+        for (Py_ssize_t e = 0; e < W * C; e++)                                                     \
+            acc[e] = (T)0;                                                                         \
+        for (Py_ssize_t i = 0; i < g->kh; i++) {                                                   \
+            Py_ssize_t t = h + g->pt - i * g->dh;                                                  \
+            if (t < 0 || t % g->sh)                                                                \
+                continue;                                                                          \
+            Py_ssize_t oh = t / g->sh;                                                             \
+            if (oh >= OH)                                                                          \
+                continue;                                                                          \
+            const T *RESTRICT src0 = rows + (n * OH + oh) * OW * K;                                \
+            for (Py_ssize_t j = 0; j < g->kw; j++) {                                               \
+                /* pixels w = ow sw + j dw - pl, ow in [0, OW), inside [0, W) */                   \
+                Py_ssize_t wo = j * g->dw - g->pl;                                                 \
+                Py_ssize_t o0 = k_lo(wo, sw), o1 = k_hi(wo, sw, W, OW);                            \
+                const T *RESTRICT src = src0 + (i * g->kw + j) * C;                                \
+                for (Py_ssize_t ow = o0; ow < o1; ow++) {                                          \
+                    T *RESTRICT a = acc + (ow * sw + wo) * C;                                      \
+                    const T *RESTRICT s = src + ow * K;                                            \
+                    for (Py_ssize_t c = 0; c < C; c++)                                             \
+                        a[c] = a[c] + s[c];                                                        \
+                }                                                                                  \
+            }                                                                                      \
+        }                                                                                          \
+        T *RESTRICT xr = x + n * C * H * W + h * W;                                                \
+        for (Py_ssize_t c = 0; c < C; c++)                                                         \
+            for (Py_ssize_t w = 0; w < W; w++)                                                     \
+                xr[c * H * W + w] = acc[w * C + c];                                                \
+    }                                                                                              \
+}
+COL2IM_ROWS(float)
+COL2IM_ROWS(double)
+
+/* im2row: an (N, C, H, W) image's windows as rows (N, OH, OW, kh, kw, C) (taps (i, j, c), the
+ * padding as zeros: ops/nn/_kernels.py's ``_rows``), an image at a time through ``tile``, the
+ * image transposed to (H, W, C) in cache, so each tap row copies kw C (dw 1) or C values. Parts:
+ * images [n0, n1). */
+#define IM2ROW(T)                                                                                  \
+CLONES static void im2row_##T(const T *RESTRICT x, T *RESTRICT rows, T *RESTRICT tile,             \
+                              const conv_geom *g, Py_ssize_t n0, Py_ssize_t n1)                    \
+{                                                                                                  \
+    const Py_ssize_t C = g->C, H = g->H, W = g->W, OH = g->OH, OW = g->OW, kw = g->kw;             \
+    const Py_ssize_t K = g->kh * kw * C;                                                           \
+    for (Py_ssize_t n = n0; n < n1; n++) {                                                         \
+        const T *RESTRICT xn = x + n * C * H * W;                                                  \
+        for (Py_ssize_t h = 0; h < H; h++)                                                         \
+            for (Py_ssize_t w = 0; w < W; w++)                                                     \
+                for (Py_ssize_t c = 0; c < C; c++)                                                 \
+                    tile[(h * W + w) * C + c] = xn[(c * H + h) * W + w];                           \
+        for (Py_ssize_t oh = 0; oh < OH; oh++)                                                     \
+            for (Py_ssize_t ow = 0; ow < OW; ow++) {                                               \
+                T *RESTRICT d = rows + ((n * OH + oh) * OW + ow) * K;                              \
+                Py_ssize_t ws = ow * g->sw - g->pl;                                                \
+                int inside = g->dw == 1 && ws >= 0 && ws + kw <= W;                                \
+                for (Py_ssize_t i = 0; i < g->kh; i++, d += kw * C) {                              \
+                    Py_ssize_t h = oh * g->sh - g->pt + i * g->dh;                                 \
+                    if (h < 0 || h >= H) {                                                         \
+                        for (Py_ssize_t e = 0; e < kw * C; e++)                                    \
+                            d[e] = (T)0;                                                           \
+                        continue;                                                                  \
+                    }                                                                              \
+                    const T *RESTRICT s = tile + h * W * C;                                        \
+                    if (inside) {  /* one run of kw C values */                                    \
+                        memcpy(d, s + ws * C, (size_t)(kw * C) * sizeof(T));                       \
+                        continue;                                                                  \
+                    }                                                                              \
+                    for (Py_ssize_t j = 0; j < kw; j++) {                                          \
+                        Py_ssize_t w = ws + j * g->dw;                                             \
+                        if (w < 0 || w >= W)                                                       \
+                            for (Py_ssize_t c = 0; c < C; c++)                                     \
+                                d[j * C + c] = (T)0;                                               \
+                        else                                                                       \
+                            memcpy(d + j * C, s + w * C, (size_t)C * sizeof(T));                   \
+                    }                                                                              \
+                }                                                                                  \
+            }                                                                                      \
+    }                                                                                              \
+}
+IM2ROW(float)
+IM2ROW(double)
+
 /* ---------------------------------------------------------------------------------------------
  * Half-precision casts, as integer operations on the bits (branch-free selects, so they
  * vectorise), each equal bit for bit to what NumPy/ml_dtypes give:
@@ -3182,6 +3440,259 @@ static PyObject *py_col2im(PyObject *mod, PyObject *const *args, Py_ssize_t narg
     return conv_cols(args, nargs, 0);
 }
 
+/* An int64 C-contiguous buffer (writable where asked), no range check. */
+static int int64_buffer(PyObject *obj, Py_buffer *view, int writable, const char *what)
+{
+    int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
+    if (PyObject_GetBuffer(obj, view, flags) < 0)
+        return -1;
+    const char *f = view->format ? view->format : "B";
+    if (*f == '@' || *f == '=' || *f == '<')
+        f++;
+    if (view->itemsize != 8 || !(f[0] == 'q' || f[0] == 'l') || f[1] != '\0') {
+        PyBuffer_Release(view);
+        PyErr_Format(PyExc_TypeError, "ember._kernels: %s must be a C-contiguous%s int64 array",
+                     what, writable ? ", writable" : "");
+        return -1;
+    }
+    return 0;
+}
+
+typedef struct {
+    char kind;
+    const void *x;
+    void *y;
+    int64_t *idx;
+    pool_geom g;
+    Py_ssize_t n, m;
+    int failed;
+} pool_ctx;
+
+static void call_max_pool(void *cv, Py_ssize_t p0, Py_ssize_t p1)
+{
+    pool_ctx *c = (pool_ctx *)cv;
+    int32_t *code = (int32_t *)malloc((size_t)(c->g.OH * c->g.OW) * sizeof(int32_t));
+    int64_t *offs = (int64_t *)malloc((size_t)(c->g.kh * c->g.kw) * sizeof(int64_t));
+    if (!code || !offs) {
+        free(code);
+        free(offs);
+        c->failed = 1;
+        return;
+    }
+    if (c->kind == 'f')
+        max_pool_float(c->x, c->y, c->idx, code, offs, &c->g, p0, p1);
+    else
+        max_pool_double(c->x, c->y, c->idx, code, offs, &c->g, p0, p1);
+    free(code);
+    free(offs);
+}
+
+static void call_max_pool_backward(void *cv, Py_ssize_t p0, Py_ssize_t p1)
+{
+    pool_ctx *c = (pool_ctx *)cv;
+    double *acc = NULL;
+    if (!c->g.unique && !(acc = (double *)malloc((size_t)c->n * sizeof(double)))) {
+        c->failed = 1;  /* (each part writes only this flag's one value) */
+        return;
+    }
+    if (c->kind == 'f')
+        max_pool_backward_float(c->x, c->idx, c->y, acc, c->n, c->m, c->g.unique, p0, p1);
+    else
+        max_pool_backward_double(c->x, c->idx, c->y, acc, c->n, c->m, c->g.unique, p0, p1);
+    free(acc);
+}
+
+/* max_pool(x, y, idx | None, geom): geom a tuple of 12 ints (H, W, kh, kw, sh, sw, pt, pl, dh,
+ * dw, OH, OW); x (planes, H, W), y and idx (planes, OH, OW) as flat C-contiguous buffers. */
+static PyObject *py_max_pool(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 4 || !PyTuple_Check(args[3]) || PyTuple_GET_SIZE(args[3]) != 12)
+        return PyErr_Format(PyExc_TypeError, "ember._kernels.max_pool: expected (x, y, idx, a "
+                            "tuple of 12 ints)");
+    Py_ssize_t v[12];
+    for (int i = 0; i < 12; i++) {
+        v[i] = PyLong_AsSsize_t(PyTuple_GET_ITEM(args[3], i));
+        if (v[i] == -1 && PyErr_Occurred())
+            return NULL;
+        if (v[i] < 0 || v[i] > ((Py_ssize_t)1 << 40))
+            return PyErr_Format(PyExc_ValueError, "ember._kernels.max_pool: bad geometry");
+    }
+    pool_geom g = {v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11], 1};
+    if (g.H < 1 || g.W < 1 || g.kh < 1 || g.kw < 1 || g.sh < 1 || g.sw < 1 || g.dh < 1
+        || g.dw < 1 || g.OH < 1 || g.OW < 1)
+        return PyErr_Format(PyExc_ValueError, "ember._kernels.max_pool: bad geometry");
+    Bufs b;
+    PyObject *bufargs[2] = {args[0], args[1]};
+    if (take(&b, bufargs, 2, "io") < 0)
+        return NULL;
+    Py_ssize_t P = b.len[0] / (g.H * g.W), m = g.OH * g.OW;
+    if (b.len[0] != P * g.H * g.W || b.len[1] != P * m) {
+        release(&b);
+        return PyErr_Format(PyExc_ValueError, "ember._kernels.max_pool: bad sizes");
+    }
+    Py_buffer iv;
+    int have_idx = args[2] != Py_None;
+    if (have_idx) {
+        if (int64_buffer(args[2], &iv, 1, "idx") < 0) {
+            release(&b);
+            return NULL;
+        }
+        if (iv.len / 8 != P * m) {
+            PyBuffer_Release(&iv);
+            release(&b);
+            return PyErr_Format(PyExc_ValueError, "ember._kernels.max_pool: bad sizes");
+        }
+    }
+    pool_ctx c = {b.kind, b.p[0], b.p[1], have_idx ? (int64_t *)iv.buf : NULL, g, 0, m, 0};
+    Py_ssize_t per = g.kh * g.kw * m;
+    Py_BEGIN_ALLOW_THREADS  /* by planes: each writes its own */
+    parallel(call_max_pool, &c, P, 1, MIN_PART / per + 1);
+    Py_END_ALLOW_THREADS
+    if (have_idx)
+        PyBuffer_Release(&iv);
+    release(&b);
+    if (c.failed)
+        return PyErr_NoMemory();
+    Py_RETURN_NONE;
+}
+
+
+typedef struct {
+    char kind;
+    const void *src;
+    void *dst;
+    conv_geom g;
+    int failed;
+} rows_ctx;
+
+static void call_im2row(void *cv, Py_ssize_t n0, Py_ssize_t n1)
+{
+    rows_ctx *c = (rows_ctx *)cv;
+    void *tile = malloc((size_t)(c->g.H * c->g.W * c->g.C) * (c->kind == 'f' ? 4 : 8));
+    if (!tile) {
+        c->failed = 1;
+        return;
+    }
+    if (c->kind == 'f')
+        im2row_float(c->src, c->dst, tile, &c->g, n0, n1);
+    else
+        im2row_double(c->src, c->dst, tile, &c->g, n0, n1);
+    free(tile);
+}
+
+static void call_col2im_rows(void *cv, Py_ssize_t r0, Py_ssize_t r1)
+{
+    rows_ctx *c = (rows_ctx *)cv;
+    void *acc = malloc((size_t)(c->g.W * c->g.C) * (c->kind == 'f' ? 4 : 8));
+    if (!acc) {
+        c->failed = 1;
+        return;
+    }
+    if (c->kind == 'f')
+        col2im_rows_float(c->src, c->dst, acc, &c->g, r0, r1);
+    else
+        col2im_rows_double(c->src, c->dst, acc, &c->g, r0, r1);
+    free(acc);
+}
+
+/* col2im_rows(rows, x, geom) / im2row(x, rows, geom): geom a tuple of 14 ints (N, C, H, W, kh,
+ * kw, sh, sw, pt, pl, dh, dw, OH, OW); rows (N, OH, OW, kh, kw, C) and x (N, C, H, W) as flat
+ * C-contiguous buffers. */
+static PyObject *rows_cols(PyObject *const *args, Py_ssize_t nargs, int to_rows)
+{
+    const char *fn = to_rows ? "im2row" : "col2im_rows";
+    if (nargs != 3 || !PyTuple_Check(args[2]) || PyTuple_GET_SIZE(args[2]) != 14)
+        return PyErr_Format(PyExc_TypeError, "ember._kernels.%s: expected (src, dst, a tuple of "
+                            "14 ints)", fn);
+    Py_ssize_t v[14];
+    for (int i = 0; i < 14; i++) {
+        v[i] = PyLong_AsSsize_t(PyTuple_GET_ITEM(args[2], i));
+        if (v[i] == -1 && PyErr_Occurred())
+            return NULL;
+        if (v[i] < 0 || v[i] > ((Py_ssize_t)1 << 40))
+            return PyErr_Format(PyExc_ValueError, "ember._kernels.%s: bad geometry", fn);
+    }
+    conv_geom g = {v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11],
+                   v[12], v[13], 0, 0, 0, 1, 0, 0, 0};
+    if (g.N < 1 || g.C < 1 || g.H < 1 || g.W < 1 || g.kh < 1 || g.kw < 1 || g.sh < 1
+        || g.sw < 1 || g.dh < 1 || g.dw < 1 || g.OH < 1 || g.OW < 1)
+        return PyErr_Format(PyExc_ValueError, "ember._kernels.%s: bad geometry", fn);
+    Bufs b;
+    PyObject *bufargs[2] = {args[0], args[1]};
+    if (take(&b, bufargs, 2, "io") < 0)
+        return NULL;
+    Py_ssize_t rlen = b.len[to_rows ? 1 : 0], xlen = b.len[to_rows ? 0 : 1];
+    if (rlen != g.N * g.OH * g.OW * g.kh * g.kw * g.C || xlen != g.N * g.C * g.H * g.W) {
+        release(&b);
+        return PyErr_Format(PyExc_ValueError, "ember._kernels.%s: bad sizes", fn);
+    }
+    rows_ctx c = {b.kind, b.p[0], b.p[1], g, 0};
+    Py_ssize_t per = g.W * g.C * g.kh * g.kw;
+    Py_BEGIN_ALLOW_THREADS  /* by images or image rows (n, h): each writes its own */
+    if (to_rows)
+        parallel(call_im2row, &c, g.N, 1, MIN_PART / (per * g.OH) + 1);
+    else
+        parallel(call_col2im_rows, &c, g.N * g.H, 1, MIN_PART / per + 1);
+    Py_END_ALLOW_THREADS
+    release(&b);
+    if (c.failed)
+        return PyErr_NoMemory();
+    Py_RETURN_NONE;
+}
+static PyObject *py_col2im_rows(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
+{
+    return rows_cols(args, nargs, 0);
+}
+
+static PyObject *py_im2row(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
+{
+    return rows_cols(args, nargs, 1);
+}
+
+/* max_pool_backward(gy, idx, gx, unique): gy and idx (planes, m), gx (planes, n) with n its
+ * last argument's plane size; idx in [0, n) (checked). */
+static PyObject *py_max_pool_backward(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 5)
+        return PyErr_Format(PyExc_TypeError,
+                            "ember._kernels.max_pool_backward: expected 5 arguments");
+    Py_ssize_t n;
+    if (sizes(args + 4, 1, &n, "max_pool_backward") < 0)
+        return NULL;
+    int unique = PyObject_IsTrue(args[3]);
+    if (unique < 0)
+        return NULL;
+    Bufs b;
+    PyObject *bufargs[2] = {args[0], args[2]};
+    if (take(&b, bufargs, 2, "io") < 0)
+        return NULL;
+    Py_ssize_t P = b.len[1] / n, m = P > 0 ? b.len[0] / P : 0;
+    if (P < 1 || b.len[1] != P * n || b.len[0] != P * m || m < 1) {
+        release(&b);
+        return PyErr_Format(PyExc_ValueError, "ember._kernels.max_pool_backward: bad sizes");
+    }
+    Py_buffer iv;
+    if (index_buffer(args[1], &iv, n, "idx") < 0) {
+        release(&b);
+        return NULL;
+    }
+    if (iv.len / 8 != P * m) {
+        PyBuffer_Release(&iv);
+        release(&b);
+        return PyErr_Format(PyExc_ValueError, "ember._kernels.max_pool_backward: bad sizes");
+    }
+    pool_ctx c = {b.kind, b.p[0], b.p[1], (int64_t *)iv.buf, {0}, n, m, 0};
+    c.g.unique = unique;
+    Py_BEGIN_ALLOW_THREADS  /* by planes: each writes its own */
+    parallel(call_max_pool_backward, &c, P, 1, MIN_PART / (n + m) + 1);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&iv);
+    release(&b);
+    if (c.failed)
+        return PyErr_NoMemory();
+    Py_RETURN_NONE;
+}
+
 /* half_cast(src, dst, mode): mode 0 float32 -> bfloat16, 1 bfloat16 -> float32, 2 float32 ->
  * float16, 3 float16 -> float32; the half side as a uint16 buffer, the float side float32 (or
  * uint32), both C-contiguous with the same number of elements */
@@ -3877,6 +4388,10 @@ static PyMethodDef kernels_methods[] = {
     FAST(scatter_rows, "scatter_rows(idx, take, src, scale, out, d): out[idx] += src scale."),
     FAST(im2col, "im2col(x, cols, geom): convolution columns of an (N, C, H, W) image."),
     FAST(col2im, "col2im(cols, x, geom, accumulate): the columns summed into the image in tap order."),
+    FAST(im2row, "im2row(x, rows, geom): an image's windows as row-major columns."),
+    FAST(col2im_rows, "col2im_rows(rows, x, geom): row-major columns summed into the image."),
+    FAST(max_pool, "max_pool(x, y, idx, geom): max pooling's maxima and (idx not None) their indices."),
+    FAST(max_pool_backward, "max_pool_backward(gy, idx, gx, unique, n): max pooling's scatter."),
     FAST(half_cast, "half_cast(src, dst, mode): float32 <-> bfloat16 (0, 1) or float16 (2, 3)."),
     FAST(sgd_momentum, "sgd_momentum(d, g, buf, momentum, 1 - dampening, lr, nesterov)."),
     FAST(bernoulli53, "bernoulli53(capsule, limit, out, scale, direct): dropout's noise from a bit generator."),

@@ -551,6 +551,62 @@ def col2im(cols: Any, shape: tuple, geom: tuple, out: Any = None) -> np.ndarray 
     return out
 
 
+def im2row(x: Any, shape: tuple, geom: tuple) -> np.ndarray | None:
+    """Row-major convolution columns of ``shape`` (N * OH * OW, kh * kw * C) from an (N, C, H, W)
+    float32/float64 image ``x`` (``geom`` as ``col2im_rows``'), taps (i, j, c), the padding read
+    as zeros: the values of ops/nn/_kernels.py's strided copy; None where the kernel does not
+    apply."""
+    mod = active
+    if mod is None or not _ok(x, True):
+        return None
+    rows = np.empty(shape, x.dtype)
+    mod.im2row(x, rows, geom)
+    return rows
+
+
+def col2im_rows(rows: Any, shape: tuple, geom: tuple) -> np.ndarray | None:
+    """The (N, C, H, W) image of ``shape`` that sums row-major convolution columns (N * OH * OW,
+    kh * kw * C) back where they were read (``geom``: ``ember._kernels``' 14 ints N, C, H, W,
+    kh, kw, sh, sw, pt, pl, dh, dw, OH, OW), each pixel's taps added in (i, j) order from zero:
+    bit for bit ops/nn/_kernels.py's one add per tap; None where the kernel does not apply."""
+    mod = active
+    if mod is None or not _ok(rows, True):
+        return None
+    out = np.empty(shape, rows.dtype)
+    mod.col2im_rows(rows, out, geom)
+    return out
+
+
+def max_pool(x: Any, geom: tuple, need_idx: bool) -> tuple[np.ndarray, Any] | None:
+    """Max pooling of an (N, C, H, W) float32/float64 array over windows of ``geom``
+    (``ember._kernels``' 12 ints: H, W, kh, kw, sh, sw, pt, pl, dh, dw, OH, OW) -> (maxima
+    (N, C, OH, OW), their flat indices h * W + w in the plane as int64, or None without
+    ``need_idx``): PyTorch's rule (ties keep the first, NaN propagates and reports the last
+    NaN), in one pass; None where the kernel does not apply."""
+    mod = active
+    if mod is None or not _ok(x, True) or x.ndim != 4:
+        return None
+    shape = x.shape[:2] + geom[10:12]
+    y = np.empty(shape, x.dtype)
+    idx = np.empty(shape, np.int64) if need_idx else None
+    mod.max_pool(x, y, idx, geom)
+    return y, idx
+
+
+def max_pool_backward(gy: Any, idx: Any, shape: tuple, unique: bool) -> np.ndarray | None:
+    """Max pooling's input gradient of ``shape`` (planes, n): each plane's ``gy`` (planes, m)
+    put at ``idx`` (int64, same shape), assigned where ``unique`` (no index twice in a plane),
+    else summed in float64 in output order and rounded once (NumPy's bincount, bit for bit);
+    None where the kernel does not apply."""
+    mod = active
+    if mod is None or not _ok(gy, True) or type(idx) is not np.ndarray or \
+            idx.dtype != np.int64 or not idx.flags.c_contiguous or idx.size != gy.size:
+        return None
+    out = np.empty(shape, gy.dtype)
+    mod.max_pool_backward(gy, idx, out, unique, shape[-1])
+    return out
+
+
 # -- half-precision casts ------------------------------------------------------------------------
 _F16 = np.dtype(np.float16)
 

@@ -21,8 +21,9 @@ Where such a convolution's GEMM is long against its taps (one group, ``N * OH * 
 forward builds its columns as *rows* instead, (OH * OW * N, kh * kw * C), from an NHWC copy of
 the input (each copy moves runs of ``kw * C`` values), and multiplies them by the weight's
 transpose: OpenBLAS runs that orientation up to 15% faster than weight-rows-times-columns for
-such thin products (CNN conv2: 1.45 -> 1.25 ms), and the weight gradient reuses the rows in the
-same way. The input gradient keeps the batch-inner columns (its col2im is faster on them).
+such thin products (CNN conv2: 1.45 -> 1.25 ms). Its backward takes the output gradient as rows
+(N * OH * OW, O): weight gradient gr^T @ rows, input gradient gr @ W summed back by
+``_rows_col2im``. Its batch tiles keep the layout (batch-inner depends on the tile's batch).
 
 Convolutions with few taps per output (``C / groups * kh * kw`` at most ``_IMAGE_MAX_K``: one or
 two input channels, a 3-channel 3x3 stem) over outputs of at least ``_IMAGE_MIN_PIXELS`` pixels use
@@ -448,34 +449,82 @@ def _cols(xp: Any, buf: Any, g: _Geom, groups: int) -> Any:
     return v.reshape(groups, (C // groups) * g.kh * g.kw, N * g.L)
 
 
-def _image_forward(buf: np.ndarray, w3: np.ndarray, b: np.ndarray | None, g: _Geom,
-                   groups: int) -> tuple[np.ndarray, np.ndarray]:
-    """The per-image convolution on the host: padded input (N, C, Hp, Wp), weight (groups,
-    O / groups, C / groups * kh * kw) and bias -> (output (N, O, OH, OW), columns (N, groups,
-    K, L)). Columns are built and multiplied a few images at a time (``_IMAGE_CHUNK_BYTES``), so
-    each product reads them from cache rather than memory, and the bias rides in the product as
-    one more column row of ones (no pass over the output to add it)."""
-    N, C = buf.shape[:2]
+def _image_forward(x4: np.ndarray, w3: np.ndarray, b: np.ndarray | None, g: _Geom,
+                   groups: int) -> tuple[np.ndarray, None]:
+    """The per-image convolution on the host: input (N, C, H, W), weight (groups, O / groups,
+    C / groups * kh * kw) and bias -> (output (N, O, OH, OW), None). Columns are built and
+    multiplied a few images at a time (``_IMAGE_CHUNK_BYTES``) in one reused buffer, so each
+    product reads them from cache rather than memory, and the bias rides in the product as one
+    more column row of ones (no pass over the output to add it). The columns come from the eager
+    kernel where it applies (one group; the padding read as zeros), else from a strided copy of
+    the padded input: the same values."""
+    N, C = x4.shape[:2]
     G, Og, K = w3.shape
     Cg = C // G
     extra = 0 if b is None else 1
-    cols = np.empty((N, G, K + extra, g.L), dtype=buf.dtype)
+    if extra:
+        w3 = np.concatenate([w3, b.reshape(G, Og, 1)], axis=2)
+    y = np.empty((N, G, Og, g.L), dtype=x4.dtype)
+    per = G * (K + extra) * g.L
+    step = max(1, _IMAGE_CHUNK_BYTES // max(per * x4.itemsize, 1))
+    cols = np.empty((min(step, N), G, K + extra, g.L), dtype=x4.dtype)
     if extra:
         cols[:, :, K] = 1
-        w3 = np.concatenate([w3, b.reshape(G, Og, 1)], axis=2)
-    y = np.empty((N, G, Og, g.L), dtype=buf.dtype)
-    s0, s1, s2, s3 = buf.strides
-    step = max(1, _IMAGE_CHUNK_BYTES // max(cols[0].nbytes, 1))
+    kern = G == 1 and _kl.active is not None and x4.flags.c_contiguous
+    if not kern:
+        buf = _conv_input(np, x4, g)
+        s0, s1, s2, s3 = buf.strides
     for n0 in range(0, N, step):
         n = min(step, N - n0)
-        v = np.lib.stride_tricks.as_strided(
-            buf[n0:], (n, G, Cg, g.kh, g.kw, g.OH, g.OW),
-            (s0, Cg * s1, s1, g.dh * s2, g.dw * s3, g.sh * s2, g.sw * s3))
-        dst = cols[n0:n0 + n, :, :K]
-        dst.shape = v.shape  # (a view: raises rather than copy)
-        dst[...] = v
-        np.matmul(w3, cols[n0:n0 + n], out=y[n0:n0 + n])
-    return y.reshape(N, G * Og, g.OH, g.OW), cols[:, :, :K]
+        cn = cols[:n]
+        if kern:  # (per image: K + extra rows of L, the taps' rows first)
+            geom = (n, C, g.H, g.W, g.kh, g.kw, g.sh, g.sw, g.pt, g.pl, g.dh, g.dw, g.OH, g.OW,
+                    per, g.L, g.OW, 1, 0)
+            _kl.im2col(x4[n0:n0 + n], None, geom, cn)
+        else:
+            v = np.lib.stride_tricks.as_strided(
+                buf[n0:], (n, G, Cg, g.kh, g.kw, g.OH, g.OW),
+                (s0, Cg * s1, s1, g.dh * s2, g.dw * s3, g.sh * s2, g.sw * s3))
+            dst = cn[:, :, :K]
+            dst.shape = v.shape  # (a view: raises rather than copy)
+            dst[...] = v
+        np.matmul(w3, cn, out=y[n0:n0 + n])
+    return y.reshape(N, G * Og, g.OH, g.OW), None
+
+
+def _image_weight_grad(x4: np.ndarray, g4: np.ndarray, g: _Geom, groups: int,
+                       shape: tuple) -> np.ndarray:
+    """The per-image weight gradient on the host: per image, columns (groups, K, L) @ gy^T
+    (L, O / groups), the products summed over the batch axis, transposed into an array of the
+    weight's ``shape``; columns built a few images at a time, as ``_image_forward``'s."""
+    N, C = x4.shape[:2]
+    O = g4.shape[1]
+    G, Og, Cg = groups, O // groups, C // groups
+    K = Cg * g.kh * g.kw
+    gt = g4.reshape(N, G, Og, g.L)
+    parts = np.empty((N, G, K, Og), dtype=x4.dtype)
+    step = max(1, _IMAGE_CHUNK_BYTES // max(G * K * g.L * x4.itemsize, 1))
+    cols = np.empty((min(step, N), G, K, g.L), dtype=x4.dtype)
+    kern = G == 1 and _kl.active is not None and x4.flags.c_contiguous
+    if not kern:
+        buf = _conv_input(np, x4, g)
+        s0, s1, s2, s3 = buf.strides
+    for n0 in range(0, N, step):
+        n = min(step, N - n0)
+        cn = cols[:n]
+        if kern:
+            _kl.im2col(x4[n0:n0 + n], None, _kgeom(g, n, C, True), cn)
+        else:
+            v = np.lib.stride_tricks.as_strided(
+                buf[n0:], (n, G, Cg, g.kh, g.kw, g.OH, g.OW),
+                (s0, Cg * s1, s1, g.dh * s2, g.dw * s3, g.sh * s2, g.sw * s3))
+            dst = cn.view()
+            dst.shape = v.shape  # (a view: raises rather than copy)
+            dst[...] = v
+        np.matmul(cn, gt[n0:n0 + n].swapaxes(2, 3), out=parts[n0:n0 + n])
+    gw = np.empty(shape, dtype=x4.dtype)
+    gw.reshape(G, Og, -1)[...] = parts.sum(axis=0).swapaxes(1, 2)
+    return gw
 
 
 def _batch_step(g: _Geom, n: int, k: int, out_channels: int, itemsize: int,
@@ -506,8 +555,12 @@ def _rows_ok(g: _Geom, groups: int, *arrays: Any) -> bool:
 def _rows(x4: np.ndarray, g: _Geom) -> np.ndarray:
     """(N, C, H, W) -> forward columns as rows (N * OH * OW, kh * kw * C): rows ordered
     (n, oh, ow), taps (i, j, c), copied in one pass from windows of a padded NHWC copy of the
-    input (runs of ``kw * C`` values at stride 1)."""
+    input (runs of ``kw * C`` values at stride 1); the eager kernel where it applies (an image at
+    a time, transposed in cache: the same values)."""
     N, C = x4.shape[:2]
+    geom = (N, C, g.H, g.W, g.kh, g.kw, g.sh, g.sw, g.pt, g.pl, g.dh, g.dw, g.OH, g.OW)
+    if (rows := _kl.im2row(x4, (N * g.L, g.kh * g.kw * C), geom)) is not None:
+        return rows
     buf = (np.zeros if g.padded else np.empty)((N, g.Hp, g.Wp, C), dtype=x4.dtype)
     buf[:, g.pt:g.pt + g.H, g.pl:g.pl + g.W] = x4.transpose(0, 2, 3, 1)
     s0, s1, s2, s3 = buf.strides
@@ -540,18 +593,48 @@ def _rows_forward(x4: np.ndarray, w4: np.ndarray, b: np.ndarray | None,
     return out, rows
 
 
-def _rows_weight_grad(rows: np.ndarray, gy: np.ndarray, shape: tuple,
-                      k: tuple[int, int]) -> np.ndarray:
-    """The weight gradient from the forward's rows (N * L, K) and the output gradient
-    (N, O, OH, OW): its columns (O, N * L) in the rows' (n, oh, ow) order (a copy in runs of
-    OH * OW values) @ rows = (O, K), taps reordered (i, j, c) -> (c, i, j) into an array of the
-    weight's ``shape`` that owns its memory."""
+def _grad_rows(gy: np.ndarray) -> np.ndarray:
+    """An output gradient (N, O, OH, OW) as rows (N * OH * OW, O), ordered as the forward's."""
     N, O = gy.shape[:2]
-    gt = np.ascontiguousarray(gy.reshape(N, O, -1).transpose(1, 0, 2)).reshape(O, -1)
-    part = np.matmul(gt, rows).reshape(O, k[0], k[1], -1)
+    return np.ascontiguousarray(gy.reshape(N, O, -1).transpose(0, 2, 1)).reshape(-1, O)
+
+
+def _rows_weight_grad(rows: np.ndarray, gy: np.ndarray, shape: tuple, k: tuple[int, int],
+                      gr: np.ndarray | None = None) -> np.ndarray:
+    """The weight gradient from the forward's rows (N * L, K) and the output gradient
+    (N, O, OH, OW) (``gr``: its rows (N * L, O), when at hand): gr^T @ rows = (O, K), taps
+    reordered (i, j, c) -> (c, i, j) into an array of the weight's ``shape`` that owns its
+    memory."""
+    if gr is None:
+        gr = _grad_rows(gy)
+    O = gr.shape[1]
+    part = np.matmul(gr.T, rows).reshape(O, k[0], k[1], -1)
     gw = np.empty(shape, dtype=rows.dtype)
     gw.reshape(O, -1, k[0], k[1])[...] = part.transpose(0, 3, 1, 2)
     return gw
+
+
+def _rows_input_grad(gr: np.ndarray, w4: np.ndarray, g: _Geom, N: int) -> np.ndarray:
+    """The input gradient of a row-major convolution: gradient rows (N * L, O) @ the weight as
+    (O, taps (i, j, c)) = columns as rows, summed back into (N, C, H, W) by ``_rows_col2im``."""
+    O, C, kh, kw = w4.shape
+    wr = w4.transpose(0, 2, 3, 1).reshape(O, kh * kw * C)  # (a small copy)
+    return _rows_col2im(np.matmul(gr, wr), g, N, C)
+
+
+def _rows_col2im(rows: np.ndarray, g: _Geom, N: int, C: int) -> np.ndarray:
+    """Row-major columns (N * OH * OW, kh * kw * C) summed back into (N, C, H, W), each pixel's
+    taps from zero in (i, j) order: the eager kernel (one pass, a row of the image at a time),
+    else one add per tap onto a padded NHWC image and a transposing copy (the same sums)."""
+    geom = (N, C, g.H, g.W, g.kh, g.kw, g.sh, g.sw, g.pt, g.pl, g.dh, g.dw, g.OH, g.OW)
+    if (out := _kl.col2im_rows(rows, (N, C, g.H, g.W), geom)) is not None:
+        return out
+    r = rows.reshape(N, g.OH, g.OW, g.kh, g.kw, C)
+    img = np.zeros((N, g.Hp, g.Wp, C), dtype=rows.dtype)
+    for i in range(g.kh):
+        for j in range(g.kw):
+            img[(slice(None),) + g.window(i, j)[2:]] += r[:, :, :, i, j]
+    return np.ascontiguousarray(img[:, g.pt:g.pt + g.H, g.pl:g.pl + g.W].transpose(0, 3, 1, 2))
 
 
 def _out_from_cols(xp: Any, y: Any, g: _Geom, N: int) -> Any:

@@ -30,18 +30,20 @@ from ._kernels import (
     _bias_grad,
     _check_tensor,
     _col2im,
-    _conv_input,
     _depth_taps,
     _fold,
     _Geom,
+    _grad_rows,
     _grad_to_cols,
     _im2col,
     _image_forward,
+    _image_weight_grad,
     _ints,
     _out_from_cols,
     _rebatch,
     _rows,
     _rows_forward,
+    _rows_input_grad,
     _rows_ok,
     _rows_weight_grad,
     _same_dtype,
@@ -177,7 +179,8 @@ class Conv(Op):
             y = xp.empty((N, O, g.OH, g.OW), dtype=x.dtype)
             for n0 in range(0, N, step):
                 xc = x4[n0:n0 + step]
-                gc = _Geom((H, W), (kh, kw), stride, pad, dil, out_hw, n=len(xc), cin=Cg)
+                gc = g if g.rows else _Geom((H, W), (kh, kw), stride, pad, dil, out_hw,
+                                            n=len(xc), cin=Cg)
                 y[n0:n0 + len(xc)] = _conv_forward(xp, xc, w4, b, gc, groups)[0]
         # PyTorch's convolution keeps input and weight whatever needs a gradient (so an in-place
         # change to either refuses backward there, and here)
@@ -193,10 +196,13 @@ class Conv(Op):
         x, w = ctx.saved
         need = ctx.needs_input_grad
         gt = None  # batch-inner: both gradients' products read the gradient as columns (O, N * L)
-        g = ctx.geom
+        g = ctx.geom  # (row-major: as rows (N * L, O))
         if need[0] and need[1] and not ctx._tensor_mode and g.batch and not g.image and \
                 not ctx.tiled:
-            gt = _grad_to_cols(ctx.xp, _4d(grad), g)
+            if _rows_ok(g, ctx.args[3], _4d(x), _4d(w), grad):
+                gt = _grad_rows(_4d(grad))
+            else:
+                gt = _grad_to_cols(ctx.xp, _4d(grad), g)
         gx = ctx.call(ConvTranspose, grad, w, None, ctx.in_hw, *ctx.args, gt) \
             if need[0] else None
         gw = ctx.call(ConvWeight, x, grad, ctx.k, *ctx.args, gt) if need[1] else None
@@ -231,7 +237,8 @@ class ConvTranspose(Op):
             out = xp.empty((N, C) + tuple(in_hw), dtype=gy.dtype)
             for n0 in range(0, N, step):
                 gc = g4[n0:n0 + step]
-                geom = _Geom(in_hw, (kh, kw), stride, pad, dil, (OH, OW), n=len(gc), cin=Cg)
+                geom = g if g.rows else _Geom(in_hw, (kh, kw), stride, pad, dil, (OH, OW),
+                                              n=len(gc), cin=Cg)
                 out[n0:n0 + len(gc)] = _conv_transpose_forward(xp, gc, w4, geom, groups, None,
                                                                gy.dtype)
         if b is not None:
@@ -281,7 +288,8 @@ class ConvWeight(Op):
         gw = None  # batch tiles: each tile's columns rebuilt, their products summed
         for n0 in range(0, N, step):
             xc, gc = x4[n0:n0 + step], g4[n0:n0 + step]
-            geom = _Geom((H, W), k, stride, pad, dil, (OH, OW), n=len(xc), cin=C // groups)
+            geom = g if g.rows else _Geom((H, W), k, stride, pad, dil, (OH, OW), n=len(xc),
+                                          cin=C // groups)
             part = _weight_grad(xp, xc, gc, geom, groups, shape, None, None)
             if gw is None:
                 gw = part
@@ -457,7 +465,7 @@ def _conv_forward(xp: Any, x4: Any, w4: Any, b: Any, g: _Geom, groups: int) -> t
         return _rows_forward(x4, w4, b, g)  # (bias added; cols are rows (N * L, K))
     if g.image and type(x4) is np.ndarray and x4.dtype in (np.float32, np.float64) and \
             w3.dtype == x4.dtype and (b is None or b.dtype == x4.dtype):
-        return _image_forward(_conv_input(xp, x4, g), w3, b, g, groups)  # (bias added)
+        return _image_forward(x4, w3, b, g, groups)  # (bias added)
     cols = _im2col(xp, x4, g, groups)
     y = xp.matmul(w3, cols)
     # a bfloat16 product comes back float32: the bias joins it there and the sum is
@@ -480,6 +488,8 @@ def _conv_transpose_forward(xp: Any, g4: Any, w4: Any, g: _Geom, groups: int, gt
     N, O = g4.shape[:2]
     Cg, kh, kw = w4.shape[1:]
     C = Cg * groups
+    if _rows_ok(g, groups, g4, w4):  # row-major: the gradient's rows (``gt`` when given)
+        return _rows_input_grad(_grad_rows(g4) if gt is None else gt, w4, g, N)
     wm = w4.reshape(groups, O // groups, Cg * kh * kw).swapaxes(1, 2)
     if g.image:  # per image: (N, groups, Cg * kh * kw, L), no transpose of the gradient
         gt = g4.reshape(N, groups, O // groups, g.L)
@@ -496,11 +506,14 @@ def _weight_grad(xp: Any, x4: Any, g4: Any, g: _Geom, groups: int, shape: tuple,
     of ``shape``; ``cols`` / ``gt``: the forward's columns and the gradient's, when at hand."""
     N = x4.shape[0]
     O = g4.shape[1]
+    if g.image and cols is None and type(x4) is np.ndarray and type(g4) is np.ndarray and \
+            x4.dtype in (np.float32, np.float64) and g4.dtype == x4.dtype:
+        return _image_weight_grad(x4, g4, g, groups, shape)
     if cols is None:
         cols = _rows(x4, g) if _rows_ok(g, groups, x4, g4) else \
             _im2col(xp, x4, g, groups)
     if cols.ndim == 2:  # the forward's rows (N * L, K) (row-major columns, one group)
-        return _rows_weight_grad(cols, g4, shape, (g.kh, g.kw))
+        return _rows_weight_grad(cols, g4, shape, (g.kh, g.kw), gt)
     if g.image:
         # per image, cols (K, L) @ gy^T (L, O / groups) (the faster orientation for a small
         # K), summed over the images: (groups, K, O / groups), transposed into place

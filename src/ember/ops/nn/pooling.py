@@ -2,7 +2,9 @@
 
 ``AvgPool`` / ``AvgPoolT`` are an adjoint pair. Max pooling is a non-differentiable argmax search
 (``MaxPoolGather``) followed by a gather of the chosen elements, whose adjoint scatters
-(``IndexScatter``).
+(``IndexScatter``). On host float32/float64 arrays both run as eager kernels
+(``_kernels_loader.max_pool`` / ``max_pool_backward``: one pass, PyTorch's rule; the NumPy search
+below is the reference and the fallback).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ... import _backend
+from ... import _kernels_loader as _kl
 from ..._tensor_base import TensorBase
 from ...autograd import grad_mode
 from ...autograd.function import Op
@@ -156,6 +159,10 @@ class IndexScatter(Op):
         xp = ctx.xp
         rows, n = _rows(shape, nsp)
         m = _rows(idx.shape, nsp)[1]
+        ctx.idx, ctx.nsp, ctx.unique = idx, nsp, unique
+        if type(gy) is np.ndarray and (out := _kl.max_pool_backward(gy, idx, (rows, n),
+                                                                    unique)) is not None:
+            return out.reshape(shape)  # (the eager kernel: the same values, one pass)
         gf = gy.reshape(rows, m)
         idf = idx.reshape(rows, m)
         if unique:  # windows don't overlap: every index is hit at most once; the (row, index)
@@ -166,7 +173,6 @@ class IndexScatter(Op):
             flat = (idf + (xp.arange(rows) * n)[:, None]).ravel()
             out = xp.bincount(flat, weights=gf.ravel(), minlength=rows * n)
             out = out.astype(gy.dtype, copy=False)
-        ctx.idx, ctx.nsp, ctx.unique = idx, nsp, unique
         return out.reshape(shape)
 
     @staticmethod
@@ -477,6 +483,14 @@ def _max_pool_search(x: Any, g: Any, nd: int, need_idx: bool) -> tuple[Any, Any]
     index in the plane (first of ties, NaN wins)."""
     xp = _backend.xp_of(x)
     x4 = _4d(x)
+    if type(x4) is np.ndarray and (got := _kl.max_pool(
+            x4, (g.H, g.W, g.kh, g.kw, g.sh, g.sw, g.pt, g.pl, g.dh, g.dw, g.OH, g.OW),
+            need_idx)) is not None:  # the eager kernel: PyTorch's rule in one pass
+        y, idx = got
+        if nd == 1:
+            y = y.reshape(y.shape[:2] + (g.OW,))
+            idx = None if idx is None else idx.reshape(y.shape)
+        return y, idx
     fill = -np.inf if x.dtype.kind in "fV" else np.iinfo(x.dtype).min
     xpad = _pad(xp, x4, g, fill)
     init = base = None
