@@ -87,3 +87,27 @@ def test_clamp_and_relu_match_pytorch_bit_for_bit(dtype, lo, hi) -> None:
     assert a.tobytes() == b.tobytes()
     assert (ember.relu(ember.tensor(x)).numpy().tobytes()
             == torch.relu(torch.tensor(x)).numpy().tobytes())
+
+
+@needs_kernels
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_relu_backward_kernel_equals_the_masked_path(dtype) -> None:
+    """res = out <= 0 ? +0 : grad: a NaN output passes the gradient, -0.0 and +0 outputs stop it,
+    grad's NaN/inf/-0.0 pass where kept; the same bits as the NumPy path's bitwise AND."""
+    from ember.ops.pointwise_piecewise import _keep_where_blocks
+
+    rng = np.random.default_rng(3)
+    out = np.maximum(0, rng.standard_normal(70_001)).astype(dtype)
+    grad = rng.standard_normal(70_001).astype(dtype)
+    out[:6] = [np.nan, -0.0, 0.0, -np.nan, 1.0, 2.0]
+    grad[:6] = [-0.0, 1.0, np.inf, np.nan, np.nan, -0.0]
+    got = L.relu_backward(out, grad)
+    assert got.tobytes() == _keep_where_blocks(grad, out).tobytes()
+    x = ember.tensor(rng.standard_normal(70_001).astype(dtype), requires_grad=True)
+    y = ember.relu(x)
+    g = ember.tensor(grad)
+    y.backward(g)
+    with L.disabled():
+        x2 = ember.tensor(x.detach().numpy(), requires_grad=True)
+        ember.relu(x2).backward(g)
+    assert x.grad.numpy().tobytes() == x2.grad.numpy().tobytes()

@@ -4120,6 +4120,32 @@ static PyObject *py_clamp(PyObject *mod, PyObject *const *args, Py_ssize_t nargs
     Py_RETURN_NONE;
 }
 
+/* relu's backward from its output: res = out <= 0 ? +0 : grad (a NaN output passes the
+ * gradient, as PyTorch's threshold_backward; NumPy's path ANDs grad's bits with a mask built in
+ * blocks: the same bits, three passes) */
+CLONES static void relu_backward_f32(const void *ov, const void *gv, void *rv, Py_ssize_t i0,
+                                     Py_ssize_t i1)
+{
+    const float *RESTRICT o = (const float *)ov, *RESTRICT g = (const float *)gv;
+    float *RESTRICT r = (float *)rv;
+    for (Py_ssize_t i = i0; i < i1; i++)
+        r[i] = o[i] <= 0.0f ? 0.0f : g[i];
+}
+
+CLONES static void relu_backward_f64(const void *ov, const void *gv, void *rv, Py_ssize_t i0,
+                                     Py_ssize_t i1)
+{
+    const double *RESTRICT o = (const double *)ov, *RESTRICT g = (const double *)gv;
+    double *RESTRICT r = (double *)rv;
+    for (Py_ssize_t i = i0; i < i1; i++)
+        r[i] = o[i] <= 0.0 ? 0.0 : g[i];
+}
+
+static PyObject *py_relu_backward(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
+{
+    return run_binary(args, nargs, relu_backward_f32, relu_backward_f64);
+}
+
 /* ---------------------------------------------------------------------------------------------
  * normal_'s Box-Muller in 16-element blocks (ops/_mt19937.py `box_muller16_f32`, PyTorch's AVX2
  * `normal_fill_16`): element j of a block pairs with j + 8; r = sqrt(-2 log(1 - u_j)),
@@ -4396,6 +4422,7 @@ static PyMethodDef kernels_methods[] = {
     FAST(sgd_momentum, "sgd_momentum(d, g, buf, momentum, 1 - dampening, lr, nesterov)."),
     FAST(bernoulli53, "bernoulli53(capsule, limit, out, scale, direct): dropout's noise from a bit generator."),
     FAST(transpose_copy, "transpose_copy(src, dst): a strided array into C order by tiles; False where it does not apply."),
+    FAST(relu_backward, "relu_backward(out, grad, res): grad where out > 0 (or NaN), else +0."),
     FAST(clamp, "clamp(x, out, lo, hi): min(max(x, lo), hi), NaN kept, -0.0 kept at a tie."),
     FAST(box_muller16, "box_muller16(u, out, mean, std, affine): normal_'s float32 Box-Muller blocks."),
     FAST(erfinv, "erfinv(x, out): float32 erfinv, within 1 ulp."),

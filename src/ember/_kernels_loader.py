@@ -263,6 +263,17 @@ def dense_copy(x: Any) -> np.ndarray | None:
     return out if k.transpose_copy(x, out) else None
 
 
+def relu_backward(out: Any, grad: Any) -> np.ndarray | None:
+    """grad where relu's output is > 0 (or NaN), else +0, in one pass (float32/float64, one
+    dtype and shape); None where the kernel does not apply."""
+    k = active
+    if k is None or not _ok2(out, grad, True):
+        return None
+    res = np.empty_like(grad)
+    k.relu_backward(out, grad, res)
+    return res
+
+
 def clamp(x: Any, lo: Any, hi: Any) -> np.ndarray | None:
     """``minimum(hi, maximum(lo, x))`` (a None bound: none) of a float32/float64 array in one
     pass, the same values as NumPy's (bound first: a tie keeps x); None where the kernel does

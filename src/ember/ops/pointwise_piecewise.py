@@ -341,6 +341,8 @@ class Relu(Op):
         if type(grad) is np.ndarray and type(out) is np.ndarray:
             if grad.dtype.itemsize == 2 and (res := _relu_half_backward(grad, out)) is not None:
                 return res
+            if (res := _kernels.relu_backward(out, grad)) is not None:  # (one pass)
+                return res
             if grad.size > _MASK_BLOCK and grad.shape == out.shape and \
                     grad.flags.c_contiguous and out.flags.c_contiguous:
                 return _keep_where_blocks(grad, out)
