@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from ... import _dtype
+from ... import _kernels_loader as _kernels
 from ..._backend import xp_of
 from ..._tensor_base import TensorBase
 from ...autograd.function import Op
@@ -155,14 +156,18 @@ class ScaledDotProductAttention(Op):
         xp = ctx.xp
         kk, vv = _repeat_heads(xp, k, groups), _repeat_heads(xp, v, groups)
         s = _attn_scores(xp, q, kk, fmask, bmask, scale)
-        p = s  # softmax in place over s's buffer
-        m = p.max(axis=-1, keepdims=True)
-        with _quiet(xp):
-            m = xp.where(xp.isfinite(m), m, 0)
-            p -= m
-            xp.exp(p, out=p)
-            den = _rowsum(p, -1)
-            p /= xp.where(den == 0, 1, den)
+        p = None
+        if fmask is None and (bmask is None or bool(bmask.any(axis=-1).all())):
+            p = _kernels.softmax(s)  # (every row attends somewhere: the kernel's softmax, 1 pass)
+        if p is None:
+            p = s  # softmax in place over s's buffer
+            m = p.max(axis=-1, keepdims=True)
+            with _quiet(xp):
+                m = xp.where(xp.isfinite(m), m, 0)
+                p -= m
+                xp.exp(p, out=p)
+                den = _rowsum(p, -1)
+                p /= xp.where(den == 0, 1, den)
         pd = p if keep is None else p * keep * (1.0 / (1.0 - p_drop))
         out = xp.matmul(pd, vv)
         if out.dtype != q.dtype:  # bfloat16 inputs: scores and softmax ran in float32; round once
@@ -220,10 +225,12 @@ def _grads_from_p(ctx: Any, grad: Any, q: Any, kk: Any, vv: Any, p: Any, keep: A
         gq = xp.matmul(gs, kk) * scale if need[0] else None
         gk = _sum_heads(xp.matmul(gs.swapaxes(-1, -2), q) * scale, groups) if need[1] else None
     else:  # gp is this call's own array: the softmax backward in place
-        gs = gp * p
-        row = _rowsum(gs, -1)
-        xp.subtract(gp, row, out=gs)
-        gs *= p
+        gs = _kernels.softmax_backward(p, gp)  # (p (gp - rowsum(gp p)) in one pass, else:)
+        if gs is None:
+            gs = gp * p
+            row = _rowsum(gs, -1)
+            xp.subtract(gp, row, out=gs)
+            gs *= p
         gq = gk = None
         if need[0]:
             gq = xp.matmul(gs, kk)
