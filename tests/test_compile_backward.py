@@ -1,0 +1,237 @@
+"""The backward of a compiled step (issue 30): a chain of nodes on leaves (a compiled region's
+node, the loss outside it, a chain of eager ops) runs without the walk's dependency counts and
+buffer dicts (engine.py's ``_shallow``/``_run_shallow_python``, the C ``run_backward``'s
+``run_shallow``). Every gradient, hook call and error must equal what the general walk gives,
+in both cores, compiled and eager, bit for bit."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+import ember
+import ember._dynamo
+from ember import _native_core, nn
+from ember.autograd import engine
+
+NATIVE = _native_core.native
+CORES = ["python"] + (["native"] if NATIVE is not None else [])
+
+
+@pytest.fixture(autouse=True)
+def _fresh():
+    ember._dynamo.reset()
+    yield
+    ember._dynamo.reset()
+
+
+def _use(core: str, shallow: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The core's run_backward; with ``shallow=False`` its walk is bound behind a wrapper, so
+    that every backward takes the general walk (the shortcut runs only while the core's own walk
+    is bound)."""
+    walk = NATIVE.walk_nodes if core == "native" else engine._walk_nodes_python
+    monkeypatch.setattr(engine, "run_backward",
+                        NATIVE.run_backward if core == "native" else engine._run_backward_python)
+    monkeypatch.setattr(engine, "_dependencies",
+                        NATIVE.dependencies if core == "native" else engine._dependencies_python)
+    monkeypatch.setattr(engine, "_walk_nodes", walk if shallow else (lambda *a: walk(*a)))
+
+
+def _leaves(seed: int = 0) -> list:
+    rng = np.random.default_rng(seed)
+    return [ember.tensor(rng.standard_normal(s).astype(np.float32), requires_grad=True)
+            for s in ((3, 4), (4,), (3, 1))]
+
+
+def _region(w: Any, b: Any, c: Any) -> Any:
+    return ((w * c + b).tanh() * w).sum()
+
+
+def _outputs(ts: list, log: list) -> list:
+    got = [None if t.grad is None else t.grad.numpy().copy() for t in ts]
+    return got + [np.asarray(x) for x in log]
+
+
+def _same(a: list, b: list) -> bool:
+    return len(a) == len(b) and all(
+        (x is None and y is None) or (x is not None and y is not None and x.dtype == y.dtype
+                                      and x.shape == y.shape and x.tobytes() == y.tobytes())
+        for x, y in zip(a, b))
+
+
+def _program_hooks(f: Any) -> list:
+    """Leaf hooks (one replaces the gradient), a post-accumulate hook, retain_grad on a leaf."""
+    ts = _leaves()
+    log: list = []
+    ts[0].register_hook(lambda g: g * 2)
+    ts[1].register_hook(lambda g: log.append(g.numpy().copy()))
+    ts[2].register_post_accumulate_grad_hook(lambda t: log.append(t.grad.numpy().copy()))
+    ts[1].retain_grad()
+    for _ in range(3):
+        f(*ts).backward()
+    return _outputs(ts, log)
+
+
+def _program_accumulate(f: Any) -> list:
+    """Two backward calls into the same .grad: the second adds in place (the same tensor)."""
+    ts = _leaves()
+    f(*ts).backward()
+    first = [t.grad for t in ts]
+    y = f(*ts)
+    y.backward(retain_graph=True)
+    y.backward()
+    assert all(t.grad is g for t, g in zip(ts, first))
+    return _outputs(ts, [])
+
+
+def _program_retain_output(f: Any) -> list:
+    """retain_grad and a hook on the region's output (the root node's pre-hooks: the walk)."""
+    ts = _leaves()
+    log: list = []
+    y = f(*ts)
+    y.retain_grad()
+    y.register_hook(lambda g: log.append(g.numpy().copy()))
+    (y * 3).backward()
+    return _outputs(ts, log + [y.grad.numpy()])
+
+
+def _program_shared_leaf(f: Any) -> list:
+    """Leaves shared by two regions (two nodes send to one leaf: the walk sums first)."""
+    ts = _leaves()
+    g = ember.compile(lambda w, b, c: (w * w + c).sum() * b.sum()) if f is not _region else \
+        (lambda w, b, c: (w * w + c).sum() * b.sum())
+    for _ in range(3):
+        (f(*ts) + g(*ts)).backward()
+    return _outputs(ts, [])
+
+
+def _program_loss_outside(f: Any) -> list:
+    """A compiled model with the loss outside it (a chain of two: loss node, region node)."""
+    ember.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+    x, y = ember.randn(5, 4), ember.randn(5, 2)
+    m = ember.compile(model) if f is not _region else model
+    loss_fn = nn.MSELoss()
+    for _ in range(3):
+        loss_fn(m(x), y).backward()
+    return _outputs(list(model.parameters()), [])
+
+
+def _program_unused_leaf(f: Any) -> list:
+    """A leaf that gets no gradient (its edge's gradient is None) and one used twice."""
+    ts = _leaves()
+
+    def h(w: Any, b: Any, c: Any) -> Any:
+        return (w * w).sum() + (c.detach() * 0).sum()
+
+    hh = ember.compile(h) if f is not _region else h
+    for _ in range(3):
+        hh(*ts).backward()
+    return _outputs(ts, [])
+
+
+PROGRAMS = {"hooks": _program_hooks, "accumulate": _program_accumulate,
+            "retain_output": _program_retain_output, "shared_leaf": _program_shared_leaf,
+            "loss_outside": _program_loss_outside, "unused_leaf": _program_unused_leaf}
+
+
+@pytest.mark.parametrize("core", CORES)
+@pytest.mark.parametrize("name", list(PROGRAMS))
+def test_compiled_backward_equals_eager_and_the_general_walk(name: str, core: str,
+                                                              monkeypatch: pytest.MonkeyPatch
+                                                              ) -> None:
+    program = PROGRAMS[name]
+    results = {}
+    for shallow in (True, False):
+        _use(core, shallow, monkeypatch)
+        for compiled in (True, False):
+            ember._dynamo.reset()
+            f = ember.compile(_region) if compiled else _region
+            results[(shallow, compiled)] = program(f)
+    for compiled in (True, False):  # the shortcut changes nothing
+        assert _same(results[(True, compiled)], results[(False, compiled)]), (compiled, name)
+    if name != "shared_leaf":  # (there a region sums its own terms before the engine adds)
+        assert _same(results[(True, True)], results[(True, False)]), name
+
+
+@pytest.mark.parametrize("core", CORES)
+def test_a_chain_skips_the_dependency_counts(core: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fails without the shortcut: a compiled region on leaves, the loss outside a compiled
+    model, and an eager chain of ops run without ``_dependencies``; a graph where a node feeds
+    two others does not."""
+    _use(core, True, monkeypatch)
+    calls = []
+    real = engine._dependencies
+
+    def spy(roots: list) -> dict:
+        calls.append(len(roots))
+        return real(roots)
+
+    w, b, c = _leaves()
+    f = ember.compile(_region)
+    model = ember.compile(nn.Linear(4, 2))
+    for _ in range(2):  # (the traced calls run eagerly: w feeds two of the region's ops)
+        f(w, b, c).backward()
+        model(ember.ones(3, 4))
+    monkeypatch.setattr(engine, "_dependencies", spy)
+    f(w, b, c).backward()
+    ((w * c + b) ** 2).mean().backward()  # mean <- pow <- add <- mul: a chain on leaves
+    nn.MSELoss()(model(ember.ones(3, 4)), ember.zeros(3, 2)).backward()
+    assert calls == []
+    h = w * c
+    (h * h).sum().backward()  # h feeds one node twice: dependency counts
+    assert calls == [1]
+
+
+@pytest.mark.parametrize("core", CORES)
+def test_create_graph_through_a_region_raises_and_no_grad_makes_no_node(
+        core: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    _use(core, True, monkeypatch)
+    w, b, c = _leaves()
+    f = ember.compile(_region)
+    for _ in range(3):
+        f(w, b, c)
+    with pytest.raises(RuntimeError, match="double backward"):
+        f(w, b, c).backward(create_graph=True)
+    with ember.no_grad():
+        y = f(w, b, c)
+    assert y.grad_fn is None and not y.requires_grad
+    with pytest.raises(RuntimeError, match="does not require grad"):
+        y.backward()
+    assert w.grad is None
+
+
+@pytest.mark.parametrize("core", CORES)
+def test_a_freed_region_raises_on_a_second_backward(core: str,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    _use(core, True, monkeypatch)
+    w, b, c = _leaves()
+    x = ember.tensor(np.float32(2.0), requires_grad=True)
+    for y in (ember.compile(_region)(w, b, c), ember.compile(_region)(w, b, c),
+              ember.compile(_region)(w, b, c), (x * x).exp()):
+        y.backward()
+    with pytest.raises(RuntimeError, match="second time"):
+        y.backward()
+
+
+@pytest.mark.parametrize("core", CORES)
+def test_scalar_seed_compiled_equals_eager_and_torch(core: str,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    torch = pytest.importorskip("torch")
+    _use(core, True, monkeypatch)
+    got = {}
+    for lib, compiled in ((ember, True), (ember, False), (torch, False)):
+        x = lib.tensor(2.0, requires_grad=True)
+        w = lib.tensor(3.0, requires_grad=True)
+
+        def f(w: Any, x: Any) -> Any:
+            return w * x ** 2 + 1
+
+        ff = ember.compile(f) if compiled else f
+        for _ in range(4):
+            ff(w, x).backward()
+        got[(lib.__name__, compiled)] = (w.grad.item(), x.grad.item(), w.grad.dtype)
+    assert got[("ember", True)] == got[("ember", False)]
+    assert got[("ember", True)][:2] == got[("torch", False)][:2] == (16.0, 48.0)
