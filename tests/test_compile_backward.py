@@ -235,3 +235,52 @@ def test_scalar_seed_compiled_equals_eager_and_torch(core: str,
         got[(lib.__name__, compiled)] = (w.grad.item(), x.grad.item(), w.grad.dtype)
     assert got[("ember", True)] == got[("ember", False)]
     assert got[("ember", True)][:2] == got[("torch", False)][:2] == (16.0, 48.0)
+
+
+@pytest.mark.parametrize("exponent", [2, 2.0, 3, 0.5])
+def test_pow_written_into_the_backward_equals_eager_bit_for_bit(exponent: Any) -> None:
+    """``x ** 2`` has its rule's ``grad * 2 * a`` written into the generated backward (no rule
+    call), under the rule's own test of the exponent; other exponents call the rule. Gradients equal eager's bit for bit, broadcasting
+    included."""
+    rng = np.random.default_rng(3)
+    got = {}
+    for compiled in (True, False):
+        ember._dynamo.reset()
+        x = ember.tensor(rng.random((3, 4)).astype(np.float32) + 0.5, requires_grad=True)
+        s = ember.tensor(rng.random((4,)).astype(np.float32), requires_grad=True)
+        rng = np.random.default_rng(3)
+
+        def f(x: Any, s: Any) -> Any:
+            return ((x * s) ** exponent).sum()
+
+        ff = ember.compile(f) if compiled else f
+        for _ in range(3):
+            ff(x, s).backward()
+        got[compiled] = [x.grad.numpy(), s.grad.numpy()]
+        if compiled:
+            (entry,) = ff._ember_compiled.cache.values()
+            assert "c._saved[1] == 2:" in entry.prog.source  # (taken when the exponent is 2)
+    assert _same(got[True], got[False])
+
+
+def test_loss_backward_takes_the_native_entry_and_sees_a_replaced_run_backward(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``backward()``'s common call runs in C in the native core and calls engine.py's
+    ``run_backward`` as bound at the call (compile's tracer replaces it); other calls go to
+    ``_backward_python``."""
+    if NATIVE is not None:
+        assert engine.backward is NATIVE.backward
+    calls = []
+    real = engine.run_backward
+
+    def spy(roots: list, retain: bool, create: bool, capture: Any = None) -> None:
+        calls.append((len(roots), retain, create))
+        return real(roots, retain, create, capture)
+
+    monkeypatch.setattr(engine, "run_backward", spy)
+    w = ember.tensor([1.0, 2.0], requires_grad=True)
+    (w * w).sum().backward(retain_graph=True)
+    (w * 3).backward(ember.ones(2))  # a gradient given: the Python function
+    (w * w).sum().backward(inputs=[w])
+    assert calls[:2] == [(1, True, False), (1, False, False)]
+    assert w.grad.tolist() == [3.0 + 2 + 2, 3.0 + 4 + 4]

@@ -44,6 +44,10 @@ static PyMethodDef native_methods[] = {
      METH_FASTCALL | METH_KEYWORDS,
      "run_backward(roots, retain_graph, create_graph, capture=None): autograd/engine.py's "
      "_run_backward_python, in C (with capture: the Python function)."},
+    {"backward", (PyCFunction)(void (*)(void))ember_engine_backward,
+     METH_FASTCALL | METH_KEYWORDS,
+     "backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, "
+     "inputs=None): autograd/engine.py's _backward_python, its common call in C."},
     {"walk_nodes", (PyCFunction)(void (*)(void))ember_engine_walk_nodes, METH_FASTCALL,
      "walk_nodes(ready, ready_leaves, buffers, deps, needed, capture, handed_out, "
      "retain_graph, create_graph): autograd/engine.py's _walk_nodes_python, in C."},

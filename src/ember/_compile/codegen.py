@@ -483,6 +483,11 @@ def _written_rule(bwd: Any, ometa: tuple, g: str) -> tuple | None:
         return ("True", "sa, sb = c._saved; sa = sa - sb; sa *= ((" + g + " * (1.0 / c.n) if c.n "
                 "else " + g + " * 0.0) if c.reduction == 'mean' else " + g + "); sa *= 2",
                 ("sa", "-sa"))
+    if _is_rule(bwd, "Pow.backward", _POINTWISE):
+        # a number exponent 2 (``x ** 2``): the rule's own ``grad * 2 * a``; the exponent's
+        # gradient is not asked for (a number has no edge)
+        return ("isinstance(c._saved[1], (int, float)) and c._saved[1] == 2",
+                "sa = c._saved[0]", (f"{g} * 2 * sa", None))
     if _is_rule(bwd, "Add.backward", _POINTWISE):
         return "True", "", (g, g)
     if _is_rule(bwd, "Sub.backward", _POINTWISE):

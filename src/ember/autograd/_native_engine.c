@@ -23,7 +23,8 @@ static PyObject *s_grad_fn, *s_pre_hooks, *s_retain, *s_fn, *s_tensor_io, *s_n_o
     *s_variable, *s_hooks, *s_post_acc_hooks,
     *s_grad, *s_data, *s_base, *s_owns, *s_flags, *s_writeable, *s_copy, *s_make, *s_TensorBase,
     *s_CPU_ARRAY, *s_np, *s_generic, *s_asarray, *s_final_callbacks, *s_grad_mode, *s_state,
-    *s_enabled, *s_pop, *s_run_backward_python, *s_dependencies, *s_walk_nodes;
+    *s_enabled, *s_pop, *s_run_backward_python, *s_dependencies, *s_walk_nodes,
+    *s_backward_python, *s_run_backward, *s_ones, *s_output_nr, *s_size;
 
 /* engine.py's module namespace (a strong reference, set by engine_init). */
 static PyObject *engine_globals = NULL;
@@ -91,6 +92,11 @@ int ember_engine_exec(PyObject *module)
     INTERN(s_run_backward_python, "_run_backward_python");
     INTERN(s_dependencies, "_dependencies");
     INTERN(s_walk_nodes, "_walk_nodes");
+    INTERN(s_backward_python, "_backward_python");
+    INTERN(s_run_backward, "run_backward");
+    INTERN(s_ones, "_ones");
+    INTERN(s_output_nr, "_output_nr");
+    INTERN(s_size, "size");
 #undef INTERN
     return 0;
 }
@@ -1553,4 +1559,108 @@ done:
     Py_XDECREF(shallow_root);
     Py_XDECREF(accum_type);
     return result;
+}
+
+/* backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
+ * engine.py's backward, its common call in C (loss.backward(): one tensor with a graph whose
+ * data is a one-element CPU array; no gradient, inputs or create_graph):
+ *     run_backward([(fn, tensors._output_nr, _ones(d))], bool(retain_graph), False)
+ * with engine.py's run_backward as bound at the call (the tracer replaces it); every other call
+ * goes to engine.py's _backward_python. */
+PyObject *ember_engine_backward(PyObject *self, PyObject *const *args, size_t nargsf,
+                                PyObject *kwnames)
+{
+    (void)self;
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    PyObject *v[5] = {NULL, Py_None, Py_None, Py_False, Py_None};
+    PyObject *fn = NULL, *d = NULL, *size = NULL, *g = NULL, *nr = NULL, *roots = NULL;
+    PyObject *result = NULL;
+    if (nargs < 1 || nargs > 5)
+        goto python;
+    for (Py_ssize_t i = 0; i < nargs; i++)
+        v[i] = args[i];
+    if (kwnames != NULL) {
+        for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(kwnames); k++) {
+            if (nargs >= 5
+                || PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, k), "inputs") != 0)
+                goto python;
+            v[4] = args[nargs + k];
+        }
+    }
+    if (v[1] != Py_None || v[4] != Py_None)
+        goto python;
+    int create = v[3] == Py_False ? 0 : PyObject_IsTrue(v[3]);
+    if (create != 0) {
+        if (create < 0)
+            return NULL;
+        goto python;
+    }
+    PyObject *tb = engine_global(s_TensorBase), *cpu = tb ? engine_global(s_CPU_ARRAY) : NULL;
+    if (cpu == NULL)
+        return NULL;
+    if (!PyObject_TypeCheck(v[0], (PyTypeObject *)tb))
+        goto python;
+    fn = PyObject_GetAttr(v[0], s_grad_fn);
+    if (fn == NULL)
+        return NULL;
+    if (fn == Py_None)
+        goto python_clear;
+    d = PyObject_GetAttr(v[0], s_data);
+    if (d == NULL)
+        goto done;
+    if ((PyObject *)Py_TYPE(d) != cpu)
+        goto python_clear;
+    size = PyObject_GetAttr(d, s_size);
+    if (size == NULL)
+        goto done;
+    int overflow;
+    if (!PyLong_CheckExact(size) || PyLong_AsLongAndOverflow(size, &overflow) != 1 || overflow) {
+        if (PyErr_Occurred())
+            goto done;
+        goto python_clear;
+    }
+    int retain = PyObject_IsTrue(v[2]);
+    if (retain < 0)
+        goto done;
+    g = call_engine(s_ones, &d, 1);
+    nr = g ? PyObject_GetAttr(v[0], s_output_nr) : NULL;
+    PyObject *root = nr ? PyTuple_Pack(3, fn, nr, g) : NULL;
+    roots = root ? PyList_New(1) : NULL;
+    if (roots == NULL) {
+        Py_XDECREF(root);
+        goto done;
+    }
+    PyList_SET_ITEM(roots, 0, root);
+    PyObject *rargs[3] = {roots, retain ? Py_True : Py_False, Py_False};
+    PyObject *rb = engine_global(s_run_backward);
+    if (rb == NULL)
+        goto done;
+    PyObject *r;
+    if (PyCFunction_Check(rb)
+        && PyCFunction_GET_FUNCTION(rb) == (PyCFunction)(void (*)(void))ember_engine_run_backward)
+        r = ember_engine_run_backward(NULL, rargs, 3, NULL);
+    else {
+        Py_INCREF(rb);  /* the call may rebind the name */
+        r = PyObject_Vectorcall(rb, rargs, 3, NULL);
+        Py_DECREF(rb);
+    }
+    if (r == NULL)
+        goto done;
+    Py_DECREF(r);
+    result = Py_NewRef(Py_None);
+done:
+    Py_XDECREF(fn);
+    Py_XDECREF(d);
+    Py_XDECREF(size);
+    Py_XDECREF(g);
+    Py_XDECREF(nr);
+    Py_XDECREF(roots);
+    return result;
+python_clear:
+    Py_XDECREF(fn);
+    Py_XDECREF(d);
+    Py_XDECREF(size);
+python:;
+    PyObject *py = engine_global(s_backward_python);
+    return py ? PyObject_Vectorcall(py, args, nargsf, kwnames) : NULL;
 }

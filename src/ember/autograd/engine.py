@@ -87,9 +87,10 @@ def _roots(tensors: Sequence[Any], grads: Sequence[Any] | None, create_graph: bo
     return roots
 
 
-def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None = None,
-             create_graph: bool = False, inputs: Any = None) -> None:
-    """Accumulate gradients of ``tensors`` into the ``.grad`` of every leaf they depend on."""
+def _backward_python(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None = None,
+                     create_graph: bool = False, inputs: Any = None) -> None:
+    """Accumulate gradients of ``tensors`` into the ``.grad`` of every leaf they depend on
+    (``backward``; the native core runs its first branch in C and calls this for the rest)."""
     if grad_tensors is None and inputs is None and not create_graph and isinstance(tensors, TensorBase):
         fn = tensors._grad_fn  # the common call, loss.backward(): one scalar with a graph
         d = tensors._data
@@ -500,7 +501,9 @@ def _run_node(node: Node, buf: list, buffers: dict, capture: dict | None, handed
 _dependencies = _dependencies_python
 _walk_nodes = _walk_nodes_python
 run_backward = _run_backward_python
+backward = _backward_python
 if _native_core.native is not None:  # the same loops in C (docs/design.md, "The native core")
+    backward = _native_core.native.backward
     run_backward = _native_core.native.run_backward
     _dependencies = _native_core.native.dependencies
     _walk_nodes = _native_core.native.walk_nodes
