@@ -284,7 +284,10 @@ fail:
  */
 static int release_node(PyObject *node)
 {
-    int has_fields = attr_truth(node, s_dict);
+    /* bool(node.__dict__) without making the dict: reading __dict__ creates an empty one */
+    PyObject **dictptr = _PyObject_GetDictPtr(node);
+    int has_fields = dictptr != NULL ? *dictptr != NULL && PyDict_GET_SIZE(*dictptr) > 0
+                                     : attr_truth(node, s_dict);
     if (has_fields < 0)
         return -1;
     if (has_fields) {
