@@ -98,11 +98,16 @@ def _native_groups(prog: Program, ns: dict) -> tuple[dict, dict]:
     ns["EMPTY"], ns["ND"] = np.empty, np.ndarray
     out: dict = {}
     bout: dict = {}
+    callk = _call_kernel() if by_object else None
     for prefix, gs, where in (("KG", groups, out), ("KB", bgroups, bout)):
         for i, g in enumerate(gs):
             if by_object:  # the arrays themselves: the C reads their data pointers
                 fn = getattr(lib, g.name + "_arrays")
                 fn.argtypes = [ctypes.c_int64] * 2 + [ctypes.py_object] * g.n_args
+                if callk is not None and g.n_args <= CALL_KERNEL_MAX:
+                    # the native core calls it (ctypes' conversions cost ~0.8 us a call)
+                    ns["CALLK"] = callk
+                    ns[f"{prefix}{i}P"] = ctypes.cast(fn, ctypes.c_void_p).value
             else:
                 fn = getattr(lib, g.name)
                 fn.argtypes = [ctypes.c_int64] * 2 + [ctypes.c_void_p] * g.n_args
@@ -120,13 +125,24 @@ def _native_groups(prog: Program, ns: dict) -> tuple[dict, dict]:
 def _call(fn: str, g: Any, args: str, ns: dict) -> str:
     """The statement calling kernel ``fn`` over its whole loop: split over ember's threads
     (``_threads``: ``set_num_threads``, ``OMP_NUM_THREADS``) when it is large enough; each
-    element is computed alike in any part, so the result is the same at any thread count."""
+    element is computed alike in any part, so the result is the same at any thread count.
+    Unsplit, through the native core's ``call_kernel`` where ``_native_groups`` set it up."""
     ns[f"{fn}_N"] = g.outer  # (sizes by name: the text is the same for another batch size)
+    whole = f"CALLK({fn}P, 0, {fn}_N, {args})" if f"{fn}P" in ns else f"{fn}(0, {fn}_N, {args})"
     if g.size < _threads.THRESHOLD or g.outer < 2:
-        return f"{fn}(0, {fn}_N, {args})"
+        return whole
     ns["THR"], ns["SPLIT"], ns[f"{fn}_S"] = _threads, _split, g.size
-    return (f"SPLIT({fn}, {fn}_N, ({args},)) if THR.cut <= {fn}_S else "
-            f"{fn}(0, {fn}_N, {args})")
+    return f"SPLIT({fn}, {fn}_N, ({args},)) if THR.cut <= {fn}_S else {whole}"
+
+
+CALL_KERNEL_MAX = 12  # arrays the native core's call_kernel passes (_native.c)
+
+
+def _call_kernel() -> Any:
+    """The native core's ``call_kernel``, or None (the core is off or stale: ctypes calls)."""
+    from .. import _native_core
+
+    return getattr(_native_core.native, "call_kernel", None)
 
 
 def _split(fn: Any, outer: int, args: tuple) -> None:
