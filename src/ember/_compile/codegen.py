@@ -356,7 +356,9 @@ def _outputs_source(prog: Program, ns: dict) -> str:
         add("    node._saved = (PROG, ctxs)")
         versions = []
         for j, (where, k) in enumerate(prog.saved_src):
-            add(f"    v{j} = {tensor(where, k)}._version_counter()")
+            # (TensorBase._version_counter written out: no method call per saved tensor)
+            add(f"    t = {tensor(where, k)}; v{j} = t._version")
+            add(f"    if v{j} is None: v{j} = t._version = [0]")
             versions.append(f"(v{j}, v{j}[0], {j})")
         add(f"    node._versions = [{', '.join(versions)}]" if versions
             else "    node._versions = None")
