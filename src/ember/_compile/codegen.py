@@ -28,7 +28,16 @@ from .._tensor_base import TensorBase
 from ..autograd import function as _function
 from ..autograd.engine import sum_to_shape
 from . import cc, cgen, config
-from .replay import _NODE_CLS, ShapeChanged, bad_count, prog_mask, rng_restore, rng_snapshot
+from .replay import (
+    _NODE_CLS,
+    ShapeChanged,
+    bad_count,
+    double_backward,
+    prog_mask,
+    region_function,
+    rng_restore,
+    rng_snapshot,
+)
 from .trace import MASK, OP, UPDATE, Program
 
 _new_node = object.__new__
@@ -45,7 +54,8 @@ backward_native = True  # False: only forward runs are generated as C (tests com
 
 def generate(prog: Program) -> None:
     """Attach ``prog.fwd_fn`` (``(flat) -> (vals, ctxs)``, as ``run_forward``) and, when it
-    needs gradients, ``prog.bwd_fn`` (``(ctxs, grads) -> grads``, as ``run_backward``); a
+    needs gradients, ``prog.bwd_fn`` (``(node, *grads) -> grads``, ``run_backward`` on the
+    node's ctxs: the backward of the region's node, whose class ``region_function`` makes); a
     program of more than ``MAX_STEPS`` steps keeps the interpreted replay."""
     if len(prog.steps) > MAX_STEPS:
         return
@@ -69,6 +79,8 @@ def generate(prog: Program) -> None:
     prog.fwd_fn = ns["forward"]
     prog.out_fn = ns["outputs"]
     prog.bwd_fn = ns.get("backward")
+    if prog.bwd_fn is not None and "NODE" in ns:  # the region's node runs it directly
+        ns["NODE"] = region_function(prog.bwd_fn)._node_cls
 
 
 def _native_groups(prog: Program, ns: dict) -> tuple[dict, dict]:
@@ -533,8 +545,11 @@ def _const_none(s: int, ns: dict) -> bool:
 
 
 def _backward_source(prog: Program, ns: dict, bgroups: dict | None = None) -> str:
-    lines = ["def backward(ctxs, grads):"]
+    lines = ["def backward(node, *grads):"]  # (the region node's backward: replay.py)
     add = lines.append
+    ns["DOUBLE"] = double_backward
+    add("    if node._tensor_mode: DOUBLE()")  # create_graph: not supported through a region
+    add("    ctxs = node._saved[1]")
     slots = set(prog.out_slots) | set(prog.edge_slots)
     for entry in prog.bsched:
         slots.update(s for s in entry[2] if s >= 0)
