@@ -284,3 +284,23 @@ def test_loss_backward_takes_the_native_entry_and_sees_a_replaced_run_backward(
     (w * w).sum().backward(inputs=[w])
     assert calls[:2] == [(1, True, False), (1, False, False)]
     assert w.grad.tolist() == [3.0 + 2 + 2, 3.0 + 4 + 4]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+def test_implicit_ones_of_backward_are_fresh_arrays(dtype: Any) -> None:
+    """``backward()`` on a one-element output seeds a new array of ones each call (the native
+    entry copies one kept per dtype): a .grad that takes it and accumulates in place changes
+    no later seed."""
+    x = ember.tensor(np.asarray(3.0, dtype), requires_grad=True)
+    for _ in range(3):
+        x.reshape(()).backward()  # the seed may become x.grad, then += in place
+        x.backward()
+    assert x.grad.item() == 6.0 and x.grad.dtype == ember.tensor(np.asarray(0, dtype)).dtype
+    z = ember.tensor(np.asarray(5.0, dtype), requires_grad=True)
+    (z * 1).backward()
+    z.reshape(()).backward()
+    assert z.grad.item() == 2.0
+    y = ember.tensor(np.ones((1, 1), dtype), requires_grad=True)
+    y.sum().backward()
+    y.backward()
+    assert y.grad.tolist() == [[2.0]]
