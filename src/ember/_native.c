@@ -96,6 +96,8 @@ static PyMethodDef native_methods[] = {
     {"function_apply", (PyCFunction)(void (*)(void))ember_function_apply,
      METH_FASTCALL | METH_KEYWORDS,
      "function_apply(cls, *args): function.py's Function.apply (_apply_python), in C."},
+    {"accumulator", (PyCFunction)ember_function_accumulator, METH_O,
+     "accumulator(leaf): autograd/function.py's _accumulator_python, in C."},
     {"engine_init", (PyCFunction)ember_engine_init, METH_O,
      "engine_init(globals): give the C walk autograd/engine.py's module namespace."},
     {"dependencies", (PyCFunction)ember_engine_dependencies, METH_O,
