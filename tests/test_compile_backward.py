@@ -304,3 +304,32 @@ def test_implicit_ones_of_backward_are_fresh_arrays(dtype: Any) -> None:
     y.sum().backward()
     y.backward()
     assert y.grad.tolist() == [[2.0]]
+
+
+def test_region_node_records_its_edges_shapes_and_dtypes() -> None:
+    """The region node's per-edge (shape, dtype), which the engine sums and casts each input's
+    gradient to (fixed at code generation: the guards hold them): mixed dtypes and a broadcast
+    input give eager's gradients bit for bit."""
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((4, 3))
+    got = {}
+    for compiled in (True, False):
+        ember._dynamo.reset()
+        x = ember.tensor(a, requires_grad=True)  # float64
+        b = ember.tensor(a[0].astype(np.float32), requires_grad=True)  # broadcast, float32
+
+        def f(x: Any, b: Any) -> Any:
+            return (x * b).tanh().sum()
+
+        ff = ember.compile(f) if compiled else f
+        for _ in range(3):
+            y = ff(x, b)
+            y.backward()
+        if compiled:
+            shapes = sorted(tuple(m[0]) for m in y.grad_fn._meta)
+            assert shapes == [(3,), (4, 3)]
+            assert {np.dtype(m[1]) for m in y.grad_fn._meta} == {np.dtype(np.float64),
+                                                                 np.dtype(np.float32)}
+        got[compiled] = [x.grad.numpy(), b.grad.numpy()]
+    assert got[True][1].dtype == np.float32 and got[True][1].shape == (3,)
+    assert _same(got[True], got[False])

@@ -352,12 +352,23 @@ def _outputs_source(prog: Program, ns: dict) -> str:
     node = prog.needs_grad and bool(prog.out_slots)
     if node:
         add("    node = NEW(NODE)")
+        # an edge's (shape, dtype) is its value's as the trace saw it (the guards hold them:
+        # an input's are in the cache key, an outside tensor's checked by _guards_hold), as
+        # the ops of the schedule record them; read from the tensor where none records it
+        seen = {s: (shape, dt) for entry in prog.bsched for _i, s, shape, dt in entry[5]}
         edges, metas = [], []
         for j, (where, k) in enumerate(prog.edge_src):
-            add(f"    t = {tensor(where, k)}; fn = t._grad_fn; d = t._data; m{j} = (d.shape, d.dtype)")
+            fixed = seen.get(prog.edge_slots[j])
+            if fixed is not None:
+                ns[f"EM{j}"] = fixed
+                add(f"    t = {tensor(where, k)}; fn = t._grad_fn")
+                metas.append(f"EM{j}")
+            else:
+                add(f"    t = {tensor(where, k)}; fn = t._grad_fn; d = t._data; "
+                    f"m{j} = (d.shape, d.dtype)")
+                metas.append(f"m{j}")
             add(f"    e{j} = (fn, t._output_nr) if fn is not None else (ACC(t), 0)")
             edges.append(f"e{j}, ")
-            metas.append(f"m{j}")
         add(f"    node._edges = ({''.join(edges)})")
         add(f"    node._meta = [{', '.join(metas)}]")
         add(f"    node._n_out = {len(prog.out_slots)}")
