@@ -408,8 +408,11 @@ def test_generated_replay_is_straight_line_code_and_matches_eager():
         assert prog.fwd_fn is None and prog.bwd_fn is None
         return
     assert prog.fwd_fn is not None and prog.bwd_fn is not None
-    assert "def forward(flat):" in prog.source and "def backward(ctxs, grads):" in prog.source
+    assert "def forward(flat):" in prog.source and "def backward(node, *grads):" in prog.source
     assert h.grad_fn.name() == "CompiledFunctionBackward"
+    # the engine calls the generated backward on the region's node, no frame in between
+    assert h.grad_fn._fn.backward is prog.bwd_fn
+    assert type(h.grad_fn).__name__ == "CompiledFunctionBackward"
     (loss + h.sum()).backward()
     got = [t.grad.numpy().copy() for t in (x, w, b)]
     for t in (x, w, b):

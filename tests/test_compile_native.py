@@ -64,6 +64,12 @@ def _run(fn, make_args, native, calls=4):
         config.native = saved
 
 
+def _calls(source, name):
+    """How many times the generated Python calls kernel ``name`` whole (through the native
+    core's call_kernel, or its ctypes function when the core is off)."""
+    return source.count(f"{name}(") + source.count(f"CALLK({name}P,")
+
+
 def _same_bits(a, b):
     for x, y in zip(a, b):
         if x is None or y is None:
@@ -108,7 +114,7 @@ def test_chain_is_one_kernel_and_bitwise_equal():
 
     prog = _check_three_ways(f, make)
     assert prog.c_source.count("ops over shape") == 1  # one forward kernel
-    assert prog.c_source.count("/* backward, ") >= 1 and "KB0(" in prog.source
+    assert prog.c_source.count("/* backward, ") >= 1 and _calls(prog.source, "KB0")
     assert "-ffast-math" not in " ".join(cc.FLAGS) and "-ffp-contract=off" in cc.FLAGS
 
 
@@ -127,7 +133,7 @@ def test_equal_groups_share_one_function_and_raw_pointer_path(monkeypatch):
 
     prog = _check_three_ways(f, make)
     assert prog.c_by_object and prog.c_source.count("ops over shape") == 1
-    assert prog.source.count("KG0(") == 1 and prog.source.count("KG1(") == 1
+    assert _calls(prog.source, "KG0") == 1 and _calls(prog.source, "KG1") == 1
     # the fallback when the array layout check fails: raw pointers from ctypes.data
     monkeypatch.setattr(codegen, "_data_offset_ok", lambda lib: False)
     ember._dynamo.reset()
@@ -157,7 +163,7 @@ def test_backward_run_with_a_missing_gradient_falls_back():
             results.append((out[0].detach().numpy(), x.grad.numpy().copy()))
             if native:
                 prog = _prog(g)
-                assert "/* backward, " in prog.c_source and "KB0(" in prog.source
+                assert "/* backward, " in prog.c_source and _calls(prog.source, "KB0")
         finally:
             config.native = saved
     for r in results[1:]:
@@ -509,6 +515,9 @@ def test_broadcast_incoming_gradient_runs_the_backward_kernel():
     calls = []
     kernel = ns["KB0"]
     ns["KB0"] = lambda *a: (calls.append(1), kernel(*a))[1]
+    if "KB0P" in ns:  # (called through the native core's call_kernel)
+        callk = ns["CALLK"]
+        ns["CALLK"] = lambda f, *a: (f == ns["KB0P"] and calls.append(1), callk(f, *a))[1]
     x = ember.tensor(p, requires_grad=True)
     f(x, ember.tensor(y)).backward()
     x_eager = ember.tensor(p, requires_grad=True)
@@ -767,7 +776,7 @@ def test_a_lone_relu_backward_runs_as_c_and_equals_eager():
 
     prog = _check_three_ways(f, make)
     assert prog.c_source.count("/* backward, 1 rules") == 1 and "relu" in prog.c_source
-    assert "KB0(" in prog.source
+    assert _calls(prog.source, "KB0")
 
 
 def test_a_second_batch_size_reuses_the_generated_python():
@@ -790,3 +799,37 @@ def test_a_second_batch_size_reuses_the_generated_python():
     assert p6.fwd_fn.__globals__ is not p4.fwd_fn.__globals__
     for got, want in outs.values():
         assert got == want
+
+
+@needs_cc
+def test_kernels_called_through_the_native_core_equal_ctypes_calls(monkeypatch):
+    """Unsplit kernels run through ``ember._native.call_kernel`` (no ctypes conversions per
+    call) where the native core is active: the same bits as through ctypes, forward and
+    backward (test_random_chains_bitwise runs kernels of many arities through it)."""
+    from ember import _native_core
+    from ember._compile import codegen
+
+    if _native_core.native is None:
+        pytest.skip("the native core is off")
+    rng = np.random.default_rng(11)
+    xa, ba = rng.standard_normal((2, 6, 5)).astype(np.float32)
+
+    def fn(x, b):
+        return ((x * b + 1).tanh() * x - b).exp().sum()
+
+    def make():
+        return (ember.tensor(xa, requires_grad=True), ember.tensor(ba, requires_grad=True))
+
+    via_core = _run(fn, make, True)
+    assert "CALLK(KG0P, 0, KG0_N, " in via_core[2].source
+    assert "CALLK(KB0P, 0, KB0_N, " in via_core[2].source
+    ember._dynamo.reset()
+    monkeypatch.setattr(codegen, "_call_kernel", lambda: None)
+    via_ctypes = _run(fn, make, True)
+    assert "CALLK" not in via_ctypes[2].source and _calls(via_ctypes[2].source, "KG0") == 1
+    _same_bits(via_core[0] + via_core[1], via_ctypes[0] + via_ctypes[1])
+    call = _native_core.native.call_kernel
+    with pytest.raises(TypeError, match="up to 12"):
+        call(1, 0, 1, *([None] * 13))
+    with pytest.raises(ValueError, match="NULL"):
+        call(0, 0, 1)

@@ -288,6 +288,8 @@ def _use_core(core: str, monkeypatch: pytest.MonkeyPatch) -> None:
     make = NATIVE.tensor_make if native else _tensor_base._make_python
     monkeypatch.setattr(_tensor_base.TensorBase, "_make", staticmethod(make))
     monkeypatch.setattr(function, "_make", make)
+    monkeypatch.setattr(function, "_accumulator",
+                        NATIVE.accumulator if native else function._accumulator_python)
     if hasattr(function, "_apply_python"):
         monkeypatch.setattr(function.Function, "apply", classmethod(
             NATIVE.function_apply if native else function._apply_python))
@@ -612,3 +614,25 @@ def test_randperm_loop_in_c_equals_the_python_loop(monkeypatch: Any) -> None:
         native.fisher_yates(np.array([5], dtype=np.int64), np.arange(2, dtype=np.int64))
     with pytest.raises(TypeError):
         native.fisher_yates(np.array([0], dtype=np.int32), np.arange(2, dtype=np.int64))
+
+
+@needs_native
+def test_both_accumulators_make_the_same_node_and_reuse_it_while_a_graph_holds_it() -> None:
+    """function.py's _accumulator (C in the native core): a leaf's AccumulateGrad with
+    AccumulateGrad.__init__'s fields, the same node while one is alive, a new one after."""
+    from ember.autograd import function
+    from ember.autograd.node import AccumulateGrad
+
+    assert function._accumulator is NATIVE.accumulator
+    for make in (NATIVE.accumulator, function._accumulator_python):
+        w = ember.ones(2, 3, requires_grad=True)
+        acc = make(w)
+        ref = AccumulateGrad(w)
+        assert type(acc) is AccumulateGrad and acc.variable is w
+        for name in ("_edges", "_saved", "_versions", "_n_out", "shape"):
+            assert getattr(acc, name) == getattr(ref, name), name
+        assert acc.__dict__ == {} and make(w) is acc and w._accum() is acc
+        y = w * 2
+        assert y.grad_fn.next_functions[0][0] is acc
+        del acc, ref, y
+        assert w._accum() is None and type(make(w)) is AccumulateGrad

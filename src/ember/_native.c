@@ -16,6 +16,66 @@
 #define EMBER_NATIVE_BUILT_WITH "built by an unknown compiler"
 #endif
 
+/* call_kernel(address, lo, hi, *arrays): a kernel ember.compile generated (its `<name>_arrays`
+ * entry, _compile/codegen.py), called as ctypes calls it with argtypes (int64, int64,
+ * py_object, ...): each array passed as its object pointer, from which the kernel reads the data
+ * pointer. Without ctypes' per-call argument conversions (about 0.8 us a call, for the small
+ * tensors of a seed's step as long as the kernel's loop); the GIL stays held (a call split over
+ * threads goes through ctypes, which releases it). Up to CALL_KERNEL_MAX arrays. */
+#define CALL_KERNEL_MAX 12
+typedef void (*kernel_fn)(void);
+#define KARGS1 void *
+#define KARGS2 KARGS1, void *
+#define KARGS3 KARGS2, void *
+#define KARGS4 KARGS3, void *
+#define KARGS5 KARGS4, void *
+#define KARGS6 KARGS5, void *
+#define KARGS7 KARGS6, void *
+#define KARGS8 KARGS7, void *
+#define KARGS9 KARGS8, void *
+#define KARGS10 KARGS9, void *
+#define KARGS11 KARGS10, void *
+#define KARGS12 KARGS11, void *
+#define KCALL(n, ...) ((void (*)(int64_t, int64_t, KARGS##n))f)(lo, hi, __VA_ARGS__)
+
+static PyObject *ember_call_kernel(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs < 3 || nargs > 3 + CALL_KERNEL_MAX) {
+        PyErr_Format(PyExc_TypeError, "call_kernel() takes an address, lo, hi and up to %d "
+                     "arrays (%zd arguments given)", CALL_KERNEL_MAX, nargs);
+        return NULL;
+    }
+    kernel_fn f = (kernel_fn)PyLong_AsVoidPtr(args[0]);
+    int64_t lo = PyLong_AsLongLong(args[1]), hi = PyLong_AsLongLong(args[2]);
+    if (PyErr_Occurred())
+        return NULL;
+    if (f == NULL) {
+        PyErr_SetString(PyExc_ValueError, "call_kernel(): a NULL kernel address");
+        return NULL;
+    }
+    PyObject *const *a = args + 3;
+    switch (nargs - 3) {
+    case 0: ((void (*)(int64_t, int64_t))f)(lo, hi); break;
+    case 1: KCALL(1, a[0]); break;
+    case 2: KCALL(2, a[0], a[1]); break;
+    case 3: KCALL(3, a[0], a[1], a[2]); break;
+    case 4: KCALL(4, a[0], a[1], a[2], a[3]); break;
+    case 5: KCALL(5, a[0], a[1], a[2], a[3], a[4]); break;
+    case 6: KCALL(6, a[0], a[1], a[2], a[3], a[4], a[5]); break;
+    case 7: KCALL(7, a[0], a[1], a[2], a[3], a[4], a[5], a[6]); break;
+    case 8: KCALL(8, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]); break;
+    case 9: KCALL(9, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8]); break;
+    case 10: KCALL(10, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9]); break;
+    case 11: KCALL(11, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10]);
+        break;
+    default: KCALL(12, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10],
+                   a[11]);
+        break;
+    }
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef native_methods[] = {
     {"tensor_base_init", (PyCFunction)ember_tensor_base_init, METH_O,
      "tensor_base_init(globals): give tensor_make _tensor_base.py's module namespace."},
@@ -36,6 +96,8 @@ static PyMethodDef native_methods[] = {
     {"function_apply", (PyCFunction)(void (*)(void))ember_function_apply,
      METH_FASTCALL | METH_KEYWORDS,
      "function_apply(cls, *args): function.py's Function.apply (_apply_python), in C."},
+    {"accumulator", (PyCFunction)ember_function_accumulator, METH_O,
+     "accumulator(leaf): autograd/function.py's _accumulator_python, in C."},
     {"engine_init", (PyCFunction)ember_engine_init, METH_O,
      "engine_init(globals): give the C walk autograd/engine.py's module namespace."},
     {"dependencies", (PyCFunction)ember_engine_dependencies, METH_O,
@@ -44,6 +106,13 @@ static PyMethodDef native_methods[] = {
      METH_FASTCALL | METH_KEYWORDS,
      "run_backward(roots, retain_graph, create_graph, capture=None): autograd/engine.py's "
      "_run_backward_python, in C (with capture: the Python function)."},
+    {"call_kernel", (PyCFunction)(void (*)(void))ember_call_kernel, METH_FASTCALL,
+     "call_kernel(address, lo, hi, *arrays): a kernel ember.compile generated, called as "
+     "ctypes calls it, without ctypes' per-call conversions."},
+    {"backward", (PyCFunction)(void (*)(void))ember_engine_backward,
+     METH_FASTCALL | METH_KEYWORDS,
+     "backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, "
+     "inputs=None): autograd/engine.py's _backward_python, its common call in C."},
     {"walk_nodes", (PyCFunction)(void (*)(void))ember_engine_walk_nodes, METH_FASTCALL,
      "walk_nodes(ready, ready_leaves, buffers, deps, needed, capture, handed_out, "
      "retain_graph, create_graph): autograd/engine.py's _walk_nodes_python, in C."},

@@ -41,5 +41,8 @@ PyObject *ember_engine_dependencies(PyObject *self, PyObject *roots);
 PyObject *ember_engine_run_backward(PyObject *self, PyObject *const *args, size_t nargsf,
                                     PyObject *kwnames);
 PyObject *ember_engine_walk_nodes(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *ember_function_accumulator(PyObject *self, PyObject *leaf);
+PyObject *ember_engine_backward(PyObject *self, PyObject *const *args, size_t nargsf,
+                                PyObject *kwnames);
 
 #endif

@@ -28,7 +28,16 @@ from .._tensor_base import TensorBase
 from ..autograd import function as _function
 from ..autograd.engine import sum_to_shape
 from . import cc, cgen, config
-from .replay import _NODE_CLS, ShapeChanged, bad_count, prog_mask, rng_restore, rng_snapshot
+from .replay import (
+    _NODE_CLS,
+    ShapeChanged,
+    bad_count,
+    double_backward,
+    prog_mask,
+    region_function,
+    rng_restore,
+    rng_snapshot,
+)
 from .trace import MASK, OP, UPDATE, Program
 
 _new_node = object.__new__
@@ -45,7 +54,8 @@ backward_native = True  # False: only forward runs are generated as C (tests com
 
 def generate(prog: Program) -> None:
     """Attach ``prog.fwd_fn`` (``(flat) -> (vals, ctxs)``, as ``run_forward``) and, when it
-    needs gradients, ``prog.bwd_fn`` (``(ctxs, grads) -> grads``, as ``run_backward``); a
+    needs gradients, ``prog.bwd_fn`` (``(node, *grads) -> grads``, ``run_backward`` on the
+    node's ctxs: the backward of the region's node, whose class ``region_function`` makes); a
     program of more than ``MAX_STEPS`` steps keeps the interpreted replay."""
     if len(prog.steps) > MAX_STEPS:
         return
@@ -69,6 +79,8 @@ def generate(prog: Program) -> None:
     prog.fwd_fn = ns["forward"]
     prog.out_fn = ns["outputs"]
     prog.bwd_fn = ns.get("backward")
+    if prog.bwd_fn is not None and "NODE" in ns:  # the region's node runs it directly
+        ns["NODE"] = region_function(prog.bwd_fn)._node_cls
 
 
 def _native_groups(prog: Program, ns: dict) -> tuple[dict, dict]:
@@ -98,11 +110,16 @@ def _native_groups(prog: Program, ns: dict) -> tuple[dict, dict]:
     ns["EMPTY"], ns["ND"] = np.empty, np.ndarray
     out: dict = {}
     bout: dict = {}
+    callk = _call_kernel() if by_object else None
     for prefix, gs, where in (("KG", groups, out), ("KB", bgroups, bout)):
         for i, g in enumerate(gs):
             if by_object:  # the arrays themselves: the C reads their data pointers
                 fn = getattr(lib, g.name + "_arrays")
                 fn.argtypes = [ctypes.c_int64] * 2 + [ctypes.py_object] * g.n_args
+                if callk is not None and g.n_args <= CALL_KERNEL_MAX:
+                    # the native core calls it (ctypes' conversions cost ~0.8 us a call)
+                    ns["CALLK"] = callk
+                    ns[f"{prefix}{i}P"] = ctypes.cast(fn, ctypes.c_void_p).value
             else:
                 fn = getattr(lib, g.name)
                 fn.argtypes = [ctypes.c_int64] * 2 + [ctypes.c_void_p] * g.n_args
@@ -120,13 +137,24 @@ def _native_groups(prog: Program, ns: dict) -> tuple[dict, dict]:
 def _call(fn: str, g: Any, args: str, ns: dict) -> str:
     """The statement calling kernel ``fn`` over its whole loop: split over ember's threads
     (``_threads``: ``set_num_threads``, ``OMP_NUM_THREADS``) when it is large enough; each
-    element is computed alike in any part, so the result is the same at any thread count."""
+    element is computed alike in any part, so the result is the same at any thread count.
+    Unsplit, through the native core's ``call_kernel`` where ``_native_groups`` set it up."""
     ns[f"{fn}_N"] = g.outer  # (sizes by name: the text is the same for another batch size)
+    whole = f"CALLK({fn}P, 0, {fn}_N, {args})" if f"{fn}P" in ns else f"{fn}(0, {fn}_N, {args})"
     if g.size < _threads.THRESHOLD or g.outer < 2:
-        return f"{fn}(0, {fn}_N, {args})"
+        return whole
     ns["THR"], ns["SPLIT"], ns[f"{fn}_S"] = _threads, _split, g.size
-    return (f"SPLIT({fn}, {fn}_N, ({args},)) if THR.cut <= {fn}_S else "
-            f"{fn}(0, {fn}_N, {args})")
+    return f"SPLIT({fn}, {fn}_N, ({args},)) if THR.cut <= {fn}_S else {whole}"
+
+
+CALL_KERNEL_MAX = 12  # arrays the native core's call_kernel passes (_native.c)
+
+
+def _call_kernel() -> Any:
+    """The native core's ``call_kernel``, or None (the core is off or stale: ctypes calls)."""
+    from .. import _native_core
+
+    return getattr(_native_core.native, "call_kernel", None)
 
 
 def _split(fn: Any, outer: int, args: tuple) -> None:
@@ -324,12 +352,23 @@ def _outputs_source(prog: Program, ns: dict) -> str:
     node = prog.needs_grad and bool(prog.out_slots)
     if node:
         add("    node = NEW(NODE)")
+        # an edge's (shape, dtype) is its value's as the trace saw it (the guards hold them:
+        # an input's are in the cache key, an outside tensor's checked by _guards_hold), as
+        # the ops of the schedule record them; read from the tensor where none records it
+        seen = {s: (shape, dt) for entry in prog.bsched for _i, s, shape, dt in entry[5]}
         edges, metas = [], []
         for j, (where, k) in enumerate(prog.edge_src):
-            add(f"    t = {tensor(where, k)}; fn = t._grad_fn; d = t._data; m{j} = (d.shape, d.dtype)")
+            fixed = seen.get(prog.edge_slots[j])
+            if fixed is not None:
+                ns[f"EM{j}"] = fixed
+                add(f"    t = {tensor(where, k)}; fn = t._grad_fn")
+                metas.append(f"EM{j}")
+            else:
+                add(f"    t = {tensor(where, k)}; fn = t._grad_fn; d = t._data; "
+                    f"m{j} = (d.shape, d.dtype)")
+                metas.append(f"m{j}")
             add(f"    e{j} = (fn, t._output_nr) if fn is not None else (ACC(t), 0)")
             edges.append(f"e{j}, ")
-            metas.append(f"m{j}")
         add(f"    node._edges = ({''.join(edges)})")
         add(f"    node._meta = [{', '.join(metas)}]")
         add(f"    node._n_out = {len(prog.out_slots)}")
@@ -340,7 +379,9 @@ def _outputs_source(prog: Program, ns: dict) -> str:
         add("    node._saved = (PROG, ctxs)")
         versions = []
         for j, (where, k) in enumerate(prog.saved_src):
-            add(f"    v{j} = {tensor(where, k)}._version_counter()")
+            # (TensorBase._version_counter written out: no method call per saved tensor)
+            add(f"    t = {tensor(where, k)}; v{j} = t._version")
+            add(f"    if v{j} is None: v{j} = t._version = [0]")
             versions.append(f"(v{j}, v{j}[0], {j})")
         add(f"    node._versions = [{', '.join(versions)}]" if versions
             else "    node._versions = None")
@@ -483,6 +524,11 @@ def _written_rule(bwd: Any, ometa: tuple, g: str) -> tuple | None:
         return ("True", "sa, sb = c._saved; sa = sa - sb; sa *= ((" + g + " * (1.0 / c.n) if c.n "
                 "else " + g + " * 0.0) if c.reduction == 'mean' else " + g + "); sa *= 2",
                 ("sa", "-sa"))
+    if _is_rule(bwd, "Pow.backward", _POINTWISE):
+        # a number exponent 2 (``x ** 2``): the rule's own ``grad * 2 * a``; the exponent's
+        # gradient is not asked for (a number has no edge)
+        return ("isinstance(c._saved[1], (int, float)) and c._saved[1] == 2",
+                "sa = c._saved[0]", (f"{g} * 2 * sa", None))
     if _is_rule(bwd, "Add.backward", _POINTWISE):
         return "True", "", (g, g)
     if _is_rule(bwd, "Sub.backward", _POINTWISE):
@@ -510,8 +556,11 @@ def _const_none(s: int, ns: dict) -> bool:
 
 
 def _backward_source(prog: Program, ns: dict, bgroups: dict | None = None) -> str:
-    lines = ["def backward(ctxs, grads):"]
+    lines = ["def backward(node, *grads):"]  # (the region node's backward: replay.py)
     add = lines.append
+    ns["DOUBLE"] = double_backward
+    add("    if node._tensor_mode: DOUBLE()")  # create_graph: not supported through a region
+    add("    ctxs = node._saved[1]")
     slots = set(prog.out_slots) | set(prog.edge_slots)
     for entry in prog.bsched:
         slots.update(s for s in entry[2] if s >= 0)

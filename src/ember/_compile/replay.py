@@ -45,13 +45,27 @@ class CompiledFunction(Op):
     @staticmethod
     def backward(ctx: Any, *grads: Any) -> Any:
         if ctx._tensor_mode:  # create_graph: the engine hands tensors
-            raise RuntimeError(
-                "double backward (create_graph=True) through a torch.compile'd region is not "
-                "supported by ember: run that model uncompiled, or compile with disable=True.")
+            double_backward()
         prog, ctxs = ctx._saved
         if prog.bwd_fn is not None:  # the generated backward (codegen.py)
-            return prog.bwd_fn(ctxs, grads)
+            return prog.bwd_fn(ctx, *grads)
         return run_backward(prog, ctxs, grads)
+
+
+def double_backward() -> None:
+    raise RuntimeError(
+        "double backward (create_graph=True) through a torch.compile'd region is not "
+        "supported by ember: run that model uncompiled, or compile with disable=True.")
+
+
+def region_function(backward: Any) -> type:
+    """A CompiledFunction whose backward is a program's generated one (codegen.py): the engine
+    calls it on the node directly, without CompiledFunction.backward's frame in between."""
+    cls = type("CompiledFunction", (CompiledFunction,), {
+        "backward": staticmethod(backward), "node_name": CompiledFunction.node_name,
+        "__module__": CompiledFunction.__module__, "__qualname__": "CompiledFunction"})
+    cls._node_cls._materialize = False
+    return cls
 
 
 # A region's outputs that get no gradient stay None (its backward knows which): a class default,

@@ -23,7 +23,8 @@ static PyObject *s_grad_fn, *s_pre_hooks, *s_retain, *s_fn, *s_tensor_io, *s_n_o
     *s_variable, *s_hooks, *s_post_acc_hooks,
     *s_grad, *s_data, *s_base, *s_owns, *s_flags, *s_writeable, *s_copy, *s_make, *s_TensorBase,
     *s_CPU_ARRAY, *s_np, *s_generic, *s_asarray, *s_final_callbacks, *s_grad_mode, *s_state,
-    *s_enabled, *s_pop, *s_run_backward_python, *s_dependencies, *s_walk_nodes;
+    *s_enabled, *s_pop, *s_run_backward_python, *s_dependencies, *s_walk_nodes,
+    *s_backward_python, *s_run_backward, *s_ones, *s_output_nr, *s_size;
 
 /* engine.py's module namespace (a strong reference, set by engine_init). */
 static PyObject *engine_globals = NULL;
@@ -91,6 +92,11 @@ int ember_engine_exec(PyObject *module)
     INTERN(s_run_backward_python, "_run_backward_python");
     INTERN(s_dependencies, "_dependencies");
     INTERN(s_walk_nodes, "_walk_nodes");
+    INTERN(s_backward_python, "_backward_python");
+    INTERN(s_run_backward, "run_backward");
+    INTERN(s_ones, "_ones");
+    INTERN(s_output_nr, "_output_nr");
+    INTERN(s_size, "size");
 #undef INTERN
     return 0;
 }
@@ -278,7 +284,10 @@ fail:
  */
 static int release_node(PyObject *node)
 {
-    int has_fields = attr_truth(node, s_dict);
+    /* bool(node.__dict__) without making the dict: reading __dict__ creates an empty one */
+    PyObject **dictptr = _PyObject_GetDictPtr(node);
+    int has_fields = dictptr != NULL ? *dictptr != NULL && PyDict_GET_SIZE(*dictptr) > 0
+                                     : attr_truth(node, s_dict);
     if (has_fields < 0)
         return -1;
     if (has_fields) {
@@ -459,15 +468,15 @@ static PyObject *add_into_buffer(PyObject *old, PyObject *g)
  *     elif nb[nr] is None: nb[nr] = g
  *     else: nb[nr] = nb[nr] + g
  */
-static int send_gradient(PyObject *node, PyObject *g, PyObject *meta_i, PyObject *nxt,
-                         PyObject *nr, PyObject *buffers)
+/* The first half of the send step: g (borrowed) summed to the input's shape and cast to its
+ * dtype, meta_i = (shape, dtype); a new reference, or NULL with an error. */
+static PyObject *fit_gradient(PyObject *node, PyObject *g, PyObject *meta_i)
 {
-    PyObject *shape = NULL, *dt = NULL, *have = NULL, *nb = NULL, *old = NULL;
-    int rc = -1;
+    PyObject *shape = NULL, *dt = NULL, *have = NULL;
     Py_INCREF(g);  /* g: owned from here on (it may be replaced) */
     PyObject *pair = unpack_pair(meta_i);  /* new */
     if (pair == NULL)
-        goto done;
+        goto fail;
     shape = PyTuple_GET_ITEM(pair, 0);
     dt = PyTuple_GET_ITEM(pair, 1);
     Py_INCREF(shape);
@@ -476,30 +485,48 @@ static int send_gradient(PyObject *node, PyObject *g, PyObject *meta_i, PyObject
 
     have = PyObject_GetAttr(g, s_shape);
     if (have == NULL)
-        goto done;
+        goto fail;
     int differ = PyObject_RichCompareBool(have, shape, Py_NE);
     Py_CLEAR(have);
     if (differ < 0)
-        goto done;
+        goto fail;
     if (differ) {
         PyObject *r = sum_to_shape(g, shape, node);
         if (r == NULL)
-            goto done;
+            goto fail;
         Py_SETREF(g, r);
     }
     have = PyObject_GetAttr(g, s_dtype);
     if (have == NULL)
-        goto done;
+        goto fail;
     differ = have == dt ? 0 : PyObject_RichCompareBool(have, dt, Py_NE);
     Py_CLEAR(have);
     if (differ < 0)
-        goto done;
+        goto fail;
     if (differ) {
         PyObject *r = PyObject_CallMethodOneArg(g, s_astype, dt);
         if (r == NULL)
-            goto done;
+            goto fail;
         Py_SETREF(g, r);
     }
+    Py_DECREF(shape);
+    Py_DECREF(dt);
+    return g;
+fail:
+    Py_XDECREF(shape);
+    Py_XDECREF(dt);
+    Py_DECREF(g);
+    return NULL;
+}
+
+static int send_gradient(PyObject *node, PyObject *g_in, PyObject *meta_i, PyObject *nxt,
+                         PyObject *nr, PyObject *buffers)
+{
+    PyObject *nb = NULL, *old = NULL;
+    int rc = -1;
+    PyObject *g = fit_gradient(node, g_in, meta_i);  /* owned */
+    if (g == NULL)
+        return -1;
 
     nb = PyDict_GetItemWithError(buffers, nxt);  /* borrowed, then owned below */
     if (nb == NULL && PyErr_Occurred())
@@ -540,8 +567,6 @@ static int send_gradient(PyObject *node, PyObject *g, PyObject *meta_i, PyObject
 done:
     Py_XDECREF(old);
     Py_XDECREF(nb);
-    Py_XDECREF(shape);
-    Py_XDECREF(dt);
     Py_DECREF(g);
     return rc;
 }
@@ -550,7 +575,7 @@ done:
  * from the freed-graph check to the dependency step of each input. `fn`, `buf` borrowed. */
 static int run_fast_node(PyObject *node, PyObject *fn, PyObject *buf, PyObject *buffers,
                          PyObject *deps, PyObject *ready, PyObject *ready_leaves,
-                         PyObject *accum_type, int retain_graph)
+                         PyObject *accum_type, int retain_graph, PyObject **sink)
 {
     PyObject *grads = NULL, *edges = NULL, *meta = NULL, *g0 = NULL;
     int rc = -1;
@@ -638,12 +663,19 @@ static int run_fast_node(PyObject *node, PyObject *fn, PyObject *buf, PyObject *
         }
         PyObject *g = PyTuple_GET_ITEM(grads, i);  /* borrowed (grads holds it) */
         int err = 0;
-        if (g != Py_None) {
+        if (sink != NULL) {  /* run_shallow: edge i's gradient, fitted, kept for its leaf */
+            if (g != Py_None) {
+                PyObject *meta_i = PySequence_GetItem(meta, i);
+                sink[i] = meta_i == NULL ? NULL : fit_gradient(node, g, meta_i);
+                err = sink[i] == NULL ? -1 : 0;
+                Py_XDECREF(meta_i);
+            }
+        } else if (g != Py_None) {
             PyObject *meta_i = PySequence_GetItem(meta, i);
             err = meta_i == NULL ? -1 : send_gradient(node, g, meta_i, nxt, nr, buffers);
             Py_XDECREF(meta_i);
         }
-        if (err == 0)
+        if (err == 0 && sink == NULL)
             err = release_dependency(nxt, deps, ready, ready_leaves, accum_type);
         Py_DECREF(pair);
         if (err < 0) {
@@ -1030,7 +1062,7 @@ PyObject *ember_engine_walk_nodes(PyObject *self, PyObject *const *args, Py_ssiz
                 goto error;
             if (fast) {
                 if (run_fast_node(node, fn, buf, buffers, deps, ready, ready_leaves, accum_type,
-                                  retain_graph) < 0)
+                                  retain_graph, NULL) < 0)
                     goto error;
                 Py_CLEAR(fn);
                 Py_CLEAR(buf);
@@ -1090,6 +1122,185 @@ error:
     Py_DECREF(accum_type);
     Py_DECREF(function_mod);
     return NULL;
+}
+
+/* A chain (engine.py's _shallow): its nodes, each with its _fn and _edges (new references). */
+#define SHALLOW_MAX 64
+typedef struct {
+    Py_ssize_t n;
+    PyObject *nodes[SHALLOW_MAX], *fns[SHALLOW_MAX], *edges[SHALLOW_MAX];
+} chain_t;
+
+static void chain_clear(chain_t *c)
+{
+    for (Py_ssize_t i = 0; i < c->n; i++) {
+        Py_DECREF(c->nodes[i]);
+        Py_DECREF(c->fns[i]);
+        Py_DECREF(c->edges[i]);
+    }
+    c->n = 0;
+}
+
+/* engine.py's _shallow(node, nr), for the native walk: whether the graph under the root is a
+ * chain (each node takes the fast path and has no pre-hooks or retained grad; its edges lead to
+ * leaves' AccumulateGrad nodes with nr 0, or to None, and to at most one further node; no leaf
+ * reached twice; at most SHALLOW_MAX nodes, leaves, and edges per node). 1 with `c` filled, 0
+ * when not (an edge table that is not a tuple of 2-tuples too: the walk handles it), -1 with an
+ * error set. */
+static int is_shallow(PyObject *node, PyObject *nr, PyObject *accum_type,
+                      PyObject *function_dict, chain_t *c)
+{
+    PyObject *leaves[SHALLOW_MAX];
+    Py_ssize_t n_leaves = 0;
+    int overflow;
+    c->n = 0;
+    while (node != NULL) {
+        if (!PyLong_CheckExact(nr) || PyLong_AsLongAndOverflow(nr, &overflow) != 0 || overflow)
+            goto no;
+        if (c->n >= SHALLOW_MAX)
+            goto no;
+        PyObject *fn = NULL;
+        int ok = takes_fast_path(node, 1, function_dict, &fn);
+        if (ok == 1)
+            ok = attr_is_none(node, s_pre_hooks);
+        if (ok == 1)
+            ok = attr_is_none(node, s_retain);
+        PyObject *edges = ok == 1 ? PyObject_GetAttr(node, s_edges) : NULL;
+        if (ok == 1 && edges == NULL)
+            ok = -1;
+        if (ok == 1 && (!PyTuple_CheckExact(edges) || PyTuple_GET_SIZE(edges) > SHALLOW_MAX))
+            ok = 0;
+        if (ok != 1) {
+            Py_XDECREF(fn);
+            Py_XDECREF(edges);
+            if (ok < 0)
+                goto error;
+            goto no;
+        }
+        c->nodes[c->n] = Py_NewRef(node);
+        c->fns[c->n] = fn;
+        c->edges[c->n] = edges;
+        c->n++;
+        node = NULL;
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(edges); i++) {
+            PyObject *e = PyTuple_GET_ITEM(edges, i);
+            if (!PyTuple_CheckExact(e) || PyTuple_GET_SIZE(e) != 2)
+                goto no;
+            PyObject *nxt = PyTuple_GET_ITEM(e, 0), *k = PyTuple_GET_ITEM(e, 1);
+            if (nxt == Py_None)
+                continue;
+            if ((PyObject *)Py_TYPE(nxt) == accum_type) {
+                if (!PyLong_CheckExact(k) || PyLong_AsLongAndOverflow(k, &overflow) != 0
+                    || overflow || n_leaves >= SHALLOW_MAX)
+                    goto no;
+                for (Py_ssize_t j = 0; j < n_leaves; j++)
+                    if (leaves[j] == nxt)
+                        goto no;
+                leaves[n_leaves++] = nxt;  /* (borrowed: the edge tuples hold them) */
+            } else if (node == NULL) {
+                node = nxt;
+                nr = k;
+            } else {
+                goto no;  /* two inner nodes, or one reached twice: the walk's counts */
+            }
+        }
+    }
+    return 1;
+no:
+    if (PyErr_Occurred())
+        goto error;
+    chain_clear(c);
+    return 0;
+error:
+    chain_clear(c);
+    return -1;
+}
+
+/* engine.py's _run_shallow_python(chain, g, handed_out, retain_graph): the walk's steps for a
+ * chain (is_shallow): each node's fast path (run_fast_node, its gradients kept per edge instead
+ * of in buffer dicts), then the leaves it sent a gradient to, the last edge's first (the walk's
+ * ready_leaves, which run before the next node): pre-hooks, accumulate_leaf's common case,
+ * else _run_node. Returns 0, or -1 with an error set. */
+static int run_shallow(chain_t *c, PyObject *g, PyObject *handed_out, PyObject *retain,
+                       PyObject *accum_type)
+{
+    PyObject *sink[SHALLOW_MAX];
+    Py_ssize_t n = 0;
+    int retain_graph = PyObject_IsTrue(retain);
+    if (retain_graph < 0)
+        return -1;
+    int rc = -1;
+    PyObject *buf = NULL, *buffers = NULL;
+    Py_INCREF(g);  /* the gradient of the node about to run (owned) */
+    for (Py_ssize_t k = 0; k < c->n; k++) {
+        if (g == NULL) {  /* the node got no gradient: nothing under it runs */
+            rc = 0;
+            goto done;
+        }
+        PyObject *node = c->nodes[k], *edges = c->edges[k];
+        n = PyTuple_GET_SIZE(edges);
+        for (Py_ssize_t i = 0; i < n; i++)
+            sink[i] = NULL;
+        buf = PyList_New(1);
+        if (buf == NULL)
+            goto done;
+        PyList_SET_ITEM(buf, 0, g);  /* (stolen) */
+        g = NULL;
+        if (run_fast_node(node, c->fns[k], buf, NULL, NULL, NULL, NULL, accum_type,
+                          retain_graph, sink) < 0)
+            goto done;
+        Py_CLEAR(buf);
+        for (Py_ssize_t i = 0; i < n; i++) {  /* the next node's gradient */
+            PyObject *nxt = PyTuple_GET_ITEM(PyTuple_GET_ITEM(edges, i), 0);
+            if (nxt != Py_None && (PyObject *)Py_TYPE(nxt) != accum_type) {
+                g = sink[i];
+                sink[i] = NULL;
+            }
+        }
+        for (Py_ssize_t i = n - 1; i >= 0; i--) {
+            if (sink[i] == NULL)
+                continue;
+            PyObject *nxt = PyTuple_GET_ITEM(PyTuple_GET_ITEM(edges, i), 0);
+            buf = PyList_New(1);
+            if (buf == NULL)
+                goto done;
+            PyList_SET_ITEM(buf, 0, sink[i]);  /* (stolen) */
+            sink[i] = NULL;
+            int no_pre = attr_is_none(nxt, s_pre_hooks);
+            int no_retain = no_pre < 0 ? -1 : attr_is_none(nxt, s_retain);
+            if (no_retain < 0)
+                goto done;
+            if (!no_pre || !no_retain) {
+                PyObject *hargs[2] = {nxt, buf};
+                PyObject *r = call_engine(s_run_pre_hooks, hargs, 2);
+                if (r == NULL)
+                    goto done;
+                Py_DECREF(r);
+            }
+            int ok = accumulate_leaf(nxt, buf, handed_out);
+            if (ok < 0)
+                goto done;
+            if (!ok) {
+                if (buffers == NULL && (buffers = PyDict_New()) == NULL)
+                    goto done;
+                PyObject *rargs[7] = {nxt, buf, buffers, Py_None, handed_out, retain, Py_False};
+                PyObject *r = call_engine(s_run_node, rargs, 7);
+                if (r == NULL)
+                    goto done;
+                Py_DECREF(r);
+            }
+            Py_CLEAR(buf);
+        }
+        n = 0;
+    }
+    rc = 0;
+done:
+    for (Py_ssize_t i = 0; i < n; i++)
+        Py_XDECREF(sink[i]);
+    Py_XDECREF(g);
+    Py_XDECREF(buf);
+    Py_XDECREF(buffers);
+    return rc;
 }
 
 /* The roots' gradients into the buffers (run_backward's first loop):
@@ -1214,25 +1425,69 @@ PyObject *ember_engine_run_backward(PyObject *self, PyObject *const *args, size_
         PyObject *py = engine_global(s_run_backward_python);
         return py ? PyObject_Vectorcall(py, args, nargsf, kwnames) : NULL;
     }
-    PyObject *root_nodes = PyList_New(0), *buffers = PyDict_New(), *handed_out = PySet_New(NULL);
+    PyObject *root_nodes = NULL, *buffers = NULL, *handed_out = PySet_New(NULL);
     PyObject *deps = NULL, *ready = NULL, *ready_leaves = NULL, *callbacks = NULL;
     PyObject *final = NULL, *state = NULL, *was = NULL, *result = NULL;
-    if (root_nodes == NULL || buffers == NULL || handed_out == NULL)
+    PyObject *shallow_root = NULL, *accum_type = NULL;
+    chain_t chain;
+    chain.n = 0;
+    if (handed_out == NULL)
         goto done;
-    if (seed_roots(args[0], root_nodes, buffers, handed_out) < 0)
+    /* shallow = (not create_graph and len(roots) == 1 and _walk_nodes is the C walk
+     *            and _shallow(node, nr)): run_shallow instead of the dependency counts and walk */
+    int create = PyObject_IsTrue(args[2]);
+    if (create < 0)
         goto done;
-    /* deps = _dependencies(root_nodes) (the namespace's: C or Python) */
-    PyObject *dargs[1] = {root_nodes};
-    deps = call_engine(s_dependencies, dargs, 1);
-    if (deps == NULL)
+    PyObject *walk_fn = engine_global(s_walk_nodes);
+    if (walk_fn == NULL)
         goto done;
-    if (!PyDict_CheckExact(deps)) {
-        PyErr_SetString(PyExc_TypeError, "_dependencies() must return a dict");
-        goto done;
+    if (!create && PyList_CheckExact(args[0]) && PyList_GET_SIZE(args[0]) == 1
+        && PyTuple_CheckExact(PyList_GET_ITEM(args[0], 0))
+        && PyTuple_GET_SIZE(PyList_GET_ITEM(args[0], 0)) == 3
+        && PyCFunction_Check(walk_fn)
+        && PyCFunction_GET_FUNCTION(walk_fn) == (PyCFunction)(void (*)(void))ember_engine_walk_nodes) {
+        PyObject *root = PyList_GET_ITEM(args[0], 0);
+        accum_type = engine_global(s_AccumulateGrad);
+        PyObject *function_mod = accum_type ? engine_global(s_function) : NULL;
+        PyObject *fdict = function_mod ? PyModule_GetDict(function_mod) : NULL;  /* borrowed */
+        if (fdict == NULL)
+            goto done;
+        Py_INCREF(accum_type);
+        int sh = is_shallow(PyTuple_GET_ITEM(root, 0), PyTuple_GET_ITEM(root, 1), accum_type,
+                            fdict, &chain);
+        if (sh < 0)
+            goto done;
+        if (sh) {  /* handed_out.add(id(g)) */
+            shallow_root = Py_NewRef(root);
+            PyObject *id = PyLong_FromVoidPtr(PyTuple_GET_ITEM(root, 2));
+            int err = id ? PySet_Add(handed_out, id) : -1;
+            Py_XDECREF(id);
+            if (err < 0)
+                goto done;
+        }
     }
-    ready = first_ready(root_nodes, deps);
-    ready_leaves = ready ? PyList_New(0) : NULL;
-    callbacks = ready_leaves ? PyList_New(0) : NULL;
+    if (shallow_root == NULL) {
+        root_nodes = PyList_New(0);
+        buffers = root_nodes ? PyDict_New() : NULL;
+        if (buffers == NULL)
+            goto done;
+        if (seed_roots(args[0], root_nodes, buffers, handed_out) < 0)
+            goto done;
+        /* deps = _dependencies(root_nodes) (the namespace's: C or Python) */
+        PyObject *dargs[1] = {root_nodes};
+        deps = call_engine(s_dependencies, dargs, 1);
+        if (deps == NULL)
+            goto done;
+        if (!PyDict_CheckExact(deps)) {
+            PyErr_SetString(PyExc_TypeError, "_dependencies() must return a dict");
+            goto done;
+        }
+        ready = first_ready(root_nodes, deps);
+        ready_leaves = ready ? PyList_New(0) : NULL;
+        if (ready_leaves == NULL)
+            goto done;
+    }
+    callbacks = PyList_New(0);
     final = callbacks ? engine_global(s_final_callbacks) : NULL;
     if (final == NULL)
         goto done;
@@ -1244,10 +1499,16 @@ PyObject *ember_engine_run_backward(PyObject *self, PyObject *const *args, size_
     state = gm ? PyObject_GetAttr(gm, s_state) : NULL;
     was = state ? PyObject_GetAttr(state, s_enabled) : NULL;
     if (was != NULL && PyObject_SetAttr(state, s_enabled, args[2]) == 0) {
-        PyObject *wargs[9] = {ready, ready_leaves, buffers, deps, Py_None, Py_None, handed_out,
-                              args[1], args[2]};
-        PyObject *walk = engine_global(s_walk_nodes);
-        PyObject *r = walk ? PyObject_Vectorcall(walk, wargs, 9, NULL) : NULL;
+        PyObject *r;
+        if (shallow_root != NULL) {
+            r = run_shallow(&chain, PyTuple_GET_ITEM(shallow_root, 2), handed_out, args[1],
+                            accum_type) < 0 ? NULL : Py_NewRef(Py_None);
+        } else {
+            PyObject *wargs[9] = {ready, ready_leaves, buffers, deps, Py_None, Py_None,
+                                  handed_out, args[1], args[2]};
+            PyObject *walk = engine_global(s_walk_nodes);
+            r = walk ? PyObject_Vectorcall(walk, wargs, 9, NULL) : NULL;
+        }
         PyObject *et, *ev, *etb;
         PyErr_Fetch(&et, &ev, &etb);
         if (PyObject_SetAttr(state, s_enabled, was) < 0) {  /* (finally: restored) */
@@ -1297,5 +1558,144 @@ done:
     Py_XDECREF(callbacks);
     Py_XDECREF(state);
     Py_XDECREF(was);
+    chain_clear(&chain);
+    Py_XDECREF(shallow_root);
+    Py_XDECREF(accum_type);
     return result;
+}
+
+/* _ones(d) for a one-element CPU array `d`: for a 0-d one, a copy of the array _ones made for
+ * its dtype the first time (kept per dtype, never handed out: np.array(1, dtype) costs about
+ * 0.15 us and the Python call as much again, a copy 0.1 us); else _ones itself. New ref. */
+static PyObject *ones_0d = NULL;  /* dtype -> _ones(d) of a 0-d d */
+static PyObject *implicit_ones(PyObject *d)
+{
+    PyObject *ndim = PyObject_GetAttrString(d, "ndim");
+    if (ndim == NULL)
+        return NULL;
+    int zero = PyLong_CheckExact(ndim) && PyLong_AsLong(ndim) == 0;
+    Py_DECREF(ndim);
+    if (!zero)
+        return call_engine(s_ones, &d, 1);
+    if (ones_0d == NULL && (ones_0d = PyDict_New()) == NULL)
+        return NULL;
+    PyObject *dt = PyObject_GetAttr(d, s_dtype);
+    if (dt == NULL)
+        return NULL;
+    PyObject *one = PyDict_GetItemWithError(ones_0d, dt);  /* borrowed */
+    if (one == NULL) {
+        one = PyErr_Occurred() ? NULL : call_engine(s_ones, &d, 1);
+        if (one == NULL || PyDict_SetItem(ones_0d, dt, one) < 0) {
+            Py_XDECREF(one);
+            Py_DECREF(dt);
+            return NULL;
+        }
+        Py_DECREF(one);  /* (the dict holds it) */
+    }
+    Py_DECREF(dt);
+    return PyObject_CallMethodNoArgs(one, s_copy);
+}
+
+/* backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
+ * engine.py's backward, its common call in C (loss.backward(): one tensor with a graph whose
+ * data is a one-element CPU array; no gradient, inputs or create_graph):
+ *     run_backward([(fn, tensors._output_nr, _ones(d))], bool(retain_graph), False)
+ * with engine.py's run_backward as bound at the call (the tracer replaces it); every other call
+ * goes to engine.py's _backward_python. */
+PyObject *ember_engine_backward(PyObject *self, PyObject *const *args, size_t nargsf,
+                                PyObject *kwnames)
+{
+    (void)self;
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    PyObject *v[5] = {NULL, Py_None, Py_None, Py_False, Py_None};
+    PyObject *fn = NULL, *d = NULL, *size = NULL, *g = NULL, *nr = NULL, *roots = NULL;
+    PyObject *result = NULL;
+    if (nargs < 1 || nargs > 5)
+        goto python;
+    for (Py_ssize_t i = 0; i < nargs; i++)
+        v[i] = args[i];
+    if (kwnames != NULL) {
+        for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(kwnames); k++) {
+            if (nargs >= 5
+                || PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, k), "inputs") != 0)
+                goto python;
+            v[4] = args[nargs + k];
+        }
+    }
+    if (v[1] != Py_None || v[4] != Py_None)
+        goto python;
+    int create = v[3] == Py_False ? 0 : PyObject_IsTrue(v[3]);
+    if (create != 0) {
+        if (create < 0)
+            return NULL;
+        goto python;
+    }
+    PyObject *tb = engine_global(s_TensorBase), *cpu = tb ? engine_global(s_CPU_ARRAY) : NULL;
+    if (cpu == NULL)
+        return NULL;
+    if (!PyObject_TypeCheck(v[0], (PyTypeObject *)tb))
+        goto python;
+    fn = PyObject_GetAttr(v[0], s_grad_fn);
+    if (fn == NULL)
+        return NULL;
+    if (fn == Py_None)
+        goto python_clear;
+    d = PyObject_GetAttr(v[0], s_data);
+    if (d == NULL)
+        goto done;
+    if ((PyObject *)Py_TYPE(d) != cpu)
+        goto python_clear;
+    size = PyObject_GetAttr(d, s_size);
+    if (size == NULL)
+        goto done;
+    int overflow;
+    if (!PyLong_CheckExact(size) || PyLong_AsLongAndOverflow(size, &overflow) != 1 || overflow) {
+        if (PyErr_Occurred())
+            goto done;
+        goto python_clear;
+    }
+    int retain = PyObject_IsTrue(v[2]);
+    if (retain < 0)
+        goto done;
+    g = implicit_ones(d);
+    nr = g ? PyObject_GetAttr(v[0], s_output_nr) : NULL;
+    PyObject *root = nr ? PyTuple_Pack(3, fn, nr, g) : NULL;
+    roots = root ? PyList_New(1) : NULL;
+    if (roots == NULL) {
+        Py_XDECREF(root);
+        goto done;
+    }
+    PyList_SET_ITEM(roots, 0, root);
+    PyObject *rargs[3] = {roots, retain ? Py_True : Py_False, Py_False};
+    PyObject *rb = engine_global(s_run_backward);
+    if (rb == NULL)
+        goto done;
+    PyObject *r;
+    if (PyCFunction_Check(rb)
+        && PyCFunction_GET_FUNCTION(rb) == (PyCFunction)(void (*)(void))ember_engine_run_backward)
+        r = ember_engine_run_backward(NULL, rargs, 3, NULL);
+    else {
+        Py_INCREF(rb);  /* the call may rebind the name */
+        r = PyObject_Vectorcall(rb, rargs, 3, NULL);
+        Py_DECREF(rb);
+    }
+    if (r == NULL)
+        goto done;
+    Py_DECREF(r);
+    result = Py_NewRef(Py_None);
+done:
+    Py_XDECREF(fn);
+    Py_XDECREF(d);
+    Py_XDECREF(size);
+    Py_XDECREF(g);
+    Py_XDECREF(nr);
+    Py_XDECREF(roots);
+    return result;
+python_clear:
+    Py_XDECREF(fn);
+    Py_XDECREF(d);
+    Py_XDECREF(size);
+python:;
+    PyObject *py = engine_global(s_backward_python);
+    return py ? PyObject_Vectorcall(py, args, nargsf, kwnames) : NULL;
 }

@@ -24,7 +24,7 @@ static Py_ssize_t n_edges, n_needs, n_xp, n_saved, n_versions, n_meta, n_n_out;
 
 static PyObject *s_tensor_io, *s_tracer, *s_anomaly, *s_saved_hooks, *s_apply_python, *s_cpu_array,
     *s_grad_mode, *s_state, *s_enabled, *s_base, *s_attr_version, *s_version, *s_node_cls,
-    *s_np, *s_accum, *s_accumulator, *s_shape, *s_dtype, *s_no_edge, *s_not_input, *s_no_grads,
+    *s_np, *s_accum, *s_accumulator, *s_AccumulateGrad, *s_shape, *s_dtype, *s_no_edge, *s_not_input, *s_no_grads,
     *s_forward, *s_broadcast_message, *s_broadcast, *s_make, *s_is_view, *s_share_version,
     *s_non_diff, *s_out_meta, *s_saved_src, *s_user_stack, *s_trace, *s_record, *s_rg, *one,
     *zero;
@@ -50,6 +50,7 @@ int ember_function_exec(PyObject *module)
     INTERN(s_np, "np");
     INTERN(s_accum, "_accum");
     INTERN(s_accumulator, "_accumulator");
+    INTERN(s_AccumulateGrad, "AccumulateGrad");
     INTERN(s_shape, "shape");
     INTERN(s_dtype, "dtype");
     INTERN(s_no_edge, "_NO_EDGE");
@@ -808,4 +809,69 @@ done:
     Py_XDECREF(outputs);
     Py_XDECREF(argtuple);
     return result;
+}
+
+/* accumulator(leaf): function.py's _accumulator_python, in C: the leaf's AccumulateGrad node
+ * (alive while a graph holds it; made again, with AccumulateGrad.__init__'s fields as the Python
+ * function writes them, once the last graph is gone, which for a training step's parameters is
+ * every step). */
+PyObject *ember_function_accumulator(PyObject *self, PyObject *leaf)
+{
+    (void)self;
+    static PyObject *s_edges, *s_saved, *s_versions, *s_n_out, *s_variable, *s_shape, *s_data,
+        *one;
+    if (one == NULL) {
+        if ((s_edges = PyUnicode_InternFromString("_edges")) == NULL
+            || (s_saved = PyUnicode_InternFromString("_saved")) == NULL
+            || (s_versions = PyUnicode_InternFromString("_versions")) == NULL
+            || (s_n_out = PyUnicode_InternFromString("_n_out")) == NULL
+            || (s_variable = PyUnicode_InternFromString("variable")) == NULL
+            || (s_shape = PyUnicode_InternFromString("shape")) == NULL
+            || (s_data = PyUnicode_InternFromString("_data")) == NULL
+            || (one = PyLong_FromLong(1)) == NULL)
+            return NULL;
+    }
+    /* ref = leaf._accum; acc = ref() if ref is not None else None */
+    PyObject *ref = PyObject_GetAttr(leaf, s_accum);
+    if (ref == NULL)
+        return NULL;
+    if (ref != Py_None) {
+        PyObject *acc = PyObject_CallNoArgs(ref);
+        Py_DECREF(ref);
+        if (acc == NULL || acc != Py_None)
+            return acc;
+        Py_DECREF(acc);
+    } else {
+        Py_DECREF(ref);
+    }
+    PyObject *type = fn_global(s_AccumulateGrad);  /* borrowed */
+    if (type == NULL)
+        return NULL;
+    if (!PyType_Check(type)) {
+        PyErr_SetString(PyExc_TypeError, "function.py's AccumulateGrad must be a class");
+        return NULL;
+    }
+    /* acc = _new_node(AccumulateGrad) (object.__new__) */
+    PyObject *acc = ((PyTypeObject *)type)->tp_alloc((PyTypeObject *)type, 0);
+    if (acc == NULL)
+        return NULL;
+    PyObject *data = PyObject_GetAttr(leaf, s_data);
+    PyObject *shape = data ? PyObject_GetAttr(data, s_shape) : NULL;
+    Py_XDECREF(data);
+    PyObject *empty = PyTuple_New(0);
+    PyObject *wr = NULL;
+    if (shape == NULL || empty == NULL
+        || PyObject_SetAttr(acc, s_edges, empty) < 0
+        || PyObject_SetAttr(acc, s_saved, Py_None) < 0
+        || PyObject_SetAttr(acc, s_versions, Py_None) < 0
+        || PyObject_SetAttr(acc, s_n_out, one) < 0
+        || PyObject_SetAttr(acc, s_variable, leaf) < 0
+        || PyObject_SetAttr(acc, s_shape, shape) < 0
+        || (wr = PyWeakref_NewRef(acc, NULL)) == NULL
+        || PyObject_SetAttr(leaf, s_accum, wr) < 0)
+        Py_CLEAR(acc);
+    Py_XDECREF(shape);
+    Py_XDECREF(empty);
+    Py_XDECREF(wr);
+    return acc;
 }

@@ -87,9 +87,10 @@ def _roots(tensors: Sequence[Any], grads: Sequence[Any] | None, create_graph: bo
     return roots
 
 
-def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None = None,
-             create_graph: bool = False, inputs: Any = None) -> None:
-    """Accumulate gradients of ``tensors`` into the ``.grad`` of every leaf they depend on."""
+def _backward_python(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None = None,
+                     create_graph: bool = False, inputs: Any = None) -> None:
+    """Accumulate gradients of ``tensors`` into the ``.grad`` of every leaf they depend on
+    (``backward``; the native core runs its first branch in C and calls this for the rest)."""
     if grad_tensors is None and inputs is None and not create_graph and isinstance(tensors, TensorBase):
         fn = tensors._grad_fn  # the common call, loss.backward(): one scalar with a graph
         d = tensors._data
@@ -253,25 +254,36 @@ def _run_backward_python(
     the gradient arriving at each (node, output_nr) key is appended to its list instead of
     being accumulated into a leaf's ``.grad``.
     """
-    root_nodes = [n for n, _, _ in roots]
-    deps = _dependencies(root_nodes)
-    needed = None
-    if capture is not None:
-        needed = _needed(root_nodes, deps, {n for n, _ in capture})
-
-    buffers: dict[Node, list] = {}
+    # a chain of nodes on leaves (a compiled region's node, the loss outside it, a chain of
+    # ops): no dependency counts or buffers, the walk's steps for each node and its leaves in
+    # the walk's order (_run_shallow; the C run_backward takes it while the C walk is bound,
+    # this one while the Python walk is)
+    shallow = (capture is None and not create_graph and len(roots) == 1
+               and _walk_nodes is _walk_nodes_python)
+    chain = _shallow(roots[0][0], roots[0][1]) if shallow else None
     handed_out: set[int] = set()  # arrays already stored in some .grad: never store one twice
-    for node, nr, g in roots:
-        buf = buffers.get(node)
-        if buf is None:
-            buf = buffers[node] = [None] * node._n_out
-        buf[nr] = g if buf[nr] is None else buf[nr] + g
-        handed_out.add(id(g))
-
-    if len(root_nodes) == 1:
-        ready = root_nodes if root_nodes[0] not in deps else []
+    if chain is not None:
+        g0 = roots[0][2]
+        handed_out.add(id(g0))
     else:
-        ready = [n for n in dict.fromkeys(root_nodes) if deps.get(n, 0) == 0]
+        root_nodes = [n for n, _, _ in roots]
+        deps = _dependencies(root_nodes)
+        needed = None
+        if capture is not None:
+            needed = _needed(root_nodes, deps, {n for n, _ in capture})
+
+        buffers: dict[Node, list] = {}
+        for node, nr, g in roots:
+            buf = buffers.get(node)
+            if buf is None:
+                buf = buffers[node] = [None] * node._n_out
+            buf[nr] = g if buf[nr] is None else buf[nr] + g
+            handed_out.add(id(g))
+
+        if len(root_nodes) == 1:
+            ready = root_nodes if root_nodes[0] not in deps else []
+        else:
+            ready = [n for n in dict.fromkeys(root_nodes) if deps.get(n, 0) == 0]
     # leaves' AccumulateGrad nodes run as soon as they are ready, before other ready nodes, as
     # PyTorch orders them (so a later error leaves the same .grads behind)
     ready_leaves: list[Node] = []
@@ -282,8 +294,11 @@ def _run_backward_python(
     try:
         mode.enabled = create_graph  # (grad_mode.set_grad_enabled's effect, without its object)
         try:
-            _walk_nodes(ready, ready_leaves, buffers, deps, needed, capture, handed_out,
-                        retain_graph, create_graph)
+            if chain is not None:
+                _run_shallow_python(chain, g0, handed_out, retain_graph)
+            else:
+                _walk_nodes(ready, ready_leaves, buffers, deps, needed, capture, handed_out,
+                            retain_graph, create_graph)
         finally:
             mode.enabled = was_enabled
         i = 0
@@ -292,6 +307,100 @@ def _run_backward_python(
             i += 1
     finally:
         _final_callbacks.pop()
+
+
+_SHALLOW_MAX = 64  # nodes of a chain, leaves under it, edges of a node (the C walk's arrays)
+
+
+def _shallow(node: Node, nr: int) -> list | None:
+    """The nodes of the graph under root ``(node, nr)`` when it is a chain, as ``_run_shallow``
+    runs it, else None. A chain: each node takes the walk's fast path and has no pre-hooks or
+    retained grad, and its edges lead to leaves' AccumulateGrad nodes (or nowhere) and to at most
+    one further node of the chain; no leaf is reached twice. A compiled region's node on
+    parameters is a chain of one, with the loss computed outside it a chain of two."""
+    chain: list = []
+    leaves: list = []
+    while node is not None:
+        fn = node._fn
+        if not (fn is not None and not fn._tensor_io and node._n_out == 1 and nr == 0
+                and node._pre_hooks is None and node._retain is None
+                and node._post_hooks is None and node._grads_to_cpu is None
+                and not _function.anomaly_enabled and len(chain) < _SHALLOW_MAX):
+            return None
+        chain.append(node)
+        edges = node._edges
+        if len(edges) > _SHALLOW_MAX:
+            return None
+        node = None
+        for nxt, k in edges:
+            if nxt is None:
+                continue
+            if type(nxt) is AccumulateGrad:
+                if k != 0 or any(x is nxt for x in leaves) or len(leaves) >= _SHALLOW_MAX:
+                    return None
+                leaves.append(nxt)
+            elif node is None:
+                node, nr = nxt, k
+            else:
+                return None  # (two inner nodes, or one reached twice: the walk's counts)
+    return chain
+
+
+def _run_shallow_python(chain: list, g: Any, handed_out: set[int], retain_graph: bool) -> None:
+    """What the walk does for a chain (``_shallow``): each node's fast path, then the leaves it
+    sent a gradient to, the last edge's first (the walk's ready_leaves, which run before the
+    next node); the same checks, errors, releases and accumulation, without dependency counts
+    or buffer dicts. The chain's conditions are the ones ``_shallow`` saw before the walk."""
+    for node in chain:
+        if g is None:  # the node got no gradient: nothing under it runs
+            return
+        if node._saved is None and node._freed:
+            raise RuntimeError(FREED_MSG)
+        versions = node._versions
+        if versions is not None:
+            for counter, seen, _k in versions:
+                if counter[0] != seen:
+                    node._check_versions()
+        grads = node._fn.backward(node, g)
+        if type(grads) is not tuple:
+            grads = (grads,)
+        if not retain_graph:
+            if node.__dict__:
+                node._release()
+            elif node._saved is not None and not _only_nones(node._saved):
+                node._saved = None
+                node._saved_src = None
+                node._freed = True
+        edges = node._edges
+        if len(grads) < len(edges):
+            _check_grad_count(node, grads)
+        meta = node._meta
+        sent = []
+        g = None
+        i = -1
+        for nxt, _ in edges:
+            i += 1
+            if nxt is None:
+                continue
+            gi = grads[i]
+            if gi is not None:
+                shape, dt = meta[i]
+                if gi.shape != shape:
+                    gi = sum_to_shape(gi, shape, node)
+                if gi.dtype != dt:
+                    gi = gi.astype(dt)
+            if type(nxt) is not AccumulateGrad:
+                g = gi
+            elif gi is not None:
+                sent.append((nxt, gi))
+        grads = gi = None
+        while sent:
+            nxt, gi = sent.pop()
+            buf = [gi]
+            gi = None
+            if nxt._pre_hooks is not None or nxt._retain is not None:
+                _run_pre_hooks(nxt, buf)
+            _run_node(nxt, buf, {}, None, handed_out, retain_graph, False)
 
 
 def _walk_nodes_python(ready: list, ready_leaves: list, buffers: dict, deps: dict,
@@ -392,7 +501,9 @@ def _run_node(node: Node, buf: list, buffers: dict, capture: dict | None, handed
 _dependencies = _dependencies_python
 _walk_nodes = _walk_nodes_python
 run_backward = _run_backward_python
+backward = _backward_python
 if _native_core.native is not None:  # the same loops in C (docs/design.md, "The native core")
+    backward = _native_core.native.backward
     run_backward = _native_core.native.run_backward
     _dependencies = _native_core.native.dependencies
     _walk_nodes = _native_core.native.walk_nodes

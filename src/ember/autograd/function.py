@@ -558,14 +558,25 @@ def _broadcast_message(cls: Any, raw: list) -> str:
             "reshape one operand (e.g. x.unsqueeze(-1), x.view(-1, 1)) so they line up.")
 
 
-def _accumulator(leaf: Any) -> AccumulateGrad:
-    """The leaf's AccumulateGrad node, shared by every op that uses the leaf in this graph."""
+def _accumulator_python(leaf: Any) -> AccumulateGrad:
+    """The leaf's AccumulateGrad node, shared by every op that uses the leaf in this graph
+    (``_accumulator``; made again for each graph once the last one is gone, so it is in C in the
+    native core)."""
     ref = leaf._accum
     acc = ref() if ref is not None else None
     if acc is None:
-        acc = AccumulateGrad(leaf)
+        acc = _new_node(AccumulateGrad)  # (AccumulateGrad.__init__'s fields, without the call)
+        acc._edges = ()
+        acc._saved = None
+        acc._versions = None
+        acc._n_out = 1
+        acc.variable = leaf
+        acc.shape = leaf._data.shape
         leaf._accum = weakref.ref(acc)
     return acc
+
+
+_accumulator = _accumulator_python
 
 
 def _xp_of_args(raw: list) -> Any:
@@ -968,3 +979,4 @@ _apply_python = Function.__dict__["apply"].__func__
 if _native_core.native is not None:
     _native_core.native.function_init(globals())
     Function.apply = classmethod(_native_core.native.function_apply)  # type: ignore[assignment]
+    _accumulator = _native_core.native.accumulator

@@ -89,6 +89,8 @@ def _broadcast_shape(a: tuple, b: tuple) -> tuple | None:
 
 def _check_target_size(name: str, input: Any, target: Any) -> None:
     """Warn (as PyTorch does) when a regression target only broadcasts to the input's shape."""
+    if type(target) is type(input) and input._data.shape == target._data.shape:
+        return  # (the common call, without building two Size objects)
     ishape, tshape = tuple(input.shape), tuple(target.shape)
     if ishape == tshape:
         return
