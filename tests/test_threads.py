@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import ember
+from ember import _kernels_loader as L
 from ember import _threads
 from helpers import HAVE_TORCH, peak_bytes, rerun_on_pure_python
 
@@ -201,7 +202,9 @@ def test_ops_split_and_equal_one_thread_bit_for_bit(low_cut):
     one = _ops_results(1)
     assert not low_cut
     two = _ops_results(2)
-    assert len(low_cut) >= 23, low_cut  # each forward and the large backward products split
+    # each forward and the large backward products split (relu's forward: the eager kernel's
+    # own pool where it is built, so one fewer through this pool then)
+    assert len(low_cut) >= (22 if L.active is not None else 23), low_cut
     three = _ops_results(3)
     for a, b, c in zip(one, two, three):
         assert a.dtype == b.dtype == c.dtype == F32
