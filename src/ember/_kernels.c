@@ -4121,6 +4121,64 @@ static PyObject *py_clamp(PyObject *mod, PyObject *const *args, Py_ssize_t nargs
 }
 
 /* ---------------------------------------------------------------------------------------------
+ * nan_to_num: y = x != x ? nan : x == +inf ? posinf : x == -inf ? neginf : x, the replacements
+ * rounded to the array's dtype once (as NumPy's copyto): np.nan_to_num's values in one pass where
+ * NumPy takes six (a copy, isnan, isposinf, isneginf and three masked copies). p = {nan, posinf,
+ * neginf}; a NaN's payload is replaced, not kept (NumPy's and PyTorch's). */
+CLONES static void nan_to_num_f32(const void *xv, void *yv, Py_ssize_t i0, Py_ssize_t i1,
+                                  const double *p)
+{
+    const float *RESTRICT x = (const float *)xv;
+    float *RESTRICT y = (float *)yv;
+    float nan = (float)p[0], hi = (float)p[1], lo = (float)p[2];
+    for (Py_ssize_t i = i0; i < i1; i++) {
+        float v = x[i];
+        v = v == INFINITY ? hi : v;
+        v = v == -INFINITY ? lo : v;
+        y[i] = x[i] != x[i] ? nan : v;
+    }
+}
+
+CLONES static void nan_to_num_f64(const void *xv, void *yv, Py_ssize_t i0, Py_ssize_t i1,
+                                  const double *p)
+{
+    const double *RESTRICT x = (const double *)xv;
+    double *RESTRICT y = (double *)yv;
+    double nan = p[0], hi = p[1], lo = p[2];
+    for (Py_ssize_t i = i0; i < i1; i++) {
+        double v = x[i];
+        v = v == INFINITY ? hi : v;
+        v = v == -INFINITY ? lo : v;
+        y[i] = x[i] != x[i] ? nan : v;
+    }
+}
+
+/* nan_to_num(x, out, nan, posinf, neginf): float32 or float64 arrays of one size; numbers */
+static PyObject *py_nan_to_num(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 5)
+        return PyErr_Format(PyExc_TypeError, "ember._kernels.nan_to_num: expected 5 arguments");
+    double p[4] = {PyFloat_AsDouble(args[2]), PyFloat_AsDouble(args[3]),
+                   PyFloat_AsDouble(args[4]), 0.0};
+    if (PyErr_Occurred())
+        return NULL;
+    Bufs b;
+    if (take(&b, args, 2, "io") < 0)
+        return NULL;
+    if (same_lengths(&b, b.len[0], 1, 2) < 0) {
+        release(&b);
+        return NULL;
+    }
+    call_ctx c = {b.kind == 'f' ? (void *)nan_to_num_f32 : (void *)nan_to_num_f64, b.p[0], NULL,
+                  b.p[1], 0, p};
+    Py_BEGIN_ALLOW_THREADS
+    parallel(call_unaryp, &c, b.len[0], 64, MIN_PART);
+    Py_END_ALLOW_THREADS
+    release(&b);
+    Py_RETURN_NONE;
+}
+
+/* ---------------------------------------------------------------------------------------------
  * normal_'s Box-Muller in 16-element blocks (ops/_mt19937.py `box_muller16_f32`, PyTorch's AVX2
  * `normal_fill_16`): element j of a block pairs with j + 8; r = sqrt(-2 log(1 - u_j)),
  * theta = 2 pi u_(j+8); r cos(theta) goes to j, r sin(theta) to j + 8; then std y + mean by one
@@ -4400,6 +4458,7 @@ static PyMethodDef kernels_methods[] = {
     FAST(box_muller16, "box_muller16(u, out, mean, std, affine): normal_'s float32 Box-Muller blocks."),
     FAST(erfinv, "erfinv(x, out): float32 erfinv, within 1 ulp."),
     FAST(erfinv_backward, "erfinv_backward(y, grad, out): grad sqrt(pi)/2 exp(y^2), float32."),
+    FAST(nan_to_num, "nan_to_num(x, out, nan, posinf, neginf): NaN and infinities replaced."),
     {"isa", (PyCFunction)py_isa, METH_NOARGS, "isa(): the instruction set the kernels run on."},
     {"set_num_threads", (PyCFunction)py_set_num_threads, METH_O,
      "set_num_threads(n): threads a large kernel splits over (1: the calling thread alone)."},

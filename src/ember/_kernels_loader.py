@@ -285,6 +285,17 @@ def clamp(x: Any, lo: Any, hi: Any) -> np.ndarray | None:
 _NUMBERS = (int, float, np.float32, np.float64)
 
 
+def nan_to_num(x: Any, nan: float, posinf: float, neginf: float) -> np.ndarray | None:
+    """``np.nan_to_num(x, nan=, posinf=, neginf=)`` of a float32/float64 array in one pass, the
+    same bits; None where the kernel does not apply (other dtypes, small arrays)."""
+    k = active
+    if k is None or not _ok(x, True) or x.size < 4096:
+        return None
+    out = np.empty_like(x)
+    k.nan_to_num(x, out, float(nan), float(posinf), float(neginf))
+    return out
+
+
 def box_muller16(u: Any, mean: float, std: float) -> np.ndarray | None:
     """normal_'s float32 or float64 normals from uniforms in blocks of 16 (ops/_mt19937.py
     ``box_muller16_f32``/``_f64``), bit for bit PyTorch's at every size; None where the kernel

@@ -1,0 +1,81 @@
+"""Everyday ops made as fast as PyTorch's (issue 29, the survey's slow list): nan_to_num as one
+C pass (ember/_kernels.c "nan_to_num"), and the NumPy-level fixes that follow it. Each keeps its
+values bit for bit (kernel on and off; PyTorch's where stated) and its dtype."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ember
+from ember import _kernels_loader as L
+from helpers import HAVE_TORCH, torch
+
+needs_kernels = pytest.mark.skipif(L.active is None, reason=f"kernels off: {L.reason}")
+needs_torch = pytest.mark.skipif(not HAVE_TORCH, reason="PyTorch is not installed")
+
+EDGES = np.array([-0.0, 0.0, np.nan, -np.nan, -1, 2, -np.inf, np.inf, 1e-45, 3e38, -3e38],
+                 np.float64)
+
+
+def _values(dtype: type) -> np.ndarray:
+    rng = np.random.default_rng(0)
+    x = np.concatenate([np.tile(EDGES, 500), rng.standard_normal(20_011) * 3]).astype(dtype)
+    bits = x.view(np.uint32 if dtype == np.float32 else np.uint64)
+    bits[2::97] |= 0x7f800123 if dtype == np.float32 else 0x7ff0000000000123  # NaN payloads
+    return x
+
+
+NAN_ARGS = [{}, {"nan": 1.5}, {"posinf": 7.0, "neginf": -8.0}, {"nan": -0.0, "posinf": 1e300},
+            {"nan": 2, "posinf": 3, "neginf": 4}]
+
+
+@needs_kernels
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("kw", NAN_ARGS)
+def test_nan_to_num_kernel_equals_the_numpy_path(dtype, kw) -> None:
+    x = _values(dtype)
+    t = ember.tensor(x)
+    got = t.nan_to_num(**kw).numpy()
+    assert got.dtype == dtype
+    with L.disabled():
+        ref = ember.tensor(x).nan_to_num(**kw).numpy()
+    assert got.tobytes() == ref.tobytes()
+    fin = np.finfo(dtype)
+    want = np.nan_to_num(x, nan=kw.get("nan", 0.0), posinf=kw.get("posinf", fin.max),
+                         neginf=kw.get("neginf", fin.min))
+    assert got.tobytes() == want.tobytes()
+    assert L.nan_to_num(x, 0.0, 1.0, -1.0) is not None  # (the kernel applies here)
+
+
+@needs_torch
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("kw", NAN_ARGS)
+def test_nan_to_num_matches_pytorch(dtype, kw) -> None:
+    x = _values(dtype)
+    got = ember.tensor(x).nan_to_num(**kw).numpy()
+    want = torch.from_numpy(x.copy()).nan_to_num(**kw).numpy()
+    assert got.tobytes() == want.tobytes()
+
+
+def test_nan_to_num_gradient_and_small_arrays() -> None:
+    x = _values(np.float32)
+    t = ember.tensor(x, requires_grad=True)
+    t.nan_to_num(nan=1.0).sum().backward()
+    np.testing.assert_array_equal(t.grad.numpy(), np.isfinite(x).astype(np.float32))
+    assert L.nan_to_num(x[:100], 0.0, 1.0, -1.0) is None  # small: NumPy's call
+    assert L.nan_to_num(x[::2], 0.0, 1.0, -1.0) is None  # strided
+    assert L.nan_to_num(x.astype(np.float16), 0.0, 1.0, -1.0) is None
+    s = ember.tensor(x[::2]).nan_to_num().numpy()
+    assert s.tobytes() == np.nan_to_num(x[::2], posinf=3.4028235e38, neginf=-3.4028235e38).tobytes()
+
+
+def test_on_pure_python() -> None:
+    """This file's tests again with EMBER_PURE_PYTHON=1 (the NumPy paths)."""
+    import os
+
+    if os.environ.get("EMBER_PURE_PYTHON"):
+        pytest.skip("already pure Python")
+    from helpers import rerun_on_pure_python
+
+    rerun_on_pure_python(__file__, "not on_pure_python")
