@@ -70,6 +70,48 @@ def test_nan_to_num_gradient_and_small_arrays() -> None:
     assert s.tobytes() == np.nan_to_num(x[::2], posinf=3.4028235e38, neginf=-3.4028235e38).tobytes()
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("m,n", [(1024, 1000), (3, 5), (70, 1), (1, 4099), (0, 9)])
+def test_outer_kernel_equals_the_numpy_path_and_pytorch(dtype, m, n) -> None:
+    rng = np.random.default_rng(1)
+    a = (rng.standard_normal(m) * 1e19).astype(dtype)
+    b = (rng.standard_normal(n) * 1e-19).astype(dtype)
+    a[::7] = np.nan if m else a[::7]
+    b[::5] = -0.0 if n else b[::5]
+    got = []
+    for off in (False, True):
+        ta, tb = ember.tensor(a, requires_grad=True), ember.tensor(b, requires_grad=True)
+        if off:
+            with L.disabled():
+                y = ember.outer(ta, tb)
+        else:
+            y = ember.outer(ta, tb)
+        assert y.dtype == ember.tensor(a).dtype and y.shape == (m, n)
+        assert type(y.grad_fn).__name__ == "MulBackward0"
+        g = np.cos(np.arange(m * n, dtype=dtype)).reshape(m, n)
+        y.backward(ember.tensor(g))
+        got.append((y.detach().numpy(), ta.grad.numpy(), tb.grad.numpy()))
+    for x, r in zip(*got):
+        assert x.tobytes() == r.tobytes()
+    if L.active is not None and m * n >= 4096:
+        assert L.outer(a, b) is not None
+    if HAVE_TORCH:
+        want = torch.outer(torch.from_numpy(a), torch.from_numpy(b)).numpy()
+        assert got[0][0].tobytes() == want.tobytes()
+
+
+def test_outer_mixed_dtypes_promote_as_before() -> None:
+    a = ember.arange(100, dtype=ember.float32)
+    b = ember.arange(90, dtype=ember.float64)
+    assert ember.outer(a, b).dtype == ember.float64
+    assert ember.outer(a.int(), b.int()).dtype == ember.int32
+    assert L.outer(a.numpy(), b.numpy()) is None
+    with ember.no_grad():
+        out = ember.empty(100, 100)
+        ember.outer(a, a, out=out)
+    np.testing.assert_array_equal(out.numpy(), np.outer(a.numpy(), a.numpy()))
+
+
 def test_on_pure_python() -> None:
     """This file's tests again with EMBER_PURE_PYTHON=1 (the NumPy paths)."""
     import os

@@ -4179,6 +4179,70 @@ static PyObject *py_nan_to_num(PyObject *mod, PyObject *const *args, Py_ssize_t 
 }
 
 /* ---------------------------------------------------------------------------------------------
+ * outer: y[i, j] = a[i] * b[j] (rows r0..r1 of an (m, n) result), one rounded multiply per
+ * element as NumPy's broadcast a[:, None] * b[None, :] and PyTorch's, in one vector pass per row
+ * where NumPy's broadcast multiply runs a loop several times slower. */
+typedef void (*outer_fn)(const void *, const void *, void *, Py_ssize_t, Py_ssize_t, Py_ssize_t);
+
+CLONES static void outer_f32(const void *av, const void *bv, void *yv, Py_ssize_t n,
+                             Py_ssize_t r0, Py_ssize_t r1)
+{
+    const float *RESTRICT a = (const float *)av;
+    const float *RESTRICT b = (const float *)bv;
+    for (Py_ssize_t i = r0; i < r1; i++) {
+        float *RESTRICT y = (float *)yv + i * n;
+        float s = a[i];
+        for (Py_ssize_t j = 0; j < n; j++)
+            y[j] = s * b[j];
+    }
+}
+
+CLONES static void outer_f64(const void *av, const void *bv, void *yv, Py_ssize_t n,
+                             Py_ssize_t r0, Py_ssize_t r1)
+{
+    const double *RESTRICT a = (const double *)av;
+    const double *RESTRICT b = (const double *)bv;
+    for (Py_ssize_t i = r0; i < r1; i++) {
+        double *RESTRICT y = (double *)yv + i * n;
+        double s = a[i];
+        for (Py_ssize_t j = 0; j < n; j++)
+            y[j] = s * b[j];
+    }
+}
+
+static void call_outer(void *c, Py_ssize_t r0, Py_ssize_t r1)
+{
+    call_ctx *k = (call_ctx *)c;
+    ((outer_fn)k->f)(k->a, k->b, k->out, k->n, r0, r1);
+}
+
+/* outer(a, b, out): float32 or float64; a m elements, b n, out m * n */
+static PyObject *py_outer(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3)
+        return PyErr_Format(PyExc_TypeError, "ember._kernels.outer: expected 3 arguments");
+    Bufs b;
+    if (take(&b, args, 3, "iio") < 0)
+        return NULL;
+    Py_ssize_t m = b.len[0], n = b.len[1];
+    if (b.len[2] != m * n) {
+        release(&b);
+        return PyErr_Format(PyExc_ValueError, "ember._kernels.outer: out has %zd elements, "
+                            "expected %zd", b.len[2], m * n);
+    }
+    if (m > 0 && n > 0) {
+        call_ctx c = {b.kind == 'f' ? (void *)outer_f32 : (void *)outer_f64, b.p[0], b.p[1],
+                      b.p[2], n, NULL};
+        Py_ssize_t rows = MIN_PART / n > 0 ? MIN_PART / n : 1;
+        Py_BEGIN_ALLOW_THREADS
+        parallel(call_outer, &c, m, 1, rows);
+        Py_END_ALLOW_THREADS
+    }
+    release(&b);
+    Py_RETURN_NONE;
+}
+
+/* ---------------------------------------------------------------------------------------------
  * normal_'s Box-Muller in 16-element blocks (ops/_mt19937.py `box_muller16_f32`, PyTorch's AVX2
  * `normal_fill_16`): element j of a block pairs with j + 8; r = sqrt(-2 log(1 - u_j)),
  * theta = 2 pi u_(j+8); r cos(theta) goes to j, r sin(theta) to j + 8; then std y + mean by one
@@ -4459,6 +4523,7 @@ static PyMethodDef kernels_methods[] = {
     FAST(erfinv, "erfinv(x, out): float32 erfinv, within 1 ulp."),
     FAST(erfinv_backward, "erfinv_backward(y, grad, out): grad sqrt(pi)/2 exp(y^2), float32."),
     FAST(nan_to_num, "nan_to_num(x, out, nan, posinf, neginf): NaN and infinities replaced."),
+    FAST(outer, "outer(a, b, out): out[i, j] = a[i] * b[j], float32 or float64."),
     {"isa", (PyCFunction)py_isa, METH_NOARGS, "isa(): the instruction set the kernels run on."},
     {"set_num_threads", (PyCFunction)py_set_num_threads, METH_O,
      "set_num_threads(n): threads a large kernel splits over (1: the calling thread alone)."},

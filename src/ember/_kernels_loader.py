@@ -285,6 +285,18 @@ def clamp(x: Any, lo: Any, hi: Any) -> np.ndarray | None:
 _NUMBERS = (int, float, np.float32, np.float64)
 
 
+def outer(a: Any, b: Any) -> np.ndarray | None:
+    """``a[:, None] * b[None, :]`` of two 1-D float32 (or two float64) arrays in one pass, the
+    same bits; None where the kernel does not apply (mixed dtypes, small results)."""
+    k = active
+    if (k is None or not _ok(a, True) or not _ok(b, True) or a.dtype != b.dtype
+            or a.ndim != 1 or b.ndim != 1 or a.size * b.size < 4096):
+        return None
+    out = np.empty((a.size, b.size), a.dtype)
+    k.outer(a, b, out)
+    return out
+
+
 def nan_to_num(x: Any, nan: float, posinf: float, neginf: float) -> np.ndarray | None:
     """``np.nan_to_num(x, nan=, posinf=, neginf=)`` of a float32/float64 array in one pass, the
     same bits; None where the kernel does not apply (other dtypes, small arrays)."""
