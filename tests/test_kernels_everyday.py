@@ -112,6 +112,51 @@ def test_outer_mixed_dtypes_promote_as_before() -> None:
     np.testing.assert_array_equal(out.numpy(), np.outer(a.numpy(), a.numpy()))
 
 
+SUM_CASES = [((32, 64, 32, 32), (-1, -2)), ((2048, 1024), -1), ((4096, 64), 1), ((5000, 9), -1),
+             ((3, 100_003), -1), ((1 << 20,), None), ((64, 129), None), ((7, 8, 600), (1, 2)),
+             ((9000, 3), -1), ((100, 130), 0), ((40, 50, 60), (0, 2)), ((4, 1024, 2), 1)]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape,dim", SUM_CASES)
+@pytest.mark.parametrize("keepdim", [False, True])
+def test_sum_and_mean_keep_numpys_pairwise_bits(dtype, shape, dim, keepdim) -> None:
+    rng = np.random.default_rng(2)
+    x = (rng.standard_normal(shape) * rng.choice([1.0, 1e4, 1e-4], shape)).astype(dtype)
+    x.flat[::1001] = -0.0
+    axes = None if dim is None else tuple(np.atleast_1d(dim) % len(shape))
+    want = np.add.reduce(x, axes, keepdims=keepdim)
+    t = ember.tensor(x, requires_grad=True)
+    kw = {} if dim is None else {"dim": dim, "keepdim": keepdim}
+    for off in (False, True):
+        if off:
+            with L.disabled():
+                s, m = t.sum(**kw), t.mean(**kw)
+        else:
+            s, m = t.sum(**kw), t.mean(**kw)
+        assert s.dtype == t.dtype and m.dtype == t.dtype
+        assert s.detach().numpy().tobytes() == np.asarray(want).tobytes()
+        n = x.size // max(np.asarray(want).size, 1)
+        assert m.detach().numpy().tobytes() == np.asarray(want / n).tobytes()
+    m.sum().backward()  # (the backward is unchanged: 1/n everywhere)
+    assert np.all(t.grad.numpy() == dtype(1.0) / dtype(n))
+    applies = L.active is not None and (dim is None or tuple(sorted(axes)) == tuple(
+        range(len(shape) - len(axes), len(shape))))
+    assert (L.row_sum(x, None if dim is None else tuple(sorted(axes)), keepdim) is not None) \
+        == applies
+
+
+def test_adaptive_avg_pool_to_one_is_the_mean_bit_for_bit() -> None:
+    x = np.random.default_rng(3).standard_normal((8, 64, 7, 7)).astype(np.float32)
+    t = ember.tensor(x)
+    y = ember.nn.functional.adaptive_avg_pool2d(t, 1)
+    assert y.shape == (8, 64, 1, 1) and y.dtype == ember.float32
+    assert y.numpy().tobytes() == (np.add.reduce(x, (2, 3), keepdims=True) / 49).tobytes()
+    with L.disabled():
+        assert y.numpy().tobytes() == ember.nn.functional.adaptive_avg_pool2d(t, 1).numpy().tobytes()
+    assert L.row_sum(x[:, :, ::2], (2, 3), True) is None  # strided: NumPy's reduction
+
+
 def test_on_pure_python() -> None:
     """This file's tests again with EMBER_PURE_PYTHON=1 (the NumPy paths)."""
     import os

@@ -4243,6 +4243,76 @@ static PyObject *py_outer(PyObject *mod, PyObject *const *args, Py_ssize_t nargs
 }
 
 /* ---------------------------------------------------------------------------------------------
+ * row_sum: each row's sum by NumPy's pairwise summation (its add.reduce along a contiguous axis):
+ * under 8 elements in order; up to 128 in 8 running sums (lane j takes elements j, j + 8, ...)
+ * combined ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7)), then the tail in order; longer
+ * rows split at n / 2 rounded down to a multiple of 8, each half summed so and the halves
+ * added. The same bits as NumPy's, with the 8 running sums as one vector register where
+ * NumPy's loop keeps them in scalar ones. */
+#define PW_ROWSUM(T)                                                                            \
+CLONES static T pairwise_##T(const T *RESTRICT a, Py_ssize_t n)                                 \
+{                                                                                               \
+    if (n < 8) {                                                                                \
+        T res = -(T)0.0;                                                                        \
+        for (Py_ssize_t i = 0; i < n; i++)                                                      \
+            res += a[i];                                                                        \
+        return res;                                                                             \
+    }                                                                                           \
+    if (n <= 128) {                                                                             \
+        T r[8];                                                                                 \
+        for (int j = 0; j < 8; j++)                                                             \
+            r[j] = a[j];                                                                        \
+        Py_ssize_t i;                                                                           \
+        for (i = 8; i < n - (n % 8); i += 8)                                                    \
+            for (int j = 0; j < 8; j++)                                                         \
+                r[j] += a[i + j];                                                               \
+        T res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));              \
+        for (; i < n; i++)                                                                      \
+            res += a[i];                                                                        \
+        return res;                                                                             \
+    }                                                                                           \
+    Py_ssize_t n2 = n / 2;                                                                      \
+    n2 -= n2 % 8;                                                                               \
+    return pairwise_##T(a, n2) + pairwise_##T(a + n2, n - n2);                                  \
+}                                                                                               \
+                                                                                                \
+static void row_sum_##T(void *c, Py_ssize_t r0, Py_ssize_t r1)                                  \
+{                                                                                               \
+    call_ctx *k = (call_ctx *)c;                                                                \
+    const T *x = (const T *)k->a;                                                               \
+    T *y = (T *)k->out;                                                                         \
+    for (Py_ssize_t r = r0; r < r1; r++)                                                        \
+        y[r] = -(T)0.0 + pairwise_##T(x + r * k->n, k->n);                                      \
+}
+PW_ROWSUM(float)
+PW_ROWSUM(double)
+
+/* row_sum(x, out, n): out[r] = the pairwise sum of x's row r (n elements); float32 or float64 */
+static PyObject *py_row_sum(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3)
+        return PyErr_Format(PyExc_TypeError, "ember._kernels.row_sum: expected 3 arguments");
+    Py_ssize_t n = PyLong_AsSsize_t(args[2]);
+    if (n == -1 && PyErr_Occurred())
+        return NULL;
+    Bufs b;
+    if (take(&b, args, 2, "io") < 0)
+        return NULL;
+    if (n <= 0 || b.len[0] != b.len[1] * n) {
+        release(&b);
+        return PyErr_Format(PyExc_ValueError, "ember._kernels.row_sum: %zd elements are not %zd "
+                            "rows of %zd", b.len[0], b.len[1], n);
+    }
+    call_ctx c = {NULL, b.p[0], NULL, b.p[1], n, NULL};
+    Py_ssize_t rows = MIN_PART / n > 0 ? MIN_PART / n : 1;
+    Py_BEGIN_ALLOW_THREADS
+    parallel(b.kind == 'f' ? row_sum_float : row_sum_double, &c, b.len[1], 1, rows);
+    Py_END_ALLOW_THREADS
+    release(&b);
+    Py_RETURN_NONE;
+}
+
+/* ---------------------------------------------------------------------------------------------
  * normal_'s Box-Muller in 16-element blocks (ops/_mt19937.py `box_muller16_f32`, PyTorch's AVX2
  * `normal_fill_16`): element j of a block pairs with j + 8; r = sqrt(-2 log(1 - u_j)),
  * theta = 2 pi u_(j+8); r cos(theta) goes to j, r sin(theta) to j + 8; then std y + mean by one
@@ -4524,6 +4594,7 @@ static PyMethodDef kernels_methods[] = {
     FAST(erfinv_backward, "erfinv_backward(y, grad, out): grad sqrt(pi)/2 exp(y^2), float32."),
     FAST(nan_to_num, "nan_to_num(x, out, nan, posinf, neginf): NaN and infinities replaced."),
     FAST(outer, "outer(a, b, out): out[i, j] = a[i] * b[j], float32 or float64."),
+    FAST(row_sum, "row_sum(x, out, n): each n-element row's sum, NumPy's pairwise order."),
     {"isa", (PyCFunction)py_isa, METH_NOARGS, "isa(): the instruction set the kernels run on."},
     {"set_num_threads", (PyCFunction)py_set_num_threads, METH_O,
      "set_num_threads(n): threads a large kernel splits over (1: the calling thread alone)."},
