@@ -146,6 +146,36 @@ def test_sum_and_mean_keep_numpys_pairwise_bits(dtype, shape, dim, keepdim) -> N
         == applies
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape,dim", SUM_CASES)
+def test_norm_2_keeps_its_bits(dtype, shape, dim) -> None:
+    rng = np.random.default_rng(4)
+    x = (rng.standard_normal(shape) * rng.choice([1.0, 1e4, 1e-4], shape)).astype(dtype)
+    axes = None if dim is None else tuple(np.atleast_1d(dim) % len(shape))
+    want = np.sqrt(np.add.reduce(x * x, axes, keepdims=True))
+    t = ember.tensor(x, requires_grad=True)
+    y = t.norm(dim=dim, keepdim=True)
+    assert y.dtype == t.dtype
+    assert y.detach().numpy().tobytes() == want.tobytes()
+    y.sum().backward()
+    g = t.grad.numpy().copy()
+    t.grad = None
+    with L.disabled():
+        y0 = t.norm(dim=dim, keepdim=True)
+        y0.sum().backward()
+    assert y0.detach().numpy().tobytes() == want.tobytes()
+    assert t.grad.numpy().tobytes() == g.tobytes()
+    assert ember.linalg.vector_norm(t, 2, dim).detach().numpy().tobytes() == \
+        want.reshape(np.add.reduce(x, axes).shape).tobytes()
+
+
+@needs_torch
+def test_norm_and_clip_grad_norm_match_pytorch_closely() -> None:
+    x = np.random.default_rng(5).standard_normal((512, 300)).astype(np.float32)
+    np.testing.assert_allclose(ember.tensor(x).norm().item(), torch.from_numpy(x).norm().item(),
+                               rtol=1e-6)
+
+
 def test_adaptive_avg_pool_to_one_is_the_mean_bit_for_bit() -> None:
     x = np.random.default_rng(3).standard_normal((8, 64, 7, 7)).astype(np.float32)
     t = ember.tensor(x)

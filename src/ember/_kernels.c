@@ -4249,51 +4249,59 @@ static PyObject *py_outer(PyObject *mod, PyObject *const *args, Py_ssize_t nargs
  * rows split at n / 2 rounded down to a multiple of 8, each half summed so and the halves
  * added. The same bits as NumPy's, with the 8 running sums as one vector register where
  * NumPy's loop keeps them in scalar ones. */
-#define PW_ROWSUM(T)                                                                            \
-CLONES static T pairwise_##T(const T *RESTRICT a, Py_ssize_t n)                                 \
+#define PW_ROWSUM(T, SQ, V)                                                                     \
+CLONES static T pairwise##SQ##_##T(const T *RESTRICT a, Py_ssize_t n)                           \
 {                                                                                               \
     if (n < 8) {                                                                                \
         T res = -(T)0.0;                                                                        \
         for (Py_ssize_t i = 0; i < n; i++)                                                      \
-            res += a[i];                                                                        \
+            res += V(a[i]);                                                                     \
         return res;                                                                             \
     }                                                                                           \
     if (n <= 128) {                                                                             \
         T r[8];                                                                                 \
         for (int j = 0; j < 8; j++)                                                             \
-            r[j] = a[j];                                                                        \
+            r[j] = V(a[j]);                                                                     \
         Py_ssize_t i;                                                                           \
         for (i = 8; i < n - (n % 8); i += 8)                                                    \
             for (int j = 0; j < 8; j++)                                                         \
-                r[j] += a[i + j];                                                               \
+                r[j] += V(a[i + j]);                                                            \
         T res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));              \
         for (; i < n; i++)                                                                      \
-            res += a[i];                                                                        \
+            res += V(a[i]);                                                                     \
         return res;                                                                             \
     }                                                                                           \
     Py_ssize_t n2 = n / 2;                                                                      \
     n2 -= n2 % 8;                                                                               \
-    return pairwise_##T(a, n2) + pairwise_##T(a + n2, n - n2);                                  \
+    return pairwise##SQ##_##T(a, n2) + pairwise##SQ##_##T(a + n2, n - n2);                      \
 }                                                                                               \
                                                                                                 \
-static void row_sum_##T(void *c, Py_ssize_t r0, Py_ssize_t r1)                                  \
+static void row_sum##SQ##_##T(void *c, Py_ssize_t r0, Py_ssize_t r1)                            \
 {                                                                                               \
     call_ctx *k = (call_ctx *)c;                                                                \
     const T *x = (const T *)k->a;                                                               \
     T *y = (T *)k->out;                                                                         \
     for (Py_ssize_t r = r0; r < r1; r++)                                                        \
-        y[r] = -(T)0.0 + pairwise_##T(x + r * k->n, k->n);                                      \
+        y[r] = -(T)0.0 + pairwise##SQ##_##T(x + r * k->n, k->n);                                \
 }
-PW_ROWSUM(float)
-PW_ROWSUM(double)
+#define PW_SAME(v) (v)
+#define PW_SQUARE(v) ((v) * (v))
+PW_ROWSUM(float, , PW_SAME)
+PW_ROWSUM(double, , PW_SAME)
+PW_ROWSUM(float, _sq, PW_SQUARE)
+PW_ROWSUM(double, _sq, PW_SQUARE)
 
-/* row_sum(x, out, n): out[r] = the pairwise sum of x's row r (n elements); float32 or float64 */
+/* row_sum(x, out, n[, square]): out[r] = the pairwise sum of x's row r (n elements), of their
+ * squares (each rounded, as NumPy's (x * x).sum()) where square is true; float32 or float64 */
 static PyObject *py_row_sum(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 3)
-        return PyErr_Format(PyExc_TypeError, "ember._kernels.row_sum: expected 3 arguments");
+    if (nargs != 3 && nargs != 4)
+        return PyErr_Format(PyExc_TypeError, "ember._kernels.row_sum: expected 3 or 4 arguments");
     Py_ssize_t n = PyLong_AsSsize_t(args[2]);
     if (n == -1 && PyErr_Occurred())
+        return NULL;
+    int square = nargs == 4 ? PyObject_IsTrue(args[3]) : 0;
+    if (square < 0)
         return NULL;
     Bufs b;
     if (take(&b, args, 2, "io") < 0)
@@ -4306,7 +4314,8 @@ static PyObject *py_row_sum(PyObject *mod, PyObject *const *args, Py_ssize_t nar
     call_ctx c = {NULL, b.p[0], NULL, b.p[1], n, NULL};
     Py_ssize_t rows = MIN_PART / n > 0 ? MIN_PART / n : 1;
     Py_BEGIN_ALLOW_THREADS
-    parallel(b.kind == 'f' ? row_sum_float : row_sum_double, &c, b.len[1], 1, rows);
+    parallel(b.kind == 'f' ? (square ? row_sum_sq_float : row_sum_float)
+                           : (square ? row_sum_sq_double : row_sum_double), &c, b.len[1], 1, rows);
     Py_END_ALLOW_THREADS
     release(&b);
     Py_RETURN_NONE;
@@ -4594,7 +4603,7 @@ static PyMethodDef kernels_methods[] = {
     FAST(erfinv_backward, "erfinv_backward(y, grad, out): grad sqrt(pi)/2 exp(y^2), float32."),
     FAST(nan_to_num, "nan_to_num(x, out, nan, posinf, neginf): NaN and infinities replaced."),
     FAST(outer, "outer(a, b, out): out[i, j] = a[i] * b[j], float32 or float64."),
-    FAST(row_sum, "row_sum(x, out, n): each n-element row's sum, NumPy's pairwise order."),
+    FAST(row_sum, "row_sum(x, out, n[, square]): each n-element row's sum (of squares), NumPy's pairwise order."),
     {"isa", (PyCFunction)py_isa, METH_NOARGS, "isa(): the instruction set the kernels run on."},
     {"set_num_threads", (PyCFunction)py_set_num_threads, METH_O,
      "set_num_threads(n): threads a large kernel splits over (1: the calling thread alone)."},

@@ -285,8 +285,10 @@ def clamp(x: Any, lo: Any, hi: Any) -> np.ndarray | None:
 _NUMBERS = (int, float, np.float32, np.float64)
 
 
-def row_sum(x: Any, axes: tuple[int, ...] | None, keepdim: bool) -> np.ndarray | None:
-    """``np.add.reduce(x, axes, keepdims=keepdim)`` of a C-contiguous float32/float64 array over
+def row_sum(x: Any, axes: tuple[int, ...] | None, keepdim: bool,
+            square: bool = False) -> np.ndarray | None:
+    """``np.add.reduce(x, axes, keepdims=keepdim)`` (of ``x * x`` where ``square``, without
+    the temporary) of a C-contiguous float32/float64 array over
     its trailing axes (sorted non-negative ``axes``; None: all), in NumPy's pairwise order with
     its 8 running sums in a vector: the same bits, several times faster; None where the kernel
     does not apply (other axes, dtypes, layouts, small arrays)."""
@@ -299,7 +301,7 @@ def row_sum(x: Any, axes: tuple[int, ...] | None, keepdim: bool) -> np.ndarray |
         return None
     shape = x.shape[:lead]
     out = np.empty(shape + (1,) * (nd - lead) if keepdim else shape, x.dtype)
-    k.row_sum(x, out, x.size // out.size)
+    k.row_sum(x, out, x.size // out.size, square)
     return out if out.ndim else out[()]  # (a full sum: a NumPy scalar, as add.reduce's)
 
 
