@@ -187,6 +187,51 @@ def test_adaptive_avg_pool_to_one_is_the_mean_bit_for_bit() -> None:
     assert L.row_sum(x[:, :, ::2], (2, 3), True) is None  # strided: NumPy's reduction
 
 
+CUM_CASES = [((1024, 1024), -1), ((1024, 1024), 0), ((8, 300, 700), 1), ((5000,), 0),
+             ((3, 4, 5, 600), 2), ((2, 1000, 3), 1), ((4096, 2), 0), ((70, 65), 1)]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape,dim", CUM_CASES)
+def test_cumsum_kernel_equals_the_numpy_path_forward_and_backward(dtype, shape, dim) -> None:
+    rng = np.random.default_rng(6)
+    x = (rng.standard_normal(shape) * rng.choice([1.0, 1e6, 1e-6], shape)).astype(dtype)
+    x.flat[::997] = -0.0
+    x.flat[5::4999] = np.inf
+    g = rng.standard_normal(shape).astype(dtype)
+    res = []
+    for off in (False, True):
+        t = ember.tensor(x, requires_grad=True)
+        if off:
+            with L.disabled():
+                y = t.cumsum(dim)
+                y.backward(ember.tensor(g))
+        else:
+            y = t.cumsum(dim)
+            y.backward(ember.tensor(g))
+        assert y.dtype == t.dtype
+        res.append((y.detach().numpy(), t.grad.numpy()))
+    for a, b in zip(*res):
+        assert a.tobytes() == b.tobytes()
+    want = np.cumsum(x, dim, dtype=np.float64).astype(dtype)
+    assert res[0][0].tobytes() == want.tobytes()
+    rev = np.flip(np.cumsum(np.flip(g, dim), dim, dtype=np.float64), dim).astype(dtype)
+    assert res[0][1].tobytes() == rev.tobytes()
+    if L.active is not None:
+        assert L.cumsum(x, dim) is not None
+
+
+@needs_torch
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_cumsum_matches_pytorch(dim) -> None:
+    rng = np.random.default_rng(7)
+    x = (rng.standard_normal((300, 400)) * 1e3).astype(np.float32)
+    x[3, 0] = -0.0
+    got = ember.tensor(x).cumsum(dim).numpy()
+    want = torch.from_numpy(x).cumsum(dim).numpy()
+    assert np.array_equal(got, want)  # (values; a leading -0.0 stays -0.0 here, as before)
+
+
 def test_on_pure_python() -> None:
     """This file's tests again with EMBER_PURE_PYTHON=1 (the NumPy paths)."""
     import os

@@ -4322,6 +4322,91 @@ static PyObject *py_row_sum(PyObject *mod, PyObject *const *args, Py_ssize_t nar
 }
 
 /* ---------------------------------------------------------------------------------------------
+ * cumsum: running sums along the middle axis of an (outer, n, inner) array, accumulated in double
+ * and each output rounded once (PyTorch's CPU cumsum; ember's NumPy path cumsum(dtype=float64)
+ * then a cast), from the end where reverse (cumsum's backward). The sum starts at -0.0, as
+ * NumPy's starts at the first element. Units: an outer index with a block of CUM_IB inner
+ * columns (one unit per outer index where inner is 1), their sums side by side in a vector. */
+#define CUM_IB 256
+typedef struct {
+    const void *x;
+    void *y;
+    Py_ssize_t n, inner, blocks;
+    int reverse;
+} cum_ctx;
+
+#define CUMSUM(T)                                                                               \
+CLONES static void cumsum_##T(void *c, Py_ssize_t u0, Py_ssize_t u1)                            \
+{                                                                                               \
+    cum_ctx *k = (cum_ctx *)c;                                                                  \
+    Py_ssize_t n = k->n, inner = k->inner;                                                      \
+    for (Py_ssize_t u = u0; u < u1; u++) {                                                      \
+        Py_ssize_t o = u / k->blocks, j0 = (u % k->blocks) * CUM_IB;                            \
+        Py_ssize_t w = inner - j0 < CUM_IB ? inner - j0 : CUM_IB;                               \
+        const T *RESTRICT x = (const T *)k->x + o * n * inner + j0;                             \
+        T *RESTRICT y = (T *)k->y + o * n * inner + j0;                                         \
+        if (inner == 1) {                                                                       \
+            double s = -0.0;                                                                    \
+            if (k->reverse)                                                                     \
+                for (Py_ssize_t i = n - 1; i >= 0; i--) {                                       \
+                    s += (double)x[i];                                                          \
+                    y[i] = (T)s;                                                                \
+                }                                                                               \
+            else                                                                                \
+                for (Py_ssize_t i = 0; i < n; i++) {                                            \
+                    s += (double)x[i];                                                          \
+                    y[i] = (T)s;                                                                \
+                }                                                                               \
+            continue;                                                                           \
+        }                                                                                       \
+        double acc[CUM_IB];                                                                     \
+        for (Py_ssize_t j = 0; j < w; j++)                                                      \
+            acc[j] = -0.0;                                                                      \
+        for (Py_ssize_t t = 0; t < n; t++) {                                                    \
+            Py_ssize_t row = (k->reverse ? n - 1 - t : t) * inner;                              \
+            for (Py_ssize_t j = 0; j < w; j++) {                                                \
+                acc[j] += (double)x[row + j];                                                   \
+                y[row + j] = (T)acc[j];                                                         \
+            }                                                                                   \
+        }                                                                                       \
+    }                                                                                           \
+}
+CUMSUM(float)
+CUMSUM(double)
+
+/* cumsum(x, out, outer, n, inner, reverse): float32 or float64 arrays of outer * n * inner */
+static PyObject *py_cumsum(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 6)
+        return PyErr_Format(PyExc_TypeError, "ember._kernels.cumsum: expected 6 arguments");
+    Py_ssize_t outer = PyLong_AsSsize_t(args[2]), n = PyLong_AsSsize_t(args[3]),
+               inner = PyLong_AsSsize_t(args[4]);
+    int reverse = PyObject_IsTrue(args[5]);
+    if (PyErr_Occurred())
+        return NULL;
+    Bufs b;
+    if (take(&b, args, 2, "io") < 0)
+        return NULL;
+    if (outer < 0 || n < 0 || inner <= 0 || b.len[0] != outer * n * inner
+        || same_lengths(&b, b.len[0], 1, 2) < 0) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "ember._kernels.cumsum: sizes differ");
+        release(&b);
+        return NULL;
+    }
+    cum_ctx c = {b.p[0], b.p[1], n, inner, (inner + CUM_IB - 1) / CUM_IB, reverse};
+    Py_ssize_t per = n * (inner < CUM_IB ? inner : CUM_IB);
+    Py_ssize_t min_units = per > 0 && MIN_PART / per > 0 ? MIN_PART / per : 1;
+    if (n > 0) {
+        Py_BEGIN_ALLOW_THREADS
+        parallel(b.kind == 'f' ? cumsum_float : cumsum_double, &c, outer * c.blocks, 1, min_units);
+        Py_END_ALLOW_THREADS
+    }
+    release(&b);
+    Py_RETURN_NONE;
+}
+
+/* ---------------------------------------------------------------------------------------------
  * normal_'s Box-Muller in 16-element blocks (ops/_mt19937.py `box_muller16_f32`, PyTorch's AVX2
  * `normal_fill_16`): element j of a block pairs with j + 8; r = sqrt(-2 log(1 - u_j)),
  * theta = 2 pi u_(j+8); r cos(theta) goes to j, r sin(theta) to j + 8; then std y + mean by one
@@ -4604,6 +4689,7 @@ static PyMethodDef kernels_methods[] = {
     FAST(nan_to_num, "nan_to_num(x, out, nan, posinf, neginf): NaN and infinities replaced."),
     FAST(outer, "outer(a, b, out): out[i, j] = a[i] * b[j], float32 or float64."),
     FAST(row_sum, "row_sum(x, out, n[, square]): each n-element row's sum (of squares), NumPy's pairwise order."),
+    FAST(cumsum, "cumsum(x, out, outer, n, inner, reverse): running sums in double, rounded once."),
     {"isa", (PyCFunction)py_isa, METH_NOARGS, "isa(): the instruction set the kernels run on."},
     {"set_num_threads", (PyCFunction)py_set_num_threads, METH_O,
      "set_num_threads(n): threads a large kernel splits over (1: the calling thread alone)."},

@@ -305,6 +305,22 @@ def row_sum(x: Any, axes: tuple[int, ...] | None, keepdim: bool,
     return out if out.ndim else out[()]  # (a full sum: a NumPy scalar, as add.reduce's)
 
 
+def cumsum(x: Any, axis: int, reverse: bool = False) -> np.ndarray | None:
+    """``np.cumsum(x, axis, dtype=float64).astype(x.dtype)`` (from the end where ``reverse``:
+    ``flip(cumsum(flip(x)))``) of a C-contiguous float32/float64 array in one pass, the same
+    bits (PyTorch's CPU cumsum: double sums, each output rounded once); None where the kernel
+    does not apply."""
+    k = active
+    if k is None or not _ok(x, True) or x.size < 4096 or x.ndim == 0:
+        return None
+    axis = axis % x.ndim
+    n = x.shape[axis]
+    inner = math.prod(x.shape[axis + 1:])
+    out = np.empty_like(x)
+    k.cumsum(x, out, x.size // (n * inner), n, inner, reverse)
+    return out
+
+
 def outer(a: Any, b: Any) -> np.ndarray | None:
     """``a[:, None] * b[None, :]`` of two 1-D float32 (or two float64) arrays in one pass, the
     same bits; None where the kernel does not apply (mixed dtypes, small results)."""
