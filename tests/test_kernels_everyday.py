@@ -232,6 +232,36 @@ def test_cumsum_matches_pytorch(dim) -> None:
     assert np.array_equal(got, want)  # (values; a leading -0.0 stays -0.0 here, as before)
 
 
+def _linspace_reference(s: float, e: float, n: int, dt: type) -> np.ndarray:
+    """The former formula (full-size index, both halves everywhere, a where): the values the
+    two-halves one must keep."""
+    if dt == np.float32:
+        s0, e0 = np.float32(s), np.float32(e)
+        step, wide = np.float64((e0 - s0) / np.float32(n - 1)), np.float64
+    elif np.dtype(dt).kind in "iu":
+        s0, e0 = np.float64(dt(int(s))), np.float64(dt(int(e)))
+        step, wide = (e0 - s0) / np.float64(n - 1), np.float64
+    else:
+        s0, e0 = np.float64(s), np.float64(e)
+        step, wide = np.longdouble((e0 - s0) / np.float64(n - 1)), np.longdouble
+    idx = np.arange(n)
+    up = wide(s0) + step * idx.astype(wide)
+    down = wide(e0) - step * (n - 1 - idx).astype(wide)
+    return np.where(idx < n // 2, up, down).astype(dt)
+
+
+@pytest.mark.parametrize("dtype", [ember.float32, ember.float64, ember.int64, ember.int32])
+@pytest.mark.parametrize("s,e", [(0, 1), (-3.7, 11.2), (5, -5), (1e-3, 1e3), (2, 2), (-100, 100)])
+@pytest.mark.parametrize("n", [2, 3, 7, 1000, 1 << 20, (1 << 16) + 1])
+def test_linspace_keeps_its_values(dtype, s, e, n) -> None:
+    got = ember.linspace(s, e, n, dtype=dtype).numpy()
+    want = _linspace_reference(s, e, n, got.dtype.type)
+    assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
+    if HAVE_TORCH and dtype == ember.float32:
+        t = torch.linspace(s, e, n, dtype=torch.float32).numpy()
+        assert got.tobytes() == t.tobytes()
+
+
 def test_on_pure_python() -> None:
     """This file's tests again with EMBER_PURE_PYTHON=1 (the NumPy paths)."""
     import os
