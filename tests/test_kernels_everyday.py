@@ -262,6 +262,58 @@ def test_linspace_keeps_its_values(dtype, s, e, n) -> None:
         assert got.tobytes() == t.tobytes()
 
 
+def _topk_both(x: np.ndarray, k: int, dim: int, largest: bool) -> list:
+    res = []
+    for off in (False, True):
+        t = ember.tensor(x, requires_grad=True)
+        if off:
+            with L.disabled():
+                v, i = t.topk(k, dim, largest)
+        else:
+            v, i = t.topk(k, dim, largest)
+        w = np.cos(np.arange(v.numel())).reshape(tuple(v.shape)).astype(x.dtype)
+        (v * ember.tensor(w)).sum().backward()
+        res.append((v.detach().numpy(), i.numpy(), t.grad.numpy()))
+    for a, b in zip(*res):
+        assert a.dtype == b.dtype and a.tobytes() == b.tobytes()
+    return res[0]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("k", [1, 5, 10, 64, 65])
+@pytest.mark.parametrize("largest", [True, False])
+@pytest.mark.parametrize("shape,dim", [((512, 1024), -1), ((4, 8, 300), 2), ((300, 200), 0)])
+def test_topk_kernel_keeps_values_indices_and_gradient(dtype, k, largest, shape, dim) -> None:
+    x = np.random.default_rng(8).standard_normal(shape).astype(dtype)
+    v, i, _ = _topk_both(x, k, dim, largest)
+    if HAVE_TORCH:
+        tv, ti = torch.from_numpy(x).topk(k, dim, largest)
+        assert v.tobytes() == tv.numpy().tobytes() and np.array_equal(i, ti.numpy())
+    srt = np.sort(x, dim)
+    best = np.take(srt, range(x.shape[dim] - k - 1, x.shape[dim]) if largest else range(k + 1),
+                   dim)
+    tie = (np.diff(best, axis=dim) == 0).any()  # (then the NumPy path's choice: no kernel)
+    if dim in (-1, len(shape) - 1):  # (the kernel reads the last dim; others: NumPy's path)
+        applies = L.active is not None and k <= 64 and not tie
+        assert (L.topk(x, k, largest) is not None) == applies
+
+
+@pytest.mark.parametrize("largest", [True, False])
+def test_topk_ties_and_nans_keep_the_numpy_paths_choice(largest) -> None:
+    rng = np.random.default_rng(9)
+    ties = rng.integers(0, 50, (64, 1000)).astype(np.float32)  # every row has ties
+    _topk_both(ties, 10, -1, largest)
+    assert L.topk(ties, 10, largest) is None
+    x = rng.standard_normal((64, 1000)).astype(np.float32)
+    x[3, 17] = np.nan
+    _topk_both(x, 10, -1, largest)
+    assert L.topk(x, 10, largest) is None
+    y = rng.standard_normal((64, 1000)).astype(np.float32)
+    y[5, :2] = [-0.0, 0.0]  # equal: a tie if both reach the k best
+    y[5, 2:] = np.abs(y[5, 2:]) + 1 if not largest else -np.abs(y[5, 2:]) - 1
+    _topk_both(y, 10, -1, largest)
+
+
 def test_on_pure_python() -> None:
     """This file's tests again with EMBER_PURE_PYTHON=1 (the NumPy paths)."""
     import os

@@ -4407,6 +4407,108 @@ static PyObject *py_cumsum(PyObject *mod, PyObject *const *args, Py_ssize_t narg
 }
 
 /* ---------------------------------------------------------------------------------------------
+ * topk_rows: the indices of each row's k largest (or smallest) values, best first, by one scan
+ * with a sorted buffer of k (most elements cost one comparison with the buffer's last), where
+ * NumPy's path partitions each whole row. Only where the answer is unique: a row with a NaN,
+ * two equal values among its k best, or its k-th value twice gets idx[row, 0] = -1 (the caller
+ * takes the NumPy path, whose choice among ties it keeps). k <= TOPK_MAX. */
+#define TOPK_MAX 64
+typedef struct {
+    const void *x;
+    int64_t *idx;
+    Py_ssize_t n, k;
+    int largest;
+} topk_ctx;
+
+#define TOPK(T)                                                                                 \
+static void topk_##T(void *c, Py_ssize_t r0, Py_ssize_t r1)                                     \
+{                                                                                               \
+    topk_ctx *t = (topk_ctx *)c;                                                                \
+    Py_ssize_t n = t->n, k = t->k;                                                              \
+    T sign = t->largest ? (T)1 : (T)-1;                                                         \
+    T bv[TOPK_MAX];                                                                             \
+    int64_t bi[TOPK_MAX];                                                                       \
+    for (Py_ssize_t r = r0; r < r1; r++) {                                                      \
+        const T *x = (const T *)t->x + r * n;                                                   \
+        int64_t *out = t->idx + r * k;                                                          \
+        Py_ssize_t m = 0;                                                                       \
+        int nan = 0;                                                                            \
+        for (Py_ssize_t i = 0; i < n; i++) {                                                    \
+            T v = sign * x[i];  /* (the negation is exact: smallest as largest) */              \
+            nan |= v != v;                                                                      \
+            if (m == k && !(v > bv[k - 1]))                                                     \
+                continue;                                                                       \
+            Py_ssize_t j = m < k ? m++ : k - 1;                                                 \
+            while (j > 0 && v > bv[j - 1]) {                                                    \
+                bv[j] = bv[j - 1];                                                              \
+                bi[j] = bi[j - 1];                                                              \
+                j--;                                                                            \
+            }                                                                                   \
+            bv[j] = v;                                                                          \
+            bi[j] = (int64_t)i;                                                                 \
+        }                                                                                       \
+        int unique = !nan;                                                                      \
+        for (Py_ssize_t j = 1; j < k && unique; j++)                                            \
+            unique = bv[j - 1] > bv[j];                                                         \
+        if (unique) {                                                                           \
+            Py_ssize_t same = 0;                                                                \
+            T last = bv[k - 1];                                                                 \
+            for (Py_ssize_t i = 0; i < n; i++)                                                  \
+                same += sign * x[i] == last;                                                    \
+            unique = same == 1;                                                                 \
+        }                                                                                       \
+        for (Py_ssize_t j = 0; j < k; j++)                                                      \
+            out[j] = bi[j];                                                                     \
+        if (!unique)                                                                            \
+            out[0] = -1;                                                                        \
+    }                                                                                           \
+}
+TOPK(float)
+TOPK(double)
+
+/* topk_rows(x, idx, n, k, largest): x float32/float64 rows of n, idx int64 rows of k
+ * (1 <= k <= min(n, TOPK_MAX)) */
+static PyObject *py_topk_rows(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 5)
+        return PyErr_Format(PyExc_TypeError, "ember._kernels.topk_rows: expected 5 arguments");
+    Py_ssize_t n = PyLong_AsSsize_t(args[2]), k = PyLong_AsSsize_t(args[3]);
+    int largest = PyObject_IsTrue(args[4]);
+    if (PyErr_Occurred())
+        return NULL;
+    if (k < 1 || k > TOPK_MAX || k > n)
+        return PyErr_Format(PyExc_ValueError, "ember._kernels.topk_rows: k %zd out of [1, %d] "
+                            "or above n %zd", k, TOPK_MAX, n);
+    Bufs b;
+    if (take(&b, args, 1, "i") < 0)
+        return NULL;
+    Py_buffer iv;
+    if (PyObject_GetBuffer(args[1], &iv, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE) < 0) {
+        release(&b);
+        return NULL;
+    }
+    const char *f = iv.format ? iv.format : "B";
+    if (*f == '@' || *f == '=' || *f == '<')
+        f++;
+    Py_ssize_t rows = b.len[0] / n;
+    if (iv.itemsize != 8 || !(f[0] == 'q' || f[0] == 'l') || f[1] != '\0'
+        || b.len[0] != rows * n || iv.len / 8 != rows * k) {
+        PyBuffer_Release(&iv);
+        release(&b);
+        return PyErr_Format(PyExc_ValueError, "ember._kernels.topk_rows: idx must be an int64 "
+                            "array of rows * k elements");
+    }
+    topk_ctx c = {b.p[0], (int64_t *)iv.buf, n, k, largest};
+    Py_BEGIN_ALLOW_THREADS
+    parallel(b.kind == 'f' ? topk_float : topk_double, &c, rows, 1,
+             MIN_PART / n > 0 ? MIN_PART / n : 1);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&iv);
+    release(&b);
+    Py_RETURN_NONE;
+}
+
+/* ---------------------------------------------------------------------------------------------
  * normal_'s Box-Muller in 16-element blocks (ops/_mt19937.py `box_muller16_f32`, PyTorch's AVX2
  * `normal_fill_16`): element j of a block pairs with j + 8; r = sqrt(-2 log(1 - u_j)),
  * theta = 2 pi u_(j+8); r cos(theta) goes to j, r sin(theta) to j + 8; then std y + mean by one
@@ -4690,6 +4792,7 @@ static PyMethodDef kernels_methods[] = {
     FAST(outer, "outer(a, b, out): out[i, j] = a[i] * b[j], float32 or float64."),
     FAST(row_sum, "row_sum(x, out, n[, square]): each n-element row's sum (of squares), NumPy's pairwise order."),
     FAST(cumsum, "cumsum(x, out, outer, n, inner, reverse): running sums in double, rounded once."),
+    FAST(topk_rows, "topk_rows(x, idx, n, k, largest): each row's k best indices; -1 first: ties."),
     {"isa", (PyCFunction)py_isa, METH_NOARGS, "isa(): the instruction set the kernels run on."},
     {"set_num_threads", (PyCFunction)py_set_num_threads, METH_O,
      "set_num_threads(n): threads a large kernel splits over (1: the calling thread alone)."},

@@ -321,6 +321,22 @@ def cumsum(x: Any, axis: int, reverse: bool = False) -> np.ndarray | None:
     return out
 
 
+def topk(x: Any, k: int, largest: bool) -> np.ndarray | None:
+    """The indices (int64, best first) of the ``k`` largest (smallest) values along the last
+    axis of a C-contiguous float32/float64 array, by one scan per row; None where the kernel
+    does not apply (k above 64, small arrays) or a row's answer depends on how ties are broken
+    (a NaN, equal values among the k best or at the k-th place): the NumPy path's choice then."""
+    a = active
+    if a is None or not _ok(x, True) or x.ndim == 0 or x.size < 4096 or not 0 < k <= 64:
+        return None
+    n = x.shape[-1]
+    if k >= n:
+        return None
+    idx = np.empty(x.shape[:-1] + (k,), np.int64)
+    a.topk_rows(x, idx, n, k, largest)
+    return None if (idx[..., 0] < 0).any() else idx
+
+
 def outer(a: Any, b: Any) -> np.ndarray | None:
     """``a[:, None] * b[None, :]`` of two 1-D float32 (or two float64) arrays in one pass, the
     same bits; None where the kernel does not apply (mixed dtypes, small results)."""

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from .. import _backend, _dtype
+from .. import _kernels_loader as _kernels
 from .._tensor_base import TensorBase, data_of, wrap_dim
 from ..autograd.function import Op
 from . import _out, return_types
@@ -81,7 +82,9 @@ def topk(input: Any, k: int, dim: int = -1, largest: bool = True, sorted: bool =
         raise RuntimeError(
             f"selected index k out of range (k = {k}, but dimension {d} has size {n})"
         )
-    if 0 < k < n and n > 64:  # partition first: O(n), then sort only the k candidates
+    if d == a.ndim - 1 and (idx := _kernels.topk(a, k, largest)) is not None:
+        pass  # (one scan per row; the same indices: used only where no tie decides them)
+    elif 0 < k < n and n > 64:  # partition first: O(n), then sort only the k candidates
         if largest:
             cand = xp.argpartition(a, n - k, axis=d)
             cand = xp.take(cand, xp.arange(n - k, n), axis=d)
