@@ -314,6 +314,39 @@ def test_topk_ties_and_nans_keep_the_numpy_paths_choice(largest) -> None:
     _topk_both(y, 10, -1, largest)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64", "bool", "float16", "bfloat16",
+                                   "complex64", "uint8"])
+@pytest.mark.parametrize("shape", [(1024, 1024), (3, 70, 90), (90, 70), (2, 2, 64, 40)])
+@pytest.mark.parametrize("k", [-2000, -91, -3, 0, 2, 89, 5000])
+def test_tril_triu_kernel_equals_the_numpy_path(dtype, shape, k) -> None:
+    x = np.random.default_rng(10).standard_normal(shape) * 10
+    t = ember.tensor(x).to(getattr(ember, dtype) if dtype != "bool" else ember.bool)
+    for fn in (ember.tril, ember.triu):
+        got = fn(t, k)
+        with L.disabled():
+            ref = fn(t, k)
+        assert got.dtype == t.dtype and got.shape == t.shape
+        assert got.numpy().tobytes() == ref.numpy().tobytes()
+        if HAVE_TORCH and dtype in ("float32", "int64", "bool"):
+            want = getattr(torch, fn.__name__)(torch.from_numpy(t.numpy().copy()), k).numpy()
+            assert got.numpy().tobytes() == want.tobytes()
+    if L.active is not None:
+        assert L.triangle(t.numpy(), k, True) is not None
+
+
+def test_tril_gradient_and_strided_input() -> None:
+    x = np.random.default_rng(11).standard_normal((128, 96)).astype(np.float32)
+    x[0, 5] = np.nan
+    t = ember.tensor(x, requires_grad=True)
+    y = ember.tril(t, 1)
+    y.backward(ember.ones(128, 96))
+    np.testing.assert_array_equal(t.grad.numpy(), np.tril(np.ones((128, 96), np.float32), 1))
+    assert y.detach().numpy().tobytes() == np.tril(x, 1).tobytes()
+    s = ember.tensor(x).t()  # (a transposed view: NumPy's where)
+    assert ember.triu(s, -1).numpy().tobytes() == np.triu(x.T, -1).tobytes()
+    assert L.triangle(x.T, 0, True) is None
+
+
 def test_on_pure_python() -> None:
     """This file's tests again with EMBER_PURE_PYTHON=1 (the NumPy paths)."""
     import os

@@ -4509,6 +4509,69 @@ static PyObject *py_topk_rows(PyObject *mod, PyObject *const *args, Py_ssize_t n
 }
 
 /* ---------------------------------------------------------------------------------------------
+ * tri_copy: tril/triu of each (n, m) matrix of a C-contiguous array of any plain dtype, as bytes:
+ * row i keeps columns j with j - i <= k (lower) or j - i >= k (upper), the rest zero bytes (the
+ * value 0 of every numeric dtype); one copy and one clear per row where NumPy's where() reads a
+ * full-size mask. Units: matrix rows. */
+typedef struct {
+    const char *x;
+    char *y;
+    Py_ssize_t n, m, item, k;
+    int lower;
+} tri_ctx;
+
+static void tri_copy_range(void *c, Py_ssize_t u0, Py_ssize_t u1)
+{
+    tri_ctx *t = (tri_ctx *)c;
+    Py_ssize_t m = t->m, row = m * t->item;
+    for (Py_ssize_t u = u0; u < u1; u++) {
+        Py_ssize_t i = u % t->n;
+        /* columns [lo, hi) are kept */
+        Py_ssize_t lo = t->lower ? 0 : i + t->k, hi = t->lower ? i + t->k + 1 : m;
+        lo = lo < 0 ? 0 : (lo > m ? m : lo);
+        hi = hi < lo ? lo : (hi > m ? m : hi);
+        const char *x = t->x + u * row;
+        char *y = t->y + u * row;
+        memset(y, 0, (size_t)(lo * t->item));
+        memcpy(y + lo * t->item, x + lo * t->item, (size_t)((hi - lo) * t->item));
+        memset(y + hi * t->item, 0, (size_t)((m - hi) * t->item));
+    }
+}
+
+/* tri_copy(src, dst, n, m, itemsize, k, lower): src and dst bytes of matrices (n, m) */
+static PyObject *py_tri_copy(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 7)
+        return PyErr_Format(PyExc_TypeError, "ember._kernels.tri_copy: expected 7 arguments");
+    Py_ssize_t n = PyLong_AsSsize_t(args[2]), m = PyLong_AsSsize_t(args[3]),
+               item = PyLong_AsSsize_t(args[4]), k = PyLong_AsSsize_t(args[5]);
+    int lower = PyObject_IsTrue(args[6]);
+    if (PyErr_Occurred())
+        return NULL;
+    Py_buffer sv, dv;
+    if (PyObject_GetBuffer(args[0], &sv, PyBUF_C_CONTIGUOUS) < 0)
+        return NULL;
+    if (PyObject_GetBuffer(args[1], &dv, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) {
+        PyBuffer_Release(&sv);
+        return NULL;
+    }
+    Py_ssize_t mat = n * m * item;
+    if (n <= 0 || m <= 0 || item <= 0 || sv.len != dv.len || sv.len % mat) {
+        PyBuffer_Release(&sv);
+        PyBuffer_Release(&dv);
+        return PyErr_Format(PyExc_ValueError, "ember._kernels.tri_copy: sizes differ");
+    }
+    tri_ctx c = {(const char *)sv.buf, (char *)dv.buf, n, m, item, k, lower};
+    Py_ssize_t rows = sv.len / (m * item), per = MIN_PART * 4 / (m * item);
+    Py_BEGIN_ALLOW_THREADS
+    parallel(tri_copy_range, &c, rows, 1, per > 0 ? per : 1);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&sv);
+    PyBuffer_Release(&dv);
+    Py_RETURN_NONE;
+}
+
+/* ---------------------------------------------------------------------------------------------
  * normal_'s Box-Muller in 16-element blocks (ops/_mt19937.py `box_muller16_f32`, PyTorch's AVX2
  * `normal_fill_16`): element j of a block pairs with j + 8; r = sqrt(-2 log(1 - u_j)),
  * theta = 2 pi u_(j+8); r cos(theta) goes to j, r sin(theta) to j + 8; then std y + mean by one
@@ -4793,6 +4856,7 @@ static PyMethodDef kernels_methods[] = {
     FAST(row_sum, "row_sum(x, out, n[, square]): each n-element row's sum (of squares), NumPy's pairwise order."),
     FAST(cumsum, "cumsum(x, out, outer, n, inner, reverse): running sums in double, rounded once."),
     FAST(topk_rows, "topk_rows(x, idx, n, k, largest): each row's k best indices; -1 first: ties."),
+    FAST(tri_copy, "tri_copy(src, dst, n, m, itemsize, k, lower): tril/triu as bytes."),
     {"isa", (PyCFunction)py_isa, METH_NOARGS, "isa(): the instruction set the kernels run on."},
     {"set_num_threads", (PyCFunction)py_set_num_threads, METH_O,
      "set_num_threads(n): threads a large kernel splits over (1: the calling thread alone)."},

@@ -337,6 +337,22 @@ def topk(x: Any, k: int, largest: bool) -> np.ndarray | None:
     return None if (idx[..., 0] < 0).any() else idx
 
 
+def triangle(x: Any, k: int, lower: bool) -> np.ndarray | None:
+    """``where(tri mask, x, 0)`` (tril where ``lower``, else triu, diagonal ``k``) of a
+    C-contiguous host array of any numeric dtype, row by row as bytes: the same bits; None
+    where the kernel does not apply (object dtypes, small or empty arrays)."""
+    a = active
+    if (a is None or type(x) is not np.ndarray or x.ndim < 2 or x.size < 4096
+            or not x.flags.c_contiguous or x.dtype.hasobject):
+        return None
+    out = np.empty(x.shape, x.dtype)
+    n, m = x.shape[-2:]
+    k = max(min(k, m + 1), -n - 1)  # (beyond the matrix: all kept or all zero)
+    a.tri_copy(x.reshape(-1).view(np.uint8), out.reshape(-1).view(np.uint8), n, m,
+               x.dtype.itemsize, k, lower)
+    return out
+
+
 def outer(a: Any, b: Any) -> np.ndarray | None:
     """``a[:, None] * b[None, :]`` of two 1-D float32 (or two float64) arrays in one pass, the
     same bits; None where the kernel does not apply (mixed dtypes, small results)."""
