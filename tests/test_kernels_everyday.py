@@ -347,6 +347,38 @@ def test_tril_gradient_and_strided_input() -> None:
     assert L.triangle(x.T, 0, True) is None
 
 
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.int32, np.int64, np.uint64])
+@pytest.mark.parametrize("span", ["small", "wide", "extreme"])
+@pytest.mark.parametrize("shape", [(1 << 16,), (300, 70), (1,)])
+def test_unique_of_integers_equals_numpys(dtype, span, shape) -> None:
+    rng = np.random.default_rng(12)
+    info = np.iinfo(dtype)
+    if span == "small":
+        a = rng.integers(max(info.min, -500), min(info.max, 500), shape, endpoint=True)
+    elif span == "wide":
+        a = rng.integers(max(info.min, -(1 << 40)), min(info.max, 1 << 40), shape, endpoint=True)
+    else:
+        a = rng.integers(info.min, info.max, shape, endpoint=True, dtype=dtype)
+        a.flat[:2] = [info.min, info.max] if a.size > 1 else [info.max]
+    a = a.astype(dtype)
+    vals, inv, counts = np.unique(a.reshape(-1), return_inverse=True, return_counts=True)
+    t = ember.tensor(a)
+    v = ember.unique(t)
+    assert v.numpy().dtype == a.dtype and v.numpy().tobytes() == vals.tobytes()
+    v2, i2, c2 = ember.unique(t, return_inverse=True, return_counts=True)
+    assert v2.numpy().tobytes() == vals.tobytes()
+    assert i2.dtype == ember.int64 and i2.shape == t.shape
+    np.testing.assert_array_equal(i2.numpy().reshape(-1), inv.reshape(-1))
+    assert c2.dtype == ember.int64
+    np.testing.assert_array_equal(c2.numpy(), counts)
+    _, c3 = ember.unique(t, return_counts=True)
+    np.testing.assert_array_equal(c3.numpy(), counts)
+    if HAVE_TORCH and dtype in (np.int64, np.int32, np.uint8):
+        tv, ti, tc = torch.unique(torch.from_numpy(a), return_inverse=True, return_counts=True)
+        assert np.array_equal(tv.numpy(), vals) and np.array_equal(ti.numpy(), i2.numpy())
+        assert np.array_equal(tc.numpy(), counts)
+
+
 def test_on_pure_python() -> None:
     """This file's tests again with EMBER_PURE_PYTHON=1 (the NumPy paths)."""
     import os
