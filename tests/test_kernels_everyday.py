@@ -379,6 +379,23 @@ def test_unique_of_integers_equals_numpys(dtype, span, shape) -> None:
         assert np.array_equal(tc.numpy(), counts)
 
 
+@needs_kernels
+@pytest.mark.parametrize("size", [1 << 20, 4099, 7])
+def test_float16_cast_by_f16c_keeps_numpys_bits(size) -> None:
+    """to(float16) takes F16C's vcvtps2ph where the CPU has it; blocks with a NaN are redone
+    by the portable rule, so NaN payloads stay NumPy's (vcvtps2ph would quiet them)."""
+    rng = np.random.default_rng(13)
+    u = rng.integers(0, 2**32, size, dtype=np.uint64).astype(np.uint32)
+    u[::3] = (rng.standard_normal(u[::3].size).astype(np.float32) * 3e4).view(np.uint32)
+    u[1::97] = 0x7f800001  # signalling NaNs, payload 1
+    u[2::101] = 0x477ff000  # 65520: rounds up to inf
+    x = u.view(np.float32)
+    with np.errstate(all="ignore"):
+        want = x.astype(np.float16)
+    got = ember.tensor(x).to(ember.float16).numpy()
+    assert got.tobytes() == want.tobytes()
+
+
 def test_on_pure_python() -> None:
     """This file's tests again with EMBER_PURE_PYTHON=1 (the NumPy paths)."""
     import os
