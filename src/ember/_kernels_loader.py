@@ -296,6 +296,9 @@ def row_sum(x: Any, axes: tuple[int, ...] | None, keepdim: bool,
     if k is None or not _ok(x, True) or x.size < 4096:
         return None
     nd = x.ndim
+    if axes is not None and (type(axes) is not tuple or (axes and axes[0] < 0)):
+        axes = tuple(axes) if isinstance(axes, (tuple, list)) else (int(axes),)  # (an int...)
+        axes = tuple(sorted({a % nd for a in axes}))
     lead = 0 if axes is None else nd - len(axes)
     if axes is not None and (lead == nd or axes != tuple(range(lead, nd))):
         return None
