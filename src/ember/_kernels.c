@@ -2152,6 +2152,29 @@ CLONES static void cast_to_f16(const void *xv, void *yv, Py_ssize_t i0, Py_ssize
         y[i] = k_to_f16(x[i]);
 }
 
+#if HAVE_CLONES
+#include <immintrin.h>
+/* float32 -> float16 by F16C's vcvtps2ph (round to nearest even, overflow to inf, subnormals
+ * rounded once: k_to_f16's values), 8 at a time; a block with a NaN redone by k_to_f16, whose
+ * NaNs keep NumPy's payload rule (vcvtps2ph quiets them). Chosen where the CPU has F16C. */
+__attribute__((target("avx2,f16c"))) static void cast_to_f16_f16c(const void *xv, void *yv,
+                                                                  Py_ssize_t i0, Py_ssize_t i1)
+{
+    const uint32_t *RESTRICT x = (const uint32_t *)xv;
+    uint16_t *RESTRICT y = (uint16_t *)yv;
+    Py_ssize_t i = i0;
+    for (; i + 8 <= i1; i += 8) {
+        __m256 v = _mm256_loadu_ps((const float *)(x + i));
+        _mm_storeu_si128((__m128i *)(y + i), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+        if (_mm256_movemask_ps(_mm256_cmp_ps(v, v, _CMP_UNORD_Q)))
+            for (Py_ssize_t j = i; j < i + 8; j++)
+                y[j] = k_to_f16(x[j]);
+    }
+    for (; i < i1; i++)
+        y[i] = k_to_f16(x[i]);
+}
+#endif
+
 CLONES static void cast_from_f16(const void *xv, void *yv, Py_ssize_t i0, Py_ssize_t i1)
 {
     const uint16_t *RESTRICT x = (const uint16_t *)xv;
@@ -3720,6 +3743,11 @@ static PyObject *py_half_cast(PyObject *mod, PyObject *const *args, Py_ssize_t n
                             "items in and %zd-byte items out, as many", from, to);
     }
     static unary_fn fns[4] = {cast_to_bf16, cast_from_bf16, cast_to_f16, cast_from_f16};
+#if HAVE_CLONES
+    __builtin_cpu_init();
+    if (mode == 2 && __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx2"))
+        fns[2] = cast_to_f16_f16c;  /* (the same bits: see cast_to_f16_f16c) */
+#endif
     call_ctx c = {(void *)fns[mode], src.buf, NULL, dst.buf, 0, NULL};
     Py_BEGIN_ALLOW_THREADS
     parallel(call_unary, &c, src.len / from, 64, MIN_PART);
@@ -4147,6 +4175,457 @@ static PyObject *py_relu_backward(PyObject *mod, PyObject *const *args, Py_ssize
 }
 
 /* ---------------------------------------------------------------------------------------------
+ * nan_to_num: y = x != x ? nan : x == +inf ? posinf : x == -inf ? neginf : x, the replacements
+ * rounded to the array's dtype once (as NumPy's copyto): np.nan_to_num's values in one pass where
+ * NumPy takes six (a copy, isnan, isposinf, isneginf and three masked copies). p = {nan, posinf,
+ * neginf}; a NaN's payload is replaced, not kept (NumPy's and PyTorch's). */
+CLONES static void nan_to_num_f32(const void *xv, void *yv, Py_ssize_t i0, Py_ssize_t i1,
+                                  const double *p)
+{
+    const float *RESTRICT x = (const float *)xv;
+    float *RESTRICT y = (float *)yv;
+    float nan = (float)p[0], hi = (float)p[1], lo = (float)p[2];
+    for (Py_ssize_t i = i0; i < i1; i++) {
+        float v = x[i];
+        v = v == INFINITY ? hi : v;
+        v = v == -INFINITY ? lo : v;
+        y[i] = x[i] != x[i] ? nan : v;
+    }
+}
+
+CLONES static void nan_to_num_f64(const void *xv, void *yv, Py_ssize_t i0, Py_ssize_t i1,
+                                  const double *p)
+{
+    const double *RESTRICT x = (const double *)xv;
+    double *RESTRICT y = (double *)yv;
+    double nan = p[0], hi = p[1], lo = p[2];
+    for (Py_ssize_t i = i0; i < i1; i++) {
+        double v = x[i];
+        v = v == INFINITY ? hi : v;
+        v = v == -INFINITY ? lo : v;
+        y[i] = x[i] != x[i] ? nan : v;
+    }
+}
+
+/* nan_to_num(x, out, nan, posinf, neginf): float32 or float64 arrays of one size; numbers */
+static PyObject *py_nan_to_num(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 5)
+        return PyErr_Format(PyExc_TypeError, "ember._kernels.nan_to_num: expected 5 arguments");
+    double p[4] = {PyFloat_AsDouble(args[2]), PyFloat_AsDouble(args[3]),
+                   PyFloat_AsDouble(args[4]), 0.0};
+    if (PyErr_Occurred())
+        return NULL;
+    Bufs b;
+    if (take(&b, args, 2, "io") < 0)
+        return NULL;
+    if (same_lengths(&b, b.len[0], 1, 2) < 0) {
+        release(&b);
+        return NULL;
+    }
+    call_ctx c = {b.kind == 'f' ? (void *)nan_to_num_f32 : (void *)nan_to_num_f64, b.p[0], NULL,
+                  b.p[1], 0, p};
+    Py_BEGIN_ALLOW_THREADS
+    parallel(call_unaryp, &c, b.len[0], 64, MIN_PART);
+    Py_END_ALLOW_THREADS
+    release(&b);
+    Py_RETURN_NONE;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * outer: y[i, j] = a[i] * b[j] (rows r0..r1 of an (m, n) result), one rounded multiply per
+ * element as NumPy's broadcast a[:, None] * b[None, :] and PyTorch's, in one vector pass per row
+ * where NumPy's broadcast multiply runs a loop several times slower. */
+typedef void (*outer_fn)(const void *, const void *, void *, Py_ssize_t, Py_ssize_t, Py_ssize_t);
+
+CLONES static void outer_f32(const void *av, const void *bv, void *yv, Py_ssize_t n,
+                             Py_ssize_t r0, Py_ssize_t r1)
+{
+    const float *RESTRICT a = (const float *)av;
+    const float *RESTRICT b = (const float *)bv;
+    for (Py_ssize_t i = r0; i < r1; i++) {
+        float *RESTRICT y = (float *)yv + i * n;
+        float s = a[i];
+        for (Py_ssize_t j = 0; j < n; j++)
+            y[j] = s * b[j];
+    }
+}
+
+CLONES static void outer_f64(const void *av, const void *bv, void *yv, Py_ssize_t n,
+                             Py_ssize_t r0, Py_ssize_t r1)
+{
+    const double *RESTRICT a = (const double *)av;
+    const double *RESTRICT b = (const double *)bv;
+    for (Py_ssize_t i = r0; i < r1; i++) {
+        double *RESTRICT y = (double *)yv + i * n;
+        double s = a[i];
+        for (Py_ssize_t j = 0; j < n; j++)
+            y[j] = s * b[j];
+    }
+}
+
+static void call_outer(void *c, Py_ssize_t r0, Py_ssize_t r1)
+{
+    call_ctx *k = (call_ctx *)c;
+    ((outer_fn)k->f)(k->a, k->b, k->out, k->n, r0, r1);
+}
+
+/* outer(a, b, out): float32 or float64; a m elements, b n, out m * n */
+static PyObject *py_outer(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3)
+        return PyErr_Format(PyExc_TypeError, "ember._kernels.outer: expected 3 arguments");
+    Bufs b;
+    if (take(&b, args, 3, "iio") < 0)
+        return NULL;
+    Py_ssize_t m = b.len[0], n = b.len[1];
+    if (b.len[2] != m * n) {
+        release(&b);
+        return PyErr_Format(PyExc_ValueError, "ember._kernels.outer: out has %zd elements, "
+                            "expected %zd", b.len[2], m * n);
+    }
+    if (m > 0 && n > 0) {
+        call_ctx c = {b.kind == 'f' ? (void *)outer_f32 : (void *)outer_f64, b.p[0], b.p[1],
+                      b.p[2], n, NULL};
+        Py_ssize_t rows = MIN_PART / n > 0 ? MIN_PART / n : 1;
+        Py_BEGIN_ALLOW_THREADS
+        parallel(call_outer, &c, m, 1, rows);
+        Py_END_ALLOW_THREADS
+    }
+    release(&b);
+    Py_RETURN_NONE;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * row_sum: each row's sum by NumPy's pairwise summation (its add.reduce along a contiguous axis):
+ * under 8 elements in order; up to 128 in 8 running sums (lane j takes elements j, j + 8, ...)
+ * combined ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7)), then the tail in order; longer
+ * rows split at n / 2 rounded down to a multiple of 8, each half summed so and the halves
+ * added. The same bits as NumPy's, with the 8 running sums as one vector register where
+ * NumPy's loop keeps them in scalar ones. */
+#define PW_ROWSUM(T, SQ, V)                                                                     \
+CLONES static T pairwise##SQ##_##T(const T *RESTRICT a, Py_ssize_t n)                           \
+{                                                                                               \
+    if (n < 8) {                                                                                \
+        T res = -(T)0.0;                                                                        \
+        for (Py_ssize_t i = 0; i < n; i++)                                                      \
+            res += V(a[i]);                                                                     \
+        return res;                                                                             \
+    }                                                                                           \
+    if (n <= 128) {                                                                             \
+        T r[8];                                                                                 \
+        for (int j = 0; j < 8; j++)                                                             \
+            r[j] = V(a[j]);                                                                     \
+        Py_ssize_t i;                                                                           \
+        for (i = 8; i < n - (n % 8); i += 8)                                                    \
+            for (int j = 0; j < 8; j++)                                                         \
+                r[j] += V(a[i + j]);                                                            \
+        T res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));              \
+        for (; i < n; i++)                                                                      \
+            res += V(a[i]);                                                                     \
+        return res;                                                                             \
+    }                                                                                           \
+    Py_ssize_t n2 = n / 2;                                                                      \
+    n2 -= n2 % 8;                                                                               \
+    return pairwise##SQ##_##T(a, n2) + pairwise##SQ##_##T(a + n2, n - n2);                      \
+}                                                                                               \
+                                                                                                \
+static void row_sum##SQ##_##T(void *c, Py_ssize_t r0, Py_ssize_t r1)                            \
+{                                                                                               \
+    call_ctx *k = (call_ctx *)c;                                                                \
+    const T *x = (const T *)k->a;                                                               \
+    T *y = (T *)k->out;                                                                         \
+    for (Py_ssize_t r = r0; r < r1; r++)                                                        \
+        y[r] = -(T)0.0 + pairwise##SQ##_##T(x + r * k->n, k->n);                                \
+}
+#define PW_SAME(v) (v)
+#define PW_SQUARE(v) ((v) * (v))
+PW_ROWSUM(float, , PW_SAME)
+PW_ROWSUM(double, , PW_SAME)
+PW_ROWSUM(float, _sq, PW_SQUARE)
+PW_ROWSUM(double, _sq, PW_SQUARE)
+
+/* row_sum(x, out, n[, square]): out[r] = the pairwise sum of x's row r (n elements), of their
+ * squares (each rounded, as NumPy's (x * x).sum()) where square is true; float32 or float64 */
+static PyObject *py_row_sum(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3 && nargs != 4)
+        return PyErr_Format(PyExc_TypeError, "ember._kernels.row_sum: expected 3 or 4 arguments");
+    Py_ssize_t n = PyLong_AsSsize_t(args[2]);
+    if (n == -1 && PyErr_Occurred())
+        return NULL;
+    int square = nargs == 4 ? PyObject_IsTrue(args[3]) : 0;
+    if (square < 0)
+        return NULL;
+    Bufs b;
+    if (take(&b, args, 2, "io") < 0)
+        return NULL;
+    if (n <= 0 || b.len[0] != b.len[1] * n) {
+        release(&b);
+        return PyErr_Format(PyExc_ValueError, "ember._kernels.row_sum: %zd elements are not %zd "
+                            "rows of %zd", b.len[0], b.len[1], n);
+    }
+    call_ctx c = {NULL, b.p[0], NULL, b.p[1], n, NULL};
+    Py_ssize_t rows = MIN_PART / n > 0 ? MIN_PART / n : 1;
+    Py_BEGIN_ALLOW_THREADS
+    parallel(b.kind == 'f' ? (square ? row_sum_sq_float : row_sum_float)
+                           : (square ? row_sum_sq_double : row_sum_double), &c, b.len[1], 1, rows);
+    Py_END_ALLOW_THREADS
+    release(&b);
+    Py_RETURN_NONE;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * cumsum: running sums along the middle axis of an (outer, n, inner) array, accumulated in double
+ * and each output rounded once (PyTorch's CPU cumsum; ember's NumPy path cumsum(dtype=float64)
+ * then a cast), from the end where reverse (cumsum's backward). The sum starts at -0.0, as
+ * NumPy's starts at the first element. Units: an outer index with a block of CUM_IB inner
+ * columns (one unit per outer index where inner is 1), their sums side by side in a vector. */
+#define CUM_IB 256
+typedef struct {
+    const void *x;
+    void *y;
+    Py_ssize_t n, inner, blocks;
+    int reverse;
+} cum_ctx;
+
+#define CUMSUM(T)                                                                               \
+CLONES static void cumsum_##T(void *c, Py_ssize_t u0, Py_ssize_t u1)                            \
+{                                                                                               \
+    cum_ctx *k = (cum_ctx *)c;                                                                  \
+    Py_ssize_t n = k->n, inner = k->inner;                                                      \
+    for (Py_ssize_t u = u0; u < u1; u++) {                                                      \
+        Py_ssize_t o = u / k->blocks, j0 = (u % k->blocks) * CUM_IB;                            \
+        Py_ssize_t w = inner - j0 < CUM_IB ? inner - j0 : CUM_IB;                               \
+        const T *RESTRICT x = (const T *)k->x + o * n * inner + j0;                             \
+        T *RESTRICT y = (T *)k->y + o * n * inner + j0;                                         \
+        if (inner == 1) {                                                                       \
+            double s = -0.0;                                                                    \
+            if (k->reverse)                                                                     \
+                for (Py_ssize_t i = n - 1; i >= 0; i--) {                                       \
+                    s += (double)x[i];                                                          \
+                    y[i] = (T)s;                                                                \
+                }                                                                               \
+            else                                                                                \
+                for (Py_ssize_t i = 0; i < n; i++) {                                            \
+                    s += (double)x[i];                                                          \
+                    y[i] = (T)s;                                                                \
+                }                                                                               \
+            continue;                                                                           \
+        }                                                                                       \
+        double acc[CUM_IB];                                                                     \
+        for (Py_ssize_t j = 0; j < w; j++)                                                      \
+            acc[j] = -0.0;                                                                      \
+        for (Py_ssize_t t = 0; t < n; t++) {                                                    \
+            Py_ssize_t row = (k->reverse ? n - 1 - t : t) * inner;                              \
+            for (Py_ssize_t j = 0; j < w; j++) {                                                \
+                acc[j] += (double)x[row + j];                                                   \
+                y[row + j] = (T)acc[j];                                                         \
+            }                                                                                   \
+        }                                                                                       \
+    }                                                                                           \
+}
+CUMSUM(float)
+CUMSUM(double)
+
+/* cumsum(x, out, outer, n, inner, reverse): float32 or float64 arrays of outer * n * inner */
+static PyObject *py_cumsum(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 6)
+        return PyErr_Format(PyExc_TypeError, "ember._kernels.cumsum: expected 6 arguments");
+    Py_ssize_t outer = PyLong_AsSsize_t(args[2]), n = PyLong_AsSsize_t(args[3]),
+               inner = PyLong_AsSsize_t(args[4]);
+    int reverse = PyObject_IsTrue(args[5]);
+    if (PyErr_Occurred())
+        return NULL;
+    Bufs b;
+    if (take(&b, args, 2, "io") < 0)
+        return NULL;
+    if (outer < 0 || n < 0 || inner <= 0 || b.len[0] != outer * n * inner
+        || same_lengths(&b, b.len[0], 1, 2) < 0) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "ember._kernels.cumsum: sizes differ");
+        release(&b);
+        return NULL;
+    }
+    cum_ctx c = {b.p[0], b.p[1], n, inner, (inner + CUM_IB - 1) / CUM_IB, reverse};
+    Py_ssize_t per = n * (inner < CUM_IB ? inner : CUM_IB);
+    Py_ssize_t min_units = per > 0 && MIN_PART / per > 0 ? MIN_PART / per : 1;
+    if (n > 0) {
+        Py_BEGIN_ALLOW_THREADS
+        parallel(b.kind == 'f' ? cumsum_float : cumsum_double, &c, outer * c.blocks, 1, min_units);
+        Py_END_ALLOW_THREADS
+    }
+    release(&b);
+    Py_RETURN_NONE;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * topk_rows: the indices of each row's k largest (or smallest) values, best first, by one scan
+ * with a sorted buffer of k (most elements cost one comparison with the buffer's last), where
+ * NumPy's path partitions each whole row. Only where the answer is unique: a row with a NaN,
+ * two equal values among its k best, or its k-th value twice gets idx[row, 0] = -1 (the caller
+ * takes the NumPy path, whose choice among ties it keeps). k <= TOPK_MAX. */
+#define TOPK_MAX 64
+typedef struct {
+    const void *x;
+    int64_t *idx;
+    Py_ssize_t n, k;
+    int largest;
+} topk_ctx;
+
+#define TOPK(T)                                                                                 \
+static void topk_##T(void *c, Py_ssize_t r0, Py_ssize_t r1)                                     \
+{                                                                                               \
+    topk_ctx *t = (topk_ctx *)c;                                                                \
+    Py_ssize_t n = t->n, k = t->k;                                                              \
+    T sign = t->largest ? (T)1 : (T)-1;                                                         \
+    T bv[TOPK_MAX];                                                                             \
+    int64_t bi[TOPK_MAX];                                                                       \
+    for (Py_ssize_t r = r0; r < r1; r++) {                                                      \
+        const T *x = (const T *)t->x + r * n;                                                   \
+        int64_t *out = t->idx + r * k;                                                          \
+        Py_ssize_t m = 0;                                                                       \
+        int nan = 0;                                                                            \
+        for (Py_ssize_t i = 0; i < n; i++) {                                                    \
+            T v = sign * x[i];  /* (the negation is exact: smallest as largest) */              \
+            nan |= v != v;                                                                      \
+            if (m == k && !(v > bv[k - 1]))                                                     \
+                continue;                                                                       \
+            Py_ssize_t j = m < k ? m++ : k - 1;                                                 \
+            while (j > 0 && v > bv[j - 1]) {                                                    \
+                bv[j] = bv[j - 1];                                                              \
+                bi[j] = bi[j - 1];                                                              \
+                j--;                                                                            \
+            }                                                                                   \
+            bv[j] = v;                                                                          \
+            bi[j] = (int64_t)i;                                                                 \
+        }                                                                                       \
+        int unique = !nan;                                                                      \
+        for (Py_ssize_t j = 1; j < k && unique; j++)                                            \
+            unique = bv[j - 1] > bv[j];                                                         \
+        if (unique) {                                                                           \
+            Py_ssize_t same = 0;                                                                \
+            T last = bv[k - 1];                                                                 \
+            for (Py_ssize_t i = 0; i < n; i++)                                                  \
+                same += sign * x[i] == last;                                                    \
+            unique = same == 1;                                                                 \
+        }                                                                                       \
+        for (Py_ssize_t j = 0; j < k; j++)                                                      \
+            out[j] = bi[j];                                                                     \
+        if (!unique)                                                                            \
+            out[0] = -1;                                                                        \
+    }                                                                                           \
+}
+TOPK(float)
+TOPK(double)
+
+/* topk_rows(x, idx, n, k, largest): x float32/float64 rows of n, idx int64 rows of k
+ * (1 <= k <= min(n, TOPK_MAX)) */
+static PyObject *py_topk_rows(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 5)
+        return PyErr_Format(PyExc_TypeError, "ember._kernels.topk_rows: expected 5 arguments");
+    Py_ssize_t n = PyLong_AsSsize_t(args[2]), k = PyLong_AsSsize_t(args[3]);
+    int largest = PyObject_IsTrue(args[4]);
+    if (PyErr_Occurred())
+        return NULL;
+    if (k < 1 || k > TOPK_MAX || k > n)
+        return PyErr_Format(PyExc_ValueError, "ember._kernels.topk_rows: k %zd out of [1, %d] "
+                            "or above n %zd", k, TOPK_MAX, n);
+    Bufs b;
+    if (take(&b, args, 1, "i") < 0)
+        return NULL;
+    Py_buffer iv;
+    if (PyObject_GetBuffer(args[1], &iv, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE) < 0) {
+        release(&b);
+        return NULL;
+    }
+    const char *f = iv.format ? iv.format : "B";
+    if (*f == '@' || *f == '=' || *f == '<')
+        f++;
+    Py_ssize_t rows = b.len[0] / n;
+    if (iv.itemsize != 8 || !(f[0] == 'q' || f[0] == 'l') || f[1] != '\0'
+        || b.len[0] != rows * n || iv.len / 8 != rows * k) {
+        PyBuffer_Release(&iv);
+        release(&b);
+        return PyErr_Format(PyExc_ValueError, "ember._kernels.topk_rows: idx must be an int64 "
+                            "array of rows * k elements");
+    }
+    topk_ctx c = {b.p[0], (int64_t *)iv.buf, n, k, largest};
+    Py_BEGIN_ALLOW_THREADS
+    parallel(b.kind == 'f' ? topk_float : topk_double, &c, rows, 1,
+             MIN_PART / n > 0 ? MIN_PART / n : 1);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&iv);
+    release(&b);
+    Py_RETURN_NONE;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * tri_copy: tril/triu of each (n, m) matrix of a C-contiguous array of any plain dtype, as bytes:
+ * row i keeps columns j with j - i <= k (lower) or j - i >= k (upper), the rest zero bytes (the
+ * value 0 of every numeric dtype); one copy and one clear per row where NumPy's where() reads a
+ * full-size mask. Units: matrix rows. */
+typedef struct {
+    const char *x;
+    char *y;
+    Py_ssize_t n, m, item, k;
+    int lower;
+} tri_ctx;
+
+static void tri_copy_range(void *c, Py_ssize_t u0, Py_ssize_t u1)
+{
+    tri_ctx *t = (tri_ctx *)c;
+    Py_ssize_t m = t->m, row = m * t->item;
+    for (Py_ssize_t u = u0; u < u1; u++) {
+        Py_ssize_t i = u % t->n;
+        /* columns [lo, hi) are kept */
+        Py_ssize_t lo = t->lower ? 0 : i + t->k, hi = t->lower ? i + t->k + 1 : m;
+        lo = lo < 0 ? 0 : (lo > m ? m : lo);
+        hi = hi < lo ? lo : (hi > m ? m : hi);
+        const char *x = t->x + u * row;
+        char *y = t->y + u * row;
+        memset(y, 0, (size_t)(lo * t->item));
+        memcpy(y + lo * t->item, x + lo * t->item, (size_t)((hi - lo) * t->item));
+        memset(y + hi * t->item, 0, (size_t)((m - hi) * t->item));
+    }
+}
+
+/* tri_copy(src, dst, n, m, itemsize, k, lower): src and dst bytes of matrices (n, m) */
+static PyObject *py_tri_copy(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 7)
+        return PyErr_Format(PyExc_TypeError, "ember._kernels.tri_copy: expected 7 arguments");
+    Py_ssize_t n = PyLong_AsSsize_t(args[2]), m = PyLong_AsSsize_t(args[3]),
+               item = PyLong_AsSsize_t(args[4]), k = PyLong_AsSsize_t(args[5]);
+    int lower = PyObject_IsTrue(args[6]);
+    if (PyErr_Occurred())
+        return NULL;
+    Py_buffer sv, dv;
+    if (PyObject_GetBuffer(args[0], &sv, PyBUF_C_CONTIGUOUS) < 0)
+        return NULL;
+    if (PyObject_GetBuffer(args[1], &dv, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) {
+        PyBuffer_Release(&sv);
+        return NULL;
+    }
+    Py_ssize_t mat = n * m * item;
+    if (n <= 0 || m <= 0 || item <= 0 || sv.len != dv.len || sv.len % mat) {
+        PyBuffer_Release(&sv);
+        PyBuffer_Release(&dv);
+        return PyErr_Format(PyExc_ValueError, "ember._kernels.tri_copy: sizes differ");
+    }
+    tri_ctx c = {(const char *)sv.buf, (char *)dv.buf, n, m, item, k, lower};
+    Py_ssize_t rows = sv.len / (m * item), per = MIN_PART * 4 / (m * item);
+    Py_BEGIN_ALLOW_THREADS
+    parallel(tri_copy_range, &c, rows, 1, per > 0 ? per : 1);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&sv);
+    PyBuffer_Release(&dv);
+    Py_RETURN_NONE;
+}
+
+/* ---------------------------------------------------------------------------------------------
  * normal_'s Box-Muller in 16-element blocks (ops/_mt19937.py `box_muller16_f32`, PyTorch's AVX2
  * `normal_fill_16`): element j of a block pairs with j + 8; r = sqrt(-2 log(1 - u_j)),
  * theta = 2 pi u_(j+8); r cos(theta) goes to j, r sin(theta) to j + 8; then std y + mean by one
@@ -4427,6 +4906,12 @@ static PyMethodDef kernels_methods[] = {
     FAST(box_muller16, "box_muller16(u, out, mean, std, affine): normal_'s float32 Box-Muller blocks."),
     FAST(erfinv, "erfinv(x, out): float32 erfinv, within 1 ulp."),
     FAST(erfinv_backward, "erfinv_backward(y, grad, out): grad sqrt(pi)/2 exp(y^2), float32."),
+    FAST(nan_to_num, "nan_to_num(x, out, nan, posinf, neginf): NaN and infinities replaced."),
+    FAST(outer, "outer(a, b, out): out[i, j] = a[i] * b[j], float32 or float64."),
+    FAST(row_sum, "row_sum(x, out, n[, square]): each n-element row's sum (of squares), NumPy's pairwise order."),
+    FAST(cumsum, "cumsum(x, out, outer, n, inner, reverse): running sums in double, rounded once."),
+    FAST(topk_rows, "topk_rows(x, idx, n, k, largest): each row's k best indices; -1 first: ties."),
+    FAST(tri_copy, "tri_copy(src, dst, n, m, itemsize, k, lower): tril/triu as bytes."),
     {"isa", (PyCFunction)py_isa, METH_NOARGS, "isa(): the instruction set the kernels run on."},
     {"set_num_threads", (PyCFunction)py_set_num_threads, METH_O,
      "set_num_threads(n): threads a large kernel splits over (1: the calling thread alone)."},

@@ -296,6 +296,100 @@ def clamp(x: Any, lo: Any, hi: Any) -> np.ndarray | None:
 _NUMBERS = (int, float, np.float32, np.float64)
 
 
+def row_sum(x: Any, axes: tuple[int, ...] | None, keepdim: bool,
+            square: bool = False) -> np.ndarray | None:
+    """``np.add.reduce(x, axes, keepdims=keepdim)`` (of ``x * x`` where ``square``, without
+    the temporary) of a C-contiguous float32/float64 array over
+    its trailing axes (sorted non-negative ``axes``; None: all), in NumPy's pairwise order with
+    its 8 running sums in a vector: the same bits, several times faster; None where the kernel
+    does not apply (other axes, dtypes, layouts, small arrays)."""
+    k = active
+    if k is None or not _ok(x, True) or x.size < 4096:
+        return None
+    nd = x.ndim
+    if axes is not None and (type(axes) is not tuple or (axes and axes[0] < 0)):
+        axes = tuple(axes) if isinstance(axes, (tuple, list)) else (int(axes),)  # (an int...)
+        axes = tuple(sorted({a % nd for a in axes}))
+    lead = 0 if axes is None else nd - len(axes)
+    if axes is not None and (lead == nd or axes != tuple(range(lead, nd))):
+        return None
+    shape = x.shape[:lead]
+    out = np.empty(shape + (1,) * (nd - lead) if keepdim else shape, x.dtype)
+    k.row_sum(x, out, x.size // out.size, square)
+    return out if out.ndim else out[()]  # (a full sum: a NumPy scalar, as add.reduce's)
+
+
+def cumsum(x: Any, axis: int, reverse: bool = False) -> np.ndarray | None:
+    """``np.cumsum(x, axis, dtype=float64).astype(x.dtype)`` (from the end where ``reverse``:
+    ``flip(cumsum(flip(x)))``) of a C-contiguous float32/float64 array in one pass, the same
+    bits (PyTorch's CPU cumsum: double sums, each output rounded once); None where the kernel
+    does not apply."""
+    k = active
+    if k is None or not _ok(x, True) or x.size < 4096 or x.ndim == 0:
+        return None
+    axis = axis % x.ndim
+    n = x.shape[axis]
+    inner = math.prod(x.shape[axis + 1:])
+    out = np.empty_like(x)
+    k.cumsum(x, out, x.size // (n * inner), n, inner, reverse)
+    return out
+
+
+def topk(x: Any, k: int, largest: bool) -> np.ndarray | None:
+    """The indices (int64, best first) of the ``k`` largest (smallest) values along the last
+    axis of a C-contiguous float32/float64 array, by one scan per row; None where the kernel
+    does not apply (k above 64, small arrays) or a row's answer depends on how ties are broken
+    (a NaN, equal values among the k best or at the k-th place): the NumPy path's choice then."""
+    a = active
+    if a is None or not _ok(x, True) or x.ndim == 0 or x.size < 4096 or not 0 < k <= 64:
+        return None
+    n = x.shape[-1]
+    if k >= n:
+        return None
+    idx = np.empty(x.shape[:-1] + (k,), np.int64)
+    a.topk_rows(x, idx, n, k, largest)
+    return None if (idx[..., 0] < 0).any() else idx
+
+
+def triangle(x: Any, k: int, lower: bool) -> np.ndarray | None:
+    """``where(tri mask, x, 0)`` (tril where ``lower``, else triu, diagonal ``k``) of a
+    C-contiguous host array of any numeric dtype, row by row as bytes: the same bits; None
+    where the kernel does not apply (object dtypes, small or empty arrays)."""
+    a = active
+    if (a is None or type(x) is not np.ndarray or x.ndim < 2 or x.size < 4096
+            or not x.flags.c_contiguous or x.dtype.hasobject):
+        return None
+    out = np.empty(x.shape, x.dtype)
+    n, m = x.shape[-2:]
+    k = max(min(k, m + 1), -n - 1)  # (beyond the matrix: all kept or all zero)
+    a.tri_copy(x.reshape(-1).view(np.uint8), out.reshape(-1).view(np.uint8), n, m,
+               x.dtype.itemsize, k, lower)
+    return out
+
+
+def outer(a: Any, b: Any) -> np.ndarray | None:
+    """``a[:, None] * b[None, :]`` of two 1-D float32 (or two float64) arrays in one pass, the
+    same bits; None where the kernel does not apply (mixed dtypes, small results)."""
+    k = active
+    if (k is None or not _ok(a, True) or not _ok(b, True) or a.dtype != b.dtype
+            or a.ndim != 1 or b.ndim != 1 or a.size * b.size < 4096):
+        return None
+    out = np.empty((a.size, b.size), a.dtype)
+    k.outer(a, b, out)
+    return out
+
+
+def nan_to_num(x: Any, nan: float, posinf: float, neginf: float) -> np.ndarray | None:
+    """``np.nan_to_num(x, nan=, posinf=, neginf=)`` of a float32/float64 array in one pass, the
+    same bits; None where the kernel does not apply (other dtypes, small arrays)."""
+    k = active
+    if k is None or not _ok(x, True) or x.size < 4096:
+        return None
+    out = np.empty_like(x)
+    k.nan_to_num(x, out, float(nan), float(posinf), float(neginf))
+    return out
+
+
 def box_muller16(u: Any, mean: float, std: float) -> np.ndarray | None:
     """normal_'s float32 or float64 normals from uniforms in blocks of 16 (ops/_mt19937.py
     ``box_muller16_f32``/``_f64``), bit for bit PyTorch's at every size; None where the kernel

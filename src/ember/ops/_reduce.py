@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from .. import _backend, _dtype
+from .. import _kernels_loader as _kernels
 from .._tensor_base import TensorBase
 from ..autograd import grad_mode
 from ..autograd.function import Op
@@ -146,6 +147,8 @@ def _sum_arr(x: Any, axes: Any, keepdim: bool) -> Any:
     if x.dtype.kind == "b":
         return x.sum(axis=axes, keepdims=keepdim)
     if type(x) is np.ndarray:  # ndarray.sum's own call, without its Python-level wrapper
+        if (out := _kernels.row_sum(x, axes, keepdim)) is not None:  # (trailing axes: the same
+            return out  # bits in one vector pass)
         return np.add.reduce(x, axes, x.dtype, None, keepdim)
     return x.sum(axis=axes, keepdims=keepdim, dtype=x.dtype)
 

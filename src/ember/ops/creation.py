@@ -373,10 +373,17 @@ def _linspace_values(s: Any, e: Any, n: int, np_dt: Any) -> np.ndarray:
         s0, e0 = np.float64(s), np.float64(e)
         step = np.longdouble((e0 - s0) / np.float64(n - 1))
         wide = np.longdouble
-    idx = np.arange(n)
-    up = wide(s0) + step * idx.astype(wide)
-    down = wide(e0) - step * (n - 1 - idx).astype(wide)
-    return np.where(idx < n // 2, up, down).astype(np_dt)
+    h = n // 2  # (each half computed alone: no full-size index, where or second pass)
+    res = np.empty(n, np_dt)
+    up = np.arange(h, dtype=wide)
+    up *= step
+    up += wide(s0)
+    res[:h] = up
+    down = np.arange(n - 1 - h, -1, -1, dtype=wide)  # n - 1 - idx for idx in [h, n)
+    down *= step
+    np.subtract(wide(e0), down, out=down)
+    res[h:] = down
+    return res
 
 
 def _into(out: Any, name: str, make: Any, shape: tuple, dtype: Any, device: Any,

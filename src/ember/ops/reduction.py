@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from .. import _backend, _dtype
+from .. import _kernels_loader as _kernels
 from .._tensor_base import TensorBase, data_of
 from ..autograd.function import Op
 from . import _out, return_types
@@ -148,8 +149,10 @@ class Mean(Op):
         ctx.n = n
         xw = _wide(x)
         if n:
-            total = np.add.reduce(xw, axes, None, None, keepdim) if type(xw) is np.ndarray \
-                else xw.sum(axis=axes, keepdims=keepdim)  # (ndarray.sum's call, unwrapped)
+            if type(xw) is not np.ndarray:
+                total = xw.sum(axis=axes, keepdims=keepdim)
+            elif (total := _kernels.row_sum(xw, axes, keepdim)) is None:  # (the same bits)
+                total = np.add.reduce(xw, axes, None, None, keepdim)  # (ndarray.sum's call)
             return _narrow(total / n, x.dtype)
         with _quiet(ctx.xp):  # the mean of nothing is NaN, as in PyTorch
             return _narrow(xw.sum(axis=axes, keepdims=keepdim) / 0.0, x.dtype)

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from .. import _backend, _dtype
+from .. import _kernels_loader as _kernels
 from .._tensor_base import data_of, wrap_dim
 from ..autograd.function import Op
 from . import _out, return_types
@@ -299,7 +300,9 @@ class Norm(Op):
         ctx.shape, ctx.axes, ctx.keepdim, ctx.p = x.shape, axes, keepdim, p
         xw = _wide(x)
         if p == 2:
-            out = _narrow(xp.sqrt((xw * xw).sum(axis=axes, keepdims=keepdim)), x.dtype)
+            if (ss := _kernels.row_sum(xw, axes, keepdim, True)) is None:  # (the same bits)
+                ss = (xw * xw).sum(axis=axes, keepdims=keepdim)
+            out = _narrow(xp.sqrt(ss), x.dtype)
         elif p == 0:
             out = (x != 0).sum(axis=axes, keepdims=keepdim).astype(x.dtype)
         else:

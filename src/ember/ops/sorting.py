@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from .. import _backend, _dtype
+from .. import _kernels_loader as _kernels
 from .._tensor_base import TensorBase, data_of, wrap_dim
 from ..autograd.function import Op
 from . import _out, return_types
@@ -81,7 +82,9 @@ def topk(input: Any, k: int, dim: int = -1, largest: bool = True, sorted: bool =
         raise RuntimeError(
             f"selected index k out of range (k = {k}, but dimension {d} has size {n})"
         )
-    if 0 < k < n and n > 64:  # partition first: O(n), then sort only the k candidates
+    if d == a.ndim - 1 and (idx := _kernels.topk(a, k, largest)) is not None:
+        pass  # (one scan per row; the same indices: used only where no tie decides them)
+    elif 0 < k < n and n > 64:  # partition first: O(n), then sort only the k candidates
         if largest:
             cand = xp.argpartition(a, n - k, axis=d)
             cand = xp.take(cand, xp.arange(n - k, n), axis=d)
@@ -188,7 +191,9 @@ def unique(input: Any, sorted: bool = True, return_inverse: bool = False,
     if a.dtype.kind == "c":
         raise _unordered(input, "\"unique\" not implemented for '{dt}'")
     xp = _backend.xp_of(a)
-    if dim is None:
+    if dim is None and xp is np and a.dtype.kind in "iu" and a.size:
+        vals, inv, counts = _unique_ints(a, return_inverse, return_counts)
+    elif dim is None:
         vals, inv, counts = xp.unique(a.reshape(-1), return_inverse=True, return_counts=True,
                                       equal_nan=False)
         inv = inv.reshape(a.shape)
@@ -268,6 +273,39 @@ def searchsorted(sorted_sequence: Any, input: Any, *, out_int32: bool = False,
         res = _batched_searchsorted(xp, seq, vals, right)
     res = TensorBase._make(xp.asarray(res).astype(np.int32 if out_int32 else np.int64))
     return res if out is None else _out.write(out, res, "searchsorted")
+
+
+def _unique_ints(a: np.ndarray, ret_inv: bool, ret_counts: bool) -> tuple:
+    """unique of a host integer array (values, inverse, counts: None where not asked): by
+    counting where the values span at most a few times their number (a table of counts, no
+    sort), else NumPy's sort with the inverse's argsort only when asked. Integers have one
+    representation each, so any exact method gives the same results."""
+    lo, hi = int(a.min()), int(a.max())
+    span = hi - lo + 1
+    if span > 4 * a.size + 65536:
+        if not (ret_inv or ret_counts):  # (a sort and a mask: NumPy's unique hashes first)
+            srt = np.sort(a, axis=None)
+            keep = np.empty(srt.size, bool)
+            keep[0] = True
+            np.not_equal(srt[1:], srt[:-1], out=keep[1:])
+            return srt[keep], None, None
+        vals, inv, counts = np.unique(a.reshape(-1), return_inverse=True, return_counts=True)
+        return vals, inv.reshape(a.shape), counts
+    if a.dtype.itemsize < 8:  # (widened first: 127 - -128 wraps in int8)
+        off = a.astype(np.intp) - lo
+    else:  # (in its own dtype: no wrap, every value is at least lo and the span is small)
+        off = (a - a.dtype.type(lo)).astype(np.intp, copy=False)
+    cnt = np.bincount(off.reshape(-1), minlength=span)
+    present = np.flatnonzero(cnt)
+    if a.dtype.itemsize < 8:
+        vals = (present + lo).astype(a.dtype)
+    else:  # (a uint64 lo may pass int64's range; the sums stay within [lo, hi])
+        vals = present.astype(a.dtype) + a.dtype.type(lo)
+    inv = None
+    if ret_inv:
+        rank = np.cumsum(cnt != 0) - 1
+        inv = rank[off]
+    return vals, inv, cnt[present] if ret_counts else None
 
 
 def _unique_result(vals: Any, inv: Any, counts: Any, ret_inv: bool, ret_counts: bool) -> Any:
