@@ -4122,16 +4122,21 @@ CLONES static void clamp_f64(const void *xv, void *yv, Py_ssize_t i0, Py_ssize_t
     }
 }
 
-/* clamp(x, out, lo, hi): float32 or float64 arrays of one size; lo, hi numbers (not NaN) */
-static PyObject *py_clamp(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
+/* A unary kernel with number parameters over float32 or float64 arrays: (x, out, p0, ...,
+ * p{nparams-1}), x and out of one size (a multiple of block), split over threads in parts of
+ * at least min_part elements */
+static PyObject *run_unary_fd(PyObject *const *args, Py_ssize_t nargs, const char *name,
+                              int nparams, unaryp_fn f32, unaryp_fn f64, Py_ssize_t block,
+                              Py_ssize_t min_part)
 {
-    if (nargs != 4)
-        return PyErr_Format(PyExc_TypeError, "ember._kernels.clamp: expected 4 arguments");
-    double p[4] = {PyFloat_AsDouble(args[2]), PyFloat_AsDouble(args[3]), 0.0, 0.0};
+    if (nargs != 2 + nparams)
+        return PyErr_Format(PyExc_TypeError, "ember._kernels.%s: expected %d arguments", name,
+                            2 + nparams);
+    double p[4] = {0.0, 0.0, 0.0, 0.0};
+    for (int i = 0; i < nparams; i++)
+        p[i] = PyFloat_AsDouble(args[2 + i]);
     if (PyErr_Occurred())
         return NULL;
-    if (p[0] != p[0] || p[1] != p[1])
-        return PyErr_Format(PyExc_ValueError, "ember._kernels.clamp: a NaN bound");
     Bufs b;
     if (take(&b, args, 2, "io") < 0)
         return NULL;
@@ -4139,13 +4144,30 @@ static PyObject *py_clamp(PyObject *mod, PyObject *const *args, Py_ssize_t nargs
         release(&b);
         return NULL;
     }
-    call_ctx c = {b.kind == 'f' ? (void *)clamp_f32 : (void *)clamp_f64, b.p[0], NULL, b.p[1],
-                  0, p};
+    if (b.len[0] % block != 0) {
+        release(&b);
+        return PyErr_Format(PyExc_ValueError, "ember._kernels.%s: %zd elements, not blocks of %zd",
+                            name, b.len[0], block);
+    }
+    call_ctx c = {b.kind == 'f' ? (void *)f32 : (void *)f64, b.p[0], NULL, b.p[1], 0, p};
     Py_BEGIN_ALLOW_THREADS
-    parallel(call_unaryp, &c, b.len[0], 64, MIN_PART);
+    parallel(call_unaryp, &c, b.len[0], 64, min_part);
     Py_END_ALLOW_THREADS
     release(&b);
     Py_RETURN_NONE;
+}
+
+/* clamp(x, out, lo, hi): float32 or float64 arrays of one size; lo, hi numbers (not NaN) */
+static PyObject *py_clamp(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs == 4) {
+        double lo = PyFloat_AsDouble(args[2]), hi = PyFloat_AsDouble(args[3]);
+        if (PyErr_Occurred())
+            return NULL;
+        if (lo != lo || hi != hi)
+            return PyErr_Format(PyExc_ValueError, "ember._kernels.clamp: a NaN bound");
+    }
+    return run_unary_fd(args, nargs, "clamp", 2, clamp_f32, clamp_f64, 1, MIN_PART);
 }
 
 /* relu's backward from its output: res = out <= 0 ? +0 : grad (a NaN output passes the
@@ -4210,26 +4232,8 @@ CLONES static void nan_to_num_f64(const void *xv, void *yv, Py_ssize_t i0, Py_ss
 /* nan_to_num(x, out, nan, posinf, neginf): float32 or float64 arrays of one size; numbers */
 static PyObject *py_nan_to_num(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 5)
-        return PyErr_Format(PyExc_TypeError, "ember._kernels.nan_to_num: expected 5 arguments");
-    double p[4] = {PyFloat_AsDouble(args[2]), PyFloat_AsDouble(args[3]),
-                   PyFloat_AsDouble(args[4]), 0.0};
-    if (PyErr_Occurred())
-        return NULL;
-    Bufs b;
-    if (take(&b, args, 2, "io") < 0)
-        return NULL;
-    if (same_lengths(&b, b.len[0], 1, 2) < 0) {
-        release(&b);
-        return NULL;
-    }
-    call_ctx c = {b.kind == 'f' ? (void *)nan_to_num_f32 : (void *)nan_to_num_f64, b.p[0], NULL,
-                  b.p[1], 0, p};
-    Py_BEGIN_ALLOW_THREADS
-    parallel(call_unaryp, &c, b.len[0], 64, MIN_PART);
-    Py_END_ALLOW_THREADS
-    release(&b);
-    Py_RETURN_NONE;
+    return run_unary_fd(args, nargs, "nan_to_num", 3, nan_to_num_f32, nan_to_num_f64, 1,
+                        MIN_PART);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -4743,32 +4747,9 @@ static void box_muller16_f64(const void *uv, void *yv, Py_ssize_t i0, Py_ssize_t
  * of 16 (checked: the loops read whole blocks) */
 static PyObject *py_box_muller16(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 5)
-        return PyErr_Format(PyExc_TypeError, "ember._kernels.box_muller16: expected 5 arguments");
-    double p[4] = {PyFloat_AsDouble(args[2]), PyFloat_AsDouble(args[3]),
-                   PyFloat_AsDouble(args[4]), 0.0};
-    if (PyErr_Occurred())
-        return NULL;
-    Bufs b;
-    if (take(&b, args, 2, "io") < 0)
-        return NULL;
-    if (same_lengths(&b, b.len[0], 1, 2) < 0) {
-        release(&b);
-        return NULL;
-    }
-    if (b.len[0] % 16 != 0) {
-        release(&b);
-        return PyErr_Format(PyExc_ValueError,
-                            "ember._kernels.box_muller16: %zd uniforms, not blocks of 16",
-                            b.len[0]);
-    }
-    call_ctx c = {b.kind == 'f' ? (void *)box_muller16_f32 : (void *)box_muller16_f64, b.p[0],
-                  NULL, b.p[1], 0, p};
-    Py_BEGIN_ALLOW_THREADS
-    parallel(call_unaryp, &c, b.len[0], 64, b.kind == 'f' ? MIN_PART : MIN_PART / 16);
-    Py_END_ALLOW_THREADS
-    release(&b);
-    Py_RETURN_NONE;
+    /* (parts of 2048 values: each costs a log, a sin and a cos) */
+    return run_unary_fd(args, nargs, "box_muller16", 3, box_muller16_f32, box_muller16_f64, 16,
+                        MIN_PART / 16);
 }
 
 /* bernoulli53(capsule, limit, out, scale, direct): dropout's noise (ops/nn/dropout.py `_noise`),
