@@ -118,34 +118,29 @@ def _ok2(x: Any, g: Any, f64: bool = False) -> bool:
 
 
 # -- elementwise -----------------------------------------------------------------------------
-def erf(x: Any) -> np.ndarray | None:
-    """erf(x) of a float32 array, within 1 ulp; None where the kernel does not apply."""
+def _unary32(name: str, x: Any) -> np.ndarray | None:
+    """The float32 kernel ``name`` of x into a new array; None where it does not apply."""
     k = active
     if k is None or not _ok(x):
         return None
     out = np.empty_like(x)
-    k.erf(x, out)
+    getattr(k, name)(x, out)
     return out
+
+
+def erf(x: Any) -> np.ndarray | None:
+    """erf(x) of a float32 array, within 1 ulp; None where the kernel does not apply."""
+    return _unary32("erf", x)
 
 
 def erfc(x: Any) -> np.ndarray | None:
     """erfc(x) of a float32 array, within 1 ulp (relative, also in the tail)."""
-    k = active
-    if k is None or not _ok(x):
-        return None
-    out = np.empty_like(x)
-    k.erfc(x, out)
-    return out
+    return _unary32("erfc", x)
 
 
 def erfinv(x: Any) -> np.ndarray | None:
     """erfinv(x) of a float32 array, within 1 ulp; None where the kernel does not apply."""
-    k = active
-    if k is None or not _ok(x):
-        return None
-    out = np.empty_like(x)
-    k.erfinv(x, out)
-    return out
+    return _unary32("erfinv", x)
 
 
 def erfinv_backward(y: Any, grad: Any) -> np.ndarray | None:
