@@ -53,6 +53,25 @@ def ulps(got: np.ndarray, exact: np.ndarray, slack: float | np.ndarray = 0.0) ->
     return float(np.max(err / ulp)) if e.size else 0.0
 
 
+def build_isa_variant(march: str, tmp_path: Path) -> Path:
+    """src/ember/_kernels.c compiled again without its target clones, for one instruction set
+    (``-march``), into ``tmp_path``: the path of the extension."""
+    so = tmp_path / ("_kernels" + sysconfig.get_config_var("EXT_SUFFIX"))
+    cmd = ["cc", "-shared", "-fPIC", "-std=c11", "-O3", "-ffp-contract=off", "-fno-trapping-math",
+           "-fno-math-errno", f"-march={march}", "-DEMBER_KERNELS_NO_CLONES",
+           f"-I{sysconfig.get_paths()['include']}", str(ROOT / "src/ember/_kernels.c"),
+           "-o", str(so), "-lm"]
+    subprocess.run(cmd, check=True, capture_output=True, timeout=300)
+    return so
+
+
+def run_variant(script: str, so: Path, *paths: Path) -> None:
+    """``script`` (which loads the extension ``so`` from argv[1]) in a fresh interpreter with the
+    native core off, the ``paths`` after it."""
+    subprocess.run([sys.executable, "-c", script, str(so), *map(str, paths)], check=True,
+                   timeout=300, env={**os.environ, "EMBER_PURE_PYTHON": "1"})
+
+
 def _points() -> np.ndarray:
     """float32 points across every range the kernels treat apart, plus normal activations."""
     rng = np.random.default_rng(0)
@@ -219,17 +238,10 @@ def test_erf_family_gives_the_same_bits_in_each_isa_variant(dense, march, tmp_pa
         pytest.skip("this CPU cannot run x86-64-v3 code")
     x, _, g = dense
     x, g = x[::8].copy(), g[::8].copy()
-    so = tmp_path / ("_kernels" + sysconfig.get_config_var("EXT_SUFFIX"))
-    cmd = ["cc", "-shared", "-fPIC", "-std=c11", "-O3", "-ffp-contract=off", "-fno-trapping-math",
-           "-fno-math-errno", f"-march={march}", "-DEMBER_KERNELS_NO_CLONES",
-           f"-I{sysconfig.get_paths()['include']}", str(ROOT / "src/ember/_kernels.c"),
-           "-o", str(so), "-lm"]
-    subprocess.run(cmd, check=True, capture_output=True, timeout=300)
+    so = build_isa_variant(march, tmp_path)
     np.save(tmp_path / "x.npy", x)
     np.save(tmp_path / "g.npy", g)
-    subprocess.run([sys.executable, "-c", _VARIANT, str(so), str(tmp_path / "x.npy"),
-                    str(tmp_path / "g.npy"), str(tmp_path / "out.npy")], check=True, timeout=300,
-                   env={**os.environ, "EMBER_PURE_PYTHON": "1"})
+    run_variant(_VARIANT, so, tmp_path / "x.npy", tmp_path / "g.npy", tmp_path / "out.npy")
     got = np.load(tmp_path / "out.npy")
     for name, a, b in zip(("erf", "erfc", "gelu", "gelu_backward"), got, _erf_family(x, g)):
         assert a.tobytes() == b.tobytes(), (name, march, L.active.isa())

@@ -12,19 +12,16 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import sys
-import sysconfig
 from pathlib import Path
 
 import numpy as np
 import pytest
-from test_kernels import ulps
+from test_kernels import build_isa_variant, run_variant, ulps
 
 import ember
 from ember import _kernels_loader as L
 
-ROOT = Path(__file__).resolve().parent.parent
 needs_kernels = pytest.mark.skipif(L.active is None, reason=f"kernels off: {L.reason}")
 
 
@@ -186,17 +183,10 @@ def test_float32_kernels_give_the_same_bits_in_each_isa_variant(sweep, march, tm
         pytest.skip("this CPU cannot run x86-64-v3 code")
     x, g = sweep
     x, g = x[::4].copy(), g[::4].copy()  # 4.4M points
-    so = tmp_path / ("_kernels" + sysconfig.get_config_var("EXT_SUFFIX"))
-    cmd = ["cc", "-shared", "-fPIC", "-std=c11", "-O3", "-ffp-contract=off", "-fno-trapping-math",
-           "-fno-math-errno", f"-march={march}", "-DEMBER_KERNELS_NO_CLONES",
-           f"-I{sysconfig.get_paths()['include']}", str(ROOT / "src/ember/_kernels.c"),
-           "-o", str(so), "-lm"]
-    subprocess.run(cmd, check=True, capture_output=True, timeout=300)
+    so = build_isa_variant(march, tmp_path)
     np.save(tmp_path / "x.npy", x)
     np.save(tmp_path / "g.npy", g)
-    subprocess.run([sys.executable, "-c", _VARIANT, str(so), str(tmp_path / "x.npy"),
-                    str(tmp_path / "g.npy"), str(tmp_path / "out.npy")], check=True, timeout=300,
-                   env={**os.environ, "EMBER_PURE_PYTHON": "1"})
+    run_variant(_VARIANT, so, tmp_path / "x.npy", tmp_path / "g.npy", tmp_path / "out.npy")
     got = np.load(tmp_path / "out.npy")
     here = [L.activation("sigmoid", x), L.activation("silu", x),
             L.activation_backward("silu", x, g), L.activation("elu", x, *SELU),

@@ -10,14 +10,11 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import sys
-import sysconfig
-from pathlib import Path
 
 import numpy as np
 import pytest
-from test_kernels import ulps
+from test_kernels import build_isa_variant, run_variant, ulps
 from test_kernels_f32 import _supports
 
 import ember
@@ -25,7 +22,6 @@ from ember import _kernels_loader as L
 from ember import _special
 from helpers import torch
 
-ROOT = Path(__file__).resolve().parent.parent
 needs_kernels = pytest.mark.skipif(L.active is None, reason=f"kernels off: {L.reason}")
 
 
@@ -144,16 +140,10 @@ def test_fma_kernels_give_the_same_bits_in_each_isa_variant(sweep, march, tmp_pa
     if march == "x86-64-v3" and not all(_supports(f) for f in ("avx2", "fma", "bmi2")):
         pytest.skip("this CPU cannot run x86-64-v3 code")
     x = sweep[::8].copy()
-    so = tmp_path / ("_kernels" + sysconfig.get_config_var("EXT_SUFFIX"))
-    cmd = ["cc", "-shared", "-fPIC", "-std=c11", "-O3", "-ffp-contract=off", "-fno-trapping-math",
-           "-fno-math-errno", f"-march={march}", "-DEMBER_KERNELS_NO_CLONES",
-           f"-I{sysconfig.get_paths()['include']}", str(ROOT / "src/ember/_kernels.c"),
-           "-o", str(so), "-lm"]
-    subprocess.run(cmd, check=True, capture_output=True, timeout=300)
+    so = build_isa_variant(march, tmp_path)
     np.save(tmp_path / "x.npy", x)
-    outs = [str(tmp_path / f"out{j}.npy") for j in range(4)]
-    subprocess.run([sys.executable, "-c", _VARIANT, str(so), str(tmp_path / "x.npy"), *outs],
-                   check=True, timeout=300, env={**os.environ, "EMBER_PURE_PYTHON": "1"})
+    outs = [tmp_path / f"out{j}.npy" for j in range(4)]
+    run_variant(_VARIANT, so, tmp_path / "x.npy", *outs)
     got, rows, lse, bm = (np.load(f) for f in outs)
     y = L.erfinv(x)
     assert got[0].tobytes() == y.tobytes(), (march, L.active.isa())
