@@ -449,6 +449,34 @@ def _cols(xp: Any, buf: Any, g: _Geom, groups: int) -> Any:
     return v.reshape(groups, (C // groups) * g.kh * g.kw, N * g.L)
 
 
+def _image_cols_source(x4: np.ndarray, g: _Geom, groups: int) -> np.ndarray | None:
+    """None where the eager kernel builds the per-image columns (one group, a C-ordered input:
+    the padding read as zeros), else the padded input that ``_image_cols`` copies from."""
+    if groups == 1 and _kl.active is not None and x4.flags.c_contiguous:
+        return None
+    return _conv_input(np, x4, g)
+
+
+def _image_cols(x4: np.ndarray, buf: np.ndarray | None, g: _Geom, groups: int, n0: int, n: int,
+                cn: np.ndarray, K: int) -> None:
+    """Images n0 .. n0 + n's columns into the first K rows of ``cn`` (n, groups, K + extra, L),
+    by the eager kernel (``buf`` None) or a strided copy of the padded input ``buf``: the same
+    values."""
+    if buf is None:  # (per image: the K + extra rows of L apart)
+        geom = (n, x4.shape[1], g.H, g.W, g.kh, g.kw, g.sh, g.sw, g.pt, g.pl, g.dh, g.dw, g.OH,
+                g.OW, cn.shape[1] * cn.shape[2] * g.L, g.L, g.OW, 1, 0)
+        _kl.im2col(x4[n0:n0 + n], None, geom, cn)
+        return
+    s0, s1, s2, s3 = buf.strides
+    Cg = x4.shape[1] // groups
+    v = np.lib.stride_tricks.as_strided(
+        buf[n0:], (n, groups, Cg, g.kh, g.kw, g.OH, g.OW),
+        (s0, Cg * s1, s1, g.dh * s2, g.dw * s3, g.sh * s2, g.sw * s3))
+    dst = cn[:, :, :K]
+    dst.shape = v.shape  # (a view: raises rather than copy)
+    dst[...] = v
+
+
 def _image_forward(x4: np.ndarray, w3: np.ndarray, b: np.ndarray | None, g: _Geom,
                    groups: int) -> tuple[np.ndarray, None]:
     """The per-image convolution on the host: input (N, C, H, W), weight (groups, O / groups,
@@ -460,7 +488,6 @@ def _image_forward(x4: np.ndarray, w3: np.ndarray, b: np.ndarray | None, g: _Geo
     the padded input: the same values."""
     N, C = x4.shape[:2]
     G, Og, K = w3.shape
-    Cg = C // G
     extra = 0 if b is None else 1
     if extra:
         w3 = np.concatenate([w3, b.reshape(G, Og, 1)], axis=2)
@@ -470,24 +497,11 @@ def _image_forward(x4: np.ndarray, w3: np.ndarray, b: np.ndarray | None, g: _Geo
     cols = np.empty((min(step, N), G, K + extra, g.L), dtype=x4.dtype)
     if extra:
         cols[:, :, K] = 1
-    kern = G == 1 and _kl.active is not None and x4.flags.c_contiguous
-    if not kern:
-        buf = _conv_input(np, x4, g)
-        s0, s1, s2, s3 = buf.strides
+    buf = _image_cols_source(x4, g, G)
     for n0 in range(0, N, step):
         n = min(step, N - n0)
         cn = cols[:n]
-        if kern:  # (per image: K + extra rows of L, the taps' rows first)
-            geom = (n, C, g.H, g.W, g.kh, g.kw, g.sh, g.sw, g.pt, g.pl, g.dh, g.dw, g.OH, g.OW,
-                    per, g.L, g.OW, 1, 0)
-            _kl.im2col(x4[n0:n0 + n], None, geom, cn)
-        else:
-            v = np.lib.stride_tricks.as_strided(
-                buf[n0:], (n, G, Cg, g.kh, g.kw, g.OH, g.OW),
-                (s0, Cg * s1, s1, g.dh * s2, g.dw * s3, g.sh * s2, g.sw * s3))
-            dst = cn[:, :, :K]
-            dst.shape = v.shape  # (a view: raises rather than copy)
-            dst[...] = v
+        _image_cols(x4, buf, g, G, n0, n, cn, K)  # (the taps' K rows first, then the bias's)
         np.matmul(w3, cn, out=y[n0:n0 + n])
     return y.reshape(N, G * Og, g.OH, g.OW), None
 
@@ -505,22 +519,11 @@ def _image_weight_grad(x4: np.ndarray, g4: np.ndarray, g: _Geom, groups: int,
     parts = np.empty((N, G, K, Og), dtype=x4.dtype)
     step = max(1, _IMAGE_CHUNK_BYTES // max(G * K * g.L * x4.itemsize, 1))
     cols = np.empty((min(step, N), G, K, g.L), dtype=x4.dtype)
-    kern = G == 1 and _kl.active is not None and x4.flags.c_contiguous
-    if not kern:
-        buf = _conv_input(np, x4, g)
-        s0, s1, s2, s3 = buf.strides
+    buf = _image_cols_source(x4, g, G)
     for n0 in range(0, N, step):
         n = min(step, N - n0)
         cn = cols[:n]
-        if kern:
-            _kl.im2col(x4[n0:n0 + n], None, _kgeom(g, n, C, True), cn)
-        else:
-            v = np.lib.stride_tricks.as_strided(
-                buf[n0:], (n, G, Cg, g.kh, g.kw, g.OH, g.OW),
-                (s0, Cg * s1, s1, g.dh * s2, g.dw * s3, g.sh * s2, g.sw * s3))
-            dst = cn.view()
-            dst.shape = v.shape  # (a view: raises rather than copy)
-            dst[...] = v
+        _image_cols(x4, buf, g, G, n0, n, cn, K)
         np.matmul(cn, gt[n0:n0 + n].swapaxes(2, 3), out=parts[n0:n0 + n])
     gw = np.empty(shape, dtype=x4.dtype)
     gw.reshape(G, Og, -1)[...] = parts.sum(axis=0).swapaxes(1, 2)
