@@ -209,6 +209,12 @@ class FakeCudaArray(np.ndarray):
 fake_cuda_track: Any = None
 
 
+def cuda_array_type() -> type | None:
+    """The exact type of a CUDA array (CuPy's ``ndarray``, or ``FakeCudaArray`` under fake
+    CUDA), or None while CuPy has not been loaded (then no array is a CUDA one)."""
+    return None if _cupy is None else _cupy.ndarray
+
+
 def cuda_is_fake() -> bool:
     """Whether ``cuda`` is fake CUDA (NumPy arrays) rather than CuPy's."""
     return bool(getattr(_cupy, "ember_fake_cuda", False))

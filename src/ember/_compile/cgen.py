@@ -247,6 +247,7 @@ class Group:
         self.outer = self.size = 0
         self.helpers = ""  # C the function calls (``@NAME@`` stands for its name)
         self.fin = ""  # an all-element reduction's combining function (``@NAME@_fin``)
+        self.cuda = False  # emitted for CUDA instead (cudagen.py)
 
 
 def _broadcastable(shape: tuple, to: tuple) -> bool:
@@ -255,12 +256,12 @@ def _broadcastable(shape: tuple, to: tuple) -> bool:
     return all(d == 1 or d == t for d, t in zip(shape[::-1], to[::-1]))
 
 
-def _try_add(g: Group, k: int, st: tuple, info: tuple) -> bool:
+def _try_add(g: Group, k: int, st: tuple, info: tuple, reductions: bool = True) -> bool:
     """Append op step ``st`` to group ``g`` when it can be computed there; False if not."""
     if g.reduce is not None or info is None:
         return False
     if st[1] in RTABLE:
-        return _try_reduce(g, k, st, info)
+        return reductions and _try_reduce(g, k, st, info)
     entry = TABLE.get(st[1])
     if entry is None:
         return False
@@ -345,8 +346,9 @@ def _try_reduce(g: Group, k: int, st: tuple, info: tuple) -> bool:
     return True
 
 
-def plan(prog: Program) -> list[Group]:
-    """The fused groups of ``prog`` (two ops or more each), with their C source."""
+def plan(prog: Program, reductions: bool = True) -> list[Group]:
+    """The fused groups of ``prog`` (two ops or more each), with their C source; with
+    ``reductions`` False no sum or mean ends a group (CUDA's: cudagen.py)."""
     groups: list[Group] = []
     cur: Group | None = None
     op_i = 0
@@ -356,7 +358,7 @@ def plan(prog: Program) -> list[Group]:
             info = prog.op_info[op_i]
             op_i += 1
         if st[0] is OP and cur is not None and len(cur.ks) < MAX_OPS \
-                and _try_add(cur, k, st, info):
+                and _try_add(cur, k, st, info, reductions):
             continue
         if st[0] is MASK and cur is not None:
             # a dropout mask depends on its input's shape, dtype and layout only (the group's
@@ -368,7 +370,7 @@ def plan(prog: Program) -> list[Group]:
         cur = None
         if st[0] is OP and st[7][0] is not None and 0 not in st[7][0]:
             g = Group(st[7][0])
-            if _try_add(g, k, st, info):
+            if _try_add(g, k, st, info, reductions):
                 cur = g
     if cur is not None and len(cur.ks) > 1:
         groups.append(cur)
@@ -730,6 +732,8 @@ class BGroup:
         self.spent: list[int] = []  # slots the replay clears after the run
         self.body: list[str] = []
         self.name = self.comment = self.source = ""
+        self.outer = self.size = 0
+        self.cuda = False  # emitted for CUDA instead (cudagen.py)
 
 
 # rules worth a C call alone: their NumPy path takes several passes (ReLU's mask: a compare, a

@@ -27,7 +27,7 @@ from .. import _threads
 from .._tensor_base import TensorBase
 from ..autograd import function as _function
 from ..autograd.engine import sum_to_shape
-from . import cc, cgen, config
+from . import cc, cgen, config, cudagen
 from .replay import (
     _NODE_CLS,
     ShapeChanged,
@@ -87,10 +87,13 @@ def _native_groups(prog: Program, ns: dict) -> tuple[dict, dict]:
     """The fused groups of ``prog`` built as C (cgen.py, cc.py), forward ones by first step,
     backward ones by first schedule entry; empty when there are none or the build failed (then
     NumPy runs every op, as before)."""
-    groups = cgen.plan(prog)
+    cuda = cudagen.is_cuda(prog)
+    groups = cgen.plan(prog, reductions=not cuda)
     bgroups = cgen.plan_backward(prog) if prog.needs_grad and backward_native else []
     if not groups and not bgroups:
         return {}, {}
+    if cuda:
+        return _cuda_groups(prog, ns, groups, bgroups)
     funcs: dict[str, str] = {}  # identical kernels share one function
     for g in [*groups, *bgroups]:
         n = len(g.inputs) + len(g.outputs) if isinstance(g, cgen.Group) else \
@@ -107,7 +110,8 @@ def _native_groups(prog: Program, ns: dict) -> tuple[dict, dict]:
     prog.c_source = source
     by_object = _data_offset_ok(lib)
     prog.c_by_object = by_object
-    ns["EMPTY"], ns["ND"] = np.empty, np.ndarray
+    # (GA: the exact array type a group's C takes; EMPTY makes its outputs)
+    ns["EMPTY"], ns["GA"], ns["CONTIG"] = np.empty, np.ndarray, np.ascontiguousarray
     out: dict = {}
     bout: dict = {}
     callk = _call_kernel() if by_object else None
@@ -134,6 +138,33 @@ def _native_groups(prog: Program, ns: dict) -> tuple[dict, dict]:
     return out, bout
 
 
+def _cuda_groups(prog: Program, ns: dict, groups: list, bgroups: list) -> tuple[dict, dict]:
+    """The fused groups of a CUDA program as CuPy kernels (cudagen.py), called as the C ones
+    are; CuPy compiles each at its first call (and caches it on disk). Without CuPy's
+    ``ElementwiseKernel`` (an older CuPy) the ops run one by one, as before."""
+    from .. import _backend
+
+    xp = _backend._cupy
+    if not hasattr(xp, "ElementwiseKernel"):
+        return {}, {}
+    ns["EMPTY"], ns["GA"], ns["CONTIG"] = xp.empty, _backend.cuda_array_type(), \
+        xp.ascontiguousarray
+    prog.c_by_object = True  # (the arrays themselves are passed)
+    out: dict = {}
+    bout: dict = {}
+    texts: dict[str, str] = {}
+    for prefix, gs, where, make in (("KG", groups, out, cudagen.forward_kernel),
+                                    ("KB", bgroups, bout, cudagen.backward_kernel)):
+        for i, g in enumerate(gs):
+            k = make(g)
+            g.name, g.cuda = k.name, True
+            texts.setdefault(k.name, k.source())
+            ns[f"{prefix}{i}"] = cudagen.launcher(cudagen.build(xp, k))
+            where[g.ks[0]] = (i, g)
+    prog.c_source = cudagen.PREAMBLE + "".join(texts.values())
+    return out, bout
+
+
 def _call(fn: str, g: Any, args: str, ns: dict) -> str:
     """The statement calling kernel ``fn`` over its whole loop: split over ember's threads
     (``_threads``: ``set_num_threads``, ``OMP_NUM_THREADS``) when it is large enough; each
@@ -141,7 +172,7 @@ def _call(fn: str, g: Any, args: str, ns: dict) -> str:
     Unsplit, through the native core's ``call_kernel`` where ``_native_groups`` set it up."""
     ns[f"{fn}_N"] = g.outer  # (sizes by name: the text is the same for another batch size)
     whole = f"CALLK({fn}P, 0, {fn}_N, {args})" if f"{fn}P" in ns else f"{fn}(0, {fn}_N, {args})"
-    if g.size < _threads.THRESHOLD or g.outer < 2:
+    if g.size < _threads.THRESHOLD or g.outer < 2 or g.cuda:
         return whole
     ns["THR"], ns["SPLIT"], ns[f"{fn}_S"] = _threads, _split, g.size
     return f"SPLIT({fn}, {fn}_N, ({args},)) if THR.cut <= {fn}_S else {whole}"
@@ -190,7 +221,7 @@ def _group_lines(i: int, g: cgen.Group, prog: Program, ns: dict, add: Any, pad: 
     # (an op on 0-d arrays may return a NumPy scalar: not an array, NumPy runs the group; a
     # mask drawn in the group takes the layout of a C-contiguous value: C-contiguous)
     masks = {prog.steps[k][4] for k in g.masks}
-    check = " and ".join(f"type(s{s}) is ND and s{s}.flags.c_contiguous"
+    check = " and ".join(f"type(s{s}) is GA and s{s}.flags.c_contiguous"
                          for s, _dt, _sh in g.inputs if s not in masks) or "True"
     add(f"{pad}if {check}:")
     ns[f"GS{i}"] = g.shape
@@ -591,13 +622,12 @@ def _bgroup_lines(i: int, g: cgen.BGroup, prog: Program, ns: dict, add: Any) -> 
         op_ci[j] = (ci, sj)
     for j, (ci, sj) in op_ci.items():
         add(f"    sv{i}_{j} = ctxs[{ci}]._saved[{sj}]")
-    checks = [f"g{s} is not None and type(g{s}) is ND and g{s}.shape == BSH{i} and "
+    checks = [f"g{s} is not None and type(g{s}) is GA and g{s}.shape == BSH{i} and "
               f"g{s}.dtype == BDT{i}" for s in g.loads]
-    checks += [f"type(sv{i}_{j}) is ND and sv{i}_{j}.flags.c_contiguous" for j in op_ci]
+    checks += [f"type(sv{i}_{j}) is GA and sv{i}_{j}.flags.c_contiguous" for j in op_ci]
     add(f"    if {' and '.join(checks) or 'True'}:")
     # an incoming gradient in another layout (a sum's or mean's backward hands a broadcast
     # view) is copied to C order: one pass, where the rules one by one would take several
-    ns["CONTIG"] = np.ascontiguousarray
     for s in g.loads:
         add(f"        if not g{s}.flags.c_contiguous: g{s} = CONTIG(g{s})")
     outs = [f"bo{i}_{j}" for j in range(len(g.outputs))]

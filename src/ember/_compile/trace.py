@@ -538,10 +538,19 @@ def _op_info(ctx: Any, raw: list, outputs: list) -> tuple | None:
     ``("arr", dtype, shape)`` or ``("py", value)``; the outputs' dtypes; where each saved value
     comes from (``("arg", i)``, ``("out", j)`` or None); the attributes ``forward`` set on the
     ctx (Python scalars and tuples of ints only; a tuple of ints is a ``"py"`` argument too).
-    None when the ctx holds anything else (cgen.py then leaves the op to NumPy)."""
+    None when the ctx holds anything else (cgen.py then leaves the op to NumPy).
+
+    Arrays are those of the op's device: NumPy's on the CPU, CuPy's (or fake CUDA's) on CUDA
+    (cudagen.py emits those groups); an argument of another type (a 0-d CPU tensor joining a
+    CUDA op) is ``("other",)``, which no group fuses."""
+    if not outputs or outputs[0] is None:
+        return None
+    kind = type(outputs[0]._data)
+    if kind is not np.ndarray and kind is not _backend.cuda_array_type():
+        return None
     args = []
     for r in raw:
-        if type(r) is np.ndarray:
+        if type(r) is kind:
             args.append(("arr", r.dtype, r.shape))
         elif type(r) in _PY_SCALARS or _int_tuple(r):
             args.append(("py", r))
@@ -549,7 +558,7 @@ def _op_info(ctx: Any, raw: list, outputs: list) -> tuple | None:
             args.append(("other",))
     outs = []
     for o in outputs:
-        if o is None or type(o._data) is not np.ndarray:
+        if o is None or type(o._data) is not kind:
             return None
         outs.append(o._data)
     saved: Any = None

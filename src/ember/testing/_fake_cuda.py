@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from .. import _backend
+from ._fake_kernels import ElementwiseKernel
 
 __all__ = ["FAKE_CUPY", "fake_cuda"]
 
@@ -261,6 +262,7 @@ class _FakeCupy(_FakeModule):
     def __init__(self) -> None:
         super().__init__(np)
         self.ndarray = _backend.FakeCudaArray
+        self.ElementwiseKernel = ElementwiseKernel  # (compile's CUDA kernels, run on the host)
         self.cuda = types.SimpleNamespace(
             Device=_Device, runtime=_Runtime, Stream=_Stream, Event=_Event,
             get_current_stream=_current_stream, get_elapsed_time=_elapsed_ms,

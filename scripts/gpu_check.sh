@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The checks that need an NVIDIA GPU, in one call (a few minutes): run from the repository's root
+# on a machine with CuPy and a GPU,
+#
+#     bash scripts/gpu_check.sh [OUTDIR]
+#
+# 1. what the machine has (GPU, driver, CuPy, NumPy, PyTorch where installed);
+# 2. ember's native extension built for this Python (the pure-Python fallback runs if it fails);
+# 3. the tests whose `cuda` device runs only with a GPU: compile's CUDA kernels against eager mode
+#    bit for bit (tests/test_compile_cuda.py), every op family on the device
+#    (tests/test_devices.py, its `cuda` rows), autocast on CUDA (tests/test_amp.py);
+# 4. the CUDA benchmark (bench/compile_cuda.py): eager, compiled and PyTorch on the same GPU.
+# Logs go to OUTDIR (default: $OUT, else /tmp/ember-gpu). The exit status is the tests'.
+set -uo pipefail
+out=${1:-${OUT:-/tmp/ember-gpu}}
+mkdir -p "$out"
+py=${PYTHON:-python3}
+export PYTHONPATH="$PWD/src:$PWD" PYTHONUNBUFFERED=1 EMBER_CACHE_DIR="$out/kernel-cache"
+
+{
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv || true
+  "$py" -c "import sys, numpy, cupy; print('python', sys.version.split()[0], 'numpy', \
+numpy.__version__, 'cupy', cupy.__version__, 'gpus', cupy.cuda.runtime.getDeviceCount())"
+  "$py" -c "import torch; print('torch', torch.__version__, torch.cuda.is_available())" || true
+} 2>&1 | tee "$out/machine.txt"
+
+if ! "$py" setup.py build_ext --inplace >"$out/build.log" 2>&1; then
+  echo "native build failed: the pure-Python modules run (see build.log)"
+fi
+
+timeout 420 "$py" -m pytest -q -p no:cacheprovider -o addopts="" -rs \
+  tests/test_compile_cuda.py "tests/test_devices.py" tests/test_amp.py -k "cuda" 2>&1 \
+  | tee "$out/tests.log"
+status=${PIPESTATUS[0]}
+
+timeout 150 "$py" -m bench.compile_cuda --repeat 3 --iters 10 2>&1 | tee "$out/bench.log"
+exit "$status"
