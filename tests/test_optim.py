@@ -809,7 +809,12 @@ def test_adam_blocked_step_is_bit_for_bit_the_plain_one(decoupled, wd, monkeypat
                 p.grad = ember.tensor(g)
             opt.step()
         monkeypatch.undo()
-        assert len(calls) == (12 if blocked else 0)  # 3 parameters x 4 steps
+        # 3 parameters x 4 steps; with the native kernels, steps 2-4 take the group's one call
+        # (Adam._group_step: the same kernel), which test_adam_group_step_* compares
+        # (not with an L2 weight decay: that one stays per parameter)
+        group = ember._kernels_loader.active is not None and (decoupled or wd == 0)
+        per_param = 3 if group else 12
+        assert len(calls) == (per_param if blocked else 0)
         return [p.detach().numpy().copy() for p in ps]
 
     blocked, plain = run(True), run(False)
@@ -824,3 +829,59 @@ def test_adam_blocked_step_is_bit_for_bit_the_plain_one(decoupled, wd, monkeypat
     f.grad, c.grad = ember.tensor(np.asfortranarray(g)), ember.tensor(g)
     opt.step()
     np.testing.assert_array_equal(f.detach().numpy(), c.detach().numpy())
+
+
+@pytest.mark.parametrize("cls,kw", [
+    ("Adam", {}), ("Adam", {"weight_decay": 0.05}), ("AdamW", {"weight_decay": 0.1}),
+    ("Adam", {"amsgrad": True}), ("Adam", {"maximize": True}),
+    ("Adam", {"weight_decay": 0.1, "decoupled_weight_decay": True}),
+])
+def test_adam_group_step_equals_the_per_parameter_steps(cls, kw, monkeypatch):
+    """Adam's whole-group native call (Adam._group_step, _kernels.adam_many) gives the bits of
+    the per-parameter path, steps and state included, for float32 and float64 parameters, a
+    0-d one, one without a gradient at some steps and one added in a later group; options it
+    does not take (amsgrad, maximize, L2 weight decay) leave the group to the per-parameter
+    path. Checked against PyTorch's trajectory too where it is installed."""
+    from ember.optim import adam as adam_mod
+
+    rng = np.random.default_rng(4)
+    inits = [rng.standard_normal((5, 3)).astype(np.float32), rng.standard_normal(4),
+             np.array(0.5, np.float32), rng.standard_normal(7).astype(np.float32)]
+    grads = [[rng.standard_normal(a.shape).astype(a.dtype) for a in inits] for _ in range(5)]
+
+    def run(group_step: bool, lib=ember):
+        calls = []
+        if lib is ember:
+            real = adam_mod.Adam._group_step
+            monkeypatch.setattr(adam_mod.Adam, "_group_step",
+                                (lambda self, *a: calls.append(real(self, *a)) or calls[-1])
+                                if group_step else None)
+        ps = [lib.tensor(a.copy(), requires_grad=True) for a in inits]
+        opt = getattr(lib.optim, cls)(ps[:3], lr=1e-2, **kw)
+        opt.add_param_group({"params": [ps[3]], "lr": 3e-3})
+        for k, gs in enumerate(grads):
+            for j, (p, g) in enumerate(zip(ps, gs)):
+                p.grad = None if (j == 1 and k == 2) else lib.tensor(g)
+            opt.step()
+        monkeypatch.undo()
+        state = [{key: np.asarray(v.detach().numpy() if hasattr(v, "detach") else v)
+                  for key, v in opt.state[p].items()} for p in ps]
+        return [p.detach().numpy().copy() for p in ps], state, calls
+
+    (a, sa, calls), (b, sb, _) = run(True), run(False)
+    native = ember._kernels_loader.active is not None
+    took = [c for c in calls if c]
+    plain_only = kw.get("amsgrad") or kw.get("maximize") or (
+        kw.get("weight_decay") and cls == "Adam" and not kw.get("decoupled_weight_decay"))
+    assert len(took) == (0 if plain_only or not native else 2 * 4)  # 2 groups x steps 2-5
+    for x, y in zip(a, b):
+        assert x.dtype == y.dtype
+        np.testing.assert_array_equal(x, y)
+    for x, y in zip(sa, sb):
+        assert x.keys() == y.keys()
+        for key in x:
+            np.testing.assert_array_equal(x[key], y[key])
+    torch = pytest.importorskip("torch")
+    ref, _, _ = run(False, torch)
+    for x, y in zip(a, ref):
+        np.testing.assert_allclose(x, y, rtol=1e-6, atol=1e-7)

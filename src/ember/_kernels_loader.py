@@ -773,6 +773,17 @@ def adam_step(d: Any, g: Any, m: Any, v: Any, vmax: Any, decay: float, b1: float
     return True
 
 
+def adam_many(ds: list, gs: list, ms: list, vs: list, steps: list, decay: float, b1: float,
+              b2: float, eps: float, lr: float) -> bool:
+    """A parameter group's Adam/AdamW steps in one call (``adam_step`` for each, after
+    ``step += 1``), all or nothing: False (nothing changed) where the kernels are off or an
+    array is not a C-contiguous float32/float64 NumPy array (the caller steps them one by one)."""
+    k = active
+    if k is None:
+        return False
+    return k.adam_many(np.ndarray, ds, gs, ms, vs, steps, decay, b1, b2, eps, lr)
+
+
 def sgd_momentum_step(d: Any, g: Any, buf: Any, momentum: float, dampening: float, lr: float,
                       nesterov: bool) -> bool:
     """buf = momentum buf + (1 - dampening) g; d -= lr (g + momentum buf if nesterov else buf),

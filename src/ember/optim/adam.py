@@ -82,6 +82,41 @@ class Adam(Optimizer):
         )
         super().__init__(params, defaults)
 
+    def _group_step(self, params: list, o: SimpleNamespace) -> bool:
+        """The group's steps in one native call (``_kernels.adam_many``: ``_update``'s kernel
+        path, the same bits) when every parameter with a gradient has its state and plain
+        float arrays and the options are plain numbers; False otherwise (``_update`` runs)."""
+        if (o.maximize or o.amsgrad or not _BLOCKED or type(self)._update is not Adam._update
+                or (o.weight_decay != 0 and not o.decoupled_weight_decay)
+                or type(o.lr) not in _NUMBER or type(o.beta1) not in _NUMBER
+                or type(o.beta2) not in _NUMBER or type(o.eps) not in _NUMBER
+                or type(o.weight_decay) not in _NUMBER):
+            return False
+        state = self.state
+        live, ds, gs, ms, vs, ss = [], [], [], [], [], []
+        try:
+            for p in params:
+                g = p.grad
+                if g is None:
+                    continue
+                st = state[p]
+                live.append(p)
+                ds.append(p._data)
+                gs.append(g._data)
+                ms.append(st["exp_avg"]._data)
+                vs.append(st["exp_avg_sq"]._data)
+                ss.append(st["step"]._data)
+        except (KeyError, AttributeError):  # a first step (no state yet), or another kind
+            return False
+        decay = 1.0 - o.lr * o.weight_decay if o.decoupled_weight_decay else 1.0
+        if not _kernels.adam_many(ds, gs, ms, vs, ss, decay, o.beta1, o.beta2, o.eps, o.lr):
+            return False
+        for p in live:
+            v = p._version
+            if v is not None:  # changed in place: saved copies are stale
+                v[0] += 1
+        return True
+
     def _update(self, p: Tensor, g: Any, o: SimpleNamespace) -> None:
         d = p._data
         state = self.state[p]

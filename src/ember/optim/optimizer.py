@@ -11,6 +11,8 @@ An algorithm is one method::
 
     def _update(self, p, g, o) -> None:     # once per parameter: p.Tensor, g = p.grad array
 
+(and optionally ``_group_step(params, o) -> bool``, a whole group in one call where it can),
+
 where ``o`` holds the parameter group's options by name (``o.lr``, ``o.weight_decay``,
 ``o.beta1``...), read once per group and step as Python floats and flags (see
 :func:`_step_options`).
@@ -419,8 +421,11 @@ class Optimizer:
         cache = self.__dict__.get("_options_cache")
         if cache is None:
             cache = self.__dict__["_options_cache"] = {}
+        whole = self._group_step  # an algorithm's step of a whole group in one call, or None
         for group in self.param_groups:
             options = _cached_step_options(cache, group, self.defaults)
+            if whole is not None and bad is None and whole(group["params"], options):
+                continue
             for p in group["params"]:
                 g = p.grad
                 if g is None:
@@ -440,6 +445,11 @@ class Optimizer:
                 if v is not None:  # the parameter changed in place: saved copies are stale
                     v[0] += 1
         return loss
+
+    # an algorithm may step a whole group at once: ``_group_step(params, o)`` returns True when
+    # it did (every parameter with a gradient updated, versions bumped), False to leave the
+    # group to ``_update`` (Adam's native path: adam.py)
+    _group_step: Callable[[list, SimpleNamespace], bool] | None = None
 
     # PyTorch's rule for a complex parameter: it, its gradient and its state update as pairs of
     # real numbers (view_as_real), so Adam's second moment is |g|^2 per part, not g * g. An
