@@ -885,3 +885,54 @@ def test_adam_group_step_equals_the_per_parameter_steps(cls, kw, monkeypatch):
     ref, _, _ = run(False, torch)
     for x, y in zip(a, ref):
         np.testing.assert_allclose(x, y, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("kw", [
+    {}, {"momentum": 0.9}, {"momentum": 0.9, "nesterov": True},
+    {"momentum": 0.8, "dampening": 0.3}, {"weight_decay": 0.01}, {"maximize": True},
+])
+def test_sgd_group_step_equals_the_per_parameter_steps(kw, monkeypatch):
+    """SGD's whole-group native call (SGD._group_step, _kernels.sgd_many) gives the bits of the
+    per-parameter path (momentum buffers included) for float32, float64 and 0-d parameters, one
+    of them without a gradient at a step; weight decay and maximize stay per parameter. Checked
+    against PyTorch's trajectory too where it is installed."""
+    from ember.optim import sgd as sgd_mod
+
+    rng = np.random.default_rng(5)
+    inits = [rng.standard_normal((5, 3)).astype(np.float32), rng.standard_normal(4),
+             np.array(0.5, np.float32), rng.standard_normal(70000).astype(np.float32)]
+    grads = [[rng.standard_normal(a.shape).astype(a.dtype) for a in inits] for _ in range(4)]
+
+    def run(group_step: bool, lib=ember):
+        calls = []
+        if lib is ember:
+            real = sgd_mod.SGD._group_step
+            monkeypatch.setattr(sgd_mod.SGD, "_group_step",
+                                (lambda self, *a: calls.append(real(self, *a)) or calls[-1])
+                                if group_step else None)
+        ps = [lib.tensor(a.copy(), requires_grad=True) for a in inits]
+        opt = lib.optim.SGD(ps, lr=0.1, **kw)
+        for k, gs in enumerate(grads):
+            for j, (p, g) in enumerate(zip(ps, gs)):
+                p.grad = None if (j == 1 and k == 2) else lib.tensor(g)
+            opt.step()
+        monkeypatch.undo()
+        bufs = [np.asarray(opt.state[p]["momentum_buffer"].detach().numpy())
+                if "momentum_buffer" in opt.state[p] else None for p in ps]
+        return [p.detach().numpy().copy() for p in ps], bufs, calls
+
+    (a, ba, calls), (b, bb, _) = run(True), run(False)
+    native = ember._kernels_loader.active is not None
+    plain_only = kw.get("weight_decay") or kw.get("maximize")
+    first = 1 if kw.get("momentum") else 0  # (the first momentum step makes the buffers)
+    assert sum(map(bool, calls)) == (0 if plain_only or not native else 4 - first)
+    for x, y in zip(a + ba, b + bb):
+        if x is None:
+            assert y is None
+            continue
+        assert x.dtype == y.dtype
+        np.testing.assert_array_equal(x, y)
+    torch = pytest.importorskip("torch")
+    ref, _, _ = run(False, torch)
+    for x, y in zip(a, ref):
+        np.testing.assert_allclose(x, y, rtol=1e-6, atol=1e-6)

@@ -2247,6 +2247,19 @@ CLONES static void sgd_##T(opt_ctx *c, Py_ssize_t i0, Py_ssize_t i1)            
 SGD(float)
 SGD(double)
 
+/* plain SGD (optim/sgd.py without momentum): d -= g lr, lr rounded to T as NumPy's weak scalar */
+#define SGD_PLAIN(T)                                                                               \
+CLONES static void sgd_plain_##T(opt_ctx *c, Py_ssize_t i0, Py_ssize_t i1)                         \
+{                                                                                                  \
+    T *RESTRICT d = (T *)c->d;                                                                     \
+    const T *RESTRICT g = (const T *)c->g;                                                         \
+    const T lr = (T)c->step;                                                                       \
+    for (Py_ssize_t i = i0; i < i1; i++)                                                           \
+        d[i] = d[i] - g[i] * lr;                                                                   \
+}
+SGD_PLAIN(float)
+SGD_PLAIN(double)
+
 /* RMSprop (optim/rmsprop.py): v = v alpha + (g g) c; centered: a = a alpha + g c,
  * r = sqrt(v - a a), else r = sqrt(v); r = g / (r + eps); with momentum b = b mom + r,
  * d -= b lr, else d -= r lr (c = 1 - alpha) */
@@ -3775,6 +3788,15 @@ static void call_sgd(void *cv, Py_ssize_t i0, Py_ssize_t i1)
         sgd_double(c, i0, i1);
 }
 
+static void call_sgd_plain(void *cv, Py_ssize_t i0, Py_ssize_t i1)
+{
+    opt_ctx *c = (opt_ctx *)cv;
+    if (c->kind == 'f')
+        sgd_plain_float(c, i0, i1);
+    else
+        sgd_plain_double(c, i0, i1);
+}
+
 static void call_rmsprop(void *cv, Py_ssize_t i0, Py_ssize_t i1)
 {
     opt_ctx *c = (opt_ctx *)cv;
@@ -3907,6 +3929,74 @@ static PyObject *py_adam_many(PyObject *mod, PyObject *const *args, Py_ssize_t n
         PyBuffer_Release(&items[i].sv);
         release(&items[i].b);
     }
+    PyMem_Free(items);
+    return PyBool_FromLong(ok);
+}
+
+/* sgd_many(cls, ds, gs, bufs | None, momentum, 1 - dampening | None, lr, nesterov): a group's
+ * SGD steps (optim/sgd.py's _group_step) in one call: without bufs d -= g lr, with them
+ * sgd_momentum()'s pass per parameter. All or nothing, as adam_many: every array exactly of type
+ * cls, C-contiguous, one float dtype per parameter, g of d's shape; else False, nothing changed. */
+static PyObject *py_sgd_many(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
+{
+    double mom = 0.0, damp = 1.0, lr;
+    if (nargs != 8)
+        return PyErr_Format(PyExc_TypeError, "ember._kernels.sgd_many: expected 8 arguments");
+    PyTypeObject *cls = (PyTypeObject *)args[0];
+    int with_bufs = args[3] != Py_None;
+    for (int j = 1; j <= 3; j++)
+        if ((j < 3 || with_bufs) && !PyList_CheckExact(args[j]))
+            return PyErr_Format(PyExc_TypeError, "ember._kernels.sgd_many: lists expected");
+    Py_ssize_t n = PyList_GET_SIZE(args[1]);
+    if (PyList_GET_SIZE(args[2]) != n || (with_bufs && PyList_GET_SIZE(args[3]) != n))
+        return PyErr_Format(PyExc_ValueError, "ember._kernels.sgd_many: lists differ");
+    int damped = args[5] != Py_None;
+    if (doubles(args + 4, 1, &mom) < 0 || (damped && doubles(args + 5, 1, &damp) < 0)
+        || doubles(args + 6, 1, &lr) < 0)
+        return NULL;
+    int nesterov = PyObject_IsTrue(args[7]);
+    if (nesterov < 0)
+        return NULL;
+    Bufs *items = PyMem_Calloc(n ? (size_t)n : 1, sizeof(Bufs));
+    if (!items)
+        return PyErr_NoMemory();
+    Py_ssize_t taken = 0;
+    int ok = 1;
+    for (Py_ssize_t i = 0; i < n && ok; i++) {
+        PyObject *a[3] = {PyList_GET_ITEM(args[1], i), PyList_GET_ITEM(args[2], i),
+                          with_bufs ? PyList_GET_ITEM(args[3], i) : Py_None};
+        for (int j = 0; j < 2 + with_bufs; j++)
+            if (!Py_IS_TYPE(a[j], cls))
+                ok = 0;
+        if (!ok || take(&items[i], a, 3, "oiO") < 0) {
+            ok = 0;
+            break;
+        }
+        Py_buffer *vd = &items[i].v[0], *vg = &items[i].v[1];
+        int same = vd->ndim == vg->ndim;
+        for (int k = 0; same && k < vd->ndim; k++)
+            same = vd->shape[k] == vg->shape[k];
+        if (!same || same_lengths(&items[i], items[i].len[0], 1, 3) < 0) {
+            release(&items[i]);
+            ok = 0;
+            break;
+        }
+        taken = i + 1;
+    }
+    if (ok) {
+        for (Py_ssize_t i = 0; i < n; i++) {
+            Bufs *b = &items[i];
+            opt_ctx c = {b->kind, b->p[0], b->p[2], NULL, NULL, b->p[1],
+                         0.0, mom, damp, 0.0, 0.0, 0.0, 0.0, lr, nesterov, damped};
+            Py_BEGIN_ALLOW_THREADS
+            parallel(with_bufs ? call_sgd : call_sgd_plain, &c, b->len[0], 64, MIN_PART);
+            Py_END_ALLOW_THREADS
+        }
+    } else {
+        PyErr_Clear();  /* (a parameter the kernel does not take: the caller's loop runs) */
+    }
+    for (Py_ssize_t i = 0; i < taken; i++)
+        release(&items[i]);
     PyMem_Free(items);
     return PyBool_FromLong(ok);
 }
@@ -4963,6 +5053,8 @@ static PyMethodDef kernels_methods[] = {
     FAST(group_norm_backward,
          "group_norm_backward(x, w, mean, rstd, grad, gx, gw, gb, C, hw, G): None: skip."),
     FAST(adam, "adam(d, g, m, v, vmax, decay, b1, c1, c2, b2, bc2, eps, step): one Adam step."),
+    FAST(sgd_many, "sgd_many(cls, ds, gs, bufs | None, momentum, 1 - dampening | None, lr, "
+                   "nesterov): a group's SGD steps; False (nothing changed) where one does not fit."),
     FAST(adam_many, "adam_many(cls, ds, gs, ms, vs, steps, decay, b1, b2, eps, lr): a group's "
                     "Adam steps; False (nothing changed) where an array does not fit."),
     FAST(rmsprop, "rmsprop(d, g, v, grad_avg, buf, alpha, 1 - alpha, eps, momentum, lr)."),

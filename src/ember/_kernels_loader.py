@@ -784,6 +784,17 @@ def adam_many(ds: list, gs: list, ms: list, vs: list, steps: list, decay: float,
     return k.adam_many(np.ndarray, ds, gs, ms, vs, steps, decay, b1, b2, eps, lr)
 
 
+def sgd_many(ds: list, gs: list, bufs: list | None, momentum: float, damp: float | None,
+             lr: float, nesterov: bool) -> bool:
+    """A parameter group's SGD steps in one call (without ``bufs``: d -= g lr; with them the
+    momentum step, ``damp`` = 1 - dampening or None), all or nothing: False (nothing changed)
+    where the kernels are off or an array does not fit (the caller steps them one by one)."""
+    k = active
+    if k is None:
+        return False
+    return k.sgd_many(np.ndarray, ds, gs, bufs, momentum, damp, lr, nesterov)
+
+
 def sgd_momentum_step(d: Any, g: Any, buf: Any, momentum: float, dampening: float, lr: float,
                       nesterov: bool) -> bool:
     """buf = momentum buf + (1 - dampening) g; d -= lr (g + momentum buf if nesterov else buf),

@@ -15,6 +15,9 @@ from .optimizer import Optimizer, ParamsT, _check_lr, _check_nonneg
 __all__ = ["SGD"]
 
 
+_NUMBER = (float, int)  # options the native group step takes (as C doubles)
+
+
 class SGD(Optimizer):
     r"""Stochastic gradient descent, PyTorch's algorithm::
 
@@ -64,6 +67,40 @@ class SGD(Optimizer):
             differentiable=differentiable, fused=fused,
         )
         super().__init__(params, defaults)
+
+    def _group_step(self, params: list, o: SimpleNamespace) -> bool:
+        """The group's steps in one native call (``_kernels.sgd_many``: ``_update``'s
+        arithmetic, the same bits) when every parameter with a gradient is a plain float array
+        (with its momentum buffer, after the first step) and the options are plain numbers;
+        False otherwise (``_update`` runs)."""
+        if (o.maximize or o.weight_decay != 0 or type(self)._update is not SGD._update
+                or type(o.lr) not in _NUMBER or type(o.momentum) not in _NUMBER
+                or type(o.dampening) not in _NUMBER):
+            return False
+        momentum = o.momentum != 0
+        state = self.state
+        live, ds, gs, bs = [], [], [], []
+        try:
+            for p in params:
+                g = p.grad
+                if g is None:
+                    continue
+                live.append(p)
+                ds.append(p._data)
+                gs.append(g._data)
+                if momentum:
+                    bs.append(state[p]["momentum_buffer"]._data)
+        except (KeyError, AttributeError):  # a first step (no buffer yet), or another kind
+            return False
+        damp = 1.0 - o.dampening if o.dampening != 0 else None
+        if not _kernels.sgd_many(ds, gs, bs if momentum else None, o.momentum, damp, o.lr,
+                                 bool(o.nesterov)):
+            return False
+        for p in live:
+            v = p._version
+            if v is not None:  # changed in place: saved copies are stale
+                v[0] += 1
+        return True
 
     def _update(self, p: Tensor, g: Any, o: SimpleNamespace) -> None:
         d = p._data
