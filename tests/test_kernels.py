@@ -1189,3 +1189,24 @@ def test_softmax_lse_short_rows_equal_the_lane_path(dtype) -> None:
         lse_only = np.empty((300, 1), dtype)
         L.active.softmax_lse(x, None, lse_only, n)
         np.testing.assert_array_equal(lse_only, lse)
+
+
+@needs_kernels
+def test_direct_mt19937_twist_gives_numpys_words() -> None:
+    """The kernel's own MT19937 twist (three vectorised runs) steps NumPy's state as NumPy does:
+    the draws before the first twist tell whether the state's layout is the one the kernel
+    knows (else skip); every draw after it, over many twists, must then be NumPy's."""
+    a, b = np.random.MT19937(2024), np.random.MT19937(2024)
+    a.random_raw(100)
+    b.random_raw(100)
+    n = 20000  # 40,000 words: 64 twists
+    out = np.empty(n, np.float64)
+    L.active.bernoulli53(a.capsule, 1 << 52, out, 1.0, True)
+    words = b.random_raw(2 * n).astype(np.uint64)
+    draws = (words[0::2] << np.uint64(32)) | words[1::2]
+    want = ((draws & np.uint64((1 << 53) - 1)) < np.uint64(1 << 52)).astype(np.float64)
+    before_twist = (624 - 100) // 2
+    if not np.array_equal(out[:before_twist], want[:before_twist]):
+        pytest.skip("this NumPy's MT19937 state is not the layout the kernel knows")
+    np.testing.assert_array_equal(out, want)
+    assert a.random_raw(3).tolist() == b.random_raw(3).tolist()  # the state left alike
