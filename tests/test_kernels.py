@@ -1210,3 +1210,26 @@ def test_direct_mt19937_twist_gives_numpys_words() -> None:
         pytest.skip("this NumPy's MT19937 state is not the layout the kernel knows")
     np.testing.assert_array_equal(out, want)
     assert a.random_raw(3).tolist() == b.random_raw(3).tolist()  # the state left alike
+
+
+@needs_kernels
+@pytest.mark.parametrize("direct", [False, True])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_mt_uniform_gives_the_numpy_paths_uniforms(direct, dtype, monkeypatch) -> None:
+    """rand/uniform_/normal_'s uniforms from one kernel pass (mt_uniform) equal ops/_mt19937.py's
+    NumPy path (unit24: low 24 bits of a word; unit53: low 53 bits of a 64-bit draw), value for
+    value across chunk edges, and leave the generator where the NumPy path leaves it."""
+    from ember.ops import _mt19937
+
+    if direct and not L._check_direct_mt(L.active):
+        pytest.skip("this NumPy's MT19937 state is not the layout the kernel knows")
+    monkeypatch.setattr(L, "_direct_mt", direct)
+    unit = _mt19937.unit24 if dtype == np.float32 else _mt19937.unit53
+    for n in (65, 1000, 1024, 2049, 5000, 70001):
+        a, b = np.random.MT19937(n), np.random.MT19937(n)
+        got = L.mt_uniform(a, n, dtype)
+        with L.disabled():
+            want = unit(b, n)
+        assert got.dtype == want.dtype == dtype
+        np.testing.assert_array_equal(got, want)
+        assert a.random_raw(3).tolist() == b.random_raw(3).tolist()

@@ -4982,6 +4982,56 @@ static PyObject *py_bernoulli53(PyObject *mod, PyObject *const *args, Py_ssize_t
     Py_RETURN_NONE;
 }
 
+/* mt_uniform(capsule, out, direct): uniforms on [0, 1) from the bit generator's stream, as
+ * ops/_mt19937.py's unit24 (float32 out: a word's low 24 bits / 2^24) and unit53 (float64 out:
+ * a 64-bit draw, high word first, its low 53 bits / 2^53) make them: the same words in the same
+ * order (direct: from NumPy's MT19937 state here, as bernoulli53), the same exact values. */
+CLONES static void unit24_from(const uint32_t *RESTRICT w, float *RESTRICT out, Py_ssize_t n)
+{
+    for (Py_ssize_t i = 0; i < n; i++)
+        out[i] = (float)(w[i] & 0xFFFFFFU) * 0x1p-24f;
+}
+
+CLONES static void unit53_from(const uint32_t *RESTRICT w, double *RESTRICT out, Py_ssize_t n)
+{
+    const uint64_t low53 = (UINT64_C(1) << 53) - 1;
+    for (Py_ssize_t i = 0; i < n; i++)
+        out[i] = (double)((((uint64_t)w[2 * i] << 32) | w[2 * i + 1]) & low53) * 0x1p-53;
+}
+
+static PyObject *py_mt_uniform(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3)
+        return PyErr_Format(PyExc_TypeError, "ember._kernels.mt_uniform: expected 3 arguments");
+    np_bitgen *bg = (np_bitgen *)PyCapsule_GetPointer(args[0], "BitGenerator");
+    if (bg == NULL)
+        return NULL;
+    int direct = PyObject_IsTrue(args[2]);
+    if (direct < 0)
+        return NULL;
+    Bufs b;
+    if (take(&b, args + 1, 1, "o") < 0)
+        return NULL;
+    Py_ssize_t n = b.len[0];
+    int per = b.kind == 'f' ? 1 : 2;  /* words a value */
+    np_mt19937_state *st = (np_mt19937_state *)bg->state;
+    uint32_t words[2048];
+    for (Py_ssize_t i0 = 0; i0 < n; i0 += 2048 / per) {
+        Py_ssize_t m = n - i0 < 2048 / per ? n - i0 : 2048 / per;
+        if (direct)
+            mt_fill(st, words, per * m);
+        else
+            for (Py_ssize_t j = 0; j < per * m; j++)
+                words[j] = bg->next_uint32(bg->state);
+        if (per == 1)
+            unit24_from(words, (float *)b.p[0] + i0, m);
+        else
+            unit53_from(words, (double *)b.p[0] + i0, m);
+    }
+    release(&b);
+    Py_RETURN_NONE;
+}
+
 static PyObject *py_set_num_threads(PyObject *m, PyObject *arg)
 {
     long n = PyLong_AsLong(arg);
@@ -5069,6 +5119,7 @@ static PyMethodDef kernels_methods[] = {
     FAST(max_pool_backward, "max_pool_backward(gy, idx, gx, unique, n): max pooling's scatter."),
     FAST(half_cast, "half_cast(src, dst, mode): float32 <-> bfloat16 (0, 1) or float16 (2, 3)."),
     FAST(sgd_momentum, "sgd_momentum(d, g, buf, momentum, 1 - dampening, lr, nesterov)."),
+    FAST(mt_uniform, "mt_uniform(capsule, out, direct): unit24 (float32) or unit53 (float64) uniforms."),
     FAST(bernoulli53, "bernoulli53(capsule, limit, out, scale, direct): dropout's noise from a bit generator."),
     FAST(transpose_copy, "transpose_copy(src, dst): a strided array into C order by tiles; False where it does not apply."),
     FAST(relu_backward, "relu_backward(out, grad, res): grad where out > 0 (or NaN), else +0."),

@@ -413,6 +413,21 @@ def bernoulli53(bg: np.random.MT19937, limit: int, n: int, dtype: Any,
     return out
 
 
+def mt_uniform(bg: np.random.MT19937, n: int, dtype: Any) -> np.ndarray | None:
+    """n uniforms on [0, 1) from ``bg`` as ops/_mt19937.py's ``unit24`` (float32) and ``unit53``
+    (float64) make them (the same words, the same values), or None where the kernels are off."""
+    global _direct_mt
+    mod = active
+    if mod is None:
+        return None
+    if _direct_mt is None:
+        _direct_mt = _check_direct_mt(mod)
+    out = np.empty(n, dtype)
+    with bg.lock:
+        mod.mt_uniform(bg.capsule, out, _direct_mt)
+    return out
+
+
 _direct_mt: bool | None = None  # whether the kernel may step NumPy's MT19937 state itself
 
 

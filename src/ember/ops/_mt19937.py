@@ -140,6 +140,8 @@ def words64(bg: np.random.MT19937, n: int) -> np.ndarray:
 
 def unit24(bg: np.random.MT19937, n: int) -> np.ndarray:
     """n float32 uniforms on [0, 1): a word's low 24 bits / 2**24."""
+    if n > 64 and (u := _kernels.mt_uniform(bg, n, np.float32)) is not None:
+        return u  # (the eager kernel: the same words and values in one pass)
     # NumPy's full-range uint32 integers are the raw words (checked in the tests), in half the
     # memory of random_raw's uint64
     w = np.random.Generator(bg).integers(0, 1 << 32, n, dtype=np.uint32) if n > 64 else \
@@ -152,6 +154,8 @@ def unit24(bg: np.random.MT19937, n: int) -> np.ndarray:
 
 def unit53(bg: np.random.MT19937, n: int) -> np.ndarray:
     """n float64 uniforms on [0, 1): a 64-bit draw's low 53 bits / 2**53."""
+    if n > 32 and (u := _kernels.mt_uniform(bg, n, np.float64)) is not None:
+        return u
     w = words64(bg, n)
     w &= _M53
     u = w.astype(np.float64)
