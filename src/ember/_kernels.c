@@ -4241,7 +4241,9 @@ static PyObject *py_transpose_copy(PyObject *mod, PyObject *const *args, Py_ssiz
         Py_ssize_t best = 0;
         for (int a = 0; a < nd; a++) {
             Py_ssize_t st = sv.strides[a] < 0 ? -sv.strides[a] : sv.strides[a];
-            if (sv.shape[a] > 1 && (k < 0 || st < best)) {
+            /* (a broadcast axis, stride 0, is no reading direction: an expand()ed row copies
+             * fastest as NumPy copies it, row after row: 1024 x 1024 0.28 -> 0.08 ms) */
+            if (sv.shape[a] > 1 && st != 0 && (k < 0 || st < best)) {
                 k = a;
                 best = st;
             }
