@@ -6,19 +6,23 @@ buffer is only rewritten when nothing else holds it. Each test compares against 
 the program without pools), bit for bit.
 """
 
+import contextlib
 import sys
 import threading
 
 import numpy as np
 import pytest
+from devices import cuda_available
 
 import ember
 import ember._dynamo
 from ember._compile import cc, codegen, config
+from ember.testing import fake_cuda
 
 HAVE_CC = cc.compiler() is not None and config.native
 needs_cc = pytest.mark.skipif(not HAVE_CC, reason="no C compiler (or EMBER_PURE_PYTHON=1, "
                               "EMBER_COMPILE_NATIVE=0)")
+DEVICES = ["fake_cuda"] + (["cuda"] if cuda_available() else [])
 
 
 @pytest.fixture(autouse=True)
@@ -31,6 +35,14 @@ def _fresh(tmp_path_factory, monkeypatch):
 
 def _progs(compiled):
     return [e.prog for e in compiled._ember_compiled.cache.values()]
+
+
+def _on(device):
+    return fake_cuda() if device == "fake_cuda" else contextlib.nullcontext()
+
+
+def _host(t):
+    return ember._backend.to_numpy(t.detach()._data).copy()
 
 
 def _same_bits(a, b):
@@ -281,3 +293,32 @@ def test_replay_without_native_code_keeps_allocating(monkeypatch):
             _same_bits(a, b)
     (prog,) = _progs(f)
     assert prog.pool_sizes == (0, 0) and "PB[" not in prog.source
+
+
+@needs_cc
+@pytest.mark.parametrize("device", DEVICES)
+def test_pools_on_cuda(device):
+    """A CUDA program's fused groups (cudagen.py; fake CUDA compiles them as C on the host)
+    take their pooled buffers through the same generated code, allocated by the device's
+    EMPTY: the same bits as eager, and the same buffers from call to call."""
+    rng = np.random.default_rng(7)
+    datas = [(_data(rng), _data(rng)) for _ in range(5)]
+
+    def run(fn, xa, wa):
+        x = ember.tensor(xa, device="cuda", requires_grad=True)
+        w = ember.tensor(wa, device="cuda", requires_grad=True)
+        outs = fn(x, w)
+        (outs[0].sum() * 0.5 + outs[1]).backward()
+        return [_host(t) for t in (*outs, x.grad, w.grad)]
+
+    with _on(device):
+        f = ember.compile(chain)
+        for xa, wa in datas:
+            for a, b in zip(run(chain, xa, wa), run(f, xa, wa)):
+                _same_bits(a, b)
+        (prog,) = _progs(f)
+        assert prog.pool_sizes[0] >= 1 and prog.pool_sizes[1] >= 1, prog.source
+        before = [(id(b), type(b)) for s in prog.pools for b in s[0]]
+        run(f, *datas[0])
+        assert before == [(id(b), type(b)) for s in prog.pools for b in s[0]]
+        assert all(t is ember._backend.cuda_array_type() for _i, t in before)
