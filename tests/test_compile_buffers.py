@@ -28,6 +28,8 @@ DEVICES = ["fake_cuda"] + (["cuda"] if cuda_available() else [])
 @pytest.fixture(autouse=True)
 def _fresh(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "kernels"))
+    # (small arrays here: every value a pool may take is pooled, whatever its size)
+    monkeypatch.setattr(codegen, "POOL_MIN_BYTES", 0)
     ember._dynamo.reset()
     yield
     ember._dynamo.reset()
@@ -280,6 +282,25 @@ def test_calls_from_two_threads():
     (prog,) = _progs(f)
     fsets, bsets = prog.pools
     assert 1 <= len(fsets) <= 3 and 1 <= len(bsets) <= 3  # a set per call that was in flight
+
+
+@needs_cc
+def test_only_large_values_are_pooled(monkeypatch):
+    """By default a value is pooled from POOL_MIN_BYTES on (smaller ones ran as fast or faster
+    fresh): the chain at 48 x 40 has no pooled buffer, at 1024 x 1024 float32 (4 MiB) it has."""
+    monkeypatch.setattr(codegen, "POOL_MIN_BYTES", 4 << 20)
+    rng = np.random.default_rng(8)
+    sizes = {}
+    for shape in ((48, 40), (1024, 1024)):
+        xa, wa = _data(rng, shape), _data(rng, shape)
+        f = ember.compile(chain)
+        for _ in range(3):
+            out = _call(f, xa, wa)
+        for a, b in zip(out[0] + out[1], sum(_call(chain, xa, wa), [])):
+            _same_bits(a, b)
+        (prog,) = _progs(f)
+        sizes[shape] = prog.pool_sizes
+    assert sizes == {(48, 40): (0, 0), (1024, 1024): (1, 2)}
 
 
 def test_replay_without_native_code_keeps_allocating(monkeypatch):

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
+import math
 import sys
 from typing import Any
 
@@ -52,6 +53,12 @@ _CODE: dict[str, Any] = {}  # generated text -> its code object (the oldest drop
 _CODE_MAX = 256
 backward_native = True  # False: only forward runs are generated as C (tests compare the two)
 pool = True  # False: every fused group's output is a fresh array (tests compare the two)
+# the smallest value a pool takes (bytes): below it a fresh array is as fast or faster (measured,
+# 1 thread: 2.5 MiB values ran 5-7% slower pooled, the pooled buffer being last touched a whole
+# call earlier where malloc hands back memory just freed and still in cache; 4-8 MiB even;
+# 16 MiB and up faster, by the page faults of memory the allocator returned to the system and
+# took back; docs/benchmarks.md, "compile: buffers planned once per program")
+POOL_MIN_BYTES = 4 << 20
 
 
 def generate(prog: Program) -> None:
@@ -815,7 +822,8 @@ def pool_plan(prog: Program, groups: dict) -> dict[int, int]:
         start, end = min(g.ks + g.masks), max(g.ks + g.masks)
         red = g.reduce[2] if g.reduce is not None else None
         for s, dt in g.outputs:
-            if s != red and s not in keep and s not in saved:
+            if s != red and s not in keep and s not in saved and \
+                    math.prod(g.shape) * np.dtype(dt).itemsize >= POOL_MIN_BYTES:
                 values.append((start, max(last.get(s, end), end), (g.shape, dt), s))
     return _linear_scan(values)
 
@@ -833,6 +841,8 @@ def bpool_plan(prog: Program, bgroups: dict) -> dict[tuple, int]:
     values = []
     for i, g in bgroups.values():
         start, end = g.ks[0], g.ks[-1]
+        if math.prod(g.shape) * np.dtype(g.dtype).itemsize < POOL_MIN_BYTES:
+            continue
         for j, s in enumerate(g.outputs):
             if s not in edges:
                 values.append((start, max(last.get(s, end), end), (g.shape, g.dtype), (i, j)))
