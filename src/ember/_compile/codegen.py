@@ -9,7 +9,8 @@ The generated functions do the same work with every slot a local variable and ev
 small tensors is most of what a replay costs. Steps that change state (a dropout mask's draw,
 BatchNorm's running statistics, other writes) are undone, as the interpreted replay undoes them,
 when a later op's output shape differs from the trace's. ``Program.source`` keeps the generated
-text, for reading::
+text, for reading (a fused group's output that lives only inside one call is written into a
+buffer the program keeps between calls: the pools at the end of this file)::
 
     >>> f = torch.compile(lambda x: (x * 2).sin()); f(x); f(x); f(x)
     >>> print(next(iter(f._ember_compiled.cache.values())).prog.source)
