@@ -30,6 +30,11 @@ needs_cc = pytest.mark.skipif(not HAVE_CC, reason="no C compiler (or EMBER_PURE_
 @pytest.fixture(autouse=True)
 def _fresh(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "kernels"))
+    # every fused output a pool may take is pooled (by default only those of 4 MiB and more):
+    # the comparisons below cover the pools too (tests/test_compile_buffers.py)
+    from ember._compile import codegen
+
+    monkeypatch.setattr(codegen, "POOL_MIN_BYTES", 0)
     ember._dynamo.reset()
     yield
     ember._dynamo.reset()

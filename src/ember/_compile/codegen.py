@@ -9,7 +9,8 @@ The generated functions do the same work with every slot a local variable and ev
 small tensors is most of what a replay costs. Steps that change state (a dropout mask's draw,
 BatchNorm's running statistics, other writes) are undone, as the interpreted replay undoes them,
 when a later op's output shape differs from the trace's. ``Program.source`` keeps the generated
-text, for reading::
+text, for reading (a fused group's output that lives only inside one call is written into a
+buffer the program keeps between calls: the pools at the end of this file)::
 
     >>> f = torch.compile(lambda x: (x * 2).sin()); f(x); f(x); f(x)
     >>> print(next(iter(f._ember_compiled.cache.values())).prog.source)
@@ -19,6 +20,8 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
+import math
+import sys
 from typing import Any
 
 import numpy as np
@@ -50,6 +53,13 @@ MAX_STEPS = 3000
 _CODE: dict[str, Any] = {}  # generated text -> its code object (the oldest dropped first)
 _CODE_MAX = 256
 backward_native = True  # False: only forward runs are generated as C (tests compare the two)
+pool = True  # False: every fused group's output is a fresh array (tests compare the two)
+# the smallest value a pool takes (bytes): below it a fresh array is as fast or faster (measured,
+# 1 thread: 2.5 MiB values ran 5-7% slower pooled, the pooled buffer being last touched a whole
+# call earlier where malloc hands back memory just freed and still in cache; 4-8 MiB even;
+# 16 MiB and up faster, by the page faults of memory the allocator returned to the system and
+# took back; docs/benchmarks.md, "compile: buffers planned once per program")
+POOL_MIN_BYTES = 4 << 20
 
 
 def generate(prog: Program) -> None:
@@ -65,8 +75,11 @@ def generate(prog: Program) -> None:
                           "RNG_SNAP": rng_snapshot, "RNG_RESTORE": rng_restore, "MASK": prog_mask, "MAKE": TensorBase._make,
                           "MUL": np.multiply, "ADDRED": np.add.reduce, "MAX": np.maximum}
     groups, bgroups = _native_groups(prog, ns) if config.native else ({}, {})
-    fwd = _forward_source(prog, ns, groups)
-    bwd = _backward_source(prog, ns, bgroups) if prog.needs_grad else ""
+    fplan = pool_plan(prog, groups) if pool else {}
+    bplan = bpool_plan(prog, bgroups) if pool and prog.needs_grad else {}
+    _bind_pools(prog, ns, fplan, bplan)
+    fwd = _forward_source(prog, ns, groups, fplan)
+    bwd = _backward_source(prog, ns, bgroups, bplan) if prog.needs_grad else ""
     prog.source = fwd + "\n" + _outputs_source(prog, ns) + ("\n" + bwd if bwd else "")
     code = _CODE.get(prog.source)
     if code is None:  # (Python compiles ~11 us a line: a region seen at a second batch size, or
@@ -214,9 +227,11 @@ def _data_offset_ok(lib: Any) -> bool:
     return _offset_checked[key]
 
 
-def _group_lines(i: int, g: cgen.Group, prog: Program, ns: dict, add: Any, pad: str) -> None:
+def _group_lines(i: int, g: cgen.Group, prog: Program, ns: dict, add: Any, pad: str,
+                 plan: dict) -> None:
     """One fused group: its C function when its array inputs are C-contiguous (the layout its
-    strides assume), else its ops through NumPy as usual; then each op's ctx as forward left it."""
+    strides assume), else its ops through NumPy as usual; then each op's ctx as forward left it.
+    An output in ``plan`` (slot -> buffer) takes the call's pooled buffer (``_alloc``)."""
     ins = [f"s{s}" for s, _dt, _sh in g.inputs]
     # (an op on 0-d arrays may return a NumPy scalar: not an array, NumPy runs the group; a
     # mask drawn in the group takes the layout of a C-contiguous value: C-contiguous)
@@ -231,7 +246,7 @@ def _group_lines(i: int, g: cgen.Group, prog: Program, ns: dict, add: Any, pad: 
         if s in g.out_shapes:  # (a reduction's result)
             ns[f"GS{i}_{j}"] = g.out_shapes[s]
             shape = f"GS{i}_{j}"
-        add(f"{pad}    s{s} = EMPTY({shape}, GD{i}_{j})")
+        _alloc(f"s{s}", f"EMPTY({shape}, GD{i}_{j})", plan.get(s), add, f"{pad}    ")
     written = {s for s, _ in g.outputs}
     for k in g.masks:  # (drawn as the interpreted order draws them: before any later mask)
         _, xs, _p, _shape, s = prog.steps[k]
@@ -294,9 +309,14 @@ def _mask_line(k: int, st: tuple, ns: dict, x: str = "") -> str:
     return f"s{s} = MASK(MAKE({x or f's{xs}'}), P{k}, SHP{k})"
 
 
-def _forward_source(prog: Program, ns: dict, groups: dict | None = None) -> str:
+def _forward_source(prog: Program, ns: dict, groups: dict | None = None,
+                    plan: dict | None = None) -> str:
     lines = ["def forward(flat):"]
     add = lines.append
+    plan = plan or {}
+    if plan:  # this call's set of pooled buffers (_bind_pools)
+        add("    try: PB = FTAKE()")
+        add(f"    except IndexError: PB = [None] * {max(plan.values()) + 1}")
     # steps that change state (a running statistic, a write, a random draw) are undone when a
     # later op's shape differs from the trace's, so that the call can rerun eagerly
     undoable = any(st[0] is not OP for st in prog.steps)
@@ -323,7 +343,7 @@ def _forward_source(prog: Program, ns: dict, groups: dict | None = None) -> str:
             if g.masks and not masked:
                 add(f"{pad}rng_state = RNG_SNAP()")
                 masked = True
-            _group_lines(i, g, prog, ns, add, pad)
+            _group_lines(i, g, prog, ns, add, pad, plan)
             skip.update(g.ks + g.masks)
         if st[0] is OP:
             if k not in skip:
@@ -363,6 +383,8 @@ def _forward_source(prog: Program, ns: dict, groups: dict | None = None) -> str:
     for s in keep:
         add(f"    vals[{s}] = s{s}")
     ctxs = f"[{', '.join(ctx_names)}]" if prog.needs_grad else "None"
+    if plan:
+        add("    FGIVE(PB)")
     add(f"    return vals, {ctxs}")
     return "\n".join(lines) + "\n"
 
@@ -586,9 +608,14 @@ def _const_none(s: int, ns: dict) -> bool:
     return f"K{s}" in ns and ns[f"K{s}"] is None
 
 
-def _backward_source(prog: Program, ns: dict, bgroups: dict | None = None) -> str:
+def _backward_source(prog: Program, ns: dict, bgroups: dict | None = None,
+                     plan: dict | None = None) -> str:
     lines = ["def backward(node, *grads):"]  # (the region node's backward: replay.py)
     add = lines.append
+    plan = plan or {}
+    if plan:  # this call's set of pooled buffers (_bind_pools)
+        add("    try: PB = BTAKE()")
+        add(f"    except IndexError: PB = [None] * {max(plan.values()) + 1}")
     ns["DOUBLE"] = double_backward
     add("    if node._tensor_mode: DOUBLE()")  # create_graph: not supported through a region
     add("    ctxs = node._saved[1]")
@@ -605,17 +632,21 @@ def _backward_source(prog: Program, ns: dict, bgroups: dict | None = None) -> st
     for k, entry in enumerate(prog.bsched):
         if k in bgroups:
             i, g = bgroups[k]
-            _bgroup_lines(i, g, prog, ns, add)
+            _bgroup_lines(i, g, prog, ns, add, plan)
             skip.update(g.ks)
         if k not in skip:
             _rule_lines(k, entry, prog, ns, add, "    ")
+    if plan:
+        add("    BGIVE(PB)")
     add(f"    return ({''.join(f'g{s}, ' for s in prog.edge_slots)})")
     return "\n".join(lines) + "\n"
 
 
-def _bgroup_lines(i: int, g: cgen.BGroup, prog: Program, ns: dict, add: Any) -> None:
+def _bgroup_lines(i: int, g: cgen.BGroup, prog: Program, ns: dict, add: Any,
+                  plan: dict) -> None:
     """A fused run of backward rules: its C when the gradients it reads hold arrays of the
-    expected shape, dtype and layout, else the rules one by one."""
+    expected shape, dtype and layout, else the rules one by one. An output in ``plan`` ((group,
+    output) -> buffer) takes the call's pooled buffer (``_alloc``)."""
     ns[f"BSH{i}"], ns[f"BDT{i}"] = g.shape, g.dtype
     op_ci = {}
     for j, (ci, sj, _sh) in enumerate(g.saved):
@@ -631,8 +662,8 @@ def _bgroup_lines(i: int, g: cgen.BGroup, prog: Program, ns: dict, add: Any) -> 
     for s in g.loads:
         add(f"        if not g{s}.flags.c_contiguous: g{s} = CONTIG(g{s})")
     outs = [f"bo{i}_{j}" for j in range(len(g.outputs))]
-    for o in outs:
-        add(f"        {o} = EMPTY(BSH{i}, BDT{i})")
+    for j, o in enumerate(outs):
+        _alloc(o, f"EMPTY(BSH{i}, BDT{i})", plan.get((i, j)), add, "        ")
     args = [f"g{s}" for s in g.loads] + [f"sv{i}_{j}" for j in op_ci] + outs
     if not prog.c_by_object:
         args = [f"{a}.ctypes.data" for a in args]
@@ -708,3 +739,125 @@ def _rule_lines(k: int, entry: tuple, prog: Program, ns: dict, add: Any, pad: st
     for s in oslots:  # this op's output gradients are spent
         if s >= 0 and s not in prog.edge_slots:
             add(f"{pad}g{s} = None")
+
+
+# -- buffers planned once per program and reused between calls ---------------------------------
+#
+# A fused group's output that lives only inside one call (not a region output, not saved for
+# backward by any op, not a gradient handed to the region's edges) is written into a buffer the
+# program keeps between calls instead of a fresh array; values of one shape and dtype whose
+# lifetimes within the call do not overlap share one buffer (a linear scan over the step order).
+# The buffers come in sets, one per call in flight: a call takes a set at entry (``FTAKE`` /
+# ``BTAKE``: ``list.pop``, atomic) and gives it back at exit, so a second call that runs at the
+# same time (another thread, or two forwards before their backwards) finds none and starts its
+# own. Before a buffer is written, its reference count is checked against that of a buffer only
+# the set holds (``PBASE``): anything else still holding it (a view of an earlier value, a ctx
+# that saved it, an output, a gradient the engine keeps or put in ``.grad``) means it is not free,
+# and the set takes a fresh array in its place; so the plan decides what is worth pooling, and
+# what escapes is never overwritten, whatever an op returned a view of.
+
+_pool_base: int | None = None
+
+
+def _refcount_base() -> int:
+    """What ``sys.getrefcount`` says of a pooled buffer right after ``s = PB[i]`` in generated
+    code, when only the set and ``s`` hold it (measured once, on code compiled the same way)."""
+    global _pool_base
+    if _pool_base is None:
+        ns: dict[str, Any] = {"GRC": sys.getrefcount}
+        src = "def probe(PB):\n    s0 = PB[0]\n    return GRC(s0)\n"
+        exec(compile(src, "<ember compiled region>", "exec"), ns)  # noqa: S102 - our own text
+        _pool_base = ns["probe"]([np.empty(1)])
+    return _pool_base
+
+
+def _alloc(name: str, fresh: str, buf: int | None, add: Any, pad: str) -> None:
+    """``name = fresh``, or buffer ``buf`` of the call's set when no one else holds it."""
+    if buf is None:
+        add(f"{pad}{name} = {fresh}")
+        return
+    add(f"{pad}{name} = PB[{buf}]")
+    add(f"{pad}if GRC({name}) != PBASE: {name} = PB[{buf}] = {fresh}")
+
+
+def _linear_scan(values: list) -> dict:
+    """``{key: buffer}`` for ``values`` ``(start, end, kind, key)``: one buffer per kind (shape
+    and dtype) for values whose [start, end] step intervals do not overlap."""
+    out: dict = {}
+    ends: list[int] = []  # per buffer: the last step of the value it holds
+    kinds: list = []
+    for start, end, kind, key in sorted(values, key=lambda v: (v[0], v[1])):
+        b = next((b for b in range(len(ends)) if kinds[b] == kind and ends[b] < start), None)
+        if b is None:
+            b = len(ends)
+            ends.append(end)
+            kinds.append(kind)
+        else:
+            ends[b] = end
+        out[key] = b
+    return out
+
+
+def pool_plan(prog: Program, groups: dict) -> dict[int, int]:
+    """Slot -> buffer, for the forward's fused outputs that live only inside one call."""
+    keep = {leaf[1] for leaf in prog.out_spec[1] if leaf[0] in ("diff", "slot")}
+    saved: set[int] = set()
+    if prog.needs_grad:  # (an op whose saved values are unknown: all its arrays)
+        infos = iter(prog.op_info)
+        for st in prog.steps:
+            if st[0] is OP:
+                info = next(infos)
+                if info is None:
+                    saved.update(st[5])
+                    saved.update(st[6])
+                    continue
+                for where in info[2] or ():
+                    if where is not None:
+                        saved.add(st[5][where[1]] if where[0] == "arg" else st[6][where[1]])
+    last: dict[int, int] = {}
+    for k, st in enumerate(prog.steps):
+        for s in cgen._reads(st):
+            last[s] = k
+    values = []
+    for _i, g in groups.values():
+        start, end = min(g.ks + g.masks), max(g.ks + g.masks)
+        red = g.reduce[2] if g.reduce is not None else None
+        for s, dt in g.outputs:
+            if s != red and s not in keep and s not in saved and \
+                    math.prod(g.shape) * np.dtype(dt).itemsize >= POOL_MIN_BYTES:
+                values.append((start, max(last.get(s, end), end), (g.shape, dt), s))
+    return _linear_scan(values)
+
+
+def bpool_plan(prog: Program, bgroups: dict) -> dict[tuple, int]:
+    """(backward group, output) -> buffer, for the fused backward's gradients that are not
+    handed to the region's edges (those leave the call)."""
+    edges = set(prog.edge_slots)
+    last: dict[int, int] = {}  # slot -> the last schedule entry that reads or adds to it
+    for k, entry in enumerate(prog.bsched):
+        for s in entry[2]:
+            last[s] = k
+        for e in entry[5]:
+            last[e[1]] = k
+    values = []
+    for i, g in bgroups.values():
+        start, end = g.ks[0], g.ks[-1]
+        if math.prod(g.shape) * np.dtype(g.dtype).itemsize < POOL_MIN_BYTES:
+            continue
+        for j, s in enumerate(g.outputs):
+            if s not in edges:
+                values.append((start, max(last.get(s, end), end), (g.shape, g.dtype), (i, j)))
+    return _linear_scan(values)
+
+
+def _bind_pools(prog: Program, ns: dict, fplan: dict, bplan: dict) -> None:
+    """The program's sets of pooled buffers (``prog.pools``: forward's, backward's; each a list
+    of sets, one per call not in flight) and the names the generated code calls."""
+    fsets: list = []
+    bsets: list = []
+    prog.pools = (fsets, bsets)
+    prog.pool_sizes = (len(set(fplan.values())), len(set(bplan.values())))
+    if fplan or bplan:
+        ns["GRC"], ns["PBASE"] = sys.getrefcount, _refcount_base()
+        ns["FTAKE"], ns["FGIVE"] = fsets.pop, fsets.append
+        ns["BTAKE"], ns["BGIVE"] = bsets.pop, bsets.append
