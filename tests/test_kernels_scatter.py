@@ -100,3 +100,87 @@ def test_scatter_rows_threads_and_refusals(monkeypatch) -> None:
     monkeypatch.setattr(L, "scatter_rows", lambda *a, **k: calls.append(1) or real(*a, **k))
     _grads(ember, idx[:10], src[:100], src[:10])
     assert calls
+
+
+# -- gather and scatter_add along a dim (gather_dim, scatter_add_dim) --------------------------
+
+_GS_SHAPES = [((40, 30), 0), ((40, 30), 1), ((5, 6, 70), 2), ((5, 6, 70), 1), ((5, 6, 70), 0),
+              ((300,), 0)]
+
+
+@needs_kernels
+@pytest.mark.parametrize("shape,dim", _GS_SHAPES)
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64", "bool", "float16"])
+def test_gather_kernel_equals_the_numpy_path(shape, dim, dtype) -> None:
+    """gather through the eager kernel: the NumPy path's values (take_along_axis) and its
+    gradient, for strided and flipped inputs and an index smaller than the input off dim."""
+    rng = np.random.default_rng(len(shape) * 7 + dim)
+    base = rng.standard_normal(shape) * 10
+    x = (base > 0) if dtype == "bool" else base.astype(dtype)
+    ishape = tuple(max(1, s - (d != dim) * (s // 3)) for d, s in enumerate(shape))
+    ishape = tuple(s * 2 if d == dim else s for d, s in enumerate(ishape))
+    idx = rng.integers(0, shape[dim], ishape)
+    grad = dtype.startswith("float") and dtype != "float16"
+    for strided in (False, True):  # (strided: x's values as a transposed view)
+        def run(strided=strided):
+            arr = np.ascontiguousarray(np.swapaxes(x, 0, -1)) if strided else x
+            leaf = ember.tensor(arr, requires_grad=grad)
+            t = leaf.transpose(0, -1) if strided else leaf
+            out = ember.gather(t, dim, ember.tensor(idx))
+            if grad:
+                out.backward(ember.ones_like(out))
+            return out.detach().numpy(), (leaf.grad.numpy() if grad else None)
+
+        fast = run()
+        with L.disabled():
+            slow = run()
+        assert fast[0].dtype == slow[0].dtype
+        np.testing.assert_array_equal(fast[0], slow[0])
+        if grad:
+            np.testing.assert_array_equal(fast[1], slow[1])
+    assert L.gather_dim(np.swapaxes(np.swapaxes(x, 0, -1).copy(), 0, -1), idx, dim) is not None
+
+
+@needs_kernels
+@pytest.mark.parametrize("shape,dim", _GS_SHAPES)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_scatter_add_kernel_adds_in_numpys_order(shape, dim, dtype) -> None:
+    """scatter_add through the eager kernel: bit for bit the NumPy path's add.at (many values
+    onto few positions, where the order of the additions shows in the bits), onto a base,
+    against PyTorch too."""
+    rng = np.random.default_rng(11 + dim)
+    ishape = tuple(s * 3 if d == dim else s for d, s in enumerate(shape))
+    idx = rng.integers(0, max(1, shape[dim] // 4), ishape)
+    src = (rng.standard_normal(ishape) * 1e3).astype(dtype)
+    base = rng.standard_normal(shape).astype(dtype)
+
+    def run(mod):
+        out = mod.tensor(base).scatter_add(dim, mod.tensor(idx), mod.tensor(src))
+        return out.numpy()
+
+    fast = run(ember)
+    with L.disabled():
+        slow = run(ember)
+    assert fast.dtype == dtype
+    np.testing.assert_array_equal(fast, slow)
+    if HAVE_TORCH:
+        np.testing.assert_array_equal(fast, run(torch))
+    # a strided source (a transposed view) takes the same path
+    srcT = np.ascontiguousarray(np.swapaxes(src, 0, -1)).swapaxes(0, -1)
+    out = base.copy()
+    assert L.scatter_add_dim(out, idx, srcT, dim)
+    np.testing.assert_array_equal(out, slow)
+
+
+@needs_kernels
+def test_gather_and_scatter_add_kernels_leave_bad_indices_to_numpy() -> None:
+    x = np.arange(200, dtype=np.float32).reshape(10, 20)
+    idx = np.zeros((10, 20), np.int64)
+    idx[3, 4] = 20
+    assert L.gather_dim(x, idx, 1) is None  # (the NumPy path raises its error)
+    assert not L.scatter_add_dim(np.zeros((10, 20), np.float32), idx, x, 1)
+    with pytest.raises((IndexError, RuntimeError)):
+        ember.tensor(x).gather(1, ember.tensor(idx))
+    idx[3, 4] = -1
+    assert L.gather_dim(x, idx, 1) is None
+    assert not L.scatter_add_dim(np.zeros((10, 20), np.float32), idx.astype(np.int32), x, 1)

@@ -5034,6 +5034,176 @@ static PyObject *py_mt_uniform(PyObject *mod, PyObject *const *args, Py_ssize_t 
     Py_RETURN_NONE;
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * gather and scatter_add along a dim (ops/indexing_scatter.py's Gather and ScatterAdd): index an
+ * int64 C-contiguous array of the operand's ndim; position of index element (i_0, ..., i_nd-1)
+ * in the other array: index[i] along dim, i_d along every other d. gather copies items (any
+ * dtype of 1, 2, 4 or 8 bytes, from a strided x); scatter_add adds float32/float64 values into a
+ * C-contiguous out one after the other in the index's C order, as NumPy's add.at over the flat
+ * positions does (the same bits). An index outside [0, size) returns False (the caller's NumPy
+ * path raises its error). Sequential: scatter_add's order is its result. */
+#define GS_MAXDIM 16
+
+typedef struct {
+    int nd, dim;
+    Py_ssize_t ishape[GS_MAXDIM], astride[GS_MAXDIM], bstride[GS_MAXDIM], limit;
+} gs_geom;
+
+/* the geometry of index iv against array av (strides in bytes); -1 with no error set when the
+ * shapes do not fit */
+static int gs_setup(gs_geom *g, Py_buffer *av, Py_buffer *iv, Py_buffer *bv, long dim)
+{
+    int nd = iv->ndim;
+    if (nd < 1 || nd > GS_MAXDIM || av->ndim != nd || bv->ndim != nd || dim < 0 || dim >= nd)
+        return -1;
+    for (int d = 0; d < nd; d++) {
+        if (d != dim && iv->shape[d] > av->shape[d])
+            return -1;
+        if (bv->shape[d] != iv->shape[d])
+            return -1;
+        g->ishape[d] = iv->shape[d];
+        g->astride[d] = av->strides[d];
+        g->bstride[d] = bv->strides[d];
+    }
+    g->nd = nd;
+    g->dim = (int)dim;
+    g->limit = av->shape[dim];
+    return 0;
+}
+
+/* visit every index element in C order: a at the element's position in the indexed array
+ * (given its index value k), b at the same coordinates in the array shaped like the index */
+#define GS_LOOP(BODY)                                                                              \
+    do {                                                                                           \
+        Py_ssize_t cnt[GS_MAXDIM] = {0}, last = g.ishape[g.nd - 1];                               \
+        Py_ssize_t rows = last ? total / last : 0;                                                 \
+        const int64_t *ix = (const int64_t *)iv.buf;                                               \
+        Py_ssize_t as_last = g.astride[g.nd - 1], bs_last = g.bstride[g.nd - 1];                   \
+        Py_ssize_t as_dim = g.astride[g.dim];                                                      \
+        for (Py_ssize_t r = 0; r < rows && ok; r++) {                                              \
+            Py_ssize_t abase = 0, bbase = 0;                                                       \
+            for (int d = 0; d < g.nd - 1; d++) {                                                   \
+                if (d != g.dim)                                                                    \
+                    abase += cnt[d] * g.astride[d];                                                \
+                bbase += cnt[d] * g.bstride[d];                                                    \
+            }                                                                                      \
+            for (Py_ssize_t j = 0; j < last; j++) {                                                \
+                int64_t k = ix[r * last + j];                                                      \
+                if (k < 0 || k >= g.limit) {                                                       \
+                    ok = 0;                                                                        \
+                    break;                                                                         \
+                }                                                                                  \
+                Py_ssize_t apos = abase + (g.dim == g.nd - 1 ? k * as_last                         \
+                                                             : k * as_dim + j * as_last);          \
+                Py_ssize_t bpos = bbase + j * bs_last;                                             \
+                BODY;                                                                              \
+            }                                                                                      \
+            for (int d = g.nd - 2; d >= 0; d--) {                                                  \
+                if (++cnt[d] < g.ishape[d])                                                        \
+                    break;                                                                         \
+                cnt[d] = 0;                                                                        \
+            }                                                                                      \
+        }                                                                                          \
+    } while (0)
+
+static int gs_index(PyObject *obj, Py_buffer *iv)
+{
+    if (PyObject_GetBuffer(obj, iv, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
+        return -1;
+    const char *f = iv->format ? iv->format : "B";
+    if (*f == '@' || *f == '=' || *f == '<')
+        f++;
+    if (iv->itemsize != 8 || (f[0] != 'q' && f[0] != 'l') || f[1] != '\0') {
+        PyBuffer_Release(iv);
+        PyErr_SetString(PyExc_TypeError, "ember._kernels: the index must be int64");
+        return -1;
+    }
+    return 0;
+}
+
+/* gather_dim(x, index, out, dim): out (C-contiguous, index's shape, x's item size) = x gathered */
+static PyObject *py_gather_dim(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 4)
+        return PyErr_Format(PyExc_TypeError, "ember._kernels.gather_dim: expected 4 arguments");
+    long dim = PyLong_AsLong(args[3]);
+    if (dim == -1 && PyErr_Occurred())
+        return NULL;
+    Py_buffer xv, iv, ov;
+    if (PyObject_GetBuffer(args[0], &xv, PyBUF_STRIDES) < 0)
+        return NULL;
+    if (gs_index(args[1], &iv) < 0) {
+        PyBuffer_Release(&xv);
+        return NULL;
+    }
+    if (PyObject_GetBuffer(args[2], &ov, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) {
+        PyBuffer_Release(&iv);
+        PyBuffer_Release(&xv);
+        return NULL;
+    }
+    gs_geom g;
+    int ok = xv.itemsize == ov.itemsize && gs_setup(&g, &xv, &iv, &ov, dim) == 0
+             && (xv.itemsize == 1 || xv.itemsize == 2 || xv.itemsize == 4 || xv.itemsize == 8);
+    Py_ssize_t total = iv.len / 8;
+    if (ok) {
+        const char *a = (const char *)xv.buf;
+        char *b = (char *)ov.buf;
+        switch (xv.itemsize) {
+        case 1: GS_LOOP(memcpy(b + bpos, a + apos, 1)); break;
+        case 2: GS_LOOP(memcpy(b + bpos, a + apos, 2)); break;
+        case 4: GS_LOOP(memcpy(b + bpos, a + apos, 4)); break;
+        default: GS_LOOP(memcpy(b + bpos, a + apos, 8)); break;
+        }
+    }
+    PyBuffer_Release(&ov);
+    PyBuffer_Release(&iv);
+    PyBuffer_Release(&xv);
+    return PyBool_FromLong(ok);
+}
+
+/* scatter_add_dim(out, index, src, dim): out (C-contiguous float32/float64) += src scattered */
+static PyObject *py_scatter_add_dim(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 4)
+        return PyErr_Format(PyExc_TypeError, "ember._kernels.scatter_add_dim: expected 4 arguments");
+    long dim = PyLong_AsLong(args[3]);
+    if (dim == -1 && PyErr_Occurred())
+        return NULL;
+    Py_buffer ov, iv, sv;
+    char ok_kind, skind;
+    if (get_buffer(args[0], &ov, 1, &ok_kind, "out") < 0)
+        return NULL;
+    if (gs_index(args[1], &iv) < 0) {
+        PyBuffer_Release(&ov);
+        return NULL;
+    }
+    if (PyObject_GetBuffer(args[2], &sv, PyBUF_STRIDES | PyBUF_FORMAT) < 0) {
+        PyBuffer_Release(&iv);
+        PyBuffer_Release(&ov);
+        return NULL;
+    }
+    const char *f = sv.format ? sv.format : "B";
+    if (*f == '@' || *f == '=' || *f == '<')
+        f++;
+    skind = (f[0] == 'f' || f[0] == 'd') && f[1] == '\0' ? f[0] : 0;
+    gs_geom g;
+    int ok = skind == ok_kind && sv.itemsize == ov.itemsize
+             && gs_setup(&g, &ov, &iv, &sv, dim) == 0;
+    Py_ssize_t total = iv.len / 8;
+    if (ok) {
+        char *a = (char *)ov.buf;
+        const char *b = (const char *)sv.buf;
+        if (skind == 'f')
+            GS_LOOP(*(float *)(a + apos) = *(float *)(a + apos) + *(const float *)(b + bpos));
+        else
+            GS_LOOP(*(double *)(a + apos) = *(double *)(a + apos) + *(const double *)(b + bpos));
+    }
+    PyBuffer_Release(&sv);
+    PyBuffer_Release(&iv);
+    PyBuffer_Release(&ov);
+    return PyBool_FromLong(ok);
+}
+
 static PyObject *py_set_num_threads(PyObject *m, PyObject *arg)
 {
     long n = PyLong_AsLong(arg);
@@ -5122,6 +5292,8 @@ static PyMethodDef kernels_methods[] = {
     FAST(half_cast, "half_cast(src, dst, mode): float32 <-> bfloat16 (0, 1) or float16 (2, 3)."),
     FAST(sgd_momentum, "sgd_momentum(d, g, buf, momentum, 1 - dampening, lr, nesterov)."),
     FAST(mt_uniform, "mt_uniform(capsule, out, direct): unit24 (float32) or unit53 (float64) uniforms."),
+    FAST(gather_dim, "gather_dim(x, index, out, dim): out = x gathered along dim; False on a bad index."),
+    FAST(scatter_add_dim, "scatter_add_dim(out, index, src, dim): out += src scattered along dim, in order."),
     FAST(bernoulli53, "bernoulli53(capsule, limit, out, scale, direct): dropout's noise from a bit generator."),
     FAST(transpose_copy, "transpose_copy(src, dst): a strided array into C order by tiles; False where it does not apply."),
     FAST(relu_backward, "relu_backward(out, grad, res): grad where out > 0 (or NaN), else +0."),

@@ -258,6 +258,33 @@ def dense_copy(x: Any) -> np.ndarray | None:
     return out if k.transpose_copy(x, out) else None
 
 
+def gather_dim(x: Any, index: Any, dim: int) -> np.ndarray | None:
+    """``take_along_axis`` of ``x`` (index's shape at most x's off ``dim``: the leading part of
+    x) in one pass, items copied (any dtype of 1 to 8 bytes); None where the kernel does not
+    apply or an index is out of range (NumPy's path then raises)."""
+    k = active
+    if (k is None or type(x) is not np.ndarray or type(index) is not np.ndarray
+            or index.dtype != np.int64 or not index.flags.c_contiguous or index.ndim != x.ndim
+            or index.size < 64 or x.dtype.hasobject or x.dtype.itemsize not in (1, 2, 4, 8)):
+        return None
+    out = np.empty(index.shape, x.dtype)
+    return out if k.gather_dim(x, index, out, dim) else None
+
+
+def scatter_add_dim(out: Any, index: Any, src: Any, dim: int) -> bool:
+    """``out`` += ``src`` scattered along ``dim`` by ``index`` (src of index's shape), each value
+    added in the index's C order as ``np.add.at`` adds them (the same bits); False where the
+    kernel does not apply (the caller's NumPy path runs)."""
+    k = active
+    if (k is None or type(out) is not np.ndarray or type(index) is not np.ndarray
+            or type(src) is not np.ndarray or index.dtype != np.int64
+            or not index.flags.c_contiguous or not out.flags.c_contiguous
+            or not out.flags.writeable or out.dtype != src.dtype
+            or out.dtype not in (_F32, _F64) or index.ndim != out.ndim or not index.size):
+        return False
+    return bool(k.scatter_add_dim(out, index, src, dim))
+
+
 def relu_backward(out: Any, grad: Any) -> np.ndarray | None:
     """grad where relu's output is > 0 (or NaN), else +0, in one pass (float32/float64, one
     dtype and shape); None where the kernel does not apply."""

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from .. import _backend
+from .. import _kernels_loader as _kernels
 from .._tensor_base import TensorBase, data_of, wrap_dim
 from ..autograd.function import Op
 from . import _out
@@ -168,6 +169,8 @@ class Gather(Op):
     @staticmethod
     def forward(ctx: Any, x: Any, dim: int, index: Any) -> Any:
         ctx.dim, ctx.index, ctx.shape = dim, index, x.shape
+        if (out := _kernels.gather_dim(x, index, dim)) is not None:
+            return out  # (the eager kernel: one pass, no index arrays built)
         if any(index.shape[d] < x.shape[d] for d in range(x.ndim) if d != dim):
             x = x[tuple(slice(None) if d == dim else slice(0, index.shape[d])
                         for d in range(x.ndim))]
@@ -197,6 +200,8 @@ class ScatterAdd(Op):
             # (C order: flat below must be a view of out, and PyTorch's result is contiguous)
             out = np.zeros(shape, src.dtype) if base is None else (
                 base.reshape(shape).astype(src.dtype, order="C"))
+            if _kernels.scatter_add_dim(out, index, src, dim):
+                return out  # (the eager kernel: the same additions in the same order)
             flat = out.reshape(-1)
             step = max(1, _BLOCK // max(1, index[:1].size))
             for r0 in range(0, index.shape[0], step):
