@@ -147,8 +147,8 @@ def _sum_arr(x: Any, axes: Any, keepdim: bool) -> Any:
     if x.dtype.kind == "b":
         return x.sum(axis=axes, keepdims=keepdim)
     if type(x) is np.ndarray:  # ndarray.sum's own call, without its Python-level wrapper
-        if (out := _kernels.row_sum(x, axes, keepdim)) is not None:  # (trailing axes: the same
-            return out  # bits in one vector pass)
+        if x.size >= 4096 and (out := _kernels.row_sum(x, axes, keepdim)) is not None:
+            return out  # (trailing axes: the same bits in one vector pass)
         return np.add.reduce(x, axes, x.dtype, None, keepdim)
     return x.sum(axis=axes, keepdims=keepdim, dtype=x.dtype)
 
