@@ -105,16 +105,22 @@ k.erfinv(x, y)
 k.erfinv_backward(y, x, gy)
 rows = (x[: 1 << 20] * 40).reshape(256, -1)
 sm, lsm, lb = np.empty_like(rows), np.empty_like(rows), np.empty_like(rows)
-p, lse = np.empty_like(rows), np.empty((256, 1), np.float32)
+p = np.empty_like(rows)
+sb, lbp = np.empty_like(rows), np.empty_like(rows)
 k.softmax(rows, sm, rows.shape[1])
 k.log_softmax(rows, lsm, rows.shape[1])
 k.log_softmax_backward(lsm, rows, lb, rows.shape[1])
-k.softmax_lse(rows, p, lse, rows.shape[1])
+k.log_softmax_backward(rows * np.float32(0.05), rows, lbp, rows.shape[1])
+k.softmax_backward(sm, rows, sb, rows.shape[1])
+lse0, lse1 = np.empty((256, 1), np.float32), np.empty((256, 1), np.float32)
+k.softmax_lse(rows, p, lse0, rows.shape[1])
+k.softmax_lse(rows, None, lse1, rows.shape[1])
+lse = np.concatenate([lse0, lse1], 1)
 u = np.abs(x[: 1 << 20]) % np.float32(1)
 bm = np.empty_like(u)
 k.box_muller16(u, bm, 0.5, 2.0, 1.0)
 np.save(sys.argv[3], np.stack([y, gy]))
-np.save(sys.argv[4], np.stack([sm, lsm, lb, p]))
+np.save(sys.argv[4], np.stack([sm, lsm, lb, p, sb, lbp]))
 np.save(sys.argv[5], lse)
 np.save(sys.argv[6], bm)
 """
@@ -124,9 +130,15 @@ def _rows(x: np.ndarray) -> dict[str, np.ndarray]:
     """The softmax family's float32 kernels on 256 rows of 4096 (x * 40: exp's whole range)."""
     rows = (x[: 1 << 20] * 40).reshape(256, -1)
     lsm = L.softmax(rows, log=True)
+    sm = L.softmax(rows)
     p, lse = L.softmax_lse(rows, True)
-    return {"softmax": L.softmax(rows), "log_softmax": lsm,
-            "log_softmax_backward": L.softmax_backward(lsm, rows, log=True), "p": p, "lse": lse,
+    _, lse_only = L.softmax_lse(rows, False)
+    return {"softmax": sm, "log_softmax": lsm,
+            "log_softmax_backward": L.softmax_backward(lsm, rows, log=True), "p": p,
+            "lse": np.concatenate([lse, lse_only], 1),
+            "softmax_backward": L.softmax_backward(sm, rows),
+            # rows with y > 0 (not log-probabilities): the general exp's path
+            "log_softmax_backward_any": L.softmax_backward(rows * np.float32(0.05), rows, log=True),
             "box_muller16": L.box_muller16(np.abs(x[: 1 << 20]) % np.float32(1), 0.5, 2.0)}
 
 
@@ -149,7 +161,8 @@ def test_fma_kernels_give_the_same_bits_in_each_isa_variant(sweep, march, tmp_pa
     assert got[0].tobytes() == y.tobytes(), (march, L.active.isa())
     assert got[1].tobytes() == L.erfinv_backward(y, x).tobytes(), (march, L.active.isa())
     here = _rows(x)
-    for j, name in enumerate(("softmax", "log_softmax", "log_softmax_backward", "p")):
+    for j, name in enumerate(("softmax", "log_softmax", "log_softmax_backward", "p",
+                              "softmax_backward", "log_softmax_backward_any")):
         assert rows[j].tobytes() == here[name].tobytes(), (name, march, L.active.isa())
     assert lse.tobytes() == here["lse"].tobytes(), (march, L.active.isa())
     assert bm.tobytes() == here["box_muller16"].tobytes(), (march, L.active.isa())
