@@ -2152,6 +2152,52 @@ CLONES static void cast_to_f16(const void *xv, void *yv, Py_ssize_t i0, Py_ssize
         y[i] = k_to_f16(x[i]);
 }
 
+/* float32 -> half and back in one pass: y the half bits (k_to_bf16/k_to_f16's), w their float32
+ * values (the two-pass cast's, bit for bit); w may be x itself (the values rounded in place) */
+CLONES static void cast_round_bf16(const void *xv, void *wv, void *yv, Py_ssize_t i0,
+                                   Py_ssize_t i1)
+{
+    uint16_t *RESTRICT y = (uint16_t *)yv;
+    if (wv == xv) {
+        uint32_t *RESTRICT w = (uint32_t *)wv;
+        for (Py_ssize_t i = i0; i < i1; i++) {
+            uint16_t h = k_to_bf16(w[i]);
+            y[i] = h;
+            w[i] = (uint32_t)h << 16;
+        }
+        return;
+    }
+    const uint32_t *RESTRICT x = (const uint32_t *)xv;
+    uint32_t *RESTRICT w = (uint32_t *)wv;
+    for (Py_ssize_t i = i0; i < i1; i++) {
+        uint16_t h = k_to_bf16(x[i]);
+        y[i] = h;
+        w[i] = (uint32_t)h << 16;
+    }
+}
+
+CLONES static void cast_round_f16(const void *xv, void *wv, void *yv, Py_ssize_t i0,
+                                  Py_ssize_t i1)
+{
+    uint16_t *RESTRICT y = (uint16_t *)yv;
+    if (wv == xv) {
+        uint32_t *RESTRICT w = (uint32_t *)wv;
+        for (Py_ssize_t i = i0; i < i1; i++) {
+            uint16_t h = k_to_f16(w[i]);
+            y[i] = h;
+            w[i] = k_from_f16(h);
+        }
+        return;
+    }
+    const uint32_t *RESTRICT x = (const uint32_t *)xv;
+    uint32_t *RESTRICT w = (uint32_t *)wv;
+    for (Py_ssize_t i = i0; i < i1; i++) {
+        uint16_t h = k_to_f16(x[i]);
+        y[i] = h;
+        w[i] = k_from_f16(h);
+    }
+}
+
 #if HAVE_CLONES
 #include <immintrin.h>
 /* float32 -> float16 by F16C's vcvtps2ph (round to nearest even, overflow to inf, subnormals
@@ -3757,6 +3803,69 @@ static PyObject *py_half_cast(PyObject *mod, PyObject *const *args, Py_ssize_t n
     Py_RETURN_NONE;
 }
 
+typedef void (*round_fn)(const void *x, void *w, void *y, Py_ssize_t i0, Py_ssize_t i1);
+
+static void call_half_round(void *c, Py_ssize_t i0, Py_ssize_t i1)
+{
+    call_ctx *k = (call_ctx *)c;
+    ((round_fn)k->f)(k->a, (void *)k->b, k->out, i0, i1);
+}
+
+/* half_round(src, half, wide, mode): src (float32) rounded to bfloat16 (mode 0) or float16 (2)
+ * into half (a uint16 buffer), and the rounded values widened back into wide (float32; src itself
+ * rounds in place), in one pass: half_cast(src, half, mode) then half_cast(half, wide, mode + 1),
+ * bit for bit; all C-contiguous with the same number of elements */
+static PyObject *py_half_round(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 4)
+        return PyErr_Format(PyExc_TypeError, "ember._kernels.half_round: expected 4 arguments");
+    long mode = PyLong_AsLong(args[3]);
+    if (mode == -1 && PyErr_Occurred())
+        return NULL;
+    if (mode != 0 && mode != 2)
+        return PyErr_Format(PyExc_ValueError, "ember._kernels.half_round: mode 0 or 2");
+    Py_buffer src, half, wide;
+    if (PyObject_GetBuffer(args[0], &src, PyBUF_C_CONTIGUOUS) < 0)
+        return NULL;
+    if (PyObject_GetBuffer(args[1], &half, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) {
+        PyBuffer_Release(&src);
+        return NULL;
+    }
+    if (PyObject_GetBuffer(args[2], &wide, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) {
+        PyBuffer_Release(&half);
+        PyBuffer_Release(&src);
+        return NULL;
+    }
+    Py_ssize_t n = src.len / 4;
+    const char *bad = NULL;
+    if (src.itemsize != 4 || half.itemsize != 2 || wide.itemsize != 4 || half.len / 2 != n
+            || wide.len / 4 != n)
+        bad = "expected 4-byte items in, 2-byte and 4-byte items out, as many";
+    else if (wide.buf != src.buf && (char *)wide.buf < (char *)src.buf + src.len
+             && (char *)src.buf < (char *)wide.buf + wide.len)
+        bad = "wide must be src itself or not overlap it";
+    else if (((char *)half.buf < (char *)src.buf + src.len
+              && (char *)src.buf < (char *)half.buf + half.len)
+             || ((char *)half.buf < (char *)wide.buf + wide.len
+                 && (char *)wide.buf < (char *)half.buf + half.len))
+        bad = "half must not overlap src or wide";
+    if (bad != NULL) {
+        PyBuffer_Release(&wide);
+        PyBuffer_Release(&half);
+        PyBuffer_Release(&src);
+        return PyErr_Format(PyExc_ValueError, "ember._kernels.half_round: %s", bad);
+    }
+    call_ctx c = {mode == 0 ? (void *)cast_round_bf16 : (void *)cast_round_f16, src.buf,
+                  wide.buf, half.buf, 0, NULL};
+    Py_BEGIN_ALLOW_THREADS
+    parallel(call_half_round, &c, n, 64, MIN_PART);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&wide);
+    PyBuffer_Release(&half);
+    PyBuffer_Release(&src);
+    Py_RETURN_NONE;
+}
+
 static void call_adam(void *cv, Py_ssize_t i0, Py_ssize_t i1)
 {
     opt_ctx *c = (opt_ctx *)cv;
@@ -4974,6 +5083,7 @@ static PyMethodDef kernels_methods[] = {
     FAST(max_pool, "max_pool(x, y, idx, geom): max pooling's maxima and (idx not None) their indices."),
     FAST(max_pool_backward, "max_pool_backward(gy, idx, gx, unique, n): max pooling's scatter."),
     FAST(half_cast, "half_cast(src, dst, mode): float32 <-> bfloat16 (0, 1) or float16 (2, 3)."),
+    FAST(half_round, "half_round(src, half, wide, mode): float32 to bfloat16 (0) or float16 (2) and back, one pass."),
     FAST(sgd_momentum, "sgd_momentum(d, g, buf, momentum, 1 - dampening, lr, nesterov)."),
     FAST(bernoulli53, "bernoulli53(capsule, limit, out, scale, direct): dropout's noise from a bit generator."),
     FAST(transpose_copy, "transpose_copy(src, dst): a strided array into C order by tiles; False where it does not apply."),

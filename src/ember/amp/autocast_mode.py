@@ -49,6 +49,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import _dtype
+from .. import _kernels_loader as _kernels
 from ..ops import _autocast
 from ..ops._autocast import flag  # the flag the ops' hooks read
 
@@ -321,6 +322,8 @@ class autocast:
         st.nesting -= 1
         if st.nesting == 0:
             st.cache.clear()
+            if _kernels._ROUNDED:
+                _kernels.drop_rounded()
         st.enabled[self.device], st.dtypes[self.device], st.cache_enabled = self._saved.pop()
         _refresh()
 
@@ -433,7 +436,13 @@ def cast(op: str, *args: Any) -> tuple:
         return args
     if policy is LOWER:
         dt = state.dtypes[dev]
-        return _map(args, dev, lambda t: t if t.dtype is dt else _cached_lower(t, dt))
+        # the op computes in float32 from the rounded values: each large cast keeps them, from
+        # the pass that rounds, for the op's cast back (_kernels_loader.half_round)
+        _kernels.keep_rounded = True
+        try:
+            return _map(args, dev, lambda t: t if t.dtype is dt else _cached_lower(t, dt))
+        finally:
+            _kernels.keep_rounded = False
     if policy is FP32 or policy is FP32_OPT:
         f32 = _dtype.float32
         return _map(args, dev, lambda t: t if t.dtype is f32 else _to(t, f32))
