@@ -280,3 +280,34 @@ def test_autocast_step_with_half_round_is_the_two_pass_step(twice: bool, monkeyp
     for a, b in zip(fused, plain):
         assert a.dtype == b.dtype
         np.testing.assert_array_equal(a, b)
+
+
+@needs_kernels
+def test_half_round_in_place_only_for_ops_whose_gradients_are_new_arrays(monkeypatch) -> None:
+    """the weight gradient is rounded in place only where the op marks its backward's gradients
+    as its own new arrays (linear): other half ops on a cast weight take the two passes; both
+    give the engine's values"""
+    rounds = []
+    real = L.half_round
+    monkeypatch.setattr(L, "half_round", lambda a, dt: rounds.append(a.shape) or real(a, dt))
+    rng = np.random.default_rng(74)
+    w32 = rng.standard_normal((384, 256)).astype(np.float32)
+    x32 = rng.standard_normal((16, 256)).astype(np.float32)
+
+    def run(how: str) -> np.ndarray:
+        w = ember.tensor(w32, requires_grad=True)
+        wb = w.to(ember.bfloat16)
+        if how == "linear":
+            y = ember.nn.functional.linear(ember.tensor(x32).to(ember.bfloat16), wb)
+        else:
+            y = ember.sigmoid(wb) * 3
+        y.float().sum().backward()
+        return w.grad.numpy()
+
+    for how in ("linear", "sigmoid"):
+        rounds.clear()
+        got = run(how)
+        assert rounds == ([(384, 256)] if how == "linear" else [])
+        with L.disabled():
+            ref = run(how)
+        np.testing.assert_array_equal(got, ref)

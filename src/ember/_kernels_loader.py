@@ -757,12 +757,13 @@ _HALF_MODES: dict = {}  # (source dtype, target) -> half_cast's mode, None where
 _ROUNDED: dict = {}
 ROUND_KEEP = 8
 ROUND_MIN = 1 << 16  # elements: below this, the separate passes cost no more
-keep_rounded = False  # set by autocast around its casts to its lower-precision dtype
+keep_rounded = False  # set by autocast around its casts to its lower-precision dtype (another
+# thread's large casts meanwhile keep their values too: memory for a while, the same results)
 
 
 def _keep(half: np.ndarray, wide: np.ndarray) -> None:
-    if len(_ROUNDED) >= ROUND_KEEP:
-        del _ROUNDED[next(iter(_ROUNDED))]
+    if len(_ROUNDED) >= ROUND_KEEP:  # (pop, not del: another thread may have taken it)
+        _ROUNDED.pop(next(iter(_ROUNDED), None), None)
     _ROUNDED[id(half)] = (half, wide)
 
 

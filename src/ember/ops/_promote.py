@@ -348,8 +348,9 @@ def _round_grads(ctx: Any, out: Any) -> Any:
         if (m is not None and type(g) is np.ndarray and g.dtype == _F32
                 and m[1].itemsize == 2 and g.shape == m[0]):
             r = None
-            if g.size >= _kernels.ROUND_MIN and _cast_back_next(ctx, i):
-                r = _kernels.half_round(g, m[1])  # (g is this backward's own new array)
+            if g.size >= _kernels.ROUND_MIN and getattr(ctx._fn, "new_grads", False) \
+                    and _cast_back_next(ctx, i):
+                r = _kernels.half_round(g, m[1])  # rounds g in place: the op's own new array
             if r is None:
                 r = _kernels.half_cast(g, m[1])
             g = g if r is None else r
