@@ -311,3 +311,40 @@ def test_half_round_in_place_only_for_ops_whose_gradients_are_new_arrays(monkeyp
         with L.disabled():
             ref = run(how)
         np.testing.assert_array_equal(got, ref)
+
+
+@needs_kernels
+@pytest.mark.parametrize("op", ["matmul", "conv2d"])
+def test_autocast_keeps_rounded_values_only_for_ops_that_take_them(op: str,
+                                                                   monkeypatch) -> None:
+    """matmul widens its half operands by half_cast, so it takes the float32 values autocast's
+    casts keep (none left over; the results are the two-pass ones bit for bit); convolution
+    multiplies bfloat16 arrays, so its casts keep nothing"""
+    rng = np.random.default_rng(75)
+    if op == "matmul":
+        a32, b32 = (rng.standard_normal((256, 512)).astype(np.float32),
+                    rng.standard_normal((512, 384)).astype(np.float32))
+    else:
+        a32, b32 = (rng.standard_normal((2, 16, 48, 48)).astype(np.float32),
+                    rng.standard_normal((16, 16, 3, 3)).astype(np.float32))
+
+    def run() -> list:
+        a = ember.tensor(a32, requires_grad=True)
+        b = ember.tensor(b32, requires_grad=True)
+        with ember.autocast("cpu", dtype=ember.bfloat16):
+            y = a @ b if op == "matmul" else ember.nn.functional.conv2d(a, b)
+            assert y.dtype == ember.bfloat16
+            kept = len(L._ROUNDED)
+        y.float().sum().backward()
+        return [kept, y.detach().float().numpy(), a.grad.numpy(), b.grad.numpy()]
+
+    keeps = []
+    real = L._keep
+    monkeypatch.setattr(L, "_keep", lambda h, w: keeps.append(h.shape) or real(h, w))
+    fused = run()
+    assert fused[0] == 0  # taken by the op, or never kept
+    assert keeps == ([(256, 512), (512, 384)] if op == "matmul" else [])
+    monkeypatch.setattr(L, "ROUND_MIN", 1 << 40)
+    plain = run()
+    for x, y in zip(fused[1:], plain[1:]):
+        np.testing.assert_array_equal(x, y)

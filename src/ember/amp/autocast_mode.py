@@ -424,6 +424,12 @@ def _map(args: tuple, dev: str, fn: Callable) -> tuple:
     return tuple(out)
 
 
+# Lower-precision ops whose CPU path widens its half operands by _kernels_loader.half_cast (so
+# it takes the float32 values a cast kept); others (convolution: products in bfloat16 arrays)
+# would leave them unused.
+_WIDENS = frozenset(("linear", "addmm", "addbmm", "baddbmm", "matmul", "mm", "bmm"))
+
+
 def cast(op: str, *args: Any) -> tuple:
     """The arguments of ``op`` as autocast wants them on their device type: ``args`` (tensors,
     lists of tensors, anything else passes through) with the eligible tensors cast per ``op``'s
@@ -436,6 +442,8 @@ def cast(op: str, *args: Any) -> tuple:
         return args
     if policy is LOWER:
         dt = state.dtypes[dev]
+        if op not in _WIDENS:
+            return _map(args, dev, lambda t: t if t.dtype is dt else _cached_lower(t, dt))
         # the op computes in float32 from the rounded values: each large cast keeps them, from
         # the pass that rounds, for the op's cast back (_kernels_loader.half_round)
         _kernels.keep_rounded = True
