@@ -7,8 +7,7 @@ process (one round: each once), best of ``--repeat`` rounds, ms of wall time (``
 thread's CPU time), so a load that changes during the run hits both alike; the load average is
 printed before and after. ``--torch`` times PyTorch the same way afterwards (same process);
 ``--profile`` prints cProfile's top entries of ten ember autocast steps instead. Also printed:
-the casts the autocast hooks and the engine make per step (``half_cast`` calls; with the eager
-kernels on).
+the casts' passes per step (``count_casts``; with the eager kernels on).
 """
 
 from __future__ import annotations
@@ -64,18 +63,24 @@ def interleaved(step: Callable[[bool], None], repeat: int) -> dict[str, float]:
 
 
 def count_casts(step: Callable[[bool], None]) -> int:
-    """``half_cast`` calls in one autocast step."""
-    orig, n = L.half_cast, [0]
+    """The casts' passes over a tensor in one autocast step: ``half_cast`` calls (less those
+    that return the float32 values a ``half_round`` kept) and ``half_round`` calls."""
+    orig, orig_round, n = L.half_cast, L.half_round, [0]
 
     def counting(a: Any, dtype: Any) -> Any:
-        n[0] += 1
+        kept = L._ROUNDED.get(id(a))
+        n[0] += kept is None or kept[0] is not a
         return orig(a, dtype)
 
-    L.half_cast = counting
+    def counting_round(a: Any, dtype: Any) -> Any:
+        n[0] += 1
+        return orig_round(a, dtype)
+
+    L.half_cast, L.half_round = counting, counting_round
     try:
         step(True)
     finally:
-        L.half_cast = orig
+        L.half_cast, L.half_round = orig, orig_round
     return n[0]
 
 

@@ -150,3 +150,201 @@ def test_half_gradients_are_cast_by_the_kernel(how: str, monkeypatch) -> None:
         t = torch.tensor(x).to(torch.bfloat16).requires_grad_()
         ((t.float() * 3).sum() if how == "cast" else torch.sigmoid(t).sum()).backward()
         np.testing.assert_array_equal(on.float().numpy(), t.grad.float().numpy())
+
+
+# -- half_round: the cast to half and back in one pass (autocast's weights and weight gradients)
+
+
+@needs_kernels
+@pytest.mark.parametrize("half", ["bfloat16", "bfloat16 portable", "float16"])
+@pytest.mark.parametrize("in_place", [False, True])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_half_round_is_the_two_pass_cast_bit_for_bit(half: str, in_place: bool,
+                                                      threads: int) -> None:
+    """the kernel's half bits and float32 values are half_cast's there and back, on random bits
+    and the special ones (NaN payloads of both signs, infinities, -0.0, ties to even either
+    way, float32 and half subnormals, values that overflow the half format), in place and not,
+    split over one thread and two; bfloat16 by the AVX-512 loop (where the CPU has it) and the
+    portable one"""
+    dt = np.dtype(np.float16) if half == "float16" else _bf16()
+    mode = {"bfloat16": 0, "bfloat16 portable": 4, "float16": 2}[half]
+    f = _bits32().view(np.float32)
+    f = np.concatenate([f, np.array([-0.0, 0.0, 1.0 + 2.0**-8, 1.0 + 3 * 2.0**-8, 65520.0,
+                                     -65520.0, 65519.996, 3.4e38, 2.0**-133, 2.0**-25],
+                                    np.float32)])
+    ref_half = L.half_cast(f, dt)
+    ref_back = L.half_cast(ref_half, np.float32)
+    half_out = np.empty(f.shape, np.uint16)
+    src = f.copy()
+    wide = src if in_place else np.full(f.shape, 7.0, np.float32)
+    prev = ember.get_num_threads()
+    ember.set_num_threads(threads)
+    try:
+        L.active.half_round(src, half_out, wide, mode)
+    finally:
+        ember.set_num_threads(prev)
+    np.testing.assert_array_equal(half_out, ref_half.view(np.uint16))
+    np.testing.assert_array_equal(wide.view(np.uint32), ref_back.view(np.uint32))
+    if not in_place:
+        np.testing.assert_array_equal(src.view(np.uint32), f.view(np.uint32))
+
+
+@needs_kernels
+@pytest.mark.parametrize("mode", [0, 4, 2])
+def test_half_round_at_every_alignment_and_length(mode: int) -> None:
+    """the vector loop's head (to the half output's 64-byte line), body and tail: views that
+    start at each of 40 offsets, lengths around the 32-element blocks"""
+    dt = np.dtype(np.float16) if mode == 2 else _bf16()
+    f = _bits32().view(np.float32)[-4096:].copy()
+    for off in range(40):
+        for n in (0, 1, 31, 32, 33, 95, 200):
+            x = f[off:off + n]
+            ref = L.half_cast(x, dt) if n else np.empty(0, dt)
+            back = L.half_cast(ref, np.float32) if n else np.empty(0, np.float32)
+            h = np.empty(4096, np.uint16)[off:off + n]
+            w = np.full(4096, 3.0, np.float32)[off:off + n]
+            L.active.half_round(x, h, w, mode)
+            np.testing.assert_array_equal(h, ref.view(np.uint16))
+            np.testing.assert_array_equal(w.view(np.uint32), back.view(np.uint32))
+
+
+@needs_kernels
+def test_half_round_refuses_bad_buffers() -> None:
+    x = np.ones(100, np.float32)
+    h = np.empty(100, np.uint16)
+    with pytest.raises(ValueError, match="mode 0, 2 or 4"):
+        L.active.half_round(x, h, x, 1)
+    with pytest.raises(ValueError, match="as many"):
+        L.active.half_round(x, h[:50], x, 0)
+    with pytest.raises(ValueError, match="not overlap"):
+        L.active.half_round(x[:99], h[:99], x[1:], 0)
+    with pytest.raises(ValueError, match="half must not overlap"):
+        L.active.half_round(x, x.view(np.uint16)[:100], np.empty(100, np.float32), 0)
+
+
+@needs_kernels
+def test_half_round_keeps_the_values_for_the_cast_back() -> None:
+    """the loader's half_round: the half array returned, the gradient rounded in place, and the
+    next half_cast of that half array to float32 returns it (the same bits as a new cast),
+    once; small arrays are left to half_cast"""
+    dt = _bf16()
+    rng = np.random.default_rng(73)
+    g = rng.standard_normal((512, 256)).astype(np.float32)
+    ref = g.astype(dt)
+    L.drop_rounded()
+    h = L.half_round(g, dt)
+    assert h.dtype == dt and h.shape == g.shape
+    np.testing.assert_array_equal(h.view(np.uint16), ref.view(np.uint16))
+    np.testing.assert_array_equal(g, ref.astype(np.float32))
+    assert L.half_cast(h, np.float32) is g  # kept: no pass
+    back = L.half_cast(h, np.float32)  # taken once: a new cast after that
+    assert back is not g
+    np.testing.assert_array_equal(back, g)
+    assert L.half_round(np.ones(100, np.float32), dt) is None
+    assert L.half_round(g.astype(np.float64), dt) is None
+    assert L.half_round(np.ones((512, 256), np.float32)[:, ::2], dt) is None
+
+
+def _autocast_step(width: int, twice: bool) -> list:
+    ember.manual_seed(4)
+    net = ember.nn.Sequential(ember.nn.Linear(width, 2 * width), ember.nn.ReLU(),
+                              ember.nn.Linear(2 * width, width))
+    x = ember.randn(64, width)
+    with ember.autocast("cpu", dtype=ember.bfloat16):
+        out = net(x)
+        if twice:  # the second layer again: its cached bfloat16 weight gets two gradients
+            out = net[2](net[1](out.float() @ ember.ones(width, 2 * width) / width))
+        loss = out.float().pow(2).mean()
+    loss.backward()
+    return [out.detach().float().numpy(), loss.detach().numpy()] + [
+        p.grad.numpy() for p in net.parameters()]
+
+
+@needs_kernels
+@pytest.mark.parametrize("twice", [False, True])
+def test_autocast_step_with_half_round_is_the_two_pass_step(twice: bool, monkeypatch) -> None:
+    """autocast's weight casts and weight gradients through half_round (large weights) give the
+    two-pass results bit for bit, with a layer used twice (the engine sums two gradients of
+    the cast weight: never in place into a kept array)"""
+    rounds = []
+    real = L.half_round
+    monkeypatch.setattr(L, "half_round", lambda a, dt: (lambda r: rounds.append(
+        r is not None) or r)(real(a, dt)))
+    fused = _autocast_step(256, twice)
+    assert rounds and all(rounds)
+    assert not L._ROUNDED or twice  # taken, or dropped at autocast's exit
+    monkeypatch.setattr(L, "ROUND_MIN", 1 << 40)
+    rounds.clear()
+    plain = _autocast_step(256, twice)
+    assert not any(rounds)
+    for a, b in zip(fused, plain):
+        assert a.dtype == b.dtype
+        np.testing.assert_array_equal(a, b)
+
+
+@needs_kernels
+def test_half_round_in_place_only_for_ops_whose_gradients_are_new_arrays(monkeypatch) -> None:
+    """the weight gradient is rounded in place only where the op marks its backward's gradients
+    as its own new arrays (linear): other half ops on a cast weight take the two passes; both
+    give the engine's values"""
+    rounds = []
+    real = L.half_round
+    monkeypatch.setattr(L, "half_round", lambda a, dt: rounds.append(a.shape) or real(a, dt))
+    rng = np.random.default_rng(74)
+    w32 = rng.standard_normal((384, 256)).astype(np.float32)
+    x32 = rng.standard_normal((16, 256)).astype(np.float32)
+
+    def run(how: str) -> np.ndarray:
+        w = ember.tensor(w32, requires_grad=True)
+        wb = w.to(ember.bfloat16)
+        if how == "linear":
+            y = ember.nn.functional.linear(ember.tensor(x32).to(ember.bfloat16), wb)
+        else:
+            y = ember.sigmoid(wb) * 3
+        y.float().sum().backward()
+        return w.grad.numpy()
+
+    for how in ("linear", "sigmoid"):
+        rounds.clear()
+        got = run(how)
+        assert rounds == ([(384, 256)] if how == "linear" else [])
+        with L.disabled():
+            ref = run(how)
+        np.testing.assert_array_equal(got, ref)
+
+
+@needs_kernels
+@pytest.mark.parametrize("op", ["matmul", "conv2d"])
+def test_autocast_keeps_rounded_values_only_for_ops_that_take_them(op: str,
+                                                                   monkeypatch) -> None:
+    """matmul widens its half operands by half_cast, so it takes the float32 values autocast's
+    casts keep (none left over; the results are the two-pass ones bit for bit); convolution
+    multiplies bfloat16 arrays, so its casts keep nothing"""
+    rng = np.random.default_rng(75)
+    if op == "matmul":
+        a32, b32 = (rng.standard_normal((256, 512)).astype(np.float32),
+                    rng.standard_normal((512, 384)).astype(np.float32))
+    else:
+        a32, b32 = (rng.standard_normal((2, 16, 48, 48)).astype(np.float32),
+                    rng.standard_normal((16, 16, 3, 3)).astype(np.float32))
+
+    def run() -> list:
+        a = ember.tensor(a32, requires_grad=True)
+        b = ember.tensor(b32, requires_grad=True)
+        with ember.autocast("cpu", dtype=ember.bfloat16):
+            y = a @ b if op == "matmul" else ember.nn.functional.conv2d(a, b)
+            assert y.dtype == ember.bfloat16
+            kept = len(L._ROUNDED)
+        y.float().sum().backward()
+        return [kept, y.detach().float().numpy(), a.grad.numpy(), b.grad.numpy()]
+
+    keeps = []
+    real = L._keep
+    monkeypatch.setattr(L, "_keep", lambda h, w: keeps.append(h.shape) or real(h, w))
+    fused = run()
+    assert fused[0] == 0  # taken by the op, or never kept
+    assert keeps == ([(256, 512), (512, 384)] if op == "matmul" else [])
+    monkeypatch.setattr(L, "ROUND_MIN", 1 << 40)
+    plain = run()
+    for x, y in zip(fused[1:], plain[1:]):
+        np.testing.assert_array_equal(x, y)

@@ -2381,8 +2381,97 @@ CLONES static void cast_to_f16(const void *xv, void *yv, Py_ssize_t i0, Py_ssize
         y[i] = k_to_f16(x[i]);
 }
 
+/* float32 -> half and back in one pass: y the half bits (k_to_bf16/k_to_f16's), w their float32
+ * values (the two-pass cast's, bit for bit); w may be x itself (the values rounded in place) */
+CLONES static void cast_round_bf16(const void *xv, void *wv, void *yv, Py_ssize_t i0,
+                                   Py_ssize_t i1)
+{
+    uint16_t *RESTRICT y = (uint16_t *)yv;
+    if (wv == xv) {
+        uint32_t *RESTRICT w = (uint32_t *)wv;
+        for (Py_ssize_t i = i0; i < i1; i++) {
+            uint16_t h = k_to_bf16(w[i]);
+            y[i] = h;
+            w[i] = (uint32_t)h << 16;
+        }
+        return;
+    }
+    const uint32_t *RESTRICT x = (const uint32_t *)xv;
+    uint32_t *RESTRICT w = (uint32_t *)wv;
+    for (Py_ssize_t i = i0; i < i1; i++) {
+        uint16_t h = k_to_bf16(x[i]);
+        y[i] = h;
+        w[i] = (uint32_t)h << 16;
+    }
+}
+
+CLONES static void cast_round_f16(const void *xv, void *wv, void *yv, Py_ssize_t i0,
+                                  Py_ssize_t i1)
+{
+    uint16_t *RESTRICT y = (uint16_t *)yv;
+    if (wv == xv) {
+        uint32_t *RESTRICT w = (uint32_t *)wv;
+        for (Py_ssize_t i = i0; i < i1; i++) {
+            uint16_t h = k_to_f16(w[i]);
+            y[i] = h;
+            w[i] = k_from_f16(h);
+        }
+        return;
+    }
+    const uint32_t *RESTRICT x = (const uint32_t *)xv;
+    uint32_t *RESTRICT w = (uint32_t *)wv;
+    for (Py_ssize_t i = i0; i < i1; i++) {
+        uint16_t h = k_to_f16(x[i]);
+        y[i] = h;
+        w[i] = k_from_f16(h);
+    }
+}
+
 #if HAVE_CLONES
 #include <immintrin.h>
+/* cast_round_bf16 with AVX-512BW, the half bits stored past the caches (non-temporal: nothing
+ * reads a rounded weight's or weight gradient's bfloat16 copy soon, and its lines need not be
+ * read first); the same integer operations as k_to_bf16, 32 at a time */
+__attribute__((target("avx512f,avx512bw"))) static void cast_round_bf16_nt(const void *xv,
+        void *wv, void *yv, Py_ssize_t i0, Py_ssize_t i1)
+{
+    const uint32_t *x = (const uint32_t *)xv;
+    uint32_t *w = (uint32_t *)wv;
+    uint16_t *y = (uint16_t *)yv;
+    Py_ssize_t i = i0;
+    for (; i < i1 && ((uintptr_t)(y + i) & 63); i++) {
+        uint16_t h = k_to_bf16(x[i]);
+        y[i] = h;
+        w[i] = (uint32_t)h << 16;
+    }
+    const __m512i one = _mm512_set1_epi32(1), bias = _mm512_set1_epi32(0x7fff);
+    const __m512i abs = _mm512_set1_epi32(0x7fffffff), inf = _mm512_set1_epi32(0x7f800000);
+    const __m512i sgn = _mm512_set1_epi32(0x8000), qnan = _mm512_set1_epi32(0x7fc0);
+    for (; i + 32 <= i1; i += 32) {
+        __m512i r2[2];
+        for (int k = 0; k < 2; k++) {
+            __m512i u = _mm512_loadu_si512((const void *)(x + i + 16 * k));
+            __m512i hi = _mm512_srli_epi32(u, 16);
+            __m512i r = _mm512_srli_epi32(
+                _mm512_add_epi32(_mm512_add_epi32(u, bias), _mm512_and_si512(hi, one)), 16);
+            __m512i nan = _mm512_or_si512(_mm512_and_si512(hi, sgn), qnan);
+            __mmask16 m = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, abs), inf);
+            r = _mm512_mask_blend_epi32(m, r, nan);
+            _mm512_storeu_si512((void *)(w + i + 16 * k), _mm512_slli_epi32(r, 16));
+            r2[k] = r;
+        }
+        __m512i packed = _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtepi32_epi16(r2[0])),
+                                            _mm512_cvtepi32_epi16(r2[1]), 1);
+        _mm512_stream_si512((void *)(y + i), packed);
+    }
+    _mm_sfence();
+    for (; i < i1; i++) {
+        uint16_t h = k_to_bf16(x[i]);
+        y[i] = h;
+        w[i] = (uint32_t)h << 16;
+    }
+}
+
 /* float32 -> float16 by F16C's vcvtps2ph (round to nearest even, overflow to inf, subnormals
  * rounded once: k_to_f16's values), 8 at a time; a block with a NaN redone by k_to_f16, whose
  * NaNs keep NumPy's payload rule (vcvtps2ph quiets them). Chosen where the CPU has F16C. */
@@ -3999,6 +4088,75 @@ static PyObject *py_half_cast(PyObject *mod, PyObject *const *args, Py_ssize_t n
     Py_RETURN_NONE;
 }
 
+typedef void (*round_fn)(const void *x, void *w, void *y, Py_ssize_t i0, Py_ssize_t i1);
+
+static void call_half_round(void *c, Py_ssize_t i0, Py_ssize_t i1)
+{
+    call_ctx *k = (call_ctx *)c;
+    ((round_fn)k->f)(k->a, (void *)k->b, k->out, i0, i1);
+}
+
+/* half_round(src, half, wide, mode): src (float32) rounded to bfloat16 (mode 0) or float16 (2)
+ * into half (a uint16 buffer), and the rounded values widened back into wide (float32; src itself
+ * rounds in place), in one pass: half_cast(src, half, mode) then half_cast(half, wide, mode + 1),
+ * bit for bit; all C-contiguous with the same number of elements. Mode 4: mode 0 by the portable
+ * loop even where the AVX-512 one runs (for the tests). */
+static PyObject *py_half_round(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 4)
+        return PyErr_Format(PyExc_TypeError, "ember._kernels.half_round: expected 4 arguments");
+    long mode = PyLong_AsLong(args[3]);
+    if (mode == -1 && PyErr_Occurred())
+        return NULL;
+    if (mode != 0 && mode != 2 && mode != 4)
+        return PyErr_Format(PyExc_ValueError, "ember._kernels.half_round: mode 0, 2 or 4");
+    Py_buffer src, half, wide;
+    if (PyObject_GetBuffer(args[0], &src, PyBUF_C_CONTIGUOUS) < 0)
+        return NULL;
+    if (PyObject_GetBuffer(args[1], &half, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) {
+        PyBuffer_Release(&src);
+        return NULL;
+    }
+    if (PyObject_GetBuffer(args[2], &wide, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) {
+        PyBuffer_Release(&half);
+        PyBuffer_Release(&src);
+        return NULL;
+    }
+    Py_ssize_t n = src.len / 4;
+    const char *bad = NULL;
+    if (src.itemsize != 4 || half.itemsize != 2 || wide.itemsize != 4 || half.len / 2 != n
+            || wide.len / 4 != n)
+        bad = "expected 4-byte items in, 2-byte and 4-byte items out, as many";
+    else if (wide.buf != src.buf && (char *)wide.buf < (char *)src.buf + src.len
+             && (char *)src.buf < (char *)wide.buf + wide.len)
+        bad = "wide must be src itself or not overlap it";
+    else if (((char *)half.buf < (char *)src.buf + src.len
+              && (char *)src.buf < (char *)half.buf + half.len)
+             || ((char *)half.buf < (char *)wide.buf + wide.len
+                 && (char *)wide.buf < (char *)half.buf + half.len))
+        bad = "half must not overlap src or wide";
+    if (bad != NULL) {
+        PyBuffer_Release(&wide);
+        PyBuffer_Release(&half);
+        PyBuffer_Release(&src);
+        return PyErr_Format(PyExc_ValueError, "ember._kernels.half_round: %s", bad);
+    }
+    void *fn = mode == 2 ? (void *)cast_round_f16 : (void *)cast_round_bf16;
+#if HAVE_CLONES
+    __builtin_cpu_init();
+    if (mode == 0 && __builtin_cpu_supports("avx512bw"))
+        fn = (void *)cast_round_bf16_nt;  /* (the same bits: see cast_round_bf16_nt) */
+#endif
+    call_ctx c = {fn, src.buf, wide.buf, half.buf, 0, NULL};
+    Py_BEGIN_ALLOW_THREADS
+    parallel(call_half_round, &c, n, 64, MIN_PART);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&wide);
+    PyBuffer_Release(&half);
+    PyBuffer_Release(&src);
+    Py_RETURN_NONE;
+}
+
 static void call_adam(void *cv, Py_ssize_t i0, Py_ssize_t i1)
 {
     opt_ctx *c = (opt_ctx *)cv;
@@ -5519,6 +5677,7 @@ static PyMethodDef kernels_methods[] = {
     FAST(max_pool, "max_pool(x, y, idx, geom): max pooling's maxima and (idx not None) their indices."),
     FAST(max_pool_backward, "max_pool_backward(gy, idx, gx, unique, n): max pooling's scatter."),
     FAST(half_cast, "half_cast(src, dst, mode): float32 <-> bfloat16 (0, 1) or float16 (2, 3)."),
+    FAST(half_round, "half_round(src, half, wide, mode): float32 to bfloat16 (0; 4 portable) or float16 (2) and back, one pass."),
     FAST(sgd_momentum, "sgd_momentum(d, g, buf, momentum, 1 - dampening, lr, nesterov)."),
     FAST(mt_uniform, "mt_uniform(capsule, out, direct): unit24 (float32) or unit53 (float64) uniforms."),
     FAST(gather_dim, "gather_dim(x, index, out, dim): out = x gathered along dim; False on a bad index."),

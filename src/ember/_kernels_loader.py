@@ -761,6 +761,12 @@ def half_cast(a: Any, dtype: Any) -> np.ndarray | None:
     mod = active
     if mod is None or type(a) is not np.ndarray or not a.flags.c_contiguous or a.size == 0:
         return None
+    if _ROUNDED:
+        kept = _ROUNDED.pop(id(a), None)
+        if kept is not None:
+            if kept[0] is a and dtype == _F32:
+                return kept[1]
+            _ROUNDED[id(a)] = kept
     key = (a.dtype, dtype)
     mode = _HALF_MODES.get(key, -1)
     if mode == -1:  # (a dict: autocast casts ~40 times a step, the name checks cost 1.5 us each)
@@ -769,7 +775,12 @@ def half_cast(a: Any, dtype: Any) -> np.ndarray | None:
         return None
     if mode == 0 or mode == 2:
         out = np.empty(a.shape, dtype)
-        mod.half_cast(a, out.view(np.uint16), mode)
+        if keep_rounded and a.size >= ROUND_MIN:  # (autocast's casts for its lower-precision ops)
+            wide = np.empty(a.shape, _F32)
+            mod.half_round(a, out.view(np.uint16), wide, mode)
+            _keep(out, wide)
+        else:
+            mod.half_cast(a, out.view(np.uint16), mode)
     else:
         out = np.empty(a.shape, _F32)
         mod.half_cast(a.view(np.uint16), out, mode)
@@ -777,6 +788,51 @@ def half_cast(a: Any, dtype: Any) -> np.ndarray | None:
 
 
 _HALF_MODES: dict = {}  # (source dtype, target) -> half_cast's mode, None where none applies
+
+# A half array's float32 values computed in the same pass that rounded it (``half_round``), for
+# the cast back that follows (autocast: a weight's bfloat16 copy, then its float32 values for the
+# GEMM; a weight gradient rounded to bfloat16, then its float32 values for ``.grad``): id(half
+# array) -> (it, its float32 values), taken by ``half_cast(half array, float32)`` once. The entry
+# holds the half array, so its id stays its own, and the engine never adds into it in place (it
+# does so only where nothing else holds a buffer). At most ROUND_KEEP entries (the oldest go);
+# autocast's exit drops them all.
+_ROUNDED: dict = {}
+ROUND_KEEP = 8
+ROUND_MIN = 1 << 16  # elements: below this, the separate passes cost no more
+keep_rounded = False  # set by autocast around its casts to its lower-precision dtype (another
+# thread's large casts meanwhile keep their values too: memory for a while, the same results)
+
+
+def _keep(half: np.ndarray, wide: np.ndarray) -> None:
+    if len(_ROUNDED) >= ROUND_KEEP:  # (pop, not del: another thread may have taken it)
+        _ROUNDED.pop(next(iter(_ROUNDED), None), None)
+    _ROUNDED[id(half)] = (half, wide)
+
+
+def drop_rounded() -> None:
+    """Forget the kept float32 values of rounded half arrays (autocast's exit)."""
+    _ROUNDED.clear()
+
+
+def half_round(a: Any, dtype: Any) -> np.ndarray | None:
+    """``a`` (a C-contiguous float32 array that nothing else reads: a gradient just computed)
+    rounded to ``dtype`` (bfloat16 or float16) and, in the same pass, overwritten with the
+    rounded values as float32; the half array returned, ``a`` kept for the next
+    ``half_cast(half array, float32)``, which returns it instead of a new cast (the same bits).
+    None where the kernel does not apply or ``a`` is small (then ``a`` is unchanged)."""
+    mod = active
+    if (mod is None or type(a) is not np.ndarray or a.dtype != _F32 or a.size < ROUND_MIN
+            or not a.flags.c_contiguous or not a.flags.writeable):
+        return None
+    mode = _HALF_MODES.get((a.dtype, dtype), -1)
+    if mode == -1:
+        mode = _HALF_MODES[(a.dtype, dtype)] = _half_mode(a.dtype, np.dtype(dtype))
+    if mode != 0 and mode != 2:
+        return None
+    out = np.empty(a.shape, dtype)
+    mod.half_round(a, out.view(np.uint16), a, mode)
+    _keep(out, a)
+    return out
 
 
 def _half_mode(src: np.dtype, dt: np.dtype) -> int | None:

@@ -49,6 +49,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import _dtype
+from .. import _kernels_loader as _kernels
 from ..ops import _autocast
 from ..ops._autocast import flag  # the flag the ops' hooks read
 
@@ -321,6 +322,8 @@ class autocast:
         st.nesting -= 1
         if st.nesting == 0:
             st.cache.clear()
+            if _kernels._ROUNDED:
+                _kernels.drop_rounded()
         st.enabled[self.device], st.dtypes[self.device], st.cache_enabled = self._saved.pop()
         _refresh()
 
@@ -421,6 +424,12 @@ def _map(args: tuple, dev: str, fn: Callable) -> tuple:
     return tuple(out)
 
 
+# Lower-precision ops whose CPU path widens its half operands by _kernels_loader.half_cast (so
+# it takes the float32 values a cast kept); others (convolution: products in bfloat16 arrays)
+# would leave them unused.
+_WIDENS = frozenset(("linear", "addmm", "addbmm", "baddbmm", "matmul", "mm", "bmm"))
+
+
 def cast(op: str, *args: Any) -> tuple:
     """The arguments of ``op`` as autocast wants them on their device type: ``args`` (tensors,
     lists of tensors, anything else passes through) with the eligible tensors cast per ``op``'s
@@ -433,7 +442,15 @@ def cast(op: str, *args: Any) -> tuple:
         return args
     if policy is LOWER:
         dt = state.dtypes[dev]
-        return _map(args, dev, lambda t: t if t.dtype is dt else _cached_lower(t, dt))
+        if op not in _WIDENS:
+            return _map(args, dev, lambda t: t if t.dtype is dt else _cached_lower(t, dt))
+        # the op computes in float32 from the rounded values: each large cast keeps them, from
+        # the pass that rounds, for the op's cast back (_kernels_loader.half_round)
+        _kernels.keep_rounded = True
+        try:
+            return _map(args, dev, lambda t: t if t.dtype is dt else _cached_lower(t, dt))
+        finally:
+            _kernels.keep_rounded = False
     if policy is FP32 or policy is FP32_OPT:
         f32 = _dtype.float32
         return _map(args, dev, lambda t: t if t.dtype is f32 else _to(t, f32))

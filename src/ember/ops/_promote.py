@@ -22,7 +22,7 @@ from .._tensor_base import TensorBase
 from ..autograd import function as _function
 from ..autograd import grad_mode
 from ..autograd.function import Op
-from .casting import _layout_copy, as_tensor_arg, cast
+from .casting import Cast, _layout_copy, as_tensor_arg, cast
 
 __all__: list[str] = []
 
@@ -347,10 +347,29 @@ def _round_grads(ctx: Any, out: Any) -> Any:
         m = meta[i] if i < len(meta) else None
         if (m is not None and type(g) is np.ndarray and g.dtype == _F32
                 and m[1].itemsize == 2 and g.shape == m[0]):
-            r = _kernels.half_cast(g, m[1])
+            r = None
+            if g.size >= _kernels.ROUND_MIN and getattr(ctx._fn, "new_grads", False) \
+                    and _cast_back_next(ctx, i):
+                r = _kernels.half_round(g, m[1])  # rounds g in place: the op's own new array
+            if r is None:
+                r = _kernels.half_cast(g, m[1])
             g = g if r is None else r
         res.append(g)
     return tuple(res) if type(out) is tuple else res[0]
+
+
+def _cast_back_next(ctx: Any, i: int) -> bool:
+    """Whether input ``i``'s gradient flows to a cast from float32 with no hooks (autocast's
+    cast of a float32 tensor): its backward casts the gradient straight back to float32."""
+    edges = getattr(ctx, "_edges", None)
+    if not edges or i >= len(edges):
+        return False
+    node = edges[i][0]
+    if node is None or getattr(node, "_fn", None) is not Cast or node._pre_hooks is not None \
+            or node._retain is not None:
+        return False
+    meta = node._meta[0] if node._meta else None
+    return meta is not None and meta[1] == _F32
 
 
 def _widen(a: Any) -> Any:

@@ -447,6 +447,11 @@ def _check_vectors(fn: str, a: Any, b: Any) -> None:
         )
 
 
+def _to32(a: Any) -> Any:
+    out = _kernels.half_cast(a, np.float32) if a.dtype.itemsize == 2 else None
+    return a.astype(np.float32) if out is None else out
+
+
 def _mm_arrays(a: Any, b: Any) -> Any:
     """a @ b on arrays: half types through float32, (batch..., n, k) @ (k, m) as one GEMM."""
     dt = a.dtype
@@ -454,9 +459,9 @@ def _mm_arrays(a: Any, b: Any) -> Any:
         out = _backend.gemm(a, b)
         return np.asarray(out) if isinstance(out, np.generic) else out
     low = _is_low(dt)
-    if low:
-        a = a.astype(np.float32)
-        b = b.astype(np.float32)
+    if low:  # (the eager kernel's one pass where it applies: autocast's kept values, too)
+        a = _to32(a)
+        b = _to32(b)
     if a.ndim > 2 and b.ndim == 2 and a.flags.c_contiguous:
         rows = math.prod(a.shape[:-1])
         out = _backend.gemm(a.reshape(rows, a.shape[-1]), b).reshape(a.shape[:-1] + (b.shape[-1],))
@@ -464,6 +469,8 @@ def _mm_arrays(a: Any, b: Any) -> Any:
         out = a @ b
     if isinstance(out, np.generic):  # NumPy's 1-D @ 1-D gives a scalar
         out = np.asarray(out)
+    if low and (r := _kernels.half_cast(out, dt)) is not None:
+        return r
     return out.astype(dt) if low or out.dtype != dt else out
 
 

@@ -81,6 +81,8 @@ class Linear(Op):
     """out = x W^T + b   (one GEMM over the flattened batch)
     grad_x = grad W          grad_W = grad^T x (summed over batch dims)          grad_b = sum grad"""
     node_name = "AddmmBackward0"
+    new_grads = True  # backward's gradients are new arrays, one each (ops/_promote.py rounds
+    # a weight's in place for autocast's cast back)
 
     @staticmethod
     def forward(ctx: Any, x: Any, w: Any, b: Any) -> Any:
