@@ -148,3 +148,53 @@ def test_the_ops_take_the_kernels() -> None:
         y2.backward(ember.tensor(g))
     np.testing.assert_allclose(y2.detach().numpy(), y.detach().numpy(), rtol=4e-7, atol=1e-30)
     np.testing.assert_allclose(t2.grad.numpy(), t.grad.numpy(), rtol=1e-5, atol=1e-7)
+
+
+@needs_kernels
+@pytest.mark.parametrize("rows,classes", [(1, 1), (64, 2), (33, 10), (8, 1000), (300, 17)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_cross_entropy_rows_kernel_equals_the_plain_path(rows, classes, dtype, reduction,
+                                                         monkeypatch) -> None:
+    """cross_entropy's common call in one kernel call each way (cross_entropy_rows and its
+    backward) gives the plain NumPy-glue path's bits: loss, gradient, and the general path's
+    results where a target is ignore_index; against PyTorch too where it is installed."""
+    rng = np.random.default_rng(rows * classes)
+    x = (rng.standard_normal((rows, classes)) * 3).astype(dtype)
+    t = rng.integers(0, classes, rows)
+    g = rng.standard_normal(rows).astype(dtype) if reduction == "none" else None
+
+    def run(mod, target=t):
+        xt = mod.tensor(x, requires_grad=True)
+        loss = mod.nn.functional.cross_entropy(xt, mod.tensor(target), reduction=reduction)
+        loss.backward(mod.tensor(g) if g is not None else None)
+        return loss.detach().numpy(), xt.grad.numpy()
+
+    calls = []
+    for name in ("cross_entropy_rows", "cross_entropy_rows_backward"):
+        real = getattr(L, name)
+        monkeypatch.setattr(L, name, lambda *a, real=real, name=name: (
+            calls.append(name), real(*a))[1])
+    fast = run(ember)
+    assert calls == ["cross_entropy_rows", "cross_entropy_rows_backward"]
+    monkeypatch.setattr(L, "cross_entropy_rows", lambda *a: None)
+    monkeypatch.setattr(L, "cross_entropy_rows_backward", lambda *a: None)
+    slow = run(ember)
+    for a, b in zip(fast, slow):
+        assert a.dtype == b.dtype == dtype
+        np.testing.assert_array_equal(a, b)
+    try:
+        import torch
+    except ImportError:
+        return
+    ref = run(torch)
+    for a, b in zip(fast, ref):
+        np.testing.assert_allclose(a, b, rtol=1e-5 if dtype == np.float32 else 1e-12,
+                                   atol=1e-6 if dtype == np.float32 else 1e-12)
+    if rows > 2:  # an ignored row: the kernel declines, the general path answers
+        monkeypatch.undo()
+        t2 = t.copy()
+        t2[1] = -100
+        got, want = run(ember, t2), run(torch, t2)
+        np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(got[1], want[1], rtol=1e-5, atol=1e-6)

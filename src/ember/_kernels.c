@@ -5591,6 +5591,132 @@ static PyObject *py_scatter_add_dim(PyObject *mod, PyObject *const *args, Py_ssi
     return PyBool_FromLong(ok);
 }
 
+/* cross_entropy_rows(x, target, p | None, lse, loss, total, C): cross_entropy's common call
+ * (ops/nn/loss.py's CrossEntropy: (N, C) logits, one class index per row, no weight, no
+ * smoothing) in one call: softmax_lse's softmax and logsumexp, loss[i] = lse[i] - x[i, t[i]],
+ * and total = loss summed in NumPy's pairwise order (np.add.reduce's bits). False, with p, lse
+ * and loss partly written, where a target is outside [0, C) (the caller's general path then
+ * handles ignore_index and raises for the others). */
+static PyObject *py_cross_entropy_rows(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 7)
+        return PyErr_Format(PyExc_TypeError,
+                            "ember._kernels.cross_entropy_rows: expected 7 arguments");
+    Py_ssize_t C = PyLong_AsSsize_t(args[6]);
+    if (C == -1 && PyErr_Occurred())
+        return NULL;
+    Bufs b;
+    PyObject *arrays[5] = {args[0], args[2], args[3], args[4], args[5]};
+    if (take(&b, arrays, 5, "iOooo") < 0)
+        return NULL;
+    Py_buffer tv;
+    if (gs_index(args[1], &tv) < 0) {
+        release(&b);
+        return NULL;
+    }
+    Py_ssize_t rows = tv.len / 8;
+    if (C < 1 || rows < 1 || b.len[0] != rows * C || same_lengths(&b, rows * C, 1, 2) < 0
+        || same_lengths(&b, rows, 2, 4) < 0 || b.len[4] != 1) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "ember._kernels.cross_entropy_rows: bad sizes");
+        PyBuffer_Release(&tv);
+        release(&b);
+        return NULL;
+    }
+    ln_ctx c = {b.kind, b.p[0], NULL, NULL, NULL, NULL, NULL, b.p[1], NULL, b.p[2],
+                NULL, NULL, rows, C, 0.0};
+    const int64_t *t = (const int64_t *)tv.buf;
+    int ok = 1;
+    Py_BEGIN_ALLOW_THREADS
+    parallel(call_softmax_lse, &c, rows, 1, MIN_PART / C > 1 ? MIN_PART / C : 1);
+    if (b.kind == 'f') {
+        const float *x = (const float *)b.p[0], *lse = (const float *)b.p[2];
+        float *loss = (float *)b.p[3];
+        for (Py_ssize_t i = 0; i < rows && ok; i++) {
+            if (t[i] < 0 || t[i] >= C)
+                ok = 0;
+            else
+                loss[i] = lse[i] - x[i * C + t[i]];
+        }
+        if (ok)
+            *(float *)b.p[4] = -0.0f + pairwise_float(loss, rows);
+    } else {
+        const double *x = (const double *)b.p[0], *lse = (const double *)b.p[2];
+        double *loss = (double *)b.p[3];
+        for (Py_ssize_t i = 0; i < rows && ok; i++) {
+            if (t[i] < 0 || t[i] >= C)
+                ok = 0;
+            else
+                loss[i] = lse[i] - x[i * C + t[i]];
+        }
+        if (ok)
+            *(double *)b.p[4] = -0.0 + pairwise_double(loss, rows);
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&tv);
+    release(&b);
+    return PyBool_FromLong(ok);
+}
+
+/* cross_entropy_rows_backward(p, target, s, out, C): the gradient of cross_entropy_rows's
+ * logits, s[i] (N values, or one for every row) times p, and at the target s[i] (p - 1): the
+ * plain backward's products in T (p * s, s * (p - 1)), in one pass */
+static PyObject *py_cross_entropy_rows_backward(PyObject *mod, PyObject *const *args,
+                                                Py_ssize_t nargs)
+{
+    if (nargs != 5)
+        return PyErr_Format(PyExc_TypeError,
+                            "ember._kernels.cross_entropy_rows_backward: expected 5 arguments");
+    Py_ssize_t C = PyLong_AsSsize_t(args[4]);
+    if (C == -1 && PyErr_Occurred())
+        return NULL;
+    Bufs b;
+    PyObject *arrays[3] = {args[0], args[2], args[3]};
+    if (take(&b, arrays, 3, "iio") < 0)
+        return NULL;
+    Py_buffer tv;
+    if (gs_index(args[1], &tv) < 0) {
+        release(&b);
+        return NULL;
+    }
+    Py_ssize_t rows = tv.len / 8;
+    if (C < 1 || b.len[0] != rows * C || b.len[2] != rows * C
+        || (b.len[1] != rows && b.len[1] != 1)) {
+        PyBuffer_Release(&tv);
+        release(&b);
+        return PyErr_Format(PyExc_ValueError,
+                            "ember._kernels.cross_entropy_rows_backward: bad sizes");
+    }
+    const int64_t *t = (const int64_t *)tv.buf;
+    int each = b.len[1] == rows && rows > 1;
+    int ok = 1;
+    for (Py_ssize_t i = 0; i < rows; i++)
+        if (t[i] < 0 || t[i] >= C)
+            ok = 0;
+    if (ok && b.kind == 'f') {
+        const float *pp = (const float *)b.p[0], *sv = (const float *)b.p[1];
+        float *o = (float *)b.p[2];
+        for (Py_ssize_t i = 0; i < rows; i++) {
+            const float si = sv[each ? i : 0];
+            for (Py_ssize_t j = 0; j < C; j++)
+                o[i * C + j] = pp[i * C + j] * si;
+            o[i * C + t[i]] = si * (pp[i * C + t[i]] - 1.0f);
+        }
+    } else if (ok) {
+        const double *pp = (const double *)b.p[0], *sv = (const double *)b.p[1];
+        double *o = (double *)b.p[2];
+        for (Py_ssize_t i = 0; i < rows; i++) {
+            const double si = sv[each ? i : 0];
+            for (Py_ssize_t j = 0; j < C; j++)
+                o[i * C + j] = pp[i * C + j] * si;
+            o[i * C + t[i]] = si * (pp[i * C + t[i]] - 1.0);
+        }
+    }
+    PyBuffer_Release(&tv);
+    release(&b);
+    return PyBool_FromLong(ok);
+}
+
 static PyObject *py_set_num_threads(PyObject *m, PyObject *arg)
 {
     long n = PyLong_AsLong(arg);
@@ -5682,6 +5808,8 @@ static PyMethodDef kernels_methods[] = {
     FAST(mt_uniform, "mt_uniform(capsule, out, direct): unit24 (float32) or unit53 (float64) uniforms."),
     FAST(gather_dim, "gather_dim(x, index, out, dim): out = x gathered along dim; False on a bad index."),
     FAST(scatter_add_dim, "scatter_add_dim(out, index, src, dim): out += src scattered along dim, in order."),
+    FAST(cross_entropy_rows, "cross_entropy_rows(x, target, p, lse, loss, total, C): cross_entropy's common call."),
+    FAST(cross_entropy_rows_backward, "cross_entropy_rows_backward(p, target, s, out, C): its logits' gradient."),
     FAST(bernoulli53, "bernoulli53(capsule, limit, out, scale, direct): dropout's noise from a bit generator."),
     FAST(transpose_copy, "transpose_copy(src, dst): a strided array into C order by tiles; False where it does not apply."),
     FAST(relu_backward, "relu_backward(out, grad, res): grad where out > 0 (or NaN), else +0."),

@@ -285,6 +285,41 @@ def scatter_add_dim(out: Any, index: Any, src: Any, dim: int) -> bool:
     return bool(k.scatter_add_dim(out, index, src, dim))
 
 
+def cross_entropy_rows(x: Any, target: Any, need_p: bool) -> tuple | None:
+    """cross_entropy's common call on (N, C) logits and N class indices, no weight or
+    smoothing, in one kernel call: (softmax or None, logsumexp (N,), per-row loss (N,), their
+    sum as np.add.reduce gives it); None where the kernel does not apply or a target is outside
+    [0, C) (ignore_index rows, bad labels: the general path)."""
+    k = active
+    if (k is None or type(x) is not np.ndarray or x.ndim != 2 or not x.size
+            or (x.dtype != _F32 and x.dtype != _F64) or not x.flags.c_contiguous
+            or type(target) is not np.ndarray or target.dtype != np.int64 or target.ndim != 1
+            or not target.flags.c_contiguous or target.shape[0] != x.shape[0]):
+        return None
+    n, c = x.shape
+    p = np.empty((n, c), x.dtype) if need_p else None
+    lse, loss, total = np.empty(n, x.dtype), np.empty(n, x.dtype), np.empty(1, x.dtype)
+    if not k.cross_entropy_rows(x, target, p, lse, loss, total, c):
+        return None
+    return p, lse, loss, total[0]
+
+
+def cross_entropy_rows_backward(p: Any, target: Any, s: Any) -> np.ndarray | None:
+    """The logits' gradient for ``cross_entropy_rows``: p * s[i], and s[i] (p - 1) at each
+    row's target (``s``: one value, or one per row); None where the kernel does not apply."""
+    k = active
+    if (k is None or type(p) is not np.ndarray or p.ndim != 2 or not p.flags.c_contiguous
+            or type(target) is not np.ndarray or target.dtype != np.int64
+            or not target.flags.c_contiguous or target.size != p.shape[0]):
+        return None
+    s = np.ascontiguousarray(s, p.dtype) if type(s) is not np.ndarray or s.dtype != p.dtype \
+        or not s.flags.c_contiguous else s
+    if s.size != 1 and s.size != p.shape[0]:
+        return None
+    out = np.empty(p.shape, p.dtype)
+    return out if k.cross_entropy_rows_backward(p, target, s, out, p.shape[1]) else None
+
+
 def relu_backward(out: Any, grad: Any) -> np.ndarray | None:
     """grad where relu's output is > 0 (or NaN), else +0, in one pass (float32/float64, one
     dtype and shape); None where the kernel does not apply."""

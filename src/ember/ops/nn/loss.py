@@ -118,6 +118,22 @@ class CrossEntropy(Op):
         xp = ctx.xp
         ax = 1 if x.ndim >= 2 else 0
         C = x.shape[ax]
+        if (not probs and weight is None and eps == 0 and not 0 <= ignore_index < C
+                and (fast := _kernels.cross_entropy_rows(x, target, ctx.needs_input_grad[0]))
+                is not None):
+            # (N, C) host logits, every target a class (the common call): one kernel call for
+            # the plain branch below's values (the same bits), the same saved values
+            p, _lse, loss, total = fast
+            n = x.shape[0]
+            ctx.ax, ctx.reduction, ctx.eps, ctx.probs, ctx.C = ax, reduction, eps, probs, C
+            ones = np.empty((n, 1), x.dtype)
+            ones.fill(1)
+            den = x.dtype.type(n)
+            ctx.save_for_backward(x, p, target.reshape(n, 1), np.arange(C).reshape(1, C), ones,
+                                  ones, None, den)
+            if reduction == "none":
+                return loss
+            return total if reduction == "sum" else total / den
         wshape = [1] * x.ndim
         wshape[ax] = C
         w_b = weight.reshape(wshape) if weight is not None else None
@@ -211,6 +227,9 @@ class CrossEntropy(Op):
             # softmax itself (what ctx.call(_SoftmaxCached, ...) gives outside create_graph)
             p = p_saved
             s = g * wt
+            if ctx.C == p.shape[1] and (gx := _kernels.cross_entropy_rows_backward(
+                    p, tk.reshape(-1), s)) is not None:
+                return gx, None, None, None, None, None, None  # (one pass: the same products)
             gx = np.multiply(p, s)
             rows = np.arange(p.shape[0])
             cols = tk[:, 0]
