@@ -838,3 +838,21 @@ def test_kernels_called_through_the_native_core_equal_ctypes_calls(monkeypatch):
         call(1, 0, 1, *([None] * 13))
     with pytest.raises(ValueError, match="NULL"):
         call(0, 0, 1)
+
+
+@needs_cc
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_zero_d_backward_runs_as_one_kernel(dtype):
+    """The scalar seed (`w * x ** 2 + 1` on 0-d tensors): its backward rules (add, mul, pow by
+    2) are one generated C function over one element, as the forward's ops are; gradients bit
+    for bit eager's and the replay's."""
+    def f(w, x):
+        return w * x ** 2 + 1
+
+    def make():
+        return (ember.tensor(np.array(3.0, dtype), requires_grad=True),
+                ember.tensor(np.array(-2.5, dtype), requires_grad=True))
+
+    prog = _check_three_ways(f, make)
+    assert "/* backward, 3 rules over shape ()" in prog.c_source
+    assert _calls(prog.source, "KB0") == 1

@@ -784,7 +784,7 @@ def _bfusible(entry: tuple, st: tuple, info: tuple | None) -> tuple | None:
         return None
     arg_meta, out_dtypes, saved, _attrs = info
     shape, dt = st[7][0], out_dtypes[0]
-    if dt not in SUFFIX or not shape or 0 in shape:
+    if dt not in SUFFIX or shape is None or 0 in shape:
         return None
     for _i, _s, eshape, edt in edges:
         if eshape != shape or edt != dt:
@@ -882,7 +882,7 @@ def _boutputs(prog: Program, g: BGroup) -> None:
 
 def _bfunction_source(g: BGroup) -> str:
     T = CTYPE[g.dtype]
-    shape = g.shape
+    shape = g.shape or (1,)  # (0-d gradients: one element, the loop nest of a 1-d one)
     n = math.prod(shape)
     params = (["int64_t lo", "int64_t hi"] + [f"const {T} *restrict gp{j}" for j in range(len(g.loads))]
               + [f"const {T} *restrict sp{j}" for j in range(len(g.saved))]
@@ -921,5 +921,5 @@ def _bfunction_source(g: BGroup) -> str:
         lines.append(f"{ind * (d + 1)}}}")
     lines.append("}")
     labels = ", ".join(b[3:-3] for b in g.body if b.startswith("/* "))
-    g.comment = f"/* backward, {len(g.ks)} rules over shape {tuple(shape)} ({n} elements): {labels} */"
+    g.comment = f"/* backward, {len(g.ks)} rules over shape {tuple(g.shape)} ({n} elements): {labels} */"
     return "\n".join(lines) + "\n"
