@@ -10,7 +10,8 @@
 # 4. the CUDA benchmark (bench/compile_cuda.py): eager, compiled and PyTorch on the same GPU;
 # 5. the other tests whose `cuda` device runs only with a GPU: every op family on the device
 #    (tests/test_devices.py, its `cuda` rows) and autocast on CUDA (tests/test_amp.py).
-# Logs go to OUTDIR (default: $OUT, else /tmp/ember-gpu). The exit status is the tests'.
+# Logs go to OUTDIR (default: $OUT, else /tmp/ember-gpu). The exit status is the tests', or 2
+# where no GPU was found (the tests then ran on fake CUDA only).
 set -uo pipefail
 out=${1:-${OUT:-/tmp/ember-gpu}}
 mkdir -p "$out"
@@ -23,6 +24,13 @@ export PYTHONPATH="$PWD/src:$PWD" PYTHONUNBUFFERED=1 EMBER_CACHE_DIR="$out/kerne
 numpy.__version__, 'cupy', cupy.__version__, 'gpus', cupy.cuda.runtime.getDeviceCount())"
   "$py" -c "import torch; print('torch', torch.__version__, torch.cuda.is_available())" || true
 } 2>&1 | tee "$out/machine.txt"
+
+gpu=1
+if ! "$py" -c "import cupy, sys; sys.exit(cupy.cuda.runtime.getDeviceCount() < 1)" 2>/dev/null; then
+  echo "NO GPU: CuPy or a CUDA device is missing; the checks below run on fake CUDA only" \
+    | tee -a "$out/machine.txt"
+  gpu=0
+fi
 
 if ! "$py" setup.py build_ext --inplace >"$out/build.log" 2>&1; then
   echo "native build failed: the pure-Python modules run (see build.log)"
@@ -39,4 +47,5 @@ timeout 200 "$py" -m pytest -q -p no:cacheprovider -o addopts="" -rs -k "cuda an
   tests/test_devices.py tests/test_amp.py 2>&1 | tee "$out/tests_devices.log"
 devices=${PIPESTATUS[0]}
 [ "$status" -eq 0 ] && status=$devices
+[ "$gpu" -eq 1 ] || status=2  # (nothing ran on a GPU: not a pass)
 exit "$status"
