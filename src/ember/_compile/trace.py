@@ -251,6 +251,14 @@ class Tracer:
     def record_rebind(self, t: TensorBase, arr: Any) -> None:
         self.rebinding = None
         s = self.array_slot.get(id(arr))
+        if s is not None:
+            # an op may hand back an earlier op's array as its output (index_add's last step
+            # returns the values IndexPutAdd accumulated): t takes the last op's output, the
+            # one whose history it adopts (array_slot keeps the first: x's gradient was lost)
+            for s2 in reversed(self.out_tensors):
+                if self.out_tensors[s2]._data is arr:
+                    s = s2
+                    break
         if s is None or self.kind[s][0] != "op":
             return self.fail("an in-place op whose result is not an op's output")
         self.slot_of[id(t)] = s
@@ -684,16 +692,21 @@ class Patches:
             if orig is not None:
                 self._set(ember, name, breaker(name, orig))
 
-        orig_bump = TensorBase._bump_version
+        def bumper(orig_bump: Any) -> Any:
+            def bump(t: Any) -> None:
+                if tr.pending_bump == id(t):
+                    tr.pending_bump = 0
+                elif _function.tracer is tr and not tr.allow_bump:
+                    tr.fail("an in-place write (x.add_(), x[i] = v, ...) inside the region")
+                orig_bump(t)
 
-        def bump(t: Any) -> None:
-            if tr.pending_bump == id(t):
-                tr.pending_bump = 0
-            elif _function.tracer is tr and not tr.allow_bump:
-                tr.fail("an in-place write (x.add_(), x[i] = v, ...) inside the region")
-            orig_bump(t)
+            return bump
 
-        self._set(TensorBase, "_bump_version", bump)
+        # (Tensor defines its own _bump_version: patching TensorBase alone missed every write
+        # that bumps a Tensor directly, resize_() and the random fills normal_(), uniform_()...)
+        for cls in (TensorBase, Tensor):
+            if "_bump_version" in cls.__dict__:
+                self._set(cls, "_bump_version", bumper(cls.__dict__["_bump_version"]))
 
         def on_make(t: Any) -> None:
             # (ember.ops.creation makes tensors from Python values and shapes only: constants)
