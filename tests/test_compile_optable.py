@@ -13,6 +13,7 @@ run eagerly under compile and must give eager's results too; which rows those ar
 from __future__ import annotations
 
 import contextlib
+import pathlib
 import zlib
 from collections.abc import Callable
 from typing import Any
@@ -26,6 +27,7 @@ import ember
 import ember._dynamo
 from ember._compile import _Entry, cc, codegen, config
 
+ROOT = pathlib.Path(__file__).resolve().parents[1]
 CALLS = 4  # two traced calls, then replays
 HAVE_CC = cc.compiler() is not None and config.native
 
@@ -367,3 +369,75 @@ def test_a_named_tuple_result_replays_as_its_type() -> None:
         _same(host(got.indices), host(want.indices), "indices")
     mx.values.sum().backward()
     assert x.grad is not None and host(x.grad).sum() == 6.0
+
+
+# -- the training workloads in every replay mode ------------------------------------------
+# (tests/test_compile_native.py compares the MLP and the tiny GPT with and without generated C
+# only where a compiler is; here they run in the modes that need none as well, with the
+# benchmark's GPT: its fused attention, LayerNorm and GELU, AdamW)
+
+
+def _bench_gpt() -> Any:
+    src = (ROOT / "bench/workloads/_gpt_model.py").read_text()
+    src = "\n".join(x for x in src.splitlines() if not x.startswith(("import torch", "from torch")))
+    ns = {"torch": ember, "F": ember.nn.functional, "nn": ember.nn}
+    exec(compile(src, "_gpt_model.py", "exec"), ns)  # noqa: S102 - the benchmark's own model
+    return ns["GPT"]()
+
+
+def _workload_steps(which: str, mode: str | None, steps: int = 4) -> list:
+    """``steps`` training steps of a workload (eager when mode is None): per step the loss and
+    every gradient, and the parameters at the end."""
+    import test_compile_native as tcn
+
+    ember.manual_seed(0)
+    rng = np.random.default_rng(3)
+    if which == "mlp_dropout":
+        model, data = tcn._mlp(), (rng.standard_normal((16, 20)).astype(np.float32),
+                                   rng.integers(0, 5, 16))
+    elif which == "tiny_gpt":
+        model, data = tcn._TinyGPT(), (rng.integers(0, 11, (4, 8)), rng.integers(0, 11, (4, 8)))
+    else:
+        model, data = _bench_gpt(), (rng.integers(0, 65, (2, 16)), rng.integers(0, 65, (2, 16)))
+    opt = ember.optim.AdamW(model.parameters(), lr=1e-2)
+    loss_fn = ember.nn.CrossEntropyLoss()
+
+    def step(x: Any, y: Any) -> Any:
+        out = model(x, y) if which != "mlp_dropout" else model(x)
+        return out if which != "mlp_dropout" else loss_fn(out, y)
+
+    saved = config.native, codegen.enabled
+    if mode is not None:
+        config.native, codegen.enabled = MODES[mode]
+    try:
+        fwd = step if mode is None else ember.compile(step)
+        ember.manual_seed(1)  # the dropout stream: the same in every mode
+        got = []
+        for _ in range(steps):
+            loss = fwd(ember.tensor(data[0]), ember.tensor(data[1]))
+            opt.zero_grad()
+            loss.backward()
+            got.append(host(loss).copy())
+            got.extend(host(p.grad).copy() for p in model.parameters())
+            opt.step()
+        got.extend(host(p).copy() for p in model.parameters())
+    finally:
+        config.native, codegen.enabled = saved
+    if mode is not None:
+        (entry,) = fwd._ember_compiled.cache.values()
+        assert entry.state == "compiled", entry.reason
+    return got
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+@pytest.mark.parametrize("which", ["mlp_dropout", "tiny_gpt", "bench_gpt"])
+def test_training_workloads_bitwise(which: str, mode: str) -> None:
+    """Four AdamW steps, compiled (two traced, two replayed) vs eager: every loss, gradient
+    and parameter bit for bit, dropout drawn from the same stream."""
+    if MODES[mode][0] and not HAVE_CC:
+        pytest.skip("no C compiler (or EMBER_PURE_PYTHON=1, EMBER_COMPILE_NATIVE=0)")
+    want = _workload_steps(which, None)
+    got = _workload_steps(which, mode)
+    assert len(got) == len(want)
+    for k, (g, w) in enumerate(zip(got, want)):
+        _same(g, w, f"{which} value {k}")
