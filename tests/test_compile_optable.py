@@ -199,7 +199,12 @@ def _float32(a: Any) -> Any:
     return a.astype(np.float32) if a.dtype == np.float64 else a
 
 
-@pytest.mark.parametrize("where", ["cpu", "cpu-float32", "fake_cuda"])
+# under no_grad (inference: forward only), these rows stay eager too: sign() and floor() on a
+# tensor that needs no gradient make their result without an op
+EAGER_NO_GRAD = {**EAGER, "sign_floor": OUTSIDE}
+
+
+@pytest.mark.parametrize("where", ["cpu", "cpu-float32", "cpu-no_grad", "fake_cuda"])
 @pytest.mark.parametrize("mode", list(MODES))
 @pytest.mark.parametrize(("rid", "fn", "inputs"), _params())
 def test_row_compiled_equals_eager(rid: str, fn: Callable, inputs: list, mode: str,
@@ -207,17 +212,21 @@ def test_row_compiled_equals_eager(rid: str, fn: Callable, inputs: list, mode: s
     """Every call of the compiled row (traced and replayed) gives eager's bits, forward and
     backward; the row replays unless EAGER names it, and then for the reason it names. The
     table's float64 inputs run as they are, and on the CPU as float32 too (the default dtype,
-    where the eager kernels and the generated C take other paths)."""
+    where the eager kernels and the generated C take other paths) and under no_grad (a program
+    with no backward)."""
     if MODES[mode][0] and not HAVE_CC:
         pytest.skip("no C compiler (or EMBER_PURE_PYTHON=1, EMBER_COMPILE_NATIVE=0)")
     device = where.split("-")[0]
     if where.endswith("float32"):
         inputs = [_float32(a) for a in inputs]
-    with fake_cupy() if device == "fake_cuda" else contextlib.nullcontext():
+    no_grad = where.endswith("no_grad")
+    with fake_cupy() if device == "fake_cuda" else contextlib.nullcontext(), \
+            ember.no_grad() if no_grad else contextlib.nullcontext():
         entry = _check_row(rid, fn, inputs, device, mode)
-    if rid in EAGER:
+    eager = EAGER_NO_GRAD if no_grad else EAGER
+    if rid in eager:
         assert entry.state == "eager", f"{rid} now replays: take it out of EAGER"
-        assert entry.reason is not None and entry.reason.startswith(EAGER[rid]), entry.reason
+        assert entry.reason is not None and entry.reason.startswith(eager[rid]), entry.reason
     else:
         assert entry.state == "compiled", f"{rid} stays eager: {entry.reason}"
 
