@@ -76,6 +76,7 @@ EAGER: dict[str, str | tuple[str, ...]] = {
     "kthvalue": OUTSIDE,
     "like": OUTSIDE,
     "masked_select": "graph break: Tensor.masked_select()",
+    "matrix_exp_power": DIFFER,  # (matrix_exp's number of squarings follows the input's norm)
     "max_pool2d_indices": OUTSIDE,
     "max_unpool_fold": "graph break: __int__ on a tensor",
     "meshgrid_broadcast": VIEW,
@@ -173,15 +174,34 @@ MODES = {  # (config.native, codegen.enabled)
 }
 
 
+# each call scales the floating inputs by its own factor (positive and at most 1: positive,
+# distinct, symmetric positive definite and probability inputs stay so), so that a replay that
+# kept a value of an earlier call (a constant baked from the data) cannot pass
+SCALES = (1.0, 0.875, 0.75, 0.625)
+
+
+def _scaled(inputs: list, k: int) -> list:
+    def one(a: Any) -> Any:
+        if isinstance(a, NoGrad):
+            return NoGrad(one(a.arr))
+        return a * a.dtype.type(SCALES[k]) if a.dtype.kind == "f" else a
+
+    return [one(a) for a in inputs]
+
+
 def _check_row(rid: str, fn: Callable, inputs: list, device: str, mode: str) -> _Entry:
     """Eager vs compiled on every call; the cache entry compile left the row in."""
-    want = _run(rid, lambda *ts: fn(ember, *ts), inputs, device)
     saved = config.native, codegen.enabled
-    config.native, codegen.enabled = MODES[mode]
     try:
-        compiled = ember.compile(lambda *ts: fn(ember, *ts))
+        compiled = None
         for call in range(CALLS):
-            got = _run(rid, compiled, inputs, device)
+            args = _scaled(inputs, call)
+            config.native, codegen.enabled = saved
+            want = _run(rid, lambda *ts: fn(ember, *ts), args, device)
+            config.native, codegen.enabled = MODES[mode]
+            if compiled is None:
+                compiled = ember.compile(lambda *ts: fn(ember, *ts))
+            got = _run(rid, compiled, args, device)
             _compare(got, want, f"{rid} on {device} ({mode}) call {call + 1}")
     finally:
         config.native, codegen.enabled = saved
@@ -235,7 +255,7 @@ def test_most_rows_replay() -> None:
     """The table is the op table, whole; the rows that stay eager are a known minority."""
     ids = {row[0] for row in ROWS}
     assert set(EAGER) <= ids, set(EAGER) - ids
-    assert len(ROWS) >= 197 and len(ids) - len(EAGER) >= 134, (len(ids), len(EAGER))
+    assert len(ROWS) >= 197 and len(ids) - len(EAGER) >= 133, (len(ids), len(EAGER))
 
 
 # -- regression tests for the bugs the table found ------------------------------------------
