@@ -34,6 +34,7 @@ import numpy as np
 from .. import _backend, _tensor_base
 from .._tensor_base import TensorBase
 from ..autograd import function as _function
+from ..ops._index import _Key
 
 # step kinds
 OP, MASK, UPDATE, WRITE = 0, 1, 2, 3
@@ -169,6 +170,12 @@ class Tracer:
         if self.reason is None:
             self.reason = reason
 
+    def data_read(self, what: str) -> None:
+        """An op's Python code turned tensor data into a Python value that decides what it
+        records (matrix_exp's number of squarings, repeat_interleave's repeats): two traces of
+        equal inputs agree on it, so the key stays eager (a replay would keep the value)."""
+        self.fail(f"{what} computes a Python value from tensor data (a replay would keep it)")
+
     def graph_break(self, what: str) -> None:
         reason = f"graph break: {what} inside the compiled region"
         if self.fullgraph:
@@ -193,6 +200,13 @@ class Tracer:
                 s = self.array_slot.get(id(r))
                 arg_slots.append(s if s is not None else self.const(r))
             else:
+                if type(r) is _Key and not r.from_tensor and any(
+                        self._tensor_memory(a[1]) for a in r.adv):
+                    # index_select's, index_add's, masked_scatter's... key holds a tensor's
+                    # index or mask array: two traces of equal inputs agree on it, and a replay
+                    # kept it as a constant (later calls with other indices went wrong)
+                    return self.fail(f"{cls.__name__}: an index or mask from a tensor's data "
+                                     "(a replay would keep it as a constant)")
                 arg_slots.append(self.const(r))
         out_slots = []
         shapes = []
@@ -210,6 +224,16 @@ class Tracer:
         self.ctxs.append(ctx)
         self.steps.append([OP, cls, ctx, tuple(arg_slots), tuple(out_slots), tuple(shapes),
                            _op_info(ctx, raw, outputs)])
+
+    def _tensor_memory(self, arr: Any) -> bool:
+        """Whether ``arr`` is (a view of) a tensor's memory: an input's or a free tensor's, a
+        recorded op's output, or a tensor made from data outside recorded ops."""
+        while arr is not None:
+            i = id(arr)
+            if i in self.array_slot or i in self.outside_memory or i in self.made_from_data:
+                return True
+            arr = getattr(arr, "base", None)
+        return False
 
     def record_mask(self, x: TensorBase, p: float, shape: tuple, arr: Any) -> None:
         if self.reason is not None:
