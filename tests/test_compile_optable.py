@@ -183,25 +183,29 @@ MODES = {  # (config.native, codegen.enabled)
 
 # The two traced calls see the same inputs (so their traces agree on anything computed from the
 # data); the replayed calls see others: floats scaled (positive factors at most 1: positive,
-# distinct, symmetric positive definite and probability inputs stay so), integers and masks
-# rolled. A replay that kept a value computed from the traced calls' data cannot pass.
+# distinct and probability inputs stay so) and every input rolled along its flattened
+# elements. A replay that kept a value computed from the traced calls' data cannot pass.
 SCALES = (1.0, 1.0, 0.75, 0.625)
 
 
-# rows whose integer inputs must keep their order (embedding_bag's offsets start at 0)
+# rows whose integer or float inputs must keep their order (embedding_bag's offsets start at 0)
 KEEP_INTS = {"embedding_bag"}
+KEEP_FLOATS = {"cholesky"}  # (a rolled positive definite matrix is not one)
 
 
 def _scaled(rid: str, inputs: list, k: int) -> list:
-    """Call k's inputs: floats scaled by SCALES[k], integers and masks rolled by k - 1."""
+    """Call k's inputs: floats scaled by SCALES[k]; from the third call, every input rolled
+    by k - 1 (signs, order and argmax change too, not only magnitudes)."""
     def one(a: Any) -> Any:
         if isinstance(a, NoGrad):
             return NoGrad(one(a.arr))
         if a.dtype.kind == "f":
-            return a * a.dtype.type(SCALES[k])
-        if k < 2 or rid in KEEP_INTS:
+            a = a * a.dtype.type(SCALES[k])
+            if rid in KEEP_FLOATS:
+                return a
+        elif rid in KEEP_INTS:
             return a
-        return np.roll(a.reshape(-1), k - 1).reshape(a.shape)
+        return a if k < 2 else np.roll(a.reshape(-1), k - 1).reshape(a.shape)
 
     return [one(a) for a in inputs]
 
