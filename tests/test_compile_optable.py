@@ -493,19 +493,21 @@ def _bench_gpt() -> Any:
 
 
 def _workload_steps(which: str, mode: str | None, steps: int = 4) -> list:
-    """``steps`` training steps of a workload (eager when mode is None): per step the loss and
-    every gradient, and the parameters at the end."""
+    """``steps`` training steps of a workload on a new batch each (eager when mode is None):
+    per step the loss and every gradient, and the parameters at the end."""
     import test_compile_native as tcn
 
     ember.manual_seed(0)
     rng = np.random.default_rng(3)
     if which == "mlp_dropout":
-        model, data = tcn._mlp(), (rng.standard_normal((16, 20)).astype(np.float32),
-                                   rng.integers(0, 5, 16))
+        model, data = tcn._mlp(), (rng.standard_normal((steps, 16, 20)).astype(np.float32),
+                                   rng.integers(0, 5, (steps, 16)))
     elif which == "tiny_gpt":
-        model, data = tcn._TinyGPT(), (rng.integers(0, 11, (4, 8)), rng.integers(0, 11, (4, 8)))
+        model, data = tcn._TinyGPT(), (rng.integers(0, 11, (steps, 4, 8)),
+                                       rng.integers(0, 11, (steps, 4, 8)))
     else:
-        model, data = _bench_gpt(), (rng.integers(0, 65, (2, 16)), rng.integers(0, 65, (2, 16)))
+        model, data = _bench_gpt(), (rng.integers(0, 65, (steps, 2, 16)),
+                                     rng.integers(0, 65, (steps, 2, 16)))
     opt = ember.optim.AdamW(model.parameters(), lr=1e-2)
     loss_fn = ember.nn.CrossEntropyLoss()
 
@@ -520,8 +522,8 @@ def _workload_steps(which: str, mode: str | None, steps: int = 4) -> list:
         fwd = step if mode is None else ember.compile(step)
         ember.manual_seed(1)  # the dropout stream: the same in every mode
         got = []
-        for _ in range(steps):
-            loss = fwd(ember.tensor(data[0]), ember.tensor(data[1]))
+        for i in range(steps):  # (a new batch at each step)
+            loss = fwd(ember.tensor(data[0][i]), ember.tensor(data[1][i]))
             opt.zero_grad()
             loss.backward()
             got.append(host(loss).copy())
