@@ -19,9 +19,8 @@ graph breaks (tensor data turned into a Python value, by the user or inside an o
 ``Tracer.data_read``), an index or mask tensor's array inside an indexing key (``index_select``:
 two traces of equal inputs agree on it, a replay would keep it), custom ``autograd.Function``s,
 hooks on intermediate tensors, views or unknown tensors returned from the region, and in-place
-writes
-other than these three: BatchNorm's running statistics, buffers written under ``no_grad``, and
-tracked in-place ops on tensors the region made with no views of them (``ReLU(inplace=True)``:
+writes other than these three: BatchNorm's running statistics, buffers written under
+``no_grad``, and tracked in-place ops on tensors the region made with no views of them (``ReLU(inplace=True)``:
 replay reads the op's output where eager mode wrote it back).
 """
 
