@@ -20,8 +20,8 @@ graph breaks (tensor data turned into a Python value, by the user or inside an o
 two traces of equal inputs agree on it, a replay would keep it), custom ``autograd.Function``s,
 hooks on intermediate tensors, views or unknown tensors returned from the region, and in-place
 writes other than these three: BatchNorm's running statistics, buffers written under
-``no_grad``, and tracked in-place ops on tensors the region made with no views of them (``ReLU(inplace=True)``:
-replay reads the op's output where eager mode wrote it back).
+``no_grad``, and tracked in-place ops on tensors the region made with no views of them
+(``ReLU(inplace=True)``: replay reads the op's output where eager mode wrote it back).
 """
 
 from __future__ import annotations
