@@ -81,6 +81,8 @@ def _flatten(obj: Any, leaves: list) -> Any:
         return (t, tuple(_flatten(x, leaves) for x in obj))
     if t is dict:
         return (dict, tuple(obj), tuple(_flatten(v, leaves) for v in obj.values()))
+    if isinstance(obj, tuple) and hasattr(t, "_fields"):  # a named tuple (torch.return_types:
+        return (t, tuple(_flatten(x, leaves) for x in obj))  # max(x, dim), sort, topk...)
     leaves.append(obj)
     return None
 
@@ -103,7 +105,8 @@ def _unflatten(spec: Any, it: Any) -> Any:
     if spec[0] is dict:
         return {k: _unflatten(s, it) for k, s in zip(spec[1], spec[2])}
     items = [_unflatten(s, it) for s in spec[1]]
-    return items if spec[0] is list else tuple(items)
+    t = spec[0]
+    return items if t is list else tuple(items) if t is tuple else t(*items)
 
 
 def _roots(fn: Any, cache: list | None = None) -> tuple[list, list]:

@@ -15,17 +15,20 @@ Every array the region touches becomes a slot:
   trusts a trace after a second traced call produced the very same constants (see ``same``).
 
 What cannot be replayed faithfully makes the trace ``unsupported`` (the call stays eager):
-graph breaks (tensor data turned into a Python value), custom ``autograd.Function``s, hooks on
-intermediate tensors, views or unknown tensors returned from the region, and in-place writes
-other than these three: BatchNorm's running statistics, buffers written under ``no_grad``, and
-tracked in-place ops on tensors the region made with no views of them (``ReLU(inplace=True)``:
-replay reads the op's output where eager mode wrote it back).
+graph breaks (tensor data turned into a Python value, by the user or inside an op:
+``Tracer.data_read``), an index or mask tensor's array inside an indexing key (``index_select``:
+two traces of equal inputs agree on it, a replay would keep it), custom ``autograd.Function``s,
+hooks on intermediate tensors, views or unknown tensors returned from the region, and in-place
+writes other than these three: BatchNorm's running statistics, buffers written under
+``no_grad``, and tracked in-place ops on tensors the region made with no views of them
+(``ReLU(inplace=True)``: replay reads the op's output where eager mode wrote it back).
 """
 
 from __future__ import annotations
 
 import importlib
 import sys
+import types
 import weakref
 from typing import Any
 
@@ -34,6 +37,7 @@ import numpy as np
 from .. import _backend, _tensor_base
 from .._tensor_base import TensorBase
 from ..autograd import function as _function
+from ..ops._index import _Key
 
 # step kinds
 OP, MASK, UPDATE, WRITE = 0, 1, 2, 3
@@ -169,6 +173,12 @@ class Tracer:
         if self.reason is None:
             self.reason = reason
 
+    def data_read(self, what: str) -> None:
+        """An op's Python code turned tensor data into a Python value that decides what it
+        records (matrix_exp's number of squarings, repeat_interleave's repeats): two traces of
+        equal inputs agree on it, so the key stays eager (a replay would keep the value)."""
+        self.fail(f"{what} computes a Python value from tensor data (a replay would keep it)")
+
     def graph_break(self, what: str) -> None:
         reason = f"graph break: {what} inside the compiled region"
         if self.fullgraph:
@@ -193,6 +203,13 @@ class Tracer:
                 s = self.array_slot.get(id(r))
                 arg_slots.append(s if s is not None else self.const(r))
             else:
+                if type(r) is _Key and not r.from_tensor and any(
+                        self._tensor_memory(a[1]) for a in r.adv):
+                    # index_select's, index_add's, masked_scatter's... key holds a tensor's
+                    # index or mask array: two traces of equal inputs agree on it, and a replay
+                    # kept it as a constant (later calls with other indices went wrong)
+                    return self.fail(f"{cls.__name__}: an index or mask from a tensor's data "
+                                     "(a replay would keep it as a constant)")
                 arg_slots.append(self.const(r))
         out_slots = []
         shapes = []
@@ -210,6 +227,16 @@ class Tracer:
         self.ctxs.append(ctx)
         self.steps.append([OP, cls, ctx, tuple(arg_slots), tuple(out_slots), tuple(shapes),
                            _op_info(ctx, raw, outputs)])
+
+    def _tensor_memory(self, arr: Any) -> bool:
+        """Whether ``arr`` is (a view of) a tensor's memory: an input's or a free tensor's, a
+        recorded op's output, or a tensor made from data outside recorded ops."""
+        while arr is not None:
+            i = id(arr)
+            if i in self.array_slot or i in self.outside_memory or i in self.made_from_data:
+                return True
+            arr = getattr(arr, "base", None)
+        return False
 
     def record_mask(self, x: TensorBase, p: float, shape: tuple, arr: Any) -> None:
         if self.reason is not None:
@@ -251,6 +278,14 @@ class Tracer:
     def record_rebind(self, t: TensorBase, arr: Any) -> None:
         self.rebinding = None
         s = self.array_slot.get(id(arr))
+        if s is not None:
+            # an op may hand back an earlier op's array as its output (index_add's last step
+            # returns the values IndexPutAdd accumulated): t takes the last op's output, the
+            # one whose history it adopts (array_slot keeps the first: x's gradient was lost)
+            for s2 in reversed(self.out_tensors):
+                if self.out_tensors[s2]._data is arr:
+                    s = s2
+                    break
         if s is None or self.kind[s][0] != "op":
             return self.fail("an in-place op whose result is not an op's output")
         self.slot_of[id(t)] = s
@@ -634,10 +669,29 @@ def same(p: Program, q: Program) -> bool:
     except Exception:  # noqa: BLE001 - arrays inside a signature: not comparable, not trusted
         return False
     for (s1, v1), (s2, v2) in zip(p.consts, q.consts):
-        if s1 != s2 or not _equal(v1, v2):
+        if s1 != s2 or not (_equal(v1, v2) or _same_function(v1, v2)):
             return False
     for a, b in zip(p.out_spec[1], q.out_spec[1]):
         if a[0] == "py" and not _equal(a[1], b[1]):
+            return False
+    return True
+
+
+def _same_function(f: Any, g: Any) -> bool:
+    """Two functions an op makes afresh at each call (``isclose``'s ``lambda x, y:
+    xp.isclose(x, y, rtol=rtol, atol=atol)``, run as a recorded op): the same code over the same
+    modules and equal Python numbers. (A new function object per call made every such region
+    stay eager; closures over anything else, an array say, still do.)"""
+    if type(f) is not types.FunctionType or type(g) is not types.FunctionType \
+            or f.__code__ is not g.__code__ or not _equal(f.__defaults__, g.__defaults__) \
+            or f.__kwdefaults__ or g.__kwdefaults__:
+        return False
+    for a, b in zip(f.__closure__ or (), g.__closure__ or ()):
+        try:
+            x, y = a.cell_contents, b.cell_contents
+        except ValueError:  # an empty cell
+            return False
+        if x is not y and not (type(x) in _PY_SCALARS and _equal(x, y)):
             return False
     return True
 
@@ -684,16 +738,21 @@ class Patches:
             if orig is not None:
                 self._set(ember, name, breaker(name, orig))
 
-        orig_bump = TensorBase._bump_version
+        def bumper(orig_bump: Any) -> Any:
+            def bump(t: Any) -> None:
+                if tr.pending_bump == id(t):
+                    tr.pending_bump = 0
+                elif _function.tracer is tr and not tr.allow_bump:
+                    tr.fail("an in-place write (x.add_(), x[i] = v, ...) inside the region")
+                orig_bump(t)
 
-        def bump(t: Any) -> None:
-            if tr.pending_bump == id(t):
-                tr.pending_bump = 0
-            elif _function.tracer is tr and not tr.allow_bump:
-                tr.fail("an in-place write (x.add_(), x[i] = v, ...) inside the region")
-            orig_bump(t)
+            return bump
 
-        self._set(TensorBase, "_bump_version", bump)
+        # (Tensor defines its own _bump_version: patching TensorBase alone missed every write
+        # that bumps a Tensor directly, resize_() and the random fills normal_(), uniform_()...)
+        for cls in (TensorBase, Tensor):
+            if "_bump_version" in cls.__dict__:
+                self._set(cls, "_bump_version", bumper(cls.__dict__["_bump_version"]))
 
         def on_make(t: Any) -> None:
             # (ember.ops.creation makes tensors from Python values and shapes only: constants)

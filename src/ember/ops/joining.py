@@ -18,6 +18,7 @@ import numpy as np
 
 from .. import _backend, _dtype
 from .._tensor_base import TensorBase
+from ..autograd import function as _function
 from ..autograd.function import Op
 from . import _args, _out
 from . import casting as _cast
@@ -705,6 +706,8 @@ def repeat_interleave(*args: Any, output_size: int | None = None, **kwargs: Any)
         if repeats._data.dtype.kind not in "iu":
             raise RuntimeError(f"repeat_interleave: repeats must have an integer dtype, got "
                                f"{repeats.dtype}")
+        if _function.tracer is not None:  # the repeats decide the recorded index: compile
+            _function.tracer.data_read("repeat_interleave")  # stays eager
         rh = _backend.to_numpy(repeats._data).astype(np.int64)
         if rh.shape[0] != n:
             raise RuntimeError(

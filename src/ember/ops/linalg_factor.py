@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from .._tensor_base import TensorBase
+from ..autograd import function as _function
 from ..autograd.function import Op
 from . import return_types
 from ._autocast import cast as _amp_cast
@@ -322,6 +323,8 @@ def matrix_exp(input: Any) -> Any:
     _check_square("linalg.matrix_exp", a)
     if a.shape[-1] == 0:
         return a * 1
+    if _function.tracer is not None:  # the squarings follow the data: compile stays eager
+        _function.tracer.data_read("linalg.matrix_exp")
     raw = np.asarray(a._data) if a._data.size else np.zeros((1,))
     norm = float(np.abs(raw).sum(-2).max()) if a._data.size else 0.0
     s = max(0, int(math.ceil(math.log2(norm))) + 1) if norm > 0 and math.isfinite(norm) else 0
