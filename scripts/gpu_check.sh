@@ -9,7 +9,8 @@
 # 3. compile's CUDA kernels against eager mode bit for bit (tests/test_compile_cuda.py);
 # 4. the CUDA benchmark (bench/compile_cuda.py): eager, compiled and PyTorch on the same GPU;
 # 5. the other tests whose `cuda` device runs only with a GPU: every op family on the device
-#    (tests/test_devices.py, its `cuda` rows) and autocast on CUDA (tests/test_amp.py).
+#    (tests/test_devices.py, its `cuda` rows), autocast on CUDA (tests/test_amp.py) and the op
+#    table compiled vs eager on the device (tests/test_compile_optable.py).
 # Logs go to OUTDIR (default: $OUT, else /tmp/ember-gpu). The exit status is the tests', or 2
 # where no GPU was found (the tests then ran on fake CUDA only).
 set -uo pipefail
@@ -44,7 +45,8 @@ status=${PIPESTATUS[0]}
 timeout 150 "$py" -m bench.compile_cuda --repeat 3 --iters 10 2>&1 | tee "$out/bench.log"
 
 timeout 200 "$py" -m pytest -q -p no:cacheprovider -o addopts="" -rs -k "cuda and not fake" \
-  tests/test_devices.py tests/test_amp.py 2>&1 | tee "$out/tests_devices.log"
+  tests/test_devices.py tests/test_amp.py tests/test_compile_optable.py 2>&1 \
+  | tee "$out/tests_devices.log"
 devices=${PIPESTATUS[0]}
 [ "$status" -eq 0 ] && status=$devices
 [ "$gpu" -eq 1 ] || status=2  # (nothing ran on a GPU: not a pass)
