@@ -837,3 +837,21 @@ def test_add_sub_mul_rules_written_out_equal_eager_bit_for_bit(shapes):
     if codegen.enabled:
         prog = next(iter(c._ember_compiled.cache.values())).prog
         assert " * sa" in prog.source and " * sb" in prog.source and "else: s" in prog.source
+
+
+@pytest.mark.parametrize("case", ["tensor_split", "segment_reduce"])
+def test_values_an_op_reads_from_data_keep_the_region_eager(case):
+    """Split points and segment lengths given as tensors are read in Python by the op's wrapper:
+    two traces with equal tensors agree on them, and a replay would keep them where the output
+    shapes do not change ([3, 7] -> [4, 8]: the middle piece is 4 long either way); the key
+    stays eager and later calls with other values get eager's results."""
+    f = {"tensor_split": lambda x, t: ember.tensor_split(x, t)[1] * 2,
+         "segment_reduce": lambda x, t: ember.segment_reduce(x, "sum", lengths=t) * 2}[case]
+    x = ember.arange(12.0)
+    first, later = {"tensor_split": ([3, 7], [4, 8]),
+                    "segment_reduce": ([5, 7], [1, 11])}[case]
+    c = ember.compile(f)
+    for vals in (first, first, first, later, later):
+        t = ember.tensor(vals)
+        np.testing.assert_array_equal(c(x, t).numpy(), f(x, t).numpy())
+    assert stats["replays"] == 0, stats["last_reason"]

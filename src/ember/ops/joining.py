@@ -357,6 +357,8 @@ def tensor_split(input: Any, sections: Any = None, dim: int = 0, *, indices: Any
                 "tensor_split expected tensor_indices_or_sections to be a zero-dimensional or "
                 f"one-dimensional tensor, but got a tensor with {ios._data.ndim} dims"
             )
+        if _function.tracer is not None:  # the split points come from data: compile stays
+            _function.tracer.data_read("tensor_split")  # eager (a replay would keep them)
         ios = int(ios._data) if ios._data.ndim == 0 else [int(v) for v in ios._data.tolist()]
     if isinstance(ios, (tuple, list)):
         idx = [_int(v, "indices") for v in ios]

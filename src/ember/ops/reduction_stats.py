@@ -18,6 +18,7 @@ import numpy as np
 from .. import _backend, _dtype
 from .. import _kernels_loader as _kernels
 from .._tensor_base import data_of, wrap_dim
+from ..autograd import function as _function
 from ..autograd.function import Op
 from . import _out, return_types
 from . import _promote as _prom
@@ -694,6 +695,8 @@ def _segment_offsets(x: Any, lengths: Any, offsets: Any, axis: int, unsafe: bool
         raise RuntimeError(
             f"segment_reduce(): {name} of shape {tuple(a.shape)} does not match data of shape "
             f"{tuple(x.shape)} before axis {axis}")
+    if _function.tracer is not None:  # the segments come from data: compile stays eager
+        _function.tracer.data_read("segment_reduce")
     a = np.asarray(_backend.to_numpy(a), dtype=np.int64)
     n = x.shape[axis]
     if lengths is not None:
