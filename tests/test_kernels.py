@@ -925,7 +925,8 @@ def test_optimizer_kernels_apply_only_where_they_should() -> None:
 @needs_kernels
 def test_the_optimizers_take_the_kernels(monkeypatch: pytest.MonkeyPatch) -> None:
     calls = []
-    for fn in ("adam_step", "sgd_momentum_step", "rmsprop_step", "adam_many", "sgd_many"):
+    for fn in ("adam_step", "sgd_momentum_step", "rmsprop_step", "adam_many", "sgd_many",
+               "rmsprop_many"):
         real = getattr(L, fn)
         monkeypatch.setattr(L, fn, lambda *a, real=real, fn=fn: bool(real(*a))
                             and (calls.append(fn) or True))  # (the result passed on)
@@ -938,7 +939,7 @@ def test_the_optimizers_take_the_kernels(monkeypatch: pytest.MonkeyPatch) -> Non
             opt.step()
     # (from the second step a group goes whole: adam_many, sgd_many; SGD's first step makes
     # the momentum buffers)
-    assert calls == ["adam_step", "adam_many", "sgd_many"] + ["rmsprop_step"] * 4
+    assert calls == ["adam_step", "adam_many", "sgd_many"] + ["rmsprop_step", "rmsprop_many"] * 2
 
 
 @needs_kernels

@@ -936,3 +936,54 @@ def test_sgd_group_step_equals_the_per_parameter_steps(kw, monkeypatch):
     ref, _, _ = run(False, torch)
     for x, y in zip(a, ref):
         np.testing.assert_allclose(x, y, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("kw", [
+    {}, {"momentum": 0.9}, {"centered": True}, {"centered": True, "momentum": 0.5},
+    {"weight_decay": 0.01}, {"maximize": True},
+])
+def test_rmsprop_group_step_equals_the_per_parameter_steps(kw, monkeypatch):
+    """RMSprop's whole-group native call (RMSprop._group_step, _kernels.rmsprop_many) gives the
+    bits of the per-parameter path (square_avg, grad_avg, momentum buffers and steps included)
+    for float32, float64 and 0-d parameters, one without a gradient at a step; weight decay and
+    maximize stay per parameter. Against PyTorch's trajectory too where it is installed."""
+    from ember.optim import rmsprop as rms_mod
+
+    rng = np.random.default_rng(6)
+    inits = [rng.standard_normal((5, 3)).astype(np.float32), rng.standard_normal(4),
+             np.array(0.5, np.float32), rng.standard_normal(70000).astype(np.float32)]
+    grads = [[rng.standard_normal(a.shape).astype(a.dtype) for a in inits] for _ in range(4)]
+
+    def run(group_step: bool, lib=ember):
+        calls = []
+        if lib is ember:
+            real = rms_mod.RMSprop._group_step
+            monkeypatch.setattr(rms_mod.RMSprop, "_group_step",
+                                (lambda self, *a: calls.append(real(self, *a)) or calls[-1])
+                                if group_step else None)
+        ps = [lib.tensor(a.copy(), requires_grad=True) for a in inits]
+        opt = lib.optim.RMSprop(ps, lr=0.01, **kw)
+        for k, gs in enumerate(grads):
+            for j, (p, g) in enumerate(zip(ps, gs)):
+                p.grad = None if (j == 1 and k == 2) else lib.tensor(g)
+            opt.step()
+        monkeypatch.undo()
+        state = [{key: np.asarray(v.detach().numpy() if hasattr(v, "detach") else v)
+                  for key, v in opt.state[p].items()} for p in ps]
+        return [p.detach().numpy().copy() for p in ps], state, calls
+
+    (a, sa, calls), (b, sb, _) = run(True), run(False)
+    native = ember._kernels_loader.active is not None
+    plain_only = kw.get("weight_decay") or kw.get("maximize")
+    assert sum(map(bool, calls)) == (0 if plain_only or not native else 3)  # steps 2-4
+    for x, y in zip(a, b):
+        assert x.dtype == y.dtype
+        np.testing.assert_array_equal(x, y)
+    for x, y in zip(sa, sb):
+        assert x.keys() == y.keys()
+        for key in x:
+            np.testing.assert_array_equal(x[key], y[key])
+    torch = pytest.importorskip("torch")
+    ref, _, _ = run(False, torch)
+    for x, y in zip(a, ref):
+        np.testing.assert_allclose(x, y, rtol=1e-5, atol=1e-6)

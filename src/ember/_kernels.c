@@ -4388,6 +4388,81 @@ static PyObject *py_sgd_many(PyObject *mod, PyObject *const *args, Py_ssize_t na
     return PyBool_FromLong(ok);
 }
 
+/* rmsprop_many(cls, ds, gs, vs, avgs | None, bufs | None, steps, alpha, eps, momentum, lr): a
+ * group's RMSprop steps (optim/rmsprop.py's _group_step) in one call: per parameter step += 1
+ * in its dtype, then rmsprop()'s pass. All or nothing, as adam_many. */
+static PyObject *py_rmsprop_many(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
+{
+    double h[4];
+    if (nargs != 11)
+        return PyErr_Format(PyExc_TypeError, "ember._kernels.rmsprop_many: expected 11 arguments");
+    PyTypeObject *cls = (PyTypeObject *)args[0];
+    int have[6] = {1, 1, 1, args[4] != Py_None, args[5] != Py_None, 1};
+    for (int j = 1; j <= 6; j++)
+        if (have[j - 1] && !PyList_CheckExact(args[j]))
+            return PyErr_Format(PyExc_TypeError, "ember._kernels.rmsprop_many: lists expected");
+    Py_ssize_t n = PyList_GET_SIZE(args[1]);
+    for (int j = 2; j <= 6; j++)
+        if (have[j - 1] && PyList_GET_SIZE(args[j]) != n)
+            return PyErr_Format(PyExc_ValueError, "ember._kernels.rmsprop_many: lists differ");
+    if (doubles(args + 7, 4, h) < 0)
+        return NULL;
+    adam_item *items = PyMem_Calloc(n ? (size_t)n : 1, sizeof(adam_item));
+    if (!items)
+        return PyErr_NoMemory();
+    Py_ssize_t taken = 0;
+    int ok = 1;
+    for (Py_ssize_t i = 0; i < n && ok; i++) {
+        PyObject *a[6];
+        for (int j = 0; j < 6; j++) {
+            a[j] = have[j] ? PyList_GET_ITEM(args[1 + j], i) : Py_None;
+            if (have[j] && !Py_IS_TYPE(a[j], cls))
+                ok = 0;
+        }
+        /* (d, g, v, grad_avg, momentum_buffer: rmsprop()'s order) */
+        if (!ok || take(&items[i].b, a, 5, "oioOO") < 0) {
+            ok = 0;
+            break;
+        }
+        if (same_lengths(&items[i].b, items[i].b.len[0], 1, 5) < 0
+            || get_buffer(a[5], &items[i].sv, 1, &items[i].skind, "step") < 0) {
+            release(&items[i].b);
+            ok = 0;
+            break;
+        }
+        if (items[i].sv.len != items[i].sv.itemsize) {
+            PyBuffer_Release(&items[i].sv);
+            release(&items[i].b);
+            ok = 0;
+            break;
+        }
+        taken = i + 1;
+    }
+    if (ok) {
+        for (Py_ssize_t i = 0; i < n; i++) {
+            adam_item *it = &items[i];
+            if (it->skind == 'f')
+                *(float *)it->sv.buf = *(float *)it->sv.buf + 1.0f;
+            else
+                *(double *)it->sv.buf = *(double *)it->sv.buf + 1.0;
+            Bufs *b = &it->b;
+            opt_ctx c = {b->kind, b->p[0], b->p[4], b->p[2], b->p[3], b->p[1],
+                         0.0, h[0], 1.0 - h[0], 0.0, h[2], 0.0, h[1], h[3], 0, 0};
+            Py_BEGIN_ALLOW_THREADS
+            parallel(call_rmsprop, &c, b->len[0], 64, MIN_PART);
+            Py_END_ALLOW_THREADS
+        }
+    } else {
+        PyErr_Clear();  /* (a parameter the kernel does not take: the caller's loop runs) */
+    }
+    for (Py_ssize_t i = 0; i < taken; i++) {
+        PyBuffer_Release(&items[i].sv);
+        release(&items[i].b);
+    }
+    PyMem_Free(items);
+    return PyBool_FromLong(ok);
+}
+
 /* rmsprop(d, g, v, grad_avg | None, momentum_buffer | None, alpha, 1 - alpha, eps, momentum,
  * lr) */
 static PyObject *py_rmsprop(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
@@ -5792,6 +5867,8 @@ static PyMethodDef kernels_methods[] = {
     FAST(adam, "adam(d, g, m, v, vmax, decay, b1, c1, c2, b2, bc2, eps, step): one Adam step."),
     FAST(sgd_many, "sgd_many(cls, ds, gs, bufs | None, momentum, 1 - dampening | None, lr, "
                    "nesterov): a group's SGD steps; False (nothing changed) where one does not fit."),
+    FAST(rmsprop_many, "rmsprop_many(cls, ds, gs, vs, avgs, bufs, steps, alpha, eps, momentum, lr): "
+                       "a group's RMSprop steps; False (nothing changed) where one does not fit."),
     FAST(adam_many, "adam_many(cls, ds, gs, ms, vs, steps, decay, b1, b2, eps, lr): a group's "
                     "Adam steps; False (nothing changed) where an array does not fit."),
     FAST(rmsprop, "rmsprop(d, g, v, grad_avg, buf, alpha, 1 - alpha, eps, momentum, lr)."),

@@ -928,6 +928,18 @@ def sgd_many(ds: list, gs: list, bufs: list | None, momentum: float, damp: float
     return k.sgd_many(np.ndarray, ds, gs, bufs, momentum, damp, lr, nesterov)
 
 
+def rmsprop_many(ds: list, gs: list, vs: list, avgs: list | None, bufs: list | None,
+                 steps: list, alpha: float, eps: float, momentum: float, lr: float) -> bool:
+    """A parameter group's RMSprop steps in one call (``rmsprop_step`` for each after
+    ``step += 1``; ``avgs`` the centered form's grad_avg, ``bufs`` the momentum buffers, None
+    where unused), all or nothing: False (nothing changed) where the kernels are off or an array
+    does not fit (the caller steps them one by one)."""
+    k = active
+    if k is None:
+        return False
+    return k.rmsprop_many(np.ndarray, ds, gs, vs, avgs, bufs, steps, alpha, eps, momentum, lr)
+
+
 def sgd_momentum_step(d: Any, g: Any, buf: Any, momentum: float, dampening: float, lr: float,
                       nesterov: bool) -> bool:
     """buf = momentum buf + (1 - dampening) g; d -= lr (g + momentum buf if nesterov else buf),

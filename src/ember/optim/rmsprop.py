@@ -79,6 +79,44 @@ class RMSprop(Optimizer):
         )
         super().__init__(params, defaults)
 
+    def _group_step(self, params: list, o: SimpleNamespace) -> bool:
+        """The group's steps in one native call (``_kernels.rmsprop_many``: ``_update``'s kernel
+        path, the same bits) when every parameter with a gradient has its state and plain float
+        arrays and the options are plain numbers; False otherwise (``_update`` runs)."""
+        if (o.maximize or o.weight_decay != 0 or type(self)._update is not RMSprop._update
+                or type(o.lr) not in _NUMBER or type(o.alpha) not in _NUMBER
+                or type(o.eps) not in _NUMBER or type(o.momentum) not in _NUMBER):
+            return False
+        state = self.state
+        momentum, centered = o.momentum > 0, bool(o.centered)
+        live, ds, gs, vs, avgs, bufs, steps = [], [], [], [], [], [], []
+        try:
+            for p in params:
+                g = p.grad
+                if g is None:
+                    continue
+                st = state[p]
+                live.append(p)
+                ds.append(p._data)
+                gs.append(g._data)
+                vs.append(st["square_avg"]._data)
+                steps.append(st["step"]._data)
+                if centered:
+                    avgs.append(st["grad_avg"]._data)
+                if momentum:
+                    bufs.append(st["momentum_buffer"]._data)
+        except (KeyError, AttributeError):  # a first step (no state yet), or another kind
+            return False
+        if not _kernels.rmsprop_many(ds, gs, vs, avgs if centered else None,
+                                     bufs if momentum else None, steps, o.alpha, o.eps,
+                                     o.momentum, o.lr):
+            return False
+        for p in live:
+            v = p._version
+            if v is not None:  # changed in place: saved copies are stale
+                v[0] += 1
+        return True
+
     def _update(self, p: Tensor, g: Any, o: SimpleNamespace) -> None:
         d = p._data
         state = self.state[p]
