@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 import ember
 from ember import _kernels_loader as L
+from helpers import HAVE_TORCH, torch
 
 needs_kernels = pytest.mark.skipif(L.active is None, reason=f"kernels off: {L.reason}")
 
@@ -94,3 +95,33 @@ def test_contiguous_and_reshape_of_transposed_tensors() -> None:
     img = ember.randn(4, 8, 16, 16)
     nhwc = img.permute(0, 2, 3, 1).contiguous()
     np.testing.assert_array_equal(nhwc.numpy(), img.numpy().transpose(0, 2, 3, 1))
+
+
+@needs_kernels
+@pytest.mark.parametrize("dtype", [np.uint8, np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("dims", [(-1,), (0, -1), (1, 2), (0, 1, 2)])
+def test_flip_of_the_last_axis_copies_rows_backwards(dtype, dims) -> None:
+    """A view whose last axis runs backwards (flip(-1)) is copied row by row in reverse by the
+    kernel: the NumPy copy's bits, C order, at 1 and 2 threads; x.flip() gives PyTorch's values
+    and strides."""
+    x = (np.arange(3 * 40 * 129) % 251).astype(dtype).reshape(3, 40, 129)
+    view = np.flip(x, [d % 3 for d in dims])
+    before = ember.get_num_threads()
+    try:
+        outs = []
+        for n in (1, 2):
+            ember.set_num_threads(n)
+            out = L.dense_copy(view)
+            if -1 in dims or 2 in dims:
+                assert out is not None
+            outs.append(view.copy() if out is None else out)
+    finally:
+        ember.set_num_threads(before)
+    for out in outs:
+        assert out.flags.c_contiguous and out.tobytes() == view.copy().tobytes()
+    got = ember.tensor(x).flip(dims)
+    np.testing.assert_array_equal(got.numpy(), view)
+    if HAVE_TORCH and dtype != np.float16:
+        ref = torch.tensor(x).flip(dims)
+        assert got.stride() == ref.stride()
+        np.testing.assert_array_equal(got.numpy(), ref.numpy())

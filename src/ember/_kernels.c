@@ -4678,6 +4678,33 @@ static void transpose_copy_range(void *cv, Py_ssize_t u0, Py_ssize_t u1)
 /* transpose_copy(src, dst): dst (C-contiguous, writable, src's size and item size) = src in C
  * order; False (nothing written) where the tiled copy does not apply (src's last axis already
  * the fastest, 0-d or over 16 dims, items not 1/2/4/8 bytes) */
+/* a view whose last axis runs backwards (x.flip(-1)): each row copied reversed into C order
+ * (NumPy's copy reads it one element at a time, a third of a plain copy's speed); rows u0..u1 */
+#define TC_REVERSE(T)                                                                          \
+    for (Py_ssize_t j = 0; j < n; j++)                                                         \
+        ((T *)d)[j] = ((const T *)s)[-j];
+static void reverse_rows_range(void *cv, Py_ssize_t u0, Py_ssize_t u1)
+{
+    const tc_ctx *c = (const tc_ctx *)cv;
+    int nd = c->nd, item = c->item;
+    Py_ssize_t n = c->shape[nd - 1];
+    for (Py_ssize_t u = u0; u < u1; u++) {
+        Py_ssize_t rest = u, off = 0;
+        for (int a = nd - 2; a >= 0; a--) {
+            off += (rest % c->shape[a]) * c->sstr[a];
+            rest /= c->shape[a];
+        }
+        const char *s = c->src + off;
+        char *d = c->dst + u * n * item;
+        switch (item) {
+        case 1: TC_REVERSE(uint8_t) break;
+        case 2: TC_REVERSE(uint16_t) break;
+        case 4: TC_REVERSE(uint32_t) break;
+        default: TC_REVERSE(uint64_t) break;
+        }
+    }
+}
+
 static PyObject *py_transpose_copy(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs != 2)
@@ -4710,7 +4737,22 @@ static PyObject *py_transpose_copy(PyObject *mod, PyObject *const *args, Py_ssiz
                 best = st;
             }
         }
-        if (k >= 0 && k != nd - 1 && sv.shape[nd - 1] > 1) {
+        if (k == nd - 1 && sv.strides[nd - 1] == -item && sv.shape[nd - 1] > 1) {
+            c.src = (const char *)sv.buf;
+            c.dst = (char *)dv.buf;
+            c.nd = nd;
+            c.item = item;
+            for (int a = 0; a < nd; a++) {
+                c.shape[a] = sv.shape[a];
+                c.sstr[a] = sv.strides[a];
+            }
+            Py_ssize_t rows = sv.len / item / sv.shape[nd - 1];
+            Py_ssize_t per = sv.shape[nd - 1] * item;
+            Py_BEGIN_ALLOW_THREADS
+            parallel(reverse_rows_range, &c, rows, 1, MIN_PART / per > 1 ? MIN_PART / per : 1);
+            Py_END_ALLOW_THREADS
+            res = Py_True;
+        } else if (k >= 0 && k != nd - 1 && sv.shape[nd - 1] > 1) {
             c.src = (const char *)sv.buf;
             c.dst = (char *)dv.buf;
             c.nd = nd;

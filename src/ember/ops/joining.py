@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from .. import _backend, _dtype
+from .. import _kernels_loader as _kernels
 from .._tensor_base import TensorBase
 from ..autograd import function as _function
 from ..autograd.function import Op
@@ -581,7 +582,12 @@ class Flip(Op):
     @staticmethod
     def forward(ctx: Any, x: Any, dims: tuple) -> Any:
         ctx.dims = dims
-        return _cast._layout_copy(ctx.xp.flip(x, axis=dims) if dims else x)  # (x's layout)
+        if not dims:
+            return _cast._layout_copy(x)
+        view = ctx.xp.flip(x, axis=dims)
+        if x.flags.c_contiguous and (out := _kernels.dense_copy(view)) is not None:
+            return out  # (the last axis reversed: rows copied backwards, C order as x's)
+        return _cast._layout_copy(view)  # (x's layout)
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
