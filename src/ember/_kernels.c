@@ -4227,116 +4227,155 @@ static PyObject *py_adam(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
     Py_RETURN_NONE;
 }
 
-/* adam_many(cls, ds, gs, ms, vs, steps, decay, b1, b2, eps, lr): one Adam/AdamW step for each
- * parameter of a group (optim/adam.py's _group_step), in one call where the Python loop costs
- * about 5 us a parameter. Every array must be exactly of type cls (NumPy's ndarray), C-contiguous,
- * of one float dtype per parameter (d, m, v and its 0-d step writable); when one is not, nothing
- * is changed and False is returned (the caller steps the group parameter by parameter). Per
- * parameter, as _update and _kernel_step do: step += 1 in its dtype, t = step, bc2 =
- * sqrt(1 - b2 ** t), stepsize = lr / (1 - b1 ** t) (C's pow, which Python's float ** calls),
- * then adam()'s pass. */
+/* The *_many steps: a parameter group's optimizer steps in one call (optim's _group_step), where
+ * the Python loop costs about 5 us a parameter. All or nothing: each parameter's arrays are
+ * lists[j][i] for the lists of spec (take()'s letters; the first is the parameter, written, the
+ * second its gradient, of the parameter's shape; an uppercase letter's list may be None) and,
+ * with steps, its 0-d float step (written). group_take returns them taken, or NULL: with an
+ * exception for a malformed call, without one where an array is not exactly of type cls (NumPy's
+ * ndarray), C-contiguous, of one float dtype and size per parameter; then nothing has changed and
+ * the caller answers False (the Python loop steps the group parameter by parameter). */
 typedef struct {
     Bufs b;
-    Py_buffer sv;
+    Py_buffer sv;  /* the step (with steps) */
+    int has_step;
     char skind;
-} adam_item;
+} group_item;
 
+static void group_release(group_item *items, Py_ssize_t n)
+{
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (items[i].has_step)
+            PyBuffer_Release(&items[i].sv);
+        release(&items[i].b);
+    }
+    PyMem_Free(items);
+}
+
+static group_item *group_take(const char *name, PyObject *cls, PyObject *const *lists,
+                              const char *spec, PyObject *steps, Py_ssize_t *count)
+{
+    int m = (int)strlen(spec);
+    Py_ssize_t n = PyList_CheckExact(lists[0]) ? PyList_GET_SIZE(lists[0]) : -1;
+    for (int j = 0; j <= m; j++) {
+        PyObject *l = j < m ? lists[j] : steps;
+        if (l == NULL || (l == Py_None && j < m && spec[j] >= 'A' && spec[j] <= 'Z'))
+            continue;
+        if (!PyList_CheckExact(l) || PyList_GET_SIZE(l) != n) {
+            PyErr_Format(PyExc_TypeError, "ember._kernels.%s: lists of one length expected", name);
+            return NULL;
+        }
+    }
+    group_item *items = PyMem_Calloc(n ? (size_t)n : 1, sizeof(group_item));
+    if (!items) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    Py_ssize_t taken = 0;
+    int fits = 1;
+    for (Py_ssize_t i = 0; i < n && fits; i++) {
+        PyObject *a[MAXBUF];
+        for (int j = 0; j < m; j++) {
+            a[j] = lists[j] == Py_None ? Py_None : PyList_GET_ITEM(lists[j], i);
+            if (a[j] != Py_None && (PyObject *)Py_TYPE(a[j]) != cls)
+                fits = 0;
+        }
+        group_item *it = &items[i];
+        if (!fits || take(&it->b, a, m, spec) < 0) {
+            fits = 0;
+            break;
+        }
+        Py_buffer *vd = &it->b.v[0], *vg = &it->b.v[1];
+        int same = vd->ndim == vg->ndim;
+        for (int k = 0; same && k < vd->ndim; k++)
+            same = vd->shape[k] == vg->shape[k];
+        if (!same || same_lengths(&it->b, it->b.len[0], 1, m) < 0) {
+            release(&it->b);
+            fits = 0;
+            break;
+        }
+        if (steps != NULL) {
+            if (get_buffer(PyList_GET_ITEM(steps, i), &it->sv, 1, &it->skind, "step") < 0) {
+                release(&it->b);
+                fits = 0;
+                break;
+            }
+            if (it->sv.len != it->sv.itemsize) {  /* (not 0-d) */
+                PyBuffer_Release(&it->sv);
+                release(&it->b);
+                fits = 0;
+                break;
+            }
+            it->has_step = 1;
+        }
+        taken = i + 1;
+    }
+    if (!fits) {
+        PyErr_Clear();
+        group_release(items, taken);
+        return NULL;
+    }
+    *count = n;
+    return items;
+}
+
+/* step += 1 in the step's dtype (PyTorch's float step), returned as a double */
+static double group_step_bump(group_item *it)
+{
+    if (it->skind == 'f') {
+        float s = *(float *)it->sv.buf + 1.0f;
+        *(float *)it->sv.buf = s;
+        return (double)s;
+    }
+    double s = *(double *)it->sv.buf + 1.0;
+    *(double *)it->sv.buf = s;
+    return s;
+}
+
+#define GROUP_TAKE(NAME, LISTS, SPEC, STEPS)                                                       \
+    Py_ssize_t n;                                                                                  \
+    group_item *items = group_take(NAME, args[0], LISTS, SPEC, STEPS, &n);                         \
+    if (items == NULL) {                                                                           \
+        if (PyErr_Occurred())                                                                      \
+            return NULL;                                                                           \
+        Py_RETURN_FALSE;                                                                           \
+    }
+
+/* adam_many(cls, ds, gs, ms, vs, steps, decay, b1, b2, eps, lr): per parameter, as _update and
+ * _kernel_step do: step += 1, t = step, bc2 = sqrt(1 - b2 ** t), stepsize = lr / (1 - b1 ** t)
+ * (C's pow, which Python's float ** calls), then adam()'s pass */
 static PyObject *py_adam_many(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
 {
     double h[5];
     if (nargs != 11)
         return PyErr_Format(PyExc_TypeError, "ember._kernels.adam_many: expected 11 arguments");
-    PyTypeObject *cls = (PyTypeObject *)args[0];
-    for (int j = 1; j <= 5; j++)
-        if (!PyList_CheckExact(args[j]))
-            return PyErr_Format(PyExc_TypeError, "ember._kernels.adam_many: lists expected");
-    Py_ssize_t n = PyList_GET_SIZE(args[1]);
-    for (int j = 2; j <= 5; j++)
-        if (PyList_GET_SIZE(args[j]) != n)
-            return PyErr_Format(PyExc_ValueError, "ember._kernels.adam_many: lists differ");
     if (doubles(args + 6, 5, h) < 0)
         return NULL;
-    adam_item *items = PyMem_Calloc(n ? (size_t)n : 1, sizeof(adam_item));
-    if (!items)
-        return PyErr_NoMemory();
-    Py_ssize_t taken = 0;
-    int ok = 1;
-    for (Py_ssize_t i = 0; i < n && ok; i++) {
-        PyObject *a[5];
-        for (int j = 0; j < 5; j++) {
-            a[j] = PyList_GET_ITEM(args[1 + j], i);
-            if (!Py_IS_TYPE(a[j], cls))
-                ok = 0;
-        }
-        /* (d, g, m, v as take() orders them: d, m, v written, g read) */
-        PyObject *ordered[4] = {a[0], a[1], a[2], a[3]};
-        if (!ok || take(&items[i].b, ordered, 4, "oioo") < 0) {
-            ok = 0;
-            break;
-        }
-        if (same_lengths(&items[i].b, items[i].b.len[0], 1, 4) < 0
-            || get_buffer(a[4], &items[i].sv, 1, &items[i].skind, "step") < 0) {
-            release(&items[i].b);
-            ok = 0;
-            break;
-        }
-        if (items[i].sv.len != items[i].sv.itemsize) {
-            PyBuffer_Release(&items[i].sv);
-            release(&items[i].b);
-            ok = 0;
-            break;
-        }
-        taken = i + 1;
+    /* (d, g, m, v: take()'s order for adam(): d, m, v written, g read) */
+    GROUP_TAKE("adam_many", args + 1, "oioo", args[5])
+    for (Py_ssize_t i = 0; i < n; i++) {
+        group_item *it = &items[i];
+        double t = group_step_bump(it);
+        double bc2 = sqrt(1.0 - pow(h[2], t));
+        double stepsize = h[4] / (1.0 - pow(h[1], t));
+        opt_ctx c = {it->b.kind, it->b.p[0], it->b.p[2], it->b.p[3], NULL, it->b.p[1],
+                     h[0], h[1], 1.0 - h[1], 1.0 - h[2], h[2], bc2, h[3], stepsize, 0, 0};
+        Py_BEGIN_ALLOW_THREADS
+        parallel(call_adam, &c, it->b.len[0], 64, MIN_PART);
+        Py_END_ALLOW_THREADS
     }
-    if (ok) {
-        for (Py_ssize_t i = 0; i < n; i++) {
-            adam_item *it = &items[i];
-            double t;
-            if (it->skind == 'f') {
-                float s = *(float *)it->sv.buf + 1.0f;
-                *(float *)it->sv.buf = s;
-                t = (double)s;
-            } else {
-                double s = *(double *)it->sv.buf + 1.0;
-                *(double *)it->sv.buf = s;
-                t = s;
-            }
-            double bc2 = sqrt(1.0 - pow(h[2], t));
-            double stepsize = h[4] / (1.0 - pow(h[1], t));
-            opt_ctx c = {it->b.kind, it->b.p[0], it->b.p[2], it->b.p[3], NULL, it->b.p[1],
-                         h[0], h[1], 1.0 - h[1], 1.0 - h[2], h[2], bc2, h[3], stepsize, 0, 0};
-            Py_BEGIN_ALLOW_THREADS
-            parallel(call_adam, &c, it->b.len[0], 64, MIN_PART);
-            Py_END_ALLOW_THREADS
-        }
-    } else {
-        PyErr_Clear();  /* (a parameter the kernel does not take: the caller's loop runs) */
-    }
-    for (Py_ssize_t i = 0; i < taken; i++) {
-        PyBuffer_Release(&items[i].sv);
-        release(&items[i].b);
-    }
-    PyMem_Free(items);
-    return PyBool_FromLong(ok);
+    group_release(items, n);
+    Py_RETURN_TRUE;
 }
 
-/* sgd_many(cls, ds, gs, bufs | None, momentum, 1 - dampening | None, lr, nesterov): a group's
- * SGD steps (optim/sgd.py's _group_step) in one call: without bufs d -= g lr, with them
- * sgd_momentum()'s pass per parameter. All or nothing, as adam_many: every array exactly of type
- * cls, C-contiguous, one float dtype per parameter, g of d's shape; else False, nothing changed. */
+/* sgd_many(cls, ds, gs, bufs | None, momentum, 1 - dampening | None, lr, nesterov): without
+ * bufs d -= g lr, with them sgd_momentum()'s pass per parameter */
 static PyObject *py_sgd_many(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
 {
     double mom = 0.0, damp = 1.0, lr;
     if (nargs != 8)
         return PyErr_Format(PyExc_TypeError, "ember._kernels.sgd_many: expected 8 arguments");
-    PyTypeObject *cls = (PyTypeObject *)args[0];
     int with_bufs = args[3] != Py_None;
-    for (int j = 1; j <= 3; j++)
-        if ((j < 3 || with_bufs) && !PyList_CheckExact(args[j]))
-            return PyErr_Format(PyExc_TypeError, "ember._kernels.sgd_many: lists expected");
-    Py_ssize_t n = PyList_GET_SIZE(args[1]);
-    if (PyList_GET_SIZE(args[2]) != n || (with_bufs && PyList_GET_SIZE(args[3]) != n))
-        return PyErr_Format(PyExc_ValueError, "ember._kernels.sgd_many: lists differ");
     int damped = args[5] != Py_None;
     if (doubles(args + 4, 1, &mom) < 0 || (damped && doubles(args + 5, 1, &damp) < 0)
         || doubles(args + 6, 1, &lr) < 0)
@@ -4344,123 +4383,41 @@ static PyObject *py_sgd_many(PyObject *mod, PyObject *const *args, Py_ssize_t na
     int nesterov = PyObject_IsTrue(args[7]);
     if (nesterov < 0)
         return NULL;
-    Bufs *items = PyMem_Calloc(n ? (size_t)n : 1, sizeof(Bufs));
-    if (!items)
-        return PyErr_NoMemory();
-    Py_ssize_t taken = 0;
-    int ok = 1;
-    for (Py_ssize_t i = 0; i < n && ok; i++) {
-        PyObject *a[3] = {PyList_GET_ITEM(args[1], i), PyList_GET_ITEM(args[2], i),
-                          with_bufs ? PyList_GET_ITEM(args[3], i) : Py_None};
-        for (int j = 0; j < 2 + with_bufs; j++)
-            if (!Py_IS_TYPE(a[j], cls))
-                ok = 0;
-        if (!ok || take(&items[i], a, 3, "oiO") < 0) {
-            ok = 0;
-            break;
-        }
-        Py_buffer *vd = &items[i].v[0], *vg = &items[i].v[1];
-        int same = vd->ndim == vg->ndim;
-        for (int k = 0; same && k < vd->ndim; k++)
-            same = vd->shape[k] == vg->shape[k];
-        if (!same || same_lengths(&items[i], items[i].len[0], 1, 3) < 0) {
-            release(&items[i]);
-            ok = 0;
-            break;
-        }
-        taken = i + 1;
+    GROUP_TAKE("sgd_many", args + 1, "oiO", NULL)
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Bufs *b = &items[i].b;
+        opt_ctx c = {b->kind, b->p[0], b->p[2], NULL, NULL, b->p[1],
+                     0.0, mom, damp, 0.0, 0.0, 0.0, 0.0, lr, nesterov, damped};
+        Py_BEGIN_ALLOW_THREADS
+        parallel(with_bufs ? call_sgd : call_sgd_plain, &c, b->len[0], 64, MIN_PART);
+        Py_END_ALLOW_THREADS
     }
-    if (ok) {
-        for (Py_ssize_t i = 0; i < n; i++) {
-            Bufs *b = &items[i];
-            opt_ctx c = {b->kind, b->p[0], b->p[2], NULL, NULL, b->p[1],
-                         0.0, mom, damp, 0.0, 0.0, 0.0, 0.0, lr, nesterov, damped};
-            Py_BEGIN_ALLOW_THREADS
-            parallel(with_bufs ? call_sgd : call_sgd_plain, &c, b->len[0], 64, MIN_PART);
-            Py_END_ALLOW_THREADS
-        }
-    } else {
-        PyErr_Clear();  /* (a parameter the kernel does not take: the caller's loop runs) */
-    }
-    for (Py_ssize_t i = 0; i < taken; i++)
-        release(&items[i]);
-    PyMem_Free(items);
-    return PyBool_FromLong(ok);
+    group_release(items, n);
+    Py_RETURN_TRUE;
 }
 
-/* rmsprop_many(cls, ds, gs, vs, avgs | None, bufs | None, steps, alpha, eps, momentum, lr): a
- * group's RMSprop steps (optim/rmsprop.py's _group_step) in one call: per parameter step += 1
- * in its dtype, then rmsprop()'s pass. All or nothing, as adam_many. */
+/* rmsprop_many(cls, ds, gs, vs, avgs | None, bufs | None, steps, alpha, eps, momentum, lr): per
+ * parameter step += 1, then rmsprop()'s pass */
 static PyObject *py_rmsprop_many(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
 {
     double h[4];
     if (nargs != 11)
         return PyErr_Format(PyExc_TypeError, "ember._kernels.rmsprop_many: expected 11 arguments");
-    PyTypeObject *cls = (PyTypeObject *)args[0];
-    int have[6] = {1, 1, 1, args[4] != Py_None, args[5] != Py_None, 1};
-    for (int j = 1; j <= 6; j++)
-        if (have[j - 1] && !PyList_CheckExact(args[j]))
-            return PyErr_Format(PyExc_TypeError, "ember._kernels.rmsprop_many: lists expected");
-    Py_ssize_t n = PyList_GET_SIZE(args[1]);
-    for (int j = 2; j <= 6; j++)
-        if (have[j - 1] && PyList_GET_SIZE(args[j]) != n)
-            return PyErr_Format(PyExc_ValueError, "ember._kernels.rmsprop_many: lists differ");
     if (doubles(args + 7, 4, h) < 0)
         return NULL;
-    adam_item *items = PyMem_Calloc(n ? (size_t)n : 1, sizeof(adam_item));
-    if (!items)
-        return PyErr_NoMemory();
-    Py_ssize_t taken = 0;
-    int ok = 1;
-    for (Py_ssize_t i = 0; i < n && ok; i++) {
-        PyObject *a[6];
-        for (int j = 0; j < 6; j++) {
-            a[j] = have[j] ? PyList_GET_ITEM(args[1 + j], i) : Py_None;
-            if (have[j] && !Py_IS_TYPE(a[j], cls))
-                ok = 0;
-        }
-        /* (d, g, v, grad_avg, momentum_buffer: rmsprop()'s order) */
-        if (!ok || take(&items[i].b, a, 5, "oioOO") < 0) {
-            ok = 0;
-            break;
-        }
-        if (same_lengths(&items[i].b, items[i].b.len[0], 1, 5) < 0
-            || get_buffer(a[5], &items[i].sv, 1, &items[i].skind, "step") < 0) {
-            release(&items[i].b);
-            ok = 0;
-            break;
-        }
-        if (items[i].sv.len != items[i].sv.itemsize) {
-            PyBuffer_Release(&items[i].sv);
-            release(&items[i].b);
-            ok = 0;
-            break;
-        }
-        taken = i + 1;
+    /* (d, g, v, grad_avg, momentum_buffer: rmsprop()'s order) */
+    GROUP_TAKE("rmsprop_many", args + 1, "oioOO", args[6])
+    for (Py_ssize_t i = 0; i < n; i++) {
+        group_step_bump(&items[i]);
+        Bufs *b = &items[i].b;
+        opt_ctx c = {b->kind, b->p[0], b->p[4], b->p[2], b->p[3], b->p[1],
+                     0.0, h[0], 1.0 - h[0], 0.0, h[2], 0.0, h[1], h[3], 0, 0};
+        Py_BEGIN_ALLOW_THREADS
+        parallel(call_rmsprop, &c, b->len[0], 64, MIN_PART);
+        Py_END_ALLOW_THREADS
     }
-    if (ok) {
-        for (Py_ssize_t i = 0; i < n; i++) {
-            adam_item *it = &items[i];
-            if (it->skind == 'f')
-                *(float *)it->sv.buf = *(float *)it->sv.buf + 1.0f;
-            else
-                *(double *)it->sv.buf = *(double *)it->sv.buf + 1.0;
-            Bufs *b = &it->b;
-            opt_ctx c = {b->kind, b->p[0], b->p[4], b->p[2], b->p[3], b->p[1],
-                         0.0, h[0], 1.0 - h[0], 0.0, h[2], 0.0, h[1], h[3], 0, 0};
-            Py_BEGIN_ALLOW_THREADS
-            parallel(call_rmsprop, &c, b->len[0], 64, MIN_PART);
-            Py_END_ALLOW_THREADS
-        }
-    } else {
-        PyErr_Clear();  /* (a parameter the kernel does not take: the caller's loop runs) */
-    }
-    for (Py_ssize_t i = 0; i < taken; i++) {
-        PyBuffer_Release(&items[i].sv);
-        release(&items[i].b);
-    }
-    PyMem_Free(items);
-    return PyBool_FromLong(ok);
+    group_release(items, n);
+    Py_RETURN_TRUE;
 }
 
 /* rmsprop(d, g, v, grad_avg | None, momentum_buffer | None, alpha, 1 - alpha, eps, momentum,
