@@ -448,7 +448,9 @@ class Optimizer:
 
     # an algorithm may step a whole group at once: ``_group_step(params, o)`` returns True when
     # it did (every parameter with a gradient updated, versions bumped), False to leave the
-    # group to ``_update`` (Adam's native path: adam.py)
+    # group to ``_update`` (Adam's native path: adam.py). Each algorithm writes its gathering
+    # loop out (one pass over the parameters): a shared generic helper measured 7.5 -> 9.4 us on
+    # a 4-parameter Adam step, a quarter of what the group call saves
     _group_step: Callable[[list, SimpleNamespace], bool] | None = None
 
     # PyTorch's rule for a complex parameter: it, its gradient and its state update as pairs of
