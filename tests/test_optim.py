@@ -831,6 +831,46 @@ def test_adam_blocked_step_is_bit_for_bit_the_plain_one(decoupled, wd, monkeypat
     np.testing.assert_array_equal(f.detach().numpy(), c.detach().numpy())
 
 
+def _group_step_run(monkeypatch, klass, make_opt, inits, grads, group_step, lib=ember):
+    """``inits`` trained for ``len(grads)`` steps (parameter 1 without a gradient at step 2) by
+    ``make_opt(lib, params)``: with ``klass._group_step`` (wrapped to record what each call
+    answered), without it (None: the per-parameter path), or on PyTorch (``lib``). The
+    parameters' values, their states' arrays, the recorded answers."""
+    calls = []
+    if lib is ember:
+        real = klass._group_step
+        monkeypatch.setattr(klass, "_group_step",
+                            (lambda self, *a: calls.append(real(self, *a)) or calls[-1])
+                            if group_step else None)
+    ps = [lib.tensor(a.copy(), requires_grad=True) for a in inits]
+    opt = make_opt(lib, ps)
+    for k, gs in enumerate(grads):
+        for j, (p, g) in enumerate(zip(ps, gs)):
+            p.grad = None if (j == 1 and k == 2) else lib.tensor(g)
+        opt.step()
+    monkeypatch.undo()
+    state = [{key: np.asarray(v.detach().numpy() if hasattr(v, "detach") else v)
+              for key, v in opt.state[p].items()} for p in ps]
+    return [p.detach().numpy().copy() for p in ps], state, calls
+
+
+def _assert_same_runs(got, want):
+    for x, y in zip(got[0], want[0]):
+        assert x.dtype == y.dtype
+        np.testing.assert_array_equal(x, y)
+    for x, y in zip(got[1], want[1]):
+        assert x.keys() == y.keys()
+        for key in x:
+            np.testing.assert_array_equal(x[key], y[key])
+
+
+def _group_inits(seed, big):
+    rng = np.random.default_rng(seed)
+    inits = [rng.standard_normal((5, 3)).astype(np.float32), rng.standard_normal(4),
+             np.array(0.5, np.float32), rng.standard_normal(big).astype(np.float32)]
+    return inits, rng
+
+
 @pytest.mark.parametrize("cls,kw", [
     ("Adam", {}), ("Adam", {"weight_decay": 0.05}), ("AdamW", {"weight_decay": 0.1}),
     ("Adam", {"amsgrad": True}), ("Adam", {"maximize": True}),
@@ -844,46 +884,25 @@ def test_adam_group_step_equals_the_per_parameter_steps(cls, kw, monkeypatch):
     path. Checked against PyTorch's trajectory too where it is installed."""
     from ember.optim import adam as adam_mod
 
-    rng = np.random.default_rng(4)
-    inits = [rng.standard_normal((5, 3)).astype(np.float32), rng.standard_normal(4),
-             np.array(0.5, np.float32), rng.standard_normal(7).astype(np.float32)]
+    inits, rng = _group_inits(4, 7)
     grads = [[rng.standard_normal(a.shape).astype(a.dtype) for a in inits] for _ in range(5)]
 
-    def run(group_step: bool, lib=ember):
-        calls = []
-        if lib is ember:
-            real = adam_mod.Adam._group_step
-            monkeypatch.setattr(adam_mod.Adam, "_group_step",
-                                (lambda self, *a: calls.append(real(self, *a)) or calls[-1])
-                                if group_step else None)
-        ps = [lib.tensor(a.copy(), requires_grad=True) for a in inits]
+    def make(lib, ps):
         opt = getattr(lib.optim, cls)(ps[:3], lr=1e-2, **kw)
         opt.add_param_group({"params": [ps[3]], "lr": 3e-3})
-        for k, gs in enumerate(grads):
-            for j, (p, g) in enumerate(zip(ps, gs)):
-                p.grad = None if (j == 1 and k == 2) else lib.tensor(g)
-            opt.step()
-        monkeypatch.undo()
-        state = [{key: np.asarray(v.detach().numpy() if hasattr(v, "detach") else v)
-                  for key, v in opt.state[p].items()} for p in ps]
-        return [p.detach().numpy().copy() for p in ps], state, calls
+        return opt
 
-    (a, sa, calls), (b, sb, _) = run(True), run(False)
+    fast = _group_step_run(monkeypatch, adam_mod.Adam, make, inits, grads, True)
+    slow = _group_step_run(monkeypatch, adam_mod.Adam, make, inits, grads, False)
     native = ember._kernels_loader.active is not None
-    took = [c for c in calls if c]
+    took = [c for c in fast[2] if c]
     plain_only = kw.get("amsgrad") or kw.get("maximize") or (
         kw.get("weight_decay") and cls == "Adam" and not kw.get("decoupled_weight_decay"))
     assert len(took) == (0 if plain_only or not native else 2 * 4)  # 2 groups x steps 2-5
-    for x, y in zip(a, b):
-        assert x.dtype == y.dtype
-        np.testing.assert_array_equal(x, y)
-    for x, y in zip(sa, sb):
-        assert x.keys() == y.keys()
-        for key in x:
-            np.testing.assert_array_equal(x[key], y[key])
+    _assert_same_runs(fast, slow)
     torch = pytest.importorskip("torch")
-    ref, _, _ = run(False, torch)
-    for x, y in zip(a, ref):
+    ref = _group_step_run(monkeypatch, adam_mod.Adam, make, inits, grads, False, torch)
+    for x, y in zip(fast[0], ref[0]):
         np.testing.assert_allclose(x, y, rtol=1e-6, atol=1e-7)
 
 
@@ -898,43 +917,22 @@ def test_sgd_group_step_equals_the_per_parameter_steps(kw, monkeypatch):
     against PyTorch's trajectory too where it is installed."""
     from ember.optim import sgd as sgd_mod
 
-    rng = np.random.default_rng(5)
-    inits = [rng.standard_normal((5, 3)).astype(np.float32), rng.standard_normal(4),
-             np.array(0.5, np.float32), rng.standard_normal(70000).astype(np.float32)]
+    inits, rng = _group_inits(5, 70000)
     grads = [[rng.standard_normal(a.shape).astype(a.dtype) for a in inits] for _ in range(4)]
 
-    def run(group_step: bool, lib=ember):
-        calls = []
-        if lib is ember:
-            real = sgd_mod.SGD._group_step
-            monkeypatch.setattr(sgd_mod.SGD, "_group_step",
-                                (lambda self, *a: calls.append(real(self, *a)) or calls[-1])
-                                if group_step else None)
-        ps = [lib.tensor(a.copy(), requires_grad=True) for a in inits]
-        opt = lib.optim.SGD(ps, lr=0.1, **kw)
-        for k, gs in enumerate(grads):
-            for j, (p, g) in enumerate(zip(ps, gs)):
-                p.grad = None if (j == 1 and k == 2) else lib.tensor(g)
-            opt.step()
-        monkeypatch.undo()
-        bufs = [np.asarray(opt.state[p]["momentum_buffer"].detach().numpy())
-                if "momentum_buffer" in opt.state[p] else None for p in ps]
-        return [p.detach().numpy().copy() for p in ps], bufs, calls
+    def make(lib, ps):
+        return lib.optim.SGD(ps, lr=0.1, **kw)
 
-    (a, ba, calls), (b, bb, _) = run(True), run(False)
+    fast = _group_step_run(monkeypatch, sgd_mod.SGD, make, inits, grads, True)
+    slow = _group_step_run(monkeypatch, sgd_mod.SGD, make, inits, grads, False)
     native = ember._kernels_loader.active is not None
     plain_only = kw.get("weight_decay") or kw.get("maximize")
     first = 1 if kw.get("momentum") else 0  # (the first momentum step makes the buffers)
-    assert sum(map(bool, calls)) == (0 if plain_only or not native else 4 - first)
-    for x, y in zip(a + ba, b + bb):
-        if x is None:
-            assert y is None
-            continue
-        assert x.dtype == y.dtype
-        np.testing.assert_array_equal(x, y)
+    assert sum(map(bool, fast[2])) == (0 if plain_only or not native else 4 - first)
+    _assert_same_runs(fast, slow)
     torch = pytest.importorskip("torch")
-    ref, _, _ = run(False, torch)
-    for x, y in zip(a, ref):
+    ref = _group_step_run(monkeypatch, sgd_mod.SGD, make, inits, grads, False, torch)
+    for x, y in zip(fast[0], ref[0]):
         np.testing.assert_allclose(x, y, rtol=1e-6, atol=1e-6)
 
 
@@ -949,41 +947,19 @@ def test_rmsprop_group_step_equals_the_per_parameter_steps(kw, monkeypatch):
     maximize stay per parameter. Against PyTorch's trajectory too where it is installed."""
     from ember.optim import rmsprop as rms_mod
 
-    rng = np.random.default_rng(6)
-    inits = [rng.standard_normal((5, 3)).astype(np.float32), rng.standard_normal(4),
-             np.array(0.5, np.float32), rng.standard_normal(70000).astype(np.float32)]
+    inits, rng = _group_inits(6, 70000)
     grads = [[rng.standard_normal(a.shape).astype(a.dtype) for a in inits] for _ in range(4)]
 
-    def run(group_step: bool, lib=ember):
-        calls = []
-        if lib is ember:
-            real = rms_mod.RMSprop._group_step
-            monkeypatch.setattr(rms_mod.RMSprop, "_group_step",
-                                (lambda self, *a: calls.append(real(self, *a)) or calls[-1])
-                                if group_step else None)
-        ps = [lib.tensor(a.copy(), requires_grad=True) for a in inits]
-        opt = lib.optim.RMSprop(ps, lr=0.01, **kw)
-        for k, gs in enumerate(grads):
-            for j, (p, g) in enumerate(zip(ps, gs)):
-                p.grad = None if (j == 1 and k == 2) else lib.tensor(g)
-            opt.step()
-        monkeypatch.undo()
-        state = [{key: np.asarray(v.detach().numpy() if hasattr(v, "detach") else v)
-                  for key, v in opt.state[p].items()} for p in ps]
-        return [p.detach().numpy().copy() for p in ps], state, calls
+    def make(lib, ps):
+        return lib.optim.RMSprop(ps, lr=0.01, **kw)
 
-    (a, sa, calls), (b, sb, _) = run(True), run(False)
+    fast = _group_step_run(monkeypatch, rms_mod.RMSprop, make, inits, grads, True)
+    slow = _group_step_run(monkeypatch, rms_mod.RMSprop, make, inits, grads, False)
     native = ember._kernels_loader.active is not None
     plain_only = kw.get("weight_decay") or kw.get("maximize")
-    assert sum(map(bool, calls)) == (0 if plain_only or not native else 3)  # steps 2-4
-    for x, y in zip(a, b):
-        assert x.dtype == y.dtype
-        np.testing.assert_array_equal(x, y)
-    for x, y in zip(sa, sb):
-        assert x.keys() == y.keys()
-        for key in x:
-            np.testing.assert_array_equal(x[key], y[key])
+    assert sum(map(bool, fast[2])) == (0 if plain_only or not native else 3)  # steps 2-4
+    _assert_same_runs(fast, slow)
     torch = pytest.importorskip("torch")
-    ref, _, _ = run(False, torch)
-    for x, y in zip(a, ref):
+    ref = _group_step_run(monkeypatch, rms_mod.RMSprop, make, inits, grads, False, torch)
+    for x, y in zip(fast[0], ref[0]):
         np.testing.assert_allclose(x, y, rtol=1e-5, atol=1e-6)
