@@ -423,6 +423,37 @@ def test_an_op_that_makes_a_function_per_call_replays() -> None:
 # -- a CNN training step, compiled vs eager, bit for bit ------------------------------------
 
 
+def _train_steps(step: Any, model: Any, opt: Any, xs: Any, ys: Any, mode: str | None,
+                 every_step: bool) -> list:
+    """``step`` trained on batch i at step i (compiled in ``mode``; eager when None), dropout
+    drawn from one stream in every mode: per step the loss and every gradient, then the
+    parameters and buffers after each step (``every_step``) or the parameters at the end."""
+    saved = config.native, codegen.enabled
+    if mode is not None:
+        config.native, codegen.enabled = MODES[mode]
+    try:
+        fwd = step if mode is None else ember.compile(step)
+        ember.manual_seed(1)  # the dropout stream: the same in every mode
+        got = []
+        for i in range(len(xs)):
+            loss = fwd(ember.tensor(xs[i]), ember.tensor(ys[i]))
+            opt.zero_grad()
+            loss.backward()
+            got.append(host(loss).copy())
+            got.extend(host(p.grad).copy() for p in model.parameters())
+            opt.step()
+            if every_step:
+                got.extend(host(t).copy() for t in model.state_dict().values())
+        if not every_step:
+            got.extend(host(p).copy() for p in model.parameters())
+    finally:
+        config.native, codegen.enabled = saved
+    if mode is not None:
+        (entry,) = fwd._ember_compiled.cache.values()
+        assert entry.state == "compiled", entry.reason
+    return got
+
+
 def _cnn() -> Any:
     nn = ember.nn
     return nn.Sequential(nn.Conv2d(2, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(),
@@ -445,27 +476,7 @@ def _cnn_steps(opt_name: str, mode: str | None, steps: int = 4) -> list:
     def step(x: Any, y: Any) -> Any:
         return loss_fn(model(x), y)
 
-    saved = config.native, codegen.enabled
-    if mode is not None:
-        config.native, codegen.enabled = MODES[mode]
-    try:
-        fwd = step if mode is None else ember.compile(step)
-        ember.manual_seed(1)  # the dropout stream: the same in every mode
-        got = []
-        for i in range(steps):
-            loss = fwd(ember.tensor(xs[i]), ember.tensor(ys[i]))
-            opt.zero_grad()
-            loss.backward()
-            got.append(host(loss).copy())
-            got.extend(host(p.grad).copy() for p in model.parameters())
-            opt.step()
-            got.extend(host(t).copy() for t in model.state_dict().values())
-    finally:
-        config.native, codegen.enabled = saved
-    if mode is not None:
-        (entry,) = fwd._ember_compiled.cache.values()
-        assert entry.state == "compiled", entry.reason
-    return got
+    return _train_steps(step, model, opt, xs, ys, mode, every_step=True)
 
 
 @pytest.mark.parametrize("mode", list(MODES))
@@ -539,27 +550,7 @@ def _workload_steps(which: str, mode: str | None, steps: int = 4) -> list:
         out = model(x, y) if which != "mlp_dropout" else model(x)
         return out if which != "mlp_dropout" else loss_fn(out, y)
 
-    saved = config.native, codegen.enabled
-    if mode is not None:
-        config.native, codegen.enabled = MODES[mode]
-    try:
-        fwd = step if mode is None else ember.compile(step)
-        ember.manual_seed(1)  # the dropout stream: the same in every mode
-        got = []
-        for i in range(steps):  # (a new batch at each step)
-            loss = fwd(ember.tensor(data[0][i]), ember.tensor(data[1][i]))
-            opt.zero_grad()
-            loss.backward()
-            got.append(host(loss).copy())
-            got.extend(host(p.grad).copy() for p in model.parameters())
-            opt.step()
-        got.extend(host(p).copy() for p in model.parameters())
-    finally:
-        config.native, codegen.enabled = saved
-    if mode is not None:
-        (entry,) = fwd._ember_compiled.cache.values()
-        assert entry.state == "compiled", entry.reason
-    return got
+    return _train_steps(step, model, opt, data[0], data[1], mode, every_step=False)
 
 
 @pytest.mark.parametrize("mode", list(MODES))
