@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import contextlib
 import pathlib
-import zlib
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pytest
-from devices import cuda_available, fake_cupy, host, on
-from test_devices import ROWS, NoGrad, _outputs
+from devices import cuda_available, fake_cupy, host
+from test_devices import ROWS, NoGrad
+from test_devices import _run as _run_row
 
 import ember
 import ember._dynamo
@@ -129,21 +129,11 @@ def _fresh(tmp_path_factory: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
 
 def _run(rid: str, fn: Callable, inputs: list, device: str) -> dict:
     """One forward and backward of ``fn`` (eager or compiled) on fresh leaves, as test_devices
-    runs a row: the outputs' dtypes, flags and values, and the inputs' gradients."""
-    ember.manual_seed(0)
-    ts = [on(device, a.arr) if isinstance(a, NoGrad)
-          else on(device, a, requires_grad=a.dtype.kind == "f") for a in inputs]
-    outs = _outputs(fn(*ts))
-    cot_rng = np.random.default_rng(zlib.crc32(rid.encode()))
-    diff = [(o, on(device, cot_rng.standard_normal(tuple(o.shape)).astype(host(o).dtype)))
-            for o in outs if o.requires_grad]
-    if diff:
-        ember.autograd.backward([o for o, _ in diff], [c for _, c in diff])
-    return {
-        "meta": [(o.dtype, tuple(o.shape), o.requires_grad, str(o.device)) for o in outs],
-        "values": [host(o).copy() for o in outs],
-        "grads": [None if t.grad is None else host(t.grad).copy() for t in ts],
-    }
+    runs a row (its ``_run``): the outputs' dtypes, flags and values, and the inputs'
+    gradients."""
+    r = _run_row(rid, lambda _m, *ts: fn(*ts), inputs, device)
+    r["meta"] = [(o.dtype, tuple(o.shape), o.requires_grad, str(o.device)) for o in r["outs"]]
+    return r
 
 
 def _bits(a: np.ndarray) -> np.ndarray:
