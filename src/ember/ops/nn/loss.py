@@ -124,16 +124,8 @@ class CrossEntropy(Op):
             # (N, C) host logits, every target a class (the common call): one kernel call for
             # the plain branch below's values (the same bits), the same saved values
             p, _lse, loss, total = fast
-            n = x.shape[0]
             ctx.ax, ctx.reduction, ctx.eps, ctx.probs, ctx.C = ax, reduction, eps, probs, C
-            ones = np.empty((n, 1), x.dtype)
-            ones.fill(1)
-            den = x.dtype.type(n)
-            ctx.save_for_backward(x, p, target.reshape(n, 1), np.arange(C).reshape(1, C), ones,
-                                  ones, None, den)
-            if reduction == "none":
-                return loss
-            return total if reduction == "sum" else total / den
+            return _plain_class_result(ctx, x, p, target, loss, total, reduction)
         wshape = [1] * x.ndim
         wshape[ax] = C
         w_b = weight.reshape(wshape) if weight is not None else None
@@ -150,18 +142,9 @@ class CrossEntropy(Op):
             ctx.save_for_backward(x, target, w_b, p, lse, den)
         elif _plain_class_targets(x, target, weight, ignore_index, eps):
             # (N, C) host logits, every target a class, no weight or smoothing (the common
-            # call): the values of the branch below without its masks
-            n = x.shape[0]
-            loss = lse[:, 0] - x[np.arange(n), target]
-            ones = np.empty((n, 1), x.dtype)  # the weights of the targets, and their validity
-            ones.fill(1)
-            den = x.dtype.type(n)
-            ctx.save_for_backward(x, p, target.reshape(n, 1), np.arange(C).reshape(1, C), ones,
-                                  ones, None, den)
-            if reduction == "none":
-                return loss
-            total = np.add.reduce(loss)
-            return total if reduction == "sum" else total / den  # (n > 0: no 0/0 to quiet)
+            # call, with the kernels off): the values of the branch below without its masks
+            loss = lse[:, 0] - x[np.arange(x.shape[0]), target]
+            return _plain_class_result(ctx, x, p, target, loss, None, reduction)
         else:
             valid = target != ignore_index
             t = xp.where(valid, target, 0)
@@ -293,6 +276,24 @@ class NllLoss(Op):
             gx[np.arange(tk.shape[0]), tk[:, 0]] = s[:, 0] + 0  # (ignored rows: +0, not -0)
             return gx, None, None, None, None
         return -g * wt * (cls == tk), None, None, None, None
+
+
+def _plain_class_result(ctx: Any, x: Any, p: Any, target: Any, loss: Any, total: Any,
+                        reduction: str) -> Any:
+    """cross_entropy's plain branch ((N, C) logits, every target a class): what it saves (the
+    general branch's layout, every target's weight and validity 1) and its result (``total``:
+    the rows' sum, or None to take it here)."""
+    n, c = x.shape
+    ones = np.empty((n, 1), x.dtype)
+    ones.fill(1)
+    den = x.dtype.type(n)
+    ctx.save_for_backward(x, p, target.reshape(n, 1), np.arange(c).reshape(1, c), ones, ones,
+                          None, den)
+    if reduction == "none":
+        return loss
+    if total is None:
+        total = np.add.reduce(loss)
+    return total if reduction == "sum" else total / den  # (n > 0: no 0/0 to quiet)
 
 
 def _plain_class_targets(x: Any, target: Any, weight: Any, ignore_index: int, eps: float) -> bool:
