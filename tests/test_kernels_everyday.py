@@ -192,6 +192,37 @@ def test_row_sum_takes_every_axes_form(axes) -> None:
         assert ember.logsumexp(ember.tensor(x), axes).numpy().tobytes() == lse.tobytes()
 
 
+@needs_kernels
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_row_sum_interleaved_leaves_and_split_rows_keep_numpys_bits(dtype, threads) -> None:
+    # rows whose pairwise tree has nodes of four (or two) equal leaves take the interleaved
+    # path, others the plain recursion; a single row from PW_SPLIT (2**18) elements splits its
+    # tree's top four levels over the threads: NumPy's bits at every size and thread count
+    rng = np.random.default_rng(21)
+    sizes = [4096, 4100, 4352, 4360, 5000, 8192, 12288, 16384 + 8, 65536, 100_003,
+             (1 << 18) - 8, 1 << 18, (1 << 18) + 24, 300_001, 1 << 20]
+    before = ember.get_num_threads()
+    ember.set_num_threads(threads)
+    try:
+        for n in sizes:
+            x = (rng.standard_normal(n) * rng.choice([1.0, 1e4, 1e-4], n)).astype(dtype)
+            x[::777] = -0.0
+            assert L.row_sum(x, None, False).tobytes() == np.add.reduce(x).tobytes(), n
+            assert L.row_sum(x, None, False, True).tobytes() == np.add.reduce(x * x).tobytes(), n
+        rows = rng.standard_normal((3, 262_144 + 16)).astype(dtype)
+        assert L.row_sum(rows, (1,), False).tobytes() == np.add.reduce(rows, 1).tobytes()
+        special = rng.standard_normal(1 << 19).astype(dtype)
+        special[[5, 70_000]] = [np.inf, -np.inf]
+        assert np.isnan(L.row_sum(special, None, False))
+        special[70_000] = np.nan
+        assert np.isnan(L.row_sum(special, None, False))
+        zeros = np.full(1 << 19, -0.0, dtype)
+        assert L.row_sum(zeros, None, False).tobytes() == np.add.reduce(zeros).tobytes()
+    finally:
+        ember.set_num_threads(before)
+
+
 def test_adaptive_avg_pool_to_one_is_the_mean_bit_for_bit() -> None:
     x = np.random.default_rng(3).standard_normal((8, 64, 7, 7)).astype(np.float32)
     t = ember.tensor(x)

@@ -4950,12 +4950,97 @@ static PyObject *py_outer(PyObject *mod, PyObject *const *args, Py_ssize_t nargs
 
 /* ---------------------------------------------------------------------------------------------
  * row_sum: each row's sum by NumPy's pairwise summation (its add.reduce along a contiguous axis):
- * under 8 elements in order; up to 128 in 8 running sums (lane j takes elements j, j + 8, ...)
- * combined ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7)), then the tail in order; longer
- * rows split at n / 2 rounded down to a multiple of 8, each half summed so and the halves
- * added. The same bits as NumPy's, with the 8 running sums as one vector register where
- * NumPy's loop keeps them in scalar ones. */
+ * under 8 elements in order; up to 128 (a leaf) in 8 running sums (lane j takes elements j,
+ * j + 8, ...) combined ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7)), then the tail in order;
+ * longer rows split at n / 2 rounded down to a multiple of 8, each half summed so and the halves
+ * added. The same bits as NumPy's. NumPy sums one leaf after another, each a chain of dependent
+ * vector additions; where a node's leaves are four (or two) of one length (a node of 32 k
+ * elements, 256 < n <= 512: every node of a power-of-two row) their chains run interleaved here,
+ * then add up along the same tree. A long single row (a full sum) splits its tree's top
+ * PW_TOP_DEPTH levels over the threads: the same subtrees at any thread count, so the same bits.
+ * Each row's sum starts from NumPy's identity, +0.0, so a row of -0.0s sums to +0.0 (NumPy's and
+ * PyTorch's answer). */
+#define PW_TOP_DEPTH 4
+#define PW_SPLIT (1 << 18)  /* a single row this long splits over the threads */
+typedef struct {
+    Py_ssize_t off, n;
+} pw_node;
+
+/* the subtrees of the tree over n elements from off at depth levels down (or its leaves, where
+ * they come first), in order, appended at out[k]; the new count */
+static int pw_list(Py_ssize_t off, Py_ssize_t n, pw_node *out, int k, int depth)
+{
+    if (n <= 128 || depth == 0) {
+        out[k].off = off;
+        out[k].n = n;
+        return k + 1;
+    }
+    Py_ssize_t n2 = n / 2;
+    n2 -= n2 % 8;
+    k = pw_list(off, n2, out, k, depth - 1);
+    return pw_list(off + n2, n - n2, out, k, depth - 1);
+}
+
+/* the tree's top depth levels added up from its subtrees' sums, in order */
+#define PW_COMBINE(T)                                                                           \
+static T pw_combine_##T(const T *sums, int *k, Py_ssize_t n, int depth)                         \
+{                                                                                               \
+    if (n <= 128 || depth == 0)                                                                 \
+        return sums[(*k)++];                                                                    \
+    Py_ssize_t n2 = n / 2;                                                                      \
+    n2 -= n2 % 8;                                                                               \
+    T left = pw_combine_##T(sums, k, n2, depth - 1);                                            \
+    return left + pw_combine_##T(sums, k, n - n2, depth - 1);                                   \
+}
+PW_COMBINE(float)
+PW_COMBINE(double)
+
+#define PW_LANES(r) (((r)[0] + (r)[1]) + ((r)[2] + (r)[3])) + (((r)[4] + (r)[5]) + ((r)[6] + (r)[7]))
+
+/* 8 running sums as one vector (GCC's vector types: the compiler does not pack several leaves'
+ * arrays into vectors itself) */
+#if defined(__GNUC__) || defined(__clang__)
+typedef float pw_vec_float __attribute__((vector_size(32)));
+typedef double pw_vec_double __attribute__((vector_size(64)));
+#define PW_VEC(T) pw_vec_##T
+/* q leaves of m elements each (m a multiple of 8, 8 <= m <= 128) from a, chains interleaved */
+#define PW_LEAVES(T, SQ, V)                                                                     \
+KI void pw_leaves##SQ##_##T(const T *RESTRICT a, Py_ssize_t m, int q, T *out)                   \
+{                                                                                               \
+    PW_VEC(T) r[4], w;                                                                          \
+    for (int t = 0; t < q; t++) {                                                               \
+        memcpy(&w, a + t * m, sizeof w);                                                        \
+        r[t] = V(w);                                                                            \
+    }                                                                                           \
+    for (Py_ssize_t i = 8; i < m; i += 8)                                                       \
+        for (int t = 0; t < q; t++) {                                                           \
+            memcpy(&w, a + t * m + i, sizeof w);                                                \
+            r[t] += V(w);                                                                       \
+        }                                                                                       \
+    for (int t = 0; t < q; t++) {                                                               \
+        T lanes[8];                                                                             \
+        memcpy(lanes, &r[t], sizeof lanes);                                                     \
+        out[t] = PW_LANES(lanes);                                                               \
+    }                                                                                           \
+}
+#else  /* the same additions leaf by leaf */
+#define PW_LEAVES(T, SQ, V)                                                                     \
+KI void pw_leaves##SQ##_##T(const T *RESTRICT a, Py_ssize_t m, int q, T *out)                   \
+{                                                                                               \
+    for (int t = 0; t < q; t++) {                                                               \
+        T r[8];                                                                                 \
+        for (int j = 0; j < 8; j++)                                                             \
+            r[j] = V(a[t * m + j]);                                                             \
+        for (Py_ssize_t i = 8; i < m; i += 8)                                                   \
+            for (int j = 0; j < 8; j++)                                                         \
+                r[j] += V(a[t * m + i + j]);                                                    \
+        out[t] = PW_LANES(r);                                                                   \
+    }                                                                                           \
+}
+#endif
+
 #define PW_ROWSUM(T, SQ, V)                                                                     \
+PW_LEAVES(T, SQ, V)                                                                             \
 CLONES static T pairwise##SQ##_##T(const T *RESTRICT a, Py_ssize_t n)                           \
 {                                                                                               \
     if (n < 8) {                                                                                \
@@ -4972,10 +5057,20 @@ CLONES static T pairwise##SQ##_##T(const T *RESTRICT a, Py_ssize_t n)           
         for (i = 8; i < n - (n % 8); i += 8)                                                    \
             for (int j = 0; j < 8; j++)                                                         \
                 r[j] += V(a[i + j]);                                                            \
-        T res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));              \
+        T res = PW_LANES(r);                                                                    \
         for (; i < n; i++)                                                                      \
             res += V(a[i]);                                                                     \
         return res;                                                                             \
+    }                                                                                           \
+    if (n % 32 == 0 && n > 256 && n <= 512) { /* halves of n / 2, quarters of n / 4: leaves */  \
+        T s[4];                                                                                 \
+        pw_leaves##SQ##_##T(a, n / 4, 4, s);                                                    \
+        return (s[0] + s[1]) + (s[2] + s[3]);                                                   \
+    }                                                                                           \
+    if (n % 16 == 0 && n <= 256) { /* two leaves of n / 2 */                                    \
+        T s[4];                                                                                 \
+        pw_leaves##SQ##_##T(a, n / 2, 2, s);                                                    \
+        return s[0] + s[1];                                                                     \
     }                                                                                           \
     Py_ssize_t n2 = n / 2;                                                                      \
     n2 -= n2 % 8;                                                                               \
@@ -4988,7 +5083,16 @@ static void row_sum##SQ##_##T(void *c, Py_ssize_t r0, Py_ssize_t r1)            
     const T *x = (const T *)k->a;                                                               \
     T *y = (T *)k->out;                                                                         \
     for (Py_ssize_t r = r0; r < r1; r++)                                                        \
-        y[r] = -(T)0.0 + pairwise##SQ##_##T(x + r * k->n, k->n);                                \
+        y[r] = (T)0.0 + pairwise##SQ##_##T(x + r * k->n, k->n);                                \
+}                                                                                               \
+                                                                                                \
+/* the subtrees [i0, i1) of one long row's top levels (listed in k->p as pw_node) */            \
+static void top_sum##SQ##_##T(void *c, Py_ssize_t i0, Py_ssize_t i1)                            \
+{                                                                                               \
+    call_ctx *k = (call_ctx *)c;                                                                \
+    const pw_node *L = (const pw_node *)k->p;                                                   \
+    for (Py_ssize_t i = i0; i < i1; i++)                                                        \
+        ((T *)k->out)[i] = pairwise##SQ##_##T((const T *)k->a + L[i].off, L[i].n);              \
 }
 #define PW_SAME(v) (v)
 #define PW_SQUARE(v) ((v) * (v))
@@ -5019,6 +5123,25 @@ static PyObject *py_row_sum(PyObject *mod, PyObject *const *args, Py_ssize_t nar
     }
     call_ctx c = {NULL, b.p[0], NULL, b.p[1], n, NULL};
     Py_ssize_t rows = MIN_PART / n > 0 ? MIN_PART / n : 1;
+    if (b.len[1] == 1 && n >= PW_SPLIT && want_threads > 1) {
+        /* one long row: its top subtrees over the threads, then the tree's top additions */
+        pw_node L[1 << PW_TOP_DEPTH];
+        double part[1 << PW_TOP_DEPTH];  /* (float or double sums) */
+        int count = pw_list(0, n, L, 0, PW_TOP_DEPTH), k = 0;
+        c.p = (const double *)L;
+        c.out = part;
+        Py_BEGIN_ALLOW_THREADS
+        if (b.kind == 'f') {
+            parallel(square ? top_sum_sq_float : top_sum_float, &c, count, 1, 1);
+            *(float *)b.p[1] = 0.0f + pw_combine_float((const float *)part, &k, n, PW_TOP_DEPTH);
+        } else {
+            parallel(square ? top_sum_sq_double : top_sum_double, &c, count, 1, 1);
+            *(double *)b.p[1] = 0.0 + pw_combine_double(part, &k, n, PW_TOP_DEPTH);
+        }
+        Py_END_ALLOW_THREADS
+        release(&b);
+        Py_RETURN_NONE;
+    }
     Py_BEGIN_ALLOW_THREADS
     parallel(b.kind == 'f' ? (square ? row_sum_sq_float : row_sum_float)
                            : (square ? row_sum_sq_double : row_sum_double), &c, b.len[1], 1, rows);
