@@ -332,3 +332,31 @@ def test_dataloader_workers_run_on_one_thread_as_pytorch(threads):
 @pytest.mark.skipif(os.environ.get("EMBER_PURE_PYTHON") == "1", reason="already the Python core")
 def test_this_file_passes_on_the_pure_python_core():
     rerun_on_pure_python(__file__)
+
+
+# -- OpenBLAS's idle spin (_blas_spin) -------------------------------------------------------------
+
+def _spin_state(code: str, **env: str) -> list[str]:
+    """Run ``code`` then print what _blas_spin chose and the variable's value in a fresh process."""
+    full = {k: v for k, v in os.environ.items()
+            if k not in ("OPENBLAS_THREAD_TIMEOUT", "EMBER_BLAS_SPIN")}
+    full.update(env)
+    out = subprocess.run(
+        [sys.executable, "-c", code + "\nimport os, ember\nprint(ember._blas_spin.chosen, "
+         "os.environ.get('OPENBLAS_THREAD_TIMEOUT'))"],
+        capture_output=True, text=True, env=full, check=True)
+    return out.stdout.split()
+
+
+def test_import_ember_first_loads_openblas_with_sleeping_idle_threads():
+    # set for NumPy's load of OpenBLAS (which reads it then), and gone from the environment after
+    assert _spin_state("") == ["4", "None"]
+
+
+@pytest.mark.parametrize("code,env,want", [
+    ("import numpy", {}, ["None", "None"]),  # NumPy first: OpenBLAS already loaded, not touched
+    ("", {"OPENBLAS_THREAD_TIMEOUT": "12"}, ["None", "12"]),  # the user's own value
+    ("", {"EMBER_BLAS_SPIN": "default"}, ["None", "None"]),  # OpenBLAS's default kept
+])
+def test_blas_spin_leaves_other_choices_alone(code, env, want):
+    assert _spin_state(code, **env) == want

@@ -7,8 +7,12 @@ from __future__ import annotations
 
 from ._version import __ember_version__, __version__  # "2.13.0+ember": the API implemented
 from . import version  # torch.version (__version__, cuda, hip...)
+from . import _blas_spin  # OpenBLAS's idle threads sleep at once (set before NumPy loads it)
 
-import numpy as _np
+_spin_set = _blas_spin.before_numpy()
+import numpy as _np  # noqa: E402 - after the OpenBLAS setting above
+
+_blas_spin.after_numpy(_spin_set)
 import types as _types
 
 from . import _overrides
