@@ -4954,9 +4954,9 @@ static PyObject *py_outer(PyObject *mod, PyObject *const *args, Py_ssize_t nargs
  * j + 8, ...) combined ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7)), then the tail in order;
  * longer rows split at n / 2 rounded down to a multiple of 8, each half summed so and the halves
  * added. The same bits as NumPy's. NumPy sums one leaf after another, each a chain of dependent
- * vector additions; where a node's leaves are four (or two) of one length (a node of 32 k
- * elements, 256 < n <= 512: every node of a power-of-two row) their chains run interleaved here,
- * then add up along the same tree. A long single row (a full sum) splits its tree's top
+ * vector additions; where a node's leaves are eight, four or two of one length (a node of 64 k
+ * elements with 512 < n <= 1024, of 32 k with 256 < n <= 512, of 16 k up to 256: every node of
+ * a power-of-two row) their chains run interleaved here, then add up along the same tree. A long single row (a full sum) splits its tree's top
  * PW_TOP_DEPTH levels over the threads: the same subtrees at any thread count, so the same bits.
  * Each row's sum starts from NumPy's identity, +0.0, so a row of -0.0s sums to +0.0 (NumPy's and
  * PyTorch's answer). */
@@ -5007,7 +5007,7 @@ typedef double pw_vec_double __attribute__((vector_size(64)));
 #define PW_LEAVES(T, SQ, V)                                                                     \
 KI void pw_leaves##SQ##_##T(const T *RESTRICT a, Py_ssize_t m, int q, T *out)                   \
 {                                                                                               \
-    PW_VEC(T) r[4], w;                                                                          \
+    PW_VEC(T) r[8], w;                                                                          \
     for (int t = 0; t < q; t++) {                                                               \
         memcpy(&w, a + t * m, sizeof w);                                                        \
         r[t] = V(w);                                                                            \
@@ -5061,6 +5061,11 @@ CLONES static T pairwise##SQ##_##T(const T *RESTRICT a, Py_ssize_t n)           
         for (; i < n; i++)                                                                      \
             res += V(a[i]);                                                                     \
         return res;                                                                             \
+    }                                                                                           \
+    if (n % 64 == 0 && n > 512 && n <= 1024) { /* eighths of n / 8: leaves */                   \
+        T s[8];                                                                                 \
+        pw_leaves##SQ##_##T(a, n / 8, 8, s);                                                    \
+        return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));               \
     }                                                                                           \
     if (n % 32 == 0 && n > 256 && n <= 512) { /* halves of n / 2, quarters of n / 4: leaves */  \
         T s[4];                                                                                 \
