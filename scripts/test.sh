@@ -82,12 +82,14 @@ fi
 echo "== pure-Python core (EMBER_PURE_PYTHON=1): ops, autograd, nn, compile, differential"
 EMBER_PURE_PYTHON=1 .venv/bin/python -m pytest -q -p no:cacheprovider -n 2 \
   tests/test_ops_*.py tests/test_autograd*.py tests/test_inplace_views.py \
-  tests/test_utils_checkpoint.py tests/test_compile.py tests/test_nn_*.py \
+  tests/test_utils_checkpoint.py tests/test_compile.py tests/test_compile_guards.py \
+  tests/test_nn_*.py \
   tests/test_differential.py tests/test_profiler.py tests/test_native_core.py \
   tests/test_torch_function.py tests/test_kernels.py
 echo "== native core under python -X dev, PYTHONMALLOC=debug"
 PYTHONMALLOC=debug .venv/bin/python -X dev -m pytest -q -p no:cacheprovider -p no:xdist \
-  tests/test_native_core.py tests/test_autograd.py tests/test_torch_function.py
+  tests/test_native_core.py tests/test_autograd.py tests/test_torch_function.py \
+  tests/test_compile_guards.py
 if [ -n "${CI:-}" ]; then
   if .venv/bin/python -m pip index versions --timeout 10 --retries 0 torchmetrics \
       >/dev/null 2>&1; then

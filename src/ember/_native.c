@@ -116,6 +116,14 @@ static PyMethodDef native_methods[] = {
     {"walk_nodes", (PyCFunction)(void (*)(void))ember_engine_walk_nodes, METH_FASTCALL,
      "walk_nodes(ready, ready_leaves, buffers, deps, needed, capture, handed_out, "
      "retain_graph, create_graph): autograd/engine.py's _walk_nodes_python, in C."},
+    {"guards_init", (PyCFunction)ember_guards_init, METH_O,
+     "guards_init(TensorBase): give the guards _tensor_base.py's tensor class."},
+    {"arg_key", (PyCFunction)ember_guards_arg_key, METH_O,
+     "arg_key(args): _compile/guards.py's arg_key, in C."},
+    {"module_key", (PyCFunction)(void (*)(void))ember_guards_module_key, METH_FASTCALL,
+     "module_key(mods, children, extra): _compile/guards.py's module_key, in C."},
+    {"guards_hold", (PyCFunction)ember_guards_hold, METH_O,
+     "guards_hold(free): _compile/guards.py's guards_hold, in C."},
     {NULL, NULL, 0, NULL},
 };
 

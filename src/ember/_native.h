@@ -45,4 +45,10 @@ PyObject *ember_function_accumulator(PyObject *self, PyObject *leaf);
 PyObject *ember_engine_backward(PyObject *self, PyObject *const *args, size_t nargsf,
                                 PyObject *kwnames);
 
+/* _compile/_native_guards.c (mirrors _compile/guards.py) */
+PyObject *ember_guards_init(PyObject *self, PyObject *tensor_base);
+PyObject *ember_guards_arg_key(PyObject *self, PyObject *args);
+PyObject *ember_guards_module_key(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *ember_guards_hold(PyObject *self, PyObject *free);
+
 #endif

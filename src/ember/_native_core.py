@@ -37,6 +37,7 @@ C_SOURCES = (
     "_native_random.c",
     "autograd/_native_engine.c",
     "autograd/_native_function.c",
+    "_compile/_native_guards.c",
 )
 # The Python modules the C code mirrors (it calls back into them and follows their rules): a
 # change to one of them makes a built extension stale until it is rebuilt.
@@ -47,6 +48,7 @@ MIRRORED = (
     "_tensor_base.py",
     "autograd/engine.py",
     "autograd/function.py",
+    "_compile/guards.py",
 )
 BUILD_INFO = "_native_build.txt"  # written by setup.py beside the package: why it was not built
 

@@ -30,7 +30,6 @@ numbers computed inside) is baked into the trace, as in PyTorch without its extr
 from __future__ import annotations
 
 import functools
-import operator
 import time
 import types
 import weakref
@@ -41,7 +40,7 @@ from .._tensor_base import TensorBase
 from ..autograd import function as _function
 from ..autograd import grad_mode
 from ..nn.modules.module import Module
-from . import codegen
+from . import codegen, guards
 from .replay import ShapeChanged, make_outputs, run_forward
 from .trace import GraphBreak, Patches, Program, Tracer, same
 
@@ -59,9 +58,7 @@ stats: dict[str, Any] = {"traces": 0, "compiled": 0, "replays": 0, "eager": 0,
                          "run_seconds": 0.0, "codegen_seconds": 0.0}
 _live: weakref.WeakSet = weakref.WeakSet()
 _SCALARS = (type(None), bool, int, float, complex, str)
-_TRAINING = operator.attrgetter("training")
 _NOTHING_OUTSIDE: tuple = ((), ())  # the module guard's key of a function that reaches nothing
-_CHILDREN = operator.attrgetter("_modules")
 
 
 def reset() -> None:
@@ -87,7 +84,6 @@ def _flatten(obj: Any, leaves: list) -> Any:
     return None
 
 
-_CONTAINERS = (tuple, list, dict)
 _FLAT_SPECS: dict[int, Any] = {}
 
 
@@ -223,31 +219,16 @@ class _CompiledFn:
         if cached is None or cached[0] != ids:
             cached = self._modules_of(roots, ids)
         mods = cached[1]
-        if len(mods) > 2:  # (C-level passes: cheaper than the loop below from three modules)
-            if list(map(_CHILDREN, mods)) != cached[2]:  # a child was replaced: walk again
-                self._modules_of(roots, ids)
-                return self._outside(want_tensors)
-            flags = tuple(map(_TRAINING, mods))
-            key = [id(v) for m in mods for v in (*m._parameters.values(), *m._buffers.values())]
-        else:
-            flag_list = []
-            key = []
-            for m, children in zip(mods, cached[2]):
-                if m._modules != children:
-                    self._modules_of(roots, ids)
-                    return self._outside(want_tensors)
-                flag_list.append(m.training)
-                key.extend(map(id, m._parameters.values()))
-                key.extend(map(id, m._buffers.values()))
-            flags = tuple(flag_list)
-        if extra:
-            key.extend(map(id, extra))  # (an absent bias: id(None))
+        key = guards.module_key(mods, cached[2], extra)
+        if key is None:  # a child was replaced: walk again
+            self._modules_of(roots, ids)
+            return self._outside(want_tensors)
         tensors = None
         if want_tensors:
             tensors = [t for m in mods
                        for t in (*m._parameters.values(), *m._buffers.values()) if t is not None]
             tensors.extend(extra)
-        return tensors, (flags, tuple(key))
+        return tensors, key
 
     def _modules_of(self, roots: list, ids: list) -> Any:
         """Every module under ``roots``, once each, with its children as seen now (cached)."""
@@ -263,31 +244,17 @@ class _CompiledFn:
         _dynamo = _dynamo_module or _load_dynamo()
         if _function.tracer is not None or _function.anomaly_enabled or _dynamo._disabled():
             return self.fn(*args, **kwargs)  # inside another trace: its ops are recorded there
-        key_parts: list = []
         leaves: Any = args  # the common call: flat positional arguments, keyed in one pass
-        for x in args if not kwargs else ():
-            if isinstance(x, TensorBase):
-                d = x._data
-                key_parts.append((type(d), d.shape, d.dtype, x._rg))
-            elif type(x) in _CONTAINERS:
-                break
-            else:
-                key_parts.append((type(x), x))
+        key_parts = None if kwargs else guards.arg_key(args)
+        if key_parts is not None:
+            spec = _flat_spec(len(args))
         else:
-            if not kwargs:
-                spec = _flat_spec(len(args))
-        if kwargs or len(key_parts) != len(args):
             leaves = []
             spec = _flatten((args, kwargs), leaves)
-            key_parts = []
-            for x in leaves:
-                if isinstance(x, TensorBase):
-                    d = x._data
-                    key_parts.append((type(d), d.shape, d.dtype, x._rg))
-                else:
-                    key_parts.append((type(x), x))
+            key_parts = tuple((type(x._data), x._data.shape, x._data.dtype, x._rg)
+                              if isinstance(x, TensorBase) else (type(x), x) for x in leaves)
         mod_key = self._outside()[1]
-        key = (spec, tuple(key_parts), grad_mode.state.enabled, mod_key)
+        key = (spec, key_parts, grad_mode.state.enabled, mod_key)
         try:
             entry = self.cache.get(key)
         except TypeError:  # an unhashable argument: no guard can be built
@@ -304,7 +271,7 @@ class _CompiledFn:
             entry = self.cache[key] = _Entry()
         if entry.state == "compiled":
             prog = entry.prog
-            if _guards_hold(prog):
+            if guards.guards_hold(prog.free):
                 try:
                     if prog.fwd_fn is not None:  # the generated forward (codegen.py)
                         vals, ctxs = prog.fwd_fn(leaves)
@@ -376,14 +343,6 @@ class _CompiledFn:
             entry.prog = None
         stats["compile_seconds"] += time.perf_counter() - t0
         return out
-
-
-def _guards_hold(prog: Program) -> bool:
-    for t, _s, shape, dtype, ty, rg in prog.free:
-        d = t._data
-        if type(d) is not ty or d.shape != shape or d.dtype != dtype or t._rg != rg:
-            return False
-    return True
 
 
 class _CompileContext:

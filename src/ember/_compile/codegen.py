@@ -406,7 +406,7 @@ def _outputs_source(prog: Program, ns: dict) -> str:
     if node:
         add("    node = NEW(NODE)")
         # an edge's (shape, dtype) is its value's as the trace saw it (the guards hold them:
-        # an input's are in the cache key, an outside tensor's checked by _guards_hold), as
+        # an input's are in the cache key, an outside tensor's checked by guards.guards_hold), as
         # the ops of the schedule record them; read from the tensor where none records it
         seen = {s: (shape, dt) for entry in prog.bsched for _i, s, shape, dt in entry[5]}
         edges, metas = [], []
