@@ -34,9 +34,14 @@ PyObject *ember_guards_init(PyObject *self, PyObject *tensor_base)
     Py_RETURN_NONE;
 }
 
+/* isinstance(x, TensorBase): 1, 0, or -1 on error (the subtype test first; isinstance also
+ * believes a __class__ that says so) */
 static int is_tensor(PyObject *x)
 {
-    return PyObject_TypeCheck(x, (PyTypeObject *)tensor_base_type);
+    if (PyObject_TypeCheck(x, (PyTypeObject *)tensor_base_type))
+        return 1;
+    return PyLong_CheckExact(x) || PyFloat_CheckExact(x) || x == Py_None || PyBool_Check(x)
+        ? 0 : PyObject_IsInstance(x, tensor_base_type);
 }
 
 /* (type(d), d.shape, d.dtype, x._rg) for d = x._data; new reference */
@@ -70,7 +75,12 @@ PyObject *ember_guards_arg_key(PyObject *self, PyObject *args)
         return NULL;
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *x = PyTuple_GET_ITEM(args, i), *part;
-        if (is_tensor(x)) {
+        int tensor = is_tensor(x);
+        if (tensor < 0) {
+            Py_DECREF(parts);
+            return NULL;
+        }
+        if (tensor) {
             part = tensor_part(x);
         } else if (Py_IS_TYPE(x, &PyTuple_Type) || Py_IS_TYPE(x, &PyList_Type)
                    || Py_IS_TYPE(x, &PyDict_Type)) {
