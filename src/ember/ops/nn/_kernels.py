@@ -398,6 +398,8 @@ def _conv_input(xp: Any, x4: Any, g: _Geom) -> Any:
     (C, Hp, Wp, N) when batch-inner; plain when per-image)."""
     if g.batch:
         N, C = x4.shape[:2]
+        if (buf := _kl.to_batch_inner(x4, (C, g.Hp, g.Wp, N), (g.pt, g.pl))) is not None:
+            return buf
         buf = xp.zeros((C, g.Hp, g.Wp, N), dtype=x4.dtype)
         buf[:, g.pt:g.pt + g.H, g.pl:g.pl + g.W, :] = x4.transpose(1, 2, 3, 0)
         return buf
@@ -645,6 +647,9 @@ def _out_from_cols(xp: Any, y: Any, g: _Geom, N: int) -> Any:
     O = y.shape[0]
     s = y.itemsize
     if g.batch:  # columns ordered (OH, OW, N)
+        if (out := _kl.from_batch_inner(y.reshape(O, g.OH, g.OW, N), (N, O, g.OH, g.OW))) \
+                is not None:
+            return out
         v = xp.lib.stride_tricks.as_strided(
             y, (N, O, g.OH, g.OW), (s, N * g.L * s, g.OW * N * s, N * s))
         return xp.ascontiguousarray(v)
@@ -657,6 +662,8 @@ def _grad_to_cols(xp: Any, gy: Any, g: _Geom) -> Any:
     """(N, O, OH, OW) -> (O, N * L), zeros in the wide layout's extra columns."""
     N, O = gy.shape[:2]
     if g.batch:
+        if (buf := _kl.to_batch_inner(gy, (O, g.OH, g.OW, N), (0, 0))) is not None:
+            return buf.reshape(O, N * g.L)
         return xp.ascontiguousarray(gy.transpose(1, 2, 3, 0)).reshape(O, N * g.L)
     if g.wide:
         buf = xp.zeros((O, N, g.OH, g.Wp), dtype=gy.dtype)
@@ -683,6 +690,12 @@ def _col2im(xp: Any, cols: Any, g: _Geom, N: int) -> Any:
                 out[g.window(i, j)] += c[:, :, i, j]
         return _crop(xp, out, g)
     C = cols.shape[0] // (g.kh * g.kw)
+    if g.batch and g.kh < _COLUMN_SUM_MIN_KH and type(cols) is np.ndarray:
+        # the eager kernel: each channel's taps summed in a (H, W, N) tile in cache, in the
+        # adds' order below, then transposed into place
+        geom = (N, C, g.H, g.W, g.kh, g.kw, g.sh, g.sw, g.pt, g.pl, g.dh, g.dw, g.OH, g.OW)
+        if (out := _kl.col2im_batch_inner(cols, (N, C, g.H, g.W), geom)) is not None:
+            return out
     if g.batch:  # columns ordered (OH, OW, N): each tap adds runs of N (OW * N at stride 1)
         c = cols.reshape(C, g.kh, g.kw, g.OH, g.OW, N)
         if g.kh < _COLUMN_SUM_MIN_KH or g.sw != 1:
