@@ -2065,8 +2065,7 @@ CLONES static void to_batch_inner_##T(const T *RESTRICT x, T *RESTRICT buf, cons
         T *RESTRICT b = buf + c * Hp * Wp * N;                                                     \
         for (Py_ssize_t hp = 0; hp < Hp; hp++) {                                                   \
             T *RESTRICT br = b + hp * Wp * N;                                                      \
-            Py_ssize_t h = hp - g->pt;                                                             \
-            if (h < 0 || h >= H) {                                                                 \
+            if (hp < g->pt || hp >= g->pt + H) {                                                   \
                 for (Py_ssize_t e = 0; e < Wp * N; e++)                                            \
                     br[e] = (T)0;                                                                  \
                 continue;                                                                          \
@@ -2075,12 +2074,16 @@ CLONES static void to_batch_inner_##T(const T *RESTRICT x, T *RESTRICT buf, cons
                 br[e] = (T)0;                                                                      \
             for (Py_ssize_t e = (g->pl + W) * N; e < Wp * N; e++)                                  \
                 br[e] = (T)0;                                                                      \
-            T *RESTRICT d = br + g->pl * N;                                                        \
+        }                                                                                          \
+        for (Py_ssize_t h = 0; h < H; h++) {                                                       \
+            T *RESTRICT d = b + ((h + g->pt) * Wp + g->pl) * N;                                    \
             const T *RESTRICT xr = x + (c * H + h) * W;                                            \
-            for (Py_ssize_t n = 0; n < N; n++) {                                                   \
-                const T *RESTRICT xs = xr + n * C * H * W;                                         \
+            for (Py_ssize_t n0 = 0; n0 < N; n0 += 8) {  /* blocks of 8 images: 8-value runs */  \
+                Py_ssize_t nb = N - n0 < 8 ? N - n0 : 8;                                           \
+                const T *RESTRICT xs = xr + n0 * C * H * W;                                        \
                 for (Py_ssize_t w = 0; w < W; w++)                                                 \
-                    d[w * N + n] = xs[w];                                                          \
+                    for (Py_ssize_t t = 0; t < nb; t++)                                            \
+                        d[w * N + n0 + t] = xs[t * C * H * W + w];                                 \
             }                                                                                      \
         }                                                                                          \
     }                                                                                              \
@@ -2088,18 +2091,17 @@ CLONES static void to_batch_inner_##T(const T *RESTRICT x, T *RESTRICT buf, cons
                                                                                                    \
 CLONES static void from_batch_inner_##T(const T *RESTRICT buf, T *RESTRICT x, const conv_geom *g,  \
                                         Py_ssize_t c0, Py_ssize_t c1)                              \
-{                                                                                                  \
+{   /* (each image's plane written in one run, read N apart from the channel's buffer) */         \
     const Py_ssize_t N = g->N, C = g->C, H = g->H, W = g->W, Hp = g->OH, Wp = g->OW;               \
-    for (Py_ssize_t c = c0; c < c1; c++)                                                           \
-        for (Py_ssize_t h = 0; h < H; h++) {                                                       \
-            const T *RESTRICT s = buf + ((c * Hp + h + g->pt) * Wp + g->pl) * N;                   \
-            T *RESTRICT xr = x + (c * H + h) * W;                                                  \
-            for (Py_ssize_t n = 0; n < N; n++) {                                                   \
-                T *RESTRICT xd = xr + n * C * H * W;                                               \
+    for (Py_ssize_t c = c0; c < c1; c++) {                                                         \
+        const T *RESTRICT s = buf + (c * Hp * Wp + g->pt * Wp + g->pl) * N;                        \
+        for (Py_ssize_t n = 0; n < N; n++) {                                                       \
+            T *RESTRICT xd = x + (n * C + c) * H * W;                                              \
+            for (Py_ssize_t h = 0; h < H; h++)                                                     \
                 for (Py_ssize_t w = 0; w < W; w++)                                                 \
-                    xd[w] = s[w * N + n];                                                          \
-            }                                                                                      \
+                    xd[h * W + w] = s[(h * Wp + w) * N + n];                                       \
         }                                                                                          \
+    }                                                                                              \
 }                                                                                                  \
                                                                                                    \
 CLONES static void col2im_batch_inner_##T(const T *RESTRICT cols, T *RESTRICT x, T *RESTRICT tile, \

@@ -92,6 +92,11 @@ _RESAMPLE_BLOCK = 1 << 18
 # many bytes of columns (see _batch_step)
 _COLS_CAP_MIN = 2 << 20
 _COLS_CAP_OUT = 1.0
+# ... and the gradients' ops (ConvTranspose, ConvWeight) this many times more: whole-batch products
+# sharing the output gradient's columns beat tiles of them more than a forward's product reading
+# cache-sized tiles of columns does (ResNet's 3x3 128 on 4x4 outputs, batch 32: backward 1.17 ->
+# 1.07x its GEMM floor; its forward is best in tiles)
+_COLS_CAP_GRAD = 1.25
 
 
 class _Geom:
@@ -540,17 +545,20 @@ def _image_weight_grad(x4: np.ndarray, g4: np.ndarray, g: _Geom, groups: int,
 
 
 def _batch_step(g: _Geom, n: int, k: int, out_channels: int, itemsize: int,
-                out_hw: tuple[int, int] | None = None) -> int:
+                out_hw: tuple[int, int] | None = None, grad: bool = False) -> int:
     """Images per batch tile of a convolution over ``n`` images with ``k`` column rows
     (C * kh * kw) and ``out_channels`` output planes (of ``out_hw``, default the windows'
     OH x OW): all ``n`` where the columns of the whole batch fit the cap (near the size of the
     output, at least ``_COLS_CAP_MIN``), else as many as fit it (at least one). PyTorch's
-    kernels never hold a whole batch's columns either: a 3x3 convolution's are 9x its input."""
+    kernels never hold a whole batch's columns either: a 3x3 convolution's are 9x its input.
+    ``grad``: for a gradient's op (ConvTranspose, ConvWeight): at least ``_COLS_CAP_GRAD`` times
+    that."""
     per = k * g.L * itemsize
-    if n <= 1 or per * n <= _COLS_CAP_MIN:
+    least = _COLS_CAP_MIN * _COLS_CAP_GRAD if grad else _COLS_CAP_MIN
+    if n <= 1 or per * n <= least:
         return n
     pixels = g.OH * g.OW if out_hw is None else out_hw[0] * out_hw[1]
-    cap = max(_COLS_CAP_MIN, _COLS_CAP_OUT * n * out_channels * pixels * itemsize)
+    cap = max(least, _COLS_CAP_OUT * n * out_channels * pixels * itemsize)
     if per * n <= cap:
         return n
     # tiles of even size (each at most the cap): no small last tile, which would run a thin

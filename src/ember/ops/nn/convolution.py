@@ -187,7 +187,8 @@ class Conv(Op):
         ctx.save_for_backward(x, w)
         ctx.args = (stride, pad, dil, groups)
         ctx.in_hw, ctx.k, ctx.nd, ctx.geom = (H, W), (kh, kw), x.ndim, g
-        ctx.tiled = step < N or chunked  # (no whole-batch gradient columns to share)
+        # (no whole-batch gradient columns to share where the gradients' ops run in tiles)
+        ctx.tiled = chunked or _batch_step(g, N, C * kh * kw, O, x4.itemsize, grad=True) < N
         ctx.bias, ctx.out_channels = b is not None, O
         return y if x.ndim == 4 else y.reshape(N, O, g.OW)
 
@@ -228,7 +229,7 @@ class ConvTranspose(Op):
         _, Cg, kh, kw = w4.shape
         C = Cg * groups
         g = _Geom(in_hw, (kh, kw), stride, pad, dil, (OH, OW), n=N, cin=Cg)
-        step = _batch_step(g, N, C * kh * kw, C, g4.itemsize, in_hw)
+        step = _batch_step(g, N, C * kh * kw, C, g4.itemsize, in_hw, grad=True)
         if _chunked(g, C * kh * kw, g4, w4):
             out = _chunk_transpose(g4, w4, g, groups)
         elif step >= N:
@@ -280,7 +281,7 @@ class ConvWeight(Op):
         ctx.in_hw, ctx.out_hw = (H, W), (OH, OW)
         shape = (O, C // groups) + ((k[1],) if x.ndim == 3 else tuple(k))
         # (Conv's backward hands over the gradient's columns as ``gt`` when it made them)
-        step = _batch_step(g, N, C * k[0] * k[1], O, x4.itemsize)
+        step = _batch_step(g, N, C * k[0] * k[1], O, x4.itemsize, grad=True)
         if _chunked(g, C * k[0] * k[1], x4, g4):
             return _chunk_weight_grad(x4, g4, g, groups, shape)
         if step >= N:
