@@ -1,7 +1,7 @@
 """Convolution's GEMM-floor paths (issue 29, session 2026-12-06): pointwise 1 x 1 convolutions
 (``_kernels._pointwise_*``: no columns, any stride), the batch-inner layout's transposes and col2im
 as eager kernels (``_kernels_loader.to_batch_inner`` / ``from_batch_inner`` /
-``col2im_batch_inner``: bit for bit the NumPy path, at 1 and 2 threads), batch tiles of even size
+``im2col_batch_inner`` / ``col2im_batch_inner``: bit for bit the NumPy path, at 1 and 2 threads), batch tiles of even size
 and per-image columns for a small image of many taps (ResNet's 7x7/2 stem). Each against a
 float64 NumPy reference and PyTorch, gradients by float64 gradcheck.
 """
@@ -191,7 +191,7 @@ def test_batch_inner_kernels_are_the_numpy_path_bit_for_bit(shape, dtype, thread
     with L.disabled():
         off, _ = _grads(x, w, b, s, p, d)
     calls = {n: _spy(monkeypatch, L, n) for n in ("to_batch_inner", "from_batch_inner",
-                                                  "col2im_batch_inner")}
+                                                  "col2im_batch_inner", "im2col_batch_inner")}
     before = L.active.get_num_threads()
     L.set_num_threads(threads)
     try:
@@ -212,7 +212,7 @@ def test_batch_inner_kernels_are_the_numpy_path_bit_for_bit(shape, dtype, thread
 def test_batch_inner_kernels_direct() -> None:
     """The kernels against NumPy's copies and adds: to_batch_inner pads and transposes,
     from_batch_inner crops and transposes back, col2im_batch_inner sums taps (padding taps
-    dropped); bad geometry or sizes refused."""
+    dropped), im2col_batch_inner copies the padded windows; bad geometry or sizes refused."""
     rng = np.random.default_rng(8)
     x = rng.standard_normal((3, 2, 4, 5)).astype(np.float32)
     buf = L.to_batch_inner(x, (2, 7, 6, 3), (2, 1))
@@ -230,6 +230,16 @@ def test_batch_inner_kernels_direct() -> None:
         for j in range(3):
             img[:, i:i + g.OH, j:j + g.OW] += c[:, i, j]
     np.testing.assert_array_equal(got, img[:, 1:5, 1:6].transpose(3, 0, 1, 2))
+    for shape in BATCH_INNER:  # im2col_batch_inner: the NumPy path's strided copy
+        N, C, H, _, k, s, p, d = shape
+        xi = rng.standard_normal((N, C, H, H))
+        gi = kern._Geom((H, H), (k, k), (s, s), ((p, p), (p, p)), (d, d), n=N, cin=C)
+        want = kern._cols(np, kern._conv_input(np, xi, gi), gi, 1)
+        got = L.im2col_batch_inner(xi, want.shape, (N, C, H, H, k, k, s, s, p, p, d, d, gi.OH,
+                                                    gi.OW))
+        np.testing.assert_array_equal(got, want)
+    with pytest.raises(ValueError):
+        L.active.im2col_batch_inner(x, cols[:-1], geom)
     with pytest.raises(ValueError):
         L.active.to_batch_inner(x, np.empty((2, 5, 6, 3), np.float32), (3, 2, 4, 5, 5, 6, 2, 1))
     with pytest.raises(ValueError):

@@ -2054,8 +2054,9 @@ IM2COL(double)
  * from the buffer's window (copies: the values, bit for bit). col2im_batch_inner: the image
  * that sums batch-inner columns (C, kh, kw, OH, OW, N) back where they were read, each pixel's
  * taps added in (i, j) order from zero (the NumPy path's zeros and one add per tap, taps in
- * the padding dropped), summed in a (H, W, N) tile per channel, then transposed into place.
- * Parts: channels [c0, c1). */
+ * the padding dropped), summed in a (H, W, N) tile per channel, then transposed into place;
+ * im2col_batch_inner: those columns from the image (the padding read as zeros), the values of
+ * the NumPy path's strided copy of the padded buffer. Parts: channels [c0, c1). */
 #define BATCH_INNER(T)                                                                             \
 CLONES static void to_batch_inner_##T(const T *RESTRICT x, T *RESTRICT buf, const conv_geom *g,    \
                                       Py_ssize_t c0, Py_ssize_t c1)                                \
@@ -2101,6 +2102,51 @@ CLONES static void from_batch_inner_##T(const T *RESTRICT buf, T *RESTRICT x, co
                 for (Py_ssize_t w = 0; w < W; w++)                                                 \
                     xd[h * W + w] = s[(h * Wp + w) * N + n];                                       \
         }                                                                                          \
+    }                                                                                              \
+}                                                                                                  \
+                                                                                                   \
+CLONES static void im2col_batch_inner_##T(const T *RESTRICT x, T *RESTRICT cols, T *RESTRICT tile, \
+                                          const conv_geom *g, Py_ssize_t c0, Py_ssize_t c1)        \
+{   /* each channel's windows' span as a zero-bordered (Ht, Wt, N) tile in cache, then each tap's \
+     * windows copied out as runs of N (OW N at stride 1) */                                     \
+    const Py_ssize_t N = g->N, C = g->C, H = g->H, W = g->W, OH = g->OH, OW = g->OW;               \
+    const Py_ssize_t Ht = (OH - 1) * g->sh + (g->kh - 1) * g->dh + 1;                              \
+    const Py_ssize_t Wt = (OW - 1) * g->sw + (g->kw - 1) * g->dw + 1;                              \
+    for (Py_ssize_t c = c0; c < c1; c++) {                                                         \
+        for (Py_ssize_t ht = 0; ht < Ht; ht++) {                                                   \
+            T *RESTRICT tr = tile + ht * Wt * N;                                                   \
+            Py_ssize_t h = ht - g->pt;                                                             \
+            Py_ssize_t a = g->pl < Wt ? g->pl : Wt, z = g->pl + W < Wt ? g->pl + W : Wt;           \
+            if (h < 0 || h >= H)                                                                   \
+                a = z = Wt;                                                                        \
+            for (Py_ssize_t e = 0; e < a * N; e++)                                                 \
+                tr[e] = (T)0;                                                                      \
+            for (Py_ssize_t e = z * N; e < Wt * N; e++)                                            \
+                tr[e] = (T)0;                                                                      \
+            if (a >= z)                                                                            \
+                continue;                                                                          \
+            const T *RESTRICT xr = x + (c * H + h) * W + (a - g->pl);                              \
+            for (Py_ssize_t n0 = 0; n0 < N; n0 += 8) {                                             \
+                Py_ssize_t nb = N - n0 < 8 ? N - n0 : 8;                                           \
+                const T *RESTRICT xs = xr + n0 * C * H * W;                                        \
+                for (Py_ssize_t w = 0; w < z - a; w++)                                             \
+                    for (Py_ssize_t t = 0; t < nb; t++)                                            \
+                        tr[(a + w) * N + n0 + t] = xs[t * C * H * W + w];                          \
+            }                                                                                      \
+        }                                                                                          \
+        for (Py_ssize_t i = 0; i < g->kh; i++)                                                     \
+            for (Py_ssize_t j = 0; j < g->kw; j++) {                                               \
+                T *RESTRICT d = cols + ((c * g->kh + i) * g->kw + j) * OH * OW * N;                \
+                for (Py_ssize_t oh = 0; oh < OH; oh++) {                                           \
+                    const T *RESTRICT src = tile + ((oh * g->sh + i * g->dh) * Wt + j * g->dw) * N;\
+                    T *RESTRICT dr = d + oh * OW * N;                                              \
+                    if (g->sw == 1)                                                                \
+                        memcpy(dr, src, (size_t)(OW * N) * sizeof(T));                             \
+                    else                                                                           \
+                        for (Py_ssize_t ow = 0; ow < OW; ow++)                                     \
+                            memcpy(dr + ow * N, src + ow * g->sw * N, (size_t)N * sizeof(T));      \
+                }                                                                                  \
+            }                                                                                      \
     }                                                                                              \
 }                                                                                                  \
                                                                                                    \
@@ -4119,12 +4165,22 @@ static void call_batch_inner(void *cv, Py_ssize_t c0, Py_ssize_t c1)
             from_batch_inner_double(c->src, c->dst, &c->g, c0, c1);
         return;
     }
-    void *tile = malloc((size_t)(c->g.H * c->g.W * c->g.N) * (f ? 4 : 8));
+    Py_ssize_t elems = c->g.H * c->g.W * c->g.N;
+    if (c->what == 3)  /* (the windows' span) */
+        elems = ((c->g.OH - 1) * c->g.sh + (c->g.kh - 1) * c->g.dh + 1)
+                * ((c->g.OW - 1) * c->g.sw + (c->g.kw - 1) * c->g.dw + 1) * c->g.N;
+    void *tile = malloc((size_t)elems * (f ? 4 : 8));
     if (!tile) {
         c->failed = 1;
         return;
     }
-    if (f)
+    if (c->what == 3) {
+        if (f)
+            im2col_batch_inner_float(c->src, c->dst, tile, &c->g, c0, c1);
+        else
+            im2col_batch_inner_double(c->src, c->dst, tile, &c->g, c0, c1);
+    }
+    else if (f)
         col2im_batch_inner_float(c->src, c->dst, tile, &c->g, c0, c1);
     else
         col2im_batch_inner_double(c->src, c->dst, tile, &c->g, c0, c1);
@@ -4134,12 +4190,13 @@ static void call_batch_inner(void *cv, Py_ssize_t c0, Py_ssize_t c1)
 /* to_batch_inner(x, buf, geom) / from_batch_inner(buf, x, geom): geom a tuple of 8 ints (N, C,
  * H, W, Hp, Wp, pt, pl), x (N, C, H, W) and buf (C, Hp, Wp, N) flat C-contiguous buffers of one
  * dtype, the window inside the buffer; col2im_batch_inner(cols, x, geom): geom 14 ints as
- * col2im_rows', cols (C, kh, kw, OH, OW, N). */
+ * col2im_rows', cols (C, kh, kw, OH, OW, N); im2col_batch_inner(x, cols, geom): the same. */
 static PyObject *batch_inner(PyObject *const *args, Py_ssize_t nargs, int what)
 {
-    static const char *names[3] = {"to_batch_inner", "from_batch_inner", "col2im_batch_inner"};
+    static const char *names[4] = {"to_batch_inner", "from_batch_inner", "col2im_batch_inner",
+                                   "im2col_batch_inner"};
     const char *fn = names[what];
-    Py_ssize_t want = what == 2 ? 14 : 8;
+    Py_ssize_t want = what >= 2 ? 14 : 8;
     if (nargs != 3 || !PyTuple_Check(args[2]) || PyTuple_GET_SIZE(args[2]) != want)
         return PyErr_Format(PyExc_TypeError, "ember._kernels.%s: expected (src, dst, a tuple of "
                             "%zd ints)", fn, want);
@@ -4153,7 +4210,7 @@ static PyObject *batch_inner(PyObject *const *args, Py_ssize_t nargs, int what)
     }
     conv_geom g = {0};
     Py_ssize_t xlen, other;
-    if (what == 2) {
+    if (what >= 2) {
         g = (conv_geom){v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11],
                         v[12], v[13], 0, 0, 0, 1, 0, 0, 0};
         if (g.kh < 1 || g.kw < 1 || g.sh < 1 || g.sw < 1 || g.dh < 1 || g.dw < 1 || g.OH < 1
@@ -4175,7 +4232,8 @@ static PyObject *batch_inner(PyObject *const *args, Py_ssize_t nargs, int what)
     PyObject *bufargs[2] = {args[0], args[1]};
     if (take(&b, bufargs, 2, "io") < 0)
         return NULL;
-    if (b.len[what == 0 ? 0 : 1] != xlen || b.len[what == 0 ? 1 : 0] != other) {
+    int x_first = what == 0 || what == 3;  /* (the image is the source) */
+    if (b.len[x_first ? 0 : 1] != xlen || b.len[x_first ? 1 : 0] != other) {
         release(&b);
         return PyErr_Format(PyExc_ValueError, "ember._kernels.%s: bad sizes", fn);
     }
@@ -4203,6 +4261,11 @@ static PyObject *py_from_batch_inner(PyObject *mod, PyObject *const *args, Py_ss
 static PyObject *py_col2im_batch_inner(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
 {
     return batch_inner(args, nargs, 2);
+}
+
+static PyObject *py_im2col_batch_inner(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
+{
+    return batch_inner(args, nargs, 3);
 }
 
 /* max_pool_backward(gy, idx, gx, unique): gy and idx (planes, m), gx (planes, n) with n its
@@ -6080,6 +6143,7 @@ static PyMethodDef kernels_methods[] = {
     FAST(col2im_rows, "col2im_rows(rows, x, geom): row-major columns summed into the image."),
     FAST(to_batch_inner, "to_batch_inner(x, buf, geom): an image as a zero-bordered (C, Hp, Wp, N) buffer."),
     FAST(from_batch_inner, "from_batch_inner(buf, x, geom): the image in a (C, Hp, Wp, N) buffer's window."),
+    FAST(im2col_batch_inner, "im2col_batch_inner(x, cols, geom): an image's batch-inner columns."),
     FAST(col2im_batch_inner, "col2im_batch_inner(cols, x, geom): batch-inner columns summed into the image."),
     FAST(max_pool, "max_pool(x, y, idx, geom): max pooling's maxima and (idx not None) their indices."),
     FAST(max_pool_backward, "max_pool_backward(gy, idx, gx, unique, n): max pooling's scatter."),

@@ -778,6 +778,19 @@ def from_batch_inner(buf: Any, shape: tuple, pad: tuple[int, int] = (0, 0)) -> n
     return x
 
 
+def im2col_batch_inner(x: Any, shape: tuple, geom: tuple) -> np.ndarray | None:
+    """Batch-inner convolution columns of ``shape`` ((C * kh * kw) x OH * OW * N elements) from an
+    (N, C, H, W) float32 / float64 image ``x`` (``geom`` as ``col2im_rows``'), the padding read as
+    zeros: the values of ops/nn/_kernels.py's strided copy; None where the kernel does not
+    apply."""
+    mod = active
+    if mod is None or not _ok(x, True):
+        return None
+    cols = np.empty(shape, x.dtype)
+    mod.im2col_batch_inner(x, cols, geom)
+    return cols
+
+
 def col2im_batch_inner(cols: Any, shape: tuple, geom: tuple) -> np.ndarray | None:
     """The (N, C, H, W) image of ``shape`` that sums batch-inner columns (C * kh * kw, OH * OW * N)
     back where they were read (``geom`` as ``col2im_rows``'), each pixel's taps added in (i, j)

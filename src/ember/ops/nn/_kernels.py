@@ -424,13 +424,17 @@ def _conv_input(xp: Any, x4: Any, g: _Geom) -> Any:
 
 
 def _im2col(xp: Any, x4: Any, g: _Geom, groups: int) -> Any:
-    """``_cols`` of ``_conv_input``: the eager kernel (host float arrays; wide or plain columns:
-    the batch-inner ones it builds 2-4x slower than NumPy's copy of runs of N), which reads the
-    padding as zeros rather than copying the input into a padded buffer."""
-    if type(x4) is np.ndarray and not g.image and not g.batch:
+    """``_cols`` of ``_conv_input``: the eager kernel (host float arrays; wide or plain columns;
+    batch-inner ones by their own kernel: ``im2col``'s planes would write them N apart), which
+    reads the padding as zeros rather than copying the input into a padded buffer."""
+    if type(x4) is np.ndarray and not g.image:
         N, C = x4.shape[:2]
         shape = (groups, (C // groups) * g.kh * g.kw, N * g.L)
-        if (cols := _kl.im2col(x4, shape, _kgeom(g, N, C, False))) is not None:
+        if g.batch:  # (each channel's windows transposed in cache, then runs of N copied out)
+            geom = (N, C, g.H, g.W, g.kh, g.kw, g.sh, g.sw, g.pt, g.pl, g.dh, g.dw, g.OH, g.OW)
+            if (cols := _kl.im2col_batch_inner(x4, shape, geom)) is not None:
+                return cols
+        elif (cols := _kl.im2col(x4, shape, _kgeom(g, N, C, False))) is not None:
             return cols
     return _cols(xp, _conv_input(xp, x4, g), g, groups)
 
