@@ -32,7 +32,18 @@ a *per-image* layout: columns (N, C * kh * kw, OH * OW) and one GEMM per image (
 the layouts above lose as much to the copies around the product (the wide layout's throw-away
 columns, the output and gradient transposes) as the product costs; per image, the weight gradient's
 partial products also stay in cache (CNN conv1, 1 -> 16 channels 5x5 on 28x28: forward 1.3 -> 0.9
-ms, weight gradient 1.6 -> 0.65 ms).
+ms, weight gradient 1.6 -> 0.65 ms). Small images with up to ``_IMAGE_MAX_K_SMALL`` taps take it too
+(ResNet's 3-channel 7x7/2 stem on 32x32).
+
+A 1 x 1 convolution without padding (one group, host float arrays) needs no columns at all: it
+runs *pointwise*, per image W (O, C) @ the (strided) pixels (C, OH * OW), one batched product whose
+result is already NCHW; its gradients are the batched W^T product placed on the stride's pixels
+and one product over the whole batch (``_pointwise_*``).
+
+With the eager kernels the batch-inner layout's transposes (input to (C, Hp, Wp, N), output and
+output gradient back and forth), its columns (straight from the image, each channel's windows
+transposed in cache) and its col2im are C loops (``_kl.to_batch_inner`` and friends): the same
+values and sums as the NumPy copies and adds, 2-5x faster on ResNet's 8x8 and smaller stages.
 
 ``Resample`` is a separable linear map on the last one or two axes (interpolate, adaptive average
 pooling), whose adjoint is again a ``Resample``. Maps with many taps per output (antialiased
