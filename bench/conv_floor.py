@@ -5,7 +5,8 @@ the weight's gradient), at the thread count of the environment. Each product is 
 orientations (C = A B as ``bench.floor`` writes it, and C^T = B^T A^T as ember lays it out: OpenBLAS
 is up to 2x faster one way for some thin shapes) and the floor is the faster one.
 
-``python -m bench.conv_floor [cnn] [resnet18] [--torch] [--min-time S] [--json PATH]`` prints a
+``python -m bench.conv_floor [cnn] [resnet18] [--torch] [--min-time S] [--json PATH]
+[--thread-time]`` prints a
 table per workload (medians) and, last, a JSON line of step totals (medians, and minima as
 ``*_min``: the less load-sensitive figure on a busy machine). ``--torch`` also times PyTorch's ``conv2d`` in a child
 process (same thread budget) for reference. Measurements are interleaved (ember forward, ember
@@ -120,10 +121,13 @@ def _engine_fns(torch: object, spec: ConvSpec) -> tuple:
     return fwd, bwd
 
 
+_CLOCK = time.perf_counter
+
+
 def _time(fn) -> float:
-    t0 = time.perf_counter()
+    t0 = _CLOCK()
     fn()
-    return time.perf_counter() - t0
+    return _CLOCK() - t0
 
 
 def measure(specs: list[ConvSpec], torch: object | None, include_floor: bool = True,
@@ -166,7 +170,7 @@ def measure(specs: list[ConvSpec], torch: object | None, include_floor: bool = T
 def _torch_rows(names: list[str], min_time: float) -> dict[str, list[dict]] | None:
     """PyTorch's timings, measured in a child process (its thread pool apart from NumPy's)."""
     cmd = [sys.executable, "-m", "bench.conv_floor", *names, "--engine", "torch",
-           "--min-time", str(min_time)]
+           "--min-time", str(min_time)] + (["--thread-time"] if _CLOCK is time.thread_time else [])
     res = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ))
     if res.returncode != 0:
         print(f"PyTorch reference failed: {res.stderr.strip().splitlines()[-1:]}", file=sys.stderr)
@@ -230,7 +234,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--torch", action="store_true", help="also time PyTorch (child process)")
     p.add_argument("--min-time", type=float, default=0.3, help="seconds per convolution shape")
     p.add_argument("--json", default=None, help="write the results here too")
+    p.add_argument("--thread-time", action="store_true",
+                   help="time with the calling thread's CPU time rather than the wall clock "
+                        "(steadier on a loaded machine; meaningful at one thread only)")
     opts = p.parse_args(argv)
+    global _CLOCK
+    _CLOCK = time.thread_time if opts.thread_time else time.perf_counter
     names = opts.names or list(CONVS)
     unknown = [n for n in names if n not in CONVS]
     if unknown:

@@ -139,6 +139,7 @@ def test_row_chunks_against_the_numpy_path(shape, dtype, monkeypatch, one_thread
         off = _conv_grads(ember, x, w, b, 5, *args)
     ow = off[0].shape[3]  # chunks of 2 output rows
     monkeypatch.setattr(conv, "_CHUNK_BYTES", 2 * x.shape[1] * w[0, 0].size * ow * x.itemsize)
+    monkeypatch.setattr(kern, "_IMAGE_MAX_K_SMALL", 0)  # (small images of 144 taps: per image)
     calls = _spy(monkeypatch, "_chunk_forward")
     tcalls = _spy(monkeypatch, "_chunk_transpose")
     wcalls = _spy(monkeypatch, "_chunk_weight_grad")

@@ -2048,6 +2048,141 @@ CLONES static void col2im_##T(const T *RESTRICT cols, T *RESTRICT x, const conv_
 IM2COL(float)
 IM2COL(double)
 
+/* The batch-inner layout's transposes and col2im (ops/nn/_kernels.py's module doc): an
+ * (N, C, H, W) image and a (C, Hp, Wp, N) buffer whose window at (pt, pl) holds it.
+ * to_batch_inner: the buffer from the image, its border zeroed; from_batch_inner: the image
+ * from the buffer's window (copies: the values, bit for bit). col2im_batch_inner: the image
+ * that sums batch-inner columns (C, kh, kw, OH, OW, N) back where they were read, each pixel's
+ * taps added in (i, j) order from zero (the NumPy path's zeros and one add per tap, taps in
+ * the padding dropped), summed in a (H, W, N) tile per channel, then transposed into place;
+ * im2col_batch_inner: those columns from the image (the padding read as zeros), the values of
+ * the NumPy path's strided copy of the padded buffer. Parts: channels [c0, c1). */
+#define BATCH_INNER(T)                                                                             \
+CLONES static void to_batch_inner_##T(const T *RESTRICT x, T *RESTRICT buf, const conv_geom *g,    \
+                                      Py_ssize_t c0, Py_ssize_t c1)                                \
+{                                                                                                  \
+    const Py_ssize_t N = g->N, C = g->C, H = g->H, W = g->W, Hp = g->OH, Wp = g->OW;               \
+    for (Py_ssize_t c = c0; c < c1; c++) {                                                         \
+        T *RESTRICT b = buf + c * Hp * Wp * N;                                                     \
+        for (Py_ssize_t hp = 0; hp < Hp; hp++) {                                                   \
+            T *RESTRICT br = b + hp * Wp * N;                                                      \
+            if (hp < g->pt || hp >= g->pt + H) {                                                   \
+                for (Py_ssize_t e = 0; e < Wp * N; e++)                                            \
+                    br[e] = (T)0;                                                                  \
+                continue;                                                                          \
+            }                                                                                      \
+            for (Py_ssize_t e = 0; e < g->pl * N; e++)                                             \
+                br[e] = (T)0;                                                                      \
+            for (Py_ssize_t e = (g->pl + W) * N; e < Wp * N; e++)                                  \
+                br[e] = (T)0;                                                                      \
+        }                                                                                          \
+        for (Py_ssize_t h = 0; h < H; h++) {                                                       \
+            T *RESTRICT d = b + ((h + g->pt) * Wp + g->pl) * N;                                    \
+            const T *RESTRICT xr = x + (c * H + h) * W;                                            \
+            for (Py_ssize_t n0 = 0; n0 < N; n0 += 8) {  /* blocks of 8 images: 8-value runs */  \
+                Py_ssize_t nb = N - n0 < 8 ? N - n0 : 8;                                           \
+                const T *RESTRICT xs = xr + n0 * C * H * W;                                        \
+                for (Py_ssize_t w = 0; w < W; w++)                                                 \
+                    for (Py_ssize_t t = 0; t < nb; t++)                                            \
+                        d[w * N + n0 + t] = xs[t * C * H * W + w];                                 \
+            }                                                                                      \
+        }                                                                                          \
+    }                                                                                              \
+}                                                                                                  \
+                                                                                                   \
+CLONES static void from_batch_inner_##T(const T *RESTRICT buf, T *RESTRICT x, const conv_geom *g,  \
+                                        Py_ssize_t c0, Py_ssize_t c1)                              \
+{   /* (each image's plane written in one run, read N apart from the channel's buffer) */         \
+    const Py_ssize_t N = g->N, C = g->C, H = g->H, W = g->W, Hp = g->OH, Wp = g->OW;               \
+    for (Py_ssize_t c = c0; c < c1; c++) {                                                         \
+        const T *RESTRICT s = buf + (c * Hp * Wp + g->pt * Wp + g->pl) * N;                        \
+        for (Py_ssize_t n = 0; n < N; n++) {                                                       \
+            T *RESTRICT xd = x + (n * C + c) * H * W;                                              \
+            for (Py_ssize_t h = 0; h < H; h++)                                                     \
+                for (Py_ssize_t w = 0; w < W; w++)                                                 \
+                    xd[h * W + w] = s[(h * Wp + w) * N + n];                                       \
+        }                                                                                          \
+    }                                                                                              \
+}                                                                                                  \
+                                                                                                   \
+CLONES static void im2col_batch_inner_##T(const T *RESTRICT x, T *RESTRICT cols, T *RESTRICT tile, \
+                                          const conv_geom *g, Py_ssize_t c0, Py_ssize_t c1)        \
+{   /* each channel's windows' span as a zero-bordered (Ht, Wt, N) tile in cache, then each tap's \
+     * windows copied out as runs of N (OW N at stride 1) */                                     \
+    const Py_ssize_t N = g->N, C = g->C, H = g->H, W = g->W, OH = g->OH, OW = g->OW;               \
+    const Py_ssize_t Ht = (OH - 1) * g->sh + (g->kh - 1) * g->dh + 1;                              \
+    const Py_ssize_t Wt = (OW - 1) * g->sw + (g->kw - 1) * g->dw + 1;                              \
+    for (Py_ssize_t c = c0; c < c1; c++) {                                                         \
+        for (Py_ssize_t ht = 0; ht < Ht; ht++) {                                                   \
+            T *RESTRICT tr = tile + ht * Wt * N;                                                   \
+            Py_ssize_t h = ht - g->pt;                                                             \
+            Py_ssize_t a = g->pl < Wt ? g->pl : Wt, z = g->pl + W < Wt ? g->pl + W : Wt;           \
+            if (h < 0 || h >= H)                                                                   \
+                a = z = Wt;                                                                        \
+            for (Py_ssize_t e = 0; e < a * N; e++)                                                 \
+                tr[e] = (T)0;                                                                      \
+            for (Py_ssize_t e = z * N; e < Wt * N; e++)                                            \
+                tr[e] = (T)0;                                                                      \
+            if (a >= z)                                                                            \
+                continue;                                                                          \
+            const T *RESTRICT xr = x + (c * H + h) * W + (a - g->pl);                              \
+            for (Py_ssize_t n0 = 0; n0 < N; n0 += 8) {                                             \
+                Py_ssize_t nb = N - n0 < 8 ? N - n0 : 8;                                           \
+                const T *RESTRICT xs = xr + n0 * C * H * W;                                        \
+                for (Py_ssize_t w = 0; w < z - a; w++)                                             \
+                    for (Py_ssize_t t = 0; t < nb; t++)                                            \
+                        tr[(a + w) * N + n0 + t] = xs[t * C * H * W + w];                          \
+            }                                                                                      \
+        }                                                                                          \
+        for (Py_ssize_t i = 0; i < g->kh; i++)                                                     \
+            for (Py_ssize_t j = 0; j < g->kw; j++) {                                               \
+                T *RESTRICT d = cols + ((c * g->kh + i) * g->kw + j) * OH * OW * N;                \
+                for (Py_ssize_t oh = 0; oh < OH; oh++) {                                           \
+                    const T *RESTRICT src = tile + ((oh * g->sh + i * g->dh) * Wt + j * g->dw) * N;\
+                    T *RESTRICT dr = d + oh * OW * N;                                              \
+                    if (g->sw == 1)                                                                \
+                        memcpy(dr, src, (size_t)(OW * N) * sizeof(T));                             \
+                    else                                                                           \
+                        for (Py_ssize_t ow = 0; ow < OW; ow++)                                     \
+                            memcpy(dr + ow * N, src + ow * g->sw * N, (size_t)N * sizeof(T));      \
+                }                                                                                  \
+            }                                                                                      \
+    }                                                                                              \
+}                                                                                                  \
+                                                                                                   \
+CLONES static void col2im_batch_inner_##T(const T *RESTRICT cols, T *RESTRICT x, T *RESTRICT tile, \
+                                          const conv_geom *g, Py_ssize_t c0, Py_ssize_t c1)        \
+{                                                                                                  \
+    const Py_ssize_t N = g->N, C = g->C, H = g->H, W = g->W, OH = g->OH, OW = g->OW;               \
+    for (Py_ssize_t c = c0; c < c1; c++) {                                                         \
+        for (Py_ssize_t e = 0; e < H * W * N; e++)                                                 \
+            tile[e] = (T)0;                                                                        \
+        for (Py_ssize_t i = 0; i < g->kh; i++) {                                                   \
+            Py_ssize_t ho = i * g->dh - g->pt;                                                     \
+            Py_ssize_t h0 = k_lo(ho, g->sh), h1 = k_hi(ho, g->sh, H, OH);                          \
+            for (Py_ssize_t j = 0; j < g->kw; j++) {                                               \
+                const T *RESTRICT s = cols + ((c * g->kh + i) * g->kw + j) * OH * OW * N;          \
+                Py_ssize_t wo = j * g->dw - g->pl;                                                 \
+                Py_ssize_t w0 = k_lo(wo, g->sw), w1 = k_hi(wo, g->sw, W, OW);                      \
+                for (Py_ssize_t oh = h0; oh < h1; oh++)                                            \
+                    for (Py_ssize_t ow = w0; ow < w1; ow++) {                                      \
+                        const T *RESTRICT sv = s + (oh * OW + ow) * N;                             \
+                        T *RESTRICT tv = tile + ((oh * g->sh + ho) * W + ow * g->sw + wo) * N;     \
+                        for (Py_ssize_t n = 0; n < N; n++)                                         \
+                            tv[n] = tv[n] + sv[n];                                                 \
+                    }                                                                              \
+            }                                                                                      \
+        }                                                                                          \
+        for (Py_ssize_t n = 0; n < N; n++) {                                                       \
+            T *RESTRICT xd = x + (n * C + c) * H * W;                                              \
+            for (Py_ssize_t e = 0; e < H * W; e++)                                                 \
+                xd[e] = tile[e * N + n];                                                           \
+        }                                                                                          \
+    }                                                                                              \
+}
+BATCH_INNER(float)
+BATCH_INNER(double)
+
 /* Max pooling over planes (n, c) of an (N, C, H, W) image: each window's maximum and the flat
  * index h W + w of the element it came from, PyTorch's CPU rule: a tap (i, j), in order, wins
  * when greater than the running maximum or NaN (ties keep the first; NaN propagates and reports
@@ -4001,6 +4136,136 @@ static PyObject *py_col2im_rows(PyObject *mod, PyObject *const *args, Py_ssize_t
 static PyObject *py_im2row(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
 {
     return rows_cols(args, nargs, 1);
+}
+
+typedef struct {
+    char kind;
+    int what;  /* 0 to_batch_inner, 1 from_batch_inner, 2 col2im_batch_inner */
+    const void *src;
+    void *dst;
+    conv_geom g;
+    int failed;
+} bi_ctx;
+
+static void call_batch_inner(void *cv, Py_ssize_t c0, Py_ssize_t c1)
+{
+    bi_ctx *c = (bi_ctx *)cv;
+    int f = c->kind == 'f';
+    if (c->what == 0) {
+        if (f)
+            to_batch_inner_float(c->src, c->dst, &c->g, c0, c1);
+        else
+            to_batch_inner_double(c->src, c->dst, &c->g, c0, c1);
+        return;
+    }
+    if (c->what == 1) {
+        if (f)
+            from_batch_inner_float(c->src, c->dst, &c->g, c0, c1);
+        else
+            from_batch_inner_double(c->src, c->dst, &c->g, c0, c1);
+        return;
+    }
+    Py_ssize_t elems = c->g.H * c->g.W * c->g.N;
+    if (c->what == 3)  /* (the windows' span) */
+        elems = ((c->g.OH - 1) * c->g.sh + (c->g.kh - 1) * c->g.dh + 1)
+                * ((c->g.OW - 1) * c->g.sw + (c->g.kw - 1) * c->g.dw + 1) * c->g.N;
+    void *tile = malloc((size_t)elems * (f ? 4 : 8));
+    if (!tile) {
+        c->failed = 1;
+        return;
+    }
+    if (c->what == 3) {
+        if (f)
+            im2col_batch_inner_float(c->src, c->dst, tile, &c->g, c0, c1);
+        else
+            im2col_batch_inner_double(c->src, c->dst, tile, &c->g, c0, c1);
+    }
+    else if (f)
+        col2im_batch_inner_float(c->src, c->dst, tile, &c->g, c0, c1);
+    else
+        col2im_batch_inner_double(c->src, c->dst, tile, &c->g, c0, c1);
+    free(tile);
+}
+
+/* to_batch_inner(x, buf, geom) / from_batch_inner(buf, x, geom): geom a tuple of 8 ints (N, C,
+ * H, W, Hp, Wp, pt, pl), x (N, C, H, W) and buf (C, Hp, Wp, N) flat C-contiguous buffers of one
+ * dtype, the window inside the buffer; col2im_batch_inner(cols, x, geom): geom 14 ints as
+ * col2im_rows', cols (C, kh, kw, OH, OW, N); im2col_batch_inner(x, cols, geom): the same. */
+static PyObject *batch_inner(PyObject *const *args, Py_ssize_t nargs, int what)
+{
+    static const char *names[4] = {"to_batch_inner", "from_batch_inner", "col2im_batch_inner",
+                                   "im2col_batch_inner"};
+    const char *fn = names[what];
+    Py_ssize_t want = what >= 2 ? 14 : 8;
+    if (nargs != 3 || !PyTuple_Check(args[2]) || PyTuple_GET_SIZE(args[2]) != want)
+        return PyErr_Format(PyExc_TypeError, "ember._kernels.%s: expected (src, dst, a tuple of "
+                            "%zd ints)", fn, want);
+    Py_ssize_t v[14];
+    for (Py_ssize_t i = 0; i < want; i++) {
+        v[i] = PyLong_AsSsize_t(PyTuple_GET_ITEM(args[2], i));
+        if (v[i] == -1 && PyErr_Occurred())
+            return NULL;
+        if (v[i] < 0 || v[i] > ((Py_ssize_t)1 << 40))
+            return PyErr_Format(PyExc_ValueError, "ember._kernels.%s: bad geometry", fn);
+    }
+    conv_geom g = {0};
+    Py_ssize_t xlen, other;
+    if (what >= 2) {
+        g = (conv_geom){v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11],
+                        v[12], v[13], 0, 0, 0, 1, 0, 0, 0};
+        if (g.kh < 1 || g.kw < 1 || g.sh < 1 || g.sw < 1 || g.dh < 1 || g.dw < 1 || g.OH < 1
+            || g.OW < 1)
+            return PyErr_Format(PyExc_ValueError, "ember._kernels.%s: bad geometry", fn);
+        other = g.C * g.kh * g.kw * g.OH * g.OW * g.N;
+    }
+    else {  /* (Hp, Wp in OH, OW) */
+        g.N = v[0], g.C = v[1], g.H = v[2], g.W = v[3], g.OH = v[4], g.OW = v[5], g.pt = v[6];
+        g.pl = v[7];
+        if (g.pt + g.H > g.OH || g.pl + g.W > g.OW)
+            return PyErr_Format(PyExc_ValueError, "ember._kernels.%s: bad geometry", fn);
+        other = g.C * g.OH * g.OW * g.N;
+    }
+    if (g.N < 1 || g.C < 1 || g.H < 1 || g.W < 1)
+        return PyErr_Format(PyExc_ValueError, "ember._kernels.%s: bad geometry", fn);
+    xlen = g.N * g.C * g.H * g.W;
+    Bufs b;
+    PyObject *bufargs[2] = {args[0], args[1]};
+    if (take(&b, bufargs, 2, "io") < 0)
+        return NULL;
+    int x_first = what == 0 || what == 3;  /* (the image is the source) */
+    if (b.len[x_first ? 0 : 1] != xlen || b.len[x_first ? 1 : 0] != other) {
+        release(&b);
+        return PyErr_Format(PyExc_ValueError, "ember._kernels.%s: bad sizes", fn);
+    }
+    bi_ctx c = {b.kind, what, b.p[0], b.p[1], g, 0};
+    Py_ssize_t per = other / g.C;
+    Py_BEGIN_ALLOW_THREADS  /* by channels: each writes its own */
+    parallel(call_batch_inner, &c, g.C, 1, MIN_PART / per + 1);
+    Py_END_ALLOW_THREADS
+    release(&b);
+    if (c.failed)
+        return PyErr_NoMemory();
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_to_batch_inner(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
+{
+    return batch_inner(args, nargs, 0);
+}
+
+static PyObject *py_from_batch_inner(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
+{
+    return batch_inner(args, nargs, 1);
+}
+
+static PyObject *py_col2im_batch_inner(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
+{
+    return batch_inner(args, nargs, 2);
+}
+
+static PyObject *py_im2col_batch_inner(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
+{
+    return batch_inner(args, nargs, 3);
 }
 
 /* max_pool_backward(gy, idx, gx, unique): gy and idx (planes, m), gx (planes, n) with n its
@@ -6004,6 +6269,10 @@ static PyMethodDef kernels_methods[] = {
     FAST(col2im, "col2im(cols, x, geom, accumulate): the columns summed into the image in tap order."),
     FAST(im2row, "im2row(x, rows, geom): an image's windows as row-major columns."),
     FAST(col2im_rows, "col2im_rows(rows, x, geom): row-major columns summed into the image."),
+    FAST(to_batch_inner, "to_batch_inner(x, buf, geom): an image as a zero-bordered (C, Hp, Wp, N) buffer."),
+    FAST(from_batch_inner, "from_batch_inner(buf, x, geom): the image in a (C, Hp, Wp, N) buffer's window."),
+    FAST(im2col_batch_inner, "im2col_batch_inner(x, cols, geom): an image's batch-inner columns."),
+    FAST(col2im_batch_inner, "col2im_batch_inner(cols, x, geom): batch-inner columns summed into the image."),
     FAST(max_pool, "max_pool(x, y, idx, geom): max pooling's maxima and (idx not None) their indices."),
     FAST(max_pool_backward, "max_pool_backward(gy, idx, gx, unique, n): max pooling's scatter."),
     FAST(half_cast, "half_cast(src, dst, mode): float32 <-> bfloat16 (0, 1) or float16 (2, 3)."),

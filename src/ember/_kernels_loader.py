@@ -754,6 +754,56 @@ def col2im_rows(rows: Any, shape: tuple, geom: tuple) -> np.ndarray | None:
     return out
 
 
+def to_batch_inner(x: Any, shape: tuple, pad: tuple[int, int]) -> np.ndarray | None:
+    """The batch-inner buffer of ``shape`` (C, Hp, Wp, N) holding the (N, C, H, W) float32 /
+    float64 image ``x`` at (top, left) ``pad``, its border zeros: the values of the NumPy path's
+    zeros and transposing copy; None where the kernel does not apply."""
+    mod = active
+    if mod is None or not _ok(x, True) or x.ndim != 4:
+        return None
+    buf = np.empty(shape, x.dtype)
+    mod.to_batch_inner(x, buf, x.shape + shape[1:3] + tuple(pad))
+    return buf
+
+
+def from_batch_inner(buf: Any, shape: tuple, pad: tuple[int, int] = (0, 0)) -> np.ndarray | None:
+    """The (N, C, H, W) image of ``shape`` in the window at (top, left) ``pad`` of a batch-inner
+    (C, Hp, Wp, N) float32 / float64 buffer: a transposing copy; None where the kernel does not
+    apply."""
+    mod = active
+    if mod is None or not _ok(buf, True) or buf.ndim != 4:
+        return None
+    x = np.empty(shape, buf.dtype)
+    mod.from_batch_inner(buf, x, tuple(shape) + buf.shape[1:3] + tuple(pad))
+    return x
+
+
+def im2col_batch_inner(x: Any, shape: tuple, geom: tuple) -> np.ndarray | None:
+    """Batch-inner convolution columns of ``shape`` ((C * kh * kw) x OH * OW * N elements) from an
+    (N, C, H, W) float32 / float64 image ``x`` (``geom`` as ``col2im_rows``'), the padding read as
+    zeros: the values of ops/nn/_kernels.py's strided copy; None where the kernel does not
+    apply."""
+    mod = active
+    if mod is None or not _ok(x, True):
+        return None
+    cols = np.empty(shape, x.dtype)
+    mod.im2col_batch_inner(x, cols, geom)
+    return cols
+
+
+def col2im_batch_inner(cols: Any, shape: tuple, geom: tuple) -> np.ndarray | None:
+    """The (N, C, H, W) image of ``shape`` that sums batch-inner columns (C * kh * kw, OH * OW * N)
+    back where they were read (``geom`` as ``col2im_rows``'), each pixel's taps added in (i, j)
+    order from zero: bit for bit ops/nn/_kernels.py's one add per tap; None where the kernel does
+    not apply."""
+    mod = active
+    if mod is None or not _ok(cols, True):
+        return None
+    out = np.empty(shape, cols.dtype)
+    mod.col2im_batch_inner(cols, out, geom)
+    return out
+
+
 def max_pool(x: Any, geom: tuple, need_idx: bool) -> tuple[np.ndarray, Any] | None:
     """Max pooling of an (N, C, H, W) float32/float64 array over windows of ``geom``
     (``ember._kernels``' 12 ints: H, W, kh, kw, sh, sw, pt, pl, dh, dw, OH, OW) -> (maxima

@@ -32,7 +32,18 @@ a *per-image* layout: columns (N, C * kh * kw, OH * OW) and one GEMM per image (
 the layouts above lose as much to the copies around the product (the wide layout's throw-away
 columns, the output and gradient transposes) as the product costs; per image, the weight gradient's
 partial products also stay in cache (CNN conv1, 1 -> 16 channels 5x5 on 28x28: forward 1.3 -> 0.9
-ms, weight gradient 1.6 -> 0.65 ms).
+ms, weight gradient 1.6 -> 0.65 ms). Small images with up to ``_IMAGE_MAX_K_SMALL`` taps take it too
+(ResNet's 3-channel 7x7/2 stem on 32x32).
+
+A 1 x 1 convolution without padding (one group, host float arrays) needs no columns at all: it
+runs *pointwise*, per image W (O, C) @ the (strided) pixels (C, OH * OW), one batched product whose
+result is already NCHW; its gradients are the batched W^T product placed on the stride's pixels
+and one product over the whole batch (``_pointwise_*``).
+
+With the eager kernels the batch-inner layout's transposes (input to (C, Hp, Wp, N), output and
+output gradient back and forth), its columns (straight from the image, each channel's windows
+transposed in cache) and its col2im are C loops (``_kl.to_batch_inner`` and friends): the same
+values and sums as the NumPy copies and adds, 2-5x faster on ResNet's 8x8 and smaller stages.
 
 ``Resample`` is a separable linear map on the last one or two axes (interpolate, adaptive average
 pooling), whose adjoint is again a ``Resample``. Maps with many taps per output (antialiased
@@ -74,6 +85,11 @@ _ROWS_MIN_RATIO = 8
 # many output pixels use the per-image column layout (see the module doc)
 _IMAGE_MAX_K = 64
 _IMAGE_MIN_PIXELS = 144
+# ... and those with up to this many taps whose image's columns have at most
+# _IMAGE_SMALL_COLS elements (ResNet's 7x7/2 stem on 32x32 images, 3 channels: forward
+# 1.33 -> 1.18x its GEMM floor)
+_IMAGE_MAX_K_SMALL = 160
+_IMAGE_SMALL_COLS = 1 << 17
 # the per-image forward builds its columns and runs its products this many bytes of columns at a
 # time, so the product reads them from cache
 _IMAGE_CHUNK_BYTES = 1 << 19
@@ -87,6 +103,11 @@ _RESAMPLE_BLOCK = 1 << 18
 # many bytes of columns (see _batch_step)
 _COLS_CAP_MIN = 2 << 20
 _COLS_CAP_OUT = 1.0
+# ... and the gradients' ops (ConvTranspose, ConvWeight) this many times more: whole-batch products
+# sharing the output gradient's columns beat tiles of them more than a forward's product reading
+# cache-sized tiles of columns does (ResNet's 3x3 128 on 4x4 outputs, batch 32: backward 1.17 ->
+# 1.07x its GEMM floor; its forward is best in tiles)
+_COLS_CAP_GRAD = 1.25
 
 
 class _Geom:
@@ -117,8 +138,10 @@ class _Geom:
         # per-image for a convolution (``n`` given) with few taps and large enough outputs;
         # batch-inner for one with small outputs; else wide at stride 1 unless its throw-away
         # columns would be half the GEMM or more
-        self.image = (n is not None and cin is not None and cin * self.kh * self.kw <= _IMAGE_MAX_K
-                      and self.OH * self.OW >= _IMAGE_MIN_PIXELS)
+        taps = None if cin is None else cin * self.kh * self.kw
+        self.image = (n is not None and taps is not None and self.OH * self.OW >= _IMAGE_MIN_PIXELS
+                      and (taps <= _IMAGE_MAX_K or (taps <= _IMAGE_MAX_K_SMALL and
+                                                    taps * self.OH * self.OW <= _IMAGE_SMALL_COLS)))
         self.batch = (n is not None and n >= _BATCH_INNER_MIN_N and not self.image
                       and 0 < self.OH * self.OW <= _BATCH_INNER_PIXELS)
         self.rows = (self.batch and
@@ -398,6 +421,8 @@ def _conv_input(xp: Any, x4: Any, g: _Geom) -> Any:
     (C, Hp, Wp, N) when batch-inner; plain when per-image)."""
     if g.batch:
         N, C = x4.shape[:2]
+        if (buf := _kl.to_batch_inner(x4, (C, g.Hp, g.Wp, N), (g.pt, g.pl))) is not None:
+            return buf
         buf = xp.zeros((C, g.Hp, g.Wp, N), dtype=x4.dtype)
         buf[:, g.pt:g.pt + g.H, g.pl:g.pl + g.W, :] = x4.transpose(1, 2, 3, 0)
         return buf
@@ -410,13 +435,17 @@ def _conv_input(xp: Any, x4: Any, g: _Geom) -> Any:
 
 
 def _im2col(xp: Any, x4: Any, g: _Geom, groups: int) -> Any:
-    """``_cols`` of ``_conv_input``: the eager kernel (host float arrays; wide or plain columns:
-    the batch-inner ones it builds 2-4x slower than NumPy's copy of runs of N), which reads the
-    padding as zeros rather than copying the input into a padded buffer."""
-    if type(x4) is np.ndarray and not g.image and not g.batch:
+    """``_cols`` of ``_conv_input``: the eager kernel (host float arrays; wide or plain columns;
+    batch-inner ones by their own kernel: ``im2col``'s planes would write them N apart), which
+    reads the padding as zeros rather than copying the input into a padded buffer."""
+    if type(x4) is np.ndarray and not g.image:
         N, C = x4.shape[:2]
         shape = (groups, (C // groups) * g.kh * g.kw, N * g.L)
-        if (cols := _kl.im2col(x4, shape, _kgeom(g, N, C, False))) is not None:
+        if g.batch:  # (each channel's windows transposed in cache, then runs of N copied out)
+            geom = (N, C, g.H, g.W, g.kh, g.kw, g.sh, g.sw, g.pt, g.pl, g.dh, g.dw, g.OH, g.OW)
+            if (cols := _kl.im2col_batch_inner(x4, shape, geom)) is not None:
+                return cols
+        elif (cols := _kl.im2col(x4, shape, _kgeom(g, N, C, False))) is not None:
             return cols
     return _cols(xp, _conv_input(xp, x4, g), g, groups)
 
@@ -531,18 +560,98 @@ def _image_weight_grad(x4: np.ndarray, g4: np.ndarray, g: _Geom, groups: int,
 
 
 def _batch_step(g: _Geom, n: int, k: int, out_channels: int, itemsize: int,
-                out_hw: tuple[int, int] | None = None) -> int:
+                out_hw: tuple[int, int] | None = None, grad: bool = False) -> int:
     """Images per batch tile of a convolution over ``n`` images with ``k`` column rows
     (C * kh * kw) and ``out_channels`` output planes (of ``out_hw``, default the windows'
     OH x OW): all ``n`` where the columns of the whole batch fit the cap (near the size of the
     output, at least ``_COLS_CAP_MIN``), else as many as fit it (at least one). PyTorch's
-    kernels never hold a whole batch's columns either: a 3x3 convolution's are 9x its input."""
+    kernels never hold a whole batch's columns either: a 3x3 convolution's are 9x its input.
+    ``grad``: for a gradient's op (ConvTranspose, ConvWeight): at least ``_COLS_CAP_GRAD`` times
+    that."""
     per = k * g.L * itemsize
-    if n <= 1 or per * n <= _COLS_CAP_MIN:
+    least = _COLS_CAP_MIN * _COLS_CAP_GRAD if grad else _COLS_CAP_MIN
+    if n <= 1 or per * n <= least:
         return n
     pixels = g.OH * g.OW if out_hw is None else out_hw[0] * out_hw[1]
-    cap = max(_COLS_CAP_MIN, _COLS_CAP_OUT * n * out_channels * pixels * itemsize)
-    return n if per * n <= cap else max(1, int(cap // per))
+    cap = max(least, _COLS_CAP_OUT * n * out_channels * pixels * itemsize)
+    if per * n <= cap:
+        return n
+    # tiles of even size (each at most the cap): no small last tile, which would run a thin
+    # product (and, under _BATCH_INNER_MIN_N images, another column layout)
+    step = max(1, int(cap // per))
+    return -(-n // -(-n // step))
+
+
+def _pointwise_ok(g: _Geom, groups: int, *arrays: Any) -> bool:
+    """Whether a convolution runs as a pointwise one: a 1 x 1 kernel without padding (any
+    stride), one group and host float32 / float64 arrays of one dtype (``None`` entries
+    skipped). It needs no columns: the (strided) input's pixels are the columns."""
+    if g.kh != 1 or g.kw != 1 or g.padded or groups != 1:
+        return False
+    dt = arrays[0].dtype
+    return dt in (np.float32, np.float64) and all(
+        type(a) is np.ndarray and a.dtype == dt for a in arrays if a is not None)
+
+
+def _pointwise_pixels(x4: np.ndarray, g: _Geom) -> np.ndarray:
+    """The pixels a 1 x 1 convolution reads, (N, C, OH * OW): the input itself at stride 1, else
+    one strided copy."""
+    N, C = x4.shape[:2]
+    v = x4[:, :, :(g.OH - 1) * g.sh + 1:g.sh, :(g.OW - 1) * g.sw + 1:g.sw]
+    return np.ascontiguousarray(v).reshape(N, C, g.OH * g.OW)
+
+
+def _pointwise_forward(x4: np.ndarray, w4: np.ndarray, b: np.ndarray | None,
+                       g: _Geom) -> np.ndarray:
+    """A 1 x 1 convolution: per image W (O, C) @ pixels (C, L), one batched product whose result
+    is already (N, O, OH, OW) (one image pixel each: pixels (N, C) @ W^T, also NCHW), then the
+    bias. No im2col, output transpose or batch tiles (ResNet's 1x1/2 downsamples: 2.1-3.1x ->
+    1.5-1.7x their GEMM floor)."""
+    N, O = x4.shape[0], w4.shape[0]
+    xs = _pointwise_pixels(x4, g)
+    w2 = w4.reshape(O, -1)
+    y = np.matmul(xs.reshape(N, -1), w2.T) if g.L == 1 else np.matmul(w2, xs)
+    if b is not None:
+        y = y.reshape(N, O, g.L)
+        y += b.reshape(1, O, 1)
+    return y.reshape(N, O, g.OH, g.OW)
+
+
+def _pointwise_input_grad(g4: np.ndarray, w4: np.ndarray, g: _Geom,
+                          in_hw: tuple[int, int]) -> np.ndarray:
+    """The input gradient of a 1 x 1 convolution: per image W^T (C, O) @ gy (O, L) (one image
+    pixel each: gy (N, O) @ W), placed on the stride's pixels of a zero image (or the image
+    itself at stride 1)."""
+    N, O = g4.shape[:2]
+    C = w4.shape[1]
+    gy = np.ascontiguousarray(g4).reshape(N, O, g.L)
+    w2 = w4.reshape(O, C)
+    gs = np.matmul(gy.reshape(N, O), w2) if g.L == 1 else np.matmul(w2.T, gy)
+    gs = gs.reshape(N, C, g.OH, g.OW)
+    if tuple(in_hw) == (g.OH, g.OW):
+        return gs
+    gx = np.zeros((N, C) + tuple(in_hw), dtype=gs.dtype)
+    gx[:, :, :(g.OH - 1) * g.sh + 1:g.sh, :(g.OW - 1) * g.sw + 1:g.sw] = gs
+    return gx
+
+
+def _pointwise_weight_grad(x4: np.ndarray, g4: np.ndarray, g: _Geom,
+                           shape: tuple) -> np.ndarray:
+    """The weight gradient of a 1 x 1 convolution, gy (O, N * L) @ pixels^T (N * L, C): one
+    product (after a copy of each into channel-major order unless L is 1), into an array of the
+    weight's ``shape`` that owns its memory."""
+    N, O = g4.shape[:2]
+    xs = _pointwise_pixels(x4, g)
+    C = xs.shape[1]
+    gy = np.ascontiguousarray(g4).reshape(N, O, g.L)
+    gw = np.empty(shape, dtype=xs.dtype)
+    if g.L == 1:
+        np.matmul(gy.reshape(N, O).T, xs.reshape(N, C), out=gw.reshape(O, C))
+    else:
+        a = gy.transpose(1, 0, 2).reshape(O, N * g.L)
+        bt = xs.transpose(1, 0, 2).reshape(C, N * g.L)
+        np.matmul(a, bt.T, out=gw.reshape(O, C))
+    return gw
 
 
 def _rows_ok(g: _Geom, groups: int, *arrays: Any) -> bool:
@@ -645,6 +754,9 @@ def _out_from_cols(xp: Any, y: Any, g: _Geom, N: int) -> Any:
     O = y.shape[0]
     s = y.itemsize
     if g.batch:  # columns ordered (OH, OW, N)
+        if (out := _kl.from_batch_inner(y.reshape(O, g.OH, g.OW, N), (N, O, g.OH, g.OW))) \
+                is not None:
+            return out
         v = xp.lib.stride_tricks.as_strided(
             y, (N, O, g.OH, g.OW), (s, N * g.L * s, g.OW * N * s, N * s))
         return xp.ascontiguousarray(v)
@@ -657,6 +769,8 @@ def _grad_to_cols(xp: Any, gy: Any, g: _Geom) -> Any:
     """(N, O, OH, OW) -> (O, N * L), zeros in the wide layout's extra columns."""
     N, O = gy.shape[:2]
     if g.batch:
+        if (buf := _kl.to_batch_inner(gy, (O, g.OH, g.OW, N), (0, 0))) is not None:
+            return buf.reshape(O, N * g.L)
         return xp.ascontiguousarray(gy.transpose(1, 2, 3, 0)).reshape(O, N * g.L)
     if g.wide:
         buf = xp.zeros((O, N, g.OH, g.Wp), dtype=gy.dtype)
@@ -683,6 +797,12 @@ def _col2im(xp: Any, cols: Any, g: _Geom, N: int) -> Any:
                 out[g.window(i, j)] += c[:, :, i, j]
         return _crop(xp, out, g)
     C = cols.shape[0] // (g.kh * g.kw)
+    if g.batch and g.kh < _COLUMN_SUM_MIN_KH and type(cols) is np.ndarray:
+        # the eager kernel: each channel's taps summed in a (H, W, N) tile in cache, in the
+        # adds' order below, then transposed into place
+        geom = (N, C, g.H, g.W, g.kh, g.kw, g.sh, g.sw, g.pt, g.pl, g.dh, g.dw, g.OH, g.OW)
+        if (out := _kl.col2im_batch_inner(cols, (N, C, g.H, g.W), geom)) is not None:
+            return out
     if g.batch:  # columns ordered (OH, OW, N): each tap adds runs of N (OW * N at stride 1)
         c = cols.reshape(C, g.kh, g.kw, g.OH, g.OW, N)
         if g.kh < _COLUMN_SUM_MIN_KH or g.sw != 1:
