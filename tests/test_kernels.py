@@ -195,9 +195,9 @@ def _erf_family(x: np.ndarray, g: np.ndarray) -> list[np.ndarray]:
 
 @needs_kernels
 def test_erf_family_bits_do_not_depend_on_the_neighbours() -> None:
-    """Blocks of 32 or 16 all-central elements run the central path alone, the others choose
-    per element: an element's bits are the same whatever its block holds and wherever it
-    starts."""
+    """Blocks of 128, 32 or 16 all-central elements run the central path alone, the others
+    choose per element: an element's bits are the same whatever its block holds and wherever it
+    starts (the unspoiled run takes many 128-blocks whole, the spoiled one none)."""
     rng = np.random.default_rng(6)
     x = np.concatenate([rng.uniform(-3, 3, 50_000), rng.standard_normal(50_000) * 1.5]).astype(
         np.float32)
