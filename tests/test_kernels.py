@@ -135,7 +135,7 @@ def test_erf_backward_is_within_one_ulp() -> None:
 @needs_kernels
 def test_gelu_is_within_one_ulp() -> None:
     with np.errstate(over="ignore", invalid="ignore"):
-        assert ulps(L.gelu(X), X64 * _phi(X64)) <= 0.53
+        assert ulps(L.gelu(X), X64 * _phi(X64)) <= 0.70  # 0.69: the central fit's 0.197 (degree 12)
 
 
 @needs_kernels
@@ -147,7 +147,7 @@ def test_gelu_backward_is_within_one_ulp() -> None:
     # d(x) crosses zero at x = -0.7518...: there what remains is the absolute error of the sum
     # Phi(x) + x phi(x) of float64 terms fitted to 1.2e-9, far below float32's resolution of
     # the terms it sums (PyTorch's float32 kernel: ~1e-7)
-    assert ulps(L.gelu_backward(X, g), g64 * d, slack=1e-9 * np.abs(g64)) <= 0.53
+    assert ulps(L.gelu_backward(X, g), g64 * d, slack=1e-9 * np.abs(g64)) <= 0.58
 
 
 # -- the central paths of erf, erfc and gelu: |x| < 3, one float64 polynomial in x^2 ----------------
@@ -181,10 +181,12 @@ def test_erf_family_is_within_one_ulp_over_a_dense_sweep(dense) -> None:
         assert ulps(L.erf(x), _erf(x64)) <= 0.53
         assert ulps(L.erfc(x), _erfc(x64)) <= 0.53
         phi = _phi(x64)
-        assert ulps(L.gelu(x), x64 * phi) <= 0.53
+        # gelu's central polynomials trade accuracy for speed (degrees 12 and 13, fits of 0.197
+        # and 0.135 ulp): 0.693 and 0.567 ulp measured here
+        assert ulps(L.gelu(x), x64 * phi) <= 0.70
         g64 = g.astype(np.float64)
         d = phi + x64 * np.exp(-x64 * x64 / 2) / math.sqrt(2 * math.pi)
-        assert ulps(L.gelu_backward(x, g), g64 * d, slack=1e-9 * np.abs(g64)) <= 0.53
+        assert ulps(L.gelu_backward(x, g), g64 * d, slack=1e-9 * np.abs(g64)) <= 0.58
 
 
 def _erf_family(x: np.ndarray, g: np.ndarray) -> list[np.ndarray]:
@@ -193,9 +195,9 @@ def _erf_family(x: np.ndarray, g: np.ndarray) -> list[np.ndarray]:
 
 @needs_kernels
 def test_erf_family_bits_do_not_depend_on_the_neighbours() -> None:
-    """Blocks of 32 or 16 all-central elements run the central path alone, the others choose
-    per element: an element's bits are the same whatever its block holds and wherever it
-    starts."""
+    """Blocks of 128, 32 or 16 all-central elements run the central path alone, the others
+    choose per element: an element's bits are the same whatever its block holds and wherever it
+    starts (the unspoiled run takes many 128-blocks whole, the spoiled one none)."""
     rng = np.random.default_rng(6)
     x = np.concatenate([rng.uniform(-3, 3, 50_000), rng.standard_normal(50_000) * 1.5]).astype(
         np.float32)

@@ -16,13 +16,14 @@
  * Accuracy (tests/test_kernels.py checks it against float64 and mpmath ground truth):
  * - float32 erf, erfc, their derivatives, gelu and gelu's backward (exact and tanh forms)
  *   compute in float64 and round once: within 1 ulp of the true value (correctly rounded but
- *   for ~0.02 ulp; the backward of gelu within 1e-9 absolute near the zero of its derivative).
- *   For |x| < 3 (exact gelu: 3.5), erf, erfc, exact gelu and its backward are each one
- *   polynomial in x^2 (fits weighted by their cost to the float32 result, the cancellation of
- *   erfc = 1 - x P(x^2) and Phi = 1/2 + x G(x^2) included: at most 0.02 ulp); elsewhere, and for
- *   the tanh form, exp times polynomials fitted to 1.2e-9 relative (scripts/fit_kernels.py).
- *   Largest errors over a dense sweep (every 128th float32 in [-120, 120]): 0.506 ulp erf,
- *   0.518 erfc, 0.519 gelu;
+ *   for ~0.02 ulp, exact gelu's central path 0.2; the backward of gelu within 1e-9 absolute near
+ *   the zero of its derivative). For |x| < 3 (exact gelu: 3.5), erf, erfc, exact gelu and its
+ *   backward are each one polynomial in x^2 (fits weighted by their cost to the float32 result,
+ *   the cancellation of erfc = 1 - x P(x^2) and Phi = 1/2 + x G(x^2) included: at most 0.02
+ *   ulp; exact gelu's forward degree 12 at 0.197 ulp and backward degree 13 at 0.135, a degree
+ *   fewer each for speed); elsewhere, and for the tanh form, exp times polynomials fitted to
+ *   1.2e-9 relative (scripts/fit_kernels.py). Largest errors over a dense sweep (every 128th
+ *   float32 in [-120, 120]): 0.506 ulp erf, 0.518 erfc, 0.693 gelu, 0.567 gelu's backward;
  * - float32 sigmoid, silu, elu/selu/celu and their backward compute in float32 (double-float
  *   where a rounding would cost the budget; "Float32-arithmetic kernels" below): within 1 ulp
  *   (0.73, and 0.76 where the result is subnormal), the same bits in every variant
@@ -98,18 +99,18 @@ static const double ERFCX32[11] = {
 #define GELU_X_BITS 0x40600000u
 #define ERF_X 3.0f
 #define ERF_X_BITS 0x40400000u
-/* (Phi(x) - 1/2)/x = G(x^2), x^2 <= 12.25: 0.020 ulp */
-static const double GELU_PHI32[14] = {
-    0.3989422774983468, -0.06649036122845181, 0.009973515495846866, -0.0011872817693219485,
-    0.00011540341899828861, -9.430774286975862e-06, 6.616755238026216e-07, -4.026890164901911e-08,
-    2.1161002471777704e-09, -9.369458912372827e-11, 3.329873435418979e-12, -8.778673511147218e-14,
-    1.5029016006389814e-15, -1.2374093281220751e-17};
-/* (Phi(x) + x phi(x) - 1/2)/x = R(x^2), x^2 <= 12.25: 0.014 ulp */
-static const double GELU_DPHI32[15] = {
-    0.7978845591850275, -0.2659615072936785, 0.059841302299129845, -0.009498562726743291,
-    0.001154287562869214, -0.00011329970912715961, 9.308450893790268e-06, -6.551221052061409e-07,
-    3.994207953936661e-08, -2.1012221903384107e-09, 9.312401026907376e-11, -3.314106076712026e-12,
-    8.756344348310978e-14, -1.5039407302127917e-15, 1.2435811972210979e-17};
+/* -2 (Phi(x) - 1/2)/x = -2 G(x^2), x^2 <= 12.25: 0.197 ulp (fit_kernels.py's G times -2) */
+static const double GELU_N2PHI32[13] = {
+    -0.7978845099143387, 0.13298048104615487, -0.01994658851840152, 0.002374151929655214,
+    -0.0002305777624103378, 1.8778387176464594e-05, -1.302667629035869e-06, 7.691792785226733e-08,
+    -3.78173251142452e-09, 1.4771009499386628e-10, -4.240289405843722e-12, 7.83898669021734e-14,
+    -6.918002312518116e-16};
+/* (Phi(x) + x phi(x) - 1/2)/x = R(x^2), x^2 <= 12.25: 0.135 ulp */
+static const double GELU_DPHI32[14] = {
+    0.7978845467579185, -0.26596142054880795, 0.059841071195812515, -0.009498248419080264,
+    0.0011540366446105084, -0.0001131716035200873, 9.26426763780063e-06, -6.444690806955168e-07,
+    3.811197105972461e-08, -1.8758465100077712e-09, 7.337002328063244e-11, -2.110924901159518e-12,
+    3.915512411805717e-14, -3.4710063778608873e-16};
 /* erf(x)/x = P(x^2), for erf, x^2 <= 9: 0.006 ulp */
 static const double ERF_P32[15] = {
     1.1283791666726883, -0.37612636961813634, 0.1128377650374395, -0.026865693774606927,
@@ -367,11 +368,16 @@ KI double half_erfc32(double x, double *e)
     return 0.5 * (*e * erfcx32(fabs(x) * INV_SQRT2));
 }
 
-/* x Phi(x) = x (1/2 + x G(x^2)) centrally */
+/* x Phi(x) = (x + x^2 2G(x^2))/2 centrally, as -fma(x^2, -2G, -x)/2: x^2 is exact in float64, so
+ * one fma, one rounding to float32 and an exact halving there (16 lanes a vector, not 8). The
+ * negations keep zeros' signs: at x = +-0 the product x^2 (-2G) is -0, so the fma gives -0 for +0
+ * and +0 for -0. Only where the result is subnormal
+ * (|x| < 2^-125) could halving after rounding differ from rounding the half, and there the fma
+ * gives -x exactly, so both round x/2 once. */
 KI float gelu_central32(float xf)
 {
     double x = xf;
-    return (float)(x * fma(x, horner_fma(x * x, GELU_PHI32, 13), 0.5));
+    return -0.5f * (float)fma(x * x, horner_fma(x * x, GELU_N2PHI32, 12), -x);
 }
 
 KI float k_gelu32(float xf)  /* x Phi(x) */
@@ -385,7 +391,7 @@ KI float k_gelu32(float xf)  /* x Phi(x) */
 KI float gelu_backward_central32(float xf, float gf)
 {
     double x = xf;
-    return (float)((double)gf * fma(x, horner_fma(x * x, GELU_DPHI32, 14), 0.5));
+    return (float)((double)gf * fma(x, horner_fma(x * x, GELU_DPHI32, 13), 0.5));
 }
 
 KI float k_gelu_backward32(float xf, float gf)  /* grad (Phi(x) + x phi(x)) */
@@ -956,9 +962,13 @@ typedef void (*binaryp_fn)(const void *x, const void *g, void *y, Py_ssize_t i0,
             y[i] = EXPR(x[i], g[i], q);                                                        \
     }
 
-/* The CENTRAL kernels: blocks of 2 CBLOCK elements whose every x is central run the central
- * path alone; the others are taken as two blocks of CBLOCK, each central alone or elementwise
- * (the central path where x is central, else the general one): the same bits either way. */
+/* The CENTRAL kernels: blocks of 8 CBLOCK elements whose every x is central run the central
+ * path alone; the others are taken as four blocks of 2 CBLOCK, and those that are not all
+ * central as two blocks of CBLOCK, each central alone or elementwise (the central path where x
+ * is central, else the general one): the same bits either way. The test of 128 elements at once
+ * (one horizontal maximum where there were four) and the longer central loop, its constants
+ * kept in registers: exact gelu forward 2.97 -> 2.55 ms per 4M normal floats, erf on uniform
+ * [0, 1) 3.0 -> 2.73 (docs/benchmarks.md, 2026-12-06). */
 #define CBLOCK 16
 /* whether every x of x[0..n) is central: the largest |x| as bits (NaN's above inf's), a
  * reduction the compiler vectorises; the same test as fabsf(x) < ERF_X (or GELU_X) */
@@ -984,17 +994,29 @@ KI int all_central32(const float *x, const int n, const uint32_t limit)
             for (int j = 0; j < CBLOCK; j++)                                                   \
                 y[(h) + j] = EXPR ARGS((h) + j);                                               \
     }
+#define CENTRAL_PAIR(EXPR, CENTRAL, ARGS, LIMIT, b)                                            \
+    {                                                                                          \
+        if (all_central32(x + (b), 2 * CBLOCK, LIMIT)) {                                       \
+            for (int j = 0; j < 2 * CBLOCK; j++)                                               \
+                y[(b) + j] = CENTRAL ARGS((b) + j);                                            \
+        } else {                                                                               \
+            for (Py_ssize_t hb = (b); hb < (b) + 2 * CBLOCK; hb += CBLOCK)                     \
+                CENTRAL_BLOCK(EXPR, CENTRAL, ARGS, LIMIT, hb)                                  \
+        }                                                                                      \
+    }
 #define CENTRAL_LOOP(EXPR, CENTRAL, ARGS, LIMIT)                                               \
     Py_ssize_t i = i0;                                                                         \
-    for (; i + 2 * CBLOCK <= i1; i += 2 * CBLOCK) {                                            \
-        if (all_central32(x + i, 2 * CBLOCK, LIMIT)) {                                         \
-            for (int j = 0; j < 2 * CBLOCK; j++)                                               \
+    for (; i + 8 * CBLOCK <= i1; i += 8 * CBLOCK) {                                            \
+        if (all_central32(x + i, 8 * CBLOCK, LIMIT)) {                                         \
+            for (int j = 0; j < 8 * CBLOCK; j++)                                               \
                 y[i + j] = CENTRAL ARGS(i + j);                                                \
             continue;                                                                          \
         }                                                                                      \
-        for (Py_ssize_t h = i; h < i + 2 * CBLOCK; h += CBLOCK)                                \
-            CENTRAL_BLOCK(EXPR, CENTRAL, ARGS, LIMIT, h)                                       \
+        for (Py_ssize_t h = i; h < i + 8 * CBLOCK; h += 2 * CBLOCK)                            \
+            CENTRAL_PAIR(EXPR, CENTRAL, ARGS, LIMIT, h)                                        \
     }                                                                                          \
+    for (; i + 2 * CBLOCK <= i1; i += 2 * CBLOCK)                                              \
+        CENTRAL_PAIR(EXPR, CENTRAL, ARGS, LIMIT, i)                                            \
     for (; i + CBLOCK <= i1; i += CBLOCK)                                                      \
         CENTRAL_BLOCK(EXPR, CENTRAL, ARGS, LIMIT, i)                                           \
     for (; i < i1; i++)                                                                        \
