@@ -100,9 +100,9 @@ def test_antialias_downscale_is_a_normalised_average():
 
 @needs_torch
 def test_long_axis_beyond_the_dense_matrix_cap_matches_torch():
-    # 9000 -> 500 along W is over _kernels._DENSE_MAX_ENTRIES: the tap path instead of the matrix
-    from ember.ops.nn import _kernels
-    assert 500 * 9000 > _kernels._DENSE_MAX_ENTRIES
+    # 9000 -> 500 along W is over _resample._DENSE_MAX_ENTRIES: the tap path instead of the matrix
+    from ember.ops.nn import _resample
+    assert 500 * 9000 > _resample._DENSE_MAX_ENTRIES
     x = randn(1, 2, 3, 9000)
     for mode in ("bilinear", "bicubic"):
         e, t = _both(mode, True, False, dict(size=(2, 500)), x)
