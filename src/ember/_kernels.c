@@ -1176,6 +1176,63 @@ KI double short_total(double *acc, Py_ssize_t n)
         OUT = lanes_total(acc_);                                                               \
     } while (0)
 
+/* Non-temporal stores for a large result (layer_norm's y and grad_x): a call whose output is at
+ * least NT_MIN_BYTES writes it with SSE2's 16-byte streaming stores (then a store fence), as
+ * glibc's memcpy does for copies of that size: the output's lines are neither read for ownership
+ * nor kept, so the inputs stay cached; the same values as plain stores. At 1024 x 4096 float32
+ * (16 MiB out) the forward went from 2.6 to 1.6 ms and, followed by a pass that reads y, from 3.0
+ * to 2.4 ms; at 8 MiB the plain stores won that pair (1.0 against 1.15 ms), hence 12 MiB
+ * (docs/benchmarks.md, session 2026-12-06). ROW_OUT(T, yr, n, nt, i, F, FV): yr[i] = F for i in
+ * [0, n), FV being the same operations on the NT_W_##T elements from i (vld_##T loads them). */
+#define NT_MIN_BYTES ((Py_ssize_t)12 << 20)
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
+#define HAVE_NT 1
+#define NT_W_float 4
+#define NT_W_double 2
+typedef float v4f_nt __attribute__((vector_size(16)));
+typedef double v2d_nt __attribute__((vector_size(16)));
+KI v4f_nt vld_float(const float *p)
+{
+    v4f_nt v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+KI v2d_nt vld_double(const double *p)
+{
+    v2d_nt v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+#define nt_store_float(p, v) __builtin_ia32_movntps((p), (v))
+#define nt_store_double(p, v) __builtin_ia32_movntpd((p), (v))
+#define NT_FENCE(nt)                                                                           \
+    do {                                                                                       \
+        if (nt)                                                                                \
+            __builtin_ia32_sfence();                                                           \
+    } while (0)
+#define ROW_OUT(T, yr, n, nt, i, F, FV)                                                        \
+    do {                                                                                       \
+        Py_ssize_t i = 0;                                                                      \
+        if (nt) {                                                                              \
+            for (; i < (n) && ((uintptr_t)((yr) + i) & 15); i++)                              \
+                (yr)[i] = (F);                                                                 \
+            for (; i + NT_W_##T <= (n); i += NT_W_##T)                                         \
+                nt_store_##T((yr) + i, (FV));                                                  \
+        }                                                                                      \
+        for (; i < (n); i++)                                                                   \
+            (yr)[i] = (F);                                                                     \
+    } while (0)
+#else
+#define HAVE_NT 0
+#define NT_FENCE(nt) ((void)(nt))
+#define ROW_OUT(T, yr, n, nt, i, F, FV)                                                        \
+    do {                                                                                       \
+        (void)(nt);                                                                            \
+        for (Py_ssize_t i = 0; i < (n); i++)                                                   \
+            (yr)[i] = (F);                                                                     \
+    } while (0)
+#endif
+
 #define ROW_MAX(T)                                                                             \
     KI T row_max_##T(const T *RESTRICT x, Py_ssize_t n)                                        \
     {                                                                                          \
@@ -1489,11 +1546,12 @@ CLONES_FMA static void softmax_lse_float(const float *RESTRICT x, float *RESTRIC
 }
 
 /* layer_norm over rows: mean and rstd = 1/sqrt(var + eps) in float64, rounded to T;
- * y = (x - mean) * rstd [* w] [+ b] in T, the NumPy formula's operations and order. */
+ * y = (x - mean) * rstd [* w] [+ b] in T, the NumPy formula's operations and order; nt: y by
+ * non-temporal stores (ROW_OUT). */
 #define LAYER_NORM(T)                                                                              \
 CLONES static void layer_norm_##T(const T *RESTRICT x, const T *RESTRICT w, const T *RESTRICT b,   \
                                   T *RESTRICT y, T *RESTRICT mean, T *RESTRICT rstd,               \
-                                  Py_ssize_t r0, Py_ssize_t r1, Py_ssize_t n, double eps)          \
+                                  Py_ssize_t r0, Py_ssize_t r1, Py_ssize_t n, double eps, int nt)  \
 {                                                                                                  \
     for (Py_ssize_t r = r0; r < r1; r++) {                                                         \
         const T *RESTRICT xr = x + r * n;                                                          \
@@ -1506,45 +1564,18 @@ CLONES static void layer_norm_##T(const T *RESTRICT x, const T *RESTRICT w, cons
         mean[r] = mu;                                                                              \
         rstd[r] = rs;                                                                              \
         if (w && b)                                                                                \
-            for (Py_ssize_t i = 0; i < n; i++)                                                     \
-                yr[i] = ((xr[i] - mu) * rs) * w[i] + b[i];                                         \
+            ROW_OUT(T, yr, n, nt, i, ((xr[i] - mu) * rs) * w[i] + b[i],                            \
+                    ((vld_##T(xr + i) - mu) * rs) * vld_##T(w + i) + vld_##T(b + i));              \
         else if (w)                                                                                \
-            for (Py_ssize_t i = 0; i < n; i++)                                                     \
-                yr[i] = ((xr[i] - mu) * rs) * w[i];                                                \
+            ROW_OUT(T, yr, n, nt, i, ((xr[i] - mu) * rs) * w[i],                                   \
+                    ((vld_##T(xr + i) - mu) * rs) * vld_##T(w + i));                               \
         else if (b)                                                                                \
-            for (Py_ssize_t i = 0; i < n; i++)                                                     \
-                yr[i] = ((xr[i] - mu) * rs) + b[i];                                                \
+            ROW_OUT(T, yr, n, nt, i, ((xr[i] - mu) * rs) + b[i],                                   \
+                    ((vld_##T(xr + i) - mu) * rs) + vld_##T(b + i));                               \
         else                                                                                       \
-            for (Py_ssize_t i = 0; i < n; i++)                                                     \
-                yr[i] = (xr[i] - mu) * rs;                                                         \
+            ROW_OUT(T, yr, n, nt, i, (xr[i] - mu) * rs, (vld_##T(xr + i) - mu) * rs);              \
     }                                                                                              \
-}                                                                                                  \
-/* gx = (gh - (x_hat mean(gh x_hat) + mean(gh))) rstd, gh = g w, x_hat = (x - mean) rstd */        \
-CLONES static void layer_norm_backward_##T(const T *RESTRICT x, const T *RESTRICT w,               \
-                                           const T *RESTRICT mean, const T *RESTRICT rstd,         \
-                                           const T *RESTRICT g, T *RESTRICT gx, Py_ssize_t r0,     \
-                                           Py_ssize_t r1, Py_ssize_t n)                            \
-{                                                                                                  \
-    for (Py_ssize_t r = r0; r < r1; r++) {                                                         \
-        const T *RESTRICT xr = x + r * n, *RESTRICT gr = g + r * n;                                \
-        T mu = mean[r], rs = rstd[r];                                                              \
-        T *RESTRICT o = gx + r * n;                                                                \
-        double sg, sgx;                                                                            \
-        if (w) {                                                                                   \
-            LANE_SUM(sg, n, i, gr[i] * w[i]);                                                      \
-            LANE_SUM(sgx, n, i, (double)(gr[i] * w[i]) * (double)((xr[i] - mu) * rs));             \
-            T mg = (T)(sg / (double)n), mgx = (T)(sgx / (double)n);                                \
-            for (Py_ssize_t i = 0; i < n; i++)                                                     \
-                o[i] = (gr[i] * w[i] - (((xr[i] - mu) * rs) * mgx + mg)) * rs;                     \
-        }                                                                                          \
-        else {                                                                                     \
-            LANE_SUM(sg, n, i, gr[i]);                                                             \
-            LANE_SUM(sgx, n, i, (double)gr[i] * (double)((xr[i] - mu) * rs));                      \
-            T mg = (T)(sg / (double)n), mgx = (T)(sgx / (double)n);                                \
-            for (Py_ssize_t i = 0; i < n; i++)                                                     \
-                o[i] = (gr[i] - (((xr[i] - mu) * rs) * mgx + mg)) * rs;                            \
-        }                                                                                          \
-    }                                                                                              \
+    NT_FENCE(nt);                                                                                  \
 }                                                                                                  \
 /* gw[c] = sum over rows of g x_hat, gb[c] = sum of g, for columns [c0, c1), in float64, rows in   \
  * order (so a split by columns over threads gives the same sums) */                               \
@@ -1572,6 +1603,107 @@ CLONES static void layer_norm_colsums_##T(const T *RESTRICT x, const T *RESTRICT
 }
 LAYER_NORM(float)
 LAYER_NORM(double)
+
+/* layer_norm's grad_x: gx = (gh - (x_hat mean(gh x_hat) + mean(gh))) rstd, gh = g w,
+ * x_hat = (x - mean) rstd, in T, the formula's order; the two row sums in float64 lanes
+ * (LANE_SUM's lanes and order); nt: gx by non-temporal stores (ROW_OUT).
+ * float: both sums in one pass over the row (8-wide float64 vectors, two per LANES block: lane j
+ * of the pair is LANE_SUM's lane j, so the same sums bit for bit), then the output pass; the
+ * compiler did not vectorise that fused loop written as LANE_LOOP (4.9 ms against 4.3 for the two
+ * LANE_SUM passes at 1024 x 4096, 3.5 ms so written). double: two LANE_SUM passes. */
+#if defined(__GNUC__) || defined(__clang__)
+typedef double v8d_ln __attribute__((vector_size(64)));
+typedef float v8f_ln __attribute__((vector_size(32), aligned(4), may_alias));  /* unaligned */
+#define LD8F_LN(p) (*(const v8f_ln *)(p))
+#define CVT8_LN(v) __builtin_convertvector((v), v8d_ln)
+
+CLONES static void layer_norm_backward_float(const float *RESTRICT x, const float *RESTRICT w,
+                                             const float *RESTRICT mean,
+                                             const float *RESTRICT rstd, const float *RESTRICT g,
+                                             float *RESTRICT gx, Py_ssize_t r0, Py_ssize_t r1,
+                                             Py_ssize_t n, int nt)
+{
+    Py_ssize_t t = n - n % LANES;
+    for (Py_ssize_t r = r0; r < r1; r++) {
+        const float *RESTRICT xr = x + r * n, *RESTRICT gr = g + r * n;
+        float mu = mean[r], rs = rstd[r];
+        float *RESTRICT o = gx + r * n;
+        v8d_ln s0 = {0}, s1 = {0}, q0 = {0}, q1 = {0};
+        double sg_[LANES], sgx_[LANES];
+        if (w)
+            for (Py_ssize_t i = 0; i < t; i += LANES) {
+                v8f_ln h0 = LD8F_LN(gr + i) * LD8F_LN(w + i);
+                v8f_ln h1 = LD8F_LN(gr + i + 8) * LD8F_LN(w + i + 8);
+                v8d_ln d0 = CVT8_LN(h0), d1 = CVT8_LN(h1);
+                s0 += d0;
+                s1 += d1;
+                q0 += d0 * CVT8_LN((LD8F_LN(xr + i) - mu) * rs);
+                q1 += d1 * CVT8_LN((LD8F_LN(xr + i + 8) - mu) * rs);
+            }
+        else
+            for (Py_ssize_t i = 0; i < t; i += LANES) {
+                v8d_ln d0 = CVT8_LN(LD8F_LN(gr + i)), d1 = CVT8_LN(LD8F_LN(gr + i + 8));
+                s0 += d0;
+                s1 += d1;
+                q0 += d0 * CVT8_LN((LD8F_LN(xr + i) - mu) * rs);
+                q1 += d1 * CVT8_LN((LD8F_LN(xr + i + 8) - mu) * rs);
+            }
+        memcpy(sg_, &s0, sizeof s0);
+        memcpy(sg_ + 8, &s1, sizeof s1);
+        memcpy(sgx_, &q0, sizeof q0);
+        memcpy(sgx_ + 8, &q1, sizeof q1);
+        for (Py_ssize_t i = t; i < n; i++) {
+            float h = w ? gr[i] * w[i] : gr[i];
+            sg_[i - t] += (double)h;
+            sgx_[i - t] += (double)h * (double)((xr[i] - mu) * rs);
+        }
+        float mg = (float)(lanes_total(sg_) / (double)n);
+        float mgx = (float)(lanes_total(sgx_) / (double)n);
+        if (w)
+            ROW_OUT(float, o, n, nt, i, (gr[i] * w[i] - (((xr[i] - mu) * rs) * mgx + mg)) * rs,
+                    (vld_float(gr + i) * vld_float(w + i)
+                     - (((vld_float(xr + i) - mu) * rs) * mgx + mg)) * rs);
+        else
+            ROW_OUT(float, o, n, nt, i, (gr[i] - (((xr[i] - mu) * rs) * mgx + mg)) * rs,
+                    (vld_float(gr + i) - (((vld_float(xr + i) - mu) * rs) * mgx + mg)) * rs);
+    }
+    NT_FENCE(nt);
+}
+#endif
+
+#define LAYER_NORM_BACKWARD(T)                                                                     \
+CLONES static void layer_norm_backward_##T(const T *RESTRICT x, const T *RESTRICT w,               \
+                                           const T *RESTRICT mean, const T *RESTRICT rstd,         \
+                                           const T *RESTRICT g, T *RESTRICT gx, Py_ssize_t r0,     \
+                                           Py_ssize_t r1, Py_ssize_t n, int nt)                    \
+{                                                                                                  \
+    for (Py_ssize_t r = r0; r < r1; r++) {                                                         \
+        const T *RESTRICT xr = x + r * n, *RESTRICT gr = g + r * n;                                \
+        T mu = mean[r], rs = rstd[r];                                                              \
+        T *RESTRICT o = gx + r * n;                                                                \
+        double sg, sgx;                                                                            \
+        if (w) {                                                                                   \
+            LANE_SUM(sg, n, i, gr[i] * w[i]);                                                      \
+            LANE_SUM(sgx, n, i, (double)(gr[i] * w[i]) * (double)((xr[i] - mu) * rs));             \
+            T mg = (T)(sg / (double)n), mgx = (T)(sgx / (double)n);                                \
+            ROW_OUT(T, o, n, nt, i, (gr[i] * w[i] - (((xr[i] - mu) * rs) * mgx + mg)) * rs,        \
+                    (vld_##T(gr + i) * vld_##T(w + i)                                              \
+                     - (((vld_##T(xr + i) - mu) * rs) * mgx + mg)) * rs);                          \
+        }                                                                                          \
+        else {                                                                                     \
+            LANE_SUM(sg, n, i, gr[i]);                                                             \
+            LANE_SUM(sgx, n, i, (double)gr[i] * (double)((xr[i] - mu) * rs));                      \
+            T mg = (T)(sg / (double)n), mgx = (T)(sgx / (double)n);                                \
+            ROW_OUT(T, o, n, nt, i, (gr[i] - (((xr[i] - mu) * rs) * mgx + mg)) * rs,               \
+                    (vld_##T(gr + i) - (((vld_##T(xr + i) - mu) * rs) * mgx + mg)) * rs);          \
+        }                                                                                          \
+    }                                                                                              \
+    NT_FENCE(nt);                                                                                  \
+}
+LAYER_NORM_BACKWARD(double)
+#if !(defined(__GNUC__) || defined(__clang__))
+LAYER_NORM_BACKWARD(float)
+#endif
 
 /* rms_norm over rows: rstd = 1/sqrt(mean(x^2) + eps) in float64, rounded to T; y = (x rstd) [* w];
  * backward: gx = rstd (gh - x_hat mean(gh x_hat)), gh = g [w], x_hat = x rstd (in T, the
@@ -3093,24 +3225,29 @@ typedef struct {
     double *gw, *gb;
     Py_ssize_t rows, n;
     double eps;
+    int nt;  /* the row output by non-temporal stores (NT_MIN_BYTES) */
 } ln_ctx;
 
 static void call_layer_norm(void *cv, Py_ssize_t r0, Py_ssize_t r1)
 {
     ln_ctx *c = (ln_ctx *)cv;
     if (c->kind == 'f')
-        layer_norm_float(c->x, c->w, c->b, c->y, c->mean, c->rstd, r0, r1, c->n, c->eps);
+        layer_norm_float(c->x, c->w, c->b, c->y, c->mean, c->rstd, r0, r1, c->n, c->eps,
+                         c->nt);
     else
-        layer_norm_double(c->x, c->w, c->b, c->y, c->mean, c->rstd, r0, r1, c->n, c->eps);
+        layer_norm_double(c->x, c->w, c->b, c->y, c->mean, c->rstd, r0, r1, c->n, c->eps,
+                          c->nt);
 }
 
 static void call_layer_norm_backward(void *cv, Py_ssize_t r0, Py_ssize_t r1)
 {
     ln_ctx *c = (ln_ctx *)cv;
     if (c->kind == 'f')
-        layer_norm_backward_float(c->x, c->w, c->mean_in, c->rstd_in, c->g, c->y, r0, r1, c->n);
+        layer_norm_backward_float(c->x, c->w, c->mean_in, c->rstd_in, c->g, c->y, r0, r1, c->n,
+                                  c->nt);
     else
-        layer_norm_backward_double(c->x, c->w, c->mean_in, c->rstd_in, c->g, c->y, r0, r1, c->n);
+        layer_norm_backward_double(c->x, c->w, c->mean_in, c->rstd_in, c->g, c->y, r0, r1, c->n,
+                                   c->nt);
 }
 
 static void call_layer_norm_colsums(void *cv, Py_ssize_t c0, Py_ssize_t c1)
@@ -3147,7 +3284,8 @@ static PyObject *py_layer_norm(PyObject *m, PyObject *const *args, Py_ssize_t na
         return NULL;
     }
     ln_ctx c = {b.kind, b.p[0], b.p[1], b.p[2], NULL, NULL, NULL, b.p[3], b.p[4], b.p[5],
-                NULL, NULL, rows, n, eps};
+                NULL, NULL, rows, n, eps,
+                HAVE_NT && total * (b.kind == 'f' ? 4 : 8) >= NT_MIN_BYTES};
     Py_BEGIN_ALLOW_THREADS
     parallel(call_layer_norm, &c, rows, 1, MIN_PART / n > 1 ? MIN_PART / n : 1);
     Py_END_ALLOW_THREADS
@@ -3184,7 +3322,7 @@ static PyObject *py_layer_norm_backward(PyObject *m, PyObject *const *args, Py_s
     }
     double *gw = b.p[6] ? acc : NULL, *gb = b.p[7] ? acc + (b.p[6] ? n : 0) : NULL;
     ln_ctx c = {b.kind, b.p[0], b.p[1], NULL, b.p[2], b.p[3], b.p[4], b.p[5], NULL, NULL,
-                gw, gb, rows, n, 0.0};
+                gw, gb, rows, n, 0.0, HAVE_NT && total * (b.kind == 'f' ? 4 : 8) >= NT_MIN_BYTES};
     Py_BEGIN_ALLOW_THREADS
     if (gw || gb)  /* by columns: each column's sum runs over the rows in order */
         parallel(call_layer_norm_colsums, &c, n, 64, rows > 0 ? MIN_PART / rows + 1 : n);
