@@ -2766,12 +2766,13 @@ static pthread_cond_t pool_done = PTHREAD_COND_INITIALIZER;
 static int pool_workers = 0;         /* started, each waiting for the next generation */
 static unsigned long pool_generation = 0;
 static int pool_running = 0;         /* workers that joined the current job and are in it */
-static Py_ssize_t pool_next = 0;     /* the job's next chunk to claim (atomic) */
+#define CHUNKS_PER_THREAD 4
+static char pool_claimed[CHUNKS_PER_THREAD * (MAX_THREADS + 1)];  /* the job's chunks taken (atomic) */
 static struct {
     range_fn fn;
     void *ctx;
-    Py_ssize_t total, align, chunks;
-    int parts;
+    Py_ssize_t total, align;
+    int parts, chunks, per;  /* threads, chunks, chunks per thread */
     int open;  /* workers may still join (until the caller has run out of chunks) */
 } pool_job;
 
@@ -2792,19 +2793,29 @@ typedef struct {
 
 static worker_arg pool_args[MAX_THREADS];
 
-/* claim chunks of the job until none is left, running each: the caller and the workers that
- * joined share them, so a worker that gets no CPU in time leaves its share to the others */
-static void run_chunks(range_fn fn, void *ctx, Py_ssize_t total, Py_ssize_t align,
-                       Py_ssize_t chunks)
+/* thread `id`'s run of a job of `chunks` chunks, `per` to each of the job's threads: its own
+ * chunks in order (the part it would have had alone: the same rows as at the previous call, so
+ * the same caches), then, last first, any other thread's chunk not yet taken, so that a worker
+ * that gets no CPU in time leaves its share to the others */
+static void run_chunk(int c, range_fn fn, void *ctx, Py_ssize_t total, Py_ssize_t align,
+                      int chunks)
 {
-    for (;;) {
-        Py_ssize_t c = __atomic_fetch_add(&pool_next, 1, __ATOMIC_RELAXED), i0, i1;
-        if (c >= chunks)
-            return;
-        part_range((int)c, (int)chunks, total, align, &i0, &i1);
-        if (i0 < i1)
-            fn(ctx, i0, i1);
-    }
+    if (__atomic_exchange_n(&pool_claimed[c], 1, __ATOMIC_RELAXED))
+        return;  /* another thread's */
+    Py_ssize_t i0, i1;
+    part_range(c, chunks, total, align, &i0, &i1);
+    if (i0 < i1)
+        fn(ctx, i0, i1);
+}
+
+static void run_chunks(int id, range_fn fn, void *ctx, Py_ssize_t total, Py_ssize_t align,
+                       int chunks, int per)
+{
+    for (int c = id * per; c < (id + 1) * per; c++)
+        run_chunk(c, fn, ctx, total, align, chunks);
+    for (int c = chunks - 1; c >= 0; c--)
+        if (c / per != id)
+            run_chunk(c, fn, ctx, total, align, chunks);
 }
 
 static void *pool_worker(void *argp)
@@ -2818,10 +2829,11 @@ static void *pool_worker(void *argp)
         if (pool_job.open && arg->id < pool_job.parts) {
             range_fn fn = pool_job.fn;
             void *ctx = pool_job.ctx;
-            Py_ssize_t total = pool_job.total, align = pool_job.align, chunks = pool_job.chunks;
+            Py_ssize_t total = pool_job.total, align = pool_job.align;
+            int chunks = pool_job.chunks, per = pool_job.per;
             pool_running++;
             pthread_mutex_unlock(&pool_mu);
-            run_chunks(fn, ctx, total, align, chunks);
+            run_chunks(arg->id, fn, ctx, total, align, chunks, per);
             pthread_mutex_lock(&pool_mu);
             if (--pool_running == 0)
                 pthread_cond_signal(&pool_done);
@@ -2843,12 +2855,12 @@ static void pool_after_fork_in_child(void)
     pool_job.open = 0;
 }
 
-/* fn over [0, total) on up to want_threads threads, in chunks of at least min_part units (4 per
- * thread where there are that many), claimed in turn by the caller and the workers; align: chunk
+/* fn over [0, total) on up to want_threads threads, in chunks of at least min_part units (up to
+ * CHUNKS_PER_THREAD per thread; run_chunks: each thread its own, then any left); align: chunk
  * boundaries' multiple. Each unit's result does not depend on its chunk (nor on which thread runs
  * it). The caller waits only for workers that joined: on a busy machine a worker that is not
- * scheduled before the caller has run out of chunks is left out (at 2 threads with the other CPU
- * taken the call runs as fast as one thread, where a fixed half for the worker waited for it). */
+ * scheduled before the caller has run out of chunks is left out (its chunks run on the caller,
+ * where a fixed part for the worker waited for it). */
 static void parallel(range_fn fn, void *ctx, Py_ssize_t total, Py_ssize_t align,
                      Py_ssize_t min_part)
 {
@@ -2881,14 +2893,15 @@ static void parallel(range_fn fn, void *ctx, Py_ssize_t total, Py_ssize_t align,
     pool_job.total = total;
     pool_job.align = align;
     pool_job.parts = parts;
-    Py_ssize_t chunks = 4 * (Py_ssize_t)parts < most ? 4 * (Py_ssize_t)parts : most;
-    pool_job.chunks = chunks > parts ? chunks : parts;
+    int per = most / parts < CHUNKS_PER_THREAD ? (int)(most / parts) : CHUNKS_PER_THREAD;
+    pool_job.per = per;
+    pool_job.chunks = per * parts;
+    memset(pool_claimed, 0, (size_t)pool_job.chunks);
     pool_job.open = 1;
-    __atomic_store_n(&pool_next, 0, __ATOMIC_RELAXED);
     pool_generation++;
     pthread_cond_broadcast(&pool_go);
     pthread_mutex_unlock(&pool_mu);
-    run_chunks(fn, ctx, total, align, pool_job.chunks);
+    run_chunks(0, fn, ctx, total, align, pool_job.chunks, per);
     pthread_mutex_lock(&pool_mu);
     pool_job.open = 0;
     while (pool_running > 0)
