@@ -1184,7 +1184,9 @@ KI double short_total(double *acc, Py_ssize_t n)
  * to 2.4 ms; at 8 MiB the plain stores won that pair (1.0 against 1.15 ms), hence 12 MiB
  * (docs/benchmarks.md, session 2026-12-06). ROW_OUT(T, yr, n, nt, i, F, FV): yr[i] = F for i in
  * [0, n), FV being the same operations on the NT_W_##T elements from i (vld_##T loads them). */
+#ifndef NT_MIN_BYTES
 #define NT_MIN_BYTES ((Py_ssize_t)12 << 20)
+#endif
 #if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
 #define HAVE_NT 1
 #define NT_W_float 4
