@@ -1618,7 +1618,13 @@ LAYER_NORM(double)
 typedef double v4d_ln __attribute__((vector_size(32)));
 typedef float v4f_ln __attribute__((vector_size(16), aligned(4), may_alias));  /* unaligned */
 #define LD4F_LN(p) (*(const v4f_ln *)(p))
-#define CVT4_LN(v) __builtin_convertvector((v), v4d_ln)
+/* (element by element: GCC 12 lowered __builtin_convertvector here to two 2-wide conversions
+ * through the stack; this is one 4-wide vcvtps2pd) */
+#define CVT4_LN(v)                                                                             \
+    __extension__({                                                                            \
+        v4f_ln h_ = (v);                                                                       \
+        (v4d_ln){(double)h_[0], (double)h_[1], (double)h_[2], (double)h_[3]};                  \
+    })
 _Static_assert(LANES == 16, "layer_norm_backward_float keeps LANE_SUM's 16 lanes in 4 x 4");
 
 CLONES static void layer_norm_backward_float(const float *RESTRICT x, const float *RESTRICT w,
