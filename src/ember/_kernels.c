@@ -1612,8 +1612,9 @@ LAYER_NORM(double)
  * float (GCC, clang): both sums in one pass over the row, in 4-wide float64 vectors, four per
  * LANES block (vector k holds LANE_SUM's lanes 4k .. 4k + 3: the same sums bit for bit), then the
  * output pass. At 1024 x 4096 the compiler left that fused loop scalar written as LANE_LOOP (4.9
- * ms against 4.3 for the two LANE_SUM passes); so written 3.0 ms (AVX-512 and AVX2 alike; 8-wide
- * vectors kept the AVX2 build's sums on the stack, 5.0 ms). double: two LANE_SUM passes. */
+ * ms against 4.3 for the two LANE_SUM passes); so written 2.8 ms in the AVX-512 and the AVX2
+ * builds (8-wide vectors kept the AVX2 build's sums on the stack, 5.0 ms). double: two LANE_SUM
+ * passes. */
 #if defined(__GNUC__) || defined(__clang__)
 typedef double v4d_ln __attribute__((vector_size(32)));
 typedef float v4f_ln __attribute__((vector_size(16), aligned(4), may_alias));  /* unaligned */
