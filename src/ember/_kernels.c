@@ -1214,15 +1214,18 @@ KI v2d_nt vld_double(const double *p)
     } while (0)
 #define ROW_OUT(T, yr, n, nt, i, F, FV)                                                        \
     do {                                                                                       \
-        Py_ssize_t i = 0;                                                                      \
         if (nt) {                                                                              \
+            Py_ssize_t i = 0;                                                                  \
             for (; i < (n) && ((uintptr_t)((yr) + i) & 15); i++)                              \
                 (yr)[i] = (F);                                                                 \
             for (; i + NT_W_##T <= (n); i += NT_W_##T)                                         \
                 nt_store_##T((yr) + i, (FV));                                                  \
+            for (; i < (n); i++)                                                               \
+                (yr)[i] = (F);                                                                 \
         }                                                                                      \
-        for (; i < (n); i++)                                                                   \
-            (yr)[i] = (F);                                                                     \
+        else                                                                                   \
+            for (Py_ssize_t i = 0; i < (n); i++)                                               \
+                (yr)[i] = (F);                                                                 \
     } while (0)
 #else
 #define HAVE_NT 0
