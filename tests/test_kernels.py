@@ -344,6 +344,97 @@ def test_layer_norm_against_float64(shape: tuple, k: int) -> None:
     np.testing.assert_allclose(gx, exact, rtol=1e-4, atol=1e-4 * float(np.abs(exact).max()))
 
 
+def _lane_sums(terms: np.ndarray) -> np.ndarray:
+    """Each row's float64 sum in the kernels' order (LANE_SUM): lane j takes the terms j,
+    j + 16, ... of the whole blocks of 16, in order, then the tail's term j; the 16 lanes are
+    added pairwise (j + 8 into j, then j + 4, j + 2, j + 1)."""
+    n = terms.shape[-1]
+    t = n - n % 16
+    acc = np.zeros(terms.shape[:-1] + (16,))
+    for i in range(0, t, 16):
+        acc += terms[..., i:i + 16]
+    acc[..., :n - t] += terms[..., t:]
+    for w in (8, 4, 2, 1):
+        acc[..., :w] += acc[..., w:2 * w]
+    return acc[..., 0]
+
+
+def _layer_norm_in_kernel_order(x, w, b, g, eps=1e-5):
+    """layer_norm's forward and grad_x as the kernels compute them, in NumPy: the float64 lane
+    sums above, then the formula's float32 operations in order (each correctly rounded, as the
+    kernels' are with no contraction)."""
+    f4 = np.float32
+    n = x.shape[-1]
+    mu = (_lane_sums(x.astype(np.float64)) / n).astype(f4)[:, None]
+    d = (x - mu).astype(np.float64)
+    rs = (1.0 / np.sqrt(_lane_sums(d * d) / n + eps)).astype(f4)[:, None]
+    y = (x - mu) * rs
+    y = y * w if w is not None else y
+    y = y + b if b is not None else y
+    h = g * w if w is not None else g
+    xhat = (x - mu) * rs
+    mg = (_lane_sums(h.astype(np.float64)) / n).astype(f4)[:, None]
+    mgx = (_lane_sums(h.astype(np.float64) * xhat.astype(np.float64)) / n).astype(f4)[:, None]
+    return y, mu, rs, (h - (xhat * mgx + mg)) * rs
+
+
+@needs_kernels
+@pytest.mark.parametrize("shape", [(768, 4096), (40, 4099), (6, 33), (3, 7)])
+def test_layer_norm_float32_is_the_formula_in_its_order_bit_for_bit(shape: tuple) -> None:
+    """float32 layer_norm forward and grad_x equal their operations in the kernels' documented
+    order bit for bit: the backward's two row sums share one pass (8-wide float64 vectors) with
+    LANE_SUM's lanes; (768, 4096) is 12 MiB out, so y and grad_x take the non-temporal stores
+    (NT_MIN_BYTES), the others plain stores; with and without w and b; at 1 and 2 threads."""
+    rng = np.random.default_rng(21)
+    x = (rng.standard_normal(shape) * 2 + 3).astype(np.float32)
+    g = rng.standard_normal(shape).astype(np.float32)
+    w0 = rng.standard_normal(shape[-1]).astype(np.float32)
+    b0 = rng.standard_normal(shape[-1]).astype(np.float32)
+    if shape[-1] > 17:  # two terms that cancel in lanes 0 and 1: the sums' order shows in the bits
+        x[:, 0], x[:, 17] = 3e9, -3e9
+        g[:, 0], g[:, 17], w0[17] = 1e15, -1e15, w0[0]
+    saved = L.active.get_num_threads()
+    try:
+        for w, b in ((w0, b0), (w0, None), (None, b0), (None, None)):
+            want = _layer_norm_in_kernel_order(x, w, b, g)
+            for threads in (1, 2):
+                L.set_num_threads(threads)
+                y, mu, rs = L.layer_norm(x, w, b, 1, 1e-5)
+                gx = L.layer_norm_backward(x, w, mu, rs, g, 1, (True, False, False))[0]
+                for got, ref in zip((y, mu, rs, gx), want):
+                    assert got.tobytes() == ref.astype(np.float32).tobytes(), (w is None, b is None)
+    finally:
+        L.set_num_threads(saved)
+
+
+@needs_kernels
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_layer_norm_nontemporal_outputs_match_plain_stores(dtype) -> None:
+    """A call at or over NT_MIN_BYTES out (non-temporal stores) gives the bits of the same rows in
+    calls under it (plain stores), forward and grad_x, also into outputs that start off a
+    16-byte boundary (the stores begin at the first aligned element)."""
+    rows, n = (800, 4099) if dtype == np.float32 else (400, 4099)  # 12.5 MiB out
+    rng = np.random.default_rng(22)
+    x = (rng.standard_normal((rows, n)) + 1).astype(dtype)
+    g = rng.standard_normal((rows, n)).astype(dtype)
+    w, b = rng.standard_normal(n).astype(dtype), rng.standard_normal(n).astype(dtype)
+    k = L.active
+    mu, rs = np.empty((rows, 1), dtype), np.empty((rows, 1), dtype)
+    y, gx = np.empty_like(x), np.empty_like(x)
+    for part in np.array_split(np.arange(rows), 8):  # 1.6 MiB each: plain stores
+        s = slice(part[0], part[-1] + 1)
+        k.layer_norm(x[s], w, b, y[s], mu[s], rs[s], n, 1e-5)
+        k.layer_norm_backward(x[s], w, mu[s], rs[s], g[s], gx[s], None, None, n)
+    for off in (0, 1):
+        big_y = np.empty(x.size + off, dtype)[off:].reshape(rows, n)
+        big_gx = np.empty(x.size + off, dtype)[off:].reshape(rows, n)
+        mu2, rs2 = np.empty_like(mu), np.empty_like(rs)
+        k.layer_norm(x, w, b, big_y, mu2, rs2, n, 1e-5)
+        k.layer_norm_backward(x, w, mu2, rs2, g, big_gx, None, None, n)
+        assert big_y.tobytes() == y.tobytes() and big_gx.tobytes() == gx.tobytes(), off
+        assert mu2.tobytes() == mu.tobytes() and rs2.tobytes() == rs.tobytes()
+
+
 # -- the same results as the NumPy formulas (kernels off, one process) ------------------------------
 def _both(fn):
     """fn() with the kernels on, then off."""

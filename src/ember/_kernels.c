@@ -1198,6 +1198,68 @@ KI double short_total(double *acc, Py_ssize_t n)
         OUT = lanes_total(acc_);                                                               \
     } while (0)
 
+/* Non-temporal stores for a large result (layer_norm's y and grad_x): a call whose output is at
+ * least NT_MIN_BYTES writes it with SSE2's 16-byte streaming stores (then a store fence), as
+ * glibc's memcpy does for copies of that size: the output's lines are neither read for ownership
+ * nor kept, so the inputs stay cached; the same values as plain stores. At 1024 x 4096 float32
+ * (16 MiB out) the forward went from 2.6 to 1.6 ms and, followed by a pass that reads y, from 3.0
+ * to 2.4 ms; at 8 MiB the plain stores won that pair (1.0 against 1.15 ms), hence 12 MiB
+ * (docs/benchmarks.md, session 2026-12-06). ROW_OUT(T, yr, n, nt, i, F, FV): yr[i] = F for i in
+ * [0, n), FV being the same operations on the NT_W_##T elements from i (vld_##T loads them). */
+#ifndef NT_MIN_BYTES
+#define NT_MIN_BYTES ((Py_ssize_t)12 << 20)
+#endif
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
+#define HAVE_NT 1
+#define NT_W_float 4
+#define NT_W_double 2
+typedef float v4f_nt __attribute__((vector_size(16)));
+typedef double v2d_nt __attribute__((vector_size(16)));
+KI v4f_nt vld_float(const float *p)
+{
+    v4f_nt v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+KI v2d_nt vld_double(const double *p)
+{
+    v2d_nt v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+#define nt_store_float(p, v) __builtin_ia32_movntps((p), (v))
+#define nt_store_double(p, v) __builtin_ia32_movntpd((p), (v))
+#define NT_FENCE(nt)                                                                           \
+    do {                                                                                       \
+        if (nt)                                                                                \
+            __builtin_ia32_sfence();                                                           \
+    } while (0)
+#define ROW_OUT(T, yr, n, nt, i, F, FV)                                                        \
+    do {                                                                                       \
+        if (nt) {                                                                              \
+            Py_ssize_t i = 0;                                                                  \
+            for (; i < (n) && ((uintptr_t)((yr) + i) & 15); i++)                              \
+                (yr)[i] = (F);                                                                 \
+            for (; i + NT_W_##T <= (n); i += NT_W_##T)                                         \
+                nt_store_##T((yr) + i, (FV));                                                  \
+            for (; i < (n); i++)                                                               \
+                (yr)[i] = (F);                                                                 \
+        }                                                                                      \
+        else                                                                                   \
+            for (Py_ssize_t i = 0; i < (n); i++)                                               \
+                (yr)[i] = (F);                                                                 \
+    } while (0)
+#else
+#define HAVE_NT 0
+#define NT_FENCE(nt) ((void)(nt))
+#define ROW_OUT(T, yr, n, nt, i, F, FV)                                                        \
+    do {                                                                                       \
+        (void)(nt);                                                                            \
+        for (Py_ssize_t i = 0; i < (n); i++)                                                   \
+            (yr)[i] = (F);                                                                     \
+    } while (0)
+#endif
+
 #define ROW_MAX(T)                                                                             \
     KI T row_max_##T(const T *RESTRICT x, Py_ssize_t n)                                        \
     {                                                                                          \
@@ -1511,11 +1573,12 @@ CLONES_FMA static void softmax_lse_float(const float *RESTRICT x, float *RESTRIC
 }
 
 /* layer_norm over rows: mean and rstd = 1/sqrt(var + eps) in float64, rounded to T;
- * y = (x - mean) * rstd [* w] [+ b] in T, the NumPy formula's operations and order. */
+ * y = (x - mean) * rstd [* w] [+ b] in T, the NumPy formula's operations and order; nt: y by
+ * non-temporal stores (ROW_OUT). */
 #define LAYER_NORM(T)                                                                              \
 CLONES static void layer_norm_##T(const T *RESTRICT x, const T *RESTRICT w, const T *RESTRICT b,   \
                                   T *RESTRICT y, T *RESTRICT mean, T *RESTRICT rstd,               \
-                                  Py_ssize_t r0, Py_ssize_t r1, Py_ssize_t n, double eps)          \
+                                  Py_ssize_t r0, Py_ssize_t r1, Py_ssize_t n, double eps, int nt)  \
 {                                                                                                  \
     for (Py_ssize_t r = r0; r < r1; r++) {                                                         \
         const T *RESTRICT xr = x + r * n;                                                          \
@@ -1528,45 +1591,18 @@ CLONES static void layer_norm_##T(const T *RESTRICT x, const T *RESTRICT w, cons
         mean[r] = mu;                                                                              \
         rstd[r] = rs;                                                                              \
         if (w && b)                                                                                \
-            for (Py_ssize_t i = 0; i < n; i++)                                                     \
-                yr[i] = ((xr[i] - mu) * rs) * w[i] + b[i];                                         \
+            ROW_OUT(T, yr, n, nt, i, ((xr[i] - mu) * rs) * w[i] + b[i],                            \
+                    ((vld_##T(xr + i) - mu) * rs) * vld_##T(w + i) + vld_##T(b + i));              \
         else if (w)                                                                                \
-            for (Py_ssize_t i = 0; i < n; i++)                                                     \
-                yr[i] = ((xr[i] - mu) * rs) * w[i];                                                \
+            ROW_OUT(T, yr, n, nt, i, ((xr[i] - mu) * rs) * w[i],                                   \
+                    ((vld_##T(xr + i) - mu) * rs) * vld_##T(w + i));                               \
         else if (b)                                                                                \
-            for (Py_ssize_t i = 0; i < n; i++)                                                     \
-                yr[i] = ((xr[i] - mu) * rs) + b[i];                                                \
+            ROW_OUT(T, yr, n, nt, i, ((xr[i] - mu) * rs) + b[i],                                   \
+                    ((vld_##T(xr + i) - mu) * rs) + vld_##T(b + i));                               \
         else                                                                                       \
-            for (Py_ssize_t i = 0; i < n; i++)                                                     \
-                yr[i] = (xr[i] - mu) * rs;                                                         \
+            ROW_OUT(T, yr, n, nt, i, (xr[i] - mu) * rs, (vld_##T(xr + i) - mu) * rs);              \
     }                                                                                              \
-}                                                                                                  \
-/* gx = (gh - (x_hat mean(gh x_hat) + mean(gh))) rstd, gh = g w, x_hat = (x - mean) rstd */        \
-CLONES static void layer_norm_backward_##T(const T *RESTRICT x, const T *RESTRICT w,               \
-                                           const T *RESTRICT mean, const T *RESTRICT rstd,         \
-                                           const T *RESTRICT g, T *RESTRICT gx, Py_ssize_t r0,     \
-                                           Py_ssize_t r1, Py_ssize_t n)                            \
-{                                                                                                  \
-    for (Py_ssize_t r = r0; r < r1; r++) {                                                         \
-        const T *RESTRICT xr = x + r * n, *RESTRICT gr = g + r * n;                                \
-        T mu = mean[r], rs = rstd[r];                                                              \
-        T *RESTRICT o = gx + r * n;                                                                \
-        double sg, sgx;                                                                            \
-        if (w) {                                                                                   \
-            LANE_SUM(sg, n, i, gr[i] * w[i]);                                                      \
-            LANE_SUM(sgx, n, i, (double)(gr[i] * w[i]) * (double)((xr[i] - mu) * rs));             \
-            T mg = (T)(sg / (double)n), mgx = (T)(sgx / (double)n);                                \
-            for (Py_ssize_t i = 0; i < n; i++)                                                     \
-                o[i] = (gr[i] * w[i] - (((xr[i] - mu) * rs) * mgx + mg)) * rs;                     \
-        }                                                                                          \
-        else {                                                                                     \
-            LANE_SUM(sg, n, i, gr[i]);                                                             \
-            LANE_SUM(sgx, n, i, (double)gr[i] * (double)((xr[i] - mu) * rs));                      \
-            T mg = (T)(sg / (double)n), mgx = (T)(sgx / (double)n);                                \
-            for (Py_ssize_t i = 0; i < n; i++)                                                     \
-                o[i] = (gr[i] - (((xr[i] - mu) * rs) * mgx + mg)) * rs;                            \
-        }                                                                                          \
-    }                                                                                              \
+    NT_FENCE(nt);                                                                                  \
 }                                                                                                  \
 /* gw[c] = sum over rows of g x_hat, gb[c] = sum of g, for columns [c0, c1), in float64, rows in   \
  * order (so a split by columns over threads gives the same sums) */                               \
@@ -1594,6 +1630,108 @@ CLONES static void layer_norm_colsums_##T(const T *RESTRICT x, const T *RESTRICT
 }
 LAYER_NORM(float)
 LAYER_NORM(double)
+
+/* layer_norm's grad_x: gx = (gh - (x_hat mean(gh x_hat) + mean(gh))) rstd, gh = g w,
+ * x_hat = (x - mean) rstd, in T, the formula's order; the two row sums in float64 lanes
+ * (LANE_SUM's lanes and order); nt: gx by non-temporal stores (ROW_OUT).
+ * float (GCC, clang): both sums in one pass over the row, in 4-wide float64 vectors, four per
+ * LANES block (vector k holds LANE_SUM's lanes 4k .. 4k + 3: the same sums bit for bit), then the
+ * output pass. At 1024 x 4096 the compiler left that fused loop scalar written as LANE_LOOP (4.9
+ * ms against 4.3 for the two LANE_SUM passes); so written 2.8 ms in the AVX-512 and the AVX2
+ * builds (8-wide vectors kept the AVX2 build's sums on the stack, 5.0 ms). double: two LANE_SUM
+ * passes. */
+#if defined(__GNUC__) || defined(__clang__)
+typedef double v4d_ln __attribute__((vector_size(32)));
+typedef float v4f_ln __attribute__((vector_size(16), aligned(4), may_alias));  /* unaligned */
+#define LD4F_LN(p) (*(const v4f_ln *)(p))
+/* (element by element: GCC 12 lowered __builtin_convertvector here to two 2-wide conversions
+ * through the stack; this is one 4-wide vcvtps2pd) */
+#define CVT4_LN(v)                                                                             \
+    __extension__({                                                                            \
+        v4f_ln h_ = (v);                                                                       \
+        (v4d_ln){(double)h_[0], (double)h_[1], (double)h_[2], (double)h_[3]};                  \
+    })
+_Static_assert(LANES == 16, "layer_norm_backward_float keeps LANE_SUM's 16 lanes in 4 x 4");
+
+CLONES static void layer_norm_backward_float(const float *RESTRICT x, const float *RESTRICT w,
+                                             const float *RESTRICT mean,
+                                             const float *RESTRICT rstd, const float *RESTRICT g,
+                                             float *RESTRICT gx, Py_ssize_t r0, Py_ssize_t r1,
+                                             Py_ssize_t n, int nt)
+{
+    Py_ssize_t t = n - n % LANES;
+    for (Py_ssize_t r = r0; r < r1; r++) {
+        const float *RESTRICT xr = x + r * n, *RESTRICT gr = g + r * n;
+        float mu = mean[r], rs = rstd[r];
+        float *RESTRICT o = gx + r * n;
+        v4d_ln s[4] = {{0}}, q[4] = {{0}};  /* s[k], q[k]: lanes 4k .. 4k + 3 */
+        double sg_[LANES], sgx_[LANES];
+#define LN_SUMS_STEP(H)                                                                        \
+    for (Py_ssize_t i = 0; i < t; i += LANES)                                                  \
+        for (int k = 0; k < 4; k++) {                                                          \
+            v4d_ln d = CVT4_LN(H);                                                             \
+            s[k] += d;                                                                         \
+            q[k] += d * CVT4_LN((LD4F_LN(xr + i + 4 * k) - mu) * rs);                          \
+        }
+        if (w)
+            LN_SUMS_STEP(LD4F_LN(gr + i + 4 * k) * LD4F_LN(w + i + 4 * k))
+        else
+            LN_SUMS_STEP(LD4F_LN(gr + i + 4 * k))
+#undef LN_SUMS_STEP
+        memcpy(sg_, s, sizeof s);
+        memcpy(sgx_, q, sizeof q);
+        for (Py_ssize_t i = t; i < n; i++) {
+            float h = w ? gr[i] * w[i] : gr[i];
+            sg_[i - t] += (double)h;
+            sgx_[i - t] += (double)h * (double)((xr[i] - mu) * rs);
+        }
+        float mg = (float)(lanes_total(sg_) / (double)n);
+        float mgx = (float)(lanes_total(sgx_) / (double)n);
+        if (w)
+            ROW_OUT(float, o, n, nt, i, (gr[i] * w[i] - (((xr[i] - mu) * rs) * mgx + mg)) * rs,
+                    (vld_float(gr + i) * vld_float(w + i)
+                     - (((vld_float(xr + i) - mu) * rs) * mgx + mg)) * rs);
+        else
+            ROW_OUT(float, o, n, nt, i, (gr[i] - (((xr[i] - mu) * rs) * mgx + mg)) * rs,
+                    (vld_float(gr + i) - (((vld_float(xr + i) - mu) * rs) * mgx + mg)) * rs);
+    }
+    NT_FENCE(nt);
+}
+#endif
+
+#define LAYER_NORM_BACKWARD(T)                                                                     \
+CLONES static void layer_norm_backward_##T(const T *RESTRICT x, const T *RESTRICT w,               \
+                                           const T *RESTRICT mean, const T *RESTRICT rstd,         \
+                                           const T *RESTRICT g, T *RESTRICT gx, Py_ssize_t r0,     \
+                                           Py_ssize_t r1, Py_ssize_t n, int nt)                    \
+{                                                                                                  \
+    for (Py_ssize_t r = r0; r < r1; r++) {                                                         \
+        const T *RESTRICT xr = x + r * n, *RESTRICT gr = g + r * n;                                \
+        T mu = mean[r], rs = rstd[r];                                                              \
+        T *RESTRICT o = gx + r * n;                                                                \
+        double sg, sgx;                                                                            \
+        if (w) {                                                                                   \
+            LANE_SUM(sg, n, i, gr[i] * w[i]);                                                      \
+            LANE_SUM(sgx, n, i, (double)(gr[i] * w[i]) * (double)((xr[i] - mu) * rs));             \
+            T mg = (T)(sg / (double)n), mgx = (T)(sgx / (double)n);                                \
+            ROW_OUT(T, o, n, nt, i, (gr[i] * w[i] - (((xr[i] - mu) * rs) * mgx + mg)) * rs,        \
+                    (vld_##T(gr + i) * vld_##T(w + i)                                              \
+                     - (((vld_##T(xr + i) - mu) * rs) * mgx + mg)) * rs);                          \
+        }                                                                                          \
+        else {                                                                                     \
+            LANE_SUM(sg, n, i, gr[i]);                                                             \
+            LANE_SUM(sgx, n, i, (double)gr[i] * (double)((xr[i] - mu) * rs));                      \
+            T mg = (T)(sg / (double)n), mgx = (T)(sgx / (double)n);                                \
+            ROW_OUT(T, o, n, nt, i, (gr[i] - (((xr[i] - mu) * rs) * mgx + mg)) * rs,               \
+                    (vld_##T(gr + i) - (((vld_##T(xr + i) - mu) * rs) * mgx + mg)) * rs);          \
+        }                                                                                          \
+    }                                                                                              \
+    NT_FENCE(nt);                                                                                  \
+}
+LAYER_NORM_BACKWARD(double)
+#if !(defined(__GNUC__) || defined(__clang__))
+LAYER_NORM_BACKWARD(float)
+#endif
 
 /* rms_norm over rows: rstd = 1/sqrt(mean(x^2) + eps) in float64, rounded to T; y = (x rstd) [* w];
  * backward: gx = rstd (gh - x_hat mean(gh x_hat)), gh = g [w], x_hat = x rstd (in T, the
@@ -2796,12 +2934,15 @@ static pthread_cond_t pool_go = PTHREAD_COND_INITIALIZER;
 static pthread_cond_t pool_done = PTHREAD_COND_INITIALIZER;
 static int pool_workers = 0;         /* started, each waiting for the next generation */
 static unsigned long pool_generation = 0;
-static int pool_pending = 0;         /* workers still to finish the current generation */
+static int pool_running = 0;         /* workers that joined the current job and are in it */
+#define CHUNKS_PER_THREAD 4
+static char pool_claimed[CHUNKS_PER_THREAD * (MAX_THREADS + 1)];  /* the job's chunks taken (atomic) */
 static struct {
     range_fn fn;
     void *ctx;
     Py_ssize_t total, align;
-    int parts;
+    int parts, chunks, per;  /* threads, chunks, chunks per thread */
+    int open;  /* workers may still join (until the caller has run out of chunks) */
 } pool_job;
 
 /* part `part` of `parts` of [0, total), boundaries on multiples of `align` */
@@ -2821,6 +2962,31 @@ typedef struct {
 
 static worker_arg pool_args[MAX_THREADS];
 
+/* thread `id`'s run of a job of `chunks` chunks, `per` to each of the job's threads: its own
+ * chunks in order (the part it would have had alone: the same rows as at the previous call, so
+ * the same caches), then, last first, any other thread's chunk not yet taken, so that a worker
+ * that gets no CPU in time leaves its share to the others */
+static void run_chunk(int c, range_fn fn, void *ctx, Py_ssize_t total, Py_ssize_t align,
+                      int chunks)
+{
+    if (__atomic_exchange_n(&pool_claimed[c], 1, __ATOMIC_RELAXED))
+        return;  /* another thread's */
+    Py_ssize_t i0, i1;
+    part_range(c, chunks, total, align, &i0, &i1);
+    if (i0 < i1)
+        fn(ctx, i0, i1);
+}
+
+static void run_chunks(int id, range_fn fn, void *ctx, Py_ssize_t total, Py_ssize_t align,
+                       int chunks, int per)
+{
+    for (int c = id * per; c < (id + 1) * per; c++)
+        run_chunk(c, fn, ctx, total, align, chunks);
+    for (int c = chunks - 1; c >= 0; c--)
+        if (c / per != id)
+            run_chunk(c, fn, ctx, total, align, chunks);
+}
+
 static void *pool_worker(void *argp)
 {
     worker_arg *arg = (worker_arg *)argp;
@@ -2829,18 +2995,18 @@ static void *pool_worker(void *argp)
         while (pool_generation == arg->seen)
             pthread_cond_wait(&pool_go, &pool_mu);
         arg->seen = pool_generation;
-        if (arg->id < pool_job.parts) {
-            Py_ssize_t i0, i1;
+        if (pool_job.open && arg->id < pool_job.parts) {
             range_fn fn = pool_job.fn;
             void *ctx = pool_job.ctx;
-            part_range(arg->id, pool_job.parts, pool_job.total, pool_job.align, &i0, &i1);
+            Py_ssize_t total = pool_job.total, align = pool_job.align;
+            int chunks = pool_job.chunks, per = pool_job.per;
+            pool_running++;
             pthread_mutex_unlock(&pool_mu);
-            if (i0 < i1)
-                fn(ctx, i0, i1);
+            run_chunks(arg->id, fn, ctx, total, align, chunks, per);
             pthread_mutex_lock(&pool_mu);
+            if (--pool_running == 0)
+                pthread_cond_signal(&pool_done);
         }
-        if (--pool_pending == 0)
-            pthread_cond_signal(&pool_done);
     }
     return NULL;
 }
@@ -2854,10 +3020,16 @@ static void pool_after_fork_in_child(void)
     pool_go = c;
     pool_done = c;
     pool_workers = 0;
-    pool_pending = 0;
+    pool_running = 0;
+    pool_job.open = 0;
 }
 
-/* fn over [0, total) in parts of at least min_part units; align: part boundaries' multiple */
+/* fn over [0, total) on up to want_threads threads, in chunks of at least min_part units (up to
+ * CHUNKS_PER_THREAD per thread; run_chunks: each thread its own, then any left); align: chunk
+ * boundaries' multiple. Each unit's result does not depend on its chunk (nor on which thread runs
+ * it). The caller waits only for workers that joined: on a busy machine a worker that is not
+ * scheduled before the caller has run out of chunks is left out (its chunks run on the caller,
+ * where a fixed part for the worker waited for it). */
 static void parallel(range_fn fn, void *ctx, Py_ssize_t total, Py_ssize_t align,
                      Py_ssize_t min_part)
 {
@@ -2890,16 +3062,18 @@ static void parallel(range_fn fn, void *ctx, Py_ssize_t total, Py_ssize_t align,
     pool_job.total = total;
     pool_job.align = align;
     pool_job.parts = parts;
-    pool_pending = pool_workers;
+    int per = most / parts < CHUNKS_PER_THREAD ? (int)(most / parts) : CHUNKS_PER_THREAD;
+    pool_job.per = per;
+    pool_job.chunks = per * parts;
+    memset(pool_claimed, 0, (size_t)pool_job.chunks);
+    pool_job.open = 1;
     pool_generation++;
     pthread_cond_broadcast(&pool_go);
     pthread_mutex_unlock(&pool_mu);
-    Py_ssize_t i0, i1;
-    part_range(0, parts, total, align, &i0, &i1);
-    if (i0 < i1)
-        fn(ctx, i0, i1);
+    run_chunks(0, fn, ctx, total, align, pool_job.chunks, per);
     pthread_mutex_lock(&pool_mu);
-    while (pool_pending > 0)
+    pool_job.open = 0;
+    while (pool_running > 0)
         pthread_cond_wait(&pool_done, &pool_mu);
     pthread_mutex_unlock(&pool_mu);
     pthread_mutex_unlock(&pool_busy);
@@ -3250,24 +3424,29 @@ typedef struct {
     double *gw, *gb;
     Py_ssize_t rows, n;
     double eps;
+    int nt;  /* the row output by non-temporal stores (NT_MIN_BYTES) */
 } ln_ctx;
 
 static void call_layer_norm(void *cv, Py_ssize_t r0, Py_ssize_t r1)
 {
     ln_ctx *c = (ln_ctx *)cv;
     if (c->kind == 'f')
-        layer_norm_float(c->x, c->w, c->b, c->y, c->mean, c->rstd, r0, r1, c->n, c->eps);
+        layer_norm_float(c->x, c->w, c->b, c->y, c->mean, c->rstd, r0, r1, c->n, c->eps,
+                         c->nt);
     else
-        layer_norm_double(c->x, c->w, c->b, c->y, c->mean, c->rstd, r0, r1, c->n, c->eps);
+        layer_norm_double(c->x, c->w, c->b, c->y, c->mean, c->rstd, r0, r1, c->n, c->eps,
+                          c->nt);
 }
 
 static void call_layer_norm_backward(void *cv, Py_ssize_t r0, Py_ssize_t r1)
 {
     ln_ctx *c = (ln_ctx *)cv;
     if (c->kind == 'f')
-        layer_norm_backward_float(c->x, c->w, c->mean_in, c->rstd_in, c->g, c->y, r0, r1, c->n);
+        layer_norm_backward_float(c->x, c->w, c->mean_in, c->rstd_in, c->g, c->y, r0, r1, c->n,
+                                  c->nt);
     else
-        layer_norm_backward_double(c->x, c->w, c->mean_in, c->rstd_in, c->g, c->y, r0, r1, c->n);
+        layer_norm_backward_double(c->x, c->w, c->mean_in, c->rstd_in, c->g, c->y, r0, r1, c->n,
+                                   c->nt);
 }
 
 static void call_layer_norm_colsums(void *cv, Py_ssize_t c0, Py_ssize_t c1)
@@ -3304,7 +3483,8 @@ static PyObject *py_layer_norm(PyObject *m, PyObject *const *args, Py_ssize_t na
         return NULL;
     }
     ln_ctx c = {b.kind, b.p[0], b.p[1], b.p[2], NULL, NULL, NULL, b.p[3], b.p[4], b.p[5],
-                NULL, NULL, rows, n, eps};
+                NULL, NULL, rows, n, eps,
+                HAVE_NT && total * (b.kind == 'f' ? 4 : 8) >= NT_MIN_BYTES};
     Py_BEGIN_ALLOW_THREADS
     parallel(call_layer_norm, &c, rows, 1, MIN_PART / n > 1 ? MIN_PART / n : 1);
     Py_END_ALLOW_THREADS
@@ -3341,7 +3521,7 @@ static PyObject *py_layer_norm_backward(PyObject *m, PyObject *const *args, Py_s
     }
     double *gw = b.p[6] ? acc : NULL, *gb = b.p[7] ? acc + (b.p[6] ? n : 0) : NULL;
     ln_ctx c = {b.kind, b.p[0], b.p[1], NULL, b.p[2], b.p[3], b.p[4], b.p[5], NULL, NULL,
-                gw, gb, rows, n, 0.0};
+                gw, gb, rows, n, 0.0, HAVE_NT && total * (b.kind == 'f' ? 4 : 8) >= NT_MIN_BYTES};
     Py_BEGIN_ALLOW_THREADS
     if (gw || gb)  /* by columns: each column's sum runs over the rows in order */
         parallel(call_layer_norm_colsums, &c, n, 64, rows > 0 ? MIN_PART / rows + 1 : n);
