@@ -11,8 +11,8 @@ pool, so its threads never wait on each other that way.
 
 OpenBLAS reads the variable once, when it loads, which is when NumPy is imported. So at
 ``import ember``, if NumPy is not imported yet and the user has not set the variable, it is set
-for that load (to ``SPIN_EXPONENT``) and removed again afterwards: child processes and the user's
-environment are left as they were. Where NumPy was imported before ember, set
+for that load (to ``SPIN_EXPONENT``, 14: a few microseconds of polling) and removed again
+afterwards: child processes and the user's environment are left as they were. Where NumPy was imported before ember, set
 ``OPENBLAS_THREAD_TIMEOUT`` in the environment yourself (docs/running.md, "Threads").
 ``EMBER_BLAS_SPIN=default`` keeps OpenBLAS's own setting.
 """
@@ -23,7 +23,12 @@ import os
 import sys
 
 VARIABLE = "OPENBLAS_THREAD_TIMEOUT"
-SPIN_EXPONENT = 4  # 2 ** 4 cycles: sleep at once (OpenBLAS's smallest accepted value)
+# 2 ** 14 cycles, a few microseconds: long enough for the next of back-to-back products, short
+# of the work between a step's products. Measured on a quiet 2-vCPU box at 2 threads
+# (docs/benchmarks.md): the CNN step's median 6.6-6.9 ms at 14 every run, 6.6 or 12 ms at 4
+# (OpenBLAS's smallest value: sleep at once), 7.1-13 ms at OpenBLAS's 28; a 128 x 128 product
+# back to back 60 us at 14, 74 at 4, 32-54 at 28.
+SPIN_EXPONENT = 14
 
 chosen: str | None = None  # the value this process's OpenBLAS was loaded with by ember, if any
 
