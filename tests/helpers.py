@@ -255,3 +255,17 @@ def rerun_on_pure_python(path: str, deselect: str = "not pure_python") -> None:
                            path, "-k", deselect], env=env, capture_output=True, text=True,
                           timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+
+
+def count_calls(monkeypatch: Any, module: Any, name: str) -> dict:
+    """Replace ``module.name`` (for the test) with a wrapper that counts its calls in
+    ``["n"]`` and then calls the original: which path a call took."""
+    calls = {"n": 0}
+    orig = getattr(module, name)
+
+    def spy(*a: Any, **k: Any) -> Any:
+        calls["n"] += 1
+        return orig(*a, **k)
+
+    monkeypatch.setattr(module, name, spy)
+    return calls

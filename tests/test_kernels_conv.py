@@ -15,7 +15,7 @@ import ember
 from ember import _kernels_loader as L
 from ember.ops.nn import _kernels as kern
 from ember.ops.nn import convolution as conv
-from helpers import HAVE_TORCH, torch
+from helpers import HAVE_TORCH, count_calls, torch
 
 needs_kernels = pytest.mark.skipif(L.active is None, reason=f"kernels off: {L.reason}")
 
@@ -70,18 +70,6 @@ def one_thread():
     L.set_num_threads(1)
     yield
     L.set_num_threads(threads)
-
-
-def _spy(monkeypatch, name: str) -> dict:
-    calls = {"n": 0}
-    orig = getattr(conv, name)
-
-    def spy(*a):
-        calls["n"] += 1
-        return orig(*a)
-
-    monkeypatch.setattr(conv, name, spy)
-    return calls
 
 
 @needs_kernels
@@ -140,9 +128,9 @@ def test_row_chunks_against_the_numpy_path(shape, dtype, monkeypatch, one_thread
     ow = off[0].shape[3]  # chunks of 2 output rows
     monkeypatch.setattr(conv, "_CHUNK_BYTES", 2 * x.shape[1] * w[0, 0].size * ow * x.itemsize)
     monkeypatch.setattr(kern, "_IMAGE_MAX_K_SMALL", 0)  # (small images of 144 taps: per image)
-    calls = _spy(monkeypatch, "_chunk_forward")
-    tcalls = _spy(monkeypatch, "_chunk_transpose")
-    wcalls = _spy(monkeypatch, "_chunk_weight_grad")
+    calls = count_calls(monkeypatch, conv, "_chunk_forward")
+    tcalls = count_calls(monkeypatch, conv, "_chunk_transpose")
+    wcalls = count_calls(monkeypatch, conv, "_chunk_weight_grad")
     with L.enabled():
         on = _conv_grads(ember, x, w, b, 5, *args)
     assert calls["n"] == tcalls["n"] == wcalls["n"] == 1
@@ -163,7 +151,7 @@ def test_row_chunks_against_the_numpy_path(shape, dtype, monkeypatch, one_thread
 def test_row_chunks_leave_an_empty_batch_to_the_numpy_path(monkeypatch, one_thread) -> None:
     """An empty batch's weight gradient is zeros (row chunks would sum no products)."""
     monkeypatch.setattr(conv, "_CHUNK_BYTES", 64)
-    calls = _spy(monkeypatch, "_chunk_weight_grad")
+    calls = count_calls(monkeypatch, conv, "_chunk_weight_grad")
     x = ember.zeros(0, 16, 9, 9, requires_grad=True)
     w = ember.randn(8, 16, 3, 3, requires_grad=True)
     ember.nn.functional.conv2d(x, w, padding=1).sum().backward()
@@ -178,7 +166,7 @@ def test_large_conv_takes_row_chunks_at_one_thread_only(monkeypatch) -> None:
     default chunk size at one thread (each gradient against the NumPy path and PyTorch), and in
     whole-batch products at two (the kernels' columns bit for bit at either count)."""
     x, w, b, args = _arrays((4, 64, 32, 32, 64, 3, 1, 1, 1, 1), np.float32, 6)
-    calls = _spy(monkeypatch, "_chunk_forward")
+    calls = count_calls(monkeypatch, conv, "_chunk_forward")
     threads = L.active.get_num_threads()
     try:
         L.set_num_threads(1)

@@ -16,7 +16,7 @@ import ember.nn.functional as F
 from ember import _kernels_loader as L
 from ember.ops.nn import _kernels as kern
 from ember.ops.nn import convolution as conv
-from helpers import check_op
+from helpers import check_op, count_calls
 
 needs_kernels = pytest.mark.skipif(L.active is None, reason=f"kernels off: {L.reason}")
 
@@ -49,18 +49,6 @@ def _grads(x, w, b, stride, pad=0, dil=1, seed=5):
     return out + ([] if b is None else [bt.grad.numpy()]), gy
 
 
-def _spy(monkeypatch, module, name: str) -> dict:
-    calls = {"n": 0}
-    orig = getattr(module, name)
-
-    def spy(*a, **k):
-        calls["n"] += 1
-        return orig(*a, **k)
-
-    monkeypatch.setattr(module, name, spy)
-    return calls
-
-
 # (N, C, H, W, O, stride, bias): stride 1 and 2, rectangular stride, one output pixel (ResNet's
 # last downsample), an odd size whose last row the stride skips
 POINTWISE = [
@@ -82,9 +70,9 @@ def test_pointwise_conv_against_the_float64_reference(shape, dtype, monkeypatch)
     x = rng.standard_normal((N, C, H, W)).astype(dtype)
     w = rng.standard_normal((O, C, 1, 1)).astype(dtype)
     b = rng.standard_normal(O).astype(dtype) if bias else None
-    fwd = _spy(monkeypatch, conv, "_pointwise_forward")
-    ig = _spy(monkeypatch, conv, "_pointwise_input_grad")
-    wg = _spy(monkeypatch, conv, "_pointwise_weight_grad")
+    fwd = count_calls(monkeypatch, conv, "_pointwise_forward")
+    ig = count_calls(monkeypatch, conv, "_pointwise_input_grad")
+    wg = count_calls(monkeypatch, conv, "_pointwise_weight_grad")
     out, gy = _grads(x, w, b, s)
     assert fwd["n"] == ig["n"] == wg["n"] == 1
     y = _ref_conv(x, w, b, s)
@@ -138,7 +126,7 @@ def test_pointwise_not_taken_with_padding_groups_or_dilation_still_right(monkeyp
     rng = np.random.default_rng(4)
     x = rng.standard_normal((8, 4, 6, 6)).astype(np.float32)
     w = rng.standard_normal((6, 4, 1, 1)).astype(np.float32)
-    calls = _spy(monkeypatch, conv, "_pointwise_forward")
+    calls = count_calls(monkeypatch, conv, "_pointwise_forward")
     y = F.conv2d(ember.tensor(x), ember.tensor(w), None, 2, 1).numpy()
     np.testing.assert_allclose(y, _ref_conv(x, w, None, (2, 2), (1, 1)), rtol=1e-5, atol=1e-5)
     wg = rng.standard_normal((6, 2, 1, 1)).astype(np.float32)
@@ -190,7 +178,7 @@ def test_batch_inner_kernels_are_the_numpy_path_bit_for_bit(shape, dtype, thread
     assert g.batch and not g.rows
     with L.disabled():
         off, _ = _grads(x, w, b, s, p, d)
-    calls = {n: _spy(monkeypatch, L, n) for n in ("to_batch_inner", "from_batch_inner",
+    calls = {n: count_calls(monkeypatch, L, n) for n in ("to_batch_inner", "from_batch_inner",
                                                   "col2im_batch_inner", "im2col_batch_inner")}
     before = L.active.get_num_threads()
     L.set_num_threads(threads)

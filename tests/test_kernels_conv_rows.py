@@ -14,7 +14,7 @@ import ember
 from ember import _kernels_loader as L
 from ember.ops.nn import _kernels as kern
 from ember.ops.nn import convolution as conv
-from helpers import HAVE_TORCH, torch
+from helpers import HAVE_TORCH, count_calls, torch
 
 needs_kernels = pytest.mark.skipif(L.active is None, reason=f"kernels off: {L.reason}")
 needs_torch = pytest.mark.skipif(not HAVE_TORCH, reason="torch not installed")
@@ -65,26 +65,14 @@ def _grads(m, shape, x, w, b) -> tuple:
     return y.detach().numpy(), xt.grad.numpy(), wt.grad.numpy(), bt.grad.numpy()
 
 
-def _count(monkeypatch, module, name: str) -> dict:
-    calls = {"n": 0}
-    orig = getattr(module, name)
-
-    def spy(*a, **k):
-        calls["n"] += 1
-        return orig(*a, **k)
-
-    monkeypatch.setattr(module, name, spy)
-    return calls
-
-
 @needs_kernels
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("shape", ROWS)
 def test_row_major_gradients_kernels_on_and_off(shape, dtype, monkeypatch) -> None:
     assert _geom(shape).rows
     x, w, b = _arrays(shape, dtype)
-    c2r = _count(monkeypatch, L, "col2im_rows")
-    rig = _count(monkeypatch, conv, "_rows_input_grad")
+    c2r = count_calls(monkeypatch, L, "col2im_rows")
+    rig = count_calls(monkeypatch, conv, "_rows_input_grad")
     with L.enabled():
         on = _grads(ember, shape, x, w, b)
     assert c2r["n"] >= 1 and rig["n"] >= 1  # (the row-major input gradient, batch tiles too)
@@ -114,7 +102,7 @@ def test_cnn_layouts_against_torch(shape, dtype) -> None:
 def test_per_image_columns_from_the_kernel(shape, dtype, monkeypatch) -> None:
     assert _geom(shape).image
     x, w, b = _arrays(shape, dtype, 2)
-    i2c = _count(monkeypatch, L, "im2col")
+    i2c = count_calls(monkeypatch, L, "im2col")
     with L.enabled():
         on = _grads(ember, shape, x, w, b)
     assert i2c["n"] >= 2  # forward and weight gradient
@@ -164,7 +152,7 @@ def test_im2row_is_the_numpy_copy(shape, dtype, monkeypatch) -> None:
     x = _arrays(shape, dtype, 4)[0]
     with L.disabled():
         want = kern._rows(x, g)
-    calls = _count(monkeypatch, L, "im2row")
+    calls = count_calls(monkeypatch, L, "im2row")
     got = kern._rows(x, g)
     assert calls["n"] == 1 and got.dtype == dtype
     np.testing.assert_array_equal(got, want)
