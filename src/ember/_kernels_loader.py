@@ -728,17 +728,23 @@ def col2im(cols: Any, shape: tuple, geom: tuple, out: Any = None) -> np.ndarray 
     return out
 
 
+def _into(kernel: str, src: Any, shape: tuple, geom: tuple) -> np.ndarray | None:
+    """``kernel(src, out, geom)`` into a new ``out`` of ``shape`` and src's dtype (the convolution
+    layout kernels' common call); None where the kernels are off or src is not theirs."""
+    mod = active
+    if mod is None or not _ok(src, True):
+        return None
+    out = np.empty(shape, src.dtype)
+    getattr(mod, kernel)(src, out, geom)
+    return out
+
+
 def im2row(x: Any, shape: tuple, geom: tuple) -> np.ndarray | None:
     """Row-major convolution columns of ``shape`` (N * OH * OW, kh * kw * C) from an (N, C, H, W)
     float32/float64 image ``x`` (``geom`` as ``col2im_rows``'), taps (i, j, c), the padding read
     as zeros: the values of ops/nn/_kernels.py's strided copy; None where the kernel does not
     apply."""
-    mod = active
-    if mod is None or not _ok(x, True):
-        return None
-    rows = np.empty(shape, x.dtype)
-    mod.im2row(x, rows, geom)
-    return rows
+    return _into("im2row", x, shape, geom)
 
 
 def col2im_rows(rows: Any, shape: tuple, geom: tuple) -> np.ndarray | None:
@@ -746,12 +752,7 @@ def col2im_rows(rows: Any, shape: tuple, geom: tuple) -> np.ndarray | None:
     kh * kw * C) back where they were read (``geom``: ``ember._kernels``' 14 ints N, C, H, W,
     kh, kw, sh, sw, pt, pl, dh, dw, OH, OW), each pixel's taps added in (i, j) order from zero:
     bit for bit ops/nn/_kernels.py's one add per tap; None where the kernel does not apply."""
-    mod = active
-    if mod is None or not _ok(rows, True):
-        return None
-    out = np.empty(shape, rows.dtype)
-    mod.col2im_rows(rows, out, geom)
-    return out
+    return _into("col2im_rows", rows, shape, geom)
 
 
 def to_batch_inner(x: Any, shape: tuple, pad: tuple[int, int]) -> np.ndarray | None:
@@ -783,12 +784,7 @@ def im2col_batch_inner(x: Any, shape: tuple, geom: tuple) -> np.ndarray | None:
     (N, C, H, W) float32 / float64 image ``x`` (``geom`` as ``col2im_rows``'), the padding read as
     zeros: the values of ops/nn/_kernels.py's strided copy; None where the kernel does not
     apply."""
-    mod = active
-    if mod is None or not _ok(x, True):
-        return None
-    cols = np.empty(shape, x.dtype)
-    mod.im2col_batch_inner(x, cols, geom)
-    return cols
+    return _into("im2col_batch_inner", x, shape, geom)
 
 
 def col2im_batch_inner(cols: Any, shape: tuple, geom: tuple) -> np.ndarray | None:
@@ -796,12 +792,7 @@ def col2im_batch_inner(cols: Any, shape: tuple, geom: tuple) -> np.ndarray | Non
     back where they were read (``geom`` as ``col2im_rows``'), each pixel's taps added in (i, j)
     order from zero: bit for bit ops/nn/_kernels.py's one add per tap; None where the kernel does
     not apply."""
-    mod = active
-    if mod is None or not _ok(cols, True):
-        return None
-    out = np.empty(shape, cols.dtype)
-    mod.col2im_batch_inner(cols, out, geom)
-    return out
+    return _into("col2im_batch_inner", cols, shape, geom)
 
 
 def max_pool(x: Any, geom: tuple, need_idx: bool) -> tuple[np.ndarray, Any] | None:
