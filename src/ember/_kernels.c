@@ -5433,6 +5433,13 @@ typedef struct {
     Py_ssize_t off, n;
 } pw_node;
 
+/* where NumPy's tree splits n elements (n > 128): the first half, rounded down to a multiple
+ * of 8 */
+KI Py_ssize_t pw_half(Py_ssize_t n)
+{
+    return n / 2 - (n / 2) % 8;
+}
+
 /* the subtrees of the tree over n elements from off at depth levels down (or its leaves, where
  * they come first), in order, appended at out[k]; the new count */
 static int pw_list(Py_ssize_t off, Py_ssize_t n, pw_node *out, int k, int depth)
@@ -5442,8 +5449,7 @@ static int pw_list(Py_ssize_t off, Py_ssize_t n, pw_node *out, int k, int depth)
         out[k].n = n;
         return k + 1;
     }
-    Py_ssize_t n2 = n / 2;
-    n2 -= n2 % 8;
+    Py_ssize_t n2 = pw_half(n);
     k = pw_list(off, n2, out, k, depth - 1);
     return pw_list(off + n2, n - n2, out, k, depth - 1);
 }
@@ -5454,8 +5460,7 @@ static T pw_combine_##T(const T *sums, int *k, Py_ssize_t n, int depth)         
 {                                                                                               \
     if (n <= 128 || depth == 0)                                                                 \
         return sums[(*k)++];                                                                    \
-    Py_ssize_t n2 = n / 2;                                                                      \
-    n2 -= n2 % 8;                                                                               \
+    Py_ssize_t n2 = pw_half(n);                                                                 \
     T left = pw_combine_##T(sums, k, n2, depth - 1);                                            \
     return left + pw_combine_##T(sums, k, n - n2, depth - 1);                                   \
 }
@@ -5544,8 +5549,7 @@ CLONES static T pairwise##SQ##_##T(const T *RESTRICT a, Py_ssize_t n)           
         pw_leaves##SQ##_##T(a, n / 2, 2, s);                                                    \
         return s[0] + s[1];                                                                     \
     }                                                                                           \
-    Py_ssize_t n2 = n / 2;                                                                      \
-    n2 -= n2 % 8;                                                                               \
+    Py_ssize_t n2 = pw_half(n);                                                                 \
     return pairwise##SQ##_##T(a, n2) + pairwise##SQ##_##T(a + n2, n - n2);                      \
 }                                                                                               \
                                                                                                 \

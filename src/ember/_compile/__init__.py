@@ -251,8 +251,7 @@ class _CompiledFn:
         else:
             leaves = []
             spec = _flatten((args, kwargs), leaves)
-            key_parts = tuple((type(x._data), x._data.shape, x._data.dtype, x._rg)
-                              if isinstance(x, TensorBase) else (type(x), x) for x in leaves)
+            key_parts = guards.arg_key(tuple(leaves))  # (flattened: no containers left)
         mod_key = self._outside()[1]
         key = (spec, key_parts, grad_mode.state.enabled, mod_key)
         try:
