@@ -146,7 +146,8 @@ def _native_extension() -> Extension:
 
 
 KERNELS = "ember._kernels"
-KERNELS_C_SOURCES = ("_kernels.c",)  # the same list as src/ember/_kernels_loader.py's C_SOURCES
+# the same list as src/ember/_kernels_loader.py's C_SOURCES
+KERNELS_C_SOURCES = ("_kernels.h", "_kernels.c", "_kernels_gemm.c")
 
 
 def _kernels_extension() -> Extension:
@@ -154,7 +155,7 @@ def _kernels_extension() -> Extension:
     built_with = f"built with {os.environ.get('CC', cc).split()[0]} for Python {sys.version.split()[0]}"
     return Extension(
         KERNELS,
-        sources=[f"src/ember/{name}" for name in KERNELS_C_SOURCES],
+        sources=[f"src/ember/{name}" for name in KERNELS_C_SOURCES if name.endswith(".c")],
         define_macros=[
             ("EMBER_KERNELS_C_HASH", f'"{core.source_hash(KERNELS_C_SOURCES, PACKAGE)}"'),
             ("EMBER_KERNELS_BUILT_WITH", f'"{built_with}"'),

@@ -54,12 +54,14 @@ def ulps(got: np.ndarray, exact: np.ndarray, slack: float | np.ndarray = 0.0) ->
 
 
 def build_isa_variant(march: str, tmp_path: Path) -> Path:
-    """src/ember/_kernels.c compiled again without its target clones, for one instruction set
-    (``-march``), into ``tmp_path``: the path of the extension."""
+    """src/ember/_kernels.c (and the extension's other C files) compiled again without its
+    target clones, for one instruction set (``-march``), into ``tmp_path``: the path of the
+    extension."""
     so = tmp_path / ("_kernels" + sysconfig.get_config_var("EXT_SUFFIX"))
     cmd = ["cc", "-shared", "-fPIC", "-std=c11", "-O3", "-ffp-contract=off", "-fno-trapping-math",
            "-fno-math-errno", f"-march={march}", "-DEMBER_KERNELS_NO_CLONES",
-           f"-I{sysconfig.get_paths()['include']}", str(ROOT / "src/ember/_kernels.c"),
+           f"-I{sysconfig.get_paths()['include']}",
+           *[str(ROOT / "src/ember" / name) for name in L.C_SOURCES if name.endswith(".c")],
            "-o", str(so), "-lm"]
     subprocess.run(cmd, check=True, capture_output=True, timeout=300)
     return so

@@ -39,8 +39,8 @@
  *   of the float64 softmax of the float32 x - max (measured: 2.62 at worst over 1M-element sweeps
  *   of rows of 7 to 32768, as the division it replaced, 2.61; tests/test_kernels_softmax.py).
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include "_kernels.h"
+
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -2917,8 +2917,6 @@ RMSPROP(double)
  * call at a time: a second Python thread that finds the pool busy runs its loop alone. A forked
  * child starts with no workers (they do not survive fork). */
 
-typedef void (*range_fn)(void *ctx, Py_ssize_t i0, Py_ssize_t i1);
-
 #define MIN_PART 32768   /* elements a thread's part should at least have */
 #define MAX_THREADS 256
 
@@ -3087,6 +3085,12 @@ static void parallel(range_fn fn, void *ctx, Py_ssize_t total, Py_ssize_t align,
         fn(ctx, 0, total);
 }
 #endif
+
+void kernels_parallel(range_fn fn, void *ctx, Py_ssize_t total, Py_ssize_t align,
+                      Py_ssize_t min_part)
+{
+    parallel(fn, ctx, total, align, min_part);
+}
 
 /* the parts' bodies: the kernel with its arrays (ctx) over a range */
 typedef struct {
@@ -6502,6 +6506,9 @@ static PyMethodDef kernels_methods[] = {
     FAST(cumsum, "cumsum(x, out, outer, n, inner, reverse): running sums in double, rounded once."),
     FAST(topk_rows, "topk_rows(x, idx, n, k, largest): each row's k best indices; -1 first: ties."),
     FAST(tri_copy, "tri_copy(src, dst, n, m, itemsize, k, lower): tril/triu as bytes."),
+    FAST(bf16_gemm, "bf16_gemm(a, b, out): out = a @ b, (B, M, K) @ (B, K, N) bfloat16 bits, float32 sums (AVX512-BF16)."),
+    {"bf16_gemm_supported", (PyCFunction)py_bf16_gemm_supported, METH_NOARGS,
+     "bf16_gemm_supported(): whether this build and CPU run bf16_gemm."},
     {"isa", (PyCFunction)py_isa, METH_NOARGS, "isa(): the instruction set the kernels run on."},
     {"set_num_threads", (PyCFunction)py_set_num_threads, METH_O,
      "set_num_threads(n): threads a large kernel splits over (1: the calling thread alone)."},

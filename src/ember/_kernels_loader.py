@@ -30,7 +30,8 @@ import numpy as np
 
 from ._native_core import source_hash
 
-C_SOURCES = ("_kernels.c",)  # relative to the package (setup.py's KERNELS_C_SOURCES)
+# relative to the package (setup.py's KERNELS_C_SOURCES)
+C_SOURCES = ("_kernels.h", "_kernels.c", "_kernels_gemm.c")
 
 _F32 = np.dtype(np.float32)
 _F64 = np.dtype(np.float64)
@@ -864,6 +865,43 @@ def half_cast(a: Any, dtype: Any) -> np.ndarray | None:
 
 
 _HALF_MODES: dict = {}  # (source dtype, target) -> half_cast's mode, None where none applies
+
+
+def bf16_gemm_ready(dtype: Any) -> bool:
+    """Whether ``bf16_gemm`` runs for arrays of ``dtype``: bfloat16, the kernels on, and a CPU
+    with AVX512-BF16 (checked once per module: ``disabled()`` swaps the module)."""
+    mod = active
+    if mod is None or dtype.itemsize != 2 or dtype.name != "bfloat16":
+        return False
+    ok = _BF16_GEMM.get(id(mod))
+    if ok is None:
+        ok = _BF16_GEMM[id(mod)] = bool(getattr(mod, "bf16_gemm_supported", lambda: False)())
+    return ok
+
+
+_BF16_GEMM: dict = {}
+
+
+def bf16_gemm(a: Any, b: Any) -> np.ndarray | None:
+    """``a @ b`` of bfloat16 host arrays in float32, from the bfloat16 values themselves
+    (AVX512-BF16 products, float32 sums; _kernels_gemm.c): (M, K) @ (K, N) -> (M, N), or with
+    a leading batch axis on either (broadcast). Any strides: a transposed operand is not copied.
+    None where it does not apply (other dtypes, ranks, CPUs without the instruction)."""
+    if (type(a) is not np.ndarray or type(b) is not np.ndarray or a.dtype != b.dtype
+            or not bf16_gemm_ready(a.dtype) or not 2 <= a.ndim <= 3 or not 2 <= b.ndim <= 3
+            or a.shape[-1] != b.shape[-2]):
+        return None
+    a3 = a if a.ndim == 3 else a[None]
+    b3 = b if b.ndim == 3 else b[None]
+    batch = max(a3.shape[0], b3.shape[0]) if a.ndim == 3 or b.ndim == 3 else None
+    if batch is not None:
+        if a3.shape[0] not in (1, batch) or b3.shape[0] not in (1, batch):
+            return None
+        a3 = np.broadcast_to(a3, (batch,) + a3.shape[1:])
+        b3 = np.broadcast_to(b3, (batch,) + b3.shape[1:])
+    out = np.empty((a3.shape[0], a3.shape[1], b3.shape[2]), _F32)
+    active.bf16_gemm(a3.view(np.uint16), b3.view(np.uint16), out)
+    return out if batch is not None else out[0]
 
 # A half array's float32 values computed in the same pass that rounded it (``half_round``), for
 # the cast back that follows (autocast: a weight's bfloat16 copy, then its float32 values for the

@@ -442,7 +442,8 @@ def cast(op: str, *args: Any) -> tuple:
         return args
     if policy is LOWER:
         dt = state.dtypes[dev]
-        if op not in _WIDENS:
+        if op not in _WIDENS or _kernels.bf16_gemm_ready(dt.np):  # (the product takes the
+            # bfloat16 arrays as they are: nothing to keep)
             return _map(args, dev, lambda t: t if t.dtype is dt else _cached_lower(t, dt))
         # the op computes in float32 from the rounded values: each large cast keeps them, from
         # the pass that rounds, for the op's cast back (_kernels_loader.half_round)

@@ -24,6 +24,7 @@ from ..autograd import grad_mode
 from ..autograd.function import Op
 from .casting import Cast, _layout_copy, as_tensor_arg, cast
 
+
 __all__: list[str] = []
 
 
@@ -38,6 +39,9 @@ _F16 = np.dtype(np.float16)
 
 
 _OPMATH: dict = {}
+
+
+_HALF_GEMM: dict = {}
 
 
 _CONJUGATED: dict = {}
@@ -62,6 +66,19 @@ def opmath(cls: Any) -> Any:
     if sub is None:
         sub = _OPMATH[cls] = _variant(cls, forward=_opmath_forward(cls.forward),
                                       backward=_opmath_backward(cls.backward))
+    return sub
+
+
+def half_gemm(cls: Any) -> Any:
+    """``cls`` (a product: linear) for bfloat16 operands where the kernels multiply bfloat16
+    arrays themselves (``_kernels_loader.bf16_gemm``: exact products, float32 sums). Its
+    forward gets the half arrays, saves them (what PyTorch saves) and rounds its float32 result
+    once; its backward gets the half gradient and returns float32 gradients, each rounded once
+    to its input's dtype here, as ``opmath``'s. Against ``opmath(cls)`` (the operands widened to
+    float32 for NumPy's sgemm) only the order of the float32 sums differs."""
+    sub = _HALF_GEMM.get(cls)
+    if sub is None:
+        sub = _HALF_GEMM[cls] = _variant(cls, backward=_half_gemm_backward(cls.backward))
     return sub
 
 
@@ -92,6 +109,16 @@ def refreshed(cls: Any) -> Any:
         # hook), as PyTorch's, not the copies (``Node._saved_as_tensors``)
         sub._recasts_promoted = True
     return sub
+
+
+def round_half(o: Any, half: Any) -> Any:
+    """A float32 array rounded to ``half`` (float16/bfloat16) once; other arrays as they are."""
+    return _round_half(o, half)
+
+
+def wide(a: Any) -> Any:
+    """A float16/bfloat16 host array as float32 (one pass); anything else as it is."""
+    return _to_f32(a) if type(a) is np.ndarray and a.dtype.itemsize == 2 else a
 
 
 class _NoGrad(Op):
@@ -331,6 +358,15 @@ def _opmath_backward(bwd: Any) -> Any:
         finally:
             if saved:
                 ctx._saved = saved
+
+    return backward
+
+
+def _half_gemm_backward(bwd: Any) -> Any:
+    def backward(ctx: Any, *grads: Any) -> Any:
+        if ctx._tensor_mode:  # under create_graph: ember's ops on half tensors, as opmath's
+            return bwd(ctx, *grads)
+        return _round_grads(ctx, bwd(ctx, *grads))
 
     return backward
 

@@ -5,14 +5,17 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
+
 from ... import _backend, _dtype
+from ... import _kernels_loader as _kernels
 from ..._tensor_base import TensorBase
 from ...autograd import grad_mode
 from ...autograd.function import Op, internal_view
 from .. import _out
 from .._autocast import cast as _amp_cast
 from .._autocast import flag as _amp
-from .._promote import conjugated, opmath
+from .._promote import conjugated, half_gemm, opmath, round_half, wide
 
 __all__ = [
     "linear", "bilinear",
@@ -92,11 +95,11 @@ class Linear(Op):
         ctx.save_for_backward(x if need[1] else None, w if need[0] else None)
         ctx.x_shape, ctx.w_shape = x.shape, w.shape
         rows = math.prod(x.shape[:-1])
-        out = _backend.gemm(x.reshape(rows, x.shape[-1]), w.T)
+        out = _gemm(x.reshape(rows, x.shape[-1]), w.T)
         if b is not None:  # a float16/bfloat16 product is float32 here: the bias joins it there
             out += b
-        if out.dtype != x.dtype:  # NumPy computes bfloat16 products in float32: round once
-            out = out.astype(x.dtype)
+        if out.dtype != x.dtype:  # a bfloat16 product is float32: round once
+            out = round_half(out, x.dtype)
         return out.reshape(x.shape[:-1] + (w.shape[0],))
 
     @staticmethod
@@ -108,11 +111,11 @@ class Linear(Op):
         g2 = grad.reshape(rows, grad.shape[-1])
         gx = gw = gb = None
         if need[0]:
-            gx = _backend.gemm(g2, w).reshape(x_shape)
+            gx = _gemm(g2, w).reshape(x_shape)
         if need[1]:
-            gw = _backend.gemm(g2.swapaxes(0, 1), x.reshape(rows, x_shape[-1]))
+            gw = _gemm(g2.swapaxes(0, 1), x.reshape(rows, x_shape[-1]))
         if need[2]:
-            gb = g2.sum(axis=0)
+            gb = wide(g2).sum(axis=0)  # (half_gemm's bfloat16 gradient: summed in float32)
         return gx, gw, gb
 
 
@@ -193,9 +196,10 @@ def _linear_op(ndim: int, bias: Any, dt: Any) -> type:
         op = LinearView
     else:
         op = LinearSqueeze if ndim == 1 else LinearUnsafeView
-    # float16/bfloat16: the product, the bias and the gradients in float32, rounded once
+    # float16/bfloat16: the product, the bias and the gradients in float32, rounded once (the
+    # bfloat16 operands multiplied as they are where the CPU can: half_gemm)
     if dt.itemsize == 2:
-        return opmath(op)
+        return half_gemm(op) if _kernels.bf16_gemm_ready(dt) else opmath(op)
     return conjugated(op) if dt.kind == "c" else op  # complex: PyTorch's conjugated rule
 
 
@@ -246,3 +250,11 @@ def _x1_w(a1: Any, w: Any) -> Any:
     """(B, I) x (K, I, J) -> (B, K, J): sum_i a1[b, i] w[k, i, j], as one GEMM."""
     k, i, j = tuple(w.shape)
     return (a1 @ w.swapaxes(0, 1).reshape(i, k * j)).reshape(a1.shape[0], k, j)
+
+
+def _gemm(a: Any, b: Any) -> Any:
+    """``a @ b``; bfloat16 host arrays (``half_gemm``'s operands) by the kernel, in float32."""
+    if a.dtype.itemsize == 2 and type(a) is np.ndarray:
+        out = _kernels.bf16_gemm(a, b)  # (None where the kernels were turned off since forward)
+        return out if out is not None else _backend.gemm(wide(a), wide(b))
+    return _backend.gemm(a, b)
