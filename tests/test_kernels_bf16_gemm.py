@@ -67,6 +67,9 @@ def test_general_strides_and_batches_broadcast() -> None:
     np.testing.assert_array_equal(L.bf16_gemm(a, b3), _exact(a, b3))
     a1 = _ints(rng, (1, 30, 27))
     np.testing.assert_array_equal(L.bf16_gemm(a1, b3), _exact(a1, b3))
+    w = _ints(rng, (2, 5, 27))  # convolution's (groups, O / groups, K) against (N, groups, K, L)
+    cols = _ints(rng, (4, 2, 27, 33))
+    np.testing.assert_array_equal(L.bf16_gemm(w, cols), _exact(w, cols))
     assert L.bf16_gemm(_ints(rng, (2, 3, 4)), _ints(rng, (3, 4, 5))) is None  # batches differ
     assert L.bf16_gemm(a, a) is None  # inner sizes differ
     assert L.bf16_gemm(a.astype(np.float32), b.astype(np.float32)) is None  # not bfloat16
@@ -174,6 +177,34 @@ def test_autocast_products_take_it_and_match_the_float32_path(op: str, monkeypat
                 np.testing.assert_array_equal(g, r)
             else:  # one bfloat16 ulp (2^-7 relative) where a float32 sum rounded the other way
                 np.testing.assert_allclose(g, r, rtol=2.0**-7, atol=1e-6)
+
+
+@needs_bf16_gemm
+@pytest.mark.parametrize("groups", [1, 2])
+def test_autocast_convolution_takes_it(groups: int, monkeypatch) -> None:
+    """conv2d's products of bfloat16 columns (forward, input and weight gradients): the kernel,
+    against ml_dtypes' float32 products of the same arrays (integers: exactly)"""
+    calls = []
+    real = L.bf16_gemm
+    monkeypatch.setattr(L, "bf16_gemm", lambda a, b: calls.append(a.shape) or real(a, b))
+    rng = np.random.default_rng(11)
+    x32 = rng.integers(-3, 4, (3, 4, 9, 9)).astype(np.float32)
+    w32 = rng.integers(-3, 4, (6, 4 // groups, 3, 3)).astype(np.float32)
+
+    def run() -> list:
+        x = ember.tensor(x32, requires_grad=True)
+        w = ember.tensor(w32, requires_grad=True)
+        with ember.autocast("cpu", dtype=ember.bfloat16):
+            y = ember.nn.functional.conv2d(x, w, padding=1, groups=groups)
+        assert y.dtype == ember.bfloat16
+        (y.float() * ember.linspace(-1, 1, 9)).sum().backward()
+        return [y.detach().float().numpy(), x.grad.numpy(), w.grad.numpy()]
+
+    got = run()
+    assert len(calls) >= 3
+    monkeypatch.setattr(L, "_BF16_GEMM", {id(L.active): False})
+    for g, r in zip(got, run()):
+        np.testing.assert_array_equal(g, r)
 
 
 @needs_bf16_gemm

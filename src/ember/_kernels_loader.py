@@ -884,24 +884,29 @@ _BF16_GEMM: dict = {}
 
 def bf16_gemm(a: Any, b: Any) -> np.ndarray | None:
     """``a @ b`` of bfloat16 host arrays in float32, from the bfloat16 values themselves
-    (AVX512-BF16 products, float32 sums; _kernels_gemm.c): (M, K) @ (K, N) -> (M, N), or with
-    a leading batch axis on either (broadcast). Any strides: a transposed operand is not copied.
-    None where it does not apply (other dtypes, ranks, CPUs without the instruction)."""
+    (AVX512-BF16 products, float32 sums; _kernels_gemm.c): (..., M, K) @ (..., K, N) ->
+    (..., M, N), batch dims broadcast as matmul's. Any strides: a transposed or broadcast
+    operand is not copied. None where it does not apply (other dtypes, 1-D operands, batch
+    dims that do not broadcast, CPUs without the instruction)."""
     if (type(a) is not np.ndarray or type(b) is not np.ndarray or a.dtype != b.dtype
-            or not bf16_gemm_ready(a.dtype) or not 2 <= a.ndim <= 3 or not 2 <= b.ndim <= 3
+            or not bf16_gemm_ready(a.dtype) or a.ndim < 2 or b.ndim < 2
             or a.shape[-1] != b.shape[-2]):
         return None
-    a3 = a if a.ndim == 3 else a[None]
-    b3 = b if b.ndim == 3 else b[None]
-    batch = max(a3.shape[0], b3.shape[0]) if a.ndim == 3 or b.ndim == 3 else None
-    if batch is not None:
-        if a3.shape[0] not in (1, batch) or b3.shape[0] not in (1, batch):
-            return None
-        a3 = np.broadcast_to(a3, (batch,) + a3.shape[1:])
-        b3 = np.broadcast_to(b3, (batch,) + b3.shape[1:])
-    out = np.empty((a3.shape[0], a3.shape[1], b3.shape[2]), _F32)
-    active.bf16_gemm(a3.view(np.uint16), b3.view(np.uint16), out)
-    return out if batch is not None else out[0]
+    try:
+        batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    except ValueError:
+        return None
+    m, n = a.shape[-2], b.shape[-1]
+    out = np.empty(batch + (m, n), _F32)
+    if not batch:
+        active.bf16_gemm(a.view(np.uint16)[None], b.view(np.uint16)[None], out[None])
+        return out
+    # one call per stack of the last batch dim (the kernel's batch: strides, 0 where broadcast)
+    a = np.broadcast_to(a.view(np.uint16), batch + a.shape[-2:])
+    b = np.broadcast_to(b.view(np.uint16), batch + b.shape[-2:])
+    for idx in np.ndindex(batch[:-1]):
+        active.bf16_gemm(a[idx], b[idx], out[idx])
+    return out
 
 # A half array's float32 values computed in the same pass that rounded it (``half_round``), for
 # the cast back that follows (autocast: a weight's bfloat16 copy, then its float32 values for the

@@ -459,7 +459,7 @@ def _mm_arrays(a: Any, b: Any) -> Any:
         out = _backend.gemm(a, b)
         return np.asarray(out) if isinstance(out, np.generic) else out
     low = _is_low(dt)
-    if low and (out := _bf16_product(a, b)) is not None:  # bfloat16 multiplied as it is
+    if low and (out := _kernels.bf16_gemm(a, b)) is not None:  # bfloat16 multiplied as it is
         return _round(out, dt)
     if low:  # (the eager kernel's one pass where it applies: autocast's kept values, too)
         a = _to32(a)
@@ -480,20 +480,6 @@ def _round(out: Any, dt: Any) -> Any:
     """A float32 product rounded once to the half dtype ``dt`` (the eager kernel's pass)."""
     r = _kernels.half_cast(out, dt)
     return out.astype(dt) if r is None else r
-
-
-def _bf16_product(a: Any, b: Any) -> Any:
-    """``a @ b`` of bfloat16 arrays (matrices, or stacks with the same batch dims) in float32 by
-    the kernel, from the bfloat16 values as they are; None where it does not apply."""
-    if not _kernels.bf16_gemm_ready(a.dtype) or a.ndim < 2 or b.ndim < 2:
-        return None
-    if a.ndim <= 3 and b.ndim <= 3:
-        return _kernels.bf16_gemm(a, b)
-    if a.shape[:-2] != b.shape[:-2]:
-        return None
-    batch = a.shape[:-2]
-    out = _kernels.bf16_gemm(a.reshape((-1,) + a.shape[-2:]), b.reshape((-1,) + b.shape[-2:]))
-    return None if out is None else out.reshape(batch + out.shape[-2:])
 
 
 ger = outer

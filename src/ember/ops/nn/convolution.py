@@ -480,7 +480,7 @@ def _conv_forward(xp: Any, x4: Any, w4: Any, b: Any, g: _Geom, groups: int) -> t
             w3.dtype == x4.dtype and (b is None or b.dtype == x4.dtype):
         return _image_forward(x4, w3, b, g, groups)  # (bias added)
     cols = _im2col(xp, x4, g, groups)
-    y = xp.matmul(w3, cols)
+    y = _matmul(xp, w3, cols)
     # a bfloat16 product comes back float32: the bias joins it there and the sum is
     # rounded once, as PyTorch's convolution does
     if g.image:  # one product per image, already (N, groups, O / groups, OH * OW)
@@ -506,10 +506,10 @@ def _conv_transpose_forward(xp: Any, g4: Any, w4: Any, g: _Geom, groups: int, gt
     wm = w4.reshape(groups, O // groups, Cg * kh * kw).swapaxes(1, 2)
     if g.image:  # per image: (N, groups, Cg * kh * kw, L), no transpose of the gradient
         gt = g4.reshape(N, groups, O // groups, g.L)
-        cols = xp.matmul(wm, gt).astype(dtype, copy=False)
+        cols = _matmul(xp, wm, gt).astype(dtype, copy=False)
         return _col2im(xp, cols.reshape(N, C * kh * kw, g.L), g, N)
     gt = (_grad_to_cols(xp, g4, g) if gt is None else gt).reshape(groups, O // groups, N * g.L)
-    cols = xp.matmul(wm, gt).astype(dtype, copy=False)
+    cols = _matmul(xp, wm, gt).astype(dtype, copy=False)
     return _col2im(xp, cols.reshape(C * kh * kw, N * g.L), g, N)
 
 
@@ -532,7 +532,7 @@ def _weight_grad(xp: Any, x4: Any, g4: Any, g: _Geom, groups: int, shape: tuple,
         # K), summed over the images: (groups, K, O / groups), transposed into place
         # (into an array of the weight's shape that owns its memory, as below)
         gt = g4.reshape(N, groups, O // groups, g.L)
-        part = xp.matmul(cols, gt.swapaxes(2, 3)).sum(axis=0)
+        part = _matmul(xp, cols, gt.swapaxes(2, 3)).sum(axis=0)
         gw = xp.empty(shape, dtype=x4.dtype)
         gw.reshape(groups, O // groups, -1)[...] = part.swapaxes(1, 2)
         return gw
@@ -556,7 +556,7 @@ def _weight_grad(xp: Any, x4: Any, g4: Any, g: _Geom, groups: int, shape: tuple,
         else:
             np.matmul(gt, cols.swapaxes(1, 2), out=gw.reshape(groups, O // groups, -1))
         return gw
-    gw = xp.matmul(gt, cols.swapaxes(1, 2)).astype(x4.dtype, copy=False)
+    gw = _matmul(xp, gt, cols.swapaxes(1, 2)).astype(x4.dtype, copy=False)
     return gw.reshape(shape)
 
 
@@ -812,3 +812,11 @@ def _conv_transpose3d(x: Any, w: Any, bias: Any, out: tuple, stride: tuple, padd
     if bias is not None:
         return y + bias.reshape(1, -1, 1, 1, 1)  # a new, contiguous array
     return y.contiguous()  # the crop of the padded depths is a view: one copy, as PyTorch's
+
+
+def _matmul(xp: Any, a: Any, b: Any) -> Any:
+    """``xp.matmul(a, b)``; bfloat16 host arrays by the kernel where the CPU multiplies bfloat16
+    (float32 out, as ml_dtypes' matmul gives, in float32 sums of exact products)."""
+    if a.dtype.itemsize == 2 and (out := _kl.bf16_gemm(a, b)) is not None:
+        return out
+    return xp.matmul(a, b)
