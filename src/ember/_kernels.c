@@ -5479,6 +5479,31 @@ PW_COMBINE(double)
 typedef float pw_vec_float __attribute__((vector_size(32)));
 typedef double pw_vec_double __attribute__((vector_size(64)));
 #define PW_VEC(T) pw_vec_##T
+typedef int pw_mask_float __attribute__((vector_size(32)));
+typedef long long pw_mask_double __attribute__((vector_size(64)));
+#if defined(__clang__)
+#define PW_SHUF(T, a, b, ...) __builtin_shufflevector(a, b, __VA_ARGS__)
+#else
+#define PW_SHUF(T, a, b, ...) __builtin_shuffle(a, b, (pw_mask_##T){__VA_ARGS__})
+#endif
+/* the 8 leaves' PW_LANES at once: each level of its tree for all leaves in one vector addition
+ * (lanes regrouped by shuffles; the same additions of the same pairs, so the same bits) */
+#define PW_HSUM8(T)                                                                             \
+KI void pw_hsum8_##T(const PW_VEC(T) *r, T *out)                                                \
+{                                                                                               \
+    PW_VEC(T) x[4], y[2], z;                                                                    \
+    for (int t = 0; t < 4; t++) /* lanes: leaf 2t, 2t+1 alternating; pairs 01, 23, 45, 67 */    \
+        x[t] = PW_SHUF(T, r[2 * t], r[2 * t + 1], 0, 8, 2, 10, 4, 12, 6, 14)                    \
+               + PW_SHUF(T, r[2 * t], r[2 * t + 1], 1, 9, 3, 11, 5, 13, 7, 15);                 \
+    for (int t = 0; t < 2; t++) /* four leaves' (01 + 23), then their (45 + 67) */              \
+        y[t] = PW_SHUF(T, x[2 * t], x[2 * t + 1], 0, 1, 8, 9, 4, 5, 12, 13)                     \
+               + PW_SHUF(T, x[2 * t], x[2 * t + 1], 2, 3, 10, 11, 6, 7, 14, 15);                \
+    z = PW_SHUF(T, y[0], y[1], 0, 1, 2, 3, 8, 9, 10, 11)                                        \
+        + PW_SHUF(T, y[0], y[1], 4, 5, 6, 7, 12, 13, 14, 15);                                   \
+    memcpy(out, &z, sizeof z);                                                                  \
+}
+PW_HSUM8(float)
+PW_HSUM8(double)
 /* q leaves of m elements each (m a multiple of 8, 8 <= m <= 128) from a, chains interleaved */
 #define PW_LEAVES(T, SQ, V)                                                                     \
 KI void pw_leaves##SQ##_##T(const T *RESTRICT a, Py_ssize_t m, int q, T *out)                   \
@@ -5493,6 +5518,10 @@ KI void pw_leaves##SQ##_##T(const T *RESTRICT a, Py_ssize_t m, int q, T *out)   
             memcpy(&w, a + t * m + i, sizeof w);                                                \
             r[t] += V(w);                                                                       \
         }                                                                                       \
+    if (q == 8) {                                                                               \
+        pw_hsum8_##T(r, out);                                                                   \
+        return;                                                                                 \
+    }                                                                                           \
     for (int t = 0; t < q; t++) {                                                               \
         T lanes[8];                                                                             \
         memcpy(lanes, &r[t], sizeof lanes);                                                     \
