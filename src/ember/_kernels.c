@@ -5515,6 +5515,8 @@ KI void pw_leaves##SQ##_##T(const T *RESTRICT a, Py_ssize_t m, int q, T *out)   
     }                                                                                           \
     for (Py_ssize_t i = 8; i < m; i += 8)                                                       \
         for (int t = 0; t < q; t++) {                                                           \
+            if (q == 8 && i % 16 == 8) /* the next node's line (no fault past the end) */      \
+                PREFETCH(a + (q + t) * m + i);                                                  \
             memcpy(&w, a + t * m + i, sizeof w);                                                \
             r[t] += V(w);                                                                       \
         }                                                                                       \
