@@ -89,7 +89,7 @@ EMBER_PURE_PYTHON=1 .venv/bin/python -m pytest -q -p no:cacheprovider -n 2 \
 echo "== native core under python -X dev, PYTHONMALLOC=debug"
 PYTHONMALLOC=debug .venv/bin/python -X dev -m pytest -q -p no:cacheprovider -p no:xdist \
   tests/test_native_core.py tests/test_autograd.py tests/test_torch_function.py \
-  tests/test_compile_guards.py
+  tests/test_compile_guards.py tests/test_kernels_bf16_gemm.py
 if [ -n "${CI:-}" ]; then
   if .venv/bin/python -m pip index versions --timeout 10 --retries 0 torchmetrics \
       >/dev/null 2>&1; then
