@@ -307,3 +307,30 @@ def test_distributed_sampler_partitions_as_pytorchs(n, replicas, drop_last, shuf
             b.set_epoch(epoch)
             assert list(a) == list(b) and len(a) == len(b), (n, replicas, r, epoch)
     assert torch.randperm is fake_randperm and real_randperm is not fake_randperm
+
+
+def test_more_workers_than_cpus_warns_as_pytorch_does():
+    """PyTorch warns at construction (and at each new worker iterator) when num_workers is more
+    than the CPUs the process may use; at or below that count it says nothing"""
+    import warnings
+
+    from helpers import HAVE_TORCH, torch
+
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    ds = TensorDataset(ember.arange(4.0))
+    with pytest.warns(UserWarning, match=f"will create {cpus + 1} worker processes in total. "
+                      f"Our suggested max number of worker in current system is {cpus}"):
+        DataLoader(ds, num_workers=cpus + 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        DataLoader(ds, num_workers=cpus)
+        DataLoader(ds)
+    if HAVE_TORCH:
+        with warnings.catch_warnings(record=True) as ours:
+            warnings.simplefilter("always")
+            DataLoader(ds, num_workers=cpus + 1)
+        with warnings.catch_warnings(record=True) as theirs:
+            warnings.simplefilter("always")
+            torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.arange(4.0)),
+                                        num_workers=cpus + 1)
+        assert [str(w.message) for w in ours] == [str(w.message) for w in theirs]

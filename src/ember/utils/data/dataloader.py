@@ -238,6 +238,33 @@ class DataLoader(Generic[_T_co]):
         if collate_fn is None:
             collate_fn = default_collate if self._auto_collation else default_convert
         self.collate_fn = collate_fn
+        self.check_worker_number_rationality()
+
+    def check_worker_number_rationality(self) -> None:
+        """PyTorch's warning (at construction and at each new worker iterator) when
+        ``num_workers`` is more than the CPUs this process may use: the workers then compete
+        for them, and loading slows down or stalls."""
+        if not self.num_workers:
+            return
+        affinity = hasattr(os, "sched_getaffinity")
+        try:
+            cpus = len(os.sched_getaffinity(0)) if affinity else os.cpu_count()
+        except OSError:
+            cpus = os.cpu_count()
+        if cpus is not None and self.num_workers <= cpus:
+            return
+        if cpus is None:
+            suggest = ("DataLoader is not able to compute a suggested max number of worker in "
+                       "current system.")
+        else:
+            suggest = (f"Our suggested max number of worker in current system is {cpus}"
+                       f"{'' if affinity else ' (`cpuset` is not taken into account)'}, which is "
+                       "smaller than what this DataLoader is going to create.")
+        warnings.warn(
+            f"This DataLoader will create {self.num_workers} worker processes in total. {suggest} "
+            "Please be aware that excessive worker creation might get DataLoader running slow or "
+            "even freeze, lower the worker number to avoid potential slowness/freeze if "
+            "necessary.", stacklevel=2)
 
     def __len__(self) -> int:
         if self._iterable:
@@ -269,6 +296,7 @@ class DataLoader(Generic[_T_co]):
     def __iter__(self) -> _BaseDataLoaderIter:
         if self.num_workers == 0:
             return _SingleProcessDataLoaderIter(self)
+        self.check_worker_number_rationality()
         it = _MultiProcessingDataLoaderIter(self)
         if self.persistent_workers:  # kept, as PyTorch keeps it: `loader._iterator` is how
             self._iterator = it  # libraries reach `_shutdown_workers()`
