@@ -180,7 +180,7 @@ class Conv(Op):
             y = _pointwise_forward(x4, w4, b, g)
         elif chunked:
             y = _chunk_forward(x4, w4, b, g, groups)
-        elif step >= N:
+        elif step >= N or g.image:  # (per-image columns are built a few images at a time)
             y = _conv_forward(xp, x4, w4, b, g, groups)[0]
         else:  # batch tiles: columns of ``step`` images at a time, rebuilt by the weight grad
             y = xp.empty((N, O, g.OH, g.OW), dtype=x.dtype)
@@ -296,7 +296,7 @@ class ConvWeight(Op):
             return _pointwise_weight_grad(x4, g4, g, shape)
         if _chunked(g, C * k[0] * k[1], x4, g4):
             return _chunk_weight_grad(x4, g4, g, groups, shape)
-        if step >= N:
+        if step >= N or g.image:  # (per-image columns are built a few images at a time)
             return _weight_grad(xp, x4, g4, g, groups, shape, None, gt)
         gw = None  # batch tiles: each tile's columns rebuilt, their products summed
         for n0 in range(0, N, step):
