@@ -31,6 +31,8 @@ from ._kernels import (
     _check_tensor,
     _col2im,
     _depth_taps,
+    _direct_forward,
+    _direct_ok,
     _fold,
     _Geom,
     _grad_rows,
@@ -476,6 +478,8 @@ def _conv_forward(xp: Any, x4: Any, w4: Any, b: Any, g: _Geom, groups: int) -> t
     w3 = w4.reshape(groups, O // groups, Cg * kh * kw)
     if _rows_ok(g, groups, x4, w4, b):
         return _rows_forward(x4, w4, b, g)  # (bias added; cols are rows (N * L, K))
+    if _direct_ok(g, groups, x4, w4, b) and (y := _direct_forward(x4, w4, b, g)) is not None:
+        return y, None  # (bias added; no columns)
     if g.image and type(x4) is np.ndarray and x4.dtype in (np.float32, np.float64) and \
             w3.dtype == x4.dtype and (b is None or b.dtype == x4.dtype):
         return _image_forward(x4, w3, b, g, groups)  # (bias added)
