@@ -392,27 +392,33 @@ def _direct_forward(x4: np.ndarray, w4: np.ndarray, b: np.ndarray | None, g: _Ge
 
 
 def _image_weight_grad(x4: np.ndarray, g4: np.ndarray, g: _Geom, groups: int,
-                       shape: tuple) -> np.ndarray:
+                       shape: tuple, bias: bool = False) -> Any:
     """The per-image weight gradient on the host: per image, columns (groups, K, L) @ gy^T
     (L, O / groups), the products summed over the batch axis, transposed into an array of the
-    weight's ``shape``; columns built a few images at a time, as ``_image_forward``'s."""
+    weight's ``shape``; columns built a few images at a time, as ``_image_forward``'s. ``bias``:
+    also the bias's gradient, as the product of one more column row of ones (the sums of gy's
+    planes ride in the product: no pass over gy of their own) -> (weight's, bias's)."""
     N, C = x4.shape[:2]
     O = g4.shape[1]
     G, Og, Cg = groups, O // groups, C // groups
     K = Cg * g.kh * g.kw
+    extra = 1 if bias else 0
     gt = g4.reshape(N, G, Og, g.L)
-    parts = np.empty((N, G, K, Og), dtype=x4.dtype)
-    step = max(1, _IMAGE_CHUNK_BYTES // max(G * K * g.L * x4.itemsize, 1))
-    cols = np.empty((min(step, N), G, K, g.L), dtype=x4.dtype)
+    parts = np.empty((N, G, K + extra, Og), dtype=x4.dtype)
+    step = max(1, _IMAGE_CHUNK_BYTES // max(G * (K + extra) * g.L * x4.itemsize, 1))
+    cols = np.empty((min(step, N), G, K + extra, g.L), dtype=x4.dtype)
+    if extra:
+        cols[:, :, K] = 1
     buf = _image_cols_source(x4, g, G)
     for n0 in range(0, N, step):
         n = min(step, N - n0)
         cn = cols[:n]
-        _image_cols(x4, buf, g, G, n0, n, cn, K)
+        _image_cols(x4, buf, g, G, n0, n, cn, K)  # (the taps' K rows first, then the bias's)
         np.matmul(cn, gt[n0:n0 + n].swapaxes(2, 3), out=parts[n0:n0 + n])
+    total = parts.sum(axis=0)
     gw = np.empty(shape, dtype=x4.dtype)
-    gw.reshape(G, Og, -1)[...] = parts.sum(axis=0).swapaxes(1, 2)
-    return gw
+    gw.reshape(G, Og, -1)[...] = total[:, :K].swapaxes(1, 2)
+    return (gw, total[:, K].reshape(O)) if bias else gw
 
 
 def _batch_step(g: _Geom, n: int, k: int, out_channels: int, itemsize: int,

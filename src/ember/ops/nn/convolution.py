@@ -216,6 +216,14 @@ class Conv(Op):
                 gt = _grad_to_cols(ctx.xp, _4d(grad), g)
         gx = ctx.call(ConvTranspose, grad, w, None, ctx.in_hw, *ctx.args, gt) \
             if need[0] else None
+        if need[1] and need[2] and not ctx._tensor_mode and g.image and \
+                _image_arrays(_4d(x), _4d(grad)):
+            # per image: the bias's gradient rides in the weight's products (a row of ones)
+            x4, groups = _4d(x), ctx.args[3]
+            shape = (ctx.out_channels, x4.shape[1] // groups) + \
+                ((ctx.k[1],) if ctx.nd == 3 else tuple(ctx.k))
+            gw, gb = _image_weight_grad(x4, _4d(grad), g, groups, shape, bias=True)
+            return gx, gw, gb, None, None, None, None, None
         gw = ctx.call(ConvWeight, x, grad, ctx.k, *ctx.args, gt) if need[1] else None
         gb = _bias_grad(ctx.xp, grad, ctx.nd) if need[2] else None
         return gx, gw, gb, None, None, None, None, None
@@ -517,14 +525,19 @@ def _conv_transpose_forward(xp: Any, g4: Any, w4: Any, g: _Geom, groups: int, gt
     return _col2im(xp, cols.reshape(C * kh * kw, N * g.L), g, N)
 
 
+def _image_arrays(x4: Any, g4: Any) -> bool:
+    """Whether ``_image_weight_grad`` takes these arrays: host float32 / float64, one dtype."""
+    return type(x4) is np.ndarray and type(g4) is np.ndarray and \
+        x4.dtype in (np.float32, np.float64) and g4.dtype == x4.dtype
+
+
 def _weight_grad(xp: Any, x4: Any, g4: Any, g: _Geom, groups: int, shape: tuple, cols: Any,
                  gt: Any) -> Any:
     """ConvWeight's forward on (N, C, H, W) and (N, O, OH, OW) arrays -> the weight's gradient
     of ``shape``; ``cols`` / ``gt``: the forward's columns and the gradient's, when at hand."""
     N = x4.shape[0]
     O = g4.shape[1]
-    if g.image and cols is None and type(x4) is np.ndarray and type(g4) is np.ndarray and \
-            x4.dtype in (np.float32, np.float64) and g4.dtype == x4.dtype:
+    if g.image and cols is None and _image_arrays(x4, g4):
         return _image_weight_grad(x4, g4, g, groups, shape)
     if cols is None:
         cols = _rows(x4, g) if _rows_ok(g, groups, x4, g4) else \
