@@ -182,7 +182,8 @@ class Conv(Op):
             y = _pointwise_forward(x4, w4, b, g)
         elif chunked:
             y = _chunk_forward(x4, w4, b, g, groups)
-        elif step >= N or g.image:  # (per-image columns are built a few images at a time)
+        elif step >= N or (g.image and _image_arrays(x4, w4, b)):
+            # (the host's per-image columns are built a few images at a time)
             y = _conv_forward(xp, x4, w4, b, g, groups)[0]
         else:  # batch tiles: columns of ``step`` images at a time, rebuilt by the weight grad
             y = xp.empty((N, O, g.OH, g.OW), dtype=x.dtype)
@@ -306,7 +307,8 @@ class ConvWeight(Op):
             return _pointwise_weight_grad(x4, g4, g, shape)
         if _chunked(g, C * k[0] * k[1], x4, g4):
             return _chunk_weight_grad(x4, g4, g, groups, shape)
-        if step >= N or g.image:  # (per-image columns are built a few images at a time)
+        if step >= N or (g.image and _image_arrays(x4, g4)):
+            # (the host's per-image columns are built a few images at a time)
             return _weight_grad(xp, x4, g4, g, groups, shape, None, gt)
         gw = None  # batch tiles: each tile's columns rebuilt, their products summed
         for n0 in range(0, N, step):
@@ -488,8 +490,7 @@ def _conv_forward(xp: Any, x4: Any, w4: Any, b: Any, g: _Geom, groups: int) -> t
         return _rows_forward(x4, w4, b, g)  # (bias added; cols are rows (N * L, K))
     if _direct_ok(g, groups, x4, w4, b) and (y := _direct_forward(x4, w4, b, g)) is not None:
         return y, None  # (bias added; no columns)
-    if g.image and type(x4) is np.ndarray and x4.dtype in (np.float32, np.float64) and \
-            w3.dtype == x4.dtype and (b is None or b.dtype == x4.dtype):
+    if g.image and _image_arrays(x4, w3, b):
         return _image_forward(x4, w3, b, g, groups)  # (bias added)
     cols = _im2col(xp, x4, g, groups)
     y = xp.matmul(w3, cols)
@@ -525,10 +526,11 @@ def _conv_transpose_forward(xp: Any, g4: Any, w4: Any, g: _Geom, groups: int, gt
     return _col2im(xp, cols.reshape(C * kh * kw, N * g.L), g, N)
 
 
-def _image_arrays(x4: Any, g4: Any) -> bool:
-    """Whether ``_image_weight_grad`` takes these arrays: host float32 / float64, one dtype."""
-    return type(x4) is np.ndarray and type(g4) is np.ndarray and \
-        x4.dtype in (np.float32, np.float64) and g4.dtype == x4.dtype
+def _image_arrays(x4: Any, *others: Any) -> bool:
+    """Whether the host's per-image ops (``_image_forward``, ``_image_weight_grad``) take these
+    arrays: host float32 / float64 of one dtype (``None`` entries skipped)."""
+    return type(x4) is np.ndarray and x4.dtype in (np.float32, np.float64) and all(
+        type(a) is np.ndarray and a.dtype == x4.dtype for a in others if a is not None)
 
 
 def _weight_grad(xp: Any, x4: Any, g4: Any, g: _Geom, groups: int, shape: tuple, cols: Any,
