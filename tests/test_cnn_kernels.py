@@ -10,7 +10,7 @@ import pytest
 
 import ember
 import ember.nn.functional as F
-from ember.ops.nn import _kernels
+from ember.ops.nn import _kernels, convolution
 from helpers import HAVE_TORCH, check_op, randn
 
 if HAVE_TORCH:
@@ -98,6 +98,41 @@ def test_per_image_weight_grad_owns_its_memory(per_image):
     conv(x).sum().backward()
     assert conv.weight.grad._data.base is None
     assert conv.weight.grad._data.flags.c_contiguous
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("conv", ["conv2d", "conv1d"])
+def test_per_image_bias_grad_rides_in_the_weight_grad(per_image, monkeypatch, conv, dtype):
+    """Weight and bias both needing a gradient (no create_graph): one ``_image_weight_grad``
+    call with a row of ones gives both; the bias's is the sum of the output gradient (float64
+    reference), the weight's the same as without the bias."""
+    calls = []
+    orig = _kernels._image_weight_grad
+
+    def spy(*a, **k):
+        calls.append(k.get("bias", False))
+        return orig(*a, **k)
+
+    monkeypatch.setattr(convolution, "_image_weight_grad", spy)
+    fn = getattr(F, conv)
+    shape = (3, 4, 7, 9) if conv == "conv2d" else (3, 4, 9)
+    k = (3, 2) if conv == "conv2d" else 3
+    x = ember.tensor(randn(*shape).astype(dtype))
+    w = ember.tensor(randn(6, 2, *np.atleast_1d(k), seed=1).astype(dtype), requires_grad=True)
+    b = ember.tensor(randn(6, seed=2).astype(dtype), requires_grad=True)
+    y = fn(x, w, b, padding=1, groups=2)
+    gy = randn(*y.shape, seed=3).astype(dtype)
+    y.backward(ember.tensor(gy))
+    assert calls == [True]
+    axes = (0, 2, 3) if conv == "conv2d" else (0, 2)
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(b.grad.numpy(), gy.astype(np.float64).sum(axis=axes), rtol=tol,
+                               atol=tol)
+    assert b.grad.dtype == w.grad.dtype == ember.tensor(gy).dtype
+    w2 = ember.tensor(w.detach().numpy(), requires_grad=True)
+    fn(x, w2, ember.tensor(b.detach().numpy()), padding=1, groups=2).backward(ember.tensor(gy))
+    assert calls == [True, False]
+    np.testing.assert_allclose(w.grad.numpy(), w2.grad.numpy(), rtol=tol, atol=tol)
 
 
 @needs_torch

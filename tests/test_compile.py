@@ -839,6 +839,36 @@ def test_add_sub_mul_rules_written_out_equal_eager_bit_for_bit(shapes):
         assert " * sa" in prog.source and " * sb" in prog.source and "else: s" in prog.source
 
 
+@pytest.mark.parametrize("kernels", [True, False])
+@pytest.mark.parametrize("n,dtype", [(40, np.float32), (5000, np.float32), (5000, np.float64)])
+def test_relu_written_out_equals_eager_bit_for_bit(n, dtype, kernels):
+    """ReLU written into the generated code: the clamp kernel as the rule takes it (4096
+    elements and up, kernels on), else np.maximum(0, x): values (-0.0 and NaN included) and
+    gradients equal eager's bit for bit."""
+    from ember import _kernels_loader
+    from ember._compile import codegen
+
+    x0 = np.random.default_rng(6).standard_normal(n).astype(dtype)
+    x0[:4] = [0.0, -0.0, np.nan, -np.inf]
+
+    def f(x):
+        return (x * 1.5).relu() * x
+
+    with _kernels_loader.enabled() if kernels else _kernels_loader.disabled():
+        c = ember.compile(f)
+        for _ in range(4):
+            x, xe = ember.tensor(x0, requires_grad=True), ember.tensor(x0, requires_grad=True)
+            y, ye = c(x), f(xe)
+            assert y.detach().numpy().tobytes() == ye.detach().numpy().tobytes()
+            g = ember.tensor(np.ones(n, dtype))
+            y.backward(g)
+            ye.backward(g)
+            assert x.grad.numpy().tobytes() == xe.grad.numpy().tobytes()
+    if codegen.enabled:
+        prog = next(iter(c._ember_compiled.cache.values())).prog
+        assert "CLAMP(" in prog.source
+
+
 @pytest.mark.parametrize("case", ["tensor_split", "segment_reduce"])
 def test_values_an_op_reads_from_data_keep_the_region_eager(case):
     """Split points and segment lengths given as tensors are read in Python by the op's wrapper:

@@ -15,7 +15,7 @@ import ember
 from ember import _kernels_loader as L
 from ember.ops.nn import _kernels as kern
 from ember.ops.nn import convolution as conv
-from helpers import HAVE_TORCH, count_calls, torch
+from helpers import HAVE_TORCH, check_op, count_calls, torch
 
 needs_kernels = pytest.mark.skipif(L.active is None, reason=f"kernels off: {L.reason}")
 
@@ -77,6 +77,7 @@ def one_thread():
 @pytest.mark.parametrize("shape", SHAPES)
 def test_conv_columns_kernels_are_the_numpy_path_bit_for_bit(shape, dtype, monkeypatch) -> None:
     """Small convolutions (no row chunks): the kernels' columns and col2im sums change nothing."""
+    monkeypatch.setattr(kern, "_DIRECT_MAX_K", 0)  # (the direct kernel: test_direct_conv_*)
     x, w, b, args = _arrays(shape, dtype, 1)
     calls = {"im2col": 0, "col2im": 0}
     for name in calls:
@@ -221,3 +222,94 @@ def test_unfold_kernel_with_taps_wholly_in_the_padding() -> None:
     for a, c in zip(*res):
         np.testing.assert_array_equal(a, c)
     np.testing.assert_array_equal(res[0][1], x)
+
+
+# (N, C, H, W, O, kernel, stride, padding, dilation, groups): per-image convolutions the direct
+# kernel runs (16 to 32 taps, rows of whole vectors): the CNN's conv1 (whole tiles of 24 pixels),
+# a row of a tile and a vector, channels off its blocks of 3, row stride, dilation, rectangular
+# kernels and asymmetric ('same') padding
+DIRECT_SHAPES = [
+    (6, 1, 28, 28, 16, 5, 1, 0, 1, 1),
+    (2, 2, 14, 32, 5, 3, 1, 1, 1, 1),
+    (3, 3, 17, 40, 7, 3, (2, 1), (2, 1), 1, 1),
+    (2, 1, 16, 40, 4, (4, 5), 1, 2, (2, 3), 1),
+    (2, 4, 15, 16, 1, 2, 1, "same", 1, 1),
+]
+
+
+@needs_kernels
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", DIRECT_SHAPES)
+def test_direct_conv_against_the_numpy_path(shape, dtype, monkeypatch) -> None:
+    """The direct kernel (no columns): its forward within rounding of the NumPy path's (its sums
+    run one fma per tap), against a float64 reference, and the gradients (other ops) unchanged."""
+    x, w, b, args = _arrays(shape, dtype, 11)
+    calls = count_calls(monkeypatch, L, "conv_direct")
+    with L.enabled():
+        on = _conv_grads(ember, x, w, b, 12, *args)
+    assert calls["n"] == 1
+    with L.disabled():
+        off = _conv_grads(ember, x, w, b, 12, *args)
+        ref = ember.nn.functional.conv2d(*(ember.tensor(a.astype(np.float64)) for a in (x, w, b)),
+                                         *args).numpy()
+    tol = 1e-5 if dtype == np.float32 else 1e-13
+    assert on[0].dtype == dtype and on[0].flags.c_contiguous
+    np.testing.assert_allclose(on[0], off[0], rtol=tol, atol=tol * np.abs(ref).max())
+    np.testing.assert_allclose(on[0], ref, rtol=tol, atol=tol * np.abs(ref).max())
+    for a, c in zip(on[1:], off[1:]):
+        np.testing.assert_array_equal(a, c)
+    if HAVE_TORCH:
+        want = _conv_grads(torch, x, w, b, 12, *args)[0]
+        np.testing.assert_allclose(on[0], want, rtol=tol, atol=tol * np.abs(ref).max())
+
+
+@needs_kernels
+def test_direct_conv_same_at_any_thread_count_and_without_bias() -> None:
+    x, w, b, args = _arrays((7, 2, 19, 24, 8, 3, 1, 1, 1, 1), np.float32, 13)
+    F = ember.nn.functional
+    before = L.active.get_num_threads()
+    try:
+        res = []
+        for t in (1, 2):
+            L.set_num_threads(t)
+            res.append([F.conv2d(ember.tensor(x), ember.tensor(w), bias, *args[:3]).numpy()
+                        for bias in (ember.tensor(b), None)])
+    finally:
+        L.set_num_threads(before)
+    for a, c in zip(*res):
+        np.testing.assert_array_equal(a, c)
+    np.testing.assert_allclose(res[0][1] + b.reshape(1, -1, 1, 1), res[0][0], rtol=1e-5,
+                               atol=1e-5)  # (the bias starts each sum; here added after)
+
+
+@needs_kernels
+@pytest.mark.parametrize("kernels", [True, False])
+def test_direct_conv_gradcheck(kernels, monkeypatch) -> None:
+    """float64 gradcheck and gradgradcheck of a convolution the direct kernel runs (kernels on;
+    off: the NumPy path), its double backward running it again."""
+    monkeypatch.setattr(kern, "_IMAGE_MIN_PIXELS", 1)
+    calls = count_calls(monkeypatch, L, "conv_direct")
+    rng = np.random.default_rng(14)
+    x, w, b = rng.standard_normal((2, 2, 6, 8)), rng.standard_normal((4, 2, 3, 3)), \
+        rng.standard_normal(4)
+    with L.enabled() if kernels else L.disabled():
+        check_op(lambda m, x, w, b: m.nn.functional.conv2d(x, w, b, stride=(2, 1), padding=1),
+                 x, w, b, gradgrad=True)
+    assert (calls["n"] > 0) == kernels
+
+
+@needs_kernels
+def test_direct_conv_kernel_refuses_bad_geometry() -> None:
+    x = np.zeros((1, 2, 5, 12), np.float32)
+    wt, bp = np.zeros((1, 18, 3), np.float32), np.zeros(3, np.float32)
+    y = np.empty((1, 3, 5, 12), np.float32)
+    geom = (1, 2, 5, 12, 3, 3, 1, 1, 1, 1, 1, 1, 5, 12, 3)
+    L.active.conv_direct(x, wt, bp, y, geom)  # fine
+    with pytest.raises(ValueError):
+        L.active.conv_direct(x, wt[:, :17], bp, y, geom)  # too few weights
+    with pytest.raises(ValueError):
+        L.active.conv_direct(x, wt, bp, y, geom[:7] + (2,) + geom[8:])  # a column stride
+    with pytest.raises(ValueError):
+        L.active.conv_direct(x, wt, bp, y[:, :2], geom)  # a short output
+    with pytest.raises(TypeError):
+        L.active.conv_direct(x, wt.astype(np.float64), bp, y, geom)  # mixed dtypes

@@ -101,6 +101,7 @@ def test_cnn_layouts_against_torch(shape, dtype) -> None:
 @pytest.mark.parametrize("shape", IMAGE)
 def test_per_image_columns_from_the_kernel(shape, dtype, monkeypatch) -> None:
     assert _geom(shape).image
+    monkeypatch.setattr(kern, "_DIRECT_MAX_K", 0)  # (the direct kernel has no columns)
     x, w, b = _arrays(shape, dtype, 2)
     i2c = count_calls(monkeypatch, L, "im2col")
     with L.enabled():

@@ -2343,6 +2343,99 @@ CLONES static void col2im_batch_inner_##T(const T *RESTRICT cols, T *RESTRICT x,
 BATCH_INNER(float)
 BATCH_INNER(double)
 
+/* conv_direct: a convolution with few taps per output (K = C kh kw, one group, column stride 1)
+ * without columns: y[n, o, oh, ow] = b[o] + sum over taps t = (c, i, j) in order of
+ * w[o, t] x[n, c, oh sh + i dh - pt, ow + j dw - pl] (the padding zeros), each sum one fma per
+ * tap from the bias (fmaf / fma: the same bits in every variant). Each image is first copied
+ * into a zero-bordered scratch plane set (C, Hq, Wq), Wq rounded so a tile's vector rows never
+ * leave it; a tile is CD_OB output channels x NV vectors of CD_VB pixels of one output row, its
+ * accumulators in registers across the K taps (wt: the weight packed (O / CD_OB blocks, K, CD_OB)
+ * and zero-padded, bp the bias zero-padded). Cloned for x86-64-v3 and the baseline only
+ * (CLONES_FMA256): GCC 12's AVX-512F code for these register tiles vectorises the tap loop with
+ * gathers instead and ran 2-4x slower on AMD EPYC family 25 (whose AVX-512 is 256 bits wide
+ * inside). Parts: images [n0, n1). */
+#if HAVE_CLONES && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12
+#define CLONES_FMA256 __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define CLONES_FMA256 CLONES_FMA
+#endif
+#define CD_OB 3
+#define CD_VB 8
+
+#define CONV_DIRECT_TILE(T, FMA, NV)                                                               \
+KI void cd_tile_##T##NV(const T *RESTRICT xr, const Py_ssize_t *RESTRICT off,                      \
+                        const T *RESTRICT wt, Py_ssize_t K, const T *RESTRICT bo,                  \
+                        T *RESTRICT out, Py_ssize_t ostride, Py_ssize_t nvalid, Py_ssize_t nout)   \
+{                                                                                                  \
+    T a[CD_OB][NV * CD_VB];                                                                        \
+    _Pragma("GCC unroll 8") for (int o = 0; o < CD_OB; o++)                                        \
+        _Pragma("GCC unroll 32") for (int v = 0; v < NV * CD_VB; v++)                              \
+            a[o][v] = bo[o];                                                                       \
+    for (Py_ssize_t t = 0; t < K; t++) {                                                           \
+        const T *RESTRICT xs = xr + off[t];                                                        \
+        const T *RESTRICT wk = wt + t * CD_OB;                                                     \
+        T xv[NV * CD_VB];                                                                          \
+        _Pragma("GCC unroll 32") for (int v = 0; v < NV * CD_VB; v++)                              \
+            xv[v] = xs[v];                                                                         \
+        _Pragma("GCC unroll 8") for (int o = 0; o < CD_OB; o++) {                                  \
+            T wv = wk[o];                                                                          \
+            _Pragma("GCC unroll 32") for (int v = 0; v < NV * CD_VB; v++)                          \
+                a[o][v] = FMA(wv, xv[v], a[o][v]);                                                 \
+        }                                                                                          \
+    }                                                                                              \
+    for (Py_ssize_t o = 0; o < nout; o++)                                                          \
+        for (Py_ssize_t v = 0; v < nvalid; v++)                                                    \
+            out[o * ostride + v] = a[o][v];                                                        \
+}
+
+#define CONV_DIRECT(T, FMA)                                                                        \
+CONV_DIRECT_TILE(T, FMA, 1)                                                                        \
+CONV_DIRECT_TILE(T, FMA, 3)                                                                        \
+CLONES_FMA256 static void conv_direct_##T(const T *RESTRICT x, const T *RESTRICT wt,               \
+                                          const T *RESTRICT bp, T *RESTRICT y, T *RESTRICT pad,    \
+                                          const Py_ssize_t *RESTRICT off, const conv_geom *g,      \
+                                          Py_ssize_t O, Py_ssize_t Hq, Py_ssize_t Wq,              \
+                                          Py_ssize_t n0, Py_ssize_t n1)                            \
+{                                                                                                  \
+    const Py_ssize_t C = g->C, H = g->H, W = g->W, OH = g->OH, OW = g->OW;                         \
+    const Py_ssize_t K = C * g->kh * g->kw, Ob = (O + CD_OB - 1) / CD_OB;                          \
+    memset(pad, 0, sizeof(T) * (size_t)(C * Hq * Wq));                                             \
+    for (Py_ssize_t n = n0; n < n1; n++) {                                                         \
+        for (Py_ssize_t c = 0; c < C; c++)                                                         \
+            for (Py_ssize_t r = 0; r < Hq; r++) {                                                  \
+                Py_ssize_t h = r - g->pt;                                                          \
+                if (h < 0 || h >= H)                                                               \
+                    continue;  /* (a border row: zero from the memset, never written) */           \
+                T *RESTRICT d = pad + (c * Hq + r) * Wq;                                           \
+                const T *RESTRICT s = x + ((n * C + c) * H + h) * W;                               \
+                Py_ssize_t a = g->pl < Wq ? g->pl : Wq, z = g->pl + W < Wq ? g->pl + W : Wq;       \
+                for (Py_ssize_t q = 0; q < a; q++)                                                 \
+                    d[q] = (T)0;                                                                   \
+                for (Py_ssize_t q = a; q < z; q++)                                                 \
+                    d[q] = s[q - g->pl];                                                           \
+                for (Py_ssize_t q = z; q < Wq; q++)                                                \
+                    d[q] = (T)0;                                                                   \
+            }                                                                                      \
+        T *RESTRICT yn = y + n * O * OH * OW;                                                      \
+        for (Py_ssize_t oh = 0; oh < OH; oh++) {                                                   \
+            const T *RESTRICT xr = pad + oh * g->sh * Wq;                                          \
+            for (Py_ssize_t ob = 0; ob < Ob; ob++) {                                               \
+                Py_ssize_t no = O - ob * CD_OB < CD_OB ? O - ob * CD_OB : CD_OB;                   \
+                T *RESTRICT yo = yn + (ob * CD_OB * OH + oh) * OW;                                 \
+                const T *RESTRICT wb = wt + ob * K * CD_OB, *RESTRICT bo = bp + ob * CD_OB;        \
+                Py_ssize_t ow = 0;                                                                 \
+                for (; ow + 3 * CD_VB <= OW; ow += 3 * CD_VB)                                      \
+                    cd_tile_##T##3(xr + ow, off, wb, K, bo, yo + ow, OH * OW, 3 * CD_VB, no);      \
+                for (; ow < OW; ow += CD_VB)                                                       \
+                    cd_tile_##T##1(xr + ow, off, wb, K, bo, yo + ow, OH * OW,                      \
+                                   OW - ow < CD_VB ? OW - ow : CD_VB, no);                         \
+            }                                                                                      \
+        }                                                                                          \
+    }                                                                                              \
+}
+CONV_DIRECT(float, fmaf)
+CONV_DIRECT(double, fma)
+
 /* Max pooling over planes (n, c) of an (N, C, H, W) image: each window's maximum and the flat
  * index h W + w of the element it came from, PyTorch's CPU rule: a tap (i, j), in order, wins
  * when greater than the running maximum or NaN (ties keep the first; NaN propagates and reports
@@ -4474,6 +4567,89 @@ static PyObject *py_im2col_batch_inner(PyObject *mod, PyObject *const *args, Py_
     return batch_inner(args, nargs, 3);
 }
 
+typedef struct {
+    char kind;
+    const void *x, *wt, *bp;
+    void *y;
+    const Py_ssize_t *off;
+    conv_geom g;
+    Py_ssize_t O, Hq, Wq;
+    int failed;
+} cd_ctx;
+
+static void call_conv_direct(void *cv, Py_ssize_t n0, Py_ssize_t n1)
+{
+    cd_ctx *c = (cd_ctx *)cv;
+    int f = c->kind == 'f';
+    void *pad = malloc((size_t)(c->g.C * c->Hq * c->Wq) * (f ? 4 : 8));
+    if (!pad) {
+        c->failed = 1;
+        return;
+    }
+    if (f)
+        conv_direct_float(c->x, c->wt, c->bp, c->y, pad, c->off, &c->g, c->O, c->Hq, c->Wq, n0, n1);
+    else
+        conv_direct_double(c->x, c->wt, c->bp, c->y, pad, c->off, &c->g, c->O, c->Hq, c->Wq, n0,
+                           n1);
+    free(pad);
+}
+
+/* conv_direct(x, wt, bp, y, geom): geom a tuple of 15 ints (N, C, H, W, kh, kw, sh, sw, pt, pl,
+ * dh, dw, OH, OW, O), sw 1; x (N, C, H, W), wt (ceil(O / 3), C kh kw, 3) (the weight packed
+ * and zero-padded), bp (ceil(O / 3) 3) (the bias, zero-padded), y (N, O, OH, OW): flat
+ * C-contiguous buffers of one dtype. */
+static PyObject *py_conv_direct(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 5 || !PyTuple_Check(args[4]) || PyTuple_GET_SIZE(args[4]) != 15)
+        return PyErr_Format(PyExc_TypeError, "ember._kernels.conv_direct: expected (x, wt, bp, "
+                            "y, a tuple of 15 ints)");
+    Py_ssize_t v[15];
+    for (int i = 0; i < 15; i++) {
+        v[i] = PyLong_AsSsize_t(PyTuple_GET_ITEM(args[4], i));
+        if (v[i] == -1 && PyErr_Occurred())
+            return NULL;
+        if (v[i] < 0 || v[i] > ((Py_ssize_t)1 << 30))
+            return PyErr_Format(PyExc_ValueError, "ember._kernels.conv_direct: bad geometry");
+    }
+    conv_geom g = {v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11],
+                   v[12], v[13], 0, 0, 0, 1, 0, 0, 0};
+    Py_ssize_t O = v[14];
+    if (g.N < 1 || g.C < 1 || g.H < 1 || g.W < 1 || g.kh < 1 || g.kw < 1 || g.sh < 1
+        || g.sw != 1 || g.dh < 1 || g.dw < 1 || g.OH < 1 || g.OW < 1 || O < 1)
+        return PyErr_Format(PyExc_ValueError, "ember._kernels.conv_direct: bad geometry");
+    /* the scratch planes: every row and column a window reaches, rows of whole tiles */
+    Py_ssize_t Hq = (g.OH - 1) * g.sh + (g.kh - 1) * g.dh + 1;
+    Py_ssize_t Wq = (g.OW + CD_VB - 1) / CD_VB * CD_VB + (g.kw - 1) * g.dw;
+    Py_ssize_t K = g.C * g.kh * g.kw, Ob = (O + CD_OB - 1) / CD_OB;
+    Bufs b;
+    if (take(&b, args, 4, "iiio") < 0)
+        return NULL;
+    if (b.len[0] != g.N * g.C * g.H * g.W || b.len[1] != Ob * K * CD_OB
+        || b.len[2] != Ob * CD_OB || b.len[3] != g.N * O * g.OH * g.OW) {
+        release(&b);
+        return PyErr_Format(PyExc_ValueError, "ember._kernels.conv_direct: bad sizes");
+    }
+    Py_ssize_t *off = malloc(sizeof(Py_ssize_t) * (size_t)K);
+    if (!off) {
+        release(&b);
+        return PyErr_NoMemory();
+    }
+    for (Py_ssize_t c = 0; c < g.C; c++)  /* each tap's offset in the scratch planes */
+        for (Py_ssize_t i = 0; i < g.kh; i++)
+            for (Py_ssize_t j = 0; j < g.kw; j++)
+                off[(c * g.kh + i) * g.kw + j] = (c * Hq + i * g.dh) * Wq + j * g.dw;
+    cd_ctx c = {b.kind, b.p[0], b.p[1], b.p[2], b.p[3], off, g, O, Hq, Wq, 0};
+    Py_ssize_t per = O * g.OH * g.OW * K;
+    Py_BEGIN_ALLOW_THREADS  /* by images: each writes its own */
+    parallel(call_conv_direct, &c, g.N, 1, MIN_PART / per + 1);
+    Py_END_ALLOW_THREADS
+    free(off);
+    release(&b);
+    if (c.failed)
+        return PyErr_NoMemory();
+    Py_RETURN_NONE;
+}
+
 /* max_pool_backward(gy, idx, gx, unique): gy and idx (planes, m), gx (planes, n) with n its
  * last argument's plane size; idx in [0, n) (checked). */
 static PyObject *py_max_pool_backward(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
@@ -6513,6 +6689,7 @@ static PyMethodDef kernels_methods[] = {
     FAST(to_batch_inner, "to_batch_inner(x, buf, geom): an image as a zero-bordered (C, Hp, Wp, N) buffer."),
     FAST(from_batch_inner, "from_batch_inner(buf, x, geom): the image in a (C, Hp, Wp, N) buffer's window."),
     FAST(im2col_batch_inner, "im2col_batch_inner(x, cols, geom): an image's batch-inner columns."),
+    FAST(conv_direct, "conv_direct(x, wt, bp, y, geom): a convolution of few taps, no columns."),
     FAST(col2im_batch_inner, "col2im_batch_inner(cols, x, geom): batch-inner columns summed into the image."),
     FAST(max_pool, "max_pool(x, y, idx, geom): max pooling's maxima and (idx not None) their indices."),
     FAST(max_pool_backward, "max_pool_backward(gy, idx, gx, unique, n): max pooling's scatter."),

@@ -756,6 +756,33 @@ def col2im_rows(rows: Any, shape: tuple, geom: tuple) -> np.ndarray | None:
     return _into("col2im_rows", rows, shape, geom)
 
 
+# output channels per tile of ``conv_direct`` (the C file's CD_OB)
+_CD_OB = 3
+
+
+def conv_direct(x: Any, w: Any, b: Any, geom: tuple) -> np.ndarray | None:
+    """The convolution of an (N, C, H, W) float32 / float64 image ``x`` by the weight ``w``
+    (O, C, kh, kw) plus the bias ``b`` (O,) or None, one group, column stride 1, without columns:
+    each output one fma per tap from the bias, the taps in (c, i, j) order. ``geom``: (N, C, H,
+    W, kh, kw, sh, sw, pt, pl, dh, dw, OH, OW). None where the kernel does not apply."""
+    mod = active
+    if (mod is None or not _ok(x, True) or type(w) is not np.ndarray or w.dtype != x.dtype
+            or (b is not None and (type(b) is not np.ndarray or b.dtype != x.dtype))):
+        return None
+    O = w.shape[0]
+    K = w[0].size
+    Ob = -(-O // _CD_OB)
+    wt = np.zeros((Ob * _CD_OB, K), x.dtype)
+    wt[:O] = w.reshape(O, K)
+    wt = np.ascontiguousarray(wt.reshape(Ob, _CD_OB, K).transpose(0, 2, 1))
+    bp = np.zeros(Ob * _CD_OB, x.dtype)
+    if b is not None:
+        bp[:O] = b
+    y = np.empty((x.shape[0], O, geom[12], geom[13]), x.dtype)
+    mod.conv_direct(x, wt, bp, y, tuple(geom) + (O,))
+    return y
+
+
 def to_batch_inner(x: Any, shape: tuple, pad: tuple[int, int]) -> np.ndarray | None:
     """The batch-inner buffer of ``shape`` (C, Hp, Wp, N) holding the (N, C, H, W) float32 /
     float64 image ``x`` at (top, left) ``pad``, its border zeros: the values of the NumPy path's

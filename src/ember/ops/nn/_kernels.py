@@ -90,6 +90,12 @@ _IMAGE_MIN_PIXELS = 144
 # 1.33 -> 1.18x its GEMM floor)
 _IMAGE_MAX_K_SMALL = 160
 _IMAGE_SMALL_COLS = 1 << 17
+# per-image convolutions (one group, column stride 1) with _DIRECT_MIN_K to _DIRECT_MAX_K taps
+# per output (C * kh * kw), at most _DIRECT_MAX_O output channels and outputs a whole number of
+# 8-pixel vectors wide run the direct kernel, without columns (see _direct_ok)
+_DIRECT_MIN_K = 16
+_DIRECT_MAX_K = 32
+_DIRECT_MAX_O = 32
 # the per-image forward builds its columns and runs its products this many bytes of columns at a
 # time, so the product reads them from cache
 _IMAGE_CHUNK_BYTES = 1 << 19
@@ -361,28 +367,58 @@ def _image_forward(x4: np.ndarray, w3: np.ndarray, b: np.ndarray | None, g: _Geo
     return y.reshape(N, G * Og, g.OH, g.OW), None
 
 
+def _direct_ok(g: _Geom, groups: int, x4: Any, w4: Any, b: Any) -> bool:
+    """Whether a convolution's forward runs the direct kernel (``_kl.conv_direct``): per-image
+    layout, one group, column stride 1, ``_DIRECT_MIN_K`` to ``_DIRECT_MAX_K`` taps per output,
+    at most ``_DIRECT_MAX_O`` output channels and output rows of whole 8-pixel vectors, host
+    float32 / float64 arrays of one dtype. Its columns would be the output's pixels times the
+    taps, built and read again for a product of a few taps: CNN conv1 (1 -> 16 channels, 5 x 5,
+    batch 64 of 28 x 28) 0.48 -> 0.40 ms with the caches warm, 0.63 -> 0.54 ms cold. Outside
+    these bounds it measured slower than the columns (fewer taps, more channels, a part-vector
+    at each row's end: 0.72-0.96x; docs/benchmarks.md)."""
+    return (_kl.active is not None and g.image and groups == 1 and g.sw == 1
+            and _DIRECT_MIN_K <= w4.shape[1] * g.kh * g.kw <= _DIRECT_MAX_K
+            and w4.shape[0] <= _DIRECT_MAX_O and g.OW % 8 == 0
+            and type(x4) is np.ndarray and x4.dtype in (np.float32, np.float64)
+            and type(w4) is np.ndarray and w4.dtype == x4.dtype
+            and (b is None or (type(b) is np.ndarray and b.dtype == x4.dtype)))
+
+
+def _direct_forward(x4: np.ndarray, w4: np.ndarray, b: np.ndarray | None, g: _Geom) -> Any:
+    """The direct kernel's output (N, O, OH, OW), bias added; None where it does not apply."""
+    geom = (x4.shape[0], x4.shape[1], g.H, g.W, g.kh, g.kw, g.sh, g.sw, g.pt, g.pl, g.dh, g.dw,
+            g.OH, g.OW)
+    return _kl.conv_direct(np.ascontiguousarray(x4), w4, b, geom)
+
+
 def _image_weight_grad(x4: np.ndarray, g4: np.ndarray, g: _Geom, groups: int,
-                       shape: tuple) -> np.ndarray:
+                       shape: tuple, bias: bool = False) -> Any:
     """The per-image weight gradient on the host: per image, columns (groups, K, L) @ gy^T
     (L, O / groups), the products summed over the batch axis, transposed into an array of the
-    weight's ``shape``; columns built a few images at a time, as ``_image_forward``'s."""
+    weight's ``shape``; columns built a few images at a time, as ``_image_forward``'s. ``bias``:
+    also the bias's gradient, as the product of one more column row of ones (the sums of gy's
+    planes ride in the product: no pass over gy of their own) -> (weight's, bias's)."""
     N, C = x4.shape[:2]
     O = g4.shape[1]
     G, Og, Cg = groups, O // groups, C // groups
     K = Cg * g.kh * g.kw
+    extra = 1 if bias else 0
     gt = g4.reshape(N, G, Og, g.L)
-    parts = np.empty((N, G, K, Og), dtype=x4.dtype)
-    step = max(1, _IMAGE_CHUNK_BYTES // max(G * K * g.L * x4.itemsize, 1))
-    cols = np.empty((min(step, N), G, K, g.L), dtype=x4.dtype)
+    parts = np.empty((N, G, K + extra, Og), dtype=x4.dtype)
+    step = max(1, _IMAGE_CHUNK_BYTES // max(G * (K + extra) * g.L * x4.itemsize, 1))
+    cols = np.empty((min(step, N), G, K + extra, g.L), dtype=x4.dtype)
+    if extra:
+        cols[:, :, K] = 1
     buf = _image_cols_source(x4, g, G)
     for n0 in range(0, N, step):
         n = min(step, N - n0)
         cn = cols[:n]
-        _image_cols(x4, buf, g, G, n0, n, cn, K)
+        _image_cols(x4, buf, g, G, n0, n, cn, K)  # (the taps' K rows first, then the bias's)
         np.matmul(cn, gt[n0:n0 + n].swapaxes(2, 3), out=parts[n0:n0 + n])
+    total = parts.sum(axis=0)
     gw = np.empty(shape, dtype=x4.dtype)
-    gw.reshape(G, Og, -1)[...] = parts.sum(axis=0).swapaxes(1, 2)
-    return gw
+    gw.reshape(G, Og, -1)[...] = total[:, :K].swapaxes(1, 2)
+    return (gw, total[:, K].reshape(O)) if bias else gw
 
 
 def _batch_step(g: _Geom, n: int, k: int, out_channels: int, itemsize: int,

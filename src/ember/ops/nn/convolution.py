@@ -31,6 +31,8 @@ from ._kernels import (
     _check_tensor,
     _col2im,
     _depth_taps,
+    _direct_forward,
+    _direct_ok,
     _fold,
     _Geom,
     _grad_rows,
@@ -180,7 +182,8 @@ class Conv(Op):
             y = _pointwise_forward(x4, w4, b, g)
         elif chunked:
             y = _chunk_forward(x4, w4, b, g, groups)
-        elif step >= N:
+        elif step >= N or (g.image and _image_arrays(x4, w4, b)):
+            # (the host's per-image columns are built a few images at a time)
             y = _conv_forward(xp, x4, w4, b, g, groups)[0]
         else:  # batch tiles: columns of ``step`` images at a time, rebuilt by the weight grad
             y = xp.empty((N, O, g.OH, g.OW), dtype=x.dtype)
@@ -214,6 +217,14 @@ class Conv(Op):
                 gt = _grad_to_cols(ctx.xp, _4d(grad), g)
         gx = ctx.call(ConvTranspose, grad, w, None, ctx.in_hw, *ctx.args, gt) \
             if need[0] else None
+        if need[1] and need[2] and not ctx._tensor_mode and g.image and \
+                _image_arrays(_4d(x), _4d(grad)):
+            # per image: the bias's gradient rides in the weight's products (a row of ones)
+            x4, groups = _4d(x), ctx.args[3]
+            shape = (ctx.out_channels, x4.shape[1] // groups) + \
+                ((ctx.k[1],) if ctx.nd == 3 else tuple(ctx.k))
+            gw, gb = _image_weight_grad(x4, _4d(grad), g, groups, shape, bias=True)
+            return gx, gw, gb, None, None, None, None, None
         gw = ctx.call(ConvWeight, x, grad, ctx.k, *ctx.args, gt) if need[1] else None
         gb = _bias_grad(ctx.xp, grad, ctx.nd) if need[2] else None
         return gx, gw, gb, None, None, None, None, None
@@ -296,7 +307,8 @@ class ConvWeight(Op):
             return _pointwise_weight_grad(x4, g4, g, shape)
         if _chunked(g, C * k[0] * k[1], x4, g4):
             return _chunk_weight_grad(x4, g4, g, groups, shape)
-        if step >= N:
+        if step >= N or (g.image and _image_arrays(x4, g4)):
+            # (the host's per-image columns are built a few images at a time)
             return _weight_grad(xp, x4, g4, g, groups, shape, None, gt)
         gw = None  # batch tiles: each tile's columns rebuilt, their products summed
         for n0 in range(0, N, step):
@@ -476,8 +488,9 @@ def _conv_forward(xp: Any, x4: Any, w4: Any, b: Any, g: _Geom, groups: int) -> t
     w3 = w4.reshape(groups, O // groups, Cg * kh * kw)
     if _rows_ok(g, groups, x4, w4, b):
         return _rows_forward(x4, w4, b, g)  # (bias added; cols are rows (N * L, K))
-    if g.image and type(x4) is np.ndarray and x4.dtype in (np.float32, np.float64) and \
-            w3.dtype == x4.dtype and (b is None or b.dtype == x4.dtype):
+    if _direct_ok(g, groups, x4, w4, b) and (y := _direct_forward(x4, w4, b, g)) is not None:
+        return y, None  # (bias added; no columns)
+    if g.image and _image_arrays(x4, w3, b):
         return _image_forward(x4, w3, b, g, groups)  # (bias added)
     cols = _im2col(xp, x4, g, groups)
     y = _matmul(xp, w3, cols)
@@ -513,14 +526,20 @@ def _conv_transpose_forward(xp: Any, g4: Any, w4: Any, g: _Geom, groups: int, gt
     return _col2im(xp, cols.reshape(C * kh * kw, N * g.L), g, N)
 
 
+def _image_arrays(x4: Any, *others: Any) -> bool:
+    """Whether the host's per-image ops (``_image_forward``, ``_image_weight_grad``) take these
+    arrays: host float32 / float64 of one dtype (``None`` entries skipped)."""
+    return type(x4) is np.ndarray and x4.dtype in (np.float32, np.float64) and all(
+        type(a) is np.ndarray and a.dtype == x4.dtype for a in others if a is not None)
+
+
 def _weight_grad(xp: Any, x4: Any, g4: Any, g: _Geom, groups: int, shape: tuple, cols: Any,
                  gt: Any) -> Any:
     """ConvWeight's forward on (N, C, H, W) and (N, O, OH, OW) arrays -> the weight's gradient
     of ``shape``; ``cols`` / ``gt``: the forward's columns and the gradient's, when at hand."""
     N = x4.shape[0]
     O = g4.shape[1]
-    if g.image and cols is None and type(x4) is np.ndarray and type(g4) is np.ndarray and \
-            x4.dtype in (np.float32, np.float64) and g4.dtype == x4.dtype:
+    if g.image and cols is None and _image_arrays(x4, g4):
         return _image_weight_grad(x4, g4, g, groups, shape)
     if cols is None:
         cols = _rows(x4, g) if _rows_ok(g, groups, x4, g4) else \
