@@ -490,15 +490,18 @@ def _op_lines(k: int, st: tuple, ns: dict, add: Any, pad: str, prog_metas: list)
     if _is_rule(fwd, "Linear.forward") and xp is np and len(shapes[0]) == 2 and len(oslots) == 1:
         # a 2-d Linear written out: the same product (``ndarray.dot``, as _backend.gemm calls
         # it) without the rule's call, its reshapes to and from the shape it already has
+        # (bfloat16 operands: the rule, whose product is the bfloat16 kernel's: half_gemm)
         x, w, b = (f"s{s}" for s in aslots)
         o = f"s{oslots[0]}"
         ns[f"SH{k}_0"] = shapes[0]
-        add(f"{pad}c{k}._saved = ({x if nig[1] else 'None'}, {w if nig[0] else 'None'}); "
+        add(f"{pad}if {x}.dtype.itemsize == 2: {o} = F{k}(c{k}, {args})")
+        add(f"{pad}else:")
+        add(f"{pad}    c{k}._saved = ({x if nig[1] else 'None'}, {w if nig[0] else 'None'}); "
             f"c{k}.x_shape = {x}.shape; c{k}.w_shape = {w}.shape")
-        add(f"{pad}{o} = {x}.dot({w}.T)")
+        add(f"{pad}    {o} = {x}.dot({w}.T)")
         if not _const_none(aslots[2], ns):
-            add(f"{pad}if {b} is not None: {o} += {b}")
-        add(f"{pad}if {o}.dtype != {x}.dtype: {o} = {o}.astype({x}.dtype)")
+            add(f"{pad}    if {b} is not None: {o} += {b}")
+        add(f"{pad}    if {o}.dtype != {x}.dtype: {o} = {o}.astype({x}.dtype)")
         add(f"{pad}if {o}.shape != SH{k}_0: raise ShapeChanged")
         return
     sym = next((op for name, op in (("Add", "+"), ("Sub", "-"), ("Mul", "*"))
