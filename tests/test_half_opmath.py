@@ -334,3 +334,33 @@ def test_scatter_accumulation_matches_pytorch(name: str, dt: str) -> None:
         d = getattr(m, dt)
         res.append(SCATTERS[name](m, m.tensor(base).to(d), m.tensor(idx), m.tensor(src).to(d)))
     _same(*res)
+
+
+@pytest.mark.parametrize("dt", HALVES)
+@pytest.mark.parametrize("groups", [1, 2])
+def test_conv2d_and_max_pool_compute_in_float32(dt: str, groups: int) -> None:
+    """conv2d of half tensors: the float32 convolution of the half values (exact products,
+    float32 sums, the bias joined there), rounded once, forward and gradients; max_pool2d: the
+    float32 kernel's search (the maxima are half values: exact). Against the float32
+    computation in ember, and PyTorch within one half ulp (its sums run in another order)."""
+    rng = np.random.default_rng(77)
+    x = rng.standard_normal((3, 4, 10, 10)).astype(np.float32)
+    w = rng.standard_normal((6, 4 // groups, 3, 3)).astype(np.float32)
+    b = rng.standard_normal(6).astype(np.float32)
+
+    def run(m: Any, half: bool) -> list:
+        d = getattr(m, dt) if half else m.float32
+        xs, ws, bs = (m.tensor(v).to(getattr(m, dt)).to(d).requires_grad_() for v in (x, w, b))
+        y = m.nn.functional.conv2d(xs, ws, bs, padding=1, groups=groups)
+        p = m.nn.functional.max_pool2d(y, 2)
+        (p.float() * m.linspace(-1, 1, 5)).sum().backward()
+        return [v.detach().float().numpy() for v in (y, p, xs.grad, ws.grad, bs.grad)]
+
+    got = run(ember, True)
+    wide = run(ember, False)  # the same half values, computed and kept in float32
+    half = ember.bfloat16.np if dt == "bfloat16" else np.float16
+    for g, r in zip(got[:2], wide[:2]):
+        np.testing.assert_array_equal(g, r.astype(half).astype(np.float32))
+    for g, r in zip(got, run(torch, True)):
+        np.testing.assert_allclose(g, r, rtol=2.0**-7 if dt == "bfloat16" else 2.0**-10,
+                                   atol=1e-2)

@@ -180,34 +180,6 @@ def test_autocast_products_take_it_and_match_the_float32_path(op: str, monkeypat
 
 
 @needs_bf16_gemm
-@pytest.mark.parametrize("groups", [1, 2])
-def test_autocast_convolution_takes_it(groups: int, monkeypatch) -> None:
-    """conv2d's products of bfloat16 columns (forward, input and weight gradients): the kernel,
-    against ml_dtypes' float32 products of the same arrays (integers: exactly)"""
-    calls = []
-    real = L.bf16_gemm
-    monkeypatch.setattr(L, "bf16_gemm", lambda a, b: calls.append(a.shape) or real(a, b))
-    rng = np.random.default_rng(11)
-    x32 = rng.integers(-3, 4, (3, 4, 9, 9)).astype(np.float32)
-    w32 = rng.integers(-3, 4, (6, 4 // groups, 3, 3)).astype(np.float32)
-
-    def run() -> list:
-        x = ember.tensor(x32, requires_grad=True)
-        w = ember.tensor(w32, requires_grad=True)
-        with ember.autocast("cpu", dtype=ember.bfloat16):
-            y = ember.nn.functional.conv2d(x, w, padding=1, groups=groups)
-        assert y.dtype == ember.bfloat16
-        (y.float() * ember.linspace(-1, 1, 9)).sum().backward()
-        return [y.detach().float().numpy(), x.grad.numpy(), w.grad.numpy()]
-
-    got = run()
-    assert len(calls) >= 3
-    monkeypatch.setattr(L, "_BF16_GEMM", {id(L.active): False})
-    for g, r in zip(got, run()):
-        np.testing.assert_array_equal(g, r)
-
-
-@needs_bf16_gemm
 def test_backward_after_the_kernels_were_turned_off() -> None:
     """a graph recorded with the kernel runs its backward on the float32 path"""
     rng = np.random.default_rng(9)

@@ -19,7 +19,7 @@ from ... import _kernels_loader as _kl
 from ...autograd.function import Op
 from .._autocast import cast as _amp_cast
 from .._autocast import flag as _amp
-from .._promote import conjugated
+from .._promote import conjugated, opmath
 from ..creation import zeros_like
 from ..joining import stack
 from ._kernels import (
@@ -649,7 +649,8 @@ def _conv(fn: str, nd: int, input: Any, weight: Any, bias: Any, stride: Any, pad
     if nd == 3:
         return _rebatch(_conv3d(input, weight, bias, stride, pads, dilation, groups), unbatched)
     pad2 = ((0, 0),) + pads if nd == 1 else pads
-    op = conjugated(Conv) if input._data.dtype.kind == "c" else Conv  # (complex: PyTorch's rule)
+    dt = input._data.dtype
+    op = conjugated(Conv) if dt.kind == "c" else opmath(Conv) if dt.itemsize == 2 else Conv
     out = op.apply(input, weight, bias, _to2(stride, 1), pad2, _to2(dilation, 1), groups)
     return _rebatch(out, unbatched)
 

@@ -483,10 +483,16 @@ def _max_pool_search(x: Any, g: Any, nd: int, need_idx: bool) -> tuple[Any, Any]
     index in the plane (first of ties, NaN wins)."""
     xp = _backend.xp_of(x)
     x4 = _4d(x)
+    half = None
+    if type(x4) is np.ndarray and x4.dtype.itemsize == 2 and x4.dtype.kind in "fV" and \
+            (wide := _kl.half_cast(np.ascontiguousarray(x4), np.float32)) is not None:
+        half, x4 = x4.dtype, wide  # (float16/bfloat16: the float32 kernel's search)
     if type(x4) is np.ndarray and (got := _kl.max_pool(
             x4, (g.H, g.W, g.kh, g.kw, g.sh, g.sw, g.pt, g.pl, g.dh, g.dw, g.OH, g.OW),
             need_idx)) is not None:  # the eager kernel: PyTorch's rule in one pass
         y, idx = got
+        if half is not None:  # (exact: each maximum is one of the half values)
+            y = _kl.half_cast(y, half)
         if nd == 1:
             y = y.reshape(y.shape[:2] + (g.OW,))
             idx = None if idx is None else idx.reshape(y.shape)
@@ -503,7 +509,10 @@ def _max_pool_search(x: Any, g: Any, nd: int, need_idx: bool) -> tuple[Any, Any]
     taps = [(xpad[g.window(i, j)], i * g.dh * g.W + j * g.dw)
             for i in range(g.kh) for j in range(g.kw)]
     shape = x4.shape[:2] + (g.OH, g.OW)
-    y, idx = _max_search(xp, taps, shape, init, x.dtype, need_idx, base, _tile_max(xp, xpad, g))
+    y, idx = _max_search(xp, taps, shape, init, x4.dtype, need_idx, base,
+                         _tile_max(xp, xpad, g))
+    if half is not None:
+        y = y.astype(half)  # (exact, as above)
     if nd == 1:
         y = y.reshape(shape[:2] + (g.OW,))
         idx = None if idx is None else idx.reshape(y.shape)
