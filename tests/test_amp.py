@@ -596,3 +596,18 @@ def test_cpu_autocast_runs_the_linear_algebra_list_in_float32(name):
         out[m.__name__] = r
     assert str(out["ember"].dtype) == str(out["torch"].dtype), name
     assert str(out["ember"].dtype) in ("torch.float32", "torch.int64") or "not on" in name
+
+
+def test_autocast_refuses_a_non_bool_enabled_when_entered():
+    """PyTorch takes ``enabled=1`` at construction and raises TypeError on entering the region
+    (so does ``cache_enabled``); a bool, pass"""
+    region = ember.autocast("cpu", dtype=ember.bfloat16, enabled=1)
+    with pytest.raises(TypeError, match="enabled must be a bool, not int"):
+        region.__enter__()
+    with pytest.raises(TypeError, match="cache_enabled must be a bool"):
+        with ember.autocast("cpu", cache_enabled=0):
+            pass
+    with ember.autocast("cpu", enabled=False):
+        assert not ember.is_autocast_enabled("cpu")
+    with pytest.raises(TypeError):
+        torch.autocast("cpu", dtype=torch.bfloat16, enabled=1).__enter__()

@@ -275,8 +275,9 @@ class autocast:
                  cache_enabled: bool | None = None) -> None:
         self.device = _check_device_type(device_type)
         self.fast_dtype = get_autocast_dtype(device_type) if dtype is None else dtype
-        self._enabled = bool(enabled)
-        self._cache_enabled = state.cache_enabled if cache_enabled is None else bool(cache_enabled)
+        # (kept as given: PyTorch refuses a non-bool when the region is entered, below)
+        self._enabled = enabled
+        self._cache_enabled = state.cache_enabled if cache_enabled is None else cache_enabled
         if not isinstance(self.fast_dtype, _dtype.dtype):
             raise ValueError(f"autocast: dtype must be a torch dtype, got {self.fast_dtype!r}")
         if self._enabled and self.device == "cpu" and self.fast_dtype not in (
@@ -308,6 +309,11 @@ class autocast:
         self._saved: list[tuple[bool, Any, bool]] = []
 
     def __enter__(self) -> autocast:
+        for name, v in (("enabled", self._enabled), ("cache_enabled", self._cache_enabled)):
+            if type(v) is not bool:
+                raise TypeError(
+                    f"autocast: {name} must be a bool, not {type(v).__name__} (PyTorch refuses "
+                    f"it when the region is entered, too); pass {name}=bool(...)")
         st = state
         self._saved.append((st.enabled[self.device], st.dtypes[self.device], st.cache_enabled))
         st.enabled[self.device] = self._enabled
