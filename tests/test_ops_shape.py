@@ -676,3 +676,24 @@ def test_view_dtype():
     for d in (ember.int32, ember.float32, ember.uint8):  # PyTorch's: no history, no error
         w = ember.tensor([1.0, 2.0], requires_grad=True).view(d)
         assert not w.requires_grad and w.grad_fn is None
+
+
+def test_view_of_int_sizes_refuses_what_pytorch_refuses():
+    """``x.view(ints)`` takes a fast path (NumPy's reshape without a copy): a negative size other
+    than -1, two -1s, a wrong count and a layout that needs a copy still raise PyTorch's errors,
+    and size-1 dims get PyTorch's strides"""
+    x = ember.arange(6.0)
+    for bad in [(-2, 3), (-1, -1), (4,), (0, -1)]:
+        with pytest.raises(RuntimeError):
+            x.view(*bad)
+        if HAVE_TORCH:
+            with pytest.raises(RuntimeError):
+                torch.arange(6.0).view(*bad)
+    with pytest.raises(RuntimeError, match="view size is not compatible"):
+        x.reshape(2, 3).t().view(-1)
+    assert tuple(x.view(3, -1).shape) == (3, 2)
+    z = ember.zeros(2, 1, 3)
+    assert z.view(2, 3, 1).stride() == (3, 1, 1) and z.view(1, 6, 1).stride() == (6, 1, 1)
+    if HAVE_TORCH:
+        t = torch.zeros(2, 1, 3)
+        assert t.view(2, 3, 1).stride() == (3, 1, 1) and t.view(1, 6, 1).stride() == (6, 1, 1)

@@ -155,6 +155,12 @@ def view(input: Any, *shape: Any, size: Any = None, dtype: Any = None) -> Any:
     The shape comes as varargs, one sequence or ``size=``. ``input.view(dtype)`` (or
     ``view(dtype=...)``) reinterprets the bytes as another dtype of the same size.
     """
+    if size is None and dtype is None and shape and type(input._data) is CPU_ARRAY and \
+            all(type(s) is int and s >= -1 for s in shape):  # the common call, x.view(B, T, -1):
+        try:  # NumPy's reshape without a copy resolves -1 and refuses what view refuses
+            return Reshape.apply(input, input._data.reshape(shape, copy=False).shape)
+        except ValueError:
+            pass  # (the checks below say why, in PyTorch's words)
     if size is not None or dtype is not None:
         if shape or (size is not None and dtype is not None):
             raise TypeError("view() takes one of: the sizes, size=, or a dtype (dtype=)")
