@@ -52,6 +52,7 @@ typedef struct {
     Py_ssize_t M, N, K;
     Py_ssize_t sab, sam, sak, sbb, sbk, sbn;  /* strides, in elements */
     int by_rows;  /* the pool's units: the rows of each product (else its columns) */
+    volatile int failed;  /* a thread found no memory for its packing buffers */
 } gemm_ctx;
 
 /* each thread's packing buffers, kept between calls (pool threads live as long as the process) */
@@ -224,9 +225,11 @@ TARGET static void gemm_block(const gemm_ctx *g, Py_ssize_t bi, Py_ssize_t m0, P
 /* the pool's part: units i0..i1 of the rows (or columns) of all B products in turn */
 static void call_gemm(void *ctx, Py_ssize_t i0, Py_ssize_t i1)
 {
-    const gemm_ctx *g = (const gemm_ctx *)ctx;
-    if (!ensure_buffers())
-        return;  /* (checked before the pool runs: only a thread's first call can get here) */
+    gemm_ctx *g = (gemm_ctx *)ctx;
+    if (!ensure_buffers()) {  /* (a worker's first call: its buffers are its own) */
+        g->failed = 1;
+        return;
+    }
     const Py_ssize_t per = g->by_rows ? g->M : g->N;
     for (Py_ssize_t bi = i0 / per; bi * per < i1; bi++) {
         Py_ssize_t lo = i0 - bi * per, hi = i1 - bi * per;
@@ -313,7 +316,7 @@ PyObject *py_bf16_gemm(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
     gemm_ctx g = {(const uint16_t *)a.buf, (const uint16_t *)b.buf, (float *)out.buf,
                   a.shape[1], b.shape[2], a.shape[2],
                   a.strides[0] / 2, a.strides[1] / 2, a.strides[2] / 2,
-                  b.strides[0] / 2, b.strides[1] / 2, b.strides[2] / 2, 0};
+                  b.strides[0] / 2, b.strides[1] / 2, b.strides[2] / 2, 0, 0};
     /* few columns and more rows: split the rows over the threads */
     g.by_rows = g.N < 4 * NR && g.M > g.N;
     const Py_ssize_t per = g.by_rows ? g.M : g.N, align = g.by_rows ? MR : NR;
@@ -325,6 +328,7 @@ PyObject *py_bf16_gemm(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
         Py_BEGIN_ALLOW_THREADS
         kernels_parallel(call_gemm, &g, a.shape[0] * per, align, min_part);
         Py_END_ALLOW_THREADS
+        ok = !g.failed;
     }
     PyBuffer_Release(&out);
     PyBuffer_Release(&b);

@@ -935,6 +935,7 @@ def bf16_gemm(a: Any, b: Any) -> np.ndarray | None:
         active.bf16_gemm(a[idx], b[idx], out[idx])
     return out
 
+
 # A half array's float32 values computed in the same pass that rounded it (``half_round``), for
 # the cast back that follows (autocast: a weight's bfloat16 copy, then its float32 values for the
 # GEMM; a weight gradient rounded to bfloat16, then its float32 values for ``.grad``): id(half
