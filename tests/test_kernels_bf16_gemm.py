@@ -242,3 +242,70 @@ def test_compiled_autocast_step_equals_eager(direct: bool, monkeypatch) -> None:
     for _ in range(4):  # (the third call runs the compiled program)
         for g, r in zip(step(compiled), ref):
             np.testing.assert_array_equal(g, r)
+
+
+@needs_bf16_gemm
+@pytest.mark.parametrize("shape", [(8, 16, 12, 12), (16, 64, 8, 8)])
+def test_bfloat16_convolutions_multiply_in_the_kernel(shape: tuple, monkeypatch) -> None:
+    """a convolution of bfloat16 tensors runs the float32 layouts on the half values with its
+    products in the bfloat16 kernel (forward, input and weight gradients): integer values give
+    the float32 path's results exactly; normal values within one bfloat16 rounding"""
+    from ember.ops.nn import _bf16_products as P
+
+    calls = []
+    real = L.bf16_gemm
+    monkeypatch.setattr(L, "bf16_gemm", lambda a, b, out=None: calls.append(a.shape)
+                        or real(a, b, out))
+    monkeypatch.setattr(P, "MIN_WORK", 1)
+    rng = np.random.default_rng(12)
+    N, C, H, W = shape
+    for ints in (True, False):
+        if ints:
+            x32 = rng.integers(-3, 4, shape).astype(np.float32)
+            w32 = rng.integers(-3, 4, (32, C, 3, 3)).astype(np.float32)
+        else:
+            x32 = rng.standard_normal(shape).astype(np.float32)
+            w32 = rng.standard_normal((32, C, 3, 3)).astype(np.float32) / 8
+
+        def run(x32: np.ndarray = x32, w32: np.ndarray = w32) -> list:
+            x = ember.tensor(x32).to(ember.bfloat16).requires_grad_()
+            w = ember.tensor(w32).to(ember.bfloat16).requires_grad_()
+            y = ember.nn.functional.conv2d(x, w, padding=1)
+            (y.float() * ember.linspace(-1, 1, W)).sum().backward()
+            return [v.detach().float().numpy() for v in (y, x.grad, w.grad)]
+
+        calls.clear()
+        got = run()
+        assert len(calls) >= 3  # forward, both gradients
+        monkeypatch.setattr(L, "_BF16_GEMM", {id(L.active): False})
+        ref = run()  # opmath(Conv): the float32 products
+        monkeypatch.setattr(L, "_BF16_GEMM", {})
+        for g, r in zip(got, ref):
+            if ints:
+                np.testing.assert_array_equal(g, r)
+            else:
+                np.testing.assert_allclose(g, r, rtol=2.0**-7, atol=1e-2)
+
+
+@needs_bf16_gemm
+def test_bf16_products_flag_and_layouts(monkeypatch) -> None:
+    """outside a flagged region ``matmul`` is NumPy's (the same bits); inside, transposed and
+    batched float32 operands holding bfloat16 values go to the kernel and give NumPy's product
+    (integers: exact)"""
+    from ember.ops.nn import _bf16_products as P
+
+    calls = []
+    real = L.bf16_gemm
+    monkeypatch.setattr(L, "bf16_gemm", lambda a, b, out=None: calls.append(a.shape)
+                        or real(a, b, out))
+    monkeypatch.setattr(P, "MIN_WORK", 1)
+    rng = np.random.default_rng(13)
+    a = rng.integers(-4, 5, (3, 40, 30)).astype(np.float32)
+    b = rng.integers(-4, 5, (3, 50, 30)).astype(np.float32).swapaxes(1, 2)
+    ref = np.matmul(a, b)
+    np.testing.assert_array_equal(P.matmul(a, b), ref)
+    assert calls == []
+    out = np.empty_like(ref)
+    got = P.flagged(lambda ctx, x, y: P.matmul(x, y, out=out))(None, a, b)
+    np.testing.assert_array_equal(got, ref)
+    assert got is out and calls == [(3, 40, 30)]

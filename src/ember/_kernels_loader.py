@@ -909,12 +909,13 @@ def bf16_gemm_ready(dtype: Any) -> bool:
 _BF16_GEMM: dict = {}
 
 
-def bf16_gemm(a: Any, b: Any) -> np.ndarray | None:
+def bf16_gemm(a: Any, b: Any, out: Any = None) -> np.ndarray | None:
     """``a @ b`` of bfloat16 host arrays in float32, from the bfloat16 values themselves
     (AVX512-BF16 products, float32 sums; _kernels_gemm.c): (..., M, K) @ (..., K, N) ->
     (..., M, N), batch dims broadcast as matmul's. Any strides: a transposed or broadcast
-    operand is not copied. None where it does not apply (other dtypes, 1-D operands, batch
-    dims that do not broadcast, CPUs without the instruction)."""
+    operand is not copied. ``out``: a C-contiguous float32 array of the result's shape to write
+    (else a new one). None where it does not apply (other dtypes, 1-D operands, batch dims that
+    do not broadcast, an ``out`` of another shape or layout, CPUs without the instruction)."""
     if (type(a) is not np.ndarray or type(b) is not np.ndarray or a.dtype != b.dtype
             or not bf16_gemm_ready(a.dtype) or a.ndim < 2 or b.ndim < 2
             or a.shape[-1] != b.shape[-2]):
@@ -924,7 +925,11 @@ def bf16_gemm(a: Any, b: Any) -> np.ndarray | None:
     except ValueError:
         return None
     m, n = a.shape[-2], b.shape[-1]
-    out = np.empty(batch + (m, n), _F32)
+    if out is None:
+        out = np.empty(batch + (m, n), _F32)
+    elif (type(out) is not np.ndarray or out.dtype != _F32 or out.shape != batch + (m, n)
+            or not out.flags.c_contiguous or not out.flags.writeable):
+        return None
     if not batch:
         active.bf16_gemm(a.view(np.uint16)[None], b.view(np.uint16)[None], out[None])
         return out

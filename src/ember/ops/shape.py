@@ -1,19 +1,17 @@
 """Shape and views: reshape/view/view_as, flatten/unflatten/ravel, squeeze/unsqueeze,
 expand/broadcast_to/broadcast_tensors/broadcast_shapes, permute/transpose/movedim, contiguous,
 narrow/select, unfold, as_strided (the reshaping part of torch's "Indexing, Slicing, Joining,
-Mutating Ops", and its view ops).
-
-Their neighbours: cat/stack/split/chunk/unbind, repeat/tile and flip/roll in ``joining.py``
-(built on the views and argument helpers here); ``x[key]`` in ``indexing.py``; diagonal in
-``linalg.py``.
+Mutating Ops", and its view ops). Their neighbours: cat/stack/split/chunk/unbind, repeat/tile and
+flip/roll in ``joining.py`` (built on the views and argument helpers here); ``x[key]`` in
+``indexing.py``; diagonal in ``linalg.py``.
 
 View ops (``is_view = True``) return NumPy views of their input (no copy) and share its version
 counter, as PyTorch's views share storage. Every backward is written with ``ctx.call`` of another
-op (or array methods that Tensor also has), so all of them are twice differentiable.
-"""
+op (or array methods that Tensor also has), so all of them are twice differentiable."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 import operator
 from typing import Any
@@ -151,16 +149,12 @@ def reshape(input: Any, shape: Any) -> Any:
 
 def view(input: Any, *shape: Any, size: Any = None, dtype: Any = None) -> Any:
     """View of ``input`` with another shape (no copy; an error when strides do not allow it).
-
     The shape comes as varargs, one sequence or ``size=``. ``input.view(dtype)`` (or
-    ``view(dtype=...)``) reinterprets the bytes as another dtype of the same size.
-    """
+    ``view(dtype=...)``) reinterprets the bytes as another dtype of the same size."""
     if size is None and dtype is None and shape and type(input._data) is CPU_ARRAY and \
             all(type(s) is int and s >= -1 for s in shape):  # the common call, x.view(B, T, -1):
-        try:  # NumPy's reshape without a copy resolves -1 and refuses what view refuses
+        with contextlib.suppress(ValueError):  # NumPy's copy-free reshape; refusals: below
             return Reshape.apply(input, input._data.reshape(shape, copy=False).shape)
-        except ValueError:
-            pass  # (the checks below say why, in PyTorch's words)
     if size is not None or dtype is not None:
         if shape or (size is not None and dtype is not None):
             raise TypeError("view() takes one of: the sizes, size=, or a dtype (dtype=)")

@@ -61,6 +61,7 @@ import numpy as np
 from ... import _kernels_loader as _kl
 from ..._tensor_base import TensorBase
 from ..shape import reshape
+from . import _bf16_products as _bf16
 from ._resample import Resample, _apply_map, _AxisMap, _resample  # noqa: F401 (re-exported)
 
 Pad2 = tuple[tuple[int, int], tuple[int, int]]
@@ -363,7 +364,7 @@ def _image_forward(x4: np.ndarray, w3: np.ndarray, b: np.ndarray | None, g: _Geo
         n = min(step, N - n0)
         cn = cols[:n]
         _image_cols(x4, buf, g, G, n0, n, cn, K)  # (the taps' K rows first, then the bias's)
-        np.matmul(w3, cn, out=y[n0:n0 + n])
+        _bf16.matmul(w3, cn, out=y[n0:n0 + n])
     return y.reshape(N, G * Og, g.OH, g.OW), None
 
 
@@ -414,7 +415,7 @@ def _image_weight_grad(x4: np.ndarray, g4: np.ndarray, g: _Geom, groups: int,
         n = min(step, N - n0)
         cn = cols[:n]
         _image_cols(x4, buf, g, G, n0, n, cn, K)  # (the taps' K rows first, then the bias's)
-        np.matmul(cn, gt[n0:n0 + n].swapaxes(2, 3), out=parts[n0:n0 + n])
+        _bf16.matmul(cn, gt[n0:n0 + n].swapaxes(2, 3), out=parts[n0:n0 + n])
     total = parts.sum(axis=0)
     gw = np.empty(shape, dtype=x4.dtype)
     gw.reshape(G, Og, -1)[...] = total[:, :K].swapaxes(1, 2)
@@ -472,7 +473,7 @@ def _pointwise_forward(x4: np.ndarray, w4: np.ndarray, b: np.ndarray | None,
     N, O = x4.shape[0], w4.shape[0]
     xs = _pointwise_pixels(x4, g)
     w2 = w4.reshape(O, -1)
-    y = np.matmul(xs.reshape(N, -1), w2.T) if g.L == 1 else np.matmul(w2, xs)
+    y = _bf16.matmul(xs.reshape(N, -1), w2.T) if g.L == 1 else _bf16.matmul(w2, xs)
     if b is not None:
         y = y.reshape(N, O, g.L)
         y += b.reshape(1, O, 1)
@@ -488,7 +489,7 @@ def _pointwise_input_grad(g4: np.ndarray, w4: np.ndarray, g: _Geom,
     C = w4.shape[1]
     gy = np.ascontiguousarray(g4).reshape(N, O, g.L)
     w2 = w4.reshape(O, C)
-    gs = np.matmul(gy.reshape(N, O), w2) if g.L == 1 else np.matmul(w2.T, gy)
+    gs = _bf16.matmul(gy.reshape(N, O), w2) if g.L == 1 else _bf16.matmul(w2.T, gy)
     gs = gs.reshape(N, C, g.OH, g.OW)
     if tuple(in_hw) == (g.OH, g.OW):
         return gs
@@ -508,11 +509,11 @@ def _pointwise_weight_grad(x4: np.ndarray, g4: np.ndarray, g: _Geom,
     gy = np.ascontiguousarray(g4).reshape(N, O, g.L)
     gw = np.empty(shape, dtype=xs.dtype)
     if g.L == 1:
-        np.matmul(gy.reshape(N, O).T, xs.reshape(N, C), out=gw.reshape(O, C))
+        _bf16.matmul(gy.reshape(N, O).T, xs.reshape(N, C), out=gw.reshape(O, C))
     else:
         a = gy.transpose(1, 0, 2).reshape(O, N * g.L)
         bt = xs.transpose(1, 0, 2).reshape(C, N * g.L)
-        np.matmul(a, bt.T, out=gw.reshape(O, C))
+        _bf16.matmul(a, bt.T, out=gw.reshape(O, C))
     return gw
 
 
@@ -557,7 +558,7 @@ def _rows_forward(x4: np.ndarray, w4: np.ndarray, b: np.ndarray | None,
     N, O = x4.shape[0], w4.shape[0]
     rows = _rows(x4, g)
     wt = w4.transpose(2, 3, 1, 0).reshape(rows.shape[1], O)  # (taps (i, j, c), O): a small copy
-    y = np.matmul(rows, wt)
+    y = _bf16.matmul(rows, wt)
     out = np.empty((N, O, g.OH, g.OW), dtype=x4.dtype)
     src = y.reshape(N, g.OH, g.OW, O).transpose(0, 3, 1, 2)
     if b is None:
@@ -582,7 +583,7 @@ def _rows_weight_grad(rows: np.ndarray, gy: np.ndarray, shape: tuple, k: tuple[i
     if gr is None:
         gr = _grad_rows(gy)
     O = gr.shape[1]
-    part = np.matmul(gr.T, rows).reshape(O, k[0], k[1], -1)
+    part = _bf16.matmul(gr.T, rows).reshape(O, k[0], k[1], -1)
     gw = np.empty(shape, dtype=rows.dtype)
     gw.reshape(O, -1, k[0], k[1])[...] = part.transpose(0, 3, 1, 2)
     return gw
@@ -593,7 +594,7 @@ def _rows_input_grad(gr: np.ndarray, w4: np.ndarray, g: _Geom, N: int) -> np.nda
     (O, taps (i, j, c)) = columns as rows, summed back into (N, C, H, W) by ``_rows_col2im``."""
     O, C, kh, kw = w4.shape
     wr = w4.transpose(0, 2, 3, 1).reshape(O, kh * kw * C)  # (a small copy)
-    return _rows_col2im(np.matmul(gr, wr), g, N, C)
+    return _rows_col2im(_bf16.matmul(gr, wr), g, N, C)
 
 
 def _rows_col2im(rows: np.ndarray, g: _Geom, N: int, C: int) -> np.ndarray:

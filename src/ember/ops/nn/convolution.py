@@ -22,6 +22,7 @@ from .._autocast import flag as _amp
 from .._promote import conjugated, opmath
 from ..creation import zeros_like
 from ..joining import stack
+from . import _bf16_products as _bf16
 from ._kernels import (
     _LAYOUT,
     Pad2,
@@ -63,6 +64,15 @@ __all__ = [
     "conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "unfold", "fold", "conv3d",
     "conv_transpose3d", "conv_tbc",
 ]
+
+
+# With the eager kernels at one thread, a large convolution (wide or plain columns, at least half
+# ``_CHUNK_BYTES`` of them per image; host float32/float64 arrays) runs a chunk of output rows of
+# one image at a time: ``_kl.im2col`` builds the chunk's columns (at most ``_CHUNK_BYTES``) into
+# one reused buffer, reading the padding as zeros, and the product reads them from cache and
+# writes the output in place: no batch-sized columns, padded copy, wide throw-away columns or
+# transposes (forward and input gradient bit for bit the NumPy path's; docs/benchmarks.md)
+_CHUNK_BYTES = 1 << 21
 
 
 def conv1d(input: Any, weight: Any, bias: Any = None, stride: Any = 1, padding: Any = 0,
@@ -364,15 +374,6 @@ class Col2im(Op):
         return ctx.call(Im2col, grad, ctx.geom), None
 
 
-# With the eager kernels at one thread, a large convolution (wide or plain columns, at least half
-# ``_CHUNK_BYTES`` of them per image; host float32/float64 arrays) runs a chunk of output rows of
-# one image at a time: ``_kl.im2col`` builds the chunk's columns (at most ``_CHUNK_BYTES``) into
-# one reused buffer, reading the padding as zeros, and the product reads them from cache and
-# writes the output in place: no batch-sized columns, padded copy, wide throw-away columns or
-# transposes (forward and input gradient bit for bit the NumPy path's; docs/benchmarks.md)
-_CHUNK_BYTES = 1 << 21
-
-
 def _chunked(g: _Geom, k: int, *arrays: Any) -> bool:
     """Whether a convolution with ``k`` column rows (C * kh * kw) runs in row chunks: the
     kernels on at one thread, wide or plain columns of at least half ``_CHUNK_BYTES`` per
@@ -421,7 +422,7 @@ def _chunk_forward(x4: np.ndarray, w4: np.ndarray, b: Any, g: _Geom, groups: int
             cols = buf[:groups * K * r * g.OW].reshape(groups, K, r * g.OW)
             _kl.im2col(xn, cols.shape, _chunk_geom(g, C, r0, r), cols)
             dst = y4[n, :, :, r0 * g.OW:(r0 + r) * g.OW]
-            np.matmul(w3, cols, out=dst)
+            _bf16.matmul(w3, cols, out=dst)
             if bias is not None:
                 dst += bias
     return y
@@ -444,7 +445,7 @@ def _chunk_transpose(g4: np.ndarray, w4: np.ndarray, g: _Geom, groups: int) -> n
         on = out[n:n + 1]
         for r0, r in reversed(chunks):
             cols = buf[:groups * K * r * g.OW].reshape(groups, K, r * g.OW)
-            np.matmul(wm, g3[n, :, :, r0 * g.OW:(r0 + r) * g.OW], out=cols)
+            _bf16.matmul(wm, g3[n, :, :, r0 * g.OW:(r0 + r) * g.OW], out=cols)
             _kl.col2im(cols, on.shape, _chunk_geom(g, C, r0, r), on)
     return out
 
@@ -470,7 +471,7 @@ def _chunk_weight_grad(x4: np.ndarray, g4: np.ndarray, g: _Geom, groups: int,
         for r0, r in chunks:
             cols = buf[:groups * K * r * g.OW].reshape(groups, K, r * g.OW)
             _kl.im2col(xn, cols.shape, _chunk_geom(g, C, r0, r), cols)
-            np.matmul(cols, g3[n, :, :, r0 * g.OW:(r0 + r) * g.OW].swapaxes(1, 2),
+            _bf16.matmul(cols, g3[n, :, :, r0 * g.OW:(r0 + r) * g.OW].swapaxes(1, 2),
                       out=acc if first else part)
             if not first:
                 acc += part
@@ -493,7 +494,7 @@ def _conv_forward(xp: Any, x4: Any, w4: Any, b: Any, g: _Geom, groups: int) -> t
     if g.image and _image_arrays(x4, w3, b):
         return _image_forward(x4, w3, b, g, groups)  # (bias added)
     cols = _im2col(xp, x4, g, groups)
-    y = _matmul(xp, w3, cols)
+    y = _bf16.matmul_xp(xp, w3, cols)
     # a bfloat16 product comes back float32: the bias joins it there and the sum is
     # rounded once, as PyTorch's convolution does
     if g.image:  # one product per image, already (N, groups, O / groups, OH * OW)
@@ -519,10 +520,10 @@ def _conv_transpose_forward(xp: Any, g4: Any, w4: Any, g: _Geom, groups: int, gt
     wm = w4.reshape(groups, O // groups, Cg * kh * kw).swapaxes(1, 2)
     if g.image:  # per image: (N, groups, Cg * kh * kw, L), no transpose of the gradient
         gt = g4.reshape(N, groups, O // groups, g.L)
-        cols = _matmul(xp, wm, gt).astype(dtype, copy=False)
+        cols = _bf16.matmul_xp(xp, wm, gt).astype(dtype, copy=False)
         return _col2im(xp, cols.reshape(N, C * kh * kw, g.L), g, N)
     gt = (_grad_to_cols(xp, g4, g) if gt is None else gt).reshape(groups, O // groups, N * g.L)
-    cols = _matmul(xp, wm, gt).astype(dtype, copy=False)
+    cols = _bf16.matmul_xp(xp, wm, gt).astype(dtype, copy=False)
     return _col2im(xp, cols.reshape(C * kh * kw, N * g.L), g, N)
 
 
@@ -551,7 +552,7 @@ def _weight_grad(xp: Any, x4: Any, g4: Any, g: _Geom, groups: int, shape: tuple,
         # K), summed over the images: (groups, K, O / groups), transposed into place
         # (into an array of the weight's shape that owns its memory, as below)
         gt = g4.reshape(N, groups, O // groups, g.L)
-        part = _matmul(xp, cols, gt.swapaxes(2, 3)).sum(axis=0)
+        part = _bf16.matmul_xp(xp, cols, gt.swapaxes(2, 3)).sum(axis=0)
         gw = xp.empty(shape, dtype=x4.dtype)
         gw.reshape(groups, O // groups, -1)[...] = part.swapaxes(1, 2)
         return gw
@@ -570,12 +571,12 @@ def _weight_grad(xp: Any, x4: Any, g4: Any, g: _Geom, groups: int, shape: tuple,
         # (also a small weight of many taps: its transposing copy is cheap against the product's
         # gain, ResNet's 3x3 64 and 128 on 8x8 and 4x4 outputs: 2.07 -> 1.70 ms, 1.70 -> 1.49 ms)
         if gt.shape[2] >= 4 * K or (K >= 512 and O * K <= 1 << 18):
-            part = np.matmul(cols, gt.swapaxes(1, 2))
+            part = _bf16.matmul(cols, gt.swapaxes(1, 2))
             gw.reshape(groups, O // groups, -1)[...] = part.swapaxes(1, 2)
         else:
-            np.matmul(gt, cols.swapaxes(1, 2), out=gw.reshape(groups, O // groups, -1))
+            _bf16.matmul(gt, cols.swapaxes(1, 2), out=gw.reshape(groups, O // groups, -1))
         return gw
-    gw = _matmul(xp, gt, cols.swapaxes(1, 2)).astype(x4.dtype, copy=False)
+    gw = _bf16.matmul_xp(xp, gt, cols.swapaxes(1, 2)).astype(x4.dtype, copy=False)
     return gw.reshape(shape)
 
 
@@ -650,7 +651,7 @@ def _conv(fn: str, nd: int, input: Any, weight: Any, bias: Any, stride: Any, pad
         return _rebatch(_conv3d(input, weight, bias, stride, pads, dilation, groups), unbatched)
     pad2 = ((0, 0),) + pads if nd == 1 else pads
     dt = input._data.dtype
-    op = conjugated(Conv) if dt.kind == "c" else opmath(Conv) if dt.itemsize == 2 else Conv
+    op = conjugated(Conv) if dt.kind == "c" else _half_conv(dt) if dt.itemsize == 2 else Conv
     out = op.apply(input, weight, bias, _to2(stride, 1), pad2, _to2(dilation, 1), groups)
     return _rebatch(out, unbatched)
 
@@ -834,9 +835,7 @@ def _conv_transpose3d(x: Any, w: Any, bias: Any, out: tuple, stride: tuple, padd
     return y.contiguous()  # the crop of the padded depths is a view: one copy, as PyTorch's
 
 
-def _matmul(xp: Any, a: Any, b: Any) -> Any:
-    """``xp.matmul(a, b)``; bfloat16 host arrays by the kernel where the CPU multiplies bfloat16
-    (float32 out, as ml_dtypes' matmul gives, in float32 sums of exact products)."""
-    if a.dtype.itemsize == 2 and (out := _kl.bf16_gemm(a, b)) is not None:
-        return out
-    return xp.matmul(a, b)
+def _half_conv(dt: Any) -> type:
+    """Conv for float16/bfloat16 tensors: the float32 kernels on the half values, rounded once
+    (``opmath``), the products of bfloat16 ones in the bfloat16 kernel where the CPU has it."""
+    return _bf16.variant(opmath(Conv)) if _kl.bf16_gemm_ready(dt) else opmath(Conv)
