@@ -1453,6 +1453,297 @@ CLONES_FMA static void log_softmax_backward_float(const float *RESTRICT y, const
     }
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * Small attention, float32: out = softmax(scale q k^T, causal: keys j <= i only) v and its
+ * gradients, one (batch, head) slice at a time with the slice's operands in zero-padded scratch
+ * (a few tens of KiB: L1/L2). The five products are one register-blocked loop (at_block: 4 rows
+ * x 32 columns of accumulators, a product and a sum per term in the contraction index's order,
+ * so the same bits in every variant); causal rows skip the keys above the diagonal (half the
+ * products' terms at L = S). The softmax is softmax_float's (k_expf_neg, float64 lanes, the
+ * reciprocal of the sum) over a row's first jn keys, the scores scaled in float32 first as the
+ * NumPy path's s *= scale; its backward softmax_backward_float's. The products' sums run in
+ * another order than BLAS's: results within float32 rounding of the NumPy path, not its bits;
+ * slices are independent, so the same bits at every thread count. */
+#define AT_NR 32
+
+KI Py_ssize_t at_up(Py_ssize_t n, Py_ssize_t m) { return (n + m - 1) / m * m; }
+
+/* GCC's vector types (16 floats: one AVX-512 register, two AVX2, four SSE2), so the 8
+ * accumulators stay in registers; a product and a sum, two roundings (-ffp-contract=off: no
+ * fma is formed, the same bits in every variant) */
+typedef float at_v16 __attribute__((vector_size(64)));
+typedef float at_v16u __attribute__((vector_size(64), aligned(4)));
+
+/* C[r][0:32] = sum over kk in [k0, k1) of A[r lda + kk] B[kk ldb + 0:32], r = 0..3 */
+KI void at_block(const float *RESTRICT A, Py_ssize_t lda, const float *RESTRICT B,
+                 Py_ssize_t ldb, Py_ssize_t k0, Py_ssize_t k1, float *RESTRICT C, Py_ssize_t ldc)
+{
+    at_v16 z = {0.0f};
+    at_v16 c0 = z, c1 = z, c2 = z, c3 = z, d0 = z, d1 = z, d2 = z, d3 = z;
+    for (Py_ssize_t kk = k0; kk < k1; kk++) {
+        const float *RESTRICT b = B + kk * ldb;
+        at_v16 b0 = *(const at_v16u *)b, b1 = *(const at_v16u *)(b + 16);
+        float a0 = A[kk], a1 = A[lda + kk], a2 = A[2 * lda + kk], a3 = A[3 * lda + kk];
+        c0 += a0 * b0;
+        d0 += a0 * b1;
+        c1 += a1 * b0;
+        d1 += a1 * b1;
+        c2 += a2 * b0;
+        d2 += a2 * b1;
+        c3 += a3 * b0;
+        d3 += a3 * b1;
+    }
+    *(at_v16u *)C = c0;
+    *(at_v16u *)(C + 16) = d0;
+    *(at_v16u *)(C + ldc) = c1;
+    *(at_v16u *)(C + ldc + 16) = d1;
+    *(at_v16u *)(C + 2 * ldc) = c2;
+    *(at_v16u *)(C + 2 * ldc + 16) = d2;
+    *(at_v16u *)(C + 3 * ldc) = c3;
+    *(at_v16u *)(C + 3 * ldc + 16) = d3;
+}
+
+/* at_block with A read transposed: C[r][0:32] = sum over kk of At[kk lda + r] B[kk ldb + 0:32] */
+KI void at_block_t(const float *RESTRICT At, Py_ssize_t lda, const float *RESTRICT B,
+                   Py_ssize_t ldb, Py_ssize_t k0, Py_ssize_t k1, float *RESTRICT C,
+                   Py_ssize_t ldc)
+{
+    at_v16 z = {0.0f};
+    at_v16 c0 = z, c1 = z, c2 = z, c3 = z, d0 = z, d1 = z, d2 = z, d3 = z;
+    for (Py_ssize_t kk = k0; kk < k1; kk++) {
+        const float *RESTRICT b = B + kk * ldb, *RESTRICT a = At + kk * lda;
+        at_v16 b0 = *(const at_v16u *)b, b1 = *(const at_v16u *)(b + 16);
+        float a0 = a[0], a1 = a[1], a2 = a[2], a3 = a[3];
+        c0 += a0 * b0;
+        d0 += a0 * b1;
+        c1 += a1 * b0;
+        d1 += a1 * b1;
+        c2 += a2 * b0;
+        d2 += a2 * b1;
+        c3 += a3 * b0;
+        d3 += a3 * b1;
+    }
+    *(at_v16u *)C = c0;
+    *(at_v16u *)(C + 16) = d0;
+    *(at_v16u *)(C + ldc) = c1;
+    *(at_v16u *)(C + ldc + 16) = d1;
+    *(at_v16u *)(C + 2 * ldc) = c2;
+    *(at_v16u *)(C + 2 * ldc + 16) = d2;
+    *(at_v16u *)(C + 3 * ldc) = c3;
+    *(at_v16u *)(C + 3 * ldc + 16) = d3;
+}
+
+typedef struct {
+    const float *q, *k, *v, *p, *g;
+    float *out, *pout, *gq, *gk, *gv;
+    Py_ssize_t L, S, D, Ev;
+    float scale;
+    int causal, failed;
+} at_ctx;
+
+/* a rows x cols block of src (row stride ld_s) into dst (row stride ld_d), zero to the padded
+ * rows x cols' (rows_p, cols_p) */
+KI void at_pad(float *RESTRICT dst, Py_ssize_t ld_d, Py_ssize_t rows_p, Py_ssize_t cols_p,
+               const float *RESTRICT src, Py_ssize_t rows, Py_ssize_t cols)
+{
+    for (Py_ssize_t r = 0; r < rows_p; r++) {
+        float *RESTRICT d = dst + r * ld_d;
+        Py_ssize_t c = r < rows ? cols : 0;
+        if (c)
+            memcpy(d, src + r * cols, sizeof(float) * (size_t)c);
+        if (cols_p > c)
+            memset(d + c, 0, sizeof(float) * (size_t)(cols_p - c));
+    }
+}
+
+/* dst (cols_p x ld_d, zero-padded to rows_p) = the transpose of src (rows x cols) */
+KI void at_transpose(float *RESTRICT dst, Py_ssize_t ld_d, Py_ssize_t cols_p, Py_ssize_t rows_p,
+                     const float *RESTRICT src, Py_ssize_t ld_s, Py_ssize_t rows, Py_ssize_t cols)
+{
+    for (Py_ssize_t c = 0; c < cols_p; c++)
+        for (Py_ssize_t r = c < cols ? rows : 0; r < rows_p; r++)
+            dst[c * ld_d + r] = 0.0f;
+    for (Py_ssize_t r = 0; r < rows; r++)
+        for (Py_ssize_t c = 0; c < cols; c++)
+            dst[c * ld_d + r] = src[r * ld_s + c];
+}
+
+/* The softmax over keys of 16 queries at once, columns c0..c0+15 of the transposed scores st
+ * (rows: keys, row stride ld): lane l is query i = c0 + l, its keys j < jn(i) (causal: j <= i;
+ * queries past L: none); the scores scaled in float32 first (as the NumPy path's s *= scale),
+ * exp by k_expf_neg after the max, the sum in float64 and the reciprocal rounded once, as
+ * softmax_float (its sum in another order: within the same bound); rows jmax..rows zeroed. */
+KI void at_softmax_cols(float *RESTRICT st, Py_ssize_t ld, Py_ssize_t c0, Py_ssize_t L,
+                        Py_ssize_t S, Py_ssize_t rows, int causal, float scale)
+{
+    Py_ssize_t jmax = causal ? (c0 + 16 < S ? c0 + 16 : S) : S;
+    float m[16];
+    double acc[16];
+    for (int l = 0; l < 16; l++) {
+        m[l] = -INFINITY;
+        acc[l] = 0.0;
+    }
+    for (Py_ssize_t j = 0; j < jmax; j++) {
+        float *RESTRICT r = st + j * ld + c0;
+        for (int l = 0; l < 16; l++) {
+            int in = c0 + l < L && (!causal || j <= c0 + l);
+            float x = in ? r[l] * scale : -INFINITY;
+            r[l] = x;
+            m[l] = x > m[l] ? x : m[l];
+        }
+    }
+    for (int l = 0; l < 16; l++)
+        m[l] = m[l] == -INFINITY ? 0.0f : m[l];
+    for (Py_ssize_t j = 0; j < jmax; j++) {
+        float *RESTRICT r = st + j * ld + c0;
+        for (int l = 0; l < 16; l++) {
+            float e = k_expf_neg(r[l] - m[l]);
+            r[l] = e;
+            acc[l] += (double)e;
+        }
+    }
+    float inv[16];
+    for (int l = 0; l < 16; l++)
+        inv[l] = acc[l] > 0.0 ? (float)(1.0 / acc[l]) : 0.0f;
+    for (Py_ssize_t j = 0; j < jmax; j++) {
+        float *RESTRICT r = st + j * ld + c0;
+        for (int l = 0; l < 16; l++)
+            r[l] = r[l] * inv[l];
+    }
+    for (Py_ssize_t j = jmax; j < rows; j++)
+        for (int l = 0; l < 16; l++)
+            st[j * ld + c0 + l] = 0.0f;
+}
+
+/* Forward, per slice, transposed: st = k q^T (keys x queries; causal: the 32-query blocks at or
+ * right of the diagonal only), the softmax down its columns (at_softmax_cols), then
+ * out = P v with P read by columns (at_block_t). p is written as P^T, (S, L) per slice. */
+CLONES_FMA static void attention_slices(at_ctx *c, Py_ssize_t n0, Py_ssize_t n1)
+{
+    Py_ssize_t L = c->L, S = c->S, D = c->D, Ev = c->Ev;
+    Py_ssize_t Lp = at_up(L, 4), Lq = at_up(L, AT_NR), S4 = at_up(S, 4), Evp = at_up(Ev, AT_NR);
+    float *buf = (float *)PyMem_RawMalloc(sizeof(float) * (size_t)(D * Lq + S4 * D + S4 * Lq
+                                                                   + S * Evp + Lp * Evp));
+    if (!buf) {
+        c->failed = 1;
+        return;
+    }
+    float *qt = buf, *ks = qt + D * Lq, *st = ks + S4 * D, *vs = st + S4 * Lq, *ob = vs + S * Evp;
+    for (Py_ssize_t n = n0; n < n1; n++) {
+        const float *q = c->q + n * L * D, *k = c->k + n * S * D, *v = c->v + n * S * Ev;
+        float *out = c->out + n * L * Ev, *pt = c->pout + n * S * L;
+        at_transpose(qt, Lq, D, Lq, q, D, L, D);
+        at_pad(ks, D, S4, D, k, S, D);
+        at_pad(vs, Evp, S, Evp, v, S, Ev);
+        for (Py_ssize_t j0 = 0; j0 < S4; j0 += 4) {
+            Py_ssize_t lo = c->causal ? j0 / AT_NR * AT_NR : 0;
+            for (Py_ssize_t i0 = lo; i0 < Lq; i0 += AT_NR)
+                at_block(ks + j0 * D, D, qt + i0, Lq, 0, D, st + j0 * Lq + i0, Lq);
+        }
+        for (Py_ssize_t c0 = 0; c0 < Lp; c0 += 16)
+            at_softmax_cols(st, Lq, c0, L, S, S4, c->causal, c->scale);
+        for (Py_ssize_t j = 0; j < S; j++)
+            memcpy(pt + j * L, st + j * Lq, sizeof(float) * (size_t)L);
+        for (Py_ssize_t i0 = 0; i0 < Lp; i0 += 4) {
+            Py_ssize_t hi = c->causal ? (i0 + 4 < S ? i0 + 4 : S) : S;
+            for (Py_ssize_t e0 = 0; e0 < Evp; e0 += AT_NR)
+                at_block_t(st + i0, Lq, vs + e0, Evp, 0, hi, ob + i0 * Evp + e0, Evp);
+        }
+        for (Py_ssize_t i = 0; i < L; i++)
+            memcpy(out + i * Ev, ob + i * Evp, sizeof(float) * (size_t)Ev);
+    }
+    PyMem_RawFree(buf);
+}
+
+/* Backward, per slice, transposed as the forward (p is P^T, (S, L)):
+ * dP^T = v g^T;  dS^T = P^T (dP^T - colsum(dP^T P^T));  gq = (dS k) scale (dS^T by columns);
+ * gk = (dS^T q) scale;  gv = P^T g */
+CLONES_FMA static void attention_backward_slices(at_ctx *c, Py_ssize_t n0, Py_ssize_t n1)
+{
+    Py_ssize_t L = c->L, S = c->S, D = c->D, Ev = c->Ev;
+    Py_ssize_t Lp = at_up(L, 4), Lq = at_up(L, AT_NR), S4 = at_up(S, 4), Dp = at_up(D, AT_NR);
+    Py_ssize_t Evp = at_up(Ev, AT_NR), Wp = Dp > Evp ? Dp : Evp;
+    float *buf = (float *)PyMem_RawMalloc(sizeof(float) * (size_t)(
+        S4 * Ev + Ev * Lq + 2 * S4 * Lq + S * Dp + Lp * Dp + Lp * Evp + (Lp > S4 ? Lp : S4) * Wp));
+    if (!buf) {
+        c->failed = 1;
+        return;
+    }
+    float *vs = buf, *gt = vs + S4 * Ev, *ds = gt + Ev * Lq, *ps = ds + S4 * Lq;
+    float *ks = ps + S4 * Lq, *qs = ks + S * Dp, *gs = qs + Lp * Dp, *ob = gs + Lp * Evp;
+    for (Py_ssize_t n = n0; n < n1; n++) {
+        const float *q = c->q + n * L * D, *k = c->k + n * S * D, *v = c->v + n * S * Ev;
+        const float *p = c->p + n * S * L, *g = c->g + n * L * Ev;
+        at_pad(vs, Ev, S4, Ev, v, S, Ev);
+        at_transpose(gt, Lq, Ev, Lq, g, Ev, L, Ev);
+        at_pad(ps, Lq, S4, Lq, p, S, L);
+        at_pad(gs, Evp, Lp, Evp, g, L, Ev);
+        for (Py_ssize_t j0 = 0; j0 < S4; j0 += 4) {
+            Py_ssize_t lo = c->causal ? j0 / AT_NR * AT_NR : 0;
+            for (Py_ssize_t i0 = lo; i0 < Lq; i0 += AT_NR)
+                at_block(vs + j0 * Ev, Ev, gt + i0, Lq, 0, Ev, ds + j0 * Lq + i0, Lq);
+        }
+        for (Py_ssize_t c0 = 0; c0 < Lp; c0 += 16) {
+            Py_ssize_t jmax = c->causal ? (c0 + 16 < S ? c0 + 16 : S) : S;
+            double acc[16];
+            for (int l = 0; l < 16; l++)
+                acc[l] = 0.0;
+            for (Py_ssize_t j = 0; j < jmax; j++) {
+                const float *RESTRICT d = ds + j * Lq + c0, *RESTRICT pr = ps + j * Lq + c0;
+                for (int l = 0; l < 16; l++)
+                    acc[l] += (double)(d[l] * pr[l]);
+            }
+            float s[16];
+            for (int l = 0; l < 16; l++)
+                s[l] = (float)acc[l];
+            for (Py_ssize_t j = 0; j < jmax; j++) {
+                float *RESTRICT d = ds + j * Lq + c0;
+                const float *RESTRICT pr = ps + j * Lq + c0;
+                for (int l = 0; l < 16; l++)
+                    d[l] = pr[l] * (d[l] - s[l]);
+            }
+            for (Py_ssize_t j = jmax; j < S4; j++)
+                for (int l = 0; l < 16; l++)
+                    ds[j * Lq + c0 + l] = 0.0f;
+        }
+        if (c->gq) {
+            at_pad(ks, Dp, S, Dp, k, S, D);
+            for (Py_ssize_t i0 = 0; i0 < Lp; i0 += 4) {
+                Py_ssize_t hi = c->causal ? (i0 + 4 < S ? i0 + 4 : S) : S;
+                for (Py_ssize_t d0 = 0; d0 < Dp; d0 += AT_NR)
+                    at_block_t(ds + i0, Lq, ks + d0, Dp, 0, hi, ob + i0 * Dp + d0, Dp);
+            }
+            float *gq = c->gq + n * L * D;
+            for (Py_ssize_t i = 0; i < L; i++)
+                for (Py_ssize_t d = 0; d < D; d++)
+                    gq[i * D + d] = ob[i * Dp + d] * c->scale;
+        }
+        if (c->gk) {
+            at_pad(qs, Dp, Lp, Dp, q, L, D);
+            for (Py_ssize_t j0 = 0; j0 < S4; j0 += 4) {
+                Py_ssize_t lo = c->causal ? (j0 < L ? j0 : L) : 0;
+                for (Py_ssize_t d0 = 0; d0 < Dp; d0 += AT_NR)
+                    at_block(ds + j0 * Lq, Lq, qs + d0, Dp, lo, L, ob + j0 * Dp + d0, Dp);
+            }
+            float *gk = c->gk + n * S * D;
+            for (Py_ssize_t j = 0; j < S; j++)
+                for (Py_ssize_t d = 0; d < D; d++)
+                    gk[j * D + d] = ob[j * Dp + d] * c->scale;
+        }
+        if (c->gv) {
+            for (Py_ssize_t j0 = 0; j0 < S4; j0 += 4) {
+                Py_ssize_t lo = c->causal ? (j0 < L ? j0 : L) : 0;
+                for (Py_ssize_t e0 = 0; e0 < Evp; e0 += AT_NR)
+                    at_block(ps + j0 * Lq, Lq, gs + e0, Evp, lo, L, ob + j0 * Evp + e0, Evp);
+            }
+            float *gv = c->gv + n * S * Ev;
+            for (Py_ssize_t j = 0; j < S; j++)
+                memcpy(gv + j * Ev, ob + j * Evp, sizeof(float) * (size_t)Ev);
+        }
+    }
+    PyMem_RawFree(buf);
+}
+
 /* softmax and logsumexp together (cross_entropy's forward): m = the row max, 0 where it is not
  * finite (the formula's rule), s = sum exp(x - m) in float64, lse = log(s) + m rounded once,
  * p = exp(x - m) / s (skipped where p is NULL) */
@@ -3544,6 +3835,110 @@ static PyObject *py_layer_norm_backward(PyObject *m, PyObject *const *args, Py_s
     Py_END_ALLOW_THREADS
     PyMem_RawFree(acc);
     release(&b);
+    Py_RETURN_NONE;
+}
+
+static void call_attention(void *cv, Py_ssize_t n0, Py_ssize_t n1)
+{
+    attention_slices((at_ctx *)cv, n0, n1);
+}
+
+static void call_attention_backward(void *cv, Py_ssize_t n0, Py_ssize_t n1)
+{
+    attention_backward_slices((at_ctx *)cv, n0, n1);
+}
+
+/* the sizes N, L, S, D, Ev, the scale and the causal flag after the arrays */
+static int at_sizes(PyObject *const *args, Py_ssize_t at, Py_ssize_t *sz, double *scale,
+                    int *causal)
+{
+    for (int i = 0; i < 5; i++) {
+        sz[i] = PyLong_AsSsize_t(args[at + i]);
+        if (sz[i] == -1 && PyErr_Occurred())
+            return -1;
+        if (sz[i] < 1) {
+            PyErr_SetString(PyExc_ValueError, "ember._kernels.attention: sizes must be >= 1");
+            return -1;
+        }
+    }
+    *scale = PyFloat_AsDouble(args[at + 5]);
+    if (*scale == -1.0 && PyErr_Occurred())
+        return -1;
+    *causal = PyObject_IsTrue(args[at + 6]);
+    return *causal < 0 ? -1 : 0;
+}
+
+/* attention(q, k, v, out, p, N, L, S, D, Ev, scale, causal): float32 (N, L, D), (N, S, D),
+ * (N, S, Ev) in; out (N, L, Ev) and the probabilities p (N, L, S) written */
+static PyObject *py_attention(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_ssize_t sz[5];
+    double scale;
+    int causal;
+    if (nargs != 12)
+        return PyErr_Format(PyExc_TypeError, "ember._kernels.attention: expected 12 arguments");
+    if (at_sizes(args, 5, sz, &scale, &causal) < 0)
+        return NULL;
+    Py_ssize_t N = sz[0], L = sz[1], S = sz[2], D = sz[3], Ev = sz[4];
+    Bufs b;
+    if (take(&b, args, 5, "iiioo") < 0)
+        return NULL;
+    if (b.kind != 'f' || same_lengths(&b, N * L * D, 0, 1) < 0
+        || same_lengths(&b, N * S * D, 1, 2) < 0 || same_lengths(&b, N * S * Ev, 2, 3) < 0
+        || same_lengths(&b, N * L * Ev, 3, 4) < 0 || same_lengths(&b, N * L * S, 4, 5) < 0) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "ember._kernels.attention: float32 arrays only");
+        release(&b);
+        return NULL;
+    }
+    at_ctx c = {b.p[0], b.p[1], b.p[2], NULL, NULL, b.p[3], b.p[4], NULL, NULL, NULL,
+                L, S, D, Ev, (float)scale, causal, 0};
+    Py_ssize_t per = L * S > 0 ? MIN_PART / (L * S) : 1;
+    Py_BEGIN_ALLOW_THREADS
+    parallel(call_attention, &c, N, 1, per > 1 ? per : 1);
+    Py_END_ALLOW_THREADS
+    release(&b);
+    if (c.failed)
+        return PyErr_NoMemory();
+    Py_RETURN_NONE;
+}
+
+/* attention_backward(q, k, v, p, g, gq | None, gk | None, gv | None, N, L, S, D, Ev, scale,
+ * causal): the gradients of attention's output (g, (N, L, Ev)) from its probabilities p */
+static PyObject *py_attention_backward(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_ssize_t sz[5];
+    double scale;
+    int causal;
+    if (nargs != 15)
+        return PyErr_Format(PyExc_TypeError,
+                            "ember._kernels.attention_backward: expected 15 arguments");
+    if (at_sizes(args, 8, sz, &scale, &causal) < 0)
+        return NULL;
+    Py_ssize_t N = sz[0], L = sz[1], S = sz[2], D = sz[3], Ev = sz[4];
+    Bufs b;
+    if (take(&b, args, 8, "iiiiiOOO") < 0)
+        return NULL;
+    if (b.kind != 'f' || same_lengths(&b, N * L * D, 0, 1) < 0
+        || same_lengths(&b, N * S * D, 1, 2) < 0 || same_lengths(&b, N * S * Ev, 2, 3) < 0
+        || same_lengths(&b, N * L * S, 3, 4) < 0 || same_lengths(&b, N * L * Ev, 4, 5) < 0
+        || same_lengths(&b, N * L * D, 5, 6) < 0 || same_lengths(&b, N * S * D, 6, 7) < 0
+        || same_lengths(&b, N * S * Ev, 7, 8) < 0) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError,
+                            "ember._kernels.attention_backward: float32 arrays only");
+        release(&b);
+        return NULL;
+    }
+    at_ctx c = {b.p[0], b.p[1], b.p[2], b.p[3], b.p[4], NULL, NULL, b.p[5], b.p[6], b.p[7],
+                L, S, D, Ev, (float)scale, causal, 0};
+    Py_ssize_t per = L * S > 0 ? MIN_PART / (L * S) : 1;
+    Py_BEGIN_ALLOW_THREADS
+    parallel(call_attention_backward, &c, N, 1, per > 1 ? per : 1);
+    Py_END_ALLOW_THREADS
+    release(&b);
+    if (c.failed)
+        return PyErr_NoMemory();
     Py_RETURN_NONE;
 }
 
@@ -6454,6 +6849,10 @@ static PyMethodDef kernels_methods[] = {
          "layer_norm_backward(x, w, mean, rstd, grad, gx, gw, gb, n): gx, gw, gb (None: skip)."),
     FAST(softmax_lse, "softmax_lse(x, p, lse, n): softmax (p None: skipped) and logsumexp."),
     FAST(rms_norm, "rms_norm(x, w, out, rstd, n, eps): over rows of n elements."),
+    FAST(attention, "attention(q, k, v, out, p, N, L, S, D, Ev, scale, causal): float32 "
+         "softmax(scale q k^T) v per slice, p the probabilities."),
+    FAST(attention_backward, "attention_backward(q, k, v, p, g, gq, gk, gv, N, L, S, D, Ev, "
+         "scale, causal): its gradients (None: skip)."),
     FAST(rms_norm_backward, "rms_norm_backward(x, w, rstd, grad, gx, gw, n): gx, gw (None: skip)."),
     FAST(batch_norm, "batch_norm(x, w, b, y, mean, var, rstd, C, hw, eps): x as (N, C, hw)."),
     FAST(batch_norm_backward,

@@ -97,7 +97,7 @@ def scaled_dot_product_attention(query: Any, key: Any, value: Any, attn_mask: An
     xp = xp_of(query._data)
     bmask = fmask = None
     if is_causal:
-        bmask = xp.tri(L, S, 0, dtype=bool)
+        bmask = _causal_mask(xp, L, S)
     elif attn_mask is not None:
         if _broadcast_shape(tuple(attn_mask.shape), batch + (L, S)) != batch + (L, S):
             raise RuntimeError(
@@ -154,6 +154,17 @@ class ScaledDotProductAttention(Op):
     def forward(ctx: Any, q: Any, k: Any, v: Any, fmask: Any, bmask: Any, scale: float,
                 keep: Any, p_drop: float, groups: int) -> Any:
         xp = ctx.xp
+        ctx.qkv = None
+        if fmask is None and keep is None and groups == 1 and (
+                bmask is None or _is_causal(bmask, q.shape[-2], k.shape[-2])):
+            # float32 without dropout, no mask or the causal one: one kernel, scores to output
+            res = _kernels.attention(q, k, v, scale, bmask is not None)
+            if res is not None:
+                out, p, ctx.qkv = res
+                out = _query_layout(out, q)
+                ctx.scale, ctx.p_drop, ctx.groups = scale, p_drop, groups
+                ctx.save_for_backward(q, k, v, fmask, bmask, keep, p, out)
+                return out
         kk, vv = _repeat_heads(xp, k, groups), _repeat_heads(xp, v, groups)
         s = _attn_scores(xp, q, kk, fmask, bmask, scale)
         p = None
@@ -183,6 +194,12 @@ class ScaledDotProductAttention(Op):
     def backward(ctx: Any, grad: Any) -> Any:
         q, k, v, fmask, bmask, keep, p, _ = ctx.saved
         xp, scale, groups = ctx.xp, ctx.scale, ctx.groups
+        if ctx.qkv is not None and not _graphing(ctx):
+            need = ctx.needs_input_grad
+            res = _kernels.attention_backward(ctx.qkv, p, grad, scale, bmask is not None,
+                                              tuple(need[:3]))
+            if res is not None:
+                return res + (None,) * 6
         kk, vv = _repeat_heads(xp, k, groups), _repeat_heads(xp, v, groups)
         if _graphing(ctx):
             s = _attn_scores(xp, q, kk, fmask, bmask, scale)
@@ -531,6 +548,29 @@ def _flash_graph_backward(ctx: Any, grad: Any, q: Any, k: Any, v: Any, fmask: An
                                                   i1 - i0, j1 - j0, ctx.p_drop)
         keep = full.reshape(p.shape)
     return _grads_from_p(ctx, grad, q, kk, vv, p, keep)[:3] + (None,) * 7
+
+
+_CAUSAL: dict = {}  # (L, S) -> the read-only lower-triangular bool mask of is_causal
+
+
+def _causal_mask(xp: Any, L: int, S: int) -> Any:
+    """``is_causal``'s mask, key j <= query i (one cached read-only copy per size on the host)."""
+    if xp is not np:
+        return xp.tri(L, S, 0, dtype=bool)
+    m = _CAUSAL.get((L, S))
+    if m is None:
+        if len(_CAUSAL) > 64:
+            _CAUSAL.clear()
+        m = _CAUSAL[(L, S)] = np.tri(L, S, 0, dtype=bool)
+        m.flags.writeable = False
+    return m
+
+
+def _is_causal(bmask: Any, L: int, S: int) -> bool:
+    """Whether a bool mask is exactly the causal one (is_causal's, or an equal attn_mask)."""
+    if type(bmask) is not np.ndarray or bmask.shape != (L, S):
+        return False
+    return bmask is _CAUSAL.get((L, S)) or bool(np.array_equal(bmask, _causal_mask(np, L, S)))
 
 
 def _attn_scores(xp: Any, q: Any, k: Any, fmask: Any, bmask: Any, scale: float) -> Any:
