@@ -174,5 +174,9 @@ def test_bad_arguments_raise():
     z = np.zeros((1, 2, 2), np.float32)
     with pytest.raises(ValueError):
         L.active.attention(z, z, z, z, z, 1, 2, 2, 3, 2, 1.0, True)  # D = 3: sizes disagree
-    with pytest.raises(TypeError):
+    with pytest.raises(ValueError):  # float64
         L.active.attention(z.astype(np.float64), z, z, z, z, 1, 2, 2, 2, 2, 1.0, True)
+    with pytest.raises(ValueError):  # columns not adjacent
+        L.active.attention(z.swapaxes(1, 2), z, z, z, z, 1, 2, 2, 2, 2, 1.0, True)
+    with pytest.raises(TypeError):  # p float64
+        L.active.attention(z, z, z, z, z.astype(np.float64), 1, 2, 2, 2, 2, 1.0, True)

@@ -1474,68 +1474,50 @@ KI Py_ssize_t at_up(Py_ssize_t n, Py_ssize_t m) { return (n + m - 1) / m * m; }
 typedef float at_v16 __attribute__((vector_size(64)));
 typedef float at_v16u __attribute__((vector_size(64), aligned(4)));
 
-/* C[r][0:32] = sum over kk in [k0, k1) of A[r lda + kk] B[kk ldb + 0:32], r = 0..3 */
-KI void at_block(const float *RESTRICT A, Py_ssize_t lda, const float *RESTRICT B,
-                 Py_ssize_t ldb, Py_ssize_t k0, Py_ssize_t k1, float *RESTRICT C, Py_ssize_t ldc)
-{
-    at_v16 z = {0.0f};
-    at_v16 c0 = z, c1 = z, c2 = z, c3 = z, d0 = z, d1 = z, d2 = z, d3 = z;
-    for (Py_ssize_t kk = k0; kk < k1; kk++) {
-        const float *RESTRICT b = B + kk * ldb;
-        at_v16 b0 = *(const at_v16u *)b, b1 = *(const at_v16u *)(b + 16);
-        float a0 = A[kk], a1 = A[lda + kk], a2 = A[2 * lda + kk], a3 = A[3 * lda + kk];
-        c0 += a0 * b0;
-        d0 += a0 * b1;
-        c1 += a1 * b0;
-        d1 += a1 * b1;
-        c2 += a2 * b0;
-        d2 += a2 * b1;
-        c3 += a3 * b0;
-        d3 += a3 * b1;
-    }
-    *(at_v16u *)C = c0;
-    *(at_v16u *)(C + 16) = d0;
-    *(at_v16u *)(C + ldc) = c1;
-    *(at_v16u *)(C + ldc + 16) = d1;
-    *(at_v16u *)(C + 2 * ldc) = c2;
-    *(at_v16u *)(C + 2 * ldc + 16) = d2;
-    *(at_v16u *)(C + 3 * ldc) = c3;
-    *(at_v16u *)(C + 3 * ldc + 16) = d3;
-}
+#define AT_MR 8  /* rows of a block: 16 accumulators, half the AVX-512 registers */
 
-/* at_block with A read transposed: C[r][0:32] = sum over kk of At[kk lda + r] B[kk ldb + 0:32] */
-KI void at_block_t(const float *RESTRICT At, Py_ssize_t lda, const float *RESTRICT B,
-                   Py_ssize_t ldb, Py_ssize_t k0, Py_ssize_t k1, float *RESTRICT C,
-                   Py_ssize_t ldc)
-{
-    at_v16 z = {0.0f};
-    at_v16 c0 = z, c1 = z, c2 = z, c3 = z, d0 = z, d1 = z, d2 = z, d3 = z;
-    for (Py_ssize_t kk = k0; kk < k1; kk++) {
-        const float *RESTRICT b = B + kk * ldb, *RESTRICT a = At + kk * lda;
-        at_v16 b0 = *(const at_v16u *)b, b1 = *(const at_v16u *)(b + 16);
-        float a0 = a[0], a1 = a[1], a2 = a[2], a3 = a[3];
-        c0 += a0 * b0;
-        d0 += a0 * b1;
-        c1 += a1 * b0;
-        d1 += a1 * b1;
-        c2 += a2 * b0;
-        d2 += a2 * b1;
-        c3 += a3 * b0;
-        d3 += a3 * b1;
+/* C[r][0:32] = sum over kk in [k0, k1) of a_r B[kk ldb + 0:32], r < AT_MR, with a_r =
+ * A[r lda + kk] (at_block) or At[kk lda + r] (at_block_t: A read transposed) */
+#define AT_ACC(r) at_v16 c##r = z, d##r = z
+#define AT_FMA(r, a)                                                                           \
+    do {                                                                                       \
+        float a_ = (a);                                                                        \
+        c##r += a_ * b0;                                                                       \
+        d##r += a_ * b1;                                                                       \
+    } while (0)
+#define AT_STORE(r)                                                                            \
+    do {                                                                                       \
+        *(at_v16u *)(C + (r) * ldc) = c##r;                                                    \
+        *(at_v16u *)(C + (r) * ldc + 16) = d##r;                                               \
+    } while (0)
+#define AT_BLOCK(NAME, A_AT)                                                                   \
+    KI void NAME(const float *RESTRICT A, Py_ssize_t lda, const float *RESTRICT B,             \
+                 Py_ssize_t ldb, Py_ssize_t k0, Py_ssize_t k1, float *RESTRICT C,              \
+                 Py_ssize_t ldc)                                                               \
+    {                                                                                          \
+        at_v16 z = {0.0f};                                                                     \
+        AT_ACC(0); AT_ACC(1); AT_ACC(2); AT_ACC(3); AT_ACC(4); AT_ACC(5); AT_ACC(6); AT_ACC(7); \
+        for (Py_ssize_t kk = k0; kk < k1; kk++) {                                              \
+            const float *RESTRICT b = B + kk * ldb;                                            \
+            at_v16 b0 = *(const at_v16u *)b, b1 = *(const at_v16u *)(b + 16);                  \
+            AT_FMA(0, A_AT(0)); AT_FMA(1, A_AT(1)); AT_FMA(2, A_AT(2)); AT_FMA(3, A_AT(3));    \
+            AT_FMA(4, A_AT(4)); AT_FMA(5, A_AT(5)); AT_FMA(6, A_AT(6)); AT_FMA(7, A_AT(7));    \
+        }                                                                                      \
+        AT_STORE(0); AT_STORE(1); AT_STORE(2); AT_STORE(3);                                    \
+        AT_STORE(4); AT_STORE(5); AT_STORE(6); AT_STORE(7);                                    \
     }
-    *(at_v16u *)C = c0;
-    *(at_v16u *)(C + 16) = d0;
-    *(at_v16u *)(C + ldc) = c1;
-    *(at_v16u *)(C + ldc + 16) = d1;
-    *(at_v16u *)(C + 2 * ldc) = c2;
-    *(at_v16u *)(C + 2 * ldc + 16) = d2;
-    *(at_v16u *)(C + 3 * ldc) = c3;
-    *(at_v16u *)(C + 3 * ldc + 16) = d3;
-}
+#define AT_ROW(r) A[(r) * lda + kk]
+#define AT_COL(r) A[kk * lda + (r)]
+AT_BLOCK(at_block, AT_ROW)
+AT_BLOCK(at_block_t, AT_COL)
 
+/* q, k, v, out and g may be strided views: slice n's (rows, cols) matrix starts at element
+ * off[n] of the buffer, its rows ld elements apart, its columns adjacent */
 typedef struct {
     const float *q, *k, *v, *p, *g;
     float *out, *pout, *gq, *gk, *gv;
+    const Py_ssize_t *qo, *ko, *vo, *oo, *go;  /* the slices' offsets */
+    Py_ssize_t qld, kld, vld, old, gld;  /* and row strides */
     Py_ssize_t L, S, D, Ev;
     float scale;
     int causal, failed;
@@ -1544,13 +1526,13 @@ typedef struct {
 /* a rows x cols block of src (row stride ld_s) into dst (row stride ld_d), zero to the padded
  * rows x cols' (rows_p, cols_p) */
 KI void at_pad(float *RESTRICT dst, Py_ssize_t ld_d, Py_ssize_t rows_p, Py_ssize_t cols_p,
-               const float *RESTRICT src, Py_ssize_t rows, Py_ssize_t cols)
+               const float *RESTRICT src, Py_ssize_t ld_s, Py_ssize_t rows, Py_ssize_t cols)
 {
     for (Py_ssize_t r = 0; r < rows_p; r++) {
         float *RESTRICT d = dst + r * ld_d;
         Py_ssize_t c = r < rows ? cols : 0;
         if (c)
-            memcpy(d, src + r * cols, sizeof(float) * (size_t)c);
+            memcpy(d, src + r * ld_s, sizeof(float) * (size_t)c);
         if (cols_p > c)
             memset(d + c, 0, sizeof(float) * (size_t)(cols_p - c));
     }
@@ -1621,7 +1603,7 @@ KI void at_softmax_cols(float *RESTRICT st, Py_ssize_t ld, Py_ssize_t c0, Py_ssi
 CLONES_FMA static void attention_slices(at_ctx *c, Py_ssize_t n0, Py_ssize_t n1)
 {
     Py_ssize_t L = c->L, S = c->S, D = c->D, Ev = c->Ev;
-    Py_ssize_t Lp = at_up(L, 4), Lq = at_up(L, AT_NR), S4 = at_up(S, 4), Evp = at_up(Ev, AT_NR);
+    Py_ssize_t Lp = at_up(L, AT_MR), Lq = at_up(L, AT_NR), S4 = at_up(S, AT_MR), Evp = at_up(Ev, AT_NR);
     float *buf = (float *)PyMem_RawMalloc(sizeof(float) * (size_t)(D * Lq + S4 * D + S4 * Lq
                                                                    + S * Evp + Lp * Evp));
     if (!buf) {
@@ -1630,12 +1612,12 @@ CLONES_FMA static void attention_slices(at_ctx *c, Py_ssize_t n0, Py_ssize_t n1)
     }
     float *qt = buf, *ks = qt + D * Lq, *st = ks + S4 * D, *vs = st + S4 * Lq, *ob = vs + S * Evp;
     for (Py_ssize_t n = n0; n < n1; n++) {
-        const float *q = c->q + n * L * D, *k = c->k + n * S * D, *v = c->v + n * S * Ev;
-        float *out = c->out + n * L * Ev, *pt = c->pout + n * S * L;
-        at_transpose(qt, Lq, D, Lq, q, D, L, D);
-        at_pad(ks, D, S4, D, k, S, D);
-        at_pad(vs, Evp, S, Evp, v, S, Ev);
-        for (Py_ssize_t j0 = 0; j0 < S4; j0 += 4) {
+        const float *q = c->q + c->qo[n], *k = c->k + c->ko[n], *v = c->v + c->vo[n];
+        float *out = c->out + c->oo[n], *pt = c->pout + n * S * L;
+        at_transpose(qt, Lq, D, Lq, q, c->qld, L, D);
+        at_pad(ks, D, S4, D, k, c->kld, S, D);
+        at_pad(vs, Evp, S, Evp, v, c->vld, S, Ev);
+        for (Py_ssize_t j0 = 0; j0 < S4; j0 += AT_MR) {
             Py_ssize_t lo = c->causal ? j0 / AT_NR * AT_NR : 0;
             for (Py_ssize_t i0 = lo; i0 < Lq; i0 += AT_NR)
                 at_block(ks + j0 * D, D, qt + i0, Lq, 0, D, st + j0 * Lq + i0, Lq);
@@ -1644,13 +1626,13 @@ CLONES_FMA static void attention_slices(at_ctx *c, Py_ssize_t n0, Py_ssize_t n1)
             at_softmax_cols(st, Lq, c0, L, S, S4, c->causal, c->scale);
         for (Py_ssize_t j = 0; j < S; j++)
             memcpy(pt + j * L, st + j * Lq, sizeof(float) * (size_t)L);
-        for (Py_ssize_t i0 = 0; i0 < Lp; i0 += 4) {
-            Py_ssize_t hi = c->causal ? (i0 + 4 < S ? i0 + 4 : S) : S;
+        for (Py_ssize_t i0 = 0; i0 < Lp; i0 += AT_MR) {
+            Py_ssize_t hi = c->causal ? (i0 + AT_MR < S ? i0 + AT_MR : S) : S;
             for (Py_ssize_t e0 = 0; e0 < Evp; e0 += AT_NR)
                 at_block_t(st + i0, Lq, vs + e0, Evp, 0, hi, ob + i0 * Evp + e0, Evp);
         }
         for (Py_ssize_t i = 0; i < L; i++)
-            memcpy(out + i * Ev, ob + i * Evp, sizeof(float) * (size_t)Ev);
+            memcpy(out + i * c->old, ob + i * Evp, sizeof(float) * (size_t)Ev);
     }
     PyMem_RawFree(buf);
 }
@@ -1661,7 +1643,7 @@ CLONES_FMA static void attention_slices(at_ctx *c, Py_ssize_t n0, Py_ssize_t n1)
 CLONES_FMA static void attention_backward_slices(at_ctx *c, Py_ssize_t n0, Py_ssize_t n1)
 {
     Py_ssize_t L = c->L, S = c->S, D = c->D, Ev = c->Ev;
-    Py_ssize_t Lp = at_up(L, 4), Lq = at_up(L, AT_NR), S4 = at_up(S, 4), Dp = at_up(D, AT_NR);
+    Py_ssize_t Lp = at_up(L, AT_MR), Lq = at_up(L, AT_NR), S4 = at_up(S, AT_MR), Dp = at_up(D, AT_NR);
     Py_ssize_t Evp = at_up(Ev, AT_NR), Wp = Dp > Evp ? Dp : Evp;
     float *buf = (float *)PyMem_RawMalloc(sizeof(float) * (size_t)(
         S4 * Ev + Ev * Lq + 2 * S4 * Lq + S * Dp + Lp * Dp + Lp * Evp + (Lp > S4 ? Lp : S4) * Wp));
@@ -1672,13 +1654,13 @@ CLONES_FMA static void attention_backward_slices(at_ctx *c, Py_ssize_t n0, Py_ss
     float *vs = buf, *gt = vs + S4 * Ev, *ds = gt + Ev * Lq, *ps = ds + S4 * Lq;
     float *ks = ps + S4 * Lq, *qs = ks + S * Dp, *gs = qs + Lp * Dp, *ob = gs + Lp * Evp;
     for (Py_ssize_t n = n0; n < n1; n++) {
-        const float *q = c->q + n * L * D, *k = c->k + n * S * D, *v = c->v + n * S * Ev;
-        const float *p = c->p + n * S * L, *g = c->g + n * L * Ev;
-        at_pad(vs, Ev, S4, Ev, v, S, Ev);
-        at_transpose(gt, Lq, Ev, Lq, g, Ev, L, Ev);
-        at_pad(ps, Lq, S4, Lq, p, S, L);
-        at_pad(gs, Evp, Lp, Evp, g, L, Ev);
-        for (Py_ssize_t j0 = 0; j0 < S4; j0 += 4) {
+        const float *q = c->q + c->qo[n], *k = c->k + c->ko[n], *v = c->v + c->vo[n];
+        const float *p = c->p + n * S * L, *g = c->g + c->go[n];
+        at_pad(vs, Ev, S4, Ev, v, c->vld, S, Ev);
+        at_transpose(gt, Lq, Ev, Lq, g, c->gld, L, Ev);
+        at_pad(ps, Lq, S4, Lq, p, L, S, L);
+        at_pad(gs, Evp, Lp, Evp, g, c->gld, L, Ev);
+        for (Py_ssize_t j0 = 0; j0 < S4; j0 += AT_MR) {
             Py_ssize_t lo = c->causal ? j0 / AT_NR * AT_NR : 0;
             for (Py_ssize_t i0 = lo; i0 < Lq; i0 += AT_NR)
                 at_block(vs + j0 * Ev, Ev, gt + i0, Lq, 0, Ev, ds + j0 * Lq + i0, Lq);
@@ -1707,9 +1689,9 @@ CLONES_FMA static void attention_backward_slices(at_ctx *c, Py_ssize_t n0, Py_ss
                     ds[j * Lq + c0 + l] = 0.0f;
         }
         if (c->gq) {
-            at_pad(ks, Dp, S, Dp, k, S, D);
-            for (Py_ssize_t i0 = 0; i0 < Lp; i0 += 4) {
-                Py_ssize_t hi = c->causal ? (i0 + 4 < S ? i0 + 4 : S) : S;
+            at_pad(ks, Dp, S, Dp, k, c->kld, S, D);
+            for (Py_ssize_t i0 = 0; i0 < Lp; i0 += AT_MR) {
+                Py_ssize_t hi = c->causal ? (i0 + AT_MR < S ? i0 + AT_MR : S) : S;
                 for (Py_ssize_t d0 = 0; d0 < Dp; d0 += AT_NR)
                     at_block_t(ds + i0, Lq, ks + d0, Dp, 0, hi, ob + i0 * Dp + d0, Dp);
             }
@@ -1719,8 +1701,8 @@ CLONES_FMA static void attention_backward_slices(at_ctx *c, Py_ssize_t n0, Py_ss
                     gq[i * D + d] = ob[i * Dp + d] * c->scale;
         }
         if (c->gk) {
-            at_pad(qs, Dp, Lp, Dp, q, L, D);
-            for (Py_ssize_t j0 = 0; j0 < S4; j0 += 4) {
+            at_pad(qs, Dp, Lp, Dp, q, c->qld, L, D);
+            for (Py_ssize_t j0 = 0; j0 < S4; j0 += AT_MR) {
                 Py_ssize_t lo = c->causal ? (j0 < L ? j0 : L) : 0;
                 for (Py_ssize_t d0 = 0; d0 < Dp; d0 += AT_NR)
                     at_block(ds + j0 * Lq, Lq, qs + d0, Dp, lo, L, ob + j0 * Dp + d0, Dp);
@@ -1731,7 +1713,7 @@ CLONES_FMA static void attention_backward_slices(at_ctx *c, Py_ssize_t n0, Py_ss
                     gk[j * D + d] = ob[j * Dp + d] * c->scale;
         }
         if (c->gv) {
-            for (Py_ssize_t j0 = 0; j0 < S4; j0 += 4) {
+            for (Py_ssize_t j0 = 0; j0 < S4; j0 += AT_MR) {
                 Py_ssize_t lo = c->causal ? (j0 < L ? j0 : L) : 0;
                 for (Py_ssize_t e0 = 0; e0 < Evp; e0 += AT_NR)
                     at_block(ps + j0 * Lq, Lq, gs + e0, Evp, lo, L, ob + j0 * Evp + e0, Evp);
@@ -3838,16 +3820,6 @@ static PyObject *py_layer_norm_backward(PyObject *m, PyObject *const *args, Py_s
     Py_RETURN_NONE;
 }
 
-static void call_attention(void *cv, Py_ssize_t n0, Py_ssize_t n1)
-{
-    attention_slices((at_ctx *)cv, n0, n1);
-}
-
-static void call_attention_backward(void *cv, Py_ssize_t n0, Py_ssize_t n1)
-{
-    attention_backward_slices((at_ctx *)cv, n0, n1);
-}
-
 /* the sizes N, L, S, D, Ev, the scale and the causal flag after the arrays */
 static int at_sizes(PyObject *const *args, Py_ssize_t at, Py_ssize_t *sz, double *scale,
                     int *causal)
@@ -3868,8 +3840,94 @@ static int at_sizes(PyObject *const *args, Py_ssize_t at, Py_ssize_t *sz, double
     return *causal < 0 ? -1 : 0;
 }
 
-/* attention(q, k, v, out, p, N, L, S, D, Ev, scale, causal): float32 (N, L, D), (N, S, D),
- * (N, S, Ev) in; out (N, L, Ev) and the probabilities p (N, L, S) written */
+/* A float32 array of N (rows, cols) matrices in any layout whose columns are adjacent: its
+ * buffer (strided), the N matrices' offsets in off (C order of the leading dims) and the row
+ * stride in *ld, both in elements */
+static int at_strided(PyObject *obj, Py_buffer *view, int writable, Py_ssize_t N,
+                      Py_ssize_t rows, Py_ssize_t cols, Py_ssize_t *off, Py_ssize_t *ld)
+{
+    int flags = PyBUF_STRIDES | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
+    if (PyObject_GetBuffer(obj, view, flags) < 0)
+        return -1;
+    const char *f = view->format ? view->format : "B";
+    if (*f == '@' || *f == '=' || *f == '<')
+        f++;
+    int nd = view->ndim, ok = f[0] == 'f' && f[1] == '\0' && view->itemsize == 4 && nd >= 2
+                              && view->shape[nd - 2] == rows && view->shape[nd - 1] == cols
+                              && (cols == 1 || view->strides[nd - 1] == 4);
+    Py_ssize_t count = 1;
+    for (int d = 0; ok && d < nd; d++) {
+        ok = view->strides[d] % 4 == 0;
+        if (d < nd - 2)
+            count *= view->shape[d];
+    }
+    if (!ok || count != N) {
+        PyBuffer_Release(view);
+        PyErr_SetString(PyExc_ValueError, "ember._kernels.attention: a float32 array of N "
+                        "(rows, cols) matrices with adjacent columns expected");
+        return -1;
+    }
+    *ld = view->strides[nd - 2] / 4;
+    for (Py_ssize_t n = 0; n < N; n++) {
+        Py_ssize_t rest = n, o = 0;
+        for (int d = nd - 3; d >= 0; d--) {
+            o += rest % view->shape[d] * (view->strides[d] / 4);
+            rest /= view->shape[d];
+        }
+        off[n] = o;
+    }
+    return 0;
+}
+
+static void call_attention(void *cv, Py_ssize_t n0, Py_ssize_t n1)
+{
+    attention_slices((at_ctx *)cv, n0, n1);
+}
+
+static void call_attention_backward(void *cv, Py_ssize_t n0, Py_ssize_t n1)
+{
+    attention_backward_slices((at_ctx *)cv, n0, n1);
+}
+
+/* the strided operands of an attention call: up to 5 views, their offsets in one block */
+typedef struct {
+    Py_buffer v[5];
+    int n;
+    Py_ssize_t *off;
+} at_views;
+
+static void at_release(at_views *a)
+{
+    for (int i = 0; i < a->n; i++)
+        PyBuffer_Release(&a->v[i]);
+    PyMem_Free(a->off);
+}
+
+/* take args[i] (i < count) as views of N (dims[2i], dims[2i + 1]) matrices, the last `wr`
+ * writable */
+static int at_take(at_views *a, PyObject *const *args, int count, int wr, Py_ssize_t N,
+                   const Py_ssize_t *dims, Py_ssize_t *ld)
+{
+    a->n = 0;
+    a->off = (Py_ssize_t *)PyMem_Malloc(sizeof(Py_ssize_t) * (size_t)(N * count));
+    if (!a->off) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (int i = 0; i < count; i++) {
+        if (at_strided(args[i], &a->v[i], i >= count - wr, N, dims[2 * i], dims[2 * i + 1],
+                       a->off + i * N, &ld[i]) < 0) {
+            at_release(a);
+            return -1;
+        }
+        a->n = i + 1;
+    }
+    return 0;
+}
+
+/* attention(q, k, v, out, p, N, L, S, D, Ev, scale, causal): float32 (..., L, D), (..., S, D),
+ * (..., S, Ev) in (N matrices each, any layout with adjacent columns), out (..., L, Ev) (also
+ * strided) and the probabilities, transposed, p (N, S, L) C-ordered, written */
 static PyObject *py_attention(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
 {
     Py_ssize_t sz[5];
@@ -3880,31 +3938,40 @@ static PyObject *py_attention(PyObject *m, PyObject *const *args, Py_ssize_t nar
     if (at_sizes(args, 5, sz, &scale, &causal) < 0)
         return NULL;
     Py_ssize_t N = sz[0], L = sz[1], S = sz[2], D = sz[3], Ev = sz[4];
-    Bufs b;
-    if (take(&b, args, 5, "iiioo") < 0)
+    Py_ssize_t dims[8] = {L, D, S, D, S, Ev, L, Ev}, ld[4];
+    at_views a;
+    if (at_take(&a, args, 4, 1, N, dims, ld) < 0)
         return NULL;
-    if (b.kind != 'f' || same_lengths(&b, N * L * D, 0, 1) < 0
-        || same_lengths(&b, N * S * D, 1, 2) < 0 || same_lengths(&b, N * S * Ev, 2, 3) < 0
-        || same_lengths(&b, N * L * Ev, 3, 4) < 0 || same_lengths(&b, N * L * S, 4, 5) < 0) {
+    Bufs b;
+    if (take(&b, args + 4, 1, "o") < 0) {
+        at_release(&a);
+        return NULL;
+    }
+    if (b.kind != 'f' || same_lengths(&b, N * L * S, 0, 1) < 0) {
         if (!PyErr_Occurred())
             PyErr_SetString(PyExc_TypeError, "ember._kernels.attention: float32 arrays only");
         release(&b);
+        at_release(&a);
         return NULL;
     }
-    at_ctx c = {b.p[0], b.p[1], b.p[2], NULL, NULL, b.p[3], b.p[4], NULL, NULL, NULL,
-                L, S, D, Ev, (float)scale, causal, 0};
-    Py_ssize_t per = L * S > 0 ? MIN_PART / (L * S) : 1;
+    at_ctx c = {(const float *)a.v[0].buf, (const float *)a.v[1].buf, (const float *)a.v[2].buf,
+                NULL, NULL, (float *)a.v[3].buf, b.p[0], NULL, NULL, NULL,
+                a.off, a.off + N, a.off + 2 * N, a.off + 3 * N, NULL,
+                ld[0], ld[1], ld[2], ld[3], 0, L, S, D, Ev, (float)scale, causal, 0};
+    Py_ssize_t per = MIN_PART / (L * S);
     Py_BEGIN_ALLOW_THREADS
     parallel(call_attention, &c, N, 1, per > 1 ? per : 1);
     Py_END_ALLOW_THREADS
     release(&b);
+    at_release(&a);
     if (c.failed)
         return PyErr_NoMemory();
     Py_RETURN_NONE;
 }
 
-/* attention_backward(q, k, v, p, g, gq | None, gk | None, gv | None, N, L, S, D, Ev, scale,
- * causal): the gradients of attention's output (g, (N, L, Ev)) from its probabilities p */
+/* attention_backward(q, k, v, g, p, gq | None, gk | None, gv | None, N, L, S, D, Ev, scale,
+ * causal): the gradients of attention's output (g, (..., L, Ev), strided as q, k, v may be)
+ * from its transposed probabilities p (N, S, L); gq, gk, gv C-ordered */
 static PyObject *py_attention_backward(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
 {
     Py_ssize_t sz[5];
@@ -3916,27 +3983,35 @@ static PyObject *py_attention_backward(PyObject *m, PyObject *const *args, Py_ss
     if (at_sizes(args, 8, sz, &scale, &causal) < 0)
         return NULL;
     Py_ssize_t N = sz[0], L = sz[1], S = sz[2], D = sz[3], Ev = sz[4];
-    Bufs b;
-    if (take(&b, args, 8, "iiiiiOOO") < 0)
+    Py_ssize_t dims[8] = {L, D, S, D, S, Ev, L, Ev}, ld[4];
+    at_views a;
+    if (at_take(&a, args, 4, 0, N, dims, ld) < 0)
         return NULL;
-    if (b.kind != 'f' || same_lengths(&b, N * L * D, 0, 1) < 0
-        || same_lengths(&b, N * S * D, 1, 2) < 0 || same_lengths(&b, N * S * Ev, 2, 3) < 0
-        || same_lengths(&b, N * L * S, 3, 4) < 0 || same_lengths(&b, N * L * Ev, 4, 5) < 0
-        || same_lengths(&b, N * L * D, 5, 6) < 0 || same_lengths(&b, N * S * D, 6, 7) < 0
-        || same_lengths(&b, N * S * Ev, 7, 8) < 0) {
+    Bufs b;
+    if (take(&b, args + 4, 4, "iOOO") < 0) {
+        at_release(&a);
+        return NULL;
+    }
+    if (b.kind != 'f' || same_lengths(&b, N * L * S, 0, 1) < 0
+        || same_lengths(&b, N * L * D, 1, 2) < 0 || same_lengths(&b, N * S * D, 2, 3) < 0
+        || same_lengths(&b, N * S * Ev, 3, 4) < 0) {
         if (!PyErr_Occurred())
             PyErr_SetString(PyExc_TypeError,
                             "ember._kernels.attention_backward: float32 arrays only");
         release(&b);
+        at_release(&a);
         return NULL;
     }
-    at_ctx c = {b.p[0], b.p[1], b.p[2], b.p[3], b.p[4], NULL, NULL, b.p[5], b.p[6], b.p[7],
-                L, S, D, Ev, (float)scale, causal, 0};
-    Py_ssize_t per = L * S > 0 ? MIN_PART / (L * S) : 1;
+    at_ctx c = {(const float *)a.v[0].buf, (const float *)a.v[1].buf, (const float *)a.v[2].buf,
+                b.p[0], (const float *)a.v[3].buf, NULL, NULL, b.p[1], b.p[2], b.p[3],
+                a.off, a.off + N, a.off + 2 * N, NULL, a.off + 3 * N,
+                ld[0], ld[1], ld[2], 0, ld[3], L, S, D, Ev, (float)scale, causal, 0};
+    Py_ssize_t per = MIN_PART / (L * S);
     Py_BEGIN_ALLOW_THREADS
     parallel(call_attention_backward, &c, N, 1, per > 1 ? per : 1);
     Py_END_ALLOW_THREADS
     release(&b);
+    at_release(&a);
     if (c.failed)
         return PyErr_NoMemory();
     Py_RETURN_NONE;
@@ -6849,9 +6924,9 @@ static PyMethodDef kernels_methods[] = {
          "layer_norm_backward(x, w, mean, rstd, grad, gx, gw, gb, n): gx, gw, gb (None: skip)."),
     FAST(softmax_lse, "softmax_lse(x, p, lse, n): softmax (p None: skipped) and logsumexp."),
     FAST(rms_norm, "rms_norm(x, w, out, rstd, n, eps): over rows of n elements."),
-    FAST(attention, "attention(q, k, v, out, p, N, L, S, D, Ev, scale, causal): float32 "
-         "softmax(scale q k^T) v per slice, p the probabilities."),
-    FAST(attention_backward, "attention_backward(q, k, v, p, g, gq, gk, gv, N, L, S, D, Ev, "
+    FAST(attention, "attention(q, k, v, out, pt, N, L, S, D, Ev, scale, causal): float32 "
+         "softmax(scale q k^T) v per slice (q, k, v, out strided), pt the probabilities^T."),
+    FAST(attention_backward, "attention_backward(q, k, v, g, pt, gq, gk, gv, N, L, S, D, Ev, "
          "scale, causal): its gradients (None: skip)."),
     FAST(rms_norm_backward, "rms_norm_backward(x, w, rstd, grad, gx, gw, n): gx, gw (None: skip)."),
     FAST(batch_norm, "batch_norm(x, w, b, y, mean, var, rstd, C, hw, eps): x as (N, C, hw)."),

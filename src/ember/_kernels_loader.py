@@ -247,11 +247,20 @@ def softmax_lse(x: Any, need_p: bool) -> tuple[Any, np.ndarray] | None:
 
 
 # -- attention -------------------------------------------------------------------------------
-def attention(q: Any, k: Any, v: Any, scale: float, causal: bool) -> tuple | None:
+def _rows_dense(a: Any) -> Any:
+    """``a`` itself where its matrices' columns are adjacent (any other strides: the kernel
+    reads views, such as a transposed (B, T, H, E) -> (B, H, T, E) head split), else a copy."""
+    if (a.strides[-1] == a.itemsize or a.shape[-1] == 1) and a.flags.aligned:
+        return a
+    return np.ascontiguousarray(a)
+
+
+def attention(q: Any, k: Any, v: Any, scale: float, causal: bool,
+              out: Any = None) -> tuple | None:
     """softmax(scale q k^T (causal: key j <= query i)) v of float32 (..., L, D), (..., S, D),
-    (..., S, Ev) with equal leading dims: (out, p, (q, k, v) C-ordered) with p the
-    probabilities (..., L, S), a transposed view of C-ordered (..., S, L); None where the
-    kernel does not apply."""
+    (..., S, Ev) with equal leading dims, into ``out`` (..., L, Ev) (any layout with adjacent
+    columns; None: a new C-ordered array): (out, p) with p the probabilities (..., L, S), a
+    transposed view of C-ordered (..., S, L); None where the kernel does not apply."""
     mod = active
     if (mod is None or type(q) is not np.ndarray or type(k) is not np.ndarray
             or type(v) is not np.ndarray or not q.dtype == k.dtype == v.dtype == _F32
@@ -261,30 +270,29 @@ def attention(q: Any, k: Any, v: Any, scale: float, causal: bool) -> tuple | Non
         return None
     L, D = q.shape[-2:]
     S, Ev = v.shape[-2:]
-    qc, kc, vc = np.ascontiguousarray(q), np.ascontiguousarray(k), np.ascontiguousarray(v)
-    out = np.empty(q.shape[:-1] + (Ev,), _F32)
+    if out is None:
+        out = np.empty(q.shape[:-1] + (Ev,), _F32)
     pt = np.empty(q.shape[:-2] + (S, L), _F32)
-    mod.attention(qc, kc, vc, out, pt, q.size // (L * D), L, S, D, Ev, scale, causal)
-    return out, pt.swapaxes(-1, -2), (qc, kc, vc)
+    mod.attention(_rows_dense(q), _rows_dense(k), _rows_dense(v), out, pt, q.size // (L * D),
+                  L, S, D, Ev, scale, causal)
+    return out, pt.swapaxes(-1, -2)
 
 
-def attention_backward(qkv: tuple, p: Any, grad: Any, scale: float, causal: bool,
+def attention_backward(q: Any, k: Any, v: Any, p: Any, grad: Any, scale: float, causal: bool,
                        need: tuple) -> tuple | None:
-    """(grad_q, grad_k, grad_v) of ``attention`` from its C-ordered inputs ``qkv`` and
-    probabilities ``p`` (None for those ``need`` leaves out)."""
+    """(grad_q, grad_k, grad_v) of ``attention`` from its inputs and probabilities ``p`` (its
+    transposed view), C-ordered (None for those ``need`` leaves out)."""
     mod = active
-    qc, kc, vc = qkv
     pt = p.swapaxes(-1, -2)
     if (mod is None or type(grad) is not np.ndarray or grad.dtype != _F32
-            or grad.shape != qc.shape[:-1] + (vc.shape[-1],) or not _ok(pt)
-            or pt.shape != kc.shape[:-1] + (qc.shape[-2],)):
+            or grad.shape != q.shape[:-1] + (v.shape[-1],) or not _ok(pt)
+            or pt.shape != k.shape[:-1] + (q.shape[-2],)):
         return None
-    L, D = qc.shape[-2:]
-    S, Ev = vc.shape[-2:]
-    g = np.ascontiguousarray(grad)
-    gq, gk, gv = (np.empty(a.shape, _F32) if n else None for a, n in zip(qkv, need))
-    mod.attention_backward(qc, kc, vc, pt, g, gq, gk, gv, qc.size // (L * D), L, S, D, Ev,
-                           scale, causal)
+    L, D = q.shape[-2:]
+    S, Ev = v.shape[-2:]
+    gq, gk, gv = (np.empty(a.shape, _F32) if n else None for a, n in zip((q, k, v), need))
+    mod.attention_backward(_rows_dense(q), _rows_dense(k), _rows_dense(v), _rows_dense(grad),
+                           pt, gq, gk, gv, q.size // (L * D), L, S, D, Ev, scale, causal)
     return gq, gk, gv
 
 

@@ -158,10 +158,11 @@ class ScaledDotProductAttention(Op):
         if fmask is None and keep is None and groups == 1 and (
                 bmask is None or _is_causal(bmask, q.shape[-2], k.shape[-2])):
             # float32 without dropout, no mask or the causal one: one kernel, scores to output
-            res = _kernels.attention(q, k, v, scale, bmask is not None)
+            res = _kernels.attention(q, k, v, scale, bmask is not None,
+                                     _query_layout_empty(q, v.shape[-1]))
             if res is not None:
-                out, p, ctx.qkv = res
-                out = _query_layout(out, q)
+                out, p = res
+                ctx.qkv = True
                 ctx.scale, ctx.p_drop, ctx.groups = scale, p_drop, groups
                 ctx.save_for_backward(q, k, v, fmask, bmask, keep, p, out)
                 return out
@@ -196,7 +197,7 @@ class ScaledDotProductAttention(Op):
         xp, scale, groups = ctx.xp, ctx.scale, ctx.groups
         if ctx.qkv is not None and not _graphing(ctx):
             need = ctx.needs_input_grad
-            res = _kernels.attention_backward(ctx.qkv, p, grad, scale, bmask is not None,
+            res = _kernels.attention_backward(q, k, v, p, grad, scale, bmask is not None,
                                               tuple(need[:3]))
             if res is not None:
                 return res + (None,) * 6
@@ -223,6 +224,19 @@ def _query_layout(out: Any, q: Any) -> Any:
     res = np.empty([out.shape[i] for i in order], out.dtype).transpose(np.argsort(order))
     res[...] = out
     return res
+
+
+def _query_layout_empty(q: Any, ev: int) -> Any:
+    """A new float32 output (..., L, ev) in the query's memory order, as ``_query_layout``
+    copies one into (for the kernel to write in place); None (C order) where that keeps it."""
+    if type(q) is not np.ndarray or q.ndim < 3 or q.flags.c_contiguous or \
+            q.strides[-1] != q.itemsize:
+        return None
+    order = sorted(range(q.ndim - 1), key=lambda i: -q.strides[i]) + [q.ndim - 1]
+    if order == list(range(q.ndim)):
+        return None
+    shape = q.shape[:-1] + (ev,)
+    return np.empty([shape[i] for i in order], np.float32).transpose(np.argsort(order))
 
 
 def _grads_from_p(ctx: Any, grad: Any, q: Any, kk: Any, vv: Any, p: Any, keep: Any) -> tuple:
