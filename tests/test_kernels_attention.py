@@ -93,7 +93,8 @@ def test_a_causal_bool_mask_takes_the_causal_kernel(monkeypatch):
 @needs_kernels
 def test_the_gpt_heads_layout_and_its_output_order(monkeypatch):
     """q, k, v as nanoGPT makes them (a split, a view, a transpose): the kernel runs, and the
-    output keeps the query's memory order (its transpose(1, 2) is contiguous), as before."""
+    output keeps the query's memory order (its transpose(1, 2) is contiguous), as before; the
+    gradients keep q's, k's and v's."""
     B, T, H, E = 2, 16, 4, 8
     rng = np.random.default_rng(5)
     x = ember.tensor(rng.standard_normal((B, T, 3 * H * E), dtype=np.float32),
@@ -104,10 +105,15 @@ def test_the_gpt_heads_layout_and_its_output_order(monkeypatch):
         q, k, v = x.split(H * E, dim=2)
         return [t.view(B, T, H, E).transpose(1, 2) for t in (q, k, v)]
 
-    y = F.scaled_dot_product_attention(*heads(x), is_causal=True)
+    qkv = heads(x)
+    seen = []
+    for t in qkv:
+        t.register_hook(lambda g: seen.append(g.transpose(1, 2).is_contiguous()))
+    y = F.scaled_dot_product_attention(*qkv, is_causal=True)
     assert calls["n"] == 1
     assert y.transpose(1, 2).is_contiguous()
     y.square().sum().backward()
+    assert seen == [True] * 3  # the gradients in the heads' order: the views' backward copies none
     got = x.grad.numpy().copy()
     x.grad = None
     with L.disabled():

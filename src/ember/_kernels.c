@@ -1516,8 +1516,8 @@ AT_BLOCK(at_block_t, AT_COL)
 typedef struct {
     const float *q, *k, *v, *p, *g;
     float *out, *pout, *gq, *gk, *gv;
-    const Py_ssize_t *qo, *ko, *vo, *oo, *go;  /* the slices' offsets */
-    Py_ssize_t qld, kld, vld, old, gld;  /* and row strides */
+    const Py_ssize_t *qo, *ko, *vo, *oo, *go, *gqo, *gko, *gvo;  /* the slices' offsets */
+    Py_ssize_t qld, kld, vld, old, gld, gqld, gkld, gvld;  /* and row strides */
     Py_ssize_t L, S, D, Ev;
     float scale;
     int causal, failed;
@@ -1695,10 +1695,10 @@ CLONES_FMA static void attention_backward_slices(at_ctx *c, Py_ssize_t n0, Py_ss
                 for (Py_ssize_t d0 = 0; d0 < Dp; d0 += AT_NR)
                     at_block_t(ds + i0, Lq, ks + d0, Dp, 0, hi, ob + i0 * Dp + d0, Dp);
             }
-            float *gq = c->gq + n * L * D;
+            float *gq = c->gq + c->gqo[n];
             for (Py_ssize_t i = 0; i < L; i++)
                 for (Py_ssize_t d = 0; d < D; d++)
-                    gq[i * D + d] = ob[i * Dp + d] * c->scale;
+                    gq[i * c->gqld + d] = ob[i * Dp + d] * c->scale;
         }
         if (c->gk) {
             at_pad(qs, Dp, Lp, Dp, q, c->qld, L, D);
@@ -1707,10 +1707,10 @@ CLONES_FMA static void attention_backward_slices(at_ctx *c, Py_ssize_t n0, Py_ss
                 for (Py_ssize_t d0 = 0; d0 < Dp; d0 += AT_NR)
                     at_block(ds + j0 * Lq, Lq, qs + d0, Dp, lo, L, ob + j0 * Dp + d0, Dp);
             }
-            float *gk = c->gk + n * S * D;
+            float *gk = c->gk + c->gko[n];
             for (Py_ssize_t j = 0; j < S; j++)
                 for (Py_ssize_t d = 0; d < D; d++)
-                    gk[j * D + d] = ob[j * Dp + d] * c->scale;
+                    gk[j * c->gkld + d] = ob[j * Dp + d] * c->scale;
         }
         if (c->gv) {
             for (Py_ssize_t j0 = 0; j0 < S4; j0 += AT_MR) {
@@ -1718,9 +1718,9 @@ CLONES_FMA static void attention_backward_slices(at_ctx *c, Py_ssize_t n0, Py_ss
                 for (Py_ssize_t e0 = 0; e0 < Evp; e0 += AT_NR)
                     at_block(ps + j0 * Lq, Lq, gs + e0, Evp, lo, L, ob + j0 * Evp + e0, Evp);
             }
-            float *gv = c->gv + n * S * Ev;
+            float *gv = c->gv + c->gvo[n];
             for (Py_ssize_t j = 0; j < S; j++)
-                memcpy(gv + j * Ev, ob + j * Evp, sizeof(float) * (size_t)Ev);
+                memcpy(gv + j * c->gvld, ob + j * Evp, sizeof(float) * (size_t)Ev);
         }
     }
     PyMem_RawFree(buf);
@@ -3891,7 +3891,8 @@ static void call_attention_backward(void *cv, Py_ssize_t n0, Py_ssize_t n1)
 
 /* the strided operands of an attention call: up to 5 views, their offsets in one block */
 typedef struct {
-    Py_buffer v[5];
+    Py_buffer v[7];
+    void *p[7];  /* NULL for None */
     int n;
     Py_ssize_t *off;
 } at_views;
@@ -3899,12 +3900,13 @@ typedef struct {
 static void at_release(at_views *a)
 {
     for (int i = 0; i < a->n; i++)
-        PyBuffer_Release(&a->v[i]);
+        if (a->p[i])
+            PyBuffer_Release(&a->v[i]);
     PyMem_Free(a->off);
 }
 
 /* take args[i] (i < count) as views of N (dims[2i], dims[2i + 1]) matrices, the last `wr`
- * writable */
+ * writable (and None allowed for them) */
 static int at_take(at_views *a, PyObject *const *args, int count, int wr, Py_ssize_t N,
                    const Py_ssize_t *dims, Py_ssize_t *ld)
 {
@@ -3915,10 +3917,16 @@ static int at_take(at_views *a, PyObject *const *args, int count, int wr, Py_ssi
         return -1;
     }
     for (int i = 0; i < count; i++) {
-        if (at_strided(args[i], &a->v[i], i >= count - wr, N, dims[2 * i], dims[2 * i + 1],
-                       a->off + i * N, &ld[i]) < 0) {
-            at_release(a);
-            return -1;
+        int out = i >= count - wr;
+        a->p[i] = NULL;
+        ld[i] = 0;
+        if (!(out && args[i] == Py_None)) {
+            if (at_strided(args[i], &a->v[i], out, N, dims[2 * i], dims[2 * i + 1],
+                           a->off + i * N, &ld[i]) < 0) {
+                at_release(a);
+                return -1;
+            }
+            a->p[i] = a->v[i].buf;
         }
         a->n = i + 1;
     }
@@ -3942,6 +3950,10 @@ static PyObject *py_attention(PyObject *m, PyObject *const *args, Py_ssize_t nar
     at_views a;
     if (at_take(&a, args, 4, 1, N, dims, ld) < 0)
         return NULL;
+    if (!a.p[3]) {
+        at_release(&a);
+        return PyErr_Format(PyExc_TypeError, "ember._kernels.attention: out must be an array");
+    }
     Bufs b;
     if (take(&b, args + 4, 1, "o") < 0) {
         at_release(&a);
@@ -3954,10 +3966,9 @@ static PyObject *py_attention(PyObject *m, PyObject *const *args, Py_ssize_t nar
         at_release(&a);
         return NULL;
     }
-    at_ctx c = {(const float *)a.v[0].buf, (const float *)a.v[1].buf, (const float *)a.v[2].buf,
-                NULL, NULL, (float *)a.v[3].buf, b.p[0], NULL, NULL, NULL,
-                a.off, a.off + N, a.off + 2 * N, a.off + 3 * N, NULL,
-                ld[0], ld[1], ld[2], ld[3], 0, L, S, D, Ev, (float)scale, causal, 0};
+    at_ctx c = {a.p[0], a.p[1], a.p[2], NULL, NULL, a.p[3], b.p[0], NULL, NULL, NULL,
+                a.off, a.off + N, a.off + 2 * N, a.off + 3 * N, NULL, NULL, NULL, NULL,
+                ld[0], ld[1], ld[2], ld[3], 0, 0, 0, 0, L, S, D, Ev, (float)scale, causal, 0};
     Py_ssize_t per = MIN_PART / (L * S);
     Py_BEGIN_ALLOW_THREADS
     parallel(call_attention, &c, N, 1, per > 1 ? per : 1);
@@ -3970,8 +3981,8 @@ static PyObject *py_attention(PyObject *m, PyObject *const *args, Py_ssize_t nar
 }
 
 /* attention_backward(q, k, v, g, p, gq | None, gk | None, gv | None, N, L, S, D, Ev, scale,
- * causal): the gradients of attention's output (g, (..., L, Ev), strided as q, k, v may be)
- * from its transposed probabilities p (N, S, L); gq, gk, gv C-ordered */
+ * causal): the gradients of attention's output (g, (..., L, Ev)) from its transposed
+ * probabilities p (N, S, L) C-ordered; q, k, v, g, gq, gk, gv strided as attention's */
 static PyObject *py_attention_backward(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
 {
     Py_ssize_t sz[5];
@@ -3983,18 +3994,17 @@ static PyObject *py_attention_backward(PyObject *m, PyObject *const *args, Py_ss
     if (at_sizes(args, 8, sz, &scale, &causal) < 0)
         return NULL;
     Py_ssize_t N = sz[0], L = sz[1], S = sz[2], D = sz[3], Ev = sz[4];
-    Py_ssize_t dims[8] = {L, D, S, D, S, Ev, L, Ev}, ld[4];
+    Py_ssize_t dims[14] = {L, D, S, D, S, Ev, L, Ev, L, D, S, D, S, Ev}, ld[7];
+    PyObject *const views[7] = {args[0], args[1], args[2], args[3], args[5], args[6], args[7]};
     at_views a;
-    if (at_take(&a, args, 4, 0, N, dims, ld) < 0)
+    if (at_take(&a, views, 7, 3, N, dims, ld) < 0)
         return NULL;
     Bufs b;
-    if (take(&b, args + 4, 4, "iOOO") < 0) {
+    if (take(&b, args + 4, 1, "i") < 0) {
         at_release(&a);
         return NULL;
     }
-    if (b.kind != 'f' || same_lengths(&b, N * L * S, 0, 1) < 0
-        || same_lengths(&b, N * L * D, 1, 2) < 0 || same_lengths(&b, N * S * D, 2, 3) < 0
-        || same_lengths(&b, N * S * Ev, 3, 4) < 0) {
+    if (b.kind != 'f' || same_lengths(&b, N * L * S, 0, 1) < 0) {
         if (!PyErr_Occurred())
             PyErr_SetString(PyExc_TypeError,
                             "ember._kernels.attention_backward: float32 arrays only");
@@ -4002,10 +4012,10 @@ static PyObject *py_attention_backward(PyObject *m, PyObject *const *args, Py_ss
         at_release(&a);
         return NULL;
     }
-    at_ctx c = {(const float *)a.v[0].buf, (const float *)a.v[1].buf, (const float *)a.v[2].buf,
-                b.p[0], (const float *)a.v[3].buf, NULL, NULL, b.p[1], b.p[2], b.p[3],
-                a.off, a.off + N, a.off + 2 * N, NULL, a.off + 3 * N,
-                ld[0], ld[1], ld[2], 0, ld[3], L, S, D, Ev, (float)scale, causal, 0};
+    at_ctx c = {a.p[0], a.p[1], a.p[2], b.p[0], a.p[3], NULL, NULL, a.p[4], a.p[5], a.p[6],
+                a.off, a.off + N, a.off + 2 * N, NULL, a.off + 3 * N, a.off + 4 * N,
+                a.off + 5 * N, a.off + 6 * N, ld[0], ld[1], ld[2], 0, ld[3], ld[4], ld[5], ld[6],
+                L, S, D, Ev, (float)scale, causal, 0};
     Py_ssize_t per = MIN_PART / (L * S);
     Py_BEGIN_ALLOW_THREADS
     parallel(call_attention_backward, &c, N, 1, per > 1 ? per : 1);

@@ -281,7 +281,9 @@ def attention(q: Any, k: Any, v: Any, scale: float, causal: bool,
 def attention_backward(q: Any, k: Any, v: Any, p: Any, grad: Any, scale: float, causal: bool,
                        need: tuple) -> tuple | None:
     """(grad_q, grad_k, grad_v) of ``attention`` from its inputs and probabilities ``p`` (its
-    transposed view), C-ordered (None for those ``need`` leaves out)."""
+    transposed view), each in its input's memory order (``empty_like``: a head split's
+    transposed view gets a gradient whose transpose back is C-ordered, so the view's backward
+    reshapes without a copy), None for those ``need`` leaves out."""
     mod = active
     pt = p.swapaxes(-1, -2)
     if (mod is None or type(grad) is not np.ndarray or grad.dtype != _F32
@@ -290,9 +292,10 @@ def attention_backward(q: Any, k: Any, v: Any, p: Any, grad: Any, scale: float, 
         return None
     L, D = q.shape[-2:]
     S, Ev = v.shape[-2:]
-    gq, gk, gv = (np.empty(a.shape, _F32) if n else None for a, n in zip((q, k, v), need))
-    mod.attention_backward(_rows_dense(q), _rows_dense(k), _rows_dense(v), _rows_dense(grad),
-                           pt, gq, gk, gv, q.size // (L * D), L, S, D, Ev, scale, causal)
+    q, k, v = _rows_dense(q), _rows_dense(k), _rows_dense(v)
+    gq, gk, gv = (np.empty_like(a) if n else None for a, n in zip((q, k, v), need))
+    mod.attention_backward(q, k, v, _rows_dense(grad), pt, gq, gk, gv, q.size // (L * D), L, S,
+                           D, Ev, scale, causal)
     return gq, gk, gv
 
 
