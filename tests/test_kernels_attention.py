@@ -26,6 +26,8 @@ SHAPES = [  # (batch dims, L, S, E, Ev)
     ((2,), 33, 70, 8, 8),
     ((1, 2), 9, 3, 4, 4),
     ((), 1, 1, 1, 1),
+    ((2,), 32, 40, 32, 16),  # (operands taken in place where their sizes need no padding:
+    ((2,), 16, 12, 64, 32),  # each mix of the conditions)
 ]
 
 

@@ -1610,29 +1610,40 @@ CLONES_FMA static void attention_slices(at_ctx *c, Py_ssize_t n0, Py_ssize_t n1)
         c->failed = 1;
         return;
     }
-    float *qt = buf, *ks = qt + D * Lq, *st = ks + S4 * D, *vs = st + S4 * Lq, *ob = vs + S * Evp;
+    float *qt = buf, *ks = qt + D * Lq, *sb = ks + S4 * D, *vs = sb + S4 * Lq, *ob = vs + S * Evp;
+    /* operands whose sizes need no padding are read (and results written) in place */
+    int rows_k = S % AT_MR == 0, cols_v = Ev % AT_NR == 0, in_p = L % AT_NR == 0 && rows_k;
+    int in_out = cols_v && L % AT_MR == 0;
+    Py_ssize_t lk = rows_k ? c->kld : D, lv = cols_v ? c->vld : Evp, ls = in_p ? L : Lq;
+    Py_ssize_t lo_ = in_out ? c->old : Evp;
     for (Py_ssize_t n = n0; n < n1; n++) {
         const float *q = c->q + c->qo[n], *k = c->k + c->ko[n], *v = c->v + c->vo[n];
         float *out = c->out + c->oo[n], *pt = c->pout + n * S * L;
+        float *st = in_p ? pt : sb, *o = in_out ? out : ob;
         at_transpose(qt, Lq, D, Lq, q, c->qld, L, D);
-        at_pad(ks, D, S4, D, k, c->kld, S, D);
-        at_pad(vs, Evp, S, Evp, v, c->vld, S, Ev);
+        if (!rows_k)
+            at_pad(ks, D, S4, D, k, c->kld, S, D);
+        if (!cols_v)
+            at_pad(vs, Evp, S, Evp, v, c->vld, S, Ev);
+        const float *ka = rows_k ? k : ks, *vb = cols_v ? v : vs;
         for (Py_ssize_t j0 = 0; j0 < S4; j0 += AT_MR) {
             Py_ssize_t lo = c->causal ? j0 / AT_NR * AT_NR : 0;
             for (Py_ssize_t i0 = lo; i0 < Lq; i0 += AT_NR)
-                at_block(ks + j0 * D, D, qt + i0, Lq, 0, D, st + j0 * Lq + i0, Lq);
+                at_block(ka + j0 * lk, lk, qt + i0, Lq, 0, D, st + j0 * ls + i0, ls);
         }
         for (Py_ssize_t c0 = 0; c0 < Lp; c0 += 16)
-            at_softmax_cols(st, Lq, c0, L, S, S4, c->causal, c->scale);
-        for (Py_ssize_t j = 0; j < S; j++)
-            memcpy(pt + j * L, st + j * Lq, sizeof(float) * (size_t)L);
+            at_softmax_cols(st, ls, c0, L, S, S4, c->causal, c->scale);
+        if (!in_p)
+            for (Py_ssize_t j = 0; j < S; j++)
+                memcpy(pt + j * L, st + j * Lq, sizeof(float) * (size_t)L);
         for (Py_ssize_t i0 = 0; i0 < Lp; i0 += AT_MR) {
             Py_ssize_t hi = c->causal ? (i0 + AT_MR < S ? i0 + AT_MR : S) : S;
             for (Py_ssize_t e0 = 0; e0 < Evp; e0 += AT_NR)
-                at_block_t(st + i0, Lq, vs + e0, Evp, 0, hi, ob + i0 * Evp + e0, Evp);
+                at_block_t(st + i0, ls, vb + e0, lv, 0, hi, o + i0 * lo_ + e0, lo_);
         }
-        for (Py_ssize_t i = 0; i < L; i++)
-            memcpy(out + i * c->old, ob + i * Evp, sizeof(float) * (size_t)Ev);
+        if (!in_out)
+            for (Py_ssize_t i = 0; i < L; i++)
+                memcpy(out + i * c->old, ob + i * Evp, sizeof(float) * (size_t)Ev);
     }
     PyMem_RawFree(buf);
 }
@@ -1653,17 +1664,26 @@ CLONES_FMA static void attention_backward_slices(at_ctx *c, Py_ssize_t n0, Py_ss
     }
     float *vs = buf, *gt = vs + S4 * Ev, *ds = gt + Ev * Lq, *ps = ds + S4 * Lq;
     float *ks = ps + S4 * Lq, *qs = ks + S * Dp, *gs = qs + Lp * Dp, *ob = gs + Lp * Evp;
+    /* operands whose sizes need no padding are read (and gv written) in place */
+    int rows_s = S % AT_MR == 0, cols_v = Ev % AT_NR == 0, cols_d = D % AT_NR == 0;
+    int in_p = L % AT_NR == 0 && rows_s;
+    Py_ssize_t lv = rows_s ? c->vld : Ev, lp = in_p ? L : Lq, lg = cols_v ? c->gld : Evp;
+    Py_ssize_t lk = cols_d ? c->kld : Dp, lq = cols_d ? c->qld : Dp;
     for (Py_ssize_t n = n0; n < n1; n++) {
         const float *q = c->q + c->qo[n], *k = c->k + c->ko[n], *v = c->v + c->vo[n];
         const float *p = c->p + n * S * L, *g = c->g + c->go[n];
-        at_pad(vs, Ev, S4, Ev, v, c->vld, S, Ev);
+        if (!rows_s)
+            at_pad(vs, Ev, S4, Ev, v, c->vld, S, Ev);
         at_transpose(gt, Lq, Ev, Lq, g, c->gld, L, Ev);
-        at_pad(ps, Lq, S4, Lq, p, L, S, L);
-        at_pad(gs, Evp, Lp, Evp, g, c->gld, L, Ev);
+        if (!in_p)
+            at_pad(ps, Lq, S4, Lq, p, L, S, L);
+        if (!cols_v)
+            at_pad(gs, Evp, Lp, Evp, g, c->gld, L, Ev);
+        const float *va = rows_s ? v : vs, *pa = in_p ? p : ps, *gb = cols_v ? g : gs;
         for (Py_ssize_t j0 = 0; j0 < S4; j0 += AT_MR) {
             Py_ssize_t lo = c->causal ? j0 / AT_NR * AT_NR : 0;
             for (Py_ssize_t i0 = lo; i0 < Lq; i0 += AT_NR)
-                at_block(vs + j0 * Ev, Ev, gt + i0, Lq, 0, Ev, ds + j0 * Lq + i0, Lq);
+                at_block(va + j0 * lv, lv, gt + i0, Lq, 0, Ev, ds + j0 * Lq + i0, Lq);
         }
         for (Py_ssize_t c0 = 0; c0 < Lp; c0 += 16) {
             Py_ssize_t jmax = c->causal ? (c0 + 16 < S ? c0 + 16 : S) : S;
@@ -1671,7 +1691,7 @@ CLONES_FMA static void attention_backward_slices(at_ctx *c, Py_ssize_t n0, Py_ss
             for (int l = 0; l < 16; l++)
                 acc[l] = 0.0;
             for (Py_ssize_t j = 0; j < jmax; j++) {
-                const float *RESTRICT d = ds + j * Lq + c0, *RESTRICT pr = ps + j * Lq + c0;
+                const float *RESTRICT d = ds + j * Lq + c0, *RESTRICT pr = pa + j * lp + c0;
                 for (int l = 0; l < 16; l++)
                     acc[l] += (double)(d[l] * pr[l]);
             }
@@ -1680,7 +1700,7 @@ CLONES_FMA static void attention_backward_slices(at_ctx *c, Py_ssize_t n0, Py_ss
                 s[l] = (float)acc[l];
             for (Py_ssize_t j = 0; j < jmax; j++) {
                 float *RESTRICT d = ds + j * Lq + c0;
-                const float *RESTRICT pr = ps + j * Lq + c0;
+                const float *RESTRICT pr = pa + j * lp + c0;
                 for (int l = 0; l < 16; l++)
                     d[l] = pr[l] * (d[l] - s[l]);
             }
@@ -1689,11 +1709,13 @@ CLONES_FMA static void attention_backward_slices(at_ctx *c, Py_ssize_t n0, Py_ss
                     ds[j * Lq + c0 + l] = 0.0f;
         }
         if (c->gq) {
-            at_pad(ks, Dp, S, Dp, k, c->kld, S, D);
+            if (!cols_d)
+                at_pad(ks, Dp, S, Dp, k, c->kld, S, D);
+            const float *kb = cols_d ? k : ks;
             for (Py_ssize_t i0 = 0; i0 < Lp; i0 += AT_MR) {
                 Py_ssize_t hi = c->causal ? (i0 + AT_MR < S ? i0 + AT_MR : S) : S;
                 for (Py_ssize_t d0 = 0; d0 < Dp; d0 += AT_NR)
-                    at_block_t(ds + i0, Lq, ks + d0, Dp, 0, hi, ob + i0 * Dp + d0, Dp);
+                    at_block_t(ds + i0, Lq, kb + d0, lk, 0, hi, ob + i0 * Dp + d0, Dp);
             }
             float *gq = c->gq + c->gqo[n];
             for (Py_ssize_t i = 0; i < L; i++)
@@ -1701,11 +1723,13 @@ CLONES_FMA static void attention_backward_slices(at_ctx *c, Py_ssize_t n0, Py_ss
                     gq[i * c->gqld + d] = ob[i * Dp + d] * c->scale;
         }
         if (c->gk) {
-            at_pad(qs, Dp, Lp, Dp, q, c->qld, L, D);
+            if (!cols_d)
+                at_pad(qs, Dp, Lp, Dp, q, c->qld, L, D);
+            const float *qb = cols_d ? q : qs;
             for (Py_ssize_t j0 = 0; j0 < S4; j0 += AT_MR) {
                 Py_ssize_t lo = c->causal ? (j0 < L ? j0 : L) : 0;
                 for (Py_ssize_t d0 = 0; d0 < Dp; d0 += AT_NR)
-                    at_block(ds + j0 * Lq, Lq, qs + d0, Dp, lo, L, ob + j0 * Dp + d0, Dp);
+                    at_block(ds + j0 * Lq, Lq, qb + d0, lq, lo, L, ob + j0 * Dp + d0, Dp);
             }
             float *gk = c->gk + c->gko[n];
             for (Py_ssize_t j = 0; j < S; j++)
@@ -1713,14 +1737,18 @@ CLONES_FMA static void attention_backward_slices(at_ctx *c, Py_ssize_t n0, Py_ss
                     gk[j * c->gkld + d] = ob[j * Dp + d] * c->scale;
         }
         if (c->gv) {
+            float *gv = c->gv + c->gvo[n];
+            int in_gv = cols_v && rows_s;
+            float *o = in_gv ? gv : ob;
+            Py_ssize_t lo_ = in_gv ? c->gvld : Evp;
             for (Py_ssize_t j0 = 0; j0 < S4; j0 += AT_MR) {
                 Py_ssize_t lo = c->causal ? (j0 < L ? j0 : L) : 0;
                 for (Py_ssize_t e0 = 0; e0 < Evp; e0 += AT_NR)
-                    at_block(ps + j0 * Lq, Lq, gs + e0, Evp, lo, L, ob + j0 * Evp + e0, Evp);
+                    at_block(pa + j0 * lp, lp, gb + e0, lg, lo, L, o + j0 * lo_ + e0, lo_);
             }
-            float *gv = c->gv + c->gvo[n];
-            for (Py_ssize_t j = 0; j < S; j++)
-                memcpy(gv + j * c->gvld, ob + j * Evp, sizeof(float) * (size_t)Ev);
+            if (!in_gv)
+                for (Py_ssize_t j = 0; j < S; j++)
+                    memcpy(gv + j * c->gvld, ob + j * Evp, sizeof(float) * (size_t)Ev);
         }
     }
     PyMem_RawFree(buf);
