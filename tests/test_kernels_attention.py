@@ -3,14 +3,20 @@ scaled_dot_product_attention without dropout, float mask or grouped heads, with 
 causal one (is_causal, or an equal bool attn_mask), computed per (batch, head) slice by
 register-blocked products that skip the causal upper triangle. Against float64 ground truth
 (within the NumPy path's own float32 error, not its bits: the products sum in another order),
-the NumPy path (kernels off), the same bits at 1 and 2 threads, and the paths it leaves alone."""
+the NumPy path (kernels off), the same bits at 1 and 2 threads and in each instruction-set
+variant, and the paths it leaves alone."""
 
 from __future__ import annotations
 
 import math
+import os
+import shutil
+import sys
 
 import numpy as np
 import pytest
+from test_kernels import build_isa_variant, run_variant
+from test_kernels_f32 import _supports
 
 import ember
 import ember.nn.functional as F
@@ -188,3 +194,45 @@ def test_bad_arguments_raise():
         L.active.attention(z.swapaxes(1, 2), z, z, z, z, 1, 2, 2, 2, 2, 1.0, True)
     with pytest.raises(TypeError):  # p float64
         L.active.attention(z, z, z, z, z.astype(np.float64), 1, 2, 2, 2, 2, 1.0, True)
+
+
+_VARIANT = """
+import importlib.util, sys
+import numpy as np
+spec = importlib.util.spec_from_file_location("ember._kernels", sys.argv[1])
+k = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(k)
+q, kk, v, g = np.load(sys.argv[2])
+res = []
+for causal in (True, False):
+    out = np.empty_like(q)
+    pt = np.empty(q.shape[:-2] + (kk.shape[-2], q.shape[-2]), np.float32)
+    k.attention(q, kk, v, out, pt, 6, 20, 20, 24, 24, 0.2, causal)
+    gq, gk, gv = (np.empty_like(a) for a in (q, kk, v))
+    k.attention_backward(q, kk, v, g, pt, gq, gk, gv, 6, 20, 20, 24, 24, 0.2, causal)
+    res += [out, pt.swapaxes(-1, -2), gq, gk, gv]
+np.save(sys.argv[3], np.stack([r.reshape(6, 20, -1)[..., :20] for r in res]))
+"""
+
+
+@needs_kernels
+@pytest.mark.skipif(sys.platform != "linux" or shutil.which("cc") is None
+                    or os.uname().machine != "x86_64", reason="needs cc on x86-64 Linux")
+@pytest.mark.parametrize("march", ["x86-64", "x86-64-v3"])
+def test_same_bits_in_each_isa_variant(march, tmp_path):
+    """The extension built for the baseline (the C library's fmaf in the exp) or AVX2 with FMA
+    gives the bits of the variant running here, causal and not (sizes that pad: 20 x 24)."""
+    if march == "x86-64-v3" and not all(_supports(f) for f in ("avx2", "fma", "bmi2")):
+        pytest.skip("this CPU cannot run x86-64-v3 code")
+    q, k, v, g = _inputs((2, 3), 20, 20, 24, 24, seed=4)
+    np.save(tmp_path / "x.npy", np.stack([q, k, v, g]))
+    so = build_isa_variant(march, tmp_path)
+    run_variant(_VARIANT, so, tmp_path / "x.npy", tmp_path / "out.npy")
+    got = np.load(tmp_path / "out.npy")
+    here = []
+    for causal in (True, False):
+        out, p = L.attention(q, k, v, 0.2, causal)
+        grads = L.attention_backward(q, k, v, p, g, 0.2, causal, (True, True, True))
+        here += [out, p, *grads]
+    want = np.stack([r.reshape(6, 20, -1)[..., :20] for r in here])
+    assert got.tobytes() == want.tobytes(), (march, L.active.isa())
