@@ -116,12 +116,14 @@ def test_the_gpt_heads_layout_and_its_output_order(monkeypatch):
     qkv = heads(x)
     seen = []
     for t in qkv:
-        t.register_hook(lambda g: seen.append(g.transpose(1, 2).is_contiguous()))
+        t.register_hook(lambda g: seen.append(g.transpose(1, 2).stride()[2:] == (E, 1)))
     y = F.scaled_dot_product_attention(*qkv, is_causal=True)
     assert calls["n"] == 1
     assert y.transpose(1, 2).is_contiguous()
     y.square().sum().backward()
-    assert seen == [True] * 3  # the gradients in the heads' order: the views' backward copies none
+    # the gradients in the heads' order (views of one array laid out as x: below), so the
+    # views' backward merges (H, E) without copying
+    assert seen == [True] * 3
     got = x.grad.numpy().copy()
     x.grad = None
     with L.disabled():
@@ -236,3 +238,48 @@ def test_same_bits_in_each_isa_variant(march, tmp_path):
         here += [out, p, *grads]
     want = np.stack([r.reshape(6, 20, -1)[..., :20] for r in here])
     assert got.tobytes() == want.tobytes(), (march, L.active.isa())
+
+
+@needs_kernels
+def test_a_projections_head_split_gets_its_gradient_without_a_concatenation(monkeypatch):
+    """q, k, v split from one projection's output: their gradients are views of one new
+    array at their places, so the split's backward returns that array (nothing concatenated),
+    with the values of the kernels-off run (within rounding)."""
+    from ember.ops import joining
+    B, T, H, E = 2, 16, 4, 8
+    rng = np.random.default_rng(6)
+    x = ember.tensor(rng.standard_normal((B, T, 3 * H * E), dtype=np.float32), requires_grad=True)
+    w = ember.tensor(rng.standard_normal((3 * H * E, 3 * H * E), dtype=np.float32) * 0.1,
+                     requires_grad=True)
+
+    def run():
+        q, k, v = F.linear(x, w).split(H * E, dim=2)
+        q, k, v = (t.view(B, T, H, E).transpose(1, 2) for t in (q, k, v))
+        F.scaled_dot_product_attention(q, k, v, is_causal=True).square().sum().backward()
+        out = x.grad.numpy().copy(), w.grad.numpy().copy()
+        x.grad = w.grad = None
+        return out
+
+    hits = []
+    orig = joining._tiled_buffer
+    monkeypatch.setattr(joining, "_tiled_buffer", lambda *a: hits.append(orig(*a)) or hits[-1])
+    got = run()
+    assert len(hits) == 1 and hits[0] is not None
+    with L.disabled():
+        plain = run()
+    assert hits[1] is None  # (the NumPy path's gradients: separate arrays, concatenated)
+    for a, b in zip(got, plain):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+
+
+def test_tiled_buffer_takes_only_exact_tilings():
+    from ember.ops.joining import _tiled_buffer
+    whole = np.arange(24, dtype=np.float32).reshape(2, 12)
+    pieces = [whole[:, 0:4], whole[:, 4:8], whole[:, 8:12]]
+    bounds = ((0, 4), (4, 8), (8, 12))
+    got = _tiled_buffer(pieces, (2, 12), 1, bounds)
+    assert got is not None and np.shares_memory(got, whole) and got.shape == (2, 12)
+    assert _tiled_buffer(pieces[::-1], (2, 12), 1, bounds) is None  # out of place
+    assert _tiled_buffer([p.copy() for p in pieces], (2, 12), 1, bounds) is None
+    assert _tiled_buffer([whole[:, 0:4], whole[:, 4:8], whole[:, 8:11]], (2, 12), 1,
+                         ((0, 4), (4, 8), (8, 11))) is None

@@ -255,6 +255,21 @@ def _rows_dense(a: Any) -> Any:
     return np.ascontiguousarray(a)
 
 
+def _grads_like(q: Any, k: Any, v: Any, need: tuple) -> list:
+    """New arrays for the gradients of q, k, v, each in its input's memory order. Where all three
+    are views of one C-ordered array (a head split of one projection's output), the three are
+    views of one new array of that shape, at their inputs' places: the split's backward then
+    finds its pieces tiling one buffer and concatenates nothing (ops/joining.py)."""
+    base = q.base
+    if (all(need) and base is not None and k.base is base and v.base is base
+            and type(base) is np.ndarray and base.flags.c_contiguous and base.dtype == _F32):
+        whole = np.empty(base.shape, _F32)
+        at = base.__array_interface__["data"][0]
+        return [np.ndarray(a.shape, _F32, whole, a.__array_interface__["data"][0] - at,
+                           a.strides) for a in (q, k, v)]
+    return [np.empty_like(a) if n else None for a, n in zip((q, k, v), need)]
+
+
 def attention(q: Any, k: Any, v: Any, scale: float, causal: bool,
               out: Any = None) -> tuple | None:
     """softmax(scale q k^T (causal: key j <= query i)) v of float32 (..., L, D), (..., S, D),
@@ -293,7 +308,7 @@ def attention_backward(q: Any, k: Any, v: Any, p: Any, grad: Any, scale: float, 
     L, D = q.shape[-2:]
     S, Ev = v.shape[-2:]
     q, k, v = _rows_dense(q), _rows_dense(k), _rows_dense(v)
-    gq, gk, gv = (np.empty_like(a) if n else None for a, n in zip((q, k, v), need))
+    gq, gk, gv = _grads_like(q, k, v, need)
     mod.attention_backward(q, k, v, _rows_dense(grad), pt, gq, gk, gv, q.size // (L * D), L, S,
                            D, Ev, scale, causal)
     return gq, gk, gv

@@ -745,16 +745,6 @@ class MaskedFill(Op):
         return gx, gv, None
 
 
-def _fill_where(mask: np.ndarray, v: Any, x: np.ndarray) -> np.ndarray:
-    """``np.where(mask, v, x)`` (v a 0-d value of x's dtype) as a copy of x and a masked copy of
-    v into a new C-ordered array: the same values, about 2/3 of where's time on a causal mask
-    broadcast over a batch of scores (NumPy's where branches per element)."""
-    out = np.empty(np.broadcast_shapes(mask.shape, x.shape), x.dtype)
-    np.copyto(out, x)
-    np.copyto(out, v, where=mask)
-    return out
-
-
 class MaskedScatter(Op):
     """out = x with the True positions of mask filled, in order, by source's first elements
     grad_x = grad with zeros at mask          grad_source = grad[mask] then zeros, reshaped"""
@@ -775,6 +765,16 @@ class MaskedScatter(Op):
             picked = ctx.call(Index, grad, ctx.key)
             gs = ctx.call(IndexPutAdd, picked, ctx.pad_key).reshape(ctx.src_shape)
         return gx, gs, None, None
+
+
+def _fill_where(mask: np.ndarray, v: Any, x: np.ndarray) -> np.ndarray:
+    """``np.where(mask, v, x)`` (v a 0-d value of x's dtype) as a copy of x and a masked copy of
+    v into a new C-ordered array: the same values, about 2/3 of where's time on a causal mask
+    broadcast over a batch of scores (NumPy's where branches per element)."""
+    out = np.empty(np.broadcast_shapes(mask.shape, x.shape), x.dtype)
+    np.copyto(out, x)
+    np.copyto(out, v, where=mask)
+    return out
 
 
 def _check_mask(mask: Any, name: str) -> Any:

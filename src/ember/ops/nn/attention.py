@@ -20,7 +20,14 @@ from .._autocast import flag as _amp
 from .._reduce import _rowsum
 from ..creation import zeros
 from ..joining import cat
-from ._common import _broadcast_shape, _graphing, _quiet, _SoftmaxCached
+from ._common import (
+    _broadcast_shape,
+    _causal_mask,
+    _graphing,
+    _kernel_forward,
+    _quiet,
+    _SoftmaxCached,
+)
 from .activation import softmax
 from .dropout import _noise, dropout
 from .linear import linear
@@ -154,18 +161,9 @@ class ScaledDotProductAttention(Op):
     def forward(ctx: Any, q: Any, k: Any, v: Any, fmask: Any, bmask: Any, scale: float,
                 keep: Any, p_drop: float, groups: int) -> Any:
         xp = ctx.xp
-        ctx.qkv = None
-        if fmask is None and keep is None and groups == 1 and (
-                bmask is None or _is_causal(bmask, q.shape[-2], k.shape[-2])):
-            # float32 without dropout, no mask or the causal one: one kernel, scores to output
-            res = _kernels.attention(q, k, v, scale, bmask is not None,
-                                     _query_layout_empty(q, v.shape[-1]))
-            if res is not None:
-                out, p = res
-                ctx.qkv = True
-                ctx.scale, ctx.p_drop, ctx.groups = scale, p_drop, groups
-                ctx.save_for_backward(q, k, v, fmask, bmask, keep, p, out)
-                return out
+        out = _kernel_forward(ctx, q, k, v, fmask, bmask, scale, keep, p_drop, groups)
+        if out is not None:
+            return out
         kk, vv = _repeat_heads(xp, k, groups), _repeat_heads(xp, v, groups)
         s = _attn_scores(xp, q, kk, fmask, bmask, scale)
         p = None
@@ -224,19 +222,6 @@ def _query_layout(out: Any, q: Any) -> Any:
     res = np.empty([out.shape[i] for i in order], out.dtype).transpose(np.argsort(order))
     res[...] = out
     return res
-
-
-def _query_layout_empty(q: Any, ev: int) -> Any:
-    """A new float32 output (..., L, ev) in the query's memory order, as ``_query_layout``
-    copies one into (for the kernel to write in place); None (C order) where that keeps it."""
-    if type(q) is not np.ndarray or q.ndim < 3 or q.flags.c_contiguous or \
-            q.strides[-1] != q.itemsize:
-        return None
-    order = sorted(range(q.ndim - 1), key=lambda i: -q.strides[i]) + [q.ndim - 1]
-    if order == list(range(q.ndim)):
-        return None
-    shape = q.shape[:-1] + (ev,)
-    return np.empty([shape[i] for i in order], np.float32).transpose(np.argsort(order))
 
 
 def _grads_from_p(ctx: Any, grad: Any, q: Any, kk: Any, vv: Any, p: Any, keep: Any) -> tuple:
@@ -562,29 +547,6 @@ def _flash_graph_backward(ctx: Any, grad: Any, q: Any, k: Any, v: Any, fmask: An
                                                   i1 - i0, j1 - j0, ctx.p_drop)
         keep = full.reshape(p.shape)
     return _grads_from_p(ctx, grad, q, kk, vv, p, keep)[:3] + (None,) * 7
-
-
-_CAUSAL: dict = {}  # (L, S) -> the read-only lower-triangular bool mask of is_causal
-
-
-def _causal_mask(xp: Any, L: int, S: int) -> Any:
-    """``is_causal``'s mask, key j <= query i (one cached read-only copy per size on the host)."""
-    if xp is not np:
-        return xp.tri(L, S, 0, dtype=bool)
-    m = _CAUSAL.get((L, S))
-    if m is None:
-        if len(_CAUSAL) > 64:
-            _CAUSAL.clear()
-        m = _CAUSAL[(L, S)] = np.tri(L, S, 0, dtype=bool)
-        m.flags.writeable = False
-    return m
-
-
-def _is_causal(bmask: Any, L: int, S: int) -> bool:
-    """Whether a bool mask is exactly the causal one (is_causal's, or an equal attn_mask)."""
-    if type(bmask) is not np.ndarray or bmask.shape != (L, S):
-        return False
-    return bmask is _CAUSAL.get((L, S)) or bool(np.array_equal(bmask, _causal_mask(np, L, S)))
 
 
 def _attn_scores(xp: Any, q: Any, k: Any, fmask: Any, bmask: Any, scale: float) -> Any:
