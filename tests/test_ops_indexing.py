@@ -509,6 +509,27 @@ def test_masked_fill():
     check_op(lambda m, x, k: x.masked_fill(k, 1.0), randn(4), mask)
 
 
+def test_masked_fill_of_a_causal_mask_is_where_bit_for_bit():
+    """The attention form: a (1, 1, T, T) mask over (B, H, T, T) scores, filled by copies
+    (the input, then the value where masked): np.where's bits, NaN and -0.0 kept; backward
+    +0.0 where masked (where's)."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((2, 3, 8, 8)).astype(np.float32)
+    x[0, 0, 5, :2] = [np.nan, -0.0]
+    g = rng.standard_normal(x.shape).astype(np.float32)
+    g[1, 2, 0, 7] = -0.0
+    mask = (np.tri(8, 8) == 0).reshape(1, 1, 8, 8)
+    t = ember.tensor(x, requires_grad=True)
+    out = t.masked_fill(ember.tensor(mask), float("-inf"))
+    assert out.is_contiguous()
+    assert out.detach().numpy().tobytes() == np.where(mask, np.float32(-np.inf), x).tobytes()
+    out.backward(ember.tensor(g))
+    assert t.grad.numpy().tobytes() == np.where(mask, 0, g).tobytes()
+    # an int input and a mask that broadcasts it
+    n = ember.arange(4).masked_fill(ember.tensor(np.eye(4, dtype=bool)), -1)
+    assert n.tolist() == np.where(np.eye(4, dtype=bool), -1, np.arange(4)).tolist()
+
+
 def test_masked_fill_dtypes_and_errors():
     x = ember.arange(4)
     out = x.masked_fill(x > 1, 2.7)

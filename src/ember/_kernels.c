@@ -1453,6 +1453,345 @@ CLONES_FMA static void log_softmax_backward_float(const float *RESTRICT y, const
     }
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * Small attention, float32: out = softmax(scale q k^T, causal: keys j <= i only) v and its
+ * gradients, one (batch, head) slice at a time with the slice's operands in zero-padded scratch
+ * (a few tens of KiB: L1/L2). The five products are one register-blocked loop (at_block: 4 rows
+ * x 32 columns of accumulators, a product and a sum per term in the contraction index's order,
+ * so the same bits in every variant); causal rows skip the keys above the diagonal (half the
+ * products' terms at L = S). The softmax is softmax_float's (k_expf_neg, float64 lanes, the
+ * reciprocal of the sum) over a row's first jn keys, the scores scaled in float32 first as the
+ * NumPy path's s *= scale; its backward softmax_backward_float's. The products' sums run in
+ * another order than BLAS's: results within float32 rounding of the NumPy path, not its bits;
+ * slices are independent, so the same bits at every thread count. */
+#define AT_NR 32
+
+KI Py_ssize_t at_up(Py_ssize_t n, Py_ssize_t m) { return (n + m - 1) / m * m; }
+
+/* GCC's vector types (16 floats: one AVX-512 register, two AVX2, four SSE2), so the 8
+ * accumulators stay in registers; a product and a sum, two roundings (-ffp-contract=off: no
+ * fma is formed, the same bits in every variant) */
+typedef float at_v16 __attribute__((vector_size(64)));
+typedef float at_v16u __attribute__((vector_size(64), aligned(4)));
+
+#define AT_MR 8  /* rows of a block: 16 accumulators, half the AVX-512 registers */
+
+/* C[r][0:32] = sum over kk in [k0, k1) of a_r B[kk ldb + 0:32], r < AT_MR, with a_r =
+ * A[r lda + kk] (at_block) or At[kk lda + r] (at_block_t: A read transposed) */
+#define AT_ACC(r) at_v16 c##r = z, d##r = z
+#define AT_FMA(r, a)                                                                           \
+    do {                                                                                       \
+        float a_ = (a);                                                                        \
+        c##r += a_ * b0;                                                                       \
+        d##r += a_ * b1;                                                                       \
+    } while (0)
+#define AT_STORE(r)                                                                            \
+    do {                                                                                       \
+        *(at_v16u *)(C + (r) * ldc) = c##r;                                                    \
+        *(at_v16u *)(C + (r) * ldc + 16) = d##r;                                               \
+    } while (0)
+#define AT_BLOCK(NAME, A_AT)                                                                   \
+    KI void NAME(const float *RESTRICT A, Py_ssize_t lda, const float *RESTRICT B,             \
+                 Py_ssize_t ldb, Py_ssize_t k0, Py_ssize_t k1, float *RESTRICT C,              \
+                 Py_ssize_t ldc)                                                               \
+    {                                                                                          \
+        at_v16 z = {0.0f};                                                                     \
+        AT_ACC(0); AT_ACC(1); AT_ACC(2); AT_ACC(3); AT_ACC(4); AT_ACC(5); AT_ACC(6); AT_ACC(7); \
+        for (Py_ssize_t kk = k0; kk < k1; kk++) {                                              \
+            const float *RESTRICT b = B + kk * ldb;                                            \
+            at_v16 b0 = *(const at_v16u *)b, b1 = *(const at_v16u *)(b + 16);                  \
+            AT_FMA(0, A_AT(0)); AT_FMA(1, A_AT(1)); AT_FMA(2, A_AT(2)); AT_FMA(3, A_AT(3));    \
+            AT_FMA(4, A_AT(4)); AT_FMA(5, A_AT(5)); AT_FMA(6, A_AT(6)); AT_FMA(7, A_AT(7));    \
+        }                                                                                      \
+        AT_STORE(0); AT_STORE(1); AT_STORE(2); AT_STORE(3);                                    \
+        AT_STORE(4); AT_STORE(5); AT_STORE(6); AT_STORE(7);                                    \
+    }
+#define AT_ROW(r) A[(r) * lda + kk]
+#define AT_COL(r) A[kk * lda + (r)]
+AT_BLOCK(at_block, AT_ROW)
+AT_BLOCK(at_block_t, AT_COL)
+
+/* q, k, v, out and g may be strided views: slice n's (rows, cols) matrix starts at element
+ * off[n] of the buffer, its rows ld elements apart, its columns adjacent */
+typedef struct {
+    const float *q, *k, *v, *p, *g;
+    float *out, *pout, *gq, *gk, *gv;
+    const Py_ssize_t *qo, *ko, *vo, *oo, *go, *gqo, *gko, *gvo;  /* the slices' offsets */
+    Py_ssize_t qld, kld, vld, old, gld, gqld, gkld, gvld;  /* and row strides */
+    Py_ssize_t L, S, D, Ev;
+    float scale;
+    int causal, failed;
+} at_ctx;
+
+/* a rows x cols block of src (row stride ld_s) into dst (row stride ld_d), zero to the padded
+ * rows x cols' (rows_p, cols_p) */
+KI void at_pad(float *RESTRICT dst, Py_ssize_t ld_d, Py_ssize_t rows_p, Py_ssize_t cols_p,
+               const float *RESTRICT src, Py_ssize_t ld_s, Py_ssize_t rows, Py_ssize_t cols)
+{
+    for (Py_ssize_t r = 0; r < rows_p; r++) {
+        float *RESTRICT d = dst + r * ld_d;
+        Py_ssize_t c = r < rows ? cols : 0;
+        if (c)
+            memcpy(d, src + r * ld_s, sizeof(float) * (size_t)c);
+        if (cols_p > c)
+            memset(d + c, 0, sizeof(float) * (size_t)(cols_p - c));
+    }
+}
+
+/* Prefetch (into L2) a (rows, cols) matrix of row stride ld, a line at a time: the next
+ * slice's operands are fetched while this one computes (in a training step they come from
+ * memory: the forward's inputs, the saved probabilities; cold, both kernels took twice as
+ * long) */
+#ifndef AT_AHEAD
+#define AT_AHEAD 1  /* slices ahead (2 and 3 measured no better) */
+#endif
+KI void at_prefetch(const float *a, Py_ssize_t rows, Py_ssize_t ld, Py_ssize_t cols, int write)
+{
+    for (Py_ssize_t r = 0; r < rows; r++)
+        for (Py_ssize_t c = 0; c < cols; c += 16) {
+            if (write)
+                __builtin_prefetch(a + r * ld + c, 1, 2);
+            else
+                __builtin_prefetch(a + r * ld + c, 0, 2);
+        }
+}
+
+/* dst (cols_p x ld_d, zero-padded to rows_p) = the transpose of src (rows x cols) */
+KI void at_transpose(float *RESTRICT dst, Py_ssize_t ld_d, Py_ssize_t cols_p, Py_ssize_t rows_p,
+                     const float *RESTRICT src, Py_ssize_t ld_s, Py_ssize_t rows, Py_ssize_t cols)
+{
+    for (Py_ssize_t c = 0; c < cols_p; c++)
+        for (Py_ssize_t r = c < cols ? rows : 0; r < rows_p; r++)
+            dst[c * ld_d + r] = 0.0f;
+    for (Py_ssize_t r = 0; r < rows; r++)
+        for (Py_ssize_t c = 0; c < cols; c++)
+            dst[c * ld_d + r] = src[r * ld_s + c];
+}
+
+/* The softmax over keys of 16 queries at once, columns c0..c0+15 of the transposed scores st
+ * (rows: keys, row stride ld): lane l is query i = c0 + l, its keys j < jn(i) (causal: j <= i;
+ * queries past L: none); the scores scaled in float32 first (as the NumPy path's s *= scale),
+ * exp by k_expf_neg after the max, the sum in float64 and the reciprocal rounded once, as
+ * softmax_float (its sum in another order: within the same bound); rows jmax..rows zeroed. */
+KI void at_softmax_cols(float *RESTRICT st, Py_ssize_t ld, Py_ssize_t c0, Py_ssize_t L,
+                        Py_ssize_t S, Py_ssize_t rows, int causal, float scale)
+{
+    Py_ssize_t jmax = causal ? (c0 + 16 < S ? c0 + 16 : S) : S;
+    float m[16];
+    double acc[16];
+    for (int l = 0; l < 16; l++) {
+        m[l] = -INFINITY;
+        acc[l] = 0.0;
+    }
+    for (Py_ssize_t j = 0; j < jmax; j++) {
+        float *RESTRICT r = st + j * ld + c0;
+        for (int l = 0; l < 16; l++) {
+            int in = c0 + l < L && (!causal || j <= c0 + l);
+            float x = in ? r[l] * scale : -INFINITY;
+            r[l] = x;
+            m[l] = x > m[l] ? x : m[l];
+        }
+    }
+    for (int l = 0; l < 16; l++)
+        m[l] = m[l] == -INFINITY ? 0.0f : m[l];
+    for (Py_ssize_t j = 0; j < jmax; j++) {
+        float *RESTRICT r = st + j * ld + c0;
+        for (int l = 0; l < 16; l++) {
+            float e = k_expf_neg(r[l] - m[l]);
+            r[l] = e;
+            acc[l] += (double)e;
+        }
+    }
+    float inv[16];
+    for (int l = 0; l < 16; l++)
+        inv[l] = acc[l] > 0.0 ? (float)(1.0 / acc[l]) : 0.0f;
+    for (Py_ssize_t j = 0; j < jmax; j++) {
+        float *RESTRICT r = st + j * ld + c0;
+        for (int l = 0; l < 16; l++)
+            r[l] = r[l] * inv[l];
+    }
+    for (Py_ssize_t j = jmax; j < rows; j++)
+        for (int l = 0; l < 16; l++)
+            st[j * ld + c0 + l] = 0.0f;
+}
+
+/* Forward, per slice, transposed: st = k q^T (keys x queries; causal: the 32-query blocks at or
+ * right of the diagonal only), the softmax down its columns (at_softmax_cols), then
+ * out = P v with P read by columns (at_block_t). p is written as P^T, (S, L) per slice. */
+CLONES_FMA static void attention_slices(at_ctx *c, Py_ssize_t n0, Py_ssize_t n1)
+{
+    Py_ssize_t L = c->L, S = c->S, D = c->D, Ev = c->Ev;
+    Py_ssize_t Lp = at_up(L, AT_MR), Lq = at_up(L, AT_NR), S4 = at_up(S, AT_MR), Evp = at_up(Ev, AT_NR);
+    float *buf = (float *)PyMem_RawMalloc(sizeof(float) * (size_t)(D * Lq + S4 * D + S4 * Lq
+                                                                   + S * Evp + Lp * Evp));
+    if (!buf) {
+        c->failed = 1;
+        return;
+    }
+    float *qt = buf, *ks = qt + D * Lq, *sb = ks + S4 * D, *vs = sb + S4 * Lq, *ob = vs + S * Evp;
+    /* operands whose sizes need no padding are read (and results written) in place */
+    int rows_k = S % AT_MR == 0, cols_v = Ev % AT_NR == 0, in_p = L % AT_NR == 0 && rows_k;
+    int in_out = cols_v && L % AT_MR == 0;
+    Py_ssize_t lk = rows_k ? c->kld : D, lv = cols_v ? c->vld : Evp, ls = in_p ? L : Lq;
+    Py_ssize_t lo_ = in_out ? c->old : Evp;
+    for (Py_ssize_t n = n0; n < n1; n++) {
+        const float *q = c->q + c->qo[n], *k = c->k + c->ko[n], *v = c->v + c->vo[n];
+        float *out = c->out + c->oo[n], *pt = c->pout + n * S * L;
+        float *st = in_p ? pt : sb, *o = in_out ? out : ob;
+        for (Py_ssize_t m = n == n0 ? n + 1 : n + AT_AHEAD; m <= n + AT_AHEAD && m < n1; m++) {
+            at_prefetch(c->q + c->qo[m], L, c->qld, D, 0);
+            at_prefetch(c->k + c->ko[m], S, c->kld, D, 0);
+            at_prefetch(c->v + c->vo[m], S, c->vld, Ev, 0);
+            at_prefetch(c->pout + m * S * L, 1, 0, S * L, 1);
+            at_prefetch(c->out + c->oo[m], L, c->old, Ev, 1);
+        }
+        at_transpose(qt, Lq, D, Lq, q, c->qld, L, D);
+        if (!rows_k)
+            at_pad(ks, D, S4, D, k, c->kld, S, D);
+        if (!cols_v)
+            at_pad(vs, Evp, S, Evp, v, c->vld, S, Ev);
+        const float *ka = rows_k ? k : ks, *vb = cols_v ? v : vs;
+        for (Py_ssize_t j0 = 0; j0 < S4; j0 += AT_MR) {
+            Py_ssize_t lo = c->causal ? j0 / AT_NR * AT_NR : 0;
+            for (Py_ssize_t i0 = lo; i0 < Lq; i0 += AT_NR)
+                at_block(ka + j0 * lk, lk, qt + i0, Lq, 0, D, st + j0 * ls + i0, ls);
+        }
+        for (Py_ssize_t c0 = 0; c0 < Lp; c0 += 16)
+            at_softmax_cols(st, ls, c0, L, S, S4, c->causal, c->scale);
+        if (!in_p)
+            for (Py_ssize_t j = 0; j < S; j++)
+                memcpy(pt + j * L, st + j * Lq, sizeof(float) * (size_t)L);
+        for (Py_ssize_t i0 = 0; i0 < Lp; i0 += AT_MR) {
+            Py_ssize_t hi = c->causal ? (i0 + AT_MR < S ? i0 + AT_MR : S) : S;
+            for (Py_ssize_t e0 = 0; e0 < Evp; e0 += AT_NR)
+                at_block_t(st + i0, ls, vb + e0, lv, 0, hi, o + i0 * lo_ + e0, lo_);
+        }
+        if (!in_out)
+            for (Py_ssize_t i = 0; i < L; i++)
+                memcpy(out + i * c->old, ob + i * Evp, sizeof(float) * (size_t)Ev);
+    }
+    PyMem_RawFree(buf);
+}
+
+/* Backward, per slice, transposed as the forward (p is P^T, (S, L)):
+ * dP^T = v g^T;  dS^T = P^T (dP^T - colsum(dP^T P^T));  gq = (dS k) scale (dS^T by columns);
+ * gk = (dS^T q) scale;  gv = P^T g */
+CLONES_FMA static void attention_backward_slices(at_ctx *c, Py_ssize_t n0, Py_ssize_t n1)
+{
+    Py_ssize_t L = c->L, S = c->S, D = c->D, Ev = c->Ev;
+    Py_ssize_t Lp = at_up(L, AT_MR), Lq = at_up(L, AT_NR), S4 = at_up(S, AT_MR), Dp = at_up(D, AT_NR);
+    Py_ssize_t Evp = at_up(Ev, AT_NR), Wp = Dp > Evp ? Dp : Evp;
+    float *buf = (float *)PyMem_RawMalloc(sizeof(float) * (size_t)(
+        S4 * Ev + Ev * Lq + 2 * S4 * Lq + S * Dp + Lp * Dp + Lp * Evp + (Lp > S4 ? Lp : S4) * Wp));
+    if (!buf) {
+        c->failed = 1;
+        return;
+    }
+    float *vs = buf, *gt = vs + S4 * Ev, *ds = gt + Ev * Lq, *ps = ds + S4 * Lq;
+    float *ks = ps + S4 * Lq, *qs = ks + S * Dp, *gs = qs + Lp * Dp, *ob = gs + Lp * Evp;
+    /* operands whose sizes need no padding are read (and gv written) in place */
+    int rows_s = S % AT_MR == 0, cols_v = Ev % AT_NR == 0, cols_d = D % AT_NR == 0;
+    int in_p = L % AT_NR == 0 && rows_s;
+    Py_ssize_t lv = rows_s ? c->vld : Ev, lp = in_p ? L : Lq, lg = cols_v ? c->gld : Evp;
+    Py_ssize_t lk = cols_d ? c->kld : Dp, lq = cols_d ? c->qld : Dp;
+    for (Py_ssize_t n = n0; n < n1; n++) {
+        const float *q = c->q + c->qo[n], *k = c->k + c->ko[n], *v = c->v + c->vo[n];
+        const float *p = c->p + n * S * L, *g = c->g + c->go[n];
+        for (Py_ssize_t m = n == n0 ? n + 1 : n + AT_AHEAD; m <= n + AT_AHEAD && m < n1; m++) {
+            at_prefetch(c->q + c->qo[m], L, c->qld, D, 0);
+            at_prefetch(c->k + c->ko[m], S, c->kld, D, 0);
+            at_prefetch(c->v + c->vo[m], S, c->vld, Ev, 0);
+            at_prefetch(c->g + c->go[m], L, c->gld, Ev, 0);
+            at_prefetch(c->p + m * S * L, 1, 0, S * L, 0);
+            if (c->gq)
+                at_prefetch(c->gq + c->gqo[m], L, c->gqld, D, 1);
+            if (c->gk)
+                at_prefetch(c->gk + c->gko[m], S, c->gkld, D, 1);
+            if (c->gv)
+                at_prefetch(c->gv + c->gvo[m], S, c->gvld, Ev, 1);
+        }
+        if (!rows_s)
+            at_pad(vs, Ev, S4, Ev, v, c->vld, S, Ev);
+        at_transpose(gt, Lq, Ev, Lq, g, c->gld, L, Ev);
+        if (!in_p)
+            at_pad(ps, Lq, S4, Lq, p, L, S, L);
+        if (!cols_v)
+            at_pad(gs, Evp, Lp, Evp, g, c->gld, L, Ev);
+        const float *va = rows_s ? v : vs, *pa = in_p ? p : ps, *gb = cols_v ? g : gs;
+        for (Py_ssize_t j0 = 0; j0 < S4; j0 += AT_MR) {
+            Py_ssize_t lo = c->causal ? j0 / AT_NR * AT_NR : 0;
+            for (Py_ssize_t i0 = lo; i0 < Lq; i0 += AT_NR)
+                at_block(va + j0 * lv, lv, gt + i0, Lq, 0, Ev, ds + j0 * Lq + i0, Lq);
+        }
+        for (Py_ssize_t c0 = 0; c0 < Lp; c0 += 16) {
+            Py_ssize_t jmax = c->causal ? (c0 + 16 < S ? c0 + 16 : S) : S;
+            double acc[16];
+            for (int l = 0; l < 16; l++)
+                acc[l] = 0.0;
+            for (Py_ssize_t j = 0; j < jmax; j++) {
+                const float *RESTRICT d = ds + j * Lq + c0, *RESTRICT pr = pa + j * lp + c0;
+                for (int l = 0; l < 16; l++)
+                    acc[l] += (double)(d[l] * pr[l]);
+            }
+            float s[16];
+            for (int l = 0; l < 16; l++)
+                s[l] = (float)acc[l];
+            for (Py_ssize_t j = 0; j < jmax; j++) {
+                float *RESTRICT d = ds + j * Lq + c0;
+                const float *RESTRICT pr = pa + j * lp + c0;
+                for (int l = 0; l < 16; l++)
+                    d[l] = pr[l] * (d[l] - s[l]);
+            }
+            for (Py_ssize_t j = jmax; j < S4; j++)
+                for (int l = 0; l < 16; l++)
+                    ds[j * Lq + c0 + l] = 0.0f;
+        }
+        if (c->gq) {
+            if (!cols_d)
+                at_pad(ks, Dp, S, Dp, k, c->kld, S, D);
+            const float *kb = cols_d ? k : ks;
+            for (Py_ssize_t i0 = 0; i0 < Lp; i0 += AT_MR) {
+                Py_ssize_t hi = c->causal ? (i0 + AT_MR < S ? i0 + AT_MR : S) : S;
+                for (Py_ssize_t d0 = 0; d0 < Dp; d0 += AT_NR)
+                    at_block_t(ds + i0, Lq, kb + d0, lk, 0, hi, ob + i0 * Dp + d0, Dp);
+            }
+            float *gq = c->gq + c->gqo[n];
+            for (Py_ssize_t i = 0; i < L; i++)
+                for (Py_ssize_t d = 0; d < D; d++)
+                    gq[i * c->gqld + d] = ob[i * Dp + d] * c->scale;
+        }
+        if (c->gk) {
+            if (!cols_d)
+                at_pad(qs, Dp, Lp, Dp, q, c->qld, L, D);
+            const float *qb = cols_d ? q : qs;
+            for (Py_ssize_t j0 = 0; j0 < S4; j0 += AT_MR) {
+                Py_ssize_t lo = c->causal ? (j0 < L ? j0 : L) : 0;
+                for (Py_ssize_t d0 = 0; d0 < Dp; d0 += AT_NR)
+                    at_block(ds + j0 * Lq, Lq, qb + d0, lq, lo, L, ob + j0 * Dp + d0, Dp);
+            }
+            float *gk = c->gk + c->gko[n];
+            for (Py_ssize_t j = 0; j < S; j++)
+                for (Py_ssize_t d = 0; d < D; d++)
+                    gk[j * c->gkld + d] = ob[j * Dp + d] * c->scale;
+        }
+        if (c->gv) {
+            float *gv = c->gv + c->gvo[n];
+            int in_gv = cols_v && rows_s;
+            float *o = in_gv ? gv : ob;
+            Py_ssize_t lo_ = in_gv ? c->gvld : Evp;
+            for (Py_ssize_t j0 = 0; j0 < S4; j0 += AT_MR) {
+                Py_ssize_t lo = c->causal ? (j0 < L ? j0 : L) : 0;
+                for (Py_ssize_t e0 = 0; e0 < Evp; e0 += AT_NR)
+                    at_block(pa + j0 * lp, lp, gb + e0, lg, lo, L, o + j0 * lo_ + e0, lo_);
+            }
+            if (!in_gv)
+                for (Py_ssize_t j = 0; j < S; j++)
+                    memcpy(gv + j * c->gvld, ob + j * Evp, sizeof(float) * (size_t)Ev);
+        }
+    }
+    PyMem_RawFree(buf);
+}
+
 /* softmax and logsumexp together (cross_entropy's forward): m = the row max, 0 where it is not
  * finite (the formula's rule), s = sum exp(x - m) in float64, lse = log(s) + m rounded once,
  * p = exp(x - m) / s (skipped where p is NULL) */
@@ -3641,6 +3980,213 @@ static PyObject *py_layer_norm_backward(PyObject *m, PyObject *const *args, Py_s
     Py_END_ALLOW_THREADS
     PyMem_RawFree(acc);
     release(&b);
+    Py_RETURN_NONE;
+}
+
+/* the sizes N, L, S, D, Ev, the scale and the causal flag after the arrays */
+static int at_sizes(PyObject *const *args, Py_ssize_t at, Py_ssize_t *sz, double *scale,
+                    int *causal)
+{
+    for (int i = 0; i < 5; i++) {
+        sz[i] = PyLong_AsSsize_t(args[at + i]);
+        if (sz[i] == -1 && PyErr_Occurred())
+            return -1;
+        if (sz[i] < 1) {
+            PyErr_SetString(PyExc_ValueError, "ember._kernels.attention: sizes must be >= 1");
+            return -1;
+        }
+    }
+    *scale = PyFloat_AsDouble(args[at + 5]);
+    if (*scale == -1.0 && PyErr_Occurred())
+        return -1;
+    *causal = PyObject_IsTrue(args[at + 6]);
+    return *causal < 0 ? -1 : 0;
+}
+
+/* A float32 array of N (rows, cols) matrices in any layout whose columns are adjacent: its
+ * buffer (strided), the N matrices' offsets in off (C order of the leading dims) and the row
+ * stride in *ld, both in elements */
+static int at_strided(PyObject *obj, Py_buffer *view, int writable, Py_ssize_t N,
+                      Py_ssize_t rows, Py_ssize_t cols, Py_ssize_t *off, Py_ssize_t *ld)
+{
+    int flags = PyBUF_STRIDES | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
+    if (PyObject_GetBuffer(obj, view, flags) < 0)
+        return -1;
+    const char *f = view->format ? view->format : "B";
+    if (*f == '@' || *f == '=' || *f == '<')
+        f++;
+    int nd = view->ndim, ok = f[0] == 'f' && f[1] == '\0' && view->itemsize == 4 && nd >= 2
+                              && view->shape[nd - 2] == rows && view->shape[nd - 1] == cols
+                              && (cols == 1 || view->strides[nd - 1] == 4);
+    Py_ssize_t count = 1;
+    for (int d = 0; ok && d < nd; d++) {
+        ok = view->strides[d] % 4 == 0;
+        if (d < nd - 2)
+            count *= view->shape[d];
+    }
+    if (!ok || count != N) {
+        PyBuffer_Release(view);
+        PyErr_SetString(PyExc_ValueError, "ember._kernels.attention: a float32 array of N "
+                        "(rows, cols) matrices with adjacent columns expected");
+        return -1;
+    }
+    *ld = view->strides[nd - 2] / 4;
+    for (Py_ssize_t n = 0; n < N; n++) {
+        Py_ssize_t rest = n, o = 0;
+        for (int d = nd - 3; d >= 0; d--) {
+            o += rest % view->shape[d] * (view->strides[d] / 4);
+            rest /= view->shape[d];
+        }
+        off[n] = o;
+    }
+    return 0;
+}
+
+static void call_attention(void *cv, Py_ssize_t n0, Py_ssize_t n1)
+{
+    attention_slices((at_ctx *)cv, n0, n1);
+}
+
+static void call_attention_backward(void *cv, Py_ssize_t n0, Py_ssize_t n1)
+{
+    attention_backward_slices((at_ctx *)cv, n0, n1);
+}
+
+/* the strided operands of an attention call: up to 5 views, their offsets in one block */
+typedef struct {
+    Py_buffer v[7];
+    void *p[7];  /* NULL for None */
+    int n;
+    Py_ssize_t *off;
+} at_views;
+
+static void at_release(at_views *a)
+{
+    for (int i = 0; i < a->n; i++)
+        if (a->p[i])
+            PyBuffer_Release(&a->v[i]);
+    PyMem_Free(a->off);
+}
+
+/* take args[i] (i < count) as views of N (dims[2i], dims[2i + 1]) matrices, the last `wr`
+ * writable (and None allowed for them) */
+static int at_take(at_views *a, PyObject *const *args, int count, int wr, Py_ssize_t N,
+                   const Py_ssize_t *dims, Py_ssize_t *ld)
+{
+    a->n = 0;
+    a->off = (Py_ssize_t *)PyMem_Malloc(sizeof(Py_ssize_t) * (size_t)(N * count));
+    if (!a->off) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (int i = 0; i < count; i++) {
+        int out = i >= count - wr;
+        a->p[i] = NULL;
+        ld[i] = 0;
+        if (!(out && args[i] == Py_None)) {
+            if (at_strided(args[i], &a->v[i], out, N, dims[2 * i], dims[2 * i + 1],
+                           a->off + i * N, &ld[i]) < 0) {
+                at_release(a);
+                return -1;
+            }
+            a->p[i] = a->v[i].buf;
+        }
+        a->n = i + 1;
+    }
+    return 0;
+}
+
+/* attention(q, k, v, out, p, N, L, S, D, Ev, scale, causal): float32 (..., L, D), (..., S, D),
+ * (..., S, Ev) in (N matrices each, any layout with adjacent columns), out (..., L, Ev) (also
+ * strided) and the probabilities, transposed, p (N, S, L) C-ordered, written */
+static PyObject *py_attention(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_ssize_t sz[5];
+    double scale;
+    int causal;
+    if (nargs != 12)
+        return PyErr_Format(PyExc_TypeError, "ember._kernels.attention: expected 12 arguments");
+    if (at_sizes(args, 5, sz, &scale, &causal) < 0)
+        return NULL;
+    Py_ssize_t N = sz[0], L = sz[1], S = sz[2], D = sz[3], Ev = sz[4];
+    Py_ssize_t dims[8] = {L, D, S, D, S, Ev, L, Ev}, ld[4];
+    at_views a;
+    if (at_take(&a, args, 4, 1, N, dims, ld) < 0)
+        return NULL;
+    if (!a.p[3]) {
+        at_release(&a);
+        return PyErr_Format(PyExc_TypeError, "ember._kernels.attention: out must be an array");
+    }
+    Bufs b;
+    if (take(&b, args + 4, 1, "o") < 0) {
+        at_release(&a);
+        return NULL;
+    }
+    if (b.kind != 'f' || same_lengths(&b, N * L * S, 0, 1) < 0) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "ember._kernels.attention: float32 arrays only");
+        release(&b);
+        at_release(&a);
+        return NULL;
+    }
+    at_ctx c = {a.p[0], a.p[1], a.p[2], NULL, NULL, a.p[3], b.p[0], NULL, NULL, NULL,
+                a.off, a.off + N, a.off + 2 * N, a.off + 3 * N, NULL, NULL, NULL, NULL,
+                ld[0], ld[1], ld[2], ld[3], 0, 0, 0, 0, L, S, D, Ev, (float)scale, causal, 0};
+    Py_ssize_t per = MIN_PART / (L * S);
+    Py_BEGIN_ALLOW_THREADS
+    parallel(call_attention, &c, N, 1, per > 1 ? per : 1);
+    Py_END_ALLOW_THREADS
+    release(&b);
+    at_release(&a);
+    if (c.failed)
+        return PyErr_NoMemory();
+    Py_RETURN_NONE;
+}
+
+/* attention_backward(q, k, v, g, p, gq | None, gk | None, gv | None, N, L, S, D, Ev, scale,
+ * causal): the gradients of attention's output (g, (..., L, Ev)) from its transposed
+ * probabilities p (N, S, L) C-ordered; q, k, v, g, gq, gk, gv strided as attention's */
+static PyObject *py_attention_backward(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_ssize_t sz[5];
+    double scale;
+    int causal;
+    if (nargs != 15)
+        return PyErr_Format(PyExc_TypeError,
+                            "ember._kernels.attention_backward: expected 15 arguments");
+    if (at_sizes(args, 8, sz, &scale, &causal) < 0)
+        return NULL;
+    Py_ssize_t N = sz[0], L = sz[1], S = sz[2], D = sz[3], Ev = sz[4];
+    Py_ssize_t dims[14] = {L, D, S, D, S, Ev, L, Ev, L, D, S, D, S, Ev}, ld[7];
+    PyObject *const views[7] = {args[0], args[1], args[2], args[3], args[5], args[6], args[7]};
+    at_views a;
+    if (at_take(&a, views, 7, 3, N, dims, ld) < 0)
+        return NULL;
+    Bufs b;
+    if (take(&b, args + 4, 1, "i") < 0) {
+        at_release(&a);
+        return NULL;
+    }
+    if (b.kind != 'f' || same_lengths(&b, N * L * S, 0, 1) < 0) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError,
+                            "ember._kernels.attention_backward: float32 arrays only");
+        release(&b);
+        at_release(&a);
+        return NULL;
+    }
+    at_ctx c = {a.p[0], a.p[1], a.p[2], b.p[0], a.p[3], NULL, NULL, a.p[4], a.p[5], a.p[6],
+                a.off, a.off + N, a.off + 2 * N, NULL, a.off + 3 * N, a.off + 4 * N,
+                a.off + 5 * N, a.off + 6 * N, ld[0], ld[1], ld[2], 0, ld[3], ld[4], ld[5], ld[6],
+                L, S, D, Ev, (float)scale, causal, 0};
+    Py_ssize_t per = MIN_PART / (L * S);
+    Py_BEGIN_ALLOW_THREADS
+    parallel(call_attention_backward, &c, N, 1, per > 1 ? per : 1);
+    Py_END_ALLOW_THREADS
+    release(&b);
+    at_release(&a);
+    if (c.failed)
+        return PyErr_NoMemory();
     Py_RETURN_NONE;
 }
 
@@ -6665,6 +7211,10 @@ static PyMethodDef kernels_methods[] = {
          "layer_norm_backward(x, w, mean, rstd, grad, gx, gw, gb, n): gx, gw, gb (None: skip)."),
     FAST(softmax_lse, "softmax_lse(x, p, lse, n): softmax (p None: skipped) and logsumexp."),
     FAST(rms_norm, "rms_norm(x, w, out, rstd, n, eps): over rows of n elements."),
+    FAST(attention, "attention(q, k, v, out, pt, N, L, S, D, Ev, scale, causal): float32 "
+         "softmax(scale q k^T) v per slice (q, k, v, out strided), pt the probabilities^T."),
+    FAST(attention_backward, "attention_backward(q, k, v, g, pt, gq, gk, gv, N, L, S, D, Ev, "
+         "scale, causal): its gradients (None: skip)."),
     FAST(rms_norm_backward, "rms_norm_backward(x, w, rstd, grad, gx, gw, n): gx, gw (None: skip)."),
     FAST(batch_norm, "batch_norm(x, w, b, y, mean, var, rstd, C, hw, eps): x as (N, C, hw)."),
     FAST(batch_norm_backward,

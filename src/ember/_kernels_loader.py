@@ -247,6 +247,74 @@ def softmax_lse(x: Any, need_p: bool) -> tuple[Any, np.ndarray] | None:
     return p, lse
 
 
+# -- attention -------------------------------------------------------------------------------
+def _rows_dense(a: Any) -> Any:
+    """``a`` itself where its matrices' columns are adjacent (any other strides: the kernel
+    reads views, such as a transposed (B, T, H, E) -> (B, H, T, E) head split), else a copy."""
+    if (a.strides[-1] == a.itemsize or a.shape[-1] == 1) and a.flags.aligned:
+        return a
+    return np.ascontiguousarray(a)
+
+
+def _grads_like(q: Any, k: Any, v: Any, need: tuple) -> list:
+    """New arrays for the gradients of q, k, v, each in its input's memory order. Where all three
+    are views of one C-ordered array (a head split of one projection's output), the three are
+    views of one new array of that shape, at their inputs' places: the split's backward then
+    finds its pieces tiling one buffer and concatenates nothing (ops/joining.py)."""
+    base = q.base
+    if (all(need) and base is not None and k.base is base and v.base is base
+            and type(base) is np.ndarray and base.flags.c_contiguous and base.dtype == _F32):
+        whole = np.empty(base.shape, _F32)
+        at = base.__array_interface__["data"][0]
+        return [np.ndarray(a.shape, _F32, whole, a.__array_interface__["data"][0] - at,
+                           a.strides) for a in (q, k, v)]
+    return [np.empty_like(a) if n else None for a, n in zip((q, k, v), need)]
+
+
+def attention(q: Any, k: Any, v: Any, scale: float, causal: bool,
+              out: Any = None) -> tuple | None:
+    """softmax(scale q k^T (causal: key j <= query i)) v of float32 (..., L, D), (..., S, D),
+    (..., S, Ev) with equal leading dims, into ``out`` (..., L, Ev) (any layout with adjacent
+    columns; None: a new C-ordered array): (out, p) with p the probabilities (..., L, S), a
+    transposed view of C-ordered (..., S, L); None where the kernel does not apply."""
+    mod = active
+    if (mod is None or type(q) is not np.ndarray or type(k) is not np.ndarray
+            or type(v) is not np.ndarray or not q.dtype == k.dtype == v.dtype == _F32
+            or q.ndim < 2 or not q.ndim == k.ndim == v.ndim or q.shape[:-2] != k.shape[:-2]
+            or k.shape[:-1] != v.shape[:-1] or q.shape[-1] != k.shape[-1]
+            or not (q.size and k.size and v.size)):
+        return None
+    L, D = q.shape[-2:]
+    S, Ev = v.shape[-2:]
+    if out is None:
+        out = np.empty(q.shape[:-1] + (Ev,), _F32)
+    pt = np.empty(q.shape[:-2] + (S, L), _F32)
+    mod.attention(_rows_dense(q), _rows_dense(k), _rows_dense(v), out, pt, q.size // (L * D),
+                  L, S, D, Ev, scale, causal)
+    return out, pt.swapaxes(-1, -2)
+
+
+def attention_backward(q: Any, k: Any, v: Any, p: Any, grad: Any, scale: float, causal: bool,
+                       need: tuple) -> tuple | None:
+    """(grad_q, grad_k, grad_v) of ``attention`` from its inputs and probabilities ``p`` (its
+    transposed view), each in its input's memory order (``empty_like``: a head split's
+    transposed view gets a gradient whose transpose back is C-ordered, so the view's backward
+    reshapes without a copy), None for those ``need`` leaves out."""
+    mod = active
+    pt = p.swapaxes(-1, -2)
+    if (mod is None or type(grad) is not np.ndarray or grad.dtype != _F32
+            or grad.shape != q.shape[:-1] + (v.shape[-1],) or not _ok(pt)
+            or pt.shape != k.shape[:-1] + (q.shape[-2],)):
+        return None
+    L, D = q.shape[-2:]
+    S, Ev = v.shape[-2:]
+    q, k, v = _rows_dense(q), _rows_dense(k), _rows_dense(v)
+    gq, gk, gv = _grads_like(q, k, v, need)
+    mod.attention_backward(q, k, v, _rows_dense(grad), pt, gq, gk, gv, q.size // (L * D), L, S,
+                           D, Ev, scale, causal)
+    return gq, gk, gv
+
+
 def dense_copy(x: Any) -> np.ndarray | None:
     """``x`` copied into C order where its fastest-moving axis is not its last (a transposed
     or permuted view: NumPy's copy reads it a stride apart), by tiles; the same bits.

@@ -12,6 +12,7 @@ split, chunk and unbind return views of their input.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -423,6 +424,9 @@ class Split(Op):
         if tiles:
             if len(grads) == 1:
                 return grads[0], None, None
+            whole = _tiled_buffer(grads, ctx.shape, d, bounds)
+            if whole is not None:
+                return whole, None, None
             return ctx.xp.concatenate(list(grads), axis=d), None, None
         pre = (slice(None),) * d
         total = None
@@ -457,6 +461,27 @@ class Unbind(Op):
     @staticmethod
     def backward(ctx: Any, *grads: Any) -> Any:
         return ctx.xp.stack(list(grads), axis=ctx.dim), None
+
+
+def _tiled_buffer(grads: Any, shape: tuple, d: int, bounds: tuple) -> Any:
+    """The one C-ordered array of ``shape`` whose pieces along ``d`` at ``bounds`` the grads
+    already are (views of it, as the attention kernels' gradients of a head split are), viewed
+    in that shape; None otherwise (then they are concatenated: the same values)."""
+    base = grads[0].base if type(grads[0]) is np.ndarray else None
+    if (base is None or type(base) is not np.ndarray or not base.flags.c_contiguous
+            or bounds[0][0] != 0 or bounds[-1][1] != shape[d]
+            or any(bounds[k][1] != bounds[k + 1][0] for k in range(len(bounds) - 1))
+            or base.size != math.prod(shape) or base.dtype != grads[0].dtype):
+        return None
+    whole = base.reshape(shape)
+    at = whole.__array_interface__["data"][0]
+    step = whole.strides[d]
+    for g, (a, b) in zip(grads, bounds):
+        if (type(g) is not np.ndarray or g.base is not base or g.strides != whole.strides
+                or g.shape != shape[:d] + (b - a,) + shape[d + 1:]
+                or g.__array_interface__["data"][0] != at + a * step):
+            return None
+    return whole
 
 
 def _one_of(name: str, **given: Any) -> Any:

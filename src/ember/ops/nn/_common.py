@@ -9,6 +9,8 @@ import math
 import warnings
 from typing import Any
 
+import numpy as np
+
 from ... import _kernels_loader as _kernels
 from ..._tensor_base import TensorBase
 from ...autograd import grad_mode
@@ -193,3 +195,64 @@ def _softmax_stats(xp: Any, x: Any, axis: int, need_p: bool) -> tuple[Any, Any]:
         if need_p:
             e /= s
     return (e if need_p else None), lse
+
+
+# ---------------------------------------------------------------------------------------------
+# attention's masks and output layout (ops/nn/attention.py)
+
+
+_CAUSAL: dict = {}  # (L, S) -> the read-only lower-triangular bool mask of is_causal
+
+
+def _causal_mask(xp: Any, L: int, S: int) -> Any:
+    """``is_causal``'s mask, key j <= query i (one cached read-only copy per size on the host)."""
+    if xp is not np:
+        return xp.tri(L, S, 0, dtype=bool)
+    m = _CAUSAL.get((L, S))
+    if m is None:
+        if len(_CAUSAL) > 64:
+            _CAUSAL.clear()
+        m = _CAUSAL[(L, S)] = np.tri(L, S, 0, dtype=bool)
+        m.flags.writeable = False
+    return m
+
+
+def _is_causal(bmask: Any, L: int, S: int) -> bool:
+    """Whether a bool mask is exactly the causal one (is_causal's, or an equal attn_mask)."""
+    if type(bmask) is not np.ndarray or bmask.shape != (L, S):
+        return False
+    return bmask is _CAUSAL.get((L, S)) or bool(np.array_equal(bmask, _causal_mask(np, L, S)))
+
+
+def _query_layout_empty(q: Any, ev: int) -> Any:
+    """A new float32 output (..., L, ev) in the query's memory order, as ``_query_layout``
+    copies one into (for the kernel to write in place); None (C order) where that keeps it."""
+    if type(q) is not np.ndarray or q.ndim < 3 or q.flags.c_contiguous or \
+            q.strides[-1] != q.itemsize:
+        return None
+    order = sorted(range(q.ndim - 1), key=lambda i: -q.strides[i]) + [q.ndim - 1]
+    if order == list(range(q.ndim)):
+        return None
+    shape = q.shape[:-1] + (ev,)
+    return np.empty([shape[i] for i in order], np.float32).transpose(np.argsort(order))
+
+
+def _kernel_forward(ctx: Any, q: Any, k: Any, v: Any, fmask: Any, bmask: Any, scale: float,
+                    keep: Any, p_drop: float, groups: int) -> Any:
+    """ScaledDotProductAttention's forward by the attention kernel (float32 without dropout,
+    with no mask or the causal one), its context set as the formula's; None where it does not
+    apply (``ctx.qkv`` None: backward takes the formula too)."""
+    ctx.qkv = None
+    if fmask is not None or keep is not None or groups != 1 or (
+            bmask is not None and not _is_causal(bmask, q.shape[-2], k.shape[-2])):
+        return None
+    res = _kernels.attention(q, k, v, scale, bmask is not None,
+                             _query_layout_empty(q, v.shape[-1]))
+    if res is None:
+        return None
+    out, p = res
+    ctx.qkv = True
+    ctx.scale, ctx.p_drop, ctx.groups = scale, p_drop, groups
+    # (the output too, as the formula's forward saves it)
+    ctx.save_for_backward(q, k, v, fmask, bmask, keep, p, out)
+    return out

@@ -20,7 +20,14 @@ from .._autocast import flag as _amp
 from .._reduce import _rowsum
 from ..creation import zeros
 from ..joining import cat
-from ._common import _broadcast_shape, _graphing, _quiet, _SoftmaxCached
+from ._common import (
+    _broadcast_shape,
+    _causal_mask,
+    _graphing,
+    _kernel_forward,
+    _quiet,
+    _SoftmaxCached,
+)
 from .activation import softmax
 from .dropout import _noise, dropout
 from .linear import linear
@@ -97,7 +104,7 @@ def scaled_dot_product_attention(query: Any, key: Any, value: Any, attn_mask: An
     xp = xp_of(query._data)
     bmask = fmask = None
     if is_causal:
-        bmask = xp.tri(L, S, 0, dtype=bool)
+        bmask = _causal_mask(xp, L, S)
     elif attn_mask is not None:
         if _broadcast_shape(tuple(attn_mask.shape), batch + (L, S)) != batch + (L, S):
             raise RuntimeError(
@@ -154,6 +161,9 @@ class ScaledDotProductAttention(Op):
     def forward(ctx: Any, q: Any, k: Any, v: Any, fmask: Any, bmask: Any, scale: float,
                 keep: Any, p_drop: float, groups: int) -> Any:
         xp = ctx.xp
+        out = _kernel_forward(ctx, q, k, v, fmask, bmask, scale, keep, p_drop, groups)
+        if out is not None:
+            return out
         kk, vv = _repeat_heads(xp, k, groups), _repeat_heads(xp, v, groups)
         s = _attn_scores(xp, q, kk, fmask, bmask, scale)
         p = None
@@ -183,6 +193,12 @@ class ScaledDotProductAttention(Op):
     def backward(ctx: Any, grad: Any) -> Any:
         q, k, v, fmask, bmask, keep, p, _ = ctx.saved
         xp, scale, groups = ctx.xp, ctx.scale, ctx.groups
+        if ctx.qkv is not None and not _graphing(ctx):
+            need = ctx.needs_input_grad
+            res = _kernels.attention_backward(q, k, v, p, grad, scale, bmask is not None,
+                                              tuple(need[:3]))
+            if res is not None:
+                return res + (None,) * 6
         kk, vv = _repeat_heads(xp, k, groups), _repeat_heads(xp, v, groups)
         if _graphing(ctx):
             s = _attn_scores(xp, q, kk, fmask, bmask, scale)
