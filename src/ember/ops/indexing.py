@@ -725,7 +725,7 @@ class MaskedFill(Op):
             return out  # (large: split over the threads; C-ordered)
         # C-ordered whatever x's layout, as PyTorch's (it fills a contiguous clone): a later
         # reshape is then a view that sees in-place writes, as there
-        if type(x) is np.ndarray and type(mask) is np.ndarray and x.ndim:
+        if type(x) is np.ndarray and type(mask) is np.ndarray and x.ndim and mask.size < x.size:
             return _fill_where(mask, v, x)
         out = xp.where(mask, v, x)
         return out if out.flags.c_contiguous else xp.asarray(out, order="C")  # (0-d stays 0-d)
@@ -740,7 +740,8 @@ class MaskedFill(Op):
         gx = None
         if ctx.needs_input_grad[0]:
             gx = (_fill_where(mask, grad.dtype.type(0), grad) if type(grad) is np.ndarray
-                  and type(mask) is np.ndarray and grad.ndim else xp.where(mask, 0, grad))
+                  and type(mask) is np.ndarray and grad.ndim and mask.size < grad.size
+                  else xp.where(mask, 0, grad))
         gv = xp.where(mask, grad, 0) if ctx.needs_input_grad[1] else None
         return gx, gv, None
 
@@ -770,7 +771,8 @@ class MaskedScatter(Op):
 def _fill_where(mask: np.ndarray, v: Any, x: np.ndarray) -> np.ndarray:
     """``np.where(mask, v, x)`` (v a 0-d value of x's dtype) as a copy of x and a masked copy of
     v into a new C-ordered array: the same values, about 2/3 of where's time on a causal mask
-    broadcast over a batch of scores (NumPy's where branches per element)."""
+    broadcast over a batch of scores (NumPy's where branches per element); for a mask as large
+    as x (a random one: 18 against 15 ms on 4M values) where is the faster, and callers keep it."""
     out = np.empty(np.broadcast_shapes(mask.shape, x.shape), x.dtype)
     np.copyto(out, x)
     np.copyto(out, v, where=mask)
