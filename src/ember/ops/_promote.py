@@ -24,7 +24,6 @@ from ..autograd import grad_mode
 from ..autograd.function import Op
 from .casting import Cast, _layout_copy, as_tensor_arg, cast
 
-
 __all__: list[str] = []
 
 
