@@ -80,7 +80,6 @@ def _sections(source: str) -> tuple[list[str], list[list[tuple[str, str]]], str]
 def reorder(source: str) -> str:
     """``source`` with each section's statements in the project's order (stable otherwise)."""
     head, sections, tail = _sections(source)
-    out = "".join(head).rstrip("\n") + "\n\n\n"
     blocks = []
     for items in sections:
         rule = [t for k, t in items if k == "rule"]
@@ -89,6 +88,11 @@ def reorder(source: str) -> str:
             continue
         parts = rule + [t for _, t in stmts]
         blocks.append("\n\n".join(p.rstrip("\n") + "\n" for p in parts))
+    # (isort's rule, which ruff checks: two blank lines after the imports before a definition,
+    # one before other code such as ``__all__``)
+    first = blocks[0].lstrip() if blocks else ""
+    gap = "\n\n\n" if first.startswith(("def ", "class ", "async def ", "@", "#")) else "\n\n"
+    out = "".join(head).rstrip("\n") + gap
     out += "\n\n".join(b.rstrip("\n") + "\n" for b in blocks)
     return out.rstrip("\n") + "\n" + (tail if tail.strip() else "")
 
