@@ -110,14 +110,21 @@ def refreshed(cls: Any) -> Any:
     return sub
 
 
-def round_half(o: Any, half: Any) -> Any:
-    """A float32 array rounded to ``half`` (float16/bfloat16) once; other arrays as they are."""
-    return _round_half(o, half)
-
-
 def wide(a: Any) -> Any:
-    """A float16/bfloat16 host array as float32 (one pass); anything else as it is."""
-    return _to_f32(a) if type(a) is np.ndarray and a.dtype.itemsize == 2 else a
+    """A float16/bfloat16 array as float32 (one pass); anything else (a float32 array, a tensor
+    under create_graph) as it is."""
+    dt = getattr(a, "dtype", None)
+    if isinstance(dt, np.dtype) and dt.itemsize == 2 and dt.kind in "fV" and hasattr(a, "ndim"):
+        return _to_f32(a)
+    return a
+
+
+def round_half(o: Any, half: Any) -> Any:
+    """A float32 array rounded to ``half`` (float16/bfloat16) once; other values as they are."""
+    if getattr(o, "dtype", None) != _F32:
+        return o
+    out = _kernels.half_cast(o, half)  # (the eager kernel: one pass, NumPy's rounding)
+    return o.astype(half) if out is None else out
 
 
 class _NoGrad(Op):
@@ -335,7 +342,7 @@ def _opmath_forward(fwd: Any) -> Any:
             return out
         is_tuple = type(out) is tuple
         outs = out if is_tuple else (out,)
-        rounded = tuple([_round_half(o, half) for o in outs])
+        rounded = tuple([round_half(o, half) for o in outs])
         saved = ctx._saved
         if saved:  # keep what PyTorch keeps: the half inputs, the rounded outputs
             by_id = {id(o): r for o, r in zip(outs, rounded)}
@@ -351,9 +358,9 @@ def _opmath_backward(bwd: Any) -> Any:
             return bwd(ctx, *grads)
         saved = ctx._saved
         if saved:
-            ctx._saved = tuple([_widen(s) for s in saved])
+            ctx._saved = tuple([wide(s) for s in saved])
         try:
-            return _round_grads(ctx, bwd(ctx, *[_widen(g) for g in grads]))
+            return _round_grads(ctx, bwd(ctx, *[wide(g) for g in grads]))
         finally:
             if saved:
                 ctx._saved = saved
@@ -407,24 +414,10 @@ def _cast_back_next(ctx: Any, i: int) -> bool:
     return meta is not None and meta[1] == _F32
 
 
-def _widen(a: Any) -> Any:
-    dt = getattr(a, "dtype", None)
-    if dt is not None and dt.itemsize == 2 and dt.kind in "fV" and hasattr(a, "ndim"):
-        return _to_f32(a)
-    return a
-
-
 def _to_f32(a: Any) -> Any:
     """A float16/bfloat16 array as float32 (the eager kernel where it applies: one pass)."""
     out = _kernels.half_cast(a, _F32)
     return a.astype(_F32) if out is None else out
-
-
-def _round_half(o: Any, half: Any) -> Any:
-    if getattr(o, "dtype", None) != _F32:
-        return o
-    out = _kernels.half_cast(o, half)  # (the eager kernel: one pass, NumPy's rounding)
-    return o.astype(half) if out is None else out
 
 
 def _unary(cls: Any, x: Any) -> tuple[Any, Any]:

@@ -37,7 +37,7 @@ from ._matrix import (
     _shape,
     _tensor,
 )
-from ._promote import _om, conjugated
+from ._promote import _om, conjugated, round_half
 from .pointwise import Mul
 
 __all__ = [
@@ -460,7 +460,7 @@ def _mm_arrays(a: Any, b: Any) -> Any:
         return np.asarray(out) if isinstance(out, np.generic) else out
     low = _is_low(dt)
     if low and (out := _kernels.bf16_gemm(a, b)) is not None:  # bfloat16 multiplied as it is
-        return _round(out, dt)
+        return round_half(out, dt)
     if low:  # (the eager kernel's one pass where it applies: autocast's kept values, too)
         a = _to32(a)
         b = _to32(b)
@@ -472,14 +472,8 @@ def _mm_arrays(a: Any, b: Any) -> Any:
     if isinstance(out, np.generic):  # NumPy's 1-D @ 1-D gives a scalar
         out = np.asarray(out)
     if low:
-        return _round(out, dt)
+        return round_half(out, dt)
     return out.astype(dt) if out.dtype != dt else out
-
-
-def _round(out: Any, dt: Any) -> Any:
-    """A float32 product rounded once to the half dtype ``dt`` (the eager kernel's pass)."""
-    r = _kernels.half_cast(out, dt)
-    return out.astype(dt) if r is None else r
 
 
 ger = outer
