@@ -4714,6 +4714,23 @@ static void call_col2im(void *cv, Py_ssize_t p0, Py_ssize_t p1)
         col2im_double(c->src, c->dst, &c->g, p0, p1);
 }
 
+/* A layout kernel's geometry: the n ints of tuple t into v, each in [0, hi] (or [-hi, hi] for
+ * the indices whose bit is set in neg). 0; -1 with an error set ("<fn>: bad geometry"). */
+static int geometry(PyObject *t, Py_ssize_t *v, Py_ssize_t n, Py_ssize_t hi, unsigned neg,
+                    const char *fn)
+{
+    for (Py_ssize_t i = 0; i < n; i++) {
+        v[i] = PyLong_AsSsize_t(PyTuple_GET_ITEM(t, i));
+        if (v[i] == -1 && PyErr_Occurred())
+            return -1;
+        if (v[i] < (((neg >> i) & 1) ? -hi : 0) || v[i] > hi) {
+            PyErr_Format(PyExc_ValueError, "ember._kernels.%s: bad geometry", fn);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* im2col(x, cols, geom) / col2im(cols, x, geom[, accumulate]): geom a tuple of 19 ints (N, C, H,
  * W, kh, kw, sh, sw, pt, pl, dh, dw, OH, OW, sn, st, rs, cs, wide); x (N, C, H, W) and the
  * columns as flat C-contiguous buffers of one dtype, every index the strides reach checked to
@@ -4725,14 +4742,9 @@ static PyObject *conv_cols(PyObject *const *args, Py_ssize_t nargs, int to_cols)
         return PyErr_Format(PyExc_TypeError, "ember._kernels.%s: expected (src, dst, a tuple "
                             "of 19 ints)", fn);
     Py_ssize_t v[19];
-    for (int i = 0; i < 19; i++) {
-        v[i] = PyLong_AsSsize_t(PyTuple_GET_ITEM(args[2], i));
-        if (v[i] == -1 && PyErr_Occurred())
-            return NULL;
-        /* (pt and pl may be negative: the window rows and columns of a chunk of the output) */
-        if (v[i] < ((i == 8 || i == 9) ? -((Py_ssize_t)1 << 40) : 0) || v[i] > ((Py_ssize_t)1 << 40))
-            return PyErr_Format(PyExc_ValueError, "ember._kernels.%s: bad geometry", fn);
-    }
+    /* (pt and pl may be negative: the window rows and columns of a chunk of the output) */
+    if (geometry(args[2], v, 19, (Py_ssize_t)1 << 40, (1u << 8) | (1u << 9), fn) < 0)
+        return NULL;
     int acc = to_cols ? 0 : PyObject_IsTrue(args[3]);
     if (acc < 0)
         return NULL;
@@ -4844,13 +4856,8 @@ static PyObject *py_max_pool(PyObject *mod, PyObject *const *args, Py_ssize_t na
         return PyErr_Format(PyExc_TypeError, "ember._kernels.max_pool: expected (x, y, idx, a "
                             "tuple of 12 ints)");
     Py_ssize_t v[12];
-    for (int i = 0; i < 12; i++) {
-        v[i] = PyLong_AsSsize_t(PyTuple_GET_ITEM(args[3], i));
-        if (v[i] == -1 && PyErr_Occurred())
-            return NULL;
-        if (v[i] < 0 || v[i] > ((Py_ssize_t)1 << 40))
-            return PyErr_Format(PyExc_ValueError, "ember._kernels.max_pool: bad geometry");
-    }
+    if (geometry(args[3], v, 12, (Py_ssize_t)1 << 40, 0, "max_pool") < 0)
+        return NULL;
     pool_geom g = {v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11], 1};
     if (g.H < 1 || g.W < 1 || g.kh < 1 || g.kw < 1 || g.sh < 1 || g.sw < 1 || g.dh < 1
         || g.dw < 1 || g.OH < 1 || g.OW < 1)
@@ -4939,13 +4946,8 @@ static PyObject *rows_cols(PyObject *const *args, Py_ssize_t nargs, int to_rows)
         return PyErr_Format(PyExc_TypeError, "ember._kernels.%s: expected (src, dst, a tuple of "
                             "14 ints)", fn);
     Py_ssize_t v[14];
-    for (int i = 0; i < 14; i++) {
-        v[i] = PyLong_AsSsize_t(PyTuple_GET_ITEM(args[2], i));
-        if (v[i] == -1 && PyErr_Occurred())
-            return NULL;
-        if (v[i] < 0 || v[i] > ((Py_ssize_t)1 << 40))
-            return PyErr_Format(PyExc_ValueError, "ember._kernels.%s: bad geometry", fn);
-    }
+    if (geometry(args[2], v, 14, (Py_ssize_t)1 << 40, 0, fn) < 0)
+        return NULL;
     conv_geom g = {v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11],
                    v[12], v[13], 0, 0, 0, 1, 0, 0, 0};
     if (g.N < 1 || g.C < 1 || g.H < 1 || g.W < 1 || g.kh < 1 || g.kw < 1 || g.sh < 1
@@ -5046,13 +5048,8 @@ static PyObject *batch_inner(PyObject *const *args, Py_ssize_t nargs, int what)
         return PyErr_Format(PyExc_TypeError, "ember._kernels.%s: expected (src, dst, a tuple of "
                             "%zd ints)", fn, want);
     Py_ssize_t v[14];
-    for (Py_ssize_t i = 0; i < want; i++) {
-        v[i] = PyLong_AsSsize_t(PyTuple_GET_ITEM(args[2], i));
-        if (v[i] == -1 && PyErr_Occurred())
-            return NULL;
-        if (v[i] < 0 || v[i] > ((Py_ssize_t)1 << 40))
-            return PyErr_Format(PyExc_ValueError, "ember._kernels.%s: bad geometry", fn);
-    }
+    if (geometry(args[2], v, want, (Py_ssize_t)1 << 40, 0, fn) < 0)
+        return NULL;
     conv_geom g = {0};
     Py_ssize_t xlen, other;
     if (what >= 2) {
@@ -5150,13 +5147,8 @@ static PyObject *py_conv_direct(PyObject *mod, PyObject *const *args, Py_ssize_t
         return PyErr_Format(PyExc_TypeError, "ember._kernels.conv_direct: expected (x, wt, bp, "
                             "y, a tuple of 15 ints)");
     Py_ssize_t v[15];
-    for (int i = 0; i < 15; i++) {
-        v[i] = PyLong_AsSsize_t(PyTuple_GET_ITEM(args[4], i));
-        if (v[i] == -1 && PyErr_Occurred())
-            return NULL;
-        if (v[i] < 0 || v[i] > ((Py_ssize_t)1 << 30))
-            return PyErr_Format(PyExc_ValueError, "ember._kernels.conv_direct: bad geometry");
-    }
+    if (geometry(args[4], v, 15, (Py_ssize_t)1 << 30, 0, "conv_direct") < 0)
+        return NULL;
     conv_geom g = {v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11],
                    v[12], v[13], 0, 0, 0, 1, 0, 0, 0};
     Py_ssize_t O = v[14];
