@@ -970,7 +970,7 @@ def bf16_gemm_ready(dtype: Any) -> bool:
         return False
     ok = _BF16_GEMM.get(id(mod))
     if ok is None:
-        ok = _BF16_GEMM[id(mod)] = bool(getattr(mod, "bf16_gemm_supported", lambda: False)())
+        ok = _BF16_GEMM[id(mod)] = bool(mod.bf16_gemm_supported())
     return ok
 
 

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from ... import _dtype
 from ... import _kernels_loader as _kl
 from .._promote import _variant
 
@@ -78,7 +79,7 @@ def variant(cls: Any) -> type:
 def _bf16(a: np.ndarray) -> Any:
     """``a`` rounded to bfloat16 (exact here: it holds bfloat16 values) in one pass, in its own
     layout where that is a transposed C order (a view's strides are kept: the kernel reads any)."""
-    dt = _bf16_dtype()
+    dt = _dtype.bfloat16.np  # (its NumPy dtype, from ml_dtypes, loaded on first read)
     if a.flags.c_contiguous:
         return _kl.half_cast(a, dt)
     order = sorted(range(a.ndim), key=lambda i: -abs(a.strides[i]))
@@ -87,9 +88,3 @@ def _bf16(a: np.ndarray) -> Any:
         return _kl.half_cast(np.ascontiguousarray(a), dt)
     r = _kl.half_cast(t, dt)
     return None if r is None else r.transpose(np.argsort(order))
-
-
-def _bf16_dtype() -> np.dtype:
-    from ... import _dtype  # (bfloat16's NumPy dtype is loaded on first use)
-
-    return _dtype.bfloat16.np
