@@ -44,6 +44,8 @@
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
+#include <stdlib.h>
+#include <time.h>
 
 #ifndef EMBER_KERNELS_C_HASH
 #define EMBER_KERNELS_C_HASH "unknown"
@@ -79,6 +81,12 @@
 #else
 #define PREFETCH(p) ((void)0)
 #define PREFETCH_W(p) ((void)0)
+#endif
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define CPU_RELAX() _mm_pause()
+#else
+#define CPU_RELAX() ((void)0)
 #endif
 
 /* ---------------------------------------------------------------------------------------------
@@ -3356,6 +3364,7 @@ static int want_threads = 1;
 
 #if !defined(_WIN32) && !defined(EMBER_KERNELS_NO_THREADS)
 #include <pthread.h>
+#include <sched.h>
 #define HAVE_THREADS 1
 
 static pthread_mutex_t pool_busy = PTHREAD_MUTEX_INITIALIZER;
@@ -3417,11 +3426,46 @@ static void run_chunks(int id, range_fn fn, void *ctx, Py_ssize_t total, Py_ssiz
             run_chunk(c, fn, ctx, total, align, chunks);
 }
 
+/* how long a worker polls for the next job before it sleeps (microseconds; EMBER_POOL_SPIN_US):
+ * a sleeping thread takes tens of microseconds to wake on a virtual machine, as long as a 4M
+ * sum's share, while the next op of a training step comes some microseconds after the last */
+static long pool_spin_ns = 50000;
+
+static double monotonic_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e9 + t.tv_nsec;
+}
+
+/* poll (without the lock) until a new generation or spin_ns pass */
+static void pool_poll(unsigned long seen)
+{
+    if (pool_spin_ns <= 0)
+        return;
+    double end = monotonic_ns() + (double)pool_spin_ns;
+    for (;;) {
+        for (int i = 0; i < 16; i++) {
+            if (__atomic_load_n(&pool_generation, __ATOMIC_ACQUIRE) != seen)
+                return;
+            CPU_RELAX();
+        }
+        sched_yield();
+        if (monotonic_ns() > end)
+            return;
+    }
+}
+
 static void *pool_worker(void *argp)
 {
     worker_arg *arg = (worker_arg *)argp;
     pthread_mutex_lock(&pool_mu);
     for (;;) {
+        if (pool_generation == arg->seen) {
+            pthread_mutex_unlock(&pool_mu);
+            pool_poll(arg->seen);
+            pthread_mutex_lock(&pool_mu);
+        }
         while (pool_generation == arg->seen)
             pthread_cond_wait(&pool_go, &pool_mu);
         arg->seen = pool_generation;
@@ -3497,7 +3541,7 @@ static void parallel(range_fn fn, void *ctx, Py_ssize_t total, Py_ssize_t align,
     pool_job.chunks = per * parts;
     memset(pool_claimed, 0, (size_t)pool_job.chunks);
     pool_job.open = 1;
-    pool_generation++;
+    __atomic_store_n(&pool_generation, pool_generation + 1, __ATOMIC_RELEASE);
     pthread_cond_broadcast(&pool_go);
     pthread_mutex_unlock(&pool_mu);
     run_chunks(0, fn, ctx, total, align, pool_job.chunks, per);
@@ -7276,6 +7320,9 @@ static int kernels_exec(PyObject *module)
     static int registered = 0;
     if (!registered && pthread_atfork(NULL, NULL, pool_after_fork_in_child) == 0)
         registered = 1;
+    const char *spin = getenv("EMBER_POOL_SPIN_US");
+    if (spin != NULL && *spin != '\0')
+        pool_spin_ns = strtol(spin, NULL, 10) * 1000;
 #endif
     return 0;
 }

@@ -149,6 +149,51 @@ def blas_threads(use_threadpoolctl: bool = True) -> list[int]:
     return [int(getter()) for _, _, getter in openblas_libraries()]
 
 
+# -- products split by ember, OpenBLAS at one thread --------------------------------------------
+# Many small products one after another (a convolution's per-image products) gain little from
+# OpenBLAS's own threads: each product wakes them and waits for them. ``split`` runs such loops
+# in parts on this pool instead, each part's products on one BLAS thread (docs/benchmarks.md,
+# "the image convolutions at 2 threads"). Only where ember can set every loaded OpenBLAS's count
+# quickly (its exported setters); elsewhere (another BLAS) the loops run whole, as before.
+_blas_fns: list[tuple[Any, Any]] | None = None
+_split_lock = threading.Lock()
+
+
+def _blas_fns_cached() -> list[tuple[Any, Any]]:
+    global _blas_fns
+    if _blas_fns is None:
+        _blas_fns = [(setter, getter) for _, setter, getter in openblas_libraries()]
+    return _blas_fns
+
+
+def split_parts(n: int) -> list[tuple[int, int]] | None:
+    """[(start, stop), ...]: ``range(n)`` in contiguous parts, one per thread, where ``split``
+    applies (two or more threads, ``n`` >= 2, an OpenBLAS whose count ember sets); else None."""
+    t = min(get_num_threads(), n)
+    if t < 2 or not _blas_fns_cached():
+        return None
+    return [(n * i // t, n * (i + 1) // t) for i in range(t)]
+
+
+def split(f: Any, parts: list[tuple[int, int]]) -> bool:
+    """``f(start, stop)`` for each part, the first on this thread and the others on the pool, with
+    every OpenBLAS at one thread meanwhile (its count restored after); False (nothing run) where
+    another thread of the process is inside a split already."""
+    if not _split_lock.acquire(blocking=False):
+        return False
+    fns = _blas_fns_cached()
+    before = [getter() for _, getter in fns]
+    try:
+        for setter, _ in fns:
+            setter(1)
+        _parallel(lambda a, b, out: f(a, b), [((a, b), None) for a, b in parts])
+    finally:
+        for (setter, _), n in zip(fns, before):
+            setter(n)
+        _split_lock.release()
+    return True
+
+
 # -- the pool ---------------------------------------------------------------------------------
 _tasks: Any = None  # queue.SimpleQueue of (context, function, args, done) once a worker runs
 _workers = 0

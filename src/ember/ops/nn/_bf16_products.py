@@ -8,13 +8,13 @@ zeros) and the bias's column of ones. Rounding such an operand to bfloat16 is ex
 with AVX512-BF16 the products can run in the bfloat16 kernel (``_kernels_loader.bf16_gemm``:
 exact products, float32 sums; half the bytes and twice the products per instruction of sgemm):
 the same values up to the order of the float32 sums. ``flagged(rule)`` marks a convolution's
-forward or backward as such a region (a flag of the thread); ``matmul`` is NumPy's matmul, and
+forward or backward as such a region (a flag of the context); ``matmul`` is NumPy's matmul, and
 inside the region, for float32 products of at least ``MIN_WORK`` multiply-adds, the bfloat16
 kernel's."""
 
 from __future__ import annotations
 
-import threading
+import contextvars
 from typing import Any
 
 import numpy as np
@@ -27,19 +27,20 @@ __all__ = ["flagged", "matmul", "matmul_xp", "variant"]
 
 MIN_WORK = 1 << 21  # multiply-adds: below, the two rounding passes cost what the kernel saves
 _F32 = np.dtype(np.float32)
-_state = threading.local()
+# (a context variable, not a thread's: a convolution's per-image loops that split over the
+# threads (_threads.split) run each part in a copy of the caller's context)
+_on: contextvars.ContextVar[bool] = contextvars.ContextVar("ember_bf16_products", default=False)
 _VARIANTS: dict = {}
 
 
 def flagged(rule: Any) -> Any:
     """``rule`` (an op's forward or backward) run with the bfloat16 products on."""
     def run(ctx: Any, *args: Any) -> Any:
-        before = getattr(_state, "on", False)
-        _state.on = True
+        token = _on.set(True)
         try:
             return rule(ctx, *args)
         finally:
-            _state.on = before
+            _on.reset(token)
 
     run.__doc__ = rule.__doc__
     return run
@@ -48,7 +49,7 @@ def flagged(rule: Any) -> Any:
 def matmul(a: Any, b: Any, out: Any = None) -> Any:
     """``np.matmul(a, b[, out])``; in a flagged region the bfloat16 kernel's product of the
     operands' exact bfloat16 roundings, for large enough float32 products."""
-    if (getattr(_state, "on", False) and type(a) is np.ndarray and type(b) is np.ndarray
+    if (_on.get() and type(a) is np.ndarray and type(b) is np.ndarray
             and a.dtype == _F32 and b.dtype == _F32 and a.ndim >= 2 and b.ndim >= 2
             and a.size * b.shape[-1] >= MIN_WORK):
         a16, b16 = _bf16(a), _bf16(b)

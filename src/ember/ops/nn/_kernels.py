@@ -59,6 +59,7 @@ from typing import Any
 import numpy as np
 
 from ... import _kernels_loader as _kl
+from ... import _threads
 from ..._tensor_base import TensorBase
 from ..shape import reshape
 from . import _bf16_products as _bf16
@@ -100,6 +101,7 @@ _DIRECT_MAX_O = 32
 # the per-image forward builds its columns and runs its products this many bytes of columns at a
 # time, so the product reads them from cache
 _IMAGE_CHUNK_BYTES = 1 << 19
+_IMAGE_SPLIT_MACS = 1 << 22  # a batch's products from which it splits over the threads (about 80 us)
 # a convolution whose im2col columns (forward, input or weight gradient) would take more than
 # max(_COLS_CAP_MIN, _COLS_CAP_OUT x its output's bytes) runs over batch tiles of at most that
 # many bytes of columns (see _batch_step)
@@ -354,18 +356,38 @@ def _image_forward(x4: np.ndarray, w3: np.ndarray, b: np.ndarray | None, g: _Geo
     if extra:
         w3 = np.concatenate([w3, b.reshape(G, Og, 1)], axis=2)
     y = np.empty((N, G, Og, g.L), dtype=x4.dtype)
-    per = G * (K + extra) * g.L
-    step = max(1, _IMAGE_CHUNK_BYTES // max(per * x4.itemsize, 1))
-    cols = np.empty((min(step, N), G, K + extra, g.L), dtype=x4.dtype)
+    buf = _image_cols_source(x4, g, G)
+
+    def images(lo: int, hi: int) -> None:
+        for n0, n, cn in _image_chunks(x4, g, G, K, extra, lo, hi):
+            _image_cols(x4, buf, g, G, n0, n, cn, K)  # (the taps' K rows, then the bias's)
+            _bf16.matmul(w3, cn, out=y[n0:n0 + n])
+
+    _over_images(images, N, Og * (K + extra) * g.L * G)
+    return y.reshape(N, G * Og, g.OH, g.OW), None
+
+
+def _image_chunks(x4: np.ndarray, g: _Geom, G: int, K: int, extra: int, lo: int,
+                  hi: int) -> Any:
+    """(first image, images, their columns' buffer (n, G, K + extra, L)) for images lo .. hi in
+    chunks of ``_IMAGE_CHUNK_BYTES``, one buffer reused (its bias row of ones set once)."""
+    step = max(1, _IMAGE_CHUNK_BYTES // max(G * (K + extra) * g.L * x4.itemsize, 1))
+    cols = np.empty((min(step, hi - lo), G, K + extra, g.L), dtype=x4.dtype)
     if extra:
         cols[:, :, K] = 1
-    buf = _image_cols_source(x4, g, G)
-    for n0 in range(0, N, step):
-        n = min(step, N - n0)
-        cn = cols[:n]
-        _image_cols(x4, buf, g, G, n0, n, cn, K)  # (the taps' K rows first, then the bias's)
-        _bf16.matmul(w3, cn, out=y[n0:n0 + n])
-    return y.reshape(N, G * Og, g.OH, g.OW), None
+    for n0 in range(lo, hi, step):
+        n = min(step, hi - n0)
+        yield n0, n, cols[:n]
+
+
+def _over_images(images: Any, N: int, macs: int) -> None:
+    """``images(lo, hi)`` over the batch: in parts on the threads (``_threads.split``: each
+    part's products on one BLAS thread) where two or more run and the batch's products (``macs``
+    multiply-adds an image) are at least ``_IMAGE_SPLIT_MACS``, else whole. Each image's values
+    are the same either way (its products and columns do not depend on the part)."""
+    parts = _threads.split_parts(N) if macs * N >= _IMAGE_SPLIT_MACS else None
+    if parts is None or not _threads.split(images, parts):
+        images(0, N)
 
 
 def _direct_ok(g: _Geom, groups: int, x4: Any, w4: Any, b: Any) -> bool:
@@ -406,16 +428,14 @@ def _image_weight_grad(x4: np.ndarray, g4: np.ndarray, g: _Geom, groups: int,
     extra = 1 if bias else 0
     gt = g4.reshape(N, G, Og, g.L)
     parts = np.empty((N, G, K + extra, Og), dtype=x4.dtype)
-    step = max(1, _IMAGE_CHUNK_BYTES // max(G * (K + extra) * g.L * x4.itemsize, 1))
-    cols = np.empty((min(step, N), G, K + extra, g.L), dtype=x4.dtype)
-    if extra:
-        cols[:, :, K] = 1
     buf = _image_cols_source(x4, g, G)
-    for n0 in range(0, N, step):
-        n = min(step, N - n0)
-        cn = cols[:n]
-        _image_cols(x4, buf, g, G, n0, n, cn, K)  # (the taps' K rows first, then the bias's)
-        _bf16.matmul(cn, gt[n0:n0 + n].swapaxes(2, 3), out=parts[n0:n0 + n])
+
+    def images(lo: int, hi: int) -> None:
+        for n0, n, cn in _image_chunks(x4, g, G, K, extra, lo, hi):
+            _image_cols(x4, buf, g, G, n0, n, cn, K)  # (the taps' K rows, then the bias's)
+            _bf16.matmul(cn, gt[n0:n0 + n].swapaxes(2, 3), out=parts[n0:n0 + n])
+
+    _over_images(images, N, Og * (K + extra) * g.L * G)
     total = parts.sum(axis=0)
     gw = np.empty(shape, dtype=x4.dtype)
     gw.reshape(G, Og, -1)[...] = total[:, :K].swapaxes(1, 2)

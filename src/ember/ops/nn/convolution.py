@@ -43,6 +43,7 @@ from ._kernels import (
     _image_weight_grad,
     _ints,
     _out_from_cols,
+    _over_images,
     _pointwise_forward,
     _pointwise_input_grad,
     _pointwise_ok,
@@ -520,8 +521,13 @@ def _conv_transpose_forward(xp: Any, g4: Any, w4: Any, g: _Geom, groups: int, gt
     wm = w4.reshape(groups, O // groups, Cg * kh * kw).swapaxes(1, 2)
     if g.image:  # per image: (N, groups, Cg * kh * kw, L), no transpose of the gradient
         gt = g4.reshape(N, groups, O // groups, g.L)
-        cols = _bf16.matmul_xp(xp, wm, gt).astype(dtype, copy=False)
-        return _col2im(xp, cols.reshape(N, C * kh * kw, g.L), g, N)
+        if xp is np and type(gt) is np.ndarray:  # (split over the threads where that pays)
+            cols = np.empty((N, groups, Cg * kh * kw, g.L), gt.dtype)
+            _over_images(lambda lo, hi: _bf16.matmul(wm, gt[lo:hi], out=cols[lo:hi]), N,
+                         O * Cg * kh * kw * g.L)
+        else:
+            cols = _bf16.matmul_xp(xp, wm, gt)
+        return _col2im(xp, cols.astype(dtype, copy=False).reshape(N, C * kh * kw, g.L), g, N)
     gt = (_grad_to_cols(xp, g4, g) if gt is None else gt).reshape(groups, O // groups, N * g.L)
     cols = _bf16.matmul_xp(xp, wm, gt).astype(dtype, copy=False)
     return _col2im(xp, cols.reshape(C * kh * kw, N * g.L), g, N)

@@ -1,0 +1,166 @@
+"""The per-image convolution loops split over the threads (``ember._threads.split``: each part's
+products on one OpenBLAS thread): the same values as one thread, bit for bit, forward and both
+gradients, float32 and bfloat16; OpenBLAS's count restored after; a second caller runs alone."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+import ember
+import ember.nn.functional as F
+from ember import _kernels_loader as L
+from ember import _threads
+from ember.ops.nn import _kernels as conv_kernels
+from helpers import count_calls
+
+needs_setter = pytest.mark.skipif(
+    not _threads._blas_fns_cached(), reason="no OpenBLAS whose thread count ember sets")
+
+
+@pytest.fixture
+def threads():
+    saved = ember.get_num_threads()
+    yield
+    ember.set_num_threads(saved)
+
+
+def test_split_parts_cover_the_range_once_per_thread(threads):
+    ember.set_num_threads(1)
+    assert _threads.split_parts(64) is None
+    ember.set_num_threads(2)
+    if not _threads._blas_fns_cached():
+        assert _threads.split_parts(64) is None
+        return
+    assert _threads.split_parts(64) == [(0, 32), (32, 64)]
+    assert _threads.split_parts(5) == [(0, 2), (2, 5)]
+    assert _threads.split_parts(1) is None
+    ember.set_num_threads(3)
+    assert _threads.split_parts(2) == [(0, 1), (1, 2)]
+
+
+@needs_setter
+def test_split_runs_every_part_with_blas_at_one_thread_and_restores(threads):
+    ember.set_num_threads(2)
+    getter = _threads._blas_fns_cached()[0][1]
+    before = getter()
+    seen, ran = [], []
+
+    def part(lo: int, hi: int) -> None:
+        seen.append(getter())
+        ran.append((lo, hi, threading.get_ident()))
+
+    assert _threads.split(part, [(0, 3), (3, 7)])
+    assert sorted(r[:2] for r in ran) == [(0, 3), (3, 7)]
+    assert seen == [1, 1]
+    assert getter() == before
+
+
+@needs_setter
+def test_a_second_caller_inside_a_split_runs_whole(threads):
+    ember.set_num_threads(2)
+    inner = []
+
+    def part(lo: int, hi: int) -> None:
+        if lo == 0:
+            inner.append(_threads.split(lambda a, b: None, [(0, 1), (1, 2)]))
+
+    assert _threads.split(part, [(0, 1), (1, 2)])
+    assert inner == [False]
+
+
+def test_an_error_in_a_part_reaches_the_caller_and_restores_blas(threads):
+    ember.set_num_threads(2)
+    if not _threads._blas_fns_cached():
+        pytest.skip("no OpenBLAS whose thread count ember sets")
+    getter = _threads._blas_fns_cached()[0][1]
+    before = getter()
+
+    def part(lo: int, hi: int) -> None:
+        if lo > 0:
+            raise ValueError("part failed")
+
+    with pytest.raises(ValueError, match="part failed"):
+        _threads.split(part, [(0, 1), (1, 2)])
+    assert getter() == before
+
+
+def _conv_run(threads_n: int, x: np.ndarray, w: np.ndarray, b: np.ndarray, stride: int,
+              padding: int, dtype: object = None) -> list[np.ndarray]:
+    ember.set_num_threads(threads_n)
+    xt = ember.tensor(x, requires_grad=True)
+    wt = ember.tensor(w, requires_grad=True)
+    bt = ember.tensor(b, requires_grad=True)
+    if dtype is not None:
+        xt, wt, bt = (t.detach().to(dtype).requires_grad_() for t in (xt, wt, bt))
+    y = F.conv2d(xt, wt, bt, stride=stride, padding=padding)
+    y.backward(ember.ones_like(y))
+    return [t.float().detach().numpy().copy() for t in (y, xt.grad, wt.grad, bt.grad)]
+
+
+# (N, C, H, W), (O, C, kh, kw), stride, padding: ResNet's stem (per-image columns) and a
+# single-channel 5 x 5 (the direct kernel's forward, the per-image gradients)
+CASES = [((8, 3, 32, 32), (16, 3, 7, 7), 2, 3), ((16, 1, 28, 28), (16, 1, 5, 5), 1, 0)]
+
+
+@needs_setter
+@pytest.mark.skipif(L.active is None, reason="the per-image paths need ember._kernels")
+@pytest.mark.parametrize("xs, ws, stride, padding", CASES)
+def test_per_image_convolution_splits_and_equals_one_thread(threads, monkeypatch, xs, ws,
+                                                            stride, padding):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(xs).astype(np.float32)
+    w = rng.standard_normal(ws).astype(np.float32)
+    b = rng.standard_normal(ws[0]).astype(np.float32)
+    monkeypatch.setattr(conv_kernels, "_IMAGE_SPLIT_MACS", 1)
+    one = _conv_run(1, x, w, b, stride, padding)
+    calls = count_calls(monkeypatch, _threads, "split")
+    two = _conv_run(2, x, w, b, stride, padding)
+    assert calls["n"] >= 2  # (the forward or the input gradient, and the weight gradient)
+    for a, c in zip(one, two):
+        np.testing.assert_array_equal(a, c)
+
+
+@needs_setter
+@pytest.mark.skipif(L.active is None, reason="the per-image paths need ember._kernels")
+def test_bfloat16_convolution_splits_and_equals_one_thread(threads, monkeypatch):
+    """The bfloat16 products' flag reaches the parts (a context variable): a part on a worker
+    multiplies as the caller's part does."""
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((8, 3, 32, 32)).astype(np.float32)
+    w = rng.standard_normal((64, 3, 7, 7)).astype(np.float32)  # (products the kernel takes)
+    b = rng.standard_normal(64).astype(np.float32)
+    monkeypatch.setattr(conv_kernels, "_IMAGE_SPLIT_MACS", 1)
+    one = _conv_run(1, x, w, b, 2, 3, ember.bfloat16)
+    calls = count_calls(monkeypatch, _threads, "split")
+    ready = L.active is not None and L.bf16_gemm_ready(ember.bfloat16.np)
+    kernel = count_calls(monkeypatch, L, "bf16_gemm") if ready else None
+    two = _conv_run(2, x, w, b, 2, 3, ember.bfloat16)
+    assert kernel is None or kernel["n"] > 0
+    assert calls["n"] >= 2
+    for a, c in zip(one, two):
+        np.testing.assert_array_equal(a, c)
+
+
+@pytest.mark.skipif(L.active is None, reason="the kernels' pool needs ember._kernels")
+@pytest.mark.parametrize("spin", ["0", "200"])
+def test_the_pools_idle_poll_setting_keeps_results(spin):
+    """EMBER_POOL_SPIN_US: how long an idle worker of the kernels' pool polls before it sleeps;
+    a time setting only (0: sleep at once)."""
+    import os
+    import subprocess
+    import sys
+    code = ("import numpy as np, ember; ember.set_num_threads(2); "
+            "x = ember.tensor(np.random.default_rng(0).random((1 << 21,), dtype=np.float32)); "
+            "print([float(x.sum()), float(x.exp().sum()), float(x.sum())])")
+    outs = []
+    for value in (spin, None):
+        env = dict(os.environ)
+        env.pop("EMBER_POOL_SPIN_US", None)
+        if value is not None:
+            env["EMBER_POOL_SPIN_US"] = value
+        outs.append(subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                                   text=True, check=True).stdout)
+    assert outs[0] == outs[1] and outs[0].startswith("[")
