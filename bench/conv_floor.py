@@ -25,7 +25,10 @@ import sys
 import time
 from dataclasses import asdict, dataclass
 
+# isort: off
+import ember  # before NumPy: OpenBLAS's idle spin as under `ember run` (src/ember/_blas_spin.py)
 import numpy as np
+# isort: on
 
 from bench import floor
 
@@ -251,7 +254,6 @@ def main(argv: list[str] | None = None) -> int:
                for n in names}
         print(json.dumps({"engine": "torch", "workloads": res}))
         return 0
-    import ember
 
     threads = os.environ.get("OPENBLAS_NUM_THREADS") or os.environ.get("OMP_NUM_THREADS")
     res = {n: measure(CONVS[n], ember, min_time=opts.min_time) for n in names}
