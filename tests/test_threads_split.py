@@ -164,3 +164,34 @@ def test_the_pools_idle_poll_setting_keeps_results(spin):
         outs.append(subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                                    text=True, check=True).stdout)
     assert outs[0] == outs[1] and outs[0].startswith("[")
+
+
+@pytest.mark.parametrize("make", [
+    lambda: np.broadcast_to(np.float32(1.5), (64, 300)),          # a sum's gradient
+    lambda: np.broadcast_to(np.arange(300, dtype=np.float64), (64, 300)),
+    lambda: np.arange(64 * 300, dtype=np.float32).reshape(300, 64).T,  # strided
+    lambda: np.arange(5000, dtype=np.float32)[::2],
+])
+def test_threads_copy_equals_numpys_copy(threads, monkeypatch, make):
+    ember.set_num_threads(2)
+    monkeypatch.setattr(_threads, "cut_cheap", 1)
+    calls = count_calls(monkeypatch, _threads, "_parallel")
+    a = make()
+    out = _threads.copy(a)
+    assert calls["n"] == 1
+    assert out.flags.c_contiguous and out.flags.owndata and out.dtype == a.dtype
+    np.testing.assert_array_equal(out, a)
+    ember.set_num_threads(1)
+    assert _threads.copy(a) is None
+
+
+def test_a_sums_gradient_is_copied_over_the_threads_into_its_own_grad(threads, monkeypatch):
+    ember.set_num_threads(2)
+    monkeypatch.setattr(_threads, "cut_cheap", 1)
+    calls = count_calls(monkeypatch, _threads, "copy")
+    x = ember.rand(64, 300, requires_grad=True)
+    (x.sum() * 3).backward()
+    assert calls["n"] == 1
+    g = x.grad.numpy()
+    assert g.flags.owndata and g.flags.writeable and g.strides == (1200, 4)
+    np.testing.assert_array_equal(g, np.full((64, 300), 3, np.float32))

@@ -306,6 +306,26 @@ def select(cond: Any, a: Any, b: Any) -> Any:
     return np.where(cond, a, b) if out is None else out
 
 
+def copy(a: Any) -> Any:
+    """A C-ordered copy of the host array ``a`` (any strides: a broadcast view too) in parts of
+    its leading dimension over the threads, or None where that does not apply (one thread,
+    fewer than ``cut_cheap`` elements, a leading dimension under 2 that is not the only one)."""
+    n = get_num_threads()
+    if n < 2 or type(a) is not np.ndarray or a.size < cut_cheap or a.ndim == 0:
+        return None
+    rows = a.shape[0]
+    if rows < 2:
+        return None
+    out = np.empty(a.shape, a.dtype)
+    step = -(-rows // min(n, rows))
+    _parallel(_copy_into, [((a[i:i + step],), out[i:i + step]) for i in range(0, rows, step)])
+    return out
+
+
+def _copy_into(a: Any, out: Any) -> None:
+    np.copyto(out, a)
+
+
 def _where_into(cond: Any, a: Any, b: Any, out: Any) -> None:
     """out = np.where(cond, a, b) in blocks of about 64K elements along the leading dimension,
     so the temporaries stay small (not a second full-size result)."""

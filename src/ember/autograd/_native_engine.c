@@ -21,7 +21,8 @@ static PyObject *s_grad_fn, *s_pre_hooks, *s_retain, *s_fn, *s_tensor_io, *s_n_o
     *s_anomaly_enabled, *s_function, *s_run_pre_hooks, *s_run_node, *s_check_grad_count,
     *s_sum_to_shape, *s_sum, *s_reshape, *s_axis_keepdims, *s_AccumulateGrad, *s_FREED_MSG,
     *s_variable, *s_hooks, *s_post_acc_hooks,
-    *s_grad, *s_data, *s_base, *s_owns, *s_flags, *s_writeable, *s_copy, *s_make, *s_TensorBase,
+    *s_grad, *s_data, *s_base, *s_owns, *s_flags, *s_writeable, *s_copy, *s_copy_grad, *s_make,
+    *s_TensorBase,
     *s_CPU_ARRAY, *s_np, *s_generic, *s_asarray, *s_final_callbacks, *s_grad_mode, *s_state,
     *s_enabled, *s_pop, *s_run_backward_python, *s_dependencies, *s_walk_nodes,
     *s_backward_python, *s_run_backward, *s_ones, *s_output_nr, *s_size;
@@ -78,6 +79,7 @@ int ember_engine_exec(PyObject *module)
     INTERN(s_flags, "flags");
     INTERN(s_writeable, "writeable");
     INTERN(s_copy, "copy");
+    INTERN(s_copy_grad, "_copy_grad");
     INTERN(s_make, "_make");
     INTERN(s_TensorBase, "TensorBase");
     INTERN(s_CPU_ARRAY, "CPU_ARRAY");
@@ -709,7 +711,7 @@ static int shapes_differ(PyObject *a, PyObject *b)
  *     leaf = node.variable; g = buf[0]; cur = leaf._grad
  *     if cur is None:
  *         owns = g.flags.writeable if type(g) is CPU_ARRAY and g.base is None else _owns(g)
- *         if not owns or id(g) in handed_out: g = g.copy()
+ *         if not owns or id(g) in handed_out: g = _copy_grad(g)
  *         handed_out.add(id(g)); leaf._grad = TensorBase._make(g)
  *     else:  (in place when nothing else holds cur and its array: see _accumulate)
  *         new = cur._data + g
@@ -793,7 +795,7 @@ static int accumulate_leaf(PyObject *node, PyObject *buf, PyObject *handed_out)
         if (given < 0)
             goto done;
         if (!owns || given) {
-            PyObject *c = PyObject_CallMethodNoArgs(g, s_copy);
+            PyObject *c = call_engine(s_copy_grad, &g, 1);  /* (engine.py's _copy_grad) */
             if (c == NULL)
                 goto done;
             Py_SETREF(g, c);

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import _backend, _native_core
+from .. import _backend, _native_core, _threads
 from .._backend import CPU_ARRAY
 from .._dtype import from_numpy as _dtype_of
 from .._tensor_base import TensorBase
@@ -715,7 +715,7 @@ def _accumulate(leaf: Any, g: Any, create_graph: bool, handed_out: set[int]) -> 
             else:
                 owns = _owns(g)
             if not owns or id(g) in handed_out:
-                g = g.copy()
+                g = _copy_grad(g)
             handed_out.add(id(g))
             leaf._grad = TensorBase._make(g)
         else:
@@ -777,6 +777,16 @@ def _fit_to_reshaped_leaf(leaf: Any, g: Any) -> Any:
     if isinstance(g, TensorBase):
         return g.expand(shape).clone()
     return _backend.xp_of(g).broadcast_to(g, shape).copy()
+
+
+def _copy_grad(g: Any) -> Any:
+    """A copy of ``g`` that owns its memory (a ``.grad`` of its own): a large host float array
+    (a sum's gradient broadcast back to its input, say) copied in parts over the threads
+    (``_threads.copy``), anything else by ``g.copy()``."""
+    if type(g) is CPU_ARRAY and g.size >= _threads.cut_cheap and (
+            out := _threads.copy(g)) is not None:
+        return out
+    return g.copy()
 
 
 def _owns(a: Any) -> bool:
