@@ -60,6 +60,8 @@ WORKLOADS = [
     Workload("cnn", "CNN (2 conv, 2 linear), 64x1x28x28, SGD momentum", "model", 1.0, floor="cnn"),
     Workload("gpt", "GPT 4 layers, 4 heads, 128 wide, block 64, batch 16", "model", 1.0,
              floor="gpt", compiled_target=1.5),
+    Workload("gpt_manual", "the GPT, its attention written out (q @ k^T, masked_fill, softmax)",
+             "model", 1.0, floor="gpt"),
     Workload("resnet18", "torchvision resnet18(num_classes=10), 32x3x32x32, SGD momentum",
              "model", None, floor="resnet18"),
     Workload("per_op", "per-op overhead: 20 ops on (8, 8) + backward", "overhead", 1.25),

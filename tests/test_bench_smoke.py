@@ -48,7 +48,7 @@ def test_workload_runs_on_ember(name, tmp_path):
         assert data["loss"] == data["loss"]  # not NaN
 
 
-@pytest.mark.parametrize("name", ["per_op", "sine_regression", "gpt"])
+@pytest.mark.parametrize("name", ["per_op", "sine_regression", "gpt", "gpt_manual"])
 def test_compiled_workload_replays(name, tmp_path):
     """--compile wraps the forward in torch.compile; the quick run's steps replay the trace."""
     data = run_workload(name, "ember", tmp_path, "--compile", "--steps", "4")

@@ -195,3 +195,63 @@ def test_a_sums_gradient_is_copied_over_the_threads_into_its_own_grad(threads, m
     g = x.grad.numpy()
     assert g.flags.owndata and g.flags.writeable and g.strides == (1200, 4)
     np.testing.assert_array_equal(g, np.full((64, 300), 3, np.float32))
+
+
+@needs_setter
+@pytest.mark.parametrize("sa, sb", [
+    ((6, 4, 16, 8), (6, 4, 8, 16)),     # attention's per-head products
+    ((1, 5, 16, 8), (1, 5, 8, 16)),     # a unit leading axis: splits the next
+    ((5, 16, 8), (8, 16)),              # a matrix shared by the batch
+    ((16, 8), (3, 8, 16)),
+    ((3, 1, 16, 8), (1, 4, 8, 16)),     # broadcast batch axes
+])
+def test_threads_matmul_splits_and_equals_one_threads_product(threads, monkeypatch, sa, sb):
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal(sa).astype(np.float32)
+    b = rng.standard_normal(sb).astype(np.float32)
+    bt = np.ascontiguousarray(np.swapaxes(b, -1, -2)).swapaxes(-1, -2)  # a transposed view
+    ember.set_num_threads(1)
+    want = np.matmul(a, b)
+    monkeypatch.setattr(_threads, "MATMUL_SPLIT_MACS", 1)
+    ember.set_num_threads(2)
+    calls = count_calls(monkeypatch, _threads, "split")
+    for rhs in (b, bt):
+        got = _threads.matmul(a, rhs)
+        assert got is not None and got.shape == want.shape and got.dtype == np.float32
+        np.testing.assert_array_equal(got, want)
+    assert calls["n"] == 2
+
+
+def test_threads_matmul_declines(threads, monkeypatch):
+    a = np.ones((4, 8, 8), np.float32)
+    ember.set_num_threads(2)
+    assert _threads.matmul(a, a) is None  # under MATMUL_SPLIT_MACS
+    monkeypatch.setattr(_threads, "MATMUL_SPLIT_MACS", 1)
+    assert _threads.matmul(a[0], a[0]) is None  # no batch axis
+    assert _threads.matmul(np.ones((1, 8, 8), np.float32), a[:1]) is None  # nothing to split
+    assert _threads.matmul(a, a.astype(np.float64)) is None  # mixed dtypes: NumPy's promotion
+    assert _threads.matmul(a.astype(np.int64), a.astype(np.int64)) is None
+    ember.set_num_threads(1)
+    assert _threads.matmul(a, a) is None
+
+
+@needs_setter
+def test_batched_matmul_op_splits_and_its_gradients_equal_one_thread(threads, monkeypatch):
+    rng = np.random.default_rng(4)
+    q = rng.standard_normal((4, 2, 16, 8)).astype(np.float32)
+    k = rng.standard_normal((4, 2, 16, 8)).astype(np.float32)
+    monkeypatch.setattr(_threads, "MATMUL_SPLIT_MACS", 1)
+
+    def run(n: int) -> list[np.ndarray]:
+        ember.set_num_threads(n)
+        qt, kt = ember.tensor(q, requires_grad=True), ember.tensor(k, requires_grad=True)
+        s = qt @ kt.transpose(-2, -1)
+        (s * s).sum().backward()
+        return [s.detach().numpy(), qt.grad.numpy(), kt.grad.numpy()]
+
+    one = run(1)
+    calls = count_calls(monkeypatch, _threads, "split")
+    two = run(2)
+    assert calls["n"] == 3  # the forward and both gradients' products
+    for a, b in zip(one, two):
+        np.testing.assert_array_equal(a, b)

@@ -1,6 +1,9 @@
 """The benchmark's small GPT (vocab 65, block 64, 4 layers, 4 heads, 128-wide), shared by the
-one-process workload (gpt.py) and the data-parallel one (ddp_gpt.py). Plain PyTorch: under
+one-process workloads (gpt.py; gpt_manual.py, attention written out) and the data-parallel
+one (ddp_gpt.py). Plain PyTorch: under
 ``ember run`` ``import torch`` is ember."""
+
+import math
 
 import torch
 import torch.nn.functional as F
@@ -27,11 +30,32 @@ class CausalSelfAttention(nn.Module):
         return self.proj(y)
 
 
-class Block(nn.Module):
+class ManualSelfAttention(CausalSelfAttention):
+    """The same attention written out as nanoGPT's and minGPT's fallback path writes it: scores
+    q @ k^T scaled, a causal mask by masked_fill(-inf), softmax, then @ v."""
+
     def __init__(self, n_embd: int, n_head: int):
+        super().__init__(n_embd, n_head)
+        self.register_buffer("bias", torch.tril(torch.ones(BLOCK, BLOCK)).view(1, 1, BLOCK, BLOCK))
+
+    def forward(self, x):
+        B, T, C = x.shape
+        q, k, v = self.qkv(x).split(C, dim=2)
+        q = q.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        k = k.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        v = v.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+        att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float("-inf"))
+        att = F.softmax(att, dim=-1)
+        y = (att @ v).transpose(1, 2).contiguous().view(B, T, C)
+        return self.proj(y)
+
+
+class Block(nn.Module):
+    def __init__(self, n_embd: int, n_head: int, manual: bool = False):
         super().__init__()
         self.ln1 = nn.LayerNorm(n_embd)
-        self.attn = CausalSelfAttention(n_embd, n_head)
+        self.attn = (ManualSelfAttention if manual else CausalSelfAttention)(n_embd, n_head)
         self.ln2 = nn.LayerNorm(n_embd)
         self.mlp = nn.Sequential(nn.Linear(n_embd, 4 * n_embd), nn.GELU(),
                                  nn.Linear(4 * n_embd, n_embd))
@@ -42,11 +66,11 @@ class Block(nn.Module):
 
 
 class GPT(nn.Module):
-    def __init__(self):
+    def __init__(self, manual: bool = False):
         super().__init__()
         self.tok_emb = nn.Embedding(VOCAB, EMBD)
         self.pos_emb = nn.Embedding(BLOCK, EMBD)
-        self.blocks = nn.Sequential(*[Block(EMBD, HEADS) for _ in range(LAYERS)])
+        self.blocks = nn.Sequential(*[Block(EMBD, HEADS, manual) for _ in range(LAYERS)])
         self.ln_f = nn.LayerNorm(EMBD)
         self.head = nn.Linear(EMBD, VOCAB, bias=False)
 

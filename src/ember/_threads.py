@@ -194,6 +194,50 @@ def split(f: Any, parts: list[tuple[int, int]]) -> bool:
     return True
 
 
+MATMUL_SPLIT_MACS = 1 << 22  # a stacked product's multiply-adds from which it splits (~80 us)
+
+
+def matmul(a: Any, b: Any) -> Any:
+    """``np.matmul(a, b)`` for stacked host float arrays with its products split over the threads
+    (``split``: along the first batch axis of the result with two or more entries, each part's
+    products on one BLAS thread), or None where that does not apply (one thread, under
+    ``MATMUL_SPLIT_MACS`` multiply-adds, no batch axis to split, other types). Attention's
+    per-head products are small: OpenBLAS runs each on one thread, so NumPy's loop over them
+    used one core whatever the setting. Each product is the same BLAS call as in one
+    ``np.matmul`` at one thread, so the values are one thread's."""
+    if (type(a) is not np.ndarray or type(b) is not np.ndarray or a.ndim < 2 or b.ndim < 2
+            or (a.ndim < 3 and b.ndim < 3) or a.dtype != b.dtype or a.dtype.kind != "f"):
+        return None
+    n, k, m = a.shape[-2], a.shape[-1], b.shape[-1]
+    if b.shape[-2] != k:
+        return None
+    try:
+        batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    except ValueError:
+        return None
+    size = 1
+    for d in batch:
+        size *= d
+    if size * n * k * m < MATMUL_SPLIT_MACS:
+        return None
+    axis = next((i for i, d in enumerate(batch) if d >= 2), None)
+    if axis is None or (parts := split_parts(batch[axis])) is None:
+        return None
+    out = np.empty(batch + (n, m), a.dtype)
+    nd = len(batch)
+
+    def cut(x: Any, i: int, j: int) -> Any:  # x's entries [i, j) along the batch axis
+        ax = axis - (nd - (x.ndim - 2))  # x's own axis (its batch dims align on the right)
+        if ax < 0 or x.shape[ax] == 1:
+            return x  # (broadcast along it)
+        return x[(slice(None),) * ax + (slice(i, j),)]
+
+    def part(i: int, j: int) -> None:
+        np.matmul(cut(a, i, j), cut(b, i, j), out=out[(slice(None),) * axis + (slice(i, j),)])
+
+    return out if split(part, parts) else None
+
+
 # -- the pool ---------------------------------------------------------------------------------
 _tasks: Any = None  # queue.SimpleQueue of (context, function, args, done) once a worker runs
 _workers = 0

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import _backend
+from .. import _backend, _threads
 from .. import _kernels_loader as _kernels
 from .._tensor_base import TensorBase
 from ..autograd.function import Op
@@ -467,7 +467,7 @@ def _mm_arrays(a: Any, b: Any) -> Any:
     if a.ndim > 2 and b.ndim == 2 and a.flags.c_contiguous:
         rows = math.prod(a.shape[:-1])
         out = _backend.gemm(a.reshape(rows, a.shape[-1]), b).reshape(a.shape[:-1] + (b.shape[-1],))
-    else:
+    elif (out := _threads.matmul(a, b)) is None:  # (stacked products over the threads)
         out = a @ b
     if isinstance(out, np.generic):  # NumPy's 1-D @ 1-D gives a scalar
         out = np.asarray(out)
