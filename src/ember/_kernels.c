@@ -1198,6 +1198,16 @@ KI double short_total(double *acc, Py_ssize_t n)
     for (int j_ = 0; j_ < LANES; j_++)                                                         \
         acc[j_] = 0.0
 
+/* LANE_SUM, LANE_LOOP_PF's prefetch of pf[b] for each block b: a pass over a row in cache that
+ * fetches the next row meanwhile (its lines are the thread's own: the write intent costs
+ * nothing) */
+#define LANE_SUM_PF(OUT, n, i, pf, F)                                                          \
+    do {                                                                                       \
+        ZERO_LANES(acc_);                                                                      \
+        LANE_LOOP_PF(n, i, j_, pf, pf, acc_[j_] += (double)(F));                               \
+        OUT = lanes_total(acc_);                                                               \
+    } while (0)
+
 /* OUT = the sum over the row of F (an expression of i) in float64 lanes */
 #define LANE_SUM(OUT, n, i, F)                                                                 \
     do {                                                                                       \
@@ -1933,7 +1943,9 @@ CLONES static void layer_norm_##T(const T *RESTRICT x, const T *RESTRICT w, cons
         double s, v;                                                                               \
         LANE_SUM(s, n, i, xr[i]);                                                                  \
         T mu = (T)(s / (double)n);                                                                 \
-        LANE_SUM(v, n, i, (double)(xr[i] - mu) * (double)(xr[i] - mu));                            \
+        /* (the next row's lines fetched while this one's are summed from cache) */                \
+        LANE_SUM_PF(v, n, i, r + 1 < r1 ? xr + n : xr,                                             \
+                    (double)(xr[i] - mu) * (double)(xr[i] - mu));                                  \
         T rs = (T)(1.0 / sqrt(v / (double)n + eps));                                               \
         mean[r] = mu;                                                                              \
         rstd[r] = rs;                                                                              \
