@@ -273,8 +273,8 @@ def _ensure(workers: int) -> Any:
 
 
 def _after_fork() -> None:
-    global _tasks, _workers, _lock
-    _tasks, _workers, _lock = None, 0, threading.Lock()
+    global _tasks, _workers, _lock, _split_lock
+    _tasks, _workers, _lock, _split_lock = None, 0, threading.Lock(), threading.Lock()
 
 
 if hasattr(os, "register_at_fork"):
