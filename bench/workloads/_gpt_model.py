@@ -1,7 +1,6 @@
 """The benchmark's small GPT (vocab 65, block 64, 4 layers, 4 heads, 128-wide), shared by the
 one-process workloads (gpt.py; gpt_manual.py, attention written out) and the data-parallel
-one (ddp_gpt.py). Plain PyTorch: under
-``ember run`` ``import torch`` is ember."""
+one (ddp_gpt.py). Plain PyTorch: under ``ember run`` ``import torch`` is ember."""
 
 import math
 
@@ -19,12 +18,15 @@ class CausalSelfAttention(nn.Module):
         self.qkv = nn.Linear(n_embd, 3 * n_embd)
         self.proj = nn.Linear(n_embd, n_embd)
 
+    def heads(self, x):
+        """q, k, v as (B, heads, T, C / heads)."""
+        B, T, C = x.shape
+        return [t.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+                for t in self.qkv(x).split(C, dim=2)]
+
     def forward(self, x):
         B, T, C = x.shape
-        q, k, v = self.qkv(x).split(C, dim=2)
-        q = q.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
-        k = k.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
-        v = v.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        q, k, v = self.heads(x)
         y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         y = y.transpose(1, 2).contiguous().view(B, T, C)
         return self.proj(y)
@@ -40,10 +42,7 @@ class ManualSelfAttention(CausalSelfAttention):
 
     def forward(self, x):
         B, T, C = x.shape
-        q, k, v = self.qkv(x).split(C, dim=2)
-        q = q.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
-        k = k.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
-        v = v.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        q, k, v = self.heads(x)
         att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
         att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float("-inf"))
         att = F.softmax(att, dim=-1)
