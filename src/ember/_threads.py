@@ -153,7 +153,7 @@ def blas_threads(use_threadpoolctl: bool = True) -> list[int]:
 # Many small products one after another (a convolution's per-image products) gain little from
 # OpenBLAS's own threads: each product wakes them and waits for them. ``split`` runs such loops
 # in parts on this pool instead, each part's products on one BLAS thread (docs/benchmarks.md,
-# "the image convolutions at 2 threads"). Only where ember can set every loaded OpenBLAS's count
+# "Session 2026-12-06 (c)"). Only where ember can set every loaded OpenBLAS's count
 # quickly (its exported setters); elsewhere (another BLAS) the loops run whole, as before.
 _blas_fns: list[tuple[Any, Any]] | None = None
 _split_lock = threading.Lock()
@@ -353,7 +353,7 @@ def select(cond: Any, a: Any, b: Any) -> Any:
 def copy(a: Any) -> Any:
     """A C-ordered copy of the host array ``a`` (any strides: a broadcast view too) in parts of
     its leading dimension over the threads, or None where that does not apply (one thread,
-    fewer than ``cut_cheap`` elements, a leading dimension under 2 that is not the only one)."""
+    fewer than ``cut_cheap`` elements, a leading dimension under 2)."""
     n = get_num_threads()
     if n < 2 or type(a) is not np.ndarray or a.size < cut_cheap or a.ndim == 0:
         return None
