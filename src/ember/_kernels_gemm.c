@@ -75,9 +75,32 @@ static inline uint32_t load_pair(const uint16_t *p)
     return v;
 }
 
+/* n lines (stride sl) of kc k's (stride sk) from s -> words d[p w + l]: line l's k pair p (its
+ * first k in the low half); lines n .. w - 1 zeros, and the k past an odd kc paired with a zero.
+ * Both operands' slivers (w lines each: b's columns, a's rows) are packed so. */
+TARGET static void pack_pairs(const uint16_t *s, Py_ssize_t sl, Py_ssize_t sk, Py_ssize_t n,
+                              Py_ssize_t kc, Py_ssize_t w, uint32_t *d)
+{
+    const Py_ssize_t full = kc / 2;
+    if (sk == 1)  /* the k's contiguous (a's rows, b = w.T's columns): a pair is one word */
+        for (Py_ssize_t l = 0; l < n; l++)
+            for (Py_ssize_t p = 0; p < full; p++)
+                d[p * w + l] = load_pair(s + l * sl + 2 * p);
+    else
+        for (Py_ssize_t p = 0; p < full; p++)
+            for (Py_ssize_t l = 0; l < n; l++)
+                d[p * w + l] = (uint32_t)s[2 * p * sk + l * sl]
+                               | (uint32_t)s[(2 * p + 1) * sk + l * sl] << 16;
+    for (Py_ssize_t l = n; l < w; l++)
+        for (Py_ssize_t p = 0; p < full; p++)
+            d[p * w + l] = 0;
+    if (kc % 2)
+        for (Py_ssize_t l = 0; l < w; l++)
+            d[full * w + l] = l < n ? s[l * sl + 2 * full * sk] : 0;
+}
+
 /* b (at k0, n0; strides sk, sn) for kc k's and nc columns -> slivers of NR columns, each
- * [k pair][column][2] (the pair's first k in the low half); columns past nc and the k past an
- * odd kc are zeros */
+ * [k pair][column][2] (pack_pairs' layout) */
 TARGET static void pack_b(const uint16_t *b, Py_ssize_t sk, Py_ssize_t sn, Py_ssize_t kc,
                           Py_ssize_t nc, uint16_t *dst)
 {
@@ -86,66 +109,36 @@ TARGET static void pack_b(const uint16_t *b, Py_ssize_t sk, Py_ssize_t sn, Py_ss
         const Py_ssize_t nn = nc - j < NR ? nc - j : NR;
         const uint16_t *bj = b + j * sn;
         uint16_t *d = dst + (j / NR) * kp * NR * 2;
-        uint32_t *d32 = (uint32_t *)d;
-        if (sn == 1 && nn == NR) {  /* rows of b contiguous: interleave two rows by vector */
-            const __m512i lo_idx = _mm512_set_epi64(11, 10, 3, 2, 9, 8, 1, 0);
-            const __m512i hi_idx = _mm512_set_epi64(15, 14, 7, 6, 13, 12, 5, 4);
-            for (Py_ssize_t p = 0; p < full; p++) {
-                const uint16_t *r0 = bj + 2 * p * sk;
-                __m512i x0 = _mm512_loadu_si512(r0), x1 = _mm512_loadu_si512(r0 + sk);
-                /* (unpack interleaves within 128-bit lanes: the permutes put columns in order) */
-                __m512i lo = _mm512_unpacklo_epi16(x0, x1), hi = _mm512_unpackhi_epi16(x0, x1);
-                _mm512_storeu_si512(d + p * 64, _mm512_permutex2var_epi64(lo, lo_idx, hi));
-                _mm512_storeu_si512(d + p * 64 + 32, _mm512_permutex2var_epi64(lo, hi_idx, hi));
-            }
-        } else if (sk == 1) {  /* columns contiguous (b = w.T): each pair is one 32-bit word */
-            for (Py_ssize_t c = 0; c < nn; c++) {
-                const uint16_t *col = bj + c * sn;
-                for (Py_ssize_t p = 0; p < full; p++)
-                    d32[p * NR + c] = load_pair(col + 2 * p);
-            }
-            for (Py_ssize_t c = nn; c < NR; c++)
-                for (Py_ssize_t p = 0; p < full; p++)
-                    d32[p * NR + c] = 0;
-        } else {
-            for (Py_ssize_t p = 0; p < full; p++)
-                for (Py_ssize_t c = 0; c < NR; c++)
-                    d32[p * NR + c] = c < nn ? (uint32_t)bj[2 * p * sk + c * sn]
-                                               | (uint32_t)bj[(2 * p + 1) * sk + c * sn] << 16
-                                             : 0;
+        if (!(sn == 1 && nn == NR)) {
+            pack_pairs(bj, sn, sk, nn, kc, NR, (uint32_t *)d);
+            continue;
+        }
+        /* rows of b contiguous: interleave two rows by vector */
+        const __m512i lo_idx = _mm512_set_epi64(11, 10, 3, 2, 9, 8, 1, 0);
+        const __m512i hi_idx = _mm512_set_epi64(15, 14, 7, 6, 13, 12, 5, 4);
+        for (Py_ssize_t p = 0; p < full; p++) {
+            const uint16_t *r0 = bj + 2 * p * sk;
+            __m512i x0 = _mm512_loadu_si512(r0), x1 = _mm512_loadu_si512(r0 + sk);
+            /* (unpack interleaves within 128-bit lanes: the permutes put columns in order) */
+            __m512i lo = _mm512_unpacklo_epi16(x0, x1), hi = _mm512_unpackhi_epi16(x0, x1);
+            _mm512_storeu_si512(d + p * 64, _mm512_permutex2var_epi64(lo, lo_idx, hi));
+            _mm512_storeu_si512(d + p * 64 + 32, _mm512_permutex2var_epi64(lo, hi_idx, hi));
         }
         if (kp > full)  /* an odd kc: the last k paired with a zero */
             for (Py_ssize_t c = 0; c < NR; c++)
-                d32[full * NR + c] = c < nn ? bj[2 * full * sk + c * sn] : 0;
+                ((uint32_t *)d)[full * NR + c] = bj[2 * full * sk + c];
     }
 }
 
 /* a (at m0, k0; strides sm, sk) for mc rows and kc k's -> slivers of MR rows, each
- * [k pair][row] as 32-bit words; rows past mc and the k past an odd kc are zeros */
+ * [k pair][row] as 32-bit words (pack_pairs' layout) */
 TARGET static void pack_a(const uint16_t *a, Py_ssize_t sm, Py_ssize_t sk, Py_ssize_t mc,
                           Py_ssize_t kc, uint32_t *dst)
 {
-    const Py_ssize_t kp = (kc + 1) / 2, full = kc / 2;
+    const Py_ssize_t kp = (kc + 1) / 2;
     for (Py_ssize_t i = 0; i < mc; i += MR) {
         const Py_ssize_t mm = mc - i < MR ? mc - i : MR;
-        const uint16_t *ai = a + i * sm;
-        uint32_t *d = dst + (i / MR) * kp * MR;
-        if (sk == 1) {  /* rows contiguous: each pair is one 32-bit word */
-            for (Py_ssize_t r = 0; r < mm; r++)
-                for (Py_ssize_t p = 0; p < full; p++)
-                    d[p * MR + r] = load_pair(ai + r * sm + 2 * p);
-        } else {  /* (a = x.T: sm == 1 reads both k rows contiguously) */
-            for (Py_ssize_t p = 0; p < full; p++)
-                for (Py_ssize_t r = 0; r < mm; r++)
-                    d[p * MR + r] = (uint32_t)ai[2 * p * sk + r * sm]
-                                    | (uint32_t)ai[(2 * p + 1) * sk + r * sm] << 16;
-        }
-        for (Py_ssize_t r = mm; r < MR; r++)
-            for (Py_ssize_t p = 0; p < full; p++)
-                d[p * MR + r] = 0;
-        if (kp > full)
-            for (Py_ssize_t r = 0; r < MR; r++)
-                d[full * MR + r] = r < mm ? ai[r * sm + 2 * full * sk] : 0;
+        pack_pairs(a + i * sm, sm, sk, mm, kc, MR, dst + (i / MR) * kp * MR);
     }
 }
 
