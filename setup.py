@@ -147,7 +147,7 @@ def _native_extension() -> Extension:
 
 KERNELS = "ember._kernels"
 # the same list as src/ember/_kernels_loader.py's C_SOURCES
-KERNELS_C_SOURCES = ("_kernels.h", "_kernels.c", "_kernels_gemm.c")
+KERNELS_C_SOURCES = ("_kernels.h", "_kernels.c", "_kernels_blas.c", "_kernels_gemm.c")
 
 
 def _kernels_extension() -> Extension:

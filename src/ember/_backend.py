@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _meta
+from . import _meta, _threads
 from ._meta import MetaArray, WrapperArray
 
 _cupy: Any = None
@@ -435,8 +435,11 @@ def storage_extent(arr: Any) -> tuple[int, int] | None:
 def gemm(a: Any, b: Any) -> Any:
     """``a @ b`` for arrays of at most two dimensions. Host arrays go through ``ndarray.dot``: the
     same BLAS call as matmul's, bit for bit, at a third of matmul's fixed cost (~0.8 vs 2.5 us),
-    which is most of a small layer's product."""
+    which is most of a small layer's product. Large products of matrices run on the kernels'
+    pool (``_threads.gemm``; the same values)."""
     if type(a) is np.ndarray and type(b) is np.ndarray:
+        if a.ndim == 2 and b.ndim == 2 and (out := _threads.gemm(a, b)) is not None:
+            return out
         return a.dot(b)
     return a @ b
 

@@ -3516,8 +3516,8 @@ static void pool_after_fork_in_child(void)
  * it). The caller waits only for workers that joined: on a busy machine a worker that is not
  * scheduled before the caller has run out of chunks is left out (its chunks run on the caller,
  * where a fixed part for the worker waited for it). */
-static void parallel(range_fn fn, void *ctx, Py_ssize_t total, Py_ssize_t align,
-                     Py_ssize_t min_part)
+static void parallel_per(range_fn fn, void *ctx, Py_ssize_t total, Py_ssize_t align,
+                         Py_ssize_t min_part, int max_per)
 {
     Py_ssize_t most = min_part > 0 ? total / min_part : total;
     int parts = want_threads < most ? want_threads : (int)(most > 1 ? most : 1);
@@ -3548,7 +3548,7 @@ static void parallel(range_fn fn, void *ctx, Py_ssize_t total, Py_ssize_t align,
     pool_job.total = total;
     pool_job.align = align;
     pool_job.parts = parts;
-    int per = most / parts < CHUNKS_PER_THREAD ? (int)(most / parts) : CHUNKS_PER_THREAD;
+    int per = most / parts < max_per ? (int)(most / parts) : max_per;
     pool_job.per = per;
     pool_job.chunks = per * parts;
     memset(pool_claimed, 0, (size_t)pool_job.chunks);
@@ -3566,18 +3566,30 @@ static void parallel(range_fn fn, void *ctx, Py_ssize_t total, Py_ssize_t align,
 }
 #else
 #define HAVE_THREADS 0
-static void parallel(range_fn fn, void *ctx, Py_ssize_t total, Py_ssize_t align,
-                     Py_ssize_t min_part)
+static void parallel_per(range_fn fn, void *ctx, Py_ssize_t total, Py_ssize_t align,
+                         Py_ssize_t min_part, int max_per)
 {
     if (total > 0)
         fn(ctx, 0, total);
 }
 #endif
 
+static void parallel(range_fn fn, void *ctx, Py_ssize_t total, Py_ssize_t align,
+                     Py_ssize_t min_part)
+{
+    parallel_per(fn, ctx, total, align, min_part, CHUNKS_PER_THREAD);
+}
+
 void kernels_parallel(range_fn fn, void *ctx, Py_ssize_t total, Py_ssize_t align,
                       Py_ssize_t min_part)
 {
     parallel(fn, ctx, total, align, min_part);
+}
+
+void kernels_parallel_parts(range_fn fn, void *ctx, Py_ssize_t total, Py_ssize_t align,
+                            Py_ssize_t min_part)
+{
+    parallel_per(fn, ctx, total, align, min_part, 1);
 }
 
 /* the parts' bodies: the kernel with its arrays (ctx) over a range */
@@ -7313,6 +7325,8 @@ static PyMethodDef kernels_methods[] = {
     FAST(cumsum, "cumsum(x, out, outer, n, inner, reverse): running sums in double, rounded once."),
     FAST(topk_rows, "topk_rows(x, idx, n, k, largest): each row's k best indices; -1 first: ties."),
     FAST(tri_copy, "tri_copy(src, dst, n, m, itemsize, k, lower): tril/triu as bytes."),
+    FAST(blas_use, "blas_use(sgemm, dgemm, ilp64, set_threads, get_threads): the BLAS functions blas_gemm calls, as addresses."),
+    FAST(blas_gemm, "blas_gemm(a, b, out): out = a @ b (2-D float32/float64) through the BLAS, its parts on the pool; False where no BLAS was handed over."),
     FAST(bf16_gemm, "bf16_gemm(a, b, out): out = a @ b, (B, M, K) @ (B, K, N) bfloat16 bits, float32 sums (AVX512-BF16)."),
     {"bf16_gemm_supported", (PyCFunction)py_bf16_gemm_supported, METH_NOARGS,
      "bf16_gemm_supported(): whether this build and CPU run bf16_gemm."},

@@ -31,7 +31,7 @@ import numpy as np
 from ._native_core import source_hash
 
 # relative to the package (setup.py's KERNELS_C_SOURCES)
-C_SOURCES = ("_kernels.h", "_kernels.c", "_kernels_gemm.c")
+C_SOURCES = ("_kernels.h", "_kernels.c", "_kernels_blas.c", "_kernels_gemm.c")
 
 _F32 = np.dtype(np.float32)
 _F64 = np.dtype(np.float64)

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import _kernels_loader, _threads
+from .. import _backend, _kernels_loader, _threads
 from .._tensor_base import TensorBase
 from ..autograd import function as _function
 from ..autograd.engine import sum_to_shape
@@ -70,7 +70,7 @@ def generate(prog: Program) -> None:
     if len(prog.steps) > MAX_STEPS:
         return
     ns: dict[str, Any] = {"NEW": _new_node, "ShapeChanged": ShapeChanged, "ND": np.ndarray,
-                          "THR": _threads,
+                          "THR": _threads, "GEMM": _backend.gemm,
                           "sum_to_shape": sum_to_shape, "bad_count": bad_count,
                           "RNG_SNAP": rng_snapshot, "RNG_RESTORE": rng_restore, "MASK": prog_mask, "MAKE": TensorBase._make,
                           "MUL": np.multiply, "ADDRED": np.add.reduce, "MAX": np.maximum,
@@ -156,7 +156,6 @@ def _cuda_groups(prog: Program, ns: dict, groups: list, bgroups: list) -> tuple[
     """The fused groups of a CUDA program as CuPy kernels (cudagen.py), called as the C ones
     are; CuPy compiles each at its first call (and caches it on disk). Without CuPy's
     ``ElementwiseKernel`` (an older CuPy) the ops run one by one, as before."""
-    from .. import _backend
 
     xp = _backend._cupy
     if not hasattr(xp, "ElementwiseKernel"):
@@ -488,8 +487,7 @@ def _op_lines(k: int, st: tuple, ns: dict, add: Any, pad: str, prog_metas: list)
         f"c{k}.needs_input_grad = NIG{k}" + _meta_line(k, ns, prog_metas))
     args = ", ".join(f"s{s}" for s in aslots)
     if _is_rule(fwd, "Linear.forward") and xp is np and len(shapes[0]) == 2 and len(oslots) == 1:
-        # a 2-d Linear written out: the same product (``ndarray.dot``, as _backend.gemm calls
-        # it) without the rule's call, its reshapes to and from the shape it already has
+        # a 2-d Linear written out: the same product (_backend.gemm, the rule's) without the rule's call, its reshapes to and from the shape it already has
         # (bfloat16 operands: the rule, whose product is the bfloat16 kernel's: half_gemm)
         x, w, b = (f"s{s}" for s in aslots)
         o = f"s{oslots[0]}"
@@ -498,7 +496,7 @@ def _op_lines(k: int, st: tuple, ns: dict, add: Any, pad: str, prog_metas: list)
         add(f"{pad}else:")
         add(f"{pad}    c{k}._saved = ({x if nig[1] else 'None'}, {w if nig[0] else 'None'}); "
             f"c{k}.x_shape = {x}.shape; c{k}.w_shape = {w}.shape")
-        add(f"{pad}    {o} = {x}.dot({w}.T)")
+        add(f"{pad}    {o} = GEMM({x}, {w}.T)")
         if not _const_none(aslots[2], ns):
             add(f"{pad}    if {b} is not None: {o} += {b}")
         add(f"{pad}    if {o}.dtype != {x}.dtype: {o} = {o}.astype({x}.dtype)")
@@ -578,7 +576,7 @@ def _written_rule(bwd: Any, ometa: tuple, g: str) -> tuple | None:
             and ometa[0][1] in (np.float32, np.float64):
         # 2-d: Linear.backward's reshapes give the arrays their own shapes
         return (f"type({g}) is ND and {g}.ndim == 2", "sa, sb = c._saved",
-                (f"{g}.dot(sb)", f"{g}.swapaxes(0, 1).dot(sa)", f"{g}.sum(axis=0)"))
+                (f"GEMM({g}, sb)", f"GEMM({g}.swapaxes(0, 1), sa)", f"{g}.sum(axis=0)"))
     if _is_rule(bwd, "MseLoss.backward", _LOSSES):
         # gx = (x - t) g' 2 in place, g' the gradient as the mean hands it back (the rule's
         # _loss_grad_scale); sa ends as gx (cleared with sa and sb after the rule)

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ... import _dtype
+from ... import _dtype, _threads
 from ... import _kernels_loader as _kl
 from .._promote import _variant
 
@@ -48,7 +48,8 @@ def flagged(rule: Any) -> Any:
 
 def matmul(a: Any, b: Any, out: Any = None) -> Any:
     """``np.matmul(a, b[, out])``; in a flagged region the bfloat16 kernel's product of the
-    operands' exact bfloat16 roundings, for large enough float32 products."""
+    operands' exact bfloat16 roundings, for large enough float32 products; large products of
+    matrices on the kernels' pool (``_threads.gemm``, the same values)."""
     if (_on.get() and type(a) is np.ndarray and type(b) is np.ndarray
             and a.dtype == _F32 and b.dtype == _F32 and a.ndim >= 2 and b.ndim >= 2
             and a.size * b.shape[-1] >= MIN_WORK):
@@ -56,6 +57,9 @@ def matmul(a: Any, b: Any, out: Any = None) -> Any:
         if a16 is not None and b16 is not None and \
                 (r := _kl.bf16_gemm(a16, b16, out)) is not None:
             return r
+    if (type(a) is np.ndarray and type(b) is np.ndarray and a.ndim == 2 and b.ndim == 2
+            and (r := _threads.gemm(a, b, out)) is not None):
+        return r
     return np.matmul(a, b) if out is None else np.matmul(a, b, out=out)
 
 
