@@ -24,6 +24,8 @@
 #include <stdint.h>
 
 enum { ROW_MAJOR = 101, NO_TRANS = 111, TRANS = 112 };  /* CBLAS's enum values */
+#define PART_MACS (1 << 20)  /* the least a part does (_threads.GEMM_PART_MACS) */
+#define ALIGN 64             /* parts start at multiples of this (_threads.GEMM_ALIGN) */
 
 typedef void (*sgemm64_fn)(int, int, int, int64_t, int64_t, int64_t, float, const float *, int64_t,
                            const float *, int64_t, float, float *, int64_t);
@@ -40,6 +42,48 @@ static void *sgemm_ptr = NULL, *dgemm_ptr = NULL;
 static int ilp64 = 0;  /* the functions take 64-bit integers (OpenBLAS's "64_" builds) */
 static set_threads_fn set_threads = NULL;
 static get_threads_fn get_threads = NULL;
+
+/* OpenBLAS's count is 1 while any product of ours runs, however many threads are in one: the
+ * first to enter saves it and sets 1, the last to leave restores it (a caller that found the pool
+ * busy runs its product whole on its own thread, and must not meet a count restored meanwhile) */
+#if !defined(_WIN32)
+#include <pthread.h>
+static pthread_mutex_t blas_mu = PTHREAD_MUTEX_INITIALIZER;
+#define BLAS_LOCK() pthread_mutex_lock(&blas_mu)
+#define BLAS_UNLOCK() pthread_mutex_unlock(&blas_mu)
+#else
+#define BLAS_LOCK() ((void)0)
+#define BLAS_UNLOCK() ((void)0)
+#endif
+static int blas_users = 0, blas_saved = 0;
+
+static void blas_one_thread_enter(void)
+{
+    BLAS_LOCK();
+    if (blas_users++ == 0) {
+        blas_saved = get_threads();
+        if (blas_saved > 1)
+            set_threads(1);
+    }
+    BLAS_UNLOCK();
+}
+
+static void blas_one_thread_leave(void)
+{
+    BLAS_LOCK();
+    if (--blas_users == 0 && blas_saved > 1)
+        set_threads(blas_saved);
+    BLAS_UNLOCK();
+}
+
+#if !defined(_WIN32)
+static void blas_after_fork_in_child(void)
+{
+    pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+    blas_mu = m;
+    blas_users = 0;
+}
+#endif
 
 typedef struct {
     const char *a, *b;
@@ -112,11 +156,22 @@ PyObject *py_blas_use(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
         if (p[i] == NULL && PyErr_Occurred())
             return NULL;
     }
+    if (p[3] == NULL || p[4] == NULL)
+        return PyErr_Format(PyExc_ValueError,
+                            "ember._kernels.blas_use: the thread count's setter and getter are "
+                            "needed");
+#if !defined(_WIN32)
+    static int registered = 0;
+    if (!registered && pthread_atfork(NULL, NULL, blas_after_fork_in_child) == 0)
+        registered = 1;
+#endif
+    BLAS_LOCK();
     sgemm_ptr = p[0];
     dgemm_ptr = p[1];
     ilp64 = p[2] != NULL;
     set_threads = (set_threads_fn)p[3];
     get_threads = (get_threads_fn)p[4];
+    BLAS_UNLOCK();
     Py_RETURN_NONE;
 }
 
@@ -151,7 +206,8 @@ PyObject *py_blas_gemm(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
         bad = "expected float32 or float64 a, b and out of one type";
     else if (a.shape[1] != b.shape[0] || out.shape[0] != a.shape[0] || out.shape[1] != b.shape[1])
         bad = "expected a (M, K), b (K, N) and out (M, N)";
-    else if (!operand(&a, &g.ta, &g.lda) || !operand(&b, &g.tb, &g.ldb))
+    else if (a.len > 0 && b.len > 0
+             && (!operand(&a, &g.ta, &g.lda) || !operand(&b, &g.tb, &g.ldb)))
         bad = "expected a and b with unit stride along one axis";
     else {
         const char *olo = (const char *)out.buf, *ohi = olo + out.len;
@@ -183,15 +239,12 @@ PyObject *py_blas_gemm(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
         g.by_rows = g.M >= g.N;
         const int64_t units = g.by_rows ? g.M : g.N;
         const int64_t unit_work = g.K * (g.by_rows ? g.N : g.M);
-        int64_t min_part = (int64_t)(1 << 20) / (unit_work > 0 ? unit_work : 1);  /* 1M MACs */
-        min_part = min_part > 64 ? min_part : 64;
+        int64_t min_part = (int64_t)PART_MACS / (unit_work > 0 ? unit_work : 1);
+        min_part = min_part > ALIGN ? min_part : ALIGN;
         Py_BEGIN_ALLOW_THREADS
-        int before = get_threads != NULL ? get_threads() : 0;
-        if (before > 1)
-            set_threads(1);
-        kernels_parallel_parts(blas_part, &g, units, 64, min_part);
-        if (before > 1)
-            set_threads(before);
+        blas_one_thread_enter();
+        kernels_parallel_parts(blas_part, &g, units, ALIGN, min_part);
+        blas_one_thread_leave();
         Py_END_ALLOW_THREADS
     } else if (done && g.K == 0) {
         memset(out.buf, 0, (size_t)out.len);

@@ -21,6 +21,7 @@ thread count. Workers do not survive ``fork``; a child starts its own.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import ctypes
 import glob
@@ -181,17 +182,40 @@ def split(f: Any, parts: list[tuple[int, int]]) -> bool:
     another thread of the process is inside a split already."""
     if not _split_lock.acquire(blocking=False):
         return False
-    fns = _blas_fns_cached()
-    before = [getter() for _, getter in fns]
     try:
-        for setter, _ in fns:
-            setter(1)
-        _parallel(lambda a, b, out: f(a, b), [((a, b), None) for a, b in parts])
+        with blas_one_thread():
+            _parallel(lambda a, b, out: f(a, b), [((a, b), None) for a, b in parts])
     finally:
-        for (setter, _), n in zip(fns, before):
-            setter(n)
         _split_lock.release()
     return True
+
+
+_one_lock = threading.Lock()
+_one_users = 0
+_one_saved: list[int] = []
+
+
+@contextlib.contextmanager
+def blas_one_thread() -> Any:
+    """Every OpenBLAS ember sets at one thread for the block, restored after. Nested and
+    concurrent blocks share it: the first in saves the counts and sets 1, the last out restores
+    them, so no block meets a count restored under it."""
+    global _one_users, _one_saved
+    fns = _blas_fns_cached()
+    with _one_lock:
+        if _one_users == 0:
+            _one_saved = [getter() for _, getter in fns]
+            for setter, _ in fns:
+                setter(1)
+        _one_users += 1
+    try:
+        yield
+    finally:
+        with _one_lock:
+            _one_users -= 1
+            if _one_users == 0:
+                for (setter, _), n in zip(fns, _one_saved):
+                    setter(n)
 
 
 # -- matrix products, split by ember -----------------------------------------------------------
@@ -326,7 +350,9 @@ def _gemm_python(fn: Any, a: Any, b: Any, out: Any, fa: tuple, fb: tuple) -> Non
                ldb, 0.0, pc + i0 * e, n)
 
     parts = gemm_parts(m if by_rows else n, k * (n if by_rows else m), get_num_threads())
-    if not split(part, parts):  # (one part too: OpenBLAS at one thread for it)
+    if len(parts) > 1 and split(part, parts):
+        return
+    with blas_one_thread():  # (one part, or another thread in a split: all of it here)
         part(0, m if by_rows else n)
 
 
@@ -409,8 +435,9 @@ def _ensure(workers: int) -> Any:
 
 
 def _after_fork() -> None:
-    global _tasks, _workers, _lock, _split_lock
+    global _tasks, _workers, _lock, _split_lock, _one_lock, _one_users
     _tasks, _workers, _lock, _split_lock = None, 0, threading.Lock(), threading.Lock()
+    _one_lock, _one_users = threading.Lock(), 0
 
 
 if hasattr(os, "register_at_fork"):

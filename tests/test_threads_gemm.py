@@ -1,0 +1,208 @@
+"""Matrix products split by ember (``ember._threads.gemm``; the kernels' ``blas_gemm`` in
+_kernels_blas.c, and the ctypes reference without the kernels): one thread's values bit for bit,
+at every thread count, in both paths, for every layout the BLAS takes as it is; None where the
+split does not apply; OpenBLAS's thread count restored after; the ops that use it."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+import ember
+from ember import _backend, _threads
+from ember import _kernels_loader as L
+from helpers import count_calls
+
+needs_blas = pytest.mark.skipif(not _threads._find_gemm_blas(),
+                                reason="no OpenBLAS exporting cblas gemm and its thread count")
+needs_kernels = pytest.mark.skipif(L.active is None, reason="ember._kernels not built")
+
+SHAPES = [(2048, 256, 768), (256, 2048, 1024), (513, 129, 1025), (100, 37, 4097), (5000, 64, 9),
+          (64, 3000, 64), (2, 4096, 64), (700, 1, 700)]
+
+
+@pytest.fixture
+def threads():
+    saved = ember.get_num_threads()
+    yield
+    ember.set_num_threads(saved)
+
+
+def _one_thread(a, b):
+    saved = ember.get_num_threads()
+    ember.set_num_threads(1)
+    try:
+        return a.dot(b)
+    finally:
+        ember.set_num_threads(saved)
+
+
+def _layouts(a, b):
+    """The operands as they are, transposed in memory, and slices with a longer leading side."""
+    wide_a = np.zeros((a.shape[0], a.shape[1] + 5), a.dtype)
+    wide_a[:, 2:2 + a.shape[1]] = a
+    yield a, b
+    yield np.asfortranarray(a), b
+    yield a, np.asfortranarray(b)
+    yield np.asfortranarray(a), np.asfortranarray(b)
+    yield wide_a[:, 2:2 + a.shape[1]], np.ascontiguousarray(b.T).T
+
+
+@needs_blas
+@pytest.mark.parametrize("n_threads", [1, 2, 3])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", SHAPES)
+def test_values_are_one_threads_in_both_paths(shape, dtype, n_threads, threads):
+    m, k, n = shape
+    rng = np.random.default_rng(m + k + n)
+    a = rng.standard_normal((m, k)).astype(dtype)
+    b = rng.standard_normal((k, n)).astype(dtype)
+    ember.set_num_threads(n_threads)
+    for x, y in _layouts(a, b):
+        ref = _one_thread(x, y)
+        out = _threads.gemm(x, y)
+        with L.disabled():
+            ref_path = _threads.gemm(x, y)
+        for got in (out, ref_path):
+            assert got is not None and got.dtype == dtype and got.flags.c_contiguous
+            np.testing.assert_array_equal(got, ref)
+
+
+@needs_blas
+def test_parts_cover_the_range_aligned():
+    assert _threads.gemm_parts(1000, 1 << 20, 1) == [(0, 1000)]
+    parts = _threads.gemm_parts(1000, 1 << 20, 3)
+    assert parts[0][0] == 0 and parts[-1][1] == 1000 and len(parts) == 3
+    assert all(p[1] == q[0] for p, q in zip(parts, parts[1:]))
+    assert all(i % _threads.GEMM_ALIGN == 0 for p in parts for i in p if i < 1000)
+    # each part does GEMM_PART_MACS at least, and has GEMM_ALIGN units at least
+    assert len(_threads.gemm_parts(1000, 1 << 12, 8)) == 1000 // 256
+    assert len(_threads.gemm_parts(100, 1 << 22, 8)) == 1
+
+
+@needs_blas
+def test_none_where_the_split_does_not_apply():
+    f32 = np.ones((512, 512), np.float32)
+    assert _threads.gemm(np.ones((32, 32), np.float32), np.ones((32, 32), np.float32)) is None
+    assert _threads.gemm(np.ones((1, 1 << 18), np.float32), np.ones((1 << 18, 4), np.float32)) \
+        is None  # a row vector: NumPy's gemv
+    assert _threads.gemm(f32, np.ones((512, 1), np.float32)) is None
+    assert _threads.gemm(f32.astype(np.float16), f32.astype(np.float16)) is None
+    assert _threads.gemm(f32.astype(np.int32), f32.astype(np.int32)) is None
+    assert _threads.gemm(f32, f32.astype(np.float64)) is None
+    assert _threads.gemm(f32, np.ones((256, 512), np.float32)) is None  # k mismatch: NumPy says
+    assert _threads.gemm(np.ones((512, 1024), np.float32)[:, ::2], f32) is None  # strided
+    assert _threads.gemm(f32, f32, out=np.empty((512, 512), np.float64)) is None
+    assert _threads.gemm(f32, f32, out=np.empty((512, 1024), np.float32)[:, ::2]) is None
+    assert _threads.gemm(f32, f32, out=f32) is None  # out overlaps an operand
+
+
+@needs_blas
+def test_out_is_written():
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((300, 400)).astype(np.float32)
+    b = rng.standard_normal((400, 500)).astype(np.float32)
+    out = np.full((300, 500), np.nan, np.float32)
+    assert _threads.gemm(a, b, out) is out
+    np.testing.assert_array_equal(out, _one_thread(a, b))
+
+
+@needs_blas
+@pytest.mark.parametrize("kernels", [True, False])
+def test_blas_count_restored_and_parts_at_one_thread(kernels, threads, monkeypatch):
+    ember.set_num_threads(2)
+    before = _threads.blas_threads(use_threadpoolctl=False)
+    a = np.ones((1024, 512), np.float32)
+    calls = count_calls(monkeypatch, _threads, "split")
+    if kernels and L.active is None:
+        pytest.skip("ember._kernels not built")
+    ctx = L.enabled() if kernels else L.disabled()
+    with ctx:
+        out = _threads.gemm(a, a.T)
+    np.testing.assert_array_equal(out, _one_thread(a, a.T))
+    assert _threads.blas_threads(use_threadpoolctl=False) == before
+    assert calls["n"] == (0 if kernels else 1)  # the reference path's parts run through split
+
+
+@needs_blas
+def test_no_split_inside_a_split(threads):
+    ember.set_num_threads(2)
+    a = np.ones((512, 512), np.float32)
+    got = []
+
+    def part(lo: int, hi: int) -> None:
+        got.append(_threads.gemm(a, a))
+
+    assert _threads.split(part, [(0, 1), (1, 2)])
+    assert got == [None, None]
+
+
+@needs_kernels
+@needs_blas
+def test_kernel_refuses_bad_arrays():
+    mod = L.active
+    _threads.gemm(np.ones((512, 512), np.float32), np.ones((512, 512), np.float32))  # hand over
+    a = np.ones((64, 64), np.float32)
+    with pytest.raises(ValueError, match="overlap"):
+        mod.blas_gemm(a, a, a)
+    with pytest.raises(ValueError, match="one type"):
+        mod.blas_gemm(a, a.astype(np.float64), np.empty((64, 64), np.float32))
+    with pytest.raises(ValueError, match="unit stride"):
+        mod.blas_gemm(np.ones((64, 128), np.float32)[:, ::2], a, np.empty((64, 64), np.float32))
+    with pytest.raises(ValueError, match=r"\(M, K\)"):
+        mod.blas_gemm(a, np.ones((32, 64), np.float32), np.empty((64, 64), np.float32))
+    with pytest.raises(TypeError):
+        mod.blas_gemm(a, a)
+    out = np.empty((64, 64), np.float32)
+    assert mod.blas_gemm(np.ones((64, 0), np.float32), np.ones((0, 64), np.float32), out)
+    np.testing.assert_array_equal(out, 0)
+
+
+@needs_blas
+def test_products_of_the_ops_use_it(threads, monkeypatch):
+    """Linear forward and backward, mm and matmul of a batch by a matrix go through it (and give
+    PyTorch's shapes and one thread's values)."""
+    ember.set_num_threads(2)
+    calls = count_calls(monkeypatch, _threads, "gemm")
+    rng = np.random.default_rng(1)
+    x = ember.tensor(rng.standard_normal((8, 64, 128)).astype(np.float32), requires_grad=True)
+    lin = ember.nn.Linear(128, 512)
+    y = lin(x)
+    y.sum().backward()
+    assert calls["n"] >= 3  # forward, grad_x, grad_w
+    w = lin.weight.detach().numpy()
+    np.testing.assert_array_equal(
+        y.detach().numpy(), _one_thread(x.detach().numpy().reshape(-1, 128), w.T).reshape(8, 64, 512)
+        + lin.bias.detach().numpy())
+    a = ember.tensor(rng.standard_normal((300, 200)).astype(np.float32))
+    b = ember.tensor(rng.standard_normal((200, 400)).astype(np.float32))
+    n = calls["n"]
+    np.testing.assert_array_equal(ember.mm(a, b).numpy(), _one_thread(a.numpy(), b.numpy()))
+    assert calls["n"] == n + 1
+    assert _backend.gemm(a.numpy(), b.numpy()).shape == (300, 400)
+
+
+@needs_blas
+def test_products_from_threads_at_once(threads):
+    """Products from several Python threads at once: each its own values (the pool runs one
+    product's parts at a time; the others run whole on their own thread)."""
+    ember.set_num_threads(2)
+    rng = np.random.default_rng(2)
+    pairs = [(rng.standard_normal((400, 300)).astype(np.float32),
+              rng.standard_normal((300, 500)).astype(np.float32)) for _ in range(4)]
+    refs = [_one_thread(a, b) for a, b in pairs]
+    results: list = [None] * 4
+
+    def run(i: int) -> None:
+        for _ in range(20):
+            results[i] = _threads.gemm(*pairs[i])
+
+    ts = [threading.Thread(target=run, args=(i,)) for i in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    for got, ref in zip(results, refs):
+        np.testing.assert_array_equal(got, ref)
