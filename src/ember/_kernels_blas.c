@@ -8,16 +8,18 @@
  * own threads meanwhile poll for a product that does not come (docs/benchmarks.md, "Session
  * 2026-12-06 (c)"). PyTorch runs its products and its loops on one pool. So does ember here: the
  * product's parts run on the kernels' pool, whose worker is polling for the next kernel when
- * its part returns, and OpenBLAS's count is 1 for the call (restored after).
+ * its part returns. OpenBLAS's count is 1 while the parts run: the caller sees to it
+ * (_threads.gemm, under _threads.blas_one_thread, which counts the products and splits in
+ * flight across Python threads, so none meets a count restored under it).
  *
  * The split: the result's rows (or, for results wider than tall, its columns) in one contiguous
  * part per thread, so each thread packs the other operand once, as a one-thread product does.
  * Each output element is computed by the same kernel, over the same k's in the same order, as in
  * the whole product at one thread (a part only narrows the rows or columns), so the values are
- * those of one thread, bit for bit, at every thread count; tests/test_threads_split.py checks it.
+ * those of one thread, bit for bit, at every thread count; tests/test_threads_gemm.py checks it.
  *
- * The BLAS functions are found by the Python side (ember._kernels_loader.blas_gemm's lookup of
- * the OpenBLAS NumPy loaded, through the names it exports) and handed over as addresses once. */
+ * The BLAS functions are found by the Python side (_threads._find_gemm_blas: the OpenBLAS NumPy
+ * loaded, by the names it exports) and handed over as addresses once (blas_use). */
 
 #include "_kernels.h"
 
@@ -35,55 +37,9 @@ typedef void (*sgemm32_fn)(int, int, int, int, int, int, float, const float *, i
                            int, float, float *, int);
 typedef void (*dgemm32_fn)(int, int, int, int, int, int, double, const double *, int,
                            const double *, int, double, double *, int);
-typedef void (*set_threads_fn)(int);
-typedef int (*get_threads_fn)(void);
 
 static void *sgemm_ptr = NULL, *dgemm_ptr = NULL;
 static int ilp64 = 0;  /* the functions take 64-bit integers (OpenBLAS's "64_" builds) */
-static set_threads_fn set_threads = NULL;
-static get_threads_fn get_threads = NULL;
-
-/* OpenBLAS's count is 1 while any product of ours runs, however many threads are in one: the
- * first to enter saves it and sets 1, the last to leave restores it (a caller that found the pool
- * busy runs its product whole on its own thread, and must not meet a count restored meanwhile) */
-#if !defined(_WIN32)
-#include <pthread.h>
-static pthread_mutex_t blas_mu = PTHREAD_MUTEX_INITIALIZER;
-#define BLAS_LOCK() pthread_mutex_lock(&blas_mu)
-#define BLAS_UNLOCK() pthread_mutex_unlock(&blas_mu)
-#else
-#define BLAS_LOCK() ((void)0)
-#define BLAS_UNLOCK() ((void)0)
-#endif
-static int blas_users = 0, blas_saved = 0;
-
-static void blas_one_thread_enter(void)
-{
-    BLAS_LOCK();
-    if (blas_users++ == 0) {
-        blas_saved = get_threads();
-        if (blas_saved > 1)
-            set_threads(1);
-    }
-    BLAS_UNLOCK();
-}
-
-static void blas_one_thread_leave(void)
-{
-    BLAS_LOCK();
-    if (--blas_users == 0 && blas_saved > 1)
-        set_threads(blas_saved);
-    BLAS_UNLOCK();
-}
-
-#if !defined(_WIN32)
-static void blas_after_fork_in_child(void)
-{
-    pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
-    blas_mu = m;
-    blas_users = 0;
-}
-#endif
 
 typedef struct {
     const char *a, *b;
@@ -144,34 +100,21 @@ static int operand(const Py_buffer *v, int *trans, int64_t *ld)
     return 0;
 }
 
-/* blas_use(sgemm, dgemm, ilp64, set_threads, get_threads): the BLAS's functions, as addresses
- * (0: none) */
+/* blas_use(sgemm, dgemm, ilp64): the BLAS's gemm functions, as addresses (None: none), and
+ * whether they take 64-bit integers */
 PyObject *py_blas_use(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 5)
-        return PyErr_Format(PyExc_TypeError, "ember._kernels.blas_use: expected 5 arguments");
-    void *p[5];
-    for (int i = 0; i < 5; i++) {
+    if (nargs != 3)
+        return PyErr_Format(PyExc_TypeError, "ember._kernels.blas_use: expected 3 arguments");
+    void *p[3];
+    for (int i = 0; i < 3; i++) {
         p[i] = args[i] == Py_None ? NULL : PyLong_AsVoidPtr(args[i]);
         if (p[i] == NULL && PyErr_Occurred())
             return NULL;
     }
-    if (p[3] == NULL || p[4] == NULL)
-        return PyErr_Format(PyExc_ValueError,
-                            "ember._kernels.blas_use: the thread count's setter and getter are "
-                            "needed");
-#if !defined(_WIN32)
-    static int registered = 0;
-    if (!registered && pthread_atfork(NULL, NULL, blas_after_fork_in_child) == 0)
-        registered = 1;
-#endif
-    BLAS_LOCK();
     sgemm_ptr = p[0];
     dgemm_ptr = p[1];
     ilp64 = p[2] != NULL;
-    set_threads = (set_threads_fn)p[3];
-    get_threads = (get_threads_fn)p[4];
-    BLAS_UNLOCK();
     Py_RETURN_NONE;
 }
 
@@ -242,9 +185,7 @@ PyObject *py_blas_gemm(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
         int64_t min_part = (int64_t)PART_MACS / (unit_work > 0 ? unit_work : 1);
         min_part = min_part > ALIGN ? min_part : ALIGN;
         Py_BEGIN_ALLOW_THREADS
-        blas_one_thread_enter();
         kernels_parallel_parts(blas_part, &g, units, ALIGN, min_part);
-        blas_one_thread_leave();
         Py_END_ALLOW_THREADS
     } else if (done && g.K == 0) {
         memset(out.buf, 0, (size_t)out.len);

@@ -21,7 +21,6 @@ thread count. Workers do not survive ``fork``; a child starts its own.
 
 from __future__ import annotations
 
-import contextlib
 import contextvars
 import ctypes
 import glob
@@ -182,40 +181,44 @@ def split(f: Any, parts: list[tuple[int, int]]) -> bool:
     another thread of the process is inside a split already."""
     if not _split_lock.acquire(blocking=False):
         return False
+    token = _in_split.set(True)  # (the parts run in copies of this context)
+    _one_enter()
     try:
-        with blas_one_thread():
-            _parallel(lambda a, b, out: f(a, b), [((a, b), None) for a, b in parts])
+        _parallel(lambda a, b, out: f(a, b), [((a, b), None) for a, b in parts])
     finally:
+        _one_leave()
+        _in_split.reset(token)
         _split_lock.release()
     return True
 
 
+_in_split: contextvars.ContextVar[bool] = contextvars.ContextVar("ember_in_split", default=False)
 _one_lock = threading.Lock()
-_one_users = 0
+_one_users = 0  # splits and products in flight that need OpenBLAS at one thread
 _one_saved: list[int] = []
 
 
-@contextlib.contextmanager
-def blas_one_thread() -> Any:
-    """Every OpenBLAS ember sets at one thread for the block, restored after. Nested and
-    concurrent blocks share it: the first in saves the counts and sets 1, the last out restores
-    them, so no block meets a count restored under it."""
+def _one_enter() -> None:
+    """OpenBLAS at one thread until the matching ``_one_leave``. Splits and products in flight
+    on several Python threads share it: the first in saves every OpenBLAS's count and sets 1, the
+    last out restores them, so none meets a count restored under it."""
     global _one_users, _one_saved
-    fns = _blas_fns_cached()
     with _one_lock:
         if _one_users == 0:
+            fns = _blas_fns_cached()
             _one_saved = [getter() for _, getter in fns]
             for setter, _ in fns:
                 setter(1)
         _one_users += 1
-    try:
-        yield
-    finally:
-        with _one_lock:
-            _one_users -= 1
-            if _one_users == 0:
-                for (setter, _), n in zip(fns, _one_saved):
-                    setter(n)
+
+
+def _one_leave() -> None:
+    global _one_users
+    with _one_lock:
+        _one_users -= 1
+        if _one_users == 0:
+            for (setter, _), n in zip(_blas_fns_cached(), _one_saved):
+                setter(n)
 
 
 # -- matrix products, split by ember -----------------------------------------------------------
@@ -308,7 +311,7 @@ def gemm(a: Any, b: Any, out: Any = None) -> Any:
     kb, n = b.shape
     dt = a.dtype
     if m * k * n < GEMM_SPLIT_MACS or m < 2 or n < 2 or kb != k or b.dtype != dt \
-            or (dt != np.float32 and dt != np.float64) or _split_lock.locked():
+            or (dt != np.float32 and dt != np.float64) or _in_split.get():
         return None
     blas = _find_gemm_blas()
     fa, fb = _cblas_form(a), _cblas_form(b)
@@ -321,14 +324,21 @@ def gemm(a: Any, b: Any, out: Any = None) -> Any:
             or np.may_share_memory(out, a) or np.may_share_memory(out, b)):
         return None
     mod = _kernels_loader.active
-    if mod is not None:
-        if id(mod) not in _gemm_handed:
-            s, d, setter, getter = blas[2]
-            mod.blas_use(s, d, 1 if blas[1] else None, setter, getter)
-            _gemm_handed.add(id(mod))
-        mod.blas_gemm(a, b, out)
-        return out
-    _gemm_python(blas[0][dt.char], a, b, out, fa, fb)
+    if mod is not None and id(mod) not in _gemm_handed:
+        s, d = blas[2][:2]
+        mod.blas_use(s, d, 1 if blas[1] else None)
+        _gemm_handed.add(id(mod))
+    one = get_num_threads() > 1  # (at one thread ember has set OpenBLAS's count to 1 already)
+    if one:
+        _one_enter()
+    try:
+        if mod is not None:
+            mod.blas_gemm(a, b, out)
+        else:
+            _gemm_python(blas[0][dt.char], a, b, out, fa, fb)
+    finally:
+        if one:
+            _one_leave()
     return out
 
 
@@ -350,9 +360,7 @@ def _gemm_python(fn: Any, a: Any, b: Any, out: Any, fa: tuple, fb: tuple) -> Non
                ldb, 0.0, pc + i0 * e, n)
 
     parts = gemm_parts(m if by_rows else n, k * (n if by_rows else m), get_num_threads())
-    if len(parts) > 1 and split(part, parts):
-        return
-    with blas_one_thread():  # (one part, or another thread in a split: all of it here)
+    if len(parts) < 2 or not split(part, parts):  # (or another thread is in a split: all here)
         part(0, m if by_rows else n)
 
 
@@ -437,7 +445,7 @@ def _ensure(workers: int) -> Any:
 def _after_fork() -> None:
     global _tasks, _workers, _lock, _split_lock, _one_lock, _one_users
     _tasks, _workers, _lock, _split_lock = None, 0, threading.Lock(), threading.Lock()
-    _one_lock, _one_users = threading.Lock(), 0
+    _one_lock, _one_users = threading.Lock(), 0  # (the parent's products are not the child's)
 
 
 if hasattr(os, "register_at_fork"):
