@@ -1,5 +1,5 @@
-/* Float matrix products through the process's own BLAS (NumPy's OpenBLAS), split by ember over the
- * kernels' thread pool, each part one single-threaded sgemm/dgemm call.
+/* float32 matrix products through the process's own BLAS (NumPy's OpenBLAS), split by ember over
+ * the kernels' thread pool, each part one single-threaded sgemm call.
  *
  * Why not let OpenBLAS thread the product itself: a training step alternates products with
  * ember's kernels (norms, activations, their backward), and two pools then take turns with the
@@ -9,14 +9,19 @@
  * 2026-12-06 (c)"). PyTorch runs its products and its loops on one pool. So does ember here: the
  * product's parts run on the kernels' pool, whose worker is polling for the next kernel when
  * its part returns. OpenBLAS's count is 1 while the parts run: the caller sees to it
- * (_threads.gemm, under _threads.blas_one_thread, which counts the products and splits in
- * flight across Python threads, so none meets a count restored under it).
+ * (_threads.gemm, between _threads._one_enter and _one_leave, which count the products and
+ * splits in flight across Python threads, so none meets a count restored under it).
  *
- * The split: the result's rows (or, for results wider than tall, its columns) in one contiguous
- * part per thread, so each thread packs the other operand once, as a one-thread product does.
- * Each output element is computed by the same kernel, over the same k's in the same order, as in
- * the whole product at one thread (a part only narrows the rows or columns), so the values are
- * those of one thread, bit for bit, at every thread count; tests/test_threads_gemm.py checks it.
+ * The split: the result's rows, in one contiguous part per thread of PART_ROWS rows at least.
+ * Each part packs all of b, where OpenBLAS's own threads share one packing; from 128 rows a
+ * part that costs less than the wait for OpenBLAS's threads, below it more (the benchmark's MLP
+ * step, batch 128, ran 3-5% slower with 64-row parts), and a split by columns (row-major C's
+ * columns: strided b and out) ran up to 1.9x slower than by rows (docs/benchmarks.md, "Session
+ * 2026-12-07"). _threads.gemm sends only products of two parts' rows or more.
+ * OpenBLAS's sgemm computes each output element alike whatever rows its call has around it (no
+ * difference over 450 random shapes and both layouts; tests/test_threads_gemm.py), so the values
+ * are those of one thread, bit for bit, at every thread count. Its dgemm does not (edge tiles
+ * differed by an ulp in half the shapes), so float64 stays with OpenBLAS's own threads.
  *
  * The BLAS functions are found by the Python side (_threads._find_gemm_blas: the OpenBLAS NumPy
  * loaded, by the names it exports) and handed over as addresses once (blas_use). */
@@ -27,59 +32,41 @@
 
 enum { ROW_MAJOR = 101, NO_TRANS = 111, TRANS = 112 };  /* CBLAS's enum values */
 #define PART_MACS (1 << 20)  /* the least a part does (_threads.GEMM_PART_MACS) */
+#define PART_ROWS 128        /* the fewest rows a part has (_threads.GEMM_PART_ROWS) */
 #define ALIGN 64             /* parts start at multiples of this (_threads.GEMM_ALIGN) */
 
 typedef void (*sgemm64_fn)(int, int, int, int64_t, int64_t, int64_t, float, const float *, int64_t,
                            const float *, int64_t, float, float *, int64_t);
-typedef void (*dgemm64_fn)(int, int, int, int64_t, int64_t, int64_t, double, const double *,
-                           int64_t, const double *, int64_t, double, double *, int64_t);
 typedef void (*sgemm32_fn)(int, int, int, int, int, int, float, const float *, int, const float *,
                            int, float, float *, int);
-typedef void (*dgemm32_fn)(int, int, int, int, int, int, double, const double *, int,
-                           const double *, int, double, double *, int);
 
-static void *sgemm_ptr = NULL, *dgemm_ptr = NULL;
+static void *sgemm_ptr = NULL;
 static int ilp64 = 0;  /* the functions take 64-bit integers (OpenBLAS's "64_" builds) */
 
 typedef struct {
-    const char *a, *b;
-    char *out;
+    const float *a, *b;
+    float *out;
     int64_t M, N, K, lda, ldb;
-    int ta, tb, dbl, by_rows;
+    int ta, tb;
 } blas_ctx;
 
-static void call_blas(int ta, int tb, int dbl, int64_t M, int64_t N, int64_t K, const void *a,
-                      int64_t lda, const void *b, int64_t ldb, void *c, int64_t ldc)
+static void call_sgemm(int ta, int tb, int64_t M, int64_t N, int64_t K, const float *a,
+                       int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc)
 {
-    if (dbl) {
-        if (ilp64)
-            ((dgemm64_fn)dgemm_ptr)(ROW_MAJOR, ta, tb, M, N, K, 1.0, a, lda, b, ldb, 0.0, c, ldc);
-        else
-            ((dgemm32_fn)dgemm_ptr)(ROW_MAJOR, ta, tb, (int)M, (int)N, (int)K, 1.0, a, (int)lda, b,
-                                    (int)ldb, 0.0, c, (int)ldc);
-    } else {
-        if (ilp64)
-            ((sgemm64_fn)sgemm_ptr)(ROW_MAJOR, ta, tb, M, N, K, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
-        else
-            ((sgemm32_fn)sgemm_ptr)(ROW_MAJOR, ta, tb, (int)M, (int)N, (int)K, 1.0f, a, (int)lda, b,
-                                    (int)ldb, 0.0f, c, (int)ldc);
-    }
+    if (ilp64)
+        ((sgemm64_fn)sgemm_ptr)(ROW_MAJOR, ta, tb, M, N, K, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
+    else
+        ((sgemm32_fn)sgemm_ptr)(ROW_MAJOR, ta, tb, (int)M, (int)N, (int)K, 1.0f, a, (int)lda, b,
+                                (int)ldb, 0.0f, c, (int)ldc);
 }
 
-/* rows (or columns) [i0, i1) of the result */
+/* rows [i0, i1) of the result: a's rows i0..i1 (its columns, stored transposed) times all of b */
 static void blas_part(void *c, Py_ssize_t i0, Py_ssize_t i1)
 {
     blas_ctx *g = (blas_ctx *)c;
-    const int64_t e = g->dbl ? 8 : 4;
-    if (g->by_rows) {  /* a's rows i0..i1: row i of a (no-trans) or column i (trans) */
-        const char *a = g->a + (g->ta == NO_TRANS ? i0 * g->lda : i0) * e;
-        call_blas(g->ta, g->tb, g->dbl, i1 - i0, g->N, g->K, a, g->lda, g->b, g->ldb,
-                  g->out + i0 * g->N * e, g->N);
-    } else {  /* b's columns i0..i1 */
-        const char *b = g->b + (g->tb == NO_TRANS ? i0 : i0 * g->ldb) * e;
-        call_blas(g->ta, g->tb, g->dbl, g->M, i1 - i0, g->K, g->a, g->lda, b, g->ldb,
-                  g->out + i0 * e, g->N);
-    }
+    const float *a = g->a + (g->ta == NO_TRANS ? i0 * g->lda : i0);
+    call_sgemm(g->ta, g->tb, i1 - i0, g->N, g->K, a, g->lda, g->b, g->ldb, g->out + i0 * g->N,
+               g->N);
 }
 
 /* an operand's CBLAS form: (rows, cols) with unit stride along one of them; 0 where neither */
@@ -100,28 +87,26 @@ static int operand(const Py_buffer *v, int *trans, int64_t *ld)
     return 0;
 }
 
-/* blas_use(sgemm, dgemm, ilp64): the BLAS's gemm functions, as addresses (None: none), and
- * whether they take 64-bit integers */
+/* blas_use(sgemm, ilp64): the BLAS's cblas_sgemm, as an address (None: none), and whether it
+ * takes 64-bit integers */
 PyObject *py_blas_use(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 3)
-        return PyErr_Format(PyExc_TypeError, "ember._kernels.blas_use: expected 3 arguments");
-    void *p[3];
-    for (int i = 0; i < 3; i++) {
+    if (nargs != 2)
+        return PyErr_Format(PyExc_TypeError, "ember._kernels.blas_use: expected 2 arguments");
+    void *p[2];
+    for (int i = 0; i < 2; i++) {
         p[i] = args[i] == Py_None ? NULL : PyLong_AsVoidPtr(args[i]);
         if (p[i] == NULL && PyErr_Occurred())
             return NULL;
     }
     sgemm_ptr = p[0];
-    dgemm_ptr = p[1];
-    ilp64 = p[2] != NULL;
+    ilp64 = p[1] != NULL;
     Py_RETURN_NONE;
 }
 
-/* blas_gemm(a, b, out): out = a @ b for 2-D float32 or float64 a (M, K) and b (K, N), each with
- * unit stride along one axis, into C-contiguous out (M, N) of the same type that overlaps
- * neither; the product's parts on the kernels' pool. False (nothing done) where no BLAS
- * function was handed over for the type. */
+/* blas_gemm(a, b, out): out = a @ b for 2-D float32 a (M, K) and b (K, N), each with unit stride
+ * along one axis, into C-contiguous float32 out (M, N) that overlaps neither; the product's row
+ * parts on the kernels' pool. False (nothing done) where no sgemm was handed over. */
 PyObject *py_blas_gemm(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs != 3)
@@ -145,8 +130,8 @@ PyObject *py_blas_gemm(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
         bad = "expected 2-D a, b and out";
     else if (a.format == NULL || b.format == NULL || out.format == NULL
              || strcmp(a.format, out.format) != 0 || strcmp(b.format, out.format) != 0
-             || (strcmp(out.format, "f") != 0 && strcmp(out.format, "d") != 0))
-        bad = "expected float32 or float64 a, b and out of one type";
+             || strcmp(out.format, "f") != 0)
+        bad = "expected float32 a, b and out";
     else if (a.shape[1] != b.shape[0] || out.shape[0] != a.shape[0] || out.shape[1] != b.shape[1])
         bad = "expected a (M, K), b (K, N) and out (M, N)";
     else if (a.len > 0 && b.len > 0
@@ -169,23 +154,19 @@ PyObject *py_blas_gemm(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
         PyBuffer_Release(&a);
         return PyErr_Format(PyExc_ValueError, "ember._kernels.blas_gemm: %s", bad);
     }
-    g.dbl = out.format[0] == 'd';
-    g.a = (const char *)a.buf;
-    g.b = (const char *)b.buf;
-    g.out = (char *)out.buf;
+    g.a = (const float *)a.buf;
+    g.b = (const float *)b.buf;
+    g.out = (float *)out.buf;
     g.M = a.shape[0];
     g.K = a.shape[1];
     g.N = b.shape[1];
-    int done = (g.dbl ? dgemm_ptr : sgemm_ptr) != NULL;
+    int done = sgemm_ptr != NULL;
     if (done && g.M > 0 && g.N > 0 && g.K > 0) {
-        /* split the longer side of the result: the other operand is packed whole by each part */
-        g.by_rows = g.M >= g.N;
-        const int64_t units = g.by_rows ? g.M : g.N;
-        const int64_t unit_work = g.K * (g.by_rows ? g.N : g.M);
+        const int64_t unit_work = g.K * g.N;  /* a row's multiply-adds */
         int64_t min_part = (int64_t)PART_MACS / (unit_work > 0 ? unit_work : 1);
-        min_part = min_part > ALIGN ? min_part : ALIGN;
+        min_part = min_part > PART_ROWS ? min_part : PART_ROWS;
         Py_BEGIN_ALLOW_THREADS
-        kernels_parallel_parts(blas_part, &g, units, ALIGN, min_part);
+        kernels_parallel_parts(blas_part, &g, g.M, ALIGN, min_part);
         Py_END_ALLOW_THREADS
     } else if (done && g.K == 0) {
         memset(out.buf, 0, (size_t)out.len);

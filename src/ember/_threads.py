@@ -222,27 +222,29 @@ def _one_leave() -> None:
 
 
 # -- matrix products, split by ember -----------------------------------------------------------
-# A product of 2-D host float matrices is cut by ember into one part of the result's rows (or
-# columns) per thread, each part a one-thread call of the BLAS function NumPy's ``dot`` calls
+# A product of 2-D host float matrices with rows for two parts (256) is cut by ember into one
+# part of the result's rows per thread, each part a one-thread call of the BLAS function NumPy's ``dot`` calls
 # (cblas_sgemm/dgemm of the OpenBLAS NumPy loaded), with OpenBLAS's own count at 1 meanwhile.
 # With the kernels built the parts run on the kernels' pool (_kernels_blas.c), so a step's
 # kernels find that pool's worker awake after each product and the two pools no longer take
 # turns with the cores; without them (the reference, the same parts) on this module's pool through
 # ctypes (docs/benchmarks.md, "Session 2026-12-07"). Each element is computed as in the whole
-# product at one thread, so the values are one thread's at every thread count, in both paths.
+# product at one thread, so the values are one thread's at every thread count, in both paths
+# (at one thread too the product takes this way, as one part).
 GEMM_SPLIT_MACS = 1 << 18  # multiply-adds from which a product goes this way (OpenBLAS's own cut)
-GEMM_PART_MACS = 1 << 20  # the least a part has (each part packs the other operand whole)
-GEMM_ALIGN = 64  # a part's rows or columns start at a multiple of this many
+GEMM_PART_MACS = 1 << 20  # the least a part has
+GEMM_PART_ROWS = 128  # the fewest rows a part has (each packs all of b: _kernels_blas.c)
+GEMM_ALIGN = 64  # a part's first row is a multiple of this
 _CBLAS = {"row": 101, "n": 111, "t": 112}  # CBLAS's enum values: row-major, no-trans, trans
 _GEMM_NAMES = (("scipy_", "64_"), ("", "64_"), ("", ""))  # (prefix, suffix); "64_": 64-bit ints
-_gemm_blas: Any = None  # (functions by dtype char, 64-bit ints, addresses), False: none found
+_gemm_blas: Any = None  # (ctypes sgemm, 64-bit ints, its address); False: none found
 _gemm_handed: set = set()  # id of each kernels module that has the addresses
 
 
 def _find_gemm_blas() -> Any:
-    """The OpenBLAS NumPy loaded, as (ctypes sgemm and dgemm by dtype char, whether its integers
-    are 64-bit, the addresses blas_use takes), or False where none exports every function needed
-    (gemm, and the thread count's setter and getter)."""
+    """The OpenBLAS NumPy loaded, as (its ctypes cblas_sgemm, whether its integers are 64-bit,
+    that function's address), or False where none exports every function needed (sgemm, and
+    the thread count's setter and getter)."""
     global _gemm_blas
     if _gemm_blas is not None:
         return _gemm_blas
@@ -258,20 +260,16 @@ def _find_gemm_blas() -> Any:
         for prefix, suffix in _GEMM_NAMES:
             if not suffix and "64" in base:
                 continue  # (a 64-bit-integer build without suffixed names: its ints are unknown)
-            names = [f"{prefix}cblas_sgemm{suffix}", f"{prefix}cblas_dgemm{suffix}",
-                     f"{prefix}openblas_set_num_threads{suffix}",
+            names = [f"{prefix}cblas_sgemm{suffix}", f"{prefix}openblas_set_num_threads{suffix}",
                      f"{prefix}openblas_get_num_threads{suffix}"]
             if not all(hasattr(lib, n) for n in names):
                 continue
-            fns = [getattr(lib, n) for n in names]
-            i = ctypes.c_int64 if suffix else ctypes.c_int
-            for fn, real in ((fns[0], ctypes.c_float), (fns[1], ctypes.c_double)):
-                fn.restype = None
-                fn.argtypes = [ctypes.c_int] * 3 + [i] * 3 + [real, ctypes.c_void_p, i,
-                                                                ctypes.c_void_p, i, real,
-                                                                ctypes.c_void_p, i]
-            addresses = tuple(ctypes.cast(f, ctypes.c_void_p).value for f in fns)
-            _gemm_blas = ({"f": fns[0], "d": fns[1]}, bool(suffix), addresses)
+            fn = getattr(lib, names[0])
+            i, f = (ctypes.c_int64 if suffix else ctypes.c_int), ctypes.c_float
+            fn.restype = None
+            fn.argtypes = [ctypes.c_int] * 3 + [i] * 3 + [f, ctypes.c_void_p, i, ctypes.c_void_p,
+                                                            i, f, ctypes.c_void_p, i]
+            _gemm_blas = (fn, bool(suffix), ctypes.cast(fn, ctypes.c_void_p).value)
             return _gemm_blas
     return _gemm_blas
 
@@ -290,28 +288,31 @@ def _cblas_form(x: np.ndarray) -> tuple[int, int] | None:
     return None
 
 
-def gemm_parts(units: int, unit_macs: int, threads: int) -> list[tuple[int, int]]:
-    """The parts [i0, i1) of ``units`` rows or columns (``unit_macs`` multiply-adds each) over
-    ``threads``: as many as threads, but each of ``GEMM_PART_MACS`` at least, boundaries on
-    multiples of ``GEMM_ALIGN`` (_kernels_blas.c cuts the same way)."""
-    least = max(GEMM_PART_MACS // max(unit_macs, 1), GEMM_ALIGN)
-    parts = max(1, min(threads, units // least))
-    blocks = -(-units // GEMM_ALIGN)
-    return [(min(blocks * p // parts * GEMM_ALIGN, units),
-             min(blocks * (p + 1) // parts * GEMM_ALIGN, units)) for p in range(parts)]
+def gemm_parts(rows: int, row_macs: int, threads: int) -> list[tuple[int, int]]:
+    """The parts [i0, i1) of a product's ``rows`` (``row_macs`` multiply-adds each) over
+    ``threads``: as many as threads, but each of ``GEMM_PART_ROWS`` rows and ``GEMM_PART_MACS``
+    at least, boundaries on multiples of ``GEMM_ALIGN`` (_kernels_blas.c cuts the same way)."""
+    least = max(GEMM_PART_MACS // max(row_macs, 1), GEMM_PART_ROWS)
+    parts = max(1, min(threads, rows // least))
+    blocks = -(-rows // GEMM_ALIGN)
+    return [(min(blocks * p // parts * GEMM_ALIGN, rows),
+             min(blocks * (p + 1) // parts * GEMM_ALIGN, rows)) for p in range(parts)]
 
 
 def gemm(a: Any, b: Any, out: Any = None) -> Any:
-    """``a @ b`` of 2-D host float32/float64 matrices of one dtype, split by ember (into ``out``,
-    a C-contiguous array of the result's shape and dtype, where given), or None where that does
-    not apply: under ``GEMM_SPLIT_MACS`` multiply-adds, a vector-like side (one row or column:
-    NumPy calls gemv), no OpenBLAS found, an operand without unit stride along an axis, inside
+    """``a @ b`` of 2-D host float32 matrices, split by ember (into ``out``, a C-contiguous
+    float32 array of the result's shape, where given), or None where that does not apply (then
+    NumPy's ``dot`` with OpenBLAS's own threads): another dtype (OpenBLAS's dgemm computes its
+    edge tiles differently in a part than in the whole product, so float64 would not keep one
+    thread's values), under ``GEMM_SPLIT_MACS`` multiply-adds, fewer rows than two parts have (each
+    part packs all of ``b``: OpenBLAS's own threads share that work), one column (NumPy's gemv),
+    no OpenBLAS found, an operand without unit stride along an axis, inside
     ``split``'s parts (each of those runs its products on one thread)."""
     m, k = a.shape
     kb, n = b.shape
     dt = a.dtype
-    if m * k * n < GEMM_SPLIT_MACS or m < 2 or n < 2 or kb != k or b.dtype != dt \
-            or (dt != np.float32 and dt != np.float64) or _in_split.get():
+    if m * k * n < GEMM_SPLIT_MACS or m < 2 * GEMM_PART_ROWS or n < 2 or kb != k or b.dtype != dt \
+            or dt != np.float32 or _in_split.get():
         return None
     blas = _find_gemm_blas()
     fa, fb = _cblas_form(a), _cblas_form(b)
@@ -325,8 +326,7 @@ def gemm(a: Any, b: Any, out: Any = None) -> Any:
         return None
     mod = _kernels_loader.active
     if mod is not None and id(mod) not in _gemm_handed:
-        s, d = blas[2][:2]
-        mod.blas_use(s, d, 1 if blas[1] else None)
+        mod.blas_use(blas[2], 1 if blas[1] else None)
         _gemm_handed.add(id(mod))
     one = get_num_threads() > 1  # (at one thread ember has set OpenBLAS's count to 1 already)
     if one:
@@ -335,7 +335,7 @@ def gemm(a: Any, b: Any, out: Any = None) -> Any:
         if mod is not None:
             mod.blas_gemm(a, b, out)
         else:
-            _gemm_python(blas[0][dt.char], a, b, out, fa, fb)
+            _gemm_python(blas[0], a, b, out, fa, fb)
     finally:
         if one:
             _one_leave()
@@ -343,25 +343,20 @@ def gemm(a: Any, b: Any, out: Any = None) -> Any:
 
 
 def _gemm_python(fn: Any, a: Any, b: Any, out: Any, fa: tuple, fb: tuple) -> None:
-    """_kernels_blas.c's product in Python: the same parts, each a ctypes call of the BLAS
-    function (which releases the GIL) on this module's pool, OpenBLAS at one thread meanwhile."""
+    """_kernels_blas.c's product in Python: the same row parts, each a ctypes call of the BLAS
+    function (which releases the GIL) on this module's pool."""
     (m, k), n, e = a.shape, b.shape[1], a.itemsize
     (ta, lda), (tb, ldb) = fa, fb
     pa, pb, pc = a.ctypes.data, b.ctypes.data, out.ctypes.data
-    by_rows = m >= n
     row, no = _CBLAS["row"], _CBLAS["n"]
 
-    def part(i0: int, i1: int) -> None:
-        if by_rows:
-            fn(row, ta, tb, i1 - i0, n, k, 1.0, pa + (i0 * lda if ta == no else i0) * e, lda,
-               pb, ldb, 0.0, pc + i0 * n * e, n)
-        else:
-            fn(row, ta, tb, m, i1 - i0, k, 1.0, pa, lda, pb + (i0 if tb == no else i0 * ldb) * e,
-               ldb, 0.0, pc + i0 * e, n)
+    def part(i0: int, i1: int) -> None:  # rows i0..i1: a's rows (its columns, stored transposed)
+        fn(row, ta, tb, i1 - i0, n, k, 1.0, pa + (i0 * lda if ta == no else i0) * e, lda,
+           pb, ldb, 0.0, pc + i0 * n * e, n)
 
-    parts = gemm_parts(m if by_rows else n, k * (n if by_rows else m), get_num_threads())
+    parts = gemm_parts(m, k * n, get_num_threads())
     if len(parts) < 2 or not split(part, parts):  # (or another thread is in a split: all here)
-        part(0, m if by_rows else n)
+        part(0, m)
 
 
 MATMUL_SPLIT_MACS = 1 << 22  # a stacked product's multiply-adds from which it splits (~80 us)
