@@ -158,7 +158,7 @@ def test_kernel_refuses_bad_arrays():
         mod.blas_gemm(a.astype(np.float64), a.astype(np.float64), np.empty((64, 64)))
     with pytest.raises(ValueError, match="unit stride"):
         mod.blas_gemm(np.ones((64, 128), np.float32)[:, ::2], a, np.empty((64, 64), np.float32))
-    with pytest.raises(ValueError, match=r"\(M, K\)"):
+    with pytest.raises(ValueError, match=r"\(\.\.\., M, K\)"):
         mod.blas_gemm(a, np.ones((32, 64), np.float32), np.empty((64, 64), np.float32))
     with pytest.raises(TypeError):
         mod.blas_gemm(a, a)
@@ -213,3 +213,80 @@ def test_products_from_threads_at_once(threads):
         t.join()
     for got, ref in zip(results, refs):
         np.testing.assert_array_equal(got, ref)
+
+
+STACKS = [((16, 4, 64, 32), (16, 4, 32, 64)), ((8, 100, 48), (48, 70)), ((3, 1, 40, 50), (5, 50, 30)),
+          ((2, 3, 129, 7), (2, 3, 7, 200))]
+
+
+@needs_kernels
+@needs_blas
+@pytest.mark.parametrize("n_threads", [2, 3])
+@pytest.mark.parametrize("shapes", STACKS)
+def test_stacked_products_on_the_pool_are_numpys(shapes, n_threads, threads, monkeypatch):
+    """Stacked float32 products (attention's per-head ones) run on the kernels' pool, each
+    product whole: NumPy's matmul at one thread, bit for bit, broadcast batch dims and
+    transposed views included; the kernels off give the same (the Python pool's split)."""
+    ember.set_num_threads(n_threads)
+    rng = np.random.default_rng(len(shapes[0]))
+    a = rng.standard_normal(shapes[0]).astype(np.float32)
+    b = rng.standard_normal(shapes[1]).astype(np.float32)
+    bt = np.ascontiguousarray(np.swapaxes(b, -1, -2)).swapaxes(-1, -2)  # k.transpose(-2, -1)
+    calls = count_calls(monkeypatch, _threads, "_stack_on_pool")
+    monkeypatch.setattr(_threads, "MATMUL_SPLIT_MACS", 1)
+    for x, y in ((a, b), (a, bt)):
+        ref = _one_thread_matmul(x, y)
+        on = _threads.matmul(x, y)
+        with L.disabled():
+            off = _threads.matmul(x, y)
+        for got in (on, off):
+            assert got is not None and got.dtype == np.float32
+            np.testing.assert_array_equal(got, ref)
+    assert calls["n"] >= 2
+
+
+def _one_thread_matmul(a, b):
+    saved = ember.get_num_threads()
+    ember.set_num_threads(1)
+    try:
+        return np.matmul(a, b)
+    finally:
+        ember.set_num_threads(saved)
+
+
+@needs_kernels
+@needs_blas
+def test_kernel_stacks_refuse_bad_arrays():
+    mod = L.active
+    _threads.gemm(np.ones((512, 512), np.float32), np.ones((512, 512), np.float32))  # hand over
+    a = np.ones((4, 8, 8), np.float32)
+    with pytest.raises(ValueError, match="batch shape"):
+        mod.blas_gemm(a, np.ones((3, 8, 8), np.float32), np.empty((4, 8, 8), np.float32))
+    with pytest.raises(ValueError, match="one rank"):
+        mod.blas_gemm(a, np.ones((8, 8), np.float32), np.empty((4, 8, 8), np.float32))
+    with pytest.raises(ValueError, match="overlap"):
+        mod.blas_gemm(a, a, a)
+    out = np.empty((4, 8, 8), np.float32)
+    assert mod.blas_gemm(a, np.broadcast_to(np.eye(8, dtype=np.float32), (4, 8, 8)), out)
+    np.testing.assert_array_equal(out, a)
+
+
+@needs_kernels
+@needs_blas
+def test_attention_written_out_gradients_match_one_thread(threads):
+    """nanoGPT's written-out attention: forward and gradients at 2 threads equal 1 thread's."""
+    rng = np.random.default_rng(5)
+    arrays = [rng.standard_normal((4, 4, 64, 32)).astype(np.float32) for _ in range(3)]
+
+    def run():
+        q, k, v = (ember.tensor(x, requires_grad=True) for x in arrays)
+        att = (q @ k.transpose(-2, -1)) * 0.125
+        y = ember.softmax(att, dim=-1) @ v
+        y.sum().backward()
+        return [y.detach().numpy(), q.grad.numpy(), k.grad.numpy(), v.grad.numpy()]
+
+    ember.set_num_threads(1)
+    one = run()
+    ember.set_num_threads(2)
+    for x, y in zip(run(), one):
+        np.testing.assert_array_equal(x, y)

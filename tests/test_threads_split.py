@@ -219,7 +219,11 @@ def test_threads_matmul_splits_and_equals_one_threads_product(threads, monkeypat
         got = _threads.matmul(a, rhs)
         assert got is not None and got.shape == want.shape and got.dtype == np.float32
         np.testing.assert_array_equal(got, want)
-    assert calls["n"] == 2
+    assert calls["n"] == (0 if L.active is not None else 2)  # (float32 stacks: the kernels' pool)
+    with L.disabled():
+        for rhs in (b, bt):
+            np.testing.assert_array_equal(_threads.matmul(a, rhs), want)
+    assert calls["n"] == (2 if L.active is not None else 4)
 
 
 def test_threads_matmul_declines(threads, monkeypatch):
@@ -251,7 +255,9 @@ def test_batched_matmul_op_splits_and_its_gradients_equal_one_thread(threads, mo
 
     one = run(1)
     calls = count_calls(monkeypatch, _threads, "split")
+    stacks = count_calls(monkeypatch, _threads, "_stack_on_pool")
     two = run(2)
-    assert calls["n"] == 3  # the forward and both gradients' products
+    assert stacks["n"] == 3  # the forward and both gradients' products
+    assert calls["n"] == (0 if L.active is not None else 3)  # (else the Python pool's split)
     for a, b in zip(one, two):
         np.testing.assert_array_equal(a, b)

@@ -43,11 +43,15 @@ typedef void (*sgemm32_fn)(int, int, int, int, int, int, float, const float *, i
 static void *sgemm_ptr = NULL;
 static int ilp64 = 0;  /* the functions take 64-bit integers (OpenBLAS's "64_" builds) */
 
+#define MAX_BATCH_DIMS 8
+
 typedef struct {
     const float *a, *b;
     float *out;
     int64_t M, N, K, lda, ldb;
     int ta, tb;
+    int nb;  /* batch dims (0: one product, split by rows) */
+    int64_t shape[MAX_BATCH_DIMS], sa[MAX_BATCH_DIMS], sb[MAX_BATCH_DIMS];  /* strides: floats */
 } blas_ctx;
 
 static void call_sgemm(int ta, int tb, int64_t M, int64_t N, int64_t K, const float *a,
@@ -69,11 +73,30 @@ static void blas_part(void *c, Py_ssize_t i0, Py_ssize_t i1)
                g->N);
 }
 
-/* an operand's CBLAS form: (rows, cols) with unit stride along one of them; 0 where neither */
+/* products [e0, e1) of a stack, each whole: entry e's offsets from its batch index */
+static void blas_entries(void *c, Py_ssize_t e0, Py_ssize_t e1)
+{
+    blas_ctx *g = (blas_ctx *)c;
+    for (Py_ssize_t e = e0; e < e1; e++) {
+        int64_t rest = e, oa = 0, ob = 0;
+        for (int d = g->nb - 1; d >= 0; d--) {
+            const int64_t i = rest % g->shape[d];
+            rest /= g->shape[d];
+            oa += i * g->sa[d];
+            ob += i * g->sb[d];
+        }
+        call_sgemm(g->ta, g->tb, g->M, g->N, g->K, g->a + oa, g->lda, g->b + ob, g->ldb,
+                   g->out + e * g->M * g->N, g->N);
+    }
+}
+
+/* an operand's CBLAS form, from its last two dims: (rows, cols) with unit stride along one of
+ * them; 0 where neither */
 static int operand(const Py_buffer *v, int *trans, int64_t *ld)
 {
-    const Py_ssize_t e = v->itemsize, r = v->shape[0], c = v->shape[1];
-    const Py_ssize_t s0 = v->strides[0], s1 = v->strides[1];
+    const int n = v->ndim;
+    const Py_ssize_t e = v->itemsize, r = v->shape[n - 2], c = v->shape[n - 1];
+    const Py_ssize_t s0 = v->strides[n - 2], s1 = v->strides[n - 1];
     if (s1 == e && s0 % e == 0 && s0 / e >= c && s0 / e >= 1) {
         *trans = NO_TRANS;
         *ld = s0 / e;
@@ -104,9 +127,30 @@ PyObject *py_blas_use(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
     Py_RETURN_NONE;
 }
 
-/* blas_gemm(a, b, out): out = a @ b for 2-D float32 a (M, K) and b (K, N), each with unit stride
- * along one axis, into C-contiguous float32 out (M, N) that overlaps neither; the product's row
- * parts on the kernels' pool. False (nothing done) where no sgemm was handed over. */
+/* the bytes [lo, hi) a strided buffer spans (an empty one: none) */
+static void span(const Py_buffer *v, const char **lo, const char **hi)
+{
+    const char *l = (const char *)v->buf, *h = l;
+    for (int d = 0; d < v->ndim; d++) {
+        if (v->shape[d] == 0) {
+            *lo = *hi = l;
+            return;
+        }
+        const Py_ssize_t s = (v->shape[d] - 1) * v->strides[d];
+        if (s < 0)
+            l += s;
+        else
+            h += s;
+    }
+    *lo = l;
+    *hi = h + v->itemsize;
+}
+
+/* blas_gemm(a, b, out): out = a @ b for float32 a (..., M, K) and b (..., K, N) of one batch
+ * shape (strides of whole floats, 0 where broadcast), each matrix with unit stride along one
+ * axis, into C-contiguous float32 out (..., M, N) that overlaps neither. One product (2-D): its
+ * row parts on the kernels' pool; a stack: its products, each whole, over the pool. False
+ * (nothing done) where no sgemm was handed over. */
 PyObject *py_blas_gemm(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs != 3)
@@ -126,26 +170,28 @@ PyObject *py_blas_gemm(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
     }
     const char *bad = NULL;
     blas_ctx g = {0};
-    if (a.ndim != 2 || b.ndim != 2 || out.ndim != 2)
-        bad = "expected 2-D a, b and out";
+    const int nd = a.ndim;
+    if (nd < 2 || b.ndim != nd || out.ndim != nd || nd - 2 > MAX_BATCH_DIMS)
+        bad = "expected a, b and out of one rank, 2 to 10";
     else if (a.format == NULL || b.format == NULL || out.format == NULL
              || strcmp(a.format, out.format) != 0 || strcmp(b.format, out.format) != 0
              || strcmp(out.format, "f") != 0)
         bad = "expected float32 a, b and out";
-    else if (a.shape[1] != b.shape[0] || out.shape[0] != a.shape[0] || out.shape[1] != b.shape[1])
-        bad = "expected a (M, K), b (K, N) and out (M, N)";
+    else if (a.shape[nd - 1] != b.shape[nd - 2] || out.shape[nd - 2] != a.shape[nd - 2]
+             || out.shape[nd - 1] != b.shape[nd - 1])
+        bad = "expected a (..., M, K), b (..., K, N) and out (..., M, N)";
     else if (a.len > 0 && b.len > 0
              && (!operand(&a, &g.ta, &g.lda) || !operand(&b, &g.tb, &g.ldb)))
         bad = "expected a and b with unit stride along one axis";
     else {
-        const char *olo = (const char *)out.buf, *ohi = olo + out.len;
-        const char *alo = (const char *)a.buf, *blo = (const char *)b.buf;
-        const char *ahi = alo + ((a.shape[0] - 1) * a.strides[0] + (a.shape[1] - 1) * a.strides[1]
-                                 + a.itemsize);
-        const char *bhi = blo + ((b.shape[0] - 1) * b.strides[0] + (b.shape[1] - 1) * b.strides[1]
-                                 + b.itemsize);
-        if (out.len > 0 && a.len > 0 && b.len > 0
-            && ((alo < ohi && olo < ahi) || (blo < ohi && olo < bhi)))
+        for (int d = 0; d < nd - 2; d++)
+            if (a.shape[d] != out.shape[d] || b.shape[d] != out.shape[d]
+                || a.strides[d] % 4 != 0 || b.strides[d] % 4 != 0)
+                bad = "expected a and b of out's batch shape (broadcast: stride 0)";
+        const char *olo = (const char *)out.buf, *ohi = olo + out.len, *alo, *ahi, *blo, *bhi;
+        span(&a, &alo, &ahi);
+        span(&b, &blo, &bhi);
+        if (out.len > 0 && ((alo < ohi && olo < ahi) || (blo < ohi && olo < bhi)))
             bad = "out must not overlap a or b";
     }
     if (bad != NULL) {
@@ -157,19 +203,33 @@ PyObject *py_blas_gemm(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
     g.a = (const float *)a.buf;
     g.b = (const float *)b.buf;
     g.out = (float *)out.buf;
-    g.M = a.shape[0];
-    g.K = a.shape[1];
-    g.N = b.shape[1];
+    g.M = a.shape[nd - 2];
+    g.K = a.shape[nd - 1];
+    g.N = b.shape[nd - 1];
+    g.nb = nd - 2;
+    Py_ssize_t entries = 1;
+    for (int d = 0; d < g.nb; d++) {
+        g.shape[d] = out.shape[d];
+        g.sa[d] = a.strides[d] / 4;
+        g.sb[d] = b.strides[d] / 4;
+        entries *= out.shape[d];
+    }
     int done = sgemm_ptr != NULL;
-    if (done && g.M > 0 && g.N > 0 && g.K > 0) {
-        const int64_t unit_work = g.K * g.N;  /* a row's multiply-adds */
-        int64_t min_part = (int64_t)PART_MACS / (unit_work > 0 ? unit_work : 1);
-        min_part = min_part > PART_ROWS ? min_part : PART_ROWS;
-        Py_BEGIN_ALLOW_THREADS
-        kernels_parallel_parts(blas_part, &g, g.M, ALIGN, min_part);
-        Py_END_ALLOW_THREADS
-    } else if (done && g.K == 0) {
+    if (done && out.len > 0 && g.K == 0) {
         memset(out.buf, 0, (size_t)out.len);
+    } else if (done && out.len > 0) {
+        const int64_t row_work = g.K * g.N;  /* a row's multiply-adds */
+        Py_BEGIN_ALLOW_THREADS
+        if (g.nb == 0) {
+            int64_t min_part = (int64_t)PART_MACS / (row_work > 0 ? row_work : 1);
+            min_part = min_part > PART_ROWS ? min_part : PART_ROWS;
+            kernels_parallel_parts(blas_part, &g, g.M, ALIGN, min_part);
+        } else {
+            const int64_t work = g.M * row_work;  /* a product's */
+            int64_t min_part = (int64_t)PART_MACS / (work > 0 ? work : 1);
+            kernels_parallel(blas_entries, &g, entries, 1, min_part > 1 ? min_part : 1);
+        }
+        Py_END_ALLOW_THREADS
     }
     PyBuffer_Release(&out);
     PyBuffer_Release(&b);

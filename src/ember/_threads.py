@@ -385,6 +385,8 @@ def matmul(a: Any, b: Any) -> Any:
         size *= d
     if size * n * k * m < MATMUL_SPLIT_MACS:
         return None
+    if get_num_threads() > 1 and size > 1 and (out := _stack_on_pool(a, b, batch)) is not None:
+        return out
     axis = next((i for i, d in enumerate(batch) if d >= 2), None)
     if axis is None or (parts := split_parts(batch[axis])) is None:
         return None
@@ -401,6 +403,32 @@ def matmul(a: Any, b: Any) -> Any:
         np.matmul(cut(a, i, j), cut(b, i, j), out=out[(slice(None),) * axis + (slice(i, j),)])
 
     return out if split(part, parts) else None
+
+
+def _stack_on_pool(a: Any, b: Any, batch: tuple) -> Any:
+    """A stacked float32 product on the kernels' pool (_kernels_blas.c: its products, each whole
+    and one BLAS call as NumPy's matmul makes it, spread over the threads without the Python
+    pool's hand-offs), or None where that does not apply (the kernels off, another dtype, a
+    matrix side of one, no OpenBLAS found, a matrix without unit stride along an axis)."""
+    mod = _kernels_loader.active
+    n, m = a.shape[-2], b.shape[-1]
+    if mod is None or a.dtype != np.float32 or n < 2 or m < 2 or not _find_gemm_blas():
+        return None
+    if id(mod) not in _gemm_handed:
+        blas = _find_gemm_blas()
+        mod.blas_use(blas[2], 1 if blas[1] else None)
+        _gemm_handed.add(id(mod))
+    a = np.broadcast_to(a, batch + a.shape[-2:])  # (stride 0 where broadcast: not copied)
+    b = np.broadcast_to(b, batch + b.shape[-2:])
+    if _cblas_form(a[(0,) * len(batch)]) is None or _cblas_form(b[(0,) * len(batch)]) is None:
+        return None
+    out = np.empty(batch + (n, m), np.float32)
+    _one_enter()
+    try:
+        mod.blas_gemm(a, b, out)
+    finally:
+        _one_leave()
+    return out
 
 
 # -- the pool ---------------------------------------------------------------------------------
