@@ -19,8 +19,8 @@ needs_blas = pytest.mark.skipif(not _threads._find_gemm_blas(),
                                 reason="no OpenBLAS exporting cblas gemm and its thread count")
 needs_kernels = pytest.mark.skipif(L.active is None, reason="ember._kernels not built")
 
-SHAPES = [(2048, 256, 768), (256, 2048, 1024), (513, 129, 1025), (300, 37, 4097), (5000, 64, 9),
-          (257, 3000, 64), (4096, 64, 2), (700, 1, 700)]
+SHAPES = [(2048, 256, 768), (256, 2048, 1024), (513, 129, 1025), (300, 64, 4097), (5000, 64, 64),
+          (257, 3000, 64), (4096, 65, 71), (700, 100, 700)]
 
 
 @pytest.fixture
@@ -91,7 +91,9 @@ def test_none_where_the_split_does_not_apply():
         is None  # a row vector: NumPy's gemv
     # fewer rows than two parts have: OpenBLAS's threads share their packing of b
     assert _threads.gemm(np.ones((255, 512), np.float32), f32) is None
-    assert _threads.gemm(f32, np.ones((512, 1), np.float32)) is None
+    # a thin side (k or n under GEMM_MIN_SIDE)
+    assert _threads.gemm(np.ones((4096, 32), np.float32), np.ones((32, 512), np.float32)) is None
+    assert _threads.gemm(np.ones((4096, 512), np.float32), np.ones((512, 32), np.float32)) is None
     assert _threads.gemm(f32.astype(np.float16), f32.astype(np.float16)) is None
     assert _threads.gemm(f32.astype(np.int32), f32.astype(np.int32)) is None
     assert _threads.gemm(f32, f32.astype(np.float64)) is None

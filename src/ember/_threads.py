@@ -235,6 +235,7 @@ GEMM_SPLIT_MACS = 1 << 18  # multiply-adds from which a product goes this way (O
 GEMM_PART_MACS = 1 << 20  # the least a part has
 GEMM_PART_ROWS = 128  # the fewest rows a part has (each packs all of b: _kernels_blas.c)
 GEMM_ALIGN = 64  # a part's first row is a multiple of this
+GEMM_MIN_SIDE = 64  # the least k and n: thinner products (a CNN's) ran 1-2% slower split
 _CBLAS = {"row": 101, "n": 111, "t": 112}  # CBLAS's enum values: row-major, no-trans, trans
 _GEMM_NAMES = (("scipy_", "64_"), ("", "64_"), ("", ""))  # (prefix, suffix); "64_": 64-bit ints
 _gemm_blas: Any = None  # (ctypes sgemm, 64-bit ints, its address); False: none found
@@ -305,14 +306,15 @@ def gemm(a: Any, b: Any, out: Any = None) -> Any:
     NumPy's ``dot`` with OpenBLAS's own threads): another dtype (OpenBLAS's dgemm computes its
     edge tiles differently in a part than in the whole product, so float64 would not keep one
     thread's values), under ``GEMM_SPLIT_MACS`` multiply-adds, fewer rows than two parts have (each
-    part packs all of ``b``: OpenBLAS's own threads share that work), one column (NumPy's gemv),
+    part packs all of ``b``: OpenBLAS's own threads share that work), ``k`` or ``n`` under
+    ``GEMM_MIN_SIDE``,
     no OpenBLAS found, an operand without unit stride along an axis, inside
     ``split``'s parts (each of those runs its products on one thread)."""
     m, k = a.shape
     kb, n = b.shape
     dt = a.dtype
-    if m * k * n < GEMM_SPLIT_MACS or m < 2 * GEMM_PART_ROWS or n < 2 or kb != k or b.dtype != dt \
-            or dt != np.float32 or _in_split.get():
+    if m * k * n < GEMM_SPLIT_MACS or m < 2 * GEMM_PART_ROWS or n < GEMM_MIN_SIDE \
+            or k < GEMM_MIN_SIDE or kb != k or b.dtype != dt or dt != np.float32 or _in_split.get():
         return None
     blas = _find_gemm_blas()
     fa, fb = _cblas_form(a), _cblas_form(b)
