@@ -292,3 +292,28 @@ def test_attention_written_out_gradients_match_one_thread(threads):
     ember.set_num_threads(2)
     for x, y in zip(run(), one):
         np.testing.assert_array_equal(x, y)
+
+
+@needs_blas
+@pytest.mark.parametrize("n_threads", [2, 3])
+def test_random_shapes_are_one_threads(n_threads, threads):
+    """The parts' rows do not change OpenBLAS's sgemm values (its dgemm's edge tiles would:
+    float64 is not split), over seeded random shapes and layouts."""
+    rng = np.random.default_rng(20261207 + n_threads)
+    ember.set_num_threads(n_threads)
+    split = 0
+    for _ in range(40):
+        m, k, n = int(rng.integers(256, 900)), int(rng.integers(64, 400)), \
+            int(rng.integers(64, 900))
+        a = rng.standard_normal((m, k)).astype(np.float32)
+        b = rng.standard_normal((k, n)).astype(np.float32)
+        if rng.random() < 0.5:
+            a = np.asfortranarray(a)
+        if rng.random() < 0.5:
+            b = np.asfortranarray(b)
+        got = _threads.gemm(a, b)
+        if got is None:
+            continue
+        split += 1
+        np.testing.assert_array_equal(got, _one_thread(a, b), err_msg=f"{(m, k, n)}")
+    assert split >= 30

@@ -19,9 +19,9 @@
  * columns: strided b and out) ran up to 1.9x slower than by rows (docs/benchmarks.md, "Session
  * 2026-12-07"). _threads.gemm sends only products of two parts' rows or more.
  * OpenBLAS's sgemm computes each output element alike whatever rows its call has around it (no
- * difference over 450 random shapes and both layouts; tests/test_threads_gemm.py), so the values
- * are those of one thread, bit for bit, at every thread count. Its dgemm does not (edge tiles
- * differed by an ulp in half the shapes), so float64 stays with OpenBLAS's own threads.
+ * difference over about 320 random shapes and both layouts; tests/test_threads_gemm.py), so the
+ * values are those of one thread, bit for bit, at every thread count. Its dgemm does not (edge
+ * tiles differed by an ulp in about half of 230 shapes), so float64 stays with OpenBLAS's.
  *
  * The BLAS functions are found by the Python side (_threads._find_gemm_blas: the OpenBLAS NumPy
  * loaded, by the names it exports) and handed over as addresses once (blas_use). */
