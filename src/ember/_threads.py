@@ -222,15 +222,15 @@ def _one_leave() -> None:
 
 
 # -- matrix products, split by ember -----------------------------------------------------------
-# A product of 2-D host float matrices with rows for two parts (256) is cut by ember into one
-# part of the result's rows per thread, each part a one-thread call of the BLAS function NumPy's ``dot`` calls
-# (cblas_sgemm/dgemm of the OpenBLAS NumPy loaded), with OpenBLAS's own count at 1 meanwhile.
-# With the kernels built the parts run on the kernels' pool (_kernels_blas.c), so a step's
-# kernels find that pool's worker awake after each product and the two pools no longer take
-# turns with the cores; without them (the reference, the same parts) on this module's pool through
-# ctypes (docs/benchmarks.md, "Session 2026-12-07"). Each element is computed as in the whole
-# product at one thread, so the values are one thread's at every thread count, in both paths
-# (at one thread too the product takes this way, as one part).
+# A float32 product of two matrices with rows for two parts (256) is cut by ember into one part
+# of the result's rows per thread, each part a one-thread call of the BLAS function NumPy's
+# ``dot`` calls (cblas_sgemm of the OpenBLAS NumPy loaded), with OpenBLAS's own count at 1
+# meanwhile. With the kernels built the parts run on the kernels' pool (_kernels_blas.c), so a
+# step's kernels find that pool's worker awake after each product and the two pools no longer
+# take turns with the cores; without them (the reference, the same parts) on this module's pool
+# through ctypes (docs/benchmarks.md, "Session 2026-12-07"). Each element is computed as in the
+# whole product at one thread, so the values are one thread's at every thread count, in both
+# paths (at one thread too the product takes this way, as one part).
 GEMM_SPLIT_MACS = 1 << 18  # multiply-adds from which a product goes this way (OpenBLAS's own cut)
 GEMM_PART_MACS = 1 << 20  # the least a part has
 GEMM_PART_ROWS = 128  # the fewest rows a part has (each packs all of b: _kernels_blas.c)
@@ -305,11 +305,10 @@ def gemm(a: Any, b: Any, out: Any = None) -> Any:
     float32 array of the result's shape, where given), or None where that does not apply (then
     NumPy's ``dot`` with OpenBLAS's own threads): another dtype (OpenBLAS's dgemm computes its
     edge tiles differently in a part than in the whole product, so float64 would not keep one
-    thread's values), under ``GEMM_SPLIT_MACS`` multiply-adds, fewer rows than two parts have (each
-    part packs all of ``b``: OpenBLAS's own threads share that work), ``k`` or ``n`` under
-    ``GEMM_MIN_SIDE``,
-    no OpenBLAS found, an operand without unit stride along an axis, inside
-    ``split``'s parts (each of those runs its products on one thread)."""
+    thread's values), under ``GEMM_SPLIT_MACS`` multiply-adds, fewer rows than two parts have
+    (each part packs all of ``b``: OpenBLAS's own threads share that work), ``k`` or ``n``
+    under ``GEMM_MIN_SIDE``, no OpenBLAS found, an operand without unit stride along an axis,
+    inside ``split``'s parts (each of those runs its products on one thread)."""
     m, k = a.shape
     kb, n = b.shape
     dt = a.dtype
