@@ -438,7 +438,8 @@ def gemm(a: Any, b: Any) -> Any:
     which is most of a small layer's product. Large products of matrices run on the kernels'
     pool (``_threads.gemm``; the same values)."""
     if type(a) is np.ndarray and type(b) is np.ndarray:
-        if a.ndim == 2 and b.ndim == 2 and (out := _threads.gemm(a, b)) is not None:
+        if a.ndim == 2 and b.ndim == 2 and a.shape[0] >= _threads.GEMM_MIN_ROWS \
+                and (out := _threads.gemm(a, b)) is not None:  # (a small one: no call)
             return out
         return a.dot(b)
     return a @ b

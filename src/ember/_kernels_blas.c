@@ -127,25 +127,6 @@ PyObject *py_blas_use(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
     Py_RETURN_NONE;
 }
 
-/* the bytes [lo, hi) a strided buffer spans (an empty one: none) */
-static void span(const Py_buffer *v, const char **lo, const char **hi)
-{
-    const char *l = (const char *)v->buf, *h = l;
-    for (int d = 0; d < v->ndim; d++) {
-        if (v->shape[d] == 0) {
-            *lo = *hi = l;
-            return;
-        }
-        const Py_ssize_t s = (v->shape[d] - 1) * v->strides[d];
-        if (s < 0)
-            l += s;
-        else
-            h += s;
-    }
-    *lo = l;
-    *hi = h + v->itemsize;
-}
-
 /* blas_gemm(a, b, out): out = a @ b for float32 a (..., M, K) and b (..., K, N) of one batch
  * shape (strides of whole floats, 0 where broadcast), each matrix with unit stride along one
  * axis, into C-contiguous float32 out (..., M, N) that overlaps neither. One product (2-D): its
@@ -188,10 +169,7 @@ PyObject *py_blas_gemm(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
             if (a.shape[d] != out.shape[d] || b.shape[d] != out.shape[d]
                 || a.strides[d] % 4 != 0 || b.strides[d] % 4 != 0)
                 bad = "expected a and b of out's batch shape (broadcast: stride 0)";
-        const char *olo = (const char *)out.buf, *ohi = olo + out.len, *alo, *ahi, *blo, *bhi;
-        span(&a, &alo, &ahi);
-        span(&b, &blo, &bhi);
-        if (out.len > 0 && ((alo < ohi && olo < ahi) || (blo < ohi && olo < bhi)))
+        if (out_overlaps(&out, &a, &b))
             bad = "out must not overlap a or b";
     }
     if (bad != NULL) {

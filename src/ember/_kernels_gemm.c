@@ -242,25 +242,6 @@ static int cpu_has_bf16(void)
            && __builtin_cpu_supports("avx512bf16");
 }
 
-/* the lowest and one past the highest byte a strided buffer spans */
-static void extent(const Py_buffer *v, char **lo, char **hi)
-{
-    char *l = (char *)v->buf, *h = (char *)v->buf;
-    for (int d = 0; d < v->ndim; d++) {
-        if (v->shape[d] == 0) {
-            *lo = *hi = (char *)v->buf;
-            return;
-        }
-        Py_ssize_t span = (v->shape[d] - 1) * v->strides[d];
-        if (span < 0)
-            l += span;
-        else
-            h += span;
-    }
-    *lo = l;
-    *hi = h + v->itemsize;
-}
-
 /* bf16_gemm(a, b, out): a (B, M, K) and b (B, K, N) 2-byte buffers of bfloat16 bits, any
  * strides (even in bytes), out (B, M, N) C-contiguous float32, not overlapping them */
 PyObject *py_bf16_gemm(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
@@ -294,10 +275,7 @@ PyObject *py_bf16_gemm(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
         for (int d = 0; d < 3; d++)
             if (a.strides[d] % 2 != 0 || b.strides[d] % 2 != 0)
                 bad = "expected strides of whole elements";
-        char *alo, *ahi, *blo, *bhi, *olo = (char *)out.buf, *ohi = (char *)out.buf + out.len;
-        extent(&a, &alo, &ahi);
-        extent(&b, &blo, &bhi);
-        if (out.len > 0 && ((alo < ohi && olo < ahi) || (blo < ohi && olo < bhi)))
+        if (out_overlaps(&out, &a, &b))
             bad = "out must not overlap a or b";
     }
     if (bad != NULL) {

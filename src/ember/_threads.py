@@ -234,6 +234,7 @@ def _one_leave() -> None:
 GEMM_SPLIT_MACS = 1 << 18  # multiply-adds from which a product goes this way (OpenBLAS's own cut)
 GEMM_PART_MACS = 1 << 20  # the least a part has
 GEMM_PART_ROWS = 128  # the fewest rows a part has (each packs all of b: _kernels_blas.c)
+GEMM_MIN_ROWS = 2 * GEMM_PART_ROWS  # the fewest rows a product that splits has
 GEMM_ALIGN = 64  # a part's first row is a multiple of this
 GEMM_MIN_SIDE = 64  # the least k and n: thinner products (a CNN's) ran 1-2% slower split
 _CBLAS = {"row": 101, "n": 111, "t": 112}  # CBLAS's enum values: row-major, no-trans, trans
@@ -275,6 +276,13 @@ def _find_gemm_blas() -> Any:
     return _gemm_blas
 
 
+def _hand_over(mod: Any, blas: tuple) -> None:
+    """Give the kernels module the BLAS's sgemm (once per module: ``disabled()`` swaps it)."""
+    if id(mod) not in _gemm_handed:
+        mod.blas_use(blas[2], 1 if blas[1] else None)
+        _gemm_handed.add(id(mod))
+
+
 def _cblas_form(x: np.ndarray) -> tuple[int, int] | None:
     """(trans, leading dimension) of a 2-D array for CBLAS's row-major calls: unit stride along
     its columns (as it is) or its rows (its transpose as it is); None where neither (NumPy
@@ -312,7 +320,7 @@ def gemm(a: Any, b: Any, out: Any = None) -> Any:
     m, k = a.shape
     kb, n = b.shape
     dt = a.dtype
-    if m * k * n < GEMM_SPLIT_MACS or m < 2 * GEMM_PART_ROWS or n < GEMM_MIN_SIDE \
+    if m * k * n < GEMM_SPLIT_MACS or m < GEMM_MIN_ROWS or n < GEMM_MIN_SIDE \
             or k < GEMM_MIN_SIDE or kb != k or b.dtype != dt or dt != np.float32 or _in_split.get():
         return None
     blas = _find_gemm_blas()
@@ -326,9 +334,8 @@ def gemm(a: Any, b: Any, out: Any = None) -> Any:
             or np.may_share_memory(out, a) or np.may_share_memory(out, b)):
         return None
     mod = _kernels_loader.active
-    if mod is not None and id(mod) not in _gemm_handed:
-        mod.blas_use(blas[2], 1 if blas[1] else None)
-        _gemm_handed.add(id(mod))
+    if mod is not None:
+        _hand_over(mod, blas)
     one = get_num_threads() > 1  # (at one thread ember has set OpenBLAS's count to 1 already)
     if one:
         _one_enter()
@@ -413,12 +420,9 @@ def _stack_on_pool(a: Any, b: Any, batch: tuple) -> Any:
     matrix side of one, no OpenBLAS found, a matrix without unit stride along an axis)."""
     mod = _kernels_loader.active
     n, m = a.shape[-2], b.shape[-1]
-    if mod is None or a.dtype != np.float32 or n < 2 or m < 2 or not _find_gemm_blas():
+    if mod is None or a.dtype != np.float32 or n < 2 or m < 2 or not (blas := _find_gemm_blas()):
         return None
-    if id(mod) not in _gemm_handed:
-        blas = _find_gemm_blas()
-        mod.blas_use(blas[2], 1 if blas[1] else None)
-        _gemm_handed.add(id(mod))
+    _hand_over(mod, blas)
     a = np.broadcast_to(a, batch + a.shape[-2:])  # (stride 0 where broadcast: not copied)
     b = np.broadcast_to(b, batch + b.shape[-2:])
     if _cblas_form(a[(0,) * len(batch)]) is None or _cblas_form(b[(0,) * len(batch)]) is None:
