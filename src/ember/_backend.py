@@ -435,8 +435,8 @@ def storage_extent(arr: Any) -> tuple[int, int] | None:
 def gemm(a: Any, b: Any) -> Any:
     """``a @ b`` for arrays of at most two dimensions. Host arrays go through ``ndarray.dot``: the
     same BLAS call as matmul's, bit for bit, at a third of matmul's fixed cost (~0.8 vs 2.5 us),
-    which is most of a small layer's product. Large products of matrices run on the kernels'
-    pool (``_threads.gemm``; the same values)."""
+    which is most of a small layer's product. Large float32 products of matrices run on the
+    kernels' pool (``_threads.gemm``; the same values)."""
     if type(a) is np.ndarray and type(b) is np.ndarray:
         if a.ndim == 2 and b.ndim == 2 and a.shape[0] >= _threads.GEMM_MIN_ROWS \
                 and (out := _threads.gemm(a, b)) is not None:  # (a small one: no call)

@@ -1,4 +1,5 @@
-/* What the eager kernels' C files share (ember._kernels is _kernels.c, _kernels_blas.c and _kernels_gemm.c). */
+/* What the eager kernels' C files share (ember._kernels is _kernels.c, _kernels_blas.c and
+ * _kernels_gemm.c). */
 #ifndef EMBER_KERNELS_H
 #define EMBER_KERNELS_H
 
@@ -12,6 +13,11 @@ typedef void (*range_fn)(void *ctx, Py_ssize_t i0, Py_ssize_t i1);
  * min_part units, boundaries multiples of align); call without the GIL */
 void kernels_parallel(range_fn fn, void *ctx, Py_ssize_t total, Py_ssize_t align,
                       Py_ssize_t min_part);
+
+/* the same with one contiguous part per thread (no smaller chunks): for work whose parts each
+ * pack shared data (a BLAS product's operand), so splitting finer would repeat that */
+void kernels_parallel_parts(range_fn fn, void *ctx, Py_ssize_t total, Py_ssize_t align,
+                            Py_ssize_t min_part);
 
 /* the lowest and one past the highest byte a strided buffer spans (an empty one: none) */
 static inline void buffer_extent(const Py_buffer *v, const char **lo, const char **hi)
@@ -40,11 +46,6 @@ static inline int out_overlaps(const Py_buffer *out, const Py_buffer *a, const P
     buffer_extent(b, &blo, &bhi);
     return out->len > 0 && ((alo < ohi && olo < ahi) || (blo < ohi && olo < bhi));
 }
-
-/* the same with one contiguous part per thread (no smaller chunks): for work whose parts each
- * pack shared data (a BLAS product's operand), so splitting finer would repeat that */
-void kernels_parallel_parts(range_fn fn, void *ctx, Py_ssize_t total, Py_ssize_t align,
-                            Py_ssize_t min_part);
 
 /* _kernels_blas.c */
 PyObject *py_blas_use(PyObject *mod, PyObject *const *args, Py_ssize_t nargs);

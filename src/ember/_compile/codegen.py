@@ -487,7 +487,8 @@ def _op_lines(k: int, st: tuple, ns: dict, add: Any, pad: str, prog_metas: list)
         f"c{k}.needs_input_grad = NIG{k}" + _meta_line(k, ns, prog_metas))
     args = ", ".join(f"s{s}" for s in aslots)
     if _is_rule(fwd, "Linear.forward") and xp is np and len(shapes[0]) == 2 and len(oslots) == 1:
-        # a 2-d Linear written out: the same product (_backend.gemm, the rule's) without the rule's call, its reshapes to and from the shape it already has
+        # a 2-d Linear written out: the same product (_backend.gemm, the rule's) without the
+        # rule's call, its reshapes to and from the shape it already has
         # (bfloat16 operands: the rule, whose product is the bfloat16 kernel's: half_gemm)
         x, w, b = (f"s{s}" for s in aslots)
         o = f"s{oslots[0]}"
