@@ -62,6 +62,16 @@
 #define RESTRICT __restrict__
 #endif
 
+/* before a loop whose iterations are independent though its output may be one of its inputs
+ * (element i read, then written): the compiler vectorizes it without an overlap check */
+#if defined(__clang__)
+#define IVDEP _Pragma("clang loop vectorize(assume_safety)")
+#elif defined(__GNUC__)
+#define IVDEP _Pragma("GCC ivdep")
+#else
+#define IVDEP
+#endif
+
 #ifndef __has_attribute
 #define __has_attribute(x) 0
 #endif
@@ -5998,13 +6008,16 @@ static PyObject *py_transpose_copy(PyObject *mod, PyObject *const *args, Py_ssiz
  * clamp (and relu: lo 0, hi +inf): t = x < lo ? lo : x; y = t > hi ? hi : t. The same values as
  * NumPy's minimum(hi, maximum(lo, x)) with the bound first (a tie keeps x: -0.0 stays -0.0, as
  * PyTorch's; a NaN x stays NaN) for bounds that are not NaN (the caller checks); one pass where
- * NumPy's maximum with a scalar runs a slow loop. p = {lo, hi}. */
+ * NumPy's maximum with a scalar runs a slow loop. p = {lo, hi}. y may be x itself (relu_ and
+ * clamp_ write in place): element i is read once, before its own write, so no iteration depends
+ * on another's (what IVDEP tells the compiler; x and y are not restrict). */
 CLONES static void clamp_f32(const void *xv, void *yv, Py_ssize_t i0, Py_ssize_t i1,
                              const double *p)
 {
-    const float *RESTRICT x = (const float *)xv;
-    float *RESTRICT y = (float *)yv;
+    const float *x = (const float *)xv;
+    float *y = (float *)yv;
     float lo = (float)p[0], hi = (float)p[1];
+    IVDEP
     for (Py_ssize_t i = i0; i < i1; i++) {
         float t = x[i] < lo ? lo : x[i];
         y[i] = t > hi ? hi : t;
@@ -6014,9 +6027,10 @@ CLONES static void clamp_f32(const void *xv, void *yv, Py_ssize_t i0, Py_ssize_t
 CLONES static void clamp_f64(const void *xv, void *yv, Py_ssize_t i0, Py_ssize_t i1,
                              const double *p)
 {
-    const double *RESTRICT x = (const double *)xv;
-    double *RESTRICT y = (double *)yv;
+    const double *x = (const double *)xv;
+    double *y = (double *)yv;
     double lo = p[0], hi = p[1];
+    IVDEP
     for (Py_ssize_t i = i0; i < i1; i++) {
         double t = x[i] < lo ? lo : x[i];
         y[i] = t > hi ? hi : t;

@@ -400,10 +400,11 @@ def relu_backward(out: Any, grad: Any) -> np.ndarray | None:
     return res
 
 
-def clamp(x: Any, lo: Any, hi: Any) -> np.ndarray | None:
+def clamp(x: Any, lo: Any, hi: Any, inplace: bool = False) -> np.ndarray | None:
     """``minimum(hi, maximum(lo, x))`` (a None bound: none) of a float32/float64 array in one
-    pass, the same values as NumPy's (bound first: a tie keeps x); None where the kernel does
-    not apply (other dtypes, non-number or NaN bounds, small arrays: NumPy's call is as fast)."""
+    pass, the same values as NumPy's (bound first: a tie keeps x), into a new array or into x
+    itself (``inplace``: x must be writeable); None where the kernel does not apply (other
+    dtypes, non-number or NaN bounds, small arrays: NumPy's call is as fast)."""
     k = active
     if k is None or not _ok(x, True) or x.size < 4096:
         return None
@@ -414,7 +415,7 @@ def clamp(x: Any, lo: Any, hi: Any) -> np.ndarray | None:
     hi = math.inf if hi is None else float(hi)
     if lo != lo or hi != hi:
         return None
-    out = np.empty_like(x)
+    out = x if inplace else np.empty_like(x)
     k.clamp(x, out, lo, hi)
     return out
 

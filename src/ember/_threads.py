@@ -521,6 +521,19 @@ def run(f: Any, *operands: Any) -> Any:
     return _split(f, operands, dtype)
 
 
+def run_into(f: Any, out: Any, *operands: Any) -> None:
+    """``f(*operands, out=out)`` (a ufunc, or a function of that form), split over the threads
+    as ``run`` splits where its rules apply and ``out``, a host array of the result's shape and
+    the operands' dtype, is C-ordered; else one call. An operand may be ``out`` itself (an
+    in-place op's ``x += y``): each part reads and writes its own elements."""
+    if (out.size >= cut_cheap and type(out) is np.ndarray and out.flags.c_contiguous
+            and all(x.dtype == out.dtype if type(x) is np.ndarray
+                    else type(x) is float or type(x) is int for x in operands)
+            and _split(f, operands, out.dtype, out) is not None):
+        return
+    f(*operands, out=out)
+
+
 def call(f: Any, alt: Any, *operands: Any) -> Any:
     """``run(f, *operands)``, or ``alt(*operands)`` where the split does not apply."""
     out = run(f, *operands)
@@ -561,12 +574,18 @@ def copy(a: Any) -> Any:
         return None
     out = np.empty(a.shape, a.dtype)
     step = -(-rows // min(n, rows))
-    _parallel(_copy_into, [((a[i:i + step],), out[i:i + step]) for i in range(0, rows, step)])
+    _parallel(copy_into, [((a[i:i + step],), out[i:i + step]) for i in range(0, rows, step)])
     return out
 
 
-def _copy_into(a: Any, out: Any) -> None:
+def copy_into(a: Any, out: Any) -> None:
+    """``out[...] = a`` as a function of ``run_into``'s form."""
     np.copyto(out, a)
+
+
+def fill_into(value: Any, out: Any) -> None:
+    """``out[...] = value`` (a number) as a function of ``run_into``'s form."""
+    out.fill(value)
 
 
 def _where_into(cond: Any, a: Any, b: Any, out: Any) -> None:
@@ -582,14 +601,19 @@ def _where_into(cond: Any, a: Any, b: Any, out: Any) -> None:
         out[i:i + per] = np.where(c, x, y)
 
 
-def _split(f: Any, operands: tuple[Any, ...], dtype: Any) -> Any:
+def _split(f: Any, operands: tuple[Any, ...], dtype: Any, out: Any = None) -> Any:
+    """The split of ``run`` and ``run_into`` (``out``: given, C-ordered): the result, or None
+    where it does not apply (nothing run)."""
     n = get_num_threads()
     if n < 2:
         return None
     arrays = [x for x in operands if type(x) is np.ndarray]
     try:
-        shape = np.broadcast_shapes(*(a.shape for a in arrays))
+        shape = np.broadcast_shapes(*(a.shape for a in arrays),
+                                    *(() if out is None else (out.shape,)))
     except ValueError:
+        return None
+    if out is not None and shape != out.shape:
         return None
     size = 1
     for d in shape:
@@ -597,9 +621,10 @@ def _split(f: Any, operands: tuple[Any, ...], dtype: Any) -> Any:
     if size < cut or size < 2 * ALIGN:
         return None
     full = [a for a in arrays if a.shape == shape]
-    if not full or not all(a.flags.c_contiguous for a in full):
+    if not all(a.flags.c_contiguous for a in full) or (out is None and not full):
         return None  # (NumPy would choose the layout of a strided operand)
-    out = np.empty(shape, dtype)
+    if out is None:
+        out = np.empty(shape, dtype)
     if len(full) == len(arrays):  # same shape, all C-contiguous: flat parts
         step = -(-size // n)
         step = -(-step // ALIGN) * ALIGN

@@ -25,7 +25,8 @@ static PyObject *s_grad_fn, *s_pre_hooks, *s_retain, *s_fn, *s_tensor_io, *s_n_o
     *s_TensorBase,
     *s_CPU_ARRAY, *s_np, *s_generic, *s_asarray, *s_final_callbacks, *s_grad_mode, *s_state,
     *s_enabled, *s_pop, *s_run_backward_python, *s_dependencies, *s_walk_nodes,
-    *s_backward_python, *s_run_backward, *s_ones, *s_output_nr, *s_size;
+    *s_backward_python, *s_run_backward, *s_ones, *s_output_nr, *s_size, *s_grad_sum,
+    *s_GRAD_SUM_SPLIT_FROM;
 
 /* engine.py's module namespace (a strong reference, set by engine_init). */
 static PyObject *engine_globals = NULL;
@@ -80,6 +81,8 @@ int ember_engine_exec(PyObject *module)
     INTERN(s_writeable, "writeable");
     INTERN(s_copy, "copy");
     INTERN(s_copy_grad, "_copy_grad");
+    INTERN(s_grad_sum, "_grad_sum");
+    INTERN(s_GRAD_SUM_SPLIT_FROM, "GRAD_SUM_SPLIT_FROM");
     INTERN(s_make, "_make");
     INTERN(s_TensorBase, "TensorBase");
     INTERN(s_CPU_ARRAY, "CPU_ARRAY");
@@ -442,6 +445,26 @@ static int addable_in_place(PyObject *a, PyObject *g, PyObject *cpu)
     return ok;
 }
 
+/* a + g, into a's memory where `into` (the caller has checked it may): engine.py's _grad_sum
+ * for a host array of GRAD_SUM_SPLIT_FROM elements or more (split over the threads there),
+ * NumPy's + for anything smaller. New reference. */
+static PyObject *grad_sum(PyObject *a, PyObject *g, int into, PyObject *cpu)
+{
+    if ((PyObject *)Py_TYPE(a) == cpu) {
+        PyObject *size = PyObject_GetAttr(a, s_size);
+        PyObject *from = size ? engine_global(s_GRAD_SUM_SPLIT_FROM) : NULL;
+        int big = from ? PyObject_RichCompareBool(size, from, Py_GE) : -1;
+        Py_XDECREF(size);
+        if (big < 0)
+            return NULL;
+        if (big) {
+            PyObject *args[3] = {a, g, into ? Py_True : Py_False};
+            return call_engine(s_grad_sum, args, 3);
+        }
+    }
+    return into ? PyNumber_InPlaceAdd(a, g) : PyNumber_Add(a, g);
+}
+
 /* engine.py's _add_into_buffer: old + g, added in place (old's memory) when old is a CPU array
  * that only the buffer list holds (refcount 2: the list's and the caller's `old`), with no base,
  * writeable, and g's shape and dtype; a new array otherwise. New reference. */
@@ -455,9 +478,9 @@ static PyObject *add_into_buffer(PyObject *old, PyObject *g)
         if (ok < 0)
             return NULL;
         if (ok)
-            return PyNumber_InPlaceAdd(old, g);  /* ndarray.__iadd__: returns old */
+            return grad_sum(old, g, 1, cpu);  /* (ndarray.__iadd__'s result: old) */
     }
-    return PyNumber_Add(old, g);
+    return grad_sum(old, g, 0, cpu);
 }
 
 /* The send step of the fast path, for input `i` whose edge is (nxt, nr) and whose gradient
@@ -838,7 +861,7 @@ static int accumulate_leaf(PyObject *node, PyObject *buf, PyObject *handed_out)
         if (ok < 0)
             goto done;
         if (ok) {
-            PyObject *r = PyNumber_InPlaceAdd(held, g);  /* ndarray.__iadd__ */
+            PyObject *r = grad_sum(held, g, 1, cpu);  /* (ndarray.__iadd__'s) */
             if (r == NULL)
                 goto done;
             Py_DECREF(r);
@@ -846,7 +869,7 @@ static int accumulate_leaf(PyObject *node, PyObject *buf, PyObject *handed_out)
             goto done;
         }
     }
-    PyObject *sum = PyNumber_Add(held, g);  /* a new array: never += into a shared buffer */
+    PyObject *sum = grad_sum(held, g, 0, cpu);  /* a new array: never += into a shared buffer */
     if (sum == NULL)
         goto done;
     PyObject *generic = PyObject_GetAttr(np, s_generic);

@@ -608,8 +608,27 @@ def _add_into_buffer(buf: list, nr: int, g: Any) -> Any:
     a = buf[nr]
     buf[nr] = None  # refs to a now: this frame's and getrefcount's, when no one else holds it
     if sys.getrefcount(a) == 2 and _addable_in_place(a, g):
-        np.add(a, g, out=a)
+        return _grad_sum(a, g, True)
+    return _grad_sum(a, g, False)
+
+
+GRAD_SUM_SPLIT_FROM = _threads.THRESHOLD_CHEAP  # elements from which the C engine asks _grad_sum
+
+
+def _grad_sum(a: Any, g: Any, into: bool) -> Any:
+    """``a + g`` for two gradients of one input (into ``a``'s memory where ``into``: the
+    caller has checked it may), a large pair of host arrays of one dtype split over the threads
+    (``_threads``: the same values as one call). The C engine calls it for arrays of
+    ``GRAD_SUM_SPLIT_FROM`` elements or more and adds smaller ones itself."""
+    if into:
+        if type(a) is CPU_ARRAY:
+            _threads.run_into(np.add, a, a, g)
+        else:
+            a += g
         return a
+    if type(a) is CPU_ARRAY and a.size >= _threads.cut_cheap and (
+            out := _threads.run(np.add, a, g)) is not None:
+        return out
     return a + g
 
 
@@ -728,9 +747,9 @@ def _accumulate(leaf: Any, g: Any, create_graph: bool, handed_out: set[int]) -> 
             # values, where PyTorch's would see the sum)
             if (sys.getrefcount(held) == 3 and _addable_in_place(held, g)
                     and id(held) not in handed_out):
-                np.add(held, g, out=held)
+                _grad_sum(held, g, True)
             else:
-                new = held + g  # a new array: never += into a buffer another may share
+                new = _grad_sum(held, g, False)  # a new array: never += into a buffer another may share
                 cur._data = np.asarray(new) if isinstance(new, np.generic) else new
                 handed_out.add(id(cur._data))
     if leaf._post_accumulate_hooks:

@@ -14,8 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from .. import _backend, _dtype
+from .. import _backend, _dtype, _threads
 from .._tensor_base import TensorBase
+from ..autograd import function as _function
 from ..autograd import grad_mode
 from ..autograd.function import (
     InplaceInputWindow,
@@ -29,6 +30,7 @@ from ..autograd.function import (
     window_geometry,
 )
 from ..autograd.node import ViewOutput
+from . import inplace_direct as _direct
 from .casting import copy_from, fill, zero
 from .indexing import getitem, index_fill, index_put, masked_fill, setitem
 
@@ -68,6 +70,9 @@ def inplace(t: TensorBase, fn: Any, *args: Any, **kwargs: Any) -> TensorBase:
                for a in args)  # (an operand that is a no_grad view requires grad, as PyTorch's)
     ) and t._data.dtype.kind in "fcV"  # an integer tensor never requires grad
     if not tracking:
+        if _function.tracer is None and _direct.run(t, fn, args, kwargs):
+            t._bump_version()  # (written straight into t's memory: the op's values, one pass)
+            return t
         with grad_mode.no_grad():
             out = fn(t, *args, **kwargs)
         _check_inplace_result(t, out, fn)
@@ -82,9 +87,12 @@ def inplace(t: TensorBase, fn: Any, *args: Any, **kwargs: Any) -> TensorBase:
             "(Update parameters inside `with torch.no_grad():`, or use an out-of-place "
             "op such as x = x + y.)"
         )
-    # the op runs on a snapshot (it may save its input); the result is written back into
-    # this tensor's memory
-    old = _snapshot(t)
+    # the op runs on a snapshot (it may save its input; add, sub and relu save none, so theirs
+    # is this tensor's memory itself, not a copy); the result is written back into that memory
+    if _function.tracer is None and _direct.saves_no_input(t, fn, args, kwargs):
+        old = TensorBase._make(t._data, t._rg, t._grad_fn, t._output_nr)
+    else:
+        old = _snapshot(t)
     out = fn(old, *args, **kwargs)
     _check_inplace_result(t, out, fn)
     _write(t, out._data)
@@ -297,7 +305,11 @@ def _write(t: TensorBase, arr: Any) -> None:
             changed = arr != d  # what changed, or unchanged copies would overwrite it
             d[changed] = arr[changed]
             return
-        d[...] = arr
+        if d.size >= _threads.cut_cheap and type(d) is np.ndarray and type(arr) is np.ndarray \
+                and arr.dtype == d.dtype:
+            _threads.run_into(_threads.copy_into, d, arr)  # (large: over the threads)
+        else:
+            d[...] = arr
     else:
         t._data = arr.astype(d.dtype, copy=True) if arr.dtype != d.dtype else arr
 

@@ -1,0 +1,233 @@
+"""In-place ops written straight into the tensor's memory (ops/inplace_direct.py) and gradient
+sums split over the threads (autograd/engine.py's _grad_sum): the values are the general path's
+(the out-of-place op, then a copy) bit for bit, at one and two threads, split or not."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ember
+from ember import _threads, ops
+from ember.autograd import engine
+from ember.ops import inplace_direct
+from helpers import count_calls
+
+
+@pytest.fixture
+def threads():
+    saved = ember.get_num_threads()
+    yield
+    ember.set_num_threads(saved)
+
+
+def _general(monkeypatch):
+    """The general path only: the out-of-place op, then its copy into the tensor."""
+    monkeypatch.setattr(inplace_direct, "run", lambda *a: False)
+    monkeypatch.setattr(inplace_direct, "saves_no_input", lambda *a: False)
+
+
+def _bits(a: np.ndarray) -> np.ndarray:
+    return a.view(np.uint32 if a.dtype == np.float32 else np.uint64)
+
+
+RNG = np.random.default_rng(7)
+
+
+def _arr(shape, dt):
+    a = RNG.standard_normal(shape).astype(dt)
+    a.flat[::17] = 0.0
+    a.flat[5::97] = -0.0
+    a.flat[3::131] = np.nan
+    return a
+
+
+CASES = {  # name: (method call, operand shape or None for a number)
+    "add_": (lambda x, y: x.add_(y), "same"),
+    "add_ alpha": (lambda x, y: x.add_(y, alpha=-0.37), "same"),
+    "add_ number": (lambda x, y: x.add_(0.1), None),
+    "iadd row": (lambda x, y: x.__iadd__(y), "row"),
+    "sub_ alpha": (lambda x, y: x.sub_(y, alpha=3), "col"),
+    "isub": (lambda x, y: x.__isub__(y), "same"),
+    "mul_": (lambda x, y: x.mul_(y), "same"),
+    "mul_ number": (lambda x, y: x.mul_(1.7), None),
+    "imul row": (lambda x, y: x.__imul__(y), "row"),
+    "div_": (lambda x, y: x.div_(y), "same"),
+    "itruediv number": (lambda x, y: x.__itruediv__(0.0), None),
+    "relu_": (lambda x, y: x.relu_(), None),
+    "F.relu inplace": (lambda x, y: ember.nn.functional.relu(x, inplace=True), None),
+    "zero_": (lambda x, y: x.zero_(), None),
+    "fill_": (lambda x, y: x.fill_(-2.5), None),
+    "fill_ int": (lambda x, y: x.fill_(3), None),
+    "copy_": (lambda x, y: x.copy_(y), "same"),
+    "copy_ row": (lambda x, y: x.copy_(y), "row"),
+    "addcmul_": (lambda x, y: x.addcmul_(y, y, value=-0.5), "same"),
+    "addcdiv_": (lambda x, y: x.addcdiv_(x, y, value=0.3), "same"),
+    "addcmul_ row": (lambda x, y: x.addcmul_(y, y), "row"),
+}
+SHAPES = {"same": lambda s: s, "row": lambda s: s[1:], "col": lambda s: s[:1] + (1,)}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+@pytest.mark.parametrize("shape, n_threads, split", [
+    ((6, 37), 1, False), ((256, 1024), 2, True), ((256, 1024), 1, False)])
+@pytest.mark.parametrize("layout", ["c", "transposed"])
+def test_direct_equals_the_general_path(threads, monkeypatch, name, dt, shape, n_threads, split,
+                                        layout):
+    ember.set_num_threads(n_threads)
+    if split:
+        monkeypatch.setattr(_threads, "cut_cheap", 4096)
+        monkeypatch.setattr(_threads, "cut", 4096)
+    call, kind = CASES[name]
+    if layout == "transposed":
+        shape = shape[::-1]
+    x0 = _arr(shape, dt)
+    y0 = None if kind is None else _arr(SHAPES[kind](shape), dt)
+
+    def run():
+        x = ember.tensor(x0.T.copy()).t() if layout == "transposed" else ember.tensor(x0)
+        y = None if y0 is None else ember.tensor(y0)
+        with ember.no_grad():
+            r = call(x, y)
+        assert r is x and x._version == [1]  # (bumped once)
+        return x.numpy()
+
+    direct_calls = count_calls(monkeypatch, inplace_direct, "run")
+    parts = count_calls(monkeypatch, _threads, "_parallel")
+    got = run()
+    assert direct_calls["n"] == 1
+    # (relu_: the clamp kernel's own threads; a broadcast operand with a scale: one call)
+    whole = {"relu_", "F.relu inplace", "sub_ alpha", "addcmul_ row"}
+    if split and layout == "c" and name not in whole:
+        assert parts["n"] >= 1
+    elif layout == "transposed" or not split:
+        assert parts["n"] == 0
+    with monkeypatch.context() as m:
+        _general(m)
+        want = run()
+    np.testing.assert_array_equal(_bits(got), _bits(want))
+
+
+def test_the_direct_path_writes_through_views_and_numpy(threads):
+    base = ember.zeros(4, 6)
+    arr = base.numpy()
+    view = base[1:3, ::2]
+    view.add_(ember.ones(2, 3))
+    view.mul_(3.0)
+    expect = np.zeros((4, 6), np.float32)
+    expect[1:3, ::2] = 3.0
+    np.testing.assert_array_equal(arr, expect)
+    np.testing.assert_array_equal(base.numpy(), expect)
+
+
+@pytest.mark.parametrize("fn, args, kwargs", [
+    (ops.add, (ember.ones(3, dtype=ember.float64),), {}),  # another dtype: promotes, casts back
+    (ops.add, (ember.ones(2, 3),), {}),                    # grows the shape: PyTorch's error
+    (ops.add, (1,), {"alpha": True}),
+    (ops.div, (2.0,), {"rounding_mode": "floor"}),
+    (ops.fill, (1e39,), {}),                               # past float32's range
+    (ops.mul, (ember.ones(3, dtype=ember.int64),), {}),
+    (ops.add, (np.ones(3, np.float32),), {}),              # not a tensor
+])
+def test_cases_the_direct_path_leaves_to_the_general_one(fn, args, kwargs):
+    x = ember.ones(3)
+    assert not inplace_direct.run(x, fn, args, kwargs)
+    np.testing.assert_array_equal(x.numpy(), np.ones(3, np.float32))
+    assert not inplace_direct.run(ember.ones(3, dtype=ember.int32), ops.add, (1,), {})
+    assert not inplace_direct.run(ember.ones(3, dtype=ember.float16), ops.add, (1,), {})
+
+
+def test_the_direct_path_keeps_pytorchs_errors():
+    x = ember.ones(3)
+    with pytest.raises(RuntimeError, match="doesn't match the broadcast shape"):
+        x.add_(ember.ones(2, 3))
+    x = ember.ones(4)
+    with pytest.raises(RuntimeError, match="single memory location"):
+        x[1:].add_(x[:3])
+
+
+@pytest.mark.parametrize("op", ["add_", "sub_", "relu_", "iadd"])
+def test_recorded_add_sub_relu_run_on_the_tensors_memory_and_keep_gradients(monkeypatch, op):
+    rng = np.random.default_rng(1)
+    a0 = rng.standard_normal((5, 7))
+    b0 = rng.standard_normal((5, 7))
+
+    def grads(general):
+        with monkeypatch.context() as m:
+            if general:
+                _general(m)
+            snaps = count_calls(m, __import__("ember.ops.inplace", fromlist=["x"]), "_snapshot")
+            a = ember.tensor(a0, requires_grad=True)
+            b = ember.tensor(b0, requires_grad=True)
+            x = a * 2
+            if op == "relu_":
+                x.relu_()
+            elif op == "iadd":
+                x += b
+            else:
+                getattr(x, op)(b, alpha=0.5)
+            (x * x).sum().backward()
+            return snaps["n"], a.grad.numpy(), b.grad.numpy() if b.grad is not None else None
+
+    n_direct, ga, gb = grads(False)
+    n_general, ga2, gb2 = grads(True)
+    assert (n_direct, n_general) == (0, 1)
+    np.testing.assert_array_equal(ga, ga2)
+    if gb2 is not None:
+        np.testing.assert_array_equal(gb, gb2)
+    x = a0 * 2
+    if op == "relu_":
+        want_a = 2 * 2 * np.maximum(x, 0) * (x > 0)
+    else:
+        s = -0.5 if op == "sub_" else (1.0 if op == "iadd" else 0.5)
+        want_a = 2 * 2 * (x + s * b0)
+    np.testing.assert_allclose(ga, want_a, rtol=1e-12)
+
+
+def test_a_recorded_mul_still_saves_a_copy_of_the_old_value():
+    a = ember.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    b = ember.tensor([4.0, 5.0, 6.0], requires_grad=True)
+    x = a * 1
+    x.mul_(b)
+    x.sum().backward()
+    np.testing.assert_array_equal(b.grad.numpy(), [1.0, 2.0, 3.0])  # x's old value
+    np.testing.assert_array_equal(a.grad.numpy(), [4.0, 5.0, 6.0])
+
+
+def test_a_recorded_relu_saved_output_follows_later_writes():
+    a = ember.tensor([-1.0, 2.0], requires_grad=True)
+    x = a * 1
+    x.relu_()
+    x.add_(1.0)  # relu saved its result, now changed: backward must refuse, as PyTorch's
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        x.sum().backward()
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_gradient_sums_split_over_the_threads_equal_one_thread(threads, monkeypatch, native):
+    if not native:
+        monkeypatch.setattr(engine, "run_backward", engine._run_backward_python)
+    monkeypatch.setattr(engine, "GRAD_SUM_SPLIT_FROM", 4096)
+    rng = np.random.default_rng(2)
+    x0 = rng.standard_normal((64, 300)).astype(np.float32)
+    y0 = rng.standard_normal((64, 300)).astype(np.float32)
+
+    def run(n):
+        ember.set_num_threads(n)
+        if n > 1:
+            monkeypatch.setattr(_threads, "cut_cheap", 4096)
+            monkeypatch.setattr(_threads, "cut", 4096)
+        x = ember.tensor(x0, requires_grad=True)
+        y = ember.tensor(y0)
+        for _ in range(2):  # the second backward adds into the existing .grad
+            (x * y + x.exp() + x).sum().backward()
+        return x.grad.numpy().copy()
+
+    one = run(1)
+    calls = count_calls(monkeypatch, engine, "_grad_sum")
+    parts = count_calls(monkeypatch, _threads, "_parallel")
+    two = run(2)
+    assert calls["n"] >= 3 and parts["n"] >= 3
+    np.testing.assert_array_equal(one, two)
+    np.testing.assert_allclose(one, 2 * (y0 + np.exp(x0) + 1), rtol=1e-6, atol=1e-5)
