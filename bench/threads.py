@@ -5,6 +5,7 @@ Each (engine, thread count) runs in its own process (``set_num_threads(n)`` ther
 pool; ember's kernels' pool, NumPy's BLAS and the pool that splits large NumPy calls). Rows:
 4M-element float32 vectors (add, ``x * y + x``, exp, tanh, GELU, masked_fill with a random mask)
 and 1024 x 4096 rows (softmax(-1), layer_norm over 4096, sum), uniform [0, 1) inputs (GELU: normal),
+and in-place ops on the vectors (forward: on x itself; forward+backward: on ``x * 1``, recorded),
 forward under ``no_grad`` and forward+backward, best of ``--repeat`` (and of as many as fit in 0.1 s), wall ms. The load average
 is printed before and after: on a shared machine the 2-thread column means little unless the
 load stays well under one per core.
@@ -43,6 +44,13 @@ def _cases(m: Any) -> dict[str, tuple[Any, str]]:
         "softmax(-1)": (lambda x, y: m.softmax(x, -1), "r"),
         "layer_norm": (lambda x, y: F.layer_norm(x, (4096,), w, b), "r"),
         "sum": (lambda x, y: x.sum(), "r"),
+        # in place: forward on x itself under no_grad; forward+backward on x * 1 (recorded)
+        "x += y": (lambda x, y: x.__iadd__(y), "v+"),
+        "add_(y, alpha)": (lambda x, y: x.add_(y, alpha=-0.01), "v+"),
+        "relu_": (lambda x, y: x.relu_(), "n+"),
+        "copy_": (lambda x, y: x.copy_(y), "v+"),
+        "zero_": (lambda x, y: x.zero_(), "v+"),
+        "addcmul_": (lambda x, y: x.addcmul_(y, y, value=-0.01), "v+"),
     }
 
 
@@ -75,6 +83,8 @@ def child(engine: str, threads: int, repeat: int, only: list[str]) -> dict[str, 
     for name, (fn, kind) in _cases(m).items():
         if only and name not in only:
             continue
+        inplace = kind.endswith("+")
+        kind = kind.rstrip("+")
         x, y = m.tensor(arrays[kind]), y_all[kind]
         xg = m.tensor(arrays[kind], requires_grad=True)
         g = m.tensor(rng.random(arrays[kind].shape, dtype=np.float32))
@@ -83,8 +93,9 @@ def child(engine: str, threads: int, repeat: int, only: list[str]) -> dict[str, 
             with m.no_grad():
                 fn(x, y)
 
-        def fb(fn: Any = fn, xg: Any = xg, y: Any = y, g: Any = g) -> None:
-            r = fn(xg, y)
+        def fb(fn: Any = fn, xg: Any = xg, y: Any = y, g: Any = g, inplace: bool = inplace
+               ) -> None:
+            r = fn(xg * 1 if inplace else xg, y)
             r.backward(g if r.ndim else None)
             xg.grad = None
 

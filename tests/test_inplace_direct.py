@@ -147,7 +147,7 @@ def test_the_direct_path_keeps_pytorchs_errors():
         x[1:].add_(x[:3])
 
 
-@pytest.mark.parametrize("op", ["add_", "sub_", "relu_", "iadd"])
+@pytest.mark.parametrize("op", ["add_", "sub_", "relu_", "iadd", "zero_", "fill_", "copy_"])
 def test_recorded_add_sub_relu_run_on_the_tensors_memory_and_keep_gradients(monkeypatch, op):
     rng = np.random.default_rng(1)
     a0 = rng.standard_normal((5, 7))
@@ -165,9 +165,15 @@ def test_recorded_add_sub_relu_run_on_the_tensors_memory_and_keep_gradients(monk
                 x.relu_()
             elif op == "iadd":
                 x += b
+            elif op == "zero_":
+                x.zero_()
+            elif op == "fill_":
+                x.fill_(0.25)
+            elif op == "copy_":
+                x.copy_(b)
             else:
                 getattr(x, op)(b, alpha=0.5)
-            (x * x).sum().backward()
+            (x * x + a).sum().backward()
             return snaps["n"], a.grad.numpy(), b.grad.numpy() if b.grad is not None else None
 
     n_direct, ga, gb = grads(False)
@@ -178,10 +184,14 @@ def test_recorded_add_sub_relu_run_on_the_tensors_memory_and_keep_gradients(monk
         np.testing.assert_array_equal(gb, gb2)
     x = a0 * 2
     if op == "relu_":
-        want_a = 2 * 2 * np.maximum(x, 0) * (x > 0)
+        want_a = 2 * 2 * np.maximum(x, 0) * (x > 0) + 1
+    elif op in ("zero_", "fill_", "copy_"):  # the old value is overwritten: a's gradient is 1
+        want_a = np.ones_like(x)
+        if op == "copy_":
+            np.testing.assert_allclose(gb, 2 * b0, rtol=1e-12)
     else:
         s = -0.5 if op == "sub_" else (1.0 if op == "iadd" else 0.5)
-        want_a = 2 * 2 * (x + s * b0)
+        want_a = 2 * 2 * (x + s * b0) + 1
     np.testing.assert_allclose(ga, want_a, rtol=1e-12)
 
 

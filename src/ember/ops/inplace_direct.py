@@ -41,15 +41,21 @@ def run(t: TensorBase, fn: Any, args: tuple, kwargs: dict) -> bool:
 
 def saves_no_input(t: TensorBase, fn: Any, args: tuple, kwargs: dict) -> bool:
     """Whether ``fn(t, *args, **kwargs)`` is one of the ops here whose node keeps nothing of
-    ``t``'s value (add and sub keep nothing, relu its result) in one of the cases ``run`` takes
-    (so the op is that one node): a recorded in-place op may then run on ``t``'s memory itself
-    rather than a copy of it (``ops/inplace.py``), as nothing reads the old values after."""
+    ``t``'s value (add, sub, zero, fill and copy keep nothing, relu its result) in one of the
+    cases ``run`` takes (so the op is that one node): a recorded in-place op may then run on
+    ``t``'s memory itself rather than a copy of it (``ops/inplace.py``), as nothing reads the
+    old values after."""
     d = t._data
     if type(d) is not np.ndarray or d.dtype.char not in "fd" or 0 in d.strides:
         return False
     f = _lookup(fn)
-    if f is _relu:
+    if f is _relu or f is _zero:
         return not args and not kwargs
+    if f is _fill:
+        return len(args) == 1 and not kwargs and _number(args[0])
+    if f is _copy:
+        return (len(args) == 1 and not kwargs and isinstance(args[0], TensorBase)
+                and _operand(d, args[0]) is not None)
     return ((f is _add or f is _sub) and len(args) == 1 and kwargs.keys() <= {"alpha"}
             and _number(kwargs.get("alpha", 1)) and _operand(d, args[0]) is not None)
 
