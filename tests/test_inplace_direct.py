@@ -71,7 +71,7 @@ SHAPES = {"same": lambda s: s, "row": lambda s: s[1:], "col": lambda s: s[:1] + 
 @pytest.mark.parametrize("name", list(CASES))
 @pytest.mark.parametrize("dt", [np.float32, np.float64])
 @pytest.mark.parametrize("shape, n_threads, split", [
-    ((6, 37), 1, False), ((256, 1024), 2, True), ((256, 1024), 1, False)])
+    ((6, 37), 1, False), ((256, 1100), 2, True), ((256, 1100), 1, False)])
 @pytest.mark.parametrize("layout", ["c", "transposed"])
 def test_direct_equals_the_general_path(threads, monkeypatch, name, dt, shape, n_threads, split,
                                         layout):

@@ -189,7 +189,8 @@ def _write_expr(d: np.ndarray, expr: Any, *ops: Any) -> None:
     shape (so the intermediate values are read back from the cache, not memory), the blocks
     split over the threads; else at once. The same values either way (each element's operations
     are the same)."""
-    if d.flags.c_contiguous and all(o.shape == d.shape and o.flags.c_contiguous for o in ops):
+    if d.size > _BLOCK and d.flags.c_contiguous and all(
+            o.shape == d.shape and o.flags.c_contiguous for o in ops):
         _threads.run_into(_in_blocks(expr), d, d, *ops)
     else:
         expr(np.empty_like(d), d, d, *ops)
