@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import ember
+from ember import _kernels_loader as L
 from ember import _threads, ops
 from ember.autograd import engine
 from ember.ops import inplace_direct
@@ -19,6 +20,19 @@ def threads():
     saved = ember.get_num_threads()
     yield
     ember.set_num_threads(saved)
+
+
+def _count_splits(monkeypatch) -> dict:
+    """Calls split over the threads: on the Python pool, or the kernels' (arith's True)."""
+    calls = count_calls(monkeypatch, _threads, "_parallel")
+    arith = L.arith
+
+    def spy(*a, **k):
+        done = arith(*a, **k)
+        calls["n"] += bool(done)
+        return done
+    monkeypatch.setattr(L, "arith", spy)
+    return calls
 
 
 def _general(monkeypatch):
@@ -77,8 +91,8 @@ def test_direct_equals_the_general_path(threads, monkeypatch, name, dt, shape, n
                                         layout):
     ember.set_num_threads(n_threads)
     if split:
-        monkeypatch.setattr(_threads, "cut_cheap", 4096)
-        monkeypatch.setattr(_threads, "cut", 4096)
+        for name_ in ("cut_cheap", "cut", "cut_arith"):
+            monkeypatch.setattr(_threads, name_, 4096)
     call, kind = CASES[name]
     if layout == "transposed":
         shape = shape[::-1]
@@ -94,7 +108,7 @@ def test_direct_equals_the_general_path(threads, monkeypatch, name, dt, shape, n
         return x.numpy()
 
     direct_calls = count_calls(monkeypatch, inplace_direct, "run")
-    parts = count_calls(monkeypatch, _threads, "_parallel")
+    parts = _count_splits(monkeypatch)
     got = run()
     assert direct_calls["n"] == 1
     # (relu_: the clamp kernel's own threads; a broadcast operand with a scale: one call)
@@ -226,8 +240,8 @@ def test_gradient_sums_split_over_the_threads_equal_one_thread(threads, monkeypa
     def run(n):
         ember.set_num_threads(n)
         if n > 1:
-            monkeypatch.setattr(_threads, "cut_cheap", 4096)
-            monkeypatch.setattr(_threads, "cut", 4096)
+            for name_ in ("cut_cheap", "cut", "cut_arith"):
+                monkeypatch.setattr(_threads, name_, 4096)
         x = ember.tensor(x0, requires_grad=True)
         y = ember.tensor(y0)
         for _ in range(2):  # the second backward adds into the existing .grad
@@ -236,7 +250,7 @@ def test_gradient_sums_split_over_the_threads_equal_one_thread(threads, monkeypa
 
     one = run(1)
     calls = count_calls(monkeypatch, engine, "_grad_sum")
-    parts = count_calls(monkeypatch, _threads, "_parallel")
+    parts = _count_splits(monkeypatch)
     two = run(2)
     assert calls["n"] >= 3 and parts["n"] >= 3
     np.testing.assert_array_equal(one, two)

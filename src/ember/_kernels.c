@@ -6122,6 +6122,114 @@ CLONES static void relu_backward_f64(const void *ov, const void *gv, void *rv, P
         r[i] = o[i] <= 0.0 ? 0.0 : g[i];
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * arith(op, a, b, out): out = a op b elementwise (op 0 add, 1 subtract, 2 multiply, 3 divide),
+ * or out = b (op 4: copy, a None), for float32/float64 arrays of one dtype: a of out's length;
+ * b an array of out's length, a row that repeats along out (its length divides out's: a bias
+ * added to every row), or a number (rounded to the dtype first, as NumPy takes a Python
+ * number). out may be a or b itself (an in-place op: element i is read, then written, so the
+ * loops carry no dependence: IVDEP). IEEE arithmetic rounds exactly, so the values are NumPy's
+ * ufunc's bit for bit; what this adds is the kernels' pool, whose hand-off costs a few
+ * microseconds where the Python pool's costs tens. */
+typedef struct {
+    int op;
+    const void *a, *b;
+    void *out;
+    Py_ssize_t nb;  /* b's length where it repeats (a row); 0: b has out's length */
+    double s;  /* the number, where b is NULL */
+} arith_ctx;
+
+#define ARITH_LOOPS(T, EXPR)                                                                   \
+    do {                                                                                       \
+        const T *a = (const T *)c->a, *b = (const T *)c->b;                                    \
+        T *o = (T *)c->out;                                                                    \
+        (void)a;  /* (copy reads b only) */                                                    \
+        if (!b) {                                                                              \
+            const T bv = (T)c->s;                                                              \
+            IVDEP                                                                              \
+            for (Py_ssize_t i = i0; i < i1; i++)                                               \
+                o[i] = (EXPR);                                                                 \
+        }                                                                                      \
+        else if (!c->nb) {                                                                     \
+            IVDEP                                                                              \
+            for (Py_ssize_t i = i0; i < i1; i++) {                                             \
+                const T bv = b[i];                                                             \
+                o[i] = (EXPR);                                                                 \
+            }                                                                                  \
+        }                                                                                      \
+        else                                                                                   \
+            for (Py_ssize_t r = i0; r < i1;) {                                                 \
+                Py_ssize_t j0 = r % c->nb, e = r + (c->nb - j0) < i1 ? r + (c->nb - j0) : i1;  \
+                const T *br = b + j0;                                                          \
+                IVDEP                                                                          \
+                for (Py_ssize_t i = r; i < e; i++) {                                           \
+                    const T bv = br[i - r];                                                    \
+                    o[i] = (EXPR);                                                             \
+                }                                                                              \
+                r = e;                                                                         \
+            }                                                                                  \
+    } while (0)
+
+#define ARITH_FN(T)                                                                            \
+    CLONES static void arith_##T(const arith_ctx *c, Py_ssize_t i0, Py_ssize_t i1)             \
+    {                                                                                          \
+        switch (c->op) {                                                                       \
+        case 0: ARITH_LOOPS(T, a[i] + bv); break;                                              \
+        case 1: ARITH_LOOPS(T, a[i] - bv); break;                                              \
+        case 2: ARITH_LOOPS(T, a[i] * bv); break;                                              \
+        case 3: ARITH_LOOPS(T, a[i] / bv); break;                                              \
+        default: ARITH_LOOPS(T, bv); break;                                                    \
+        }                                                                                      \
+    }
+ARITH_FN(float)
+ARITH_FN(double)
+
+typedef struct {
+    arith_ctx c;
+    char kind;
+} arith_job;
+
+static void call_arith(void *v, Py_ssize_t i0, Py_ssize_t i1)
+{
+    arith_job *j = (arith_job *)v;
+    if (j->kind == 'f')
+        arith_float(&j->c, i0, i1);
+    else
+        arith_double(&j->c, i0, i1);
+}
+
+static PyObject *py_arith(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 4)
+        return PyErr_Format(PyExc_TypeError, "ember._kernels.arith: expected 4 arguments");
+    int op = PyLong_AsLong(args[0]);
+    if (op == -1 && PyErr_Occurred())
+        return NULL;
+    if (op < 0 || op > 4 || (op == 4) != (args[1] == Py_None))
+        return PyErr_Format(PyExc_ValueError, "ember._kernels.arith: op %d with a%s", op,
+                            args[1] == Py_None ? " None" : "n array");
+    int number = PyFloat_Check(args[2]) || PyLong_Check(args[2]);
+    double s = number ? PyFloat_AsDouble(args[2]) : 0.0;
+    if (s == -1.0 && PyErr_Occurred())
+        return NULL;
+    Bufs b;
+    PyObject *arrays[3] = {args[1], number ? Py_None : args[2], args[3]};
+    if (take(&b, arrays, 3, "IIo") < 0)
+        return NULL;
+    Py_ssize_t total = b.len[2], nb = b.len[1];
+    if ((op != 4 && !b.p[0]) || (!number && !b.p[1]) || (b.p[0] && b.len[0] != total)
+        || (b.p[1] && (nb == 0 || total % nb))) {
+        release(&b);
+        return PyErr_Format(PyExc_ValueError, "ember._kernels.arith: lengths do not agree");
+    }
+    arith_job j = {{op, b.p[0], b.p[1], b.p[2], b.p[1] && nb != total ? nb : 0, s}, b.kind};
+    Py_BEGIN_ALLOW_THREADS
+    parallel(call_arith, &j, total, 64, MIN_PART);
+    Py_END_ALLOW_THREADS
+    release(&b);
+    Py_RETURN_NONE;
+}
+
 static PyObject *py_relu_backward(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
 {
     return run_binary(args, nargs, relu_backward_f32, relu_backward_f64);
@@ -7346,6 +7454,8 @@ static PyMethodDef kernels_methods[] = {
     FAST(transpose_copy, "transpose_copy(src, dst): a strided array into C order by tiles; False where it does not apply."),
     FAST(relu_backward, "relu_backward(out, grad, res): grad where out > 0 (or NaN), else +0."),
     FAST(clamp, "clamp(x, out, lo, hi): min(max(x, lo), hi), NaN kept, -0.0 kept at a tie."),
+    FAST(arith, "arith(op, a | None, b | number, out): a + - * / b (op 0-3) or b (op 4), "
+                "elementwise; b may be a row that repeats; out may be a or b."),
     FAST(box_muller16, "box_muller16(u, out, mean, std, affine): normal_'s float32 Box-Muller blocks."),
     FAST(erfinv, "erfinv(x, out): float32 erfinv, within 1 ulp."),
     FAST(erfinv_backward, "erfinv_backward(y, grad, out): grad sqrt(pi)/2 exp(y^2), float32."),

@@ -13,7 +13,8 @@ keeps its own default (``OPENBLAS_NUM_THREADS``/``OMP_NUM_THREADS``, else every 
 
 ``run(f, *operands)``: ``f(*operands)`` for a NumPy ufunc ``f``, split over the threads in
 contiguous parts of the result when the caller finds at least ``cut`` elements (``cut_cheap``
-for memory-bound arithmetic; both are ``sys.maxsize`` at one thread, so a caller's test
+for memory-bound arithmetic, ``cut_arith`` for add, subtract, multiply and divide, which run on
+the kernels' pool where it is built; all are ``sys.maxsize`` at one thread, so a caller's test
 ``a.size >= _threads.cut`` is the whole cost for small arrays). Each element is computed by the same loop as in one call (flat parts start
 at multiples of 1024 elements, so SIMD groups line up), so results are bit-identical at every
 thread count. Workers do not survive ``fork``; a child starts its own.
@@ -39,12 +40,16 @@ from . import _kernels_loader
 # loop) split from 512K elements and memory-bound arithmetic (add, mul, div, maximum) from 2M.
 THRESHOLD = 1 << 19
 THRESHOLD_CHEAP = 1 << 21
+# arithmetic on the kernels' pool (_kernels_loader.arith): its hand-off costs a few
+# microseconds, so an add of 128K float32 already gains (17 -> 10 us at 2 threads)
+THRESHOLD_ARITH = 1 << 17
 ALIGN = 1024  # a flat part starts at a multiple of this many elements
 BLOCK = 1 << 16  # elements per block where a part is computed in blocks (where)
 
 _count: int | None = None  # set_num_threads's value; None: the default
 cut = sys.maxsize  # the smallest result that splits (sys.maxsize: never)
 cut_cheap = sys.maxsize  # the same for memory-bound arithmetic
+cut_arith = sys.maxsize  # the same for arithmetic that the kernels' pool can take (run, run_into)
 
 
 def default_threads() -> int:
@@ -69,9 +74,10 @@ def set_num_threads(n: int) -> None:
 
 
 def _set_cut(n: int) -> None:
-    global cut, cut_cheap
+    global cut, cut_cheap, cut_arith
     cut = THRESHOLD if n > 1 else sys.maxsize
     cut_cheap = THRESHOLD_CHEAP if n > 1 else sys.maxsize
+    cut_arith = THRESHOLD_ARITH if n > 1 and _kernels_loader.active is not None else cut_cheap
 
 
 # -- BLAS -------------------------------------------------------------------------------------
@@ -518,6 +524,15 @@ def run(f: Any, *operands: Any) -> Any:
             return None
     if dtype is None or dtype.kind != "f":
         return None
+    if len(operands) == 2 and f in _kernels_loader._ARITH_OPS and get_num_threads() > 1:
+        a = operands[0]
+        b = operands[1]
+        if type(a) is np.ndarray and (type(b) is not np.ndarray or b.ndim <= a.ndim):
+            out = np.empty(a.shape, dtype)
+            if _kernels_loader.arith(f, a, b, out):  # (on the kernels' pool)
+                return out
+            if a.size < cut_cheap:  # (the caller went by cut_arith: too small for this pool)
+                return None
     return _split(f, operands, dtype)
 
 
@@ -526,12 +541,22 @@ def run_into(f: Any, out: Any, *operands: Any) -> None:
     as ``run`` splits where its rules apply and ``out``, a host array of the result's shape and
     the operands' dtype, is C-ordered; else one call. An operand may be ``out`` itself (an
     in-place op's ``x += y``): each part reads and writes its own elements."""
-    if (out.size >= cut_cheap and type(out) is np.ndarray and out.flags.c_contiguous
+    if (out.size >= cut_arith and type(out) is np.ndarray and out.flags.c_contiguous
             and all(x.dtype == out.dtype if type(x) is np.ndarray
                     else type(x) is float or type(x) is int for x in operands)
-            and _split(f, operands, out.dtype, out) is not None):
+            and (_arith_into(f, out, operands) or (
+                out.size >= cut_cheap and _split(f, operands, out.dtype, out) is not None))):
         return
     f(*operands, out=out)
+
+
+def _arith_into(f: Any, out: Any, operands: tuple) -> bool:
+    """``run_into``'s arithmetic, copies and fills on the kernels' pool (``_kernels_loader.arith``:
+    the same values), where it applies."""
+    if f is copy_into or f is fill_into:
+        return _kernels_loader.arith(None, None, operands[0], out)
+    return (len(operands) == 2 and f in _kernels_loader._ARITH_OPS
+            and _kernels_loader.arith(f, operands[0], operands[1], out))
 
 
 def call(f: Any, alt: Any, *operands: Any) -> Any:

@@ -612,7 +612,7 @@ def _add_into_buffer(buf: list, nr: int, g: Any) -> Any:
     return _grad_sum(a, g, False)
 
 
-GRAD_SUM_SPLIT_FROM = _threads.THRESHOLD_CHEAP  # elements from which the C engine asks _grad_sum
+GRAD_SUM_SPLIT_FROM = _threads.THRESHOLD_ARITH  # elements from which the C engine asks _grad_sum
 
 
 def _grad_sum(a: Any, g: Any, into: bool) -> Any:
@@ -626,7 +626,7 @@ def _grad_sum(a: Any, g: Any, into: bool) -> Any:
         else:
             a += g
         return a
-    if type(a) is CPU_ARRAY and a.size >= _threads.cut_cheap and (
+    if type(a) is CPU_ARRAY and a.size >= _threads.cut_arith and (
             out := _threads.run(np.add, a, g)) is not None:
         return out
     return a + g

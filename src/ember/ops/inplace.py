@@ -306,7 +306,7 @@ def _write(t: TensorBase, arr: Any) -> None:
             changed = arr != d  # what changed, or unchanged copies would overwrite it
             d[changed] = arr[changed]
             return
-        if d.size >= _threads.cut_cheap and type(d) is np.ndarray and type(arr) is np.ndarray \
+        if d.size >= _threads.cut_arith and type(d) is np.ndarray and type(arr) is np.ndarray \
                 and arr.dtype == d.dtype:
             _threads.run_into(_threads.copy_into, d, arr)  # (large: over the threads)
         else:

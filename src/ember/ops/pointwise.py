@@ -283,7 +283,7 @@ class Add(Op):
 
     @staticmethod
     def forward(ctx: Any, a: Any, b: Any) -> Any:
-        if type(a) is np.ndarray and a.size >= _threads.cut_cheap and (
+        if type(a) is np.ndarray and a.size >= _threads.cut_arith and (
                 out := _threads.run(np.add, a, b)) is not None:
             return out  # (large: split over the threads)
         return a + b
@@ -298,7 +298,7 @@ class Sub(Op):
 
     @staticmethod
     def forward(ctx: Any, a: Any, b: Any) -> Any:
-        if type(a) is np.ndarray and a.size >= _threads.cut_cheap and (
+        if type(a) is np.ndarray and a.size >= _threads.cut_arith and (
                 out := _threads.run(np.subtract, a, b)) is not None:
             return out
         return a - b
@@ -372,7 +372,7 @@ class Mul(Op):
     def forward(ctx: Any, a: Any, b: Any) -> Any:
         ctx.save_for_backward(a if ctx.needs_input_grad[1] else None,
                               b if ctx.needs_input_grad[0] else None)
-        if type(a) is np.ndarray and a.size >= _threads.cut_cheap and (
+        if type(a) is np.ndarray and a.size >= _threads.cut_arith and (
                 out := _threads.run(np.multiply, a, b)) is not None:
             return out
         return a * b
@@ -380,7 +380,7 @@ class Mul(Op):
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
         a, b = ctx.saved
-        if type(grad) is np.ndarray and grad.size >= _threads.cut_cheap:
+        if type(grad) is np.ndarray and grad.size >= _threads.cut_arith:
             return (_split_mul(grad, b) if ctx.needs_input_grad[0] else None,
                     _split_mul(grad, a) if ctx.needs_input_grad[1] else None)
         return (grad * b if ctx.needs_input_grad[0] else None,
@@ -397,7 +397,7 @@ class Div(Op):
     @staticmethod
     def forward(ctx: Any, a: Any, b: Any) -> Any:
         ctx.save_for_backward(a if ctx.needs_input_grad[1] else None, b)
-        if type(a) is np.ndarray and a.size >= _threads.cut_cheap:
+        if type(a) is np.ndarray and a.size >= _threads.cut_arith:
             return _quietly(_split_div, a, b)
         if _safe_divisor(b):
             return a / b
@@ -412,7 +412,7 @@ class Div(Op):
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
         a, b = ctx.saved
-        div = (_split_div if type(grad) is np.ndarray and grad.size >= _threads.cut_cheap
+        div = (_split_div if type(grad) is np.ndarray and grad.size >= _threads.cut_arith
                else _truediv)
         ga = _quietly(div, grad, b) if ctx.needs_input_grad[0] else None
         gb = _quietly(_div_other_grad, grad, a, b) if ctx.needs_input_grad[1] else None

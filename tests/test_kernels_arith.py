@@ -1,0 +1,139 @@
+"""Elementwise arithmetic on the kernels' pool (_kernels.c ``arith``, _kernels_loader.arith):
+NumPy's add, subtract, multiply and divide bit for bit, in and out of place, with a full, a
+repeating-row or a number operand; and the threads' paths that take it (_threads.run,
+run_into)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ember
+from ember import _kernels_loader as L
+from ember import _threads
+
+pytestmark = pytest.mark.skipif(L.active is None, reason="the kernels are not built")
+
+OPS = [np.add, np.subtract, np.multiply, np.divide]
+
+
+def _data(shape, dt, seed):
+    a = np.random.default_rng(seed).standard_normal(shape).astype(dt)
+    a.flat[::7] = 0.0
+    a.flat[1::19] = -0.0
+    a.flat[3::13] = np.nan
+    a.flat[5::23] = np.inf
+    a.flat[2::29] = np.finfo(dt).tiny / 8  # subnormal
+    return a
+
+
+def _same_bits(x, y):
+    assert x.dtype == y.dtype and x.shape == y.shape
+    np.testing.assert_array_equal(x.view(np.uint8), y.view(np.uint8))
+
+
+@pytest.fixture
+def two_threads():
+    saved = ember.get_num_threads()
+    ember.set_num_threads(2)
+    yield
+    ember.set_num_threads(saved)
+
+
+@pytest.mark.parametrize("f", OPS)
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+@pytest.mark.parametrize("form, shape", [
+    (form, shape) for form in ("full", "row", "row1", "float", "int")
+    for shape in ((7,), (37, 129), (300, 1000))
+    if not (form == "row1" and len(shape) == 1)])  # ((1, n) does not fit an out of shape (n,))
+def test_arith_equals_numpy_in_and_out_of_place(two_threads, f, dt, form, shape):
+    a = _data(shape, dt, 1)
+    b = {"full": _data(shape, dt, 2), "row": _data(shape[-1:], dt, 3),
+         "row1": _data((1,) + shape[-1:], dt, 4), "float": 0.37, "int": -3}[form]
+    with np.errstate(all="ignore"):
+        want = f(a, b)
+        out = np.empty_like(a)
+        assert L.arith(f, a, b, out)
+        _same_bits(out, want)
+        c = a.copy()
+        assert L.arith(f, c, b, c)  # in place: out is a
+        _same_bits(c, want)
+        if form == "full":  # out is b
+            d = b.copy()
+            assert L.arith(f, a, d, d)
+            _same_bits(d, want)
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_arith_copies_and_fills(dt):
+    out = np.empty((50, 64), dt)
+    row = _data((64,), dt, 5)
+    assert L.arith(None, None, row, out)
+    _same_bits(out, np.ascontiguousarray(np.broadcast_to(row, out.shape)))
+    full = _data((50, 64), dt, 6)
+    assert L.arith(None, None, full, out)
+    _same_bits(out, full)
+    assert L.arith(None, None, 2.5, out)
+    _same_bits(out, np.full((50, 64), 2.5, dt))
+
+
+@pytest.mark.parametrize("args", [
+    (np.add, np.ones(4, np.float32), np.ones(4, np.float64), np.empty(4, np.float32)),  # dtypes
+    (np.add, np.ones(4, np.float32), np.ones(3, np.float32), np.empty(4, np.float32)),  # shapes
+    (np.add, np.ones((4, 3), np.float32), np.ones(4, np.float32), np.empty((4, 3), np.float32)),
+    (np.add, np.ones((4, 3), np.float32)[:, :2], 1.0, np.empty((4, 2), np.float32)),  # strided
+    (np.add, np.ones(4, np.int32), 1, np.empty(4, np.int32)),                          # ints
+    (np.add, np.ones(4, np.float32), 1 << 60, np.empty(4, np.float32)),   # an int past 2^53
+    (np.maximum, np.ones(4, np.float32), 1.0, np.empty(4, np.float32)),  # another ufunc
+    (np.add, np.ones(4, np.float32), True, np.empty(4, np.float32)),     # a bool
+    (np.add, np.ones(4, np.float32), 1.0, np.empty(4, np.float32)[::-1]),  # out strided
+    (None, np.ones(4, np.float32), 1.0, np.empty(4, np.float32)),        # copy with an a
+    (np.add, np.ones(4, np.float32), np.ones((1, 4), np.float32), np.empty(4, np.float32)),
+])
+def test_arith_declines_what_it_does_not_compute(args):
+    out = args[-1]
+    out[...] = 7
+    assert not L.arith(*args)
+    assert (out == 7).all()
+
+
+def test_the_threads_paths_take_the_kernels_pool(two_threads, monkeypatch):
+    calls = {"n": 0}
+    arith = L.arith
+
+    def spy(*a):
+        done = arith(*a)
+        calls["n"] += done
+        return done
+    monkeypatch.setattr(L, "arith", spy)
+    a = _data((512, 300), np.float32, 7)
+    b = _data((300,), np.float32, 8)
+    assert a.size >= _threads.cut_arith
+    _same_bits(_threads.run(np.multiply, a, b), a * b)
+    c = a.copy()
+    _threads.run_into(np.subtract, c, c, b)
+    _same_bits(c, a - b)
+    _threads.run_into(_threads.fill_into, c, 0)
+    assert not c.any()
+    assert calls["n"] == 3
+    # under cut_cheap, a case the kernel declines is not split on the Python pool either
+    assert _threads.run(np.add, a, a[:, :1].copy()) is None
+
+
+def test_ops_take_it_from_cut_arith_and_keep_their_values(two_threads):
+    rng = np.random.default_rng(9)
+    x0 = rng.standard_normal((600, 300)).astype(np.float32)
+    y0 = rng.standard_normal((600, 300)).astype(np.float32)
+    x = ember.tensor(x0, requires_grad=True)
+    y = ember.tensor(y0, requires_grad=True)
+    r = (x * y + x / (y * y + 1.0) - y)
+    r.sum().backward()
+    with np.errstate(all="ignore"):
+        want = x0 * y0 + x0 / (y0 * y0 + 1.0) - y0
+    _same_bits(r.detach().numpy(), want)
+    ember.set_num_threads(1)
+    x1 = ember.tensor(x0, requires_grad=True)
+    y1 = ember.tensor(y0, requires_grad=True)
+    (x1 * y1 + x1 / (y1 * y1 + 1.0) - y1).sum().backward()
+    _same_bits(x.grad.numpy(), x1.grad.numpy())
+    _same_bits(y.grad.numpy(), y1.grad.numpy())
