@@ -24,25 +24,34 @@ F32, F64 = np.float32, np.float64
 def threads():
     """Restore the thread count (and ``cut``) after the test."""
     saved = ember.get_num_threads()
-    saved_cut = _threads.cut, _threads.cut_cheap
+    saved_cut = _threads.cut, _threads.cut_cheap, _threads.cut_arith
     yield
     ember.set_num_threads(saved)
-    _threads.cut, _threads.cut_cheap = saved_cut
+    _threads.cut, _threads.cut_cheap, _threads.cut_arith = saved_cut
 
 
 @pytest.fixture
 def low_cut(threads, monkeypatch):
-    """Split from 4K elements (small, fast arrays); count the parallel calls."""
+    """Split from 4K elements (small, fast arrays); count the parallel calls (on the Python
+    pool: its part count; arithmetic on the kernels' pool: "kernels")."""
     calls = []
     real = _threads._parallel
+    arith = L.arith
 
     def counting(f, parts):
         calls.append(len(parts))
         return real(f, parts)
 
+    def counting_arith(*args):
+        done = arith(*args)
+        if done:
+            calls.append("kernels")
+        return done
+
     monkeypatch.setattr(_threads, "_parallel", counting)
-    monkeypatch.setattr(_threads, "THRESHOLD", 4096)
-    monkeypatch.setattr(_threads, "THRESHOLD_CHEAP", 4096)
+    monkeypatch.setattr(L, "arith", counting_arith)
+    for name in ("THRESHOLD", "THRESHOLD_CHEAP", "THRESHOLD_ARITH"):
+        monkeypatch.setattr(_threads, name, 4096)
     return calls
 
 

@@ -527,7 +527,8 @@ def run(f: Any, *operands: Any) -> Any:
     if len(operands) == 2 and f in _kernels_loader._ARITH_OPS and get_num_threads() > 1:
         a = operands[0]
         b = operands[1]
-        if type(a) is np.ndarray and (type(b) is not np.ndarray or b.ndim <= a.ndim):
+        if type(a) is np.ndarray and a.size >= cut_arith and (
+                type(b) is not np.ndarray or b.ndim <= a.ndim):
             out = np.empty(a.shape, dtype)
             if _kernels_loader.arith(f, a, b, out):  # (on the kernels' pool)
                 return out
