@@ -161,7 +161,8 @@ def test_the_direct_path_keeps_pytorchs_errors():
         x[1:].add_(x[:3])
 
 
-@pytest.mark.parametrize("op", ["add_", "sub_", "relu_", "iadd", "zero_", "fill_", "copy_"])
+@pytest.mark.parametrize("op", ["add_", "sub_", "relu_", "iadd", "zero_", "fill_", "copy_",
+                                "mul_ number", "div_ constant", "addcmul_", "addcdiv_"])
 def test_recorded_add_sub_relu_run_on_the_tensors_memory_and_keep_gradients(monkeypatch, op):
     rng = np.random.default_rng(1)
     a0 = rng.standard_normal((5, 7))
@@ -185,6 +186,14 @@ def test_recorded_add_sub_relu_run_on_the_tensors_memory_and_keep_gradients(monk
                 x.fill_(0.25)
             elif op == "copy_":
                 x.copy_(b)
+            elif op == "mul_ number":
+                x.mul_(-1.5)
+            elif op == "div_ constant":
+                x.div_(b.detach() + 3.0)
+            elif op == "addcmul_":
+                x.addcmul_(b, b, value=0.5)
+            elif op == "addcdiv_":
+                x.addcdiv_(b, b * b + 1.0, value=0.5)
             else:
                 getattr(x, op)(b, alpha=0.5)
             (x * x + a).sum().backward()
@@ -199,6 +208,14 @@ def test_recorded_add_sub_relu_run_on_the_tensors_memory_and_keep_gradients(monk
     x = a0 * 2
     if op == "relu_":
         want_a = 2 * 2 * np.maximum(x, 0) * (x > 0) + 1
+    elif op == "mul_ number":
+        want_a = 2 * 2 * 2.25 * x + 1
+    elif op == "div_ constant":
+        want_a = 2 * 2 * x / (b0 + 3.0) ** 2 + 1
+    elif op == "addcmul_":
+        want_a = 2 * 2 * (x + 0.5 * b0 * b0) + 1
+    elif op == "addcdiv_":
+        want_a = 2 * 2 * (x + 0.5 * b0 / (b0 * b0 + 1.0)) + 1
     elif op in ("zero_", "fill_", "copy_"):  # the old value is overwritten: a's gradient is 1
         want_a = np.ones_like(x)
         if op == "copy_":
@@ -207,6 +224,19 @@ def test_recorded_add_sub_relu_run_on_the_tensors_memory_and_keep_gradients(monk
         s = -0.5 if op == "sub_" else (1.0 if op == "iadd" else 0.5)
         want_a = 2 * 2 * (x + s * b0) + 1
     np.testing.assert_allclose(ga, want_a, rtol=1e-12)
+
+
+@pytest.mark.parametrize("op", ["mul_", "div_"])
+def test_a_recorded_mul_by_a_tensor_that_requires_grad_keeps_the_snapshot(monkeypatch, op):
+    snaps = count_calls(monkeypatch, __import__("ember.ops.inplace", fromlist=["x"]), "_snapshot")
+    a = ember.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    b = ember.tensor([4.0, 5.0, 8.0], requires_grad=True)
+    x = a * 1
+    getattr(x, op)(b)
+    x.sum().backward()
+    assert snaps["n"] == 1
+    want_b = [1.0, 2.0, 3.0] if op == "mul_" else [-1.0 / 16, -2.0 / 25, -3.0 / 64]
+    np.testing.assert_allclose(b.grad.numpy(), want_b, rtol=1e-6)
 
 
 def test_a_recorded_mul_still_saves_a_copy_of_the_old_value():

@@ -87,9 +87,9 @@ def inplace(t: TensorBase, fn: Any, *args: Any, **kwargs: Any) -> TensorBase:
             "(Update parameters inside `with torch.no_grad():`, or use an out-of-place "
             "op such as x = x + y.)"
         )
-    # the op runs on a snapshot (it may save its input; add, sub, relu, zero, fill and copy
-    # save none, so theirs is this tensor's memory itself, not a copy); the result is written
-    # back into that memory
+    # the op runs on a snapshot (it may save its input; where it cannot, inplace_direct's
+    # saves_no_input, it runs on this tensor's memory itself, not a copy); the result is
+    # written back into that memory
     if _function.tracer is None and _direct.saves_no_input(t, fn, args, kwargs):
         old = TensorBase._make(t._data, t._rg, t._grad_fn, t._output_nr)
     else:

@@ -41,10 +41,11 @@ def run(t: TensorBase, fn: Any, args: tuple, kwargs: dict) -> bool:
 
 def saves_no_input(t: TensorBase, fn: Any, args: tuple, kwargs: dict) -> bool:
     """Whether ``fn(t, *args, **kwargs)`` is one of the ops here whose node keeps nothing of
-    ``t``'s value (add, sub, zero, fill and copy keep nothing, relu its result) in one of the
-    cases ``run`` takes (so the op is that one node): a recorded in-place op may then run on
-    ``t``'s memory itself rather than a copy of it (``ops/inplace.py``), as nothing reads the
-    old values after."""
+    ``t``'s value (add, sub, zero, fill and copy keep nothing, relu its result, addcmul and
+    addcdiv their other operands, mul and div ``t``'s value only for an operand that requires
+    grad) in one of the cases ``run`` takes (so the op is that one node): a recorded in-place op
+    may then run on ``t``'s memory itself rather than a copy of it (``ops/inplace.py``), as
+    nothing reads the old values after."""
     d = t._data
     if type(d) is not np.ndarray or d.dtype.char not in "fd" or 0 in d.strides:
         return False
@@ -56,8 +57,19 @@ def saves_no_input(t: TensorBase, fn: Any, args: tuple, kwargs: dict) -> bool:
     if f is _copy:
         return (len(args) == 1 and not kwargs and isinstance(args[0], TensorBase)
                 and _operand(d, args[0]) is not None)
+    if f is _mul or f is _div:  # (they keep the old value for the operand's gradient only)
+        return (len(args) == 1 and (not kwargs if f is _mul else kwargs.keys() <= {"rounding_mode"}
+                                    and kwargs.get("rounding_mode") is None)
+                and _operand(d, args[0]) is not None and not _requires_grad(args[0]))
+    if f is _addcmul or f is _addcdiv:  # (they keep t1 and t2, never the old value)
+        return _tensor_operands(d, args, kwargs) is not None
     return ((f is _add or f is _sub) and len(args) == 1 and kwargs.keys() <= {"alpha"}
             and _number(kwargs.get("alpha", 1)) and _operand(d, args[0]) is not None)
+
+
+def _requires_grad(o: Any) -> bool:
+    """Whether the operand ``o`` takes part in autograd (a view of a tensor that does too)."""
+    return isinstance(o, TensorBase) and (o._rg or (o._base is not None and o._base._rg))
 
 
 def _build() -> dict[Any, Any]:
