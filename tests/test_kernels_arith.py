@@ -64,6 +64,28 @@ def test_arith_equals_numpy_in_and_out_of_place(two_threads, f, dt, form, shape)
             _same_bits(d, want)
 
 
+@pytest.mark.parametrize("f", [np.add, np.subtract])
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+@pytest.mark.parametrize("scale", [-0.01, 3, 1e-30])
+@pytest.mark.parametrize("row", [False, True])
+def test_arith_with_a_scale_rounds_the_product_first(two_threads, f, dt, scale, row):
+    a = _data((300, 1000), dt, 10)
+    b = _data((1000,) if row else (300, 1000), dt, 11)
+    with np.errstate(all="ignore"):
+        want = f(a, b * scale)  # (NumPy's two calls: add(alpha=)'s formula)
+        c = a.copy()
+        assert L.arith(f, c, b, c, scale)
+    _same_bits(c, want)
+
+
+@pytest.mark.parametrize("f, scale", [(np.multiply, 2.0), (np.add, True), (np.add, 1j),
+                                      (np.add, 1 << 60), (None, 2.0)])
+def test_arith_declines_a_scale_it_does_not_take(f, scale):
+    out = np.full(8, 7, np.float32)
+    assert not L.arith(f, None if f is None else out, np.ones(8, np.float32), out, scale)
+    assert (out == 7).all()
+
+
 @pytest.mark.parametrize("dt", [np.float32, np.float64])
 def test_arith_copies_and_fills(dt):
     out = np.empty((50, 64), dt)

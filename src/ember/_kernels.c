@@ -6123,12 +6123,14 @@ CLONES static void relu_backward_f64(const void *ov, const void *gv, void *rv, P
 }
 
 /* ---------------------------------------------------------------------------------------------
- * arith(op, a, b, out): out = a op b elementwise (op 0 add, 1 subtract, 2 multiply, 3 divide),
- * or out = b (op 4: copy, a None), for float32/float64 arrays of one dtype: a of out's length;
- * b an array of out's length, a row that repeats along out (its length divides out's: a bias
- * added to every row), or a number (rounded to the dtype first, as NumPy takes a Python
- * number). out may be a or b itself (an in-place op: element i is read, then written, so the
- * loops carry no dependence: IVDEP). IEEE arithmetic rounds exactly, so the values are NumPy's
+ * arith(op, a, b, out[, scale]): out = a op b elementwise (op 0 add, 1 subtract, 2 multiply,
+ * 3 divide; 5 a + b * scale, 6 a - b * scale, the product rounded first, as NumPy's two calls
+ * and add(alpha=)'s formula), or out = b (op 4: copy, a None), for float32/float64 arrays of one
+ * dtype: a of out's length; b an array of out's length, a row that repeats along out (its length
+ * divides out's: a bias added to every row), or a number (a number, scale too, rounded to the
+ * dtype first, as NumPy takes a Python number). out may be a or b itself (an in-place op:
+ * element i is read, then written, so the loops carry no dependence: IVDEP). IEEE arithmetic
+ * rounds exactly (and the build contracts nothing into an FMA), so the values are NumPy's
  * ufunc's bit for bit; what this adds is the kernels' pool, whose hand-off costs a few
  * microseconds where the Python pool's costs tens. */
 typedef struct {
@@ -6137,6 +6139,7 @@ typedef struct {
     void *out;
     Py_ssize_t nb;  /* b's length where it repeats (a row); 0: b has out's length */
     double s;  /* the number, where b is NULL */
+    double scale;  /* ops 5 and 6: b's factor */
 } arith_ctx;
 
 #define ARITH_LOOPS(T, EXPR)                                                                   \
@@ -6178,6 +6181,8 @@ typedef struct {
         case 1: ARITH_LOOPS(T, a[i] - bv); break;                                              \
         case 2: ARITH_LOOPS(T, a[i] * bv); break;                                              \
         case 3: ARITH_LOOPS(T, a[i] / bv); break;                                              \
+        case 5: { const T k = (T)c->scale; ARITH_LOOPS(T, a[i] + bv * k); break; }             \
+        case 6: { const T k = (T)c->scale; ARITH_LOOPS(T, a[i] - bv * k); break; }             \
         default: ARITH_LOOPS(T, bv); break;                                                    \
         }                                                                                      \
     }
@@ -6200,12 +6205,15 @@ static void call_arith(void *v, Py_ssize_t i0, Py_ssize_t i1)
 
 static PyObject *py_arith(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 4)
-        return PyErr_Format(PyExc_TypeError, "ember._kernels.arith: expected 4 arguments");
+    if (nargs != 4 && nargs != 5)
+        return PyErr_Format(PyExc_TypeError, "ember._kernels.arith: expected 4 or 5 arguments");
     int op = PyLong_AsLong(args[0]);
     if (op == -1 && PyErr_Occurred())
         return NULL;
-    if (op < 0 || op > 4 || (op == 4) != (args[1] == Py_None))
+    double scale = nargs == 5 ? PyFloat_AsDouble(args[4]) : 1.0;
+    if (scale == -1.0 && PyErr_Occurred())
+        return NULL;
+    if (op < 0 || op > 6 || (op >= 5) != (nargs == 5) || (op == 4) != (args[1] == Py_None))
         return PyErr_Format(PyExc_ValueError, "ember._kernels.arith: op %d with a%s", op,
                             args[1] == Py_None ? " None" : "n array");
     int number = PyFloat_Check(args[2]) || PyLong_Check(args[2]);
@@ -6222,7 +6230,8 @@ static PyObject *py_arith(PyObject *mod, PyObject *const *args, Py_ssize_t nargs
         release(&b);
         return PyErr_Format(PyExc_ValueError, "ember._kernels.arith: lengths do not agree");
     }
-    arith_job j = {{op, b.p[0], b.p[1], b.p[2], b.p[1] && nb != total ? nb : 0, s}, b.kind};
+    arith_job j = {{op, b.p[0], b.p[1], b.p[2], b.p[1] && nb != total ? nb : 0, s, scale},
+                   b.kind};
     Py_BEGIN_ALLOW_THREADS
     parallel(call_arith, &j, total, 64, MIN_PART);
     Py_END_ALLOW_THREADS
@@ -7454,8 +7463,9 @@ static PyMethodDef kernels_methods[] = {
     FAST(transpose_copy, "transpose_copy(src, dst): a strided array into C order by tiles; False where it does not apply."),
     FAST(relu_backward, "relu_backward(out, grad, res): grad where out > 0 (or NaN), else +0."),
     FAST(clamp, "clamp(x, out, lo, hi): min(max(x, lo), hi), NaN kept, -0.0 kept at a tie."),
-    FAST(arith, "arith(op, a | None, b | number, out): a + - * / b (op 0-3) or b (op 4), "
-                "elementwise; b may be a row that repeats; out may be a or b."),
+    FAST(arith, "arith(op, a | None, b | number, out[, scale]): a + - * / b (op 0-3), b (op 4), "
+                "a +/- b * scale (op 5, 6), elementwise; b may be a row that repeats; out may "
+                "be a or b."),
     FAST(box_muller16, "box_muller16(u, out, mean, std, affine): normal_'s float32 Box-Muller blocks."),
     FAST(erfinv, "erfinv(x, out): float32 erfinv, within 1 ulp."),
     FAST(erfinv_backward, "erfinv_backward(y, grad, out): grad sqrt(pi)/2 exp(y^2), float32."),

@@ -424,19 +424,26 @@ _NUMBERS = (int, float, np.float32, np.float64)
 _ARITH_OPS = {np.add: 0, np.subtract: 1, np.multiply: 2, np.divide: 3}
 
 
-def arith(f: Any, a: Any, b: Any, out: np.ndarray) -> bool:
+def arith(f: Any, a: Any, b: Any, out: np.ndarray, scale: Any = None) -> bool:
     """``f(a, b, out=out)`` for ``f`` NumPy's add, subtract, multiply or divide, or ``out[...] =
     b`` (``f`` None, ``a`` None), on the kernels' pool: the same values (IEEE arithmetic rounds
     exactly), split at a few microseconds' cost. ``out``: a C-ordered float32/float64 array;
     ``a`` one of its shape and dtype (``out`` itself for an in-place op); ``b`` likewise, or an
     array of the dtype whose shape is ``out``'s trailing one (a bias: leading 1s allowed), or a
-    Python number (within 2^53 for an int). False where that does not hold (nothing written)."""
+    Python number (within 2^53 for an int). With ``scale`` (a number; add and subtract only):
+    ``a +/- b * scale``, the product rounded first, as NumPy's two calls. False where that does
+    not hold (nothing written)."""
     k = active
     if k is None or not _ok(out, True) or not out.flags.writeable:
         return False
     op = 4 if f is None else _ARITH_OPS.get(f)
     if op is None or (a is None) != (op == 4):
         return False
+    if scale is not None:
+        if op > 1 or not (type(scale) is float or (type(scale) is int
+                                                   and -(1 << 53) <= scale <= 1 << 53)):
+            return False
+        op += 5
     if a is not None and not (_ok(a, True) and a.dtype == out.dtype and a.shape == out.shape):
         return False
     if type(b) is float or (type(b) is int and -(1 << 53) <= b <= 1 << 53):
@@ -451,7 +458,10 @@ def arith(f: Any, a: Any, b: Any, out: np.ndarray) -> bool:
             shape = shape[1:]
         if not shape or len(shape) > out.ndim or out.shape[out.ndim - len(shape):] != shape:
             return False
-    k.arith(op, a, b, out)
+    if scale is None:
+        k.arith(op, a, b, out)
+    else:
+        k.arith(op, a, b, out, scale)
     return True
 
 

@@ -142,6 +142,8 @@ def _add_or_sub(f: Any, d: np.ndarray, args: tuple, kw: dict) -> bool:
         _threads.run_into(f, d, d, o)
     elif type(o) is not np.ndarray:
         _threads.run_into(f, d, d, o * alpha)
+    elif _kernels.arith(f, d, o, d, alpha):  # (one pass on the kernels' pool)
+        pass
     else:
         def expr(tmp: Any, out: Any, a: Any, b: Any) -> None:
             f(a, np.multiply(b, alpha, out=tmp), out=out)
