@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from .. import _backend, _dtype, _threads
+from .. import _kernels_loader as _kernels
 from .._tensor_base import TensorBase
 from ..autograd.function import Op
 from . import _out
@@ -331,7 +332,7 @@ class ScaledAdd(Op):
     @staticmethod
     def forward(ctx: Any, a: Any, b: Any, alpha: Any) -> Any:
         ctx.alpha = alpha
-        return a + b * alpha
+        return _scaled_sum(np.add, a, b, alpha)
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
@@ -346,7 +347,7 @@ class ScaledSub(Op):
     @staticmethod
     def forward(ctx: Any, a: Any, b: Any, alpha: Any) -> Any:
         ctx.alpha = alpha
-        return a - b * alpha
+        return _scaled_sum(np.subtract, a, b, alpha)
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
@@ -579,6 +580,17 @@ class Deg2Rad(Mul):
 
 class Rad2Deg(Mul):
     """x * 180 / pi (same rule as Mul)."""
+
+
+def _scaled_sum(f: Any, a: Any, b: Any, alpha: Any) -> Any:
+    """``a + b * alpha`` (``f`` add) or ``a - b * alpha`` (subtract), the product rounded first:
+    one pass on the kernels' pool for host float arrays where ``a`` has the result's shape
+    (``_kernels_loader.arith``, the same values), else NumPy's two calls."""
+    if (type(a) is np.ndarray and type(b) is np.ndarray and a.size >= 4096 and b.ndim <= a.ndim
+            and (out := np.empty(a.shape, a.dtype)) is not None
+            and _kernels.arith(f, a, b, out, alpha)):
+        return out
+    return a + b * alpha if f is np.add else a - b * alpha  # (operators: any array type)
 
 
 def _split_mul(a: Any, b: Any) -> Any:
