@@ -85,7 +85,7 @@ EMBER_PURE_PYTHON=1 .venv/bin/python -m pytest -q -p no:cacheprovider -n 2 \
   tests/test_utils_checkpoint.py tests/test_compile.py tests/test_compile_guards.py \
   tests/test_nn_*.py \
   tests/test_differential.py tests/test_profiler.py tests/test_native_core.py \
-  tests/test_torch_function.py tests/test_kernels.py
+  tests/test_torch_function.py tests/test_kernels.py tests/test_inplace_direct.py
 echo "== native core under python -X dev, PYTHONMALLOC=debug"
 PYTHONMALLOC=debug .venv/bin/python -X dev -m pytest -q -p no:cacheprovider -p no:xdist \
   tests/test_native_core.py tests/test_autograd.py tests/test_torch_function.py \
