@@ -99,6 +99,9 @@ def test_arith_copies_and_fills(dt):
     _same_bits(out, np.full((50, 64), 2.5, dt))
 
 
+_OVERLAP = np.zeros(4097, np.float32)
+
+
 @pytest.mark.parametrize("args", [
     (np.add, np.ones(4, np.float32), np.ones(4, np.float64), np.empty(4, np.float32)),  # dtypes
     (np.add, np.ones(4, np.float32), np.ones(3, np.float32), np.empty(4, np.float32)),  # shapes
@@ -110,13 +113,16 @@ def test_arith_copies_and_fills(dt):
     (np.add, np.ones(4, np.float32), True, np.empty(4, np.float32)),     # a bool
     (np.add, np.ones(4, np.float32), 1.0, np.empty(4, np.float32)[::-1]),  # out strided
     (None, np.ones(4, np.float32), 1.0, np.empty(4, np.float32)),        # copy with an a
+    (np.add, _OVERLAP[1:], 1.0, _OVERLAP[:-1]),          # a shares out's memory, shifted
+    (np.add, np.ones(4096, np.float32), _OVERLAP[1:], _OVERLAP[:-1]),  # b does
     (np.add, np.ones(4, np.float32), np.ones((1, 4), np.float32), np.empty(4, np.float32)),
 ])
 def test_arith_declines_what_it_does_not_compute(args):
     out = args[-1]
     out[...] = 7
+    _OVERLAP[...] = 7
     assert not L.arith(*args)
-    assert (out == 7).all()
+    assert (out == 7).all() and (_OVERLAP == 7).all()
 
 
 def test_the_threads_paths_take_the_kernels_pool(two_threads, monkeypatch):

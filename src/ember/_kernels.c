@@ -6207,14 +6207,14 @@ static PyObject *py_arith(PyObject *mod, PyObject *const *args, Py_ssize_t nargs
 {
     if (nargs != 4 && nargs != 5)
         return PyErr_Format(PyExc_TypeError, "ember._kernels.arith: expected 4 or 5 arguments");
-    int op = PyLong_AsLong(args[0]);
+    long op = PyLong_AsLong(args[0]);
     if (op == -1 && PyErr_Occurred())
         return NULL;
     double scale = nargs == 5 ? PyFloat_AsDouble(args[4]) : 1.0;
     if (scale == -1.0 && PyErr_Occurred())
         return NULL;
     if (op < 0 || op > 6 || (op >= 5) != (nargs == 5) || (op == 4) != (args[1] == Py_None))
-        return PyErr_Format(PyExc_ValueError, "ember._kernels.arith: op %d with a%s", op,
+        return PyErr_Format(PyExc_ValueError, "ember._kernels.arith: op %ld with a%s", op,
                             args[1] == Py_None ? " None" : "n array");
     int number = PyFloat_Check(args[2]) || PyLong_Check(args[2]);
     double s = number ? PyFloat_AsDouble(args[2]) : 0.0;
@@ -6230,7 +6230,7 @@ static PyObject *py_arith(PyObject *mod, PyObject *const *args, Py_ssize_t nargs
         release(&b);
         return PyErr_Format(PyExc_ValueError, "ember._kernels.arith: lengths do not agree");
     }
-    arith_job j = {{op, b.p[0], b.p[1], b.p[2], b.p[1] && nb != total ? nb : 0, s, scale},
+    arith_job j = {{(int)op, b.p[0], b.p[1], b.p[2], b.p[1] && nb != total ? nb : 0, s, scale},
                    b.kind};
     Py_BEGIN_ALLOW_THREADS
     parallel(call_arith, &j, total, 64, MIN_PART);

@@ -431,8 +431,9 @@ def arith(f: Any, a: Any, b: Any, out: np.ndarray, scale: Any = None) -> bool:
     ``a`` one of its shape and dtype (``out`` itself for an in-place op); ``b`` likewise, or an
     array of the dtype whose shape is ``out``'s trailing one (a bias: leading 1s allowed), or a
     Python number (within 2^53 for an int). With ``scale`` (a number; add and subtract only):
-    ``a +/- b * scale``, the product rounded first, as NumPy's two calls. False where that does
-    not hold (nothing written)."""
+    ``a +/- b * scale``, the product rounded first, as NumPy's two calls. An array operand that
+    shares memory with ``out`` must be ``out`` itself (the parts run at once). False where that
+    does not hold (nothing written)."""
     k = active
     if k is None or not _ok(out, True) or not out.flags.writeable:
         return False
@@ -444,11 +445,13 @@ def arith(f: Any, a: Any, b: Any, out: np.ndarray, scale: Any = None) -> bool:
                                                    and -(1 << 53) <= scale <= 1 << 53)):
             return False
         op += 5
-    if a is not None and not (_ok(a, True) and a.dtype == out.dtype and a.shape == out.shape):
+    if a is not None and not (_ok(a, True) and a.dtype == out.dtype and a.shape == out.shape
+                              and (a is out or not np.may_share_memory(a, out))):
         return False
     if type(b) is float or (type(b) is int and -(1 << 53) <= b <= 1 << 53):
         pass
-    elif not (_ok(b, True) and b.dtype == out.dtype):
+    elif not (_ok(b, True) and b.dtype == out.dtype
+              and (b is out or not np.may_share_memory(b, out))):
         return False
     elif b.shape != out.shape:
         if b.ndim > out.ndim:

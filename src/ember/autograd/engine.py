@@ -749,7 +749,8 @@ def _accumulate(leaf: Any, g: Any, create_graph: bool, handed_out: set[int]) -> 
                     and id(held) not in handed_out):
                 _grad_sum(held, g, True)
             else:
-                new = _grad_sum(held, g, False)  # a new array: never += into a buffer another may share
+                # a new array: never += into a buffer another may share
+                new = _grad_sum(held, g, False)
                 cur._data = np.asarray(new) if isinstance(new, np.generic) else new
                 handed_out.add(id(cur._data))
     if leaf._post_accumulate_hooks:

@@ -586,10 +586,10 @@ def _scaled_sum(f: Any, a: Any, b: Any, alpha: Any) -> Any:
     """``a + b * alpha`` (``f`` add) or ``a - b * alpha`` (subtract), the product rounded first:
     one pass on the kernels' pool for host float arrays where ``a`` has the result's shape
     (``_kernels_loader.arith``, the same values), else NumPy's two calls."""
-    if (type(a) is np.ndarray and type(b) is np.ndarray and a.size >= 4096 and b.ndim <= a.ndim
-            and (out := np.empty(a.shape, a.dtype)) is not None
-            and _kernels.arith(f, a, b, out, alpha)):
-        return out
+    if type(a) is np.ndarray and type(b) is np.ndarray and a.size >= 4096 and b.ndim <= a.ndim:
+        out = np.empty(a.shape, a.dtype)
+        if _kernels.arith(f, a, b, out, alpha):
+            return out
     return a + b * alpha if f is np.add else a - b * alpha  # (operators: any array type)
 
 
