@@ -38,7 +38,7 @@ def _count_splits(monkeypatch) -> dict:
 def _general(monkeypatch):
     """The general path only: the out-of-place op, then its copy into the tensor."""
     monkeypatch.setattr(inplace_direct, "run", lambda *a: False)
-    monkeypatch.setattr(inplace_direct, "saves_no_input", lambda *a: False)
+    monkeypatch.setattr(inplace_direct, "record", lambda *a: None)
 
 
 def _bits(a: np.ndarray) -> np.ndarray:
@@ -285,3 +285,82 @@ def test_gradient_sums_split_over_the_threads_equal_one_thread(threads, monkeypa
     assert calls["n"] >= 3 and parts["n"] >= 3
     np.testing.assert_array_equal(one, two)
     np.testing.assert_allclose(one, 2 * (y0 + np.exp(x0) + 1), rtol=1e-6, atol=1e-5)
+
+
+RECORDED = {  # name: the in-place call on x (b requires grad; c does not)
+    "add_": lambda x, b, c: x.add_(b), "add_ alpha": lambda x, b, c: x.add_(c, alpha=-0.5),
+    "add_ number alpha": lambda x, b, c: x.add_(2.0, alpha=3), "isub": lambda x, b, c: x.__isub__(b),
+    "sub_ alpha": lambda x, b, c: x.sub_(b, alpha=2), "mul_": lambda x, b, c: x.mul_(c),
+    "div_ number": lambda x, b, c: x.div_(4.0), "relu_": lambda x, b, c: x.relu_(),
+    "zero_": lambda x, b, c: x.zero_(), "fill_": lambda x, b, c: x.fill_(1.5),
+    "copy_": lambda x, b, c: x.copy_(b), "addcmul_": lambda x, b, c: x.addcmul_(b, c, value=0.5),
+    "addcdiv_": lambda x, b, c: x.addcdiv_(b, c * c + 1.0, value=0.5),
+}
+
+
+@pytest.mark.parametrize("name", list(RECORDED))
+def test_recorded_ops_write_in_one_pass_with_the_general_paths_node(monkeypatch, name):
+    """Recorded: no snapshot, no new array copied back, the same node (name, values, first and
+    second derivatives) as the out-of-place op's."""
+    rng = np.random.default_rng(3)
+    a0, b0, c0 = (rng.standard_normal((4, 6)) for _ in range(3))
+    inplace_mod = __import__("ember.ops.inplace", fromlist=["x"])
+
+    def run(general):
+        with monkeypatch.context() as m:
+            if general:
+                _general(m)
+            writes = count_calls(m, inplace_mod, "_write")
+            a = ember.tensor(a0, requires_grad=True)
+            b = ember.tensor(b0, requires_grad=True)
+            c = ember.tensor(c0)
+            x = a * a
+            view = x.view(24)
+            r = RECORDED[name](x, b, c)
+            assert r is x and view._version == x._version
+            node = x.grad_fn.name()
+            ga, gb = ember.autograd.grad((x * x).sum(), (a, b), create_graph=True,
+                                         allow_unused=True)
+            gg = ember.autograd.grad((ga.sum() + (gb.sum() if gb is not None else 0)), a,
+                                     allow_unused=True)[0]
+            out = [x.detach().numpy().copy(), view.detach().numpy().copy(), ga.detach().numpy()]
+            out += [g.detach().numpy() if g is not None else None for g in (gb, gg)]
+            return writes["n"], node, out
+
+    n_direct, node_direct, direct = run(False)
+    n_general, node_general, general = run(True)
+    assert (n_direct, n_general) == (0, 1) and node_direct == node_general
+    for got, want in zip(direct, general):
+        if want is None:
+            assert got is None
+        else:
+            np.testing.assert_array_equal(got, want)
+
+
+def test_recorded_ops_keep_pytorchs_version_rules():
+    a = ember.tensor([1.0, -2.0, 3.0], requires_grad=True)
+    x = a * 1
+    y = x * x  # saves x
+    x.add_(1.0)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
+    x = a * 1
+    x.relu_()
+    z = x.exp()  # saves its result; x is still fine to read
+    x.mul_(2.0)  # relu's saved result changes: relu's backward must refuse
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        (x.sum() + z.sum()).backward()
+
+
+def test_a_scaled_add_computes_no_gradient_for_an_operand_without_one():
+    a = ember.tensor([1.0, 2.0], requires_grad=True)
+    for op in ("add", "sub"):
+        node = getattr(a, op)(ember.tensor([3.0, 4.0]), alpha=2.0).grad_fn
+        ga, gc, _ = type(node)._fn.backward(node, np.ones(2))
+        assert gc is None and ga.tolist() == [1.0, 1.0]
+        c = ember.tensor([3.0, 4.0], requires_grad=True)
+        node = getattr(a, op)(c, alpha=2.0).grad_fn
+        assert type(node)._fn.backward(node, np.ones(2))[1].tolist() == [
+            2.0 if op == "add" else -2.0] * 2
+    node = (a - ember.tensor([3.0, 4.0])).grad_fn
+    assert type(node)._fn.backward(node, np.ones(2))[1] is None

@@ -87,16 +87,14 @@ def inplace(t: TensorBase, fn: Any, *args: Any, **kwargs: Any) -> TensorBase:
             "(Update parameters inside `with torch.no_grad():`, or use an out-of-place "
             "op such as x = x + y.)"
         )
-    # the op runs on a snapshot (it may save its input; where it cannot, inplace_direct's
-    # saves_no_input, it runs on this tensor's memory itself, not a copy); the result is
-    # written back into that memory
-    if _function.tracer is None and _direct.saves_no_input(t, fn, args, kwargs):
-        old = TensorBase._make(t._data, t._rg, t._grad_fn, t._output_nr)
-    else:
-        old = _snapshot(t)
-    out = fn(old, *args, **kwargs)
-    _check_inplace_result(t, out, fn)
-    _write(t, out._data)
+    # the everyday ops whose node keeps nothing of the old value write straight into this
+    # tensor's memory (inplace_direct.record); any other runs on a snapshot (it may save its
+    # input), and its result is written back into that memory
+    out = _direct.record(t, fn, args, kwargs) if _function.tracer is None else None
+    if out is None:
+        out = fn(_snapshot(t), *args, **kwargs)
+        _check_inplace_result(t, out, fn)
+        _write(t, out._data)
     old_fn = t._grad_fn
     t._grad_fn = out._grad_fn
     t._output_nr = out._output_nr

@@ -9,7 +9,13 @@ the out-of-place op makes, given ``out=``: the same values in one pass instead o
 op, a new array's first touch, the copy), split over the threads where large
 (``_threads.run_into``), as PyTorch's in-place kernels write their output. Each op has two
 functions here: its case (the NumPy operands of a call it takes, or None: the general path runs
-then) and its write; ``saves_no_input`` reads the same cases for recorded ops.
+then) and its write.
+
+Where autograd records the op, ``record`` takes the same cases: the op's own node is made (the
+class the out-of-place op would apply, with its inputs), but its forward is the write into the
+tensor's memory (``_into``), so a recorded ``out += identity`` or ``relu_()`` also makes one pass
+and no new array. Those forwards save what the op classes' forwards save (the old value never:
+mul and div keep it for an operand that requires grad, and those go the general way).
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ from ._promote import _EXTOBJ, _QUIET_EXTOBJ
 
 _EXACT = 1 << 53  # a Python int past this would round on its way to a float
 _F32_MAX = float(np.finfo(np.float32).max)
-_table: dict[Any, tuple] = {}  # op function -> (case, write, keeps_old)
+_table: dict[Any, tuple] = {}  # op function -> (case, write, keeps_old, node)
 
 
 def run(t: TensorBase, fn: Any, args: tuple, kwargs: dict) -> bool:
@@ -43,17 +49,21 @@ def run(t: TensorBase, fn: Any, args: tuple, kwargs: dict) -> bool:
     return True
 
 
-def saves_no_input(t: TensorBase, fn: Any, args: tuple, kwargs: dict) -> bool:
-    """Whether ``fn(t, *args, **kwargs)`` is one of the ops here, in one of the cases ``run``
-    takes (so the op is that one node), whose node keeps nothing of ``t``'s value (add, sub,
-    zero, fill and copy keep nothing, relu its result, addcmul and addcdiv their other operands,
-    mul and div ``t``'s value only for an operand that requires grad): a recorded in-place op
-    may then run on ``t``'s memory itself rather than a copy of it (``ops/inplace.py``), as
-    nothing reads the old values after."""
+def record(t: TensorBase, fn: Any, args: tuple, kwargs: dict) -> TensorBase | None:
+    """Where ``fn(t, *args, **kwargs)`` is one of the ops here, in a case ``run`` takes, and its
+    node keeps nothing of ``t``'s old value: write the result into ``t``'s memory and return the
+    op's recorded output (its node, as ``fn`` would make it; its array a view of ``t``'s). None
+    (nothing written) otherwise. The caller has checked the overlap and leaf rules."""
     d = t._data
     entry = _entry(d, fn)
-    return (entry is not None and entry[0](d, args, kwargs) is not None
-            and not (entry[2] and _requires_grad(args[0])))
+    if entry is None or not d.flags.writeable:
+        return None
+    ops = entry[0](d, args, kwargs)
+    if ops is None or (entry[2] and _requires_grad(args[0])):
+        return None
+    cls, inputs = entry[3](args, kwargs, ops)
+    old = TensorBase._make(d, t._rg, t._grad_fn, t._output_nr)
+    return _into(cls).apply(old, *inputs)
 
 
 def _entry(d: Any, fn: Any) -> tuple | None:
@@ -72,21 +82,49 @@ def _requires_grad(o: Any) -> bool:
 def _build() -> dict[Any, tuple]:
     """The table, keyed by the op functions (built at the first call: those modules import this
     one's importer). keeps_old: the node keeps ``t``'s old value where the operand requires
-    grad (mul and div, for the operand's gradient)."""
+    grad (mul and div, for the operand's gradient). node: ``(args, kwargs, ops) -> (the op
+    class, its inputs after t)``, as the op function chooses them in these cases."""
     from . import casting, pointwise, pointwise_fused, pointwise_piecewise
 
+    P, C, F = pointwise, casting, pointwise_fused
+
+    def add_node(args: tuple, kw: dict, ops: tuple) -> tuple:
+        return _scaled_node(P.Add, P.ScaledAdd, args, ops)
+
+    def sub_node(args: tuple, kw: dict, ops: tuple) -> tuple:
+        return _scaled_node(P.Sub, P.ScaledSub, args, ops)
+
     _table.update({
-        pointwise.add: (_alpha_case, _add, False),
-        pointwise.sub: (_alpha_case, _sub, False),
-        pointwise.mul: (_operand_case, _mul, True),
-        pointwise.div: (_div_case, _div, True),
-        pointwise_piecewise.relu: (_no_args_case, _relu, False),
-        casting.zero: (_no_args_case, _zero, False),
-        casting.fill: (_fill_case, _fill, False),
-        casting.copy_from: (_copy_case, _copy, False),
-        pointwise_fused.addcmul: (_value_case, _addcmul, False),
-        pointwise_fused.addcdiv: (_addcdiv_case, _addcdiv, False)})
+        P.add: (_alpha_case, _add, False, add_node),
+        P.sub: (_alpha_case, _sub, False, sub_node),
+        P.mul: (_operand_case, _mul, True, lambda args, kw, ops: (P.Mul, args)),
+        P.div: (_div_case, _div, True, lambda args, kw, ops: (P.Div, args)),
+        pointwise_piecewise.relu: (_no_args_case, _relu, False,
+                                   lambda args, kw, ops: (pointwise_piecewise.Relu, ())),
+        C.zero: (_no_args_case, _zero, False, lambda args, kw, ops: (C.Zero, (0,))),
+        C.fill: (_fill_case, _fill, False, lambda args, kw, ops: (C.Fill, args)),
+        C.copy_from: (_copy_case, _copy, False, lambda args, kw, ops: (C.CopyFrom, args)),
+        F.addcmul: (_value_case, _addcmul, False,
+                    lambda args, kw, ops: (F.Addcmul, (*args, ops[2]))),
+        F.addcdiv: (_addcdiv_case, _addcdiv, False,
+                    lambda args, kw, ops: (F.Addcdiv, (*args, ops[2])))})
+    _forwards.update({
+        P.Add: _add_into, P.ScaledAdd: _scaled_add_into, P.Sub: _sub_into,
+        P.ScaledSub: _scaled_sub_into, P.Mul: _mul_into, P.Div: _div_into,
+        pointwise_piecewise.Relu: _relu_into, C.Zero: _fill_into, C.Fill: _fill_into,
+        C.CopyFrom: _copy_into, F.Addcmul: _addcmul_into, F.Addcdiv: _addcdiv_into})
     return _table
+
+
+def _scaled_node(plain: Any, scaled: Any, args: tuple, ops: tuple) -> tuple:
+    """add/sub's node: plain for alpha 1 or a number operand (scaled first, as ``_scaled``
+    does), else the scaled op with alpha."""
+    o, alpha = ops
+    if alpha == 1:
+        return plain, args
+    if type(o) is not np.ndarray:
+        return plain, (o * alpha,)
+    return scaled, (args[0], alpha)
 
 
 def _lookup(fn: Any) -> tuple | None:
@@ -254,6 +292,90 @@ def _addcdiv(d: np.ndarray, t1: Any, t2: Any, value: Any) -> None:
         _write_expr(d, expr, t1, t2)
     finally:
         _EXTOBJ.reset(token)
+
+
+# -- recorded: the op classes with the write as their forward ---------------------------------
+# Each forward saves what its class's forward saves (in these cases: never the old value) and
+# returns a view of the tensor's memory: apply then finds a saved result among its outputs, and
+# ``inplace`` points it at the tensor, as for the general path's result.
+
+_forwards: dict[Any, Any] = {}  # op class -> its forward into its first input
+_into_classes: dict[Any, Any] = {}  # op class -> the subclass with that forward
+
+
+def _into(cls: Any) -> Any:
+    """``cls`` with its forward writing into its first input: the same node (name, backward)."""
+    sub = _into_classes.get(cls)
+    if sub is None:
+        sub = _into_classes[cls] = type(cls.__name__, (cls,), {
+            "forward": staticmethod(_forwards[cls]),
+            "node_name": cls._node_cls.__name__, "__module__": cls.__module__})
+    return sub
+
+
+def _add_into(ctx: Any, a: np.ndarray, b: Any) -> np.ndarray:
+    _add(a, b, 1)
+    return a[...]
+
+
+def _sub_into(ctx: Any, a: np.ndarray, b: Any) -> np.ndarray:
+    _sub(a, b, 1)
+    return a[...]
+
+
+def _scaled_add_into(ctx: Any, a: np.ndarray, b: Any, alpha: Any) -> np.ndarray:
+    ctx.alpha = alpha
+    _add(a, b, alpha)
+    return a[...]
+
+
+def _scaled_sub_into(ctx: Any, a: np.ndarray, b: Any, alpha: Any) -> np.ndarray:
+    ctx.alpha = alpha
+    _sub(a, b, alpha)
+    return a[...]
+
+
+def _mul_into(ctx: Any, a: np.ndarray, b: Any) -> np.ndarray:
+    ctx.save_for_backward(None, b if ctx.needs_input_grad[0] else None)  # (Mul's; b needs none)
+    _mul(a, b)
+    return a[...]
+
+
+def _div_into(ctx: Any, a: np.ndarray, b: Any) -> np.ndarray:
+    ctx.save_for_backward(None, b)  # (Div's; b needs no gradient)
+    _div(a, b)
+    return a[...]
+
+
+def _relu_into(ctx: Any, a: np.ndarray) -> np.ndarray:
+    _relu(a)
+    out = a[...]
+    ctx.save_for_backward(out)  # (Relu's: its result)
+    return out
+
+
+def _fill_into(ctx: Any, a: np.ndarray, value: Any) -> np.ndarray:
+    _fill(a, value)
+    return a[...]
+
+
+def _copy_into(ctx: Any, a: np.ndarray, src: Any) -> np.ndarray:
+    _copy(a, src)
+    return a[...]
+
+
+def _addcmul_into(ctx: Any, x: np.ndarray, t1: Any, t2: Any, value: Any) -> np.ndarray:
+    n = ctx.needs_input_grad  # (Addcmul's saves)
+    ctx.save_for_backward(None, t1 if n[2] else None, t2 if n[1] else None,
+                          value if n[1] or n[2] else None)
+    _addcmul(x, t1, t2, value)
+    return x[...]
+
+
+def _addcdiv_into(ctx: Any, x: np.ndarray, t1: Any, t2: Any, value: Any) -> np.ndarray:
+    ctx.save_for_backward(None, t1 if ctx.needs_input_grad[2] else None, t2, value)  # (Addcdiv's)
+    _addcdiv(x, t1, t2, value)
+    return x[...]
 
 
 _BLOCK = 1 << 18  # elements per block of _write_expr: its temporaries stay in the caches

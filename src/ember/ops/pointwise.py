@@ -306,7 +306,7 @@ class Sub(Op):
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
-        return grad, -grad
+        return grad, -grad if ctx.needs_input_grad[1] else None
 
 
 class Rsub(Sub):
@@ -336,7 +336,7 @@ class ScaledAdd(Op):
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
-        return grad, grad * ctx.alpha, None
+        return grad, grad * ctx.alpha if ctx.needs_input_grad[1] else None, None
 
 
 class ScaledSub(Op):
@@ -351,7 +351,7 @@ class ScaledSub(Op):
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
-        return grad, -grad * ctx.alpha, None
+        return grad, -grad * ctx.alpha if ctx.needs_input_grad[1] else None, None
 
 
 class ScaledRsub(ScaledSub):
