@@ -190,11 +190,45 @@ def test_a_sums_gradient_is_copied_over_the_threads_into_its_own_grad(threads, m
     monkeypatch.setattr(_threads, "cut_cheap", 1)
     calls = count_calls(monkeypatch, _threads, "copy")
     x = ember.rand(64, 300, requires_grad=True)
-    (x.sum() * 3).backward()
+    (x.sum(1, keepdim=True) * 3).sum().backward()  # (a column repeated: not a fill)
     assert calls["n"] == 1
     g = x.grad.numpy()
     assert g.flags.owndata and g.flags.writeable and g.strides == (1200, 4)
     np.testing.assert_array_equal(g, np.full((64, 300), 3, np.float32))
+
+
+@pytest.mark.parametrize("threads_n", [1, 2])
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+@pytest.mark.parametrize("reduce, repeated", [
+    (lambda x: x.sum() * 3, True),                # one value: a fill
+    (lambda x: (x.sum(0) * ember.arange(300.0)).sum(), True),  # a row over and over
+    (lambda x: x.mean(), True),
+    (lambda x: (x.sum(1, keepdim=True) * 2).sum(), False),   # a column: copied
+])
+def test_a_repeated_gradient_is_filled_into_its_own_grad(threads, monkeypatch, threads_n, dt,
+                                                          reduce, repeated):
+    from ember import _kernels_loader as L
+    ember.set_num_threads(threads_n)
+    monkeypatch.setattr(_threads, "cut_arith", 1)
+    fills = {"n": 0}
+    arith = L.arith
+
+    def spy(f, a, b, out, *rest):
+        done = arith(f, a, b, out, *rest)
+        fills["n"] += f is None and out.shape == (64, 300) and done
+        return done
+    monkeypatch.setattr(L, "arith", spy)
+    x0 = np.random.default_rng(4).random((64, 300)).astype(dt)
+    x = ember.tensor(x0, requires_grad=True)
+    reduce(x).backward()
+    g = x.grad.numpy()
+    assert g.flags.owndata and g.flags.writeable and g.flags.c_contiguous and g.dtype == dt
+    assert fills["n"] == (1 if repeated and L.active is not None else 0)
+    xr = ember.tensor(x0, requires_grad=True)
+    with monkeypatch.context() as m:  # the general copy
+        m.setattr(_threads, "cut_arith", 1 << 60)
+        reduce(xr).backward()
+    np.testing.assert_array_equal(g, xr.grad.numpy())
 
 
 @needs_setter

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import _backend, _native_core, _threads
+from .. import _backend, _kernels_loader, _native_core, _threads
 from .._backend import CPU_ARRAY
 from .._dtype import from_numpy as _dtype_of
 from .._tensor_base import TensorBase
@@ -801,12 +801,30 @@ def _fit_to_reshaped_leaf(leaf: Any, g: Any) -> Any:
 
 def _copy_grad(g: Any) -> Any:
     """A copy of ``g`` that owns its memory (a ``.grad`` of its own): a large host float array
-    (a sum's gradient broadcast back to its input, say) copied in parts over the threads
+    that repeats one value or one trailing block (a sum's gradient broadcast back to its input)
+    filled from that on the kernels' pool, any other large one copied in parts over the threads
     (``_threads.copy``), anything else by ``g.copy()``."""
-    if type(g) is CPU_ARRAY and g.size >= _threads.cut_cheap and (
-            out := _threads.copy(g)) is not None:
-        return out
+    if type(g) is CPU_ARRAY:
+        if g.size >= _threads.cut_arith and g.strides[0] == 0 and (
+                out := _fill_from_repeated(g)) is not None:
+            return out
+        if g.size >= _threads.cut_cheap and (out := _threads.copy(g)) is not None:
+            return out
     return g.copy()
+
+
+def _fill_from_repeated(g: np.ndarray) -> np.ndarray | None:
+    """``g.copy()`` for a broadcast view whose leading dims repeat (stride 0) over a C-ordered
+    rest: that rest written over and over (a single value: a fill) by ``_kernels_loader.arith``,
+    the same values in one split pass; None where it does not apply."""
+    k = 1
+    while k < g.ndim and g.strides[k] == 0:
+        k += 1
+    src = g[(0,) * k]
+    if src.ndim == 0:
+        src = src.item()  # (a float32/float64 value, exact as a Python float)
+    out = np.empty(g.shape, g.dtype)
+    return out if _kernels_loader.arith(None, None, src, out) else None
 
 
 def _owns(a: Any) -> bool:
