@@ -25,13 +25,14 @@ def threads():
 def _count_splits(monkeypatch) -> dict:
     """Calls split over the threads: on the Python pool, or the kernels' (arith's True)."""
     calls = count_calls(monkeypatch, _threads, "_parallel")
-    arith = L.arith
+    for name in ("arith", "addc"):
+        kernel = getattr(L, name)
 
-    def spy(*a, **k):
-        done = arith(*a, **k)
-        calls["n"] += bool(done) and ember.get_num_threads() > 1  # (at one thread: one part)
-        return done
-    monkeypatch.setattr(L, "arith", spy)
+        def spy(*a, kernel=kernel, **k):
+            done = kernel(*a, **k)
+            calls["n"] += bool(done) and ember.get_num_threads() > 1  # (at one thread: one part)
+            return done
+        monkeypatch.setattr(L, name, spy)
     return calls
 
 

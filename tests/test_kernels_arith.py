@@ -165,3 +165,60 @@ def test_ops_take_it_from_cut_arith_and_keep_their_values(two_threads):
     (x1 * y1 + x1 / (y1 * y1 + 1.0) - y1).sum().backward()
     _same_bits(x.grad.numpy(), x1.grad.numpy())
     _same_bits(y.grad.numpy(), y1.grad.numpy())
+
+
+@pytest.mark.parametrize("div", [False, True])
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+@pytest.mark.parametrize("value", [0.37, -3, 1e-30, 7.0])
+@pytest.mark.parametrize("shape", [(7,), (37, 129), (300, 1000)])
+def test_addc_equals_numpys_three_calls(two_threads, div, dt, value, shape):
+    """addcmul/addcdiv in one pass: x + (t1 op t2) * value, NumPy's roundings, in and out of
+    place (out is x, t1 or t2), with NaN, infinities, signed zeros, subnormals, 0 divisors."""
+    x, t1, t2 = (_data(shape, dt, s) for s in (5, 6, 7))
+    with np.errstate(all="ignore"):
+        want = np.add(x, np.multiply((np.divide if div else np.multiply)(t1, t2), value))
+        out = np.empty_like(x)
+        assert L.addc(div, x, t1, t2, out, value)
+        _same_bits(out, want)
+        for which in range(3):
+            ops = [x.copy(), t1.copy(), t2.copy()]
+            assert L.addc(div, *ops, ops[which], value)
+            _same_bits(ops[which], want)
+        same = t1.copy()  # t1 and t2 one array (an Adam step's g * g)
+        want2 = np.add(x, np.multiply((np.divide if div else np.multiply)(same, same), value))
+        assert L.addc(div, x, same, same, out, value)
+        _same_bits(out, want2)
+
+
+def test_addc_declines_what_it_does_not_take():
+    x = np.ones(8, np.float32)
+    out = np.empty(8, np.float32)
+    assert not L.addc(False, x, x.astype(np.float64), x, out, 1.0)  # mixed dtypes
+    assert not L.addc(False, x, x[:4], x, out, 1.0)                # another shape
+    assert not L.addc(False, x, x, x, out, np.float32(2.0))        # not a Python number
+    assert not L.addc(False, x, x, x, out, 1 << 60)                # an int past 2^53
+    buf = np.zeros(9, np.float32)
+    assert not L.addc(False, buf[1:], x, x, buf[:8], 1.0)          # overlaps out partly
+    assert not L.addc(False, x, x, x, x[::-1].copy()[::-1], 1.0)   # out not C-ordered
+
+
+@pytest.mark.parametrize("op", ["addcmul", "addcdiv"])
+def test_addcmul_and_addcdiv_take_the_kernel_in_place_and_out(monkeypatch, op):
+    calls = {"n": 0}
+    addc = L.addc
+
+    def spy(*a):
+        calls["n"] += 1
+        return addc(*a)
+    monkeypatch.setattr(L, "addc", spy)
+    rng = np.random.default_rng(8)
+    x0, a0, b0 = (rng.standard_normal((64, 100)).astype(np.float32) for _ in range(3))
+    x, a, b = ember.tensor(x0), ember.tensor(a0), ember.tensor(b0)
+    r = getattr(ember, op)(x, a, b, value=0.25)
+    with ember.no_grad():
+        getattr(x, op + "_")(a, b, value=0.25)
+    assert calls["n"] == 2
+    f = np.multiply if op == "addcmul" else np.divide
+    want = x0 + f(a0, b0) * np.float32(0.25)
+    _same_bits(r.numpy(), want)
+    _same_bits(x.numpy(), want)

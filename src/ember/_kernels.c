@@ -6239,6 +6239,76 @@ static PyObject *py_arith(PyObject *mod, PyObject *const *args, Py_ssize_t nargs
     Py_RETURN_NONE;
 }
 
+/* addc(div, x, t1, t2, out, value): out = x + (t1 * t2) * value (addcmul), or with div
+ * x + (t1 / t2) * value (addcdiv), float32/float64 arrays of one dtype and length, value rounded
+ * to it first: the order and roundings of NumPy's three calls (the product or quotient, its
+ * scaling, the sum), one pass instead of three, on the kernels' pool. out may be x, t1 or t2
+ * itself (an in-place addcmul_: element i is read, then written). */
+typedef struct {
+    int div;
+    const void *x, *a, *b;
+    void *out;
+    double value;
+    char kind;
+} addc_job;
+
+#define ADDC_FN(T)                                                                             \
+    CLONES static void addc_##T(const addc_job *j, Py_ssize_t i0, Py_ssize_t i1)               \
+    {                                                                                          \
+        const T *x = (const T *)j->x, *a = (const T *)j->a, *b = (const T *)j->b;              \
+        T *o = (T *)j->out;                                                                    \
+        const T v = (T)j->value;                                                               \
+        if (j->div) {                                                                          \
+            IVDEP                                                                              \
+            for (Py_ssize_t i = i0; i < i1; i++)                                               \
+                o[i] = x[i] + (a[i] / b[i]) * v;                                               \
+        }                                                                                      \
+        else {                                                                                 \
+            IVDEP                                                                              \
+            for (Py_ssize_t i = i0; i < i1; i++)                                               \
+                o[i] = x[i] + (a[i] * b[i]) * v;                                               \
+        }                                                                                      \
+    }
+ADDC_FN(float)
+ADDC_FN(double)
+
+static void call_addc(void *v, Py_ssize_t i0, Py_ssize_t i1)
+{
+    addc_job *j = (addc_job *)v;
+    if (j->kind == 'f')
+        addc_float(j, i0, i1);
+    else
+        addc_double(j, i0, i1);
+}
+
+static PyObject *py_addc(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 6)
+        return PyErr_Format(PyExc_TypeError, "ember._kernels.addc: expected 6 arguments");
+    int div = PyObject_IsTrue(args[0]);
+    if (div < 0)
+        return NULL;
+    double value = PyFloat_AsDouble(args[5]);
+    if (value == -1.0 && PyErr_Occurred())
+        return NULL;
+    Bufs b;
+    if (take(&b, args + 1, 4, "IIIo") < 0)
+        return NULL;
+    Py_ssize_t total = b.len[3];
+    if (!b.p[0] || !b.p[1] || !b.p[2] || same_lengths(&b, total, 0, 3) < 0) {
+        release(&b);
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "ember._kernels.addc: x, t1 and t2 are arrays");
+        return NULL;
+    }
+    addc_job j = {div, b.p[0], b.p[1], b.p[2], b.p[3], value, b.kind};
+    Py_BEGIN_ALLOW_THREADS
+    parallel(call_addc, &j, total, 64, MIN_PART);
+    Py_END_ALLOW_THREADS
+    release(&b);
+    Py_RETURN_NONE;
+}
+
 static PyObject *py_relu_backward(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
 {
     return run_binary(args, nargs, relu_backward_f32, relu_backward_f64);
@@ -7463,6 +7533,7 @@ static PyMethodDef kernels_methods[] = {
     FAST(transpose_copy, "transpose_copy(src, dst): a strided array into C order by tiles; False where it does not apply."),
     FAST(relu_backward, "relu_backward(out, grad, res): grad where out > 0 (or NaN), else +0."),
     FAST(clamp, "clamp(x, out, lo, hi): min(max(x, lo), hi), NaN kept, -0.0 kept at a tie."),
+    FAST(addc, "addc(div, x, t1, t2, out, value): x + (t1 * t2) * value, or (t1 / t2) with div: addcmul, addcdiv."),
     FAST(arith, "arith(op, a | None, b | number, out[, scale]): a + - * / b (op 0-3), b (op 4), "
                 "a +/- b * scale (op 5, 6), elementwise; b may be a row that repeats; out may "
                 "be a or b."),

@@ -468,6 +468,25 @@ def arith(f: Any, a: Any, b: Any, out: np.ndarray, scale: Any = None) -> bool:
     return True
 
 
+def addc(div: bool, x: Any, t1: Any, t2: Any, out: np.ndarray, value: Any) -> bool:
+    """``out = x + (t1 * t2) * value`` (addcmul), or ``(t1 / t2)`` where ``div`` (addcdiv), in
+    one pass on the kernels' pool: NumPy's three calls' values (the product, its scaling by
+    ``value`` rounded to the dtype, the sum; division by zero gives NumPy's inf and nan, without
+    its warning). x, t1, t2 and out: C-ordered float32/float64 arrays of one dtype and shape;
+    out may be any of the others itself but overlap none otherwise; ``value`` a Python number
+    (within 2^53 for an int). False where that does not hold (nothing written)."""
+    k = active
+    if k is None or not _ok(out, True) or not out.flags.writeable or not (
+            type(value) is float or (type(value) is int and -(1 << 53) <= value <= 1 << 53)):
+        return False
+    for v in (x, t1, t2):
+        if not (_ok(v, True) and v.dtype == out.dtype and v.shape == out.shape
+                and (v is out or not np.may_share_memory(v, out))):
+            return False
+    k.addc(div, x, t1, t2, out, value)
+    return True
+
+
 def row_sum(x: Any, axes: tuple[int, ...] | None, keepdim: bool,
             square: bool = False) -> np.ndarray | None:
     """``np.add.reduce(x, axes, keepdims=keepdim)`` (of ``x * x`` where ``square``, without

@@ -275,7 +275,10 @@ def _copy(d: np.ndarray, s: Any) -> None:
 
 
 def _addcmul(d: np.ndarray, t1: Any, t2: Any, value: Any) -> None:
-    """``d + value * (t1 * t2)``, Addcmul's order."""
+    """``d + value * (t1 * t2)``, Addcmul's order (one pass by the kernel where it applies)."""
+    if _kernels.addc(False, d, t1, t2, d, value):
+        return
+
     def expr(tmp: Any, out: Any, x: Any, a: Any, b: Any) -> None:
         np.multiply(np.multiply(a, b, out=tmp), value, out=tmp)
         np.add(x, tmp, out=out)
@@ -284,6 +287,9 @@ def _addcmul(d: np.ndarray, t1: Any, t2: Any, value: Any) -> None:
 
 def _addcdiv(d: np.ndarray, t1: Any, t2: Any, value: Any) -> None:
     """``d + value * (t1 / t2)``, Addcdiv's order, NumPy's warnings off as there."""
+    if _kernels.addc(True, d, t1, t2, d, value):
+        return
+
     def expr(tmp: Any, out: Any, x: Any, a: Any, b: Any) -> None:
         np.multiply(np.divide(a, b, out=tmp), value, out=tmp)
         np.add(x, tmp, out=out)

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from .. import _dtype
+from .. import _kernels_loader as _kernels
 from .._tensor_base import TensorBase
 from ..autograd.function import Op
 from . import _out
@@ -68,6 +69,10 @@ def lerp(input: Any, end: Any, weight: Any, *, out: Any = None) -> Any:
 # op classes
 
 
+_FUSED_FROM = 4096  # elements from which addcmul/addcdiv take the one-pass kernel (below it
+# the NumPy calls cost about as much as the kernel's checks)
+
+
 class Addcmul(Op):
     """out = x + value * t1 * t2
     grad_x = grad          grad_t1 = grad * value * t2          grad_t2 = grad * value * t1"""
@@ -82,6 +87,9 @@ class Addcmul(Op):
                               value if n[1] or n[2] else None)
         if isinstance(value, float) and x.dtype.kind in "iu":
             value = int(value)  # an integer result: value in its dtype, as PyTorch casts it
+        if type(x) is np.ndarray and x.size >= _FUSED_FROM and _kernels.addc(
+                False, x, t1, t2, out := np.empty_like(x), value):
+            return out  # (one pass, the same values)
         return x + value * (t1 * t2)
 
     @staticmethod
@@ -102,6 +110,9 @@ class Addcdiv(Op):
         # change of t2 makes backward raise even when only x needs a gradient)
         # (saved at their argument positions, as Addcmul's)
         ctx.save_for_backward(None, t1 if ctx.needs_input_grad[2] else None, t2, value)
+        if type(x) is np.ndarray and x.size >= _FUSED_FROM and _kernels.addc(
+                True, x, t1, t2, out := np.empty_like(x), value):
+            return out
         return x + value * _quietly(_truediv, t1, t2)
 
     @staticmethod
