@@ -1,4 +1,4 @@
-"""The everyday in-place ops outside autograd, computed straight into the tensor's memory.
+"""The everyday in-place ops, computed straight into the tensor's memory (recorded or not).
 
 ``x.add_(y)`` runs as ``inplace(x, add, y)`` (``ops/inplace.py``): the out-of-place op makes a
 new array, which is then copied into ``x``. Where nothing records the op (``no_grad``, tensors
@@ -7,9 +7,9 @@ memory of its own per element; an operand of its dtype that broadcasts to its sh
 Python number), ``run`` instead writes the result into ``x``'s memory with the same NumPy call
 the out-of-place op makes, given ``out=``: the same values in one pass instead of three (the
 op, a new array's first touch, the copy), split over the threads where large
-(``_threads.run_into``), as PyTorch's in-place kernels write their output. Each op has two
-functions here: its case (the NumPy operands of a call it takes, or None: the general path runs
-then) and its write.
+(``_threads.run_into``), as PyTorch's in-place kernels write their output. Each op has its
+case here (the NumPy operands of a call it takes, or None: the general path runs then), its
+write, and for ``record`` its node.
 
 Where autograd records the op, ``record`` takes the same cases: the op's own node is made (the
 class the out-of-place op would apply, with its inputs), but its forward is the write into the
