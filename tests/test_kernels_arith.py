@@ -222,3 +222,37 @@ def test_addcmul_and_addcdiv_take_the_kernel_in_place_and_out(monkeypatch, op):
     want = x0 + f(a0, b0) * np.float32(0.25)
     _same_bits(r.numpy(), want)
     _same_bits(x.numpy(), want)
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+@pytest.mark.parametrize("slope", [0.2, 0.01, -1.5, 0.0, 3])
+@pytest.mark.parametrize("shape", [(7,), (37, 129), (300, 1000)])
+def test_leaky_relu_equals_numpys_where(two_threads, dt, slope, shape):
+    """leaky_relu and its gradient in one pass: np.where's values bit for bit (NaN takes the
+    slope branch, -0.0 stays -0.0, slope rounded to the dtype first)."""
+    x, g = _data(shape, dt, 11), _data(shape, dt, 12)
+    with np.errstate(all="ignore"):
+        _same_bits(L.leaky_relu(x, slope), np.where(x > 0, x, x * slope))
+        _same_bits(L.leaky_relu(x, slope, g), np.where(x > 0, g, g * slope))
+
+
+def test_leaky_relu_declines_and_the_op_takes_it(monkeypatch):
+    x = np.ones(8, np.float32)
+    assert L.leaky_relu(x.astype(np.float16), 0.2) is None
+    assert L.leaky_relu(x[::2], 0.2) is None                       # not C-ordered
+    assert L.leaky_relu(x, 0.2, x.astype(np.float64)) is None      # mixed dtypes
+    assert L.leaky_relu(x, np.float32(0.2)) is None                # not a Python number
+    calls = {"n": 0}
+    kernel = L.leaky_relu
+
+    def spy(*a):
+        calls["n"] += 1
+        return kernel(*a)
+    monkeypatch.setattr(L, "leaky_relu", spy)
+    x0 = np.random.default_rng(3).standard_normal((4, 5)).astype(np.float32)
+    t = ember.tensor(x0, requires_grad=True)
+    y = ember.nn.functional.leaky_relu(t, 0.2)
+    y.backward(ember.ones_like(y))
+    assert calls["n"] == 2
+    _same_bits(y.detach().numpy(), np.where(x0 > 0, x0, x0 * np.float32(0.2)))
+    _same_bits(t.grad.numpy(), np.where(x0 > 0, 1, np.float32(0.2)).astype(np.float32))

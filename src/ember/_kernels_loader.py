@@ -468,6 +468,23 @@ def arith(f: Any, a: Any, b: Any, out: np.ndarray, scale: Any = None) -> bool:
     return True
 
 
+def leaky_relu(x: Any, slope: Any, grad: Any = None) -> np.ndarray | None:
+    """``np.where(x > 0, x, x * slope)`` (or, given ``grad``, ``np.where(x > 0, grad, grad *
+    slope)``) of a C-ordered float32/float64 array in one pass: the same values (slope rounded
+    to the dtype first, as NumPy takes a Python number); None where the kernel does not apply
+    (then NumPy's where)."""
+    k = active
+    if k is None or not _ok(x, True) or not (
+            type(slope) is float or (type(slope) is int and -(1 << 53) <= slope <= 1 << 53)):
+        return None
+    if grad is not None and not (_ok(grad, True) and grad.dtype == x.dtype
+                                 and grad.shape == x.shape):
+        return None
+    out = np.empty_like(x)
+    k.leaky_relu(x, grad, out, slope)
+    return out
+
+
 def addc(div: bool, x: Any, t1: Any, t2: Any, out: np.ndarray, value: Any) -> bool:
     """``out = x + (t1 * t2) * value`` (addcmul), or ``(t1 / t2)`` where ``div`` (addcdiv), in
     one pass on the kernels' pool: NumPy's three calls' values (the product, its scaling by
