@@ -256,3 +256,74 @@ def test_leaky_relu_declines_and_the_op_takes_it(monkeypatch):
     assert calls["n"] == 2
     _same_bits(y.detach().numpy(), np.where(x0 > 0, x0, x0 * np.float32(0.2)))
     _same_bits(t.grad.numpy(), np.where(x0 > 0, 1, np.float32(0.2)).astype(np.float32))
+
+
+def _piecewise_numpy(name, x, a, b, g):
+    """The NumPy formulas of ops/nn/activation.py and ops/_blockwise.py, forward or gradient."""
+    t = x.dtype.type
+    if name == "hardtanh":
+        return np.minimum(b, np.maximum(a, x)) if g is None else np.where((x > a) & (x < b), g, 0)
+    if name == "hardsigmoid":
+        return (np.minimum(np.maximum(x + 3, 0), 6) / 6 if g is None
+                else g * ((x > -3) & (x < 3)) / 6)
+    if name == "hardswish":
+        if g is None:
+            o = np.maximum(x + 3, 0)
+            o = np.minimum(o, 6)
+            return o * x / 6
+        o = (x / 3 + 0.5) * g
+        o = np.where(~(x < 3), g, o)
+        return np.where(x <= -3, t(0), o)
+    if name == "threshold":
+        return np.where(x > a, x, np.asarray(b, x.dtype)) if g is None else np.where(x > a, g, 0)
+    keep = (x > a) | (x < -a)
+    if g is not None:
+        return g * keep
+    if name == "hardshrink":
+        return np.where(keep, x, x * 0)
+    return np.where(x > a, x - a, np.where(x < -a, x + a, x * 0))
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+@pytest.mark.parametrize("name, a, b", [
+    ("hardtanh", -1.0, 1.0), ("hardtanh", 0.0, 6.0), ("hardtanh", -0.3, 2), ("hardsigmoid", 0, 0),
+    ("hardswish", 0, 0), ("threshold", 0.1, 20.0), ("threshold", -1, -7.5),
+    ("hardshrink", 0.5, 0), ("softshrink", 0.5, 0), ("softshrink", 0.0, 0)])
+@pytest.mark.parametrize("grad", [False, True])
+def test_piecewise_equals_the_numpy_formulas(two_threads, dt, name, a, b, grad):
+    """hardtanh/relu6, hardsigmoid, hardswish, threshold and the shrinks in one pass, forward
+    and gradient: the NumPy formulas' values bit for bit (NaN, infinities, signed zeros,
+    subnormals, the kinks at -3, 3, the bounds and +-lambda themselves)."""
+    x = _data((300, 1000), dt, 13) * dt(4)
+    x.flat[7::101] = -3.0
+    x.flat[8::103] = 3.0
+    x.flat[9::107] = dt(a)
+    x.flat[10::109] = -dt(a)
+    x.flat[11::113] = dt(b)
+    g = _data(x.shape, dt, 14) if grad else None
+    with np.errstate(all="ignore"):
+        want = _piecewise_numpy(name, x, a, b, g)
+        got = L.piecewise(name, x, a, b, g)
+    _same_bits(got, want.astype(dt, copy=False))
+
+
+def test_piecewise_declines_and_the_ops_take_it(monkeypatch):
+    x = np.ones(8, np.float32)
+    assert L.piecewise("hardtanh", x.astype(np.float16), -1.0, 1.0) is None
+    assert L.piecewise("hardtanh", x[::2], -1.0, 1.0) is None
+    assert L.piecewise("threshold", x, 1e39, 0.0) is None             # past float32's range
+    assert L.piecewise("hardtanh", x, float("nan"), 1.0) is None
+    assert L.piecewise("hardtanh", x, np.float32(0.0), 1.0) is None   # not a Python number
+    calls = {"n": 0}
+    kernel = L.piecewise
+
+    def spy(*a, **k):
+        calls["n"] += 1
+        return kernel(*a, **k)
+    monkeypatch.setattr(L, "piecewise", spy)
+    F = ember.nn.functional
+    t = ember.tensor(np.linspace(-5, 5, 64, dtype=np.float32), requires_grad=True)
+    for f in (F.relu6, F.hardtanh, F.hardsigmoid, F.hardswish, F.hardshrink, F.softshrink,
+              lambda v: F.threshold(v, 0.5, -1.0)):
+        f(t).sum().backward()
+    assert calls["n"] == 14

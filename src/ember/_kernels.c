@@ -6304,6 +6304,113 @@ static PyObject *py_leaky_relu(PyObject *mod, PyObject *const *args, Py_ssize_t 
     Py_RETURN_NONE;
 }
 
+/* piecewise(op, x, g, out, a, b): the piecewise-linear activations and their gradients (g
+ * None: forward), float32/float64, a and b rounded to the dtype first; each the operations and
+ * order of its NumPy formula in ops/nn/activation.py and ops/_blockwise.py (NaN, -0.0 and the
+ * kinks as there), one pass where NumPy's where()/maximum() chains cost several:
+ * 0 hardtanh [a, b] (NumPy's maximum/minimum with the bound first: a tie keeps x, NaN kept),
+ * gradient where a < x < b; 1 hardsigmoid min(max(x + 3, 0), 6) / 6, gradient (g * [-3 < x <
+ * 3]) / 6; 2 hardswish (min(max(x + 3, 0), 6) * x) / 6, gradient 0 at x <= -3, g at x >= 3 or
+ * NaN, else (x / 3 + 0.5) g; 3 threshold x > a ? x : b, gradient where x > a; 4 hardshrink
+ * |x| > a ? x : x * 0; 5 softshrink x - a, x + a or x * 0; both gradients g * [|x| > a]. */
+typedef struct {
+    int op;
+    const void *x, *g;
+    void *out;
+    double a, b;
+    char kind;
+} pw_job;
+
+#define PW_FN(T)                                                                               \
+    CLONES static void pw_##T(const pw_job *j, Py_ssize_t i0, Py_ssize_t i1)                   \
+    {                                                                                          \
+        const T *x = (const T *)j->x, *g = (const T *)j->g;                                    \
+        T *o = (T *)j->out;                                                                    \
+        const T a = (T)j->a, b = (T)j->b, z = 0, one = 1, three = 3, six = 6;                  \
+        const T half = (T)0.5;                                                                 \
+        switch (j->op * 2 + (g != NULL)) {                                                     \
+        case 0: IVDEP for (Py_ssize_t i = i0; i < i1; i++) {                                   \
+                    T t = x[i] < a ? a : x[i];                                                 \
+                    o[i] = t > b ? b : t;                                                      \
+                } break;                                                                       \
+        case 1: IVDEP for (Py_ssize_t i = i0; i < i1; i++)                                     \
+                    o[i] = x[i] > a && x[i] < b ? g[i] : z;                                    \
+                break;                                                                         \
+        case 2: IVDEP for (Py_ssize_t i = i0; i < i1; i++) {                                   \
+                    T t = x[i] + three;                                                        \
+                    t = t < z ? z : t;                                                         \
+                    t = t > six ? six : t;                                                     \
+                    o[i] = t / six;                                                            \
+                } break;                                                                       \
+        case 3: IVDEP for (Py_ssize_t i = i0; i < i1; i++)                                     \
+                    o[i] = (g[i] * (x[i] > -three && x[i] < three ? one : z)) / six;           \
+                break;                                                                         \
+        case 4: IVDEP for (Py_ssize_t i = i0; i < i1; i++) {                                   \
+                    T t = x[i] + three;                                                        \
+                    t = t < z ? z : t;                                                         \
+                    t = t > six ? six : t;                                                     \
+                    o[i] = (t * x[i]) / six;                                                   \
+                } break;                                                                       \
+        case 5: IVDEP for (Py_ssize_t i = i0; i < i1; i++)                                     \
+                    o[i] = x[i] <= -three ? z : !(x[i] < three) ? g[i]                         \
+                                                 : (x[i] / three + half) * g[i];               \
+                break;                                                                         \
+        case 6: IVDEP for (Py_ssize_t i = i0; i < i1; i++)                                     \
+                    o[i] = x[i] > a ? x[i] : b;                                                \
+                break;                                                                         \
+        case 7: IVDEP for (Py_ssize_t i = i0; i < i1; i++)                                     \
+                    o[i] = x[i] > a ? g[i] : z;                                                \
+                break;                                                                         \
+        case 8: IVDEP for (Py_ssize_t i = i0; i < i1; i++)                                     \
+                    o[i] = x[i] > a || x[i] < -a ? x[i] : x[i] * z;                            \
+                break;                                                                         \
+        case 10: IVDEP for (Py_ssize_t i = i0; i < i1; i++)                                    \
+                    o[i] = x[i] > a ? x[i] - a : x[i] < -a ? x[i] + a : x[i] * z;              \
+                break;                                                                         \
+        default: IVDEP for (Py_ssize_t i = i0; i < i1; i++)  /* 9, 11: the shrinks' gradient */ \
+                    o[i] = g[i] * (x[i] > a || x[i] < -a ? one : z);                           \
+                break;                                                                         \
+        }                                                                                      \
+    }
+PW_FN(float)
+PW_FN(double)
+
+static void call_pw(void *v, Py_ssize_t i0, Py_ssize_t i1)
+{
+    pw_job *j = (pw_job *)v;
+    if (j->kind == 'f')
+        pw_float(j, i0, i1);
+    else
+        pw_double(j, i0, i1);
+}
+
+static PyObject *py_piecewise(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 6)
+        return PyErr_Format(PyExc_TypeError, "ember._kernels.piecewise: expected 6 arguments");
+    long op = PyLong_AsLong(args[0]);
+    if (op == -1 && PyErr_Occurred())
+        return NULL;
+    if (op < 0 || op > 5)
+        return PyErr_Format(PyExc_ValueError, "ember._kernels.piecewise: op %ld", op);
+    double a = PyFloat_AsDouble(args[4]), b = PyFloat_AsDouble(args[5]);
+    if ((a == -1.0 || b == -1.0) && PyErr_Occurred())
+        return NULL;
+    Bufs bf;
+    if (take(&bf, args + 1, 3, "iIo") < 0)
+        return NULL;
+    if (same_lengths(&bf, bf.len[2], 0, 2) < 0) {
+        release(&bf);
+        return NULL;
+    }
+    pw_job j = {(int)op, bf.p[0], bf.p[1], bf.p[2], a, b, bf.kind};
+    Py_BEGIN_ALLOW_THREADS
+    parallel(call_pw, &j, bf.len[2], 64, MIN_PART);
+    Py_END_ALLOW_THREADS
+    release(&bf);
+    Py_RETURN_NONE;
+}
+
 /* addc(div, x, t1, t2, out, value): out = x + (t1 * t2) * value (addcmul), or with div
  * x + (t1 / t2) * value (addcdiv), float32/float64 arrays of one dtype and length, value rounded
  * to it first: the order and roundings of NumPy's three calls (the product or quotient, its
@@ -7599,6 +7706,7 @@ static PyMethodDef kernels_methods[] = {
     FAST(relu_backward, "relu_backward(out, grad, res): grad where out > 0 (or NaN), else +0."),
     FAST(clamp, "clamp(x, out, lo, hi): min(max(x, lo), hi), NaN kept, -0.0 kept at a tie."),
     FAST(leaky_relu, "leaky_relu(x, g | None, out, slope): x > 0 ? x : x * slope, or its gradient from g."),
+    FAST(piecewise, "piecewise(op, x, g | None, out, a, b): hardtanh, hardsigmoid, hardswish, threshold, hard/softshrink (op 0-5) or their gradients."),
     FAST(addc, "addc(div, x, t1, t2, out, value): x + (t1 * t2) * value, or (t1 / t2) with div: addcmul, addcdiv."),
     FAST(arith, "arith(op, a | None, b | number, out[, scale]): a + - * / b (op 0-3), b (op 4), "
                 "a +/- b * scale (op 5, 6), elementwise; b may be a row that repeats; out may "

@@ -485,6 +485,34 @@ def leaky_relu(x: Any, slope: Any, grad: Any = None) -> np.ndarray | None:
     return out
 
 
+PIECEWISE = {"hardtanh": 0, "hardsigmoid": 1, "hardswish": 2, "threshold": 3, "hardshrink": 4,
+             "softshrink": 5}
+_F32_MAX = float(np.finfo(np.float32).max)
+
+
+def piecewise(name: str, x: Any, a: Any = 0.0, b: Any = 0.0, grad: Any = None
+              ) -> np.ndarray | None:
+    """The piecewise-linear activation ``name`` (a key of ``PIECEWISE``) of a C-ordered
+    float32/float64 array, or given ``grad`` its gradient, in one pass: the values of its NumPy
+    formula (ops/nn/activation.py; the parameters ``a``, ``b`` rounded to the dtype first, as
+    NumPy takes Python numbers). None where the kernel does not apply (other dtypes, layouts,
+    parameters that are not plain numbers or that overflow float32)."""
+    k = active
+    if k is None or not _ok(x, True):
+        return None
+    for v in (a, b):
+        if not (type(v) is float or (type(v) is int and -(1 << 53) <= v <= 1 << 53)) or v != v:
+            return None
+        if x.dtype == _F32 and abs(v) > _F32_MAX and abs(v) != math.inf:
+            return None
+    if grad is not None and not (_ok(grad, True) and grad.dtype == x.dtype
+                                 and grad.shape == x.shape):
+        return None
+    out = np.empty_like(x)
+    k.piecewise(PIECEWISE[name], x, grad, out, a, b)
+    return out
+
+
 def addc(div: bool, x: Any, t1: Any, t2: Any, out: np.ndarray, value: Any) -> bool:
     """``out = x + (t1 * t2) * value`` (addcmul), or ``(t1 / t2)`` where ``div`` (addcdiv), in
     one pass on the kernels' pool: NumPy's three calls' values (the product, its scaling by

@@ -327,6 +327,8 @@ class Hardtanh(Op):
     def forward(ctx: Any, x: Any, lo: float, hi: float) -> Any:
         ctx.save_for_backward(x)
         ctx.lo, ctx.hi = lo, hi
+        if (out := _kernels.piecewise("hardtanh", x, lo, hi)) is not None:
+            return out  # (one pass, the same values)
         # (bound first: on a tie NumPy returns the second argument, so -0.0 stays -0.0 as in
         # PyTorch's hardtanh)
         return ctx.xp.minimum(hi, ctx.xp.maximum(lo, x))
@@ -334,6 +336,8 @@ class Hardtanh(Op):
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
         (x,) = ctx.saved
+        if (out := _kernels.piecewise("hardtanh", x, ctx.lo, ctx.hi, grad)) is not None:
+            return out, None, None
         return ctx.xp.where((x > ctx.lo) & (x < ctx.hi), grad, 0), None, None
 
 
@@ -494,6 +498,8 @@ class Hardswish(Op):
     def forward(ctx: Any, x: Any) -> Any:
         xp = ctx.xp
         ctx.save_for_backward(x)
+        if (out := _kernels.piecewise("hardswish", x)) is not None:
+            return out
         if type(x) is np.ndarray:
             return _bw.run(_bw.hardswish, "", x)
         return x * xp.minimum(xp.maximum(x + 3, 0), 6) / 6
@@ -502,6 +508,8 @@ class Hardswish(Op):
     def backward(ctx: Any, grad: Any) -> Any:
         (x,) = ctx.saved
         xp = ctx.xp
+        if (out := _kernels.piecewise("hardswish", x, grad=grad)) is not None:
+            return out
         if type(x) is np.ndarray and type(grad) is np.ndarray:
             return _bw.run(_bw.hardswish_backward, "?", x, grad)
         mid = grad * (x / 3 + 0.5)
@@ -514,11 +522,15 @@ class Hardsigmoid(Op):
     def forward(ctx: Any, x: Any) -> Any:
         xp = ctx.xp
         ctx.save_for_backward(x)
+        if (out := _kernels.piecewise("hardsigmoid", x)) is not None:
+            return out
         return xp.minimum(xp.maximum(x + 3, 0), 6) / 6
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
         (x,) = ctx.saved
+        if (out := _kernels.piecewise("hardsigmoid", x, grad=grad)) is not None:
+            return out
         return grad * ((x > -3) & (x < 3)) / 6
 
 
@@ -552,11 +564,15 @@ class Threshold(Op):
     def forward(ctx: Any, x: Any, threshold: float, value: float) -> Any:
         ctx.save_for_backward(x)
         ctx.threshold = threshold
+        if (out := _kernels.piecewise("threshold", x, threshold, value)) is not None:
+            return out
         return ctx.xp.where(x > threshold, x, ctx.xp.asarray(value, dtype=x.dtype))
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
         (x,) = ctx.saved
+        if (out := _kernels.piecewise("threshold", x, ctx.threshold, 0.0, grad)) is not None:
+            return out, None, None
         return ctx.xp.where(x > ctx.threshold, grad, 0), None, None
 
 
@@ -653,6 +669,9 @@ class Shrink(Op):
         xp = ctx.xp
         ctx.save_for_backward(x)
         ctx.lambd = lambd
+        name = "softshrink" if soft else "hardshrink"
+        if (out := _kernels.piecewise(name, x, lambd)) is not None:
+            return out
         keep = (x > lambd) | (x < -lambd)
         if soft:
             return xp.where(x > lambd, x - lambd, xp.where(x < -lambd, x + lambd, x * 0))
@@ -661,6 +680,8 @@ class Shrink(Op):
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
         (x,) = ctx.saved
+        if (out := _kernels.piecewise("hardshrink", x, ctx.lambd, grad=grad)) is not None:
+            return out, None, None
         return grad * ((x > ctx.lambd) | (x < -ctx.lambd)), None, None
 
 
