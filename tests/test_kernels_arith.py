@@ -327,3 +327,42 @@ def test_piecewise_declines_and_the_ops_take_it(monkeypatch):
               lambda v: F.threshold(v, 0.5, -1.0)):
         f(t).sum().backward()
     assert calls["n"] == 14
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+@pytest.mark.parametrize("shape, wsize", [((300, 1000), 1), ((4, 6, 5, 7), 6), ((64, 33), 33),
+                                          ((5,), 1)])
+def test_prelu_equals_numpys_formulas(two_threads, dt, shape, wsize):
+    """PReLU's output, input gradient and weight-gradient terms in one pass: Prelu's NumPy
+    formulas bit for bit (NaN, infinities, signed zeros, subnormals)."""
+    x, g = _data(shape, dt, 15), _data(shape, dt, 16)
+    w = np.random.default_rng(17).standard_normal(wsize).astype(dt)
+    wb = w.reshape(()) if wsize == 1 else w.reshape((-1,) + (1,) * (len(shape) - 2))
+    with np.errstate(all="ignore"):
+        _same_bits(L.prelu(0, x, w), np.where(x > 0, x, wb * x))
+        _same_bits(L.prelu(1, x, w, g), np.where(x > 0, g, wb * g))
+        _same_bits(L.prelu(2, x, w, g), np.where(x > 0, g * 0, g * x))
+
+
+def test_prelu_declines_and_the_op_takes_it(monkeypatch):
+    x = np.ones((4, 3), np.float32)
+    assert L.prelu(0, x, np.ones(2, np.float32)) is None             # not one per channel
+    assert L.prelu(0, x, np.ones(3, np.float64)) is None             # mixed dtypes
+    assert L.prelu(1, x, np.ones(3, np.float32)) is None             # a gradient without g
+    calls = {"n": 0}
+    kernel = L.prelu
+
+    def spy(*a):
+        calls["n"] += 1
+        return kernel(*a)
+    monkeypatch.setattr(L, "prelu", spy)
+    x0 = np.random.default_rng(18).standard_normal((2, 3, 4)).astype(np.float32)
+    t = ember.tensor(x0, requires_grad=True)
+    m = ember.nn.PReLU(3)
+    y = m(t)
+    y.backward(ember.ones_like(y))
+    assert calls["n"] == 3
+    w = m.weight.detach().numpy().reshape(3, 1)
+    _same_bits(y.detach().numpy(), np.where(x0 > 0, x0, w * x0))
+    np.testing.assert_allclose(m.weight.grad.numpy(), np.where(x0 > 0, 0, x0).sum(axis=(0, 2)),
+                               rtol=1e-6)

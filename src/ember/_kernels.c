@@ -6411,6 +6411,81 @@ static PyObject *py_piecewise(PyObject *mod, PyObject *const *args, Py_ssize_t n
     Py_RETURN_NONE;
 }
 
+/* prelu(mode, x, w, g, out, inner): PReLU over x laid out (planes, inner) with plane p's weight
+ * w[p % len(w)] (channel dim 1: planes (n, c)), float32/float64: mode 0 out = x > 0 ? x : w x;
+ * 1 (g given) out = x > 0 ? g : w g; 2 the weight's gradient terms x > 0 ? g 0 : g x (summed
+ * by the caller as NumPy sums them). Prelu's NumPy formulas' values, one pass. */
+typedef struct {
+    int mode;
+    const void *x, *w, *g;
+    void *out;
+    Py_ssize_t inner, nw;
+    char kind;
+} prelu_job;
+
+#define PRELU_FN(T)                                                                            \
+    CLONES static void prelu_##T(const prelu_job *j, Py_ssize_t p0, Py_ssize_t p1)             \
+    {                                                                                          \
+        const T *x = (const T *)j->x, *w = (const T *)j->w, *g = (const T *)j->g;              \
+        T *o = (T *)j->out;                                                                    \
+        const Py_ssize_t n = j->inner;                                                         \
+        const T z = 0;                                                                         \
+        for (Py_ssize_t p = p0; p < p1; p++) {                                                 \
+            const T wc = w[p % j->nw];                                                         \
+            const T *xr = x + p * n, *gr = g ? g + p * n : NULL;                               \
+            T *orow = o + p * n;                                                               \
+            if (j->mode == 0) {                                                                \
+                IVDEP for (Py_ssize_t i = 0; i < n; i++)                                       \
+                    orow[i] = xr[i] > z ? xr[i] : wc * xr[i];                                  \
+            }                                                                                  \
+            else if (j->mode == 1) {                                                           \
+                IVDEP for (Py_ssize_t i = 0; i < n; i++)                                       \
+                    orow[i] = xr[i] > z ? gr[i] : wc * gr[i];                                  \
+            }                                                                                  \
+            else {                                                                             \
+                IVDEP for (Py_ssize_t i = 0; i < n; i++)                                       \
+                    orow[i] = xr[i] > z ? gr[i] * z : gr[i] * xr[i];                           \
+            }                                                                                  \
+        }                                                                                      \
+    }
+PRELU_FN(float)
+PRELU_FN(double)
+
+static void call_prelu(void *v, Py_ssize_t p0, Py_ssize_t p1)
+{
+    prelu_job *j = (prelu_job *)v;
+    if (j->kind == 'f')
+        prelu_float(j, p0, p1);
+    else
+        prelu_double(j, p0, p1);
+}
+
+static PyObject *py_prelu(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 6)
+        return PyErr_Format(PyExc_TypeError, "ember._kernels.prelu: expected 6 arguments");
+    long mode = PyLong_AsLong(args[0]);
+    Py_ssize_t inner = PyLong_AsSsize_t(args[5]);
+    if ((mode == -1 || inner == -1) && PyErr_Occurred())
+        return NULL;
+    Bufs b;
+    if (take(&b, args + 1, 4, "iiIo") < 0)
+        return NULL;
+    Py_ssize_t total = b.len[3];
+    if (mode < 0 || mode > 2 || (mode == 0) != (b.p[2] == NULL) || inner <= 0
+        || total % inner || b.len[0] != total || b.len[1] == 0
+        || (b.p[2] && b.len[2] != total)) {
+        release(&b);
+        return PyErr_Format(PyExc_ValueError, "ember._kernels.prelu: shapes do not agree");
+    }
+    prelu_job j = {(int)mode, b.p[0], b.p[1], b.p[2], b.p[3], inner, b.len[1], b.kind};
+    Py_BEGIN_ALLOW_THREADS
+    parallel(call_prelu, &j, total / inner, 1, MIN_PART / inner + 1);
+    Py_END_ALLOW_THREADS
+    release(&b);
+    Py_RETURN_NONE;
+}
+
 /* addc(div, x, t1, t2, out, value): out = x + (t1 * t2) * value (addcmul), or with div
  * x + (t1 / t2) * value (addcdiv), float32/float64 arrays of one dtype and length, value rounded
  * to it first: the order and roundings of NumPy's three calls (the product or quotient, its
@@ -7707,6 +7782,7 @@ static PyMethodDef kernels_methods[] = {
     FAST(clamp, "clamp(x, out, lo, hi): min(max(x, lo), hi), NaN kept, -0.0 kept at a tie."),
     FAST(leaky_relu, "leaky_relu(x, g | None, out, slope): x > 0 ? x : x * slope, or its gradient from g."),
     FAST(piecewise, "piecewise(op, x, g | None, out, a, b): hardtanh, hardsigmoid, hardswish, threshold, hard/softshrink (op 0-5) or their gradients."),
+    FAST(prelu, "prelu(mode, x, w, g | None, out, inner): PReLU (mode 0), its input's gradient (1), its weight's gradient terms (2)."),
     FAST(addc, "addc(div, x, t1, t2, out, value): x + (t1 * t2) * value, or (t1 / t2) with div: addcmul, addcdiv."),
     FAST(arith, "arith(op, a | None, b | number, out[, scale]): a + - * / b (op 0-3), b (op 4), "
                 "a +/- b * scale (op 5, 6), elementwise; b may be a row that repeats; out may "

@@ -513,6 +513,31 @@ def piecewise(name: str, x: Any, a: Any = 0.0, b: Any = 0.0, grad: Any = None
     return out
 
 
+def prelu(mode: int, x: Any, w: Any, grad: Any = None) -> np.ndarray | None:
+    """PReLU of a C-ordered float32/float64 ``x`` with weight ``w`` (one value, or one per
+    channel of dim 1), in one pass: mode 0 the output, 1 the input's gradient, 2 the weight's
+    gradient terms before their sum (``grad`` given for 1 and 2); Prelu's NumPy formulas'
+    values. None where the kernel does not apply."""
+    k = active
+    if k is None or not _ok(x, True) or x.ndim == 0 or not (
+            type(w) is np.ndarray and w.dtype == x.dtype and w.flags.c_contiguous and w.size):
+        return None
+    if w.size == 1:
+        inner = 1
+    elif x.ndim < 2 or w.size != x.shape[1]:
+        return None
+    else:
+        inner = math.prod(x.shape[2:])
+    if (grad is None) != (mode == 0) or (grad is not None and not (
+            _ok(grad, True) and grad.dtype == x.dtype and grad.shape == x.shape)):
+        return None
+    if inner == 0:
+        return None
+    out = np.empty_like(x)
+    k.prelu(mode, x, w, grad, out, inner)
+    return out
+
+
 def addc(div: bool, x: Any, t1: Any, t2: Any, out: np.ndarray, value: Any) -> bool:
     """``out = x + (t1 * t2) * value`` (addcmul), or ``(t1 / t2)`` where ``div`` (addcdiv), in
     one pass on the kernels' pool: NumPy's three calls' values (the product, its scaling by
