@@ -25,12 +25,12 @@ def threads():
 def _count_splits(monkeypatch) -> dict:
     """Calls split over the threads: on the Python pool, or the kernels' (arith's True)."""
     calls = count_calls(monkeypatch, _threads, "_parallel")
-    for name in ("arith", "addc"):
+    for name in ("arith", "addc", "lerp"):
         kernel = getattr(L, name)
 
         def spy(*a, kernel=kernel, **k):
             done = kernel(*a, **k)
-            calls["n"] += bool(done) and ember.get_num_threads() > 1  # (at one thread: one part)
+            calls["n"] += (done is not None and done is not False) and ember.get_num_threads() > 1
             return done
         monkeypatch.setattr(L, name, spy)
     return calls
@@ -79,6 +79,8 @@ CASES = {  # name: (method call, operand shape or None for a number)
     "addcmul_": (lambda x, y: x.addcmul_(y, y, value=-0.5), "same"),
     "addcdiv_": (lambda x, y: x.addcdiv_(x, y, value=0.3), "same"),
     "addcmul_ row": (lambda x, y: x.addcmul_(y, y), "row"),
+    "lerp_": (lambda x, y: x.lerp_(y, 0.3), "same"),
+    "lerp_ from the end": (lambda x, y: x.lerp_(y, 0.9), "same"),
 }
 SHAPES = {"same": lambda s: s, "row": lambda s: s[1:], "col": lambda s: s[:1] + (1,)}
 
@@ -365,3 +367,31 @@ def test_a_scaled_add_computes_no_gradient_for_an_operand_without_one():
             2.0 if op == "add" else -2.0] * 2
     node = (a - ember.tensor([3.0, 4.0])).grad_fn
     assert type(node)._fn.backward(node, np.ones(2))[1] is None
+
+
+@pytest.mark.parametrize("w", [0.25, 0.75])
+def test_a_recorded_lerp_is_written_in_place_with_lerps_gradients(monkeypatch, w):
+    rng = np.random.default_rng(5)
+    a0, e0 = rng.standard_normal((64, 100)), rng.standard_normal((64, 100))
+    inplace_mod = __import__("ember.ops.inplace", fromlist=["x"])
+
+    def run(general):
+        with monkeypatch.context() as m:
+            if general:
+                _general(m)
+            writes = count_calls(m, inplace_mod, "_write")
+            a = ember.tensor(a0, requires_grad=True)
+            e = ember.tensor(e0, requires_grad=True)
+            x = a * 2
+            x.lerp_(e, w)
+            name = x.grad_fn.name()
+            (x * x).sum().backward()
+            return writes["n"], name, x.detach().numpy(), a.grad.numpy(), e.grad.numpy()
+
+    direct, general = run(False), run(True)
+    assert (direct[0], general[0]) == (0, 1) and direct[1] == general[1] == "LerpBackward0"
+    for got, want in zip(direct[2:], general[2:]):
+        np.testing.assert_array_equal(got, want)
+    x = 2 * a0 + w * (e0 - 2 * a0)
+    np.testing.assert_allclose(direct[3], 2 * x * (1 - w) * 2, rtol=1e-12)
+    np.testing.assert_allclose(direct[4], 2 * x * w, rtol=1e-12)

@@ -366,3 +366,35 @@ def test_prelu_declines_and_the_op_takes_it(monkeypatch):
     _same_bits(y.detach().numpy(), np.where(x0 > 0, x0, w * x0))
     np.testing.assert_allclose(m.weight.grad.numpy(), np.where(x0 > 0, 0, x0).sum(axis=(0, 2)),
                                rtol=1e-6)
+
+
+def _same_but_nan_signs(x, y):
+    """Bit for bit, except a NaN's sign (the compiler may fold b + -(p) into b - p, which keeps
+    a NaN product's sign where NumPy's negation flips it; nothing a user sees)."""
+    nan = np.isnan(y)
+    np.testing.assert_array_equal(np.isnan(x), nan)
+    _same_bits(np.where(nan, 0, x), np.where(nan, 0, y))
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+@pytest.mark.parametrize("w", [0.3, -0.2, 0.5, 0.9, 1.0, 2, -3.5])
+def test_lerp_equals_lerps_numpy_formula(two_threads, dt, w):
+    """lerp with a number weight in one pass, in and out of place: Lerp's NumPy formula bit for
+    bit (float32: from start or end by |w| < 0.5, the product and sum in float64 rounded once)."""
+    a, b = _data((300, 1000), dt, 19), _data((300, 1000), dt, 20)
+    with np.errstate(all="ignore"):
+        d = b - a
+        if dt == np.float32:
+            w32 = np.float32(w)
+            lo, hi = (a, d * np.float64(w32)) if abs(w32) < 0.5 else \
+                (b, -(d * np.float64(np.float32(1) - w32)))
+            want = (lo.astype(np.float64) + hi).astype(np.float32)
+        else:
+            want = a + w * d if abs(w) < 0.5 else b - d * (1 - w)
+        _same_but_nan_signs(L.lerp(a, b, w), want)
+        for which in (0, 1):
+            ops = [a.copy(), b.copy()]
+            assert L.lerp(*ops, w, out=ops[which]) is ops[which]
+            _same_but_nan_signs(ops[which], want)
+    assert L.lerp(a[:10, :10], b[:10, :10], w) is None  # (small: NumPy's calls)
+    assert L.lerp(a, b, np.float32(w)) is None

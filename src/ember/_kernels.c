@@ -6486,6 +6486,85 @@ static PyObject *py_prelu(PyObject *mod, PyObject *const *args, Py_ssize_t nargs
     Py_RETURN_NONE;
 }
 
+/* lerp(start, end, out, w): start + w (end - start) for a number w, Lerp's formulas: float32
+ * diff = end - start, then from start for |w| < 0.5 (start + diff w) and from end otherwise
+ * (end - diff (1 - w)), the product and sum in float64 and rounded once to float32 (as the
+ * NumPy path, which gives a fused multiply-add's value); float64 in float64, two roundings.
+ * out may be start or end (lerp_, an EMA's update: element i read, then written). */
+typedef struct {
+    const void *a, *b;
+    void *out;
+    double w;
+    char kind;
+} lerp_job;
+
+CLONES static void lerp_float(const lerp_job *j, Py_ssize_t i0, Py_ssize_t i1)
+{
+    const float *a = (const float *)j->a, *b = (const float *)j->b;
+    float *o = (float *)j->out;
+    const float w = (float)j->w;
+    if (fabsf(w) < 0.5f) {
+        const double wd = (double)w;
+        IVDEP for (Py_ssize_t i = i0; i < i1; i++) {
+            const float d = b[i] - a[i];
+            o[i] = (float)((double)a[i] + (double)d * wd);
+        }
+    }
+    else {
+        const double vd = (double)(1.0f - w);
+        IVDEP for (Py_ssize_t i = i0; i < i1; i++) {
+            const float d = b[i] - a[i];
+            o[i] = (float)((double)b[i] + -((double)d * vd));
+        }
+    }
+}
+
+CLONES static void lerp_double(const lerp_job *j, Py_ssize_t i0, Py_ssize_t i1)
+{
+    const double *a = (const double *)j->a, *b = (const double *)j->b;
+    double *o = (double *)j->out;
+    const double w = j->w;
+    if (fabs(w) < 0.5) {
+        IVDEP for (Py_ssize_t i = i0; i < i1; i++)
+            o[i] = a[i] + w * (b[i] - a[i]);
+    }
+    else {
+        IVDEP for (Py_ssize_t i = i0; i < i1; i++)
+            o[i] = b[i] - (b[i] - a[i]) * (1.0 - w);
+    }
+}
+
+static void call_lerp(void *v, Py_ssize_t i0, Py_ssize_t i1)
+{
+    lerp_job *j = (lerp_job *)v;
+    if (j->kind == 'f')
+        lerp_float(j, i0, i1);
+    else
+        lerp_double(j, i0, i1);
+}
+
+static PyObject *py_lerp(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 4)
+        return PyErr_Format(PyExc_TypeError, "ember._kernels.lerp: expected 4 arguments");
+    double w = PyFloat_AsDouble(args[3]);
+    if (w == -1.0 && PyErr_Occurred())
+        return NULL;
+    Bufs b;
+    if (take(&b, args, 3, "iio") < 0)
+        return NULL;
+    if (same_lengths(&b, b.len[2], 0, 2) < 0) {
+        release(&b);
+        return NULL;
+    }
+    lerp_job j = {b.p[0], b.p[1], b.p[2], w, b.kind};
+    Py_BEGIN_ALLOW_THREADS
+    parallel(call_lerp, &j, b.len[2], 64, MIN_PART);
+    Py_END_ALLOW_THREADS
+    release(&b);
+    Py_RETURN_NONE;
+}
+
 /* addc(div, x, t1, t2, out, value): out = x + (t1 * t2) * value (addcmul), or with div
  * x + (t1 / t2) * value (addcdiv), float32/float64 arrays of one dtype and length, value rounded
  * to it first: the order and roundings of NumPy's three calls (the product or quotient, its
@@ -7783,6 +7862,7 @@ static PyMethodDef kernels_methods[] = {
     FAST(leaky_relu, "leaky_relu(x, g | None, out, slope): x > 0 ? x : x * slope, or its gradient from g."),
     FAST(piecewise, "piecewise(op, x, g | None, out, a, b): hardtanh, hardsigmoid, hardswish, threshold, hard/softshrink (op 0-5) or their gradients."),
     FAST(prelu, "prelu(mode, x, w, g | None, out, inner): PReLU (mode 0), its input's gradient (1), its weight's gradient terms (2)."),
+    FAST(lerp, "lerp(start, end, out, w): start + w (end - start) for a number w, Lerp's roundings; out may be start or end."),
     FAST(addc, "addc(div, x, t1, t2, out, value): x + (t1 * t2) * value, or (t1 / t2) with div: addcmul, addcdiv."),
     FAST(arith, "arith(op, a | None, b | number, out[, scale]): a + - * / b (op 0-3), b (op 4), "
                 "a +/- b * scale (op 5, 6), elementwise; b may be a row that repeats; out may "

@@ -538,6 +538,26 @@ def prelu(mode: int, x: Any, w: Any, grad: Any = None) -> np.ndarray | None:
     return out
 
 
+def lerp(start: Any, end: Any, w: Any, out: Any = None) -> np.ndarray | None:
+    """``start + w * (end - start)`` for a Python number ``w`` and C-ordered float32/float64
+    arrays of one shape, in one pass: ``Lerp``'s values (into ``out``, which may be ``start``
+    or ``end`` but overlap neither otherwise; a new array by default); None where the kernel
+    does not apply."""
+    k = active
+    if k is None or not (type(w) is float or (type(w) is int and -(1 << 53) <= w <= 1 << 53)):
+        return None
+    if not (_ok2(start, end, True) and start.size >= 4096):
+        return None
+    if out is None:
+        out = np.empty_like(start)
+    elif not (_ok(out, True) and out.dtype == start.dtype and out.shape == start.shape
+              and out.flags.writeable and all(v is out or not np.may_share_memory(v, out)
+                                              for v in (start, end))):
+        return None
+    k.lerp(start, end, out, w)
+    return out
+
+
 def addc(div: bool, x: Any, t1: Any, t2: Any, out: np.ndarray, value: Any) -> bool:
     """``out = x + (t1 * t2) * value`` (addcmul), or ``(t1 / t2)`` where ``div`` (addcdiv), in
     one pass on the kernels' pool: NumPy's three calls' values (the product, its scaling by

@@ -107,12 +107,14 @@ def _build() -> dict[Any, tuple]:
         F.addcmul: (_value_case, _addcmul, False,
                     lambda args, kw, ops: (F.Addcmul, (*args, ops[2]))),
         F.addcdiv: (_addcdiv_case, _addcdiv, False,
-                    lambda args, kw, ops: (F.Addcdiv, (*args, ops[2])))})
+                    lambda args, kw, ops: (F.Addcdiv, (*args, ops[2]))),
+        F.lerp: (_lerp_case, _lerp, False, lambda args, kw, ops: (F.Lerp, args))})
     _forwards.update({
         P.Add: _add_into, P.ScaledAdd: _scaled_add_into, P.Sub: _sub_into,
         P.ScaledSub: _scaled_sub_into, P.Mul: _mul_into, P.Div: _div_into,
         pointwise_piecewise.Relu: _relu_into, C.Zero: _fill_into, C.Fill: _fill_into,
-        C.CopyFrom: _copy_into, F.Addcmul: _addcmul_into, F.Addcdiv: _addcdiv_into})
+        C.CopyFrom: _copy_into, F.Addcmul: _addcmul_into, F.Addcdiv: _addcdiv_into,
+        F.Lerp: _lerp_into})
     return _table
 
 
@@ -214,6 +216,19 @@ def _value_case(d: np.ndarray, args: tuple, kw: dict) -> tuple | None:
         return None
     ops = tuple(_operand(d, a) for a in args)
     return None if any(o is None for o in ops) else (*ops, value)
+
+
+def _lerp_case(d: np.ndarray, args: tuple, kw: dict) -> tuple | None:
+    """lerp's (end, weight): end of ``d``'s dtype and shape, the weight a number, where the
+    kernel takes them (``_kernels.lerp``: C-ordered, 4096 elements or more)."""
+    if len(args) != 2 or kw or not _number(w := args[1]) or not isinstance(args[0], TensorBase):
+        return None
+    e = args[0]._data
+    if (_kernels.active is None or type(e) is not np.ndarray or e.dtype != d.dtype
+            or e.shape != d.shape or not e.flags.c_contiguous or not d.flags.c_contiguous
+            or d.size < 4096 or np.may_share_memory(e, d)):
+        return None
+    return (e, w)
 
 
 def _addcdiv_case(d: np.ndarray, args: tuple, kw: dict) -> tuple | None:
@@ -370,6 +385,12 @@ def _copy_into(ctx: Any, a: np.ndarray, src: Any) -> np.ndarray:
     return a[...]
 
 
+def _lerp_into(ctx: Any, a: np.ndarray, end: Any, w: Any) -> np.ndarray:
+    ctx.save_for_backward(None, None, w)  # (Lerp's, for a number weight)
+    _lerp(a, end, w)
+    return a[...]
+
+
 def _addcmul_into(ctx: Any, x: np.ndarray, t1: Any, t2: Any, value: Any) -> np.ndarray:
     n = ctx.needs_input_grad  # (Addcmul's saves)
     ctx.save_for_backward(None, t1 if n[2] else None, t2 if n[1] else None,
@@ -382,6 +403,13 @@ def _addcdiv_into(ctx: Any, x: np.ndarray, t1: Any, t2: Any, value: Any) -> np.n
     ctx.save_for_backward(None, t1 if ctx.needs_input_grad[2] else None, t2, value)  # (Addcdiv's)
     _addcdiv(x, t1, t2, value)
     return x[...]
+
+
+def _lerp(d: np.ndarray, end: Any, w: Any) -> None:
+    """``d + w * (end - d)``, Lerp's roundings, in one pass (``_lerp_case`` saw to it that the
+    kernel takes it)."""
+    if _kernels.lerp(d, end, w, out=d) is None:  # pragma: no cover - the case checked
+        raise RuntimeError("lerp_: the kernel declined a case it takes")
 
 
 _BLOCK = 1 << 18  # elements per block of _write_expr: its temporaries stay in the caches

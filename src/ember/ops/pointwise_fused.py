@@ -133,11 +133,13 @@ class Lerp(Op):
 
     @staticmethod
     def forward(ctx: Any, start: Any, end: Any, w: Any) -> Any:
-        diff = end - start
         if ctx.needs_input_grad[2]:
             ctx.save_for_backward(start, end, w)
         else:
             ctx.save_for_backward(None, None, w)
+        if (out := _kernels.lerp(start, end, w)) is not None:
+            return out  # (a number weight: one pass, the same values)
+        diff = end - start
         # PyTorch's formula: from start for |w| < 0.5, from end otherwise (exact at w = 1;
         # lerp(a, -inf, 0.5) is nan there, which schedulers' interpolated sigmas rely on), each
         # a fused multiply-add: for float32 the product and sum are taken in float64 and
