@@ -398,3 +398,50 @@ def test_lerp_equals_lerps_numpy_formula(two_threads, dt, w):
             _same_but_nan_signs(ops[which], want)
     assert L.lerp(a[:10, :10], b[:10, :10], w) is None  # (small: NumPy's calls)
     assert L.lerp(a, b, np.float32(w)) is None
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+@pytest.mark.parametrize("huber", [False, True])
+@pytest.mark.parametrize("beta", [1.0, 0.3, 2.5])
+@pytest.mark.parametrize("grad", ["none", "array", "scalar"])
+def test_smooth_l1_equals_its_numpy_path(two_threads, dt, huber, beta, grad):
+    """SmoothL1Loss/HuberLoss's terms and gradient in one pass: the NumPy path's operations bit
+    for bit (NaN, infinities, signed zeros, subnormals, |d| at beta itself)."""
+    x, t = _data((300, 1000), dt, 21), _data((300, 1000), dt, 22)
+    x.flat[::31] = t.flat[::31] + dt(beta)
+    with np.errstate(all="ignore"):
+        d = x - t
+        ad = np.abs(d)
+        if grad == "none":
+            far = (ad - 0.5 * beta) * beta if huber else ad - 0.5 * beta
+            want = np.where(ad < beta, d * d * (0.5 if huber else 0.5 / beta), far)
+            _same_bits(L.smooth_l1(huber, x, t, beta), want)
+            return
+        g = _data(x.shape, dt, 23) if grad == "array" else dt(0.37)
+        if huber:
+            want = np.clip(d, -beta, beta) * g
+        else:
+            inner = d * (g * (0.5 / beta))
+            inner *= 2
+            want = np.where(ad < beta, inner, np.sign(d) * g)
+        _same_bits(L.smooth_l1(huber, x, t, beta, g), want)
+
+
+@pytest.mark.parametrize("loss", ["smooth_l1_loss", "huber_loss"])
+def test_smooth_l1_and_huber_take_the_kernel_both_ways(monkeypatch, loss):
+    calls = []
+    kernel = L.smooth_l1
+
+    def spy(*a):
+        r = kernel(*a)
+        calls.append(r is not None)
+        return r
+    monkeypatch.setattr(L, "smooth_l1", spy)
+    rng = np.random.default_rng(24)
+    x0, t0 = rng.standard_normal((64, 100)), rng.standard_normal((64, 100))
+    x = ember.tensor(x0, requires_grad=True)
+    getattr(ember.nn.functional, loss)(x, ember.tensor(t0)).backward()
+    assert calls == [True, True]
+    d = x0 - t0
+    want = (np.clip(d, -1, 1) if loss == "huber_loss" else np.where(np.abs(d) < 1, d, np.sign(d)))
+    np.testing.assert_allclose(x.grad.numpy(), want / d.size, rtol=1e-12)

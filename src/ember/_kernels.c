@@ -6565,6 +6565,86 @@ static PyObject *py_lerp(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
     Py_RETURN_NONE;
 }
 
+/* smooth_l1(mode, x, t, g, out, beta, gs): SmoothL1Loss's elementwise terms and gradient in
+ * one pass, its NumPy path's operations and order (d = x - t; beta's derived constants rounded
+ * to the dtype as NumPy takes Python numbers): mode 0 smooth L1 |d| < beta ? (d d) (0.5 / beta)
+ * : |d| - 0.5 beta; 1 Huber |d| < beta ? (d d) 0.5 : (|d| - 0.5 beta) beta; 2 smooth L1's
+ * gradient |d| < beta ? (d (g (0.5 / beta))) 2 : sign(d) g; 3 Huber's clip(d, -beta, beta) g;
+ * g an array of out's length, or (None) the number gs. */
+typedef struct {
+    int mode;
+    const void *x, *t, *g;
+    void *out;
+    double beta, gs;
+    char kind;
+} sl1_job;
+
+#define SL1_FN(T, ABS)                                                                         \
+    CLONES static void sl1_##T(const sl1_job *j, Py_ssize_t i0, Py_ssize_t i1)                 \
+    {                                                                                          \
+        const T *x = (const T *)j->x, *t = (const T *)j->t, *gp = (const T *)j->g;             \
+        T *o = (T *)j->out;                                                                    \
+        const T b = (T)j->beta, h = (T)(0.5 * j->beta), c = (T)(0.5 / j->beta);                \
+        const T half = (T)0.5, two = 2, one = 1, gsv = (T)j->gs;                               \
+        switch (j->mode) {                                                                     \
+        case 0: IVDEP for (Py_ssize_t i = i0; i < i1; i++) {                                   \
+                    const T d = x[i] - t[i], ad = ABS(d);                                      \
+                    o[i] = ad < b ? (d * d) * c : ad - h;                                      \
+                } break;                                                                       \
+        case 1: IVDEP for (Py_ssize_t i = i0; i < i1; i++) {                                   \
+                    const T d = x[i] - t[i], ad = ABS(d);                                      \
+                    o[i] = ad < b ? (d * d) * half : (ad - h) * b;                             \
+                } break;                                                                       \
+        case 2: IVDEP for (Py_ssize_t i = i0; i < i1; i++) {                                   \
+                    const T d = x[i] - t[i], g = gp ? gp[i] : gsv;                             \
+                    const T sg = d > 0 ? one : d < 0 ? -one : d;                               \
+                    o[i] = ABS(d) < b ? (d * (g * c)) * two : sg * g;                          \
+                } break;                                                                       \
+        default: IVDEP for (Py_ssize_t i = i0; i < i1; i++) {                                  \
+                    const T d = x[i] - t[i], g = gp ? gp[i] : gsv;                             \
+                    const T k = d < -b ? -b : d > b ? b : d;                                   \
+                    o[i] = k * g;                                                              \
+                } break;                                                                       \
+        }                                                                                      \
+    }
+SL1_FN(float, fabsf)
+SL1_FN(double, fabs)
+
+static void call_sl1(void *v, Py_ssize_t i0, Py_ssize_t i1)
+{
+    sl1_job *j = (sl1_job *)v;
+    if (j->kind == 'f')
+        sl1_float(j, i0, i1);
+    else
+        sl1_double(j, i0, i1);
+}
+
+static PyObject *py_smooth_l1(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 7)
+        return PyErr_Format(PyExc_TypeError, "ember._kernels.smooth_l1: expected 7 arguments");
+    long mode = PyLong_AsLong(args[0]);
+    double beta = PyFloat_AsDouble(args[5]), gs = PyFloat_AsDouble(args[6]);
+    if ((mode == -1 || beta == -1.0 || gs == -1.0) && PyErr_Occurred())
+        return NULL;
+    if (mode < 0 || mode > 3 || !(beta > 0))
+        return PyErr_Format(PyExc_ValueError, "ember._kernels.smooth_l1: mode %ld, beta %g",
+                            mode, beta);
+    Bufs b;
+    if (take(&b, args + 1, 4, "iiIo") < 0)
+        return NULL;
+    if (same_lengths(&b, b.len[3], 0, 3) < 0) {
+        release(&b);
+        return NULL;
+    }
+    sl1_job j = {(int)mode, b.p[0], b.p[1], b.p[2], b.p[3], beta, gs, b.kind};
+    Py_BEGIN_ALLOW_THREADS
+    parallel(call_sl1, &j, b.len[3], 64, MIN_PART);
+    Py_END_ALLOW_THREADS
+    release(&b);
+    Py_RETURN_NONE;
+}
+
 /* addc(div, x, t1, t2, out, value): out = x + (t1 * t2) * value (addcmul), or with div
  * x + (t1 / t2) * value (addcdiv), float32/float64 arrays of one dtype and length, value rounded
  * to it first: the order and roundings of NumPy's three calls (the product or quotient, its
@@ -7863,6 +7943,7 @@ static PyMethodDef kernels_methods[] = {
     FAST(piecewise, "piecewise(op, x, g | None, out, a, b): hardtanh, hardsigmoid, hardswish, threshold, hard/softshrink (op 0-5) or their gradients."),
     FAST(prelu, "prelu(mode, x, w, g | None, out, inner): PReLU (mode 0), its input's gradient (1), its weight's gradient terms (2)."),
     FAST(lerp, "lerp(start, end, out, w): start + w (end - start) for a number w, Lerp's roundings; out may be start or end."),
+    FAST(smooth_l1, "smooth_l1(mode, x, t, g | None, out, beta, gs): smooth L1 / Huber terms (mode 0, 1) or gradients (2, 3)."),
     FAST(addc, "addc(div, x, t1, t2, out, value): x + (t1 * t2) * value, or (t1 / t2) with div: addcmul, addcdiv."),
     FAST(arith, "arith(op, a | None, b | number, out[, scale]): a + - * / b (op 0-3), b (op 4), "
                 "a +/- b * scale (op 5, 6), elementwise; b may be a row that repeats; out may "

@@ -558,6 +558,30 @@ def lerp(start: Any, end: Any, w: Any, out: Any = None) -> np.ndarray | None:
     return out
 
 
+def smooth_l1(huber: bool, x: Any, t: Any, beta: float, grad: Any = None) -> np.ndarray | None:
+    """SmoothL1Loss's (or with ``huber`` HuberLoss's) elementwise terms of C-ordered
+    float32/float64 ``x`` and ``t`` of one shape, or given ``grad`` (an array of their shape,
+    or 0-d: a mean's or sum's) the input's gradient, in one pass: the NumPy path's values;
+    None where the kernel does not apply."""
+    k = active
+    if k is None or not _ok2(x, t, True) or type(beta) is not float or not beta > 0:
+        return None
+    gs = 0.0
+    if grad is not None:
+        if not isinstance(grad, (np.ndarray, np.generic)) or grad.dtype != x.dtype:
+            return None
+        if grad.ndim == 0:  # (a mean's gradient: a 0-d array or a NumPy scalar)
+            gs, grad = float(grad), None
+        elif not (_ok(grad, True) and grad.shape == x.shape):
+            return None
+        mode = 3 if huber else 2
+    else:
+        mode = 1 if huber else 0
+    out = np.empty_like(x)
+    k.smooth_l1(mode, x, t, grad, out, beta, gs)
+    return out
+
+
 def addc(div: bool, x: Any, t1: Any, t2: Any, out: np.ndarray, value: Any) -> bool:
     """``out = x + (t1 * t2) * value`` (addcmul), or ``(t1 / t2)`` where ``div`` (addcdiv), in
     one pass on the kernels' pool: NumPy's three calls' values (the product, its scaling by

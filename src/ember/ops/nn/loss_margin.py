@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from ... import _kernels_loader as _kernels
 from ..._tensor_base import TensorBase
 from ...autograd.function import Op
 from .. import comparison as _cmp
@@ -444,6 +445,8 @@ class SmoothL1Loss(Op):
         ctx.save_for_backward(x, t)
         shape = xp.broadcast_shapes(x.shape, t.shape)
         ctx.n = math.prod(shape)
+        if (out := _kernels.smooth_l1(huber, x, t, beta)) is not None:
+            return _reduce_loss(out, reduction)  # (one pass, the same terms)
         out = xp.empty(shape, dtype=xp.result_type(x, t))
         for o, xc, tc in _blocks(xp, out, x, t):
             d = xc - tc
@@ -470,7 +473,7 @@ class SmoothL1Loss(Op):
                 gx = d.clamp(-beta, beta) * g
             else:
                 gx = _pp.where(d.abs() < beta, d * (g * (0.5 / beta)) * 2, d.sign() * g)
-        else:
+        elif (gx := _kernels.smooth_l1(ctx.huber, x, t, beta, g)) is None:
             shape = xp.broadcast_shapes(x.shape, t.shape)
             gx = xp.empty(shape, dtype=xp.result_type(x, t, grad))
             for o, xc, tc, gc in _blocks(xp, gx, x, t, g):
