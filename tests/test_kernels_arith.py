@@ -445,3 +445,20 @@ def test_smooth_l1_and_huber_take_the_kernel_both_ways(monkeypatch, loss):
     d = x0 - t0
     want = (np.clip(d, -1, 1) if loss == "huber_loss" else np.where(np.abs(d) < 1, d, np.sign(d)))
     np.testing.assert_allclose(x.grad.numpy(), want / d.size, rtol=1e-12)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_mse_loss_sums_the_squares_in_one_pass_with_the_same_bits(two_threads, reduction, dt):
+    """mse_loss's forward sums (x - t)^2 without the squared array (row_sum's square form):
+    the bits of squaring then summing, as before."""
+    from ember.ops._reduce import _sum_arr
+    rng = np.random.default_rng(25)
+    x0, t0 = rng.standard_normal((300, 1000)).astype(dt), rng.standard_normal((300, 1000)).astype(dt)
+    got = ember.nn.functional.mse_loss(ember.tensor(x0), ember.tensor(t0),
+                                       reduction=reduction).numpy()
+    sq = (x0 - t0) * (x0 - t0)
+    want = sq if reduction == "none" else _sum_arr(sq, None, False)
+    if reduction == "mean":
+        want = (want / sq.size).astype(dt)
+    _same_bits(np.asarray(got).reshape(-1), np.asarray(want, dt).reshape(-1))

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from ... import _kernels_loader as _kernels
+from ... import _threads
 from ..._tensor_base import TensorBase
 from ...autograd.function import Op
 from .. import comparison as _cmp
@@ -411,10 +412,13 @@ class MseLoss(Op):
 
     @staticmethod
     def forward(ctx: Any, x: Any, t: Any, reduction: str) -> Any:
-        d = x - t
-        ctx.xp.multiply(d, d, out=d)
+        d = _threads.call(np.subtract, _sub, x, t) if type(x) is np.ndarray else x - t
         ctx.reduction, ctx.n = reduction, d.size
         ctx.save_for_backward(x, t)
+        if (reduction != "none" and type(d) is np.ndarray and d.size >= 4096
+                and (total := _kernels.row_sum(d, None, False, square=True)) is not None):
+            return _finish_loss(total, d.size, d.dtype, reduction)  # (the squares' sum, one pass)
+        ctx.xp.multiply(d, d, out=d)
         return _reduce_loss(d, reduction)
 
     @staticmethod
@@ -556,13 +560,21 @@ def _reduce_loss(loss: Any, reduction: str) -> Any:
     """'none', 'sum' or 'mean' of an elementwise loss array, as the Sum and Mean ops compute."""
     if reduction == "none":
         return loss
-    total = _sum_arr(loss, None, False)
+    return _finish_loss(_sum_arr(loss, None, False), loss.size, loss.dtype, reduction)
+
+
+def _sub(a: Any, b: Any) -> Any:
+    return a - b
+
+
+def _finish_loss(total: Any, n: int, dtype: Any, reduction: str) -> Any:
+    """A loss's 'sum' (``total``) or 'mean' of ``n`` terms of ``dtype``."""
     if reduction == "sum":
         return total
-    if loss.size:  # (no 0/0 here: np.errstate costs ~2 us a call, a tenth of a small step)
-        mean = total / loss.size
+    if n:  # (no 0/0 here: np.errstate costs ~2 us a call, a tenth of a small step)
+        mean = total / n
         # (a NumPy scalar's astype costs ~0.8 us: only where the division widened it)
-        return mean if mean.dtype == loss.dtype else mean.astype(loss.dtype)
+        return mean if mean.dtype == dtype else mean.astype(dtype)
     with _quiet(np):
         return total / 0.0
 
