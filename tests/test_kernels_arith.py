@@ -462,3 +462,14 @@ def test_mse_loss_sums_the_squares_in_one_pass_with_the_same_bits(two_threads, r
     if reduction == "mean":
         want = (want / sq.size).astype(dt)
     _same_bits(np.asarray(got).reshape(-1), np.asarray(want, dt).reshape(-1))
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_sign_equals_pytorchs_rule_in_one_pass(two_threads, dt):
+    """sign: -1, 0 or 1 with +0 at NaN and at -0.0: NumPy's sign under the NaN where, bit for
+    bit, and what tensor.sign() returns."""
+    x = _data((300, 1000), dt, 26)
+    with np.errstate(all="ignore"):
+        want = np.where(x == x, np.sign(x), 0).astype(dt)
+    _same_bits(L.piecewise("sign", x), want)
+    _same_bits(ember.tensor(x).sign().numpy(), want)

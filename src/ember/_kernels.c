@@ -6312,7 +6312,9 @@ static PyObject *py_leaky_relu(PyObject *mod, PyObject *const *args, Py_ssize_t 
  * gradient where a < x < b; 1 hardsigmoid min(max(x + 3, 0), 6) / 6, gradient (g * [-3 < x <
  * 3]) / 6; 2 hardswish (min(max(x + 3, 0), 6) * x) / 6, gradient 0 at x <= -3, g at x >= 3 or
  * NaN, else (x / 3 + 0.5) g; 3 threshold x > a ? x : b, gradient where x > a; 4 hardshrink
- * |x| > a ? x : x * 0; 5 softshrink x - a, x + a or x * 0; both gradients g * [|x| > a]. */
+ * |x| > a ? x : x * 0; 5 softshrink x - a, x + a or x * 0; both gradients g * [|x| > a];
+ * 6 sign (forward only): -1, +0 or 1, +0 at NaN and -0.0 (PyTorch's; NumPy's sign under a
+ * where). */
 typedef struct {
     int op;
     const void *x, *g;
@@ -6367,6 +6369,9 @@ typedef struct {
         case 10: IVDEP for (Py_ssize_t i = i0; i < i1; i++)                                    \
                     o[i] = x[i] > a ? x[i] - a : x[i] < -a ? x[i] + a : x[i] * z;              \
                 break;                                                                         \
+        case 12: IVDEP for (Py_ssize_t i = i0; i < i1; i++)  /* sign, 0 at NaN */          \
+                    o[i] = x[i] > 0 ? one : x[i] < 0 ? -one : z;                               \
+                break;                                                                         \
         default: IVDEP for (Py_ssize_t i = i0; i < i1; i++)  /* 9, 11: the shrinks' gradient */ \
                     o[i] = g[i] * (x[i] > a || x[i] < -a ? one : z);                           \
                 break;                                                                         \
@@ -6391,7 +6396,7 @@ static PyObject *py_piecewise(PyObject *mod, PyObject *const *args, Py_ssize_t n
     long op = PyLong_AsLong(args[0]);
     if (op == -1 && PyErr_Occurred())
         return NULL;
-    if (op < 0 || op > 5)
+    if (op < 0 || op > 6 || (op == 6 && args[2] != Py_None))
         return PyErr_Format(PyExc_ValueError, "ember._kernels.piecewise: op %ld", op);
     double a = PyFloat_AsDouble(args[4]), b = PyFloat_AsDouble(args[5]);
     if ((a == -1.0 || b == -1.0) && PyErr_Occurred())
@@ -7940,7 +7945,7 @@ static PyMethodDef kernels_methods[] = {
     FAST(relu_backward, "relu_backward(out, grad, res): grad where out > 0 (or NaN), else +0."),
     FAST(clamp, "clamp(x, out, lo, hi): min(max(x, lo), hi), NaN kept, -0.0 kept at a tie."),
     FAST(leaky_relu, "leaky_relu(x, g | None, out, slope): x > 0 ? x : x * slope, or its gradient from g."),
-    FAST(piecewise, "piecewise(op, x, g | None, out, a, b): hardtanh, hardsigmoid, hardswish, threshold, hard/softshrink (op 0-5) or their gradients."),
+    FAST(piecewise, "piecewise(op, x, g | None, out, a, b): hardtanh, hardsigmoid, hardswish, threshold, hard/softshrink (op 0-5) or their gradients; sign (6)."),
     FAST(prelu, "prelu(mode, x, w, g | None, out, inner): PReLU (mode 0), its input's gradient (1), its weight's gradient terms (2)."),
     FAST(lerp, "lerp(start, end, out, w): start + w (end - start) for a number w, Lerp's roundings; out may be start or end."),
     FAST(smooth_l1, "smooth_l1(mode, x, t, g | None, out, beta, gs): smooth L1 / Huber terms (mode 0, 1) or gradients (2, 3)."),

@@ -486,7 +486,7 @@ def leaky_relu(x: Any, slope: Any, grad: Any = None) -> np.ndarray | None:
 
 
 PIECEWISE = {"hardtanh": 0, "hardsigmoid": 1, "hardswish": 2, "threshold": 3, "hardshrink": 4,
-             "softshrink": 5}
+             "softshrink": 5, "sign": 6}
 _F32_MAX = float(np.finfo(np.float32).max)
 
 

@@ -647,6 +647,8 @@ def _sign0(xp: Any, x: Any) -> Any:
 
 
 def _sign0_of(a: Any) -> Any:
+    if (out := _kernels.piecewise("sign", a)) is not None:  # (one pass, the same values)
+        return out
     return _sign0(_backend.xp_of(a), a)
 
 
