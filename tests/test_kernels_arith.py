@@ -11,6 +11,7 @@ import pytest
 import ember
 from ember import _kernels_loader as L
 from ember import _threads
+from helpers import count_calls
 
 pytestmark = pytest.mark.skipif(L.active is None, reason="the kernels are not built")
 
@@ -204,13 +205,7 @@ def test_addc_declines_what_it_does_not_take():
 
 @pytest.mark.parametrize("op", ["addcmul", "addcdiv"])
 def test_addcmul_and_addcdiv_take_the_kernel_in_place_and_out(monkeypatch, op):
-    calls = {"n": 0}
-    addc = L.addc
-
-    def spy(*a):
-        calls["n"] += 1
-        return addc(*a)
-    monkeypatch.setattr(L, "addc", spy)
+    calls = count_calls(monkeypatch, L, "addc")
     rng = np.random.default_rng(8)
     x0, a0, b0 = (rng.standard_normal((64, 100)).astype(np.float32) for _ in range(3))
     x, a, b = ember.tensor(x0), ember.tensor(a0), ember.tensor(b0)
@@ -232,23 +227,18 @@ def test_leaky_relu_equals_numpys_where(two_threads, dt, slope, shape):
     slope branch, -0.0 stays -0.0, slope rounded to the dtype first)."""
     x, g = _data(shape, dt, 11), _data(shape, dt, 12)
     with np.errstate(all="ignore"):
-        _same_bits(L.leaky_relu(x, slope), np.where(x > 0, x, x * slope))
-        _same_bits(L.leaky_relu(x, slope, g), np.where(x > 0, g, g * slope))
+        _same_bits(L.piecewise("leaky_relu", x, slope), np.where(x > 0, x, x * slope))
+        _same_bits(L.piecewise("leaky_relu", x, slope, grad=g), np.where(x > 0, g, g * slope))
 
 
 def test_leaky_relu_declines_and_the_op_takes_it(monkeypatch):
     x = np.ones(8, np.float32)
-    assert L.leaky_relu(x.astype(np.float16), 0.2) is None
-    assert L.leaky_relu(x[::2], 0.2) is None                       # not C-ordered
-    assert L.leaky_relu(x, 0.2, x.astype(np.float64)) is None      # mixed dtypes
-    assert L.leaky_relu(x, np.float32(0.2)) is None                # not a Python number
-    calls = {"n": 0}
-    kernel = L.leaky_relu
-
-    def spy(*a):
-        calls["n"] += 1
-        return kernel(*a)
-    monkeypatch.setattr(L, "leaky_relu", spy)
+    leaky = "leaky_relu"
+    assert L.piecewise(leaky, x.astype(np.float16), 0.2) is None
+    assert L.piecewise(leaky, x[::2], 0.2) is None                          # not C-ordered
+    assert L.piecewise(leaky, x, 0.2, grad=x.astype(np.float64)) is None    # mixed dtypes
+    assert L.piecewise(leaky, x, np.float32(0.2)) is None                   # not a Python number
+    calls = count_calls(monkeypatch, L, "piecewise")
     x0 = np.random.default_rng(3).standard_normal((4, 5)).astype(np.float32)
     t = ember.tensor(x0, requires_grad=True)
     y = ember.nn.functional.leaky_relu(t, 0.2)
@@ -314,13 +304,7 @@ def test_piecewise_declines_and_the_ops_take_it(monkeypatch):
     assert L.piecewise("threshold", x, 1e39, 0.0) is None             # past float32's range
     assert L.piecewise("hardtanh", x, float("nan"), 1.0) is None
     assert L.piecewise("hardtanh", x, np.float32(0.0), 1.0) is None   # not a Python number
-    calls = {"n": 0}
-    kernel = L.piecewise
-
-    def spy(*a, **k):
-        calls["n"] += 1
-        return kernel(*a, **k)
-    monkeypatch.setattr(L, "piecewise", spy)
+    calls = count_calls(monkeypatch, L, "piecewise")
     F = ember.nn.functional
     t = ember.tensor(np.linspace(-5, 5, 64, dtype=np.float32), requires_grad=True)
     for f in (F.relu6, F.hardtanh, F.hardsigmoid, F.hardswish, F.hardshrink, F.softshrink,
@@ -349,13 +333,7 @@ def test_prelu_declines_and_the_op_takes_it(monkeypatch):
     assert L.prelu(0, x, np.ones(2, np.float32)) is None             # not one per channel
     assert L.prelu(0, x, np.ones(3, np.float64)) is None             # mixed dtypes
     assert L.prelu(1, x, np.ones(3, np.float32)) is None             # a gradient without g
-    calls = {"n": 0}
-    kernel = L.prelu
-
-    def spy(*a):
-        calls["n"] += 1
-        return kernel(*a)
-    monkeypatch.setattr(L, "prelu", spy)
+    calls = count_calls(monkeypatch, L, "prelu")
     x0 = np.random.default_rng(18).standard_normal((2, 3, 4)).astype(np.float32)
     t = ember.tensor(x0, requires_grad=True)
     m = ember.nn.PReLU(3)

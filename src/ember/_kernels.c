@@ -6125,6 +6125,18 @@ CLONES static void relu_backward_f64(const void *ov, const void *gv, void *rv, P
         r[i] = o[i] <= 0.0 ? 0.0 : g[i];
 }
 
+/* call_NAME(job, i0, i1): a parallel range function that runs NAME's float or double loop by the
+ * job's kind ('f' or 'd'), for the elementwise kernels below with a job struct of their own */
+#define BY_KIND(NAME, JOB)                                                                     \
+    static void call_##NAME(void *v, Py_ssize_t i0, Py_ssize_t i1)                             \
+    {                                                                                          \
+        JOB *j = (JOB *)v;                                                                     \
+        if (j->kind == 'f')                                                                    \
+            NAME##_float(j, i0, i1);                                                           \
+        else                                                                                   \
+            NAME##_double(j, i0, i1);                                                          \
+    }
+
 /* ---------------------------------------------------------------------------------------------
  * arith(op, a, b, out[, scale]): out = a op b elementwise (op 0 add, 1 subtract, 2 multiply,
  * 3 divide; 5 a + b * scale, 6 a - b * scale, the product rounded first, as NumPy's two calls
@@ -6242,68 +6254,6 @@ static PyObject *py_arith(PyObject *mod, PyObject *const *args, Py_ssize_t nargs
     Py_RETURN_NONE;
 }
 
-/* leaky_relu(x, g, out, slope): out = x > 0 ? x : x * slope (g None), or its gradient
- * x > 0 ? g : g * slope, float32/float64, slope rounded to the dtype first (NumPy's and
- * PyTorch's x * slope; NaN takes the slope branch, -0.0 stays -0.0), one pass on the kernels'
- * pool where NumPy's where() over a random sign mask costs several (3.9 ms for 1M floats). */
-typedef struct {
-    const void *x, *g;
-    void *out;
-    double slope;
-    char kind;
-} leaky_job;
-
-#define LEAKY_FN(T)                                                                            \
-    CLONES static void leaky_##T(const leaky_job *j, Py_ssize_t i0, Py_ssize_t i1)             \
-    {                                                                                          \
-        const T *x = (const T *)j->x, *g = (const T *)j->g;                                    \
-        T *o = (T *)j->out;                                                                    \
-        const T s = (T)j->slope;                                                               \
-        if (g) {                                                                               \
-            IVDEP                                                                              \
-            for (Py_ssize_t i = i0; i < i1; i++)                                               \
-                o[i] = x[i] > 0 ? g[i] : g[i] * s;                                             \
-        }                                                                                      \
-        else {                                                                                 \
-            IVDEP                                                                              \
-            for (Py_ssize_t i = i0; i < i1; i++)                                               \
-                o[i] = x[i] > 0 ? x[i] : x[i] * s;                                             \
-        }                                                                                      \
-    }
-LEAKY_FN(float)
-LEAKY_FN(double)
-
-static void call_leaky(void *v, Py_ssize_t i0, Py_ssize_t i1)
-{
-    leaky_job *j = (leaky_job *)v;
-    if (j->kind == 'f')
-        leaky_float(j, i0, i1);
-    else
-        leaky_double(j, i0, i1);
-}
-
-static PyObject *py_leaky_relu(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
-{
-    if (nargs != 4)
-        return PyErr_Format(PyExc_TypeError, "ember._kernels.leaky_relu: expected 4 arguments");
-    double slope = PyFloat_AsDouble(args[3]);
-    if (slope == -1.0 && PyErr_Occurred())
-        return NULL;
-    Bufs b;
-    if (take(&b, args, 3, "iIo") < 0)
-        return NULL;
-    if (same_lengths(&b, b.len[2], 0, 2) < 0) {
-        release(&b);
-        return NULL;
-    }
-    leaky_job j = {b.p[0], b.p[1], b.p[2], slope, b.kind};
-    Py_BEGIN_ALLOW_THREADS
-    parallel(call_leaky, &j, b.len[2], 64, MIN_PART);
-    Py_END_ALLOW_THREADS
-    release(&b);
-    Py_RETURN_NONE;
-}
-
 /* piecewise(op, x, g, out, a, b): the piecewise-linear activations and their gradients (g
  * None: forward), float32/float64, a and b rounded to the dtype first; each the operations and
  * order of its NumPy formula in ops/nn/activation.py and ops/_blockwise.py (NaN, -0.0 and the
@@ -6314,7 +6264,8 @@ static PyObject *py_leaky_relu(PyObject *mod, PyObject *const *args, Py_ssize_t 
  * NaN, else (x / 3 + 0.5) g; 3 threshold x > a ? x : b, gradient where x > a; 4 hardshrink
  * |x| > a ? x : x * 0; 5 softshrink x - a, x + a or x * 0; both gradients g * [|x| > a];
  * 6 sign (forward only): -1, +0 or 1, +0 at NaN and -0.0 (PyTorch's; NumPy's sign under a
- * where). */
+ * where); 7 leaky_relu x > 0 ? x : x * a, gradient x > 0 ? g : g * a (NaN takes the slope
+ * branch, -0.0 stays -0.0; NumPy's where() over a random sign mask took 3.9 ms for 1M floats). */
 typedef struct {
     int op;
     const void *x, *g;
@@ -6369,6 +6320,12 @@ typedef struct {
         case 10: IVDEP for (Py_ssize_t i = i0; i < i1; i++)                                    \
                     o[i] = x[i] > a ? x[i] - a : x[i] < -a ? x[i] + a : x[i] * z;              \
                 break;                                                                         \
+        case 14: IVDEP for (Py_ssize_t i = i0; i < i1; i++)                                    \
+                    o[i] = x[i] > 0 ? x[i] : x[i] * a;                                         \
+                break;                                                                         \
+        case 15: IVDEP for (Py_ssize_t i = i0; i < i1; i++)                                    \
+                    o[i] = x[i] > 0 ? g[i] : g[i] * a;                                         \
+                break;                                                                         \
         case 12: IVDEP for (Py_ssize_t i = i0; i < i1; i++)  /* sign, 0 at NaN */          \
                     o[i] = x[i] > 0 ? one : x[i] < 0 ? -one : z;                               \
                 break;                                                                         \
@@ -6380,14 +6337,7 @@ typedef struct {
 PW_FN(float)
 PW_FN(double)
 
-static void call_pw(void *v, Py_ssize_t i0, Py_ssize_t i1)
-{
-    pw_job *j = (pw_job *)v;
-    if (j->kind == 'f')
-        pw_float(j, i0, i1);
-    else
-        pw_double(j, i0, i1);
-}
+BY_KIND(pw, pw_job)
 
 static PyObject *py_piecewise(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -6396,7 +6346,7 @@ static PyObject *py_piecewise(PyObject *mod, PyObject *const *args, Py_ssize_t n
     long op = PyLong_AsLong(args[0]);
     if (op == -1 && PyErr_Occurred())
         return NULL;
-    if (op < 0 || op > 6 || (op == 6 && args[2] != Py_None))
+    if (op < 0 || op > 7 || (op == 6 && args[2] != Py_None))
         return PyErr_Format(PyExc_ValueError, "ember._kernels.piecewise: op %ld", op);
     double a = PyFloat_AsDouble(args[4]), b = PyFloat_AsDouble(args[5]);
     if ((a == -1.0 || b == -1.0) && PyErr_Occurred())
@@ -6456,14 +6406,7 @@ typedef struct {
 PRELU_FN(float)
 PRELU_FN(double)
 
-static void call_prelu(void *v, Py_ssize_t p0, Py_ssize_t p1)
-{
-    prelu_job *j = (prelu_job *)v;
-    if (j->kind == 'f')
-        prelu_float(j, p0, p1);
-    else
-        prelu_double(j, p0, p1);
-}
+BY_KIND(prelu, prelu_job)
 
 static PyObject *py_prelu(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -6539,14 +6482,7 @@ CLONES static void lerp_double(const lerp_job *j, Py_ssize_t i0, Py_ssize_t i1)
     }
 }
 
-static void call_lerp(void *v, Py_ssize_t i0, Py_ssize_t i1)
-{
-    lerp_job *j = (lerp_job *)v;
-    if (j->kind == 'f')
-        lerp_float(j, i0, i1);
-    else
-        lerp_double(j, i0, i1);
-}
+BY_KIND(lerp, lerp_job)
 
 static PyObject *py_lerp(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -6615,14 +6551,7 @@ typedef struct {
 SL1_FN(float, fabsf)
 SL1_FN(double, fabs)
 
-static void call_sl1(void *v, Py_ssize_t i0, Py_ssize_t i1)
-{
-    sl1_job *j = (sl1_job *)v;
-    if (j->kind == 'f')
-        sl1_float(j, i0, i1);
-    else
-        sl1_double(j, i0, i1);
-}
+BY_KIND(sl1, sl1_job)
 
 static PyObject *py_smooth_l1(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -6683,14 +6612,7 @@ typedef struct {
 ADDC_FN(float)
 ADDC_FN(double)
 
-static void call_addc(void *v, Py_ssize_t i0, Py_ssize_t i1)
-{
-    addc_job *j = (addc_job *)v;
-    if (j->kind == 'f')
-        addc_float(j, i0, i1);
-    else
-        addc_double(j, i0, i1);
-}
+BY_KIND(addc, addc_job)
 
 static PyObject *py_addc(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -7944,8 +7866,7 @@ static PyMethodDef kernels_methods[] = {
     FAST(transpose_copy, "transpose_copy(src, dst): a strided array into C order by tiles; False where it does not apply."),
     FAST(relu_backward, "relu_backward(out, grad, res): grad where out > 0 (or NaN), else +0."),
     FAST(clamp, "clamp(x, out, lo, hi): min(max(x, lo), hi), NaN kept, -0.0 kept at a tie."),
-    FAST(leaky_relu, "leaky_relu(x, g | None, out, slope): x > 0 ? x : x * slope, or its gradient from g."),
-    FAST(piecewise, "piecewise(op, x, g | None, out, a, b): hardtanh, hardsigmoid, hardswish, threshold, hard/softshrink (op 0-5) or their gradients; sign (6)."),
+    FAST(piecewise, "piecewise(op, x, g | None, out, a, b): hardtanh, hardsigmoid, hardswish, threshold, hard/softshrink (op 0-5) or their gradients; sign (6); leaky_relu (7)."),
     FAST(prelu, "prelu(mode, x, w, g | None, out, inner): PReLU (mode 0), its input's gradient (1), its weight's gradient terms (2)."),
     FAST(lerp, "lerp(start, end, out, w): start + w (end - start) for a number w, Lerp's roundings; out may be start or end."),
     FAST(smooth_l1, "smooth_l1(mode, x, t, g | None, out, beta, gs): smooth L1 / Huber terms (mode 0, 1) or gradients (2, 3)."),

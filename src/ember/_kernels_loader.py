@@ -468,25 +468,8 @@ def arith(f: Any, a: Any, b: Any, out: np.ndarray, scale: Any = None) -> bool:
     return True
 
 
-def leaky_relu(x: Any, slope: Any, grad: Any = None) -> np.ndarray | None:
-    """``np.where(x > 0, x, x * slope)`` (or, given ``grad``, ``np.where(x > 0, grad, grad *
-    slope)``) of a C-ordered float32/float64 array in one pass: the same values (slope rounded
-    to the dtype first, as NumPy takes a Python number); None where the kernel does not apply
-    (then NumPy's where)."""
-    k = active
-    if k is None or not _ok(x, True) or not (
-            type(slope) is float or (type(slope) is int and -(1 << 53) <= slope <= 1 << 53)):
-        return None
-    if grad is not None and not (_ok(grad, True) and grad.dtype == x.dtype
-                                 and grad.shape == x.shape):
-        return None
-    out = np.empty_like(x)
-    k.leaky_relu(x, grad, out, slope)
-    return out
-
-
 PIECEWISE = {"hardtanh": 0, "hardsigmoid": 1, "hardswish": 2, "threshold": 3, "hardshrink": 4,
-             "softshrink": 5, "sign": 6}
+             "softshrink": 5, "sign": 6, "leaky_relu": 7}
 _F32_MAX = float(np.finfo(np.float32).max)
 
 

@@ -219,16 +219,11 @@ def _value_case(d: np.ndarray, args: tuple, kw: dict) -> tuple | None:
 
 
 def _lerp_case(d: np.ndarray, args: tuple, kw: dict) -> tuple | None:
-    """lerp's (end, weight): end of ``d``'s dtype and shape, the weight a number, where the
-    kernel takes them (``_kernels.lerp``: C-ordered, 4096 elements or more)."""
+    """lerp's (end, weight): end a tensor that ``_operand`` takes, the weight a number."""
     if len(args) != 2 or kw or not _number(w := args[1]) or not isinstance(args[0], TensorBase):
         return None
-    e = args[0]._data
-    if (_kernels.active is None or type(e) is not np.ndarray or e.dtype != d.dtype
-            or e.shape != d.shape or not e.flags.c_contiguous or not d.flags.c_contiguous
-            or d.size < 4096 or np.may_share_memory(e, d)):
-        return None
-    return (e, w)
+    e = _operand(d, args[0])
+    return None if e is None else (e, w)
 
 
 def _addcdiv_case(d: np.ndarray, args: tuple, kw: dict) -> tuple | None:
@@ -406,10 +401,11 @@ def _addcdiv_into(ctx: Any, x: np.ndarray, t1: Any, t2: Any, value: Any) -> np.n
 
 
 def _lerp(d: np.ndarray, end: Any, w: Any) -> None:
-    """``d + w * (end - d)``, Lerp's roundings, in one pass (``_lerp_case`` saw to it that the
-    kernel takes it)."""
-    if _kernels.lerp(d, end, w, out=d) is None:  # pragma: no cover - the case checked
-        raise RuntimeError("lerp_: the kernel declined a case it takes")
+    """``d + w * (end - d)``, Lerp's roundings: in one pass by the kernel where it applies, else
+    Lerp's formula (``lerp_number``) and a copy (split as ``_write``'s)."""
+    if _kernels.lerp(d, end, w, out=d) is None:
+        from .pointwise_fused import lerp_number  # (this module loads before that one)
+        _threads.run_into(_threads.copy_into, d, lerp_number(np, d, end, w))
 
 
 _BLOCK = 1 << 18  # elements per block of _write_expr: its temporaries stay in the caches

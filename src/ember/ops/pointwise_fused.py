@@ -137,22 +137,10 @@ class Lerp(Op):
             ctx.save_for_backward(start, end, w)
         else:
             ctx.save_for_backward(None, None, w)
-        if (out := _kernels.lerp(start, end, w)) is not None:
-            return out  # (a number weight: one pass, the same values)
-        diff = end - start
-        # PyTorch's formula: from start for |w| < 0.5, from end otherwise (exact at w = 1;
-        # lerp(a, -inf, 0.5) is nan there, which schedulers' interpolated sigmas rely on), each
-        # a fused multiply-add: for float32 the product and sum are taken in float64 and
-        # rounded once, which is what the fused instruction gives
-        wide = getattr(diff, "dtype", None) == np.float32 and ctx.xp is np
         if isinstance(w, (int, float)):
-            if wide:
-                w32 = np.float32(w)
-                near = abs(w32) < 0.5
-                lo, hi = (start, diff * np.float64(w32)) if near else \
-                    (end, -(diff * np.float64(np.float32(1) - w32)))
-                return (lo.astype(np.float64) + hi).astype(np.float32)
-            return start + w * diff if abs(w) < 0.5 else end - diff * (1 - w)
+            return lerp_number(ctx.xp, start, end, w)
+        diff = end - start
+        wide = getattr(diff, "dtype", None) == np.float32 and ctx.xp is np  # (as lerp_number)
         if wide and getattr(w, "dtype", None) == np.float32:
             d64 = diff.astype(np.float64)
             out = np.where(np.abs(w) < 0.5, start + d64 * w,
@@ -166,6 +154,23 @@ class Lerp(Op):
         n = ctx.needs_input_grad
         return (grad * (1 - w) if n[0] else None, grad * w if n[1] else None,
                 grad * (end - start) if n[2] else None)
+
+
+def lerp_number(xp: Any, start: Any, end: Any, w: Any) -> Any:
+    """``start + w * (end - start)`` for a number ``w``, PyTorch's formula: from start for
+    |w| < 0.5, from end otherwise (exact at w = 1; lerp(a, -inf, 0.5) is nan there, which
+    schedulers' interpolated sigmas rely on), each a fused multiply-add: for float32 the product
+    and sum are taken in float64 and rounded once, which is what the fused instruction gives.
+    Host arrays of one shape take the kernel (one pass, the same values)."""
+    if (out := _kernels.lerp(start, end, w)) is not None:
+        return out
+    diff = end - start
+    if getattr(diff, "dtype", None) == np.float32 and xp is np:
+        w32 = np.float32(w)
+        lo, hi = (start, diff * np.float64(w32)) if abs(w32) < 0.5 else \
+            (end, -(diff * np.float64(np.float32(1) - w32)))
+        return (lo.astype(np.float64) + hi).astype(np.float32)
+    return start + w * diff if abs(w) < 0.5 else end - diff * (1 - w)
 
 
 class LerpT(Lerp):

@@ -356,14 +356,14 @@ class LeakyRelu(Op):
     def forward(ctx: Any, x: Any, slope: float) -> Any:
         ctx.save_for_backward(x)
         ctx.slope = slope
-        if (out := _kernels.leaky_relu(x, slope)) is not None:  # (one pass, the same values)
+        if (out := _kernels.piecewise("leaky_relu", x, slope)) is not None:  # (one pass)
             return out
         return ctx.xp.where(x > 0, x, x * slope)
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
         (x,) = ctx.saved
-        if (out := _kernels.leaky_relu(x, ctx.slope, grad)) is not None:
+        if (out := _kernels.piecewise("leaky_relu", x, ctx.slope, grad=grad)) is not None:
             return out, None
         return ctx.xp.where(x > 0, grad, grad * ctx.slope), None
 

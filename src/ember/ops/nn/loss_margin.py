@@ -412,7 +412,7 @@ class MseLoss(Op):
 
     @staticmethod
     def forward(ctx: Any, x: Any, t: Any, reduction: str) -> Any:
-        d = _threads.call(np.subtract, _sub, x, t) if type(x) is np.ndarray else x - t
+        d = _threads.call(np.subtract, np.subtract, x, t) if type(x) is np.ndarray else x - t
         ctx.reduction, ctx.n = reduction, d.size
         ctx.save_for_backward(x, t)
         if (reduction != "none" and type(d) is np.ndarray and d.size >= 4096
@@ -561,10 +561,6 @@ def _reduce_loss(loss: Any, reduction: str) -> Any:
     if reduction == "none":
         return loss
     return _finish_loss(_sum_arr(loss, None, False), loss.size, loss.dtype, reduction)
-
-
-def _sub(a: Any, b: Any) -> Any:
-    return a - b
 
 
 def _finish_loss(total: Any, n: int, dtype: Any, reduction: str) -> Any:
