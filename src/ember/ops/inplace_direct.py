@@ -402,10 +402,10 @@ def _addcdiv_into(ctx: Any, x: np.ndarray, t1: Any, t2: Any, value: Any) -> np.n
 
 def _lerp(d: np.ndarray, end: Any, w: Any) -> None:
     """``d + w * (end - d)``, Lerp's roundings: in one pass by the kernel where it applies, else
-    Lerp's formula (``lerp_number``) and a copy (split as ``_write``'s)."""
+    Lerp's formula (``_lerp_number``) and a copy (split as ``_write``'s)."""
     if _kernels.lerp(d, end, w, out=d) is None:
-        from .pointwise_fused import lerp_number  # (this module loads before that one)
-        _threads.run_into(_threads.copy_into, d, lerp_number(np, d, end, w))
+        from .pointwise_fused import _lerp_number  # (this module loads before that one)
+        _threads.run_into(_threads.copy_into, d, _lerp_number(np, d, end, w))
 
 
 _BLOCK = 1 << 18  # elements per block of _write_expr: its temporaries stay in the caches

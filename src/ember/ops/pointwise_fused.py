@@ -138,9 +138,9 @@ class Lerp(Op):
         else:
             ctx.save_for_backward(None, None, w)
         if isinstance(w, (int, float)):
-            return lerp_number(ctx.xp, start, end, w)
+            return _lerp_number(ctx.xp, start, end, w)
         diff = end - start
-        wide = getattr(diff, "dtype", None) == np.float32 and ctx.xp is np  # (as lerp_number)
+        wide = getattr(diff, "dtype", None) == np.float32 and ctx.xp is np  # (as _lerp_number)
         if wide and getattr(w, "dtype", None) == np.float32:
             d64 = diff.astype(np.float64)
             out = np.where(np.abs(w) < 0.5, start + d64 * w,
@@ -156,7 +156,17 @@ class Lerp(Op):
                 grad * (end - start) if n[2] else None)
 
 
-def lerp_number(xp: Any, start: Any, end: Any, w: Any) -> Any:
+class LerpT(Lerp):
+    """lerp with a tensor weight (same rule as Lerp)."""
+
+    node_name = "LerpBackward1"
+
+
+# ---------------------------------------------------------------------------------------------
+# helpers
+
+
+def _lerp_number(xp: Any, start: Any, end: Any, w: Any) -> Any:
     """``start + w * (end - start)`` for a number ``w``, PyTorch's formula: from start for
     |w| < 0.5, from end otherwise (exact at w = 1; lerp(a, -inf, 0.5) is nan there, which
     schedulers' interpolated sigmas rely on), each a fused multiply-add: for float32 the product
@@ -171,16 +181,6 @@ def lerp_number(xp: Any, start: Any, end: Any, w: Any) -> Any:
             (end, -(diff * np.float64(np.float32(1) - w32)))
         return (lo.astype(np.float64) + hi).astype(np.float32)
     return start + w * diff if abs(w) < 0.5 else end - diff * (1 - w)
-
-
-class LerpT(Lerp):
-    """lerp with a tensor weight (same rule as Lerp)."""
-
-    node_name = "LerpBackward1"
-
-
-# ---------------------------------------------------------------------------------------------
-# helpers
 
 
 def _promote3(x: Any, t1: Any, t2: Any) -> tuple[Any, Any, Any]:
