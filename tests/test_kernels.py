@@ -409,6 +409,74 @@ def test_layer_norm_float32_is_the_formula_in_its_order_bit_for_bit(shape: tuple
         L.set_num_threads(saved)
 
 
+LN_BLOCK, LN_FUSED_MAX_N = 1 << 17, 1 << 14  # _kernels.c's blocks of layer_norm_backward's sums
+
+
+@needs_kernels
+@pytest.mark.parametrize("rows,n", [(3000, 100), (40, 4099), (7, 16), (5, 20000)])
+def test_layer_norm_column_sums_by_blocks_of_rows(rows: int, n: int) -> None:
+    """grad_w and grad_b: float64 sums of g x_hat and g, rows in order within blocks of
+    ceil(LN_BLOCK / n) rows and the blocks added in order where grad_x's pass computes them
+    (float32, n <= LN_FUSED_MAX_N), rows in order in one pass otherwise; the same bits at 1, 2
+    and 3 threads, and with or without grad_x."""
+    rng = np.random.default_rng(31)
+    x = (rng.standard_normal((rows, n)) * 3 + 1).astype(np.float32)
+    g = rng.standard_normal((rows, n)).astype(np.float32)
+    w, b = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
+    rb = -(-LN_BLOCK // n) if n <= LN_FUSED_MAX_N else rows
+    if rb < rows:  # terms that cancel across two blocks: the order of the sums shows in the bits
+        g[0], g[rb] = 1e12, -1e12
+    _, mu, rs = L.layer_norm(x, w, b, 1, 1e-5)
+    xhat = (x - mu) * rs  # float32, as the kernel's
+    terms = g.astype(np.float64) * xhat.astype(np.float64), g.astype(np.float64)
+    want = []
+    for t in terms:
+        total = np.zeros(n)
+        for r0 in range(0, rows, rb):
+            block = np.zeros(n)
+            for r in range(r0, min(r0 + rb, rows)):  # rows in order
+                block += t[r]
+            total += block
+        want.append(total.astype(np.float32))
+    separate = []
+    for t in terms:  # without grad_x: one pass, rows in order
+        total = np.zeros(n)
+        for r in range(rows):
+            total += t[r]
+        separate.append(total.astype(np.float32))
+    if rb < rows:
+        assert want[1].tobytes() != separate[1].tobytes()  # (the test tells the orders apart)
+    saved = L.active.get_num_threads()
+    try:
+        for threads in (1, 2, 3):
+            L.set_num_threads(threads)
+            _, gw, gb = L.layer_norm_backward(x, w, mu, rs, g, 1, (True, True, True))
+            assert gw.tobytes() == want[0].tobytes() and gb.tobytes() == want[1].tobytes()
+            _, gw, gb = L.layer_norm_backward(x, w, mu, rs, g, 1, (False, True, True))
+            assert gw.tobytes() == separate[0].tobytes()
+            assert gb.tobytes() == separate[1].tobytes()
+    finally:
+        L.set_num_threads(saved)
+
+
+@needs_kernels
+def test_backward_kernels_take_a_broadcast_gradient(monkeypatch) -> None:
+    """A sum's gradient (a stride-0 broadcast view) reaches layer_norm's and gelu's backward
+    kernels as a C-ordered copy, not the NumPy formulas."""
+    from helpers import count_calls
+    x0 = np.random.default_rng(4).standard_normal((64, 256)).astype(np.float32)
+    for name, f in (("layer_norm_backward", lambda x: F.layer_norm(x, (256,))),
+                    ("gelu_backward", F.gelu)):
+        calls = count_calls(monkeypatch, L.active, name)
+        x = ember.tensor(x0, requires_grad=True)
+        f(x).sum().backward()
+        assert calls["n"] == 1, name
+        with L.disabled():
+            x2 = ember.tensor(x0, requires_grad=True)
+            f(x2).sum().backward()
+        np.testing.assert_allclose(x.grad.numpy(), x2.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
 @needs_kernels
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_layer_norm_nontemporal_outputs_match_plain_stores(dtype) -> None:

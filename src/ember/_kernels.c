@@ -1943,6 +1943,11 @@ CLONES_FMA static void softmax_lse_float(const float *RESTRICT x, float *RESTRIC
  * y = (x - mean) * rstd [* w] [+ b] in T, the NumPy formula's operations and order; nt: y by
  * non-temporal stores (ROW_OUT). */
 #define COLSUM_CHUNK 512  /* columns a layer_norm_colsums pass sums (its sums: 8 KB of stack) */
+/* layer_norm_backward's blocks of rows for its column sums in grad_x's pass: at least LN_BLOCK
+ * elements a block (each block's sums: 16 bytes a column, 1/8 of its float32 rows' bytes at
+ * most where rows have up to LN_FUSED_MAX_N elements) */
+#define LN_BLOCK ((Py_ssize_t)1 << 17)
+#define LN_FUSED_MAX_N ((Py_ssize_t)1 << 14)
 #define LAYER_NORM(T)                                                                              \
 CLONES static void layer_norm_##T(const T *RESTRICT x, const T *RESTRICT w, const T *RESTRICT b,   \
                                   T *RESTRICT y, T *RESTRICT mean, T *RESTRICT rstd,               \
@@ -2038,17 +2043,25 @@ typedef float v4f_ln __attribute__((vector_size(16), aligned(4), may_alias));  /
     })
 _Static_assert(LANES == 16, "layer_norm_backward_float keeps LANE_SUM's 16 lanes in 4 x 4");
 
+/* The column sums of grad_w and grad_b in the same pass (cw, cb: NULL where not wanted): row r
+ * adds g x_hat and g (float64 products of the float32 values, as layer_norm_colsums) into its
+ * block's partial sums, cw + (r / rb) n and cb + (r / rb) n (zeros at first); the caller adds
+ * the blocks up in order. The blocks are fixed by the shape (rb rows each), never by the thread
+ * count, and the pool's parts start at multiples of rb, so the sums are the same at any count. */
 CLONES static void layer_norm_backward_float(const float *RESTRICT x, const float *RESTRICT w,
                                              const float *RESTRICT mean,
                                              const float *RESTRICT rstd, const float *RESTRICT g,
                                              float *RESTRICT gx, Py_ssize_t r0, Py_ssize_t r1,
-                                             Py_ssize_t n, int nt)
+                                             Py_ssize_t n, int nt, double *RESTRICT cw,
+                                             double *RESTRICT cb, Py_ssize_t rb)
 {
     Py_ssize_t t = n - n % LANES;
     for (Py_ssize_t r = r0; r < r1; r++) {
         const float *RESTRICT xr = x + r * n, *RESTRICT gr = g + r * n;
         float mu = mean[r], rs = rstd[r];
         float *RESTRICT o = gx + r * n;
+        double *RESTRICT sw = cw ? cw + (r / rb) * n : NULL;
+        double *RESTRICT sb = cb ? cb + (r / rb) * n : NULL;
         v4d_ln s[4] = {{0}}, q[4] = {{0}};  /* s[k], q[k]: lanes 4k .. 4k + 3 */
         double sg_[LANES], sgx_[LANES];
 #define LN_SUMS_STEP(H)                                                                        \
@@ -2063,12 +2076,31 @@ CLONES static void layer_norm_backward_float(const float *RESTRICT x, const floa
         else
             LN_SUMS_STEP(LD4F_LN(gr + i + 4 * k))
 #undef LN_SUMS_STEP
+        /* the column sums from the row just read (in cache), a loop of their own (the compiler
+         * vectorises it alone; inside the loop above it kept the sums' vectors in memory) */
+        if (sw && sb)
+            for (Py_ssize_t i = 0; i < t; i++) {
+                double gd = (double)gr[i];
+                sw[i] += gd * (double)((xr[i] - mu) * rs);
+                sb[i] += gd;
+            }
+        else if (sw)
+            for (Py_ssize_t i = 0; i < t; i++)
+                sw[i] += (double)gr[i] * (double)((xr[i] - mu) * rs);
+        else if (sb)
+            for (Py_ssize_t i = 0; i < t; i++)
+                sb[i] += (double)gr[i];
         memcpy(sg_, s, sizeof s);
         memcpy(sgx_, q, sizeof q);
         for (Py_ssize_t i = t; i < n; i++) {
             float h = w ? gr[i] * w[i] : gr[i];
+            float xh = (xr[i] - mu) * rs;
             sg_[i - t] += (double)h;
-            sgx_[i - t] += (double)h * (double)((xr[i] - mu) * rs);
+            sgx_[i - t] += (double)h * (double)xh;
+            if (sw)
+                sw[i] += (double)gr[i] * (double)xh;
+            if (sb)
+                sb[i] += (double)gr[i];
         }
         float mg = (float)(lanes_total(sg_) / (double)n);
         float mgx = (float)(lanes_total(sgx_) / (double)n);
@@ -2082,6 +2114,7 @@ CLONES static void layer_norm_backward_float(const float *RESTRICT x, const floa
     }
     NT_FENCE(nt);
 }
+#define HAVE_LN_FUSED 1
 #endif
 
 #define LAYER_NORM_BACKWARD(T)                                                                     \
@@ -2116,6 +2149,7 @@ CLONES static void layer_norm_backward_##T(const T *RESTRICT x, const T *RESTRIC
 LAYER_NORM_BACKWARD(double)
 #if !(defined(__GNUC__) || defined(__clang__))
 LAYER_NORM_BACKWARD(float)
+#define HAVE_LN_FUSED 0
 #endif
 
 /* rms_norm over rows: rstd = 1/sqrt(mean(x^2) + eps) in float64, rounded to T; y = (x rstd) [* w];
@@ -3958,6 +3992,8 @@ typedef struct {
     Py_ssize_t rows, n;
     double eps;
     int nt;  /* the row output by non-temporal stores (NT_MIN_BYTES) */
+    double *cw, *cb;  /* the backward's per-block column sums (layer_norm_backward_float) */
+    Py_ssize_t rb;    /* rows a block */
 } ln_ctx;
 
 static void call_layer_norm(void *cv, Py_ssize_t r0, Py_ssize_t r1)
@@ -3975,8 +4011,13 @@ static void call_layer_norm_backward(void *cv, Py_ssize_t r0, Py_ssize_t r1)
 {
     ln_ctx *c = (ln_ctx *)cv;
     if (c->kind == 'f')
+#if HAVE_LN_FUSED
+        layer_norm_backward_float(c->x, c->w, c->mean_in, c->rstd_in, c->g, c->y, r0, r1, c->n,
+                                  c->nt, c->cw, c->cb, c->rb);
+#else
         layer_norm_backward_float(c->x, c->w, c->mean_in, c->rstd_in, c->g, c->y, r0, r1, c->n,
                                   c->nt);
+#endif
     else
         layer_norm_backward_double(c->x, c->w, c->mean_in, c->rstd_in, c->g, c->y, r0, r1, c->n,
                                    c->nt);
@@ -4043,23 +4084,39 @@ static PyObject *py_layer_norm_backward(PyObject *m, PyObject *const *args, Py_s
         release(&b);
         return NULL;
     }
-    double *acc = NULL;
     int nacc = (b.p[6] != NULL) + (b.p[7] != NULL);
+    /* float32 with grad_x: the column sums in grad_x's pass, per block of rb rows (LN_BLOCK
+     * elements or more; rows of over LN_FUSED_MAX_N elements, whose blocks' sums would outweigh
+     * the pass they save, keep the separate pass) */
+    int fused = HAVE_LN_FUSED && nacc && b.p[5] && b.kind == 'f' && n <= LN_FUSED_MAX_N;
+    Py_ssize_t rb = fused ? (LN_BLOCK + n - 1) / n : rows;
+    Py_ssize_t blocks = fused ? (rows + rb - 1) / rb : 0;
+    double *acc = NULL;
     if (nacc) {
-        acc = (double *)PyMem_RawCalloc((size_t)(nacc * n), sizeof(double));
+        acc = (double *)PyMem_RawCalloc((size_t)(nacc * n * (1 + blocks)), sizeof(double));
         if (!acc) {
             release(&b);
             return PyErr_NoMemory();
         }
     }
     double *gw = b.p[6] ? acc : NULL, *gb = b.p[7] ? acc + (b.p[6] ? n : 0) : NULL;
+    double *part = acc + nacc * n;  /* blocks x n sums of each, after gw and gb */
     ln_ctx c = {b.kind, b.p[0], b.p[1], NULL, b.p[2], b.p[3], b.p[4], b.p[5], NULL, NULL,
-                gw, gb, rows, n, 0.0, HAVE_NT && total * (b.kind == 'f' ? 4 : 8) >= NT_MIN_BYTES};
+                gw, gb, rows, n, 0.0, HAVE_NT && total * (b.kind == 'f' ? 4 : 8) >= NT_MIN_BYTES,
+                fused && gw ? part : NULL, fused && gb ? part + (gw ? blocks * n : 0) : NULL, rb};
     Py_BEGIN_ALLOW_THREADS
-    if (gw || gb)  /* by columns: each column's sum runs over the rows in order */
+    if ((gw || gb) && !fused)  /* by columns: each column's sum runs over the rows in order */
         parallel(call_layer_norm_colsums, &c, n, 64, rows > 0 ? MIN_PART / rows + 1 : n);
-    if (b.p[5])
-        parallel(call_layer_norm_backward, &c, rows, 1, MIN_PART / n > 1 ? MIN_PART / n : 1);
+    if (b.p[5])  /* (fused: parts of whole blocks) */
+        parallel(call_layer_norm_backward, &c, rows, fused ? rb : 1,
+                 MIN_PART / n > 1 ? MIN_PART / n : 1);
+    for (Py_ssize_t k = 0; k < blocks; k++)  /* the blocks' sums, in order */
+        for (Py_ssize_t i = 0; i < n; i++) {
+            if (c.cw)
+                gw[i] += c.cw[k * n + i];
+            if (c.cb)
+                gb[i] += c.cb[k * n + i];
+        }
     for (Py_ssize_t i = 0; i < n; i++) {
         if (b.kind == 'f') {
             if (gw)

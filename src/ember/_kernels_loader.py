@@ -118,6 +118,18 @@ def _ok2(x: Any, g: Any, f64: bool = False) -> bool:
     return _ok(x, f64) and _ok(g, f64) and g.dtype == x.dtype and g.shape == x.shape
 
 
+def _grad_for(x: Any, g: Any, f64: bool = False) -> np.ndarray | None:
+    """``g`` as a backward kernel reads it beside ``x`` (C-contiguous, x's shape and dtype):
+    g itself, or a C-ordered copy of a host array of x's shape and dtype laid out otherwise (a
+    sum's or mean's gradient is a stride-0 broadcast view: one pass to copy, where the NumPy
+    formula the kernel replaces takes several); None where x or g does not fit."""
+    if _ok2(x, g, f64):
+        return g
+    if _ok(x, f64) and type(g) is np.ndarray and g.shape == x.shape and g.dtype == x.dtype:
+        return np.ascontiguousarray(g)
+    return None
+
+
 # -- elementwise -----------------------------------------------------------------------------
 def _unary32(name: str, x: Any) -> np.ndarray | None:
     """The float32 kernel ``name`` of x into a new array; None where it does not apply."""
@@ -148,7 +160,7 @@ def erfinv_backward(y: Any, grad: Any) -> np.ndarray | None:
     """grad * sqrt(pi)/2 * exp(y^2) from erfinv's output y (its derivative), float32, one
     rounding; None where the kernel does not apply."""
     k = active
-    if k is None or not _ok2(y, grad):
+    if k is None or (grad := _grad_for(y, grad)) is None:
         return None
     out = np.empty_like(y)
     k.erfinv_backward(y, grad, out)
@@ -158,7 +170,7 @@ def erfinv_backward(y: Any, grad: Any) -> np.ndarray | None:
 def erf_backward(x: Any, grad: Any, complement: bool = False) -> np.ndarray | None:
     """grad * 2/sqrt(pi) * exp(-x^2) (erf's derivative; negated for erfc), float32."""
     k = active
-    if k is None or not _ok2(x, grad):
+    if k is None or (grad := _grad_for(x, grad)) is None:
         return None
     out = np.empty_like(x)
     (k.erfc_backward if complement else k.erf_backward)(x, grad, out)
@@ -180,7 +192,7 @@ def gelu(x: Any, approximate: str = "none") -> np.ndarray | None:
 def gelu_backward(x: Any, grad: Any, approximate: str = "none") -> np.ndarray | None:
     """grad times GELU's derivative at x (x and grad of one dtype and shape)."""
     k = active
-    if k is None or not _ok2(x, grad, approximate == "tanh"):
+    if k is None or (grad := _grad_for(x, grad, approximate == "tanh")) is None:
         return None
     out = np.empty_like(x)
     (k.gelu_tanh_backward if approximate == "tanh" else k.gelu_backward)(x, grad, out)
@@ -207,7 +219,7 @@ def activation_backward(name: str, x: Any, grad: Any, *params: float) -> np.ndar
     silu), or, for "tanh" and "sigmoid", from the saved result y: grad (1 - y y) and
     (grad y) (1 - y), bit for bit the NumPy formulas (float32 and float64)."""
     k = active
-    if k is None or not _ok2(x, grad, name in _ACT_F64 or name == "silu"):
+    if k is None or (grad := _grad_for(x, grad, name in _ACT_F64 or name == "silu")) is None:
         return None
     out = np.empty_like(x)
     getattr(k, name + "_backward")(x, grad, out, *params)
@@ -228,7 +240,7 @@ def softmax(x: Any, log: bool = False) -> np.ndarray | None:
 def softmax_backward(y: Any, grad: Any, log: bool = False) -> np.ndarray | None:
     """The gradient of softmax (or log_softmax) over the last dim, from its output y."""
     k = active
-    if k is None or not _ok2(y, grad, True) or y.ndim == 0:
+    if k is None or y.ndim == 0 or (grad := _grad_for(y, grad, True)) is None:
         return None
     out = np.empty_like(y)
     (k.log_softmax_backward if log else k.softmax_backward)(y, grad, out, y.shape[-1])
@@ -393,7 +405,7 @@ def relu_backward(out: Any, grad: Any) -> np.ndarray | None:
     """grad where relu's output is > 0 (or NaN), else +0, in one pass (float32/float64, one
     dtype and shape); None where the kernel does not apply."""
     k = active
-    if k is None or not _ok2(out, grad, True):
+    if k is None or (grad := _grad_for(out, grad, True)) is None:
         return None
     res = np.empty_like(grad)
     k.relu_backward(out, grad, res)
@@ -763,7 +775,7 @@ def layer_norm_backward(x: Any, w: Any, mean: Any, rstd: Any, grad: Any, k: int,
     """(grad_x, grad_w, grad_b) of layer_norm over the last ``k`` dims, each None where
     ``need`` (three flags) says so; None where the kernel does not apply."""
     mod = active
-    if mod is None or not _ok2(x, grad, True) or k < 1 or k > x.ndim:
+    if mod is None or k < 1 or k > x.ndim or (grad := _grad_for(x, grad, True)) is None:
         return None
     if w is not None and not (_ok(w, True) and w.dtype == x.dtype):
         return None
@@ -799,7 +811,7 @@ def rms_norm_backward(x: Any, w: Any, rstd: Any, grad: Any, k: int,
     """(grad_x, grad_w) of rms_norm over the last ``k`` dims (grad_w of w's shape, summed in
     float64), each None where ``need`` says so; None where the kernel does not apply."""
     mod = active
-    if mod is None or not _ok2(x, grad, True) or k < 1 or k > x.ndim:
+    if mod is None or k < 1 or k > x.ndim or (grad := _grad_for(x, grad, True)) is None:
         return None
     if w is not None and not (_ok(w, True) and w.dtype == x.dtype):
         return None
@@ -845,7 +857,8 @@ def batch_norm_backward(x: Any, w: Any, mean: Any, rstd: Any, grad: Any,
     (C elements each), each None where ``need`` says so: grad_w = sum(grad * x_hat) and grad_b
     = sum(grad) per channel in float64 (also with w None: the evaluation mode's sums)."""
     mod = active
-    if mod is None or not _ok2(x, grad, True) or not _channel_params(x, w, mean, rstd):
+    if (mod is None or not _channel_params(x, w, mean, rstd)
+            or (grad := _grad_for(x, grad, True)) is None):
         return None
     if mean is None or rstd is None:
         return None
@@ -891,8 +904,8 @@ def group_norm_backward(x: Any, w: Any, mean: Any, rstd: Any, grad: Any, groups:
     """(grad_x, grad_w, grad_b) of group_norm from the saved mean and rstd ((N, groups, 1)),
     each None where ``need`` says so; grad_w and grad_b summed in float64."""
     mod = active
-    if (mod is None or not _ok2(x, grad, True) or not _channel_params(x, w)
-            or x.size == x.shape[0] * x.shape[1]):
+    if (mod is None or not _channel_params(x, w) or x.size == x.shape[0] * x.shape[1]
+            or (grad := _grad_for(x, grad, True)) is None):
         return None
     n, c = x.shape[0], x.shape[1]
     for s in (mean, rstd):
