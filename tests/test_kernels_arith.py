@@ -451,3 +451,37 @@ def test_sign_equals_pytorchs_rule_in_one_pass(two_threads, dt):
         want = np.where(x == x, np.sign(x), 0).astype(dt)
     _same_bits(L.piecewise("sign", x), want)
     _same_bits(ember.tensor(x).sign().numpy(), want)
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_abs_gradient_is_grad_times_sign_in_one_pass(two_threads, dt, monkeypatch):
+    """abs's backward, grad * sign(x) (0 at x = 0 and at NaN), by the sign kernel's gradient form:
+    the NumPy formula's bits (NaN, infinite and signed-zero gradients included), also from a
+    sum's broadcast gradient."""
+    x, g = _data((300, 1000), dt, 27), _data((300, 1000), dt, 28)
+    with np.errstate(all="ignore"):
+        want = g * np.where(x == x, np.sign(x), 0)
+    _same_bits(L.piecewise("sign", x, grad=g), want)
+    calls = count_calls(monkeypatch, L.active, "piecewise")
+    t = ember.tensor(x, requires_grad=True)
+    t.abs().backward(ember.tensor(g))
+    _same_bits(t.grad.numpy(), want)
+    t.grad = None
+    t.abs().sum().backward()
+    with np.errstate(all="ignore"):
+        _same_bits(t.grad.numpy(), np.where(x == x, np.sign(x), 0).astype(dt))
+    assert calls["n"] == 2
+
+
+def test_embedding_backward_scatters_a_broadcast_gradient_in_one_pass(monkeypatch):
+    """embedding(...).sum().backward(): the sum's broadcast gradient reaches the scatter kernel
+    (as a C-ordered copy) and gives NumPy's add.at counts."""
+    rng = np.random.default_rng(29)
+    idx = rng.integers(0, 50, 400)
+    w = ember.tensor(rng.standard_normal((50, 16)).astype(np.float32), requires_grad=True)
+    calls = count_calls(monkeypatch, L.active, "scatter_rows")
+    ember.nn.functional.embedding(ember.tensor(idx), w).sum().backward()
+    want = np.zeros((50, 16), np.float32)
+    np.add.at(want, idx, np.ones((400, 16), np.float32))
+    _same_bits(w.grad.numpy(), want)
+    assert calls["n"] == 1

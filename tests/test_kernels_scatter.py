@@ -89,7 +89,15 @@ def test_scatter_rows_threads_and_refusals(monkeypatch) -> None:
     for o in outs:
         np.testing.assert_array_equal(o, ref)
     assert L.scatter_rows(100, idx, src.astype(np.float16)) is None
-    assert L.scatter_rows(100, idx, src[:, ::2]) is None  # strided
+    # other layouts are read as a C-ordered copy; one row repeated (a sum's gradient) is taken
+    # for every index without a copy
+    half = np.zeros((100, 150), np.float32)
+    np.add.at(half, idx, src[:, ::2])
+    np.testing.assert_array_equal(L.scatter_rows(100, idx, src[:, ::2]), half)
+    rep = np.broadcast_to(src[7], src.shape)
+    same = np.zeros((100, 300), np.float32)
+    np.add.at(same, idx, np.ascontiguousarray(rep))
+    np.testing.assert_array_equal(L.scatter_rows(100, idx, rep), same)
     assert L.scatter_rows(100, idx.astype(np.float64), src) is None
     with pytest.raises(ValueError, match="out of range"):  # the C side checks, never writes past
         L.scatter_rows(99, idx, src)

@@ -500,8 +500,7 @@ def piecewise(name: str, x: Any, a: Any = 0.0, b: Any = 0.0, grad: Any = None
             return None
         if x.dtype == _F32 and abs(v) > _F32_MAX and abs(v) != math.inf:
             return None
-    if grad is not None and not (_ok(grad, True) and grad.dtype == x.dtype
-                                 and grad.shape == x.shape):
+    if grad is not None and (grad := _grad_for(x, grad, True)) is None:
         return None
     out = np.empty_like(x)
     k.piecewise(PIECEWISE[name], x, grad, out, a, b)
@@ -927,9 +926,17 @@ def scatter_rows(num: int, idx: Any, src: Any, scale: Any = None,
     in index order. src a (m, d) float32/float64 array, idx (and take) integer arrays; None
     where the kernel does not apply."""
     mod = active
-    if (mod is None or not _ok(src, True) or src.ndim != 2 or type(idx) is not np.ndarray
+    if (mod is None or type(src) is not np.ndarray or src.ndim != 2 or type(idx) is not np.ndarray
             or idx.dtype.kind not in "iu" or num < 1):
         return None
+    if not _ok(src, True):
+        if src.dtype not in (_F32, _F64) or not src.size:
+            return None
+        if src.strides[0] == 0 and take is None:  # one row repeated (a sum's gradient): row 0
+            take = np.zeros(src.shape[0], np.int64)  # taken for each index, no copy of the rows
+            src = np.ascontiguousarray(src[:1])
+        else:
+            src = np.ascontiguousarray(src)
     if scale is not None and not (_ok(scale, True) and scale.dtype == src.dtype
                                   and scale.size == idx.size):
         return None
