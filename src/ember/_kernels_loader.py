@@ -118,6 +118,16 @@ def _ok2(x: Any, g: Any, f64: bool = False) -> bool:
     return _ok(x, f64) and _ok(g, f64) and g.dtype == x.dtype and g.shape == x.shape
 
 
+def _dense(x: Any, f64: bool = False) -> np.ndarray | None:
+    """``x`` where ``_ok`` holds, else a C-ordered copy of a non-empty float32 (or float64) host
+    array laid out otherwise (a broadcast gradient, a transposed view), else None."""
+    if _ok(x, f64):
+        return x
+    if type(x) is np.ndarray and (x.dtype == _F32 or (f64 and x.dtype == _F64)) and x.size:
+        return np.ascontiguousarray(x)
+    return None
+
+
 def _grad_for(x: Any, g: Any, f64: bool = False) -> np.ndarray | None:
     """``g`` as a backward kernel reads it beside ``x`` (C-contiguous, x's shape and dtype):
     g itself, or a C-ordered copy of a host array of x's shape and dtype laid out otherwise (a
@@ -620,11 +630,11 @@ def row_sum(x: Any, axes: tuple[int, ...] | None, keepdim: bool,
 
 def cumsum(x: Any, axis: int, reverse: bool = False) -> np.ndarray | None:
     """``np.cumsum(x, axis, dtype=float64).astype(x.dtype)`` (from the end where ``reverse``:
-    ``flip(cumsum(flip(x)))``) of a C-contiguous float32/float64 array in one pass, the same
-    bits (PyTorch's CPU cumsum: double sums, each output rounded once); None where the kernel
-    does not apply."""
+    ``flip(cumsum(flip(x)))``) of a float32/float64 array in one pass (another layout than C
+    order read as a C-ordered copy: a sum's broadcast gradient), the same bits (PyTorch's CPU
+    cumsum: double sums, each output rounded once); None where the kernel does not apply."""
     k = active
-    if k is None or not _ok(x, True) or x.size < 4096 or x.ndim == 0:
+    if k is None or x.ndim == 0 or x.size < 4096 or (x := _dense(x, True)) is None:
         return None
     axis = axis % x.ndim
     n = x.shape[axis]

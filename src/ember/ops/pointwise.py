@@ -620,7 +620,9 @@ def _pow(xp: Any, a: Any, b: Any) -> Any:
         if b == 2 or b == 3:
             if getattr(a, "dtype", None) is not None and a.dtype.kind in "fcV":
                 sq = a * a
-                return sq * a if b == 3 else sq
+                if b == 3:
+                    sq *= a  # (the product's own array: in place, no second allocation)
+                return sq
         elif b == -0.5 and type(b) is float:
             return _quietly(_truediv, 1, xp.sqrt(a))
         elif getattr(a, "dtype", None) is not None and a.dtype.kind in "fcV":
