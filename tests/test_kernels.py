@@ -409,21 +409,22 @@ def test_layer_norm_float32_is_the_formula_in_its_order_bit_for_bit(shape: tuple
         L.set_num_threads(saved)
 
 
-LN_BLOCK, LN_FUSED_MAX_N = 1 << 17, 1 << 14  # _kernels.c's blocks of layer_norm_backward's sums
+LN_BLOCK, LN_MAX_BLOCKS, LN_FUSED_MAX_N = 1 << 13, 16, 1 << 14  # layer_norm_backward's blocks
 
 
 @needs_kernels
 @pytest.mark.parametrize("rows,n", [(3000, 100), (40, 4099), (7, 16), (5, 20000)])
 def test_layer_norm_column_sums_by_blocks_of_rows(rows: int, n: int) -> None:
-    """grad_w and grad_b: float64 sums of g x_hat and g, rows in order within blocks of
-    ceil(LN_BLOCK / n) rows and the blocks added in order where grad_x's pass computes them
-    (float32, n <= LN_FUSED_MAX_N), rows in order in one pass otherwise; the same bits at 1, 2
-    and 3 threads, and with or without grad_x."""
+    """grad_w and grad_b: float64 sums of g x_hat and g, rows in order within blocks (as many
+    as LN_BLOCK elements make, 1 to LN_MAX_BLOCKS, of equal rows but the last) and the blocks
+    added in order where grad_x's pass computes them (float32, n <= LN_FUSED_MAX_N), rows in
+    order in one pass otherwise (as without grad_x); the same bits at 1, 2 and 3 threads."""
     rng = np.random.default_rng(31)
     x = (rng.standard_normal((rows, n)) * 3 + 1).astype(np.float32)
     g = rng.standard_normal((rows, n)).astype(np.float32)
     w, b = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
-    rb = -(-LN_BLOCK // n) if n <= LN_FUSED_MAX_N else rows
+    nb = min(max(rows * n // LN_BLOCK, 1), LN_MAX_BLOCKS)
+    rb = -(-rows // nb) if n <= LN_FUSED_MAX_N else rows
     if rb < rows:  # terms that cancel across two blocks: the order of the sums shows in the bits
         g[0], g[rb] = 1e12, -1e12
     _, mu, rs = L.layer_norm(x, w, b, 1, 1e-5)

@@ -610,3 +610,34 @@ def test_bce_with_logits_kernels_agree_with_the_numpy_formula_and_pytorch(pos_we
         np.testing.assert_allclose(runs[0][0], lt.detach().numpy(), rtol=4e-6, atol=1e-6)
         np.testing.assert_allclose(runs[0][1], xt.grad.numpy(), rtol=4e-6, atol=1e-6)
         np.testing.assert_allclose(runs[0][2], tt.grad.numpy(), rtol=4e-6, atol=1e-5)
+
+
+@pytest.mark.parametrize("reduction", REDS)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_cross_entropy_smoothing_gradient_in_three_passes_keeps_the_formulas_bits(
+        monkeypatch, reduction, dtype):
+    """Label smoothing without class weights, (N, C) logits: the backward's three-pass form
+    gives the bits of the formula g * (p * rowsum - (1 - eps) * wt * onehot - smooth), ignored
+    targets included."""
+    from ember.ops.nn import loss as L
+
+    rng = np.random.default_rng(8)
+    x0 = (rng.standard_normal((64, 37)) * 3).astype(dtype)
+    t = rng.integers(0, 37, 64)
+    t[[3, 10]] = -100
+
+    def grad() -> np.ndarray:
+        x = ember.tensor(x0, requires_grad=True)
+        EF.cross_entropy(x, ember.tensor(t), label_smoothing=0.2, reduction=reduction
+                         ).backward(None if reduction != "none" else ember.ones(64, dtype=x.dtype))
+        return x.grad.numpy()
+
+    fast = grad()
+
+    def formula(p, rowsum, hit, smooth, tk, g):
+        onehot = np.arange(p.shape[1]).reshape(1, -1) == tk
+        return g * (p * rowsum - hit * onehot - smooth)
+
+    monkeypatch.setattr(L, "_smoothed_class_grad", formula)
+    slow = grad()
+    assert fast.dtype == slow.dtype == dtype and fast.tobytes() == slow.tobytes()

@@ -1943,10 +1943,12 @@ CLONES_FMA static void softmax_lse_float(const float *RESTRICT x, float *RESTRIC
  * y = (x - mean) * rstd [* w] [+ b] in T, the NumPy formula's operations and order; nt: y by
  * non-temporal stores (ROW_OUT). */
 #define COLSUM_CHUNK 512  /* columns a layer_norm_colsums pass sums (its sums: 8 KB of stack) */
-/* layer_norm_backward's blocks of rows for its column sums in grad_x's pass: at least LN_BLOCK
- * elements a block (each block's sums: 16 bytes a column, 1/8 of its float32 rows' bytes at
- * most where rows have up to LN_FUSED_MAX_N elements) */
-#define LN_BLOCK ((Py_ssize_t)1 << 17)
+/* layer_norm_backward's blocks of rows for its column sums in grad_x's pass: one block per
+ * LN_BLOCK elements, at most LN_MAX_BLOCKS (the threads' parts are whole blocks, so a small
+ * input still splits; the blocks' sums, 16 bytes a column each, stay under 256 bytes a column),
+ * for rows of up to LN_FUSED_MAX_N elements */
+#define LN_BLOCK ((Py_ssize_t)1 << 13)
+#define LN_MAX_BLOCKS 16
 #define LN_FUSED_MAX_N ((Py_ssize_t)1 << 14)
 #define LAYER_NORM(T)                                                                              \
 CLONES static void layer_norm_##T(const T *RESTRICT x, const T *RESTRICT w, const T *RESTRICT b,   \
@@ -4085,11 +4087,12 @@ static PyObject *py_layer_norm_backward(PyObject *m, PyObject *const *args, Py_s
         return NULL;
     }
     int nacc = (b.p[6] != NULL) + (b.p[7] != NULL);
-    /* float32 with grad_x: the column sums in grad_x's pass, per block of rb rows (LN_BLOCK
-     * elements or more; rows of over LN_FUSED_MAX_N elements, whose blocks' sums would outweigh
-     * the pass they save, keep the separate pass) */
+    /* float32 with grad_x: the column sums in grad_x's pass, per block of rb rows (nb blocks,
+     * by the size alone; rows of over LN_FUSED_MAX_N elements keep the separate pass) */
     int fused = HAVE_LN_FUSED && nacc && b.p[5] && b.kind == 'f' && n <= LN_FUSED_MAX_N;
-    Py_ssize_t rb = fused ? (LN_BLOCK + n - 1) / n : rows;
+    Py_ssize_t nb = total / LN_BLOCK < 1 ? 1 : total / LN_BLOCK > LN_MAX_BLOCKS ? LN_MAX_BLOCKS
+                                                                              : total / LN_BLOCK;
+    Py_ssize_t rb = fused ? (rows + nb - 1) / nb : rows;
     Py_ssize_t blocks = fused ? (rows + rb - 1) / rb : 0;
     double *acc = NULL;
     if (nacc) {
