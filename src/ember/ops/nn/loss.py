@@ -219,9 +219,8 @@ class CrossEntropy(Op):
             gx[rows, cols] = s[:, 0] * (p[rows, cols] - 1)
             return gx, None, None, None, None, None, None
         p = ctx.call(_SoftmaxCached, x, p_saved, ax)
-        onehot = cls == tk
         if eps == 0:
-            gx = g * wt * ctx.xp.where(onehot, p - 1, p)  # (p - onehot; no bool subtraction)
+            gx = g * wt * ctx.xp.where(cls == tk, p - 1, p)  # (p - onehot; no bool subtraction)
         else:
             wsum = C if w_b is None else w_b.sum()
             rowsum = (1 - eps) * wt + (eps / C) * wsum * valid
@@ -230,7 +229,7 @@ class CrossEntropy(Op):
                     and getattr(g, "dtype", p.dtype) == p.dtype):
                 return _smoothed_class_grad(p, rowsum, (1 - eps) * wt, smooth, tk, g), \
                     None, None, None, None, None, None
-            gx = g * (p * rowsum - (1 - eps) * wt * onehot - smooth)
+            gx = g * (p * rowsum - (1 - eps) * wt * (cls == tk) - smooth)
         return gx, None, None, None, None, None, None
 
 
