@@ -1939,6 +1939,141 @@ CLONES_FMA static void softmax_lse_float(const float *RESTRICT x, float *RESTRIC
     }
 }
 
+/* The float32 softmax family over the middle axis of x laid out (outer, C, inner), inner > 1 (a
+ * softmax over dim 1 of an (N, C, H, W) image: the NumPy formulas there take five passes and
+ * as many arrays): softmax_mid(op, x, g, out, lse, outer, C, inner). op 0 softmax, 1
+ * log_softmax, 2 softmax's gradient (x: its output y; g: the incoming gradient), 3
+ * log_softmax's, 4 cross_entropy's statistics (p into out where given, logsumexp into lse, laid
+ * out (outer, inner)). Each element takes the row kernels' operations (softmax_float,
+ * log_softmax_float, their backward, softmax_lse_float): the max by integer keys, k_expf_neg
+ * after it (k_expf_fma where a max is not finite, op 4, or a y > 0, op 3), float64 sums each
+ * rounded once. The sums run over C in order for MID_TILE neighbouring positions at once
+ * (vectors across inner), where the row kernels' lanes add in another order: within their
+ * bounds, not their bits. A unit of work is one outer index's tile of positions: the same
+ * operations at any thread count. */
+#define MID_TILE 256
+typedef struct {
+    int op;
+    const float *x, *g;
+    float *out, *lse;
+    Py_ssize_t C, inner, tiles;
+} mid_job;
+
+CLONES_FMA static void softmax_mid_units(const mid_job *j, Py_ssize_t u0, Py_ssize_t u1)
+{
+    const Py_ssize_t C = j->C, inner = j->inner;
+    for (Py_ssize_t u = u0; u < u1; u++) {
+        Py_ssize_t o = u / j->tiles, i0 = (u % j->tiles) * MID_TILE;
+        Py_ssize_t w = inner - i0 < MID_TILE ? inner - i0 : MID_TILE;
+        const float *RESTRICT x = j->x + o * C * inner + i0;
+        const float *RESTRICT g = j->g ? j->g + o * C * inner + i0 : NULL;
+        float *RESTRICT y = j->out ? j->out + o * C * inner + i0 : NULL;
+        double acc[MID_TILE];
+        float m[MID_TILE], f[MID_TILE];
+        int32_t mk[MID_TILE];
+        for (Py_ssize_t t = 0; t < w; t++) {
+            acc[t] = 0.0;
+            mk[t] = INT32_MIN;
+        }
+        if (j->op == 2) {  /* y (g - sum(g y)) */
+            for (Py_ssize_t c = 0; c < C; c++)
+                for (Py_ssize_t t = 0; t < w; t++)
+                    acc[t] += (double)(g[c * inner + t] * x[c * inner + t]);
+            for (Py_ssize_t t = 0; t < w; t++)
+                f[t] = (float)acc[t];
+            for (Py_ssize_t c = 0; c < C; c++)
+                for (Py_ssize_t t = 0; t < w; t++)
+                    y[c * inner + t] = x[c * inner + t] * (g[c * inner + t] - f[t]);
+            continue;
+        }
+        if (j->op == 3) {  /* g - exp(y) sum(g) */
+            for (Py_ssize_t c = 0; c < C; c++)
+                for (Py_ssize_t t = 0; t < w; t++) {
+                    acc[t] += (double)g[c * inner + t];
+                    int32_t k = f32_key(x[c * inner + t]);
+                    mk[t] = k > mk[t] ? k : mk[t];
+                }
+            int32_t top = INT32_MIN;
+            for (Py_ssize_t t = 0; t < w; t++) {
+                f[t] = (float)acc[t];
+                top = mk[t] > top ? mk[t] : top;
+            }
+            if (top > 0)
+                for (Py_ssize_t c = 0; c < C; c++)
+                    for (Py_ssize_t t = 0; t < w; t++)
+                        y[c * inner + t] = g[c * inner + t] - k_expf_fma(x[c * inner + t]) * f[t];
+            else
+                for (Py_ssize_t c = 0; c < C; c++)
+                    for (Py_ssize_t t = 0; t < w; t++)
+                        y[c * inner + t] = g[c * inner + t] - k_expf_neg(x[c * inner + t]) * f[t];
+            continue;
+        }
+        for (Py_ssize_t c = 0; c < C; c++)
+            for (Py_ssize_t t = 0; t < w; t++) {
+                int32_t k = f32_key(x[c * inner + t]);
+                mk[t] = k > mk[t] ? k : mk[t];
+            }
+        int finite = 1;
+        char zeroed[MID_TILE];
+        for (Py_ssize_t t = 0; t < w; t++) {
+            int32_t k = mk[t] ^ (int32_t)((uint32_t)(mk[t] >> 31) >> 1);
+            memcpy(&m[t], &k, 4);
+            zeroed[t] = j->op == 4 && m[t] - m[t] != 0;  /* cross_entropy's max: 0 where not finite */
+            if (zeroed[t]) {
+                m[t] = 0;
+                finite = 0;
+            }
+        }
+        if (j->op == 1) {  /* (x - m) - log(sum) */
+            for (Py_ssize_t c = 0; c < C; c++)
+                for (Py_ssize_t t = 0; t < w; t++)
+                    acc[t] += (double)k_expf_neg(x[c * inner + t] - m[t]);
+            for (Py_ssize_t t = 0; t < w; t++)
+                f[t] = (float)log(acc[t]);
+            for (Py_ssize_t c = 0; c < C; c++)
+                for (Py_ssize_t t = 0; t < w; t++)
+                    y[c * inner + t] = (x[c * inner + t] - m[t]) - f[t];
+            continue;
+        }
+        /* op 0, 4: e = exp(x - m), their sum; p = e times the sum's reciprocal */
+        if (y && finite)
+            for (Py_ssize_t c = 0; c < C; c++)
+                for (Py_ssize_t t = 0; t < w; t++) {
+                    float e = k_expf_neg(x[c * inner + t] - m[t]);
+                    y[c * inner + t] = e;
+                    acc[t] += (double)e;
+                }
+        else if (finite)
+            for (Py_ssize_t c = 0; c < C; c++)
+                for (Py_ssize_t t = 0; t < w; t++)
+                    acc[t] += (double)k_expf_neg(x[c * inner + t] - m[t]);
+        else  /* (op 4: a column whose max is not finite takes k_expf_fma of x - 0, as the rows) */
+            for (Py_ssize_t c = 0; c < C; c++)
+                for (Py_ssize_t t = 0; t < w; t++) {
+                    float v = x[c * inner + t];
+                    float e = zeroed[t] ? k_expf_fma(v) : k_expf_neg(v - m[t]);
+                    if (y)
+                        y[c * inner + t] = e;
+                    acc[t] += (double)e;
+                }
+        if (y) {
+            for (Py_ssize_t t = 0; t < w; t++)
+                f[t] = (float)(1.0 / acc[t]);
+            for (Py_ssize_t c = 0; c < C; c++)
+                for (Py_ssize_t t = 0; t < w; t++)
+                    y[c * inner + t] = y[c * inner + t] * f[t];
+        }
+        if (j->op == 4)
+            for (Py_ssize_t t = 0; t < w; t++)
+                j->lse[o * inner + i0 + t] = (float)(log(acc[t]) + (double)m[t]);
+    }
+}
+
+static void call_softmax_mid(void *v, Py_ssize_t u0, Py_ssize_t u1)
+{
+    softmax_mid_units((const mid_job *)v, u0, u1);
+}
+
 /* layer_norm over rows: mean and rstd = 1/sqrt(var + eps) in float64, rounded to T;
  * y = (x - mean) * rstd [* w] [+ b] in T, the NumPy formula's operations and order; nt: y by
  * non-temporal stores (ROW_OUT). */
@@ -4376,6 +4511,46 @@ static PyObject *py_softmax_lse(PyObject *m, PyObject *const *args, Py_ssize_t n
                 NULL, NULL, rows, n, 0.0};
     Py_BEGIN_ALLOW_THREADS
     parallel(call_softmax_lse, &c, rows, 1, MIN_PART / n > 1 ? MIN_PART / n : 1);
+    Py_END_ALLOW_THREADS
+    release(&b);
+    Py_RETURN_NONE;
+}
+
+/* softmax_mid(op, x, g | None, out | None, lse | None, outer, C, inner): float32 arrays of
+ * outer * C * inner elements (lse: outer * inner), see softmax_mid_units */
+static PyObject *py_softmax_mid(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 8)
+        return PyErr_Format(PyExc_TypeError, "ember._kernels.softmax_mid: expected 8 arguments");
+    long op = PyLong_AsLong(args[0]);
+    Py_ssize_t sz[3];
+    for (int i = 0; i < 3; i++) {
+        sz[i] = PyLong_AsSsize_t(args[5 + i]);
+        if (sz[i] == -1 && PyErr_Occurred())
+            return NULL;
+    }
+    if (op == -1 && PyErr_Occurred())
+        return NULL;
+    Py_ssize_t outer = sz[0], C = sz[1], inner = sz[2];
+    if (op < 0 || op > 4 || outer < 1 || C < 1 || inner < 2)
+        return PyErr_Format(PyExc_ValueError, "ember._kernels.softmax_mid: op %ld, sizes %zd, "
+                            "%zd, %zd", op, outer, C, inner);
+    Bufs b;
+    if (take(&b, args + 1, 4, "iIOO") < 0)
+        return NULL;
+    Py_ssize_t total = outer * C * inner;
+    int need_g = op == 2 || op == 3, need_out = op != 4, need_lse = op == 4;
+    if (b.kind != 'f' || b.len[0] != total || (!b.p[1]) == need_g || (need_out && !b.p[2])
+        || (b.p[1] && b.len[1] != total) || (b.p[2] && b.len[2] != total)
+        || (!b.p[3]) == need_lse || (b.p[3] && b.len[3] != outer * inner)) {
+        release(&b);
+        return PyErr_Format(PyExc_ValueError, "ember._kernels.softmax_mid: bad arguments");
+    }
+    Py_ssize_t tiles = (inner + MID_TILE - 1) / MID_TILE;
+    mid_job j = {(int)op, b.p[0], b.p[1], b.p[2], b.p[3], C, inner, tiles};
+    Py_ssize_t per = MIN_PART / (C * MID_TILE);
+    Py_BEGIN_ALLOW_THREADS
+    parallel(call_softmax_mid, &j, outer * tiles, 1, per > 1 ? per : 1);
     Py_END_ALLOW_THREADS
     release(&b);
     Py_RETURN_NONE;
@@ -7884,6 +8059,7 @@ static PyMethodDef kernels_methods[] = {
     FAST(layer_norm_backward,
          "layer_norm_backward(x, w, mean, rstd, grad, gx, gw, gb, n): gx, gw, gb (None: skip)."),
     FAST(softmax_lse, "softmax_lse(x, p, lse, n): softmax (p None: skipped) and logsumexp."),
+    FAST(softmax_mid, "softmax_mid(op, x, g, out, lse, outer, C, inner): the softmax family over the middle axis (float32)."),
     FAST(rms_norm, "rms_norm(x, w, out, rstd, n, eps): over rows of n elements."),
     FAST(attention, "attention(q, k, v, out, pt, N, L, S, D, Ev, scale, causal): float32 "
          "softmax(scale q k^T) v per slice (q, k, v, out strided), pt the probabilities^T."),

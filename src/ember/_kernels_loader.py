@@ -237,35 +237,72 @@ def activation_backward(name: str, x: Any, grad: Any, *params: float) -> np.ndar
 
 
 # -- over the last dim -----------------------------------------------------------------------
-def softmax(x: Any, log: bool = False) -> np.ndarray | None:
-    """softmax (or log_softmax) over the last dim of a float32/float64 array."""
+def _mid(x: Any, axis: int) -> tuple[int, int, int] | None:
+    """(outer, C, inner) of a C-ordered float32 array over a dim with more than one position
+    after it (the middle-axis kernels' layout), else None."""
+    if x.dtype != _F32 or x.ndim < 2:
+        return None
+    axis %= x.ndim
+    inner = math.prod(x.shape[axis + 1:])
+    if inner < 2:
+        return None
+    return math.prod(x.shape[:axis]), x.shape[axis], inner
+
+
+def _last(x: Any, axis: int) -> bool:
+    """Whether ``axis`` is x's last dim, or only size-1 dims follow it (the row kernels' case)."""
+    return axis % x.ndim == x.ndim - 1 or math.prod(x.shape[axis % x.ndim + 1:]) == 1
+
+
+def softmax(x: Any, log: bool = False, axis: int = -1) -> np.ndarray | None:
+    """softmax (or log_softmax) over ``axis`` of a float32/float64 array (a dim other than the
+    last: float32, by the middle-axis kernel)."""
     k = active
     if k is None or not _ok(x, True) or x.ndim == 0:
         return None
     out = np.empty_like(x)
-    (k.log_softmax if log else k.softmax)(x, out, x.shape[-1])
+    if _last(x, axis):
+        (k.log_softmax if log else k.softmax)(x, out, x.shape[axis])
+    elif (mid := _mid(x, axis)) is not None:
+        k.softmax_mid(1 if log else 0, x, None, out, None, *mid)
+    else:
+        return None
     return out
 
 
-def softmax_backward(y: Any, grad: Any, log: bool = False) -> np.ndarray | None:
-    """The gradient of softmax (or log_softmax) over the last dim, from its output y."""
+def softmax_backward(y: Any, grad: Any, log: bool = False, axis: int = -1
+                     ) -> np.ndarray | None:
+    """The gradient of softmax (or log_softmax) over ``axis``, from its output y."""
     k = active
-    if k is None or y.ndim == 0 or (grad := _grad_for(y, grad, True)) is None:
+    if k is None or y.ndim == 0 or not _ok(y, True):
+        return None
+    mid = None if _last(y, axis) else _mid(y, axis)
+    if (mid is None and not _last(y, axis)) or (grad := _grad_for(y, grad, True)) is None:
         return None
     out = np.empty_like(y)
-    (k.log_softmax_backward if log else k.softmax_backward)(y, grad, out, y.shape[-1])
+    if mid is None:
+        (k.log_softmax_backward if log else k.softmax_backward)(y, grad, out, y.shape[axis])
+    else:
+        k.softmax_mid(3 if log else 2, y, grad, out, None, *mid)
     return out
 
 
-def softmax_lse(x: Any, need_p: bool) -> tuple[Any, np.ndarray] | None:
-    """(softmax(x) or None, logsumexp(x)) over the last dim (lse with it kept as 1): the row max
-    taken as 0 where it is not finite, as cross_entropy's formula; lse rounded once."""
+def softmax_lse(x: Any, need_p: bool, axis: int = -1) -> tuple[Any, np.ndarray] | None:
+    """(softmax(x) or None, logsumexp(x)) over ``axis`` (lse with it kept as 1): the max taken
+    as 0 where it is not finite, as cross_entropy's formula; lse rounded once."""
     mod = active
     if mod is None or not _ok(x, True) or x.ndim == 0:
         return None
+    axis %= x.ndim
+    mid = None if _last(x, axis) else _mid(x, axis)
+    if mid is None and not _last(x, axis):
+        return None
     p = np.empty_like(x) if need_p else None
-    lse = np.empty(x.shape[:-1] + (1,), x.dtype)
-    mod.softmax_lse(x, p, lse, x.shape[-1])
+    lse = np.empty(x.shape[:axis] + (1,) + x.shape[axis + 1:], x.dtype)
+    if mid is None:
+        mod.softmax_lse(x, p, lse, x.shape[axis])
+    else:
+        mod.softmax_mid(4, x, None, p, lse, *mid)
     return p, lse
 
 

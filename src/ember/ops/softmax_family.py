@@ -86,8 +86,8 @@ class Softmax(Op):
         ctx.axis = axis
         if x.shape[axis] == 0:
             out = x.copy()
-        elif axis == x.ndim - 1 and (out := _kernels.softmax(x)) is not None:
-            pass  # the eager kernel: one loop per row
+        elif (out := _kernels.softmax(x, axis=axis)) is not None:
+            pass  # the eager kernel: one loop per row (or per column block of a middle dim)
         else:
             with _quiet(xp):  # an all -inf row gives NaN, as in PyTorch
                 out = xp.exp(x - x.max(axis=axis, keepdims=True))
@@ -99,7 +99,7 @@ class Softmax(Op):
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
         (y,) = ctx.saved
-        if ctx.axis == y.ndim - 1 and (gx := _kernels.softmax_backward(y, grad)) is not None:
+        if (gx := _kernels.softmax_backward(y, grad, axis=ctx.axis)) is not None:
             return gx, None
         return y * (grad - _rowsum(grad * y, ctx.axis)), None
 
@@ -113,7 +113,7 @@ class LogSoftmax(Op):
         ctx.axis = axis
         if x.shape[axis] == 0:
             out = x.copy()
-        elif axis == x.ndim - 1 and (out := _kernels.softmax(x, log=True)) is not None:
+        elif (out := _kernels.softmax(x, log=True, axis=axis)) is not None:
             pass
         else:
             with _quiet(xp):
@@ -126,7 +126,7 @@ class LogSoftmax(Op):
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
         (y,) = ctx.saved
-        if ctx.axis == y.ndim - 1 and (gx := _kernels.softmax_backward(y, grad, True)) is not None:
+        if (gx := _kernels.softmax_backward(y, grad, True, ctx.axis)) is not None:
             return gx, None
         return grad - ctx.xp.exp(y) * _rowsum(grad, ctx.axis), None
 

@@ -184,8 +184,8 @@ class _LogSoftmaxFromLse(Op):
 
 def _softmax_stats(xp: Any, x: Any, axis: int, need_p: bool) -> tuple[Any, Any]:
     """(softmax(x) or None, logsumexp(x)) along ``axis`` with keepdims, stable for finite x."""
-    if axis in (-1, x.ndim - 1) and (res := _kernels.softmax_lse(x, need_p)) is not None:
-        return res  # the eager kernel (one pass a row)
+    if (res := _kernels.softmax_lse(x, need_p, axis)) is not None:
+        return res  # the eager kernel (one pass a row, or a column block of a middle dim)
     m = x.max(axis=axis, keepdims=True)
     with _quiet(xp):
         m = xp.where(xp.isfinite(m), m, 0)
