@@ -641,3 +641,25 @@ def test_cross_entropy_smoothing_gradient_in_three_passes_keeps_the_formulas_bit
     monkeypatch.setattr(L, "_smoothed_class_grad", formula)
     slow = grad()
     assert fast.dtype == slow.dtype == dtype and fast.tobytes() == slow.tobytes()
+
+
+@pytest.mark.parametrize("reduction", REDS)
+@pytest.mark.parametrize("weighted", [False, True])
+def test_cross_entropy_image_logits_gradient_keeps_the_formulas_bits(reduction, weighted):
+    """(N, C, H, W) logits with class-index targets (ignored ones too): the backward's one pass
+    (s p, then s (p - 1) at the targets along dim 1) gives the bits of the formula
+    g * wt * where(onehot, p - 1, p), which create_graph's recorded path still computes."""
+    rng = np.random.default_rng(9)
+    x0 = (rng.standard_normal((3, 6, 5, 7)) * 2).astype(np.float32)
+    t = rng.integers(0, 6, (3, 5, 7))
+    t[0, 1, 2] = -100
+    w = ember.tensor(positive(6, seed=4).astype(np.float32)) if weighted else None
+    grads = []
+    for create_graph in (False, True):
+        x = ember.tensor(x0, requires_grad=True)
+        loss = EF.cross_entropy(x, ember.tensor(t), weight=w, reduction=reduction)
+        if reduction == "none":
+            loss = (loss * ember.full(tuple(loss.shape), 1.5)).sum()
+        (g,) = ember.autograd.grad(loss, x, create_graph=create_graph)
+        grads.append(g.detach().numpy())
+    assert grads[0].dtype == np.float32 and grads[0].tobytes() == grads[1].tobytes()

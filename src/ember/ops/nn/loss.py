@@ -203,20 +203,24 @@ class CrossEntropy(Op):
                 coef = -(1 - eps) * lsm
                 gt = g * (coef * w_b if w_b is not None else coef)
             return gx, gt, None, None, None, None, None
-        if eps == 0 and type(p_saved) is np.ndarray and p_saved.ndim == 2 \
+        if eps == 0 and type(p_saved) is np.ndarray and p_saved.ndim >= 2 \
                 and not ctx._tensor_mode:
-            # (N, C) host logits: s p, then s (p - 1) at the targets (the formula's operations,
-            # one pass over the logits instead of a one-hot mask and three); p is the saved
-            # softmax itself (what ctx.call(_SoftmaxCached, ...) gives outside create_graph)
+            # (N, C, ...) host logits: s p, then s (p - 1) at the targets (the formula's
+            # operations, one pass over the logits instead of a one-hot mask and three); p is the
+            # saved softmax itself (what ctx.call(_SoftmaxCached, ...) gives outside create_graph)
             p = p_saved
             s = g * wt
-            if ctx.C == p.shape[1] and (gx := _kernels.cross_entropy_rows_backward(
-                    p, tk.reshape(-1), s)) is not None:
+            if p.ndim == 2 and ctx.C == p.shape[1] and (
+                    gx := _kernels.cross_entropy_rows_backward(p, tk.reshape(-1), s)) is not None:
                 return gx, None, None, None, None, None, None  # (one pass: the same products)
             gx = np.multiply(p, s)
-            rows = np.arange(p.shape[0])
-            cols = tk[:, 0]
-            gx[rows, cols] = s[:, 0] * (p[rows, cols] - 1)
+            if p.ndim == 2:
+                rows = np.arange(p.shape[0])
+                cols = tk[:, 0]
+                gx[rows, cols] = s[:, 0] * (p[rows, cols] - 1)
+            else:  # (image logits: the targets along dim 1)
+                at = np.take_along_axis(p, tk, axis=1)
+                np.put_along_axis(gx, tk, s * (at - 1), axis=1)
             return gx, None, None, None, None, None, None
         p = ctx.call(_SoftmaxCached, x, p_saved, ax)
         if eps == 0:
