@@ -470,7 +470,7 @@ def test_abs_gradient_is_grad_times_sign_in_one_pass(two_threads, dt, monkeypatc
     t.abs().sum().backward()
     with np.errstate(all="ignore"):
         _same_bits(t.grad.numpy(), np.where(x == x, np.sign(x), 0).astype(dt))
-    assert calls["n"] == 2
+    assert calls["n"] == 1 + -(-x.size // L._EACH_CHUNK)  # (the sum's gradient: in chunks)
 
 
 def test_embedding_backward_scatters_a_broadcast_gradient_in_one_pass(monkeypatch):
@@ -485,3 +485,63 @@ def test_embedding_backward_scatters_a_broadcast_gradient_in_one_pass(monkeypatc
     np.add.at(want, idx, np.ones((400, 16), np.float32))
     _same_bits(w.grad.numpy(), want)
     assert calls["n"] == 1
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_select_is_numpys_where_bit_for_bit(two_threads, dt):
+    """select: np.where's values (NaN payloads, signed zeros, infinities, subnormals carried)
+    for arrays and numbers on either side, a random mask, a mask broadcast over the batch and a
+    transposed operand; None where operands broadcast or the dtype is not float32/float64."""
+    a, b = _data((60, 50, 40), dt, 30), _data((60, 50, 40), dt, 31)
+    c = np.random.default_rng(32).random(a.shape) < 0.5
+    for x, y in ((a, b), (a, 0.0), (-2.5, b), (a, -np.inf), (a, np.asarray(1.5, dt)), (a, 7)):
+        _same_bits(L.select(c, x, y), np.where(c, x, y).astype(dt))
+    small = c[:1, :1]  # (1, 1, 40): broadcast over the batch
+    _same_bits(L.select(small, a, b), np.where(small, a, b))
+    t = np.ascontiguousarray(a.transpose(2, 1, 0)).transpose(2, 1, 0)  # (a's values, F order)
+    _same_bits(L.select(c, t, 0.0), np.where(c, a, dt(0.0)))
+    assert L.select(c, a[:1], b) is None  # (operands that broadcast: NumPy's where)
+    assert L.select(c, a.astype(np.float16), 0.0) is None
+    assert L.select(c.astype(np.uint8), a, b) is None
+    if dt == np.float32:
+        assert L.select(c, a, 1e300) is None  # (no float32 for it)
+
+
+def test_where_and_masked_fill_take_select_forward_and_backward(monkeypatch):
+    """torch.where and masked_fill run the select kernel both ways, with PyTorch's values: the
+    gradient where the condition holds (or is False) and zero elsewhere, a causal mask broadcast
+    over the heads."""
+    calls = count_calls(monkeypatch, L.active, "select")
+    x0 = _data((4, 3, 16, 16), np.float32, 33)
+    x0[~np.isfinite(x0)] = 1.0
+    x = ember.tensor(x0, requires_grad=True)
+    y = ember.tensor(-x0, requires_grad=True)
+    c = x > 0.2
+    out = ember.where(c, x, y)
+    _same_bits(out.detach().numpy(), np.where(x0 > 0.2, x0, -x0))
+    out.sum().backward()
+    _same_bits(x.grad.numpy(), np.where(x0 > 0.2, 1, 0).astype(np.float32))
+    _same_bits(y.grad.numpy(), np.where(x0 > 0.2, 0, 1).astype(np.float32))
+    causal = ember.tril(ember.ones(16, 16)).view(1, 1, 16, 16) == 0
+    x.grad = None
+    filled = x.masked_fill(causal, float("-inf"))
+    want = np.where(np.tril(np.ones((16, 16))) == 0, np.float32(-np.inf), x0)
+    _same_bits(filled.detach().numpy(), want)
+    (filled.softmax(-1) * ember.tensor(x0)).sum().backward()
+    assert calls["n"] == 5  # where forward, its two gradients, masked_fill forward and backward
+    assert (x.grad.numpy()[..., np.triu_indices(16, 1)[0], np.triu_indices(16, 1)[1]] == 0).all()
+
+
+def test_a_repeated_gradient_runs_in_chunks_without_a_full_copy(monkeypatch):
+    """An elementwise backward kernel given a sum's gradient (one value, every stride 0) runs
+    over chunks with one chunk of that value: the bits of the dense gradient, and no array of
+    the input's size made for it."""
+    x = _data((3, L._EACH_CHUNK + 1000), np.float32, 34)
+    g = np.broadcast_to(np.float32(0.75), x.shape)
+    made = []
+    real_full = np.full
+    monkeypatch.setattr(np, "full", lambda shape, *a, **k: made.append(shape) or real_full(
+        shape, *a, **k))
+    got = L.activation_backward("sigmoid", x, g)
+    assert made == [L._EACH_CHUNK]
+    _same_bits(got, L.activation_backward("sigmoid", x, np.ascontiguousarray(g)))

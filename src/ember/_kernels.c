@@ -6604,6 +6604,86 @@ static PyObject *py_piecewise(PyObject *mod, PyObject *const *args, Py_ssize_t n
     Py_RETURN_NONE;
 }
 
+/* select(cond, a | None, b | None, out, av, bv): out = cond ? a : b elementwise, np.where's
+ * values bit for bit (NaN payloads and signed zeros carried), for float32/float64 a, b and out
+ * and a bool cond, all C-contiguous of one length; a None a or b stands for the number av or bv
+ * (rounded to the dtype first, as NumPy takes Python numbers). Both operands are read at every
+ * element and blended, no branch: NumPy's where branches per element, 3.7 ms for 1M floats
+ * under a random mask (the mispredictions), where this loop is a copy's speed. */
+typedef struct {
+    const uint8_t *c;
+    const void *a, *b;
+    void *out;
+    double av, bv;
+    char kind;
+} sel_job;
+
+#define SEL_FN(T)                                                                              \
+    CLONES static void sel_##T(const sel_job *j, Py_ssize_t i0, Py_ssize_t i1)                 \
+    {                                                                                          \
+        const uint8_t *RESTRICT c = j->c;                                                      \
+        const T *RESTRICT a = (const T *)j->a, *RESTRICT b = (const T *)j->b;                  \
+        T *RESTRICT o = (T *)j->out;                                                           \
+        const T av = (T)j->av, bv = (T)j->bv;                                                  \
+        if (a && b)                                                                            \
+            for (Py_ssize_t i = i0; i < i1; i++) {                                             \
+                T x = a[i], y = b[i];                                                          \
+                o[i] = c[i] ? x : y;                                                           \
+            }                                                                                  \
+        else if (a)                                                                            \
+            for (Py_ssize_t i = i0; i < i1; i++) {                                             \
+                T x = a[i];                                                                    \
+                o[i] = c[i] ? x : bv;                                                          \
+            }                                                                                  \
+        else if (b)                                                                            \
+            for (Py_ssize_t i = i0; i < i1; i++) {                                             \
+                T y = b[i];                                                                    \
+                o[i] = c[i] ? av : y;                                                          \
+            }                                                                                  \
+        else                                                                                   \
+            for (Py_ssize_t i = i0; i < i1; i++)                                               \
+                o[i] = c[i] ? av : bv;                                                         \
+    }
+SEL_FN(float)
+SEL_FN(double)
+
+BY_KIND(sel, sel_job)
+
+static PyObject *py_select(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 6)
+        return PyErr_Format(PyExc_TypeError, "ember._kernels.select: expected 6 arguments");
+    double av = PyFloat_AsDouble(args[4]), bv = PyFloat_AsDouble(args[5]);
+    if ((av == -1.0 || bv == -1.0) && PyErr_Occurred())
+        return NULL;
+    Py_buffer cv;
+    if (PyObject_GetBuffer(args[0], &cv, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
+        return NULL;
+    if (cv.itemsize != 1 || !cv.format || strcmp(cv.format, "?") != 0) {
+        PyBuffer_Release(&cv);
+        return PyErr_Format(PyExc_TypeError, "ember._kernels.select: cond must be a bool array");
+    }
+    Bufs bf;
+    if (take(&bf, args + 1, 3, "IIo") < 0) {
+        PyBuffer_Release(&cv);
+        return NULL;
+    }
+    if (same_lengths(&bf, bf.len[2], 0, 2) < 0 || cv.len != bf.len[2]) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "ember._kernels.select: cond's length differs");
+        release(&bf);
+        PyBuffer_Release(&cv);
+        return NULL;
+    }
+    sel_job j = {(const uint8_t *)cv.buf, bf.p[0], bf.p[1], bf.p[2], av, bv, bf.kind};
+    Py_BEGIN_ALLOW_THREADS
+    parallel(call_sel, &j, bf.len[2], 64, MIN_PART);
+    Py_END_ALLOW_THREADS
+    release(&bf);
+    PyBuffer_Release(&cv);
+    Py_RETURN_NONE;
+}
+
 /* prelu(mode, x, w, g, out, inner): PReLU over x laid out (planes, inner) with plane p's weight
  * w[p % len(w)] (channel dim 1: planes (n, c)), float32/float64: mode 0 out = x > 0 ? x : w x;
  * 1 (g given) out = x > 0 ? g : w g; 2 the weight's gradient terms x > 0 ? g 0 : g x (summed
@@ -8059,6 +8139,7 @@ static PyMethodDef kernels_methods[] = {
     FAST(layer_norm_backward,
          "layer_norm_backward(x, w, mean, rstd, grad, gx, gw, gb, n): gx, gw, gb (None: skip)."),
     FAST(softmax_lse, "softmax_lse(x, p, lse, n): softmax (p None: skipped) and logsumexp."),
+    FAST(select, "select(cond, a | None, b | None, out, av, bv): out = cond ? a : b (np.where's values, one pass; float32/float64)."),
     FAST(softmax_mid, "softmax_mid(op, x, g, out, lse, outer, C, inner): the softmax family over the middle axis (float32)."),
     FAST(rms_norm, "rms_norm(x, w, out, rstd, n, eps): over rows of n elements."),
     FAST(attention, "attention(q, k, v, out, pt, N, L, S, D, Ev, scale, causal): float32 "

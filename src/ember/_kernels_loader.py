@@ -128,6 +128,31 @@ def _dense(x: Any, f64: bool = False) -> np.ndarray | None:
     return None
 
 
+_EACH_CHUNK = 1 << 18  # elements a call where an elementwise kernel's gradient repeats one value
+
+
+def _each(fn: Any, x: Any, g: Any, f64: bool, *params: Any) -> np.ndarray | None:
+    """A new array written by the elementwise kernel ``fn(x, g, out, *params)``, with ``g`` as
+    ``_grad_for`` takes it, except a gradient that repeats one value (a sum's or mean's, every
+    stride 0): that runs over chunks of x with one chunk of the value as g, so no array of x's
+    size is made for it (an activation's backward keeps its peak at y, the gradient and .grad).
+    None where x or g does not fit."""
+    if (type(g) is np.ndarray and g.size > _EACH_CHUNK and not any(g.strides)
+            and g.shape == x.shape and g.dtype == x.dtype and _ok(x, f64)):
+        out = np.empty_like(x)
+        xf, of = x.reshape(-1), out.reshape(-1)
+        one = np.full(_EACH_CHUNK, g.reshape(-1)[0], x.dtype)
+        for i in range(0, x.size, _EACH_CHUNK):
+            j = min(i + _EACH_CHUNK, x.size)
+            fn(xf[i:j], one[:j - i], of[i:j], *params)
+        return out
+    if (g := _grad_for(x, g, f64)) is None:
+        return None
+    out = np.empty_like(x)
+    fn(x, g, out, *params)
+    return out
+
+
 def _grad_for(x: Any, g: Any, f64: bool = False) -> np.ndarray | None:
     """``g`` as a backward kernel reads it beside ``x`` (C-contiguous, x's shape and dtype):
     g itself, or a C-ordered copy of a host array of x's shape and dtype laid out otherwise (a
@@ -170,21 +195,14 @@ def erfinv_backward(y: Any, grad: Any) -> np.ndarray | None:
     """grad * sqrt(pi)/2 * exp(y^2) from erfinv's output y (its derivative), float32, one
     rounding; None where the kernel does not apply."""
     k = active
-    if k is None or (grad := _grad_for(y, grad)) is None:
-        return None
-    out = np.empty_like(y)
-    k.erfinv_backward(y, grad, out)
-    return out
+    return None if k is None else _each(k.erfinv_backward, y, grad, False)
 
 
 def erf_backward(x: Any, grad: Any, complement: bool = False) -> np.ndarray | None:
     """grad * 2/sqrt(pi) * exp(-x^2) (erf's derivative; negated for erfc), float32."""
     k = active
-    if k is None or (grad := _grad_for(x, grad)) is None:
-        return None
-    out = np.empty_like(x)
-    (k.erfc_backward if complement else k.erf_backward)(x, grad, out)
-    return out
+    return None if k is None else _each(k.erfc_backward if complement else k.erf_backward, x,
+                                        grad, False)
 
 
 def gelu(x: Any, approximate: str = "none") -> np.ndarray | None:
@@ -202,11 +220,9 @@ def gelu(x: Any, approximate: str = "none") -> np.ndarray | None:
 def gelu_backward(x: Any, grad: Any, approximate: str = "none") -> np.ndarray | None:
     """grad times GELU's derivative at x (x and grad of one dtype and shape)."""
     k = active
-    if k is None or (grad := _grad_for(x, grad, approximate == "tanh")) is None:
-        return None
-    out = np.empty_like(x)
-    (k.gelu_tanh_backward if approximate == "tanh" else k.gelu_backward)(x, grad, out)
-    return out
+    tanh = approximate == "tanh"
+    return None if k is None else _each(k.gelu_tanh_backward if tanh else k.gelu_backward, x,
+                                        grad, tanh)
 
 
 _ACT_F64 = frozenset(("sigmoid", "silu", "tanh"))
@@ -229,11 +245,8 @@ def activation_backward(name: str, x: Any, grad: Any, *params: float) -> np.ndar
     silu), or, for "tanh" and "sigmoid", from the saved result y: grad (1 - y y) and
     (grad y) (1 - y), bit for bit the NumPy formulas (float32 and float64)."""
     k = active
-    if k is None or (grad := _grad_for(x, grad, name in _ACT_F64 or name == "silu")) is None:
-        return None
-    out = np.empty_like(x)
-    getattr(k, name + "_backward")(x, grad, out, *params)
-    return out
+    return None if k is None else _each(getattr(k, name + "_backward"), x, grad,
+                                        name in _ACT_F64, *params)
 
 
 # -- over the last dim -----------------------------------------------------------------------
@@ -452,11 +465,7 @@ def relu_backward(out: Any, grad: Any) -> np.ndarray | None:
     """grad where relu's output is > 0 (or NaN), else +0, in one pass (float32/float64, one
     dtype and shape); None where the kernel does not apply."""
     k = active
-    if k is None or (grad := _grad_for(out, grad, True)) is None:
-        return None
-    res = np.empty_like(grad)
-    k.relu_backward(out, grad, res)
-    return res
+    return None if k is None else _each(k.relu_backward, out, grad, True)
 
 
 def clamp(x: Any, lo: Any, hi: Any, inplace: bool = False) -> np.ndarray | None:
@@ -547,10 +556,52 @@ def piecewise(name: str, x: Any, a: Any = 0.0, b: Any = 0.0, grad: Any = None
             return None
         if x.dtype == _F32 and abs(v) > _F32_MAX and abs(v) != math.inf:
             return None
-    if grad is not None and (grad := _grad_for(x, grad, True)) is None:
-        return None
+    op = PIECEWISE[name]
+    if grad is not None:
+        return _each(lambda x1, g1, out: k.piecewise(op, x1, g1, out, a, b), x, grad, True)
     out = np.empty_like(x)
-    k.piecewise(PIECEWISE[name], x, grad, out, a, b)
+    k.piecewise(op, x, None, out, a, b)
+    return out
+
+
+def select(cond: Any, a: Any, b: Any) -> np.ndarray | None:
+    """``np.where(cond, a, b)`` in one pass: ``cond`` a bool host array, broadcast to the result
+    (a bool copy where it is smaller: a causal mask over a batch); ``a`` and ``b`` float32/float64
+    arrays of one dtype and the result's shape (another layout read as a C-ordered copy: a sum's
+    gradient), or numbers (Python floats, ints within 2^53, 0-d arrays of the dtype), one at
+    least an array. The same values, C-ordered; None where it does not apply (operands that
+    broadcast, other dtypes, under 256 elements)."""
+    k = active
+    if k is None or type(cond) is not np.ndarray or cond.dtype != np.bool_:
+        return None
+    arrays = [v for v in (a, b) if type(v) is np.ndarray and v.ndim]
+    if not arrays or arrays[0].dtype not in (_F32, _F64) or arrays[0].size < 256:
+        return None
+    dt, shape = arrays[0].dtype, arrays[0].shape
+    if any(v.dtype != dt or v.shape != shape for v in arrays):
+        return None
+    nums, ops = [], []
+    for v in (a, b):
+        if type(v) is np.ndarray and v.ndim:
+            nums.append(0.0)
+            ops.append(v if v.flags.c_contiguous else np.ascontiguousarray(v))
+            continue
+        if type(v) is np.ndarray and v.dtype == dt:
+            v = float(v)
+        elif not (type(v) is float or (type(v) is int and -(1 << 53) <= v <= 1 << 53)):
+            return None
+        if dt == _F32 and abs(v) > _F32_MAX and abs(v) != math.inf:
+            return None
+        nums.append(float(v))
+        ops.append(None)
+    if cond.shape != shape:
+        if cond.ndim > len(shape) or np.broadcast_shapes(cond.shape, shape) != shape:
+            return None
+        cond = np.ascontiguousarray(np.broadcast_to(cond, shape))
+    elif not cond.flags.c_contiguous:
+        cond = np.ascontiguousarray(cond)
+    out = np.empty(shape, dt)
+    k.select(cond, ops[0], ops[1], out, nums[0], nums[1])
     return out
 
 

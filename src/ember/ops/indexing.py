@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from .. import _backend, _dtype, _threads
+from .. import _kernels_loader as _kernels
 from .._tensor_base import TensorBase, wrap_dim
 from ..autograd import function as _function
 from ..autograd import grad_mode
@@ -720,6 +721,8 @@ class MaskedFill(Op):
         xp = ctx.xp
         ctx.mask = mask
         v = xp.asarray(value).astype(x.dtype)
+        if (out := _kernels.select(mask, v, x)) is not None:
+            return out  # (one pass, C-ordered; NumPy's where branches per element)
         if type(x) is np.ndarray and x.size >= _threads.cut and (
                 out := _threads.where(mask, v, x)) is not None:
             return out  # (large: split over the threads; C-ordered)
@@ -733,6 +736,11 @@ class MaskedFill(Op):
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
         xp, mask = ctx.xp, ctx.mask
+        need = ctx.needs_input_grad
+        gx = _kernels.select(mask, 0, grad) if need[0] else None
+        gv = _kernels.select(mask, grad, 0) if need[1] and (gx is not None or not need[0]) else None
+        if (gx is not None or not need[0]) and (gv is not None or not need[1]):
+            return gx, gv, None  # (one pass each)
         if type(grad) is np.ndarray and grad.size >= _threads.cut:  # (split over the threads)
             gx = _threads.select(mask, 0, grad) if ctx.needs_input_grad[0] else None
             gv = _threads.select(mask, grad, 0) if ctx.needs_input_grad[1] else None

@@ -520,6 +520,8 @@ class Where(Op):
     @staticmethod
     def forward(ctx: Any, cond: Any, a: Any, b: Any) -> Any:
         ctx.save_for_backward(cond)
+        if (out := _kernels.select(cond, a, b)) is not None:
+            return out  # (one pass, no branch: NumPy's where branches per element)
         if type(a) is np.ndarray and a.size >= _threads.cut and (
                 out := _threads.where(cond, a, b)) is not None:
             return out  # (large: split over the threads)
@@ -529,6 +531,11 @@ class Where(Op):
     def backward(ctx: Any, grad: Any) -> Any:
         (cond,) = ctx.saved
         xp = ctx.xp
+        need = ctx.needs_input_grad
+        ga = _kernels.select(cond, grad, 0) if need[1] else None
+        gb = _kernels.select(cond, 0, grad) if need[2] and (ga is not None or not need[1]) else None
+        if (ga is not None or not need[1]) and (gb is not None or not need[2]):
+            return None, ga, gb  # (one pass each)
         if type(grad) is np.ndarray and grad.size >= _threads.cut:  # (split over the threads)
             return None, _threads.select(cond, grad, 0), _threads.select(cond, 0, grad)
         return None, xp.where(cond, grad, 0), xp.where(cond, 0, grad)
