@@ -605,6 +605,16 @@ def select(cond: Any, a: Any, b: Any) -> np.ndarray | None:
     return out
 
 
+def select_grads(cond: Any, grad: Any, need: tuple[bool, bool]) -> tuple | None:
+    """where's gradients by ``select``: (grad where cond, else 0; 0 where cond, else grad), each
+    None where ``need`` says so; None where the kernel does not apply."""
+    if not any(need):
+        return None
+    ga = select(cond, grad, 0) if need[0] else None
+    gb = select(cond, 0, grad) if need[1] and (ga is not None or not need[0]) else None
+    return None if (need[0] and ga is None) or (need[1] and gb is None) else (ga, gb)
+
+
 def prelu(mode: int, x: Any, w: Any, grad: Any = None) -> np.ndarray | None:
     """PReLU of a C-ordered float32/float64 ``x`` with weight ``w`` (one value, or one per
     channel of dim 1), in one pass: mode 0 the output, 1 the input's gradient, 2 the weight's

@@ -531,11 +531,8 @@ class Where(Op):
     def backward(ctx: Any, grad: Any) -> Any:
         (cond,) = ctx.saved
         xp = ctx.xp
-        need = ctx.needs_input_grad
-        ga = _kernels.select(cond, grad, 0) if need[1] else None
-        gb = _kernels.select(cond, 0, grad) if need[2] and (ga is not None or not need[1]) else None
-        if (ga is not None or not need[1]) and (gb is not None or not need[2]):
-            return None, ga, gb  # (one pass each)
+        if (gs := _kernels.select_grads(cond, grad, ctx.needs_input_grad[1:])) is not None:
+            return None, *gs  # (one pass each)
         if type(grad) is np.ndarray and grad.size >= _threads.cut:  # (split over the threads)
             return None, _threads.select(cond, grad, 0), _threads.select(cond, 0, grad)
         return None, xp.where(cond, grad, 0), xp.where(cond, 0, grad)
