@@ -141,7 +141,7 @@ def _each(fn: Any, x: Any, g: Any, f64: bool, *params: Any) -> np.ndarray | None
             and g.shape == x.shape and g.dtype == x.dtype and _ok(x, f64)):
         out = np.empty_like(x)
         xf, of = x.reshape(-1), out.reshape(-1)
-        one = np.full(_EACH_CHUNK, g.reshape(-1)[0], x.dtype)
+        one = np.full(_EACH_CHUNK, g[(0,) * g.ndim], x.dtype)
         for i in range(0, x.size, _EACH_CHUNK):
             j = min(i + _EACH_CHUNK, x.size)
             fn(xf[i:j], one[:j - i], of[i:j], *params)
