@@ -158,10 +158,8 @@ def _grad_for(x: Any, g: Any, f64: bool = False) -> np.ndarray | None:
     g itself, or a C-ordered copy of a host array of x's shape and dtype laid out otherwise (a
     sum's or mean's gradient is a stride-0 broadcast view: one pass to copy, where the NumPy
     formula the kernel replaces takes several); None where x or g does not fit."""
-    if _ok2(x, g, f64):
-        return g
     if _ok(x, f64) and type(g) is np.ndarray and g.shape == x.shape and g.dtype == x.dtype:
-        return np.ascontiguousarray(g)
+        return _dense(g, f64)
     return None
 
 
@@ -1037,14 +1035,11 @@ def scatter_rows(num: int, idx: Any, src: Any, scale: Any = None,
     if (mod is None or type(src) is not np.ndarray or src.ndim != 2 or type(idx) is not np.ndarray
             or idx.dtype.kind not in "iu" or num < 1):
         return None
-    if not _ok(src, True):
-        if src.dtype not in (_F32, _F64) or not src.size:
-            return None
-        if src.strides[0] == 0 and take is None:  # one row repeated (a sum's gradient): row 0
-            take = np.zeros(src.shape[0], np.int64)  # taken for each index, no copy of the rows
-            src = np.ascontiguousarray(src[:1])
-        else:
-            src = np.ascontiguousarray(src)
+    if src.strides[0] == 0 and take is None and src.size:  # one row repeated (a sum's gradient):
+        take = np.zeros(src.shape[0], np.int64)  # row 0 taken for each index, no copy of the rows
+        src = src[:1]
+    if (src := _dense(src, True)) is None:
+        return None
     if scale is not None and not (_ok(scale, True) and scale.dtype == src.dtype
                                   and scale.size == idx.size):
         return None
