@@ -149,6 +149,34 @@ def test_row_chunks_against_the_numpy_path(shape, dtype, monkeypatch, one_thread
 
 
 @needs_kernels
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", CHUNK_SHAPES)
+def test_row_chunks_are_alike_at_one_and_two_threads(shape, dtype, monkeypatch) -> None:
+    """Row chunks with the images over two threads: output and every gradient bit for bit
+    those of one thread (strided, dilated, grouped and 1-D-like geometries)."""
+    x, w, b, args = _arrays(shape, dtype, 8)
+    with L.disabled():
+        ow = _conv_grads(ember, x, w, b, 9, *args)[0].shape[3]
+    monkeypatch.setattr(conv, "_CHUNK_BYTES", 2 * x.shape[1] * w[0, 0].size * ow * x.itemsize)
+    monkeypatch.setattr(kern, "_IMAGE_MAX_K_SMALL", 0)
+    calls = count_calls(monkeypatch, conv, "_chunk_weight_grad")
+    threads = L.active.get_num_threads()
+    res = []
+    try:
+        for n in (1, 2):
+            L.set_num_threads(n)
+            if n == 2 and ember._threads.split_parts(x.shape[0]) is None:
+                pytest.skip("no OpenBLAS whose thread count ember can set")
+            res.append(_conv_grads(ember, x, w, b, 9, *args))
+    finally:
+        L.set_num_threads(threads)
+    assert calls["n"] == 2
+    for a, c in zip(*res):
+        assert a.dtype == c.dtype == dtype
+        np.testing.assert_array_equal(a, c)
+
+
+@needs_kernels
 def test_row_chunks_leave_an_empty_batch_to_the_numpy_path(monkeypatch, one_thread) -> None:
     """An empty batch's weight gradient is zeros (row chunks would sum no products)."""
     monkeypatch.setattr(conv, "_CHUNK_BYTES", 64)
@@ -162,32 +190,54 @@ def test_row_chunks_leave_an_empty_batch_to_the_numpy_path(monkeypatch, one_thre
 
 
 @needs_kernels
-def test_large_conv_takes_row_chunks_at_one_thread_only(monkeypatch) -> None:
+def test_large_conv_takes_row_chunks_at_every_thread_count(monkeypatch) -> None:
     """A ResNet-sized convolution (64 -> 64 3x3 on 32 x 32 maps) runs in row chunks at the
-    default chunk size at one thread (each gradient against the NumPy path and PyTorch), and in
-    whole-batch products at two (the kernels' columns bit for bit at either count)."""
+    default chunk size at one thread and at two (the images in one part per thread, each part's
+    products on one BLAS thread; the weight gradient summed in image blocks fixed by the
+    shapes): all three gradients bit for bit alike at both counts, the input gradient bit for
+    bit the NumPy path's, the others within rounding of it and of PyTorch."""
+    if ember._threads.split_parts(4) is None and ember._threads.get_num_threads() > 1:
+        pytest.skip("no OpenBLAS whose thread count ember can set")
     x, w, b, args = _arrays((4, 64, 32, 32, 64, 3, 1, 1, 1, 1), np.float32, 6)
     calls = count_calls(monkeypatch, conv, "_chunk_forward")
-    threads = L.active.get_num_threads()
+    tcalls = count_calls(monkeypatch, conv, "_chunk_transpose")
+    wcalls = count_calls(monkeypatch, conv, "_chunk_weight_grad")
+    parts = []
+    split = ember._threads.split
+    monkeypatch.setattr(ember._threads, "split", lambda f, p: parts.append(p) or split(f, p))
+    threads = ember.get_num_threads()
     try:
-        L.set_num_threads(1)
+        ember.set_num_threads(1)
         one = _conv_grads(ember, x, w, b, 7, *args)
-        assert calls["n"] == 1
-        L.set_num_threads(2)
+        assert calls["n"] == tcalls["n"] == wcalls["n"] == 1 and not parts
+        ember.set_num_threads(2)
+        if ember._threads.split_parts(4) is None:
+            pytest.skip("no OpenBLAS whose thread count ember can set")
         two = _conv_grads(ember, x, w, b, 7, *args)
-        assert calls["n"] == 1
+        assert calls["n"] == tcalls["n"] == wcalls["n"] == 2
+        assert parts == [[(0, 2), (2, 4)]] * 3  # images, images, the weight's 4 blocks
         with L.disabled():
             off = _conv_grads(ember, x, w, b, 7, *args)
     finally:
-        L.set_num_threads(threads)
+        ember.set_num_threads(threads)
     np.testing.assert_array_equal(one[1], off[1])  # the input gradient, bit for bit
     for a, c, d in zip(one, two, off):
-        assert a.dtype == np.float32
-        np.testing.assert_array_equal(c, d)
+        assert a.dtype == c.dtype == np.float32
+        np.testing.assert_array_equal(a, c)
         np.testing.assert_allclose(a, d, rtol=1e-5, atol=1e-4)
     if HAVE_TORCH:
         for a, c in zip(one, _conv_grads(torch, x, w, b, 7, *args)):
             np.testing.assert_allclose(a, c, rtol=1e-4, atol=2e-3)
+
+
+def test_weight_grad_blocks_depend_on_the_shapes_alone() -> None:
+    """The chunked weight gradient's image blocks: contiguous, covering the batch, at most
+    _WGRAD_BLOCKS of them and their partial sums within _WGRAD_BLOCK_BYTES (at least one)."""
+    assert conv._wgrad_blocks(4, 1000) == [(0, 1), (1, 2), (2, 3), (3, 4)]
+    assert conv._wgrad_blocks(32, 1000) == [(4 * i, 4 * i + 4) for i in range(8)]
+    assert conv._wgrad_blocks(32, 512 * 4608 * 4) == [(0, 10), (10, 21), (21, 32)]
+    assert conv._wgrad_blocks(5, 1 << 30) == [(0, 5)]
+    assert conv._wgrad_blocks(1, 10) == [(0, 1)]
 
 
 @needs_kernels
