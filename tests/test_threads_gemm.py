@@ -71,6 +71,35 @@ def test_values_are_one_threads_in_both_paths(shape, n_threads, threads):
 
 
 @needs_blas
+@pytest.mark.parametrize("n_threads", [1, 2, 3])
+@pytest.mark.parametrize("shape", SHAPES[:4])
+def test_bias_is_added_after_the_product_in_both_paths(shape, n_threads, threads):
+    """A bias each part adds to its rows: the bits of one thread's product, then ``+= bias``
+    (Linear's forward), at every thread count, with the kernels and without."""
+    m, k, n = shape
+    rng = np.random.default_rng(m * k + n)
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    b = rng.standard_normal((k, n)).astype(np.float32)
+    bias = rng.standard_normal(n).astype(np.float32)
+    ember.set_num_threads(n_threads)
+    for x, y in _layouts(a, b):
+        ref = _one_thread(x, y)
+        ref += bias
+        got = [_threads.gemm(x, y, None, bias), _backend.gemm(x, y, bias)]
+        with L.disabled():
+            got.append(_threads.gemm(x, y, None, bias))
+        for g in got:
+            assert g is not None and g.dtype == np.float32
+            np.testing.assert_array_equal(g, ref)
+    # a bias the split does not take (float64, another length, strided): None, nothing written
+    assert _threads.gemm(a, b, None, bias.astype(np.float64)) is None
+    assert _threads.gemm(a, b, None, bias[:-1]) is None
+    assert _threads.gemm(a, b, None, np.repeat(bias, 2)[::2]) is None
+    wide = _backend.gemm(a, b, bias.astype(np.float64))  # (NumPy's in-place add instead)
+    np.testing.assert_array_equal(wide, _one_thread(a, b) + bias.astype(np.float32))
+
+
+@needs_blas
 def test_parts_cover_the_rows_aligned():
     assert _threads.gemm_parts(1000, 1 << 20, 1) == [(0, 1000)]
     parts = _threads.gemm_parts(1000, 1 << 20, 3)
@@ -167,6 +196,19 @@ def test_kernel_refuses_bad_arrays():
     out = np.empty((64, 64), np.float32)
     assert mod.blas_gemm(np.ones((64, 0), np.float32), np.ones((0, 64), np.float32), out)
     np.testing.assert_array_equal(out, 0)
+    bias = np.arange(64, dtype=np.float32)
+    assert mod.blas_gemm(np.ones((64, 0), np.float32), np.ones((0, 64), np.float32), out, bias)
+    np.testing.assert_array_equal(out, np.broadcast_to(bias, (64, 64)))
+    with pytest.raises(ValueError, match="bias"):
+        mod.blas_gemm(a, a, out, bias.astype(np.float64))
+    with pytest.raises(ValueError, match="bias"):
+        mod.blas_gemm(a, a, out, bias[:32])
+    with pytest.raises(ValueError, match="bias"):
+        mod.blas_gemm(a[None], a[None], out[None], bias)
+    with pytest.raises(ValueError, match="overlap"):
+        mod.blas_gemm(a, a, out, out[0])
+    with pytest.raises(TypeError):
+        mod.blas_gemm(a, a, out, bias, bias)
 
 
 @needs_blas

@@ -432,17 +432,22 @@ def storage_extent(arr: Any) -> tuple[int, int] | None:
     return start, mem.size // item - start
 
 
-def gemm(a: Any, b: Any) -> Any:
-    """``a @ b`` for arrays of at most two dimensions. Host arrays go through ``ndarray.dot``: the
-    same BLAS call as matmul's, bit for bit, at a third of matmul's fixed cost (~0.8 vs 2.5 us),
-    which is most of a small layer's product. Large float32 products of matrices run on the
-    kernels' pool (``_threads.gemm``; the same values)."""
+def gemm(a: Any, b: Any, bias: Any = None) -> Any:
+    """``a @ b`` (``+ bias``, a vector of the result's width, added after the product) for arrays
+    of at most two dimensions. Host arrays go through ``ndarray.dot``: the same BLAS call as
+    matmul's, bit for bit, at a third of matmul's fixed cost (~0.8 vs 2.5 us), which is most of
+    a small layer's product. Large float32 products of matrices run on the kernels' pool
+    (``_threads.gemm``; the same values), each part adding the bias to its rows."""
     if type(a) is np.ndarray and type(b) is np.ndarray:
         if a.ndim == 2 and b.ndim == 2 and a.shape[0] >= _threads.GEMM_MIN_ROWS \
-                and (out := _threads.gemm(a, b)) is not None:  # (a small one: no call)
+                and (out := _threads.gemm(a, b, None, bias)) is not None:  # (a small one: no call)
             return out
-        return a.dot(b)
-    return a @ b
+        out = a.dot(b)
+    else:
+        out = a @ b
+    if bias is not None:
+        out += bias
+    return out
 
 
 def is_array(x: Any) -> bool:

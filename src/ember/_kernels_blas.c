@@ -47,6 +47,7 @@ static int ilp64 = 0;  /* the functions take 64-bit integers (OpenBLAS's "64_" b
 
 typedef struct {
     const float *a, *b;
+    const float *bias; /* (N,) added to each row of a 2-D product's part, or NULL */
     float *out;
     int64_t M, N, K, lda, ldb;
     int ta, tb;
@@ -64,6 +65,17 @@ static void call_sgemm(int ta, int tb, int64_t M, int64_t N, int64_t K, const fl
                                 (int)ldb, 0.0f, c, (int)ldc);
 }
 
+/* rows [i0, i1) of the result += bias: the bits of ``out += bias`` after the product */
+static void blas_part_bias(const blas_ctx *g, Py_ssize_t i0, Py_ssize_t i1)
+{
+    const float *restrict bias = g->bias;
+    for (Py_ssize_t i = i0; i < i1; i++) {
+        float *restrict c = g->out + i * g->N;
+        for (int64_t j = 0; j < g->N; j++)
+            c[j] += bias[j];
+    }
+}
+
 /* rows [i0, i1) of the result: a's rows i0..i1 (its columns, stored transposed) times all of b */
 static void blas_part(void *c, Py_ssize_t i0, Py_ssize_t i1)
 {
@@ -71,6 +83,9 @@ static void blas_part(void *c, Py_ssize_t i0, Py_ssize_t i1)
     const float *a = g->a + (g->ta == NO_TRANS ? i0 * g->lda : i0);
     call_sgemm(g->ta, g->tb, i1 - i0, g->N, g->K, a, g->lda, g->b, g->ldb, g->out + i0 * g->N,
                g->N);
+    /* the bias, on the rows this thread just wrote (still in its cache) */
+    if (g->bias != NULL)
+        blas_part_bias(g, i0, i1);
 }
 
 /* products [e0, e1) of a stack, each whole: entry e's offsets from its batch index */
@@ -127,26 +142,38 @@ PyObject *py_blas_use(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
     Py_RETURN_NONE;
 }
 
-/* blas_gemm(a, b, out): out = a @ b for float32 a (..., M, K) and b (..., K, N) of one batch
- * shape (strides of whole floats, 0 where broadcast), each matrix with unit stride along one
- * axis, into C-contiguous float32 out (..., M, N) that overlaps neither. One product (2-D): its
- * row parts on the kernels' pool; a stack: its products, each whole, over the pool. False
- * (nothing done) where no sgemm was handed over. */
+/* blas_gemm(a, b, out[, bias]): out = a @ b for float32 a (..., M, K) and b (..., K, N) of one
+ * batch shape (strides of whole floats, 0 where broadcast), each matrix with unit stride along
+ * one axis, into C-contiguous float32 out (..., M, N) that overlaps neither. One product (2-D):
+ * its row parts on the kernels' pool, each part then adding ``bias`` (a C-contiguous float32
+ * (N,), or None) to its rows, the bits of ``out += bias`` after the product; a stack: its
+ * products, each whole, over the pool (no bias). False (nothing done) where no sgemm was
+ * handed over. */
 PyObject *py_blas_gemm(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 3)
-        return PyErr_Format(PyExc_TypeError, "ember._kernels.blas_gemm: expected 3 arguments");
-    Py_buffer a, b, out;
-    if (PyObject_GetBuffer(args[0], &a, PyBUF_STRIDES | PyBUF_FORMAT) < 0)
+    if (nargs != 3 && nargs != 4)
+        return PyErr_Format(PyExc_TypeError, "ember._kernels.blas_gemm: expected 3 or 4 arguments");
+    Py_buffer a, b, out, bias = {0};
+    const int has_bias = nargs == 4 && args[3] != Py_None;
+    if (has_bias && PyObject_GetBuffer(args[3], &bias, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
         return NULL;
+    if (PyObject_GetBuffer(args[0], &a, PyBUF_STRIDES | PyBUF_FORMAT) < 0) {
+        if (has_bias)
+            PyBuffer_Release(&bias);
+        return NULL;
+    }
     if (PyObject_GetBuffer(args[1], &b, PyBUF_STRIDES | PyBUF_FORMAT) < 0) {
         PyBuffer_Release(&a);
+        if (has_bias)
+            PyBuffer_Release(&bias);
         return NULL;
     }
     if (PyObject_GetBuffer(args[2], &out, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE | PyBUF_FORMAT)
         < 0) {
         PyBuffer_Release(&b);
         PyBuffer_Release(&a);
+        if (has_bias)
+            PyBuffer_Release(&bias);
         return NULL;
     }
     const char *bad = NULL;
@@ -171,16 +198,25 @@ PyObject *py_blas_gemm(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
                 bad = "expected a and b of out's batch shape (broadcast: stride 0)";
         if (out_overlaps(&out, &a, &b))
             bad = "out must not overlap a or b";
+        else if (has_bias
+                 && (nd != 2 || bias.ndim != 1 || bias.format == NULL
+                     || strcmp(bias.format, "f") != 0 || bias.shape[0] != out.shape[1]))
+            bad = "expected a 2-D product and a float32 bias (N,)";
+        else if (has_bias && out_overlaps(&out, &bias, &bias))
+            bad = "out must not overlap bias";
     }
     if (bad != NULL) {
         PyBuffer_Release(&out);
         PyBuffer_Release(&b);
         PyBuffer_Release(&a);
+        if (has_bias)
+            PyBuffer_Release(&bias);
         return PyErr_Format(PyExc_ValueError, "ember._kernels.blas_gemm: %s", bad);
     }
     g.a = (const float *)a.buf;
     g.b = (const float *)b.buf;
     g.out = (float *)out.buf;
+    g.bias = has_bias ? (const float *)bias.buf : NULL;
     g.M = a.shape[nd - 2];
     g.K = a.shape[nd - 1];
     g.N = b.shape[nd - 1];
@@ -195,6 +231,8 @@ PyObject *py_blas_gemm(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
     int done = sgemm_ptr != NULL;
     if (done && out.len > 0 && g.K == 0) {
         memset(out.buf, 0, (size_t)out.len);
+        if (g.bias != NULL)
+            blas_part_bias(&g, 0, g.M);
     } else if (done && out.len > 0) {
         const int64_t row_work = g.K * g.N;  /* a row's multiply-adds */
         Py_BEGIN_ALLOW_THREADS
@@ -212,5 +250,7 @@ PyObject *py_blas_gemm(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
     PyBuffer_Release(&out);
     PyBuffer_Release(&b);
     PyBuffer_Release(&a);
+    if (has_bias)
+        PyBuffer_Release(&bias);
     return PyBool_FromLong(done);
 }

@@ -314,7 +314,7 @@ def gemm_parts(rows: int, row_macs: int, threads: int) -> list[tuple[int, int]]:
              min(blocks * (p + 1) // parts * GEMM_ALIGN, rows)) for p in range(parts)]
 
 
-def gemm(a: Any, b: Any, out: Any = None) -> Any:
+def gemm(a: Any, b: Any, out: Any = None, bias: Any = None) -> Any:
     """``a @ b`` of 2-D host float32 matrices, split by ember (into ``out``, a C-contiguous
     float32 array of the result's shape, where given), or None where that does not apply (then
     NumPy's ``dot`` with OpenBLAS's own threads): another dtype (OpenBLAS's dgemm computes its
@@ -322,12 +322,17 @@ def gemm(a: Any, b: Any, out: Any = None) -> Any:
     thread's values), under ``GEMM_SPLIT_MACS`` multiply-adds, fewer rows than two parts have
     (each part packs all of ``b``: OpenBLAS's own threads share that work), ``k`` or ``n``
     under ``GEMM_MIN_SIDE``, no OpenBLAS found, an operand without unit stride along an axis,
-    inside ``split``'s parts (each of those runs its products on one thread)."""
+    inside ``split``'s parts (each of those runs its products on one thread). ``bias``: a
+    C-contiguous float32 vector of the result's width that each part adds to its rows after its
+    product (the bits of ``out += bias``, on rows still in that thread's cache), or None."""
     m, k = a.shape
     kb, n = b.shape
     dt = a.dtype
     if m * k * n < GEMM_SPLIT_MACS or m < GEMM_MIN_ROWS or n < GEMM_MIN_SIDE \
             or k < GEMM_MIN_SIDE or kb != k or b.dtype != dt or dt != np.float32 or _in_split.get():
+        return None
+    if bias is not None and (type(bias) is not np.ndarray or bias.dtype != dt
+                             or bias.shape != (n,) or not bias.flags.c_contiguous):
         return None
     blas = _find_gemm_blas()
     fa, fb = _cblas_form(a), _cblas_form(b)
@@ -337,7 +342,8 @@ def gemm(a: Any, b: Any, out: Any = None) -> Any:
         out = np.empty((m, n), dt)
     elif (type(out) is not np.ndarray or out.dtype != dt or out.shape != (m, n)
             or not out.flags.c_contiguous or not out.flags.writeable
-            or np.may_share_memory(out, a) or np.may_share_memory(out, b)):
+            or np.may_share_memory(out, a) or np.may_share_memory(out, b)
+            or (bias is not None and np.may_share_memory(out, bias))):
         return None
     mod = _kernels_loader.active
     if mod is not None:
@@ -347,18 +353,19 @@ def gemm(a: Any, b: Any, out: Any = None) -> Any:
         _one_enter()
     try:
         if mod is not None:
-            mod.blas_gemm(a, b, out)
+            mod.blas_gemm(a, b, out, bias)
         else:
-            _gemm_python(blas[0], a, b, out, fa, fb)
+            _gemm_python(blas[0], a, b, out, fa, fb, bias)
     finally:
         if one:
             _one_leave()
     return out
 
 
-def _gemm_python(fn: Any, a: Any, b: Any, out: Any, fa: tuple, fb: tuple) -> None:
+def _gemm_python(fn: Any, a: Any, b: Any, out: Any, fa: tuple, fb: tuple,
+                 bias: Any = None) -> None:
     """_kernels_blas.c's product in Python: the same row parts, each a ctypes call of the BLAS
-    function (which releases the GIL) on this module's pool."""
+    function (which releases the GIL) on this module's pool, then the bias added to its rows."""
     (m, k), n, e = a.shape, b.shape[1], a.itemsize
     (ta, lda), (tb, ldb) = fa, fb
     pa, pb, pc = a.ctypes.data, b.ctypes.data, out.ctypes.data
@@ -367,6 +374,8 @@ def _gemm_python(fn: Any, a: Any, b: Any, out: Any, fa: tuple, fb: tuple) -> Non
     def part(i0: int, i1: int) -> None:  # rows i0..i1: a's rows (its columns, stored transposed)
         fn(row, ta, tb, i1 - i0, n, k, 1.0, pa + (i0 * lda if ta == no else i0) * e, lda,
            pb, ldb, 0.0, pc + i0 * n * e, n)
+        if bias is not None:
+            out[i0:i1] += bias
 
     parts = gemm_parts(m, k * n, get_num_threads())
     if len(parts) < 2 or not split(part, parts):  # (or another thread is in a split: all here)

@@ -95,9 +95,9 @@ class Linear(Op):
         ctx.save_for_backward(x if need[1] else None, w if need[0] else None)
         ctx.x_shape, ctx.w_shape = x.shape, w.shape
         rows = math.prod(x.shape[:-1])
-        out = _gemm(x.reshape(rows, x.shape[-1]), w.T)
-        if b is not None:  # a float16/bfloat16 product is float32 here: the bias joins it there
-            out += b
+        # (the bias added after the product, on each part's rows; a float16/bfloat16 product
+        # is float32 here: the bias joins it there)
+        out = _gemm(x.reshape(rows, x.shape[-1]), w.T, b)
         if out.dtype != x.dtype:  # a bfloat16 product is float32: round once
             out = round_half(out, x.dtype)
         return out.reshape(x.shape[:-1] + (w.shape[0],))
@@ -252,9 +252,14 @@ def _x1_w(a1: Any, w: Any) -> Any:
     return (a1 @ w.swapaxes(0, 1).reshape(i, k * j)).reshape(a1.shape[0], k, j)
 
 
-def _gemm(a: Any, b: Any) -> Any:
-    """``a @ b``; bfloat16 host arrays (``half_gemm``'s operands) by the kernel, in float32."""
+def _gemm(a: Any, b: Any, bias: Any = None) -> Any:
+    """``a @ b`` (then ``+= bias``); bfloat16 host arrays (``half_gemm``'s operands) by the
+    kernel, in float32, the bias joining that float32 product."""
     if a.dtype.itemsize == 2 and type(a) is np.ndarray:
         out = _kernels.bf16_gemm(a, b)  # (None where the kernels were turned off since forward)
-        return out if out is not None else _backend.gemm(wide(a), wide(b))
-    return _backend.gemm(a, b)
+        if out is None:
+            out = _backend.gemm(wide(a), wide(b))
+        if bias is not None:
+            out += bias
+        return out
+    return _backend.gemm(a, b, bias)
