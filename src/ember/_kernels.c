@@ -3642,6 +3642,8 @@ static void run_chunks(int id, range_fn fn, void *ctx, Py_ssize_t total, Py_ssiz
  * a sleeping thread takes tens of microseconds to wake on a virtual machine, as long as a 4M
  * sum's share, while the next op of a training step comes some microseconds after the last */
 static long pool_spin_ns = 50000;
+/* how long the caller polls for the workers still in its job before it sleeps */
+#define POOL_JOIN_POLL_NS 20000
 
 static double monotonic_ns(void)
 {
@@ -3686,11 +3688,12 @@ static void *pool_worker(void *argp)
             void *ctx = pool_job.ctx;
             Py_ssize_t total = pool_job.total, align = pool_job.align;
             int chunks = pool_job.chunks, per = pool_job.per;
-            pool_running++;
+            __atomic_add_fetch(&pool_running, 1, __ATOMIC_RELAXED);
             pthread_mutex_unlock(&pool_mu);
             run_chunks(arg->id, fn, ctx, total, align, chunks, per);
             pthread_mutex_lock(&pool_mu);
-            if (--pool_running == 0)
+            /* (release: the caller, polling pool_running, then reads what the chunks wrote) */
+            if (__atomic_sub_fetch(&pool_running, 1, __ATOMIC_RELEASE) == 0)
                 pthread_cond_signal(&pool_done);
         }
     }
@@ -3759,9 +3762,23 @@ static void parallel_per(range_fn fn, void *ctx, Py_ssize_t total, Py_ssize_t al
     run_chunks(0, fn, ctx, total, align, pool_job.chunks, per);
     pthread_mutex_lock(&pool_mu);
     pool_job.open = 0;
-    while (pool_running > 0)
-        pthread_cond_wait(&pool_done, &pool_mu);
+    int running = pool_running;
     pthread_mutex_unlock(&pool_mu);
+    /* the workers still in the job are running their last chunks: poll for them a short while
+     * (a chunk is microseconds; sleeping on the condition costs a futex wake of about as much
+     * on a virtual machine), then sleep */
+    if (running > 0) {
+        const double end = monotonic_ns() + (double)POOL_JOIN_POLL_NS;
+        for (int i = 0; __atomic_load_n(&pool_running, __ATOMIC_ACQUIRE) > 0; i++) {
+            CPU_RELAX();
+            if ((i & 63) == 63 && monotonic_ns() > end)
+                break;
+        }
+        pthread_mutex_lock(&pool_mu);
+        while (pool_running > 0)
+            pthread_cond_wait(&pool_done, &pool_mu);
+        pthread_mutex_unlock(&pool_mu);
+    }
     pthread_mutex_unlock(&pool_busy);
 }
 #else
