@@ -13,6 +13,7 @@ import pytest
 
 import ember
 from ember import _kernels_loader as L
+from ember.ops.nn import _conv_chunks as chunks
 from ember.ops.nn import _kernels as kern
 from ember.ops.nn import convolution as conv
 from helpers import HAVE_TORCH, check_op, count_calls, torch
@@ -127,7 +128,7 @@ def test_row_chunks_against_the_numpy_path(shape, dtype, monkeypatch, one_thread
     with L.disabled():
         off = _conv_grads(ember, x, w, b, 5, *args)
     ow = off[0].shape[3]  # chunks of 2 output rows
-    monkeypatch.setattr(conv, "_CHUNK_BYTES", 2 * x.shape[1] * w[0, 0].size * ow * x.itemsize)
+    monkeypatch.setattr(chunks, "_CHUNK_BYTES", 2 * x.shape[1] * w[0, 0].size * ow * x.itemsize)
     monkeypatch.setattr(kern, "_IMAGE_MAX_K_SMALL", 0)  # (small images of 144 taps: per image)
     calls = count_calls(monkeypatch, conv, "_chunk_forward")
     tcalls = count_calls(monkeypatch, conv, "_chunk_transpose")
@@ -157,7 +158,7 @@ def test_row_chunks_are_alike_at_one_and_two_threads(shape, dtype, monkeypatch) 
     x, w, b, args = _arrays(shape, dtype, 8)
     with L.disabled():
         ow = _conv_grads(ember, x, w, b, 9, *args)[0].shape[3]
-    monkeypatch.setattr(conv, "_CHUNK_BYTES", 2 * x.shape[1] * w[0, 0].size * ow * x.itemsize)
+    monkeypatch.setattr(chunks, "_CHUNK_BYTES", 2 * x.shape[1] * w[0, 0].size * ow * x.itemsize)
     monkeypatch.setattr(kern, "_IMAGE_MAX_K_SMALL", 0)
     calls = count_calls(monkeypatch, conv, "_chunk_weight_grad")
     threads = L.active.get_num_threads()
@@ -179,7 +180,7 @@ def test_row_chunks_are_alike_at_one_and_two_threads(shape, dtype, monkeypatch) 
 @needs_kernels
 def test_row_chunks_leave_an_empty_batch_to_the_numpy_path(monkeypatch, one_thread) -> None:
     """An empty batch's weight gradient is zeros (row chunks would sum no products)."""
-    monkeypatch.setattr(conv, "_CHUNK_BYTES", 64)
+    monkeypatch.setattr(chunks, "_CHUNK_BYTES", 64)
     calls = count_calls(monkeypatch, conv, "_chunk_weight_grad")
     x = ember.zeros(0, 16, 9, 9, requires_grad=True)
     w = ember.randn(8, 16, 3, 3, requires_grad=True)
@@ -233,11 +234,11 @@ def test_large_conv_takes_row_chunks_at_every_thread_count(monkeypatch) -> None:
 def test_weight_grad_blocks_depend_on_the_shapes_alone() -> None:
     """The chunked weight gradient's image blocks: contiguous, covering the batch, at most
     _WGRAD_BLOCKS of them and their partial sums within _WGRAD_BLOCK_BYTES (at least one)."""
-    assert conv._wgrad_blocks(4, 1000) == [(0, 1), (1, 2), (2, 3), (3, 4)]
-    assert conv._wgrad_blocks(32, 1000) == [(4 * i, 4 * i + 4) for i in range(8)]
-    assert conv._wgrad_blocks(32, 512 * 4608 * 4) == [(0, 10), (10, 21), (21, 32)]
-    assert conv._wgrad_blocks(5, 1 << 30) == [(0, 5)]
-    assert conv._wgrad_blocks(1, 10) == [(0, 1)]
+    assert chunks._wgrad_blocks(4, 1000) == [(0, 1), (1, 2), (2, 3), (3, 4)]
+    assert chunks._wgrad_blocks(32, 1000) == [(4 * i, 4 * i + 4) for i in range(8)]
+    assert chunks._wgrad_blocks(32, 512 * 4608 * 4) == [(0, 10), (10, 21), (21, 32)]
+    assert chunks._wgrad_blocks(5, 1 << 30) == [(0, 5)]
+    assert chunks._wgrad_blocks(1, 10) == [(0, 1)]
 
 
 @needs_kernels
