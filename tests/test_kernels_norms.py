@@ -257,3 +257,67 @@ def test_batch_norm_eval_node_and_running_stats_as_torch() -> None:
     for a, t in zip(outs[0][1:5], outs[1][1:5]):
         _close(a, t, np.float32)
     assert outs[0][5] is None
+
+
+def _lanes_total(s: np.ndarray, hw: int) -> np.ndarray:
+    """The kernels' lanes_total per channel of (C, hw) float64 lane sums, zero lanes past hw:
+    pairwise halving of 16 lanes."""
+    a = np.zeros((s.shape[0], 16))
+    a[:, :hw] = s
+    for w in (8, 4, 2, 1):
+        a[:, :w] += a[:, w:2 * w]
+    return a[:, 0]
+
+
+@needs_kernels
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(32, 256, 2, 2), (3, 17, 4, 4), (5, 3, 1, 16), (2, 40, 3),
+                                   (7, 1, 2, 3)])
+@pytest.mark.parametrize("threads", [1, 3])
+def test_batch_norm_short_blocks_bit_for_bit(shape, dtype, threads) -> None:
+    """Channel blocks of 2 to 16 elements (a ResNet's 4 x 4 and 2 x 2 maps) are summed by
+    columns of the (N, C hw) matrix, each column's rows in order: lane k of a channel's sums is
+    column k, then the lanes' pairwise total. The statistics, y and both backward outputs equal
+    that definition in NumPy, bit for bit, at any thread count."""
+    T = dtype
+    rng = np.random.default_rng(sum(shape))
+    x = (rng.standard_normal(shape) * 3 + 0.5).astype(T)
+    g = rng.standard_normal(shape).astype(T)
+    w, b = rng.standard_normal(shape[1]).astype(T), rng.standard_normal(shape[1]).astype(T)
+    N, C = shape[:2]
+    hw = x.size // (N * C)
+    cnt, eps = float(N * hw), 1e-5
+    xs, gs = x.reshape(N, C, hw), g.reshape(N, C, hw)
+    acc = np.zeros((C, hw))
+    for n in range(N):
+        acc += xs[n].astype(np.float64)
+    mu = (_lanes_total(acc, hw) / cnt).astype(T)
+    acc = np.zeros((C, hw))
+    for n in range(N):
+        d = (xs[n] - mu[:, None]).astype(np.float64)
+        acc += d * d
+    vb = _lanes_total(acc, hw) / cnt
+    rs = (1.0 / np.sqrt(vb + eps)).astype(T)
+    xh = (xs - mu[:, None]) * rs[:, None]
+    y = xh * w[:, None] + b[:, None]
+    sg, sgx = np.zeros((C, hw)), np.zeros((C, hw))
+    for n in range(N):
+        sg += gs[n].astype(np.float64)
+        sgx += gs[n].astype(np.float64) * xh[n].astype(np.float64)
+    sg, sgx = _lanes_total(sg, hw), _lanes_total(sgx, hw)
+    wd = w.astype(np.float64)
+    mg, mgx = (sg * wd / cnt).astype(T), (sgx * wd / cnt).astype(T)
+    gx = (gs * w[:, None] - (xh * mgx[:, None] + mg[:, None])) * rs[:, None]
+    saved = ember.get_num_threads()
+    ember.set_num_threads(threads)
+    try:
+        got = L.batch_norm(x, w, b, eps)
+        back = L.batch_norm_backward(x, w, got[1], got[3], g, (True, True, True))
+    finally:
+        ember.set_num_threads(saved)
+    for a, e in zip((got[0], got[1], got[2], got[3]), (y.reshape(shape), mu, vb.astype(T), rs)):
+        assert a.dtype == T
+        np.testing.assert_array_equal(a, e)
+    for a, e in zip(back, (gx.reshape(shape), sgx.astype(T), sg.astype(T))):
+        assert a.dtype == T
+        np.testing.assert_array_equal(a, e)

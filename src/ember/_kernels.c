@@ -2604,6 +2604,142 @@ CLONES static void group_norm_backward_##T(const T *RESTRICT x, const T *RESTRIC
 CHANNEL_NORMS(float)
 CHANNEL_NORMS(double)
 
+/* batch_norm with short blocks, 1 < hw <= LANES (a ResNet's 4 x 4 and 2 x 2 maps): x as an
+ * (N, C hw) matrix, the rows in order, each row's stretch of columns [c0 hw, c1 hw) a vector.
+ * Column c hw + k's float64 sum over the rows is lane k of channel c's sum in batch_norm_T (whose
+ * lanes run on across the blocks: lane k takes element k of each block, k < hw), so the channel's
+ * lanes_total over them, zero lanes past hw, is the same number; the outputs are batch_norm_T's
+ * elementwise operations from the same statistics: the same bits. There, a channel's N blocks lie
+ * C hw elements apart (4 KB for 256 channels of 2 x 2: one cache set, re-read every pass) and
+ * each costs a loop of its own; here each pass reads x once, in order. Scratch: sa, sb (C hw
+ * float64 sums), and per column the channel's mean, rstd, weight and bias, or in the backward
+ * its mean, rstd, two gradient means and weight (pc: 5 C hw T's). */
+#define BN_SHORT(T)                                                                                \
+static T bn_lanes_##T(const double *s, Py_ssize_t hw, double cnt)                                 \
+{                                                                                                  \
+    double a[LANES];                                                                               \
+    for (int j = 0; j < LANES; j++)                                                                \
+        a[j] = j < hw ? s[j] : 0.0;                                                                \
+    return (T)(lanes_total(a) / cnt);                                                              \
+}                                                                                                  \
+CLONES static void batch_norm_short_##T(const T *RESTRICT x, const T *RESTRICT w,                  \
+                                        const T *RESTRICT b, T *RESTRICT y, T *RESTRICT mean,      \
+                                        T *RESTRICT var, T *RESTRICT rstd, double *RESTRICT sa,    \
+                                        double *RESTRICT sb, T *RESTRICT pc, Py_ssize_t N,         \
+                                        Py_ssize_t C, Py_ssize_t hw, Py_ssize_t c0, Py_ssize_t c1, \
+                                        double eps)                                                \
+{                                                                                                  \
+    const Py_ssize_t W = C * hw, j0 = c0 * hw, j1 = c1 * hw;                                       \
+    const double cnt = (double)N * (double)hw;                                                     \
+    T *RESTRICT mc = pc, *RESTRICT rc = pc + W, *RESTRICT wc = pc + 2 * W, *RESTRICT bc = pc + 3 * W; \
+    for (Py_ssize_t j = j0; j < j1; j++)                                                           \
+        sa[j] = sb[j] = 0.0;                                                                       \
+    for (Py_ssize_t n = 0; n < N; n++) {                                                           \
+        const T *RESTRICT xr = x + n * W;                                                          \
+        for (Py_ssize_t j = j0; j < j1; j++)                                                       \
+            sa[j] += (double)xr[j];                                                                \
+    }                                                                                              \
+    for (Py_ssize_t c = c0; c < c1; c++) {                                                         \
+        T mu = bn_lanes_##T(sa + c * hw, hw, cnt);                                                 \
+        mean[c] = mu;                                                                              \
+        for (Py_ssize_t k = 0; k < hw; k++)                                                        \
+            mc[c * hw + k] = mu;                                                                   \
+    }                                                                                              \
+    for (Py_ssize_t n = 0; n < N; n++) {                                                           \
+        const T *RESTRICT xr = x + n * W;                                                          \
+        for (Py_ssize_t j = j0; j < j1; j++)                                                       \
+            sb[j] += (double)(xr[j] - mc[j]) * (double)(xr[j] - mc[j]);                           \
+    }                                                                                              \
+    for (Py_ssize_t c = c0; c < c1; c++) {                                                         \
+        double a[LANES];                                                                           \
+        for (int j = 0; j < LANES; j++)                                                            \
+            a[j] = j < hw ? sb[c * hw + j] : 0.0;                                                  \
+        double vb = lanes_total(a) / cnt;                                                          \
+        T rs = (T)(1.0 / sqrt(vb + eps));                                                          \
+        var[c] = (T)vb;                                                                            \
+        rstd[c] = rs;                                                                              \
+        for (Py_ssize_t k = 0; k < hw; k++) {                                                      \
+            rc[c * hw + k] = rs;                                                                   \
+            wc[c * hw + k] = w ? w[c] : 1;                                                         \
+            bc[c * hw + k] = b ? b[c] : 0;                                                         \
+        }                                                                                          \
+    }                                                                                              \
+    for (Py_ssize_t n = 0; n < N; n++) {                                                           \
+        const T *RESTRICT xr = x + n * W;                                                          \
+        T *RESTRICT yr = y + n * W;                                                                \
+        if (w && b)                                                                                \
+            for (Py_ssize_t j = j0; j < j1; j++)                                                   \
+                yr[j] = ((xr[j] - mc[j]) * rc[j]) * wc[j] + bc[j];                                 \
+        else if (w)                                                                                \
+            for (Py_ssize_t j = j0; j < j1; j++)                                                   \
+                yr[j] = ((xr[j] - mc[j]) * rc[j]) * wc[j];                                         \
+        else if (b)                                                                                \
+            for (Py_ssize_t j = j0; j < j1; j++)                                                   \
+                yr[j] = ((xr[j] - mc[j]) * rc[j]) + bc[j];                                         \
+        else                                                                                       \
+            for (Py_ssize_t j = j0; j < j1; j++)                                                   \
+                yr[j] = (xr[j] - mc[j]) * rc[j];                                                   \
+    }                                                                                              \
+}                                                                                                  \
+CLONES static void batch_norm_short_backward_##T(const T *RESTRICT x, const T *RESTRICT w,         \
+                                                 const T *RESTRICT mean, const T *RESTRICT rstd,   \
+                                                 const T *RESTRICT g, T *RESTRICT gx,              \
+                                                 double *RESTRICT sg_out, double *RESTRICT sgx_out, \
+                                                 double *RESTRICT sa, double *RESTRICT sb,         \
+                                                 T *RESTRICT pc, Py_ssize_t N, Py_ssize_t C,       \
+                                                 Py_ssize_t hw, Py_ssize_t c0, Py_ssize_t c1)      \
+{                                                                                                  \
+    const Py_ssize_t W = C * hw, j0 = c0 * hw, j1 = c1 * hw;                                       \
+    const double cnt = (double)N * (double)hw;                                                     \
+    T *RESTRICT mc = pc, *RESTRICT rc = pc + W, *RESTRICT gc = pc + 2 * W, *RESTRICT hc = pc + 3 * W; \
+    T *RESTRICT wc = pc + 4 * W;                                                                   \
+    for (Py_ssize_t c = c0; c < c1; c++)                                                           \
+        for (Py_ssize_t k = 0; k < hw; k++) {                                                      \
+            mc[c * hw + k] = mean[c];                                                              \
+            rc[c * hw + k] = rstd[c];                                                              \
+            wc[c * hw + k] = w ? w[c] : 1;                                                         \
+        }                                                                                          \
+    for (Py_ssize_t j = j0; j < j1; j++)                                                           \
+        sa[j] = sb[j] = 0.0;                                                                       \
+    for (Py_ssize_t n = 0; n < N; n++) {                                                           \
+        const T *RESTRICT xr = x + n * W, *RESTRICT gr = g + n * W;                                \
+        for (Py_ssize_t j = j0; j < j1; j++) {                                                     \
+            sa[j] += (double)gr[j];                                                                \
+            sb[j] += (double)gr[j] * (double)((xr[j] - mc[j]) * rc[j]);                            \
+        }                                                                                          \
+    }                                                                                              \
+    for (Py_ssize_t c = c0; c < c1; c++) {                                                         \
+        double a[LANES], s[LANES];                                                                 \
+        for (int j = 0; j < LANES; j++) {                                                          \
+            a[j] = j < hw ? sa[c * hw + j] : 0.0;                                                  \
+            s[j] = j < hw ? sb[c * hw + j] : 0.0;                                                  \
+        }                                                                                          \
+        double sg = lanes_total(a), sgx = lanes_total(s);                                          \
+        sg_out[c] = sg;                                                                            \
+        sgx_out[c] = sgx;                                                                          \
+        double wd = w ? (double)w[c] : 1.0;                                                        \
+        T mg = (T)(sg * wd / cnt), mgx = (T)(sgx * wd / cnt);                                      \
+        for (Py_ssize_t k = 0; k < hw; k++) {                                                      \
+            gc[c * hw + k] = mg;                                                                   \
+            hc[c * hw + k] = mgx;                                                                  \
+        }                                                                                          \
+    }                                                                                              \
+    if (!gx)                                                                                       \
+        return;                                                                                    \
+    for (Py_ssize_t n = 0; n < N; n++) {                                                           \
+        const T *RESTRICT xr = x + n * W, *RESTRICT gr = g + n * W;                                \
+        T *RESTRICT o = gx + n * W;                                                                \
+        if (w)                                                                                     \
+            for (Py_ssize_t j = j0; j < j1; j++)                                                   \
+                o[j] = (gr[j] * wc[j] - (((xr[j] - mc[j]) * rc[j]) * hc[j] + gc[j])) * rc[j];    \
+        else                                                                                       \
+            for (Py_ssize_t j = j0; j < j1; j++)                                                   \
+                o[j] = (gr[j] - (((xr[j] - mc[j]) * rc[j]) * hc[j] + gc[j])) * rc[j];              \
+    }                                                                                              \
+}
+BN_SHORT(float)
+BN_SHORT(double)
+
 /* Embedding's backward: out[idx[i], j] += src[i, j] [* scale[i]] for rows i = 0 .. n-1 in order
  * (row take[i] of src where take is given), columns [j0, j1): NumPy's add.at over the rows in
  * index order, bit for bit (the product rounded to T first, as grad * scale) */
@@ -4683,12 +4819,20 @@ typedef struct {
     double *s1, *s2;  /* backward's float64 sums: per channel (batch_norm), per (n, c) (group) */
     Py_ssize_t N, C, hw, G;
     double eps;
+    double *sa, *sb;  /* batch_norm_short's column sums (C hw each) */
+    void *pc;         /* ... and its per-column parameters (5 C hw of the kind) */
 } cn_ctx;
 
 static void call_batch_norm(void *cv, Py_ssize_t c0, Py_ssize_t c1)
 {
     cn_ctx *c = (cn_ctx *)cv;
-    if (c->hw == 1 && c->kind == 'f')
+    if (c->pc && c->kind == 'f')
+        batch_norm_short_float(c->x, c->w, c->b, c->y, c->mean, c->var, c->rstd, c->sa, c->sb,
+                               c->pc, c->N, c->C, c->hw, c0, c1, c->eps);
+    else if (c->pc)
+        batch_norm_short_double(c->x, c->w, c->b, c->y, c->mean, c->var, c->rstd, c->sa, c->sb,
+                                c->pc, c->N, c->C, c->hw, c0, c1, c->eps);
+    else if (c->hw == 1 && c->kind == 'f')
         batch_norm_cols_float(c->x, c->w, c->b, c->y, c->mean, c->var, c->rstd, c->s1, c->s2,
                               c->N, c->C, c0, c1, c->eps);
     else if (c->hw == 1)
@@ -4705,7 +4849,13 @@ static void call_batch_norm(void *cv, Py_ssize_t c0, Py_ssize_t c1)
 static void call_batch_norm_backward(void *cv, Py_ssize_t c0, Py_ssize_t c1)
 {
     cn_ctx *c = (cn_ctx *)cv;
-    if (c->hw == 1 && c->kind == 'f')
+    if (c->pc && c->kind == 'f')
+        batch_norm_short_backward_float(c->x, c->w, c->mean_in, c->rstd_in, c->g, c->y, c->s1,
+                                        c->s2, c->sa, c->sb, c->pc, c->N, c->C, c->hw, c0, c1);
+    else if (c->pc)
+        batch_norm_short_backward_double(c->x, c->w, c->mean_in, c->rstd_in, c->g, c->y, c->s1,
+                                         c->s2, c->sa, c->sb, c->pc, c->N, c->C, c->hw, c0, c1);
+    else if (c->hw == 1 && c->kind == 'f')
         batch_norm_cols_backward_float(c->x, c->w, c->mean_in, c->rstd_in, c->g, c->y, c->s1,
                                        c->s2, c->N, c->C, c0, c1);
     else if (c->hw == 1)
@@ -4786,6 +4936,21 @@ static void store_sums(char kind, void *out, const double *s, Py_ssize_t n)
     }
 }
 
+/* batch_norm_short's scratch for W = C hw columns: 2 W float64 sums and 5 W parameters of the
+ * kind; 0 (nothing held) where memory ran out */
+static int bn_short_scratch(Py_ssize_t W, char kind, double **cols, void **pc)
+{
+    *cols = (double *)PyMem_RawMalloc((size_t)(2 * W) * sizeof(double));
+    *pc = PyMem_RawMalloc((size_t)(5 * W) * (kind == 'f' ? sizeof(float) : sizeof(double)));
+    if (*cols && *pc)
+        return 1;
+    PyMem_RawFree(*cols);
+    PyMem_RawFree(*pc);
+    *cols = NULL;
+    *pc = NULL;
+    return 0;
+}
+
 /* batch_norm(x, w | None, b | None, y, mean, var, rstd, C, hw, eps): var is the biased one */
 static PyObject *py_batch_norm(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -4802,17 +4967,25 @@ static PyObject *py_batch_norm(PyObject *m, PyObject *const *args, Py_ssize_t na
     if (total % (C * hw) || same_lengths(&b, C, 1, 3) < 0 || same_lengths(&b, total, 3, 4) < 0
         || same_lengths(&b, C, 4, 7) < 0)
         return bad_args(&b, "batch_norm");
-    double *acc = NULL;
+    double *acc = NULL, *cols = NULL;
+    void *pc = NULL;
     if (hw == 1 && !(acc = (double *)PyMem_RawMalloc((size_t)(2 * C) * sizeof(double)))) {
         release(&b);
         return PyErr_NoMemory();
     }
+    if (hw > 1 && hw <= LANES && N > 1 && !(bn_short_scratch(C * hw, b.kind, &cols, &pc))) {
+        release(&b);
+        return PyErr_NoMemory();
+    }
     cn_ctx c = {b.kind, b.p[0], b.p[1], b.p[2], NULL, NULL, NULL, b.p[3], b.p[4], b.p[5], b.p[6],
-                acc, acc ? acc + C : NULL, N, C, hw, 1, eps};
-    Py_BEGIN_ALLOW_THREADS  /* (hw == 1: parts of whole cache lines of channels) */
-    parallel(call_batch_norm, &c, C, hw == 1 ? 16 : 1, MIN_PART / (N * hw) + 1);
+                acc, acc ? acc + C : NULL, N, C, hw, 1, eps, cols, cols ? cols + C * hw : NULL,
+                pc};
+    Py_BEGIN_ALLOW_THREADS  /* (by columns: parts of whole cache lines of channels) */
+    parallel(call_batch_norm, &c, C, hw == 1 || pc ? 16 : 1, MIN_PART / (N * hw) + 1);
     Py_END_ALLOW_THREADS
     PyMem_RawFree(acc);
+    PyMem_RawFree(cols);
+    PyMem_RawFree(pc);
     release(&b);
     Py_RETURN_NONE;
 }
@@ -4838,14 +5011,23 @@ static PyObject *py_batch_norm_backward(PyObject *m, PyObject *const *args, Py_s
         release(&b);
         return PyErr_NoMemory();
     }
+    double *cols = NULL;
+    void *pc = NULL;
+    if (hw > 1 && hw <= LANES && N > 1 && !(bn_short_scratch(C * hw, b.kind, &cols, &pc))) {
+        PyMem_RawFree(acc);
+        release(&b);
+        return PyErr_NoMemory();
+    }
     cn_ctx c = {b.kind, b.p[0], b.p[1], NULL, b.p[2], b.p[3], b.p[4], b.p[5], NULL, NULL, NULL,
-                acc, acc + C, N, C, hw, 1, 0.0};
+                acc, acc + C, N, C, hw, 1, 0.0, cols, cols ? cols + C * hw : NULL, pc};
     Py_BEGIN_ALLOW_THREADS
-    parallel(call_batch_norm_backward, &c, C, hw == 1 ? 16 : 1, MIN_PART / (N * hw) + 1);
+    parallel(call_batch_norm_backward, &c, C, hw == 1 || pc ? 16 : 1, MIN_PART / (N * hw) + 1);
     store_sums(b.kind, b.p[6], acc + C, C);
     store_sums(b.kind, b.p[7], acc, C);
     Py_END_ALLOW_THREADS
     PyMem_RawFree(acc);
+    PyMem_RawFree(cols);
+    PyMem_RawFree(pc);
     release(&b);
     Py_RETURN_NONE;
 }
