@@ -185,6 +185,44 @@ def test_threads_copy_equals_numpys_copy(threads, monkeypatch, make):
     assert _threads.copy(a) is None
 
 
+@pytest.mark.parametrize("idx_shape,dt", [((7, 33), np.int64), ((101,), np.int32), ((), np.int64),
+                                           ((3, 0), np.int64)])
+@pytest.mark.parametrize("n_threads", [2, 3])
+def test_take_rows_equals_indexing(threads, monkeypatch, idx_shape, dt, n_threads):
+    """An embedding's lookup in one part of the indices per thread: ``table[idx]``'s values,
+    shape and dtype (a strided table, int32 indices, a 0-d index, no indices)."""
+    ember.set_num_threads(n_threads)
+    monkeypatch.setattr(_threads, "TAKE_ROWS_MIN_BYTES", 1)
+    calls = count_calls(monkeypatch, _threads, "_parallel")
+    rng = np.random.default_rng(5)
+    for table in (rng.standard_normal((50, 24)).astype(np.float32),
+                  rng.standard_normal((24, 50)).T):
+        idx = rng.integers(0, 50, idx_shape).astype(dt)
+        out = _threads.take_rows(table, idx)
+        ref = table[idx]
+        assert out.shape == ref.shape and out.dtype == ref.dtype
+        np.testing.assert_array_equal(out, ref)
+    assert calls["n"] == (0 if 0 in idx_shape else 2)
+
+
+def test_a_large_embedding_lookup_splits_and_equals_one_thread(threads, monkeypatch):
+    monkeypatch.setattr(_threads, "TAKE_ROWS_MIN_BYTES", 1 << 10)
+    calls = count_calls(monkeypatch, _threads, "take_rows")
+    w = ember.randn(300, 16, requires_grad=True)
+    idx = ember.randint(0, 300, (8, 40))
+    outs = []
+    for n in (1, 2):
+        ember.set_num_threads(n)
+        y = F.embedding(idx, w)
+        y.backward(ember.ones_like(y))
+        outs.append((y.detach().numpy(), w.grad.numpy().copy()))
+        w.grad = None
+    assert calls["n"] == 2
+    for a, b in zip(*outs):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(outs[1][0], w.detach().numpy()[idx.numpy()])
+
+
 def test_a_sums_gradient_is_copied_over_the_threads_into_its_own_grad(threads, monkeypatch):
     ember.set_num_threads(2)
     monkeypatch.setattr(_threads, "cut_cheap", 1)

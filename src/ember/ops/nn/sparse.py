@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ... import _backend, _dtype
+from ... import _backend, _dtype, _threads
 from ... import _kernels_loader as _kernels
 from ..._tensor_base import TensorBase
 from ...autograd import grad_mode
@@ -232,7 +232,7 @@ class EmbeddingLookup(Op):
     def forward(ctx: Any, w: Any, idx: Any) -> Any:
         ctx.save_for_backward(idx)
         ctx.num = w.shape[0]
-        return w[idx]
+        return _threads.take_rows(w, idx)  # (w[idx]; large lookups over the threads)
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
