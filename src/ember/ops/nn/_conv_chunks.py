@@ -21,7 +21,7 @@ import numpy as np
 from ... import _kernels_loader as _kl
 from ... import _threads
 from . import _bf16_products as _bf16
-from ._kernels import _Geom
+from ._kernels import _Geom, _over_images
 
 _CHUNK_BYTES = 1 << 21
 
@@ -41,14 +41,6 @@ def _chunked(g: _Geom, k: int, *arrays: Any) -> bool:
             or (_kl.active.get_num_threads() != 1 and _threads.split_parts(x.shape[0]) is None)):
         return False
     return all(type(a) is np.ndarray and a.dtype == x.dtype for a in arrays if a is not None)
-
-
-def _over_parts(images: Any, n: int) -> None:
-    """``images(lo, hi)`` over ``range(n)``: one part per thread (``_threads.split``) where two
-    or more run, else whole on this thread. Each image's values are the same either way."""
-    parts = _threads.split_parts(n)
-    if parts is None or not _threads.split(images, parts):
-        images(0, n)
 
 
 def _chunks(g: _Geom, k: int, itemsize: int) -> tuple[int, list]:
@@ -91,7 +83,7 @@ def _chunk_forward(x4: np.ndarray, w4: np.ndarray, b: Any, g: _Geom, groups: int
                 if bias is not None:
                     dst += bias
 
-    _over_parts(images, N)
+    _over_images(images, N, groups * Og * K * OL)
     return y
 
 
@@ -118,7 +110,7 @@ def _chunk_transpose(g4: np.ndarray, w4: np.ndarray, g: _Geom, groups: int) -> n
                 _bf16.matmul(wm, g3[n, :, :, r0 * g.OW:(r0 + r) * g.OW], out=cols)
                 _kl.col2im(cols, on.shape, _chunk_geom(g, C, r0, r), on)
 
-    _over_parts(images, N)
+    _over_images(images, N, groups * Og * K * OL)
     return out
 
 
@@ -168,7 +160,7 @@ def _chunk_weight_grad(x4: np.ndarray, g4: np.ndarray, g: _Geom, groups: int,
                         acc[i] += part
                     first = False
 
-    _over_parts(block_sums, len(blocks))
+    _over_images(block_sums, len(blocks), groups * Og * K * OL * -(-N // len(blocks)))
     total = acc[0]
     for i in range(1, len(blocks)):  # (in order: the same sum at every thread count)
         total += acc[i]
