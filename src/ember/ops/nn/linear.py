@@ -258,7 +258,7 @@ def _gemm(a: Any, b: Any, bias: Any = None) -> Any:
     if a.dtype.itemsize == 2 and type(a) is np.ndarray:
         out = _kernels.bf16_gemm(a, b)  # (None where the kernels were turned off since forward)
         if out is None:
-            out = _backend.gemm(wide(a), wide(b))
+            return _backend.gemm(wide(a), wide(b), bias)
         if bias is not None:
             out += bias
         return out
