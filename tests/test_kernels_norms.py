@@ -272,10 +272,10 @@ def _lanes_total(s: np.ndarray, hw: int) -> np.ndarray:
 @needs_kernels
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("shape", [(32, 256, 2, 2), (3, 17, 4, 4), (5, 3, 1, 16), (2, 40, 3),
-                                   (7, 1, 2, 3)])
+                                   (7, 1, 2, 3), (40, 37), (6, 5, 1, 1), (1, 9, 4)])
 @pytest.mark.parametrize("threads", [1, 3])
 def test_batch_norm_short_blocks_bit_for_bit(shape, dtype, threads) -> None:
-    """Channel blocks of 2 to 16 elements (a ResNet's 4 x 4 and 2 x 2 maps) are summed by
+    """Channel blocks of 1 to 16 elements (BatchNorm1d, a ResNet's 4 x 4 and 2 x 2 maps) are summed by
     columns of the (N, C hw) matrix, each column's rows in order: lane k of a channel's sums is
     column k, then the lanes' pairwise total. The statistics, y and both backward outputs equal
     that definition in NumPy, bit for bit, at any thread count."""

@@ -2438,66 +2438,6 @@ CLONES static void batch_norm_backward_##T(const T *RESTRICT x, const T *RESTRIC
         }                                                                                          \
     }                                                                                              \
 }                                                                                                  \
-/* hw == 1 (BatchNorm1d on (N, C)): x as an (N, C) matrix, channels [c0, c1) summed down the   \
- * columns, rows in order, in float64 (s1, s2: C-element scratch), each row's stretch a vector */ \
-CLONES static void batch_norm_cols_##T(const T *RESTRICT x, const T *RESTRICT w,                   \
-                                       const T *RESTRICT b, T *RESTRICT y, T *RESTRICT mean,       \
-                                       T *RESTRICT var, T *RESTRICT rstd, double *RESTRICT s1,     \
-                                       double *RESTRICT s2, Py_ssize_t N, Py_ssize_t C,            \
-                                       Py_ssize_t c0, Py_ssize_t c1, double eps)                   \
-{                                                                                                  \
-    for (Py_ssize_t c = c0; c < c1; c++)                                                           \
-        s1[c] = s2[c] = 0.0;                                                                       \
-    for (Py_ssize_t n = 0; n < N; n++)                                                             \
-        for (Py_ssize_t c = c0; c < c1; c++)                                                       \
-            s1[c] += (double)x[n * C + c];                                                         \
-    for (Py_ssize_t c = c0; c < c1; c++)                                                           \
-        mean[c] = (T)(s1[c] / (double)N);                                                          \
-    for (Py_ssize_t n = 0; n < N; n++)                                                             \
-        for (Py_ssize_t c = c0; c < c1; c++)                                                       \
-            s2[c] += (double)(x[n * C + c] - mean[c]) * (double)(x[n * C + c] - mean[c]);          \
-    for (Py_ssize_t c = c0; c < c1; c++) {                                                         \
-        double vb = s2[c] / (double)N;                                                             \
-        var[c] = (T)vb;                                                                            \
-        rstd[c] = (T)(1.0 / sqrt(vb + eps));                                                       \
-    }                                                                                              \
-    for (Py_ssize_t n = 0; n < N; n++) {                                                           \
-        const T *RESTRICT xb = x + n * C;                                                          \
-        T *RESTRICT yb = y + n * C;                                                                \
-        for (Py_ssize_t c = c0; c < c1; c++) {                                                     \
-            T v = (xb[c] - mean[c]) * rstd[c];                                                     \
-            if (w)                                                                                 \
-                v = v * w[c];                                                                      \
-            if (b)                                                                                 \
-                v = v + b[c];                                                                      \
-            yb[c] = v;                                                                             \
-        }                                                                                          \
-    }                                                                                              \
-}                                                                                                  \
-CLONES static void batch_norm_cols_backward_##T(const T *RESTRICT x, const T *RESTRICT w,          \
-                                                const T *RESTRICT mean, const T *RESTRICT rstd,    \
-                                                const T *RESTRICT g, T *RESTRICT gx,               \
-                                                double *RESTRICT sg, double *RESTRICT sgx,         \
-                                                Py_ssize_t N, Py_ssize_t C, Py_ssize_t c0,         \
-                                                Py_ssize_t c1)                                     \
-{                                                                                                  \
-    for (Py_ssize_t c = c0; c < c1; c++)                                                           \
-        sg[c] = sgx[c] = 0.0;                                                                      \
-    for (Py_ssize_t n = 0; n < N; n++)                                                             \
-        for (Py_ssize_t c = c0; c < c1; c++) {                                                     \
-            sg[c] += (double)g[n * C + c];                                                         \
-            sgx[c] += (double)g[n * C + c] * (double)((x[n * C + c] - mean[c]) * rstd[c]);         \
-        }                                                                                          \
-    if (!gx)                                                                                       \
-        return;                                                                                    \
-    for (Py_ssize_t n = 0; n < N; n++)                                                             \
-        for (Py_ssize_t c = c0; c < c1; c++) {                                                     \
-            double wd = w ? (double)w[c] : 1.0;                                                    \
-            T mg = (T)(sg[c] * wd / (double)N), mgx = (T)(sgx[c] * wd / (double)N);               \
-            T gh = w ? g[n * C + c] * w[c] : g[n * C + c];                                         \
-            gx[n * C + c] = (gh - (((x[n * C + c] - mean[c]) * rstd[c]) * mgx + mg)) * rstd[c];    \
-        }                                                                                          \
-}                                                                                                  \
 /* y = x s[c] [+ t[c]] over blocks [r0, r1) of hw elements, block r in channel r % C (batch_norm  \
  * in evaluation: the NumPy formula's x * scale + shift, bit for bit; its backward's g * scale) */ \
 CLONES static void channel_affine_##T(const T *RESTRICT x, const T *RESTRICT s,                    \
@@ -2604,8 +2544,9 @@ CLONES static void group_norm_backward_##T(const T *RESTRICT x, const T *RESTRIC
 CHANNEL_NORMS(float)
 CHANNEL_NORMS(double)
 
-/* batch_norm with short blocks, 1 < hw <= LANES (a ResNet's 4 x 4 and 2 x 2 maps): x as an
- * (N, C hw) matrix, the rows in order, each row's stretch of columns [c0 hw, c1 hw) a vector.
+/* batch_norm with short blocks, hw <= LANES (BatchNorm1d's (N, C), a ResNet's 4 x 4 and 2 x 2
+ * maps): x as an (N, C hw) matrix, the rows in order, each row's stretch of columns [c0 hw,
+ * c1 hw) a vector.
  * Column c hw + k's float64 sum over the rows is lane k of channel c's sum in batch_norm_T (whose
  * lanes run on across the blocks: lane k takes element k of each block, k < hw), so the channel's
  * lanes_total over them, zero lanes past hw, is the same number; the outputs are batch_norm_T's
@@ -2614,14 +2555,19 @@ CHANNEL_NORMS(double)
  * each costs a loop of its own; here each pass reads x once, in order. Scratch: sa, sb (C hw
  * float64 sums), and per column the channel's mean, rstd, weight and bias, or in the backward
  * its mean, rstd, two gradient means and weight (pc: 5 C hw T's). */
+/* lanes_total of a channel's hw <= LANES column sums s[0..hw), the lanes past hw zero; one lane
+ * is its own total (a sum that starts at +0.0 is never -0.0, so adding zeros changes nothing) */
+static double bn_lanes(const double *s, Py_ssize_t hw)
+{
+    if (hw == 1)
+        return s[0];
+    double a[LANES];
+    for (int j = 0; j < LANES; j++)
+        a[j] = j < hw ? s[j] : 0.0;
+    return lanes_total(a);
+}
+
 #define BN_SHORT(T)                                                                                \
-static T bn_lanes_##T(const double *s, Py_ssize_t hw, double cnt)                                 \
-{                                                                                                  \
-    double a[LANES];                                                                               \
-    for (int j = 0; j < LANES; j++)                                                                \
-        a[j] = j < hw ? s[j] : 0.0;                                                                \
-    return (T)(lanes_total(a) / cnt);                                                              \
-}                                                                                                  \
 CLONES static void batch_norm_short_##T(const T *RESTRICT x, const T *RESTRICT w,                  \
                                         const T *RESTRICT b, T *RESTRICT y, T *RESTRICT mean,      \
                                         T *RESTRICT var, T *RESTRICT rstd, double *RESTRICT sa,    \
@@ -2640,7 +2586,7 @@ CLONES static void batch_norm_short_##T(const T *RESTRICT x, const T *RESTRICT w
             sa[j] += (double)xr[j];                                                                \
     }                                                                                              \
     for (Py_ssize_t c = c0; c < c1; c++) {                                                         \
-        T mu = bn_lanes_##T(sa + c * hw, hw, cnt);                                                 \
+        T mu = (T)(bn_lanes(sa + c * hw, hw) / cnt);                                               \
         mean[c] = mu;                                                                              \
         for (Py_ssize_t k = 0; k < hw; k++)                                                        \
             mc[c * hw + k] = mu;                                                                   \
@@ -2651,10 +2597,7 @@ CLONES static void batch_norm_short_##T(const T *RESTRICT x, const T *RESTRICT w
             sb[j] += (double)(xr[j] - mc[j]) * (double)(xr[j] - mc[j]);                           \
     }                                                                                              \
     for (Py_ssize_t c = c0; c < c1; c++) {                                                         \
-        double a[LANES];                                                                           \
-        for (int j = 0; j < LANES; j++)                                                            \
-            a[j] = j < hw ? sb[c * hw + j] : 0.0;                                                  \
-        double vb = lanes_total(a) / cnt;                                                          \
+        double vb = bn_lanes(sb + c * hw, hw) / cnt;                                               \
         T rs = (T)(1.0 / sqrt(vb + eps));                                                          \
         var[c] = (T)vb;                                                                            \
         rstd[c] = rs;                                                                              \
@@ -2709,12 +2652,7 @@ CLONES static void batch_norm_short_backward_##T(const T *RESTRICT x, const T *R
         }                                                                                          \
     }                                                                                              \
     for (Py_ssize_t c = c0; c < c1; c++) {                                                         \
-        double a[LANES], s[LANES];                                                                 \
-        for (int j = 0; j < LANES; j++) {                                                          \
-            a[j] = j < hw ? sa[c * hw + j] : 0.0;                                                  \
-            s[j] = j < hw ? sb[c * hw + j] : 0.0;                                                  \
-        }                                                                                          \
-        double sg = lanes_total(a), sgx = lanes_total(s);                                          \
+        double sg = bn_lanes(sa + c * hw, hw), sgx = bn_lanes(sb + c * hw, hw);                    \
         sg_out[c] = sg;                                                                            \
         sgx_out[c] = sgx;                                                                          \
         double wd = w ? (double)w[c] : 1.0;                                                        \
@@ -4832,12 +4770,6 @@ static void call_batch_norm(void *cv, Py_ssize_t c0, Py_ssize_t c1)
     else if (c->pc)
         batch_norm_short_double(c->x, c->w, c->b, c->y, c->mean, c->var, c->rstd, c->sa, c->sb,
                                 c->pc, c->N, c->C, c->hw, c0, c1, c->eps);
-    else if (c->hw == 1 && c->kind == 'f')
-        batch_norm_cols_float(c->x, c->w, c->b, c->y, c->mean, c->var, c->rstd, c->s1, c->s2,
-                              c->N, c->C, c0, c1, c->eps);
-    else if (c->hw == 1)
-        batch_norm_cols_double(c->x, c->w, c->b, c->y, c->mean, c->var, c->rstd, c->s1, c->s2,
-                               c->N, c->C, c0, c1, c->eps);
     else if (c->kind == 'f')
         batch_norm_float(c->x, c->w, c->b, c->y, c->mean, c->var, c->rstd, c->N, c->C, c->hw, c0,
                          c1, c->eps);
@@ -4855,12 +4787,6 @@ static void call_batch_norm_backward(void *cv, Py_ssize_t c0, Py_ssize_t c1)
     else if (c->pc)
         batch_norm_short_backward_double(c->x, c->w, c->mean_in, c->rstd_in, c->g, c->y, c->s1,
                                          c->s2, c->sa, c->sb, c->pc, c->N, c->C, c->hw, c0, c1);
-    else if (c->hw == 1 && c->kind == 'f')
-        batch_norm_cols_backward_float(c->x, c->w, c->mean_in, c->rstd_in, c->g, c->y, c->s1,
-                                       c->s2, c->N, c->C, c0, c1);
-    else if (c->hw == 1)
-        batch_norm_cols_backward_double(c->x, c->w, c->mean_in, c->rstd_in, c->g, c->y, c->s1,
-                                        c->s2, c->N, c->C, c0, c1);
     else if (c->kind == 'f')
         batch_norm_backward_float(c->x, c->w, c->mean_in, c->rstd_in, c->g, c->y, c->s1, c->s2,
                                   c->N, c->C, c->hw, c0, c1);
@@ -4967,23 +4893,17 @@ static PyObject *py_batch_norm(PyObject *m, PyObject *const *args, Py_ssize_t na
     if (total % (C * hw) || same_lengths(&b, C, 1, 3) < 0 || same_lengths(&b, total, 3, 4) < 0
         || same_lengths(&b, C, 4, 7) < 0)
         return bad_args(&b, "batch_norm");
-    double *acc = NULL, *cols = NULL;
+    double *cols = NULL;
     void *pc = NULL;
-    if (hw == 1 && !(acc = (double *)PyMem_RawMalloc((size_t)(2 * C) * sizeof(double)))) {
-        release(&b);
-        return PyErr_NoMemory();
-    }
-    if (hw > 1 && hw <= LANES && N > 1 && !(bn_short_scratch(C * hw, b.kind, &cols, &pc))) {
+    if (hw <= LANES && !(bn_short_scratch(C * hw, b.kind, &cols, &pc))) {
         release(&b);
         return PyErr_NoMemory();
     }
     cn_ctx c = {b.kind, b.p[0], b.p[1], b.p[2], NULL, NULL, NULL, b.p[3], b.p[4], b.p[5], b.p[6],
-                acc, acc ? acc + C : NULL, N, C, hw, 1, eps, cols, cols ? cols + C * hw : NULL,
-                pc};
+                NULL, NULL, N, C, hw, 1, eps, cols, cols ? cols + C * hw : NULL, pc};
     Py_BEGIN_ALLOW_THREADS  /* (by columns: parts of whole cache lines of channels) */
-    parallel(call_batch_norm, &c, C, hw == 1 || pc ? 16 : 1, MIN_PART / (N * hw) + 1);
+    parallel(call_batch_norm, &c, C, pc ? 16 : 1, MIN_PART / (N * hw) + 1);
     Py_END_ALLOW_THREADS
-    PyMem_RawFree(acc);
     PyMem_RawFree(cols);
     PyMem_RawFree(pc);
     release(&b);
@@ -5013,7 +4933,7 @@ static PyObject *py_batch_norm_backward(PyObject *m, PyObject *const *args, Py_s
     }
     double *cols = NULL;
     void *pc = NULL;
-    if (hw > 1 && hw <= LANES && N > 1 && !(bn_short_scratch(C * hw, b.kind, &cols, &pc))) {
+    if (hw <= LANES && !(bn_short_scratch(C * hw, b.kind, &cols, &pc))) {
         PyMem_RawFree(acc);
         release(&b);
         return PyErr_NoMemory();
@@ -5021,7 +4941,7 @@ static PyObject *py_batch_norm_backward(PyObject *m, PyObject *const *args, Py_s
     cn_ctx c = {b.kind, b.p[0], b.p[1], NULL, b.p[2], b.p[3], b.p[4], b.p[5], NULL, NULL, NULL,
                 acc, acc + C, N, C, hw, 1, 0.0, cols, cols ? cols + C * hw : NULL, pc};
     Py_BEGIN_ALLOW_THREADS
-    parallel(call_batch_norm_backward, &c, C, hw == 1 || pc ? 16 : 1, MIN_PART / (N * hw) + 1);
+    parallel(call_batch_norm_backward, &c, C, pc ? 16 : 1, MIN_PART / (N * hw) + 1);
     store_sums(b.kind, b.p[6], acc + C, C);
     store_sums(b.kind, b.p[7], acc, C);
     Py_END_ALLOW_THREADS
