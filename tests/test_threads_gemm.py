@@ -71,6 +71,28 @@ def test_values_are_one_threads_in_both_paths(shape, n_threads, threads):
 
 
 @needs_blas
+@pytest.mark.parametrize("n_threads", [2, 3])
+@pytest.mark.parametrize("shape", [(4096, 400, 32), (4096, 32, 400), (1408, 32, 400),
+                                   (1000, 16, 1000), (300, 1200, 17)])
+def test_thin_products_split_at_two_threads_are_one_threads(shape, n_threads, threads):
+    """Products with k or n from GEMM_MIN_SIDE to GEMM_THIN_SIDE (a CNN's 32 output channels)
+    split at two threads or more: one thread's bits, both paths."""
+    m, k, n = shape
+    rng = np.random.default_rng(m + 7 * k + n)
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    b = rng.standard_normal((k, n)).astype(np.float32)
+    ember.set_num_threads(n_threads)
+    for x, y in _layouts(a, b):
+        ref = _one_thread(x, y)
+        out = _threads.gemm(x, y)
+        with L.disabled():
+            ref_path = _threads.gemm(x, y)
+        for got in (out, ref_path):
+            assert got is not None
+            np.testing.assert_array_equal(got, ref)
+
+
+@needs_blas
 @pytest.mark.parametrize("n_threads", [1, 2, 3])
 @pytest.mark.parametrize("shape", SHAPES[:4])
 def test_bias_is_added_after_the_product_in_both_paths(shape, n_threads, threads):
@@ -120,9 +142,18 @@ def test_none_where_the_split_does_not_apply():
         is None  # a row vector: NumPy's gemv
     # fewer rows than two parts have: OpenBLAS's threads share their packing of b
     assert _threads.gemm(np.ones((255, 512), np.float32), f32) is None
-    # a thin side (k or n under GEMM_MIN_SIDE)
-    assert _threads.gemm(np.ones((4096, 32), np.float32), np.ones((32, 512), np.float32)) is None
-    assert _threads.gemm(np.ones((4096, 512), np.float32), np.ones((512, 32), np.float32)) is None
+    # a thin side (k or n under GEMM_MIN_SIDE; under GEMM_THIN_SIDE at one thread)
+    assert _threads.gemm(np.ones((4096, 8), np.float32), np.ones((8, 512), np.float32)) is None
+    assert _threads.gemm(np.ones((4096, 512), np.float32), np.ones((512, 8), np.float32)) is None
+    thin = np.ones((4096, 32), np.float32), np.ones((32, 512), np.float32)
+    saved = ember.get_num_threads()
+    try:
+        ember.set_num_threads(1)
+        assert _threads.gemm(*thin) is None
+        ember.set_num_threads(2)
+        assert _threads.gemm(*thin) is not None
+    finally:
+        ember.set_num_threads(saved)
     assert _threads.gemm(f32.astype(np.float16), f32.astype(np.float16)) is None
     assert _threads.gemm(f32.astype(np.int32), f32.astype(np.int32)) is None
     assert _threads.gemm(f32, f32.astype(np.float64)) is None

@@ -242,7 +242,12 @@ GEMM_PART_MACS = 1 << 20  # the least a part has
 GEMM_PART_ROWS = 128  # the fewest rows a part has (each packs all of b: _kernels_blas.c)
 GEMM_MIN_ROWS = 2 * GEMM_PART_ROWS  # the fewest rows a product that splits has
 GEMM_ALIGN = 64  # a part's first row is a multiple of this
-GEMM_MIN_SIDE = 64  # the least k and n: thinner products (a CNN's) ran 1-2% slower split
+GEMM_MIN_SIDE = 16  # the least k and n
+# k or n under this: split at two threads or more only. A CNN's thin products (n = 32 output
+# channels) on OpenBLAS's threads wait for its sleeping worker after each of ember's kernels:
+# split by ember, the benchmark's CNN step ran 1.3-2.8% faster at 2 threads (five in-process
+# A/B runs); at one thread the path (one part) read 0.5% slower than NumPy's ``dot``
+GEMM_THIN_SIDE = 64
 _CBLAS = {"row": 101, "n": 111, "t": 112}  # CBLAS's enum values: row-major, no-trans, trans
 _GEMM_NAMES = (("scipy_", "64_"), ("", "64_"), ("", ""))  # (prefix, suffix); "64_": 64-bit ints
 _gemm_blas: Any = None  # (ctypes sgemm, 64-bit ints, its address); False: none found
@@ -321,7 +326,7 @@ def gemm(a: Any, b: Any, out: Any = None, bias: Any = None) -> Any:
     edge tiles differently in a part than in the whole product, so float64 would not keep one
     thread's values), under ``GEMM_SPLIT_MACS`` multiply-adds, fewer rows than two parts have
     (each part packs all of ``b``: OpenBLAS's own threads share that work), ``k`` or ``n``
-    under ``GEMM_MIN_SIDE``, no OpenBLAS found, an operand without unit stride along an axis,
+    under ``GEMM_MIN_SIDE`` (or ``GEMM_THIN_SIDE`` at one thread), no OpenBLAS found, an operand without unit stride along an axis,
     inside ``split``'s parts (each of those runs its products on one thread). ``bias``: a
     C-contiguous float32 vector of the result's width that each part adds to its rows after its
     product (the bits of ``out += bias``, on rows still in that thread's cache), or None."""
@@ -329,7 +334,8 @@ def gemm(a: Any, b: Any, out: Any = None, bias: Any = None) -> Any:
     kb, n = b.shape
     dt = a.dtype
     if m * k * n < GEMM_SPLIT_MACS or m < GEMM_MIN_ROWS or n < GEMM_MIN_SIDE \
-            or k < GEMM_MIN_SIDE or kb != k or b.dtype != dt or dt != np.float32 or _in_split.get():
+            or k < GEMM_MIN_SIDE or kb != k or b.dtype != dt or dt != np.float32 or _in_split.get() \
+            or (min(k, n) < GEMM_THIN_SIDE and get_num_threads() == 1):
         return None
     if bias is not None and (type(bias) is not np.ndarray or bias.dtype != dt
                              or bias.shape != (n,) or not bias.flags.c_contiguous):
