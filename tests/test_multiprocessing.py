@@ -298,6 +298,12 @@ class Slow(Dataset):
 _CTRL_C_SCRIPT = """
 import faulthandler, signal
 faulthandler.register(signal.SIGUSR1, all_threads=True)  # (the test's diagnosis on a hang)
+# as a terminal's shell starts a program: SIGINT at Python's handler and unblocked. An ignored
+# disposition and a signal mask pass through fork and exec, and a shell without job control
+# starts its background commands with SIGINT ignored (`nohup bash -c '... pytest' &`): Python
+# then keeps it ignored and this Ctrl-C never arrived (the test hung for 60 s)
+signal.signal(signal.SIGINT, signal.default_int_handler)
+signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 """ + _SLOW_DATASET + """
 for i, b in enumerate(DataLoader(Slow(), batch_size=2, num_workers=2)):
     if i == 2:
@@ -356,17 +362,40 @@ def test_ctrl_c_with_workers_prints_one_traceback(tmp_path):
         try:
             _, err = proc.communicate(timeout=60)
         except subprocess.TimeoutExpired:  # every process of the group prints its stacks
+            masks = _signal_masks(proc.pid)
             os.killpg(proc.pid, signal.SIGUSR1)
             time.sleep(2)
             os.killpg(proc.pid, signal.SIGKILL)
             _, err = proc.communicate()
-            pytest.fail(f"no exit 60 s after Ctrl-C; the processes' stacks:\n{err}")
+            pytest.fail(f"no exit 60 s after Ctrl-C; the signal masks:\n{masks}\n"
+                        f"the processes' stacks:\n{err}")
     finally:
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode != 0
     assert err.count("Traceback (most recent call last)") == 1, err
     assert err.rstrip().endswith("KeyboardInterrupt"), err
+
+
+def _signal_masks(pgid: int) -> str:
+    """Each thread's pending, blocked, ignored and caught signals (hex masks from /proc) in the
+    process group ``pgid``: a hang's diagnosis."""
+    lines = []
+    for pid in sorted(os.listdir("/proc")):
+        if not pid.isdigit():
+            continue
+        try:
+            if os.getpgid(int(pid)) != pgid:
+                continue
+            for tid in sorted(os.listdir(f"/proc/{pid}/task")):
+                with open(f"/proc/{pid}/task/{tid}/status") as f:
+                    fields = dict(line.split(":", 1) for line in f if ":" in line)
+                lines.append(f"pid {pid} tid {tid} {fields.get('Name', '').strip()}: " + " ".join(
+                    f"{k}={fields.get(k, '').strip()}"
+                    for k in ("SigPnd", "ShdPnd", "SigBlk", "SigIgn", "SigCgt")))
+        except OSError:
+            continue
+    return "\n".join(lines)
 
 
 @pytest.mark.skipif(not hasattr(__import__("select"), "epoll"), reason="Linux's epoll adopts the fd")
