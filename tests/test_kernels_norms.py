@@ -275,10 +275,10 @@ def _lanes_total(s: np.ndarray, hw: int) -> np.ndarray:
                                    (7, 1, 2, 3), (40, 37), (6, 5, 1, 1), (1, 9, 4)])
 @pytest.mark.parametrize("threads", [1, 3])
 def test_batch_norm_short_blocks_bit_for_bit(shape, dtype, threads) -> None:
-    """Channel blocks of 1 to 16 elements (BatchNorm1d, a ResNet's 4 x 4 and 2 x 2 maps) are summed by
-    columns of the (N, C hw) matrix, each column's rows in order: lane k of a channel's sums is
-    column k, then the lanes' pairwise total. The statistics, y and both backward outputs equal
-    that definition in NumPy, bit for bit, at any thread count."""
+    """Channel blocks of 1 to 16 elements (BatchNorm1d, a ResNet's 4 x 4 and 2 x 2 maps) are
+    summed by columns of the (N, C hw) matrix, each column's rows in order: lane k of a channel's
+    sums is column k, then the lanes' pairwise total. The statistics, y and both backward outputs
+    equal that definition in NumPy, bit for bit, at any thread count."""
     T = dtype
     rng = np.random.default_rng(sum(shape))
     x = (rng.standard_normal(shape) * 3 + 0.5).astype(T)

@@ -379,7 +379,9 @@ def test_ctrl_c_with_workers_prints_one_traceback(tmp_path):
 
 def _signal_masks(pgid: int) -> str:
     """Each thread's pending, blocked, ignored and caught signals (hex masks from /proc) in the
-    process group ``pgid``: a hang's diagnosis."""
+    process group ``pgid``: a hang's diagnosis (Linux's /proc; elsewhere none)."""
+    if not os.path.isdir("/proc"):
+        return "(no /proc here)"
     lines = []
     for pid in sorted(os.listdir("/proc")):
         if not pid.isdigit():

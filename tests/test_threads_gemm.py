@@ -54,11 +54,16 @@ def _layouts(a, b):
 @pytest.mark.parametrize("n_threads", [1, 2, 3])
 @pytest.mark.parametrize("shape", SHAPES)
 def test_values_are_one_threads_in_both_paths(shape, n_threads, threads):
+    _assert_one_threads_bits(shape, n_threads, seed=sum(shape))
+
+
+def _assert_one_threads_bits(shape, n_threads, seed):
+    """``_threads.gemm`` at ``n_threads``, with the kernels and without, in every layout of
+    ``_layouts``: a C-contiguous float32 result equal to one thread's product bit for bit."""
     m, k, n = shape
-    dtype = np.float32
-    rng = np.random.default_rng(m + k + n)
-    a = rng.standard_normal((m, k)).astype(dtype)
-    b = rng.standard_normal((k, n)).astype(dtype)
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    b = rng.standard_normal((k, n)).astype(np.float32)
     ember.set_num_threads(n_threads)
     for x, y in _layouts(a, b):
         ref = _one_thread(x, y)
@@ -66,7 +71,7 @@ def test_values_are_one_threads_in_both_paths(shape, n_threads, threads):
         with L.disabled():
             ref_path = _threads.gemm(x, y)
         for got in (out, ref_path):
-            assert got is not None and got.dtype == dtype and got.flags.c_contiguous
+            assert got is not None and got.dtype == np.float32 and got.flags.c_contiguous
             np.testing.assert_array_equal(got, ref)
 
 
@@ -78,18 +83,7 @@ def test_thin_products_split_at_two_threads_are_one_threads(shape, n_threads, th
     """Products with k or n from GEMM_MIN_SIDE to GEMM_THIN_SIDE (a CNN's 32 output channels)
     split at two threads or more: one thread's bits, both paths."""
     m, k, n = shape
-    rng = np.random.default_rng(m + 7 * k + n)
-    a = rng.standard_normal((m, k)).astype(np.float32)
-    b = rng.standard_normal((k, n)).astype(np.float32)
-    ember.set_num_threads(n_threads)
-    for x, y in _layouts(a, b):
-        ref = _one_thread(x, y)
-        out = _threads.gemm(x, y)
-        with L.disabled():
-            ref_path = _threads.gemm(x, y)
-        for got in (out, ref_path):
-            assert got is not None
-            np.testing.assert_array_equal(got, ref)
+    _assert_one_threads_bits(shape, n_threads, seed=m + 7 * k + n)
 
 
 @needs_blas

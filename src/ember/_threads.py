@@ -320,21 +320,22 @@ def gemm_parts(rows: int, row_macs: int, threads: int) -> list[tuple[int, int]]:
 
 
 def gemm(a: Any, b: Any, out: Any = None, bias: Any = None) -> Any:
-    """``a @ b`` of 2-D host float32 matrices, split by ember (into ``out``, a C-contiguous
-    float32 array of the result's shape, where given), or None where that does not apply (then
-    NumPy's ``dot`` with OpenBLAS's own threads): another dtype (OpenBLAS's dgemm computes its
-    edge tiles differently in a part than in the whole product, so float64 would not keep one
+    """``a @ b`` of 2-D host float32 matrices, split by ember (into ``out``, a C-contiguous float32
+    array of the result's shape, where given), or None where that does not apply (then NumPy's
+    ``dot`` with OpenBLAS's own threads): another dtype (OpenBLAS's dgemm computes its edge
+    tiles differently in a part than in the whole product, so float64 would not keep one
     thread's values), under ``GEMM_SPLIT_MACS`` multiply-adds, fewer rows than two parts have
-    (each part packs all of ``b``: OpenBLAS's own threads share that work), ``k`` or ``n``
-    under ``GEMM_MIN_SIDE`` (or ``GEMM_THIN_SIDE`` at one thread), no OpenBLAS found, an operand without unit stride along an axis,
-    inside ``split``'s parts (each of those runs its products on one thread). ``bias``: a
-    C-contiguous float32 vector of the result's width that each part adds to its rows after its
-    product (the bits of ``out += bias``, on rows still in that thread's cache), or None."""
+    (each part packs all of ``b``: OpenBLAS's own threads share that work), ``k`` or ``n`` under
+    ``GEMM_MIN_SIDE`` (or ``GEMM_THIN_SIDE`` at one thread), no OpenBLAS found, an operand
+    without unit stride along an axis, inside ``split``'s parts (each of those runs its products
+    on one thread). ``bias``: a C-contiguous float32 vector of the result's width that each part
+    adds to its rows after its product (the bits of ``out += bias``, on rows still in that
+    thread's cache), or None."""
     m, k = a.shape
     kb, n = b.shape
     dt = a.dtype
-    if m * k * n < GEMM_SPLIT_MACS or m < GEMM_MIN_ROWS or n < GEMM_MIN_SIDE \
-            or k < GEMM_MIN_SIDE or kb != k or b.dtype != dt or dt != np.float32 or _in_split.get() \
+    if m * k * n < GEMM_SPLIT_MACS or m < GEMM_MIN_ROWS or min(k, n) < GEMM_MIN_SIDE \
+            or kb != k or b.dtype != dt or dt != np.float32 or _in_split.get() \
             or (min(k, n) < GEMM_THIN_SIDE and get_num_threads() == 1):
         return None
     if bias is not None and (type(bias) is not np.ndarray or bias.dtype != dt
