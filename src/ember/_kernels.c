@@ -1496,17 +1496,39 @@ CLONES_FMA static void log_softmax_backward_float(const float *RESTRICT y, const
 
 KI Py_ssize_t at_up(Py_ssize_t n, Py_ssize_t m) { return (n + m - 1) / m * m; }
 
-/* GCC's vector types (16 floats: one AVX-512 register, two AVX2, four SSE2), so the 8
- * accumulators stay in registers; a product and a sum, two roundings (-ffp-contract=off: no
- * fma is formed, the same bits in every variant) */
+/* A block is 8 rows x 32 columns of C, its accumulators in registers: GCC's vector types of
+ * the register width the running variant has (at_lanes, set at import), a product and a sum per
+ * term (two roundings; -ffp-contract=off: no fma is formed), so every variant gives the same
+ * bits. AVX-512 holds the whole block in 16 registers; AVX2 and SSE2 have 16 registers of 8 and
+ * 4 floats, so they run it as tiles of 4 rows x 16 (8) columns, 8 accumulators each. (A 16-float
+ * vector type in an AVX2 variant lives on the stack: the block ran 20-50x slower there.) */
 typedef float at_v16 __attribute__((vector_size(64)));
 typedef float at_v16u __attribute__((vector_size(64), aligned(4)));
+typedef float at_v8 __attribute__((vector_size(32)));
+typedef float at_v8u __attribute__((vector_size(32), aligned(4)));
+typedef float at_v4 __attribute__((vector_size(16)));
+typedef float at_v4u __attribute__((vector_size(16), aligned(4)));
 
-#define AT_MR 8  /* rows of a block: 16 accumulators, half the AVX-512 registers */
+#define AT_MR 8  /* rows of a block */
 
-/* C[r][0:32] = sum over kk in [k0, k1) of a_r B[kk ldb + 0:32], r < AT_MR, with a_r =
- * A[r lda + kk] (at_block) or At[kk lda + r] (at_block_t: A read transposed) */
-#define AT_ACC(r) at_v16 c##r = z, d##r = z
+/* floats per vector register of the variant that runs: 16 (AVX-512F), 8 (AVX2) or 4 */
+static int at_lanes = 4;
+
+static void at_lanes_init(void)
+{
+#if defined(__AVX512F__)
+    at_lanes = 16;
+#elif defined(__AVX2__)
+    at_lanes = 8;
+#elif HAVE_CLONES
+    __builtin_cpu_init();
+    at_lanes = __builtin_cpu_supports("avx512f") ? 16 : __builtin_cpu_supports("avx2") ? 8 : 4;
+#endif
+}
+
+/* C[r][0:2W] = sum over kk in [k0, k1) of a_r B[kk ldb + 0:2W], r < ROWS, W the vector's
+ * floats, with a_r = A[r lda + kk] (AT_ROW) or A[kk lda + r] (AT_COL: A read transposed) */
+#define AT_ACC(r) V c##r = z, d##r = z
 #define AT_FMA(r, a)                                                                           \
     do {                                                                                       \
         float a_ = (a);                                                                        \
@@ -1515,29 +1537,69 @@ typedef float at_v16u __attribute__((vector_size(64), aligned(4)));
     } while (0)
 #define AT_STORE(r)                                                                            \
     do {                                                                                       \
-        *(at_v16u *)(C + (r) * ldc) = c##r;                                                    \
-        *(at_v16u *)(C + (r) * ldc + 16) = d##r;                                               \
+        *(VU *)(C + (r) * ldc) = c##r;                                                         \
+        *(VU *)(C + (r) * ldc + W) = d##r;                                                     \
     } while (0)
-#define AT_BLOCK(NAME, A_AT)                                                                   \
+#define AT_TILE_HEAD(NAME)                                                                     \
     KI void NAME(const float *RESTRICT A, Py_ssize_t lda, const float *RESTRICT B,             \
                  Py_ssize_t ldb, Py_ssize_t k0, Py_ssize_t k1, float *RESTRICT C,              \
-                 Py_ssize_t ldc)                                                               \
+                 Py_ssize_t ldc)
+#define AT_TILE8(NAME, A_AT)                                                                   \
+    AT_TILE_HEAD(NAME)                                                                         \
     {                                                                                          \
-        at_v16 z = {0.0f};                                                                     \
+        typedef at_v16 V;                                                                      \
+        typedef at_v16u VU;                                                                    \
+        enum { W = 16 };                                                                       \
+        V z = {0.0f};                                                                          \
         AT_ACC(0); AT_ACC(1); AT_ACC(2); AT_ACC(3); AT_ACC(4); AT_ACC(5); AT_ACC(6); AT_ACC(7); \
         for (Py_ssize_t kk = k0; kk < k1; kk++) {                                              \
             const float *RESTRICT b = B + kk * ldb;                                            \
-            at_v16 b0 = *(const at_v16u *)b, b1 = *(const at_v16u *)(b + 16);                  \
+            V b0 = *(const VU *)b, b1 = *(const VU *)(b + W);                                  \
             AT_FMA(0, A_AT(0)); AT_FMA(1, A_AT(1)); AT_FMA(2, A_AT(2)); AT_FMA(3, A_AT(3));    \
             AT_FMA(4, A_AT(4)); AT_FMA(5, A_AT(5)); AT_FMA(6, A_AT(6)); AT_FMA(7, A_AT(7));    \
         }                                                                                      \
         AT_STORE(0); AT_STORE(1); AT_STORE(2); AT_STORE(3);                                    \
         AT_STORE(4); AT_STORE(5); AT_STORE(6); AT_STORE(7);                                    \
     }
+#define AT_TILE4(NAME, A_AT, VT, VUT, WIDTH)                                                   \
+    AT_TILE_HEAD(NAME)                                                                         \
+    {                                                                                          \
+        typedef VT V;                                                                          \
+        typedef VUT VU;                                                                        \
+        enum { W = WIDTH };                                                                    \
+        V z = {0.0f};                                                                          \
+        AT_ACC(0); AT_ACC(1); AT_ACC(2); AT_ACC(3);                                            \
+        for (Py_ssize_t kk = k0; kk < k1; kk++) {                                              \
+            const float *RESTRICT b = B + kk * ldb;                                            \
+            V b0 = *(const VU *)b, b1 = *(const VU *)(b + W);                                  \
+            AT_FMA(0, A_AT(0)); AT_FMA(1, A_AT(1)); AT_FMA(2, A_AT(2)); AT_FMA(3, A_AT(3));    \
+        }                                                                                      \
+        AT_STORE(0); AT_STORE(1); AT_STORE(2); AT_STORE(3);                                    \
+    }
+/* the 8 x 32 block in the variant's tiles; ROW_STEP: how far A moves for 4 rows down C */
+#define AT_BLOCK(NAME, A_AT, ROW_STEP)                                                         \
+    AT_TILE8(NAME##_16, A_AT)                                                                  \
+    AT_TILE4(NAME##_8, A_AT, at_v8, at_v8u, 8)                                                 \
+    AT_TILE4(NAME##_4, A_AT, at_v4, at_v4u, 4)                                                 \
+    AT_TILE_HEAD(NAME)                                                                         \
+    {                                                                                          \
+        if (at_lanes == 16) {                                                                  \
+            NAME##_16(A, lda, B, ldb, k0, k1, C, ldc);                                         \
+            return;                                                                            \
+        }                                                                                      \
+        for (int r = 0; r < AT_MR; r += 4)                                                     \
+            for (int j = 0; j < AT_NR; j += 2 * at_lanes) {                                    \
+                const float *a = A + r * (ROW_STEP);                                           \
+                if (at_lanes == 8)                                                             \
+                    NAME##_8(a, lda, B + j, ldb, k0, k1, C + r * ldc + j, ldc);                \
+                else                                                                           \
+                    NAME##_4(a, lda, B + j, ldb, k0, k1, C + r * ldc + j, ldc);                \
+            }                                                                                  \
+    }
 #define AT_ROW(r) A[(r) * lda + kk]
 #define AT_COL(r) A[kk * lda + (r)]
-AT_BLOCK(at_block, AT_ROW)
-AT_BLOCK(at_block_t, AT_COL)
+AT_BLOCK(at_block, AT_ROW, lda)
+AT_BLOCK(at_block_t, AT_COL, 1)
 
 /* q, k, v, out and g may be strided views: slice n's (rows, cols) matrix starts at element
  * off[n] of the buffer, its rows ld elements apart, its columns adjacent */
@@ -8340,6 +8402,7 @@ static int kernels_exec(PyObject *module)
     if (PyModule_AddStringConstant(module, "C_HASH", EMBER_KERNELS_C_HASH) < 0
         || PyModule_AddStringConstant(module, "BUILT_WITH", EMBER_KERNELS_BUILT_WITH) < 0)
         return -1;
+    at_lanes_init();
 #if HAVE_THREADS
     static int registered = 0;
     if (!registered && pthread_atfork(NULL, NULL, pool_after_fork_in_child) == 0)
