@@ -557,7 +557,7 @@ def test_the_kernels_are_chosen_only_where_they_apply() -> None:
     assert L.erf(x.astype(np.float64)) is None  # float64 erf: SciPy's or the table
     assert L.erf_backward(x, x[::-1].copy()) is not None and L.erf_backward(x, x[:, ::2]) is None
     assert L.gelu(x.astype(np.float64)) is None and L.gelu(x.astype(np.float64), "tanh") is not None
-    assert L.gelu(x, "tanh") is None and L.gelu_backward(x, x, "tanh") is not None
+    assert L.gelu(x, "tanh") is not None and L.gelu_backward(x, x, "tanh") is not None
     assert L.gelu_backward(x, x.astype(np.float64)) is None  # mixed dtypes
     assert L.gelu_backward(x, np.ones((6, 4), np.float32)) is None  # other shape
     assert L.layer_norm(x, np.ones(5, np.float32), None, 1, 1e-5) is None
