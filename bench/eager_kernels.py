@@ -9,7 +9,8 @@ and with momentum and centered): one step over 8M float32 parameters, two in the
 batch_norm: BatchNorm2d(64) on 32 x 64 x 56 x 56, training and evaluation; group_norm:
 GroupNorm(32, 256) on 16 x 256 x 32 x 32; embedding: a 10000 x 512 table looked up at 32 x 512
 token indices; conv2d: 64 -> 64 3x3, padding 1, on 32 x 64 x 56 x 56, and "conv2d 16" on 16
-images, both gradients), forward under ``no_grad`` and forward+backward, best of ``--repeat`` runs in ms. The kernels are switched off and on in this process (``_kernels_loader.disabled()``),
+images, both gradients; attention: causal ``scaled_dot_product_attention`` of one (16, 4, 64,
+32) tensor as query, key and value, the benchmark GPT's shape), forward under ``no_grad`` and forward+backward, best of ``--repeat`` runs in ms. The kernels are switched off and on in this process (``_kernels_loader.disabled()``),
 so both columns see the same machine state. ``--cpu`` times this thread's CPU time instead of the
 wall clock (steadier on a shared, busy machine), ``--process`` the process's (every thread's).
 """
@@ -92,6 +93,7 @@ def _all_cases(m: Any) -> dict[str, tuple[Any, str]]:
         "RMSprop.step": (_opt_step(m, "RMSprop", lr=1e-3), "p"),
         "RMSprop mom+ctr": (_opt_step(m, "RMSprop", lr=1e-3, momentum=0.9, centered=True), "p"),
         "erfinv": (m.erfinv, "u"),  # (uniform in (-0.999, 0.999), its domain, either way)
+        "attention": (lambda t: F.scaled_dot_product_attention(t, t, t, is_causal=True), "at"),
     }
 
 
@@ -195,7 +197,8 @@ def main() -> None:
               "gn": rng.standard_normal((16, 256, 32, 32)).astype(np.float32),
               "cv": rng.standard_normal((16, 64, 56, 56)).astype(np.float32),
               "emb": rng.standard_normal((10000, 512)).astype(np.float32),
-              "u": ((rng.random(4 << 20) * 2 - 1) * 0.999).astype(np.float32)}
+              "u": ((rng.random(4 << 20) * 2 - 1) * 0.999).astype(np.float32),
+              "at": rng.standard_normal((16, 4, 64, 32)).astype(np.float32)}
     print(L.describe())
     before, after, ref = {}, {}, {}
     if args.engine != "torch":

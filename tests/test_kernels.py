@@ -15,7 +15,6 @@ import re
 import shutil
 import subprocess
 import sys
-import sysconfig
 from pathlib import Path
 
 import numpy as np
@@ -56,22 +55,20 @@ def ulps(got: np.ndarray, exact: np.ndarray, slack: float | np.ndarray = 0.0) ->
 def build_isa_variant(march: str, tmp_path: Path) -> Path:
     """src/ember/_kernels.c (and the extension's other C files) compiled again without its
     target clones, for one instruction set (``-march``), into ``tmp_path``: the path of the
-    extension."""
-    so = tmp_path / ("_kernels" + sysconfig.get_config_var("EXT_SUFFIX"))
-    cmd = ["cc", "-shared", "-fPIC", "-std=c11", "-O3", "-ffp-contract=off", "-fno-trapping-math",
-           "-fno-math-errno", f"-march={march}", "-DEMBER_KERNELS_NO_CLONES",
-           f"-I{sysconfig.get_paths()['include']}",
-           *[str(ROOT / "src/ember" / name) for name in L.C_SOURCES if name.endswith(".c")],
-           "-o", str(so), "-lm"]
-    subprocess.run(cmd, check=True, capture_output=True, timeout=300)
-    return so
+    extension (``bench.isa_variant.build``, which also times such a build)."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    from bench.isa_variant import build
+
+    return build(march, tmp_path)
 
 
-def run_variant(script: str, so: Path, *paths: Path) -> None:
+def run_variant(script: str, so: Path, *paths: Path) -> str:
     """``script`` (which loads the extension ``so`` from argv[1]) in a fresh interpreter with the
-    native core off, the ``paths`` after it."""
-    subprocess.run([sys.executable, "-c", script, str(so), *map(str, paths)], check=True,
-                   timeout=300, env={**os.environ, "EMBER_PURE_PYTHON": "1"})
+    native core off, the ``paths`` after it: what it printed."""
+    return subprocess.run([sys.executable, "-c", script, str(so), *map(str, paths)], check=True,
+                          timeout=300, env={**os.environ, "EMBER_PURE_PYTHON": "1"},
+                          capture_output=True, text=True).stdout
 
 
 def _points() -> np.ndarray:
@@ -227,6 +224,7 @@ x, g = np.load(sys.argv[2]), np.load(sys.argv[3])
 outs = [np.empty_like(x) for _ in range(4)]
 k.erf(x, outs[0]); k.erfc(x, outs[1]); k.gelu(x, outs[2]); k.gelu_backward(x, g, outs[3])
 np.save(sys.argv[4], np.stack(outs))
+print(k.fma_in_hardware())
 """
 
 
@@ -245,10 +243,48 @@ def test_erf_family_gives_the_same_bits_in_each_isa_variant(dense, march, tmp_pa
     so = build_isa_variant(march, tmp_path)
     np.save(tmp_path / "x.npy", x)
     np.save(tmp_path / "g.npy", g)
-    run_variant(_VARIANT, so, tmp_path / "x.npy", tmp_path / "g.npy", tmp_path / "out.npy")
+    printed = run_variant(_VARIANT, so, tmp_path / "x.npy", tmp_path / "g.npy",
+                          tmp_path / "out.npy")
     got = np.load(tmp_path / "out.npy")
     for name, a, b in zip(("erf", "erfc", "gelu", "gelu_backward"), got, _erf_family(x, g)):
         assert a.tobytes() == b.tobytes(), (name, march, L.active.isa())
+    # the baseline build calls the C library's fmaf; x86-64-v3 has the instruction
+    assert printed.split() == [str(march == "x86-64-v3")]
+
+
+@needs_kernels
+def test_fma_based_kernels_give_way_where_fma_is_a_library_call(monkeypatch) -> None:
+    """Without the fma instruction (an x86-64 CPU without AVX2/FMA) the kernels built on fmaf
+    ran 1.5-10x slower than the NumPy formulas: those ops take the formulas there, the others
+    keep their kernels."""
+    assert L.soft_fma is (not L.active.fma_in_hardware())
+    cpuinfo = Path("/proc/cpuinfo")
+    if L.active.isa() in ("avx512f", "avx2") and cpuinfo.exists() and \
+            {"avx2", "fma", "bmi2"} <= set(cpuinfo.read_text().split()):
+        assert not L.soft_fma
+    x = np.random.default_rng(3).standard_normal((8, 64)).astype(np.float32)
+    q = x.reshape(2, 4, 64)
+    monkeypatch.setattr(L, "soft_fma", True)
+    assert L.erf(x) is None and L.erfc(x) is None and L.erfinv(x * 0.1) is None
+    assert L.erf_backward(x, x) is None and L.erfinv_backward(x, x) is None
+    assert L.gelu(x) is None and L.gelu_backward(x, x) is None
+    for name in ("sigmoid", "silu", "logsigmoid"):
+        assert L.activation(name, x) is None
+    assert L.activation_backward("silu", x, x) is None
+    assert L.softmax(x) is None and L.softmax_lse(x, True) is None
+    assert L.cross_entropy_rows(x, np.zeros(8, np.int64), True) is None
+    assert L.attention(q, q, q, 0.125, True) is None
+    # not built on fmaf: kept
+    assert L.gelu(x, "tanh") is not None and L.activation("mish", x) is not None
+    assert L.activation_backward("sigmoid", x, x) is not None
+    assert L.softmax_backward(x, x) is not None
+    assert L.layer_norm(x, None, None, 1, 1e-5) is not None
+    kernel = np.empty_like(x)
+    L.active.gelu(x, kernel)
+    y = F.gelu(ember.tensor(x)).numpy()  # the op takes the formula: within its rounding
+    np.testing.assert_allclose(y, kernel, rtol=2e-6, atol=1e-7)
+    with L.disabled():
+        assert F.gelu(ember.tensor(x)).numpy().tobytes() == y.tobytes()
 
 
 @needs_kernels

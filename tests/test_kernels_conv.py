@@ -117,13 +117,33 @@ def test_unfold_fold_kernels_bit_for_bit(geom, dtype) -> None:
         np.testing.assert_array_equal(a, c)
 
 
+def _blas_columns_alike(dtype: np.dtype) -> bool:
+    """Whether NumPy's BLAS gives a product's columns the same bits whatever the product's width
+    (OpenBLAS's SkylakeX kernels do; its Haswell ones, on an AVX2-only CPU, do not: a 576 x 64
+    @ 64 x 1024 product's first 64 columns differ from the 64-column product's in the last bit).
+    Row chunks give the NumPy path's bits only where they do."""
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((576, 64)).astype(dtype)
+    b = rng.standard_normal((64, 1024)).astype(dtype)
+    return np.array_equal((a @ b)[:, :64], a @ b[:, :64])
+
+
+def _equal_or_rounding(a: np.ndarray, c: np.ndarray, **tol: float) -> None:
+    """a == c bit for bit where the BLAS sums a column alike in any width, else within ``tol``."""
+    if _blas_columns_alike(a.dtype):
+        np.testing.assert_array_equal(a, c)
+    else:
+        np.testing.assert_allclose(a, c, **tol)
+
+
 @needs_kernels
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("shape", CHUNK_SHAPES)
 def test_row_chunks_against_the_numpy_path(shape, dtype, monkeypatch, one_thread) -> None:
     """Chunks of a few output rows (a tiny ``_CHUNK_BYTES``): the input gradient bit for bit
-    (the chunks run last to first, so each pixel's taps are added in the same order), forward
-    and weight gradient within rounding (OpenBLAS may sum a small product's terms otherwise)."""
+    where the BLAS sums a column alike in any width (the chunks run last to first, so each
+    pixel's taps are added in the same order), forward and weight gradient within rounding
+    (OpenBLAS may sum a small product's terms otherwise)."""
     x, w, b, args = _arrays(shape, dtype, 4)
     with L.disabled():
         off = _conv_grads(ember, x, w, b, 5, *args)
@@ -140,7 +160,7 @@ def test_row_chunks_against_the_numpy_path(shape, dtype, monkeypatch, one_thread
     for i, (a, c) in enumerate(zip(on, off)):
         assert a.dtype == dtype
         if i == 1:
-            np.testing.assert_array_equal(a, c)
+            _equal_or_rounding(a, c, **tol)
         else:
             np.testing.assert_allclose(a, c, **tol)
     if HAVE_TORCH:
@@ -196,7 +216,8 @@ def test_large_conv_takes_row_chunks_at_every_thread_count(monkeypatch) -> None:
     default chunk size at one thread and at two (the images in one part per thread, each part's
     products on one BLAS thread; the weight gradient summed in image blocks fixed by the
     shapes): all three gradients bit for bit alike at both counts, the input gradient bit for
-    bit the NumPy path's, the others within rounding of it and of PyTorch."""
+    bit the NumPy path's where the BLAS allows it, the others within rounding of it and of
+    PyTorch."""
     if ember._threads.split_parts(4) is None and ember._threads.get_num_threads() > 1:
         pytest.skip("no OpenBLAS whose thread count ember can set")
     x, w, b, args = _arrays((4, 64, 32, 32, 64, 3, 1, 1, 1, 1), np.float32, 6)
@@ -221,11 +242,11 @@ def test_large_conv_takes_row_chunks_at_every_thread_count(monkeypatch) -> None:
             off = _conv_grads(ember, x, w, b, 7, *args)
     finally:
         ember.set_num_threads(threads)
-    np.testing.assert_array_equal(one[1], off[1])  # the input gradient, bit for bit
     for a, c, d in zip(one, two, off):
         assert a.dtype == c.dtype == np.float32
         np.testing.assert_array_equal(a, c)
         np.testing.assert_allclose(a, d, rtol=1e-5, atol=1e-4)
+    _equal_or_rounding(one[1], off[1], rtol=1e-5, atol=1e-4)  # the input gradient
     if HAVE_TORCH:
         for a, c in zip(one, _conv_grads(torch, x, w, b, 7, *args)):
             np.testing.assert_allclose(a, c, rtol=1e-4, atol=2e-3)

@@ -8289,6 +8289,24 @@ static PyObject *py_isa(PyObject *m, PyObject *unused)
 #endif
 }
 
+/* whether the CLONES_FMA loops that run here have the fma instruction: false in the baseline
+ * variant of an x86-64 CPU without FMA, where each fmaf is a call into the C library (correctly
+ * rounded, the same bits) and the loops stay scalar */
+static PyObject *py_fma_in_hardware(PyObject *m, PyObject *unused)
+{
+#if HAVE_CLONES && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12
+    __builtin_cpu_init();  /* CLONES_FMA's resolver: AVX-512F, then x86-64-v3, then the baseline */
+    return PyBool_FromLong(__builtin_cpu_supports("avx512f")
+                           || __builtin_cpu_supports("x86-64-v3"));
+#elif HAVE_CLONES
+    Py_RETURN_FALSE;  /* CLONES_FMA is CLONES here: its AVX2 variant has no fma either */
+#elif defined(__FMA__) || defined(__aarch64__) || defined(__ARM_FEATURE_FMA)
+    Py_RETURN_TRUE;
+#else
+    Py_RETURN_FALSE;
+#endif
+}
+
 #define FAST(NAME, DOC) {#NAME, (PyCFunction)(void (*)(void))py_##NAME, METH_FASTCALL, DOC}
 static PyMethodDef kernels_methods[] = {
     FAST(erf, "erf(x, out): float32 erf, within 1 ulp."),
@@ -8390,6 +8408,8 @@ static PyMethodDef kernels_methods[] = {
     {"bf16_gemm_supported", (PyCFunction)py_bf16_gemm_supported, METH_NOARGS,
      "bf16_gemm_supported(): whether this build and CPU run bf16_gemm."},
     {"isa", (PyCFunction)py_isa, METH_NOARGS, "isa(): the instruction set the kernels run on."},
+    {"fma_in_hardware", (PyCFunction)py_fma_in_hardware, METH_NOARGS,
+     "fma_in_hardware(): whether the fmaf-based loops run the fma instruction here."},
     {"set_num_threads", (PyCFunction)py_set_num_threads, METH_O,
      "set_num_threads(n): threads a large kernel splits over (1: the calling thread alone)."},
     {"get_num_threads", (PyCFunction)py_get_num_threads, METH_NOARGS,

@@ -55,11 +55,23 @@ def _load() -> tuple[Any, str]:
                "`pip install -e .` (or `python setup.py build_ext --inplace`)")
         warnings.warn(f"{why}. Using the NumPy formulas until then.", RuntimeWarning, stacklevel=2)
         return None, why
-    return mod, f"ember._kernels {mod.BUILT_WITH}, running {mod.isa()}"
+    fma = "" if mod.fma_in_hardware() else " without fma (the fma-based kernels off)"
+    return mod, f"ember._kernels {mod.BUILT_WITH}, running {mod.isa()}{fma}"
 
 
 _module, reason = _load() if __name__ == "ember._kernels_loader" else (None, "not loaded")
 active: Any = _module  # what the functions below use; None while disabled()
+# The kernels whose loops are built on fmaf (erf's family, GELU, the float32-arithmetic
+# activations, softmax's exp, erfinv, attention's softmax) leave their ops to the NumPy formulas
+# where the variant that runs has no fma instruction (an x86-64 CPU without AVX2 and FMA): there
+# each fmaf is a call into the C library and the loop stays scalar, 1.5-10x slower than the
+# formulas (docs/benchmarks.md, "Session 2026-12-07 (g)"). They ask ``_fma_kernels()``.
+soft_fma = _module is not None and not _module.fma_in_hardware()
+
+
+def _fma_kernels() -> Any:
+    """``active``, or None where ``soft_fma`` holds."""
+    return None if soft_fma else active
 
 
 def default_threads() -> int:
@@ -165,8 +177,9 @@ def _grad_for(x: Any, g: Any, f64: bool = False) -> np.ndarray | None:
 
 # -- elementwise -----------------------------------------------------------------------------
 def _unary32(name: str, x: Any) -> np.ndarray | None:
-    """The float32 kernel ``name`` of x into a new array; None where it does not apply."""
-    k = active
+    """The float32 kernel ``name`` (erf, erfc, erfinv: fma-based) of x into a new array; None
+    where it does not apply."""
+    k = _fma_kernels()
     if k is None or not _ok(x):
         return None
     out = np.empty_like(x)
@@ -192,13 +205,13 @@ def erfinv(x: Any) -> np.ndarray | None:
 def erfinv_backward(y: Any, grad: Any) -> np.ndarray | None:
     """grad * sqrt(pi)/2 * exp(y^2) from erfinv's output y (its derivative), float32, one
     rounding; None where the kernel does not apply."""
-    k = active
+    k = _fma_kernels()
     return None if k is None else _each(k.erfinv_backward, y, grad, False)
 
 
 def erf_backward(x: Any, grad: Any, complement: bool = False) -> np.ndarray | None:
     """grad * 2/sqrt(pi) * exp(-x^2) (erf's derivative; negated for erfc), float32."""
-    k = active
+    k = _fma_kernels()
     return None if k is None else _each(k.erfc_backward if complement else k.erf_backward, x,
                                         grad, False)
 
@@ -207,9 +220,9 @@ def gelu(x: Any, approximate: str = "none") -> np.ndarray | None:
     """GELU's forward, exact (float32) or tanh form (float32 and float64). The float32 tanh form
     was left to NumPy's blockwise passes while they ran as fast as the kernel (NumPy's AVX-512
     tanh loop); with NumPy's AVX2 loop they take 1.8x the kernel's time, and they run on one
-    thread, so the kernel takes it everywhere."""
-    k = active
+    thread, so the kernel takes it everywhere. (The exact form is fma-based.)"""
     tanh = approximate == "tanh"
+    k = active if tanh else _fma_kernels()
     if k is None or not _ok(x, tanh):
         return None
     out = np.empty_like(x)
@@ -219,20 +232,21 @@ def gelu(x: Any, approximate: str = "none") -> np.ndarray | None:
 
 def gelu_backward(x: Any, grad: Any, approximate: str = "none") -> np.ndarray | None:
     """grad times GELU's derivative at x (x and grad of one dtype and shape)."""
-    k = active
     tanh = approximate == "tanh"
+    k = active if tanh else _fma_kernels()
     return None if k is None else _each(k.gelu_tanh_backward if tanh else k.gelu_backward, x,
                                         grad, tanh)
 
 
 _ACT_F64 = frozenset(("sigmoid", "silu", "tanh"))
+_ACT_FMA = frozenset(("sigmoid", "silu", "softplus", "elu", "logsigmoid"))  # (not mish)
 
 
 def activation(name: str, x: Any, *params: float) -> np.ndarray | None:
     """The activation ``name`` of a float32 array (float64 too for sigmoid and silu), within 1
     ulp: sigmoid, silu, mish, logsigmoid, softplus (params beta, threshold) or elu (params alpha,
     scale, input_scale: elu, selu and celu)."""
-    k = active
+    k = _fma_kernels() if name in _ACT_FMA else active
     if k is None or not _ok(x, name in _ACT_F64):
         return None
     out = np.empty_like(x)
@@ -244,7 +258,7 @@ def activation_backward(name: str, x: Any, grad: Any, *params: float) -> np.ndar
     """grad times the derivative of the activation ``name`` at x (float32; float64 too for
     silu), or, for "tanh" and "sigmoid", from the saved result y: grad (1 - y y) and
     (grad y) (1 - y), bit for bit the NumPy formulas (float32 and float64)."""
-    k = active
+    k = _fma_kernels() if name in _ACT_FMA and name != "sigmoid" else active
     return None if k is None else _each(getattr(k, name + "_backward"), x, grad,
                                         name in _ACT_F64, *params)
 
@@ -269,8 +283,8 @@ def _last(x: Any, axis: int) -> bool:
 
 def softmax(x: Any, log: bool = False, axis: int = -1) -> np.ndarray | None:
     """softmax (or log_softmax) over ``axis`` of a float32/float64 array (a dim other than the
-    last: float32, by the middle-axis kernel)."""
-    k = active
+    last: float32, by the middle-axis kernel; fma-based)."""
+    k = _fma_kernels()
     if k is None or not _ok(x, True) or x.ndim == 0:
         return None
     out = np.empty_like(x)
@@ -302,8 +316,8 @@ def softmax_backward(y: Any, grad: Any, log: bool = False, axis: int = -1
 
 def softmax_lse(x: Any, need_p: bool, axis: int = -1) -> tuple[Any, np.ndarray] | None:
     """(softmax(x) or None, logsumexp(x)) over ``axis`` (lse with it kept as 1): the max taken
-    as 0 where it is not finite, as cross_entropy's formula; lse rounded once."""
-    mod = active
+    as 0 where it is not finite, as cross_entropy's formula; lse rounded once (fma-based)."""
+    mod = _fma_kernels()
     if mod is None or not _ok(x, True) or x.ndim == 0:
         return None
     axis %= x.ndim
@@ -348,8 +362,9 @@ def attention(q: Any, k: Any, v: Any, scale: float, causal: bool,
     """softmax(scale q k^T (causal: key j <= query i)) v of float32 (..., L, D), (..., S, D),
     (..., S, Ev) with equal leading dims, into ``out`` (..., L, Ev) (any layout with adjacent
     columns; None: a new C-ordered array): (out, p) with p the probabilities (..., L, S), a
-    transposed view of C-ordered (..., S, L); None where the kernel does not apply."""
-    mod = active
+    transposed view of C-ordered (..., S, L); None where the kernel does not apply (its
+    softmax is fma-based)."""
+    mod = _fma_kernels()
     if (mod is None or type(q) is not np.ndarray or type(k) is not np.ndarray
             or type(v) is not np.ndarray or not q.dtype == k.dtype == v.dtype == _F32
             or q.ndim < 2 or not q.ndim == k.ndim == v.ndim or q.shape[:-2] != k.shape[:-2]
@@ -430,8 +445,8 @@ def cross_entropy_rows(x: Any, target: Any, need_p: bool) -> tuple | None:
     """cross_entropy's common call on (N, C) logits and N class indices, no weight or
     smoothing, in one kernel call: (softmax or None, logsumexp (N,), per-row loss (N,), their
     sum as np.add.reduce gives it); None where the kernel does not apply or a target is outside
-    [0, C) (ignore_index rows, bad labels: the general path)."""
-    k = active
+    [0, C) (ignore_index rows, bad labels: the general path). fma-based."""
+    k = _fma_kernels()
     if (k is None or type(x) is not np.ndarray or x.ndim != 2 or not x.size
             or (x.dtype != _F32 and x.dtype != _F64) or not x.flags.c_contiguous
             or type(target) is not np.ndarray or target.dtype != np.int64 or target.ndim != 1

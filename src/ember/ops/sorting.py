@@ -91,6 +91,9 @@ def topk(input: Any, k: int, dim: int = -1, largest: bool = True, sorted: bool =
         else:
             cand = xp.argpartition(a, k - 1, axis=d)
             cand = xp.take(cand, xp.arange(k), axis=d)
+        # the candidates in index order, so equal values keep it through the stable sort (the
+        # partition leaves them in an order that depends on NumPy's sorting code for the CPU)
+        cand = xp.sort(cand, axis=d)
         order = _argsort(xp, xp.take_along_axis(a, cand, axis=d), d, largest)
         idx = xp.take_along_axis(cand, order, axis=d)
     else:

@@ -5,7 +5,9 @@ With the eager kernels, a large convolution (wide or plain columns, at least hal
 one image at a time: ``_kl.im2col`` builds the chunk's columns (at most ``_CHUNK_BYTES``) into one
 reused buffer, reading the padding as zeros, and the product reads them from cache and writes the
 output in place: no batch-sized columns, padded copy, wide throw-away columns or transposes
-(forward and input gradient bit for bit the NumPy path's; docs/benchmarks.md). At two threads or
+(forward and input gradient bit for bit the NumPy path's where the BLAS sums a product's column
+alike for any width, as OpenBLAS's AVX-512 kernels do; within rounding of it with its AVX2
+kernels; docs/benchmarks.md). At two threads or
 more the images are cut into one part per thread (``_threads.split``: each part's products on one
 BLAS thread, so an image's values are one thread's); the weight gradient sums its images in
 blocks fixed by the shapes alone (``_wgrad_blocks``), so its value does not depend on the thread
