@@ -361,6 +361,10 @@ def test_conv2d_and_max_pool_compute_in_float32(dt: str, groups: int) -> None:
     half = ember.bfloat16.np if dt == "bfloat16" else np.float16
     for g, r in zip(got[:2], wide[:2]):
         np.testing.assert_array_equal(g, r.astype(half).astype(np.float32))
-    for g, r in zip(got, run(torch, True)):
-        np.testing.assert_allclose(g, r, rtol=2.0**-7 if dt == "bfloat16" else 2.0**-10,
-                                   atol=1e-2)
+    # PyTorch's bfloat16 convolution backward on a CPU without AVX512-BF16 rounds on the way
+    # (its input gradient there up to 0.076 from its float32 one, ember's 0.029): the bound
+    # widens by PyTorch's own distance from its float32 computation
+    rtol = 2.0**-7 if dt == "bfloat16" else 2.0**-10
+    for g, r, rw in zip(got, run(torch, True), run(torch, False)):
+        slack = np.abs(r - rw.astype(half).astype(np.float32))
+        assert (np.abs(g - r) <= 1e-2 + rtol * np.abs(r) + slack).all()
