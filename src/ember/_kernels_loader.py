@@ -217,10 +217,9 @@ def erf_backward(x: Any, grad: Any, complement: bool = False) -> np.ndarray | No
 
 
 def gelu(x: Any, approximate: str = "none") -> np.ndarray | None:
-    """GELU's forward, exact (float32) or tanh form (float32 and float64). The float32 tanh form
-    was left to NumPy's blockwise passes while they ran as fast as the kernel (NumPy's AVX-512
-    tanh loop); with NumPy's AVX2 loop they take 1.8x the kernel's time, and they run on one
-    thread, so the kernel takes it everywhere. (The exact form is fma-based.)"""
+    """GELU's forward, exact (float32; fma-based) or tanh form (float32 and float64: faster than
+    NumPy's blockwise passes, which run on one thread and, with NumPy's AVX2 tanh, at 1.8x the
+    kernel's time)."""
     tanh = approximate == "tanh"
     k = active if tanh else _fma_kernels()
     if k is None or not _ok(x, tanh):
@@ -240,6 +239,7 @@ def gelu_backward(x: Any, grad: Any, approximate: str = "none") -> np.ndarray | 
 
 _ACT_F64 = frozenset(("sigmoid", "silu", "tanh"))
 _ACT_FMA = frozenset(("sigmoid", "silu", "softplus", "elu", "logsigmoid"))  # (not mish)
+_ACT_FMA_BACKWARD = _ACT_FMA - {"sigmoid"}  # (sigmoid's backward: arithmetic on y, no fma)
 
 
 def activation(name: str, x: Any, *params: float) -> np.ndarray | None:
@@ -258,7 +258,7 @@ def activation_backward(name: str, x: Any, grad: Any, *params: float) -> np.ndar
     """grad times the derivative of the activation ``name`` at x (float32; float64 too for
     silu), or, for "tanh" and "sigmoid", from the saved result y: grad (1 - y y) and
     (grad y) (1 - y), bit for bit the NumPy formulas (float32 and float64)."""
-    k = _fma_kernels() if name in _ACT_FMA and name != "sigmoid" else active
+    k = _fma_kernels() if name in _ACT_FMA_BACKWARD else active
     return None if k is None else _each(getattr(k, name + "_backward"), x, grad,
                                         name in _ACT_F64, *params)
 
