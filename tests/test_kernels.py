@@ -266,6 +266,7 @@ def test_fma_based_kernels_give_way_where_fma_is_a_library_call(monkeypatch) -> 
     q = x.reshape(2, 4, 64)
     monkeypatch.setattr(L, "soft_fma", True)
     assert L.erf(x) is None and L.erfc(x) is None and L.erfinv(x * 0.1) is None
+    assert L.exp(x) is None and L.tanh(x) is None
     assert L.erf_backward(x, x) is None and L.erfinv_backward(x, x) is None
     assert L.gelu(x) is None and L.gelu_backward(x, x) is None
     for name in ("sigmoid", "silu", "logsigmoid"):
@@ -739,7 +740,10 @@ def test_create_graph_keeps_the_formula_and_double_backward() -> None:
                                         create_graph=True)
             (gg0,) = ember.autograd.grad(g0.sum(), x)
         np.testing.assert_allclose(g.detach().numpy(), g0.detach().numpy(), rtol=1e-6)
-        np.testing.assert_allclose(gg.numpy(), gg0.numpy(), rtol=1e-6)
+        # (the tanh form's formula takes torch.tanh: the kernel's against NumPy's, an ulp or two
+        # apart, in second-derivative terms that cancel to 1e-6 relative)
+        np.testing.assert_allclose(gg.numpy(), gg0.numpy(), rtol=1e-6 if approximate == "none"
+                                   else 1e-5)
 
 
 # -- threads ------------------------------------------------------------------------------------
@@ -993,8 +997,10 @@ def test_activations_agree_with_their_numpy_formulas(dtype) -> None:
     x[0, :6] = [0.0, -0.0, np.inf, -np.inf, 30.0, -30.0]
     g = rng.standard_normal(x.shape).astype(dtype)
     tol = dict(rtol=3e-6, atol=1e-30) if dtype == np.float32 else dict(rtol=1e-14, atol=1e-300)
-    # (a result 1 ulp below 1 where the formula rounds to 1 moves the gradient by 6e-8 |grad|)
-    gtol = dict(rtol=3e-6, atol=3e-7) if dtype == np.float32 else dict(rtol=1e-14, atol=1e-15)
+    # (a result 1 ulp below 1 where the formula rounds to 1 moves the gradient by 6e-8 |grad|,
+    # tanh's grad (1 - y y) by 1.2e-7 |grad|)
+    gtol = dict(rtol=3e-6, atol=0) if dtype == np.float32 else dict(rtol=1e-14, atol=1e-15)
+    gabs = 1.3e-7 * np.abs(g) if dtype == np.float32 else 0.0
     for name, fn in ACTS.items():
         def run(fn=fn):
             t = ember.tensor(x, requires_grad=True)
@@ -1005,7 +1011,8 @@ def test_activations_agree_with_their_numpy_formulas(dtype) -> None:
         assert y1.dtype == y0.dtype == g1.dtype == dtype, name
         with np.errstate(invalid="ignore"):
             np.testing.assert_allclose(y1, y0, **tol, equal_nan=True, err_msg=name)
-            np.testing.assert_allclose(g1, g0, **gtol, equal_nan=True, err_msg=name)
+            near = g0 + np.clip(np.nan_to_num(g1 - g0), -gabs, gabs)
+            np.testing.assert_allclose(g1, near, **gtol, equal_nan=True, err_msg=name)
 
 
 @needs_kernels

@@ -156,7 +156,8 @@ for name, args, params in (("sigmoid", (x,), ()), ("silu", (x,), ()),
                            ("silu_backward", (x, g), ()), ("elu", (x,), SELU),
                            ("elu_backward", (x, g), SELU), ("softplus", (x,), (2.0, 5.0)),
                            ("softplus_backward", (x, g), (2.0, 5.0)), ("logsigmoid", (x,), ()),
-                           ("logsigmoid_backward", (x, g), ())):
+                           ("logsigmoid_backward", (x, g), ()), ("exp", (x,), ()),
+                           ("tanh", (x,), ())):
     out = np.empty_like(x)
     getattr(k, name)(*args, out, *params)
     outs.append(out)
@@ -178,7 +179,7 @@ def _supports(flag: str) -> bool:
 def test_float32_kernels_give_the_same_bits_in_each_isa_variant(sweep, march, tmp_path) -> None:
     """The extension built again without target clones for one instruction set (the baseline,
     where fmaf is the C library's; or AVX2 with FMA) gives the bits of the variant running
-    here (AVX-512F on such a CPU)."""
+    here (AVX-512F on such a CPU); exp and tanh too (tests/test_kernels_exp_tanh.py)."""
     if march == "x86-64-v3" and not all(_supports(f) for f in ("avx2", "fma", "bmi2")):
         pytest.skip("this CPU cannot run x86-64-v3 code")
     x, g = sweep
@@ -192,9 +193,9 @@ def test_float32_kernels_give_the_same_bits_in_each_isa_variant(sweep, march, tm
             L.activation_backward("silu", x, g), L.activation("elu", x, *SELU),
             L.activation_backward("elu", x, g, *SELU), L.activation("softplus", x, 2.0, 5.0),
             L.activation_backward("softplus", x, g, 2.0, 5.0), L.activation("logsigmoid", x),
-            L.activation_backward("logsigmoid", x, g)]
+            L.activation_backward("logsigmoid", x, g), L.exp(x), L.tanh(x)]
     names = ("sigmoid", "silu", "silu_backward", "elu", "elu_backward", "softplus",
-             "softplus_backward", "logsigmoid", "logsigmoid_backward")
+             "softplus_backward", "logsigmoid", "logsigmoid_backward", "exp", "tanh")
     for name, a, b in zip(names, got, here):
         assert a.tobytes() == b.tobytes(), (name, march, L.active.isa())
 

@@ -61,7 +61,7 @@ def _load() -> tuple[Any, str]:
 
 _module, reason = _load() if __name__ == "ember._kernels_loader" else (None, "not loaded")
 active: Any = _module  # what the functions below use; None while disabled()
-# The kernels whose loops are built on fmaf (erf's family, GELU, the float32-arithmetic
+# The kernels whose loops are built on fmaf (exp, tanh, erf's family, GELU, the float32-arithmetic
 # activations, softmax's exp, erfinv, attention's softmax) leave their ops to the NumPy formulas
 # where the variant that runs has no fma instruction (an x86-64 CPU without AVX2 and FMA): there
 # each fmaf is a call into the C library and the loop stays scalar, 1.5-10x slower than the
@@ -177,14 +177,27 @@ def _grad_for(x: Any, g: Any, f64: bool = False) -> np.ndarray | None:
 
 # -- elementwise -----------------------------------------------------------------------------
 def _unary32(name: str, x: Any) -> np.ndarray | None:
-    """The float32 kernel ``name`` (erf, erfc, erfinv: fma-based) of x into a new array; None
-    where it does not apply."""
+    """The float32 kernel ``name`` (exp, tanh, erf, erfc, erfinv: fma-based) of x into a new
+    array; None where it does not apply."""
     k = _fma_kernels()
     if k is None or not _ok(x):
         return None
     out = np.empty_like(x)
     getattr(k, name)(x, out)
     return out
+
+
+def exp(x: Any) -> np.ndarray | None:
+    """exp(x) of a float32 array, within 0.56 ulp (0.75 where subnormal), split over the threads:
+    NumPy's float32 exp runs on one, and without AVX-512 at 2-5 ns a value (docs/benchmarks.md,
+    "Session 2026-12-07 (h)"); fma-based. None where the kernel does not apply."""
+    return _unary32("exp", x)
+
+
+def tanh(x: Any) -> np.ndarray | None:
+    """tanh(x) of a float32 array, within 1 ulp, split over the threads (NumPy's float32 tanh: one
+    thread, 2.8 ns a value with AVX2); fma-based. None where the kernel does not apply."""
+    return _unary32("tanh", x)
 
 
 def erf(x: Any) -> np.ndarray | None:

@@ -330,7 +330,10 @@ class Exp(Op):
 
     @staticmethod
     def forward(ctx: Any, x: Any) -> Any:
-        out = _bw.threads.call(np.exp, ctx.xp.exp, x) if x.size >= _bw.threads.cut else ctx.xp.exp(x)
+        out = _kernels.exp(x)  # (float32 host arrays; None elsewhere)
+        if out is None:
+            out = (_bw.threads.call(np.exp, ctx.xp.exp, x) if x.size >= _bw.threads.cut
+                   else ctx.xp.exp(x))
         ctx.save_for_backward(out)
         return out
 
@@ -606,7 +609,10 @@ class Tanh(Op):
 
     @staticmethod
     def forward(ctx: Any, x: Any) -> Any:
-        out = _bw.threads.call(np.tanh, ctx.xp.tanh, x) if x.size >= _bw.threads.cut else ctx.xp.tanh(x)
+        out = _kernels.tanh(x)  # (float32 host arrays; None elsewhere)
+        if out is None:
+            out = (_bw.threads.call(np.tanh, ctx.xp.tanh, x) if x.size >= _bw.threads.cut
+                   else ctx.xp.tanh(x))
         ctx.save_for_backward(out)
         return out
 
