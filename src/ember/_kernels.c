@@ -4242,6 +4242,172 @@ BINARY_PY(sigmoid_backward, sigmoid_backward_f32, sigmoid_backward_f64)
 UNARY_PY(erfinv, erfinv_f32, NULL)
 BINARY_PY(erfinv_backward, erfinv_backward_f32, NULL)
 
+/* ---------------------------------------------------------------------------------------------
+ * An LSTM time step's pointwise work (ops/nn/recurrent.py LSTMSequence), in the NumPy path's
+ * operations and order, with k_tanh32 where the path calls NumPy's tanh: within the two tanh's
+ * ulps of that path, and bit for bit a NumPy emulation that takes this tanh
+ * (tests/test_kernels_lstm.py). Per row of the batch, forward: each gate's pre-activation v (the
+ * step's product plus the input projection, in g) becomes tanh(v s) s + (1 - s), s = 1/2 on
+ * i, f, o (sigmoid) and 1 on g (tanh); then c = c f + i g, tc = tanh(c), h = o tc. Backward, from
+ * dm (the gradient of o tc) and dc: dc += ((1 - tc^2) o) dm; d(i, f, g, o) = (dc g, dc c_prev,
+ * dc i, dm tc) times a - a^2 (the g gate's (g - g^2) + (1 - g)); dc *= f. One pass where the
+ * path makes about ten NumPy calls a step on small arrays. */
+typedef struct {
+    float *g, *c, *tc, *h;              /* forward */
+    const float *a, *tcs, *cprev, *dm;  /* backward */
+    float *dc, *da;
+    Py_ssize_t hid;
+} lstm_ctx;
+
+/* y = x s + t (t = -0: x s exactly), the cell c = c f + i g (i, f, g at their offsets in a row
+ * of gates), and h = o tanh(c) */
+CLONES static void lstm_affine(const float *RESTRICT x, float *RESTRICT y, Py_ssize_t n, float s,
+                               float t)
+{
+    for (Py_ssize_t j = 0; j < n; j++)
+        y[j] = x[j] * s + t;
+}
+
+CLONES static void lstm_cell(const float *RESTRICT g, float *RESTRICT c, Py_ssize_t H)
+{
+    for (Py_ssize_t j = 0; j < H; j++)
+        c[j] = c[j] * g[H + j] + g[j] * g[2 * H + j];
+}
+
+CLONES static void lstm_out(const float *RESTRICT o, const float *RESTRICT tc, float *RESTRICT h,
+                            Py_ssize_t H)
+{
+    for (Py_ssize_t j = 0; j < H; j++)
+        h[j] = o[j] * tc[j];
+}
+
+/* a row at a time, in short passes over it (in L1): each loop a plain vector loop (one loop
+ * with the tanh inlined twice and the gates' offsets stayed scalar in the AVX2 variant) */
+static void lstm_forward_rows(void *v, Py_ssize_t r0, Py_ssize_t r1)
+{
+    const lstm_ctx *k = (const lstm_ctx *)v;
+    const Py_ssize_t H = k->hid;
+    float scaled[4096], act[4096];
+    for (Py_ssize_t r = r0; r < r1; r++) {
+        float *g = k->g + r * 4 * H, *c = k->c + r * H, *tc = k->tc + r * H;
+        for (Py_ssize_t b = 0; b < 4 * H; b += 4096) {  /* gates: tanh(v s) s + (1 - s) */
+            const Py_ssize_t n = 4 * H - b < 4096 ? 4 * H - b : 4096;
+            for (Py_ssize_t q0 = b; q0 < b + n;) {  /* the runs of one gate's s */
+                const Py_ssize_t q = q0 / H, q1 = (q + 1) * H < b + n ? (q + 1) * H : b + n;
+                lstm_affine(g + q0, scaled + (q0 - b), q1 - q0, q == 2 ? 1.0f : 0.5f, -0.0f);
+                q0 = q1;
+            }
+            tanh_f32(scaled, act, 0, n);
+            for (Py_ssize_t q0 = b; q0 < b + n;) {
+                const Py_ssize_t q = q0 / H, q1 = (q + 1) * H < b + n ? (q + 1) * H : b + n;
+                const float s = q == 2 ? 1.0f : 0.5f;
+                lstm_affine(act + (q0 - b), g + q0, q1 - q0, s, 1.0f - s);
+                q0 = q1;
+            }
+        }
+        lstm_cell(g, c, H);
+        tanh_f32(c, tc, 0, H);
+        lstm_out(g + 3 * H, tc, k->h + r * H, H);
+    }
+}
+
+CLONES_FMA static void lstm_backward_rows(void *v, Py_ssize_t r0, Py_ssize_t r1)
+{
+    const lstm_ctx *k = (const lstm_ctx *)v;
+    const Py_ssize_t H = k->hid;
+    for (Py_ssize_t r = r0; r < r1; r++) {
+        const float *RESTRICT a = k->a + r * 4 * H;
+        const float *RESTRICT tc = k->tcs + r * H;
+        const float *RESTRICT cp = k->cprev + r * H;
+        const float *RESTRICT dm = k->dm + r * H;
+        float *RESTRICT dc = k->dc + r * H;
+        float *RESTRICT da = k->da + r * 4 * H;
+        for (Py_ssize_t j = 0; j < H; j++) {
+            const float i = a[j], f = a[H + j], g = a[2 * H + j], o = a[3 * H + j], t = tc[j];
+            const float d = dc[j] + ((1.0f - t * t) * o) * dm[j];
+            da[j] = (d * g) * (i - i * i);
+            da[H + j] = (d * cp[j]) * (f - f * f);
+            da[2 * H + j] = (d * i) * ((g - g * g) + (1.0f - g));
+            da[3 * H + j] = (dm[j] * t) * (o - o * o);
+            dc[j] = d * f;
+        }
+    }
+}
+
+/* the hidden size, last argument: rows = len(c) / hid, len(g) = 4 len(c) */
+static int lstm_shapes(Bufs *b, PyObject *arg, int four, int last, Py_ssize_t *hid)
+{
+    *hid = PyLong_AsSsize_t(arg);
+    if (*hid == -1 && PyErr_Occurred())
+        return -1;
+    const Py_ssize_t n = b->len[1];
+    if (b->kind != 'f' || *hid <= 0 || n % *hid != 0 || b->len[four] != 4 * n) {
+        PyErr_SetString(PyExc_ValueError, "ember._kernels.lstm_step: expected float32 gates of "
+                        "rows x 4 hid and states of rows x hid");
+        return -1;
+    }
+    for (int i = 1; i < last; i++)
+        if (i != four && b->len[i] != n) {
+            PyErr_Format(PyExc_ValueError, "ember._kernels.lstm_step: argument %d has %zd "
+                         "elements, expected %zd", i + 1, b->len[i], n);
+            return -1;
+        }
+    return 0;
+}
+
+/* lstm_step(g, c, tc, h, hid): one step's activations into g, the cell state c updated, tanh(c)
+ * into tc and the output into h (float32, C-contiguous, not overlapping) */
+static PyObject *py_lstm_step(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 5)
+        return PyErr_Format(PyExc_TypeError, "ember._kernels.lstm_step: expected 5 arguments");
+    Bufs b;
+    Py_ssize_t hid;
+    if (take(&b, args, 4, "oooo") < 0)
+        return NULL;
+    if (lstm_shapes(&b, args[4], 0, 4, &hid) < 0) {
+        release(&b);
+        return NULL;
+    }
+    lstm_ctx k = {(float *)b.p[0], (float *)b.p[1], (float *)b.p[2], (float *)b.p[3],
+                  NULL, NULL, NULL, NULL, NULL, NULL, hid};
+    const Py_ssize_t least = MIN_PART / (4 * hid);
+    Py_BEGIN_ALLOW_THREADS
+    parallel(lstm_forward_rows, &k, b.len[1] / hid, 1, least > 0 ? least : 1);
+    Py_END_ALLOW_THREADS
+    release(&b);
+    Py_RETURN_NONE;
+}
+
+/* lstm_step_backward(a, tc, cprev, dm, dc, da, hid): the step's gate gradients into da and dc
+ * carried to the step before (dc in place) */
+static PyObject *py_lstm_step_backward(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 7)
+        return PyErr_Format(PyExc_TypeError, "ember._kernels.lstm_step_backward: expected 7 "
+                            "arguments");
+    Bufs b;
+    Py_ssize_t hid;
+    if (take(&b, args, 6, "iiiioo") < 0)
+        return NULL;
+    if (lstm_shapes(&b, args[6], 0, 5, &hid) < 0 || b.len[5] != b.len[0]) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "ember._kernels.lstm_step_backward: da must have "
+                            "the gates' size");
+        release(&b);
+        return NULL;
+    }
+    lstm_ctx k = {NULL, NULL, NULL, NULL, (const float *)b.p[0], (const float *)b.p[1],
+                  (const float *)b.p[2], (const float *)b.p[3], (float *)b.p[4],
+                  (float *)b.p[5], hid};
+    const Py_ssize_t least = MIN_PART / (4 * hid);
+    Py_BEGIN_ALLOW_THREADS
+    parallel(lstm_backward_rows, &k, b.len[1] / hid, 1, least > 0 ? least : 1);
+    Py_END_ALLOW_THREADS
+    release(&b);
+    Py_RETURN_NONE;
+}
+
 /* the row length, last argument; the arrays' sizes a multiple of it */
 static int row_length(PyObject *const *args, Py_ssize_t nargs, Py_ssize_t at, Py_ssize_t *n)
 {
@@ -8355,6 +8521,8 @@ static PyMethodDef kernels_methods[] = {
     FAST(gelu_tanh_backward, "gelu_tanh_backward(x, grad, out): its derivative times grad."),
     FAST(exp, "exp(x, out): float32 exp, within 1 ulp."),
     FAST(tanh, "tanh(x, out): float32 tanh, within 1 ulp."),
+    FAST(lstm_step, "lstm_step(g, c, tc, h, hid): an LSTM step's gates, cell and output, float32."),
+    FAST(lstm_step_backward, "lstm_step_backward(a, tc, cprev, dm, dc, da, hid): an LSTM step's gate gradients and dc, float32."),
     FAST(sigmoid, "sigmoid(x, out): float32 (1 ulp) or float64."),
     FAST(silu, "silu(x, out): x sigmoid(x), float32 (1 ulp) or float64."),
     FAST(silu_backward, "silu_backward(x, grad, out): grad s (1 + x (1 - s))."),

@@ -200,6 +200,30 @@ def tanh(x: Any) -> np.ndarray | None:
     return _unary32("tanh", x)
 
 
+def lstm_step(g: Any, c: Any, tc: Any, h: Any) -> bool:
+    """An LSTM time step's pointwise work in place (ops/nn/recurrent.py ``LSTMSequence``): the
+    gate pre-activations ``g`` (rows x 4 hid) become the activations, the cell state ``c`` (rows x
+    hid) is updated, tanh(c) goes into ``tc`` and the output into ``h``; the NumPy path's
+    operations and order with the kernels' tanh. False (nothing done) where it does not apply
+    (float32 C-contiguous host arrays only; fma-based)."""
+    k = _fma_kernels()
+    if k is None or not (_ok(g) and _ok(c) and _ok(tc) and _ok(h)) or g.size != 4 * c.size:
+        return False
+    k.lstm_step(g, c, tc, h, c.shape[-1])
+    return True
+
+
+def lstm_step_backward(a: Any, tc: Any, cprev: Any, dm: Any, dc: Any, da: Any) -> bool:
+    """The backward of ``lstm_step``: the gate gradients into ``da`` and the cell state's
+    gradient ``dc`` carried one step back, in place; False where it does not apply."""
+    k = _fma_kernels()
+    if (k is None or not all(_ok(v) for v in (a, tc, cprev, dm, dc, da))
+            or a.size != 4 * dc.size or da.size != a.size):
+        return False
+    k.lstm_step_backward(a, tc, cprev, dm, dc, da, dc.shape[-1])
+    return True
+
+
 def erf(x: Any) -> np.ndarray | None:
     """erf(x) of a float32 array, within 1 ulp; None where the kernel does not apply."""
     return _unary32("erf", x)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ... import _kernels_loader as _kernels
 from ..._tensor_base import TensorBase
 from ...autograd.engine import grad as autograd_grad
 from ...autograd.function import Op
@@ -219,23 +220,22 @@ class LSTMSequence(Op):
             g = acts[r0:r1] if need else xp.empty((bs, 4 * hid), dtype=wd)
             xp.matmul(hp, wT, out=g)
             g += pre[r0:r1]
-            g *= s  # one tanh for all gates (see _gate_scale)
-            xp.tanh(g, out=g)
-            g *= s
-            g += shift
             if need:
                 cprev[r0:r1] = cv
                 hprev[r0:r1] = hp
-            cv *= g[:, hid:2 * hid]
-            cv += g[:, :hid] * g[:, 2 * hid:3 * hid]
             tc = tcs[r0:r1] if need else xp.empty((bs, hid), dtype=wd)
-            xp.tanh(cv, out=tc)
-            if wr is None:
-                o = out[r0:r1]
-                xp.multiply(g[:, 3 * hid:], tc, out=o)
-            else:
-                m = ms[r0:r1] if need else xp.empty((bs, hid), dtype=wd)
+            m = out[r0:r1] if wr is None else ms[r0:r1] if need else xp.empty((bs, hid), dtype=wd)
+            if not _kernels.lstm_step(g, cv, tc, m):  # (the same operations, in one pass)
+                g *= s  # one tanh for all gates (see _gate_scale)
+                xp.tanh(g, out=g)
+                g *= s
+                g += shift
+                cv *= g[:, hid:2 * hid]
+                cv += g[:, :hid] * g[:, 2 * hid:3 * hid]
+                xp.tanh(cv, out=tc)
                 xp.multiply(g[:, 3 * hid:], tc, out=m)
+            o = m
+            if wr is not None:
                 o = out[r0:r1]
                 xp.matmul(m, wrT, out=o)
             h[:bs] = o
@@ -277,15 +277,18 @@ class LSTMSequence(Op):
             else:
                 dm = dht
             a = acts[r0:r1]
-            i, f, g, o = a[:, :hid], a[:, hid:2 * hid], a[:, 2 * hid:3 * hid], a[:, 3 * hid:]
             tc = tcs[r0:r1]
             dcv = dc[:bs]
+            da = dg_all[r0:r1]
+            if _kernels.lstm_step_backward(a, tc, cprev[r0:r1], dm, dcv, da):  # (one pass)
+                xp.matmul(da, w, out=dh[:bs])
+                continue
+            i, f, g, o = a[:, :hid], a[:, hid:2 * hid], a[:, 2 * hid:3 * hid], a[:, 3 * hid:]
             tmp = tc * tc
             xp.subtract(1.0, tmp, out=tmp)
             tmp *= o
             tmp *= dm
             dcv += tmp
-            da = dg_all[r0:r1]
             xp.multiply(dcv, g, out=da[:, :hid])
             xp.multiply(dcv, cprev[r0:r1], out=da[:, hid:2 * hid])
             xp.multiply(dcv, i, out=da[:, 2 * hid:3 * hid])
