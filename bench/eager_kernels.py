@@ -72,7 +72,7 @@ def _all_cases(m: Any) -> dict[str, tuple[Any, str]]:
     m.manual_seed(0)
     cw3 = m.randn(64, 64, 3, 3, requires_grad=True)  # conv2d 64 -> 64 3x3 (its grad accumulates)
     return {
-        "erf": (m.erf, "v"), "erfc": (m.erfc, "v"),
+        "exp": (m.exp, "v"), "erf": (m.erf, "v"), "erfc": (m.erfc, "v"),
         "gelu": (F.gelu, "v"), "gelu tanh": (lambda t: F.gelu(t, approximate="tanh"), "v"),
         "sigmoid": (m.sigmoid, "v"), "tanh": (m.tanh, "v"), "silu": (F.silu, "v"),
         "mish": (F.mish, "v"), "softplus": (F.softplus, "v"), "elu": (F.elu, "v"),
