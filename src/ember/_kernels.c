@@ -4334,6 +4334,149 @@ CLONES_FMA static void lstm_backward_rows(void *v, Py_ssize_t r0, Py_ssize_t r1)
     }
 }
 
+/* A GRU time step's pointwise work (ops/nn/recurrent.py GRUSequence), as the LSTM's: the NumPy
+ * path's operations and order with k_tanh32. Forward, from the input projection gi and the
+ * step's product gh (rows x 3 hid, gates r, z, n) and h_prev: (r, z) = tanh((gi + gh) / 2) / 2
+ * + 1/2, n = tanh(r gh_n + gi_n), h = (h_prev - n) z + n. Backward, from dh: dn = ((1 - n^2)
+ * (1 - z)) dh, dz = ((h_prev - n) dh) (z - z^2), dr = (dn gh_n) (r - r^2); d(gi) = (dr, dz, dn),
+ * d(gh) = (dr, dz, dn r). */
+typedef struct {
+    const float *gi, *gh, *hp, *rz, *n, *ghn, *dh;
+    float *rz_out, *n_out, *h_out, *dgi, *dgh;
+    Py_ssize_t hid;
+} gru_ctx;
+
+CLONES static void gru_gates_pre(const float *RESTRICT gi, const float *RESTRICT gh,
+                                 float *RESTRICT y, Py_ssize_t n)
+{
+    for (Py_ssize_t j = 0; j < n; j++)
+        y[j] = (gi[j] + gh[j]) * 0.5f;
+}
+
+CLONES static void gru_n_pre(const float *RESTRICT r, const float *RESTRICT ghn,
+                             const float *RESTRICT gin, float *RESTRICT y, Py_ssize_t n)
+{
+    for (Py_ssize_t j = 0; j < n; j++)
+        y[j] = r[j] * ghn[j] + gin[j];
+}
+
+CLONES static void gru_out(const float *RESTRICT hp, const float *RESTRICT nn,
+                           const float *RESTRICT z, float *RESTRICT h, Py_ssize_t n)
+{
+    for (Py_ssize_t j = 0; j < n; j++)
+        h[j] = (hp[j] - nn[j]) * z[j] + nn[j];
+}
+
+static void gru_forward_rows(void *v, Py_ssize_t r0, Py_ssize_t r1)
+{
+    const gru_ctx *k = (const gru_ctx *)v;
+    const Py_ssize_t H = k->hid;
+    float scaled[2048], act[2048];
+    for (Py_ssize_t r = r0; r < r1; r++) {
+        const float *gi = k->gi + r * 3 * H, *gh = k->gh + r * 3 * H, *hp = k->hp + r * H;
+        float *rz = k->rz_out + r * 2 * H, *nn = k->n_out + r * H;
+        for (Py_ssize_t b = 0; b < 2 * H; b += 2048) {
+            const Py_ssize_t n = 2 * H - b < 2048 ? 2 * H - b : 2048;
+            gru_gates_pre(gi + b, gh + b, scaled, n);
+            tanh_f32(scaled, act, 0, n);
+            lstm_affine(act, rz + b, n, 0.5f, 0.5f);
+        }
+        for (Py_ssize_t b = 0; b < H; b += 2048) {
+            const Py_ssize_t n = H - b < 2048 ? H - b : 2048;
+            gru_n_pre(rz + b, gh + 2 * H + b, gi + 2 * H + b, scaled, n);
+            tanh_f32(scaled, nn + b, 0, n);
+        }
+        gru_out(hp, nn, rz + H, k->h_out + r * H, H);
+    }
+}
+
+CLONES static void gru_backward_rows(void *v, Py_ssize_t r0, Py_ssize_t r1)
+{
+    const gru_ctx *k = (const gru_ctx *)v;
+    const Py_ssize_t H = k->hid;
+    for (Py_ssize_t r = r0; r < r1; r++) {
+        const float *RESTRICT rz = k->rz + r * 2 * H;
+        const float *RESTRICT nn = k->n + r * H;
+        const float *RESTRICT ghn = k->ghn + r * H;
+        const float *RESTRICT hp = k->hp + r * H;
+        const float *RESTRICT dh = k->dh + r * H;
+        float *RESTRICT dgi = k->dgi + r * 3 * H;
+        float *RESTRICT dgh = k->dgh + r * 3 * H;
+        for (Py_ssize_t j = 0; j < H; j++) {
+            const float rr = rz[j], z = rz[H + j], n = nn[j], d = dh[j];
+            const float dn = ((1.0f - n * n) * (1.0f - z)) * d;
+            const float dz = ((hp[j] - n) * d) * (z - z * z);
+            const float dr = (dn * ghn[j]) * (rr - rr * rr);
+            dgi[j] = dr;
+            dgi[H + j] = dz;
+            dgi[2 * H + j] = dn;
+            dgh[j] = dr;
+            dgh[H + j] = dz;
+            dgh[2 * H + j] = dn * rr;
+        }
+    }
+}
+
+/* gru_step(gi, gh, hp, rz, n, h, hid): one step's gates r, z into rz, n and the output h */
+static PyObject *py_gru_step(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 7)
+        return PyErr_Format(PyExc_TypeError, "ember._kernels.gru_step: expected 7 arguments");
+    Bufs b;
+    if (take(&b, args, 6, "iiiooo") < 0)
+        return NULL;
+    const Py_ssize_t hid = PyLong_AsSsize_t(args[6]);
+    const Py_ssize_t n = b.len[2];
+    if (hid <= 0 || b.kind != 'f' || n % hid != 0 || b.len[0] != 3 * n || b.len[1] != 3 * n
+        || b.len[3] != 2 * n || b.len[4] != n || b.len[5] != n) {
+        release(&b);
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "ember._kernels.gru_step: expected float32 gi, gh "
+                            "of rows x 3 hid, rz of rows x 2 hid, hp, n, h of rows x hid");
+        return NULL;
+    }
+    gru_ctx k = {(const float *)b.p[0], (const float *)b.p[1], (const float *)b.p[2], NULL,
+                 NULL, NULL, NULL, (float *)b.p[3], (float *)b.p[4], (float *)b.p[5], NULL, NULL,
+                 hid};
+    const Py_ssize_t least = MIN_PART / (3 * hid);
+    Py_BEGIN_ALLOW_THREADS
+    parallel(gru_forward_rows, &k, n / hid, 1, least > 0 ? least : 1);
+    Py_END_ALLOW_THREADS
+    release(&b);
+    Py_RETURN_NONE;
+}
+
+/* gru_step_backward(rz, n, ghn, hp, dh, dgi, dgh, hid): the step's gate gradients */
+static PyObject *py_gru_step_backward(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 8)
+        return PyErr_Format(PyExc_TypeError, "ember._kernels.gru_step_backward: expected 8 "
+                            "arguments");
+    Bufs b;
+    if (take(&b, args, 7, "iiiiioo") < 0)
+        return NULL;
+    const Py_ssize_t hid = PyLong_AsSsize_t(args[7]);
+    const Py_ssize_t n = b.len[1];
+    if (hid <= 0 || b.kind != 'f' || n % hid != 0 || b.len[0] != 2 * n || b.len[2] != n
+        || b.len[3] != n || b.len[4] != n || b.len[5] != 3 * n || b.len[6] != 3 * n) {
+        release(&b);
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "ember._kernels.gru_step_backward: expected "
+                            "float32 rz of rows x 2 hid, n, ghn, hp, dh of rows x hid, dgi, dgh "
+                            "of rows x 3 hid");
+        return NULL;
+    }
+    gru_ctx k = {NULL, NULL, (const float *)b.p[3], (const float *)b.p[0],
+                 (const float *)b.p[1], (const float *)b.p[2], (const float *)b.p[4], NULL,
+                 NULL, NULL, (float *)b.p[5], (float *)b.p[6], hid};
+    const Py_ssize_t least = MIN_PART / (3 * hid);
+    Py_BEGIN_ALLOW_THREADS
+    parallel(gru_backward_rows, &k, n / hid, 1, least > 0 ? least : 1);
+    Py_END_ALLOW_THREADS
+    release(&b);
+    Py_RETURN_NONE;
+}
+
 /* the hidden size, last argument: rows = len(c) / hid, len(g) = 4 len(c) */
 static int lstm_shapes(Bufs *b, PyObject *arg, int four, int last, Py_ssize_t *hid)
 {
@@ -8521,6 +8664,8 @@ static PyMethodDef kernels_methods[] = {
     FAST(gelu_tanh_backward, "gelu_tanh_backward(x, grad, out): its derivative times grad."),
     FAST(exp, "exp(x, out): float32 exp, within 1 ulp."),
     FAST(tanh, "tanh(x, out): float32 tanh, within 1 ulp."),
+    FAST(gru_step, "gru_step(gi, gh, hp, rz, n, h, hid): a GRU step's gates and output, float32."),
+    FAST(gru_step_backward, "gru_step_backward(rz, n, ghn, hp, dh, dgi, dgh, hid): a GRU step's gate gradients, float32."),
     FAST(lstm_step, "lstm_step(g, c, tc, h, hid): an LSTM step's gates, cell and output, float32."),
     FAST(lstm_step_backward, "lstm_step_backward(a, tc, cprev, dm, dc, da, hid): an LSTM step's gate gradients and dc, float32."),
     FAST(sigmoid, "sigmoid(x, out): float32 (1 ulp) or float64."),

@@ -224,6 +224,30 @@ def lstm_step_backward(a: Any, tc: Any, cprev: Any, dm: Any, dc: Any, da: Any) -
     return True
 
 
+def gru_step(gi: Any, gh: Any, hp: Any, rz: Any, n: Any, h: Any) -> bool:
+    """A GRU time step's pointwise work (ops/nn/recurrent.py ``GRUSequence``): from the input
+    projection ``gi`` and the step's product ``gh`` (rows x 3 hid) and the state ``hp``, the gates
+    r, z into ``rz``, n into ``n`` and the output into ``h``; the NumPy path's operations with the
+    kernels' tanh. False (nothing done) where it does not apply."""
+    k = _fma_kernels()
+    if (k is None or not all(_ok(v) for v in (gi, gh, hp, rz, n, h))
+            or gi.size != 3 * hp.size or gh.size != gi.size or rz.size != 2 * hp.size):
+        return False
+    k.gru_step(gi, gh, hp, rz, n, h, hp.shape[-1])
+    return True
+
+
+def gru_step_backward(rz: Any, n: Any, ghn: Any, hp: Any, dh: Any, dgi: Any, dgh: Any) -> bool:
+    """The backward of ``gru_step``'s pointwise work: the gate gradients into ``dgi`` (of gi) and
+    ``dgh`` (of the step's product); False where it does not apply."""
+    k = _fma_kernels()
+    if (k is None or not all(_ok(v) for v in (rz, n, ghn, hp, dh, dgi, dgh))
+            or rz.size != 2 * n.size or dgi.size != 3 * n.size or dgh.size != dgi.size):
+        return False
+    k.gru_step_backward(rz, n, ghn, hp, dh, dgi, dgh, n.shape[-1])
+    return True
+
+
 def erf(x: Any) -> np.ndarray | None:
     """erf(x) of a float32 array, within 1 ulp; None where the kernel does not apply."""
     return _unary32("erf", x)

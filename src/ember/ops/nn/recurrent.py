@@ -348,20 +348,21 @@ class GRUSequence(Op):
             if b is not None:
                 gh += b
             rz = rz_all[r0:r1] if need else xp.empty((bs, 2 * hid), dtype=wd)
-            xp.add(gi[:, :2 * hid], gh[:, :2 * hid], out=rz)
-            _sigmoid_(xp, rz)
             nn = n_all[r0:r1] if need else xp.empty((bs, hid), dtype=wd)
             ghn = gh[:, 2 * hid:]
-            xp.multiply(rz[:, :hid], ghn, out=nn)
-            nn += gi[:, 2 * hid:]
-            xp.tanh(nn, out=nn)
+            o = out[r0:r1]
+            if not _kernels.gru_step(gi, gh, hp, rz, nn, o):  # (the same operations, one pass)
+                xp.add(gi[:, :2 * hid], gh[:, :2 * hid], out=rz)
+                _sigmoid_(xp, rz)
+                xp.multiply(rz[:, :hid], ghn, out=nn)
+                nn += gi[:, 2 * hid:]
+                xp.tanh(nn, out=nn)
+                xp.subtract(hp, nn, out=o)
+                o *= rz[:, hid:]
+                o += nn
             if need:
                 ghn_all[r0:r1] = ghn
                 hprev[r0:r1] = hp
-            o = out[r0:r1]
-            xp.subtract(hp, nn, out=o)
-            o *= rz[:, hid:]
-            o += nn
             h[:bs] = o
         if need:
             ctx.save_for_backward(xw, h0, w_hh, b_hh)
@@ -397,6 +398,11 @@ class GRUSequence(Op):
             hp = hprev[r0:r1]
             dgi = dgi_all[r0:r1]
             dgh = dgh_all[r0:r1]
+            if _kernels.gru_step_backward(rz_all[r0:r1], nn, ghn_all[r0:r1], hp, dht, dgi, dgh):
+                dhp = dgh @ w
+                dhp += dht * z
+                dh[:bs] = dhp
+                continue
             dan = dgi[:, 2 * hid:]
             xp.multiply(nn, nn, out=dan)  # dn * (1 - n**2) with dn = dh (1 - z)
             xp.subtract(1.0, dan, out=dan)

@@ -1,7 +1,8 @@
-"""The LSTM step kernels (ember/_kernels.c, "An LSTM time step's pointwise work"): bit for bit the
-NumPy path's operations with the kernels' tanh in place of NumPy's, within a few float32 ulps of
-the NumPy path itself, the same bits at 1 and 2 threads, and nn.LSTM's results (forward, every
-gradient, projections and packed sequences) against the NumPy path."""
+"""The LSTM and GRU step kernels (ember/_kernels.c, "An LSTM time step's pointwise work" and the
+GRU's): bit for bit the NumPy path's operations with the kernels' tanh in place of NumPy's,
+within a few float32 ulps of the NumPy path itself, the same bits at 1 and 2 threads, and
+nn.LSTM's and nn.GRU's results (forward, every gradient, projections and packed sequences)
+against the NumPy path."""
 
 from __future__ import annotations
 
@@ -115,14 +116,16 @@ def test_lstm_step_gives_the_same_bits_at_1_and_2_threads() -> None:
         assert a.tobytes() == b.tobytes()
 
 
-def _lstm_run(proj_size: int, packed: bool):
+def _lstm_run(proj_size: int, packed: bool, cell: str = "LSTM"):
     ember.manual_seed(3)
-    net = ember.nn.LSTM(12, 16, num_layers=2, batch_first=True, proj_size=proj_size)
+    kw = {"proj_size": proj_size} if proj_size else {}
+    net = getattr(ember.nn, cell)(12, 16, num_layers=2, batch_first=True, **kw)
     x = ember.randn(5, 9, 12, requires_grad=True)
     inp = x
     if packed:
         inp = ember.nn.utils.rnn.pack_padded_sequence(x, [9, 7, 7, 3, 1], batch_first=True)
-    out, (hn, cn) = net(inp)
+    out, state = net(inp)
+    hn, cn = state if cell == "LSTM" else (state, state * 0)
     if packed:
         out = ember.nn.utils.rnn.pad_packed_sequence(out, batch_first=True)[0]
     (out.square().sum() + hn.sum() + cn.square().sum()).backward()
@@ -139,3 +142,73 @@ def test_nn_lstm_with_the_kernels_agrees_with_the_numpy_path(proj_size, packed) 
     for a, b in zip(on, off):
         assert a.dtype == np.float32
         np.testing.assert_allclose(a, b, rtol=2e-5, atol=2e-6)
+
+
+@needs_kernels
+@pytest.mark.parametrize("packed", [False, True])
+def test_nn_gru_with_the_kernels_agrees_with_the_numpy_path(packed) -> None:
+    on = _lstm_run(0, packed, "GRU")
+    with L.disabled():
+        off = _lstm_run(0, packed, "GRU")
+    for a, b in zip(on, off):
+        assert a.dtype == np.float32
+        np.testing.assert_allclose(a, b, rtol=2e-5, atol=2e-6)
+
+
+def _emulated_gru(gi, gh, hp, tanh):
+    """GRUSequence.forward's NumPy operations for one step, with ``tanh``."""
+    hid = hp.shape[1]
+    rz = gi[:, :2 * hid] + gh[:, :2 * hid]
+    rz *= 0.5
+    rz = tanh(rz)
+    rz *= 0.5
+    rz += 0.5
+    n = rz[:, :hid] * gh[:, 2 * hid:]
+    n += gi[:, 2 * hid:]
+    n = tanh(n)
+    o = hp - n
+    o *= rz[:, hid:]
+    o += n
+    return rz, n, o
+
+
+def _emulated_gru_backward(rz, n, ghn, hp, dht):
+    hid = n.shape[1]
+    r, z = rz[:, :hid], rz[:, hid:]
+    dan = n * n
+    np.subtract(1.0, dan, out=dan)
+    dan *= 1.0 - z
+    dan *= dht
+    dz = hp - n
+    dz *= dht
+    dz *= z - z * z
+    dr = dan * ghn
+    dr *= r - r * r
+    return np.concatenate([dr, dz, dan], 1), np.concatenate([dr, dz, dan * r], 1)
+
+
+@needs_kernels
+@pytest.mark.parametrize("rows, hid", [(1, 1), (3, 7), (32, 256), (50, 700)])
+def test_gru_step_is_the_numpy_path_with_the_kernels_tanh(rows, hid) -> None:
+    rng = np.random.default_rng(rows * hid)
+    gi = (rng.standard_normal((rows, 3 * hid)) * 3).astype(F32)
+    gh = (rng.standard_normal((rows, 3 * hid)) * 3).astype(F32)
+    gi.reshape(-1)[:4] = [0.0, -0.0, np.inf, -40.0][:gi.size]
+    hp = rng.standard_normal((rows, hid)).astype(F32)
+    want = _emulated_gru(gi, gh, hp, L.tanh)
+    rz, n, h = np.empty((rows, 2 * hid), F32), np.empty_like(hp), np.empty_like(hp)
+    assert L.gru_step(gi, gh, hp, rz, n, h)
+    for got, w in zip((rz, n, h), want):
+        assert got.tobytes() == w.tobytes()
+    # (NumPy's tanh: an ulp or two apart in r, times gh_n up to 10 in n's argument)
+    for got, w in zip((rz, n, h), _emulated_gru(gi, gh, hp, np.tanh)):
+        np.testing.assert_allclose(got, w, rtol=1e-6, atol=2e-6)
+    dht = rng.standard_normal((rows, hid)).astype(F32)
+    ghn = np.ascontiguousarray(gh[:, 2 * hid:])
+    dgi, dgh = np.empty_like(gi), np.empty_like(gi)
+    assert L.gru_step_backward(rz, n, ghn, hp, dht, dgi, dgh)
+    wi, wh = _emulated_gru_backward(rz, n, ghn, hp, dht)
+    assert dgi.tobytes() == wi.tobytes() and dgh.tobytes() == wh.tobytes()
+    assert not L.gru_step(gi[:, ::3], gh, hp, rz, n, h)  # strided: the NumPy path
+    with pytest.raises(ValueError):
+        L.active.gru_step(gi, gh, hp, rz.reshape(-1)[:hid], n, h, hid)
