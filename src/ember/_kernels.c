@@ -4246,7 +4246,7 @@ BINARY_PY(erfinv_backward, erfinv_backward_f32, NULL)
  * An LSTM time step's pointwise work (ops/nn/recurrent.py LSTMSequence), in the NumPy path's
  * operations and order, with k_tanh32 where the path calls NumPy's tanh: within the two tanh's
  * ulps of that path, and bit for bit a NumPy emulation that takes this tanh
- * (tests/test_kernels_lstm.py). Per row of the batch, forward: each gate's pre-activation v (the
+ * (tests/test_kernels_recurrent.py). Per row of the batch, forward: each gate's pre-activation v (the
  * step's product plus the input projection, in g) becomes tanh(v s) s + (1 - s), s = 1/2 on
  * i, f, o (sigmoid) and 1 on g (tanh); then c = c f + i g, tc = tanh(c), h = o tc. Backward, from
  * dm (the gradient of o tc) and dc: dc += ((1 - tc^2) o) dm; d(i, f, g, o) = (dc g, dc c_prev,
