@@ -21,12 +21,23 @@ from typing import Any
 import numpy as np
 
 from .. import _kernels_loader as _kernels
-from .. import _threads as threads  # noqa: F401 - pointwise_math reaches the split through it
+from .. import _threads as threads
 
 BLOCK = 65536  # elements per block: a kernel's few scratch rows stay in the L2 cache
 
 
 _UINT = {2: np.dtype(np.uint16), 4: np.dtype(np.uint32), 8: np.dtype(np.uint64)}
+
+
+def fast_unary(name: str, xp: Any, x: Any) -> Any:
+    """The elementwise function ``name`` (exp, tanh) of x: its eager kernel where that applies
+    (float32 host arrays), else NumPy's ufunc split over the threads from ``threads.cut``
+    elements, else ``xp``'s own (one call; CuPy's on a GPU)."""
+    out = getattr(_kernels, name)(x)
+    if out is None:
+        f = getattr(xp, name)
+        out = threads.call(getattr(np, name), f, x) if x.size >= threads.cut else f(x)
+    return out
 
 
 def run(kernel: Any, scratch: str, x: Any, *more: Any) -> Any:

@@ -330,10 +330,7 @@ class Exp(Op):
 
     @staticmethod
     def forward(ctx: Any, x: Any) -> Any:
-        out = _kernels.exp(x)  # (float32 host arrays; None elsewhere)
-        if out is None:
-            out = (_bw.threads.call(np.exp, ctx.xp.exp, x) if x.size >= _bw.threads.cut
-                   else ctx.xp.exp(x))
+        out = _bw.fast_unary("exp", ctx.xp, x)  # (the kernel, or NumPy's ufunc split)
         ctx.save_for_backward(out)
         return out
 
@@ -609,10 +606,7 @@ class Tanh(Op):
 
     @staticmethod
     def forward(ctx: Any, x: Any) -> Any:
-        out = _kernels.tanh(x)  # (float32 host arrays; None elsewhere)
-        if out is None:
-            out = (_bw.threads.call(np.tanh, ctx.xp.tanh, x) if x.size >= _bw.threads.cut
-                   else ctx.xp.tanh(x))
+        out = _bw.fast_unary("tanh", ctx.xp, x)  # (the kernel, or NumPy's ufunc split)
         ctx.save_for_backward(out)
         return out
 
