@@ -103,6 +103,22 @@ def test_max_pool_kernel_same_at_any_thread_count(threads) -> None:
 
 
 @needs_kernels
+@pytest.mark.parametrize("where", [0, 1, 4097, 12_345, -1])
+@pytest.mark.parametrize("value", [16, -1, 2**63 - 1, -(2**63)])
+def test_max_pool_backward_finds_one_bad_index_anywhere(where: int, value: int) -> None:
+    # the range check is one vectorised unsigned comparison over every index: a single bad one,
+    # at a vector's start, inside, or in the loop's tail, in either direction, is caught
+    gy = np.ones((3089, 4), np.float32)
+    idx = np.tile(np.arange(0, 16, 4, dtype=np.int64), (3089, 1))
+    gx = np.zeros((3089, 16), np.float32)
+    L.active.max_pool_backward(gy, idx, gx, True, 16)  # every index fine: no error
+    assert gx.sum() == gy.size
+    idx.reshape(-1)[where] = value
+    with pytest.raises(ValueError, match="out of range"):
+        L.active.max_pool_backward(gy, idx, gx, True, 16)
+
+
+@needs_kernels
 def test_max_pool_kernels_refuse_bad_arguments() -> None:
     x = np.zeros((1, 1, 4, 4), np.float32)
     y = np.zeros((1, 1, 2, 2), np.float32)

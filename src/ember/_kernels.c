@@ -5468,6 +5468,19 @@ static void call_scatter_rows(void *cv, Py_ssize_t j0, Py_ssize_t j1)
 }
 
 /* a C-contiguous int64 buffer (None: NULL) whose values lie in [0, bound) */
+/* whether every p[i] is in [0, bound): one unsigned comparison each (a negative index is a
+ * huge unsigned one), vectorised in the cloned variants; a scalar loop with two signed
+ * comparisons took longer than max pooling's backward scatter it guarded (27% of the call
+ * against 16%, 147K indices) */
+CLONES static int indices_within(const int64_t *RESTRICT p, Py_ssize_t n, Py_ssize_t bound)
+{
+    const uint64_t ub = (uint64_t)bound;
+    uint64_t bad = 0;
+    for (Py_ssize_t i = 0; i < n; i++)
+        bad |= (uint64_t)p[i] >= ub;
+    return bad == 0;
+}
+
 static int index_buffer(PyObject *obj, Py_buffer *view, Py_ssize_t bound, const char *what)
 {
     view->buf = NULL;
@@ -5484,12 +5497,7 @@ static int index_buffer(PyObject *obj, Py_buffer *view, Py_ssize_t bound, const 
         PyErr_Format(PyExc_TypeError, "ember._kernels: %s must be an int64 array", what);
         return -1;
     }
-    const int64_t *p = (const int64_t *)view->buf;
-    Py_ssize_t n = view->len / 8;
-    int64_t bad = 0;
-    for (Py_ssize_t i = 0; i < n; i++)
-        bad |= (p[i] < 0) | (p[i] >= bound);
-    if (bad) {
+    if (!indices_within((const int64_t *)view->buf, view->len / 8, bound)) {
         PyBuffer_Release(view);
         view->buf = NULL;
         PyErr_Format(PyExc_ValueError, "ember._kernels: %s out of range [0, %zd)", what, bound);
