@@ -138,6 +138,61 @@ def test_bias_is_added_after_the_product_in_both_paths(shape, n_threads, threads
     _assert_one_threads(wide, _one_thread(a, b) + bias.astype(np.float32))
 
 
+def _column_parts_bits(a, b, bias, n_threads):
+    """The product of ``a`` and ``b`` (``+ bias``) as ``_threads.gemm`` splits its columns at
+    ``n_threads``, computed part by part at one thread: one BLAS call on each block of b's
+    columns into the same block of out's, then the bias on it."""
+    m, n = a.shape[0], b.shape[1]
+    out = np.empty((m, n), np.float32)
+    saved = ember.get_num_threads()
+    ember.set_num_threads(1)
+    try:
+        for j0, j1 in _threads.gemm_parts(n, m * a.shape[1], n_threads, _threads.GEMM_PART_COLS,
+                                          _threads.GEMM_COL_ALIGN):
+            out[:, j0:j1] = a.dot(b[:, j0:j1])
+            if bias is not None:
+                out[:, j0:j1] += bias[j0:j1]
+    finally:
+        ember.set_num_threads(saved)
+    return out
+
+
+@needs_blas
+@pytest.mark.parametrize("n_threads", [2, 3])
+@pytest.mark.parametrize("shape", [(32, 1408, 400), (128, 784, 512), (255, 512, 777),
+                                   (17, 3000, 300), (64, 64, 4100)])
+def test_few_rows_split_by_columns(shape, n_threads, threads):
+    """A product with fewer rows than two row parts (a convolution's weight gradient, an MLP's
+    batch of 128) splits its columns at two threads or more: each part one call on a block of
+    b's columns, so the values are those of those calls (with and without the kernels, every
+    layout, with a bias too), within rounding of one thread's whole product; at one thread NumPy's
+    dot takes it."""
+    m, k, n = shape
+    rng = np.random.default_rng(m + 3 * k + n)
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    b = rng.standard_normal((k, n)).astype(np.float32)
+    bias = rng.standard_normal(n).astype(np.float32)
+    ember.set_num_threads(n_threads)
+    parts = _threads.gemm_parts(n, m * k, n_threads, _threads.GEMM_PART_COLS,
+                                _threads.GEMM_COL_ALIGN)
+    assert len(parts) >= 2 and all(p[0] % _threads.GEMM_COL_ALIGN == 0 for p in parts)
+    for x, y in _layouts(a, b):
+        for bb in (None, bias):
+            want = _column_parts_bits(x, y, bb, n_threads)
+            got = [_threads.gemm(x, y, None, bb)]
+            if bb is not None:
+                got.append(_backend.gemm(x, y, bb))
+            with L.disabled():
+                got.append(_threads.gemm(x, y, None, bb))
+            whole = _one_thread(x, y) + (0 if bb is None else bb)
+            for g in got:
+                assert g is not None and g.dtype == np.float32 and g.flags.c_contiguous
+                np.testing.assert_array_equal(g, want)
+                np.testing.assert_allclose(g, whole, rtol=1e-5, atol=1e-4)
+    ember.set_num_threads(1)
+    assert _threads.gemm(a, b) is None
+
+
 @needs_blas
 def test_parts_cover_the_rows_aligned():
     assert _threads.gemm_parts(1000, 1 << 20, 1) == [(0, 1000)]
@@ -157,8 +212,19 @@ def test_none_where_the_split_does_not_apply():
     assert _threads.gemm(np.ones((32, 32), np.float32), np.ones((32, 32), np.float32)) is None
     assert _threads.gemm(np.ones((1, 1 << 18), np.float32), np.ones((1 << 18, 4), np.float32)) \
         is None  # a row vector: NumPy's gemv
-    # fewer rows than two parts have: OpenBLAS's threads share their packing of b
-    assert _threads.gemm(np.ones((255, 512), np.float32), f32) is None
+    # fewer rows than two parts have: at one thread NumPy's dot (at two, its columns split:
+    # test_few_rows_split_by_columns)
+    saved = ember.get_num_threads()
+    try:
+        ember.set_num_threads(1)
+        assert _threads.gemm(np.ones((255, 512), np.float32), f32) is None
+        assert not _threads.gemm_applies(255, 512)
+        ember.set_num_threads(2)
+        assert _threads.gemm_applies(255, 512) and _threads.gemm_applies(16, 128)
+        assert not _threads.gemm_applies(255, 127)  # (two column parts of 64 at least)
+        assert not _threads.gemm_applies(15, 512)  # (a row vector's or a few rows' product)
+    finally:
+        ember.set_num_threads(saved)
     # a thin side (k or n under GEMM_MIN_SIDE; under GEMM_THIN_SIDE at one thread)
     assert _threads.gemm(np.ones((4096, 8), np.float32), np.ones((8, 512), np.float32)) is None
     assert _threads.gemm(np.ones((4096, 512), np.float32), np.ones((512, 8), np.float32)) is None

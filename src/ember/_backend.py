@@ -439,7 +439,7 @@ def gemm(a: Any, b: Any, bias: Any = None) -> Any:
     a small layer's product. Large float32 products of matrices run on the kernels' pool
     (``_threads.gemm``; the same values), each part adding the bias to its rows."""
     if type(a) is np.ndarray and type(b) is np.ndarray:
-        if a.ndim == 2 and b.ndim == 2 and a.shape[0] >= _threads.GEMM_MIN_ROWS \
+        if a.ndim == 2 and b.ndim == 2 and _threads.gemm_applies(a.shape[0], b.shape[1]) \
                 and (out := _threads.gemm(a, b, None, bias)) is not None:  # (a small one: no call)
             return out
         out = a.dot(b)

@@ -17,7 +17,15 @@
  * part that costs less than the wait for OpenBLAS's threads, below it more (the benchmark's MLP
  * step, batch 128, ran 3-5% slower with 64-row parts), and a split by columns (row-major C's
  * columns: strided b and out) ran up to 1.9x slower than by rows (docs/benchmarks.md, "Session
- * 2026-12-07"). _threads.gemm sends only products of two parts' rows or more.
+ * 2026-12-07"). A product with fewer rows than two parts (a weight gradient's O rows, an MLP
+ * step's batch of 128) is cut by the result's columns instead, at two threads or more only
+ * (_threads.gemm): each part one call on a block of b's columns and out's (their leading
+ * dimensions kept), packing all of the small a. OpenBLAS's own threads had run these, and their
+ * spinning handshake (inner_thread) fought the kernels' pool for the cores: the CNN's conv2
+ * weight gradient (32 x 1408 by 1408 x 400) made its forward and backward slower at two threads
+ * than at one. A column part's values are not the whole product's bit for bit (OpenBLAS blocks
+ * the columns of a row-major result), so these products, like OpenBLAS's own threaded ones
+ * before, differ from one thread's within rounding; the row split keeps them exactly.
  * OpenBLAS's sgemm computes each output element alike whatever rows its call has around it (no
  * difference over about 320 random shapes and both layouts; tests/test_threads_gemm.py), so the
  * values are those of one thread, bit for bit, at every thread count. Its dgemm does not (edge
@@ -33,6 +41,8 @@
 enum { ROW_MAJOR = 101, NO_TRANS = 111, TRANS = 112 };  /* CBLAS's enum values */
 #define PART_MACS (1 << 20)  /* the least a part does (_threads.GEMM_PART_MACS) */
 #define PART_ROWS 128        /* the fewest rows a part has (_threads.GEMM_PART_ROWS) */
+#define PART_COLS 64         /* the fewest columns a column part has (_threads.GEMM_PART_COLS) */
+#define COL_ALIGN 16         /* column parts start at multiples of this (_threads.GEMM_COL_ALIGN) */
 #define ALIGN 64             /* parts start at multiples of this (_threads.GEMM_ALIGN) */
 
 typedef void (*sgemm64_fn)(int, int, int, int64_t, int64_t, int64_t, float, const float *, int64_t,
@@ -86,6 +96,21 @@ static void blas_part(void *c, Py_ssize_t i0, Py_ssize_t i1)
     /* the bias, on the rows this thread just wrote (still in its cache) */
     if (g->bias != NULL)
         blas_part_bias(g, i0, i1);
+}
+
+/* columns [j0, j1) of the result: all of a times b's columns j0..j1 (its rows, stored
+ * transposed), into out's columns j0..j1 (leading dimension N), then the bias on them */
+static void blas_part_cols(void *c, Py_ssize_t j0, Py_ssize_t j1)
+{
+    blas_ctx *g = (blas_ctx *)c;
+    const float *b = g->b + (g->tb == NO_TRANS ? j0 : j0 * g->ldb);
+    call_sgemm(g->ta, g->tb, g->M, j1 - j0, g->K, g->a, g->lda, b, g->ldb, g->out + j0, g->N);
+    if (g->bias != NULL)
+        for (int64_t i = 0; i < g->M; i++) {
+            float *restrict o = g->out + i * g->N;
+            for (Py_ssize_t j = j0; j < j1; j++)
+                o[j] += g->bias[j];
+        }
 }
 
 /* products [e0, e1) of a stack, each whole: entry e's offsets from its batch index */
@@ -145,7 +170,8 @@ PyObject *py_blas_use(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
 /* blas_gemm(a, b, out[, bias]): out = a @ b for float32 a (..., M, K) and b (..., K, N) of one
  * batch shape (strides of whole floats, 0 where broadcast), each matrix with unit stride along
  * one axis, into C-contiguous float32 out (..., M, N) that overlaps neither. One product (2-D):
- * its row parts on the kernels' pool, each part then adding ``bias`` (a C-contiguous float32
+ * its row parts on the kernels' pool (its column parts where M is under two parts' rows), each
+ * part then adding ``bias`` (a C-contiguous float32
  * (N,), or None) to its rows, the bits of ``out += bias`` after the product; a stack: its
  * products, each whole, over the pool (no bias). False (nothing done) where no sgemm was
  * handed over. */
@@ -236,10 +262,15 @@ PyObject *py_blas_gemm(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
     } else if (done && out.len > 0) {
         const int64_t row_work = g.K * g.N;  /* a row's multiply-adds */
         Py_BEGIN_ALLOW_THREADS
-        if (g.nb == 0) {
+        if (g.nb == 0 && g.M >= 2 * PART_ROWS) {
             int64_t min_part = (int64_t)PART_MACS / (row_work > 0 ? row_work : 1);
             min_part = min_part > PART_ROWS ? min_part : PART_ROWS;
             kernels_parallel_parts(blas_part, &g, g.M, ALIGN, min_part);
+        } else if (g.nb == 0) {  /* too few rows for two parts: the columns */
+            const int64_t col_work = g.M * g.K;  /* a column's multiply-adds */
+            int64_t min_part = (int64_t)PART_MACS / (col_work > 0 ? col_work : 1);
+            min_part = min_part > PART_COLS ? min_part : PART_COLS;
+            kernels_parallel_parts(blas_part_cols, &g, g.N, COL_ALIGN, min_part);
         } else {
             const int64_t work = g.M * row_work;  /* a product's */
             int64_t min_part = (int64_t)PART_MACS / (work > 0 ? work : 1);

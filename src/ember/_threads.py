@@ -240,8 +240,17 @@ def _one_leave() -> None:
 GEMM_SPLIT_MACS = 1 << 18  # multiply-adds from which a product goes this way (OpenBLAS's own cut)
 GEMM_PART_MACS = 1 << 20  # the least a part has
 GEMM_PART_ROWS = 128  # the fewest rows a part has (each packs all of b: _kernels_blas.c)
-GEMM_MIN_ROWS = 2 * GEMM_PART_ROWS  # the fewest rows a product that splits has
+GEMM_MIN_ROWS = 2 * GEMM_PART_ROWS  # the fewest rows a product that splits by rows has
 GEMM_ALIGN = 64  # a part's first row is a multiple of this
+# Fewer rows than that (a weight gradient's O rows, an MLP's batch of 128): at two threads or
+# more the result's columns are split instead, each part all of a times a block of b's columns.
+# OpenBLAS's own threads ran these, and their spinning handshake fought the kernels' pool for
+# the cores (the CNN's conv2 forward and backward ran slower at two threads than at one). A
+# column part's values are not the whole product's bit for bit (OpenBLAS blocks a row-major
+# result's columns), so these, like OpenBLAS's threaded products before, differ from one
+# thread's within rounding (docs/running.md).
+GEMM_PART_COLS = 64  # the fewest columns a column part has
+GEMM_COL_ALIGN = 16  # a column part's first column is a multiple of this
 GEMM_MIN_SIDE = 16  # the least k and n
 # k or n under this: split at two threads or more only. A CNN's thin products (n = 32 output
 # channels) on OpenBLAS's threads wait for its sleeping worker after each of ember's kernels:
@@ -308,15 +317,24 @@ def _cblas_form(x: np.ndarray) -> tuple[int, int] | None:
     return None
 
 
-def gemm_parts(rows: int, row_macs: int, threads: int) -> list[tuple[int, int]]:
-    """The parts [i0, i1) of a product's ``rows`` (``row_macs`` multiply-adds each) over
-    ``threads``: as many as threads, but each of ``GEMM_PART_ROWS`` rows and ``GEMM_PART_MACS``
-    at least, boundaries on multiples of ``GEMM_ALIGN`` (_kernels_blas.c cuts the same way)."""
-    least = max(GEMM_PART_MACS // max(row_macs, 1), GEMM_PART_ROWS)
+def gemm_parts(rows: int, row_macs: int, threads: int, fewest: int = GEMM_PART_ROWS,
+               align: int = GEMM_ALIGN) -> list[tuple[int, int]]:
+    """The parts [i0, i1) of a product's ``rows`` (``row_macs`` multiply-adds each; or its
+    columns, with ``fewest`` GEMM_PART_COLS and ``align`` GEMM_COL_ALIGN) over ``threads``: as
+    many as threads, but each of ``fewest`` rows and ``GEMM_PART_MACS`` at least, boundaries on
+    multiples of ``align`` (_kernels_blas.c cuts the same way)."""
+    least = max(GEMM_PART_MACS // max(row_macs, 1), fewest)
     parts = max(1, min(threads, rows // least))
-    blocks = -(-rows // GEMM_ALIGN)
-    return [(min(blocks * p // parts * GEMM_ALIGN, rows),
-             min(blocks * (p + 1) // parts * GEMM_ALIGN, rows)) for p in range(parts)]
+    blocks = -(-rows // align)
+    return [(min(blocks * p // parts * align, rows),
+             min(blocks * (p + 1) // parts * align, rows)) for p in range(parts)]
+
+
+def gemm_applies(m: int, n: int) -> bool:
+    """Whether a product of ``m`` rows and ``n`` columns may take ``gemm`` (a cheap first test
+    for its callers): rows for two row parts, or at two threads or more columns for two."""
+    return m >= GEMM_MIN_ROWS or (n >= 2 * GEMM_PART_COLS and m >= GEMM_MIN_SIDE
+                                  and get_num_threads() > 1)
 
 
 def gemm(a: Any, b: Any, out: Any = None, bias: Any = None) -> Any:
@@ -325,7 +343,8 @@ def gemm(a: Any, b: Any, out: Any = None, bias: Any = None) -> Any:
     ``dot`` with OpenBLAS's own threads): another dtype (OpenBLAS's dgemm computes its edge
     tiles differently in a part than in the whole product, so float64 would not keep one
     thread's values), under ``GEMM_SPLIT_MACS`` multiply-adds, fewer rows than two parts have
-    (each part packs all of ``b``: OpenBLAS's own threads share that work), ``k`` or ``n`` under
+    (each part packs all of ``b``: OpenBLAS's own threads share that work) unless two threads
+    or more can split its columns (``gemm_applies``; not one thread's bits), ``k`` or ``n`` under
     ``GEMM_MIN_SIDE`` (or ``GEMM_THIN_SIDE`` at one thread), no OpenBLAS found, an operand
     without unit stride along an axis, inside ``split``'s parts (each of those runs its products
     on one thread). ``bias``: a C-contiguous float32 vector of the result's width that each part
@@ -334,7 +353,7 @@ def gemm(a: Any, b: Any, out: Any = None, bias: Any = None) -> Any:
     m, k = a.shape
     kb, n = b.shape
     dt = a.dtype
-    if m * k * n < GEMM_SPLIT_MACS or m < GEMM_MIN_ROWS or min(k, n) < GEMM_MIN_SIDE \
+    if m * k * n < GEMM_SPLIT_MACS or not gemm_applies(m, n) or min(k, n) < GEMM_MIN_SIDE \
             or kb != k or b.dtype != dt or dt != np.float32 or _in_split.get() \
             or (min(k, n) < GEMM_THIN_SIDE and get_num_threads() == 1):
         return None
@@ -371,8 +390,9 @@ def gemm(a: Any, b: Any, out: Any = None, bias: Any = None) -> Any:
 
 def _gemm_python(fn: Any, a: Any, b: Any, out: Any, fa: tuple, fb: tuple,
                  bias: Any = None) -> None:
-    """_kernels_blas.c's product in Python: the same row parts, each a ctypes call of the BLAS
-    function (which releases the GIL) on this module's pool, then the bias added to its rows."""
+    """_kernels_blas.c's product in Python: the same parts (rows, or columns where the rows are
+    too few), each a ctypes call of the BLAS function (which releases the GIL) on this module's
+    pool, then the bias added to its rows (columns)."""
     (m, k), n, e = a.shape, b.shape[1], a.itemsize
     (ta, lda), (tb, ldb) = fa, fb
     pa, pb, pc = a.ctypes.data, b.ctypes.data, out.ctypes.data
@@ -384,6 +404,17 @@ def _gemm_python(fn: Any, a: Any, b: Any, out: Any, fa: tuple, fb: tuple,
         if bias is not None:
             out[i0:i1] += bias
 
+    def part_cols(j0: int, j1: int) -> None:  # columns j0..j1: b's columns (rows, transposed)
+        fn(row, ta, tb, m, j1 - j0, k, 1.0, pa, lda, pb + (j0 if tb == no else j0 * ldb) * e,
+           ldb, 0.0, pc + j0 * e, n)
+        if bias is not None:
+            out[:, j0:j1] += bias[j0:j1]
+
+    if m < GEMM_MIN_ROWS:
+        parts = gemm_parts(n, m * k, get_num_threads(), GEMM_PART_COLS, GEMM_COL_ALIGN)
+        if len(parts) < 2 or not split(part_cols, parts):
+            part_cols(0, n)
+        return
     parts = gemm_parts(m, k * n, get_num_threads())
     if len(parts) < 2 or not split(part, parts):  # (or another thread is in a split: all here)
         part(0, m)
