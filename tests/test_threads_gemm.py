@@ -160,7 +160,7 @@ def _column_parts_bits(a, b, bias, n_threads):
 @needs_blas
 @pytest.mark.parametrize("n_threads", [2, 3])
 @pytest.mark.parametrize("shape", [(32, 1408, 400), (128, 784, 512), (255, 512, 777),
-                                   (17, 3000, 300), (64, 64, 4100)])
+                                   (17, 3000, 300), (64, 128, 4100)])
 def test_few_rows_split_by_columns(shape, n_threads, threads):
     """A product with fewer rows than two row parts (a convolution's weight gradient, an MLP's
     batch of 128) splits its columns at two threads or more: each part one call on a block of
@@ -223,6 +223,8 @@ def test_none_where_the_split_does_not_apply():
         assert _threads.gemm_applies(255, 512) and _threads.gemm_applies(16, 128)
         assert not _threads.gemm_applies(255, 127)  # (two column parts of 64 at least)
         assert not _threads.gemm_applies(15, 512)  # (a row vector's or a few rows' product)
+        # under GEMM_COL_MACS multiply-adds OpenBLAS's threads were faster (32 x 256 x 512)
+        assert _threads.gemm(np.ones((32, 256), np.float32), f32) is None
     finally:
         ember.set_num_threads(saved)
     # a thin side (k or n under GEMM_MIN_SIDE; under GEMM_THIN_SIDE at one thread)

@@ -250,6 +250,10 @@ GEMM_ALIGN = 64  # a part's first row is a multiple of this
 # result's columns), so these, like OpenBLAS's threaded products before, differ from one
 # thread's within rounding (docs/running.md).
 GEMM_PART_COLS = 64  # the fewest columns a column part has
+# the fewest multiply-adds a column split takes: ResNet-18's 32 x 256 x 512 products (4M) ran
+# 10-14% slower cut by columns than on OpenBLAS's threads; an MLP's 128 x 784 x 512 (51M) and a
+# CNN's 32 x 1408 x 400 weight gradient (18M) gain
+GEMM_COL_MACS = 1 << 23
 GEMM_COL_ALIGN = 16  # a column part's first column is a multiple of this
 GEMM_MIN_SIDE = 16  # the least k and n
 # k or n under this: split at two threads or more only. A CNN's thin products (n = 32 output
@@ -354,6 +358,7 @@ def gemm(a: Any, b: Any, out: Any = None, bias: Any = None) -> Any:
     kb, n = b.shape
     dt = a.dtype
     if m * k * n < GEMM_SPLIT_MACS or not gemm_applies(m, n) or min(k, n) < GEMM_MIN_SIDE \
+            or (m < GEMM_MIN_ROWS and m * k * n < GEMM_COL_MACS) \
             or kb != k or b.dtype != dt or dt != np.float32 or _in_split.get() \
             or (min(k, n) < GEMM_THIN_SIDE and get_num_threads() == 1):
         return None
