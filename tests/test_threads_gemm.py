@@ -224,7 +224,9 @@ def test_none_where_the_split_does_not_apply():
         assert not _threads.gemm_applies(255, 127)  # (two column parts of 64 at least)
         assert not _threads.gemm_applies(15, 512)  # (a row vector's or a few rows' product)
         # under GEMM_COL_MACS multiply-adds OpenBLAS's threads were faster (32 x 256 x 512)
-        assert _threads.gemm(np.ones((32, 256), np.float32), f32) is None
+        wide = np.ones((1024, 512), np.float32)
+        assert _threads.gemm(np.ones((32, 256), np.float32), wide[:256]) is None
+        assert _threads.gemm(np.ones((32, 1024), np.float32), wide) is not None  # (16M)
     finally:
         ember.set_num_threads(saved)
     # a thin side (k or n under GEMM_MIN_SIDE; under GEMM_THIN_SIDE at one thread)

@@ -5467,7 +5467,6 @@ static void call_scatter_rows(void *cv, Py_ssize_t j0, Py_ssize_t j1)
         scatter_rows_double(c->idx, c->take, c->src, c->scale, c->out, c->n, c->d, j0, j1);
 }
 
-/* a C-contiguous int64 buffer (None: NULL) whose values lie in [0, bound) */
 /* whether every p[i] is in [0, bound): one unsigned comparison each (a negative index is a
  * huge unsigned one), vectorised in the cloned variants; a scalar loop with two signed
  * comparisons took longer than max pooling's backward scatter it guarded (27% of the call
@@ -5481,6 +5480,7 @@ CLONES static int indices_within(const int64_t *RESTRICT p, Py_ssize_t n, Py_ssi
     return bad == 0;
 }
 
+/* a C-contiguous int64 buffer (None: NULL) whose values lie in [0, bound) */
 static int index_buffer(PyObject *obj, Py_buffer *view, Py_ssize_t bound, const char *what)
 {
     view->buf = NULL;
