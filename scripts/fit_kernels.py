@@ -113,6 +113,10 @@ def exp_q(r):  # (exp(r) - 1 - r) / r^2
     return (mp.exp(r) - 1 - r) / r**2 if r != 0 else mp.mpf(0.5)
 
 
+def expm1_over_r(r):  # (exp(r) - 1) / r
+    return (mp.exp(r) - 1) / r if r != 0 else mp.mpf(1)
+
+
 def main() -> None:
     half_ln2 = float(mp.log(2) / 2)
     t_hi = (ERFCX_ZMAX - ERFCX_K) / (ERFCX_ZMAX + ERFCX_K)
@@ -121,6 +125,7 @@ def main() -> None:
         ("EXP_Q32D", exp_q, -half_ln2, half_ln2, 5, "d"),
         ("EXP_Q64", exp_q, -half_ln2, half_ln2, 10, "d"),
         ("EXP_Q32F", exp_q, -half_ln2, half_ln2, 4, "f"),
+        ("EXP_P7D", expm1_over_r, -half_ln2, half_ln2, 6, "d"),
     ]
     central = [  # |x| < GELU_X = 3.5 and ERF_X = 3
         ("GELU_N2PHI32", gelu_phi, gelu_weight, 12.25, 12),  # printed times -2: -2 G

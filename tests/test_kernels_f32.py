@@ -1,7 +1,7 @@
-"""The float32-arithmetic eager kernels (sigmoid, silu, the ELU family, softplus, logsigmoid and
-their backward;
-ember/_kernels.c,
-"Float32-arithmetic kernels"): within 1 ulp of float64 ground truth over a dense sweep of the
+"""The float32 eager kernels of ember/_kernels.c that compute in float32 arithmetic (the ELU
+family, softplus and logsigmoid: "Float32-arithmetic kernels", within 1 ulp) or in float64 lanes
+(sigmoid, silu, silu's backward and the gradients of softplus and logsigmoid: rounded once from
+a float64 value within 2^-33, 0.501 ulp) against float64 ground truth over a dense sweep of the
 float32 line (every 128th float32 in [-120, 120], subnormals and +-0 included: 17.5M points),
 the same bits at 1 and 2 threads, and the same bits in every instruction-set variant that this
 machine can run (the extension compiled again without its clones, for the baseline and for
@@ -49,15 +49,14 @@ def test_sigmoid_silu_and_silu_backward_are_within_one_ulp_over_a_dense_sweep(sw
     assert x.size >= 1 << 24
     x64, g64 = x.astype(np.float64), g.astype(np.float64)
     s, sc = _sig64(x64), _sig64(-x64)
-    # largest errors (about 0.76 ulp) where the result is subnormal; elsewhere below 0.6
-    assert ulps(L.activation("sigmoid", x), s) < 1.0
-    assert ulps(L.activation("silu", x), x64 * s) < 1.0
+    # float64 lanes, one rounding: 0.501 ulp at most (the 1-ulp budget would allow 1.0), the
+    # subnormal results too (the conversion to float32 rounds them once)
+    assert ulps(L.activation("sigmoid", x), s) < 0.51
+    assert ulps(L.activation("silu", x), x64 * s) < 0.51
     # at x = -1.2785 the derivative crosses zero: an absolute 1e-9 |grad| there (float64's own
     # sum of terms near 1 is not much better)
     d = g64 * s * (1 + x64 * sc)
-    assert ulps(L.activation_backward("silu", x, g), d, 1e-9 * np.abs(g64)) < 1.0
-    normal = np.abs(s) > 2.0**-126
-    assert ulps(L.activation("sigmoid", x[normal]), s[normal]) < 0.6
+    assert ulps(L.activation_backward("silu", x, g), d, 1e-9 * np.abs(g64)) < 0.51
 
 
 @needs_kernels
@@ -65,7 +64,7 @@ def test_logsigmoid_is_within_one_ulp_over_a_dense_sweep(sweep) -> None:
     x, g = sweep
     x64, g64 = x.astype(np.float64), g.astype(np.float64)
     assert ulps(L.activation("logsigmoid", x), -np.logaddexp(0, -x64)) < 1.0
-    assert ulps(L.activation_backward("logsigmoid", x, g), g64 * _sig64(-x64)) < 1.0
+    assert ulps(L.activation_backward("logsigmoid", x, g), g64 * _sig64(-x64)) < 0.51
 
 
 @needs_kernels
@@ -79,7 +78,7 @@ def test_softplus_is_within_one_ulp_over_a_dense_sweep(sweep, beta, thr) -> None
                      np.logaddexp(0, bx) / float(np.float32(beta)))
     assert ulps(L.activation("softplus", x, beta, thr), exact) < 1.0
     exact = np.where(bx > np.float32(thr), g64, g64 * _sig64(bx))
-    assert ulps(L.activation_backward("softplus", x, g, beta, thr), exact) < 1.0
+    assert ulps(L.activation_backward("softplus", x, g, beta, thr), exact) < 0.51
 
 
 SELU = (1.6732632423543772848170429916717, 1.0507009873554804934193349852946, 1.0)
