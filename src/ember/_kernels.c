@@ -2551,9 +2551,11 @@ CLONES static void group_norm_##T(const T *RESTRICT x, const T *RESTRICT w, cons
         const T *RESTRICT xr = x + r * m;                                                          \
         T *RESTRICT yr = y + r * m;                                                                \
         double s, v;                                                                               \
-        LANE_SUM(s, m, i, xr[i]);                                                                  \
+        LANE_SUM_PF(s, m, i, yr, xr[i]);  /* (the output's lines fetched for writing) */           \
         T mu = (T)(s / (double)m);                                                                 \
-        LANE_SUM(v, m, i, (double)(xr[i] - mu) * (double)(xr[i] - mu));                            \
+        /* (the next row's lines fetched while this one's are summed from cache) */                \
+        LANE_SUM_PF(v, m, i, r + 1 < r1 ? xr + m : xr,                                             \
+                    (double)(xr[i] - mu) * (double)(xr[i] - mu));                                  \
         T rs = (T)(1.0 / sqrt(v / (double)m + eps));                                               \
         mean[r] = mu;                                                                              \
         rstd[r] = rs;                                                                              \
@@ -2591,8 +2593,10 @@ CLONES static void group_norm_backward_##T(const T *RESTRICT x, const T *RESTRIC
             else {                                                                                 \
                 ZERO_LANES(a);                                                                     \
                 ZERO_LANES(s);                                                                     \
-                LANE_LOOP(hw, i, j, a[j] += (double)gb[i];                                         \
-                          s[j] += (double)gb[i] * (double)((xb[i] - mu) * rs));                    \
+                /* (grad_x's lines fetched for writing: the output of the pass below) */          \
+                const T *ob = gx ? gx + r * m + k * hw : xb;                                       \
+                LANE_LOOP_PF(hw, i, j, ob, ob, a[j] += (double)gb[i];                              \
+                             s[j] += (double)gb[i] * (double)((xb[i] - mu) * rs));                 \
                 dbk = lanes_total(a);                                                              \
                 dsk = lanes_total(s);                                                              \
             }                                                                                      \
